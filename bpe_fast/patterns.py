@@ -1,0 +1,22 @@
+"""The pre-tokenization patterns bpe_fast knows by name."""
+
+# GPT-2's pattern (also CS336 assignment 1's): contractions, letter runs, digit runs, other runs, whitespace.
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+# cl100k's pattern (GPT-4): case-insensitive contractions, digits in groups of at most three.
+GPT4_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN}
+
+
+def resolve_pattern(pattern):
+    """Return the regex text for `pattern`, which is a name from PATTERNS or a regex string."""
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
+    if pattern in PATTERNS:
+        return PATTERNS[pattern]
+    if not pattern:
+        raise ValueError("pattern must not be empty")
+    return pattern
