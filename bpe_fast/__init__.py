@@ -1,6 +1,34 @@
-"""bpe_fast: byte-level BPE training and encoding with Cython-compiled hot paths."""
-from .patterns import GPT2_PATTERN, GPT4_PATTERN
-from .pretokenize import pretokenize
+"""bpe_fast: byte-level BPE training and encoding with Cython-compiled hot paths.
 
-__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "pretokenize"]
+Names are imported lazily from the module that owns them, so `import bpe_fast` stays cheap.
+"""
+import importlib
+
+from .patterns import GPT2_PATTERN, GPT4_PATTERN
+
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "pretokenize": "pretokenize",
+    "train_bpe": "train",
+    "Tokenizer": "tokenizer",
+    "encode_file": "encode_file",
+    "count_pretokens": "counts",
+    "PretokenCounts": "counts",
+    "train_from_counts": "train",
+}
+
+__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", *_EXPORTS]
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bpe_fast' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)
