@@ -53,3 +53,20 @@ def count_pretokens_text(text, pattern=GPT2_PATTERN, counts=None):
     for word, n in words.items():
         counts[word.encode("utf-8")] += n
     return counts
+
+
+def count_chunk(data, special_regex=None, pattern=GPT2_PATTERN, errors="strict"):
+    """Count the pre-tokens of a chunk of a UTF-8 file: decode, split on special tokens (never counted),
+    pre-tokenize each piece. Returns dict[bytes, int].
+
+    `data` must start and end on a character boundary and on a pre-token boundary (the chunker guarantees it).
+    Invalid UTF-8 with errors="strict" raises UnicodeDecodeError (its .start is the offset within `data`).
+    """
+    from .specials import split_on_specials
+
+    text = data.decode("utf-8", errors)
+    counts = Counter()
+    for piece, is_special in split_on_specials(text, special_regex):
+        if not is_special:
+            count_pretokens_text(piece, pattern, counts)
+    return dict(counts)
