@@ -1,0 +1,82 @@
+"""Cutting a corpus file into byte ranges that can be counted independently.
+
+A cut at byte offset k is safe when counting the two sides separately gives the same pre-tokens as
+counting the whole file:
+  * no occurrence of a special token covers k (starts before k and ends after it), and
+  * either a special token starts at k (the text is split there for any pattern), or the pattern is a
+    built-in one (GPT-2's or GPT-4's), byte k is a space and byte k-1 is a printable ASCII character:
+    both patterns end every pre-token that holds a non-space character at the first space after it
+    (GPT-4 keeps "\\r\\n" after punctuation, hence a space and not any whitespace), and neither looks
+    behind. Both kinds of cut fall on character boundaries, so UTF-8 decoding is unchanged too.
+"""
+import os
+import re
+
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
+
+_WINDOW = 1 << 20
+_SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )")
+
+
+def _covered(buf, k, specials):
+    """True if an occurrence of a special token in buf starts before k and ends after it."""
+    for tok in specials:
+        for q in range(max(0, k - len(tok) + 1), k):
+            if buf.startswith(tok, q):
+                return True
+    return False
+
+
+def _first_safe_cut(f, start, end, specials, space_cuts):
+    """The first safe cut k with start <= k < end, or None. Reads the file in windows."""
+    margin = max((len(t) for t in specials), default=1)
+    pos = start
+    while pos < end:
+        lo = max(0, pos - margin)
+        f.seek(lo)
+        buf = f.read(min(end, pos + _WINDOW) - lo + margin)
+        stop = min(end, pos + _WINDOW) - lo          # candidates are buf offsets in [pos - lo, stop)
+        candidates = []
+        for tok in specials:
+            i = buf.find(tok, pos - lo, stop)
+            while i >= 0:
+                if not _covered(buf, i, specials):
+                    candidates.append(i)
+                    break
+                i = buf.find(tok, i + 1, stop)
+        if space_cuts:
+            for m in _SPACE_CUT.finditer(buf, max(0, pos - lo - 1), min(len(buf), stop + 1)):
+                k = m.end()
+                if k >= stop:
+                    break
+                if k >= pos - lo and not _covered(buf, k, specials):
+                    candidates.append(k)
+                    break
+        if candidates:
+            return lo + min(candidates)
+        pos = min(end, pos + _WINDOW)
+    return None
+
+
+def chunk_boundaries(path, special_tokens=(), pattern=GPT2_PATTERN, chunk_bytes=4 << 20, min_chunks=1):
+    """Safe cut points of the file as a sorted list [0, ..., size], aiming at chunks of about
+    chunk_bytes and at least min_chunks of them (fewer when the file has too few safe cuts)."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return [0, 0]
+    specials = [t.encode("utf-8") for t in special_tokens]
+    space_cuts = resolve_pattern(pattern) in (GPT2_PATTERN, GPT4_PATTERN)
+    n = max(min_chunks, -(-size // max(1, chunk_bytes)))
+    bounds = [0]
+    with open(path, "rb") as f:
+        for i in range(1, n):
+            target = max(size * i // n, bounds[-1] + 1)
+            if target >= size:
+                break
+            k = _first_safe_cut(f, target, size, specials, space_cuts)
+            if k is None:
+                break
+            if k > bounds[-1]:
+                bounds.append(k)
+    bounds.append(size)
+    return bounds

@@ -1,0 +1,85 @@
+"""Byte-level BPE training: CS336's `train_bpe(input_path, vocab_size, special_tokens)`, fast."""
+import warnings
+
+import numpy as np
+
+from ._train import MergeEngine
+from .counts import count_file
+from .patterns import GPT2_PATTERN
+from .specials import check_special_tokens
+
+_MERGE_BATCH = 256      # merges between progress reports
+
+
+def check_vocab_size(vocab_size, special_tokens):
+    minimum = 256 + len(special_tokens)
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    if vocab_size < minimum:
+        raise ValueError(f"vocab_size must be at least {minimum} (256 byte tokens + {len(special_tokens)} "
+                         f"special tokens), got {vocab_size}")
+    return vocab_size
+
+
+def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, pattern=GPT2_PATTERN,
+              errors="strict", *, chunk_bytes=None, progress=None):
+    """Learn a byte-level BPE vocabulary from a UTF-8 text file.
+
+    Returns (vocab, merges): vocab maps ids to bytes (0..255 the single bytes, then the special tokens in
+    order, then one id per merge); merges is the list of (bytes, bytes) in creation order. The result is
+    the same whatever num_processes (None: all cores).
+
+    >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])   # doctest: +SKIP
+    """
+    special_tokens = check_special_tokens(special_tokens)
+    check_vocab_size(vocab_size, special_tokens)
+    counts = count_file(input_path, special_tokens, pattern, num_processes, errors, chunk_bytes)
+    return _train(counts, vocab_size, special_tokens, progress, stacklevel=3)
+
+
+def counts_to_arrays(counts):
+    """A mapping {pre-token bytes: count} as (words int32, offsets int64, freqs int64) for the engine."""
+    keys = list(counts.keys())
+    n = len(keys)
+    freqs = np.fromiter(counts.values(), dtype=np.int64, count=n)
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= 2 ** 31:
+        raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
+                         "with int32")
+    words = np.frombuffer(b"".join(keys), dtype=np.uint8).astype(np.int32)
+    return words, offsets, freqs
+
+
+def train_from_counts(counts, vocab_size, special_tokens=(), *, progress=None):
+    """Learn merges from pre-token counts ({bytes: int}); identical to train_bpe on the corpus they
+    were counted from."""
+    special_tokens = check_special_tokens(special_tokens)
+    check_vocab_size(vocab_size, special_tokens)
+    return _train(counts, vocab_size, special_tokens, progress, stacklevel=3)
+
+
+def _train(counts, vocab_size, special_tokens, progress, stacklevel):
+    engine = MergeEngine(*counts_to_arrays(counts))
+    del counts
+    wanted = vocab_size - 256 - len(special_tokens)
+    done = 0
+    while done < wanted:
+        step = engine.run(min(_MERGE_BATCH, wanted - done))
+        done += step
+        if progress is not None:
+            progress("merge", done, wanted)
+        if step == 0:
+            break
+    merges = engine.merges()
+    if len(merges) < wanted:
+        warnings.warn(f"no pairs left after {len(merges)} merges: the vocabulary has "
+                      f"{256 + len(special_tokens) + len(merges)} tokens, not the {vocab_size} asked for",
+                      stacklevel=stacklevel)
+    vocab = {i: bytes([i]) for i in range(256)}
+    for tok in special_tokens:
+        vocab[len(vocab)] = tok.encode("utf-8")
+    for a, b in merges:
+        vocab[len(vocab)] = a + b
+    return vocab, merges
