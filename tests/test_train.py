@@ -1,0 +1,350 @@
+"""Training: the merge engine's worked examples, the driver against the plain-Python oracle, chunking,
+process counts, bad input, and the published CS336 reference."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, train_bpe, train_from_counts
+from bpe_fast._train import MergeEngine
+from bpe_fast.chunking import chunk_boundaries
+from bpe_fast.counts import CorpusDecodeError, count_file
+from bpe_fast.train import counts_to_arrays
+
+from train_oracle import oracle_count_pretokens, oracle_train_bpe
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+EOT = "<|endoftext|>"
+
+
+def engine_for(words):
+    """A MergeEngine over {str: count}."""
+    return MergeEngine(*counts_to_arrays({w.encode(): n for w, n in words.items()}))
+
+
+# ---- the engine's worked examples --------------------------------------------------------------
+
+def test_engine_worked_example_aaab():
+    # "aaab" x2: (a,a) occurs twice -> 4, (a,b) once -> 2.
+    eng = engine_for({"aaab": 2})
+    assert eng.pair_count(b"a", b"a") == 4 and eng.pair_count(b"a", b"b") == 2
+    # merge (a,a) left to right without overlap: [aa, a, b]; (a,a) -> 0, (aa,a) +2, (a,b) stays 2
+    assert eng.run(1) == 1
+    assert eng.merges() == [(b"a", b"a")]
+    assert eng.pair_count(b"a", b"a") == 0
+    assert eng.pair_count(b"aa", b"a") == 2 and eng.pair_count(b"a", b"b") == 2
+    # tie at 2: (b"aa", b"a") > (b"a", b"b") as Python compares tuples of bytes
+    assert eng.run(1) == 1
+    assert eng.merges()[1] == (b"aa", b"a")
+    # [aaa, b]: (a,b) lost its occurrence, (aaa,b) gained it
+    assert eng.pair_count(b"a", b"b") == 0 and eng.pair_count(b"aaa", b"b") == 2
+    assert eng.run(10) == 1 and eng.merges()[2] == (b"aaa", b"b")
+    assert eng.run(10) == 0
+
+
+def test_engine_neighbour_updates_hello():
+    # HF tokenizers' example: "hello", merge (l,l): (e,l) -1, (l,o) -1, (e,ll) +1, (ll,o) +1.
+    eng = engine_for({"hello": 1, "ll": 5})
+    assert eng.run(1) == 1 and eng.merges() == [(b"l", b"l")]
+    assert eng.pair_count(b"e", b"l") == 0 and eng.pair_count(b"l", b"o") == 0
+    assert eng.pair_count(b"e", b"ll") == 1 and eng.pair_count(b"ll", b"o") == 1
+    assert eng.pair_count(b"h", b"e") == 1
+
+
+def test_engine_rejects_bad_arrays():
+    with pytest.raises(ValueError, match="byte value"):
+        MergeEngine(np.array([1, 300], np.int32), np.array([0, 2], np.int64), np.array([1], np.int64))
+    with pytest.raises(ValueError, match="offsets"):
+        MergeEngine(np.array([1, 2], np.int32), np.array([0, 1], np.int64), np.array([1, 1], np.int64))
+
+
+# ---- generated corpora --------------------------------------------------------------------------
+
+SCRIPTS = {
+    "latin": "the quick brown fox jumps over lazy dogs and cats sat on mats",
+    "cyrillic": "съешь же ещё этих мягких французских булок да выпей чаю",
+    "cjk": "我能吞下玻璃而不伤身体 私はガラスを食べられます 나는 유리를 먹을 수 있어요",
+    "emoji": "😀 😃 🎉🎉 👩‍👩‍👧 ✨✨✨ 🇫🇷🇩🇪",
+    "digits": "12 345 6789 2024 3.14159 ٣٤٥ १२३",
+}
+
+
+def make_corpus(seed, n_words=1500, specials=(), crlf=True):
+    rng = random.Random(seed)
+    vocab = [w for text in SCRIPTS.values() for w in text.split()]
+    vocab += ["aaaaaaaa", "ab" * 7, "zz", "I'm", "don't", "we'll", "they've", "'s"]
+    seps = [" ", " ", " ", "  ", "\t", "\n", "\r\n" if crlf else "\n", "   \n", ", ", ". ", "!\n\n"]
+    out = []
+    for _ in range(n_words):
+        out.append(rng.choice(vocab))
+        out.append(rng.choice(seps))
+        if specials and rng.random() < 0.03:
+            out.append(rng.choice(specials))
+    out.append("   ")     # text ending in spaces
+    return "".join(out)
+
+
+def write(tmp_path, text, name="corpus.txt"):
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+CASES = [
+    ("mixed", dict(seed=1), []),
+    ("mixed-specials", dict(seed=2), [EOT]),
+    ("nested-specials", dict(seed=3), [EOT, EOT + EOT, "<|pad|>"]),
+]
+
+
+@pytest.mark.parametrize("name,kwargs,specials", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, GPT4_PATTERN], ids=["gpt2", "gpt4"])
+def test_train_matches_oracle(tmp_path, name, kwargs, specials, pattern):
+    text = make_corpus(specials=specials, **kwargs)
+    path = write(tmp_path, text)
+    want = oracle_train_bpe(text, 256 + len(specials) + 150, specials, pattern)
+    got = train_bpe(path, 256 + len(specials) + 150, specials, num_processes=1, pattern=pattern)
+    assert got[1] == want[1]
+    assert got[0] == want[0]
+
+
+@pytest.mark.parametrize("num_processes", [1, 2, 4])
+@pytest.mark.parametrize("chunk_bytes", [64, 1000, 1 << 20])
+def test_same_result_for_any_processes_and_chunks(tmp_path, num_processes, chunk_bytes):
+    specials = [EOT, EOT + EOT]
+    text = make_corpus(7, n_words=3000, specials=specials)
+    path = write(tmp_path, text)
+    want = oracle_train_bpe(text, 256 + 2 + 120, specials, GPT2_PATTERN)
+    got = train_bpe(path, 256 + 2 + 120, specials, num_processes=num_processes, chunk_bytes=chunk_bytes)
+    assert got == want
+
+
+def test_long_runs_and_ties(tmp_path):
+    # long runs of one letter (overlapping pairs), and many pairs with equal counts
+    text = "a" * 501 + " " + "b" * 64 + " " + " ".join("xy yz zx qr rs st".split() * 5) + " aaa aaaa"
+    path = write(tmp_path, text)
+    want = oracle_train_bpe(text, 300, [], GPT2_PATTERN)
+    with pytest.warns(UserWarning, match="no pairs left"):
+        assert train_bpe(path, 300, [], num_processes=1) == want
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    text=st.lists(st.sampled_from(list("aab bc\n\r\t'sé😀中1 ") + ["<|eot|>", "ab", "\r\n", "<|eo"]),
+                  max_size=150).map("".join),
+    extra=st.integers(0, 40),
+    specials=st.sampled_from([[], ["<|eot|>"], ["<|eot|>", "b"]]),
+    pattern=st.sampled_from([GPT2_PATTERN, GPT4_PATTERN]),
+)
+def test_random_corpora_match_oracle(tmp_path, text, extra, specials, pattern):
+    path = write(tmp_path, text)
+    vocab_size = 256 + len(specials) + extra
+    want = oracle_train_bpe(text, vocab_size, specials, pattern)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = train_bpe(path, vocab_size, specials, num_processes=1, pattern=pattern)
+    assert got == want
+
+
+# ---- chunking -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, GPT4_PATTERN, r"\w+|\s+|[^\w\s]+"],
+                         ids=["gpt2", "gpt4", "custom"])
+@pytest.mark.parametrize("specials", [[], [EOT, EOT + EOT]], ids=["no-specials", "specials"])
+def test_chunked_counts_equal_one_chunk_counts(tmp_path, pattern, specials):
+    text = make_corpus(11, n_words=4000, specials=specials)
+    path = write(tmp_path, text)
+    whole = oracle_count_pretokens(text, specials, pattern)
+    for chunk_bytes in (17, 200, 5000):
+        bounds = chunk_boundaries(path, specials, pattern, chunk_bytes)
+        assert bounds[0] == 0 and bounds[-1] == path.stat().st_size and bounds == sorted(set(bounds))
+        if pattern != r"\w+|\s+|[^\w\s]+":      # built-in patterns: cut near every target
+            assert len(bounds) - 1 >= len(text) // chunk_bytes // 3
+        elif specials:                             # custom pattern: cut at special tokens only
+            assert len(bounds) - 1 >= min(10, len(text) // chunk_bytes)
+        assert count_file(path, specials, pattern, num_processes=1, chunk_bytes=chunk_bytes) == whole
+
+
+def test_cuts_never_split_a_special_token(tmp_path):
+    # "<|a|><|a|>" is one special token; a cut between its halves would split it
+    specials = ["<|a|>", "<|a|><|a|>"]
+    text = "x y <|a|><|a|> z " * 300
+    path = write(tmp_path, text)
+    for chunk_bytes in (3, 7, 11):
+        for k in chunk_boundaries(path, specials, GPT2_PATTERN, chunk_bytes)[1:-1]:
+            raw = text.encode()
+            assert raw[k - 5:k + 5] != b"<|a|><|a|>"
+        assert count_file(path, specials, num_processes=1, chunk_bytes=chunk_bytes) == \
+            oracle_count_pretokens(text, specials, GPT2_PATTERN)
+
+
+def test_file_without_special_tokens_is_still_cut_for_builtin_patterns(tmp_path):
+    text = make_corpus(5, n_words=5000)
+    path = write(tmp_path, text)
+    assert len(chunk_boundaries(path, [], GPT2_PATTERN, 4096, min_chunks=4)) >= 5
+    # a custom pattern has no known safe cut: one chunk
+    assert chunk_boundaries(path, [], r"\S+|\s+", 4096) == [0, path.stat().st_size]
+
+
+# ---- bad input ----------------------------------------------------------------------------------
+
+def test_missing_file(tmp_path):
+    missing = tmp_path / "nope.txt"
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        train_bpe(missing, 300, [])
+
+
+def test_vocab_size_below_minimum_states_it(tmp_path):
+    path = write(tmp_path, "hello")
+    with pytest.raises(ValueError, match="at least 258"):
+        train_bpe(path, 257, ["<a>", "<b>"])
+    with pytest.raises(TypeError):
+        train_bpe(path, 300.0, [])
+
+
+@pytest.mark.parametrize("specials,match", [([""], "empty"), (["<a>", "<a>"], "duplicate"),
+                                            ("<a>", "list")])
+def test_bad_special_tokens(tmp_path, specials, match):
+    path = write(tmp_path, "hello")
+    with pytest.raises((ValueError, TypeError), match=match):
+        train_bpe(path, 300, specials)
+
+
+def test_bad_arguments(tmp_path):
+    path = write(tmp_path, "hello")
+    with pytest.raises(ValueError, match="errors"):
+        train_bpe(path, 300, [], errors="ignore")
+    with pytest.raises(ValueError, match="num_processes"):
+        train_bpe(path, 300, [], num_processes=0)
+    with pytest.raises(ValueError, match="pattern"):
+        train_bpe(path, 300, [], pattern="(unclosed")
+
+
+def test_invalid_utf8_strict_names_file_line_and_offset(tmp_path):
+    raw = ("hello world\n" * 50).encode() + b"bad \xff\xfe byte\n" + b"more text\n" * 50
+    path = tmp_path / "bad.txt"
+    path.write_bytes(raw)
+    offset = raw.index(b"\xff")
+    for num_processes, chunk_bytes in ((1, None), (2, 64)):
+        with pytest.raises(CorpusDecodeError) as info:
+            train_bpe(path, 300, [], num_processes=num_processes, chunk_bytes=chunk_bytes)
+        msg = str(info.value)
+        assert "bad.txt" in msg and f"byte offset {offset}" in msg and "line 51" in msg
+        assert isinstance(info.value, ValueError)
+
+
+def test_invalid_utf8_replace_substitutes_fffd(tmp_path):
+    raw = b"caf\xe9 ok \xff\xfe end " * 20
+    path = tmp_path / "bad.txt"
+    path.write_bytes(raw)
+    text = raw.decode("utf-8", "replace")
+    assert train_bpe(path, 280, [], num_processes=1, errors="replace") == \
+        oracle_train_bpe(text, 280, [], GPT2_PATTERN)
+
+
+def test_empty_file(tmp_path):
+    path = write(tmp_path, "")
+    vocab, merges = train_bpe(path, 300, [EOT], num_processes=2)
+    assert merges == []
+    assert vocab == {**{i: bytes([i]) for i in range(256)}, 256: EOT.encode()}
+
+
+def test_vocab_larger_than_pairs_warns_and_stops(tmp_path):
+    path = write(tmp_path, "ab ab ab")
+    with pytest.warns(UserWarning, match="no pairs left"):
+        vocab, merges = train_bpe(path, 100000, [])
+    assert merges == [(b"a", b"b"), (b" ", b"ab")]
+    assert len(vocab) == 258
+
+
+def test_train_from_counts_equals_train_bpe(tmp_path):
+    text = make_corpus(21, specials=[EOT])
+    path = write(tmp_path, text)
+    counts = count_file(path, [EOT], num_processes=2, chunk_bytes=500)
+    assert train_from_counts(counts, 400, [EOT]) == train_bpe(path, 400, [EOT])
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import sys
+    from bpe_fast import train_bpe
+    try:
+        # a custom pattern takes the (slower) regex path, so the workers are still busy when one is killed
+        train_bpe(sys.argv[1], 300, ["<|endoftext|>"], num_processes=2, pattern=r"\\w+|\\W",
+                  chunk_bytes=1 << 18)
+    except Exception as exc:
+        print(type(exc).__name__, exc, file=sys.stderr)
+        sys.exit(3)
+    sys.exit(0)
+""")
+
+
+def _children(pid):
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table from /proc")
+def test_killed_worker_is_an_error_not_a_hang(tmp_path):
+    path = write(tmp_path, make_corpus(3, n_words=1_500_000, specials=[EOT], crlf=False))
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(path)], stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.time() + 30
+        kids = []
+        while time.time() < deadline and not kids and proc.poll() is None:
+            time.sleep(0.02)
+            kids = _children(proc.pid)
+        assert kids, "the workers never started"
+        time.sleep(0.2)
+        os.kill(kids[0], signal.SIGKILL)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    assert "worker process died" in err
+
+
+# ---- the published reference ---------------------------------------------------------------------
+
+def gpt2_unicode_to_byte():
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    table = {chr(b): b for b in printable}
+    table.update({chr(256 + i): b for i, b in enumerate(others)})
+    return table
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"reference fixtures not found at {FIXTURES}")
+@pytest.mark.parametrize("num_processes", [1, 2])
+def test_cs336_reference_merges_and_vocab(num_processes):
+    dec = gpt2_unicode_to_byte()
+    to_bytes = lambda s: bytes(dec[c] for c in s)  # noqa: E731
+    ref_merges = [tuple(map(to_bytes, line.rstrip("\n").split(" ")))
+                  for line in (FIXTURES / "train-bpe-reference-merges.txt").read_text("utf-8").splitlines()
+                  if line.strip()]
+    ref_vocab = json.loads((FIXTURES / "train-bpe-reference-vocab.json").read_text("utf-8"))
+    vocab, merges = train_bpe(FIXTURES / "corpus.en", 500, [EOT], num_processes=num_processes,
+                              chunk_bytes=20_000)
+    assert merges == ref_merges
+    assert set(vocab.values()) == {to_bytes(tok) for tok in ref_vocab}
+    assert len(vocab) == 500
