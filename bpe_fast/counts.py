@@ -6,7 +6,7 @@ pre-tokens. The tables are added in the parent.
 """
 import os
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 import multiprocessing
 
@@ -74,6 +74,14 @@ def _line_of(path, offset):
     return lines
 
 
+_bytes_done = None     # in a worker: a shared counter of bytes counted, for the caller's progress report
+
+
+def _init_worker(bytes_done):
+    global _bytes_done
+    _bytes_done = bytes_done
+
+
 def _count_ranges(path, ranges, special_tokens, pattern, errors):
     """Worker: count the pre-tokens of some byte ranges of one file."""
     rx = special_regex(special_tokens)
@@ -90,6 +98,9 @@ def _count_ranges(path, ranges, special_tokens, pattern, errors):
                 total.update(counts)
             else:
                 total = Counter(counts)
+            if _bytes_done is not None:
+                with _bytes_done.get_lock():
+                    _bytes_done.value += end - start
     return total
 
 
@@ -107,9 +118,11 @@ def _pool_context():
 
 
 def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None, errors="strict",
-               chunk_bytes=None):
+               chunk_bytes=None, progress=None):
     """The pre-token counts of one UTF-8 file as a Counter of bytes, the same whatever num_processes and
-    chunk_bytes. Special tokens split the text and are never counted."""
+    chunk_bytes. Special tokens split the text and are never counted.
+
+    progress, if given, is called as progress("count", bytes_done, bytes_total) now and then."""
     path = check_input_file(path)
     special_tokens = check_special_tokens(special_tokens)
     pattern = resolve_pattern(pattern)
@@ -127,18 +140,32 @@ def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None
     ranges = list(zip(bounds[:-1], bounds[1:]))
     try:
         if workers == 1 or len(ranges) == 1:
-            return _count_ranges(path, ranges, special_tokens, pattern, errors)
-        return _count_parallel(path, ranges, special_tokens, pattern, errors, workers)
+            counts = _count_ranges(path, ranges, special_tokens, pattern, errors)
+        else:
+            counts = _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress)
+        if progress is not None:
+            progress("count", size, size)
+        return counts
     except CorpusDecodeError as exc:
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, _line_of(path, exc.offset)) from None
 
 
-def _count_parallel(path, ranges, special_tokens, pattern, errors, workers):
+def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress):
     ntasks = min(len(ranges), workers * _TASKS_PER_PROCESS)
     groups = [ranges[len(ranges) * i // ntasks: len(ranges) * (i + 1) // ntasks] for i in range(ntasks)]
-    executor = ProcessPoolExecutor(max_workers=min(workers, ntasks), mp_context=_pool_context())
+    context = _pool_context()
+    bytes_done = context.Value("q", 0)
+    executor = ProcessPoolExecutor(max_workers=min(workers, ntasks), mp_context=context,
+                                   initializer=_init_worker, initargs=(bytes_done,))
     try:
         futures = [executor.submit(_count_ranges, path, g, special_tokens, pattern, errors) for g in groups]
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
+            if progress is not None:
+                progress("count", bytes_done.value, ranges[-1][1])
+            if any(f.done() and f.exception() is not None for f in futures):
+                break
         total = Counter()
         for fut in futures:                     # in file order, so the first decode error is reported
             total.update(fut.result())

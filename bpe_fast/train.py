@@ -27,13 +27,14 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
 
     Returns (vocab, merges): vocab maps ids to bytes (0..255 the single bytes, then the special tokens in
     order, then one id per merge); merges is the list of (bytes, bytes) in creation order. The result is
-    the same whatever num_processes (None: all cores).
+    the same whatever num_processes (None: all cores). progress, if given, is called as
+    progress(stage, done, total) with stage "count" (bytes) then "merge" (merges).
 
     >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])   # doctest: +SKIP
     """
     special_tokens = check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, special_tokens)
-    counts = count_file(input_path, special_tokens, pattern, num_processes, errors, chunk_bytes)
+    counts = count_file(input_path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress)
     return _train(counts, vocab_size, special_tokens, progress, stacklevel=3)
 
 
