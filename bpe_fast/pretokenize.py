@@ -1,14 +1,20 @@
 """Pre-tokenization: cutting text into the pieces that BPE merges never cross.
 
 This module is the single entry point for pre-tokenizing; callers never use `regex` directly.
-`regex` is the reference for every pattern.
+`regex` is the reference for every pattern. For the two built-in patterns (GPT2_PATTERN, GPT4_PATTERN) the
+work is done by the native scanner in `bpe_fast._scan`, which gives the same results; any other pattern
+goes to `regex`. The scanner classifies code points with bpe_fast/_unicode_table.py, a table generated
+from `regex` by tools/gen_unicode_table.py; if the installed `regex` disagrees with it (or the extension is
+not built), every function here falls back to `regex` with a warning rather than differ.
 """
+import hashlib
+import warnings
 from collections import Counter
 
 import numpy as np
 import regex
 
-from .patterns import GPT2_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
 
 _compiled = {}
 
@@ -32,12 +38,25 @@ def pretokenize(text, pattern=GPT2_PATTERN):
     >>> pretokenize("Hello, world!")
     ['Hello', ',', ' world', '!']
     """
+    kind = native_kind(pattern)
+    if kind and isinstance(text, str):
+        data = _utf8_or_none(text)
+        if data is not None:
+            return _scan.split(data, kind)
     return compiled_pattern(pattern).findall(text)
 
 
 def pretoken_boundaries(data, pattern=GPT2_PATTERN):
     """Byte offsets of the pre-tokens of UTF-8 `data`: an int64 array b with b[0] == 0 and b[-1] == len(data);
-    pre-token i is data[b[i]:b[i+1]]."""
+    pre-token i is data[b[i]:b[i+1]]. Invalid UTF-8 raises UnicodeDecodeError, as data.decode("utf-8") would.
+
+    >>> pretoken_boundaries("Hi, ünï".encode()).tolist()
+    [0, 2, 3, 9]
+    """
+    kind = native_kind(pattern)
+    if kind and isinstance(data, (bytes, bytearray)):
+        _check_utf8(data)
+        return _scan.boundaries(data, kind)
     text = data.decode("utf-8")
     lengths = [len(p.encode("utf-8")) for p in compiled_pattern(pattern).findall(text)]
     out = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -49,9 +68,14 @@ def count_pretokens_text(text, pattern=GPT2_PATTERN, counts=None):
     """Add the pre-tokens of `text` (a piece between special tokens) to `counts` (a Counter of UTF-8 bytes)."""
     if counts is None:
         counts = Counter()
-    words = Counter(compiled_pattern(pattern).findall(text))
+    kind = native_kind(pattern)
+    data = _utf8_or_none(text) if kind and isinstance(text, str) else None
+    if data is not None:
+        words = _scan.count(data, kind)
+    else:
+        words = {w.encode("utf-8"): n for w, n in Counter(compiled_pattern(pattern).findall(text)).items()}
     for word, n in words.items():
-        counts[word.encode("utf-8")] += n
+        counts[word] += n
     return counts
 
 
@@ -60,8 +84,22 @@ def count_chunk(data, special_regex=None, pattern=GPT2_PATTERN, errors="strict")
     pre-tokenize each piece. Returns dict[bytes, int].
 
     `data` must start and end on a character boundary and on a pre-token boundary (the chunker guarantees it).
-    Invalid UTF-8 with errors="strict" raises UnicodeDecodeError (its .start is the offset within `data`).
+    Invalid UTF-8 with errors="strict" raises UnicodeDecodeError (its .start is the offset within `data`);
+    other `errors` values decode as bytes.decode does (errors="replace" counts U+FFFD in place of bad bytes).
+
+    >>> count_chunk(b"a cat<|endoftext|>a cat", special_regex=regex.compile(r"<\\|endoftext\\|>"))
+    {b'a': 2, b' cat': 2}
     """
+    kind = native_kind(pattern)
+    if kind and isinstance(data, (bytes, bytearray)):
+        if errors == "strict":
+            _check_utf8(data)
+            utf8 = data
+        else:
+            utf8 = _utf8_or_none(data.decode("utf-8", errors))     # errors="surrogateescape" can give None
+        specials = _special_tokens_of(special_regex)
+        if utf8 is not None and specials is not None:
+            return _scan.count(utf8, kind, specials)
     from .specials import split_on_specials
 
     text = data.decode("utf-8", errors)
@@ -70,3 +108,177 @@ def count_chunk(data, special_regex=None, pattern=GPT2_PATTERN, errors="strict")
         if not is_special:
             count_pretokens_text(piece, pattern, counts)
     return dict(counts)
+
+
+# ------------------------------------------------------------------------------------------ native scanner
+
+_KINDS = {GPT2_PATTERN: 2, GPT4_PATTERN: 4}     # the kind numbers of bpe_fast/_scan.pxd
+_scan = None                                    # the extension module once its tables are installed
+_native_checked = False
+
+
+def native_kind(pattern):
+    """The native scanner's number for `pattern` (a name or regex string), or 0 when `regex` must do it."""
+    kind = _KINDS.get(resolve_pattern(pattern), 0)
+    if kind and not _native_checked:
+        _load_native()
+    return kind if _scan is not None else 0
+
+
+def _load_native():
+    """Import bpe_fast._scan and install the Unicode table, unless it disagrees with the installed `regex`."""
+    global _scan, _native_checked
+    _native_checked = True
+    try:
+        from . import _scan as scan
+        from . import _unicode_table as table
+    except ImportError as exc:
+        warnings.warn(f"bpe_fast: native pre-tokenizer unavailable ({exc}); using `regex` (slower)", RuntimeWarning,
+                      stacklevel=3)
+        return
+    problem = _table_problem(table)
+    if problem:
+        warnings.warn(f"bpe_fast: {problem}; pre-tokenizing with `regex` instead of the native scanner (slower). "
+                      "Run tools/gen_unicode_table.py to regenerate the table.", RuntimeWarning, stacklevel=3)
+        return
+    stage1, stage2 = _two_level_table(table)
+    fold_cps = [cp for letter, cps in table.FOLDS.items() for cp in cps]
+    fold_letters = [letter for letter, cps in table.FOLDS.items() for cp in cps]
+    scan.set_tables(stage1, stage2, fold_cps, fold_letters)
+    _scan = scan
+
+
+def _table_problem(table):
+    """Why `table` must not be used with the installed `regex`, or "" when it agrees."""
+    ranges = (table.LETTER, table.NUMBER, table.SPACE)
+    if table_stamp(table.REGEX_VERSION, *ranges, table.FOLDS) != table.STAMP:
+        return "bpe_fast/_unicode_table.py does not match its stamp (edited by hand?)"
+    if table.REGEX_VERSION == regex.__version__:
+        return ""
+    # Another `regex` release, perhaps with another Unicode version: compare every code point (about 0.1 s).
+    now = regex_unicode_classes()
+    for key, name, mine in (("L", r"\p{L}", table.LETTER), ("N", r"\p{N}", table.NUMBER), ("S", r"\s", table.SPACE)):
+        if tuple(x for r in now[key] for x in r) != tuple(mine):
+            return f"regex {regex.__version__} disagrees on {name} with the table (made with regex {table.REGEX_VERSION})"
+    if now["folds"] != {k: tuple(v) for k, v in table.FOLDS.items()}:
+        return f"regex {regex.__version__} case-folds the contraction letters differently"
+    return ""
+
+
+def _two_level_table(table):
+    """(stage1, stage2): class bits of cp are stage2[stage1[cp >> 8] * 256 + (cp & 255)], identical blocks shared."""
+    flat = np.zeros(0x110000, dtype=np.uint8)
+    for bit, ranges in ((1, table.LETTER), (2, table.NUMBER), (4, table.SPACE)):
+        for start, stop in zip(ranges[0::2], ranges[1::2]):
+            flat[start:stop] |= bit
+    flat[[0x0A, 0x0D]] |= 8
+    blocks = {}
+    stage1 = np.empty(0x1100, dtype=np.uint16)
+    for k, block in enumerate(flat.reshape(0x1100, 256)):
+        stage1[k] = blocks.setdefault(block.tobytes(), len(blocks))
+    stage2 = np.frombuffer(b"".join(blocks), dtype=np.uint8)
+    return stage1, stage2
+
+
+CONTRACTION_LETTERS = "sdmtlver"
+
+
+def regex_unicode_classes():
+    """The installed `regex`'s view of every code point, as the native scanner needs it.
+
+    Returns {"L": ranges, "N": ranges, "S": ranges, "folds": {letter: code points}}: (start, stop) ranges of
+    the code points matched by \\p{L}, \\p{N} and \\s, and for each contraction letter of GPT-4's pattern the
+    code points that (?i:letter) matches. Surrogates are not valid UTF-8 and are left out.
+    """
+    cps = np.arange(0x110000, dtype=np.uint32)
+    cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
+    everything = cps.astype("<u4").tobytes().decode("utf-32-le")
+
+    def ranges(rx):
+        out = []
+        for m in regex.finditer(rx, everything):
+            start, stop = int(cps[m.start()]), int(cps[m.end() - 1]) + 1
+            if stop - start != m.end() - m.start():     # the run jumps over the surrogates
+                out += [(start, 0xD800), (0xE000, stop)]
+            elif out and out[-1][1] == start:
+                out[-1] = (out[-1][0], stop)
+            else:
+                out.append((start, stop))
+        return tuple(out)
+
+    folds = {c: tuple(int(cps[m.start()]) for m in regex.finditer(f"(?i:{c})", everything))
+             for c in CONTRACTION_LETTERS}
+    return {"L": ranges(r"\p{L}+"), "N": ranges(r"\p{N}+"), "S": ranges(r"\s+"), "folds": folds}
+
+
+def table_stamp(regex_version, letter, number, space, folds):
+    """A hash of the table's contents (ranges may be flat or pairs), so a hand-edited table is noticed."""
+    def flat(ranges):
+        return [x for r in ranges for x in (r if isinstance(r, tuple) else (r,))]
+
+    text = repr((regex_version, flat(letter), flat(number), flat(space), sorted((k, list(v)) for k, v in folds.items())))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _utf8_or_none(text):
+    """text as UTF-8, or None when it holds lone surrogates (only `regex` can pre-tokenize those)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
+def _check_utf8(data):
+    """Raise the UnicodeDecodeError data.decode("utf-8") would raise, found by the native validator."""
+    pos = _scan.utf8_error(data)
+    if pos < 0:
+        return
+    try:
+        bytes(data[pos:pos + 8]).decode("utf-8")            # a bad sequence is at most 4 bytes long
+    except UnicodeDecodeError as exc:
+        if exc.start == 0:
+            raise UnicodeDecodeError("utf-8", data, pos + exc.start, pos + exc.end, exc.reason) from None
+    data.decode("utf-8")                                      # the validators disagree: let Python's decide
+    raise AssertionError(f"bpe_fast._scan.utf8_error reported offset {pos} of valid UTF-8")
+
+
+_special_cache = {}
+
+
+def _special_tokens_of(special_regex):
+    """The special tokens as UTF-8 bytes, longest first, when `special_regex` is exactly what
+    bpe_fast.specials.special_regex builds from them (so cutting bytes at them is the same as cutting the text
+    with the regex); () for None; None when the regex is something else (then the caller splits with it)."""
+    if special_regex is None:
+        return ()
+    key = (special_regex.pattern, special_regex.flags)
+    if key not in _special_cache:
+        from .specials import special_regex as build
+
+        tokens, current, chars = [], [], iter(special_regex.pattern)
+        for ch in chars:
+            if ch == "\\":
+                current.append(next(chars, ""))
+            elif ch == "|":
+                tokens.append("".join(current))
+                current = []
+            else:
+                current.append(ch)
+        tokens.append("".join(current))
+        result = None
+        if all(tokens) and len(set(tokens)) == len(tokens):
+            rebuilt = build(tokens)
+            if (rebuilt.pattern, rebuilt.flags) == key:
+                encoded = [t.encode("utf-8", "surrogatepass") for t in sorted(tokens, key=lambda t: (-len(t), t))]
+                result = tuple(sorted(encoded, key=len, reverse=True)) if _all_valid(encoded) else None
+        _special_cache[key] = result
+    return _special_cache[key]
+
+
+def _all_valid(encoded):
+    try:
+        for t in encoded:
+            t.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -1,0 +1,601 @@
+# distutils: language = c++
+# distutils: extra_compile_args = -O3 -std=c++17
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Native pre-tokenizer: GPT2_PATTERN and GPT4_PATTERN scanned over UTF-8 bytes, and pre-token counting.
+
+Each pattern is one function, ``gpt2_next``/``gpt4_next``, that returns the end of the pre-token starting at
+byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
+out. Code points are classified with a two-level table (set_tables) generated from the installed `regex`.
+The loops take valid UTF-8 (the Python layer validates or encodes first) and touch no Python objects; Python
+objects are only built for the results (boundaries array, list of str, dict of distinct pre-tokens).
+"""
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memchr, memcmp, memcpy
+from libcpp.vector cimport vector
+
+import sys
+
+import numpy as np
+
+# Class bits of a code point. A code point with none of L, N, S is "other": [^\s\p{L}\p{N}].
+cdef enum:
+    C_L = 1     # \p{L}
+    C_N = 2     # \p{N}
+    C_S = 4     # \s
+    C_NL = 8    # \r or \n (also C_S)
+    C_LNS = 7
+
+cdef uint8_t ASCII_CLS[128]
+cdef uint8_t ASCII_FOLD[128]          # GPT-4 contraction letter ('s', 'd', ...) an ASCII byte case-folds to, or 0
+cdef vector[uint16_t] STAGE1          # code point >> 8 -> block number
+cdef vector[uint8_t] STAGE2           # block number * 256 + (code point & 255) -> class bits
+cdef vector[uint32_t] FOLD_CPS        # non-ASCII code points that (?i) matches to a contraction letter
+cdef vector[uint8_t] FOLD_LETTERS     # ... and that letter
+cdef const uint16_t* st1 = NULL
+cdef const uint8_t* st2 = NULL
+cdef bint READY = False
+
+
+def set_tables(const uint16_t[::1] stage1, const uint8_t[::1] stage2, fold_cps, fold_letters):
+    """Install the classification tables (built by bpe_fast.pretokenize from bpe_fast/_unicode_table.py).
+
+    stage1[cp >> 8] is a block number b, stage2[b * 256 + (cp & 255)] the class bits of cp (L=1, N=2, S=4,
+    CR/LF=8). fold_cps[k] is a non-ASCII code point that (?i) matches to the ASCII letter fold_letters[k].
+    """
+    global st1, st2, READY, SWAR_LETTERS
+    cdef Py_ssize_t k
+    if stage1.shape[0] != 0x1100:
+        raise ValueError("stage1 must have 0x1100 entries")
+    for k in range(stage1.shape[0]):
+        if (<Py_ssize_t>stage1[k] + 1) * 256 > stage2.shape[0]:
+            raise ValueError("stage1 points past the end of stage2")
+    STAGE1.assign(&stage1[0], &stage1[0] + stage1.shape[0])
+    STAGE2.assign(&stage2[0], &stage2[0] + stage2.shape[0])
+    st1 = STAGE1.data()
+    st2 = STAGE2.data()
+    for k in range(128):
+        ASCII_CLS[k] = st2[<Py_ssize_t>st1[0] * 256 + k]
+        ASCII_FOLD[k] = 0
+    FOLD_CPS.clear()
+    FOLD_LETTERS.clear()
+    for cp, letter in zip(fold_cps, fold_letters):
+        if cp < 128:
+            ASCII_FOLD[cp] = ord(letter)
+        else:
+            FOLD_CPS.push_back(cp)
+            FOLD_LETTERS.push_back(ord(letter))
+    letters = [k for k in range(128) if ASCII_CLS[k] & C_L]
+    SWAR_LETTERS = sys.byteorder == "little" and letters == list(range(65, 91)) + list(range(97, 123))
+    READY = True
+
+
+def classify_all():
+    """The class bits of every code point 0..0x10FFFF as the scanner sees them (bytes of length 0x110000)."""
+    _check_ready()
+    out = bytearray(0x110000)
+    cdef uint8_t[::1] view = out
+    cdef uint32_t cp
+    for cp in range(0x110000):
+        view[cp] = st2[<Py_ssize_t>st1[cp >> 8] * 256 + (cp & 255)]
+    return bytes(out)
+
+
+def fold_letter(uint32_t cp):
+    """The contraction letter that (?i) matches code point cp to in GPT-4's pattern ('s', 'd', ...), or ''."""
+    _check_ready()
+    cdef uint8_t f = fold_of(cp)
+    return chr(f) if f else ""
+
+
+cdef _check_ready():
+    if not READY:
+        raise RuntimeError("bpe_fast._scan: set_tables() was not called")
+
+
+# ---------------------------------------------------------------------------------------------- classes
+
+cdef inline uint8_t cls_of(uint32_t cp) noexcept nogil:
+    return st2[<Py_ssize_t>st1[cp >> 8] * 256 + (cp & 255)]
+
+
+cdef inline uint32_t decode(const uint8_t* s, Py_ssize_t i, Py_ssize_t* nxt) noexcept nogil:
+    """The code point at s[i] (valid UTF-8); nxt receives the offset after it."""
+    cdef uint32_t b = s[i]
+    if b < 0x80:
+        nxt[0] = i + 1
+        return b
+    if b < 0xE0:
+        nxt[0] = i + 2
+        return ((b & 0x1F) << 6) | (s[i + 1] & 0x3F)
+    if b < 0xF0:
+        nxt[0] = i + 3
+        return ((b & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
+    nxt[0] = i + 4
+    return ((b & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
+
+
+cdef inline uint8_t cls_at(const uint8_t* s, Py_ssize_t i, Py_ssize_t* nxt) noexcept nogil:
+    """Class bits of the code point at s[i]; nxt receives the offset after it."""
+    cdef uint8_t b = s[i]
+    if b < 0x80:
+        nxt[0] = i + 1
+        return ASCII_CLS[b]
+    return cls_of(decode(s, i, nxt))
+
+
+cdef inline uint8_t fold_of(uint32_t cp) noexcept nogil:
+    cdef size_t k
+    if cp < 128:
+        return ASCII_FOLD[cp]
+    for k in range(FOLD_CPS.size()):
+        if FOLD_CPS[k] == cp:
+            return FOLD_LETTERS[k]
+    return 0
+
+
+cdef inline Py_ssize_t run(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t mask, uint8_t want) noexcept nogil:
+    """The end of the longest run of code points from i whose class bits c have (c & mask) == want."""
+    cdef Py_ssize_t j
+    cdef uint8_t b
+    while i < n:
+        b = s[i]
+        if b < 0x80:
+            if (ASCII_CLS[b] & mask) != want:
+                break
+            i += 1
+        else:
+            if (cls_of(decode(s, i, &j)) & mask) != want:
+                break
+            i = j
+    return i
+
+
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long) nogil
+
+cdef bint SWAR_LETTERS = False      # ASCII \p{L} is exactly A-Z a-z and the machine is little-endian
+cdef uint64_t HIGH = 0x8080808080808080ULL
+
+
+cdef inline Py_ssize_t run_letters(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """run(s, i, n, C_L, C_L), eight ASCII bytes at a time where it can.
+
+    For ASCII bytes, x = byte | 0x20 folds A-Z onto a-z and moves no other byte into a-z; x is a letter iff
+    x + 0x1F has its high bit set (x >= 0x61) and x + 0x05 has not (x < 0x7B). No byte carries into the next,
+    as x < 0x80. Worked example: "cat, " -> non-letter bits at bytes 3 and 4 -> the run ends at i + 3.
+    """
+    cdef uint64_t w, x, nonletter
+    cdef Py_ssize_t j
+    cdef uint8_t b
+    if not SWAR_LETTERS:
+        return run(s, i, n, C_L, C_L)
+    while True:
+        while i + 8 <= n:
+            memcpy(&w, s + i, 8)
+            if w & HIGH:
+                break
+            x = w | 0x2020202020202020ULL
+            nonletter = ~((x + 0x1F1F1F1F1F1F1F1FULL) & ~(x + 0x0505050505050505ULL)) & HIGH
+            if nonletter:
+                return i + (__builtin_ctzll(nonletter) >> 3)
+            i += 8
+        if i >= n:
+            return i
+        b = s[i]
+        if b < 0x80:
+            if not (ASCII_CLS[b] & C_L):
+                return i
+            i += 1
+        else:
+            if not (cls_of(decode(s, i, &j)) & C_L):
+                return i
+            i = j
+
+
+cdef inline Py_ssize_t run_crlf(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    while i < n and (s[i] == 13 or s[i] == 10):
+        i += 1
+    return i
+
+
+# ---------------------------------------------------------------------------------------------- GPT-2
+# '(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+
+cdef inline Py_ssize_t gpt2_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """End of the GPT-2 pre-token starting at s[i] (i < n)."""
+    cdef uint8_t b = s[i], b1, b2, c, c2
+    cdef Py_ssize_t j, k
+    if b == 39 and i + 1 < n:                                   # '(?:[sdmt]|ll|ve|re), case-sensitive
+        b1 = s[i + 1]
+        if b1 == 115 or b1 == 100 or b1 == 109 or b1 == 116:    # s d m t
+            return i + 2
+        if i + 2 < n:
+            b2 = s[i + 2]
+            if (b1 == 108 and b2 == 108) or (b2 == 101 and (b1 == 118 or b1 == 114)):  # ll ve re
+                return i + 3
+    c = cls_at(s, i, &j)
+    if b == 32 and j < n:                                       # " ?" takes the space if a run follows
+        c2 = cls_at(s, j, &k)
+        if c2 & C_L:
+            return run_letters(s, k, n)
+        if c2 & C_N:
+            return run(s, k, n, C_N, C_N)
+        if (c2 & C_LNS) == 0:
+            return run(s, k, n, C_LNS, 0)
+    elif c & C_L:
+        return run_letters(s, j, n)
+    elif c & C_N:
+        return run(s, j, n, C_N, C_N)
+    elif (c & C_LNS) == 0:
+        return run(s, j, n, C_LNS, 0)
+    # \s+(?!\S)|\s+ : the whitespace run, minus its last code point when a non-space follows and it has >= 2
+    cdef Py_ssize_t last = i
+    k = j
+    while k < n:
+        c = cls_at(s, k, &j)
+        if not (c & C_S):
+            return last if last > i else k
+        last = k
+        k = j
+    return n
+
+
+# ---------------------------------------------------------------------------------------------- GPT-4
+# '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
+
+cdef inline Py_ssize_t gpt4_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """End of the GPT-4 pre-token starting at s[i] (i < n)."""
+    cdef uint8_t b = s[i], c, c2, f1, f2
+    cdef Py_ssize_t j, k, m, count
+    if b == 39 and i + 1 < n:                                   # '(?i:[sdmt]|ll|ve|re)
+        f1 = fold_of(decode(s, i + 1, &j))
+        if f1 == 115 or f1 == 100 or f1 == 109 or f1 == 116:    # s d m t
+            return j
+        if (f1 == 108 or f1 == 118 or f1 == 114) and j < n:     # l v r
+            f2 = fold_of(decode(s, j, &k))
+            if (f1 == 108 and f2 == 108) or (f1 != 108 and f2 == 101):
+                return k
+    c = cls_at(s, i, &j)
+    if c & C_L:                                                 # \p{L}++
+        return run_letters(s, j, n)
+    if c & C_N:                                                 # \p{N}{1,3}+
+        count = 1
+        while count < 3 and j < n:
+            if not (cls_at(s, j, &k) & C_N):
+                break
+            j = k
+            count += 1
+        return j
+    if not (c & C_NL) and j < n:
+        c2 = cls_at(s, j, &k)
+        if c2 & C_L:                                            # [^\r\n\p{L}\p{N}]?+\p{L}++
+            return run_letters(s, k, n)
+        if b == 32 and (c2 & C_LNS) == 0:                       # " [^\s\p{L}\p{N}]++[\r\n]*+"
+            return run_crlf(s, run(s, k, n, C_LNS, 0), n)
+    if (c & C_LNS) == 0:                                        # "[^\s\p{L}\p{N}]++[\r\n]*+"
+        return run_crlf(s, run(s, j, n, C_LNS, 0), n)
+    # whitespace run from i: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
+    cdef Py_ssize_t last = i, after_nl = j if (c & C_NL) else -1
+    k = j
+    while k < n:
+        c = cls_at(s, k, &m)
+        if not (c & C_S):
+            if after_nl >= 0:
+                return after_nl                                 # up to the last \r or \n of the run
+            return last if last > i else k
+        if c & C_NL:
+            after_nl = m
+        last = k
+        k = m
+    return n                                                    # the run reaches the end of the text
+
+
+# ---------------------------------------------------------------------------------------------- drivers
+
+cdef void scan_ends(const uint8_t* s, Py_ssize_t n, int kind, vector[int64_t]* out) noexcept nogil:
+    cdef Py_ssize_t i = 0
+    if kind == KIND_GPT2:
+        while i < n:
+            i = gpt2_next(s, i, n)
+            out.push_back(i)
+    else:
+        while i < n:
+            i = gpt4_next(s, i, n)
+            out.push_back(i)
+
+
+cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i = 0
+    cdef uint64_t w
+    cdef uint8_t b, lo, hi
+    while i < n:
+        if i + 8 <= n:
+            memcpy(&w, s + i, 8)
+            if (w & 0x8080808080808080ULL) == 0:
+                i += 8
+                continue
+        b = s[i]
+        if b < 0x80:
+            i += 1
+            continue
+        if b < 0xC2:                                            # continuation byte or overlong 2-byte lead
+            return i
+        if b < 0xE0:
+            if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
+                return i
+            i += 2
+            continue
+        if b < 0xF0:
+            lo = 0xA0 if b == 0xE0 else 0x80                    # no overlongs
+            hi = 0x9F if b == 0xED else 0xBF                    # no surrogates
+            if i + 1 >= n or s[i + 1] < lo or s[i + 1] > hi:
+                return i
+            if i + 2 >= n or (s[i + 2] & 0xC0) != 0x80:
+                return i
+            i += 3
+            continue
+        if b < 0xF5:
+            lo = 0x90 if b == 0xF0 else 0x80                    # no overlongs
+            hi = 0x8F if b == 0xF4 else 0xBF                    # nothing above U+10FFFF
+            if i + 1 >= n or s[i + 1] < lo or s[i + 1] > hi:
+                return i
+            if i + 2 >= n or (s[i + 2] & 0xC0) != 0x80:
+                return i
+            if i + 3 >= n or (s[i + 3] & 0xC0) != 0x80:
+                return i
+            i += 4
+            continue
+        return i
+    return -1
+
+
+def utf8_error(const uint8_t[::1] data):
+    """Offset of the first invalid UTF-8 byte sequence in data (the .start bytes.decode reports), or -1."""
+    cdef Py_ssize_t n = data.shape[0], pos
+    if n == 0:
+        return -1
+    with nogil:
+        pos = utf8_first_error(&data[0], n)
+    return pos
+
+
+cdef int _kind(int kind) except -1:
+    _check_ready()
+    if kind != KIND_GPT2 and kind != KIND_GPT4:
+        raise ValueError(f"unknown pattern kind {kind}")
+    return kind
+
+
+def boundaries(const uint8_t[::1] data, int kind):
+    """int64 array b of pre-token offsets in valid UTF-8 data: b[0] == 0, b[-1] == len(data)."""
+    _kind(kind)
+    cdef Py_ssize_t n = data.shape[0]
+    cdef vector[int64_t] ends
+    ends.reserve(n // 4 + 16)
+    ends.push_back(0)
+    if n:
+        with nogil:
+            scan_ends(&data[0], n, kind, &ends)
+    out = np.empty(ends.size(), dtype=np.int64)
+    cdef int64_t[::1] view = out
+    memcpy(&view[0], ends.data(), ends.size() * sizeof(int64_t))
+    return out
+
+
+def split(const uint8_t[::1] data, int kind):
+    """The pre-tokens of valid UTF-8 data, as a list of str."""
+    _kind(kind)
+    cdef Py_ssize_t n = data.shape[0], k
+    cdef vector[int64_t] ends
+    ends.push_back(0)
+    if n == 0:
+        return []
+    with nogil:
+        scan_ends(&data[0], n, kind, &ends)
+    cdef const char* base = <const char*>&data[0]
+    out = []
+    for k in range(<Py_ssize_t>ends.size() - 1):
+        out.append(PyUnicode_DecodeUTF8(base + ends[k], ends[k + 1] - ends[k], NULL))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- counting
+
+cdef struct Span:
+    int64_t start       # offset into the scanned buffer
+    int64_t length
+    int64_t count
+    uint64_t hash
+
+
+cdef struct Slot:
+    int32_t index       # into spans, -1 when empty
+    uint32_t tag        # high half of the hash, compared before the bytes
+
+
+cdef struct SpanCounter:
+    # Distinct byte spans of one buffer with their counts, in order of first occurrence (like a Counter).
+    const uint8_t* base
+    const uint8_t* end
+    vector[Span] spans
+    vector[Slot] slots  # open addressing, linear probing, power-of-two size, at most half full
+    uint64_t mask
+
+
+cdef inline uint64_t fmix(uint64_t h) noexcept nogil:
+    h ^= h >> 33
+    h *= 0xff51afd7ed558ccdULL
+    h ^= h >> 33
+    h *= 0xc4ceb9fe1a85ec53ULL
+    h ^= h >> 33
+    return h
+
+
+cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n, const uint8_t* end) noexcept nogil:
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ (<uint64_t>n * 0x100000001B3ULL)
+    cdef uint64_t v
+    while n >= 8:
+        memcpy(&v, p, 8)
+        h = (h ^ v) * 0x9E3779B97F4A7C15ULL
+        h ^= h >> 29
+        p += 8
+        n -= 8
+    if n:
+        if p + 8 <= end:                                # read 8 and keep the n we own
+            memcpy(&v, p, 8)
+            v &= (<uint64_t>1 << (8 * n)) - 1           # little-endian: the first n bytes are the low ones
+        else:
+            v = 0
+            memcpy(&v, p, n)
+        h = (h ^ v) * 0x9E3779B97F4A7C15ULL
+    return fmix(h)
+
+
+cdef void counter_init(SpanCounter* t, const uint8_t* base, Py_ssize_t n) noexcept nogil:
+    cdef Slot empty
+    empty.index = -1
+    empty.tag = 0
+    t.base = base
+    t.end = base + n
+    t.spans.clear()
+    t.slots.assign(1024, empty)
+    t.mask = 1023
+
+
+cdef void counter_grow(SpanCounter* t) noexcept nogil:
+    cdef Slot empty
+    empty.index = -1
+    empty.tag = 0
+    cdef size_t size = t.slots.size() * 2, k
+    cdef uint64_t mask = size - 1, pos
+    t.slots.assign(size, empty)
+    t.mask = mask
+    for k in range(t.spans.size()):
+        pos = t.spans[k].hash & mask
+        while t.slots[pos].index >= 0:
+            pos = (pos + 1) & mask
+        t.slots[pos].index = <int32_t>k
+        t.slots[pos].tag = <uint32_t>(t.spans[k].hash >> 32)
+
+
+cdef inline void counter_add(SpanCounter* t, Py_ssize_t start, Py_ssize_t length) noexcept nogil:
+    cdef const uint8_t* p = t.base + start
+    cdef uint64_t h = hash_bytes(p, length, t.end)
+    cdef uint64_t pos = h & t.mask
+    cdef uint32_t tag = <uint32_t>(h >> 32)
+    cdef Slot* slot
+    cdef Span* span
+    cdef Span fresh
+    while True:
+        slot = &t.slots[pos]
+        if slot.index < 0:
+            break
+        if slot.tag == tag:
+            span = &t.spans[slot.index]
+            if span.length == length and memcmp(t.base + span.start, p, length) == 0:
+                span.count += 1
+                return
+        pos = (pos + 1) & t.mask
+    fresh.start = start
+    fresh.length = length
+    fresh.count = 1
+    fresh.hash = h
+    slot.index = <int32_t>t.spans.size()
+    slot.tag = tag
+    t.spans.push_back(fresh)
+    if 2 * t.spans.size() > t.slots.size():
+        counter_grow(t)
+
+
+cdef void count_range(SpanCounter* t, Py_ssize_t i, Py_ssize_t n, int kind) noexcept nogil:
+    """Count the pre-tokens of t.base[i:n], scanned as a text of its own."""
+    cdef const uint8_t* s = t.base
+    cdef Py_ssize_t e
+    # The scanners look no further than their end argument, so base[i:n] behaves as a separate text.
+    if kind == KIND_GPT2:
+        while i < n:
+            e = gpt2_next(s, i, n)
+            counter_add(t, i, e - i)
+            i = e
+    else:
+        while i < n:
+            e = gpt4_next(s, i, n)
+            counter_add(t, i, e - i)
+            i = e
+
+
+def count(const uint8_t[::1] data, int kind, specials=()):
+    """dict[bytes, int] of the pre-tokens of valid UTF-8 data, in order of first occurrence.
+
+    specials: bytes objects, longest first; data is cut at each leftmost occurrence of one (the first in the
+    list that matches there), the special tokens themselves are not counted, and each piece between them is
+    scanned as a text of its own (as split_on_specials + regex.findall per piece would).
+    """
+    _kind(kind)
+    cdef Py_ssize_t n = data.shape[0], k, nspec = len(specials), pos, piece, cand
+    if n == 0:
+        return {}
+    cdef const uint8_t* s = &data[0]
+    cdef vector[int64_t] spec_off
+    cdef vector[uint8_t] spec_bytes
+    cdef uint8_t first[256]
+    cdef const uint8_t* hit
+    cdef const uint8_t* tok
+    cdef int64_t tlen
+    cdef int nfirst = 0
+    cdef uint8_t only_first = 0
+    cdef bytes t
+    for k in range(256):
+        first[k] = 0
+    spec_off.push_back(0)
+    for t in specials:
+        if len(t) == 0:
+            raise ValueError("special tokens must not be empty")
+        if spec_off.size() > 1 and len(t) > spec_off.back() - spec_off[spec_off.size() - 2]:
+            raise ValueError("special tokens must be ordered longest first")
+        for k in range(len(t)):
+            spec_bytes.push_back(t[k])
+        spec_off.push_back(spec_bytes.size())
+        if not first[t[0]]:
+            first[t[0]] = 1
+            nfirst += 1
+            only_first = t[0]
+    cdef SpanCounter table
+    counter_init(&table, s, n)
+    with nogil:
+        if nspec == 0:
+            count_range(&table, 0, n, kind)
+        else:
+            pos = 0
+            piece = 0
+            while pos < n:
+                if nfirst == 1:                                  # the usual case: one first byte, memchr for it
+                    hit = <const uint8_t*>memchr(s + pos, only_first, n - pos)
+                    if hit == NULL:
+                        break
+                    pos = hit - s
+                elif not first[s[pos]]:
+                    pos += 1
+                    continue
+                tlen = 0
+                for k in range(nspec):
+                    tok = spec_bytes.data() + spec_off[k]
+                    if tok[0] == s[pos] and spec_off[k + 1] - spec_off[k] <= n - pos \
+                            and memcmp(tok, s + pos, spec_off[k + 1] - spec_off[k]) == 0:
+                        tlen = spec_off[k + 1] - spec_off[k]
+                        break
+                if tlen == 0:
+                    pos += 1
+                    continue
+                count_range(&table, piece, pos, kind)
+                pos += tlen
+                piece = pos
+            count_range(&table, piece, n, kind)
+    out = {}
+    cdef Span* span
+    for k in range(<Py_ssize_t>table.spans.size()):
+        span = &table.spans[k]
+        out[PyBytes_FromStringAndSize(<const char*>s + span.start, span.length)] = span.count
+    return out
