@@ -4,11 +4,16 @@ The parent cuts each file into byte ranges at safe points (see chunking.py); eac
 ranges from the file (no text is sent between processes), counts them and returns one table of distinct
 pre-tokens. The tables are added in the parent.
 """
+import contextlib
+import json
 import os
+import tempfile
 from collections import Counter
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 import multiprocessing
+
+import numpy as np
 
 from .chunking import chunk_boundaries
 from .patterns import GPT2_PATTERN, resolve_pattern
@@ -178,3 +183,187 @@ def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, prog
     except BaseException:
         _terminate(executor)
         raise
+
+
+# ---- reusable counts -----------------------------------------------------------------------------
+
+COUNTS_FORMAT = "bpe_fast.pretoken_counts"
+COUNTS_VERSION = 1
+
+
+class PretokenCounts:
+    """The distinct pre-tokens of a corpus with their counts, and the pattern and special tokens that
+    made them. Add shards with `+` or `PretokenCounts.merge`; save and load as `.npz` (no pickle).
+
+    File format (version 1), a NumPy .npz with:
+      format: str "bpe_fast.pretoken_counts";  version: int64 1
+      tokens: uint8, the pre-tokens' UTF-8 bytes concatenated;  offsets: int64, len(counts) + 1 boundaries
+      counts: int64;  pattern: str, the regex;  special_tokens: str, a JSON list of str
+    """
+
+    __slots__ = ("_counts", "pattern", "special_tokens")
+
+    def __init__(self, counts=None, pattern=GPT2_PATTERN, special_tokens=()):
+        self._counts = Counter() if counts is None else Counter(counts)
+        self.pattern = resolve_pattern(pattern)
+        self.special_tokens = check_special_tokens(special_tokens)
+        for tok, n in self._counts.items():
+            if not isinstance(tok, bytes):
+                raise TypeError(f"pre-tokens must be bytes, got {tok!r}")
+            if not isinstance(n, int) or n < 0:
+                raise ValueError(f"count of {tok!r} must be a non-negative int, got {n!r}")
+
+    # -- container protocol
+    def __len__(self):
+        return len(self._counts)
+
+    def __iter__(self):
+        return iter(self._counts)
+
+    def __getitem__(self, token):
+        return self._counts[token]
+
+    def __contains__(self, token):
+        return token in self._counts
+
+    def keys(self):
+        return self._counts.keys()
+
+    def values(self):
+        return self._counts.values()
+
+    def items(self):
+        return self._counts.items()
+
+    def __eq__(self, other):
+        if not isinstance(other, PretokenCounts):
+            return NotImplemented
+        return (self.pattern, set(self.special_tokens), self._counts) == \
+            (other.pattern, set(other.special_tokens), other._counts)
+
+    def __repr__(self):
+        return f"PretokenCounts({len(self)} distinct, {self.total()} in all)"
+
+    def total(self):
+        """The number of pre-tokens counted."""
+        return sum(self._counts.values())
+
+    def most_common(self, n=None):
+        """The n most common (bytes, count) pairs, all of them when n is None (like Counter)."""
+        return self._counts.most_common(n)
+
+    # -- adding shards
+    def _check_compatible(self, other):
+        if not isinstance(other, PretokenCounts):
+            raise TypeError(f"can only add PretokenCounts, not {type(other).__name__}")
+        if other.pattern != self.pattern:
+            raise ValueError("cannot add counts made with different patterns: "
+                             f"{self.pattern!r} and {other.pattern!r}")
+        if set(other.special_tokens) != set(self.special_tokens):
+            raise ValueError("cannot add counts made with different special tokens: "
+                             f"{list(self.special_tokens)} and {list(other.special_tokens)}")
+
+    def __add__(self, other):
+        self._check_compatible(other)
+        out = PretokenCounts(self._counts, self.pattern, self.special_tokens)
+        out._counts.update(other._counts)
+        return out
+
+    @classmethod
+    def merge(cls, shards):
+        """The sum of several PretokenCounts made with the same pattern and special tokens."""
+        shards = list(shards)
+        if not shards:
+            raise ValueError("merge needs at least one PretokenCounts")
+        first = shards[0]
+        out = cls(first._counts, first.pattern, first.special_tokens)
+        for shard in shards[1:]:
+            out._check_compatible(shard)
+            out._counts.update(shard._counts)
+        return out
+
+    # -- files
+    def save(self, path):
+        """Write the counts to `path` (.npz), through a temporary file: nothing half-written is left."""
+        keys = list(self._counts.keys())
+        lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        arrays = dict(
+            format=np.array(COUNTS_FORMAT), version=np.array(COUNTS_VERSION, dtype=np.int64),
+            tokens=np.frombuffer(b"".join(keys), dtype=np.uint8), offsets=offsets,
+            counts=np.fromiter(self._counts.values(), dtype=np.int64, count=len(keys)),
+            pattern=np.array(self.pattern), special_tokens=np.array(json.dumps(list(self.special_tokens))),
+        )
+        path = os.fspath(path)
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(2, "output folder does not exist", folder)
+        fd, tmp = tempfile.mkstemp(prefix=".counts-", suffix=".npz.tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path):
+        """Read counts written by save(); a truncated or foreign file is a ValueError naming it."""
+        path = os.fspath(path)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {name: data[name] for name in data.files}
+        except FileNotFoundError:
+            raise
+        except Exception as exc:     # zipfile.BadZipFile, EOFError, ValueError, OSError ...
+            raise ValueError(f"{path}: not a bpe_fast counts file ({type(exc).__name__}: {exc})") from None
+        def need(name, kind):
+            if name not in arrays or arrays[name].dtype.kind != kind:
+                raise ValueError(f"{path}: not a bpe_fast counts file (missing or bad {name!r})")
+            return arrays[name]
+        if str(need("format", "U")) != COUNTS_FORMAT:
+            raise ValueError(f"{path}: not a bpe_fast counts file (format {str(arrays['format'])!r})")
+        version = int(need("version", "i"))
+        if version != COUNTS_VERSION:
+            raise ValueError(f"{path}: counts file version {version} is not supported (this is {COUNTS_VERSION})")
+        tokens, offsets, counts = need("tokens", "u"), need("offsets", "i"), need("counts", "i")
+        n = len(counts)
+        if tokens.dtype != np.uint8 or offsets.shape != (n + 1,) or offsets[0] != 0 or \
+                offsets[-1] != len(tokens) or np.any(np.diff(offsets) < 0) or np.any(counts < 0):
+            raise ValueError(f"{path}: corrupt counts file (tokens, offsets and counts disagree)")
+        try:
+            specials = json.loads(str(need("special_tokens", "U")))
+            pattern = str(need("pattern", "U"))
+            blob = tokens.tobytes()
+            bounds = offsets.tolist()
+            table = dict(zip((blob[bounds[i]:bounds[i + 1]] for i in range(n)), counts.tolist()))
+            if len(table) != n:
+                raise ValueError("a pre-token is listed twice")
+            return cls(table, pattern, specials)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}: corrupt counts file ({exc})") from None
+
+
+def count_pretokens(paths, special_tokens=(), *, pattern=GPT2_PATTERN, num_processes=None, errors="strict",
+                    chunk_bytes=None, progress=None, client=None):
+    """Count the pre-tokens of one or more UTF-8 files; returns PretokenCounts.
+
+    With `client` (a dask.distributed.Client) the counting runs on that Dask cluster instead of local
+    processes; every worker must see the same paths.
+    """
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    paths = [check_input_file(p) for p in paths]
+    special_tokens = check_special_tokens(special_tokens)
+    pattern = resolve_pattern(pattern)
+    if client is not None:
+        from .dask_counts import count_on_dask
+        counts = count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes)
+    else:
+        counts = Counter()
+        for path in paths:
+            counts.update(count_file(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress))
+    return PretokenCounts(counts, pattern, special_tokens)

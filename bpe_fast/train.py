@@ -53,10 +53,20 @@ def counts_to_arrays(counts):
     return words, offsets, freqs
 
 
-def train_from_counts(counts, vocab_size, special_tokens=(), *, progress=None):
-    """Learn merges from pre-token counts ({bytes: int}); identical to train_bpe on the corpus they
-    were counted from."""
+def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None):
+    """Learn merges from pre-token counts: a PretokenCounts (see count_pretokens) or a mapping
+    {bytes: int}. Identical to train_bpe on the corpus they were counted from.
+
+    special_tokens defaults to those the counts were made with; others are an error, since the counts
+    were split on exactly those.
+    """
+    made_with = getattr(counts, "special_tokens", None)
+    if special_tokens is None:
+        special_tokens = made_with or ()
     special_tokens = check_special_tokens(special_tokens)
+    if made_with is not None and set(made_with) != set(special_tokens):
+        raise ValueError(f"the counts were made with special tokens {list(made_with)}, "
+                         f"not {list(special_tokens)}")
     check_vocab_size(vocab_size, special_tokens)
     return _train(counts, vocab_size, special_tokens, progress, stacklevel=3)
 

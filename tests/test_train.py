@@ -2,14 +2,12 @@
 process counts, bad input, and the published CS336 reference."""
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 import textwrap
 import time
 import warnings
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +20,10 @@ from bpe_fast.chunking import chunk_boundaries
 from bpe_fast.counts import CorpusDecodeError, count_file
 from bpe_fast.train import counts_to_arrays
 
+from corpora import EOT, make_corpus, write
 from train_oracle import oracle_count_pretokens, oracle_train_bpe
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-EOT = "<|endoftext|>"
 
 
 def engine_for(words):
@@ -70,36 +68,6 @@ def test_engine_rejects_bad_arrays():
 
 
 # ---- generated corpora --------------------------------------------------------------------------
-
-SCRIPTS = {
-    "latin": "the quick brown fox jumps over lazy dogs and cats sat on mats",
-    "cyrillic": "съешь же ещё этих мягких французских булок да выпей чаю",
-    "cjk": "我能吞下玻璃而不伤身体 私はガラスを食べられます 나는 유리를 먹을 수 있어요",
-    "emoji": "😀 😃 🎉🎉 👩‍👩‍👧 ✨✨✨ 🇫🇷🇩🇪",
-    "digits": "12 345 6789 2024 3.14159 ٣٤٥ १२३",
-}
-
-
-def make_corpus(seed, n_words=1500, specials=(), crlf=True):
-    rng = random.Random(seed)
-    vocab = [w for text in SCRIPTS.values() for w in text.split()]
-    vocab += ["aaaaaaaa", "ab" * 7, "zz", "I'm", "don't", "we'll", "they've", "'s"]
-    seps = [" ", " ", " ", "  ", "\t", "\n", "\r\n" if crlf else "\n", "   \n", ", ", ". ", "!\n\n"]
-    out = []
-    for _ in range(n_words):
-        out.append(rng.choice(vocab))
-        out.append(rng.choice(seps))
-        if specials and rng.random() < 0.03:
-            out.append(rng.choice(specials))
-    out.append("   ")     # text ending in spaces
-    return "".join(out)
-
-
-def write(tmp_path, text, name="corpus.txt"):
-    path = tmp_path / name
-    path.write_bytes(text.encode("utf-8"))
-    return path
-
 
 CASES = [
     ("mixed", dict(seed=1), []),
@@ -338,7 +306,7 @@ def gpt2_unicode_to_byte():
 @pytest.mark.parametrize("num_processes", [1, 2])
 def test_cs336_reference_merges_and_vocab(num_processes):
     dec = gpt2_unicode_to_byte()
-    to_bytes = lambda s: bytes(dec[c] for c in s)  # noqa: E731
+    to_bytes = lambda s: bytes(dec[c] for c in s)
     ref_merges = [tuple(map(to_bytes, line.rstrip("\n").split(" ")))
                   for line in (FIXTURES / "train-bpe-reference-merges.txt").read_text("utf-8").splitlines()
                   if line.strip()]

@@ -1,0 +1,33 @@
+"""Generated test corpora: several scripts, digits, whitespace runs, special tokens."""
+import random
+
+EOT = "<|endoftext|>"
+
+SCRIPTS = {
+    "latin": "the quick brown fox jumps over lazy dogs and cats sat on mats",
+    "cyrillic": "съешь же ещё этих мягких французских булок да выпей чаю",
+    "cjk": "我能吞下玻璃而不伤身体 私はガラスを食べられます 나는 유리를 먹을 수 있어요",
+    "emoji": "😀 😃 🎉🎉 👩‍👩‍👧 ✨✨✨ 🇫🇷🇩🇪",
+    "digits": "12 345 6789 2024 3.14159 ٣٤٥ १२३",
+}
+
+
+def make_corpus(seed, n_words=1500, specials=(), crlf=True):
+    rng = random.Random(seed)
+    vocab = [w for text in SCRIPTS.values() for w in text.split()]
+    vocab += ["aaaaaaaa", "ab" * 7, "zz", "I'm", "don't", "we'll", "they've", "'s"]
+    seps = [" ", " ", " ", "  ", "\t", "\n", "\r\n" if crlf else "\n", "   \n", ", ", ". ", "!\n\n"]
+    out = []
+    for _ in range(n_words):
+        out.append(rng.choice(vocab))
+        out.append(rng.choice(seps))
+        if specials and rng.random() < 0.03:
+            out.append(rng.choice(specials))
+    out.append("   ")     # text ending in spaces
+    return "".join(out)
+
+
+def write(tmp_path, text, name="corpus.txt"):
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    return path

@@ -1,0 +1,96 @@
+"""PretokenCounts: counting several files, adding shards, the .npz format and its bad inputs."""
+
+import numpy as np
+import pytest
+
+from bpe_fast import GPT4_PATTERN, PretokenCounts, count_pretokens, train_bpe, train_from_counts
+
+from train_oracle import oracle_count_pretokens
+from corpora import EOT, make_corpus, write
+
+
+@pytest.fixture
+def two_files(tmp_path):
+    texts = [make_corpus(31, specials=[EOT]), make_corpus(32, specials=[EOT])]
+    return [write(tmp_path, t, f"part{i}.txt") for i, t in enumerate(texts)], texts
+
+
+def test_counts_of_several_files_add_up(two_files):
+    paths, texts = two_files
+    counts = count_pretokens(paths, [EOT], num_processes=2, chunk_bytes=300)
+    want = oracle_count_pretokens(texts[0], [EOT], counts.pattern) + \
+        oracle_count_pretokens(texts[1], [EOT], counts.pattern)
+    assert dict(counts.items()) == dict(want)
+    assert len(counts) == len(want) and counts.total() == sum(want.values())
+    assert sorted(counts.most_common()) == sorted(want.items())
+    assert [n for _, n in counts.most_common()] == sorted(want.values(), reverse=True)
+    assert counts.most_common(2) == counts.most_common()[:2]
+
+
+def test_shards_merge_to_the_whole(two_files):
+    paths, _ = two_files
+    whole = count_pretokens(paths, [EOT])
+    a, b = (count_pretokens(p, [EOT]) for p in paths)
+    assert a + b == whole
+    assert PretokenCounts.merge([a, b]) == whole
+    # training from counts equals training on the concatenated corpus
+    joined = paths[0].parent / "joined.txt"
+    joined.write_bytes(paths[0].read_bytes() + paths[1].read_bytes())
+    assert train_from_counts(a + b, 400) == train_bpe(joined, 400, [EOT])
+
+
+def test_merging_different_patterns_or_specials_is_an_error(two_files):
+    paths, _ = two_files
+    a = count_pretokens(paths[0], [EOT])
+    with pytest.raises(ValueError, match="patterns"):
+        a + count_pretokens(paths[0], [EOT], pattern=GPT4_PATTERN)
+    with pytest.raises(ValueError, match="special tokens"):
+        PretokenCounts.merge([a, count_pretokens(paths[0], [])])
+    with pytest.raises(ValueError, match="special tokens"):
+        train_from_counts(a, 400, ["<|other|>"])
+
+
+def test_save_load_round_trip(tmp_path, two_files):
+    paths, _ = two_files
+    counts = count_pretokens(paths, [EOT, "<|pad|>"], pattern=GPT4_PATTERN)
+    counts.save(tmp_path / "c.npz")
+    loaded = PretokenCounts.load(tmp_path / "c.npz")
+    assert loaded == counts
+    assert loaded.pattern == GPT4_PATTERN and loaded.special_tokens == (EOT, "<|pad|>")
+    assert train_from_counts(loaded, 380) == train_from_counts(counts, 380)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".counts-")] == []
+
+
+def test_truncated_or_foreign_files_are_rejected(tmp_path, two_files):
+    paths, _ = two_files
+    good = tmp_path / "c.npz"
+    count_pretokens(paths[0], [EOT]).save(good)
+    raw = good.read_bytes()
+    (tmp_path / "trunc.npz").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ValueError, match="trunc.npz"):
+        PretokenCounts.load(tmp_path / "trunc.npz")
+    np.savez(tmp_path / "foreign.npz", x=np.arange(3))
+    with pytest.raises(ValueError, match="foreign.npz.*not a bpe_fast counts file"):
+        PretokenCounts.load(tmp_path / "foreign.npz")
+    (tmp_path / "text.npz").write_text("hello")
+    with pytest.raises(ValueError, match="text.npz"):
+        PretokenCounts.load(tmp_path / "text.npz")
+    # offsets that disagree with the tokens
+    with np.load(good) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["offsets"] = arrays["offsets"][:-1]
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ValueError, match="bad.npz.*corrupt"):
+        PretokenCounts.load(tmp_path / "bad.npz")
+    # an object array would need pickle: refused, not loaded
+    arrays = {k: v for k, v in np.load(good).items()}
+    arrays["pattern"] = np.array([object()], dtype=object)
+    np.savez(tmp_path / "obj.npz", **arrays)
+    with pytest.raises(ValueError, match="obj.npz"):
+        PretokenCounts.load(tmp_path / "obj.npz")
+
+
+def test_save_into_missing_folder_fails_cleanly(tmp_path, two_files):
+    counts = count_pretokens(two_files[0][0], [EOT])
+    with pytest.raises(FileNotFoundError, match="missing"):
+        counts.save(tmp_path / "missing" / "c.npz")
