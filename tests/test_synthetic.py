@@ -1,0 +1,192 @@
+"""Tests of bpe_fast.synthetic: the deterministic TinyStories-like corpus generator."""
+import io
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import regex
+
+from bpe_fast import synthetic
+from bpe_fast.synthetic import generate, iter_documents, mixed_text, parse_size
+
+ROOT = Path(__file__).resolve().parents[1]
+SEP = b"\n<|endoftext|>\n"
+
+
+def corpus(size, seed=0, **kwargs):
+    out = io.BytesIO()
+    assert generate(out, size, seed, **kwargs) == size
+    return out.getvalue()
+
+
+def run_module(*args, **kwargs):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, **kwargs)
+
+
+def test_same_seed_same_bytes_and_different_seed_differs(tmp_path):
+    a = corpus(300_000, seed=1)
+    assert corpus(300_000, seed=1) == a
+    generate(tmp_path / "c.txt", 300_000, seed=1)  # a path gives the same bytes as a file object
+    assert (tmp_path / "c.txt").read_bytes() == a
+    assert corpus(300_000, seed=2) != a
+    assert corpus(300_000, seed=2)[:1000] != a[:1000]
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 17, 4096, 999_999, 3_000_001])
+def test_exact_size_and_valid_utf8(size):
+    data = corpus(size, seed=size % 3)
+    assert len(data) == size
+    data.decode("utf-8")  # raises if a character was split
+
+
+def test_a_smaller_corpus_is_a_prefix_of_a_larger_one():
+    big = corpus(2_000_000, seed=4)
+    for size in (1000, 1_500_000):
+        small = corpus(size, seed=4)
+        # equal except where the cut replaced a split character by "\n" (at most 3 bytes)
+        assert small[:-3] == big[: size - 3]
+
+
+def test_a_cut_inside_a_character_pads_with_newlines():
+    big = corpus(3_000_000, seed=7)
+    text = big.decode("utf-8")
+    # the byte offset of the first 4-byte (emoji) and 3-byte (CJK) characters
+    for width in (4, 3):
+        char_index = next(i for i, ch in enumerate(text) if len(ch.encode()) == width)
+        offset = len(text[:char_index].encode())
+        for inside in range(1, width):
+            cut = corpus(offset + inside, seed=7)
+            assert cut == big[:offset] + b"\n" * inside
+            cut.decode("utf-8")
+
+
+def test_documents_are_separated_by_the_special_token_on_its_own_line():
+    data = corpus(1_000_000, seed=0)
+    docs = data.split(SEP)
+    assert len(docs) > 500
+    for doc in docs[:-1]:  # the last one is cut short
+        assert doc and doc == doc.strip()  # no blank line or space around the separator
+
+    assert b"<|endoftext|>" not in corpus(100_000, seed=0, special_token=None)
+    assert b"\n<|doc|>\n" in corpus(100_000, seed=0, special_token="<|doc|>")
+
+
+def test_iter_documents_is_the_corpus():
+    docs = list(itertools.islice(iter_documents(3), 500))
+    joined = b"".join(d.encode() + SEP for d in docs)
+    assert corpus(200_000, seed=3) == joined[:200_000]
+
+
+def test_content_is_mixed_language_stories():
+    text = corpus(2_000_000, seed=0).decode("utf-8")
+    for script in ("Cyrillic", "Greek", "Han", "Hiragana", "Hangul", "Arabic"):
+        assert regex.search(rf"\p{{{script}}}", text), script
+    assert regex.search(r"\p{Extended_Pictographic}", text)  # emoji
+    non_latin = len(regex.findall(r"[^\p{Latin}\p{Common}\p{Inherited}]", text))
+    assert 0.002 < non_latin / len(text) < 0.1  # a slice, not the bulk
+    for needle in ("Don't", "I'm", "She'll", "can't", '"', "\u201c", "\n\n", "!", "?", ", "):
+        assert needle in text, needle
+    assert regex.search(r"\b\d{3,}\b", text)  # numbers
+    # Zipf-like: the most common words are far more common than the median word
+    words = regex.findall(r"\p{Latin}+", text.lower())
+    counts = sorted(Counter(words).values(), reverse=True)
+    assert counts[0] > 20 * counts[len(counts) // 2]
+
+
+def test_mixed_text():
+    text = mixed_text(5000, seed=9)
+    assert isinstance(text, str) and len(text) == 5000
+    assert mixed_text(100, seed=9) == text[:100]
+    assert mixed_text(5000, seed=10) != text
+    assert "<|endoftext|>" not in mixed_text(50_000, seed=9)
+    assert "<|endoftext|>" in mixed_text(50_000, seed=9, special_token="<|endoftext|>")
+    assert mixed_text(0) == ""
+
+
+@pytest.mark.parametrize(
+    "text, size",
+    [("4096", 4096), ("10KB", 10_000), ("100MB", 100_000_000), ("2GB", 2_000_000_000), ("1.5GB", 1_500_000_000),
+     ("64KiB", 65_536), ("3MiB", 3 * 2**20), ("2GiB", 2 * 2**30), ("10M", 10_000_000), ("5 mb", 5_000_000),
+     ("7B", 7)],
+)
+def test_parse_size(text, size):
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "MB", "12XB", "-5MB", "1e6", "10 MB extra", "ten"])
+def test_parse_size_rejects(text):
+    with pytest.raises(ValueError, match="invalid size"):
+        parse_size(text)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="size_bytes"):
+        generate(io.BytesIO(), -1)
+    with pytest.raises(TypeError, match="size_bytes"):
+        generate(io.BytesIO(), 10.5)
+    with pytest.raises(TypeError, match="binary"):
+        generate(io.StringIO(), 10)
+    with pytest.raises(ValueError, match="seed"):
+        generate(io.BytesIO(), 10, seed=-1)
+    with pytest.raises(ValueError, match="seed"):
+        iter_documents(-1)
+
+
+def test_cli_writes_the_file(tmp_path):
+    out = tmp_path / "corpus.txt"
+    result = run_module("-m", "bpe_fast.synthetic", "--size", "200KB", "-o", str(out), "--seed", "5")
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes() == corpus(200_000, seed=5)
+    assert os.listdir(tmp_path) == ["corpus.txt"]
+
+
+def test_cli_bad_size_is_a_one_line_error(tmp_path):
+    out = tmp_path / "corpus.txt"
+    result = run_module("-m", "bpe_fast.synthetic", "--size", "12XB", "-o", str(out))
+    assert result.returncode != 0
+    assert result.stderr.count("\n") == 1 and "invalid size '12XB'" in result.stderr
+    assert not out.exists()
+
+
+def test_nothing_half_written_on_interrupt(tmp_path, monkeypatch):
+    out = tmp_path / "corpus.txt"
+    out.write_bytes(b"old")
+    real_blocks = synthetic._blocks
+
+    def interrupted(seed, doc_end):
+        blocks = real_blocks(seed, doc_end)
+        yield next(blocks)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(synthetic, "_blocks", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        generate(out, 10_000_000)
+    assert out.read_bytes() == b"old"  # the previous file is untouched
+    assert os.listdir(tmp_path) == ["corpus.txt"]  # and no temporary file is left
+
+
+def test_memory_does_not_grow_with_the_output(tmp_path):
+    # Peak resident memory while writing 50 MB, above the baseline once the sentence pool is built.
+    script = textwrap.dedent(
+        """
+        import resource, sys
+        from bpe_fast import synthetic
+        synthetic._pool(0)
+        synthetic.generate(sys.argv[1], 1_000_000)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        synthetic.generate(sys.argv[1], 50_000_000)
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print((after - before) * (1 if sys.platform == "darwin" else 1024))
+        """
+    )
+    result = run_module("-c", script, str(tmp_path / "big.txt"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "big.txt").stat().st_size == 50_000_000
+    growth = int(result.stdout)
+    assert growth < 20_000_000, f"peak memory grew by {growth / 1e6:.1f} MB while writing 50 MB"
