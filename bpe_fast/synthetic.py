@@ -485,7 +485,11 @@ def generate(path_or_file, size_bytes, seed=0, special_token=DEFAULT_SPECIAL_TOK
     directory, name = os.path.split(os.path.abspath(path))
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with open(tmp, "xb") as out:
+        out = open(tmp, "xb")
+    except OSError as exc:  # name the file asked for, not the temporary one
+        raise type(exc)(exc.errno, exc.strerror, path) from None
+    try:
+        with out:
             _write(out, size_bytes, seed, doc_end)
         os.replace(tmp, path)
     except BaseException:

@@ -125,7 +125,9 @@ def test_parse_size_rejects(text):
         parse_size(text)
 
 
-def test_bad_arguments():
+def test_bad_arguments(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing/corpus.txt"):
+        generate(tmp_path / "missing" / "corpus.txt", 10)
     with pytest.raises(ValueError, match="size_bytes"):
         generate(io.BytesIO(), -1)
     with pytest.raises(TypeError, match="size_bytes"):
