@@ -131,12 +131,14 @@ def _submit(client, tasks, special_tokens, pattern, errors):
 
 def _cluster_failure(exc):
     """A message if exc says the cluster could not finish (workers died, none left, lost connection)."""
+    from distributed import scheduler
     from distributed.comm.core import CommClosedError
-    from distributed.scheduler import KilledWorker, NoValidWorkerError, NoWorkerError
 
-    if isinstance(exc, KilledWorker):
+    no_worker = tuple(getattr(scheduler, name) for name in ("NoWorkerError", "NoValidWorkerError")
+                      if hasattr(scheduler, name))     # no-workers-timeout errors (distributed >= 2024.1)
+    if isinstance(exc, scheduler.KilledWorker):
         return f"workers died while counting ({exc})"
-    if isinstance(exc, (NoWorkerError, NoValidWorkerError)):
+    if isinstance(exc, no_worker):
         return f"no worker could run a task ({exc})"
     if isinstance(exc, CancelledError):
         return f"the tasks were cancelled: the client or the scheduler went away? ({exc})"

@@ -1,0 +1,257 @@
+"""count_pretokens on a Dask cluster: the same counts as local counting, the task plan, bad input, lost workers.
+
+One LocalCluster of 2 worker processes (1 thread each) serves the whole module; the tests that kill a worker
+wait for the nanny to start a new one before they end.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="counting on Dask needs dask[distributed]")
+
+from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, count_pretokens, train_bpe, train_from_counts
+from bpe_fast import dask_counts
+from bpe_fast.counts import CorpusDecodeError
+from bpe_fast.synthetic import generate
+
+from corpora import EOT, make_corpus, write
+
+PAD = "<|pad|>"
+
+
+def _local_cluster(**kwargs):
+    # no dashboard, and the scheduler's HTTP server (always started) on a free port: 8787 may be taken
+    return distributed.LocalCluster(dashboard_address=":0", scheduler_kwargs={"dashboard": False}, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with _local_cluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def corpus_files(tmp_path_factory):
+    """Three multilingual files (with special tokens, CRLF, emoji) and an empty one."""
+    folder = tmp_path_factory.mktemp("dask")
+    specials = [EOT, PAD]
+    paths = [write(folder, make_corpus(seed, n_words, specials=specials), f"part{seed}.txt")
+             for seed, n_words in ((71, 6000), (72, 3000), (73, 500))]
+    return paths + [write(folder, "", "empty.txt")]
+
+
+def _local(paths, specials, **kwargs):
+    return count_pretokens(paths, specials, num_processes=1, **kwargs)
+
+
+# ---- the same counts as local counting -------------------------------------------------------------------
+
+@pytest.mark.parametrize("chunk_bytes", [None, 1 << 20, 4096, 300])
+@pytest.mark.parametrize("specials", [(), (EOT, PAD)], ids=["no-specials", "specials"])
+def test_counts_equal_local_counts(client, corpus_files, specials, chunk_bytes):
+    want = _local(corpus_files, specials)
+    got = count_pretokens(corpus_files, specials, chunk_bytes=chunk_bytes, client=client)
+    assert got == want
+    assert got.special_tokens == tuple(specials)
+
+
+def test_gpt4_pattern_and_a_pattern_without_native_scanner(client, corpus_files):
+    for pattern in (GPT4_PATTERN, GPT2_PATTERN + "|x"):      # the second runs the regex path on the workers
+        want = _local(corpus_files[:2], [EOT], pattern=pattern)
+        assert count_pretokens(corpus_files[:2], [EOT], pattern=pattern, chunk_bytes=2000, client=client) == want
+
+
+def test_training_from_dask_counts_equals_train_bpe(client, corpus_files, tmp_path):
+    one = corpus_files[0]
+    for specials in ([], [EOT, PAD]):
+        counts = count_pretokens(one, specials, chunk_bytes=1000, client=client)
+        assert train_from_counts(counts, 400, specials) == train_bpe(one, 400, specials, num_processes=1)
+    # several files: the same as one file made of them with a special token between them
+    joined = tmp_path / "joined.txt"
+    joined.write_bytes(EOT.encode().join(p.read_bytes() for p in corpus_files))
+    counts = count_pretokens(corpus_files, [EOT, PAD], chunk_bytes=700, client=client)
+    assert train_from_counts(counts, 450, [EOT, PAD]) == train_bpe(joined, 450, [EOT, PAD], num_processes=1)
+
+
+def test_empty_files_and_relative_paths(client, corpus_files, monkeypatch):
+    empty = corpus_files[-1]
+    assert len(count_pretokens([empty, empty], client=client)) == 0
+    # the workers' working folder is not the caller's: paths are sent absolute
+    monkeypatch.chdir(corpus_files[0].parent)
+    names = [p.name for p in corpus_files]
+    assert count_pretokens(names, [EOT], client=client) == _local(corpus_files, [EOT])
+
+
+def test_bad_arguments_fail_before_anything_is_submitted(client, corpus_files):
+    with pytest.raises(ValueError, match="errors"):
+        count_pretokens(corpus_files[0], errors="ignore", client=client)
+    with pytest.raises(ValueError, match="chunk_bytes"):
+        count_pretokens(corpus_files[0], chunk_bytes=0, client=client)
+    with pytest.raises(TypeError, match="Client"):
+        count_pretokens(corpus_files[0], client="tcp://127.0.0.1:8786")
+
+
+def test_importing_bpe_fast_does_not_import_dask():
+    code = ("import sys, bpe_fast, bpe_fast.counts, bpe_fast.dask_counts; bpe_fast.count_pretokens; "
+            "sys.exit(any(m in sys.modules for m in ('dask', 'distributed')))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0
+
+
+# ---- the task plan and the adding task -------------------------------------------------------------------
+
+def test_task_bytes():
+    mb = 1 << 20
+    assert dask_counts._task_bytes(50 * mb, nthreads=2) == 50 * mb // 4      # 2 tasks per thread
+    assert dask_counts._task_bytes(1000 * mb, nthreads=2) == 1000 * mb // 16   # at most 64 MB a task
+    assert dask_counts._task_bytes(3, nthreads=8) == 1
+
+
+def test_plan_covers_every_byte_once_in_order(corpus_files):
+    files = [(str(p), p.stat().st_size) for p in corpus_files]
+    total = sum(size for _, size in files)
+    for range_bytes, task_bytes in ((300, 300), (300, 5000), (5000, 5000), (total, total)):
+        tasks = dask_counts._plan(files, (EOT,), GPT2_PATTERN, range_bytes, task_bytes)
+        seen = [(path, r) for pieces in tasks for path, size, ranges in pieces for r in ranges]
+        for path, size in files:
+            ranges = [r for p, r in seen if p == path]
+            assert [b for r in ranges for b in r] == sorted(b for r in ranges for b in r)   # in order
+            assert ranges == [] if size == 0 else (ranges[0][0] == 0 and ranges[-1][1] == size)
+            assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))                      # no gap
+        sizes = [sum(e - s for _, _, ranges in pieces for s, e in ranges) for pieces in tasks]
+        assert sum(sizes) == total
+        assert max(sizes) < task_bytes + range_bytes + 64                 # a cut may move a little
+
+
+def test_plan_worked_example(tmp_path):
+    # "aaa bbb ccc ddd" (15 bytes) cut at spaces every 4 bytes: ranges [0,3) [3,7) [7,11) [11,15);
+    # tasks of 8 bytes by the ranges' middles 1, 5, 9, 13: task 0 gets the first two, task 1 the rest
+    path = write(tmp_path, "aaa bbb ccc ddd")
+    tasks = dask_counts._plan([(str(path), 15)], (), GPT2_PATTERN, range_bytes=4, task_bytes=8)
+    assert tasks == [[(str(path), 15, [(0, 3), (3, 7)])], [(str(path), 15, [(7, 11), (11, 15)])]]
+
+
+def test_add_leaves_its_inputs_alone():
+    a, b, c = Counter({b"x": 1, b"y": 2}), Counter({b"y": 3}), Counter({b"z": 4, b"x": 5, b"w": 1})
+    copies = [Counter(t) for t in (a, b, c)]
+    assert dask_counts._add(a, b, c) == Counter({b"x": 6, b"y": 5, b"z": 4, b"w": 1})
+    assert [a, b, c] == copies
+
+
+# ---- bad input -------------------------------------------------------------------------------------------
+
+def test_invalid_utf8_names_the_file_offset_and_line(client, tmp_path):
+    good = make_corpus(81, 800, specials=[EOT]).encode()
+    bad = good + b"caf\xe9 au lait" + good
+    ok_path, bad_path = tmp_path / "ok.txt", tmp_path / "bad.txt"
+    ok_path.write_bytes(good)
+    bad_path.write_bytes(bad)
+    with pytest.raises(CorpusDecodeError) as local:
+        _local([ok_path, bad_path], [EOT])
+    with pytest.raises(CorpusDecodeError) as remote:
+        count_pretokens([ok_path, bad_path], [EOT], chunk_bytes=500, client=client)
+    err = remote.value
+    assert (err.path, err.offset, err.line) == (str(bad_path), len(good) + 3, good.count(b"\n") + 1)
+    assert (err.path, err.offset, err.line) == (local.value.path, local.value.offset, local.value.line)
+    assert str(bad_path) in str(err) and f"byte offset {len(good) + 3}" in str(err)
+    # errors="replace" counts U+FFFD instead, as locally
+    assert count_pretokens(bad_path, [EOT], errors="replace", client=client) == \
+        _local(bad_path, [EOT], errors="replace")
+
+
+# ---- a worker lost mid-count -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def slow_corpus(tmp_path_factory):
+    """A file that takes the 2 workers about a second and a half: the regex path (a pattern the native
+    scanner does not know) on 3 MB, and the local counts of it."""
+    path = tmp_path_factory.mktemp("slow") / "slow.txt"
+    generate(path, 3_000_000, seed=5)
+    pattern = GPT2_PATTERN + "|x"
+    return path, pattern, count_pretokens(path, [EOT], pattern=pattern, num_processes=2)
+
+
+def _count_while_killing_a_worker(client, path, pattern):
+    """Start counting in a thread; kill (SIGKILL) a worker while it runs a counting task; return the result or
+    the error."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["counts"] = count_pretokens(path, [EOT], pattern=pattern, chunk_bytes=64 << 10, client=client)
+        except Exception as exc:        # noqa: BLE001 - handed to the test
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    pids = client.run(os.getpid)
+    thread.start()
+    deadline = time.monotonic() + 30
+    victim = None
+    while victim is None and time.monotonic() < deadline and thread.is_alive():
+        for worker, keys in client.processing().items():
+            if any(str(k).startswith("bpe_fast-count-") for k in keys):
+                victim = worker
+                break
+        else:
+            time.sleep(0.005)
+    assert victim is not None and thread.is_alive(), "the count ended before a worker could be killed"
+    os.kill(pids[victim], signal.SIGKILL)
+    thread.join(60)
+    assert not thread.is_alive()
+    return outcome
+
+
+def _wait_for_two_workers(client):
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_lost_worker_is_replaced_and_the_count_is_right(client, slow_corpus):
+    path, pattern, want = slow_corpus
+    try:
+        outcome = _count_while_killing_a_worker(client, path, pattern)
+        assert "error" not in outcome, outcome.get("error")
+        assert outcome["counts"] == want
+    finally:
+        _wait_for_two_workers(client)
+
+
+def test_cluster_that_cannot_finish_is_a_clear_error(client, cluster, slow_corpus):
+    # no reruns allowed after a worker dies: the count must fail, not return what the other worker counted
+    path, pattern, _ = slow_corpus
+    allowed = cluster.scheduler.allowed_failures
+    cluster.scheduler.allowed_failures = 0
+    try:
+        outcome = _count_while_killing_a_worker(client, path, pattern)
+        assert "counts" not in outcome
+        err = outcome["error"]
+        assert isinstance(err, RuntimeError), repr(err)
+        assert "no counts returned" in str(err) and "died" in str(err)
+    finally:
+        cluster.scheduler.allowed_failures = allowed
+        _wait_for_two_workers(client)
+    # the cluster is usable again
+    assert count_pretokens(path, [EOT], client=client, chunk_bytes=1 << 20) == \
+        count_pretokens(path, [EOT], num_processes=1)
+
+
+def test_no_workers_and_a_timeout_is_a_clear_error(corpus_files):
+    # Dask waits for workers by default (adaptive clusters start from zero); with no-workers-timeout it fails
+    import dask
+
+    with dask.config.set({"distributed.scheduler.no-workers-timeout": "200ms"}), \
+            _local_cluster(n_workers=0, processes=False) as empty, \
+            distributed.Client(empty) as client:
+        with pytest.raises(RuntimeError, match="no counts returned: no worker could run a task"):
+            count_pretokens(corpus_files[0], client=client)
