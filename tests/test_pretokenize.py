@@ -1,0 +1,271 @@
+"""The native pre-tokenizer against `regex`: worked examples per kernel, then differential fuzzing.
+
+The oracle is always `regex` itself (regex.findall, and regex.split for the special tokens), never the code
+under test.
+"""
+import importlib
+from collections import Counter
+
+import pytest
+import regex
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
+from bpe_fast.specials import special_regex
+
+P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
+PATTERNS = [GPT2_PATTERN, GPT4_PATTERN]
+FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def native_scanner():
+    assert P.native_kind(GPT2_PATTERN) and P.native_kind("gpt4"), "native scanner not active: build _scan.pyx"
+
+
+def oracle_counts(text, specials, pattern):
+    """Counter of UTF-8 pre-tokens: cut at the special tokens (longest first), regex.findall on each piece."""
+    pieces = [text]
+    if specials:
+        alternation = "|".join(regex.escape(t) for t in sorted(specials, key=len, reverse=True))
+        pieces = regex.split(alternation, text)
+    return Counter(w.encode() for piece in pieces for w in regex.findall(pattern, piece))
+
+
+def oracle_boundaries(text, pattern):
+    out = [0]
+    for w in regex.findall(pattern, text):
+        out.append(out[-1] + len(w.encode()))
+    return out
+
+
+# ------------------------------------------------------------------------------------ worked examples
+
+def test_gpt2_worked_example():
+    text = "Hi  there's 42\t\tdays!!\n"
+    # "Hi"       ' ?\p{L}+' with no space before it
+    # " "        '\s+(?!\S)': the run "  " is followed by "t", so it gives back its last space...
+    # " there"   ...which ' ?\p{L}+' takes
+    # "'s"       the contraction (lower case only in GPT-2)
+    # " 42"      ' ?\p{N}+'
+    # "\t"       '\s+(?!\S)' on "\t\t" gives back the second tab; a tab is not " ", so it stands alone ('\s+')
+    # "\t"
+    # "days"     '\p{L}+'
+    # "!!"       '[^\s\p{L}\p{N}]+'
+    # "\n"       '\s+(?!\S)' at the end of the text
+    expected = ["Hi", " ", " there", "'s", " 42", "\t", "\t", "days", "!!", "\n"]
+    assert regex.findall(GPT2_PATTERN, text) == expected
+    assert P.pretokenize(text) == expected
+    assert P.pretokenize("'S 'Ll") == ["'", "S", " '", "Ll"]    # GPT-2's contractions are case-sensitive
+
+
+def test_gpt4_worked_example():
+    text = "'S (Hello) 12345 ..\n\n  x  \r\n"
+    # "'S"       '(?i:[sdmt]|...)': GPT-4's contractions ignore case
+    # " ("       '[^\r\n\p{L}\p{N}]?+\p{L}++' fails (it allows one char before the letters, and " (" is two);
+    #            ' ?[^\s\p{L}\p{N}]++[\r\n]*+' takes the space and the parenthesis
+    # "Hello"    '\p{L}++'
+    # ")"        punctuation
+    # " "        GPT-4 has no ' ?\p{N}': the space before digits is alone ('\s')
+    # "123" "45" '\p{N}{1,3}+': digits in groups of at most three
+    # " ..\n\n"  punctuation takes the line breaks after it ('[\r\n]*+')
+    # " "        '\s+(?!\S)' on "  " before "x" gives back one space...
+    # " x"       ...which '[^\r\n\p{L}\p{N}]?+\p{L}++' takes
+    # "  \r\n"   '\s++$': the whitespace run reaches the end of the text
+    expected = ["'S", " (", "Hello", ")", " ", "123", "45", " ..\n\n", " ", " x", "  \r\n"]
+    assert regex.findall(GPT4_PATTERN, text) == expected
+    assert P.pretokenize(text, GPT4_PATTERN) == expected
+
+
+def test_gpt4_whitespace_worked_example():
+    text = "a \n\n  b\t\nc \u017f'\u017fun"
+    # "a"
+    # " \n\n"    '\s*[\r\n]': the run " \n\n  " is not at the end; it ends at its last line break
+    # " "        '\s+(?!\S)' on "  " before "b"
+    # " b"
+    # "\t\n"     '\s*[\r\n]'
+    # "c"
+    # " \u017f"  U+017F LONG S is a letter: ' ?'-like prefix + '\p{L}++'
+    # "'\u017f"  and (?i:s) matches it: a contraction (else '[^\r\n\p{L}\p{N}]?+\p{L}++' would give "'\u017fun")
+    # "un"
+    expected = ["a", " \n\n", " ", " b", "\t\n", "c", " \u017f", "'\u017f", "un"]
+    assert regex.findall(GPT4_PATTERN, text) == expected
+    assert P.pretokenize(text, "gpt4") == expected
+
+
+def test_boundaries_worked_example():
+    data = "Hi, ünï\n".encode()        # "Hi" "," " ünï" "\n"; ü and ï are two bytes each
+    assert P.pretoken_boundaries(data).tolist() == [0, 2, 3, 9, 10]
+    assert P.pretoken_boundaries(data).dtype.name == "int64"
+    assert P.pretoken_boundaries(b"", GPT4_PATTERN).tolist() == [0]
+
+
+def test_count_chunk_worked_example():
+    # Specials longest first: "<|a|><|a|>" is one special, then "<|a|>"; neither is counted. Each piece is
+    # pre-tokenized on its own: " x" and " x" and "x" -> {b" x": 2, b"x": 1}.
+    rx = special_regex(["<|a|>", "<|a|><|a|>"])
+    assert P.count_chunk(b" x<|a|><|a|> x<|a|>x", rx) == {b" x": 2, b"x": 1}
+    assert P.count_chunk(b"", rx) == {}
+    assert P.count_chunk(b"<|a|>", rx) == {}
+
+
+def test_letter_runs_longer_than_eight_bytes():
+    # The letter scanner takes eight ASCII bytes at a time: runs of 7, 8, 9 and 17 letters, and a run that
+    # continues into non-ASCII letters, must all end where regex ends them.
+    text = "abcdefg abcdefgh abcdefghi abcdefghijklmnopq abcdefghé, Zz@[`{"
+    for pattern in PATTERNS:
+        assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
+
+
+def test_every_contraction_spelling():
+    # All two-character continuations of an apostrophe over the contraction letters in both cases, the
+    # non-ASCII code points (?i) relates to them (U+017F long s, U+212A Kelvin sign) and a few others.
+    alphabet = "sSdDmMtTlLvVeErR\u017f\u212akKx' \n1"
+    for a in alphabet:
+        for b in alphabet:
+            text = f"'{a}{b}z 'x{a}'{b}"
+            for pattern in PATTERNS:
+                assert P.pretokenize(text, pattern) == regex.findall(pattern, text), text
+
+
+def test_invalid_utf8_is_reported_like_bytes_decode():
+    # b"ok \xe2\x82!": the 3-byte sequence is cut short by "!" at offset 5 -> start 3, end 5.
+    for data in [b"ok \xe2\x82!", b"\xff", b"abc\xc0\xaf", b"\xed\xa0\x80", b"x\xf4\x90\x80\x80", b"ab\xe2\x82"]:
+        with pytest.raises(UnicodeDecodeError) as ours:
+            P.count_chunk(data)
+        with pytest.raises(UnicodeDecodeError) as theirs:
+            data.decode("utf-8")
+        got, want = ours.value, theirs.value
+        assert (got.start, got.end, got.reason, got.object) == (want.start, want.end, want.reason, want.object)
+        with pytest.raises(UnicodeDecodeError):
+            P.pretoken_boundaries(data, GPT4_PATTERN)
+
+
+def test_other_patterns_use_regex():
+    pattern = r"\w+|\s+|[^\w\s]+"
+    assert P.native_kind(pattern) == 0
+    text = "héllo, wörld  42"
+    assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
+    assert P.count_chunk(text.encode(), None, pattern) == dict(oracle_counts(text, [], pattern))
+    with pytest.raises(ValueError, match="invalid pre-tokenization pattern"):
+        P.pretokenize("x", "(unclosed")
+
+
+def test_lone_surrogates_in_text_go_to_regex():
+    text = "ab\ud800 cd's"
+    for pattern in PATTERNS:
+        assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
+
+
+def test_a_special_regex_not_from_specials_is_honoured():
+    rx = regex.compile(r"ab|c+")        # not what specials.special_regex builds: cut with the regex itself
+    text = "xxabyy ccc zz"
+    assert P.count_chunk(text.encode(), rx) == {b"xx": 1, b"yy": 1, b" ": 1, b" zz": 1}
+
+
+def test_many_distinct_pretokens():
+    # More distinct pre-tokens than the counting table's first size (1024), so it grows several times.
+    words = [f"w{k}x" for k in range(5000)] * 3
+    text = " ".join(words) + " " + "\n".join(words[:100])
+    for pattern in PATTERNS:
+        assert P.count_chunk(text.encode(), None, pattern) == dict(oracle_counts(text, [], pattern))
+        counts = Counter({b"w1x": 5})
+        P.count_pretokens_text(text, pattern, counts)
+        assert counts == oracle_counts(text, [], pattern) + Counter({b"w1x": 5})
+
+
+# ------------------------------------------------------------------------------------ differential fuzzing
+
+CATEGORIES = ["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi",
+              "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Co", "Cn"]
+PIECES = ["'s", "'S", "'d", "'D", "'m", "'M", "'t", "'T", "'ll", "'Ll", "'LL", "'lL", "'ve", "'VE", "'re", "'Re",
+          "'\u017f", "'\u017fx", "'Sx", "'LLx", "'\u212a", "'", "''", "\r\n", "\r", "\n", "\t", " ", "\u00a0", "\u2028", "\u2029", "\u3000",
+          "\x85", "\x0b", "\x0c", "\x1c", "\u200b", "\ufeff", "e\u0301", "\u0915\u094d\u0937", "\u0663\u0664",
+          "\u0967\u0968\u0969\u096a", "\uff11", "\u2460", "\u216b", "\u00b2", "\U0001d7ce", "12345", " 12",
+          "\U0001f600", "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\u200d", "\ufe0f", "\U0001f44d\U0001f3fd",
+          "...", " !!", "Hello", " world", "\u4e2d\u6587", "\u0416\u0438", "\u00df", "\u01c5", "\u02b0",
+          "\U00010400", "\U000e0001", "\U0010ffff"]
+chars_any = st.characters(codec="utf-8")
+chars_by_category = st.one_of([st.characters(categories=[c], codec="utf-8") for c in CATEGORIES])
+whitespace_run = st.lists(st.sampled_from([" ", " ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u3000", "\u2028"]),
+                          min_size=2, max_size=40).map("".join)
+texts = st.lists(st.one_of(st.sampled_from(PIECES), chars_any, chars_by_category, whitespace_run),
+                 max_size=40).map("".join)
+edge_texts = ["", " ", "  ", "\n", "\r\n", " \n", "a ", "a  ", "a\n\n", " " * 50 + "a", "a" + " " * 50, "'",
+              "'l", "'ll", "''s", " 'S", "\t'x", "1234567", " \u00a0x", "x\u2028\u2028y", "ab\r\n\r\n  "]
+
+
+@FUZZ
+@given(text=texts, pattern=st.sampled_from(PATTERNS))
+@example(text="   \n\n   x", pattern=GPT4_PATTERN)
+@example(text="x    ", pattern=GPT2_PATTERN)
+def test_pretokenize_equals_regex(text, pattern):
+    assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("text", edge_texts)
+def test_edge_cases_equal_regex(text, pattern):
+    assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
+    assert P.pretoken_boundaries(text.encode(), pattern).tolist() == oracle_boundaries(text, pattern)
+
+
+@FUZZ
+@given(text=texts, pattern=st.sampled_from(PATTERNS))
+def test_boundaries_equal_regex(text, pattern):
+    assert P.pretoken_boundaries(text.encode(), pattern).tolist() == oracle_boundaries(text, pattern)
+
+
+@FUZZ
+@given(text=st.lists(st.characters(), max_size=30).map("".join), pattern=st.sampled_from(PATTERNS))
+def test_any_str_including_surrogates_equals_regex(text, pattern):
+    assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
+
+
+SPECIALS = ["<|endoftext|>", "<|e|>", "<|e|><|e|>", "<|e|>!", "\n\n", "\n\n\n", "'s", "\u00e9t\u00e9", "x"]
+
+
+@FUZZ
+@given(parts=st.lists(st.one_of(texts, st.sampled_from(SPECIALS)), max_size=8),
+       specials=st.lists(st.sampled_from(SPECIALS), unique=True, max_size=4),
+       pattern=st.sampled_from(PATTERNS))
+def test_count_chunk_equals_regex_counts(parts, specials, pattern):
+    text = "".join(parts)
+    want = oracle_counts(text, specials, pattern)
+    assert P.count_chunk(text.encode(), special_regex(specials), pattern) == dict(want)
+    counts = Counter()
+    assert P.count_pretokens_text(text, pattern, counts) is counts
+    assert counts == oracle_counts(text, [], pattern)
+
+
+@FUZZ
+@given(prefix=texts, junk=st.binary(min_size=1, max_size=6), suffix=texts, pattern=st.sampled_from(PATTERNS))
+def test_bad_bytes(prefix, junk, suffix, pattern):
+    data = prefix.encode() + junk + suffix.encode()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as want:
+        with pytest.raises(UnicodeDecodeError) as got:
+            P.count_chunk(data, None, pattern)
+        assert (got.value.start, got.value.end, got.value.reason) == (want.start, want.end, want.reason)
+        with pytest.raises(UnicodeDecodeError) as got:
+            P.pretoken_boundaries(data, pattern)
+        assert got.value.start == want.start
+    else:
+        assert P.count_chunk(data, None, pattern) == dict(oracle_counts(text, [], pattern))
+    replaced = data.decode("utf-8", "replace")
+    assert P.count_chunk(data, special_regex(["\n"]), pattern, "replace") == dict(
+        oracle_counts(replaced, ["\n"], pattern))
+
+
+@FUZZ
+@given(data=st.binary(max_size=64))
+def test_utf8_validation_equals_bytes_decode(data):
+    scan = importlib.import_module("bpe_fast._scan")
+    try:
+        data.decode("utf-8")
+        want = -1
+    except UnicodeDecodeError as exc:
+        want = exc.start
+    assert scan.utf8_error(data) == want

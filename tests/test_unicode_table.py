@@ -1,0 +1,109 @@
+"""The native scanner's code point classes against the installed `regex`, for every code point."""
+import importlib
+import pathlib
+import runpy
+import types
+import warnings
+
+import numpy as np
+import pytest
+import regex
+
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
+
+P = importlib.import_module("bpe_fast.pretokenize")
+table = importlib.import_module("bpe_fast._unicode_table")
+
+L, N, S, NL = 1, 2, 4, 8       # the class bits of bpe_fast/_scan.pyx
+
+
+@pytest.fixture(scope="module")
+def scan():
+    assert P.native_kind(GPT2_PATTERN), "the native scanner is not active (build bpe_fast/_scan.pyx)"
+    return importlib.import_module("bpe_fast._scan")
+
+
+@pytest.fixture(scope="module")
+def every_code_point():
+    """All of 0..0x10FFFF, surrogates included, as one str."""
+    return np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def _matching(rx, text):
+    hits = np.zeros(len(text), dtype=bool)
+    hits[[m.start() for m in regex.finditer(rx, text)]] = True
+    return hits
+
+
+def test_every_code_point_is_classified_as_regex_does(scan, every_code_point):
+    classes = np.frombuffer(scan.classify_all(), dtype=np.uint8)
+    assert len(classes) == 0x110000
+    for bit, rx in ((L, r"\p{L}"), (N, r"\p{N}"), (S, r"\s"), (NL, r"[\r\n]")):
+        expected = _matching(rx, every_code_point)
+        wrong = np.flatnonzero(((classes & bit) != 0) != expected)
+        assert wrong.size == 0, f"{rx}: table differs from regex at {[hex(c) for c in wrong[:10]]}"
+    # Worked example: 'a' is a letter, '٣' (ARABIC-INDIC DIGIT THREE) a number, U+3000 a space, '\n' a space
+    # and a line break, '!' none of them.
+    assert [classes[ord(c)] for c in "a٣\u3000\n!"] == [L, N, S, S | NL, 0]
+
+
+def test_every_code_point_folds_to_the_contraction_letters_as_regex_does(scan, every_code_point):
+    # (?i:s) in GPT-4's contractions also matches U+017F LATIN SMALL LETTER LONG S; the table must say so.
+    expected = {}
+    for letter in P.CONTRACTION_LETTERS:
+        for m in regex.finditer(f"(?i:{letter})", every_code_point):
+            assert m.start() not in expected, "a code point folding to two contraction letters"
+            expected[m.start()] = letter
+    assert expected[0x17F] == "s" and 0x212A not in expected      # KELVIN SIGN folds to k: not a contraction
+    got = {cp: f for cp in range(0x110000) if (f := scan.fold_letter(cp))}
+    assert got == expected
+
+
+def test_committed_table_is_what_the_generator_writes():
+    if table.REGEX_VERSION != regex.__version__:
+        pytest.skip(f"table made with regex {table.REGEX_VERSION}, regex {regex.__version__} installed")
+    tool = runpy.run_path(str(pathlib.Path(__file__).parent.parent / "tools" / "gen_unicode_table.py"))
+    with open(table.__file__, encoding="utf-8") as f:
+        assert f.read() == tool["render"](P.regex_unicode_classes())
+
+
+def _fake_table(**changes):
+    fields = {k: getattr(table, k) for k in ("REGEX_VERSION", "LETTER", "NUMBER", "SPACE", "FOLDS")}
+    fields.update(changes)
+    fields["STAMP"] = P.table_stamp(fields["REGEX_VERSION"], fields["LETTER"], fields["NUMBER"], fields["SPACE"],
+                                    fields["FOLDS"])
+    return types.SimpleNamespace(**fields)
+
+
+def test_table_check_accepts_the_committed_table():
+    assert P._table_problem(table) == ""
+
+
+def test_table_check_notices_a_hand_edit():
+    edited = _fake_table()
+    edited.LETTER = edited.LETTER[:-2]                 # stamp no longer matches
+    assert "stamp" in P._table_problem(edited)
+
+
+def test_table_check_compares_every_code_point_when_regex_is_another_release():
+    # Same contents, other regex release: the full comparison passes.
+    assert P._table_problem(_fake_table(REGEX_VERSION="0.0")) == ""
+    # A regex whose Unicode has one more letter than the table (simulated by dropping the last letter range).
+    stale = _fake_table(REGEX_VERSION="0.0", LETTER=table.LETTER[:-2])
+    assert r"\p{L}" in P._table_problem(stale)
+    stale = _fake_table(REGEX_VERSION="0.0", FOLDS={**table.FOLDS, "s": (0x53, 0x73)})
+    assert "case-folds" in P._table_problem(stale)
+
+
+def test_a_disagreeing_table_means_regex_with_a_warning(monkeypatch):
+    monkeypatch.setattr(P, "_scan", None)
+    monkeypatch.setattr(P, "_native_checked", False)
+    monkeypatch.setattr(P, "_table_problem", lambda t: "regex 9.9 disagrees on \\p{L}")
+    with pytest.warns(RuntimeWarning, match="disagrees"):
+        assert P.native_kind(GPT4_PATTERN) == 0
+    text = "Hello  world's 123\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert P.pretokenize(text, GPT4_PATTERN) == regex.findall(GPT4_PATTERN, text)
+        assert P.count_chunk(text.encode(), None, GPT2_PATTERN) == {b"Hello": 1, b" ": 1, b" world": 1, b"'s": 1,
+                                                                     b" 123": 1, b"\n": 1}
