@@ -9,7 +9,8 @@ travels through the scheduler or the client.
 
 Failures:
   * invalid UTF-8 (errors="strict"): CorpusDecodeError naming the caller's path, the byte offset and the line,
-    as soon as a task finds it. With several bad spots, the one found first is reported.
+    without waiting for the other tasks (after the _RETRIES reruns Dask gives any task that raises). With
+    several bad spots, the one found first is reported, not necessarily the first in the files.
   * a worker dies: the scheduler reruns its tasks on the other workers and recomputes the tables it held (a
     task's result depends only on the file, so this is safe). After a task has been on
     `distributed.scheduler.allowed-failures` + 1 workers that died, the count stops with a RuntimeError.
