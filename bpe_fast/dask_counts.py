@@ -30,7 +30,7 @@ from .chunking import chunk_boundaries
 from .counts import CorpusDecodeError, _count_ranges, _line_of, check_errors
 from .pretokenize import compiled_pattern
 
-_MAX_TASK_BYTES = 64 << 20      # one task's reading and counting: about a second of one worker thread
+_MAX_TASK_BYTES = 64 << 20      # about a second of one worker thread with the native scanner
 _TASKS_PER_THREAD = 2           # at least: balances uneven workers and spreads the loss of one
 _FAN_IN = 4                     # partial tables added by one task of the reduction tree
 _RETRIES = 2                    # reruns of a task that raised
