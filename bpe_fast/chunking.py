@@ -14,7 +14,8 @@ import re
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
 
-_WINDOW = 1 << 20
+_FIRST_WINDOW = 1 << 14     # most cuts are found within a few KB: read little, then more
+_MAX_WINDOW = 1 << 20
 _SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )")
 
 
@@ -31,11 +32,12 @@ def _first_safe_cut(f, start, end, specials, space_cuts):
     """The first safe cut k with start <= k < end, or None. Reads the file in windows."""
     margin = max((len(t) for t in specials), default=1)
     pos = start
+    window = _FIRST_WINDOW
     while pos < end:
         lo = max(0, pos - margin)
         f.seek(lo)
-        buf = f.read(min(end, pos + _WINDOW) - lo + margin)
-        stop = min(end, pos + _WINDOW) - lo          # candidates are buf offsets in [pos - lo, stop)
+        buf = f.read(min(end, pos + window) - lo + margin)
+        stop = min(end, pos + window) - lo          # candidates are buf offsets in [pos - lo, stop)
         candidates = []
         for tok in specials:
             i = buf.find(tok, pos - lo, stop)
@@ -54,7 +56,8 @@ def _first_safe_cut(f, start, end, specials, space_cuts):
                     break
         if candidates:
             return lo + min(candidates)
-        pos = min(end, pos + _WINDOW)
+        pos = min(end, pos + window)
+        window = min(2 * window, _MAX_WINDOW)
     return None
 
 

@@ -33,9 +33,10 @@ def test_shards_merge_to_the_whole(two_files):
     a, b = (count_pretokens(p, [EOT]) for p in paths)
     assert a + b == whole
     assert PretokenCounts.merge([a, b]) == whole
-    # training from counts equals training on the concatenated corpus
+    # counts and training equal those of the corpus joined with a special token between the parts
     joined = paths[0].parent / "joined.txt"
-    joined.write_bytes(paths[0].read_bytes() + paths[1].read_bytes())
+    joined.write_bytes(paths[0].read_bytes() + EOT.encode() + paths[1].read_bytes())
+    assert count_pretokens(joined, [EOT]) == a + b
     assert train_from_counts(a + b, 400) == train_bpe(joined, 400, [EOT])
 
 
