@@ -273,15 +273,16 @@ def _children(pid):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table from /proc")
 def test_killed_worker_is_an_error_not_a_hang(tmp_path):
     path = write(tmp_path, make_corpus(3, n_words=1_500_000, specials=[EOT], crlf=False))
+    # cwd: away from the source tree, so that the installed (compiled) package is imported
     proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(path)], stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, cwd=tmp_path)
     try:
         deadline = time.time() + 30
         kids = []
         while time.time() < deadline and not kids and proc.poll() is None:
             time.sleep(0.02)
             kids = _children(proc.pid)
-        assert kids, "the workers never started"
+        assert kids, f"the workers never started: {proc.poll()=}, {proc.stderr.read() if proc.poll() is not None else ''}"
         time.sleep(0.2)
         os.kill(kids[0], signal.SIGKILL)
         _, err = proc.communicate(timeout=30)
