@@ -1,0 +1,544 @@
+# distutils: language = c++
+# distutils: extra_compile_args = -O3 -std=c++17
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The native BPE encoder and decoder behind bpe_fast.Tokenizer.
+
+Merging follows tiktoken's ``byte_pair_merge``: a pre-token starts as its single bytes; while two adjacent
+parts concatenate to a ranked token, the pair whose token has the lowest rank is joined (on a tie, the
+leftmost). Ranks are given by the caller as a list of tokens in rank order, so the rule is a lookup in a
+table keyed by the pair of part ids, (a << 32) | b -> (rank, id of a+b), holding every way of writing each
+ranked token as two parts.
+
+Whole pre-tokens are looked up first in a table keyed by their bytes: every ranked token that merges to
+itself is there for good, and the ids of other pre-tokens are added as they are merged, up to a bound
+(the cache), after which the cached ones are dropped together. The loops touch no Python objects; the
+Python layer (bpe_fast/tokenizer.py) checks arguments and pre-tokenizes.
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memmove
+from libcpp.queue cimport priority_queue
+from libcpp.vector cimport vector
+
+import numpy as np
+
+cdef extern from *:
+    """
+    #include <cstdint>
+    static inline uint64_t bpe_fast_mix(uint64_t h) {
+        h ^= h >> 32; h *= 0xD6E8FEB86659FD93ULL; h ^= h >> 32;
+        return h;
+    }
+    """
+    uint64_t mix64 "bpe_fast_mix"(uint64_t h) noexcept nogil
+
+cdef enum:
+    SMALL_PIECE = 128           # pieces up to this many bytes merge with arrays on the stack (quadratic scan)
+    MAX_CACHED_PIECE = 256      # longer pre-tokens are not cached
+
+cdef uint64_t EMPTY_PAIR = 0xFFFFFFFFFFFFFFFFULL
+cdef int32_t NO_RANK = 0x7FFFFFFF
+
+
+cdef struct PairSlot:
+    uint64_t key                # (a << 32) | b, or EMPTY_PAIR
+    int32_t rank
+    int32_t merged
+
+
+cdef struct PieceSlot:
+    uint64_t hash
+    int64_t key_off             # into keys
+    int32_t key_len
+    int32_t n_ids               # 0: empty slot
+    int64_t value               # n_ids == 1: the id; else the offset of the ids in cached_ids
+
+
+cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t h = (<uint64_t>n) * 0x9E3779B97F4A7C15ULL
+    cdef uint64_t w
+    while n >= 8:
+        memcpy(&w, p, 8)
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL
+        h ^= h >> 29
+        p += 8
+        n -= 8
+    if n > 0:
+        w = 0
+        memcpy(&w, p, n)
+        h = (h ^ w) * 0x94D049BB133111EBULL
+    return mix64(h)
+
+
+cdef class BPECore:
+    """Tables built once from the ranks and the vocabulary; encodes pre-tokens into an int32 buffer."""
+
+    cdef int32_t byte_ids[256]              # id of each single byte, -1 if the vocabulary lacks it
+    cdef vector[PairSlot] pairs
+    cdef uint64_t pair_mask
+    cdef int pair_shift
+    cdef Py_ssize_t n_pairs
+
+    cdef vector[PieceSlot] pieces           # whole pre-token -> ids (ranked tokens for good, then the cache)
+    cdef uint64_t piece_mask
+    cdef vector[uint8_t] keys               # key bytes of the entries of `pieces`
+    cdef vector[int32_t] cached_ids         # ids of cached entries with more than one id
+    cdef vector[PieceSlot] permanent        # the entries that survive a cache reset
+    cdef Py_ssize_t permanent_key_bytes
+    cdef Py_ssize_t n_cached
+    cdef Py_ssize_t cache_entries           # bound on the number of cached entries
+    cdef Py_ssize_t cache_bytes             # bound on the bytes of keys + ids of cached entries
+    cdef Py_ssize_t cached_bytes
+    cdef Py_ssize_t lookup_limit            # longest pre-token worth looking up
+    cdef Py_ssize_t n_resets
+
+    cdef vector[uint8_t] pool               # decode: bytes of every id, back to back
+    cdef vector[int64_t] offsets            # id -> start in pool; offsets[id + 1] - offsets[id] is its length
+    cdef vector[uint8_t] known              # id -> 1 if the id has bytes
+
+    cdef vector[int32_t] out                # ids encoded so far (take() hands them over)
+    cdef vector[int32_t] scratch
+
+    def __cinit__(self, const int32_t[::1] byte_ids, const uint8_t[::1] ranked_pool,
+                  const int64_t[::1] ranked_offsets, const int32_t[::1] ranked_ids,
+                  const uint8_t[::1] decode_pool, const int64_t[::1] decode_offsets, const uint8_t[::1] known,
+                  Py_ssize_t cache_entries=1 << 16, Py_ssize_t cache_bytes=16 << 20):
+        """byte_ids: 256 ids (-1: absent). Ranked token k (rank k) is ranked_pool[ranked_offsets[k]:
+        ranked_offsets[k+1]] with id ranked_ids[k]; tokens are distinct and at least 2 bytes long.
+        Decoding: id i is decode_pool[decode_offsets[i]:decode_offsets[i+1]] when known[i]."""
+        cdef Py_ssize_t n_ranked = ranked_ids.shape[0]
+        cdef Py_ssize_t k, i
+        if byte_ids.shape[0] != 256:
+            raise ValueError("byte_ids must have 256 entries")
+        if ranked_offsets.shape[0] != n_ranked + 1:
+            raise ValueError("ranked_offsets must have one entry more than ranked_ids")
+        if decode_offsets.shape[0] != known.shape[0] + 1:
+            raise ValueError("decode_offsets must have one entry more than known")
+        for k in range(n_ranked):
+            if not (0 <= ranked_offsets[k] and ranked_offsets[k] + 2 <= ranked_offsets[k + 1]
+                    and ranked_offsets[k + 1] <= ranked_pool.shape[0]):
+                raise ValueError(f"ranked token {k} has bad offsets")
+        for i in range(known.shape[0]):
+            if known[i] and not (0 <= decode_offsets[i] <= decode_offsets[i + 1] <= decode_pool.shape[0]):
+                raise ValueError(f"token {i} has bad decode offsets")
+        for i in range(256):
+            self.byte_ids[i] = byte_ids[i]
+        self.cache_entries = max(cache_entries, 0)
+        self.cache_bytes = max(cache_bytes, 0)
+        self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
+        self._build_pieces(ranked_pool, ranked_offsets, ranked_ids)
+        if decode_pool.shape[0]:
+            self.pool.assign(&decode_pool[0], &decode_pool[0] + decode_pool.shape[0])
+        self.offsets.assign(&decode_offsets[0], &decode_offsets[0] + decode_offsets.shape[0])
+        if known.shape[0]:
+            self.known.assign(&known[0], &known[0] + known.shape[0])
+
+    # ------------------------------------------------------------------------------------- construction
+
+    cdef void _build_pairs(self, const uint8_t[::1] pool, const int64_t[::1] offs, const int32_t[::1] ids):
+        """Every split of every ranked token into two parts that are tokens (single bytes or ranked)."""
+        cdef Py_ssize_t n_ranked = ids.shape[0]
+        cdef Py_ssize_t k, j, n, cap
+        cdef int32_t a, b
+        cdef const uint8_t* t
+        # ids of ranked tokens by their bytes, to find the parts: a temporary piece table
+        cdef vector[PieceSlot] table
+        cdef uint64_t mask
+        cap = 16
+        while cap < 2 * n_ranked + 16:
+            cap *= 2
+        table.resize(cap)
+        mask = cap - 1
+        for k in range(n_ranked):
+            t = &pool[0] + offs[k]
+            n = offs[k + 1] - offs[k]
+            _table_insert(table, mask, hash_bytes(t, n), offs[k], n, 1, ids[k])
+        # first pass counts candidate pairs to size the table
+        cdef vector[uint64_t] found_keys
+        cdef vector[int32_t] found_ranks
+        cdef vector[int32_t] found_ids
+        for k in range(n_ranked):
+            t = &pool[0] + offs[k]
+            n = offs[k + 1] - offs[k]
+            for j in range(1, n):
+                a = self.byte_ids[t[0]] if j == 1 else _table_get(table, mask, &pool[0], t, j)
+                if a < 0:
+                    continue
+                b = self.byte_ids[t[j]] if j == n - 1 else _table_get(table, mask, &pool[0], t + j, n - j)
+                if b < 0:
+                    continue
+                found_keys.push_back(((<uint64_t><uint32_t>a) << 32) | <uint32_t>b)
+                found_ranks.push_back(<int32_t>k)
+                found_ids.push_back(ids[k])
+        cap = 16
+        self.pair_shift = 60
+        while cap < 2 * <Py_ssize_t>found_keys.size() + 16:
+            cap *= 2
+            self.pair_shift -= 1
+        self.pairs.resize(cap)
+        self.pair_mask = cap - 1
+        for k in range(cap):
+            self.pairs[k].key = EMPTY_PAIR
+        self.n_pairs = 0
+        for k in range(<Py_ssize_t>found_keys.size()):
+            self._pair_insert(found_keys[k], found_ranks[k], found_ids[k])
+
+    cdef void _pair_insert(self, uint64_t key, int32_t rank, int32_t merged) noexcept:
+        cdef uint64_t i = (key * 0x9E3779B97F4A7C15ULL) >> self.pair_shift
+        while self.pairs[i].key != EMPTY_PAIR:
+            if self.pairs[i].key == key:      # the same two parts: keep the lower rank (the first seen)
+                return
+            i = (i + 1) & self.pair_mask
+        self.pairs[i].key = key
+        self.pairs[i].rank = rank
+        self.pairs[i].merged = merged
+        self.n_pairs += 1
+
+    cdef int _build_pieces(self, const uint8_t[::1] pool, const int64_t[::1] offs,
+                           const int32_t[::1] ids) except -1:
+        """The permanent entries: each ranked token whose own bytes merge to exactly itself."""
+        cdef Py_ssize_t n_ranked = ids.shape[0]
+        cdef Py_ssize_t k, n, cap, count
+        cdef const uint8_t* t
+        cdef PieceSlot slot
+        cdef int32_t* buf
+        cdef Py_ssize_t j
+        cdef bint reachable
+        self.lookup_limit = MAX_CACHED_PIECE
+        for k in range(n_ranked):
+            t = &pool[0] + offs[k]
+            n = offs[k + 1] - offs[k]
+            reachable = True
+            for j in range(n):
+                if self.byte_ids[t[j]] < 0:
+                    reachable = False       # holds a byte the vocabulary lacks: no text encodes to it
+            if not reachable:
+                continue
+            if <Py_ssize_t>self.scratch.size() < n:
+                self.scratch.resize(n)
+            buf = self.scratch.data()
+            count = self._merge(t, n, buf)
+            if count != 1 or buf[0] != ids[k]:
+                continue
+            slot.hash = hash_bytes(t, n)
+            slot.key_off = self.keys.size()
+            slot.key_len = <int32_t>n
+            slot.n_ids = 1
+            slot.value = ids[k]
+            self.keys.insert(self.keys.end(), t, t + n)
+            self.permanent.push_back(slot)
+            if n > self.lookup_limit:
+                self.lookup_limit = n
+        self.permanent_key_bytes = self.keys.size()
+        cap = 16
+        while cap < 2 * (<Py_ssize_t>self.permanent.size() + self.cache_entries) + 16:
+            cap *= 2
+        self.pieces.resize(cap)
+        self.piece_mask = cap - 1
+        self._reset_cache()
+        return 0
+
+    cdef void _reset_cache(self) noexcept:
+        """Drop the cached entries, keep the permanent ones."""
+        cdef Py_ssize_t k
+        cdef PieceSlot empty
+        empty.hash = 0
+        empty.key_off = 0
+        empty.key_len = 0
+        empty.n_ids = 0
+        empty.value = 0
+        for k in range(<Py_ssize_t>self.pieces.size()):
+            self.pieces[k] = empty
+        for k in range(<Py_ssize_t>self.permanent.size()):
+            _slot_place(self.pieces, self.piece_mask, self.permanent[k])
+        self.keys.resize(self.permanent_key_bytes)
+        self.cached_ids.clear()
+        self.n_cached = 0
+        self.cached_bytes = 0
+
+    # ------------------------------------------------------------------------------------------ merging
+
+    cdef inline int32_t _pair(self, int32_t a, int32_t b, int32_t* merged) noexcept:
+        """The rank of joining parts a and b (NO_RANK if they don't join); sets merged to the joined id."""
+        cdef uint64_t key = ((<uint64_t><uint32_t>a) << 32) | <uint32_t>b
+        cdef uint64_t i = (key * 0x9E3779B97F4A7C15ULL) >> self.pair_shift
+        cdef const PairSlot* slots = self.pairs.data()
+        while True:
+            if slots[i].key == key:
+                merged[0] = slots[i].merged
+                return slots[i].rank
+            if slots[i].key == EMPTY_PAIR:
+                return NO_RANK
+            i = (i + 1) & self.pair_mask
+
+    cdef Py_ssize_t _merge(self, const uint8_t* p, Py_ssize_t n, int32_t* ids) except -1:
+        """Merge the pre-token p[0:n] into ids[0:count]; returns count. ids must hold n entries."""
+        cdef Py_ssize_t i
+        for i in range(n):
+            ids[i] = self.byte_ids[p[i]]
+            if ids[i] < 0:
+                raise ValueError(f"byte 0x{p[i]:02x} has no token in the vocabulary")
+        if n <= SMALL_PIECE:
+            return self._merge_small(ids, n)
+        return self._merge_large(ids, n)
+
+    cdef Py_ssize_t _merge_small(self, int32_t* ids, Py_ssize_t m) noexcept:
+        """tiktoken's loop: find the lowest-ranked adjacent pair (leftmost on ties), join it, repeat."""
+        cdef int32_t ranks[SMALL_PIECE]     # ranks[i]: rank of joining parts i and i+1
+        cdef int32_t merged[SMALL_PIECE]    # merged[i]: the id they join into
+        cdef Py_ssize_t i, best_i
+        cdef int32_t best
+        for i in range(m - 1):
+            ranks[i] = self._pair(ids[i], ids[i + 1], &merged[i])
+        while m > 1:
+            best = NO_RANK
+            best_i = -1
+            for i in range(m - 1):
+                if ranks[i] < best:
+                    best = ranks[i]
+                    best_i = i
+            if best_i < 0:
+                break
+            i = best_i
+            ids[i] = merged[i]
+            # part i + 1 is gone: shift the parts after it, and the pairs after pair i + 1, one to the left
+            memmove(&ids[i + 1], &ids[i + 2], (m - i - 2) * sizeof(int32_t))
+            if m - i - 3 > 0:
+                memmove(&ranks[i + 1], &ranks[i + 2], (m - i - 3) * sizeof(int32_t))
+                memmove(&merged[i + 1], &merged[i + 2], (m - i - 3) * sizeof(int32_t))
+            m -= 1
+            if i > 0:
+                ranks[i - 1] = self._pair(ids[i - 1], ids[i], &merged[i - 1])
+            if i < m - 1:
+                ranks[i] = self._pair(ids[i], ids[i + 1], &merged[i])
+        return m
+
+    cdef Py_ssize_t _merge_large(self, int32_t* ids, Py_ssize_t n) noexcept:
+        """The same result in O(n log n): parts in a linked list by start byte, candidate pairs in a heap
+        ordered by (rank, start of the left part). A popped pair is used only if it is still there with
+        that rank; every change pushes the new pairs, so the true minimum is always in the heap."""
+        cdef vector[int32_t] nxt, prv
+        cdef priority_queue[uint64_t] heap       # a max-heap of ~((rank << 32) | start)
+        cdef Py_ssize_t i, m
+        cdef uint64_t top
+        cdef int32_t rank, left, right
+        cdef int32_t merged = 0, dummy = 0
+        nxt.resize(n)
+        prv.resize(n)
+        for i in range(n):
+            nxt[i] = <int32_t>(i + 1) if i + 1 < n else -1
+            prv[i] = <int32_t>(i - 1)
+        for i in range(n - 1):
+            rank = self._pair(ids[i], ids[i + 1], &merged)
+            if rank != NO_RANK:
+                heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>i))
+        while not heap.empty():
+            top = ~heap.top()
+            heap.pop()
+            rank = <int32_t>(top >> 32)
+            left = <int32_t>(top & 0xFFFFFFFFULL)
+            right = nxt[left]
+            if ids[left] < 0 or right < 0 or self._pair(ids[left], ids[right], &merged) != rank:
+                continue                            # stale: the pair changed since it was pushed
+            ids[left] = merged
+            ids[right] = -1                         # gone
+            nxt[left] = nxt[right]
+            if nxt[left] >= 0:
+                prv[nxt[left]] = left
+                rank = self._pair(ids[left], ids[nxt[left]], &dummy)
+                if rank != NO_RANK:
+                    heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>left))
+            if prv[left] >= 0:
+                rank = self._pair(ids[prv[left]], ids[left], &dummy)
+                if rank != NO_RANK:
+                    heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>prv[left]))
+        m = 0
+        for i in range(n):
+            if ids[i] >= 0:
+                ids[m] = ids[i]
+                m += 1
+        return m
+
+    # ------------------------------------------------------------------------------------------ the cache
+
+    cdef inline const PieceSlot* _find(self, uint64_t h, const uint8_t* p, Py_ssize_t n) noexcept:
+        cdef uint64_t i = h & self.piece_mask
+        cdef const PieceSlot* slots = self.pieces.data()
+        cdef const uint8_t* keys = self.keys.data()
+        while slots[i].n_ids != 0:
+            if slots[i].hash == h and slots[i].key_len == n and memcmp(keys + slots[i].key_off, p, n) == 0:
+                return &slots[i]
+            i = (i + 1) & self.piece_mask
+        return NULL
+
+    cdef void _cache(self, uint64_t h, const uint8_t* p, Py_ssize_t n, const int32_t* ids,
+                     Py_ssize_t count) noexcept:
+        cdef PieceSlot slot
+        if self.cache_entries == 0:
+            return
+        if self.n_cached >= self.cache_entries or self.cached_bytes + n + 4 * count > self.cache_bytes:
+            self._reset_cache()
+            self.n_resets += 1
+        slot.hash = h
+        slot.key_off = self.keys.size()
+        slot.key_len = <int32_t>n
+        slot.n_ids = <int32_t>count
+        if count == 1:
+            slot.value = ids[0]
+        else:
+            slot.value = self.cached_ids.size()
+            self.cached_ids.insert(self.cached_ids.end(), ids, ids + count)
+        self.keys.insert(self.keys.end(), p, p + n)
+        _slot_place(self.pieces, self.piece_mask, slot)
+        self.n_cached += 1
+        self.cached_bytes += n + 4 * count
+
+    # ------------------------------------------------------------------------------------------ encoding
+
+    def encode_pretokens(self, const uint8_t[::1] data, const int64_t[::1] bounds, Py_ssize_t stop=-1):
+        """Append the ids of the pre-tokens data[bounds[k]:bounds[k+1]] for k < stop (default: all) to the
+        output buffer. Returns the number of ids appended."""
+        cdef Py_ssize_t n_bounds = bounds.shape[0]
+        cdef Py_ssize_t k, s, e, n, count, before = self.out.size()
+        cdef const uint8_t* base
+        cdef const uint8_t* p
+        cdef const PieceSlot* slot
+        cdef uint64_t h = 0
+        cdef int32_t id_
+        if stop < 0 or stop > n_bounds - 1:
+            stop = n_bounds - 1
+        if stop <= 0:
+            return 0
+        if bounds[0] < 0 or bounds[stop] > data.shape[0]:
+            raise ValueError("pre-token bounds outside the data")
+        base = &data[0] if data.shape[0] else NULL
+        for k in range(stop):
+            s = bounds[k]
+            e = bounds[k + 1]
+            n = e - s
+            if n <= 0:
+                if n < 0:
+                    raise ValueError("pre-token bounds must not decrease")
+                continue
+            p = base + s
+            if n == 1:
+                id_ = self.byte_ids[p[0]]
+                if id_ < 0:
+                    raise ValueError(f"byte 0x{p[0]:02x} has no token in the vocabulary")
+                self.out.push_back(id_)
+                continue
+            if n <= self.lookup_limit:
+                h = hash_bytes(p, n)
+                slot = self._find(h, p, n)
+                if slot != NULL:
+                    if slot.n_ids == 1:
+                        self.out.push_back(<int32_t>slot.value)
+                    else:
+                        self.out.insert(self.out.end(), self.cached_ids.data() + slot.value,
+                                        self.cached_ids.data() + slot.value + slot.n_ids)
+                    continue
+            if <Py_ssize_t>self.scratch.size() < n:
+                self.scratch.resize(n)
+            count = self._merge(p, n, self.scratch.data())
+            self.out.insert(self.out.end(), self.scratch.data(), self.scratch.data() + count)
+            if n <= MAX_CACHED_PIECE:
+                self._cache(h, p, n, self.scratch.data(), count)
+        return self.out.size() - before
+
+    def push(self, int32_t token_id):
+        """Append one id (a special token's) to the output buffer."""
+        self.out.push_back(token_id)
+
+    def take(self):
+        """The output buffer as a new int32 NumPy array; the buffer is emptied."""
+        cdef Py_ssize_t n = self.out.size()
+        arr = np.empty(n, dtype=np.int32)
+        cdef int32_t[::1] view = arr
+        if n:
+            memcpy(&view[0], self.out.data(), n * sizeof(int32_t))
+        self.out.clear()
+        if self.out.capacity() > (1 << 24):         # don't keep a huge buffer alive between calls
+            self.out.shrink_to_fit()
+        return arr
+
+    def discard(self):
+        """Empty the output buffer (after an error)."""
+        self.out.clear()
+
+    # ------------------------------------------------------------------------------------------ decoding
+
+    def decode_bytes(self, const int64_t[::1] ids):
+        """The bytes of the ids joined. Raises ValueError naming the first id without bytes."""
+        cdef Py_ssize_t n = ids.shape[0], k
+        cdef int64_t i, total = 0, n_known = self.known.size()
+        cdef const int64_t* offs = self.offsets.data()
+        cdef const uint8_t* known = self.known.data()
+        for k in range(n):
+            i = ids[k]
+            if i < 0:
+                raise ValueError(f"negative token id {i} (at position {k})")
+            if i >= n_known or not known[i]:
+                raise ValueError(f"unknown token id {i} (at position {k})")
+            total += offs[i + 1] - offs[i]
+        result = PyBytes_FromStringAndSize(NULL, total)
+        cdef char* dst = PyBytes_AS_STRING(result)
+        cdef const uint8_t* pool = self.pool.data()
+        for k in range(n):
+            i = ids[k]
+            memcpy(dst, pool + offs[i], offs[i + 1] - offs[i])
+            dst += offs[i + 1] - offs[i]
+        return result
+
+    # ------------------------------------------------------------------------------------------ inspection
+
+    def merge_bytes(self, const uint8_t[::1] piece):
+        """The ids of one pre-token, merged without the cache (for tests)."""
+        cdef Py_ssize_t n = piece.shape[0], count
+        if n == 0:
+            return []
+        cdef vector[int32_t] buf
+        buf.resize(n)
+        count = self._merge(&piece[0], n, buf.data())
+        return [buf[k] for k in range(count)]
+
+    def stats(self):
+        """Sizes of the tables (for tests and benchmarks)."""
+        return {
+            "pairs": self.n_pairs,
+            "pair_slots": self.pairs.size(),
+            "permanent": self.permanent.size(),
+            "cached": self.n_cached,
+            "cache_resets": self.n_resets,
+            "cached_bytes": self.cached_bytes,
+            "lookup_limit": self.lookup_limit,
+        }
+
+
+cdef void _slot_place(vector[PieceSlot]& table, uint64_t mask, const PieceSlot& slot) noexcept:
+    cdef uint64_t i = slot.hash & mask
+    while table[i].n_ids != 0:
+        i = (i + 1) & mask
+    table[i] = slot
+
+
+cdef void _table_insert(vector[PieceSlot]& table, uint64_t mask, uint64_t h, int64_t key_off, Py_ssize_t n,
+                        int32_t n_ids, int64_t value) noexcept:
+    cdef PieceSlot slot
+    slot.hash = h
+    slot.key_off = key_off
+    slot.key_len = <int32_t>n
+    slot.n_ids = n_ids
+    slot.value = value
+    _slot_place(table, mask, slot)
+
+
+cdef int32_t _table_get(vector[PieceSlot]& table, uint64_t mask, const uint8_t* keys, const uint8_t* p,
+                        Py_ssize_t n) noexcept:
+    """The value for key p[0:n] in a table whose keys live in `keys`, or -1."""
+    cdef uint64_t h = hash_bytes(p, n)
+    cdef uint64_t i = h & mask
+    while table[i].n_ids != 0:
+        if table[i].hash == h and table[i].key_len == n and memcmp(keys + table[i].key_off, p, n) == 0:
+            return <int32_t>table[i].value
+        i = (i + 1) & mask
+    return -1

@@ -1,0 +1,351 @@
+"""GPT-2's tokenizer files: the byte<->unicode mapping, vocab.json and merges.txt.
+
+GPT-2 writes each token (a bytes object) as a str in which every byte is one printable character: bytes
+``!``..``~``, ``¡``..``¬`` and ``®``..``ÿ`` stand for themselves, the other 68 bytes, in increasing order, are
+``chr(256)``, ``chr(257)``, ... (so the space byte is ``Ġ``).
+
+- ``vocab.json`` is one JSON object ``{"token": id, ...}``.
+- ``merges.txt`` has one merge a line, the two tokens separated by one space, in rank order; an optional first
+  line ``#version: ...`` and blank lines are skipped.
+
+Readers reject malformed files with a :class:`FormatError` (a ``ValueError``) naming the file and the line.
+Writers go through a temporary file in the same folder and ``os.replace``, so a reader never sees half a file.
+No pickle, no eval.
+"""
+import json
+import os
+import tempfile
+
+__all__ = [
+    "FormatError",
+    "MAX_TOKEN_ID",
+    "bytes_to_unicode",
+    "unicode_to_bytes",
+    "token_to_str",
+    "str_to_token",
+    "read_vocab",
+    "read_merges",
+    "write_vocab",
+    "write_merges",
+    "write_text_atomic",
+    "VOCAB_FILE",
+    "MERGES_FILE",
+    "CONFIG_FILE",
+    "save_tokenizer_files",
+    "load_tokenizer_files",
+    "read_config",
+]
+
+# Ids are stored in int32 buffers; the largest is kept one below INT32_MAX so id + 1 never overflows.
+MAX_TOKEN_ID = 2**31 - 2
+
+
+class FormatError(ValueError):
+    """A tokenizer file is malformed. The message starts with ``path:line:``."""
+
+    def __init__(self, path, line, message):
+        self.path = os.fspath(path)
+        self.line = line
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+def _byte_table():
+    printable = list(range(ord("!"), ord("~") + 1))
+    printable += list(range(ord("¡"), ord("¬") + 1))
+    printable += list(range(ord("®"), ord("ÿ") + 1))
+    table = {b: chr(b) for b in printable}
+    n = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + n)
+            n += 1
+    return table
+
+
+_BYTE_TO_CHAR = _byte_table()
+_CHAR_TO_BYTE = {c: b for b, c in _BYTE_TO_CHAR.items()}
+# bytes.translate/str.translate tables for whole tokens at once
+_ENCODE_TABLE = [_BYTE_TO_CHAR[b] for b in range(256)]
+# str.translate table taking each mapped character to chr(its byte), so that .encode("latin-1") gives the bytes;
+# the 68 characters below 256 that are not in the mapping go to U+FFFF, which latin-1 cannot encode.
+_TO_LATIN1 = {cp: "\uffff" for cp in range(256)}
+_TO_LATIN1.update({ord(c): chr(b) for c, b in _CHAR_TO_BYTE.items()})
+
+
+def bytes_to_unicode():
+    """GPT-2's mapping from each byte value to the character that stands for it.
+
+    >>> bytes_to_unicode()[ord(" ")], bytes_to_unicode()[ord("a")]
+    ('Ġ', 'a')
+    """
+    return dict(_BYTE_TO_CHAR)
+
+
+def unicode_to_bytes():
+    """The inverse of :func:`bytes_to_unicode`.
+
+    >>> unicode_to_bytes()["Ġ"]
+    32
+    """
+    return dict(_CHAR_TO_BYTE)
+
+
+def token_to_str(token):
+    """A token's bytes written with GPT-2's mapping.
+
+    >>> token_to_str(b" the\\n")
+    'ĠtheĊ'
+    """
+    return "".join([_ENCODE_TABLE[b] for b in token])
+
+
+def str_to_token(text):
+    """The bytes a GPT-2-mapped string stands for; ValueError naming the first character outside the mapping.
+
+    >>> str_to_token("Ġthe")
+    b' the'
+    """
+    try:
+        return text.translate(_TO_LATIN1).encode("latin-1")
+    except UnicodeEncodeError:
+        bad = next(c for c in text if c not in _CHAR_TO_BYTE)
+        raise ValueError(f"character {bad!r} (U+{ord(bad):04X}) is not in GPT-2's byte mapping") from None
+
+
+def _read_text(path):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{os.fspath(path)}: no such file") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FormatError(path, line, f"not UTF-8 (byte offset {exc.start})") from None
+
+
+_JSON_OBJECT = object()  # stands for any JSON object while reading vocab.json
+
+
+def _member_line(text, index):
+    """The line on which the `index`-th member of the top-level JSON object in `text` starts.
+
+    Only called to locate an error, so it may be slower than json.loads.
+    """
+    decoder = json.JSONDecoder()
+    n = len(text)
+
+    def skip(pos):
+        while pos < n and text[pos] in " \t\n\r":
+            pos += 1
+        return pos
+
+    pos = skip(skip(0) + 1)  # past the '{'
+    for _ in range(index):
+        _, pos = decoder.raw_decode(text, pos)  # the key
+        pos = skip(skip(pos) + 1)  # past the ':'
+        _, pos = decoder.raw_decode(text, pos)  # the value
+        pos = skip(skip(pos) + 1)  # past the ','
+    return text.count("\n", 0, pos) + 1
+
+
+def read_vocab(path):
+    """Read a GPT-2 ``vocab.json``; returns ``dict[int, bytes]`` (id -> token bytes).
+
+    Rejects, naming the file and line: bad JSON, a top level other than an object, an id that is not an int
+    (true/false/floats too), an id outside 0..MAX_TOKEN_ID, a duplicate id, a duplicate token, a token
+    with a character outside GPT-2's byte mapping.
+    """
+    text = _read_text(path)
+    objects = []
+
+    def hook(pairs):
+        objects.append(pairs)
+        return _JSON_OBJECT
+
+    try:
+        json.loads(text, object_pairs_hook=hook)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    if not text.lstrip(" \t\n\r").startswith("{"):
+        raise FormatError(path, 1, "vocab.json must hold one JSON object {token: id}")
+    pairs = objects[-1]  # inner objects complete first, the outermost last
+
+    def fail(index, message):
+        raise FormatError(path, _member_line(text, index), message)
+
+    vocab = {}
+    index_of_token = {}
+    for index, (key, value) in enumerate(pairs):
+        if type(value) is not int:
+            shown = "an object" if value is _JSON_OBJECT else json.dumps(value)
+            fail(index, f"the id of token {key!r} is not an integer: {shown}")
+        if not 0 <= value <= MAX_TOKEN_ID:
+            fail(index, f"id {value} of token {key!r} is out of range 0..{MAX_TOKEN_ID}")
+        try:
+            token = str_to_token(key)
+        except ValueError as exc:
+            fail(index, f"token {key!r}: {exc}")
+        if key in index_of_token:
+            first = pairs[index_of_token[key]][1]
+            fail(index, f"token {key!r} appears twice (ids {first} and {value})")
+        index_of_token[key] = index
+        if value in vocab:
+            fail(index, f"duplicate id {value}: tokens {token_to_str(vocab[value])!r} and {key!r}")
+        vocab[value] = token
+    return vocab
+
+
+def read_merges(path, vocab=None):
+    """Read a GPT-2 ``merges.txt``; returns ``list[tuple[bytes, bytes]]`` in rank order.
+
+    Each line holds exactly two tokens separated by one space. With `vocab` (id -> bytes), each merge's two
+    tokens and their concatenation must be in it. Errors name the file and the line.
+    """
+    text = _read_text(path)
+    known = None if vocab is None else set(vocab.values())
+    merges = []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line[:-1] if line.endswith("\r") else line
+        if not line.strip():
+            continue
+        if lineno == 1 and line.startswith("#version"):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2 or not parts[0] or not parts[1]:
+            raise FormatError(path, lineno, f"a merge line must hold two tokens separated by one space, got {line!r}")
+        try:
+            a, b = str_to_token(parts[0]), str_to_token(parts[1])
+        except ValueError as exc:
+            raise FormatError(path, lineno, str(exc)) from None
+        if known is not None:
+            for part, token in ((parts[0], a), (parts[1], b), (parts[0] + parts[1], a + b)):
+                if token not in known:
+                    raise FormatError(path, lineno, f"merge {line!r}: token {part!r} is not in the vocabulary")
+        merges.append((a, b))
+    return merges
+
+
+def write_text_atomic(path, text):
+    """Write `text` (UTF-8) to `path` through a temporary file in the same folder and os.replace."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_vocab(path, vocab):
+    """Write ``dict[int, bytes]`` as GPT-2's ``vocab.json`` (one line, ids in increasing order).
+
+    Two ids with the same bytes cannot be written (the file maps token -> id): ValueError naming them.
+    """
+    entries = {}
+    for i in sorted(vocab):
+        token = vocab[i]
+        if type(i) is not int or not 0 <= i <= MAX_TOKEN_ID:
+            raise ValueError(f"id {i!r} is not an int in 0..{MAX_TOKEN_ID}")
+        if not isinstance(token, bytes):
+            raise TypeError(f"token {i} is {type(token).__name__}, not bytes")
+        key = token_to_str(token)
+        if key in entries:
+            raise ValueError(f"ids {entries[key]} and {i} have the same bytes {token!r}; vocab.json cannot hold both")
+        entries[key] = i
+    write_text_atomic(path, json.dumps(entries, ensure_ascii=True))
+
+
+def write_merges(path, merges):
+    """Write ``list[tuple[bytes, bytes]]`` as GPT-2's ``merges.txt`` (one merge a line, rank order)."""
+    lines = []
+    for k, merge in enumerate(merges):
+        if len(merge) != 2 or not all(isinstance(t, bytes) and t for t in merge):
+            raise ValueError(f"merge {k} is not a pair of non-empty bytes: {merge!r}")
+        lines.append(token_to_str(merge[0]) + " " + token_to_str(merge[1]) + "\n")
+    write_text_atomic(path, "".join(lines))
+
+
+# ------------------------------------------------------------------------------------- tokenizer folders
+
+VOCAB_FILE = "vocab.json"
+MERGES_FILE = "merges.txt"
+CONFIG_FILE = "bpe_fast.json"     # {"format": "bpe_fast", "version": 1, "pattern": regex, "special_tokens": [...]}
+_CONFIG_FORMAT = "bpe_fast"
+_CONFIG_VERSION = 1
+
+
+def save_tokenizer_files(directory, vocab, merges, special_tokens=(), pattern=None):
+    """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
+    in order, and the pre-tokenization regex). The folder is created if missing; each file is replaced whole.
+    This is what Tokenizer.save writes and Tokenizer.load reads."""
+    from .patterns import GPT2_PATTERN, resolve_pattern
+
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    config = {
+        "format": _CONFIG_FORMAT,
+        "version": _CONFIG_VERSION,
+        "pattern": resolve_pattern(pattern or GPT2_PATTERN),
+        "special_tokens": list(special_tokens or ()),
+    }
+    write_vocab(os.path.join(directory, VOCAB_FILE), vocab)
+    write_merges(os.path.join(directory, MERGES_FILE), merges)
+    write_text_atomic(os.path.join(directory, CONFIG_FILE), json.dumps(config, ensure_ascii=False, indent=2) + "\n")
+
+
+def read_config(path):
+    """Read bpe_fast.json; returns (special_tokens: list[str], pattern: str). Errors name the file and line."""
+    text = _read_text(path)
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(config, dict):
+        raise FormatError(path, 1, "must hold one JSON object")
+    if config.get("format") != _CONFIG_FORMAT or config.get("version") != _CONFIG_VERSION:
+        raise FormatError(path, None, f'expected "format": "{_CONFIG_FORMAT}" and "version": {_CONFIG_VERSION}, got '
+                                      f'{config.get("format")!r} and {config.get("version")!r}')
+    pattern = config.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        raise FormatError(path, _key_line(text, "pattern"), f'"pattern" must be a non-empty string, got {pattern!r}')
+    specials = config.get("special_tokens", [])
+    if not isinstance(specials, list) or not all(isinstance(t, str) and t for t in specials):
+        raise FormatError(path, _key_line(text, "special_tokens"),
+                          f'"special_tokens" must be a list of non-empty strings, got {specials!r}')
+    return specials, pattern
+
+
+def _key_line(text, key):
+    pos = text.find(json.dumps(key))
+    return None if pos < 0 else text.count("\n", 0, pos) + 1
+
+
+def load_tokenizer_files(directory):
+    """Read a folder written by save_tokenizer_files: (vocab, merges, special_tokens, pattern).
+
+    A folder with only vocab.json and merges.txt (GPT-2's own files) loads with no special tokens and
+    GPT-2's pattern."""
+    from .patterns import GPT2_PATTERN
+
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{directory}: no such tokenizer folder")
+    vocab = read_vocab(os.path.join(directory, VOCAB_FILE))
+    merges = read_merges(os.path.join(directory, MERGES_FILE), vocab)
+    config_path = os.path.join(directory, CONFIG_FILE)
+    if os.path.exists(config_path):
+        specials, pattern = read_config(config_path)
+    else:
+        specials, pattern = [], GPT2_PATTERN
+    return vocab, merges, specials, pattern

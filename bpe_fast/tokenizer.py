@@ -1,0 +1,486 @@
+"""The byte-level BPE tokenizer: encode, encode_iterable and decode, with the ids tiktoken gives for the same ranks.
+
+Encoding a text:
+
+1. The special tokens are found, the longest first where one is a prefix of another (bpe_fast.specials);
+   each becomes its single id. Without special tokens "<|endoftext|>" is ordinary text.
+2. Each piece between them is pre-tokenized with the pattern (bpe_fast.pretokenize: the native scanner for
+   GPT2_PATTERN and GPT4_PATTERN, `regex` for other patterns), on the whole piece at once.
+3. Each pre-token's bytes are merged by the native encoder (bpe_fast._encode) with tiktoken's rule: while two
+   adjacent parts concatenate to a token some merge produced, join the pair whose token the earliest merge
+   produced, the leftmost on a tie. Merge k (0-based) has rank k; a token made by several merges keeps the
+   first. For tokenizers produced by BPE training this is the same as applying the merge list in order.
+
+This module checks arguments and owns files; the loops are in bpe_fast/_encode.pyx.
+"""
+import operator
+import os
+from types import MappingProxyType
+
+import numpy as np
+import regex
+
+from . import formats
+from ._encode import BPECore
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
+from .pretokenize import compiled_pattern, pretoken_boundaries
+from .specials import check_special_tokens, special_regex, split_on_specials
+
+__all__ = ["Tokenizer"]
+
+_INT32_MAX = 2**31 - 1
+_OUTPUT_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64))
+_LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
+# encode_iterable re-examines the unfinished tail only once the pending text has grown by this factor,
+# so a pre-token longer than any chunk costs linear, not quadratic, time.
+_PENDING_GROWTH = 2
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer (GPT-2 style) with a native encoder.
+
+    vocab: dict[int, bytes], id -> token bytes. merges: list[tuple[bytes, bytes]] in the order they were made;
+    both tokens of a merge and their concatenation must be in the vocabulary. special_tokens: list[str]; each
+    takes the id of its UTF-8 bytes in the vocabulary, or else the next unused id (appended, in order).
+    pattern: the pre-tokenization regex or a name ("gpt2", "gpt4").
+
+    >>> vocab = {i: bytes([i]) for i in range(256)}
+    >>> vocab.update({256: b"he", 257: b"ll", 258: b"hell", 259: b"hello"})
+    >>> tok = Tokenizer(vocab, [(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b"hell", b"o")], ["<|endoftext|>"])
+    >>> tok.encode("hello<|endoftext|>hel")
+    [259, 260, 256, 108]
+    >>> tok.decode([259, 260, 256, 108])
+    'hello<|endoftext|>hel'
+    """
+
+    def __init__(self, vocab, merges, special_tokens=None, pattern=GPT2_PATTERN):
+        vocab = _check_vocab(vocab)
+        merges = _check_merges(merges, vocab)
+        specials = check_special_tokens(special_tokens)
+        self._pattern = resolve_pattern(pattern)
+        compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
+
+        ids_of = {}
+        for i in sorted(vocab):
+            ids_of.setdefault(vocab[i], i)  # the smallest id of each distinct token
+        next_id = max(vocab) + 1 if vocab else 0
+        self._special_ids = {}
+        for tok in specials:
+            data = tok.encode("utf-8")
+            if data not in ids_of:
+                if next_id > formats.MAX_TOKEN_ID:
+                    raise ValueError(f"no id left for special token {tok!r}")
+                vocab[next_id] = data
+                ids_of[data] = next_id
+                next_id += 1
+            self._special_ids[tok] = ids_of[data]
+        self._specials = specials
+        self._special_rx = special_regex(specials)
+        self._special_prefixes = frozenset(t[:k] for t in specials for k in range(1, len(t)))
+        self._longest_special = max((len(t) for t in specials), default=0)
+        self._vocab = vocab
+        self._merges = merges
+        self._ids_of = ids_of
+        self._core = _build_core(vocab, merges, ids_of)
+
+    # ---------------------------------------------------------------------------------------- construction
+
+    @classmethod
+    def from_files(cls, vocab_filepath, merges_filepath, special_tokens=None, pattern=GPT2_PATTERN):
+        """A tokenizer from GPT-2's vocab.json and merges.txt (tokens written with GPT-2's byte mapping).
+
+        Malformed files raise bpe_fast.formats.FormatError (a ValueError) naming the file and line.
+
+        >>> import tempfile, os
+        >>> folder = tempfile.mkdtemp()
+        >>> Tokenizer({i: bytes([i]) for i in range(256)} | {256: b" a"}, [(b" ", b"a")]).save(folder)
+        >>> tok = Tokenizer.from_files(os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt"))
+        >>> tok.encode(" a a")
+        [256, 256]
+        """
+        vocab = formats.read_vocab(vocab_filepath)
+        merges = formats.read_merges(merges_filepath, vocab)
+        return cls(vocab, merges, special_tokens, pattern)
+
+    def save(self, directory):
+        """Write vocab.json and merges.txt (GPT-2's format) and bpe_fast.json (special tokens, pattern) into
+        `directory`, created if missing. Each file is written to a temporary name and renamed.
+
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+        >>> tok.save(folder)
+        >>> Tokenizer.load(folder).encode("a<|endoftext|>")
+        [97, 256]
+        """
+        formats.save_tokenizer_files(directory, self._vocab, self._merges, self._specials, self._pattern)
+
+    @classmethod
+    def load(cls, directory):
+        """The tokenizer `save` wrote into `directory` (a folder with only GPT-2's vocab.json and merges.txt
+        loads too: no special tokens, GPT-2's pattern)."""
+        vocab, merges, specials, pattern = formats.load_tokenizer_files(directory)
+        return cls(vocab, merges, specials, pattern)
+
+    def __reduce__(self):
+        # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles).
+        return (_rebuild, (dict(self._vocab), list(self._merges), list(self._specials), self._pattern))
+
+    # ---------------------------------------------------------------------------------------- properties
+
+    @property
+    def vocab(self):
+        """Read-only id -> bytes, special tokens included."""
+        return MappingProxyType(self._vocab)
+
+    @property
+    def merges(self):
+        """The merges, in rank order."""
+        return tuple(self._merges)
+
+    @property
+    def special_tokens(self):
+        """special token -> id, in the order given."""
+        return dict(self._special_ids)
+
+    @property
+    def pattern(self):
+        """The pre-tokenization regex."""
+        return self._pattern
+
+    @property
+    def vocab_size(self):
+        """One more than the largest id (every id is below it), as tiktoken's n_vocab.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"]).vocab_size
+        257
+        """
+        return max(self._vocab) + 1 if self._vocab else 0
+
+    @property
+    def max_token_value(self):
+        """The largest id."""
+        return self.vocab_size - 1
+
+    def __repr__(self):
+        name = {GPT2_PATTERN: "gpt2", GPT4_PATTERN: "gpt4"}.get(self._pattern, "custom")
+        return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merges)} "
+                f"special_tokens={list(self._specials)!r} pattern={name}>")
+
+    # ---------------------------------------------------------------------------------------- encoding
+
+    def encode(self, text):
+        """The token ids of `text` as a list of int.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> tok.encode("abc ab")
+        [256, 99, 32, 256]
+        """
+        return self.encode_to_numpy(text).tolist()
+
+    def encode_to_numpy(self, text, dtype=np.int32):
+        """The token ids of `text` as a 1-D NumPy array of `dtype` (int32 by default; also uint16, uint32,
+        int64, uint64). A dtype too small for the largest id (uint16 with more than 65,536 ids) is a ValueError.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> tok.encode_to_numpy("abc", dtype="uint16")
+        array([256,  99], dtype=uint16)
+        """
+        dtype = self._check_dtype(dtype)
+        text = _check_text(text)
+        try:
+            ids = self._encode_all(text)
+        except UnicodeEncodeError:
+            # Lone surrogates cannot be UTF-8: replaced by U+FFFD as tiktoken does.
+            ids = self._encode_all(_replace_surrogates(text))
+        return ids if dtype == np.int32 else ids.astype(dtype)
+
+    def encode_iterable(self, iterable):
+        """Lazily yield the ids of the concatenated strings of `iterable` (e.g. a text file, line by line).
+
+        Equal to ``encode("".join(iterable))`` however the text is cut. After each string, the ids of the text
+        up to the last safe cut are yielded; only the tail after it is kept: text that could still join the
+        next string (a possible prefix of a special token, the last pre-tokens, a trailing whitespace run).
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"  "}, [(b" ", b" ")], ["<|eot|>"])
+        >>> list(tok.encode_iterable(["a  ", " b<|e", "ot|>"])) == tok.encode("a   b<|eot|>")
+        True
+        """
+        if isinstance(iterable, (str, bytes)):
+            raise TypeError("encode_iterable takes an iterable of str (e.g. an open text file), not a single "
+                            + type(iterable).__name__)
+        pending = []          # strings not yet encoded, in order
+        pending_len = 0
+        next_attempt = 1      # examine the pending text once it is at least this long
+        for chunk in iterable:
+            if not isinstance(chunk, str):
+                raise TypeError(f"encode_iterable expects str chunks, got {type(chunk).__name__}")
+            if not chunk:
+                continue
+            pending.append(chunk)
+            pending_len += len(chunk)
+            if pending_len < next_attempt:
+                continue
+            text = "".join(pending)
+            try:
+                ids, rest = self._encode_finished(text)
+            except UnicodeEncodeError:
+                ids, rest = self._encode_finished(_replace_surrogates(text))
+            pending = [rest] if rest else []
+            pending_len = len(rest)
+            next_attempt = max(1, _PENDING_GROWTH * pending_len)
+            if len(ids):
+                yield from ids.tolist()
+        if pending:
+            yield from self.encode_to_numpy("".join(pending)).tolist()
+
+    def _encode_all(self, text):
+        core = self._core
+        try:
+            for piece, is_special in split_on_specials(text, self._special_rx):
+                if is_special:
+                    core.push(self._special_ids[piece])
+                else:
+                    data = piece.encode("utf-8")
+                    core.encode_pretokens(data, pretoken_boundaries(data, self._pattern))
+            return core.take()
+        except BaseException:
+            core.discard()
+            raise
+
+    def _encode_finished(self, text):
+        """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""
+        core = self._core
+        rx = self._special_rx
+        pos = 0
+        try:
+            while True:
+                undecided = self._special_prefix_start(text, pos)
+                m = rx.search(text, pos) if rx is not None else None
+                if m is None or m.start() >= undecided:
+                    break
+                # A match starting before `undecided` is final: no longer special token can start there.
+                if m.start() > pos:
+                    data = text[pos:m.start()].encode("utf-8")
+                    core.encode_pretokens(data, pretoken_boundaries(data, self._pattern))
+                core.push(self._special_ids[m.group()])
+                pos = m.end()
+            # text[pos:undecided] is ordinary text that may continue past `undecided`.
+            data = text[pos:undecided].encode("utf-8")
+            cut = 0
+            if data:
+                bounds = pretoken_boundaries(data, self._pattern)
+                k = self._safe_cut(data, bounds)
+                if k > 0:
+                    core.encode_pretokens(data, bounds, k)
+                    cut = int(bounds[k])
+            ids = core.take()
+        except BaseException:
+            core.discard()
+            raise
+        rest = data[cut:].decode("utf-8") + text[undecided:] if cut else text[pos:]
+        return ids, rest
+
+    def _special_prefix_start(self, text, pos):
+        """The first k >= pos from which text[k:] is a proper prefix of a special token (len(text) if none):
+        from there on, whether a special token starts depends on the text still to come."""
+        n = len(text)
+        prefixes = self._special_prefixes
+        if prefixes:
+            for k in range(max(pos, n - self._longest_special + 1), n):
+                if text[k:] in prefixes:
+                    return k
+        return n
+
+    def _safe_cut(self, data, bounds):
+        """The largest k such that cutting `data` (UTF-8 ordinary text that may continue) at bounds[k] leaves
+        the pre-tokens before the cut unchanged whatever follows; 0 if there is none.
+
+        For GPT-2's and GPT-4's patterns a pre-token starting at p is decided by the characters from p up to
+        the one after its end, except that (1) a whitespace alternative reads the whole whitespace run, and
+        (2) the contractions read up to two characters after an apostrophe. So a cut c is safe when c is not
+        the end of the data, no pre-token before c starts in the trailing whitespace run, and the pre-token
+        before c is not an apostrophe less than two bytes from the end. Other patterns keep one pre-token
+        more (an assumption: their look-ahead is as short as these patterns').
+        """
+        n = len(data)
+        last = len(bounds) - 2          # the index of the last pre-token
+        if self._pattern not in (GPT2_PATTERN, GPT4_PATTERN):
+            last -= 1
+        # start of the trailing whitespace run, in bytes
+        tail_chars = data[-64:].decode("utf-8", "ignore")
+        m = _LAST_NON_SPACE.search(tail_chars)
+        if m is not None:
+            ws_start = n - len(tail_chars[m.end():].encode("utf-8"))
+        else:
+            text = data.decode("utf-8")
+            m = _LAST_NON_SPACE.search(text)
+            ws_start = 0 if m is None else n - len(text[m.end():].encode("utf-8"))
+        for k in range(last, 0, -1):
+            c = int(bounds[k])
+            if c >= n or c > ws_start:
+                continue
+            p = int(bounds[k - 1])
+            if data[p] == 0x27 and p + 2 >= n:     # an apostrophe: "'l" + "l" is the contraction "'ll"
+                continue
+            return k
+        return 0
+
+    def _check_dtype(self, dtype):
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"dtype must be a NumPy integer dtype, got {dtype!r}") from None
+        if dtype not in _OUTPUT_DTYPES:
+            raise ValueError(f"dtype must be one of int32, uint16, uint32, int64, uint64; got {dtype}")
+        if self.max_token_value > np.iinfo(dtype).max:
+            raise ValueError(f"the largest id, {self.max_token_value}, does not fit in {dtype} "
+                             f"(largest {np.iinfo(dtype).max})")
+        return dtype
+
+    # ---------------------------------------------------------------------------------------- decoding
+
+    def decode(self, ids):
+        """The text of `ids` (a list or 1-D array of ints): the tokens' bytes joined and decoded as UTF-8 with
+        errors="replace". An id that is negative or has no token is a ValueError naming it.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        >>> tok.decode([104, 105]), tok.decode([0xE2, 0x82])
+        ('hi', '�')
+        """
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def decode_bytes(self, ids):
+        """The tokens' bytes joined, without decoding.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode_bytes([0xE2, 0x82, 0xAC])
+        b'\\xe2\\x82\\xac'
+        """
+        return self._core.decode_bytes(_id_array(ids))
+
+
+def _rebuild(vocab, merges, specials, pattern):
+    return Tokenizer(vocab, merges, specials, pattern)
+
+
+def _check_text(text):
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return text
+
+
+def _replace_surrogates(text):
+    # what tiktoken does with text that holds lone surrogates
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _check_vocab(vocab):
+    """A new dict[int, bytes]; TypeError/ValueError naming the bad entry."""
+    try:
+        items = list(vocab.items())
+    except AttributeError:
+        raise TypeError(f"vocab must be a dict[int, bytes], got {type(vocab).__name__}") from None
+    out = {}
+    for i, token in items:
+        if type(i) is not int:
+            try:
+                i = operator.index(i)
+            except TypeError:
+                raise TypeError(f"vocab id {i!r} is not an int") from None
+            if isinstance(i, bool):
+                raise TypeError(f"vocab id {i!r} is not an int")
+        if not 0 <= i <= formats.MAX_TOKEN_ID:
+            raise ValueError(f"vocab id {i} is out of range 0..{formats.MAX_TOKEN_ID}")
+        if not isinstance(token, (bytes, bytearray, memoryview)):
+            raise TypeError(f"vocab token {i} is {type(token).__name__}, not bytes")
+        token = bytes(token)
+        if not token:
+            raise ValueError(f"vocab token {i} is empty")
+        out[i] = token
+    if out and max(out) >= 4 * len(out) + (1 << 20):
+        raise ValueError(f"vocab ids are too sparse: largest id {max(out)} for {len(out)} tokens")
+    return out
+
+
+def _check_merges(merges, vocab):
+    """A new list[tuple[bytes, bytes]]; each token of a merge and their concatenation must be in vocab."""
+    if isinstance(merges, (str, bytes)):
+        raise TypeError("merges must be a list of (bytes, bytes) pairs")
+    known = set(vocab.values())
+    out = []
+    for k, merge in enumerate(merges):
+        try:
+            a, b = merge
+        except (TypeError, ValueError):
+            raise ValueError(f"merge {k} is not a pair: {merge!r}") from None
+        if not isinstance(a, (bytes, bytearray)) or not isinstance(b, (bytes, bytearray)):
+            raise TypeError(f"merge {k} must be a pair of bytes, got {merge!r}")
+        a, b = bytes(a), bytes(b)
+        for token in (a, b, a + b):
+            if token not in known:
+                raise ValueError(f"merge {k} ({a!r}, {b!r}): token {token!r} is not in the vocabulary")
+        out.append((a, b))
+    return out
+
+
+def _build_core(vocab, merges, ids_of):
+    byte_ids = np.array([ids_of.get(bytes([b]), -1) for b in range(256)], dtype=np.int32)
+    ranked = {}                          # token -> first merge that made it; insertion order is rank order
+    for a, b in merges:
+        ranked.setdefault(a + b, len(ranked))
+    ranked_tokens = list(ranked)
+    ranked_pool = np.frombuffer(b"".join(ranked_tokens), dtype=np.uint8)
+    ranked_offsets = np.zeros(len(ranked_tokens) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in ranked_tokens], out=ranked_offsets[1:])
+    ranked_ids = np.array([ids_of[t] for t in ranked_tokens], dtype=np.int32)
+
+    size = max(vocab) + 1 if vocab else 0
+    lengths = np.zeros(size, dtype=np.int64)
+    known = np.zeros(size, dtype=np.uint8)
+    order = sorted(vocab)
+    lengths[order] = [len(vocab[i]) for i in order]
+    known[order] = 1
+    decode_offsets = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=decode_offsets[1:])
+    decode_pool = np.frombuffer(b"".join(vocab.get(i, b"") for i in range(size)), dtype=np.uint8)
+    return BPECore(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known)
+
+
+def _id_array(ids):
+    """ids as a 1-D int64 array; TypeError for non-integers, ValueError naming an id beyond int64."""
+    if not isinstance(ids, np.ndarray):
+        if isinstance(ids, (str, bytes)):
+            raise TypeError(f"ids must be a sequence of int, got {type(ids).__name__}")
+        if not hasattr(ids, "__len__"):
+            ids = list(ids)
+        try:
+            arr = np.asarray(ids)
+        except (OverflowError, ValueError):
+            arr = np.asarray(ids, dtype=object)
+    else:
+        arr = ids
+    if arr.ndim != 1:
+        raise ValueError(f"ids must be one-dimensional, got shape {arr.shape}")
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    kind = arr.dtype.kind
+    if kind == "i":
+        return arr.astype(np.int64, copy=False)
+    if kind == "u":
+        if arr.dtype.itemsize == 8 and int(arr.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"unknown token id {int(arr.max())}")
+        return arr.astype(np.int64, copy=False)
+    if kind == "O":
+        out = np.empty(arr.size, dtype=np.int64)
+        for k, value in enumerate(arr):
+            try:
+                value = operator.index(value)
+            except TypeError:
+                raise TypeError(f"token id {value!r} (at position {k}) is not an int") from None
+            if value < 0:
+                raise ValueError(f"negative token id {value} (at position {k})")
+            if value > _INT32_MAX:
+                raise ValueError(f"unknown token id {value} (at position {k})")
+            out[k] = value
+        return out
+    raise TypeError(f"token ids must be integers, got an array of {arr.dtype}")

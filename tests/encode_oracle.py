@@ -1,0 +1,106 @@
+"""A small, obviously-correct BPE encoder: the reference the Cython encoder is tested against.
+
+Slow on purpose: read it, don't optimise it.
+
+- The text is split on the special tokens, longest first; each special token becomes its single id.
+- Every other piece is cut with ``regex.findall(pattern, piece)``; each pre-token's UTF-8 bytes start as single
+  bytes.
+- tiktoken's rule: while two adjacent parts concatenate to a token that some merge produced, join the pair
+  whose concatenation was produced earliest (lowest merge index); on a tie, the leftmost pair.
+- The merge-list rule (CS336's wording): while some adjacent pair is itself a merge, apply the earliest merge at its
+  leftmost occurrence. For vocabularies produced by BPE training the two rules agree; the tests check that too.
+- A part's id is the smallest id whose bytes it is.
+"""
+import regex
+
+
+def token_ids(vocab):
+    """bytes -> smallest id with those bytes."""
+    ids = {}
+    for i in sorted(vocab):
+        ids.setdefault(vocab[i], i)
+    return ids
+
+
+def token_ranks(merges):
+    """bytes -> index of the first merge that produced them."""
+    ranks = {}
+    for k, (a, b) in enumerate(merges):
+        ranks.setdefault(a + b, k)
+    return ranks
+
+
+def merge_pretoken_tiktoken(piece, ranks):
+    """The parts (bytes) of `piece` under tiktoken's rule."""
+    parts = [bytes([b]) for b in piece]
+    while len(parts) > 1:
+        best = None
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best is None or rank < best[0]):
+                best = (rank, i)
+        if best is None:
+            break
+        i = best[1]
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+    return parts
+
+
+def merge_pretoken_merge_list(piece, merges):
+    """The parts (bytes) of `piece` under the merge-list rule."""
+    merge_rank = {}
+    for k, pair in enumerate(merges):
+        merge_rank.setdefault(pair, k)
+    parts = [bytes([b]) for b in piece]
+    while len(parts) > 1:
+        candidates = [(merge_rank[pair], i) for i, pair in enumerate(zip(parts, parts[1:])) if pair in merge_rank]
+        if not candidates:
+            break
+        _, i = min(candidates)
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+    return parts
+
+
+def split_specials(text, special_tokens):
+    """[(piece, is_special)] with the special tokens matched longest first."""
+    if not special_tokens:
+        return [(text, False)] if text else []
+    ordered = sorted(special_tokens, key=len, reverse=True)
+    pieces = regex.split("(" + "|".join(regex.escape(t) for t in ordered) + ")", text)
+    # regex.split with one group alternates text, special, text, ...
+    return [(p, k % 2 == 1) for k, p in enumerate(pieces) if p]
+
+
+def oracle_encode(text, vocab, merges, special_tokens=(), pattern=None, rule="tiktoken"):
+    """Encode `text` to a list of ids. `rule` is "tiktoken" or "merge-list"."""
+    from bpe_fast.patterns import GPT2_PATTERN, resolve_pattern
+
+    pattern = resolve_pattern(pattern or GPT2_PATTERN)
+    ids = token_ids(vocab)
+    next_id = max(vocab) + 1 if vocab else 0
+    special_ids = {}
+    for tok in special_tokens or ():
+        b = tok.encode("utf-8")
+        if b in ids:
+            special_ids[tok] = ids[b]
+        else:
+            special_ids[tok] = next_id
+            next_id += 1
+    ranks = token_ranks(merges)
+    out = []
+    for piece, is_special in split_specials(text, special_tokens):
+        if is_special:
+            out.append(special_ids[piece])
+            continue
+        for pretoken in regex.findall(pattern, piece):
+            data = pretoken.encode("utf-8")
+            if rule == "tiktoken":
+                parts = merge_pretoken_tiktoken(data, ranks)
+            else:
+                parts = merge_pretoken_merge_list(data, merges)
+            out.extend(ids[p] for p in parts)
+    return out
+
+
+def oracle_decode(ids, vocab):
+    return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
