@@ -167,11 +167,7 @@ cdef inline Py_ssize_t run_letters(const uint8_t* s, Py_ssize_t i, Py_ssize_t n)
     as x < 0x80. Worked example: "cat, " -> non-letter bits at bytes 3 and 4 -> the run ends at i + 3.
     """
     cdef uint64_t w, x, nonletter
-    cdef Py_ssize_t j
-    cdef uint8_t b
-    if not SWAR_LETTERS:
-        return run(s, i, n, C_L, C_L)
-    while True:
+    if SWAR_LETTERS:
         while i + 8 <= n:
             memcpy(&w, s + i, 8)
             if w & HIGH:
@@ -181,17 +177,27 @@ cdef inline Py_ssize_t run_letters(const uint8_t* s, Py_ssize_t i, Py_ssize_t n)
             if nonletter:
                 return i + (__builtin_ctzll(nonletter) >> 3)
             i += 8
-        if i >= n:
-            return i
+    return run_letters_slow(s, i, n)
+
+
+cdef Py_ssize_t run_letters_slow(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """run_letters past a non-ASCII byte or near the end: one code point at a time, back to eight bytes at a
+    time after an ASCII letter."""
+    cdef Py_ssize_t j
+    cdef uint8_t b
+    while i < n:
         b = s[i]
         if b < 0x80:
             if not (ASCII_CLS[b] & C_L):
                 return i
+            if SWAR_LETTERS and i + 9 <= n:
+                return run_letters(s, i + 1, n)
             i += 1
         else:
             if not (cls_of(decode(s, i, &j)) & C_L):
                 return i
             i = j
+    return i
 
 
 cdef inline Py_ssize_t run_crlf(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
@@ -368,19 +374,40 @@ cdef int _kind(int kind) except -1:
     return kind
 
 
+cdef Py_ssize_t scan_block(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind, int64_t* out,
+                           Py_ssize_t* count, Py_ssize_t cap) noexcept nogil:
+    """Scan from byte i, appending pre-token ends to out[count[0]:cap]; returns where it stopped (n when done)."""
+    cdef Py_ssize_t k = count[0]
+    if kind == KIND_GPT2:
+        while i < n and k < cap:
+            i = gpt2_next(s, i, n)
+            out[k] = i
+            k += 1
+    else:
+        while i < n and k < cap:
+            i = gpt4_next(s, i, n)
+            out[k] = i
+            k += 1
+    count[0] = k
+    return i
+
+
 def boundaries(const uint8_t[::1] data, int kind):
     """int64 array b of pre-token offsets in valid UTF-8 data: b[0] == 0, b[-1] == len(data)."""
     _kind(kind)
-    cdef Py_ssize_t n = data.shape[0]
-    cdef vector[int64_t] ends
-    ends.reserve(n // 4 + 16)
-    ends.push_back(0)
-    if n:
-        with nogil:
-            scan_ends(&data[0], n, kind, &ends)
-    out = np.empty(ends.size(), dtype=np.int64)
+    cdef Py_ssize_t n = data.shape[0], pos = 0, count = 1, cap = n // 3 + 16   # most pre-tokens are >= 3 bytes
+    out = np.empty(cap, dtype=np.int64)
     cdef int64_t[::1] view = out
-    memcpy(&view[0], ends.data(), ends.size() * sizeof(int64_t))
+    view[0] = 0
+    while pos < n:
+        if count == cap:                                     # written straight into the result: grow it rarely
+            cap = cap + cap // 2 + (n - pos) // 2 + 16
+            out = np.concatenate([out, np.empty(cap - count, dtype=np.int64)])
+            view = out
+        with nogil:
+            pos = scan_block(&data[0], pos, n, kind, &view[0], &count, cap)
+    view = None
+    out.resize(count, refcheck=False)                        # shrinks in place: no copy
     return out
 
 
@@ -408,11 +435,12 @@ cdef struct Span:
     int64_t length
     int64_t count
     uint64_t hash
+    uint64_t head       # the first (up to) 8 bytes, zero-padded: spans of <= 8 bytes compare by this alone
 
 
 cdef struct Slot:
     int32_t index       # into spans, -1 when empty
-    uint32_t tag        # high half of the hash, compared before the bytes
+    uint32_t tag        # high half of the hash, compared before the span
 
 
 cdef struct SpanCounter:
@@ -424,33 +452,30 @@ cdef struct SpanCounter:
     uint64_t mask
 
 
-cdef inline uint64_t fmix(uint64_t h) noexcept nogil:
-    h ^= h >> 33
-    h *= 0xff51afd7ed558ccdULL
-    h ^= h >> 33
-    h *= 0xc4ceb9fe1a85ec53ULL
-    h ^= h >> 33
-    return h
-
-
-cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n, const uint8_t* end) noexcept nogil:
-    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ (<uint64_t>n * 0x100000001B3ULL)
-    cdef uint64_t v
-    while n >= 8:
+cdef inline uint64_t load_head(const uint8_t* p, Py_ssize_t n, const uint8_t* end) noexcept nogil:
+    """The first min(n, 8) bytes at p as a little-endian integer, zero-padded; reads nothing at or past end."""
+    cdef uint64_t v = 0
+    if n >= 8:
         memcpy(&v, p, 8)
-        h = (h ^ v) * 0x9E3779B97F4A7C15ULL
-        h ^= h >> 29
+    elif p + 8 <= end:
+        memcpy(&v, p, 8)
+        v &= (<uint64_t>1 << (8 * n)) - 1
+    else:
+        memcpy(&v, p, n)
+    return v
+
+
+cdef inline uint64_t hash_span(const uint8_t* p, Py_ssize_t n, uint64_t head, const uint8_t* end) noexcept nogil:
+    """Multiplicative hash of a span whose first 8 bytes are head. A product's high half depends on every bit
+    of the input; the final xor folds it onto the low half, which the table indexes with."""
+    cdef uint64_t h = (head ^ (<uint64_t>n << 56) ^ 0x9E3779B97F4A7C15ULL) * 0xff51afd7ed558ccdULL
+    p += 8
+    n -= 8
+    while n > 0:
+        h = ((h ^ (h >> 32)) + load_head(p, n, end)) * 0xc4ceb9fe1a85ec53ULL
         p += 8
         n -= 8
-    if n:
-        if p + 8 <= end:                                # read 8 and keep the n we own
-            memcpy(&v, p, 8)
-            v &= (<uint64_t>1 << (8 * n)) - 1           # little-endian: the first n bytes are the low ones
-        else:
-            v = 0
-            memcpy(&v, p, n)
-        h = (h ^ v) * 0x9E3779B97F4A7C15ULL
-    return fmix(h)
+    return h ^ (h >> 32)
 
 
 cdef void counter_init(SpanCounter* t, const uint8_t* base, Py_ssize_t n) noexcept nogil:
@@ -482,7 +507,8 @@ cdef void counter_grow(SpanCounter* t) noexcept nogil:
 
 cdef inline void counter_add(SpanCounter* t, Py_ssize_t start, Py_ssize_t length) noexcept nogil:
     cdef const uint8_t* p = t.base + start
-    cdef uint64_t h = hash_bytes(p, length, t.end)
+    cdef uint64_t head = load_head(p, length, t.end)
+    cdef uint64_t h = hash_span(p, length, head, t.end)
     cdef uint64_t pos = h & t.mask
     cdef uint32_t tag = <uint32_t>(h >> 32)
     cdef Slot* slot
@@ -494,7 +520,8 @@ cdef inline void counter_add(SpanCounter* t, Py_ssize_t start, Py_ssize_t length
             break
         if slot.tag == tag:
             span = &t.spans[slot.index]
-            if span.length == length and memcmp(t.base + span.start, p, length) == 0:
+            if span.length == length and span.head == head and (
+                    length <= 8 or memcmp(t.base + span.start + 8, p + 8, length - 8) == 0):
                 span.count += 1
                 return
         pos = (pos + 1) & t.mask
@@ -502,6 +529,7 @@ cdef inline void counter_add(SpanCounter* t, Py_ssize_t start, Py_ssize_t length
     fresh.length = length
     fresh.count = 1
     fresh.hash = h
+    fresh.head = head
     slot.index = <int32_t>t.spans.size()
     slot.tag = tag
     t.spans.push_back(fresh)

@@ -164,6 +164,14 @@ def test_a_special_regex_not_from_specials_is_honoured():
     assert P.count_chunk(text.encode(), rx) == {b"xx": 1, b"yy": 1, b" ": 1, b" zz": 1}
 
 
+def test_more_pretokens_than_the_first_guess():
+    # pretoken_boundaries writes into an array sized for pre-tokens of >= 3 bytes on average and grows it
+    # when they are shorter: here they are 1 or 2 bytes ("a", " b", ...; "." "\n").
+    for text in ["a b c d e f g h " * 2000, ".\n" * 5000, "1" * 7, "\u00e9 " * 3000 + "x"]:
+        for pattern in PATTERNS:
+            assert P.pretoken_boundaries(text.encode(), pattern).tolist() == oracle_boundaries(text, pattern)
+
+
 def test_many_distinct_pretokens():
     # More distinct pre-tokens than the counting table's first size (1024), so it grows several times.
     words = [f"w{k}x" for k in range(5000)] * 3
