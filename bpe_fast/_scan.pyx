@@ -9,6 +9,7 @@ out. Code points are classified with a two-level table (set_tables) generated fr
 The loops take valid UTF-8 (the Python layer validates or encodes first) and touch no Python objects; Python
 objects are only built for the results (boundaries array, list of str, dict of distinct pre-tokens).
 """
+cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -431,7 +432,7 @@ def split(const uint8_t[::1] data, int kind):
 # ---------------------------------------------------------------------------------------------- counting
 
 cdef struct Span:
-    int64_t start       # offset into the scanned buffer
+    int64_t start       # offset of its bytes in the arena
     int64_t length
     int64_t count
     uint64_t hash
@@ -441,15 +442,6 @@ cdef struct Span:
 cdef struct Slot:
     int32_t index       # into spans, -1 when empty
     uint32_t tag        # high half of the hash, compared before the span
-
-
-cdef struct SpanCounter:
-    # Distinct byte spans of one buffer with their counts, in order of first occurrence (like a Counter).
-    const uint8_t* base
-    const uint8_t* end
-    vector[Span] spans
-    vector[Slot] slots  # open addressing, linear probing, power-of-two size, at most half full
-    uint64_t mask
 
 
 cdef inline uint64_t load_head(const uint8_t* p, Py_ssize_t n, const uint8_t* end) noexcept nogil:
@@ -478,152 +470,210 @@ cdef inline uint64_t hash_span(const uint8_t* p, Py_ssize_t n, uint64_t head, co
     return h ^ (h >> 32)
 
 
-cdef void counter_init(SpanCounter* t, const uint8_t* base, Py_ssize_t n) noexcept nogil:
-    cdef Slot empty
-    empty.index = -1
-    empty.tag = 0
-    t.base = base
-    t.end = base + n
-    t.spans.clear()
-    t.slots.assign(1024, empty)
-    t.mask = 1023
+@cython.final
+cdef class PretokenCounter:
+    """Distinct pre-tokens and their counts, accumulated natively over any number of chunks of UTF-8.
 
+    add(data) cuts data at the special tokens (longest first; they are not counted) and counts the pre-tokens
+    of each piece, scanned as a text of its own. Keys are copied into an arena the counter owns, so chunks
+    may be dropped after add(); memory grows with the number of distinct pre-tokens only. Results come out in
+    order of first occurrence, as a Counter over regex.findall would have them.
 
-cdef void counter_grow(SpanCounter* t) noexcept nogil:
-    cdef Slot empty
-    empty.index = -1
-    empty.tag = 0
-    cdef size_t size = t.slots.size() * 2, k
-    cdef uint64_t mask = size - 1, pos
-    t.slots.assign(size, empty)
-    t.mask = mask
-    for k in range(t.spans.size()):
-        pos = t.spans[k].hash & mask
-        while t.slots[pos].index >= 0:
-            pos = (pos + 1) & mask
-        t.slots[pos].index = <int32_t>k
-        t.slots[pos].tag = <uint32_t>(t.spans[k].hash >> 32)
+    Worked example: PretokenCounter(KIND_GPT2, [b"<|e|>"]).add(b"a b<|e|>a b") -> {b"a": 2, b" b": 2}.
+    """
+    cdef vector[Span] spans         # start = offset into arena
+    cdef vector[Slot] slots         # open addressing, linear probing, power-of-two size, at most half full
+    cdef vector[uint8_t] arena
+    cdef uint64_t mask
+    cdef int64_t total_count
+    cdef vector[int64_t] spec_off   # special token k is spec_bytes[spec_off[k]:spec_off[k + 1]]
+    cdef vector[uint8_t] spec_bytes
+    cdef uint8_t first[256]         # first[b]: some special token starts with byte b
+    cdef int nfirst
+    cdef uint8_t only_first
+    cdef bint busy
+    cdef readonly int kind
 
+    def __cinit__(self, int kind, specials=()):
+        cdef bytes t
+        cdef Py_ssize_t k
+        cdef Slot empty
+        self.kind = _kind(kind)
+        for k in range(256):
+            self.first[k] = 0
+        self.nfirst = 0
+        self.spec_off.push_back(0)
+        for t in specials:
+            if len(t) == 0:
+                raise ValueError("special tokens must not be empty")
+            if self.spec_off.size() > 1 and len(t) > self.spec_off.back() - self.spec_off[self.spec_off.size() - 2]:
+                raise ValueError("special tokens must be ordered longest first")
+            for k in range(len(t)):
+                self.spec_bytes.push_back(t[k])
+            self.spec_off.push_back(self.spec_bytes.size())
+            if not self.first[t[0]]:
+                self.first[t[0]] = 1
+                self.nfirst += 1
+                self.only_first = t[0]
+        empty.index = -1
+        empty.tag = 0
+        self.slots.assign(1024, empty)
+        self.mask = 1023
 
-cdef inline void counter_add(SpanCounter* t, Py_ssize_t start, Py_ssize_t length) noexcept nogil:
-    cdef const uint8_t* p = t.base + start
-    cdef uint64_t head = load_head(p, length, t.end)
-    cdef uint64_t h = hash_span(p, length, head, t.end)
-    cdef uint64_t pos = h & t.mask
-    cdef uint32_t tag = <uint32_t>(h >> 32)
-    cdef Slot* slot
-    cdef Span* span
-    cdef Span fresh
-    while True:
-        slot = &t.slots[pos]
-        if slot.index < 0:
-            break
-        if slot.tag == tag:
-            span = &t.spans[slot.index]
-            if span.length == length and span.head == head and (
-                    length <= 8 or memcmp(t.base + span.start + 8, p + 8, length - 8) == 0):
-                span.count += 1
-                return
-        pos = (pos + 1) & t.mask
-    fresh.start = start
-    fresh.length = length
-    fresh.count = 1
-    fresh.hash = h
-    fresh.head = head
-    slot.index = <int32_t>t.spans.size()
-    slot.tag = tag
-    t.spans.push_back(fresh)
-    if 2 * t.spans.size() > t.slots.size():
-        counter_grow(t)
+    def __len__(self):
+        return self.spans.size()
 
+    def total(self):
+        """The number of pre-tokens counted."""
+        return self.total_count
 
-cdef void count_range(SpanCounter* t, Py_ssize_t i, Py_ssize_t n, int kind) noexcept nogil:
-    """Count the pre-tokens of t.base[i:n], scanned as a text of its own."""
-    cdef const uint8_t* s = t.base
-    cdef Py_ssize_t e
-    # The scanners look no further than their end argument, so base[i:n] behaves as a separate text.
-    if kind == KIND_GPT2:
-        while i < n:
-            e = gpt2_next(s, i, n)
-            counter_add(t, i, e - i)
-            i = e
-    else:
-        while i < n:
-            e = gpt4_next(s, i, n)
-            counter_add(t, i, e - i)
-            i = e
+    def add(self, const uint8_t[::1] data):
+        """Count the pre-tokens of data, which must be valid UTF-8 (the caller checks) and start and end on
+        a character boundary. Returns self."""
+        cdef Py_ssize_t n = data.shape[0]
+        if n == 0:
+            return self
+        if self.busy:
+            raise RuntimeError("PretokenCounter.add called from two threads at once")
+        self.busy = True
+        with nogil:
+            self.add_buffer(&data[0], n)
+        self.busy = False
+        return self
+
+    def to_dict(self):
+        """dict[bytes, int] of the distinct pre-tokens, in order of first occurrence."""
+        cdef Py_ssize_t k
+        cdef Span* span
+        cdef const char* base = <const char*>self.arena.data()
+        out = {}
+        for k in range(<Py_ssize_t>self.spans.size()):
+            span = &self.spans[k]
+            out[PyBytes_FromStringAndSize(base + span.start, span.length)] = span.count
+        return out
+
+    def arrays(self):
+        """(tokens, offsets, counts): uint8 array of the distinct pre-tokens concatenated, int64 offsets
+        (token k is tokens[offsets[k]:offsets[k + 1]]) and int64 counts, in order of first occurrence."""
+        cdef Py_ssize_t k, m = self.spans.size(), size = 0
+        for k in range(m):
+            size += self.spans[k].length
+        tokens = np.empty(size, dtype=np.uint8)
+        offsets = np.empty(m + 1, dtype=np.int64)
+        counts = np.empty(m, dtype=np.int64)
+        cdef uint8_t[::1] tv = tokens
+        cdef int64_t[::1] ov = offsets, cv = counts
+        cdef Span* span
+        ov[0] = 0
+        for k in range(m):
+            span = &self.spans[k]
+            if span.length:
+                memcpy(&tv[ov[k]], self.arena.data() + span.start, span.length)
+            ov[k + 1] = ov[k] + span.length
+            cv[k] = span.count
+        return tokens, offsets, counts
+
+    cdef void add_buffer(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
+        """Cut s[0:n] at the special tokens (leftmost, then the first in the longest-first list) and count the
+        pieces between them."""
+        cdef Py_ssize_t pos = 0, piece = 0, k, nspec = <Py_ssize_t>self.spec_off.size() - 1
+        cdef const uint8_t* hit
+        cdef const uint8_t* tok
+        cdef int64_t tlen
+        if nspec == 0:
+            self.add_range(s, 0, n, s + n)
+            return
+        while pos < n:
+            if self.nfirst == 1:                                 # the usual case: one first byte, memchr for it
+                hit = <const uint8_t*>memchr(s + pos, self.only_first, n - pos)
+                if hit == NULL:
+                    break
+                pos = hit - s
+            elif not self.first[s[pos]]:
+                pos += 1
+                continue
+            tlen = 0
+            for k in range(nspec):
+                tok = self.spec_bytes.data() + self.spec_off[k]
+                if tok[0] == s[pos] and self.spec_off[k + 1] - self.spec_off[k] <= n - pos \
+                        and memcmp(tok, s + pos, self.spec_off[k + 1] - self.spec_off[k]) == 0:
+                    tlen = self.spec_off[k + 1] - self.spec_off[k]
+                    break
+            if tlen == 0:
+                pos += 1
+                continue
+            self.add_range(s, piece, pos, s + n)
+            pos += tlen
+            piece = pos
+        self.add_range(s, piece, n, s + n)
+
+    cdef void add_range(self, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, const uint8_t* end) noexcept nogil:
+        """Count the pre-tokens of s[i:n], scanned as a text of its own (the scanners look no further than n);
+        end is the end of the buffer, for reading whole words near n."""
+        cdef Py_ssize_t e
+        if self.kind == KIND_GPT2:
+            while i < n:
+                e = gpt2_next(s, i, n)
+                self.add_span(s + i, e - i, end)
+                i = e
+        else:
+            while i < n:
+                e = gpt4_next(s, i, n)
+                self.add_span(s + i, e - i, end)
+                i = e
+
+    cdef inline void add_span(self, const uint8_t* p, Py_ssize_t length, const uint8_t* end) noexcept nogil:
+        cdef uint64_t head = load_head(p, length, end)
+        cdef uint64_t h = hash_span(p, length, head, end)
+        cdef uint64_t pos = h & self.mask
+        cdef uint32_t tag = <uint32_t>(h >> 32)
+        cdef Slot* slot
+        cdef Span* span
+        cdef Span fresh
+        cdef size_t old
+        self.total_count += 1
+        while True:
+            slot = &self.slots[pos]
+            if slot.index < 0:
+                break
+            if slot.tag == tag:
+                span = &self.spans[slot.index]
+                if span.length == length and span.head == head and (
+                        length <= 8 or memcmp(self.arena.data() + span.start + 8, p + 8, length - 8) == 0):
+                    span.count += 1
+                    return
+            pos = (pos + 1) & self.mask
+        old = self.arena.size()
+        self.arena.resize(old + length)
+        memcpy(self.arena.data() + old, p, length)
+        fresh.start = old
+        fresh.length = length
+        fresh.count = 1
+        fresh.hash = h
+        fresh.head = head
+        slot.index = <int32_t>self.spans.size()
+        slot.tag = tag
+        self.spans.push_back(fresh)
+        if 2 * self.spans.size() > self.slots.size():
+            self.grow()
+
+    cdef void grow(self) noexcept nogil:
+        cdef Slot empty
+        empty.index = -1
+        empty.tag = 0
+        cdef size_t size = self.slots.size() * 2, k
+        cdef uint64_t mask = size - 1, pos
+        self.slots.assign(size, empty)
+        self.mask = mask
+        for k in range(self.spans.size()):
+            pos = self.spans[k].hash & mask
+            while self.slots[pos].index >= 0:
+                pos = (pos + 1) & mask
+            self.slots[pos].index = <int32_t>k
+            self.slots[pos].tag = <uint32_t>(self.spans[k].hash >> 32)
 
 
 def count(const uint8_t[::1] data, int kind, specials=()):
-    """dict[bytes, int] of the pre-tokens of valid UTF-8 data, in order of first occurrence.
-
-    specials: bytes objects, longest first; data is cut at each leftmost occurrence of one (the first in the
-    list that matches there), the special tokens themselves are not counted, and each piece between them is
-    scanned as a text of its own (as split_on_specials + regex.findall per piece would).
-    """
-    _kind(kind)
-    cdef Py_ssize_t n = data.shape[0], k, nspec = len(specials), pos, piece, cand
-    if n == 0:
-        return {}
-    cdef const uint8_t* s = &data[0]
-    cdef vector[int64_t] spec_off
-    cdef vector[uint8_t] spec_bytes
-    cdef uint8_t first[256]
-    cdef const uint8_t* hit
-    cdef const uint8_t* tok
-    cdef int64_t tlen
-    cdef int nfirst = 0
-    cdef uint8_t only_first = 0
-    cdef bytes t
-    for k in range(256):
-        first[k] = 0
-    spec_off.push_back(0)
-    for t in specials:
-        if len(t) == 0:
-            raise ValueError("special tokens must not be empty")
-        if spec_off.size() > 1 and len(t) > spec_off.back() - spec_off[spec_off.size() - 2]:
-            raise ValueError("special tokens must be ordered longest first")
-        for k in range(len(t)):
-            spec_bytes.push_back(t[k])
-        spec_off.push_back(spec_bytes.size())
-        if not first[t[0]]:
-            first[t[0]] = 1
-            nfirst += 1
-            only_first = t[0]
-    cdef SpanCounter table
-    counter_init(&table, s, n)
-    with nogil:
-        if nspec == 0:
-            count_range(&table, 0, n, kind)
-        else:
-            pos = 0
-            piece = 0
-            while pos < n:
-                if nfirst == 1:                                  # the usual case: one first byte, memchr for it
-                    hit = <const uint8_t*>memchr(s + pos, only_first, n - pos)
-                    if hit == NULL:
-                        break
-                    pos = hit - s
-                elif not first[s[pos]]:
-                    pos += 1
-                    continue
-                tlen = 0
-                for k in range(nspec):
-                    tok = spec_bytes.data() + spec_off[k]
-                    if tok[0] == s[pos] and spec_off[k + 1] - spec_off[k] <= n - pos \
-                            and memcmp(tok, s + pos, spec_off[k + 1] - spec_off[k]) == 0:
-                        tlen = spec_off[k + 1] - spec_off[k]
-                        break
-                if tlen == 0:
-                    pos += 1
-                    continue
-                count_range(&table, piece, pos, kind)
-                pos += tlen
-                piece = pos
-            count_range(&table, piece, n, kind)
-    out = {}
-    cdef Span* span
-    for k in range(<Py_ssize_t>table.spans.size()):
-        span = &table.spans[k]
-        out[PyBytes_FromStringAndSize(<const char*>s + span.start, span.length)] = span.count
-    return out
+    """dict[bytes, int] of the pre-tokens of valid UTF-8 data, in order of first occurrence; specials (bytes,
+    longest first) cut the data and are not counted. See PretokenCounter."""
+    return PretokenCounter(kind, specials).add(data).to_dict()

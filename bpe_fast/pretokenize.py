@@ -7,6 +7,7 @@ goes to `regex`. The scanner classifies code points with bpe_fast/_unicode_table
 from `regex` by tools/gen_unicode_table.py; if the installed `regex` disagrees with it (or the extension is
 not built), every function here falls back to `regex` with a warning rather than differ.
 """
+import codecs
 import hashlib
 import warnings
 from collections import Counter
@@ -90,24 +91,64 @@ def count_chunk(data, special_regex=None, pattern=GPT2_PATTERN, errors="strict")
     >>> count_chunk(b"a cat<|endoftext|>a cat", special_regex=regex.compile(r"<\\|endoftext\\|>"))
     {b'a': 2, b' cat': 2}
     """
-    kind = native_kind(pattern)
-    if kind and isinstance(data, (bytes, bytearray)):
-        if errors == "strict":
-            _check_utf8(data)
-            utf8 = data
-        else:
-            utf8 = _utf8_or_none(data.decode("utf-8", errors))     # errors="surrogateescape" can give None
-        specials = _special_tokens_of(special_regex)
-        if utf8 is not None and specials is not None:
-            return _scan.count(utf8, kind, specials)
-    from .specials import split_on_specials
+    return ChunkCounter(special_regex, pattern, errors).add(data).to_dict()
 
-    text = data.decode("utf-8", errors)
-    counts = Counter()
-    for piece, is_special in split_on_specials(text, special_regex):
-        if not is_special:
-            count_pretokens_text(piece, pattern, counts)
-    return dict(counts)
+
+class ChunkCounter:
+    """count_chunk for many chunks, added up as it goes: the native scanner counts into one native table and
+    Python objects are made once, for the distinct pre-tokens, by to_dict() or arrays().
+
+    >>> counter = ChunkCounter(special_regex=regex.compile(r"<\\|e\\|>"))
+    >>> counter.add(b"a b<|e|>a b").add(b" b").to_dict()
+    {b'a': 2, b' b': 3}
+    """
+
+    def __init__(self, special_regex=None, pattern=GPT2_PATTERN, errors="strict"):
+        codecs.lookup_error(errors)                           # an unknown error handler fails here
+        self.pattern, self.special_regex, self.errors = resolve_pattern(pattern), special_regex, errors
+        compiled_pattern(self.pattern)
+        kind = native_kind(self.pattern)
+        specials = _special_tokens_of(special_regex) if kind else None
+        self._native = _scan.PretokenCounter(kind, specials) if specials is not None else None
+        self._counts = Counter()                              # what only `regex` could count
+
+    def add(self, data):
+        """Count the pre-tokens of one chunk (bytes, as count_chunk takes them). Returns self."""
+        if self._native is not None and isinstance(data, (bytes, bytearray)):
+            if self.errors == "strict":
+                _check_utf8(data)
+                utf8 = data
+            else:
+                utf8 = _utf8_or_none(data.decode("utf-8", self.errors))   # "surrogateescape" can give None
+            if utf8 is not None:
+                self._native.add(utf8)
+                return self
+        from .specials import split_on_specials
+
+        for piece, is_special in split_on_specials(data.decode("utf-8", self.errors), self.special_regex):
+            if not is_special:
+                count_pretokens_text(piece, self.pattern, self._counts)
+        return self
+
+    def to_dict(self):
+        """dict[bytes, int] of the distinct pre-tokens counted so far."""
+        if self._native is None:
+            return dict(self._counts)
+        out = self._native.to_dict()
+        for word, n in self._counts.items():
+            out[word] = out.get(word, 0) + n
+        return out
+
+    def arrays(self):
+        """(tokens, offsets, counts): the distinct pre-tokens concatenated (uint8), int64 offsets with token k
+        = tokens[offsets[k]:offsets[k + 1]], and their int64 counts."""
+        if self._native is not None and not self._counts:
+            return self._native.arrays()
+        counts = self.to_dict()
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum([len(w) for w in counts], out=offsets[1:])
+        return (np.frombuffer(b"".join(counts), dtype=np.uint8).copy(), offsets,
+                np.fromiter(counts.values(), dtype=np.int64, count=len(counts)))
 
 
 # ------------------------------------------------------------------------------------------ native scanner

@@ -247,6 +247,30 @@ def test_count_chunk_equals_regex_counts(parts, specials, pattern):
     assert counts == oracle_counts(text, [], pattern)
 
 
+@settings(max_examples=100, deadline=None)
+@given(chunks=st.lists(texts, max_size=5), specials=st.lists(st.sampled_from(SPECIALS), unique=True, max_size=3),
+       pattern=st.sampled_from(PATTERNS + [r"\w+|\W"]))
+def test_chunk_counter_adds_up_chunks(chunks, specials, pattern):
+    counter = P.ChunkCounter(special_regex(specials), pattern)
+    want = Counter()
+    for chunk in chunks:
+        assert counter.add(chunk.encode()) is counter
+        want += oracle_counts(chunk, specials, pattern)
+    assert counter.to_dict() == dict(want)
+    tokens, offsets, counts = counter.arrays()
+    got = {bytes(tokens[offsets[k]:offsets[k + 1]]): int(counts[k]) for k in range(len(counts))}
+    assert got == dict(want) and tokens.dtype.name == "uint8" and offsets.dtype.name == counts.dtype.name == "int64"
+
+
+def test_chunk_counter_worked_example():
+    # Two chunks, one special token: "a", " b" | "a", " b" | " b" -> a: 2, " b": 3, in order of first sight.
+    counter = P.ChunkCounter(special_regex(["<|e|>"]))
+    counter.add(b"a b<|e|>a b").add(bytearray(b" b"))
+    assert list(counter.to_dict().items()) == [(b"a", 2), (b" b", 3)]
+    with pytest.raises(LookupError):
+        P.ChunkCounter(errors="no-such-handler")
+
+
 @FUZZ
 @given(prefix=texts, junk=st.binary(min_size=1, max_size=6), suffix=texts, pattern=st.sampled_from(PATTERNS))
 def test_bad_bytes(prefix, junk, suffix, pattern):
