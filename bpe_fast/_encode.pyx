@@ -70,6 +70,29 @@ cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n) noexcept nogil:
     return mix64(h)
 
 
+cdef class IdBuffer:
+    """A growing int32 buffer of ids, one per encode call (so threads sharing a tokenizer don't mix)."""
+
+    cdef vector[int32_t] ids
+
+    def push(self, int32_t token_id):
+        """Append one id (a special token's)."""
+        self.ids.push_back(token_id)
+
+    def __len__(self):
+        return self.ids.size()
+
+    def take(self):
+        """The ids as a new int32 NumPy array; the buffer is emptied."""
+        cdef Py_ssize_t n = self.ids.size()
+        arr = np.empty(n, dtype=np.int32)
+        cdef int32_t[::1] view = arr
+        if n:
+            memcpy(&view[0], self.ids.data(), n * sizeof(int32_t))
+        self.ids.clear()
+        return arr
+
+
 cdef class BPECore:
     """Tables built once from the ranks and the vocabulary; encodes pre-tokens into an int32 buffer."""
 
@@ -96,7 +119,6 @@ cdef class BPECore:
     cdef vector[int64_t] offsets            # id -> start in pool; offsets[id + 1] - offsets[id] is its length
     cdef vector[uint8_t] known              # id -> 1 if the id has bytes
 
-    cdef vector[int32_t] out                # ids encoded so far (take() hands them over)
     cdef vector[int32_t] scratch
 
     def __cinit__(self, const int32_t[::1] byte_ids, const uint8_t[::1] ranked_pool,
@@ -395,11 +417,12 @@ cdef class BPECore:
 
     # ------------------------------------------------------------------------------------------ encoding
 
-    def encode_pretokens(self, const uint8_t[::1] data, const int64_t[::1] bounds, Py_ssize_t stop=-1):
-        """Append the ids of the pre-tokens data[bounds[k]:bounds[k+1]] for k < stop (default: all) to the
-        output buffer. Returns the number of ids appended."""
+    def encode_pretokens(self, IdBuffer out, const uint8_t[::1] data, const int64_t[::1] bounds,
+                         Py_ssize_t stop=-1):
+        """Append to `out` the ids of the pre-tokens data[bounds[k]:bounds[k+1]] for k < stop (default: all).
+        Returns the number of ids appended."""
         cdef Py_ssize_t n_bounds = bounds.shape[0]
-        cdef Py_ssize_t k, s, e, n, count, before = self.out.size()
+        cdef Py_ssize_t k, s, e, n, count, before = out.ids.size()
         cdef const uint8_t* base
         cdef const uint8_t* p
         cdef const PieceSlot* slot
@@ -425,45 +448,25 @@ cdef class BPECore:
                 id_ = self.byte_ids[p[0]]
                 if id_ < 0:
                     raise ValueError(f"byte 0x{p[0]:02x} has no token in the vocabulary")
-                self.out.push_back(id_)
+                out.ids.push_back(id_)
                 continue
             if n <= self.lookup_limit:
                 h = hash_bytes(p, n)
                 slot = self._find(h, p, n)
                 if slot != NULL:
                     if slot.n_ids == 1:
-                        self.out.push_back(<int32_t>slot.value)
+                        out.ids.push_back(<int32_t>slot.value)
                     else:
-                        self.out.insert(self.out.end(), self.cached_ids.data() + slot.value,
-                                        self.cached_ids.data() + slot.value + slot.n_ids)
+                        out.ids.insert(out.ids.end(), self.cached_ids.data() + slot.value,
+                                       self.cached_ids.data() + slot.value + slot.n_ids)
                     continue
             if <Py_ssize_t>self.scratch.size() < n:
                 self.scratch.resize(n)
             count = self._merge(p, n, self.scratch.data())
-            self.out.insert(self.out.end(), self.scratch.data(), self.scratch.data() + count)
+            out.ids.insert(out.ids.end(), self.scratch.data(), self.scratch.data() + count)
             if n <= MAX_CACHED_PIECE:
                 self._cache(h, p, n, self.scratch.data(), count)
-        return self.out.size() - before
-
-    def push(self, int32_t token_id):
-        """Append one id (a special token's) to the output buffer."""
-        self.out.push_back(token_id)
-
-    def take(self):
-        """The output buffer as a new int32 NumPy array; the buffer is emptied."""
-        cdef Py_ssize_t n = self.out.size()
-        arr = np.empty(n, dtype=np.int32)
-        cdef int32_t[::1] view = arr
-        if n:
-            memcpy(&view[0], self.out.data(), n * sizeof(int32_t))
-        self.out.clear()
-        if self.out.capacity() > (1 << 24):         # don't keep a huge buffer alive between calls
-            self.out.shrink_to_fit()
-        return arr
-
-    def discard(self):
-        """Empty the output buffer (after an error)."""
-        self.out.clear()
+        return out.ids.size() - before
 
     # ------------------------------------------------------------------------------------------ decoding
 

@@ -21,7 +21,7 @@ import numpy as np
 import regex
 
 from . import formats
-from ._encode import BPECore
+from ._encode import BPECore, IdBuffer
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
 from .pretokenize import compiled_pattern, pretoken_boundaries
 from .specials import check_special_tokens, special_regex, split_on_specials
@@ -236,48 +236,42 @@ class Tokenizer:
 
     def _encode_all(self, text):
         core = self._core
-        try:
-            for piece, is_special in split_on_specials(text, self._special_rx):
-                if is_special:
-                    core.push(self._special_ids[piece])
-                else:
-                    data = piece.encode("utf-8")
-                    core.encode_pretokens(data, pretoken_boundaries(data, self._pattern))
-            return core.take()
-        except BaseException:
-            core.discard()
-            raise
+        out = IdBuffer()
+        for piece, is_special in split_on_specials(text, self._special_rx):
+            if is_special:
+                out.push(self._special_ids[piece])
+            else:
+                data = piece.encode("utf-8")
+                core.encode_pretokens(out, data, pretoken_boundaries(data, self._pattern))
+        return out.take()
 
     def _encode_finished(self, text):
         """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""
         core = self._core
+        out = IdBuffer()
         rx = self._special_rx
         pos = 0
-        try:
-            while True:
-                undecided = self._special_prefix_start(text, pos)
-                m = rx.search(text, pos) if rx is not None else None
-                if m is None or m.start() >= undecided:
-                    break
-                # A match starting before `undecided` is final: no longer special token can start there.
-                if m.start() > pos:
-                    data = text[pos:m.start()].encode("utf-8")
-                    core.encode_pretokens(data, pretoken_boundaries(data, self._pattern))
-                core.push(self._special_ids[m.group()])
-                pos = m.end()
-            # text[pos:undecided] is ordinary text that may continue past `undecided`.
-            data = text[pos:undecided].encode("utf-8")
-            cut = 0
-            if data:
-                bounds = pretoken_boundaries(data, self._pattern)
-                k = self._safe_cut(data, bounds)
-                if k > 0:
-                    core.encode_pretokens(data, bounds, k)
-                    cut = int(bounds[k])
-            ids = core.take()
-        except BaseException:
-            core.discard()
-            raise
+        while True:
+            undecided = self._special_prefix_start(text, pos)
+            m = rx.search(text, pos) if rx is not None else None
+            if m is None or m.start() >= undecided:
+                break
+            # A match starting before `undecided` is final: no longer special token can start there.
+            if m.start() > pos:
+                data = text[pos:m.start()].encode("utf-8")
+                core.encode_pretokens(out, data, pretoken_boundaries(data, self._pattern))
+            out.push(self._special_ids[m.group()])
+            pos = m.end()
+        # text[pos:undecided] is ordinary text that may continue past `undecided`.
+        data = text[pos:undecided].encode("utf-8")
+        cut = 0
+        if data:
+            bounds = pretoken_boundaries(data, self._pattern)
+            k = self._safe_cut(data, bounds)
+            if k > 0:
+                core.encode_pretokens(out, data, bounds, k)
+                cut = int(bounds[k])
+        ids = out.take()
         rest = data[cut:].decode("utf-8") + text[undecided:] if cut else text[pos:]
         return ids, rest
 
@@ -296,31 +290,29 @@ class Tokenizer:
         """The largest k such that cutting `data` (UTF-8 ordinary text that may continue) at bounds[k] leaves
         the pre-tokens before the cut unchanged whatever follows; 0 if there is none.
 
-        For GPT-2's and GPT-4's patterns a pre-token starting at p is decided by the characters from p up to
-        the one after its end, except that (1) a whitespace alternative reads the whole whitespace run, and
-        (2) the contractions read up to two characters after an apostrophe. So a cut c is safe when c is not
-        the end of the data, no pre-token before c starts in the trailing whitespace run, and the pre-token
-        before c is not an apostrophe less than two bytes from the end. Other patterns keep one pre-token
-        more (an assumption: their look-ahead is as short as these patterns').
+        For GPT-2's and GPT-4's patterns the pre-token starting at p is decided by the characters from p up to
+        the one after its end, except that (1) an alternative for whitespace reads the whole whitespace run
+        from p and the character after it, and (2) a contraction reads up to two characters after the
+        apostrophe. So the cut at the end c of a pre-token [p, c) is safe when c is not the end of the data,
+        p is not in the trailing whitespace run, and p is not an apostrophe less than two bytes from the end.
+        Other patterns keep one pre-token more (an assumption: their look-ahead is as short as these).
         """
         n = len(data)
         last = len(bounds) - 2          # the index of the last pre-token
         if self._pattern not in (GPT2_PATTERN, GPT4_PATTERN):
             last -= 1
-        # start of the trailing whitespace run, in bytes
-        tail_chars = data[-64:].decode("utf-8", "ignore")
-        m = _LAST_NON_SPACE.search(tail_chars)
-        if m is not None:
-            ws_start = n - len(tail_chars[m.end():].encode("utf-8"))
-        else:
-            text = data.decode("utf-8")
-            m = _LAST_NON_SPACE.search(text)
-            ws_start = 0 if m is None else n - len(text[m.end():].encode("utf-8"))
+        # the start of the trailing whitespace run, in bytes
+        tail = data[-64:].decode("utf-8", "ignore")
+        m = _LAST_NON_SPACE.search(tail)
+        if m is None and len(tail) < n:
+            tail = data.decode("utf-8")
+            m = _LAST_NON_SPACE.search(tail)
+        ws_start = n - len(tail[m.end():].encode("utf-8")) if m is not None else 0
         for k in range(last, 0, -1):
             c = int(bounds[k])
-            if c >= n or c > ws_start:
-                continue
             p = int(bounds[k - 1])
+            if c >= n or p >= ws_start:
+                continue
             if data[p] == 0x27 and p + 2 >= n:     # an apostrophe: "'l" + "l" is the contraction "'ll"
                 continue
             return k
@@ -423,7 +415,7 @@ def _check_merges(merges, vocab):
     return out
 
 
-def _build_core(vocab, merges, ids_of):
+def _build_core(vocab, merges, ids_of, **cache_bounds):
     byte_ids = np.array([ids_of.get(bytes([b]), -1) for b in range(256)], dtype=np.int32)
     ranked = {}                          # token -> first merge that made it; insertion order is rank order
     for a, b in merges:
@@ -443,7 +435,8 @@ def _build_core(vocab, merges, ids_of):
     decode_offsets = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(lengths, out=decode_offsets[1:])
     decode_pool = np.frombuffer(b"".join(vocab.get(i, b"") for i in range(size)), dtype=np.uint8)
-    return BPECore(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known)
+    return BPECore(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
+                   **cache_bounds)
 
 
 def _id_array(ids):

@@ -1,0 +1,697 @@
+"""bpe_fast.Tokenizer against the plain-Python oracle (tests/encode_oracle.py) and against tiktoken.
+
+The tokenizers here are built in the tests (by hand, or by the tiny trainer below on generated text); the
+GPT-2 tests use ../shared/fixtures and skip when it is absent.
+"""
+import io
+import json
+import os
+import pickle
+import random
+import threading
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import regex
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from bpe_fast import Tokenizer
+from bpe_fast.formats import FormatError
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
+from bpe_fast.tokenizer import _build_core
+from encode_oracle import (merge_pretoken_merge_list, merge_pretoken_tiktoken, oracle_encode, split_specials,
+                           token_ranks)
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+EOT = "<|endoftext|>"
+FEW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SOME = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+BYTES = {i: bytes([i]) for i in range(256)}
+
+
+def byte_vocab(*tokens):
+    """The 256 single bytes, then `tokens` (bytes) with ids 256, 257, ..."""
+    vocab = dict(BYTES)
+    for t in tokens:
+        vocab[len(vocab)] = t
+    return vocab
+
+
+# ------------------------------------------------------------------------------------- generated text
+
+WORDS = (
+    "the quick brown fox jumps over lazy dogs and a cat sat on the mat once upon a time there was "
+    "Straße Größe über schön naïve café façade déjà vu 東京 日本語 我能吞下玻璃 한국어 안녕하세요 "
+    "Привет мир съешь ещё Ελληνικά αλφάβητο مرحبا بالعالم שלום עולם हिन्दी नमस्ते "
+    "😀 🎉🎉 👩‍👩‍👧 ✨ 🇫🇷 I'm don't we'll they've she'd it's 'S 'LL O'Neil "
+    "12 345 6789 2024 3.14159 ٣٤٥ १२३ ½ x² aaaaaaaa abababab ---- ... !!! ?! $5 #tag @me "
+).split()
+SEPARATORS = [" ", " ", " ", " ", "  ", "   ", "\t", "\n", "\r\n", "\r", "\n\n", " \n", "   \n ", ", ", ". ",
+              "\u00a0", "\u3000", "\u2028"]
+
+
+def make_text(seed, n_words=400, specials=()):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n_words):
+        out.append(rng.choice(WORDS))
+        out.append(rng.choice(SEPARATORS))
+        if specials and rng.random() < 0.04:
+            out.append(rng.choice(specials))
+    return "".join(out)
+
+
+def tiny_train(text, n_merges, special_tokens=(), pattern=GPT2_PATTERN):
+    """Byte-level BPE training, plainly: recount all pairs, merge the most frequent (ties: greatest pair)."""
+    vocab = dict(BYTES)
+    for tok in special_tokens:
+        vocab[len(vocab)] = tok.encode("utf-8")
+    words = Counter()
+    for piece, is_special in split_specials(text, special_tokens):
+        if not is_special:
+            for p in regex.findall(pattern, piece):
+                words[tuple(bytes([b]) for b in p.encode("utf-8"))] += 1
+    merges = []
+    for _ in range(n_merges):
+        pairs = Counter()
+        for word, n in words.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] += n
+        if not pairs:
+            break
+        pair = max(pairs, key=lambda p: (pairs[p], p))
+        merges.append(pair)
+        vocab[len(vocab)] = pair[0] + pair[1]
+        merged = Counter()
+        for word, n in words.items():
+            out, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+                    out.append(pair[0] + pair[1])
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            merged[tuple(out)] += n
+        words = merged
+    return vocab, merges
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """(vocab, merges) trained on generated text with <|endoftext|> as special token (id 256)."""
+    return tiny_train(make_text(0, 3000, specials=[EOT]), 300, [EOT])
+
+
+@pytest.fixture(scope="module")
+def tok(trained):
+    return Tokenizer(*trained, special_tokens=[EOT])
+
+
+@pytest.fixture(scope="module")
+def tok4(trained):
+    return Tokenizer(*trained, special_tokens=[EOT], pattern=GPT4_PATTERN)
+
+
+# Hypothesis: text drawn from fragments that stress the pattern and the specials, and any code points.
+fragments = st.one_of(
+    st.sampled_from(WORDS),
+    st.sampled_from(SEPARATORS),
+    st.sampled_from([EOT, "<|", "|>", "<|endoftext", "'", "'l", "l", "ll", "'ve", "\r", "\n", "   ", "\t\t"]),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=6),
+)
+texts = st.lists(fragments, max_size=40).map("".join)
+
+
+def oracle(tok, text, rule="tiktoken"):
+    return oracle_encode(text, dict(tok.vocab), list(tok.merges), list(tok.special_tokens), tok.pattern, rule)
+
+
+# ------------------------------------------------------------------------------------- worked examples
+
+def test_merge_worked_example():
+    # "hello" with merges (h,e), (l,l), (he,ll), (hell,o):
+    # h e l l o -> pairs: he=0, el=-, ll=1, lo=-  -> join he (rank 0): he l l o
+    # he l l o  -> pairs: hel=-, ll=1, lo=-       -> join ll (rank 1): he ll o
+    # he ll o   -> pairs: hell=2, llo=-           -> join hell (rank 2): hell o
+    # hell o    -> hello=3                        -> hello
+    vocab = byte_vocab(b"he", b"ll", b"hell", b"hello")
+    tok = Tokenizer(vocab, [(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b"hell", b"o")])
+    assert tok.encode("hello") == [259]
+    assert tok.encode("hell") == [258]
+    assert tok.encode("helo") == [256, ord("l"), ord("o")]
+    assert tok.encode(" hello") == [32, 259]  # " hello" is one pre-token, but " h" is no token
+
+
+def test_ties_go_left():
+    # "aaa" with the single merge (a, a): both pairs have rank 0, the left one is joined: [aa, a].
+    tok = Tokenizer(byte_vocab(b"aa"), [(b"a", b"a")])
+    assert tok.encode("aaa") == [256, 97]
+    assert tok.encode("aaaaa") == [256, 256, 97]
+
+
+def test_tiktoken_rule_joins_any_two_parts_of_a_ranked_token():
+    # merges (b,c) -> bc, (a,b) -> ab, (ab,c) -> abc. For "abc": bc (rank 0) is joined first: a bc.
+    # tiktoken then joins a + bc because their concatenation "abc" is a ranked token (rank 2);
+    # the literal merge list would stop at [a, bc], since (a, bc) is not a merge.
+    vocab = byte_vocab(b"bc", b"ab", b"abc")
+    merges = [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")]
+    tok = Tokenizer(vocab, merges)
+    assert tok.encode("abc") == [258]
+    assert merge_pretoken_tiktoken(b"abc", token_ranks(merges)) == [b"abc"]
+    assert merge_pretoken_merge_list(b"abc", merges) == [b"a", b"bc"]
+    tiktoken = pytest.importorskip("tiktoken")
+    ranks = {vocab[i]: i for i in vocab}
+    enc = tiktoken.Encoding("t", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    assert enc.encode("abc") == [258]
+
+
+def test_long_pieces_use_the_heap_and_agree(tok):
+    # pieces over 128 bytes merge with a heap; the result must equal the oracle's quadratic loop
+    for text in ["ab" * 300, "a" * 1000, "abababab" * 40 + "aaaaaaaa" * 40, "the" * 200, "😀" * 100, "1" * 999]:
+        assert tok.encode(text) == oracle(tok, text)
+
+
+@FEW
+@given(st.text(alphabet="abtheo ", min_size=100, max_size=600))
+def test_merge_kernel_large_and_small_equal_oracle(tok, piece):
+    data = piece.encode()
+    expect = [tok._ids_of[p] for p in merge_pretoken_tiktoken(data, token_ranks(tok.merges))]
+    assert tok._core.merge_bytes(data) == expect
+
+
+def test_small_cache_resets_and_stays_correct(trained):
+    tok = Tokenizer(*trained, special_tokens=[EOT])
+    tok._core = _build_core(tok._vocab, tok._merges, tok._ids_of, cache_entries=8, cache_bytes=200)
+    text = make_text(5, 1500, specials=[EOT])
+    assert tok.encode(text) == oracle(tok, text)
+    assert tok._core.stats()["cache_resets"] > 10
+    tok._core = _build_core(tok._vocab, tok._merges, tok._ids_of, cache_entries=0)
+    assert tok.encode(text) == oracle(tok, text)
+
+
+def test_every_ranked_token_encodes_to_itself(tok):
+    for i, token in tok.vocab.items():
+        if len(token) > 1 and i != tok.special_tokens[EOT] and tok._ids_of[token] == i:
+            assert tok._core.merge_bytes(token) == [i]
+
+
+# ------------------------------------------------------------------------------------- against the oracle
+
+@pytest.mark.parametrize("seed", range(3))
+def test_generated_text_equals_oracle(tok, tok4, seed):
+    text = make_text(seed + 100, 600, specials=[EOT])
+    assert tok.encode(text) == oracle(tok, text)
+    assert tok4.encode(text) == oracle(tok4, text)
+
+
+@SOME
+@given(texts)
+def test_encode_equals_oracle(tok, text):
+    assert tok.encode(text) == oracle(tok, text)
+
+
+@FEW
+@given(texts)
+def test_encode_gpt4_pattern_equals_oracle(tok4, text):
+    assert tok4.encode(text) == oracle(tok4, text)
+
+
+@FEW
+@given(texts)
+def test_trained_merges_same_under_both_rules(tok, text):
+    # For tokenizers made by BPE training, tiktoken's rule and the literal merge list agree.
+    assert oracle(tok, text, "tiktoken") == oracle(tok, text, "merge-list")
+
+
+def test_custom_pattern(trained):
+    tok = Tokenizer(*trained, pattern=r"\S+|\s+")
+    text = make_text(7, 300)
+    assert tok.encode(text) == oracle(tok, text)
+
+
+def test_against_tiktoken_without_fixtures(trained, tok, tok4):
+    tiktoken = pytest.importorskip("tiktoken")
+    vocab, merges = trained
+    ranks = {}
+    for i in sorted(vocab):
+        if i != 256:                       # 256 is the special token
+            ranks.setdefault(vocab[i], i)  # a token made twice keeps its first id, as in the Tokenizer
+    for pattern, t in ((GPT2_PATTERN, tok), (GPT4_PATTERN, tok4)):
+        enc = tiktoken.Encoding("trained", pat_str=pattern, mergeable_ranks=ranks, special_tokens={EOT: 256})
+        for seed in range(3):
+            text = make_text(seed + 200, 500, specials=[EOT])
+            assert t.encode(text) == enc.encode(text, allowed_special="all")
+
+
+# ------------------------------------------------------------------------------------- special tokens
+
+def test_special_tokens_longest_first(trained):
+    double = EOT + EOT
+    tok = Tokenizer(*trained, special_tokens=[EOT, double])
+    ids = tok.special_tokens
+    assert ids[EOT] == 256 and ids[double] == max(trained[0]) + 1   # EOT is in the vocab; the double is new
+    assert tok.encode(double) == [ids[double]]
+    assert tok.encode(EOT * 3) == [ids[double], ids[EOT]]
+    assert tok.encode("a" + EOT + "b" + double) == oracle(tok, "a" + EOT + "b" + double)
+    assert tok.decode(tok.encode(EOT * 3 + "x")) == EOT * 3 + "x"
+
+
+def test_special_tokens_next_to_each_other_and_inside_words(tok):
+    for text in [EOT + EOT, "hel" + EOT + "lo", " the" + EOT + " cat", EOT, "a" + EOT, EOT + " ",
+                 "<|endoftext|" + EOT + "|>", "<" + EOT + ">"]:
+        ids = tok.encode(text)
+        assert ids == oracle(tok, text)
+        assert ids.count(256) == text.count(EOT)
+        assert tok.decode(ids) == text
+
+
+def test_without_special_tokens_eot_is_text(trained):
+    tok = Tokenizer(*trained)
+    ids = tok.encode(EOT)
+    assert 256 not in ids and len(ids) > 1
+    assert ids == oracle(tok, EOT)
+    assert tok.decode(ids) == EOT
+
+
+def test_special_token_ids_from_vocab_or_appended():
+    vocab = byte_vocab(b"<|x|>")
+    tok = Tokenizer(vocab, [], special_tokens=["<|x|>", "<|y|>", "é"])
+    assert tok.special_tokens == {"<|x|>": 256, "<|y|>": 257, "é": 258}
+    assert tok.vocab[257] == b"<|y|>" and tok.vocab_size == 259
+    assert 257 not in vocab  # the caller's dict is not changed
+    with pytest.raises(ValueError, match="duplicate special token"):
+        Tokenizer(vocab, [], special_tokens=["<|x|>", "<|x|>"])
+    with pytest.raises(TypeError):
+        Tokenizer(vocab, [], special_tokens="<|x|>")
+
+
+# ------------------------------------------------------------------------------------- edge cases
+
+EDGE_CASES = ["", "a", "é", "😀", "👩‍👩‍👧", " ", "  ", "   ", "\n", "\r\n", "\t \n ", "hello   ", "hello\n\n",
+              "   hello", "a  b   c    d", "it's we'll 'LL", "1234567", "\u00a0\u00a0x", "\u2028", "\x00\x01",
+              "x" * 1000, " " * 1000, "\n" * 50 + "a", EOT, EOT + EOT, "a" + EOT + "b", EOT + " " + EOT]
+
+
+@pytest.mark.parametrize("text", EDGE_CASES)
+def test_edge_cases(tok, tok4, text):
+    for t in (tok, tok4):
+        ids = t.encode(text)
+        assert ids == oracle(t, text)
+        assert t.decode(ids) == text
+
+
+def test_lone_surrogates_are_replaced_as_tiktoken_does(tok):
+    assert tok.encode("a\ud800b") == tok.encode("a\ufffdb")
+    assert list(tok.encode_iterable(["a\ud800", "b"])) == tok.encode("a\ufffdb")
+
+
+# ------------------------------------------------------------------------------------- NumPy output
+
+def test_encode_to_numpy(tok):
+    text = make_text(3, 200, specials=[EOT])
+    ids = tok.encode(text)
+    arr = tok.encode_to_numpy(text)
+    assert arr.dtype == np.int32 and arr.tolist() == ids
+    for dtype in (np.uint16, np.uint32, np.int64, "uint16"):
+        a = tok.encode_to_numpy(text, dtype=dtype)
+        assert a.dtype == np.dtype(dtype) and a.tolist() == ids
+    assert tok.encode_to_numpy("").shape == (0,)
+
+
+def test_uint16_needs_a_vocab_that_fits():
+    vocab = byte_vocab()
+    vocab[70000] = b"<big>"
+    tok = Tokenizer(vocab, [])
+    with pytest.raises(ValueError, match="70000.*uint16"):
+        tok.encode_to_numpy("a", dtype=np.uint16)
+    assert tok.encode_to_numpy("a", dtype=np.uint32).tolist() == [97]
+    with pytest.raises(ValueError):
+        tok.encode_to_numpy("a", dtype=np.float32)
+
+
+def test_wrong_argument_types(tok):
+    with pytest.raises(TypeError):
+        tok.encode(b"bytes")
+    with pytest.raises(TypeError):
+        tok.encode(None)
+    with pytest.raises(TypeError):
+        list(tok.encode_iterable("a string"))
+    with pytest.raises(TypeError):
+        list(tok.encode_iterable([b"bytes"]))
+
+
+# ------------------------------------------------------------------------------------- decode
+
+def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
+    assert tok.decode([]) == ""
+    assert tok.decode([0xE2, 0x82]) == "\ufffd"   # a cut UTF-8 sequence
+    assert tok.decode(np.array([104, 105], dtype=np.uint16)) == "hi"
+    assert tok.decode(np.array([104, 105], dtype=np.int64)) == "hi"
+    assert tok.decode((104, 105)) == "hi"
+    assert tok.decode(iter([104, 105])) == "hi"
+    with pytest.raises(ValueError, match="-1"):
+        tok.decode([104, -1])
+    with pytest.raises(ValueError, match="123456"):
+        tok.decode([123456])
+    with pytest.raises(ValueError, match=str(2**70)):
+        tok.decode([104, 2**70])
+    with pytest.raises(ValueError, match=str(2**64 - 1)):
+        tok.decode(np.array([2**64 - 1], dtype=np.uint64))
+    with pytest.raises(TypeError):
+        tok.decode([1.5])
+    with pytest.raises(TypeError):
+        tok.decode(["a"])
+    sparse = Tokenizer({**BYTES, 300: b"xyz"}, [])
+    assert sparse.decode([300, 97]) == "xyza"
+    with pytest.raises(ValueError, match="299"):
+        sparse.decode([299])
+
+
+@SOME
+@given(st.text())
+def test_round_trip(tok, text):
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    assert tok.decode(tok.encode(text)) == text
+
+
+@FEW
+@given(texts)
+def test_round_trip_gpt4(tok4, text):
+    assert tok4.decode(tok4.encode(text)) == text
+
+
+# ------------------------------------------------------------------------------------- encode_iterable
+
+def cut(text, points):
+    points = sorted(set(p % (len(text) + 1) for p in points))
+    return [text[a:b] for a, b in zip([0] + points, points + [len(text)])]
+
+
+@SOME
+@given(texts, st.lists(st.integers(min_value=0, max_value=10**6), max_size=12))
+def test_encode_iterable_any_cuts(tok, text, points):
+    chunks = cut(text, points)
+    assert list(tok.encode_iterable(chunks)) == tok.encode(text)
+
+
+@FEW
+@given(texts, st.lists(st.integers(min_value=0, max_value=10**6), max_size=12))
+def test_encode_iterable_any_cuts_gpt4(tok4, text, points):
+    assert list(tok4.encode_iterable(cut(text, points))) == tok4.encode(text)
+
+
+@FEW
+@given(texts, st.lists(st.integers(min_value=0, max_value=10**6), max_size=8))
+def test_encode_iterable_any_cuts_custom_pattern(trained, text, points):
+    tok = Tokenizer(*trained, special_tokens=[EOT], pattern=r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+|\S|\s+")
+    assert list(tok.encode_iterable(cut(text, points))) == tok.encode(text)
+
+
+@FEW
+@given(texts, st.lists(st.integers(min_value=0, max_value=10**6), max_size=8))
+@example(text="a   b", points=[3])
+def test_encode_iterable_trailing_whitespace_lookahead(trained, text, points):
+    # With this pattern a whitespace run is one pre-token only if something follows it: "a   " is
+    # "a", " ", " ", " " but "a   b" is "a", "   ", "b". A cut inside the trailing run is never safe.
+    tok = Tokenizer(*trained, pattern=r"\S+|\s+(?=\S)|\s")
+    assert list(tok.encode_iterable(cut(text, points))) == tok.encode(text)
+
+
+@pytest.mark.parametrize("chunks", [
+    ["a   ", "  b"],                      # inside a whitespace run
+    ["a ", " ", " ", "b"],
+    ["x\r", "\ny"],                       # between \r and \n
+    ["x\r", "\n", "\r", "\n"],
+    ["a<|endo", "ftext|>b"],              # inside a special token
+    ["<", "|", "endoftext|", ">"],
+    ["<|endoftext|", "x>"],               # a prefix that turns out not to be one
+    ["we'", "ll go"], ["we'l", "l go"], ["it'", "s"], ["'", "v", "e"],   # contractions
+    ["abc", "def"], ["12", "34"], ["hello", " ", "world"], ["😀", "😀"],
+    ["a\u00a0", "\u00a0b"], ["end  "], ["", "", "a"], [],
+])
+def test_encode_iterable_cuts(tok, tok4, chunks):
+    for t in (tok, tok4):
+        assert list(t.encode_iterable(chunks)) == t.encode("".join(chunks))
+        assert list(t.encode_iterable(iter(chunks))) == t.encode("".join(chunks))
+
+
+def test_encode_iterable_longest_special_across_chunks(trained):
+    double = EOT + EOT
+    tok = Tokenizer(*trained, special_tokens=[EOT, double])
+    text = "a" + EOT * 3 + "b" + EOT
+    for k in range(len(text) + 1):
+        for j in range(k, len(text) + 1, 7):
+            assert list(tok.encode_iterable([text[:k], text[k:j], text[j:]])) == tok.encode(text)
+    assert list(tok.encode_iterable(list(text))) == tok.encode(text)
+
+
+def test_encode_iterable_overlapping_specials():
+    # "ab" and "bcd": in "abcd" the leftmost match is "ab", even when "abc" arrives first
+    tok = Tokenizer(byte_vocab(), [], special_tokens=["ab", "bcd", "xyz"])
+    for chunks in (["ab", "cd"], ["abc", "d"], ["a", "bcd"], ["x", "abcd"], ["xa", "bcdx", "yz"]):
+        assert list(tok.encode_iterable(chunks)) == tok.encode("".join(chunks)) == oracle(tok, "".join(chunks))
+
+
+def test_encode_iterable_file_line_by_line(tok, tmp_path):
+    text = make_text(11, 3000, specials=[EOT])
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, encoding="utf-8", newline="")
+    with open(path, encoding="utf-8", newline="") as f:
+        assert list(tok.encode_iterable(f)) == tok.encode(text)
+    with open(path, encoding="utf-8") as f:           # universal newlines: \r\n read as \n
+        assert list(tok.encode_iterable(f)) == tok.encode(path.read_text(encoding="utf-8"))
+
+
+def test_encode_iterable_is_lazy(tok):
+    """The ids of a line come out before the line after the next is read: only the tail is held back."""
+    lines = [f"line number {k} says hello.\n" for k in range(1000)]
+    pulled = []
+
+    def source():
+        for line in lines:
+            pulled.append(line)
+            yield line
+
+    it = tok.encode_iterable(source())
+    got = []
+    for k in range(200):
+        got.append(next(it))
+        assert len(pulled) <= len(got) + 2       # every line makes ids; nothing piles up
+    got.extend(it)
+    assert got == tok.encode("".join(lines))
+
+
+def test_encode_iterable_holds_back_only_the_tail(tok):
+    """Stream a long text a few characters at a time: the pending text stays small."""
+    text = make_text(12, 2000, specials=[EOT])
+    chunks = [text[i:i + 5] for i in range(0, len(text), 5)]
+    seen_pending = []
+    original = tok._encode_finished
+
+    def spy(t):
+        ids, rest = original(t)
+        seen_pending.append(len(rest))
+        return ids, rest
+
+    tok._encode_finished = spy
+    try:
+        assert list(tok.encode_iterable(chunks)) == tok.encode(text)
+    finally:
+        del tok._encode_finished
+    assert max(seen_pending) < 60
+
+
+def test_encode_iterable_long_pretoken_in_small_chunks(tok):
+    # one pre-token of 20,000 letters fed 10 characters at a time: right result, and (by the growth rule)
+    # only about log(n) attempts at cutting rather than one per chunk
+    text = "a" + "b" * 20000 + " c"
+    calls = []
+    original = tok._encode_finished
+    tok._encode_finished = lambda t: calls.append(len(t)) or original(t)
+    try:
+        assert list(tok.encode_iterable([text[i:i + 10] for i in range(0, len(text), 10)])) == tok.encode(text)
+    finally:
+        del tok._encode_finished
+    assert len(calls) < 40
+
+
+# ------------------------------------------------------------------------------------- construction
+
+def test_constructor_rejects_bad_input():
+    with pytest.raises(ValueError, match=r"merge 1 .*b'zz'.* not in the vocabulary"):
+        Tokenizer(byte_vocab(b"ab"), [(b"a", b"b"), (b"z", b"z")])
+    with pytest.raises(TypeError, match="not bytes"):
+        Tokenizer({**BYTES, 256: "ab"}, [])
+    with pytest.raises(TypeError):
+        Tokenizer([b"a"], [])
+    with pytest.raises(ValueError, match="out of range"):
+        Tokenizer({-1: b"a"}, [])
+    with pytest.raises(ValueError, match="not a pair"):
+        Tokenizer(byte_vocab(b"ab"), [(b"a", b"b", b"c")])
+    with pytest.raises(TypeError):
+        Tokenizer(byte_vocab(b"ab"), [("a", "b")])
+    with pytest.raises(ValueError, match="pattern"):
+        Tokenizer(byte_vocab(), [], pattern="(unclosed")
+
+
+def test_missing_byte_is_an_error_naming_it():
+    vocab = {i: bytes([i]) for i in range(128)}
+    tok = Tokenizer(vocab, [])
+    assert tok.encode("abc") == [97, 98, 99]
+    with pytest.raises(ValueError, match="0xc3"):
+        tok.encode("é")
+    assert tok.encode("abc") == [97, 98, 99]      # the error left nothing behind
+
+
+def test_duplicate_tokens_use_the_smallest_id():
+    vocab = byte_vocab(b"ab", b"ab")
+    tok = Tokenizer(vocab, [(b"a", b"b"), (b"a", b"b")])
+    assert tok.encode("ab") == [256]
+    assert tok.decode([257]) == "ab"
+
+
+def test_properties(tok, trained):
+    assert tok.vocab_size == max(trained[0]) + 1 == tok.max_token_value + 1
+    assert tok.pattern == GPT2_PATTERN
+    assert tok.special_tokens == {EOT: 256}
+    assert tok.merges == tuple(trained[1])
+    with pytest.raises(TypeError):
+        tok.vocab[0] = b"x"
+    assert "Tokenizer" in repr(tok)
+
+
+def test_save_load_round_trip(tmp_path, trained):
+    tok = Tokenizer(*trained, special_tokens=[EOT, "<|pad|>"], pattern=GPT4_PATTERN)
+    tok.save(tmp_path / "tok")
+    assert sorted(os.listdir(tmp_path / "tok")) == ["bpe_fast.json", "merges.txt", "vocab.json"]
+    again = Tokenizer.load(tmp_path / "tok")
+    assert dict(again.vocab) == dict(tok.vocab)
+    assert again.merges == tok.merges and again.pattern == GPT4_PATTERN
+    assert again.special_tokens == tok.special_tokens
+    text = make_text(4, 300, specials=[EOT, "<|pad|>"])
+    assert again.encode(text) == tok.encode(text)
+    # the folder holds text only: JSON and GPT-2 merges, nothing pickled
+    json.loads((tmp_path / "tok" / "vocab.json").read_text(encoding="utf-8"))
+    json.loads((tmp_path / "tok" / "bpe_fast.json").read_text(encoding="utf-8"))
+    again = Tokenizer.from_files(tmp_path / "tok" / "vocab.json", tmp_path / "tok" / "merges.txt", [EOT])
+    assert again.encode(EOT + "the") == tok.encode(EOT + "the")
+
+
+def test_load_rejects_malformed_files(tmp_path, trained):
+    Tokenizer(*trained, special_tokens=[EOT]).save(tmp_path)
+    merges = (tmp_path / "merges.txt").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "merges.txt").write_text("\n".join(merges[:3] + ["Ġ"] + merges[3:]), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"merges\.txt:4: .*two tokens"):
+        Tokenizer.load(tmp_path)
+    (tmp_path / "merges.txt").write_text("\n".join(merges[:5] + ["q Ġzzzz"]), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"merges\.txt:6: .*not in the vocabulary"):
+        Tokenizer.load(tmp_path)
+    (tmp_path / "merges.txt").write_text("\n".join(merges), encoding="utf-8")
+    (tmp_path / "vocab.json").write_text('{"a": 0,\n"b": 1,\n"c" 2}', encoding="utf-8")
+    with pytest.raises(FormatError, match=r"vocab\.json:3: bad JSON"):
+        Tokenizer.load(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        Tokenizer.load(tmp_path / "missing")
+
+
+def test_pickle_for_worker_processes(tok):
+    again = pickle.loads(pickle.dumps(tok))
+    text = make_text(9, 100, specials=[EOT])
+    assert again.encode(text) == tok.encode(text)
+
+
+def test_threads_share_a_tokenizer(tok):
+    texts = [make_text(50 + k, 300, specials=[EOT]) for k in range(4)]
+    expected = [tok.encode(t) for t in texts]
+    results = [None] * 4
+
+    def work(k):
+        for _ in range(5):
+            results[k] = tok.encode(texts[k])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == expected
+
+
+# ------------------------------------------------------------------------------------- GPT-2 (fixtures)
+
+def fixture(name):
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared fixtures are not in a fresh clone)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    return Tokenizer.from_files(fixture("gpt2_vocab.json"), fixture("gpt2_merges.txt"), [EOT])
+
+
+@pytest.fixture(scope="module")
+def gpt2_ranks(gpt2):
+    return {token: i for i, token in gpt2.vocab.items() if i != 50256}
+
+
+@pytest.fixture(scope="module", params=[GPT2_PATTERN, GPT4_PATTERN], ids=["gpt2", "gpt4"])
+def pair(request, gpt2, gpt2_ranks):
+    """(our tokenizer, tiktoken's) with GPT-2's ranks and the pattern."""
+    tiktoken = pytest.importorskip("tiktoken")
+    enc = tiktoken.Encoding(f"gpt2-{request.param[:4]}", pat_str=request.param, mergeable_ranks=gpt2_ranks,
+                            special_tokens={EOT: 50256})
+    tok = gpt2 if request.param == GPT2_PATTERN else Tokenizer(
+        dict(gpt2.vocab), list(gpt2.merges), [EOT], pattern=request.param)
+    return tok, enc
+
+
+def test_gpt2_merge_order_is_id_order(gpt2):
+    # so that tiktoken's ranks (the ids) order the tokens as the merges do
+    assert all(gpt2._ids_of[a + b] == 256 + k for k, (a, b) in enumerate(gpt2.merges))
+    assert gpt2.vocab_size == 50257 and gpt2.special_tokens == {EOT: 50256}
+
+
+@pytest.mark.parametrize("name", ["address.txt", "german.txt", "tinystories_sample.txt", "corpus.en"])
+def test_fixture_texts_equal_tiktoken(pair, name):
+    tok, enc = pair
+    text = fixture(name).read_text(encoding="utf-8")
+    ids = tok.encode(text)
+    assert ids == enc.encode(text, allowed_special="all")
+    assert tok.decode(ids) == text
+    assert list(tok.encode_iterable(io.StringIO(text, newline=""))) == ids
+
+
+@pytest.mark.parametrize("text", EDGE_CASES + ["<|endoftext|>" * 3, "Hello<|endoftext|>World"])
+def test_edge_cases_equal_tiktoken(pair, text):
+    tok, enc = pair
+    assert tok.encode(text) == enc.encode(text, allowed_special="all")
+
+
+@SOME
+@given(texts)
+def test_generated_text_equals_tiktoken(pair, text):
+    tok, enc = pair
+    assert tok.encode(text) == enc.encode(text, allowed_special="all")
+
+
+@FEW
+@given(st.text(st.characters(blacklist_categories=("Cs",))))
+def test_any_code_points_equal_tiktoken(pair, text):
+    tok, enc = pair
+    text = text.replace(EOT, "")
+    assert tok.encode(text) == enc.encode_ordinary(text)
+
+
+def test_gpt2_reference_training_files_load():
+    tok = Tokenizer.from_files(fixture("train-bpe-reference-vocab.json"), fixture("train-bpe-reference-merges.txt"),
+                               [EOT])
+    text = fixture("corpus.en").read_text(encoding="utf-8")[:20000]
+    assert tok.encode(text) == oracle(tok, text)
+    assert tok.special_tokens == {EOT: 0}
