@@ -1,0 +1,217 @@
+"""bpe_fast.formats: GPT-2's byte mapping, vocab.json and merges.txt, and the tokenizer folder."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpe_fast import formats as F
+from bpe_fast.formats import FormatError
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+
+
+def fixture(name):
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared fixtures are not in a fresh clone)")
+    return path
+
+
+# ------------------------------------------------------------------------------------- the byte mapping
+
+def test_byte_mapping_worked_example():
+    # printable latin-1 bytes stand for themselves; the other 68 take chr(256), chr(257), ... in order
+    m = F.bytes_to_unicode()
+    assert m[ord("!")] == "!" and m[ord("~")] == "~" and m[0xA1] == "¡" and m[0xFF] == "ÿ"
+    assert m[0] == chr(256) and m[1] == chr(257) and m[32] == "Ġ" and m[ord("\n")] == "Ċ"
+    assert m[0x7F] == chr(256 + 33) and m[0xAD] == chr(256 + 67)
+    assert len(set(m.values())) == 256
+    assert all(not c.isspace() and c.isprintable() for c in m.values())
+    assert F.unicode_to_bytes() == {c: b for b, c in m.items()}
+
+
+@given(st.binary())
+def test_token_str_round_trip(token):
+    assert F.str_to_token(F.token_to_str(token)) == token
+
+
+@pytest.mark.parametrize("text", [" ", "a b", "\x00", "\u00ad", "\u0144", "x\n"])
+def test_str_to_token_rejects_characters_outside_the_mapping(text):
+    with pytest.raises(ValueError, match="not in GPT-2's byte mapping"):
+        F.str_to_token(text)
+
+
+def test_mapping_matches_gpt2_vocab():
+    vocab = F.read_vocab(fixture("gpt2_vocab.json"))
+    # GPT-2's first 256 tokens are the single bytes (in the order of the mapping's characters)
+    assert sorted(vocab[i] for i in range(256)) == [bytes([b]) for b in range(256)]
+    assert vocab[50256] == b"<|endoftext|>"
+
+
+# ------------------------------------------------------------------------------------- reading and writing
+
+tokens = st.binary(min_size=1, max_size=8)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(tokens, unique=True, max_size=40), st.lists(st.tuples(tokens, tokens), max_size=40))
+def test_write_read_round_trip(tmp_path_factory, token_list, merges):
+    folder = tmp_path_factory.mktemp("rt")
+    vocab = {i * 3 + 1: t for i, t in enumerate(token_list)}      # ids need not be contiguous
+    F.write_vocab(folder / "vocab.json", vocab)
+    F.write_merges(folder / "merges.txt", merges)
+    assert F.read_vocab(folder / "vocab.json") == vocab
+    assert F.read_merges(folder / "merges.txt") == merges
+    assert sorted(os.listdir(folder)) == ["merges.txt", "vocab.json"]     # no temporary file left
+
+
+def test_gpt2_files_round_trip(tmp_path):
+    vocab = F.read_vocab(fixture("gpt2_vocab.json"))
+    merges = F.read_merges(fixture("gpt2_merges.txt"), vocab)
+    assert len(vocab) == 50257 and len(merges) == 50000
+    assert merges[0] == (b" ", b"t")
+    F.write_vocab(tmp_path / "vocab.json", vocab)
+    F.write_merges(tmp_path / "merges.txt", merges)
+    assert F.read_vocab(tmp_path / "vocab.json") == vocab
+    assert F.read_merges(tmp_path / "merges.txt", vocab) == merges
+    # the same JSON object as GPT-2's file, and the same lines
+    assert json.loads((tmp_path / "vocab.json").read_text()) == json.loads(fixture("gpt2_vocab.json").read_text())
+    assert (tmp_path / "merges.txt").read_text(encoding="utf-8").split("\n")[:5] == \
+        fixture("gpt2_merges.txt").read_text(encoding="utf-8").split("\n")[:5]
+
+
+def test_merges_header_blank_lines_and_crlf(tmp_path):
+    path = tmp_path / "merges.txt"
+    path.write_bytes("#version: 0.2\r\nĠ t\r\n\r\nh e\r\n".encode())
+    assert F.read_merges(path) == [(b" ", b"t"), (b"h", b"e")]
+
+
+# ------------------------------------------------------------------------------------- malformed files
+
+@pytest.mark.parametrize("text, line, message", [
+    ('{"a": 0,\n "b": 1,\n "c" 2}', 3, "bad JSON"),
+    ('{"a": 0,\n "b": 1', 2, "bad JSON"),
+    ("", 1, "bad JSON"),
+    ('["a", "b"]', 1, "one JSON object"),
+    ('{"a": 0,\n "b": true}', 2, "not an integer: true"),
+    ('{"a": 0,\n "b": 1.0}', 2, "not an integer: 1.0"),
+    ('{"a": 0,\n "b": "1"}', 2, 'not an integer: "1"'),
+    ('{"a": 0,\n "b": {"c": 1}}', 2, "not an integer: an object"),
+    ('{"a": 0,\n\n "b": null}', 3, "not an integer: null"),
+    ('{"a": 0,\n "b": -1}', 2, "out of range"),
+    ('{"a": 0,\n "b": 2147483647}', 2, "out of range"),
+    ('{"a": 0,\n "b": 0}', 2, "duplicate id 0"),
+    ('{"a": 0,\n "b": 1,\n "a": 2}', 3, "appears twice"),
+    ('{"a": 0,\n "b c": 1}', 2, "not in GPT-2's byte mapping"),
+])
+def test_read_vocab_rejects_with_file_and_line(tmp_path, text, line, message):
+    path = tmp_path / "vocab.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FormatError, match=message) as info:
+        F.read_vocab(path)
+    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert info.value.line == line and info.value.path == str(path)
+
+
+def test_read_vocab_rejects_bad_utf8(tmp_path):
+    path = tmp_path / "vocab.json"
+    path.write_bytes(b'{"a": 0,\n "\xff": 1}')
+    with pytest.raises(FormatError, match=rf"{path}:2: not UTF-8"):
+        F.read_vocab(path)
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("a b\nabc\n", 2, "two tokens"),
+    ("a b\nb c d\n", 2, "two tokens"),
+    ("a b\n\nb  c\n", 3, "two tokens"),
+    ("a b\n c\n", 2, "two tokens"),
+    ("a b\na\tb\n", 2, "two tokens"),
+    ("a b\na \u0144\n", 2, "not in GPT-2's byte mapping"),
+    ("a b\nb c\na z\n", 3, "'z' is not in the vocabulary"),
+    ("a b\nb c\nc a\n", 3, "'ca' is not in the vocabulary"),
+])
+def test_read_merges_rejects_with_file_and_line(tmp_path, text, line, message):
+    path = tmp_path / "merges.txt"
+    path.write_text(text, encoding="utf-8")
+    vocab = {0: b"a", 1: b"b", 2: b"c", 3: b"ab", 4: b"bc"}
+    with pytest.raises(FormatError, match=message) as info:
+        F.read_merges(path, vocab)
+    assert str(info.value).startswith(f"{path}:{line}: ")
+
+
+def test_missing_file_names_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        F.read_vocab(tmp_path / "nope.json")
+
+
+# ------------------------------------------------------------------------------------- atomic writes
+
+def test_write_vocab_refuses_two_ids_with_the_same_bytes(tmp_path):
+    with pytest.raises(ValueError, match="ids 1 and 2"):
+        F.write_vocab(tmp_path / "vocab.json", {1: b"ab", 2: b"ab"})
+    assert not os.listdir(tmp_path)
+
+
+def test_bad_input_leaves_the_old_file(tmp_path):
+    path = tmp_path / "merges.txt"
+    F.write_merges(path, [(b"a", b"b")])
+    with pytest.raises(ValueError):
+        F.write_merges(path, [(b"a", b"b"), (b"a",)])
+    with pytest.raises(TypeError):
+        F.write_vocab(tmp_path / "vocab.json", {0: "a"})
+    assert F.read_merges(path) == [(b"a", b"b")]
+    assert os.listdir(tmp_path) == ["merges.txt"]
+
+
+def test_failed_replace_leaves_no_temporary_file(tmp_path, monkeypatch):
+    path = tmp_path / "vocab.json"
+    F.write_vocab(path, {0: b"a"})
+
+    def broken(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(F.os, "replace", broken)
+    with pytest.raises(OSError, match="disk full"):
+        F.write_vocab(path, {0: b"b"})
+    monkeypatch.undo()
+    assert F.read_vocab(path) == {0: b"a"}
+    assert os.listdir(tmp_path) == ["vocab.json"]
+
+
+# ------------------------------------------------------------------------------------- tokenizer folders
+
+def test_tokenizer_folder_round_trip(tmp_path):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"<|endoftext|>", 257: b"ab"}
+    merges = [(b"a", b"b")]
+    F.save_tokenizer_files(tmp_path / "new" / "tok", vocab, merges, ["<|endoftext|>"], "gpt4")
+    loaded = F.load_tokenizer_files(tmp_path / "new" / "tok")
+    from bpe_fast.patterns import GPT4_PATTERN
+    assert loaded == (vocab, merges, ["<|endoftext|>"], GPT4_PATTERN)
+
+
+def test_config_errors_name_the_file(tmp_path):
+    vocab = {i: bytes([i]) for i in range(256)}
+    F.save_tokenizer_files(tmp_path, vocab, [])
+    config = tmp_path / F.CONFIG_FILE
+    config.write_text('{"format": "bpe_fast",\n "version": 1,\n "pattern": 3}')
+    with pytest.raises(FormatError, match=rf"{config}:3: \"pattern\""):
+        F.load_tokenizer_files(tmp_path)
+    config.write_text('{"format": "bpe_fast", "version": 1, "pattern": "x",\n "special_tokens": "<|a|>"}')
+    with pytest.raises(FormatError, match=rf"{config}:2: \"special_tokens\""):
+        F.load_tokenizer_files(tmp_path)
+    config.write_text('{"format": "other", "version": 1}')
+    with pytest.raises(FormatError, match="format"):
+        F.load_tokenizer_files(tmp_path)
+    config.write_text('{"format": "bpe_fast", \n')
+    with pytest.raises(FormatError, match=rf"{config}:2: bad JSON"):
+        F.load_tokenizer_files(tmp_path)
+
+
+def test_folder_without_config_is_gpt2(tmp_path):
+    from bpe_fast.patterns import GPT2_PATTERN
+    F.write_vocab(tmp_path / "vocab.json", {i: bytes([i]) for i in range(256)})
+    F.write_merges(tmp_path / "merges.txt", [])
+    assert F.load_tokenizer_files(tmp_path)[2:] == ([], GPT2_PATTERN)
