@@ -160,40 +160,54 @@ cdef bint SWAR_LETTERS = False      # ASCII \p{L} is exactly A-Z a-z and the mac
 cdef uint64_t HIGH = 0x8080808080808080ULL
 
 
-cdef inline Py_ssize_t run_letters(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """run(s, i, n, C_L, C_L), eight ASCII bytes at a time where it can.
+cdef inline Py_ssize_t swar_letters(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* ended) noexcept nogil:
+    """Skip ASCII letters from i eight bytes at a time. Returns the end of the run with ended[0] set, or where
+    it stopped looking (fewer than eight bytes left, or a non-ASCII byte among the next eight).
 
     For ASCII bytes, x = byte | 0x20 folds A-Z onto a-z and moves no other byte into a-z; x is a letter iff
     x + 0x1F has its high bit set (x >= 0x61) and x + 0x05 has not (x < 0x7B). No byte carries into the next,
-    as x < 0x80. Worked example: "cat, " -> non-letter bits at bytes 3 and 4 -> the run ends at i + 3.
+    as x < 0x80. Worked example: "cat, the" -> non-letter bits at bytes 3 and 4 -> the run ends at i + 3.
     """
     cdef uint64_t w, x, nonletter
+    while i + 8 <= n:
+        memcpy(&w, s + i, 8)
+        if w & HIGH:
+            break
+        x = w | 0x2020202020202020ULL
+        nonletter = ~((x + 0x1F1F1F1F1F1F1F1FULL) & ~(x + 0x0505050505050505ULL)) & HIGH
+        if nonletter:
+            ended[0] = True
+            return i + (__builtin_ctzll(nonletter) >> 3)
+        i += 8
+    return i
+
+
+cdef inline Py_ssize_t run_letters(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """run(s, i, n, C_L, C_L), eight ASCII bytes at a time where it can."""
+    cdef bint ended = False
     if SWAR_LETTERS:
-        while i + 8 <= n:
-            memcpy(&w, s + i, 8)
-            if w & HIGH:
-                break
-            x = w | 0x2020202020202020ULL
-            nonletter = ~((x + 0x1F1F1F1F1F1F1F1FULL) & ~(x + 0x0505050505050505ULL)) & HIGH
-            if nonletter:
-                return i + (__builtin_ctzll(nonletter) >> 3)
-            i += 8
+        i = swar_letters(s, i, n, &ended)
+        if ended:
+            return i
     return run_letters_slow(s, i, n)
 
 
 cdef Py_ssize_t run_letters_slow(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """run_letters past a non-ASCII byte or near the end: one code point at a time, back to eight bytes at a
-    time after an ASCII letter."""
+    """run_letters past a non-ASCII byte or near the end: a code point at a time, and eight bytes at a time
+    again after each ASCII letter."""
     cdef Py_ssize_t j
     cdef uint8_t b
+    cdef bint ended = False
     while i < n:
         b = s[i]
         if b < 0x80:
             if not (ASCII_CLS[b] & C_L):
                 return i
-            if SWAR_LETTERS and i + 9 <= n:
-                return run_letters(s, i + 1, n)
             i += 1
+            if SWAR_LETTERS:
+                i = swar_letters(s, i, n, &ended)
+                if ended:
+                    return i
         else:
             if not (cls_of(decode(s, i, &j)) & C_L):
                 return i

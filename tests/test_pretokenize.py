@@ -113,9 +113,11 @@ def test_count_chunk_worked_example():
 def test_letter_runs_longer_than_eight_bytes():
     # The letter scanner takes eight ASCII bytes at a time: runs of 7, 8, 9 and 17 letters, and a run that
     # continues into non-ASCII letters, must all end where regex ends them.
-    text = "abcdefg abcdefgh abcdefghi abcdefghijklmnopq abcdefghé, Zz@[`{"
+    text = "abcdefg abcdefgh abcdefghi abcdefghijklmnopq abcdefghé, Zz@[`{ éabcdefghijé abcdefghijkl\u0301mn"
     for pattern in PATTERNS:
         assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
+    # One letter run of a million code points alternating ASCII and not: one pre-token.
+    assert P.pretoken_boundaries(("a\u00e9" * 500_000).encode()).tolist() == [0, 1_500_000]
 
 
 def test_every_contraction_spelling():
