@@ -11,6 +11,7 @@ objects are only built for the results (boundaries array, list of str, dict of d
 """
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy
@@ -52,6 +53,12 @@ def set_tables(const uint16_t[::1] stage1, const uint8_t[::1] stage2, fold_cps, 
     for k in range(stage1.shape[0]):
         if (<Py_ssize_t>stage1[k] + 1) * 256 > stage2.shape[0]:
             raise ValueError("stage1 points past the end of stage2")
+    if READY:       # scans may be running without the GIL: the tables they read must never move
+        if list(stage1) == list(STAGE1) and list(stage2) == list(STAGE2) and \
+                sorted(zip(fold_cps, map(ord, fold_letters))) == sorted(
+                    [(k, ASCII_FOLD[k]) for k in range(128) if ASCII_FOLD[k]] + list(zip(FOLD_CPS, FOLD_LETTERS))):
+            return
+        raise RuntimeError("bpe_fast._scan: the tables are already installed")
     STAGE1.assign(&stage1[0], &stage1[0] + stage1.shape[0])
     STAGE2.assign(&stage2[0], &stage2[0] + stage2.shape[0])
     st1 = STAGE1.data()
@@ -426,20 +433,57 @@ def boundaries(const uint8_t[::1] data, int kind):
     return out
 
 
+cdef struct CachedStr:
+    uint64_t head       # the span's bytes (at most 8), zero-padded
+    Py_ssize_t length
+    PyObject* text      # a reference the cache owns, or NULL
+
+
 def split(const uint8_t[::1] data, int kind):
-    """The pre-tokens of valid UTF-8 data, as a list of str."""
+    """The pre-tokens of valid UTF-8 data, as a list of str.
+
+    Short pre-tokens repeat ("the", " of", ","), so the str made for a span of at most 8 bytes is kept in a
+    small direct-mapped cache keyed by its bytes, and appended again when the same bytes come back.
+    """
     _kind(kind)
-    cdef Py_ssize_t n = data.shape[0], k
-    cdef vector[int64_t] ends
-    ends.push_back(0)
+    cdef Py_ssize_t n = data.shape[0], k, a, length
     if n == 0:
         return []
+    cdef vector[int64_t] ends
+    ends.reserve(n // 4 + 16)
+    ends.push_back(0)
     with nogil:
         scan_ends(&data[0], n, kind, &ends)
-    cdef const char* base = <const char*>&data[0]
+    cdef const uint8_t* base = &data[0]
+    cdef vector[CachedStr] cache
+    cdef CachedStr empty
+    cdef CachedStr* entry
+    cdef uint64_t head
+    empty.head = 0
+    empty.length = 0
+    empty.text = NULL
+    cache.assign(4096, empty)
     out = []
-    for k in range(<Py_ssize_t>ends.size() - 1):
-        out.append(PyUnicode_DecodeUTF8(base + ends[k], ends[k + 1] - ends[k], NULL))
+    try:
+        for k in range(<Py_ssize_t>ends.size() - 1):
+            a = ends[k]
+            length = ends[k + 1] - a
+            if length > 8:
+                out.append(PyUnicode_DecodeUTF8(<const char*>base + a, length, NULL))
+                continue
+            head = load_head(base + a, length, base + n)
+            entry = &cache[((head + <uint64_t>length) * 0x9E3779B97F4A7C15ULL) >> 52]
+            if entry.text == NULL or entry.head != head or entry.length != length:
+                piece = PyUnicode_DecodeUTF8(<const char*>base + a, length, NULL)
+                Py_XDECREF(entry.text)
+                Py_INCREF(piece)
+                entry.text = <PyObject*>piece
+                entry.head = head
+                entry.length = length
+            out.append(<object>entry.text)
+    finally:
+        for k in range(<Py_ssize_t>cache.size()):
+            Py_XDECREF(cache[k].text)
     return out
 
 

@@ -6,6 +6,11 @@ work is done by the native scanner in `bpe_fast._scan`, which gives the same res
 goes to `regex`. The scanner classifies code points with bpe_fast/_unicode_table.py, a table generated
 from `regex` by tools/gen_unicode_table.py; if the installed `regex` disagrees with it (or the extension is
 not built), every function here falls back to `regex` with a warning rather than differ.
+
+Public: compiled_pattern, pretokenize (list of str), pretoken_boundaries (bytes -> int64 offsets),
+count_pretokens_text (str -> Counter of bytes), count_chunk (bytes of a corpus chunk -> dict of bytes), and
+ChunkCounter (count_chunk over many chunks into one native table). native_kind says whether a pattern is
+scanned natively.
 """
 import codecs
 import hashlib
