@@ -1,7 +1,8 @@
 """Pre-tokenizer throughput: the native scanner against `regex`, on English and on mixed-language text.
 
-Run: python -m pytest benchmarks/bench_pretokenize.py --benchmark-columns=min,mean,rounds
-Every benchmark records its throughput as extra_info["MB/s"] (from the fastest round); the last test prints a
+Run: python -m pytest benchmarks/bench_pretokenize.py -s --benchmark-columns=min,mean,rounds
+Three jobs, each native and `regex`: scan (bytes -> pre-token boundaries), split (str -> list of str, i.e.
+pretokenize vs regex.findall) and count (count_chunk, the training workers' hot path). Every benchmark records its throughput as extra_info["MB/s"] (from the fastest round); the last test prints a
 table of them, native next to `regex`, for the same run.
 
 The texts are made here from a fixed seed (about 2 MB each), so the figures compare across runs and machines:
@@ -16,7 +17,7 @@ import pytest
 import regex
 
 from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
-from bpe_fast.pretokenize import count_chunk, native_kind, pretoken_boundaries
+from bpe_fast.pretokenize import count_chunk, native_kind, pretoken_boundaries, pretokenize
 from bpe_fast.specials import special_regex
 
 TEXT_BYTES = 2_000_000
@@ -153,6 +154,24 @@ def test_scan_regex(benchmark, text, pattern):
     benchmark.group = f"scan-{text}-{pattern}"
     benchmark.pedantic(lambda: rx.findall(data.decode("utf-8")), rounds=2)
     _record(benchmark, benchmark.group, "regex", len(data))
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("text", TEXTS)
+def test_split_native(benchmark, text, pattern):
+    """str in, list of str out: pretokenize(), against regex.findall on the same str."""
+    benchmark.group = f"split-{text}-{pattern}"
+    benchmark.pedantic(pretokenize, (TEXTS[text], PATTERNS[pattern]), rounds=5, warmup_rounds=1)
+    _record(benchmark, benchmark.group, "native", len(TEXTS[text].encode()))
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("text", TEXTS)
+def test_split_regex(benchmark, text, pattern):
+    rx = regex.compile(PATTERNS[pattern])
+    benchmark.group = f"split-{text}-{pattern}"
+    assert benchmark.pedantic(rx.findall, (TEXTS[text],), rounds=2) == pretokenize(TEXTS[text], PATTERNS[pattern])
+    _record(benchmark, benchmark.group, "regex", len(TEXTS[text].encode()))
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)

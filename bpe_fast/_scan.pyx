@@ -434,15 +434,16 @@ def boundaries(const uint8_t[::1] data, int kind):
 
 
 cdef struct CachedStr:
-    uint64_t head       # the span's bytes (at most 8), zero-padded
-    Py_ssize_t length
-    PyObject* text      # a reference the cache owns, or NULL
+    int64_t start       # where the span was seen in the buffer
+    int64_t length
+    uint64_t head       # its first (up to) 8 bytes, zero-padded
+    PyObject* text      # its str, a reference the cache owns; or NULL
 
 
 def split(const uint8_t[::1] data, int kind):
     """The pre-tokens of valid UTF-8 data, as a list of str.
 
-    Short pre-tokens repeat ("the", " of", ","), so the str made for a span of at most 8 bytes is kept in a
+    Pre-tokens repeat ("the", " of", ","), so the str made for a span (of at most 64 bytes) is kept in a
     small direct-mapped cache keyed by its bytes, and appended again when the same bytes come back.
     """
     _kind(kind)
@@ -459,8 +460,9 @@ def split(const uint8_t[::1] data, int kind):
     cdef CachedStr empty
     cdef CachedStr* entry
     cdef uint64_t head
-    empty.head = 0
+    empty.start = 0
     empty.length = 0
+    empty.head = 0
     empty.text = NULL
     cache.assign(4096, empty)
     out = []
@@ -468,18 +470,20 @@ def split(const uint8_t[::1] data, int kind):
         for k in range(<Py_ssize_t>ends.size() - 1):
             a = ends[k]
             length = ends[k + 1] - a
-            if length > 8:
+            if length > 64:
                 out.append(PyUnicode_DecodeUTF8(<const char*>base + a, length, NULL))
                 continue
             head = load_head(base + a, length, base + n)
-            entry = &cache[((head + <uint64_t>length) * 0x9E3779B97F4A7C15ULL) >> 52]
-            if entry.text == NULL or entry.head != head or entry.length != length:
+            entry = &cache[hash_span(base + a, length, head, base + n) & 4095]
+            if entry.text == NULL or entry.length != length or entry.head != head or (
+                    length > 8 and memcmp(base + entry.start + 8, base + a + 8, length - 8) != 0):
                 piece = PyUnicode_DecodeUTF8(<const char*>base + a, length, NULL)
                 Py_XDECREF(entry.text)
                 Py_INCREF(piece)
                 entry.text = <PyObject*>piece
-                entry.head = head
+                entry.start = a
                 entry.length = length
+                entry.head = head
             out.append(<object>entry.text)
     finally:
         for k in range(<Py_ssize_t>cache.size()):
