@@ -1,7 +1,10 @@
 """Generated test corpora: several scripts, digits, whitespace runs, special tokens."""
 import random
+from pathlib import Path
 
 EOT = "<|endoftext|>"
+# data published with references (GPT-2's files, CS336's results); absent from a fresh clone
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 
 SCRIPTS = {
     "latin": "the quick brown fox jumps over lazy dogs and cats sat on mats",

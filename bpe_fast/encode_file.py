@@ -1,0 +1,154 @@
+"""Encoding a large file into a .npy token array, over several processes, in bounded memory.
+
+The file is cut at the same safe points as for training (chunking.py): a special token's start, or,
+for the built-in patterns, a space after a printable ASCII character. Encoding each range alone and
+concatenating equals encoding the whole text. Workers encode ranges; the caller writes the arrays in
+file order into a temporary .npy next to the output, fixes its header, and renames it when complete.
+"""
+import contextlib
+import os
+import tempfile
+
+import numpy as np
+
+from .chunking import chunk_boundaries
+from .counts import (CorpusDecodeError, WorkerDiedError, _line_of, _pool_context, _terminate,
+                     check_errors, check_input_file, check_num_processes)
+
+DEFAULT_CHUNK_BYTES = 4 << 20
+_HEADER_BYTES = 128          # room for any 1-D shape; rewritten in place with the real length
+
+_tokenizer = None            # in a worker: the tokenizer, inherited from the caller (fork) or passed once
+
+
+def _init_worker(tokenizer):
+    global _tokenizer
+    _tokenizer = tokenizer
+
+
+def _encode_range(path, start, end, dtype, errors):
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    try:
+        text = data.decode("utf-8", errors)
+    except UnicodeDecodeError as exc:
+        raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
+    return _tokenizer.encode_to_numpy(text, dtype=dtype)
+
+
+def _npy_header(dtype, length):
+    """A version 1.0 .npy header of exactly _HEADER_BYTES bytes for a 1-D array."""
+    header = repr({"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+                   "shape": (length,)})
+    body_len = _HEADER_BYTES - 10
+    body = header.ljust(body_len - 1) + "\n"
+    if len(body) != body_len:
+        raise ValueError("npy header does not fit")
+    return b"\x93NUMPY\x01\x00" + body_len.to_bytes(2, "little") + body.encode("latin1")
+
+
+def check_dtype(dtype, vocab_size):
+    """uint16 when the vocab fits in it and dtype is None; asking for uint16 with a larger vocab is an
+    error."""
+    if dtype is None:
+        dtype = np.uint16 if vocab_size <= 1 << 16 else np.uint32
+    dtype = np.dtype(dtype)
+    if dtype not in (np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.int64)):
+        raise ValueError(f"dtype must be uint16, uint32, int32 or int64, got {dtype}")
+    if vocab_size - 1 > np.iinfo(dtype).max:
+        raise ValueError(f"a vocabulary of {vocab_size} tokens does not fit in {dtype} "
+                         f"(largest id {vocab_size - 1} > {np.iinfo(dtype).max})")
+    return dtype
+
+
+def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype=None, errors="strict",
+                chunk_bytes=None, progress=None):
+    """Encode a UTF-8 text file into a .npy array of token ids (load it with np.load(path, mmap_mode="r")).
+
+    The array equals tokenizer.encode(whole text). dtype defaults to uint16 when the vocab fits, else
+    uint32. The output appears only when complete (written to a temporary name, then renamed).
+    progress, if given, is called as progress("encode", bytes_done, bytes_total). Returns the number of
+    tokens written.
+    """
+    input_path = check_input_file(input_path)
+    output_path = os.fspath(output_path)
+    folder = os.path.dirname(os.path.abspath(output_path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, "output folder does not exist", folder)
+    dtype = check_dtype(dtype, tokenizer.vocab_size)
+    errors = check_errors(errors)
+    num_processes = check_num_processes(num_processes)
+    chunk_bytes = DEFAULT_CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+
+    size = os.path.getsize(input_path)
+    bounds = chunk_boundaries(input_path, tokenizer.special_tokens, tokenizer.pattern, chunk_bytes,
+                              min_chunks=num_processes if num_processes > 1 else 1)
+    ranges = list(zip(bounds[:-1], bounds[1:]))
+    fd, tmp = tempfile.mkstemp(prefix=".tokens-", suffix=".npy.tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(_npy_header(dtype, 0))
+            count = 0
+            for start, end, ids in _encoded_ranges(tokenizer, input_path, ranges, dtype, errors, num_processes):
+                out.write(ids.tobytes())
+                count += len(ids)
+                if progress is not None:
+                    progress("encode", end, size)
+            out.seek(0)
+            out.write(_npy_header(dtype, count))
+        os.replace(tmp, output_path)
+        return count
+    except CorpusDecodeError as exc:
+        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, _line_of(input_path, exc.offset)) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_processes):
+    """Yield (start, end, ids) for each range, in file order."""
+    if num_processes == 1 or len(ranges) <= 1:
+        _init_worker(tokenizer)
+        try:
+            for start, end in ranges:
+                yield start, end, _encode_range(path, start, end, dtype, errors)
+        finally:
+            _init_worker(None)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    executor = ProcessPoolExecutor(max_workers=num_processes, mp_context=_pool_context(),
+                                   initializer=_init_worker, initargs=(tokenizer,))
+    try:
+        window = 2 * num_processes            # ranges in flight: bounds the memory held by results
+        futures = {}
+        for i, (start, end) in enumerate(ranges[:window]):
+            futures[i] = executor.submit(_encode_range, path, start, end, dtype, errors)
+        for i, (start, end) in enumerate(ranges):
+            ids = futures.pop(i).result()
+            j = i + window
+            if j < len(ranges):
+                futures[j] = executor.submit(_encode_range, path, *ranges[j], dtype, errors)
+            yield start, end, ids
+        executor.shutdown(wait=True)
+    except BrokenProcessPool:
+        _terminate(executor)
+        raise WorkerDiedError(f"a worker process died while encoding {path} (killed, or out of memory?)") from None
+    except BaseException:
+        _terminate(executor)
+        raise
+
+
+def read_npy_dtype(path):
+    """The dtype and shape of a .npy file, read from its header only (for checking inputs)."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+    return dtype, shape
+

@@ -1,0 +1,217 @@
+"""The command line, encode_file, and the interchange formats, checked with the real libraries."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bpe_fast import GPT4_PATTERN, Tokenizer, encode_file, train_bpe
+from bpe_fast.cli import main
+from bpe_fast.encode_file import check_dtype
+from bpe_fast.synthetic import generate, mixed_text
+
+from corpora import EOT, FIXTURES
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    generate(path, 300_000, seed=5)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tokdir(tmp_path_factory, corpus):
+    out = tmp_path_factory.mktemp("tok") / "tok"
+    assert main(["-q", "train", str(corpus), "--vocab-size", "600", "--special-token", EOT,
+                 "--processes", "2", "-o", str(out)]) == 0
+    return out
+
+
+def run(argv, capsys):
+    """(exit code, stderr) of the command line run in this process."""
+    code = main(argv)
+    return code, capsys.readouterr().err
+
+
+def test_train_writes_the_tokenizer_train_bpe_would(tokdir, corpus):
+    tok = Tokenizer.load(tokdir)
+    vocab, merges = train_bpe(corpus, 600, [EOT])
+    assert list(tok.merges) == merges and dict(tok.vocab) == vocab
+    assert list(tok.special_tokens) == [EOT]
+
+
+def test_train_prints_progress_and_summary(tmp_path, corpus, capsys):
+    code, err = run(["train", str(corpus), "--vocab-size", "400", "--pattern", "gpt4", "-o",
+                     str(tmp_path / "t")], capsys)
+    assert code == 0
+    assert "pre-tokenized" in err and "merges" in err
+    assert "trained in" in err and "longest tokens" in err and "bytes per token" in err
+    assert Tokenizer.load(tmp_path / "t").pattern == GPT4_PATTERN
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_encode_equals_tokenizer_encode(tmp_path, tokdir, corpus, processes, capsys):
+    out = tmp_path / "tokens.npy"
+    code, err = run(["encode", "-t", str(tokdir), str(corpus), "-o", str(out), "--processes", processes], capsys)
+    assert code == 0, err
+    ids = np.load(out, mmap_mode="r")
+    assert ids.dtype == np.uint16
+    want = Tokenizer.load(tokdir).encode(corpus.read_text("utf-8"))
+    assert ids.tolist() == want
+    assert [p.name for p in tmp_path.iterdir()] == ["tokens.npy"]
+
+
+def test_encode_uint32_and_decode_round_trip(tmp_path, tokdir, corpus, capsys):
+    out = tmp_path / "tokens.npy"
+    assert run(["encode", "-t", str(tokdir), str(corpus), "-o", str(out), "--dtype", "uint32"], capsys)[0] == 0
+    assert np.load(out).dtype == np.uint32
+    text = tmp_path / "back.txt"
+    assert run(["decode", "-t", str(tokdir), str(out), "-o", str(text)], capsys)[0] == 0
+    assert text.read_bytes() == corpus.read_bytes()
+
+
+def test_encode_file_small_chunks_equal_whole(tmp_path, tokdir):
+    text = mixed_text(50_000, seed=9) + EOT + " end  \r\n\r\n  "
+    src = tmp_path / "in.txt"
+    src.write_text(text, encoding="utf-8", newline="")
+    tok = Tokenizer.load(tokdir)
+    for processes, chunk in ((1, 100), (2, 777)):
+        n = encode_file(tok, src, tmp_path / "o.npy", num_processes=processes, chunk_bytes=chunk)
+        ids = np.load(tmp_path / "o.npy")
+        assert n == len(ids) and ids.tolist() == tok.encode(text)
+
+
+def test_uint16_with_a_larger_vocab_is_an_error():
+    with pytest.raises(ValueError, match="does not fit in uint16"):
+        check_dtype("uint16", 70_000)
+    assert check_dtype(None, 70_000) == np.uint32 and check_dtype(None, 65_536) == np.uint16
+
+
+def test_synth_and_count_commands(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    assert run(["synth", "--size", "200KB", "-o", str(corpus)], capsys)[0] == 0
+    assert corpus.stat().st_size == 200_000
+    counts = tmp_path / "c.npz"
+    assert run(["count", str(corpus), "--special-token", EOT, "-o", str(counts)], capsys)[0] == 0
+    assert run(["train", "--from-counts", str(counts), "--vocab-size", "500", "-o", str(tmp_path / "t")],
+               capsys)[0] == 0
+    vocab, merges = train_bpe(corpus, 500, [EOT])
+    assert list(Tokenizer.load(tmp_path / "t").merges) == merges
+
+
+# ---- bad input: one line on stderr, a non-zero exit, no traceback, no output left behind --------
+
+def _assert_clean_failure(code, err, tmp_path, keep=()):
+    assert code == 1
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    # progress lines may come first; the error is one line, the last
+    assert lines and lines[-1].startswith("bpe-fast: "), err
+    assert sum(line.startswith("bpe-fast: ") for line in lines) == 1, err
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name not in keep)
+    assert left == [], left
+
+
+def test_missing_tokenizer_dir(tmp_path, corpus, capsys):
+    code, err = run(["encode", "-t", str(tmp_path / "nope"), str(corpus), "-o", str(tmp_path / "o.npy")], capsys)
+    _assert_clean_failure(code, err, tmp_path)
+    assert "nope" in err
+
+
+def test_malformed_tokenizer_dir(tmp_path, corpus, capsys):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "vocab.json").write_text('{"a": 0,', encoding="utf-8")
+    (bad / "merges.txt").write_text("", encoding="utf-8")
+    code, err = run(["encode", "-t", str(bad), str(corpus), "-o", str(tmp_path / "o.npy")], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("bad",))
+    assert "vocab.json" in err
+
+
+def test_unknown_pattern_name(tmp_path, corpus, capsys):
+    code, err = run(["train", str(corpus), "--vocab-size", "300", "--pattern", "gpt5", "-o",
+                     str(tmp_path / "t")], capsys)
+    _assert_clean_failure(code, err, tmp_path)
+    assert "gpt5" in err
+
+
+def test_output_in_a_missing_folder(tmp_path, tokdir, corpus, capsys):
+    code, err = run(["encode", "-t", str(tokdir), str(corpus), "-o", str(tmp_path / "no" / "o.npy")], capsys)
+    _assert_clean_failure(code, err, tmp_path)
+    code, err = run(["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "no" / "t")], capsys)
+    _assert_clean_failure(code, err, tmp_path)
+
+
+def test_tokens_file_of_the_wrong_dtype(tmp_path, tokdir, capsys):
+    np.save(tmp_path / "f.npy", np.zeros(5, dtype=np.float32))
+    code, err = run(["decode", "-t", str(tokdir), str(tmp_path / "f.npy"), "-o", str(tmp_path / "o.txt")], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("f.npy",))
+    assert "float32" in err
+
+
+def test_missing_corpus(tmp_path, capsys):
+    code, err = run(["train", str(tmp_path / "none.txt"), "--vocab-size", "300", "-o", str(tmp_path / "t")],
+                    capsys)
+    _assert_clean_failure(code, err, tmp_path)
+    assert "none.txt" in err
+
+
+def test_invalid_utf8_corpus_names_offset(tmp_path, tokdir, capsys):
+    src = tmp_path / "bad.txt"
+    src.write_bytes(b"hello world\n" * 10 + b"\xff oops\n")
+    code, err = run(["encode", "-t", str(tokdir), str(src), "-o", str(tmp_path / "o.npy")], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("bad.txt",))
+    assert "byte offset 120" in err and "line 11" in err
+
+
+def test_python_dash_m_entry_point(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "synth", "--size", "nonsense", "-o",
+                           str(tmp_path / "x")], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "nonsense" in proc.stderr
+
+
+# ---- interchange with the real libraries --------------------------------------------------------
+
+@pytest.mark.parametrize("pattern", ["gpt2", "gpt4"])
+def test_export_hf_gives_the_same_ids(tmp_path, corpus, pattern, capsys):
+    tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
+    tokdir = tmp_path / "t"
+    assert run(["-q", "train", str(corpus), "--vocab-size", "700", "--special-token", EOT, "--special-token",
+                "<|pad|>", "--pattern", pattern, "-o", str(tokdir)], capsys)[0] == 0
+    assert run(["export", "-t", str(tokdir), "--hf", str(tmp_path / "tokenizer.json")], capsys)[0] == 0
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    ours = Tokenizer.load(tokdir)
+    text = mixed_text(100_000, seed=12) + f"{EOT}x<|pad|>{EOT}{EOT} 1234567  \r\n\r\n  'S 'll  "
+    assert hf.encode(text).ids == ours.encode(text)
+    assert hf.decode(ours.encode(text), skip_special_tokens=False) == text
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "gpt4"])
+def test_export_tiktoken_gives_the_same_ids(tmp_path, corpus, pattern, capsys):
+    tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is not installed")
+    from tiktoken.load import load_tiktoken_bpe
+    tokdir = tmp_path / "t"
+    assert run(["-q", "train", str(corpus), "--vocab-size", "700", "--special-token", EOT, "--pattern",
+                pattern, "-o", str(tokdir)], capsys)[0] == 0
+    assert run(["export", "-t", str(tokdir), "--tiktoken", str(tmp_path / "t.tiktoken")], capsys)[0] == 0
+    ours = Tokenizer.load(tokdir)
+    enc = tiktoken.Encoding("exported", pat_str=ours.pattern,
+                            mergeable_ranks=load_tiktoken_bpe(str(tmp_path / "t.tiktoken")),
+                            special_tokens={EOT: ours.encode(EOT)[0]})
+    text = mixed_text(100_000, seed=13) + f"{EOT} tail {EOT}{EOT}   "
+    assert enc.encode(text, allowed_special="all") == ours.encode(text)
+
+
+@pytest.mark.skipif(not (FIXTURES / "gpt2_vocab.json").is_file(), reason=f"GPT-2 files not found in {FIXTURES}")
+def test_gpt2_files_load_and_export_to_hf(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
+    tok = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", [EOT])
+    assert tok.vocab_size == 50257
+    tok.export_hf(tmp_path / "tokenizer.json")
+    doc = json.loads((tmp_path / "tokenizer.json").read_text("utf-8"))
+    assert doc["model"]["vocab"]["Ġthe"] == tok.encode(" the")[0]
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    text = (FIXTURES / "german.txt").read_text("utf-8") + EOT + (FIXTURES / "address.txt").read_text("utf-8")
+    assert hf.encode(text).ids == tok.encode(text)
