@@ -15,6 +15,9 @@ itself is there for good, and the ids of other pre-tokens are added as they are 
 Python layer (bpe_fast/tokenizer.py) checks arguments and pre-tokenizes.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
+from cpython.ref cimport Py_INCREF, PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 from libcpp.queue cimport priority_queue
@@ -81,6 +84,24 @@ cdef class IdBuffer:
 
     def __len__(self):
         return self.ids.size()
+
+    def take_list(self, list id_objects):
+        """The ids as a new list of int; the buffer is emptied. id_objects[i] is the int i (shared, so no int
+        is allocated here)."""
+        cdef Py_ssize_t n = self.ids.size(), k
+        cdef Py_ssize_t n_objects = len(id_objects)
+        cdef int32_t i
+        cdef object item
+        for k in range(n):
+            if self.ids[k] < 0 or self.ids[k] >= n_objects:
+                raise ValueError(f"id {self.ids[k]} has no int object")
+        result = PyList_New(n)
+        for k in range(n):
+            item = <object>PyList_GET_ITEM(id_objects, self.ids[k])
+            Py_INCREF(item)
+            PyList_SET_ITEM(result, k, item)
+        self.ids.clear()
+        return result
 
     def take(self):
         """The ids as a new int32 NumPy array; the buffer is emptied."""
@@ -492,6 +513,27 @@ cdef class BPECore:
             dst += offs[i + 1] - offs[i]
         return result
 
+    def decode_list(self, list ids):
+        """decode_bytes for a list of int, read without making an array first; None if an item is not an int
+        (the caller converts then). ValueError naming a negative or unknown id."""
+        cdef Py_ssize_t n = PyList_GET_SIZE(ids), k
+        cdef vector[int64_t] buf
+        cdef int overflow = 0
+        cdef long long value
+        cdef object item
+        buf.resize(n)
+        for k in range(n):
+            item = <object>PyList_GET_ITEM(ids, k)
+            if not PyLong_Check(item):
+                return None
+            value = PyLong_AsLongLongAndOverflow(item, &overflow)
+            if overflow:
+                raise ValueError(f"{'negative' if overflow < 0 else 'unknown'} token id {item} (at position {k})")
+            buf[k] = value
+        if n == 0:
+            return b""
+        return self.decode_bytes(<int64_t[:n]>buf.data())
+
     # ------------------------------------------------------------------------------------------ inspection
 
     def merge_bytes(self, const uint8_t[::1] piece):
@@ -515,6 +557,32 @@ cdef class BPECore:
             "cached_bytes": self.cached_bytes,
             "lookup_limit": self.lookup_limit,
         }
+
+
+def safe_cut(const uint8_t[::1] data, const int64_t[::1] bounds, Py_ssize_t last):
+    """For Tokenizer._safe_cut (read its docstring): the largest k <= last with c = bounds[k] < len(data),
+    p = bounds[k - 1] before the trailing whitespace run, and not an apostrophe less than two bytes from the
+    end; 0 if none. -1 when the trailing whitespace run meets a non-ASCII byte: the caller decides then."""
+    cdef Py_ssize_t n = data.shape[0], ws_start = n, k
+    cdef int64_t c, p
+    cdef uint8_t b
+    while ws_start > 0:
+        b = data[ws_start - 1]
+        if b >= 0x80:
+            return -1
+        if not (b == 32 or 9 <= b <= 13):
+            break
+        ws_start -= 1
+    if last > bounds.shape[0] - 2:
+        last = bounds.shape[0] - 2
+    k = last
+    while k > 0:
+        c = bounds[k]
+        p = bounds[k - 1]
+        if c < n and p < ws_start and not (data[p] == 0x27 and p + 2 >= n):
+            return k
+        k -= 1
+    return 0
 
 
 cdef void _slot_place(vector[PieceSlot]& table, uint64_t mask, const PieceSlot& slot) noexcept:

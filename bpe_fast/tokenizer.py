@@ -21,7 +21,7 @@ import numpy as np
 import regex
 
 from . import formats
-from ._encode import BPECore, IdBuffer
+from ._encode import BPECore, IdBuffer, safe_cut
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
 from .pretokenize import compiled_pattern, pretoken_boundaries
 from .specials import check_special_tokens, special_regex, split_on_specials
@@ -78,10 +78,12 @@ class Tokenizer:
         self._special_rx = special_regex(specials)
         self._special_prefixes = frozenset(t[:k] for t in specials for k in range(1, len(t)))
         self._longest_special = max((len(t) for t in specials), default=0)
+        self._special_firsts = sorted({t[0] for t in specials})
         self._vocab = vocab
         self._merges = merges
         self._ids_of = ids_of
         self._core = _build_core(vocab, merges, ids_of)
+        self._id_objects = list(range(max(vocab) + 1 if vocab else 0))   # encode's lists share these ints
 
     # ---------------------------------------------------------------------------------------- construction
 
@@ -176,7 +178,12 @@ class Tokenizer:
         >>> tok.encode("abc ab")
         [256, 99, 32, 256]
         """
-        return self.encode_to_numpy(text).tolist()
+        text = _check_text(text)
+        try:
+            out = self._encode_all(text)
+        except UnicodeEncodeError:
+            out = self._encode_all(_replace_surrogates(text))
+        return out.take_list(self._id_objects)
 
     def encode_to_numpy(self, text, dtype=np.int32):
         """The token ids of `text` as a 1-D NumPy array of `dtype` (int32 by default; also uint16, uint32,
@@ -189,10 +196,10 @@ class Tokenizer:
         dtype = self._check_dtype(dtype)
         text = _check_text(text)
         try:
-            ids = self._encode_all(text)
+            ids = self._encode_all(text).take()
         except UnicodeEncodeError:
             # Lone surrogates cannot be UTF-8: replaced by U+FFFD as tiktoken does.
-            ids = self._encode_all(_replace_surrogates(text))
+            ids = self._encode_all(_replace_surrogates(text)).take()
         return ids if dtype == np.int32 else ids.astype(dtype)
 
     def encode_iterable(self, iterable):
@@ -229,10 +236,10 @@ class Tokenizer:
             pending = [rest] if rest else []
             pending_len = len(rest)
             next_attempt = max(1, _PENDING_GROWTH * pending_len)
-            if len(ids):
-                yield from ids.tolist()
+            if ids:
+                yield from ids
         if pending:
-            yield from self.encode_to_numpy("".join(pending)).tolist()
+            yield from self.encode("".join(pending))
 
     def _encode_all(self, text):
         core = self._core
@@ -243,7 +250,7 @@ class Tokenizer:
             else:
                 data = piece.encode("utf-8")
                 core.encode_pretokens(out, data, pretoken_boundaries(data, self._pattern))
-        return out.take()
+        return out
 
     def _encode_finished(self, text):
         """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""
@@ -251,8 +258,10 @@ class Tokenizer:
         out = IdBuffer()
         rx = self._special_rx
         pos = 0
+        undecided = self._special_prefix_start(text, 0)
         while True:
-            undecided = self._special_prefix_start(text, pos)
+            if pos > undecided:     # a special token ran past it
+                undecided = self._special_prefix_start(text, pos)
             m = rx.search(text, pos) if rx is not None else None
             if m is None or m.start() >= undecided:
                 break
@@ -271,7 +280,7 @@ class Tokenizer:
             if k > 0:
                 core.encode_pretokens(out, data, bounds, k)
                 cut = int(bounds[k])
-        ids = out.take()
+        ids = out.take_list(self._id_objects)
         rest = data[cut:].decode("utf-8") + text[undecided:] if cut else text[pos:]
         return ids, rest
 
@@ -280,11 +289,18 @@ class Tokenizer:
         from there on, whether a special token starts depends on the text still to come."""
         n = len(text)
         prefixes = self._special_prefixes
-        if prefixes:
-            for k in range(max(pos, n - self._longest_special + 1), n):
+        if not prefixes:
+            return n
+        start = max(pos, n - self._longest_special + 1)
+        best = n
+        for first in self._special_firsts:
+            k = text.find(first, start)
+            while 0 <= k < best:
                 if text[k:] in prefixes:
-                    return k
-        return n
+                    best = k
+                    break
+                k = text.find(first, k + 1)
+        return best
 
     def _safe_cut(self, data, bounds):
         """The largest k such that cutting `data` (UTF-8 ordinary text that may continue) at bounds[k] leaves
@@ -301,6 +317,9 @@ class Tokenizer:
         last = len(bounds) - 2          # the index of the last pre-token
         if self._pattern not in (GPT2_PATTERN, GPT4_PATTERN):
             last -= 1
+        k = safe_cut(data, bounds, last)    # the same rule in native code, when the trailing run is ASCII
+        if k >= 0:
+            return k
         # the start of the trailing whitespace run, in bytes
         tail = data[-64:].decode("utf-8", "ignore")
         m = _LAST_NON_SPACE.search(tail)
@@ -340,6 +359,10 @@ class Tokenizer:
         >>> tok.decode([104, 105]), tok.decode([0xE2, 0x82])
         ('hi', '�')
         """
+        if type(ids) is list:
+            data = self._core.decode_list(ids)
+            if data is not None:
+                return data.decode("utf-8", errors="replace")
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     def decode_bytes(self, ids):

@@ -1,0 +1,148 @@
+"""Encoding and decoding throughput: bpe_fast.Tokenizer against tiktoken, single thread, same ranks, same run.
+
+Run: python -m pytest benchmarks/bench_encode.py --benchmark-columns=min,mean,rounds
+Each benchmark records its throughput as extra_info["MB/s"] (text bytes over the fastest round); the last test
+prints a table with bpe_fast's throughput as a multiple of tiktoken's.
+
+Ranks: GPT-2's (../shared/fixtures/gpt2_vocab.json, tiktoken built offline from it). Without the fixtures, a
+10,000-token vocabulary trained by bpe_fast.train_bpe on the synthetic corpus stands in, for both libraries.
+Texts:
+- real: the fixture texts (corpus.en, tinystories_sample.txt, german.txt, address.txt) once each, not repeated
+  (repeating a text would flatter bpe_fast's pre-token cache). Skipped without the fixtures.
+- synthetic: 4 MB of bpe_fast.synthetic's seeded TinyStories-like corpus (several languages, documents separated
+  by <|endoftext|>).
+"""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bpe_fast import Tokenizer
+from bpe_fast.patterns import GPT2_PATTERN
+
+tiktoken = pytest.importorskip("tiktoken")
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+EOT = "<|endoftext|>"
+SYNTHETIC_BYTES = 4_000_000
+RESULTS = {}      # (operation, text, library) -> MB/s
+
+
+@pytest.fixture(scope="module")
+def synthetic_text(tmp_path_factory):
+    from bpe_fast.synthetic import generate
+
+    path = tmp_path_factory.mktemp("bench_encode") / "synthetic.txt"
+    generate(path, SYNTHETIC_BYTES, seed=2)
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def libraries(synthetic_text, tmp_path_factory):
+    """(bpe_fast Tokenizer, tiktoken Encoding, description) with the same ranks."""
+    vocab_path, merges_path = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
+    if vocab_path.exists() and merges_path.exists():
+        tok = Tokenizer.from_files(vocab_path, merges_path, [EOT])
+        what = "GPT-2's ranks"
+    else:
+        from bpe_fast import train_bpe
+
+        path = tmp_path_factory.mktemp("bench_encode_train") / "train.txt"
+        path.write_text(synthetic_text[:2_000_000], encoding="utf-8")
+        vocab, merges = train_bpe(path, 10_000, [EOT], num_processes=1)
+        tok = Tokenizer(vocab, merges, [EOT])
+        what = "a 10,000-token vocabulary trained on the synthetic corpus (no fixtures)"
+    special = tok.special_tokens[EOT]
+    ranks = {}
+    for i in sorted(tok.vocab):
+        if i != special:
+            ranks.setdefault(tok.vocab[i], i)
+    enc = tiktoken.Encoding("bench", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={EOT: special})
+    return tok, enc, what
+
+
+@pytest.fixture(scope="module", params=["real", "synthetic"])
+def text(request, synthetic_text):
+    if request.param == "synthetic":
+        return request.param, synthetic_text
+    names = ["corpus.en", "tinystories_sample.txt", "german.txt", "address.txt"]
+    if not all((FIXTURES / n).exists() for n in names):
+        pytest.skip(f"the fixture texts are absent from {FIXTURES}")
+    return request.param, "\n".join((FIXTURES / n).read_text(encoding="utf-8") for n in names)
+
+
+def record(benchmark, key, nbytes):
+    mbps = nbytes / benchmark.stats.stats.min / 1e6
+    benchmark.extra_info["MB/s"] = round(mbps, 2)
+    RESULTS[key] = mbps
+
+
+def test_encode_bpe_fast(benchmark, libraries, text):
+    tok, enc, _ = libraries
+    name, s = text
+    ids = benchmark(tok.encode, s)
+    assert ids == enc.encode(s, allowed_special="all")
+    record(benchmark, ("encode", name, "bpe_fast"), len(s.encode()))
+
+
+def test_encode_tiktoken(benchmark, libraries, text):
+    tok, enc, _ = libraries
+    name, s = text
+    benchmark(enc.encode, s, allowed_special="all")
+    record(benchmark, ("encode", name, "tiktoken"), len(s.encode()))
+
+
+def test_encode_to_numpy_bpe_fast(benchmark, libraries, text):
+    tok, _, _ = libraries
+    name, s = text
+    benchmark(tok.encode_to_numpy, s, np.uint16)
+    record(benchmark, ("encode_to_numpy uint16", name, "bpe_fast"), len(s.encode()))
+
+
+def test_encode_iterable_bpe_fast(benchmark, libraries, text):
+    """Line by line, as from a text file."""
+    tok, _, _ = libraries
+    name, s = text
+    lines = s.splitlines(keepends=True)
+
+    def run():
+        n = 0
+        for _ in tok.encode_iterable(lines):
+            n += 1
+        return n
+
+    assert benchmark(run) == len(tok.encode(s))
+    record(benchmark, ("encode_iterable (lines)", name, "bpe_fast"), len(s.encode()))
+
+
+def test_decode_bpe_fast(benchmark, libraries, text):
+    tok, _, _ = libraries
+    name, s = text
+    ids = tok.encode(s)
+    assert benchmark(tok.decode, ids) == s
+    record(benchmark, ("decode", name, "bpe_fast"), len(s.encode()))
+
+
+def test_decode_tiktoken(benchmark, libraries, text):
+    tok, enc, _ = libraries
+    name, s = text
+    ids = enc.encode(s, allowed_special="all")
+    benchmark(enc.decode, ids)
+    record(benchmark, ("decode", name, "tiktoken"), len(s.encode()))
+
+
+def test_report(libraries):
+    """Print the table (run with -s to see it)."""
+    if not RESULTS:
+        pytest.skip("no benchmark ran")
+    tok, enc, what = libraries
+    lines = [f"\nbpe_fast vs tiktoken {tiktoken.__version__}, single thread, {what}, pid {os.getpid()}",
+             f"{'operation':<26}{'text':<11}{'bpe_fast MB/s':>14}{'tiktoken MB/s':>15}{'ratio':>8}"]
+    for (op, name, lib), mbps in sorted(RESULTS.items()):
+        if lib != "bpe_fast":
+            continue
+        base = RESULTS.get(("encode" if op.startswith("encode") else op, name, "tiktoken"))
+        ratio = f"{mbps / base:.2f}x" if base else ""
+        lines.append(f"{op:<26}{name:<11}{mbps:>14.1f}{(base or float('nan')):>15.1f}{ratio:>8}")
+    print("\n".join(lines))
