@@ -7,7 +7,9 @@ Each pattern is one function, ``gpt2_next``/``gpt4_next``, that returns the end 
 byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
 out. Code points are classified with a two-level table (set_tables) generated from the installed `regex`.
 The loops take valid UTF-8 (the Python layer validates or encodes first) and touch no Python objects; Python
-objects are only built for the results (boundaries array, list of str, dict of distinct pre-tokens).
+objects are only built for the results: boundaries() (int64 array), split() (list of str) and PretokenCounter
+(distinct pre-tokens and counts, accumulated over chunks in a native hash table). bpe_fast/pretokenize.py is
+the interface; this module trusts its arguments.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -541,7 +543,8 @@ cdef class PretokenCounter:
     may be dropped after add(); memory grows with the number of distinct pre-tokens only. Results come out in
     order of first occurrence, as a Counter over regex.findall would have them.
 
-    Worked example: PretokenCounter(KIND_GPT2, [b"<|e|>"]).add(b"a b<|e|>a b") -> {b"a": 2, b" b": 2}.
+    Worked example: PretokenCounter(2, [b"<|e|>"]).add(b"a b<|e|>a b").to_dict() == {b"a": 2, b" b": 2}
+    (kind 2 is GPT2_PATTERN, 4 GPT4_PATTERN; see _scan.pxd).
     """
     cdef vector[Span] spans         # start = offset into arena
     cdef vector[Slot] slots         # open addressing, linear probing, power-of-two size, at most half full
