@@ -5,11 +5,13 @@ Names are imported lazily from the module that owns them, so `import bpe_fast` s
 import importlib
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN
+# Imported now: the name would otherwise be taken by the submodule bpe_fast.pretokenize once any module
+# imports it.
+from .pretokenize import pretokenize
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "pretokenize": "pretokenize",
     "train_bpe": "train",
     "Tokenizer": "tokenizer",
     "encode_file": "encode_file",
@@ -18,7 +20,7 @@ _EXPORTS = {
     "train_from_counts": "train",
 }
 
-__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", *_EXPORTS]
+__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "pretokenize", *_EXPORTS]
 
 
 def __getattr__(name):

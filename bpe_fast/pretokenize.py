@@ -14,6 +14,7 @@ scanned natively.
 """
 import codecs
 import hashlib
+import types
 import warnings
 from collections import Counter
 
@@ -183,10 +184,14 @@ def _load_native():
                       stacklevel=3)
         return
     problem = _table_problem(table)
-    if problem:
+    if "stamp" in problem:
         warnings.warn(f"bpe_fast: {problem}; pre-tokenizing with `regex` instead of the native scanner (slower). "
                       "Run tools/gen_unicode_table.py to regenerate the table.", RuntimeWarning, stacklevel=3)
         return
+    if problem:
+        # Another `regex` release with another Unicode version: take the classes from the installed `regex`
+        # itself (about 0.1 s, once per process), so the scanner agrees with it by construction.
+        table = installed_regex_table()
     stage1, stage2 = _two_level_table(table)
     fold_cps = [cp for letter, cps in table.FOLDS.items() for cp in cps]
     fold_letters = [letter for letter, cps in table.FOLDS.items() for cp in cps]
@@ -209,6 +214,14 @@ def _table_problem(table):
     if now["folds"] != {k: tuple(v) for k, v in table.FOLDS.items()}:
         return f"regex {regex.__version__} case-folds the contraction letters differently"
     return ""
+
+
+def installed_regex_table():
+    """The Unicode table (as bpe_fast/_unicode_table.py lays it out) of the installed `regex`."""
+    now = regex_unicode_classes()
+    flat = lambda ranges: tuple(x for r in ranges for x in r)  # noqa: E731
+    return types.SimpleNamespace(REGEX_VERSION=regex.__version__, LETTER=flat(now["L"]), NUMBER=flat(now["N"]),
+                                 SPACE=flat(now["S"]), FOLDS=now["folds"])
 
 
 def _two_level_table(table):

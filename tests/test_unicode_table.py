@@ -76,7 +76,17 @@ def _fake_table(**changes):
 
 
 def test_table_check_accepts_the_committed_table():
+    if table.REGEX_VERSION != regex.__version__:
+        pytest.skip(f"table made with regex {table.REGEX_VERSION}, regex {regex.__version__} installed")
     assert P._table_problem(table) == ""
+
+
+def test_installed_regex_table_is_the_committed_one_for_its_release():
+    rebuilt = P.installed_regex_table()
+    assert P._table_problem(_fake_table(**{k: getattr(rebuilt, k) for k in ("REGEX_VERSION", "LETTER", "NUMBER",
+                                                                             "SPACE", "FOLDS")})) == ""
+    if table.REGEX_VERSION == regex.__version__:
+        assert (rebuilt.LETTER, rebuilt.NUMBER, rebuilt.SPACE) == (table.LETTER, table.NUMBER, table.SPACE)
 
 
 def test_table_check_notices_a_hand_edit():
@@ -95,11 +105,28 @@ def test_table_check_compares_every_code_point_when_regex_is_another_release():
     assert "case-folds" in P._table_problem(stale)
 
 
-def test_a_disagreeing_table_means_regex_with_a_warning(monkeypatch):
+def test_another_regex_release_means_a_table_from_that_regex(monkeypatch):
+    # A regex release whose Unicode differs from the committed table: the scanner stays native, with the
+    # classes taken from the installed regex, so it still agrees with it.
     monkeypatch.setattr(P, "_scan", None)
     monkeypatch.setattr(P, "_native_checked", False)
     monkeypatch.setattr(P, "_table_problem", lambda t: "regex 9.9 disagrees on \\p{L}")
-    with pytest.warns(RuntimeWarning, match="disagrees"):
+    rebuilt = []
+    real = P.installed_regex_table
+    monkeypatch.setattr(P, "installed_regex_table", lambda: rebuilt.append(1) or real())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert P.native_kind(GPT4_PATTERN) == 4
+    assert rebuilt == [1]
+    text = "Hello  world's 123\n ſ'ſ Ǆ٣"
+    assert P.pretokenize(text, GPT4_PATTERN) == regex.findall(GPT4_PATTERN, text)
+
+
+def test_a_hand_edited_table_means_regex_with_a_warning(monkeypatch):
+    monkeypatch.setattr(P, "_scan", None)
+    monkeypatch.setattr(P, "_native_checked", False)
+    monkeypatch.setattr(table, "STAMP", "0" * 16)
+    with pytest.warns(RuntimeWarning, match="stamp"):
         assert P.native_kind(GPT4_PATTERN) == 0
     text = "Hello  world's 123\n"
     with warnings.catch_warnings():
