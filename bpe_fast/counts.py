@@ -17,7 +17,7 @@ import numpy as np
 
 from .chunking import chunk_boundaries
 from .patterns import GPT2_PATTERN, resolve_pattern
-from .pretokenize import compiled_pattern, count_chunk
+from .pretokenize import ChunkCounter, compiled_pattern
 from .specials import check_special_tokens, special_regex
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -88,25 +88,21 @@ def _init_worker(bytes_done):
 
 
 def _count_ranges(path, ranges, special_tokens, pattern, errors):
-    """Worker: count the pre-tokens of some byte ranges of one file."""
-    rx = special_regex(special_tokens)
-    total = Counter()
+    """Worker: count the pre-tokens of some byte ranges of one file (one native table for all of them)."""
+    counter = ChunkCounter(special_regex(special_tokens), pattern, errors)
     with open(path, "rb") as f:
         for start, end in ranges:
             f.seek(start)
             data = f.read(end - start)
             try:
-                counts = count_chunk(data, rx, pattern, errors)
+                counter.add(data)
             except UnicodeDecodeError as exc:
                 raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
-            if total:
-                total.update(counts)
-            else:
-                total = Counter(counts)
+            del data
             if _bytes_done is not None:
                 with _bytes_done.get_lock():
                     _bytes_done.value += end - start
-    return total
+    return Counter(counter.to_dict())
 
 
 def _terminate(executor):
