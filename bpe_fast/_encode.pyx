@@ -51,25 +51,50 @@ cdef struct PairSlot:
 
 cdef struct PieceSlot:
     uint64_t hash
-    int64_t key_off             # into keys
+    uint64_t prefix             # the first 8 bytes of the key, zero-padded (so keys of 8 bytes or less are
+                                # compared without reading the key arena)
+    uint32_t key_off            # into the key arena (bytes 8.. of the key are compared there)
     int32_t key_len
     int32_t n_ids               # 0: empty slot
-    int64_t value               # n_ids == 1: the id; else the offset of the ids in cached_ids
+    int32_t value               # n_ids == 1: the id; else the offset of the ids in cached_ids
 
 
-cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+cdef inline bint key_matches(const PieceSlot* slot, uint64_t h, uint64_t prefix, const uint8_t* keys,
+                             const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    if slot.hash != h or slot.key_len != n or slot.prefix != prefix:
+        return False
+    return n <= 8 or memcmp(keys + slot.key_off + 8, p + 8, n - 8) == 0
+
+
+cdef inline uint64_t load_partial(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """p[0:n] (n < 8) as a little-endian word, zero-padded (a loop: memcpy of a variable size is a call)."""
+    cdef uint64_t w = 0
+    cdef Py_ssize_t i
+    for i in range(n):
+        w |= (<uint64_t>p[i]) << (8 * i)
+    return w
+
+
+cdef inline uint64_t hash_key(const uint8_t* p, Py_ssize_t n, uint64_t* prefix) noexcept nogil:
+    """The hash of p[0:n]; sets prefix to its first 8 bytes, zero-padded (read once for both)."""
     cdef uint64_t h = (<uint64_t>n) * 0x9E3779B97F4A7C15ULL
     cdef uint64_t w
-    while n >= 8:
-        memcpy(&w, p, 8)
+    if n < 8:
+        w = load_partial(p, n)
+        prefix[0] = w
+        return mix64((h ^ w) * 0x94D049BB133111EBULL)
+    memcpy(&w, p, 8)
+    prefix[0] = w
+    while True:
         h = (h ^ w) * 0xBF58476D1CE4E5B9ULL
         h ^= h >> 29
         p += 8
         n -= 8
+        if n < 8:
+            break
+        memcpy(&w, p, 8)
     if n > 0:
-        w = 0
-        memcpy(&w, p, n)
-        h = (h ^ w) * 0x94D049BB133111EBULL
+        h = (h ^ load_partial(p, n)) * 0x94D049BB133111EBULL
     return mix64(h)
 
 
@@ -157,6 +182,8 @@ cdef class BPECore:
             raise ValueError("ranked_offsets must have one entry more than ranked_ids")
         if decode_offsets.shape[0] != known.shape[0] + 1:
             raise ValueError("decode_offsets must have one entry more than known")
+        if ranked_pool.shape[0] >= (1 << 31):
+            raise ValueError("the ranked tokens are too long (2 GiB or more)")
         for k in range(n_ranked):
             if not (0 <= ranked_offsets[k] and ranked_offsets[k] + 2 <= ranked_offsets[k + 1]
                     and ranked_offsets[k + 1] <= ranked_pool.shape[0]):
@@ -167,7 +194,7 @@ cdef class BPECore:
         for i in range(256):
             self.byte_ids[i] = byte_ids[i]
         self.cache_entries = max(cache_entries, 0)
-        self.cache_bytes = max(cache_bytes, 0)
+        self.cache_bytes = min(max(cache_bytes, 0), 1 << 30)     # key offsets and id offsets are 32-bit
         self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
         self._build_pieces(ranked_pool, ranked_offsets, ranked_ids)
         if decode_pool.shape[0]:
@@ -183,6 +210,7 @@ cdef class BPECore:
         cdef Py_ssize_t n_ranked = ids.shape[0]
         cdef Py_ssize_t k, j, n, cap
         cdef int32_t a, b
+        cdef uint64_t h, prefix
         cdef const uint8_t* t
         # ids of ranked tokens by their bytes, to find the parts: a temporary piece table
         cdef vector[PieceSlot] table
@@ -195,7 +223,8 @@ cdef class BPECore:
         for k in range(n_ranked):
             t = &pool[0] + offs[k]
             n = offs[k + 1] - offs[k]
-            _table_insert(table, mask, hash_bytes(t, n), offs[k], n, 1, ids[k])
+            h = hash_key(t, n, &prefix)
+            _table_insert(table, mask, h, prefix, offs[k], n, 1, ids[k])
         # first pass counts candidate pairs to size the table
         cdef vector[uint64_t] found_keys
         cdef vector[int32_t] found_ranks
@@ -263,8 +292,8 @@ cdef class BPECore:
             count = self._merge(t, n, buf)
             if count != 1 or buf[0] != ids[k]:
                 continue
-            slot.hash = hash_bytes(t, n)
-            slot.key_off = self.keys.size()
+            slot.hash = hash_key(t, n, &slot.prefix)
+            slot.key_off = <uint32_t>self.keys.size()
             slot.key_len = <int32_t>n
             slot.n_ids = 1
             slot.value = ids[k]
@@ -286,6 +315,7 @@ cdef class BPECore:
         cdef Py_ssize_t k
         cdef PieceSlot empty
         empty.hash = 0
+        empty.prefix = 0
         empty.key_off = 0
         empty.key_len = 0
         empty.n_ids = 0
@@ -404,17 +434,18 @@ cdef class BPECore:
 
     # ------------------------------------------------------------------------------------------ the cache
 
-    cdef inline const PieceSlot* _find(self, uint64_t h, const uint8_t* p, Py_ssize_t n) noexcept:
+    cdef inline const PieceSlot* _find(self, uint64_t h, uint64_t prefix, const uint8_t* p,
+                                       Py_ssize_t n) noexcept:
         cdef uint64_t i = h & self.piece_mask
         cdef const PieceSlot* slots = self.pieces.data()
         cdef const uint8_t* keys = self.keys.data()
         while slots[i].n_ids != 0:
-            if slots[i].hash == h and slots[i].key_len == n and memcmp(keys + slots[i].key_off, p, n) == 0:
+            if key_matches(&slots[i], h, prefix, keys, p, n):
                 return &slots[i]
             i = (i + 1) & self.piece_mask
         return NULL
 
-    cdef void _cache(self, uint64_t h, const uint8_t* p, Py_ssize_t n, const int32_t* ids,
+    cdef void _cache(self, uint64_t h, uint64_t prefix, const uint8_t* p, Py_ssize_t n, const int32_t* ids,
                      Py_ssize_t count) noexcept:
         cdef PieceSlot slot
         if self.cache_entries == 0:
@@ -423,13 +454,14 @@ cdef class BPECore:
             self._reset_cache()
             self.n_resets += 1
         slot.hash = h
-        slot.key_off = self.keys.size()
+        slot.prefix = prefix
+        slot.key_off = <uint32_t>self.keys.size()
         slot.key_len = <int32_t>n
         slot.n_ids = <int32_t>count
         if count == 1:
             slot.value = ids[0]
         else:
-            slot.value = self.cached_ids.size()
+            slot.value = <int32_t>self.cached_ids.size()
             self.cached_ids.insert(self.cached_ids.end(), ids, ids + count)
         self.keys.insert(self.keys.end(), p, p + n)
         _slot_place(self.pieces, self.piece_mask, slot)
@@ -447,7 +479,7 @@ cdef class BPECore:
         cdef const uint8_t* base
         cdef const uint8_t* p
         cdef const PieceSlot* slot
-        cdef uint64_t h = 0
+        cdef uint64_t h = 0, prefix = 0
         cdef int32_t id_
         if stop < 0 or stop > n_bounds - 1:
             stop = n_bounds - 1
@@ -472,8 +504,8 @@ cdef class BPECore:
                 out.ids.push_back(id_)
                 continue
             if n <= self.lookup_limit:
-                h = hash_bytes(p, n)
-                slot = self._find(h, p, n)
+                h = hash_key(p, n, &prefix)
+                slot = self._find(h, prefix, p, n)
                 if slot != NULL:
                     if slot.n_ids == 1:
                         out.ids.push_back(<int32_t>slot.value)
@@ -486,7 +518,7 @@ cdef class BPECore:
             count = self._merge(p, n, self.scratch.data())
             out.ids.insert(out.ids.end(), self.scratch.data(), self.scratch.data() + count)
             if n <= MAX_CACHED_PIECE:
-                self._cache(h, p, n, self.scratch.data(), count)
+                self._cache(h, prefix, p, n, self.scratch.data(), count)
         return out.ids.size() - before
 
     # ------------------------------------------------------------------------------------------ decoding
@@ -592,11 +624,12 @@ cdef void _slot_place(vector[PieceSlot]& table, uint64_t mask, const PieceSlot& 
     table[i] = slot
 
 
-cdef void _table_insert(vector[PieceSlot]& table, uint64_t mask, uint64_t h, int64_t key_off, Py_ssize_t n,
-                        int32_t n_ids, int64_t value) noexcept:
+cdef void _table_insert(vector[PieceSlot]& table, uint64_t mask, uint64_t h, uint64_t prefix, int64_t key_off,
+                        Py_ssize_t n, int32_t n_ids, int32_t value) noexcept:
     cdef PieceSlot slot
     slot.hash = h
-    slot.key_off = key_off
+    slot.prefix = prefix
+    slot.key_off = <uint32_t>key_off
     slot.key_len = <int32_t>n
     slot.n_ids = n_ids
     slot.value = value
@@ -606,10 +639,11 @@ cdef void _table_insert(vector[PieceSlot]& table, uint64_t mask, uint64_t h, int
 cdef int32_t _table_get(vector[PieceSlot]& table, uint64_t mask, const uint8_t* keys, const uint8_t* p,
                         Py_ssize_t n) noexcept:
     """The value for key p[0:n] in a table whose keys live in `keys`, or -1."""
-    cdef uint64_t h = hash_bytes(p, n)
+    cdef uint64_t prefix
+    cdef uint64_t h = hash_key(p, n, &prefix)
     cdef uint64_t i = h & mask
     while table[i].n_ids != 0:
-        if table[i].hash == h and table[i].key_len == n and memcmp(keys + table[i].key_off, p, n) == 0:
-            return <int32_t>table[i].value
+        if key_matches(&table[i], h, prefix, keys, p, n):
+            return table[i].value
         i = (i + 1) & mask
     return -1

@@ -76,9 +76,12 @@ class Tokenizer:
             self._special_ids[tok] = ids_of[data]
         self._specials = specials
         self._special_rx = special_regex(specials)
-        self._special_prefixes = frozenset(t[:k] for t in specials for k in range(1, len(t)))
-        self._longest_special = max((len(t) for t in specials), default=0)
-        self._special_firsts = sorted({t[0] for t in specials})
+        self._special_rx_bytes = _bytes_regex(self._special_rx)
+        self._special_ids_bytes = {t.encode("utf-8"): i for t, i in self._special_ids.items()}
+        encoded = [t.encode("utf-8") for t in specials]
+        self._special_prefixes = frozenset(t[:k] for t in encoded for k in range(1, len(t)))
+        self._longest_special = max((len(t) for t in encoded), default=0)
+        self._special_firsts = sorted({t[:1] for t in encoded})
         self._vocab = vocab
         self._merges = merges
         self._ids_of = ids_of
@@ -242,64 +245,82 @@ class Tokenizer:
             yield from self.encode("".join(pending))
 
     def _encode_all(self, text):
+        """An IdBuffer with the ids of `text`. The special tokens are found in the UTF-8 bytes, which gives
+        the same cuts as in the str (a token's bytes can only match where its characters do)."""
         core = self._core
+        pattern = self._pattern
         out = IdBuffer()
-        for piece, is_special in split_on_specials(text, self._special_rx):
-            if is_special:
-                out.push(self._special_ids[piece])
-            else:
-                data = piece.encode("utf-8")
-                core.encode_pretokens(out, data, pretoken_boundaries(data, self._pattern))
+        data = text.encode("utf-8")
+        rx = self._special_rx_bytes
+        if rx is None:
+            if data:
+                core.encode_pretokens(out, data, pretoken_boundaries(data, pattern))
+            return out
+        special_ids = self._special_ids_bytes
+        pos = 0
+        for m in rx.finditer(data):
+            start = m.start()
+            if start > pos:
+                piece = data[pos:start]
+                core.encode_pretokens(out, piece, pretoken_boundaries(piece, pattern))
+            out.push(special_ids[m.group()])
+            pos = m.end()
+        if pos < len(data):
+            piece = data[pos:] if pos else data
+            core.encode_pretokens(out, piece, pretoken_boundaries(piece, pattern))
         return out
 
     def _encode_finished(self, text):
         """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""
         core = self._core
+        pattern = self._pattern
         out = IdBuffer()
-        rx = self._special_rx
+        data = text.encode("utf-8")
+        n = len(data)
         pos = 0
-        undecided = self._special_prefix_start(text, 0)
-        while True:
-            if pos > undecided:     # a special token ran past it
-                undecided = self._special_prefix_start(text, pos)
-            m = rx.search(text, pos) if rx is not None else None
-            if m is None or m.start() >= undecided:
-                break
-            # A match starting before `undecided` is final: no longer special token can start there.
-            if m.start() > pos:
-                data = text[pos:m.start()].encode("utf-8")
-                core.encode_pretokens(out, data, pretoken_boundaries(data, self._pattern))
-            out.push(self._special_ids[m.group()])
-            pos = m.end()
-        # text[pos:undecided] is ordinary text that may continue past `undecided`.
-        data = text[pos:undecided].encode("utf-8")
-        cut = 0
-        if data:
-            bounds = pretoken_boundaries(data, self._pattern)
-            k = self._safe_cut(data, bounds)
+        undecided = n
+        rx = self._special_rx_bytes
+        if rx is not None:
+            undecided = self._special_prefix_start(data, 0)
+            while True:
+                if pos > undecided:     # a special token ran past it
+                    undecided = self._special_prefix_start(data, pos)
+                m = rx.search(data, pos)
+                if m is None or m.start() >= undecided:
+                    break
+                # A match starting before `undecided` is final: no longer special token can start there.
+                if m.start() > pos:
+                    piece = data[pos:m.start()]
+                    core.encode_pretokens(out, piece, pretoken_boundaries(piece, pattern))
+                out.push(self._special_ids_bytes[m.group()])
+                pos = m.end()
+        # data[pos:undecided] is ordinary text that may continue past `undecided`.
+        piece = data[pos:undecided] if pos or undecided < n else data
+        if piece:
+            bounds = pretoken_boundaries(piece, pattern)
+            k = self._safe_cut(piece, bounds)
             if k > 0:
-                core.encode_pretokens(out, data, bounds, k)
-                cut = int(bounds[k])
-        ids = out.take_list(self._id_objects)
-        rest = data[cut:].decode("utf-8") + text[undecided:] if cut else text[pos:]
-        return ids, rest
+                core.encode_pretokens(out, piece, bounds, k)
+                pos += int(bounds[k])
+        return out.take_list(self._id_objects), data[pos:].decode("utf-8")
 
-    def _special_prefix_start(self, text, pos):
-        """The first k >= pos from which text[k:] is a proper prefix of a special token (len(text) if none):
-        from there on, whether a special token starts depends on the text still to come."""
-        n = len(text)
+    def _special_prefix_start(self, data, pos):
+        """The first k >= pos from which data[k:] is a proper prefix of a special token's UTF-8 (len(data) if
+        none): from there on, whether a special token starts depends on the text still to come. (Working on
+        bytes finds the same places as on the str: UTF-8 is self-synchronizing.)"""
+        n = len(data)
         prefixes = self._special_prefixes
         if not prefixes:
             return n
         start = max(pos, n - self._longest_special + 1)
         best = n
         for first in self._special_firsts:
-            k = text.find(first, start)
+            k = data.find(first, start)
             while 0 <= k < best:
-                if text[k:] in prefixes:
+                if data[k:] in prefixes:
                     best = k
                     break
-                k = text.find(first, k + 1)
+                k = data.find(first, k + 1)
         return best
 
     def _safe_cut(self, data, bounds):
@@ -372,6 +393,13 @@ class Tokenizer:
         b'\\xe2\\x82\\xac'
         """
         return self._core.decode_bytes(_id_array(ids))
+
+
+def _bytes_regex(rx):
+    """The special-token regex of bpe_fast.specials (escaped tokens joined by "|", longest first) for bytes."""
+    if rx is None:
+        return None
+    return regex.compile(rx.pattern.encode("utf-8"), rx.flags & ~regex.UNICODE)
 
 
 def _rebuild(vocab, merges, specials, pattern):

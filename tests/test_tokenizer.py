@@ -450,6 +450,17 @@ def test_encode_iterable_longest_special_across_chunks(trained):
     assert list(tok.encode_iterable(list(text))) == tok.encode(text)
 
 
+def test_special_tokens_with_regex_characters_and_non_ascii(trained):
+    specials = ["<|😀|>", "a.b", "—", "[x]", "日本", "\\d"]
+    tok = Tokenizer(*trained, special_tokens=specials)
+    text = "a.b axb <|😀|><|😀| —— [x]x 日本語 \\d \\D 日" + "".join(specials)
+    ids = tok.encode(text)
+    assert ids == oracle(tok, text)
+    assert tok.decode(ids) == text
+    for k in range(len(text) + 1):
+        assert list(tok.encode_iterable([text[:k], text[k:]])) == ids
+
+
 def test_encode_iterable_overlapping_specials():
     # "ab" and "bcd": in "abcd" the leftmost match is "ab", even when "abc" arrives first
     tok = Tokenizer(byte_vocab(), [], special_tokens=["ab", "bcd", "xyz"])
