@@ -13,6 +13,7 @@ partial output file is left behind.
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -22,6 +23,14 @@ from .patterns import PATTERNS
 
 class CliError(Exception):
     """An error worth one line on stderr."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an exception so that workers are stopped and temporary files removed."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
 
 
 # ---- progress ----------------------------------------------------------------------------------
@@ -327,8 +336,12 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         args.func(args)
+    except Terminated:
+        print("\nbpe-fast: terminated; no output written", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("\nbpe-fast: interrupted; no output written", file=sys.stderr)
         return 130
@@ -338,6 +351,8 @@ def main(argv=None):
     except (OSError, ValueError, TypeError, RuntimeError, ImportError) as exc:
         print(f"bpe-fast: {_describe(exc)}", file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 

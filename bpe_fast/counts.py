@@ -9,15 +9,14 @@ import json
 import os
 import tempfile
 from collections import Counter
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-import multiprocessing
+from concurrent.futures import FIRST_EXCEPTION, wait
 
 import numpy as np
 
 from .chunking import chunk_boundaries
 from .patterns import GPT2_PATTERN, resolve_pattern
 from .pretokenize import ChunkCounter, compiled_pattern
+from .procs import WorkerDiedError, check_num_processes, shared_counter, worker_pool  # noqa: F401 (re-exported)
 from .specials import check_special_tokens, special_regex
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -38,22 +37,10 @@ class CorpusDecodeError(UnicodeError):
                 f"pass errors='replace' to substitute U+FFFD")
 
 
-class WorkerDiedError(RuntimeError):
-    """A counting worker process ended abnormally (killed, out of memory)."""
-
-
 def check_errors(errors):
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     return errors
-
-
-def check_num_processes(num_processes):
-    if num_processes is None:
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    if isinstance(num_processes, bool) or not isinstance(num_processes, int) or num_processes < 1:
-        raise ValueError(f"num_processes must be a positive int or None, got {num_processes!r}")
-    return num_processes
 
 
 def check_input_file(path):
@@ -105,19 +92,6 @@ def _count_ranges(path, ranges, special_tokens, pattern, errors):
     return Counter(counter.to_dict())
 
 
-def _terminate(executor):
-    # ProcessPoolExecutor lets running tasks finish on shutdown; on an error or Ctrl-C we stop them now.
-    for proc in list(getattr(executor, "_processes", {}).values()):
-        if proc.is_alive():
-            proc.terminate()
-    executor.shutdown(wait=True, cancel_futures=True)
-
-
-def _pool_context():
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else None)
-
-
 def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None, errors="strict",
                chunk_bytes=None, progress=None):
     """The pre-token counts of one UTF-8 file as a Counter of bytes, the same whatever num_processes and
@@ -154,12 +128,9 @@ def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None
 def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress):
     ntasks = min(len(ranges), workers * _TASKS_PER_PROCESS)
     groups = [ranges[len(ranges) * i // ntasks: len(ranges) * (i + 1) // ntasks] for i in range(ntasks)]
-    context = _pool_context()
-    bytes_done = context.Value("q", 0)
-    executor = ProcessPoolExecutor(max_workers=min(workers, ntasks), mp_context=context,
-                                   initializer=_init_worker, initargs=(bytes_done,))
-    try:
-        futures = [executor.submit(_count_ranges, path, g, special_tokens, pattern, errors) for g in groups]
+    bytes_done = shared_counter()
+    with worker_pool(min(workers, ntasks), f"counting {path}", _init_worker, (bytes_done,)) as pool:
+        futures = [pool.submit(_count_ranges, path, g, special_tokens, pattern, errors) for g in groups]
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
@@ -170,15 +141,7 @@ def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, prog
         total = Counter()
         for fut in futures:                     # in file order, so the first decode error is reported
             total.update(fut.result())
-        executor.shutdown(wait=True)
-        return total
-    except BrokenProcessPool:
-        _terminate(executor)
-        raise WorkerDiedError(f"a worker process died while counting {path} "
-                              f"(killed, or out of memory?)") from None
-    except BaseException:
-        _terminate(executor)
-        raise
+    return total
 
 
 # ---- reusable counts -----------------------------------------------------------------------------

@@ -12,8 +12,8 @@ import tempfile
 import numpy as np
 
 from .chunking import chunk_boundaries
-from .counts import (CorpusDecodeError, WorkerDiedError, _line_of, _pool_context, _terminate,
-                     check_errors, check_input_file, check_num_processes)
+from .counts import CorpusDecodeError, _line_of, check_errors, check_input_file
+from .procs import check_num_processes, worker_pool
 
 DEFAULT_CHUNK_BYTES = 4 << 20
 _HEADER_BYTES = 128          # room for any 1-D shape; rewritten in place with the real length
@@ -118,28 +118,17 @@ def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_processes):
         finally:
             _init_worker(None)
         return
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-    executor = ProcessPoolExecutor(max_workers=num_processes, mp_context=_pool_context(),
-                                   initializer=_init_worker, initargs=(tokenizer,))
-    try:
-        window = 2 * num_processes            # ranges in flight: bounds the memory held by results
+    window = 2 * num_processes            # ranges in flight: bounds the memory held by results
+    with worker_pool(num_processes, f"encoding {path}", _init_worker, (tokenizer,)) as pool:
         futures = {}
         for i, (start, end) in enumerate(ranges[:window]):
-            futures[i] = executor.submit(_encode_range, path, start, end, dtype, errors)
+            futures[i] = pool.submit(_encode_range, path, start, end, dtype, errors)
         for i, (start, end) in enumerate(ranges):
             ids = futures.pop(i).result()
             j = i + window
             if j < len(ranges):
-                futures[j] = executor.submit(_encode_range, path, *ranges[j], dtype, errors)
+                futures[j] = pool.submit(_encode_range, path, *ranges[j], dtype, errors)
             yield start, end, ids
-        executor.shutdown(wait=True)
-    except BrokenProcessPool:
-        _terminate(executor)
-        raise WorkerDiedError(f"a worker process died while encoding {path} (killed, or out of memory?)") from None
-    except BaseException:
-        _terminate(executor)
-        raise
 
 
 def read_npy_dtype(path):
