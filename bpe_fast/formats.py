@@ -205,26 +205,43 @@ def read_merges(path, vocab=None):
     tokens and their concatenation must be in it. Errors name the file and the line.
     """
     text = _read_text(path)
-    known = None if vocab is None else set(vocab.values())
+    lines = text.split("\n")
+    first = 1 if lines and lines[0].startswith("#version") else 0
+    table = _TO_LATIN1
     merges = []
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        line = line[:-1] if line.endswith("\r") else line
-        if not line.strip():
-            continue
-        if lineno == 1 and line.startswith("#version"):
-            continue
-        parts = line.split(" ")
-        if len(parts) != 2 or not parts[0] or not parts[1]:
-            raise FormatError(path, lineno, f"a merge line must hold two tokens separated by one space, got {line!r}")
+    numbers = []          # the line number of each merge
+    for lineno in range(first, len(lines)):
+        parts = lines[lineno].split(" ")
         try:
-            a, b = str_to_token(parts[0]), str_to_token(parts[1])
-        except ValueError as exc:
-            raise FormatError(path, lineno, str(exc)) from None
-        if known is not None:
-            for part, token in ((parts[0], a), (parts[1], b), (parts[0] + parts[1], a + b)):
-                if token not in known:
-                    raise FormatError(path, lineno, f"merge {line!r}: token {part!r} is not in the vocabulary")
-        merges.append((a, b))
+            a, b = parts
+            merges.append((a.translate(table).encode("latin-1"), b.rstrip("\r").translate(table).encode("latin-1")))
+            numbers.append(lineno + 1)
+        except (ValueError, UnicodeEncodeError):
+            line = lines[lineno].rstrip("\r")
+            if not line.strip():
+                continue          # a blank line
+            if len(parts) != 2:
+                raise FormatError(path, lineno + 1,
+                                  f"a merge line must hold two tokens separated by one space, got {line!r}") from None
+            for part in line.split(" "):
+                try:
+                    str_to_token(part)
+                except ValueError as exc:
+                    raise FormatError(path, lineno + 1, str(exc)) from None
+            raise  # not reached: one of the parts is outside the mapping
+    for (a, b), lineno in zip(merges, numbers):
+        if not a or not b:
+            line = lines[lineno - 1].rstrip("\r")
+            raise FormatError(path, lineno, f"a merge line must hold two tokens separated by one space, got {line!r}")
+    if vocab is not None:
+        known = set(vocab.values())
+        for (a, b), lineno in zip(merges, numbers):
+            if a not in known or b not in known or a + b not in known:
+                for token in (a, b, a + b):
+                    if token not in known:
+                        line = lines[lineno - 1].rstrip("\r")
+                        raise FormatError(path, lineno, f"merge {line!r}: token {token_to_str(token)!r} "
+                                                        "is not in the vocabulary")
     return merges
 
 

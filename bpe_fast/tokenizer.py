@@ -55,7 +55,18 @@ class Tokenizer:
 
     def __init__(self, vocab, merges, special_tokens=None, pattern=GPT2_PATTERN):
         vocab = _check_vocab(vocab)
-        merges = _check_merges(merges, vocab)
+        self._setup(vocab, _check_merges(merges, vocab), special_tokens, pattern)
+
+    @classmethod
+    def _from_checked(cls, vocab, merges, special_tokens, pattern):
+        """From a vocab and merges that bpe_fast.formats has read (and so checked); skips checking again."""
+        self = cls.__new__(cls)
+        self._setup(vocab, merges, special_tokens, pattern)
+        return self
+
+    def _setup(self, vocab, merges, special_tokens, pattern):
+        if vocab and max(vocab) >= 4 * len(vocab) + (1 << 20):
+            raise ValueError(f"vocab ids are too sparse: largest id {max(vocab)} for {len(vocab)} tokens")
         specials = check_special_tokens(special_tokens)
         self._pattern = resolve_pattern(pattern)
         compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
@@ -105,7 +116,7 @@ class Tokenizer:
         """
         vocab = formats.read_vocab(vocab_filepath)
         merges = formats.read_merges(merges_filepath, vocab)
-        return cls(vocab, merges, special_tokens, pattern)
+        return cls._from_checked(vocab, merges, special_tokens, pattern)
 
     def save(self, directory):
         """Write vocab.json and merges.txt (GPT-2's format) and bpe_fast.json (special tokens, pattern) into
@@ -125,7 +136,7 @@ class Tokenizer:
         """The tokenizer `save` wrote into `directory` (a folder with only GPT-2's vocab.json and merges.txt
         loads too: no special tokens, GPT-2's pattern)."""
         vocab, merges, specials, pattern = formats.load_tokenizer_files(directory)
-        return cls(vocab, merges, specials, pattern)
+        return cls._from_checked(vocab, merges, specials, pattern)
 
     def __reduce__(self):
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles).
@@ -440,8 +451,6 @@ def _check_vocab(vocab):
         if not token:
             raise ValueError(f"vocab token {i} is empty")
         out[i] = token
-    if out and max(out) >= 4 * len(out) + (1 << 20):
-        raise ValueError(f"vocab ids are too sparse: largest id {max(out)} for {len(out)} tokens")
     return out
 
 
