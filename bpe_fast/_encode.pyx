@@ -11,13 +11,14 @@ ranked token as two parts.
 
 Whole pre-tokens are looked up first in a table keyed by their bytes: every ranked token that merges to
 itself is there for good, and the ids of other pre-tokens are added as they are merged, up to a bound
-(the cache), after which the cached ones are dropped together. The loops touch no Python objects; the
-Python layer (bpe_fast/tokenizer.py) checks arguments and pre-tokenizes.
+(the cache), after which the cached ones are dropped together. The encoding and merging loops touch no
+Python objects (only IdBuffer.take_list and BPECore.decode_list convert to and from lists); the Python
+layer (bpe_fast/tokenizer.py) checks arguments and pre-tokenizes.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
-from cpython.ref cimport Py_INCREF, PyObject
+from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 from libcpp.queue cimport priority_queue
@@ -115,7 +116,6 @@ cdef class IdBuffer:
         is allocated here)."""
         cdef Py_ssize_t n = self.ids.size(), k
         cdef Py_ssize_t n_objects = len(id_objects)
-        cdef int32_t i
         cdef object item
         for k in range(n):
             if self.ids[k] < 0 or self.ids[k] >= n_objects:
