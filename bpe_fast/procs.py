@@ -1,6 +1,7 @@
 """Worker processes for counting and encoding: started, watched and stopped in one place.
 
 * Workers ignore SIGINT: Ctrl-C reaches the whole process group, and the caller decides what stops.
+  SIGTERM ends a worker at once (terminate() sends it), whatever handler the caller had installed.
 * On Linux a worker is sent SIGTERM if its parent dies, even by SIGKILL: no orphan goes on counting.
 * A worker that dies (killed, out of memory) makes the call fail with WorkerDiedError, never hang
   (concurrent.futures notices a broken pool; multiprocessing.Pool would wait forever).
@@ -38,6 +39,7 @@ def _die_with_parent():
 
 def _init_worker(initializer, initargs):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)     # a forked worker may inherit the caller's handler
     if hasattr(os, "sched_getaffinity"):      # Linux: prctl exists
         _die_with_parent()
     if initializer is not None:

@@ -1,0 +1,172 @@
+"""Faults: signals to the command line, killed workers, a full disk. Each test runs `python -m bpe_fast`
+in a child process (away from the source tree, so the installed package is used) and looks at the
+process table and the output folder afterwards."""
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bpe_fast import Tokenizer, train_bpe
+from bpe_fast.synthetic import generate
+
+from corpora import EOT
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table in /proc")
+
+# a pattern the native scanner does not know: the slower regex path keeps the workers busy for seconds
+SLOW_PATTERN = r"\w+|[^\w\s]+|\s+"
+
+
+def children(pid):
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def alive(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def start(args, cwd, **kwargs):
+    return subprocess.Popen([sys.executable, "-m", "bpe_fast", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def wait_for_workers(proc, n=2, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        kids = children(proc.pid)
+        if len(kids) >= n:
+            return kids
+        time.sleep(0.02)
+    out, err = proc.communicate(timeout=10) if proc.poll() is not None else ("", "")
+    raise AssertionError(f"the workers never started (exit {proc.poll()}): {err}")
+
+
+def assert_all_gone(pids, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    assert not [p for p in pids if alive(p)], "worker processes outlived the command"
+
+
+@pytest.fixture(scope="module")
+def big_corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("big") / "big.txt"
+    generate(path, 40_000_000, seed=2)
+    return path
+
+
+@pytest.fixture(scope="module")
+def slow_tokdir(tmp_path_factory):
+    small = tmp_path_factory.mktemp("small") / "small.txt"
+    generate(small, 200_000, seed=3)
+    out = tmp_path_factory.mktemp("tok") / "tok"
+    vocab, merges = train_bpe(small, 400, [EOT], pattern=SLOW_PATTERN)
+    Tokenizer(vocab, merges, [EOT], SLOW_PATTERN).save(out)
+    return out
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_signal_during_train_stops_every_worker_and_writes_nothing(tmp_path, big_corpus, sig, code):
+    proc = start(["train", str(big_corpus), "--vocab-size", "500", "--pattern", SLOW_PATTERN, "--special-token", EOT,
+                  "--processes", "2", "-o", str(tmp_path / "tok")], cwd=tmp_path)
+    kids = wait_for_workers(proc)
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    assert_all_gone(kids)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_signal_during_encode_stops_every_worker_and_writes_nothing(tmp_path, big_corpus, slow_tokdir, sig, code):
+    out = tmp_path / "tokens.npy"
+    proc = start(["encode", "-t", str(slow_tokdir), str(big_corpus), "-o", str(out), "--processes", "2"],
+                 cwd=tmp_path)
+    kids = wait_for_workers(proc)
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    assert_all_gone(kids)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_killed_encode_worker_is_a_clear_error(tmp_path, big_corpus, slow_tokdir):
+    out = tmp_path / "tokens.npy"
+    proc = start(["encode", "-t", str(slow_tokdir), str(big_corpus), "-o", str(out), "--processes", "2"],
+                 cwd=tmp_path)
+    kids = wait_for_workers(proc)
+    time.sleep(0.3)
+    os.kill(kids[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "worker process died" in err, err
+    assert_all_gone(kids)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_workers_die_with_a_killed_parent(tmp_path, big_corpus):
+    proc = start(["train", str(big_corpus), "--vocab-size", "500", "--pattern", SLOW_PATTERN, "--special-token", EOT,
+                  "--processes", "2", "-o", str(tmp_path / "tok")], cwd=tmp_path)
+    kids = wait_for_workers(proc)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert_all_gone(kids)
+
+
+def _limit_file_size(limit):
+    def apply():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_full_disk_while_encoding_keeps_the_previous_output(tmp_path, slow_tokdir):
+    corpus = tmp_path / "c.txt"
+    generate(corpus, 2_000_000, seed=4)
+    out = tmp_path / "tokens.npy"
+    np.save(out, np.arange(10, dtype=np.uint16))
+    before = out.read_bytes()
+    # the token array needs ~1 MB; a 64 KB file-size limit makes the write fail part way (EFBIG)
+    proc = start(["encode", "-t", str(slow_tokdir), str(corpus), "-o", str(out), "--processes", "1"],
+                 cwd=tmp_path, preexec_fn=_limit_file_size(64 << 10))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in err, err
+    assert "too large" in err.lower() or "no space" in err.lower(), err
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "tokens.npy"]
+
+
+def test_full_disk_while_saving_a_tokenizer_keeps_the_previous_one(tmp_path):
+    corpus = tmp_path / "c.txt"
+    generate(corpus, 300_000, seed=6)
+    tokdir = tmp_path / "tok"
+    vocab, merges = train_bpe(corpus, 300, [EOT])
+    Tokenizer(vocab, merges, [EOT]).save(tokdir)
+    before = {p.name: p.read_bytes() for p in tokdir.iterdir()}
+    proc = start(["train", str(corpus), "--vocab-size", "3000", "--special-token", EOT, "-o", str(tokdir)],
+                 cwd=tmp_path, preexec_fn=_limit_file_size(8 << 10))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in err, err
+    assert {p.name: p.read_bytes() for p in tokdir.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "tok"]
