@@ -146,6 +146,19 @@ class Tokenizer:
         vocab, merges, specials, pattern = formats.load_tokenizer_files(directory)
         return cls._from_checked(vocab, merges, specials, pattern)
 
+    def export_hf(self, path):
+        """Write an HF tokenizers ``tokenizer.json`` that gives the same ids (see bpe_fast.export)."""
+        from .export import export_hf
+
+        export_hf(self, path)
+
+    def export_tiktoken(self, path):
+        """Write a tiktoken ``.tiktoken`` ranks file that, with this pattern and these special tokens, gives
+        the same ids (see bpe_fast.export)."""
+        from .export import export_tiktoken
+
+        export_tiktoken(self, path)
+
     def __reduce__(self):
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles).
         return (_rebuild, (dict(self._vocab), list(self._merges), list(self._specials), self._pattern))
