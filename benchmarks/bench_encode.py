@@ -113,6 +113,57 @@ def test_encode_iterable_bpe_fast(benchmark, libraries, text, chunking):
     record(benchmark, (f"encode_iterable ({chunking})", name, "bpe_fast"), len(s.encode()))
 
 
+def _rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc to read the resident memory")
+@pytest.mark.parametrize("chunking", ["lines", "1 MB blocks"])
+def test_encode_iterable_memory(benchmark, libraries, synthetic_text, chunking):
+    """Stream BPE_FAST_BENCH_STREAM_MB (default 100) MB through encode_iterable and record how much the
+    resident memory grew (extra_info["RSS growth MB"]); the issue asks for under 100 MB on 1 GB. The text is
+    the synthetic corpus over and over, with a fresh word between repeats so the cache keeps seeing new
+    pre-tokens."""
+    tok, _, _ = libraries
+    total = int(float(os.environ.get("BPE_FAST_BENCH_STREAM_MB", 100)) * 1e6)
+    if chunking == "lines":
+        pieces = synthetic_text.splitlines(keepends=True)
+    else:
+        pieces = [synthetic_text[i:i + 10**6] for i in range(0, len(synthetic_text), 10**6)]
+
+    sizes = [len(piece.encode("utf-8")) for piece in pieces]
+
+    def stream():
+        sent = 0
+        k = 0
+        while sent < total:
+            for piece, size in zip(pieces, sizes):
+                yield piece
+                sent += size
+            k += 1
+            yield f" w{k * 7919:x}q "
+
+    def run():
+        before = peak = _rss_mb()
+        n = 0
+        for batch_end, _ in enumerate(tok.encode_iterable(stream())):
+            if batch_end % 1_000_000 == 0:
+                peak = max(peak, _rss_mb())
+            n += 1
+        return max(peak, _rss_mb()) - before, n
+
+    growth, n_ids = benchmark.pedantic(run, rounds=1, iterations=1)
+    benchmark.extra_info["RSS growth MB"] = round(growth, 1)
+    benchmark.extra_info["MB streamed"] = total / 1e6
+    record(benchmark, (f"encode_iterable {total // 10**6} MB stream ({chunking})", "synthetic", "bpe_fast"), total)
+    print(f"\nencode_iterable ({chunking}): {total / 1e6:.0f} MB, {n_ids} ids, resident memory grew {growth:.1f} MB")
+    assert growth < 100
+
+
 def test_decode_bpe_fast(benchmark, libraries, text):
     tok, _, _ = libraries
     name, s = text
