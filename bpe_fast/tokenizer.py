@@ -30,6 +30,8 @@ __all__ = ["Tokenizer"]
 _INT32_MAX = 2**31 - 1
 _OUTPUT_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64))
 _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
+# encode pre-tokenizes a long text this many bytes at a time (the boundaries take 8 bytes a pre-token)
+_WINDOW = 1 << 20
 # encode_iterable re-examines the unfinished tail only once the pending text has grown by this factor,
 # so a pre-token longer than any chunk costs linear, not quadratic, time.
 _PENDING_GROWTH = 2
@@ -291,22 +293,48 @@ class Tokenizer:
         data = text.encode("utf-8")
         rx = self._special_rx_bytes
         if rx is None:
-            if data:
-                core.encode_pretokens(out, data, pretoken_boundaries(data, pattern))
+            self._encode_ordinary(out, data)
             return out
         special_ids = self._special_ids_bytes
         pos = 0
         for m in rx.finditer(data):
             start = m.start()
             if start > pos:
-                piece = data[pos:start]
-                core.encode_pretokens(out, piece, pretoken_boundaries(piece, pattern))
+                self._encode_ordinary(out, data[pos:start])
             out.push(special_ids[m.group()])
             pos = m.end()
         if pos < len(data):
-            piece = data[pos:] if pos else data
-            core.encode_pretokens(out, piece, pretoken_boundaries(piece, pattern))
+            self._encode_ordinary(out, data[pos:] if pos else data)
         return out
+
+    def _encode_ordinary(self, out, data):
+        """Append the ids of UTF-8 `data` (no special tokens in it) to `out`. A long text is pre-tokenized a
+        window at a time, cut at safe points (see _safe_cut), so the boundaries array stays small; only for
+        the built-in patterns, for which the safe cut is exact."""
+        core = self._core
+        pattern = self._pattern
+        n = len(data)
+        if n <= _WINDOW or pattern not in (GPT2_PATTERN, GPT4_PATTERN):
+            if n:
+                core.encode_pretokens(out, data, pretoken_boundaries(data, pattern))
+            return
+        start = 0
+        window = _WINDOW
+        while n - start > window:
+            end = start + window
+            while data[end] & 0xC0 == 0x80:     # not inside a character
+                end -= 1
+            piece = data[start:end]
+            bounds = pretoken_boundaries(piece, pattern)
+            k = self._safe_cut(piece, bounds)
+            if k == 0:                          # one pre-token fills the window: look further
+                window *= 2
+                continue
+            core.encode_pretokens(out, piece, bounds, k)
+            start += int(bounds[k])
+            window = _WINDOW
+        piece = data[start:]
+        core.encode_pretokens(out, piece, pretoken_boundaries(piece, pattern))
 
     def _encode_finished(self, text):
         """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""

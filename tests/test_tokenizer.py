@@ -194,6 +194,17 @@ def test_small_cache_resets_and_stays_correct(trained):
     assert tok.encode(text) == oracle(tok, text)
 
 
+@pytest.mark.parametrize("window", [1, 7, 64])
+def test_long_texts_are_pre_tokenized_in_windows(tok, tok4, monkeypatch, window):
+    # encode cuts a long text into windows at safe points; with tiny windows every kind of cut happens
+    import bpe_fast.tokenizer as module
+
+    text = make_text(21, 300, specials=[EOT]) + "x" * 50 + " " * 30 + "'ll" + "é" * 20 + "\u3000" * 5
+    expected = [oracle(t, text) for t in (tok, tok4)]
+    monkeypatch.setattr(module, "_WINDOW", window)
+    assert [t.encode(text) for t in (tok, tok4)] == expected
+
+
 def test_every_ranked_token_encodes_to_itself(tok):
     for i, token in tok.vocab.items():
         if len(token) > 1 and i != tok.special_tokens[EOT] and tok._ids_of[token] == i:
