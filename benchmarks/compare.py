@@ -1,0 +1,829 @@
+"""bpe_fast side by side with the peers that are installed, on the same input, in one run.
+
+    python benchmarks/compare.py [--corpus PATH | --size 50MB] [--vocab-size 10000] [--processes 2]
+                                 [--pattern gpt2|gpt4] [--encode-bytes 20MB] [--repeat N]
+                                 [--only train|encode] [--peers rustbpe,tokenizers,tiktoken]
+                                 [--out results.md] [--png chart.png]
+
+Training (same file, vocabulary size and pattern; the special token <|endoftext|> excluded from the counts):
+  * bpe_fast.train_bpe with P processes;
+  * rustbpe, fed the documents split at <|endoftext|> and asked for vocab_size - 1 tokens (it counts 256 bytes
+    plus merges, no special token), so both learn the same number of merges;
+  * HF tokenizers' BpeTrainer (ByteLevel alphabet, Split(pattern) + ByteLevel pre-tokenizer), twice: on the
+    same documents (train_from_iterator), and on the file itself (train([path]), its own fast path, which
+    counts the special token's text as a word, so its merges differ more).
+  rustbpe and HF run on P rayon threads (RAYON_NUM_THREADS). Each peer's merges are compared with bpe_fast's:
+  the share identical at the same rank, and the share found anywhere in bpe_fast's list (ties between pairs
+  of equal count are broken differently by each library, which moves later merges around).
+
+Encoding, one thread, the same text (the first --encode-bytes of the corpus, cut at a line end), with
+GPT-2's ranks when ../shared/fixtures/gpt2_vocab.json exists (and the pattern is GPT-2's), else with the
+tokenizer bpe_fast trains on the corpus: bpe_fast encode and encode_to_numpy, tiktoken encode (special tokens
+allowed) and encode_ordinary (against bpe_fast without special tokens), HF tokenizers encode (tokenizer.json
+from bpe_fast.export). Encoding a file with P workers: bpe_fast.encode_file (text file to .npy) against
+tiktoken encode_ordinary_batch and HF encode_batch on P threads over the documents of the same file, each
+also reading the file and writing the same .npy. Every peer's ids are checked against bpe_fast's.
+
+Each measurement runs in a fresh Python process (this script with --worker): imports and loading (setup)
+are not timed; the wall time is taken around the work alone, and the peak resident memory is the larger of
+the process's own and its largest child's (ru_maxrss), so it includes the interpreter and the input text.
+Runs are interleaved (every tool once, then again) so machine noise hits all alike; the table shows the
+fastest run: the best of --repeat runs (default: 3, or 1 for a tool whose first run took over 10 s).
+The ratio is the peer's time over bpe_fast's for the same work (above 1: bpe_fast is faster).
+"""
+import argparse
+import datetime
+import json
+import os
+import pickle
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EOT = "<|endoftext|>"
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+PEERS = {"rustbpe": "rustbpe", "tokenizers": "HF tokenizers", "tiktoken": "tiktoken"}
+# A peer named here is treated as not installed (for testing the report of a missing peer).
+PRETEND_MISSING_ENV = "BPE_FAST_COMPARE_PRETEND_MISSING"
+LONG_RUN_SECONDS = 10.0     # a run this long is not repeated unless --repeat says so
+SLOW_SETUP_SECONDS = 0.5   # a setup this long is listed under its table
+RESULT_MARK = "@@compare-result@@ "
+
+
+# ================================================================================================ worker side
+# Each job kind is a function(spec) that does the setup (imports, loading) and returns (work, save):
+# work() is timed; save(result) writes what the parent checks (merges or ids), after the measurement.
+
+def _documents(path):
+    """The documents of a text file split at the special token, streamed (empty ones skipped)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        tail = ""
+        while True:
+            block = f.read(1 << 22)
+            if not block:
+                break
+            parts = (tail + block).split(EOT)
+            tail = parts.pop()
+            yield from (p for p in parts if p)
+        if tail:
+            yield tail
+
+
+def _read_text(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def _save_pickle(path, obj):
+    with open(path, "wb") as f:
+        pickle.dump(obj, f)
+
+
+def _pairs_from_ranks(tokens):
+    """The merge pairs of a rank-ordered token list (256 single bytes first): each token split the way
+    tiktoken would encode it with the lower ranks only, which leaves the two parts its merge joined."""
+    rank = {}
+    pairs = []
+    for r, tok in enumerate(tokens):
+        if r >= 256:
+            parts = [tok[i:i + 1] for i in range(len(tok))]
+            while len(parts) > 2:
+                best = min(range(len(parts) - 1), key=lambda i: rank.get(parts[i] + parts[i + 1], 1 << 62))
+                parts[best:best + 2] = [parts[best] + parts[best + 1]]
+            pairs.append(tuple(parts))
+        rank[tok] = r
+    return pairs
+
+
+def _hf_pattern(pattern):
+    # HF runs Split on Oniguruma, where "{1,3}+" repeats the interval; bpe_fast.export drops the "+" too
+    return pattern.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+
+
+def _hf_trainer_and_tokenizer(spec):
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(_hf_pattern(spec["pattern"])), "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    trainer = trainers.BpeTrainer(vocab_size=spec["vocab_size"], special_tokens=[EOT], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    return tok, trainer
+
+
+def _hf_save_merges(spec, tok):
+    from bpe_fast.formats import str_to_token
+
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    pairs = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]
+    _save_pickle(spec["out"], [(str_to_token(a), str_to_token(b)) for a, b in pairs])
+
+
+def job_train_bpe_fast(spec):
+    from bpe_fast import train_bpe
+
+    def work():
+        return train_bpe(spec["corpus"], spec["vocab_size"], [EOT], num_processes=spec["processes"],
+                         pattern=spec["pattern"])[1]
+    return work, lambda merges: _save_pickle(spec["out"], list(merges))
+
+
+def job_train_rustbpe(spec):
+    import rustbpe
+
+    tok = rustbpe.Tokenizer()
+
+    def work():
+        tok.train_from_iterator(_documents(spec["corpus"]), spec["vocab_size"] - 1, pattern=spec["pattern"])
+
+    def save(_):
+        tokens = [t for t, _ in sorted(tok.get_mergeable_ranks(), key=lambda tr: tr[1])]
+        _save_pickle(spec["out"], _pairs_from_ranks(tokens))
+    return work, save
+
+
+def job_train_hf_docs(spec):
+    tok, trainer = _hf_trainer_and_tokenizer(spec)
+
+    def work():
+        tok.train_from_iterator(_documents(spec["corpus"]), trainer)
+    return work, lambda _: _hf_save_merges(spec, tok)
+
+
+def job_train_hf_file(spec):
+    tok, trainer = _hf_trainer_and_tokenizer(spec)
+
+    def work():
+        tok.train([spec["corpus"]], trainer)
+    return work, lambda _: _hf_save_merges(spec, tok)
+
+
+def _load_bpe_fast_tokenizer(spec, specials):
+    from bpe_fast import Tokenizer
+
+    t = spec["tokenizer"]
+    if "dir" in t:
+        tok = Tokenizer.load(t["dir"])
+        return Tokenizer(dict(tok.vocab), list(tok.merges), specials, tok.pattern) if not specials else tok
+    return Tokenizer.from_files(t["vocab"], t["merges"], specials, t["pattern"])
+
+
+def _save_ids(spec, ids):
+    import numpy as np
+
+    np.save(spec["out"], np.asarray(ids, dtype=np.int64))
+
+
+def _id_dtype(n_vocab):
+    import numpy as np
+
+    return np.uint16 if n_vocab <= 1 << 16 else np.uint32
+
+
+def job_encode_bpe_fast(spec):
+    tok = _load_bpe_fast_tokenizer(spec, spec["specials"])
+    text = _read_text(spec["text"])
+    return (lambda: tok.encode(text)), (lambda ids: _save_ids(spec, ids))
+
+
+def job_encode_numpy_bpe_fast(spec):
+    tok = _load_bpe_fast_tokenizer(spec, spec["specials"])
+    text = _read_text(spec["text"])
+    dtype = _id_dtype(tok.vocab_size)
+    return (lambda: tok.encode_to_numpy(text, dtype)), (lambda ids: _save_ids(spec, ids))
+
+
+def job_encode_file_bpe_fast(spec):
+    from bpe_fast import encode_file
+
+    tok = _load_bpe_fast_tokenizer(spec, spec["specials"])
+
+    def work():
+        encode_file(tok, spec["text"], spec["npy"], num_processes=spec["processes"])
+
+    def save(_):
+        shutil.copyfile(spec["npy"], spec["out"])
+    return work, save
+
+
+def _tiktoken_encoding(spec):
+    import base64
+
+    import tiktoken
+
+    ranks = {}
+    with open(spec["tokenizer"]["tiktoken"], "rb") as f:
+        for line in f:
+            if line.strip():
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+    specials = {s: i for s, i in spec["tokenizer"]["special_ids"].items()}
+    return tiktoken.Encoding("compare", pat_str=spec["tokenizer"]["pattern"], mergeable_ranks=ranks,
+                             special_tokens=specials)
+
+
+def job_encode_tiktoken(spec):
+    enc = _tiktoken_encoding(spec)
+    text = _read_text(spec["text"])
+    allowed = set(spec["tokenizer"]["special_ids"])
+    return (lambda: enc.encode(text, allowed_special=allowed)), (lambda ids: _save_ids(spec, ids))
+
+
+def job_encode_ordinary_tiktoken(spec):
+    enc = _tiktoken_encoding(spec)
+    text = _read_text(spec["text"])
+    return (lambda: enc.encode_ordinary(text)), (lambda ids: _save_ids(spec, ids))
+
+
+def job_encode_hf(spec):
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(spec["tokenizer"]["hf_json"])
+    text = _read_text(spec["text"])
+    return (lambda: tok.encode(text).ids), (lambda ids: _save_ids(spec, ids))
+
+
+def _write_documents_npy(path, per_doc, eot_id, dtype):
+    """The ids of the documents joined by the special token's id, written as a .npy (what encode_file
+    writes for the whole file)."""
+    import numpy as np
+
+    total = sum(map(len, per_doc)) + len(per_doc) - 1
+    out = np.empty(max(total, 0), dtype=dtype)
+    pos = 0
+    for k, ids in enumerate(per_doc):
+        if k:
+            out[pos] = eot_id
+            pos += 1
+        out[pos:pos + len(ids)] = ids
+        pos += len(ids)
+    np.save(path, out)
+
+
+def job_encode_batch_tiktoken(spec):
+    enc = _tiktoken_encoding(spec)
+    eot_id = spec["tokenizer"]["special_ids"][EOT]
+    dtype = _id_dtype(enc.n_vocab)
+
+    def work():
+        docs = _read_text(spec["text"]).split(EOT)
+        _write_documents_npy(spec["npy"], enc.encode_ordinary_batch(docs, num_threads=spec["processes"]),
+                             eot_id, dtype)
+    return work, lambda _: shutil.copyfile(spec["npy"], spec["out"])
+
+
+def job_encode_batch_hf(spec):
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(spec["tokenizer"]["hf_json"])
+    eot_id = spec["tokenizer"]["special_ids"][EOT]
+    dtype = _id_dtype(tok.get_vocab_size())
+
+    def work():
+        docs = _read_text(spec["text"]).split(EOT)
+        per_doc = [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)]
+        _write_documents_npy(spec["npy"], per_doc, eot_id, dtype)
+    return work, lambda _: shutil.copyfile(spec["npy"], spec["out"])
+
+
+JOB_KINDS = {
+    "train.bpe_fast": job_train_bpe_fast,
+    "train.rustbpe": job_train_rustbpe,
+    "train.hf_docs": job_train_hf_docs,
+    "train.hf_file": job_train_hf_file,
+    "encode.bpe_fast": job_encode_bpe_fast,
+    "encode_numpy.bpe_fast": job_encode_numpy_bpe_fast,
+    "encode_file.bpe_fast": job_encode_file_bpe_fast,
+    "encode.tiktoken": job_encode_tiktoken,
+    "encode_ordinary.tiktoken": job_encode_ordinary_tiktoken,
+    "encode.hf": job_encode_hf,
+    "encode_batch.tiktoken": job_encode_batch_tiktoken,
+    "encode_batch.hf": job_encode_batch_hf,
+}
+
+
+def worker_main():
+    """Run one job (its spec as JSON on stdin); print its measurement as one JSON line."""
+    import resource
+
+    spec = json.loads(sys.stdin.read())
+    t0 = time.perf_counter()
+    work, save = JOB_KINDS[spec["kind"]](spec)
+    t1 = time.perf_counter()
+    result = work()
+    t2 = time.perf_counter()
+    rss_self = _peak_rss_self_kb()
+    rss_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if spec.get("out"):
+        save(result)
+    print(RESULT_MARK + json.dumps({"setup": t1 - t0, "seconds": t2 - t1,
+                                    "rss_mb": max(rss_self, rss_children) / 1024}), flush=True)
+    return 0
+
+
+def _peak_rss_self_kb():
+    """This process's peak resident memory in KB. On Linux VmHWM, not RUSAGE_SELF's ru_maxrss: the kernel
+    carries ru_maxrss over an exec from the process that forked, so a fresh worker would report at least the
+    parent script's size."""
+    import resource
+
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+# ================================================================================================ parent side
+
+class Job:
+    """One row of a table: a tool doing a piece of work, measured over one or more runs."""
+
+    def __init__(self, section, label, kind, spec, *, tool, baseline=None, reference=None, check=None, env=None,
+                 status=None):
+        self.section = section
+        self.label = label
+        self.kind = kind
+        self.spec = spec
+        self.tool = tool              # "bpe_fast" or a key of PEERS
+        self.baseline = baseline      # the bpe_fast Job doing the same work: time / its time
+        self.reference = reference or baseline   # the bpe_fast Job whose merges or ids this one must match
+        self.check = check            # "merges", "ids" or None
+        self.env = env or {}
+        self.status = status          # None: to run; else why it is not run, or why it failed
+        self.runs = []                # (seconds, setup seconds, rss MB)
+        self.agreement = ""
+
+    @property
+    def best(self):
+        return min(r[0] for r in self.runs) if self.runs else None
+
+    @property
+    def rss(self):
+        return max(r[2] for r in self.runs) if self.runs else None
+
+    @property
+    def setup(self):
+        return min(r[1] for r in self.runs) if self.runs else None
+
+
+def run_once(job, save, timeout):
+    spec = dict(job.spec, kind=job.kind)
+    if not save:
+        spec.pop("out", None)
+    env = dict(os.environ, **job.env)
+    try:
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker"], input=json.dumps(spec),
+                              capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        job.status = f"failed: no result within {timeout:.0f} s"
+        return
+    for line in proc.stdout.splitlines():
+        if line.startswith(RESULT_MARK):
+            r = json.loads(line[len(RESULT_MARK):])
+            job.runs.append((r["seconds"], r["setup"], r["rss_mb"]))
+            return
+    err = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    job.status = f"failed (exit {proc.returncode}): {err[-1] if err else 'no output'}"
+    sys.stderr.write(f"{job.label} failed:\n{proc.stderr}\n")
+
+
+def run_section(jobs, repeat, timeout, log):
+    """Every job once, in turn; then again (all of them with --repeat, else those under LONG_RUN_SECONDS)
+    until each has its runs."""
+    todo = [j for j in jobs if j.status is None]
+    rounds = repeat or 3
+    for r in range(rounds):
+        for job in todo:
+            if job.status is not None:
+                continue
+            if r > 0 and repeat is None and job.best is not None and job.best > LONG_RUN_SECONDS:
+                continue
+            run_once(job, save=(r == 0), timeout=timeout)
+            if job.runs and job.status is None:
+                s, setup, rss = job.runs[-1]
+                log(f"  run {r + 1}: {job.label}: {s:.2f} s (setup {setup:.2f} s), {rss:.0f} MB")
+
+
+def peer_status(peer, wanted):
+    import importlib.util
+
+    if peer not in wanted:
+        return "not run (--peers)"
+    pretend = {p.strip() for p in os.environ.get(PRETEND_MISSING_ENV, "").split(",") if p.strip()}
+    if peer in pretend or importlib.util.find_spec(peer) is None:
+        return "not installed"
+    return None
+
+
+def prepare_corpus(args, workdir, log):
+    from bpe_fast.synthetic import generate, parse_size
+
+    if args.corpus:
+        path = Path(args.corpus).resolve()
+        if not path.is_file():
+            raise SystemExit(f"compare.py: --corpus {args.corpus}: no such file")
+        return path, f"{path} ({path.stat().st_size / 1e6:.1f} MB)"
+    size = parse_size(args.size)
+    path = workdir / "corpus.txt"
+    t = time.perf_counter()
+    generate(path, size, seed=args.seed)
+    log(f"generated {size / 1e6:.1f} MB synthetic corpus (seed {args.seed}) in {time.perf_counter() - t:.1f} s")
+    return path, f"bpe_fast.synthetic, {size / 1e6:.1f} MB, seed {args.seed} (TinyStories-like, mixed-language)"
+
+
+def prepare_encode_text(corpus, nbytes, workdir):
+    """The first nbytes of the corpus, cut after its last newline (so never inside a character)."""
+    with open(corpus, "rb") as f:
+        data = f.read(nbytes)
+    cut = data.rfind(b"\n") + 1
+    if cut:
+        data = data[:cut]
+    else:
+        data = data.decode("utf-8", "ignore").encode("utf-8")
+    path = workdir / "encode.txt"
+    path.write_bytes(data)
+    return path, len(data)
+
+
+def prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log):
+    """The tokenizer for the encoding jobs, written in each library's format: (spec, description)."""
+    from bpe_fast import Tokenizer, export, train_bpe
+    from bpe_fast.patterns import GPT2_PATTERN
+
+    vocab_json, merges_txt = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
+    if pattern == GPT2_PATTERN and vocab_json.exists() and merges_txt.exists():
+        tok = Tokenizer.from_files(vocab_json, merges_txt, [EOT], pattern)
+        spec = {"vocab": str(vocab_json), "merges": str(merges_txt)}
+        what = f"GPT-2's ranks ({tok.vocab_size:,} tokens, from {FIXTURES})"
+    else:
+        if trained_merges is None:
+            log("training the encoding tokenizer with bpe_fast (no GPT-2 fixtures)")
+            vocab, merges = train_bpe(corpus, args.vocab_size, [EOT], num_processes=args.processes,
+                                      pattern=pattern)
+        else:
+            merges = trained_merges
+            vocab = {i: bytes([i]) for i in range(256)}
+            vocab[256] = EOT.encode()
+            vocab.update({257 + k: a + b for k, (a, b) in enumerate(merges)})
+        tok = Tokenizer(vocab, merges, [EOT], pattern)
+        tok.save(workdir / "tokenizer")
+        spec = {"dir": str(workdir / "tokenizer")}
+        why = "no GPT-2 fixtures" if pattern == GPT2_PATTERN else "pattern is not GPT-2's"
+        what = f"a {tok.vocab_size:,}-token vocabulary bpe_fast trained on the corpus ({why})"
+    spec["pattern"] = pattern
+    spec["tiktoken"] = str(workdir / "ranks.tiktoken")
+    export.export_tiktoken(tok, spec["tiktoken"])
+    spec["special_ids"] = export.special_token_ids(tok)
+    if hasattr(export, "export_hf"):
+        spec["hf_json"] = str(workdir / "tokenizer.json")
+        export.export_hf(tok, spec["hf_json"])
+    return spec, what
+
+
+def train_jobs(args, pattern, corpus, workdir, wanted):
+    common = {"corpus": str(corpus), "vocab_size": args.vocab_size, "pattern": pattern,
+              "processes": args.processes}
+    threads = {"RAYON_NUM_THREADS": str(args.processes)}
+    base = Job("train", f"bpe_fast `train_bpe` ({args.processes} processes)", "train.bpe_fast",
+               dict(common, out=str(workdir / "merges.bpe_fast.pkl")), tool="bpe_fast")
+    jobs = [base]
+    for peer, kind, label in [
+        ("rustbpe", "train.rustbpe", f"rustbpe `train_from_iterator` ({args.processes} threads)"),
+        ("tokenizers", "train.hf_docs", f"HF tokenizers BpeTrainer, `train_from_iterator` ({args.processes} threads)"),
+        ("tokenizers", "train.hf_file", f"HF tokenizers BpeTrainer, `train([file])` ({args.processes} threads)"),
+    ]:
+        jobs.append(Job("train", label, kind, dict(common, out=str(workdir / f"merges.{kind}.pkl")), tool=peer,
+                        baseline=base, check="merges", env=threads, status=peer_status(peer, wanted)))
+    return jobs
+
+
+def encode_jobs(args, tokenizer, text_path, workdir, wanted):
+    P = args.processes
+    common = {"tokenizer": tokenizer, "text": str(text_path), "processes": P}
+    one = {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    many = {"RAYON_NUM_THREADS": str(P), "TOKENIZERS_PARALLELISM": "true"}
+
+    def spec(name, **extra):
+        return dict(common, out=str(workdir / f"ids.{name}.npy"), **extra)
+
+    enc = Job("encode", "bpe_fast `encode`", "encode.bpe_fast", spec("bpe_fast", specials=[EOT]), tool="bpe_fast")
+    plain = Job("encode", "bpe_fast `encode`, no special tokens", "encode.bpe_fast",
+                spec("bpe_fast_plain", specials=[]), tool="bpe_fast")
+    jobs = [
+        enc,
+        Job("encode", "bpe_fast `encode_to_numpy`", "encode_numpy.bpe_fast", spec("bpe_fast_numpy", specials=[EOT]),
+            tool="bpe_fast", reference=enc, check="ids"),
+        Job("encode", "tiktoken `encode` (allowed_special)", "encode.tiktoken", spec("tiktoken"), tool="tiktoken",
+            baseline=enc, check="ids", status=peer_status("tiktoken", wanted)),
+        Job("encode", "HF tokenizers `encode`", "encode.hf", spec("hf"), tool="tokenizers", baseline=enc,
+            check="ids", env=one, status=peer_status("tokenizers", wanted)
+            or (None if "hf_json" in tokenizer else "no HF exporter in bpe_fast.export")),
+        plain,
+        Job("encode", "tiktoken `encode_ordinary`", "encode_ordinary.tiktoken", spec("tiktoken_ordinary"),
+            tool="tiktoken", baseline=plain, check="ids", status=peer_status("tiktoken", wanted)),
+    ]
+    fenc = Job("encode_file", f"bpe_fast `encode_file` ({P} processes)", "encode_file.bpe_fast",
+               spec("bpe_fast_file", specials=[EOT], npy=str(workdir / "file.bpe_fast.npy")), tool="bpe_fast",
+               reference=enc, check="ids")
+    jobs += [
+        fenc,
+        Job("encode_file", f"tiktoken `encode_ordinary_batch` ({P} threads)", "encode_batch.tiktoken",
+            spec("tiktoken_batch", npy=str(workdir / "file.tiktoken.npy")), tool="tiktoken", baseline=fenc,
+            check="ids", status=peer_status("tiktoken", wanted)),
+        Job("encode_file", f"HF tokenizers `encode_batch` ({P} threads)", "encode_batch.hf",
+            spec("hf_batch", npy=str(workdir / "file.hf.npy")), tool="tokenizers", baseline=fenc, check="ids",
+            env=many, status=peer_status("tokenizers", wanted)
+            or (None if "hf_json" in tokenizer else "no HF exporter in bpe_fast.export")),
+    ]
+    return jobs
+
+
+def check_merges(job):
+    if not job.runs or job.reference is None or not job.reference.runs:
+        return ""
+    with open(job.reference.spec["out"], "rb") as f:
+        ours = pickle.load(f)
+    with open(job.spec["out"], "rb") as f:
+        theirs = pickle.load(f)
+    n = len(ours)
+    if not n:
+        return "no merges"
+    same_rank = sum(a == b for a, b in zip(ours, theirs)) / n
+    anywhere = len(set(ours) & set(theirs)) / n
+    if same_rank == 1 and len(theirs) == n:
+        return "yes (all identical)"
+    extra = "" if len(theirs) == n else f"; {len(theirs):,} merges vs {n:,}"
+    return f"{same_rank:.1%} at the same rank, {anywhere:.1%} anywhere{extra}"
+
+
+def check_ids(job):
+    import numpy as np
+
+    if not job.runs or job.reference is None or not job.reference.runs:
+        return ""
+    ours = np.load(job.reference.spec["out"]).astype(np.int64)
+    theirs = np.load(job.spec["out"]).astype(np.int64)
+    if len(ours) == len(theirs) and np.array_equal(ours, theirs):
+        return f"yes ({len(ours):,} ids)"
+    m = min(len(ours), len(theirs))
+    diff = np.flatnonzero(ours[:m] != theirs[:m])
+    first = int(diff[0]) if len(diff) else m
+    return f"NO ({len(theirs):,} ids vs {len(ours):,}, first difference at {first:,})"
+
+
+# ------------------------------------------------------------------------------------------------ report
+
+def machine_info():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cores = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    return cpu, cores, usable
+
+
+def versions():
+    from importlib import metadata
+
+    import bpe_fast
+
+    out = {"bpe_fast": f"{bpe_fast.__version__} ({Path(bpe_fast.__file__).parent}{git_commit()})"}
+    for name in ("rustbpe", "tokenizers", "tiktoken", "numpy", "regex", "matplotlib"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def git_commit():
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    if head.returncode:
+        return ""
+    return f", commit {head.stdout.strip()}{' + uncommitted changes' if dirty.stdout.strip() else ''}"
+
+
+def fmt_time(s):
+    return f"{s:.3f}" if s < 10 else f"{s:.1f}"
+
+
+def table(jobs, nbytes, check_title):
+    lines = [f"| tool | time (s) | MB/s | peak RSS (MB) | time / bpe_fast | {check_title} |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for job in jobs:
+        if job.status is not None and not job.runs:
+            lines.append(f"| {job.label} | {job.status} | | | | |")
+            continue
+        if job.best is None:
+            continue
+        ratio = ""
+        if job.baseline is not None and job.baseline.best:
+            ratio = f"{job.best / job.baseline.best:.2f}x"
+        elif any(j.baseline is job for j in jobs):
+            ratio = "baseline"
+        runs = f" (best of {len(job.runs)})" if len(job.runs) > 1 else ""
+        status = f"; {job.status}" if job.status else ""
+        lines.append(f"| {job.label} | {fmt_time(job.best)}{runs} | {nbytes / job.best / 1e6:.1f} | "
+                     f"{job.rss:.0f} | {ratio} | {job.agreement}{status} |")
+    return lines
+
+
+def setup_note(jobs):
+    slow = [f"{j.label} {j.setup:.1f} s" for j in jobs if j.setup is not None and j.setup >= SLOW_SETUP_SECONDS]
+    return [f"Setup before the timed work (imports, loading tokenizer and text), not in the times: "
+            f"{'; '.join(slow)}."] if slow else []
+
+
+def draw_chart(path, sections, title):
+    try:
+        import matplotlib
+    except ImportError:
+        return "PNG chart skipped: matplotlib is not installed (pip install matplotlib, or the [bench] extra)."
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [(name, [j for j in jobs if j.best], nbytes) for name, jobs, nbytes in sections]
+    shown = [s for s in shown if s[1]]
+    if not shown:
+        return "PNG chart skipped: nothing was measured."
+    fig, axes = plt.subplots(len(shown), 1, figsize=(10, 1.2 + sum(0.45 * len(s[1]) + 0.8 for s in shown)),
+                             squeeze=False, gridspec_kw={"height_ratios": [len(s[1]) + 1 for s in shown]})
+    for ax, (name, jobs, nbytes) in zip(axes[:, 0], shown):
+        labels = [j.label.replace("`", "") for j in jobs][::-1]
+        speeds = [nbytes / j.best / 1e6 for j in jobs][::-1]
+        colors = ["#1f77b4" if j.tool == "bpe_fast" else "#aaaaaa" for j in jobs][::-1]
+        bars = ax.barh(labels, speeds, color=colors)
+        ax.bar_label(bars, labels=[f"{v:.1f}" for v in speeds], padding=3, fontsize=8)
+        ax.set_title(name, fontsize=10, loc="left")
+        ax.set_xlabel("MB/s (higher is better)", fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.set_xlim(0, max(speeds) * 1.15)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"Chart: {path}"
+
+
+def wait_for_load(limit, max_wait, log):
+    deadline = time.monotonic() + max_wait
+    while os.getloadavg()[0] > limit and time.monotonic() < deadline:
+        log(f"load {os.getloadavg()[0]:.2f} > {limit}: waiting")
+        time.sleep(15)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--corpus", help="a UTF-8 text file with documents separated by <|endoftext|>")
+    src.add_argument("--size", default="50MB", help="size of the synthetic corpus made when no --corpus "
+                                                    "(default 50MB)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpus (default 0)")
+    p.add_argument("--vocab-size", type=int, default=10_000)
+    p.add_argument("--processes", type=int, default=2, help="processes (bpe_fast) and threads (peers) for "
+                                                            "training and file encoding (default 2)")
+    p.add_argument("--pattern", default="gpt2", help="gpt2, gpt4 or a regex (default gpt2)")
+    p.add_argument("--encode-bytes", default="20MB", help="how much of the corpus to encode (default 20MB)")
+    p.add_argument("--repeat", type=int, help="runs of each tool (default: 3, or 1 if the first took over "
+                                              f"{LONG_RUN_SECONDS:.0f} s)")
+    p.add_argument("--only", choices=["train", "encode"])
+    p.add_argument("--peers", default=",".join(PEERS), help=f"peers to run (default {','.join(PEERS)})")
+    p.add_argument("--out", help="also write the Markdown here")
+    p.add_argument("--png", help="draw a bar chart of MB/s here (needs matplotlib)")
+    p.add_argument("--workdir", help="keep the corpus and outputs here (default: a temporary folder, removed)")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds allowed for one run (default 3600)")
+    p.add_argument("--wait-for-load", type=float, metavar="LOAD",
+                   help="first wait (up to 5 minutes) until the 1-minute load average is at most LOAD")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.vocab_size < 257:
+        p.error("--vocab-size must be at least 257 (256 bytes and <|endoftext|>)")
+    if args.processes < 1:
+        p.error("--processes must be at least 1")
+    if args.repeat is not None and args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    unknown = {s.strip() for s in args.peers.split(",") if s.strip()} - set(PEERS)
+    if unknown:
+        p.error(f"--peers: unknown {sorted(unknown)}; known: {', '.join(PEERS)}")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.worker:
+        return worker_main()
+
+    from bpe_fast.patterns import resolve_pattern
+    from bpe_fast.synthetic import parse_size
+
+    def log(msg):
+        print(f"[compare] {msg}", file=sys.stderr, flush=True)
+
+    pattern = resolve_pattern(args.pattern)
+    pattern_name = {"gpt2": "GPT-2's", "gpt4": "GPT-4's (cl100k)"}.get(args.pattern, "custom")
+    wanted = {s.strip() for s in args.peers.split(",") if s.strip()}
+    if args.wait_for_load is not None:
+        wait_for_load(args.wait_for_load, 300, log)
+    load_start = os.getloadavg()
+    started = datetime.datetime.now().astimezone()
+    own_workdir = args.workdir is None
+    workdir = Path(tempfile.mkdtemp(prefix="bpe_fast_compare_") if own_workdir else args.workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        corpus, corpus_what = prepare_corpus(args, workdir, log)
+        corpus_bytes = corpus.stat().st_size
+        sections = []
+        trained_merges = None
+        if args.only in (None, "train"):
+            jobs = train_jobs(args, pattern, corpus, workdir, wanted)
+            log(f"training: {corpus_bytes / 1e6:.1f} MB, vocab {args.vocab_size}, load {os.getloadavg()[0]:.2f}")
+            run_section(jobs, args.repeat, args.timeout, log)
+            for job in jobs:
+                if job.check == "merges":
+                    job.agreement = check_merges(job)
+            if jobs[0].runs:
+                with open(jobs[0].spec["out"], "rb") as f:
+                    trained_merges = pickle.load(f)
+            sections.append(("Training", jobs, corpus_bytes, "merges = bpe_fast's",
+                             f"Training on the whole corpus ({corpus_bytes / 1e6:.1f} MB), vocab "
+                             f"{args.vocab_size:,}, {pattern_name} pattern, special token {EOT}."))
+        if args.only in (None, "encode"):
+            text_path, text_bytes = prepare_encode_text(corpus, parse_size(args.encode_bytes), workdir)
+            tokenizer, tok_what = prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log)
+            jobs = encode_jobs(args, tokenizer, text_path, workdir, wanted)
+            log(f"encoding: {text_bytes / 1e6:.1f} MB, {tok_what}, load {os.getloadavg()[0]:.2f}")
+            run_section(jobs, args.repeat, args.timeout, log)
+            for job in jobs:
+                if job.check == "ids":
+                    job.agreement = check_ids(job)
+            single = [j for j in jobs if j.section == "encode"]
+            multi = [j for j in jobs if j.section == "encode_file"]
+            sections.append(("Encoding, one thread", single, text_bytes, "ids = bpe_fast's",
+                             f"Encoding the first {text_bytes / 1e6:.1f} MB of the corpus (cut at a line end) "
+                             f"in one call, one thread, with {tok_what}. `encode_ordinary` treats {EOT} as "
+                             f"text, so it is compared with bpe_fast built without special tokens."))
+            sections.append((f"Encoding a file, {args.processes} workers", multi, text_bytes,
+                             "ids = bpe_fast's",
+                             f"The same {text_bytes / 1e6:.1f} MB as a file, to a .npy of token ids: "
+                             f"bpe_fast.encode_file with {args.processes} processes; the peers read the file, "
+                             f"split it at {EOT}, encode the documents on {args.processes} threads and write "
+                             f"the ids joined by {EOT}'s id (the same array); all of it is timed."))
+        load_end = os.getloadavg()
+    finally:
+        if own_workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    cpu, cores, usable = machine_info()
+    vers = versions()
+    md = [f"# bpe_fast compared with its peers ({started:%Y-%m-%d %H:%M %Z})", "",
+          f"- Machine: {cpu}, {cores} cores ({usable} usable), {platform.system()} {platform.release()}; "
+          f"load average (1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load_start)} at the start, "
+          f"{', '.join(f'{x:.2f}' for x in load_end)} at the end",
+          f"- Python {platform.python_version()}; " + "; ".join(f"{k} {v}" for k, v in vers.items()),
+          f"- Corpus: {corpus_what}",
+          f"- Command: `python benchmarks/compare.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
+          "- Each run in a fresh process; time = wall time of the work alone (best run); MB/s = input bytes / "
+          "time; peak RSS = max(ru_maxrss of the process, of its largest child), interpreter and input included; "
+          "time / bpe_fast above 1 means bpe_fast is faster.", ""]
+    for title, jobs, nbytes, check_title, what in sections:
+        md += [f"## {title}", "", what, ""]
+        md += table(jobs, nbytes, check_title)
+        md += [""] + setup_note(jobs) + ([""] if setup_note(jobs) else [])
+    if args.png:
+        md += [draw_chart(args.png, [(t, j, n) for t, j, n, _, _ in sections],
+                          f"bpe_fast vs peers - {cpu}, {args.processes} workers"), ""]
+    text = "\n".join(md).rstrip() + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    failed = [j for _, jobs, _, _, _ in sections for j in jobs if j.status and j.status.startswith("failed")]
+    bpe_failed = [j for j in failed if j.tool == "bpe_fast"]
+    return 1 if bpe_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

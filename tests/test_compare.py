@@ -1,0 +1,116 @@
+"""Smoke test of benchmarks/compare.py on tiny inputs: it runs, reports every tool, checks ids and merges.
+
+No timing is asserted. The script runs in a subprocess from a temporary folder, so the installed package is
+imported (PYTHONPATH passes through for an in-place build).
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare.py"
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+PEER_ROWS = {
+    "rustbpe": ["rustbpe `train_from_iterator`"],
+    "tokenizers": ["HF tokenizers BpeTrainer, `train_from_iterator`", "HF tokenizers BpeTrainer, `train([file])`",
+                   "HF tokenizers `encode`", "HF tokenizers `encode_batch`"],
+    "tiktoken": ["tiktoken `encode` (allowed_special)", "tiktoken `encode_ordinary`",
+                 "tiktoken `encode_ordinary_batch`"],
+}
+
+
+def installed(peer):
+    return importlib.util.find_spec(peer) is not None
+
+
+def run_compare(tmp_path, *args, env=None):
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--size", "200KB", "--vocab-size", "400", "--encode-bytes", "100KB",
+         "--processes", "2", "--repeat", "1", "--out", str(tmp_path / "results.md"), *args],
+        cwd=tmp_path, env=dict(os.environ, **(env or {})), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "results.md").read_text(encoding="utf-8")
+    assert proc.stdout.strip() == md.strip()
+    return md
+
+
+def rows(md):
+    """{label: [cells]} of the Markdown tables' rows."""
+    out = {}
+    for line in md.splitlines():
+        if line.startswith("| ") and not line.startswith(("| tool", "| ---")):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            out[cells[0]] = cells[1:]
+    return out
+
+
+def row(table, prefix):
+    """The row whose label is `prefix`, or else the one row whose label starts with it."""
+    if prefix in table:
+        return table[prefix]
+    matches = [cells for label, cells in table.items() if label.startswith(prefix)]
+    assert len(matches) == 1, (prefix, list(table))
+    return matches[0]
+
+
+def test_train(tmp_path):
+    md = run_compare(tmp_path, "--only", "train")
+    table = rows(md)
+    assert "## Training" in md and "## Encoding" not in md
+    assert "Machine: " in md and "Python " in md
+    bpe = row(table, "bpe_fast `train_bpe`")
+    assert float(bpe[0]) > 0 and bpe[3] == "baseline"
+    for peer in ("rustbpe", "tokenizers"):
+        for prefix in PEER_ROWS[peer]:
+            if not prefix.startswith(("rustbpe", "HF tokenizers BpeTrainer")):
+                continue
+            cells = row(table, prefix)
+            if installed(peer):
+                assert cells[3].endswith("x"), cells
+                assert "at the same rank" in cells[4] or cells[4].startswith("yes"), cells
+            else:
+                assert cells[0] == "not installed"
+
+
+def test_encode(tmp_path):
+    md = run_compare(tmp_path, "--only", "encode", "--png", str(tmp_path / "chart.png"))
+    table = rows(md)
+    assert "## Training" not in md
+    assert row(table, "bpe_fast `encode`")[3] == "baseline"
+    assert row(table, "bpe_fast `encode_to_numpy`")[4].startswith("yes")
+    assert row(table, "bpe_fast `encode_file`")[4].startswith("yes")
+    for peer in ("tokenizers", "tiktoken"):
+        for prefix in PEER_ROWS[peer]:
+            if "BpeTrainer" in prefix:
+                continue
+            cells = row(table, prefix)
+            if installed(peer):
+                assert cells[4].startswith("yes"), (prefix, cells)
+            else:
+                assert cells[0] == "not installed"
+    if (FIXTURES / "gpt2_vocab.json").exists():
+        assert "GPT-2's ranks" in md
+    if installed("matplotlib"):
+        assert (tmp_path / "chart.png").stat().st_size > 0
+    else:
+        assert "matplotlib is not installed" in md
+
+
+def test_missing_and_excluded_peers_are_reported(tmp_path):
+    md = run_compare(tmp_path, "--only", "encode", "--peers", "tiktoken",
+                     env={"BPE_FAST_COMPARE_PRETEND_MISSING": "tiktoken"})
+    table = rows(md)
+    assert row(table, "bpe_fast `encode`")[0] != ""
+    for prefix in PEER_ROWS["tiktoken"]:
+        assert row(table, prefix)[0] == "not installed"
+    for prefix in ("HF tokenizers `encode`", "HF tokenizers `encode_batch`"):
+        assert row(table, prefix)[0] == "not run (--peers)"
+
+
+def test_bad_arguments(tmp_path):
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--peers", "sentencepiece"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "unknown" in proc.stderr
