@@ -157,6 +157,14 @@ def read_vocab(path):
     Rejects, naming the file and line: bad JSON, a top level other than an object, an id that is not an int
     (true/false/floats too), an id outside 0..MAX_TOKEN_ID, a duplicate id, a duplicate token, a token
     with a character outside GPT-2's byte mapping.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.json")
+    >>> write_vocab(path, {0: b" ", 1: b"a", 2: b" a"})
+    >>> print(open(path).read())
+    {"\\u0120": 0, "a": 1, "\\u0120a": 2}
+    >>> read_vocab(path)
+    {0: b' ', 1: b'a', 2: b' a'}
     """
     text = _read_text(path)
     objects = []
@@ -203,6 +211,14 @@ def read_merges(path, vocab=None):
 
     Each line holds exactly two tokens separated by one space. With `vocab` (id -> bytes), each merge's two
     tokens and their concatenation must be in it. Errors name the file and the line.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "merges.txt")
+    >>> write_merges(path, [(b" ", b"a"), (b" a", b"\\n")])
+    >>> open(path, encoding="utf-8").read()
+    'Ġ a\\nĠa Ċ\\n'
+    >>> read_merges(path)
+    [(b' ', b'a'), (b' a', b'\\n')]
     """
     text = _read_text(path)
     lines = text.split("\n")

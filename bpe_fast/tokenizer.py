@@ -169,12 +169,20 @@ class Tokenizer:
 
     @property
     def vocab(self):
-        """Read-only id -> bytes, special tokens included."""
+        """Read-only id -> bytes, special tokens included.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"]).vocab[256]
+        b'<|endoftext|>'
+        """
         return MappingProxyType(self._vocab)
 
     @property
     def merges(self):
-        """The merges, in rank order."""
+        """The merges, in rank order.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")]).merges
+        ((b'a', b'b'),)
+        """
         return tuple(self._merges)
 
     @property
@@ -188,7 +196,11 @@ class Tokenizer:
 
     @property
     def pattern(self):
-        """The pre-tokenization regex."""
+        """The pre-tokenization regex (a name given to the constructor is resolved).
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="gpt4").pattern == GPT4_PATTERN
+        True
+        """
         return self._pattern
 
     @property
@@ -202,7 +214,11 @@ class Tokenizer:
 
     @property
     def max_token_value(self):
-        """The largest id."""
+        """The largest id.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).max_token_value
+        255
+        """
         return self.vocab_size - 1
 
     def __repr__(self):

@@ -215,3 +215,10 @@ def test_folder_without_config_is_gpt2(tmp_path):
     F.write_vocab(tmp_path / "vocab.json", {i: bytes([i]) for i in range(256)})
     F.write_merges(tmp_path / "merges.txt", [])
     assert F.load_tokenizer_files(tmp_path)[2:] == ([], GPT2_PATTERN)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(F)
+    assert result.attempted > 5 and result.failed == 0

@@ -717,3 +717,12 @@ def test_gpt2_reference_training_files_load():
     text = fixture("corpus.en").read_text(encoding="utf-8")[:20000]
     assert tok.encode(text) == oracle(tok, text)
     assert tok.special_tokens == {EOT: 0}
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import bpe_fast.tokenizer
+
+    result = doctest.testmod(bpe_fast.tokenizer, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 10 and result.failed == 0
