@@ -303,8 +303,6 @@ class Tokenizer:
     def _encode_all(self, text):
         """An IdBuffer with the ids of `text`. The special tokens are found in the UTF-8 bytes, which gives
         the same cuts as in the str (a token's bytes can only match where its characters do)."""
-        core = self._core
-        pattern = self._pattern
         out = IdBuffer()
         data = text.encode("utf-8")
         rx = self._special_rx_bytes
