@@ -321,39 +321,46 @@ class Tokenizer:
             self._encode_ordinary(out, data[pos:] if pos else data)
         return out
 
-    def _encode_ordinary(self, out, data):
-        """Append the ids of UTF-8 `data` (no special tokens in it) to `out`. A long text is pre-tokenized a
-        window at a time, cut at safe points (see _safe_cut), so the boundaries array stays small; only for
-        the built-in patterns, for which the safe cut is exact."""
+    def _encode_ordinary(self, out, data, final=True):
+        """Append the ids of UTF-8 `data` (no special tokens in it) to `out`; returns how many bytes were
+        encoded: all if `final`, else those before the last safe cut (the text may continue).
+
+        A long text is pre-tokenized a window at a time, cut at safe points (see _safe_cut), so the boundaries
+        array stays small; only for the built-in patterns, for which the safe cut is exact."""
         core = self._core
         pattern = self._pattern
         n = len(data)
-        if n <= _WINDOW or pattern not in (GPT2_PATTERN, GPT4_PATTERN):
-            if n:
-                core.encode_pretokens(out, data, pretoken_boundaries(data, pattern))
-            return
         start = 0
-        window = _WINDOW
-        while n - start > window:
-            end = start + window
-            while data[end] & 0xC0 == 0x80:     # not inside a character
-                end -= 1
-            piece = data[start:end]
-            bounds = pretoken_boundaries(piece, pattern)
-            k = self._safe_cut(piece, bounds)
-            if k == 0:                          # one pre-token fills the window: look further
-                window *= 2
-                continue
+        if n > _WINDOW and pattern in (GPT2_PATTERN, GPT4_PATTERN):
+            window = _WINDOW
+            while n - start > window:
+                end = start + window
+                while data[end] & 0xC0 == 0x80:     # not inside a character
+                    end -= 1
+                piece = data[start:end]
+                bounds = pretoken_boundaries(piece, pattern)
+                k = self._safe_cut(piece, bounds)
+                if k == 0:                          # one pre-token fills the window: look further
+                    window *= 2
+                    continue
+                core.encode_pretokens(out, piece, bounds, k)
+                start += int(bounds[k])
+                window = _WINDOW
+        piece = data[start:] if start else data
+        if not piece:
+            return n
+        bounds = pretoken_boundaries(piece, pattern)
+        if final:
+            core.encode_pretokens(out, piece, bounds)
+            return n
+        k = self._safe_cut(piece, bounds)
+        if k > 0:
             core.encode_pretokens(out, piece, bounds, k)
             start += int(bounds[k])
-            window = _WINDOW
-        piece = data[start:]
-        core.encode_pretokens(out, piece, pretoken_boundaries(piece, pattern))
+        return start
 
     def _encode_finished(self, text):
         """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""
-        core = self._core
-        pattern = self._pattern
         out = IdBuffer()
         data = text.encode("utf-8")
         n = len(data)
@@ -370,18 +377,11 @@ class Tokenizer:
                     break
                 # A match starting before `undecided` is final: no longer special token can start there.
                 if m.start() > pos:
-                    piece = data[pos:m.start()]
-                    core.encode_pretokens(out, piece, pretoken_boundaries(piece, pattern))
+                    self._encode_ordinary(out, data[pos:m.start()])
                 out.push(self._special_ids_bytes[m.group()])
                 pos = m.end()
         # data[pos:undecided] is ordinary text that may continue past `undecided`.
-        piece = data[pos:undecided] if pos or undecided < n else data
-        if piece:
-            bounds = pretoken_boundaries(piece, pattern)
-            k = self._safe_cut(piece, bounds)
-            if k > 0:
-                core.encode_pretokens(out, piece, bounds, k)
-                pos += int(bounds[k])
+        pos += self._encode_ordinary(out, data[pos:undecided] if pos or undecided < n else data, final=False)
         return out.take_list(self._id_objects), data[pos:].decode("utf-8")
 
     def _special_prefix_start(self, data, pos):

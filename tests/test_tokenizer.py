@@ -203,6 +203,7 @@ def test_long_texts_are_pre_tokenized_in_windows(tok, tok4, monkeypatch, window)
     expected = [oracle(t, text) for t in (tok, tok4)]
     monkeypatch.setattr(module, "_WINDOW", window)
     assert [t.encode(text) for t in (tok, tok4)] == expected
+    assert [list(t.encode_iterable([text[:500], text[500:]])) for t in (tok, tok4)] == expected
 
 
 def test_every_ranked_token_encodes_to_itself(tok):
