@@ -306,7 +306,7 @@ class Tokenizer:
         out = IdBuffer()
         data = text.encode("utf-8")
         rx = self._special_rx_bytes
-        if rx is None:
+        if rx is None or not self._may_hold_special(data):
             self._encode_ordinary(out, data)
             return out
         special_ids = self._special_ids_bytes
@@ -367,7 +367,7 @@ class Tokenizer:
         pos = 0
         undecided = n
         rx = self._special_rx_bytes
-        if rx is not None:
+        if rx is not None and self._may_hold_special(data):
             undecided = self._special_prefix_start(data, 0)
             while True:
                 if pos > undecided:     # a special token ran past it
@@ -383,6 +383,14 @@ class Tokenizer:
         # data[pos:undecided] is ordinary text that may continue past `undecided`.
         pos += self._encode_ordinary(out, data[pos:undecided] if pos or undecided < n else data, final=False)
         return out.take_list(self._id_objects), data[pos:].decode("utf-8")
+
+    def _may_hold_special(self, data):
+        """False when no special token (not even the start of one) can be in `data`: none of their first
+        bytes is there (a cheap test that spares the regex on most short texts)."""
+        for first in self._special_firsts:
+            if first in data:
+                return True
+        return False
 
     def _special_prefix_start(self, data, pos):
         """The first k >= pos from which data[k:] is a proper prefix of a special token's UTF-8 (len(data) if
