@@ -5,7 +5,7 @@ Each benchmark records its throughput as extra_info["MB/s"] (text bytes over the
 prints a table with bpe_fast's throughput as a multiple of tiktoken's.
 
 Ranks: GPT-2's (../shared/fixtures/gpt2_vocab.json, tiktoken built offline from it). Without the fixtures, a
-10,000-token vocabulary trained by bpe_fast.train_bpe on the synthetic corpus stands in, for both libraries.
+5,000-token vocabulary trained by bpe_fast.train_bpe on the synthetic corpus stands in, for both libraries.
 Texts:
 - real: the fixture texts (corpus.en, tinystories_sample.txt, german.txt, address.txt) once each, not repeated
   (repeating a text would flatter bpe_fast's pre-token cache). Skipped without the fixtures.
@@ -51,9 +51,9 @@ def libraries(synthetic_text, tmp_path_factory):
 
         path = tmp_path_factory.mktemp("bench_encode_train") / "train.txt"
         path.write_text(synthetic_text[:2_000_000], encoding="utf-8")
-        vocab, merges = train_bpe(path, 10_000, [EOT], num_processes=1)
+        vocab, merges = train_bpe(path, 5_000, [EOT], num_processes=1)
         tok = Tokenizer(vocab, merges, [EOT])
-        what = "a 10,000-token vocabulary trained on the synthetic corpus (no fixtures)"
+        what = "a 5,000-token vocabulary trained on the synthetic corpus (no fixtures)"
     special = tok.special_tokens[EOT]
     ranks = {}
     for i in sorted(tok.vocab):
