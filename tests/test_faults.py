@@ -44,9 +44,20 @@ def alive(pid):
     return state != "Z"
 
 
-def start(args, cwd, **kwargs):
+def _as_from_a_terminal(then=None):
+    # A job started in the background by a non-interactive shell (as CI may run us) inherits SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt; a terminal's Ctrl-C finds it at default.
+    def apply():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if then is not None:
+            then()
+    return apply
+
+
+def start(args, cwd, preexec_fn=None, **kwargs):
     return subprocess.Popen([sys.executable, "-m", "bpe_fast", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_terminal(preexec_fn),
+                            **kwargs)
 
 
 def wait_for_workers(proc, n=2, timeout=60):
