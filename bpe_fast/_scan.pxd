@@ -10,5 +10,30 @@ cdef enum:
 # Only call after bpe_fast.pretokenize.native_kind(pattern) returned kind (that loads the tables).
 cdef void scan_ends(const uint8_t* s, Py_ssize_t n, int kind, vector[int64_t]* out) noexcept nogil
 
+# Scan the valid UTF-8 s[0:n] from byte i (a pre-token start), writing pre-token ends to out[count[0]:cap] and
+# advancing count[0]; returns where it stopped (n when done). Same precondition as scan_ends.
+cdef Py_ssize_t scan_block(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind, int64_t* out,
+                           Py_ssize_t* count, Py_ssize_t cap) noexcept nogil
+
 # Byte offset of the first invalid UTF-8 sequence in s[0:n] (as bytes.decode reports it), or -1.
 cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil
+
+# Start of the run of \s code points that ends the valid UTF-8 s[0:n] (n if s does not end in \s).
+# Same precondition as scan_ends (it reads the tables).
+cdef Py_ssize_t trailing_space_start(const uint8_t* s, Py_ssize_t n) noexcept nogil
+
+
+cdef class SpecialMatcher:
+    """Finds special tokens (UTF-8 bytes, longest first) in UTF-8 text, as the alternation regex would."""
+    cdef vector[int64_t] off        # token k is tokens[off[k]:off[k + 1]]
+    cdef vector[uint8_t] tokens
+    cdef uint8_t first[256]         # first[b]: some token starts with byte b
+    cdef int nfirst
+    cdef uint8_t only_first
+    cdef readonly Py_ssize_t longest
+    # Start of the leftmost token in s[pos:n] (at that start, the first in the list, so the longest), or n;
+    # index receives which token it is.
+    cdef Py_ssize_t find(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* index) noexcept nogil
+    # The first k >= pos with s[k:n] a proper prefix of some token, or n: from k on, whether a token starts
+    # depends on bytes not yet seen.
+    cdef Py_ssize_t prefix_start(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil

@@ -391,6 +391,27 @@ def utf8_error(const uint8_t[::1] data):
     return pos
 
 
+cdef Py_ssize_t trailing_space_start(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """Walk back from n over whole code points while they are \\s. Worked example: "ab \\u3000\\n" (7 bytes)
+    -> 2: "\\n", U+3000 (3 bytes) and " " are \\s, "b" is not."""
+    cdef Py_ssize_t j, nxt
+    while n > 0:
+        j = n - 1
+        while j > 0 and (s[j] & 0xC0) == 0x80:                  # back to the lead byte
+            j -= 1
+        if not (cls_at(s, j, &nxt) & C_S):
+            break
+        n = j
+    return n
+
+
+def trailing_space(const uint8_t[::1] data):
+    """trailing_space_start for Python (tests): where the run of \\s ending valid UTF-8 data starts."""
+    _check_ready()
+    cdef Py_ssize_t n = data.shape[0]
+    return trailing_space_start(&data[0], n) if n else 0
+
+
 cdef int _kind(int kind) except -1:
     _check_ready()
     if kind != KIND_GPT2 and kind != KIND_GPT4:
@@ -534,6 +555,94 @@ cdef inline uint64_t hash_span(const uint8_t* p, Py_ssize_t n, uint64_t head, co
     return h ^ (h >> 32)
 
 
+cdef class SpecialMatcher:
+    """The special tokens of a text, found in its UTF-8 bytes: at the leftmost position where one starts, the
+    first of them in the list (given longest first, so where one token is a prefix of another the longer wins),
+    as the alternation regex of bpe_fast.specials finds them in the str.
+
+    Worked example: with [b"<|e|><|e|>", b"<|e|>"], b"a<|e|><|e|><|e|>" has matches (1, 11) and (11, 16).
+    """
+
+    def __cinit__(self, specials=()):
+        cdef bytes t
+        cdef Py_ssize_t k
+        for k in range(256):
+            self.first[k] = 0
+        self.nfirst = 0
+        self.longest = 0
+        self.off.push_back(0)
+        for t in specials:
+            if len(t) == 0:
+                raise ValueError("special tokens must not be empty")
+            if self.off.size() > 1 and len(t) > self.off.back() - self.off[self.off.size() - 2]:
+                raise ValueError("special tokens must be ordered longest first")
+            for k in range(len(t)):
+                self.tokens.push_back(t[k])
+            self.off.push_back(self.tokens.size())
+            self.longest = max(self.longest, len(t))
+            if not self.first[t[0]]:
+                self.first[t[0]] = 1
+                self.nfirst += 1
+                self.only_first = t[0]
+
+    def __len__(self):
+        return self.off.size() - 1
+
+    cdef Py_ssize_t find(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* index) noexcept nogil:
+        cdef Py_ssize_t k, length, ntok = <Py_ssize_t>self.off.size() - 1
+        cdef const uint8_t* hit
+        cdef const uint8_t* tok
+        if self.nfirst == 0:
+            return n
+        while pos < n:
+            if self.nfirst == 1:                                 # the usual case: one first byte, memchr for it
+                hit = <const uint8_t*>memchr(s + pos, self.only_first, n - pos)
+                if hit == NULL:
+                    return n
+                pos = hit - s
+            elif not self.first[s[pos]]:
+                pos += 1
+                continue
+            for k in range(ntok):
+                tok = self.tokens.data() + self.off[k]
+                length = self.off[k + 1] - self.off[k]
+                if tok[0] == s[pos] and length <= n - pos and memcmp(tok, s + pos, length) == 0:
+                    index[0] = k
+                    return pos
+            pos += 1
+        return n
+
+    cdef Py_ssize_t prefix_start(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t k, j, length, ntok = <Py_ssize_t>self.off.size() - 1
+        if n - self.longest + 1 > pos:
+            pos = n - self.longest + 1
+        for k in range(pos, n):
+            if not self.first[s[k]]:
+                continue
+            for j in range(ntok):
+                length = self.off[j + 1] - self.off[j]
+                if length > n - k and memcmp(self.tokens.data() + self.off[j], s + k, n - k) == 0:
+                    return k
+        return n
+
+    def matches(self, const uint8_t[::1] data):
+        """[(start, end), ...] of the special tokens in data, left to right (for tests)."""
+        cdef Py_ssize_t n = data.shape[0], pos = 0, index = 0, at
+        out = []
+        while n and pos < n:
+            at = self.find(&data[0], pos, n, &index)
+            if at >= n:
+                break
+            pos = at + self.off[index + 1] - self.off[index]
+            out.append((at, pos))
+        return out
+
+    def undecided(self, const uint8_t[::1] data):
+        """prefix_start(data, 0, len(data)): where the text may be the start of a token cut short (for tests)."""
+        cdef Py_ssize_t n = data.shape[0]
+        return self.prefix_start(&data[0], 0, n) if n else 0
+
+
 @cython.final
 cdef class PretokenCounter:
     """Distinct pre-tokens and their counts, accumulated natively over any number of chunks of UTF-8.
@@ -551,35 +660,14 @@ cdef class PretokenCounter:
     cdef vector[uint8_t] arena
     cdef uint64_t mask
     cdef int64_t total_count
-    cdef vector[int64_t] spec_off   # special token k is spec_bytes[spec_off[k]:spec_off[k + 1]]
-    cdef vector[uint8_t] spec_bytes
-    cdef uint8_t first[256]         # first[b]: some special token starts with byte b
-    cdef int nfirst
-    cdef uint8_t only_first
+    cdef SpecialMatcher specials
     cdef bint busy
     cdef readonly int kind
 
     def __cinit__(self, int kind, specials=()):
-        cdef bytes t
-        cdef Py_ssize_t k
         cdef Slot empty
         self.kind = _kind(kind)
-        for k in range(256):
-            self.first[k] = 0
-        self.nfirst = 0
-        self.spec_off.push_back(0)
-        for t in specials:
-            if len(t) == 0:
-                raise ValueError("special tokens must not be empty")
-            if self.spec_off.size() > 1 and len(t) > self.spec_off.back() - self.spec_off[self.spec_off.size() - 2]:
-                raise ValueError("special tokens must be ordered longest first")
-            for k in range(len(t)):
-                self.spec_bytes.push_back(t[k])
-            self.spec_off.push_back(self.spec_bytes.size())
-            if not self.first[t[0]]:
-                self.first[t[0]] = 1
-                self.nfirst += 1
-                self.only_first = t[0]
+        self.specials = SpecialMatcher(specials)
         empty.index = -1
         empty.tag = 0
         self.slots.assign(1024, empty)
@@ -639,38 +727,14 @@ cdef class PretokenCounter:
         return tokens, offsets, counts
 
     cdef void add_buffer(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
-        """Cut s[0:n] at the special tokens (leftmost, then the first in the longest-first list) and count the
-        pieces between them."""
-        cdef Py_ssize_t pos = 0, piece = 0, k, nspec = <Py_ssize_t>self.spec_off.size() - 1
-        cdef const uint8_t* hit
-        cdef const uint8_t* tok
-        cdef int64_t tlen
-        if nspec == 0:
-            self.add_range(s, 0, n, s + n)
-            return
+        """Cut s[0:n] at the special tokens (SpecialMatcher.find) and count the pieces between them."""
+        cdef Py_ssize_t pos = 0, at, k = 0
         while pos < n:
-            if self.nfirst == 1:                                 # the usual case: one first byte, memchr for it
-                hit = <const uint8_t*>memchr(s + pos, self.only_first, n - pos)
-                if hit == NULL:
-                    break
-                pos = hit - s
-            elif not self.first[s[pos]]:
-                pos += 1
-                continue
-            tlen = 0
-            for k in range(nspec):
-                tok = self.spec_bytes.data() + self.spec_off[k]
-                if tok[0] == s[pos] and self.spec_off[k + 1] - self.spec_off[k] <= n - pos \
-                        and memcmp(tok, s + pos, self.spec_off[k + 1] - self.spec_off[k]) == 0:
-                    tlen = self.spec_off[k + 1] - self.spec_off[k]
-                    break
-            if tlen == 0:
-                pos += 1
-                continue
-            self.add_range(s, piece, pos, s + n)
-            pos += tlen
-            piece = pos
-        self.add_range(s, piece, n, s + n)
+            at = self.specials.find(s, pos, n, &k)
+            self.add_range(s, pos, at, s + n)
+            if at >= n:
+                return
+            pos = at + self.specials.off[k + 1] - self.specials.off[k]
 
     cdef void add_range(self, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, const uint8_t* end) noexcept nogil:
         """Count the pre-tokens of s[i:n], scanned as a text of its own (the scanners look no further than n);
