@@ -12,17 +12,26 @@ ranked token as two parts.
 Whole pre-tokens are looked up first in a table keyed by their bytes: every ranked token that merges to
 itself is there for good, and the ids of other pre-tokens are added as they are merged, up to a bound
 (the cache), after which the cached ones are dropped together. The encoding and merging loops touch no
-Python objects (only IdBuffer.take_list and BPECore.decode_list convert to and from lists); the Python
-layer (bpe_fast/tokenizer.py) checks arguments and pre-tokenizes.
+Python objects (only the list-making wrappers and BPECore.decode_list convert to and from lists).
+
+For the built-in patterns one call does the whole text (BPECore.encode_text, StreamEncoder): its UTF-8 is cut
+at the special tokens (bpe_fast._scan.SpecialMatcher), each piece is scanned by the native pre-tokenizer
+(bpe_fast._scan.scan_block) a block of pre-tokens at a time, and each pre-token is looked up or merged into
+the id buffer. For other patterns the Python layer (bpe_fast/tokenizer.py) pre-tokenizes with `regex` and
+hands the boundaries to BPECore.encode_pretokens. The Python layer checks arguments.
 """
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.ref cimport Py_INCREF
+from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 from libcpp.queue cimport priority_queue
 from libcpp.vector cimport vector
+
+from bpe_fast._scan cimport KIND_GPT2, KIND_GPT4, SpecialMatcher, scan_block, trailing_space_start
 
 import numpy as np
 
@@ -36,9 +45,15 @@ cdef extern from *:
     """
     uint64_t mix64 "bpe_fast_mix"(uint64_t h) noexcept nogil
 
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+
 cdef enum:
     SMALL_PIECE = 128           # pieces up to this many bytes merge with arrays on the stack (quadratic scan)
     MAX_CACHED_PIECE = 256      # longer pre-tokens are not cached
+    SCAN_BLOCK = 256            # pre-token ends scanned at a time (on the stack) before they are encoded
+    PENDING_GROWTH = 2          # StreamEncoder looks for a cut again once the pending text has doubled
 
 cdef uint64_t EMPTY_PAIR = 0xFFFFFFFFFFFFFFFFULL
 cdef int32_t NO_RANK = 0x7FFFFFFF
@@ -99,6 +114,59 @@ cdef inline uint64_t hash_key(const uint8_t* p, Py_ssize_t n, uint64_t* prefix) 
     return mix64(h)
 
 
+cdef list _id_list(const int32_t* ids, Py_ssize_t n, list id_objects):
+    """ids[0:n] as a new list of int; id_objects[i] is the int i (shared, so no int is allocated here)."""
+    cdef Py_ssize_t n_objects = PyList_GET_SIZE(id_objects), k
+    cdef object item
+    for k in range(n):
+        if ids[k] < 0 or ids[k] >= n_objects:
+            raise ValueError(f"id {ids[k]} has no int object")
+    result = PyList_New(n)
+    for k in range(n):
+        item = <object>PyList_GET_ITEM(id_objects, ids[k])
+        Py_INCREF(item)
+        PyList_SET_ITEM(result, k, item)
+    return result
+
+
+cdef inline object _utf8_holder(str text, const uint8_t** data, Py_ssize_t* n):
+    """Point data/n at the UTF-8 of text and return the object that owns those bytes: text itself when it is
+    ASCII (its own buffer is the UTF-8, nothing is copied), else a new bytes. Text from a str without lone
+    surrogates is valid UTF-8 by construction, so it is not validated again; lone surrogates raise
+    UnicodeEncodeError (the caller replaces them, as tiktoken does)."""
+    cdef object holder
+    if PyUnicode_CheckExact(text) and PyUnicode_IS_ASCII(text):
+        data[0] = <const uint8_t*>PyUnicode_AsUTF8AndSize(text, n)
+        return text
+    holder = PyUnicode_AsUTF8String(text)
+    data[0] = <const uint8_t*>PyBytes_AS_STRING(holder)
+    n[0] = PyBytes_GET_SIZE(holder)
+    return holder
+
+
+@cython.final
+cdef class Segmenter:
+    """How a text is cut before merging, for the native path: the pattern's kind for the native scanner (2:
+    GPT2_PATTERN, 4: GPT4_PATTERN, see bpe_fast/_scan.pxd; the caller has loaded the scanner's tables with
+    bpe_fast.pretokenize.native_kind) and the special tokens, UTF-8 ordered longest first, with their ids."""
+
+    cdef readonly int kind
+    cdef SpecialMatcher specials            # None without special tokens
+    cdef vector[int32_t] special_ids
+
+    def __cinit__(self, int kind, specials=(), ids=()):
+        specials = list(specials)
+        ids = list(ids)
+        if kind != KIND_GPT2 and kind != KIND_GPT4:
+            raise ValueError(f"unknown pattern kind {kind}")
+        if len(specials) != len(ids):
+            raise ValueError("one id per special token")
+        self.kind = kind
+        self.specials = SpecialMatcher(specials) if specials else None
+        for i in ids:
+            self.special_ids.push_back(i)
+
+
 cdef class IdBuffer:
     """A growing int32 buffer of ids, one per encode call (so threads sharing a tokenizer don't mix)."""
 
@@ -114,17 +182,7 @@ cdef class IdBuffer:
     def take_list(self, list id_objects):
         """The ids as a new list of int; the buffer is emptied. id_objects[i] is the int i (shared, so no int
         is allocated here)."""
-        cdef Py_ssize_t n = self.ids.size(), k
-        cdef Py_ssize_t n_objects = len(id_objects)
-        cdef object item
-        for k in range(n):
-            if self.ids[k] < 0 or self.ids[k] >= n_objects:
-                raise ValueError(f"id {self.ids[k]} has no int object")
-        result = PyList_New(n)
-        for k in range(n):
-            item = <object>PyList_GET_ITEM(id_objects, self.ids[k])
-            Py_INCREF(item)
-            PyList_SET_ITEM(result, k, item)
+        result = _id_list(self.ids.data(), self.ids.size(), id_objects)
         self.ids.clear()
         return result
 
@@ -475,12 +533,8 @@ cdef class BPECore:
         """Append to `out` the ids of the pre-tokens data[bounds[k]:bounds[k+1]] for k < stop (default: all).
         Returns the number of ids appended."""
         cdef Py_ssize_t n_bounds = bounds.shape[0]
-        cdef Py_ssize_t k, s, e, n, count, before = out.ids.size()
+        cdef Py_ssize_t k, s, e, n, before = out.ids.size()
         cdef const uint8_t* base
-        cdef const uint8_t* p
-        cdef const PieceSlot* slot
-        cdef uint64_t h = 0, prefix = 0
-        cdef int32_t id_
         if stop < 0 or stop > n_bounds - 1:
             stop = n_bounds - 1
         if stop <= 0:
@@ -496,29 +550,130 @@ cdef class BPECore:
                 if n < 0:
                     raise ValueError("pre-token bounds must not decrease")
                 continue
-            p = base + s
-            if n == 1:
-                id_ = self.byte_ids[p[0]]
-                if id_ < 0:
-                    raise ValueError(f"byte 0x{p[0]:02x} has no token in the vocabulary")
-                out.ids.push_back(id_)
-                continue
-            if n <= self.lookup_limit:
-                h = hash_key(p, n, &prefix)
-                slot = self._find(h, prefix, p, n)
-                if slot != NULL:
-                    if slot.n_ids == 1:
-                        out.ids.push_back(<int32_t>slot.value)
-                    else:
-                        out.ids.insert(out.ids.end(), self.cached_ids.data() + slot.value,
-                                       self.cached_ids.data() + slot.value + slot.n_ids)
-                    continue
-            if <Py_ssize_t>self.scratch.size() < n:
-                self.scratch.resize(n)
-            count = self._merge(p, n, self.scratch.data())
-            out.ids.insert(out.ids.end(), self.scratch.data(), self.scratch.data() + count)
-            if n <= MAX_CACHED_PIECE:
-                self._cache(h, prefix, p, n, self.scratch.data(), count)
+            self._encode_pretoken(base + s, n, &out.ids)
+        return out.ids.size() - before
+
+    cdef inline int _encode_pretoken(self, const uint8_t* p, Py_ssize_t n, vector[int32_t]* out) except -1:
+        """Append the ids of the pre-token p[0:n] (n >= 1): a single byte's id, the ids of the table, or merged
+        (and then cached)."""
+        cdef const PieceSlot* slot
+        cdef uint64_t h = 0, prefix = 0
+        cdef int32_t id_
+        cdef Py_ssize_t count
+        if n == 1:
+            id_ = self.byte_ids[p[0]]
+            if id_ < 0:
+                raise ValueError(f"byte 0x{p[0]:02x} has no token in the vocabulary")
+            out.push_back(id_)
+            return 0
+        if n <= self.lookup_limit:
+            h = hash_key(p, n, &prefix)
+            slot = self._find(h, prefix, p, n)
+            if slot != NULL:
+                if slot.n_ids == 1:
+                    out.push_back(<int32_t>slot.value)
+                else:
+                    out.insert(out.end(), self.cached_ids.data() + slot.value,
+                               self.cached_ids.data() + slot.value + slot.n_ids)
+                return 0
+        if <Py_ssize_t>self.scratch.size() < n:
+            self.scratch.resize(n)
+        count = self._merge(p, n, self.scratch.data())
+        out.insert(out.end(), self.scratch.data(), self.scratch.data() + count)
+        if n <= MAX_CACHED_PIECE:
+            self._cache(h, prefix, p, n, self.scratch.data(), count)
+        return 0
+
+    cdef int _encode_piece(self, const uint8_t* s, Py_ssize_t n, int kind, vector[int32_t]* out) except -1:
+        """Append the ids of s[0:n], valid UTF-8 without special tokens: scanned by the native pre-tokenizer
+        SCAN_BLOCK pre-tokens at a time (the scanner resumes where it stopped, so no cut is needed)."""
+        cdef int64_t ends[SCAN_BLOCK]
+        cdef Py_ssize_t i = 0, start, count, k
+        while i < n:
+            count = 0
+            start = i
+            i = scan_block(s, i, n, kind, ends, &count, SCAN_BLOCK)
+            for k in range(count):
+                self._encode_pretoken(s + start, ends[k] - start, out)
+                start = ends[k]
+        return 0
+
+    cdef Py_ssize_t _encode_piece_unfinished(self, const uint8_t* s, Py_ssize_t n, int kind,
+                                             vector[int32_t]* out) except -1:
+        """_encode_piece for text that may continue: only the pre-tokens before the last safe cut; returns the
+        cut. The rule is Tokenizer._safe_cut's: the cut after pre-token [p, c) is safe when c < n, p is before
+        the trailing whitespace run and p is not an apostrophe less than two bytes from the end. The pre-tokens
+        it allows are a prefix of all of them (each condition, once false, stays false), so the first that
+        fails ends the encoding. Worked example: "it's  a  " -> "it", "'s", " ", " a" are encoded, and the cut
+        is at 8, before "  " (which could still become part of a longer run)."""
+        cdef int64_t ends[SCAN_BLOCK]
+        cdef Py_ssize_t i = 0, start, count, k, end
+        cdef Py_ssize_t ws = trailing_space_start(s, n)
+        while i < n:
+            count = 0
+            start = i
+            i = scan_block(s, i, n, kind, ends, &count, SCAN_BLOCK)
+            for k in range(count):
+                end = ends[k]
+                if end >= n or start >= ws or (s[start] == 39 and start + 2 >= n):
+                    return start
+                self._encode_pretoken(s + start, end - start, out)
+                start = end
+        return n
+
+    cdef Py_ssize_t _encode_utf8(self, const uint8_t* s, Py_ssize_t n, Segmenter seg, bint final,
+                                 vector[int32_t]* out) except -1:
+        """Append the ids of the valid UTF-8 text s[0:n]. Returns how many bytes were encoded: n when final,
+        else those before the last point that text still to come cannot change (see StreamEncoder).
+
+        Special tokens are cut out with seg.specials. When the text may continue, a special token is final
+        only if it starts before `undecided`, the first place from which the rest of the text is a proper
+        prefix of a special token (a longer one could still be completed there); the ordinary text before
+        `undecided` is then encoded up to its last safe cut."""
+        cdef SpecialMatcher m = seg.specials
+        cdef Py_ssize_t pos = 0, at, index = 0, undecided = n
+        if m is None:
+            if final:
+                self._encode_piece(s, n, seg.kind, out)
+                return n
+            return self._encode_piece_unfinished(s, n, seg.kind, out)
+        if not final:
+            undecided = m.prefix_start(s, 0, n)
+        while True:
+            if pos > undecided:                 # a special token ran past it
+                undecided = m.prefix_start(s, pos, n)
+            at = m.find(s, pos, n, &index)
+            if at >= undecided:
+                break
+            if at > pos:
+                self._encode_piece(s + pos, at - pos, seg.kind, out)
+            out.push_back(seg.special_ids[index])
+            pos = at + m.off[index + 1] - m.off[index]
+        if final:
+            self._encode_piece(s + pos, n - pos, seg.kind, out)
+            return n
+        return pos + self._encode_piece_unfinished(s + pos, undecided - pos, seg.kind, out)
+
+    def encode_text(self, str text not None, Segmenter seg not None, list id_objects not None):
+        """The ids of `text` as a new list of int (id_objects[i] is the int i), in one native pass: UTF-8,
+        special tokens, pre-tokens, merges. Lone surrogates raise UnicodeEncodeError."""
+        cdef const uint8_t* data
+        cdef Py_ssize_t n
+        cdef vector[int32_t] ids
+        holder = _utf8_holder(text, &data, &n)
+        self._encode_utf8(data, n, seg, True, &ids)
+        return _id_list(ids.data(), ids.size(), id_objects)
+
+    def encode_text_into(self, IdBuffer out not None, str text not None, Segmenter seg not None):
+        """encode_text, appending to `out` instead. Returns the number of ids appended."""
+        cdef const uint8_t* data
+        cdef Py_ssize_t n, before = out.ids.size()
+        holder = _utf8_holder(text, &data, &n)
+        try:
+            self._encode_utf8(data, n, seg, True, &out.ids)
+        except BaseException:
+            out.ids.resize(before)
+            raise
         return out.ids.size() - before
 
     # ------------------------------------------------------------------------------------------ decoding
@@ -589,6 +744,74 @@ cdef class BPECore:
             "cached_bytes": self.cached_bytes,
             "lookup_limit": self.lookup_limit,
         }
+
+
+@cython.final
+cdef class StreamEncoder:
+    """The state of Tokenizer.encode_iterable on the native path: the UTF-8 of the text received but not yet
+    encoded (its unfinished tail), and the rule for when to look at it again.
+
+    feed(chunk) appends the chunk's UTF-8 and returns the ids that are final now: those of the text before the
+    last point that text still to come cannot change (see BPECore._encode_utf8); that text is dropped. So each
+    chunk costs one native call, and its ids come out as soon as the next chunk makes them final. To stay
+    linear when one pre-token is longer than many chunks, the tail is looked at again only once the pending
+    text has grown to PENDING_GROWTH times what was held back. finish() returns the ids of the rest.
+
+    Worked example (GPT-2 pattern): feed("Hello wor") -> ids of "Hello" (" wor" may go on);
+    feed("ld  ") -> ids of " world" ("  " may grow); finish() -> ids of "  ".
+    """
+
+    cdef BPECore core
+    cdef Segmenter seg
+    cdef list id_objects
+    cdef vector[uint8_t] pending
+    cdef vector[int32_t] ids
+    cdef Py_ssize_t next_attempt
+    cdef readonly Py_ssize_t attempts       # calls that looked for a cut (for tests)
+    cdef readonly Py_ssize_t max_held       # the most bytes held back after an attempt (for tests)
+
+    def __cinit__(self, BPECore core not None, Segmenter seg not None, list id_objects not None):
+        self.core = core
+        self.seg = seg
+        self.id_objects = id_objects
+        self.next_attempt = 1
+
+    @property
+    def pending_bytes(self):
+        """How many bytes of text are held, not yet encoded."""
+        return self.pending.size()
+
+    def feed(self, str text not None):
+        """Add `text`; returns the ids that are final now (a list, often empty). Lone surrogates raise
+        UnicodeEncodeError, and nothing is added."""
+        cdef const uint8_t* data
+        cdef Py_ssize_t n, done, held
+        holder = _utf8_holder(text, &data, &n)
+        if n == 0:
+            return []
+        self.pending.insert(self.pending.end(), data, data + n)
+        if <Py_ssize_t>self.pending.size() < self.next_attempt:
+            return []
+        self.attempts += 1
+        self.ids.clear()
+        done = self.core._encode_utf8(self.pending.data(), self.pending.size(), self.seg, False, &self.ids)
+        self.pending.erase(self.pending.begin(), self.pending.begin() + done)
+        held = self.pending.size()
+        self.max_held = max(self.max_held, held)
+        self.next_attempt = max(1, PENDING_GROWTH * held)
+        result = _id_list(self.ids.data(), self.ids.size(), self.id_objects)
+        self.ids.clear()
+        return result
+
+    def finish(self):
+        """The ids of the text still held (all final now: the text has ended); the state is emptied."""
+        self.ids.clear()
+        self.core._encode_utf8(self.pending.data(), self.pending.size(), self.seg, True, &self.ids)
+        self.pending.clear()
+        self.next_attempt = 1
+        result = _id_list(self.ids.data(), self.ids.size(), self.id_objects)
+        self.ids.clear()
+        return result
 
 
 def safe_cut(const uint8_t[::1] data, const int64_t[::1] bounds, Py_ssize_t last):
