@@ -202,8 +202,10 @@ def test_long_texts_are_pre_tokenized_in_windows(tok, tok4, monkeypatch, window)
     text = make_text(21, 300, specials=[EOT]) + "x" * 50 + " " * 30 + "'ll" + "é" * 20 + "\u3000" * 5
     expected = [oracle(t, text) for t in (tok, tok4)]
     monkeypatch.setattr(module, "_WINDOW", window)
-    assert [t.encode(text) for t in (tok, tok4)] == expected
-    assert [list(t.encode_iterable([text[:500], text[500:]])) for t in (tok, tok4)] == expected
+    # the windows are the Python path's (the native path scans a whole text, SCAN_BLOCK pre-tokens at a time)
+    tokenizers = [python_path(tok), python_path(tok4)]
+    assert [t.encode(text) for t in tokenizers] == expected
+    assert [list(t.encode_iterable([text[:500], text[500:]])) for t in tokenizers] == expected
 
 
 def test_every_ranked_token_encodes_to_itself(tok):
@@ -509,38 +511,168 @@ def test_encode_iterable_is_lazy(tok):
     assert got == tok.encode("".join(lines))
 
 
-def test_encode_iterable_holds_back_only_the_tail(tok):
+def python_path(tok):
+    """A copy of tok that takes the Python path (special-token regex, `regex` pre-tokenizer, safe cuts in
+    Python) even for the built-in patterns, as when the native scanner is unavailable."""
+    copy = pickle.loads(pickle.dumps(tok))
+    copy._segmenter = None
+    return copy
+
+
+def watch_attempts(tok, monkeypatch):
+    """Run encode_iterable on tok and record, per attempt at cutting, how much text was held back afterwards
+    (characters on the Python path, bytes on the native one). Returns the list it fills."""
+    held = []
+    if tok._segmenter is None:
+        original = tok._encode_finished
+
+        def spy(t):
+            ids, rest = original(t)
+            held.append(len(rest))
+            return ids, rest
+
+        monkeypatch.setattr(tok, "_encode_finished", spy)
+    else:
+        class Watched:
+            def __init__(self, stream):
+                self.stream = stream
+
+            def feed(self, chunk):
+                before = self.stream.attempts
+                ids = self.stream.feed(chunk)
+                if self.stream.attempts > before:
+                    held.append(self.stream.pending_bytes)
+                return ids
+
+            def finish(self):
+                return self.stream.finish()
+
+        original = tok._open_stream
+        monkeypatch.setattr(tok, "_open_stream", lambda: Watched(original()))
+    return held
+
+
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_encode_iterable_holds_back_only_the_tail(tok, monkeypatch, path):
     """Stream a long text a few characters at a time: the pending text stays small."""
+    t = tok if path == "native" else python_path(tok)
     text = make_text(12, 2000, specials=[EOT])
     chunks = [text[i:i + 5] for i in range(0, len(text), 5)]
-    seen_pending = []
-    original = tok._encode_finished
-
-    def spy(t):
-        ids, rest = original(t)
-        seen_pending.append(len(rest))
-        return ids, rest
-
-    tok._encode_finished = spy
-    try:
-        assert list(tok.encode_iterable(chunks)) == tok.encode(text)
-    finally:
-        del tok._encode_finished
-    assert max(seen_pending) < 60
+    held = watch_attempts(t, monkeypatch)
+    assert list(t.encode_iterable(chunks)) == tok.encode(text)
+    assert len(held) > len(chunks) // 4 and max(held) < 60
 
 
-def test_encode_iterable_long_pretoken_in_small_chunks(tok):
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_encode_iterable_long_pretoken_in_small_chunks(tok, monkeypatch, path):
     # one pre-token of 20,000 letters fed 10 characters at a time: right result, and (by the growth rule)
     # only about log(n) attempts at cutting rather than one per chunk
+    t = tok if path == "native" else python_path(tok)
     text = "a" + "b" * 20000 + " c"
-    calls = []
-    original = tok._encode_finished
-    tok._encode_finished = lambda t: calls.append(len(t)) or original(t)
-    try:
-        assert list(tok.encode_iterable([text[i:i + 10] for i in range(0, len(text), 10)])) == tok.encode(text)
-    finally:
-        del tok._encode_finished
-    assert len(calls) < 40
+    held = watch_attempts(t, monkeypatch)
+    assert list(t.encode_iterable([text[i:i + 10] for i in range(0, len(text), 10)])) == tok.encode(text)
+    assert 5 < len(held) < 40
+
+
+# ------------------------------------------------------------------------------------- the native path
+
+def test_special_matcher_worked_example():
+    # The encoder's special-token finder (shared with the pre-token counter): leftmost, then longest.
+    from bpe_fast._scan import SpecialMatcher
+
+    m = SpecialMatcher([b"<|e|><|e|>", b"<|e|>"])
+    # "a<|e|><|e|><|e|>": the double at 1 (1..11), then the single at 11 (11..16)
+    assert m.matches(b"a<|e|><|e|><|e|>") == [(1, 11), (11, 16)]
+    assert m.matches(b"a<|e|") == [] and m.matches(b"") == []
+    # undecided: from where the rest could still be the start of a token; "<|e|>" may become the double
+    assert m.undecided(b"ab<|e|>") == 2 and m.undecided(b"ab<|") == 2 and m.undecided(b"ab<|x") == 5
+    several = SpecialMatcher(["日本".encode(), b"ab", b"b"])    # several first bytes: no memchr
+    assert several.matches("xab日本b".encode()) == [(1, 3), (3, 9), (9, 10)]
+    assert several.undecided("x日".encode()) == 1
+    with pytest.raises(ValueError, match="longest first"):
+        SpecialMatcher([b"a", b"ab"])
+
+
+def test_trailing_space_worked_example(tok):
+    from bpe_fast._scan import trailing_space
+
+    # "ab \u3000\n": "\n", U+3000 (3 bytes) and " " are \s, "b" is not: the run starts at byte 2
+    assert trailing_space("ab \u3000\n".encode()) == 2
+    assert trailing_space(b"ab") == 2 and trailing_space(b"   ") == 0 and trailing_space(b"") == 0
+    assert trailing_space("x\u00a0".encode()) == 1 and trailing_space("x\u200b".encode()) == 4  # ZWSP is not \s
+
+
+def test_stream_encoder_worked_example():
+    from bpe_fast._encode import Segmenter, StreamEncoder
+
+    tok = Tokenizer(byte_vocab(b"ll", b"llo", b"  "), [(b"l", b"l"), (b"ll", b"o"), (b" ", b" ")], ["<|e|>"])
+    ids = list(range(tok.vocab_size))
+    # GPT-2 pattern. "Hello wor": " wor" may go on, so only "Hello" is final
+    stream = StreamEncoder(tok._core, tok._segmenter, ids)
+    assert stream.feed("Hello wor") == [ord("H"), ord("e"), 257] and stream.pending_bytes == 4
+    # "  " at the end may grow into a longer run (and then split differently): held back
+    assert stream.feed("ld  ") == [ord(c) for c in " world"] and stream.pending_bytes == 2
+    # "<|e" may be the start of the special token: held back with the spaces
+    assert stream.feed("<|e") == [] and stream.pending_bytes == 5
+    # the text ends there: " " (the run minus its last space), " <|", "e"
+    assert stream.finish() == [32, 32, ord("<"), ord("|"), ord("e")] and stream.pending_bytes == 0
+    # the safe cut: "it's  a  " -> "it", "'s", " ", " a" are final; "  " is held (it could grow)
+    stream = StreamEncoder(tok._core, tok._segmenter, ids)
+    assert tok.decode(stream.feed("it's  a  ")) == "it's  a" and stream.pending_bytes == 2
+    # an apostrophe one byte from the end ("'l" + "l" is the contraction "'ll") is held back with its letter
+    assert tok.decode(stream.feed("we'l")) == "  we" and stream.pending_bytes == 2
+    assert tok.decode(stream.finish()) == "'l"
+    segmenter = Segmenter(4, [b"<|e|>"], [258])
+    assert segmenter.kind == 4
+    with pytest.raises(ValueError, match="kind"):
+        Segmenter(3)
+    with pytest.raises(ValueError, match="one id per special token"):
+        Segmenter(2, [b"<|e|>"], [])
+
+
+@SOME
+@given(texts, st.lists(st.integers(min_value=0, max_value=10**6), max_size=12))
+def test_native_path_equals_python_path(tok, tok4, text, points):
+    for t in (tok, tok4):
+        slow = python_path(t)
+        assert t.encode(text) == slow.encode(text)
+        assert list(t.encode_iterable(cut(text, points))) == slow.encode(text)
+
+
+def test_native_path_is_taken_for_the_built_in_patterns(tok, tok4, trained):
+    assert tok._segmenter.kind == 2 and tok4._segmenter.kind == 4
+    assert Tokenizer(*trained, pattern=r"\S+|\s+")._segmenter is None
+
+
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_encode_iterable_surrogate_pair_cut_in_two(tok, path):
+    # "\ud83d" + "\ude00" is one character (U+1F600) once surrogates are replaced, as encode does with the
+    # joined text; cut between the halves, the stream must not replace each half on its own
+    t = tok if path == "native" else python_path(tok)
+    for chunks in (["a\ud83d", "\ude00b"], ["a\ud83d", "", "\ude00"], ["\ud83d"], ["x\ud83d", "y"],
+                   ["\ude00\ud83d", "\ud83d"], ["a\ud800b", "c"]):
+        assert list(t.encode_iterable(chunks)) == tok.encode("".join(chunks))
+    assert tok.decode(tok.encode("a\ud83d\ude00b")) == "a\U0001F600b"
+
+
+def test_str_subclasses_are_plain_text(tok):
+    class Text(str):
+        def __str__(self):
+            return "something else"
+
+    text = "Hello world" + EOT + " again"
+    assert tok.encode(Text(text)) == tok.encode(text)
+    assert tok.encode_to_numpy(Text(text)).tolist() == tok.encode(text)
+    assert list(tok.encode_iterable([Text(text[:7]), Text(text[7:])])) == tok.encode(text)
+
+
+def test_native_errors_leave_nothing_behind():
+    tok = Tokenizer({i: bytes([i]) for i in range(128)}, [], ["<|e|>"])
+    assert tok._segmenter is not None
+    for encode in (tok.encode, tok.encode_to_numpy, lambda x: list(tok.encode_iterable([x]))):
+        with pytest.raises(ValueError, match="0xc3"):
+            encode("abc<|e|>é")
+    assert tok.encode("abc<|e|>") == [97, 98, 99, 128]
 
 
 # ------------------------------------------------------------------------------------- construction
