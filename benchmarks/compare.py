@@ -50,7 +50,7 @@ PEERS = {"rustbpe": "rustbpe", "tokenizers": "HF tokenizers", "tiktoken": "tikto
 # A peer named here is treated as not installed (for testing the report of a missing peer).
 PRETEND_MISSING_ENV = "BPE_FAST_COMPARE_PRETEND_MISSING"
 LONG_RUN_SECONDS = 10.0     # a run this long is not repeated unless --repeat says so
-SLOW_SETUP_SECONDS = 0.5   # a setup this long is listed under its table
+SLOW_SETUP_SECONDS = 1.0   # a setup this long is listed under its table
 RESULT_MARK = "@@compare-result@@ "
 
 
@@ -548,7 +548,53 @@ def encode_jobs(args, tokenizer, text_path, workdir, wanted):
     return jobs
 
 
-def check_merges(job):
+class PairCounter:
+    """Counts of pairs after a prefix of bpe_fast's merges, from the corpus's pre-token counts: tells whether
+    the first merge where a peer differs was a tie (same count, broken the other way) or not."""
+
+    WORK_LIMIT = 2 * 10**8    # distinct pre-tokens x merges replayed, above which the check is skipped
+
+    def __init__(self, corpus, pattern, processes):
+        self.corpus, self.pattern, self.processes = corpus, pattern, processes
+        self.words = None
+
+    def counts_at(self, merges, rank, pairs):
+        """{pair: count} for `pairs` once merges[:rank] are applied; None if too costly."""
+        if self.words is None:
+            from bpe_fast import count_pretokens
+
+            counts = count_pretokens(self.corpus, [EOT], pattern=self.pattern, num_processes=self.processes)
+            self.words = [(w, [w[i:i + 1] for i in range(len(w))], n) for w, n in counts.items()]
+        if len(self.words) * rank > self.WORK_LIMIT:
+            return None
+        parts_of = [parts[:] for _, parts, _ in self.words]
+        for a, b in merges[:rank]:
+            joined = a + b
+            for k, (word, _, _) in enumerate(self.words):
+                if joined in word:      # necessary for the pair to occur: skip the rest cheaply
+                    parts_of[k] = _merge_pair(parts_of[k], a, b)
+        found = dict.fromkeys(pairs, 0)
+        for (word, _, n), parts in zip(self.words, parts_of):
+            for pair in zip(parts, parts[1:]):
+                if pair in found:
+                    found[pair] += n
+        return found
+
+
+def _merge_pair(parts, a, b):
+    out = []
+    i = 0
+    while i < len(parts):
+        if i + 1 < len(parts) and parts[i] == a and parts[i + 1] == b:
+            out.append(a + b)
+            i += 2
+        else:
+            out.append(parts[i])
+            i += 1
+    return out
+
+
+def check_merges(job, pair_counter):
     if not job.runs or job.reference is None or not job.reference.runs:
         return ""
     with open(job.reference.spec["out"], "rb") as f:
@@ -563,7 +609,22 @@ def check_merges(job):
     if same_rank == 1 and len(theirs) == n:
         return "yes (all identical)"
     extra = "" if len(theirs) == n else f"; {len(theirs):,} merges vs {n:,}"
+    first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+    if first is not None:
+        ours_pair, their_pair = ours[first], theirs[first]
+        counts = pair_counter.counts_at(ours, first, [ours_pair, their_pair])
+        extra += f"; first difference at rank {first:,}"
+        if counts is not None:
+            c1, c2 = counts[ours_pair], counts[their_pair]
+            extra += (f", a tie ({c1:,} each)" if c1 == c2 else
+                      f", not a tie ({_show_pair(ours_pair)} {c1:,}, {_show_pair(their_pair)} {c2:,})")
     return f"{same_rank:.1%} at the same rank, {anywhere:.1%} anywhere{extra}"
+
+
+def _show_pair(pair):
+    from bpe_fast.formats import token_to_str
+
+    return "`" + " ".join(token_to_str(t) for t in pair) + "`"
 
 
 def check_ids(job):
@@ -717,7 +778,8 @@ def parse_args(argv):
     p.add_argument("--workdir", help="keep the corpus and outputs here (default: a temporary folder, removed)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds allowed for one run (default 3600)")
     p.add_argument("--wait-for-load", type=float, metavar="LOAD",
-                   help="first wait (up to 5 minutes) until the 1-minute load average is at most LOAD")
+                   help="first wait (up to --max-wait seconds) until the 1-minute load average is at most LOAD")
+    p.add_argument("--max-wait", type=float, default=300, help="see --wait-for-load (default 300)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.vocab_size < 257:
@@ -747,7 +809,7 @@ def main(argv=None):
     pattern_name = {"gpt2": "GPT-2's", "gpt4": "GPT-4's (cl100k)"}.get(args.pattern, "custom")
     wanted = {s.strip() for s in args.peers.split(",") if s.strip()}
     if args.wait_for_load is not None:
-        wait_for_load(args.wait_for_load, 300, log)
+        wait_for_load(args.wait_for_load, args.max_wait, log)
     load_start = os.getloadavg()
     started = datetime.datetime.now().astimezone()
     own_workdir = args.workdir is None
@@ -762,15 +824,21 @@ def main(argv=None):
             jobs = train_jobs(args, pattern, corpus, workdir, wanted)
             log(f"training: {corpus_bytes / 1e6:.1f} MB, vocab {args.vocab_size}, load {os.getloadavg()[0]:.2f}")
             run_section(jobs, args.repeat, args.timeout, log)
+            pair_counter = PairCounter(corpus, pattern, args.processes)
             for job in jobs:
                 if job.check == "merges":
-                    job.agreement = check_merges(job)
+                    job.agreement = check_merges(job, pair_counter)
+            del pair_counter
             if jobs[0].runs:
                 with open(jobs[0].spec["out"], "rb") as f:
                     trained_merges = pickle.load(f)
             sections.append(("Training", jobs, corpus_bytes, "merges = bpe_fast's",
                              f"Training on the whole corpus ({corpus_bytes / 1e6:.1f} MB), vocab "
-                             f"{args.vocab_size:,}, {pattern_name} pattern, special token {EOT}."))
+                             f"{args.vocab_size:,}, {pattern_name} pattern, special token {EOT}. Libraries "
+                             f"break ties between pairs of equal count differently, and one different choice "
+                             f"moves later merges; the tie check replays bpe_fast's merges on its pre-token "
+                             f"counts. HF's `train([file])` counts {EOT} as a word (it learns merges inside "
+                             f"it) and so counts pairs differently from the start."))
         if args.only in (None, "encode"):
             text_path, text_bytes = prepare_encode_text(corpus, parse_size(args.encode_bytes), workdir)
             tokenizer, tok_what = prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log)
@@ -807,7 +875,7 @@ def main(argv=None):
           f"- Corpus: {corpus_what}",
           f"- Command: `python benchmarks/compare.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
           "- Each run in a fresh process; time = wall time of the work alone (best run); MB/s = input bytes / "
-          "time; peak RSS = max(ru_maxrss of the process, of its largest child), interpreter and input included; "
+          "time; peak RSS = max(the process's VmHWM, ru_maxrss of its largest child), interpreter and input included; "
           "time / bpe_fast above 1 means bpe_fast is faster.", ""]
     for title, jobs, nbytes, check_title, what in sections:
         md += [f"## {title}", "", what, ""]
