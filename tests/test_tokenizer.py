@@ -354,7 +354,9 @@ def test_wrong_argument_types(tok):
     with pytest.raises(TypeError):
         tok.encode(None)
     with pytest.raises(TypeError):
-        list(tok.encode_iterable("a string"))
+        tok.encode_iterable("a string")         # at once, not when iterated
+    with pytest.raises(TypeError):
+        tok.encode_iterable(b"bytes")
     with pytest.raises(TypeError):
         list(tok.encode_iterable([b"bytes"]))
 
