@@ -16,7 +16,8 @@ Training (same file, vocabulary size and pattern; the special token <|endoftext|
   the share identical at the same rank, and the share found anywhere in bpe_fast's list (ties between pairs
   of equal count are broken differently by each library, which moves later merges around).
 
-Encoding, one thread, the same text (the first --encode-bytes of the corpus, cut at a line end), with
+Encoding, one thread, the same text (the first --encode-bytes of the corpus, cut at a line end, or with
+--encode-text fixtures the real texts in ../shared/fixtures), with
 GPT-2's ranks when ../shared/fixtures/gpt2_vocab.json exists (and the pattern is GPT-2's), else with the
 tokenizer bpe_fast trains on the corpus: bpe_fast encode and encode_to_numpy, tiktoken encode (special tokens
 allowed) and encode_ordinary (against bpe_fast without special tokens), HF tokenizers encode (tokenizer.json
@@ -441,18 +442,30 @@ def prepare_corpus(args, workdir, log):
     return path, f"bpe_fast.synthetic, {size / 1e6:.1f} MB, seed {args.seed} (TinyStories-like, mixed-language)"
 
 
-def prepare_encode_text(corpus, nbytes, workdir):
-    """The first nbytes of the corpus, cut after its last newline (so never inside a character)."""
-    with open(corpus, "rb") as f:
-        data = f.read(nbytes)
-    cut = data.rfind(b"\n") + 1
-    if cut:
-        data = data[:cut]
+FIXTURE_TEXTS = ["corpus.en", "tinystories_sample.txt", "german.txt", "address.txt"]
+
+
+def prepare_encode_text(source, corpus, nbytes, workdir):
+    """(path, bytes, description) of the text the encoding rows encode: the first nbytes of the corpus, cut
+    after its last newline (so never inside a character), or the fixture texts joined by newlines."""
+    if source == "fixtures":
+        missing = [n for n in FIXTURE_TEXTS if not (FIXTURES / n).exists()]
+        if missing:
+            raise SystemExit(f"compare.py: --encode-text fixtures: {', '.join(missing)} not in {FIXTURES}")
+        data = b"\n".join((FIXTURES / n).read_bytes() for n in FIXTURE_TEXTS)
+        what = f"the fixture texts ({', '.join(FIXTURE_TEXTS)}), {len(data) / 1e3:.0f} KB"
     else:
-        data = data.decode("utf-8", "ignore").encode("utf-8")
+        with open(corpus, "rb") as f:
+            data = f.read(nbytes)
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            data = data[:cut]
+        else:
+            data = data.decode("utf-8", "ignore").encode("utf-8")
+        what = f"the first {len(data) / 1e6:.1f} MB of the corpus (cut at a line end)"
     path = workdir / "encode.txt"
     path.write_bytes(data)
-    return path, len(data)
+    return path, len(data), what
 
 
 def prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log):
@@ -769,6 +782,9 @@ def parse_args(argv):
                                                             "training and file encoding (default 2)")
     p.add_argument("--pattern", default="gpt2", help="gpt2, gpt4 or a regex (default gpt2)")
     p.add_argument("--encode-bytes", default="20MB", help="how much of the corpus to encode (default 20MB)")
+    p.add_argument("--encode-text", choices=["corpus", "fixtures"], default="corpus",
+                   help="encode the corpus's first --encode-bytes (default), or the real texts in "
+                        "../shared/fixtures (about 140 KB)")
     p.add_argument("--repeat", type=int, help="runs of each tool (default: 3, or 1 if the first took over "
                                               f"{LONG_RUN_SECONDS:.0f} s)")
     p.add_argument("--only", choices=["train", "encode"])
@@ -840,10 +856,11 @@ def main(argv=None):
                              f"counts. HF's `train([file])` counts {EOT} as a word (it learns merges inside "
                              f"it) and so counts pairs differently from the start."))
         if args.only in (None, "encode"):
-            text_path, text_bytes = prepare_encode_text(corpus, parse_size(args.encode_bytes), workdir)
+            text_path, text_bytes, text_what = prepare_encode_text(args.encode_text, corpus,
+                                                                   parse_size(args.encode_bytes), workdir)
             tokenizer, tok_what = prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log)
             jobs = encode_jobs(args, tokenizer, text_path, workdir, wanted)
-            log(f"encoding: {text_bytes / 1e6:.1f} MB, {tok_what}, load {os.getloadavg()[0]:.2f}")
+            log(f"encoding {text_what} with {tok_what}, load {os.getloadavg()[0]:.2f}")
             run_section(jobs, args.repeat, args.timeout, log)
             for job in jobs:
                 if job.check == "ids":
@@ -851,12 +868,12 @@ def main(argv=None):
             single = [j for j in jobs if j.section == "encode"]
             multi = [j for j in jobs if j.section == "encode_file"]
             sections.append(("Encoding, one thread", single, text_bytes, "ids = bpe_fast's",
-                             f"Encoding the first {text_bytes / 1e6:.1f} MB of the corpus (cut at a line end) "
-                             f"in one call, one thread, with {tok_what}. `encode_ordinary` treats {EOT} as "
+                             f"Encoding {text_what}, in one call, one thread, with {tok_what}. "
+                             f"`encode_ordinary` treats {EOT} as "
                              f"text, so it is compared with bpe_fast built without special tokens."))
             sections.append((f"Encoding a file, {args.processes} workers", multi, text_bytes,
                              "ids = bpe_fast's",
-                             f"The same {text_bytes / 1e6:.1f} MB as a file, to a .npy of token ids: "
+                             f"The same text as a file, to a .npy of token ids: "
                              f"bpe_fast.encode_file with {args.processes} processes; the peers read the file, "
                              f"split it at {EOT}, encode the documents on {args.processes} threads and write "
                              f"the ids joined by {EOT}'s id (the same array); all of it is timed."))
