@@ -283,6 +283,22 @@ cdef class BPECore:
             n = offs[k + 1] - offs[k]
             h = hash_key(t, n, &prefix)
             _table_insert(table, mask, h, prefix, offs[k], n, 1, ids[k])
+        # A split at j can only give two tokens if some token is j bytes long and some n - j: trying just
+        # those lengths keeps a corpus's few very long tokens (a 10 MB run of one letter) from costing
+        # O(n^2) hashing here. `lengths` lists the token lengths in increasing order, 1 (the bytes) first.
+        cdef vector[uint8_t] is_length
+        cdef vector[Py_ssize_t] lengths
+        cdef Py_ssize_t li
+        is_length.resize(2, 0)
+        is_length[1] = 1
+        for k in range(n_ranked):
+            n = offs[k + 1] - offs[k]
+            if <Py_ssize_t>is_length.size() <= n:
+                is_length.resize(n + 1, 0)
+            is_length[n] = 1
+        for n in range(1, <Py_ssize_t>is_length.size()):
+            if is_length[n]:
+                lengths.push_back(n)
         # first pass counts candidate pairs to size the table
         cdef vector[uint64_t] found_keys
         cdef vector[int32_t] found_ranks
@@ -290,7 +306,12 @@ cdef class BPECore:
         for k in range(n_ranked):
             t = &pool[0] + offs[k]
             n = offs[k + 1] - offs[k]
-            for j in range(1, n):
+            for li in range(<Py_ssize_t>lengths.size()):
+                j = lengths[li]
+                if j >= n:
+                    break
+                if not is_length[n - j]:
+                    continue
                 a = self.byte_ids[t[0]] if j == 1 else _table_get(table, mask, &pool[0], t, j)
                 if a < 0:
                     continue

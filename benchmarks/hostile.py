@@ -1,0 +1,123 @@
+"""Hostile inputs at full size: time and peak memory of training and encoding on corpora built to hurt.
+
+    python benchmarks/hostile.py [--workdir DIR] [--out hostile.md] [--only NAME ...]
+
+Each case runs in a fresh process; peak memory is the largest resident set of that process or of any one
+of its workers (ru_maxrss). The results are a Markdown table (stdout and --out). The tests in
+tests/test_hostile.py check the same behaviours, exactly, at sizes a test suite can afford.
+
+Cases:
+  line-200MB      200 MB of words on one line: no newline, no special token (cut at spaces, 2 processes)
+  repeat-100M     one character repeated 100 million times (one pre-token of 100 MB)
+  letters-10MB    a 10 MB run of letters inside ordinary text, trained and then encoded
+  memory-50MB     a 50 MB synthetic corpus, and
+  memory-500MB    the same 50 MB ten times: the same distinct pre-tokens, ten times the bytes
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _peak_mb():
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, kids) / 1024
+
+
+def worker(case, path, out):
+    """Run one case in this (fresh) process; write {"seconds": ..., "peak_mb": ..., "note": ...} to out."""
+    import warnings
+    from bpe_fast import Tokenizer, train_bpe
+    warnings.simplefilter("ignore")
+    note = ""
+    start = time.perf_counter()
+    if case == "letters-10MB":
+        vocab, merges = train_bpe(path, 2000, ["<|endoftext|>"], num_processes=2)
+        trained = time.perf_counter() - start
+        tok = Tokenizer(vocab, merges, ["<|endoftext|>"])
+        t1 = time.perf_counter()
+        text = Path(path).read_text("utf-8")
+        n = len(tok.encode_to_numpy(text))
+        note = f"train {trained:.2f} s, encode {time.perf_counter() - t1:.2f} s ({n:,} tokens)"
+    else:
+        vocab_size = 300 if case == "repeat-100M" else 10_000
+        specials = [] if case in ("line-200MB", "repeat-100M") else ["<|endoftext|>"]
+        vocab, merges = train_bpe(path, vocab_size, specials, num_processes=2)
+        note = f"{len(merges)} merges"
+    seconds = time.perf_counter() - start
+    Path(out).write_text(json.dumps({"seconds": seconds, "peak_mb": _peak_mb(), "note": note}))
+
+
+def make(case, workdir):
+    from bpe_fast.synthetic import generate, iter_documents
+    path = workdir / f"{case}.txt"
+    if path.exists():
+        return path
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        if case == "line-200MB":
+            written = 0
+            for doc in iter_documents(7):
+                line = " ".join(doc.split()).encode() + b" "
+                f.write(line)
+                written += len(line)
+                if written >= 200_000_000:
+                    break
+        elif case == "repeat-100M":
+            block = b"a" * (1 << 20)
+            for _ in range(100_000_000 >> 20):
+                f.write(block)
+            f.write(b"a" * (100_000_000 - (100_000_000 >> 20 << 20)))
+        elif case == "letters-10MB":
+            generate(f, 5_000_000, seed=8)
+            f.write(b" " + b"x" * 10_000_000 + b" ")
+            generate(f, 5_000_000, seed=9)
+        elif case == "memory-50MB":
+            generate(f, 50_000_000, seed=10)
+        elif case == "memory-500MB":
+            base = make("memory-50MB", workdir).read_bytes()
+            for _ in range(10):
+                f.write(base)
+                f.write(b"\n<|endoftext|>\n")
+    os.replace(tmp, path)
+    return path
+
+
+CASES = ["line-200MB", "repeat-100M", "letters-10MB", "memory-50MB", "memory-500MB"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workdir", default="hostile-work")
+    parser.add_argument("--out")
+    parser.add_argument("--only", nargs="*", choices=CASES)
+    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(*args.worker)
+        return 0
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows = ["| case | input | wall time | peak memory | |", "| --- | ---: | ---: | ---: | --- |"]
+    for case in args.only or CASES:
+        path = make(case, workdir)
+        out = workdir / f"{case}.json"
+        subprocess.run([sys.executable, __file__, "--worker", case, str(path), str(out)], check=True)
+        result = json.loads(out.read_text())
+        rows.append(f"| {case} | {path.stat().st_size / 1e6:,.0f} MB | {result['seconds']:.2f} s | "
+                    f"{result['peak_mb']:,.0f} MB | {result['note']} |")
+        print(rows[-1], flush=True)
+    table = "\n".join(rows)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
