@@ -15,7 +15,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="counting on Dask needs dask[distributed]")
 
-from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, count_pretokens, train_bpe, train_from_counts
+from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, PretokenCounts, count_pretokens, train_bpe, train_from_counts
 from bpe_fast import dask_counts
 from bpe_fast.counts import CorpusDecodeError
 from bpe_fast.synthetic import generate
@@ -255,3 +255,16 @@ def test_no_workers_and_a_timeout_is_a_clear_error(corpus_files):
             distributed.Client(empty) as client:
         with pytest.raises(RuntimeError, match="no counts returned: no worker could run a task"):
             count_pretokens(corpus_files[0], client=client)
+
+
+def test_count_command_on_the_cluster_then_train_from_counts(cluster, client, corpus_files, tmp_path, capsys):
+    from bpe_fast import Tokenizer
+    from bpe_fast.cli import main
+    out = tmp_path / "counts.npz"
+    paths = [str(p) for p in corpus_files[:2]]
+    assert main(["-q", "count", *paths, "--special-token", EOT, "--dask-scheduler", cluster.scheduler_address,
+                 "-o", str(out)]) == 0, capsys.readouterr().err
+    counts = PretokenCounts.load(out)
+    assert counts == _local(paths, [EOT])
+    assert main(["-q", "train", "--from-counts", str(out), "--vocab-size", "400", "-o", str(tmp_path / "t")]) == 0
+    assert list(Tokenizer.load(tmp_path / "t").merges) == train_from_counts(counts, 400)[1]
