@@ -22,8 +22,8 @@ GPT-2's ranks when ../shared/fixtures/gpt2_vocab.json exists (and the pattern is
 tokenizer bpe_fast trains on the corpus: bpe_fast encode and encode_to_numpy, tiktoken encode (special tokens
 allowed) and encode_ordinary (against bpe_fast without special tokens), HF tokenizers encode (tokenizer.json
 from bpe_fast.export). Encoding a file with P workers: bpe_fast.encode_file (text file to .npy) against
-tiktoken encode_ordinary_batch and HF encode_batch on P threads over the documents of the same file, each
-also reading the file and writing the same .npy. Every peer's ids are checked against bpe_fast's.
+tiktoken encode_ordinary_batch and HF encode_batch on P threads over the documents of the same file, and
+tiktoken encode_batch over 4P large parts of it, each also reading the file and writing the same .npy. Every peer's ids are checked against bpe_fast's.
 
 Each measurement runs in a fresh Python process (this script with --worker): imports and loading (setup)
 are not timed; the wall time is taken around the work alone, and the peak resident memory is the larger of
@@ -279,6 +279,33 @@ def job_encode_batch_tiktoken(spec):
     return work, lambda _: shutil.copyfile(spec["npy"], spec["out"])
 
 
+def _cut_at_specials(text, pieces):
+    """The text in about `pieces` parts, each cut just before a special token (so encoding the parts one by
+    one gives the ids of the whole)."""
+    cuts = [0]
+    for k in range(1, pieces):
+        at = text.find(EOT, max(cuts[-1] + 1, len(text) * k // pieces))
+        if at < 0:
+            break
+        cuts.append(at)
+    cuts.append(len(text))
+    return [text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def job_encode_chunks_tiktoken(spec):
+    import numpy as np
+
+    enc = _tiktoken_encoding(spec)
+    allowed = set(spec["tokenizer"]["special_ids"])
+    dtype = _id_dtype(enc.n_vocab)
+
+    def work():
+        parts = _cut_at_specials(_read_text(spec["text"]), 4 * spec["processes"])
+        per_part = enc.encode_batch(parts, num_threads=spec["processes"], allowed_special=allowed)
+        np.save(spec["npy"], np.concatenate([np.asarray(ids, dtype=dtype) for ids in per_part]))
+    return work, lambda _: shutil.copyfile(spec["npy"], spec["out"])
+
+
 def job_encode_batch_hf(spec):
     import tokenizers
 
@@ -305,6 +332,7 @@ JOB_KINDS = {
     "encode_ordinary.tiktoken": job_encode_ordinary_tiktoken,
     "encode.hf": job_encode_hf,
     "encode_batch.tiktoken": job_encode_batch_tiktoken,
+    "encode_chunks.tiktoken": job_encode_chunks_tiktoken,
     "encode_batch.hf": job_encode_batch_hf,
 }
 
@@ -553,6 +581,9 @@ def encode_jobs(args, tokenizer, text_path, workdir, wanted):
         Job("encode_file", f"tiktoken `encode_ordinary_batch` ({P} threads)", "encode_batch.tiktoken",
             spec("tiktoken_batch", npy=str(workdir / "file.tiktoken.npy")), tool="tiktoken", baseline=fenc,
             check="ids", status=peer_status("tiktoken", wanted)),
+        Job("encode_file", f"tiktoken `encode_batch` ({P} threads, the text in {4 * P} parts)",
+            "encode_chunks.tiktoken", spec("tiktoken_chunks", npy=str(workdir / "file.tiktoken_chunks.npy")),
+            tool="tiktoken", baseline=fenc, check="ids", status=peer_status("tiktoken", wanted)),
         Job("encode_file", f"HF tokenizers `encode_batch` ({P} threads)", "encode_batch.hf",
             spec("hf_batch", npy=str(workdir / "file.hf.npy")), tool="tokenizers", baseline=fenc, check="ids",
             env=many, status=peer_status("tokenizers", wanted)
@@ -876,7 +907,9 @@ def main(argv=None):
                              f"The same text as a file, to a .npy of token ids: "
                              f"bpe_fast.encode_file with {args.processes} processes; the peers read the file, "
                              f"split it at {EOT}, encode the documents on {args.processes} threads and write "
-                             f"the ids joined by {EOT}'s id (the same array); all of it is timed."))
+                             f"the ids joined by {EOT}'s id (the same array); all of it is timed. tiktoken "
+                             f"also encodes the text cut into {4 * args.processes} parts just before a {EOT} "
+                             f"(special tokens allowed): fewer, larger calls than one per document."))
         load_end = os.getloadavg()
     finally:
         if own_workdir:

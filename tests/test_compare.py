@@ -18,7 +18,7 @@ PEER_ROWS = {
     "tokenizers": ["HF tokenizers BpeTrainer, `train_from_iterator`", "HF tokenizers BpeTrainer, `train([file])`",
                    "HF tokenizers `encode`", "HF tokenizers `encode_batch`"],
     "tiktoken": ["tiktoken `encode` (allowed_special)", "tiktoken `encode_ordinary`",
-                 "tiktoken `encode_ordinary_batch`"],
+                 "tiktoken `encode_ordinary_batch`", "tiktoken `encode_batch`"],
 }
 
 
