@@ -697,6 +697,19 @@ cdef class BPECore:
             raise
         return out.ids.size() - before
 
+    def encode_utf8_into(self, IdBuffer out not None, const uint8_t[::1] data, Segmenter seg not None):
+        """encode_text_into for UTF-8 bytes, which the caller has checked are valid. Returns the number of
+        ids appended."""
+        cdef Py_ssize_t before = out.ids.size()
+        if data.shape[0] == 0:
+            return 0
+        try:
+            self._encode_utf8(&data[0], data.shape[0], seg, True, &out.ids)
+        except BaseException:
+            out.ids.resize(before)
+            raise
+        return out.ids.size() - before
+
     # ------------------------------------------------------------------------------------------ decoding
 
     def decode_bytes(self, const int64_t[::1] ids):

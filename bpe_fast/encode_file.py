@@ -16,6 +16,7 @@ from .counts import CorpusDecodeError, _line_of, check_errors, check_input_file
 from .procs import check_num_processes, worker_pool
 
 DEFAULT_CHUNK_BYTES = 4 << 20
+_IN_PROCESS_BYTES = 1 << 20
 _HEADER_BYTES = 128          # room for any 1-D shape; rewritten in place with the real length
 
 _tokenizer = None            # in a worker: the tokenizer, inherited from the caller (fork) or passed once
@@ -31,10 +32,11 @@ def _encode_range(path, start, end, dtype, errors):
         f.seek(start)
         data = f.read(end - start)
     try:
-        text = data.decode("utf-8", errors)
+        if errors == "strict":
+            return _tokenizer.encode_utf8_to_numpy(data, dtype=dtype)     # no str made
+        return _tokenizer.encode_to_numpy(data.decode("utf-8", errors), dtype=dtype)
     except UnicodeDecodeError as exc:
         raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
-    return _tokenizer.encode_to_numpy(text, dtype=dtype)
 
 
 def _npy_header(dtype, length):
@@ -84,8 +86,11 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
         raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
 
     size = os.path.getsize(input_path)
+    if size < _IN_PROCESS_BYTES and chunk_bytes >= size:
+        num_processes = 1                 # starting workers would cost more than the work
+    # several chunks a worker, so that they finish together
     bounds = chunk_boundaries(input_path, tokenizer.special_tokens, tokenizer.pattern, chunk_bytes,
-                              min_chunks=num_processes if num_processes > 1 else 1)
+                              min_chunks=4 * num_processes if num_processes > 1 else 1)
     ranges = list(zip(bounds[:-1], bounds[1:]))
     fd, tmp = tempfile.mkstemp(prefix=".tokens-", suffix=".npy.tmp", dir=folder)
     try:

@@ -27,7 +27,7 @@ import regex
 from . import formats
 from ._encode import BPECore, IdBuffer, Segmenter, StreamEncoder, safe_cut
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
-from .pretokenize import compiled_pattern, native_kind, pretoken_boundaries
+from .pretokenize import _check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .specials import check_special_tokens, special_regex
 
 __all__ = ["Tokenizer"]
@@ -276,6 +276,25 @@ class Tokenizer:
         except UnicodeEncodeError:
             # Lone surrogates cannot be UTF-8: replaced by U+FFFD as tiktoken does.
             ids = self._encode_all(_replace_surrogates(text)).take()
+        return ids if dtype == np.int32 else ids.astype(dtype)
+
+    def encode_utf8_to_numpy(self, data, dtype=np.int32):
+        """encode_to_numpy of UTF-8 bytes (equal to encode_to_numpy(data.decode("utf-8"))), without making a
+        str: for reading files. Invalid UTF-8 raises the UnicodeDecodeError bytes.decode would.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> tok.encode_utf8_to_numpy("abc".encode(), dtype="uint16")
+        array([256,  99], dtype=uint16)
+        """
+        dtype = self._check_dtype(dtype)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        if self._segmenter is None:
+            return self.encode_to_numpy(bytes(data).decode("utf-8"), dtype)
+        _check_utf8(data)
+        out = IdBuffer()
+        self._core.encode_utf8_into(out, data, self._segmenter)
+        ids = out.take()
         return ids if dtype == np.int32 else ids.astype(dtype)
 
     def encode_iterable(self, iterable):
