@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare.py"
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
