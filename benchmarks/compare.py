@@ -36,7 +36,6 @@ import argparse
 import datetime
 import json
 import os
-import pickle
 import platform
 import shutil
 import subprocess
@@ -79,9 +78,15 @@ def _read_text(path):
         return f.read()
 
 
-def _save_pickle(path, obj):
-    with open(path, "wb") as f:
-        pickle.dump(obj, f)
+def _save_merges(path, merges):
+    """Merges as JSON (each token's bytes in hex): nothing read back goes through pickle."""
+    with open(path, "w", encoding="ascii") as f:
+        json.dump([[a.hex(), b.hex()] for a, b in merges], f)
+
+
+def _load_merges(path):
+    with open(path, encoding="ascii") as f:
+        return [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in json.load(f)]
 
 
 def _pairs_from_ranks(tokens):
@@ -123,7 +128,7 @@ def _hf_save_merges(spec, tok):
 
     merges = json.loads(tok.to_str())["model"]["merges"]
     pairs = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]
-    _save_pickle(spec["out"], [(str_to_token(a), str_to_token(b)) for a, b in pairs])
+    _save_merges(spec["out"], [(str_to_token(a), str_to_token(b)) for a, b in pairs])
 
 
 def job_train_bpe_fast(spec):
@@ -132,7 +137,7 @@ def job_train_bpe_fast(spec):
     def work():
         return train_bpe(spec["corpus"], spec["vocab_size"], [EOT], num_processes=spec["processes"],
                          pattern=spec["pattern"])[1]
-    return work, lambda merges: _save_pickle(spec["out"], list(merges))
+    return work, lambda merges: _save_merges(spec["out"], list(merges))
 
 
 def job_train_rustbpe(spec):
@@ -145,7 +150,7 @@ def job_train_rustbpe(spec):
 
     def save(_):
         tokens = [t for t, _ in sorted(tok.get_mergeable_ranks(), key=lambda tr: tr[1])]
-        _save_pickle(spec["out"], _pairs_from_ranks(tokens))
+        _save_merges(spec["out"], _pairs_from_ranks(tokens))
     return work, save
 
 
@@ -641,10 +646,8 @@ def _merge_pair(parts, a, b):
 def check_merges(job, pair_counter):
     if not job.runs or job.reference is None or not job.reference.runs:
         return ""
-    with open(job.reference.spec["out"], "rb") as f:
-        ours = pickle.load(f)
-    with open(job.spec["out"], "rb") as f:
-        theirs = pickle.load(f)
+    ours = _load_merges(job.reference.spec["out"])
+    theirs = _load_merges(job.spec["out"])
     n = len(ours)
     if not n:
         return "no merges"
@@ -877,8 +880,7 @@ def main(argv=None):
                     job.agreement = check_merges(job, pair_counter)
             del pair_counter
             if jobs[0].runs:
-                with open(jobs[0].spec["out"], "rb") as f:
-                    trained_merges = pickle.load(f)
+                trained_merges = _load_merges(jobs[0].spec["out"])
             sections.append(("Training", jobs, corpus_bytes, "merges = bpe_fast's",
                              f"Training on the whole corpus ({corpus_bytes / 1e6:.1f} MB), vocab "
                              f"{args.vocab_size:,}, {pattern_name} pattern, special token {EOT}. Libraries "
