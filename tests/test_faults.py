@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,32 +15,12 @@ from bpe_fast import Tokenizer, train_bpe
 from bpe_fast.synthetic import generate
 
 from corpora import EOT
+from proctable import alive, children
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table in /proc")
 
 # a pattern the native scanner does not know: the slower regex path keeps the workers busy for seconds
 SLOW_PATTERN = r"\w+|[^\w\s]+|\s+"
-
-
-def children(pid):
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                kids.append(int(entry))
-    return kids
-
-
-def alive(pid):
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _as_from_a_terminal(then=None):

@@ -21,6 +21,7 @@ from bpe_fast.counts import CorpusDecodeError, count_file
 from bpe_fast.train import counts_to_arrays
 
 from corpora import EOT, make_corpus, write
+from proctable import children
 from train_oracle import oracle_count_pretokens, oracle_train_bpe
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
@@ -257,19 +258,6 @@ KILL_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _children(pid):
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                kids.append(int(entry))
-    return kids
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table from /proc")
 def test_killed_worker_is_an_error_not_a_hang(tmp_path):
     path = write(tmp_path, make_corpus(3, n_words=1_500_000, specials=[EOT], crlf=False))
@@ -281,7 +269,7 @@ def test_killed_worker_is_an_error_not_a_hang(tmp_path):
         kids = []
         while time.time() < deadline and not kids and proc.poll() is None:
             time.sleep(0.02)
-            kids = _children(proc.pid)
+            kids = children(proc.pid)
         assert kids, f"the workers never started: {proc.poll()=}, {proc.stderr.read() if proc.poll() is not None else ''}"
         time.sleep(0.2)
         os.kill(kids[0], signal.SIGKILL)
