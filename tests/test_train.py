@@ -115,14 +115,17 @@ def test_long_runs_and_ties(tmp_path):
     extra=st.integers(0, 40),
     specials=st.sampled_from([[], ["<|eot|>"], ["<|eot|>", "b"]]),
     pattern=st.sampled_from([GPT2_PATTERN, GPT4_PATTERN]),
+    num_processes=st.sampled_from([1, 2]),
+    chunk_bytes=st.sampled_from([None, 8, 40]),
 )
-def test_random_corpora_match_oracle(tmp_path, text, extra, specials, pattern):
+def test_random_corpora_match_oracle(tmp_path, text, extra, specials, pattern, num_processes, chunk_bytes):
     path = write(tmp_path, text)
     vocab_size = 256 + len(specials) + extra
     want = oracle_train_bpe(text, vocab_size, specials, pattern)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got = train_bpe(path, vocab_size, specials, num_processes=1, pattern=pattern)
+        got = train_bpe(path, vocab_size, specials, num_processes=num_processes, pattern=pattern,
+                        chunk_bytes=chunk_bytes)
     assert got == want
 
 
