@@ -124,6 +124,8 @@ RESULTS = {}
 
 
 def _record(benchmark, group, impl, nbytes):
+    if benchmark.stats is None:          # --benchmark-disable: the code ran once, nothing was timed
+        return
     mbs = nbytes / benchmark.stats.stats.min / 1e6
     benchmark.extra_info["MB/s"] = round(mbs, 1)
     RESULTS[(group, impl)] = mbs
