@@ -63,9 +63,11 @@ class Progress:
                 self.started = now
             self.stage, self.last = stage, 0.0
         finished = done >= total
+        if finished and self.last == float("inf"):
+            return                              # the end of this stage is shown already
         if not finished and now - self.last < (0.1 if self.tty else 5.0):
             return
-        self.last = now
+        self.last = float("inf") if finished else now
         elapsed = max(now - self.started, 1e-9)
         if stage in ("count", "encode"):
             rate = done / elapsed
