@@ -16,7 +16,7 @@ import numpy as np
 from .chunking import chunk_boundaries
 from .patterns import GPT2_PATTERN, resolve_pattern
 from .pretokenize import ChunkCounter, compiled_pattern
-from .procs import WorkerDiedError, check_num_processes, shared_counter, worker_pool  # noqa: F401 (re-exported)
+from .procs import WorkerDiedError, check_chunk_bytes, check_num_processes, shared_counter, worker_pool  # noqa: F401 (re-exported)
 from .specials import check_special_tokens, special_regex
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -104,9 +104,7 @@ def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None
     compiled_pattern(pattern)                      # a bad pattern fails here, not in a worker
     errors = check_errors(errors)
     num_processes = check_num_processes(num_processes)
-    chunk_bytes = DEFAULT_CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
-    if chunk_bytes < 1:
-        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
 
     size = os.path.getsize(path)
     workers = num_processes if size >= _IN_PROCESS_BYTES or chunk_bytes < size else 1

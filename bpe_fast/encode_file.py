@@ -13,7 +13,7 @@ import numpy as np
 
 from .chunking import chunk_boundaries
 from .counts import CorpusDecodeError, _line_of, check_errors, check_input_file
-from .procs import check_num_processes, worker_pool
+from .procs import check_chunk_bytes, check_num_processes, worker_pool
 
 DEFAULT_CHUNK_BYTES = 4 << 20
 _IN_PROCESS_BYTES = 1 << 20
@@ -81,9 +81,7 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
     dtype = check_dtype(dtype, tokenizer.vocab_size)
     errors = check_errors(errors)
     num_processes = check_num_processes(num_processes)
-    chunk_bytes = DEFAULT_CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
-    if chunk_bytes < 1:
-        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
 
     size = os.path.getsize(input_path)
     if size < _IN_PROCESS_BYTES and chunk_bytes >= size:

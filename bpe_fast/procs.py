@@ -31,6 +31,14 @@ def check_num_processes(num_processes):
     return num_processes
 
 
+def check_chunk_bytes(chunk_bytes, default):
+    """The size of the byte ranges given to workers: `default` for None, else a positive int."""
+    chunk_bytes = default if chunk_bytes is None else int(chunk_bytes)
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    return chunk_bytes
+
+
 def _die_with_parent():
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL(None, use_errno=True)

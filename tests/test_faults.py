@@ -74,25 +74,16 @@ def slow_tokdir(tmp_path_factory):
     return out
 
 
+@pytest.mark.parametrize("command", ["train", "encode"])
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
-def test_signal_during_train_stops_every_worker_and_writes_nothing(tmp_path, big_corpus, sig, code):
-    proc = start(["train", str(big_corpus), "--vocab-size", "500", "--pattern", SLOW_PATTERN, "--special-token", EOT,
-                  "--processes", "2", "-o", str(tmp_path / "tok")], cwd=tmp_path)
-    kids = wait_for_workers(proc)
-    time.sleep(0.3)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == code, err
-    assert "Traceback" not in err
-    assert_all_gone(kids)
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
-def test_signal_during_encode_stops_every_worker_and_writes_nothing(tmp_path, big_corpus, slow_tokdir, sig, code):
-    out = tmp_path / "tokens.npy"
-    proc = start(["encode", "-t", str(slow_tokdir), str(big_corpus), "-o", str(out), "--processes", "2"],
-                 cwd=tmp_path)
+def test_signal_stops_every_worker_and_writes_nothing(tmp_path, big_corpus, slow_tokdir, command, sig, code):
+    if command == "train":
+        args = ["train", str(big_corpus), "--vocab-size", "500", "--pattern", SLOW_PATTERN, "--special-token", EOT,
+                "--processes", "2", "-o", str(tmp_path / "tok")]
+    else:
+        args = ["encode", "-t", str(slow_tokdir), str(big_corpus), "-o", str(tmp_path / "tokens.npy"),
+                "--processes", "2"]
+    proc = start(args, cwd=tmp_path)
     kids = wait_for_workers(proc)
     time.sleep(0.3)
     proc.send_signal(sig)
