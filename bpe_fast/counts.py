@@ -4,15 +4,14 @@ The parent cuts each file into byte ranges at safe points (see chunking.py); eac
 ranges from the file (no text is sent between processes), counts them and returns one table of distinct
 pre-tokens. The tables are added in the parent.
 """
-import contextlib
 import json
 import os
-import tempfile
 from collections import Counter
 from concurrent.futures import FIRST_EXCEPTION, wait
 
 import numpy as np
 
+from .atomic import atomic_output
 from .chunking import chunk_boundaries
 from .patterns import GPT2_PATTERN, resolve_pattern
 from .pretokenize import ChunkCounter, compiled_pattern
@@ -256,15 +255,8 @@ class PretokenCounts:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise FileNotFoundError(2, "output folder does not exist", folder)
-        fd, tmp = tempfile.mkstemp(prefix=".counts-", suffix=".npz.tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with atomic_output(path) as f:
+            np.savez(f, **arrays)
 
     @classmethod
     def load(cls, path):

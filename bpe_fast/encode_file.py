@@ -5,14 +5,13 @@ for the built-in patterns, a space after a printable ASCII character. Encoding e
 concatenating equals encoding the whole text. Workers encode ranges; the caller writes the arrays in
 file order into a temporary .npy next to the output, fixes its header, and renames it when complete.
 """
-import contextlib
 import os
-import tempfile
 
 import numpy as np
 
 from .chunking import chunk_boundaries
 from .counts import CorpusDecodeError, _line_of, check_errors, check_input_file
+from .atomic import atomic_output
 from .procs import check_chunk_bytes, check_num_processes, worker_pool
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -90,9 +89,8 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
     bounds = chunk_boundaries(input_path, tokenizer.special_tokens, tokenizer.pattern, chunk_bytes,
                               min_chunks=4 * num_processes if num_processes > 1 else 1)
     ranges = list(zip(bounds[:-1], bounds[1:]))
-    fd, tmp = tempfile.mkstemp(prefix=".tokens-", suffix=".npy.tmp", dir=folder)
     try:
-        with os.fdopen(fd, "wb") as out:
+        with atomic_output(output_path) as out:
             out.write(_npy_header(dtype, 0))
             count = 0
             for start, end, ids in _encoded_ranges(tokenizer, input_path, ranges, dtype, errors, num_processes):
@@ -102,13 +100,9 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
                     progress("encode", end, size)
             out.seek(0)
             out.write(_npy_header(dtype, count))
-        os.replace(tmp, output_path)
         return count
     except CorpusDecodeError as exc:
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, _line_of(input_path, exc.offset)) from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
 
 
 def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_processes):

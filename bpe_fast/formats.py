@@ -14,7 +14,8 @@ No pickle, no eval.
 """
 import json
 import os
-import tempfile
+
+from .atomic import atomic_output
 
 __all__ = [
     "FormatError",
@@ -263,21 +264,8 @@ def read_merges(path, vocab=None):
 
 def write_text_atomic(path, text):
     """Write `text` (UTF-8) to `path` through a temporary file in the same folder and os.replace."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_output(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
 
 
 def write_vocab(path, vocab):

@@ -24,15 +24,15 @@ Command line::
 import argparse
 import bisect
 import io
-import os
 import random
 import re
-import secrets
 import sys
 import time
 from functools import lru_cache
 
 import numpy as np
+
+from .atomic import atomic_output
 
 DEFAULT_SPECIAL_TOKEN = "<|endoftext|>"
 
@@ -481,23 +481,8 @@ def generate(path_or_file, size_bytes, seed=0, special_token=DEFAULT_SPECIAL_TOK
             raise TypeError("generate() needs a binary file object (open it with 'wb')")
         return _write(path_or_file, size_bytes, seed, doc_end)
 
-    path = os.fspath(path_or_file)
-    directory, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        out = open(tmp, "xb")
-    except OSError as exc:  # name the file asked for, not the temporary one
-        raise type(exc)(exc.errno, exc.strerror, path) from None
-    try:
-        with out:
-            _write(out, size_bytes, seed, doc_end)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_output(path_or_file) as out:
+        _write(out, size_bytes, seed, doc_end)
     return size_bytes
 
 

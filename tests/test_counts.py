@@ -59,7 +59,7 @@ def test_save_load_round_trip(tmp_path, two_files):
     assert loaded == counts
     assert loaded.pattern == GPT4_PATTERN and loaded.special_tokens == (EOT, "<|pad|>")
     assert train_from_counts(loaded, 380) == train_from_counts(counts, 380)
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".counts-")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_truncated_or_foreign_files_are_rejected(tmp_path, two_files):

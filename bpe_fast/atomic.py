@@ -1,0 +1,39 @@
+"""Writing an output file all at once or not at all.
+
+Every file bpe_fast writes (tokenizer files, counts, token arrays, generated corpora) goes through
+atomic_output: the data goes to a temporary file beside the target, which is synced and renamed over the
+target only when the writing succeeded. On an error, a full disk or Ctrl-C the temporary file is removed
+and a previous file at the target is left as it was.
+"""
+import contextlib
+import os
+import tempfile
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode="wb", **open_kwargs):
+    """Yield a file object open for writing (`mode`, `open_kwargs` as for open()) whose contents become
+    `path` when the block ends without an exception. An OSError creating the file names `path`."""
+    path = os.fspath(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, path) from None
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())      # mkstemp makes 0600; give the file the usual permissions
+        with os.fdopen(fd, mode, **open_kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
