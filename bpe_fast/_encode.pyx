@@ -26,7 +26,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_S
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 from libcpp.queue cimport priority_queue
 from libcpp.vector cimport vector
@@ -54,6 +54,8 @@ cdef enum:
     MAX_CACHED_PIECE = 256      # longer pre-tokens are not cached
     SCAN_BLOCK = 256            # pre-token ends scanned at a time (on the stack) before they are encoded
     PENDING_GROWTH = 2          # StreamEncoder looks for a cut again once the pending text has doubled
+    NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
+    NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
 
 cdef uint64_t EMPTY_PAIR = 0xFFFFFFFFFFFFFFFFULL
 cdef int32_t NO_RANK = 0x7FFFFFFF
@@ -186,49 +188,188 @@ cdef class IdBuffer:
         self.ids.clear()
         return result
 
-    def take(self):
-        """The ids as a new int32 NumPy array; the buffer is emptied."""
-        cdef Py_ssize_t n = self.ids.size()
-        arr = np.empty(n, dtype=np.int32)
-        cdef int32_t[::1] view = arr
-        if n:
-            memcpy(&view[0], self.ids.data(), n * sizeof(int32_t))
+    def take(self, dtype=np.int32):
+        """The ids as a new 1-D NumPy array of `dtype` (int32, uint16, uint32, int64 or uint64; the caller has
+        checked that the ids fit); the buffer is emptied. Long buffers are copied without the GIL."""
+        cdef Py_ssize_t n = self.ids.size(), k
+        cdef const int32_t* src = self.ids.data()
+        arr = np.empty(n, dtype=dtype)
+        if n == 0:
+            return arr
+        cdef char code = ord(arr.dtype.char)
+        cdef void* dst = <void*><Py_ssize_t>arr.ctypes.data
+        if arr.dtype.char not in "iIHlLqQ" or (arr.dtype.char in "lLqQ" and arr.dtype.itemsize != 8):
+            raise ValueError(f"unsupported dtype {arr.dtype}")
+        if n >= NOGIL_IDS:
+            with nogil:
+                _convert_ids(src, n, code, dst)
+        else:
+            _convert_ids(src, n, code, dst)
         self.ids.clear()
         return arr
 
 
-cdef class BPECore:
-    """Tables built once from the ranks and the vocabulary; encodes pre-tokens into an int32 buffer."""
+cdef void _convert_ids(const int32_t* src, Py_ssize_t n, char code, void* dst) noexcept nogil:
+    """dst[0:n] = src[0:n] as int32/uint32 ("i", "I": the same bits for ids >= 0), uint16 ("H") or 64-bit."""
+    cdef Py_ssize_t k
+    cdef uint16_t* d16
+    cdef int64_t* d64
+    if code == b"H":
+        d16 = <uint16_t*>dst
+        for k in range(n):
+            d16[k] = <uint16_t>src[k]
+    elif code == b"i" or code == b"I":
+        memcpy(dst, src, n * sizeof(int32_t))
+    else:
+        d64 = <int64_t*>dst
+        for k in range(n):
+            d64[k] = src[k]
 
-    cdef int32_t byte_ids[256]              # id of each single byte, -1 if the vocabulary lacks it
+
+cdef void _gather(const uint8_t* pool, const int64_t* offs, const int64_t* ids, Py_ssize_t n,
+                  char* dst) noexcept nogil:
+    """The bytes of ids[0:n] (all known) joined into dst."""
+    cdef Py_ssize_t k
+    cdef int64_t i
+    for k in range(n):
+        i = ids[k]
+        memcpy(dst, pool + offs[i], offs[i + 1] - offs[i])
+        dst += offs[i + 1] - offs[i]
+
+
+cdef struct Ranks:
+    int32_t byte_ids[256]           # id of each single byte, -1 if the vocabulary lacks it
+    const PairSlot* pairs           # (a << 32) | b -> rank and id of a+b, open addressing; owned by BPETables
+    uint64_t pair_mask
+    int pair_shift
+
+
+cdef inline int32_t pair_rank(const Ranks* r, int32_t a, int32_t b, int32_t* merged) noexcept nogil:
+    """The rank of joining parts a and b (NO_RANK if they don't join); sets merged to the joined id."""
+    cdef uint64_t key = ((<uint64_t><uint32_t>a) << 32) | <uint32_t>b
+    cdef uint64_t i = (key * 0x9E3779B97F4A7C15ULL) >> r.pair_shift
+    cdef const PairSlot* slots = r.pairs
+    while True:
+        if slots[i].key == key:
+            merged[0] = slots[i].merged
+            return slots[i].rank
+        if slots[i].key == EMPTY_PAIR:
+            return NO_RANK
+        i = (i + 1) & r.pair_mask
+
+
+cdef Py_ssize_t merge_piece(const Ranks* r, const uint8_t* p, Py_ssize_t n, int32_t* ids) except -1 nogil:
+    """Merge the pre-token p[0:n] into ids[0:count]; returns count. ids must hold n entries."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        ids[i] = r.byte_ids[p[i]]
+        if ids[i] < 0:
+            with gil:
+                raise ValueError(f"byte 0x{p[i]:02x} has no token in the vocabulary")
+    if n <= SMALL_PIECE:
+        return merge_small(r, ids, n)
+    return merge_large(r, ids, n)
+
+
+cdef Py_ssize_t merge_small(const Ranks* r, int32_t* ids, Py_ssize_t m) noexcept nogil:
+    """tiktoken's loop: find the lowest-ranked adjacent pair (leftmost on ties), join it, repeat."""
+    cdef int32_t ranks[SMALL_PIECE]     # ranks[i]: rank of joining parts i and i+1
+    cdef int32_t merged[SMALL_PIECE]    # merged[i]: the id they join into
+    cdef Py_ssize_t i, best_i
+    cdef int32_t best
+    for i in range(m - 1):
+        ranks[i] = pair_rank(r, ids[i], ids[i + 1], &merged[i])
+    while m > 1:
+        best = NO_RANK
+        best_i = -1
+        for i in range(m - 1):
+            if ranks[i] < best:
+                best = ranks[i]
+                best_i = i
+        if best_i < 0:
+            break
+        i = best_i
+        ids[i] = merged[i]
+        # part i + 1 is gone: shift the parts after it, and the pairs after pair i + 1, one to the left
+        memmove(&ids[i + 1], &ids[i + 2], (m - i - 2) * sizeof(int32_t))
+        if m - i - 3 > 0:
+            memmove(&ranks[i + 1], &ranks[i + 2], (m - i - 3) * sizeof(int32_t))
+            memmove(&merged[i + 1], &merged[i + 2], (m - i - 3) * sizeof(int32_t))
+        m -= 1
+        if i > 0:
+            ranks[i - 1] = pair_rank(r, ids[i - 1], ids[i], &merged[i - 1])
+        if i < m - 1:
+            ranks[i] = pair_rank(r, ids[i], ids[i + 1], &merged[i])
+    return m
+
+
+cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -1 nogil:
+    """The same result in O(n log n): parts in a linked list by start byte, candidate pairs in a heap
+    ordered by (rank, start of the left part). A popped pair is used only if it is still there with
+    that rank; every change pushes the new pairs, so the true minimum is always in the heap."""
+    cdef vector[int32_t] nxt, prv
+    cdef priority_queue[uint64_t] heap       # a max-heap of ~((rank << 32) | start)
+    cdef Py_ssize_t i, m
+    cdef uint64_t top
+    cdef int32_t rank, left, right
+    cdef int32_t merged = 0, dummy = 0
+    nxt.resize(n)
+    prv.resize(n)
+    for i in range(n):
+        nxt[i] = <int32_t>(i + 1) if i + 1 < n else -1
+        prv[i] = <int32_t>(i - 1)
+    for i in range(n - 1):
+        rank = pair_rank(r, ids[i], ids[i + 1], &merged)
+        if rank != NO_RANK:
+            heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>i))
+    while not heap.empty():
+        top = ~heap.top()
+        heap.pop()
+        rank = <int32_t>(top >> 32)
+        left = <int32_t>(top & 0xFFFFFFFFULL)
+        right = nxt[left]
+        if ids[left] < 0 or right < 0 or pair_rank(r, ids[left], ids[right], &merged) != rank:
+            continue                            # stale: the pair changed since it was pushed
+        ids[left] = merged
+        ids[right] = -1                         # gone
+        nxt[left] = nxt[right]
+        if nxt[left] >= 0:
+            prv[nxt[left]] = left
+            rank = pair_rank(r, ids[left], ids[nxt[left]], &dummy)
+            if rank != NO_RANK:
+                heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>left))
+        if prv[left] >= 0:
+            rank = pair_rank(r, ids[prv[left]], ids[left], &dummy)
+            if rank != NO_RANK:
+                heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>prv[left]))
+    m = 0
+    for i in range(n):
+        if ids[i] >= 0:
+            ids[m] = ids[i]
+            m += 1
+    return m
+
+
+@cython.final
+cdef class BPETables:
+    """What never changes once built from the ranks and the vocabulary: the merge rule (Ranks), the entries
+    of the pre-token table that are there for good, and the bytes of every id (decoding). Shared, read-only,
+    by every BPECore made from it, so threads can each encode with their own BPECore (own cache) at once."""
+
+    cdef Ranks r
     cdef vector[PairSlot] pairs
-    cdef uint64_t pair_mask
-    cdef int pair_shift
     cdef Py_ssize_t n_pairs
-
-    cdef vector[PieceSlot] pieces           # whole pre-token -> ids (ranked tokens for good, then the cache)
-    cdef uint64_t piece_mask
-    cdef vector[uint8_t] keys               # key bytes of the entries of `pieces`
-    cdef vector[int32_t] cached_ids         # ids of cached entries with more than one id
-    cdef vector[PieceSlot] permanent        # the entries that survive a cache reset
-    cdef Py_ssize_t permanent_key_bytes
-    cdef Py_ssize_t n_cached
-    cdef Py_ssize_t cache_entries           # bound on the number of cached entries
-    cdef Py_ssize_t cache_bytes             # bound on the bytes of keys + ids of cached entries
-    cdef Py_ssize_t cached_bytes
+    cdef vector[PieceSlot] permanent        # each ranked token whose own bytes merge to exactly itself
+    cdef vector[uint8_t] permanent_keys     # their key bytes (PieceSlot.key_off points here)
     cdef Py_ssize_t lookup_limit            # longest pre-token worth looking up
-    cdef Py_ssize_t n_resets
 
     cdef vector[uint8_t] pool               # decode: bytes of every id, back to back
     cdef vector[int64_t] offsets            # id -> start in pool; offsets[id + 1] - offsets[id] is its length
     cdef vector[uint8_t] known              # id -> 1 if the id has bytes
 
-    cdef vector[int32_t] scratch
-
     def __cinit__(self, const int32_t[::1] byte_ids, const uint8_t[::1] ranked_pool,
                   const int64_t[::1] ranked_offsets, const int32_t[::1] ranked_ids,
-                  const uint8_t[::1] decode_pool, const int64_t[::1] decode_offsets, const uint8_t[::1] known,
-                  Py_ssize_t cache_entries=1 << 16, Py_ssize_t cache_bytes=16 << 20):
+                  const uint8_t[::1] decode_pool, const int64_t[::1] decode_offsets, const uint8_t[::1] known):
         """byte_ids: 256 ids (-1: absent). Ranked token k (rank k) is ranked_pool[ranked_offsets[k]:
         ranked_offsets[k+1]] with id ranked_ids[k]; tokens are distinct and at least 2 bytes long.
         Decoding: id i is decode_pool[decode_offsets[i]:decode_offsets[i+1]] when known[i]."""
@@ -250,18 +391,15 @@ cdef class BPECore:
             if known[i] and not (0 <= decode_offsets[i] <= decode_offsets[i + 1] <= decode_pool.shape[0]):
                 raise ValueError(f"token {i} has bad decode offsets")
         for i in range(256):
-            self.byte_ids[i] = byte_ids[i]
-        self.cache_entries = max(cache_entries, 0)
-        self.cache_bytes = min(max(cache_bytes, 0), 1 << 30)     # key offsets and id offsets are 32-bit
+            self.r.byte_ids[i] = byte_ids[i]
         self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
-        self._build_pieces(ranked_pool, ranked_offsets, ranked_ids)
+        self.r.pairs = self.pairs.data()        # the vector is not resized after this
+        self._build_permanent(ranked_pool, ranked_offsets, ranked_ids)
         if decode_pool.shape[0]:
             self.pool.assign(&decode_pool[0], &decode_pool[0] + decode_pool.shape[0])
         self.offsets.assign(&decode_offsets[0], &decode_offsets[0] + decode_offsets.shape[0])
         if known.shape[0]:
             self.known.assign(&known[0], &known[0] + known.shape[0])
-
-    # ------------------------------------------------------------------------------------- construction
 
     cdef void _build_pairs(self, const uint8_t[::1] pool, const int64_t[::1] offs, const int32_t[::1] ids):
         """Every split of every ranked token into two parts that are tokens (single bytes or ranked)."""
@@ -312,22 +450,22 @@ cdef class BPECore:
                     break
                 if not is_length[n - j]:
                     continue
-                a = self.byte_ids[t[0]] if j == 1 else _table_get(table, mask, &pool[0], t, j)
+                a = self.r.byte_ids[t[0]] if j == 1 else _table_get(table, mask, &pool[0], t, j)
                 if a < 0:
                     continue
-                b = self.byte_ids[t[j]] if j == n - 1 else _table_get(table, mask, &pool[0], t + j, n - j)
+                b = self.r.byte_ids[t[j]] if j == n - 1 else _table_get(table, mask, &pool[0], t + j, n - j)
                 if b < 0:
                     continue
                 found_keys.push_back(((<uint64_t><uint32_t>a) << 32) | <uint32_t>b)
                 found_ranks.push_back(<int32_t>k)
                 found_ids.push_back(ids[k])
         cap = 16
-        self.pair_shift = 60
+        self.r.pair_shift = 60
         while cap < 2 * <Py_ssize_t>found_keys.size() + 16:
             cap *= 2
-            self.pair_shift -= 1
+            self.r.pair_shift -= 1
         self.pairs.resize(cap)
-        self.pair_mask = cap - 1
+        self.r.pair_mask = cap - 1
         for k in range(cap):
             self.pairs[k].key = EMPTY_PAIR
         self.n_pairs = 0
@@ -335,25 +473,24 @@ cdef class BPECore:
             self._pair_insert(found_keys[k], found_ranks[k], found_ids[k])
 
     cdef void _pair_insert(self, uint64_t key, int32_t rank, int32_t merged) noexcept:
-        cdef uint64_t i = (key * 0x9E3779B97F4A7C15ULL) >> self.pair_shift
+        cdef uint64_t i = (key * 0x9E3779B97F4A7C15ULL) >> self.r.pair_shift
         while self.pairs[i].key != EMPTY_PAIR:
             if self.pairs[i].key == key:      # the same two parts: keep the lower rank (the first seen)
                 return
-            i = (i + 1) & self.pair_mask
+            i = (i + 1) & self.r.pair_mask
         self.pairs[i].key = key
         self.pairs[i].rank = rank
         self.pairs[i].merged = merged
         self.n_pairs += 1
 
-    cdef int _build_pieces(self, const uint8_t[::1] pool, const int64_t[::1] offs,
-                           const int32_t[::1] ids) except -1:
+    cdef int _build_permanent(self, const uint8_t[::1] pool, const int64_t[::1] offs,
+                              const int32_t[::1] ids) except -1:
         """The permanent entries: each ranked token whose own bytes merge to exactly itself."""
         cdef Py_ssize_t n_ranked = ids.shape[0]
-        cdef Py_ssize_t k, n, cap, count
+        cdef Py_ssize_t k, n, count, j
         cdef const uint8_t* t
         cdef PieceSlot slot
-        cdef int32_t* buf
-        cdef Py_ssize_t j
+        cdef vector[int32_t] buf
         cdef bint reachable
         self.lookup_limit = MAX_CACHED_PIECE
         for k in range(n_ranked):
@@ -361,354 +498,25 @@ cdef class BPECore:
             n = offs[k + 1] - offs[k]
             reachable = True
             for j in range(n):
-                if self.byte_ids[t[j]] < 0:
+                if self.r.byte_ids[t[j]] < 0:
                     reachable = False       # holds a byte the vocabulary lacks: no text encodes to it
             if not reachable:
                 continue
-            if <Py_ssize_t>self.scratch.size() < n:
-                self.scratch.resize(n)
-            buf = self.scratch.data()
-            count = self._merge(t, n, buf)
+            if <Py_ssize_t>buf.size() < n:
+                buf.resize(n)
+            count = merge_piece(&self.r, t, n, buf.data())
             if count != 1 or buf[0] != ids[k]:
                 continue
             slot.hash = hash_key(t, n, &slot.prefix)
-            slot.key_off = <uint32_t>self.keys.size()
+            slot.key_off = <uint32_t>self.permanent_keys.size()
             slot.key_len = <int32_t>n
             slot.n_ids = 1
             slot.value = ids[k]
-            self.keys.insert(self.keys.end(), t, t + n)
+            self.permanent_keys.insert(self.permanent_keys.end(), t, t + n)
             self.permanent.push_back(slot)
             if n > self.lookup_limit:
                 self.lookup_limit = n
-        self.permanent_key_bytes = self.keys.size()
-        cap = 16
-        while cap < 2 * (<Py_ssize_t>self.permanent.size() + self.cache_entries) + 16:
-            cap *= 2
-        self.pieces.resize(cap)
-        self.piece_mask = cap - 1
-        self._reset_cache()
         return 0
-
-    cdef void _reset_cache(self) noexcept:
-        """Drop the cached entries, keep the permanent ones."""
-        cdef Py_ssize_t k
-        cdef PieceSlot empty
-        empty.hash = 0
-        empty.prefix = 0
-        empty.key_off = 0
-        empty.key_len = 0
-        empty.n_ids = 0
-        empty.value = 0
-        for k in range(<Py_ssize_t>self.pieces.size()):
-            self.pieces[k] = empty
-        for k in range(<Py_ssize_t>self.permanent.size()):
-            _slot_place(self.pieces, self.piece_mask, self.permanent[k])
-        self.keys.resize(self.permanent_key_bytes)
-        self.cached_ids.clear()
-        self.n_cached = 0
-        self.cached_bytes = 0
-
-    # ------------------------------------------------------------------------------------------ merging
-
-    cdef inline int32_t _pair(self, int32_t a, int32_t b, int32_t* merged) noexcept:
-        """The rank of joining parts a and b (NO_RANK if they don't join); sets merged to the joined id."""
-        cdef uint64_t key = ((<uint64_t><uint32_t>a) << 32) | <uint32_t>b
-        cdef uint64_t i = (key * 0x9E3779B97F4A7C15ULL) >> self.pair_shift
-        cdef const PairSlot* slots = self.pairs.data()
-        while True:
-            if slots[i].key == key:
-                merged[0] = slots[i].merged
-                return slots[i].rank
-            if slots[i].key == EMPTY_PAIR:
-                return NO_RANK
-            i = (i + 1) & self.pair_mask
-
-    cdef Py_ssize_t _merge(self, const uint8_t* p, Py_ssize_t n, int32_t* ids) except -1:
-        """Merge the pre-token p[0:n] into ids[0:count]; returns count. ids must hold n entries."""
-        cdef Py_ssize_t i
-        for i in range(n):
-            ids[i] = self.byte_ids[p[i]]
-            if ids[i] < 0:
-                raise ValueError(f"byte 0x{p[i]:02x} has no token in the vocabulary")
-        if n <= SMALL_PIECE:
-            return self._merge_small(ids, n)
-        return self._merge_large(ids, n)
-
-    cdef Py_ssize_t _merge_small(self, int32_t* ids, Py_ssize_t m) noexcept:
-        """tiktoken's loop: find the lowest-ranked adjacent pair (leftmost on ties), join it, repeat."""
-        cdef int32_t ranks[SMALL_PIECE]     # ranks[i]: rank of joining parts i and i+1
-        cdef int32_t merged[SMALL_PIECE]    # merged[i]: the id they join into
-        cdef Py_ssize_t i, best_i
-        cdef int32_t best
-        for i in range(m - 1):
-            ranks[i] = self._pair(ids[i], ids[i + 1], &merged[i])
-        while m > 1:
-            best = NO_RANK
-            best_i = -1
-            for i in range(m - 1):
-                if ranks[i] < best:
-                    best = ranks[i]
-                    best_i = i
-            if best_i < 0:
-                break
-            i = best_i
-            ids[i] = merged[i]
-            # part i + 1 is gone: shift the parts after it, and the pairs after pair i + 1, one to the left
-            memmove(&ids[i + 1], &ids[i + 2], (m - i - 2) * sizeof(int32_t))
-            if m - i - 3 > 0:
-                memmove(&ranks[i + 1], &ranks[i + 2], (m - i - 3) * sizeof(int32_t))
-                memmove(&merged[i + 1], &merged[i + 2], (m - i - 3) * sizeof(int32_t))
-            m -= 1
-            if i > 0:
-                ranks[i - 1] = self._pair(ids[i - 1], ids[i], &merged[i - 1])
-            if i < m - 1:
-                ranks[i] = self._pair(ids[i], ids[i + 1], &merged[i])
-        return m
-
-    cdef Py_ssize_t _merge_large(self, int32_t* ids, Py_ssize_t n) noexcept:
-        """The same result in O(n log n): parts in a linked list by start byte, candidate pairs in a heap
-        ordered by (rank, start of the left part). A popped pair is used only if it is still there with
-        that rank; every change pushes the new pairs, so the true minimum is always in the heap."""
-        cdef vector[int32_t] nxt, prv
-        cdef priority_queue[uint64_t] heap       # a max-heap of ~((rank << 32) | start)
-        cdef Py_ssize_t i, m
-        cdef uint64_t top
-        cdef int32_t rank, left, right
-        cdef int32_t merged = 0, dummy = 0
-        nxt.resize(n)
-        prv.resize(n)
-        for i in range(n):
-            nxt[i] = <int32_t>(i + 1) if i + 1 < n else -1
-            prv[i] = <int32_t>(i - 1)
-        for i in range(n - 1):
-            rank = self._pair(ids[i], ids[i + 1], &merged)
-            if rank != NO_RANK:
-                heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>i))
-        while not heap.empty():
-            top = ~heap.top()
-            heap.pop()
-            rank = <int32_t>(top >> 32)
-            left = <int32_t>(top & 0xFFFFFFFFULL)
-            right = nxt[left]
-            if ids[left] < 0 or right < 0 or self._pair(ids[left], ids[right], &merged) != rank:
-                continue                            # stale: the pair changed since it was pushed
-            ids[left] = merged
-            ids[right] = -1                         # gone
-            nxt[left] = nxt[right]
-            if nxt[left] >= 0:
-                prv[nxt[left]] = left
-                rank = self._pair(ids[left], ids[nxt[left]], &dummy)
-                if rank != NO_RANK:
-                    heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>left))
-            if prv[left] >= 0:
-                rank = self._pair(ids[prv[left]], ids[left], &dummy)
-                if rank != NO_RANK:
-                    heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>prv[left]))
-        m = 0
-        for i in range(n):
-            if ids[i] >= 0:
-                ids[m] = ids[i]
-                m += 1
-        return m
-
-    # ------------------------------------------------------------------------------------------ the cache
-
-    cdef inline const PieceSlot* _find(self, uint64_t h, uint64_t prefix, const uint8_t* p,
-                                       Py_ssize_t n) noexcept:
-        cdef uint64_t i = h & self.piece_mask
-        cdef const PieceSlot* slots = self.pieces.data()
-        cdef const uint8_t* keys = self.keys.data()
-        while slots[i].n_ids != 0:
-            if key_matches(&slots[i], h, prefix, keys, p, n):
-                return &slots[i]
-            i = (i + 1) & self.piece_mask
-        return NULL
-
-    cdef void _cache(self, uint64_t h, uint64_t prefix, const uint8_t* p, Py_ssize_t n, const int32_t* ids,
-                     Py_ssize_t count) noexcept:
-        cdef PieceSlot slot
-        if self.cache_entries == 0:
-            return
-        if self.n_cached >= self.cache_entries or self.cached_bytes + n + 4 * count > self.cache_bytes:
-            self._reset_cache()
-            self.n_resets += 1
-        slot.hash = h
-        slot.prefix = prefix
-        slot.key_off = <uint32_t>self.keys.size()
-        slot.key_len = <int32_t>n
-        slot.n_ids = <int32_t>count
-        if count == 1:
-            slot.value = ids[0]
-        else:
-            slot.value = <int32_t>self.cached_ids.size()
-            self.cached_ids.insert(self.cached_ids.end(), ids, ids + count)
-        self.keys.insert(self.keys.end(), p, p + n)
-        _slot_place(self.pieces, self.piece_mask, slot)
-        self.n_cached += 1
-        self.cached_bytes += n + 4 * count
-
-    # ------------------------------------------------------------------------------------------ encoding
-
-    def encode_pretokens(self, IdBuffer out, const uint8_t[::1] data, const int64_t[::1] bounds,
-                         Py_ssize_t stop=-1):
-        """Append to `out` the ids of the pre-tokens data[bounds[k]:bounds[k+1]] for k < stop (default: all).
-        Returns the number of ids appended."""
-        cdef Py_ssize_t n_bounds = bounds.shape[0]
-        cdef Py_ssize_t k, s, e, n, before = out.ids.size()
-        cdef const uint8_t* base
-        if stop < 0 or stop > n_bounds - 1:
-            stop = n_bounds - 1
-        if stop <= 0:
-            return 0
-        if bounds[0] < 0 or bounds[stop] > data.shape[0]:
-            raise ValueError("pre-token bounds outside the data")
-        base = &data[0] if data.shape[0] else NULL
-        for k in range(stop):
-            s = bounds[k]
-            e = bounds[k + 1]
-            n = e - s
-            if n <= 0:
-                if n < 0:
-                    raise ValueError("pre-token bounds must not decrease")
-                continue
-            self._encode_pretoken(base + s, n, &out.ids)
-        return out.ids.size() - before
-
-    cdef inline int _encode_pretoken(self, const uint8_t* p, Py_ssize_t n, vector[int32_t]* out) except -1:
-        """Append the ids of the pre-token p[0:n] (n >= 1): a single byte's id, the ids of the table, or merged
-        (and then cached)."""
-        cdef const PieceSlot* slot
-        cdef uint64_t h = 0, prefix = 0
-        cdef int32_t id_
-        cdef Py_ssize_t count
-        if n == 1:
-            id_ = self.byte_ids[p[0]]
-            if id_ < 0:
-                raise ValueError(f"byte 0x{p[0]:02x} has no token in the vocabulary")
-            out.push_back(id_)
-            return 0
-        if n <= self.lookup_limit:
-            h = hash_key(p, n, &prefix)
-            slot = self._find(h, prefix, p, n)
-            if slot != NULL:
-                if slot.n_ids == 1:
-                    out.push_back(<int32_t>slot.value)
-                else:
-                    out.insert(out.end(), self.cached_ids.data() + slot.value,
-                               self.cached_ids.data() + slot.value + slot.n_ids)
-                return 0
-        if <Py_ssize_t>self.scratch.size() < n:
-            self.scratch.resize(n)
-        count = self._merge(p, n, self.scratch.data())
-        out.insert(out.end(), self.scratch.data(), self.scratch.data() + count)
-        if n <= MAX_CACHED_PIECE:
-            self._cache(h, prefix, p, n, self.scratch.data(), count)
-        return 0
-
-    cdef int _encode_piece(self, const uint8_t* s, Py_ssize_t n, int kind, vector[int32_t]* out) except -1:
-        """Append the ids of s[0:n], valid UTF-8 without special tokens: scanned by the native pre-tokenizer
-        SCAN_BLOCK pre-tokens at a time (the scanner resumes where it stopped, so no cut is needed)."""
-        cdef int64_t ends[SCAN_BLOCK]
-        cdef Py_ssize_t i = 0, start, count, k
-        while i < n:
-            count = 0
-            start = i
-            i = scan_block(s, i, n, kind, ends, &count, SCAN_BLOCK)
-            for k in range(count):
-                self._encode_pretoken(s + start, ends[k] - start, out)
-                start = ends[k]
-        return 0
-
-    cdef Py_ssize_t _encode_piece_unfinished(self, const uint8_t* s, Py_ssize_t n, int kind,
-                                             vector[int32_t]* out) except -1:
-        """_encode_piece for text that may continue: only the pre-tokens before the last safe cut; returns the
-        cut. The rule is Tokenizer._safe_cut's: the cut after pre-token [p, c) is safe when c < n, p is before
-        the trailing whitespace run and p is not an apostrophe less than two bytes from the end. The pre-tokens
-        it allows are a prefix of all of them (each condition, once false, stays false), so the first that
-        fails ends the encoding. Worked example: "it's  a  " -> "it", "'s", " ", " a" are encoded, and the cut
-        is at 8, before "  " (which could still become part of a longer run)."""
-        cdef int64_t ends[SCAN_BLOCK]
-        cdef Py_ssize_t i = 0, start, count, k, end
-        cdef Py_ssize_t ws = trailing_space_start(s, n)
-        while i < n:
-            count = 0
-            start = i
-            i = scan_block(s, i, n, kind, ends, &count, SCAN_BLOCK)
-            for k in range(count):
-                end = ends[k]
-                if end >= n or start >= ws or (s[start] == 39 and start + 2 >= n):
-                    return start
-                self._encode_pretoken(s + start, end - start, out)
-                start = end
-        return n
-
-    cdef Py_ssize_t _encode_utf8(self, const uint8_t* s, Py_ssize_t n, Segmenter seg, bint final,
-                                 vector[int32_t]* out) except -1:
-        """Append the ids of the valid UTF-8 text s[0:n]. Returns how many bytes were encoded: n when final,
-        else those before the last point that text still to come cannot change (see StreamEncoder).
-
-        Special tokens are cut out with seg.specials. When the text may continue, a special token is final
-        only if it starts before `undecided`, the first place from which the rest of the text is a proper
-        prefix of a special token (a longer one could still be completed there); the ordinary text before
-        `undecided` is then encoded up to its last safe cut."""
-        cdef SpecialMatcher m = seg.specials
-        cdef Py_ssize_t pos = 0, at, index = 0, undecided = n
-        if m is None:
-            if final:
-                self._encode_piece(s, n, seg.kind, out)
-                return n
-            return self._encode_piece_unfinished(s, n, seg.kind, out)
-        if not final:
-            undecided = m.prefix_start(s, 0, n)
-        while True:
-            if pos > undecided:                 # a special token ran past it
-                undecided = m.prefix_start(s, pos, n)
-            at = m.find(s, pos, n, &index)
-            if at >= undecided:
-                break
-            if at > pos:
-                self._encode_piece(s + pos, at - pos, seg.kind, out)
-            out.push_back(seg.special_ids[index])
-            pos = at + m.off[index + 1] - m.off[index]
-        if final:
-            self._encode_piece(s + pos, n - pos, seg.kind, out)
-            return n
-        return pos + self._encode_piece_unfinished(s + pos, undecided - pos, seg.kind, out)
-
-    def encode_text(self, str text not None, Segmenter seg not None, list id_objects not None):
-        """The ids of `text` as a new list of int (id_objects[i] is the int i), in one native pass: UTF-8,
-        special tokens, pre-tokens, merges. Lone surrogates raise UnicodeEncodeError."""
-        cdef const uint8_t* data
-        cdef Py_ssize_t n
-        cdef vector[int32_t] ids
-        holder = _utf8_holder(text, &data, &n)
-        self._encode_utf8(data, n, seg, True, &ids)
-        return _id_list(ids.data(), ids.size(), id_objects)
-
-    def encode_text_into(self, IdBuffer out not None, str text not None, Segmenter seg not None):
-        """encode_text, appending to `out` instead. Returns the number of ids appended."""
-        cdef const uint8_t* data
-        cdef Py_ssize_t n, before = out.ids.size()
-        holder = _utf8_holder(text, &data, &n)
-        try:
-            self._encode_utf8(data, n, seg, True, &out.ids)
-        except BaseException:
-            out.ids.resize(before)
-            raise
-        return out.ids.size() - before
-
-    def encode_utf8_into(self, IdBuffer out not None, const uint8_t[::1] data, Segmenter seg not None):
-        """encode_text_into for UTF-8 bytes, which the caller has checked are valid. Returns the number of
-        ids appended."""
-        cdef Py_ssize_t before = out.ids.size()
-        if data.shape[0] == 0:
-            return 0
-        try:
-            self._encode_utf8(&data[0], data.shape[0], seg, True, &out.ids)
-        except BaseException:
-            out.ids.resize(before)
-            raise
-        return out.ids.size() - before
 
     # ------------------------------------------------------------------------------------------ decoding
 
@@ -727,11 +535,11 @@ cdef class BPECore:
             total += offs[i + 1] - offs[i]
         result = PyBytes_FromStringAndSize(NULL, total)
         cdef char* dst = PyBytes_AS_STRING(result)
-        cdef const uint8_t* pool = self.pool.data()
-        for k in range(n):
-            i = ids[k]
-            memcpy(dst, pool + offs[i], offs[i + 1] - offs[i])
-            dst += offs[i + 1] - offs[i]
+        if n >= NOGIL_IDS:
+            with nogil:
+                _gather(self.pool.data(), offs, &ids[0], n, dst)
+        elif n:
+            _gather(self.pool.data(), offs, &ids[0], n, dst)
         return result
 
     def decode_list(self, list ids):
@@ -758,26 +566,315 @@ cdef class BPECore:
     # ------------------------------------------------------------------------------------------ inspection
 
     def merge_bytes(self, const uint8_t[::1] piece):
-        """The ids of one pre-token, merged without the cache (for tests)."""
+        """The ids of one pre-token, merged without any cache (for tests)."""
         cdef Py_ssize_t n = piece.shape[0], count
         if n == 0:
             return []
         cdef vector[int32_t] buf
         buf.resize(n)
-        count = self._merge(&piece[0], n, buf.data())
+        count = merge_piece(&self.r, &piece[0], n, buf.data())
         return [buf[k] for k in range(count)]
 
     def stats(self):
         """Sizes of the tables (for tests and benchmarks)."""
-        return {
-            "pairs": self.n_pairs,
-            "pair_slots": self.pairs.size(),
-            "permanent": self.permanent.size(),
-            "cached": self.n_cached,
-            "cache_resets": self.n_resets,
-            "cached_bytes": self.cached_bytes,
-            "lookup_limit": self.lookup_limit,
-        }
+        return {"pairs": self.n_pairs, "pair_slots": self.pairs.size(), "permanent": self.permanent.size(),
+                "lookup_limit": self.lookup_limit}
+
+
+cdef class BPECore:
+    """One encoder: the shared BPETables plus its own whole-pre-token table (the permanent entries, then a
+    cache of merged pre-tokens). A BPECore is used by one thread at a time (bpe_fast.Tokenizer hands each
+    call its own); its encoding loops run without the GIL on long texts."""
+
+    cdef readonly BPETables tables          # kept alive: r.pairs and perm point into it
+    cdef Ranks r
+    cdef const PieceSlot* perm
+    cdef Py_ssize_t n_perm
+    cdef Py_ssize_t permanent_key_bytes
+    cdef Py_ssize_t lookup_limit
+
+    cdef vector[PieceSlot] pieces           # whole pre-token -> ids (ranked tokens for good, then the cache)
+    cdef uint64_t piece_mask
+    cdef vector[uint8_t] keys               # key bytes of the entries of `pieces` (the permanent ones first)
+    cdef vector[int32_t] cached_ids         # ids of cached entries with more than one id
+    cdef Py_ssize_t n_cached
+    cdef readonly Py_ssize_t cache_entries  # bound on the number of cached entries
+    cdef readonly Py_ssize_t cache_bytes    # bound on the bytes of keys + ids of cached entries
+    cdef Py_ssize_t cached_bytes
+    cdef Py_ssize_t n_resets
+
+    cdef vector[int32_t] scratch
+
+    def __cinit__(self, BPETables tables not None, Py_ssize_t cache_entries=1 << 16,
+                  Py_ssize_t cache_bytes=16 << 20):
+        cdef Py_ssize_t cap
+        self.tables = tables
+        self.r = tables.r
+        self.perm = tables.permanent.data()
+        self.n_perm = tables.permanent.size()
+        self.lookup_limit = tables.lookup_limit
+        self.keys = tables.permanent_keys
+        self.permanent_key_bytes = self.keys.size()
+        self.cache_entries = max(cache_entries, 0)
+        self.cache_bytes = min(max(cache_bytes, 0), 1 << 30)     # key offsets and id offsets are 32-bit
+        cap = 16
+        while cap < 2 * (self.n_perm + self.cache_entries) + 16:
+            cap *= 2
+        self.pieces.resize(cap)
+        self.piece_mask = cap - 1
+        self._reset_cache()
+
+    def spawn(self):
+        """A new BPECore on the same tables with the same cache bounds and an empty cache."""
+        return BPECore(self.tables, self.cache_entries, self.cache_bytes)
+
+    # ------------------------------------------------------------------------------------------ the cache
+
+    cdef void _reset_cache(self) noexcept nogil:
+        """Drop the cached entries, keep the permanent ones."""
+        cdef Py_ssize_t k
+        cdef PieceSlot empty
+        empty.hash = 0
+        empty.prefix = 0
+        empty.key_off = 0
+        empty.key_len = 0
+        empty.n_ids = 0
+        empty.value = 0
+        for k in range(<Py_ssize_t>self.pieces.size()):
+            self.pieces[k] = empty
+        for k in range(self.n_perm):
+            _slot_place(self.pieces, self.piece_mask, self.perm[k])
+        self.keys.resize(self.permanent_key_bytes)
+        self.cached_ids.clear()
+        self.n_cached = 0
+        self.cached_bytes = 0
+
+    cdef inline const PieceSlot* _find(self, uint64_t h, uint64_t prefix, const uint8_t* p,
+                                       Py_ssize_t n) noexcept nogil:
+        cdef uint64_t i = h & self.piece_mask
+        cdef const PieceSlot* slots = self.pieces.data()
+        cdef const uint8_t* keys = self.keys.data()
+        while slots[i].n_ids != 0:
+            if key_matches(&slots[i], h, prefix, keys, p, n):
+                return &slots[i]
+            i = (i + 1) & self.piece_mask
+        return NULL
+
+    cdef int _cache(self, uint64_t h, uint64_t prefix, const uint8_t* p, Py_ssize_t n, const int32_t* ids,
+                    Py_ssize_t count) except -1 nogil:
+        cdef PieceSlot slot
+        if self.cache_entries == 0:
+            return 0
+        if self.n_cached >= self.cache_entries or self.cached_bytes + n + 4 * count > self.cache_bytes:
+            self._reset_cache()
+            self.n_resets += 1
+        slot.hash = h
+        slot.prefix = prefix
+        slot.key_off = <uint32_t>self.keys.size()
+        slot.key_len = <int32_t>n
+        slot.n_ids = <int32_t>count
+        if count == 1:
+            slot.value = ids[0]
+        else:
+            slot.value = <int32_t>self.cached_ids.size()
+            self.cached_ids.insert(self.cached_ids.end(), ids, ids + count)
+        self.keys.insert(self.keys.end(), p, p + n)
+        _slot_place(self.pieces, self.piece_mask, slot)
+        self.n_cached += 1
+        self.cached_bytes += n + 4 * count
+        return 0
+
+    # ------------------------------------------------------------------------------------------ encoding
+
+    def encode_pretokens(self, IdBuffer out, const uint8_t[::1] data, const int64_t[::1] bounds,
+                         Py_ssize_t stop=-1):
+        """Append to `out` the ids of the pre-tokens data[bounds[k]:bounds[k+1]] for k < stop (default: all).
+        Returns the number of ids appended."""
+        cdef Py_ssize_t n_bounds = bounds.shape[0]
+        cdef Py_ssize_t k, s, n, before = out.ids.size()
+        cdef const uint8_t* base
+        if stop < 0 or stop > n_bounds - 1:
+            stop = n_bounds - 1
+        if stop <= 0:
+            return 0
+        if bounds[0] < 0 or bounds[stop] > data.shape[0]:
+            raise ValueError("pre-token bounds outside the data")
+        for k in range(stop):
+            if bounds[k + 1] < bounds[k]:
+                raise ValueError("pre-token bounds must not decrease")
+        base = &data[0] if data.shape[0] else NULL
+        try:
+            if bounds[stop] - bounds[0] >= NOGIL_BYTES:
+                with nogil:
+                    self._encode_bounds(base, &bounds[0], stop, &out.ids)
+            else:
+                self._encode_bounds(base, &bounds[0], stop, &out.ids)
+        except BaseException:
+            out.ids.resize(before)
+            raise
+        return out.ids.size() - before
+
+    cdef int _encode_bounds(self, const uint8_t* base, const int64_t* bounds, Py_ssize_t stop,
+                            vector[int32_t]* out) except -1 nogil:
+        cdef Py_ssize_t k
+        for k in range(stop):
+            if bounds[k + 1] > bounds[k]:
+                self._encode_pretoken(base + bounds[k], bounds[k + 1] - bounds[k], out)
+        return 0
+
+    cdef inline int _encode_pretoken(self, const uint8_t* p, Py_ssize_t n, vector[int32_t]* out) except -1 nogil:
+        """Append the ids of the pre-token p[0:n] (n >= 1): a single byte's id, the ids of the table, or merged
+        (and then cached)."""
+        cdef const PieceSlot* slot
+        cdef uint64_t h = 0, prefix = 0
+        cdef int32_t id_
+        cdef Py_ssize_t count
+        if n == 1:
+            id_ = self.r.byte_ids[p[0]]
+            if id_ < 0:
+                with gil:
+                    raise ValueError(f"byte 0x{p[0]:02x} has no token in the vocabulary")
+            out.push_back(id_)
+            return 0
+        if n <= self.lookup_limit:
+            h = hash_key(p, n, &prefix)
+            slot = self._find(h, prefix, p, n)
+            if slot != NULL:
+                if slot.n_ids == 1:
+                    out.push_back(<int32_t>slot.value)
+                else:
+                    out.insert(out.end(), self.cached_ids.data() + slot.value,
+                               self.cached_ids.data() + slot.value + slot.n_ids)
+                return 0
+        if <Py_ssize_t>self.scratch.size() < n:
+            self.scratch.resize(n)
+        count = merge_piece(&self.r, p, n, self.scratch.data())
+        out.insert(out.end(), self.scratch.data(), self.scratch.data() + count)
+        if n <= MAX_CACHED_PIECE:
+            self._cache(h, prefix, p, n, self.scratch.data(), count)
+        return 0
+
+    cdef int _encode_piece(self, const uint8_t* s, Py_ssize_t n, int kind, vector[int32_t]* out) except -1 nogil:
+        """Append the ids of s[0:n], valid UTF-8 without special tokens: scanned by the native pre-tokenizer
+        SCAN_BLOCK pre-tokens at a time (the scanner resumes where it stopped, so no cut is needed)."""
+        cdef int64_t ends[SCAN_BLOCK]
+        cdef Py_ssize_t i = 0, start, count, k
+        while i < n:
+            count = 0
+            start = i
+            i = scan_block(s, i, n, kind, ends, &count, SCAN_BLOCK)
+            for k in range(count):
+                self._encode_pretoken(s + start, ends[k] - start, out)
+                start = ends[k]
+        return 0
+
+    cdef Py_ssize_t _encode_piece_unfinished(self, const uint8_t* s, Py_ssize_t n, int kind,
+                                             vector[int32_t]* out) except -1 nogil:
+        """_encode_piece for text that may continue: only the pre-tokens before the last safe cut; returns the
+        cut. The rule is Tokenizer._safe_cut's: the cut after pre-token [p, c) is safe when c < n, p is before
+        the trailing whitespace run and p is not an apostrophe less than two bytes from the end. The pre-tokens
+        it allows are a prefix of all of them (each condition, once false, stays false), so the first that
+        fails ends the encoding. Worked example: "it's  a  " -> "it", "'s", " ", " a" are encoded, and the cut
+        is at 8, before "  " (which could still become part of a longer run)."""
+        cdef int64_t ends[SCAN_BLOCK]
+        cdef Py_ssize_t i = 0, start, count, k, end
+        cdef Py_ssize_t ws = trailing_space_start(s, n)
+        while i < n:
+            count = 0
+            start = i
+            i = scan_block(s, i, n, kind, ends, &count, SCAN_BLOCK)
+            for k in range(count):
+                end = ends[k]
+                if end >= n or start >= ws or (s[start] == 39 and start + 2 >= n):
+                    return start
+                self._encode_pretoken(s + start, end - start, out)
+                start = end
+        return n
+
+    cdef Py_ssize_t _encode_utf8(self, const uint8_t* s, Py_ssize_t n, Segmenter seg, SpecialMatcher m,
+                                 bint final, vector[int32_t]* out) except -1 nogil:
+        """Append the ids of the valid UTF-8 text s[0:n]. Returns how many bytes were encoded: n when final,
+        else those before the last point that text still to come cannot change (see StreamEncoder). m is
+        seg.specials (passed in, as the GIL may be released).
+
+        Special tokens are cut out with m. When the text may continue, a special token is final only if it
+        starts before `undecided`, the first place from which the rest of the text is a proper prefix of a
+        special token (a longer one could still be completed there); the ordinary text before `undecided` is
+        then encoded up to its last safe cut."""
+        cdef Py_ssize_t pos = 0, at, index = 0, undecided = n
+        if m is None:
+            if final:
+                self._encode_piece(s, n, seg.kind, out)
+                return n
+            return self._encode_piece_unfinished(s, n, seg.kind, out)
+        if not final:
+            undecided = m.prefix_start(s, 0, n)
+        while True:
+            if pos > undecided:                 # a special token ran past it
+                undecided = m.prefix_start(s, pos, n)
+            at = m.find(s, pos, n, &index)
+            if at >= undecided:
+                break
+            if at > pos:
+                self._encode_piece(s + pos, at - pos, seg.kind, out)
+            out.push_back(seg.special_ids[index])
+            pos = at + m.off[index + 1] - m.off[index]
+        if final:
+            self._encode_piece(s + pos, n - pos, seg.kind, out)
+            return n
+        return pos + self._encode_piece_unfinished(s + pos, undecided - pos, seg.kind, out)
+
+    cdef Py_ssize_t _encode_bytes(self, const uint8_t* s, Py_ssize_t n, Segmenter seg, bint final,
+                                  vector[int32_t]* out) except -1:
+        """_encode_utf8 without the GIL when the text is long (NOGIL_BYTES), so other threads run meanwhile.
+        On an error, out is as it was."""
+        cdef SpecialMatcher m = seg.specials
+        cdef Py_ssize_t before = out.size(), done
+        try:
+            if n >= NOGIL_BYTES:
+                with nogil:
+                    done = self._encode_utf8(s, n, seg, m, final, out)
+            else:
+                done = self._encode_utf8(s, n, seg, m, final, out)
+        except BaseException:
+            out.resize(before)
+            raise
+        return done
+
+    def encode_text(self, str text not None, Segmenter seg not None, list id_objects not None):
+        """The ids of `text` as a new list of int (id_objects[i] is the int i), in one native pass: UTF-8,
+        special tokens, pre-tokens, merges. Lone surrogates raise UnicodeEncodeError."""
+        cdef const uint8_t* data
+        cdef Py_ssize_t n
+        cdef vector[int32_t] ids
+        holder = _utf8_holder(text, &data, &n)
+        self._encode_bytes(data, n, seg, True, &ids)
+        return _id_list(ids.data(), ids.size(), id_objects)
+
+    def encode_text_into(self, IdBuffer out not None, str text not None, Segmenter seg not None):
+        """encode_text, appending to `out` instead. Returns the number of ids appended."""
+        cdef const uint8_t* data
+        cdef Py_ssize_t n, before = out.ids.size()
+        holder = _utf8_holder(text, &data, &n)
+        self._encode_bytes(data, n, seg, True, &out.ids)
+        return out.ids.size() - before
+
+    def encode_utf8_into(self, IdBuffer out not None, const uint8_t[::1] data, Segmenter seg not None):
+        """encode_text_into for UTF-8 bytes, which the caller has checked are valid. Returns the number of
+        ids appended."""
+        cdef Py_ssize_t before = out.ids.size()
+        if data.shape[0] == 0:
+            return 0
+        self._encode_bytes(&data[0], data.shape[0], seg, True, &out.ids)
+        return out.ids.size() - before
+
+    # ------------------------------------------------------------------------------------------ inspection
+
+    def stats(self):
+        """Sizes of the tables and the cache (for tests and benchmarks)."""
+        result = self.tables.stats()
+        result.update({"cached": self.n_cached, "cache_resets": self.n_resets, "cached_bytes": self.cached_bytes})
+        return result
 
 
 @cython.final
@@ -795,7 +892,6 @@ cdef class StreamEncoder:
     feed("ld  ") -> ids of " world" ("  " may grow); finish() -> ids of "  ".
     """
 
-    cdef BPECore core
     cdef Segmenter seg
     cdef list id_objects
     cdef vector[uint8_t] pending
@@ -804,8 +900,7 @@ cdef class StreamEncoder:
     cdef readonly Py_ssize_t attempts       # calls that looked for a cut (for tests)
     cdef readonly Py_ssize_t max_held       # the most bytes held back after an attempt (for tests)
 
-    def __cinit__(self, BPECore core not None, Segmenter seg not None, list id_objects not None):
-        self.core = core
+    def __cinit__(self, Segmenter seg not None, list id_objects not None):
         self.seg = seg
         self.id_objects = id_objects
         self.next_attempt = 1
@@ -815,8 +910,9 @@ cdef class StreamEncoder:
         """How many bytes of text are held, not yet encoded."""
         return self.pending.size()
 
-    def feed(self, str text not None):
-        """Add `text`; returns the ids that are final now (a list, often empty). Lone surrogates raise
+    def feed(self, BPECore core not None, str text not None):
+        """Add `text`; returns the ids that are final now (a list, often empty), encoded with `core` (the
+        caller's for this call: a stream holds no encoder between calls). Lone surrogates raise
         UnicodeEncodeError, and nothing is added."""
         cdef const uint8_t* data
         cdef Py_ssize_t n, done, held
@@ -828,7 +924,7 @@ cdef class StreamEncoder:
             return []
         self.attempts += 1
         self.ids.clear()
-        done = self.core._encode_utf8(self.pending.data(), self.pending.size(), self.seg, False, &self.ids)
+        done = core._encode_bytes(self.pending.data(), self.pending.size(), self.seg, False, &self.ids)
         self.pending.erase(self.pending.begin(), self.pending.begin() + done)
         held = self.pending.size()
         self.max_held = max(self.max_held, held)
@@ -837,15 +933,17 @@ cdef class StreamEncoder:
         self.ids.clear()
         return result
 
-    def finish(self):
-        """The ids of the text still held (all final now: the text has ended); the state is emptied."""
+    def finish(self, BPECore core not None):
+        """The ids of the text still held (all final now: the text has ended), encoded with `core`; the state
+        is emptied."""
         self.ids.clear()
-        self.core._encode_utf8(self.pending.data(), self.pending.size(), self.seg, True, &self.ids)
+        core._encode_bytes(self.pending.data(), self.pending.size(), self.seg, True, &self.ids)
         self.pending.clear()
         self.next_attempt = 1
         result = _id_list(self.ids.data(), self.ids.size(), self.id_objects)
         self.ids.clear()
         return result
+
 
 
 def safe_cut(const uint8_t[::1] data, const int64_t[::1] bounds, Py_ssize_t last):
@@ -874,7 +972,7 @@ def safe_cut(const uint8_t[::1] data, const int64_t[::1] bounds, Py_ssize_t last
     return 0
 
 
-cdef void _slot_place(vector[PieceSlot]& table, uint64_t mask, const PieceSlot& slot) noexcept:
+cdef void _slot_place(vector[PieceSlot]& table, uint64_t mask, const PieceSlot& slot) noexcept nogil:
     cdef uint64_t i = slot.hash & mask
     while table[i].n_ids != 0:
         i = (i + 1) & mask
@@ -904,3 +1002,4 @@ cdef int32_t _table_get(vector[PieceSlot]& table, uint64_t mask, const uint8_t* 
             return table[i].value
         i = (i + 1) & mask
     return -1
+

@@ -1,9 +1,14 @@
-"""Encoding a large file into a .npy token array, over several processes, in bounded memory.
+"""Encoding a large file into a .npy token array, over several workers, in bounded memory.
 
 The file is cut at the same safe points as for training (chunking.py): a special token's start, or,
 for the built-in patterns, a space after a printable ASCII character. Encoding each range alone and
 concatenating equals encoding the whole text. Workers encode ranges; the caller writes the arrays in
 file order into a temporary .npy next to the output, fixes its header, and renames it when complete.
+
+With the built-in patterns the workers are threads: the native encoder runs without the GIL, each thread
+takes its own encoder from the tokenizer (bpe_fast.Tokenizer), and the arrays reach the writer without
+being copied. With other patterns, pre-tokenizing with `regex` holds the GIL, so the workers are processes
+(bpe_fast.procs.worker_pool).
 """
 import os
 
@@ -12,13 +17,14 @@ import numpy as np
 from .chunking import chunk_boundaries
 from .counts import CorpusDecodeError, _line_of, check_errors, check_input_file
 from .atomic import atomic_output
-from .procs import check_chunk_bytes, check_num_processes, worker_pool
+from .procs import check_chunk_bytes, check_num_processes, thread_pool, worker_pool
 
-DEFAULT_CHUNK_BYTES = 4 << 20
+DEFAULT_CHUNK_BYTES = 1 << 20
+_CHUNKS_PER_WORKER = 16     # at least this many ranges a worker, so that the workers finish together
 _IN_PROCESS_BYTES = 1 << 20
 _HEADER_BYTES = 128          # room for any 1-D shape; rewritten in place with the real length
 
-_tokenizer = None            # in a worker: the tokenizer, inherited from the caller (fork) or passed once
+_tokenizer = None            # in a worker process: the tokenizer, inherited from the caller (fork) or passed once
 
 
 def _init_worker(tokenizer):
@@ -26,14 +32,18 @@ def _init_worker(tokenizer):
     _tokenizer = tokenizer
 
 
-def _encode_range(path, start, end, dtype, errors):
+def _encode_range_in_worker(path, start, end, dtype, errors):
+    return _encode_range(_tokenizer, path, start, end, dtype, errors)
+
+
+def _encode_range(tokenizer, path, start, end, dtype, errors):
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
     try:
         if errors == "strict":
-            return _tokenizer.encode_utf8_to_numpy(data, dtype=dtype)     # no str made
-        return _tokenizer.encode_to_numpy(data.decode("utf-8", errors), dtype=dtype)
+            return tokenizer.encode_utf8_to_numpy(data, dtype=dtype)     # no str made
+        return tokenizer.encode_to_numpy(data.decode("utf-8", errors), dtype=dtype)
     except UnicodeDecodeError as exc:
         raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
 
@@ -69,7 +79,8 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
 
     The array equals tokenizer.encode(whole text). dtype defaults to uint16 when the vocab fits, else
     uint32. The output appears only when complete (written to a temporary name, then renamed).
-    progress, if given, is called as progress("encode", bytes_done, bytes_total). Returns the number of
+    num_processes: how many workers encode at once (None: one per CPU core); threads of this process for
+    the built-in patterns, processes for other patterns (see the module docstring). progress, if given, is called as progress("encode", bytes_done, bytes_total). Returns the number of
     tokens written.
     """
     input_path = check_input_file(input_path)
@@ -85,16 +96,15 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
     size = os.path.getsize(input_path)
     if size < _IN_PROCESS_BYTES and chunk_bytes >= size:
         num_processes = 1                 # starting workers would cost more than the work
-    # several chunks a worker, so that they finish together
     bounds = chunk_boundaries(input_path, tokenizer.special_tokens, tokenizer.pattern, chunk_bytes,
-                              min_chunks=4 * num_processes if num_processes > 1 else 1)
+                              min_chunks=_CHUNKS_PER_WORKER * num_processes if num_processes > 1 else 1)
     ranges = list(zip(bounds[:-1], bounds[1:]))
     try:
         with atomic_output(output_path) as out:
             out.write(_npy_header(dtype, 0))
             count = 0
             for start, end, ids in _encoded_ranges(tokenizer, input_path, ranges, dtype, errors, num_processes):
-                out.write(ids.tobytes())
+                out.write(ids)                      # its buffer, not a copy
                 count += len(ids)
                 if progress is not None:
                     progress("encode", end, size)
@@ -105,26 +115,28 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, _line_of(input_path, exc.offset)) from None
 
 
-def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_processes):
+def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_workers):
     """Yield (start, end, ids) for each range, in file order."""
-    if num_processes == 1 or len(ranges) <= 1:
-        _init_worker(tokenizer)
-        try:
-            for start, end in ranges:
-                yield start, end, _encode_range(path, start, end, dtype, errors)
-        finally:
-            _init_worker(None)
+    if num_workers == 1 or len(ranges) <= 1:
+        for start, end in ranges:
+            yield start, end, _encode_range(tokenizer, path, start, end, dtype, errors)
         return
-    window = 2 * num_processes            # ranges in flight: bounds the memory held by results
-    with worker_pool(num_processes, f"encoding {path}", _init_worker, (tokenizer,)) as pool:
+    if tokenizer._segmenter is not None:          # the native encoder: threads
+        pool = thread_pool(num_workers, "bpe_fast-encode")
+        task, first = _encode_range, (tokenizer,)
+    else:                                         # `regex` holds the GIL: processes
+        pool = worker_pool(num_workers, f"encoding {path}", _init_worker, (tokenizer,))
+        task, first = _encode_range_in_worker, ()
+    window = 2 * num_workers                # ranges in flight: bounds the memory held by results
+    with pool as executor:
         futures = {}
         for i, (start, end) in enumerate(ranges[:window]):
-            futures[i] = pool.submit(_encode_range, path, start, end, dtype, errors)
+            futures[i] = executor.submit(task, *first, path, start, end, dtype, errors)
         for i, (start, end) in enumerate(ranges):
             ids = futures.pop(i).result()
             j = i + window
             if j < len(ranges):
-                futures[j] = pool.submit(_encode_range, path, *ranges[j], dtype, errors)
+                futures[j] = executor.submit(task, *first, path, *ranges[j], dtype, errors)
             yield start, end, ids
 
 

@@ -1,4 +1,10 @@
-"""Worker processes for counting and encoding: started, watched and stopped in one place.
+"""Workers for counting and encoding: started, watched and stopped in one place.
+
+Processes (worker_pool) where the work holds the GIL (counting; encoding with a pattern `regex` runs);
+threads (thread_pool) where it does not (encoding with the built-in patterns: the native encoder releases
+the GIL, and threads share the tokenizer and the results without copying).
+
+For processes:
 
 * Workers ignore SIGINT: Ctrl-C reaches the whole process group, and the caller decides what stops.
   SIGTERM ends a worker at once (terminate() sends it), whatever handler the caller had installed.
@@ -12,7 +18,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 _PR_SET_PDEATHSIG = 1
@@ -75,6 +81,18 @@ def worker_pool(num_processes, what, initializer=None, initargs=()):
         terminate(executor)
         raise
     executor.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def thread_pool(num_threads, name):
+    """A ThreadPoolExecutor of `num_threads` threads. When the block exits on an error or an interrupt,
+    tasks not yet started are cancelled and the running ones (which cannot be stopped) are waited for, so no
+    thread outlives the block."""
+    executor = ThreadPoolExecutor(max_workers=num_threads, thread_name_prefix=name)
+    try:
+        yield executor
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
 
 
 def shared_counter(initial=0):

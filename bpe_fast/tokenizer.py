@@ -25,7 +25,7 @@ import numpy as np
 import regex
 
 from . import formats
-from ._encode import BPECore, IdBuffer, Segmenter, StreamEncoder, safe_cut
+from ._encode import BPECore, BPETables, IdBuffer, Segmenter, StreamEncoder, safe_cut
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
 from .pretokenize import _check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .specials import check_special_tokens, special_regex
@@ -102,7 +102,11 @@ class Tokenizer:
         self._vocab = vocab
         self._merges = merges
         self._ids_of = ids_of
-        self._core = _build_core(vocab, merges, ids_of)
+        self._tables = _build_tables(vocab, merges, ids_of)
+        # Encoders not in use. Each encoding call takes one and gives it back, so threads encoding at once (the
+        # encoder runs without the GIL on long texts) each have their own, with its own cache of pre-tokens.
+        self._cores = [BPECore(self._tables)]
+        self._cache_bounds = {}         # BPECore's cache_entries / cache_bytes for new encoders (tests)
         self._id_objects = list(range(max(vocab) + 1 if vocab else 0))   # encode's lists share these ints
         # The native path (None: the Python path). Special tokens by UTF-8 length, longest first: a token that
         # is a prefix of another is shorter in bytes too, so this finds what the regex does.
@@ -249,16 +253,24 @@ class Tokenizer:
             text = str.__str__(_check_text(text))        # a str subclass as a plain str
         segmenter = self._segmenter
         if segmenter is not None:
+            cores = self._cores
+            core = cores.pop() if cores else self._new_core()
             try:
-                return self._core.encode_text(text, segmenter, self._id_objects)
+                return core.encode_text(text, segmenter, self._id_objects)
             except UnicodeEncodeError:
                 # Lone surrogates cannot be UTF-8: replaced by U+FFFD as tiktoken does.
-                return self._core.encode_text(_replace_surrogates(text), segmenter, self._id_objects)
+                return core.encode_text(_replace_surrogates(text), segmenter, self._id_objects)
+            finally:
+                cores.append(core)
         try:
             out = self._encode_all(text)
         except UnicodeEncodeError:
             out = self._encode_all(_replace_surrogates(text))
         return out.take_list(self._id_objects)
+
+    def _new_core(self):
+        """An encoder for a call when every other one is in use (by other threads)."""
+        return BPECore(self._tables, **self._cache_bounds)
 
     def encode_to_numpy(self, text, dtype=np.int32):
         """The token ids of `text` as a 1-D NumPy array of `dtype` (int32 by default; also uint16, uint32,
@@ -272,11 +284,11 @@ class Tokenizer:
         if type(text) is not str:
             text = str.__str__(_check_text(text))
         try:
-            ids = self._encode_all(text).take()
+            out = self._encode_all(text)
         except UnicodeEncodeError:
             # Lone surrogates cannot be UTF-8: replaced by U+FFFD as tiktoken does.
-            ids = self._encode_all(_replace_surrogates(text)).take()
-        return ids if dtype == np.int32 else ids.astype(dtype)
+            out = self._encode_all(_replace_surrogates(text))
+        return out.take(dtype)
 
     def encode_utf8_to_numpy(self, data, dtype=np.int32):
         """encode_to_numpy of UTF-8 bytes (equal to encode_to_numpy(data.decode("utf-8"))), without making a
@@ -293,9 +305,13 @@ class Tokenizer:
             return self.encode_to_numpy(bytes(data).decode("utf-8"), dtype)
         _check_utf8(data)
         out = IdBuffer()
-        self._core.encode_utf8_into(out, data, self._segmenter)
-        ids = out.take()
-        return ids if dtype == np.int32 else ids.astype(dtype)
+        cores = self._cores
+        core = cores.pop() if cores else self._new_core()
+        try:
+            core.encode_utf8_into(out, data, self._segmenter)
+        finally:
+            cores.append(core)
+        return out.take(dtype)
 
     def encode_iterable(self, iterable):
         """Lazily yield the ids of the concatenated strings of `iterable` (e.g. a text file, line by line).
@@ -325,27 +341,34 @@ class Tokenizer:
     def _id_lists_native(self, iterable):
         """encode_iterable's lists of ids, one per string that made some ids final (the native path)."""
         stream = self._open_stream()
-        feed = stream.feed
+        cores = self._cores     # an encoder is taken for each string, not held while the caller has the ids
         carry = ""      # a high surrogate that ended the previous string: it may pair with the next one
         for chunk in iterable:
             if type(chunk) is not str:
                 chunk = str.__str__(_check_chunk(chunk))
             if carry:
                 chunk, carry = carry + chunk, ""
+            core = cores.pop() if cores else self._new_core()
             try:
-                ids = feed(chunk)
+                ids = stream.feed(core, chunk)
             except UnicodeEncodeError:
                 chunk, carry = _hold_high_surrogate(chunk)
-                ids = feed(_replace_surrogates(chunk))
+                ids = stream.feed(core, _replace_surrogates(chunk))
+            finally:
+                cores.append(core)
             if ids:
                 yield ids
-        if carry:
-            yield feed(_replace_surrogates(carry))
-        yield stream.finish()
+        core = cores.pop() if cores else self._new_core()
+        try:
+            ids = stream.feed(core, _replace_surrogates(carry)) if carry else []
+            ids += stream.finish(core)
+        finally:
+            cores.append(core)
+        yield ids
 
     def _open_stream(self):
         """A new native StreamEncoder for encode_iterable (a method, so tests can look at the stream)."""
-        return StreamEncoder(self._core, self._segmenter, self._id_objects)
+        return StreamEncoder(self._segmenter, self._id_objects)
 
     def _id_lists_python(self, iterable):
         """encode_iterable's lists of ids for patterns the native scanner does not know: the pending strings
@@ -383,7 +406,12 @@ class Tokenizer:
         the same cuts as in the str (a token's bytes can only match where its characters do)."""
         out = IdBuffer()
         if self._segmenter is not None:
-            self._core.encode_text_into(out, text, self._segmenter)
+            cores = self._cores
+            core = cores.pop() if cores else self._new_core()
+            try:
+                core.encode_text_into(out, text, self._segmenter)
+            finally:
+                cores.append(core)
             return out
         data = text.encode("utf-8")
         rx = self._special_rx_bytes
@@ -408,7 +436,14 @@ class Tokenizer:
 
         A long text is pre-tokenized a window at a time, cut at safe points (see _safe_cut), so the boundaries
         array stays small; only for the built-in patterns, for which the safe cut is exact."""
-        core = self._core
+        cores = self._cores
+        core = cores.pop() if cores else self._new_core()
+        try:
+            return self._encode_ordinary_with(core, out, data, final)
+        finally:
+            cores.append(core)
+
+    def _encode_ordinary_with(self, core, out, data, final):
         pattern = self._pattern
         n = len(data)
         start = 0
@@ -550,7 +585,7 @@ class Tokenizer:
         ('hi', '�')
         """
         if type(ids) is list:
-            data = self._core.decode_list(ids)
+            data = self._tables.decode_list(ids)
             if data is not None:
                 return data.decode("utf-8", errors="replace")
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
@@ -561,7 +596,7 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode_bytes([0xE2, 0x82, 0xAC])
         b'\\xe2\\x82\\xac'
         """
-        return self._core.decode_bytes(_id_array(ids))
+        return self._tables.decode_bytes(_id_array(ids))
 
 
 def _bytes_regex(rx):
@@ -647,7 +682,7 @@ def _check_merges(merges, vocab):
     return out
 
 
-def _build_core(vocab, merges, ids_of, **cache_bounds):
+def _build_tables(vocab, merges, ids_of):
     byte_ids = np.array([ids_of.get(bytes([b]), -1) for b in range(256)], dtype=np.int32)
     ranked = {}                          # token -> first merge that made it; insertion order is rank order
     for a, b in merges:
@@ -667,8 +702,7 @@ def _build_core(vocab, merges, ids_of, **cache_bounds):
     decode_offsets = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(lengths, out=decode_offsets[1:])
     decode_pool = np.frombuffer(b"".join(vocab.get(i, b"") for i in range(size)), dtype=np.uint8)
-    return BPECore(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
-                   **cache_bounds)
+    return BPETables(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known)
 
 
 def _id_array(ids):

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from bpe_fast import Tokenizer
 from bpe_fast.formats import FormatError
 from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
-from bpe_fast.tokenizer import _build_core
 from encode_oracle import (merge_pretoken_merge_list, merge_pretoken_tiktoken, oracle_encode, split_specials,
                            token_ranks)
 
@@ -181,17 +180,20 @@ def test_long_pieces_use_the_heap_and_agree(tok):
 def test_merge_kernel_large_and_small_equal_oracle(tok, piece):
     data = piece.encode()
     expect = [tok._ids_of[p] for p in merge_pretoken_tiktoken(data, token_ranks(tok.merges))]
-    assert tok._core.merge_bytes(data) == expect
+    assert tok._tables.merge_bytes(data) == expect
 
 
 def test_small_cache_resets_and_stays_correct(trained):
     tok = Tokenizer(*trained, special_tokens=[EOT])
-    tok._core = _build_core(tok._vocab, tok._merges, tok._ids_of, cache_entries=8, cache_bytes=200)
+    tok._cache_bounds = {"cache_entries": 8, "cache_bytes": 200}
+    tok._cores.clear()                  # the next encoder is made with the small bounds
     text = make_text(5, 1500, specials=[EOT])
     assert tok.encode(text) == oracle(tok, text)
-    assert tok._core.stats()["cache_resets"] > 10
-    tok._core = _build_core(tok._vocab, tok._merges, tok._ids_of, cache_entries=0)
+    assert tok._cores[0].stats()["cache_resets"] > 10
+    tok._cache_bounds = {"cache_entries": 0}
+    tok._cores.clear()
     assert tok.encode(text) == oracle(tok, text)
+    assert tok._cores[0].stats()["cached"] == 0
 
 
 @pytest.mark.parametrize("window", [1, 7, 64])
@@ -211,7 +213,7 @@ def test_long_texts_are_pre_tokenized_in_windows(tok, tok4, monkeypatch, window)
 def test_every_ranked_token_encodes_to_itself(tok):
     for i, token in tok.vocab.items():
         if len(token) > 1 and i != tok.special_tokens[EOT] and tok._ids_of[token] == i:
-            assert tok._core.merge_bytes(token) == [i]
+            assert tok._tables.merge_bytes(token) == [i]
 
 
 # ------------------------------------------------------------------------------------- against the oracle
@@ -539,15 +541,15 @@ def watch_attempts(tok, monkeypatch):
             def __init__(self, stream):
                 self.stream = stream
 
-            def feed(self, chunk):
+            def feed(self, core, chunk):
                 before = self.stream.attempts
-                ids = self.stream.feed(chunk)
+                ids = self.stream.feed(core, chunk)
                 if self.stream.attempts > before:
                     held.append(self.stream.pending_bytes)
                 return ids
 
-            def finish(self):
-                return self.stream.finish()
+            def finish(self, core):
+                return self.stream.finish(core)
 
         original = tok._open_stream
         monkeypatch.setattr(tok, "_open_stream", lambda: Watched(original()))
@@ -609,21 +611,22 @@ def test_stream_encoder_worked_example():
 
     tok = Tokenizer(byte_vocab(b"ll", b"llo", b"  "), [(b"l", b"l"), (b"ll", b"o"), (b" ", b" ")], ["<|e|>"])
     ids = list(range(tok.vocab_size))
+    core = tok._cores[0]
     # GPT-2 pattern. "Hello wor": " wor" may go on, so only "Hello" is final
-    stream = StreamEncoder(tok._core, tok._segmenter, ids)
-    assert stream.feed("Hello wor") == [ord("H"), ord("e"), 257] and stream.pending_bytes == 4
+    stream = StreamEncoder(tok._segmenter, ids)
+    assert stream.feed(core, "Hello wor") == [ord("H"), ord("e"), 257] and stream.pending_bytes == 4
     # "  " at the end may grow into a longer run (and then split differently): held back
-    assert stream.feed("ld  ") == [ord(c) for c in " world"] and stream.pending_bytes == 2
+    assert stream.feed(core, "ld  ") == [ord(c) for c in " world"] and stream.pending_bytes == 2
     # "<|e" may be the start of the special token: held back with the spaces
-    assert stream.feed("<|e") == [] and stream.pending_bytes == 5
+    assert stream.feed(core, "<|e") == [] and stream.pending_bytes == 5
     # the text ends there: " " (the run minus its last space), " <|", "e"
-    assert stream.finish() == [32, 32, ord("<"), ord("|"), ord("e")] and stream.pending_bytes == 0
+    assert stream.finish(core) == [32, 32, ord("<"), ord("|"), ord("e")] and stream.pending_bytes == 0
     # the safe cut: "it's  a  " -> "it", "'s", " ", " a" are final; "  " is held (it could grow)
-    stream = StreamEncoder(tok._core, tok._segmenter, ids)
-    assert tok.decode(stream.feed("it's  a  ")) == "it's  a" and stream.pending_bytes == 2
+    stream = StreamEncoder(tok._segmenter, ids)
+    assert tok.decode(stream.feed(core, "it's  a  ")) == "it's  a" and stream.pending_bytes == 2
     # an apostrophe one byte from the end ("'l" + "l" is the contraction "'ll") is held back with its letter
-    assert tok.decode(stream.feed("we'l")) == "  we" and stream.pending_bytes == 2
-    assert tok.decode(stream.finish()) == "'l"
+    assert tok.decode(stream.feed(core, "we'l")) == "  we" and stream.pending_bytes == 2
+    assert tok.decode(stream.finish(core)) == "'l"
     segmenter = Segmenter(4, [b"<|e|>"], [258])
     assert segmenter.kind == 4
     with pytest.raises(ValueError, match="kind"):

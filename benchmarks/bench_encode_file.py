@@ -1,0 +1,95 @@
+"""Encoding a file to .npy (bpe_fast.encode_file): throughput with 1 and 2 workers, and peak memory.
+
+    pytest benchmarks/bench_encode_file.py -s --benchmark-columns=min,median,rounds
+
+- test_encode_file[1 worker / 2 workers]: the corpus of conftest.py (BPE_FAST_BENCH_BYTES, default 20 MB)
+  encoded with a 10,000-token vocabulary trained on its first 5 MB. The two are run in alternation, round by
+  round, inside one benchmark (this machine's speed drifts over seconds), and each records its MB/s;
+  extra_info["scaling"] is the 2-worker throughput over the 1-worker one, from the medians.
+- test_encode_file_peak_memory: peak resident memory of a fresh `python -m bpe_fast encode` on the corpus and
+  on the corpus four times over. The token array streams to disk, so the two peaks should be close.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bpe_fast import Tokenizer, encode_file, train_bpe
+
+from conftest import EOT
+
+ROUNDS = 5
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(corpus_path, tmp_path_factory):
+    sample = tmp_path_factory.mktemp("sample") / "sample.txt"
+    with open(corpus_path, "rb") as src:
+        data = src.read(5_000_000)
+    sample.write_bytes(data[:data.rfind(b"\n") + 1])
+    vocab, merges = train_bpe(sample, 10_000, [EOT], num_processes=2)
+    folder = tmp_path_factory.mktemp("tok") / "tok"
+    Tokenizer(vocab, merges, [EOT]).save(folder)
+    return folder
+
+
+def test_encode_file_1_and_2_workers(benchmark, corpus_path, tokenizer_dir, tmp_path):
+    size = corpus_path.stat().st_size
+    times = {1: [], 2: []}
+
+    def one_round():
+        for workers in (1, 2):
+            tok = Tokenizer.load(tokenizer_dir)        # a fresh tokenizer: no pre-token cache carried over
+            start = time.perf_counter()
+            encode_file(tok, corpus_path, tmp_path / f"ids{workers}.npy", num_processes=workers)
+            times[workers].append(time.perf_counter() - start)
+
+    benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
+    import numpy as np
+
+    one, two = np.load(tmp_path / "ids1.npy"), np.load(tmp_path / "ids2.npy")
+    assert one.dtype == np.uint16 and np.array_equal(one, two)
+    if benchmark.stats is None:                   # --benchmark-disable: ran once, untimed
+        return
+    median = {w: statistics.median(t) for w, t in times.items()}
+    benchmark.extra_info.update({
+        "MB/s 1 worker": round(size / median[1] / 1e6, 1),
+        "MB/s 2 workers": round(size / median[2] / 1e6, 1),
+        "scaling": round(median[1] / median[2], 3),
+        "scaling per round": [round(a / b, 3) for a, b in zip(times[1], times[2])],
+    })
+    print(f"\nencode_file, {size / 1e6:.0f} MB: 1 worker {median[1]:.3f} s, 2 workers {median[2]:.3f} s "
+          f"(medians of {ROUNDS} alternating rounds): {median[1] / median[2]:.2f}x")
+
+
+def _peak_rss_mb(args, cwd):
+    """Run a command; its peak resident memory in MB (from wait4's rusage)."""
+    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, proc.stderr.read()
+    return usage.ru_maxrss / 1024
+
+
+def test_encode_file_peak_memory(benchmark, corpus_path, tokenizer_dir, tmp_path):
+    big = tmp_path / "big.txt"
+    data = corpus_path.read_bytes()
+    with open(big, "wb") as f:
+        for _ in range(4):
+            f.write(data)
+    peaks = {}
+
+    def measure():
+        for name, path in (("1x", corpus_path), ("4x", big)):
+            peaks[name] = _peak_rss_mb([sys.executable, "-m", "bpe_fast", "encode", "-t", str(tokenizer_dir),
+                                        str(path), "-o", str(tmp_path / f"{name}.npy"), "--processes", "2"],
+                                       cwd=tmp_path)
+
+    benchmark.pedantic(measure, rounds=1, iterations=1)
+    benchmark.extra_info.update({"peak MB 1x": round(peaks["1x"]), "peak MB 4x": round(peaks["4x"]),
+                                 "corpus MB": round(len(data) / 1e6)})
+    print(f"\nencode peak RSS: {peaks['1x']:.0f} MB for {len(data) / 1e6:.0f} MB, "
+          f"{peaks['4x']:.0f} MB for {4 * len(data) / 1e6:.0f} MB")
+    assert (tmp_path / "4x.npy").stat().st_size > 4 * (tmp_path / "1x.npy").stat().st_size - 1000
