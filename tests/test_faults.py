@@ -94,6 +94,73 @@ def test_signal_stops_every_worker_and_writes_nothing(tmp_path, big_corpus, slow
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.fixture(scope="module")
+def native_tokdir(tmp_path_factory):
+    """A tokenizer with GPT-2's pattern: encode_file runs it in threads of the command's own process."""
+    small = tmp_path_factory.mktemp("small_native") / "small.txt"
+    generate(small, 200_000, seed=3)
+    out = tmp_path_factory.mktemp("tok_native") / "tok"
+    vocab, merges = train_bpe(small, 400, [EOT])
+    Tokenizer(vocab, merges, [EOT]).save(out)
+    return out
+
+
+def _repeated(source, times):
+    """`source` written `times` times over into a new file beside it (a longer encode)."""
+    path = source.with_name(f"{source.stem}x{times}{source.suffix}")
+    if not path.exists():
+        with open(path, "wb") as f:
+            f.writelines([source.read_bytes()] * times)
+    return path
+
+
+def _wait_for_tokens(proc, folder, name, timeout=60):
+    """The temporary output once it holds some tokens (the encode is under way), or None if the command ended
+    first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        for tmp in folder.glob(f".{name}.*.tmp"):
+            try:
+                if tmp.stat().st_size > 128:            # more than the .npy header
+                    return tmp
+            except FileNotFoundError:
+                pass
+        time.sleep(0.002)
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate(timeout=10)
+        raise AssertionError("no tokens were written within a minute")
+    return None
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_threaded_encode_and_writes_nothing(tmp_path, big_corpus, native_tokdir, sig, code):
+    # The built-in pattern encodes in threads at ~100 MB/s each: 40 MB may be done before the signal lands.
+    # Then (the output exists) the encode is run again on a longer input; the test passes only on a run that
+    # the signal interrupted.
+    for times in (1, 4, 16):
+        corpus = big_corpus if times == 1 else _repeated(big_corpus, times)
+        out = tmp_path / "tokens.npy"
+        proc = start(["encode", "-t", str(native_tokdir), str(corpus), "-o", str(out), "--processes", "2"],
+                     cwd=tmp_path)
+        tmp = _wait_for_tokens(proc, tmp_path, out.name)
+        if tmp is not None:
+            assert children(proc.pid) == [], "threads were expected, not worker processes"
+            proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        if tmp is not None and not out.exists():
+            break
+        # too fast: the encode ended before the signal (or before any tokens were seen)
+        assert proc.returncode in (0, code, -sig) and "Traceback" not in err, err
+        out.unlink()
+        assert list(tmp_path.iterdir()) == []
+    else:
+        pytest.fail("every encode ended before the signal landed")
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_killed_encode_worker_is_a_clear_error(tmp_path, big_corpus, slow_tokdir):
     out = tmp_path / "tokens.npy"
     proc = start(["encode", "-t", str(slow_tokdir), str(big_corpus), "-o", str(out), "--processes", "2"],
