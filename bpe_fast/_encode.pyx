@@ -27,7 +27,7 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy, memmove
+from libc.string cimport memcmp, memcpy, memmove, memset
 from libcpp.queue cimport priority_queue
 from libcpp.vector cimport vector
 
@@ -54,6 +54,7 @@ cdef enum:
     MAX_CACHED_PIECE = 256      # longer pre-tokens are not cached
     SCAN_BLOCK = 256            # pre-token ends scanned at a time (on the stack) before they are encoded
     PENDING_GROWTH = 2          # StreamEncoder looks for a cut again once the pending text has doubled
+    HOT_SLOTS = 4096            # the small direct-mapped table of frequent short pre-tokens (64 KB)
     NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
     NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
 
@@ -65,6 +66,12 @@ cdef struct PairSlot:
     uint64_t key                # (a << 32) | b, or EMPTY_PAIR
     int32_t rank
     int32_t merged
+
+
+cdef struct HotSlot:
+    uint64_t prefix             # the pre-token's bytes (8 or fewer), zero-padded
+    int32_t key_len             # 0: empty
+    int32_t value               # its single id
 
 
 cdef struct PieceSlot:
@@ -522,25 +529,11 @@ cdef class BPETables:
 
     def decode_bytes(self, const int64_t[::1] ids):
         """The bytes of the ids joined. Raises ValueError naming the first id without bytes."""
-        cdef Py_ssize_t n = ids.shape[0], k
-        cdef int64_t i, total = 0, n_known = self.known.size()
-        cdef const int64_t* offs = self.offsets.data()
-        cdef const uint8_t* known = self.known.data()
-        for k in range(n):
-            i = ids[k]
-            if i < 0:
-                raise ValueError(f"negative token id {i} (at position {k})")
-            if i >= n_known or not known[i]:
-                raise ValueError(f"unknown token id {i} (at position {k})")
-            total += offs[i + 1] - offs[i]
-        result = PyBytes_FromStringAndSize(NULL, total)
-        cdef char* dst = PyBytes_AS_STRING(result)
-        if n >= NOGIL_IDS:
-            with nogil:
-                _gather(self.pool.data(), offs, &ids[0], n, dst)
-        elif n:
-            _gather(self.pool.data(), offs, &ids[0], n, dst)
-        return result
+        # A private copy: the caller's array could change while the GIL is released (checked ids only).
+        cdef vector[int64_t] own
+        if ids.shape[0]:
+            own.assign(&ids[0], &ids[0] + ids.shape[0])
+        return self._decode(own)
 
     def decode_list(self, list ids):
         """decode_bytes for a list of int, read without making an array first; None if an item is not an int
@@ -559,9 +552,29 @@ cdef class BPETables:
             if overflow:
                 raise ValueError(f"{'negative' if overflow < 0 else 'unknown'} token id {item} (at position {k})")
             buf[k] = value
-        if n == 0:
-            return b""
-        return self.decode_bytes(<int64_t[:n]>buf.data())
+        return self._decode(buf)
+
+    cdef bytes _decode(self, const vector[int64_t]& ids):
+        """decode_bytes of ids this call owns."""
+        cdef Py_ssize_t n = ids.size(), k
+        cdef int64_t i, total = 0, n_known = self.known.size()
+        cdef const int64_t* offs = self.offsets.data()
+        cdef const uint8_t* known = self.known.data()
+        for k in range(n):
+            i = ids[k]
+            if i < 0:
+                raise ValueError(f"negative token id {i} (at position {k})")
+            if i >= n_known or not known[i]:
+                raise ValueError(f"unknown token id {i} (at position {k})")
+            total += offs[i + 1] - offs[i]
+        result = PyBytes_FromStringAndSize(NULL, total)
+        cdef char* dst = PyBytes_AS_STRING(result)
+        if n >= NOGIL_IDS:
+            with nogil:
+                _gather(self.pool.data(), offs, ids.data(), n, dst)
+        elif n:
+            _gather(self.pool.data(), offs, ids.data(), n, dst)
+        return result
 
     # ------------------------------------------------------------------------------------------ inspection
 
@@ -604,12 +617,14 @@ cdef class BPECore:
     cdef Py_ssize_t n_resets
 
     cdef vector[int32_t] scratch
+    cdef HotSlot hot[HOT_SLOTS]             # pre-tokens of 2..8 bytes with one id, last seen per slot
 
     def __cinit__(self, BPETables tables not None, Py_ssize_t cache_entries=1 << 16,
                   Py_ssize_t cache_bytes=16 << 20):
         cdef Py_ssize_t cap
         self.tables = tables
         self.r = tables.r
+        memset(self.hot, 0, sizeof(self.hot))
         self.perm = tables.permanent.data()
         self.n_perm = tables.permanent.size()
         self.lookup_limit = tables.lookup_limit
@@ -736,12 +751,22 @@ cdef class BPECore:
                     raise ValueError(f"byte 0x{p[0]:02x} has no token in the vocabulary")
             out.push_back(id_)
             return 0
+        cdef HotSlot* hot
         if n <= self.lookup_limit:
             h = hash_key(p, n, &prefix)
+            if n <= 8:
+                hot = &self.hot[(h >> 20) & (HOT_SLOTS - 1)]
+                if hot.key_len == n and hot.prefix == prefix:
+                    out.push_back(hot.value)
+                    return 0
             slot = self._find(h, prefix, p, n)
             if slot != NULL:
                 if slot.n_ids == 1:
                     out.push_back(<int32_t>slot.value)
+                    if n <= 8:
+                        hot.prefix = prefix
+                        hot.key_len = <int32_t>n
+                        hot.value = slot.value
                 else:
                     out.insert(out.end(), self.cached_ids.data() + slot.value,
                                self.cached_ids.data() + slot.value + slot.n_ids)

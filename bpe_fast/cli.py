@@ -309,7 +309,9 @@ def build_parser():
     p.add_argument("-t", "--tokenizer", required=True, metavar="DIR")
     p.add_argument("input", metavar="INPUT")
     p.add_argument("-o", "--output", required=True, metavar="TOKENS.npy")
-    p.add_argument("--processes", type=_positive_int, default=None)
+    p.add_argument("--processes", type=_positive_int, default=None,
+                   help="workers encoding at once (default: all cores): threads for the gpt2 and gpt4 patterns "
+                        "(the encoder runs without the GIL), processes for a custom regex")
     p.add_argument("--dtype", choices=["uint16", "uint32"], default=None,
                    help="default: uint16 when the vocabulary fits, else uint32")
     p.add_argument("--errors", choices=["strict", "replace"], default="strict")

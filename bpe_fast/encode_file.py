@@ -16,36 +16,63 @@ import numpy as np
 
 from .chunking import chunk_boundaries
 from .counts import CorpusDecodeError, _line_of, check_errors, check_input_file
-from .atomic import atomic_output
+from .atomic import atomic_output, start_writeback
+from ._encode import IdBuffer
 from .procs import check_chunk_bytes, check_num_processes, thread_pool, worker_pool
 
 DEFAULT_CHUNK_BYTES = 1 << 20
 _CHUNKS_PER_WORKER = 16     # at least this many ranges a worker, so that the workers finish together
 _IN_PROCESS_BYTES = 1 << 20
+_WRITEBACK_BYTES = 8 << 20  # the output is handed to the disk this many bytes at a time as it grows
 _HEADER_BYTES = 128          # room for any 1-D shape; rewritten in place with the real length
 
 _tokenizer = None            # in a worker process: the tokenizer, inherited from the caller (fork) or passed once
+_scratch = None              # in a worker process: its _Scratch
+
+
+class _Scratch:
+    """Working buffers for encoding ranges, reused from one range to the next (fresh memory for every range
+    costs page faults): pairs of (bytearray for the text, IdBuffer for the ids), one per task running."""
+
+    def __init__(self):
+        self.spare = []
+
+    def take(self):
+        return self.spare.pop() if self.spare else [bytearray(), IdBuffer()]
+
+    def give(self, pair):
+        self.spare.append(pair)
 
 
 def _init_worker(tokenizer):
-    global _tokenizer
+    global _tokenizer, _scratch
     _tokenizer = tokenizer
+    _scratch = _Scratch()
 
 
 def _encode_range_in_worker(path, start, end, dtype, errors):
-    return _encode_range(_tokenizer, path, start, end, dtype, errors)
+    return _encode_range(_tokenizer, _scratch, path, start, end, dtype, errors)
 
 
-def _encode_range(tokenizer, path, start, end, dtype, errors):
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(end - start)
+def _encode_range(tokenizer, scratch, path, start, end, dtype, errors):
+    pair = scratch.take()
     try:
-        if errors == "strict":
-            return tokenizer.encode_utf8_to_numpy(data, dtype=dtype)     # no str made
-        return tokenizer.encode_to_numpy(data.decode("utf-8", errors), dtype=dtype)
-    except UnicodeDecodeError as exc:
-        raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
+        n = end - start
+        if len(pair[0]) < n:
+            pair[0] = bytearray(n)
+        with memoryview(pair[0])[:n] as data:
+            with open(path, "rb") as f:
+                f.seek(start)
+                if f.readinto(data) != n:
+                    raise OSError(f"{path} changed while it was being encoded (shorter than expected)")
+            try:
+                if errors == "strict" and tokenizer._segmenter is not None:
+                    return tokenizer._encode_utf8_array(data, dtype, pair[1])     # no str made
+                return tokenizer.encode_to_numpy(str(data, "utf-8", errors), dtype=dtype)
+            except UnicodeDecodeError as exc:
+                raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
+    finally:
+        scratch.give(pair)
 
 
 def _npy_header(dtype, length):
@@ -103,9 +130,15 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
         with atomic_output(output_path) as out:
             out.write(_npy_header(dtype, 0))
             count = 0
+            written = synced = _HEADER_BYTES
             for start, end, ids in _encoded_ranges(tokenizer, input_path, ranges, dtype, errors, num_processes):
                 out.write(ids)                      # its buffer, not a copy
                 count += len(ids)
+                written += ids.nbytes
+                if written - synced >= _WRITEBACK_BYTES:
+                    out.flush()
+                    start_writeback(out, synced, written - synced)
+                    synced = written
                 if progress is not None:
                     progress("encode", end, size)
             out.seek(0)
@@ -118,12 +151,13 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
 def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_workers):
     """Yield (start, end, ids) for each range, in file order."""
     if num_workers == 1 or len(ranges) <= 1:
+        scratch = _Scratch()
         for start, end in ranges:
-            yield start, end, _encode_range(tokenizer, path, start, end, dtype, errors)
+            yield start, end, _encode_range(tokenizer, scratch, path, start, end, dtype, errors)
         return
     if tokenizer._segmenter is not None:          # the native encoder: threads
         pool = thread_pool(num_workers, "bpe_fast-encode")
-        task, first = _encode_range, (tokenizer,)
+        task, first = _encode_range, (tokenizer, _Scratch())
     else:                                         # `regex` holds the GIL: processes
         pool = worker_pool(num_workers, f"encoding {path}", _init_worker, (tokenizer,))
         task, first = _encode_range_in_worker, ()

@@ -303,8 +303,17 @@ class Tokenizer:
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         if self._segmenter is None:
             return self.encode_to_numpy(bytes(data).decode("utf-8"), dtype)
+        if type(data) is not bytes:
+            # a copy: the UTF-8 is checked first and then scanned without the GIL, and a mutable buffer could
+            # change in between (another thread); bytes cannot
+            data = bytes(data)
+        return self._encode_utf8_array(data, dtype, IdBuffer())
+
+    def _encode_utf8_array(self, data, dtype, out):
+        """encode_utf8_to_numpy for the native path, its arguments checked, with `out` (an empty IdBuffer) as
+        the working buffer: it is left empty, its memory kept, so a caller encoding many pieces reuses it. data
+        must not change during the call (bytes, or a buffer no other thread holds)."""
         _check_utf8(data)
-        out = IdBuffer()
         cores = self._cores
         core = cores.pop() if cores else self._new_core()
         try:
@@ -724,11 +733,11 @@ def _id_array(ids):
         return np.zeros(0, dtype=np.int64)
     kind = arr.dtype.kind
     if kind == "i":
-        return arr.astype(np.int64, copy=False)
+        return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "u":
         if arr.dtype.itemsize == 8 and int(arr.max()) > np.iinfo(np.int64).max:
             raise ValueError(f"unknown token id {int(arr.max())}")
-        return arr.astype(np.int64, copy=False)
+        return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "O":
         out = np.empty(arr.size, dtype=np.int64)
         for k, value in enumerate(arr):

@@ -434,3 +434,45 @@ def test_encode_file_in_two_workers_equals_encode(trained, multi_mb_file, tmp_pa
     assert len(reports) >= 60                                  # one report per range
     if name != "custom":                                       # threads share tok's encoders
         check_pool(tok, before, made, n_threads=2)
+
+
+# ------------------------------------------------------------------------------------- caller's buffers change
+
+def test_decode_of_an_array_another_thread_writes_to(trained):
+    """decode_bytes checks the ids, then copies their bytes without the GIL: it must work on its own copy of
+    the ids, or an id written meanwhile by another thread (here a huge one) is used unchecked (a crash)."""
+    tok = tokenizer(trained, "gpt2")
+    ids = np.full(4_000_000, ord("a"), dtype=np.int64)
+    stop = threading.Event()
+
+    def scribble():
+        while not stop.is_set():
+            ids[-1] = 1 << 40
+            ids[-1] = ord("b")
+
+    writer = threading.Thread(target=scribble)
+    writer.start()
+    try:
+        outcomes = set()
+        for _ in range(20):
+            try:
+                data = tok.decode_bytes(ids)
+            except ValueError as exc:
+                assert "unknown token id 1099511627776 (at position 3999999)" in str(exc)
+                outcomes.add("error")
+            else:
+                assert len(data) == len(ids) and data[:-1] == b"a" * (len(ids) - 1) and data[-1:] in (b"a", b"b")
+                outcomes.add("bytes")
+    finally:
+        stop.set()
+        writer.join()
+    assert outcomes
+
+
+def test_decode_of_a_strided_array(trained):
+    tok = tokenizer(trained, "gpt2")
+    ids = np.array(tok.encode("Once upon a time, there was a cat."), dtype=np.int64)
+    pairs = np.stack([ids, ids])                # a column of it and every other id are not contiguous
+    assert tok.decode(pairs[:, 0]) == tok.decode([int(ids[0])] * 2)
+    assert tok.decode(ids[::2]) == tok.decode(ids.tolist()[::2])
+    assert tok.decode(ids.astype(np.uint32)[::-1]) == tok.decode(ids.tolist()[::-1])
