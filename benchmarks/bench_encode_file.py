@@ -5,7 +5,8 @@
 - test_encode_file[1 worker / 2 workers]: the corpus of conftest.py (BPE_FAST_BENCH_BYTES, default 20 MB)
   encoded with a 10,000-token vocabulary trained on its first 5 MB. The two are run in alternation, round by
   round, inside one benchmark (this machine's speed drifts over seconds), and each records its MB/s;
-  extra_info["scaling"] is the 2-worker throughput over the 1-worker one, from the medians.
+  extra_info["scaling"] is the 2-worker throughput over the 1-worker one, from the medians
+  (BPE_FAST_BENCH_ROUNDS rounds, default 5).
 - test_encode_file_peak_memory: peak resident memory of a fresh `python -m bpe_fast encode` on the corpus and
   on the corpus four times over. The token array streams to disk, so the two peaks should be close.
 """
@@ -21,7 +22,7 @@ from bpe_fast import Tokenizer, encode_file, train_bpe
 
 from conftest import EOT
 
-ROUNDS = 5
+ROUNDS = int(os.environ.get("BPE_FAST_BENCH_ROUNDS", 5))      # alternating rounds of 1 and 2 workers
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +44,10 @@ def test_encode_file_1_and_2_workers(benchmark, corpus_path, tokenizer_dir, tmp_
     def one_round():
         for workers in (1, 2):
             tok = Tokenizer.load(tokenizer_dir)        # a fresh tokenizer: no pre-token cache carried over
+            out = tmp_path / f"ids{workers}.npy"
+            out.unlink(missing_ok=True)                # replacing the last round's file costs its unlinking
             start = time.perf_counter()
-            encode_file(tok, corpus_path, tmp_path / f"ids{workers}.npy", num_processes=workers)
+            encode_file(tok, corpus_path, out, num_processes=workers)
             times[workers].append(time.perf_counter() - start)
 
     benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)

@@ -578,7 +578,7 @@ def encode_jobs(args, tokenizer, text_path, workdir, wanted):
         Job("encode", "tiktoken `encode_ordinary`", "encode_ordinary.tiktoken", spec("tiktoken_ordinary"),
             tool="tiktoken", baseline=plain, check="ids", status=peer_status("tiktoken", wanted)),
     ]
-    fenc = Job("encode_file", f"bpe_fast `encode_file` ({P} processes)", "encode_file.bpe_fast",
+    fenc = Job("encode_file", f"bpe_fast `encode_file` ({P} workers)", "encode_file.bpe_fast",
                spec("bpe_fast_file", specials=[EOT], npy=str(workdir / "file.bpe_fast.npy")), tool="bpe_fast",
                reference=enc, check="ids")
     jobs += [
@@ -812,8 +812,9 @@ def parse_args(argv):
                                                     "(default 50MB)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpus (default 0)")
     p.add_argument("--vocab-size", type=int, default=10_000)
-    p.add_argument("--processes", type=int, default=2, help="processes (bpe_fast) and threads (peers) for "
-                                                            "training and file encoding (default 2)")
+    p.add_argument("--processes", type=int, default=2, help="workers for training (bpe_fast: processes) and "
+                                                            "file encoding (bpe_fast and peers: threads) "
+                                                            "(default 2)")
     p.add_argument("--pattern", default="gpt2", help="gpt2, gpt4 or a regex (default gpt2)")
     p.add_argument("--encode-bytes", default="20MB", help="how much of the corpus to encode (default 20MB)")
     p.add_argument("--encode-text", choices=["corpus", "fixtures"], default="corpus",
@@ -907,7 +908,7 @@ def main(argv=None):
             sections.append((f"Encoding a file, {args.processes} workers", multi, text_bytes,
                              "ids = bpe_fast's",
                              f"The same text as a file, to a .npy of token ids: "
-                             f"bpe_fast.encode_file with {args.processes} processes; the peers read the file, "
+                             f"bpe_fast.encode_file with {args.processes} workers (threads); the peers read the file, "
                              f"split it at {EOT}, encode the documents on {args.processes} threads and write "
                              f"the ids joined by {EOT}'s id (the same array); all of it is timed. tiktoken "
                              f"also encodes the text cut into {4 * args.processes} parts just before a {EOT} "

@@ -50,6 +50,10 @@ class Tokenizer:
     takes the id of its UTF-8 bytes in the vocabulary, or else the next unused id (appended, in order).
     pattern: the pre-tokenization regex or a name ("gpt2", "gpt4").
 
+    Threads may share a Tokenizer. Texts of 16 KB or more are encoded without the GIL, each call on an encoder
+    of its own (the tokenizer keeps one per thread that has been encoding at once), so threads encode in
+    parallel; the pre-tokenizing of a custom pattern holds the GIL (processes suit it better).
+
     >>> vocab = {i: bytes([i]) for i in range(256)}
     >>> vocab.update({256: b"he", 257: b"ll", 258: b"hell", 259: b"hello"})
     >>> tok = Tokenizer(vocab, [(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b"hell", b"o")], ["<|endoftext|>"])
