@@ -869,6 +869,9 @@ cdef class BPECore:
     def encode_text(self, str text not None, Segmenter seg not None, list id_objects not None):
         """The ids of `text` as a new list of int (id_objects[i] is the int i), in one native pass: UTF-8,
         special tokens, pre-tokens, merges. Lone surrogates raise UnicodeEncodeError."""
+        return self._encode_text(text, seg, id_objects)
+
+    cdef list _encode_text(self, str text, Segmenter seg, list id_objects):
         cdef const uint8_t* data
         cdef Py_ssize_t n
         cdef vector[int32_t] ids
@@ -900,6 +903,18 @@ cdef class BPECore:
         result = self.tables.stats()
         result.update({"cached": self.n_cached, "cache_resets": self.n_resets, "cached_bytes": self.cached_bytes})
         return result
+
+
+def encode_text_pooled(tokenizer, str text not None, Segmenter seg not None):
+    """BPECore.encode_text for bpe_fast.Tokenizer.encode: on an encoder taken from tokenizer._cores (or made by
+    tokenizer._new_core() when none is spare) and put back after; here rather than in Python for the sake of
+    short texts, where these steps cost as much as the encoding."""
+    cdef list cores = tokenizer._cores
+    cdef BPECore core = cores.pop() if PyList_GET_SIZE(cores) else tokenizer._new_core()
+    try:
+        return core._encode_text(text, seg, tokenizer._id_objects)
+    finally:
+        cores.append(core)
 
 
 @cython.final

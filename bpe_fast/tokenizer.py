@@ -25,7 +25,7 @@ import numpy as np
 import regex
 
 from . import formats
-from ._encode import BPECore, BPETables, IdBuffer, Segmenter, StreamEncoder, safe_cut
+from ._encode import BPECore, BPETables, IdBuffer, Segmenter, StreamEncoder, encode_text_pooled, safe_cut
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
 from .pretokenize import _check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .specials import check_special_tokens, special_regex
@@ -257,15 +257,11 @@ class Tokenizer:
             text = str.__str__(_check_text(text))        # a str subclass as a plain str
         segmenter = self._segmenter
         if segmenter is not None:
-            cores = self._cores
-            core = cores.pop() if cores else self._new_core()
             try:
-                return core.encode_text(text, segmenter, self._id_objects)
+                return encode_text_pooled(self, text, segmenter)
             except UnicodeEncodeError:
                 # Lone surrogates cannot be UTF-8: replaced by U+FFFD as tiktoken does.
-                return core.encode_text(_replace_surrogates(text), segmenter, self._id_objects)
-            finally:
-                cores.append(core)
+                return encode_text_pooled(self, _replace_surrogates(text), segmenter)
         try:
             out = self._encode_all(text)
         except UnicodeEncodeError:
