@@ -866,12 +866,11 @@ cdef class BPECore:
             raise
         return done
 
-    def encode_text(self, str text not None, Segmenter seg not None, list id_objects not None):
+    cpdef list encode_text(self, str text, Segmenter seg, list id_objects):
         """The ids of `text` as a new list of int (id_objects[i] is the int i), in one native pass: UTF-8,
         special tokens, pre-tokens, merges. Lone surrogates raise UnicodeEncodeError."""
-        return self._encode_text(text, seg, id_objects)
-
-    cdef list _encode_text(self, str text, Segmenter seg, list id_objects):
+        if text is None or seg is None or id_objects is None:
+            raise TypeError("encode_text takes a str, a Segmenter and a list")
         cdef const uint8_t* data
         cdef Py_ssize_t n
         cdef vector[int32_t] ids
@@ -912,7 +911,7 @@ def encode_text_pooled(tokenizer, str text not None, Segmenter seg not None):
     cdef list cores = tokenizer._cores
     cdef BPECore core = cores.pop() if PyList_GET_SIZE(cores) else tokenizer._new_core()
     try:
-        return core._encode_text(text, seg, tokenizer._id_objects)
+        return core.encode_text(text, seg, tokenizer._id_objects)
     finally:
         cores.append(core)
 
