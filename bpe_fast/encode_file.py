@@ -107,8 +107,8 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
     The array equals tokenizer.encode(whole text). dtype defaults to uint16 when the vocab fits, else
     uint32. The output appears only when complete (written to a temporary name, then renamed).
     num_processes: how many workers encode at once (None: one per CPU core); threads of this process for
-    the built-in patterns, processes for other patterns (see the module docstring). progress, if given, is called as progress("encode", bytes_done, bytes_total). Returns the number of
-    tokens written.
+    the built-in patterns, processes for other patterns (see the module docstring). progress, if given, is
+    called as progress("encode", bytes_done, bytes_total). Returns the number of tokens written.
     """
     input_path = check_input_file(input_path)
     output_path = os.fspath(output_path)

@@ -272,6 +272,16 @@ class Tokenizer:
         """An encoder for a call when every other one is in use (by other threads)."""
         return BPECore(self._tables, **self._cache_bounds)
 
+    def _on_core(self, call, *args):
+        """call(core, *args) with an encoder this call has to itself: taken from self._cores (or new), given
+        back after. (encode() does the same in Cython, encode_text_pooled, for short texts' sake.)"""
+        cores = self._cores
+        core = cores.pop() if cores else self._new_core()
+        try:
+            return call(core, *args)
+        finally:
+            cores.append(core)
+
     def encode_to_numpy(self, text, dtype=np.int32):
         """The token ids of `text` as a 1-D NumPy array of `dtype` (int32 by default; also uint16, uint32,
         int64, uint64). A dtype too small for the largest id (uint16 with more than 65,536 ids) is a ValueError.
@@ -314,12 +324,7 @@ class Tokenizer:
         the working buffer: it is left empty, its memory kept, so a caller encoding many pieces reuses it. data
         must not change during the call (bytes, or a buffer no other thread holds)."""
         _check_utf8(data)
-        cores = self._cores
-        core = cores.pop() if cores else self._new_core()
-        try:
-            core.encode_utf8_into(out, data, self._segmenter)
-        finally:
-            cores.append(core)
+        self._on_core(lambda core: core.encode_utf8_into(out, data, self._segmenter))
         return out.take(dtype)
 
     def encode_iterable(self, iterable):
@@ -349,31 +354,23 @@ class Tokenizer:
 
     def _id_lists_native(self, iterable):
         """encode_iterable's lists of ids, one per string that made some ids final (the native path)."""
-        stream = self._open_stream()
-        cores = self._cores     # an encoder is taken for each string, not held while the caller has the ids
+        stream = self._open_stream()   # an encoder is taken for each string, not held while the caller has the ids
         carry = ""      # a high surrogate that ended the previous string: it may pair with the next one
         for chunk in iterable:
             if type(chunk) is not str:
                 chunk = str.__str__(_check_chunk(chunk))
             if carry:
                 chunk, carry = carry + chunk, ""
-            core = cores.pop() if cores else self._new_core()
             try:
-                ids = stream.feed(core, chunk)
+                ids = self._on_core(stream.feed, chunk)
             except UnicodeEncodeError:
                 chunk, carry = _hold_high_surrogate(chunk)
-                ids = stream.feed(core, _replace_surrogates(chunk))
-            finally:
-                cores.append(core)
+                ids = self._on_core(stream.feed, _replace_surrogates(chunk))
             if ids:
                 yield ids
-        core = cores.pop() if cores else self._new_core()
-        try:
-            ids = stream.feed(core, _replace_surrogates(carry)) if carry else []
-            ids += stream.finish(core)
-        finally:
-            cores.append(core)
-        yield ids
+        if carry:
+            yield self._on_core(stream.feed, _replace_surrogates(carry))
+        yield self._on_core(stream.finish)
 
     def _open_stream(self):
         """A new native StreamEncoder for encode_iterable (a method, so tests can look at the stream)."""
@@ -415,12 +412,7 @@ class Tokenizer:
         the same cuts as in the str (a token's bytes can only match where its characters do)."""
         out = IdBuffer()
         if self._segmenter is not None:
-            cores = self._cores
-            core = cores.pop() if cores else self._new_core()
-            try:
-                core.encode_text_into(out, text, self._segmenter)
-            finally:
-                cores.append(core)
+            self._on_core(lambda core: core.encode_text_into(out, text, self._segmenter))
             return out
         data = text.encode("utf-8")
         rx = self._special_rx_bytes
@@ -445,12 +437,7 @@ class Tokenizer:
 
         A long text is pre-tokenized a window at a time, cut at safe points (see _safe_cut), so the boundaries
         array stays small; only for the built-in patterns, for which the safe cut is exact."""
-        cores = self._cores
-        core = cores.pop() if cores else self._new_core()
-        try:
-            return self._encode_ordinary_with(core, out, data, final)
-        finally:
-            cores.append(core)
+        return self._on_core(self._encode_ordinary_with, out, data, final)
 
     def _encode_ordinary_with(self, core, out, data, final):
         pattern = self._pattern
