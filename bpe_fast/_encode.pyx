@@ -11,8 +11,15 @@ ranked token as two parts.
 
 Whole pre-tokens are looked up first in a table keyed by their bytes: every ranked token that merges to
 itself is there for good, and the ids of other pre-tokens are added as they are merged, up to a bound
-(the cache), after which the cached ones are dropped together. The encoding and merging loops touch no
-Python objects (only the list-making wrappers and BPECore.decode_list convert to and from lists).
+(the cache), after which the cached ones are dropped together. Before it, a small direct-mapped table holds
+the last short pre-token (8 bytes or less, one id) seen in each of its slots: the frequent words, in L1/L2.
+The encoding and merging loops touch no Python objects (only the list-making wrappers and
+BPETables.decode_list convert to and from lists).
+
+What never changes (the rank table, the permanent entries, the bytes of every id) is a BPETables, shared
+read-only; the cache, the small table and the scratch space are a BPECore's, one per thread at a time
+(bpe_fast.Tokenizer keeps a pool of them). So the loops run without the GIL on texts of NOGIL_BYTES or
+more, and threads encode in parallel.
 
 For the built-in patterns one call does the whole text (BPECore.encode_text, StreamEncoder): its UTF-8 is cut
 at the special tokens (bpe_fast._scan.SpecialMatcher), each piece is scanned by the native pre-tokenizer
