@@ -203,36 +203,39 @@ cdef class IdBuffer:
         return result
 
     def take(self, dtype=np.int32):
-        """The ids as a new 1-D NumPy array of `dtype` (int32, uint16, uint32, int64 or uint64; the caller has
-        checked that the ids fit); the buffer is emptied. Long buffers are copied without the GIL."""
-        cdef Py_ssize_t n = self.ids.size(), k
-        cdef const int32_t* src = self.ids.data()
-        arr = np.empty(n, dtype=dtype)
-        if n == 0:
+        """The ids as a new 1-D NumPy array of `dtype`, a native-order integer type of 2 (unsigned), 4 or 8 bytes
+        (the caller has checked that the ids fit); the buffer is emptied, even on an error. Long buffers are
+        copied without the GIL."""
+        cdef Py_ssize_t n = self.ids.size()
+        cdef int width
+        cdef void* dst
+        try:
+            dt = np.dtype(dtype)
+            if not (dt.kind in "iu" and dt.isnative and (dt.itemsize in (4, 8) or (dt.itemsize, dt.kind) == (2, "u"))):
+                raise ValueError(f"unsupported dtype {dt}")
+            width = dt.itemsize
+            arr = np.empty(n, dtype=dt)
+            dst = <void*><Py_ssize_t>arr.ctypes.data
+            if n >= NOGIL_IDS:
+                with nogil:
+                    _convert_ids(self.ids.data(), n, width, dst)
+            elif n:
+                _convert_ids(self.ids.data(), n, width, dst)
             return arr
-        cdef char code = ord(arr.dtype.char)
-        cdef void* dst = <void*><Py_ssize_t>arr.ctypes.data
-        if arr.dtype.char not in "iIHlLqQ" or (arr.dtype.char in "lLqQ" and arr.dtype.itemsize != 8):
-            raise ValueError(f"unsupported dtype {arr.dtype}")
-        if n >= NOGIL_IDS:
-            with nogil:
-                _convert_ids(src, n, code, dst)
-        else:
-            _convert_ids(src, n, code, dst)
-        self.ids.clear()
-        return arr
+        finally:
+            self.ids.clear()
 
 
-cdef void _convert_ids(const int32_t* src, Py_ssize_t n, char code, void* dst) noexcept nogil:
-    """dst[0:n] = src[0:n] as int32/uint32 ("i", "I": the same bits for ids >= 0), uint16 ("H") or 64-bit."""
+cdef void _convert_ids(const int32_t* src, Py_ssize_t n, int width, void* dst) noexcept nogil:
+    """dst[0:n] = src[0:n] as integers of `width` bytes (ids are >= 0, so signed and unsigned are the same bits)."""
     cdef Py_ssize_t k
     cdef uint16_t* d16
     cdef int64_t* d64
-    if code == b"H":
+    if width == 2:
         d16 = <uint16_t*>dst
         for k in range(n):
             d16[k] = <uint16_t>src[k]
-    elif code == b"i" or code == b"I":
+    elif width == 4:
         memcpy(dst, src, n * sizeof(int32_t))
     else:
         d64 = <int64_t*>dst
@@ -536,11 +539,12 @@ cdef class BPETables:
 
     def decode_bytes(self, const int64_t[::1] ids):
         """The bytes of the ids joined. Raises ValueError naming the first id without bytes."""
-        # A private copy: the caller's array could change while the GIL is released (checked ids only).
         cdef vector[int64_t] own
-        if ids.shape[0]:
-            own.assign(&ids[0], &ids[0] + ids.shape[0])
-        return self._decode(own)
+        if ids.shape[0] < NOGIL_IDS:
+            return self._decode(&ids[0] if ids.shape[0] else NULL, ids.shape[0])
+        # a private copy: the GIL is released while the bytes are gathered, and the caller's array could change
+        own.assign(&ids[0], &ids[0] + ids.shape[0])
+        return self._decode(own.data(), own.size())
 
     def decode_list(self, list ids):
         """decode_bytes for a list of int, read without making an array first; None if an item is not an int
@@ -559,11 +563,11 @@ cdef class BPETables:
             if overflow:
                 raise ValueError(f"{'negative' if overflow < 0 else 'unknown'} token id {item} (at position {k})")
             buf[k] = value
-        return self._decode(buf)
+        return self._decode(buf.data(), n)
 
-    cdef bytes _decode(self, const vector[int64_t]& ids):
-        """decode_bytes of ids this call owns."""
-        cdef Py_ssize_t n = ids.size(), k
+    cdef bytes _decode(self, const int64_t* ids, Py_ssize_t n):
+        """decode_bytes of ids[0:n], which nothing else writes to when n >= NOGIL_IDS."""
+        cdef Py_ssize_t k
         cdef int64_t i, total = 0, n_known = self.known.size()
         cdef const int64_t* offs = self.offsets.data()
         cdef const uint8_t* known = self.known.data()
@@ -578,9 +582,9 @@ cdef class BPETables:
         cdef char* dst = PyBytes_AS_STRING(result)
         if n >= NOGIL_IDS:
             with nogil:
-                _gather(self.pool.data(), offs, ids.data(), n, dst)
+                _gather(self.pool.data(), offs, ids, n, dst)
         elif n:
-            _gather(self.pool.data(), offs, ids.data(), n, dst)
+            _gather(self.pool.data(), offs, ids, n, dst)
         return result
 
     # ------------------------------------------------------------------------------------------ inspection
@@ -645,10 +649,6 @@ cdef class BPECore:
         self.pieces.resize(cap)
         self.piece_mask = cap - 1
         self._reset_cache()
-
-    def spawn(self):
-        """A new BPECore on the same tables with the same cache bounds and an empty cache."""
-        return BPECore(self.tables, self.cache_entries, self.cache_bytes)
 
     # ------------------------------------------------------------------------------------------ the cache
 

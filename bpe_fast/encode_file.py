@@ -38,7 +38,10 @@ class _Scratch:
         self.spare = []
 
     def take(self):
-        return self.spare.pop() if self.spare else [bytearray(), IdBuffer()]
+        try:
+            return self.spare.pop()
+        except IndexError:
+            return [bytearray(), IdBuffer()]
 
     def give(self, pair):
         self.spare.append(pair)

@@ -297,7 +297,7 @@ def _check_utf8(data):
     except UnicodeDecodeError as exc:
         if exc.start == 0:
             raise UnicodeDecodeError("utf-8", data, pos + exc.start, pos + exc.end, exc.reason) from None
-    data.decode("utf-8")                                      # the validators disagree: let Python's decide
+    bytes(data).decode("utf-8")                               # the validators disagree: let Python's decide
     raise AssertionError(f"bpe_fast._scan.utf8_error reported offset {pos} of valid UTF-8")
 
 

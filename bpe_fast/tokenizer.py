@@ -276,7 +276,10 @@ class Tokenizer:
         """call(core, *args) with an encoder this call has to itself: taken from self._cores (or new), given
         back after. (encode() does the same in Cython, encode_text_pooled, for short texts' sake.)"""
         cores = self._cores
-        core = cores.pop() if cores else self._new_core()
+        try:
+            core = cores.pop()
+        except IndexError:
+            core = self._new_core()
         try:
             return call(core, *args)
         finally:

@@ -339,6 +339,26 @@ def test_encode_to_numpy(tok):
     assert tok.encode_to_numpy("").shape == (0,)
 
 
+@pytest.mark.parametrize("n", [0, 5, 70_000])     # 70,000 ids: converted without the GIL
+def test_id_buffer_take(n):
+    from bpe_fast._encode import IdBuffer
+
+    ids = [(k * 7919) % 65_536 for k in range(n)]
+    for dtype in (np.int32, np.uint32, np.uint16, np.int64, np.uint64, np.intc, np.uintc, np.longlong):
+        buf = IdBuffer()
+        for i in ids:
+            buf.push(i)
+        arr = buf.take(dtype)
+        assert arr.dtype == np.dtype(dtype) and arr.tolist() == ids and len(buf) == 0
+    for dtype in (">i4" if np.little_endian else "<i4", np.float64, np.int16, np.int8, np.bool_):
+        buf = IdBuffer()
+        for i in ids:
+            buf.push(i)
+        with pytest.raises(ValueError, match="unsupported dtype"):
+            buf.take(dtype)
+        assert len(buf) == 0                        # emptied, even on the error
+
+
 def test_uint16_needs_a_vocab_that_fits():
     vocab = byte_vocab()
     vocab[70000] = b"<big>"
