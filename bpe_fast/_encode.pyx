@@ -35,7 +35,7 @@ from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove, memset
-from libcpp.queue cimport priority_queue
+from libcpp.algorithm cimport make_heap, pop_heap, push_heap
 from libcpp.vector cimport vector
 
 from bpe_fast._scan cimport KIND_GPT2, KIND_GPT4, SpecialMatcher, scan_block, trailing_space_start
@@ -325,7 +325,7 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
     ordered by (rank, start of the left part). A popped pair is used only if it is still there with
     that rank; every change pushes the new pairs, so the true minimum is always in the heap."""
     cdef vector[int32_t] nxt, prv
-    cdef priority_queue[uint64_t] heap       # a max-heap of ~((rank << 32) | start)
+    cdef vector[uint64_t] heap               # a max-heap (std::push_heap) of ~((rank << 32) | start)
     cdef Py_ssize_t i, m
     cdef uint64_t top
     cdef int32_t rank, left, right
@@ -338,10 +338,12 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
     for i in range(n - 1):
         rank = pair_rank(r, ids[i], ids[i + 1], &merged)
         if rank != NO_RANK:
-            heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>i))
+            heap.push_back(~(((<uint64_t>rank) << 32) | <uint64_t>i))
+    make_heap(heap.begin(), heap.end())
     while not heap.empty():
-        top = ~heap.top()
-        heap.pop()
+        top = ~heap[0]
+        pop_heap(heap.begin(), heap.end())
+        heap.pop_back()
         rank = <int32_t>(top >> 32)
         left = <int32_t>(top & 0xFFFFFFFFULL)
         right = nxt[left]
@@ -354,11 +356,13 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
             prv[nxt[left]] = left
             rank = pair_rank(r, ids[left], ids[nxt[left]], &dummy)
             if rank != NO_RANK:
-                heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>left))
+                heap.push_back(~(((<uint64_t>rank) << 32) | <uint64_t>left))
+                push_heap(heap.begin(), heap.end())
         if prv[left] >= 0:
             rank = pair_rank(r, ids[prv[left]], ids[left], &dummy)
             if rank != NO_RANK:
-                heap.push(~(((<uint64_t>rank) << 32) | <uint64_t>prv[left]))
+                heap.push_back(~(((<uint64_t>rank) << 32) | <uint64_t>prv[left]))
+                push_heap(heap.begin(), heap.end())
     m = 0
     for i in range(n):
         if ids[i] >= 0:
@@ -711,7 +715,8 @@ cdef class BPECore:
     def encode_pretokens(self, IdBuffer out, const uint8_t[::1] data, const int64_t[::1] bounds,
                          Py_ssize_t stop=-1):
         """Append to `out` the ids of the pre-tokens data[bounds[k]:bounds[k+1]] for k < stop (default: all).
-        Returns the number of ids appended."""
+        Returns the number of ids appended. The bounds are checked, then used without the GIL: neither data nor
+        bounds may change during the call (Tokenizer passes its own)."""
         cdef Py_ssize_t n_bounds = bounds.shape[0]
         cdef Py_ssize_t k, s, n, before = out.ids.size()
         cdef const uint8_t* base
@@ -894,8 +899,8 @@ cdef class BPECore:
         return out.ids.size() - before
 
     def encode_utf8_into(self, IdBuffer out not None, const uint8_t[::1] data, Segmenter seg not None):
-        """encode_text_into for UTF-8 bytes, which the caller has checked are valid. Returns the number of
-        ids appended."""
+        """encode_text_into for UTF-8 bytes, which the caller has checked are valid and which must not change
+        during the call (they are read without the GIL). Returns the number of ids appended."""
         cdef Py_ssize_t before = out.ids.size()
         if data.shape[0] == 0:
             return 0
