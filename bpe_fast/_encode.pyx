@@ -40,6 +40,8 @@ from libcpp.vector cimport vector
 
 from bpe_fast._scan cimport KIND_GPT2, KIND_GPT4, SpecialMatcher, scan_block, trailing_space_start
 
+import os
+
 import numpy as np
 
 cdef extern from *:
@@ -916,6 +918,12 @@ cdef class BPECore:
         return result
 
 
+# A Tokenizer keeps at most this many encoders not in use (each holds megabytes of tables and cache): after
+# a burst of many threads the others are dropped.
+cdef Py_ssize_t _max_spare = max(8, os.cpu_count() or 1)
+MAX_SPARE_CORES = _max_spare
+
+
 def encode_text_pooled(tokenizer, str text not None, Segmenter seg not None):
     """BPECore.encode_text for bpe_fast.Tokenizer.encode: on an encoder taken from tokenizer._cores (or made by
     tokenizer._new_core() when none is spare) and put back after; here rather than in Python for the sake of
@@ -925,7 +933,8 @@ def encode_text_pooled(tokenizer, str text not None, Segmenter seg not None):
     try:
         return core.encode_text(text, seg, tokenizer._id_objects)
     finally:
-        cores.append(core)
+        if PyList_GET_SIZE(cores) < _max_spare:
+            cores.append(core)
 
 
 @cython.final

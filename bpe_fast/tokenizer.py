@@ -25,7 +25,8 @@ import numpy as np
 import regex
 
 from . import formats
-from ._encode import BPECore, BPETables, IdBuffer, Segmenter, StreamEncoder, encode_text_pooled, safe_cut
+from ._encode import (MAX_SPARE_CORES, BPECore, BPETables, IdBuffer, Segmenter, StreamEncoder, encode_text_pooled,
+                      safe_cut)
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
 from .pretokenize import _check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .specials import check_special_tokens, special_regex
@@ -51,8 +52,9 @@ class Tokenizer:
     pattern: the pre-tokenization regex or a name ("gpt2", "gpt4").
 
     Threads may share a Tokenizer. Texts of 16 KB or more are encoded without the GIL, each call on an encoder
-    of its own (the tokenizer keeps one per thread that has been encoding at once), so threads encode in
-    parallel; the pre-tokenizing of a custom pattern holds the GIL (processes suit it better).
+    of its own (the tokenizer keeps the ones not in use, up to max(8, CPU count), each with its cache), so
+    threads encode in parallel; the pre-tokenizing of a custom pattern holds the GIL (processes suit it
+    better).
 
     >>> vocab = {i: bytes([i]) for i in range(256)}
     >>> vocab.update({256: b"he", 257: b"ll", 258: b"hell", 259: b"hello"})
@@ -274,7 +276,8 @@ class Tokenizer:
 
     def _on_core(self, call, *args):
         """call(core, *args) with an encoder this call has to itself: taken from self._cores (or new), given
-        back after. (encode() does the same in Cython, encode_text_pooled, for short texts' sake.)"""
+        back after (unless MAX_SPARE_CORES are spare already). encode() does the same in Cython
+        (encode_text_pooled), for short texts' sake."""
         cores = self._cores
         try:
             core = cores.pop()
@@ -283,7 +286,8 @@ class Tokenizer:
         try:
             return call(core, *args)
         finally:
-            cores.append(core)
+            if len(cores) < MAX_SPARE_CORES:
+                cores.append(core)
 
     def encode_to_numpy(self, text, dtype=np.int32):
         """The token ids of `text` as a 1-D NumPy array of `dtype` (int32 by default; also uint16, uint32,

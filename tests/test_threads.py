@@ -476,3 +476,21 @@ def test_decode_of_a_strided_array(trained):
     assert tok.decode(pairs[:, 0]) == tok.decode([int(ids[0])] * 2)
     assert tok.decode(ids[::2]) == tok.decode(ids.tolist()[::2])
     assert tok.decode(ids.astype(np.uint32)[::-1]) == tok.decode(ids.tolist()[::-1])
+
+
+def test_spare_encoders_are_capped(trained):
+    """Threads that each hold an encoder at once (all waiting at a barrier inside _on_core) make one encoder
+    each; once they give them back, at most MAX_SPARE_CORES stay spare, and encoding still works."""
+    from bpe_fast._encode import MAX_SPARE_CORES
+
+    tok = tokenizer(trained, "gpt2")
+    n = MAX_SPARE_CORES + 4
+    barrier = threading.Barrier(n)
+    with ThreadPoolExecutor(n) as pool:
+        held = list(pool.map(lambda _: tok._on_core(lambda core: (barrier.wait(), core)[1]), range(n)))
+    assert len({id(core) for core in held}) == n             # n encoders existed at once
+    assert len(tok._cores) == MAX_SPARE_CORES
+    text = "Once upon a time<|endoftext|> there was a cat. " * 2000
+    with ThreadPoolExecutor(n) as pool:
+        assert set(map(tuple, pool.map(tok.encode, [text] * n))) == {tuple(tokenizer(trained, "gpt2").encode(text))}
+    assert len(tok._cores) <= MAX_SPARE_CORES
