@@ -2,8 +2,8 @@
 
     python benchmarks/hostile.py [--workdir DIR] [--out hostile.md] [--only NAME ...]
 
-Each case runs in a fresh process; peak memory is the largest resident set of that process or of any one
-of its workers (ru_maxrss). The results are a Markdown table (stdout and --out). The tests in
+Each case runs in a fresh process; peak memory is the largest resident set of that process (VmHWM) or of
+any one of its workers (ru_maxrss). The results are a Markdown table (stdout and --out). The tests in
 tests/test_hostile.py check the same behaviours, exactly, at sizes a test suite can afford.
 
 Cases:
@@ -24,9 +24,12 @@ from pathlib import Path
 
 
 def _peak_mb():
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """The peak resident memory of this process (VmHWM: RUSAGE_SELF's ru_maxrss would carry over the size of
+    the script that started it) or of its largest worker, in MB."""
+    from compare import _peak_rss_self_kb
+
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(own, kids) / 1024
+    return max(_peak_rss_self_kb(), kids) / 1024
 
 
 def worker(case, path, out):
