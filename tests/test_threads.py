@@ -191,6 +191,16 @@ def check_pool(tok, before, made, n_threads=N_THREADS):
     assert len(tok._cores) >= 2, "no two calls overlapped: the test did not run anything concurrently"
 
 
+def check_each_encoder(tok, cases, what):
+    """Each encoder of the pool, used alone, still gives every case's ids (none was left inconsistent)."""
+    cores = list(tok._cores)
+    for core in cores:
+        tok._cores[:] = [core]
+        for case in cases:
+            same(tok.encode(case.text), case.ids, what)
+    tok._cores[:] = cores
+
+
 # ------------------------------------------------------------------------------------------- the tests
 
 def test_threads_share_one_tokenizer(trained, pattern_name, expected):
@@ -208,12 +218,7 @@ def test_threads_share_one_tokenizer(trained, pattern_name, expected):
     run_threads(job, rounds=ROUNDS[pattern_name])
     check_pool(tok, before, made)
     # the encoders are still consistent: each one alone gives every result again
-    cores = list(tok._cores)
-    for core in cores:
-        tok._cores[:] = [core]
-        for case in expected[:3]:
-            same(tok.encode(case.text), case.ids, "encode after the threads")
-    tok._cores[:] = cores
+    check_each_encoder(tok, expected[:3], "encode after the threads")
 
 
 def test_small_caches_reset_in_several_threads_at_once(trained, pattern_name, expected):
@@ -398,12 +403,7 @@ def test_an_error_in_one_thread_leaves_every_encoder_usable(no_high_bytes, prose
     # now every thread succeeds, and each encoder alone gives the right ids
     run_threads(lambda k, r: check(tok, METHODS[(k + r) % len(METHODS)], good[(k + r) % len(good)],
                                    random.Random(k)), rounds=rounds // 2)
-    cores = list(tok._cores)
-    for core in cores:
-        tok._cores[:] = [core]
-        for case in good[:2]:
-            same(tok.encode(case.text), case.ids, "encode after the errors")
-    tok._cores[:] = cores
+    check_each_encoder(tok, good[:2], "encode after the errors")
 
 
 # --- encode_file
