@@ -1,33 +1,68 @@
 # distutils: language = c++
 # distutils: extra_compile_args = -O3 -std=c++17
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The BPE merge engine: learns merges from distinct pre-tokens and their frequencies.
+"""The BPE merge engine: learns merges from distinct pre-tokens (words) and their frequencies.
 
-Every occurrence of a symbol lives in one flat array `sym` (int32 symbol ids, -1 once merged away) with
-doubly linked neighbours `nxt`/`prv` (-1 at a word's ends) and the word it belongs to `wid`. Each distinct
-adjacent pair gets a pair id (pid) with its count and the list of positions where it was created. A
-max-heap of (count, pid) with lazy invalidation picks each merge; merging walks only that pair's
-positions and updates the counts of the neighbouring pairs.
+Layout, built for millions of distinct words in little memory (4 bytes a byte of word, plus the pair index):
+
+* `sym`, one int32 slot per byte of every word, words laid end to end with a sentinel slot (SENT) before,
+  between and after them. A symbol covering bytes [i, e) of a word sits in its first slot: sym[i] >= 0 is
+  its id; its last slot (when e - 1 > i) holds a back pointer -(i + 3); slots inside hold -1. So the right
+  neighbour of the symbol at i starts at i + len(sym[i]) and the left one ends at i - 1: no link arrays.
+* Words are grouped by frequency ("classes"): the frequency of the word holding slot i is found by a binary
+  search over the few thousand class ends, which stay in cache; no word id is kept per slot.
+* Each distinct adjacent pair has a pair id (pid) with its count and a segment of an arena of positions
+  (slots where the pair was created; some may be stale and are checked when used). The first segments are
+  built in one counting-sort pass; a merge's new pairs get theirs in one grouped append; merged and dead
+  segments are garbage, compacted when they make up half the arena.
+* No hash table of pairs: every pair a merge of (a, b) -> c touches has a or b on its inner side, or c. Per
+  symbol the engine keeps the pids that end in it and start with it; a merge loads the few it needs into
+  four arrays indexed by the other symbol (pairs (x, a), (b, y), (x, c), (c, y)), valid for that merge.
+* A max-heap of (count, pid) with lazy invalidation picks each merge; ties go to the lexicographically
+  greatest (bytes, bytes), as in the reference algorithm.
 
 Symbols are canonical by their bytes: a merge whose bytes already exist (("ab","c") after ("a","bc"))
 reuses the existing symbol, as the reference algorithm (which keys pairs by bytes) does.
 
-Worked example, one word "aaab" with frequency 2:
+Worked example, one word "aaab" with frequency 2, slots [S a a a b S]:
     pairs (a,a) twice -> count 4; (a,b) once -> count 2.
-    merge (a,a) -> aa, positions in order 0, 1:
-      at 0: no left neighbour; right neighbour a at 2: (a,a) -2; the pair itself (a,a) -2 -> 0; (aa,a) +2.
-      at 1: merged away at 0, skipped.  The word is [aa, a, b].
+    merge (a,a) -> aa, positions in order 1, 2:
+      at 1: no left neighbour; right neighbour a at 3: (a,a) -2; the pair itself (a,a) -2 -> 0; (aa,a) +2.
+        slots [S aa ~1 a b S] (~1: back pointer to 1).
+      at 2: no longer a symbol's start, skipped.  The word is [aa, a, b].
     counts now (aa,a) 2, (a,b) 2: a tie, won by the greater pair, (b"aa", b"a") > (b"a", b"b").
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 from libcpp.vector cimport vector
-from libcpp.algorithm cimport sort as cpp_sort
+from libcpp.algorithm cimport sort as cpp_sort, upper_bound
+
+
+cdef enum:
+    SENT = -2           # sentinel slot between words
+    INNER = -1          # a slot inside a symbol
+    SMALL_FREQ = 1 << 16
 
 
 cdef struct HeapEntry:
     int64_t count
     int32_t pid
+
+
+cdef struct MapSlot:
+    int64_t delta       # this merge's change to the pair's count, applied when the merge ends
+    int64_t fill        # positions recorded for the pair in this merge, then where the next one goes
+    int32_t stamp       # the merge this slot was filled in (else the slot is empty)
+    int32_t pid
+
+
+cdef struct Record:
+    int32_t pos         # a slot where a pair was created in this merge
+    int32_t at          # the pair's map slot, or -1: look it up when the merge ends (it may change before)
+
+
+cdef extern from *:
+    void prefetch "__builtin_prefetch" (const void*) noexcept nogil
 
 
 cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
@@ -52,20 +87,27 @@ cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n) noexcept nogil:
 cdef class MergeEngine:
     """Learns merges from the distinct pre-tokens of a corpus.
 
-    words: int32 array of byte values (0..255), the pre-tokens concatenated; offsets: int64 array of
-    len(freqs) + 1 boundaries into words; freqs: int64 array, the count of each pre-token.
+    tokens: uint8 array, the pre-tokens' bytes concatenated; offsets: int64 array of len(counts) + 1
+    boundaries into tokens; counts: int64 array, how often each pre-token occurs (PretokenCounts' arrays).
+    The arrays are only read while the engine is built; they may be freed afterwards.
     """
-    # occurrences
-    cdef vector[int32_t] sym, nxt, prv, wid
-    cdef vector[int64_t] freq
+    # slots and frequency classes
+    cdef vector[int32_t] sym
+    cdef vector[int64_t] cls_end       # class k holds the slots [cls_end[k - 1], cls_end[k])
+    cdef vector[int64_t] cls_freq
     # pairs
-    cdef vector[int32_t] pleft, pright, ptouch
-    cdef vector[int64_t] pcount
-    cdef vector[vector[int32_t]] ppos
-    cdef vector[uint64_t] pkeys        # open addressing: key (a << 32 | b) + 1, 0 = empty
-    cdef vector[int32_t] pvals
-    cdef uint64_t pmask
-    cdef Py_ssize_t pfill
+    cdef vector[int32_t] pleft, pright, plen
+    cdef vector[int64_t] pcount, pstart
+    cdef vector[int32_t] arena         # positions; pair p's are arena[pstart[p]:pstart[p] + plen[p]]
+    cdef int64_t garbage               # arena entries no live segment uses
+    # per symbol: the pids ending in it and starting with it
+    cdef vector[vector[int32_t]] ending_in, starting_with
+    # per merge: pid of (x, a), (b, y), (x, c), (c, y) by the other symbol, valid where stamp == merge number
+    cdef vector[MapSlot] maps          # at 4 * symbol + rule
+    cdef int32_t ma, mb, mc, mstamp
+    cdef vector[int32_t] touched       # this merge's map slots
+    cdef vector[Record] records
+    cdef Py_ssize_t fcls               # the frequency class last asked for
     # heap
     cdef vector[HeapEntry] heap
     # symbols (canonical by bytes)
@@ -77,28 +119,29 @@ cdef class MergeEngine:
     cdef uint64_t imask
     # results
     cdef vector[int32_t] merge_a, merge_b, merge_c
-    cdef vector[int32_t] touched
+    cdef vector[int64_t] merge_count
 
-    def __init__(self, const int32_t[::1] words, const int64_t[::1] offsets, const int64_t[::1] freqs):
-        cdef Py_ssize_t nwords = freqs.shape[0]
-        cdef Py_ssize_t total = words.shape[0]
+    def __init__(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts):
+        cdef Py_ssize_t nwords = counts.shape[0]
+        cdef Py_ssize_t total = tokens.shape[0]
         if offsets.shape[0] != nwords + 1:
-            raise ValueError("offsets must have len(freqs) + 1 entries")
+            raise ValueError("offsets must have len(counts) + 1 entries")
         if nwords and (offsets[0] != 0 or offsets[nwords] != total):
-            raise ValueError("offsets must start at 0 and end at len(words)")
-        cdef Py_ssize_t i, w
-        for i in range(total):
-            if words[i] < 0 or words[i] > 255:
-                raise ValueError(f"words[{i}] = {words[i]} is not a byte value")
+            raise ValueError("offsets must start at 0 and end at len(tokens)")
+        cdef Py_ssize_t w
         for w in range(nwords):
             if offsets[w + 1] < offsets[w]:
                 raise ValueError(f"offsets are not increasing at {w}")
-            if freqs[w] < 0:
-                raise ValueError(f"freqs[{w}] = {freqs[w]} is negative")
+            if counts[w] < 0:
+                raise ValueError(f"counts[{w}] = {counts[w]} is negative")
+        if total + nwords + 1 >= 2 ** 31:
+            raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
+                             "with int32")
         with nogil:
             self._init_symbols()
-            self._build(&words[0] if total else NULL, &offsets[0], &freqs[0] if nwords else NULL,
-                        nwords, total)
+            self._build(&tokens[0] if total else NULL, &offsets[0], &counts[0] if nwords else NULL, nwords)
+
+    # --- symbols ------------------------------------------------------------------------------
 
     cdef void _init_symbols(self) noexcept nogil:
         cdef int32_t b
@@ -114,10 +157,20 @@ cdef class MergeEngine:
         """Add a symbol with bytes p[:n] (known to be absent); returns its id."""
         cdef int32_t s = <int32_t>self.tok_len.size()
         cdef Py_ssize_t start = self.pool.size()
+        cdef int k
         self.pool.resize(start + n)
         memcpy(&self.pool[start], p, n)
         self.tok_off.push_back(start)
         self.tok_len.push_back(<int32_t>n)
+        self.ending_in.emplace_back()
+        self.starting_with.emplace_back()
+        cdef MapSlot empty
+        empty.delta = 0
+        empty.fill = 0
+        empty.stamp = -1
+        empty.pid = -1
+        for k in range(4):
+            self.maps.push_back(empty)
         if <uint64_t>(self.tok_len.size() * 2) > self.imask:
             self._intern_grow()
         else:
@@ -140,6 +193,16 @@ cdef class MergeEngine:
         for s in range(<int32_t>self.tok_len.size()):
             self._intern_put(s, hash_bytes(&self.pool[self.tok_off[s]], self.tok_len[s]))
 
+    cdef int32_t _find_symbol(self, const uint8_t* p, Py_ssize_t n, uint64_t h) noexcept nogil:
+        cdef uint64_t slot = h & self.imask
+        cdef int32_t s
+        while self.ikeys[slot] != 0:
+            s = self.ikeys[slot] - 1
+            if self.ihash[slot] == h and self.tok_len[s] == n and memcmp(&self.pool[self.tok_off[s]], p, n) == 0:
+                return s
+            slot = (slot + 1) & self.imask
+        return -1
+
     cdef int32_t _intern_concat(self, int32_t a, int32_t b) noexcept nogil:
         """The symbol whose bytes are bytes(a) + bytes(b), created if new."""
         cdef Py_ssize_t la = self.tok_len[a], lb = self.tok_len[b]
@@ -148,71 +211,97 @@ cdef class MergeEngine:
         memcpy(&buf[0], &self.pool[self.tok_off[a]], la)
         memcpy(&buf[la], &self.pool[self.tok_off[b]], lb)
         cdef uint64_t h = hash_bytes(&buf[0], la + lb)
-        cdef uint64_t slot = h & self.imask
-        cdef int32_t s
-        while self.ikeys[slot] != 0:
-            s = self.ikeys[slot] - 1
-            if self.ihash[slot] == h and self.tok_len[s] == la + lb and \
-                    memcmp(&self.pool[self.tok_off[s]], &buf[0], la + lb) == 0:
-                return s
-            slot = (slot + 1) & self.imask
+        cdef int32_t s = self._find_symbol(&buf[0], la + lb, h)
+        if s >= 0:
+            return s
         return self._intern_new(&buf[0], la + lb)
 
-    # --- pair table -------------------------------------------------------------------------
+    # --- slots --------------------------------------------------------------------------------
 
-    cdef void _pairs_grow(self) noexcept nogil:
-        cdef Py_ssize_t cap = (self.pmask + 1) * 2 if self.pmask else 1 << 16
-        cdef vector[uint64_t] keys
-        cdef vector[int32_t] vals
-        keys.swap(self.pkeys)
-        vals.swap(self.pvals)
-        self.pkeys.assign(cap, 0)
-        self.pvals.assign(cap, -1)
-        self.pmask = cap - 1
-        cdef Py_ssize_t k
-        cdef uint64_t slot
-        for k in range(<Py_ssize_t>keys.size()):
-            if keys[k] != 0:
-                slot = mix64(keys[k]) & self.pmask
-                while self.pkeys[slot] != 0:
-                    slot = (slot + 1) & self.pmask
-                self.pkeys[slot] = keys[k]
-                self.pvals[slot] = vals[k]
+    cdef inline int32_t _left_of(self, int32_t i) noexcept nogil:
+        """Start of the symbol left of the one starting at slot i, or -1 at the word's start."""
+        cdef int32_t v = self.sym[i - 1]
+        if v == SENT:
+            return -1
+        if v >= 0:
+            return i - 1
+        return -(v + 3)
 
-    cdef int32_t _pair_id(self, int32_t a, int32_t b) noexcept nogil:
-        """The pid of (a, b), created (count 0, no positions) if new."""
-        cdef uint64_t key = ((<uint64_t>a << 32) | <uint32_t>b) + 1
-        cdef uint64_t slot = mix64(key) & self.pmask
-        cdef uint64_t k
-        while True:
-            k = self.pkeys[slot]
-            if k == key:
-                return self.pvals[slot]
-            if k == 0:
-                break
-            slot = (slot + 1) & self.pmask
+    cdef inline int64_t _freq_at(self, int32_t i) noexcept nogil:
+        # positions come mostly in increasing order, so the last class asked for usually holds i
+        cdef const int64_t* ends = self.cls_end.data()
+        cdef Py_ssize_t k = self.fcls
+        if i < ends[k] and (k == 0 or i >= ends[k - 1]):
+            return self.cls_freq[k]
+        k = upper_bound(ends, ends + self.cls_end.size(), <int64_t>i) - ends
+        self.fcls = k
+        return self.cls_freq[k]
+
+    # --- pairs --------------------------------------------------------------------------------
+
+    cdef int32_t _new_pair(self, int32_t x, int32_t y) noexcept nogil:
         cdef int32_t pid = <int32_t>self.pcount.size()
-        self.pkeys[slot] = key
-        self.pvals[slot] = pid
-        self.pleft.push_back(a)
-        self.pright.push_back(b)
+        self.pleft.push_back(x)
+        self.pright.push_back(y)
         self.pcount.push_back(0)
-        self.ptouch.push_back(-1)
-        self.ppos.emplace_back()
-        self.pfill += 1
-        if <uint64_t>(self.pfill * 2) > self.pmask:
-            self._pairs_grow()
+        self.pstart.push_back(0)
+        self.plen.push_back(0)
+        self.starting_with[x].push_back(pid)
+        self.ending_in[y].push_back(pid)
         return pid
 
-    cdef inline void _add(self, int32_t a, int32_t b, int64_t delta, int32_t pos, int32_t stamp) noexcept nogil:
-        """Add delta to the count of (a, b); record pos (>= 0) as a place where the pair now stands."""
-        cdef int32_t pid = self._pair_id(a, b)
-        self.pcount[pid] += delta
-        if pos >= 0:
-            self.ppos[pid].push_back(pos)
-        if self.ptouch[pid] != stamp:
-            self.ptouch[pid] = stamp
-            self.touched.push_back(pid)
+    cdef inline int _rule(self, int32_t x, int32_t y) noexcept nogil:
+        """Which of this merge's four maps holds the pair (x, y): (x, a), (b, y), (x, c), else (c, y)."""
+        if y == self.ma:
+            return 0
+        if x == self.mb:
+            return 1
+        if y == self.mc:
+            return 2
+        return 3
+
+    cdef inline MapSlot* _pair(self, int32_t x, int32_t y) noexcept nogil:
+        """The map slot of (x, y), a pair this merge touches (see _rule); the pair is created if new."""
+        cdef int r = self._rule(x, y)
+        cdef int32_t at = 4 * (x if (r == 0 or r == 2) else y) + r
+        cdef MapSlot* m = &self.maps[at]
+        if m.stamp != self.mstamp:
+            m.stamp = self.mstamp
+            m.pid = self._new_pair(x, y)
+            m.delta = 0
+            m.fill = 0
+            self.touched.push_back(at)
+        return m
+
+    cdef inline int32_t _slot_of(self, int32_t x, int32_t y) noexcept nogil:
+        """The map slot of (x, y), a pair this merge touches, created if new."""
+        cdef int r = self._rule(x, y)
+        cdef int32_t at = 4 * (x if (r == 0 or r == 2) else y) + r
+        self._pair(x, y)
+        return at
+
+    cdef void _load(self, vector[int32_t]* pids, bint by_left, int rule) noexcept nogil:
+        """Put the live pids of one adjacency list that belong to `rule` in its map; drop the dead ones."""
+        cdef Py_ssize_t k, keep = 0
+        cdef int32_t pid, x, y, at
+        cdef MapSlot* m
+        for k in range(<Py_ssize_t>pids.size()):
+            pid = pids[0][k]
+            if self.pcount[pid] <= 0:
+                continue
+            pids[0][keep] = pid
+            keep += 1
+            x = self.pleft[pid]
+            y = self.pright[pid]
+            if self._rule(x, y) == rule:
+                at = 4 * (x if by_left else y) + rule
+                m = &self.maps[at]
+                m.stamp = self.mstamp
+                m.pid = pid
+                m.delta = 0
+                m.fill = 0
+                self.touched.push_back(at)
+        pids.resize(keep)
 
     # --- heap ordering: higher count first, ties to the lexicographically greatest (bytes, bytes) ---
 
@@ -271,44 +360,123 @@ cdef class MergeEngine:
             self._sift_down(0)
         return top
 
-    # --- building and merging ---------------------------------------------------------------
+    # --- building -----------------------------------------------------------------------------
 
-    cdef void _build(self, const int32_t* words, const int64_t* offsets, const int64_t* freqs,
-                     Py_ssize_t nwords, Py_ssize_t total) noexcept nogil:
-        cdef Py_ssize_t w, i, start, end
-        self.sym.resize(total)
-        self.nxt.resize(total)
-        self.prv.resize(total)
-        self.wid.resize(total)
-        self.freq.resize(nwords)
-        self.pmask = 0
-        self.pfill = 0
-        self._pairs_grow()
+    cdef void _build(self, const uint8_t* tokens, const int64_t* offsets, const int64_t* counts,
+                     Py_ssize_t nwords) noexcept nogil:
+        cdef Py_ssize_t w, k, i, n
+        cdef int64_t f, slot
+        # 1. group the words that have pairs (2+ bytes, count > 0) by frequency: a counting sort for the
+        #    small frequencies, a sort for the few large ones
+        cdef vector[int64_t] bucket_start
+        bucket_start.assign(SMALL_FREQ + 1, 0)
+        cdef vector[int64_t] large        # words with a large count: sorted by (count, word)
+        cdef vector[int32_t] order
         for w in range(nwords):
-            start = offsets[w]
-            end = offsets[w + 1]
-            self.freq[w] = freqs[w]
-            for i in range(start, end):
-                self.sym[i] = words[i]
-                self.wid[i] = <int32_t>w
-                self.prv[i] = <int32_t>(i - 1) if i > start else -1
-                self.nxt[i] = <int32_t>(i + 1) if i + 1 < end else -1
-            if freqs[w] == 0:
+            if offsets[w + 1] - offsets[w] < 2 or counts[w] <= 0:
                 continue
-            for i in range(start, end - 1):
-                self._add(words[i], words[i + 1], freqs[w], <int32_t>i, -2)
-        self.touched.clear()
-        cdef int32_t pid
-        cdef HeapEntry e
+            if counts[w] < SMALL_FREQ:
+                bucket_start[counts[w]] += 1
+            else:
+                large.push_back(w)
+        cdef int64_t run = 0, c0
+        for k in range(SMALL_FREQ + 1):
+            c0 = bucket_start[k]
+            bucket_start[k] = run
+            run += c0
+        cdef Py_ssize_t nsmall = run
+        order.resize(nsmall + large.size())
+        for w in range(nwords):
+            if offsets[w + 1] - offsets[w] < 2 or counts[w] <= 0 or counts[w] >= SMALL_FREQ:
+                continue
+            order[bucket_start[counts[w]]] = <int32_t>w
+            bucket_start[counts[w]] += 1
+        cdef vector[HeapEntry] tmp
+        cdef HeapEntry he
+        for k in range(<Py_ssize_t>large.size()):
+            he.count = counts[large[k]]
+            he.pid = <int32_t>large[k]
+            tmp.push_back(he)
+        cpp_sort(tmp.begin(), tmp.end(), _entry_less)
+        for k in range(<Py_ssize_t>tmp.size()):
+            order[nsmall + k] = tmp[k].pid
+        # 2. lay the words out in that order, one class per distinct frequency
+        cdef int64_t nslots = 1
+        for k in range(<Py_ssize_t>order.size()):
+            w = order[k]
+            nslots += offsets[w + 1] - offsets[w] + 1
+        self.sym.resize(nslots)
+        self.sym[0] = SENT
+        slot = 1
+        f = -1
+        for k in range(<Py_ssize_t>order.size()):
+            w = order[k]
+            if counts[w] != f:
+                if f >= 0:
+                    self.cls_end.push_back(slot)
+                    self.cls_freq.push_back(f)
+                f = counts[w]
+            n = offsets[w + 1] - offsets[w]
+            for i in range(n):
+                self.sym[slot + i] = tokens[offsets[w] + i]
+            slot += n
+            self.sym[slot] = SENT
+            slot += 1
+        if f >= 0:
+            self.cls_end.push_back(slot)
+            self.cls_freq.push_back(f)
+        self.cls_freq.push_back(0)        # past the last class (never asked for)
+        order.clear()
+        order.shrink_to_fit()
+        # 3. the pairs of bytes: ids from a direct table, counts, then positions by counting sort
+        cdef vector[int32_t] byte_pid
+        byte_pid.assign(65536, -1)
+        cdef int32_t pid, x, y
+        cdef Py_ssize_t cls = 0
+        f = self.cls_freq[0]
+        for i in range(1, nslots - 1):
+            while cls < <Py_ssize_t>self.cls_end.size() and i >= self.cls_end[cls]:
+                cls += 1
+                f = self.cls_freq[cls]
+            x = self.sym[i]
+            y = self.sym[i + 1]
+            if x < 0 or y < 0:
+                continue
+            pid = byte_pid[x * 256 + y]
+            if pid < 0:
+                pid = self._new_pair(x, y)
+                byte_pid[x * 256 + y] = pid
+            self.pcount[pid] += f
+            self.plen[pid] += 1
+        cdef vector[int64_t] cursor
+        cursor.resize(self.pcount.size())
+        run = 0
+        for pid in range(<int32_t>self.pcount.size()):
+            self.pstart[pid] = run
+            cursor[pid] = run
+            run += self.plen[pid]
+        self.arena.resize(run)
+        for i in range(1, nslots - 1):
+            x = self.sym[i]
+            y = self.sym[i + 1]
+            if x < 0 or y < 0:
+                continue
+            pid = byte_pid[x * 256 + y]
+            self.arena[cursor[pid]] = <int32_t>i
+            cursor[pid] += 1
+        self.garbage = 0
+        # 4. the heap
         for pid in range(<int32_t>self.pcount.size()):
             if self.pcount[pid] > 0:
-                e.count = self.pcount[pid]
-                e.pid = pid
-                self.heap.push_back(e)
-        cdef Py_ssize_t k = <Py_ssize_t>self.heap.size() // 2
+                he.count = self.pcount[pid]
+                he.pid = pid
+                self.heap.push_back(he)
+        k = <Py_ssize_t>self.heap.size() // 2
         while k > 0:
             k -= 1
             self._sift_down(k)
+
+    # --- merging ------------------------------------------------------------------------------
 
     cdef int _merge_one(self) noexcept nogil:
         """Do the next merge; returns 0 when no pair is left."""
@@ -319,54 +487,164 @@ cdef class MergeEngine:
             top = self._pop()
             if top.count > 0 and self.pcount[top.pid] == top.count:
                 break
-        cdef int32_t pid = top.pid
-        cdef int32_t a = self.pleft[pid], b = self.pright[pid]
+        cdef int32_t pab = top.pid
+        cdef int32_t a = self.pleft[pab], b = self.pright[pab]
         cdef int32_t c = self._intern_concat(a, b)
-        cdef int32_t stamp = <int32_t>self.merge_c.size()
+        self.ma = a
+        self.mb = b
+        self.mc = c
+        self.mstamp = <int32_t>self.merge_c.size()
+        self.touched.clear()
         self.merge_a.push_back(a)
         self.merge_b.push_back(b)
         self.merge_c.push_back(c)
-        cdef vector[int32_t] positions
-        positions.swap(self.ppos[pid])
+        self.merge_count.push_back(top.count)
+        # this merge's maps: the live pairs (x, a), (b, y) and, if c existed already, (x, c), (c, y)
+        self._load(&self.ending_in[a], True, 0)
+        self._load(&self.starting_with[b], False, 1)
+        self._load(&self.ending_in[c], True, 2)
+        self._load(&self.starting_with[c], False, 3)
+        cdef int32_t la = self.tok_len[a], lb = self.tok_len[b]
+        cdef int64_t seg = self.pstart[pab], nseg = self.plen[pab]
         if a == b:
             # overlapping occurrences ("aaa") must be merged left to right
-            cpp_sort(positions.begin(), positions.end())
-        self.touched.clear()
+            cpp_sort(self.arena.begin() + seg, self.arena.begin() + seg + nseg)
+        cdef const int32_t* positions = self.arena.data() + seg
+        cdef int32_t* sym = self.sym.data()
         cdef Py_ssize_t k
-        cdef int32_t i, j, p, n
-        cdef int64_t f
-        for k in range(<Py_ssize_t>positions.size()):
+        cdef int32_t i, j, e, p, n, sp, sn, at
+        cdef int64_t f, merged = 0
+        cdef Record rec
+        self.records.clear()
+        for k in range(nseg):
+            if k + 16 < nseg:
+                prefetch(sym + positions[k + 16])
             i = positions[k]
-            if self.sym[i] != a:
+            if sym[i] != a:
                 continue
-            j = self.nxt[i]
-            if j < 0 or self.sym[j] != b:
+            j = i + la
+            if sym[j] != b:
                 continue
-            f = self.freq[self.wid[i]]
-            p = self.prv[i]
-            n = self.nxt[j]
+            e = j + lb
+            f = self._freq_at(i)
+            merged += f
+            p = self._left_of(i)
+            n = e if sym[e] != SENT else -1
+            sym[i] = c
+            sym[j] = INNER
+            sym[e - 1] = -(i + 3)
             if p >= 0:
-                self._add(self.sym[p], a, -f, -1, stamp)
+                sp = sym[p]
+                self._pair(sp, a).delta -= f
+                at = self._slot_of(sp, c)
+                self.maps[at].delta += f
+                if sp != c:                  # a c at p was merged in this loop and recorded then
+                    rec.pos = p
+                    rec.at = -1 if sp == b else at     # a b at p may yet be merged into a c on its left
+                    self.records.push_back(rec)
             if n >= 0:
-                self._add(b, self.sym[n], -f, -1, stamp)
-            self._add(a, b, -f, -1, stamp)
-            self.sym[i] = c
-            self.sym[j] = -1
-            self.nxt[i] = n
-            if n >= 0:
-                self.prv[n] = i
-            if p >= 0:
-                self._add(self.sym[p], c, f, p, stamp)
-            if n >= 0:
-                self._add(c, self.sym[n], f, i, stamp)
+                sn = sym[n]
+                self._pair(b, sn).delta -= f
+                at = self._slot_of(c, sn)
+                self.maps[at].delta += f
+                rec.pos = i
+                rec.at = -1 if sn == a else at         # an a at n may yet be merged into a c
+                self.records.push_back(rec)
+        # the merged pair is used up: its count drops by what was merged (to 0), its segment is garbage
+        self.pcount[pab] -= merged
+        self.garbage += self.plen[pab]
+        self.plen[pab] = 0
+        self._file_records()
+        cdef MapSlot* m
         for k in range(<Py_ssize_t>self.touched.size()):
-            pid = self.touched[k]
-            if self.pcount[pid] > 0:
-                self._push(self.pcount[pid], pid)
-            elif self.pcount[pid] == 0:
-                self.ppos[pid].clear()
-                self.ppos[pid].shrink_to_fit()
+            m = &self.maps[self.touched[k]]
+            if m.delta == 0:
+                continue
+            p = m.pid
+            self.pcount[p] += m.delta
+            m.delta = 0
+            if self.pcount[p] > 0:
+                self._push(self.pcount[p], p)
+            elif self.plen[p] > 0:
+                self.garbage += self.plen[p]
+                self.plen[p] = 0
         return 1
+
+    cdef inline int32_t _record_slot(self, int32_t r) noexcept nogil:
+        """The map slot of the pair now starting at slot r (recorded in this merge), or -1 if r is stale."""
+        cdef int32_t x = self.sym[r]
+        if x < 0:
+            return -1
+        cdef int32_t y = self.sym[r + self.tok_len[x]]
+        if y < 0:
+            return -1
+        return self._slot_of(x, y)
+
+    cdef void _file_records(self) noexcept nogil:
+        """Append the positions recorded in this merge to their pairs' segments (grouped, one copy)."""
+        cdef Py_ssize_t k, nrec = self.records.size(), ntouched
+        cdef Record* rec
+        cdef MapSlot* m
+        cdef int32_t pid
+        cdef int64_t need = 0, at, old, fresh
+        for k in range(nrec):
+            rec = &self.records[k]
+            if rec.at < 0:
+                rec.at = self._record_slot(rec.pos)
+                if rec.at < 0:
+                    continue
+            self.maps[rec.at].fill += 1
+            need += 1
+        if need == 0:
+            return
+        ntouched = self.touched.size()
+        for k in range(ntouched):
+            m = &self.maps[self.touched[k]]
+            if m.fill:
+                need += self.plen[m.pid]
+        if self.garbage > (1 << 20) and 2 * self.garbage > <int64_t>self.arena.size():
+            self._compact(need)
+        at = self.arena.size()
+        self.arena.resize(at + need)
+        for k in range(ntouched):
+            m = &self.maps[self.touched[k]]
+            if not m.fill:
+                continue
+            pid = m.pid
+            old = self.plen[pid]
+            fresh = m.fill
+            if old > 0:                    # a pair that existed before (c existed already): move it
+                memcpy(&self.arena[at], &self.arena[self.pstart[pid]], old * sizeof(int32_t))
+                self.garbage += old
+            self.pstart[pid] = at
+            self.plen[pid] = <int32_t>(old + fresh)
+            m.fill = at + old              # where this merge's positions go
+            at += old + fresh
+        cdef int32_t* arena = self.arena.data()
+        for k in range(nrec):
+            rec = &self.records[k]
+            if rec.at >= 0:
+                m = &self.maps[rec.at]
+                arena[m.fill] = rec.pos
+                m.fill += 1
+        for k in range(ntouched):
+            self.maps[self.touched[k]].fill = 0
+
+    cdef void _compact(self, int64_t extra) noexcept nogil:
+        """Copy the live segments to a fresh arena with room for `extra` more positions."""
+        cdef vector[int32_t] fresh
+        cdef int64_t live = <int64_t>self.arena.size() - self.garbage, at = 0
+        cdef int32_t pid
+        fresh.reserve(live + extra + (live + extra) // 2)     # room to grow before the next copy
+        fresh.resize(live)
+        for pid in range(<int32_t>self.plen.size()):
+            if self.plen[pid] > 0:
+                memcpy(&fresh[at], &self.arena[self.pstart[pid]], self.plen[pid] * sizeof(int32_t))
+                self.pstart[pid] = at
+                at += self.plen[pid]
+        fresh.resize(at)
+        self.arena.swap(fresh)
+        self.garbage = 0
 
     def run(self, Py_ssize_t max_merges):
         """Do up to max_merges merges; returns how many were done (fewer when no pair is left)."""
@@ -387,28 +665,29 @@ cdef class MergeEngine:
                            for s in range(<int32_t>self.tok_len.size())]
         return [(names[self.merge_a[k]], names[self.merge_b[k]]) for k in range(<Py_ssize_t>self.merge_a.size())]
 
+    def merge_counts(self):
+        """The count of each merged pair when it was chosen, in merge order (list of int)."""
+        return [self.merge_count[k] for k in range(<Py_ssize_t>self.merge_count.size())]
+
     def pair_count(self, bytes left, bytes right):
         """The current count of the pair of symbols with these bytes (0 if either is unknown); for tests."""
         cdef int32_t a = self._lookup(left), b = self._lookup(right)
         if a < 0 or b < 0:
             return 0
-        cdef uint64_t key = ((<uint64_t>a << 32) | <uint32_t>b) + 1
-        cdef uint64_t slot = mix64(key) & self.pmask
-        while self.pkeys[slot] != 0:
-            if self.pkeys[slot] == key:
-                return self.pcount[self.pvals[slot]]
-            slot = (slot + 1) & self.pmask
-        return 0
+        cdef int64_t total = 0
+        cdef Py_ssize_t k
+        cdef int32_t pid
+        for k in range(<Py_ssize_t>self.starting_with[a].size()):
+            pid = self.starting_with[a][k]
+            if self.pright[pid] == b:
+                total += self.pcount[pid]
+        return total
 
     cdef int32_t _lookup(self, bytes data):
         cdef const uint8_t* p = <const uint8_t*><const char*>data
         cdef Py_ssize_t n = len(data)
-        cdef uint64_t h = hash_bytes(p, n)
-        cdef uint64_t slot = h & self.imask
-        cdef int32_t s
-        while self.ikeys[slot] != 0:
-            s = self.ikeys[slot] - 1
-            if self.ihash[slot] == h and self.tok_len[s] == n and memcmp(&self.pool[self.tok_off[s]], p, n) == 0:
-                return s
-            slot = (slot + 1) & self.imask
-        return -1
+        return self._find_symbol(p, n, hash_bytes(p, n))
+
+
+cdef bint _entry_less(const HeapEntry& x, const HeapEntry& y) noexcept nogil:
+    return x.count < y.count or (x.count == y.count and x.pid < y.pid)

@@ -39,7 +39,7 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
 
 
 def counts_to_arrays(counts):
-    """A mapping {pre-token bytes: count} as (words int32, offsets int64, freqs int64) for the engine."""
+    """A mapping {pre-token bytes: count} as (tokens uint8, offsets int64, counts int64) for the engine."""
     keys = list(counts.keys())
     n = len(keys)
     freqs = np.fromiter(counts.values(), dtype=np.int64, count=n)
@@ -49,8 +49,7 @@ def counts_to_arrays(counts):
     if offsets[-1] >= 2 ** 31:
         raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
                          "with int32")
-    words = np.frombuffer(b"".join(keys), dtype=np.uint8).astype(np.int32)
-    return words, offsets, freqs
+    return np.frombuffer(b"".join(keys), dtype=np.uint8), offsets, freqs
 
 
 def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None):

@@ -62,10 +62,14 @@ def test_engine_neighbour_updates_hello():
 
 
 def test_engine_rejects_bad_arrays():
-    with pytest.raises(ValueError, match="byte value"):
+    with pytest.raises(ValueError, match="dtype"):         # tokens are bytes: uint8, nothing wider
         MergeEngine(np.array([1, 300], np.int32), np.array([0, 2], np.int64), np.array([1], np.int64))
     with pytest.raises(ValueError, match="offsets"):
-        MergeEngine(np.array([1, 2], np.int32), np.array([0, 1], np.int64), np.array([1, 1], np.int64))
+        MergeEngine(np.array([1, 2], np.uint8), np.array([0, 1], np.int64), np.array([1, 1], np.int64))
+    with pytest.raises(ValueError, match="not increasing"):
+        MergeEngine(np.array([1, 2], np.uint8), np.array([0, 2, 1, 2], np.int64), np.array([1, 1, 1], np.int64))
+    with pytest.raises(ValueError, match="negative"):
+        MergeEngine(np.array([1, 2], np.uint8), np.array([0, 2], np.int64), np.array([-1], np.int64))
 
 
 # ---- generated corpora --------------------------------------------------------------------------
@@ -308,3 +312,46 @@ def test_cs336_reference_merges_and_vocab(num_processes):
     assert merges == ref_merges
     assert set(vocab.values()) == {to_bytes(tok) for tok in ref_vocab}
     assert len(vocab) == 500
+
+
+# ---- the engine alone against the oracle's merge loop, on words that stress its bookkeeping ----------
+
+def oracle_merges(words, max_merges):
+    """The oracle's merge loop (train_oracle) over {bytes: count}, without pre-tokenizing."""
+    from train_oracle import _count_pairs, _merge_word
+    state = {tuple(bytes([b]) for b in w): n for w, n in words.items() if len(w) > 1 and n > 0}
+    merges = []
+    while len(merges) < max_merges:
+        pairs = _count_pairs(state)
+        if not pairs:
+            break
+        _, pair = max((count, pair) for pair, count in pairs.items())
+        merges.append(pair)
+        merged = {}
+        for word, n in state.items():
+            word = _merge_word(word, pair, pair[0] + pair[1])
+            if len(word) > 1:
+                merged[word] = merged.get(word, 0) + n
+        state = merged
+    return merges
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.text("abc", min_size=0, max_size=14).map(str.encode), st.integers(0, 6), max_size=25),
+       st.integers(1, 40))
+def test_engine_equals_oracle_on_small_alphabets(words, max_merges):
+    # Three letters make overlapping runs ("aaaa"), adjacent occurrences ("abab"), and merges that rebuild
+    # bytes another merge already made (("ab","c") after ("a","bc")), so every case of the engine's
+    # neighbour bookkeeping is reached; words of count 0 and of one byte must change nothing.
+    eng = MergeEngine(*counts_to_arrays(words))
+    eng.run(max_merges)
+    assert eng.merges() == oracle_merges(words, max_merges)
+
+
+def test_engine_merge_counts_are_the_chosen_pairs_counts():
+    eng = engine_for({"aaab": 2, "ab": 3})
+    eng.run(3)
+    # (a,b): 2 + 3 = 5 -> aaab is [a, a, ab]: (a,a) 2 and (a,ab) 2, a tie won by (b"a", b"ab") > (b"a", b"a");
+    # then [a, aab]: (a,aab) 2
+    assert eng.merges() == [(b"a", b"b"), (b"a", b"ab"), (b"a", b"aab")]
+    assert eng.merge_counts() == [5, 2, 2]
