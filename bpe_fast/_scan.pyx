@@ -666,7 +666,7 @@ cdef class PretokenCounter:
 
     def __cinit__(self, int kind, specials=()):
         cdef Slot empty
-        self.kind = _kind(kind)
+        self.kind = _kind(kind) if kind != 0 else 0      # kind 0: adds arrays only (needs no tables)
         self.specials = SpecialMatcher(specials)
         empty.index = -1
         empty.tag = 0
@@ -684,6 +684,8 @@ cdef class PretokenCounter:
         """Count the pre-tokens of data, which must be valid UTF-8 (the caller checks) and start and end on
         a character boundary. Returns self."""
         cdef Py_ssize_t n = data.shape[0]
+        if self.kind == 0:
+            raise ValueError("this PretokenCounter (kind 0) only adds arrays")
         if n == 0:
             return self
         if self.busy:
@@ -751,7 +753,29 @@ cdef class PretokenCounter:
                 self.add_span(s + i, e - i, end)
                 i = e
 
+    def add_arrays(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts):
+        """Add counted pre-tokens, as arrays() gives them (the caller checks that offsets rise from 0 to
+        len(tokens) and counts are >= 0), to this counter. Returns self."""
+        cdef Py_ssize_t m = counts.shape[0], k
+        if offsets.shape[0] != m + 1 or offsets[0] != 0 or offsets[m] != tokens.shape[0]:
+            raise ValueError("offsets must have len(counts) + 1 entries, from 0 to len(tokens)")
+        if m == 0:
+            return self
+        if self.busy:
+            raise RuntimeError("PretokenCounter.add_arrays called from two threads at once")
+        self.busy = True
+        cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""
+        cdef const uint8_t* end = base + tokens.shape[0]
+        with nogil:
+            for k in range(m):
+                self.add_span_n(base + offsets[k], offsets[k + 1] - offsets[k], end, counts[k])
+        self.busy = False
+        return self
+
     cdef inline void add_span(self, const uint8_t* p, Py_ssize_t length, const uint8_t* end) noexcept nogil:
+        self.add_span_n(p, length, end, 1)
+
+    cdef inline void add_span_n(self, const uint8_t* p, Py_ssize_t length, const uint8_t* end, int64_t n) noexcept nogil:
         cdef uint64_t head = load_head(p, length, end)
         cdef uint64_t h = hash_span(p, length, head, end)
         cdef uint64_t pos = h & self.mask
@@ -760,7 +784,7 @@ cdef class PretokenCounter:
         cdef Span* span
         cdef Span fresh
         cdef size_t old
-        self.total_count += 1
+        self.total_count += n
         while True:
             slot = &self.slots[pos]
             if slot.index < 0:
@@ -769,7 +793,7 @@ cdef class PretokenCounter:
                 span = &self.spans[slot.index]
                 if span.length == length and span.head == head and (
                         length <= 8 or memcmp(self.arena.data() + span.start + 8, p + 8, length - 8) == 0):
-                    span.count += 1
+                    span.count += n
                     return
             pos = (pos + 1) & self.mask
         old = self.arena.size()
@@ -777,7 +801,7 @@ cdef class PretokenCounter:
         memcpy(self.arena.data() + old, p, length)
         fresh.start = old
         fresh.length = length
-        fresh.count = 1
+        fresh.count = n
         fresh.hash = h
         fresh.head = head
         slot.index = <int32_t>self.spans.size()
@@ -800,6 +824,15 @@ cdef class PretokenCounter:
                 pos = (pos + 1) & mask
             self.slots[pos].index = <int32_t>k
             self.slots[pos].tag = <uint32_t>(self.spans[k].hash >> 32)
+
+
+def merge_arrays(parts):
+    """The sum of several (tokens, offsets, counts) tables (see PretokenCounter.arrays) as one, its
+    pre-tokens in order of first appearance (the first table's first)."""
+    counter = PretokenCounter(0)
+    for tokens, offsets, counts in parts:
+        counter.add_arrays(tokens, offsets, counts)
+    return counter.arrays()
 
 
 def count(const uint8_t[::1] data, int kind, specials=()):

@@ -110,6 +110,7 @@ cdef class MergeEngine:
     cdef Py_ssize_t fcls               # the frequency class last asked for
     # heap
     cdef vector[HeapEntry] heap
+    cdef Py_ssize_t heap_pruned        # its size after the last pruning
     # symbols (canonical by bytes)
     cdef vector[uint8_t] pool
     cdef vector[int64_t] tok_off
@@ -338,6 +339,23 @@ cdef class MergeEngine:
             i = child
         self.heap[i] = e
 
+    cdef void _prune_heap(self) noexcept nogil:
+        """Drop the entries whose pair's count has changed since (most of a long run's heap) and re-heap."""
+        cdef Py_ssize_t k, keep = 0
+        cdef HeapEntry e
+        for k in range(<Py_ssize_t>self.heap.size()):
+            e = self.heap[k]
+            if e.count > 0 and self.pcount[e.pid] == e.count:
+                self.heap[keep] = e
+                keep += 1
+        self.heap.resize(keep)
+        self.heap.shrink_to_fit()
+        k = keep // 2
+        while k > 0:
+            k -= 1
+            self._sift_down(k)
+        self.heap_pruned = keep
+
     cdef void _push(self, int64_t count, int32_t pid) noexcept nogil:
         cdef HeapEntry e
         e.count = count
@@ -475,6 +493,7 @@ cdef class MergeEngine:
         while k > 0:
             k -= 1
             self._sift_down(k)
+        self.heap_pruned = self.heap.size()
 
     # --- merging ------------------------------------------------------------------------------
 
@@ -556,6 +575,8 @@ cdef class MergeEngine:
         self.plen[pab] = 0
         self._file_records()
         cdef MapSlot* m
+        if <Py_ssize_t>self.heap.size() > 2 * self.heap_pruned + (1 << 16):
+            self._prune_heap()
         for k in range(<Py_ssize_t>self.touched.size()):
             m = &self.maps[self.touched[k]]
             if m.delta == 0:
@@ -602,8 +623,12 @@ cdef class MergeEngine:
             m = &self.maps[self.touched[k]]
             if m.fill:
                 need += self.plen[m.pid]
-        if self.garbage > (1 << 20) and 2 * self.garbage > <int64_t>self.arena.size():
-            self._compact(need)
+        if <int64_t>self.arena.size() + need > <int64_t>self.arena.capacity():
+            # full: drop the garbage if there is enough of it, else grow by a quarter (not double)
+            if 4 * self.garbage > <int64_t>self.arena.size():
+                self._compact(need)
+            else:
+                self.arena.reserve(self.arena.size() + need + self.arena.size() // 4)
         at = self.arena.size()
         self.arena.resize(at + need)
         for k in range(ntouched):
@@ -657,6 +682,16 @@ cdef class MergeEngine:
     @property
     def num_merges(self):
         return self.merge_c.size()
+
+    def memory(self):
+        """Bytes held by the engine's main arrays, by name (for benchmarks and tests)."""
+        cdef Py_ssize_t lists = 0, s
+        for s in range(<Py_ssize_t>self.ending_in.size()):
+            lists += (self.ending_in[s].capacity() + self.starting_with[s].capacity()) * 4 + 48
+        return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
+                "pairs": self.pleft.capacity() * 28 + lists, "heap": self.heap.capacity() * sizeof(HeapEntry),
+                "symbols": self.pool.capacity() + self.tok_len.capacity() * 12 + self.maps.capacity() * sizeof(MapSlot),
+                "num_pairs": self.pleft.size()}
 
     def merges(self):
         """The merges done so far as a list of (bytes, bytes), in order."""

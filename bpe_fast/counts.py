@@ -1,26 +1,29 @@
-"""Counting the pre-tokens of corpus files, over several processes.
+"""Counting the pre-tokens of corpus files, over several processes, and PretokenCounts.
 
-The parent cuts each file into byte ranges at safe points (see chunking.py); each worker reads its own
-ranges from the file (no text is sent between processes), counts them and returns one table of distinct
-pre-tokens. The tables are added in the parent.
+The parent cuts each file into byte ranges at safe points (see chunking.py); each worker claims ranges one
+at a time, reads them from the file (no text is sent between processes), counts them into one native table
+and writes its arrays (a byte pool, offsets, counts) to a scratch file. The parent adds the tables natively.
+No pre-token is a Python object on the way: the arrays go as they are to the merge engine.
 """
 import json
 import os
-from collections import Counter
+import tempfile
+from collections.abc import Mapping
 from concurrent.futures import FIRST_EXCEPTION, wait
 
 import numpy as np
 
+from ._scan import merge_arrays
 from .atomic import atomic_output
 from .chunking import chunk_boundaries
 from .patterns import GPT2_PATTERN, resolve_pattern
-from .pretokenize import ChunkCounter, compiled_pattern
-from .procs import WorkerDiedError, check_chunk_bytes, check_num_processes, shared_counter, worker_pool  # noqa: F401 (re-exported)
+from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
+from .procs import check_chunk_bytes, check_num_processes, shared_counter, worker_pool
 from .specials import check_special_tokens, special_regex
 
 DEFAULT_CHUNK_BYTES = 4 << 20
 _IN_PROCESS_BYTES = 4 << 20     # below this, counting in the caller beats starting workers
-_TASKS_PER_PROCESS = 4
+_RANGES_PER_PROCESS = 8         # at least: workers claim ranges one by one, so they finish together
 
 
 class CorpusDecodeError(UnicodeError):
@@ -66,34 +69,82 @@ def _line_of(path, offset):
 
 
 _bytes_done = None     # in a worker: a shared counter of bytes counted, for the caller's progress report
+_next_range = None     # in a worker: the shared index of the next byte range to claim
 
 
-def _init_worker(bytes_done):
-    global _bytes_done
-    _bytes_done = bytes_done
+def _init_worker(bytes_done, next_range):
+    global _bytes_done, _next_range
+    _bytes_done, _next_range = bytes_done, next_range
+
+
+def _counter_for(special_tokens, pattern, errors):
+    return ChunkCounter(special_regex(special_tokens), pattern, errors)
+
+
+def _count_range(counter, f, path, start, end):
+    """Add the pre-tokens of bytes [start, end) of the open file f to counter."""
+    f.seek(start)
+    data = f.read(end - start)
+    try:
+        counter.add(data)
+    except UnicodeDecodeError as exc:
+        raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
+    if _bytes_done is not None:
+        with _bytes_done.get_lock():
+            _bytes_done.value += end - start
 
 
 def _count_ranges(path, ranges, special_tokens, pattern, errors):
-    """Worker: count the pre-tokens of some byte ranges of one file (one native table for all of them)."""
-    counter = ChunkCounter(special_regex(special_tokens), pattern, errors)
+    """Count the pre-tokens of some byte ranges of one file into one native table; returns its arrays
+    (tokens uint8, offsets int64, counts int64)."""
+    counter = _counter_for(special_tokens, pattern, errors)
     with open(path, "rb") as f:
         for start, end in ranges:
+            _count_range(counter, f, path, start, end)
+    return counter.arrays()
+
+
+def _count_claimed(path, ranges, special_tokens, pattern, errors, out_path):
+    """Worker: claim ranges one at a time from the shared index until none is left, count them into one
+    native table and write its arrays to out_path (.npy arrays, not pickled); returns out_path."""
+    counter = _counter_for(special_tokens, pattern, errors)
+    with open(path, "rb") as f:
+        while True:
+            with _next_range.get_lock():
+                k = _next_range.value
+                _next_range.value = k + 1
+            if k >= len(ranges):
+                break
+            _count_range(counter, f, path, *ranges[k])
+    tokens, offsets, counts = counter.arrays()
+    with open(out_path, "wb") as out:
+        for array in (tokens, offsets, counts):
+            np.save(out, array, allow_pickle=False)
+    return out_path
+
+
+def _read_table(path):
+    with open(path, "rb") as f:
+        return tuple(np.load(f, allow_pickle=False) for _ in range(3))
+
+
+def _first_decode_error(path, ranges, before):
+    """The first invalid UTF-8 of the file in file order (workers report the first they meet in time)."""
+    with open(path, "rb") as f:
+        for start, end in ranges:
+            if start >= before:
+                break
             f.seek(start)
-            data = f.read(end - start)
             try:
-                counter.add(data)
+                check_utf8(f.read(end - start))
             except UnicodeDecodeError as exc:
-                raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
-            del data
-            if _bytes_done is not None:
-                with _bytes_done.get_lock():
-                    _bytes_done.value += end - start
-    return Counter(counter.to_dict())
+                return CorpusDecodeError(path, start + exc.start, exc.reason)
+    return None
 
 
 def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None, errors="strict",
                chunk_bytes=None, progress=None):
-    """The pre-token counts of one UTF-8 file as a Counter of bytes, the same whatever num_processes and
+    """The pre-token counts of one UTF-8 file as PretokenCounts, the same whatever num_processes and
     chunk_bytes. Special tokens split the text and are never counted.
 
     progress, if given, is called as progress("count", bytes_done, bytes_total) now and then."""
@@ -108,37 +159,48 @@ def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None
     size = os.path.getsize(path)
     workers = num_processes if size >= _IN_PROCESS_BYTES or chunk_bytes < size else 1
     bounds = chunk_boundaries(path, special_tokens, pattern, chunk_bytes,
-                              min_chunks=workers * _TASKS_PER_PROCESS if workers > 1 else 1)
+                              min_chunks=workers * _RANGES_PER_PROCESS if workers > 1 else 1)
     ranges = list(zip(bounds[:-1], bounds[1:]))
     try:
         if workers == 1 or len(ranges) == 1:
-            counts = _count_ranges(path, ranges, special_tokens, pattern, errors)
+            table = _count_ranges(path, ranges, special_tokens, pattern, errors)
         else:
-            counts = _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress)
+            table = _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress)
         if progress is not None:
             progress("count", size, size)
-        return counts
+        return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
     except CorpusDecodeError as exc:
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, _line_of(path, exc.offset)) from None
 
 
+def _scratch_dir():
+    """A private folder for the workers' tables: in memory (/dev/shm) where there is one."""
+    shm = "/dev/shm"
+    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    return tempfile.TemporaryDirectory(prefix="bpe_fast-counts-", dir=base)
+
+
 def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress):
-    ntasks = min(len(ranges), workers * _TASKS_PER_PROCESS)
-    groups = [ranges[len(ranges) * i // ntasks: len(ranges) * (i + 1) // ntasks] for i in range(ntasks)]
-    bytes_done = shared_counter()
-    with worker_pool(min(workers, ntasks), f"counting {path}", _init_worker, (bytes_done,)) as pool:
-        futures = [pool.submit(_count_ranges, path, g, special_tokens, pattern, errors) for g in groups]
+    """Each worker claims ranges until none is left and writes one table; the tables are added natively."""
+    workers = min(workers, len(ranges))
+    bytes_done, next_range = shared_counter(), shared_counter()
+    with _scratch_dir() as scratch, \
+            worker_pool(workers, f"counting {path}", _init_worker, (bytes_done, next_range)) as pool:
+        futures = [pool.submit(_count_claimed, path, ranges, special_tokens, pattern, errors,
+                               os.path.join(scratch, f"table-{i}.npy")) for i in range(workers)]
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
             if progress is not None:
                 progress("count", bytes_done.value, ranges[-1][1])
-            if any(f.done() and f.exception() is not None for f in futures):
-                break
-        total = Counter()
-        for fut in futures:                     # in file order, so the first decode error is reported
-            total.update(fut.result())
-    return total
+            failed = [f for f in futures if f.done() and f.exception() is not None]
+            if failed:
+                exc = failed[0].exception()
+                if isinstance(exc, CorpusDecodeError):
+                    raise _first_decode_error(path, ranges, exc.offset + 1) or exc
+                raise exc
+        tables = [_read_table(f.result()) for f in futures]
+    return merge_arrays(tables) if len(tables) > 1 else tables[0]
 
 
 # ---- reusable counts -----------------------------------------------------------------------------
@@ -149,7 +211,10 @@ COUNTS_VERSION = 1
 
 class PretokenCounts:
     """The distinct pre-tokens of a corpus with their counts, and the pattern and special tokens that
-    made them. Add shards with `+` or `PretokenCounts.merge`; save and load as `.npz` (no pickle).
+    made them, held as three arrays: `tokens` (uint8, the pre-tokens' bytes end to end), `offsets` (int64,
+    pre-token k is tokens[offsets[k]:offsets[k + 1]]) and `counts` (int64). Training reads the arrays as
+    they are. Add shards with `+` or `PretokenCounts.merge` (natively); save and load as `.npz` (no pickle).
+    Reading it as a mapping ({bytes: count}: `[]`, `in`, `items()`) makes a dict once, on first use.
 
     File format (version 1), a NumPy .npz with:
       format: str "bpe_fast.pretoken_counts";  version: int64 1
@@ -157,56 +222,97 @@ class PretokenCounts:
       counts: int64;  pattern: str, the regex;  special_tokens: str, a JSON list of str
     """
 
-    __slots__ = ("_counts", "pattern", "special_tokens")
+    __slots__ = ("tokens", "offsets", "counts", "pattern", "special_tokens", "_dict")
 
     def __init__(self, counts=None, pattern=GPT2_PATTERN, special_tokens=()):
-        self._counts = Counter() if counts is None else Counter(counts)
-        self.pattern = resolve_pattern(pattern)
-        self.special_tokens = check_special_tokens(special_tokens)
-        for tok, n in self._counts.items():
+        """From a mapping {bytes: int} (or nothing: empty)."""
+        counts = {} if counts is None else dict(counts)
+        for tok, n in counts.items():
             if not isinstance(tok, bytes):
                 raise TypeError(f"pre-tokens must be bytes, got {tok!r}")
-            if not isinstance(n, int) or n < 0:
+            if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
                 raise ValueError(f"count of {tok!r} must be a non-negative int, got {n!r}")
+        lengths = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        self._set(np.frombuffer(b"".join(counts), dtype=np.uint8),
+                  offsets, np.fromiter(counts.values(), dtype=np.int64, count=len(counts)), pattern, special_tokens)
 
-    # -- container protocol
+    def _set(self, tokens, offsets, counts, pattern, special_tokens):
+        self.tokens, self.offsets, self.counts = tokens, offsets, counts
+        self.pattern = resolve_pattern(pattern)
+        self.special_tokens = check_special_tokens(special_tokens)
+        self._dict = None
+
+    @classmethod
+    def from_arrays(cls, tokens, offsets, counts, pattern=GPT2_PATTERN, special_tokens=(), *, check=True):
+        """From the three arrays (not copied when they have the right dtypes). check=True verifies that
+        they agree and that no pre-token is listed twice (ValueError otherwise)."""
+        tokens = np.ascontiguousarray(tokens, dtype=np.uint8)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        if check:
+            _check_arrays(tokens, offsets, counts)
+        out = cls.__new__(cls)
+        out._set(tokens, offsets, counts, pattern, special_tokens)
+        return out
+
+    # -- container protocol (a dict made on first use)
+    def _as_dict(self):
+        if self._dict is None:
+            blob, bounds = self.tokens.tobytes(), self.offsets.tolist()
+            self._dict = dict(zip((blob[bounds[k]:bounds[k + 1]] for k in range(len(self.counts))),
+                                  self.counts.tolist()))
+        return self._dict
+
     def __len__(self):
-        return len(self._counts)
+        return len(self.counts)
 
     def __iter__(self):
-        return iter(self._counts)
+        return iter(self._as_dict())
 
     def __getitem__(self, token):
-        return self._counts[token]
+        return self._as_dict().get(token, 0)
 
     def __contains__(self, token):
-        return token in self._counts
+        return token in self._as_dict()
 
     def keys(self):
-        return self._counts.keys()
+        return self._as_dict().keys()
 
     def values(self):
-        return self._counts.values()
+        return self._as_dict().values()
 
     def items(self):
-        return self._counts.items()
+        return self._as_dict().items()
 
     def __eq__(self, other):
-        if not isinstance(other, PretokenCounts):
-            return NotImplemented
-        return (self.pattern, set(self.special_tokens), self._counts) == \
-            (other.pattern, set(other.special_tokens), other._counts)
+        """Equal to PretokenCounts with the same pattern, special tokens and counts; to a mapping with the
+        same counts."""
+        if isinstance(other, PretokenCounts):
+            return (self.pattern, set(self.special_tokens)) == (other.pattern, set(other.special_tokens)) and \
+                self._as_dict() == other._as_dict()
+        if isinstance(other, Mapping):
+            return self._as_dict() == dict(other)
+        return NotImplemented
+
+    __hash__ = None
 
     def __repr__(self):
         return f"PretokenCounts({len(self)} distinct, {self.total()} in all)"
 
     def total(self):
         """The number of pre-tokens counted."""
-        return sum(self._counts.values())
+        return int(self.counts.sum())
 
     def most_common(self, n=None):
-        """The n most common (bytes, count) pairs, all of them when n is None (like Counter)."""
-        return self._counts.most_common(n)
+        """The n most common (bytes, count) pairs, all of them when n is None (like Counter; ties in the
+        arrays' order)."""
+        order = np.argsort(-self.counts, kind="stable")
+        if n is not None:
+            order = order[:max(0, n)]
+        blob, offsets, counts = self.tokens, self.offsets, self.counts
+        return [(blob[offsets[k]:offsets[k + 1]].tobytes(), int(counts[k])) for k in order.tolist()]
 
     # -- adding shards
     def _check_compatible(self, other):
@@ -219,11 +325,13 @@ class PretokenCounts:
             raise ValueError("cannot add counts made with different special tokens: "
                              f"{list(self.special_tokens)} and {list(other.special_tokens)}")
 
+    def _arrays(self):
+        return self.tokens, self.offsets, self.counts
+
     def __add__(self, other):
         self._check_compatible(other)
-        out = PretokenCounts(self._counts, self.pattern, self.special_tokens)
-        out._counts.update(other._counts)
-        return out
+        return PretokenCounts.from_arrays(*merge_arrays([self._arrays(), other._arrays()]),
+                                          pattern=self.pattern, special_tokens=self.special_tokens, check=False)
 
     @classmethod
     def merge(cls, shards):
@@ -232,23 +340,19 @@ class PretokenCounts:
         if not shards:
             raise ValueError("merge needs at least one PretokenCounts")
         first = shards[0]
-        out = cls(first._counts, first.pattern, first.special_tokens)
+        if not isinstance(first, PretokenCounts):
+            raise TypeError(f"can only merge PretokenCounts, not {type(first).__name__}")
         for shard in shards[1:]:
-            out._check_compatible(shard)
-            out._counts.update(shard._counts)
-        return out
+            first._check_compatible(shard)
+        return cls.from_arrays(*merge_arrays([s._arrays() for s in shards]), pattern=first.pattern,
+                               special_tokens=first.special_tokens, check=False)
 
     # -- files
     def save(self, path):
         """Write the counts to `path` (.npz), through a temporary file: nothing half-written is left."""
-        keys = list(self._counts.keys())
-        lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
-        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
         arrays = dict(
             format=np.array(COUNTS_FORMAT), version=np.array(COUNTS_VERSION, dtype=np.int64),
-            tokens=np.frombuffer(b"".join(keys), dtype=np.uint8), offsets=offsets,
-            counts=np.fromiter(self._counts.values(), dtype=np.int64, count=len(keys)),
+            tokens=self.tokens, offsets=self.offsets, counts=self.counts,
             pattern=np.array(self.pattern), special_tokens=np.array(json.dumps(list(self.special_tokens))),
         )
         path = os.fspath(path)
@@ -269,6 +373,7 @@ class PretokenCounts:
             raise
         except Exception as exc:     # zipfile.BadZipFile, EOFError, ValueError, OSError ...
             raise ValueError(f"{path}: not a bpe_fast counts file ({type(exc).__name__}: {exc})") from None
+
         def need(name, kind):
             if name not in arrays or arrays[name].dtype.kind != kind:
                 raise ValueError(f"{path}: not a bpe_fast counts file (missing or bad {name!r})")
@@ -279,21 +384,24 @@ class PretokenCounts:
         if version != COUNTS_VERSION:
             raise ValueError(f"{path}: counts file version {version} is not supported (this is {COUNTS_VERSION})")
         tokens, offsets, counts = need("tokens", "u"), need("offsets", "i"), need("counts", "i")
-        n = len(counts)
-        if tokens.dtype != np.uint8 or offsets.shape != (n + 1,) or offsets[0] != 0 or \
-                offsets[-1] != len(tokens) or np.any(np.diff(offsets) < 0) or np.any(counts < 0):
-            raise ValueError(f"{path}: corrupt counts file (tokens, offsets and counts disagree)")
         try:
             specials = json.loads(str(need("special_tokens", "U")))
-            pattern = str(need("pattern", "U"))
-            blob = tokens.tobytes()
-            bounds = offsets.tolist()
-            table = dict(zip((blob[bounds[i]:bounds[i + 1]] for i in range(n)), counts.tolist()))
-            if len(table) != n:
-                raise ValueError("a pre-token is listed twice")
-            return cls(table, pattern, specials)
+            if not isinstance(specials, list):
+                raise ValueError("special_tokens is not a list")
+            return cls.from_arrays(tokens, offsets, counts, str(need("pattern", "U")), specials)
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{path}: corrupt counts file ({exc})") from None
+
+
+def _check_arrays(tokens, offsets, counts):
+    n = len(counts)
+    if tokens.ndim != 1 or offsets.shape != (n + 1,) or counts.ndim != 1 or offsets[0] != 0 or \
+            offsets[-1] != len(tokens) or np.any(np.diff(offsets) < 0):
+        raise ValueError("tokens, offsets and counts disagree")
+    if np.any(counts < 0):
+        raise ValueError("a count is negative")
+    if len(merge_arrays([(tokens, offsets, counts)])[2]) != n:
+        raise ValueError("a pre-token is listed twice")
 
 
 def count_pretokens(paths, special_tokens=(), *, pattern=GPT2_PATTERN, num_processes=None, errors="strict",
@@ -310,9 +418,10 @@ def count_pretokens(paths, special_tokens=(), *, pattern=GPT2_PATTERN, num_proce
     pattern = resolve_pattern(pattern)
     if client is not None:
         from .dask_counts import count_on_dask
-        counts = count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes)
-    else:
-        counts = Counter()
-        for path in paths:
-            counts.update(count_file(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress))
-    return PretokenCounts(counts, pattern, special_tokens)
+        table = count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes)
+        return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
+    shards = [count_file(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress)
+              for path in paths]
+    if len(shards) == 1:
+        return shards[0]
+    return PretokenCounts.merge(shards) if shards else PretokenCounts(None, pattern, special_tokens)

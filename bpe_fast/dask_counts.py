@@ -3,8 +3,8 @@
 The caller's process cuts each file into byte ranges at safe points (chunking.py reads only small windows
 around the cuts) and groups consecutive ranges into tasks of at most _MAX_TASK_BYTES, at least
 _TASKS_PER_THREAD per worker thread. A task carries paths and offsets only: the worker reads its own ranges
-from a path every worker must see, counts them and keeps the Counter. The Counters are added on the workers
-by a tree of tasks, _FAN_IN at a time, and only the final table comes back. No text and no partial table
+from a path every worker must see, counts them into one native table and keeps its arrays (a byte pool,
+offsets, counts). The tables are added natively on the workers by a tree of tasks, _FAN_IN at a time, and only the final table comes back. No text and no partial table
 travels through the scheduler or the client.
 
 Failures:
@@ -23,10 +23,12 @@ Dask is imported inside the functions: `import bpe_fast` never needs it.
 """
 import os
 import uuid
-from collections import Counter
 from concurrent.futures import CancelledError
 
 from .chunking import chunk_boundaries
+import numpy as np
+
+from ._scan import merge_arrays
 from .counts import CorpusDecodeError, _count_ranges, _line_of, check_errors
 from .pretokenize import compiled_pattern
 
@@ -38,7 +40,8 @@ _LINE_SCAN_LIMIT = 256 << 20    # an error further into a file is reported witho
 
 
 def count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes):
-    """The pre-token counts of the files, as a Counter of bytes, counted on the cluster of `client`.
+    """The pre-token counts of the files, as arrays (tokens, offsets, counts), counted on the cluster of
+    `client`.
 
     paths: checked paths (str) every worker can read at the same absolute path. special_tokens: a checked
     tuple; pattern: the regex text; errors: "strict" or "replace"; chunk_bytes: None or the most bytes a
@@ -61,7 +64,7 @@ def count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes):
     files = [(os.path.abspath(p), os.path.getsize(p)) for p in paths]
     total = sum(size for _, size in files)
     if total == 0:
-        return Counter()
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int64)
     nthreads = max(1, sum(client.nthreads().values()))
     task_bytes = _task_bytes(total, nthreads)
     range_bytes = task_bytes if chunk_bytes is None else min(chunk_bytes, task_bytes)
@@ -152,15 +155,11 @@ def _cluster_failure(exc):
 
 def _count_pieces(pieces, special_tokens, pattern, errors):
     """Task: count the pre-tokens of some byte ranges of some files."""
-    total = Counter()
+    tables = []
     for path, size, ranges in pieces:
         _check_same_file(path, size)
-        counts = _count_ranges(path, ranges, special_tokens, pattern, errors)
-        if total:
-            total.update(counts)
-        else:
-            total = counts
-    return total
+        tables.append(_count_ranges(path, ranges, special_tokens, pattern, errors))
+    return merge_arrays(tables) if len(tables) > 1 else tables[0]
 
 
 def _check_same_file(path, size):
@@ -184,10 +183,6 @@ def _worker_address():
 
 
 def _add(*tables):
-    """Task: the sum of some partial tables. The inputs are left as they are (Dask may reuse them if this
-    task is rerun): the largest is copied, the others added to the copy."""
-    tables = sorted(tables, key=len, reverse=True)
-    total = Counter(tables[0])
-    for table in tables[1:]:
-        total.update(table)
-    return total
+    """Task: the sum of some partial tables (arrays), added natively into a new table: the inputs are left
+    as they are (Dask may reuse them if this task is rerun)."""
+    return merge_arrays(tables)

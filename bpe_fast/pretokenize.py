@@ -62,7 +62,7 @@ def pretoken_boundaries(data, pattern=GPT2_PATTERN):
     """
     kind = native_kind(pattern)
     if kind and isinstance(data, (bytes, bytearray)):
-        _check_utf8(data)
+        check_utf8(data)
         return _scan.boundaries(data, kind)
     text = data.decode("utf-8")
     lengths = [len(p.encode("utf-8")) for p in compiled_pattern(pattern).findall(text)]
@@ -122,7 +122,7 @@ class ChunkCounter:
         """Count the pre-tokens of one chunk (bytes, as count_chunk takes them). Returns self."""
         if self._native is not None and isinstance(data, (bytes, bytearray)):
             if self.errors == "strict":
-                _check_utf8(data)
+                check_utf8(data)
                 utf8 = data
             else:
                 utf8 = _utf8_or_none(data.decode("utf-8", self.errors))   # "surrogateescape" can give None
@@ -287,7 +287,7 @@ def _utf8_or_none(text):
         return None
 
 
-def _check_utf8(data):
+def check_utf8(data):
     """Raise the UnicodeDecodeError data.decode("utf-8") would raise, found by the native validator."""
     pos = _scan.utf8_error(data)
     if pos < 0:

@@ -28,7 +28,7 @@ from . import formats
 from ._encode import (MAX_SPARE_CORES, BPECore, BPETables, IdBuffer, Segmenter, StreamEncoder, encode_text_pooled,
                       safe_cut)
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
-from .pretokenize import _check_utf8, compiled_pattern, native_kind, pretoken_boundaries
+from .pretokenize import check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .specials import check_special_tokens, special_regex
 
 __all__ = ["Tokenizer"]
@@ -330,7 +330,7 @@ class Tokenizer:
         """encode_utf8_to_numpy for the native path, its arguments checked, with `out` (an empty IdBuffer) as
         the working buffer: it is left empty, its memory kept, so a caller encoding many pieces reuses it. data
         must not change during the call (bytes, or a buffer no other thread holds)."""
-        _check_utf8(data)
+        check_utf8(data)
         self._on_core(lambda core: core.encode_utf8_into(out, data, self._segmenter))
         return out.take(dtype)
 

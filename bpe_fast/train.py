@@ -4,7 +4,7 @@ import warnings
 import numpy as np
 
 from ._train import MergeEngine
-from .counts import count_file
+from .counts import PretokenCounts, count_file
 from .patterns import GPT2_PATTERN
 from .specials import check_special_tokens
 
@@ -34,8 +34,8 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
     """
     special_tokens = check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, special_tokens)
-    counts = count_file(input_path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress)
-    return _train(counts, vocab_size, special_tokens, progress, stacklevel=3)
+    return _train(count_file(input_path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress),
+                  vocab_size, special_tokens, progress, stacklevel=3)
 
 
 def counts_to_arrays(counts):
@@ -71,7 +71,10 @@ def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None)
 
 
 def _train(counts, vocab_size, special_tokens, progress, stacklevel):
-    engine = MergeEngine(*counts_to_arrays(counts))
+    if isinstance(counts, PretokenCounts):
+        engine = MergeEngine(counts.tokens, counts.offsets, counts.counts)
+    else:
+        engine = MergeEngine(*counts_to_arrays(counts))
     del counts
     wanted = vocab_size - 256 - len(special_tokens)
     done = 0
