@@ -35,7 +35,7 @@ Worked example, one word "aaab" with frequency 2, slots [S a a a b S]:
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 from libcpp.vector cimport vector
-from libcpp.algorithm cimport sort as cpp_sort, upper_bound
+from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
 
 
 cdef enum:
@@ -75,13 +75,23 @@ cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
     return x
 
 
+cdef enum:
+    SHORT = 64          # symbols of at most this many bytes keep their bytes; longer ones only their halves
+    CHUNK = 256         # bytes compared at a time between long symbols
+
+
+cdef uint64_t HASH_BASE = 0x100000001b3ULL
+# A symbol's hash is the polynomial sum((byte_i + 1) * HASH_BASE ** (n - 1 - i)) mod 2**64, so the hash of a
+# concatenation comes from its halves' in O(1): h(ab) = h(a) * HASH_BASE ** len(b) + h(b). Equal hashes are
+# always confirmed byte by byte.
+
+
 cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n) noexcept nogil:
-    # FNV-1a over the bytes, then mixed
-    cdef uint64_t h = <uint64_t>14695981039346656037ULL
+    cdef uint64_t h = 0
     cdef Py_ssize_t i
     for i in range(n):
-        h = (h ^ p[i]) * <uint64_t>1099511628211ULL
-    return mix64(h ^ <uint64_t>n)
+        h = h * HASH_BASE + p[i] + 1
+    return h
 
 
 cdef class MergeEngine:
@@ -111,10 +121,13 @@ cdef class MergeEngine:
     # heap
     cdef vector[HeapEntry] heap
     cdef Py_ssize_t heap_pruned        # its size after the last pruning
-    # symbols (canonical by bytes)
+    cdef bint finished
+    # symbols (canonical by bytes): a short one's bytes are pool[tok_off:tok_off + tok_len]; a long one
+    # (tok_off -1) is the concatenation of its halves tok_left, tok_right, so a huge token costs no bytes
     cdef vector[uint8_t] pool
     cdef vector[int64_t] tok_off
-    cdef vector[int32_t] tok_len
+    cdef vector[int32_t] tok_len, tok_left, tok_right
+    cdef vector[uint64_t] tok_hash, tok_pow
     cdef vector[int32_t] ikeys         # intern table: symbol id + 1, 0 = empty
     cdef vector[uint64_t] ihash
     cdef uint64_t imask
@@ -146,26 +159,26 @@ cdef class MergeEngine:
 
     cdef void _init_symbols(self) noexcept nogil:
         cdef int32_t b
-        cdef uint8_t byte
         self.imask = 1023
         self.ikeys.assign(1024, 0)
         self.ihash.assign(1024, 0)
         for b in range(256):
-            byte = <uint8_t>b
-            self._intern_new(&byte, 1)
+            self.pool.push_back(<uint8_t>b)
+            self._add_symbol(b, 1, -1, -1, <uint64_t>b + 1, HASH_BASE)
 
-    cdef int32_t _intern_new(self, const uint8_t* p, Py_ssize_t n) noexcept nogil:
-        """Add a symbol with bytes p[:n] (known to be absent); returns its id."""
+    cdef int32_t _add_symbol(self, int64_t off, int32_t n, int32_t left, int32_t right, uint64_t h,
+                             uint64_t pw) noexcept nogil:
         cdef int32_t s = <int32_t>self.tok_len.size()
-        cdef Py_ssize_t start = self.pool.size()
         cdef int k
-        self.pool.resize(start + n)
-        memcpy(&self.pool[start], p, n)
-        self.tok_off.push_back(start)
-        self.tok_len.push_back(<int32_t>n)
+        cdef MapSlot empty
+        self.tok_off.push_back(off)
+        self.tok_len.push_back(n)
+        self.tok_left.push_back(left)
+        self.tok_right.push_back(right)
+        self.tok_hash.push_back(h)
+        self.tok_pow.push_back(pw)
         self.ending_in.emplace_back()
         self.starting_with.emplace_back()
-        cdef MapSlot empty
         empty.delta = 0
         empty.fill = 0
         empty.stamp = -1
@@ -175,11 +188,11 @@ cdef class MergeEngine:
         if <uint64_t>(self.tok_len.size() * 2) > self.imask:
             self._intern_grow()
         else:
-            self._intern_put(s, hash_bytes(p, n))
+            self._intern_put(s, h)
         return s
 
     cdef void _intern_put(self, int32_t s, uint64_t h) noexcept nogil:
-        cdef uint64_t slot = h & self.imask
+        cdef uint64_t slot = mix64(h) & self.imask
         while self.ikeys[slot] != 0:
             slot = (slot + 1) & self.imask
         self.ikeys[slot] = s + 1
@@ -192,30 +205,95 @@ cdef class MergeEngine:
         self.ikeys.assign(cap, 0)
         self.ihash.assign(cap, 0)
         for s in range(<int32_t>self.tok_len.size()):
-            self._intern_put(s, hash_bytes(&self.pool[self.tok_off[s]], self.tok_len[s]))
+            self._intern_put(s, self.tok_hash[s])
 
-    cdef int32_t _find_symbol(self, const uint8_t* p, Py_ssize_t n, uint64_t h) noexcept nogil:
-        cdef uint64_t slot = h & self.imask
+    cdef void _read(self, int32_t s, int64_t off, int64_t n, uint8_t* out) noexcept nogil:
+        """Copy bytes [off, off + n) of symbol s to out, walking down the halves of long symbols."""
+        cdef vector[int32_t] later                 # right halves still to read, the next one last
+        cdef int64_t k, la
+        while n > 0:
+            if self.tok_off[s] >= 0:
+                k = self.tok_len[s] - off
+                if k > n:
+                    k = n
+                memcpy(out, &self.pool[self.tok_off[s] + off], k)
+                out += k
+                n -= k
+                if n == 0:
+                    break
+                s = later.back()
+                later.pop_back()
+                off = 0
+                continue
+            la = self.tok_len[self.tok_left[s]]
+            if off >= la:
+                off -= la
+                s = self.tok_right[s]
+            else:
+                if off + n > la:
+                    later.push_back(self.tok_right[s])
+                s = self.tok_left[s]
+
+    cdef void _read_concat(self, int32_t a, int32_t b, int64_t off, int64_t n, uint8_t* out) noexcept nogil:
+        """Copy bytes [off, off + n) of bytes(a) + bytes(b) to out."""
+        cdef int64_t la = self.tok_len[a], k
+        if off < la:
+            k = la - off if la - off < n else n
+            self._read(a, off, k, out)
+            out += k
+            n -= k
+            off = la
+        if n > 0:
+            self._read(b, off - la, n, out)
+
+    cdef int _compare(self, int32_t s, int32_t t, int32_t a, int32_t b, const uint8_t* data, int64_t n) noexcept nogil:
+        """memcmp of the first n bytes of symbol s with those of t (t >= 0), of bytes(a) + bytes(b) (a >= 0),
+        or of data, CHUNK bytes at a time."""
+        cdef uint8_t x[CHUNK]
+        cdef uint8_t y[CHUNK]
+        cdef int64_t off = 0, k
+        cdef int c
+        while off < n:
+            k = n - off if n - off < CHUNK else CHUNK
+            self._read(s, off, k, x)
+            if t >= 0:
+                self._read(t, off, k, y)
+                c = memcmp(x, y, k)
+            elif a >= 0:
+                self._read_concat(a, b, off, k, y)
+                c = memcmp(x, y, k)
+            else:
+                c = memcmp(x, data + off, k)
+            if c != 0:
+                return c
+            off += k
+        return 0
+
+    cdef int32_t _find_symbol(self, uint64_t h, int64_t n, int32_t a, int32_t b, const uint8_t* data) noexcept nogil:
+        """The symbol whose bytes are bytes(a) + bytes(b) (a >= 0) or data[:n], with hash h; -1 if none."""
+        cdef uint64_t slot = mix64(h) & self.imask
         cdef int32_t s
         while self.ikeys[slot] != 0:
             s = self.ikeys[slot] - 1
-            if self.ihash[slot] == h and self.tok_len[s] == n and memcmp(&self.pool[self.tok_off[s]], p, n) == 0:
+            if self.ihash[slot] == h and self.tok_len[s] == n and self._compare(s, -1, a, b, data, n) == 0:
                 return s
             slot = (slot + 1) & self.imask
         return -1
 
     cdef int32_t _intern_concat(self, int32_t a, int32_t b) noexcept nogil:
         """The symbol whose bytes are bytes(a) + bytes(b), created if new."""
-        cdef Py_ssize_t la = self.tok_len[a], lb = self.tok_len[b]
-        cdef vector[uint8_t] buf
-        buf.resize(la + lb)
-        memcpy(&buf[0], &self.pool[self.tok_off[a]], la)
-        memcpy(&buf[la], &self.pool[self.tok_off[b]], lb)
-        cdef uint64_t h = hash_bytes(&buf[0], la + lb)
-        cdef int32_t s = self._find_symbol(&buf[0], la + lb, h)
+        cdef int64_t la = self.tok_len[a], lb = self.tok_len[b], start
+        cdef uint64_t h = self.tok_hash[a] * self.tok_pow[b] + self.tok_hash[b]
+        cdef int32_t s = self._find_symbol(h, la + lb, a, b, NULL)
         if s >= 0:
             return s
-        return self._intern_new(&buf[0], la + lb)
+        start = -1
+        if la + lb <= SHORT:                        # both halves are short too: their bytes are at hand
+            start = self.pool.size()
+            self.pool.resize(start + la + lb)
+            memcpy(&self.pool[start], &self.pool[self.tok_off[a]], la)
+            memcpy(&self.pool[start + la], &self.pool[self.tok_off[b]], lb)
+        return self._add_symbol(start, <int32_t>(la + lb), a, b, h, self.tok_pow[a] * self.tok_pow[b])
 
     # --- slots --------------------------------------------------------------------------------
 
@@ -310,7 +388,11 @@ cdef class MergeEngine:
         if s == t:
             return 0
         cdef int32_t ls = self.tok_len[s], lt = self.tok_len[t]
-        cdef int c = memcmp(&self.pool[self.tok_off[s]], &self.pool[self.tok_off[t]], ls if ls < lt else lt)
+        cdef int c
+        if self.tok_off[s] >= 0 and self.tok_off[t] >= 0:
+            c = memcmp(&self.pool[self.tok_off[s]], &self.pool[self.tok_off[t]], ls if ls < lt else lt)
+        else:
+            c = self._compare(s, t, -1, -1, NULL, ls if ls < lt else lt)
         if c != 0:
             return c
         return ls - lt
@@ -525,7 +607,7 @@ cdef class MergeEngine:
         self._load(&self.starting_with[c], False, 3)
         cdef int32_t la = self.tok_len[a], lb = self.tok_len[b]
         cdef int64_t seg = self.pstart[pab], nseg = self.plen[pab]
-        if a == b:
+        if a == b and not is_sorted(self.arena.begin() + seg, self.arena.begin() + seg + nseg):
             # overlapping occurrences ("aaa") must be merged left to right
             cpp_sort(self.arena.begin() + seg, self.arena.begin() + seg + nseg)
         cdef const int32_t* positions = self.arena.data() + seg
@@ -671,9 +753,29 @@ cdef class MergeEngine:
         self.arena.swap(fresh)
         self.garbage = 0
 
+    def finish(self):
+        """Free the working arrays (slots, positions, pairs, heap): no merge can follow, merges() still
+        works. A caller about to turn huge tokens into bytes objects calls this first."""
+        cdef vector[int32_t] none32
+        cdef vector[int64_t] none64
+        cdef vector[HeapEntry] noheap
+        self.sym.swap(none32)
+        none32.clear()
+        none32.shrink_to_fit()
+        self.arena.swap(none32)
+        none32.clear()
+        none32.shrink_to_fit()
+        self.heap.swap(noheap)
+        noheap.clear()
+        noheap.shrink_to_fit()
+        self.pcount.swap(none64)
+        self.finished = True
+
     def run(self, Py_ssize_t max_merges):
         """Do up to max_merges merges; returns how many were done (fewer when no pair is left)."""
         cdef Py_ssize_t done = 0
+        if self.finished:
+            return 0
         with nogil:
             while done < max_merges and self._merge_one():
                 done += 1
@@ -690,15 +792,25 @@ cdef class MergeEngine:
             lists += (self.ending_in[s].capacity() + self.starting_with[s].capacity()) * 4 + 48
         return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
                 "pairs": self.pleft.capacity() * 28 + lists, "heap": self.heap.capacity() * sizeof(HeapEntry),
-                "symbols": self.pool.capacity() + self.tok_len.capacity() * 12 + self.maps.capacity() * sizeof(MapSlot),
+                "symbols": self.pool.capacity() + self.tok_len.capacity() * 44 + self.maps.capacity() * sizeof(MapSlot),
                 "num_pairs": self.pleft.size()}
 
-    def merges(self):
-        """The merges done so far as a list of (bytes, bytes), in order."""
-        cdef const uint8_t* base = self.pool.data()
-        cdef list names = [(<const char*>base)[self.tok_off[s]:self.tok_off[s] + self.tok_len[s]]
-                           for s in range(<int32_t>self.tok_len.size())]
-        return [(names[self.merge_a[k]], names[self.merge_b[k]]) for k in range(<Py_ssize_t>self.merge_a.size())]
+    def merges(self, bint with_tokens=False):
+        """The merges done so far as a list of (bytes, bytes), in order; with_tokens: also the list of the
+        tokens they made (the same bytes objects as in the merges: a huge token is held once)."""
+        cdef const char* base = <const char*>self.pool.data()
+        cdef list names = []
+        cdef int32_t s
+        for s in range(<int32_t>self.tok_len.size()):
+            if self.tok_off[s] >= 0:
+                names.append(base[self.tok_off[s]:self.tok_off[s] + self.tok_len[s]])
+            else:
+                names.append(names[self.tok_left[s]] + names[self.tok_right[s]])
+        cdef Py_ssize_t k, n = self.merge_a.size()
+        merges = [(names[self.merge_a[k]], names[self.merge_b[k]]) for k in range(n)]
+        if with_tokens:
+            return merges, [names[self.merge_c[k]] for k in range(n)]
+        return merges
 
     def merge_counts(self):
         """The count of each merged pair when it was chosen, in merge order (list of int)."""
@@ -706,6 +818,8 @@ cdef class MergeEngine:
 
     def pair_count(self, bytes left, bytes right):
         """The current count of the pair of symbols with these bytes (0 if either is unknown); for tests."""
+        if self.finished:
+            raise RuntimeError("pair_count after finish()")
         cdef int32_t a = self._lookup(left), b = self._lookup(right)
         if a < 0 or b < 0:
             return 0
@@ -721,7 +835,7 @@ cdef class MergeEngine:
     cdef int32_t _lookup(self, bytes data):
         cdef const uint8_t* p = <const uint8_t*><const char*>data
         cdef Py_ssize_t n = len(data)
-        return self._find_symbol(p, n, hash_bytes(p, n))
+        return self._find_symbol(hash_bytes(p, n), n, -1, -1, p)
 
 
 cdef bint _entry_less(const HeapEntry& x, const HeapEntry& y) noexcept nogil:

@@ -85,7 +85,9 @@ def _train(counts, vocab_size, special_tokens, progress, stacklevel):
             progress("merge", done, wanted)
         if step == 0:
             break
-    merges = engine.merges()
+    engine.finish()
+    merges, made = engine.merges(with_tokens=True)
+    del engine
     if len(merges) < wanted:
         warnings.warn(f"no pairs left after {len(merges)} merges: the vocabulary has "
                       f"{256 + len(special_tokens) + len(merges)} tokens, not the {vocab_size} asked for",
@@ -93,6 +95,6 @@ def _train(counts, vocab_size, special_tokens, progress, stacklevel):
     vocab = {i: bytes([i]) for i in range(256)}
     for tok in special_tokens:
         vocab[len(vocab)] = tok.encode("utf-8")
-    for a, b in merges:
-        vocab[len(vocab)] = a + b
+    for token in made:
+        vocab[len(vocab)] = token
     return vocab, merges

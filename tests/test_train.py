@@ -355,3 +355,31 @@ def test_engine_merge_counts_are_the_chosen_pairs_counts():
     # then [a, aab]: (a,aab) 2
     assert eng.merges() == [(b"a", b"b"), (b"a", b"ab"), (b"a", b"aab")]
     assert eng.merge_counts() == [5, 2, 2]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["a", "ab", "aab", "ba", "abc"]), st.integers(20, 150), st.integers(1, 3)),
+                min_size=1, max_size=4), st.integers(1, 120))
+def test_engine_equals_oracle_on_long_tokens(parts, max_merges):
+    # Repeated units give tokens far longer than the engine's short-symbol limit (64 bytes), built from two
+    # long halves, with ties between long tokens whose first bytes agree: the cases where the engine reads
+    # and compares a token's bytes by walking down its halves.
+    words = {}
+    for unit, repeat, count in parts:
+        word = (unit * repeat).encode()
+        words[word] = words.get(word, 0) + count
+    eng = MergeEngine(*counts_to_arrays(words))
+    eng.run(max_merges)
+    merges = eng.merges()
+    assert merges == oracle_merges(words, max_merges)
+    assert eng.pair_count(*merges[-1]) == 0
+
+
+def test_engine_huge_token_is_exact():
+    # one word of 5,000 a's: the merges double the token, then join the leftovers (ties between long tokens)
+    words = {b"a" * 5000: 1}
+    eng = MergeEngine(*counts_to_arrays(words))
+    eng.run(100)
+    merges, made = eng.merges(with_tokens=True)
+    assert merges == oracle_merges(words, 100)
+    assert made[-1] == b"a" * 5000 and all(made[k] == a + b for k, (a, b) in enumerate(merges))
