@@ -2,6 +2,9 @@
 
     pytest benchmarks/bench_train.py --benchmark-autosave          # record
     pytest benchmarks/bench_train.py --benchmark-compare           # compare with the last saved run
+    pytest benchmarks/bench_train.py --corpus /data/real.txt --corpus-bytes 100MB    # on a real corpus
+
+The corpus (corpus_path, see conftest.py) is synthetic unless --corpus names a real one.
 """
 import warnings
 
@@ -38,6 +41,19 @@ def test_merge_loop_from_counts(benchmark, corpus_counts, vocab_size):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")       # a small corpus may run out of pairs
             return train_from_counts(corpus_counts, vocab_size, [EOT])
+    vocab, merges = benchmark.pedantic(run, rounds=3, iterations=1)
+    benchmark.extra_info["merges"] = len(merges)
+    assert merges
+
+
+def test_train_corpus_2_processes(benchmark, corpus_path):
+    """A whole run on the session's corpus (synthetic, or --corpus): counting and 9,743 merges."""
+    benchmark.extra_info["bytes"] = corpus_path.stat().st_size
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")       # a small corpus may run out of pairs
+            return train_bpe(corpus_path, 10_000, [EOT], num_processes=2)
     vocab, merges = benchmark.pedantic(run, rounds=3, iterations=1)
     benchmark.extra_info["merges"] = len(merges)
     assert merges

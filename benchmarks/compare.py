@@ -1,8 +1,8 @@
 """bpe_fast side by side with the peers that are installed, on the same input, in one run.
 
-    python benchmarks/compare.py [--corpus PATH | --size 50MB] [--vocab-size 10000] [--processes 2]
+    python benchmarks/compare.py [--corpus PATH | --size 50MB] [--vocab-size 10000[,32000...]] [--processes 2]
                                  [--pattern gpt2|gpt4] [--encode-bytes 20MB] [--repeat N]
-                                 [--only train|encode] [--peers rustbpe,tokenizers,tiktoken]
+                                 [--only train|encode] [--peers rustbpe,tokenizers,tiktoken,gigabpe]
                                  [--out results.md] [--png chart.png]
 
 Training (same file, vocabulary size and pattern; the special token <|endoftext|> excluded from the counts):
@@ -11,7 +11,14 @@ Training (same file, vocabulary size and pattern; the special token <|endoftext|
     plus merges, no special token), so both learn the same number of merges;
   * HF tokenizers' BpeTrainer (ByteLevel alphabet, Split(pattern) + ByteLevel pre-tokenizer), twice: on the
     same documents (train_from_iterator), and on the file itself (train([path]), its own fast path, which
-    counts the special token's text as a word, so its merges differ more).
+    counts the special token's text as a word, so its merges differ more);
+  * gigabpe.train_bpe on the file itself, with P threads, ByteLevel pre-tokenizer (GPT-2's regex, so it runs with
+    the gpt2 pattern only). It has no initial alphabet: its vocabulary holds the special token, the bytes seen
+    in the file and the merges, so it is asked for vocab_size - 256 + (distinct bytes in the file) tokens, which
+    gives the same number of merges. Like HF's train([path]) it reads the file line by line and counts the
+    special token's text as a word (its merges are HF's train([path]) merges, which is checked too); and it
+    breaks ties HF's way, not CS336's lexicographically greatest pair, so its merges differ from bpe_fast's
+    from early on.
   rustbpe and HF run on P rayon threads (RAYON_NUM_THREADS). Each peer's merges are compared with bpe_fast's:
   the share identical at the same rank, and the share found anywhere in bpe_fast's list (ties between pairs
   of equal count are broken differently by each library, which moves later merges around).
@@ -46,7 +53,7 @@ from pathlib import Path
 
 EOT = "<|endoftext|>"
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-PEERS = {"rustbpe": "rustbpe", "tokenizers": "HF tokenizers", "tiktoken": "tiktoken"}
+PEERS = {"rustbpe": "rustbpe", "tokenizers": "HF tokenizers", "tiktoken": "tiktoken", "gigabpe": "gigabpe"}
 # A peer named here is treated as not installed (for testing the report of a missing peer).
 PRETEND_MISSING_ENV = "BPE_FAST_COMPARE_PRETEND_MISSING"
 LONG_RUN_SECONDS = 10.0     # a run this long is not repeated unless --repeat says so
@@ -123,12 +130,16 @@ def _hf_trainer_and_tokenizer(spec):
     return tok, trainer
 
 
-def _hf_save_merges(spec, tok):
+def _save_byte_level_merges(path, pairs):
+    """Merges given in HF's byte-level strings (GPT-2's bytes_to_unicode alphabet), saved as bytes."""
     from bpe_fast.formats import str_to_token
 
+    _save_merges(path, [(str_to_token(a), str_to_token(b)) for a, b in pairs])
+
+
+def _hf_save_merges(spec, tok):
     merges = json.loads(tok.to_str())["model"]["merges"]
-    pairs = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]
-    _save_merges(spec["out"], [(str_to_token(a), str_to_token(b)) for a, b in pairs])
+    _save_byte_level_merges(spec["out"], [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges])
 
 
 def job_train_bpe_fast(spec):
@@ -168,6 +179,17 @@ def job_train_hf_file(spec):
     def work():
         tok.train([spec["corpus"]], trainer)
     return work, lambda _: _hf_save_merges(spec, tok)
+
+
+def job_train_gigabpe(spec):
+    """gigabpe on the file itself, asked for spec["gigabpe_vocab_size"] tokens (its vocabulary holds only the
+    bytes seen in the file, see train_jobs); its merges come back in HF's byte-level strings."""
+    import gigabpe
+
+    def work():
+        return gigabpe.train_bpe([spec["corpus"]], spec["gigabpe_vocab_size"], special_tokens=[EOT],
+                                 pretokenizer="bytelevel", threads=spec["processes"])[1]
+    return work, lambda merges: _save_byte_level_merges(spec["out"], merges)
 
 
 def _load_bpe_fast_tokenizer(spec, specials):
@@ -330,6 +352,7 @@ JOB_KINDS = {
     "train.rustbpe": job_train_rustbpe,
     "train.hf_docs": job_train_hf_docs,
     "train.hf_file": job_train_hf_file,
+    "train.gigabpe": job_train_gigabpe,
     "encode.bpe_fast": job_encode_bpe_fast,
     "encode_numpy.bpe_fast": job_encode_numpy_bpe_fast,
     "encode_file.bpe_fast": job_encode_file_bpe_fast,
@@ -383,7 +406,7 @@ class Job:
     """One row of a table: a tool doing a piece of work, measured over one or more runs."""
 
     def __init__(self, section, label, kind, spec, *, tool, baseline=None, reference=None, check=None, env=None,
-                 status=None):
+                 status=None, same_as=None):
         self.section = section
         self.label = label
         self.kind = kind
@@ -392,6 +415,7 @@ class Job:
         self.baseline = baseline      # the bpe_fast Job doing the same work: time / its time
         self.reference = reference or baseline   # the bpe_fast Job whose merges or ids this one must match
         self.check = check            # "merges", "ids" or None
+        self.same_as = same_as        # (Job, name): a peer whose merges this one's should equal exactly
         self.env = env or {}
         self.status = status          # None: to run; else why it is not run, or why it failed
         self.runs = []                # (seconds, setup seconds, rss MB)
@@ -536,20 +560,46 @@ def prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log):
     return spec, what
 
 
-def train_jobs(args, pattern, corpus, workdir, wanted):
-    common = {"corpus": str(corpus), "vocab_size": args.vocab_size, "pattern": pattern,
-              "processes": args.processes}
+def byte_alphabet_size(path):
+    """How many distinct byte values the file holds (read in blocks; the special token's bytes included)."""
+    import numpy as np
+
+    seen = np.zeros(256, dtype=bool)
+    with open(path, "rb") as f:
+        while block := f.read(1 << 24):
+            seen |= np.bincount(np.frombuffer(block, dtype=np.uint8), minlength=256) > 0
+    return int(seen.sum())
+
+
+def train_jobs(args, pattern, corpus, workdir, wanted, vocab_size, alphabet_size=None):
+    """The training rows for one vocabulary size. alphabet_size (the file's distinct bytes) sizes gigabpe's
+    vocabulary; computed here when gigabpe runs and it is None."""
+    from bpe_fast.patterns import GPT2_PATTERN
+
+    common = {"corpus": str(corpus), "vocab_size": vocab_size, "pattern": pattern, "processes": args.processes}
     threads = {"RAYON_NUM_THREADS": str(args.processes)}
     base = Job("train", f"bpe_fast `train_bpe` ({args.processes} processes)", "train.bpe_fast",
-               dict(common, out=str(workdir / "merges.bpe_fast.pkl")), tool="bpe_fast")
+               dict(common, out=str(workdir / f"merges.bpe_fast.{vocab_size}.json")), tool="bpe_fast")
     jobs = [base]
     for peer, kind, label in [
         ("rustbpe", "train.rustbpe", f"rustbpe `train_from_iterator` ({args.processes} threads)"),
         ("tokenizers", "train.hf_docs", f"HF tokenizers BpeTrainer, `train_from_iterator` ({args.processes} threads)"),
         ("tokenizers", "train.hf_file", f"HF tokenizers BpeTrainer, `train([file])` ({args.processes} threads)"),
     ]:
-        jobs.append(Job("train", label, kind, dict(common, out=str(workdir / f"merges.{kind}.pkl")), tool=peer,
-                        baseline=base, check="merges", env=threads, status=peer_status(peer, wanted)))
+        jobs.append(Job("train", label, kind, dict(common, out=str(workdir / f"merges.{kind}.{vocab_size}.json")),
+                        tool=peer, baseline=base, check="merges", env=threads, status=peer_status(peer, wanted)))
+    # gigabpe's vocabulary is the special token, the byte-level characters seen in the file (no initial
+    # alphabet of all 256) and the merges: ask for as many merges as bpe_fast learns (vocab_size - 257)
+    status = peer_status("gigabpe", wanted)
+    if status is None and pattern != GPT2_PATTERN:
+        status = "not run (its pre-tokenizer is GPT-2's pattern only)"
+    spec = dict(common, out=str(workdir / f"merges.train.gigabpe.{vocab_size}.json"))
+    if status is None:
+        spec["gigabpe_vocab_size"] = vocab_size - 257 + 1 + (alphabet_size or byte_alphabet_size(corpus))
+    hf_file = next(j for j in jobs if j.kind == "train.hf_file")
+    jobs.append(Job("train", f"gigabpe `train_bpe` ({args.processes} threads)", "train.gigabpe", spec,
+                    tool="gigabpe", baseline=base, check="merges", env=threads, status=status,
+                    same_as=(hf_file, "HF `train([file])`")))
     return jobs
 
 
@@ -644,6 +694,20 @@ def _merge_pair(parts, a, b):
 
 
 def check_merges(job, pair_counter):
+    agreement = _check_merges_with_ours(job, pair_counter)
+    twin, name = job.same_as or (None, "")
+    if agreement and twin is not None and twin.runs:
+        ours, theirs = _load_merges(twin.spec["out"]), _load_merges(job.spec["out"])
+        first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+        if first is None and len(ours) == len(theirs):
+            agreement += f"; identical to {name}'s"
+        else:
+            first = min(len(ours), len(theirs)) if first is None else first
+            agreement += f"; NOT identical to {name}'s (first difference at rank {first:,})"
+    return agreement
+
+
+def _check_merges_with_ours(job, pair_counter):
     if not job.runs or job.reference is None or not job.reference.runs:
         return ""
     ours = _load_merges(job.reference.spec["out"])
@@ -712,7 +776,7 @@ def versions():
     import bpe_fast
 
     out = {"bpe_fast": f"{bpe_fast.__version__} ({Path(bpe_fast.__file__).parent}{git_commit()})"}
-    for name in ("rustbpe", "tokenizers", "tiktoken", "numpy", "regex", "matplotlib"):
+    for name in ("rustbpe", "tokenizers", "tiktoken", "gigabpe", "numpy", "regex", "matplotlib"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -811,7 +875,9 @@ def parse_args(argv):
     src.add_argument("--size", default="50MB", help="size of the synthetic corpus made when no --corpus "
                                                     "(default 50MB)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpus (default 0)")
-    p.add_argument("--vocab-size", type=int, default=10_000)
+    p.add_argument("--vocab-size", "--vocab-sizes", dest="vocab_size", default="10000", metavar="N[,N...]",
+                   help="vocabulary size, <|endoftext|> included; several, comma-separated, give one training "
+                        "table each (the encoding rows use the first) (default 10000)")
     p.add_argument("--processes", type=int, default=2, help="workers for training (bpe_fast: processes) and "
                                                             "file encoding (bpe_fast and peers: threads) "
                                                             "(default 2)")
@@ -833,8 +899,13 @@ def parse_args(argv):
     p.add_argument("--max-wait", type=float, default=300, help="see --wait-for-load (default 300)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.vocab_size < 257:
+    try:
+        args.vocab_sizes = [int(v) for v in args.vocab_size.split(",") if v.strip()]
+    except ValueError:
+        p.error(f"--vocab-size: expected integers separated by commas, got {args.vocab_size!r}")
+    if not args.vocab_sizes or min(args.vocab_sizes) < 257:
         p.error("--vocab-size must be at least 257 (256 bytes and <|endoftext|>)")
+    args.vocab_size = args.vocab_sizes[0]
     if args.processes < 1:
         p.error("--processes must be at least 1")
     if args.repeat is not None and args.repeat < 1:
@@ -872,23 +943,41 @@ def main(argv=None):
         sections = []
         trained_merges = None
         if args.only in (None, "train"):
-            jobs = train_jobs(args, pattern, corpus, workdir, wanted)
-            log(f"training: {corpus_bytes / 1e6:.1f} MB, vocab {args.vocab_size}, load {os.getloadavg()[0]:.2f}")
-            run_section(jobs, args.repeat, args.timeout, log)
+            from bpe_fast.patterns import GPT2_PATTERN
+
+            gigabpe_runs = peer_status("gigabpe", wanted) is None and pattern == GPT2_PATTERN
+            alphabet = byte_alphabet_size(corpus) if gigabpe_runs else None
+            trainings = []
+            for vocab_size in args.vocab_sizes:
+                jobs = train_jobs(args, pattern, corpus, workdir, wanted, vocab_size, alphabet)
+                log(f"training: {corpus_bytes / 1e6:.1f} MB, vocab {vocab_size}, load {os.getloadavg()[0]:.2f}")
+                run_section(jobs, args.repeat, args.timeout, log)
+                trainings.append((vocab_size, jobs))
+            # checked after every run, so the pre-token counts it holds (about 1 GB for 330 MB of real text)
+            # are not in memory while anything is timed; counted once for all the vocabulary sizes
             pair_counter = PairCounter(corpus, pattern, args.processes)
-            for job in jobs:
-                if job.check == "merges":
-                    job.agreement = check_merges(job, pair_counter)
+            for vocab_size, jobs in trainings:
+                for job in jobs:
+                    if job.check == "merges":
+                        job.agreement = check_merges(job, pair_counter)
+                if trained_merges is None and jobs[0].runs:
+                    trained_merges = _load_merges(jobs[0].spec["out"])
+                title = "Training" if len(args.vocab_sizes) == 1 else f"Training, vocab {vocab_size:,}"
+                sections.append((title, jobs, corpus_bytes, "merges = bpe_fast's",
+                                 f"Training on the whole corpus ({corpus_bytes / 1e6:.1f} MB), vocab "
+                                 f"{vocab_size:,}, {pattern_name} pattern, special token {EOT}. Libraries "
+                                 f"break ties between pairs of equal count differently, and one different choice "
+                                 f"moves later merges; the tie check replays bpe_fast's merges on its pre-token "
+                                 f"counts. HF's `train([file])` reads the file line by line and counts {EOT} as "
+                                 f"a word (it learns merges inside it), so it counts pairs differently from the "
+                                 f"start."
+                                 + (f" gigabpe (ByteLevel pre-tokenizer, GPT-2's regex) reads the file the same "
+                                    f"way and breaks ties HF's way, not CS336's lexicographically greatest pair: "
+                                    f"its merges should be HF `train([file])`'s, not bpe_fast's; its vocabulary "
+                                    f"holds only the {alphabet} byte values present in the file, so it is asked "
+                                    f"for {vocab_size - 256 + alphabet:,} tokens, which is {vocab_size - 257:,} "
+                                    f"merges." if alphabet else "")))
             del pair_counter
-            if jobs[0].runs:
-                trained_merges = _load_merges(jobs[0].spec["out"])
-            sections.append(("Training", jobs, corpus_bytes, "merges = bpe_fast's",
-                             f"Training on the whole corpus ({corpus_bytes / 1e6:.1f} MB), vocab "
-                             f"{args.vocab_size:,}, {pattern_name} pattern, special token {EOT}. Libraries "
-                             f"break ties between pairs of equal count differently, and one different choice "
-                             f"moves later merges; the tie check replays bpe_fast's merges on its pre-token "
-                             f"counts. HF's `train([file])` counts {EOT} as a word (it learns merges inside "
-                             f"it) and so counts pairs differently from the start."))
         if args.only in (None, "encode"):
             text_path, text_bytes, text_what = prepare_encode_text(args.encode_text, corpus,
                                                                    parse_size(args.encode_bytes), workdir)

@@ -1,30 +1,100 @@
 """Shared inputs for the benchmarks: fixed, seeded corpora made once per session.
 
-Set BPE_FAST_BENCH_CORPUS to a real corpus (e.g. TinyStories' train file) to benchmark on it instead of the
-synthetic one (the first BPE_FAST_BENCH_BYTES bytes of it, default 20 MB, cut at a line end).
+The corpus the training and file-encoding benchmarks use is synthetic (bpe_fast.synthetic, seed 0) unless a real
+one is given, by the command line or, as a fallback, the environment:
+
+    pytest benchmarks --corpus /data/real.txt [--corpus-bytes 100MB | --corpus-bytes all]
+    BPE_FAST_BENCH_CORPUS=/data/real.txt BPE_FAST_BENCH_BYTES=100000000 pytest benchmarks
+
+Of a real corpus the first --corpus-bytes (BPE_FAST_BENCH_BYTES, default 20 MB) are used, cut at a line end;
+"all" uses the whole file. The size also sets the synthetic corpus's. The corpus is recorded in the benchmark's
+machine_info, so pytest-benchmark warns when a run is compared with one made on another corpus.
 """
 import os
 from pathlib import Path
 
 import pytest
 
-from bpe_fast.synthetic import generate
+from bpe_fast.synthetic import generate, parse_size
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 EOT = "<|endoftext|>"
+DEFAULT_BYTES = 20_000_000
+CORPUS_KEY = pytest.StashKey()
 
 
-def _bench_bytes():
-    return int(os.environ.get("BPE_FAST_BENCH_BYTES", 20_000_000))
+def pytest_addoption(parser):
+    group = parser.getgroup("bpe_fast benchmarks")
+    group.addoption("--corpus", metavar="PATH", default=None,
+                    help="a real UTF-8 corpus (documents separated by <|endoftext|>) for the training and "
+                         "file-encoding benchmarks, instead of the synthetic one (env: BPE_FAST_BENCH_CORPUS)")
+    group.addoption("--corpus-bytes", metavar="SIZE", default=None,
+                    help="how much of the corpus to use: a size like 100MB (its first bytes, cut at a line end) "
+                         "or 'all'; also the synthetic corpus's size (env: BPE_FAST_BENCH_BYTES; default 20MB)")
+
+
+def pytest_configure(config):
+    config.stash[CORPUS_KEY] = _read_corpus_settings(config)    # a bad option stops the run here
+
+
+def _corpus_settings(config):
+    """(real corpus path or None, bytes or None for the whole file)."""
+    if CORPUS_KEY not in config.stash:
+        config.stash[CORPUS_KEY] = _read_corpus_settings(config)
+    return config.stash[CORPUS_KEY]
+
+
+def _read_corpus_settings(config):
+    """(real corpus path or None, bytes or None for the whole file), from the options or the environment."""
+    real = config.getoption("--corpus") or os.environ.get("BPE_FAST_BENCH_CORPUS") or None
+    size = config.getoption("--corpus-bytes") or os.environ.get("BPE_FAST_BENCH_BYTES") or DEFAULT_BYTES
+    if str(size).strip().lower() == "all":
+        if not real:
+            raise pytest.UsageError("--corpus-bytes all needs a real corpus (--corpus PATH)")
+        nbytes = None
+    else:
+        try:
+            nbytes = parse_size(size)
+        except ValueError as e:
+            raise pytest.UsageError(f"--corpus-bytes / BPE_FAST_BENCH_BYTES: {e}") from None
+    if real:
+        real = Path(real).expanduser().resolve()
+        if not real.is_file():
+            raise pytest.UsageError(f"--corpus / BPE_FAST_BENCH_CORPUS: {real}: no such file")
+    return real, nbytes
+
+
+def _corpus_description(config):
+    real, nbytes = _corpus_settings(config)
+    if real is None:
+        return f"synthetic (bpe_fast.synthetic, seed 0), {nbytes / 1e6:.1f} MB"
+    whole = real.stat().st_size
+    used = "all of it" if nbytes is None or nbytes >= whole else f"its first {nbytes / 1e6:.1f} MB"
+    return f"{real} ({whole / 1e6:.1f} MB), {used}"
+
+
+def pytest_report_header(config):
+    return f"bpe_fast benchmark corpus: {_corpus_description(config)}"
+
+
+try:
+    import pytest_benchmark  # noqa: F401  (the hook below is pytest-benchmark's; pytest rejects unknown hooks)
+except ImportError:
+    pass
+else:
+    def pytest_benchmark_update_machine_info(config, machine_info):
+        machine_info["bpe_fast_corpus"] = _corpus_description(config)
 
 
 @pytest.fixture(scope="session")
-def corpus_path(tmp_path_factory):
-    """A corpus file of about BPE_FAST_BENCH_BYTES bytes: synthetic (seed 0) or a prefix of a real one."""
-    size = _bench_bytes()
+def corpus_path(request, tmp_path_factory):
+    """The corpus file: synthetic (seed 0) of --corpus-bytes bytes, or a prefix of the real corpus cut at a
+    line end, or the real corpus itself with --corpus-bytes all (or when it is no larger than asked)."""
+    real, size = _corpus_settings(request.config)
+    if real is not None and (size is None or size >= real.stat().st_size):
+        return real
     path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
-    real = os.environ.get("BPE_FAST_BENCH_CORPUS")
-    if real:
+    if real is not None:
         with open(real, "rb") as src:
             data = src.read(size)
         cut = data.rfind(b"\n") + 1 or len(data)

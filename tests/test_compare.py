@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare.py"
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
@@ -18,6 +20,7 @@ PEER_ROWS = {
                    "HF tokenizers `encode`", "HF tokenizers `encode_batch`"],
     "tiktoken": ["tiktoken `encode` (allowed_special)", "tiktoken `encode_ordinary`",
                  "tiktoken `encode_ordinary_batch`", "tiktoken `encode_batch`"],
+    "gigabpe": ["gigabpe `train_bpe`"],
 }
 
 
@@ -62,16 +65,41 @@ def test_train(tmp_path):
     assert "Machine: " in md and "Python " in md
     bpe = row(table, "bpe_fast `train_bpe`")
     assert float(bpe[0]) > 0 and bpe[3] == "baseline"
-    for peer in ("rustbpe", "tokenizers"):
+    for peer in ("rustbpe", "tokenizers", "gigabpe"):
         for prefix in PEER_ROWS[peer]:
-            if not prefix.startswith(("rustbpe", "HF tokenizers BpeTrainer")):
+            if not prefix.startswith(("rustbpe", "HF tokenizers BpeTrainer", "gigabpe")):
                 continue
             cells = row(table, prefix)
             if installed(peer):
                 assert cells[3].endswith("x"), cells
                 assert "at the same rank" in cells[4] or cells[4].startswith("yes"), cells
+                assert "merges vs" not in cells[4], cells      # the same number of merges as bpe_fast
             else:
                 assert cells[0] == "not installed"
+
+
+@pytest.mark.skipif(not installed("gigabpe"), reason="gigabpe is not installed")
+def test_train_gigabpe_two_vocab_sizes(tmp_path):
+    """gigabpe learns as many merges as bpe_fast at each size (it is asked for fewer tokens: no initial alphabet
+    of 256 bytes), and they are exactly HF's train([file]) merges (same reading of the file, same ties)."""
+    md = run_compare(tmp_path, "--only", "train", "--vocab-size", "300,400", "--peers", "gigabpe,tokenizers")
+    assert "## Training, vocab 300" in md and "## Training, vocab 400" in md
+    assert "rustbpe `train_from_iterator`" in md and "not run (--peers)" in md
+    tables = md.split("## Training, vocab ")[1:]
+    for vocab, section in zip((300, 400), tables):
+        assert f"which is {vocab - 257:,} merges" in section
+        cells = row(rows(section), "gigabpe `train_bpe`")
+        assert float(cells[0]) > 0 and cells[3].endswith("x"), cells
+        assert "at the same rank" in cells[4] or cells[4].startswith("yes"), cells
+        assert "merges vs" not in cells[4], cells
+        if installed("tokenizers"):
+            assert "identical to HF `train([file])`'s" in cells[4] and "NOT" not in cells[4], cells
+
+
+def test_gigabpe_needs_the_gpt2_pattern(tmp_path):
+    md = run_compare(tmp_path, "--only", "train", "--pattern", "gpt4", "--peers", "gigabpe")
+    expected = "not run (its pre-tokenizer is GPT-2's pattern only)" if installed("gigabpe") else "not installed"
+    assert row(rows(md), "gigabpe `train_bpe`")[0] == expected
 
 
 def test_encode(tmp_path):
@@ -99,11 +127,12 @@ def test_encode(tmp_path):
 
 
 def test_missing_and_excluded_peers_are_reported(tmp_path):
-    md = run_compare(tmp_path, "--only", "train", "--peers", "rustbpe",
-                     env={"BPE_FAST_COMPARE_PRETEND_MISSING": "rustbpe"})
+    md = run_compare(tmp_path, "--only", "train", "--peers", "rustbpe,gigabpe",
+                     env={"BPE_FAST_COMPARE_PRETEND_MISSING": "rustbpe,gigabpe"})
     table = rows(md)
     assert float(row(table, "bpe_fast `train_bpe`")[0]) > 0
     assert row(table, "rustbpe `train_from_iterator`")[0] == "not installed"
+    assert row(table, "gigabpe `train_bpe`")[0] == "not installed"
     for prefix in PEER_ROWS["tokenizers"][:2]:
         assert row(table, prefix)[0] == "not run (--peers)"
 
@@ -112,3 +141,6 @@ def test_bad_arguments(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPT), "--peers", "sentencepiece"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "unknown" in proc.stderr
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--vocab-size", "1000,200"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "at least 257" in proc.stderr
