@@ -8,6 +8,7 @@ No pre-token is a Python object on the way: the arrays go as they are to the mer
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Mapping
 from concurrent.futures import FIRST_EXCEPTION, wait
 
@@ -81,7 +82,7 @@ def _counter_for(special_tokens, pattern, errors):
     return ChunkCounter(special_regex(special_tokens), pattern, errors)
 
 
-def _count_range(counter, f, path, start, end):
+def _count_range(counter, f, path, start, end, bytes_done):
     """Add the pre-tokens of bytes [start, end) of the open file f to counter."""
     f.seek(start)
     data = f.read(end - start)
@@ -89,9 +90,16 @@ def _count_range(counter, f, path, start, end):
         counter.add(data)
     except UnicodeDecodeError as exc:
         raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
-    if _bytes_done is not None:
-        with _bytes_done.get_lock():
-            _bytes_done.value += end - start
+    if bytes_done is not None:
+        with bytes_done.get_lock():
+            bytes_done.value += end - start
+
+
+def _claim(next_range):
+    with next_range.get_lock():
+        k = next_range.value
+        next_range.value = k + 1
+    return k
 
 
 def _count_ranges(path, ranges, special_tokens, pattern, errors):
@@ -100,7 +108,7 @@ def _count_ranges(path, ranges, special_tokens, pattern, errors):
     counter = _counter_for(special_tokens, pattern, errors)
     with open(path, "rb") as f:
         for start, end in ranges:
-            _count_range(counter, f, path, start, end)
+            _count_range(counter, f, path, start, end, _bytes_done)
     return counter.arrays()
 
 
@@ -110,12 +118,10 @@ def _count_claimed(path, ranges, special_tokens, pattern, errors, out_path):
     counter = _counter_for(special_tokens, pattern, errors)
     with open(path, "rb") as f:
         while True:
-            with _next_range.get_lock():
-                k = _next_range.value
-                _next_range.value = k + 1
+            k = _claim(_next_range)
             if k >= len(ranges):
                 break
-            _count_range(counter, f, path, *ranges[k])
+            _count_range(counter, f, path, *ranges[k], _bytes_done)
     tokens, offsets, counts = counter.arrays()
     with open(out_path, "wb") as out:
         for array in (tokens, offsets, counts):
@@ -148,14 +154,27 @@ def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None
     chunk_bytes. Special tokens split the text and are never counted.
 
     progress, if given, is called as progress("count", bytes_done, bytes_total) now and then."""
+    path, special_tokens, pattern = check_count_args(path, special_tokens, pattern, errors)
+    tables = count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress)
+    table = merge_arrays(tables) if len(tables) > 1 else tables[0]
+    return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
+
+
+def check_count_args(path, special_tokens, pattern, errors):
     path = check_input_file(path)
     special_tokens = check_special_tokens(special_tokens)
     pattern = resolve_pattern(pattern)
     compiled_pattern(pattern)                      # a bad pattern fails here, not in a worker
-    errors = check_errors(errors)
+    check_errors(errors)
+    return path, special_tokens, pattern
+
+
+def count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress):
+    """count_file's work without the last step: one table (tokens, offsets, counts) per worker. A pre-token
+    may be in several tables; their sum is the file's counts. Training reads them as they are (a word listed
+    twice adds the same pair counts as once with the summed count); arguments as count_file checks them."""
     num_processes = check_num_processes(num_processes)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
-
     size = os.path.getsize(path)
     workers = num_processes if size >= _IN_PROCESS_BYTES or chunk_bytes < size else 1
     bounds = chunk_boundaries(path, special_tokens, pattern, chunk_bytes,
@@ -163,12 +182,12 @@ def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None
     ranges = list(zip(bounds[:-1], bounds[1:]))
     try:
         if workers == 1 or len(ranges) == 1:
-            table = _count_ranges(path, ranges, special_tokens, pattern, errors)
+            tables = [_count_ranges(path, ranges, special_tokens, pattern, errors)]
         else:
-            table = _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress)
+            tables = _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress)
         if progress is not None:
             progress("count", size, size)
-        return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
+        return tables
     except CorpusDecodeError as exc:
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, _line_of(path, exc.offset)) from None
 
@@ -181,26 +200,48 @@ def _scratch_dir():
 
 
 def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress):
-    """Each worker claims ranges until none is left and writes one table; the tables are added natively."""
-    workers = min(workers, len(ranges))
+    """workers - 1 processes and a thread of the caller's claim ranges one at a time until none is left, each
+    counting into one native table (the thread's scan runs without the GIL); returns the tables."""
     bytes_done, next_range = shared_counter(), shared_counter()
+    own = _counter_for(special_tokens, pattern, errors)
+    stop = threading.Event()
+    failure = []
+
+    def count_own():
+        try:
+            with open(path, "rb") as f:
+                while not stop.is_set():
+                    k = _claim(next_range)
+                    if k >= len(ranges):
+                        break
+                    _count_range(own, f, path, *ranges[k], bytes_done)
+        except BaseException as exc:       # reported by the caller's thread
+            failure.append(exc)
+
     with _scratch_dir() as scratch, \
-            worker_pool(workers, f"counting {path}", _init_worker, (bytes_done, next_range)) as pool:
+            worker_pool(workers - 1, f"counting {path}", _init_worker, (bytes_done, next_range)) as pool:
         futures = [pool.submit(_count_claimed, path, ranges, special_tokens, pattern, errors,
-                               os.path.join(scratch, f"table-{i}.npy")) for i in range(workers)]
-        pending = set(futures)
-        while pending:
-            _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
-            if progress is not None:
-                progress("count", bytes_done.value, ranges[-1][1])
-            failed = [f for f in futures if f.done() and f.exception() is not None]
-            if failed:
-                exc = failed[0].exception()
-                if isinstance(exc, CorpusDecodeError):
-                    raise _first_decode_error(path, ranges, exc.offset + 1) or exc
-                raise exc
+                               os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
+        thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
+        thread.start()
+        try:
+            pending = set(futures)
+            while pending or thread.is_alive():
+                _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
+                thread.join(0 if pending else 0.25)
+                if progress is not None:
+                    progress("count", bytes_done.value, ranges[-1][1])
+                errors_seen = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
+                if errors_seen:
+                    decode = [e for e in errors_seen if isinstance(e, CorpusDecodeError)]
+                    if decode:
+                        raise _first_decode_error(path, ranges, min(e.offset for e in decode) + 1) or decode[0]
+                    raise errors_seen[0]
+        finally:
+            stop.set()
+            thread.join()
         tables = [_read_table(f.result()) for f in futures]
-    return merge_arrays(tables) if len(tables) > 1 else tables[0]
+    return [own.arrays()] + tables
 
 
 # ---- reusable counts -----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import warnings
 import numpy as np
 
 from ._train import MergeEngine
-from .counts import PretokenCounts, count_file
+from .counts import PretokenCounts, check_count_args, count_file_tables
 from .patterns import GPT2_PATTERN
 from .specials import check_special_tokens
 
@@ -34,8 +34,25 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
     """
     special_tokens = check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, special_tokens)
-    return _train(count_file(input_path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress),
-                  vocab_size, special_tokens, progress, stacklevel=3)
+    input_path, special_tokens, pattern = check_count_args(input_path, special_tokens, pattern, errors)
+    tables = count_file_tables(input_path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress)
+    return _train(_concatenate(tables), vocab_size, special_tokens, progress, stacklevel=3)
+
+
+def _concatenate(tables):
+    """The workers' tables end to end as one PretokenCounts-like triple (a pre-token may be listed twice)."""
+    if len(tables) == 1:
+        return tables[0]
+    tokens = np.concatenate([t[0] for t in tables])
+    counts = np.concatenate([t[2] for t in tables])
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    at, base = 1, 0
+    for t in tables:
+        n = len(t[2])
+        offsets[at:at + n] = t[1][1:] + base
+        at += n
+        base += t[1][-1]
+    return tokens, offsets, counts
 
 
 def counts_to_arrays(counts):
@@ -73,6 +90,8 @@ def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None)
 def _train(counts, vocab_size, special_tokens, progress, stacklevel):
     if isinstance(counts, PretokenCounts):
         engine = MergeEngine(counts.tokens, counts.offsets, counts.counts)
+    elif isinstance(counts, tuple):                  # arrays (tokens, offsets, counts), from train_bpe
+        engine = MergeEngine(*counts)
     else:
         engine = MergeEngine(*counts_to_arrays(counts))
     del counts

@@ -83,6 +83,23 @@ def test_truncated_or_foreign_files_are_rejected(tmp_path, two_files):
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(ValueError, match="bad.npz.*corrupt"):
         PretokenCounts.load(tmp_path / "bad.npz")
+    # a pre-token listed twice
+    with np.load(good) as data:
+        arrays = {k: data[k] for k in data.files}
+    first = arrays["tokens"][:arrays["offsets"][1]]
+    arrays["tokens"] = np.concatenate([arrays["tokens"], first])
+    arrays["offsets"] = np.append(arrays["offsets"], arrays["offsets"][-1] + len(first))
+    arrays["counts"] = np.append(arrays["counts"], 1)
+    np.savez(tmp_path / "twice.npz", **arrays)
+    with pytest.raises(ValueError, match="twice.npz.*listed twice"):
+        PretokenCounts.load(tmp_path / "twice.npz")
+    # a negative count
+    with np.load(good) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["counts"][0] = -1
+    np.savez(tmp_path / "neg.npz", **arrays)
+    with pytest.raises(ValueError, match="neg.npz.*negative"):
+        PretokenCounts.load(tmp_path / "neg.npz")
     # an object array would need pickle: refused, not loaded
     arrays = {k: v for k, v in np.load(good).items()}
     arrays["pattern"] = np.array([object()], dtype=object)
@@ -95,3 +112,18 @@ def test_save_into_missing_folder_fails_cleanly(tmp_path, two_files):
     counts = count_pretokens(two_files[0][0], [EOT])
     with pytest.raises(FileNotFoundError, match="missing"):
         counts.save(tmp_path / "missing" / "c.npz")
+
+
+def test_counts_are_arrays_and_read_as_a_mapping(two_files):
+    paths, texts = two_files
+    counts = count_pretokens(paths[0], [EOT], num_processes=2, chunk_bytes=300)
+    assert counts.tokens.dtype == np.uint8 and counts.offsets.dtype == np.int64 and counts.counts.dtype == np.int64
+    want = oracle_count_pretokens(texts[0], [EOT], counts.pattern)
+    blob = counts.tokens.tobytes()
+    pairs = {blob[a:b]: int(n) for a, b, n in zip(counts.offsets[:-1], counts.offsets[1:], counts.counts)}
+    assert pairs == dict(want) and len(pairs) == len(counts)         # each pre-token once
+    assert counts == want and counts[b" the"] == want[b" the"] and counts[b"\x00never"] == 0
+    rebuilt = PretokenCounts.from_arrays(counts.tokens, counts.offsets, counts.counts, counts.pattern, [EOT])
+    assert rebuilt == counts
+    with pytest.raises(ValueError, match="listed twice"):
+        PretokenCounts.from_arrays(np.frombuffer(b"abab", np.uint8), [0, 2, 4], [1, 1])

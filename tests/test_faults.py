@@ -84,7 +84,7 @@ def test_signal_stops_every_worker_and_writes_nothing(tmp_path, big_corpus, slow
         args = ["encode", "-t", str(slow_tokdir), str(big_corpus), "-o", str(tmp_path / "tokens.npy"),
                 "--processes", "2"]
     proc = start(args, cwd=tmp_path)
-    kids = wait_for_workers(proc)
+    kids = wait_for_workers(proc, n=1 if command == "train" else 2)   # train: one worker and the command itself
     time.sleep(0.3)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
@@ -176,8 +176,8 @@ def test_killed_encode_worker_is_a_clear_error(tmp_path, big_corpus, slow_tokdir
 
 def test_workers_die_with_a_killed_parent(tmp_path, big_corpus):
     proc = start(["train", str(big_corpus), "--vocab-size", "500", "--pattern", SLOW_PATTERN, "--special-token", EOT,
-                  "--processes", "2", "-o", str(tmp_path / "tok")], cwd=tmp_path)
-    kids = wait_for_workers(proc)
+                  "--processes", "3", "-o", str(tmp_path / "tok")], cwd=tmp_path)
+    kids = wait_for_workers(proc)             # 3 processes: two workers and the command itself
     proc.kill()
     proc.communicate(timeout=30)
     assert_all_gone(kids)

@@ -220,6 +220,17 @@ def test_invalid_utf8_strict_names_file_line_and_offset(tmp_path):
         assert isinstance(info.value, ValueError)
 
 
+def test_first_invalid_utf8_in_file_order_whatever_worker_meets_one(tmp_path):
+    # bad bytes early and late: workers claim ranges in any order, the report is always the first in the file
+    raw = b"bad \xff here\n" + ("hello world\n" * 2000).encode() + b"late \xfe\n" + b"more\n" * 500
+    path = tmp_path / "bad.txt"
+    path.write_bytes(raw)
+    for num_processes in (2, 3):
+        with pytest.raises(CorpusDecodeError) as info:
+            train_bpe(path, 300, [], num_processes=num_processes, chunk_bytes=64)
+        assert info.value.offset == 4 and info.value.line == 1
+
+
 def test_invalid_utf8_replace_substitutes_fffd(tmp_path):
     raw = b"caf\xe9 ok \xff\xfe end " * 20
     path = tmp_path / "bad.txt"
