@@ -6,14 +6,19 @@
 
 The corpus (corpus_path, see conftest.py) is synthetic unless --corpus names a real one.
 """
+import os
+import statistics
+import time
 import warnings
 
 import pytest
 
-from bpe_fast import train_bpe, train_from_counts
+from bpe_fast import count_pretokens, train_bpe, train_from_counts
 from bpe_fast.counts import count_file
 
 from conftest import EOT, FIXTURES
+
+ROUNDS = int(os.environ.get("BPE_FAST_BENCH_ROUNDS", 5))      # alternating rounds of 1 and 2 processes
 
 
 def test_count_pretokens_2_processes(benchmark, corpus_path):
@@ -28,6 +33,34 @@ def test_count_pretokens_1_process(benchmark, corpus_path):
     counts = benchmark.pedantic(count_file, args=(corpus_path, [EOT]), kwargs={"num_processes": 1},
                                 rounds=3, iterations=1)
     assert counts
+
+
+def test_count_pretokens_1_and_2_processes(benchmark, corpus_path):
+    """count_pretokens with 1 and 2 processes in alternating rounds (this machine's speed drifts over
+    seconds); extra_info["scaling"] is the 2-process throughput over the 1-process one, from the medians."""
+    size = corpus_path.stat().st_size
+    times = {1: [], 2: []}
+    results = {}
+
+    def one_round():
+        for processes in (1, 2):
+            start = time.perf_counter()
+            results[processes] = count_pretokens(corpus_path, [EOT], num_processes=processes)
+            times[processes].append(time.perf_counter() - start)
+
+    benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
+    assert results[1] == results[2]
+    if benchmark.stats is None:                   # --benchmark-disable: ran once, untimed
+        return
+    median = {p: statistics.median(t) for p, t in times.items()}
+    benchmark.extra_info.update({
+        "MB/s 1 process": round(size / median[1] / 1e6, 1),
+        "MB/s 2 processes": round(size / median[2] / 1e6, 1),
+        "scaling": round(median[1] / median[2], 3),
+        "scaling per round": [round(a / b, 3) for a, b in zip(times[1], times[2])],
+    })
+    print(f"\ncount_pretokens, {size / 1e6:.0f} MB: 1 process {median[1]:.3f} s, 2 processes {median[2]:.3f} s "
+          f"(medians of {ROUNDS} alternating rounds): {median[1] / median[2]:.2f}x")
 
 
 @pytest.fixture(scope="module")

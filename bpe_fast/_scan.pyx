@@ -555,6 +555,10 @@ cdef inline uint64_t hash_span(const uint8_t* p, Py_ssize_t n, uint64_t head, co
     return h ^ (h >> 32)
 
 
+cdef extern from *:
+    void prefetch "__builtin_prefetch" (const void*) noexcept nogil
+
+
 cdef class SpecialMatcher:
     """The special tokens of a text, found in its UTF-8 bytes: at the leftmost position where one starts, the
     first of them in the list (given longest first, so where one token is a prefix of another the longer wins),
@@ -766,8 +770,22 @@ cdef class PretokenCounter:
         self.busy = True
         cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""
         cdef const uint8_t* end = base + tokens.shape[0]
+        cdef size_t size = self.slots.size()
+        cdef Py_ssize_t ahead
+        cdef const uint8_t* q
         with nogil:
+            while 2 * (self.spans.size() + m) > size:      # room for all of them at once: no growing midway
+                size *= 2
+            if size != self.slots.size():
+                self.resize_slots(size)
+            self.spans.reserve(self.spans.size() + m)
             for k in range(m):
+                ahead = k + 8                              # the table is far bigger than the cache
+                if ahead < m:
+                    q = base + offsets[ahead]
+                    prefetch(&self.slots[hash_span(q, offsets[ahead + 1] - offsets[ahead],
+                                                   load_head(q, offsets[ahead + 1] - offsets[ahead], end),
+                                                   end) & self.mask])
                 self.add_span_n(base + offsets[k], offsets[k + 1] - offsets[k], end, counts[k])
         self.busy = False
         return self
@@ -811,10 +829,13 @@ cdef class PretokenCounter:
             self.grow()
 
     cdef void grow(self) noexcept nogil:
+        self.resize_slots(self.slots.size() * 2)
+
+    cdef void resize_slots(self, size_t size) noexcept nogil:
         cdef Slot empty
         empty.index = -1
         empty.tag = 0
-        cdef size_t size = self.slots.size() * 2, k
+        cdef size_t k
         cdef uint64_t mask = size - 1, pos
         self.slots.assign(size, empty)
         self.mask = mask

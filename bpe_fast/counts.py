@@ -155,8 +155,8 @@ def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None
 
     progress, if given, is called as progress("count", bytes_done, bytes_total) now and then."""
     path, special_tokens, pattern = check_count_args(path, special_tokens, pattern, errors)
-    tables = count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress)
-    table = merge_arrays(tables) if len(tables) > 1 else tables[0]
+    table, = count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress,
+                               combine=True)
     return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
 
 
@@ -169,10 +169,11 @@ def check_count_args(path, special_tokens, pattern, errors):
     return path, special_tokens, pattern
 
 
-def count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress):
-    """count_file's work without the last step: one table (tokens, offsets, counts) per worker. A pre-token
-    may be in several tables; their sum is the file's counts. Training reads them as they are (a word listed
-    twice adds the same pair counts as once with the summed count); arguments as count_file checks them."""
+def count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress, combine=False):
+    """count_file's work, as tables (tokens, offsets, counts): with combine, one; else one per worker, and a
+    pre-token may be in several (their sum is the file's counts). Training reads them as they are (a word
+    listed twice adds the same pair counts as once with the summed count). Arguments as count_file checks
+    them."""
     num_processes = check_num_processes(num_processes)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     size = os.path.getsize(path)
@@ -184,7 +185,7 @@ def count_file_tables(path, special_tokens, pattern, num_processes, errors, chun
         if workers == 1 or len(ranges) == 1:
             tables = [_count_ranges(path, ranges, special_tokens, pattern, errors)]
         else:
-            tables = _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress)
+            tables = _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress, combine)
         if progress is not None:
             progress("count", size, size)
         return tables
@@ -199,9 +200,10 @@ def _scratch_dir():
     return tempfile.TemporaryDirectory(prefix="bpe_fast-counts-", dir=base)
 
 
-def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress):
+def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress, combine):
     """workers - 1 processes and a thread of the caller's claim ranges one at a time until none is left, each
-    counting into one native table (the thread's scan runs without the GIL); returns the tables."""
+    counting into one native table (the thread's scan runs without the GIL); returns the tables, or with
+    combine the workers' added into the thread's table."""
     bytes_done, next_range = shared_counter(), shared_counter()
     own = _counter_for(special_tokens, pattern, errors)
     stop = threading.Event()
@@ -241,6 +243,10 @@ def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, prog
             stop.set()
             thread.join()
         tables = [_read_table(f.result()) for f in futures]
+    if combine:
+        for table in tables:
+            own.add_arrays(*table)
+        return [own.arrays()]
     return [own.arrays()] + tables
 
 

@@ -145,6 +145,16 @@ class ChunkCounter:
             out[word] = out.get(word, 0) + n
         return out
 
+    def add_arrays(self, tokens, offsets, counts):
+        """Add a table of counts (as arrays() gives them) to this one. Returns self."""
+        if self._native is not None:
+            self._native.add_arrays(tokens, offsets, counts)
+        else:
+            blob, bounds = tokens.tobytes(), offsets.tolist()
+            for k, n in enumerate(counts.tolist()):
+                self._counts[blob[bounds[k]:bounds[k + 1]]] += n
+        return self
+
     def arrays(self):
         """(tokens, offsets, counts): the distinct pre-tokens concatenated (uint8), int64 offsets with token k
         = tokens[offsets[k]:offsets[k + 1]], and their int64 counts."""
