@@ -15,9 +15,10 @@ Layout, built for millions of distinct words in little memory (4 bytes a byte of
   (slots where the pair was created; some may be stale and are checked when used). The first segments are
   built in one counting-sort pass; a merge's new pairs get theirs in one grouped append; merged and dead
   segments are garbage, compacted when they make up half the arena.
-* No hash table of pairs: every pair a merge of (a, b) -> c touches has a or b on its inner side, or c. Per
-  symbol the engine keeps the pids that end in it and start with it; a merge loads the few it needs into
-  four arrays indexed by the other symbol (pairs (x, a), (b, y), (x, c), (c, y)), valid for that merge.
+* One hash table maps a pair to its pid, but a merge asks it once per distinct neighbour, not per
+  occurrence: every pair a merge of (a, b) -> c touches is (x, a), (b, y), (x, c) or (c, y), so four arrays
+  indexed by the other symbol, valid for that merge, cache the pids and collect the count changes, which
+  are applied once when the merge ends.
 * A max-heap of (count, pid) with lazy invalidation picks each merge; ties go to the lexicographically
   greatest (bytes, bytes), as in the reference algorithm.
 
@@ -111,10 +112,13 @@ cdef class MergeEngine:
     cdef vector[int32_t] arena         # positions; pair p's are arena[pstart[p]:pstart[p] + plen[p]]
     cdef int64_t garbage               # arena entries no live segment uses
     # per symbol: the pids ending in it and starting with it
-    cdef vector[vector[int32_t]] ending_in, starting_with
+    cdef vector[uint64_t] pkeys        # pair table, open addressing: key (x << 32 | y) + 1, 0 = empty
+    cdef vector[int32_t] pvals
+    cdef uint64_t pmask
     # per merge: pid of (x, a), (b, y), (x, c), (c, y) by the other symbol, valid where stamp == merge number
     cdef vector[MapSlot] maps          # at 4 * symbol + rule
     cdef int32_t ma, mb, mc, mstamp
+    cdef bint mc_new                   # c did not exist before this merge
     cdef vector[int32_t] touched       # this merge's map slots
     cdef vector[Record] records
     cdef Py_ssize_t fcls               # the frequency class last asked for
@@ -177,8 +181,6 @@ cdef class MergeEngine:
         self.tok_right.push_back(right)
         self.tok_hash.push_back(h)
         self.tok_pow.push_back(pw)
-        self.ending_in.emplace_back()
-        self.starting_with.emplace_back()
         empty.delta = 0
         empty.fill = 0
         empty.stamp = -1
@@ -320,14 +322,47 @@ cdef class MergeEngine:
 
     cdef int32_t _new_pair(self, int32_t x, int32_t y) noexcept nogil:
         cdef int32_t pid = <int32_t>self.pcount.size()
+        if <uint64_t>(2 * (pid + 1)) > self.pmask:
+            self._pairs_grow()
         self.pleft.push_back(x)
         self.pright.push_back(y)
         self.pcount.push_back(0)
         self.pstart.push_back(0)
         self.plen.push_back(0)
-        self.starting_with[x].push_back(pid)
-        self.ending_in[y].push_back(pid)
+        self._pair_put(x, y, pid)
         return pid
+
+    cdef inline uint64_t _pair_key(self, int32_t x, int32_t y) noexcept nogil:
+        return ((<uint64_t>x << 32) | <uint32_t>y) + 1
+
+    cdef void _pair_put(self, int32_t x, int32_t y, int32_t pid) noexcept nogil:
+        cdef uint64_t key = self._pair_key(x, y)
+        cdef uint64_t slot = mix64(key) & self.pmask
+        while self.pkeys[slot] != 0:
+            slot = (slot + 1) & self.pmask
+        self.pkeys[slot] = key
+        self.pvals[slot] = pid
+
+    cdef void _pairs_grow(self) noexcept nogil:
+        cdef Py_ssize_t cap = (self.pmask + 1) * 2 if self.pmask else 1 << 16
+        cdef int32_t pid
+        self.pkeys.assign(cap, 0)
+        self.pvals.assign(cap, -1)
+        self.pmask = cap - 1
+        for pid in range(<int32_t>self.pleft.size()):
+            self._pair_put(self.pleft[pid], self.pright[pid], pid)
+
+    cdef int32_t _find_pair(self, int32_t x, int32_t y) noexcept nogil:
+        """The pid of (x, y), or -1. A pair keeps its pid for good, also while its count is 0."""
+        if self.pmask == 0:
+            return -1
+        cdef uint64_t key = self._pair_key(x, y)
+        cdef uint64_t slot = mix64(key) & self.pmask
+        while self.pkeys[slot] != 0:
+            if self.pkeys[slot] == key:
+                return self.pvals[slot]
+            slot = (slot + 1) & self.pmask
+        return -1
 
     cdef inline int _rule(self, int32_t x, int32_t y) noexcept nogil:
         """Which of this merge's four maps holds the pair (x, y): (x, a), (b, y), (x, c), else (c, y)."""
@@ -340,13 +375,16 @@ cdef class MergeEngine:
         return 3
 
     cdef inline MapSlot* _pair(self, int32_t x, int32_t y) noexcept nogil:
-        """The map slot of (x, y), a pair this merge touches (see _rule); the pair is created if new."""
+        """The map slot of (x, y), a pair this merge touches (see _rule); the pair is created if new. The
+        map caches, for this merge, what the pair table says: one table look-up per distinct neighbour."""
         cdef int r = self._rule(x, y)
         cdef int32_t at = 4 * (x if (r == 0 or r == 2) else y) + r
         cdef MapSlot* m = &self.maps[at]
+        cdef int32_t pid
         if m.stamp != self.mstamp:
             m.stamp = self.mstamp
-            m.pid = self._new_pair(x, y)
+            pid = -1 if (r >= 2 and self.mc_new) else self._find_pair(x, y)     # a new c has no pairs yet
+            m.pid = pid if pid >= 0 else self._new_pair(x, y)
             m.delta = 0
             m.fill = 0
             self.touched.push_back(at)
@@ -358,29 +396,6 @@ cdef class MergeEngine:
         cdef int32_t at = 4 * (x if (r == 0 or r == 2) else y) + r
         self._pair(x, y)
         return at
-
-    cdef void _load(self, vector[int32_t]* pids, bint by_left, int rule) noexcept nogil:
-        """Put the live pids of one adjacency list that belong to `rule` in its map; drop the dead ones."""
-        cdef Py_ssize_t k, keep = 0
-        cdef int32_t pid, x, y, at
-        cdef MapSlot* m
-        for k in range(<Py_ssize_t>pids.size()):
-            pid = pids[0][k]
-            if self.pcount[pid] <= 0:
-                continue
-            pids[0][keep] = pid
-            keep += 1
-            x = self.pleft[pid]
-            y = self.pright[pid]
-            if self._rule(x, y) == rule:
-                at = 4 * (x if by_left else y) + rule
-                m = &self.maps[at]
-                m.stamp = self.mstamp
-                m.pid = pid
-                m.delta = 0
-                m.fill = 0
-                self.touched.push_back(at)
-        pids.resize(keep)
 
     # --- heap ordering: higher count first, ties to the lexicographically greatest (bytes, bytes) ---
 
@@ -590,7 +605,9 @@ cdef class MergeEngine:
                 break
         cdef int32_t pab = top.pid
         cdef int32_t a = self.pleft[pab], b = self.pright[pab]
+        cdef int32_t nsym = <int32_t>self.tok_len.size()
         cdef int32_t c = self._intern_concat(a, b)
+        self.mc_new = c == nsym
         self.ma = a
         self.mb = b
         self.mc = c
@@ -600,11 +617,6 @@ cdef class MergeEngine:
         self.merge_b.push_back(b)
         self.merge_c.push_back(c)
         self.merge_count.push_back(top.count)
-        # this merge's maps: the live pairs (x, a), (b, y) and, if c existed already, (x, c), (c, y)
-        self._load(&self.ending_in[a], True, 0)
-        self._load(&self.starting_with[b], False, 1)
-        self._load(&self.ending_in[c], True, 2)
-        self._load(&self.starting_with[c], False, 3)
         cdef int32_t la = self.tok_len[a], lb = self.tok_len[b]
         cdef int64_t seg = self.pstart[pab], nseg = self.plen[pab]
         if a == b and not is_sorted(self.arena.begin() + seg, self.arena.begin() + seg + nseg):
@@ -787,11 +799,8 @@ cdef class MergeEngine:
 
     def memory(self):
         """Bytes held by the engine's main arrays, by name (for benchmarks and tests)."""
-        cdef Py_ssize_t lists = 0, s
-        for s in range(<Py_ssize_t>self.ending_in.size()):
-            lists += (self.ending_in[s].capacity() + self.starting_with[s].capacity()) * 4 + 48
         return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
-                "pairs": self.pleft.capacity() * 28 + lists, "heap": self.heap.capacity() * sizeof(HeapEntry),
+                "pairs": self.pleft.capacity() * 28 + self.pkeys.capacity() * 12, "heap": self.heap.capacity() * sizeof(HeapEntry),
                 "symbols": self.pool.capacity() + self.tok_len.capacity() * 44 + self.maps.capacity() * sizeof(MapSlot),
                 "num_pairs": self.pleft.size()}
 
@@ -823,14 +832,8 @@ cdef class MergeEngine:
         cdef int32_t a = self._lookup(left), b = self._lookup(right)
         if a < 0 or b < 0:
             return 0
-        cdef int64_t total = 0
-        cdef Py_ssize_t k
-        cdef int32_t pid
-        for k in range(<Py_ssize_t>self.starting_with[a].size()):
-            pid = self.starting_with[a][k]
-            if self.pright[pid] == b:
-                total += self.pcount[pid]
-        return total
+        cdef int32_t pid = self._find_pair(a, b)
+        return self.pcount[pid] if pid >= 0 else 0
 
     cdef int32_t _lookup(self, bytes data):
         cdef const uint8_t* p = <const uint8_t*><const char*>data
