@@ -390,6 +390,16 @@ cdef class MergeEngine:
             self.touched.push_back(at)
         return m
 
+    cdef void _fill(self, MapSlot* m, int32_t at, int32_t x, int32_t y, bint fresh) noexcept nogil:
+        """Fill the empty map slot `at` for (x, y) in this merge: its pid (created if new; a pair of a token
+        that did not exist before this merge, `fresh`, is new without asking the pair table)."""
+        cdef int32_t pid = -1 if fresh else self._find_pair(x, y)
+        m.stamp = self.mstamp
+        m.pid = pid if pid >= 0 else self._new_pair(x, y)
+        m.delta = 0
+        m.fill = 0
+        self.touched.push_back(at)
+
     cdef inline int32_t _slot_of(self, int32_t x, int32_t y) noexcept nogil:
         """The map slot of (x, y), a pair this merge touches, created if new."""
         cdef int r = self._rule(x, y)
@@ -622,16 +632,27 @@ cdef class MergeEngine:
         if a == b and not is_sorted(self.arena.begin() + seg, self.arena.begin() + seg + nseg):
             # overlapping occurrences ("aaa") must be merged left to right
             cpp_sort(self.arena.begin() + seg, self.arena.begin() + seg + nseg)
+        # The loop below is the hot path: everything it reads often is in locals (stores to sym could
+        # otherwise alias the engine's fields), and the map slot of each pair is computed as _rule would.
         cdef const int32_t* positions = self.arena.data() + seg
         cdef int32_t* sym = self.sym.data()
+        cdef MapSlot* maps = self.maps.data()
+        cdef const int64_t* cend = self.cls_end.data()
+        cdef const int64_t* cfreq = self.cls_freq.data()
+        cdef Py_ssize_t ncls = self.cls_end.size(), kc = self.fcls
+        cdef int32_t stamp = self.mstamp
+        cdef bint fresh = self.mc_new
         cdef Py_ssize_t k
-        cdef int32_t i, j, e, p, n, sp, sn, at
+        cdef int32_t i, j, e, p, n, sp, sn, at, v
         cdef int64_t f, merged = 0
+        cdef MapSlot* m
         cdef Record rec
         self.records.clear()
         for k in range(nseg):
-            if k + 16 < nseg:
-                prefetch(sym + positions[k + 16])
+            if k + 32 < nseg:                # the slots an occurrence reads: from its left neighbour's end to
+                i = positions[k + 32]        # its right neighbour's start, maybe two cache lines
+                prefetch(sym + i - 1)
+                prefetch(sym + i + la + lb)
             i = positions[k]
             if sym[i] != a:
                 continue
@@ -639,36 +660,52 @@ cdef class MergeEngine:
             if sym[j] != b:
                 continue
             e = j + lb
-            f = self._freq_at(i)
+            if not (i < cend[kc] and (kc == 0 or i >= cend[kc - 1])):
+                kc = upper_bound(cend, cend + ncls, <int64_t>i) - cend
+            f = cfreq[kc]
             merged += f
-            p = self._left_of(i)
+            v = sym[i - 1]                   # the left neighbour: a sentinel, a 1-byte symbol or a back pointer
+            p = -1 if v == SENT else (i - 1 if v >= 0 else -(v + 3))
             n = e if sym[e] != SENT else -1
             sym[i] = c
             sym[j] = INNER
             sym[e - 1] = -(i + 3)
             if p >= 0:
                 sp = sym[p]
-                self._pair(sp, a).delta -= f
-                at = self._slot_of(sp, c)
-                self.maps[at].delta += f
+                m = maps + 4 * sp                                   # (sp, a): rule 0
+                if m.stamp != stamp:
+                    self._fill(m, 4 * sp, sp, a, False)
+                m.delta -= f
+                at = 4 * c + 1 if sp == b else 4 * sp + 2           # (b, c): rule 1; (sp, c): rule 2
+                m = maps + at
+                if m.stamp != stamp:
+                    self._fill(m, at, sp, c, fresh)
+                m.delta += f
                 if sp != c:                  # a c at p was merged in this loop and recorded then
                     rec.pos = p
                     rec.at = -1 if sp == b else at     # a b at p may yet be merged into a c on its left
                     self.records.push_back(rec)
             if n >= 0:
                 sn = sym[n]
-                self._pair(b, sn).delta -= f
-                at = self._slot_of(c, sn)
-                self.maps[at].delta += f
+                at = 4 * b if sn == a else 4 * sn + 1               # (b, a): rule 0; (b, sn): rule 1
+                m = maps + at
+                if m.stamp != stamp:
+                    self._fill(m, at, b, sn, False)
+                m.delta -= f
+                at = 4 * c if sn == a else (4 * c + 2 if sn == c else 4 * sn + 3)   # rules 0, 2, 3
+                m = maps + at
+                if m.stamp != stamp:
+                    self._fill(m, at, c, sn, fresh)
+                m.delta += f
                 rec.pos = i
                 rec.at = -1 if sn == a else at         # an a at n may yet be merged into a c
                 self.records.push_back(rec)
+        self.fcls = kc
         # the merged pair is used up: its count drops by what was merged (to 0), its segment is garbage
         self.pcount[pab] -= merged
         self.garbage += self.plen[pab]
         self.plen[pab] = 0
         self._file_records()
-        cdef MapSlot* m
         if <Py_ssize_t>self.heap.size() > 2 * self.heap_pruned + (1 << 16):
             self._prune_heap()
         for k in range(<Py_ssize_t>self.touched.size()):
