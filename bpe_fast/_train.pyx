@@ -19,8 +19,9 @@ Layout, built for millions of distinct words in little memory (4 bytes a byte of
   occurrence: every pair a merge of (a, b) -> c touches is (x, a), (b, y), (x, c) or (c, y), so four arrays
   indexed by the other symbol, valid for that merge, cache the pids and collect the count changes, which
   are applied once when the merge ends.
-* A max-heap of (count, pid) with lazy invalidation picks each merge; ties go to the lexicographically
-  greatest (bytes, bytes), as in the reference algorithm.
+* A max-heap of (count, pid) picks each merge; ties go to the lexicographically greatest (bytes, bytes), as
+  in the reference algorithm. A pair's entry is pushed when its count rises; when it falls nothing is done
+  until the old entry (which ranks at least as high) comes up and is pushed again with the count of now.
 
 Symbols are canonical by their bytes: a merge whose bytes already exist (("ab","c") after ("a","bc"))
 reuses the existing symbol, as the reference algorithm (which keys pairs by bytes) does.
@@ -125,6 +126,7 @@ cdef class MergeEngine:
     # heap
     cdef vector[HeapEntry] heap
     cdef Py_ssize_t heap_pruned        # its size after the last pruning
+    cdef Py_ssize_t heap_slack         # entries it may gain beyond twice that before it is pruned again
     cdef bint finished
     # symbols (canonical by bytes): a short one's bytes are pool[tok_off:tok_off + tok_len]; a long one
     # (tok_off -1) is the concatenation of its halves tok_left, tok_right, so a huge token costs no bytes
@@ -139,7 +141,8 @@ cdef class MergeEngine:
     cdef vector[int32_t] merge_a, merge_b, merge_c
     cdef vector[int64_t] merge_count
 
-    def __init__(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts):
+    def __init__(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts, *,
+                 Py_ssize_t heap_slack=1 << 16):
         cdef Py_ssize_t nwords = counts.shape[0]
         cdef Py_ssize_t total = tokens.shape[0]
         if offsets.shape[0] != nwords + 1:
@@ -152,6 +155,9 @@ cdef class MergeEngine:
                 raise ValueError(f"offsets are not increasing at {w}")
             if counts[w] < 0:
                 raise ValueError(f"counts[{w}] = {counts[w]} is negative")
+        if heap_slack < 0:
+            raise ValueError("heap_slack must be >= 0")
+        self.heap_slack = heap_slack        # tests set 0: the heap is pruned after every merge
         if total + nwords + 1 >= 2 ** 31:
             raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
                              "with int32")
@@ -447,12 +453,16 @@ cdef class MergeEngine:
         self.heap[i] = e
 
     cdef void _prune_heap(self) noexcept nogil:
-        """Drop the entries whose pair's count has changed since (most of a long run's heap) and re-heap."""
+        """Drop the entries that can never be used (their pair's count is 0, or a higher entry of the same
+        pair exists: its count rose since), bring the others' counts down to the count of now, re-heap."""
         cdef Py_ssize_t k, keep = 0
         cdef HeapEntry e
+        cdef int64_t now
         for k in range(<Py_ssize_t>self.heap.size()):
             e = self.heap[k]
-            if e.count > 0 and self.pcount[e.pid] == e.count:
+            now = self.pcount[e.pid]
+            if now > 0 and e.count >= now:
+                e.count = now
                 self.heap[keep] = e
                 keep += 1
         self.heap.resize(keep)
@@ -607,12 +617,18 @@ cdef class MergeEngine:
     cdef int _merge_one(self) noexcept nogil:
         """Do the next merge; returns 0 when no pair is left."""
         cdef HeapEntry top
+        cdef int64_t now
         while True:
             if self.heap.empty():
                 return 0
             top = self._pop()
-            if top.count > 0 and self.pcount[top.pid] == top.count:
+            now = self.pcount[top.pid]
+            if now == top.count and now > 0:
                 break
+            if 0 < now < top.count:
+                # a count that fell is not pushed when it falls (most changes are falls): its old entry,
+                # which ranks at least as high, comes up first and is pushed again with the count of now
+                self._push(now, top.pid)
         cdef int32_t pab = top.pid
         cdef int32_t a = self.pleft[pab], b = self.pright[pab]
         cdef int32_t nsym = <int32_t>self.tok_len.size()
@@ -706,7 +722,7 @@ cdef class MergeEngine:
         self.garbage += self.plen[pab]
         self.plen[pab] = 0
         self._file_records()
-        if <Py_ssize_t>self.heap.size() > 2 * self.heap_pruned + (1 << 16):
+        if <Py_ssize_t>self.heap.size() > 2 * self.heap_pruned + self.heap_slack:
             self._prune_heap()
         for k in range(<Py_ssize_t>self.touched.size()):
             m = &self.maps[self.touched[k]]
@@ -714,10 +730,10 @@ cdef class MergeEngine:
                 continue
             p = m.pid
             self.pcount[p] += m.delta
-            m.delta = 0
-            if self.pcount[p] > 0:
+            if m.delta > 0:                  # a rise needs a new entry; a fall is found when its entry comes up
                 self._push(self.pcount[p], p)
-            elif self.plen[p] > 0:
+            m.delta = 0
+            if self.pcount[p] <= 0 and self.plen[p] > 0:
                 self.garbage += self.plen[p]
                 self.plen[p] = 0
         return 1
