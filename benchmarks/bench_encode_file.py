@@ -11,7 +11,6 @@
   on the corpus four times over. The token array streams to disk, so the two peaks should be close.
 """
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ import pytest
 
 from bpe_fast import Tokenizer, encode_file, train_bpe
 
-from conftest import EOT
+from conftest import EOT, record_scaling
 
 ROUNDS = int(os.environ.get("BPE_FAST_BENCH_ROUNDS", 5))      # alternating rounds of 1 and 2 workers
 
@@ -55,17 +54,7 @@ def test_encode_file_1_and_2_workers(benchmark, corpus_path, tokenizer_dir, tmp_
 
     one, two = np.load(tmp_path / "ids1.npy"), np.load(tmp_path / "ids2.npy")
     assert one.dtype == np.uint16 and np.array_equal(one, two)
-    if benchmark.stats is None:                   # --benchmark-disable: ran once, untimed
-        return
-    median = {w: statistics.median(t) for w, t in times.items()}
-    benchmark.extra_info.update({
-        "MB/s 1 worker": round(size / median[1] / 1e6, 1),
-        "MB/s 2 workers": round(size / median[2] / 1e6, 1),
-        "scaling": round(median[1] / median[2], 3),
-        "scaling per round": [round(a / b, 3) for a, b in zip(times[1], times[2])],
-    })
-    print(f"\nencode_file, {size / 1e6:.0f} MB: 1 worker {median[1]:.3f} s, 2 workers {median[2]:.3f} s "
-          f"(medians of {ROUNDS} alternating rounds): {median[1] / median[2]:.2f}x")
+    record_scaling(benchmark, "encode_file", size, times, "worker")
 
 
 _RUN_AND_REPORT_PEAK = """

@@ -7,7 +7,6 @@
 The corpus (corpus_path, see conftest.py) is synthetic unless --corpus names a real one.
 """
 import os
-import statistics
 import time
 import warnings
 
@@ -16,7 +15,7 @@ import pytest
 from bpe_fast import count_pretokens, train_bpe, train_from_counts
 from bpe_fast.counts import count_file
 
-from conftest import EOT, FIXTURES
+from conftest import EOT, FIXTURES, record_scaling
 
 ROUNDS = int(os.environ.get("BPE_FAST_BENCH_ROUNDS", 5))      # alternating rounds of 1 and 2 processes
 
@@ -50,17 +49,7 @@ def test_count_pretokens_1_and_2_processes(benchmark, corpus_path):
 
     benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
     assert results[1] == results[2]
-    if benchmark.stats is None:                   # --benchmark-disable: ran once, untimed
-        return
-    median = {p: statistics.median(t) for p, t in times.items()}
-    benchmark.extra_info.update({
-        "MB/s 1 process": round(size / median[1] / 1e6, 1),
-        "MB/s 2 processes": round(size / median[2] / 1e6, 1),
-        "scaling": round(median[1] / median[2], 3),
-        "scaling per round": [round(a / b, 3) for a, b in zip(times[1], times[2])],
-    })
-    print(f"\ncount_pretokens, {size / 1e6:.0f} MB: 1 process {median[1]:.3f} s, 2 processes {median[2]:.3f} s "
-          f"(medians of {ROUNDS} alternating rounds): {median[1] / median[2]:.2f}x")
+    record_scaling(benchmark, "count_pretokens", size, times, "process")
 
 
 @pytest.fixture(scope="module")

@@ -33,8 +33,9 @@ tiktoken encode_ordinary_batch and HF encode_batch on P threads over the documen
 tiktoken encode_batch over 4P large parts of it, each also reading the file and writing the same .npy. Every peer's ids are checked against bpe_fast's.
 
 Each measurement runs in a fresh Python process (this script with --worker): imports and loading (setup)
-are not timed; the wall time is taken around the work alone, and the peak resident memory is the larger of
-the process's own and its largest child's (ru_maxrss), so it includes the interpreter and the input text.
+are not timed; the wall time is taken around the work alone, and the peak resident memory is that of the
+process and all its workers together (their summed VmRSS sampled every 10 ms, or the process's own VmHWM or
+its largest child's ru_maxrss if larger), so it includes the interpreter and the input text.
 Runs are interleaved (every tool once, then again) so machine noise hits all alike; the table shows the
 fastest run: the best of --repeat runs (default: 3, or 1 for a tool whose first run took over 10 s).
 The ratio is the peer's time over bpe_fast's for the same work (above 1: bpe_fast is faster).
@@ -373,15 +374,51 @@ def worker_main():
     t0 = time.perf_counter()
     work, save = JOB_KINDS[spec["kind"]](spec)
     t1 = time.perf_counter()
+    sampler = _TreeRssSampler()
     result = work()
     t2 = time.perf_counter()
+    tree_peak = sampler.stop()
     rss_self = _peak_rss_self_kb()
     rss_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if spec.get("out"):
         save(result)
     print(RESULT_MARK + json.dumps({"setup": t1 - t0, "seconds": t2 - t1,
-                                    "rss_mb": max(rss_self, rss_children) / 1024}), flush=True)
+                                    "rss_mb": max(tree_peak, rss_self, rss_children) / 1024}), flush=True)
     return 0
+
+
+class _TreeRssSampler:
+    """The peak of the summed resident memory of this process and all its descendants, sampled every
+    10 ms by a thread (Linux /proc; elsewhere 0): what a tool that forks workers holds at once."""
+
+    def __init__(self, interval=0.01):
+        import threading
+        self.peak, self._stop = 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(interval,), daemon=True)
+        self._thread.start()
+
+    def _run(self, interval):
+        while not self._stop.wait(interval):
+            self.peak = max(self.peak, _tree_rss_kb(os.getpid()))
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def _tree_rss_kb(root):
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                todo.extend(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
 
 
 def _peak_rss_self_kb():
@@ -1017,7 +1054,7 @@ def main(argv=None):
           f"- Corpus: {corpus_what}",
           f"- Command: `python benchmarks/compare.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
           "- Each run in a fresh process; time = wall time of the work alone (best run); MB/s = input bytes / "
-          "time; peak RSS = max(the process's VmHWM, ru_maxrss of its largest child), interpreter and input included; "
+          "time; peak RSS = all the tool's processes together (summed VmRSS sampled every 10 ms, or VmHWM if larger), interpreter and input included; "
           "time / bpe_fast above 1 means bpe_fast is faster.", ""]
     for title, jobs, nbytes, check_title, what in sections:
         md += [f"## {title}", "", what, ""]

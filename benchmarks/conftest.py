@@ -11,6 +11,7 @@ Of a real corpus the first --corpus-bytes (BPE_FAST_BENCH_BYTES, default 20 MB) 
 machine_info, so pytest-benchmark warns when a run is compared with one made on another corpus.
 """
 import os
+import statistics
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,19 @@ def small_corpus_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("small") / "small.txt"
     generate(path, 1_000_000, seed=1)
     return path
+
+
+def record_scaling(benchmark, what, size, times, unit):
+    """Put the 1- and 2-worker throughputs of alternating rounds (times: {1: [s, ...], 2: [...]}) and their
+    ratio from the medians in the benchmark's extra_info, and print them. Nothing under --benchmark-disable."""
+    if benchmark.stats is None:                   # --benchmark-disable: ran once, untimed
+        return
+    median = {w: statistics.median(t) for w, t in times.items()}
+    benchmark.extra_info.update({
+        f"MB/s 1 {unit}": round(size / median[1] / 1e6, 1),
+        f"MB/s 2 {unit}s": round(size / median[2] / 1e6, 1),
+        "scaling": round(median[1] / median[2], 3),
+        "scaling per round": [round(a / b, 3) for a, b in zip(times[1], times[2])],
+    })
+    print(f"\n{what}, {size / 1e6:.0f} MB: 1 {unit} {median[1]:.3f} s, 2 {unit}s {median[2]:.3f} s "
+          f"(medians of {len(times[1])} alternating rounds): {median[1] / median[2]:.2f}x")

@@ -22,7 +22,7 @@ from bpe_fast.train import counts_to_arrays
 
 from corpora import EOT, make_corpus, write
 from proctable import children
-from train_oracle import oracle_count_pretokens, oracle_train_bpe
+from train_oracle import oracle_count_pretokens, oracle_merges, oracle_train_bpe
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 
@@ -326,26 +326,6 @@ def test_cs336_reference_merges_and_vocab(num_processes):
 
 
 # ---- the engine alone against the oracle's merge loop, on words that stress its bookkeeping ----------
-
-def oracle_merges(words, max_merges):
-    """The oracle's merge loop (train_oracle) over {bytes: count}, without pre-tokenizing."""
-    from train_oracle import _count_pairs, _merge_word
-    state = {tuple(bytes([b]) for b in w): n for w, n in words.items() if len(w) > 1 and n > 0}
-    merges = []
-    while len(merges) < max_merges:
-        pairs = _count_pairs(state)
-        if not pairs:
-            break
-        _, pair = max((count, pair) for pair, count in pairs.items())
-        merges.append(pair)
-        merged = {}
-        for word, n in state.items():
-            word = _merge_word(word, pair, pair[0] + pair[1])
-            if len(word) > 1:
-                merged[word] = merged.get(word, 0) + n
-        state = merged
-    return merges
-
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text("abc", min_size=0, max_size=14).map(str.encode), st.integers(0, 6), max_size=25),

@@ -61,22 +61,29 @@ def oracle_train_bpe(text, vocab_size, special_tokens, pattern):
     vocab = {i: bytes([i]) for i in range(256)}
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
+    counts = oracle_count_pretokens(text, special_tokens, pattern)
+    merges = oracle_merges(counts, vocab_size - len(vocab))
+    for a, b in merges:
+        vocab[len(vocab)] = a + b
+    return vocab, merges
 
+
+def oracle_merges(counts, max_merges):
+    """The first max_merges merges (fewer if the pairs run out) learned from {pre-token bytes: count}."""
     # Each pre-token starts as its sequence of single bytes. Words of one token hold no pair: leave them out.
     words = {}
-    for pretoken, freq in oracle_count_pretokens(text, special_tokens, pattern).items():
-        if len(pretoken) > 1:
+    for pretoken, freq in counts.items():
+        if len(pretoken) > 1 and freq > 0:
             words[tuple(bytes([b]) for b in pretoken)] = freq
 
     merges = []
-    while len(vocab) < vocab_size:
+    while len(merges) < max_merges:
         pairs = _count_pairs(words)
         if not pairs:
             break
         count, pair = max((count, pair) for pair, count in pairs.items())
         new_token = pair[0] + pair[1]
         merges.append(pair)
-        vocab[len(vocab)] = new_token
 
         merged = {}
         for word, freq in words.items():
@@ -85,4 +92,4 @@ def oracle_train_bpe(text, vocab_size, special_tokens, pattern):
             if len(word) > 1:
                 merged[word] = merged.get(word, 0) + freq
         words = merged
-    return vocab, merges
+    return merges
