@@ -1,6 +1,6 @@
 """The `bpe-fast` command line (also `python -m bpe_fast`).
 
-    bpe-fast synth --size 100MB -o corpus.txt
+    bpe-fast synth --size 100MB -o corpus.txt [--style web]
     bpe-fast train corpus.txt --vocab-size 10000 --special-token '<|endoftext|>' -o tok/
     bpe-fast encode -t tok/ corpus.txt -o tokens.npy
     bpe-fast decode -t tok/ tokens.npy -o text.txt
@@ -124,7 +124,7 @@ def cmd_synth(args):
         raise CliError(str(exc)) from None
     _check_output_folder(args.output)
     start = time.perf_counter()
-    generate(args.output, size, seed=args.seed)
+    generate(args.output, size, seed=args.seed, style=args.style)
     took = time.perf_counter() - start
     print(f"wrote {size:,} bytes to {args.output} in {took:.2f} s", file=sys.stderr)
 
@@ -330,9 +330,11 @@ def build_parser():
     group.add_argument("--tiktoken", metavar="FILE.tiktoken")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("synth", help="generate a TinyStories-like corpus")
+    p = sub.add_parser("synth", help="generate a TinyStories-like or web-like corpus")
     p.add_argument("--size", required=True, help="e.g. 100MB, 2GB, 512KiB")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--style", choices=["stories", "web"], default="stories",
+                   help="stories (TinyStories-like, the default) or web (web-like: a vocabulary that keeps growing)")
     p.add_argument("-o", "--output", required=True, metavar="CORPUS.txt")
     p.set_defaults(func=cmd_synth)
     return parser

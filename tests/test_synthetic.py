@@ -1,4 +1,5 @@
-"""Tests of bpe_fast.synthetic: the deterministic TinyStories-like corpus generator."""
+"""Tests of bpe_fast.synthetic: the deterministic TinyStories-like and web-like corpus generator."""
+import hashlib
 import io
 import itertools
 import os
@@ -16,6 +17,7 @@ from bpe_fast.synthetic import generate, iter_documents, mixed_text, parse_size
 
 ROOT = Path(__file__).resolve().parents[1]
 SEP = b"\n<|endoftext|>\n"
+WEB_SHA256_PREFIX = "d7a7e0d242dc9bba"  # the first 100,000 bytes of seed 0, web style
 
 
 def corpus(size, seed=0, **kwargs):
@@ -192,3 +194,124 @@ def test_memory_does_not_grow_with_the_output(tmp_path):
     assert (tmp_path / "big.txt").stat().st_size == 50_000_000
     growth = int(result.stdout)
     assert growth < 20_000_000, f"peak memory grew by {growth / 1e6:.1f} MB while writing 50 MB"
+
+
+# ---- the web style --------------------------------------------------------------------------------------
+
+
+def distinct_pretokens(tmp_path, data):
+    from bpe_fast.counts import count_file
+
+    path = tmp_path / f"c{len(data)}.txt"
+    path.write_bytes(data)
+    return len(count_file(path, ["<|endoftext|>"], num_processes=1))
+
+
+def test_web_same_seed_same_bytes_and_different_seed_differs(tmp_path):
+    a = corpus(300_000, seed=1, style="web")
+    assert corpus(300_000, seed=1, style="web") == a
+    generate(tmp_path / "c.txt", 300_000, seed=1, style="web")
+    assert (tmp_path / "c.txt").read_bytes() == a
+    assert corpus(300_000, seed=0, style="web")[:1000] != a[:1000]
+    assert corpus(300_000, seed=1)[:1000] != a[:1000]  # not the stories
+    # the same bytes on any machine: nothing but exact integer arithmetic and seeded Python random
+    assert hashlib.sha256(corpus(100_000, seed=0, style="web")).hexdigest()[:16] == WEB_SHA256_PREFIX
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 17, 4096, 999_999, 3_000_001])
+def test_web_exact_size_and_valid_utf8(size):
+    data = corpus(size, seed=size % 2, style="web")
+    assert len(data) == size
+    data.decode("utf-8")
+
+
+def test_web_cut_inside_a_character_and_prefix():
+    big = corpus(2_000_000, seed=0, style="web")
+    text = big.decode("utf-8")
+    for width in (2, 3):  # Cyrillic or accented Latin; CJK or Hangul
+        char_index = next(i for i, ch in enumerate(text) if len(ch.encode()) == width)
+        offset = len(text[:char_index].encode())
+        for inside in range(1, width):
+            assert corpus(offset + inside, seed=0, style="web") == big[:offset] + b"\n" * inside
+    small = corpus(1_500_000, seed=0, style="web")
+    assert small[:-3] == big[: 1_500_000 - 3]
+
+
+def test_web_documents_and_iter_documents():
+    data = corpus(1_000_000, seed=0, style="web")
+    docs = data.split(SEP)
+    assert len(docs) > 200
+    for doc in docs[:-1]:
+        assert doc and doc == doc.strip()
+    assert b"\n<|doc|>\n" in corpus(100_000, seed=0, special_token="<|doc|>", style="web")
+    assert b"<|endoftext|>" not in corpus(100_000, seed=0, special_token=None, style="web")
+    first = list(itertools.islice(iter_documents(0, style="web"), 50))
+    joined = b"".join(d.encode() + SEP for d in first)
+    assert data[: len(joined)] == joined
+    text = mixed_text(5000, seed=0, style="web")
+    assert text == data.decode().replace("\n<|endoftext|>\n", "\n\n")[:5000]
+
+
+def test_web_vocabulary_keeps_growing(tmp_path):
+    web = corpus(4_000_000, seed=0, style="web")
+    one, four = distinct_pretokens(tmp_path, web[:1_000_000]), distinct_pretokens(tmp_path, web)
+    assert one > 40_000
+    assert four > 3 * one  # Heaps' law, steeply
+    stories = distinct_pretokens(tmp_path, corpus(2_000_000, seed=0))
+    assert distinct_pretokens(tmp_path, web[:2_000_000]) > 10 * stories
+
+
+def test_web_content():
+    text = corpus(3_000_000, seed=0, style="web").decode("utf-8")
+    for script in ("Cyrillic", "Greek", "Han", "Hiragana", "Katakana", "Hangul", "Arabic"):
+        assert regex.search(rf"\p{{{script}}}", text), script
+    assert regex.search(r"\b\w*[éèàçñüöäß]\w*\b", text)  # accented Latin
+    non_latin = len(regex.findall(r"[^\p{Latin}\p{Common}\p{Inherited}]", text))
+    assert 0.02 < non_latin / len(text) < 0.3
+    # code: indented lines, brackets, operators, identifiers
+    assert len(regex.findall(r"(?m)^(?:    |  |\t)+\S", text)) > 1000
+    for needle in ("{", "}", "(", ")", "[", "]", " == ", " += ", " => ", "return ", "def ", "function "):
+        assert needle in text, needle
+    assert regex.search(r"\b[a-z]+(?:[A-Z][a-z]+)+\b", text)  # camelCase
+    assert regex.search(r"\b[a-z]+_[a-z]+\b", text)  # snake_case
+    # the web's long tail
+    assert regex.search(r"https?://[\w.-]+\.\w+/\S*", text)
+    assert regex.search(r"\b[\w.]+@[\w-]+\.\w+", text)
+    assert regex.search(r"#[A-Z][a-z]+[A-Z]", text)  # hashtags
+    assert regex.search(r"@\w+", text)
+    assert regex.search(r"\b\d{7,}\b", text) and regex.search(r"\b\d{4}-\d\d-\d\d\b", text)
+    assert regex.search(r"\b0x[0-9a-f]{4,}\b", text) and regex.search(r"\$\d", text)
+    # mostly common words, Zipf-like: the most common words are real English words (or parts of URLs)
+    words = Counter(regex.findall(r"\b[a-z]+\b", text.replace("<|endoftext|>", "")))
+    common = set(synthetic._WEB_WORDS) | {"https", "http", "www", "com", "org"}
+    assert all(w in common for w, _ in words.most_common(30))
+    assert sum(words[w] for w in common) > 0.5 * sum(words.values())
+
+
+def test_bad_style_is_rejected(tmp_path):
+    for call in (lambda: generate(io.BytesIO(), 10, style="poems"), lambda: iter_documents(0, style="Web"),
+                 lambda: mixed_text(10, style=None)):
+        with pytest.raises(ValueError, match="'stories', 'web'"):
+            call()
+    with pytest.raises(ValueError, match="NUL"):
+        generate(io.BytesIO(), 10, special_token="a\0b", style="web")
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_style_web(tmp_path, capsys):
+    from bpe_fast.cli import main
+
+    out = tmp_path / "web.txt"
+    assert main(["synth", "--size", "200KB", "--style", "web", "--seed", "1", "-o", str(out)]) == 0
+    assert out.read_bytes() == corpus(200_000, seed=1, style="web")
+    assert main(["synth", "--size", "20KB", "-o", str(tmp_path / "s.txt")]) == 0
+    assert (tmp_path / "s.txt").read_bytes() == corpus(20_000, seed=0)  # the default is the stories
+    with pytest.raises(SystemExit) as exc:
+        main(["synth", "--size", "20KB", "--style", "poems", "-o", str(tmp_path / "x.txt")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'poems'" in err and "'stories', 'web'" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.txt", "web.txt"]
+
+    assert synthetic.main(["--size", "30KB", "--style", "web", "-o", str(tmp_path / "m.txt")]) == 0  # python -m
+    assert (tmp_path / "m.txt").read_bytes() == corpus(30_000, seed=0, style="web")
