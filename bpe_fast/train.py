@@ -35,8 +35,10 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
     special_tokens = check_special_tokens(special_tokens)
     check_vocab_size(vocab_size, special_tokens)
     input_path, special_tokens, pattern = check_count_args(input_path, special_tokens, pattern, errors)
-    tables = count_file_tables(input_path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress)
-    return _train(_concatenate(tables), vocab_size, special_tokens, progress, stacklevel=3)
+    # one expression: no local of this frame keeps the tables alive while the engine is built
+    return _train(_concatenate(count_file_tables(input_path, special_tokens, pattern, num_processes, errors,
+                                                 chunk_bytes, progress)),
+                  vocab_size, special_tokens, progress, stacklevel=3)
 
 
 def _concatenate(tables):
