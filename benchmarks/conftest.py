@@ -118,12 +118,13 @@ def record_scaling(benchmark, what, size, times, unit):
     ratio from the medians in the benchmark's extra_info, and print them. Nothing under --benchmark-disable."""
     if benchmark.stats is None:                   # --benchmark-disable: ran once, untimed
         return
+    plural = unit + ("es" if unit.endswith("s") else "s")
     median = {w: statistics.median(t) for w, t in times.items()}
     benchmark.extra_info.update({
         f"MB/s 1 {unit}": round(size / median[1] / 1e6, 1),
-        f"MB/s 2 {unit}s": round(size / median[2] / 1e6, 1),
+        f"MB/s 2 {plural}": round(size / median[2] / 1e6, 1),
         "scaling": round(median[1] / median[2], 3),
         "scaling per round": [round(a / b, 3) for a, b in zip(times[1], times[2])],
     })
-    print(f"\n{what}, {size / 1e6:.0f} MB: 1 {unit} {median[1]:.3f} s, 2 {unit}s {median[2]:.3f} s "
+    print(f"\n{what}, {size / 1e6:.0f} MB: 1 {unit} {median[1]:.3f} s, 2 {plural} {median[2]:.3f} s "
           f"(medians of {len(times[1])} alternating rounds): {median[1] / median[2]:.2f}x")
