@@ -9,6 +9,7 @@ import json
 import os
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import FIRST_EXCEPTION, wait
 
@@ -193,10 +194,17 @@ def count_file_tables(path, special_tokens, pattern, num_processes, errors, chun
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, _line_of(path, exc.offset)) from None
 
 
-def _scratch_dir():
-    """A private folder for the workers' tables: in memory (/dev/shm) where there is one."""
-    shm = "/dev/shm"
-    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+def _scratch_dir(corpus_bytes):
+    """A private folder for the workers' tables: in memory (/dev/shm) where there is one with room for tables
+    as large as the corpus (a container's /dev/shm may be 64 MB), else the usual temporary folder."""
+    shm, base = "/dev/shm", None
+    try:
+        if os.path.isdir(shm) and os.access(shm, os.W_OK):
+            st = os.statvfs(shm)
+            if st.f_bavail * st.f_frsize >= corpus_bytes + (256 << 20):
+                base = shm
+    except OSError:
+        pass
     return tempfile.TemporaryDirectory(prefix="bpe_fast-counts-", dir=base)
 
 
@@ -220,12 +228,20 @@ def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, prog
         except BaseException as exc:       # reported by the caller's thread
             failure.append(exc)
 
-    with _scratch_dir() as scratch, \
+    with _scratch_dir(ranges[-1][1]) as scratch, \
             worker_pool(workers - 1, f"counting {path}", _init_worker, (bytes_done, next_range)) as pool:
         futures = [pool.submit(_count_claimed, path, ranges, special_tokens, pattern, errors,
                                os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
         thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
         thread.start()
+        def raise_first_failure():
+            seen = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
+            if seen:
+                decode = [e for e in seen if isinstance(e, CorpusDecodeError)]
+                if decode:
+                    raise _first_decode_error(path, ranges, min(e.offset for e in decode) + 1) or decode[0]
+                raise seen[0]
+
         try:
             pending = set(futures)
             while pending or thread.is_alive():
@@ -233,16 +249,15 @@ def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, prog
                 thread.join(0 if pending else 0.25)
                 if progress is not None:
                     progress("count", bytes_done.value, ranges[-1][1])
-                errors_seen = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
-                if errors_seen:
-                    decode = [e for e in errors_seen if isinstance(e, CorpusDecodeError)]
-                    if decode:
-                        raise _first_decode_error(path, ranges, min(e.offset for e in decode) + 1) or decode[0]
-                    raise errors_seen[0]
+                raise_first_failure()
         finally:
             stop.set()
             thread.join()
-        tables = [_read_table(f.result()) for f in futures]
+        raise_first_failure()              # a failure in the last moments, after the loop's last look
+        tables = []
+        for f in futures:
+            tables.append(_read_table(f.result()))
+            os.unlink(f.result())          # the scratch space holds one table at a time
     if combine:
         for table in tables:
             own.add_arrays(*table)
@@ -272,8 +287,8 @@ class PretokenCounts:
     __slots__ = ("tokens", "offsets", "counts", "pattern", "special_tokens", "_dict")
 
     def __init__(self, counts=None, pattern=GPT2_PATTERN, special_tokens=()):
-        """From a mapping {bytes: int} (or nothing: empty)."""
-        counts = {} if counts is None else dict(counts)
+        """From a mapping {bytes: int}, an iterable of bytes (counted, as Counter does) or nothing (empty)."""
+        counts = {} if counts is None else dict(counts) if isinstance(counts, Mapping) else Counter(counts)
         for tok, n in counts.items():
             if not isinstance(tok, bytes):
                 raise TypeError(f"pre-tokens must be bytes, got {tok!r}")
@@ -335,12 +350,13 @@ class PretokenCounts:
 
     def __eq__(self, other):
         """Equal to PretokenCounts with the same pattern, special tokens and counts; to a mapping with the
-        same counts."""
+        same counts. As for Counter, a count of 0 is the same as no entry."""
         if isinstance(other, PretokenCounts):
-            return (self.pattern, set(self.special_tokens)) == (other.pattern, set(other.special_tokens)) and \
-                self._as_dict() == other._as_dict()
+            if (self.pattern, set(self.special_tokens)) != (other.pattern, set(other.special_tokens)):
+                return False
+            return _nonzero(self._as_dict()) == _nonzero(other._as_dict())
         if isinstance(other, Mapping):
-            return self._as_dict() == dict(other)
+            return _nonzero(self._as_dict()) == _nonzero(other)
         return NotImplemented
 
     __hash__ = None
@@ -438,6 +454,10 @@ class PretokenCounts:
             return cls.from_arrays(tokens, offsets, counts, str(need("pattern", "U")), specials)
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{path}: corrupt counts file ({exc})") from None
+
+
+def _nonzero(mapping):
+    return {k: v for k, v in mapping.items() if v}
 
 
 def _check_arrays(tokens, offsets, counts):

@@ -3,6 +3,7 @@ import warnings
 
 import numpy as np
 
+from ._scan import merge_arrays
 from ._train import MergeEngine
 from .counts import PretokenCounts, check_count_args, count_file_tables
 from .patterns import GPT2_PATTERN
@@ -45,6 +46,8 @@ def _concatenate(tables):
     """The workers' tables end to end as one PretokenCounts-like triple (a pre-token may be listed twice)."""
     if len(tables) == 1:
         return tables[0]
+    if sum(len(t[0]) + len(t[2]) for t in tables) + 1 >= 2 ** 31:
+        return merge_arrays(tables)     # listed once each, they may still fit the engine's int32 slots
     tokens = np.concatenate([t[0] for t in tables])
     counts = np.concatenate([t[2] for t in tables])
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)

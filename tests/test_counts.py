@@ -127,3 +127,10 @@ def test_counts_are_arrays_and_read_as_a_mapping(two_files):
     assert rebuilt == counts
     with pytest.raises(ValueError, match="listed twice"):
         PretokenCounts.from_arrays(np.frombuffer(b"abab", np.uint8), [0, 2, 4], [1, 1])
+
+
+def test_counts_compare_as_counter_does():
+    # a count of 0 is the same as no entry; an iterable of bytes is counted
+    assert PretokenCounts({b"x": 1, b"z": 0}) == PretokenCounts({b"x": 1}) == {b"x": 1}
+    assert PretokenCounts([b"ab", b"ab", b"c"]) == {b"ab": 2, b"c": 1}
+    assert PretokenCounts({b"x": 1}) != PretokenCounts({b"x": 1}, special_tokens=[EOT])

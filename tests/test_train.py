@@ -331,9 +331,9 @@ def test_cs336_reference_merges_and_vocab(num_processes):
 @given(st.dictionaries(st.text("abc", min_size=0, max_size=14).map(str.encode), st.integers(0, 6), max_size=25),
        st.integers(1, 40), st.sampled_from([0, 1 << 16]))
 def test_engine_equals_oracle_on_small_alphabets(words, max_merges, heap_slack):
-    # Three letters make overlapping runs ("aaaa"), adjacent occurrences ("abab"), and merges that rebuild
-    # bytes another merge already made (("ab","c") after ("a","bc")), so every case of the engine's
-    # neighbour bookkeeping is reached; words of count 0 and of one byte must change nothing. heap_slack=0
+    # Three letters make overlapping runs ("aaaa"), adjacent occurrences ("abab" merged by (a,b) then
+    # (ab,ab)) and ties everywhere, the cases of the engine's neighbour bookkeeping; words of count 0 and of
+    # one byte must change nothing. heap_slack=0
     # prunes the heap after every merge (a long run's pruning, which small inputs never reach otherwise).
     eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack)
     eng.run(max_merges)
@@ -375,3 +375,22 @@ def test_engine_huge_token_is_exact():
     merges, made = eng.merges(with_tokens=True)
     assert merges == oracle_merges(words, 100)
     assert made[-1] == b"a" * 5000 and all(made[k] == a + b for k, (a, b) in enumerate(merges))
+
+
+def test_engine_refuses_counts_whose_pair_counts_overflow_int64():
+    with pytest.raises(ValueError, match="overflow"):
+        train_from_counts({b"ab": 2 ** 62, b"xab": 2 ** 62, b"cd": 5}, 259)
+    assert train_from_counts({b"ab": 2 ** 61, b"cd": 5}, 258)[1] == [(b"a", b"b"), (b"c", b"d")]
+
+
+def test_engine_finish_frees_the_working_arrays():
+    eng = engine_for({"hello": 3, "world": 2})
+    eng.run(3)
+    before = eng.memory()
+    merges = eng.merges()
+    eng.finish()
+    after = eng.memory()
+    assert after["slots"] == after["positions"] == after["heap"] == 0 and after["pairs"] < before["pairs"]
+    assert eng.merges() == merges and eng.run(5) == 0
+    with pytest.raises(RuntimeError, match="finish"):
+        eng.pair_count(b"h", b"e")
