@@ -686,48 +686,28 @@ def encode_jobs(args, tokenizer, text_path, workdir, wanted):
 
 class PairCounter:
     """Counts of pairs after a prefix of bpe_fast's merges, from the corpus's pre-token counts: tells whether
-    the first merge where a peer differs was a tie (same count, broken the other way) or not."""
-
-    WORK_LIMIT = 2 * 10**8    # distinct pre-tokens x merges replayed, above which the check is skipped
+    the first merge where a peer differs was a tie (same count, broken the other way) or not. The merges are
+    replayed by bpe_fast's merge engine, whose merges are checked to be the ones given (the engine's exactness
+    is what the test suite checks against a plain-Python oracle), so this takes seconds on any corpus."""
 
     def __init__(self, corpus, pattern, processes):
         self.corpus, self.pattern, self.processes = corpus, pattern, processes
-        self.words = None
+        self.counts = None
 
     def counts_at(self, merges, rank, pairs):
-        """{pair: count} for `pairs` once merges[:rank] are applied; None if too costly."""
-        if self.words is None:
+        """{pair: count} for `pairs` once merges[:rank] are applied; None if the engine does not make those
+        merges (then they are not bpe_fast's)."""
+        from bpe_fast._train import MergeEngine
+
+        if self.counts is None:
             from bpe_fast import count_pretokens
 
-            counts = count_pretokens(self.corpus, [EOT], pattern=self.pattern, num_processes=self.processes)
-            self.words = [(w, [w[i:i + 1] for i in range(len(w))], n) for w, n in counts.items()]
-        if len(self.words) * rank > self.WORK_LIMIT:
+            self.counts = count_pretokens(self.corpus, [EOT], pattern=self.pattern, num_processes=self.processes)
+        engine = MergeEngine(self.counts.tokens, self.counts.offsets, self.counts.counts)
+        engine.run(rank)
+        if engine.merges() != list(merges[:rank]):
             return None
-        parts_of = [parts[:] for _, parts, _ in self.words]
-        for a, b in merges[:rank]:
-            joined = a + b
-            for k, (word, _, _) in enumerate(self.words):
-                if joined in word:      # necessary for the pair to occur: skip the rest cheaply
-                    parts_of[k] = _merge_pair(parts_of[k], a, b)
-        found = dict.fromkeys(pairs, 0)
-        for (word, _, n), parts in zip(self.words, parts_of):
-            for pair in zip(parts, parts[1:]):
-                if pair in found:
-                    found[pair] += n
-        return found
-
-
-def _merge_pair(parts, a, b):
-    out = []
-    i = 0
-    while i < len(parts):
-        if i + 1 < len(parts) and parts[i] == a and parts[i + 1] == b:
-            out.append(a + b)
-            i += 2
-        else:
-            out.append(parts[i])
-            i += 1
-    return out
+        return {pair: engine.pair_count(*pair) for pair in pairs}
 
 
 def check_merges(job, pair_counter):
