@@ -181,7 +181,18 @@ def cmd_train(args):
     start = time.perf_counter()
     try:
         if args.from_counts:
-            counts = PretokenCounts.load(args.from_counts)
+            if args.corpus:
+                raise CliError("give CORPUS files or --from-counts, not both")
+            shards = []
+            for path in args.from_counts:              # shards add up; each must match the first
+                shard = PretokenCounts.load(path)
+                if shards:
+                    try:
+                        shards[0].check_compatible(shard)
+                    except ValueError as exc:
+                        raise CliError(f"{path}: {exc} ({args.from_counts[0]} is the first)") from None
+                shards.append(shard)
+            counts = shards[0] if len(shards) == 1 else PretokenCounts.merge(shards)
             pattern = counts.pattern
             if not specials:
                 specials = list(counts.special_tokens)
@@ -294,7 +305,8 @@ def build_parser():
     p.add_argument("corpus", nargs="*", metavar="CORPUS")
     p.add_argument("--vocab-size", type=int, required=True)
     corpus_options(p)
-    p.add_argument("--from-counts", metavar="COUNTS.npz", help="train from saved pre-token counts")
+    p.add_argument("--from-counts", metavar="COUNTS.npz", nargs="+",
+                   help="train from saved pre-token counts (several: shards, added up)")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.set_defaults(func=cmd_train)
 

@@ -378,7 +378,9 @@ class PretokenCounts:
         return [(blob[offsets[k]:offsets[k + 1]].tobytes(), int(counts[k])) for k in order.tolist()]
 
     # -- adding shards
-    def _check_compatible(self, other):
+    def check_compatible(self, other):
+        """Raise TypeError/ValueError unless `other` is PretokenCounts made with the same pattern and special
+        tokens (so the two can be added)."""
         if not isinstance(other, PretokenCounts):
             raise TypeError(f"can only add PretokenCounts, not {type(other).__name__}")
         if other.pattern != self.pattern:
@@ -392,7 +394,7 @@ class PretokenCounts:
         return self.tokens, self.offsets, self.counts
 
     def __add__(self, other):
-        self._check_compatible(other)
+        self.check_compatible(other)
         return PretokenCounts.from_arrays(*merge_arrays([self._arrays(), other._arrays()]),
                                           pattern=self.pattern, special_tokens=self.special_tokens, check=False)
 
@@ -406,7 +408,7 @@ class PretokenCounts:
         if not isinstance(first, PretokenCounts):
             raise TypeError(f"can only merge PretokenCounts, not {type(first).__name__}")
         for shard in shards[1:]:
-            first._check_compatible(shard)
+            first.check_compatible(shard)
         return cls.from_arrays(*merge_arrays([s._arrays() for s in shards]), pattern=first.pattern,
                                special_tokens=first.special_tokens, check=False)
 

@@ -101,6 +101,35 @@ def test_synth_and_count_commands(tmp_path, capsys):
     assert list(Tokenizer.load(tmp_path / "t").merges) == merges
 
 
+def test_train_from_count_shards_equals_the_whole(tmp_path, capsys):
+    parts = []
+    for seed in (1, 2):
+        corpus = tmp_path / f"c{seed}.txt"
+        assert run(["synth", "--size", "100KB", "--seed", str(seed), "-o", str(corpus)], capsys)[0] == 0
+        parts.append(corpus)
+        assert run(["count", str(corpus), "--special-token", EOT, "-o", str(corpus.with_suffix(".npz"))],
+                   capsys)[0] == 0
+    shards = [str(p.with_suffix(".npz")) for p in parts]
+    assert run(["train", "--from-counts", *shards, "--vocab-size", "400", "-o", str(tmp_path / "t")], capsys)[0] == 0
+    joined = tmp_path / "joined.txt"
+    joined.write_bytes(parts[0].read_bytes() + EOT.encode() + parts[1].read_bytes())
+    assert list(Tokenizer.load(tmp_path / "t").merges) == train_bpe(joined, 400, [EOT])[1]
+
+
+def test_train_refuses_a_foreign_count_shard(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    assert run(["synth", "--size", "50KB", "-o", str(corpus)], capsys)[0] == 0
+    good, other = tmp_path / "good.npz", tmp_path / "other.npz"
+    assert run(["count", str(corpus), "--special-token", EOT, "-o", str(good)], capsys)[0] == 0
+    assert run(["count", str(corpus), "--special-token", EOT, "--pattern", "gpt4", "-o", str(other)], capsys)[0] == 0
+    code, err = run(["train", "--from-counts", str(good), str(other), "--vocab-size", "300",
+                     "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and "other.npz" in err and "patterns" in err and not (tmp_path / "t").exists()
+    code, err = run(["train", str(corpus), "--from-counts", str(good), "--vocab-size", "300",
+                     "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and "not both" in err
+
+
 # ---- bad input: one line on stderr, a non-zero exit, no traceback, no output left behind --------
 
 def _assert_clean_failure(code, err, tmp_path, keep=()):
