@@ -168,7 +168,7 @@ def _summary(tokenizer, merges, took, corpus):
 def cmd_train(args):
     from .counts import PretokenCounts, count_pretokens
     from .tokenizer import Tokenizer
-    from .train import check_vocab_size, train_from_counts
+    from .train import check_vocab_size, train_bpe, train_from_counts
     from .specials import check_special_tokens
     specials = list(check_special_tokens(args.special_token))
     check_vocab_size(args.vocab_size, specials)
@@ -200,9 +200,15 @@ def cmd_train(args):
             if not args.corpus:
                 raise CliError("give a CORPUS or --from-counts")
             pattern = _pattern(args.pattern)
-            counts = count_pretokens(args.corpus, specials, pattern=pattern, num_processes=args.processes,
-                                     errors=args.errors, progress=progress)
-        vocab, merges = train_from_counts(counts, args.vocab_size, specials, progress=progress)
+            counts = None
+            if len(args.corpus) == 1:      # train_bpe's path: the workers' tables go to the engine as they are
+                vocab, merges = train_bpe(args.corpus[0], args.vocab_size, specials, num_processes=args.processes,
+                                          pattern=pattern, errors=args.errors, progress=progress)
+            else:
+                counts = count_pretokens(args.corpus, specials, pattern=pattern, num_processes=args.processes,
+                                         errors=args.errors, progress=progress)
+        if counts is not None:
+            vocab, merges = train_from_counts(counts, args.vocab_size, specials, progress=progress)
     finally:
         progress.close()
     took = time.perf_counter() - start
