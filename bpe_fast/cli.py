@@ -303,7 +303,9 @@ def build_parser():
         p.add_argument("--special-token", action="append", default=[], metavar="TOK",
                        help="a special token (repeatable); it splits the text and is never merged")
         p.add_argument("--pattern", default="gpt2", help="gpt2 (default), gpt4, or a regex")
-        p.add_argument("--processes", type=_positive_int, default=None, help="worker processes (default: all cores)")
+        p.add_argument("--processes", type=_positive_int, default=None,
+                       help="processes counting at once (default: all cores): this one, by a thread that scans "
+                            "without the GIL, and P-1 workers")
         p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                        help="invalid UTF-8: fail (strict) or substitute U+FFFD (replace)")
 

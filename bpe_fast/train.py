@@ -28,7 +28,8 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
 
     Returns (vocab, merges): vocab maps ids to bytes (0..255 the single bytes, then the special tokens in
     order, then one id per merge); merges is the list of (bytes, bytes) in creation order. The result is
-    the same whatever num_processes (None: all cores). progress, if given, is called as
+    the same whatever num_processes (None: all cores; the caller's process counts too, by a thread, beside
+    num_processes - 1 worker processes). progress, if given, is called as
     progress(stage, done, total) with stage "count" (bytes) then "merge" (merges).
 
     >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])   # doctest: +SKIP
