@@ -1832,7 +1832,6 @@ class _WebWriter:
         return " ".join(out) + ("." if stop == "。" else stop)
 
     def foreign_kind(self, lang, n_heads, n_body):
-        rng = self.rng
         no_space = lang in ("zh", "ja")
         heads = []
         for _ in range(n_heads):
