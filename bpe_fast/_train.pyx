@@ -389,22 +389,6 @@ cdef class MergeEngine:
             return 2
         return 3
 
-    cdef inline MapSlot* _pair(self, int32_t x, int32_t y) noexcept nogil:
-        """The map slot of (x, y), a pair this merge touches (see _rule); the pair is created if new. The
-        map caches, for this merge, what the pair table says: one table look-up per distinct neighbour."""
-        cdef int r = self._rule(x, y)
-        cdef int32_t at = 4 * (x if (r == 0 or r == 2) else y) + r
-        cdef MapSlot* m = &self.maps[at]
-        cdef int32_t pid
-        if m.stamp != self.mstamp:
-            m.stamp = self.mstamp
-            pid = -1 if (r >= 2 and self.mc_new) else self._find_pair(x, y)     # a new c has no pairs yet
-            m.pid = pid if pid >= 0 else self._new_pair(x, y)
-            m.delta = 0
-            m.fill = 0
-            self.touched.push_back(at)
-        return m
-
     cdef void _fill(self, MapSlot* m, int32_t at, int32_t x, int32_t y, bint fresh) noexcept nogil:
         """Fill the empty map slot `at` for (x, y) in this merge: its pid (created if new; a pair of a token
         that did not exist before this merge, `fresh`, is new without asking the pair table)."""
@@ -416,10 +400,14 @@ cdef class MergeEngine:
         self.touched.push_back(at)
 
     cdef inline int32_t _slot_of(self, int32_t x, int32_t y) noexcept nogil:
-        """The map slot of (x, y), a pair this merge touches, created if new."""
+        """The map slot of (x, y), a pair this merge touches (see _rule), filled if empty. The maps cache,
+        for this merge, what the pair table says: one table look-up per distinct neighbour. (The hot loop in
+        _merge_one computes the same slots inline.)"""
         cdef int r = self._rule(x, y)
         cdef int32_t at = 4 * (x if (r == 0 or r == 2) else y) + r
-        self._pair(x, y)
+        cdef MapSlot* m = &self.maps[at]
+        if m.stamp != self.mstamp:
+            self._fill(m, at, x, y, r >= 2 and self.mc_new)     # a new c has no pairs yet
         return at
 
     # --- heap ordering: higher count first, ties to the lexicographically greatest (bytes, bytes) ---
