@@ -4,7 +4,7 @@ Names are imported lazily from the module that owns them, so `import bpe_fast` s
 """
 import importlib
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 # Imported now: the name would otherwise be taken by the submodule bpe_fast.pretokenize once any module
 # imports it.
 from .pretokenize import pretokenize
@@ -20,7 +20,7 @@ _EXPORTS = {
     "train_from_counts": "train",
 }
 
-__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "pretokenize", *_EXPORTS]
+__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "pretokenize", *_EXPORTS]
 
 
 def __getattr__(name):

@@ -38,7 +38,7 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 from libcpp.algorithm cimport make_heap, pop_heap, push_heap
 from libcpp.vector cimport vector
 
-from bpe_fast._scan cimport KIND_GPT2, KIND_GPT4, SpecialMatcher, scan_block, trailing_space_start
+from bpe_fast._scan cimport KIND_GPT2, KIND_GPT4, KIND_O200K, SpecialMatcher, scan_block, scan_block_final
 
 import os
 
@@ -175,7 +175,7 @@ cdef class Segmenter:
     def __cinit__(self, int kind, specials=(), ids=()):
         specials = list(specials)
         ids = list(ids)
-        if kind != KIND_GPT2 and kind != KIND_GPT4:
+        if kind != KIND_GPT2 and kind != KIND_GPT4 and kind != KIND_O200K:
             raise ValueError(f"unknown pattern kind {kind}")
         if len(specials) != len(ids):
             raise ValueError("one id per special token")
@@ -809,25 +809,19 @@ cdef class BPECore:
 
     cdef Py_ssize_t _encode_piece_unfinished(self, const uint8_t* s, Py_ssize_t n, int kind,
                                              vector[int32_t]* out) except -1 nogil:
-        """_encode_piece for text that may continue: only the pre-tokens before the last safe cut; returns the
-        cut. The rule is Tokenizer._safe_cut's: the cut after pre-token [p, c) is safe when c < n, p is before
-        the trailing whitespace run and p is not an apostrophe less than two bytes from the end. The pre-tokens
-        it allows are a prefix of all of them (each condition, once false, stays false), so the first that
-        fails ends the encoding. Worked example: "it's  a  " -> "it", "'s", " ", " a" are encoded, and the cut
-        is at 8, before "  " (which could still become part of a longer run)."""
+        """_encode_piece for text that may continue: only the pre-tokens that text still to come cannot change
+        (the scanner's rule, bpe_fast._scan.scan_block_final); returns where they end."""
         cdef int64_t ends[SCAN_BLOCK]
-        cdef Py_ssize_t i = 0, start, count, k, end
-        cdef Py_ssize_t ws = trailing_space_start(s, n)
+        cdef Py_ssize_t i = 0, start, count, k
         while i < n:
             count = 0
             start = i
-            i = scan_block(s, i, n, kind, ends, &count, SCAN_BLOCK)
+            i = scan_block_final(s, i, n, kind, ends, &count, SCAN_BLOCK)
             for k in range(count):
-                end = ends[k]
-                if end >= n or start >= ws or (s[start] == 39 and start + 2 >= n):
-                    return start
-                self._encode_pretoken(s + start, end - start, out)
-                start = end
+                self._encode_pretoken(s + start, ends[k] - start, out)
+                start = ends[k]
+            if count < SCAN_BLOCK:
+                return i
         return n
 
     cdef Py_ssize_t _encode_utf8(self, const uint8_t* s, Py_ssize_t n, Segmenter seg, SpecialMatcher m,

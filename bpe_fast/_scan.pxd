@@ -5,6 +5,7 @@ from libcpp.vector cimport vector
 cdef enum:
     KIND_GPT2 = 2   # GPT2_PATTERN
     KIND_GPT4 = 4   # GPT4_PATTERN
+    KIND_O200K = 5  # O200K_PATTERN
 
 # Append the end offset of every pre-token of the valid UTF-8 s[0:n] to out (the first pre-token starts at 0).
 # Only call after bpe_fast.pretokenize.native_kind(pattern) returned kind (that loads the tables).
@@ -14,6 +15,11 @@ cdef void scan_ends(const uint8_t* s, Py_ssize_t n, int kind, vector[int64_t]* o
 # advancing count[0]; returns where it stopped (n when done). Same precondition as scan_ends.
 cdef Py_ssize_t scan_block(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind, int64_t* out,
                            Py_ssize_t* count, Py_ssize_t cap) noexcept nogil
+
+# scan_block for text that may go on after n: stops (with count[0] < cap) before the first pre-token that text
+# after n could change.
+cdef Py_ssize_t scan_block_final(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind, int64_t* out,
+                                 Py_ssize_t* count, Py_ssize_t cap) noexcept nogil
 
 # Byte offset of the first invalid UTF-8 sequence in s[0:n] (as bytes.decode reports it), or -1.
 cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil

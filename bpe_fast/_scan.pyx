@@ -1,10 +1,11 @@
 # distutils: language = c++
 # distutils: extra_compile_args = -O3 -std=c++17
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Native pre-tokenizer: GPT2_PATTERN and GPT4_PATTERN scanned over UTF-8 bytes, and pre-token counting.
+"""Native pre-tokenizer: GPT2_PATTERN, GPT4_PATTERN and O200K_PATTERN scanned over UTF-8 bytes, and pre-token
+counting.
 
-Each pattern is one function, ``gpt2_next``/``gpt4_next``, that returns the end of the pre-token starting at
-byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
+Each pattern is one function, ``gpt2_next``/``gpt4_next``/``o200k_next``, that returns the end of the
+pre-token starting at byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
 out. Code points are classified with a two-level table (set_tables) generated from the installed `regex`.
 The loops take valid UTF-8 (the Python layer validates or encodes first) and touch no Python objects; Python
 objects are only built for the results: boundaries() (int64 array), split() (list of str) and PretokenCounter
@@ -30,6 +31,8 @@ cdef enum:
     C_S = 4     # \s
     C_NL = 8    # \r or \n (also C_S)
     C_LNS = 7
+    C_U = 16    # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]   (o200k's "upper")
+    C_W = 32    # [\p{Ll}\p{Lm}\p{Lo}\p{M}]          (o200k's "lower")
 
 cdef uint8_t ASCII_CLS[128]
 cdef uint8_t ASCII_FOLD[128]          # GPT-4 contraction letter ('s', 'd', ...) an ASCII byte case-folds to, or 0
@@ -46,7 +49,7 @@ def set_tables(const uint16_t[::1] stage1, const uint8_t[::1] stage2, fold_cps, 
     """Install the classification tables (built by bpe_fast.pretokenize from bpe_fast/_unicode_table.py).
 
     stage1[cp >> 8] is a block number b, stage2[b * 256 + (cp & 255)] the class bits of cp (L=1, N=2, S=4,
-    CR/LF=8). fold_cps[k] is a non-ASCII code point that (?i) matches to the ASCII letter fold_letters[k].
+    CR/LF=8, o200k's upper=16 and lower=32). fold_cps[k] is a non-ASCII code point that (?i) matches to the ASCII letter fold_letters[k].
     """
     global st1, st2, READY, SWAR_LETTERS
     cdef Py_ssize_t k
@@ -322,17 +325,155 @@ cdef inline Py_ssize_t gpt4_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) n
     return n                                                    # the run reaches the end of the text
 
 
+# ---------------------------------------------------------------------------------------------- o200k
+# [^\r\n\p{L}\p{N}]?[U]*[W]+C? | [^\r\n\p{L}\p{N}]?[U]+[W]*C? | \p{N}{1,3} | " ?[^\s\p{L}\p{N}]+[\r\n/]*"
+# | \s*[\r\n]+ | \s+(?!\S) | \s+        with U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], W = [\p{Ll}\p{Lm}\p{Lo}\p{M}],
+# C = (?i:'s|'t|'re|'ve|'m|'ll|'d). Nothing is possessive: U and W overlap (Lm, Lo, M), so [U]* gives code
+# points back to [W]+, spelled out in o200k_cased. Every function here sets at_end[0] when its result
+# depended on whether text goes on after n (it looked for a code point at n): a pre-token scanned without
+# that is final whatever follows (scan_block_final).
+
+cdef inline Py_ssize_t run_to(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t mask, uint8_t want,
+                              bint* at_end) noexcept nogil:
+    """run(), noting in at_end when the run reached n."""
+    i = run(s, i, n, mask, want)
+    if i >= n:
+        at_end[0] = True
+    return i
+
+
+cdef inline Py_ssize_t o200k_contraction(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* at_end) noexcept nogil:
+    """The end of (?i:'s|'t|'re|'ve|'m|'ll|'d) at s[i], or i when there is none."""
+    cdef Py_ssize_t j, k
+    cdef uint8_t f1, f2
+    if i >= n or s[i] != 39:
+        if i >= n:
+            at_end[0] = True
+        return i
+    if i + 1 >= n:
+        at_end[0] = True
+        return i
+    f1 = fold_of(decode(s, i + 1, &j))
+    if f1 == 115 or f1 == 116 or f1 == 109 or f1 == 100:       # s t m d
+        return j
+    if f1 == 114 or f1 == 118 or f1 == 108:                    # r v l
+        if j >= n:
+            at_end[0] = True
+            return i
+        f2 = fold_of(decode(s, j, &k))
+        if (f1 == 108 and f2 == 108) or (f1 != 108 and f2 == 101):
+            return k
+    return i
+
+
+cdef inline Py_ssize_t o200k_cased(const uint8_t* s, Py_ssize_t p, Py_ssize_t n, bint lower_first,
+                                   bint* at_end) noexcept nogil:
+    """The end of [U]*[W]+ (lower_first) or of [U]+[W]* matched at s[p] as `regex` backtracks, or -1.
+
+    Greedy [U]* takes the whole run of U from p, to e. If the code point at e is W, [W]+ takes the run of W
+    from e. Otherwise [U]* gives back code points until one is W: the last W of the run, whose successor in
+    the run is not W, so [W]+ ends right after it. [U]+[W]* needs the run to be non-empty and then takes the
+    run of W from e (empty unless e is W). Worked example: "中A!" -> [U]*[W]+ gives "中" ('A' is U, not W)."""
+    cdef Py_ssize_t e = p, j, last_w = -1
+    cdef uint8_t c = 0
+    while True:
+        if e >= n:
+            at_end[0] = True
+            c = 0
+            break
+        c = cls_at(s, e, &j)
+        if not (c & C_U):
+            break
+        if c & C_W:
+            last_w = j
+        e = j
+    if not lower_first and e == p:
+        return -1
+    if c & C_W:
+        return run_to(s, e, n, C_W, C_W, at_end)
+    return last_w if lower_first else e
+
+
+cdef inline Py_ssize_t o200k_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* at_end) noexcept nogil:
+    """End of the o200k pre-token starting at s[i] (i < n)."""
+    cdef uint8_t b = s[i], c, c2
+    cdef Py_ssize_t j, k, m, e, count
+    c = cls_at(s, i, &j)
+    if c & C_L:                                         # no prefix: [U]*[W]+C? then [U]+[W]*C? at i
+        e = o200k_cased(s, i, n, True, at_end)
+        if e < 0:
+            e = o200k_cased(s, i, n, False, at_end)     # every letter is U or W: one of them matches
+        return o200k_contraction(s, e, n, at_end)
+    if c & C_N:                                         # \p{N}{1,3}
+        count = 1
+        while count < 3:
+            if j >= n:
+                at_end[0] = True
+                break
+            if not (cls_at(s, j, &k) & C_N):
+                break
+            j = k
+            count += 1
+        return j
+    if not (c & C_NL):                                  # [^\r\n\p{L}\p{N}]? may take s[i]
+        e = o200k_cased(s, j, n, True, at_end)
+        if e < 0 and (c & C_W):                         # a mark (U and W, not L): [W]+ can start at i itself
+            e = o200k_cased(s, i, n, True, at_end)
+        if e < 0:
+            e = o200k_cased(s, j, n, False, at_end)
+        if e >= 0:
+            return o200k_contraction(s, e, n, at_end)
+        if b == 32:                                     # " ?[^\s\p{L}\p{N}]+[\r\n/]*" with the space
+            if j >= n:
+                at_end[0] = True
+            else:
+                c2 = cls_at(s, j, &k)
+                if (c2 & C_LNS) == 0:
+                    return o200k_crlf_slash(s, run_to(s, k, n, C_LNS, 0, at_end), n, at_end)
+        if (c & C_LNS) == 0:                            # ... without it
+            return o200k_crlf_slash(s, run_to(s, j, n, C_LNS, 0, at_end), n, at_end)
+    # the whitespace run from i: \s*[\r\n]+ | \s+(?!\S) | \s+
+    cdef Py_ssize_t last = i, after_nl = j if (c & C_NL) else -1
+    k = j
+    while k < n:
+        c = cls_at(s, k, &m)
+        if not (c & C_S):
+            if after_nl >= 0:
+                return after_nl                         # up to the run's last \r or \n
+            return last if last > i else k
+        if c & C_NL:
+            after_nl = m
+        last = k
+        k = m
+    at_end[0] = True
+    return after_nl if after_nl >= 0 else n
+
+
+cdef inline Py_ssize_t o200k_crlf_slash(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* at_end) noexcept nogil:
+    """[\r\n/]* from i."""
+    while i < n and (s[i] == 13 or s[i] == 10 or s[i] == 47):
+        i += 1
+    if i >= n:
+        at_end[0] = True
+    return i
+
+
 # ---------------------------------------------------------------------------------------------- drivers
 
 cdef void scan_ends(const uint8_t* s, Py_ssize_t n, int kind, vector[int64_t]* out) noexcept nogil:
     cdef Py_ssize_t i = 0
+    cdef bint at_end = False
     if kind == KIND_GPT2:
         while i < n:
             i = gpt2_next(s, i, n)
             out.push_back(i)
-    else:
+    elif kind == KIND_GPT4:
         while i < n:
             i = gpt4_next(s, i, n)
+            out.push_back(i)
+    else:
+        while i < n:
+            i = o200k_next(s, i, n, &at_end)
             out.push_back(i)
 
 
@@ -414,7 +555,7 @@ def trailing_space(const uint8_t[::1] data):
 
 cdef int _kind(int kind) except -1:
     _check_ready()
-    if kind != KIND_GPT2 and kind != KIND_GPT4:
+    if kind != KIND_GPT2 and kind != KIND_GPT4 and kind != KIND_O200K:
         raise ValueError(f"unknown pattern kind {kind}")
     return kind
 
@@ -423,16 +564,55 @@ cdef Py_ssize_t scan_block(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kin
                            Py_ssize_t* count, Py_ssize_t cap) noexcept nogil:
     """Scan from byte i, appending pre-token ends to out[count[0]:cap]; returns where it stopped (n when done)."""
     cdef Py_ssize_t k = count[0]
+    cdef bint at_end = False
     if kind == KIND_GPT2:
         while i < n and k < cap:
             i = gpt2_next(s, i, n)
             out[k] = i
             k += 1
-    else:
+    elif kind == KIND_GPT4:
         while i < n and k < cap:
             i = gpt4_next(s, i, n)
             out[k] = i
             k += 1
+    else:
+        while i < n and k < cap:
+            i = o200k_next(s, i, n, &at_end)
+            out[k] = i
+            k += 1
+    count[0] = k
+    return i
+
+
+cdef Py_ssize_t scan_block_final(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind, int64_t* out,
+                                 Py_ssize_t* count, Py_ssize_t cap) noexcept nogil:
+    """scan_block for text that may go on after n: only the pre-tokens that text after n cannot change.
+
+    o200k: the pre-tokens scanned without looking for a code point at n (at_end stays False). GPT-2 and
+    GPT-4: the pre-token [p, c) is final when c < n, p is before the trailing whitespace run and p is not an
+    apostrophe less than two bytes from the end (their look-ahead is one code point, except that the
+    whitespace alternatives read the whole run and a contraction two code points). Final pre-tokens are a
+    prefix of all of them, so this stops at the first that is not, with count[0] < cap.
+    Worked example (GPT-2): "it's  a  " -> "it", "'s", " ", " a" are final; "  " could still grow."""
+    cdef Py_ssize_t k = count[0], e, ws
+    cdef bint at_end = False
+    if kind == KIND_O200K:
+        while i < n and k < cap:
+            e = o200k_next(s, i, n, &at_end)
+            if at_end:
+                break
+            out[k] = e
+            k += 1
+            i = e
+    else:
+        ws = trailing_space_start(s, n)
+        while i < n and k < cap:
+            e = gpt2_next(s, i, n) if kind == KIND_GPT2 else gpt4_next(s, i, n)
+            if e >= n or i >= ws or (s[i] == 39 and i + 2 >= n):
+                break
+            out[k] = e
+            k += 1
+            i = e
     count[0] = k
     return i
 
@@ -746,14 +926,20 @@ cdef class PretokenCounter:
         """Count the pre-tokens of s[i:n], scanned as a text of its own (the scanners look no further than n);
         end is the end of the buffer, for reading whole words near n."""
         cdef Py_ssize_t e
+        cdef bint at_end = False
         if self.kind == KIND_GPT2:
             while i < n:
                 e = gpt2_next(s, i, n)
                 self.add_span(s + i, e - i, end)
                 i = e
-        else:
+        elif self.kind == KIND_GPT4:
             while i < n:
                 e = gpt4_next(s, i, n)
+                self.add_span(s + i, e - i, end)
+                i = e
+        else:
+            while i < n:
+                e = o200k_next(s, i, n, &at_end)
                 self.add_span(s + i, e - i, end)
                 i = e
 

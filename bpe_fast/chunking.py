@@ -4,15 +4,15 @@ A cut at byte offset k is safe when counting the two sides separately gives the 
 counting the whole file:
   * no occurrence of a special token covers k (starts before k and ends after it), and
   * either a special token starts at k (the text is split there for any pattern), or the pattern is a
-    built-in one (GPT-2's or GPT-4's), byte k is a space and byte k-1 is a printable ASCII character:
-    both patterns end every pre-token that holds a non-space character at the first space after it
-    (GPT-4 keeps "\\r\\n" after punctuation, hence a space and not any whitespace), and neither looks
-    behind. Both kinds of cut fall on character boundaries, so UTF-8 decoding is unchanged too.
+    built-in one (GPT-2's, GPT-4's or o200k's), byte k is a space and byte k-1 is a printable ASCII
+    character: these patterns end every pre-token that holds a non-space character at the first space after
+    it (GPT-4 and o200k keep "\\r\\n" after punctuation, hence a space and not any whitespace; o200k's
+    letter runs read ahead to the end of an upper-case run, which a space ends), and none looks behind. Both kinds of cut fall on character boundaries, so UTF-8 decoding is unchanged too.
 """
 import os
 import re
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 
 _FIRST_WINDOW = 1 << 14     # most cuts are found within a few KB: read little, then more
 _MAX_WINDOW = 1 << 20
@@ -68,7 +68,7 @@ def chunk_boundaries(path, special_tokens=(), pattern=GPT2_PATTERN, chunk_bytes=
     if size == 0:
         return [0, 0]
     specials = [t.encode("utf-8") for t in special_tokens]
-    space_cuts = resolve_pattern(pattern) in (GPT2_PATTERN, GPT4_PATTERN)
+    space_cuts = resolve_pattern(pattern) in (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN)
     n = max(min_chunks, -(-size // max(1, chunk_bytes)))
     bounds = [0]
     with open(path, "rb") as f:

@@ -1,8 +1,8 @@
 """Pre-tokenization: cutting text into the pieces that BPE merges never cross.
 
 This module is the single entry point for pre-tokenizing; callers never use `regex` directly.
-`regex` is the reference for every pattern. For the two built-in patterns (GPT2_PATTERN, GPT4_PATTERN) the
-work is done by the native scanner in `bpe_fast._scan`, which gives the same results; any other pattern
+`regex` is the reference for every pattern. For the built-in patterns (GPT2_PATTERN, GPT4_PATTERN,
+O200K_PATTERN) the work is done by the native scanner in `bpe_fast._scan`, which gives the same results; any other pattern
 goes to `regex`. The scanner classifies code points with bpe_fast/_unicode_table.py, a table generated
 from `regex` by tools/gen_unicode_table.py; if the installed `regex` disagrees with it (or the extension is
 not built), every function here falls back to `regex` with a warning rather than differ.
@@ -21,7 +21,7 @@ from collections import Counter
 import numpy as np
 import regex
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 
 _compiled = {}
 
@@ -169,7 +169,7 @@ class ChunkCounter:
 
 # ------------------------------------------------------------------------------------------ native scanner
 
-_KINDS = {GPT2_PATTERN: 2, GPT4_PATTERN: 4}     # the kind numbers of bpe_fast/_scan.pxd
+_KINDS = {GPT2_PATTERN: 2, GPT4_PATTERN: 4, O200K_PATTERN: 5}     # the kind numbers of bpe_fast/_scan.pxd
 _scan = None                                    # the extension module once its tables are installed
 _native_checked = False
 
@@ -211,14 +211,13 @@ def _load_native():
 
 def _table_problem(table):
     """Why `table` must not be used with the installed `regex`, or "" when it agrees."""
-    ranges = (table.LETTER, table.NUMBER, table.SPACE)
-    if table_stamp(table.REGEX_VERSION, *ranges, table.FOLDS) != table.STAMP:
+    if table_stamp(table.REGEX_VERSION, *_ranges_of(table), table.FOLDS) != table.STAMP:
         return "bpe_fast/_unicode_table.py does not match its stamp (edited by hand?)"
     if table.REGEX_VERSION == regex.__version__:
         return ""
     # Another `regex` release, perhaps with another Unicode version: compare every code point (about 0.1 s).
     now = regex_unicode_classes()
-    for key, name, mine in (("L", r"\p{L}", table.LETTER), ("N", r"\p{N}", table.NUMBER), ("S", r"\s", table.SPACE)):
+    for (key, name), mine in zip(CLASSES, _ranges_of(table)):
         if tuple(x for r in now[key] for x in r) != tuple(mine):
             return f"regex {regex.__version__} disagrees on {name} with the table (made with regex {table.REGEX_VERSION})"
     if now["folds"] != {k: tuple(v) for k, v in table.FOLDS.items()}:
@@ -230,14 +229,14 @@ def installed_regex_table():
     """The Unicode table (as bpe_fast/_unicode_table.py lays it out) of the installed `regex`."""
     now = regex_unicode_classes()
     flat = lambda ranges: tuple(x for r in ranges for x in r)  # noqa: E731
-    return types.SimpleNamespace(REGEX_VERSION=regex.__version__, LETTER=flat(now["L"]), NUMBER=flat(now["N"]),
-                                 SPACE=flat(now["S"]), FOLDS=now["folds"])
+    return types.SimpleNamespace(REGEX_VERSION=regex.__version__, FOLDS=now["folds"],
+                                 **{_FIELDS[key]: flat(now[key]) for key, _ in CLASSES})
 
 
 def _two_level_table(table):
     """(stage1, stage2): class bits of cp are stage2[stage1[cp >> 8] * 256 + (cp & 255)], identical blocks shared."""
     flat = np.zeros(0x110000, dtype=np.uint8)
-    for bit, ranges in ((1, table.LETTER), (2, table.NUMBER), (4, table.SPACE)):
+    for bit, ranges in zip((1, 2, 4, 16, 32), _ranges_of(table)):
         for start, stop in zip(ranges[0::2], ranges[1::2]):
             flat[start:stop] |= bit
     flat[[0x0A, 0x0D]] |= 8
@@ -251,13 +250,25 @@ def _two_level_table(table):
 
 CONTRACTION_LETTERS = "sdmtlver"
 
+# The code point classes the scanner needs: (key, regex). Their bits in bpe_fast/_scan.pyx are 1, 2, 4, 16, 32
+# (8 is \r and \n). UPPER and LOWER are O200K_PATTERN's two case classes (they overlap on Lm, Lo and M).
+CLASSES = (("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s"), ("U", r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"),
+           ("W", r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"))
+_FIELDS = {"L": "LETTER", "N": "NUMBER", "S": "SPACE", "U": "UPPER", "W": "LOWER"}   # names in _unicode_table.py
+
+
+def _ranges_of(table):
+    """The flat range tuples of `table` (bpe_fast/_unicode_table.py or its like), in CLASSES order."""
+    return tuple(getattr(table, _FIELDS[key]) for key, _ in CLASSES)
+
 
 def regex_unicode_classes():
     """The installed `regex`'s view of every code point, as the native scanner needs it.
 
-    Returns {"L": ranges, "N": ranges, "S": ranges, "folds": {letter: code points}}: (start, stop) ranges of
-    the code points matched by \\p{L}, \\p{N} and \\s, and for each contraction letter of GPT-4's pattern the
-    code points that (?i:letter) matches. Surrogates are not valid UTF-8 and are left out.
+    Returns {"L": ranges, "N": ranges, "S": ranges, "U": ranges, "W": ranges, "folds": {letter: code points}}:
+    (start, stop) ranges of the code points matched by each class of CLASSES, and for each contraction letter
+    of GPT-4's and o200k's patterns the code points that (?i:letter) matches. Surrogates are not valid UTF-8
+    and are left out.
     """
     cps = np.arange(0x110000, dtype=np.uint32)
     cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
@@ -277,15 +288,16 @@ def regex_unicode_classes():
 
     folds = {c: tuple(int(cps[m.start()]) for m in regex.finditer(f"(?i:{c})", everything))
              for c in CONTRACTION_LETTERS}
-    return {"L": ranges(r"\p{L}+"), "N": ranges(r"\p{N}+"), "S": ranges(r"\s+"), "folds": folds}
+    return {key: ranges(rx + "+") for key, rx in CLASSES} | {"folds": folds}
 
 
-def table_stamp(regex_version, letter, number, space, folds):
+def table_stamp(regex_version, letter, number, space, upper, lower, folds):
     """A hash of the table's contents (ranges may be flat or pairs), so a hand-edited table is noticed."""
     def flat(ranges):
         return [x for r in ranges for x in (r if isinstance(r, tuple) else (r,))]
 
-    text = repr((regex_version, flat(letter), flat(number), flat(space), sorted((k, list(v)) for k, v in folds.items())))
+    text = repr((regex_version, *(flat(r) for r in (letter, number, space, upper, lower)),
+                 sorted((k, list(v)) for k, v in folds.items())))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

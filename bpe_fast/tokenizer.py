@@ -27,7 +27,7 @@ import regex
 from . import formats
 from ._encode import (MAX_SPARE_CORES, BPECore, BPETables, IdBuffer, Segmenter, StreamEncoder, encode_text_pooled,
                       safe_cut)
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .specials import check_special_tokens, special_regex
 
@@ -242,7 +242,7 @@ class Tokenizer:
         return self.vocab_size - 1
 
     def __repr__(self):
-        name = {GPT2_PATTERN: "gpt2", GPT4_PATTERN: "gpt4"}.get(self._pattern, "custom")
+        name = {GPT2_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k"}.get(self._pattern, "custom")
         return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merges)} "
                 f"special_tokens={list(self._specials)!r} pattern={name}>")
 

@@ -6,6 +6,7 @@ import warnings
 import pytest
 
 from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, Tokenizer, train_bpe
+from bpe_fast.patterns import O200K_PATTERN
 from bpe_fast.chunking import chunk_boundaries
 from bpe_fast.counts import count_file
 
@@ -23,7 +24,7 @@ def control_corpus(seed, n=4000):
     return "".join(rng.choice(words) + rng.choice(CONTROL + " ") for _ in range(n))
 
 
-@pytest.mark.parametrize("pattern", [GPT2_PATTERN, GPT4_PATTERN], ids=["gpt2", "gpt4"])
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN], ids=["gpt2", "gpt4", "o200k"])
 def test_nul_and_control_characters_train_and_encode_exactly(tmp_path, pattern):
     text = control_corpus(1)
     path = write(tmp_path, text)

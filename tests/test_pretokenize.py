@@ -11,17 +11,18 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from bpe_fast.specials import special_regex
 
 P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
-PATTERNS = [GPT2_PATTERN, GPT4_PATTERN]
+PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN]
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(autouse=True, scope="module")
 def native_scanner():
-    assert P.native_kind(GPT2_PATTERN) and P.native_kind("gpt4"), "native scanner not active: build _scan.pyx"
+    assert P.native_kind(GPT2_PATTERN) and P.native_kind("gpt4") and P.native_kind("o200k") == 5, \
+        "native scanner not active: build _scan.pyx"
 
 
 def oracle_counts(text, specials, pattern):
@@ -185,6 +186,24 @@ def test_many_distinct_pretokens():
         assert counts == oracle_counts(text, [], pattern) + Counter({b"w1x": 5})
 
 
+def test_o200k_worked_example():
+    text = "HTTPServer's 中A! don'T 12345\t\t//x!!/\n/y  \n\nz"
+    # "HTTPServer's"  [U]*[W]+C?: [U]* takes "HTTPS", [W]+ the lower-case run after it, then "'s"
+    # " 中"           the space is the optional prefix; 中 is Lo, both U and W; 'A' is U only and '!' neither,
+    #                 so [U]* gives "中" back to [W]+, which ends there
+    # "A"             [U]+[W]*;  "!": " ?[^\s\p{L}\p{N}]+[\r\n/]*"
+    # " don'T"        the contraction suffix, in any case
+    # " " "123" "45"  digits have no prefix, three at most; the space is "\s+" on its own
+    # "\t" "\t"       "\s+(?!\S)" gives back the second tab, which no letter follows
+    # "//" "x"        "/" cannot be the letter prefix of "x" when a second "/" stands between
+    # "!!/\n/"        punctuation, then "[\r\n/]*" takes newlines and slashes
+    # "y" "  \n\n" "z" "\s*[\r\n]+" ends at the run's last newline
+    expected = ["HTTPServer's", " 中", "A", "!", " don'T", " ", "123", "45", "\t", "\t", "//", "x", "!!/\n/", "y",
+                "  \n\n", "z"]
+    assert regex.findall(O200K_PATTERN, text) == expected
+    assert P.pretokenize(text, O200K_PATTERN) == expected
+
+
 # ------------------------------------------------------------------------------------ differential fuzzing
 
 CATEGORIES = ["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi",
@@ -195,7 +214,9 @@ PIECES = ["'s", "'S", "'d", "'D", "'m", "'M", "'t", "'T", "'ll", "'Ll", "'LL", "
           "\u0967\u0968\u0969\u096a", "\uff11", "\u2460", "\u216b", "\u00b2", "\U0001d7ce", "12345", " 12",
           "\U0001f600", "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\u200d", "\ufe0f", "\U0001f44d\U0001f3fd",
           "...", " !!", "Hello", " world", "\u4e2d\u6587", "\u0416\u0438", "\u00df", "\u01c5", "\u02b0",
-          "\U00010400", "\U000e0001", "\U0010ffff"]
+          "\U00010400", "\U000e0001", "\U0010ffff",
+          # o200k: case runs that give code points back ("中A!" is "中", "A", "!"), "/" and newlines after punctuation
+          "\u4e2dA", "HTTPServer", "AB", "\u02b0A", "\u0301A", "A\u0301", "!/", "/\n/", " //", "'Re", "'rE"]
 chars_any = st.characters(codec="utf-8")
 chars_by_category = st.one_of([st.characters(categories=[c], codec="utf-8") for c in CATEGORIES])
 whitespace_run = st.lists(st.sampled_from([" ", " ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u3000", "\u2028"]),

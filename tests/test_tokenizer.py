@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from bpe_fast import Tokenizer
 from bpe_fast.formats import FormatError
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from encode_oracle import (merge_pretoken_merge_list, merge_pretoken_tiktoken, oracle_encode, split_specials,
                            token_ranks)
 
@@ -114,6 +114,11 @@ def tok(trained):
 @pytest.fixture(scope="module")
 def tok4(trained):
     return Tokenizer(*trained, special_tokens=[EOT], pattern=GPT4_PATTERN)
+
+
+@pytest.fixture(scope="module")
+def tok_o200k(trained):
+    return Tokenizer(*trained, special_tokens=[EOT], pattern=O200K_PATTERN)
 
 
 # Hypothesis: text drawn from fragments that stress the pattern and the specials, and any code points.
@@ -250,14 +255,14 @@ def test_custom_pattern(trained):
     assert tok.encode(text) == oracle(tok, text)
 
 
-def test_against_tiktoken_without_fixtures(trained, tok, tok4):
+def test_against_tiktoken_without_fixtures(trained, tok, tok4, tok_o200k):
     tiktoken = pytest.importorskip("tiktoken")
     vocab, merges = trained
     ranks = {}
     for i in sorted(vocab):
         if i != 256:                       # 256 is the special token
             ranks.setdefault(vocab[i], i)  # a token made twice keeps its first id, as in the Tokenizer
-    for pattern, t in ((GPT2_PATTERN, tok), (GPT4_PATTERN, tok4)):
+    for pattern, t in ((GPT2_PATTERN, tok), (GPT4_PATTERN, tok4), (O200K_PATTERN, tok_o200k)):
         enc = tiktoken.Encoding("trained", pat_str=pattern, mergeable_ranks=ranks, special_tokens={EOT: 256})
         for seed in range(3):
             text = make_text(seed + 200, 500, specials=[EOT])
@@ -443,6 +448,15 @@ def test_encode_iterable_any_cuts_gpt4(tok4, text, points):
     assert list(tok4.encode_iterable(cut(text, points))) == tok4.encode(text)
 
 
+@SOME
+@given(texts, st.lists(st.integers(min_value=0, max_value=10**6), max_size=12))
+@example(text="\u4e2dAAAAAAAA!", points=[3])       # "中" alone or "中AAAAAAAAb": decided by the end of the run
+@example(text="x!!\n\n/\n", points=[4, 6])
+@example(text="don're", points=[5])
+def test_encode_iterable_any_cuts_o200k(tok_o200k, text, points):
+    assert list(tok_o200k.encode_iterable(cut(text, points))) == tok_o200k.encode(text)
+
+
 @FEW
 @given(texts, st.lists(st.integers(min_value=0, max_value=10**6), max_size=8))
 def test_encode_iterable_any_cuts_custom_pattern(trained, text, points):
@@ -470,10 +484,11 @@ def test_encode_iterable_trailing_whitespace_lookahead(trained, text, points):
     ["<|endoftext|", "x>"],               # a prefix that turns out not to be one
     ["we'", "ll go"], ["we'l", "l go"], ["it'", "s"], ["'", "v", "e"],   # contractions
     ["abc", "def"], ["12", "34"], ["hello", " ", "world"], ["😀", "😀"],
+    ["\u4e2dAA", "AA", "b"], ["\u4e2dAA", "AA", "!"], ["don", "'", "r", "e"], ["!!", "\n", "/", "\n"],   # o200k
     ["a\u00a0", "\u00a0b"], ["end  "], ["", "", "a"], [],
 ])
-def test_encode_iterable_cuts(tok, tok4, chunks):
-    for t in (tok, tok4):
+def test_encode_iterable_cuts(tok, tok4, tok_o200k, chunks):
+    for t in (tok, tok4, tok_o200k):
         assert list(t.encode_iterable(chunks)) == t.encode("".join(chunks))
         assert list(t.encode_iterable(iter(chunks))) == t.encode("".join(chunks))
 
@@ -821,11 +836,11 @@ def gpt2_ranks(gpt2):
     return {token: i for i, token in gpt2.vocab.items() if i != 50256}
 
 
-@pytest.fixture(scope="module", params=[GPT2_PATTERN, GPT4_PATTERN], ids=["gpt2", "gpt4"])
+@pytest.fixture(scope="module", params=[GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN], ids=["gpt2", "gpt4", "o200k"])
 def pair(request, gpt2, gpt2_ranks):
     """(our tokenizer, tiktoken's) with GPT-2's ranks and the pattern."""
     tiktoken = pytest.importorskip("tiktoken")
-    enc = tiktoken.Encoding(f"gpt2-{request.param[:4]}", pat_str=request.param, mergeable_ranks=gpt2_ranks,
+    enc = tiktoken.Encoding(f"gpt2-{len(request.param)}", pat_str=request.param, mergeable_ranks=gpt2_ranks,
                             special_tokens={EOT: 50256})
     tok = gpt2 if request.param == GPT2_PATTERN else Tokenizer(
         dict(gpt2.vocab), list(gpt2.merges), [EOT], pattern=request.param)

@@ -14,7 +14,7 @@ from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
 P = importlib.import_module("bpe_fast.pretokenize")
 table = importlib.import_module("bpe_fast._unicode_table")
 
-L, N, S, NL = 1, 2, 4, 8       # the class bits of bpe_fast/_scan.pyx
+L, N, S, NL, U, W = 1, 2, 4, 8, 16, 32       # the class bits of bpe_fast/_scan.pyx
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +38,15 @@ def _matching(rx, text):
 def test_every_code_point_is_classified_as_regex_does(scan, every_code_point):
     classes = np.frombuffer(scan.classify_all(), dtype=np.uint8)
     assert len(classes) == 0x110000
-    for bit, rx in ((L, r"\p{L}"), (N, r"\p{N}"), (S, r"\s"), (NL, r"[\r\n]")):
+    for bit, rx in ((L, r"\p{L}"), (N, r"\p{N}"), (S, r"\s"), (NL, r"[\r\n]"),
+                    (U, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"), (W, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]")):
         expected = _matching(rx, every_code_point)
         wrong = np.flatnonzero(((classes & bit) != 0) != expected)
         assert wrong.size == 0, f"{rx}: table differs from regex at {[hex(c) for c in wrong[:10]]}"
     # Worked example: 'a' is a letter, '٣' (ARABIC-INDIC DIGIT THREE) a number, U+3000 a space, '\n' a space
-    # and a line break, '!' none of them.
-    assert [classes[ord(c)] for c in "a٣\u3000\n!"] == [L, N, S, S | NL, 0]
+    # and a line break, '!' none of them; o200k's case classes: 'a' is lower (W), 'A' upper (U), '中' (Lo) and
+    # U+0301 (a combining mark, not a letter) both.
+    assert [classes[ord(c)] for c in "a٣\u3000\n!A中\u0301"] == [L | W, N, S, S | NL, 0, L | U, L | U | W, U | W]
 
 
 def test_every_code_point_folds_to_the_contraction_letters_as_regex_does(scan, every_code_point):
@@ -67,11 +69,13 @@ def test_committed_table_is_what_the_generator_writes():
         assert f.read() == tool["render"](P.regex_unicode_classes())
 
 
+RANGES = ("LETTER", "NUMBER", "SPACE", "UPPER", "LOWER")
+
+
 def _fake_table(**changes):
-    fields = {k: getattr(table, k) for k in ("REGEX_VERSION", "LETTER", "NUMBER", "SPACE", "FOLDS")}
+    fields = {k: getattr(table, k) for k in ("REGEX_VERSION", *RANGES, "FOLDS")}
     fields.update(changes)
-    fields["STAMP"] = P.table_stamp(fields["REGEX_VERSION"], fields["LETTER"], fields["NUMBER"], fields["SPACE"],
-                                    fields["FOLDS"])
+    fields["STAMP"] = P.table_stamp(fields["REGEX_VERSION"], *(fields[k] for k in RANGES), fields["FOLDS"])
     return types.SimpleNamespace(**fields)
 
 
@@ -83,10 +87,9 @@ def test_table_check_accepts_the_committed_table():
 
 def test_installed_regex_table_is_the_committed_one_for_its_release():
     rebuilt = P.installed_regex_table()
-    assert P._table_problem(_fake_table(**{k: getattr(rebuilt, k) for k in ("REGEX_VERSION", "LETTER", "NUMBER",
-                                                                             "SPACE", "FOLDS")})) == ""
+    assert P._table_problem(_fake_table(**{k: getattr(rebuilt, k) for k in ("REGEX_VERSION", *RANGES, "FOLDS")})) == ""
     if table.REGEX_VERSION == regex.__version__:
-        assert (rebuilt.LETTER, rebuilt.NUMBER, rebuilt.SPACE) == (table.LETTER, table.NUMBER, table.SPACE)
+        assert [getattr(rebuilt, k) for k in RANGES] == [getattr(table, k) for k in RANGES]
 
 
 def test_table_check_notices_a_hand_edit():
@@ -97,7 +100,7 @@ def test_table_check_notices_a_hand_edit():
 
 def test_table_check_compares_every_code_point_when_regex_is_another_release():
     now = P.installed_regex_table()          # the installed regex's contents, whatever its release
-    contents = {k: getattr(now, k) for k in ("LETTER", "NUMBER", "SPACE", "FOLDS")}
+    contents = {k: getattr(now, k) for k in (*RANGES, "FOLDS")}
     # Same contents, other regex release: the full comparison passes.
     assert P._table_problem(_fake_table(**contents, REGEX_VERSION="0.0")) == ""
     # A regex whose Unicode has one more letter than the table (simulated by dropping the last letter range).
