@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 import regex
 
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from bpe_fast.pretokenize import count_chunk, native_kind, pretoken_boundaries, pretokenize
 from bpe_fast.specials import special_regex
 
@@ -119,7 +119,7 @@ def mixed_text(nbytes, seed=0):
 
 
 TEXTS = {"english": english_text(TEXT_BYTES), "mixed": mixed_text(TEXT_BYTES)}
-PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN}
+PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "o200k": O200K_PATTERN}
 RESULTS = {}
 
 
