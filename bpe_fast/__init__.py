@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "train_bpe": "train",
     "Tokenizer": "tokenizer",
+    "Encoding": "encoding",
     "encode_file": "encode_file",
     "count_pretokens": "counts",
     "PretokenCounts": "counts",

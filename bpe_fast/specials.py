@@ -1,4 +1,6 @@
-"""Special tokens: validation and splitting text on them (longest match first)."""
+"""Special tokens: validation, splitting text on them (longest match first), tiktoken's disallowed check."""
+import functools
+
 import regex
 
 
@@ -43,3 +45,39 @@ def split_on_specials(text, special_regex):
         pos = m.end()
     if pos < len(text):
         yield text[pos:], False
+
+
+def disallowed_special_error(token):
+    """The ValueError tiktoken raises for a disallowed special token found in the text (the same message)."""
+    return ValueError(
+        f"Encountered text corresponding to disallowed special token {token!r}.\n"
+        "If you want this text to be encoded as a special token, "
+        f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+        f"If you want this text to be encoded as normal text, disable the check for this token "
+        f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+        "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+    )
+
+
+def check_disallowed(text, tokens):
+    """Raise tiktoken's ValueError (disallowed_special_error) naming the first of `tokens` (a frozenset of str)
+    found in `text`, as tiktoken's encode does before encoding; the leftmost, the longest there.
+
+    >>> check_disallowed("a <|eot|>", frozenset({"<|x|>"}))
+    >>> check_disallowed("a <|eot|>", frozenset({"<|eot|>"}))
+    Traceback (most recent call last):
+    ...
+    ValueError: Encountered text corresponding to disallowed special token '<|eot|>'.
+    ...
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    for token in tokens:
+        if token in text:       # str.__contains__ is fast; the regex only runs when one is there
+            m = _search_regex(tokens).search(text)
+            raise disallowed_special_error(m.group())
+
+
+@functools.lru_cache(maxsize=128)
+def _search_regex(tokens):
+    return special_regex(tokens)

@@ -15,10 +15,16 @@ For GPT2_PATTERN and GPT4_PATTERN (when the native scanner is available) steps 1
 text (BPECore.encode_text) or per chunk of encode_iterable (StreamEncoder.feed). Other patterns take the
 Python path below: the special tokens split with a regex, `regex` pre-tokenizes, the merges are native.
 
+Which special tokens step 1 matches is tiktoken's `allowed_special` (by default all of the tokenizer's, as
+CS336 has it); for another set, encode runs on a view of the tokenizer (_view: the same tables and encoders,
+other special-token matching), so there is one encoding path. tiktoken's ranks come in through from_tiktoken
+(bpe_fast.ranks recovers the merges) and bpe_fast.Encoding gives tiktoken's interface over a Tokenizer.
+
 This module checks arguments and owns files; the loops are in bpe_fast/_encode.pyx.
 """
 import itertools
 import operator
+from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 
 import numpy as np
@@ -29,7 +35,7 @@ from ._encode import (MAX_SPARE_CORES, BPECore, BPETables, IdBuffer, Segmenter, 
                       safe_cut)
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, pretoken_boundaries
-from .specials import check_special_tokens, special_regex
+from .specials import check_disallowed, check_special_tokens, special_regex
 
 __all__ = ["Tokenizer"]
 
@@ -38,6 +44,10 @@ _OUTPUT_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint16, np.uint32, np.
 _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
 # the Python path pre-tokenizes a long text this many bytes at a time (the boundaries take 8 bytes a pre-token)
 _WINDOW = 1 << 20
+_ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
+_NONE = frozenset()
+# a tokenizer keeps at most this many views with other special tokens (Tokenizer._view)
+_MAX_VIEWS = 64
 # encode_iterable re-examines the unfinished tail only once the pending text has grown by this factor,
 # so a pre-token longer than any chunk costs linear, not quadratic, time.
 _PENDING_GROWTH = 2
@@ -83,11 +93,10 @@ class Tokenizer:
         self._pattern = resolve_pattern(pattern)
         compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
 
-        ids_of = {}
-        for i in sorted(vocab):
-            ids_of.setdefault(vocab[i], i)  # the smallest id of each distinct token
+        descending = sorted(vocab, reverse=True)
+        ids_of = dict(zip(map(vocab.__getitem__, descending), descending))   # the smallest id of each token
         next_id = max(vocab) + 1 if vocab else 0
-        self._special_ids = {}
+        special_ids = {}
         for tok in specials:
             data = tok.encode("utf-8")
             if data not in ids_of:
@@ -96,15 +105,7 @@ class Tokenizer:
                 vocab[next_id] = data
                 ids_of[data] = next_id
                 next_id += 1
-            self._special_ids[tok] = ids_of[data]
-        self._specials = specials
-        self._special_rx = special_regex(specials)
-        self._special_rx_bytes = _bytes_regex(self._special_rx)
-        self._special_ids_bytes = {t.encode("utf-8"): i for t, i in self._special_ids.items()}
-        encoded = [t.encode("utf-8") for t in specials]
-        self._special_prefixes = frozenset(t[:k] for t in encoded for k in range(1, len(t)))
-        self._longest_special = max((len(t) for t in encoded), default=0)
-        self._special_firsts = sorted({t[:1] for t in encoded})
+            special_ids[tok] = ids_of[data]
         self._vocab = vocab
         self._merges = merges
         self._ids_of = ids_of
@@ -114,11 +115,44 @@ class Tokenizer:
         self._cores = [BPECore(self._tables)]
         self._cache_bounds = {}         # BPECore's cache_entries / cache_bytes for new encoders (tests)
         self._id_objects = list(range(max(vocab) + 1 if vocab else 0))   # encode's lists share these ints
+        self._kind = native_kind(self._pattern)     # the native scanner's number for the pattern; 0: `regex`
+        self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
+        self._use_specials(special_ids)
+
+    def _use_specials(self, special_ids):
+        """Match the special tokens of `special_ids` ({str: id}, in order), and only those, when encoding."""
+        specials = tuple(special_ids)
+        self._special_ids = dict(special_ids)
+        self._specials = specials
+        self._special_rx = special_regex(specials)
+        self._special_rx_bytes = _bytes_regex(self._special_rx)
+        self._special_ids_bytes = {t.encode("utf-8"): i for t, i in self._special_ids.items()}
+        encoded = [t.encode("utf-8") for t in specials]
+        self._special_prefixes = frozenset(t[:k] for t in encoded for k in range(1, len(t)))
+        self._longest_special = max((len(t) for t in encoded), default=0)
+        self._special_firsts = sorted({t[:1] for t in encoded})
         # The native path (None: the Python path). Special tokens by UTF-8 length, longest first: a token that
         # is a prefix of another is shorter in bytes too, so this finds what the regex does.
-        kind = native_kind(self._pattern)
+        kind = self._kind
         by_length = sorted(encoded, key=len, reverse=True)
         self._segmenter = Segmenter(kind, by_length, [self._special_ids_bytes[t] for t in by_length]) if kind else None
+
+    def _view(self, allowed):
+        """This tokenizer matching only the special tokens in `allowed` (a frozenset of some of its special
+        tokens): a shallow copy sharing the tables, the vocabulary and the pool of encoders, with its own
+        special-token matching; cached, one per set. Internal: it pickles and reports as a tokenizer with
+        those special tokens only."""
+        if len(allowed) == len(self._specials):
+            return self
+        view = self._views.get(allowed)
+        if view is None:
+            view = object.__new__(type(self))
+            view.__dict__.update(self.__dict__)
+            view._use_specials({t: i for t, i in self._special_ids.items() if t in allowed})
+            if len(self._views) >= _MAX_VIEWS:
+                self._views.clear()
+            self._views[allowed] = view
+        return view
 
     # ---------------------------------------------------------------------------------------- construction
 
@@ -138,6 +172,62 @@ class Tokenizer:
         vocab = formats.read_vocab(vocab_filepath)
         merges = formats.read_merges(merges_filepath, vocab)
         return cls._from_checked(vocab, merges, special_tokens, pattern)
+
+    @classmethod
+    def from_hf(cls, path):
+        """A tokenizer from an HF tokenizers ``tokenizer.json`` of a byte-level BPE model (GPT-2's, Llama 3's and
+        files like them, and those export_hf writes), with the file's ids: encode(text) gives HF's
+        ``encode(text, add_special_tokens=False).ids``. The added tokens are special tokens here; a
+        post-processor's BOS/EOS are not added. What is read, ignored and refused is in bpe_fast.hf; a file
+        bpe_fast cannot follow exactly raises bpe_fast.formats.FormatError (a ValueError) naming the file and
+        what is unsupported.
+
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+        >>> Tokenizer({i: bytes([i]) for i in range(256)} | {256: b" a"}, [(b" ", b"a")], ["<|endoftext|>"]).export_hf(path)
+        >>> Tokenizer.from_hf(path).encode(" a<|endoftext|>")
+        [256, 257]
+        """
+        from .hf import read_tokenizer_json
+
+        vocab, merges, specials, pattern = read_tokenizer_json(path)
+        return cls._from_checked(vocab, merges, specials, pattern)
+
+    @classmethod
+    def from_tiktoken(cls, path_or_ranks, pattern, special_tokens=None):
+        """A tokenizer giving tiktoken's ids for tiktoken's ranks: `path_or_ranks` is a `.tiktoken` file
+        (``.tiktoken.gz``: gzip) or a dict {token bytes: rank}; `pattern` a name ("o200k", "cl100k", "gpt2") or
+        a regex; `special_tokens` a dict {str: id}. The ids are the ranks; the merges are recovered from them
+        (bpe_fast.ranks.merges_from_ranks). A bad line of the file is a bpe_fast.formats.FormatError naming the
+        file and line; ranks that tiktoken's rule cannot build a token from are a ValueError naming the token.
+
+        >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+        >>> tok = Tokenizer.from_tiktoken(ranks, "gpt2", {"<|endoftext|>": 300})
+        >>> tok.merges, tok.encode("abcab<|endoftext|>")
+        (((b'a', b'b'), (b'ab', b'c')), [257, 256, 300])
+        """
+        from .ranks import tokenizer_parts
+
+        vocab, merges, specials = tokenizer_parts(path_or_ranks, special_tokens)
+        return cls._from_checked(vocab, merges, specials, pattern)
+
+    def to_tiktoken(self, name="bpe_fast"):
+        """A tiktoken.Encoding giving the same ids (ImportError when tiktoken is not installed); ValueError when
+        tiktoken's ranks cannot express this tokenizer (see bpe_fast.ranks.ranks_from_tokenizer).
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"])
+        >>> enc = tok.to_tiktoken("mine")       # doctest: +SKIP
+        >>> enc.encode("ab<|eot|>", allowed_special="all")       # doctest: +SKIP
+        [256, 257]
+        """
+        try:
+            import tiktoken
+        except ImportError as exc:
+            raise ImportError("Tokenizer.to_tiktoken needs tiktoken: pip install tiktoken") from exc
+        from .ranks import ranks_from_tokenizer
+
+        return tiktoken.Encoding(name, pat_str=self._pattern, mergeable_ranks=ranks_from_tokenizer(self),
+                                 special_tokens=self.special_tokens)
 
     def save(self, directory):
         """Write vocab.json and merges.txt (GPT-2's format) and bpe_fast.json (special tokens, pattern) into
@@ -173,6 +263,21 @@ class Tokenizer:
         from .export import export_hf
 
         export_hf(self, path)
+
+    def export_hf_dir(self, directory, *, bos_token=None, eos_token=None, pad_token=None):
+        """Write the folder transformers' save_pretrained writes (tokenizer.json, tokenizer_config.json,
+        special_tokens_map.json), created if missing: ``PreTrainedTokenizerFast.from_pretrained(directory)``
+        gives the same ids. bos_token, eos_token, pad_token: special tokens to give those roles (the others are
+        additional special tokens). Returns the paths written (see bpe_fast.export).
+
+        >>> import os, tempfile
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+        >>> [os.path.basename(p) for p in tok.export_hf_dir(tempfile.mkdtemp(), eos_token="<|endoftext|>")]
+        ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json']
+        """
+        from .export import export_hf_dir
+
+        return export_hf_dir(self, directory, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token)
 
     def export_tiktoken(self, path):
         """Write a tiktoken ``.tiktoken`` ranks file that, with this pattern and these special tokens, gives
@@ -248,13 +353,27 @@ class Tokenizer:
 
     # ---------------------------------------------------------------------------------------- encoding
 
-    def encode(self, text):
+    def encode(self, text, *, allowed_special="all", disallowed_special=()):
         """The token ids of `text` as a list of int.
 
-        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
-        >>> tok.encode("abc ab")
-        [256, 99, 32, 256]
+        The special tokens in `allowed_special` ("all": all of this tokenizer's, the default) are matched; the
+        others are ordinary text. A special token of `disallowed_special` ("all": those not allowed; by default
+        none) found in the text raises tiktoken's ValueError (these are tiktoken's keywords; only the defaults
+        differ: tiktoken allows none and disallows all).
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"])
+        >>> tok.encode("abc ab<|eot|>")
+        [256, 99, 32, 256, 257]
+        >>> tok.encode("ab<|eot|>", allowed_special=set()) == tok.encode("ab") + list(b"<|eot|>")
+        True
+        >>> tok.encode("ab<|eot|>", disallowed_special="all", allowed_special=set())
+        Traceback (most recent call last):
+        ...
+        ValueError: Encountered text corresponding to disallowed special token '<|eot|>'.
+        ...
         """
+        if allowed_special is not _ALL or disallowed_special:
+            return self._for_specials(text, allowed_special, disallowed_special).encode(text)
         if type(text) is not str:
             text = str.__str__(_check_text(text))        # a str subclass as a plain str
         segmenter = self._segmenter
@@ -269,6 +388,96 @@ class Tokenizer:
         except UnicodeEncodeError:
             out = self._encode_all(_replace_surrogates(text))
         return out.take_list(self._id_objects)
+
+    def encode_ordinary(self, text):
+        """The token ids of `text` with no special token matched (all are ordinary text), as tiktoken's.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|eot|>"])
+        >>> tok.encode_ordinary("<|eot|>") == list(b"<|eot|>")
+        True
+        """
+        return self._view(_NONE).encode(text)
+
+    def encode_batch(self, texts, *, num_threads=8, allowed_special="all", disallowed_special=()):
+        """[encode(text) for text in texts], on up to `num_threads` threads (texts of 16 KB or more encode
+        without the GIL, so in parallel; shorter ones are grouped, a group a task).
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> tok.encode_batch(["ab", "b"])
+        [[256], [98]]
+        """
+        texts = _check_batch(texts, "texts")
+        _check_threads(num_threads)
+        if allowed_special is _ALL and not disallowed_special:
+            return _map_threads(self.encode, texts, num_threads)
+        view, disallowed = self._specials_rule(allowed_special, disallowed_special)
+        if not disallowed:
+            return _map_threads(view.encode, texts, num_threads)
+
+        def encode(text):
+            check_disallowed(text, disallowed)
+            return view.encode(text)
+
+        return _map_threads(encode, texts, num_threads)
+
+    def encode_with_offsets(self, text, *, allowed_special="all", disallowed_special=()):
+        """(ids, offsets): the ids of `text` (int32 array, as encode_to_numpy) and the index in `text` of the
+        character where each token starts (int64 array); a token that starts inside a character (a part of
+        its UTF-8) gets that character's index, as tiktoken's decode_with_offsets. Keywords as encode's.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> ids, offsets = tok.encode_with_offsets("ab€b")
+        >>> ids.tolist(), offsets.tolist()
+        ([256, 226, 130, 172, 98], [0, 2, 2, 2, 3])
+        """
+        tok = self if allowed_special is _ALL and not disallowed_special else \
+            self._for_specials(text, allowed_special, disallowed_special)
+        if type(text) is not str:
+            text = str.__str__(_check_text(text))
+        index = None
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            text, index = _replace_surrogates_mapped(text)
+            data = text.encode("utf-8")
+        ids = tok.encode_utf8_to_numpy(data)
+        offsets = _char_offsets(data, self._token_lengths()[ids])
+        return ids, (index[offsets] if index is not None else offsets)
+
+    def _for_specials(self, text, allowed_special, disallowed_special):
+        """The tokenizer (self or a _view) for encode's keywords, once `text` is checked for disallowed ones."""
+        view, disallowed = self._specials_rule(allowed_special, disallowed_special)
+        if disallowed:
+            check_disallowed(text, disallowed)
+        return view
+
+    def _specials_rule(self, allowed_special, disallowed_special):
+        """(view, disallowed): the tokenizer matching the allowed special tokens, and the frozenset of strings
+        whose presence in a text is an error."""
+        if isinstance(allowed_special, str):
+            if allowed_special != "all":
+                raise TypeError(f'allowed_special must be "all" or a set of str, got the str {allowed_special!r}')
+            allowed = frozenset(self._specials)
+        else:
+            allowed = frozenset(allowed_special).intersection(self._special_ids)
+        if isinstance(disallowed_special, str):
+            if disallowed_special != "all":
+                raise TypeError('disallowed_special must be "all" or a collection of str, got the str '
+                                f"{disallowed_special!r}")
+            disallowed = frozenset(self._specials) - allowed
+        else:
+            disallowed = frozenset(disallowed_special)
+        return self._view(allowed), disallowed
+
+    def _token_lengths(self):
+        """int64 array: id -> the length of its bytes (0 for an id without a token); made on first use."""
+        lengths = self.__dict__.get("_lengths")
+        if lengths is None:
+            lengths = np.zeros(self.vocab_size, dtype=np.int64)
+            ids = np.fromiter(self._vocab.keys(), dtype=np.int64, count=len(self._vocab))
+            lengths[ids] = np.fromiter(map(len, self._vocab.values()), dtype=np.int64, count=len(self._vocab))
+            self._lengths = lengths
+        return lengths
 
     def _new_core(self):
         """An encoder for a call when every other one is in use (by other threads)."""
@@ -579,19 +788,44 @@ class Tokenizer:
 
     # ---------------------------------------------------------------------------------------- decoding
 
-    def decode(self, ids):
+    def decode(self, ids, errors="replace"):
         """The text of `ids` (a list or 1-D array of ints): the tokens' bytes joined and decoded as UTF-8 with
-        errors="replace". An id that is negative or has no token is a ValueError naming it.
+        `errors` ("replace": invalid UTF-8 becomes U+FFFD; "strict": raises UnicodeDecodeError; "ignore": is
+        dropped; any error handler of bytes.decode). An id that is negative or has no token is a ValueError
+        naming it.
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
-        >>> tok.decode([104, 105]), tok.decode([0xE2, 0x82])
-        ('hi', '�')
+        >>> tok.decode([104, 105]), tok.decode([0xE2, 0x82]), tok.decode([104, 0xE2], errors="ignore")
+        ('hi', '�', 'h')
         """
         if type(ids) is list:
             data = self._tables.decode_list(ids)
             if data is not None:
-                return data.decode("utf-8", errors="replace")
-        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+                return data.decode("utf-8", errors)
+        return self.decode_bytes(ids).decode("utf-8", errors)
+
+    def decode_batch(self, batch, *, errors="replace", num_threads=8):
+        """[decode(ids, errors) for ids in batch], on up to `num_threads` threads.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode_batch([[104, 105], [33]])
+        ['hi', '!']
+        """
+        batch = _check_batch(batch, "batch")
+        _check_threads(num_threads)
+        return _map_threads(lambda ids: self.decode(ids, errors), batch, num_threads)
+
+    def decode_with_offsets(self, ids):
+        """(text, offsets), as tiktoken's: the text of `ids`, decoded strictly (invalid UTF-8 raises
+        UnicodeDecodeError), and for each token the index of the first character holding bytes of it.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> tok.decode_with_offsets([256, 226, 130, 172, 98])
+        ('ab€b', [0, 2, 2, 2, 3])
+        """
+        ids = _id_array(ids)
+        data = self._tables.decode_bytes(ids)
+        offsets = _char_offsets(data, self._token_lengths()[ids])
+        return data.decode("utf-8", "strict"), offsets.tolist()
 
     def decode_bytes(self, ids):
         """The tokens' bytes joined, without decoding.
@@ -599,7 +833,63 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode_bytes([0xE2, 0x82, 0xAC])
         b'\\xe2\\x82\\xac'
         """
+        if type(ids) is list:
+            data = self._tables.decode_list(ids)
+            if data is not None:
+                return data
         return self._tables.decode_bytes(_id_array(ids))
+
+
+def _char_offsets(data, lengths):
+    """For tokens of `lengths` bytes making up UTF-8 `data`: the index of the character holding each token's first
+    byte (int64 array)."""
+    if not len(lengths):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    first = np.frombuffer(data, dtype=np.uint8)
+    is_start = (first & 0xC0) != 0x80                     # the first byte of a character
+    before = np.zeros(len(first) + 1, dtype=np.int64)     # characters started before each byte
+    np.cumsum(is_start, out=before[1:])
+    return np.maximum(before[starts] - ~is_start[starts], 0)
+
+
+def _replace_surrogates_mapped(text):
+    """(_replace_surrogates(text), index): index[k] is where character k of the new text is in `text` (a
+    surrogate pair becomes one character)."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    high = (codes >= 0xD800) & (codes <= 0xDBFF)
+    low = (codes >= 0xDC00) & (codes <= 0xDFFF)
+    second = np.zeros(len(codes), dtype=bool)             # the low half of a pair
+    second[1:] = high[:-1] & low[1:]
+    return _replace_surrogates(text), np.flatnonzero(~second)
+
+
+def _check_batch(items, what):
+    """`items` as a list; TypeError for a str or bytes (one text, not a batch)."""
+    if isinstance(items, (str, bytes)):
+        raise TypeError(f"{what} must be a list, not a single {type(items).__name__}")
+    return items if type(items) is list else list(items)
+
+
+def _check_threads(num_threads):
+    if type(num_threads) is not int or num_threads < 1:
+        if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+            raise TypeError(f"num_threads must be an int, got {num_threads!r}")
+        raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+
+
+def _map_threads(func, items, num_threads):
+    """[func(x) for x in items] on up to num_threads threads: the items cut into about 4 runs a thread, a run
+    a task (a task per item would cost more than encoding a short text)."""
+    n = len(items)
+    if num_threads == 1 or n < 2:
+        return [func(x) for x in items]
+    workers = min(num_threads, n)
+    size = -(-n // (4 * workers))
+    runs = [items[k:k + size] for k in range(0, n, size)]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(itertools.chain.from_iterable(pool.map(lambda run: [func(x) for x in run], runs)))
 
 
 def _bytes_regex(rx):
@@ -687,24 +977,24 @@ def _check_merges(merges, vocab):
 
 def _build_tables(vocab, merges, ids_of):
     byte_ids = np.array([ids_of.get(bytes([b]), -1) for b in range(256)], dtype=np.int32)
-    ranked = {}                          # token -> first merge that made it; insertion order is rank order
-    for a, b in merges:
-        ranked.setdefault(a + b, len(ranked))
-    ranked_tokens = list(ranked)
+    # each merged token once, where its first merge made it: dict keys keep the first insertion's place,
+    # so their order is rank order (map and fromiter: loops in C, for 200k-token vocabularies)
+    ranked_tokens = list(dict.fromkeys(map(bytes.__add__, *zip(*merges)) if merges else ()))
+    n_ranked = len(ranked_tokens)
     ranked_pool = np.frombuffer(b"".join(ranked_tokens), dtype=np.uint8)
-    ranked_offsets = np.zeros(len(ranked_tokens) + 1, dtype=np.int64)
-    np.cumsum([len(t) for t in ranked_tokens], out=ranked_offsets[1:])
-    ranked_ids = np.array([ids_of[t] for t in ranked_tokens], dtype=np.int32)
+    ranked_offsets = np.zeros(n_ranked + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, ranked_tokens), dtype=np.int64, count=n_ranked), out=ranked_offsets[1:])
+    ranked_ids = np.fromiter(map(ids_of.__getitem__, ranked_tokens), dtype=np.int32, count=n_ranked)
 
     size = max(vocab) + 1 if vocab else 0
     lengths = np.zeros(size, dtype=np.int64)
     known = np.zeros(size, dtype=np.uint8)
-    order = sorted(vocab)
-    lengths[order] = [len(vocab[i]) for i in order]
+    order = np.fromiter(vocab.keys(), dtype=np.int64, count=len(vocab))
+    lengths[order] = np.fromiter(map(len, vocab.values()), dtype=np.int64, count=len(vocab))
     known[order] = 1
     decode_offsets = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(lengths, out=decode_offsets[1:])
-    decode_pool = np.frombuffer(b"".join(vocab.get(i, b"") for i in range(size)), dtype=np.uint8)
+    decode_pool = np.frombuffer(b"".join(map(vocab.get, range(size), itertools.repeat(b"", size))), dtype=np.uint8)
     return BPETables(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known)
 
 

@@ -1,0 +1,358 @@
+"""bpe_fast.Encoding: tiktoken's Encoding interface on bpe_fast's encoder.
+
+Code written for ``tiktoken.Encoding`` runs on it unchanged, with the same results and the same exceptions: the
+same constructor (name, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab), methods, arguments and
+defaults (``encode`` refuses special tokens in the text unless allowed), the attributes tiktoken users read
+(``name``, ``max_token_value``, ``_pat_str``, ``_mergeable_ranks``, ``_special_tokens``) and pickling by value.
+tiktoken's private methods and ``encode_with_unstable`` are not provided.
+
+It is a thin layer: an Encoding holds a bpe_fast.Tokenizer (``.tokenizer``, built by Tokenizer.from_tiktoken,
+the merges recovered from the ranks) and turns tiktoken's keywords into the Tokenizer's: the allowed special
+tokens select a view of the tokenizer that matches only those, the disallowed ones are looked for in the text
+first. Differences, all refusals at construction: the 256 single bytes must have ranks; every multi-byte
+token must be reachable by merging lower-ranked ones (tiktoken accepts others, and never produces them from
+other text); a special token may not share its id with a ranked token, nor its bytes.
+
+>>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+>>> enc = Encoding("tiny", pat_str=r"\\w+|\\W", mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 258})
+>>> enc.encode("abc ab<|endoftext|>", allowed_special="all")
+[257, 32, 256, 258]
+>>> enc.decode([257, 32, 256])
+'abc ab'
+"""
+import collections.abc
+import functools
+import operator
+import os
+
+import numpy as np
+
+from .specials import check_disallowed
+from .tokenizer import Tokenizer, _map_threads
+
+__all__ = ["Encoding"]
+
+_U32_MAX = 2**32 - 1
+_NOTHING = frozenset()   # allowed_special's default: tiktoken's is set(), equal to it; this one is told apart
+_ALL = "all"
+_ARRAYS = (list, tuple, np.ndarray)     # what the tokenizer's decode takes as tiktoken's does, when valid
+
+
+class Encoding:
+    """tiktoken.Encoding's interface (see the module docstring); its docstrings are tiktoken's, shortened."""
+
+    def __init__(self, name, *, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab=None):
+        """name: the encoding's name; pat_str: the pre-tokenization regex; mergeable_ranks: {token bytes: rank}
+        (the rank is the id and the merge priority); special_tokens: {str: id}; explicit_n_vocab: when given,
+        len(mergeable_ranks) + len(special_tokens) and max_token_value + 1 must equal it (AssertionError)."""
+        self.name = name
+        self._pat_str = pat_str
+        self._mergeable_ranks = mergeable_ranks
+        self._special_tokens = special_tokens
+        self.max_token_value = max(max(mergeable_ranks.values()), max(special_tokens.values(), default=0))
+        if explicit_n_vocab:
+            if len(mergeable_ranks) + len(special_tokens) != explicit_n_vocab:
+                raise AssertionError(f"{len(mergeable_ranks)} ranks and {len(special_tokens)} special tokens, "
+                                     f"not explicit_n_vocab={explicit_n_vocab}")
+            if self.max_token_value != explicit_n_vocab - 1:
+                raise AssertionError(f"the largest id is {self.max_token_value}, not explicit_n_vocab - 1")
+        self._special_token_values = set(special_tokens.values())
+        self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, pat_str, special_tokens)
+        self._ordinary = self._tokenizer._view(frozenset())
+        self._vocab = self._tokenizer.vocab         # id -> bytes, read-only
+        self._special_bytes = {s.encode("utf-8"): i for s, i in special_tokens.items()}
+        self._all_specials = frozenset(special_tokens)
+
+    @classmethod
+    def from_tiktoken_file(cls, name, path, pat_str, special_tokens=None, explicit_n_vocab=None):
+        """The Encoding of a `.tiktoken` ranks file (``.tiktoken.gz``: gzip), read strictly by
+        bpe_fast.ranks.read_tiktoken (a bad line is a FormatError naming the file and line); as
+        ``Encoding(name, pat_str=pat_str, mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path), ...)``
+        without tiktoken or a download.
+
+        >>> import os, tempfile, base64
+        >>> path = os.path.join(tempfile.mkdtemp(), "bytes.tiktoken")
+        >>> with open(path, "w") as f:
+        ...     _ = f.write("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\\n" for b in range(256)))
+        >>> Encoding.from_tiktoken_file("bytes", path, r"\\S+|\\s+").encode("hi")
+        [104, 105]
+        """
+        from .ranks import read_tiktoken
+
+        return cls(name, pat_str=pat_str, mergeable_ranks=read_tiktoken(path),
+                   special_tokens={} if special_tokens is None else special_tokens,
+                   explicit_n_vocab=explicit_n_vocab)
+
+    @property
+    def tokenizer(self):
+        """The bpe_fast.Tokenizer doing the work (its defaults are CS336's: its special tokens are matched)."""
+        return self._tokenizer
+
+    def __repr__(self):
+        return f"<Encoding {self.name!r}>"
+
+    def __getstate__(self):
+        return {"name": self.name, "pat_str": self._pat_str, "mergeable_ranks": self._mergeable_ranks,
+                "special_tokens": self._special_tokens}
+
+    def __setstate__(self, value):
+        self.__init__(**value)
+
+    # ---------------------------------------------------------------------------------------- encoding
+
+    def encode_ordinary(self, text):
+        """The ids of `text`, special tokens ignored (encoded as ordinary text).
+
+        >>> enc = _tiny()
+        >>> enc.encode_ordinary("ab<|endoftext|>")[:2]
+        [256, 60]
+        """
+        return self._ordinary.encode(text)
+
+    def encode(self, text, *, allowed_special=_NOTHING, disallowed_special="all"):
+        """The ids of `text`. Special tokens in `allowed_special` ("all": all) become their ids; finding one of
+        `disallowed_special` ("all": every special token not allowed) in the text raises ValueError; the others
+        are ordinary text.
+
+        >>> enc = _tiny()
+        >>> enc.encode("ab<|endoftext|>", allowed_special="all")
+        [256, 258]
+        >>> enc.encode("ab<|endoftext|>")
+        Traceback (most recent call last):
+        ...
+        ValueError: Encountered text corresponding to disallowed special token '<|endoftext|>'.
+        ...
+        """
+        return self._checked(text, allowed_special, disallowed_special).encode(text)
+
+    def encode_to_numpy(self, text, *, allowed_special=_NOTHING, disallowed_special="all"):
+        """encode's ids as a uint32 array. As tiktoken's, lone surrogates raise UnicodeEncodeError here.
+
+        >>> _tiny().encode_to_numpy("abc")
+        array([257], dtype=uint32)
+        """
+        encoder = self._checked(text, allowed_special, disallowed_special)
+        if not isinstance(text, str):
+            raise TypeError(f"argument 'text': {type(text).__name__!r} object cannot be converted to 'PyString'")
+        return encoder.encode_utf8_to_numpy(text.encode("utf-8"), np.uint32)
+
+    def encode_ordinary_batch(self, text, *, num_threads=8):
+        """[encode_ordinary(t) for t in text], on up to `num_threads` threads.
+
+        >>> _tiny().encode_ordinary_batch(["ab", "abc"])
+        [[256], [257]]
+        """
+        return _map_threads(self._ordinary.encode, list(text), _threads(num_threads))
+
+    def encode_batch(self, text, *, num_threads=8, allowed_special=_NOTHING, disallowed_special="all"):
+        """[encode(t, ...) for t in text], on up to `num_threads` threads.
+
+        >>> _tiny().encode_batch(["ab", "<|endoftext|>"], allowed_special="all")
+        [[256], [258]]
+        """
+        if allowed_special == "all":
+            allowed_special = self.special_tokens_set
+        if disallowed_special == "all":
+            disallowed_special = self.special_tokens_set - allowed_special
+        if not isinstance(disallowed_special, frozenset):
+            disallowed_special = frozenset(disallowed_special)
+        encoder = self._encoder(allowed_special)
+        texts = list(text)
+        if not disallowed_special:
+            return _map_threads(encoder.encode, texts, _threads(num_threads))
+
+        def encode(one):
+            check_disallowed(one, disallowed_special)
+            return encoder.encode(one)
+
+        return _map_threads(encode, texts, _threads(num_threads))
+
+    def encode_single_token(self, text_or_bytes):
+        """The id of the token whose bytes (or text) are `text_or_bytes`, special tokens included; KeyError when
+        there is none.
+
+        >>> enc = _tiny()
+        >>> enc.encode_single_token("abc"), enc.encode_single_token(b"<|endoftext|>")
+        (257, 258)
+        """
+        if isinstance(text_or_bytes, str):
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        if not isinstance(text_or_bytes, bytes):
+            raise TypeError(f"{type(text_or_bytes).__name__!r} object is not an instance of 'bytes'")
+        rank = self._mergeable_ranks.get(text_or_bytes)
+        if rank is None:
+            rank = self._special_bytes.get(text_or_bytes)
+            if rank is None:
+                raise KeyError(text_or_bytes)
+        return rank
+
+    def _checked(self, text, allowed_special, disallowed_special):
+        """The tokenizer view for encode's keywords, once `text` is checked for disallowed special tokens (as
+        tiktoken's encode does it, so with the same exceptions)."""
+        if allowed_special is _NOTHING and disallowed_special is _ALL:      # the defaults: the quick way
+            if self._special_tokens:
+                check_disallowed(text, self._all_specials)
+            return self._ordinary
+        if allowed_special == "all":
+            allowed_special = self.special_tokens_set
+        if disallowed_special == "all":
+            disallowed_special = self.special_tokens_set - allowed_special
+        if disallowed_special:
+            if not isinstance(disallowed_special, frozenset):
+                disallowed_special = frozenset(disallowed_special)
+            check_disallowed(text, disallowed_special)
+        return self._encoder(allowed_special)
+
+    def _encoder(self, allowed_special):
+        """The tokenizer matching the special tokens of `allowed_special` (a set: tiktoken takes no other)."""
+        if not isinstance(allowed_special, (set, frozenset)):
+            raise TypeError(f"{type(allowed_special).__name__!r} object is not an instance of 'set'")
+        if not allowed_special:
+            return self._ordinary
+        if self._all_specials.issubset(allowed_special):
+            return self._tokenizer
+        return self._tokenizer._view(frozenset(allowed_special).intersection(self._special_tokens))
+
+    # ---------------------------------------------------------------------------------------- decoding
+
+    def decode_bytes(self, tokens):
+        """The tokens' bytes joined.
+
+        >>> _tiny().decode_bytes([256, 258])
+        b'ab<|endoftext|>'
+        """
+        if type(tokens) in _ARRAYS:
+            try:
+                return self._tokenizer.decode_bytes(tokens)
+            except (TypeError, ValueError, OverflowError):
+                pass
+        # tiktoken's exception, or tokens it takes that the tokenizer does not (a range, a deque, bools)
+        return self._tokenizer.decode_bytes(self._tiktoken_ids(tokens))
+
+    def decode(self, tokens, errors="replace"):
+        """The tokens' bytes decoded as UTF-8 with `errors` ("replace" by default: lossy).
+
+        >>> _tiny().decode([256, 0xE2])
+        'ab�'
+        """
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token):
+        """The bytes of one token, special tokens included; KeyError when the id has none.
+
+        >>> _tiny().decode_single_token_bytes(257)
+        b'abc'
+        """
+        value = token if type(token) is int else operator.index(token)
+        data = self._vocab.get(value)
+        if data is None:
+            _check_u32(value)
+            raise KeyError(str(value))
+        return data
+
+    def decode_tokens_bytes(self, tokens):
+        """[decode_single_token_bytes(t) for t in tokens].
+
+        >>> _tiny().decode_tokens_bytes([257, 258])
+        [b'abc', b'<|endoftext|>']
+        """
+        return [self.decode_single_token_bytes(token) for token in tokens]
+
+    def decode_with_offsets(self, tokens):
+        """(text, offsets): the text of `tokens`, decoded strictly (invalid UTF-8 raises UnicodeDecodeError),
+        and for each token the index of the first character holding bytes of it.
+
+        >>> _tiny().decode_with_offsets([256, 0xE2, 0x82, 0xAC])
+        ('ab€', [0, 2, 2, 2])
+        """
+        tokens = list(tokens)
+        for token in tokens:        # tiktoken's exceptions for bad ids, in its order
+            self.decode_single_token_bytes(token)
+        return self._tokenizer.decode_with_offsets([operator.index(t) for t in tokens])
+
+    def decode_batch(self, batch, *, errors="replace", num_threads=8):
+        """[decode(tokens, errors) for tokens in batch], on up to `num_threads` threads.
+
+        >>> _tiny().decode_batch([[256], [257]])
+        ['ab', 'abc']
+        """
+        return _map_threads(functools.partial(self.decode, errors=errors), list(batch), _threads(num_threads))
+
+    def decode_bytes_batch(self, batch, *, num_threads=8):
+        """[decode_bytes(tokens) for tokens in batch], on up to `num_threads` threads."""
+        return _map_threads(self.decode_bytes, list(batch), _threads(num_threads))
+
+    def _tiktoken_ids(self, tokens):
+        """`tokens` as a list of known ids, or the exception tiktoken raises for them: TypeError for what is not a
+        sequence of integers, OverflowError for one outside 0..2**32 - 1, KeyError for one without a token."""
+        if isinstance(tokens, str):
+            raise TypeError("Can't extract `str` to `Vec`")
+        if isinstance(tokens, (dict, collections.abc.Set)) or not hasattr(type(tokens), "__getitem__"):
+            raise TypeError(f"{type(tokens).__name__!r} object is not an instance of 'Sequence'")
+        ids = []
+        for token in tokens:
+            value = operator.index(token)
+            _check_u32(value)
+            ids.append(value)
+        for value in ids:
+            if value not in self._vocab:
+                raise KeyError(f"Invalid token for decoding: {value}")
+        return ids
+
+    # ---------------------------------------------------------------------------------------- miscellaneous
+
+    def token_byte_values(self):
+        """The bytes of every ranked token, sorted.
+
+        >>> len(_tiny().token_byte_values())
+        258
+        """
+        return sorted(self._mergeable_ranks)
+
+    @property
+    def eot_token(self):
+        """The id of "<|endoftext|>" (KeyError when it is not a special token)."""
+        return self._special_tokens["<|endoftext|>"]
+
+    @functools.cached_property
+    def special_tokens_set(self):
+        """The special tokens, as a set."""
+        return set(self._special_tokens.keys())
+
+    def is_special_token(self, token):
+        """Whether the id `token` (an int) is a special token's.
+
+        >>> enc = _tiny()
+        >>> enc.is_special_token(258), enc.is_special_token(257)
+        (True, False)
+        """
+        assert isinstance(token, int)
+        return token in self._special_token_values
+
+    @property
+    def n_vocab(self):
+        """max_token_value + 1 (ids in gaps have no token)."""
+        return self.max_token_value + 1
+
+
+def _check_u32(value):
+    """tiktoken's OverflowError for an id (an int) that is not a u32 (its conversion goes through a C long)."""
+    if not 0 <= value <= _U32_MAX:
+        if not -2**63 <= value < 2**63:
+            raise OverflowError("Python int too large to convert to C long")
+        raise OverflowError("out of range integral type conversion attempted")
+
+
+def _threads(num_threads):
+    """num_threads as ThreadPoolExecutor takes it (None: its default; below 1: its ValueError)."""
+    if num_threads is None:
+        return min(32, (os.cpu_count() or 1) + 4)
+    if num_threads <= 0:
+        raise ValueError("max_workers must be greater than 0")
+    return num_threads
+
+
+def _tiny():
+    """A small Encoding for the examples: bytes, "ab" and "abc", and "<|endoftext|>"."""
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+    return Encoding("tiny", pat_str=r"\w+|\W", mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 258})

@@ -1,0 +1,435 @@
+"""HF tokenizers' ``tokenizer.json``: reading the files of byte-level BPE models (Tokenizer.from_hf), and the
+spelling of a pattern in them (both ways).
+
+What a file may hold, and what it becomes:
+
+- ``model``: type "BPE"; ``vocab`` {token: id} in GPT-2's byte-to-unicode strings (the ids as in the file:
+  any order, gaps allowed, the single bytes anywhere, but every byte must have one); ``merges`` in rank order,
+  as "a b" strings or [a, b] pairs. ``unk_token`` and ``fuse_unk`` are never used (every byte has a token).
+  ``ignore_merges: true`` (Llama 3's files have it: HF then gives a pre-token that is a vocab token that
+  token's id, as tiktoken does) is read when it changes nothing: when every vocab token that is not an added
+  token is made by a merge and merges back to itself; otherwise it is refused, naming a token.
+- ``pre_tokenizer``: ByteLevel with use_regex true (GPT-2's pattern), or a Sequence of a Split (a regex or a
+  string, behavior Isolated, not inverted) and ByteLevel with use_regex false, as Llama 3 and GPT-4-style
+  files have: the Split's regex becomes the pattern. ByteLevel's add_prefix_space must be false.
+- ``added_tokens``: each is matched in the text before pre-tokenizing (the longest first), with its id. HF
+  matches the non-special ones in the text too, so all become bpe_fast special tokens (Tokenizer.special_tokens
+  lists both kinds; export_hf writes them back as special). lstrip, rstrip and single_word must be false.
+- ``normalizer`` must be null; ``decoder`` ByteLevel or null.
+- Ignored: ``post_processor`` (ByteLevel, TemplateProcessing, RobertaProcessing, BertProcessing, a Sequence of
+  them): encode gives HF's ``encode(text, add_special_tokens=False)``, so the tokens a template adds around a
+  text (Llama 3's <|begin_of_text|>) are not added; prepend them yourself. ``truncation`` and ``padding`` too:
+  bpe_fast never truncates or pads.
+
+Anything else is refused with a FormatError (a ValueError) naming the file, the line where known and what is
+unsupported: other model types (WordPiece, Unigram, WordLevel), byte_fallback, dropout,
+continuing_subword_prefix, end_of_word_suffix, ignore_merges that changes ids, a normalizer, other
+pre-tokenizers, decoders and post-processors.
+
+Where HF and bpe_fast could differ, and what is refused for it:
+
+- Merging. bpe_fast joins the adjacent pair whose concatenation the earliest merge made (tiktoken's rule), HF
+  the pair that comes first in the list. They agree for merges made by BPE training and for merges recovered
+  from tiktoken ranks (all merges that make one token next to each other). Refused: a merge listed twice (HF
+  keeps its later place) and a token made by merges with other merges between them.
+- Added token ids. HF numbers added tokens itself (a token in the model's vocab keeps that id; the others
+  follow the vocab in file order) and only warns when the file says otherwise: such a file is refused, as no
+  ids are both the file's and HF's. So is an added token whose UTF-8 bytes are a vocab token with another id.
+- Patterns. HF runs the Split regex on Oniguruma, bpe_fast on `regex` (see pattern_from_hf).
+"""
+import json
+
+import regex
+
+from . import formats
+from .formats import FormatError
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+
+__all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json"]
+
+# Oniguruma reads "{1,3}+" as a repeated interval, not a possessive one; at the end of its alternative a greedy
+# "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
+GPT4_PATTERN_HF = GPT4_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+_POSSESSIVE_INTERVAL = regex.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
+# text with a character of every kind, to catch a pattern that matches empty text somewhere
+_PROBE = ("Hello, World! It's DON'T 12345 1/2 x=y+z; ñandú ÆØÅ ǅ ﬁ Ωμέγα Привет 中文 한국어 عربى हिन्दी \u0301x "
+          "\t\n\r\n  \u00a0\u2028\u3000 'S 'll 😀👍🏽 $x ^y (a) [b] {c} <|x|> \x00\x7f")
+_IGNORED_POST_PROCESSORS = {"ByteLevel", "TemplateProcessing", "RobertaProcessing", "BertProcessing"}
+
+
+def pattern_from_hf(split_regex):
+    """The bpe_fast pattern for an HF Split regex: the same pieces as HF (Oniguruma) gives. ValueError saying
+    why when there is none.
+
+    GPT2_PATTERN and O200K_PATTERN, character for character, and GPT4_PATTERN as HF files spell it
+    (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as Oniguruma does: ^ and $
+    match at each line's end (Oniguruma's default), and the text between two matches is a piece of its own (HF's
+    Isolated keeps it; `regex.findall` would drop it). Refused: "{m,n}+" (a possessive interval in `regex`, a
+    repeated one in Oniguruma; tiktoken's own spelling of cl100k has one), capturing groups, and a regex that
+    matches empty text.
+
+    >>> pattern_from_hf(GPT4_PATTERN_HF) == GPT4_PATTERN
+    True
+    >>> import regex
+    >>> regex.findall(pattern_from_hf(r"\\p{L}+"), "ab, cd")
+    ['ab', ', ', 'cd']
+    """
+    if split_regex in (GPT2_PATTERN, O200K_PATTERN):
+        return split_regex
+    if split_regex == GPT4_PATTERN_HF:
+        return GPT4_PATTERN
+    m = _POSSESSIVE_INTERVAL.search(split_regex)
+    if m:
+        raise ValueError(f"the Split regex has {m.group()!r}, which Oniguruma (HF) reads as a repeated interval and "
+                         "`regex` as a possessive one, so the pieces would differ (tiktoken's spelling of cl100k "
+                         r"has '\p{N}{1,3}+'; HF files write '\p{N}{1,3}')")
+    anchored = f"(?m:{split_regex})"
+    wrapped = _wrap(split_regex)
+    try:
+        rx = regex.compile(anchored)
+        regex.compile(wrapped)
+    except regex.error as exc:
+        raise ValueError(f"the Split regex {split_regex!r} does not compile with `regex`: {exc}") from None
+    if rx.groups:
+        raise ValueError(f"the Split regex {split_regex!r} has capturing groups; write them (?:...)")
+    if rx.match("") is not None or any(m.start() == m.end() for m in rx.finditer(_PROBE)):
+        raise ValueError(f"the Split regex {split_regex!r} can match empty text")
+    return wrapped
+
+
+def pattern_to_hf(pattern):
+    """The Split regex that gives, in HF, the pieces `pattern` gives in bpe_fast (the inverse of
+    pattern_from_hf for the patterns it returns).
+
+    >>> pattern_to_hf(pattern_from_hf(r"\\p{L}+"))
+    '\\\\p{L}+'
+    """
+    if pattern == GPT4_PATTERN:
+        return GPT4_PATTERN_HF
+    inner_length, odd = divmod(len(pattern) - len(_wrap("")), 2)     # P appears twice in _wrap(P)
+    if not odd and inner_length > 0:
+        inner = pattern[len("(?m:"):len("(?m:") + inner_length]
+        if pattern == _wrap(inner):
+            return inner
+    return pattern
+
+
+def _wrap(split_regex):
+    """`split_regex` with ^ and $ at line ends, and a second alternative that takes the text up to its next match."""
+    anchored = f"(?m:{split_regex})"
+    return f"{anchored}|(?:(?!{anchored})[\\s\\S])+"
+
+
+def hf_added_token_ids(vocab, contents):
+    """The ids HF tokenizers gives added tokens (`contents`, in file order) over a model vocab {token: id},
+    whatever ids the file says: a token found (by its text) in the vocab, or added before, keeps that id;
+    another gets the vocab's size, or one more than the largest added id if that is not below the size.
+
+    >>> hf_added_token_ids({"a": 0, "b": 1, "<s>": 7}, ["<s>", "<t>", "a", "<u>"])
+    [7, 8, 0, 9]
+    """
+    size = len(vocab)
+    given = {}
+    top = None              # the largest id given so far
+    for content in contents:
+        if content not in given:
+            i = vocab.get(content)
+            if i is None:
+                i = top + 1 if top is not None and (top >= size or size == 0) else size
+            given[content] = i
+            top = i if top is None else max(top, i)
+    return [given[content] for content in contents]
+
+
+class _File:
+    """The file being read: its path and text, for errors that name the place."""
+
+    def __init__(self, path, text):
+        self.path = path
+        self.text = text
+
+    def fail(self, message, near=None, after=None):
+        """Raise FormatError; the line is that of the first `near` (a JSON string: a key or a token) after the
+        first `after`, when found."""
+        raise FormatError(self.path, self.line_of(near, after), message)
+
+    def line_of(self, near, after=None):
+        if near is None:
+            return None
+        start = 0
+        if after is not None:
+            start = max(0, self.text.find(json.dumps(after)))
+        spellings = (json.dumps(near, ensure_ascii=False), json.dumps(near), json.dumps(near, separators=(",", ":")))
+        for spelling in spellings:
+            pos = self.text.find(spelling, start)
+            if pos >= 0:
+                return self.text.count("\n", 0, pos) + 1
+        return None
+
+
+def read_tokenizer_json(path):
+    """(vocab {id: bytes}, merges [(bytes, bytes)], special_tokens [str], pattern) of an HF ``tokenizer.json``
+    of a byte-level BPE model; FormatError naming the file and what is unsupported (see the module's docstring).
+
+    >>> import os, tempfile
+    >>> from bpe_fast import Tokenizer
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> Tokenizer({i: bytes([i]) for i in range(256)} | {256: b" a"}, [(b" ", b"a")], ["<|endoftext|>"]).export_hf(path)
+    >>> vocab, merges, specials, pattern = read_tokenizer_json(path)
+    >>> vocab[256], merges, specials, pattern == GPT2_PATTERN
+    (b' a', [(b' ', b'a')], ['<|endoftext|>'], True)
+    """
+    text = formats._read_text(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    f = _File(path, text)
+    if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
+        f.fail('not an HF tokenizer.json: expected a JSON object with a "model" object')
+    model = doc["model"]
+    _check_model(f, model)
+    _check_normalizer(f, doc.get("normalizer"))
+    pattern = _pattern_of(f, doc.get("pre_tokenizer"))
+    _check_decoder(f, doc.get("decoder"))
+    _check_post_processor(f, doc.get("post_processor"))
+    key_ids, vocab = _read_vocab(f, model.get("vocab"))
+    merges = _read_merges(f, model.get("merges"), key_ids, vocab)
+    model_tokens = set(vocab.values())
+    specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab)
+    if model.get("ignore_merges"):
+        _check_whole_tokens(f, model_tokens - {s.encode("utf-8") for s in specials}, merges)
+    return vocab, merges, specials, pattern
+
+
+def _describe(component):
+    if isinstance(component, dict):
+        return json.dumps(component.get("type"))
+    return json.dumps(component)[:60]
+
+
+def _check_model(f, model):
+    kind = model.get("type", "BPE" if "merges" in model else None)     # old files have no "type"
+    if kind != "BPE":
+        f.fail(f"model type {_describe(model)} is not supported: bpe_fast reads byte-level BPE models "
+               '("type": "BPE")', "type" if "type" in model else "model", "model")
+    dropout = model.get("dropout")
+    if dropout not in (None, 0, 0.0):
+        f.fail(f"BPE dropout ({dropout!r}) is not supported: bpe_fast encodes deterministically", "dropout", "model")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key) not in (None, ""):
+            f.fail(f"{key} ({model[key]!r}) is not supported: byte-level BPE marks no word boundaries", key, "model")
+    if model.get("byte_fallback"):
+        f.fail("byte_fallback: true is not supported (a byte-level vocabulary has every byte)", "byte_fallback",
+               "model")
+
+
+def _check_whole_tokens(f, tokens, merges):
+    """With ignore_merges HF gives a pre-token that is a vocab token that token's id; bpe_fast merges it. The
+    same, when every multi-byte token of `tokens` is made by a merge and bpe_fast's merging of its bytes leaves
+    it whole (tiktoken's ranks must hold the same: bpe_fast.ranks.merges_from_ranks checks it)."""
+    from .ranks import merges_from_ranks
+
+    ranked = list(dict.fromkeys(a + b for a, b in merges))          # bpe_fast's ranks: first merges first
+    unmade = {t for t in tokens if len(t) > 1} - set(ranked)
+    why = "HF then gives a pre-token that is a vocab token that token's id"
+    if unmade:
+        token = formats.token_to_str(min(unmade))
+        f.fail(f"ignore_merges: true is not supported here: no merge makes vocab token {token!r} ({why}; bpe_fast "
+               "never gives it)", "ignore_merges", "model")
+    try:
+        merges_from_ranks({bytes([b]): b for b in range(256)} | {t: 256 + k for k, t in enumerate(ranked)})
+    except ValueError as exc:
+        m = regex.search(r"\(rank (\d+)\)", str(exc))
+        token = formats.token_to_str(ranked[int(m.group(1)) - 256]) if m else "?"
+        f.fail(f"ignore_merges: true is not supported here: vocab token {token!r} does not merge back to itself "
+               f"({why}; bpe_fast merges it)", "ignore_merges", "model")
+
+
+def _check_normalizer(f, normalizer):
+    if normalizer is None or normalizer == {"type": "Sequence", "normalizers": []}:
+        return
+    f.fail(f"normalizer {_describe(normalizer)} is not supported: bpe_fast does not normalize text "
+           '(only "normalizer": null)', "normalizer")
+
+
+def _check_decoder(f, decoder):
+    if decoder is None or (isinstance(decoder, dict) and decoder.get("type") == "ByteLevel"):
+        return
+    f.fail(f"decoder {_describe(decoder)} is not supported (only ByteLevel or null)", "decoder")
+
+
+def _check_post_processor(f, post):
+    steps = post.get("processors", []) if isinstance(post, dict) and post.get("type") == "Sequence" else [post]
+    for step in steps:
+        if step is not None and not (isinstance(step, dict) and step.get("type") in _IGNORED_POST_PROCESSORS):
+            f.fail(f"post_processor {_describe(step)} is not supported (bpe_fast ignores ByteLevel and the "
+                   "processors that add special tokens: TemplateProcessing, RobertaProcessing, BertProcessing)",
+                   "post_processor")
+
+
+def _pre_tokenizer_steps(pre):
+    if pre is None:
+        return []
+    if isinstance(pre, dict) and pre.get("type") == "Sequence" and isinstance(pre.get("pretokenizers"), list):
+        return [step for inner in pre["pretokenizers"] for step in _pre_tokenizer_steps(inner)]
+    return [pre]
+
+
+def _pattern_of(f, pre):
+    """The pattern of the pre_tokenizer: ByteLevel(use_regex) alone, or Split then ByteLevel(no regex)."""
+    steps = _pre_tokenizer_steps(pre)
+    kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
+    if kinds not in (["ByteLevel"], ["Split", "ByteLevel"]):
+        shown = " then ".join(json.dumps(k) for k in kinds) or "null"
+        f.fail(f"pre_tokenizer {shown} is not supported: bpe_fast reads ByteLevel (use_regex true), or Split "
+               "(a regex, Isolated) then ByteLevel (use_regex false)", "pre_tokenizer")
+    byte_level = steps[-1]
+    if byte_level.get("add_prefix_space") is not False:
+        f.fail("ByteLevel add_prefix_space must be false (HF then puts a space before the text; bpe_fast does "
+               "not)", "add_prefix_space", "pre_tokenizer")
+    use_regex = byte_level.get("use_regex", True)
+    if len(steps) == 1:
+        if use_regex is not True:
+            f.fail("ByteLevel without use_regex and without a Split before it (no pre-tokenizing) is not "
+                   "supported", "use_regex", "pre_tokenizer")
+        return GPT2_PATTERN
+    if use_regex is not False:
+        f.fail("ByteLevel after a Split must have use_regex false (HF would split the pieces again with "
+               "GPT-2's pattern)", "use_regex", "pre_tokenizer")
+    split = steps[0]
+    if split.get("behavior") != "Isolated" or split.get("invert", False) is not False:
+        f.fail(f"Split with behavior {split.get('behavior')!r} and invert {split.get('invert')!r} is not supported "
+               "(only Isolated, not inverted)", "behavior", "pre_tokenizer")
+    spec = split.get("pattern")
+    if isinstance(spec, dict) and isinstance(spec.get("Regex"), str) and spec["Regex"]:
+        split_regex = spec["Regex"]
+    elif isinstance(spec, dict) and isinstance(spec.get("String"), str) and spec["String"]:
+        split_regex = regex.escape(spec["String"])
+    else:
+        f.fail(f"Split pattern {json.dumps(spec)[:80]} is not a non-empty Regex or String", "pattern",
+               "pre_tokenizer")
+    try:
+        return pattern_from_hf(split_regex)
+    except ValueError as exc:
+        f.fail(str(exc), "pattern", "pre_tokenizer")
+
+
+def _read_vocab(f, vocab_json):
+    """({token as written: id}, {id: bytes}); every id an int in range, no id twice, every byte a token."""
+    if not isinstance(vocab_json, dict):
+        f.fail('model "vocab" must be a JSON object {token: id}', "vocab", "model")
+    keys = list(vocab_json)
+    ids = list(vocab_json.values())
+    if ids and (set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) > formats.MAX_TOKEN_ID):
+        for key, i in vocab_json.items():
+            if type(i) is not int or not 0 <= i <= formats.MAX_TOKEN_ID:
+                f.fail(f"vocab token {key!r} has id {json.dumps(i)}, not an int in 0..{formats.MAX_TOKEN_ID}",
+                       key, "vocab")
+    if len(set(ids)) != len(ids):
+        seen = {}
+        for key, i in vocab_json.items():
+            if i in seen:
+                f.fail(f"vocab id {i} is given to two tokens, {seen[i]!r} and {key!r}", key, "vocab")
+            seen[i] = key
+    try:
+        tokens = formats.strs_to_tokens(keys)
+    except ValueError:
+        for key in keys:
+            try:
+                formats.str_to_token(key)
+            except ValueError as exc:
+                f.fail(f"vocab token {key!r}: {exc} (not a byte-level vocabulary?)", key, "vocab")
+    vocab = dict(zip(ids, tokens))
+    missing = sorted(set(range(256)) - {t[0] for t in tokens if len(t) == 1})
+    if missing:
+        shown = ", ".join(f"0x{b:02X}" for b in missing[:8]) + (", ..." if len(missing) > 8 else "")
+        f.fail(f"the vocab has no token for {len(missing)} of the 256 bytes ({shown}); bpe_fast needs every byte "
+               "(HF would drop such bytes or give unk_token)", "vocab", "model")
+    return vocab_json, vocab
+
+
+def _read_merges(f, merges_json, key_ids, vocab):
+    """[(bytes, bytes)] in rank order; refuses what HF would rank otherwise than bpe_fast (module docstring)."""
+    if not isinstance(merges_json, list):
+        f.fail('model "merges" must be a list', "merges", "model")
+    merges = []
+    first_of = {}           # id of a merged token -> index of its first merge
+    count_of = {}           # id of a merged token -> how many merges make it
+    place_of = {}           # (id, id) -> index of the merge
+    for k, merge in enumerate(merges_json):
+        parts = merge.split(" ") if type(merge) is str else merge
+        if type(parts) is not list or len(parts) != 2 or not all(type(p) is str and p for p in parts):
+            f.fail(f"merge {k} ({json.dumps(merge)}) is not two tokens, as \"a b\" or [\"a\", \"b\"]", merge, "merges")
+        a, b = parts
+        ids = key_ids.get(a), key_ids.get(b), key_ids.get(a + b)
+        if None in ids:
+            missing = (a, b, a + b)[ids.index(None)]
+            f.fail(f"merge {k} ({json.dumps(merge)}): token {missing!r} is not in the vocab", merge, "merges")
+        pair = ids[:2]
+        if pair in place_of:
+            f.fail(f"merge {k} ({json.dumps(merge)}) repeats merge {place_of[pair]}: HF ranks the pair by its last "
+                   "place, bpe_fast by its first", merge, "merges")
+        place_of[pair] = k
+        made = ids[2]
+        first = first_of.setdefault(made, k)
+        count_of[made] = count_of.get(made, 0) + 1
+        if count_of[made] != k - first + 1:
+            f.fail(f"merge {k} ({json.dumps(merge)}) makes token {a + b!r}, which merge {first} made already, with "
+                   "other merges between them: HF ranks each pair by its own place, bpe_fast ranks a token by its "
+                   "first merge (tiktoken's rule), so the ids could differ", merge, "merges")
+        merges.append((vocab[pair[0]], vocab[pair[1]]))
+    return merges
+
+
+def _read_added_tokens(f, added, key_ids, vocab):
+    """The added tokens' contents, in order of id, each put into `vocab` with its id (checked to be HF's)."""
+    if not isinstance(added, list):
+        f.fail('"added_tokens" must be a list', "added_tokens")
+    for entry in added:
+        content = entry.get("content") if isinstance(entry, dict) else None
+        if type(content) is not str or not content or type(entry.get("id")) is not int:
+            f.fail(f"added token {json.dumps(entry)[:80]} needs a non-empty \"content\" and an integer \"id\"",
+                   "added_tokens")
+        for flag in ("lstrip", "rstrip", "single_word"):
+            if entry.get(flag):
+                f.fail(f"added token {content!r} has {flag}: true, which is not supported (bpe_fast matches "
+                       "special tokens exactly)", content, "added_tokens")
+    ids_of_bytes = {token: i for i, token in vocab.items()}
+    hf_ids = {}
+    for entry, hf_id in zip(added, hf_added_token_ids(key_ids, [e["content"] for e in added])):
+        content, file_id = entry["content"], entry["id"]
+        hf_ids[content] = hf_id
+        if hf_id != file_id:
+            f.fail(f"added token {content!r} has id {file_id}, but HF tokenizers gives it id {hf_id} (a token in "
+                   "the vocab keeps its id; the others follow the vocab in order)", content, "added_tokens")
+        data = content.encode("utf-8")
+        have = ids_of_bytes.get(data)
+        if have is None and file_id in vocab:
+            have = file_id
+        if have is not None and have != file_id:
+            f.fail(f"added token {content!r} (id {file_id}) and vocab token "
+                   f"{formats.token_to_str(vocab[have])!r} (id {have}) are the same bytes; bpe_fast gives a byte "
+                   "string one id", content, "added_tokens")
+        vocab[file_id] = data
+        ids_of_bytes[data] = file_id
+    _check_two_passes(f, added)
+    return sorted(hf_ids, key=hf_ids.get)
+
+
+def _check_two_passes(f, added):
+    """HF finds the added tokens with normalized false in the text first, then those with normalized true in
+    what is left; bpe_fast finds all in one pass (the leftmost, then the longest). The two agree unless a token of
+    one kind can overlap one of the other (one inside the other, or the end of one the start of the other)."""
+    raw = {e["content"] for e in added if not e.get("normalized", True)}
+    normalized = {e["content"] for e in added if e.get("normalized", True)} - raw
+    if not raw or not normalized:
+        return
+    for group, others in ((raw, normalized), (normalized, raw)):
+        inside = {t[i:j] for t in others for i in range(len(t)) for j in range(i + 1, len(t) + 1)}
+        starts = {t[:k] for t in others for k in range(1, len(t))}
+        for token in sorted(group):
+            if token in inside or any(token[k:] in starts for k in range(1, len(token))):
+                f.fail(f"added token {token!r} can overlap another added token whose \"normalized\" flag differs; "
+                       "HF matches the two kinds in two passes, bpe_fast in one, so the ids could differ",
+                       token, "added_tokens")

@@ -1,0 +1,279 @@
+"""tiktoken's ranks: reading `.tiktoken` files and recovering the merge list from ranks.
+
+tiktoken describes a byte-level BPE by ranks, {token bytes: rank}: the rank is the token's id and its merge
+priority (a pair of adjacent parts is joined when their concatenation has a rank, the lowest rank first).
+bpe_fast describes the same by a vocabulary {id: bytes} and an ordered merge list. The two agree when the
+merges are the multi-byte tokens in rank order, each the pair (a, b) that tiktoken's rule, using only the
+lower ranks, leaves of its own bytes (merges_from_ranks). A token that rule does not leave in two parts
+(tiktoken can never produce it from text that is not the token itself) is refused.
+
+Decisions:
+- Ranks are distinct ints in 0..MAX_TOKEN_ID; gaps are allowed, as in tiktoken (the ids are the ranks, so an
+  id in a gap decodes to nothing, and n_vocab is the largest rank + 1).
+- All 256 single bytes must have a rank (tiktoken fails on a text holding a missing byte); their ranks may be
+  anything: a single byte is never the result of a merge, so its rank is only its id.
+- A `.tiktoken` file is read strictly: each non-empty line is a base64 token (standard alphabet, padded, not
+  empty), blanks (spaces or tabs), and a decimal rank of at most 10 digits, with blanks around allowed and
+  LF or CRLF line ends; a token or rank given twice is an error (tiktoken's reader keeps the last). A ``.gz``
+  name is read through gzip. Errors are bpe_fast.formats.FormatError (a ValueError) naming the file and the
+  1-based line.
+"""
+import gzip
+import operator
+import os
+import re
+import zlib
+
+import numpy as np
+
+from .formats import MAX_TOKEN_ID, FormatError
+
+__all__ = ["read_tiktoken", "merges_from_ranks", "ranks_from_tokenizer"]
+
+
+def read_tiktoken(path):
+    """{token bytes: rank} from a `.tiktoken` file (``.tiktoken.gz``: gzip-compressed).
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.tiktoken")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("YQ== 0\\nYg== 1\\nYWI= 2\\n")
+    >>> read_tiktoken(path)
+    {b'a': 0, b'b': 1, b'ab': 2}
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("YQ== 0\\nYg==1\\n")
+    >>> read_tiktoken(path)
+    Traceback (most recent call last):
+    ...
+    bpe_fast.formats.FormatError: ...tiny.tiktoken:2: expected a base64 token, blanks and a decimal rank, got 'Yg==1'
+    """
+    tokens, values, _ = _read_arrays(path)
+    return dict(zip(tokens, values.tolist()))
+
+
+def _read_arrays(path):
+    """(tokens, ranks, lines) of a `.tiktoken` file: its tokens (bytes) in file order, their ranks (int64
+    array) and line numbers (int64 array), checked (FormatError naming the file and line)."""
+    from ._ranks import parse_tiktoken
+
+    path = os.fspath(path)
+    opener = gzip.open if str(path).endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            data = f.read()
+    except (EOFError, OSError, zlib.error) as exc:
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
+            raise
+        raise FormatError(path, None, f"cannot read: {exc}") from exc
+    pool, offsets, values, lines, bad = parse_tiktoken(data)
+    if bad:
+        line = data.split(b"\n", bad)[bad - 1]
+        raise FormatError(path, bad, _line_problem(line[:-1] if line.endswith(b"\r") else line))
+    pool = pool.tobytes()
+    bounds = offsets.tolist()
+    tokens = [pool[a:b] for a, b in zip(bounds, bounds[1:])]
+    big = np.flatnonzero(values > MAX_TOKEN_ID)
+    if len(big):
+        k = int(big[0])
+        raise FormatError(path, int(lines[k]), f"the rank {int(values[k])} is beyond {MAX_TOKEN_ID}")
+    if len(set(tokens)) != len(tokens):
+        first = {}
+        for token, line in zip(tokens, lines.tolist()):
+            if token in first:
+                raise FormatError(path, line, f"the token {token!r} is on line {first[token]} already")
+            first[token] = line
+    order = np.argsort(values, kind="stable")
+    same = np.flatnonzero(values[order][1:] == values[order][:-1])
+    if len(same):
+        a, b = sorted(order[int(same[0]):int(same[0]) + 2].tolist())     # lines where one rank is given twice
+        raise FormatError(path, int(lines[b]), f"the rank {int(values[b])} is on line {int(lines[a])} already")
+    return tokens, values, lines
+
+
+def _line_problem(line):
+    """What is wrong with a line of a `.tiktoken` file that the parser refused."""
+    m = re.fullmatch(rb"[ \t]*([^ \t]+)[ \t]+([^ \t]+)[ \t]*", line)
+    if m is None:
+        return f"expected a base64 token, blanks and a decimal rank, got {_show(line)}"
+    token_text, rank_text = m.groups()
+    if not (rank_text.isdigit() and len(rank_text) <= 10):
+        return f"the rank {_show(rank_text)} is not a decimal integer of at most 10 digits"
+    return f"the token {_show(token_text)} is not padded base64 of a non-empty token"
+
+
+def _show(raw):
+    """A line's bytes for an error message: as text, shortened."""
+    text = raw.decode("utf-8", "replace")
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _ranked_tokens(ranks):
+    """(tokens, values): the tokens of `ranks` ({bytes: int}) in rank order and their ranks (int64 array);
+    TypeError/ValueError naming a bad entry."""
+    if not hasattr(ranks, "items"):
+        raise TypeError(f"ranks must be a dict[bytes, int], got {type(ranks).__name__}")
+    tokens = list(ranks.keys())
+    values = list(ranks.values())
+    if not set(map(type, tokens)) <= {bytes}:
+        bad = next((t for t in tokens if not isinstance(t, bytes)), None)
+        if bad is not None:
+            raise TypeError(f"ranks: the token {bad!r} is not bytes")
+        tokens = [bytes(t) for t in tokens]
+    if not set(map(type, values)) <= {int}:
+        for token, value in zip(tokens, values):
+            if type(value) is not int and (not isinstance(value, (int, np.integer)) or isinstance(value, bool)):
+                raise TypeError(f"ranks: the rank of {token!r} is not an int: {value!r}")
+        values = [operator.index(v) for v in values]
+    if b"" in ranks:
+        raise ValueError("ranks: the empty token has a rank")
+    array = np.array(values, dtype=object if values and max(map(abs, values)) >= 2**62 else np.int64)
+    if len(array) and not (0 <= array.min() and array.max() <= MAX_TOKEN_ID):
+        k = next(k for k, v in enumerate(values) if not 0 <= v <= MAX_TOKEN_ID)
+        raise ValueError(f"ranks: the rank {values[k]} of {tokens[k]!r} is out of range 0..{MAX_TOKEN_ID}")
+    array = array.astype(np.int64)
+    order = np.argsort(array, kind="stable")
+    sorted_values = array[order]
+    same = np.flatnonzero(sorted_values[1:] == sorted_values[:-1])
+    if len(same):
+        k = int(same[0])
+        a, b = tokens[order[k]], tokens[order[k + 1]]
+        raise ValueError(f"ranks: {a!r} and {b!r} have the same rank {int(sorted_values[k])}")
+    return list(map(tokens.__getitem__, order.tolist())), sorted_values
+
+
+def merges_from_ranks(ranks):
+    """The merge list, [(bytes, bytes)] in rank order, that gives the ids tiktoken gives for `ranks`
+    ({token bytes: rank}): for each token of two bytes or more, lowest rank first, the two parts tiktoken's rule
+    leaves of its bytes using only the lower ranks. ValueError naming the token (and its rank) when that is not
+    two parts (the token is unreachable), or naming the single bytes without a rank.
+
+    >>> ranks = {bytes([b]): b for b in range(256)}
+    >>> ranks.update({b"ab": 256, b"abc": 257, b"bc": 258})
+    >>> merges_from_ranks(ranks)
+    [(b'a', b'b'), (b'ab', b'c'), (b'b', b'c')]
+    >>> merges_from_ranks(ranks | {b"xyz": 259})
+    Traceback (most recent call last):
+    ...
+    ValueError: ranks: the token b'xyz' (rank 259) cannot be made by merging tokens of lower rank: ...
+    """
+    return _merges_in_order(*_ranked_tokens(ranks))
+
+
+def _merges_in_order(tokens, values):
+    """merges_from_ranks of the tokens `tokens` in rank order, with the ranks `values` (for messages)."""
+    from ._ranks import recover_merges
+
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    byte_index = np.full(256, -1, dtype=np.int32)
+    singles = np.flatnonzero(lengths == 1)
+    byte_index[[tokens[k][0] for k in singles.tolist()]] = singles
+    missing = np.flatnonzero(byte_index < 0).tolist()
+    if missing:
+        shown = ", ".join(repr(bytes([b])) for b in missing[:8]) + (", ..." if len(missing) > 8 else "")
+        raise ValueError(f"ranks: {len(missing)} of the 256 single bytes have no rank ({shown}); "
+                         "every byte needs one")
+    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    left, right, bad = recover_merges(pool, offsets, byte_index)
+    if bad >= 0:
+        token = tokens[bad]
+        parts = _tiktoken_parts(token, {t: k for k, t in enumerate(tokens[:bad]) if len(t) > 1})
+        raise ValueError(f"ranks: the token {token!r} (rank {int(values[bad])}) cannot be made by merging tokens "
+                         f"of lower rank: tiktoken's rule leaves it in {len(parts)} parts")
+    multi = np.flatnonzero(lengths > 1)
+    get = tokens.__getitem__
+    return list(zip(map(get, left[multi].tolist()), map(get, right[multi].tolist())))
+
+
+def _tiktoken_parts(token, ranks):
+    """tiktoken's merge of `token`'s bytes with `ranks` (plain Python; for error messages)."""
+    parts = [bytes([b]) for b in token]
+    while len(parts) > 1:
+        found = [(ranks[parts[i] + parts[i + 1]], i) for i in range(len(parts) - 1) if parts[i] + parts[i + 1] in ranks]
+        if not found:
+            break
+        _, i = min(found)
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+    return parts
+
+
+def tokenizer_parts(path_or_ranks, special_tokens):
+    """(vocab, merges, special token list) for bpe_fast.Tokenizer from tiktoken's ranks (a `.tiktoken` file or a
+    dict {bytes: int}) and `special_tokens` ({str: id}, or None). A special token's id must not be a rank, nor its
+    bytes a ranked token (bpe_fast gives a token's bytes one id), and two special tokens cannot share an id."""
+    if isinstance(path_or_ranks, (str, os.PathLike)):
+        tokens, values, _ = _read_arrays(path_or_ranks)
+        order = np.argsort(values, kind="stable")
+        tokens = list(map(tokens.__getitem__, order.tolist()))
+        values = values[order]
+    elif hasattr(path_or_ranks, "items"):
+        tokens, values = _ranked_tokens(path_or_ranks)
+    else:
+        raise TypeError("expected the path of a .tiktoken file or a dict[bytes, int] of ranks, got "
+                        f"{type(path_or_ranks).__name__}")
+    merges = _merges_in_order(tokens, values)
+    vocab = dict(zip(values.tolist(), tokens))
+    if special_tokens is None:
+        special_tokens = {}
+    if not hasattr(special_tokens, "items"):
+        raise TypeError(f"special_tokens must be a dict[str, int], got {type(special_tokens).__name__}")
+    special_of = {}
+    token_set = None
+    for name, i in special_tokens.items():
+        if not isinstance(name, str):
+            raise TypeError(f"special token {name!r} is not a str")
+        if not name:
+            raise ValueError("special tokens must not be empty strings")
+        if type(i) is not int and (not isinstance(i, (int, np.integer)) or isinstance(i, bool)):
+            raise TypeError(f"the id of special token {name!r} is not an int: {i!r}")
+        i = int(i)
+        if not 0 <= i <= MAX_TOKEN_ID:
+            raise ValueError(f"the id {i} of special token {name!r} is out of range 0..{MAX_TOKEN_ID}")
+        if i in special_of:
+            raise ValueError(f"special tokens {special_of[i]!r} and {name!r} have the same id {i}")
+        if i in vocab:
+            raise ValueError(f"special token {name!r}: its id {i} is the rank of {vocab[i]!r}")
+        if token_set is None:
+            token_set = set(tokens)
+        if name.encode("utf-8") in token_set:
+            raise ValueError(f"special token {name!r}: its bytes are a ranked token "
+                             "(bpe_fast gives one id to each token's bytes)")
+        special_of[i] = name
+    for i, name in special_of.items():
+        vocab[i] = name.encode("utf-8")
+    return vocab, merges, [str(name) for name in special_tokens]
+
+
+def ranks_from_tokenizer(tokenizer):
+    """{token bytes: id} for tiktoken (its ranks), refused with a ValueError when tiktoken's rule with these
+    ranks would give other ids than the tokenizer: a single byte without a token, two tokens with the same bytes,
+    a multi-byte token no merge makes, or merged tokens whose ids are not in the order of their first merges."""
+    specials = {s.encode("utf-8") for s in tokenizer.special_tokens}
+    ranks = {}
+    for i, token in sorted(tokenizer.vocab.items()):
+        if token in specials:
+            continue
+        if token in ranks:
+            raise ValueError(f"tokens {ranks[token]} and {i} have the same bytes {token!r}; tiktoken's ranks "
+                             "hold one id a token")
+        ranks[token] = i
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have "
+                         "none); tiktoken needs all 256")
+    made = {}
+    for a, b in tokenizer.merges:
+        made.setdefault(a + b, len(made))
+    for token, i in ranks.items():
+        if len(token) > 1 and token not in made:
+            raise ValueError(f"token {i} ({token!r}) is made by no merge; tiktoken would merge into it")
+    previous = -1
+    previous_token = None
+    for token in made:
+        i = ranks[token]
+        if i <= previous:
+            raise ValueError(f"token {i} ({token!r}) is merged after token {previous} ({previous_token!r}); "
+                             "tiktoken merges in id order, so the ids must follow the merge order")
+        previous, previous_token = i, token
+    return ranks

@@ -1,0 +1,384 @@
+"""bpe_fast.ranks: reading `.tiktoken` files and recovering merges from ranks, against plain-Python oracles.
+
+The oracle for merges_from_ranks is the definition: for each multi-byte token in rank order, tiktoken's rule
+on its bytes using only the lower ranks must leave two parts (a, b), the merge; otherwise the token is refused.
+The oracle for read_tiktoken is tiktoken's own reader (tiktoken.load.load_tiktoken_bpe) on valid files.
+"""
+import base64
+import doctest
+import gzip
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bpe_fast._ranks
+import bpe_fast.ranks
+import bpe_fast.specials
+from bpe_fast import Tokenizer
+from bpe_fast.formats import FormatError
+from bpe_fast.ranks import merges_from_ranks, ranks_from_tokenizer, read_tiktoken
+from encode_oracle import merge_pretoken_tiktoken, oracle_encode
+from openai_ranks import load_ranks, ranks_path
+
+SOME = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+BYTE_RANKS = {bytes([b]): b for b in range(256)}
+
+
+# ------------------------------------------------------------------------------------- the oracle
+
+def oracle_merges(ranks):
+    """merges_from_ranks by its definition, in plain Python: (merges, None) or (None, unreachable token)."""
+    merges = []
+    lower = {}
+    for token in sorted(ranks, key=ranks.get):
+        if len(token) == 1:
+            continue
+        parts = merge_pretoken_tiktoken(token, lower)
+        if len(parts) != 2:
+            return None, token
+        merges.append((parts[0], parts[1]))
+        lower[token] = ranks[token]
+    return merges, None
+
+
+def random_ranks(rng, n_tokens, alphabet=b"abc", shuffle_bytes=False):
+    """Single bytes, then `n_tokens` tokens each the concatenation of two earlier ones (drawn from `alphabet`
+    and what was built on it), in rank order; some of them are unreachable under tiktoken's rule."""
+    singles = list(range(256))
+    if shuffle_bytes:
+        rng.shuffle(singles)
+    ranks = {bytes([b]): r for r, b in enumerate(singles)}
+    pool = [bytes([c]) for c in alphabet]
+    next_rank = 256
+    while next_rank < 256 + n_tokens:
+        token = rng.choice(pool) + rng.choice(pool)
+        if token in ranks or len(token) > 12:
+            continue
+        ranks[token] = next_rank
+        pool.append(token)
+        next_rank += 1
+    return ranks
+
+
+# ------------------------------------------------------------------------------------- worked examples
+
+def test_worked_example():
+    # a b c ab abc bc: "abc" -> [a, b, c] -> "ab" seen, "bc" not yet -> [ab, c]; "bc" -> [b, c]
+    ranks = BYTE_RANKS | {b"ab": 256, b"abc": 257, b"bc": 258}
+    assert merges_from_ranks(ranks) == [(b"a", b"b"), (b"ab", b"c"), (b"b", b"c")]
+    # "abcd" with "cd" unranked: [a, b, c, d] -> [ab, c, d] -> [abc, d]
+    assert merges_from_ranks(ranks | {b"abcd": 259})[-1] == (b"abc", b"d")
+    # "bcd" ranked before "abcd": "abcd" -> [ab, c, d] -> [abc, d] ("abc" 257 < "bcd" 259)
+    assert merges_from_ranks(ranks | {b"bcd": 259, b"abcd": 260})[-1] == (b"abc", b"d")
+    # a tie (the same token at two places) goes to the leftmost: "aaa" -> [aa, a]
+    assert merges_from_ranks(BYTE_RANKS | {b"aa": 256, b"aaa": 257}) == [(b"a", b"a"), (b"aa", b"a")]
+
+
+def test_the_lowest_rank_wins_not_the_leftmost():
+    # "abc": "bc" has a lower rank than "ab", so [a, bc]
+    ranks = BYTE_RANKS | {b"bc": 256, b"ab": 257, b"abc": 258}
+    assert merges_from_ranks(ranks)[-1] == (b"a", b"bc")
+
+
+def test_unreachable_token_is_named_with_its_rank():
+    ranks = BYTE_RANKS | {b"ab": 256, b"xyz": 257}
+    with pytest.raises(ValueError, match=r"b'xyz' \(rank 257\).*3 parts"):
+        merges_from_ranks(ranks)
+    # "abc" ranked before "ab": [a, b, c] has no lower-ranked pair, so it stays three parts
+    with pytest.raises(ValueError, match=r"b'abc' \(rank 256\)"):
+        merges_from_ranks(BYTE_RANKS | {b"abc": 256, b"ab": 257})
+
+
+def test_single_bytes_anywhere_but_all_present():
+    # the byte tokens need not be ids 0..255 (cl100k's are not): their ranks are only ids
+    ranks = {bytes([b]): 1000 + (b * 7) % 256 for b in range(256)} | {b"ab": 5, b"abc": 6}
+    assert merges_from_ranks(ranks) == [(b"a", b"b"), (b"ab", b"c")]
+    tok = Tokenizer.from_tiktoken(ranks, r"\S+|\s+")
+    assert tok.encode("abcab a") == [6, 5, ranks[b" "], ranks[b"a"]]
+    missing = dict(BYTE_RANKS)
+    del missing[b"\xff"], missing[b"\x00"]
+    with pytest.raises(ValueError, match=r"2 of the 256 single bytes have no rank \(b'\\x00', b'\\xff'\)"):
+        merges_from_ranks(missing)
+
+
+def test_bad_ranks_arguments():
+    with pytest.raises(TypeError, match="dict"):
+        merges_from_ranks([(b"a", 0)])
+    with pytest.raises(TypeError, match="'a' is not bytes"):
+        merges_from_ranks(BYTE_RANKS | {"a": 300})
+    with pytest.raises(TypeError, match="not an int"):
+        merges_from_ranks(BYTE_RANKS | {b"ab": 1.5})
+    with pytest.raises(TypeError, match="not an int"):
+        merges_from_ranks(BYTE_RANKS | {b"ab": True})
+    with pytest.raises(ValueError, match="the empty token"):
+        merges_from_ranks(BYTE_RANKS | {b"": 300})
+    with pytest.raises(ValueError, match="out of range"):
+        merges_from_ranks(BYTE_RANKS | {b"ab": -1})
+    with pytest.raises(ValueError, match="out of range"):
+        merges_from_ranks(BYTE_RANKS | {b"ab": 2**40})
+    with pytest.raises(ValueError, match=r"b'a' and b'ab' have the same rank 97"):
+        merges_from_ranks(BYTE_RANKS | {b"ab": 97})
+    # numpy integers are ints; gaps between ranks are allowed
+    assert merges_from_ranks(BYTE_RANKS | {b"ab": np.int64(5000)}) == [(b"a", b"b")]
+
+
+# ------------------------------------------------------------------------------------- against the oracle
+
+@SOME
+@given(st.integers(0, 2**32), st.integers(1, 60), st.booleans())
+def test_merges_from_ranks_equals_oracle(seed, n_tokens, shuffle_bytes):
+    ranks = random_ranks(random.Random(seed), n_tokens, shuffle_bytes=shuffle_bytes)
+    expected, unreachable = oracle_merges(ranks)
+    if unreachable is None:
+        assert merges_from_ranks(ranks) == expected
+    else:
+        with pytest.raises(ValueError, match=f"the token {unreachable!r} \\(rank {ranks[unreachable]}\\)"):
+            merges_from_ranks(ranks)
+
+
+def reachable_ranks(seed, n_tokens):
+    """Random ranks with the unreachable tokens dropped (each drop may make later ones unreachable: repeat)."""
+    ranks = random_ranks(random.Random(seed), n_tokens, alphabet=b"ab c")
+    while True:
+        _, bad = oracle_merges(ranks)
+        if bad is None:
+            return ranks
+        del ranks[bad]
+
+
+@FEW
+@given(st.integers(0, 2**32), st.integers(1, 80), st.text(alphabet="abc d", max_size=80))
+def test_recovered_merges_encode_as_tiktoken(seed, n_tokens, text):
+    tiktoken = pytest.importorskip("tiktoken")
+    ranks = reachable_ranks(seed, n_tokens)
+    pattern = r" ?\S+|\s+"
+    tok = Tokenizer.from_tiktoken(ranks, pattern)
+    enc = tiktoken.Encoding("random", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    expected = enc.encode(text)
+    assert tok.encode(text) == expected
+    vocab = {r: t for t, r in ranks.items()}
+    assert oracle_encode(text, vocab, tok.merges, pattern=pattern) == expected
+
+
+def test_real_ranks_equal_oracle_on_a_sample():
+    # cl100k_base: the kernel's merges against the oracle for every 97th token (the oracle needs all lower ranks)
+    ranks = load_ranks("cl100k_base")
+    merges = merges_from_ranks(ranks)
+    by_rank = sorted((r, t) for t, r in ranks.items() if len(t) > 1)
+    assert len(merges) == len(by_rank)
+    lower = {}
+    for k, (r, token) in enumerate(by_rank):
+        if k % 97 == 0:
+            assert merges[k] == tuple(merge_pretoken_tiktoken(token, lower)), token
+        lower[token] = r
+    assert all(a + b == t for (a, b), (_, t) in zip(merges, by_rank))
+
+
+# ------------------------------------------------------------------------------------- reading files
+
+def write_lines(tmp_path, lines, name="r.tiktoken"):
+    path = tmp_path / name
+    path.write_bytes("".join(lines).encode() if isinstance(lines[0], str) else b"".join(lines))
+    return path
+
+
+def b64(token):
+    return base64.b64encode(token).decode()
+
+
+def test_read_tiktoken_equals_tiktokens_reader(tmp_path):
+    load = pytest.importorskip("tiktoken.load")
+    rng = random.Random(5)
+    tokens = list({bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9))) for _ in range(300)})
+    ranks = {t: 3 * k + 1 for k, t in enumerate(tokens)}    # gaps between ranks
+    lines = [f"{b64(t)} {r}\n" for t, r in ranks.items()]
+    lines.insert(7, "\n")                                   # empty lines are skipped
+    lines[10] = lines[10].replace("\n", "\r\n")             # CRLF
+    lines[11] = lines[11].replace(" ", " \t ")              # blanks
+    lines[-1] = lines[-1].rstrip("\n")                      # no final newline
+    path = write_lines(tmp_path, lines)
+    assert read_tiktoken(path) == load.load_tiktoken_bpe(str(path)) == ranks
+    gz = tmp_path / "r.tiktoken.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert read_tiktoken(gz) == ranks
+
+
+def test_read_tiktoken_real_files():
+    for name in ("cl100k_base", "o200k_base"):
+        assert read_tiktoken(ranks_path(name)) == load_ranks(name)
+
+
+@pytest.mark.parametrize("bad, line, message", [
+    ("YQ==", 2, "expected a base64 token, blanks and a decimal rank, got 'YQ=='"),
+    ("YQ== 1 2", 2, "expected a base64 token, blanks and a decimal rank"),
+    (" ", 2, "expected a base64 token"),
+    ("YQ==\x0b1", 2, "expected a base64 token"),
+    ("YQ== -1", 2, "the rank '-1' is not a decimal integer"),
+    ("YQ== +1", 2, "the rank '\\+1' is not a decimal integer"),
+    ("YQ== 1_0", 2, "the rank '1_0' is not a decimal integer"),
+    ("YQ== ١", 2, "the rank '١' is not a decimal integer"),
+    ("YQ== 12345678901", 2, "not a decimal integer of at most 10 digits"),
+    ("YQ== 4294967296", 2, "the rank 4294967296 is beyond"),
+    ("YQ= 1", 2, "the token 'YQ=' is not padded base64"),
+    ("YQ 1", 2, "the token 'YQ' is not padded base64"),
+    ("Y=== 1", 2, "is not padded base64"),
+    ("=YQ= 1", 2, "is not padded base64"),
+    ("YQ==YQ== 1", 2, "is not padded base64"),
+    ("Y!Q= 1", 2, "is not padded base64"),
+    ("Yg== 0", 2, "the rank 0 is on line 1 already"),
+    ("YQ== 7", 2, "the token b'a' is on line 1 already"),
+])
+def test_bad_line_names_file_and_line(tmp_path, bad, line, message):
+    path = write_lines(tmp_path, ["YQ== 0\n", bad + "\n", "Yw== 2\n"])
+    with pytest.raises(FormatError, match=message) as info:
+        read_tiktoken(path)
+    assert info.value.path == str(path) and info.value.line == line
+    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert isinstance(info.value, ValueError)
+
+
+def test_bad_line_number_counts_empty_lines(tmp_path):
+    path = write_lines(tmp_path, ["YQ== 0\n", "\n", "\r\n", "Yg== 1\n", "bad\n"])
+    with pytest.raises(FormatError) as info:
+        read_tiktoken(path)
+    assert info.value.line == 5
+
+
+def test_bad_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        read_tiktoken(tmp_path / "missing.tiktoken")
+    broken = tmp_path / "broken.tiktoken.gz"
+    broken.write_bytes(b"not gzip at all")
+    with pytest.raises(FormatError, match="cannot read"):
+        read_tiktoken(broken)
+    empty = tmp_path / "empty.tiktoken"
+    empty.write_bytes(b"")
+    assert read_tiktoken(empty) == {}
+
+
+def test_parse_kernel_worked_example():
+    pool, offsets, ranks, lines, bad = bpe_fast._ranks.parse_tiktoken(b"YQ== 0\n\nYWI= 7\r\n")
+    assert (bytes(pool), offsets.tolist(), ranks.tolist(), lines.tolist(), bad) == (b"aab", [0, 1, 3], [0, 7],
+                                                                                   [1, 3], 0)
+    assert bpe_fast._ranks.parse_tiktoken(b"")[-1] == 0
+    assert bpe_fast._ranks.parse_tiktoken(b"YQ== 0\nYQ=0\n")[-1] == 2
+
+
+# ------------------------------------------------------------------------------------- from_tiktoken
+
+def test_from_tiktoken_file_and_special_tokens(tmp_path):
+    ranks = BYTE_RANKS | {b"ab": 256, b"abc": 257}
+    path = write_lines(tmp_path, [f"{b64(t)} {r}\n" for t, r in ranks.items()])
+    tok = Tokenizer.from_tiktoken(path, "gpt2", {"<|eot|>": 300, "<|pad|>": 299})
+    assert tok.special_tokens == {"<|eot|>": 300, "<|pad|>": 299}
+    assert tok.encode("abc<|pad|>ab<|eot|>") == [257, 299, 256, 300]
+    assert tok.vocab_size == 301 and 258 not in tok.vocab     # gaps stay gaps
+    with pytest.raises(ValueError, match="unknown token id 258"):
+        tok.decode([258])
+    assert Tokenizer.from_tiktoken(str(path), "gpt2").encode("abc") == [257]
+
+
+def test_from_tiktoken_refuses_bad_special_tokens():
+    ranks = BYTE_RANKS | {b"ab": 256}
+    with pytest.raises(ValueError, match="its id 256 is the rank of b'ab'"):
+        Tokenizer.from_tiktoken(ranks, "gpt2", {"<|eot|>": 256})
+    with pytest.raises(ValueError, match="its bytes are a ranked token"):
+        Tokenizer.from_tiktoken(ranks, "gpt2", {"ab": 300})
+    with pytest.raises(ValueError, match="have the same id 300"):
+        Tokenizer.from_tiktoken(ranks, "gpt2", {"<|a|>": 300, "<|b|>": 300})
+    with pytest.raises(TypeError, match="dict"):
+        Tokenizer.from_tiktoken(ranks, "gpt2", ["<|eot|>"])
+    with pytest.raises(TypeError, match="not an int"):
+        Tokenizer.from_tiktoken(ranks, "gpt2", {"<|eot|>": "300"})
+    with pytest.raises(TypeError, match="path of a .tiktoken file or a dict"):
+        Tokenizer.from_tiktoken(42, "gpt2")
+
+
+def test_from_tiktoken_names_a_bad_line(tmp_path):
+    path = write_lines(tmp_path, ["YQ== 0\n", "YWI= x\n"])
+    with pytest.raises(FormatError, match=r"r\.tiktoken:2: the rank 'x'"):
+        Tokenizer.from_tiktoken(path, "gpt2")
+
+
+# ------------------------------------------------------------------------------------- round trips
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A tokenizer trained by bpe_fast (GPT-4's pattern, <|endoftext|> at id 256)."""
+    from bpe_fast import train_bpe
+
+    rng = random.Random(3)
+    words = "the cat sat on mat hello world don't stop 12345 678 Straße café 東京 I'm we'll <|endoftext|>".split()
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text(" ".join(rng.choice(words) + rng.choice(["", "s", "ing", "ed"]) for _ in range(3000)),
+                    encoding="utf-8")
+    vocab, merges = train_bpe(path, 340, ["<|endoftext|>"], num_processes=1, pattern="gpt4")
+    return Tokenizer(vocab, merges, ["<|endoftext|>"], "gpt4")
+
+
+def test_round_trip_export_tiktoken_from_tiktoken(tmp_path, trained):
+    tok = trained
+    path = tmp_path / "mine.tiktoken"
+    tok.export_tiktoken(path)
+    back = Tokenizer.from_tiktoken(path, tok.pattern, tok.special_tokens)
+    assert back.merges == tok.merges
+    assert dict(back.vocab) == dict(tok.vocab)
+    text = "the cat<|endoftext|> don't Straße 12345678 hello  world\n"
+    assert back.encode(text) == tok.encode(text)
+    assert read_tiktoken(path) == ranks_from_tokenizer(tok)
+
+
+def test_to_tiktoken_gives_the_same_ids(trained):
+    pytest.importorskip("tiktoken")
+    tok = trained
+    enc = tok.to_tiktoken("mine")
+    assert enc.name == "mine" and enc.n_vocab == tok.vocab_size
+    text = "the cat<|endoftext|> don't Straße 12345678 hello  world\n"
+    assert enc.encode(text, allowed_special="all") == tok.encode(text)
+    assert enc.encode_ordinary(text) == tok.encode_ordinary(text)
+
+
+def test_ranks_from_tokenizer_refusals():
+    # ids not in merge order: tiktoken would merge "cd" (id 256) before "ab" (id 257)
+    vocab = dict(enumerate(bytes([b]) for b in range(256))) | {256: b"cd", 257: b"ab"}
+    with pytest.raises(ValueError, match="ids must follow the merge order"):
+        ranks_from_tokenizer(Tokenizer(vocab, [(b"a", b"b"), (b"c", b"d")]))
+    # a multi-byte token no merge makes: tiktoken would merge into it
+    vocab = dict(enumerate(bytes([b]) for b in range(256))) | {256: b"xy"}
+    with pytest.raises(ValueError, match="made by no merge"):
+        ranks_from_tokenizer(Tokenizer(vocab, []))
+    # a byte without a token
+    vocab = {i: bytes([i]) for i in range(255)}
+    with pytest.raises(ValueError, match=r"single byte b'\\xff' has no token"):
+        ranks_from_tokenizer(Tokenizer(vocab, []))
+    # two ids with the same bytes
+    vocab = dict(enumerate(bytes([b]) for b in range(256))) | {256: b"a"}
+    with pytest.raises(ValueError, match="same bytes"):
+        ranks_from_tokenizer(Tokenizer(vocab, []))
+
+
+def test_to_tiktoken_without_tiktoken(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_tiktoken(name, *args, **kwargs):
+        if name == "tiktoken":
+            raise ImportError("No module named 'tiktoken'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tiktoken)
+    with pytest.raises(ImportError, match="pip install tiktoken"):
+        Tokenizer({i: bytes([i]) for i in range(256)}, []).to_tiktoken()
+
+
+# ------------------------------------------------------------------------------------- doctests
+
+@pytest.mark.parametrize("module", [bpe_fast.ranks, bpe_fast._ranks, bpe_fast.specials])
+def test_doctests(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,427 @@
+"""bpe_fast.Encoding and Tokenizer against tiktoken itself: GPT-2, cl100k_base and o200k_base ranks.
+
+Every Encoding method is called on bpe_fast's Encoding and on tiktoken's with the same arguments; results and
+exceptions (type, and the message where tiktoken's is meant for people) must be the same. The ranks are read
+offline (tests/openai_ranks.py: cl100k_base and o200k_base from the bpe-openai wheel; GPT-2's from
+../shared/fixtures); tests skip with the reason when one is missing.
+"""
+import doctest
+import functools
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import bpe_fast
+import bpe_fast.encoding
+from bpe_fast import Encoding, Tokenizer
+from bpe_fast.patterns import GPT2_PATTERN
+from bpe_fast.ranks import ranks_from_tokenizer
+from openai_ranks import ENCODINGS, load_ranks, ranks_path
+
+tiktoken = pytest.importorskip("tiktoken")
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+EOT = "<|endoftext|>"
+FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SOME = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NAMES = ["gpt2", "cl100k_base", "o200k_base"]
+
+TRICKY = [
+    "", " ", "  ", "\n", "\r\n", "\r\n\r\n  \r\n", "a\n\n\nb", "trailing spaces   ", "   leading", "tab\tand\t\ttabs",
+    "I'm don't we'll they've she'd it's", "I'M DON'T WE'LL THEY'VE SHE'D IT'S", "i'M dOn'T wE'lL", "'s 'S 'll 'LL 'x",
+    "O'Neil's rock'n'roll", "don't\n'tis", "12 123 1234 12345 123456789 3.14159 1,000,000 0x1F 2024-05-13",
+    "٣٤٥٦٧ १२३४ ½ x² ⅓ 𝟙𝟚𝟛", "hello world", "Hello World HELLO wORLD HeLLo", "CamelCaseWords andHTTPServer",
+    "😀 🎉🎉 👩‍👩‍👧 ✨ 🇫🇷🇩🇪 ❤️", "東京 日本語の文章です。我能吞下玻璃而不伤身体。", "한국어 안녕하세요",
+    "مرحبا بالعالم! السَّلَامُ عَلَيْكُمْ", "शालि हिन्दी नमस्ते क्षत्रिय",
+    "Ελληνικά Привет мир съешь ещё", "שָׁלוֹם עולם",
+    "Straße Größe naïve café façade déjà vu", "e\u0301 a\u0308\u0304 n\u0303", "ﬁ ﬂ ǅ ǈ ǋ",
+    "\u00a0\u3000\u2028\u2029\x0b\x0c", "a/b//c\n/d", "...!!!???---***", "$5 #tag @me 100% <html><body>",
+    "\x00\x01\x7f\x80 control", "a\ud800b", "\udfff", "\ud83d\ude00", "x\ud83dy\ude00z", "<|endoftext|>",
+    "a<|endoftext|>b<|endoftext|>",
+    "<|endoftext|<|endoftext|>|>", "<|endofprompt|> and <|fim_prefix|>x<|fim_suffix|>", "<|endoftext", "endoftext|>",
+    "word" * 300, " " * 70, "\n" * 40 + "x", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "💩" * 30,
+]
+
+
+# ------------------------------------------------------------------------------------- the encodings
+
+def gpt2_ranks():
+    vocab, merges = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
+    if not (vocab.exists() and merges.exists()):
+        pytest.skip(f"GPT-2's files are absent from {FIXTURES} (the shared fixtures are not in a fresh clone)")
+    tok = Tokenizer.from_files(vocab, merges, [EOT])
+    return ranks_from_tokenizer(tok), tok
+
+
+_pairs = {}
+
+
+def encodings(name):
+    """(bpe_fast Encoding, tiktoken Encoding) for `name`, built once."""
+    if name not in _pairs:
+        if name == "gpt2":
+            ranks, _ = gpt2_ranks()
+            pattern, specials = GPT2_PATTERN, {EOT: 50256}
+        else:
+            ranks = load_ranks(name)
+            pattern, specials = ENCODINGS[name]
+        ours = Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+        theirs = tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+        _pairs[name] = ours, theirs
+    return _pairs[name]
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def pair(request):
+    return encodings(request.param)
+
+
+def outcome(call):
+    """What a call gives, comparably: ("ok", value) or ("raise", exception type, message). Messages are
+    compared for the exceptions tiktoken words itself (ValueError, KeyError, OverflowError, AssertionError)."""
+    try:
+        value = call()
+    except Exception as exc:        # noqa: BLE001 (comparing exceptions is the point)
+        shown = str(exc) if isinstance(exc, (ValueError, KeyError, OverflowError, AssertionError)) else None
+        if isinstance(exc, UnicodeError):
+            shown = str(exc)
+        return "raise", type(exc), shown
+    if isinstance(value, np.ndarray):
+        return "ok", ("array", value.dtype, value.tolist())
+    return "ok", value
+
+
+def same(pair, call, *args, **kwargs):
+    """call(encoding, *args, **kwargs) on both encodings of `pair` (`call` may be a method's name) gives the
+    same outcome; returns it."""
+    if isinstance(call, str):
+        name = call
+
+        def call(encoding, *a, **k):
+            return getattr(encoding, name)(*a, **k)
+
+    ours, theirs = pair
+    got = outcome(lambda: call(ours, *args, **kwargs))
+    assert got == outcome(lambda: call(theirs, *args, **kwargs))
+    return got
+
+
+ENCODE_CALLS = [
+    lambda e, t: e.encode(t),
+    lambda e, t: e.encode(t, allowed_special="all"),
+    lambda e, t: e.encode(t, allowed_special={EOT}),
+    lambda e, t: e.encode(t, disallowed_special=()),
+    lambda e, t: e.encode(t, allowed_special={EOT}, disallowed_special=()),
+    lambda e, t: e.encode(t, disallowed_special={EOT}),
+    lambda e, t: e.encode(t, allowed_special=frozenset({EOT, "<|endofprompt|>", "not special"}),
+                          disallowed_special=()),
+    lambda e, t: e.encode_ordinary(t),
+    lambda e, t: e.encode_to_numpy(t, allowed_special="all"),
+    lambda e, t: e.encode_to_numpy(t),
+    lambda e, t: e.encode_batch([t, t[:7], ""], allowed_special="all", num_threads=2),
+    lambda e, t: e.encode_batch([t, "x"]),
+    lambda e, t: e.encode_ordinary_batch([t, t[3:]], num_threads=3),
+]
+
+
+def check_text(pair, text):
+    for call in ENCODE_CALLS:
+        same(pair, call, text)
+    _, ids = same(pair, "encode", text, allowed_special="all")
+    for cut in (ids, ids[:-1], ids[1:]):
+        same(pair, "decode", cut)
+        same(pair, "decode", cut, errors="strict")
+        same(pair, "decode", cut, errors="ignore")
+        same(pair, "decode_bytes", cut)
+        same(pair, "decode_tokens_bytes", cut)
+        same(pair, "decode_with_offsets", cut)
+        same(pair, "decode_batch", [cut, cut[:2]], num_threads=2)
+        same(pair, "decode_bytes_batch", [cut, cut[:2]])
+
+
+# ------------------------------------------------------------------------------------- ids as tiktoken's
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_tricky_strings(pair, text):
+    check_text(pair, text)
+
+
+def joined(parts):
+    return "".join(parts)
+
+
+FRAGMENTS = TRICKY[:48] + [EOT, "<|endofprompt|>", " ", "'", "\r", "\n", "1", "A", "é"]
+SURROGATES = st.characters(categories=["Cs"])          # (hypothesis leaves them out of its default alphabet)
+texts = st.one_of(
+    st.text(st.characters() | SURROGATES, max_size=60),
+    st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=5) | SURROGATES, max_size=12).map(joined),
+)
+
+
+@SOME
+@given(texts)
+@example("\ud800\udc00\ud800")
+@example("A'S'T'LL 1234567 \r\n\r\n ")
+def test_random_text_cl100k(text):
+    check_text(encodings("cl100k_base"), text)
+
+
+@SOME
+@given(texts)
+@example("ÀÉÎ'sù'D ǅǈ\u0301x/\n/ 12345")
+def test_random_text_o200k(text):
+    check_text(encodings("o200k_base"), text)
+
+
+@FEW
+@given(texts)
+def test_random_text_gpt2(text):
+    check_text(encodings("gpt2"), text)
+
+
+def test_long_text_and_threads(pair):
+    # texts of 16 KB or more encode without the GIL: several at once on threads
+    text = " ".join(TRICKY[:40]) * 30
+    batch = [text, text[1:], text[:20000], EOT.join([text[:5000]] * 4)]
+    got = same(pair, lambda e: e.encode_batch(batch, allowed_special="all", num_threads=4))
+    assert got[1][0] == pair[0].encode(text, allowed_special="all")
+
+
+def test_gpt2_ranks_recover_gpt2_merges():
+    ranks, tok = gpt2_ranks()
+    recovered = Tokenizer.from_tiktoken(ranks, "gpt2", {EOT: 50256})
+    assert recovered.merges == tok.merges
+    text = " ".join(TRICKY)
+    assert recovered.encode(text) == tok.encode(text)
+
+
+def test_real_file_loads():
+    # (tests/test_ranks.py reads o200k_base's file too)
+    name = "cl100k_base"
+    pattern, specials = ENCODINGS[name]
+    ours = Encoding.from_tiktoken_file(name, ranks_path(name), pattern, specials)
+    assert ours._mergeable_ranks == load_ranks(name)
+    assert ours.encode("hello world <|endoftext|>", allowed_special="all") == \
+        encodings(name)[1].encode("hello world <|endoftext|>", allowed_special="all")
+
+
+# ------------------------------------------------------------------------------------- the other methods
+
+def test_properties_and_attributes(pair):
+    ours, theirs = pair
+    for get in [lambda e: e.name, lambda e: e.n_vocab, lambda e: e.max_token_value, lambda e: e.eot_token,
+                lambda e: e.special_tokens_set, lambda e: e._pat_str, lambda e: e._special_tokens,
+                lambda e: e._special_token_values, lambda e: repr(e), lambda e: e.token_byte_values()]:
+        same(pair, get)
+    assert ours._mergeable_ranks is theirs._mergeable_ranks        # kept, not copied, as tiktoken does
+    for token in [0, 1, 255, 50256, 100257, 100276, 199999, 200018, 10**6]:
+        same(pair, "is_special_token", token)
+    same(pair, "is_special_token", "a")                             # AssertionError
+
+
+def test_single_tokens(pair):
+    ours, _ = pair
+    for value in ["hello", " world", b"hello", EOT, "<|endofprompt|>", "no such token at all", b"\xff\xfe\xfd",
+                  "\ud800", 5, None, bytearray(b"hello"), memoryview(b"a")]:
+        same(pair, "encode_single_token", value)
+    for token in [0, 1, 97, 50256, 100257, 100261, 100276, 199999, 200018, 200019, 10**6, -1, 2**32, 2**64,
+                  -2**63, -2**63 - 1, True, np.int64(31373), np.uint32(5), "5", 5.0, None]:
+        same(pair, "decode_single_token_bytes", token)
+        same(pair, "decode_tokens_bytes", [token])
+        same(pair, "decode_with_offsets", [token])
+    # every token's bytes round-trip
+    for token in range(0, ours.max_token_value + 1, 997):
+        same(pair, lambda e, t: e.encode_single_token(e.decode_single_token_bytes(t)), token)
+
+
+def test_decode_arguments_and_errors(pair):
+    ours, _ = pair
+    unknown = next(i for i in range(ours.max_token_value + 2) if i not in ours.tokenizer.vocab)
+    for ids in [[31373, 995], (31373, 995), range(5), np.array([1, 2]), np.array([1, 2], dtype=np.uint32),
+                np.array([1.0]), np.array([True]), np.array([[1]]), np.array([2**63], dtype=np.uint64),
+                [unknown], [1, unknown], [unknown, -1], [-1], [2**32], [2**70], ["a"], [1.0], [True, False],
+                [np.int64(5)], b"ab", bytearray(b"ab"), "ab", {1: 2}, {1}, iter([1, 2]), [], None]:
+        same(pair, "decode", ids)
+        same(pair, "decode_bytes", ids)
+
+
+def test_disallowed_special_message(pair):
+    got = same(pair, "encode", "a<|endoftext|>")
+    assert got[:2] == ("raise", ValueError) and "disallowed special token '<|endoftext|>'" in got[2]
+    for text in ["x <|endofprompt|> <|endoftext|>", "<|fim_prefix|>", "<|endoftext|><|endoftext|>"]:
+        same(pair, "encode", text)
+    # a string that is no special token can still be disallowed (tiktoken searches for what it is given)
+    same(pair, lambda e: e.encode("hello", disallowed_special={"ell"}))
+    same(pair, lambda e: e.encode("hello", disallowed_special="ell"))           # a str: its characters
+    same(pair, lambda e: e.encode("", disallowed_special={""}))
+    same(pair, lambda e: e.encode_to_numpy("a<|endoftext|>"))
+    same(pair, lambda e: e.encode_batch(["ok", "a<|endoftext|>"]))
+
+
+def test_bad_arguments(pair):
+    for call in [lambda e: e.encode(b"bytes"), lambda e: e.encode(None), lambda e: e.encode_ordinary(b"x"),
+                 lambda e: e.encode("a", allowed_special=[EOT]),
+                 lambda e: e.encode("a", allowed_special=[EOT], disallowed_special=()),
+                 lambda e: e.encode("a", allowed_special="foo"),
+                 lambda e: e.encode("a", allowed_special={EOT: 1}.keys()),
+                 lambda e: e.encode_to_numpy(b"x", disallowed_special=()),
+                 lambda e: e.encode_batch(["a"], num_threads=0), lambda e: e.encode_batch(["a"], num_threads=None),
+                 lambda e: e.encode_batch("ab"), lambda e: e.decode_batch([[1]], num_threads=-1),
+                 lambda e: e.encode_ordinary_batch(["a", "b"], num_threads=1)]:
+        same(pair, call)
+
+
+def small_ranks():
+    return {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+
+
+def test_construction_checks():
+    def build(cls, kwargs):
+        return cls("x", pat_str=r"\w+|\W", mergeable_ranks=small_ranks(), **kwargs)
+
+    for kwargs in [{"special_tokens": {}}, {"special_tokens": {"<|x|>": 300}, "explicit_n_vocab": 259},
+                   {"special_tokens": {"<|x|>": 258}, "explicit_n_vocab": 259},
+                   {"special_tokens": {"<|x|>": 258}, "explicit_n_vocab": 300}]:
+        ours, theirs = (outcome(functools.partial(build, cls, kwargs)) for cls in (Encoding, tiktoken.Encoding))
+        assert ours[0] == theirs[0] and (ours[0] == "ok" or ours[1] is theirs[1]), kwargs
+    assert outcome(lambda: Encoding("x", pat_str="a", mergeable_ranks={}, special_tokens={})) == \
+        outcome(lambda: tiktoken.Encoding("x", pat_str="a", mergeable_ranks={}, special_tokens={}))
+    no_eot = (Encoding("x", pat_str=r"\w+|\W", mergeable_ranks=small_ranks(), special_tokens={}),
+              tiktoken.Encoding("x", pat_str=r"\w+|\W", mergeable_ranks=small_ranks(), special_tokens={}))
+    same(no_eot, lambda e: e.eot_token)
+    same(no_eot, lambda e: e.encode("<|endoftext|>"))
+
+
+def test_refusals_tiktoken_does_not_make():
+    # documented differences: a missing byte, an unreachable token, a special id that is a rank
+    ranks = small_ranks()
+    with pytest.raises(ValueError, match="single bytes have no rank"):
+        Encoding("x", pat_str="a", mergeable_ranks={b"a": 0}, special_tokens={})
+    with pytest.raises(ValueError, match=r"b'xyz' \(rank 258\)"):
+        Encoding("x", pat_str="a", mergeable_ranks=ranks | {b"xyz": 258}, special_tokens={})
+    with pytest.raises(ValueError, match="is the rank of"):
+        Encoding("x", pat_str="a", mergeable_ranks=ranks, special_tokens={EOT: 257})
+
+
+def test_pickle_by_value():
+    ranks = small_ranks()
+    ours = Encoding("tiny", pat_str=r"\w+|\W", mergeable_ranks=ranks, special_tokens={EOT: 258})
+    data = pickle.dumps(ours)
+    assert b"tiktoken" not in data and b".py" not in data       # no file, no tiktoken: by value
+    back = pickle.loads(data)
+    assert back.name == "tiny" and back._mergeable_ranks == ranks and back._special_tokens == {EOT: 258}
+    text = "abc ab<|endoftext|>"
+    assert back.encode(text, allowed_special="all") == ours.encode(text, allowed_special="all") == [257, 32, 256, 258]
+    cl100k = encodings("cl100k_base")[0]
+    state = cl100k.__getstate__()
+    assert set(state) == {"name", "pat_str", "mergeable_ranks", "special_tokens"}
+
+
+# ------------------------------------------------------------------------------------- one engine
+
+def test_encoding_is_a_view_of_one_tokenizer():
+    ours, _ = encodings("cl100k_base")
+    tok = ours.tokenizer
+    assert isinstance(tok, Tokenizer)
+    views = [ours._encoder(set()), ours._encoder({EOT}), ours._encoder(ours.special_tokens_set)]
+    assert views[2] is tok
+    for view in views:
+        assert view._tables is tok._tables and view._cores is tok._cores and view._vocab is tok._vocab
+    assert views[1].special_tokens == {EOT: 100257} and views[0].special_tokens == {}
+    assert ours._encoder({EOT}) is views[1]                     # cached
+    assert bpe_fast.Encoding is Encoding
+
+
+# ------------------------------------------------------------------------------------- the Tokenizer's keywords
+
+def test_tokenizer_keywords_follow_tiktoken():
+    ours, theirs = encodings("cl100k_base")
+    tok = ours.tokenizer
+    text = "a<|endoftext|>b<|endofprompt|>c"
+    # CS336's default: its special tokens are matched, nothing is refused
+    assert tok.encode(text) == theirs.encode(text, allowed_special="all")
+    assert tok.encode(text, allowed_special={EOT}) == theirs.encode(text, allowed_special={EOT},
+                                                                    disallowed_special=())
+    assert tok.encode(text, allowed_special=set()) == theirs.encode_ordinary(text) == tok.encode_ordinary(text)
+    with pytest.raises(ValueError, match="disallowed special token '<\\|endofprompt\\|>'"):
+        tok.encode(text, allowed_special={EOT}, disallowed_special="all")
+    with pytest.raises(ValueError, match="disallowed special token '<\\|endoftext\\|>'"):
+        tok.encode(text, allowed_special=set(), disallowed_special={EOT})
+    with pytest.raises(TypeError, match='"all" or a set'):
+        tok.encode(text, allowed_special=EOT)
+    with pytest.raises(TypeError, match='"all" or a collection'):
+        tok.encode(text, disallowed_special=EOT)
+    assert tok.encode("x", allowed_special=["not a special token"]) == theirs.encode("x")
+    batch = [text, "", "plain", text * 100]
+    for threads in (1, 2, 8):
+        assert tok.encode_batch(batch, num_threads=threads) == theirs.encode_batch(batch, allowed_special="all")
+        assert tok.encode_batch(batch, allowed_special=set(), num_threads=threads) == \
+            theirs.encode_ordinary_batch(batch)
+    with pytest.raises(ValueError, match="disallowed"):
+        tok.encode_batch(batch, allowed_special=set(), disallowed_special="all")
+    with pytest.raises(TypeError, match="not a single str"):
+        tok.encode_batch("text")
+    with pytest.raises(ValueError, match="at least 1"):
+        tok.encode_batch(batch, num_threads=0)
+    ids = theirs.encode_batch(batch, allowed_special="all")
+    assert tok.decode_batch(ids, num_threads=2) == theirs.decode_batch(ids)
+
+
+def test_tokenizer_decode_errors():
+    ours, theirs = encodings("cl100k_base")
+    tok = ours.tokenizer
+    ids = tok.encode("naïve ") + [ours.encode_single_token(b"\xe2"), ours.encode_single_token(b"\x82")]  # "€" cut
+    assert tok.decode(ids) == "naïve \ufffd"
+    for errors in ("replace", "ignore", "backslashreplace"):
+        assert tok.decode(ids, errors=errors) == theirs.decode(ids, errors=errors)
+        assert tok.decode(np.array(ids), errors=errors) == theirs.decode(ids, errors=errors)
+    with pytest.raises(UnicodeDecodeError):
+        tok.decode(ids, errors="strict")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_encode_with_offsets_equals_decode_with_offsets(name):
+    ours, theirs = encodings(name)
+    tok = ours.tokenizer
+    for text in TRICKY[:60]:
+        if any("\ud800" <= c <= "\udfff" for c in text):
+            continue
+        ids, offsets = tok.encode_with_offsets(text)
+        assert ids.dtype == np.int32 and offsets.dtype == np.int64
+        assert ids.tolist() == tok.encode(text)
+        try:
+            expected = theirs.decode_with_offsets(ids.tolist())
+        except UnicodeDecodeError:
+            continue
+        assert (text, offsets.tolist()) == expected == tok.decode_with_offsets(ids)
+
+
+def test_encode_with_offsets_of_surrogates():
+    # lone surrogates are replaced by U+FFFD and a surrogate pair becomes its character, as tiktoken does; the
+    # offsets still index the text as given
+    ours, theirs = encodings("cl100k_base")
+    text = "a\ud83d\ude00b\ud800c"      # a=0, the pair 1-2, b=3, a lone surrogate 4, c=5
+    ids, offsets = ours.tokenizer.encode_with_offsets(text)
+    assert ids.tolist() == theirs.encode(text)
+    fixed, fixed_offsets = theirs.decode_with_offsets(ids.tolist())
+    assert fixed == "a\U0001F600b\ufffdc"
+    assert offsets.tolist() == [[0, 1, 3, 4, 5][k] for k in fixed_offsets]
+
+
+def test_encode_with_offsets_keywords():
+    tok = encodings("cl100k_base")[0].tokenizer
+    ids, offsets = tok.encode_with_offsets("ab<|endoftext|>c")
+    assert ids.tolist() == tok.encode("ab<|endoftext|>c") and offsets.tolist()[-2:] == [2, 15]
+    ids, _ = tok.encode_with_offsets("ab<|endoftext|>c", allowed_special=set())
+    assert ids.tolist() == tok.encode_ordinary("ab<|endoftext|>c")
+
+
+# ------------------------------------------------------------------------------------- doctests
+
+def test_doctests():
+    result = doctest.testmod(bpe_fast.encoding, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
