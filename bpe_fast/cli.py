@@ -4,7 +4,8 @@
     bpe-fast train corpus.txt --vocab-size 10000 --special-token '<|endoftext|>' -o tok/
     bpe-fast encode -t tok/ corpus.txt -o tokens.npy
     bpe-fast decode -t tok/ tokens.npy -o text.txt
-    bpe-fast export -t tok/ --hf tokenizer.json
+    bpe-fast export -t tok/ --hf tokenizer.json      (--hf-dir DIR: the folder transformers loads)
+    bpe-fast encode -t tokenizer.json corpus.txt -o tokens.npy     (-t: a folder, or HF's tokenizer.json)
     bpe-fast count corpus.txt -o counts.npz
 
 Errors are one line on stderr and a non-zero exit (1; 130 after Ctrl-C), never a traceback, and no
@@ -103,11 +104,15 @@ def _pattern(value):
     return value
 
 
-def _load_tokenizer(directory):
+def _load_tokenizer(path):
+    """A folder Tokenizer.save wrote, or an HF tokenizer.json (a file whose name ends in .json)."""
     from .tokenizer import Tokenizer
-    if not os.path.isdir(directory):
-        raise CliError(f"{directory}: no such tokenizer directory")
-    return Tokenizer.load(directory)
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such tokenizer directory")
+    if os.path.isfile(path) and path.endswith(".json") and os.path.basename(path) not in ("vocab.json",
+                                                                                          "bpe_fast.json"):
+        return Tokenizer.from_hf(path)
+    return Tokenizer.load(path)
 
 
 def _check_output_folder(path):
@@ -273,10 +278,12 @@ def cmd_decode(args):
 
 def cmd_export(args):
     tokenizer = _load_tokenizer(args.tokenizer)
-    target = args.hf or args.tiktoken
+    target = args.hf or args.hf_dir or args.tiktoken
     _check_output_folder(target)
     if args.hf:
         tokenizer.export_hf(args.hf)
+    elif args.hf_dir:
+        tokenizer.export_hf_dir(args.hf_dir, eos_token=args.eos_token)
     else:
         tokenizer.export_tiktoken(args.tiktoken)
     print(f"exported -> {target}", file=sys.stderr)
@@ -292,6 +299,9 @@ def _positive_int(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
     return value
+
+
+_TOKENIZER_HELP = "a folder written by train (or Tokenizer.save), or an HF tokenizer.json"
 
 
 def build_parser():
@@ -326,7 +336,7 @@ def build_parser():
     p.set_defaults(func=cmd_count)
 
     p = sub.add_parser("encode", help="encode a text file into a .npy token array")
-    p.add_argument("-t", "--tokenizer", required=True, metavar="DIR")
+    p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
     p.add_argument("input", metavar="INPUT")
     p.add_argument("-o", "--output", required=True, metavar="TOKENS.npy")
     p.add_argument("--processes", type=_positive_int, default=None,
@@ -338,16 +348,20 @@ def build_parser():
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("decode", help="decode a .npy token array into text")
-    p.add_argument("-t", "--tokenizer", required=True, metavar="DIR")
+    p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
     p.add_argument("tokens", metavar="TOKENS.npy")
     p.add_argument("-o", "--output", required=True, metavar="OUTPUT.txt")
     p.set_defaults(func=cmd_decode)
 
     p = sub.add_parser("export", help="write the tokenizer for HF tokenizers or tiktoken")
-    p.add_argument("-t", "--tokenizer", required=True, metavar="DIR")
+    p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--hf", metavar="tokenizer.json")
+    group.add_argument("--hf-dir", metavar="DIR", help="tokenizer.json, tokenizer_config.json and "
+                       "special_tokens_map.json, for transformers' PreTrainedTokenizerFast.from_pretrained")
     group.add_argument("--tiktoken", metavar="FILE.tiktoken")
+    p.add_argument("--eos-token", metavar="TOKEN", help="with --hf-dir: the special token transformers takes as "
+                   "eos_token (the others are additional special tokens)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("synth", help="generate a TinyStories-like or web-like corpus")

@@ -1,9 +1,13 @@
-"""Writing a tokenizer for the libraries people already use: HF tokenizers and tiktoken.
+"""Writing a tokenizer for the libraries people already use: HF tokenizers (and transformers) and tiktoken.
 
 Both files give the same ids as bpe_fast for the same text:
   * HF `tokenizer.json`: a BPE model over GPT-2's byte-to-unicode strings, a Split pre-tokenizer with the
-    same regex (isolated pieces) followed by ByteLevel without its own regex, a ByteLevel decoder, and
-    the special tokens as added tokens.
+    same regex (isolated pieces; spelled for Oniguruma by bpe_fast.hf.pattern_to_hf) followed by ByteLevel
+    without its own regex, a ByteLevel decoder, and the special tokens as added tokens. The merges are
+    "a b" strings, the form every tokenizers release reads (the [a, b] pairs need 0.20 or later); no mapped
+    token holds a space (the space byte is written "Ġ"), so the one space between the two is unambiguous.
+  * export_hf_dir: that file plus tokenizer_config.json and special_tokens_map.json, the folder
+    transformers' save_pretrained writes, for PreTrainedTokenizerFast.from_pretrained.
   * tiktoken's `.tiktoken`: one line per ordinary token, its bytes in base64 and its rank (= its id).
     tiktoken merges by the rank of the merged token, which equals the merge order here since merged
     tokens get ids in creation order. Build the Encoding with the same pattern and special tokens:
@@ -14,14 +18,12 @@ Files are written to a temporary name and renamed.
 """
 import base64
 import json
+import os
 
-from .formats import token_to_str, write_text_atomic
-from .patterns import GPT4_PATTERN
+from .formats import token_to_str, tokens_to_strs, write_text_atomic
+from .hf import hf_added_token_ids, pattern_to_hf
 
-# HF tokenizers runs Split patterns on Oniguruma, where "{1,3}+" repeats the interval instead of making
-# it possessive. At the end of its alternative a possessive and a greedy "{1,3}" match the same, so the
-# exported GPT-4 pattern drops the "+".
-_HF_PATTERN = {GPT4_PATTERN: GPT4_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")}
+HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
 def _check_unique(tokenizer):
@@ -34,27 +36,50 @@ def _check_unique(tokenizer):
 
 
 def hf_tokenizer_json(tokenizer):
-    """The tokenizer as an HF tokenizers `tokenizer.json` document (a dict)."""
+    """The tokenizer as an HF tokenizers `tokenizer.json` document (a dict).
+
+    HF numbers the added tokens itself: one found (by its text) in the model's vocab keeps that id, the others
+    follow the vocab in order (bpe_fast.hf.hf_added_token_ids). A special token whose text is its mapped form
+    ("<|endoftext|>") can be in the model's vocab, as in GPT-2's own file; one that is not ("<|a b|>" is
+    "<|aĠb|>" mapped) cannot, and must get its id from that order: the special tokens are put in the vocab
+    (all that can be, or none, or those before the first that cannot) so that HF gives each its id, and a
+    ValueError names the first for which no choice does (give such tokens the last ids)."""
     _check_unique(tokenizer)
-    specials = set(tokenizer.special_tokens)
-    special_ids = {s: i for i, tok in tokenizer.vocab.items() for s in specials if tok == s.encode("utf-8")}
-    # special tokens are in the model's vocab too (as in GPT-2's own file): HF takes an added token's id
-    # from there, and would give it a new id past the vocab otherwise
-    vocab = {token_to_str(tok): i for i, tok in tokenizer.vocab.items()}
+    special_ids = sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
+    contents = [s for s, _ in special_ids]
+    all_keys = dict(zip(tokens_to_strs(tokenizer.vocab.values()), tokenizer.vocab))
+    special_set = set(tokenizer.special_tokens.values())
+    ordinary = {key: i for key, i in all_keys.items() if i not in special_set}
+    mapped = [(s, i) for s, i in special_ids if token_to_str(s.encode("utf-8")) == s]
+    mapped_ids = {i for _, i in mapped}
+    first_unmapped = min((i for _, i in special_ids if i not in mapped_ids), default=None)
+    choices = [mapped, [], [(s, i) for s, i in mapped if first_unmapped is None or i < first_unmapped]]
+    for in_vocab in choices:
+        vocab = ordinary | dict(in_vocab)
+        given = hf_added_token_ids(vocab, contents)
+        if all(hf_id == i for (_, i), hf_id in zip(special_ids, given)):
+            break
+    else:
+        vocab = ordinary | dict(mapped)
+        s, i, hf_id = next((s, i, h) for (s, i), h in zip(special_ids, hf_added_token_ids(vocab, contents)) if h != i)
+        raise ValueError(f"special token {s!r} has id {i}, but HF would give it id {hf_id} (an added token whose "
+                         "text is not its byte-level form gets the next id after the vocab)")
+    vocab = dict(sorted(vocab.items(), key=lambda item: item[1]))
+    merge_keys = iter(tokens_to_strs(token for merge in tokenizer.merges for token in merge))
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": [
-            {"id": special_ids[s], "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+            {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
              "normalized": False, "special": True}
-            for s in tokenizer.special_tokens
+            for s, i in special_ids
         ],
         "normalizer": None,
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": _HF_PATTERN.get(tokenizer.pattern, tokenizer.pattern)}, "behavior": "Isolated",
+                {"type": "Split", "pattern": {"Regex": pattern_to_hf(tokenizer.pattern)}, "behavior": "Isolated",
                  "invert": False},
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
             ],
@@ -65,7 +90,7 @@ def hf_tokenizer_json(tokenizer):
             "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
             "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
             "vocab": vocab,
-            "merges": [[token_to_str(a), token_to_str(b)] for a, b in tokenizer.merges],
+            "merges": [a + " " + b for a, b in zip(merge_keys, merge_keys)],
         },
     }
 
@@ -73,6 +98,41 @@ def hf_tokenizer_json(tokenizer):
 def export_hf(tokenizer, path):
     """Write an HF tokenizers `tokenizer.json` (load it with tokenizers.Tokenizer.from_file)."""
     write_text_atomic(path, json.dumps(hf_tokenizer_json(tokenizer), ensure_ascii=False))
+
+
+def export_hf_dir(tokenizer, directory, bos_token=None, eos_token=None, pad_token=None):
+    """Write `directory` (created if missing) as transformers' save_pretrained does: tokenizer.json,
+    tokenizer_config.json (tokenizer_class PreTrainedTokenizerFast, the special tokens, no clean-up of spaces
+    in decode) and special_tokens_map.json. The roles bos/eos/pad, when given, name special tokens; the other
+    special tokens are additional_special_tokens. Returns the paths written."""
+    specials = tokenizer.special_tokens
+    roles = {}
+    for role, token in (("bos_token", bos_token), ("eos_token", eos_token), ("pad_token", pad_token)):
+        if token is not None:
+            if token not in specials:
+                raise ValueError(f"{role} {token!r} is not one of the special tokens {list(specials)!r}")
+            roles[role] = token
+    additional = [s for s in specials if s not in roles.values()]
+    config = {
+        "added_tokens_decoder": {
+            str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+                     "special": True}
+            for s, i in sorted(specials.items(), key=lambda item: item[1])
+        },
+        **roles,
+        "additional_special_tokens": additional,
+        "clean_up_tokenization_spaces": False,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
+    document = hf_tokenizer_json(tokenizer)       # checks before anything is written
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    paths = [os.path.join(directory, name) for name in HF_FILES]
+    write_text_atomic(paths[0], json.dumps(document, ensure_ascii=False))
+    write_text_atomic(paths[1], json.dumps(config, ensure_ascii=False, indent=2) + "\n")
+    write_text_atomic(paths[2], json.dumps({**roles, "additional_special_tokens": additional}, ensure_ascii=False,
+                                           indent=2) + "\n")
+    return paths
 
 
 def export_tiktoken(tokenizer, path):

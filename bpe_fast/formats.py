@@ -12,6 +12,7 @@ Readers reject malformed files with a :class:`FormatError` (a ``ValueError``) na
 Writers go through a temporary file in the same folder and ``os.replace``, so a reader never sees half a file.
 No pickle, no eval.
 """
+import codecs
 import json
 import os
 
@@ -24,6 +25,8 @@ __all__ = [
     "unicode_to_bytes",
     "token_to_str",
     "str_to_token",
+    "tokens_to_strs",
+    "strs_to_tokens",
     "read_vocab",
     "read_merges",
     "write_vocab",
@@ -72,6 +75,9 @@ _ENCODE_TABLE = [_BYTE_TO_CHAR[b] for b in range(256)]
 # the 68 characters below 256 that are not in the mapping go to U+FFFF, which latin-1 cannot encode.
 _TO_LATIN1 = {cp: "\uffff" for cp in range(256)}
 _TO_LATIN1.update({ord(c): chr(b) for c, b in _CHAR_TO_BYTE.items()})
+# The mapping as a codec (C speed): character k of the decoding table stands for byte k.
+_DECODING_TABLE = "".join(_ENCODE_TABLE)
+_ENCODING_MAP = codecs.charmap_build(_DECODING_TABLE)
 
 
 def bytes_to_unicode():
@@ -98,7 +104,7 @@ def token_to_str(token):
     >>> token_to_str(b" the\\n")
     'ĠtheĊ'
     """
-    return "".join([_ENCODE_TABLE[b] for b in token])
+    return codecs.charmap_decode(token, "strict", _DECODING_TABLE)[0]
 
 
 def str_to_token(text):
@@ -108,10 +114,37 @@ def str_to_token(text):
     b' the'
     """
     try:
-        return text.translate(_TO_LATIN1).encode("latin-1")
-    except UnicodeEncodeError:
-        bad = next(c for c in text if c not in _CHAR_TO_BYTE)
+        return codecs.charmap_encode(text, "strict", _ENCODING_MAP)[0]
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
         raise ValueError(f"character {bad!r} (U+{ord(bad):04X}) is not in GPT-2's byte mapping") from None
+
+
+def tokens_to_strs(tokens):
+    """[token_to_str(t) for t in tokens] (for whole vocabularies: the lookups are bound once).
+
+    >>> tokens_to_strs([b" a", b"\\n"])
+    ['Ġa', 'Ċ']
+    """
+    decode, table = codecs.charmap_decode, _DECODING_TABLE
+    return [decode(token, "strict", table)[0] for token in tokens]
+
+
+def strs_to_tokens(texts):
+    """[str_to_token(t) for t in texts] (for whole vocabularies); the same ValueError, for the first string
+    holding a character outside the mapping.
+
+    >>> strs_to_tokens(["Ġa", "Ċ"])
+    [b' a', b'\\n']
+    """
+    texts = list(texts)
+    encode, table = codecs.charmap_encode, _ENCODING_MAP
+    try:
+        return [encode(text, "strict", table)[0] for text in texts]
+    except UnicodeEncodeError:
+        for text in texts:
+            str_to_token(text)        # raises for the first bad one
+        raise                         # not reached
 
 
 def _read_text(path):
@@ -352,6 +385,20 @@ def _key_line(text, key):
     return None if pos < 0 else text.count("\n", 0, pos) + 1
 
 
+def _other_loader(path):
+    """A hint naming the loader for `path` when its name says what it is (and it exists), else ""."""
+    name = os.path.basename(path)
+    if not os.path.isfile(path):
+        return ""
+    if name.endswith((".tiktoken", ".tiktoken.gz")):
+        return "; for a .tiktoken file use Tokenizer.from_tiktoken"
+    if name in (VOCAB_FILE, MERGES_FILE, CONFIG_FILE):
+        return f"; give its folder, or use Tokenizer.from_files({VOCAB_FILE}, {MERGES_FILE})"
+    if name.endswith(".json"):
+        return "; for an HF tokenizer.json use Tokenizer.from_hf"
+    return ""
+
+
 def load_tokenizer_files(directory):
     """Read a folder written by save_tokenizer_files: (vocab, merges, special_tokens, pattern).
 
@@ -360,8 +407,15 @@ def load_tokenizer_files(directory):
     from .patterns import GPT2_PATTERN
 
     directory = os.fspath(directory)
+    expected = f"a tokenizer folder holds {VOCAB_FILE} and {MERGES_FILE} (and {CONFIG_FILE}), as Tokenizer.save writes"
+    if os.path.isfile(directory):
+        raise NotADirectoryError(f"{directory} is a file, not a folder: {expected}{_other_loader(directory)}")
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"{directory}: no such tokenizer folder")
+    for name in (VOCAB_FILE, MERGES_FILE):
+        if not os.path.exists(os.path.join(directory, name)):
+            hint = _other_loader(os.path.join(directory, "tokenizer.json"))
+            raise FileNotFoundError(f"{directory} has no {name}: {expected}{hint}")
     vocab = read_vocab(os.path.join(directory, VOCAB_FILE))
     merges = read_merges(os.path.join(directory, MERGES_FILE), vocab)
     config_path = os.path.join(directory, CONFIG_FILE)

@@ -38,6 +38,18 @@ def test_token_str_round_trip(token):
     assert F.str_to_token(F.token_to_str(token)) == token
 
 
+@given(st.lists(st.binary(max_size=6), max_size=20))
+def test_whole_lists_map_as_one_token_at_a_time(tokens):
+    strs = F.tokens_to_strs(tokens)
+    assert strs == [F.token_to_str(t) for t in tokens]
+    assert F.strs_to_tokens(strs) == tokens
+
+
+def test_strs_to_tokens_names_the_first_bad_character():
+    with pytest.raises(ValueError, match=r"character ' ' \(U\+0020\) is not in GPT-2's byte mapping"):
+        F.strs_to_tokens(["Ġa", "b c", "d\te"])
+
+
 @pytest.mark.parametrize("text", [" ", "a b", "\x00", "\u00ad", "\u0144", "x\n"])
 def test_str_to_token_rejects_characters_outside_the_mapping(text):
     with pytest.raises(ValueError, match="not in GPT-2's byte mapping"):
@@ -132,6 +144,8 @@ def test_read_vocab_rejects_bad_utf8(tmp_path):
     ("a b\na \u0144\n", 2, "not in GPT-2's byte mapping"),
     ("a b\nb c\na z\n", 3, "'z' is not in the vocabulary"),
     ("a b\nb c\nc a\n", 3, "'ca' is not in the vocabulary"),
+    ("a b\nab\nb c a\n", 2, "two tokens"),       # as many spaces as lines, but not one a line
+    ("a b\nb\u0100 c\n", 2, "'b\u0100' is not in the vocabulary"),
 ])
 def test_read_merges_rejects_with_file_and_line(tmp_path, text, line, message):
     path = tmp_path / "merges.txt"
@@ -207,6 +221,25 @@ def test_config_errors_name_the_file(tmp_path):
         F.load_tokenizer_files(tmp_path)
     config.write_text('{"format": "bpe_fast", \n')
     with pytest.raises(FormatError, match=rf"{config}:2: bad JSON"):
+        F.load_tokenizer_files(tmp_path)
+
+
+def test_folder_merges_checked_against_its_vocab(tmp_path):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    F.save_tokenizer_files(tmp_path, vocab, [(b"a", b"b")])
+    assert F.load_tokenizer_files(tmp_path)[1] == [(b"a", b"b")]
+    path = tmp_path / F.MERGES_FILE
+    path.write_text("a b\nab c\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=rf"{path}:2: merge 'ab c': token 'abc' is not in the vocabulary"):
+        F.load_tokenizer_files(tmp_path)
+
+
+def test_load_of_a_file_or_an_incomplete_folder_says_what_it_expects(tmp_path):
+    F.write_vocab(tmp_path / "vocab.json", {i: bytes([i]) for i in range(256)})
+    with pytest.raises(NotADirectoryError, match=r"vocab.json is a file, not a folder: a tokenizer folder holds "
+                                                 r"vocab.json and merges.txt \(and bpe_fast.json\).*from_files"):
+        F.load_tokenizer_files(tmp_path / "vocab.json")
+    with pytest.raises(FileNotFoundError, match=rf"{tmp_path} has no merges.txt: a tokenizer folder holds"):
         F.load_tokenizer_files(tmp_path)
 
 

@@ -1,0 +1,541 @@
+"""HF tokenizer.json files: Tokenizer.from_hf against the real `tokenizers` library, the refusals, export_hf's
+file form, and export_hf_dir against `transformers` (optional).
+
+Expected ids always come from `tokenizers` (Tokenizer.from_file(...).encode(text, add_special_tokens=False)),
+never from bpe_fast. GPT-2's files come from ../shared/fixtures (skipped when absent).
+"""
+import json
+import random
+
+import numpy as np
+import pytest
+
+from bpe_fast import Tokenizer
+from bpe_fast.cli import main
+from bpe_fast.export import hf_tokenizer_json
+from bpe_fast.formats import FormatError, token_to_str
+from bpe_fast.hf import GPT4_PATTERN_HF, pattern_from_hf, pattern_to_hf
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from bpe_fast.synthetic import mixed_text
+from corpora import EOT, FIXTURES, SCRIPTS
+
+tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
+from tokenizers import decoders, models, pre_tokenizers, trainers
+
+# Llama 3's Split regex (cl100k's pattern as tiktoken first spelled it; it differs from GPT4_PATTERN at the end
+# of a text ending in whitespace after a newline, so it goes through `regex`)
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                  r"\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def _agreed_characters(candidates):
+    """The candidates that Oniguruma (in HF) and `regex` put in the same Unicode classes. Oniguruma's tables are
+    older: recently assigned letters (U+0558, U+A7CE, ...) are letters to `regex` only, and texts holding them
+    get other pieces, so other ids, in HF than in bpe_fast (or tiktoken)."""
+    import regex
+    classes = [r"\p{L}", r"\p{N}", r"\s", r"\p{Lu}", r"\p{Ll}", r"\p{Lt}", r"\p{Lm}", r"\p{Lo}", r"\p{M}"]
+    splits = [pre_tokenizers.Split(tokenizers.Regex(c), behavior="isolated") for c in classes]
+    agreed = []
+    for ch in candidates:
+        hf = [len(split.pre_tokenize_str("#" + ch + "#")) == 3 for split in splits]
+        if hf == [regex.fullmatch(c, ch) is not None for c in classes]:
+            agreed.append(ch)
+    return agreed
+
+
+def _random_texts(n, seed):
+    rng = random.Random(seed)
+    alphabet = list("aAzZ '\n\r\t 0123456789.,!/?-ßİıſKé́Ωω中文")
+    alphabet += ["\u00a0", "\u2028", "\u0301", "\U0001F600", "'s", "'LL", "  \n", "\r\n", "123456", EOT]
+    others = _agreed_characters(chr(cp) for cp in rng.sample(range(0x20, 0x30000), 3000) if not 0xD800 <= cp < 0xE000)
+    out = []
+    for _ in range(n):
+        out.append("".join(rng.choice(others if rng.random() < 0.1 else alphabet) for _ in range(rng.randint(1, 30))))
+    return out
+
+
+TEXTS = [
+    "", "Hello world! It's a test.", "I'm HE'LL 'S don't we'LL they'VE", "12345678 1/2 3.14159 ١٢٣٤٥",
+    "  leading and trailing  ", "x  \n\n  y \r\n\r\n z\t\t", "ends in spaces   ", "\n\n\n", "  \n  ",
+    "a\u00a0b\u2028c\u3000d", "ſK İı ǅ ﬁ", " ".join(SCRIPTS.values()), f"{EOT}Hello{EOT}{EOT} x{EOT}",
+    "<|endoftext|", "<|endoftext|>>", "$x ^y (a) [b] {c}",
+] + _random_texts(300, seed=1) + [mixed_text(20_000, seed=3)]
+
+
+def hf_ids(hf, text):
+    return hf.encode(text, add_special_tokens=False).ids
+
+
+def assert_same_ids(ours, hf, texts=TEXTS):
+    for text in texts:
+        expected = hf_ids(hf, text)
+        assert ours.encode(text) == expected, text[:100]
+        assert ours.decode(expected) == hf.decode(expected, skip_special_tokens=False), text[:100]
+
+
+def fixture(name):
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared fixtures are not in a fresh clone)")
+    return path
+
+
+def save_hf(hf, path):
+    hf.save(str(path))
+    return path
+
+
+# ------------------------------------------------------------------------------------- (a) GPT-2's files
+
+@pytest.fixture(scope="module")
+def gpt2_json(tmp_path_factory):
+    """GPT-2's tokenizer.json as `tokenizers` writes it (merges as [a, b] pairs)."""
+    bpe = models.BPE.from_file(str(fixture("gpt2_vocab.json")), str(fixture("gpt2_merges.txt")))
+    hf = tokenizers.Tokenizer(bpe)
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    hf.add_special_tokens([EOT])
+    return save_hf(hf, tmp_path_factory.mktemp("gpt2") / "tokenizer.json")
+
+
+@pytest.mark.parametrize("merge_form", ["pairs", "strings"])
+def test_gpt2_tokenizer_json(gpt2_json, tmp_path, merge_form):
+    doc = json.loads(gpt2_json.read_text("utf-8"))
+    assert isinstance(doc["model"]["merges"][0], list)
+    if merge_form == "strings":
+        doc["model"]["merges"] = [" ".join(m) for m in doc["model"]["merges"]]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc), "utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = Tokenizer.from_hf(path)
+    assert ours.pattern == GPT2_PATTERN and ours.special_tokens == {EOT: 50256} and ours.vocab_size == 50257
+    texts = TEXTS + [fixture("german.txt").read_text("utf-8"), fixture("address.txt").read_text("utf-8")]
+    assert_same_ids(ours, hf, texts)
+    # the same tokenizer as GPT-2's own two files give
+    theirs = Tokenizer.from_files(fixture("gpt2_vocab.json"), fixture("gpt2_merges.txt"), [EOT])
+    assert ours.vocab == theirs.vocab and ours.merges == theirs.merges
+
+
+def test_ids_need_not_be_ordered_or_dense(gpt2_json, tmp_path):
+    # every id moved to a random place in 0..3n: the single bytes are no longer 0..255
+    doc = json.loads(gpt2_json.read_text("utf-8"))
+    vocab = doc["model"]["vocab"]
+    new_ids = random.Random(0).sample(range(3 * len(vocab)), len(vocab))
+    moved = dict(zip(sorted(vocab.values()), new_ids))
+    doc["model"]["vocab"] = {key: moved[i] for key, i in vocab.items()}
+    doc["added_tokens"][0]["id"] = moved[50256]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc), "utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = Tokenizer.from_hf(path)
+    assert ours.encode("a")[0] == moved[64] != 64
+    assert_same_ids(ours, hf, TEXTS[:40])
+
+
+# ------------------------------------------------------------------------------------- (b) Split + ByteLevel
+
+def train_hf(split, tmp_path, vocab_size=800, specials=(EOT, "<|pad|>")):
+    """A byte-level BPE trained by `tokenizers` with Split(`split`) then ByteLevel, as Llama 3's files are."""
+    hf = tokenizers.Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(split, behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    hf.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(specials), show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    hf.train_from_iterator(mixed_text(150_000, seed=11).split("\n"), trainer)
+    return save_hf(hf, tmp_path / "tokenizer.json")
+
+
+@pytest.mark.parametrize("split, native", [
+    (GPT4_PATTERN_HF, GPT4_PATTERN),      # cl100k's pattern as HF files spell it: runs natively
+    (O200K_PATTERN, O200K_PATTERN),
+    (GPT2_PATTERN, GPT2_PATTERN),
+    (LLAMA3_PATTERN, None),               # a custom pattern: through `regex`
+    (r"\p{L}+|\p{N}", None),              # leaves gaps, which HF keeps as pieces
+    (r"\s+$|\S+|\s", None),               # $ at each line's end, as Oniguruma reads it
+])
+def test_split_then_byte_level(tmp_path, split, native):
+    path = train_hf(tokenizers.Regex(split), tmp_path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = Tokenizer.from_hf(path)
+    if native:
+        assert ours.pattern == native
+    assert pattern_to_hf(ours.pattern) == split
+    assert ours.special_tokens == {EOT: 0, "<|pad|>": 1}
+    assert_same_ids(ours, hf)
+
+
+def test_split_on_a_string(tmp_path):
+    path = train_hf(".", tmp_path, vocab_size=400)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert json.loads(path.read_text("utf-8"))["pre_tokenizer"]["pretokenizers"][0]["pattern"] == {"String": "."}
+    assert_same_ids(Tokenizer.from_hf(path), hf, TEXTS[:60])
+
+
+def test_tiktoken_spelling_of_cl100k_is_refused(tmp_path):
+    # Oniguruma reads "\p{N}{1,3}+" as "(\p{N}{1,3})+": HF does not split digits as cl100k does
+    split = pre_tokenizers.Split(tokenizers.Regex(GPT4_PATTERN), behavior="isolated")
+    assert [piece for piece, _ in split.pre_tokenize_str("12345678")] == ["12345678"]
+    path = train_hf(tokenizers.Regex(GPT4_PATTERN), tmp_path, vocab_size=300)
+    with pytest.raises(FormatError, match=r"\{1,3\}\+.*Oniguruma") as info:
+        Tokenizer.from_hf(path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("split, message", [
+    (r"(\p{L}+)|\s+|\S", "capturing groups"),
+    (r"\p{L}*|\s|\S", "empty text"),
+    (r"[a-z", "does not compile"),
+])
+def test_split_patterns_bpe_fast_cannot_follow(split, message):
+    with pytest.raises(ValueError, match=message):
+        pattern_from_hf(split)
+
+
+def test_llama3_style_file_from_tiktoken_ranks(tmp_path):
+    # transformers' TikTokenConverter makes Llama 3's tokenizer.json from tiktoken ranks: every split of every
+    # token a merge (next to each other), ignore_merges true, Llama 3's Split regex. Here from cl100k's ranks.
+    pytest.importorskip("transformers", reason="transformers is not installed (optional)")
+    try:
+        from transformers.convert_slow_tokenizer import TikTokenConverter
+    except ImportError:
+        pytest.skip("this transformers has no TikTokenConverter")
+    import gzip
+    import shutil
+
+    from openai_ranks import ranks_path
+    with gzip.open(ranks_path("cl100k_base"), "rb") as src, open(tmp_path / "cl100k.tiktoken", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    converted = TikTokenConverter(str(tmp_path / "cl100k.tiktoken"), pattern=LLAMA3_PATTERN).converted()
+    path = save_hf(converted, tmp_path / "tokenizer.json")
+    doc = json.loads(path.read_text("utf-8"))
+    assert doc["model"]["ignore_merges"] is True and len(doc["model"]["merges"]) > len(doc["model"]["vocab"])
+    assert_same_ids(Tokenizer.from_hf(path), tokenizers.Tokenizer.from_file(str(path)))
+
+
+# ------------------------------------------------------------------------------------- (c) bpe_fast's own files
+
+@pytest.fixture(scope="module")
+def ours_trained(tmp_path_factory):
+    from bpe_fast import train_bpe
+    corpus = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    corpus.write_text(mixed_text(150_000, seed=4, special_token=EOT), "utf-8")
+    return train_bpe(corpus, 700, [EOT, "<|pad|>"], num_processes=1)
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "gpt4", "o200k", LLAMA3_PATTERN])
+def test_export_then_from_hf(tmp_path, ours_trained, pattern):
+    vocab, merges = ours_trained
+    # "<|a b|>" is not its byte-level form ("<|aĠb|>"): HF cannot find it in the vocab, gives it the next id
+    tok = Tokenizer(vocab, merges, [EOT, "<|pad|>", "<|a b|>"], pattern=pattern)
+    path = tmp_path / "tokenizer.json"
+    tok.export_hf(path)
+    merges_json = json.loads(path.read_text("utf-8"))["model"]["merges"]
+    assert all(isinstance(m, str) and m.count(" ") == 1 for m in merges_json)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    texts = TEXTS + ["x<|a b|>y<|pad|>" + EOT]
+    for text in texts:
+        assert tok.encode(text) == hf_ids(hf, text), text[:100]
+    back = Tokenizer.from_hf(path)
+    assert (back.vocab, back.merges, back.special_tokens) == (tok.vocab, tok.merges, tok.special_tokens)
+    # a built-in pattern comes back as it was; another one wrapped to read as Oniguruma does
+    assert back.pattern == (tok.pattern if pattern != LLAMA3_PATTERN else pattern_from_hf(LLAMA3_PATTERN))
+    assert_same_ids(back, hf, texts)
+
+
+def test_round_trip_keeps_a_wrapped_pattern(tmp_path):
+    path = train_hf(tokenizers.Regex(r"\p{L}+|\p{N}"), tmp_path, vocab_size=300)
+    ours = Tokenizer.from_hf(path)
+    ours.export_hf(tmp_path / "again.json")
+    doc = json.loads((tmp_path / "again.json").read_text("utf-8"))
+    assert doc["pre_tokenizer"]["pretokenizers"][0]["pattern"] == {"Regex": r"\p{L}+|\p{N}"}
+    assert Tokenizer.from_hf(tmp_path / "again.json").pattern == ours.pattern
+    assert_same_ids(ours, tokenizers.Tokenizer.from_file(str(tmp_path / "again.json")), TEXTS[:60])
+
+
+def test_export_refuses_a_special_token_hf_would_renumber(tmp_path):
+    vocab = {i: bytes([i]) for i in range(256)}
+    tok = Tokenizer(vocab | {256: b"<|a b|>", 257: b"ab"}, [(b"a", b"b")], ["<|a b|>"])
+    with pytest.raises(ValueError, match=r"'<\|a b\|>' has id 256, but HF would give it id 257"):
+        tok.export_hf(tmp_path / "tokenizer.json")
+    assert not (tmp_path / "tokenizer.json").exists()
+
+
+# ------------------------------------------------------------------------------------- added tokens, post-processor
+
+def small_doc(specials=(EOT,)):
+    """A tokenizer.json document (GPT-2's pattern) with a, b, c, d, " a" merged in a few steps."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = [(b"a", b"b"), (b" ", b"a"), (b"ab", b"c"), (b" a", b"b")]
+    for a, b in merges:
+        vocab[len(vocab)] = a + b
+    return hf_tokenizer_json(Tokenizer(vocab, merges, list(specials)))
+
+
+def write_doc(tmp_path, doc, indent=None, name="tokenizer.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(doc, indent=indent, ensure_ascii=False), "utf-8")
+    return path
+
+
+def added(content, i, special=True, **flags):
+    return {"id": i, "content": content, "single_word": False, "lstrip": False, "rstrip": False,
+            "normalized": False, "special": special} | flags
+
+
+def test_non_special_added_tokens_are_matched_in_text(tmp_path):
+    doc = small_doc()
+    doc["added_tokens"] += [added("hello", 261, special=False), added("ab", 256, special=False)]
+    path = write_doc(tmp_path, doc)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    texts = ["hello", "ahellob", "abc abc hello<|endoftext|>helloab", " ab"] + TEXTS[:30]
+    assert hf_ids(hf, "abc")[0] == 256        # HF takes "ab" out of "abc" before merging
+    ours = Tokenizer.from_hf(path)
+    assert ours.special_tokens == {"ab": 256, EOT: 260, "hello": 261}
+    assert_same_ids(ours, hf, texts)
+
+
+def test_post_processor_is_ignored(tmp_path):
+    doc = small_doc(["<s>", "</s>"])
+    doc["post_processor"] = {"type": "TemplateProcessing",
+                             "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                        {"Sequence": {"id": "A", "type_id": 0}}],
+                             "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                             "special_tokens": {"<s>": {"id": "<s>", "ids": [260], "tokens": ["<s>"]}}}
+    path = write_doc(tmp_path, doc)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert hf.encode("abc").ids[0] == 260           # HF's default adds <s>
+    assert_same_ids(Tokenizer.from_hf(path), hf, ["abc", "x</s>abc<s>"] + TEXTS[:30])
+
+
+def test_added_token_id_hf_would_not_give(tmp_path):
+    doc = small_doc()
+    doc["added_tokens"].append(added("<|x|>", 1000))
+    path = write_doc(tmp_path, doc)
+    assert tokenizers.Tokenizer.from_file(str(path)).token_to_id("<|x|>") == 261     # not the file's 1000
+    with pytest.raises(FormatError, match=r"'<\|x\|>' has id 1000, but HF tokenizers gives it id 261"):
+        Tokenizer.from_hf(path)
+
+
+def test_added_token_with_the_bytes_of_a_vocab_token(tmp_path):
+    doc = small_doc()
+    doc["added_tokens"].append(added(" a", 261))      # HF finds "Ġa" (id 257) only as " a" bytes: a new id
+    path = write_doc(tmp_path, doc)
+    assert tokenizers.Tokenizer.from_file(str(path)).token_to_id(" a") == 261
+    with pytest.raises(FormatError, match=r"' a' \(id 261\) and vocab token 'Ġa' \(id 257\) are the same bytes"):
+        Tokenizer.from_hf(path)
+
+
+def test_added_tokens_matched_in_two_passes(tmp_path):
+    # HF finds normalized=false tokens first, then normalized=true ones in what is left
+    doc = small_doc()
+    doc["added_tokens"] += [added("<x", 261, normalized=True), added("x>", 262)]
+    path = write_doc(tmp_path, doc)
+    with pytest.raises(FormatError, match="can overlap"):
+        Tokenizer.from_hf(path)
+    doc["added_tokens"][-1]["content"] = "<y>"          # no overlap: one pass finds the same
+    path = write_doc(tmp_path, doc)
+    assert_same_ids(Tokenizer.from_hf(path), tokenizers.Tokenizer.from_file(str(path)),
+                    ["<x<y>x>", "<<xy>", "<|endoftext|><x"])
+
+
+# ------------------------------------------------------------------------------------- merge ranks
+
+def abcd_doc(merges):
+    doc = small_doc(())
+    vocab = {token_to_str(bytes([b])): b for b in range(256)}
+    for token in ("bc", "ab", "abc", "bcd"):
+        vocab[token] = len(vocab)
+    doc["model"]["vocab"] = vocab
+    doc["model"]["merges"] = merges
+    return doc
+
+
+def test_a_token_made_by_merges_far_apart_is_refused(tmp_path):
+    # "a bc" makes "abc" again, after "bc d": HF ranks it 4th, tiktoken's rule by "ab c" (2nd)
+    path = write_doc(tmp_path, abcd_doc(["b c", "a b", "ab c", "bc d", "a bc"]), indent=1)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert hf_ids(hf, "abcd") == [ord("a"), 259]    # [a, bcd]; tiktoken's rule would give [abc, d]
+    with pytest.raises(FormatError, match=r"merge 4 \(\"a bc\"\) makes token 'abc', which merge 2 made") as info:
+        Tokenizer.from_hf(path)
+    assert info.value.line is not None
+
+
+def test_a_token_made_by_adjacent_merges_is_accepted(tmp_path):
+    # as in files converted from tiktoken ranks (Llama 3): every split of a token, one after another
+    path = write_doc(tmp_path, abcd_doc(["b c", "a b", "ab c", "a bc", "bc d"]))
+    rng = random.Random(2)
+    texts = ["".join(rng.choice("abcd ") for _ in range(rng.randint(1, 12))) for _ in range(300)]
+    assert_same_ids(Tokenizer.from_hf(path), tokenizers.Tokenizer.from_file(str(path)), texts)
+
+
+def test_a_repeated_merge_is_refused(tmp_path):
+    path = write_doc(tmp_path, abcd_doc(["b c", "a b", "b c"]))
+    with pytest.raises(FormatError, match="merge 2 .* repeats merge 0"):
+        Tokenizer.from_hf(path)
+
+
+# ------------------------------------------------------------------------------------- what is refused
+
+def _set(path, value):
+    """A change to the document: set the value at `path` (keys and indexes)."""
+    def change(doc):
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+REFUSED = {
+    "WordPiece": (_set(["model", "type"], "WordPiece"), r'model type "WordPiece" is not supported'),
+    "Unigram": (_set(["model", "type"], "Unigram"), r'model type "Unigram" is not supported'),
+    "WordLevel": (_set(["model", "type"], "WordLevel"), r'model type "WordLevel" is not supported'),
+    "normalizer": (_set(["normalizer"], {"type": "NFC"}), r'normalizer "NFC" is not supported'),
+    "byte_fallback": (_set(["model", "byte_fallback"], True), "byte_fallback: true is not supported"),
+    "dropout": (_set(["model", "dropout"], 0.1), r"dropout \(0.1\) is not supported"),
+    "continuing_subword_prefix": (_set(["model", "continuing_subword_prefix"], "##"),
+                                  r"continuing_subword_prefix \('##'\) is not supported"),
+    "end_of_word_suffix": (_set(["model", "end_of_word_suffix"], "</w>"),
+                           r"end_of_word_suffix \('</w>'\) is not supported"),
+    "whitespace": (_set(["pre_tokenizer"], {"type": "Whitespace"}), r'pre_tokenizer "Whitespace" is not supported'),
+    "no pre_tokenizer": (_set(["pre_tokenizer"], None), "pre_tokenizer null is not supported"),
+    "digits": (_set(["pre_tokenizer"], {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True}, BYTE_LEVEL]}),
+        r'pre_tokenizer "Digits" then "ByteLevel" is not supported'),
+    "add_prefix_space": (_set(["pre_tokenizer"], BYTE_LEVEL | {"add_prefix_space": True}),
+                         "add_prefix_space must be false"),
+    "ByteLevel without regex": (_set(["pre_tokenizer"], BYTE_LEVEL | {"use_regex": False}),
+                                "without use_regex and without a Split"),
+    "split removed": (_set(["pre_tokenizer", "pretokenizers", 0, "behavior"], "Removed"),
+                      "Split with behavior 'Removed'.* is not supported"),
+    "split inverted": (_set(["pre_tokenizer", "pretokenizers", 0, "invert"], True), "invert True"),
+    "split then regex": (_set(["pre_tokenizer", "pretokenizers", 1, "use_regex"], True), "must have use_regex false"),
+    "decoder": (_set(["decoder"], {"type": "WordPiece", "prefix": "##", "cleanup": True}),
+                r'decoder "WordPiece" is not supported'),
+    "post_processor": (_set(["post_processor"], {"type": "Mystery"}), r'post_processor "Mystery" is not supported'),
+    "lstrip": (_set(["added_tokens", 0, "lstrip"], True), r"'<\|endoftext\|>' has lstrip: true"),
+    "single_word": (_set(["added_tokens", 0, "single_word"], True), "has single_word: true"),
+    "bad merge": (_set(["model", "merges", 0], "a b c"), r'merge 0 \("a b c"\) is not two tokens'),
+    "unknown merge token": (_set(["model", "merges", 0], "a z"),
+                            r"merge 0 \(\"a z\"\): token 'az' is not in the vocab"),
+    "not byte-level": (_set(["model", "vocab", "a b"], 300), r"vocab token 'a b': character ' ' \(U\+0020\)"),
+    "bad id": (_set(["model", "vocab", "ab"], -1), "'ab' has id -1, not an int"),
+    "id twice": (_set(["model", "vocab", "ab"], 97), "vocab id 97 is given to two tokens"),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_refused(tmp_path, name):
+    change, message = REFUSED[name]
+    doc = small_doc()
+    if name.startswith("split"):
+        doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": GPT4_PATTERN_HF}, "behavior": "Isolated", "invert": False},
+            BYTE_LEVEL | {"use_regex": False}]}
+    else:
+        assert Tokenizer.from_hf(write_doc(tmp_path, doc)).encode("abc")   # the unchanged file loads
+    change(doc)
+    path = write_doc(tmp_path, doc, indent=2)
+    with pytest.raises(FormatError, match=message) as info:
+        Tokenizer.from_hf(path)
+    assert str(info.value).startswith(str(path))
+
+
+def test_ignore_merges_when_it_changes_nothing(tmp_path):
+    # as in Llama 3's files: every vocab token merges back to itself, so looking pre-tokens up whole changes nothing
+    path = train_hf(tokenizers.Regex(LLAMA3_PATTERN), tmp_path, vocab_size=600)
+    doc = json.loads(path.read_text("utf-8"))
+    doc["model"]["ignore_merges"] = True
+    path = write_doc(tmp_path, doc)
+    assert_same_ids(Tokenizer.from_hf(path), tokenizers.Tokenizer.from_file(str(path)))
+
+
+@pytest.mark.parametrize("vocab, merges, token", [
+    ({"abcab": 300}, None, "abcab"),                    # made by no merge
+    ({"bc": 300, "ab": 301, "cd": 302, "abcd": 303}, ["b c", "a b", "c d", "ab cd"], "abcd"),   # not merged back
+])
+def test_ignore_merges_that_changes_ids(tmp_path, vocab, merges, token):
+    doc = small_doc()
+    if merges:      # only the single bytes, the special token and these
+        doc["model"]["vocab"] = {k: i for k, i in doc["model"]["vocab"].items() if i < 256 or k == EOT}
+        doc["model"]["merges"] = merges
+    doc["model"]["vocab"] |= vocab
+    plain = write_doc(tmp_path, doc, name="plain.json")
+    hf_plain = tokenizers.Tokenizer.from_file(str(plain))
+    doc["model"]["ignore_merges"] = True
+    path = write_doc(tmp_path, doc)
+    hf_ignoring = tokenizers.Tokenizer.from_file(str(path))
+    assert hf_ids(hf_ignoring, token) == [vocab[token]] != hf_ids(hf_plain, token)
+    assert Tokenizer.from_hf(plain).encode(token) == hf_ids(hf_plain, token)
+    with pytest.raises(FormatError, match=f"ignore_merges: true is not supported here: .*'{token}'"):
+        Tokenizer.from_hf(path)
+
+
+def test_missing_byte_is_refused(tmp_path):
+    doc = small_doc()
+    del doc["model"]["vocab"][token_to_str(b"\x00")]
+    with pytest.raises(FormatError, match=r"no token for 1 of the 256 bytes \(0x00\)"):
+        Tokenizer.from_hf(write_doc(tmp_path, doc))
+
+
+def test_errors_name_the_line(tmp_path):
+    doc = small_doc()
+    doc["model"]["vocab"]["x y"] = 300
+    path = write_doc(tmp_path, doc, indent=1)
+    line = next(k for k, text in enumerate(path.read_text("utf-8").split("\n"), 1) if '"x y"' in text)
+    with pytest.raises(FormatError) as info:
+        Tokenizer.from_hf(path)
+    assert info.value.line == line and str(info.value).startswith(f"{path}:{line}: ")
+    path.write_text('{"model":\n {"type": "BPE",\n "vocab": }}', "utf-8")
+    with pytest.raises(FormatError, match=rf"{path}:3: bad JSON"):
+        Tokenizer.from_hf(path)
+
+
+def test_load_of_a_file_says_what_it_expects(tmp_path):
+    path = write_doc(tmp_path, small_doc())
+    with pytest.raises(NotADirectoryError, match="vocab.json and merges.txt.*Tokenizer.from_hf"):
+        Tokenizer.load(path)
+    with pytest.raises(FileNotFoundError, match="has no vocab.json.*Tokenizer.from_hf"):
+        Tokenizer.load(tmp_path)
+
+
+# ------------------------------------------------------------------------------------- transformers and the CLI
+
+def test_export_hf_dir_loads_in_transformers(tmp_path, ours_trained):
+    vocab, merges = ours_trained
+    tok = Tokenizer(vocab, merges, [EOT, "<|pad|>", "<|a b|>"], pattern="gpt4")
+    paths = tok.export_hf_dir(tmp_path / "out", eos_token=EOT, pad_token="<|pad|>")
+    assert [p.rsplit("/", 1)[-1] for p in paths] == ["tokenizer.json", "tokenizer_config.json",
+                                                     "special_tokens_map.json"]
+    config = json.loads((tmp_path / "out" / "tokenizer_config.json").read_text("utf-8"))
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast" and config["eos_token"] == EOT
+    assert config["added_tokens_decoder"][str(tok.special_tokens["<|a b|>"])]["content"] == "<|a b|>"
+    with pytest.raises(ValueError, match="bos_token '<s>' is not one of the special tokens"):
+        tok.export_hf_dir(tmp_path / "bad", bos_token="<s>")
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed (optional)")
+    loaded = transformers.PreTrainedTokenizerFast.from_pretrained(str(tmp_path / "out"))
+    assert loaded.eos_token == EOT and loaded.pad_token_id == tok.special_tokens["<|pad|>"]
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "out" / "tokenizer.json"))
+    for text in TEXTS + ["x<|a b|>y<|pad|>" + EOT]:
+        expected = hf_ids(hf, text)
+        assert loaded(text)["input_ids"] == expected == tok.encode(text), text[:100]
+        assert loaded.decode(expected) == text
+
+
+def test_cli_reads_and_writes_hf_files(tmp_path, ours_trained):
+    vocab, merges = ours_trained
+    Tokenizer(vocab, merges, [EOT], pattern="o200k").export_hf(tmp_path / "tokenizer.json")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(mixed_text(30_000, seed=9, special_token=EOT), "utf-8")
+    assert main(["-q", "encode", "-t", str(tmp_path / "tokenizer.json"), str(corpus), "-o",
+                 str(tmp_path / "ids.npy")]) == 0
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert np.load(tmp_path / "ids.npy").tolist() == hf_ids(hf, corpus.read_text("utf-8"))
+    assert main(["export", "-t", str(tmp_path / "tokenizer.json"), "--hf-dir", str(tmp_path / "dir"),
+                 "--eos-token", EOT]) == 0
+    again = json.loads((tmp_path / "dir" / "tokenizer.json").read_text("utf-8"))
+    assert again == json.loads((tmp_path / "tokenizer.json").read_text("utf-8"))
+    assert json.loads((tmp_path / "dir" / "special_tokens_map.json").read_text("utf-8"))["eos_token"] == EOT
