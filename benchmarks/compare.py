@@ -1,8 +1,9 @@
 """bpe_fast side by side with the peers that are installed, on the same input, in one run.
 
     python benchmarks/compare.py [--corpus PATH | --size 50MB] [--vocab-size 10000[,32000...]] [--processes 2]
-                                 [--pattern gpt2|gpt4] [--encode-bytes 20MB] [--repeat N]
-                                 [--only train|encode] [--peers rustbpe,tokenizers,tiktoken,gigabpe]
+                                 [--pattern gpt2|gpt4|o200k] [--encoding cl100k_base|o200k_base]
+                                 [--encode-bytes 20MB] [--repeat N] [--only train|encode]
+                                 [--peers rustbpe,tokenizers,tiktoken,gigabpe,bpe_openai]
                                  [--out results.md] [--png chart.png]
 
 Training (same file, vocabulary size and pattern; the special token <|endoftext|> excluded from the counts):
@@ -25,7 +26,10 @@ Training (same file, vocabulary size and pattern; the special token <|endoftext|
 
 Encoding, one thread, the same text (the first --encode-bytes of the corpus, cut at a line end, or with
 --encode-text fixtures the real texts in ../shared/fixtures), with
-GPT-2's ranks when ../shared/fixtures/gpt2_vocab.json exists (and the pattern is GPT-2's), else with the
+GPT-2's ranks when ../shared/fixtures/gpt2_vocab.json exists (and the pattern is GPT-2's), with tiktoken's
+cl100k_base or o200k_base given --encoding (their ranks ship in the bpe-openai wheel: bpe_fast loads them with
+Tokenizer.from_tiktoken, tiktoken from the same file; bpe-openai, a Rust tokenizer with tiktoken's API, joins the
+peers, fed pieces of at most 500,000 characters as it refuses longer texts), else with the
 tokenizer bpe_fast trains on the corpus: bpe_fast encode and encode_to_numpy, tiktoken encode (special tokens
 allowed) and encode_ordinary (against bpe_fast without special tokens), HF tokenizers encode (tokenizer.json
 from bpe_fast.export). Encoding a file with P workers: bpe_fast.encode_file (text file to .npy) against
@@ -54,7 +58,15 @@ from pathlib import Path
 
 EOT = "<|endoftext|>"
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-PEERS = {"rustbpe": "rustbpe", "tokenizers": "HF tokenizers", "tiktoken": "tiktoken", "gigabpe": "gigabpe"}
+PEERS = {"rustbpe": "rustbpe", "tokenizers": "HF tokenizers", "tiktoken": "tiktoken", "gigabpe": "gigabpe",
+         "bpe_openai": "bpe-openai"}
+# --encoding: tiktoken's encodings whose ranks ship in the bpe-openai wheel, with their pattern and special tokens
+ENCODINGS = {
+    "cl100k_base": ("gpt4", {EOT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                             "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}),
+    "o200k_base": ("o200k", {EOT: 199999, "<|endofprompt|>": 200018}),
+}
+BPE_OPENAI_MAX_CHARS = 500_000      # bpe-openai's encode refuses a text of 1,000,000 characters or more
 # A peer named here is treated as not installed (for testing the report of a missing peer).
 PRETEND_MISSING_ENV = "BPE_FAST_COMPARE_PRETEND_MISSING"
 LONG_RUN_SECONDS = 10.0     # a run this long is not repeated unless --repeat says so
@@ -278,6 +290,37 @@ def job_encode_hf(spec):
     return (lambda: tok.encode(text).ids), (lambda ids: _save_ids(spec, ids))
 
 
+def _pieces_for_bpe_openai(text):
+    """The text cut into pieces of at most BPE_OPENAI_MAX_CHARS characters, each cut just after a newline that
+    an ASCII letter follows: there the built-in patterns always end a pre-token, so the ids are the same."""
+    pieces, start = [], 0
+    while len(text) - start > BPE_OPENAI_MAX_CHARS:
+        cut = start + BPE_OPENAI_MAX_CHARS
+        while cut > start and not (text[cut - 1] == "\n" and text[cut].isascii() and text[cut].isalpha()):
+            cut -= 1
+        if cut == start:
+            raise ValueError("bpe-openai: no newline before a letter to cut the text at")
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
+
+
+def job_encode_bpe_openai(spec):
+    import bpe_openai
+
+    enc = bpe_openai.get_encoding(spec["tokenizer"]["encoding"])
+    enc._runtime.config.chunk_limit = 0     # it refuses results over 200,000 tokens otherwise
+    pieces = _pieces_for_bpe_openai(_read_text(spec["text"]))
+
+    def work():
+        ids = []
+        for piece in pieces:
+            ids += enc.encode(piece, allowed_special="all")
+        return ids
+    return work, (lambda ids: _save_ids(spec, ids))
+
+
 def _write_documents_npy(path, per_doc, eot_id, dtype):
     """The ids of the documents joined by the special token's id, written as a .npy (what encode_file
     writes for the whole file)."""
@@ -360,6 +403,7 @@ JOB_KINDS = {
     "encode.tiktoken": job_encode_tiktoken,
     "encode_ordinary.tiktoken": job_encode_ordinary_tiktoken,
     "encode.hf": job_encode_hf,
+    "encode.bpe_openai": job_encode_bpe_openai,
     "encode_batch.tiktoken": job_encode_batch_tiktoken,
     "encode_chunks.tiktoken": job_encode_chunks_tiktoken,
     "encode_batch.hf": job_encode_batch_hf,
@@ -568,6 +612,8 @@ def prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log):
     from bpe_fast.patterns import GPT2_PATTERN
 
     vocab_json, merges_txt = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
+    if args.encoding:
+        return _prepare_encoding(args.encoding, pattern, workdir)
     if pattern == GPT2_PATTERN and vocab_json.exists() and merges_txt.exists():
         tok = Tokenizer.from_files(vocab_json, merges_txt, [EOT], pattern)
         spec = {"vocab": str(vocab_json), "merges": str(merges_txt)}
@@ -595,6 +641,31 @@ def prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log):
         spec["hf_json"] = str(workdir / "tokenizer.json")
         export.export_hf(tok, spec["hf_json"])
     return spec, what
+
+
+def _prepare_encoding(name, pattern, workdir):
+    """The tokenizer spec for tiktoken's encoding `name`, its ranks read from the bpe-openai wheel: bpe_fast
+    loads them with Tokenizer.from_tiktoken, tiktoken from the same file, HF from bpe_fast's export."""
+    import gzip
+    import importlib.util
+
+    from bpe_fast import Tokenizer, export
+
+    found = importlib.util.find_spec("bpe_openai")
+    if found is None:
+        raise SystemExit(f"compare.py: --encoding {name} reads its ranks from the bpe-openai package: "
+                         "pip install bpe-openai (or '.[bench]')")
+    source = Path(found.origin).parent / "data" / f"{name}.tiktoken.gz"
+    ranks = workdir / f"{name}.tiktoken"
+    with gzip.open(source, "rb") as f:
+        ranks.write_bytes(f.read())
+    specials = ENCODINGS[name][1]
+    tok = Tokenizer.from_tiktoken(ranks, pattern, special_tokens=specials)
+    tok.save(workdir / "tokenizer")
+    spec = {"dir": str(workdir / "tokenizer"), "pattern": pattern, "tiktoken": str(ranks), "encoding": name,
+            "special_ids": dict(specials), "hf_json": str(workdir / "tokenizer.json")}
+    export.export_hf(tok, spec["hf_json"])
+    return spec, f"{name}'s ranks ({tok.vocab_size:,} tokens, from {source})"
 
 
 def byte_alphabet_size(path):
@@ -661,6 +732,10 @@ def encode_jobs(args, tokenizer, text_path, workdir, wanted):
         Job("encode", "HF tokenizers `encode`", "encode.hf", spec("hf"), tool="tokenizers", baseline=enc,
             check="ids", env=one, status=peer_status("tokenizers", wanted)
             or (None if "hf_json" in tokenizer else "no HF exporter in bpe_fast.export")),
+        Job("encode", f"bpe-openai `encode` (allowed_special, in pieces of {BPE_OPENAI_MAX_CHARS:,} characters)",
+            "encode.bpe_openai", spec("bpe_openai"), tool="bpe_openai", baseline=enc, check="ids",
+            status=peer_status("bpe_openai", wanted)
+            or (None if "encoding" in tokenizer else "not run (only with --encoding cl100k_base|o200k_base)")),
         plain,
         Job("encode", "tiktoken `encode_ordinary`", "encode_ordinary.tiktoken", spec("tiktoken_ordinary"),
             tool="tiktoken", baseline=plain, check="ids", status=peer_status("tiktoken", wanted)),
@@ -793,7 +868,7 @@ def versions():
     import bpe_fast
 
     out = {"bpe_fast": f"{bpe_fast.__version__} ({Path(bpe_fast.__file__).parent}{git_commit()})"}
-    for name in ("rustbpe", "tokenizers", "tiktoken", "gigabpe", "numpy", "regex", "matplotlib"):
+    for name in ("rustbpe", "tokenizers", "tiktoken", "gigabpe", "bpe-openai", "numpy", "regex", "matplotlib"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -898,7 +973,10 @@ def parse_args(argv):
     p.add_argument("--processes", type=int, default=2, help="workers for training (bpe_fast: processes) and "
                                                             "file encoding (bpe_fast and peers: threads) "
                                                             "(default 2)")
-    p.add_argument("--pattern", default="gpt2", help="gpt2, gpt4 or a regex (default gpt2)")
+    p.add_argument("--pattern", default="gpt2", help="gpt2, gpt4, o200k or a regex (default gpt2)")
+    p.add_argument("--encoding", choices=sorted(ENCODINGS),
+                   help="encode with tiktoken's encoding of this name (ranks from the bpe-openai package; sets "
+                        "the pattern and special tokens) instead of GPT-2's or a trained vocabulary")
     p.add_argument("--encode-bytes", default="20MB", help="how much of the corpus to encode (default 20MB)")
     p.add_argument("--encode-text", choices=["corpus", "fixtures"], default="corpus",
                    help="encode the corpus's first --encode-bytes (default), or the real texts in "
@@ -944,8 +1022,10 @@ def main(argv=None):
     def log(msg):
         print(f"[compare] {msg}", file=sys.stderr, flush=True)
 
+    if args.encoding:
+        args.pattern = ENCODINGS[args.encoding][0]
     pattern = resolve_pattern(args.pattern)
-    pattern_name = {"gpt2": "GPT-2's", "gpt4": "GPT-4's (cl100k)"}.get(args.pattern, "custom")
+    pattern_name = {"gpt2": "GPT-2's", "gpt4": "GPT-4's (cl100k)", "o200k": "o200k's"}.get(args.pattern, "custom")
     wanted = {s.strip() for s in args.peers.split(",") if s.strip()}
     if args.wait_for_load is not None:
         wait_for_load(args.wait_for_load, args.max_wait, log)
