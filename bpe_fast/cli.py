@@ -312,7 +312,7 @@ def build_parser():
     def corpus_options(p):
         p.add_argument("--special-token", action="append", default=[], metavar="TOK",
                        help="a special token (repeatable); it splits the text and is never merged")
-        p.add_argument("--pattern", default="gpt2", help="gpt2 (default), gpt4, or a regex")
+        p.add_argument("--pattern", default="gpt2", help="gpt2 (default), gpt4 (= cl100k), o200k, or a regex")
         p.add_argument("--processes", type=_positive_int, default=None,
                        help="processes counting at once (default: all cores): this one, by a thread that scans "
                             "without the GIL, and P-1 workers")

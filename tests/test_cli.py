@@ -51,6 +51,17 @@ def test_train_prints_progress_and_summary(tmp_path, corpus, capsys):
     assert Tokenizer.load(tmp_path / "t").pattern == GPT4_PATTERN
 
 
+def test_train_with_o200k_pattern_equals_train_bpe(tmp_path, corpus, capsys):
+    from bpe_fast.patterns import O200K_PATTERN
+
+    code, _ = run(["train", str(corpus), "--vocab-size", "400", "--pattern", "o200k", "--special-token", EOT,
+                   "-o", str(tmp_path / "t")], capsys)
+    assert code == 0
+    tok = Tokenizer.load(tmp_path / "t")
+    assert tok.pattern == O200K_PATTERN
+    assert list(tok.merges) == train_bpe(corpus, 400, [EOT], pattern=O200K_PATTERN)[1]
+
+
 @pytest.mark.parametrize("processes", ["1", "2"])
 def test_encode_equals_tokenizer_encode(tmp_path, tokdir, corpus, processes, capsys):
     out = tmp_path / "tokens.npy"
