@@ -220,6 +220,54 @@ def test_decode_tiktoken(benchmark, libraries, text):
     record(benchmark, ("decode", name, "tiktoken"), len(s.encode()))
 
 
+# encode_batch on 1 and 2 threads (issue 13: 2 threads at least 1.8x one), on the benchmark corpus (conftest's
+# corpus_path: --corpus PATH for a real one, else synthetic; its first 20 MB) with o200k_base's ranks (from the
+# bpe-openai wheel, in the bench extra), else with the tokenizer above.
+BATCH_BYTES = 20 << 20
+
+
+@pytest.fixture(scope="module")
+def batch_setup(libraries, corpus_path):
+    """(tokenizer, text, what) for the encode_batch benchmarks."""
+    import importlib.util
+
+    with open(corpus_path, encoding="utf-8", errors="replace") as f:
+        text = f.read(BATCH_BYTES)
+    found = importlib.util.find_spec("bpe_openai")
+    if found is not None:
+        ranks = Path(found.origin).parent / "data" / "o200k_base.tiktoken.gz"
+        tok = Tokenizer.from_tiktoken(ranks, "o200k", special_tokens={EOT: 199999})
+        return tok, text, f"{corpus_path.name} (first 20 MB), o200k_base"
+    return libraries[0], text, f"{corpus_path.name} (first 20 MB), {libraries[2]}"
+
+
+@pytest.mark.parametrize("docs", ["short", "long"])
+def test_encode_batch_threads(benchmark, batch_setup, docs):
+    """encode_batch(num_threads=2) timed; extra_info also has 1 and 2 threads timed alternately, 3 rounds each
+    (the best of each), and their ratio. short: the text cut at <|endoftext|> and blank lines (documents of a
+    few KB, far under the 16 KB from which encode releases the GIL); long: 1 MB pieces."""
+    import time
+
+    tok, text, what = batch_setup
+    if docs == "short":
+        batch = [p for d in text.split(EOT) for p in d.split("\n\n")]
+    else:
+        batch = [text[k:k + (1 << 20)] for k in range(0, len(text), 1 << 20)]
+    nbytes = len(text.encode("utf-8"))
+    tok.encode_batch(batch[:100], num_threads=2)        # two encoders in the pool
+    best = {1: float("inf"), 2: float("inf")}
+    for _ in range(3):
+        for threads in (1, 2):
+            start = time.perf_counter()
+            tok.encode_batch(batch, num_threads=threads)
+            best[threads] = min(best[threads], time.perf_counter() - start)
+    benchmark.pedantic(tok.encode_batch, args=(batch,), kwargs={"num_threads": 2}, rounds=1, iterations=1)
+    benchmark.extra_info.update({
+        "text": what, "documents": len(batch), "mean document bytes": round(nbytes / len(batch)),
+        "MB/s 1 thread": round(nbytes / best[1] / 1e6, 1), "MB/s 2 threads": round(nbytes / best[2] / 1e6, 1),
+        "ratio": round(best[1] / best[2], 2), "cpus": os.cpu_count()})
+
+
 def test_report(libraries):
     """Print the table (run with -s to see it)."""
     if not RESULTS:

@@ -54,6 +54,43 @@ cdef extern from *:
     """
     uint64_t mix64 "bpe_fast_mix"(uint64_t h) noexcept nogil
 
+cdef extern from *:
+    """
+    #include <Python.h>
+    #include <cstdint>
+    // list[k] = objects[ids[k]] for k < n, each with a new reference: list is new (its items NULL), objects a
+    // list holding every id in ids. One refcount write per item (a Cython object variable would make three).
+    static void bpe_fast_fill_list(PyObject* list, const int32_t* ids, Py_ssize_t n, PyObject* objects) {
+        PyObject** dst = PySequence_Fast_ITEMS(list);
+        PyObject** src = PySequence_Fast_ITEMS(objects);
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject* o = src[ids[k]];
+            Py_INCREF(o);
+            dst[k] = o;
+        }
+    }
+    // The same without touching the objects: the caller has added their references (add_references).
+    static void bpe_fast_fill_list_owned(PyObject* list, const int32_t* ids, Py_ssize_t n, PyObject* objects) {
+        PyObject** dst = PySequence_Fast_ITEMS(list);
+        PyObject** src = PySequence_Fast_ITEMS(objects);
+        for (Py_ssize_t k = 0; k < n; k++)
+            dst[k] = src[ids[k]];
+    }
+    // objects[i] gains counts[i] references for each i of distinct[0:n]: one write per id, not per occurrence.
+    static void bpe_fast_add_references(PyObject* objects, const int32_t* distinct, Py_ssize_t n,
+                                        const Py_ssize_t* counts) {
+        PyObject** src = PySequence_Fast_ITEMS(objects);
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject* o = src[distinct[k]];
+            Py_SET_REFCNT(o, Py_REFCNT(o) + counts[distinct[k]]);
+        }
+    }
+    """
+    void fill_list "bpe_fast_fill_list"(list result, const int32_t* ids, Py_ssize_t n, list objects)
+    void fill_list_owned "bpe_fast_fill_list_owned"(list result, const int32_t* ids, Py_ssize_t n, list objects)
+    void add_references "bpe_fast_add_references"(list objects, const int32_t* distinct, Py_ssize_t n,
+                                                  const Py_ssize_t* counts)
+
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
@@ -135,15 +172,11 @@ cdef inline uint64_t hash_key(const uint8_t* p, Py_ssize_t n, uint64_t* prefix) 
 cdef list _id_list(const int32_t* ids, Py_ssize_t n, list id_objects):
     """ids[0:n] as a new list of int; id_objects[i] is the int i (shared, so no int is allocated here)."""
     cdef Py_ssize_t n_objects = PyList_GET_SIZE(id_objects), k
-    cdef object item
     for k in range(n):
         if ids[k] < 0 or ids[k] >= n_objects:
             raise ValueError(f"id {ids[k]} has no int object")
     result = PyList_New(n)
-    for k in range(n):
-        item = <object>PyList_GET_ITEM(id_objects, ids[k])
-        Py_INCREF(item)
-        PyList_SET_ITEM(result, k, item)
+    fill_list(result, ids, n, id_objects)
     return result
 
 
@@ -385,6 +418,7 @@ cdef class BPETables:
     cdef vector[PieceSlot] permanent        # each ranked token whose own bytes merge to exactly itself
     cdef vector[uint8_t] permanent_keys     # their key bytes (PieceSlot.key_off points here)
     cdef Py_ssize_t lookup_limit            # longest pre-token worth looking up
+    cdef vector[uint8_t] is_permanent       # ranked token k -> 1 if it is a permanent entry (permanent_mask)
 
     cdef vector[uint8_t] pool               # decode: bytes of every id, back to back
     cdef vector[int64_t] offsets            # id -> start in pool; offsets[id + 1] - offsets[id] is its length
@@ -392,11 +426,16 @@ cdef class BPETables:
 
     def __cinit__(self, const int32_t[::1] byte_ids, const uint8_t[::1] ranked_pool,
                   const int64_t[::1] ranked_offsets, const int32_t[::1] ranked_ids,
-                  const uint8_t[::1] decode_pool, const int64_t[::1] decode_offsets, const uint8_t[::1] known):
+                  const uint8_t[::1] decode_pool, const int64_t[::1] decode_offsets, const uint8_t[::1] known,
+                  const uint8_t[::1] permanent=None):
         """byte_ids: 256 ids (-1: absent). Ranked token k (rank k) is ranked_pool[ranked_offsets[k]:
         ranked_offsets[k+1]] with id ranked_ids[k]; tokens are distinct and at least 2 bytes long.
-        Decoding: id i is decode_pool[decode_offsets[i]:decode_offsets[i+1]] when known[i]."""
+        Decoding: id i is decode_pool[decode_offsets[i]:decode_offsets[i+1]] when known[i].
+        permanent: optional, permanent_mask() of tables built from the same arrays (bpe_fast.formats' cache);
+        it spares merging every ranked token once, and is trusted, so it must come from those arrays."""
         cdef Py_ssize_t n_ranked = ranked_ids.shape[0]
+        if permanent is not None and permanent.shape[0] != n_ranked:
+            raise ValueError("permanent must have one entry a ranked token")
         cdef Py_ssize_t k, i
         if byte_ids.shape[0] != 256:
             raise ValueError("byte_ids must have 256 entries")
@@ -417,7 +456,7 @@ cdef class BPETables:
             self.r.byte_ids[i] = byte_ids[i]
         self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
         self.r.pairs = self.pairs.data()        # the vector is not resized after this
-        self._build_permanent(ranked_pool, ranked_offsets, ranked_ids)
+        self._build_permanent(ranked_pool, ranked_offsets, ranked_ids, permanent)
         if decode_pool.shape[0]:
             self.pool.assign(&decode_pool[0], &decode_pool[0] + decode_pool.shape[0])
         self.offsets.assign(&decode_offsets[0], &decode_offsets[0] + decode_offsets.shape[0])
@@ -507,8 +546,9 @@ cdef class BPETables:
         self.n_pairs += 1
 
     cdef int _build_permanent(self, const uint8_t[::1] pool, const int64_t[::1] offs,
-                              const int32_t[::1] ids) except -1:
-        """The permanent entries: each ranked token whose own bytes merge to exactly itself."""
+                              const int32_t[::1] ids, const uint8_t[::1] given) except -1:
+        """The permanent entries: each ranked token whose own bytes merge to exactly itself (as `given` says,
+        when it is not None)."""
         cdef Py_ssize_t n_ranked = ids.shape[0]
         cdef Py_ssize_t k, n, count, j
         cdef const uint8_t* t
@@ -516,6 +556,7 @@ cdef class BPETables:
         cdef vector[int32_t] buf
         cdef bint reachable
         self.lookup_limit = MAX_CACHED_PIECE
+        self.is_permanent.assign(n_ranked, 0)
         for k in range(n_ranked):
             t = &pool[0] + offs[k]
             n = offs[k + 1] - offs[k]
@@ -525,11 +566,16 @@ cdef class BPETables:
                     reachable = False       # holds a byte the vocabulary lacks: no text encodes to it
             if not reachable:
                 continue
-            if <Py_ssize_t>buf.size() < n:
-                buf.resize(n)
-            count = merge_piece(&self.r, t, n, buf.data())
-            if count != 1 or buf[0] != ids[k]:
-                continue
+            if given is not None:
+                if not given[k]:
+                    continue
+            else:
+                if <Py_ssize_t>buf.size() < n:
+                    buf.resize(n)
+                count = merge_piece(&self.r, t, n, buf.data())
+                if count != 1 or buf[0] != ids[k]:
+                    continue
+            self.is_permanent[k] = 1
             slot.hash = hash_key(t, n, &slot.prefix)
             slot.key_off = <uint32_t>self.permanent_keys.size()
             slot.key_len = <int32_t>n
@@ -540,6 +586,13 @@ cdef class BPETables:
             if n > self.lookup_limit:
                 self.lookup_limit = n
         return 0
+
+    def permanent_mask(self):
+        """bytes: 1 for each ranked token (in rank order) that is a permanent entry, else 0; what the
+        `permanent` argument takes, to build the same tables again without merging every token."""
+        if self.is_permanent.empty():
+            return b""
+        return (<const char*>self.is_permanent.data())[:self.is_permanent.size()]
 
     # ------------------------------------------------------------------------------------------ decoding
 
@@ -903,6 +956,70 @@ cdef class BPECore:
         self._encode_bytes(&data[0], data.shape[0], seg, True, &out.ids)
         return out.ids.size() - before
 
+    def encode_batch_utf8(self, const uint8_t[::1] data, const int64_t[::1] offsets, Segmenter seg not None,
+                          list id_objects not None):
+        """The ids of each text data[offsets[k]:offsets[k+1]] (UTF-8 the caller has checked, as for
+        encode_utf8_into) as a list of lists of int (id_objects[i] is the int i): all the texts in one native
+        pass, without the GIL once they hold NOGIL_BYTES between them (so a thread encoding a group of short
+        texts lets the others run), then the lists. Neither data nor offsets may change during the call.
+
+        Worked example: data b"ab<|eot|>b", offsets [0, 2, 2, 10] -> [ids of "ab"], [], [<|eot|>'s id, ids of "b"]."""
+        cdef Py_ssize_t n_texts = offsets.shape[0] - 1, k, start = 0
+        cdef vector[int32_t] ids
+        cdef vector[Py_ssize_t] ends            # ends[k]: where the ids of text k end in ids
+        cdef SpecialMatcher m = seg.specials
+        cdef const uint8_t* base
+        cdef Py_ssize_t n_objects = PyList_GET_SIZE(id_objects), bad
+        cdef bint counted
+        cdef vector[Py_ssize_t] counts          # id -> how many times it is in ids
+        cdef vector[int32_t] distinct           # the ids in ids, each once
+        if n_texts < 0:
+            raise ValueError("offsets must have at least one entry")
+        if n_texts and (offsets[0] < 0 or offsets[n_texts] > data.shape[0]):
+            raise ValueError("text offsets outside the data")
+        for k in range(n_texts):
+            if offsets[k + 1] < offsets[k]:
+                raise ValueError("text offsets must not decrease")
+        base = &data[0] if data.shape[0] else NULL
+        ends.resize(n_texts)
+        if n_texts and offsets[n_texts] - offsets[0] >= NOGIL_BYTES:
+            with nogil:
+                self._encode_texts(base, &offsets[0], n_texts, seg, m, &ids, ends.data())
+                bad = _count_ids(ids.data(), ids.size(), n_objects, &counts, &distinct)
+        else:
+            if n_texts:
+                self._encode_texts(base, &offsets[0], n_texts, seg, m, &ids, ends.data())
+            bad = _count_ids(ids.data(), ids.size(), n_objects, &counts, &distinct)
+        if bad >= 0:
+            raise ValueError(f"id {ids[bad]} has no int object")
+        # The GIL is held from here: each int's references are added once (by its count), then the lists are
+        # filled with pointers only, which on many short texts halves the time the other threads wait.
+        result = PyList_New(n_texts)
+        counted = not counts.empty()
+        if counted:
+            add_references(id_objects, distinct.data(), distinct.size(), counts.data())
+        for k in range(n_texts):
+            item = PyList_New(ends[k] - start)      # (a MemoryError here leaves some ints a few references too many)
+            if counted:
+                fill_list_owned(item, ids.data() + start, ends[k] - start, id_objects)
+            else:
+                fill_list(item, ids.data() + start, ends[k] - start, id_objects)
+            Py_INCREF(item)
+            PyList_SET_ITEM(result, k, item)
+            start = ends[k]
+        return result
+
+    cdef int _encode_texts(self, const uint8_t* base, const int64_t* offsets, Py_ssize_t n_texts, Segmenter seg,
+                           SpecialMatcher m, vector[int32_t]* out, Py_ssize_t* ends) except -1 nogil:
+        """Append the ids of each text base[offsets[k]:offsets[k+1]] to out, each as _encode_utf8 does it (its
+        own special-token cuts and pre-tokens); ends[k] is where text k's ids end."""
+        cdef Py_ssize_t k
+        for k in range(n_texts):
+            if offsets[k + 1] > offsets[k]:
+                self._encode_utf8(base + offsets[k], offsets[k + 1] - offsets[k], seg, m, True, out)
+            ends[k] = out.size()
+        return 0
+
     # ------------------------------------------------------------------------------------------ inspection
 
     def stats(self):
@@ -910,6 +1027,28 @@ cdef class BPECore:
         result = self.tables.stats()
         result.update({"cached": self.n_cached, "cache_resets": self.n_resets, "cached_bytes": self.cached_bytes})
         return result
+
+
+cdef Py_ssize_t _count_ids(const int32_t* ids, Py_ssize_t n, Py_ssize_t n_objects, vector[Py_ssize_t]* counts,
+                           vector[int32_t]* distinct) noexcept nogil:
+    """counts[i] = occurrences of i in ids[0:n] (counts sized n_objects), distinct = the ids seen, each once;
+    counts is left empty when there are fewer than n_objects / 16 ids. Returns the position of the first id outside [0, n_objects), else -1."""
+    cdef Py_ssize_t k
+    cdef int32_t i
+    if n < n_objects // 16:                 # few ids: counting would cost more than it saves; only checked
+        for k in range(n):
+            if ids[k] < 0 or ids[k] >= n_objects:
+                return k
+        return -1
+    counts.assign(n_objects, 0)
+    for k in range(n):
+        i = ids[k]
+        if i < 0 or i >= n_objects:
+            return k
+        if counts[0][i] == 0:
+            distinct.push_back(i)
+        counts[0][i] += 1
+    return -1
 
 
 # A Tokenizer keeps at most this many encoders not in use (each holds megabytes of tables and cache): after

@@ -142,7 +142,7 @@ class Encoding:
         >>> _tiny().encode_ordinary_batch(["ab", "abc"])
         [[256], [257]]
         """
-        return _map_threads(self._ordinary.encode, list(text), _threads(num_threads))
+        return self._ordinary._encode_batch(list(text), _threads(num_threads), _NOTHING)
 
     def encode_batch(self, text, *, num_threads=8, allowed_special=_NOTHING, disallowed_special="all"):
         """[encode(t, ...) for t in text], on up to `num_threads` threads.
@@ -157,15 +157,7 @@ class Encoding:
         if not isinstance(disallowed_special, frozenset):
             disallowed_special = frozenset(disallowed_special)
         encoder = self._encoder(allowed_special)
-        texts = list(text)
-        if not disallowed_special:
-            return _map_threads(encoder.encode, texts, _threads(num_threads))
-
-        def encode(one):
-            check_disallowed(one, disallowed_special)
-            return encoder.encode(one)
-
-        return _map_threads(encode, texts, _threads(num_threads))
+        return encoder._encode_batch(list(text), _threads(num_threads), disallowed_special)
 
     def encode_single_token(self, text_or_bytes):
         """The id of the token whose bytes (or text) are `text_or_bytes`, special tokens included; KeyError when

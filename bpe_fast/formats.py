@@ -13,8 +13,14 @@ Writers go through a temporary file in the same folder and ``os.replace``, so a 
 No pickle, no eval.
 """
 import codecs
+import hashlib
+import io
 import json
 import os
+import warnings
+import zipfile
+
+import numpy as np
 
 from .atomic import atomic_output
 
@@ -37,7 +43,12 @@ __all__ = [
     "CONFIG_FILE",
     "save_tokenizer_files",
     "load_tokenizer_files",
+    "load_tokenizer_folder",
     "read_config",
+    "CACHE_FILE",
+    "CACHE_MIN_TOKENS",
+    "write_cache",
+    "read_cache",
 ]
 
 # Ids are stored in int32 buffers; the largest is kept one below INT32_MAX so id + 1 never overflows.
@@ -404,6 +415,15 @@ def load_tokenizer_files(directory):
 
     A folder with only vocab.json and merges.txt (GPT-2's own files) loads with no special tokens and
     GPT-2's pattern."""
+    return load_tokenizer_folder(directory, use_cache=False)[:4]
+
+
+def load_tokenizer_folder(directory, use_cache=True):
+    """load_tokenizer_files, and the encoder's arrays: (vocab, merges, special_tokens, pattern, arrays).
+
+    With `use_cache`, when the folder's bpe_fast.npz matches its vocab.json and merges.txt (read_cache),
+    vocab and merges come from it and `arrays` is its dict of table arrays; else the text files are parsed
+    and `arrays` is None."""
     from .patterns import GPT2_PATTERN
 
     directory = os.fspath(directory)
@@ -416,11 +436,122 @@ def load_tokenizer_files(directory):
         if not os.path.exists(os.path.join(directory, name)):
             hint = _other_loader(os.path.join(directory, "tokenizer.json"))
             raise FileNotFoundError(f"{directory} has no {name}: {expected}{hint}")
-    vocab = read_vocab(os.path.join(directory, VOCAB_FILE))
-    merges = read_merges(os.path.join(directory, MERGES_FILE), vocab)
+    cached = read_cache(directory) if use_cache else None
+    if cached is not None:
+        vocab, merges, arrays = cached
+    else:
+        vocab = read_vocab(os.path.join(directory, VOCAB_FILE))
+        merges = read_merges(os.path.join(directory, MERGES_FILE), vocab)
+        arrays = None
     config_path = os.path.join(directory, CONFIG_FILE)
     if os.path.exists(config_path):
         specials, pattern = read_config(config_path)
     else:
         specials, pattern = [], GPT2_PATTERN
-    return vocab, merges, specials, pattern
+    return vocab, merges, specials, pattern, arrays
+
+
+# ------------------------------------------------------------------------------------- the binary cache
+#
+# Parsing vocab.json and merges.txt of a 200k-token vocabulary and building the encoder's tables from them
+# takes about a second; Tokenizer.save therefore also writes bpe_fast.npz (for vocabularies of
+# CACHE_MIN_TOKENS tokens or more): NumPy arrays, no pickle, holding the encoder's table arrays (the
+# vocabulary is their decode pool, offsets and known flags), the merges as id pairs, and the sha256 of
+# vocab.json and merges.txt as they were written. Load uses it only when both digests match the files now in
+# the folder and the arrays are well formed; otherwise (no cache, a file edited since, a cache from another
+# version) the text files are parsed as before. The text files stay the tokenizer; the cache can be deleted.
+
+CACHE_FILE = "bpe_fast.npz"
+CACHE_MIN_TOKENS = 16384        # smaller vocabularies load fast from the text files: no cache is written
+_CACHE_VERSION = 1              # bump when the arrays' meaning changes
+# the table arrays: name -> (dtype, number of dimensions)
+_CACHE_TABLES = {
+    "byte_ids": (np.int32, 1), "ranked_pool": (np.uint8, 1), "ranked_offsets": (np.int64, 1),
+    "ranked_ids": (np.int32, 1), "decode_pool": (np.uint8, 1), "decode_offsets": (np.int64, 1),
+    "known": (np.uint8, 1), "permanent": (np.uint8, 1),
+}
+
+
+def _file_sha256(path):
+    with open(path, "rb") as f:
+        return np.frombuffer(hashlib.sha256(f.read()).digest(), dtype=np.uint8)
+
+
+def write_cache(directory, arrays, merge_ids):
+    """Write bpe_fast.npz into a folder save_tokenizer_files has just written: `arrays` (the table arrays,
+    _CACHE_TABLES), `merge_ids` (int32, one row (id of a, id of b) a merge) and the digests of the folder's
+    vocab.json and merges.txt."""
+    directory = os.fspath(directory)
+    contents = {name: np.ascontiguousarray(arrays[name], dtype=dtype) for name, (dtype, _) in _CACHE_TABLES.items()}
+    contents["merge_ids"] = np.ascontiguousarray(merge_ids, dtype=np.int32).reshape(-1, 2)
+    contents["version"] = np.array([_CACHE_VERSION], dtype=np.int64)
+    contents["vocab_sha256"] = _file_sha256(os.path.join(directory, VOCAB_FILE))
+    contents["merges_sha256"] = _file_sha256(os.path.join(directory, MERGES_FILE))
+    buffer = io.BytesIO()
+    np.savez(buffer, **contents)
+    with atomic_output(os.path.join(directory, CACHE_FILE), "wb") as f:
+        f.write(buffer.getbuffer())
+
+
+def read_cache(directory):
+    """(vocab, merges, arrays) from the folder's bpe_fast.npz, or None when there is none or it does not
+    match the folder's vocab.json and merges.txt. A cache that cannot be read or is malformed is a
+    warning naming the file (and None): the text files are read instead."""
+    path = os.path.join(os.fspath(directory), CACHE_FILE)
+    if not os.path.exists(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            contents = {name: npz[name] for name in npz.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        warnings.warn(f"{path}: cannot be read ({exc}); reading the text files instead", stacklevel=3)
+        return None
+    version = contents.get("version")
+    if version is None or version.shape != (1,) or int(version[0]) != _CACHE_VERSION:
+        return None     # another version's cache: not an error
+    for name, key in ((VOCAB_FILE, "vocab_sha256"), (MERGES_FILE, "merges_sha256")):
+        digest = contents.get(key)
+        if digest is None or not np.array_equal(digest, _file_sha256(os.path.join(directory, name))):
+            return None     # the text files changed since the cache was written
+    problem = _cache_problem(contents)
+    if problem:
+        warnings.warn(f"{path}: malformed ({problem}); reading the text files instead", stacklevel=3)
+        return None
+    pool = contents["decode_pool"].tobytes()
+    offsets = contents["decode_offsets"].tolist()
+    ids = np.flatnonzero(contents["known"]).tolist()
+    vocab = dict(zip(ids, [pool[offsets[i]:offsets[i + 1]] for i in ids]))
+    merge_ids = contents["merge_ids"]
+    token = vocab.__getitem__
+    merges = list(zip(map(token, merge_ids[:, 0].tolist()), map(token, merge_ids[:, 1].tolist())))
+    return vocab, merges, {name: contents[name] for name in _CACHE_TABLES}
+
+
+def _cache_problem(contents):
+    """What is wrong with the arrays of a cache (as far as reading vocab and merges from them goes), or ""."""
+    for name, (dtype, ndim) in _CACHE_TABLES.items():
+        array = contents.get(name)
+        if array is None or array.dtype != dtype or array.ndim != ndim:
+            return f"array {name!r} missing or not {np.dtype(dtype)}"
+    merge_ids = contents.get("merge_ids")
+    if merge_ids is None or merge_ids.dtype != np.int32 or merge_ids.ndim != 2 or merge_ids.shape[1] != 2:
+        return "array 'merge_ids' missing or not int32 pairs"
+    known, offsets, pool = contents["known"], contents["decode_offsets"], contents["decode_pool"]
+    size = known.shape[0]
+    if offsets.shape[0] != size + 1 or offsets[0] != 0 or offsets[-1] != pool.shape[0] \
+            or np.any(offsets[1:] < offsets[:-1]):
+        return "bad decode offsets"
+    for name in ("merge_ids", "ranked_ids", "byte_ids"):
+        ids = contents[name]
+        low = -1 if name == "byte_ids" else 0
+        if ids.size and (ids.min() < low or ids.max() >= size):
+            return f"an id in {name!r} is out of range"
+    if merge_ids.size and not known[merge_ids].all():
+        return "a merge names an id without a token"
+    if contents["ranked_ids"].size and not known[contents["ranked_ids"]].all():
+        return "a ranked id without a token"
+    if contents["byte_ids"].shape[0] != 256:
+        return "'byte_ids' must have 256 entries"
+    if contents["permanent"].shape[0] != contents["ranked_ids"].shape[0]:
+        return "'permanent' must have one entry a ranked token"
+    return ""

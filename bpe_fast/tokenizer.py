@@ -24,6 +24,7 @@ This module checks arguments and owns files; the loops are in bpe_fast/_encode.p
 """
 import itertools
 import operator
+import os
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 
@@ -51,6 +52,10 @@ _MAX_VIEWS = 64
 # encode_iterable re-examines the unfinished tail only once the pending text has grown by this factor,
 # so a pre-token longer than any chunk costs linear, not quadratic, time.
 _PENDING_GROWTH = 2
+# encode_batch joins the UTF-8 of at most about this many characters of text for one native call
+_GROUP_CHARS = 8 << 20
+# encode_batch cuts a batch into this many groups a thread (the threads' last groups end at about the same time)
+_GROUPS_PER_THREAD = 8
 
 
 class Tokenizer:
@@ -80,13 +85,14 @@ class Tokenizer:
         self._setup(vocab, _check_merges(merges, vocab), special_tokens, pattern)
 
     @classmethod
-    def _from_checked(cls, vocab, merges, special_tokens, pattern):
-        """From a vocab and merges that bpe_fast.formats has read (and so checked); skips checking again."""
+    def _from_checked(cls, vocab, merges, special_tokens, pattern, arrays=None):
+        """From a vocab and merges that bpe_fast.formats has read (and so checked); skips checking again.
+        arrays: the encoder's table arrays for this vocab and merges (bpe_fast.formats' cache), or None."""
         self = cls.__new__(cls)
-        self._setup(vocab, merges, special_tokens, pattern)
+        self._setup(vocab, merges, special_tokens, pattern, arrays)
         return self
 
-    def _setup(self, vocab, merges, special_tokens, pattern):
+    def _setup(self, vocab, merges, special_tokens, pattern, arrays=None):
         if vocab and max(vocab) >= 4 * len(vocab) + (1 << 20):
             raise ValueError(f"vocab ids are too sparse: largest id {max(vocab)} for {len(vocab)} tokens")
         specials = check_special_tokens(special_tokens)
@@ -105,11 +111,12 @@ class Tokenizer:
                 vocab[next_id] = data
                 ids_of[data] = next_id
                 next_id += 1
+                arrays = None           # built for the vocabulary without this token
             special_ids[tok] = ids_of[data]
         self._vocab = vocab
         self._merges = merges
         self._ids_of = ids_of
-        self._tables = _build_tables(vocab, merges, ids_of)
+        self._tables = BPETables(**arrays) if arrays is not None else _build_tables(vocab, merges, ids_of)
         # Encoders not in use. Each encoding call takes one and gives it back, so threads encoding at once (the
         # encoder runs without the GIL on long texts) each have their own, with its own cache of pre-tokens.
         self._cores = [BPECore(self._tables)]
@@ -239,8 +246,24 @@ class Tokenizer:
         >>> tok.save(folder)
         >>> Tokenizer.load(folder).encode("a<|endoftext|>")
         [97, 256]
+
+        A vocabulary of formats.CACHE_MIN_TOKENS tokens or more also gets bpe_fast.npz, the encoder's tables
+        (NumPy arrays, no pickle), which load uses while it matches vocab.json and merges.txt (see
+        bpe_fast.formats).
         """
         formats.save_tokenizer_files(directory, self._vocab, self._merges, self._specials, self._pattern)
+        cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
+        if len(self._vocab) < formats.CACHE_MIN_TOKENS:
+            if os.path.exists(cache):
+                os.remove(cache)        # an earlier save's, of another vocabulary
+            return
+        arrays = _table_arrays(self._vocab, self._merges, self._ids_of)
+        arrays["permanent"] = np.frombuffer(self._tables.permanent_mask(), dtype=np.uint8)
+        ids_of = self._ids_of.__getitem__
+        merge_ids = np.fromiter(itertools.chain.from_iterable(zip(map(ids_of, (a for a, _ in self._merges)),
+                                                                  map(ids_of, (b for _, b in self._merges)))),
+                                dtype=np.int32, count=2 * len(self._merges))
+        formats.write_cache(directory, arrays, merge_ids)
 
     @classmethod
     def load(cls, directory):
@@ -255,8 +278,8 @@ class Tokenizer:
         >>> tok.encode("abc"), tok.pattern == GPT4_PATTERN
         ([256, 99], True)
         """
-        vocab, merges, specials, pattern = formats.load_tokenizer_files(directory)
-        return cls._from_checked(vocab, merges, specials, pattern)
+        vocab, merges, specials, pattern, arrays = formats.load_tokenizer_folder(directory)
+        return cls._from_checked(vocab, merges, specials, pattern, arrays)
 
     def export_hf(self, path):
         """Write an HF tokenizers ``tokenizer.json`` that gives the same ids (see bpe_fast.export)."""
@@ -399,8 +422,9 @@ class Tokenizer:
         return self._view(_NONE).encode(text)
 
     def encode_batch(self, texts, *, num_threads=8, allowed_special="all", disallowed_special=()):
-        """[encode(text) for text in texts], on up to `num_threads` threads (texts of 16 KB or more encode
-        without the GIL, so in parallel; shorter ones are grouped, a group a task).
+        """[encode(text) for text in texts], on up to `num_threads` threads. For the built-in patterns the texts
+        are cut into about 8 groups a thread (by length) and each group is one native call that encodes all its
+        texts without the GIL, so short texts too encode in parallel.
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
         >>> tok.encode_batch(["ab", "b"])
@@ -409,16 +433,45 @@ class Tokenizer:
         texts = _check_batch(texts, "texts")
         _check_threads(num_threads)
         if allowed_special is _ALL and not disallowed_special:
-            return _map_threads(self.encode, texts, num_threads)
+            return self._encode_batch(texts, num_threads, _NONE)
         view, disallowed = self._specials_rule(allowed_special, disallowed_special)
-        if not disallowed:
-            return _map_threads(view.encode, texts, num_threads)
+        return view._encode_batch(texts, num_threads, disallowed)
 
-        def encode(text):
-            check_disallowed(text, disallowed)
-            return view.encode(text)
+    def _encode_batch(self, texts, num_threads, disallowed):
+        """encode_batch of the list `texts`, the special tokens matched being this tokenizer's; a text holding
+        one of `disallowed` (a frozenset of str) raises tiktoken's ValueError, as encode's keywords do."""
+        if self._segmenter is None:         # the Python path: a text a call
+            if not disallowed:
+                return _map_threads(self.encode, texts, num_threads)
 
-        return _map_threads(encode, texts, num_threads)
+            def encode(text):
+                check_disallowed(text, disallowed)
+                return self.encode(text)
+
+            return _map_threads(encode, texts, num_threads)
+        groups = _length_groups(texts, _GROUPS_PER_THREAD * num_threads if num_threads > 1 else 1)
+        if num_threads == 1 or len(groups) < 2:
+            per_group = [self._encode_group(group, disallowed) for group in groups]
+        else:
+            with ThreadPoolExecutor(min(num_threads, len(groups))) as pool:
+                per_group = list(pool.map(lambda group: self._encode_group(group, disallowed), groups))
+        return list(itertools.chain.from_iterable(per_group))
+
+    def _encode_group(self, texts, disallowed):
+        """[encode(text) for text in texts] in one native call (BPECore.encode_batch_utf8): their UTF-8 joined,
+        with offsets. Each text is checked and converted as encode does it (TypeError for one that is not a
+        str, lone surrogates replaced)."""
+        if disallowed:
+            for text in texts:
+                check_disallowed(text, disallowed)
+        try:
+            parts = list(map(str.encode, texts))
+        except (TypeError, UnicodeEncodeError):
+            parts = list(map(_utf8_of, texts))
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=offsets[1:])
+        return self._on_core(BPECore.encode_batch_utf8, b"".join(parts), offsets, self._segmenter,
+                             self._id_objects)
 
     def encode_with_offsets(self, text, *, allowed_special="all", disallowed_special=()):
         """(ids, offsets): the ids of `text` (int32 array, as encode_to_numpy) and the index in `text` of the
@@ -892,6 +945,31 @@ def _map_threads(func, items, num_threads):
         return list(itertools.chain.from_iterable(pool.map(lambda run: [func(x) for x in run], runs)))
 
 
+def _length_groups(texts, n_groups):
+    """`texts` (a list) cut into at most `n_groups` runs of about the same total length, and into runs of at most
+    _GROUP_CHARS characters (beyond one text) so the joined UTF-8 of a run stays small."""
+    n = len(texts)
+    if n == 0:
+        return []
+    ends = np.cumsum(np.fromiter((len(t) if isinstance(t, str) else 0 for t in texts), dtype=np.int64, count=n))
+    total = int(ends[-1])
+    n_groups = max(1, min(n, max(n_groups, -(-total // _GROUP_CHARS))))
+    # run g ends after the first text whose end reaches g/n_groups of the total
+    cuts = np.searchsorted(ends, total * np.arange(1, n_groups, dtype=np.float64) / n_groups, side="left") + 1
+    cuts = [0, *sorted(set(int(c) for c in cuts if 0 < c < n)), n]
+    return [texts[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def _utf8_of(text):
+    """The UTF-8 of `text` as encode takes it: a str subclass as its str, lone surrogates replaced; TypeError
+    for anything else."""
+    text = _check_text(text)
+    try:
+        return str.encode(text)
+    except UnicodeEncodeError:
+        return _replace_surrogates(text).encode("utf-8")
+
+
 def _bytes_regex(rx):
     """The special-token regex of bpe_fast.specials (escaped tokens joined by "|", longest first) for bytes."""
     if rx is None:
@@ -976,6 +1054,11 @@ def _check_merges(merges, vocab):
 
 
 def _build_tables(vocab, merges, ids_of):
+    return BPETables(**_table_arrays(vocab, merges, ids_of))
+
+
+def _table_arrays(vocab, merges, ids_of):
+    """BPETables' arguments (but `permanent`) as a dict of arrays."""
     byte_ids = np.array([ids_of.get(bytes([b]), -1) for b in range(256)], dtype=np.int32)
     # each merged token once, where its first merge made it: dict keys keep the first insertion's place,
     # so their order is rank order (map and fromiter: loops in C, for 200k-token vocabularies)
@@ -995,7 +1078,8 @@ def _build_tables(vocab, merges, ids_of):
     decode_offsets = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(lengths, out=decode_offsets[1:])
     decode_pool = np.frombuffer(b"".join(map(vocab.get, range(size), itertools.repeat(b"", size))), dtype=np.uint8)
-    return BPETables(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known)
+    return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets, ranked_ids=ranked_ids,
+                decode_pool=decode_pool, decode_offsets=decode_offsets, known=known)
 
 
 def _id_array(ids):

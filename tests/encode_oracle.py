@@ -104,3 +104,15 @@ def oracle_encode(text, vocab, merges, special_tokens=(), pattern=None, rule="ti
 
 def oracle_decode(ids, vocab):
     return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+def assigned_in_old_unicode(text):
+    """text without the code points unassigned in this Python's Unicode database (Unicode 14 for Python 3.11).
+
+    bpe_fast classifies code points as the installed `regex` does (Unicode 17 in regex 2026.11), tiktoken with
+    its Rust regex crate's older tables: a code point assigned in between (U+3D000, a CJK letter since Unicode
+    17) is a letter to one and not to the other, so the pre-tokens, and the ids, differ there. Comparisons
+    with tiktoken keep to code points both know."""
+    import unicodedata
+
+    return "".join(c for c in text if unicodedata.category(c) != "Cn")

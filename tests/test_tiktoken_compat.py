@@ -20,6 +20,7 @@ import bpe_fast.encoding
 from bpe_fast import Encoding, Tokenizer
 from bpe_fast.patterns import GPT2_PATTERN
 from bpe_fast.ranks import ranks_from_tokenizer
+from encode_oracle import assigned_in_old_unicode
 from openai_ranks import ENCODINGS, load_ranks, ranks_path
 
 tiktoken = pytest.importorskip("tiktoken")
@@ -129,6 +130,7 @@ ENCODE_CALLS = [
 
 
 def check_text(pair, text):
+    text = assigned_in_old_unicode(text)
     for call in ENCODE_CALLS:
         same(pair, call, text)
     _, ids = same(pair, "encode", text, allowed_special="all")
@@ -425,3 +427,22 @@ def test_encode_with_offsets_keywords():
 def test_doctests():
     result = doctest.testmod(bpe_fast.encoding, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_batches_of_many_short_texts_equal_tiktoken(pair):
+    """encode_batch / encode_ordinary_batch encode groups of texts in one native call each: many short texts
+    (empty ones, special tokens, lone surrogates among them) give tiktoken's lists, in order."""
+    import random
+    rng = random.Random(13)
+    words = ["the", " cat", "  ", "\n\n", "Straße", " 東京", "😀", "'s", " 123", EOT, "<|endofprompt|>", "\ud800",
+             "\udc00", "<|endof", "text|>", " ", "x"]
+    batch = ["".join(rng.choice(words) for _ in range(rng.randrange(0, 25))) for _ in range(400)]
+    batch += ["", "a" * 20000 + EOT, "\ud83d\ude00"]
+    for threads in (1, 2, 5):
+        same(pair, lambda e: e.encode_batch(batch, allowed_special="all", num_threads=threads))
+        same(pair, lambda e: e.encode_batch(batch, allowed_special={EOT}, disallowed_special=(),
+                                            num_threads=threads))
+        same(pair, lambda e: e.encode_ordinary_batch(batch, num_threads=threads))
+    same(pair, lambda e: e.encode_batch(batch, num_threads=2))                  # tiktoken's ValueError
+    clean = [t for t in batch if EOT not in t and "<|endofprompt|>" not in t]
+    same(pair, lambda e: e.encode_batch(clean, num_threads=2))
