@@ -422,8 +422,8 @@ def load_tokenizer_folder(directory, use_cache=True):
     """load_tokenizer_files, and the encoder's arrays: (vocab, merges, special_tokens, pattern, arrays).
 
     With `use_cache`, when the folder's bpe_fast.npz matches its vocab.json and merges.txt (read_cache),
-    vocab and merges come from it and `arrays` is its dict of table arrays; else the text files are parsed
-    and `arrays` is None."""
+    vocab and merges come from it (merges as a function that makes the list, called when first needed) and
+    `arrays` is its dict of table arrays; else the text files are parsed and `arrays` is None."""
     from .patterns import GPT2_PATTERN
 
     directory = os.fspath(directory)
@@ -494,7 +494,8 @@ def write_cache(directory, arrays, merge_ids):
 
 
 def read_cache(directory):
-    """(vocab, merges, arrays) from the folder's bpe_fast.npz, or None when there is none or it does not
+    """(vocab, merges, arrays) from the folder's bpe_fast.npz (merges: a function that makes the list of
+    pairs), or None when there is none or it does not
     match the folder's vocab.json and merges.txt. A cache that cannot be read or is malformed is a
     warning naming the file (and None): the text files are read instead."""
     path = os.path.join(os.fspath(directory), CACHE_FILE)
@@ -523,7 +524,9 @@ def read_cache(directory):
     vocab = dict(zip(ids, [pool[offsets[i]:offsets[i + 1]] for i in ids]))
     merge_ids = contents["merge_ids"]
     token = vocab.__getitem__
-    merges = list(zip(map(token, merge_ids[:, 0].tolist()), map(token, merge_ids[:, 1].tolist())))
+
+    def merges():       # made when first asked for (Tokenizer.merges, save, export): load need not pay for it
+        return list(zip(map(token, merge_ids[:, 0].tolist()), map(token, merge_ids[:, 1].tolist())))
     return vocab, merges, {name: contents[name] for name in _CACHE_TABLES}
 
 

@@ -114,9 +114,11 @@ class Tokenizer:
                 arrays = None           # built for the vocabulary without this token
             special_ids[tok] = ids_of[data]
         self._vocab = vocab
-        self._merges = merges
+        # merges may be a function that makes the list (the cache's id pairs): made on first use
+        self._merges = None if callable(merges) else merges
+        self._make_merges = merges if callable(merges) else None
         self._ids_of = ids_of
-        self._tables = BPETables(**arrays) if arrays is not None else _build_tables(vocab, merges, ids_of)
+        self._tables = BPETables(**arrays) if arrays is not None else _build_tables(vocab, self._merge_list(), ids_of)
         # Encoders not in use. Each encoding call takes one and gives it back, so threads encoding at once (the
         # encoder runs without the GIL on long texts) each have their own, with its own cache of pre-tokens.
         self._cores = [BPECore(self._tables)]
@@ -251,18 +253,19 @@ class Tokenizer:
         (NumPy arrays, no pickle), which load uses while it matches vocab.json and merges.txt (see
         bpe_fast.formats).
         """
-        formats.save_tokenizer_files(directory, self._vocab, self._merges, self._specials, self._pattern)
+        formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials, self._pattern)
         cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
         if len(self._vocab) < formats.CACHE_MIN_TOKENS:
             if os.path.exists(cache):
                 os.remove(cache)        # an earlier save's, of another vocabulary
             return
-        arrays = _table_arrays(self._vocab, self._merges, self._ids_of)
+        arrays = _table_arrays(self._vocab, self._merge_list(), self._ids_of)
         arrays["permanent"] = np.frombuffer(self._tables.permanent_mask(), dtype=np.uint8)
         ids_of = self._ids_of.__getitem__
-        merge_ids = np.fromiter(itertools.chain.from_iterable(zip(map(ids_of, (a for a, _ in self._merges)),
-                                                                  map(ids_of, (b for _, b in self._merges)))),
-                                dtype=np.int32, count=2 * len(self._merges))
+        merges = self._merge_list()
+        merge_ids = np.fromiter(itertools.chain.from_iterable(zip(map(ids_of, (a for a, _ in merges)),
+                                                                  map(ids_of, (b for _, b in merges)))),
+                                dtype=np.int32, count=2 * len(merges))
         formats.write_cache(directory, arrays, merge_ids)
 
     @classmethod
@@ -311,7 +314,7 @@ class Tokenizer:
 
     def __reduce__(self):
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles).
-        return (_rebuild, (dict(self._vocab), list(self._merges), list(self._specials), self._pattern))
+        return (_rebuild, (dict(self._vocab), list(self._merge_list()), list(self._specials), self._pattern))
 
     # ---------------------------------------------------------------------------------------- properties
 
@@ -331,7 +334,13 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")]).merges
         ((b'a', b'b'),)
         """
-        return tuple(self._merges)
+        return tuple(self._merge_list())
+
+    def _merge_list(self):
+        if self._merges is None:
+            self._merges = self._make_merges()
+            self._make_merges = None
+        return self._merges
 
     @property
     def special_tokens(self):
@@ -371,7 +380,7 @@ class Tokenizer:
 
     def __repr__(self):
         name = {GPT2_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k"}.get(self._pattern, "custom")
-        return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merges)} "
+        return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merge_list())} "
                 f"special_tokens={list(self._specials)!r} pattern={name}>")
 
     # ---------------------------------------------------------------------------------------- encoding
