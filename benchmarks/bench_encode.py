@@ -266,6 +266,8 @@ def test_encode_batch_threads(benchmark, batch_setup, docs):
         "text": what, "documents": len(batch), "mean document bytes": round(nbytes / len(batch)),
         "MB/s 1 thread": round(nbytes / best[1] / 1e6, 1), "MB/s 2 threads": round(nbytes / best[2] / 1e6, 1),
         "ratio": round(best[1] / best[2], 2), "cpus": os.cpu_count()})
+    print(f"\nencode_batch, {docs} documents ({len(batch)}, {what}): 1 thread {nbytes / best[1] / 1e6:.1f} MB/s, "
+          f"2 threads {nbytes / best[2] / 1e6:.1f} MB/s: {best[1] / best[2]:.2f}x")
 
 
 def test_report(libraries):
