@@ -22,6 +22,7 @@ import os
 
 from .formats import token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_ids, pattern_to_hf
+from .ranks import merge_rule_difference
 
 HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
@@ -45,6 +46,12 @@ def hf_tokenizer_json(tokenizer):
     (all that can be, or none, or those before the first that cannot) so that HF gives each its id, and a
     ValueError names the first for which no choice does (give such tokens the last ids)."""
     _check_unique(tokenizer)
+    difference = merge_rule_difference(list(tokenizer.merges))
+    if difference is not None:
+        k, parts = difference
+        a, b = tokenizer.merges[k]
+        raise ValueError(f"merge {k} ({a!r}, {b!r}): bpe_fast encodes {a + b!r} as {parts[0]!r} + {parts[1]!r} "
+                         "joined, a pair HF's merge list would not join, so HF would give other ids")
     special_ids = sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
     contents = [s for s, _ in special_ids]
     all_keys = dict(zip(tokens_to_strs(tokenizer.vocab.values()), tokenizer.vocab))

@@ -44,6 +44,7 @@ import regex
 from . import formats
 from .formats import FormatError
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from .ranks import merge_rule_difference
 
 __all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json"]
 
@@ -195,6 +196,12 @@ def read_tokenizer_json(path):
     _check_post_processor(f, doc.get("post_processor"))
     key_ids, vocab = _read_vocab(f, model.get("vocab"))
     merges = _read_merges(f, model.get("merges"), key_ids, vocab)
+    difference = merge_rule_difference(merges)
+    if difference is not None:
+        k, parts = difference
+        f.fail(f"merge {k} ({formats.token_to_str(merges[k][0])} {formats.token_to_str(merges[k][1])}): bpe_fast "
+               f"(as tiktoken) makes {merges[k][0] + merges[k][1]!r} from {parts[0]!r} + {parts[1]!r}, which HF would "
+               "not join, so the ids could differ", "merges", "model")
     model_tokens = set(vocab.values())
     specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab)
     if model.get("ignore_merges"):
@@ -404,9 +411,11 @@ def _read_added_tokens(f, added, key_ids, vocab):
             f.fail(f"added token {content!r} has id {file_id}, but HF tokenizers gives it id {hf_id} (a token in "
                    "the vocab keeps its id; the others follow the vocab in order)", content, "added_tokens")
         data = content.encode("utf-8")
+        if file_id in vocab and vocab[file_id] != data:
+            f.fail(f"added token {content!r} (bytes {data!r}) has id {file_id}, the id of vocab token "
+                   f"{formats.token_to_str(vocab[file_id])!r} (bytes {vocab[file_id]!r}): bpe_fast gives an id one "
+                   "byte string", content, "added_tokens")
         have = ids_of_bytes.get(data)
-        if have is None and file_id in vocab:
-            have = file_id
         if have is not None and have != file_id:
             f.fail(f"added token {content!r} (id {file_id}) and vocab token "
                    f"{formats.token_to_str(vocab[have])!r} (id {have}) are the same bytes; bpe_fast gives a byte "

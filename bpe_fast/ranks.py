@@ -277,3 +277,31 @@ def ranks_from_tokenizer(tokenizer):
                              "tiktoken merges in id order, so the ids must follow the merge order")
         previous, previous_token = i, token
     return ranks
+
+
+def merge_rule_difference(merges):
+    """Where replaying `merges` as a merge list (HF's rule: only the listed pairs join, by their place) can give
+    other ids than the ranks rule bpe_fast and tiktoken encode with (any adjacent pair whose concatenation is a
+    token joins, lowest rank first; a token ranked by its first merge): (index of the first merge of a token
+    whose parts the ranks rule makes differently and that the list does not hold, the parts it makes), or None
+    when the two rules agree.
+
+    >>> merge_rule_difference([(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])   # "abc": the ranks rule joins a+bc
+    (2, (b'a', b'bc'))
+    >>> merge_rule_difference([(b"a", b"b"), (b"ab", b"c")]) is None
+    True
+    """
+    ranks = {bytes([b]): b for b in range(256)}
+    first, listed = {}, set(merges)
+    for k, (a, b) in enumerate(merges):
+        if a + b not in first:
+            first[a + b] = k
+            ranks[a + b] = 256 + k
+    try:
+        recovered = merges_from_ranks(ranks)
+    except ValueError:      # a token the ranks rule cannot reach: this check gives up (the file's other checks apply)
+        return None
+    for (token, k), parts in zip(first.items(), recovered):
+        if parts not in listed:     # a token listed with several merges (files converted from ranks) may use any
+            return k, parts
+    return None

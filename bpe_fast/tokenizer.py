@@ -337,10 +337,10 @@ class Tokenizer:
         return tuple(self._merge_list())
 
     def _merge_list(self):
-        if self._merges is None:
-            self._merges = self._make_merges()
-            self._make_merges = None
-        return self._merges
+        merges = self._merges
+        if merges is None:          # threads may both make it: the function is pure, and kept (no race on it)
+            merges = self._merges = self._make_merges()
+        return merges
 
     @property
     def special_tokens(self):

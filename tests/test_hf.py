@@ -267,7 +267,8 @@ def test_export_refuses_a_special_token_hf_would_renumber(tmp_path):
 def small_doc(specials=(EOT,)):
     """A tokenizer.json document (GPT-2's pattern) with a, b, c, d, " a" merged in a few steps."""
     vocab = {i: bytes([i]) for i in range(256)}
-    merges = [(b"a", b"b"), (b" ", b"a"), (b"ab", b"c"), (b" a", b"b")]
+    # " ab" is " " + "ab": with (" a", "b") HF would leave " ", "ab" apart where tiktoken's rule joins them
+    merges = [(b"a", b"b"), (b" ", b"a"), (b"ab", b"c"), (b" ", b"ab")]
     for a, b in merges:
         vocab[len(vocab)] = a + b
     return hf_tokenizer_json(Tokenizer(vocab, merges, list(specials)))
@@ -324,6 +325,16 @@ def test_added_token_with_the_bytes_of_a_vocab_token(tmp_path):
     path = write_doc(tmp_path, doc)
     assert tokenizers.Tokenizer.from_file(str(path)).token_to_id(" a") == 261
     with pytest.raises(FormatError, match=r"' a' \(id 261\) and vocab token 'Ġa' \(id 257\) are the same bytes"):
+        Tokenizer.from_hf(path)
+
+
+def test_added_token_spelled_as_a_vocab_key_is_refused_not_a_crash(tmp_path):
+    doc = small_doc()
+    doc["added_tokens"].append(added("Ġa", 257))      # the vocab key of " a" (id 257), as the added token's text
+    path = write_doc(tmp_path, doc)
+    assert tokenizers.Tokenizer.from_file(str(path)).token_to_id("Ġa") == 257
+    with pytest.raises(FormatError, match=r"'Ġa' \(bytes b'\\xc4\\xa0a'\) has id 257, the id of vocab token 'Ġa' "
+                                          r"\(bytes b' a'\)"):
         Tokenizer.from_hf(path)
 
 
@@ -539,3 +550,25 @@ def test_cli_reads_and_writes_hf_files(tmp_path, ours_trained):
     again = json.loads((tmp_path / "dir" / "tokenizer.json").read_text("utf-8"))
     assert again == json.loads((tmp_path / "tokenizer.json").read_text("utf-8"))
     assert json.loads((tmp_path / "dir" / "special_tokens_map.json").read_text("utf-8"))["eos_token"] == EOT
+
+
+def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
+    # merges (b, c), (a, b), (ab, c): HF never joins a + bc, so it gives "abc" as a, bc; bpe_fast (tiktoken's
+    # rule: any adjacent pair whose concatenation is a token, lowest rank first) would join them into abc
+    from tokenizers import models, pre_tokenizers
+
+    keys = {token_to_str(bytes([b])): b for b in range(256)}
+    hf = tokenizers.Tokenizer(models.BPE(keys | {"bc": 256, "ab": 257, "abc": 258},
+                                         [("b", "c"), ("a", "b"), ("ab", "c")]))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    path = tmp_path / "tokenizer.json"
+    hf.save(str(path))
+    assert hf.encode("abc").ids == [97, 256]
+    with pytest.raises(FormatError, match=r"merge 2 \(ab c\).*from b'a' \+ b'bc', which HF would not join"):
+        Tokenizer.from_hf(path)
+    ours = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"bc", 257: b"ab", 258: b"abc"},
+                     [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])
+    assert ours.encode("abc") == [258]
+    with pytest.raises(ValueError, match=r"merge 2 \(b'ab', b'c'\): bpe_fast encodes b'abc' as b'a' \+ b'bc'"):
+        ours.export_hf(tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
