@@ -20,7 +20,7 @@ from .atomic import atomic_output
 from .chunking import chunk_boundaries
 from .patterns import GPT2_PATTERN, resolve_pattern
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
-from .procs import check_chunk_bytes, check_num_processes, shared_counter, worker_pool
+from .procs import check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, worker_pool
 from .specials import check_special_tokens, special_regex
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -246,6 +246,8 @@ def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, prog
             pending = set(futures)
             while pending or thread.is_alive():
                 _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
+                if pending:
+                    check_workers_alive(pool)   # a worker killed mid-result would leave its future pending
                 thread.join(0 if pending else 0.25)
                 if progress is not None:
                     progress("count", bytes_done.value, ranges[-1][1])

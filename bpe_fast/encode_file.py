@@ -18,7 +18,7 @@ from .chunking import chunk_boundaries
 from .counts import CorpusDecodeError, _line_of, check_errors, check_input_file
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
-from .procs import check_chunk_bytes, check_num_processes, thread_pool, worker_pool
+from .procs import check_chunk_bytes, check_num_processes, result_of, thread_pool, worker_pool
 
 DEFAULT_CHUNK_BYTES = 1 << 20
 _CHUNKS_PER_WORKER = 16     # at least this many ranges a worker, so that the workers finish together
@@ -170,7 +170,7 @@ def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_workers):
         for i, (start, end) in enumerate(ranges[:window]):
             futures[i] = executor.submit(task, *first, path, start, end, dtype, errors)
         for i, (start, end) in enumerate(ranges):
-            ids = futures.pop(i).result()
+            ids = result_of(futures.pop(i), executor)
             j = i + window
             if j < len(ranges):
                 futures[j] = executor.submit(task, *first, path, *ranges[j], dtype, errors)

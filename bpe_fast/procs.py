@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import signal
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 _PR_SET_PDEATHSIG = 1
@@ -100,6 +101,28 @@ def shared_counter(initial=0):
     return _context().Value("q", initial)
 
 
+def result_of(future, executor, poll=0.25):
+    """future.result(), for a future of `executor` (either pool kind). For a process pool, a worker that died
+    while it sent a result can leave the pool waiting forever for the rest of the message, the future never
+    done: so this also looks every `poll` seconds whether a worker has exited, and raises BrokenProcessPool
+    (worker_pool turns it into WorkerDiedError) if one has."""
+    if not isinstance(executor, ProcessPoolExecutor):
+        return future.result()
+    while True:
+        try:
+            return future.result(timeout=poll)
+        except FutureTimeout:
+            check_workers_alive(executor)
+
+
+def check_workers_alive(executor):
+    """Raise BrokenProcessPool if a worker of the process pool `executor` has exited (they only exit at
+    shutdown)."""
+    for proc in list((getattr(executor, "_processes", None) or {}).values()):
+        if proc.exitcode is not None:
+            raise BrokenProcessPool(f"worker {proc.pid} exited with code {proc.exitcode}")
+
+
 def terminate(executor):
     """Stop the workers now (shutdown() alone would let running tasks finish)."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
@@ -107,7 +130,13 @@ def terminate(executor):
         with contextlib.suppress(Exception):
             if proc.is_alive():
                 proc.terminate()
-    executor.shutdown(wait=True, cancel_futures=True)
     for proc in processes:
         with contextlib.suppress(Exception):
             proc.join(timeout=5)
+    # A worker stopped while it sent a result leaves part of a message in the result pipe, and the executor's
+    # manager thread then waits for the rest forever (this process holds the pipe's write end too), so
+    # shutdown(wait=True) hung (seen in tests/test_faults.py under load). Closing that end gives the thread
+    # EOF; it marks the pool broken and ends. (CPython's ProcessPoolExecutor keeps it as _result_queue.)
+    with contextlib.suppress(Exception):
+        executor._result_queue._writer.close()
+    executor.shutdown(wait=True, cancel_futures=True)
