@@ -275,6 +275,27 @@ cdef inline Py_ssize_t gpt2_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) n
     return n
 
 
+cdef inline Py_ssize_t space_run(const uint8_t* s, Py_ssize_t i, Py_ssize_t j, uint8_t c, Py_ssize_t n,
+                                 Py_ssize_t* after_nl) noexcept nogil:
+    """The whitespace run from s[i] (class c; the next code point at j) as GPT-4's and o200k's patterns end it
+    when a non-space follows: up to its last \\r or \\n if it has one, else without its last code point if it
+    has two or more, else that one code point. -1 when the run reaches n (the patterns differ there); after_nl
+    then holds the end of its last \\r or \\n, or -1."""
+    cdef Py_ssize_t last = i, k = j, m
+    after_nl[0] = j if (c & C_NL) else -1
+    while k < n:
+        c = cls_at(s, k, &m)
+        if not (c & C_S):
+            if after_nl[0] >= 0:
+                return after_nl[0]
+            return last if last > i else k
+        if c & C_NL:
+            after_nl[0] = m
+        last = k
+        k = m
+    return -1
+
+
 # ---------------------------------------------------------------------------------------------- GPT-4
 # '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
 
@@ -310,19 +331,9 @@ cdef inline Py_ssize_t gpt4_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) n
     if (c & C_LNS) == 0:                                        # "[^\s\p{L}\p{N}]++[\r\n]*+"
         return run_crlf(s, run(s, j, n, C_LNS, 0), n)
     # whitespace run from i: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
-    cdef Py_ssize_t last = i, after_nl = j if (c & C_NL) else -1
-    k = j
-    while k < n:
-        c = cls_at(s, k, &m)
-        if not (c & C_S):
-            if after_nl >= 0:
-                return after_nl                                 # up to the last \r or \n of the run
-            return last if last > i else k
-        if c & C_NL:
-            after_nl = m
-        last = k
-        k = m
-    return n                                                    # the run reaches the end of the text
+    cdef Py_ssize_t after_nl
+    k = space_run(s, i, j, c, n, &after_nl)
+    return n if k < 0 else k                                    # \s++$: a run reaching the end is whole
 
 
 # ---------------------------------------------------------------------------------------------- o200k
@@ -433,20 +444,12 @@ cdef inline Py_ssize_t o200k_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, 
         if (c & C_LNS) == 0:                            # ... without it
             return o200k_crlf_slash(s, run_to(s, j, n, C_LNS, 0, at_end), n, at_end)
     # the whitespace run from i: \s*[\r\n]+ | \s+(?!\S) | \s+
-    cdef Py_ssize_t last = i, after_nl = j if (c & C_NL) else -1
-    k = j
-    while k < n:
-        c = cls_at(s, k, &m)
-        if not (c & C_S):
-            if after_nl >= 0:
-                return after_nl                         # up to the run's last \r or \n
-            return last if last > i else k
-        if c & C_NL:
-            after_nl = m
-        last = k
-        k = m
+    cdef Py_ssize_t after_nl
+    k = space_run(s, i, j, c, n, &after_nl)
+    if k >= 0:
+        return k
     at_end[0] = True
-    return after_nl if after_nl >= 0 else n
+    return after_nl if after_nl >= 0 else n                     # to the run's last \r or \n, else to the end
 
 
 cdef inline Py_ssize_t o200k_crlf_slash(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* at_end) noexcept nogil:
