@@ -883,6 +883,30 @@ cdef class PretokenCounter:
         self.busy = False
         return self
 
+    def add_documents(self, const uint8_t[::1] data, const int64_t[::1] bounds):
+        """Count documents: document k is data[bounds[k]:bounds[k + 1]], each cut at the special tokens and
+        scanned as a text of its own, exactly as add() of each one would (pre-tokens never cross documents).
+        Same conditions on the data as add() (each document valid UTF-8). Returns self."""
+        cdef Py_ssize_t m = bounds.shape[0] - 1, k, n = data.shape[0]
+        if self.kind == 0:
+            raise ValueError("this PretokenCounter (kind 0) only adds arrays")
+        if m < 0 or bounds[0] != 0 or bounds[m] != n:
+            raise ValueError("bounds must rise from 0 to len(data)")
+        for k in range(m):
+            if bounds[k + 1] < bounds[k]:
+                raise ValueError(f"bounds fall at {k}")
+        if n == 0:
+            return self
+        if self.busy:
+            raise RuntimeError("PretokenCounter.add_documents called from two threads at once")
+        self.busy = True
+        with nogil:
+            for k in range(m):
+                if bounds[k + 1] > bounds[k]:
+                    self.add_buffer(&data[bounds[k]], bounds[k + 1] - bounds[k])
+        self.busy = False
+        return self
+
     def to_dict(self):
         """dict[bytes, int] of the distinct pre-tokens, in order of first occurrence."""
         cdef Py_ssize_t k

@@ -19,6 +19,12 @@ _MAX_WINDOW = 1 << 20
 _SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )")
 
 
+def cuts_at_spaces(pattern):
+    """True if a text pre-tokenized with pattern may be cut before a space that follows a printable ASCII
+    character (the built-in patterns; see above)."""
+    return resolve_pattern(pattern) in (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN)
+
+
 def _covered(buf, k, specials):
     """True if an occurrence of a special token in buf starts before k and ends after it."""
     for tok in specials:
@@ -36,7 +42,7 @@ def _first_safe_cut(f, start, end, specials, space_cuts):
     while pos < end:
         lo = max(0, pos - margin)
         f.seek(lo)
-        buf = f.read(min(end, pos + window) - lo + margin)
+        buf = f.read(min(end, pos + window) - lo + margin)[:end - lo]     # nothing past end (a cap) counts
         stop = min(end, pos + window) - lo          # candidates are buf offsets in [pos - lo, stop)
         candidates = []
         for tok in specials:
@@ -61,14 +67,43 @@ def _first_safe_cut(f, start, end, specials, space_cuts):
     return None
 
 
-def chunk_boundaries(path, special_tokens=(), pattern=GPT2_PATTERN, chunk_bytes=4 << 20, min_chunks=1):
-    """Safe cut points of the file as a sorted list [0, ..., size], aiming at chunks of about
-    chunk_bytes and at least min_chunks of them (fewer when the file has too few safe cuts)."""
-    size = os.path.getsize(path)
+def last_safe_cut(buf, specials, space_cuts):
+    """The greatest safe cut k, 0 < k < len(buf), that the bytes of buf decide on their own (whatever
+    follows buf), or None. specials: the special tokens as bytes. For reading a stream piece by piece."""
+    margin = max((len(t) for t in specials), default=1)
+    limit = len(buf) - margin                      # candidates k <= limit: every occurrence around k is in buf
+    best = 0
+    for tok in specials:
+        i = buf.rfind(tok, 0, limit + len(tok))
+        while i > best:
+            if not _covered(buf, i, specials):
+                best = i
+                break
+            i = buf.rfind(tok, 0, i + len(tok) - 1)
+    if space_cuts:
+        window = _FIRST_WINDOW
+        hi = limit + 1                             # matches end at k, the space's offset, with k <= limit
+        while hi > best + 1:
+            lo = max(best, hi - window)
+            last = None
+            for m in _SPACE_CUT.finditer(buf, lo, hi):
+                if not _covered(buf, m.end(), specials):
+                    last = m.end()
+            if last is not None:
+                best = max(best, last)
+                break
+            hi, window = lo + 1, min(2 * window, _MAX_WINDOW)
+    return best or None
+
+
+def chunk_boundaries(path, special_tokens=(), pattern=GPT2_PATTERN, chunk_bytes=4 << 20, min_chunks=1, size=None):
+    """Safe cut points of the file (or of its first `size` bytes) as a sorted list [0, ..., size], aiming at
+    chunks of about chunk_bytes and at least min_chunks of them (fewer when the file has too few safe cuts)."""
+    size = os.path.getsize(path) if size is None else size
     if size == 0:
         return [0, 0]
     specials = [t.encode("utf-8") for t in special_tokens]
-    space_cuts = resolve_pattern(pattern) in (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN)
+    space_cuts = cuts_at_spaces(pattern)
     n = max(min_chunks, -(-size // max(1, chunk_bytes)))
     bounds = [0]
     with open(path, "rb") as f:

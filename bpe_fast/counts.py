@@ -7,6 +7,7 @@ No pre-token is a Python object on the way: the arrays go as they are to the mer
 """
 import json
 import os
+import queue
 import tempfile
 import threading
 from collections import Counter
@@ -17,57 +18,18 @@ import numpy as np
 
 from ._scan import merge_arrays
 from .atomic import atomic_output
-from .chunking import chunk_boundaries
+from .chunking import chunk_boundaries, cuts_at_spaces
+from .inputs import (Budget, CorpusDecodeError, Stream, TextFile, check_errors, check_input_file, line_of,
+                     read_batches, resolve_inputs, utf8_boundary)
 from .patterns import GPT2_PATTERN, resolve_pattern
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
-from .procs import check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, worker_pool
+from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
+                    worker_pool)
 from .specials import check_special_tokens, special_regex
 
 DEFAULT_CHUNK_BYTES = 4 << 20
 _IN_PROCESS_BYTES = 4 << 20     # below this, counting in the caller beats starting workers
 _RANGES_PER_PROCESS = 8         # at least: workers claim ranges one by one, so they finish together
-
-
-class CorpusDecodeError(UnicodeError):
-    """A corpus file is not valid UTF-8 (and errors="strict")."""
-
-    def __init__(self, path, offset, reason, line=None):
-        super().__init__(path, offset, reason, line)
-        self.path, self.offset, self.reason, self.line = path, offset, reason, line
-
-    def __str__(self):
-        where = f"byte offset {self.offset}" + (f" (line {self.line})" if self.line is not None else "")
-        return (f"{self.path}: invalid UTF-8 at {where}: {self.reason}; "
-                f"pass errors='replace' to substitute U+FFFD")
-
-
-def check_errors(errors):
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    return errors
-
-
-def check_input_file(path):
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(2, "corpus file not found", path)
-    if os.path.isdir(path):
-        raise IsADirectoryError(21, "corpus path is a directory", path)
-    return path
-
-
-def _line_of(path, offset):
-    """1-based line number of a byte offset (only computed when reporting an error)."""
-    lines = 1
-    with open(path, "rb") as f:
-        left = offset
-        while left > 0:
-            block = f.read(min(left, 1 << 20))
-            if not block:
-                break
-            lines += block.count(b"\n")
-            left -= len(block)
-    return lines
 
 
 _bytes_done = None     # in a worker: a shared counter of bytes counted, for the caller's progress report
@@ -123,6 +85,11 @@ def _count_claimed(path, ranges, special_tokens, pattern, errors, out_path):
             if k >= len(ranges):
                 break
             _count_range(counter, f, path, *ranges[k], _bytes_done)
+    return _save_table(counter, out_path)
+
+
+def _save_table(counter, out_path):
+    """Write a counter's arrays to out_path (.npy arrays, not pickled); returns out_path."""
     tokens, offsets, counts = counter.arrays()
     with open(out_path, "wb") as out:
         for array in (tokens, offsets, counts):
@@ -163,24 +130,22 @@ def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None
 
 def check_count_args(path, special_tokens, pattern, errors):
     path = check_input_file(path)
-    special_tokens = check_special_tokens(special_tokens)
-    pattern = resolve_pattern(pattern)
-    compiled_pattern(pattern)                      # a bad pattern fails here, not in a worker
-    check_errors(errors)
+    special_tokens, pattern = check_input_args(special_tokens, pattern, errors)
     return path, special_tokens, pattern
 
 
-def count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress, combine=False):
+def count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress, combine=False,
+                      size=None):
     """count_file's work, as tables (tokens, offsets, counts): with combine, one; else one per worker, and a
     pre-token may be in several (their sum is the file's counts). Training reads them as they are (a word
     listed twice adds the same pair counts as once with the summed count). Arguments as count_file checks
-    them."""
+    them; size: count only the file's first size bytes (a character boundary)."""
     num_processes = check_num_processes(num_processes)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
-    size = os.path.getsize(path)
+    size = os.path.getsize(path) if size is None else size
     workers = num_processes if size >= _IN_PROCESS_BYTES or chunk_bytes < size else 1
     bounds = chunk_boundaries(path, special_tokens, pattern, chunk_bytes,
-                              min_chunks=workers * _RANGES_PER_PROCESS if workers > 1 else 1)
+                              min_chunks=workers * _RANGES_PER_PROCESS if workers > 1 else 1, size=size)
     ranges = list(zip(bounds[:-1], bounds[1:]))
     try:
         if workers == 1 or len(ranges) == 1:
@@ -191,7 +156,7 @@ def count_file_tables(path, special_tokens, pattern, num_processes, errors, chun
             progress("count", size, size)
         return tables
     except CorpusDecodeError as exc:
-        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, _line_of(path, exc.offset)) from None
+        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(path, exc.offset)) from None
 
 
 def _scratch_dir(corpus_bytes):
@@ -265,6 +230,209 @@ def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, prog
             own.add_arrays(*table)
         return [own.arrays()]
     return [own.arrays()] + tables
+
+
+# ---- documents read in this process (compressed files, JSON lines, Parquet, iterables) ------------
+
+_queue = None          # in a stream worker: the queue of batches (inherited, see shared_queue)
+
+
+def _init_stream_worker(bytes_done, batches):
+    global _bytes_done, _queue
+    _bytes_done, _queue = bytes_done, batches
+
+
+def _count_batch(counter, batch, bytes_done):
+    """Count one Batch (inputs.py); invalid UTF-8 is a CorpusDecodeError naming the input and document."""
+    data, bounds, (name, first, lines, base) = batch
+    try:
+        counter.add_documents(data, bounds)
+    except UnicodeDecodeError as exc:
+        if base is not None:           # a piece of a text file: the offset in the file
+            raise CorpusDecodeError(name, base + exc.start, exc.reason) from None
+        k = int(np.searchsorted(bounds, exc.start, side="right")) - 1
+        raise CorpusDecodeError(name, exc.start - int(bounds[k]), exc.reason,
+                                line=lines[k] if lines else None, document=first + k) from None
+    if bytes_done is not None:
+        with bytes_done.get_lock():
+            bytes_done.value += len(data)
+
+
+def _count_queued(special_tokens, pattern, errors, out_path):
+    """Stream worker: count the batches of the shared queue until a None, then write the table to out_path."""
+    counter = _counter_for(special_tokens, pattern, errors)
+    while True:
+        batch = _queue.get()
+        if batch is None:
+            break
+        _count_batch(counter, batch, _bytes_done)
+    return _save_table(counter, out_path)
+
+
+def count_stream_tables(batches, special_tokens, pattern, num_processes, errors, progress, what):
+    """The tables (one per worker) of an iterator of Batches, read here and counted by num_processes - 1
+    worker processes and a thread of this process (whose counting runs without the GIL). At most a few
+    batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
+    bytes_done = shared_counter()
+    own = _counter_for(special_tokens, pattern, errors)
+    if num_processes == 1:
+        for batch in batches:
+            _count_batch(own, batch, bytes_done)
+            if progress is not None:
+                progress("count", bytes_done.value, None)
+        return [own.arrays()]
+    workers = num_processes - 1
+    shared = shared_queue(workers + 1)
+    local = queue.Queue(maxsize=1)            # the thread's next batch: handed over without pickling
+    stop = threading.Event()
+    failure = []
+
+    def count_own():
+        try:
+            while not stop.is_set():
+                try:
+                    batch = local.get(timeout=0.25)
+                except queue.Empty:
+                    continue
+                if batch is None:
+                    break
+                _count_batch(own, batch, bytes_done)
+        except BaseException as exc:       # reported by the caller's thread
+            failure.append(exc)
+
+    def check(futures, pool):
+        seen = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
+        if seen:
+            raise seen[0]
+        check_workers_alive(pool)
+
+    def hand_over(batch, futures, pool, own_first=True):
+        while True:
+            if own_first:
+                try:
+                    local.put_nowait(batch)
+                    return
+                except queue.Full:
+                    pass
+            try:
+                shared.put(batch, timeout=0.1)
+                return
+            except queue.Full:
+                check(futures, pool)
+                if not thread.is_alive():
+                    raise RuntimeError("the counting thread stopped") from (failure[0] if failure else None)
+
+    try:
+        with _scratch_dir(0) as scratch, \
+                worker_pool(workers, f"counting {what}", _init_stream_worker, (bytes_done, shared)) as pool:
+            futures = [pool.submit(_count_queued, special_tokens, pattern, errors,
+                                   os.path.join(scratch, f"table-{i}.npy")) for i in range(workers)]
+            thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
+            thread.start()
+            try:
+                for batch in batches:
+                    hand_over(batch, futures, pool)
+                    check(futures, pool)
+                    if progress is not None:
+                        progress("count", bytes_done.value, None)
+                for _ in range(workers):
+                    hand_over(None, futures, pool, own_first=False)
+                while thread.is_alive():
+                    try:
+                        local.put(None, timeout=0.25)
+                        break
+                    except queue.Full:
+                        check(futures, pool)
+                pending = set(futures)
+                while pending or thread.is_alive():
+                    _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
+                    thread.join(0 if pending else 0.25)
+                    check(futures, pool)
+                    if progress is not None:
+                        progress("count", bytes_done.value, None)
+            finally:
+                stop.set()
+                thread.join()
+            check(futures, pool)
+            tables = [own.arrays()]
+            for f in futures:
+                tables.append(_read_table(f.result()))
+                os.unlink(f.result())
+            return tables
+    except BaseException:
+        shared.cancel_join_thread()            # batches left in the queue must not hold up this process's exit
+        raise
+    finally:
+        shared.close()
+
+
+def check_input_args(special_tokens, pattern, errors):
+    special_tokens = check_special_tokens(special_tokens)
+    pattern = resolve_pattern(pattern)
+    compiled_pattern(pattern)                      # a bad pattern fails here, not in a worker
+    check_errors(errors)
+    return special_tokens, pattern
+
+
+def count_input_tables(inputs, special_tokens, pattern, num_processes=None, errors="strict", chunk_bytes=None,
+                       progress=None, *, max_bytes=None, max_documents=None, text_field="text",
+                       text_column="text"):
+    """The pre-token tables of any input (inputs.py): uncompressed text files by byte ranges read by the
+    workers, the rest read here as batches of documents; in input order within the caps. Their sum is the
+    corpus's counts. Arguments as check_input_args checks them."""
+    sources = resolve_inputs(inputs)
+    budget = Budget(max_bytes, max_documents)
+    num_processes = check_num_processes(num_processes)
+    batch_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
+    space_cuts = cuts_at_spaces(pattern)
+    tables = []
+    k = 0
+    while k < len(sources) and not budget.spent:
+        source = sources[k]
+        if isinstance(source, TextFile):
+            k += 1
+            if not budget.take_document():
+                break
+            size = _capped_size(source.path, budget)
+            tables.extend(count_file_tables(source.path, special_tokens, pattern, num_processes, errors,
+                                            chunk_bytes, progress, size=size))
+            continue
+        run = []                       # consecutive streams share one pool of workers
+        while k < len(sources) and isinstance(sources[k], Stream):
+            run.append(sources[k])
+            k += 1
+        batches = (batch for stream in run
+                   for batch in read_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
+                                             text_field, text_column))
+        what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
+        try:
+            tables.extend(count_stream_tables(batches, special_tokens, pattern, num_processes, errors, progress,
+                                              what))
+        except CorpusDecodeError as exc:
+            if exc.document is None and exc.line is None and os.path.exists(exc.path):
+                raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(exc.path, exc.offset)) from None
+            raise
+    return tables or [_empty_table()]
+
+
+def _capped_size(path, budget):
+    """The bytes of a text file the budget takes (cut back to a character boundary), spent from it."""
+    size = os.path.getsize(path)
+    if budget.bytes is None:
+        return size
+    if size <= budget.bytes:
+        budget.bytes -= size
+        return size
+    with open(path, "rb") as f:
+        f.seek(max(0, budget.bytes - 3))
+        near = f.read(4)
+    size = max(0, budget.bytes - 3) + utf8_boundary(near, min(3, budget.bytes))
+    budget.bytes = 0
+    return size
+
+
+def _empty_table():
+    return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
 
 
 # ---- reusable counts -----------------------------------------------------------------------------
@@ -475,24 +643,30 @@ def _check_arrays(tokens, offsets, counts):
         raise ValueError("a pre-token is listed twice")
 
 
-def count_pretokens(paths, special_tokens=(), *, pattern=GPT2_PATTERN, num_processes=None, errors="strict",
-                    chunk_bytes=None, progress=None, client=None):
-    """Count the pre-tokens of one or more UTF-8 files; returns PretokenCounts.
+def count_pretokens(inputs, special_tokens=(), *, pattern=GPT2_PATTERN, num_processes=None, errors="strict",
+                    chunk_bytes=None, progress=None, client=None, max_bytes=None, max_documents=None,
+                    text_field="text", text_column="text"):
+    """Count the pre-tokens of a corpus; returns PretokenCounts.
 
-    With `client` (a dask.distributed.Client) the counting runs on that Dask cluster instead of local
-    processes; every worker must see the same paths.
+    inputs: a path (text, .gz/.bz2/.xz/.zst, .jsonl, .parquet), a directory, a glob, a list of those, or an
+    iterable of documents (str, bytes, or mappings with `text_field`); see bpe_fast.inputs. Each document is
+    counted on its own (pre-tokens never cross documents). max_bytes / max_documents take the corpus's first
+    bytes / documents (a text file is one document). With `client` (a dask.distributed.Client) the counting
+    of text files runs on that Dask cluster instead of local processes; every worker must see the paths.
     """
-    if isinstance(paths, (str, bytes, os.PathLike)):
-        paths = [paths]
-    paths = [check_input_file(p) for p in paths]
-    special_tokens = check_special_tokens(special_tokens)
-    pattern = resolve_pattern(pattern)
+    special_tokens, pattern = check_input_args(special_tokens, pattern, errors)
     if client is not None:
         from .dask_counts import count_on_dask
+        if max_bytes is not None or max_documents is not None:
+            raise ValueError("max_bytes and max_documents are not supported with a Dask client")
+        paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
+        if not isinstance(paths, (list, tuple)):
+            raise TypeError("with a Dask client, inputs must be paths of uncompressed text files")
+        paths = [check_input_file(p) for p in paths]
         table = count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes)
         return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
-    shards = [count_file(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress)
-              for path in paths]
-    if len(shards) == 1:
-        return shards[0]
-    return PretokenCounts.merge(shards) if shards else PretokenCounts(None, pattern, special_tokens)
+    tables = count_input_tables(inputs, special_tokens, pattern, num_processes, errors, chunk_bytes, progress,
+                                max_bytes=max_bytes, max_documents=max_documents, text_field=text_field,
+                                text_column=text_column)
+    table = tables[0] if len(tables) == 1 else merge_arrays(tables)
+    return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)

@@ -29,7 +29,8 @@ from .chunking import chunk_boundaries
 import numpy as np
 
 from ._scan import merge_arrays
-from .counts import CorpusDecodeError, _count_ranges, _line_of, check_errors
+from .counts import _count_ranges
+from .inputs import CorpusDecodeError, check_errors, line_of
 from .pretokenize import compiled_pattern
 
 _MAX_TASK_BYTES = 64 << 20      # about a second of one worker thread with the native scanner
@@ -74,7 +75,7 @@ def count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes):
     try:
         return final.result()
     except CorpusDecodeError as exc:
-        line = _line_of(exc.path, exc.offset) if exc.offset <= _LINE_SCAN_LIMIT else None
+        line = line_of(exc.path, exc.offset) if exc.offset <= _LINE_SCAN_LIMIT else None
         raise CorpusDecodeError(given.get(exc.path, exc.path), exc.offset, exc.reason, line) from None
     except Exception as exc:
         message = _cluster_failure(exc)

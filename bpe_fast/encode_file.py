@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from .chunking import chunk_boundaries
-from .counts import CorpusDecodeError, _line_of, check_errors, check_input_file
+from .inputs import CorpusDecodeError, check_errors, check_input_file, line_of
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
 from .procs import check_chunk_bytes, check_num_processes, result_of, thread_pool, worker_pool
@@ -148,7 +148,7 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
             out.write(_npy_header(dtype, count))
         return count
     except CorpusDecodeError as exc:
-        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, _line_of(input_path, exc.offset)) from None
+        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(input_path, exc.offset)) from None
 
 
 def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_workers):

@@ -136,6 +136,25 @@ class ChunkCounter:
                 count_pretokens_text(piece, self.pattern, self._counts)
         return self
 
+    def add_documents(self, data, bounds):
+        """Count documents: document k is data[bounds[k]:bounds[k + 1]] (bytes; bounds int64 from 0 to
+        len(data)), each counted as add() counts a chunk: nothing crosses from one to the next. Invalid
+        UTF-8 (errors="strict") raises the UnicodeDecodeError of the whole of data. Returns self."""
+        if self._native is not None:
+            try:
+                check_utf8(data)
+            except UnicodeDecodeError:
+                if self.errors == "strict":
+                    raise
+            else:
+                self._native.add_documents(data, bounds)
+                return self
+        elif self.errors == "strict":
+            check_utf8(data)
+        for k in range(len(bounds) - 1):
+            self.add(data[bounds[k]:bounds[k + 1]])
+        return self
+
     def to_dict(self):
         """dict[bytes, int] of the distinct pre-tokens counted so far."""
         if self._native is None:

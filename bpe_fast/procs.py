@@ -101,6 +101,12 @@ def shared_counter(initial=0):
     return _context().Value("q", initial)
 
 
+def shared_queue(maxsize):
+    """A bounded multiprocessing queue for workers started by worker_pool (pass it in initargs: it is
+    inherited, not pickled)."""
+    return _context().Queue(maxsize)
+
+
 def result_of(future, executor, poll=0.25):
     """future.result(), for a future of `executor` (either pool kind). For a process pool, a worker that died
     while it sent a result can leave the pool waiting forever for the rest of the message, the future never

@@ -1,0 +1,532 @@
+"""Corpus inputs: what train_bpe and count_pretokens accept, resolved into sources, read as batches of texts.
+
+An input is
+  * a path: a text file, a directory (its files, sorted; hidden ones skipped) or a glob ("shards/*.txt");
+  * a list or tuple of such paths (taken in order);
+  * any other iterable (a generator, a dataset): its items are documents, each a `str`, `bytes` (UTF-8) or a
+    mapping holding the text under `text_field` (as the rows of HF datasets do).
+
+Files are read by extension: `.gz`, `.bz2`, `.xz` and `.zst` (the `zstandard` package) are decompressed as
+they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, its text under `text_field`),
+`.parquet` is Parquet (one document per row of `text_column`, read a row group batch at a time; the `pyarrow`
+package), anything else is UTF-8 text. An uncompressed text file is a `TextFile`: it is counted by byte ranges
+read by the workers themselves (counts.count_file_tables). Everything else is a `Stream`, read in this
+process into `Batch`es of about `batch_bytes`, which the workers count.
+
+A document is a unit: pre-tokens and special tokens never cross from one document to the next. A text file
+is one document, cut into pieces at safe points (chunking.py), which does not change its pre-tokens.
+
+`Budget` applies max_bytes / max_documents: the corpus's first bytes (cut back to a character boundary) and
+first documents (a text file counts as one), in input order, the same whichever way the text arrives.
+"""
+import bz2
+import glob
+import gzip
+import io
+import json
+import lzma
+import os
+import zlib
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from .chunking import last_safe_cut
+
+COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+PARQUET_SUFFIXES = (".parquet",)
+_READ_BYTES = 1 << 20           # decompressed bytes read at a time from a compressed text file
+_DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)   # _ZstdReader raises OSError
+_PARQUET_ROWS = 2048            # rows a Parquet batch holds (the batcher splits or joins them)
+
+
+class CorpusDecodeError(UnicodeError):
+    """A corpus input is not valid UTF-8 (and errors="strict"). offset is the byte offset in the file (its
+    decompressed bytes), or with `document` set, in that document (the index of an item or JSON line)."""
+
+    hint = "pass errors='replace' to substitute U+FFFD"      # the CLI names its flag instead
+
+    def __init__(self, path, offset, reason, line=None, document=None):
+        super().__init__(path, offset, reason, line)
+        self.path, self.offset, self.reason, self.line, self.document = path, offset, reason, line, document
+
+    def __str__(self):
+        where = f"byte offset {self.offset}" + (f" (line {self.line})" if self.line is not None else "")
+        if self.document is not None:
+            line = f" (line {self.line})" if self.line is not None else ""
+            where = f"document {self.document}{line}, byte offset {self.offset} of the document"
+        return f"{self.path}: invalid UTF-8 at {where}: {self.reason}; {self.hint}"
+
+
+def check_errors(errors):
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    return errors
+
+
+def check_input_file(path):
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "corpus file not found", path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "corpus path is a directory", path)
+    return path
+
+
+def line_of(path, offset):
+    """1-based line number of a byte offset of a file's (decompressed) bytes; for error messages."""
+    lines = 1
+    with open_binary(path) as f:
+        left = offset
+        while left > 0:
+            block = f.read(min(left, 1 << 20))
+            if not block:
+                break
+            lines += block.count(b"\n")
+            left -= len(block)
+    return lines
+
+
+class InputError(ValueError):
+    """A corpus input that cannot be read as asked (a missing field, a corrupt compressed file, an item of a
+    wrong type); the message names where."""
+
+
+class Batch(NamedTuple):
+    """Documents to count: document k is data[bounds[k]:bounds[k + 1]] (UTF-8, unless the input was bytes
+    and not valid). `origin` says where they came from, for error messages: (name, first_document,
+    lines, base_offset) where `lines` is None or the 1-based line of each document (JSON lines), and
+    base_offset the byte offset of data[0] within a text file (whose pieces are one document)."""
+    data: bytes
+    bounds: np.ndarray
+    origin: tuple
+
+
+class TextFile(NamedTuple):
+    path: str
+
+
+class Stream(NamedTuple):
+    """A source read in this process: kind is "text" (a compressed text file), "jsonl", "parquet" or
+    "iterable"; `obj` is the path or the iterable."""
+    kind: str
+    obj: object
+    name: str
+
+
+def check_cap(value, name):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
+    return int(value)
+
+
+class Budget:
+    """What max_bytes / max_documents leave; None for no cap. take() is called in corpus order."""
+
+    def __init__(self, max_bytes=None, max_documents=None):
+        self.bytes = check_cap(max_bytes, "max_bytes")
+        self.documents = check_cap(max_documents, "max_documents")
+
+    @property
+    def spent(self):
+        return self.bytes == 0 or self.documents == 0
+
+    def take_bytes(self, data):
+        """data, cut to the bytes left (back to a character boundary); counts them as spent."""
+        if self.bytes is None:
+            return data
+        if len(data) > self.bytes:
+            data = data[:utf8_boundary(data, self.bytes)]
+            self.bytes = 0
+        else:
+            self.bytes -= len(data)
+        return data
+
+    def take_document(self):
+        """False when no document is left; else counts one as spent."""
+        if self.documents is None:
+            return True
+        if self.documents == 0:
+            return False
+        self.documents -= 1
+        return True
+
+
+def utf8_boundary(data, k):
+    """The greatest character boundary <= k of UTF-8 data (continuation bytes are 10xxxxxx)."""
+    k = min(k, len(data))
+    stop = max(0, k - 3)
+    while k > stop and k < len(data) and (data[k] & 0xC0) == 0x80:
+        k -= 1
+    return k
+
+
+# ---- resolving ------------------------------------------------------------------------------------
+
+def resolve_inputs(inputs):
+    """The sources of an input (see the module's docstring), in order. A missing path, an empty glob or
+    an empty directory is FileNotFoundError naming it."""
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        return _resolve_path(inputs)
+    if isinstance(inputs, (list, tuple)):
+        sources = []
+        for item in inputs:
+            if not isinstance(item, (str, bytes, os.PathLike)):
+                raise TypeError(f"a list of inputs holds paths; item {len(sources)} is "
+                                f"{type(item).__name__} (to train on texts, pass an iterator: iter(texts))")
+            sources.extend(_resolve_path(item))
+        if not sources:
+            raise ValueError("no input: the list of paths is empty")
+        return sources
+    if isinstance(inputs, Iterable):
+        return [Stream("iterable", inputs, "iterable")]
+    raise TypeError(f"input must be a path, a list of paths or an iterable of texts, "
+                    f"not {type(inputs).__name__}")
+
+
+def _has_magic(path):
+    return any(c in path for c in "*?[")
+
+
+def _resolve_path(path):
+    path = os.fsdecode(path)
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+        files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+        if not files:
+            raise FileNotFoundError(2, "corpus directory holds no files", path)
+        return [_source_of(f) for f in files]
+    if not os.path.exists(path) and _has_magic(path):
+        files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
+        if not files:
+            raise FileNotFoundError(2, "no corpus file matches the pattern", path)
+        return [_source_of(f) for f in files]
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "corpus file not found", path)
+    return [_source_of(path)]
+
+
+def _split_suffix(path):
+    """(format suffix, compression suffix or "") of a file name."""
+    lower = path.lower()
+    compression = next((c for c in COMPRESSIONS if lower.endswith(c)), "")
+    stem = lower[:len(lower) - len(compression)]
+    return os.path.splitext(stem)[1], compression
+
+
+def _source_of(path):
+    suffix, compression = _split_suffix(path)
+    if suffix in PARQUET_SUFFIXES:
+        if compression:
+            raise InputError(f"{path}: a compressed Parquet file is not read (Parquet compresses its columns "
+                             f"itself)")
+        return Stream("parquet", path, path)
+    if suffix in JSONL_SUFFIXES:
+        return Stream("jsonl", path, path)
+    if compression:
+        return Stream("text", path, path)
+    return TextFile(path)
+
+
+def open_binary(path):
+    """A binary file object of path's decompressed bytes (by extension)."""
+    _, compression = _split_suffix(path)
+    if compression == ".gz":
+        return gzip.open(path, "rb")
+    if compression == ".bz2":
+        return bz2.open(path, "rb")
+    if compression == ".xz":
+        return lzma.open(path, "rb")
+    if compression == ".zst":
+        try:
+            import zstandard
+        except ImportError:
+            raise ImportError(f"{path}: reading .zst files needs the zstandard package "
+                              f"(pip install 'bpe_fast[zstd]')") from None
+        return io.BufferedReader(_ZstdReader(path, zstandard), buffer_size=_READ_BYTES)
+    return open(path, "rb")
+
+
+class _ZstdReader(io.RawIOBase):
+    """The decompressed bytes of a .zst file of one or more frames. Unlike zstandard's stream_reader, a
+    file that ends inside a frame is an EOFError, not a silent end (as gzip, bz2 and lzma do)."""
+
+    def __init__(self, path, zstandard):
+        super().__init__()
+        self._raw = open(path, "rb")
+        self._zstd = zstandard
+        self._dobj = zstandard.ZstdDecompressor().decompressobj()
+        self._pending, self._at = b"", 0
+        self._in_frame = False
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        while self._at >= len(self._pending):
+            data = self._raw.read(_READ_BYTES)
+            if not data:
+                if self._in_frame:
+                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
+                return 0
+            out = []
+            try:
+                while data:
+                    self._in_frame = True
+                    out.append(self._dobj.decompress(data))
+                    if not self._dobj.eof:
+                        break
+                    data = self._dobj.unused_data           # the next frame
+                    self._dobj = self._zstd.ZstdDecompressor().decompressobj()
+                    self._in_frame = False
+            except self._zstd.ZstdError as exc:
+                raise OSError(f"zstd: {exc}") from None
+            self._pending, self._at = b"".join(out), 0
+        n = min(len(buffer), len(self._pending) - self._at)
+        buffer[:n] = memoryview(self._pending)[self._at:self._at + n]
+        self._at += n
+        return n
+
+    def close(self):
+        self._raw.close()
+        super().close()
+
+
+# ---- reading --------------------------------------------------------------------------------------
+
+class _Batcher:
+    """Joins documents into Batches of about batch_bytes."""
+
+    def __init__(self, batch_bytes, name):
+        self.batch_bytes, self.name = batch_bytes, name
+        self.pieces, self.size, self.first, self.lines = [], 0, 0, []
+
+    def add(self, data, index, line=None):
+        """Add document `index`; returns a full Batch or None."""
+        if not self.pieces:
+            self.first = index
+        self.pieces.append(data)
+        self.lines.append(line)
+        self.size += len(data)
+        return self.flush() if self.size >= self.batch_bytes else None
+
+    def flush(self):
+        if not self.pieces:
+            return None
+        bounds = np.zeros(len(self.pieces) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, self.pieces), dtype=np.int64, count=len(self.pieces)), out=bounds[1:])
+        lines = None if self.lines[0] is None else tuple(self.lines)
+        batch = Batch(b"".join(self.pieces), bounds, (self.name, self.first, lines, None))
+        self.pieces, self.size, self.lines = [], 0, []
+        return batch
+
+
+def read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_field="text",
+                 text_column="text"):
+    """The Batches of a Stream, in order, within the budget."""
+    if stream.kind == "text":
+        yield from _text_batches(stream.obj, budget, batch_bytes, special_tokens, space_cuts)
+    elif stream.kind == "parquet":
+        yield from _parquet_batches(stream.obj, budget, batch_bytes, text_column)
+    else:
+        documents = (_jsonl_documents(stream.obj, text_field) if stream.kind == "jsonl"
+                     else _iterable_documents(stream.obj, text_field))
+        batcher = _Batcher(batch_bytes, stream.name)
+        index = 0
+        while not budget.spent:                    # never pulls a document beyond the cap
+            item = next(documents, None)
+            if item is None:
+                break
+            budget.take_document()
+            full = batcher.add(budget.take_bytes(item[0]), index, item[1])
+            index += 1
+            if full is not None:
+                yield full
+        last = batcher.flush()
+        if last is not None:
+            yield last
+
+
+def _text_batches(path, budget, batch_bytes, special_tokens, space_cuts):
+    """A compressed text file as one document: pieces cut at safe points, about batch_bytes each."""
+    if budget.spent or not budget.take_document():
+        return
+    specials = [t.encode("utf-8") for t in special_tokens]
+    carry, offset = b"", 0
+    with open_binary(path) as f:
+        while not budget.spent:
+            try:
+                block = f.read(max(_READ_BYTES, batch_bytes - len(carry)))
+            except _DECOMPRESS_ERRORS as exc:
+                raise InputError(f"{path}: corrupt compressed file after {offset + len(carry)} decompressed "
+                                 f"bytes ({type(exc).__name__}: {exc})") from None
+            if not block:
+                break
+            data = carry + block
+            if len(data) < batch_bytes:
+                carry = data
+                continue
+            cut = last_safe_cut(data, specials, space_cuts)
+            if cut is None or cut == 0:
+                carry = data                 # no safe cut yet: read on
+                continue
+            piece = budget.take_bytes(data[:cut])
+            yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (path, 0, None, offset))
+            offset += cut
+            carry = data[cut:]
+    if carry and not budget.spent:
+        piece = budget.take_bytes(carry)
+        yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (path, 0, None, offset))
+
+
+def _jsonl_documents(path, text_field):
+    """(UTF-8 text, line) of each non-blank JSON line's text_field."""
+    offset = 0
+    with open_binary(path) as f:
+        line_no = 0
+        while True:
+            try:
+                line = f.readline()
+            except _DECOMPRESS_ERRORS as exc:
+                raise InputError(f"{path}: corrupt compressed file after {offset} decompressed bytes "
+                                 f"(line {line_no + 1}; {type(exc).__name__}: {exc})") from None
+            if not line:
+                return
+            line_no += 1
+            offset += len(line)
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:       # json.JSONDecodeError, UnicodeDecodeError
+                raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
+            if not isinstance(record, dict):
+                raise InputError(f"{path}:{line_no}: a JSON line must be an object with a {text_field!r} field, "
+                                 f"got {type(record).__name__}")
+            if text_field not in record:
+                raise InputError(f"{path}:{line_no}: no field {text_field!r} (fields: {sorted(record)}); "
+                                 f"choose one with text_field= (CLI: --text-field)")
+            text = record[text_field]
+            if not isinstance(text, str):
+                raise InputError(f"{path}:{line_no}: field {text_field!r} is {type(text).__name__}, not a string")
+            try:
+                yield text.encode("utf-8"), line_no
+            except UnicodeEncodeError as exc:
+                raise InputError(f"{path}:{line_no}: field {text_field!r} holds a lone surrogate at "
+                                 f"character {exc.start}") from None
+
+
+def _iterable_documents(iterable, text_field):
+    for index, item in enumerate(iterable):
+        if isinstance(item, Mapping):
+            if text_field not in item:
+                raise InputError(f"item {index} of the input has no field {text_field!r} "
+                                 f"(fields: {sorted(map(str, item))})")
+            item = item[text_field]
+        if isinstance(item, str):
+            try:
+                yield item.encode("utf-8"), None
+            except UnicodeEncodeError as exc:
+                raise InputError(f"item {index} of the input holds a lone surrogate at character "
+                                 f"{exc.start}") from None
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            yield bytes(item), None
+        else:
+            raise TypeError(f"item {index} of the input is {type(item).__name__}; documents must be str or "
+                            f"bytes (or mappings with a {text_field!r} field)")
+
+
+def _parquet_batches(path, budget, batch_bytes, text_column):
+    try:
+        import pyarrow
+        import pyarrow.compute
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImportError(f"{path}: reading Parquet needs the pyarrow package "
+                          f"(pip install 'bpe_fast[parquet]')") from None
+    try:
+        parquet = pq.ParquetFile(path)
+    except (OSError, pyarrow.ArrowException) as exc:
+        raise InputError(f"{path}: not a Parquet file ({exc})") from None
+    with parquet:
+        names = parquet.schema_arrow.names
+        if text_column not in names:
+            raise InputError(f"{path}: no column {text_column!r} (columns: {names}); choose one with "
+                             f"text_column= (CLI: --text-column)")
+        kind = parquet.schema_arrow.field(text_column).type
+        if not (pyarrow.types.is_string(kind) or pyarrow.types.is_large_string(kind)
+                or getattr(pyarrow.types, "is_string_view", lambda t: False)(kind)):
+            raise InputError(f"{path}: column {text_column!r} is {kind}, not strings")
+        first = 0
+        pending = []
+        for record_batch in _parquet_record_batches(parquet, path, text_column, pyarrow):
+            column = record_batch.column(0)
+            if column.null_count:
+                column = pyarrow.compute.fill_null(column, "")
+            data, bounds = _arrow_strings(column, pyarrow)
+            rows = len(bounds) - 1
+            if budget.documents is not None and rows > budget.documents:
+                rows = budget.documents
+                data, bounds = data[:bounds[rows]], bounds[:rows + 1]
+            if budget.documents is not None:
+                budget.documents -= rows
+            if budget.bytes is not None and len(data) > budget.bytes:
+                keep = utf8_boundary(data, budget.bytes)
+                rows = int(np.searchsorted(bounds, keep, side="left"))
+                bounds = np.minimum(bounds[:rows + 1], keep)
+                data = data[:keep]
+                budget.bytes = 0
+            elif budget.bytes is not None:
+                budget.bytes -= len(data)
+            pending.append((data, bounds))
+            if sum(len(d) for d, _ in pending) >= batch_bytes or budget.spent:
+                first = yield from _flush_arrow(pending, path, first)
+            if budget.spent:
+                break
+        yield from _flush_arrow(pending, path, first)
+
+
+def _parquet_record_batches(parquet, path, text_column, pyarrow):
+    rows = 0
+    batches = parquet.iter_batches(batch_size=_PARQUET_ROWS, columns=[text_column])
+    while True:
+        try:
+            batch = next(batches, None)
+        except (OSError, pyarrow.ArrowException) as exc:
+            raise InputError(f"{path}: corrupt Parquet file after {rows} rows ({exc})") from None
+        if batch is None:
+            return
+        rows += batch.num_rows
+        yield batch
+
+
+def _flush_arrow(pending, path, first):
+    if not pending:
+        return first
+    data = b"".join(bytes(d) for d, _ in pending)
+    bounds = [pending[0][1]]
+    base = pending[0][1][-1]
+    for _, b in pending[1:]:
+        bounds.append(b[1:] + base)
+        base += b[-1]
+    bounds = np.concatenate(bounds)
+    yield Batch(data, bounds, (path, first, None, None))
+    pending.clear()
+    return first + len(bounds) - 1
+
+
+def _arrow_strings(column, pyarrow):
+    """(uint8 data from 0, int64 bounds from 0) of an Arrow string column, without a Python object a row."""
+    if not (pyarrow.types.is_string(column.type) or pyarrow.types.is_large_string(column.type)):
+        column = column.cast(pyarrow.large_string())
+    _, offsets_buf, data_buf = column.buffers()
+    width = np.int32 if pyarrow.types.is_string(column.type) else np.int64
+    offsets = np.frombuffer(offsets_buf, dtype=width, count=column.offset + len(column) + 1)[column.offset:]
+    offsets = offsets.astype(np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0]:offsets[-1]] if data_buf is not None \
+        else np.zeros(0, dtype=np.uint8)
+    return data, offsets - offsets[0]

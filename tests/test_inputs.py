@@ -1,0 +1,355 @@
+"""Corpus inputs: compressed files, JSON lines, Parquet, iterables, directories, globs, caps. The counts and
+merges must not depend on how the text arrives; each is checked against the plain-Python oracle on the
+same text (documents joined by a special token, which splits the text as document boundaries do)."""
+import bz2
+import gzip
+import json
+import lzma
+
+import numpy as np
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, count_pretokens, train_bpe
+from bpe_fast.chunking import last_safe_cut
+from bpe_fast.inputs import CorpusDecodeError, InputError
+from bpe_fast.patterns import O200K_PATTERN
+
+from corpora import EOT, make_corpus
+from train_oracle import oracle_count_pretokens, oracle_train_bpe
+
+pyarrow = pytest.importorskip("pyarrow")
+import pyarrow.parquet as pq  # noqa: E402
+
+zstandard = pytest.importorskip("zstandard")
+
+
+def documents(seed, n=40):
+    """Documents with every script, whitespace runs, CRLF, empty ones and one long one."""
+    rng = np.random.default_rng(seed)
+    docs = [make_corpus(seed * 1000 + k, n_words=int(rng.integers(0, 60))) for k in range(n)]
+    docs[3] = ""
+    docs[7] = make_corpus(seed + 99, n_words=3000)
+    return docs
+
+
+def write_text(path, text, opener=open):
+    with opener(path, "wb") as f:
+        f.write(text.encode("utf-8"))
+
+
+def write_jsonl(path, docs, opener=open, field="text"):
+    with opener(path, "wb") as f:
+        for d in docs:
+            f.write((json.dumps({"id": 1, field: d}, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def write_parquet(path, docs, row_group_size=7):
+    pq.write_table(pyarrow.table({"n": list(range(len(docs))), "text": docs}), path, row_group_size=row_group_size)
+
+
+def zst_open(path, mode):
+    return zstandard.open(path, mode)
+
+
+def oracle_docs(docs, specials=(EOT,), pattern=GPT2_PATTERN):
+    return oracle_count_pretokens(EOT.join(docs), list(specials), pattern)
+
+
+# ---- the same counts whichever way the text arrives ----------------------------------------------
+
+def every_form(tmp_path, docs):
+    """The same documents as each kind of input."""
+    text = EOT.join(docs)
+    forms = {}
+    write_text(tmp_path / "c.txt", text)
+    forms["txt"] = tmp_path / "c.txt"
+    for ext, opener in ((".gz", gzip.open), (".bz2", bz2.open), (".xz", lzma.open), (".zst", zst_open)):
+        write_text(tmp_path / f"c.txt{ext}", text, opener)
+        forms["txt" + ext] = tmp_path / f"c.txt{ext}"
+    write_jsonl(tmp_path / "c.jsonl", docs)
+    forms["jsonl"] = tmp_path / "c.jsonl"
+    write_jsonl(tmp_path / "c.jsonl.gz", docs, gzip.open)
+    forms["jsonl.gz"] = tmp_path / "c.jsonl.gz"
+    write_parquet(tmp_path / "c.parquet", docs)
+    forms["parquet"] = tmp_path / "c.parquet"
+    forms["iter-str"] = lambda: iter(docs)
+    forms["iter-bytes"] = lambda: (d.encode("utf-8") for d in docs)
+    forms["iter-dict"] = lambda: ({"text": d, "x": 0} for d in docs)
+    return forms
+
+
+@pytest.mark.parametrize("num_processes", [1, 2])
+def test_every_input_kind_gives_the_oracle_counts(tmp_path, num_processes):
+    docs = documents(1)
+    expected = oracle_docs(docs)
+    for name, form in every_form(tmp_path, docs).items():
+        inp = form() if callable(form) else form
+        got = count_pretokens(inp, [EOT], num_processes=num_processes, chunk_bytes=3000)
+        assert got == expected, name
+
+
+def test_every_input_kind_gives_the_oracle_merges(tmp_path):
+    docs = documents(2)
+    _, expected = oracle_train_bpe(EOT.join(docs), 256 + 1 + 60, [EOT], GPT2_PATTERN)
+    for name, form in every_form(tmp_path, docs).items():
+        inp = form() if callable(form) else form
+        _, merges = train_bpe(inp, 256 + 1 + 60, [EOT], num_processes=2, chunk_bytes=2000)
+        assert merges == expected, name
+
+
+def test_a_document_boundary_splits_like_a_special_token(tmp_path):
+    # "ab" and "cd" as two documents are never the pre-token "abcd"; as one text they are
+    docs = ["ab", "cd", "ab", "cd"]
+    assert count_pretokens(iter(docs), [], num_processes=1) == {b"ab": 2, b"cd": 2}
+    assert count_pretokens(iter(["".join(docs)]), [], num_processes=1) == {b"abcdabcd": 1}
+
+
+def test_paths_directories_and_globs(tmp_path):
+    docs = documents(3, n=12)
+    (tmp_path / "shards").mkdir()
+    for k, d in enumerate(docs):      # one document a file: a file is one document
+        write_text(tmp_path / "shards" / f"{k:02d}.txt", d)
+    (tmp_path / "shards" / ".hidden").write_text("never read")
+    expected = oracle_docs(docs)
+    paths = [tmp_path / "shards" / f"{k:02d}.txt" for k in range(len(docs))]
+    assert count_pretokens(paths, [EOT], num_processes=2) == expected
+    assert count_pretokens(tmp_path / "shards", [EOT], num_processes=2) == expected
+    assert count_pretokens(str(tmp_path / "shards" / "*.txt"), [EOT], num_processes=1) == expected
+    assert count_pretokens(str(tmp_path / "shards" / "0*.txt"), [EOT]) == oracle_docs(docs[:10])
+
+
+def test_mixed_list_of_inputs_in_order(tmp_path):
+    docs = documents(4, n=9)
+    write_text(tmp_path / "a.txt", docs[0])
+    write_jsonl(tmp_path / "b.jsonl.gz", docs[1:5], gzip.open)
+    write_parquet(tmp_path / "c.parquet", docs[5:8])
+    write_text(tmp_path / "d.txt.xz", docs[8], lzma.open)
+    paths = [tmp_path / n for n in ("a.txt", "b.jsonl.gz", "c.parquet", "d.txt.xz")]
+    for procs in (1, 2):
+        assert count_pretokens(paths, [EOT], num_processes=procs, chunk_bytes=500) == oracle_docs(docs)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(st.text(alphabet="ab c'\n\t1é日😀<|>", max_size=40), max_size=12),
+       procs=st.sampled_from([1, 2]), pattern=st.sampled_from([GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN]))
+def test_iterable_of_random_documents_equals_oracle(docs, procs, pattern):
+    specials = ["<|>"]
+    expected = oracle_count_pretokens("<|>".join(docs), specials, pattern)
+    assert count_pretokens(iter(docs), specials, pattern=pattern, num_processes=procs, chunk_bytes=16) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(alphabet="ab c'\n\r\t1é日<e>", max_size=300), pattern=st.sampled_from([GPT2_PATTERN, GPT4_PATTERN,
+                                                                                          O200K_PATTERN]))
+def test_last_safe_cut_keeps_the_pretokens(text, pattern):
+    data = text.encode("utf-8")
+    specials = [b"<e>"]
+    k = last_safe_cut(data, specials, True)
+    if k is None:
+        return
+    assert 0 < k <= len(data) - 3
+    left, right = data[:k].decode(), data[k:].decode()
+    split = lambda t: [p for piece in t.split("<e>") for p in regex.findall(pattern, piece)]   # noqa: E731
+    assert split(left) + split(right) == split(text)
+
+
+def test_last_safe_cut_worked_example():
+    # "ab cd ef": cuts before each space that follows a printable; the last that leaves 1 byte (the margin)
+    assert last_safe_cut(b"ab cd ef", [], True) == 5
+    assert last_safe_cut(b"ab cd ef", [], False) is None
+    assert last_safe_cut(b"x<e>yy", [b"<e>"], False) == 1
+    assert last_safe_cut(b"x<e", [b"<e>"], False) is None        # "<e" may be the start of a special token
+    assert last_safe_cut(b"x<e>y", [b"<e>", b"x<e>"], False) is None   # covered by the longer "x<e>"
+    assert last_safe_cut("日 本".encode(), [], True) is None       # a space after a non-ASCII character
+
+
+def test_compressed_text_in_many_pieces(tmp_path):
+    text = make_corpus(5, n_words=20000, specials=[EOT])
+    write_text(tmp_path / "big.txt.gz", text, gzip.open)
+    got = count_pretokens(tmp_path / "big.txt.gz", [EOT], num_processes=2, chunk_bytes=4096)
+    assert got == oracle_count_pretokens(text, [EOT], GPT2_PATTERN)
+
+
+# ---- caps ----------------------------------------------------------------------------------------
+
+def utf8_prefix(text, n):
+    data = text.encode("utf-8")[:n]
+    return data.decode("utf-8", "ignore") if n < len(text.encode()) else text
+
+
+@pytest.mark.parametrize("max_bytes", [0, 1, 50, 777, 5000, 10 ** 9])
+def test_max_bytes_takes_the_first_bytes_whatever_the_input(tmp_path, max_bytes):
+    docs = documents(6, n=20)
+    text = EOT.join(docs)
+    prefix = text.encode("utf-8")[:max_bytes]
+    while True:
+        try:
+            prefix = prefix.decode("utf-8")
+            break
+        except UnicodeDecodeError:
+            prefix = prefix[:-1]
+    expected = oracle_count_pretokens(prefix, [EOT], GPT2_PATTERN)
+    for name in ("txt", "txt.gz", "txt.zst"):
+        got = count_pretokens(every_form(tmp_path, docs)[name], [EOT], num_processes=2, chunk_bytes=300,
+                              max_bytes=max_bytes)
+        assert got == expected, name
+
+
+@pytest.mark.parametrize("max_bytes", [0, 3, 900, 10 ** 9])
+def test_max_bytes_on_documents_cuts_the_last_one(tmp_path, max_bytes):
+    docs = documents(7, n=15)
+    taken, left = [], max_bytes
+    for d in docs:
+        data = d.encode("utf-8")
+        if left == 0:
+            break
+        part = data[:left]
+        while True:
+            try:
+                taken.append(part.decode("utf-8"))
+                break
+            except UnicodeDecodeError:
+                part = part[:-1]
+        left -= len(part) if len(part) == len(data) else left
+    expected = oracle_docs(taken)
+    forms = every_form(tmp_path, docs)
+    for name in ("jsonl", "parquet", "iter-str"):
+        inp = forms[name]() if callable(forms[name]) else forms[name]
+        assert count_pretokens(inp, [EOT], num_processes=2, chunk_bytes=200, max_bytes=max_bytes) == expected, name
+
+
+@pytest.mark.parametrize("max_documents", [0, 1, 5, 39, 1000])
+def test_max_documents_takes_the_first_documents(tmp_path, max_documents):
+    docs = documents(8, n=40)
+    expected = oracle_docs(docs[:max_documents])
+    forms = every_form(tmp_path, docs)
+    for name in ("jsonl", "jsonl.gz", "parquet", "iter-str"):
+        inp = forms[name]() if callable(forms[name]) else forms[name]
+        got = count_pretokens(inp, [EOT], num_processes=2, chunk_bytes=100, max_documents=max_documents)
+        assert got == expected, name
+
+
+def test_iterator_is_consumed_only_up_to_the_cap():
+    taken = []
+
+    def gen():
+        for k in range(100):
+            taken.append(k)
+            yield f"doc {k}"
+    count_pretokens(gen(), num_processes=1, max_documents=3)
+    assert taken == [0, 1, 2]
+
+
+def test_caps_are_checked():
+    for bad in (-1, 1.5, "2GB", True):
+        with pytest.raises(ValueError, match="max_bytes"):
+            count_pretokens(iter(["a"]), max_bytes=bad)
+        with pytest.raises(ValueError, match="max_documents"):
+            count_pretokens(iter(["a"]), max_documents=bad)
+
+
+# ---- bad input -----------------------------------------------------------------------------------
+
+def test_missing_json_field_names_file_and_line(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "a"}\n\n{"body": "b", "id": 3}\n')
+    with pytest.raises(InputError, match=r"c\.jsonl:3: no field 'text' \(fields: \['body', 'id'\]\)"):
+        count_pretokens(path, num_processes=2)
+    assert count_pretokens(path, text_field="body", max_documents=0) == {}
+
+
+@pytest.mark.parametrize("line, match", [("[1, 2]", "must be an object"), ("{not json", "not a JSON line"),
+                                         ('{"text": 3}', "is int, not a string"),
+                                         ('{"text": "\\ud800"}', "lone surrogate")])
+def test_bad_json_lines_name_file_and_line(tmp_path, line, match):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "fine"}\n' + line + "\n")
+    with pytest.raises(InputError, match=rf"c\.jsonl:2: .*{match}"):
+        count_pretokens(path, num_processes=1)
+
+
+def test_corrupt_gzip_names_file_and_offset(tmp_path):
+    data = gzip.compress(("hello world " * 50000).encode())
+    path = tmp_path / "c.txt.gz"
+    path.write_bytes(data[:len(data) // 2])           # truncated
+    with pytest.raises(InputError, match=r"c\.txt\.gz: corrupt compressed file after \d+ decompressed bytes"):
+        count_pretokens(path, num_processes=2)
+    path.write_bytes(data[:100] + b"\xff" * 50 + data[150:])
+    with pytest.raises(InputError, match=r"c\.txt\.gz: corrupt compressed file"):
+        count_pretokens(path, num_processes=1)
+
+
+def test_corrupt_zstd_names_file(tmp_path):
+    data = zstandard.ZstdCompressor().compress(("hello world " * 50000).encode())
+    path = tmp_path / "c.jsonl.zst"
+    path.write_bytes(data[:len(data) // 3])
+    with pytest.raises(InputError, match=r"c\.jsonl\.zst: corrupt compressed file"):
+        count_pretokens(path, num_processes=1)
+
+
+def test_parquet_without_the_column_lists_the_columns(tmp_path):
+    write_parquet(tmp_path / "c.parquet", ["a", "b"])
+    with pytest.raises(InputError, match=r"no column 'body' \(columns: \['n', 'text'\]\)"):
+        count_pretokens(tmp_path / "c.parquet", text_column="body")
+    with pytest.raises(InputError, match=r"column 'n' is int64, not strings"):
+        count_pretokens(tmp_path / "c.parquet", text_column="n")
+
+
+def test_parquet_nulls_are_empty_documents(tmp_path):
+    pq.write_table(pyarrow.table({"text": ["a b", None, "c"]}), tmp_path / "c.parquet")
+    assert count_pretokens(tmp_path / "c.parquet", num_processes=1) == {b"a": 1, b" b": 1, b"c": 1}
+
+
+@pytest.mark.parametrize("procs", [1, 2])
+def test_iterable_item_of_a_wrong_type_names_index_and_type(procs):
+    with pytest.raises(TypeError, match=r"item 2 of the input is int"):
+        count_pretokens(iter(["a", b"b", 3, "d"]), num_processes=procs, chunk_bytes=1)
+    with pytest.raises(InputError, match=r"item 1 of the input has no field 'text'"):
+        count_pretokens(iter([{"text": "a"}, {"body": "b"}]), num_processes=procs)
+
+
+@pytest.mark.parametrize("procs", [1, 2])
+def test_invalid_utf8_in_a_document_names_document_and_offset(procs):
+    docs = [b"fine"] * 5 + [b"ab\xffcd"] + [b"fine"] * 5
+    with pytest.raises(CorpusDecodeError, match=r"iterable: invalid UTF-8 at document 5, byte offset 2 of the "
+                                                r"document"):
+        count_pretokens(iter(docs), num_processes=procs, chunk_bytes=8)
+    got = count_pretokens(iter(docs), num_processes=procs, errors="replace", chunk_bytes=8)
+    assert got == oracle_count_pretokens("".join(f"{d.decode('utf-8', 'replace')}\0" for d in docs)
+                                         .replace("\0", EOT), [EOT], GPT2_PATTERN)
+
+
+def test_invalid_utf8_in_compressed_text_names_file_offset_and_line(tmp_path):
+    data = b"line one\nline two\n" * 1000 + b"bad \xc3( here\n" + b"more\n" * 10
+    (tmp_path / "c.txt.gz").write_bytes(gzip.compress(data))
+    with pytest.raises(CorpusDecodeError) as info:
+        count_pretokens(tmp_path / "c.txt.gz", num_processes=2, chunk_bytes=1000)
+    assert (info.value.offset, info.value.line) == (data.index(b"\xc3"), 2001)
+    assert "c.txt.gz: invalid UTF-8 at byte offset 18004 (line 2001)" in str(info.value)
+
+
+def test_list_of_texts_is_not_taken_for_paths(tmp_path):
+    with pytest.raises(FileNotFoundError, match="corpus file not found"):
+        count_pretokens(["hello world"])
+    with pytest.raises(TypeError, match=r"item 0 is int .*iter\(texts\)"):
+        count_pretokens([3])
+
+
+def test_missing_paths_empty_globs_and_directories(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no corpus file matches"):
+        count_pretokens(str(tmp_path / "*.txt"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="holds no files"):
+        count_pretokens(tmp_path / "empty")
+    with pytest.raises(ValueError, match="list of paths is empty"):
+        count_pretokens([])
+    with pytest.raises(TypeError, match="must be a path"):
+        count_pretokens(3)
+
+
+def test_compressed_parquet_is_refused(tmp_path):
+    (tmp_path / "c.parquet.gz").write_bytes(b"")
+    with pytest.raises(InputError, match="compressed Parquet"):
+        count_pretokens(tmp_path / "c.parquet.gz")
