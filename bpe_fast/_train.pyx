@@ -25,6 +25,12 @@ Layout, built for millions of distinct words in little memory (4 bytes a byte of
 * A max-heap of (count, pid) picks each merge; ties go to the lexicographically greatest (bytes, bytes), as
   in the reference algorithm. A pair's entry is pushed when its count rises; when it falls nothing is done
   until the old entry (which ranks at least as high) comes up and is pushed again with the count of now.
+  Only candidates enter the heap: with max_token_length, a pair whose concatenation is longer is never pushed
+  (its count is still kept, lengths never change). run(n, min_count) stops when the best count is below
+  min_count, leaving that pair in the heap.
+* Continued training: replay(tokens, offsets) does given merges in order, each exactly as a chosen merge
+  (_merge), or, when the pair does not occur, only makes its token (so later merges that use it resolve) and
+  records it with count 0.
 
 Symbols are canonical by their bytes, as in the reference algorithm (which keys pairs by bytes): a merge whose
 bytes already exist would reuse that symbol and its pairs. (Whether whole-word BPE can ever rebuild bytes an
@@ -172,6 +178,8 @@ cdef class MergeEngine:
     tokens: uint8 array, the pre-tokens' bytes concatenated; offsets: int64 array of len(counts) + 1
     boundaries into tokens; counts: int64 array, how often each pre-token occurs (PretokenCounts' arrays).
     The arrays are only read while the engine is built; they may be freed afterwards.
+    max_token_length: no merge run() chooses makes a token longer than this many bytes (None: no limit);
+    replay() is not limited.
     """
     # slots and frequency classes
     cdef vector[int32_t] sym
@@ -199,6 +207,8 @@ cdef class MergeEngine:
     cdef Py_ssize_t heap_pruned        # its size after the last pruning
     cdef Py_ssize_t heap_slack         # entries it may gain beyond twice that before it is pruned again
     cdef bint finished
+    cdef int64_t max_len               # longest token a chosen merge may make (max_token_length)
+    cdef bint limited                  # max_len is a limit (else every pair is a candidate)
     # symbols (canonical by bytes): a short one's bytes are pool[tok_off:tok_off + tok_len]; a long one
     # (tok_off -1) is the concatenation of its halves tok_left, tok_right, so a huge token costs no bytes
     cdef vector[uint8_t] pool
@@ -213,7 +223,7 @@ cdef class MergeEngine:
     cdef vector[int64_t] merge_count
 
     def __init__(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts, *,
-                 Py_ssize_t heap_slack=1 << 16):
+                 Py_ssize_t heap_slack=1 << 16, max_token_length=None):
         cdef Py_ssize_t nwords = counts.shape[0]
         cdef Py_ssize_t total = tokens.shape[0]
         if offsets.shape[0] != nwords + 1:
@@ -235,6 +245,12 @@ cdef class MergeEngine:
         if heap_slack < 0:
             raise ValueError("heap_slack must be >= 0")
         self.heap_slack = heap_slack        # tests set 0: the heap is pruned after every merge
+        self.limited = max_token_length is not None
+        self.max_len = 0
+        if self.limited:
+            if max_token_length < 1:
+                raise ValueError(f"max_token_length must be >= 1, got {max_token_length}")
+            self.max_len = min(max_token_length, 2 ** 62)
         if total + nwords + 1 >= 2 ** 31:
             raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
                              "with int32")
@@ -470,7 +486,7 @@ cdef class MergeEngine:
     cdef inline int32_t _slot_of(self, int32_t x, int32_t y) noexcept nogil:
         """The map slot of (x, y), a pair this merge touches (see _rule), filled if empty. The maps cache,
         for this merge, what the pair table says: one table look-up per distinct neighbour. (The hot loop in
-        _merge_one computes the same slots inline.)"""
+        _merge computes the same slots inline.)"""
         cdef int r = self._rule(x, y)
         cdef int32_t at = 4 * (x if (r == 0 or r == 2) else y) + r
         cdef MapSlot* m = &self.maps[at]
@@ -667,7 +683,7 @@ cdef class MergeEngine:
         self.garbage = 0
         # 4. the heap
         for pid in range(<int32_t>self.pcount.size()):
-            if self.pcount[pid] > 0:
+            if self.pcount[pid] > 0 and self._candidate(pid):
                 he.count = self.pcount[pid]
                 he.pid = pid
                 self.heap.push_back(he)
@@ -679,22 +695,48 @@ cdef class MergeEngine:
 
     # --- merging ------------------------------------------------------------------------------
 
-    cdef int _merge_one(self) noexcept nogil:
-        """Do the next merge; returns 0 when no pair is left."""
+    cdef inline bint _candidate(self, int32_t pid) noexcept nogil:
+        """Whether run() may choose the pair: its token is not longer than max_token_length."""
+        return not self.limited or self.tok_len[self.pleft[pid]] + self.tok_len[self.pright[pid]] <= self.max_len
+
+    cdef int64_t _best_count(self) noexcept nogil:
+        """The count of the pair the next merge would choose, which is then the heap's top; 0 if none."""
         cdef HeapEntry top
         cdef int64_t now
-        while True:
-            if self.heap.empty():
-                return 0
-            top = self._pop()
+        while not self.heap.empty():
+            top = self.heap[0]
             now = self.pcount[top.pid]
             if now == top.count and now > 0:
-                break
+                return now
+            self._pop()
             if 0 < now < top.count:
                 # a count that fell is not pushed when it falls (most changes are falls): its old entry,
                 # which ranks at least as high, comes up first and is pushed again with the count of now
                 self._push(now, top.pid)
-        cdef int32_t pab = top.pid
+        return 0
+
+    cdef int _merge_one(self, int64_t min_count) noexcept nogil:
+        """Do the next merge; returns 0 when no pair is left or the best occurs fewer than min_count times."""
+        cdef int64_t best = self._best_count()
+        if best == 0 or best < min_count:
+            return 0
+        self._merge(self._pop().pid, best)
+        return 1
+
+    cdef void _force(self, int32_t a, int32_t b) noexcept nogil:
+        """Merge the symbols a and b as if chosen (continued training). A pair that does not occur still
+        makes its token and is recorded, with count 0; its heap entry, if any, is dropped when it comes up."""
+        cdef int32_t pid = self._find_pair(a, b)
+        if pid >= 0 and self.pcount[pid] > 0:
+            self._merge(pid, self.pcount[pid])
+            return
+        self.merge_a.push_back(a)
+        self.merge_b.push_back(b)
+        self.merge_c.push_back(self._intern_concat(a, b))
+        self.merge_count.push_back(0)
+
+    cdef void _merge(self, int32_t pab, int64_t count) noexcept nogil:
+        """Merge every occurrence of pair pab (which occurs `count` times), left to right in each word."""
         cdef int32_t a = self.pleft[pab], b = self.pright[pab]
         cdef int32_t nsym = <int32_t>self.tok_len.size()
         cdef int32_t c = self._intern_concat(a, b)
@@ -707,7 +749,7 @@ cdef class MergeEngine:
         self.merge_a.push_back(a)
         self.merge_b.push_back(b)
         self.merge_c.push_back(c)
-        self.merge_count.push_back(top.count)
+        self.merge_count.push_back(count)
         cdef int32_t la = self.tok_len[a], lb = self.tok_len[b]
         cdef int64_t seg = self.pstart[pab], nseg = self.plen[pab]
         if a == b and not is_sorted(self.arena.begin() + seg, self.arena.begin() + seg + nseg):
@@ -795,13 +837,12 @@ cdef class MergeEngine:
                 continue
             p = m.pid
             self.pcount[p] += m.delta
-            if m.delta > 0:                  # a rise needs a new entry; a fall is found when its entry comes up
-                self._push(self.pcount[p], p)
+            if m.delta > 0 and self._candidate(p):  # a rise needs a new entry; a fall is found when its
+                self._push(self.pcount[p], p)        # entry comes up
             m.delta = 0
             if self.pcount[p] <= 0 and self.plen[p] > 0:
                 self.garbage += self.plen[p]
                 self.plen[p] = 0
-        return 1
 
     cdef inline int32_t _record_slot(self, int32_t r) noexcept nogil:
         """The map slot of the pair now starting at slot r (recorded in this merge), or -1 if r is stale."""
@@ -913,15 +954,57 @@ cdef class MergeEngine:
         self.pmask = 0
         self.finished = True
 
-    def run(self, Py_ssize_t max_merges):
-        """Do up to max_merges merges; returns how many were done (fewer when no pair is left)."""
+    def run(self, Py_ssize_t max_merges, int64_t min_count=1):
+        """Do up to max_merges merges; returns how many were done (fewer when no pair is left, or when the
+        best pair occurs fewer than min_count times: see next_count)."""
         cdef Py_ssize_t done = 0
         if self.finished:
             return 0
         with nogil:
-            while done < max_merges and self._merge_one():
+            while done < max_merges and self._merge_one(min_count):
                 done += 1
         return done
+
+    def next_count(self):
+        """How often the pair the next merge would choose occurs (0 when no pair is left)."""
+        if self.finished:
+            raise RuntimeError("next_count needs an engine before finish()")
+        cdef int64_t best
+        with nogil:
+            best = self._best_count()
+        return best
+
+    def replay(self, const uint8_t[::1] tokens, const int64_t[::1] offsets):
+        """Do the given merges, in order, whatever the counts (continued training): merge k joins the symbols
+        with the bytes tokens[offsets[2k]:offsets[2k + 1]] and tokens[offsets[2k + 1]:offsets[2k + 2]], each
+        a single byte or an earlier merge's token (ValueError naming k otherwise). A merge whose pair does not
+        occur still makes its token; merges() and merge_counts() list it, with count 0."""
+        if self.finished:
+            raise RuntimeError("replay needs an engine before finish()")
+        cdef Py_ssize_t n = offsets.shape[0] // 2, k, bad = -1
+        if offsets.shape[0] != 2 * n + 1 or offsets[0] != 0 or offsets[2 * n] != tokens.shape[0]:
+            raise ValueError("offsets must have 2 * (number of merges) + 1 entries, from 0 to len(tokens)")
+        for k in range(2 * n):
+            if offsets[k + 1] <= offsets[k]:
+                raise ValueError(f"merge {k // 2} has an empty token")
+        cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else NULL
+        cdef const int64_t* off = &offsets[0]
+        cdef int32_t a, b
+        with nogil:
+            for k in range(n):
+                a = self._find_symbol(hash_bytes(base + off[2 * k], off[2 * k + 1] - off[2 * k]),
+                                      off[2 * k + 1] - off[2 * k], -1, -1, base + off[2 * k])
+                b = self._find_symbol(hash_bytes(base + off[2 * k + 1], off[2 * k + 2] - off[2 * k + 1]),
+                                      off[2 * k + 2] - off[2 * k + 1], -1, -1, base + off[2 * k + 1])
+                if a < 0 or b < 0:
+                    bad = k
+                    break
+                self._force(a, b)
+        if bad >= 0:
+            side = bytes(tokens[offsets[2 * bad]:offsets[2 * bad + 1]]) if a < 0 else \
+                bytes(tokens[offsets[2 * bad + 1]:offsets[2 * bad + 2]])
+            raise ValueError(f"merge {bad}: {side!r} is neither a single byte nor an earlier merge's token "
+                             f"(the merges before it were done)")
 
     @property
     def num_merges(self):
@@ -934,9 +1017,10 @@ cdef class MergeEngine:
                 "symbols": self.pool.capacity() + self.tok_len.capacity() * 44 + self.maps.capacity() * sizeof(MapSlot),
                 "num_pairs": self.pleft.size(), "compactions": self.compactions}
 
-    def merges(self, bint with_tokens=False):
-        """The merges done so far as a list of (bytes, bytes), in order; with_tokens: also the list of the
-        tokens they made (the same bytes objects as in the merges: a huge token is held once)."""
+    def merges(self, bint with_tokens=False, Py_ssize_t start=0):
+        """The merges done so far as a list of (bytes, bytes), in order, from merge `start` on (replayed
+        merges come first); with_tokens: also the list of the tokens they made (the same bytes objects as in
+        the merges: a huge token is held once)."""
         cdef const char* base = <const char*>self.pool.data()
         cdef list names = []
         cdef int32_t s
@@ -946,9 +1030,10 @@ cdef class MergeEngine:
             else:
                 names.append(names[self.tok_left[s]] + names[self.tok_right[s]])
         cdef Py_ssize_t k, n = self.merge_a.size()
-        merges = [(names[self.merge_a[k]], names[self.merge_b[k]]) for k in range(n)]
+        start = min(max(start, 0), n)
+        merges = [(names[self.merge_a[k]], names[self.merge_b[k]]) for k in range(start, n)]
         if with_tokens:
-            return merges, [names[self.merge_c[k]] for k in range(n)]
+            return merges, [names[self.merge_c[k]] for k in range(start, n)]
         return merges
 
     def merge_counts(self):

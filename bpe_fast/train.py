@@ -1,30 +1,45 @@
 """Byte-level BPE training: CS336's `train_bpe(input_path, vocab_size, special_tokens)`, fast."""
+import numbers
 import warnings
 
 import numpy as np
 
 from ._scan import merge_arrays
 from ._train import MergeEngine
-from .counts import PretokenCounts, check_count_args, count_file_tables
-from .patterns import GPT2_PATTERN
+from .counts import PretokenCounts, check_input_args, count_input_tables
+from .patterns import GPT2_PATTERN, resolve_pattern
 from .specials import check_special_tokens
 
 _MERGE_BATCH = 256      # merges between progress reports
+SPECIAL_TOKENS_POSITIONS = ("after_bytes", "end")
 
 
-def check_vocab_size(vocab_size, special_tokens):
-    minimum = 256 + len(special_tokens)
+def check_vocab_size(vocab_size, special_tokens, initial=None):
+    """vocab_size, checked: an int with room for the byte tokens (or, continuing, the initial tokenizer's
+    vocabulary, counted as its vocab_size: largest id + 1) and the special tokens not there yet."""
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    if initial is None:
+        minimum = 256 + len(special_tokens)
+        if vocab_size < minimum:
+            raise ValueError(f"vocab_size must be at least {minimum} (256 byte tokens + {len(special_tokens)} "
+                             f"special tokens), got {vocab_size}")
+        return vocab_size
+    new = _new_special_tokens(special_tokens, initial)
+    minimum = initial.vocab_size + len(new)
     if vocab_size < minimum:
-        raise ValueError(f"vocab_size must be at least {minimum} (256 byte tokens + {len(special_tokens)} "
-                         f"special tokens), got {vocab_size}")
+        raise ValueError(f"vocab_size must be at least {minimum} (the initial tokenizer's {initial.vocab_size} "
+                         f"tokens + {len(new)} new special tokens), got {vocab_size}")
     return vocab_size
 
 
-def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, pattern=GPT2_PATTERN,
-              errors="strict", *, chunk_bytes=None, progress=None):
-    """Learn a byte-level BPE vocabulary from a UTF-8 text file.
+def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, pattern=None,
+              errors="strict", *, chunk_bytes=None, progress=None, max_bytes=None, max_documents=None,
+              text_field="text", text_column="text", min_frequency=1, max_token_length=None,
+              special_tokens_position="after_bytes", pad_vocab_to_multiple_of=None, initial=None):
+    """Learn a byte-level BPE vocabulary from a corpus: a UTF-8 text file (CS336's input_path), or any input
+    count_pretokens takes (compressed files, JSON lines with text_field, Parquet with text_column,
+    directories, globs, lists of paths, an iterable of documents; max_bytes / max_documents caps).
 
     Returns (vocab, merges): vocab maps ids to bytes (0..255 the single bytes, then the special tokens in
     order, then one id per merge); merges is the list of (bytes, bytes) in creation order. The result is
@@ -32,15 +47,29 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
     num_processes - 1 worker processes). progress, if given, is called as
     progress(stage, done, total) with stage "count" (bytes) then "merge" (merges).
 
+    pattern: the pre-tokenizer's regex (None: GPT-2's, or continuing, the initial tokenizer's). The options
+    min_frequency, max_token_length, special_tokens_position, pad_vocab_to_multiple_of and initial are
+    train_from_counts'; continuing, the corpus is split on the initial tokenizer's special tokens too.
+
     >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])   # doctest: +SKIP
     """
     special_tokens = check_special_tokens(special_tokens)
-    check_vocab_size(vocab_size, special_tokens)
-    input_path, special_tokens, pattern = check_count_args(input_path, special_tokens, pattern, errors)
+    check_train_options(min_frequency=min_frequency, max_token_length=max_token_length,
+                        special_tokens_position=special_tokens_position,
+                        pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
+    if initial is not None:       # its special tokens split the corpus too; its pattern is the default
+        special_tokens = list(initial.special_tokens) + [t for t in special_tokens if t not in initial.special_tokens]
+        pattern = initial.pattern if pattern is None else pattern
+    check_vocab_size(vocab_size, special_tokens, initial)
+    special_tokens, pattern = check_input_args(special_tokens, GPT2_PATTERN if pattern is None else pattern, errors)
     # one expression: no local of this frame keeps the tables alive while the engine is built
-    return _train(_concatenate(count_file_tables(input_path, special_tokens, pattern, num_processes, errors,
-                                                 chunk_bytes, progress)),
-                  vocab_size, special_tokens, progress, stacklevel=3)
+    return _train(_concatenate(count_input_tables(input_path, special_tokens, pattern, num_processes, errors,
+                                                  chunk_bytes, progress, max_bytes=max_bytes,
+                                                  max_documents=max_documents, text_field=text_field,
+                                                  text_column=text_column)),
+                  vocab_size, special_tokens, progress, stacklevel=3, pattern=pattern, min_frequency=min_frequency,
+                  max_token_length=max_token_length, special_tokens_position=special_tokens_position,
+                  pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
 
 
 def _concatenate(tables):
@@ -75,12 +104,29 @@ def counts_to_arrays(counts):
     return np.frombuffer(b"".join(keys), dtype=np.uint8), offsets, freqs
 
 
-def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None):
+def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None, min_frequency=1,
+                      max_token_length=None, special_tokens_position="after_bytes", pad_vocab_to_multiple_of=None,
+                      initial=None):
     """Learn merges from pre-token counts: a PretokenCounts (see count_pretokens) or a mapping
     {bytes: int}. Identical to train_bpe on the corpus they were counted from.
 
     special_tokens defaults to those the counts were made with; others are an error, since the counts
     were split on exactly those.
+
+    Options (train_bpe takes the same):
+      min_frequency: stop when the best pair occurs fewer than this many times (a warning says so).
+      max_token_length: never make a token longer than this many bytes (None: no limit).
+      special_tokens_position: "after_bytes" (ids 256.. in order, then the merges) or "end" (the bytes, the
+        merges, then the special tokens, as GPT-2's <|endoftext|> = 50256). vocab_size counts them either way.
+      pad_vocab_to_multiple_of: go on to the next multiple of this of the vocabulary size (>= vocab_size)
+        while pairs are left (a warning says when they run out first).
+      initial: a bpe_fast.Tokenizer to continue: its ids, tokens and merges are kept, its merges are
+        applied to the counts first, and the new tokens get ids after its largest id (vocab_size counts its
+        tokens as its vocab_size, largest id + 1). Its special tokens stay; those of special_tokens it lacks
+        are added (after its vocabulary, or at the end). The counts must be made with its pattern.
+    Returns (vocab, merges); continuing, merges is the initial tokenizer's followed by the new ones.
+
+    >>> vocab, merges = train_from_counts({b"hello": 5, b"help": 2}, 259, min_frequency=3)   # doctest: +SKIP
     """
     made_with = getattr(counts, "special_tokens", None)
     if special_tokens is None:
@@ -89,37 +135,128 @@ def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None)
     if made_with is not None and set(made_with) != set(special_tokens):
         raise ValueError(f"the counts were made with special tokens {list(made_with)}, "
                          f"not {list(special_tokens)}")
-    check_vocab_size(vocab_size, special_tokens)
-    return _train(counts, vocab_size, special_tokens, progress, stacklevel=3)
+    return _train(counts, vocab_size, special_tokens, progress, stacklevel=3, min_frequency=min_frequency,
+                  max_token_length=max_token_length, special_tokens_position=special_tokens_position,
+                  pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
 
 
-def _train(counts, vocab_size, special_tokens, progress, stacklevel):
+def _train(counts, vocab_size, special_tokens, progress, stacklevel, *, pattern=None, min_frequency=1,
+           max_token_length=None, special_tokens_position="after_bytes", pad_vocab_to_multiple_of=None,
+           initial=None):
+    """Train on counts (PretokenCounts, a mapping, or train_bpe's (tokens, offsets, counts) made with
+    `pattern`). special_tokens come checked; vocab_size and the options are checked here."""
+    check_train_options(min_frequency=min_frequency, max_token_length=max_token_length,
+                        special_tokens_position=special_tokens_position,
+                        pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
+    check_vocab_size(vocab_size, special_tokens, initial)
+    if initial is not None:
+        _check_initial_pattern(getattr(counts, "pattern", pattern), initial)
     if isinstance(counts, PretokenCounts):
-        engine = MergeEngine(counts.tokens, counts.offsets, counts.counts)
+        arrays = counts.tokens, counts.offsets, counts.counts
     elif isinstance(counts, tuple):                  # arrays (tokens, offsets, counts), from train_bpe
-        engine = MergeEngine(*counts)
+        arrays = counts
     else:
-        engine = MergeEngine(*counts_to_arrays(counts))
+        arrays = counts_to_arrays(counts)
     del counts
-    wanted = vocab_size - 256 - len(special_tokens)
+    engine = MergeEngine(*arrays, max_token_length=max_token_length)
+    del arrays
+    if initial is None:
+        vocab = {i: bytes([i]) for i in range(256)}
+        old_merges = []
+        new_specials = list(special_tokens)
+    else:
+        vocab = dict(initial.vocab)
+        old_merges = list(initial.merges)
+        new_specials = _new_special_tokens(special_tokens, initial)
+        try:
+            engine.replay(*merges_to_arrays(old_merges))
+        except ValueError as exc:
+            raise ValueError(f"initial: the tokenizer's {exc}") from None
+    size = max(vocab) + 1                 # the vocabulary's size: every id is below it
+    target = vocab_size
+    if pad_vocab_to_multiple_of is not None:
+        target = -(-vocab_size // pad_vocab_to_multiple_of) * pad_vocab_to_multiple_of
+    wanted = target - size - len(new_specials)
     done = 0
     while done < wanted:
-        step = engine.run(min(_MERGE_BATCH, wanted - done))
+        step = engine.run(min(_MERGE_BATCH, wanted - done), min_frequency)
         done += step
         if progress is not None:
             progress("merge", done, wanted)
         if step == 0:
             break
+    best = engine.next_count() if done < wanted else 0     # > 0: min_frequency stopped the training
     engine.finish()
-    merges, made = engine.merges(with_tokens=True)
+    merges, made = engine.merges(with_tokens=True, start=len(old_merges))
     del engine
-    if len(merges) < wanted:
-        warnings.warn(f"no pairs left after {len(merges)} merges: the vocabulary has "
-                      f"{256 + len(special_tokens) + len(merges)} tokens, not the {vocab_size} asked for",
-                      stacklevel=stacklevel)
-    vocab = {i: bytes([i]) for i in range(256)}
-    for tok in special_tokens:
-        vocab[len(vocab)] = tok.encode("utf-8")
-    for token in made:
-        vocab[len(vocab)] = token
-    return vocab, merges
+    total = size + len(new_specials) + len(merges)
+    if total < target:
+        warnings.warn(_stop_message(len(merges), initial is not None, best, min_frequency, total, vocab_size,
+                                    pad_vocab_to_multiple_of), stacklevel=stacklevel)
+    specials = [tok.encode("utf-8") for tok in new_specials]
+    layout = specials + made if special_tokens_position == "after_bytes" else made + specials
+    vocab.update(zip(range(size, size + len(layout)), layout))
+    return vocab, old_merges + merges
+
+
+def check_train_options(*, min_frequency=1, max_token_length=None, special_tokens_position="after_bytes",
+                        pad_vocab_to_multiple_of=None, initial=None):
+    """TypeError/ValueError naming the first bad training option (train_bpe's and train_from_counts')."""
+    _check_int("min_frequency", min_frequency, 1)
+    if max_token_length is not None:
+        _check_int("max_token_length", max_token_length, 1)
+    if special_tokens_position not in SPECIAL_TOKENS_POSITIONS:
+        raise ValueError(f"special_tokens_position must be one of {', '.join(map(repr, SPECIAL_TOKENS_POSITIONS))},"
+                         f" got {special_tokens_position!r}")
+    if pad_vocab_to_multiple_of is not None:
+        _check_int("pad_vocab_to_multiple_of", pad_vocab_to_multiple_of, 1)
+    if initial is not None:
+        from .tokenizer import Tokenizer
+        if not isinstance(initial, Tokenizer):
+            raise TypeError(f"initial must be a bpe_fast.Tokenizer, got {type(initial).__name__}")
+        singles = {token for token in initial.vocab.values() if len(token) == 1}
+        if len(singles) < 256:
+            missing = min(set(range(256)) - {token[0] for token in singles})
+            raise ValueError(f"initial: the tokenizer's vocabulary lacks the single byte {bytes([missing])!r} "
+                             f"(byte-level BPE needs all 256)")
+
+
+def _check_int(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
+def _check_initial_pattern(pattern, initial):
+    """The counts must be split as the initial tokenizer splits text (pattern None: not known, trusted)."""
+    if pattern is not None and resolve_pattern(pattern) != initial.pattern:
+        raise ValueError(f"the counts were made with the pattern {pattern!r}, but the initial tokenizer's "
+                         f"pattern is {initial.pattern!r}: count the corpus with initial.pattern")
+
+
+def _new_special_tokens(special_tokens, initial):
+    """The special tokens (in order) that the initial tokenizer does not have yet."""
+    have = initial.special_tokens
+    return [tok for tok in special_tokens if tok not in have]
+
+
+def _stop_message(merges, continued, best, min_frequency, total, vocab_size, pad):
+    new = "new " if continued else ""
+    why = f"no pairs left after {merges} {new}merges"
+    if best > 0:
+        why += f": the best pair occurs {best} times, fewer than min_frequency={min_frequency};"
+    else:
+        why += ":"
+    if total < vocab_size:
+        return f"{why} the vocabulary has {total} tokens, not the {vocab_size} asked for"
+    return f"{why} the vocabulary has {total} tokens, not a multiple of pad_vocab_to_multiple_of={pad}"
+
+
+def merges_to_arrays(merges):
+    """A list of (bytes, bytes) as MergeEngine.replay's arrays: the sides' bytes end to end (uint8) and the
+    2 * len(merges) + 1 offsets (int64) around them."""
+    sides = [side for pair in merges for side in pair]
+    offsets = np.zeros(len(sides) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, sides), dtype=np.int64, count=len(sides)), out=offsets[1:])
+    return np.frombuffer(b"".join(sides), dtype=np.uint8), offsets
