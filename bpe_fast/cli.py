@@ -7,13 +7,22 @@
     bpe-fast export -t tok/ --hf tokenizer.json      (--hf-dir DIR: the folder transformers loads)
     bpe-fast encode -t tokenizer.json corpus.txt -o tokens.npy     (-t: a folder, or HF's tokenizer.json)
     bpe-fast count corpus.txt -o counts.npz
+    bpe-fast train shards/*.jsonl.gz --text-field text --max-bytes 2GB --vocab-size 32000 -o tok/
+    bpe-fast train code.parquet --continue-from gpt2/ --vocab-size 52000 -o tok2/
+    cat doc.txt | bpe-fast encode -t tok/ - -o -  > tokens.npy
+
+A CORPUS is a text file, a compressed one (.gz, .bz2, .xz, .zst), JSON lines (.jsonl, --text-field), Parquet
+(--text-column), a directory or a glob. `-q` and `-j N` go before or after the command;
+BPE_FAST_NUM_PROCESSES sets the default number of processes.
 
 Errors are one line on stderr and a non-zero exit (1; 130 after Ctrl-C), never a traceback, and no
 partial output file is left behind.
 """
 import argparse
 import contextlib
+import io
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -63,14 +72,17 @@ class Progress:
             if self.stage is not None:
                 self.started = now
             self.stage, self.last = stage, 0.0
-        finished = done >= total
+        finished = total is not None and done >= total
         if finished and self.last == float("inf"):
             return                              # the end of this stage is shown already
         if not finished and now - self.last < (0.1 if self.tty else 5.0):
             return
         self.last = float("inf") if finished else now
         elapsed = max(now - self.started, 1e-9)
-        if stage in ("count", "encode"):
+        if stage in ("count", "encode") and total is None:       # documents read as they come
+            verb = "pre-tokenized" if stage == "count" else "encoded"
+            msg = f"{verb} {_human_bytes(done)}  {_human_bytes(done / elapsed)}/s"
+        elif stage in ("count", "encode"):
             rate = done / elapsed
             eta = (total - done) / rate if rate > 0 else 0.0
             verb = "pre-tokenized" if stage == "count" else "encoded"
@@ -104,11 +116,11 @@ def _pattern(value):
     return value
 
 
-def _load_tokenizer(path):
+def _load_tokenizer(path, flag="-t"):
     """A folder Tokenizer.save wrote, or an HF tokenizer.json (a file whose name ends in .json)."""
     from .tokenizer import Tokenizer
     if not os.path.exists(path):
-        raise CliError(f"{path}: no such tokenizer directory")
+        raise CliError(f"{flag} {path}: no such tokenizer directory")
     if os.path.isfile(path) and path.endswith(".json") and os.path.basename(path) not in ("vocab.json",
                                                                                           "bpe_fast.json"):
         return Tokenizer.from_hf(path)
@@ -134,6 +146,29 @@ def cmd_synth(args):
     print(f"wrote {size:,} bytes to {args.output} in {took:.2f} s", file=sys.stderr)
 
 
+def _input_options(args):
+    """count_pretokens' / train_bpe's input keywords from the command line."""
+    from .synthetic import parse_size
+    max_bytes = None
+    if args.max_bytes is not None:
+        try:
+            max_bytes = parse_size(args.max_bytes)
+        except ValueError as exc:
+            raise CliError(f"--max-bytes: {exc}") from None
+    return dict(max_bytes=max_bytes, max_documents=args.max_documents, text_field=args.text_field,
+                text_column=args.text_column)
+
+
+def _corpus(args):
+    """The CORPUS arguments as one input: "-" alone reads the text from stdin."""
+    from .inputs import Stream
+    if args.corpus == ["-"]:
+        return Stream("text", sys.stdin.buffer, "<stdin>")
+    if "-" in args.corpus:
+        raise CliError("'-' (stdin) must be the only CORPUS")
+    return list(args.corpus)
+
+
 def cmd_count(args):
     from .counts import count_pretokens
     _check_output_folder(args.output)
@@ -143,9 +178,9 @@ def cmd_count(args):
         client = Client(args.dask_scheduler)
     progress = Progress(quiet=args.quiet)
     try:
-        counts = count_pretokens(args.corpus, args.special_token, pattern=_pattern(args.pattern),
+        counts = count_pretokens(_corpus(args), args.special_token, pattern=_pattern(args.pattern or "gpt2"),
                                  num_processes=args.processes, errors=args.errors, progress=progress,
-                                 client=client)
+                                 client=client, **_input_options(args))
     finally:
         progress.close()
         if client is not None:
@@ -155,7 +190,7 @@ def cmd_count(args):
 
 
 def _summary(tokenizer, merges, took, corpus):
-    """Time, vocab size, longest tokens, and bytes per token on a sample of the corpus."""
+    """Time, vocab size, longest tokens, and bytes per token on a sample of the corpus (a plain text file)."""
     lines = [f"trained in {took:.2f} s: {tokenizer.vocab_size} tokens ({len(merges)} merges)"]
     longest = sorted({a + b for a, b in merges}, key=len, reverse=True)[:5]
     if longest:
@@ -170,13 +205,42 @@ def _summary(tokenizer, merges, took, corpus):
     return "\n".join(lines)
 
 
+def _first_text_file(corpus):
+    """The first CORPUS if it is a plain text file (for the summary's sample), else None."""
+    from .inputs import TextFile, resolve_inputs
+    if not isinstance(corpus, list) or not corpus:
+        return None
+    first = resolve_inputs(corpus[0])[0]
+    return first.path if isinstance(first, TextFile) else None
+
+
+def _load_counts(paths):
+    from .counts import PretokenCounts
+    shards = []
+    for path in paths:              # shards add up; each must match the first
+        shard = PretokenCounts.load(path)
+        if shards:
+            try:
+                shards[0].check_compatible(shard)
+            except ValueError as exc:
+                raise CliError(f"{path}: {exc} ({paths[0]} is the first)") from None
+        shards.append(shard)
+    return shards[0] if len(shards) == 1 else PretokenCounts.merge(shards)
+
+
 def cmd_train(args):
-    from .counts import PretokenCounts, count_pretokens
     from .tokenizer import Tokenizer
-    from .train import check_vocab_size, train_bpe, train_from_counts
+    from .train import check_train_options, check_vocab_size, train_bpe, train_from_counts
     from .specials import check_special_tokens
     specials = list(check_special_tokens(args.special_token))
-    check_vocab_size(args.vocab_size, specials)
+    initial = _load_tokenizer(args.continue_from, "--continue-from") if args.continue_from else None
+    options = dict(min_frequency=args.min_frequency, max_token_length=args.max_token_length,
+                   special_tokens_position=args.special_tokens_position,
+                   pad_vocab_to_multiple_of=args.pad_vocab_to_multiple_of, initial=initial)
+    check_train_options(**options)
+    if initial is not None:
+        specials = list(initial.special_tokens) + [t for t in specials if t not in initial.special_tokens]
+    check_vocab_size(args.vocab_size, specials, initial)
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise CliError(f"{args.output}: exists and is not a directory")
     parent = os.path.dirname(os.path.abspath(args.output))
@@ -188,38 +252,28 @@ def cmd_train(args):
         if args.from_counts:
             if args.corpus:
                 raise CliError("give CORPUS files or --from-counts, not both")
-            shards = []
-            for path in args.from_counts:              # shards add up; each must match the first
-                shard = PretokenCounts.load(path)
-                if shards:
-                    try:
-                        shards[0].check_compatible(shard)
-                    except ValueError as exc:
-                        raise CliError(f"{path}: {exc} ({args.from_counts[0]} is the first)") from None
-                shards.append(shard)
-            counts = shards[0] if len(shards) == 1 else PretokenCounts.merge(shards)
+            counts = _load_counts(args.from_counts)
+            if args.pattern is not None and _pattern(args.pattern) != counts.pattern:
+                raise CliError(f"--pattern {args.pattern} differs from the pattern the counts were made with "
+                               f"({counts.pattern!r}); leave --pattern out to use theirs")
             pattern = counts.pattern
-            if not specials:
+            if not args.special_token and initial is None:
                 specials = list(counts.special_tokens)
+            vocab, merges = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
         else:
             if not args.corpus:
                 raise CliError("give a CORPUS or --from-counts")
-            pattern = _pattern(args.pattern)
-            counts = None
-            if len(args.corpus) == 1:      # train_bpe's path: the workers' tables go to the engine as they are
-                vocab, merges = train_bpe(args.corpus[0], args.vocab_size, specials, num_processes=args.processes,
-                                          pattern=pattern, errors=args.errors, progress=progress)
-            else:
-                counts = count_pretokens(args.corpus, specials, pattern=pattern, num_processes=args.processes,
-                                         errors=args.errors, progress=progress)
-        if counts is not None:
-            vocab, merges = train_from_counts(counts, args.vocab_size, specials, progress=progress)
+            pattern = _pattern(args.pattern) if args.pattern else (initial.pattern if initial else _pattern("gpt2"))
+            vocab, merges = train_bpe(_corpus(args), args.vocab_size, specials, num_processes=args.processes,
+                                      pattern=pattern, errors=args.errors, progress=progress,
+                                      **_input_options(args), **options)
     finally:
         progress.close()
     took = time.perf_counter() - start
     tokenizer = Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern)
     _save_dir_atomic(tokenizer, args.output)
-    print(_summary(tokenizer, merges, took, args.corpus[0] if args.corpus else None), file=sys.stderr)
+    print(_summary(tokenizer, merges, took, _first_text_file(_corpus(args)) if args.corpus else None),
+          file=sys.stderr)
     print(f"saved to {args.output}", file=sys.stderr)
 
 
@@ -241,39 +295,130 @@ def _save_dir_atomic(tokenizer, directory):
 
 
 def cmd_encode(args):
-    from .encode_file import encode_file
     tokenizer = _load_tokenizer(args.tokenizer)
-    _check_output_folder(args.output)
+    inputs, output = args.input, args.output
+    if "-" in inputs and inputs != ["-"]:
+        raise CliError("'-' (stdin) must be the only INPUT")
+    to_folder = len(inputs) > 1 or output.endswith(("/", os.sep)) or os.path.isdir(output)
+    if to_folder and (inputs == ["-"] or output == "-"):
+        raise CliError("-o: several inputs are encoded into a folder, not to or from '-'")
+    if not to_folder and args.dask_scheduler:
+        raise CliError("--dask-scheduler encodes shards into a folder: give -o DIR/")
+    if output != "-" and not to_folder:
+        _check_output_folder(output)
     progress = Progress(quiet=args.quiet)
     start = time.perf_counter()
     try:
-        n = encode_file(tokenizer, args.input, args.output, num_processes=args.processes, dtype=args.dtype,
-                        errors=args.errors, progress=progress)
+        if to_folder:
+            n, size = _encode_shards(tokenizer, inputs, output, args, progress)
+        elif inputs == ["-"]:
+            data = sys.stdin.buffer.read()
+            n, size = _encode_bytes_to(tokenizer, data, output, args), len(data)
+        else:
+            n, size = _encode_one(tokenizer, inputs[0], output, args, progress)
     finally:
         progress.close()
     took = time.perf_counter() - start
-    size = os.path.getsize(args.input)
+    where = "stdout" if output == "-" else output
     print(f"{n:,} tokens from {_human_bytes(size)} in {took:.2f} s ({_human_bytes(size / max(took, 1e-9))}/s)"
-          f" -> {args.output}", file=sys.stderr)
+          f" -> {where}", file=sys.stderr)
+
+
+def _encode_one(tokenizer, path, output, args, progress):
+    """One input to one .npy (or stdout): plain text by encode_file, other kinds as a one-shard folder."""
+    from .file_encoding import encode_file
+    from .inputs import TextFile, resolve_inputs
+    sources = resolve_inputs(path)
+    if len(sources) != 1:
+        raise CliError(f"{path}: holds {len(sources)} files; give -o DIR/ to encode them into a folder")
+    if output == "-":
+        if not isinstance(sources[0], TextFile):
+            raise CliError(f"-o -: only a plain text file (or stdin) is encoded to stdout; {path} is not one")
+        with open(sources[0].path, "rb") as f:
+            data = f.read()
+        return _encode_bytes_to(tokenizer, data, output, args, name=path), len(data)
+    if isinstance(sources[0], TextFile):
+        n = encode_file(tokenizer, path, output, num_processes=args.processes, dtype=args.dtype,
+                        errors=args.errors, progress=progress)
+        return n, os.path.getsize(path)
+    folder = tempfile.mkdtemp(prefix=".bpe-fast-", dir=os.path.dirname(os.path.abspath(output)))
+    try:
+        n, size = _encode_shards(tokenizer, [path], folder, args, progress)
+        made = [name for name in os.listdir(folder) if name.endswith(".npy")]
+        os.replace(os.path.join(folder, made[0]), output)
+        return n, size
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _encode_shards(tokenizer, inputs, folder, args, progress):
+    from .shards import encode_files
+    client = None
+    if args.dask_scheduler:
+        from distributed import Client
+        client = Client(args.dask_scheduler)
+    try:
+        index = encode_files(inputs, folder, tokenizer, client=client, num_processes=args.processes,
+                             dtype=args.dtype, errors=args.errors, text_field=args.text_field,
+                             text_column=args.text_column, progress=progress)
+    finally:
+        if client is not None:
+            client.close()
+    size = sum(os.path.getsize(s["path"]) for s in index["shards"] if os.path.exists(s["path"]))
+    return index["tokens"], size
+
+
+def _encode_bytes_to(tokenizer, data, output, args, name="<stdin>"):
+    """Encode UTF-8 bytes held in memory; write the .npy to output (a path, atomically, or "-": stdout)."""
+    import numpy as np
+    from .atomic import atomic_output
+    from .file_encoding import check_dtype
+    from .inputs import CorpusDecodeError
+    try:
+        text = data.decode("utf-8", args.errors)
+    except UnicodeDecodeError as exc:
+        raise CorpusDecodeError(name, exc.start, exc.reason, data.count(b"\n", 0, exc.start) + 1) from None
+    ids = np.asarray(tokenizer.encode(text, allowed_special="all"),
+                     dtype=check_dtype(args.dtype, tokenizer.vocab_size))
+    if output == "-":
+        np.save(sys.stdout.buffer, ids, allow_pickle=False)
+        sys.stdout.buffer.flush()
+    else:
+        with atomic_output(output) as f:
+            np.save(f, ids, allow_pickle=False)
+    return len(ids)
 
 
 def cmd_decode(args):
     import numpy as np
-    from .encode_file import read_npy_dtype
+    from .file_encoding import read_npy_dtype
     from .formats import write_text_atomic
     tokenizer = _load_tokenizer(args.tokenizer)
-    _check_output_folder(args.output)
-    if not os.path.isfile(args.tokens):
-        raise CliError(f"{args.tokens}: no such file")
+    if args.output != "-":
+        _check_output_folder(args.output)
+    source = args.tokens
+    if source == "-":
+        source = io.BytesIO(sys.stdin.buffer.read())
+        args.tokens = "<stdin>"
+    elif not os.path.isfile(source):
+        raise CliError(f"{source}: no such file")
     try:
-        dtype, shape = read_npy_dtype(args.tokens)
+        dtype, shape = read_npy_dtype(source)
     except ValueError as exc:
         raise CliError(f"{args.tokens}: not a .npy file ({exc})") from None
     if dtype.kind not in "iu" or len(shape) != 1:
         raise CliError(f"{args.tokens}: expected a 1-D integer token array, got {dtype} of shape {shape}")
-    ids = np.load(args.tokens, mmap_mode="r", allow_pickle=False)
-    write_text_atomic(args.output, tokenizer.decode(ids))
-    print(f"decoded {len(ids):,} tokens -> {args.output}", file=sys.stderr)
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+        ids = np.load(source, allow_pickle=False)
+    else:
+        ids = np.load(source, mmap_mode="r", allow_pickle=False)
+    if args.output == "-":
+        sys.stdout.buffer.write(tokenizer.decode(ids).encode("utf-8", "surrogatepass"))
+        sys.stdout.buffer.flush()
+    else:
+        write_text_atomic(args.output, tokenizer.decode(ids))
+    print(f"decoded {len(ids):,} tokens -> {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
 
 
 def cmd_export(args):
@@ -301,59 +446,101 @@ def _positive_int(text):
     return value
 
 
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0: {value}")
+    return value
+
+
 _TOKENIZER_HELP = "a folder written by train (or Tokenizer.save), or an HF tokenizer.json"
 
 
 def build_parser():
+    from . import __version__
     parser = argparse.ArgumentParser(prog="bpe-fast", description="Byte-level BPE: train, encode, decode.")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    parser.add_argument("--version", action="version", version=f"bpe-fast {__version__}")
+    # -q and -j are accepted before the command and after it: the command's copies default to SUPPRESS, so
+    # they set the value only when given there
+    for p, default in ((parser, None), (None, argparse.SUPPRESS)):
+        if p is None:
+            common = p = argparse.ArgumentParser(add_help=False)
+        p.add_argument("-q", "--quiet", action="store_true", default=False if default is None else default,
+                       help="no progress output")
+        p.add_argument("-j", "--processes", type=_positive_int, default=default, metavar="N",
+                       help="processes (or encoding threads) at once; default: BPE_FAST_NUM_PROCESSES, else all "
+                            "cores. Counting uses this one, by a thread that scans without the GIL, and N-1 workers")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def corpus_options(p):
         p.add_argument("--special-token", action="append", default=[], metavar="TOK",
                        help="a special token (repeatable); it splits the text and is never merged")
-        p.add_argument("--pattern", default="gpt2", help="gpt2 (default), gpt4 (= cl100k), o200k, or a regex")
-        p.add_argument("--processes", type=_positive_int, default=None,
-                       help="processes counting at once (default: all cores): this one, by a thread that scans "
-                            "without the GIL, and P-1 workers")
+        p.add_argument("--pattern", default=None,
+                       help="gpt2 (default), gpt4 (= cl100k), o200k, or a regex")
         p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                        help="invalid UTF-8: fail (strict) or substitute U+FFFD (replace)")
+        p.add_argument("--text-field", default="text", metavar="NAME",
+                       help="JSON lines: the field holding the text (default: text)")
+        p.add_argument("--text-column", default="text", metavar="NAME",
+                       help="Parquet: the column holding the text (default: text)")
+        p.add_argument("--max-bytes", default=None, metavar="SIZE",
+                       help="read only the corpus's first SIZE bytes (e.g. 2GB, 500MiB)")
+        p.add_argument("--max-documents", type=_non_negative_int, default=None, metavar="N",
+                       help="read only the first N documents (JSON lines, Parquet rows; a text file is one)")
 
-    p = sub.add_parser("train", help="learn a BPE vocabulary from text files")
-    p.add_argument("corpus", nargs="*", metavar="CORPUS")
+    p = sub.add_parser("train", parents=[common], help="learn a BPE vocabulary from a corpus")
+    p.add_argument("corpus", nargs="*", metavar="CORPUS",
+                   help="text files (.gz, .bz2, .xz, .zst too), .jsonl, .parquet, directories, globs; - for stdin")
     p.add_argument("--vocab-size", type=int, required=True)
     corpus_options(p)
     p.add_argument("--from-counts", metavar="COUNTS.npz", nargs="+",
                    help="train from saved pre-token counts (several: shards, added up)")
+    p.add_argument("--min-frequency", type=_positive_int, default=1, metavar="N",
+                   help="stop when the best pair occurs fewer than N times")
+    p.add_argument("--max-token-length", type=_positive_int, default=None, metavar="L",
+                   help="never make a token longer than L bytes")
+    p.add_argument("--special-tokens-position", choices=["after_bytes", "end"], default="after_bytes",
+                   help="special token ids right after the 256 bytes (default) or after the merges (as GPT-2)")
+    p.add_argument("--pad-vocab-to-multiple-of", type=_positive_int, default=None, metavar="N",
+                   help="go on to the next multiple of N tokens (e.g. 64, for GPU matrix shapes)")
+    p.add_argument("--continue-from", metavar="DIR",
+                   help="a tokenizer to extend (folder or tokenizer.json): its ids and merges are kept, "
+                        "new merges are learned after them up to --vocab-size")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("count", help="count pre-tokens and save them (.npz) for later training")
+    p = sub.add_parser("count", parents=[common], help="count pre-tokens and save them (.npz) for later training")
     p.add_argument("corpus", nargs="+", metavar="CORPUS")
     corpus_options(p)
     p.add_argument("--dask-scheduler", metavar="ADDRESS", help="count on this Dask cluster")
     p.add_argument("-o", "--output", required=True, metavar="COUNTS.npz")
     p.set_defaults(func=cmd_count)
 
-    p = sub.add_parser("encode", help="encode a text file into a .npy token array")
+    p = sub.add_parser("encode", parents=[common], help="encode text into .npy token arrays")
     p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
-    p.add_argument("input", metavar="INPUT")
-    p.add_argument("-o", "--output", required=True, metavar="TOKENS.npy")
-    p.add_argument("--processes", type=_positive_int, default=None,
-                   help="workers encoding at once (default: all cores): threads for the gpt2 and gpt4 patterns "
-                        "(the encoder runs without the GIL), processes for a custom regex")
+    p.add_argument("input", nargs="+", metavar="INPUT",
+                   help="text files (.gz, .bz2, .xz, .zst too), .jsonl, .parquet, globs; - for stdin")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="TOKENS.npy (- for stdout) for one input; a folder (one .npy a shard and index.json) "
+                        "for several, or when OUT ends with /")
     p.add_argument("--dtype", choices=["uint16", "uint32"], default=None,
                    help="default: uint16 when the vocabulary fits, else uint32")
     p.add_argument("--errors", choices=["strict", "replace"], default="strict")
+    p.add_argument("--text-field", default="text", metavar="NAME")
+    p.add_argument("--text-column", default="text", metavar="NAME")
+    p.add_argument("--dask-scheduler", metavar="ADDRESS", help="encode the shards on this Dask cluster")
     p.set_defaults(func=cmd_encode)
 
-    p = sub.add_parser("decode", help="decode a .npy token array into text")
+    p = sub.add_parser("decode", parents=[common], help="decode a .npy token array into text")
     p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
-    p.add_argument("tokens", metavar="TOKENS.npy")
-    p.add_argument("-o", "--output", required=True, metavar="OUTPUT.txt")
+    p.add_argument("tokens", metavar="TOKENS.npy", help="- for stdin")
+    p.add_argument("-o", "--output", required=True, metavar="OUTPUT.txt", help="- for stdout")
     p.set_defaults(func=cmd_decode)
 
-    p = sub.add_parser("export", help="write the tokenizer for HF tokenizers or tiktoken")
+    p = sub.add_parser("export", parents=[common], help="write the tokenizer for HF tokenizers or tiktoken")
     p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--hf", metavar="tokenizer.json")
@@ -364,7 +551,7 @@ def build_parser():
                    "eos_token (the others are additional special tokens)")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("synth", help="generate a TinyStories-like or web-like corpus")
+    p = sub.add_parser("synth", parents=[common], help="generate a TinyStories-like or web-like corpus")
     p.add_argument("--size", required=True, help="e.g. 100MB, 2GB, 512KiB")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--style", choices=["stories", "web"], default="stories",
@@ -377,8 +564,13 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    from .inputs import CorpusDecodeError
     try:
-        args.func(args)
+        try:
+            args.func(args)
+        except CorpusDecodeError as exc:
+            exc.hint = "pass --errors replace to substitute U+FFFD"
+            raise CliError(str(exc)) from None
     except Terminated:
         print("\nbpe-fast: terminated; no output written", file=sys.stderr)
         return 143

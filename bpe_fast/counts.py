@@ -19,7 +19,7 @@ import numpy as np
 from ._scan import merge_arrays
 from .atomic import atomic_output
 from .chunking import chunk_boundaries, cuts_at_spaces
-from .inputs import (Budget, CorpusDecodeError, Stream, TextFile, check_errors, check_input_file, line_of,
+from .inputs import (Budget, CorpusDecodeError, batch_decode_error, Stream, TextFile, check_errors, check_input_file, line_of,
                      read_batches, resolve_inputs, utf8_boundary)
 from .patterns import GPT2_PATTERN, resolve_pattern
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
@@ -244,15 +244,11 @@ def _init_stream_worker(bytes_done, batches):
 
 def _count_batch(counter, batch, bytes_done):
     """Count one Batch (inputs.py); invalid UTF-8 is a CorpusDecodeError naming the input and document."""
-    data, bounds, (name, first, lines, base) = batch
+    data, bounds, _ = batch
     try:
         counter.add_documents(data, bounds)
     except UnicodeDecodeError as exc:
-        if base is not None:           # a piece of a text file: the offset in the file
-            raise CorpusDecodeError(name, base + exc.start, exc.reason) from None
-        k = int(np.searchsorted(bounds, exc.start, side="right")) - 1
-        raise CorpusDecodeError(name, exc.start - int(bounds[k]), exc.reason,
-                                line=lines[k] if lines else None, document=first + k) from None
+        raise batch_decode_error(batch, exc) from None
     if bytes_done is not None:
         with bytes_done.get_lock():
             bytes_done.value += len(data)

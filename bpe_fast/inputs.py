@@ -20,6 +20,7 @@ is one document, cut into pieces at safe points (chunking.py), which does not ch
 first documents (a text file counts as one), in input order, the same whichever way the text arrives.
 """
 import bz2
+import contextlib
 import glob
 import gzip
 import io
@@ -39,7 +40,7 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
 _READ_BYTES = 1 << 20           # decompressed bytes read at a time from a compressed text file
 _DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)   # _ZstdReader raises OSError
-_PARQUET_ROWS = 2048            # rows a Parquet batch holds (the batcher splits or joins them)
+_PARQUET_ROWS = 8192            # at most, in a Parquet record batch
 
 
 class CorpusDecodeError(UnicodeError):
@@ -104,13 +105,24 @@ class Batch(NamedTuple):
     origin: tuple
 
 
+def batch_decode_error(batch, exc):
+    """The CorpusDecodeError for the UnicodeDecodeError exc of a Batch's data: the offset in the file for a
+    piece of a text file, else the document, its line (JSON lines) and the offset in it."""
+    _, bounds, (name, first, lines, base) = batch
+    if base is not None:
+        return CorpusDecodeError(name, base + exc.start, exc.reason)
+    k = int(np.searchsorted(bounds, exc.start, side="right")) - 1
+    return CorpusDecodeError(name, exc.start - int(bounds[k]), exc.reason, line=lines[k] if lines else None,
+                             document=first + k)
+
+
 class TextFile(NamedTuple):
     path: str
 
 
 class Stream(NamedTuple):
-    """A source read in this process: kind is "text" (a compressed text file), "jsonl", "parquet" or
-    "iterable"; `obj` is the path or the iterable."""
+    """A source read in this process: kind is "text" (a compressed text file, or a binary file object such
+    as stdin), "jsonl", "parquet" or "iterable"; `obj` is the path, the file object or the iterable."""
     kind: str
     obj: object
     name: str
@@ -172,6 +184,8 @@ def resolve_inputs(inputs):
     an empty directory is FileNotFoundError naming it."""
     if isinstance(inputs, (str, bytes, os.PathLike)):
         return _resolve_path(inputs)
+    if isinstance(inputs, (TextFile, Stream)):
+        return [inputs]
     if isinstance(inputs, (list, tuple)):
         sources = []
         for item in inputs:
@@ -352,12 +366,13 @@ def read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_f
 
 
 def _text_batches(path, budget, batch_bytes, special_tokens, space_cuts):
-    """A compressed text file as one document: pieces cut at safe points, about batch_bytes each."""
+    """A compressed text file (or a binary file object, such as stdin) as one document: pieces cut at safe
+    points, about batch_bytes each."""
     if budget.spent or not budget.take_document():
         return
     specials = [t.encode("utf-8") for t in special_tokens]
     carry, offset = b"", 0
-    with open_binary(path) as f:
+    with (open_binary(path) if isinstance(path, (str, os.PathLike)) else contextlib.nullcontext(path)) as f:
         while not budget.spent:
             try:
                 block = f.read(max(_READ_BYTES, batch_bytes - len(carry)))
@@ -463,7 +478,7 @@ def _parquet_batches(path, budget, batch_bytes, text_column):
             raise InputError(f"{path}: column {text_column!r} is {kind}, not strings")
         first = 0
         pending = []
-        for record_batch in _parquet_record_batches(parquet, path, text_column, pyarrow):
+        for record_batch in _parquet_record_batches(parquet, path, text_column, batch_bytes, pyarrow):
             column = record_batch.column(0)
             if column.null_count:
                 column = pyarrow.compute.fill_null(column, "")
@@ -490,9 +505,16 @@ def _parquet_batches(path, budget, batch_bytes, text_column):
         yield from _flush_arrow(pending, path, first)
 
 
-def _parquet_record_batches(parquet, path, text_column, pyarrow):
+def _parquet_record_batches(parquet, path, text_column, batch_bytes, pyarrow):
+    """The file's record batches of the text column, each about batch_bytes of text (the row groups' sizes
+    tell the average row's), so that workers get work of even sizes."""
+    meta = parquet.metadata
+    index = parquet.schema_arrow.get_field_index(text_column)
+    text_bytes = sum(meta.row_group(g).column(index).total_uncompressed_size for g in range(meta.num_row_groups))
+    per_row = max(1, text_bytes // max(1, meta.num_rows))
     rows = 0
-    batches = parquet.iter_batches(batch_size=_PARQUET_ROWS, columns=[text_column])
+    batches = parquet.iter_batches(batch_size=max(16, min(_PARQUET_ROWS, batch_bytes // per_row)),
+                                   columns=[text_column])
     while True:
         try:
             batch = next(batches, None)

@@ -29,9 +29,18 @@ class WorkerDiedError(RuntimeError):
     """A worker process ended abnormally (killed, out of memory)."""
 
 
+NUM_PROCESSES_VARIABLE = "BPE_FAST_NUM_PROCESSES"
+
+
 def check_num_processes(num_processes):
-    """None means every core this process may use."""
+    """None means the environment variable BPE_FAST_NUM_PROCESSES if set, else every core this process may
+    use."""
     if num_processes is None:
+        value = os.environ.get(NUM_PROCESSES_VARIABLE, "").strip()
+        if value:
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be a positive integer, got {value!r}")
+            return int(value)
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     if isinstance(num_processes, bool) or not isinstance(num_processes, int) or num_processes < 1:
         raise ValueError(f"num_processes must be a positive int or None, got {num_processes!r}")

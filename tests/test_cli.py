@@ -8,7 +8,7 @@ import pytest
 
 from bpe_fast import GPT4_PATTERN, Tokenizer, encode_file, train_bpe
 from bpe_fast.cli import main
-from bpe_fast.encode_file import check_dtype
+from bpe_fast.file_encoding import check_dtype
 from bpe_fast.synthetic import generate, mixed_text
 
 from corpora import EOT, FIXTURES

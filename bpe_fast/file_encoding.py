@@ -10,6 +10,7 @@ takes its own encoder from the tokenizer (bpe_fast.Tokenizer), and the arrays re
 being copied. With other patterns, pre-tokenizing with `regex` holds the GIL, so the workers are processes
 (bpe_fast.procs.worker_pool).
 """
+import contextlib
 import os
 
 import numpy as np
@@ -131,24 +132,35 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
     ranges = list(zip(bounds[:-1], bounds[1:]))
     try:
         with atomic_output(output_path) as out:
-            out.write(_npy_header(dtype, 0))
-            count = 0
-            written = synced = _HEADER_BYTES
-            for start, end, ids in _encoded_ranges(tokenizer, input_path, ranges, dtype, errors, num_processes):
-                out.write(ids)                      # its buffer, not a copy
-                count += len(ids)
-                written += ids.nbytes
-                if written - synced >= _WRITEBACK_BYTES:
-                    out.flush()
-                    start_writeback(out, synced, written - synced)
-                    synced = written
-                if progress is not None:
-                    progress("encode", end, size)
-            out.seek(0)
-            out.write(_npy_header(dtype, count))
+            def arrays():
+                for start, end, ids in _encoded_ranges(tokenizer, input_path, ranges, dtype, errors, num_processes):
+                    yield ids
+                    if progress is not None:
+                        progress("encode", end, size)
+            count = write_npy(out, dtype, arrays())
         return count
     except CorpusDecodeError as exc:
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(input_path, exc.offset)) from None
+
+
+def write_npy(out, dtype, arrays):
+    """Write a 1-D .npy of the arrays (of dtype), concatenated as they come, to the binary file object `out`,
+    handing what is written to the disk as it grows; returns the length. The header is written first with
+    room for any length, then rewritten with the real one."""
+    out.write(_npy_header(dtype, 0))
+    count = 0
+    written = synced = _HEADER_BYTES
+    for ids in arrays:
+        out.write(ids)                      # its buffer, not a copy
+        count += len(ids)
+        written += ids.nbytes
+        if written - synced >= _WRITEBACK_BYTES:
+            out.flush()
+            start_writeback(out, synced, written - synced)
+            synced = written
+    out.seek(0)
+    out.write(_npy_header(dtype, count))
+    return count
 
 
 def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_workers):
@@ -178,8 +190,9 @@ def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_workers):
 
 
 def read_npy_dtype(path):
-    """The dtype and shape of a .npy file, read from its header only (for checking inputs)."""
-    with open(path, "rb") as f:
+    """The dtype and shape of a .npy file (a path or a binary file object), read from its header only (for
+    checking inputs)."""
+    with (contextlib.nullcontext(path) if hasattr(path, "read") else open(path, "rb")) as f:
         version = np.lib.format.read_magic(f)
         if version == (1, 0):
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)

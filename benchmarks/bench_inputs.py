@@ -1,0 +1,164 @@
+"""Counting the same corpus arriving in each form: a text file, .gz, JSON lines, Parquet, an iterator of
+documents (issue 14's targets: iterator within 1.3x of the file, .gz within 1.5x, Parquet within 1.3x).
+
+    pytest benchmarks/bench_inputs.py                                   # the session corpus (see conftest.py)
+    pytest benchmarks/bench_inputs.py --corpus /data/real.txt --corpus-bytes all
+    python benchmarks/bench_inputs.py --corpus /data/real.txt --out benchmarks/results/inputs.md   # the table
+
+Each form is made once from the corpus (documents split at <|endoftext|>); the rounds alternate the forms so that
+machine noise hits all alike, and the ratios come from the medians. The iterator reads the text file in 1 MB blocks
+and yields its documents as it goes (a streaming source: it never holds the corpus).
+"""
+import argparse
+import gzip
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+try:
+    import pytest
+except ImportError:          # run as a script
+    pytest = None
+
+EOT = "<|endoftext|>"
+FORMS = ("file", "iterator", "gz", "parquet", "jsonl")
+
+
+def stream_documents(path, block=1 << 20):
+    """The documents of a text file (split at EOT), read block by block."""
+    sep = EOT.encode()
+    carry = b""
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(block)
+            if not data:
+                break
+            parts = (carry + data).split(sep)
+            carry = parts.pop()
+            for part in parts:
+                yield part.decode("utf-8")
+    yield carry.decode("utf-8")
+
+
+def make_forms(text_path, folder):
+    """{form: input} for the corpus at text_path, the derived files written into folder."""
+    import pyarrow
+    import pyarrow.parquet as pq
+    folder = Path(folder)
+    gz, jsonl, parquet = folder / "corpus.txt.gz", folder / "corpus.jsonl", folder / "corpus.parquet"
+    docs = list(stream_documents(text_path))
+    with gzip.open(gz, "wb", compresslevel=6) as f:
+        f.write(EOT.join(docs).encode())
+    with open(jsonl, "w", encoding="utf-8", newline="") as f:
+        for d in docs:
+            f.write(json.dumps({"text": d}, ensure_ascii=False) + "\n")
+    # row groups of about 64 MB, as dataset writers make them
+    rows = max(1, int(len(docs) * 64e6 / max(1, os.path.getsize(text_path))))
+    pq.write_table(pyarrow.table({"text": docs}), parquet, row_group_size=rows)
+    return {"file": str(text_path), "gz": str(gz), "jsonl": str(jsonl), "parquet": str(parquet)}
+
+
+def count_form(form, inputs, text_path, processes):
+    from bpe_fast import count_pretokens
+    source = stream_documents(text_path) if form == "iterator" else inputs[form]
+    return count_pretokens(source, [EOT], num_processes=processes)
+
+
+def _pytest_fixture():
+    @pytest.fixture(scope="module")
+    def forms(corpus_path, tmp_path_factory):
+        pytest.importorskip("pyarrow")
+        return make_forms(corpus_path, tmp_path_factory.mktemp("forms"))
+    return forms
+
+
+if pytest is not None:
+    forms = _pytest_fixture()
+
+    def test_count_every_input_form(benchmark, corpus_path, forms):
+        """Every form once a round, alternating; extra_info: each form's median time over the file's."""
+        times = {form: [] for form in FORMS}
+        results = {}
+
+        def one_round():
+            for form in FORMS:
+                start = time.perf_counter()
+                results[form] = count_form(form, forms, corpus_path, 2)
+                times[form].append(time.perf_counter() - start)
+
+        benchmark.pedantic(one_round, rounds=3, iterations=1)
+        assert all(results[form] == results["file"] for form in FORMS)
+        if benchmark.stats is not None:
+            median = {form: statistics.median(t) for form, t in times.items()}
+            benchmark.extra_info.update({f"{form} / file": round(median[form] / median["file"], 3) for form in FORMS})
+            print("\n" + ", ".join(f"{form} {median[form]:.2f} s" for form in FORMS))
+
+
+def _vm_hwm_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _worker(form, inputs, text_path, processes):
+    """Run one count in this process; print its time and peak memory (this process's + its largest child's:
+    with 2 processes, the peak of both)."""
+    start = time.perf_counter()
+    counts = count_form(form, inputs, text_path, processes)
+    took = time.perf_counter() - start
+    own = _vm_hwm_kb()         # ru_maxrss would keep the peak of the process this one was exec'd from
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(json.dumps({"seconds": took, "peak_kb": own + child, "distinct": len(counts)}))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", required=True, help="a UTF-8 text file, documents separated by <|endoftext|>")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", help="write the Markdown table here")
+    parser.add_argument("--worker", nargs=2, metavar=("FORM", "INPUTS_JSON"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        _worker(args.worker[0], json.loads(args.worker[1]), args.corpus, args.processes)
+        return
+    with tempfile.TemporaryDirectory(prefix="bpe_fast-inputs-") as folder:
+        inputs = make_forms(args.corpus, folder)
+        runs = {form: [] for form in FORMS}
+        for _ in range(args.rounds):
+            for form in FORMS:
+                out = subprocess.run([sys.executable, __file__, "--corpus", args.corpus, "--processes",
+                                      str(args.processes), "--worker", form, json.dumps(inputs)],
+                                     check=True, capture_output=True, text=True).stdout
+                runs[form].append(json.loads(out.strip().splitlines()[-1]))
+                print(form, runs[form][-1], file=sys.stderr)
+        sizes = {form: os.path.getsize(inputs[form]) for form in inputs}
+    median = {form: statistics.median(r["seconds"] for r in runs[form]) for form in FORMS}
+    distinct = {r["distinct"] for form in FORMS for r in runs[form]}
+    assert len(distinct) == 1, f"the forms counted differently: {distinct}"
+    size = os.path.getsize(args.corpus)
+    lines = [f"Counting {size / 1e6:.0f} MB ({distinct.pop():,} distinct pre-tokens) arriving in each form, "
+             f"{args.processes} processes, median of {args.rounds} alternating rounds, "
+             f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores.", "",
+             "| input | on disk | time | vs the text file | peak memory |", "| --- | ---: | ---: | ---: | ---: |"]
+    for form in FORMS:
+        peak = max(r["peak_kb"] for r in runs[form]) / 1024
+        disk = f"{sizes[form] / 1e6:.0f} MB" if form in sizes else "(streamed)"
+        lines.append(f"| {form} | {disk} | {median[form]:.2f} s | {median[form] / median['file']:.2f}x | "
+                     f"{peak:.0f} MB |")
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table)
+
+
+if __name__ == "__main__":
+    main()

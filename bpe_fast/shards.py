@@ -1,0 +1,453 @@
+"""Encoding a corpus of shards: one .npy token array per input file and an index, locally or on Dask, resumable.
+
+    encode_files(["data/shard-00.jsonl.gz", "data/shard-01.jsonl.gz"], "tokens/", tokenizer)
+
+writes tokens/shard-00.npy, tokens/shard-01.npy (load them with np.load(path, mmap_mode="r")) and
+tokens/index.json. Inputs are read as bpe_fast.inputs reads them: an uncompressed text file is one document and
+is encoded by encode_file (its fast path: byte ranges on several workers); a compressed text file is one document
+read in pieces cut at safe points; each JSON line and each Parquet row is a document. A shard's array is its
+documents' ids, concatenated in order: each document is encoded alone (tokenizer.encode(document), special
+tokens matched), and nothing is put between documents unless `separator` asks for it.
+
+Every file appears only when complete (bpe_fast.atomic). A shard whose .npy is complete (a valid 1-D .npy of the
+dtype asked for, as long as its header says) is not encoded again, so a run that stopped (an error, a crash,
+Ctrl-C) is resumed by calling encode_files again with the same arguments. index.json is written last, listing
+every shard in input order; it also records what the arrays depend on (a digest of the tokenizer, the separator,
+the field and column read), and a later run into the same folder with other settings is refused rather than
+mixing arrays of two tokenizers.
+
+Locally the shards are encoded one after another, each on num_processes workers. With a dask.distributed
+Client each shard not yet complete is one task; the workers read the inputs and write the outputs themselves,
+so every worker must see the input files and out_dir at the same paths (a shared file system).
+"""
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+import uuid
+from collections import deque
+
+import numpy as np
+
+from ._encode import IdBuffer
+from .atomic import atomic_output
+from .chunking import cuts_at_spaces
+from .file_encoding import DEFAULT_CHUNK_BYTES, check_dtype, encode_file, write_npy
+from .inputs import (COMPRESSIONS, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
+                     line_of, read_batches, resolve_inputs)
+from .pretokenize import check_utf8
+from .procs import check_num_processes, thread_pool
+from .tokenizer import Tokenizer
+
+__all__ = ["encode_files", "INDEX_FILE", "output_name"]
+
+INDEX_FILE = "index.json"
+_INDEX_FORMAT = "bpe_fast.shards"
+_INDEX_VERSION = 1
+_SETTINGS = ("tokenizer_sha256", "separator", "text_field", "text_column")   # what the arrays depend on
+_BATCHES_PER_THREAD = 2         # batches in flight a thread: bounds the memory held by encoded batches
+
+
+def encode_files(paths, out_dir, tokenizer, *, client=None, num_processes=None, dtype=None, errors="strict",
+                 separator=None, text_field="text", text_column="text", progress=None):
+    """Encode each input file into `out_dir`/<name>.npy and write `out_dir`/index.json; returns the index.
+
+    paths: a path, a directory (its files), a glob, or a list of those (bpe_fast.inputs); not an iterable of
+    texts (TypeError). The output name is the input's name without its compression and format suffixes
+    (shard-00.jsonl.gz -> shard-00.npy); two inputs with the same output name are a ValueError before anything
+    is written. out_dir is created if missing.
+
+    A shard's array is the ids of its documents, each encoded alone as tokenizer.encode does it (special tokens
+    matched), concatenated in order; `separator` (None, an id of the vocabulary, or one of the tokenizer's
+    special tokens) is appended after each document. A text file is one document. JSON lines take their text
+    from `text_field`, Parquet files from `text_column`. dtype: as encode_file's (default uint16 when the vocab
+    fits). errors: "strict" (invalid UTF-8 is a CorpusDecodeError) or "replace" (U+FFFD).
+
+    Shards whose .npy is complete already are skipped (resuming). If one shard fails, the error names it and no
+    file of it is left; the shards completed stay, and the index is not written. The shards are encoded locally
+    one after another, each on num_processes workers (None: every core; see encode_file), or with `client` (a
+    dask.distributed.Client) as one task a shard on the cluster, each on num_processes threads (None: 1).
+    progress, if given, is called as progress("encode", input_bytes_done, input_bytes_total) (sizes of the
+    input files as stored, compressed or not).
+
+    The index (also written as JSON) is a dict: "format" ("bpe_fast.shards"), "version" (1), "vocab_size",
+    "dtype", "tokens" (the total), the settings the arrays depend on ("tokenizer_sha256", "separator" (an id or None), "text_field", "text_column") and
+    "shards": one {"path": input path as given, "file": output file name, "tokens": n, "dtype": ...} a shard, in
+    input order.
+    """
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"tokenizer must be a bpe_fast.Tokenizer, got {type(tokenizer).__name__}")
+    sources = _resolve_files(paths)
+    dtype = check_dtype(dtype, tokenizer.vocab_size)
+    errors = check_errors(errors)
+    separator = _check_separator(separator, tokenizer)
+    for name, value in (("text_field", text_field), ("text_column", text_column)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if client is None:
+        num_processes = check_num_processes(num_processes)
+    else:
+        _check_client(client)
+        num_processes = 1 if num_processes is None else check_num_processes(num_processes)
+    out_dir = os.fspath(out_dir)
+    shards = _plan(sources, out_dir)                       # ValueError for clashing names, before any write
+    settings = {"tokenizer_sha256": _tokenizer_sha256(tokenizer), "separator": separator,
+                "text_field": text_field, "text_column": text_column}
+    os.makedirs(out_dir, exist_ok=True)
+    index_path = os.path.join(out_dir, INDEX_FILE)
+    _check_earlier_index(index_path, settings)
+
+    counts = [complete_length(s.out_path, dtype) for s in shards]
+    todo = [i for i, n in enumerate(counts) if n is None]
+    sizes = [os.path.getsize(s.path) for s in shards]
+    report = _Progress(progress, sizes, [i for i, n in enumerate(counts) if n is not None])
+    options = (dtype, errors, separator, text_field, text_column)
+    if client is None:
+        for i in todo:
+            try:
+                counts[i] = _encode_shard(tokenizer, shards[i].source, shards[i].out_path, options, num_processes,
+                                          report.within(i))
+            except Exception as exc:
+                _raise_naming(exc, shards[i])
+            report.done(i)
+    elif todo:
+        with contextlib.closing(_encode_on_dask(client, tokenizer, shards, todo, options, num_processes)) as results:
+            for i, count in results:
+                counts[i] = count
+                report.done(i)
+
+    index = {"format": _INDEX_FORMAT, "version": _INDEX_VERSION, "vocab_size": tokenizer.vocab_size,
+             "dtype": dtype.name, "tokens": int(sum(counts)), **settings,
+             "shards": [{"path": s.given, "file": s.name, "tokens": int(n), "dtype": dtype.name}
+                        for s, n in zip(shards, counts)]}
+    with atomic_output(index_path, "w", encoding="utf-8") as f:
+        json.dump(index, f, indent=1)
+        f.write("\n")
+    return index
+
+
+# ---- checking and planning (the caller's process) ----------------------------------------------------------
+
+class _Shard:
+    """One input: its source (bpe_fast.inputs), the path as given, the absolute path, the output."""
+
+    def __init__(self, source, out_dir):
+        self.given = source.path if isinstance(source, TextFile) else source.name
+        self.path = os.path.abspath(self.given)
+        self.source = TextFile(self.path) if isinstance(source, TextFile) else \
+            Stream(source.kind, self.path, self.given)      # read by absolute path; errors name it as given
+        self.name = output_name(self.given)
+        self.out_path = os.path.abspath(os.path.join(out_dir, self.name))
+
+
+def _resolve_files(paths):
+    items = paths if isinstance(paths, (list, tuple)) else [paths]
+    for item in items:
+        if not isinstance(item, (str, bytes, os.PathLike)):
+            raise TypeError(f"encode_files needs files (a path, a directory, a glob or a list of them), got "
+                            f"{type(item).__name__}")
+    return resolve_inputs(list(items))
+
+
+def output_name(path):
+    """The .npy name of an input: its file name without a compression suffix and then its format suffix.
+
+    >>> output_name("data/shard-00.jsonl.gz"), output_name("a.b.txt"), output_name("README")
+    ('shard-00.npy', 'a.b.npy', 'README.npy')
+    """
+    base = os.path.basename(os.fsdecode(path))
+    lower = base.lower()
+    for suffix in COMPRESSIONS:
+        if lower.endswith(suffix) and len(base) > len(suffix):
+            base = base[:-len(suffix)]
+            break
+    stem = os.path.splitext(base)[0]
+    return (stem or base) + ".npy"
+
+
+def _plan(sources, out_dir):
+    shards = [_Shard(source, out_dir) for source in sources]
+    first = {}
+    for shard in shards:
+        key = shard.name.casefold()     # a case-insensitive file system would make these one file
+        if key in first:
+            raise ValueError(f"{first[key].given} and {shard.given} would both be encoded into {shard.name} "
+                             f"(output names come from the input names); rename one, or encode them into "
+                             f"separate folders")
+        first[key] = shard
+    outputs = {os.path.realpath(s.out_path) for s in shards} | {os.path.realpath(os.path.join(out_dir, INDEX_FILE))}
+    for shard in shards:
+        if os.path.realpath(shard.path) in outputs:
+            raise ValueError(f"{shard.given} is an input and would be overwritten by an output; choose another "
+                             f"out_dir")
+    return shards
+
+
+def _check_separator(separator, tokenizer):
+    """The separator's id, or None."""
+    if separator is None:
+        return None
+    if isinstance(separator, str):
+        specials = tokenizer.special_tokens
+        if separator not in specials:
+            raise ValueError(f"separator {separator!r} is not one of the tokenizer's special tokens "
+                             f"{list(specials)}")
+        return specials[separator]
+    if isinstance(separator, bool) or not isinstance(separator, (int, np.integer)):
+        raise TypeError(f"separator must be None, an int id or a special token (str), got "
+                        f"{type(separator).__name__}")
+    if int(separator) not in tokenizer.vocab:
+        raise ValueError(f"separator id {separator} is not in the vocabulary")
+    return int(separator)
+
+
+def _check_client(client):
+    from distributed import Client
+
+    if not isinstance(client, Client):
+        raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
+    if client.asynchronous:
+        raise TypeError("encode_files needs a synchronous dask.distributed.Client")
+
+
+def _tokenizer_sha256(tokenizer):
+    """A digest of what the ids depend on: the vocabulary, the merges, the special tokens and the pattern."""
+    h = hashlib.sha256()
+    h.update(json.dumps([tokenizer.pattern, list(tokenizer.special_tokens.items())]).encode("utf-8"))
+    vocab = tokenizer.vocab
+    ids = sorted(vocab)
+    tokens = list(map(vocab.__getitem__, ids))
+    merged = list(itertools.chain.from_iterable(tokenizer.merges))
+    for parts in (tokens, merged):
+        h.update(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)).tobytes())
+        h.update(b"".join(parts))
+    h.update(np.array(ids, dtype=np.int64).tobytes())
+    h.update(np.array([len(ids), len(merged)], dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+def _check_earlier_index(index_path, settings):
+    """A ValueError if out_dir holds the index of a run with other settings: its arrays would be kept."""
+    try:
+        with open(index_path, "rb") as f:
+            earlier = json.loads(f.read())
+    except FileNotFoundError:
+        return
+    except ValueError as exc:
+        raise ValueError(f"{index_path} is not a bpe_fast shard index ({exc}); encode into another folder") from None
+    if not isinstance(earlier, dict) or earlier.get("format") != _INDEX_FORMAT:
+        raise ValueError(f"{index_path} is not a bpe_fast shard index; encode into another folder")
+    changed = [key for key in _SETTINGS if earlier.get(key) != settings[key]]
+    if changed:
+        what = " and ".join("tokenizer" if key == "tokenizer_sha256" else key for key in changed)
+        raise ValueError(f"{os.path.dirname(index_path) or '.'} holds shards encoded with another {what} "
+                         f"({index_path}); encode into another folder, or delete its files to encode again")
+
+
+def complete_length(path, dtype):
+    """The length of the array in `path` if it is a complete 1-D .npy of `dtype` (its header's length of data
+    is the file's), else None (missing, truncated, another dtype or shape, not a .npy)."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, found = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, fortran, found = np.lib.format.read_array_header_2_0(f)
+            size = os.fstat(f.fileno()).st_size
+            data_start = f.tell()
+    except FileNotFoundError:
+        return None
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError):    # what numpy raises for a broken header
+        return None
+    if fortran or len(shape) != 1 or found != dtype or data_start + shape[0] * found.itemsize != size:
+        return None
+    return shape[0]
+
+
+class _Progress:
+    """progress("encode", bytes done, bytes total) over the shards' input sizes."""
+
+    def __init__(self, progress, sizes, done):
+        self.progress, self.sizes = progress, sizes
+        self.total = sum(sizes)
+        self.bytes = sum(sizes[i] for i in done)
+        if progress is not None and done:
+            progress("encode", self.bytes, self.total)
+
+    def done(self, i):
+        self.bytes += self.sizes[i]
+        if self.progress is not None:
+            self.progress("encode", self.bytes, self.total)
+
+    def within(self, i):
+        """A progress function for encode_file on shard i (bytes of it done), or None."""
+        if self.progress is None:
+            return None
+        return lambda stage, done, total: self.progress("encode", self.bytes + min(done, self.sizes[i]), self.total)
+
+
+def _raise_naming(exc, shard):
+    """Raise exc (being handled) to the caller naming the shard: a CorpusDecodeError with the path as given (and
+    the line, in a text file); an error whose message names the shard as it is; any other in a RuntimeError
+    naming the shard."""
+    if isinstance(exc, CorpusDecodeError):
+        line = exc.line
+        if line is None and exc.document is None:
+            with contextlib.suppress(OSError):
+                line = line_of(shard.path, exc.offset)
+        raise CorpusDecodeError(shard.given, exc.offset, exc.reason, line, exc.document) from None
+    message = str(exc)
+    if shard.given in message or shard.path in message:
+        raise exc
+    raise RuntimeError(f"encoding {shard.given} into {shard.out_path} failed: {type(exc).__name__}: {exc}") from exc
+
+
+# ---- encoding one shard (here or on a Dask worker) ---------------------------------------------------------
+
+def _encode_shard(tokenizer, source, out_path, options, num_workers, progress=None):
+    """Encode one source into out_path (atomically); returns the number of ids."""
+    dtype, errors, separator, text_field, text_column = options
+    if isinstance(source, TextFile):
+        if separator is None:
+            return encode_file(tokenizer, source.path, out_path, num_processes=num_workers, dtype=dtype,
+                               errors=errors, progress=progress)
+        source = Stream("text", source.path, source.path)     # one document, then the separator
+    batches = read_batches(source, Budget(), DEFAULT_CHUNK_BYTES, tuple(tokenizer.special_tokens),
+                           cuts_at_spaces(tokenizer.pattern), text_field, text_column)
+
+    one_document = source.kind == "text"       # its batches are pieces: the separator goes after the last
+    after_each = None if one_document else separator
+
+    def encode(batch):
+        return _encode_batch(tokenizer, batch, dtype, errors, after_each)
+
+    with contextlib.closing(batches), contextlib.closing(_in_order(encode, batches, num_workers)) as encoded:
+        arrays = encoded
+        if one_document and separator is not None:
+            arrays = itertools.chain(encoded, [np.array([separator], dtype=dtype)])
+        with atomic_output(out_path) as out:
+            return write_npy(out, dtype, arrays)
+
+
+def _in_order(func, items, num_threads):
+    """map(func, items) on num_threads threads, results in order, a few items in flight."""
+    if num_threads == 1:
+        yield from map(func, items)
+        return
+    with thread_pool(num_threads, "bpe_fast-shard") as pool:
+        pending = deque()
+        for item in items:
+            pending.append(pool.submit(func, item))
+            if len(pending) >= _BATCHES_PER_THREAD * num_threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def _encode_batch(tokenizer, batch, dtype, errors, separator):
+    """The ids of a Batch's documents (inputs.Batch), each encoded alone, concatenated (with the separator after
+    each, unless None), as an array of dtype."""
+    data, bounds, _ = batch
+    try:
+        check_utf8(data)
+    except UnicodeDecodeError as exc:
+        if errors == "strict":
+            raise batch_decode_error(batch, exc) from None
+        data, bounds = _replace_invalid(data, bounds)
+    if tokenizer._segmenter is not None:       # the native encoder: no str made
+        return tokenizer._on_core(_encode_documents, data, bounds, tokenizer._segmenter, separator).take(dtype)
+    arrays = []
+    for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        arrays.append(tokenizer.encode_to_numpy(str(data[start:end], "utf-8"), dtype))
+        if separator is not None:
+            arrays.append(np.array([separator], dtype=dtype))
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
+
+
+def _encode_documents(core, data, bounds, segmenter, separator):
+    """An IdBuffer of the ids of each document data[bounds[k]:bounds[k+1]] (valid UTF-8), one after another.
+    (A document shorter than 16 KB is encoded holding the GIL.)"""
+    out = IdBuffer()
+    view = memoryview(data)
+    edges = bounds.tolist()
+    for start, end in zip(edges[:-1], edges[1:]):
+        core.encode_utf8_into(out, view[start:end], segmenter)
+        if separator is not None:
+            out.push(separator)
+    return out
+
+
+def _replace_invalid(data, bounds):
+    """(data, bounds) with each document's invalid UTF-8 replaced by U+FFFD, a document at a time (as decoding
+    each alone does)."""
+    edges = bounds.tolist()
+    parts = [data[s:e].decode("utf-8", "replace").encode("utf-8") for s, e in zip(edges[:-1], edges[1:])]
+    new = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=new[1:])
+    return b"".join(parts), new
+
+
+# ---- on a Dask cluster -------------------------------------------------------------------------------------
+
+def _encode_on_dask(client, tokenizer, shards, todo, options, num_threads):
+    """Yield (i, count) for each shard i of todo as its task finishes, one task a shard; on an error, cancel the
+    rest and raise it naming the shard."""
+    from distributed import as_completed
+
+    from .dask_counts import _RETRIES, _cluster_failure
+
+    run = uuid.uuid4().hex
+    # The tokenizer is a task's result, sent to the cluster once and fetched by each worker that needs it; unlike
+    # client.scatter, it waits for workers to join (as count_pretokens' tasks do), and it is rebuilt if the worker
+    # holding it dies.
+    tokenizer_future = client.submit(_same, tokenizer, key=f"bpe_fast-tokenizer-{run}", retries=_RETRIES)
+    futures = {}
+    try:
+        for i in todo:
+            shard = shards[i]
+            future = client.submit(_encode_task, tokenizer_future, shard.source, shard.out_path, options,
+                                   num_threads, os.path.getsize(shard.path), key=f"bpe_fast-encode-{run}-{i}",
+                                   retries=_RETRIES)      # a key of its own: never taken for another run's
+            futures[future] = i
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                count = future.result()
+            except Exception as exc:
+                message = _cluster_failure(exc)
+                if message is not None:
+                    raise RuntimeError(f"encoding {shards[i].given} on the Dask cluster failed: "
+                                       f"{message}") from exc
+                _raise_naming(exc, shards[i])
+            yield i, count
+    finally:
+        client.cancel([*futures, tokenizer_future])    # a task already running still ends with a complete file or none
+
+
+def _same(value):
+    """Task: its argument, kept on the worker (the tokenizer for the encoding tasks)."""
+    return value
+
+
+def _encode_task(tokenizer, source, out_path, options, num_threads, size):
+    """Task: encode one shard on a Dask worker; returns the number of ids."""
+    from .dask_counts import _worker_address
+
+    path = source.path if isinstance(source, TextFile) else source.obj
+    where = _worker_address()
+    try:
+        found = os.path.getsize(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(2, f"shard not found on Dask worker {where} (every worker must see the input "
+                                   f"files at the same path)", path) from None
+    if found != size:
+        raise RuntimeError(f"{path} is {found} bytes on Dask worker {where} but {size} bytes where encode_files "
+                           f"was called: every worker must see the same files")
+    folder = os.path.dirname(out_path)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, f"output folder not found on Dask worker {where} (every worker must see "
+                                   f"out_dir at the same path)", folder)
+    return _encode_shard(tokenizer, source, out_path, options, num_threads)
+

@@ -1,0 +1,200 @@
+"""The command line's corpus inputs, training options and habits (issue 14): each flag against the Python
+function it stands for, or against the oracle."""
+import gzip
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bpe_fast import Tokenizer, __version__, count_pretokens, train_bpe
+from bpe_fast.cli import main
+from bpe_fast.patterns import GPT4_PATTERN
+
+from corpora import EOT, make_corpus
+from train_oracle import oracle_count_pretokens, oracle_train_bpe
+
+
+def run(argv, capsys):
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return [make_corpus(k, n_words=80) for k in range(30)]
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory, docs):
+    """The documents as a .jsonl.gz shard and a plain-text shard (joined by EOT)."""
+    folder = tmp_path_factory.mktemp("shards")
+    with gzip.open(folder / "a.jsonl.gz", "wt", encoding="utf-8") as f:
+        for d in docs[:20]:
+            f.write(json.dumps({"body": d}) + "\n")
+    (folder / "b.txt").write_bytes(EOT.join(docs[20:]).encode())
+    return folder
+
+
+def test_train_on_shards_of_several_kinds_equals_the_oracle(tmp_path, shards, docs, capsys):
+    code, err = run(["train", str(shards / "a.jsonl.gz"), str(shards / "b.txt"), "--text-field", "body",
+                     "--vocab-size", "330", "--special-token", EOT, "-j", "2", "-o", str(tmp_path / "t")], capsys)
+    assert code == 0, err
+    _, merges = oracle_train_bpe(EOT.join(docs), 330, [EOT], Tokenizer.load(tmp_path / "t").pattern)
+    assert list(Tokenizer.load(tmp_path / "t").merges) == merges
+
+
+def test_train_options_reach_train_bpe(tmp_path, shards, capsys):
+    corpus = shards / "b.txt"
+    code, err = run(["train", str(corpus), "--vocab-size", "300", "--special-token", EOT, "--min-frequency", "3",
+                     "--max-token-length", "4", "--special-tokens-position", "end", "--pad-vocab-to-multiple-of",
+                     "64", "-o", str(tmp_path / "t")], capsys)
+    assert code == 0, err
+    want = train_bpe(corpus, 300, [EOT], min_frequency=3, max_token_length=4, special_tokens_position="end",
+                     pad_vocab_to_multiple_of=64)
+    tok = Tokenizer.load(tmp_path / "t")
+    assert (dict(tok.vocab), list(tok.merges)) == want
+    assert max(map(len, tok.vocab.values())) <= max(4, len(EOT))
+
+
+def test_continue_from_keeps_every_id(tmp_path, shards, docs, capsys):
+    base = tmp_path / "base"
+    assert run(["-q", "train", str(shards / "b.txt"), "--vocab-size", "300", "--special-token", EOT,
+                "--pattern", "gpt4", "-o", str(base)], capsys)[0] == 0
+    code, err = run(["train", str(shards / "a.jsonl.gz"), "--text-field", "body", "--vocab-size", "340",
+                     "--continue-from", str(base), "-o", str(tmp_path / "more")], capsys)
+    assert code == 0, err
+    old, new = Tokenizer.load(base), Tokenizer.load(tmp_path / "more")
+    assert all(new.vocab[i] == t for i, t in old.vocab.items()) and len(new.vocab) == 340
+    assert new.pattern == GPT4_PATTERN and list(new.special_tokens) == [EOT]
+    assert (dict(new.vocab), list(new.merges)) == train_bpe(iter(docs[:20]), 340, initial=old)
+
+
+def test_quiet_and_processes_after_the_command(tmp_path, shards, capsys):
+    code, err = run(["count", str(shards / "b.txt"), "-q", "-j", "1", "--special-token", EOT,
+                     "-o", str(tmp_path / "c.npz")], capsys)
+    assert code == 0 and "pre-tokenized" not in err
+    code, err = run(["-j", "2", "count", str(shards / "b.txt"), "--special-token", EOT,
+                     "-o", str(tmp_path / "c.npz")], capsys)
+    assert code == 0 and "pre-tokenized" in err
+
+
+def test_max_bytes_and_max_documents(tmp_path, shards, docs, capsys):
+    out = tmp_path / "c.npz"
+    assert run(["-q", "count", str(shards / "a.jsonl.gz"), "--text-field", "body", "--max-documents", "4",
+                "--special-token", EOT, "-o", str(out)], capsys)[0] == 0
+    from bpe_fast import PretokenCounts
+    assert PretokenCounts.load(out) == oracle_count_pretokens(EOT.join(docs[:4]), [EOT],
+                                                              PretokenCounts.load(out).pattern)
+    assert run(["-q", "count", str(shards / "b.txt"), "--max-bytes", "1KB", "-o", str(out)], capsys)[0] == 0
+    text = (shards / "b.txt").read_bytes()[:1000].decode("utf-8", "ignore")
+    assert PretokenCounts.load(out) == count_pretokens(iter([text]))
+    code, err = run(["count", str(shards / "b.txt"), "--max-bytes", "lots", "-o", str(out)], capsys)
+    assert code == 1 and "--max-bytes" in err
+
+
+def test_train_from_stdin(tmp_path, shards, capsys, monkeypatch):
+    data = (shards / "b.txt").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code, err = run(["train", "-", "--vocab-size", "300", "--special-token", EOT, "-o", str(tmp_path / "t")], capsys)
+    assert code == 0, err
+    assert list(Tokenizer.load(tmp_path / "t").merges) == train_bpe(shards / "b.txt", 300, [EOT])[1]
+
+
+def test_from_counts_with_another_pattern_is_an_error(tmp_path, shards, capsys):
+    counts = tmp_path / "c.npz"
+    assert run(["-q", "count", str(shards / "b.txt"), "-o", str(counts)], capsys)[0] == 0
+    code, err = run(["train", "--from-counts", str(counts), "--pattern", "gpt4", "--vocab-size", "300",
+                     "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and "--pattern gpt4 differs" in err and not (tmp_path / "t").exists()
+    code, err = run(["train", "--from-counts", str(counts), "--pattern", "gpt2", "--vocab-size", "300",
+                     "-o", str(tmp_path / "t")], capsys)
+    assert code == 0, err
+
+
+def test_invalid_utf8_error_names_the_cli_flag(tmp_path, capsys):
+    src = tmp_path / "bad.txt.gz"
+    src.write_bytes(gzip.compress(b"hello world\n" * 10 + b"\xff oops\n"))
+    code, err = run(["train", str(src), "--vocab-size", "300", "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and "byte offset 120 (line 11)" in err and "--errors replace" in err
+    assert "errors='replace'" not in err and not (tmp_path / "t").exists()
+
+
+def test_bad_options_are_errors_naming_the_flag(tmp_path, shards, capsys):
+    for flag in ("--min-frequency", "--max-token-length", "--pad-vocab-to-multiple-of"):
+        with pytest.raises(SystemExit):
+            main(["train", str(shards / "b.txt"), "--vocab-size", "300", flag, "0", "-o", str(tmp_path / "t")])
+        assert flag in capsys.readouterr().err
+    code, err = run(["train", str(shards / "b.txt"), "--vocab-size", "300", "--continue-from",
+                     str(tmp_path / "nope"), "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and "--continue-from" in err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.strip() == f"bpe-fast {__version__}"
+
+
+def test_num_processes_from_the_environment(monkeypatch):
+    from bpe_fast.procs import check_num_processes
+    monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", "3")
+    assert check_num_processes(None) == 3 and check_num_processes(1) == 1
+    monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", "zero")
+    with pytest.raises(ValueError, match="BPE_FAST_NUM_PROCESSES"):
+        check_num_processes(None)
+
+
+def test_encode_and_decode_through_stdin_and_stdout(tmp_path, shards):
+    tok = tmp_path / "t"
+    assert main(["-q", "train", str(shards / "b.txt"), "--vocab-size", "300", "--special-token", EOT,
+                 "-o", str(tok)]) == 0
+    text = (shards / "b.txt").read_bytes()
+    cli = [sys.executable, "-m", "bpe_fast"]
+    enc = subprocess.run(cli + ["encode", "-t", str(tok), "-", "-o", "-"], input=text, capture_output=True)
+    assert enc.returncode == 0, enc.stderr
+    ids = np.load(io.BytesIO(enc.stdout))
+    assert ids.tolist() == Tokenizer.load(tok).encode(text.decode())
+    dec = subprocess.run(cli + ["decode", "-t", str(tok), "-", "-o", "-"], input=enc.stdout, capture_output=True)
+    assert dec.returncode == 0 and dec.stdout == text
+    bad = subprocess.run(cli + ["encode", "-t", str(tok), "-", "-o", "-"], input=b"ok\n\xff", capture_output=True)
+    assert bad.returncode == 1 and b"<stdin>: invalid UTF-8 at byte offset 3 (line 2)" in bad.stderr
+    assert b"--errors replace" in bad.stderr and bad.stdout == b""
+
+
+def test_encode_several_inputs_into_a_folder(tmp_path, shards, docs, capsys):
+    tok = tmp_path / "t"
+    assert main(["-q", "train", str(shards / "b.txt"), "--vocab-size", "300", "--special-token", EOT,
+                 "-o", str(tok)]) == 0
+    out = tmp_path / "out"
+    code, err = run(["encode", "-t", str(tok), str(shards / "a.jsonl.gz"), str(shards / "b.txt"),
+                     "--text-field", "body", "-o", str(out) + "/"], capsys)
+    assert code == 0, err
+    t = Tokenizer.load(tok)
+    assert np.load(out / "a.npy").tolist() == [i for d in docs[:20] for i in t.encode(d)]
+    assert np.load(out / "b.npy").tolist() == t.encode((shards / "b.txt").read_bytes().decode("utf-8"))
+    index = json.loads((out / "index.json").read_text())
+    assert sum(s["tokens"] for s in index["shards"]) == index["tokens"]
+    one = tmp_path / "one.npy"
+    code, err = run(["encode", "-t", str(tok), str(shards / "a.jsonl.gz"), "--text-field", "body",
+                     "-o", str(one)], capsys)
+    assert code == 0, err
+    assert np.load(one).tolist() == np.load(out / "a.npy").tolist()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.npy", "out", "t"]
+
+
+def test_no_public_name_is_shadowed_by_a_submodule():
+    # importing every submodule first must leave each public name what it was (a module named like a function
+    # used to replace the function: bpe_fast.encode_file became the module once it was imported)
+    code = ("import importlib, pkgutil, bpe_fast\n"
+            "for m in pkgutil.iter_modules(bpe_fast.__path__):\n"
+            "    if m.name == '__main__': continue\n"
+            "    importlib.import_module('bpe_fast.' + m.name)\n"
+            "import types\n"
+            "bad = [n for n in bpe_fast.__all__ if isinstance(getattr(bpe_fast, n), types.ModuleType)]\n"
+            "assert not bad, bad\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,444 @@
+"""encode_files: one .npy per shard and index.json, for every input kind, resumable, all or nothing per shard, on
+Dask as locally. The expected arrays are tokenizer.encode of each shard's text (a text file is one document,
+JSON lines and Parquet rows are documents, each encoded alone, concatenated)."""
+import bz2
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+
+from bpe_fast import GPT2_PATTERN, Tokenizer, encode_files, train_bpe
+from bpe_fast import shards as shards_module
+from bpe_fast.inputs import CorpusDecodeError, InputError
+from bpe_fast.shards import INDEX_FILE, complete_length, output_name
+
+from corpora import EOT, make_corpus
+
+pyarrow = pytest.importorskip("pyarrow")
+import pyarrow.parquet as pq  # noqa: E402
+
+zstandard = pytest.importorskip("zstandard")
+
+PAD = "<|pad|>"
+KINDS = ["txt", "txt.gz", "txt.bz2", "txt.zst", "jsonl", "jsonl.gz", "parquet"]
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    path = tmp_path_factory.mktemp("train") / "train.txt"
+    path.write_text(make_corpus(5, 4000, specials=[EOT]), encoding="utf-8")
+    vocab, merges = train_bpe(path, 500, [EOT, PAD], num_processes=1)
+    return Tokenizer(vocab, merges, [EOT, PAD])
+
+
+def documents(seed, n=30):
+    """Documents of every script with special tokens inside, empty ones and a long one."""
+    rng = np.random.default_rng(seed)
+    docs = [make_corpus(seed * 1000 + k, n_words=int(rng.integers(0, 50)), specials=[EOT, PAD]) for k in range(n)]
+    docs[2] = ""
+    docs[5] = make_corpus(seed + 77, n_words=4000, specials=[EOT])
+    docs[-1] = ""
+    return docs
+
+
+def write_shard(folder, name, docs):
+    """Write docs as a shard of the kind its name says; returns the path. A text shard is one document: the
+    docs joined."""
+    path = folder / name
+    openers = {".gz": gzip.open, ".bz2": bz2.open, ".zst": zstandard.open}
+    opener = openers.get(os.path.splitext(name)[1], open)
+    if ".parquet" in name:
+        pq.write_table(pyarrow.table({"n": pyarrow.array(range(len(docs)), pyarrow.int64()),
+                                      "body": pyarrow.array(docs, pyarrow.string())}), path, row_group_size=7)
+    elif ".jsonl" in name:
+        with opener(path, "wb") as f:
+            for d in docs:
+                f.write((json.dumps({"id": 1, "body": d}, ensure_ascii=False) + "\n\n").encode("utf-8"))
+    else:
+        with opener(path, "wb") as f:
+            f.write("".join(docs).encode("utf-8"))
+    return path
+
+
+def expected(tok, name, docs, separator=None):
+    """The ids encode_files must give, from tokenizer.encode: a text shard is one document."""
+    units = ["".join(docs)] if ".txt" in name else docs
+    ids = []
+    for doc in units:
+        ids += tok.encode(doc)
+        if separator is not None:
+            ids.append(separator)
+    return np.array(ids, dtype=np.int64)
+
+
+def write_all(folder, seed=1):
+    """One shard of each kind, each with other documents; returns ({name: docs}, [paths])."""
+    folder.mkdir(exist_ok=True)
+    contents, paths = {}, []
+    for k, kind in enumerate(KINDS):
+        name = f"shard-{k:02d}.{kind}"
+        contents[name] = documents(seed * 100 + k)
+        paths.append(write_shard(folder, name, contents[name]))
+    return contents, paths
+
+
+def leftovers(folder):
+    return sorted(n for n in os.listdir(folder) if n.startswith(".") or n.endswith(".tmp"))
+
+
+# ---- every kind of shard -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("num_processes", [1, 2])
+@pytest.mark.parametrize("batch_bytes", [None, 700], ids=["1MB-batches", "700B-batches"])
+def test_every_kind_equals_encode_of_its_documents(tok, tmp_path, monkeypatch, num_processes, batch_bytes):
+    if batch_bytes is not None:           # many batches and many pieces of a compressed text file
+        monkeypatch.setattr(shards_module, "DEFAULT_CHUNK_BYTES", batch_bytes)
+    contents, paths = write_all(tmp_path / "in")
+    out = tmp_path / "out"
+    index = encode_files(paths, out, tok, num_processes=num_processes, text_field="body", text_column="body")
+    for path, entry in zip(paths, index["shards"]):
+        got = np.load(out / entry["file"])
+        assert got.dtype == np.uint16
+        np.testing.assert_array_equal(got, expected(tok, path.name, contents[path.name]), err_msg=path.name)
+    assert leftovers(out) == []
+
+
+def test_a_pattern_without_the_native_scanner(tok, tmp_path, monkeypatch):
+    monkeypatch.setattr(shards_module, "DEFAULT_CHUNK_BYTES", 2000)
+    custom = Tokenizer(dict(tok.vocab), list(tok.merges), [EOT, PAD], pattern=GPT2_PATTERN + "|x")
+    assert custom._segmenter is None              # the Python path (regex), not the native one
+    docs = documents(4, n=10)
+    paths = [write_shard(tmp_path, name, docs) for name in ("a.txt", "b.txt.gz", "c.jsonl", "d.parquet")]
+    index = encode_files(paths, tmp_path / "out", custom, num_processes=2, separator=PAD, text_field="body",
+                         text_column="body")
+    for path, entry in zip(paths, index["shards"]):
+        np.testing.assert_array_equal(np.load(tmp_path / "out" / entry["file"]),
+                                      expected(custom, path.name, docs, custom.special_tokens[PAD]), err_msg=path.name)
+
+
+def test_empty_shards(tok, tmp_path):
+    paths = [write_shard(tmp_path, name, []) for name in ("a.txt", "b.txt.gz", "c.jsonl", "d.parquet")]
+    index = encode_files(paths, tmp_path / "out", tok, text_column="body")
+    assert [e["tokens"] for e in index["shards"]] == [0, 0, 0, 0] and index["tokens"] == 0
+    for entry in index["shards"]:
+        assert np.load(tmp_path / "out" / entry["file"]).shape == (0,)
+        assert complete_length(tmp_path / "out" / entry["file"], np.dtype(np.uint16)) == 0
+
+
+def test_special_tokens_in_text_are_special_tokens(tok, tmp_path):
+    text = f"a{EOT}b {PAD}{PAD} c"
+    paths = [write_shard(tmp_path, "s.txt", [text]), write_shard(tmp_path, "s2.txt.gz", [text]),
+             write_shard(tmp_path, "s3.jsonl", [text])]
+    encode_files(paths, tmp_path / "out", tok, text_field="body")
+    want = tok.encode(text)
+    assert want.count(tok.special_tokens[PAD]) == 2
+    for name in ("s.npy", "s2.npy", "s3.npy"):
+        assert np.load(tmp_path / "out" / name).tolist() == want
+
+
+def test_a_document_boundary_is_not_glued(tok, tmp_path):
+    # "ab" + "c" as two documents is not "abc": each is encoded alone, with nothing between
+    path = write_shard(tmp_path, "s.jsonl", ["  hello", " world", "", "  "])
+    encode_files(path, tmp_path / "out", tok, text_field="body")
+    want = tok.encode("  hello") + tok.encode(" world") + tok.encode("  ")
+    assert np.load(tmp_path / "out" / "s.npy").tolist() == want
+
+
+@pytest.mark.parametrize("separator", [EOT, PAD, 300])
+def test_separator_after_each_document(tok, tmp_path, monkeypatch, separator):
+    monkeypatch.setattr(shards_module, "DEFAULT_CHUNK_BYTES", 1000)     # a text file in several pieces
+    sep_id = tok.special_tokens.get(separator, separator)
+    docs = documents(9, n=8)
+    paths = [write_shard(tmp_path, name, docs) for name in ("a.txt", "b.txt.gz", "c.jsonl", "d.parquet")]
+    index = encode_files(paths, tmp_path / "out", tok, separator=separator, text_field="body", text_column="body")
+    assert index["separator"] == sep_id
+    for path, entry in zip(paths, index["shards"]):
+        got = np.load(tmp_path / "out" / entry["file"])
+        np.testing.assert_array_equal(got, expected(tok, path.name, docs, sep_id), err_msg=path.name)
+    assert np.load(tmp_path / "out" / "c.npy").tolist().count(sep_id) >= len(docs)
+    assert np.load(tmp_path / "out" / "b.npy")[-2] != sep_id       # one document: one separator
+
+
+def test_bad_separators(tok, tmp_path):
+    path = write_shard(tmp_path, "a.txt", ["x"])
+    with pytest.raises(ValueError, match="not one of the tokenizer's special tokens"):
+        encode_files(path, tmp_path / "out", tok, separator="<|nope|>")
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        encode_files(path, tmp_path / "out", tok, separator=tok.vocab_size)
+    with pytest.raises(TypeError, match="separator"):
+        encode_files(path, tmp_path / "out", tok, separator=True)
+    assert not (tmp_path / "out").exists()
+
+
+def test_errors_replace(tok, tmp_path):
+    bad = b"caf\xe9 au lait \xe2\x82 " + "fin €".encode()
+    (tmp_path / "a.txt").write_bytes(bad)
+    (tmp_path / "b.txt.gz").write_bytes(gzip.compress(bad))
+    encode_files([tmp_path / "a.txt", tmp_path / "b.txt.gz"], tmp_path / "out", tok, errors="replace")
+    want = tok.encode(bad.decode("utf-8", "replace"))
+    assert np.load(tmp_path / "out" / "a.npy").tolist() == want
+    assert np.load(tmp_path / "out" / "b.npy").tolist() == want
+
+
+# ---- index.json and names ------------------------------------------------------------------------------
+
+def test_index_lists_every_shard_in_input_order(tok, tmp_path, monkeypatch):
+    contents, paths = write_all(tmp_path / "in")
+    monkeypatch.chdir(tmp_path)
+    given = [os.path.join("in", p.name) for p in reversed(paths)]        # relative, and not sorted
+    index = encode_files(given, "out", tok, dtype="uint32", text_field="body", text_column="body")
+    with open(tmp_path / "out" / INDEX_FILE, encoding="utf-8") as f:
+        assert json.load(f) == index
+    assert index["vocab_size"] == tok.vocab_size
+    assert index["dtype"] == "uint32"
+    assert [e["path"] for e in index["shards"]] == given
+    assert [e["file"] for e in index["shards"]] == [f"shard-{k:02d}.npy" for k in reversed(range(len(KINDS)))]
+    for path, entry in zip(reversed(paths), index["shards"]):
+        assert entry["tokens"] == len(expected(tok, path.name, contents[path.name])) > 0
+        assert entry["dtype"] == "uint32"
+        assert np.load(tmp_path / "out" / entry["file"]).dtype == np.uint32
+    assert index["tokens"] == sum(e["tokens"] for e in index["shards"])
+    assert index["separator"] is None and index["text_field"] == "body"
+
+
+def test_a_directory_or_glob_of_shards(tok, tmp_path):
+    contents, paths = write_all(tmp_path / "in")
+    by_dir = encode_files(tmp_path / "in", tmp_path / "o1", tok, text_field="body", text_column="body")
+    by_glob = encode_files(str(tmp_path / "in" / "shard-0*"), tmp_path / "o2", tok, text_field="body",
+                           text_column="body")
+    assert [e["path"] for e in by_dir["shards"]] == [str(p) for p in paths]
+    assert by_glob["shards"] == by_dir["shards"]
+
+
+def test_output_names():
+    assert output_name("data/shard-00.jsonl.gz") == "shard-00.npy"
+    assert output_name("x/shard-01.TXT.ZST") == "shard-01.npy"
+    assert output_name("a.b.parquet") == "a.b.npy"
+    assert output_name("README") == "README.npy"
+    assert output_name("notes.gz") == "notes.npy"
+
+
+def test_clashing_output_names_are_refused_before_any_work(tok, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = write_shard(tmp_path / "a", "x.txt", ["one"])
+    two = write_shard(tmp_path / "b", "x.jsonl.gz", ["two"])
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"a/x\.txt and .*b/x\.jsonl\.gz would both be encoded into x\.npy"):
+        encode_files([one, two], out, tok)
+    with pytest.raises(ValueError, match="would both be encoded"):
+        encode_files([one, one], out, tok)
+    upper = write_shard(tmp_path / "b", "X.txt", ["three"])
+    with pytest.raises(ValueError, match="would both be encoded"):
+        encode_files([one, upper], out, tok)
+    assert not out.exists()
+    # an input that an output would overwrite
+    npy = write_shard(tmp_path / "a", "y.npy", ["text"])
+    with pytest.raises(ValueError, match="would be overwritten"):
+        encode_files(npy, tmp_path / "a", tok)
+    assert npy.read_text() == "text"
+
+
+def test_iterables_and_bad_arguments(tok, tmp_path):
+    path = write_shard(tmp_path, "a.txt", ["x"])
+    with pytest.raises(TypeError, match="encode_files needs files"):
+        encode_files(iter(["some text"]), tmp_path / "out", tok)
+    with pytest.raises(TypeError, match="encode_files needs files"):
+        encode_files([path, 3], tmp_path / "out", tok)
+    with pytest.raises(TypeError, match="bpe_fast.Tokenizer"):
+        encode_files(path, tmp_path / "out", "gpt2")
+    with pytest.raises(ValueError, match="errors"):
+        encode_files(path, tmp_path / "out", tok, errors="ignore")
+    with pytest.raises(ValueError, match="dtype"):
+        encode_files(path, tmp_path / "out", tok, dtype=np.float32)
+    with pytest.raises(FileNotFoundError):
+        encode_files(tmp_path / "missing.txt", tmp_path / "out", tok)
+    assert not (tmp_path / "out").exists()
+
+
+def test_progress_reaches_the_total(tok, tmp_path):
+    contents, paths = write_all(tmp_path / "in")
+    calls = []
+    encode_files(paths, tmp_path / "out", tok, text_field="body", text_column="body",
+                 progress=lambda *a: calls.append(a))
+    total = sum(p.stat().st_size for p in paths)
+    assert calls[-1] == ("encode", total, total)
+    assert all(stage == "encode" and t == total for stage, _, t in calls)
+    assert [d for _, d, _ in calls] == sorted(d for _, d, _ in calls)
+
+
+# ---- resuming ------------------------------------------------------------------------------------------
+
+def spy_on_encoding(monkeypatch):
+    """The output paths _encode_shard is asked to write, in order."""
+    encoded = []
+    real = shards_module._encode_shard
+
+    def spy(tokenizer, source, out_path, *args, **kwargs):
+        encoded.append(os.path.basename(out_path))
+        return real(tokenizer, source, out_path, *args, **kwargs)
+
+    monkeypatch.setattr(shards_module, "_encode_shard", spy)
+    return encoded
+
+
+def test_resume_keeps_complete_shards_and_redoes_the_rest(tok, tmp_path, monkeypatch):
+    contents, paths = write_all(tmp_path / "in")
+    out = tmp_path / "out"
+    kw = dict(text_field="body", text_column="body")
+    first = encode_files(paths, out, tok, **kw)
+    names = [e["file"] for e in first["shards"]]
+    os.remove(out / INDEX_FILE)
+    kept = out / names[0]
+    os.utime(kept, ns=(1, 1))                        # an mtime no rewrite would give
+    os.remove(out / names[1])                        # missing
+    with open(out / names[2], "r+b") as f:           # truncated by one id
+        f.truncate(os.path.getsize(out / names[2]) - 2)
+    with open(out / names[3], "ab") as f:            # one byte too many
+        f.write(b"\0")
+    with open(out / names[4], "r+b") as f:           # not a .npy any more
+        f.write(b"garbage")
+    assert [complete_length(out / n, np.dtype(np.uint16)) is None for n in names[:5]] == \
+        [False, True, True, True, True]
+
+    encoded = spy_on_encoding(monkeypatch)
+    second = encode_files(paths, out, tok, **kw)
+    assert encoded == names[1:5]
+    assert os.stat(kept).st_mtime_ns == 1
+    assert second == first
+    for path, name in zip(paths, names):
+        np.testing.assert_array_equal(np.load(out / name), expected(tok, path.name, contents[path.name]))
+
+    encoded.clear()                                  # all complete: nothing to do, the same index
+    assert encode_files(paths, out, tok, **kw) == first and encoded == []
+    # another dtype: every shard again
+    third = encode_files(paths, out, tok, dtype="int32", **kw)
+    assert encoded == names and third["dtype"] == "int32"
+    assert [e["tokens"] for e in third["shards"]] == [e["tokens"] for e in first["shards"]]
+
+
+def test_other_settings_in_the_same_folder_are_refused(tok, tmp_path):
+    path = write_shard(tmp_path, "a.jsonl", documents(3, n=8))
+    out = tmp_path / "out"
+    encode_files(path, out, tok, text_field="body")
+    other = Tokenizer(dict(tok.vocab), list(tok.merges)[:-1], [EOT, PAD])
+    with pytest.raises(ValueError, match="encoded with another tokenizer"):
+        encode_files(path, out, other, text_field="body")
+    with pytest.raises(ValueError, match="another separator"):
+        encode_files(path, out, tok, text_field="body", separator=EOT)
+    (out / INDEX_FILE).write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a bpe_fast shard index"):
+        encode_files(path, out, tok, text_field="body")
+
+
+# ---- errors --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad_kind", ["txt", "txt.gz", "jsonl"])
+def test_invalid_utf8_names_the_shard_and_leaves_no_partial_file(tok, tmp_path, monkeypatch, bad_kind):
+    monkeypatch.setattr(shards_module, "DEFAULT_CHUNK_BYTES", 4000)    # the bad bytes after a piece or two
+    good = make_corpus(41, 3000).encode()
+    before = write_shard(tmp_path, "a.txt", [good.decode()])
+    bad = tmp_path / f"b.{bad_kind}"
+    if bad_kind == "jsonl":
+        bad.write_bytes(b'{"text": "fine"}\n{"text": "caf\xe9"}\n')
+    else:
+        data = good + b"caf\xe9 au lait" + good
+        bad.write_bytes(gzip.compress(data) if bad_kind == "txt.gz" else data)
+    after = write_shard(tmp_path, "c.txt", ["after"])
+    out = tmp_path / "out"
+    encoded = spy_on_encoding(monkeypatch)
+    with pytest.raises((CorpusDecodeError, InputError)) as info:
+        encode_files([before, bad, after], out, tok, num_processes=2)
+    assert str(bad) in str(info.value)
+    if bad_kind != "jsonl":
+        assert isinstance(info.value, CorpusDecodeError)
+        assert (info.value.path, info.value.offset) == (str(bad), len(good) + 3)
+        assert info.value.line == good.count(b"\n") + 1
+    assert encoded == ["a.npy", "b.npy"]
+    assert sorted(os.listdir(out)) == ["a.npy"]      # no b.npy, no temporary file, no index
+    assert complete_length(out / "a.npy", np.dtype(np.uint16)) == len(tok.encode(good.decode()))
+
+
+def test_invalid_utf8_in_compressed_text_names_offset_and_line(tok, tmp_path):
+    (tmp_path / "b.txt.bz2").write_bytes(bz2.compress(b"ok\nok\n\xff"))
+    with pytest.raises(CorpusDecodeError) as info:
+        encode_files(tmp_path / "b.txt.bz2", tmp_path / "out", tok)
+    assert (info.value.path, info.value.offset, info.value.line) == (str(tmp_path / "b.txt.bz2"), 6, 3)
+    assert os.listdir(tmp_path / "out") == []
+
+
+def test_missing_json_field_names_shard_and_line(tok, tmp_path):
+    good = write_shard(tmp_path, "a.jsonl", ["one", "two"])          # field "body"
+    bad = tmp_path / "b.jsonl.gz"
+    bad.write_bytes(gzip.compress(b'{"body": "x"}\n{"text": "y"}\n'))
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=rf"{bad}:2: no field 'body'"):
+        encode_files([good, bad], out, tok, text_field="body")
+    assert sorted(os.listdir(out)) == ["a.npy"]
+
+
+def test_other_errors_name_the_shard(tok, tmp_path, monkeypatch):
+    path = write_shard(tmp_path, "a.jsonl", ["one"])
+
+    def fail(*args):
+        raise MemoryError()
+
+    monkeypatch.setattr(shards_module, "_encode_batch", fail)
+    with pytest.raises(RuntimeError, match=rf"encoding {path} into .*a\.npy failed: MemoryError") as info:
+        encode_files(path, tmp_path / "out", tok, text_field="body")
+    assert isinstance(info.value.__cause__, MemoryError)
+    assert os.listdir(tmp_path / "out") == []
+
+
+# ---- on Dask -------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed", reason="encoding on Dask needs dask[distributed]")
+    # as tests/test_dask.py: no dashboard, the scheduler's HTTP server on a free port
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0",
+                                  scheduler_kwargs={"dashboard": False}) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client
+
+
+def test_dask_gives_the_same_files(tok, tmp_path, client, monkeypatch):
+    contents, paths = write_all(tmp_path / "in")
+    kw = dict(text_field="body", text_column="body")
+    local = encode_files(paths, tmp_path / "local", tok, **kw)
+    monkeypatch.chdir(tmp_path)                        # relative paths: the workers get absolute ones
+    given = [os.path.join("in", p.name) for p in paths]
+    remote = encode_files(given, "remote", tok, client=client, **kw)
+    assert remote["shards"] == [dict(e, path=g) for e, g in zip(local["shards"], given)]
+    for entry in local["shards"]:
+        assert (tmp_path / "remote" / entry["file"]).read_bytes() == (tmp_path / "local" / entry["file"]).read_bytes()
+    assert leftovers(tmp_path / "remote") == []
+    # resuming on Dask: only the missing shard is encoded
+    first = tmp_path / "remote" / local["shards"][0]["file"]
+    os.utime(first, ns=(1, 1))
+    os.remove(tmp_path / "remote" / local["shards"][1]["file"])
+    assert encode_files(given, "remote", tok, client=client, separator=None, **kw) == remote
+    assert os.stat(first).st_mtime_ns == 1
+    assert (tmp_path / "remote" / local["shards"][1]["file"]).exists()
+
+
+def test_dask_error_names_the_shard(tok, tmp_path, client):
+    good = write_shard(tmp_path, "a.txt", ["fine text"])
+    bad = tmp_path / "b.txt.gz"
+    data = b"line\n" * 100 + b"caf\xe9"
+    bad.write_bytes(gzip.compress(data))
+    with pytest.raises(CorpusDecodeError) as info:
+        encode_files([good, bad], tmp_path / "out", tok, client=client)
+    assert (info.value.path, info.value.offset, info.value.line) == (str(bad), 503, 101)
+    assert "b.npy" not in os.listdir(tmp_path / "out") and INDEX_FILE not in os.listdir(tmp_path / "out")
+    with pytest.raises(TypeError, match="Client"):
+        encode_files(good, tmp_path / "out", tok, client="tcp://127.0.0.1:8786")
+
+
+def test_doctests():
+    import doctest
+
+    result = doctest.testmod(shards_module)
+    assert result.attempted > 0 and result.failed == 0
