@@ -11,6 +11,7 @@ and yields its documents as it goes (a streaming source: it never holds the corp
 """
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import resource
@@ -64,9 +65,12 @@ def make_forms(text_path, folder):
     return {"file": str(text_path), "gz": str(gz), "jsonl": str(jsonl), "parquet": str(parquet)}
 
 
-def count_form(form, inputs, text_path, processes):
-    from bpe_fast import count_pretokens
+def count_form(form, inputs, text_path, processes, vocab_size=None):
+    """count_pretokens of the form (or with vocab_size, train_bpe: returns its merges)."""
+    from bpe_fast import count_pretokens, train_bpe
     source = stream_documents(text_path) if form == "iterator" else inputs[form]
+    if vocab_size:
+        return train_bpe(source, vocab_size, [EOT], num_processes=processes)[1]
     return count_pretokens(source, [EOT], num_processes=processes)
 
 
@@ -108,15 +112,17 @@ def _vm_hwm_kb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def _worker(form, inputs, text_path, processes):
+def _worker(form, inputs, text_path, processes, vocab_size):
     """Run one count in this process; print its time and peak memory (this process's + its largest child's:
     with 2 processes, the peak of both)."""
     start = time.perf_counter()
-    counts = count_form(form, inputs, text_path, processes)
+    counts = count_form(form, inputs, text_path, processes, vocab_size)
     took = time.perf_counter() - start
     own = _vm_hwm_kb()         # ru_maxrss would keep the peak of the process this one was exec'd from
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(json.dumps({"seconds": took, "peak_kb": own + child, "distinct": len(counts)}))
+    # the merges (bytes hashes differ between processes: sha256 of their repr), or the distinct pre-tokens
+    digest = hashlib.sha256(repr(counts).encode()).hexdigest()[:16] if vocab_size else len(counts)
+    print(json.dumps({"seconds": took, "peak_kb": own + child, "distinct": digest}))
 
 
 def main(argv=None):
@@ -124,32 +130,40 @@ def main(argv=None):
     parser.add_argument("--corpus", required=True, help="a UTF-8 text file, documents separated by <|endoftext|>")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--train", type=int, metavar="VOCAB", help="train to this vocabulary size, not only count")
+    parser.add_argument("--forms", default=",".join(FORMS), help="which forms, comma-separated (file first)")
     parser.add_argument("--out", help="write the Markdown table here")
     parser.add_argument("--worker", nargs=2, metavar=("FORM", "INPUTS_JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        _worker(args.worker[0], json.loads(args.worker[1]), args.corpus, args.processes)
+        _worker(args.worker[0], json.loads(args.worker[1]), args.corpus, args.processes, args.train)
         return
-    with tempfile.TemporaryDirectory(prefix="bpe_fast-inputs-") as folder:
-        inputs = make_forms(args.corpus, folder)
-        runs = {form: [] for form in FORMS}
+    forms = args.forms.split(",")
+    with tempfile.TemporaryDirectory(prefix="bpe_fast-inputs-", dir=os.path.dirname(os.path.abspath(args.corpus))) \
+            as folder:
+        inputs = make_forms(args.corpus, folder) if set(forms) - {"file", "iterator"} else {"file": args.corpus}
+        runs = {form: [] for form in forms}
         for _ in range(args.rounds):
-            for form in FORMS:
+            for form in forms:
+                extra = ["--train", str(args.train)] if args.train else []
                 out = subprocess.run([sys.executable, __file__, "--corpus", args.corpus, "--processes",
-                                      str(args.processes), "--worker", form, json.dumps(inputs)],
+                                      str(args.processes), *extra, "--worker", form, json.dumps(inputs)],
                                      check=True, capture_output=True, text=True).stdout
                 runs[form].append(json.loads(out.strip().splitlines()[-1]))
                 print(form, runs[form][-1], file=sys.stderr)
         sizes = {form: os.path.getsize(inputs[form]) for form in inputs}
-    median = {form: statistics.median(r["seconds"] for r in runs[form]) for form in FORMS}
-    distinct = {r["distinct"] for form in FORMS for r in runs[form]}
-    assert len(distinct) == 1, f"the forms counted differently: {distinct}"
+    median = {form: statistics.median(r["seconds"] for r in runs[form]) for form in forms}
+    distinct = {r["distinct"] for form in forms for r in runs[form]}
+    assert len(distinct) == 1, f"the forms gave different results: {distinct}"
     size = os.path.getsize(args.corpus)
-    lines = [f"Counting {size / 1e6:.0f} MB ({distinct.pop():,} distinct pre-tokens) arriving in each form, "
+    what = (f"Training to {args.train:,} tokens on {size / 1e6:.0f} MB (the same merges from every form)"
+            if args.train else f"Counting {size / 1e6:.0f} MB ({distinct.pop():,} distinct pre-tokens)")
+    distinct.clear()
+    lines = [f"{what} arriving in each form, "
              f"{args.processes} processes, median of {args.rounds} alternating rounds, "
              f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores.", "",
              "| input | on disk | time | vs the text file | peak memory |", "| --- | ---: | ---: | ---: | ---: |"]
-    for form in FORMS:
+    for form in forms:
         peak = max(r["peak_kb"] for r in runs[form]) / 1024
         disk = f"{sizes[form] / 1e6:.0f} MB" if form in sizes else "(streamed)"
         lines.append(f"| {form} | {disk} | {median[form]:.2f} s | {median[form] / median['file']:.2f}x | "
