@@ -422,7 +422,7 @@ def worker_main():
     result = work()
     t2 = time.perf_counter()
     tree_peak = sampler.stop()
-    rss_self = _peak_rss_self_kb()
+    rss_self = peak_rss_self_kb()
     rss_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if spec.get("out"):
         save(result)
@@ -465,7 +465,7 @@ def _tree_rss_kb(root):
     return total
 
 
-def _peak_rss_self_kb():
+def peak_rss_self_kb():
     """This process's peak resident memory in KB. On Linux VmHWM, not RUSAGE_SELF's ru_maxrss: the kernel
     carries ru_maxrss over an exec from the process that forked, so a fresh worker would report at least the
     parent script's size."""
@@ -636,7 +636,7 @@ def prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log):
     spec["pattern"] = pattern
     spec["tiktoken"] = str(workdir / "ranks.tiktoken")
     export.export_tiktoken(tok, spec["tiktoken"])
-    spec["special_ids"] = export.special_token_ids(tok)
+    spec["special_ids"] = dict(tok.special_tokens)
     if hasattr(export, "export_hf"):
         spec["hf_json"] = str(workdir / "tokenizer.json")
         export.export_hf(tok, spec["hf_json"])

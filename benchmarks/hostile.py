@@ -26,10 +26,10 @@ from pathlib import Path
 def _peak_mb():
     """The peak resident memory of this process (VmHWM: RUSAGE_SELF's ru_maxrss would carry over the size of
     the script that started it) or of its largest worker, in MB."""
-    from compare import _peak_rss_self_kb
+    from compare import peak_rss_self_kb
 
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(_peak_rss_self_kb(), kids) / 1024
+    return max(peak_rss_self_kb(), kids) / 1024
 
 
 def worker(case, path, out):

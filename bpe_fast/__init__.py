@@ -20,6 +20,8 @@ _EXPORTS = {
     "count_pretokens": "counts",
     "PretokenCounts": "counts",
     "train_from_counts": "train",
+    "CorpusDecodeError": "inputs",
+    "InputError": "inputs",
 }
 
 __all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "pretokenize", *_EXPORTS]

@@ -9,12 +9,12 @@ travels through the scheduler or the client.
 
 Failures:
   * invalid UTF-8 (errors="strict"): CorpusDecodeError naming the caller's path, the byte offset and the line,
-    without waiting for the other tasks (after the _RETRIES reruns Dask gives any task that raises). With
+    without waiting for the other tasks (after the RETRIES reruns Dask gives any task that raises). With
     several bad spots, the one found first is reported, not necessarily the first in the files.
   * a worker dies: the scheduler reruns its tasks on the other workers and recomputes the tables it held (a
     task's result depends only on the file, so this is safe). After a task has been on
     `distributed.scheduler.allowed-failures` + 1 workers that died, the count stops with a RuntimeError.
-  * a task raises (say a transient I/O error on a network file system): it is rerun up to _RETRIES times.
+  * a task raises (say a transient I/O error on a network file system): it is rerun up to RETRIES times.
   * no workers at all: Dask waits for some to join (adaptive clusters scale up from zero); set
     `distributed.scheduler.no-workers-timeout` to fail with a RuntimeError instead.
 A partial count is never returned.
@@ -29,14 +29,14 @@ from .chunking import chunk_boundaries
 import numpy as np
 
 from ._scan import merge_arrays
-from .counts import _count_ranges
+from .count_workers import count_ranges
 from .inputs import CorpusDecodeError, check_errors, line_of
 from .pretokenize import compiled_pattern
 
 _MAX_TASK_BYTES = 64 << 20      # about a second of one worker thread with the native scanner
 _TASKS_PER_THREAD = 2           # at least: balances uneven workers and spreads the loss of one
 _FAN_IN = 4                     # partial tables added by one task of the reduction tree
-_RETRIES = 2                    # reruns of a task that raised
+RETRIES = 2                    # reruns of a task that raised
 _LINE_SCAN_LIMIT = 256 << 20    # an error further into a file is reported without its line number
 
 
@@ -78,7 +78,7 @@ def count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes):
         line = line_of(exc.path, exc.offset) if exc.offset <= _LINE_SCAN_LIMIT else None
         raise CorpusDecodeError(given.get(exc.path, exc.path), exc.offset, exc.reason, line) from None
     except Exception as exc:
-        message = _cluster_failure(exc)
+        message = cluster_failure(exc)
         if message is None:
             raise
         raise RuntimeError(f"counting on the Dask cluster failed, no counts returned: {message}") from exc
@@ -122,19 +122,19 @@ def _submit(client, tasks, special_tokens, pattern, errors):
     piling up until every range is counted."""
     token = uuid.uuid4().hex
     level = [client.submit(_count_pieces, pieces, special_tokens, pattern, errors,
-                           key=f"bpe_fast-count-{token}-{i}", retries=_RETRIES)
+                           key=f"bpe_fast-count-{token}-{i}", retries=RETRIES)
              for i, pieces in enumerate(tasks)]
     depth = 0
     while len(level) > 1:
         depth += 1
         level = [group[0] if len(group) == 1 else
-                 client.submit(_add, *group, key=f"bpe_fast-add-{token}-{depth}-{j}", retries=_RETRIES,
+                 client.submit(_add, *group, key=f"bpe_fast-add-{token}-{depth}-{j}", retries=RETRIES,
                                priority=depth)
                  for j, group in enumerate(level[i:i + _FAN_IN] for i in range(0, len(level), _FAN_IN))]
     return level[0]
 
 
-def _cluster_failure(exc):
+def cluster_failure(exc, doing="counting"):
     """A message if exc says the cluster could not finish (workers died, none left, lost connection)."""
     from distributed import scheduler
     from distributed.comm.core import CommClosedError
@@ -142,7 +142,7 @@ def _cluster_failure(exc):
     no_worker = tuple(getattr(scheduler, name) for name in ("NoWorkerError", "NoValidWorkerError")
                       if hasattr(scheduler, name))     # no-workers-timeout errors (distributed >= 2024.1)
     if isinstance(exc, scheduler.KilledWorker):
-        return f"workers died while counting ({exc})"
+        return f"workers died while {doing} ({exc})"
     if isinstance(exc, no_worker):
         return f"no worker could run a task ({exc})"
     if isinstance(exc, CancelledError):
@@ -159,7 +159,7 @@ def _count_pieces(pieces, special_tokens, pattern, errors):
     tables = []
     for path, size, ranges in pieces:
         _check_same_file(path, size)
-        tables.append(_count_ranges(path, ranges, special_tokens, pattern, errors))
+        tables.append(count_ranges(path, ranges, special_tokens, pattern, errors))
     return merge_arrays(tables) if len(tables) > 1 else tables[0]
 
 
@@ -167,14 +167,14 @@ def _check_same_file(path, size):
     try:
         found = os.path.getsize(path)
     except FileNotFoundError:
-        raise FileNotFoundError(2, f"corpus file not found on Dask worker {_worker_address()} "
+        raise FileNotFoundError(2, f"corpus file not found on Dask worker {worker_address()} "
                                    "(every worker must see the files at the same path)", path) from None
     if found != size:
-        raise RuntimeError(f"{path} is {found} bytes on Dask worker {_worker_address()} but {size} bytes "
+        raise RuntimeError(f"{path} is {found} bytes on Dask worker {worker_address()} but {size} bytes "
                            "where count_pretokens was called: every worker must see the same files")
 
 
-def _worker_address():
+def worker_address():
     from distributed import get_worker
 
     try:

@@ -28,7 +28,8 @@ import os
 import numpy as np
 
 from .specials import check_disallowed
-from .tokenizer import Tokenizer, _map_threads
+from .procs import map_threads
+from .tokenizer import Tokenizer
 
 __all__ = ["Encoding"]
 
@@ -58,7 +59,7 @@ class Encoding:
                 raise AssertionError(f"the largest id is {self.max_token_value}, not explicit_n_vocab - 1")
         self._special_token_values = set(special_tokens.values())
         self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, pat_str, special_tokens)
-        self._ordinary = self._tokenizer._view(frozenset())
+        self._ordinary = self._tokenizer.restricted_to(frozenset())
         self._vocab = self._tokenizer.vocab         # id -> bytes, read-only
         self._special_bytes = {s.encode("utf-8"): i for s, i in special_tokens.items()}
         self._all_specials = frozenset(special_tokens)
@@ -142,7 +143,7 @@ class Encoding:
         >>> _tiny().encode_ordinary_batch(["ab", "abc"])
         [[256], [257]]
         """
-        return self._ordinary._encode_batch(list(text), _threads(num_threads), _NOTHING)
+        return self._ordinary.encode_batch(list(text), num_threads=_threads(num_threads))
 
     def encode_batch(self, text, *, num_threads=8, allowed_special=_NOTHING, disallowed_special="all"):
         """[encode(t, ...) for t in text], on up to `num_threads` threads.
@@ -157,7 +158,7 @@ class Encoding:
         if not isinstance(disallowed_special, frozenset):
             disallowed_special = frozenset(disallowed_special)
         encoder = self._encoder(allowed_special)
-        return encoder._encode_batch(list(text), _threads(num_threads), disallowed_special)
+        return encoder.encode_batch(list(text), num_threads=_threads(num_threads), disallowed_special=disallowed_special)
 
     def encode_single_token(self, text_or_bytes):
         """The id of the token whose bytes (or text) are `text_or_bytes`, special tokens included; KeyError when
@@ -203,7 +204,7 @@ class Encoding:
             return self._ordinary
         if self._all_specials.issubset(allowed_special):
             return self._tokenizer
-        return self._tokenizer._view(frozenset(allowed_special).intersection(self._special_tokens))
+        return self._tokenizer.restricted_to(frozenset(allowed_special).intersection(self._special_tokens))
 
     # ---------------------------------------------------------------------------------------- decoding
 
@@ -268,11 +269,11 @@ class Encoding:
         >>> _tiny().decode_batch([[256], [257]])
         ['ab', 'abc']
         """
-        return _map_threads(functools.partial(self.decode, errors=errors), list(batch), _threads(num_threads))
+        return map_threads(functools.partial(self.decode, errors=errors), list(batch), _threads(num_threads))
 
     def decode_bytes_batch(self, batch, *, num_threads=8):
         """[decode_bytes(tokens) for tokens in batch], on up to `num_threads` threads."""
-        return _map_threads(self.decode_bytes, list(batch), _threads(num_threads))
+        return map_threads(self.decode_bytes, list(batch), _threads(num_threads))
 
     def _tiktoken_ids(self, tokens):
         """`tokens` as a list of known ids, or the exception tiktoken raises for them: TypeError for what is not a

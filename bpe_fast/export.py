@@ -144,15 +144,10 @@ def export_hf_dir(tokenizer, directory, bos_token=None, eos_token=None, pad_toke
 
 def export_tiktoken(tokenizer, path):
     """Write a `.tiktoken` ranks file (load it with tiktoken.load.load_tiktoken_bpe); special tokens are
-    not in it: pass them to tiktoken.Encoding with their ids (tokenizer.special_token_ids())."""
+    not in it: pass them to tiktoken.Encoding with their ids (tokenizer.special_tokens, a dict token -> id),
+    or use tokenizer.to_tiktoken()."""
     _check_unique(tokenizer)
     specials = {s.encode("utf-8") for s in tokenizer.special_tokens}
     lines = [f"{base64.b64encode(tok).decode('ascii')} {i}\n"
              for i, tok in sorted(tokenizer.vocab.items()) if tok not in specials]
     write_text_atomic(path, "".join(lines))
-
-
-def special_token_ids(tokenizer):
-    """{special token: id}."""
-    by_bytes = {tok: i for i, tok in tokenizer.vocab.items()}
-    return {s: by_bytes[s.encode("utf-8")] for s in tokenizer.special_tokens}

@@ -70,8 +70,8 @@ def _encode_range(tokenizer, scratch, path, start, end, dtype, errors):
                 if f.readinto(data) != n:
                     raise OSError(f"{path} changed while it was being encoded (shorter than expected)")
             try:
-                if errors == "strict" and tokenizer._segmenter is not None:
-                    return tokenizer._encode_utf8_array(data, dtype, pair[1])     # no str made
+                if errors == "strict" and tokenizer.native:
+                    return tokenizer.encode_utf8_to_numpy(data, dtype, scratch=pair[1])     # no str made
                 return tokenizer.encode_to_numpy(str(data, "utf-8", errors), dtype=dtype)
             except UnicodeDecodeError as exc:
                 raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
@@ -170,7 +170,7 @@ def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_workers):
         for start, end in ranges:
             yield start, end, _encode_range(tokenizer, scratch, path, start, end, dtype, errors)
         return
-    if tokenizer._segmenter is not None:          # the native encoder: threads
+    if tokenizer.native:                          # the native encoder: threads
         pool = thread_pool(num_workers, "bpe_fast-encode")
         task, first = _encode_range, (tokenizer, _Scratch())
     else:                                         # `regex` holds the GIL: processes

@@ -158,7 +158,7 @@ def strs_to_tokens(texts):
         raise                         # not reached
 
 
-def _read_text(path):
+def read_text(path):
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -211,7 +211,7 @@ def read_vocab(path):
     >>> read_vocab(path)
     {0: b' ', 1: b'a', 2: b' a'}
     """
-    text = _read_text(path)
+    text = read_text(path)
     objects = []
 
     def hook(pairs):
@@ -265,7 +265,7 @@ def read_merges(path, vocab=None):
     >>> read_merges(path)
     [(b' ', b'a'), (b' a', b'\\n')]
     """
-    text = _read_text(path)
+    text = read_text(path)
     lines = text.split("\n")
     first = 1 if lines and lines[0].startswith("#version") else 0
     table = _TO_LATIN1
@@ -371,7 +371,7 @@ def save_tokenizer_files(directory, vocab, merges, special_tokens=(), pattern=No
 
 def read_config(path):
     """Read bpe_fast.json; returns (special_tokens: list[str], pattern: str). Errors name the file and line."""
-    text = _read_text(path)
+    text = read_text(path)
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -180,7 +180,7 @@ def read_tokenizer_json(path):
     >>> vocab[256], merges, specials, pattern == GPT2_PATTERN
     (b' a', [(b' ', b'a')], ['<|endoftext|>'], True)
     """
-    text = formats._read_text(path)
+    text = formats.read_text(path)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

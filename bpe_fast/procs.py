@@ -15,6 +15,7 @@ For processes:
 """
 import contextlib
 import ctypes
+import itertools
 import multiprocessing
 import os
 import signal
@@ -155,3 +156,16 @@ def terminate(executor):
     with contextlib.suppress(Exception):
         executor._result_queue._writer.close()
     executor.shutdown(wait=True, cancel_futures=True)
+
+
+def map_threads(func, items, num_threads):
+    """[func(x) for x in items] on up to num_threads threads: the items cut into about 4 runs a thread, a run
+    a task (a task per item would cost more than encoding a short text)."""
+    n = len(items)
+    if num_threads == 1 or n < 2:
+        return [func(x) for x in items]
+    workers = min(num_threads, n)
+    size = -(-n // (4 * workers))
+    runs = [items[k:k + size] for k in range(0, n, size)]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(itertools.chain.from_iterable(pool.map(lambda run: [func(x) for x in run], runs)))

@@ -30,7 +30,6 @@ from collections import deque
 
 import numpy as np
 
-from ._encode import IdBuffer
 from .atomic import atomic_output
 from .chunking import cuts_at_spaces
 from .file_encoding import DEFAULT_CHUNK_BYTES, check_dtype, encode_file, write_npy
@@ -356,27 +355,7 @@ def _encode_batch(tokenizer, batch, dtype, errors, separator):
         if errors == "strict":
             raise batch_decode_error(batch, exc) from None
         data, bounds = _replace_invalid(data, bounds)
-    if tokenizer._segmenter is not None:       # the native encoder: no str made
-        return tokenizer._on_core(_encode_documents, data, bounds, tokenizer._segmenter, separator).take(dtype)
-    arrays = []
-    for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        arrays.append(tokenizer.encode_to_numpy(str(data[start:end], "utf-8"), dtype))
-        if separator is not None:
-            arrays.append(np.array([separator], dtype=dtype))
-    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
-
-
-def _encode_documents(core, data, bounds, segmenter, separator):
-    """An IdBuffer of the ids of each document data[bounds[k]:bounds[k+1]] (valid UTF-8), one after another.
-    (A document shorter than 16 KB is encoded holding the GIL.)"""
-    out = IdBuffer()
-    view = memoryview(data)
-    edges = bounds.tolist()
-    for start, end in zip(edges[:-1], edges[1:]):
-        core.encode_utf8_into(out, view[start:end], segmenter)
-        if separator is not None:
-            out.push(separator)
-    return out
+    return tokenizer.encode_documents_utf8(data, bounds, dtype, separator)
 
 
 def _replace_invalid(data, bounds):
@@ -396,27 +375,27 @@ def _encode_on_dask(client, tokenizer, shards, todo, options, num_threads):
     rest and raise it naming the shard."""
     from distributed import as_completed
 
-    from .dask_counts import _RETRIES, _cluster_failure
+    from .dask_counts import RETRIES, cluster_failure
 
     run = uuid.uuid4().hex
     # The tokenizer is a task's result, sent to the cluster once and fetched by each worker that needs it; unlike
     # client.scatter, it waits for workers to join (as count_pretokens' tasks do), and it is rebuilt if the worker
     # holding it dies.
-    tokenizer_future = client.submit(_same, tokenizer, key=f"bpe_fast-tokenizer-{run}", retries=_RETRIES)
+    tokenizer_future = client.submit(_same, tokenizer, key=f"bpe_fast-tokenizer-{run}", retries=RETRIES)
     futures = {}
     try:
         for i in todo:
             shard = shards[i]
             future = client.submit(_encode_task, tokenizer_future, shard.source, shard.out_path, options,
                                    num_threads, os.path.getsize(shard.path), key=f"bpe_fast-encode-{run}-{i}",
-                                   retries=_RETRIES)      # a key of its own: never taken for another run's
+                                   retries=RETRIES)      # a key of its own: never taken for another run's
             futures[future] = i
         for future in as_completed(futures):
             i = futures[future]
             try:
                 count = future.result()
             except Exception as exc:
-                message = _cluster_failure(exc)
+                message = cluster_failure(exc, "encoding")
                 if message is not None:
                     raise RuntimeError(f"encoding {shards[i].given} on the Dask cluster failed: "
                                        f"{message}") from exc
@@ -433,10 +412,10 @@ def _same(value):
 
 def _encode_task(tokenizer, source, out_path, options, num_threads, size):
     """Task: encode one shard on a Dask worker; returns the number of ids."""
-    from .dask_counts import _worker_address
+    from .dask_counts import worker_address
 
     path = source.path if isinstance(source, TextFile) else source.obj
-    where = _worker_address()
+    where = worker_address()
     try:
         found = os.path.getsize(path)
     except FileNotFoundError:

@@ -36,6 +36,7 @@ from ._encode import (MAX_SPARE_CORES, BPECore, BPETables, IdBuffer, Segmenter, 
                       safe_cut)
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, pretoken_boundaries
+from .procs import map_threads
 from .specials import check_disallowed, check_special_tokens, special_regex
 
 __all__ = ["Tokenizer"]
@@ -146,11 +147,16 @@ class Tokenizer:
         by_length = sorted(encoded, key=len, reverse=True)
         self._segmenter = Segmenter(kind, by_length, [self._special_ids_bytes[t] for t in by_length]) if kind else None
 
-    def _view(self, allowed):
+    def restricted_to(self, allowed):
         """This tokenizer matching only the special tokens in `allowed` (a frozenset of some of its special
-        tokens): a shallow copy sharing the tables, the vocabulary and the pool of encoders, with its own
-        special-token matching; cached, one per set. Internal: it pickles and reports as a tokenizer with
-        those special tokens only."""
+        tokens; the others are ordinary text): a shallow copy sharing the tables, the vocabulary and the pool
+        of encoders, with its own special-token matching; cached, one per set. It pickles and reports as a
+        tokenizer with those special tokens only (bpe_fast.Encoding keeps one per allowed set).
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|a|>", "<|b|>"])
+        >>> tok.restricted_to(frozenset(["<|a|>"])).encode("<|a|><|b|>")[:2]
+        [256, 60]
+        """
         if len(allowed) == len(self._specials):
             return self
         view = self._views.get(allowed)
@@ -428,7 +434,7 @@ class Tokenizer:
         >>> tok.encode_ordinary("<|eot|>") == list(b"<|eot|>")
         True
         """
-        return self._view(_NONE).encode(text)
+        return self.restricted_to(_NONE).encode(text)
 
     def encode_batch(self, texts, *, num_threads=8, allowed_special="all", disallowed_special=()):
         """[encode(text) for text in texts], on up to `num_threads` threads. For the built-in patterns the texts
@@ -451,13 +457,13 @@ class Tokenizer:
         one of `disallowed` (a frozenset of str) raises tiktoken's ValueError, as encode's keywords do."""
         if self._segmenter is None:         # the Python path: a text a call
             if not disallowed:
-                return _map_threads(self.encode, texts, num_threads)
+                return map_threads(self.encode, texts, num_threads)
 
             def encode(text):
                 check_disallowed(text, disallowed)
                 return self.encode(text)
 
-            return _map_threads(encode, texts, num_threads)
+            return map_threads(encode, texts, num_threads)
         groups = _length_groups(texts, _GROUPS_PER_THREAD * num_threads if num_threads > 1 else 1)
         if num_threads == 1 or len(groups) < 2:
             per_group = [self._encode_group(group, disallowed) for group in groups]
@@ -529,7 +535,7 @@ class Tokenizer:
             disallowed = frozenset(self._specials) - allowed
         else:
             disallowed = frozenset(disallowed_special)
-        return self._view(allowed), disallowed
+        return self.restricted_to(allowed), disallowed
 
     def _token_lengths(self):
         """int64 array: id -> the length of its bytes (0 for an id without a token); made on first use."""
@@ -540,6 +546,42 @@ class Tokenizer:
             lengths[ids] = np.fromiter(map(len, self._vocab.values()), dtype=np.int64, count=len(self._vocab))
             self._lengths = lengths
         return lengths
+
+    @property
+    def native(self):
+        """True when the native scanner pre-tokenizes this tokenizer's pattern (the built-in patterns): the
+        encoder then runs without the GIL and reads UTF-8 bytes without making a str."""
+        return self._segmenter is not None
+
+    def encode_documents_utf8(self, data, bounds, dtype=np.int32, separator=None):
+        """The ids of each document data[bounds[k]:bounds[k + 1]] (valid UTF-8 bytes; bounds int64 from 0 to
+        len(data)), each encoded alone as encode_utf8_to_numpy does, one after another in one array of dtype,
+        with the id `separator` (None: nothing) after each. For encoding shards of documents.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> tok.encode_documents_utf8(b"aab", np.array([0, 1, 3]), separator=0).tolist()
+        [97, 0, 256, 0]
+        """
+        dtype = self._check_dtype(dtype)
+        edges = np.asarray(bounds, dtype=np.int64).tolist()
+        if self._segmenter is None:
+            arrays = []
+            for start, end in zip(edges[:-1], edges[1:]):
+                arrays.append(self.encode_to_numpy(str(data[start:end], "utf-8"), dtype))
+                if separator is not None:
+                    arrays.append(np.array([separator], dtype=dtype))
+            return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
+        check_utf8(data)
+
+        def encode(core):
+            out = IdBuffer()
+            view = memoryview(data)
+            for start, end in zip(edges[:-1], edges[1:]):
+                core.encode_utf8_into(out, view[start:end], self._segmenter)
+                if separator is not None:
+                    out.push(separator)
+            return out
+        return self._on_core(encode).take(dtype)
 
     def _new_core(self):
         """An encoder for a call when every other one is in use (by other threads)."""
@@ -578,9 +620,12 @@ class Tokenizer:
             out = self._encode_all(_replace_surrogates(text))
         return out.take(dtype)
 
-    def encode_utf8_to_numpy(self, data, dtype=np.int32):
+    def encode_utf8_to_numpy(self, data, dtype=np.int32, *, scratch=None):
         """encode_to_numpy of UTF-8 bytes (equal to encode_to_numpy(data.decode("utf-8"))), without making a
-        str: for reading files. Invalid UTF-8 raises the UnicodeDecodeError bytes.decode would.
+        str: for reading files. Invalid UTF-8 raises the UnicodeDecodeError bytes.decode would. scratch: an
+        empty bpe_fast._encode.IdBuffer to work in (left empty, its memory kept, for a caller encoding many
+        pieces); with one, data may be a bytearray or memoryview, which must not change during the call (no
+        other thread may hold it); without, such data is copied first.
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
         >>> tok.encode_utf8_to_numpy("abc".encode(), dtype="uint16")
@@ -591,11 +636,11 @@ class Tokenizer:
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         if self._segmenter is None:
             return self.encode_to_numpy(bytes(data).decode("utf-8"), dtype)
-        if type(data) is not bytes:
+        if scratch is None and type(data) is not bytes:
             # a copy: the UTF-8 is checked first and then scanned without the GIL, and a mutable buffer could
             # change in between (another thread); bytes cannot
             data = bytes(data)
-        return self._encode_utf8_array(data, dtype, IdBuffer())
+        return self._encode_utf8_array(data, dtype, IdBuffer() if scratch is None else scratch)
 
     def _encode_utf8_array(self, data, dtype, out):
         """encode_utf8_to_numpy for the native path, its arguments checked, with `out` (an empty IdBuffer) as
@@ -874,7 +919,7 @@ class Tokenizer:
         """
         batch = _check_batch(batch, "batch")
         _check_threads(num_threads)
-        return _map_threads(lambda ids: self.decode(ids, errors), batch, num_threads)
+        return map_threads(lambda ids: self.decode(ids, errors), batch, num_threads)
 
     def decode_with_offsets(self, ids):
         """(text, offsets), as tiktoken's: the text of `ids`, decoded strictly (invalid UTF-8 raises
@@ -939,19 +984,6 @@ def _check_threads(num_threads):
         if isinstance(num_threads, bool) or not isinstance(num_threads, int):
             raise TypeError(f"num_threads must be an int, got {num_threads!r}")
         raise ValueError(f"num_threads must be at least 1, got {num_threads}")
-
-
-def _map_threads(func, items, num_threads):
-    """[func(x) for x in items] on up to num_threads threads: the items cut into about 4 runs a thread, a run
-    a task (a task per item would cost more than encoding a short text)."""
-    n = len(items)
-    if num_threads == 1 or n < 2:
-        return [func(x) for x in items]
-    workers = min(num_threads, n)
-    size = -(-n // (4 * workers))
-    runs = [items[k:k + size] for k in range(0, n, size)]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(itertools.chain.from_iterable(pool.map(lambda run: [func(x) for x in run], runs)))
 
 
 def _length_groups(texts, n_groups):

@@ -6,7 +6,8 @@ import numpy as np
 
 from ._scan import merge_arrays
 from ._train import MergeEngine
-from .counts import PretokenCounts, check_input_args, count_input_tables
+from .count_workers import check_input_args, count_input_tables
+from .counts import PretokenCounts
 from .patterns import GPT2_PATTERN, resolve_pattern
 from .specials import check_special_tokens
 

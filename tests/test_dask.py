@@ -17,7 +17,7 @@ distributed = pytest.importorskip("distributed", reason="counting on Dask needs 
 
 from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, PretokenCounts, count_pretokens, train_bpe, train_from_counts
 from bpe_fast import dask_counts
-from bpe_fast.counts import CorpusDecodeError
+from bpe_fast.inputs import CorpusDecodeError
 from bpe_fast.synthetic import generate
 
 from corpora import EOT, make_corpus, write

@@ -1,6 +1,5 @@
 """Training: the merge engine's worked examples, the driver against the plain-Python oracle, chunking,
 process counts, bad input, and the published CS336 reference."""
-import json
 import os
 import signal
 import subprocess
@@ -8,7 +7,6 @@ import sys
 import textwrap
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,14 +16,13 @@ from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, train_bpe, train_from_counts
 from bpe_fast.patterns import O200K_PATTERN
 from bpe_fast._train import MergeEngine
 from bpe_fast.chunking import chunk_boundaries
-from bpe_fast.counts import CorpusDecodeError, count_file
+from bpe_fast.counts import count_file
+from bpe_fast.inputs import CorpusDecodeError
 from bpe_fast.train import counts_to_arrays
 
-from corpora import EOT, make_corpus, write
+from corpora import EOT, FIXTURES, make_corpus, write
 from proctable import children
 from train_oracle import oracle_count_pretokens, oracle_merges, oracle_train_bpe
-
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 
 
 def engine_for(words):
@@ -113,7 +110,8 @@ def test_long_runs_and_ties(tmp_path):
         assert train_bpe(path, 300, [], num_processes=1) == want
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
 @given(
     text=st.lists(st.sampled_from(list("aab bc\n\r\t'sé😀中1 ") + ["<|eot|>", "ab", "\r\n", "<|eo"]),
                   max_size=150).map("".join),
@@ -302,27 +300,13 @@ def test_killed_worker_is_an_error_not_a_hang(tmp_path):
 
 # ---- the published reference ---------------------------------------------------------------------
 
-def gpt2_unicode_to_byte():
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    others = [b for b in range(256) if b not in printable]
-    table = {chr(b): b for b in printable}
-    table.update({chr(256 + i): b for i, b in enumerate(others)})
-    return table
-
-
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"reference fixtures not found at {FIXTURES}")
 @pytest.mark.parametrize("num_processes", [1, 2])
-def test_cs336_reference_merges_and_vocab(num_processes):
-    dec = gpt2_unicode_to_byte()
-    to_bytes = lambda s: bytes(dec[c] for c in s)
-    ref_merges = [tuple(map(to_bytes, line.rstrip("\n").split(" ")))
-                  for line in (FIXTURES / "train-bpe-reference-merges.txt").read_text("utf-8").splitlines()
-                  if line.strip()]
-    ref_vocab = json.loads((FIXTURES / "train-bpe-reference-vocab.json").read_text("utf-8"))
+def test_cs336_reference_merges_and_vocab(cs336_reference, num_processes):
+    ref_merges, ref_tokens = cs336_reference
     vocab, merges = train_bpe(FIXTURES / "corpus.en", 500, [EOT], num_processes=num_processes,
                               chunk_bytes=20_000)
     assert merges == ref_merges
-    assert set(vocab.values()) == {to_bytes(tok) for tok in ref_vocab}
+    assert set(vocab.values()) == ref_tokens
     assert len(vocab) == 500
 
 

@@ -1,0 +1,417 @@
+"""Counting pre-tokens over processes, into native tables (a byte pool, offsets, int64 counts).
+
+Text files: the parent cuts each file into byte ranges at safe points (see chunking.py); the caller's thread and
+num_processes - 1 worker processes claim ranges one at a time, read them from the file (no text is sent between
+processes), count them into one native table each, and the workers write their arrays to a scratch file.
+Other inputs (compressed files, JSON lines, Parquet, iterables; see inputs.py): read here in batches of
+documents, handed to the thread and the workers through a bounded queue. No pre-token is a Python object on
+the way: the tables go as they are to the merge engine (train.py) or into PretokenCounts (counts.py).
+What a Dask task runs is here too (count_ranges), so counts.py and dask_counts.py both build on this module.
+"""
+import os
+import queue
+import tempfile
+import threading
+from concurrent.futures import FIRST_EXCEPTION, wait
+
+import numpy as np
+
+from .chunking import chunk_boundaries, cuts_at_spaces
+from .inputs import (Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors, check_input_file,
+                     line_of, read_batches, resolve_inputs, utf8_boundary)
+from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
+from .patterns import resolve_pattern
+from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
+                    worker_pool)
+from .specials import check_special_tokens, special_regex
+
+DEFAULT_CHUNK_BYTES = 4 << 20
+_IN_PROCESS_BYTES = 4 << 20     # below this, counting in the caller beats starting workers
+_RANGES_PER_PROCESS = 8         # at least: workers claim ranges one by one, so they finish together
+
+
+_bytes_done = None     # in a worker: a shared counter of bytes counted, for the caller's progress report
+_next_range = None     # in a worker: the shared index of the next byte range to claim
+
+
+def _init_worker(bytes_done, next_range):
+    global _bytes_done, _next_range
+    _bytes_done, _next_range = bytes_done, next_range
+
+
+def _counter_for(special_tokens, pattern, errors):
+    return ChunkCounter(special_regex(special_tokens), pattern, errors)
+
+
+def _count_range(counter, f, path, start, end, bytes_done):
+    """Add the pre-tokens of bytes [start, end) of the open file f to counter."""
+    f.seek(start)
+    data = f.read(end - start)
+    try:
+        counter.add(data)
+    except UnicodeDecodeError as exc:
+        raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
+    if bytes_done is not None:
+        with bytes_done.get_lock():
+            bytes_done.value += end - start
+
+
+def _claim(next_range):
+    with next_range.get_lock():
+        k = next_range.value
+        next_range.value = k + 1
+    return k
+
+
+def count_ranges(path, ranges, special_tokens, pattern, errors):
+    """Count the pre-tokens of some byte ranges of one file into one native table; returns its arrays
+    (tokens uint8, offsets int64, counts int64)."""
+    counter = _counter_for(special_tokens, pattern, errors)
+    with open(path, "rb") as f:
+        for start, end in ranges:
+            _count_range(counter, f, path, start, end, _bytes_done)
+    return counter.arrays()
+
+
+def _count_claimed(path, ranges, special_tokens, pattern, errors, out_path):
+    """Worker: claim ranges one at a time from the shared index until none is left, count them into one
+    native table and write its arrays to out_path (.npy arrays, not pickled); returns out_path."""
+    counter = _counter_for(special_tokens, pattern, errors)
+    with open(path, "rb") as f:
+        while True:
+            k = _claim(_next_range)
+            if k >= len(ranges):
+                break
+            _count_range(counter, f, path, *ranges[k], _bytes_done)
+    return _save_table(counter, out_path)
+
+
+def _save_table(counter, out_path):
+    """Write a counter's arrays to out_path (.npy arrays, not pickled); returns out_path."""
+    tokens, offsets, counts = counter.arrays()
+    with open(out_path, "wb") as out:
+        for array in (tokens, offsets, counts):
+            np.save(out, array, allow_pickle=False)
+    return out_path
+
+
+def _read_table(path):
+    with open(path, "rb") as f:
+        return tuple(np.load(f, allow_pickle=False) for _ in range(3))
+
+
+def _first_decode_error(path, ranges, before):
+    """The first invalid UTF-8 of the file in file order (workers report the first they meet in time)."""
+    with open(path, "rb") as f:
+        for start, end in ranges:
+            if start >= before:
+                break
+            f.seek(start)
+            try:
+                check_utf8(f.read(end - start))
+            except UnicodeDecodeError as exc:
+                return CorpusDecodeError(path, start + exc.start, exc.reason)
+    return None
+
+
+def check_count_args(path, special_tokens, pattern, errors):
+    path = check_input_file(path)
+    special_tokens, pattern = check_input_args(special_tokens, pattern, errors)
+    return path, special_tokens, pattern
+
+
+def count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress, combine=False,
+                      size=None):
+    """count_file's work, as tables (tokens, offsets, counts): with combine, one; else one per worker, and a
+    pre-token may be in several (their sum is the file's counts). Training reads them as they are (a word
+    listed twice adds the same pair counts as once with the summed count). Arguments as count_file checks
+    them; size: count only the file's first size bytes (a character boundary)."""
+    num_processes = check_num_processes(num_processes)
+    chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
+    size = os.path.getsize(path) if size is None else size
+    workers = num_processes if size >= _IN_PROCESS_BYTES or chunk_bytes < size else 1
+    bounds = chunk_boundaries(path, special_tokens, pattern, chunk_bytes,
+                              min_chunks=workers * _RANGES_PER_PROCESS if workers > 1 else 1, size=size)
+    ranges = list(zip(bounds[:-1], bounds[1:]))
+    try:
+        if workers == 1 or len(ranges) == 1:
+            tables = [count_ranges(path, ranges, special_tokens, pattern, errors)]
+        else:
+            tables = _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress, combine)
+        if progress is not None:
+            progress("count", size, size)
+        return tables
+    except CorpusDecodeError as exc:
+        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(path, exc.offset)) from None
+
+
+def _scratch_dir(corpus_bytes):
+    """A private folder for the workers' tables: in memory (/dev/shm) where there is one with room for tables
+    as large as the corpus (a container's /dev/shm may be 64 MB), else the usual temporary folder."""
+    shm, base = "/dev/shm", None
+    try:
+        if os.path.isdir(shm) and os.access(shm, os.W_OK):
+            st = os.statvfs(shm)
+            if st.f_bavail * st.f_frsize >= corpus_bytes + (256 << 20):
+                base = shm
+    except OSError:
+        pass
+    return tempfile.TemporaryDirectory(prefix="bpe_fast-counts-", dir=base)
+
+
+def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress, combine):
+    """workers - 1 processes and a thread of the caller's claim ranges one at a time until none is left, each
+    counting into one native table (the thread's scan runs without the GIL); returns the tables, or with
+    combine the workers' added into the thread's table."""
+    bytes_done, next_range = shared_counter(), shared_counter()
+    own = _counter_for(special_tokens, pattern, errors)
+    stop = threading.Event()
+    failure = []
+
+    def count_own():
+        try:
+            with open(path, "rb") as f:
+                while not stop.is_set():
+                    k = _claim(next_range)
+                    if k >= len(ranges):
+                        break
+                    _count_range(own, f, path, *ranges[k], bytes_done)
+        except BaseException as exc:       # reported by the caller's thread
+            failure.append(exc)
+
+    with _scratch_dir(ranges[-1][1]) as scratch, \
+            worker_pool(workers - 1, f"counting {path}", _init_worker, (bytes_done, next_range)) as pool:
+        futures = [pool.submit(_count_claimed, path, ranges, special_tokens, pattern, errors,
+                               os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
+        thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
+        thread.start()
+        def raise_first_failure():
+            seen = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
+            if seen:
+                decode = [e for e in seen if isinstance(e, CorpusDecodeError)]
+                if decode:
+                    raise _first_decode_error(path, ranges, min(e.offset for e in decode) + 1) or decode[0]
+                raise seen[0]
+
+        try:
+            pending = set(futures)
+            while pending or thread.is_alive():
+                _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
+                if pending:
+                    check_workers_alive(pool)   # a worker killed mid-result would leave its future pending
+                thread.join(0 if pending else 0.25)
+                if progress is not None:
+                    progress("count", bytes_done.value, ranges[-1][1])
+                raise_first_failure()
+        finally:
+            stop.set()
+            thread.join()
+        raise_first_failure()              # a failure in the last moments, after the loop's last look
+        tables = []
+        for f in futures:
+            tables.append(_read_table(f.result()))
+            os.unlink(f.result())          # the scratch space holds one table at a time
+    if combine:
+        for table in tables:
+            own.add_arrays(*table)
+        return [own.arrays()]
+    return [own.arrays()] + tables
+
+
+# ---- documents read in this process (compressed files, JSON lines, Parquet, iterables) ------------
+
+_queue = None          # in a stream worker: the queue of batches (inherited, see shared_queue)
+
+
+def _init_stream_worker(bytes_done, batches):
+    global _bytes_done, _queue
+    _bytes_done, _queue = bytes_done, batches
+
+
+def _count_batch(counter, batch, bytes_done):
+    """Count one Batch (inputs.py); invalid UTF-8 is a CorpusDecodeError naming the input and document."""
+    data, bounds, _ = batch
+    try:
+        counter.add_documents(data, bounds)
+    except UnicodeDecodeError as exc:
+        raise batch_decode_error(batch, exc) from None
+    if bytes_done is not None:
+        with bytes_done.get_lock():
+            bytes_done.value += len(data)
+
+
+def _count_queued(special_tokens, pattern, errors, out_path):
+    """Stream worker: count the batches of the shared queue until a None, then write the table to out_path."""
+    counter = _counter_for(special_tokens, pattern, errors)
+    while True:
+        batch = _queue.get()
+        if batch is None:
+            break
+        _count_batch(counter, batch, _bytes_done)
+    return _save_table(counter, out_path)
+
+
+def count_stream_tables(batches, special_tokens, pattern, num_processes, errors, progress, what):
+    """The tables (one per worker) of an iterator of Batches, read here and counted by num_processes - 1
+    worker processes and a thread of this process (whose counting runs without the GIL). At most a few
+    batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
+    bytes_done = shared_counter()
+    own = _counter_for(special_tokens, pattern, errors)
+    if num_processes == 1:
+        for batch in batches:
+            _count_batch(own, batch, bytes_done)
+            if progress is not None:
+                progress("count", bytes_done.value, None)
+        return [own.arrays()]
+    workers = num_processes - 1
+    shared = shared_queue(workers + 1)
+    local = queue.Queue(maxsize=1)            # the thread's next batch: handed over without pickling
+    stop = threading.Event()
+    failure = []
+
+    def count_own():
+        try:
+            while not stop.is_set():
+                try:
+                    batch = local.get(timeout=0.25)
+                except queue.Empty:
+                    continue
+                if batch is None:
+                    break
+                _count_batch(own, batch, bytes_done)
+        except BaseException as exc:       # reported by the caller's thread
+            failure.append(exc)
+
+    def check(futures, pool):
+        seen = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
+        if seen:
+            raise seen[0]
+        check_workers_alive(pool)
+
+    def hand_over(batch, futures, pool, own_first=True):
+        while True:
+            if own_first:
+                try:
+                    local.put_nowait(batch)
+                    return
+                except queue.Full:
+                    pass
+            try:
+                shared.put(batch, timeout=0.1)
+                return
+            except queue.Full:
+                check(futures, pool)
+                if not thread.is_alive():
+                    raise RuntimeError("the counting thread stopped") from (failure[0] if failure else None)
+
+    try:
+        with _scratch_dir(0) as scratch, \
+                worker_pool(workers, f"counting {what}", _init_stream_worker, (bytes_done, shared)) as pool:
+            futures = [pool.submit(_count_queued, special_tokens, pattern, errors,
+                                   os.path.join(scratch, f"table-{i}.npy")) for i in range(workers)]
+            thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
+            thread.start()
+            try:
+                for batch in batches:
+                    hand_over(batch, futures, pool)
+                    check(futures, pool)
+                    if progress is not None:
+                        progress("count", bytes_done.value, None)
+                for _ in range(workers):
+                    hand_over(None, futures, pool, own_first=False)
+                while thread.is_alive():
+                    try:
+                        local.put(None, timeout=0.25)
+                        break
+                    except queue.Full:
+                        check(futures, pool)
+                pending = set(futures)
+                while pending or thread.is_alive():
+                    _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
+                    thread.join(0 if pending else 0.25)
+                    check(futures, pool)
+                    if progress is not None:
+                        progress("count", bytes_done.value, None)
+            finally:
+                stop.set()
+                thread.join()
+            check(futures, pool)
+            tables = [own.arrays()]
+            for f in futures:
+                tables.append(_read_table(f.result()))
+                os.unlink(f.result())
+            return tables
+    except BaseException:
+        shared.cancel_join_thread()            # batches left in the queue must not hold up this process's exit
+        raise
+    finally:
+        shared.close()
+
+
+def check_input_args(special_tokens, pattern, errors):
+    special_tokens = check_special_tokens(special_tokens)
+    pattern = resolve_pattern(pattern)
+    compiled_pattern(pattern)                      # a bad pattern fails here, not in a worker
+    check_errors(errors)
+    return special_tokens, pattern
+
+
+def count_input_tables(inputs, special_tokens, pattern, num_processes=None, errors="strict", chunk_bytes=None,
+                       progress=None, *, max_bytes=None, max_documents=None, text_field="text",
+                       text_column="text"):
+    """The pre-token tables of any input (inputs.py): uncompressed text files by byte ranges read by the
+    workers, the rest read here as batches of documents; in input order within the caps. Their sum is the
+    corpus's counts. Arguments as check_input_args checks them."""
+    sources = resolve_inputs(inputs)
+    budget = Budget(max_bytes, max_documents)
+    num_processes = check_num_processes(num_processes)
+    batch_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
+    space_cuts = cuts_at_spaces(pattern)
+    tables = []
+    k = 0
+    while k < len(sources) and not budget.spent:
+        source = sources[k]
+        if isinstance(source, TextFile):
+            k += 1
+            if not budget.take_document():
+                break
+            size = _capped_size(source.path, budget)
+            tables.extend(count_file_tables(source.path, special_tokens, pattern, num_processes, errors,
+                                            chunk_bytes, progress, size=size))
+            continue
+        run = []                       # consecutive streams share one pool of workers
+        while k < len(sources) and isinstance(sources[k], Stream):
+            run.append(sources[k])
+            k += 1
+        batches = (batch for stream in run
+                   for batch in read_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
+                                             text_field, text_column))
+        what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
+        try:
+            tables.extend(count_stream_tables(batches, special_tokens, pattern, num_processes, errors, progress,
+                                              what))
+        except CorpusDecodeError as exc:
+            if exc.document is None and exc.line is None and os.path.exists(exc.path):
+                raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(exc.path, exc.offset)) from None
+            raise
+    return tables or [_empty_table()]
+
+
+def _capped_size(path, budget):
+    """The bytes of a text file the budget takes (cut back to a character boundary), spent from it."""
+    size = os.path.getsize(path)
+    if budget.bytes is None:
+        return size
+    if size <= budget.bytes:
+        budget.bytes -= size
+        return size
+    with open(path, "rb") as f:
+        f.seek(max(0, budget.bytes - 3))
+        near = f.read(4)
+    size = max(0, budget.bytes - 3) + utf8_boundary(near, min(3, budget.bytes))
+    budget.bytes = 0
+    return size
+
+
+def _empty_table():
+    return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
