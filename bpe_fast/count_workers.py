@@ -23,7 +23,7 @@ from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
                     worker_pool)
-from .specials import check_special_tokens, special_regex
+from .specials import check_special_tokens
 
 DEFAULT_CHUNK_BYTES = 4 << 20
 _IN_PROCESS_BYTES = 4 << 20     # below this, counting in the caller beats starting workers
@@ -40,7 +40,7 @@ def _init_worker(bytes_done, next_range):
 
 
 def _counter_for(special_tokens, pattern, errors):
-    return ChunkCounter(special_regex(special_tokens), pattern, errors)
+    return ChunkCounter(special_tokens, pattern, errors)
 
 
 def _count_range(counter, f, path, start, end, bytes_done):

@@ -22,6 +22,7 @@ import numpy as np
 import regex
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
+from .specials import check_special_tokens, special_bytes, special_regex, split_on_specials
 
 _compiled = {}
 
@@ -86,7 +87,7 @@ def count_pretokens_text(text, pattern=GPT2_PATTERN, counts=None):
     return counts
 
 
-def count_chunk(data, special_regex=None, pattern=GPT2_PATTERN, errors="strict"):
+def count_chunk(data, special_tokens=(), pattern=GPT2_PATTERN, errors="strict"):
     """Count the pre-tokens of a chunk of a UTF-8 file: decode, split on special tokens (never counted),
     pre-tokenize each piece. Returns dict[bytes, int].
 
@@ -94,28 +95,29 @@ def count_chunk(data, special_regex=None, pattern=GPT2_PATTERN, errors="strict")
     Invalid UTF-8 with errors="strict" raises UnicodeDecodeError (its .start is the offset within `data`);
     other `errors` values decode as bytes.decode does (errors="replace" counts U+FFFD in place of bad bytes).
 
-    >>> count_chunk(b"a cat<|endoftext|>a cat", special_regex=regex.compile(r"<\\|endoftext\\|>"))
+    >>> count_chunk(b"a cat<|endoftext|>a cat", ["<|endoftext|>"])
     {b'a': 2, b' cat': 2}
     """
-    return ChunkCounter(special_regex, pattern, errors).add(data).to_dict()
+    return ChunkCounter(special_tokens, pattern, errors).add(data).to_dict()
 
 
 class ChunkCounter:
     """count_chunk for many chunks, added up as it goes: the native scanner counts into one native table and
     Python objects are made once, for the distinct pre-tokens, by to_dict() or arrays().
 
-    >>> counter = ChunkCounter(special_regex=regex.compile(r"<\\|e\\|>"))
+    >>> counter = ChunkCounter(["<|e|>"])
     >>> counter.add(b"a b<|e|>a b").add(b" b").to_dict()
     {b'a': 2, b' b': 3}
     """
 
-    def __init__(self, special_regex=None, pattern=GPT2_PATTERN, errors="strict"):
+    def __init__(self, special_tokens=(), pattern=GPT2_PATTERN, errors="strict"):
         codecs.lookup_error(errors)                           # an unknown error handler fails here
-        self.pattern, self.special_regex, self.errors = resolve_pattern(pattern), special_regex, errors
+        self.special_tokens = check_special_tokens(special_tokens)
+        self.pattern, self.errors = resolve_pattern(pattern), errors
         compiled_pattern(self.pattern)
         kind = native_kind(self.pattern)
-        specials = _special_tokens_of(special_regex) if kind else None
-        self._native = _scan.PretokenCounter(kind, specials) if specials is not None else None
+        self._native = _scan.PretokenCounter(kind, special_bytes(self.special_tokens)) if kind else None
+        self._special_regex = None                            # made when the `regex` path first needs it
         self._counts = Counter()                              # what only `regex` could count
 
     def add(self, data):
@@ -129,9 +131,9 @@ class ChunkCounter:
             if utf8 is not None:
                 self._native.add(utf8)
                 return self
-        from .specials import split_on_specials
-
-        for piece, is_special in split_on_specials(data.decode("utf-8", self.errors), self.special_regex):
+        if self._special_regex is None and self.special_tokens:
+            self._special_regex = special_regex(self.special_tokens)
+        for piece, is_special in split_on_specials(data.decode("utf-8", self.errors), self._special_regex):
             if not is_special:
                 count_pretokens_text(piece, self.pattern, self._counts)
         return self
@@ -340,45 +342,3 @@ def check_utf8(data):
             raise UnicodeDecodeError("utf-8", data, pos + exc.start, pos + exc.end, exc.reason) from None
     bytes(data).decode("utf-8")                               # the validators disagree: let Python's decide
     raise AssertionError(f"bpe_fast._scan.utf8_error reported offset {pos} of valid UTF-8")
-
-
-_special_cache = {}
-
-
-def _special_tokens_of(special_regex):
-    """The special tokens as UTF-8 bytes, longest first, when `special_regex` is exactly what
-    bpe_fast.specials.special_regex builds from them (so cutting bytes at them is the same as cutting the text
-    with the regex); () for None; None when the regex is something else (then the caller splits with it)."""
-    if special_regex is None:
-        return ()
-    key = (special_regex.pattern, special_regex.flags)
-    if key not in _special_cache:
-        from .specials import special_regex as build
-
-        tokens, current, chars = [], [], iter(special_regex.pattern)
-        for ch in chars:
-            if ch == "\\":
-                current.append(next(chars, ""))
-            elif ch == "|":
-                tokens.append("".join(current))
-                current = []
-            else:
-                current.append(ch)
-        tokens.append("".join(current))
-        result = None
-        if all(tokens) and len(set(tokens)) == len(tokens):
-            rebuilt = build(tokens)
-            if (rebuilt.pattern, rebuilt.flags) == key:
-                encoded = [t.encode("utf-8", "surrogatepass") for t in sorted(tokens, key=lambda t: (-len(t), t))]
-                result = tuple(sorted(encoded, key=len, reverse=True)) if _all_valid(encoded) else None
-        _special_cache[key] = result
-    return _special_cache[key]
-
-
-def _all_valid(encoded):
-    try:
-        for t in encoded:
-            t.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True

@@ -31,6 +31,18 @@ def special_regex(special_tokens):
     return regex.compile("|".join(regex.escape(t) for t in ordered))
 
 
+def special_bytes(special_tokens):
+    """The special tokens as UTF-8 bytes, the longest first (the order the native matchers try them in)."""
+    return tuple(sorted((t.encode("utf-8") for t in special_tokens), key=lambda b: (-len(b), b)))
+
+
+def special_bytes_regex(special_tokens):
+    """special_regex for UTF-8 bytes: matching any special token's bytes, the longest first."""
+    if not special_tokens:
+        return None
+    return regex.compile(b"|".join(regex.escape(t) for t in special_bytes(special_tokens)))
+
+
 def split_on_specials(text, special_regex):
     """Yield (piece, is_special) in order; empty text pieces are skipped."""
     if special_regex is None:

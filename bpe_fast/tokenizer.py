@@ -37,7 +37,7 @@ from ._encode import (MAX_SPARE_CORES, BPECore, BPETables, IdBuffer, Segmenter, 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .procs import map_threads
-from .specials import check_disallowed, check_special_tokens, special_regex
+from .specials import check_disallowed, check_special_tokens, special_bytes_regex, special_regex
 
 __all__ = ["Tokenizer"]
 
@@ -135,7 +135,7 @@ class Tokenizer:
         self._special_ids = dict(special_ids)
         self._specials = specials
         self._special_rx = special_regex(specials)
-        self._special_rx_bytes = _bytes_regex(self._special_rx)
+        self._special_rx_bytes = special_bytes_regex(specials)
         self._special_ids_bytes = {t.encode("utf-8"): i for t, i in self._special_ids.items()}
         encoded = [t.encode("utf-8") for t in specials]
         self._special_prefixes = frozenset(t[:k] for t in encoded for k in range(1, len(t)))
@@ -1009,13 +1009,6 @@ def _utf8_of(text):
         return str.encode(text)
     except UnicodeEncodeError:
         return _replace_surrogates(text).encode("utf-8")
-
-
-def _bytes_regex(rx):
-    """The special-token regex of bpe_fast.specials (escaped tokens joined by "|", longest first) for bytes."""
-    if rx is None:
-        return None
-    return regex.compile(rx.pattern.encode("utf-8"), rx.flags & ~regex.UNICODE)
 
 
 def _rebuild(vocab, merges, specials, pattern):

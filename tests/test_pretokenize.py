@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
-from bpe_fast.specials import special_regex
 
 P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
 PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN]
@@ -105,7 +104,7 @@ def test_boundaries_worked_example():
 def test_count_chunk_worked_example():
     # Specials longest first: "<|a|><|a|>" is one special, then "<|a|>"; neither is counted. Each piece is
     # pre-tokenized on its own: " x" and " x" and "x" -> {b" x": 2, b"x": 1}.
-    rx = special_regex(["<|a|>", "<|a|><|a|>"])
+    rx = ["<|a|>", "<|a|><|a|>"]
     assert P.count_chunk(b" x<|a|><|a|> x<|a|>x", rx) == {b" x": 2, b"x": 1}
     assert P.count_chunk(b"", rx) == {}
     assert P.count_chunk(b"<|a|>", rx) == {}
@@ -150,7 +149,7 @@ def test_other_patterns_use_regex():
     assert P.native_kind(pattern) == 0
     text = "héllo, wörld  42"
     assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
-    assert P.count_chunk(text.encode(), None, pattern) == dict(oracle_counts(text, [], pattern))
+    assert P.count_chunk(text.encode(), (), pattern) == dict(oracle_counts(text, [], pattern))
     with pytest.raises(ValueError, match="invalid pre-tokenization pattern"):
         P.pretokenize("x", "(unclosed")
 
@@ -161,10 +160,11 @@ def test_lone_surrogates_in_text_go_to_regex():
         assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
 
 
-def test_a_special_regex_not_from_specials_is_honoured():
-    rx = regex.compile(r"ab|c+")        # not what specials.special_regex builds: cut with the regex itself
-    text = "xxabyy ccc zz"
-    assert P.count_chunk(text.encode(), rx) == {b"xx": 1, b"yy": 1, b" ": 1, b" zz": 1}
+def test_special_tokens_are_given_as_tokens_not_a_regex():
+    # the counter takes the tokens themselves (nothing parses a regex back into tokens)
+    with pytest.raises(TypeError):
+        P.count_chunk(b"xxabyy", regex.compile(r"ab|c+"))
+    assert P.count_chunk("xxabyy ab".encode(), ["ab"]) == {b"xx": 1, b"yy": 1, b" ": 1}
 
 
 def test_more_pretokens_than_the_first_guess():
@@ -180,7 +180,7 @@ def test_many_distinct_pretokens():
     words = [f"w{k}x" for k in range(5000)] * 3
     text = " ".join(words) + " " + "\n".join(words[:100])
     for pattern in PATTERNS:
-        assert P.count_chunk(text.encode(), None, pattern) == dict(oracle_counts(text, [], pattern))
+        assert P.count_chunk(text.encode(), (), pattern) == dict(oracle_counts(text, [], pattern))
         counts = Counter({b"w1x": 5})
         P.count_pretokens_text(text, pattern, counts)
         assert counts == oracle_counts(text, [], pattern) + Counter({b"w1x": 5})
@@ -264,7 +264,7 @@ SPECIALS = ["<|endoftext|>", "<|e|>", "<|e|><|e|>", "<|e|>!", "\n\n", "\n\n\n", 
 def test_count_chunk_equals_regex_counts(parts, specials, pattern):
     text = "".join(parts)
     want = oracle_counts(text, specials, pattern)
-    assert P.count_chunk(text.encode(), special_regex(specials), pattern) == dict(want)
+    assert P.count_chunk(text.encode(), specials, pattern) == dict(want)
     counts = Counter()
     assert P.count_pretokens_text(text, pattern, counts) is counts
     assert counts == oracle_counts(text, [], pattern)
@@ -274,7 +274,7 @@ def test_count_chunk_equals_regex_counts(parts, specials, pattern):
 @given(chunks=st.lists(texts, max_size=5), specials=st.lists(st.sampled_from(SPECIALS), unique=True, max_size=3),
        pattern=st.sampled_from(PATTERNS + [r"\w+|\W"]))
 def test_chunk_counter_adds_up_chunks(chunks, specials, pattern):
-    counter = P.ChunkCounter(special_regex(specials), pattern)
+    counter = P.ChunkCounter(specials, pattern)
     want = Counter()
     for chunk in chunks:
         assert counter.add(chunk.encode()) is counter
@@ -287,7 +287,7 @@ def test_chunk_counter_adds_up_chunks(chunks, specials, pattern):
 
 def test_chunk_counter_worked_example():
     # Two chunks, one special token: "a", " b" | "a", " b" | " b" -> a: 2, " b": 3, in order of first sight.
-    counter = P.ChunkCounter(special_regex(["<|e|>"]))
+    counter = P.ChunkCounter(["<|e|>"])
     counter.add(b"a b<|e|>a b").add(bytearray(b" b"))
     assert list(counter.to_dict().items()) == [(b"a", 2), (b" b", 3)]
     with pytest.raises(LookupError):
@@ -302,15 +302,15 @@ def test_bad_bytes(prefix, junk, suffix, pattern):
         text = data.decode("utf-8")
     except UnicodeDecodeError as want:
         with pytest.raises(UnicodeDecodeError) as got:
-            P.count_chunk(data, None, pattern)
+            P.count_chunk(data, (), pattern)
         assert (got.value.start, got.value.end, got.value.reason) == (want.start, want.end, want.reason)
         with pytest.raises(UnicodeDecodeError) as got:
             P.pretoken_boundaries(data, pattern)
         assert got.value.start == want.start
     else:
-        assert P.count_chunk(data, None, pattern) == dict(oracle_counts(text, [], pattern))
+        assert P.count_chunk(data, (), pattern) == dict(oracle_counts(text, [], pattern))
     replaced = data.decode("utf-8", "replace")
-    assert P.count_chunk(data, special_regex(["\n"]), pattern, "replace") == dict(
+    assert P.count_chunk(data, ["\n"], pattern, "replace") == dict(
         oracle_counts(replaced, ["\n"], pattern))
 
 
