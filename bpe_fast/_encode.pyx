@@ -35,24 +35,15 @@ from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove, memset
-from libcpp.algorithm cimport make_heap, pop_heap, push_heap
 from libcpp.vector cimport vector
 
+from bpe_fast._hashing cimport EMPTY_KEY, hash_bytes, load_head, next_slot, pair_key, pair_slot, table_shift, table_size
+from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
 from bpe_fast._scan cimport KIND_GPT2, KIND_GPT4, KIND_O200K, SpecialMatcher, scan_block, scan_block_final
 
 import os
 
 import numpy as np
-
-cdef extern from *:
-    """
-    #include <cstdint>
-    static inline uint64_t bpe_fast_mix(uint64_t h) {
-        h ^= h >> 32; h *= 0xD6E8FEB86659FD93ULL; h ^= h >> 32;
-        return h;
-    }
-    """
-    uint64_t mix64 "bpe_fast_mix"(uint64_t h) noexcept nogil
 
 cdef extern from *:
     """
@@ -104,12 +95,11 @@ cdef enum:
     NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
     NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
 
-cdef uint64_t EMPTY_PAIR = 0xFFFFFFFFFFFFFFFFULL
 cdef int32_t NO_RANK = 0x7FFFFFFF
 
 
 cdef struct PairSlot:
-    uint64_t key                # (a << 32) | b, or EMPTY_PAIR
+    uint64_t key                # pair_key(a, b), or EMPTY_KEY
     int32_t rank
     int32_t merged
 
@@ -120,8 +110,11 @@ cdef struct HotSlot:
     int32_t value               # its single id
 
 
+# The pre-token tables are open-addressing tables as in bpe_fast/_hashing.pxd, but their slots hold more than a
+# Slot on purpose: the key's first 8 bytes and a single id are in the slot, so a hit on a short pre-token reads
+# one slot and no key bytes.
 cdef struct PieceSlot:
-    uint64_t hash
+    uint64_t hash               # hash_bytes of the key
     uint64_t prefix             # the first 8 bytes of the key, zero-padded (so keys of 8 bytes or less are
                                 # compared without reading the key arena)
     uint32_t key_off            # into the key arena (bytes 8.. of the key are compared there)
@@ -137,36 +130,10 @@ cdef inline bint key_matches(const PieceSlot* slot, uint64_t h, uint64_t prefix,
     return n <= 8 or memcmp(keys + slot.key_off + 8, p + 8, n - 8) == 0
 
 
-cdef inline uint64_t load_partial(const uint8_t* p, Py_ssize_t n) noexcept nogil:
-    """p[0:n] (n < 8) as a little-endian word, zero-padded (a loop: memcpy of a variable size is a call)."""
-    cdef uint64_t w = 0
-    cdef Py_ssize_t i
-    for i in range(n):
-        w |= (<uint64_t>p[i]) << (8 * i)
-    return w
-
-
-cdef inline uint64_t hash_key(const uint8_t* p, Py_ssize_t n, uint64_t* prefix) noexcept nogil:
-    """The hash of p[0:n]; sets prefix to its first 8 bytes, zero-padded (read once for both)."""
-    cdef uint64_t h = (<uint64_t>n) * 0x9E3779B97F4A7C15ULL
-    cdef uint64_t w
-    if n < 8:
-        w = load_partial(p, n)
-        prefix[0] = w
-        return mix64((h ^ w) * 0x94D049BB133111EBULL)
-    memcpy(&w, p, 8)
-    prefix[0] = w
-    while True:
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL
-        h ^= h >> 29
-        p += 8
-        n -= 8
-        if n < 8:
-            break
-        memcpy(&w, p, 8)
-    if n > 0:
-        h = (h ^ load_partial(p, n)) * 0x94D049BB133111EBULL
-    return mix64(h)
+cdef inline uint64_t hash_key(const uint8_t* p, Py_ssize_t n, const uint8_t* end, uint64_t* prefix) noexcept nogil:
+    """hash_bytes of p[0:n] (p + n <= end); sets prefix to its first 8 bytes, zero-padded (read once for both)."""
+    prefix[0] = load_head(p, n, end)
+    return hash_bytes(p, n, prefix[0], end)
 
 
 cdef list _id_list(const int32_t* ids, Py_ssize_t n, list id_objects):
@@ -291,23 +258,28 @@ cdef void _gather(const uint8_t* pool, const int64_t* offs, const int64_t* ids, 
 
 cdef struct Ranks:
     int32_t byte_ids[256]           # id of each single byte, -1 if the vocabulary lacks it
-    const PairSlot* pairs           # (a << 32) | b -> rank and id of a+b, open addressing; owned by BPETables
+    const PairSlot* pairs           # pair_key(a, b) -> rank and id of a+b, open addressing; owned by BPETables
     uint64_t pair_mask
     int pair_shift
 
 
 cdef inline int32_t pair_rank(const Ranks* r, int32_t a, int32_t b, int32_t* merged) noexcept nogil:
     """The rank of joining parts a and b (NO_RANK if they don't join); sets merged to the joined id."""
-    cdef uint64_t key = ((<uint64_t><uint32_t>a) << 32) | <uint32_t>b
-    cdef uint64_t i = (key * 0x9E3779B97F4A7C15ULL) >> r.pair_shift
+    cdef uint64_t key = pair_key(a, b)
+    cdef uint64_t i = pair_slot(key, r.pair_shift)
     cdef const PairSlot* slots = r.pairs
     while True:
         if slots[i].key == key:
             merged[0] = slots[i].merged
             return slots[i].rank
-        if slots[i].key == EMPTY_PAIR:
+        if slots[i].key == EMPTY_KEY:
             return NO_RANK
-        i = (i + 1) & r.pair_mask
+        i = next_slot(i, r.pair_mask)
+
+
+cdef int _no_token_for_byte(uint8_t b) except -1 with gil:
+    """Raise the error for a byte the vocabulary lacks (out of line: the encoding loops stay small)."""
+    raise ValueError(f"byte 0x{b:02x} has no token in the vocabulary")
 
 
 cdef Py_ssize_t merge_piece(const Ranks* r, const uint8_t* p, Py_ssize_t n, int32_t* ids) except -1 nogil:
@@ -316,8 +288,7 @@ cdef Py_ssize_t merge_piece(const Ranks* r, const uint8_t* p, Py_ssize_t n, int3
     for i in range(n):
         ids[i] = r.byte_ids[p[i]]
         if ids[i] < 0:
-            with gil:
-                raise ValueError(f"byte 0x{p[i]:02x} has no token in the vocabulary")
+            return _no_token_for_byte(p[i])
     if n <= SMALL_PIECE:
         return merge_small(r, ids, n)
     return merge_large(r, ids, n)
@@ -355,14 +326,22 @@ cdef Py_ssize_t merge_small(const Ranks* r, int32_t* ids, Py_ssize_t m) noexcept
     return m
 
 
+cdef inline void _push_pair(vector[HeapEntry]& heap, int32_t rank, int32_t start) noexcept nogil:
+    cdef HeapEntry e
+    e.key = rank
+    e.id = start
+    heap.push_back(e)
+    heap_sift_up(heap.data(), heap.size() - 1, lowest_first, NULL)
+
+
 cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -1 nogil:
     """The same result in O(n log n): parts in a linked list by start byte, candidate pairs in a heap
     ordered by (rank, start of the left part). A popped pair is used only if it is still there with
     that rank; every change pushes the new pairs, so the true minimum is always in the heap."""
     cdef vector[int32_t] nxt, prv
-    cdef vector[uint64_t] heap               # a max-heap (std::push_heap) of ~((rank << 32) | start)
+    cdef vector[HeapEntry] heap              # (rank, start of the left part), lowest first (lowest_first)
+    cdef HeapEntry top
     cdef Py_ssize_t i, m
-    cdef uint64_t top
     cdef int32_t rank, left, right
     cdef int32_t merged = 0, dummy = 0
     nxt.resize(n)
@@ -373,14 +352,15 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
     for i in range(n - 1):
         rank = pair_rank(r, ids[i], ids[i + 1], &merged)
         if rank != NO_RANK:
-            heap.push_back(~(((<uint64_t>rank) << 32) | <uint64_t>i))
-    make_heap(heap.begin(), heap.end())
+            top.key = rank
+            top.id = <int32_t>i
+            heap.push_back(top)
+    heap_make(heap.data(), heap.size(), lowest_first, NULL)
     while not heap.empty():
-        top = ~heap[0]
-        pop_heap(heap.begin(), heap.end())
+        top = heap_pop(heap.data(), heap.size(), lowest_first, NULL)
         heap.pop_back()
-        rank = <int32_t>(top >> 32)
-        left = <int32_t>(top & 0xFFFFFFFFULL)
+        rank = <int32_t>top.key
+        left = top.id
         right = nxt[left]
         if ids[left] < 0 or right < 0 or pair_rank(r, ids[left], ids[right], &merged) != rank:
             continue                            # stale: the pair changed since it was pushed
@@ -391,13 +371,11 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
             prv[nxt[left]] = left
             rank = pair_rank(r, ids[left], ids[nxt[left]], &dummy)
             if rank != NO_RANK:
-                heap.push_back(~(((<uint64_t>rank) << 32) | <uint64_t>left))
-                push_heap(heap.begin(), heap.end())
+                _push_pair(heap, rank, left)
         if prv[left] >= 0:
             rank = pair_rank(r, ids[prv[left]], ids[left], &dummy)
             if rank != NO_RANK:
-                heap.push_back(~(((<uint64_t>rank) << 32) | <uint64_t>prv[left]))
-                push_heap(heap.begin(), heap.end())
+                _push_pair(heap, rank, prv[left])
     m = 0
     for i in range(n):
         if ids[i] >= 0:
@@ -470,18 +448,17 @@ cdef class BPETables:
         cdef int32_t a, b
         cdef uint64_t h, prefix
         cdef const uint8_t* t
+        cdef const uint8_t* end = &pool[0] + pool.shape[0] if pool.shape[0] else NULL
         # ids of ranked tokens by their bytes, to find the parts: a temporary piece table
         cdef vector[PieceSlot] table
         cdef uint64_t mask
-        cap = 16
-        while cap < 2 * n_ranked + 16:
-            cap *= 2
+        cap = table_size(n_ranked)
         table.resize(cap)
         mask = cap - 1
         for k in range(n_ranked):
             t = &pool[0] + offs[k]
             n = offs[k + 1] - offs[k]
-            h = hash_key(t, n, &prefix)
+            h = hash_key(t, n, end, &prefix)
             _table_insert(table, mask, h, prefix, offs[k], n, 1, ids[k])
         # A split at j can only give two tokens if some token is j bytes long and some n - j: trying just
         # those lengths keeps a corpus's few very long tokens (a 10 MB run of one letter) from costing
@@ -512,34 +489,31 @@ cdef class BPETables:
                     break
                 if not is_length[n - j]:
                     continue
-                a = self.r.byte_ids[t[0]] if j == 1 else _table_get(table, mask, &pool[0], t, j)
+                a = self.r.byte_ids[t[0]] if j == 1 else _table_get(table, mask, &pool[0], t, j, end)
                 if a < 0:
                     continue
-                b = self.r.byte_ids[t[j]] if j == n - 1 else _table_get(table, mask, &pool[0], t + j, n - j)
+                b = self.r.byte_ids[t[j]] if j == n - 1 else _table_get(table, mask, &pool[0], t + j, n - j, end)
                 if b < 0:
                     continue
-                found_keys.push_back(((<uint64_t><uint32_t>a) << 32) | <uint32_t>b)
+                found_keys.push_back(pair_key(a, b))
                 found_ranks.push_back(<int32_t>k)
                 found_ids.push_back(ids[k])
-        cap = 16
-        self.r.pair_shift = 60
-        while cap < 2 * <Py_ssize_t>found_keys.size() + 16:
-            cap *= 2
-            self.r.pair_shift -= 1
+        cap = table_size(found_keys.size())
         self.pairs.resize(cap)
         self.r.pair_mask = cap - 1
+        self.r.pair_shift = table_shift(cap)
         for k in range(cap):
-            self.pairs[k].key = EMPTY_PAIR
+            self.pairs[k].key = EMPTY_KEY
         self.n_pairs = 0
         for k in range(<Py_ssize_t>found_keys.size()):
             self._pair_insert(found_keys[k], found_ranks[k], found_ids[k])
 
     cdef void _pair_insert(self, uint64_t key, int32_t rank, int32_t merged) noexcept:
-        cdef uint64_t i = (key * 0x9E3779B97F4A7C15ULL) >> self.r.pair_shift
-        while self.pairs[i].key != EMPTY_PAIR:
+        cdef uint64_t i = pair_slot(key, self.r.pair_shift)
+        while self.pairs[i].key != EMPTY_KEY:
             if self.pairs[i].key == key:      # the same two parts: keep the lower rank (the first seen)
                 return
-            i = (i + 1) & self.r.pair_mask
+            i = next_slot(i, self.r.pair_mask)
         self.pairs[i].key = key
         self.pairs[i].rank = rank
         self.pairs[i].merged = merged
@@ -552,6 +526,7 @@ cdef class BPETables:
         cdef Py_ssize_t n_ranked = ids.shape[0]
         cdef Py_ssize_t k, n, count, j
         cdef const uint8_t* t
+        cdef const uint8_t* end = &pool[0] + pool.shape[0] if pool.shape[0] else NULL
         cdef PieceSlot slot
         cdef vector[int32_t] buf
         cdef bint reachable
@@ -576,7 +551,7 @@ cdef class BPETables:
                 if count != 1 or buf[0] != ids[k]:
                     continue
             self.is_permanent[k] = 1
-            slot.hash = hash_key(t, n, &slot.prefix)
+            slot.hash = hash_key(t, n, end, &slot.prefix)
             slot.key_off = <uint32_t>self.permanent_keys.size()
             slot.key_len = <int32_t>n
             slot.n_ids = 1
@@ -702,9 +677,7 @@ cdef class BPECore:
         self.permanent_key_bytes = self.keys.size()
         self.cache_entries = max(cache_entries, 0)
         self.cache_bytes = min(max(cache_bytes, 0), 1 << 30)     # key offsets and id offsets are 32-bit
-        cap = 16
-        while cap < 2 * (self.n_perm + self.cache_entries) + 16:
-            cap *= 2
+        cap = table_size(self.n_perm + self.cache_entries)
         self.pieces.resize(cap)
         self.piece_mask = cap - 1
         self._reset_cache()
@@ -738,7 +711,7 @@ cdef class BPECore:
         while slots[i].n_ids != 0:
             if key_matches(&slots[i], h, prefix, keys, p, n):
                 return &slots[i]
-            i = (i + 1) & self.piece_mask
+            i = next_slot(i, self.piece_mask)
         return NULL
 
     cdef int _cache(self, uint64_t h, uint64_t prefix, const uint8_t* p, Py_ssize_t n, const int32_t* ids,
@@ -788,59 +761,69 @@ cdef class BPECore:
         try:
             if bounds[stop] - bounds[0] >= NOGIL_BYTES:
                 with nogil:
-                    self._encode_bounds(base, &bounds[0], stop, &out.ids)
+                    self._encode_ends(base, bounds[0], &bounds[1], stop, base + bounds[stop], &out.ids)
             else:
-                self._encode_bounds(base, &bounds[0], stop, &out.ids)
+                self._encode_ends(base, bounds[0], &bounds[1], stop, base + bounds[stop], &out.ids)
         except BaseException:
             out.ids.resize(before)
             raise
         return out.ids.size() - before
 
-    cdef int _encode_bounds(self, const uint8_t* base, const int64_t* bounds, Py_ssize_t stop,
-                            vector[int32_t]* out) except -1 nogil:
-        cdef Py_ssize_t k
-        for k in range(stop):
-            if bounds[k + 1] > bounds[k]:
-                self._encode_pretoken(base + bounds[k], bounds[k + 1] - bounds[k], out)
+    cdef int _encode_ends(self, const uint8_t* s, Py_ssize_t start, const int64_t* ends, Py_ssize_t count,
+                          const uint8_t* end, vector[int32_t]* out) except -1 nogil:
+        """Append the ids of the pre-tokens s[start:ends[0]], s[ends[0]:ends[1]], ..., count of them (empty ones
+        are skipped; the text goes on to end). Each is a single byte's id, the ids of the table, or merged (and
+        then cached) by _merge_pretoken. The one loop over pre-tokens, the hot path of encoding: the look-ups are
+        written out in it, the rare cases are calls."""
+        cdef const uint8_t* p
+        cdef Py_ssize_t k, n
+        cdef const PieceSlot* slot
+        cdef HotSlot* hot
+        cdef uint64_t h, prefix
+        cdef int32_t id_
+        for k in range(count):
+            p = s + start
+            n = ends[k] - start
+            start = ends[k]
+            if n <= 0:
+                continue
+            if n == 1:
+                id_ = self.r.byte_ids[p[0]]
+                if id_ < 0:
+                    return _no_token_for_byte(p[0])
+                out.push_back(id_)
+                continue
+            h = 0
+            prefix = 0
+            if n <= self.lookup_limit:
+                h = hash_key(p, n, end, &prefix)
+                if n <= 8:
+                    hot = &self.hot[(h >> 20) & (HOT_SLOTS - 1)]
+                    if hot.key_len == n and hot.prefix == prefix:
+                        out.push_back(hot.value)
+                        continue
+                slot = self._find(h, prefix, p, n)
+                if slot != NULL:
+                    if slot.n_ids == 1:
+                        out.push_back(<int32_t>slot.value)
+                        if n <= 8:
+                            hot.prefix = prefix
+                            hot.key_len = <int32_t>n
+                            hot.value = slot.value
+                    else:
+                        out.insert(out.end(), self.cached_ids.data() + slot.value,
+                                   self.cached_ids.data() + slot.value + slot.n_ids)
+                    continue
+            self._merge_pretoken(p, n, h, prefix, out)
         return 0
 
-    cdef inline int _encode_pretoken(self, const uint8_t* p, Py_ssize_t n, vector[int32_t]* out) except -1 nogil:
-        """Append the ids of the pre-token p[0:n] (n >= 1): a single byte's id, the ids of the table, or merged
-        (and then cached)."""
-        cdef const PieceSlot* slot
-        cdef uint64_t h = 0, prefix = 0
-        cdef int32_t id_
-        cdef Py_ssize_t count
-        if n == 1:
-            id_ = self.r.byte_ids[p[0]]
-            if id_ < 0:
-                with gil:
-                    raise ValueError(f"byte 0x{p[0]:02x} has no token in the vocabulary")
-            out.push_back(id_)
-            return 0
-        cdef HotSlot* hot
-        if n <= self.lookup_limit:
-            h = hash_key(p, n, &prefix)
-            if n <= 8:
-                hot = &self.hot[(h >> 20) & (HOT_SLOTS - 1)]
-                if hot.key_len == n and hot.prefix == prefix:
-                    out.push_back(hot.value)
-                    return 0
-            slot = self._find(h, prefix, p, n)
-            if slot != NULL:
-                if slot.n_ids == 1:
-                    out.push_back(<int32_t>slot.value)
-                    if n <= 8:
-                        hot.prefix = prefix
-                        hot.key_len = <int32_t>n
-                        hot.value = slot.value
-                else:
-                    out.insert(out.end(), self.cached_ids.data() + slot.value,
-                               self.cached_ids.data() + slot.value + slot.n_ids)
-                return 0
+    cdef int _merge_pretoken(self, const uint8_t* p, Py_ssize_t n, uint64_t h, uint64_t prefix,
+                             vector[int32_t]* out) except -1 nogil:
+        """Append the ids of the pre-token p[0:n] (n >= 2, not in the table), merged, and cache them (h and
+        prefix: from hash_key, when n <= lookup_limit)."""
         if <Py_ssize_t>self.scratch.size() < n:
             self.scratch.resize(n)
-        count = merge_piece(&self.r, p, n, self.scratch.data())
+        cdef Py_ssize_t count = merge_piece(&self.r, p, n, self.scratch.data())
         out.insert(out.end(), self.scratch.data(), self.scratch.data() + count)
         if n <= MAX_CACHED_PIECE:
             self._cache(h, prefix, p, n, self.scratch.data(), count)
@@ -850,14 +833,12 @@ cdef class BPECore:
         """Append the ids of s[0:n], valid UTF-8 without special tokens: scanned by the native pre-tokenizer
         SCAN_BLOCK pre-tokens at a time (the scanner resumes where it stopped, so no cut is needed)."""
         cdef int64_t ends[SCAN_BLOCK]
-        cdef Py_ssize_t i = 0, start, count, k
+        cdef Py_ssize_t i = 0, start, count
         while i < n:
             count = 0
             start = i
             i = scan_block(s, i, n, kind, ends, &count, SCAN_BLOCK)
-            for k in range(count):
-                self._encode_pretoken(s + start, ends[k] - start, out)
-                start = ends[k]
+            self._encode_ends(s, start, ends, count, s + n, out)
         return 0
 
     cdef Py_ssize_t _encode_piece_unfinished(self, const uint8_t* s, Py_ssize_t n, int kind,
@@ -865,14 +846,12 @@ cdef class BPECore:
         """_encode_piece for text that may continue: only the pre-tokens that text still to come cannot change
         (the scanner's rule, bpe_fast._scan.scan_block_final); returns where they end."""
         cdef int64_t ends[SCAN_BLOCK]
-        cdef Py_ssize_t i = 0, start, count, k
+        cdef Py_ssize_t i = 0, start, count
         while i < n:
             count = 0
             start = i
             i = scan_block_final(s, i, n, kind, ends, &count, SCAN_BLOCK)
-            for k in range(count):
-                self._encode_pretoken(s + start, ends[k] - start, out)
-                start = ends[k]
+            self._encode_ends(s, start, ends, count, s + n, out)
             if count < SCAN_BLOCK:
                 return i
         return n
@@ -1168,7 +1147,7 @@ def safe_cut(const uint8_t[::1] data, const int64_t[::1] bounds, Py_ssize_t last
 cdef void _slot_place(vector[PieceSlot]& table, uint64_t mask, const PieceSlot& slot) noexcept nogil:
     cdef uint64_t i = slot.hash & mask
     while table[i].n_ids != 0:
-        i = (i + 1) & mask
+        i = next_slot(i, mask)
     table[i] = slot
 
 
@@ -1185,14 +1164,14 @@ cdef void _table_insert(vector[PieceSlot]& table, uint64_t mask, uint64_t h, uin
 
 
 cdef int32_t _table_get(vector[PieceSlot]& table, uint64_t mask, const uint8_t* keys, const uint8_t* p,
-                        Py_ssize_t n) noexcept:
-    """The value for key p[0:n] in a table whose keys live in `keys`, or -1."""
+                        Py_ssize_t n, const uint8_t* end) noexcept:
+    """The value for key p[0:n] (p + n <= end) in a table whose keys live in `keys`, or -1."""
     cdef uint64_t prefix
-    cdef uint64_t h = hash_key(p, n, &prefix)
+    cdef uint64_t h = hash_key(p, n, end, &prefix)
     cdef uint64_t i = h & mask
     while table[i].n_ids != 0:
         if key_matches(&table[i], h, prefix, keys, p, n):
             return table[i].value
-        i = (i + 1) & mask
+        i = next_slot(i, mask)
     return -1
 

@@ -25,68 +25,43 @@ table (kept, small gains); hash tags in the slots (no measurable gain, kept as i
 The rest of Tokenizer.from_tiktoken (reading, Python glue, the encoder's own tables) costs more than this.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp
 from libcpp.vector cimport vector
 
+from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
+
 import numpy as np
-
-cdef extern from *:
-    """
-    #include <cstdint>
-    static inline uint64_t bpe_fast_ranks_mix(uint64_t h) {
-        h ^= h >> 32; h *= 0xD6E8FEB86659FD93ULL; h ^= h >> 32; h *= 0xD6E8FEB86659FD93ULL; h ^= h >> 32;
-        return h;
-    }
-    """
-    uint64_t mix64 "bpe_fast_ranks_mix"(uint64_t h) noexcept nogil
-
-
-cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
-    """A 64-bit hash of s[0:n]: 8 bytes at a time, then the tail."""
-    cdef uint64_t h = <uint64_t>n * 0x9E3779B97F4A7C15ULL, w
-    cdef Py_ssize_t i = 0
-    while i + 8 <= n:
-        memcpy(&w, s + i, 8)
-        h = mix64(h ^ w)
-        i += 8
-    if i < n:
-        w = 0
-        memcpy(&w, s + i, n - i)
-        h = mix64(h ^ w ^ (<uint64_t>(n - i) << 59))
-    return h
 
 
 cdef struct Table:
     int32_t* two            # tokens of two bytes: index by (first byte << 8) | second, -1 for none
-    uint64_t* slots         # longer tokens, open addressing by hash_bytes: (hash's high half) << 32 | index + 1;
-    uint64_t mask           # 0 for empty. The high half spares most comparisons of bytes.
+    Slot* slots             # longer tokens, open addressing by hash_bytes; the tags spare most byte comparisons
+    uint64_t mask
     uint64_t* bloom         # one bit a hash (its bits 40..61) set for each longer token: most strings that
                             # are not tokens are answered here, in a table that stays in cache
-    const uint8_t* pool
+    const uint8_t* pool     # token k is pool[offsets[k]:offsets[k + 1]]
     const int64_t* offsets
+    const uint8_t* end      # the end of the pool (hash_bytes reads whole words up to it)
 
 
 cdef inline int32_t table_find(const Table* t, const uint8_t* s, Py_ssize_t n) noexcept nogil:
-    """The index of the token with bytes s[0:n] (n >= 2), or -1."""
+    """The index of the token with bytes s[0:n] (n >= 2, within the pool), or -1."""
     if n == 2:
         return t.two[(<uint32_t>s[0] << 8) | s[1]]
-    cdef uint64_t h = hash_bytes(s, n)
+    cdef uint64_t h = hash_bytes(s, n, load_head(s, n, t.end), t.end)
     cdef uint64_t bit = (h >> 40) & BLOOM_MASK
     if not (t.bloom[bit >> 6] >> (bit & 63)) & 1:
         return -1
-    cdef uint64_t tag = h & 0xFFFFFFFF00000000ULL
+    cdef uint32_t tag = slot_tag(h)
     cdef uint64_t i = h & t.mask
-    cdef uint64_t slot
     cdef int32_t k
-    while True:
-        slot = t.slots[i]
-        if slot == 0:
-            return -1
-        if (slot & 0xFFFFFFFF00000000ULL) == tag:
-            k = <int32_t>(slot & 0xFFFFFFFFULL) - 1
+    while t.slots[i].index != EMPTY_INDEX:
+        if t.slots[i].tag == tag:
+            k = t.slots[i].index
             if t.offsets[k + 1] - t.offsets[k] == n and memcmp(t.pool + t.offsets[k], s, n) == 0:
                 return k
-        i = (i + 1) & t.mask
+        i = next_slot(i, t.mask)
+    return -1
 
 
 cdef inline void table_add(Table* t, int32_t k) noexcept nogil:
@@ -96,13 +71,10 @@ cdef inline void table_add(Table* t, int32_t k) noexcept nogil:
     if n == 2:
         t.two[(<uint32_t>s[0] << 8) | s[1]] = k
         return
-    cdef uint64_t h = hash_bytes(s, n)
+    cdef uint64_t h = hash_bytes(s, n, load_head(s, n, t.end), t.end)
     cdef uint64_t bit = (h >> 40) & BLOOM_MASK
     t.bloom[bit >> 6] |= (<uint64_t>1) << (bit & 63)
-    cdef uint64_t i = h & t.mask
-    while t.slots[i] != 0:
-        i = (i + 1) & t.mask
-    t.slots[i] = (h & 0xFFFFFFFF00000000ULL) | <uint64_t>(k + 1)
+    slot_place(t.slots, t.mask, h, k)
 
 
 cdef int32_t BIG = 0x7FFFFFFF
@@ -113,12 +85,14 @@ cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t 
                         const int32_t* byte_index, int32_t* left, int32_t* right) noexcept nogil:
     """Fill left[k], right[k] for every token k (-1, -1 for single bytes); returns -1, or the index of the first
     unreachable token (left and right are then filled only before it)."""
-    cdef uint64_t size = 16
-    while size < <uint64_t>(2 * n_tokens + 16):
-        size <<= 1
-    cdef vector[uint64_t] slots, bloom
+    cdef uint64_t size = table_size(n_tokens)
+    cdef Slot empty
+    empty.index = EMPTY_INDEX
+    empty.tag = 0
+    cdef vector[Slot] slots
+    cdef vector[uint64_t] bloom
     cdef vector[int32_t] two
-    slots.assign(size, 0)
+    slots.assign(size, empty)
     two.assign(1 << 16, -1)
     bloom.assign((BLOOM_MASK + 1) // 64, 0)
     cdef Table t
@@ -128,6 +102,7 @@ cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t 
     t.mask = size - 1
     t.pool = pool
     t.offsets = offsets
+    t.end = pool + offsets[n_tokens]
 
     # The parts of the token being merged: starts[j] is where part j begins (starts[count] = its length);
     # joined[j] is the index of the token parts j and j + 1 would make (BIG when none seen).

@@ -20,6 +20,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 from libcpp.vector cimport vector
 
+from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag
+
 import sys
 
 import numpy as np
@@ -680,7 +682,7 @@ def split(const uint8_t[::1] data, int kind):
                 out.append(PyUnicode_DecodeUTF8(<const char*>base + a, length, NULL))
                 continue
             head = load_head(base + a, length, base + n)
-            entry = &cache[hash_span(base + a, length, head, base + n) & 4095]
+            entry = &cache[hash_bytes(base + a, length, head, base + n) & 4095]
             if entry.text == NULL or entry.length != length or entry.head != head or (
                     length > 8 and memcmp(base + entry.start + 8, base + a + 8, length - 8) != 0):
                 piece = PyUnicode_DecodeUTF8(<const char*>base + a, length, NULL)
@@ -705,37 +707,6 @@ cdef struct Span:
     int64_t count
     uint64_t hash
     uint64_t head       # the first (up to) 8 bytes, zero-padded: spans of <= 8 bytes compare by this alone
-
-
-cdef struct Slot:
-    int32_t index       # into spans, -1 when empty
-    uint32_t tag        # high half of the hash, compared before the span
-
-
-cdef inline uint64_t load_head(const uint8_t* p, Py_ssize_t n, const uint8_t* end) noexcept nogil:
-    """The first min(n, 8) bytes at p as a little-endian integer, zero-padded; reads nothing at or past end."""
-    cdef uint64_t v = 0
-    if n >= 8:
-        memcpy(&v, p, 8)
-    elif p + 8 <= end:
-        memcpy(&v, p, 8)
-        v &= (<uint64_t>1 << (8 * n)) - 1
-    else:
-        memcpy(&v, p, n)
-    return v
-
-
-cdef inline uint64_t hash_span(const uint8_t* p, Py_ssize_t n, uint64_t head, const uint8_t* end) noexcept nogil:
-    """Multiplicative hash of a span whose first 8 bytes are head. A product's high half depends on every bit
-    of the input; the final xor folds it onto the low half, which the table indexes with."""
-    cdef uint64_t h = (head ^ (<uint64_t>n << 56) ^ 0x9E3779B97F4A7C15ULL) * 0xff51afd7ed558ccdULL
-    p += 8
-    n -= 8
-    while n > 0:
-        h = ((h ^ (h >> 32)) + load_head(p, n, end)) * 0xc4ceb9fe1a85ec53ULL
-        p += 8
-        n -= 8
-    return h ^ (h >> 32)
 
 
 cdef extern from *:
@@ -855,7 +826,7 @@ cdef class PretokenCounter:
         cdef Slot empty
         self.kind = _kind(kind) if kind != 0 else 0      # kind 0: adds arrays only (needs no tables)
         self.specials = SpecialMatcher(specials)
-        empty.index = -1
+        empty.index = EMPTY_INDEX
         empty.tag = 0
         self.slots.assign(1024, empty)
         self.mask = 1023
@@ -996,9 +967,9 @@ cdef class PretokenCounter:
                 ahead = k + 8                              # the table is far bigger than the cache
                 if ahead < m:
                     q = base + offsets[ahead]
-                    prefetch(&self.slots[hash_span(q, offsets[ahead + 1] - offsets[ahead],
-                                                   load_head(q, offsets[ahead + 1] - offsets[ahead], end),
-                                                   end) & self.mask])
+                    prefetch(&self.slots[hash_bytes(q, offsets[ahead + 1] - offsets[ahead],
+                                                    load_head(q, offsets[ahead + 1] - offsets[ahead], end),
+                                                    end) & self.mask])
                 self.add_span_n(base + offsets[k], offsets[k + 1] - offsets[k], end, counts[k])
         self.busy = False
         return self
@@ -1008,9 +979,9 @@ cdef class PretokenCounter:
 
     cdef inline void add_span_n(self, const uint8_t* p, Py_ssize_t length, const uint8_t* end, int64_t n) noexcept nogil:
         cdef uint64_t head = load_head(p, length, end)
-        cdef uint64_t h = hash_span(p, length, head, end)
+        cdef uint64_t h = hash_bytes(p, length, head, end)
         cdef uint64_t pos = h & self.mask
-        cdef uint32_t tag = <uint32_t>(h >> 32)
+        cdef uint32_t tag = slot_tag(h)
         cdef Slot* slot
         cdef Span* span
         cdef Span fresh
@@ -1018,7 +989,7 @@ cdef class PretokenCounter:
         self.total_count += n
         while True:
             slot = &self.slots[pos]
-            if slot.index < 0:
+            if slot.index == EMPTY_INDEX:
                 break
             if slot.tag == tag:
                 span = &self.spans[slot.index]
@@ -1026,7 +997,7 @@ cdef class PretokenCounter:
                         length <= 8 or memcmp(self.arena.data() + span.start + 8, p + 8, length - 8) == 0):
                     span.count += n
                     return
-            pos = (pos + 1) & self.mask
+            pos = next_slot(pos, self.mask)
         old = self.arena.size()
         self.arena.resize(old + length)
         memcpy(self.arena.data() + old, p, length)
@@ -1046,18 +1017,13 @@ cdef class PretokenCounter:
 
     cdef void resize_slots(self, size_t size) noexcept nogil:
         cdef Slot empty
-        empty.index = -1
+        empty.index = EMPTY_INDEX
         empty.tag = 0
         cdef size_t k
-        cdef uint64_t mask = size - 1, pos
         self.slots.assign(size, empty)
-        self.mask = mask
+        self.mask = size - 1
         for k in range(self.spans.size()):
-            pos = self.spans[k].hash & mask
-            while self.slots[pos].index >= 0:
-                pos = (pos + 1) & mask
-            self.slots[pos].index = <int32_t>k
-            self.slots[pos].tag = <uint32_t>(self.spans[k].hash >> 32)
+            slot_place(self.slots.data(), self.mask, self.spans[k].hash, <int32_t>k)
 
 
 def merge_arrays(parts):

@@ -50,16 +50,15 @@ from libc.string cimport memcmp, memcpy, memmove
 from libcpp.vector cimport vector
 from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
 
+from bpe_fast._hashing cimport (EMPTY_INDEX, EMPTY_KEY, ROLLING_BASE, Slot, mix64, next_slot, pair_key, pair_slot,
+                                rolling_concat, rolling_hash, slot_place, slot_tag, table_shift)
+from bpe_fast._heap cimport HeapEntry, entry_less, heap_make, heap_pop, heap_sift_up
+
 
 cdef enum:
     SENT = -2           # sentinel slot between words
     INNER = -1          # a slot inside a symbol
     SMALL_FREQ = 1 << 16
-
-
-cdef struct HeapEntry:
-    int64_t count
-    int32_t pid
 
 
 cdef struct MapSlot:
@@ -143,33 +142,13 @@ cdef extern from *:
         void shrink_to_fit() noexcept nogil
 
 
-cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
-    # splitmix64's finaliser: a cheap, well-spread hash of a 64-bit key
-    x ^= x >> 30
-    x *= <uint64_t>0xbf58476d1ce4e5b9ULL
-    x ^= x >> 27
-    x *= <uint64_t>0x94d049bb133111ebULL
-    x ^= x >> 31
-    return x
-
-
 cdef enum:
     SHORT = 64          # symbols of at most this many bytes keep their bytes; longer ones only their halves
     CHUNK = 256         # bytes compared at a time between long symbols
 
 
-cdef uint64_t HASH_BASE = 0x100000001b3ULL
-# A symbol's hash is the polynomial sum((byte_i + 1) * HASH_BASE ** (n - 1 - i)) mod 2**64, so the hash of a
-# concatenation comes from its halves' in O(1): h(ab) = h(a) * HASH_BASE ** len(b) + h(b). Equal hashes are
-# always confirmed byte by byte.
-
-
-cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n) noexcept nogil:
-    cdef uint64_t h = 0
-    cdef Py_ssize_t i
-    for i in range(n):
-        h = h * HASH_BASE + p[i] + 1
-    return h
+# A symbol's hash is its rolling_hash (bpe_fast/_hashing.pxd), so the hash of a concatenation comes from its
+# halves' in O(1) (rolling_concat); equal hashes are always confirmed byte by byte.
 
 
 cdef class MergeEngine:
@@ -192,9 +171,10 @@ cdef class MergeEngine:
     cdef int64_t garbage               # arena entries no live segment uses
     cdef int64_t compactions           # how many times the garbage was dropped (for tests)
     # per symbol: the pids ending in it and starting with it
-    cdef vector[uint64_t] pkeys        # pair table, open addressing: key (x << 32 | y) + 1, 0 = empty
+    cdef vector[uint64_t] pkeys        # pair table: pair_key(x, y) or EMPTY_KEY, from pair_slot(key, pshift)
     cdef vector[int32_t] pvals
     cdef uint64_t pmask
+    cdef int pshift
     # per merge: pid of (x, a), (b, y), (x, c), (c, y) by the other symbol, valid where stamp == merge number
     cdef vector[MapSlot] maps          # at 4 * symbol + rule
     cdef int32_t ma, mb, mc, mstamp
@@ -215,8 +195,7 @@ cdef class MergeEngine:
     cdef vector[int64_t] tok_off
     cdef vector[int32_t] tok_len, tok_left, tok_right
     cdef vector[uint64_t] tok_hash, tok_pow
-    cdef vector[int32_t] ikeys         # intern table: symbol id + 1, 0 = empty
-    cdef vector[uint64_t] ihash
+    cdef vector[Slot] islots           # intern table: symbols by mix64(tok_hash)
     cdef uint64_t imask
     # results
     cdef vector[int32_t] merge_a, merge_b, merge_c
@@ -262,12 +241,14 @@ cdef class MergeEngine:
 
     cdef void _init_symbols(self) noexcept nogil:
         cdef int32_t b
+        cdef Slot empty
+        empty.index = EMPTY_INDEX
+        empty.tag = 0
         self.imask = 1023
-        self.ikeys.assign(1024, 0)
-        self.ihash.assign(1024, 0)
+        self.islots.assign(1024, empty)
         for b in range(256):
             self.pool.push_back(<uint8_t>b)
-            self._add_symbol(b, 1, -1, -1, <uint64_t>b + 1, HASH_BASE)
+            self._add_symbol(b, 1, -1, -1, rolling_hash(&self.pool[b], 1), ROLLING_BASE)
 
     cdef int32_t _add_symbol(self, int64_t off, int32_t n, int32_t left, int32_t right, uint64_t h,
                              uint64_t pw) noexcept nogil:
@@ -293,18 +274,16 @@ cdef class MergeEngine:
         return s
 
     cdef void _intern_put(self, int32_t s, uint64_t h) noexcept nogil:
-        cdef uint64_t slot = mix64(h) & self.imask
-        while self.ikeys[slot] != 0:
-            slot = (slot + 1) & self.imask
-        self.ikeys[slot] = s + 1
-        self.ihash[slot] = h
+        slot_place(self.islots.data(), self.imask, mix64(h), s)
 
     cdef void _intern_grow(self) noexcept nogil:
         cdef Py_ssize_t cap = (self.imask + 1) * 2
         cdef int32_t s
+        cdef Slot empty
+        empty.index = EMPTY_INDEX
+        empty.tag = 0
         self.imask = cap - 1
-        self.ikeys.assign(cap, 0)
-        self.ihash.assign(cap, 0)
+        self.islots.assign(cap, empty)
         for s in range(<int32_t>self.tok_len.size()):
             self._intern_put(s, self.tok_hash[s])
 
@@ -372,19 +351,21 @@ cdef class MergeEngine:
 
     cdef int32_t _find_symbol(self, uint64_t h, int64_t n, int32_t a, int32_t b, const uint8_t* data) noexcept nogil:
         """The symbol whose bytes are bytes(a) + bytes(b) (a >= 0) or data[:n], with hash h; -1 if none."""
-        cdef uint64_t slot = mix64(h) & self.imask
+        cdef uint64_t m = mix64(h)
+        cdef uint64_t slot = m & self.imask
+        cdef uint32_t tag = slot_tag(m)
         cdef int32_t s
-        while self.ikeys[slot] != 0:
-            s = self.ikeys[slot] - 1
-            if self.ihash[slot] == h and self.tok_len[s] == n and self._compare(s, -1, a, b, data, n) == 0:
+        while self.islots[slot].index != EMPTY_INDEX:
+            s = self.islots[slot].index
+            if self.islots[slot].tag == tag and self.tok_len[s] == n and self._compare(s, -1, a, b, data, n) == 0:
                 return s
-            slot = (slot + 1) & self.imask
+            slot = next_slot(slot, self.imask)
         return -1
 
     cdef int32_t _intern_concat(self, int32_t a, int32_t b) noexcept nogil:
         """The symbol whose bytes are bytes(a) + bytes(b), created if new."""
         cdef int64_t la = self.tok_len[a], lb = self.tok_len[b], start
-        cdef uint64_t h = self.tok_hash[a] * self.tok_pow[b] + self.tok_hash[b]
+        cdef uint64_t h = rolling_concat(self.tok_hash[a], self.tok_hash[b], self.tok_pow[b])
         cdef int32_t s = self._find_symbol(h, la + lb, a, b, NULL)
         if s >= 0:
             return s
@@ -431,23 +412,21 @@ cdef class MergeEngine:
         self._pair_put(x, y, pid)
         return pid
 
-    cdef inline uint64_t _pair_key(self, int32_t x, int32_t y) noexcept nogil:
-        return ((<uint64_t>x << 32) | <uint32_t>y) + 1
-
     cdef void _pair_put(self, int32_t x, int32_t y, int32_t pid) noexcept nogil:
-        cdef uint64_t key = self._pair_key(x, y)
-        cdef uint64_t slot = mix64(key) & self.pmask
-        while self.pkeys[slot] != 0:
-            slot = (slot + 1) & self.pmask
+        cdef uint64_t key = pair_key(x, y)
+        cdef uint64_t slot = pair_slot(key, self.pshift)
+        while self.pkeys[slot] != EMPTY_KEY:
+            slot = next_slot(slot, self.pmask)
         self.pkeys[slot] = key
         self.pvals[slot] = pid
 
     cdef void _pairs_grow(self) noexcept nogil:
         cdef Py_ssize_t cap = (self.pmask + 1) * 2 if self.pmask else 1 << 16
         cdef int32_t pid
-        self.pkeys.assign(cap, 0)
+        self.pkeys.assign(cap, EMPTY_KEY)
         self.pvals.assign(cap, -1)
         self.pmask = cap - 1
+        self.pshift = table_shift(cap)
         for pid in range(<int32_t>self.pleft.size()):
             self._pair_put(self.pleft[pid], self.pright[pid], pid)
 
@@ -455,12 +434,12 @@ cdef class MergeEngine:
         """The pid of (x, y), or -1. A pair keeps its pid for good, also while its count is 0."""
         if self.pmask == 0:
             return -1
-        cdef uint64_t key = self._pair_key(x, y)
-        cdef uint64_t slot = mix64(key) & self.pmask
-        while self.pkeys[slot] != 0:
+        cdef uint64_t key = pair_key(x, y)
+        cdef uint64_t slot = pair_slot(key, self.pshift)
+        while self.pkeys[slot] != EMPTY_KEY:
             if self.pkeys[slot] == key:
                 return self.pvals[slot]
-            slot = (slot + 1) & self.pmask
+            slot = next_slot(slot, self.pmask)
         return -1
 
     cdef inline int _rule(self, int32_t x, int32_t y) noexcept nogil:
@@ -510,28 +489,13 @@ cdef class MergeEngine:
         return ls - lt
 
     cdef inline bint _above(self, HeapEntry x, HeapEntry y) noexcept nogil:
-        """True if x should be merged before y."""
-        if x.count != y.count:
-            return x.count > y.count
-        cdef int c = self._cmp_sym(self.pleft[x.pid], self.pleft[y.pid])
+        """True if x (key: count, id: pid) should be merged before y."""
+        if x.key != y.key:
+            return x.key > y.key
+        cdef int c = self._cmp_sym(self.pleft[x.id], self.pleft[y.id])
         if c != 0:
             return c > 0
-        return self._cmp_sym(self.pright[x.pid], self.pright[y.pid]) > 0
-
-    cdef void _sift_down(self, Py_ssize_t i) noexcept nogil:
-        cdef Py_ssize_t n = self.heap.size(), child
-        cdef HeapEntry e = self.heap[i]
-        while True:
-            child = 2 * i + 1
-            if child >= n:
-                break
-            if child + 1 < n and self._above(self.heap[child + 1], self.heap[child]):
-                child += 1
-            if not self._above(self.heap[child], e):
-                break
-            self.heap[i] = self.heap[child]
-            i = child
-        self.heap[i] = e
+        return self._cmp_sym(self.pright[x.id], self.pright[y.id]) > 0
 
     cdef void _prune_heap(self) noexcept nogil:
         """Drop the entries that can never be used (their pair's count is 0, or a higher entry of the same
@@ -541,39 +505,26 @@ cdef class MergeEngine:
         cdef int64_t now
         for k in range(<Py_ssize_t>self.heap.size()):
             e = self.heap[k]
-            now = self.pcount[e.pid]
-            if now > 0 and e.count >= now:
-                e.count = now
+            now = self.pcount[e.id]
+            if now > 0 and e.key >= now:
+                e.key = now
                 self.heap[keep] = e
                 keep += 1
         self.heap.resize(keep)
         self.heap.shrink_to_fit()
-        k = keep // 2
-        while k > 0:
-            k -= 1
-            self._sift_down(k)
+        heap_make(self.heap.data(), keep, _merge_first, <void*>self)
         self.heap_pruned = keep
 
     cdef void _push(self, int64_t count, int32_t pid) noexcept nogil:
         cdef HeapEntry e
-        e.count = count
-        e.pid = pid
+        e.key = count
+        e.id = pid
         self.heap.push_back(e)
-        cdef Py_ssize_t i = self.heap.size() - 1, parent
-        while i > 0:
-            parent = (i - 1) // 2
-            if not self._above(e, self.heap[parent]):
-                break
-            self.heap[i] = self.heap[parent]
-            i = parent
-        self.heap[i] = e
+        heap_sift_up(self.heap.data(), self.heap.size() - 1, _merge_first, <void*>self)
 
     cdef HeapEntry _pop(self) noexcept nogil:
-        cdef HeapEntry top = self.heap[0]
-        self.heap[0] = self.heap.back()
+        cdef HeapEntry top = heap_pop(self.heap.data(), self.heap.size(), _merge_first, <void*>self)
         self.heap.pop_back()
-        if self.heap.size() > 1:
-            self._sift_down(0)
         return top
 
     # --- building -----------------------------------------------------------------------------
@@ -610,12 +561,12 @@ cdef class MergeEngine:
         cdef vector[HeapEntry] tmp
         cdef HeapEntry he
         for k in range(<Py_ssize_t>large.size()):
-            he.count = counts[large[k]]
-            he.pid = <int32_t>large[k]
+            he.key = counts[large[k]]
+            he.id = <int32_t>large[k]
             tmp.push_back(he)
-        cpp_sort(tmp.begin(), tmp.end(), _entry_less)
+        cpp_sort(tmp.begin(), tmp.end(), entry_less)
         for k in range(<Py_ssize_t>tmp.size()):
-            order[nsmall + k] = tmp[k].pid
+            order[nsmall + k] = tmp[k].id
         # 2. lay the words out in that order, one class per distinct frequency
         cdef int64_t nslots = 1
         for k in range(<Py_ssize_t>order.size()):
@@ -684,13 +635,10 @@ cdef class MergeEngine:
         # 4. the heap
         for pid in range(<int32_t>self.pcount.size()):
             if self.pcount[pid] > 0 and self._candidate(pid):
-                he.count = self.pcount[pid]
-                he.pid = pid
+                he.key = self.pcount[pid]
+                he.id = pid
                 self.heap.push_back(he)
-        k = <Py_ssize_t>self.heap.size() // 2
-        while k > 0:
-            k -= 1
-            self._sift_down(k)
+        heap_make(self.heap.data(), self.heap.size(), _merge_first, <void*>self)
         self.heap_pruned = self.heap.size()
 
     # --- merging ------------------------------------------------------------------------------
@@ -705,14 +653,14 @@ cdef class MergeEngine:
         cdef int64_t now
         while not self.heap.empty():
             top = self.heap[0]
-            now = self.pcount[top.pid]
-            if now == top.count and now > 0:
+            now = self.pcount[top.id]
+            if now == top.key and now > 0:
                 return now
             self._pop()
-            if 0 < now < top.count:
+            if 0 < now < top.key:
                 # a count that fell is not pushed when it falls (most changes are falls): its old entry,
                 # which ranks at least as high, comes up first and is pushed again with the count of now
-                self._push(now, top.pid)
+                self._push(now, top.id)
         return 0
 
     cdef int _merge_one(self, int64_t min_count) noexcept nogil:
@@ -720,7 +668,7 @@ cdef class MergeEngine:
         cdef int64_t best = self._best_count()
         if best == 0 or best < min_count:
             return 0
-        self._merge(self._pop().pid, best)
+        self._merge(self._pop().id, best)
         return 1
 
     cdef void _force(self, int32_t a, int32_t b) noexcept nogil:
@@ -920,12 +868,12 @@ cdef class MergeEngine:
         cdef Py_ssize_t k
         for pid in range(<int32_t>self.plen.size()):
             if self.plen[pid] > 0:
-                e.count = self.pstart[pid]
-                e.pid = pid
+                e.key = self.pstart[pid]
+                e.id = pid
                 order.push_back(e)
-        cpp_sort(order.begin(), order.end(), _entry_less)
+        cpp_sort(order.begin(), order.end(), entry_less)
         for k in range(<Py_ssize_t>order.size()):
-            pid = order[k].pid
+            pid = order[k].id
             if self.pstart[pid] != at:
                 memmove(&self.arena[at], &self.arena[self.pstart[pid]], self.plen[pid] * sizeof(int32_t))
                 self.pstart[pid] = at
@@ -992,9 +940,9 @@ cdef class MergeEngine:
         cdef int32_t a, b
         with nogil:
             for k in range(n):
-                a = self._find_symbol(hash_bytes(base + off[2 * k], off[2 * k + 1] - off[2 * k]),
+                a = self._find_symbol(rolling_hash(base + off[2 * k], off[2 * k + 1] - off[2 * k]),
                                       off[2 * k + 1] - off[2 * k], -1, -1, base + off[2 * k])
-                b = self._find_symbol(hash_bytes(base + off[2 * k + 1], off[2 * k + 2] - off[2 * k + 1]),
+                b = self._find_symbol(rolling_hash(base + off[2 * k + 1], off[2 * k + 2] - off[2 * k + 1]),
                                       off[2 * k + 2] - off[2 * k + 1], -1, -1, base + off[2 * k + 1])
                 if a < 0 or b < 0:
                     bad = k
@@ -1053,8 +1001,9 @@ cdef class MergeEngine:
     cdef int32_t _lookup(self, bytes data):
         cdef const uint8_t* p = <const uint8_t*><const char*>data
         cdef Py_ssize_t n = len(data)
-        return self._find_symbol(hash_bytes(p, n), n, -1, -1, p)
+        return self._find_symbol(rolling_hash(p, n), n, -1, -1, p)
 
 
-cdef bint _entry_less(const HeapEntry& x, const HeapEntry& y) noexcept nogil:
-    return x.count < y.count or (x.count == y.count and x.pid < y.pid)
+cdef bint _merge_first(void* engine, HeapEntry x, HeapEntry y) noexcept nogil:
+    """The heap's order (bpe_fast/_heap.pxd): the engine's _above."""
+    return (<MergeEngine>engine)._above(x, y)

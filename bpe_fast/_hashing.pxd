@@ -1,0 +1,145 @@
+# Hashing and open addressing, shared by the native modules (cimport what you need; everything here is inline).
+#
+# Two hashes of bytes, on purpose:
+# * hash_bytes: the hash of a byte string, for tables keyed by bytes (the pre-token counter in _scan, the
+#   encoder's pre-token tables in _encode, the rank table in _ranks). Eight bytes at a time, mixed by mix64.
+# * rolling_hash: a polynomial hash the merge engine (_train) extends without reading bytes again: the hash of
+#   a concatenation comes from its halves' hashes in O(1) (rolling_concat). Not well mixed: tables index it
+#   through mix64.
+# Integer keys are mixed by mix64 too: rolling hashes (a table of Slot, h & mask first) and pair_key (pair
+# tables, pair_slot first). Every table here is open addressing with linear probing: a power-of-two number of
+# slots (table_size), at most half full, then next_slot.
+#
+# Worked example: hash_bytes(b"ab", 2, head, end) with head = load_head(b"ab", 2, end) = 0x6261 (zero-padded,
+# little-endian) is mix64(0x6261 ^ (2 << 56) ^ 0x9E3779B97F4A7C15): one mix for keys of 8 bytes or less.
+from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+
+cdef extern from *:
+    """
+    static const uint64_t bpe_fast_mix64_factor = 0xff51afd7ed558ccdULL;
+    """
+    const uint64_t MIX64_FACTOR "bpe_fast_mix64_factor"
+
+
+cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
+    """A 64-bit key spread over all 64 bits. The product's high half depends on every bit of x; the final xor
+    folds it onto the low half, which tables index with (h & mask); the high half is left for tags."""
+    x *= MIX64_FACTOR
+    return x ^ (x >> 32)
+
+
+cdef inline uint64_t load_head(const uint8_t* p, Py_ssize_t n, const uint8_t* end) noexcept nogil:
+    """The first min(n, 8) bytes at p as a little-endian integer, zero-padded; reads nothing at or past end
+    (p + n <= end). Reading a whole word when the buffer goes on past p + n spares a copy of variable size."""
+    cdef uint64_t v = 0
+    if n >= 8:
+        memcpy(&v, p, 8)
+    elif p + 8 <= end:
+        memcpy(&v, p, 8)
+        v &= (<uint64_t>1 << (8 * n)) - 1
+    else:
+        memcpy(&v, p, n)
+    return v
+
+
+cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n, uint64_t head, const uint8_t* end) noexcept nogil:
+    """The hash of p[0:n] (p + n <= end), whose first bytes are head = load_head(p, n, end): callers keep head
+    to compare keys of 8 bytes or less without reading them again."""
+    # mix64 of the first word, then of (the hash so far + the next word) for each further word; written with
+    # the fold of each step deferred to the next (the same value), which compiles to better code.
+    cdef uint64_t h = (head ^ (<uint64_t>n << 56) ^ 0x9E3779B97F4A7C15ULL) * MIX64_FACTOR
+    p += 8
+    n -= 8
+    while n > 0:
+        h = ((h ^ (h >> 32)) + load_head(p, n, end)) * MIX64_FACTOR
+        p += 8
+        n -= 8
+    return h ^ (h >> 32)
+
+
+cdef extern from *:
+    """
+    static const uint64_t bpe_fast_rolling_base = 0x100000001b3ULL;   /* FNV's 64-bit prime */
+    """
+    const uint64_t ROLLING_BASE "bpe_fast_rolling_base"
+
+
+cdef inline uint64_t rolling_hash(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """sum((p[i] + 1) * ROLLING_BASE ** (n - 1 - i)) mod 2**64: see rolling_concat. Equal hashes must be
+    confirmed byte by byte."""
+    cdef uint64_t h = 0
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = h * ROLLING_BASE + p[i] + 1
+    return h
+
+
+cdef inline uint64_t rolling_concat(uint64_t ha, uint64_t hb, uint64_t power_b) noexcept nogil:
+    """rolling_hash of a + b from the hashes of a and b, power_b = ROLLING_BASE ** len(b) (kept with b)."""
+    return ha * power_b + hb
+
+
+cdef inline uint64_t pair_key(int32_t a, int32_t b) noexcept nogil:
+    """The key of the pair of ids (a, b), both >= 0: (a << 32) | b. Never EMPTY_KEY."""
+    return ((<uint64_t><uint32_t>a) << 32) | <uint32_t>b
+
+
+cdef inline uint64_t pair_slot(uint64_t key, int shift) noexcept nogil:
+    """The first slot of a pair key in a table of 2 ** (64 - shift) slots (table_shift): the top bits of
+    key * MIX64_FACTOR, which depend on every bit of the key (multiplicative hashing). Pair tables keep no
+    tags, so they index with the high half of mix64's product and skip its fold: one multiply a look-up."""
+    return (key * MIX64_FACTOR) >> shift
+
+
+cdef enum:
+    EMPTY_INDEX = -1        # Slot.index of an empty slot
+
+
+cdef extern from *:
+    """
+    static const uint64_t bpe_fast_empty_key = 0xFFFFFFFFFFFFFFFFULL;
+    """
+    const uint64_t EMPTY_KEY "bpe_fast_empty_key"     # an empty slot of a table keyed by pair_key
+
+
+cdef struct Slot:
+    # A slot of a table whose items live elsewhere (a pool of bytes, an array of spans or symbols).
+    int32_t index           # the item, EMPTY_INDEX when the slot is empty
+    uint32_t tag            # slot_tag of the item's hash: most mismatches are seen without reading the item
+
+
+cdef inline uint32_t slot_tag(uint64_t h) noexcept nogil:
+    return <uint32_t>(h >> 32)
+
+
+cdef inline uint64_t table_size(Py_ssize_t n) noexcept nogil:
+    """The number of slots (a power of two, at least 16) for a table that will hold n items."""
+    cdef uint64_t size = 16
+    while size < <uint64_t>(2 * n + 16):
+        size <<= 1
+    return size
+
+
+cdef inline int table_shift(uint64_t size) noexcept nogil:
+    """64 - log2(size) for a power of two: pair_slot's shift for a table of that size."""
+    cdef int shift = 64
+    while size > 1:
+        size >>= 1
+        shift -= 1
+    return shift
+
+
+cdef inline uint64_t next_slot(uint64_t i, uint64_t mask) noexcept nogil:
+    """Linear probing: the slot after i."""
+    return (i + 1) & mask
+
+
+cdef inline void slot_place(Slot* slots, uint64_t mask, uint64_t h, int32_t index) noexcept nogil:
+    """Put item index (not in the table yet) with hash h in the first empty slot from h & mask."""
+    cdef uint64_t i = h & mask
+    while slots[i].index != EMPTY_INDEX:
+        i = next_slot(i, mask)
+    slots[i].index = index
+    slots[i].tag = slot_tag(h)
