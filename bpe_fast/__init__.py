@@ -22,6 +22,8 @@ _EXPORTS = {
     "train_from_counts": "train",
     "CorpusDecodeError": "inputs",
     "InputError": "inputs",
+    "compression_curve": "curve",
+    "write_report": "html_report",
 }
 
 __all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "pretokenize", *_EXPORTS]

@@ -10,6 +10,8 @@
     bpe-fast train shards/*.jsonl.gz --text-field text --max-bytes 2GB --vocab-size 32000 -o tok/
     bpe-fast train code.parquet --continue-from gpt2/ --vocab-size 52000 -o tok2/
     cat doc.txt | bpe-fast encode -t tok/ - -o -  > tokens.npy
+    bpe-fast show -t tok/ "Once upon a time" --ids          (-f FILE; --plain; --html OUT.html)
+    bpe-fast report -t tok/ --eval held_out.txt -o report.html --against gpt2/ [--png charts/]
 
 A CORPUS is a text file, a compressed one (.gz, .bz2, .xz, .zst), JSON lines (.jsonl, --text-field), Parquet
 (--text-column), a directory or a glob. `-q` and `-j N` go before or after the command;
@@ -259,18 +261,20 @@ def cmd_train(args):
             pattern = counts.pattern
             if not args.special_token and initial is None:
                 specials = list(counts.special_tokens)
-            vocab, merges = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
+            result = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
         else:
             if not args.corpus:
                 raise CliError("give a CORPUS or --from-counts")
             pattern = _pattern(args.pattern) if args.pattern else (initial.pattern if initial else _pattern("gpt2"))
-            vocab, merges = train_bpe(_corpus(args), args.vocab_size, specials, num_processes=args.processes,
-                                      pattern=pattern, errors=args.errors, progress=progress,
-                                      **_input_options(args), **options)
+            result = train_bpe(_corpus(args), args.vocab_size, specials, num_processes=args.processes,
+                               pattern=pattern, errors=args.errors, progress=progress,
+                               **_input_options(args), **options)
     finally:
         progress.close()
     took = time.perf_counter() - start
-    tokenizer = Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern)
+    vocab, merges = result
+    # each merge's pair count and the corpus statistics go into bpe_fast.json (bpe-fast report reads them)
+    tokenizer = Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern, training=result.training)
     _save_dir_atomic(tokenizer, args.output)
     print(_summary(tokenizer, merges, took, _first_text_file(_corpus(args)) if args.corpus else None),
           file=sys.stderr)
@@ -434,6 +438,89 @@ def cmd_export(args):
     print(f"exported -> {target}", file=sys.stderr)
 
 
+def _show_text(args):
+    """show's text and its name: TEXT, or the file of -f (- for stdin) decoded as UTF-8 (--errors)."""
+    from .inputs import CorpusDecodeError
+    if (args.text is None) == (args.file is None):
+        raise CliError("give the TEXT or -f FILE (one of them)")
+    if args.text is not None:
+        return args.text, "the text"
+    if args.file == "-":
+        data, name = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        if not os.path.isfile(args.file):
+            raise CliError(f"-f {args.file}: no such file")
+        with open(args.file, "rb") as f:
+            data, name = f.read(), args.file
+    try:
+        return data.decode("utf-8", args.errors), name
+    except UnicodeDecodeError as exc:
+        raise CorpusDecodeError(name, exc.start, exc.reason, data.count(b"\n", 0, exc.start) + 1) from None
+
+
+def cmd_show(args):
+    from .atomic import atomic_output
+    from .token_view import render_ansi, render_html, render_plain, split_positions
+    tokenizer = _load_tokenizer(args.tokenizer)
+    if args.html:
+        _check_output_folder(args.html)
+    text, name = _show_text(args)
+    view = tokenizer.show(text)
+    vocab = tokenizer.vocab
+    size = sum(len(vocab[i]) for i in view.ids)
+    summary = f"{len(view.ids):,} tokens, {size:,} bytes"
+    if view.ids:
+        summary += f", {size / len(view.ids):.2f} bytes per token"
+    options = dict(ids=args.ids, split=split_positions(view, tokenizer),
+                   special_ids=frozenset(tokenizer.special_tokens.values()))
+    if args.html:
+        page = render_html(view, title=f"{name} in tokens of {args.tokenizer}", summary=summary, **options)
+        with atomic_output(args.html) as f:
+            f.write(page.encode("utf-8"))
+        print(f"{summary} -> {args.html}", file=sys.stderr)
+        return
+    colour = not args.plain and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    out = render_ansi(view, **options) if colour else render_plain(view, ids=args.ids)
+    sys.stdout.buffer.write(out.encode("utf-8"))
+    sys.stdout.buffer.flush()
+    if not args.quiet:
+        print(summary, file=sys.stderr)
+
+
+def _tokenizer_name(path):
+    return os.path.basename(os.path.normpath(path)) or path
+
+
+def cmd_report(args):
+    import pathlib
+    from .html_report import write_report
+    tokenizer = _load_tokenizer(args.tokenizer)
+    against = _load_tokenizer(args.against, "--against") if args.against else None
+    for path in args.eval:
+        if not os.path.isfile(path):
+            raise CliError(f"--eval {path}: no such file")
+    _check_output_folder(args.output)
+    if args.png:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CliError("--png needs matplotlib: pip install 'bpe_fast[report]' (or matplotlib)") from None
+    names = [_tokenizer_name(args.tokenizer), _tokenizer_name(args.against) if args.against else None]
+    if names[0] == names[1]:
+        names = [args.tokenizer, args.against]
+    start = time.perf_counter()
+    result = write_report(tokenizer, [pathlib.Path(p) for p in args.eval], args.output, name=names[0],
+                          against=against, against_name=names[1] or "against", png_dir=args.png, errors=args.errors)
+    took = time.perf_counter() - start
+    for name, size, bpt, tpw in zip(result["names"], result["full_sizes"], result["bytes_per_token"],
+                                    result["tokens_per_word"]):
+        print(f"{name}: {bpt:.3f} bytes per token, {tpw:.3f} tokens per word at {size:,} tokens", file=sys.stderr)
+    for note in result["notes"]:
+        print(f"note: {note}", file=sys.stderr)
+    pngs = f" and {len(result['pngs'])} PNG charts in {args.png}" if result["pngs"] else ""
+    print(f"report on {_human_bytes(result['bytes'])} of text in {took:.2f} s -> {args.output}{pngs}", file=sys.stderr)
+
+
 # ---- argument parsing --------------------------------------------------------------------------
 
 def _positive_int(text):
@@ -550,6 +637,33 @@ def build_parser():
     p.add_argument("--eos-token", metavar="TOKEN", help="with --hf-dir: the special token transformers takes as "
                    "eos_token (the others are additional special tokens)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("show", parents=[common], help="show a text cut into its tokens (colours, or brackets)")
+    p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text (or -f FILE)")
+    p.add_argument("-f", "--file", metavar="FILE", help="read the text from FILE (- for stdin)")
+    p.add_argument("--plain", action="store_true",
+                   help="tokens in [brackets], no colours (the default when stdout is not a terminal or NO_COLOR "
+                        "is set)")
+    p.add_argument("--ids", action="store_true", help="each token's id after it")
+    p.add_argument("--html", metavar="OUT.html", help="write the view as an HTML page instead")
+    p.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                   help="invalid UTF-8 in FILE: fail (strict) or substitute U+FFFD (replace)")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("report", parents=[common],
+                       help="an HTML report: compression at every vocabulary size and by script, token lengths, "
+                            "merges, unused and frequent tokens")
+    p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
+    p.add_argument("--eval", required=True, nargs="+", metavar="FILE", help="UTF-8 text files to evaluate on")
+    p.add_argument("-o", "--output", required=True, metavar="REPORT.html")
+    p.add_argument("--against", metavar="DIR2",
+                   help="a second tokenizer (folder, e.g. GPT-2's vocab.json and merges.txt, or tokenizer.json) "
+                        "measured on the same text, side by side")
+    p.add_argument("--png", metavar="DIR", help="also write the charts as PNG files into DIR (needs matplotlib)")
+    p.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                   help="invalid UTF-8 in an --eval file: fail (strict) or substitute U+FFFD (replace)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("synth", parents=[common], help="generate a TinyStories-like or web-like corpus")
     p.add_argument("--size", required=True, help="e.g. 100MB, 2GB, 512KiB")

@@ -358,10 +358,13 @@ def check_input_args(special_tokens, pattern, errors):
 
 def count_input_tables(inputs, special_tokens, pattern, num_processes=None, errors="strict", chunk_bytes=None,
                        progress=None, *, max_bytes=None, max_documents=None, text_field="text",
-                       text_column="text"):
+                       text_column="text", stats=None):
     """The pre-token tables of any input (inputs.py): uncompressed text files by byte ranges read by the
     workers, the rest read here as batches of documents; in input order within the caps. Their sum is the
-    corpus's counts. Arguments as check_input_args checks them."""
+    corpus's counts. Arguments as check_input_args checks them. stats: a dict, if given, gets the "bytes" and
+    "documents" read (within the caps)."""
+    if stats is not None:
+        stats.update(bytes=0, documents=0)
     sources = resolve_inputs(inputs)
     budget = Budget(max_bytes, max_documents)
     num_processes = check_num_processes(num_processes)
@@ -376,6 +379,9 @@ def count_input_tables(inputs, special_tokens, pattern, num_processes=None, erro
             if not budget.take_document():
                 break
             size = _capped_size(source.path, budget)
+            if stats is not None:
+                stats["bytes"] += size
+                stats["documents"] += 1
             tables.extend(count_file_tables(source.path, special_tokens, pattern, num_processes, errors,
                                             chunk_bytes, progress, size=size))
             continue
@@ -387,6 +393,8 @@ def count_input_tables(inputs, special_tokens, pattern, num_processes=None, erro
                    for batch in read_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
                                              text_field, text_column))
         what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
+        if stats is not None:
+            batches = _tallied(batches, stats)
         try:
             tables.extend(count_stream_tables(batches, special_tokens, pattern, num_processes, errors, progress,
                                               what))
@@ -395,6 +403,16 @@ def count_input_tables(inputs, special_tokens, pattern, num_processes=None, erro
                 raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(exc.path, exc.offset)) from None
             raise
     return tables or [_empty_table()]
+
+
+def _tallied(batches, stats):
+    """The batches, adding their bytes and documents to stats (a piece of a text file is a document when it is
+    the file's first: its origin's base offset is 0; other batches hold len(bounds) - 1 whole documents)."""
+    for batch in batches:
+        stats["bytes"] += len(batch.data)
+        base_offset = batch.origin[3]
+        stats["documents"] += (base_offset == 0) if base_offset is not None else len(batch.bounds) - 1
+        yield batch
 
 
 def _capped_size(path, budget):

@@ -346,14 +346,16 @@ def write_merges(path, merges):
 VOCAB_FILE = "vocab.json"
 MERGES_FILE = "merges.txt"
 CONFIG_FILE = "bpe_fast.json"     # {"format": "bpe_fast", "version": 1, "pattern": regex, "special_tokens": [...]}
+# and, for a trained tokenizer, "training": {"merge_counts": [...], "corpus": {...}} (see check_training)
 _CONFIG_FORMAT = "bpe_fast"
 _CONFIG_VERSION = 1
 
 
-def save_tokenizer_files(directory, vocab, merges, special_tokens=(), pattern=None):
+def save_tokenizer_files(directory, vocab, merges, special_tokens=(), pattern=None, training=None):
     """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
-    in order, and the pre-tokenization regex). The folder is created if missing; each file is replaced whole.
-    This is what Tokenizer.save writes and Tokenizer.load reads."""
+    in order, the pre-tokenization regex and, if given, what training recorded: check_training). The folder is
+    created if missing; each file is replaced whole. This is what Tokenizer.save writes and Tokenizer.load
+    reads."""
     from .patterns import GPT2_PATTERN, resolve_pattern
 
     directory = os.fspath(directory)
@@ -364,9 +366,12 @@ def save_tokenizer_files(directory, vocab, merges, special_tokens=(), pattern=No
         "pattern": resolve_pattern(pattern or GPT2_PATTERN),
         "special_tokens": list(special_tokens or ()),
     }
+    text = json.dumps(config, ensure_ascii=False, indent=2)
+    if training is not None:        # one line: a count a line would make a 32,000-line file
+        text = text[:-2] + ',\n  "training": ' + json.dumps(training, separators=(", ", ": ")) + "\n}"
     write_vocab(os.path.join(directory, VOCAB_FILE), vocab)
     write_merges(os.path.join(directory, MERGES_FILE), merges)
-    write_text_atomic(os.path.join(directory, CONFIG_FILE), json.dumps(config, ensure_ascii=False, indent=2) + "\n")
+    write_text_atomic(os.path.join(directory, CONFIG_FILE), text + "\n")
 
 
 def read_config(path):
@@ -389,6 +394,59 @@ def read_config(path):
         raise FormatError(path, _key_line(text, "special_tokens"),
                           f'"special_tokens" must be a list of non-empty strings, got {specials!r}')
     return specials, pattern
+
+
+_CORPUS_KEYS = ("bytes", "documents", "pretokens", "pretoken_bytes", "distinct_pretokens")
+
+
+def check_training(training, num_merges=None):
+    """What training recorded, checked: None, or a dict with "merge_counts" (a list of ints >= 0, one a merge
+    when num_merges is given) and "corpus" (a dict of some of "bytes", "documents", "pretokens",
+    "pretoken_bytes", "distinct_pretokens": ints >= 0), both optional. Returns a copy; ValueError saying what
+    is wrong.
+
+    >>> check_training({"merge_counts": [7, 7], "corpus": {"bytes": 33}}, num_merges=2)
+    {'merge_counts': [7, 7], 'corpus': {'bytes': 33}}
+    """
+    if training is None:
+        return None
+    if not isinstance(training, dict):
+        raise ValueError(f"training must be a dict, got {type(training).__name__}")
+    unknown = set(training) - {"merge_counts", "corpus"}
+    if unknown:
+        raise ValueError(f"training has unknown keys {sorted(unknown)} (expected merge_counts, corpus)")
+    out = {}
+    if "merge_counts" in training:
+        counts = training["merge_counts"]
+        if not isinstance(counts, list) or not all(type(c) is int and c >= 0 for c in counts):
+            raise ValueError("training's merge_counts must be a list of ints >= 0")
+        if num_merges is not None and len(counts) != num_merges:
+            raise ValueError(f"training's merge_counts has {len(counts)} counts for {num_merges} merges")
+        out["merge_counts"] = list(counts)
+    if "corpus" in training:
+        corpus = training["corpus"]
+        if not isinstance(corpus, dict) or not all(k in _CORPUS_KEYS and type(v) is int and v >= 0
+                                                   for k, v in corpus.items()):
+            raise ValueError(f"training's corpus must map some of {', '.join(_CORPUS_KEYS)} to ints >= 0, "
+                             f"got {corpus!r}")
+        out["corpus"] = dict(corpus)
+    return out
+
+
+def read_training(path):
+    """The "training" entry of a bpe_fast.json (check_training), or None when it has none (files written before
+    it was recorded, or by Tokenizer.save of an untrained tokenizer). Errors name the file and line."""
+    text = read_text(path)
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(config, dict):
+        raise FormatError(path, 1, "must hold one JSON object")
+    try:
+        return check_training(config.get("training"))
+    except ValueError as exc:
+        raise FormatError(path, _key_line(text, "training"), str(exc)) from None
 
 
 def _key_line(text, key):

@@ -65,7 +65,8 @@ class Tokenizer:
     vocab: dict[int, bytes], id -> token bytes. merges: list[tuple[bytes, bytes]] in the order they were made;
     both tokens of a merge and their concatenation must be in the vocabulary. special_tokens: list[str]; each
     takes the id of its UTF-8 bytes in the vocabulary, or else the next unused id (appended, in order).
-    pattern: the pre-tokenization regex or a name ("gpt2", "gpt4").
+    pattern: the pre-tokenization regex or a name ("gpt2", "gpt4"). training: what training recorded (train_bpe's
+    result.training: each merge's pair count, corpus statistics), kept as `training` and saved by save.
 
     Threads may share a Tokenizer. Texts of 16 KB or more are encoded without the GIL, each call on an encoder
     of its own (the tokenizer keeps the ones not in use, up to max(8, CPU count), each with its cache), so
@@ -81,16 +82,21 @@ class Tokenizer:
     'hello<|endoftext|>hel'
     """
 
-    def __init__(self, vocab, merges, special_tokens=None, pattern=GPT2_PATTERN):
+    def __init__(self, vocab, merges, special_tokens=None, pattern=GPT2_PATTERN, *, training=None):
         vocab = _check_vocab(vocab)
-        self._setup(vocab, _check_merges(merges, vocab), special_tokens, pattern)
+        merges = _check_merges(merges, vocab)
+        training = formats.check_training(training, len(merges))
+        self._setup(vocab, merges, special_tokens, pattern)
+        self._training = training
 
     @classmethod
-    def _from_checked(cls, vocab, merges, special_tokens, pattern, arrays=None):
+    def _from_checked(cls, vocab, merges, special_tokens, pattern, arrays=None, training=None):
         """From a vocab and merges that bpe_fast.formats has read (and so checked); skips checking again.
-        arrays: the encoder's table arrays for this vocab and merges (bpe_fast.formats' cache), or None."""
+        arrays: the encoder's table arrays for this vocab and merges (bpe_fast.formats' cache), or None.
+        training: as the constructor's, checked."""
         self = cls.__new__(cls)
         self._setup(vocab, merges, special_tokens, pattern, arrays)
+        self._training = training
         return self
 
     def _setup(self, vocab, merges, special_tokens, pattern, arrays=None):
@@ -259,7 +265,8 @@ class Tokenizer:
         (NumPy arrays, no pickle), which load uses while it matches vocab.json and merges.txt (see
         bpe_fast.formats).
         """
-        formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials, self._pattern)
+        formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials, self._pattern,
+                                     self._training)
         cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
         if len(self._vocab) < formats.CACHE_MIN_TOKENS:
             if os.path.exists(cache):
@@ -288,7 +295,9 @@ class Tokenizer:
         ([256, 99], True)
         """
         vocab, merges, specials, pattern, arrays = formats.load_tokenizer_folder(directory)
-        return cls._from_checked(vocab, merges, specials, pattern, arrays)
+        config = os.path.join(os.fspath(directory), formats.CONFIG_FILE)
+        training = formats.read_training(config) if os.path.exists(config) else None
+        return cls._from_checked(vocab, merges, specials, pattern, arrays, training)
 
     def export_hf(self, path):
         """Write an HF tokenizers ``tokenizer.json`` that gives the same ids (see bpe_fast.export)."""
@@ -320,7 +329,8 @@ class Tokenizer:
 
     def __reduce__(self):
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles).
-        return (_rebuild, (dict(self._vocab), list(self._merge_list()), list(self._specials), self._pattern))
+        return (_rebuild, (dict(self._vocab), list(self._merge_list()), list(self._specials), self._pattern,
+                           self._training))
 
     # ---------------------------------------------------------------------------------------- properties
 
@@ -347,6 +357,17 @@ class Tokenizer:
         if merges is None:          # threads may both make it: the function is pure, and kept (no race on it)
             merges = self._merges = self._make_merges()
         return merges
+
+    @property
+    def training(self):
+        """What training recorded (a copy), or None: {"merge_counts": [each merge's pair count when chosen],
+        "corpus": {"bytes", "documents", "pretokens", "pretoken_bytes", "distinct_pretokens"}} (see
+        bpe_fast.train.TrainResult). Saved in bpe_fast.json; a tokenizer from other files has none.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).training is None
+        True
+        """
+        return None if self._training is None else formats.check_training(self._training)
 
     @property
     def special_tokens(self):
@@ -435,6 +456,19 @@ class Tokenizer:
         True
         """
         return self.restricted_to(_NONE).encode(text)
+
+    def show(self, text):
+        """(pieces, ids) of `text`: the ids encode gives and each token's text, where the bytes of a token that
+        holds only part of a character are \\xNN escapes (bpe_fast.token_view; `bpe-fast show` draws them).
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> pieces, ids = tok.show("abc€")
+        >>> pieces, ids
+        (['ab', 'c', '\\\\xe2', '\\\\x82', '\\\\xac'], [256, 99, 226, 130, 172])
+        """
+        from .token_view import token_view
+
+        return token_view(self, text)
 
     def encode_batch(self, texts, *, num_threads=8, allowed_special="all", disallowed_special=()):
         """[encode(text) for text in texts], on up to `num_threads` threads. For the built-in patterns the texts
@@ -1011,8 +1045,8 @@ def _utf8_of(text):
         return _replace_surrogates(text).encode("utf-8")
 
 
-def _rebuild(vocab, merges, specials, pattern):
-    return Tokenizer(vocab, merges, specials, pattern)
+def _rebuild(vocab, merges, specials, pattern, training=None):
+    return Tokenizer(vocab, merges, specials, pattern, training=training)
 
 
 def _check_text(text):

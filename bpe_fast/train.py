@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 
+from ._inspect import count_distinct
 from ._scan import merge_arrays
 from ._train import MergeEngine
 from .count_workers import check_input_args, count_input_tables
@@ -63,14 +64,15 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
         pattern = initial.pattern if pattern is None else pattern
     check_vocab_size(vocab_size, special_tokens, initial)
     special_tokens, pattern = check_input_args(special_tokens, GPT2_PATTERN if pattern is None else pattern, errors)
+    read = {}           # the bytes and documents read, for the result's corpus statistics
     # one expression: no local of this frame keeps the tables alive while the engine is built
     return _train(_concatenate(count_input_tables(input_path, special_tokens, pattern, num_processes, errors,
                                                   chunk_bytes, progress, max_bytes=max_bytes,
                                                   max_documents=max_documents, text_field=text_field,
-                                                  text_column=text_column)),
+                                                  text_column=text_column, stats=read)),
                   vocab_size, special_tokens, progress, stacklevel=3, pattern=pattern, min_frequency=min_frequency,
                   max_token_length=max_token_length, special_tokens_position=special_tokens_position,
-                  pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
+                  pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial, read=read)
 
 
 def _concatenate(tables):
@@ -143,9 +145,11 @@ def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None,
 
 def _train(counts, vocab_size, special_tokens, progress, stacklevel, *, pattern=None, min_frequency=1,
            max_token_length=None, special_tokens_position="after_bytes", pad_vocab_to_multiple_of=None,
-           initial=None):
+           initial=None, read=None):
     """Train on counts (PretokenCounts, a mapping, or train_bpe's (tokens, offsets, counts) made with
-    `pattern`). special_tokens come checked; vocab_size and the options are checked here."""
+    `pattern`, where a pre-token may be listed twice). special_tokens come checked; vocab_size and the options
+    are checked here. read: the "bytes" and "documents" the counts were made from, if known. Returns a
+    TrainResult."""
     check_train_options(min_frequency=min_frequency, max_token_length=max_token_length,
                         special_tokens_position=special_tokens_position,
                         pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
@@ -158,6 +162,7 @@ def _train(counts, vocab_size, special_tokens, progress, stacklevel, *, pattern=
         arrays = counts
     else:
         arrays = counts_to_arrays(counts)
+    corpus = corpus_statistics(*arrays, may_repeat=isinstance(counts, tuple), read=read)
     del counts
     engine = MergeEngine(*arrays, max_token_length=max_token_length)
     del arrays
@@ -189,6 +194,7 @@ def _train(counts, vocab_size, special_tokens, progress, stacklevel, *, pattern=
     best = engine.next_count() if done < wanted else 0     # > 0: min_frequency stopped the training
     engine.finish()
     merges, made = engine.merges(with_tokens=True, start=len(old_merges))
+    merge_counts = engine.merge_counts()        # replayed merges first (their counts when replayed)
     del engine
     total = size + len(new_specials) + len(merges)
     if total < target:
@@ -197,7 +203,42 @@ def _train(counts, vocab_size, special_tokens, progress, stacklevel, *, pattern=
     specials = [tok.encode("utf-8") for tok in new_specials]
     layout = specials + made if special_tokens_position == "after_bytes" else made + specials
     vocab.update(zip(range(size, size + len(layout)), layout))
-    return vocab, old_merges + merges
+    return TrainResult(vocab, old_merges + merges, {"corpus": corpus, "merge_counts": merge_counts})
+
+
+class TrainResult(tuple):
+    """train_bpe's and train_from_counts' result: the pair (vocab, merges), which it unpacks and compares as,
+    with what training saw as `training`: a dict {"merge_counts": the count of each merge's pair when it was
+    chosen, in merge order (a continued tokenizer's merges: their count when replayed), "corpus": {"bytes",
+    "documents" (read from the inputs; train_bpe only), "pretokens", "pretoken_bytes" (the pre-tokens and
+    their bytes, special tokens not included), "distinct_pretokens"}}. Tokenizer(vocab, merges, ...,
+    training=result.training) keeps it; Tokenizer.save writes it to bpe_fast.json.
+
+    >>> result = train_from_counts({b"hello": 5, b"help": 2}, 258)
+    >>> vocab, merges = result
+    >>> merges, result.training["merge_counts"], result.training["corpus"]["distinct_pretokens"]
+    ([(b'h', b'e'), (b'he', b'l')], [7, 7], 2)
+    """
+
+    def __new__(cls, vocab, merges, training=None):
+        self = super().__new__(cls, (vocab, merges))
+        self.training = training
+        return self
+
+    def __getnewargs__(self):
+        return self[0], self[1], self.training
+
+
+def corpus_statistics(tokens, offsets, counts, *, may_repeat=True, read=None):
+    """{"pretokens", "pretoken_bytes", "distinct_pretokens"} of pre-token arrays (tokens, offsets, counts),
+    after the entries of `read` ({"bytes": ..., "documents": ...}: what the inputs held). may_repeat: a
+    pre-token may be listed more than once (the workers' tables end to end), so the distinct ones are
+    counted (natively: a hash set of the byte strings)."""
+    stats = dict(read or {})
+    stats["pretokens"] = int(np.sum(counts))
+    stats["pretoken_bytes"] = int(np.dot(np.diff(offsets), counts)) if len(counts) else 0
+    stats["distinct_pretokens"] = int(count_distinct(tokens, offsets)) if may_repeat else len(counts)
+    return stats
 
 
 def check_train_options(*, min_frequency=1, max_token_length=None, special_tokens_position="after_bytes",

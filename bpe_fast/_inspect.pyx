@@ -1,0 +1,314 @@
+# distutils: language = c++
+# distutils: extra_compile_args = -O3 -std=c++17
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Kernels for looking at a tokenizer and its corpus (bpe_fast.curve, bpe_fast.train's corpus statistics).
+
+* tally_tokens: walk the ids of a text beside its UTF-8 bytes, counting each id by the script class of the
+  text it covers (the first character in the token that is not whitespace);
+* count_words: runs of characters that are not whitespace;
+* propagate: push occurrence counts from each merged token down to its two parts (the compression curve);
+* count_distinct: distinct byte strings among a table's pre-tokens (a table may list one twice);
+* merge_forest: a tokenizer's merged tokens in rank order with the ranks of their parts.
+
+No Python object is touched inside the loops; bpe_fast.curve checks the arguments.
+
+Worked example for propagate (bpe_fast.curve explains why it gives the curve): ranks 0 = "ab" (a, b),
+1 = "abc" (ab, c); the text "abcab" encodes as [abc, ab], so weights start as [1, 1] (one "ab", one "abc").
+Rank 1 passes its 1 to its left part, rank 0: weights [2, 1]. With 0 merged tokens the text has
+2 + (2 + 1) = 5 tokens, with 1 it has 2 + 1 = 3, with 2 it has 2.
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp
+from libcpp.vector cimport vector
+
+import numpy as np
+
+from ._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
+
+
+cdef inline Py_ssize_t _char_at(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint32_t* cp) noexcept nogil:
+    """Decode the (valid) UTF-8 character starting at s[i]; returns its length in bytes."""
+    cdef uint8_t b = s[i]
+    if b < 0x80:
+        cp[0] = b
+        return 1
+    if b < 0xE0 and i + 1 < n:
+        cp[0] = ((b & 0x1F) << 6) | (s[i + 1] & 0x3F)
+        return 2
+    if b < 0xF0 and i + 2 < n:
+        cp[0] = ((b & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
+        return 3
+    if i + 3 < n:
+        cp[0] = ((b & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
+        return 4
+    cp[0] = 0xFFFD          # a truncated sequence (not in valid UTF-8)
+    return 1
+
+
+
+cdef inline uint8_t _class_of(uint32_t cp, const uint8_t* bmp, uint8_t astral_cjk,
+                              uint8_t astral_other) noexcept nogil:
+    if cp < 0x10000:
+        return bmp[cp]
+    if 0x20000 <= cp < 0x40000:         # CJK ideographs, extensions B and after
+        return astral_cjk
+    return astral_other
+
+
+def tally_tokens(const uint8_t[::1] data, const int32_t[::1] ids, const int64_t[::1] lengths,
+                 const uint8_t[::1] bmp, int64_t[:, ::1] counts, int64_t[::1] class_bytes, int space,
+                 int astral_cjk, int astral_other):
+    """Add each token of `ids` (the encoding of the valid UTF-8 `data`; token k covers the next lengths[ids[k]]
+    bytes) to counts[id, class] and its bytes to class_bytes[class], where class is bmp[code point] (U+20000
+    to U+3FFFF: astral_cjk; the rest of the astral planes: astral_other) of the first character in the token
+    that is not of class `space` (a token starting inside a character: from that character), or `space` if
+    there is none. With one column, every token counts in column 0 and no character is looked at.
+    ValueError when the tokens' bytes do not add up to len(data)."""
+    cdef Py_ssize_t n = data.shape[0], ntok = ids.shape[0], size = lengths.shape[0]
+    cdef Py_ssize_t ncls = counts.shape[1], k = 0, pos = 0, p, end, step
+    cdef int32_t t
+    cdef int64_t length
+    cdef uint32_t cp
+    cdef uint8_t cls
+    cdef const uint8_t* s = &data[0] if n else NULL
+    cdef const uint8_t* table = &bmp[0]
+    cdef bint bad = False
+    if counts.shape[0] < size or class_bytes.shape[0] < ncls or bmp.shape[0] < 0x10000:
+        raise ValueError("counts must have a row per id, class_bytes a cell per column, bmp 65536 entries")
+    with nogil:
+        for k in range(ntok):
+            t = ids[k]
+            if t < 0 or t >= size:
+                bad = True
+                break
+            length = lengths[t]
+            end = pos + length
+            if end > n:
+                bad = True
+                break
+            cls = 0
+            if ncls > 1:
+                cls = <uint8_t>space
+                p = pos
+                while p > 0 and pos - p < 3 and (s[p] & 0xC0) == 0x80:
+                    p -= 1              # the token starts inside a character: classify that character
+                while p < end:
+                    step = _char_at(s, p, n, &cp)
+                    cls = _class_of(cp, table, <uint8_t>astral_cjk, <uint8_t>astral_other)
+                    if cls != space:
+                        break
+                    p += step
+            counts[t, cls] += 1
+            class_bytes[cls] += length
+            pos = end
+    if bad or pos != n:
+        raise ValueError(f"the tokens' bytes do not make up the text (token {k} of {ntok}, byte {pos} of {n})")
+
+
+def count_words(const uint8_t[::1] data, const uint8_t[::1] bmp, int space, int astral_cjk, int astral_other):
+    """The number of words of the valid UTF-8 `data`: maximal runs of characters whose class (as in
+    tally_tokens) is not `space`."""
+    cdef Py_ssize_t n = data.shape[0], i = 0
+    cdef int64_t words = 0
+    cdef uint8_t blank, after_blank = 1          # the previous character was blank (or there was none)
+    cdef uint8_t ascii_blank[128]
+    cdef uint32_t cp
+    cdef const uint8_t* s = &data[0] if n else NULL
+    cdef const uint8_t* table = &bmp[0]
+    if bmp.shape[0] < 0x10000:
+        raise ValueError("bmp must have 65536 entries")
+    for i in range(128):
+        ascii_blank[i] = table[i] == space
+    i = 0
+    with nogil:
+        while i < n:
+            if s[i] < 0x80:         # ASCII: the common case, a table of 128 and no branch
+                blank = ascii_blank[s[i]]
+                i += 1
+            else:
+                i += _char_at(s, i, n, &cp)
+                blank = _class_of(cp, table, <uint8_t>astral_cjk, <uint8_t>astral_other) == space
+            words += after_blank & (blank ^ 1)
+            after_blank = blank
+    return words
+
+
+def propagate(const int32_t[::1] left, const int32_t[::1] right, int64_t[:, ::1] weights):
+    """For r from the last rank down to 0: add row r of weights to the rows of its parts left[r] and right[r]
+    (-1: a byte, no row). Each part's rank must be below r (bpe_fast.curve checks). Afterwards row r is how many
+    times token r occurs in the merge trees of the counted tokens (its own occurrences included)."""
+    cdef Py_ssize_t nranks = left.shape[0], ncls = weights.shape[1], r, c
+    cdef int32_t a, b
+    if right.shape[0] != nranks or weights.shape[0] != nranks:
+        raise ValueError("left, right and weights must have a row per rank")
+    with nogil:
+        for r in range(nranks - 1, -1, -1):
+            a = left[r]
+            b = right[r]
+            if a >= 0:
+                for c in range(ncls):
+                    weights[a, c] += weights[r, c]
+            if b >= 0:
+                for c in range(ncls):
+                    weights[b, c] += weights[r, c]
+
+
+def count_distinct(const uint8_t[::1] tokens, const int64_t[::1] offsets):
+    """How many distinct byte strings tokens[offsets[k]:offsets[k + 1]] there are (a hash set of them, equal
+    hashes confirmed byte by byte)."""
+    cdef Py_ssize_t n = offsets.shape[0] - 1, k, j
+    cdef vector[Slot] slots
+    cdef uint64_t mask, h, i
+    cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else NULL
+    cdef const uint8_t* end = base + tokens.shape[0]
+    cdef const int64_t* off = &offsets[0]
+    cdef Slot empty
+    cdef int64_t distinct = 0, length
+    if n < 0:
+        raise ValueError("offsets must have at least one entry")
+    if n >= 2 ** 31 - 1:
+        raise ValueError("too many pre-tokens to count")
+    if off[0] != 0 or off[n] != tokens.shape[0]:
+        raise ValueError("offsets must start at 0 and end at len(tokens)")
+    empty.index = EMPTY_INDEX
+    empty.tag = 0
+    with nogil:
+        mask = table_size(n) - 1
+        slots.assign(mask + 1, empty)
+        for k in range(n):
+            length = off[k + 1] - off[k]
+            h = hash_bytes(base + off[k], length, load_head(base + off[k], length, end), end)
+            i = h & mask
+            while True:
+                j = slots[i].index
+                if j == EMPTY_INDEX:
+                    slots[i].index = <int32_t>k
+                    slots[i].tag = slot_tag(h)
+                    distinct += 1
+                    break
+                if slots[i].tag == slot_tag(h) and off[j + 1] - off[j] == length and \
+                        memcmp(base + off[j], base + off[k], length) == 0:
+                    break
+                i = next_slot(i, mask)
+    return distinct
+
+
+cdef class _BytesTable:
+    """Byte strings pool[offsets[k]:offsets[k + 1]] looked up by content (the first k holding them)."""
+    cdef const uint8_t* pool
+    cdef const int64_t* off
+    cdef const uint8_t* end
+    cdef vector[Slot] slots
+    cdef uint64_t mask
+
+    cdef void build(self, const uint8_t* pool, const int64_t* off, Py_ssize_t n, Py_ssize_t total) noexcept nogil:
+        cdef Slot empty
+        cdef Py_ssize_t k
+        cdef int64_t length
+        cdef uint64_t h
+        self.pool, self.off, self.end = pool, off, pool + total
+        empty.index = EMPTY_INDEX
+        empty.tag = 0
+        self.mask = table_size(n) - 1
+        self.slots.assign(self.mask + 1, empty)
+        for k in range(n):
+            length = off[k + 1] - off[k]
+            if length > 0 and self.find(pool + off[k], length, pool + total) < 0:
+                h = hash_bytes(pool + off[k], length, load_head(pool + off[k], length, pool + total), pool + total)
+                slot_place(&self.slots[0], self.mask, h, <int32_t>k)
+
+    cdef int32_t find(self, const uint8_t* p, int64_t length, const uint8_t* end) noexcept nogil:
+        """The first k whose bytes are p[0:length] (p + length <= end), or -1."""
+        cdef uint64_t h = hash_bytes(p, length, load_head(p, length, end), end)
+        cdef uint64_t i = h & self.mask
+        cdef int32_t j
+        while True:
+            j = self.slots[i].index
+            if j == EMPTY_INDEX:
+                return -1
+            if self.slots[i].tag == slot_tag(h) and self.off[j + 1] - self.off[j] == length and \
+                    memcmp(self.pool + self.off[j], p, length) == 0:
+                return j
+            i = next_slot(i, self.mask)
+
+
+def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets, const uint8_t[::1] merge_pool,
+                 const int64_t[::1] merge_offsets):
+    """A tokenizer's merge trees. Id i's token is vocab_pool[vocab_offsets[i]:vocab_offsets[i + 1]] (empty: no
+    such id); merge k joins the byte strings k2 = 2k and 2k + 1 of merge_pool (merge_offsets has 2 * merges + 1
+    entries). The ranked tokens are the distinct tokens the merges make, in order of their first merge, each as
+    its smallest id.
+
+    Returns (ranked_ids int64, left int32, right int32, first_merge int64, base_size): for rank r, its id, the
+    ranks of the parts of its first merge (-1: a single byte) and that merge's index; base_size, the number of
+    ids whose token no merge makes. ValueError naming the first merge with a token not in the vocabulary, or
+    with a part that is neither a single byte nor an earlier merge's token."""
+    cdef Py_ssize_t size = vocab_offsets.shape[0] - 1, nmerges = (merge_offsets.shape[0] - 1) // 2
+    cdef Py_ssize_t k, r
+    if size < 0 or vocab_offsets[0] != 0 or vocab_offsets[size] != vocab_pool.shape[0]:
+        raise ValueError("vocab_offsets must run from 0 to len(vocab_pool)")
+    if merge_offsets.shape[0] != 2 * nmerges + 1 or merge_offsets[0] != 0 or \
+            merge_offsets[2 * nmerges] != merge_pool.shape[0]:
+        raise ValueError("merge_offsets must have 2 * merges + 1 entries, from 0 to len(merge_pool)")
+    if size >= 2 ** 31 - 1:
+        raise ValueError("too many ids")
+    cdef const uint8_t* vpool = &vocab_pool[0] if vocab_pool.shape[0] else NULL
+    cdef const uint8_t* mpool = &merge_pool[0] if merge_pool.shape[0] else NULL
+    cdef const int64_t* moff = &merge_offsets[0]
+    cdef _BytesTable table = _BytesTable()
+    cdef vector[int32_t] rank_of                    # by id: its rank, -1 if no merge made it (yet)
+    cdef vector[int64_t] ranked, first
+    cdef vector[int32_t] left, right
+    cdef vector[uint8_t] scratch
+    cdef int64_t la, lb
+    cdef int32_t ia, ib, ic
+    cdef Py_ssize_t bad = -1, why = 0, base = 0
+    with nogil:
+        table.build(vpool, &vocab_offsets[0], size, vocab_pool.shape[0])
+        rank_of.assign(size, -1)
+        for k in range(nmerges):
+            la = moff[2 * k + 1] - moff[2 * k]
+            lb = moff[2 * k + 2] - moff[2 * k + 1]
+            ia = table.find(mpool + moff[2 * k], la, mpool + moff[2 * nmerges])
+            ib = table.find(mpool + moff[2 * k + 1], lb, mpool + moff[2 * nmerges])
+            ic = table.find(mpool + moff[2 * k], la + lb, mpool + moff[2 * nmerges])   # a and b lie end to end
+            if ia < 0 or ib < 0 or ic < 0:
+                bad, why = k, 1
+                break
+            if rank_of[ic] >= 0:
+                continue                # made again by a later merge: the first one's parts and rank stand
+            if (rank_of[ia] < 0 and la != 1) or (rank_of[ib] < 0 and lb != 1):
+                bad, why = k, 2
+                break
+            rank_of[ic] = <int32_t>ranked.size()
+            ranked.push_back(ic)
+            left.push_back(rank_of[ia])
+            right.push_back(rank_of[ib])
+            first.push_back(k)
+        if bad < 0:
+            for k in range(size):
+                if vocab_offsets[k + 1] > vocab_offsets[k]:
+                    ic = table.find(vpool + vocab_offsets[k], vocab_offsets[k + 1] - vocab_offsets[k],
+                                    vpool + vocab_pool.shape[0])
+                    if rank_of[ic] < 0:
+                        base += 1
+    if bad >= 0:
+        a = bytes(merge_pool[merge_offsets[2 * bad]:merge_offsets[2 * bad + 1]])
+        b = bytes(merge_pool[merge_offsets[2 * bad + 1]:merge_offsets[2 * bad + 2]])
+        if why == 1:
+            raise ValueError(f"merge {bad} ({a!r}, {b!r}): a token of it is not in the vocabulary")
+        raise ValueError(f"merge {bad} ({a!r}, {b!r}): a part is neither a single byte nor made by an earlier "
+                         f"merge, so the tokenizer cut to fewer merges is not defined")
+    n = ranked.size()
+    out_ids = np.empty(n, dtype=np.int64)
+    out_first = np.empty(n, dtype=np.int64)
+    out_left = np.empty(n, dtype=np.int32)
+    out_right = np.empty(n, dtype=np.int32)
+    cdef int64_t[::1] vi = out_ids, vf = out_first
+    cdef int32_t[::1] vl = out_left, vr = out_right
+    for r in range(<Py_ssize_t>n):
+        vi[r] = ranked[r]
+        vf[r] = first[r]
+        vl[r] = left[r]
+        vr[r] = right[r]
+    return out_ids, out_left, out_right, out_first, base

@@ -1,0 +1,623 @@
+"""`bpe-fast report`: one self-contained HTML page on a tokenizer and an evaluation text (write_report).
+
+The page holds, for the tokenizer and optionally a second one on the same text: the compression curve over every
+vocabulary size with the chosen size marked (bpe_fast.curve), the same per script, bytes per token at round
+sizes, token lengths in the vocabulary and in the text, the merges in training order with their pair counts
+(when training recorded them), the merged tokens the text never or rarely produces (under-trained candidates)
+and the most frequent tokens. Charts are inline SVG drawn here (no script, no external resource, so the page
+opens offline); with png_dir the same charts are also written as PNG files by matplotlib (an optional extra).
+"""
+import dataclasses
+import html
+import math
+import os
+import time
+
+import numpy as np
+
+from .atomic import atomic_output
+from .curve import SCRIPTS, analyze_text
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from .token_view import display_token
+
+__all__ = ["write_report"]
+
+_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+_PATTERN_NAMES = {GPT2_PATTERN: "gpt2", GPT4_PATTERN: "gpt4 (cl100k)", O200K_PATTERN: "o200k"}
+_ROUND_SIZES = (512, 1000, 2000, 4000, 8000, 16000, 32000, 50000, 64000, 100000, 128000, 200000, 256000)
+_LENGTH_BUCKETS = 16        # token lengths 1..15 bytes, then "16+"
+_LIST_ROWS = 40             # rows of the token tables
+_CURVE_POINTS = 600         # points a curve is drawn with (sizes sampled evenly on the log axis)
+
+
+# ------------------------------------------------------------------------------------------------ charts
+
+@dataclasses.dataclass
+class Series:
+    label: str
+    xs: object
+    ys: object
+    colour: str = _COLOURS[0]
+    dashed: bool = False
+
+
+@dataclasses.dataclass
+class Chart:
+    """A chart as data: drawn as SVG for the page (svg_chart) or as PNG by matplotlib (png_chart).
+
+    kind "lines": each series a polyline over (xs, ys); "bars": xs are category labels, bars grouped by
+    series. marks: (x, label, colour) vertical lines."""
+    slug: str
+    title: str
+    x_label: str
+    y_label: str
+    series: list
+    kind: str = "lines"
+    log_x: bool = False
+    log_y: bool = False
+    marks: list = dataclasses.field(default_factory=list)
+    y_from_zero: bool = False
+
+
+def _nice_step(span, count=5):
+    raw = span / max(count, 1)
+    power = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+    for m in (1, 2, 2.5, 5, 10):
+        if raw <= m * power:
+            return m * power
+    return 10 * power
+
+
+def _linear_ticks(low, high):
+    if high <= low:
+        high = low + 1
+    step = _nice_step(high - low)
+    start = math.floor(low / step) * step
+    ticks = []
+    t = start
+    while t <= high + step * 1e-9:
+        if t >= low - step * 1e-9:
+            ticks.append(round(t, 10))
+        t += step
+    return ticks
+
+
+def _log_ticks(low, high):
+    ticks = []
+    e = math.floor(math.log10(low))
+    while 10 ** e <= high * 1.0001:
+        for m in (1, 2, 5):
+            v = m * 10 ** e
+            if low * 0.9999 <= v <= high * 1.0001:
+                ticks.append(v)
+        e += 1
+    if len(ticks) > 9:
+        ticks = [t for t in ticks if str(int(t) if t >= 1 else t).lstrip("0.").startswith("1")] or ticks
+    return ticks
+
+
+def _tick_label(v):
+    if v >= 1000 and float(v).is_integer():
+        return f"{int(v):,}"
+    if float(v).is_integer():
+        return str(int(v))
+    return f"{v:g}"
+
+
+def svg_chart(chart, width=720, height=320):
+    """The chart as an inline <svg> element (no xmlns needed inside HTML)."""
+    left, right, top, bottom = 78, 16, 34, 48
+    pw, ph = width - left - right, height - top - bottom
+    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+           f'aria-label="{html.escape(chart.title)}">',
+           f'<text x="{left}" y="20" class="ctitle">{html.escape(chart.title)}</text>']
+    if chart.kind == "bars":
+        out += _svg_bars(chart, left, top, pw, ph)
+    else:
+        out += _svg_lines(chart, left, top, pw, ph)
+    out.append(f'<text x="{left + pw / 2:.0f}" y="{height - 8}" class="axis" text-anchor="middle">'
+               f'{html.escape(chart.x_label)}</text>')
+    out.append(f'<text x="14" y="{top + ph / 2:.0f}" class="axis" text-anchor="middle" '
+               f'transform="rotate(-90 14 {top + ph / 2:.0f})">{html.escape(chart.y_label)}</text>')
+    # legend
+    y = top + 4
+    for s in chart.series:
+        if len(chart.series) < 2 and chart.kind == "bars":
+            break
+        x = left + pw - 200
+        dash = ' stroke-dasharray="5 3"' if s.dashed else ""
+        out.append(f'<line x1="{x}" y1="{y + 5}" x2="{x + 22}" y2="{y + 5}" stroke="{s.colour}" stroke-width="3"'
+                   f'{dash}/><text x="{x + 28}" y="{y + 9}" class="legend">{html.escape(s.label)}</text>')
+        y += 16
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _scale(low, high, size, log, flip=False):
+    if log:
+        low, high = math.log10(low), math.log10(high)
+    span = (high - low) or 1.0
+
+    def f(v):
+        v = math.log10(v) if log else v
+        r = (v - low) / span * size
+        return size - r if flip else r
+    return f
+
+
+def _svg_lines(chart, left, top, pw, ph):
+    xs_all = np.concatenate([np.asarray(s.xs, dtype=np.float64) for s in chart.series])
+    ys_all = np.concatenate([np.asarray(s.ys, dtype=np.float64) for s in chart.series])
+    finite = np.isfinite(ys_all) & (ys_all > 0 if chart.log_y else True)
+    if not finite.any():
+        return [f'<text x="{left + 10}" y="{top + 20}" class="axis">no data</text>']
+    x_low, x_high = float(xs_all.min()), float(xs_all.max())
+    for x, _, _ in chart.marks:
+        x_low, x_high = min(x_low, x), max(x_high, x)
+    y_low, y_high = float(ys_all[finite].min()), float(ys_all[finite].max())
+    if chart.y_from_zero and not chart.log_y:
+        y_low = 0.0
+    if chart.log_y:
+        y_low, y_high = 10 ** math.floor(math.log10(y_low)), 10 ** math.ceil(math.log10(y_high))
+        if y_high <= y_low:
+            y_high = y_low * 10
+        y_ticks = _log_ticks(y_low, y_high)
+    else:
+        y_ticks = _linear_ticks(y_low, y_high)
+        y_low, y_high = min(y_low, y_ticks[0]), max(y_high, y_ticks[-1])
+    if chart.log_x:
+        x_low = max(x_low, 1.0)
+        x_ticks = _log_ticks(x_low, x_high)
+    else:
+        x_ticks = _linear_ticks(x_low, x_high)
+        x_ticks = [t for t in x_ticks if x_low <= t <= x_high] or [x_low, x_high]
+    sx = _scale(x_low, x_high, pw, chart.log_x)
+    sy = _scale(y_low, y_high, ph, chart.log_y, flip=True)
+    out = [f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>']
+    for t in y_ticks:
+        y = top + sy(t)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" class="grid"/>'
+                   f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_tick_label(t)}</text>')
+    for t in x_ticks:
+        x = left + sx(t)
+        out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" class="grid"/>'
+                   f'<text x="{x:.1f}" y="{top + ph + 16}" class="tick" text-anchor="middle">{_tick_label(t)}</text>')
+    for s in chart.series:
+        xs = np.asarray(s.xs, dtype=np.float64)
+        ys = np.asarray(s.ys, dtype=np.float64)
+        keep = np.isfinite(ys) & (ys > 0 if chart.log_y else True) & (xs >= x_low)
+        points = " ".join(f"{left + sx(x):.1f},{top + sy(y):.1f}" for x, y in zip(xs[keep], ys[keep]))
+        dash = ' stroke-dasharray="6 4"' if s.dashed else ""
+        out.append(f'<polyline points="{points}" fill="none" stroke="{s.colour}" stroke-width="2"{dash}>'
+                   f'<title>{html.escape(s.label)}</title></polyline>')
+    for x, label, colour in chart.marks:
+        px = left + sx(x)
+        out.append(f'<line x1="{px:.1f}" y1="{top}" x2="{px:.1f}" y2="{top + ph}" stroke="{colour}" '
+                   f'stroke-dasharray="3 3"/><text x="{px - 4:.1f}" y="{top + 12}" class="mark" '
+                   f'text-anchor="end" fill="{colour}">{html.escape(label)}</text>')
+    return out
+
+
+def _svg_bars(chart, left, top, pw, ph):
+    labels = list(chart.series[0].xs)
+    values = np.array([np.asarray(s.ys, dtype=np.float64) for s in chart.series])
+    high = float(values.max()) if values.size else 1.0
+    ticks = _linear_ticks(0.0, high if high > 0 else 1.0)
+    high = max(high, ticks[-1])
+    sy = _scale(0.0, high, ph, False, flip=True)
+    out = [f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>']
+    for t in ticks:
+        y = top + sy(t)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" class="grid"/>'
+                   f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_tick_label(t)}</text>')
+    group = pw / max(len(labels), 1)
+    bar = group * 0.8 / max(len(chart.series), 1)
+    for k, label in enumerate(labels):
+        x0 = left + k * group + group * 0.1
+        for j, s in enumerate(chart.series):
+            v = values[j, k]
+            y = top + sy(v)
+            out.append(f'<rect x="{x0 + j * bar:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{top + ph - y:.1f}" '
+                       f'fill="{s.colour}"><title>{html.escape(s.label)}: {html.escape(str(label))}: '
+                       f'{v:.3g}</title></rect>')
+        out.append(f'<text x="{left + (k + 0.5) * group:.1f}" y="{top + ph + 16}" class="tick" '
+                   f'text-anchor="middle">{html.escape(str(label))}</text>')
+    return out
+
+
+def png_chart(chart, path):
+    """Draw the chart with matplotlib into a PNG file."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=120)
+    try:
+        if chart.kind == "bars":
+            labels = list(chart.series[0].xs)
+            width = 0.8 / len(chart.series)
+            for j, s in enumerate(chart.series):
+                ax.bar(np.arange(len(labels)) + j * width - 0.4 + width / 2, s.ys, width, label=s.label,
+                       color=s.colour)
+            ax.set_xticks(np.arange(len(labels)), labels)
+        else:
+            for s in chart.series:
+                ax.plot(s.xs, s.ys, label=s.label, color=s.colour, linestyle="--" if s.dashed else "-")
+            for x, label, colour in chart.marks:
+                ax.axvline(x, color=colour, linestyle=":", linewidth=1)
+                ax.annotate(label, (x, 1), xycoords=("data", "axes fraction"), ha="right", va="top",
+                            color=colour, fontsize=8)
+            if chart.log_x:
+                ax.set_xscale("log")
+            if chart.log_y:
+                ax.set_yscale("log")
+        ax.set_title(chart.title, fontsize=10)
+        ax.set_xlabel(chart.x_label)
+        ax.set_ylabel(chart.y_label)
+        ax.grid(alpha=0.3)
+        if len(chart.series) > 1:
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        with atomic_output(path, "wb") as f:
+            fig.savefig(f, format="png")
+    finally:
+        plt.close(fig)
+
+
+def _sampled(n, points=_CURVE_POINTS, log=True):
+    """Indices 0..n-1 to draw a curve of n points with about `points` of them (evenly on a log axis), ends kept."""
+    if n <= points:
+        return np.arange(n)
+    if log:
+        idx = np.unique(np.geomspace(1, n, points).astype(np.int64) - 1)
+    else:
+        idx = np.unique(np.linspace(0, n - 1, points).astype(np.int64))
+    return np.union1d(idx, [0, n - 1])
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+@dataclasses.dataclass
+class Side:
+    """One tokenizer's results on the evaluation text."""
+    name: str
+    tokenizer: object
+    analysis: object
+    curve: object
+    colour: str
+    training: object = None     # tokenizer.training, read once (a copy is made each time it is read)
+
+    @property
+    def full_size(self):
+        return int(self.curve.vocab_sizes[-1])
+
+
+def _analyze(name, tokenizer, texts, errors, colour):
+    analysis = analyze_text(tokenizer, texts, by_script=True, errors=errors)
+    return Side(name, tokenizer, analysis, analysis.curve(), colour, getattr(tokenizer, "training", None))
+
+
+def _pattern_name(pattern):
+    return _PATTERN_NAMES.get(pattern, "custom regex")
+
+
+def _fmt(v, digits=3):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "\u2014"
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    return f"{v:.{digits}f}"
+
+
+def _table(header, rows, classes=()):
+    cls = f' class="{" ".join(classes)}"' if classes else ""
+    out = [f"<table{cls}><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead><tbody>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _code(token):
+    return f"<code>{html.escape(display_token(token))}</code>"
+
+
+def _merge_counts(side):
+    """The tokenizer's recorded pair counts (one a merge), or None with the reason."""
+    counts = (side.training or {}).get("merge_counts")
+    if counts is None:
+        return None, ("not recorded: the tokenizer was not trained by bpe_fast (or was saved before merge counts "
+                      "were recorded); `bpe-fast train` keeps them in bpe_fast.json")
+    if len(counts) != len(side.tokenizer.merges):
+        return None, (f"recorded for {len(counts):,} merges but the tokenizer has {len(side.tokenizer.merges):,}: "
+                      f"not shown")
+    return np.asarray(counts, dtype=np.int64), ""
+
+
+# ------------------------------------------------------------------------------------------------ sections
+
+def _summary_section(sides, notes, texts):
+    header = ["", *(s.name for s in sides)]
+    rows = []
+
+    def row(label, values):
+        rows.append([html.escape(label), *values])
+
+    row("vocabulary size (largest id + 1)", [_fmt(s.tokenizer.vocab_size) for s in sides])
+    row("merges", [_fmt(len(s.tokenizer.merges)) for s in sides])
+    row("curve from .. to (sizes)", [f"{_fmt(int(s.curve.vocab_sizes[0]))} .. {_fmt(s.full_size)}" for s in sides])
+    row("pattern", [html.escape(_pattern_name(s.tokenizer.pattern)) for s in sides])
+    row("special tokens", [html.escape(", ".join(s.tokenizer.special_tokens) or "none") for s in sides])
+    row("evaluation tokens", [_fmt(s.analysis.tokens) for s in sides])
+    row("bytes per token", [f"<b>{_fmt(float(s.curve.bytes_per_token[-1]))}</b>" for s in sides])
+    row("tokens per word", [_fmt(float(s.curve.tokens_per_word[-1])) for s in sides])
+    for key, label in (("bytes", "training corpus: bytes"), ("documents", "training corpus: documents"),
+                       ("pretokens", "training corpus: pre-tokens"),
+                       ("distinct_pretokens", "training corpus: distinct pre-tokens")):
+        values = [((s.training or {}).get("corpus") or {}).get(key) for s in sides]
+        if any(v is not None for v in values):
+            row(label, [_fmt(v) for v in values])
+    first = sides[0].analysis
+    text_rows = [[html.escape(name), _fmt(size), *(_fmt(tokens) for tokens in
+                                                   [s.analysis.sources[k][2] for s in sides])]
+                 for k, (name, size, _) in enumerate(first.sources)]
+    out = ["<h2>Summary</h2>", _table(header, rows, ("summary",))]
+    out.append(f"<p>Evaluation text: {len(first.sources)} file(s), {_fmt(first.bytes)} bytes, "
+               f"{_fmt(first.words)} words (runs of non-whitespace characters).</p>")
+    out.append(_table(["evaluation text", "bytes", *(f"tokens ({s.name})" for s in sides)], text_rows))
+    for note in notes:
+        out.append(f'<p class="note">{html.escape(note)}</p>')
+    return "\n".join(out)
+
+
+def _curve_section(sides):
+    charts = []
+    series_bpt, series_tpw, marks = [], [], []
+    for s in sides:
+        idx = _sampled(len(s.curve.vocab_sizes))
+        xs = s.curve.vocab_sizes[idx]
+        series_bpt.append(Series(s.name, xs, s.curve.bytes_per_token[idx], s.colour))
+        series_tpw.append(Series(s.name, xs, s.curve.tokens_per_word[idx], s.colour))
+        marks.append((s.full_size, f"{s.full_size:,}", s.colour))
+    charts.append(Chart("curve", "Compression: bytes per token at every vocabulary size", "vocabulary size",
+                        "bytes per token", series_bpt, log_x=True, marks=marks))
+    charts.append(Chart("tokens-per-word", "Tokens per word at every vocabulary size", "vocabulary size",
+                        "tokens per word", series_tpw, log_x=True, marks=marks))
+    base = min(int(s.curve.vocab_sizes[0]) for s in sides)
+    top = max(s.full_size for s in sides)
+    sizes = sorted({base, *(v for v in _ROUND_SIZES if base < v < top), *(s.full_size for s in sides)})
+    rows = []
+    for v in sizes:
+        cells = [_fmt(v)]
+        for s in sides:
+            k = v - int(s.curve.vocab_sizes[0])
+            if 0 <= k < len(s.curve.vocab_sizes):
+                cells += [_fmt(float(s.curve.bytes_per_token[k])), _fmt(float(s.curve.tokens_per_word[k]))]
+            else:
+                cells += ["\u2014", "\u2014"]
+        rows.append(cells)
+    header = ["vocabulary size"] + [f"{label} ({s.name})" for s in sides for label in ("bytes/token", "tokens/word")]
+    text = ["<h2>Compression curve</h2>",
+            "<p>The evaluation text encoded once; the count at each smaller size is the full encoding with every "
+            "token beyond that size split back into its merge's parts, which equals encoding with the tokenizer "
+            "cut to that size. The dashed lines mark each tokenizer's full size.</p>",
+            *(svg_chart(c) for c in charts), _table(header, rows)]
+    return "\n".join(text), charts
+
+
+def _script_section(sides):
+    charts = []
+    for s in sides:
+        series = []
+        for k, name in enumerate(SCRIPTS):
+            c = (s.curve.scripts or {}).get(name)
+            if c is None:
+                continue
+            idx = _sampled(len(c.vocab_sizes))
+            series.append(Series(name, c.vocab_sizes[idx], c.bytes_per_token[idx], _COLOURS[k % len(_COLOURS)]))
+        charts.append(Chart(f"scripts-{len(charts) + 1}", f"Bytes per token by script: {s.name}", "vocabulary size",
+                            "bytes per token", series, log_x=True, marks=[(s.full_size, f"{s.full_size:,}", "#444")]))
+    rows = []
+    total = sides[0].analysis.bytes
+    for name in SCRIPTS:
+        curves = [(s.curve.scripts or {}).get(name) for s in sides]
+        if all(c is None for c in curves):
+            continue
+        cells = [html.escape(name), f"{100 * (curves[0].bytes if curves[0] else 0) / max(total, 1):.1f}%"]
+        for c in curves:
+            cells += [_fmt(int(c.tokens[-1])) if c else "\u2014",
+                      _fmt(float(c.bytes_per_token[-1])) if c else "\u2014"]
+        rows.append(cells)
+    header = ["script", f"share of bytes ({sides[0].name})"] + \
+        [f"{label} ({s.name})" for s in sides for label in ("tokens", "bytes/token")]
+    text = ["<h2>By script</h2>",
+            "<p>Each produced token counts for the script of its first character that is not whitespace "
+            "(Unicode properties: Latin, Cyrillic, CJK (Han, kana, Hangul), Arabic, other letters, decimal digits, "
+            "whitespace, and punctuation/code for the rest: punctuation, symbols, emoji); the pieces it splits "
+            "into at smaller sizes keep its script.</p>",
+            _table(header, rows), *(svg_chart(c) for c in charts)]
+    return "\n".join(text), charts
+
+
+def _length_section(sides):
+    labels = [str(k) for k in range(1, _LENGTH_BUCKETS)] + [f"{_LENGTH_BUCKETS}+"]
+    vocab_series, text_series = [], []
+    for s in sides:
+        lengths = s.analysis.trees.lengths
+        ranked = s.analysis.trees.ranked_ids
+        in_vocab = np.concatenate([np.ones(256, dtype=np.int64), lengths[ranked]])   # bytes + merged tokens
+        hist = np.bincount(np.minimum(in_vocab, _LENGTH_BUCKETS), minlength=_LENGTH_BUCKETS + 1)[1:]
+        vocab_series.append(Series(s.name, labels, 100 * hist / max(hist.sum(), 1), s.colour))
+        produced = s.analysis.produced
+        used = np.flatnonzero(produced)
+        hist = np.bincount(np.minimum(lengths[used], _LENGTH_BUCKETS), weights=produced[used],
+                           minlength=_LENGTH_BUCKETS + 1)[1:]
+        text_series.append(Series(s.name, labels, 100 * hist / max(hist.sum(), 1), s.colour))
+    charts = [Chart("lengths-vocab", "Token lengths in the vocabulary (bytes; merged tokens and the 256 bytes)",
+                    "length in bytes", "% of tokens", vocab_series, kind="bars"),
+              Chart("lengths-text", "Lengths of the tokens the evaluation text is encoded into (bytes)",
+                    "length in bytes", "% of produced tokens", text_series, kind="bars")]
+    return "\n".join(["<h2>Token lengths</h2>", *(svg_chart(c) for c in charts)]), charts
+
+
+def _merge_section(sides):
+    out = ["<h2>Merges in training order</h2>"]
+    charts = []
+    for s in sides:
+        counts, why = _merge_counts(s)
+        if counts is None:
+            out.append(f'<p class="note">{html.escape(s.name)}: pair counts {html.escape(why)}.</p>')
+            continue
+        idx = _sampled(len(counts), 800, log=False)
+        charts.append(Chart(f"merges-{len(charts) + 1}", f"Pair count when each merge was chosen: {s.name}",
+                            "merge (training order)", "pair count in the training corpus",
+                            [Series(s.name, idx + 1, counts[idx], s.colour)], log_y=True))
+    usage_series = []
+    for s in sides:
+        weights = s.analysis.weights().sum(axis=1)
+        produced = s.analysis.produced[s.analysis.trees.ranked_ids]
+        n = len(weights)
+        if n == 0:
+            continue
+        buckets = min(100, n)
+        edges = np.linspace(0, n, buckets + 1).astype(np.int64)
+        used = np.add.reduceat((weights > 0).astype(np.float64), edges[:-1]) / np.diff(edges)
+        final = np.add.reduceat((produced > 0).astype(np.float64), edges[:-1]) / np.diff(edges)
+        mid = 50 * (edges[:-1] + edges[1:]) / n         # the group's middle, in % of the merges
+        usage_series.append(Series(f"{s.name}: used (as a token or inside one)", mid, 100 * used, s.colour))
+        usage_series.append(Series(f"{s.name}: produced as a token", mid, 100 * final, s.colour, dashed=True))
+    if usage_series:
+        charts.append(Chart("usage", "Merged tokens the evaluation text uses, by training order (100 groups)",
+                            "position in training order (% of the merged tokens)", "% of the group's tokens",
+                            usage_series, y_from_zero=True))
+    out += [svg_chart(c) for c in charts]
+    return "\n".join(out), charts
+
+
+def _token_section(sides):
+    out = ["<h2>Under-trained candidates and frequent tokens</h2>",
+           "<p>A merged token the evaluation text never produces, not even inside a longer token, is a candidate "
+           "for an under-trained embedding (the \u201cSolidGoldMagikarp\u201d kind): it is listed from the "
+           "earliest merge, with its pair count in training when recorded. Tokens produced only inside longer "
+           "ones are normal intermediate steps.</p>"]
+    rows = []
+    for s in sides:
+        weights = s.analysis.weights().sum(axis=1)
+        produced = s.analysis.produced[s.analysis.trees.ranked_ids]
+        n = len(weights)
+        rows.append([html.escape(s.name), _fmt(n), _fmt(int((weights == 0).sum())),
+                     _fmt(int(((produced == 0) & (weights > 0)).sum())),
+                     _fmt(int(((produced > 0) & (produced < 10)).sum())), _fmt(int((produced >= 10).sum()))])
+    out.append(_table(["tokenizer", "merged tokens", "never used", "only inside longer tokens", "produced 1-9 times",
+                       "produced 10+ times"], rows))
+    for s in sides:
+        trees = s.analysis.trees
+        vocab = s.tokenizer.vocab
+        weights = s.analysis.weights().sum(axis=1)
+        counts, _ = _merge_counts(s)
+        never = np.flatnonzero(weights == 0)[:_LIST_ROWS]
+        table_rows = []
+        for r in never:
+            token_id = int(trees.ranked_ids[r])
+            token = vocab[token_id]
+            cells = [_fmt(int(r)), _fmt(token_id), _code(token), _fmt(len(token))]
+            if counts is not None:
+                cells.append(_fmt(int(counts[trees.first_merge[r]])))
+            table_rows.append(cells)
+        header = ["rank", "id", "token", "bytes"] + (["pair count in training"] if counts is not None else [])
+        out.append(f"<h3>Never used: {html.escape(s.name)} (first {_LIST_ROWS} by rank)</h3>")
+        out.append(_table(header, table_rows) if table_rows else "<p>None: every merged token is used.</p>")
+    out.append("<h3>Most frequent tokens</h3>")
+    tables = []
+    for s in sides:
+        produced = s.analysis.produced
+        total = max(int(produced.sum()), 1)
+        top = np.argsort(-produced, kind="stable")[:_LIST_ROWS]
+        vocab = s.tokenizer.vocab
+        table_rows = [[_fmt(int(i)), _code(vocab[int(i)]), _fmt(int(produced[i])),
+                       f"{100 * produced[i] / total:.2f}%"] for i in top if produced[i] > 0]
+        tables.append(f"<div><h4>{html.escape(s.name)}</h4>" + _table(["id", "token", "count", "share"], table_rows)
+                      + "</div>")
+    out.append('<div class="columns">' + "".join(tables) + "</div>")
+    return "\n".join(out)
+
+
+_CSS = """
+body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto; max-width: 1100px;
+       color: #222; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
+th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+code { background: #f3f3f3; padding: 0 3px; white-space: pre; }
+.note { color: #8a4b00; background: #fff6e5; padding: 0.4em 0.8em; border-left: 3px solid #e0a030; }
+.columns { display: flex; gap: 2em; flex-wrap: wrap; }
+svg.chart { display: block; margin: 1em 0; max-width: 100%; height: auto; }
+svg .plot { fill: #fcfcfc; stroke: #ccc; } svg .grid { stroke: #eee; }
+svg text { font-family: system-ui, sans-serif; } svg .tick { font-size: 11px; fill: #555; }
+svg .axis { font-size: 12px; fill: #333; } svg .ctitle { font-size: 14px; font-weight: 600; fill: #222; }
+svg .legend { font-size: 11px; fill: #333; } svg .mark { font-size: 11px; }
+"""
+
+
+def write_report(tokenizer, texts_or_paths, output, *, name="tokenizer", against=None, against_name="against",
+                 png_dir=None, errors="strict"):
+    """Write the HTML report on `tokenizer` (and `against`, on the same text) to `output`, atomically; with
+    png_dir, also its charts as PNG files there (matplotlib needed). texts_or_paths as
+    bpe_fast.compression_curve takes them. Returns a dict of the main figures and the notes (for the CLI).
+
+    >>> import pathlib, tempfile
+    >>> from bpe_fast import Tokenizer
+    >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "report.html"
+    >>> write_report(tok, ["abab cab"], out)["bytes_per_token"]
+    [1.6]
+    """
+    started = time.perf_counter()
+    texts = list(texts_or_paths) if not isinstance(texts_or_paths, (str, bytes, os.PathLike)) else [texts_or_paths]
+    sides = [_analyze(name, tokenizer, texts, errors, _COLOURS[0])]
+    notes = []
+    if against is not None:
+        sides.append(_analyze(against_name, against, texts, errors, _COLOURS[1]))
+        if against.pattern != tokenizer.pattern:
+            notes.append(f"The two tokenizers pre-tokenize with different patterns ({_pattern_name(tokenizer.pattern)}"
+                         f" and {_pattern_name(against.pattern)}): their tokens differ in where they may be cut, "
+                         f"not only in their merges.")
+        if set(against.special_tokens) != set(tokenizer.special_tokens):
+            notes.append("The two tokenizers have different special tokens: in the evaluation text each matches "
+                         "its own (one token each).")
+    for s in sides:
+        if s.full_size != s.tokenizer.vocab_size:
+            notes.append(f"{s.name}: the curve ends at {s.full_size:,} tokens (the tokens no merge makes and every "
+                         f"merged token), not at vocab_size {s.tokenizer.vocab_size:,} (ids unused or repeated).")
+    summary = _summary_section(sides, notes, texts)
+    curve_html, curve_charts = _curve_section(sides)
+    script_html, script_charts = _script_section(sides)
+    length_html, length_charts = _length_section(sides)
+    merge_html, merge_charts = _merge_section(sides)
+    token_html = _token_section(sides)
+    title = f"Tokenizer report: {name}" + (f" against {against_name}" if against is not None else "")
+    page = "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title>", f"<style>{_CSS}</style>", "</head>", "<body>",
+        f"<h1>{html.escape(title)}</h1>", summary, curve_html, script_html, length_html, merge_html, token_html,
+        f'<p class="foot">Made by bpe-fast report in {time.perf_counter() - started:.1f} s.</p>',
+        "</body>", "</html>", ""])
+    with atomic_output(os.fspath(output), "wb") as f:
+        f.write(page.encode("utf-8"))
+    charts = curve_charts + script_charts + length_charts + merge_charts
+    pngs = []
+    if png_dir is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ImportError("PNG charts need matplotlib: pip install 'bpe_fast[report]' (or matplotlib)") from None
+        os.makedirs(png_dir, exist_ok=True)
+        for chart in charts:
+            path = os.path.join(png_dir, chart.slug + ".png")
+            png_chart(chart, path)
+            pngs.append(path)
+    return {"names": [s.name for s in sides], "full_sizes": [s.full_size for s in sides],
+            "bytes_per_token": [round(float(s.curve.bytes_per_token[-1]), 4) for s in sides],
+            "tokens_per_word": [round(float(s.curve.tokens_per_word[-1]), 4) for s in sides],
+            "bytes": sides[0].analysis.bytes, "notes": notes, "pngs": pngs}

@@ -1,0 +1,170 @@
+"""A text as its tokens: the pieces and ids of Tokenizer.show, drawn for a terminal (ANSI colours), as plain text
+(brackets) or as an HTML page (`bpe-fast show`).
+
+A piece is a token's text: its bytes decoded as UTF-8, or, for a token holding only part of a character's UTF-8
+(byte-level BPE splits rare characters), with the bytes that are not whole characters written as \\xNN escapes.
+So the pieces join back to the text exactly when no character is split; the tokens' bytes always do.
+"""
+import html
+import unicodedata
+from typing import NamedTuple
+
+__all__ = ["TokenView", "token_view", "split_positions", "render_ansi", "render_plain", "render_html",
+           "display_token"]
+
+# backgrounds of the terminal view (xterm-256 colours, light, with black text), taken in turn
+_ANSI_BACKGROUNDS = (153, 186, 151, 217, 183)
+_HTML_BACKGROUNDS = ("#cfe6fb", "#f5ecb0", "#cdebd3", "#f8d3d3", "#e2d5f3")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+class TokenView(NamedTuple):
+    """Tokenizer.show's result: `pieces, ids = tok.show(text)`."""
+    pieces: list
+    ids: list
+
+
+def piece_of(token):
+    """A token's text: its UTF-8, with the bytes that are not whole characters as \\xNN escapes.
+
+    >>> piece_of(b" caf\\xc3\\xa9"), piece_of(b"\\xe4\\xb8")
+    (' café', '\\\\xe4\\\\xb8')
+    """
+    return token.decode("utf-8", "backslashreplace")
+
+
+def token_view(tokenizer, text):
+    """The TokenView of `text`: its ids (tokenizer.encode's: special tokens matched) and each one's piece."""
+    ids = tokenizer.encode(text)
+    vocab = tokenizer.vocab
+    cache = {}
+    pieces = []
+    for i in ids:
+        piece = cache.get(i)
+        if piece is None:
+            piece = cache[i] = piece_of(vocab[i])
+        pieces.append(piece)
+    return TokenView(pieces, ids)
+
+
+def split_positions(view, tokenizer):
+    """The set of positions k whose token holds part of a character (its piece has \\xNN escapes)."""
+    vocab = tokenizer.vocab
+    return {k for k, (piece, i) in enumerate(zip(view.pieces, view.ids)) if piece.encode("utf-8") != vocab[i]}
+
+
+def _visible(piece):
+    """A piece with newlines, carriage returns and tabs written as \\n, \\r, \\t (a line break follows \\n)."""
+    out = []
+    for ch in piece:
+        escape = _ESCAPES.get(ch)
+        out.append(ch if escape is None else escape)
+    return "".join(out)
+
+
+def _line_breaks(piece):
+    return "\n" * piece.count("\n")
+
+
+def render_plain(view, *, ids=False):
+    """The view as plain text: each piece in brackets (with its id after a "|" when `ids`), newlines, carriage
+    returns and tabs written as \\n, \\r, \\t; the text's line breaks are kept after the piece that holds them.
+
+    >>> render_plain(TokenView(["Hello", " world", "\\n"], [15496, 995, 198]), ids=True)
+    '[Hello|15496][ world|995][\\\\n|198]\\n'
+    """
+    out = []
+    for piece, i in zip(view.pieces, view.ids):
+        label = f"|{i}" if ids else ""
+        out.append(f"[{_visible(piece)}{label}]{_line_breaks(piece)}")
+    text = "".join(out)
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+def render_ansi(view, *, ids=False, split=frozenset(), special_ids=frozenset()):
+    """The view for a terminal: pieces on backgrounds of alternating colours (a piece of a split character
+    underlined, a special token bold), ids in grey after each piece when `ids`."""
+    out = []
+    for k, (piece, i) in enumerate(zip(view.pieces, view.ids)):
+        style = f"\x1b[48;5;{_ANSI_BACKGROUNDS[k % len(_ANSI_BACKGROUNDS)]}m\x1b[38;5;16m"
+        if k in split:
+            style += "\x1b[4m"
+        if i in special_ids:
+            style += "\x1b[1m"
+        label = f"\x1b[38;5;244m{i}\x1b[0m" if ids else ""
+        out.append(f"{style}{_visible(piece)}\x1b[0m{label}{_line_breaks(piece)}")
+    text = "".join(out)
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+.view {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; white-space: pre-wrap;
+        line-height: 1.9; word-break: break-all; }}
+.view span {{ border-radius: 2px; padding: 1px 0; }}
+.view .split {{ outline: 1px dashed #a33; }}
+.view .special {{ font-weight: bold; outline: 1px solid #555; }}
+.view sub {{ color: #777; font-size: 0.65em; margin: 0 2px 0 1px; }}
+.note {{ color: #555; }}
+{colours}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+<p class="note">{summary}</p>
+<div class="view">{body}</div>
+</body>
+</html>
+"""
+
+
+def render_html(view, *, ids=False, split=frozenset(), special_ids=frozenset(), title="Tokens", summary=""):
+    """The view as a self-contained HTML page (no script, no external resource): pieces on alternating
+    backgrounds, each with its id in its tooltip (and after it when `ids`); a piece of a split character has
+    a dashed outline, a special token a solid one; newlines show as \u21b5 before the line break."""
+    colours = "\n".join(f".c{k} {{ background: {c}; }}" for k, c in enumerate(_HTML_BACKGROUNDS))
+    spans = []
+    for k, (piece, i) in enumerate(zip(view.pieces, view.ids)):
+        classes = [f"c{k % len(_HTML_BACKGROUNDS)}"]
+        if k in split:
+            classes.append("split")
+        if i in special_ids:
+            classes.append("special")
+        shown = html.escape(piece).replace("\r", "\u240d").replace("\n", "\u21b5\n")
+        label = f"<sub>{i}</sub>" if ids else ""
+        spans.append(f'<span class="{" ".join(classes)}" title="id {i}">{shown}</span>{label}')
+    return _PAGE.format(title=html.escape(title), summary=html.escape(summary), colours=colours,
+                        body="".join(spans))
+
+
+def display_token(token):
+    """A token's bytes as a short, unambiguous label for tables: UTF-8 text with spaces as ␣, newlines and
+    tabs as \\n, \\t, other whitespace and control or format characters as \\xNN / \\uNNNN, a backslash as
+    \\\\, and bytes that are not whole characters as \\xNN.
+
+    >>> print(display_token(b" the\\n"), display_token(b"\\xe4\\xb8"), display_token(b"\\\\x\\xc2\\xa0"))
+    ␣the\\n \\xe4\\xb8 \\\\x\\u00a0
+    """
+    out = []
+    for ch in token.decode("utf-8", "surrogateescape"):
+        code = ord(ch)
+        if ch == " ":
+            out.append("␣")
+        elif ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch == "\\":
+            out.append("\\\\")
+        elif 0xDC80 <= code <= 0xDCFF:            # a byte that is not part of a whole character
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cn"):
+            out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -1,0 +1,481 @@
+"""Looking at a tokenizer (issue 16): Tokenizer.show and `bpe-fast show`, compression_curve against tokenizers
+trained to (or cut at) each size, `bpe-fast report` (a self-contained page), and what training records."""
+import html.parser
+import json
+import pickle
+import random
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, Tokenizer, compression_curve, count_pretokens
+from bpe_fast import train_bpe, train_from_counts
+from bpe_fast._inspect import count_distinct, propagate
+from bpe_fast.cli import main
+from bpe_fast.curve import SCRIPTS, merge_trees, script_of
+from bpe_fast.formats import FormatError
+from bpe_fast.html_report import write_report
+from bpe_fast.inputs import CorpusDecodeError
+from bpe_fast.token_view import TokenView, display_token, render_html, render_plain, split_positions
+
+from corpora import EOT, FIXTURES, make_corpus, write
+from train_oracle import _apply_merge, _count_pairs, oracle_count_pretokens
+
+
+def byte_vocab():
+    return {i: bytes([i]) for i in range(256)}
+
+
+def abc_tokenizer(specials=()):
+    # ranks: 0 = "ab" (a, b), 1 = "abc" (ab, c)
+    return Tokenizer(byte_vocab() | {256: b"ab", 257: b"abc"}, [(b"a", b"b"), (b"ab", b"c")], list(specials))
+
+
+# ------------------------------------------------------------------------------------------ the curve
+
+def test_curve_worked_example():
+    # "abcab" encodes as [abc, ab]: 2 tokens with both merges; without "abc" the "abc" splits into [ab, c]
+    # (3 tokens); without "ab" too, everything is bytes (5 tokens)
+    curve = compression_curve(abc_tokenizer(), "abcab")
+    assert curve.vocab_sizes.tolist() == [256, 257, 258]
+    assert curve.tokens.tolist() == [5, 3, 2]
+    assert curve.bytes == 5 and curve.words == 1
+    assert curve.bytes_per_token.tolist() == [1.0, 5 / 3, 2.5]
+    assert curve.tokens_per_word.tolist() == [5.0, 3.0, 2.0]
+    assert compression_curve(abc_tokenizer(), "abcab", vocab_sizes=[258, 256]).tokens.tolist() == [2, 5]
+
+
+def test_propagate_worked_example():
+    # the kernel's docstring example: rank 1 ("abc") hands its count to its left part, rank 0 ("ab")
+    weights = np.array([[1], [1]], dtype=np.int64)
+    propagate(np.array([-1, 0], dtype=np.int32), np.array([-1, -1], dtype=np.int32), weights)
+    assert weights[:, 0].tolist() == [2, 1]
+
+
+def test_special_tokens_are_one_token_at_every_size():
+    tok = abc_tokenizer([EOT])
+    curve = compression_curve(tok, f"abc{EOT}abc")
+    assert curve.vocab_sizes.tolist() == [257, 258, 259]
+    assert curve.tokens.tolist() == [3 + 1 + 3, 2 + 1 + 2, 1 + 1 + 1]
+
+
+def test_words_are_runs_of_non_whitespace():
+    text = "ab c\u00a0\u3000ab\n\n ab\u2003x "        # U+00A0, U+3000, U+2003 are whitespace too
+    assert compression_curve(abc_tokenizer(), text).words == 5 == len(text.split())
+
+
+def test_vocab_sizes_outside_the_curve_are_errors():
+    tok = abc_tokenizer()
+    with pytest.raises(ValueError, match="outside 256..258"):
+        compression_curve(tok, "ab", vocab_sizes=[259])
+    with pytest.raises(TypeError, match="ints"):
+        compression_curve(tok, "ab", vocab_sizes=[256.0])
+
+
+def test_merge_lists_training_cannot_make_are_refused():
+    # (a, bc) before (b, c): "bc" is not made yet when merge 0 uses it
+    vocab = byte_vocab() | {256: b"abc", 257: b"bc"}
+    tok = Tokenizer(vocab, [(b"a", b"bc"), (b"b", b"c")])
+    with pytest.raises(ValueError, match=r"merge 0 .*neither a single byte nor made by an earlier merge"):
+        compression_curve(tok, "abc")
+
+
+def test_a_token_made_twice_keeps_its_first_merge():
+    vocab = byte_vocab() | {256: b"ab", 257: b"bc", 258: b"abc"}
+    tok = Tokenizer(vocab, [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")])
+    trees = merge_trees(tok)
+    assert trees.ranked_ids.tolist() == [256, 257, 258]
+    assert trees.left.tolist() == [-1, -1, 0] and trees.right.tolist() == [-1, -1, -1]
+    assert trees.first_merge.tolist() == [0, 1, 2] and trees.base_size == 256
+
+
+def test_inputs_paths_texts_and_bytes(tmp_path):
+    tok = abc_tokenizer()
+    path = write(tmp_path, "abcab")
+    assert compression_curve(tok, path).tokens.tolist() == [5, 3, 2]
+    assert compression_curve(tok, [path, "abc", b"ab"]).tokens.tolist() == [10, 6, 4]
+    with pytest.warns(UserWarning, match="taken as the text itself"):
+        compression_curve(tok, str(path))
+
+
+def test_bad_evaluation_text_names_it(tmp_path):
+    tok = abc_tokenizer()
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ab\nc\xffab")
+    with pytest.raises(CorpusDecodeError, match=r"bad.txt: invalid UTF-8 at byte offset 4 \(line 2\)"):
+        compression_curve(tok, bad)
+    assert compression_curve(tok, bad, errors="replace").bytes == 9      # U+FFFD is 3 bytes
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="empty.txt: the evaluation text is empty"):
+        compression_curve(tok, [bad, empty], errors="replace")
+    with pytest.raises(ValueError, match="no evaluation text"):
+        compression_curve(tok, [])
+
+
+# Random small corpora: the curve at every size must equal encoding with the tokenizer trained to that size
+# (training is greedy, so that is the full training's first merges; checked too).
+PIECES = ["a", "b", "c", "ab", "ba", "aa", " ", "  ", "\n", "é", "中", "中文", "😀", "1", "22", "'s", ".", EOT]
+text_strategy = st.lists(st.sampled_from(PIECES), min_size=0, max_size=40).map("".join)
+PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, r"\S+|\s+", r"(?s).+"]
+
+
+def _train_quietly(counts, size):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # "no pairs left": the corpus ran out of pairs
+        return train_from_counts(counts, size)
+
+
+@given(docs=st.lists(text_strategy, min_size=1, max_size=6), eval_docs=st.lists(text_strategy, min_size=1, max_size=3),
+       pattern=st.sampled_from(PATTERNS), merges=st.integers(0, 45))
+@settings(max_examples=80)
+def test_curve_equals_the_tokenizer_trained_to_each_size(docs, eval_docs, pattern, merges):
+    eval_docs = [d if d else "a" for d in eval_docs]
+    counts = count_pretokens(iter(docs), [EOT], pattern=pattern, num_processes=1)
+    vocab, full = _train_quietly(counts, 257 + merges)
+    tok = Tokenizer(vocab, full, [EOT], pattern)
+    curve = compression_curve(tok, eval_docs, by_script=True)
+    assert curve.vocab_sizes[0] == 257 and curve.vocab_sizes[-1] == 257 + len(set(a + b for a, b in full))
+    for k in range(len(full) + 1):
+        vocab_k, merges_k = _train_quietly(counts, 257 + k)
+        assert merges_k == full[:k]
+        cut = Tokenizer(vocab_k, merges_k, [EOT], pattern)
+        size = 257 + len(set(a + b for a, b in merges_k))
+        assert curve.tokens_at(size) == sum(len(cut.encode(d)) for d in eval_docs)
+    assert curve.bytes == sum(len(d.encode()) for d in eval_docs)
+    assert sum(c.tokens for c in curve.scripts.values()).tolist() == curve.tokens.tolist()
+    assert sum(c.bytes for c in curve.scripts.values()) == curve.bytes
+
+
+def test_curve_equals_gpt2_cut_at_random_sizes(gpt2):
+    text = (FIXTURES / "corpus.en").read_text("utf-8")[:30000] + " 中文 Москва 😀 ٣٤٥" + EOT + " end"
+    curve = compression_curve(gpt2, text)
+    assert curve.vocab_sizes[0] == 257 and curve.vocab_sizes[-1] == 50257
+    assert curve.tokens[-1] == len(gpt2.encode(text))
+    rng = random.Random(16)
+    vocab = gpt2.vocab
+    merges = gpt2.merges
+    for merged in sorted({0, 1, 7, 50000, *(rng.randrange(50001) for _ in range(9))}):
+        cut_vocab = {i: t for i, t in vocab.items() if i < 256 + merged or i == 50256}
+        cut = Tokenizer(cut_vocab, merges[:merged], [EOT])
+        assert curve.tokens_at(257 + merged) == len(cut.encode(text)), merged
+
+
+def test_scripts_classify_unicode_properties():
+    assert [script_of(c) for c in "aЖ中ب3 ,ｱ가ー々𠀀😀é"] == [
+        "Latin", "Cyrillic", "CJK", "Arabic", "digits", "whitespace", "punctuation/code", "CJK", "CJK", "CJK",
+        "CJK", "CJK", "punctuation/code", "Latin"]
+    tok = Tokenizer(byte_vocab(), [])
+    curve = compression_curve(tok, "ab Жж 中 12\n!", by_script=True)
+    got = {name: (c.bytes, int(c.tokens[-1])) for name, c in curve.scripts.items()}
+    # byte tokens: a token inside a character counts for that character; a space for whitespace
+    assert got == {"Latin": (2, 2), "Cyrillic": (4, 4), "CJK": (3, 3), "digits": (2, 2), "whitespace": (4, 4),
+                   "punctuation/code": (1, 1)}
+    assert set(got) <= set(SCRIPTS)
+
+
+# ------------------------------------------------------------------------------------------ show
+
+show_text = st.lists(st.sampled_from(PIECES + ["\u00e9t\u00e9", "\u0416", "\t", "\r\n"]), max_size=30).map("".join)
+
+
+@given(text=show_text)
+@settings(max_examples=60)
+def test_show_pieces_and_ids(gpt2, text):
+    pieces, ids = gpt2.show(text)
+    assert ids == gpt2.encode(text)
+    assert b"".join(gpt2.vocab[i] for i in ids) == text.encode("utf-8")
+    split = split_positions(TokenView(pieces, ids), gpt2)
+    if not split:
+        assert "".join(pieces) == text
+    for k in split:
+        assert "\\x" in pieces[k]
+
+
+def test_show_escapes_parts_of_characters():
+    tok = Tokenizer(byte_vocab() | {256: b"ab"}, [(b"a", b"b")], [EOT])
+    view = tok.show(f"ab€{EOT}")
+    assert view == TokenView(["ab", "\\xe2", "\\x82", "\\xac", EOT], [256, 226, 130, 172, 257])
+    assert split_positions(view, tok) == {1, 2, 3}
+    assert tok.show("") == ([], [])
+
+
+def test_render_plain_and_html():
+    view = TokenView(["Hello", " world", "\n", "x"], [1, 2, 3, 4])
+    assert render_plain(view) == "[Hello][ world][\\n]\n[x]\n"
+    assert render_plain(view, ids=True) == "[Hello|1][ world|2][\\n|3]\n[x|4]\n"
+    page = render_html(view, ids=True, split={1}, title="t <x>")
+    check_self_contained(page)
+    assert "t &lt;x&gt;" in page and '<span class="c1 split" title="id 2"> world</span><sub>2</sub>' in page
+    assert display_token(b" the\n\xe4") == "\u2423the\\n\\xe4"
+
+
+# ------------------------------------------------------------------------------------------ the page
+
+class _PageChecker(html.parser.HTMLParser):
+    """Collects every URL-bearing attribute and checks that the elements nest."""
+    VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "source", "area", "base"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.urls, self.tags = [], [], set()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        self.urls += [v or "" for k, v in attrs if k in ("src", "href", "xlink:href", "action", "data", "poster")]
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.add(tag)
+        self.urls += [v or "" for k, v in attrs if k in ("src", "href", "xlink:href")]
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
+        self.stack.pop()
+
+
+def check_self_contained(page):
+    checker = _PageChecker()
+    checker.feed(page)
+    checker.close()
+    assert checker.stack == []
+    assert not any(u.startswith(("http://", "https://", "//")) for u in checker.urls), checker.urls
+    assert not {"script", "link", "iframe", "object", "embed"} & checker.tags
+    assert "url(" not in page and "@import" not in page
+    return checker
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("report")
+    corpus = write(folder, make_corpus(3, n_words=4000, specials=[EOT]))
+    out = folder / "tok"
+    assert main(["-q", "train", str(corpus), "--vocab-size", "600", "--special-token", EOT, "-j", "2",
+                 "-o", str(out)]) == 0
+    held_out = write(folder, make_corpus(4, n_words=2000, specials=[EOT]), "held_out.txt")
+    return out, held_out, corpus
+
+
+def test_report_page_is_self_contained(trained, tmp_path):
+    tok_dir, held_out, _ = trained
+    tok = Tokenizer.load(tok_dir)
+    out = tmp_path / "report.html"
+    result = write_report(tok, [held_out], out, name="mine")
+    page = out.read_text("utf-8")
+    checker = check_self_contained(page)
+    assert "svg" in checker.tags
+    for heading in ("Compression curve", "By script", "Token lengths", "Merges in training order",
+                    "Under-trained candidates", "Most frequent tokens"):
+        assert heading in page
+    assert "Pair count when each merge was chosen" in page      # train recorded them
+    curve = compression_curve(tok, held_out)
+    assert result["bytes_per_token"] == [round(float(curve.bytes_per_token[-1]), 4)]
+    assert result["full_sizes"] == [600] and result["notes"] == []
+
+
+def test_report_against_another_pattern_notes_it(trained, tmp_path, gpt2):
+    tok_dir, held_out, _ = trained
+    tok = Tokenizer.load(tok_dir)
+    gpt4 = Tokenizer(dict(tok.vocab), tok.merges, [EOT], GPT4_PATTERN)
+    out = tmp_path / "report.html"
+    result = write_report(tok, [held_out], out, against=gpt4, against_name="other")
+    assert any("different patterns" in note for note in result["notes"])
+    page = out.read_text("utf-8")
+    check_self_contained(page)
+    assert "different patterns" in page and "other" in page
+    result = write_report(tok, [held_out], out, against=gpt2, against_name="gpt2")
+    assert result["notes"] == [] and result["full_sizes"] == [600, 50257]
+    assert "pair counts not recorded" in out.read_text("utf-8")
+
+
+def test_report_png(trained, tmp_path):
+    pytest.importorskip("matplotlib")
+    tok_dir, held_out, _ = trained
+    result = write_report(Tokenizer.load(tok_dir), [held_out], tmp_path / "r.html", png_dir=tmp_path / "png")
+    assert result["pngs"] and all(Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in result["pngs"])
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome", "headless_shell"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def test_report_opens_in_headless_chromium_without_requests(trained, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="headless Chromium (playwright) is not installed")
+    tok_dir, held_out, _ = trained
+    out = tmp_path / "report.html"
+    write_report(Tokenizer.load(tok_dir), [held_out], out)
+    requests = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch()
+        page = browser.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(out.as_uri())
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        browser.close()
+    assert [u for u in requests if not u.startswith("file:")] == []
+
+
+# ------------------------------------------------------------------------------------------ command line
+
+def run(argv, capsys):
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_show(trained, capsys, tmp_path):
+    tok_dir = str(trained[0])
+    tok = Tokenizer.load(tok_dir)
+    code, out, err = run(["show", "-t", tok_dir, f"the cat{EOT}\nsat"], capsys)
+    assert code == 0
+    pieces, ids = tok.show(f"the cat{EOT}\nsat")
+    assert out == render_plain(TokenView(pieces, ids))         # stdout is not a terminal: brackets
+    assert f"[{EOT}]" in out and f"{len(ids)} tokens" in err
+    code, out, _ = run(["show", "-t", tok_dir, "--plain", "--ids", "the"], capsys)
+    assert out == "".join(f"[{p}|{i}]" for p, i in zip(*tok.show("the"))) + "\n"
+    text_file = write(tmp_path, "héllo 中文\n", "t.txt")
+    code, out, _ = run(["show", "-t", tok_dir, "-f", str(text_file)], capsys)
+    assert code == 0 and out == render_plain(tok.show("héllo 中文\n"))
+    page = tmp_path / "view.html"
+    code, out, err = run(["show", "-t", tok_dir, "-f", str(text_file), "--html", str(page), "--ids"], capsys)
+    assert code == 0 and out == "" and str(page) in err
+    check_self_contained(page.read_text("utf-8"))
+
+
+def test_cli_show_errors(trained, capsys, tmp_path):
+    tok_dir = str(trained[0])
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\n\xc3(")
+    code, _, err = run(["show", "-t", tok_dir, "-f", str(bad)], capsys)
+    assert code == 1 and f"{bad}: invalid UTF-8 at byte offset 3 (line 2)" in err and "--errors replace" in err
+    code, out, _ = run(["show", "-t", tok_dir, "-f", str(bad), "--errors", "replace"], capsys)
+    assert code == 0 and out == render_plain(Tokenizer.load(tok_dir).show("ok\n\ufffd("))
+    for argv, message in ((["show", "-t", tok_dir], "give the TEXT or -f FILE"),
+                          (["show", "-t", tok_dir, "x", "-f", str(bad)], "give the TEXT or -f FILE"),
+                          (["show", "-t", tok_dir, "-f", str(tmp_path / "nope")], "no such file"),
+                          (["show", "-t", str(tmp_path / "none"), "x"], "no such tokenizer")):
+        code, _, err = run(argv, capsys)
+        assert code == 1 and message in err and "Traceback" not in err
+
+
+def test_cli_report(trained, capsys, tmp_path, gpt2):
+    tok_dir, held_out, _ = trained
+    out = tmp_path / "report.html"
+    code, _, err = run(["report", "-t", str(tok_dir), "--eval", str(held_out), "-o", str(out)], capsys)
+    assert code == 0, err
+    check_self_contained(out.read_text("utf-8"))
+    assert "bytes per token" in err and str(out) in err
+    # against GPT-2's own files, and against another pattern (a note)
+    gpt2_dir = tmp_path / "gpt2"
+    gpt2_dir.mkdir()
+    shutil.copy(FIXTURES / "gpt2_vocab.json", gpt2_dir / "vocab.json")
+    shutil.copy(FIXTURES / "gpt2_merges.txt", gpt2_dir / "merges.txt")
+    code, _, err = run(["report", "-t", str(tok_dir), "--eval", str(held_out), "-o", str(out), "--against",
+                        str(gpt2_dir)], capsys)
+    assert code == 0 and "gpt2: " in err
+    other = tmp_path / "other"
+    tok = Tokenizer.load(tok_dir)
+    Tokenizer(dict(tok.vocab), tok.merges, [EOT], O200K_PATTERN).save(other)
+    code, _, err = run(["report", "-t", str(tok_dir), "--eval", str(held_out), "-o", str(out), "--against",
+                        str(other)], capsys)
+    assert code == 0 and "note: The two tokenizers pre-tokenize with different patterns" in err
+
+
+def test_cli_report_errors(trained, capsys, tmp_path):
+    tok_dir = str(trained[0])
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine text\nmore\xff")
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    out = tmp_path / "r.html"
+    cases = ((["--eval", str(bad)], f"{bad}: invalid UTF-8 at byte offset 14 (line 2)"),
+             (["--eval", str(empty)], f"{empty}: the evaluation text is empty"),
+             (["--eval", str(tmp_path / "nope.txt")], "nope.txt: no such file"),
+             (["--eval", str(bad), "--against", str(tmp_path / "none")], "--against"))
+    for extra, message in cases:
+        code, _, err = run(["report", "-t", tok_dir, "-o", str(out), *extra], capsys)
+        assert code == 1 and message in err and "Traceback" not in err, err
+        assert not out.exists()
+    code, _, err = run(["report", "-t", tok_dir, "-o", str(out), "--eval", str(bad), "--errors", "replace"], capsys)
+    assert code == 0 and out.exists()
+
+
+# ------------------------------------------------------------------------------------------ what training records
+
+def test_train_records_merge_counts_and_corpus_statistics(tmp_path):
+    text = make_corpus(7, n_words=3000, specials=[EOT])
+    path = write(tmp_path, text)
+    result = train_bpe(path, 420, [EOT], num_processes=2, chunk_bytes=4096)   # several tables: repeats
+    vocab, merges = result
+    assert result == (vocab, merges) and isinstance(result, tuple)
+    counts = count_pretokens(path, [EOT], num_processes=1)
+    corpus = result.training["corpus"]
+    assert corpus == {"bytes": path.stat().st_size, "documents": 1, "pretokens": counts.total(),
+                      "pretoken_bytes": int(np.dot(np.diff(counts.offsets), counts.counts)),
+                      "distinct_pretokens": len(counts)}
+    # each count is the pair's count in the corpus when it was chosen (the plain-Python oracle's words)
+    words = {tuple(bytes([b]) for b in w): n for w, n in oracle_count_pretokens(text, [EOT], GPT2_PATTERN).items()
+             if len(w) > 1}
+    recorded = result.training["merge_counts"]
+    assert len(recorded) == len(merges)
+    for pair, count in zip(merges, recorded):
+        assert _count_pairs(words)[pair] == count
+        words = _apply_merge(words, pair)
+    assert pickle.loads(pickle.dumps(result)).training == result.training
+
+
+def test_train_counts_documents_of_every_input_kind(tmp_path):
+    lines = tmp_path / "docs.jsonl"
+    lines.write_text("".join(json.dumps({"text": t}) + "\n" for t in ["hello there", "", "hello hello"]))
+    result = train_bpe(lines, 260, num_processes=1)
+    assert result.training["corpus"]["documents"] == 3 and result.training["corpus"]["bytes"] == 22
+    result = train_bpe(iter(["ab ab", "abc"]), 258, num_processes=1)
+    assert result.training["corpus"]["documents"] == 2
+    result = train_from_counts({b"hello": 5, b"help": 2}, 258)
+    assert result.training == {"corpus": {"pretokens": 7, "pretoken_bytes": 33, "distinct_pretokens": 2},
+                               "merge_counts": [7, 7]}
+
+
+def test_count_distinct_worked_example():
+    tokens = np.frombuffer(b"abcabab", dtype=np.uint8)
+    assert count_distinct(tokens, np.array([0, 1, 3, 4, 5, 7], dtype=np.int64)) == 4     # a bc a b ab
+    assert count_distinct(np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)) == 0
+
+
+def test_training_is_saved_and_loaded(tmp_path):
+    result = train_from_counts({b"hello": 5, b"help": 2}, 258)
+    tok = Tokenizer(*result, [EOT], training=result.training)
+    assert tok.training == result.training
+    tok.save(tmp_path / "t")
+    config = (tmp_path / "t" / "bpe_fast.json").read_text()
+    assert json.loads(config)["training"] == result.training and len(config.splitlines()) < 12
+    loaded = Tokenizer.load(tmp_path / "t")
+    assert loaded.training == result.training
+    assert pickle.loads(pickle.dumps(loaded)).training == result.training
+    # a file written before merge counts were recorded loads, without them
+    old = json.loads(config)
+    del old["training"]
+    (tmp_path / "t" / "bpe_fast.json").write_text(json.dumps(old))
+    assert Tokenizer.load(tmp_path / "t").training is None
+    old["training"] = {"merge_counts": "many"}
+    (tmp_path / "t" / "bpe_fast.json").write_text(json.dumps(old, indent=2))
+    with pytest.raises(FormatError, match=r"bpe_fast.json:8: training's merge_counts must be a list"):
+        Tokenizer.load(tmp_path / "t")
+    with pytest.raises(ValueError, match="2 counts for 1 merges"):
+        Tokenizer(*train_from_counts({b"hello": 5}, 257), training={"merge_counts": [1, 2]})
+
+
+def test_cli_train_saves_what_training_recorded(trained):
+    tok = Tokenizer.load(trained[0])
+    assert len(tok.training["merge_counts"]) == len(tok.merges)
+    assert tok.training["corpus"]["bytes"] == trained[2].stat().st_size
