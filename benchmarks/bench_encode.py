@@ -4,7 +4,7 @@ Run: python -m pytest benchmarks/bench_encode.py --benchmark-columns=min,mean,ro
 Each benchmark records its throughput as extra_info["MB/s"] (text bytes over the fastest round); the last test
 prints a table with bpe_fast's throughput as a multiple of tiktoken's.
 
-Ranks: GPT-2's (../shared/fixtures/gpt2_vocab.json, tiktoken built offline from it). Without the fixtures, a
+Ranks: GPT-2's (tests/fixtures/gpt2_vocab.json, tiktoken built offline from it). Without the fixtures, a
 5,000-token vocabulary trained by bpe_fast.train_bpe on the synthetic corpus stands in, for both libraries.
 Texts:
 - real: the fixture texts (corpus.en, tinystories_sample.txt, german.txt, address.txt) once each, not repeated
@@ -27,7 +27,7 @@ from bpe_fast.patterns import GPT2_PATTERN
 
 tiktoken = pytest.importorskip("tiktoken")
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"       # copies of the published files, with their licences
 EOT = "<|endoftext|>"
 SYNTHETIC_BYTES = 4_000_000
 RESULTS = {}      # (operation, text, library) -> MB/s

@@ -25,8 +25,8 @@ Training (same file, vocabulary size and pattern; the special token <|endoftext|
   of equal count are broken differently by each library, which moves later merges around).
 
 Encoding, one thread, the same text (the first --encode-bytes of the corpus, cut at a line end, or with
---encode-text fixtures the real texts in ../shared/fixtures), with
-GPT-2's ranks when ../shared/fixtures/gpt2_vocab.json exists (and the pattern is GPT-2's), with tiktoken's
+--encode-text fixtures the real texts in tests/fixtures), with
+GPT-2's ranks when tests/fixtures/gpt2_vocab.json exists (and the pattern is GPT-2's), with tiktoken's
 cl100k_base or o200k_base given --encoding (their ranks ship in the bpe-openai wheel: bpe_fast loads them with
 Tokenizer.from_tiktoken, tiktoken from the same file; bpe-openai, a Rust tokenizer with tiktoken's API, joins the
 peers, fed pieces of at most 500,000 characters as it refuses longer texts), else with the
@@ -57,7 +57,7 @@ import time
 from pathlib import Path
 
 EOT = "<|endoftext|>"
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"       # copies of the published files, with their licences
 PEERS = {"rustbpe": "rustbpe", "tokenizers": "HF tokenizers", "tiktoken": "tiktoken", "gigabpe": "gigabpe",
          "bpe_openai": "bpe-openai"}
 # --encoding: tiktoken's encodings whose ranks ship in the bpe-openai wheel, with their pattern and special tokens
@@ -980,7 +980,7 @@ def parse_args(argv):
     p.add_argument("--encode-bytes", default="20MB", help="how much of the corpus to encode (default 20MB)")
     p.add_argument("--encode-text", choices=["corpus", "fixtures"], default="corpus",
                    help="encode the corpus's first --encode-bytes (default), or the real texts in "
-                        "../shared/fixtures (about 140 KB)")
+                        "tests/fixtures (about 140 KB)")
     p.add_argument("--repeat", type=int, help="runs of each tool (default: 3, or 1 if the first took over "
                                               f"{LONG_RUN_SECONDS:.0f} s)")
     p.add_argument("--only", choices=["train", "encode"])

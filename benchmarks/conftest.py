@@ -18,7 +18,7 @@ import pytest
 
 from bpe_fast.synthetic import generate, parse_size
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"       # copies of the published files, with their licences
 EOT = "<|endoftext|>"
 DEFAULT_BYTES = 20_000_000
 CORPUS_KEY = pytest.StashKey()

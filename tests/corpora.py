@@ -1,10 +1,11 @@
-"""Generated test corpora: several scripts, digits, whitespace runs, special tokens."""
+"""Generated test corpora (several scripts, digits, whitespace runs, special tokens), and where the published
+reference files are (FIXTURES) with GPT-2's way of writing bytes as characters."""
 import random
 from pathlib import Path
 
 EOT = "<|endoftext|>"
-# data published with references (GPT-2's files, CS336's results); absent from a fresh clone
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+# data published with references (GPT-2's files, CS336's results), kept in the repository: tests/fixtures/README.md
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 SCRIPTS = {
     "latin": "the quick brown fox jumps over lazy dogs and cats sat on mats",
@@ -34,3 +35,18 @@ def write(tmp_path, text, name="corpus.txt"):
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8"))
     return path
+
+
+def gpt2_unicode_to_byte():
+    """Inverse of GPT-2's byte-to-unicode mapping, written out here rather than taken from bpe_fast: printable
+    bytes stand for themselves, the other 68 (in increasing order) for chr(256), chr(257), ..."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    table = {chr(b): b for b in printable}
+    table.update({chr(256 + i): b for i, b in enumerate(others)})
+    return table
+
+
+def gpt2_decode(token, table=gpt2_unicode_to_byte()):
+    """The bytes of a token written in GPT-2's characters ("Ġthe" -> b" the")."""
+    return bytes(table[ch] for ch in token)

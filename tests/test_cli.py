@@ -244,14 +244,12 @@ def test_export_tiktoken_gives_the_same_ids(tmp_path, corpus, pattern, capsys):
     assert enc.encode(text, allowed_special="all") == ours.encode(text)
 
 
-@pytest.mark.skipif(not (FIXTURES / "gpt2_vocab.json").is_file(), reason=f"GPT-2 files not found in {FIXTURES}")
-def test_gpt2_files_load_and_export_to_hf(tmp_path):
+def test_gpt2_files_load_and_export_to_hf(gpt2, tmp_path):
     tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
-    tok = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", [EOT])
-    assert tok.vocab_size == 50257
-    tok.export_hf(tmp_path / "tokenizer.json")
+    assert gpt2.vocab_size == 50257
+    gpt2.export_hf(tmp_path / "tokenizer.json")
     doc = json.loads((tmp_path / "tokenizer.json").read_text("utf-8"))
-    assert doc["model"]["vocab"]["Ġthe"] == tok.encode(" the")[0]
+    assert doc["model"]["vocab"]["Ġthe"] == gpt2.encode(" the")[0]
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     text = (FIXTURES / "german.txt").read_text("utf-8") + EOT + (FIXTURES / "address.txt").read_text("utf-8")
-    assert hf.encode(text).ids == tok.encode(text)
+    assert hf.encode(text).ids == gpt2.encode(text)

@@ -1,7 +1,6 @@
 """bpe_fast.formats: GPT-2's byte mapping, vocab.json and merges.txt, and the tokenizer folder."""
 import json
 import os
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -9,15 +8,7 @@ from hypothesis import strategies as st
 
 from bpe_fast import formats as F
 from bpe_fast.formats import FormatError
-
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-
-
-def fixture(name):
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{path} is absent (the shared fixtures are not in a fresh clone)")
-    return path
+from corpora import FIXTURES
 
 
 # ------------------------------------------------------------------------------------- the byte mapping
@@ -57,7 +48,7 @@ def test_str_to_token_rejects_characters_outside_the_mapping(text):
 
 
 def test_mapping_matches_gpt2_vocab():
-    vocab = F.read_vocab(fixture("gpt2_vocab.json"))
+    vocab = F.read_vocab(FIXTURES / "gpt2_vocab.json")
     # GPT-2's first 256 tokens are the single bytes (in the order of the mapping's characters)
     assert sorted(vocab[i] for i in range(256)) == [bytes([b]) for b in range(256)]
     assert vocab[50256] == b"<|endoftext|>"
@@ -81,8 +72,8 @@ def test_write_read_round_trip(tmp_path_factory, token_list, merges):
 
 
 def test_gpt2_files_round_trip(tmp_path):
-    vocab = F.read_vocab(fixture("gpt2_vocab.json"))
-    merges = F.read_merges(fixture("gpt2_merges.txt"), vocab)
+    vocab = F.read_vocab(FIXTURES / "gpt2_vocab.json")
+    merges = F.read_merges(FIXTURES / "gpt2_merges.txt", vocab)
     assert len(vocab) == 50257 and len(merges) == 50000
     assert merges[0] == (b" ", b"t")
     F.write_vocab(tmp_path / "vocab.json", vocab)
@@ -90,9 +81,9 @@ def test_gpt2_files_round_trip(tmp_path):
     assert F.read_vocab(tmp_path / "vocab.json") == vocab
     assert F.read_merges(tmp_path / "merges.txt", vocab) == merges
     # the same JSON object as GPT-2's file, and the same lines
-    assert json.loads((tmp_path / "vocab.json").read_text()) == json.loads(fixture("gpt2_vocab.json").read_text())
+    assert json.loads((tmp_path / "vocab.json").read_text()) == json.loads((FIXTURES / "gpt2_vocab.json").read_text())
     assert (tmp_path / "merges.txt").read_text(encoding="utf-8").split("\n")[:5] == \
-        fixture("gpt2_merges.txt").read_text(encoding="utf-8").split("\n")[:5]
+        (FIXTURES / "gpt2_merges.txt").read_text(encoding="utf-8").split("\n")[:5]
 
 
 def test_merges_header_blank_lines_and_crlf(tmp_path):
@@ -248,10 +239,3 @@ def test_folder_without_config_is_gpt2(tmp_path):
     F.write_vocab(tmp_path / "vocab.json", {i: bytes([i]) for i in range(256)})
     F.write_merges(tmp_path / "merges.txt", [])
     assert F.load_tokenizer_files(tmp_path)[2:] == ([], GPT2_PATTERN)
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    result = doctest.testmod(F)
-    assert result.attempted > 5 and result.failed == 0

@@ -2,7 +2,7 @@
 file form, and export_hf_dir against `transformers` (optional).
 
 Expected ids always come from `tokenizers` (Tokenizer.from_file(...).encode(text, add_special_tokens=False)),
-never from bpe_fast. GPT-2's files come from ../shared/fixtures (skipped when absent).
+never from bpe_fast. GPT-2's files are in tests/fixtures.
 """
 import json
 import random
@@ -73,13 +73,6 @@ def assert_same_ids(ours, hf, texts=TEXTS):
         assert ours.decode(expected) == hf.decode(expected, skip_special_tokens=False), text[:100]
 
 
-def fixture(name):
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{path} is absent (the shared fixtures are not in a fresh clone)")
-    return path
-
-
 def save_hf(hf, path):
     hf.save(str(path))
     return path
@@ -90,7 +83,7 @@ def save_hf(hf, path):
 @pytest.fixture(scope="module")
 def gpt2_json(tmp_path_factory):
     """GPT-2's tokenizer.json as `tokenizers` writes it (merges as [a, b] pairs)."""
-    bpe = models.BPE.from_file(str(fixture("gpt2_vocab.json")), str(fixture("gpt2_merges.txt")))
+    bpe = models.BPE.from_file(str(FIXTURES / "gpt2_vocab.json"), str(FIXTURES / "gpt2_merges.txt"))
     hf = tokenizers.Tokenizer(bpe)
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     hf.decoder = decoders.ByteLevel()
@@ -99,7 +92,7 @@ def gpt2_json(tmp_path_factory):
 
 
 @pytest.mark.parametrize("merge_form", ["pairs", "strings"])
-def test_gpt2_tokenizer_json(gpt2_json, tmp_path, merge_form):
+def test_gpt2_tokenizer_json(gpt2_json, gpt2, tmp_path, merge_form):
     doc = json.loads(gpt2_json.read_text("utf-8"))
     assert isinstance(doc["model"]["merges"][0], list)
     if merge_form == "strings":
@@ -109,11 +102,10 @@ def test_gpt2_tokenizer_json(gpt2_json, tmp_path, merge_form):
     hf = tokenizers.Tokenizer.from_file(str(path))
     ours = Tokenizer.from_hf(path)
     assert ours.pattern == GPT2_PATTERN and ours.special_tokens == {EOT: 50256} and ours.vocab_size == 50257
-    texts = TEXTS + [fixture("german.txt").read_text("utf-8"), fixture("address.txt").read_text("utf-8")]
+    texts = TEXTS + [(FIXTURES / "german.txt").read_text("utf-8"), (FIXTURES / "address.txt").read_text("utf-8")]
     assert_same_ids(ours, hf, texts)
     # the same tokenizer as GPT-2's own two files give
-    theirs = Tokenizer.from_files(fixture("gpt2_vocab.json"), fixture("gpt2_merges.txt"), [EOT])
-    assert ours.vocab == theirs.vocab and ours.merges == theirs.merges
+    assert ours.vocab == gpt2.vocab and ours.merges == gpt2.merges
 
 
 def test_ids_need_not_be_ordered_or_dense(gpt2_json, tmp_path):

@@ -1,32 +1,9 @@
 """Tests of the plain-Python training oracle itself: hand-derived examples and the CS336 reference fixtures."""
-import json
 from collections import Counter
-from pathlib import Path
-
-import pytest
 
 from bpe_fast.patterns import GPT2_PATTERN
+from corpora import EOT, FIXTURES, gpt2_unicode_to_byte
 from train_oracle import oracle_count_pretokens, oracle_train_bpe
-
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-EOT = "<|endoftext|>"
-
-
-def gpt2_unicode_to_byte():
-    """Inverse of GPT-2's byte-to-unicode mapping: printable bytes map to themselves, the other 68 bytes
-    (in increasing order) to chr(256), chr(257), ..."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    mapping = {chr(b): b for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in printable:
-            mapping[chr(256 + extra)] = b
-            extra += 1
-    return mapping
-
-
-def gpt2_decode(token, table=gpt2_unicode_to_byte()):
-    return bytes(table[ch] for ch in token)
 
 
 def merges_of(text, vocab_size, special_tokens=(), pattern=GPT2_PATTERN):
@@ -124,16 +101,10 @@ def test_stops_when_no_pair_is_left():
 # --- the CS336 reference --------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"shared fixtures not found at {FIXTURES}")
-def test_matches_cs336_reference_on_corpus_en():
+def test_matches_cs336_reference_on_corpus_en(cs336_reference):
     text = (FIXTURES / "corpus.en").read_bytes().decode("utf-8")
     vocab, merges = oracle_train_bpe(text, 500, [EOT], GPT2_PATTERN)
-
-    lines = (FIXTURES / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
-    expected_merges = [tuple(gpt2_decode(tok) for tok in line.split(" ")) for line in lines if line]
+    expected_merges, expected_tokens = cs336_reference
     assert merges == expected_merges
-
-    reference_vocab = json.loads((FIXTURES / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
-    expected_values = {EOT.encode() if tok == EOT else gpt2_decode(tok) for tok in reference_vocab}
-    assert len(vocab) == len(reference_vocab) == 500
-    assert set(vocab.values()) == expected_values
+    assert len(vocab) == 500
+    assert set(vocab.values()) == expected_tokens

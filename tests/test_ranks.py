@@ -5,7 +5,6 @@ on its bytes using only the lower ranks must leave two parts (a, b), the merge; 
 The oracle for read_tiktoken is tiktoken's own reader (tiktoken.load.load_tiktoken_bpe) on valid files.
 """
 import base64
-import doctest
 import gzip
 import random
 
@@ -374,11 +373,3 @@ def test_to_tiktoken_without_tiktoken(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_tiktoken)
     with pytest.raises(ImportError, match="pip install tiktoken"):
         Tokenizer({i: bytes([i]) for i in range(256)}, []).to_tiktoken()
-
-
-# ------------------------------------------------------------------------------------- doctests
-
-@pytest.mark.parametrize("module", [bpe_fast.ranks, bpe_fast._ranks, bpe_fast.specials])
-def test_doctests(module):
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

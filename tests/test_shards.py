@@ -435,10 +435,3 @@ def test_dask_error_names_the_shard(tok, tmp_path, client):
     assert "b.npy" not in os.listdir(tmp_path / "out") and INDEX_FILE not in os.listdir(tmp_path / "out")
     with pytest.raises(TypeError, match="Client"):
         encode_files(good, tmp_path / "out", tok, client="tcp://127.0.0.1:8786")
-
-
-def test_doctests():
-    import doctest
-
-    result = doctest.testmod(shards_module)
-    assert result.attempted > 0 and result.failed == 0

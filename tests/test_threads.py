@@ -6,11 +6,17 @@ Tokenizer built from the same merges; the threads start each round together (a b
 Also: the pool of encoders stays bounded, small caches reset in several threads at once, the GIL is really
 released, an error in one thread leaves every encoder usable, and encode_file over threads or processes
 equals encode of the whole text.
+
+No outcome depends on timing: where calls must run at once, they are made to (MeetingCore: the first two
+encoder calls wait for each other, each holding its encoder, before encoding), and the GIL test reads no
+clock (WatchedCore).
 """
 import functools
 import io
+import itertools
 import random
 import re
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -167,6 +173,64 @@ def run_threads(job, rounds, n_threads=N_THREADS):
         raise errors[0]
 
 
+class MeetingCore(BPECore):
+    """A BPECore whose first `meeting.parties` native calls (over all the encoders sharing `meeting`) wait for
+    one another before encoding, each holding its encoder: so that many encoders are in use at once however
+    the threads are scheduled. Its native calls are BPECore's own (the encode entry points call these methods
+    through Python attribute lookup, so the overrides are seen)."""
+
+    meeting = None                      # set by meet_in_encoders
+
+    def _met(self, method, *args):
+        self.meeting.arrive()
+        return method(self, *args)
+
+    def encode_text(self, *args):
+        return self._met(BPECore.encode_text, *args)
+
+    def encode_text_into(self, *args):
+        return self._met(BPECore.encode_text_into, *args)
+
+    def encode_utf8_into(self, *args):
+        return self._met(BPECore.encode_utf8_into, *args)
+
+    def encode_pretokens(self, *args):
+        return self._met(BPECore.encode_pretokens, *args)
+
+
+class Meeting:
+    """The first `parties` arrivals wait at a barrier for one another; later ones pass. If the others do not
+    come within `timeout` seconds, calls did not run at once: the test fails, saying so."""
+
+    def __init__(self, parties=2, timeout=120):
+        self.parties, self.timeout = parties, timeout
+        self.barrier = threading.Barrier(parties, timeout=timeout)
+        self.arrivals = itertools.count()      # next() is atomic under the GIL
+
+    def arrive(self):
+        if next(self.arrivals) >= self.parties:
+            return
+        try:
+            self.barrier.wait()
+        except threading.BrokenBarrierError:
+            raise AssertionError(f"{self.parties} encoder calls never ran at once: one waited {self.timeout} s "
+                                 f"for the others, each holding its own encoder") from None
+
+
+def meet_in_encoders(tok, parties=2):
+    """Give tok only MeetingCores from now on (its spare encoders replaced, new ones made as MeetingCores), so
+    that its first `parties` native calls hold `parties` encoders at once."""
+    meeting = Meeting(parties)
+
+    def new_core():
+        core = MeetingCore(tok._tables, **tok._cache_bounds)
+        core.meeting = meeting
+        return core
+
+    tok._new_core = new_core
+    tok._cores[:] = [new_core() for _ in tok._cores]
+
+
 def count_new_cores(tok):
     """A list that receives every encoder tok makes from now on (tok._new_core is wrapped)."""
     made = []
@@ -183,12 +247,13 @@ def count_new_cores(tok):
 
 def check_pool(tok, before, made, n_threads=N_THREADS):
     """Every encoder is back in tok._cores exactly once, and there are at most as many as threads: one more is
-    made only when all the others are in use. More than one means some calls did overlap."""
+    made only when all the others are in use. At least two, since two calls held one each at once
+    (meet_in_encoders)."""
     ids = [id(core) for core in tok._cores]
     assert len(set(ids)) == len(ids), "an encoder was given back twice"
     assert sorted(ids) == sorted(id(core) for core in before + made), "an encoder was lost"
     assert len(tok._cores) <= n_threads, f"{len(tok._cores)} encoders for {n_threads} threads"
-    assert len(tok._cores) >= 2, "no two calls overlapped: the test did not run anything concurrently"
+    assert len(tok._cores) >= 2, "two calls held an encoder each at once, yet fewer than two encoders came back"
 
 
 def check_each_encoder(tok, cases, what):
@@ -207,6 +272,7 @@ def test_threads_share_one_tokenizer(trained, pattern_name, expected):
     tok = tokenizer(trained, pattern_name)
     assert (tok._segmenter is None) == (pattern_name == "custom")     # the native and the Python path
     assert any(len(c.ids) >= NOGIL_IDS for c in expected) and min(len(c.data) for c in expected) >= 1 << 16
+    meet_in_encoders(tok)
     before, made = list(tok._cores), count_new_cores(tok)
 
     def job(k, r):
@@ -225,6 +291,7 @@ def test_small_caches_reset_in_several_threads_at_once(trained, pattern_name, ex
     tok = tokenizer(trained, pattern_name)
     tok._cache_bounds = {"cache_entries": 8, "cache_bytes": 200}
     tok._cores.clear()                  # every encoder is made with the small bounds
+    meet_in_encoders(tok)               # two of them encode at once, so both reset their caches many times
     made = count_new_cores(tok)
 
     def job(k, r):
@@ -241,6 +308,7 @@ def test_small_caches_reset_in_several_threads_at_once(trained, pattern_name, ex
 
 def test_pool_of_encoders_does_not_grow_over_many_calls(trained, pattern_name, expected):
     tok = tokenizer(trained, pattern_name)
+    meet_in_encoders(tok)
     before, made = list(tok._cores), count_new_cores(tok)
     for _ in range(3):
         run_threads(lambda k, r: check(tok, "encode", expected[(k + r) % 2], None), rounds=3, n_threads=4)
@@ -249,32 +317,32 @@ def test_pool_of_encoders_does_not_grow_over_many_calls(trained, pattern_name, e
 
 # --- the GIL is released
 
-class TimedCore(BPECore):
-    """A BPECore that records (start, end) of its native calls, and sets `started` as the first one starts."""
+class WatchedCore(BPECore):
+    """A BPECore that counts its native calls and shows, in `inside`, whether one is running."""
 
     def __init__(self, *args, **kwargs):
-        self.calls = []
-        self.started = threading.Event()
+        self.calls = 0
+        self.inside = False
 
-    def _timed(self, method, *args):
-        self.started.set()
-        start = time.perf_counter()
+    def _watched(self, method, *args):
+        self.inside = True
         try:
             return method(self, *args)
         finally:
-            self.calls.append((start, time.perf_counter()))
+            self.inside = False
+            self.calls += 1
 
     def encode_text(self, *args):
-        return self._timed(BPECore.encode_text, *args)
+        return self._watched(BPECore.encode_text, *args)
 
     def encode_text_into(self, *args):
-        return self._timed(BPECore.encode_text_into, *args)
+        return self._watched(BPECore.encode_text_into, *args)
 
     def encode_utf8_into(self, *args):
-        return self._timed(BPECore.encode_utf8_into, *args)
+        return self._watched(BPECore.encode_utf8_into, *args)
 
     def encode_pretokens(self, *args):
-        return self._timed(BPECore.encode_pretokens, *args)
+        return self._watched(BPECore.encode_pretokens, *args)
 
 
 def slow_text(seed, n_bytes):
@@ -290,50 +358,49 @@ def slow_text(seed, n_bytes):
     return " ".join(words)
 
 
-def spin_during(core, call):
-    """Run call() in another thread while this one spins, from the start of the first native call on `core` to
-    the end of call(); returns the timestamps of the spinning (one every 0.2 ms or so)."""
-    stamps, last = [], 0.0
-    with ThreadPoolExecutor(1) as pool:
-        future = pool.submit(call)
-        # not before: the custom pattern's `regex` releases the GIL so often that a spinning thread would slow
-        # its pre-tokenizing a hundredfold (each time it has to wait to get the GIL back)
-        while not core.started.wait(0.01) and not future.done():
-            pass
-        while not future.done():
-            now = time.perf_counter()
-            if now - last > 2e-4:
-                stamps.append(now)
-                last = now
-        future.result()
-    return stamps
+def ran_inside_a_native_call(core, call):
+    """Run call() in another thread while this one polls `core.inside`; return whether this thread ever ran
+    while the other was inside a native call on `core`.
+
+    The switch interval is set far longer than the call, so the interpreter never takes the GIL from the
+    other thread: this thread gets it back (after each short sleep) only when the other thread gives it up by
+    itself, by blocking, by ending, or by releasing it in native code. Seeing `inside` set is therefore proof
+    that the native call released the GIL; no clock is read."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(100.0)
+    try:
+        seen = False
+        with ThreadPoolExecutor(1) as pool:
+            future = pool.submit(call)
+            while not future.done():
+                seen = seen or core.inside
+                time.sleep(1e-4)
+            future.result()
+    finally:
+        sys.setswitchinterval(interval)
+    return seen
 
 
 @pytest.mark.parametrize("name,method", [("gpt2", "encode"), ("gpt4", "encode_to_numpy"),
                                          ("gpt2", "encode_utf8_to_numpy"), ("custom", "encode")])
 def test_other_threads_run_during_a_long_encode(trained, name, method):
-    """The main thread spins, recording timestamps, while a thread encodes a text of several MB; some of those
-    timestamps fall in the middle half of the native call. Were the GIL held, the main thread could run only
-    at the very start of the call (until the worker took the GIL back, after a switch interval)."""
+    """While a thread encodes a text of several MB, the main thread runs during a native call (see
+    ran_inside_a_native_call). Were the GIL held, it could run only between native calls. The text grows
+    if the main thread happened not to be scheduled during the calls (a busy machine)."""
     tok = tokenizer(trained, name)
     n_bytes = 4 << 20
-    for _ in range(5):
-        core = TimedCore(tok._tables)
+    for _ in range(3):
+        core = WatchedCore(tok._tables)
         tok._cores[:] = [core]
         text = slow_text(7, n_bytes)
         arg = text.encode("utf-8") if method == "encode_utf8_to_numpy" else text
-        stamps = spin_during(core, functools.partial(getattr(tok, method), arg))
-        assert tok._cores == [core]
-        start, end = max(core.calls, key=lambda call: call[1] - call[0])
-        if end - start >= 0.1:
-            break
-        n_bytes *= 2                    # a fast machine: the call must last long enough to tell
-    else:
-        pytest.fail(f"the native call never took 0.1 s (last: {end - start:.3f} s for {n_bytes // 2} bytes)")
-    quarter = (end - start) / 4
-    during = [t for t in stamps if start + quarter < t < end - quarter]
-    assert during, (f"the main thread made no progress in the middle of a {end - start:.3f} s native call "
-                    f"({len(stamps)} timestamps in all)")
+        seen = ran_inside_a_native_call(core, functools.partial(getattr(tok, method), arg))
+        assert tok._cores == [core] and core.calls > 0, "the call did not use the watched encoder"
+        if seen:
+            return
+        n_bytes *= 4
+    pytest.fail(f"the main thread never ran during a native call ({core.calls} calls, {n_bytes // 4} bytes): "
+                "the GIL is held")
 
 
 # --- errors
@@ -379,6 +446,7 @@ def test_an_error_in_one_thread_leaves_every_encoder_usable(no_high_bytes, prose
     for case in good:
         at = middle_of_longest_plain_run(case.text)
         bad.append(case.text[:at] + " жук" + case.text[at:])
+    meet_in_encoders(tok)
     before, made = list(tok._cores), count_new_cores(tok)
     raised = []
 
@@ -424,6 +492,9 @@ def test_encode_file_in_two_workers_equals_encode(trained, multi_mb_file, tmp_pa
     text = multi_mb_file.read_bytes().decode("utf-8")        # not read_text: "\r\n" must stay as it is
     want = np.array(tokenizer(trained, name).encode(text), dtype=np.uint16)
     reports = []
+    threads = name != "custom"          # the native path encodes in threads sharing tok's encoders
+    if threads:                         # (the custom pattern's worker processes get a copy of tok)
+        meet_in_encoders(tok)           # the two workers' first calls wait for each other
     before, made = list(tok._cores), count_new_cores(tok)
     out = tmp_path / "tokens.npy"
     count = encode_file(tok, multi_mb_file, out, num_processes=2, chunk_bytes=64 << 10,
@@ -432,7 +503,7 @@ def test_encode_file_in_two_workers_equals_encode(trained, multi_mb_file, tmp_pa
     assert got.dtype == np.uint16 and count == len(want)
     same(got, want, f"encode_file ({name})")
     assert len(reports) >= 60                                  # one report per range
-    if name != "custom":                                       # threads share tok's encoders
+    if threads:
         check_pool(tok, before, made, n_threads=2)
 
 
@@ -485,7 +556,7 @@ def test_spare_encoders_are_capped(trained):
 
     tok = tokenizer(trained, "gpt2")
     n = MAX_SPARE_CORES + 4
-    barrier = threading.Barrier(n)
+    barrier = threading.Barrier(n, timeout=120)
     with ThreadPoolExecutor(n) as pool:
         held = list(pool.map(lambda _: tok._on_core(lambda core: (barrier.wait(), core)[1]), range(n)))
     assert len({id(core) for core in held}) == n             # n encoders existed at once

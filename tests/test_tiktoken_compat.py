@@ -3,12 +3,10 @@
 Every Encoding method is called on bpe_fast's Encoding and on tiktoken's with the same arguments; results and
 exceptions (type, and the message where tiktoken's is meant for people) must be the same. The ranks are read
 offline (tests/openai_ranks.py: cl100k_base and o200k_base from the bpe-openai wheel; GPT-2's from
-../shared/fixtures); tests skip with the reason when one is missing.
+tests/fixtures); tests skip with the reason when the wheel is missing.
 """
-import doctest
 import functools
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,12 +18,12 @@ import bpe_fast.encoding
 from bpe_fast import Encoding, Tokenizer
 from bpe_fast.patterns import GPT2_PATTERN
 from bpe_fast.ranks import ranks_from_tokenizer
+from corpora import FIXTURES
 from encode_oracle import assigned_in_old_unicode
 from openai_ranks import ENCODINGS, load_ranks, ranks_path
 
 tiktoken = pytest.importorskip("tiktoken")
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 EOT = "<|endoftext|>"
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOME = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -51,10 +49,7 @@ TRICKY = [
 # ------------------------------------------------------------------------------------- the encodings
 
 def gpt2_ranks():
-    vocab, merges = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
-    if not (vocab.exists() and merges.exists()):
-        pytest.skip(f"GPT-2's files are absent from {FIXTURES} (the shared fixtures are not in a fresh clone)")
-    tok = Tokenizer.from_files(vocab, merges, [EOT])
+    tok = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", [EOT])
     return ranks_from_tokenizer(tok), tok
 
 
@@ -421,12 +416,6 @@ def test_encode_with_offsets_keywords():
     ids, _ = tok.encode_with_offsets("ab<|endoftext|>c", allowed_special=set())
     assert ids.tolist() == tok.encode_ordinary("ab<|endoftext|>c")
 
-
-# ------------------------------------------------------------------------------------- doctests
-
-def test_doctests():
-    result = doctest.testmod(bpe_fast.encoding, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_batches_of_many_short_texts_equal_tiktoken(pair):

@@ -1,7 +1,7 @@
 """bpe_fast.Tokenizer against the plain-Python oracle (tests/encode_oracle.py) and against tiktoken.
 
 The tokenizers here are built in the tests (by hand, or by the tiny trainer below on generated text); the
-GPT-2 tests use ../shared/fixtures and skip when it is absent.
+GPT-2 tests use GPT-2's published files (tests/fixtures).
 """
 import io
 import json
@@ -10,7 +10,6 @@ import pickle
 import random
 import threading
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,10 +20,10 @@ from hypothesis import strategies as st
 from bpe_fast import Tokenizer
 from bpe_fast.formats import FormatError
 from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from corpora import FIXTURES
 from encode_oracle import (assigned_in_old_unicode, merge_pretoken_merge_list, merge_pretoken_tiktoken, oracle_encode, split_specials,
                            token_ranks)
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 EOT = "<|endoftext|>"
 FEW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOME = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -819,18 +818,6 @@ def test_threads_share_a_tokenizer(tok):
 
 # ------------------------------------------------------------------------------------- GPT-2 (fixtures)
 
-def fixture(name):
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{path} is absent (the shared fixtures are not in a fresh clone)")
-    return path
-
-
-@pytest.fixture(scope="module")
-def gpt2():
-    return Tokenizer.from_files(fixture("gpt2_vocab.json"), fixture("gpt2_merges.txt"), [EOT])
-
-
 @pytest.fixture(scope="module")
 def gpt2_ranks(gpt2):
     return {token: i for i, token in gpt2.vocab.items() if i != 50256}
@@ -856,7 +843,7 @@ def test_gpt2_merge_order_is_id_order(gpt2):
 @pytest.mark.parametrize("name", ["address.txt", "german.txt", "tinystories_sample.txt", "corpus.en"])
 def test_fixture_texts_equal_tiktoken(pair, name):
     tok, enc = pair
-    text = fixture(name).read_text(encoding="utf-8")
+    text = (FIXTURES / name).read_text(encoding="utf-8")
     ids = tok.encode(text)
     assert ids == enc.encode(text, allowed_special="all")
     assert tok.decode(ids) == text
@@ -887,20 +874,11 @@ def test_any_code_points_equal_tiktoken(pair, text):
 
 
 def test_gpt2_reference_training_files_load():
-    tok = Tokenizer.from_files(fixture("train-bpe-reference-vocab.json"), fixture("train-bpe-reference-merges.txt"),
-                               [EOT])
-    text = fixture("corpus.en").read_text(encoding="utf-8")[:20000]
+    tok = Tokenizer.from_files(FIXTURES / "train-bpe-reference-vocab.json",
+                               FIXTURES / "train-bpe-reference-merges.txt", [EOT])
+    text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")[:20000]
     assert tok.encode(text) == oracle(tok, text)
     assert tok.special_tokens == {EOT: 0}
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    import bpe_fast.tokenizer
-
-    result = doctest.testmod(bpe_fast.tokenizer, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 10 and result.failed == 0
 
 
 # ------------------------------------------------------------------------------------- the binary cache
