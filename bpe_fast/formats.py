@@ -374,8 +374,8 @@ def save_tokenizer_files(directory, vocab, merges, special_tokens=(), pattern=No
     write_text_atomic(os.path.join(directory, CONFIG_FILE), text + "\n")
 
 
-def read_config(path):
-    """Read bpe_fast.json; returns (special_tokens: list[str], pattern: str). Errors name the file and line."""
+def _read_json_object(path):
+    """(text, the JSON object it holds) of a file; FormatError naming the file and line otherwise."""
     text = read_text(path)
     try:
         config = json.loads(text)
@@ -383,6 +383,12 @@ def read_config(path):
         raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(config, dict):
         raise FormatError(path, 1, "must hold one JSON object")
+    return text, config
+
+
+def read_config(path):
+    """Read bpe_fast.json; returns (special_tokens: list[str], pattern: str). Errors name the file and line."""
+    text, config = _read_json_object(path)
     if config.get("format") != _CONFIG_FORMAT or config.get("version") != _CONFIG_VERSION:
         raise FormatError(path, None, f'expected "format": "{_CONFIG_FORMAT}" and "version": {_CONFIG_VERSION}, got '
                                       f'{config.get("format")!r} and {config.get("version")!r}')
@@ -436,13 +442,7 @@ def check_training(training, num_merges=None):
 def read_training(path):
     """The "training" entry of a bpe_fast.json (check_training), or None when it has none (files written before
     it was recorded, or by Tokenizer.save of an untrained tokenizer). Errors name the file and line."""
-    text = read_text(path)
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(config, dict):
-        raise FormatError(path, 1, "must hold one JSON object")
+    text, config = _read_json_object(path)
     try:
         return check_training(config.get("training"))
     except ValueError as exc:
