@@ -1,5 +1,6 @@
 """The command line's corpus inputs, training options and habits (issue 14): each flag against the Python
 function it stands for, or against the oracle."""
+import functools
 import gzip
 import io
 import json
@@ -154,13 +155,15 @@ def test_encode_and_decode_through_stdin_and_stdout(tmp_path, shards):
                  "-o", str(tok)]) == 0
     text = (shards / "b.txt").read_bytes()
     cli = [sys.executable, "-m", "bpe_fast"]
-    enc = subprocess.run(cli + ["encode", "-t", str(tok), "-", "-o", "-"], input=text, capture_output=True)
+    # run in tmp_path: from the repository's root, `-m bpe_fast` would import the source folder, not the package
+    run_cli = functools.partial(subprocess.run, capture_output=True, cwd=tmp_path)
+    enc = run_cli(cli + ["encode", "-t", str(tok), "-", "-o", "-"], input=text)
     assert enc.returncode == 0, enc.stderr
     ids = np.load(io.BytesIO(enc.stdout))
     assert ids.tolist() == Tokenizer.load(tok).encode(text.decode())
-    dec = subprocess.run(cli + ["decode", "-t", str(tok), "-", "-o", "-"], input=enc.stdout, capture_output=True)
+    dec = run_cli(cli + ["decode", "-t", str(tok), "-", "-o", "-"], input=enc.stdout)
     assert dec.returncode == 0 and dec.stdout == text
-    bad = subprocess.run(cli + ["encode", "-t", str(tok), "-", "-o", "-"], input=b"ok\n\xff", capture_output=True)
+    bad = run_cli(cli + ["encode", "-t", str(tok), "-", "-o", "-"], input=b"ok\n\xff")
     assert bad.returncode == 1 and b"<stdin>: invalid UTF-8 at byte offset 3 (line 2)" in bad.stderr
     assert b"--errors replace" in bad.stderr and bad.stdout == b""
 
@@ -186,7 +189,7 @@ def test_encode_several_inputs_into_a_folder(tmp_path, shards, docs, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.npy", "out", "t"]
 
 
-def test_no_public_name_is_shadowed_by_a_submodule():
+def test_no_public_name_is_shadowed_by_a_submodule(tmp_path):
     # importing every submodule first must leave each public name what it was (a module named like a function
     # used to replace the function: bpe_fast.encode_file became the module once it was imported)
     code = ("import importlib, pkgutil, bpe_fast\n"
@@ -196,5 +199,5 @@ def test_no_public_name_is_shadowed_by_a_submodule():
             "import types\n"
             "bad = [n for n in bpe_fast.__all__ if isinstance(getattr(bpe_fast, n), types.ModuleType)]\n"
             "assert not bad, bad\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
