@@ -1036,17 +1036,92 @@ cdef Py_ssize_t _max_spare = max(8, os.cpu_count() or 1)
 MAX_SPARE_CORES = _max_spare
 
 
-def encode_text_pooled(tokenizer, str text not None, Segmenter seg not None):
-    """BPECore.encode_text for bpe_fast.Tokenizer.encode: on an encoder taken from tokenizer._cores (or made by
-    tokenizer._new_core() when none is spare) and put back after; here rather than in Python for the sake of
-    short texts, where these steps cost as much as the encoding."""
-    cdef list cores = tokenizer._cores
-    cdef BPECore core = cores.pop() if PyList_GET_SIZE(cores) else tokenizer._new_core()
-    try:
-        return core.encode_text(text, seg, tokenizer._id_objects)
-    finally:
-        if PyList_GET_SIZE(cores) < _max_spare:
-            cores.append(core)
+@cython.final
+cdef class EncoderPool:
+    """The encoders (BPECore) of one bpe_fast.Tokenizer that no call is using. Each encoding call takes one
+    (take, or a new one when none is spare), has it to itself and gives it back (give), so threads encoding at
+    once (the encoder runs without the GIL on long texts) each have their own, with its own cache of
+    pre-tokens. At most max_spare encoders are kept: after a burst of many threads the others are dropped.
+
+    New encoders are BPECore(tables, cache_entries=..., cache_bytes=...) with the pool's cache bounds, or
+    whatever `factory()` returns when a factory is set (tests give encoders that record their calls)."""
+
+    cdef readonly BPETables tables
+    cdef readonly list id_objects           # encode's lists share these ints (id -> int object)
+    cdef list _spare
+    cdef readonly Py_ssize_t max_spare
+    cdef readonly Py_ssize_t cache_entries
+    cdef readonly Py_ssize_t cache_bytes
+    cdef public object factory              # None, or a callable returning a new BPECore
+
+    def __cinit__(self, BPETables tables not None, list id_objects not None, Py_ssize_t cache_entries=1 << 16,
+                  Py_ssize_t cache_bytes=16 << 20, Py_ssize_t max_spare=-1):
+        self.tables = tables
+        self.id_objects = id_objects
+        self.cache_entries = cache_entries
+        self.cache_bytes = cache_bytes
+        self.max_spare = _max_spare if max_spare < 0 else max_spare
+        self.factory = None
+        self._spare = [BPECore(tables, cache_entries, cache_bytes)]
+
+    def new_core(self):
+        """A new encoder (not put in the pool)."""
+        if self.factory is not None:
+            return self.factory()
+        return BPECore(self.tables, self.cache_entries, self.cache_bytes)
+
+    cdef inline BPECore take(self):
+        if PyList_GET_SIZE(self._spare):
+            return self._spare.pop()
+        return self.new_core()
+
+    cdef inline void give(self, BPECore core):
+        if PyList_GET_SIZE(self._spare) < self.max_spare:
+            self._spare.append(core)
+
+    def set_cache_bounds(self, Py_ssize_t cache_entries, Py_ssize_t cache_bytes):
+        """Make encoders made from now on with these cache bounds; the spare ones are dropped."""
+        self.cache_entries = cache_entries
+        self.cache_bytes = cache_bytes
+        del self._spare[:]
+
+    def spare(self):
+        """A list of the encoders not in use (a copy)."""
+        return list(self._spare)
+
+    def set_spare(self, cores):
+        """Make `cores` (BPECore objects) the spare encoders."""
+        cdef list checked = []
+        for core in cores:
+            if not isinstance(core, BPECore):
+                raise TypeError(f"an encoder must be a BPECore, got {type(core).__name__}")
+            checked.append(core)
+        self._spare[:] = checked
+
+    def run(self, call, *args):
+        """call(core, *args) on an encoder this call has to itself, given back after."""
+        cdef BPECore core = self.take()
+        try:
+            return call(core, *args)
+        finally:
+            self.give(core)
+
+    def encode_text(self, str text not None, Segmenter seg not None):
+        """BPECore.encode_text on an encoder of the pool: Tokenizer.encode's path, in Cython for the sake of
+        short texts, where taking and giving back an encoder costs as much as the encoding."""
+        cdef BPECore core = self.take()
+        try:
+            return core.encode_text(text, seg, self.id_objects)
+        finally:
+            self.give(core)
+
+    def encode_batch_utf8(self, const uint8_t[::1] data, const int64_t[::1] offsets, Segmenter seg not None):
+        """BPECore.encode_batch_utf8 on an encoder of the pool."""
+        cdef BPECore core = self.take()
+        try:
+            return core.encode_batch_utf8(data, offsets, seg, self.id_objects)
+        finally:
+            self.give(core)
 
 
 @cython.final

@@ -32,8 +32,7 @@ import numpy as np
 import regex
 
 from . import formats
-from ._encode import (MAX_SPARE_CORES, BPECore, BPETables, IdBuffer, Segmenter, StreamEncoder, encode_text_pooled,
-                      safe_cut)
+from ._encode import BPETables, EncoderPool, IdBuffer, Segmenter, StreamEncoder, safe_cut
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .procs import map_threads
@@ -126,11 +125,10 @@ class Tokenizer:
         self._make_merges = merges if callable(merges) else None
         self._ids_of = ids_of
         self._tables = BPETables(**arrays) if arrays is not None else _build_tables(vocab, self._merge_list(), ids_of)
-        # Encoders not in use. Each encoding call takes one and gives it back, so threads encoding at once (the
-        # encoder runs without the GIL on long texts) each have their own, with its own cache of pre-tokens.
-        self._cores = [BPECore(self._tables)]
-        self._cache_bounds = {}         # BPECore's cache_entries / cache_bytes for new encoders (tests)
         self._id_objects = list(range(max(vocab) + 1 if vocab else 0))   # encode's lists share these ints
+        # The encoders not in use (native): each encoding call takes one and gives it back, so threads encoding
+        # at once (the encoder runs without the GIL on long texts) each have their own cache of pre-tokens.
+        self._pool = EncoderPool(self._tables, self._id_objects)
         self._kind = native_kind(self._pattern)     # the native scanner's number for the pattern; 0: `regex`
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
         self._use_specials(special_ids)
@@ -438,10 +436,10 @@ class Tokenizer:
         segmenter = self._segmenter
         if segmenter is not None:
             try:
-                return encode_text_pooled(self, text, segmenter)
+                return self._pool.encode_text(text, segmenter)
             except UnicodeEncodeError:
                 # Lone surrogates cannot be UTF-8: replaced by U+FFFD as tiktoken does.
-                return encode_text_pooled(self, _replace_surrogates(text), segmenter)
+                return self._pool.encode_text(_replace_surrogates(text), segmenter)
         try:
             out = self._encode_all(text)
         except UnicodeEncodeError:
@@ -519,8 +517,7 @@ class Tokenizer:
             parts = list(map(_utf8_of, texts))
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=offsets[1:])
-        return self._on_core(BPECore.encode_batch_utf8, b"".join(parts), offsets, self._segmenter,
-                             self._id_objects)
+        return self._pool.encode_batch_utf8(b"".join(parts), offsets, self._segmenter)
 
     def encode_with_offsets(self, text, *, allowed_special="all", disallowed_special=()):
         """(ids, offsets): the ids of `text` (int32 array, as encode_to_numpy) and the index in `text` of the
@@ -615,26 +612,7 @@ class Tokenizer:
                 if separator is not None:
                     out.push(separator)
             return out
-        return self._on_core(encode).take(dtype)
-
-    def _new_core(self):
-        """An encoder for a call when every other one is in use (by other threads)."""
-        return BPECore(self._tables, **self._cache_bounds)
-
-    def _on_core(self, call, *args):
-        """call(core, *args) with an encoder this call has to itself: taken from self._cores (or new), given
-        back after (unless MAX_SPARE_CORES are spare already). encode() does the same in Cython
-        (encode_text_pooled), for short texts' sake."""
-        cores = self._cores
-        try:
-            core = cores.pop()
-        except IndexError:
-            core = self._new_core()
-        try:
-            return call(core, *args)
-        finally:
-            if len(cores) < MAX_SPARE_CORES:
-                cores.append(core)
+        return self._pool.run(encode).take(dtype)
 
     def encode_to_numpy(self, text, dtype=np.int32):
         """The token ids of `text` as a 1-D NumPy array of `dtype` (int32 by default; also uint16, uint32,
@@ -681,7 +659,7 @@ class Tokenizer:
         the working buffer: it is left empty, its memory kept, so a caller encoding many pieces reuses it. data
         must not change during the call (bytes, or a buffer no other thread holds)."""
         check_utf8(data)
-        self._on_core(lambda core: core.encode_utf8_into(out, data, self._segmenter))
+        self._pool.run(lambda core: core.encode_utf8_into(out, data, self._segmenter))
         return out.take(dtype)
 
     def encode_iterable(self, iterable):
@@ -719,15 +697,15 @@ class Tokenizer:
             if carry:
                 chunk, carry = carry + chunk, ""
             try:
-                ids = self._on_core(stream.feed, chunk)
+                ids = self._pool.run(stream.feed, chunk)
             except UnicodeEncodeError:
                 chunk, carry = _hold_high_surrogate(chunk)
-                ids = self._on_core(stream.feed, _replace_surrogates(chunk))
+                ids = self._pool.run(stream.feed, _replace_surrogates(chunk))
             if ids:
                 yield ids
         if carry:
-            yield self._on_core(stream.feed, _replace_surrogates(carry))
-        yield self._on_core(stream.finish)
+            yield self._pool.run(stream.feed, _replace_surrogates(carry))
+        yield self._pool.run(stream.finish)
 
     def _open_stream(self):
         """A new native StreamEncoder for encode_iterable (a method, so tests can look at the stream)."""
@@ -769,7 +747,7 @@ class Tokenizer:
         the same cuts as in the str (a token's bytes can only match where its characters do)."""
         out = IdBuffer()
         if self._segmenter is not None:
-            self._on_core(lambda core: core.encode_text_into(out, text, self._segmenter))
+            self._pool.run(lambda core: core.encode_text_into(out, text, self._segmenter))
             return out
         data = text.encode("utf-8")
         rx = self._special_rx_bytes
@@ -794,7 +772,7 @@ class Tokenizer:
 
         A long text is pre-tokenized a window at a time, cut at safe points (see _safe_cut), so the boundaries
         array stays small; only for the built-in patterns, for which the safe cut is exact."""
-        return self._on_core(self._encode_ordinary_with, out, data, final)
+        return self._pool.run(self._encode_ordinary_with, out, data, final)
 
     def _encode_ordinary_with(self, core, out, data, final):
         pattern = self._pattern

@@ -115,9 +115,6 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert private_reaches(bad) == [(1, "from .tokenizer import _map_threads"), (4, "tokenizer._segmenter")]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15 item 3 is not done: encode_text_pooled in _encode.pyx takes "
-                                       "encoders from Tokenizer._cores; the pool should be a native object the "
-                                       "Tokenizer owns")
 def test_native_layer_reads_no_python_class_private_fields():
     text = (PACKAGE / "_encode.pyx").read_text()
     assert re.findall(r"\btokenizer\._\w+", text) == []

@@ -1,5 +1,5 @@
 """Threads sharing one Tokenizer: the native encoder runs without the GIL on texts of 16 KB or more, each call
-on an encoder (BPECore, own cache) taken from tok._cores and given back afterwards.
+on an encoder (BPECore, own cache) taken from the tokenizer's pool (EncoderPool) and given back afterwards.
 
 Every result computed in threads is compared with the one computed beforehand, sequentially, by a separate
 Tokenizer built from the same merges; the threads start each round together (a barrier) so that calls overlap.
@@ -223,47 +223,50 @@ def meet_in_encoders(tok, parties=2):
     meeting = Meeting(parties)
 
     def new_core():
-        core = MeetingCore(tok._tables, **tok._cache_bounds)
+        core = MeetingCore(pool.tables, pool.cache_entries, pool.cache_bytes)
         core.meeting = meeting
         return core
 
-    tok._new_core = new_core
-    tok._cores[:] = [new_core() for _ in tok._cores]
+    pool = tok._pool
+    pool.factory = new_core
+    pool.set_spare([new_core() for _ in pool.spare()])
 
 
 def count_new_cores(tok):
-    """A list that receives every encoder tok makes from now on (tok._new_core is wrapped)."""
+    """A list that receives every encoder tok makes from now on (its pool's factory is wrapped)."""
     made = []
-    new_core = tok._new_core
+    pool = tok._pool
+    factory = pool.factory
 
     def counted():
-        core = new_core()
+        core = factory() if factory is not None else BPECore(pool.tables, pool.cache_entries, pool.cache_bytes)
         made.append(core)
         return core
 
-    tok._new_core = counted
+    pool.factory = counted
     return made
 
 
 def check_pool(tok, before, made, n_threads=N_THREADS):
-    """Every encoder is back in tok._cores exactly once, and there are at most as many as threads: one more is
+    """Every encoder is back in tok's pool exactly once, and there are at most as many as threads: one more is
     made only when all the others are in use. At least two, since two calls held one each at once
     (meet_in_encoders)."""
-    ids = [id(core) for core in tok._cores]
+    spare = tok._pool.spare()
+    ids = [id(core) for core in spare]
     assert len(set(ids)) == len(ids), "an encoder was given back twice"
     assert sorted(ids) == sorted(id(core) for core in before + made), "an encoder was lost"
-    assert len(tok._cores) <= n_threads, f"{len(tok._cores)} encoders for {n_threads} threads"
-    assert len(tok._cores) >= 2, "two calls held an encoder each at once, yet fewer than two encoders came back"
+    assert len(spare) <= n_threads, f"{len(spare)} encoders for {n_threads} threads"
+    assert len(spare) >= 2, "two calls held an encoder each at once, yet fewer than two encoders came back"
 
 
 def check_each_encoder(tok, cases, what):
     """Each encoder of the pool, used alone, still gives every case's ids (none was left inconsistent)."""
-    cores = list(tok._cores)
+    cores = tok._pool.spare()
     for core in cores:
-        tok._cores[:] = [core]
+        tok._pool.set_spare([core])
         for case in cases:
             same(tok.encode(case.text), case.ids, what)
-    tok._cores[:] = cores
+    tok._pool.set_spare(cores)
 
 
 # ------------------------------------------------------------------------------------------- the tests
@@ -273,7 +276,7 @@ def test_threads_share_one_tokenizer(trained, pattern_name, expected):
     assert (tok._segmenter is None) == (pattern_name == "custom")     # the native and the Python path
     assert any(len(c.ids) >= NOGIL_IDS for c in expected) and min(len(c.data) for c in expected) >= 1 << 16
     meet_in_encoders(tok)
-    before, made = list(tok._cores), count_new_cores(tok)
+    before, made = tok._pool.spare(), count_new_cores(tok)
 
     def job(k, r):
         rng = random.Random(1000 * k + r)
@@ -289,8 +292,7 @@ def test_threads_share_one_tokenizer(trained, pattern_name, expected):
 
 def test_small_caches_reset_in_several_threads_at_once(trained, pattern_name, expected):
     tok = tokenizer(trained, pattern_name)
-    tok._cache_bounds = {"cache_entries": 8, "cache_bytes": 200}
-    tok._cores.clear()                  # every encoder is made with the small bounds
+    tok._pool.set_cache_bounds(8, 200)  # every encoder is made with the small bounds (the spare ones dropped)
     meet_in_encoders(tok)               # two of them encode at once, so both reset their caches many times
     made = count_new_cores(tok)
 
@@ -301,15 +303,15 @@ def test_small_caches_reset_in_several_threads_at_once(trained, pattern_name, ex
 
     run_threads(job, rounds=ROUNDS[pattern_name] // 2)
     check_pool(tok, [], made)
-    assert all(core.cache_entries == 8 for core in tok._cores)
-    resets = [core.stats()["cache_resets"] for core in tok._cores]
+    assert all(core.cache_entries == 8 for core in tok._pool.spare())
+    resets = [core.stats()["cache_resets"] for core in tok._pool.spare()]
     assert sum(n > 10 for n in resets) >= 2, resets
 
 
 def test_pool_of_encoders_does_not_grow_over_many_calls(trained, pattern_name, expected):
     tok = tokenizer(trained, pattern_name)
     meet_in_encoders(tok)
-    before, made = list(tok._cores), count_new_cores(tok)
+    before, made = tok._pool.spare(), count_new_cores(tok)
     for _ in range(3):
         run_threads(lambda k, r: check(tok, "encode", expected[(k + r) % 2], None), rounds=3, n_threads=4)
     check_pool(tok, before, made, n_threads=4)
@@ -390,12 +392,12 @@ def test_other_threads_run_during_a_long_encode(trained, name, method):
     tok = tokenizer(trained, name)
     n_bytes = 4 << 20
     for _ in range(3):
-        core = WatchedCore(tok._tables)
-        tok._cores[:] = [core]
+        core = WatchedCore(tok._pool.tables)
+        tok._pool.set_spare([core])
         text = slow_text(7, n_bytes)
         arg = text.encode("utf-8") if method == "encode_utf8_to_numpy" else text
         seen = ran_inside_a_native_call(core, functools.partial(getattr(tok, method), arg))
-        assert tok._cores == [core] and core.calls > 0, "the call did not use the watched encoder"
+        assert tok._pool.spare() == [core] and core.calls > 0, "the call did not use the watched encoder"
         if seen:
             return
         n_bytes *= 4
@@ -447,7 +449,7 @@ def test_an_error_in_one_thread_leaves_every_encoder_usable(no_high_bytes, prose
         at = middle_of_longest_plain_run(case.text)
         bad.append(case.text[:at] + " жук" + case.text[at:])
     meet_in_encoders(tok)
-    before, made = list(tok._cores), count_new_cores(tok)
+    before, made = tok._pool.spare(), count_new_cores(tok)
     raised = []
 
     def job(k, r):
@@ -495,7 +497,7 @@ def test_encode_file_in_two_workers_equals_encode(trained, multi_mb_file, tmp_pa
     threads = name != "custom"          # the native path encodes in threads sharing tok's encoders
     if threads:                         # (the custom pattern's worker processes get a copy of tok)
         meet_in_encoders(tok)           # the two workers' first calls wait for each other
-    before, made = list(tok._cores), count_new_cores(tok)
+    before, made = tok._pool.spare(), count_new_cores(tok)
     out = tmp_path / "tokens.npy"
     count = encode_file(tok, multi_mb_file, out, num_processes=2, chunk_bytes=64 << 10,
                         progress=lambda *report: reports.append(report))
@@ -550,7 +552,7 @@ def test_decode_of_a_strided_array(trained):
 
 
 def test_spare_encoders_are_capped(trained):
-    """Threads that each hold an encoder at once (all waiting at a barrier inside _on_core) make one encoder
+    """Threads that each hold an encoder at once (all waiting at a barrier inside the pool's run) make one encoder
     each; once they give them back, at most MAX_SPARE_CORES stay spare, and encoding still works."""
     from bpe_fast._encode import MAX_SPARE_CORES
 
@@ -558,10 +560,10 @@ def test_spare_encoders_are_capped(trained):
     n = MAX_SPARE_CORES + 4
     barrier = threading.Barrier(n, timeout=120)
     with ThreadPoolExecutor(n) as pool:
-        held = list(pool.map(lambda _: tok._on_core(lambda core: (barrier.wait(), core)[1]), range(n)))
+        held = list(pool.map(lambda _: tok._pool.run(lambda core: (barrier.wait(), core)[1]), range(n)))
     assert len({id(core) for core in held}) == n             # n encoders existed at once
-    assert len(tok._cores) == MAX_SPARE_CORES
+    assert len(tok._pool.spare()) == MAX_SPARE_CORES == tok._pool.max_spare
     text = "Once upon a time<|endoftext|> there was a cat. " * 2000
     with ThreadPoolExecutor(n) as pool:
         assert set(map(tuple, pool.map(tok.encode, [text] * n))) == {tuple(tokenizer(trained, "gpt2").encode(text))}
-    assert len(tok._cores) <= MAX_SPARE_CORES
+    assert len(tok._pool.spare()) <= MAX_SPARE_CORES

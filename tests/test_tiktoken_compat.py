@@ -327,7 +327,7 @@ def test_encoding_is_a_view_of_one_tokenizer():
     views = [ours._encoder(set()), ours._encoder({EOT}), ours._encoder(ours.special_tokens_set)]
     assert views[2] is tok
     for view in views:
-        assert view._tables is tok._tables and view._cores is tok._cores and view._vocab is tok._vocab
+        assert view._tables is tok._tables and view._pool is tok._pool and view._vocab is tok._vocab
     assert views[1].special_tokens == {EOT: 100257} and views[0].special_tokens == {}
     assert ours._encoder({EOT}) is views[1]                     # cached
     assert bpe_fast.Encoding is Encoding

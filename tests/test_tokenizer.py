@@ -189,15 +189,13 @@ def test_merge_kernel_large_and_small_equal_oracle(tok, piece):
 
 def test_small_cache_resets_and_stays_correct(trained):
     tok = Tokenizer(*trained, special_tokens=[EOT])
-    tok._cache_bounds = {"cache_entries": 8, "cache_bytes": 200}
-    tok._cores.clear()                  # the next encoder is made with the small bounds
+    tok._pool.set_cache_bounds(8, 200)  # the next encoder is made with the small bounds
     text = make_text(5, 1500, specials=[EOT])
     assert tok.encode(text) == oracle(tok, text)
-    assert tok._cores[0].stats()["cache_resets"] > 10
-    tok._cache_bounds = {"cache_entries": 0}
-    tok._cores.clear()
+    assert tok._pool.spare()[0].stats()["cache_resets"] > 10
+    tok._pool.set_cache_bounds(0, 16 << 20)
     assert tok.encode(text) == oracle(tok, text)
-    assert tok._cores[0].stats()["cached"] == 0
+    assert tok._pool.spare()[0].stats()["cached"] == 0
 
 
 @pytest.mark.parametrize("window", [1, 7, 64])
@@ -645,7 +643,7 @@ def test_stream_encoder_worked_example():
 
     tok = Tokenizer(byte_vocab(b"ll", b"llo", b"  "), [(b"l", b"l"), (b"ll", b"o"), (b" ", b" ")], ["<|e|>"])
     ids = list(range(tok.vocab_size))
-    core = tok._cores[0]
+    core = tok._pool.spare()[0]
     # GPT-2 pattern. "Hello wor": " wor" may go on, so only "Hello" is final
     stream = StreamEncoder(tok._segmenter, ids)
     assert stream.feed(core, "Hello wor") == [ord("H"), ord("e"), 257] and stream.pending_bytes == 4
