@@ -9,9 +9,10 @@
 A revision is a git commit (anything `git rev-parse` takes), WORKTREE (the working tree, the default B), a
 source folder (holding setup.py and bpe_fast/), or a wheel or sdist of bpe_fast (`--against-version PATH` makes
 it A). Each is built into its own folder, cached by commit (or by the hash of the sources, or of the file)
-under ~/.cache/bpe_fast-ab (BPE_FAST_AB_CACHE): a commit in a git worktree under the temporary folder, a source
-folder in a copy there, a package by `pip install --target`; the temporary folders are removed when done or on
-error, and the repository's own in-place build is never touched. A build that fails keeps its log.
+under ~/.cache/bpe_fast-ab (BPE_FAST_AB_CACHE): a commit by `setup.py build_ext` in a git worktree under the
+temporary folder, a source folder in a copy there, a package by `pip install --target`; the temporary folders
+are removed when done or on error, and the repository's own in-place build is never touched. A compiled module
+whose sources an earlier build had is reused. A build that fails keeps its log.
 
 Each benchmark is run in rounds. A round starts a fresh process for A and one for B (PYTHONPATH at its
 build); each reads the inputs (made once, by A's build), runs the workload once untimed, then, when asked,
@@ -158,20 +159,18 @@ def prepare_decode(inputs, profile):
 @dataclass(frozen=True)
 class Workload:
     name: str
-    what: str
     prepare: object
     needs_corpus: bool = False
 
 
-WORKLOADS = [
-    Workload("count", "count_pretokens, synthetic web text, 1 process", prepare_count),
-    Workload("merge_loop", "train_from_counts: the merge loop from saved counts (web text)", prepare_merge_loop),
-    Workload("train_synthetic", "train_bpe, synthetic stories, 1 process", _prepare_train("stories.txt", "train_vocab")),
-    Workload("train_corpus", "train_bpe, the --corpus prefix, 1 process", _prepare_train("corpus.txt", "train_vocab"),
-             needs_corpus=True),
-    Workload("encode", "Tokenizer.encode, synthetic web text", prepare_encode),
-    Workload("encode_file", "encode_file to .npy, synthetic web text, 1 process", prepare_encode_file),
-    Workload("decode", "Tokenizer.decode of the web text's ids (4 times when timed)", prepare_decode),
+WORKLOADS = [                          # the order of the report
+    Workload("count", prepare_count),
+    Workload("merge_loop", prepare_merge_loop),
+    Workload("train_synthetic", _prepare_train("stories.txt", "train_vocab")),
+    Workload("train_corpus", _prepare_train("corpus.txt", "train_vocab"), needs_corpus=True),
+    Workload("encode", prepare_encode),
+    Workload("encode_file", prepare_encode_file),
+    Workload("decode", prepare_decode),
 ]
 WORKLOAD_BY_NAME = {w.name: w for w in WORKLOADS}
 
@@ -431,14 +430,16 @@ def build(source, jobs=None, say=print, repo=REPO):
                 if added.returncode != 0:
                     log.write_text(added.stdout + added.stderr)
                     raise ABError(f"revision {source.label!r}: git worktree add failed (log: {log})")
-            reused = reuse_extensions(tmp / "src", root)
-            command = [sys.executable, "setup.py", "build_ext", "--inplace", "-j", str(jobs or os.cpu_count() or 1)]
-            _run_build(command, tmp / "src", log, source, reused)
-            keep_extensions(tmp / "src", root)
-            stage.mkdir()
-            shutil.copytree(tmp / "src" / "bpe_fast", stage / "bpe_fast",
-                            ignore=lambda d, names: [n for n in names if n.endswith((".c", ".cpp", ".html"))
-                                                     or n == "__pycache__"])
+            src, lib = tmp / "src", tmp / "lib"
+            reused = reuse_extensions(src, lib, root)
+            command = [sys.executable, "setup.py", "build_ext", "--build-lib", str(lib), "--build-temp",
+                       str(tmp / "temp"), "-j", str(jobs or os.cpu_count() or 1)]
+            _run_build(command, src, log, source, reused)
+            keep_extensions(src, lib, root)
+            shutil.copytree(src / "bpe_fast", stage / "bpe_fast",
+                            ignore=lambda d, names: [n for n in names if n.endswith(GENERATED) or n == "__pycache__"])
+            for so in (lib / "bpe_fast").glob("*.so"):
+                shutil.copy2(so, stage / "bpe_fast" / so.name)
         (stage / "build.json").write_text(json.dumps({
             "label": source.label, "kind": source.kind, "ref": source.ref, "about": source.about,
             "seconds": round(time.perf_counter() - start, 1), "built": time.strftime("%Y-%m-%d %H:%M:%S")}))
@@ -469,10 +470,10 @@ def _extension_keys(src):
             for pyx in sorted(pkg.glob("*.pyx"))}
 
 
-def reuse_extensions(src, root):
-    """Put the cached .cpp and .so of every module whose sources are unchanged since an earlier build into the
-    tree, newer than its sources, so that cythonize and build_ext skip it (a one-module change rebuilds one
-    module). Returns the modules reused."""
+def reuse_extensions(src, lib, root):
+    """Put the cached .cpp (into the tree) and .so (into the build's lib folder) of every module whose sources
+    are unchanged since an earlier build, newer than its sources, so that cythonize and build_ext skip it (a
+    one-module change compiles one module). Returns the modules reused."""
     reused = []
     stamp = time.time() + 60
     for module, key in _extension_keys(src).items():
@@ -480,7 +481,7 @@ def reuse_extensions(src, root):
         if not (cached / "done").is_file():
             continue
         for path in sorted(p for p in cached.iterdir() if p.name != "done"):
-            target = Path(src) / "bpe_fast" / path.name
+            target = (_mkdir(Path(lib) / "bpe_fast") if path.suffix == ".so" else Path(src) / "bpe_fast") / path.name
             shutil.copy2(path, target)
             when = stamp + (10 if path.suffix == ".so" else 0)
             os.utime(target, (when, when))
@@ -488,14 +489,14 @@ def reuse_extensions(src, root):
     return reused
 
 
-def keep_extensions(src, root):
+def keep_extensions(src, lib, root):
     """Cache each module's .cpp and .so of a successful build (see reuse_extensions)."""
     for module, key in _extension_keys(src).items():
         target = root / "ext" / key
         if (target / "done").is_file():
             continue
-        files = [p for p in (Path(src) / "bpe_fast").iterdir()
-                 if p.name == f"{module}.cpp" or (p.name.startswith(f"{module}.") and p.suffix == ".so")]
+        files = [p for p in (Path(src) / "bpe_fast").glob(f"{module}.cpp")]
+        files += [p for p in (Path(lib) / "bpe_fast").glob(f"{module}.*.so")]
         if len(files) != 2:
             continue
         stage = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=_mkdir(root / "ext")))
@@ -594,7 +595,7 @@ class Server:
         self.label = f"{name} with {build.source.label}"
         self.errors = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
-            [sys.executable, script("ab.py"), "--worker", name, "--serve", "--inputs", str(inputs),
+            [sys.executable, script("ab.py"), "--worker", name, "--inputs", str(inputs),
              "--expect", str(build.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
             text=True, env=child_env(build.path), cwd=tempfile.gettempdir())
 
@@ -789,8 +790,8 @@ def parse_args(argv):
                    help="A is this wheel or sdist of bpe_fast (built into its own folder); B is REV_A if given")
     p.add_argument("--rounds", type=int, default=10,
                    help="rounds; each starts a fresh process for A and for B (default 10)")
-    p.add_argument("--reps", type=int, default=8,
-                   help="timed runs of A and of B in a round, alternating; their median is the round's (default 8)")
+    p.add_argument("--reps", type=int, default=16,
+                   help="timed runs of A and of B in a round, taking turns (default 16)")
     p.add_argument("--threshold", type=parse_percent, default=None,
                    help="the smallest change given a verdict: default 5%% (3%% with --instructions)")
     p.add_argument("--only", metavar="NAMES", help=f"comma-separated, of {', '.join(WORKLOAD_BY_NAME)}")
@@ -806,7 +807,6 @@ def parse_args(argv):
     p.add_argument("--jobs", type=int, default=None, help="parallel compile jobs of a build (default: cores)")
     # worker modes (this script run in a fresh process, PYTHONPATH at a build)
     p.add_argument("--worker", help=argparse.SUPPRESS)
-    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)     # (the only worker mode)
     p.add_argument("--inputs", help=argparse.SUPPRESS)
     p.add_argument("--expect", help=argparse.SUPPRESS)
     p.add_argument("--make-inputs", help=argparse.SUPPRESS)

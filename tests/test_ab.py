@@ -363,15 +363,24 @@ def test_stale_worktrees_of_dead_runs_are_removed(tmp_path):
 SPIN = '''
 cdef extern from *:
     """
-    static void ab_injected_spin(long long n) {
+    #include <time.h>
+    static double ab_thread_seconds(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        return t.tv_sec + 1e-9 * t.tv_nsec;
+    }
+    static void ab_spin_seconds(double seconds) {   /* busy: instructions (for callgrind) and CPU time */
+        double end = ab_thread_seconds() + seconds;
         volatile long long sink = 0;
-        for (long long i = 0; i < n; i++) sink += i;
+        do {
+            for (int i = 0; i < 1000; i++) sink += i;
+        } while (ab_thread_seconds() < end);
     }
     """
-    void ab_injected_spin(long long n) noexcept nogil
+    double ab_thread_seconds() noexcept nogil
+    void ab_spin_seconds(double seconds) noexcept nogil
 
 '''
-SPIN_PER_OCCURRENCE = 10        # about 10% more time and 11% more instructions in the merge loop workloads
 
 
 def source_of(sha, folder):
@@ -383,16 +392,22 @@ def source_of(sha, folder):
     return folder
 
 
-def inject_slowdown(folder, per_occurrence=SPIN_PER_OCCURRENCE):
-    """Make MergeEngine._merge spin per_occurrence iterations for each occurrence of the pair it merges."""
+def inject_slowdown(folder, fraction=0.10):
+    """Make the merge engine 10% slower: after each of its native blocks (building the pair index in
+    MergeEngine.__init__, the merges in MergeEngine.run) it spins for `fraction` of the CPU time the block took.
+    Those blocks are nearly all of the merge_loop benchmark (train_from_counts). (A fixed spin for each
+    occurrence merged was tried first: its share of the time went from 11% to 5% when the machine got busy,
+    since the merges' memory waits grow and a spin's do not; slowing run() alone slowed the benchmark 6-7%.)"""
     pyx = folder / "bpe_fast" / "_train.pyx"
     text = pyx.read_text()
-    found = re.search(r"\n( *)cdef void _merge\(self, int32_t pab[^\n]*\n", text)
-    assert found, "MergeEngine._merge(self, int32_t pab, ...) not found in _train.pyx"
-    at = found.end()
-    if text[at:].lstrip().startswith('"""'):                     # after its docstring
-        at = text.index("\n", text.index('"""', text.index('"""', at) + 3) + 3) + 1
-    text = text[:at] + f"{found.group(1)}    ab_injected_spin(self.plen[pab] * {per_occurrence})\n" + text[at:]
+    for method in ("__init__", "run"):
+        found = re.search(r"\n(?P<i> +)def " + method + r"\(self, [^\n]*\n(?:(?P=i) {4}[^\n]*\n|\n)*?"
+                          r"(?P<w>(?P=i) {4}with nogil:\n)(?P<body>(?:(?P=i) {8}[^\n]*\n)+)", text)
+        assert found, f"MergeEngine.{method}'s `with nogil:` block not found in _train.pyx"
+        outer, inner = found.group("i") + " " * 4, found.group("i") + " " * 8
+        slower = (f"{outer}cdef double ab_start\n{found.group('w')}{inner}ab_start = ab_thread_seconds()\n"
+                  f"{found.group('body')}{inner}ab_spin_seconds({fraction} * (ab_thread_seconds() - ab_start))\n")
+        text = text[:found.start("w")] + slower + text[found.end("body"):]
     assert text.count("\ncdef class MergeEngine") == 1
     pyx.write_text(text.replace("\ncdef class MergeEngine", SPIN + "\ncdef class MergeEngine"))
 
@@ -407,13 +422,16 @@ def head_and_slower(tmp_path):
 
 @slow
 def test_slow_an_injected_slowdown_is_slower(tmp_path, head_and_slower):
+    """The issue's target: a 10% slowdown is reported as slower, its interval excluding 1. With another job on
+    the machine the 95% interval of a 10% change is about +-4%, so its low end can fall under the default 5%
+    threshold (which is for telling noise from change on unknown code); the test asks for a verdict beyond 2%."""
     sha, slower = head_and_slower
-    status, out, err, pid = run_script([BENCHMARKS / "ab.py", sha, slower, "--only", "merge_loop",
-                                        "--fail-on-regression", "--out", tmp_path / "ab.md"], tmp_path,
+    status, out, err, pid = run_script([BENCHMARKS / "ab.py", sha, slower, "--only", "merge_loop", "--threshold",
+                                        "2%", "--fail-on-regression", "--out", tmp_path / "ab.md"], tmp_path,
                                        own_cache=False, timeout=1800)
     print(out)
     row = json.loads((tmp_path / "ab.json").read_text())["rows"][0]
-    assert row["verdict"] == "slower" and row["low"] > 1.05, row
+    assert row["verdict"] == "slower" and row["low"] > 1.02 and row["ratio"] > 1.05, row
     assert status == 1
     assert leftovers(pid) == []
 
@@ -429,7 +447,8 @@ def test_slow_the_instruction_gate_flags_an_injected_slowdown(tmp_path, head_and
                                         "merge_loop"], tmp_path, own_cache=False, timeout=1800)
     print(out)
     assert status == 1
-    assert re.search(r"\| merge_loop \| [\d,]+ \| [\d,]+ \| \+1\d\.\d\d% \| MORE INSTRUCTIONS \|", out)
+    increase = re.search(r"\| merge_loop \| [\d,]+ \| [\d,]+ \| \+(\d+\.\d\d)% \| MORE INSTRUCTIONS \|", out)
+    assert increase and float(increase.group(1)) > 5
     status, out, err, pid = run_script([BENCHMARKS / "ab.py", "--instructions", sha, slower, "--only", "merge_loop",
                                         "--fail-on-regression"], tmp_path, own_cache=False, timeout=1800)
     assert status == 1 and "| more instructions |" in out
