@@ -7,11 +7,15 @@ sizes, token lengths in the vocabulary and in the text, the merges in training o
 and the most frequent tokens. Charts are inline SVG drawn here (no script, no external resource, so the page
 opens offline); with png_dir the same charts are also written as PNG files by matplotlib (an optional extra).
 """
+from __future__ import annotations
+
 import dataclasses
 import html
 import math
 import os
+import textwrap
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +23,10 @@ from .atomic import atomic_output
 from .curve import SCRIPTS, analyze_text
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from .token_view import display_token
+
+if TYPE_CHECKING:
+    from .curve import CompressionCurve, Texts, TextAnalysis
+    from .tokenizer import Tokenizer
 
 __all__ = ["write_report"]
 
@@ -51,11 +59,11 @@ class Chart:
     title: str
     x_label: str
     y_label: str
-    series: list
+    series: list[Series]
     kind: str = "lines"
     log_x: bool = False
     log_y: bool = False
-    marks: list = dataclasses.field(default_factory=list)
+    marks: list[tuple[Any, str, str]] = dataclasses.field(default_factory=list)
     y_from_zero: bool = False
 
 
@@ -69,17 +77,14 @@ def _nice_step(span, count=5):
 
 
 def _linear_ticks(low, high):
+    """Nice ticks covering low..high: from the largest multiple of the step at or below low to the smallest at or
+    above high (an axis drawn from the first to the last has a tick at each end; the data stays inside)."""
     if high <= low:
         high = low + 1
     step = _nice_step(high - low)
-    start = math.floor(low / step) * step
-    ticks = []
-    t = start
-    while t <= high + step * 1e-9:
-        if t >= low - step * 1e-9:
-            ticks.append(round(t, 10))
-        t += step
-    return ticks
+    first = math.floor(low / step + 1e-9)
+    last = math.ceil(high / step - 1e-9)
+    return [round(k * step, 10) for k in range(first, last + 1)]
 
 
 def _log_ticks(low, high):
@@ -104,33 +109,128 @@ def _tick_label(v):
     return f"{v:g}"
 
 
+_FONT = {"tick": 11, "axis": 12, "ctitle": 14, "legend": 11, "mark": 11}     # px, as _CSS sets them
+_Y_PAD = 8                  # px between the end ticks and the plot's frame (bars: the top one), so data clears it
+
+
+def _text_width(text, size):
+    """An upper estimate of the width a label is drawn at (system-ui averages about 0.5 em a character)."""
+    return 0.6 * size * len(text)
+
+
 def svg_chart(chart, width=720, height=320):
-    """The chart as an inline <svg> element (no xmlns needed inside HTML)."""
-    left, right, top, bottom = 78, 16, 34, 48
+    """The chart as an inline <svg> element (no xmlns needed inside HTML). From the top: the title, a band with the
+    labels of the marks (vocabulary sizes), the plot with its axes, then the legend: nothing is drawn over the data
+    and every label stays inside the svg. height is without the marks' band and the legend, which add to it."""
+    y_axis = _y_axis(chart)
+    widest = max((_text_width(_tick_label(t), _FONT["tick"]) for t in y_axis[2]), default=0) if y_axis else 0
+    left, right, top, bottom = max(78, round(widest) + 30), 24, 34, 48     # the y label, its ticks' labels, 6 px
     pw, ph = width - left - right, height - top - bottom
+    marks = _mark_labels(chart, left, pw, width)
+    top += 14 * (max((row for *_, row in marks), default=-1) + 1)
+    legend, legend_height = _svg_legend(chart, left, top + ph + bottom, pw)
+    height = top + ph + bottom + legend_height
     out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'aria-label="{html.escape(chart.title)}">',
            f'<text x="{left}" y="20" class="ctitle">{html.escape(chart.title)}</text>']
     if chart.kind == "bars":
-        out += _svg_bars(chart, left, top, pw, ph)
+        out += _svg_bars(chart, left, top, pw, ph, y_axis)
     else:
-        out += _svg_lines(chart, left, top, pw, ph)
-    out.append(f'<text x="{left + pw / 2:.0f}" y="{height - 8}" class="axis" text-anchor="middle">'
+        out += _svg_lines(chart, left, top, pw, ph, width, y_axis)
+    for cx, label, colour, row in marks:
+        out.append(f'<text x="{cx:.1f}" y="{top - 5 - 14 * row}" class="mark" text-anchor="middle" '
+                   f'fill="{colour}">{html.escape(label)}</text>')
+    out.append(f'<text x="{left + pw / 2:.0f}" y="{top + ph + bottom - 8}" class="axis" text-anchor="middle">'
                f'{html.escape(chart.x_label)}</text>')
     out.append(f'<text x="14" y="{top + ph / 2:.0f}" class="axis" text-anchor="middle" '
                f'transform="rotate(-90 14 {top + ph / 2:.0f})">{html.escape(chart.y_label)}</text>')
-    # legend
-    y = top + 4
-    for s in chart.series:
-        if len(chart.series) < 2 and chart.kind == "bars":
-            break
-        x = left + pw - 200
-        dash = ' stroke-dasharray="5 3"' if s.dashed else ""
-        out.append(f'<line x1="{x}" y1="{y + 5}" x2="{x + 22}" y2="{y + 5}" stroke="{s.colour}" stroke-width="3"'
-                   f'{dash}/><text x="{x + 28}" y="{y + 9}" class="legend">{html.escape(s.label)}</text>')
-        y += 16
+    out += legend
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _x_range(chart):
+    """The x axis's low and high of a line chart (its data and marks), or None when it has no data to draw."""
+    xs_all = np.concatenate([np.asarray(s.xs, dtype=np.float64) for s in chart.series])
+    ys_all = np.concatenate([np.asarray(s.ys, dtype=np.float64) for s in chart.series])
+    if not (np.isfinite(ys_all) & (ys_all > 0 if chart.log_y else True)).any():
+        return None
+    x_low, x_high = float(xs_all.min()), float(xs_all.max())
+    for x, _, _ in chart.marks:
+        x_low, x_high = min(x_low, x), max(x_high, x)
+    if chart.log_x:
+        x_low = max(x_low, 1.0)
+    return x_low, x_high
+
+
+def _y_axis(chart):
+    """(low, high, ticks) of the y axis, nice ends (a tick at each, the top one at or above the data), or None
+    when there is no data to draw."""
+    if chart.kind == "bars":
+        values = np.concatenate([np.asarray(s.ys, dtype=np.float64) for s in chart.series] or [np.zeros(0)])
+        high = float(values.max()) if values.size else 1.0
+        ticks = _linear_ticks(0.0, high if high > 0 else 1.0)
+        return 0.0, ticks[-1], ticks
+    ys_all = np.concatenate([np.asarray(s.ys, dtype=np.float64) for s in chart.series])
+    ys_all = ys_all[np.isfinite(ys_all) & (ys_all > 0 if chart.log_y else True)]
+    if not ys_all.size:
+        return None
+    y_low, y_high = float(ys_all.min()), float(ys_all.max())
+    if chart.y_from_zero and not chart.log_y:
+        y_low = 0.0
+    if chart.log_y:
+        y_low, y_high = 10 ** math.floor(math.log10(y_low)), 10 ** math.ceil(math.log10(y_high))
+        if y_high <= y_low:
+            y_high = y_low * 10
+        return y_low, y_high, _log_ticks(y_low, y_high)
+    ticks = _linear_ticks(y_low, y_high)
+    return ticks[0], ticks[-1], ticks
+
+
+def _mark_labels(chart, left, pw, width):
+    """(centre x, label, colour, row) of each mark's label, for the band above the plot: centred over its line but
+    kept inside the svg, in the first row where it clears the labels before it."""
+    rng = None if chart.kind == "bars" or not chart.marks else _x_range(chart)
+    if rng is None:
+        return []
+    sx = _scale(rng[0], rng[1], pw, chart.log_x)
+    ends: list[float]
+    placed, ends = [], []
+    for x, label, colour in sorted(chart.marks, key=lambda m: m[0]):
+        w = _text_width(label, _FONT["mark"])
+        x0 = min(max(left + sx(x) - w / 2, 2.0), width - 2.0 - w)
+        row = next((r for r, end in enumerate(ends) if x0 >= end + 6), len(ends))
+        if row == len(ends):
+            ends.append(0.0)
+        ends[row] = x0 + w
+        placed.append((x0 + w / 2, label, colour, row))
+    return placed
+
+
+def _svg_legend(chart, left, y0, pw):
+    """The legend as a band under the axes from y0 (SVG elements, band height): entries in as many equal columns
+    as fit the plot's width, row by row; a label too long for the width is wrapped onto more lines (and each
+    entry's <title> holds it whole)."""
+    if not chart.series or (len(chart.series) < 2 and chart.kind == "bars"):
+        return [], 0
+    size, line_height, swatch, gap = _FONT["legend"], 14, 28, 18
+    chars = max(int((pw - swatch) / (0.6 * size)), 8)
+    entries = [textwrap.wrap(s.label, chars) or [""] for s in chart.series]
+    column = swatch + max(_text_width(line, size) for lines in entries for line in lines) + gap
+    columns = max(int((pw + gap) // column), 1)
+    out, y = [], y0
+    for start in range(0, len(entries), columns):
+        for k, (s, lines) in enumerate(zip(chart.series[start:start + columns], entries[start:start + columns])):
+            x = left + k * column
+            dash = ' stroke-dasharray="5 3"' if s.dashed else ""
+            entry = [f'<g class="legend-entry"><title>{html.escape(s.label)}</title>',
+                     f'<line x1="{x:.0f}" y1="{y + 5}" x2="{x + 22:.0f}" y2="{y + 5}" stroke="{s.colour}" '
+                     f'stroke-width="3"{dash}/>']
+            entry += [f'<text x="{x + swatch:.0f}" y="{y + 9 + line_height * j}" class="legend">'
+                      f'{html.escape(line)}</text>' for j, line in enumerate(lines)]
+            out.append("".join(entry) + "</g>")
+        y += line_height * max(len(lines) for lines in entries[start:start + columns]) + 2
+    return out, y - y0 + 6
 
 
 def _scale(low, high, size, log, flip=False):
@@ -145,82 +245,69 @@ def _scale(low, high, size, log, flip=False):
     return f
 
 
-def _svg_lines(chart, left, top, pw, ph):
-    xs_all = np.concatenate([np.asarray(s.xs, dtype=np.float64) for s in chart.series])
-    ys_all = np.concatenate([np.asarray(s.ys, dtype=np.float64) for s in chart.series])
-    finite = np.isfinite(ys_all) & (ys_all > 0 if chart.log_y else True)
-    if not finite.any():
+def _svg_lines(chart, left, top, pw, ph, width, y_axis):
+    rng = _x_range(chart)
+    if rng is None or y_axis is None:
         return [f'<text x="{left + 10}" y="{top + 20}" class="axis">no data</text>']
-    x_low, x_high = float(xs_all.min()), float(xs_all.max())
-    for x, _, _ in chart.marks:
-        x_low, x_high = min(x_low, x), max(x_high, x)
-    y_low, y_high = float(ys_all[finite].min()), float(ys_all[finite].max())
-    if chart.y_from_zero and not chart.log_y:
-        y_low = 0.0
-    if chart.log_y:
-        y_low, y_high = 10 ** math.floor(math.log10(y_low)), 10 ** math.ceil(math.log10(y_high))
-        if y_high <= y_low:
-            y_high = y_low * 10
-        y_ticks = _log_ticks(y_low, y_high)
-    else:
-        y_ticks = _linear_ticks(y_low, y_high)
-        y_low, y_high = min(y_low, y_ticks[0]), max(y_high, y_ticks[-1])
+    x_low, x_high = rng
+    y_low, y_high, y_ticks = y_axis
     if chart.log_x:
-        x_low = max(x_low, 1.0)
         x_ticks = _log_ticks(x_low, x_high)
     else:
-        x_ticks = _linear_ticks(x_low, x_high)
-        x_ticks = [t for t in x_ticks if x_low <= t <= x_high] or [x_low, x_high]
+        x_ticks = [t for t in _linear_ticks(x_low, x_high) if x_low <= t <= x_high] or [x_low, x_high]
     sx = _scale(x_low, x_high, pw, chart.log_x)
-    sy = _scale(y_low, y_high, ph, chart.log_y, flip=True)
+    sy = _scale(y_low, y_high, ph - 2 * _Y_PAD, chart.log_y, flip=True)
+    top_y = top + _Y_PAD            # the top tick; the bottom one is as far above the frame's bottom
     out = [f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>']
     for t in y_ticks:
-        y = top + sy(t)
-        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" class="grid"/>'
-                   f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_tick_label(t)}</text>')
+        y = top_y + sy(t)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" class="grid ygrid"/>'
+                   f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick ytick" text-anchor="end">{_tick_label(t)}</text>')
     for t in x_ticks:
         x = left + sx(t)
+        label = _tick_label(t)
+        half = _text_width(label, _FONT["tick"]) / 2
+        # centred under its tick, unless that runs off the svg: then its end at the svg's edge
+        anchor, tx = ("end", width - 2) if x + half > width - 2 else ("middle", x)
         out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" class="grid"/>'
-                   f'<text x="{x:.1f}" y="{top + ph + 16}" class="tick" text-anchor="middle">{_tick_label(t)}</text>')
+                   f'<text x="{tx:.1f}" y="{top + ph + 16}" class="tick xtick" text-anchor="{anchor}">{label}</text>')
     for s in chart.series:
         xs = np.asarray(s.xs, dtype=np.float64)
         ys = np.asarray(s.ys, dtype=np.float64)
         keep = np.isfinite(ys) & (ys > 0 if chart.log_y else True) & (xs >= x_low)
-        points = " ".join(f"{left + sx(x):.1f},{top + sy(y):.1f}" for x, y in zip(xs[keep], ys[keep]))
+        points = " ".join(f"{left + sx(x):.1f},{top_y + sy(y):.1f}" for x, y in zip(xs[keep], ys[keep]))
         dash = ' stroke-dasharray="6 4"' if s.dashed else ""
         out.append(f'<polyline points="{points}" fill="none" stroke="{s.colour}" stroke-width="2"{dash}>'
                    f'<title>{html.escape(s.label)}</title></polyline>')
-    for x, label, colour in chart.marks:
+    for x, label, colour in chart.marks:       # the labels are above the plot (svg_chart)
         px = left + sx(x)
         out.append(f'<line x1="{px:.1f}" y1="{top}" x2="{px:.1f}" y2="{top + ph}" stroke="{colour}" '
-                   f'stroke-dasharray="3 3"/><text x="{px - 4:.1f}" y="{top + 12}" class="mark" '
-                   f'text-anchor="end" fill="{colour}">{html.escape(label)}</text>')
+                   f'stroke-dasharray="3 3"><title>{html.escape(label)}</title></line>')
     return out
 
 
-def _svg_bars(chart, left, top, pw, ph):
+def _svg_bars(chart, left, top, pw, ph, y_axis):
     labels = list(chart.series[0].xs)
     values = np.array([np.asarray(s.ys, dtype=np.float64) for s in chart.series])
-    high = float(values.max()) if values.size else 1.0
-    ticks = _linear_ticks(0.0, high if high > 0 else 1.0)
-    high = max(high, ticks[-1])
-    sy = _scale(0.0, high, ph, False, flip=True)
+    _, high, ticks = y_axis
+    sy = _scale(0.0, high, ph - _Y_PAD, False, flip=True)
+    top_y = top + _Y_PAD
     out = [f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>']
     for t in ticks:
-        y = top + sy(t)
-        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" class="grid"/>'
-                   f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_tick_label(t)}</text>')
+        y = top_y + sy(t)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" class="grid ygrid"/>'
+                   f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick ytick" text-anchor="end">{_tick_label(t)}</text>')
     group = pw / max(len(labels), 1)
     bar = group * 0.8 / max(len(chart.series), 1)
     for k, label in enumerate(labels):
         x0 = left + k * group + group * 0.1
         for j, s in enumerate(chart.series):
             v = values[j, k]
-            y = top + sy(v)
+            y = top_y + sy(v)
             out.append(f'<rect x="{x0 + j * bar:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{top + ph - y:.1f}" '
-                       f'fill="{s.colour}"><title>{html.escape(s.label)}: {html.escape(str(label))}: '
+                       f'fill="{s.colour}" class="bar"><title>{html.escape(s.label)}: {html.escape(str(label))}: '
                        f'{v:.3g}</title></rect>')
-        out.append(f'<text x="{left + (k + 0.5) * group:.1f}" y="{top + ph + 16}" class="tick" '
+        out.append(f'<text x="{left + (k + 0.5) * group:.1f}" y="{top + ph + 16}" class="tick xtick" '
                    f'text-anchor="middle">{html.escape(str(label))}</text>')
     return out
 
@@ -280,14 +367,14 @@ def _sampled(n, points=_CURVE_POINTS, log=True):
 class Side:
     """One tokenizer's results on the evaluation text."""
     name: str
-    tokenizer: object
-    analysis: object
-    curve: object
+    tokenizer: Tokenizer
+    analysis: TextAnalysis
+    curve: CompressionCurve
     colour: str
-    training: object = None     # tokenizer.training, read once (a copy is made each time it is read)
+    training: dict[str, Any] | None = None     # tokenizer.training, read once (a copy is made each time it is read)
 
     @property
-    def full_size(self):
+    def full_size(self) -> int:
         return int(self.curve.vocab_sizes[-1])
 
 
@@ -370,7 +457,7 @@ def _summary_section(sides, notes, texts):
 
 
 def _curve_section(sides):
-    charts = []
+    charts: list[Chart] = []
     series_bpt, series_tpw, marks = [], [], []
     for s in sides:
         idx = _sampled(len(s.curve.vocab_sizes))
@@ -405,7 +492,7 @@ def _curve_section(sides):
 
 
 def _script_section(sides):
-    charts = []
+    charts: list[Chart] = []
     for s in sides:
         series = []
         for k, name in enumerate(SCRIPTS):
@@ -461,7 +548,7 @@ def _length_section(sides):
 
 def _merge_section(sides):
     out = ["<h2>Merges in training order</h2>"]
-    charts = []
+    charts: list[Chart] = []
     for s in sides:
         counts, why = _merge_counts(s)
         if counts is None:
@@ -559,8 +646,9 @@ svg .legend { font-size: 11px; fill: #333; } svg .mark { font-size: 11px; }
 """
 
 
-def write_report(tokenizer, texts_or_paths, output, *, name="tokenizer", against=None, against_name="against",
-                 png_dir=None, errors="strict"):
+def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.PathLike[str], *,
+                 name: str = "tokenizer", against: Tokenizer | None = None, against_name: str = "against",
+                 png_dir: str | None = None, errors: str = "strict") -> dict[str, Any]:
     """Write the HTML report on `tokenizer` (and `against`, on the same text) to `output`, atomically; with
     png_dir, also its charts as PNG files there (matplotlib needed). texts_or_paths as
     bpe_fast.compression_curve takes them. Returns a dict of the main figures and the notes (for the CLI).

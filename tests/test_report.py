@@ -302,27 +302,76 @@ def test_report_png(trained, tmp_path):
 
 
 def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome", "headless_shell"):
+    """A system Chromium or Chrome for playwright to drive (playwright's own browser download may be unreachable)."""
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome",
+                 "chromium-headless-shell", "headless_shell"):
         path = shutil.which(name)
         if path:
             return path
     return None
 
 
+def open_in_chromium(page_path, screenshot=None):
+    """Load the page in headless Chromium (a system one, else playwright's own; skip naming what is missing).
+    Returns the URLs it requested other than local files and data: URLs (aborted, so nothing leaves the machine;
+    file://HOST/ counts as external) and what the first chart's first curve measures on screen."""
+    playwright = pytest.importorskip("playwright.sync_api",
+                                     reason="playwright is not installed (pip install playwright)")
+    requests, local = [], ("file:///", "data:")
+    with playwright.sync_playwright() as p:
+        system = _chromium()
+        if system is not None:
+            browser = p.chromium.launch(executable_path=system)
+        elif Path(p.chromium.executable_path).exists():
+            browser = p.chromium.launch()
+        else:
+            pytest.skip("no Chromium: neither a system chromium/chrome on PATH (apt-get install chromium) nor "
+                        "playwright's own (playwright install chromium)")
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 1400})
+            page.on("request", lambda r: requests.append(r.url))
+            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(local)
+                       else route.abort())
+            page.goto(Path(page_path).resolve().as_uri())
+            curve = page.locator("svg.chart").first.locator("polyline").first
+            seen = {"charts": page.locator("svg.chart").count(), "curve_box": curve.bounding_box(),
+                    "curve_points": len((curve.get_attribute("points") or "").split()),
+                    "curve_stroke": curve.evaluate("e => getComputedStyle(e).stroke"),
+                    "height": page.evaluate("document.documentElement.scrollHeight")}
+            if screenshot is not None:
+                page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            browser.close()
+    return [u for u in requests if not u.startswith(local)], seen
+
+
 def test_report_opens_in_headless_chromium_without_requests(trained, tmp_path):
-    playwright = pytest.importorskip("playwright.sync_api", reason="headless Chromium (playwright) is not installed")
     tok_dir, held_out, _ = trained
     out = tmp_path / "report.html"
     write_report(Tokenizer.load(tok_dir), [held_out], out)
-    requests = []
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch()
-        page = browser.new_page()
-        page.on("request", lambda r: requests.append(r.url))
-        page.goto(out.as_uri())
-        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        browser.close()
-    assert [u for u in requests if not u.startswith("file:")] == []
+    shot = tmp_path / "report.png"
+    external, seen = open_in_chromium(out, shot)
+    assert external == []
+    # something visible was drawn: charts, the compression curve a line of many points with an area on screen
+    assert seen["charts"] >= 4 and seen["curve_points"] >= 10, seen
+    box = seen["curve_box"]
+    assert box is not None and box["width"] > 100 and box["height"] > 10, seen
+    assert seen["curve_stroke"] not in ("", "none") and seen["height"] > 1000, seen
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("leak", ['<img src="http://example.com/x.png" alt="">',
+                                  '<div style="background: url(https://example.com/bg.png)">x</div>',
+                                  '<link rel="stylesheet" href="//example.com/s.css">'])
+def test_chromium_check_catches_an_external_request(trained, tmp_path, leak):
+    # the check above can fail: the same page with one external resource added is caught
+    tok_dir, held_out, _ = trained
+    out = tmp_path / "report.html"
+    write_report(Tokenizer.load(tok_dir), [held_out], out)
+    page = out.read_text("utf-8")
+    out.write_text(page.replace("<h1>", leak + "<h1>", 1), "utf-8")
+    external, _ = open_in_chromium(out)
+    assert len(external) == 1 and "example.com" in external[0], external
 
 
 # ------------------------------------------------------------------------------------------ command line
@@ -479,3 +528,143 @@ def test_cli_train_saves_what_training_recorded(trained):
     tok = Tokenizer.load(trained[0])
     assert len(tok.training["merge_counts"]) == len(tok.merges)
     assert tok.training["corpus"]["bytes"] == trained[2].stat().st_size
+
+
+# ------------------------------------------------------------------------------------------ chart layout
+
+def _font_sizes(css):
+    """{class: font size in px} of the svg text classes, as the page's style sets them."""
+    import re
+    return {name: float(size) for name, size in re.findall(r"svg \.(\w+) \{ font-size: (\d+)px", css)}
+
+
+def _text_box(e, font):
+    """(x0, y0, x1, y1) an svg <text> can cover: width 0.6 * font size a character (more than system-ui needs),
+    ascent 0.8 and descent 0.25 font size; turned about its anchor point by rotate(-90 ...)."""
+    size = max(font[c] for c in e.get("class", "").split() if c in font)
+    text = "".join(e.itertext())
+    w = 0.6 * size * len(text)
+    x, y = float(e.get("x")), float(e.get("y"))
+    x0 = {"start": x, "middle": x - w / 2, "end": x - w}[e.get("text-anchor", "start")]
+    if e.get("transform", "").startswith("rotate(-90"):         # text runs upwards, its ascent to the left
+        return x - 0.8 * size, y - (x0 + w - x), x + 0.25 * size, y + (x - x0)
+    assert not e.get("transform"), e.get("transform")
+    return x0, y - 0.8 * size, x0 + w, y + 0.25 * size
+
+
+def _overlap(a, b, slack=0.5):
+    return a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
+
+
+def check_chart_layout(svg, font):
+    """What a chart must look like: every label inside the svg, no two labels on each other and none over the plot
+    (the legend and the marks' labels are outside it), the y axis's top tick at or above every data point with
+    the data clear of the frame, and the legend below the plot. Returns the chart's element tree."""
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(svg)
+    width, height = float(root.get("width")), float(root.get("height"))
+    assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+    plot = next(e for e in root.iter("rect") if e.get("class") == "plot")
+    px0, py0 = float(plot.get("x")), float(plot.get("y"))
+    px1, py1 = px0 + float(plot.get("width")), py0 + float(plot.get("height"))
+    boxes = []
+    for e in root.iter("text"):
+        box = _text_box(e, font)
+        label = "".join(e.itertext())
+        assert 0 <= box[0] and box[2] <= width and 0 <= box[1] and box[3] <= height, (label, box, width, height)
+        assert not _overlap(box, (px0, py0, px1, py1)), (label, box, "over the plot")
+        for other, other_box in boxes:
+            assert not _overlap(box, other_box), (label, other, box, other_box)
+        boxes.append((label, box))
+    # the y axis: nice top, data under it and clear of the frame
+    ticks = [float(e.get("y1")) for e in root.iter("line") if "ygrid" in e.get("class", "").split()]
+    assert ticks and all(py0 < t <= py1 for t in ticks)
+    data_y = [float(p.split(",")[1]) for e in root.iter("polyline") for p in e.get("points").split()]
+    data_y += [float(e.get("y")) for e in root.iter("rect") if e.get("class") == "bar"]
+    assert data_y, "no data drawn"
+    assert min(ticks) <= min(data_y) + 0.05, ("data above the top tick", min(ticks), min(data_y))
+    assert py0 < min(data_y) and max(data_y) <= py1
+    y_ticks = sorted((float(e.get("y")), float(e.text.replace(",", ""))) for e in root.iter("text")
+                     if "ytick" in e.get("class", "").split())
+    assert [v for _, v in y_ticks] == sorted((v for _, v in y_ticks), reverse=True)    # the top tick is the max
+    # the legend: under the plot, its x-axis ticks and its x label
+    for entry in root.iter("g"):
+        if entry.get("class") == "legend-entry":
+            assert entry.find("title").text
+            for e in entry:
+                if e.tag != "title":
+                    top = _text_box(e, font)[1] if e.tag == "text" else min(float(e.get("y1")), float(e.get("y2")))
+                    assert top > py1 + 20, (e.tag, top, py1)
+    return root
+
+
+def _charts(page):
+    import re
+    return re.findall(r'<svg class="chart".*?</svg>', page, flags=re.DOTALL)
+
+
+def test_report_chart_layout(trained, tmp_path, gpt2):
+    # against GPT-2: the log x axes run to 50,257, whose 50,000 tick label used to be cut at the right edge; the
+    # merged-token usage chart has four long legend labels and curves at 100%
+    tok_dir, held_out, _ = trained
+    out = tmp_path / "report.html"
+    write_report(Tokenizer.load(tok_dir), [held_out], out, name="mine", against=gpt2, against_name="gpt2")
+    page = out.read_text("utf-8")
+    font = _font_sizes(page)
+    assert {"tick", "axis", "ctitle", "legend", "mark"} <= set(font)
+    charts = _charts(page)
+    assert len(charts) >= 6
+    roots = [check_chart_layout(svg, font) for svg in charts]
+    x_labels = [t.text for r in roots for t in r.iter("text") if "xtick" in t.get("class", "").split()]
+    assert "50,000" in x_labels
+    usage = next(r for r in roots if r.get("aria-label").startswith("Merged tokens the evaluation text uses"))
+    legend = [e.find("title").text for e in usage.iter("g") if e.get("class") == "legend-entry"]
+    assert legend == ["mine: used (as a token or inside one)", "mine: produced as a token",
+                      "gpt2: used (as a token or inside one)", "gpt2: produced as a token"]
+    marks = [t.text for r in roots[:1] for t in r.iter("text") if t.get("class") == "mark"]
+    assert marks == ["600", "50,257"]
+
+
+def _synthetic_charts():
+    from bpe_fast.html_report import Chart, Series
+    long = "a legend label long enough that it cannot fit on one line of the chart, " * 3
+    xs = np.unique(np.geomspace(256, 10**6, 2000).astype(np.int64))    # ends on a tick whose label, 1,000,000,
+    assert xs[-1] == 10**6                                              # centred under it, would run off the svg
+    yield Chart("long", "Long legend labels", "vocabulary size", "bytes per token",
+                [Series(long.strip(), xs, np.log(xs) / 4), Series("short", xs, np.log(xs) / 5, "#d62728", True)],
+                log_x=True, marks=[(4096, "4,096", "#1f77b4"), (4200, "4,200", "#d62728"), (50257, "50,257", "#444"),
+                                   (256, "256", "#444")])
+    pct = np.linspace(0, 100, 50)
+    yield Chart("pct", "Percentages that reach 100", "position", "% of tokens",          # the max is a tick
+                [Series("one", pct, np.minimum(pct * 2, 100)), Series("two", pct, 100 - pct, "#d62728")],
+                y_from_zero=True)
+    yield Chart("log", "Counts on a log axis", "merge", "count",
+                [Series("one", np.arange(1, 1001), 10 ** 6 / np.arange(1, 1001))], log_y=True)
+    yield Chart("bars", "Bars", "length", "% of tokens", [Series("one", ["1", "2", "3+"], [20.0, 50.0, 30.0]),
+                                                          Series("two", ["1", "2", "3+"], [10.0, 43.2, 1.0])],
+                kind="bars")
+
+
+@pytest.mark.parametrize("chart", list(_synthetic_charts()), ids=lambda c: c.slug)
+def test_chart_layout_edge_cases(chart):
+    from bpe_fast.html_report import _CSS, svg_chart
+    root = check_chart_layout(svg_chart(chart), _font_sizes(_CSS))
+    entries = [e for e in root.iter("g") if e.get("class") == "legend-entry"]
+    for entry, s in zip(entries, chart.series):
+        # a wrapped label loses nothing: its lines make it up, and the tooltip holds it whole
+        assert entry.find("title").text == s.label
+        assert " ".join(t.text for t in entry.iter("text")) == s.label
+    if chart.slug == "long":
+        assert len(list(entries[0].iter("text"))) > 1
+        rows = {t.get("y") for t in root.iter("text") if t.get("class") == "mark"}
+        assert len(rows) == 2               # 4,096 and 4,200 would overlap in one row
+    if chart.slug == "pct":
+        assert [t.text for t in root.iter("text") if "ytick" in t.get("class", "")][-1] == "100"
+
+
+def test_linear_ticks_have_nice_ends():
+    from bpe_fast.html_report import _linear_ticks
+    assert _linear_ticks(1.0, 2.43) == [1.0, 1.5, 2.0, 2.5]
+    assert _linear_ticks(0.0, 100.0) == [0, 20, 40, 60, 80, 100]
+    assert _linear_ticks(2.93, 7.1) == [2, 3, 4, 5, 6, 7, 8]
+    assert _linear_ticks(0.0, 23.4) == [0, 5, 10, 15, 20, 25]
