@@ -82,8 +82,65 @@ cdef extern from *:
     void add_references "bpe_fast_add_references"(list objects, const int32_t* distinct, Py_ssize_t n,
                                                   const Py_ssize_t* counts)
 
+cdef extern from *:
+    """
+    // The UTF-8 of the n code units s[0:n] of a str (PyUnicode kind 1, 2 or 4) written to out, which has room
+    // for 2, 3 or 4 bytes a unit; returns the bytes written. A surrogate pair (a high one, then a low one)
+    // becomes the code point it encodes and a lone surrogate U+FFFD: what encode does to such text
+    // (a round trip through UTF-16, as tiktoken does).
+    template <typename T>
+    static Py_ssize_t bpe_fast_units_to_utf8(const T* s, Py_ssize_t n, uint8_t* out) {
+        uint8_t* o = out;
+        Py_ssize_t i = 0;
+        while (i < n) {
+            uint32_t c = s[i++];
+            if (c < 0x80) {
+                *o++ = (uint8_t)c;
+            } else if (c < 0x800) {
+                *o++ = (uint8_t)(0xC0 | (c >> 6));
+                *o++ = (uint8_t)(0x80 | (c & 0x3F));
+            } else if (c >= 0xD800 && c <= 0xDFFF) {
+                if (c <= 0xDBFF && i < n && s[i] >= 0xDC00 && s[i] <= 0xDFFF) {
+                    c = 0x10000 + ((c - 0xD800) << 10) + ((uint32_t)s[i++] - 0xDC00);
+                    *o++ = (uint8_t)(0xF0 | (c >> 18));
+                    *o++ = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+                    *o++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+                    *o++ = (uint8_t)(0x80 | (c & 0x3F));
+                } else {
+                    *o++ = 0xEF; *o++ = 0xBF; *o++ = 0xBD;
+                }
+            } else if (c < 0x10000) {
+                *o++ = (uint8_t)(0xE0 | (c >> 12));
+                *o++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+                *o++ = (uint8_t)(0x80 | (c & 0x3F));
+            } else {
+                *o++ = (uint8_t)(0xF0 | (c >> 18));
+                *o++ = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+                *o++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+                *o++ = (uint8_t)(0x80 | (c & 0x3F));
+            }
+        }
+        return o - out;
+    }
+    // kind 0: an ASCII str (its bytes are its UTF-8); else PyUnicode_KIND.
+    static Py_ssize_t bpe_fast_str_to_utf8(int kind, const void* data, Py_ssize_t n, uint8_t* out) {
+        switch (kind) {
+            case 0: memcpy(out, data, (size_t)n); return n;
+            case 1: return bpe_fast_units_to_utf8((const uint8_t*)data, n, out);
+            case 2: return bpe_fast_units_to_utf8((const uint16_t*)data, n, out);
+            default: return bpe_fast_units_to_utf8((const uint32_t*)data, n, out);
+        }
+    }
+    """
+    Py_ssize_t str_to_utf8 "bpe_fast_str_to_utf8"(int kind, const void* data, Py_ssize_t n, uint8_t* out) noexcept nogil
+
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
+    bint PyUnicode_Check(object o)
+    int PyUnicode_READY(object o) except -1
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
 
 cdef enum:
@@ -943,15 +1000,7 @@ cdef class BPECore:
         texts lets the others run), then the lists. Neither data nor offsets may change during the call.
 
         Worked example: data b"ab<|eot|>b", offsets [0, 2, 2, 10] -> [ids of "ab"], [], [<|eot|>'s id, ids of "b"]."""
-        cdef Py_ssize_t n_texts = offsets.shape[0] - 1, k, start = 0
-        cdef vector[int32_t] ids
-        cdef vector[Py_ssize_t] ends            # ends[k]: where the ids of text k end in ids
-        cdef SpecialMatcher m = seg.specials
-        cdef const uint8_t* base
-        cdef Py_ssize_t n_objects = PyList_GET_SIZE(id_objects), bad
-        cdef bint counted
-        cdef vector[Py_ssize_t] counts          # id -> how many times it is in ids
-        cdef vector[int32_t] distinct           # the ids in ids, each once
+        cdef Py_ssize_t n_texts = offsets.shape[0] - 1, k
         if n_texts < 0:
             raise ValueError("offsets must have at least one entry")
         if n_texts and (offsets[0] < 0 or offsets[n_texts] > data.shape[0]):
@@ -959,15 +1008,65 @@ cdef class BPECore:
         for k in range(n_texts):
             if offsets[k + 1] < offsets[k]:
                 raise ValueError("text offsets must not decrease")
-        base = &data[0] if data.shape[0] else NULL
+        return self._encode_batch(&data[0] if data.shape[0] else NULL, &offsets[0], n_texts, seg, id_objects)
+
+    def encode_batch_texts(self, texts, Segmenter seg not None, list id_objects not None):
+        """encode_batch_utf8 of a sequence of str: [encode_text(t) for t in texts], except that lone surrogates
+        become U+FFFD (and a surrogate pair the character it encodes), as encode does after its
+        UnicodeEncodeError. Their UTF-8 is made here, without the GIL once they hold NOGIL_BYTES between them,
+        from each str's own buffer; only the lists are made with the GIL held. None, having encoded nothing,
+        when an item is not a str (the caller then names it)."""
+        cdef tuple items = tuple(texts)         # holds the texts: their buffers are read without the GIL
+        cdef Py_ssize_t n_texts = len(items), k, n, bound = 0
+        cdef vector[int] kinds
+        cdef vector[const void*] buffers
+        cdef vector[Py_ssize_t] lengths
+        cdef vector[int64_t] offsets
+        cdef vector[uint8_t] data
+        cdef int kind
+        kinds.resize(n_texts)
+        buffers.resize(n_texts)
+        lengths.resize(n_texts)
+        for k in range(n_texts):
+            text = items[k]
+            if not PyUnicode_Check(text):
+                return None
+            PyUnicode_READY(text)
+            n = PyUnicode_GET_LENGTH(text)
+            kind = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
+            kinds[k] = kind
+            buffers[k] = PyUnicode_DATA(text)
+            lengths[k] = n
+            bound += n * (1 if kind == 0 else 4 if kind == 4 else kind + 1)   # UTF-8 bytes a unit, at most
+        data.resize(bound + 1)
+        offsets.resize(n_texts + 1)
+        if bound >= NOGIL_BYTES:
+            with nogil:
+                _texts_to_utf8(kinds.data(), buffers.data(), lengths.data(), n_texts, data.data(), offsets.data())
+        else:
+            _texts_to_utf8(kinds.data(), buffers.data(), lengths.data(), n_texts, data.data(), offsets.data())
+        return self._encode_batch(data.data(), offsets.data(), n_texts, seg, id_objects)
+
+    cdef list _encode_batch(self, const uint8_t* base, const int64_t* offsets, Py_ssize_t n_texts, Segmenter seg,
+                            list id_objects):
+        """encode_batch_utf8 of checked offsets: the ids of the texts base[offsets[k]:offsets[k + 1]], in one
+        native pass, then the lists."""
+        cdef Py_ssize_t k, start = 0
+        cdef vector[int32_t] ids
+        cdef vector[Py_ssize_t] ends            # ends[k]: where the ids of text k end in ids
+        cdef SpecialMatcher m = seg.specials
+        cdef Py_ssize_t n_objects = PyList_GET_SIZE(id_objects), bad
+        cdef bint counted
+        cdef vector[Py_ssize_t] counts          # id -> how many times it is in ids
+        cdef vector[int32_t] distinct           # the ids in ids, each once
         ends.resize(n_texts)
         if n_texts and offsets[n_texts] - offsets[0] >= NOGIL_BYTES:
             with nogil:
-                self._encode_texts(base, &offsets[0], n_texts, seg, m, &ids, ends.data())
+                self._encode_texts(base, offsets, n_texts, seg, m, &ids, ends.data())
                 bad = _count_ids(ids.data(), ids.size(), n_objects, &counts, &distinct)
         else:
             if n_texts:
-                self._encode_texts(base, &offsets[0], n_texts, seg, m, &ids, ends.data())
+                self._encode_texts(base, offsets, n_texts, seg, m, &ids, ends.data())
             bad = _count_ids(ids.data(), ids.size(), n_objects, &counts, &distinct)
         if bad >= 0:
             raise ValueError(f"id {ids[bad]} has no int object")
@@ -1006,6 +1105,17 @@ cdef class BPECore:
         result = self.tables.stats()
         result.update({"cached": self.n_cached, "cache_resets": self.n_resets, "cached_bytes": self.cached_bytes})
         return result
+
+
+cdef void _texts_to_utf8(const int* kinds, const void* const* buffers, const Py_ssize_t* lengths, Py_ssize_t n_texts,
+                        uint8_t* out, int64_t* offsets) noexcept nogil:
+    """The UTF-8 of each text (a str's kind, buffer and length, see str_to_utf8) one after another into out;
+    text k's is out[offsets[k]:offsets[k + 1]]."""
+    cdef Py_ssize_t k, at = 0
+    offsets[0] = 0
+    for k in range(n_texts):
+        at += str_to_utf8(kinds[k], buffers[k], lengths[k], out + at)
+        offsets[k + 1] = at
 
 
 cdef Py_ssize_t _count_ids(const int32_t* ids, Py_ssize_t n, Py_ssize_t n_objects, vector[Py_ssize_t]* counts,
@@ -1120,6 +1230,14 @@ cdef class EncoderPool:
         cdef BPECore core = self.take()
         try:
             return core.encode_batch_utf8(data, offsets, seg, self.id_objects)
+        finally:
+            self.give(core)
+
+    def encode_batch_texts(self, texts, Segmenter seg not None):
+        """BPECore.encode_batch_texts on an encoder of the pool."""
+        cdef BPECore core = self.take()
+        try:
+            return core.encode_batch_texts(texts, seg, self.id_objects)
         finally:
             self.give(core)
 

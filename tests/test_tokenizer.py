@@ -1078,6 +1078,42 @@ def test_encode_batch_utf8_kernel_worked_example():
             core.encode_batch_utf8(data, np.array(bad, dtype=np.int64), t._segmenter, t._id_objects)
 
 
+def utf16_round_trip(text):
+    """The text encode takes for `text`, independently of the library: a round trip through UTF-16 (lone
+    surrogates to U+FFFD, a surrogate pair to its character), as tiktoken does."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+# every kind of str (ASCII, Latin-1, UCS-2, UCS-4), lone surrogates and pairs, special tokens
+batch_items = st.lists(st.sampled_from(["ab", "abc ", "é", "\u00ff", "€", "日本", "\U0001F600", "\ud83d", "\ude00",
+                                        "\ud83d\ude00", "\udbff", "<|eot|>", " ", "\n", "'s", "x"]), max_size=12).map("".join)
+
+
+@SOME
+@given(st.lists(st.one_of(batch_items, st.text(max_size=30)), max_size=20))
+@example(["\ud83d\ude00", "\ud83d", "a\ud83d\ud83d\ude00b", "\ude00\ud83d", "\U0001F600\ud800", "\xff" * 40000])
+def test_encode_batch_texts_kernel_equals_encode_of_the_utf16_round_trip(texts):
+    from bpe_fast._encode import BPECore
+    t = Tokenizer(byte_vocab(b"ab", b"abc"), [(b"a", b"b"), (b"ab", b"c")], ["<|eot|>"])
+    core = BPECore(t._tables)
+    expected = [t.encode_to_numpy(utf16_round_trip(x).encode("utf-8").decode("utf-8")).tolist() for x in texts]
+    assert core.encode_batch_texts(texts, t._segmenter, t._id_objects) == expected
+    assert t.encode_batch(texts, num_threads=2) == expected
+
+
+def test_encode_batch_texts_kernel_refuses_what_is_not_a_str():
+    from bpe_fast._encode import BPECore
+    t = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")])
+    core = BPECore(t._tables)
+    assert core.encode_batch_texts(["ab", b"ab"], t._segmenter, t._id_objects) is None
+
+    class Text(str):
+        pass
+    assert core.encode_batch_texts(("ab", Text("ab")), t._segmenter, t._id_objects) == [[256], [256]]
+    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+        t.encode_batch(["ab"] * 10 + [b"ab"], num_threads=2)
+
+
 def test_length_groups_cover_the_batch_in_order():
     from bpe_fast.tokenizer import _length_groups
     texts = ["x" * (k % 13) for k in range(1000)] + [None, "y" * 5000]
