@@ -3,6 +3,7 @@
 Names are imported lazily from the module that owns them, so `import bpe_fast` stays cheap.
 """
 import importlib
+from typing import TYPE_CHECKING, Any
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 # Imported now: the name would otherwise be taken by the submodule bpe_fast.pretokenize once any module
@@ -10,6 +11,17 @@ from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from .pretokenize import pretokenize
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:       # what __getattr__ below imports on first use, for type checkers
+    from .counts import PretokenCounts, count_pretokens
+    from .curve import compression_curve
+    from .encoding import Encoding
+    from .file_encoding import encode_file
+    from .html_report import write_report
+    from .inputs import CorpusDecodeError, InputError
+    from .shards import encode_files
+    from .tokenizer import Tokenizer
+    from .train import train_bpe, train_from_counts
 
 _EXPORTS = {
     "train_bpe": "train",
@@ -29,7 +41,7 @@ _EXPORTS = {
 __all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "pretokenize", *_EXPORTS]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'bpe_fast' has no attribute {name!r}")
@@ -38,5 +50,5 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(__all__)

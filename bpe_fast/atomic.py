@@ -5,23 +5,29 @@ atomic_output: the data goes to a temporary file beside the target, which is syn
 target only when the writing succeeded. On an error, a full disk or Ctrl-C the temporary file is removed
 and a previous file at the target is left as it was.
 """
+from __future__ import annotations
+
 import contextlib
 import ctypes
 import os
 import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+from ._types import StrPath
 
 _SYNC_FILE_RANGE_WRITE = 2
-_sync_file_range = None         # libc's, once looked up; False where there is none
+_sync_file_range: Any = None         # libc's, once looked up; False where there is none
 
 
-def _umask():
+def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
 
 
 @contextlib.contextmanager
-def atomic_output(path, mode="wb", **open_kwargs):
+def atomic_output(path: StrPath, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO[Any]]:
     """Yield a file object open for writing (`mode`, `open_kwargs` as for open()) whose contents become
     `path` when the block ends without an exception. An OSError creating the file names `path`."""
     path = os.fspath(path)
@@ -43,7 +49,7 @@ def atomic_output(path, mode="wb", **open_kwargs):
         raise
 
 
-def start_writeback(f, offset, length):
+def start_writeback(f: IO[Any], offset: int, length: int) -> None:
     """Ask the kernel to start writing f's bytes [offset, offset + length) to disk now, without waiting
     (Linux's sync_file_range; nothing elsewhere). A writer of a large file calls it as it goes, so that the
     fsync at the end of atomic_output finds little left to write."""

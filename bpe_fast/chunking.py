@@ -9,9 +9,14 @@ counting the whole file:
     it (GPT-4 and o200k keep "\\r\\n" after punctuation, hence a space and not any whitespace; o200k's
     letter runs read ahead to the end of an upper-case run, which a space ends), and none looks behind. Both kinds of cut fall on character boundaries, so UTF-8 decoding is unchanged too.
 """
+from __future__ import annotations
+
 import os
 import re
+from collections.abc import Iterable, Sequence
+from typing import BinaryIO
 
+from ._types import StrPath
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 
 _FIRST_WINDOW = 1 << 14     # most cuts are found within a few KB: read little, then more
@@ -19,13 +24,13 @@ _MAX_WINDOW = 1 << 20
 _SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )")
 
 
-def cuts_at_spaces(pattern):
+def cuts_at_spaces(pattern: str) -> bool:
     """True if a text pre-tokenized with pattern may be cut before a space that follows a printable ASCII
     character (the built-in patterns; see above)."""
     return resolve_pattern(pattern) in (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN)
 
 
-def _covered(buf, k, specials):
+def _covered(buf: bytes, k: int, specials: Iterable[bytes]) -> bool:
     """True if an occurrence of a special token in buf starts before k and ends after it."""
     for tok in specials:
         for q in range(max(0, k - len(tok) + 1), k):
@@ -34,7 +39,7 @@ def _covered(buf, k, specials):
     return False
 
 
-def _first_safe_cut(f, start, end, specials, space_cuts):
+def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes], space_cuts: bool) -> int | None:
     """The first safe cut k with start <= k < end, or None. Reads the file in windows."""
     margin = max((len(t) for t in specials), default=1)
     pos = start
@@ -67,7 +72,7 @@ def _first_safe_cut(f, start, end, specials, space_cuts):
     return None
 
 
-def last_safe_cut(buf, specials, space_cuts):
+def last_safe_cut(buf: bytes, specials: Sequence[bytes], space_cuts: bool) -> int | None:
     """The greatest safe cut k, 0 < k < len(buf), that the bytes of buf decide on their own (whatever
     follows buf), or None. specials: the special tokens as bytes. For reading a stream piece by piece."""
     margin = max((len(t) for t in specials), default=1)
@@ -96,7 +101,8 @@ def last_safe_cut(buf, specials, space_cuts):
     return best or None
 
 
-def chunk_boundaries(path, special_tokens=(), pattern=GPT2_PATTERN, chunk_bytes=4 << 20, min_chunks=1, size=None):
+def chunk_boundaries(path: StrPath, special_tokens: Iterable[str] = (), pattern: str = GPT2_PATTERN,
+                     chunk_bytes: int = 4 << 20, min_chunks: int = 1, size: int | None = None) -> list[int]:
     """Safe cut points of the file (or of its first `size` bytes) as a sorted list [0, ..., size], aiming at
     chunks of about chunk_bytes and at least min_chunks of them (fewer when the file has too few safe cuts)."""
     size = os.path.getsize(path) if size is None else size

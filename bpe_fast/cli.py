@@ -20,6 +20,8 @@ BPE_FAST_NUM_PROCESSES sets the default number of processes.
 Errors are one line on stderr and a non-zero exit (1; 130 after Ctrl-C), never a traceback, and no
 partial output file is left behind.
 """
+from __future__ import annotations
+
 import argparse
 import contextlib
 import io
@@ -29,8 +31,16 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any
 
 from .patterns import PATTERNS
+
+if TYPE_CHECKING:
+    from .counts import PretokenCounts
+    from .inputs import Stream
+    from .tokenizer import Tokenizer
 
 
 class CliError(Exception):
@@ -41,13 +51,13 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, turned into an exception so that workers are stopped and temporary files removed."""
 
 
-def _on_sigterm(signum, frame):
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
 # ---- progress ----------------------------------------------------------------------------------
 
-def _human_bytes(n):
+def _human_bytes(n: float) -> str:    # type: ignore[return]  # the loop returns at "TB"
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if abs(n) < 1000 or unit == "TB":
             return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
@@ -57,15 +67,15 @@ def _human_bytes(n):
 class Progress:
     """A progress line on stderr: redrawn in place on a terminal, a line every few seconds otherwise."""
 
-    def __init__(self, stream=None, quiet=False):
+    def __init__(self, stream: IO[str] | None = None, quiet: bool = False) -> None:
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.tty = self.stream.isatty()
-        self.stage = None
+        self.stage: str | None = None
         self.started = time.monotonic()      # the first stage starts when the command does
         self.last = 0.0
 
-    def __call__(self, stage, done, total):
+    def __call__(self, stage: str, done: float, total: Any) -> None:      # total: a number, or None (counting)
         if self.quiet:
             return
         now = time.monotonic()
@@ -98,11 +108,11 @@ class Progress:
             self.stream.write(msg + "\n")
         self.stream.flush()
 
-    def _end_line(self):
+    def _end_line(self) -> None:
         if self.tty and self.stage is not None:
             self.stream.write("\n")
 
-    def close(self):
+    def close(self) -> None:
         if not self.quiet:
             self._end_line()
         self.stage = None
@@ -110,7 +120,7 @@ class Progress:
 
 # ---- commands ----------------------------------------------------------------------------------
 
-def _pattern(value):
+def _pattern(value: str) -> str:
     if value in PATTERNS:
         return PATTERNS[value]
     if value.isidentifier() and value.lower() == value and len(value) < 12:
@@ -118,7 +128,7 @@ def _pattern(value):
     return value
 
 
-def _load_tokenizer(path, flag="-t"):
+def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
     """A folder Tokenizer.save wrote, or an HF tokenizer.json (a file whose name ends in .json)."""
     from .tokenizer import Tokenizer
     if not os.path.exists(path):
@@ -129,13 +139,13 @@ def _load_tokenizer(path, flag="-t"):
     return Tokenizer.load(path)
 
 
-def _check_output_folder(path):
+def _check_output_folder(path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise CliError(f"{path}: the folder {folder} does not exist")
 
 
-def cmd_synth(args):
+def cmd_synth(args: argparse.Namespace) -> None:
     from .synthetic import generate, parse_size
     try:
         size = parse_size(args.size)
@@ -148,7 +158,7 @@ def cmd_synth(args):
     print(f"wrote {size:,} bytes to {args.output} in {took:.2f} s", file=sys.stderr)
 
 
-def _input_options(args):
+def _input_options(args: argparse.Namespace) -> dict[str, Any]:
     """count_pretokens' / train_bpe's input keywords from the command line."""
     from .synthetic import parse_size
     max_bytes = None
@@ -161,7 +171,7 @@ def _input_options(args):
                 text_column=args.text_column)
 
 
-def _corpus(args):
+def _corpus(args: argparse.Namespace) -> Stream | list[str]:
     """The CORPUS arguments as one input: "-" alone reads the text from stdin."""
     from .inputs import Stream
     if args.corpus == ["-"]:
@@ -171,7 +181,7 @@ def _corpus(args):
     return list(args.corpus)
 
 
-def cmd_count(args):
+def cmd_count(args: argparse.Namespace) -> None:
     from .counts import count_pretokens
     _check_output_folder(args.output)
     client = None
@@ -191,7 +201,7 @@ def cmd_count(args):
     print(f"{len(counts):,} distinct pre-tokens, {counts.total():,} in all -> {args.output}", file=sys.stderr)
 
 
-def _summary(tokenizer, merges, took, corpus):
+def _summary(tokenizer: Tokenizer, merges: Sequence[tuple[bytes, bytes]], took: float, corpus: str | None) -> str:
     """Time, vocab size, longest tokens, and bytes per token on a sample of the corpus (a plain text file)."""
     lines = [f"trained in {took:.2f} s: {tokenizer.vocab_size} tokens ({len(merges)} merges)"]
     longest = sorted({a + b for a, b in merges}, key=len, reverse=True)[:5]
@@ -207,7 +217,7 @@ def _summary(tokenizer, merges, took, corpus):
     return "\n".join(lines)
 
 
-def _first_text_file(corpus):
+def _first_text_file(corpus: Stream | list[str]) -> str | None:
     """The first CORPUS if it is a plain text file (for the summary's sample), else None."""
     from .inputs import TextFile, resolve_inputs
     if not isinstance(corpus, list) or not corpus:
@@ -216,9 +226,9 @@ def _first_text_file(corpus):
     return first.path if isinstance(first, TextFile) else None
 
 
-def _load_counts(paths):
+def _load_counts(paths: Sequence[str]) -> PretokenCounts:
     from .counts import PretokenCounts
-    shards = []
+    shards: list[PretokenCounts] = []
     for path in paths:              # shards add up; each must match the first
         shard = PretokenCounts.load(path)
         if shards:
@@ -230,7 +240,7 @@ def _load_counts(paths):
     return shards[0] if len(shards) == 1 else PretokenCounts.merge(shards)
 
 
-def cmd_train(args):
+def cmd_train(args: argparse.Namespace) -> None:
     from .tokenizer import Tokenizer
     from .train import check_train_options, check_vocab_size, train_bpe, train_from_counts
     from .specials import check_special_tokens
@@ -281,7 +291,7 @@ def cmd_train(args):
     print(f"saved to {args.output}", file=sys.stderr)
 
 
-def _save_dir_atomic(tokenizer, directory):
+def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
     """Save into a temporary sibling folder, then move the files in: no half-written tokenizer."""
     parent = os.path.dirname(os.path.abspath(directory))
     tmp = tempfile.mkdtemp(prefix=".bpe-fast-", dir=parent)
@@ -298,7 +308,7 @@ def _save_dir_atomic(tokenizer, directory):
             os.rmdir(tmp)
 
 
-def cmd_encode(args):
+def cmd_encode(args: argparse.Namespace) -> None:
     tokenizer = _load_tokenizer(args.tokenizer)
     inputs, output = args.input, args.output
     if "-" in inputs and inputs != ["-"]:
@@ -328,7 +338,8 @@ def cmd_encode(args):
           f" -> {where}", file=sys.stderr)
 
 
-def _encode_one(tokenizer, path, output, args, progress):
+def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Namespace,
+                progress: Progress) -> tuple[int, int]:
     """One input to one .npy (or stdout): plain text by encode_file, other kinds as a one-shard folder."""
     from .file_encoding import encode_file
     from .inputs import TextFile, resolve_inputs
@@ -355,7 +366,8 @@ def _encode_one(tokenizer, path, output, args, progress):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _encode_shards(tokenizer, inputs, folder, args, progress):
+def _encode_shards(tokenizer: Tokenizer, inputs: list[str], folder: str, args: argparse.Namespace,
+                   progress: Progress) -> tuple[int, int]:
     from .shards import encode_files
     client = None
     if args.dask_scheduler:
@@ -372,7 +384,8 @@ def _encode_shards(tokenizer, inputs, folder, args, progress):
     return index["tokens"], size
 
 
-def _encode_bytes_to(tokenizer, data, output, args, name="<stdin>"):
+def _encode_bytes_to(tokenizer: Tokenizer, data: bytes, output: str, args: argparse.Namespace,
+                     name: str = "<stdin>") -> int:
     """Encode UTF-8 bytes held in memory; write the .npy to output (a path, atomically, or "-": stdout)."""
     import numpy as np
     from .atomic import atomic_output
@@ -393,7 +406,7 @@ def _encode_bytes_to(tokenizer, data, output, args, name="<stdin>"):
     return len(ids)
 
 
-def cmd_decode(args):
+def cmd_decode(args: argparse.Namespace) -> None:
     import numpy as np
     from .file_encoding import read_npy_dtype
     from .formats import write_text_atomic
@@ -425,7 +438,7 @@ def cmd_decode(args):
     print(f"decoded {len(ids):,} tokens -> {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
 
 
-def cmd_export(args):
+def cmd_export(args: argparse.Namespace) -> None:
     tokenizer = _load_tokenizer(args.tokenizer)
     target = args.hf or args.hf_dir or args.tiktoken
     _check_output_folder(target)
@@ -438,7 +451,7 @@ def cmd_export(args):
     print(f"exported -> {target}", file=sys.stderr)
 
 
-def _show_text(args):
+def _show_text(args: argparse.Namespace) -> tuple[str, str]:
     """show's text and its name: TEXT, or the file of -f (- for stdin) decoded as UTF-8 (--errors)."""
     from .inputs import CorpusDecodeError
     if (args.text is None) == (args.file is None):
@@ -458,7 +471,7 @@ def _show_text(args):
         raise CorpusDecodeError(name, exc.start, exc.reason, data.count(b"\n", 0, exc.start) + 1) from None
 
 
-def cmd_show(args):
+def cmd_show(args: argparse.Namespace) -> None:
     from .atomic import atomic_output
     from .token_view import render_ansi, render_html, render_plain, split_positions
     tokenizer = _load_tokenizer(args.tokenizer)
@@ -487,11 +500,11 @@ def cmd_show(args):
         print(summary, file=sys.stderr)
 
 
-def _tokenizer_name(path):
+def _tokenizer_name(path: str) -> str:
     return os.path.basename(os.path.normpath(path)) or path
 
 
-def cmd_report(args):
+def cmd_report(args: argparse.Namespace) -> None:
     import pathlib
     from .html_report import write_report
     tokenizer = _load_tokenizer(args.tokenizer)
@@ -505,7 +518,7 @@ def cmd_report(args):
             import matplotlib  # noqa: F401
         except ImportError:
             raise CliError("--png needs matplotlib: pip install 'bpe_fast[report]' (or matplotlib)") from None
-    names = [_tokenizer_name(args.tokenizer), _tokenizer_name(args.against) if args.against else None]
+    names: list[Any] = [_tokenizer_name(args.tokenizer), _tokenizer_name(args.against) if args.against else None]
     if names[0] == names[1]:
         names = [args.tokenizer, args.against]
     start = time.perf_counter()
@@ -523,9 +536,9 @@ def cmd_report(args):
 
 # ---- argument parsing --------------------------------------------------------------------------
 
-def _int_at_least(minimum):
+def _int_at_least(minimum: int) -> Callable[[str], int]:
     """An argparse type: an int >= minimum."""
-    def parse(text):
+    def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
@@ -543,7 +556,7 @@ _non_negative_int = _int_at_least(0)
 _TOKENIZER_HELP = "a folder written by train (or Tokenizer.save), or an HF tokenizer.json"
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     parser = argparse.ArgumentParser(prog="bpe-fast", description="Byte-level BPE: train, encode, decode.")
     parser.add_argument("--version", action="version", version=f"bpe-fast {__version__}")
@@ -559,7 +572,7 @@ def build_parser():
                             "cores. Counting uses this one, by a thread that scans without the GIL, and N-1 workers")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def corpus_options(p):
+    def corpus_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--special-token", action="append", default=[], metavar="TOK",
                        help="a special token (repeatable); it splits the text and is never merged")
         p.add_argument("--pattern", default=None,
@@ -672,7 +685,7 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     from .inputs import CorpusDecodeError
@@ -699,7 +712,7 @@ def main(argv=None):
     return 0
 
 
-def _describe(exc):
+def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -8,14 +8,19 @@ documents, handed to the thread and the workers through a bounded queue. No pre-
 the way: the tables go as they are to the merge engine (train.py) or into PretokenCounts (counts.py).
 What a Dask task runs is here too (count_ranges), so counts.py and dask_counts.py both build on this module.
 """
+from __future__ import annotations
+
 import os
 import queue
 import tempfile
 import threading
-from concurrent.futures import FIRST_EXCEPTION, wait
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, wait
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
+from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
 from .inputs import (Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors, check_input_file,
                      line_of, read_batches, resolve_inputs, utf8_boundary)
@@ -25,25 +30,28 @@ from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive,
                     worker_pool)
 from .specials import check_special_tokens
 
+if TYPE_CHECKING:
+    from .inputs import Batch
+
 DEFAULT_CHUNK_BYTES = 4 << 20
 _IN_PROCESS_BYTES = 4 << 20     # below this, counting in the caller beats starting workers
 _RANGES_PER_PROCESS = 8         # at least: workers claim ranges one by one, so they finish together
 
 
-_bytes_done = None     # in a worker: a shared counter of bytes counted, for the caller's progress report
-_next_range = None     # in a worker: the shared index of the next byte range to claim
+_bytes_done: Any = None        # in a worker: a shared counter of bytes counted, for the caller's progress report
+_next_range: Any = None        # in a worker: the shared index of the next byte range to claim
 
 
-def _init_worker(bytes_done, next_range):
+def _init_worker(bytes_done: Any, next_range: Any) -> None:
     global _bytes_done, _next_range
     _bytes_done, _next_range = bytes_done, next_range
 
 
-def _counter_for(special_tokens, pattern, errors):
+def _counter_for(special_tokens: Iterable[str], pattern: str, errors: str) -> ChunkCounter:
     return ChunkCounter(special_tokens, pattern, errors)
 
 
-def _count_range(counter, f, path, start, end, bytes_done):
+def _count_range(counter: ChunkCounter, f: BinaryIO, path: str, start: int, end: int, bytes_done: Any) -> None:
     """Add the pre-tokens of bytes [start, end) of the open file f to counter."""
     f.seek(start)
     data = f.read(end - start)
@@ -56,14 +64,15 @@ def _count_range(counter, f, path, start, end, bytes_done):
             bytes_done.value += end - start
 
 
-def _claim(next_range):
+def _claim(next_range: Any) -> int:
     with next_range.get_lock():
         k = next_range.value
         next_range.value = k + 1
     return k
 
 
-def count_ranges(path, ranges, special_tokens, pattern, errors):
+def count_ranges(path: str, ranges: Iterable[tuple[int, int]], special_tokens: Iterable[str], pattern: str,
+                 errors: str) -> Table:
     """Count the pre-tokens of some byte ranges of one file into one native table; returns its arrays
     (tokens uint8, offsets int64, counts int64)."""
     counter = _counter_for(special_tokens, pattern, errors)
@@ -73,7 +82,8 @@ def count_ranges(path, ranges, special_tokens, pattern, errors):
     return counter.arrays()
 
 
-def _count_claimed(path, ranges, special_tokens, pattern, errors, out_path):
+def _count_claimed(path: str, ranges: Sequence[tuple[int, int]], special_tokens: Iterable[str], pattern: str,
+                   errors: str, out_path: str) -> str:
     """Worker: claim ranges one at a time from the shared index until none is left, count them into one
     native table and write its arrays to out_path (.npy arrays, not pickled); returns out_path."""
     counter = _counter_for(special_tokens, pattern, errors)
@@ -86,7 +96,7 @@ def _count_claimed(path, ranges, special_tokens, pattern, errors, out_path):
     return _save_table(counter, out_path)
 
 
-def _save_table(counter, out_path):
+def _save_table(counter: ChunkCounter, out_path: str) -> str:
     """Write a counter's arrays to out_path (.npy arrays, not pickled); returns out_path."""
     tokens, offsets, counts = counter.arrays()
     with open(out_path, "wb") as out:
@@ -95,12 +105,12 @@ def _save_table(counter, out_path):
     return out_path
 
 
-def _read_table(path):
+def _read_table(path: str) -> Table:
     with open(path, "rb") as f:
         return tuple(np.load(f, allow_pickle=False) for _ in range(3))
 
 
-def _first_decode_error(path, ranges, before):
+def _first_decode_error(path: str, ranges: Iterable[tuple[int, int]], before: int) -> CorpusDecodeError | None:
     """The first invalid UTF-8 of the file in file order (workers report the first they meet in time)."""
     with open(path, "rb") as f:
         for start, end in ranges:
@@ -114,14 +124,16 @@ def _first_decode_error(path, ranges, before):
     return None
 
 
-def check_count_args(path, special_tokens, pattern, errors):
+def check_count_args(path: StrPath, special_tokens: Iterable[str] | None, pattern: str,
+                     errors: str) -> tuple[str, tuple[str, ...], str]:
     path = check_input_file(path)
     special_tokens, pattern = check_input_args(special_tokens, pattern, errors)
     return path, special_tokens, pattern
 
 
-def count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress, combine=False,
-                      size=None):
+def count_file_tables(path: str, special_tokens: Sequence[str], pattern: str, num_processes: int | None, errors: str,
+                      chunk_bytes: int | None, progress: Progress | None, combine: bool = False,
+                      size: int | None = None) -> list[Table]:
     """count_file's work, as tables (tokens, offsets, counts): with combine, one; else one per worker, and a
     pre-token may be in several (their sum is the file's counts). Training reads them as they are (a word
     listed twice adds the same pair counts as once with the summed count). Arguments as count_file checks
@@ -145,7 +157,7 @@ def count_file_tables(path, special_tokens, pattern, num_processes, errors, chun
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(path, exc.offset)) from None
 
 
-def _scratch_dir(corpus_bytes):
+def _scratch_dir(corpus_bytes: int) -> tempfile.TemporaryDirectory[str]:
     """A private folder for the workers' tables: in memory (/dev/shm) where there is one with room for tables
     as large as the corpus (a container's /dev/shm may be 64 MB), else the usual temporary folder."""
     shm, base = "/dev/shm", None
@@ -159,16 +171,17 @@ def _scratch_dir(corpus_bytes):
     return tempfile.TemporaryDirectory(prefix="bpe_fast-counts-", dir=base)
 
 
-def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, progress, combine):
+def _count_parallel(path: str, ranges: Sequence[tuple[int, int]], special_tokens: Sequence[str], pattern: str,
+                    errors: str, workers: int, progress: Progress | None, combine: bool) -> list[Table]:
     """workers - 1 processes and a thread of the caller's claim ranges one at a time until none is left, each
     counting into one native table (the thread's scan runs without the GIL); returns the tables, or with
     combine the workers' added into the thread's table."""
     bytes_done, next_range = shared_counter(), shared_counter()
     own = _counter_for(special_tokens, pattern, errors)
     stop = threading.Event()
-    failure = []
+    failure: list[BaseException] = []
 
-    def count_own():
+    def count_own() -> None:
         try:
             with open(path, "rb") as f:
                 while not stop.is_set():
@@ -185,8 +198,8 @@ def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, prog
                                os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
         thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
         thread.start()
-        def raise_first_failure():
-            seen = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
+        def raise_first_failure() -> None:
+            seen: list[Any] = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
             if seen:
                 decode = [e for e in seen if isinstance(e, CorpusDecodeError)]
                 if decode:
@@ -220,15 +233,15 @@ def _count_parallel(path, ranges, special_tokens, pattern, errors, workers, prog
 
 # ---- documents read in this process (compressed files, JSON lines, Parquet, iterables) ------------
 
-_queue = None          # in a stream worker: the queue of batches (inherited, see shared_queue)
+_queue: Any = None     # in a stream worker: the queue of batches (inherited, see shared_queue)
 
 
-def _init_stream_worker(bytes_done, batches):
+def _init_stream_worker(bytes_done: Any, batches: Any) -> None:
     global _bytes_done, _queue
     _bytes_done, _queue = bytes_done, batches
 
 
-def _count_batch(counter, batch, bytes_done):
+def _count_batch(counter: ChunkCounter, batch: Batch, bytes_done: Any) -> None:
     """Count one Batch (inputs.py); invalid UTF-8 is a CorpusDecodeError naming the input and document."""
     data, bounds, _ = batch
     try:
@@ -240,7 +253,7 @@ def _count_batch(counter, batch, bytes_done):
             bytes_done.value += len(data)
 
 
-def _count_queued(special_tokens, pattern, errors, out_path):
+def _count_queued(special_tokens: Iterable[str], pattern: str, errors: str, out_path: str) -> str:
     """Stream worker: count the batches of the shared queue until a None, then write the table to out_path."""
     counter = _counter_for(special_tokens, pattern, errors)
     while True:
@@ -251,7 +264,8 @@ def _count_queued(special_tokens, pattern, errors, out_path):
     return _save_table(counter, out_path)
 
 
-def count_stream_tables(batches, special_tokens, pattern, num_processes, errors, progress, what):
+def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str], pattern: str, num_processes: int,
+                        errors: str, progress: Progress | None, what: str) -> list[Table]:
     """The tables (one per worker) of an iterator of Batches, read here and counted by num_processes - 1
     worker processes and a thread of this process (whose counting runs without the GIL). At most a few
     batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
@@ -265,11 +279,12 @@ def count_stream_tables(batches, special_tokens, pattern, num_processes, errors,
         return [own.arrays()]
     workers = num_processes - 1
     shared = shared_queue(workers + 1)
+    local: queue.Queue[Batch | None]
     local = queue.Queue(maxsize=1)            # the thread's next batch: handed over without pickling
     stop = threading.Event()
-    failure = []
+    failure: list[BaseException] = []
 
-    def count_own():
+    def count_own() -> None:
         try:
             while not stop.is_set():
                 try:
@@ -282,13 +297,13 @@ def count_stream_tables(batches, special_tokens, pattern, num_processes, errors,
         except BaseException as exc:       # reported by the caller's thread
             failure.append(exc)
 
-    def check(futures, pool):
-        seen = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
+    def check(futures: Sequence[Future[str]], pool: Any) -> None:
+        seen: list[Any] = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
         if seen:
             raise seen[0]
         check_workers_alive(pool)
 
-    def hand_over(batch, futures, pool, own_first=True):
+    def hand_over(batch: Batch | None, futures: Sequence[Future[str]], pool: Any, own_first: bool = True) -> None:
         while True:
             if own_first:
                 try:
@@ -348,7 +363,7 @@ def count_stream_tables(batches, special_tokens, pattern, num_processes, errors,
         shared.close()
 
 
-def check_input_args(special_tokens, pattern, errors):
+def check_input_args(special_tokens: Iterable[str] | None, pattern: str, errors: str) -> tuple[tuple[str, ...], str]:
     special_tokens = check_special_tokens(special_tokens)
     pattern = resolve_pattern(pattern)
     compiled_pattern(pattern)                      # a bad pattern fails here, not in a worker
@@ -356,9 +371,10 @@ def check_input_args(special_tokens, pattern, errors):
     return special_tokens, pattern
 
 
-def count_input_tables(inputs, special_tokens, pattern, num_processes=None, errors="strict", chunk_bytes=None,
-                       progress=None, *, max_bytes=None, max_documents=None, text_field="text",
-                       text_column="text", stats=None):
+def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str, num_processes: int | None = None,
+                       errors: str = "strict", chunk_bytes: int | None = None, progress: Progress | None = None, *,
+                       max_bytes: int | None = None, max_documents: int | None = None, text_field: str = "text",
+                       text_column: str = "text", stats: dict[str, int] | None = None) -> list[Table]:
     """The pre-token tables of any input (inputs.py): uncompressed text files by byte ranges read by the
     workers, the rest read here as batches of documents; in input order within the caps. Their sum is the
     corpus's counts. Arguments as check_input_args checks them. stats: a dict, if given, gets the "bytes" and
@@ -370,7 +386,7 @@ def count_input_tables(inputs, special_tokens, pattern, num_processes=None, erro
     num_processes = check_num_processes(num_processes)
     batch_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     space_cuts = cuts_at_spaces(pattern)
-    tables = []
+    tables: list[Table] = []
     k = 0
     while k < len(sources) and not budget.spent:
         source = sources[k]
@@ -385,7 +401,7 @@ def count_input_tables(inputs, special_tokens, pattern, num_processes=None, erro
             tables.extend(count_file_tables(source.path, special_tokens, pattern, num_processes, errors,
                                             chunk_bytes, progress, size=size))
             continue
-        run = []                       # consecutive streams share one pool of workers
+        run: list[Any] = []            # consecutive streams share one pool of workers
         while k < len(sources) and isinstance(sources[k], Stream):
             run.append(sources[k])
             k += 1
@@ -405,7 +421,7 @@ def count_input_tables(inputs, special_tokens, pattern, num_processes=None, erro
     return tables or [_empty_table()]
 
 
-def _tallied(batches, stats):
+def _tallied(batches: Iterable[Batch], stats: dict[str, int]) -> Iterator[Batch]:
     """The batches, adding their bytes and documents to stats (a piece of a text file is a document when it is
     the file's first: its origin's base offset is 0; other batches hold len(bounds) - 1 whole documents)."""
     for batch in batches:
@@ -415,7 +431,7 @@ def _tallied(batches, stats):
         yield batch
 
 
-def _capped_size(path, budget):
+def _capped_size(path: str, budget: Budget) -> int:
     """The bytes of a text file the budget takes (cut back to a character boundary), spent from it."""
     size = os.path.getsize(path)
     if budget.bytes is None:
@@ -431,5 +447,5 @@ def _capped_size(path, budget):
     return size
 
 
-def _empty_table():
+def _empty_table() -> Table:
     return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)

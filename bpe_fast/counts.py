@@ -3,14 +3,19 @@
 The counting itself (local processes) is count_workers.py's, on a Dask cluster dask_counts.py's; both give
 tables of arrays (a byte pool, offsets, counts), which PretokenCounts holds as they are.
 """
+from __future__ import annotations
+
 import json
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._scan import merge_arrays
+from ._types import Progress, StrPath, Table
 from .atomic import atomic_output
 from .count_workers import check_count_args, check_input_args, count_file_tables, count_input_tables
 from .inputs import check_input_file
@@ -18,8 +23,9 @@ from .patterns import GPT2_PATTERN, resolve_pattern
 from .specials import check_special_tokens
 
 
-def count_file(path, special_tokens=(), pattern=GPT2_PATTERN, num_processes=None, errors="strict",
-               chunk_bytes=None, progress=None):
+def count_file(path: StrPath, special_tokens: Iterable[str] | None = (), pattern: str = GPT2_PATTERN,
+               num_processes: int | None = None, errors: str = "strict", chunk_bytes: int | None = None,
+               progress: Progress | None = None) -> PretokenCounts:
     """The pre-token counts of one UTF-8 file as PretokenCounts, the same whatever num_processes and
     chunk_bytes. Special tokens split the text and are never counted.
 
@@ -51,8 +57,15 @@ class PretokenCounts:
     """
 
     __slots__ = ("tokens", "offsets", "counts", "pattern", "special_tokens", "_dict")
+    tokens: NDArray[np.uint8]
+    offsets: NDArray[np.int64]
+    counts: NDArray[np.int64]
+    pattern: str
+    special_tokens: tuple[str, ...]
+    _dict: dict[bytes, int] | None
 
-    def __init__(self, counts=None, pattern=GPT2_PATTERN, special_tokens=()):
+    def __init__(self, counts: Mapping[bytes, int] | Iterable[bytes] | None = None, pattern: str = GPT2_PATTERN,
+                 special_tokens: Iterable[str] | None = ()) -> None:
         """From a mapping {bytes: int}, an iterable of bytes (counted, as Counter does) or nothing (empty)."""
         counts = {} if counts is None else dict(counts) if isinstance(counts, Mapping) else Counter(counts)
         for tok, n in counts.items():
@@ -66,14 +79,16 @@ class PretokenCounts:
         self._set(np.frombuffer(b"".join(counts), dtype=np.uint8),
                   offsets, np.fromiter(counts.values(), dtype=np.int64, count=len(counts)), pattern, special_tokens)
 
-    def _set(self, tokens, offsets, counts, pattern, special_tokens):
+    def _set(self, tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64], pattern: str,
+             special_tokens: Iterable[str] | None) -> None:
         self.tokens, self.offsets, self.counts = tokens, offsets, counts
         self.pattern = resolve_pattern(pattern)
         self.special_tokens = check_special_tokens(special_tokens)
         self._dict = None
 
     @classmethod
-    def from_arrays(cls, tokens, offsets, counts, pattern=GPT2_PATTERN, special_tokens=(), *, check=True):
+    def from_arrays(cls, tokens: ArrayLike, offsets: ArrayLike, counts: ArrayLike, pattern: str = GPT2_PATTERN,
+                    special_tokens: Iterable[str] | None = (), *, check: bool = True) -> PretokenCounts:
         """From the three arrays (not copied when they have the right dtypes). check=True verifies that
         they agree and that no pre-token is listed twice (ValueError otherwise)."""
         tokens = np.ascontiguousarray(tokens, dtype=np.uint8)
@@ -86,35 +101,35 @@ class PretokenCounts:
         return out
 
     # -- container protocol (a dict made on first use)
-    def _as_dict(self):
+    def _as_dict(self) -> dict[bytes, int]:
         if self._dict is None:
             blob, bounds = self.tokens.tobytes(), self.offsets.tolist()
             self._dict = dict(zip((blob[bounds[k]:bounds[k + 1]] for k in range(len(self.counts))),
                                   self.counts.tolist()))
         return self._dict
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.counts)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         return iter(self._as_dict())
 
-    def __getitem__(self, token):
+    def __getitem__(self, token: bytes) -> int:
         return self._as_dict().get(token, 0)
 
-    def __contains__(self, token):
+    def __contains__(self, token: object) -> bool:
         return token in self._as_dict()
 
-    def keys(self):
+    def keys(self) -> KeysView[bytes]:
         return self._as_dict().keys()
 
-    def values(self):
+    def values(self) -> ValuesView[int]:
         return self._as_dict().values()
 
-    def items(self):
+    def items(self) -> ItemsView[bytes, int]:
         return self._as_dict().items()
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         """Equal to PretokenCounts with the same pattern, special tokens and counts; to a mapping with the
         same counts. As for Counter, a count of 0 is the same as no entry."""
         if isinstance(other, PretokenCounts):
@@ -125,16 +140,16 @@ class PretokenCounts:
             return _nonzero(self._as_dict()) == _nonzero(other)
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None     # type: ignore[assignment]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PretokenCounts({len(self)} distinct, {self.total()} in all)"
 
-    def total(self):
+    def total(self) -> int:
         """The number of pre-tokens counted."""
         return int(self.counts.sum())
 
-    def most_common(self, n=None):
+    def most_common(self, n: int | None = None) -> list[tuple[bytes, int]]:
         """The n most common (bytes, count) pairs, all of them when n is None (like Counter; ties in the
         arrays' order)."""
         order = np.argsort(-self.counts, kind="stable")
@@ -144,7 +159,7 @@ class PretokenCounts:
         return [(blob[offsets[k]:offsets[k + 1]].tobytes(), int(counts[k])) for k in order.tolist()]
 
     # -- adding shards
-    def check_compatible(self, other):
+    def check_compatible(self, other: object) -> None:
         """Raise TypeError/ValueError unless `other` is PretokenCounts made with the same pattern and special
         tokens (so the two can be added)."""
         if not isinstance(other, PretokenCounts):
@@ -156,16 +171,16 @@ class PretokenCounts:
             raise ValueError("cannot add counts made with different special tokens: "
                              f"{list(self.special_tokens)} and {list(other.special_tokens)}")
 
-    def _arrays(self):
+    def _arrays(self) -> Table:
         return self.tokens, self.offsets, self.counts
 
-    def __add__(self, other):
+    def __add__(self, other: PretokenCounts) -> PretokenCounts:
         self.check_compatible(other)
         return PretokenCounts.from_arrays(*merge_arrays([self._arrays(), other._arrays()]),
                                           pattern=self.pattern, special_tokens=self.special_tokens, check=False)
 
     @classmethod
-    def merge(cls, shards):
+    def merge(cls, shards: Iterable[PretokenCounts]) -> PretokenCounts:
         """The sum of several PretokenCounts made with the same pattern and special tokens."""
         shards = list(shards)
         if not shards:
@@ -179,9 +194,9 @@ class PretokenCounts:
                                special_tokens=first.special_tokens, check=False)
 
     # -- files
-    def save(self, path):
+    def save(self, path: StrPath) -> None:
         """Write the counts to `path` (.npz), through a temporary file: nothing half-written is left."""
-        arrays = dict(
+        arrays: dict[str, Any] = dict(
             format=np.array(COUNTS_FORMAT), version=np.array(COUNTS_VERSION, dtype=np.int64),
             tokens=self.tokens, offsets=self.offsets, counts=self.counts,
             pattern=np.array(self.pattern), special_tokens=np.array(json.dumps(list(self.special_tokens))),
@@ -194,7 +209,7 @@ class PretokenCounts:
             np.savez(f, **arrays)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: StrPath) -> PretokenCounts:
         """Read counts written by save(); a truncated or foreign file is a ValueError naming it."""
         path = os.fspath(path)
         try:
@@ -205,7 +220,7 @@ class PretokenCounts:
         except Exception as exc:     # zipfile.BadZipFile, EOFError, ValueError, OSError ...
             raise ValueError(f"{path}: not a bpe_fast counts file ({type(exc).__name__}: {exc})") from None
 
-        def need(name, kind):
+        def need(name: str, kind: str) -> NDArray[Any]:
             if name not in arrays or arrays[name].dtype.kind != kind:
                 raise ValueError(f"{path}: not a bpe_fast counts file (missing or bad {name!r})")
             return arrays[name]
@@ -224,11 +239,11 @@ class PretokenCounts:
             raise ValueError(f"{path}: corrupt counts file ({exc})") from None
 
 
-def _nonzero(mapping):
+def _nonzero(mapping: Mapping[bytes, int]) -> dict[bytes, int]:
     return {k: v for k, v in mapping.items() if v}
 
 
-def _check_arrays(tokens, offsets, counts):
+def _check_arrays(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64]) -> None:
     n = len(counts)
     if tokens.ndim != 1 or offsets.shape != (n + 1,) or counts.ndim != 1 or offsets[0] != 0 or \
             offsets[-1] != len(tokens) or np.any(np.diff(offsets) < 0):
@@ -239,9 +254,11 @@ def _check_arrays(tokens, offsets, counts):
         raise ValueError("a pre-token is listed twice")
 
 
-def count_pretokens(inputs, special_tokens=(), *, pattern=GPT2_PATTERN, num_processes=None, errors="strict",
-                    chunk_bytes=None, progress=None, client=None, max_bytes=None, max_documents=None,
-                    text_field="text", text_column="text"):
+def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, pattern: str = GPT2_PATTERN,
+                    num_processes: int | None = None, errors: str = "strict", chunk_bytes: int | None = None,
+                    progress: Progress | None = None, client: Any = None, max_bytes: int | None = None,
+                    max_documents: int | None = None, text_field: str = "text",
+                    text_column: str = "text") -> PretokenCounts:
     """Count the pre-tokens of a corpus; returns PretokenCounts.
 
     inputs: a path (text, .gz/.bz2/.xz/.zst, .jsonl, .parquet), a directory, a glob, a list of those, or an

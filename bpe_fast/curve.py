@@ -27,17 +27,29 @@ Per script: each produced token gets the class (SCRIPTS) of the first character 
 (unicodedata); its parts at smaller sizes keep the class, and its bytes count for it. Words are maximal runs of
 characters that are not whitespace (str.isspace).
 """
+from __future__ import annotations
+
 import dataclasses
 import functools
 import itertools
 import os
 import unicodedata
 import warnings
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._inspect import count_words, merge_forest, propagate, tally_tokens
 from .inputs import CorpusDecodeError
+
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
+
+# an evaluation text: itself (str), its UTF-8 (bytes) or a file (os.PathLike); or an iterable of those
+_Text = Union[str, bytes, bytearray, memoryview, "os.PathLike[str]"]
+Texts = Union[_Text, Iterable[_Text]]
 
 __all__ = ["compression_curve", "CompressionCurve", "TextAnalysis", "analyze_text", "merge_trees", "SCRIPTS"]
 
@@ -49,7 +61,7 @@ _NAME_SCRIPTS = {"LATIN": _LATIN, "CYRILLIC": _CYRILLIC, "ARABIC": _ARABIC, "CJK
                  "HIRAGANA": _CJK, "KATAKANA": _CJK, "KATAKANA-HIRAGANA": _CJK, "HANGUL": _CJK, "BOPOMOFO": _CJK}
 
 
-def script_of(char):
+def script_of(char: str) -> str:
     """The SCRIPTS name of one character (the astral planes other than CJK ideographs count as
     "punctuation/code", with symbols and emoji).
 
@@ -68,7 +80,7 @@ _CJK_BLOCKS = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xF900, 0x
 
 
 @functools.lru_cache(maxsize=1)
-def script_table():
+def script_table() -> NDArray[np.uint8]:
     """uint8[65536]: the index in SCRIPTS of each code point of the Basic Multilingual Plane (read-only): whitespace
     (str.isspace), decimal digits (category Nd), letters and marks by the script their Unicode name starts with
     (its first or second word: "LATIN", "FULLWIDTH LATIN", "CJK", "HANGUL", ...; another script: "other
@@ -99,7 +111,7 @@ def script_table():
 
 
 @functools.lru_cache(maxsize=1)
-def space_table():
+def space_table() -> NDArray[np.uint8]:
     """script_table with whitespace only (the other code points are 0): enough to count words."""
     table = np.fromiter(map(str.isspace, map(chr, range(0x10000))), dtype=np.uint8, count=0x10000) * _SPACE
     table.flags.writeable = False
@@ -116,19 +128,19 @@ class MergeTrees:
     the ranks of the two parts of its first merge (-1 for a single byte); first_merge[r]: that merge's index;
     lengths[id]: the bytes of each id; base_size: the number of ids whose token no merge makes (256 bytes +
     special tokens, usually): the size of the vocabulary with no merged token."""
-    ranked_ids: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    lengths: np.ndarray
+    ranked_ids: NDArray[np.int64]
+    left: NDArray[np.int32]
+    right: NDArray[np.int32]
+    lengths: NDArray[np.int64]
     base_size: int
-    first_merge: np.ndarray
+    first_merge: NDArray[np.int64]
 
     @property
-    def full_size(self):
+    def full_size(self) -> int:
         return self.base_size + len(self.ranked_ids)
 
 
-def merge_trees(tokenizer):
+def merge_trees(tokenizer: Tokenizer) -> MergeTrees:
     """The MergeTrees of a bpe_fast.Tokenizer (its vocabulary and merges handed to the native
     bpe_fast._inspect.merge_forest as byte pools). ValueError when a merge's part is neither a single byte nor
     the token of an earlier merge (such a merge list is not one BPE training makes; the curve is not
@@ -151,7 +163,7 @@ def merge_trees(tokenizer):
 
 # ------------------------------------------------------------------------------------- evaluation text
 
-def read_texts(texts_or_paths):
+def read_texts(texts_or_paths: Texts) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of each evaluation text: an os.PathLike is a file to read, a str is the text itself, bytes
     are its UTF-8. One str, bytes or path alone is one text. An empty text is a ValueError naming it. The bytes
     are not checked here: encode_ids checks them as it encodes."""
@@ -191,25 +203,25 @@ class CompressionCurve:
     vocab_sizes, tokens: int64 arrays, the text's token count at each size; bytes: the text's UTF-8 bytes (for a
     script: the bytes of its tokens); words: its words (None for a script). scripts: per SCRIPTS name (those with
     bytes in the text), the same for the tokens of that class, or None."""
-    vocab_sizes: np.ndarray
-    tokens: np.ndarray
+    vocab_sizes: NDArray[np.int64]
+    tokens: NDArray[np.int64]
     bytes: int
-    words: object = None
-    scripts: object = None
+    words: int | None = None
+    scripts: dict[str, CompressionCurve] | None = None
 
     @property
-    def bytes_per_token(self):
+    def bytes_per_token(self) -> NDArray[np.float64]:
         """float64 array, one value a size."""
         return self.bytes / np.maximum(self.tokens, 1)
 
     @property
-    def tokens_per_word(self):
+    def tokens_per_word(self) -> NDArray[np.float64]:
         """float64 array, one value a size (NaN without words)."""
         if not self.words:
             return np.full(len(self.tokens), np.nan)
         return self.tokens / self.words
 
-    def tokens_at(self, vocab_size):
+    def tokens_at(self, vocab_size: int) -> int:
         """The token count at one of the curve's sizes."""
         where = np.flatnonzero(self.vocab_sizes == vocab_size)
         if not len(where):
@@ -223,24 +235,25 @@ class TextAnalysis:
     counts: int64 (vocab_size, classes): how often each id was produced (by script class with by_script, else
     one column); class_bytes: their bytes by class; words; sources: (name, bytes, tokens) of each text."""
 
-    def __init__(self, trees, counts, class_bytes, words, sources):
+    def __init__(self, trees: MergeTrees, counts: NDArray[np.int64], class_bytes: NDArray[np.int64], words: int,
+                 sources: list[tuple[str, int, int]]) -> None:
         self.trees, self.counts, self.class_bytes, self.words, self.sources = trees, counts, class_bytes, words, sources
-        self._weights = None
+        self._weights: NDArray[np.int64] | None = None
 
     @property
-    def bytes(self):
+    def bytes(self) -> int:
         return int(self.class_bytes.sum())
 
     @property
-    def tokens(self):
+    def tokens(self) -> int:
         return int(self.counts.sum())
 
     @property
-    def produced(self):
+    def produced(self) -> NDArray[np.int64]:
         """int64 (vocab_size,): how often each id was produced."""
         return self.counts.sum(axis=1)
 
-    def weights(self):
+    def weights(self) -> NDArray[np.int64]:
         """int64 (ranks, classes): how often each ranked token occurs in the merge trees of the produced tokens
         (as one of them, or inside one), by class."""
         if self._weights is None:
@@ -249,7 +262,7 @@ class TextAnalysis:
             self._weights = weights
         return self._weights
 
-    def curve(self, vocab_sizes=None):
+    def curve(self, vocab_sizes: Iterable[int] | None = None) -> CompressionCurve:
         """The CompressionCurve at every size from trees.base_size to trees.full_size, or at `vocab_sizes`."""
         trees = self.trees
         weights = self.weights()
@@ -271,7 +284,7 @@ class TextAnalysis:
         return dataclasses.replace(total, scripts=scripts)
 
 
-def _size_rows(vocab_sizes, trees):
+def _size_rows(vocab_sizes: Iterable[int], trees: MergeTrees) -> NDArray[np.int64]:
     sizes = []
     for v in vocab_sizes:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -285,7 +298,7 @@ def _size_rows(vocab_sizes, trees):
     return np.array(sizes, dtype=np.int64)
 
 
-def encode_ids(tokenizer, name, data, errors="strict"):
+def encode_ids(tokenizer: Tokenizer, name: str, data: bytes, errors: str = "strict") -> tuple[bytes, NDArray[Any]]:
     """(data, ids): the evaluation text `data` (bytes) and its ids (encode_utf8_to_numpy, which checks the
     UTF-8 as it goes). Invalid UTF-8 is a CorpusDecodeError naming `name` and the byte offset; with
     errors="replace" it becomes U+FFFD (the data returned is then the replaced text's)."""
@@ -298,7 +311,8 @@ def encode_ids(tokenizer, name, data, errors="strict"):
     return data, tokenizer.encode_utf8_to_numpy(data)
 
 
-def analyze_text(tokenizer, texts_or_paths, *, by_script=False, errors="strict", trees=None):
+def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool = False, errors: str = "strict",
+                 trees: MergeTrees | None = None) -> TextAnalysis:
     """Encode the evaluation texts once (each alone, special tokens matched) and tally the ids: a TextAnalysis.
     Arguments as compression_curve's; trees: merge_trees(tokenizer), if already made."""
     if errors not in ("strict", "replace"):
@@ -318,7 +332,8 @@ def analyze_text(tokenizer, texts_or_paths, *, by_script=False, errors="strict",
     return TextAnalysis(trees, counts, class_bytes, words, sources)
 
 
-def compression_curve(tokenizer, texts_or_paths, vocab_sizes=None, *, by_script=False, errors="strict"):
+def compression_curve(tokenizer: Tokenizer, texts_or_paths: Texts, vocab_sizes: Iterable[int] | None = None, *,
+                      by_script: bool = False, errors: str = "strict") -> CompressionCurve:
     """Bytes per token (and tokens per word) of the evaluation text at every vocabulary size from 256 + the
     special tokens (the tokens no merge makes) to the tokenizer's full size (or at `vocab_sizes`), from one
     encoding pass: a

@@ -21,14 +21,19 @@ A partial count is never returned.
 
 Dask is imported inside the functions: `import bpe_fast` never needs it.
 """
+from __future__ import annotations
+
 import os
 import uuid
+from collections.abc import Iterable, Sequence
 from concurrent.futures import CancelledError
+from typing import Any
 
 from .chunking import chunk_boundaries
 import numpy as np
 
 from ._scan import merge_arrays
+from ._types import Table
 from .count_workers import count_ranges
 from .inputs import CorpusDecodeError, check_errors, line_of
 from .pretokenize import compiled_pattern
@@ -38,9 +43,12 @@ _TASKS_PER_THREAD = 2           # at least: balances uneven workers and spreads 
 _FAN_IN = 4                     # partial tables added by one task of the reduction tree
 RETRIES = 2                    # reruns of a task that raised
 _LINE_SCAN_LIMIT = 256 << 20    # an error further into a file is reported without its line number
+# a task's pieces: (path, size, byte ranges) of consecutive ranges of a file
+_Pieces = list[tuple[str, int, list[tuple[int, int]]]]
 
 
-def count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes):
+def count_on_dask(client: Any, paths: Iterable[str], special_tokens: Sequence[str], pattern: str, errors: str,
+                  chunk_bytes: int | None) -> Table:
     """The pre-token counts of the files, as arrays (tokens, offsets, counts), counted on the cluster of
     `client`.
 
@@ -86,19 +94,20 @@ def count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes):
         final.cancel()                          # stops the other tasks after an error; frees the result
 
 
-def _task_bytes(total, nthreads):
+def _task_bytes(total: int, nthreads: int) -> int:
     """Bytes per task: at most _MAX_TASK_BYTES, and few enough that every worker thread gets some."""
     ntasks = max(-(-total // _MAX_TASK_BYTES), _TASKS_PER_THREAD * nthreads)
     return max(1, -(-total // ntasks))
 
 
-def _plan(files, special_tokens, pattern, range_bytes, task_bytes):
+def _plan(files: Iterable[tuple[str, int]], special_tokens: Sequence[str], pattern: str, range_bytes: int,
+          task_bytes: int) -> list[_Pieces]:
     """The tasks: lists of (path, size, ranges) pieces, about task_bytes each, in file order.
 
     Every range goes to the task its middle byte falls in, counting the files as one stream of bytes, so
     tasks come out even whatever the ranges' sizes; consecutive ranges of a file in a task form one piece.
     """
-    tasks = {}
+    tasks: dict[int, _Pieces] = {}
     base = 0
     for path, size in files:
         bounds = chunk_boundaries(path, special_tokens, pattern, range_bytes, min_chunks=1)
@@ -114,7 +123,7 @@ def _plan(files, special_tokens, pattern, range_bytes, task_bytes):
     return [tasks[i] for i in sorted(tasks)]
 
 
-def _submit(client, tasks, special_tokens, pattern, errors):
+def _submit(client: Any, tasks: Sequence[_Pieces], special_tokens: Sequence[str], pattern: str, errors: str) -> Any:
     """Submit the counting tasks and the reduction tree; returns the future of the final table.
 
     Only the final future is kept: Dask frees each partial table once the task adding it is done. The adding
@@ -134,7 +143,7 @@ def _submit(client, tasks, special_tokens, pattern, errors):
     return level[0]
 
 
-def cluster_failure(exc, doing="counting"):
+def cluster_failure(exc: BaseException, doing: str = "counting") -> str | None:
     """A message if exc says the cluster could not finish (workers died, none left, lost connection)."""
     from distributed import scheduler
     from distributed.comm.core import CommClosedError
@@ -154,16 +163,16 @@ def cluster_failure(exc, doing="counting"):
 
 # ---- on the workers -----------------------------------------------------------------------------------
 
-def _count_pieces(pieces, special_tokens, pattern, errors):
+def _count_pieces(pieces: _Pieces, special_tokens: Sequence[str], pattern: str, errors: str) -> Table:
     """Task: count the pre-tokens of some byte ranges of some files."""
-    tables = []
+    tables: list[Table] = []
     for path, size, ranges in pieces:
         _check_same_file(path, size)
         tables.append(count_ranges(path, ranges, special_tokens, pattern, errors))
     return merge_arrays(tables) if len(tables) > 1 else tables[0]
 
 
-def _check_same_file(path, size):
+def _check_same_file(path: str, size: int) -> None:
     try:
         found = os.path.getsize(path)
     except FileNotFoundError:
@@ -174,7 +183,7 @@ def _check_same_file(path, size):
                            "where count_pretokens was called: every worker must see the same files")
 
 
-def worker_address():
+def worker_address() -> str:
     from distributed import get_worker
 
     try:
@@ -183,7 +192,7 @@ def worker_address():
         return "(not a worker)"
 
 
-def _add(*tables):
+def _add(*tables: Table) -> Table:
     """Task: the sum of some partial tables (arrays), added natively into a new table: the inputs are left
     as they are (Dask may reuse them if this task is rerun)."""
     return merge_arrays(tables)

@@ -20,20 +20,28 @@ other text); a special token may not share its id with a ranked token, nor its b
 >>> enc.decode([257, 32, 256])
 'abc ab'
 """
+from __future__ import annotations
+
 import collections.abc
 import functools
 import operator
 import os
+from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .specials import check_disallowed
 from .procs import map_threads
+from ._types import StrPath
 from .tokenizer import Tokenizer
 
 __all__ = ["Encoding"]
 
 _U32_MAX = 2**32 - 1
+_NOTHING: frozenset[str]
 _NOTHING = frozenset()   # allowed_special's default: tiktoken's is set(), equal to it; this one is told apart
 _ALL = "all"
 _ARRAYS = (list, tuple, np.ndarray)     # what the tokenizer's decode takes as tiktoken's does, when valid
@@ -42,7 +50,8 @@ _ARRAYS = (list, tuple, np.ndarray)     # what the tokenizer's decode takes as t
 class Encoding:
     """tiktoken.Encoding's interface (see the module docstring); its docstrings are tiktoken's, shortened."""
 
-    def __init__(self, name, *, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab=None):
+    def __init__(self, name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int],
+                 explicit_n_vocab: int | None = None) -> None:
         """name: the encoding's name; pat_str: the pre-tokenization regex; mergeable_ranks: {token bytes: rank}
         (the rank is the id and the merge priority); special_tokens: {str: id}; explicit_n_vocab: when given,
         len(mergeable_ranks) + len(special_tokens) and max_token_value + 1 must equal it (AssertionError)."""
@@ -65,7 +74,8 @@ class Encoding:
         self._all_specials = frozenset(special_tokens)
 
     @classmethod
-    def from_tiktoken_file(cls, name, path, pat_str, special_tokens=None, explicit_n_vocab=None):
+    def from_tiktoken_file(cls, name: str, path: StrPath, pat_str: str, special_tokens: dict[str, int] | None = None,
+                           explicit_n_vocab: int | None = None) -> Encoding:
         """The Encoding of a `.tiktoken` ranks file (``.tiktoken.gz``: gzip), read strictly by
         bpe_fast.ranks.read_tiktoken (a bad line is a FormatError naming the file and line); as
         ``Encoding(name, pat_str=pat_str, mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path), ...)``
@@ -85,23 +95,23 @@ class Encoding:
                    explicit_n_vocab=explicit_n_vocab)
 
     @property
-    def tokenizer(self):
+    def tokenizer(self) -> Tokenizer:
         """The bpe_fast.Tokenizer doing the work (its defaults are CS336's: its special tokens are matched)."""
         return self._tokenizer
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"name": self.name, "pat_str": self._pat_str, "mergeable_ranks": self._mergeable_ranks,
                 "special_tokens": self._special_tokens}
 
-    def __setstate__(self, value):
-        self.__init__(**value)
+    def __setstate__(self, value: dict[str, Any]) -> None:
+        self.__init__(**value)      # type: ignore[misc]
 
     # ---------------------------------------------------------------------------------------- encoding
 
-    def encode_ordinary(self, text):
+    def encode_ordinary(self, text: str) -> list[int]:
         """The ids of `text`, special tokens ignored (encoded as ordinary text).
 
         >>> enc = _tiny()
@@ -110,7 +120,8 @@ class Encoding:
         """
         return self._ordinary.encode(text)
 
-    def encode(self, text, *, allowed_special=_NOTHING, disallowed_special="all"):
+    def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
+               disallowed_special: Literal["all"] | Collection[str] = "all") -> list[int]:
         """The ids of `text`. Special tokens in `allowed_special` ("all": all) become their ids; finding one of
         `disallowed_special` ("all": every special token not allowed) in the text raises ValueError; the others
         are ordinary text.
@@ -126,7 +137,8 @@ class Encoding:
         """
         return self._checked(text, allowed_special, disallowed_special).encode(text)
 
-    def encode_to_numpy(self, text, *, allowed_special=_NOTHING, disallowed_special="all"):
+    def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
+                        disallowed_special: Literal["all"] | Collection[str] = "all") -> NDArray[np.uint32]:
         """encode's ids as a uint32 array. As tiktoken's, lone surrogates raise UnicodeEncodeError here.
 
         >>> _tiny().encode_to_numpy("abc")
@@ -137,7 +149,7 @@ class Encoding:
             raise TypeError(f"argument 'text': {type(text).__name__!r} object cannot be converted to 'PyString'")
         return encoder.encode_utf8_to_numpy(text.encode("utf-8"), np.uint32)
 
-    def encode_ordinary_batch(self, text, *, num_threads=8):
+    def encode_ordinary_batch(self, text: Iterable[str], *, num_threads: int | None = 8) -> list[list[int]]:
         """[encode_ordinary(t) for t in text], on up to `num_threads` threads.
 
         >>> _tiny().encode_ordinary_batch(["ab", "abc"])
@@ -145,7 +157,9 @@ class Encoding:
         """
         return self._ordinary.encode_batch(list(text), num_threads=_threads(num_threads))
 
-    def encode_batch(self, text, *, num_threads=8, allowed_special=_NOTHING, disallowed_special="all"):
+    def encode_batch(self, text: Iterable[str], *, num_threads: int | None = 8,
+                     allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
+                     disallowed_special: Literal["all"] | Collection[str] = "all") -> list[list[int]]:
         """[encode(t, ...) for t in text], on up to `num_threads` threads.
 
         >>> _tiny().encode_batch(["ab", "<|endoftext|>"], allowed_special="all")
@@ -160,7 +174,7 @@ class Encoding:
         encoder = self._encoder(allowed_special)
         return encoder.encode_batch(list(text), num_threads=_threads(num_threads), disallowed_special=disallowed_special)
 
-    def encode_single_token(self, text_or_bytes):
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of the token whose bytes (or text) are `text_or_bytes`, special tokens included; KeyError when
         there is none.
 
@@ -179,7 +193,8 @@ class Encoding:
                 raise KeyError(text_or_bytes)
         return rank
 
-    def _checked(self, text, allowed_special, disallowed_special):
+    def _checked(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
+                 disallowed_special: Literal["all"] | Collection[str]) -> Tokenizer:
         """The tokenizer view for encode's keywords, once `text` is checked for disallowed special tokens (as
         tiktoken's encode does it, so with the same exceptions)."""
         if allowed_special is _NOTHING and disallowed_special is _ALL:      # the defaults: the quick way
@@ -196,7 +211,7 @@ class Encoding:
             check_disallowed(text, disallowed_special)
         return self._encoder(allowed_special)
 
-    def _encoder(self, allowed_special):
+    def _encoder(self, allowed_special: AbstractSet[str]) -> Tokenizer:
         """The tokenizer matching the special tokens of `allowed_special` (a set: tiktoken takes no other)."""
         if not isinstance(allowed_special, (set, frozenset)):
             raise TypeError(f"{type(allowed_special).__name__!r} object is not an instance of 'set'")
@@ -208,7 +223,7 @@ class Encoding:
 
     # ---------------------------------------------------------------------------------------- decoding
 
-    def decode_bytes(self, tokens):
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
         """The tokens' bytes joined.
 
         >>> _tiny().decode_bytes([256, 258])
@@ -222,7 +237,7 @@ class Encoding:
         # tiktoken's exception, or tokens it takes that the tokenizer does not (a range, a deque, bools)
         return self._tokenizer.decode_bytes(self._tiktoken_ids(tokens))
 
-    def decode(self, tokens, errors="replace"):
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
         """The tokens' bytes decoded as UTF-8 with `errors` ("replace" by default: lossy).
 
         >>> _tiny().decode([256, 0xE2])
@@ -230,7 +245,7 @@ class Encoding:
         """
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
-    def decode_single_token_bytes(self, token):
+    def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token, special tokens included; KeyError when the id has none.
 
         >>> _tiny().decode_single_token_bytes(257)
@@ -243,7 +258,7 @@ class Encoding:
             raise KeyError(str(value))
         return data
 
-    def decode_tokens_bytes(self, tokens):
+    def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
         """[decode_single_token_bytes(t) for t in tokens].
 
         >>> _tiny().decode_tokens_bytes([257, 258])
@@ -251,7 +266,7 @@ class Encoding:
         """
         return [self.decode_single_token_bytes(token) for token in tokens]
 
-    def decode_with_offsets(self, tokens):
+    def decode_with_offsets(self, tokens: Iterable[int]) -> tuple[str, list[int]]:
         """(text, offsets): the text of `tokens`, decoded strictly (invalid UTF-8 raises UnicodeDecodeError),
         and for each token the index of the first character holding bytes of it.
 
@@ -263,7 +278,8 @@ class Encoding:
             self.decode_single_token_bytes(token)
         return self._tokenizer.decode_with_offsets([operator.index(t) for t in tokens])
 
-    def decode_batch(self, batch, *, errors="replace", num_threads=8):
+    def decode_batch(self, batch: Iterable[Sequence[int]], *, errors: str = "replace",
+                     num_threads: int | None = 8) -> list[str]:
         """[decode(tokens, errors) for tokens in batch], on up to `num_threads` threads.
 
         >>> _tiny().decode_batch([[256], [257]])
@@ -271,11 +287,11 @@ class Encoding:
         """
         return map_threads(functools.partial(self.decode, errors=errors), list(batch), _threads(num_threads))
 
-    def decode_bytes_batch(self, batch, *, num_threads=8):
+    def decode_bytes_batch(self, batch: Iterable[Sequence[int]], *, num_threads: int | None = 8) -> list[bytes]:
         """[decode_bytes(tokens) for tokens in batch], on up to `num_threads` threads."""
         return map_threads(self.decode_bytes, list(batch), _threads(num_threads))
 
-    def _tiktoken_ids(self, tokens):
+    def _tiktoken_ids(self, tokens: Any) -> list[int]:
         """`tokens` as a list of known ids, or the exception tiktoken raises for them: TypeError for what is not a
         sequence of integers, OverflowError for one outside 0..2**32 - 1, KeyError for one without a token."""
         if isinstance(tokens, str):
@@ -294,7 +310,7 @@ class Encoding:
 
     # ---------------------------------------------------------------------------------------- miscellaneous
 
-    def token_byte_values(self):
+    def token_byte_values(self) -> list[bytes]:
         """The bytes of every ranked token, sorted.
 
         >>> len(_tiny().token_byte_values())
@@ -303,16 +319,16 @@ class Encoding:
         return sorted(self._mergeable_ranks)
 
     @property
-    def eot_token(self):
+    def eot_token(self) -> int:
         """The id of "<|endoftext|>" (KeyError when it is not a special token)."""
         return self._special_tokens["<|endoftext|>"]
 
     @functools.cached_property
-    def special_tokens_set(self):
+    def special_tokens_set(self) -> set[str]:
         """The special tokens, as a set."""
         return set(self._special_tokens.keys())
 
-    def is_special_token(self, token):
+    def is_special_token(self, token: int) -> bool:
         """Whether the id `token` (an int) is a special token's.
 
         >>> enc = _tiny()
@@ -323,12 +339,12 @@ class Encoding:
         return token in self._special_token_values
 
     @property
-    def n_vocab(self):
+    def n_vocab(self) -> int:
         """max_token_value + 1 (ids in gaps have no token)."""
         return self.max_token_value + 1
 
 
-def _check_u32(value):
+def _check_u32(value: int) -> None:
     """tiktoken's OverflowError for an id (an int) that is not a u32 (its conversion goes through a C long)."""
     if not 0 <= value <= _U32_MAX:
         if not -2**63 <= value < 2**63:
@@ -336,7 +352,7 @@ def _check_u32(value):
         raise OverflowError("out of range integral type conversion attempted")
 
 
-def _threads(num_threads):
+def _threads(num_threads: int | None) -> int:
     """num_threads as ThreadPoolExecutor takes it (None: its default; below 1: its ValueError)."""
     if num_threads is None:
         return min(32, (os.cpu_count() or 1) + 4)
@@ -345,7 +361,7 @@ def _threads(num_threads):
     return num_threads
 
 
-def _tiny():
+def _tiny() -> Encoding:
     """A small Encoding for the examples: bytes, "ab" and "abc", and "<|endoftext|>"."""
     ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
     return Encoding("tiny", pat_str=r"\w+|\W", mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 258})

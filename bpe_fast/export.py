@@ -16,19 +16,26 @@ Both files give the same ids as bpe_fast for the same text:
                           special_tokens={s: id for id, s in ...})
 Files are written to a temporary name and renamed.
 """
+from __future__ import annotations
+
 import base64
 import json
 import os
+from typing import TYPE_CHECKING, Any
 
 from .formats import token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_ids, pattern_to_hf
 from .ranks import merge_rule_difference
 
+if TYPE_CHECKING:
+    from ._types import StrPath
+    from .tokenizer import Tokenizer
+
 HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
-def _check_unique(tokenizer):
-    seen = {}
+def _check_unique(tokenizer: Tokenizer) -> None:
+    seen: dict[bytes, int] = {}
     for i, tok in tokenizer.vocab.items():
         if tok in seen:
             raise ValueError(f"tokens {seen[tok]} and {i} have the same bytes {tok!r}; "
@@ -36,7 +43,7 @@ def _check_unique(tokenizer):
         seen[tok] = i
 
 
-def hf_tokenizer_json(tokenizer):
+def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     """The tokenizer as an HF tokenizers `tokenizer.json` document (a dict).
 
     HF numbers the added tokens itself: one found (by its text) in the model's vocab keeps that id, the others
@@ -102,18 +109,19 @@ def hf_tokenizer_json(tokenizer):
     }
 
 
-def export_hf(tokenizer, path):
+def export_hf(tokenizer: Tokenizer, path: StrPath) -> None:
     """Write an HF tokenizers `tokenizer.json` (load it with tokenizers.Tokenizer.from_file)."""
     write_text_atomic(path, json.dumps(hf_tokenizer_json(tokenizer), ensure_ascii=False))
 
 
-def export_hf_dir(tokenizer, directory, bos_token=None, eos_token=None, pad_token=None):
+def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | None = None, eos_token: str | None = None,
+                  pad_token: str | None = None) -> list[str]:
     """Write `directory` (created if missing) as transformers' save_pretrained does: tokenizer.json,
     tokenizer_config.json (tokenizer_class PreTrainedTokenizerFast, the special tokens, no clean-up of spaces
     in decode) and special_tokens_map.json. The roles bos/eos/pad, when given, name special tokens; the other
     special tokens are additional_special_tokens. Returns the paths written."""
     specials = tokenizer.special_tokens
-    roles = {}
+    roles: dict[str, str] = {}
     for role, token in (("bos_token", bos_token), ("eos_token", eos_token), ("pad_token", pad_token)):
         if token is not None:
             if token not in specials:
@@ -142,7 +150,7 @@ def export_hf_dir(tokenizer, directory, bos_token=None, eos_token=None, pad_toke
     return paths
 
 
-def export_tiktoken(tokenizer, path):
+def export_tiktoken(tokenizer: Tokenizer, path: StrPath) -> None:
     """Write a `.tiktoken` ranks file (load it with tiktoken.load.load_tiktoken_bpe); special tokens are
     not in it: pass them to tiktoken.Encoding with their ids (tokenizer.special_tokens, a dict token -> id),
     or use tokenizer.to_tiktoken()."""

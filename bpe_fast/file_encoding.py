@@ -10,16 +10,25 @@ takes its own encoder from the tokenizer (bpe_fast.Tokenizer), and the arrays re
 being copied. With other patterns, pre-tokenizing with `regex` holds the GIL, so the workers are processes
 (bpe_fast.procs.worker_pool).
 """
+from __future__ import annotations
+
 import contextlib
 import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import DTypeLike, NDArray
 
 from .chunking import chunk_boundaries
 from .inputs import CorpusDecodeError, check_errors, check_input_file, line_of
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
 from .procs import check_chunk_bytes, check_num_processes, result_of, thread_pool, worker_pool
+from ._types import StrPath
+
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
 
 DEFAULT_CHUNK_BYTES = 1 << 20
 _CHUNKS_PER_WORKER = 16     # at least this many ranges a worker, so that the workers finish together
@@ -27,38 +36,39 @@ _IN_PROCESS_BYTES = 1 << 20
 _WRITEBACK_BYTES = 8 << 20  # the output is handed to the disk this many bytes at a time as it grows
 _HEADER_BYTES = 128          # room for any 1-D shape; rewritten in place with the real length
 
-_tokenizer = None            # in a worker process: the tokenizer, inherited from the caller (fork) or passed once
-_scratch = None              # in a worker process: its _Scratch
+_tokenizer: Any = None       # in a worker process: the tokenizer, inherited from the caller (fork) or passed once
+_scratch: Any = None         # in a worker process: its _Scratch
 
 
 class _Scratch:
     """Working buffers for encoding ranges, reused from one range to the next (fresh memory for every range
     costs page faults): pairs of (bytearray for the text, IdBuffer for the ids), one per task running."""
 
-    def __init__(self):
-        self.spare = []
+    def __init__(self) -> None:
+        self.spare: list[list[Any]] = []
 
-    def take(self):
+    def take(self) -> list[Any]:
         try:
             return self.spare.pop()
         except IndexError:
             return [bytearray(), IdBuffer()]
 
-    def give(self, pair):
+    def give(self, pair: list[Any]) -> None:
         self.spare.append(pair)
 
 
-def _init_worker(tokenizer):
+def _init_worker(tokenizer: Tokenizer) -> None:
     global _tokenizer, _scratch
     _tokenizer = tokenizer
     _scratch = _Scratch()
 
 
-def _encode_range_in_worker(path, start, end, dtype, errors):
+def _encode_range_in_worker(path: str, start: int, end: int, dtype: np.dtype[Any], errors: str) -> NDArray[Any]:
     return _encode_range(_tokenizer, _scratch, path, start, end, dtype, errors)
 
 
-def _encode_range(tokenizer, scratch, path, start, end, dtype, errors):
+def _encode_range(tokenizer: Tokenizer, scratch: _Scratch, path: str, start: int, end: int, dtype: np.dtype[Any],
+                  errors: str) -> NDArray[Any]:
     pair = scratch.take()
     try:
         n = end - start
@@ -79,7 +89,7 @@ def _encode_range(tokenizer, scratch, path, start, end, dtype, errors):
         scratch.give(pair)
 
 
-def _npy_header(dtype, length):
+def _npy_header(dtype: DTypeLike, length: int) -> bytes:
     """A version 1.0 .npy header of exactly _HEADER_BYTES bytes for a 1-D array."""
     header = repr({"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
                    "shape": (length,)})
@@ -90,7 +100,7 @@ def _npy_header(dtype, length):
     return b"\x93NUMPY\x01\x00" + body_len.to_bytes(2, "little") + body.encode("latin1")
 
 
-def check_dtype(dtype, vocab_size):
+def check_dtype(dtype: DTypeLike | None, vocab_size: int) -> np.dtype[Any]:
     """uint16 when the vocab fits in it and dtype is None; asking for uint16 with a larger vocab is an
     error."""
     if dtype is None:
@@ -104,8 +114,9 @@ def check_dtype(dtype, vocab_size):
     return dtype
 
 
-def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype=None, errors="strict",
-                chunk_bytes=None, progress=None):
+def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath, *, num_processes: int | None = None,
+                dtype: DTypeLike | None = None, errors: str = "strict", chunk_bytes: int | None = None,
+                progress: Callable[[str, int, int], object] | None = None) -> int:
     """Encode a UTF-8 text file into a .npy array of token ids (load it with np.load(path, mmap_mode="r")).
 
     The array equals tokenizer.encode(whole text). dtype defaults to uint16 when the vocab fits, else
@@ -132,7 +143,7 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
     ranges = list(zip(bounds[:-1], bounds[1:]))
     try:
         with atomic_output(output_path) as out:
-            def arrays():
+            def arrays() -> Iterator[NDArray[Any]]:
                 for start, end, ids in _encoded_ranges(tokenizer, input_path, ranges, dtype, errors, num_processes):
                     yield ids
                     if progress is not None:
@@ -143,7 +154,7 @@ def encode_file(tokenizer, input_path, output_path, *, num_processes=None, dtype
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(input_path, exc.offset)) from None
 
 
-def write_npy(out, dtype, arrays):
+def write_npy(out: IO[bytes], dtype: DTypeLike, arrays: Iterable[NDArray[Any]]) -> int:
     """Write a 1-D .npy of the arrays (of dtype), concatenated as they come, to the binary file object `out`,
     handing what is written to the disk as it grows; returns the length. The header is written first with
     room for any length, then rewritten with the real one."""
@@ -151,7 +162,7 @@ def write_npy(out, dtype, arrays):
     count = 0
     written = synced = _HEADER_BYTES
     for ids in arrays:
-        out.write(ids)                      # its buffer, not a copy
+        out.write(ids)  # type: ignore[call-overload]   # its buffer, not a copy (NumPy declares it for 3.12+)
         count += len(ids)
         written += ids.nbytes
         if written - synced >= _WRITEBACK_BYTES:
@@ -163,13 +174,17 @@ def write_npy(out, dtype, arrays):
     return count
 
 
-def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_workers):
+def _encoded_ranges(tokenizer: Tokenizer, path: str, ranges: Sequence[tuple[int, int]], dtype: np.dtype[Any],
+                    errors: str, num_workers: int) -> Iterator[tuple[int, int, NDArray[Any]]]:
     """Yield (start, end, ids) for each range, in file order."""
     if num_workers == 1 or len(ranges) <= 1:
         scratch = _Scratch()
         for start, end in ranges:
             yield start, end, _encode_range(tokenizer, scratch, path, start, end, dtype, errors)
         return
+    # (mypy 2 reports submit(task, *first, path, ...) as too few arguments: its bug with ParamSpec and *args)
+    task: Any       # _encode_range, or _encode_range_in_worker: called with *first, path, start, ...
+    first: Any      # a tuple
     if tokenizer.native:                          # the native encoder: threads
         pool = thread_pool(num_workers, "bpe_fast-encode")
         task, first = _encode_range, (tokenizer, _Scratch())
@@ -178,20 +193,21 @@ def _encoded_ranges(tokenizer, path, ranges, dtype, errors, num_workers):
         task, first = _encode_range_in_worker, ()
     window = 2 * num_workers                # ranges in flight: bounds the memory held by results
     with pool as executor:
-        futures = {}
+        futures: dict[int, Any] = {}
         for i, (start, end) in enumerate(ranges[:window]):
-            futures[i] = executor.submit(task, *first, path, start, end, dtype, errors)
+            futures[i] = executor.submit(task, *first, path, start, end, dtype, errors)  # type: ignore[call-arg]
         for i, (start, end) in enumerate(ranges):
             ids = result_of(futures.pop(i), executor)
             j = i + window
             if j < len(ranges):
-                futures[j] = executor.submit(task, *first, path, *ranges[j], dtype, errors)
+                futures[j] = executor.submit(task, *first, path, *ranges[j], dtype, errors)  # type: ignore[call-arg]
             yield start, end, ids
 
 
-def read_npy_dtype(path):
+def read_npy_dtype(path: StrPath | IO[bytes]) -> tuple[np.dtype[Any], tuple[int, ...]]:
     """The dtype and shape of a .npy file (a path or a binary file object), read from its header only (for
     checking inputs)."""
+    f: Any          # a binary file object: `path`, or the file it names
     with (contextlib.nullcontext(path) if hasattr(path, "read") else open(path, "rb")) as f:
         version = np.lib.format.read_magic(f)
         if version == (1, 0):

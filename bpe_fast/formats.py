@@ -12,6 +12,8 @@ Readers reject malformed files with a :class:`FormatError` (a ``ValueError``) na
 Writers go through a temporary file in the same folder and ``os.replace``, so a reader never sees half a file.
 No pickle, no eval.
 """
+from __future__ import annotations
+
 import codecs
 import hashlib
 import io
@@ -19,9 +21,13 @@ import json
 import os
 import warnings
 import zipfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NoReturn, Union
 
 import numpy as np
+from numpy.typing import NDArray
 
+from ._types import Merges, StrPath, Vocab
 from .atomic import atomic_output
 
 __all__ = [
@@ -54,18 +60,23 @@ __all__ = [
 # Ids are stored in int32 buffers; the largest is kept one below INT32_MAX so id + 1 never overflows.
 MAX_TOKEN_ID = 2**31 - 2
 
+# the encoder's table arrays by name (_CACHE_TABLES), as bpe_fast._encode.BPETables takes them
+TableArrays = dict[str, NDArray[Any]]
+# merges, or (read from the cache) a function that makes the list when first needed
+MergesSource = Union[Merges, Callable[[], Merges]]
+
 
 class FormatError(ValueError):
     """A tokenizer file is malformed. The message starts with ``path:line:``."""
 
-    def __init__(self, path, line, message):
+    def __init__(self, path: StrPath, line: int | None, message: str) -> None:
         self.path = os.fspath(path)
         self.line = line
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
 
 
-def _byte_table():
+def _byte_table() -> dict[int, str]:
     printable = list(range(ord("!"), ord("~") + 1))
     printable += list(range(ord("¡"), ord("¬") + 1))
     printable += list(range(ord("®"), ord("ÿ") + 1))
@@ -84,14 +95,14 @@ _CHAR_TO_BYTE = {c: b for b, c in _BYTE_TO_CHAR.items()}
 _ENCODE_TABLE = [_BYTE_TO_CHAR[b] for b in range(256)]
 # str.translate table taking each mapped character to chr(its byte), so that .encode("latin-1") gives the bytes;
 # the 68 characters below 256 that are not in the mapping go to U+FFFF, which latin-1 cannot encode.
-_TO_LATIN1 = {cp: "\uffff" for cp in range(256)}
+_TO_LATIN1: dict[int, str] = {cp: "\uffff" for cp in range(256)}
 _TO_LATIN1.update({ord(c): chr(b) for c, b in _CHAR_TO_BYTE.items()})
 # The mapping as a codec (C speed): character k of the decoding table stands for byte k.
 _DECODING_TABLE = "".join(_ENCODE_TABLE)
 _ENCODING_MAP = codecs.charmap_build(_DECODING_TABLE)
 
 
-def bytes_to_unicode():
+def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's mapping from each byte value to the character that stands for it.
 
     >>> bytes_to_unicode()[ord(" ")], bytes_to_unicode()[ord("a")]
@@ -100,7 +111,7 @@ def bytes_to_unicode():
     return dict(_BYTE_TO_CHAR)
 
 
-def unicode_to_bytes():
+def unicode_to_bytes() -> dict[str, int]:
     """The inverse of :func:`bytes_to_unicode`.
 
     >>> unicode_to_bytes()["Ġ"]
@@ -109,7 +120,7 @@ def unicode_to_bytes():
     return dict(_CHAR_TO_BYTE)
 
 
-def token_to_str(token):
+def token_to_str(token: bytes) -> str:
     """A token's bytes written with GPT-2's mapping.
 
     >>> token_to_str(b" the\\n")
@@ -118,7 +129,7 @@ def token_to_str(token):
     return codecs.charmap_decode(token, "strict", _DECODING_TABLE)[0]
 
 
-def str_to_token(text):
+def str_to_token(text: str) -> bytes:
     """The bytes a GPT-2-mapped string stands for; ValueError naming the first character outside the mapping.
 
     >>> str_to_token("Ġthe")
@@ -131,7 +142,7 @@ def str_to_token(text):
         raise ValueError(f"character {bad!r} (U+{ord(bad):04X}) is not in GPT-2's byte mapping") from None
 
 
-def tokens_to_strs(tokens):
+def tokens_to_strs(tokens: Iterable[bytes]) -> list[str]:
     """[token_to_str(t) for t in tokens] (for whole vocabularies: the lookups are bound once).
 
     >>> tokens_to_strs([b" a", b"\\n"])
@@ -141,7 +152,7 @@ def tokens_to_strs(tokens):
     return [decode(token, "strict", table)[0] for token in tokens]
 
 
-def strs_to_tokens(texts):
+def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
     """[str_to_token(t) for t in texts] (for whole vocabularies); the same ValueError, for the first string
     holding a character outside the mapping.
 
@@ -158,7 +169,7 @@ def strs_to_tokens(texts):
         raise                         # not reached
 
 
-def read_text(path):
+def read_text(path: StrPath) -> str:
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -174,7 +185,7 @@ def read_text(path):
 _JSON_OBJECT = object()  # stands for any JSON object while reading vocab.json
 
 
-def _member_line(text, index):
+def _member_line(text: str, index: int) -> int:
     """The line on which the `index`-th member of the top-level JSON object in `text` starts.
 
     Only called to locate an error, so it may be slower than json.loads.
@@ -182,7 +193,7 @@ def _member_line(text, index):
     decoder = json.JSONDecoder()
     n = len(text)
 
-    def skip(pos):
+    def skip(pos: int) -> int:
         while pos < n and text[pos] in " \t\n\r":
             pos += 1
         return pos
@@ -196,7 +207,7 @@ def _member_line(text, index):
     return text.count("\n", 0, pos) + 1
 
 
-def read_vocab(path):
+def read_vocab(path: StrPath) -> Vocab:
     """Read a GPT-2 ``vocab.json``; returns ``dict[int, bytes]`` (id -> token bytes).
 
     Rejects, naming the file and line: bad JSON, a top level other than an object, an id that is not an int
@@ -212,9 +223,9 @@ def read_vocab(path):
     {0: b' ', 1: b'a', 2: b' a'}
     """
     text = read_text(path)
-    objects = []
+    objects: list[list[tuple[str, Any]]] = []
 
-    def hook(pairs):
+    def hook(pairs: list[tuple[str, Any]]) -> object:
         objects.append(pairs)
         return _JSON_OBJECT
 
@@ -226,11 +237,11 @@ def read_vocab(path):
         raise FormatError(path, 1, "vocab.json must hold one JSON object {token: id}")
     pairs = objects[-1]  # inner objects complete first, the outermost last
 
-    def fail(index, message):
+    def fail(index: int, message: str) -> NoReturn:
         raise FormatError(path, _member_line(text, index), message)
 
-    vocab = {}
-    index_of_token = {}
+    vocab: Vocab = {}
+    index_of_token: dict[str, int] = {}
     for index, (key, value) in enumerate(pairs):
         if type(value) is not int:
             shown = "an object" if value is _JSON_OBJECT else json.dumps(value)
@@ -251,7 +262,7 @@ def read_vocab(path):
     return vocab
 
 
-def read_merges(path, vocab=None):
+def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merges:
     """Read a GPT-2 ``merges.txt``; returns ``list[tuple[bytes, bytes]]`` in rank order.
 
     Each line holds exactly two tokens separated by one space. With `vocab` (id -> bytes), each merge's two
@@ -269,7 +280,7 @@ def read_merges(path, vocab=None):
     lines = text.split("\n")
     first = 1 if lines and lines[0].startswith("#version") else 0
     table = _TO_LATIN1
-    merges = []
+    merges: Merges = []
     numbers = []          # the line number of each merge
     for lineno in range(first, len(lines)):
         parts = lines[lineno].split(" ")
@@ -306,18 +317,18 @@ def read_merges(path, vocab=None):
     return merges
 
 
-def write_text_atomic(path, text):
+def write_text_atomic(path: StrPath, text: str) -> None:
     """Write `text` (UTF-8) to `path` through a temporary file in the same folder and os.replace."""
     with atomic_output(path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
 
 
-def write_vocab(path, vocab):
+def write_vocab(path: StrPath, vocab: Mapping[int, bytes]) -> None:
     """Write ``dict[int, bytes]`` as GPT-2's ``vocab.json`` (one line, ids in increasing order).
 
     Two ids with the same bytes cannot be written (the file maps token -> id): ValueError naming them.
     """
-    entries = {}
+    entries: dict[str, int] = {}
     for i in sorted(vocab):
         token = vocab[i]
         if type(i) is not int or not 0 <= i <= MAX_TOKEN_ID:
@@ -331,7 +342,7 @@ def write_vocab(path, vocab):
     write_text_atomic(path, json.dumps(entries, ensure_ascii=True))
 
 
-def write_merges(path, merges):
+def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]]) -> None:
     """Write ``list[tuple[bytes, bytes]]`` as GPT-2's ``merges.txt`` (one merge a line, rank order)."""
     lines = []
     for k, merge in enumerate(merges):
@@ -351,7 +362,9 @@ _CONFIG_FORMAT = "bpe_fast"
 _CONFIG_VERSION = 1
 
 
-def save_tokenizer_files(directory, vocab, merges, special_tokens=(), pattern=None, training=None):
+def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges: Iterable[Sequence[bytes]],
+                         special_tokens: Iterable[str] | None = (), pattern: str | None = None,
+                         training: dict[str, Any] | None = None) -> None:
     """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
     in order, the pre-tokenization regex and, if given, what training recorded: check_training). The folder is
     created if missing; each file is replaced whole. This is what Tokenizer.save writes and Tokenizer.load
@@ -374,7 +387,7 @@ def save_tokenizer_files(directory, vocab, merges, special_tokens=(), pattern=No
     write_text_atomic(os.path.join(directory, CONFIG_FILE), text + "\n")
 
 
-def _read_json_object(path):
+def _read_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
     """(text, the JSON object it holds) of a file; FormatError naming the file and line otherwise."""
     text = read_text(path)
     try:
@@ -386,7 +399,7 @@ def _read_json_object(path):
     return text, config
 
 
-def read_config(path):
+def read_config(path: StrPath) -> tuple[list[str], str]:
     """Read bpe_fast.json; returns (special_tokens: list[str], pattern: str). Errors name the file and line."""
     text, config = _read_json_object(path)
     if config.get("format") != _CONFIG_FORMAT or config.get("version") != _CONFIG_VERSION:
@@ -405,7 +418,7 @@ def read_config(path):
 _CORPUS_KEYS = ("bytes", "documents", "pretokens", "pretoken_bytes", "distinct_pretokens")
 
 
-def check_training(training, num_merges=None):
+def check_training(training: object, num_merges: int | None = None) -> dict[str, Any] | None:
     """What training recorded, checked: None, or a dict with "merge_counts" (a list of ints >= 0, one a merge
     when num_merges is given) and "corpus" (a dict of some of "bytes", "documents", "pretokens",
     "pretoken_bytes", "distinct_pretokens": ints >= 0), both optional. Returns a copy; ValueError saying what
@@ -421,7 +434,7 @@ def check_training(training, num_merges=None):
     unknown = set(training) - {"merge_counts", "corpus"}
     if unknown:
         raise ValueError(f"training has unknown keys {sorted(unknown)} (expected merge_counts, corpus)")
-    out = {}
+    out: dict[str, Any] = {}
     if "merge_counts" in training:
         counts = training["merge_counts"]
         if not isinstance(counts, list) or not all(type(c) is int and c >= 0 for c in counts):
@@ -439,7 +452,7 @@ def check_training(training, num_merges=None):
     return out
 
 
-def read_training(path):
+def read_training(path: StrPath) -> dict[str, Any] | None:
     """The "training" entry of a bpe_fast.json (check_training), or None when it has none (files written before
     it was recorded, or by Tokenizer.save of an untrained tokenizer). Errors name the file and line."""
     text, config = _read_json_object(path)
@@ -449,12 +462,12 @@ def read_training(path):
         raise FormatError(path, _key_line(text, "training"), str(exc)) from None
 
 
-def _key_line(text, key):
+def _key_line(text: str, key: str) -> int | None:
     pos = text.find(json.dumps(key))
     return None if pos < 0 else text.count("\n", 0, pos) + 1
 
 
-def _other_loader(path):
+def _other_loader(path: str) -> str:
     """A hint naming the loader for `path` when its name says what it is (and it exists), else ""."""
     name = os.path.basename(path)
     if not os.path.isfile(path):
@@ -468,7 +481,7 @@ def _other_loader(path):
     return ""
 
 
-def load_tokenizer_files(directory):
+def load_tokenizer_files(directory: StrPath) -> tuple[Vocab, MergesSource, list[str], str]:
     """Read a folder written by save_tokenizer_files: (vocab, merges, special_tokens, pattern).
 
     A folder with only vocab.json and merges.txt (GPT-2's own files) loads with no special tokens and
@@ -476,7 +489,8 @@ def load_tokenizer_files(directory):
     return load_tokenizer_folder(directory, use_cache=False)[:4]
 
 
-def load_tokenizer_folder(directory, use_cache=True):
+def load_tokenizer_folder(directory: StrPath, use_cache: bool = True) -> tuple[Vocab, MergesSource, list[str], str,
+                                                                               TableArrays | None]:
     """load_tokenizer_files, and the encoder's arrays: (vocab, merges, special_tokens, pattern, arrays).
 
     With `use_cache`, when the folder's bpe_fast.npz matches its vocab.json and merges.txt (read_cache),
@@ -495,6 +509,8 @@ def load_tokenizer_folder(directory, use_cache=True):
             hint = _other_loader(os.path.join(directory, "tokenizer.json"))
             raise FileNotFoundError(f"{directory} has no {name}: {expected}{hint}")
     cached = read_cache(directory) if use_cache else None
+    merges: MergesSource
+    arrays: TableArrays | None
     if cached is not None:
         vocab, merges, arrays = cached
     else:
@@ -523,24 +539,25 @@ CACHE_FILE = "bpe_fast.npz"
 CACHE_MIN_TOKENS = 16384        # smaller vocabularies load fast from the text files: no cache is written
 _CACHE_VERSION = 1              # bump when the arrays' meaning changes
 # the table arrays: name -> (dtype, number of dimensions)
-_CACHE_TABLES = {
+_CACHE_TABLES: dict[str, tuple[type[np.integer[Any]], int]] = {
     "byte_ids": (np.int32, 1), "ranked_pool": (np.uint8, 1), "ranked_offsets": (np.int64, 1),
     "ranked_ids": (np.int32, 1), "decode_pool": (np.uint8, 1), "decode_offsets": (np.int64, 1),
     "known": (np.uint8, 1), "permanent": (np.uint8, 1),
 }
 
 
-def _file_sha256(path):
+def _file_sha256(path: StrPath) -> NDArray[np.uint8]:
     with open(path, "rb") as f:
         return np.frombuffer(hashlib.sha256(f.read()).digest(), dtype=np.uint8)
 
 
-def write_cache(directory, arrays, merge_ids):
+def write_cache(directory: StrPath, arrays: Mapping[str, NDArray[Any]], merge_ids: NDArray[np.int32]) -> None:
     """Write bpe_fast.npz into a folder save_tokenizer_files has just written: `arrays` (the table arrays,
     _CACHE_TABLES), `merge_ids` (int32, one row (id of a, id of b) a merge) and the digests of the folder's
     vocab.json and merges.txt."""
     directory = os.fspath(directory)
-    contents = {name: np.ascontiguousarray(arrays[name], dtype=dtype) for name, (dtype, _) in _CACHE_TABLES.items()}
+    contents: dict[str, Any] = {name: np.ascontiguousarray(arrays[name], dtype=dtype)
+                                for name, (dtype, _) in _CACHE_TABLES.items()}
     contents["merge_ids"] = np.ascontiguousarray(merge_ids, dtype=np.int32).reshape(-1, 2)
     contents["version"] = np.array([_CACHE_VERSION], dtype=np.int64)
     contents["vocab_sha256"] = _file_sha256(os.path.join(directory, VOCAB_FILE))
@@ -551,7 +568,7 @@ def write_cache(directory, arrays, merge_ids):
         f.write(buffer.getbuffer())
 
 
-def read_cache(directory):
+def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableArrays] | None:
     """(vocab, merges, arrays) from the folder's bpe_fast.npz (merges: a function that makes the list of
     pairs), or None when there is none or it does not
     match the folder's vocab.json and merges.txt. A cache that cannot be read or is malformed is a
@@ -583,12 +600,12 @@ def read_cache(directory):
     merge_ids = contents["merge_ids"]
     token = vocab.__getitem__
 
-    def merges():       # made when first asked for (Tokenizer.merges, save, export): load need not pay for it
+    def merges() -> Merges:       # made when first asked for (Tokenizer.merges, save, export): load need not pay for it
         return list(zip(map(token, merge_ids[:, 0].tolist()), map(token, merge_ids[:, 1].tolist())))
     return vocab, merges, {name: contents[name] for name in _CACHE_TABLES}
 
 
-def _cache_problem(contents):
+def _cache_problem(contents: Mapping[str, NDArray[Any]]) -> str:
     """What is wrong with the arrays of a cache (as far as reading vocab and merges from them goes), or ""."""
     for name, (dtype, ndim) in _CACHE_TABLES.items():
         array = contents.get(name)

@@ -37,13 +37,18 @@ Where HF and bpe_fast could differ, and what is refused for it:
   ids are both the file's and HF's. So is an added token whose UTF-8 bytes are a vocab token with another id.
 - Patterns. HF runs the Split regex on Oniguruma, bpe_fast on `regex` (see pattern_from_hf).
 """
+from __future__ import annotations
+
 import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NoReturn
 
 import regex
 
 from . import formats
 from .formats import FormatError
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from ._types import Merges, StrPath, Vocab
 from .ranks import merge_rule_difference
 
 __all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json"]
@@ -58,7 +63,7 @@ _PROBE = ("Hello, World! It's DON'T 12345 1/2 x=y+z; ñandú ÆØÅ ǅ ﬁ Ωμ�
 _IGNORED_POST_PROCESSORS = {"ByteLevel", "TemplateProcessing", "RobertaProcessing", "BertProcessing"}
 
 
-def pattern_from_hf(split_regex):
+def pattern_from_hf(split_regex: str) -> str:
     """The bpe_fast pattern for an HF Split regex: the same pieces as HF (Oniguruma) gives. ValueError saying
     why when there is none.
 
@@ -98,7 +103,7 @@ def pattern_from_hf(split_regex):
     return wrapped
 
 
-def pattern_to_hf(pattern):
+def pattern_to_hf(pattern: str) -> str:
     """The Split regex that gives, in HF, the pieces `pattern` gives in bpe_fast (the inverse of
     pattern_from_hf for the patterns it returns).
 
@@ -115,13 +120,13 @@ def pattern_to_hf(pattern):
     return pattern
 
 
-def _wrap(split_regex):
+def _wrap(split_regex: str) -> str:
     """`split_regex` with ^ and $ at line ends, and a second alternative that takes the text up to its next match."""
     anchored = f"(?m:{split_regex})"
     return f"{anchored}|(?:(?!{anchored})[\\s\\S])+"
 
 
-def hf_added_token_ids(vocab, contents):
+def hf_added_token_ids(vocab: Mapping[str, int], contents: Iterable[str]) -> list[int]:
     """The ids HF tokenizers gives added tokens (`contents`, in file order) over a model vocab {token: id},
     whatever ids the file says: a token found (by its text) in the vocab, or added before, keeps that id;
     another gets the vocab's size, or one more than the largest added id if that is not below the size.
@@ -130,8 +135,8 @@ def hf_added_token_ids(vocab, contents):
     [7, 8, 0, 9]
     """
     size = len(vocab)
-    given = {}
-    top = None              # the largest id given so far
+    given: dict[str, int] = {}
+    top: int | None = None              # the largest id given so far
     for content in contents:
         if content not in given:
             i = vocab.get(content)
@@ -145,16 +150,16 @@ def hf_added_token_ids(vocab, contents):
 class _File:
     """The file being read: its path and text, for errors that name the place."""
 
-    def __init__(self, path, text):
+    def __init__(self, path: StrPath, text: str) -> None:
         self.path = path
         self.text = text
 
-    def fail(self, message, near=None, after=None):
+    def fail(self, message: str, near: object = None, after: str | None = None) -> NoReturn:
         """Raise FormatError; the line is that of the first `near` (a JSON string: a key or a token) after the
         first `after`, when found."""
         raise FormatError(self.path, self.line_of(near, after), message)
 
-    def line_of(self, near, after=None):
+    def line_of(self, near: object, after: str | None = None) -> int | None:
         if near is None:
             return None
         start = 0
@@ -168,7 +173,7 @@ class _File:
         return None
 
 
-def read_tokenizer_json(path):
+def read_tokenizer_json(path: StrPath) -> tuple[Vocab, Merges, list[str], str]:
     """(vocab {id: bytes}, merges [(bytes, bytes)], special_tokens [str], pattern) of an HF ``tokenizer.json``
     of a byte-level BPE model; FormatError naming the file and what is unsupported (see the module's docstring).
 
@@ -209,13 +214,13 @@ def read_tokenizer_json(path):
     return vocab, merges, specials, pattern
 
 
-def _describe(component):
+def _describe(component: object) -> str:
     if isinstance(component, dict):
         return json.dumps(component.get("type"))
     return json.dumps(component)[:60]
 
 
-def _check_model(f, model):
+def _check_model(f: _File, model: dict[str, Any]) -> None:
     kind = model.get("type", "BPE" if "merges" in model else None)     # old files have no "type"
     if kind != "BPE":
         f.fail(f"model type {_describe(model)} is not supported: bpe_fast reads byte-level BPE models "
@@ -231,7 +236,7 @@ def _check_model(f, model):
                "model")
 
 
-def _check_whole_tokens(f, tokens, merges):
+def _check_whole_tokens(f: _File, tokens: set[bytes], merges: Merges) -> None:
     """With ignore_merges HF gives a pre-token that is a vocab token that token's id; bpe_fast merges it. The
     same, when every multi-byte token of `tokens` is made by a merge and bpe_fast's merging of its bytes leaves
     it whole (tiktoken's ranks must hold the same: bpe_fast.ranks.merges_from_ranks checks it)."""
@@ -253,20 +258,20 @@ def _check_whole_tokens(f, tokens, merges):
                f"({why}; bpe_fast merges it)", "ignore_merges", "model")
 
 
-def _check_normalizer(f, normalizer):
+def _check_normalizer(f: _File, normalizer: object) -> None:
     if normalizer is None or normalizer == {"type": "Sequence", "normalizers": []}:
         return
     f.fail(f"normalizer {_describe(normalizer)} is not supported: bpe_fast does not normalize text "
            '(only "normalizer": null)', "normalizer")
 
 
-def _check_decoder(f, decoder):
+def _check_decoder(f: _File, decoder: object) -> None:
     if decoder is None or (isinstance(decoder, dict) and decoder.get("type") == "ByteLevel"):
         return
     f.fail(f"decoder {_describe(decoder)} is not supported (only ByteLevel or null)", "decoder")
 
 
-def _check_post_processor(f, post):
+def _check_post_processor(f: _File, post: object) -> None:
     steps = post.get("processors", []) if isinstance(post, dict) and post.get("type") == "Sequence" else [post]
     for step in steps:
         if step is not None and not (isinstance(step, dict) and step.get("type") in _IGNORED_POST_PROCESSORS):
@@ -275,7 +280,7 @@ def _check_post_processor(f, post):
                    "post_processor")
 
 
-def _pre_tokenizer_steps(pre):
+def _pre_tokenizer_steps(pre: object) -> list[Any]:
     if pre is None:
         return []
     if isinstance(pre, dict) and pre.get("type") == "Sequence" and isinstance(pre.get("pretokenizers"), list):
@@ -283,7 +288,7 @@ def _pre_tokenizer_steps(pre):
     return [pre]
 
 
-def _pattern_of(f, pre):
+def _pattern_of(f: _File, pre: object) -> str:
     """The pattern of the pre_tokenizer: ByteLevel(use_regex) alone, or Split then ByteLevel(no regex)."""
     steps = _pre_tokenizer_steps(pre)
     kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
@@ -322,7 +327,7 @@ def _pattern_of(f, pre):
         f.fail(str(exc), "pattern", "pre_tokenizer")
 
 
-def _read_vocab(f, vocab_json):
+def _read_vocab(f: _File, vocab_json: object) -> tuple[dict[str, int], Vocab]:
     """({token as written: id}, {id: bytes}); every id an int in range, no id twice, every byte a token."""
     if not isinstance(vocab_json, dict):
         f.fail('model "vocab" must be a JSON object {token: id}', "vocab", "model")
@@ -334,7 +339,7 @@ def _read_vocab(f, vocab_json):
                 f.fail(f"vocab token {key!r} has id {json.dumps(i)}, not an int in 0..{formats.MAX_TOKEN_ID}",
                        key, "vocab")
     if len(set(ids)) != len(ids):
-        seen = {}
+        seen: dict[int, str] = {}
         for key, i in vocab_json.items():
             if i in seen:
                 f.fail(f"vocab id {i} is given to two tokens, {seen[i]!r} and {key!r}", key, "vocab")
@@ -356,20 +361,20 @@ def _read_vocab(f, vocab_json):
     return vocab_json, vocab
 
 
-def _read_merges(f, merges_json, key_ids, vocab):
+def _read_merges(f: _File, merges_json: object, key_ids: Mapping[str, Any], vocab: Vocab) -> Merges:
     """[(bytes, bytes)] in rank order; refuses what HF would rank otherwise than bpe_fast (module docstring)."""
     if not isinstance(merges_json, list):
         f.fail('model "merges" must be a list', "merges", "model")
     merges = []
-    first_of = {}           # id of a merged token -> index of its first merge
-    count_of = {}           # id of a merged token -> how many merges make it
-    place_of = {}           # (id, id) -> index of the merge
+    first_of: dict[int, int] = {}           # id of a merged token -> index of its first merge
+    count_of: dict[int, int] = {}           # id of a merged token -> how many merges make it
+    place_of: dict[tuple[int, ...], int] = {}           # (id, id) -> index of the merge
     for k, merge in enumerate(merges_json):
         parts = merge.split(" ") if type(merge) is str else merge
         if type(parts) is not list or len(parts) != 2 or not all(type(p) is str and p for p in parts):
             f.fail(f"merge {k} ({json.dumps(merge)}) is not two tokens, as \"a b\" or [\"a\", \"b\"]", merge, "merges")
         a, b = parts
-        ids = key_ids.get(a), key_ids.get(b), key_ids.get(a + b)
+        ids: tuple[Any, ...] = key_ids.get(a), key_ids.get(b), key_ids.get(a + b)
         if None in ids:
             missing = (a, b, a + b)[ids.index(None)]
             f.fail(f"merge {k} ({json.dumps(merge)}): token {missing!r} is not in the vocab", merge, "merges")
@@ -389,7 +394,7 @@ def _read_merges(f, merges_json, key_ids, vocab):
     return merges
 
 
-def _read_added_tokens(f, added, key_ids, vocab):
+def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], vocab: Vocab) -> list[str]:
     """The added tokens' contents, in order of id, each put into `vocab` with its id (checked to be HF's)."""
     if not isinstance(added, list):
         f.fail('"added_tokens" must be a list', "added_tokens")
@@ -403,7 +408,7 @@ def _read_added_tokens(f, added, key_ids, vocab):
                 f.fail(f"added token {content!r} has {flag}: true, which is not supported (bpe_fast matches "
                        "special tokens exactly)", content, "added_tokens")
     ids_of_bytes = {token: i for i, token in vocab.items()}
-    hf_ids = {}
+    hf_ids: dict[str, int] = {}
     for entry, hf_id in zip(added, hf_added_token_ids(key_ids, [e["content"] for e in added])):
         content, file_id = entry["content"], entry["id"]
         hf_ids[content] = hf_id
@@ -423,10 +428,10 @@ def _read_added_tokens(f, added, key_ids, vocab):
         vocab[file_id] = data
         ids_of_bytes[data] = file_id
     _check_two_passes(f, added)
-    return sorted(hf_ids, key=hf_ids.get)
+    return sorted(hf_ids, key=hf_ids.get)        # type: ignore[arg-type]  # every key is there
 
 
-def _check_two_passes(f, added):
+def _check_two_passes(f: _File, added: Sequence[dict[str, Any]]) -> None:
     """HF finds the added tokens with normalized false in the text first, then those with normalized true in
     what is left; bpe_fast finds all in one pass (the leftmost, then the longest). The two agree unless a token of
     one kind can overlap one of the other (one inside the other, or the end of one the start of the other)."""

@@ -19,6 +19,8 @@ is one document, cut into pieces at safe points (chunking.py), which does not ch
 `Budget` applies max_bytes / max_documents: the corpus's first bytes (cut back to a character boundary) and
 first documents (a text file counts as one), in input order, the same whichever way the text arrives.
 """
+from __future__ import annotations
+
 import bz2
 import contextlib
 import glob
@@ -28,24 +30,27 @@ import json
 import lzma
 import os
 import zlib
-from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any, NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
+from ._types import StrPath
 from .chunking import last_safe_cut
 
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
 _READ_BYTES = 1 << 20           # decompressed bytes read at a time from a compressed text file
+_DECOMPRESS_ERRORS: tuple[type[BaseException], ...]
 _DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)   # _ZstdReader raises OSError
 try:                                   # isal (the `fast` extra) reads .gz files; its errors are its own
     from isal.isal_zlib import error as _isal_error
 except ImportError:
     pass
 else:
-    _DECOMPRESS_ERRORS += (_isal_error,)
+    _DECOMPRESS_ERRORS += (_isal_error,)      # type: ignore[assignment, unused-ignore]  # isal: `error: Exception`
 _PARQUET_ROWS = 8192            # at most, in a Parquet record batch
 
 
@@ -55,11 +60,12 @@ class CorpusDecodeError(UnicodeError):
 
     hint = "pass errors='replace' to substitute U+FFFD"      # the CLI names its flag instead
 
-    def __init__(self, path, offset, reason, line=None, document=None):
+    def __init__(self, path: str, offset: int, reason: str, line: int | None = None,
+                 document: int | None = None) -> None:
         super().__init__(path, offset, reason, line)
         self.path, self.offset, self.reason, self.line, self.document = path, offset, reason, line, document
 
-    def __str__(self):
+    def __str__(self) -> str:
         where = f"byte offset {self.offset}" + (f" (line {self.line})" if self.line is not None else "")
         if self.document is not None:
             line = f" (line {self.line})" if self.line is not None else ""
@@ -67,13 +73,13 @@ class CorpusDecodeError(UnicodeError):
         return f"{self.path}: invalid UTF-8 at {where}: {self.reason}; {self.hint}"
 
 
-def check_errors(errors):
+def check_errors(errors: str) -> str:
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     return errors
 
 
-def check_input_file(path):
+def check_input_file(path: StrPath) -> str:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(2, "corpus file not found", path)
@@ -82,7 +88,7 @@ def check_input_file(path):
     return path
 
 
-def line_of(path, offset):
+def line_of(path: str, offset: int) -> int:
     """1-based line number of a byte offset of a file's (decompressed) bytes; for error messages."""
     lines = 1
     with open_binary(path) as f:
@@ -107,11 +113,11 @@ class Batch(NamedTuple):
     lines, base_offset) where `lines` is None or the 1-based line of each document (JSON lines), and
     base_offset the byte offset of data[0] within a text file (whose pieces are one document)."""
     data: bytes
-    bounds: np.ndarray
-    origin: tuple
+    bounds: NDArray[np.int64]
+    origin: tuple[Any, ...]
 
 
-def batch_decode_error(batch, exc):
+def batch_decode_error(batch: Batch, exc: UnicodeDecodeError) -> CorpusDecodeError:
     """The CorpusDecodeError for the UnicodeDecodeError exc of a Batch's data: the offset in the file for a
     piece of a text file, else the document, its line (JSON lines) and the offset in it."""
     _, bounds, (name, first, lines, base) = batch
@@ -130,11 +136,11 @@ class Stream(NamedTuple):
     """A source read in this process: kind is "text" (a compressed text file, or a binary file object such
     as stdin), "jsonl", "parquet" or "iterable"; `obj` is the path, the file object or the iterable."""
     kind: str
-    obj: object
+    obj: Any
     name: str
 
 
-def check_cap(value, name):
+def check_cap(value: int | None, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -145,15 +151,15 @@ def check_cap(value, name):
 class Budget:
     """What max_bytes / max_documents leave; None for no cap. take() is called in corpus order."""
 
-    def __init__(self, max_bytes=None, max_documents=None):
+    def __init__(self, max_bytes: int | None = None, max_documents: int | None = None) -> None:
         self.bytes = check_cap(max_bytes, "max_bytes")
         self.documents = check_cap(max_documents, "max_documents")
 
     @property
-    def spent(self):
+    def spent(self) -> bool:
         return self.bytes == 0 or self.documents == 0
 
-    def take_bytes(self, data):
+    def take_bytes(self, data: bytes) -> bytes:
         """data, cut to the bytes left (back to a character boundary); counts them as spent."""
         if self.bytes is None:
             return data
@@ -164,7 +170,7 @@ class Budget:
             self.bytes -= len(data)
         return data
 
-    def take_document(self):
+    def take_document(self) -> bool:
         """False when no document is left; else counts one as spent."""
         if self.documents is None:
             return True
@@ -174,7 +180,7 @@ class Budget:
         return True
 
 
-def utf8_boundary(data, k):
+def utf8_boundary(data: bytes | NDArray[np.uint8], k: int) -> int:
     """The greatest character boundary <= k of UTF-8 data (continuation bytes are 10xxxxxx)."""
     k = min(k, len(data))
     stop = max(0, k - 3)
@@ -185,7 +191,7 @@ def utf8_boundary(data, k):
 
 # ---- resolving ------------------------------------------------------------------------------------
 
-def resolve_inputs(inputs):
+def resolve_inputs(inputs: object) -> list[TextFile | Stream]:
     """The sources of an input (see the module's docstring), in order. A missing path, an empty glob or
     an empty directory is FileNotFoundError naming it."""
     if isinstance(inputs, (str, bytes, os.PathLike)):
@@ -193,7 +199,7 @@ def resolve_inputs(inputs):
     if isinstance(inputs, (TextFile, Stream)):
         return [inputs]
     if isinstance(inputs, (list, tuple)):
-        sources = []
+        sources: list[TextFile | Stream] = []
         for item in inputs:
             if not isinstance(item, (str, bytes, os.PathLike)):
                 raise TypeError(f"a list of inputs holds paths; item {len(sources)} is "
@@ -208,11 +214,11 @@ def resolve_inputs(inputs):
                     f"not {type(inputs).__name__}")
 
 
-def _has_magic(path):
+def _has_magic(path: str) -> bool:
     return any(c in path for c in "*?[")
 
 
-def _resolve_path(path):
+def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> list[TextFile | Stream]:
     path = os.fsdecode(path)
     if os.path.isdir(path):
         names = sorted(n for n in os.listdir(path) if not n.startswith("."))
@@ -230,7 +236,7 @@ def _resolve_path(path):
     return [_source_of(path)]
 
 
-def _split_suffix(path):
+def _split_suffix(path: str) -> tuple[str, str]:
     """(format suffix, compression suffix or "") of a file name."""
     lower = path.lower()
     compression = next((c for c in COMPRESSIONS if lower.endswith(c)), "")
@@ -238,7 +244,7 @@ def _split_suffix(path):
     return os.path.splitext(stem)[1], compression
 
 
-def _source_of(path):
+def _source_of(path: str) -> TextFile | Stream:
     suffix, compression = _split_suffix(path)
     if suffix in PARQUET_SUFFIXES:
         if compression:
@@ -252,7 +258,7 @@ def _source_of(path):
     return TextFile(path)
 
 
-def open_binary(path):
+def open_binary(path: str) -> io.BufferedIOBase:
     """A binary file object of path's decompressed bytes (by extension)."""
     _, compression = _split_suffix(path)
     if compression == ".gz":
@@ -279,7 +285,7 @@ class _ZstdReader(io.RawIOBase):
     """The decompressed bytes of a .zst file of one or more frames. Unlike zstandard's stream_reader, a
     file that ends inside a frame is an EOFError, not a silent end (as gzip, bz2 and lzma do)."""
 
-    def __init__(self, path, zstandard):
+    def __init__(self, path: str, zstandard: Any) -> None:
         super().__init__()
         self._raw = open(path, "rb")
         self._zstd = zstandard
@@ -287,10 +293,10 @@ class _ZstdReader(io.RawIOBase):
         self._pending, self._at = b"", 0
         self._in_frame = False
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer):
+    def readinto(self, buffer: Any) -> int:
         while self._at >= len(self._pending):
             data = self._raw.read(_READ_BYTES)
             if not data:
@@ -315,7 +321,7 @@ class _ZstdReader(io.RawIOBase):
         self._at += n
         return n
 
-    def close(self):
+    def close(self) -> None:
         self._raw.close()
         super().close()
 
@@ -325,11 +331,13 @@ class _ZstdReader(io.RawIOBase):
 class _Batcher:
     """Joins documents into Batches of about batch_bytes."""
 
-    def __init__(self, batch_bytes, name):
+    def __init__(self, batch_bytes: int, name: str) -> None:
         self.batch_bytes, self.name = batch_bytes, name
+        self.pieces: list[bytes]
+        self.lines: list[int | None]
         self.pieces, self.size, self.first, self.lines = [], 0, 0, []
 
-    def add(self, data, index, line=None):
+    def add(self, data: bytes, index: int, line: int | None = None) -> Batch | None:
         """Add document `index`; returns a full Batch or None."""
         if not self.pieces:
             self.first = index
@@ -338,7 +346,7 @@ class _Batcher:
         self.size += len(data)
         return self.flush() if self.size >= self.batch_bytes else None
 
-    def flush(self):
+    def flush(self) -> Batch | None:
         if not self.pieces:
             return None
         batch = _batch_of(self.pieces, list(map(len, self.pieces)), self.name, self.first,
@@ -347,8 +355,8 @@ class _Batcher:
         return batch
 
 
-def read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_field="text",
-                 text_column="text"):
+def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_tokens: Iterable[str], space_cuts: bool,
+                 text_field: str = "text", text_column: str = "text") -> Generator[Batch, None, None]:
     """The Batches of a Stream, in order, within the budget."""
     if stream.kind == "text":
         yield from _text_batches(stream.obj, budget, batch_bytes, special_tokens, space_cuts)
@@ -375,7 +383,8 @@ def read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_f
             yield last
 
 
-def _text_batches(path, budget, batch_bytes, special_tokens, space_cuts):
+def _text_batches(path: str | IO[bytes], budget: Budget, batch_bytes: int, special_tokens: Iterable[str],
+                  space_cuts: bool) -> Iterator[Batch]:
     """A compressed text file (or a binary file object, such as stdin) as one document: pieces cut at safe
     points, about batch_bytes each."""
     if budget.spent or not budget.take_document():
@@ -408,7 +417,7 @@ def _text_batches(path, budget, batch_bytes, special_tokens, space_cuts):
         yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (path, 0, None, offset))
 
 
-def _jsonl_documents(path, text_field):
+def _jsonl_documents(path: str, text_field: str) -> Iterator[tuple[bytes, int]]:
     """(UTF-8 text, line) of each non-blank JSON line's text_field."""
     offset = 0
     with open_binary(path) as f:
@@ -445,10 +454,11 @@ def _jsonl_documents(path, text_field):
                                  f"character {exc.start}") from None
 
 
-def _iterable_batches(iterable, batch_bytes, text_field, name):
+def _iterable_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str, name: str) -> Iterator[Batch]:
     """read_batches of an iterable without caps: the same Batches, with as little work an item as can be.
     ASCII str items (str.isascii is a flag) are joined and encoded a run at a time, not one by one: their
     UTF-8 length is their length."""
+    blobs: list[bytes]
     blobs, run, lengths, size, first = [], [], [], 0, 0
     index = -1
     try:
@@ -463,7 +473,7 @@ def _iterable_batches(iterable, batch_bytes, text_field, name):
                 if run:
                     blobs.append("".join(run).encode("ascii"))
                     run = []
-                blobs.append(data)
+                blobs.append(data)      # type: ignore[arg-type]
                 n = len(data)
             lengths.append(n)
             size += n
@@ -481,8 +491,11 @@ def _iterable_batches(iterable, batch_bytes, text_field, name):
         yield _batch_of(blobs, lengths, name, first)
 
 
-def _document_of(item, index, text_field):
-    """An item of an iterable input that is not a str, as str or bytes (or the error that names it)."""
+def _document_of(item: object, index: int, text_field: str) -> str | bytes:
+    """An item of an iterable input that is not a str, as a plain str or bytes (or the error that names it);
+    a str subclass is taken as its str, as Tokenizer.encode takes it."""
+    if isinstance(item, str):
+        return str.__str__(item)
     if isinstance(item, (bytes, bytearray, memoryview)):
         return bytes(item)
     if isinstance(item, Mapping):
@@ -490,13 +503,16 @@ def _document_of(item, index, text_field):
             raise InputError(f"item {index} of the input has no field {text_field!r} "
                              f"(fields: {sorted(map(str, item))})")
         item = item[text_field]
-        if isinstance(item, (str, bytes, bytearray, memoryview)):
-            return item if isinstance(item, str) else bytes(item)
+        if isinstance(item, str):
+            return str.__str__(item)
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            return bytes(item)
     raise TypeError(f"item {index} of the input is {type(item).__name__}; documents must be str or "
                     f"bytes (or mappings with a {text_field!r} field)")
 
 
-def _batch_of(blobs, lengths, name, first, lines=None):
+def _batch_of(blobs: Iterable[bytes], lengths: Sequence[int], name: str, first: int,
+              lines: tuple[int | None, ...] | None = None) -> Batch:
     """The Batch of the documents whose bytes are `blobs` joined, `lengths` long each; the first is document
     `first` of the input."""
     bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -504,7 +520,7 @@ def _batch_of(blobs, lengths, name, first, lines=None):
     return Batch(b"".join(blobs), bounds, (name, first, lines, None))
 
 
-def _iterable_documents(iterable, text_field):
+def _iterable_documents(iterable: Iterable[Any], text_field: str) -> Iterator[tuple[bytes, None]]:
     """(UTF-8 text, None) of each item of an iterable input (for read_batches with caps)."""
     for index, item in enumerate(iterable):
         if type(item) is not str:
@@ -515,10 +531,10 @@ def _iterable_documents(iterable, text_field):
             except UnicodeEncodeError as exc:
                 raise InputError(f"item {index} of the input holds a lone surrogate at character "
                                  f"{exc.start}") from None
-        yield item, None
+        yield item, None        # type: ignore[misc]  # bytes, or a str subclass (from a mapping)
 
 
-def _parquet_batches(path, budget, batch_bytes, text_column):
+def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: str) -> Iterator[Batch]:
     try:
         import pyarrow
         import pyarrow.compute
@@ -568,7 +584,7 @@ def _parquet_batches(path, budget, batch_bytes, text_column):
         yield from _flush_arrow(pending, path, first)
 
 
-def _parquet_record_batches(parquet, path, text_column, batch_bytes, pyarrow):
+def _parquet_record_batches(parquet: Any, path: str, text_column: str, batch_bytes: int, pyarrow: Any) -> Iterator[Any]:
     """The file's record batches of the text column, each about batch_bytes of text (the row groups' sizes
     tell the average row's), so that workers get work of even sizes."""
     meta = parquet.metadata
@@ -589,7 +605,7 @@ def _parquet_record_batches(parquet, path, text_column, batch_bytes, pyarrow):
         yield batch
 
 
-def _flush_arrow(pending, path, first):
+def _flush_arrow(pending: list[Any], path: str, first: int) -> Generator[Batch, None, int]:
     if not pending:
         return first
     data = b"".join(bytes(d) for d, _ in pending)
@@ -604,7 +620,7 @@ def _flush_arrow(pending, path, first):
     return first + len(bounds) - 1
 
 
-def _arrow_strings(column, pyarrow):
+def _arrow_strings(column: Any, pyarrow: Any) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
     """(uint8 data from 0, int64 bounds from 0) of an Arrow string column, without a Python object a row."""
     if not (pyarrow.types.is_string(column.type) or pyarrow.types.is_large_string(column.type)):
         column = column.cast(pyarrow.large_string())

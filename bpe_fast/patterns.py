@@ -1,4 +1,5 @@
 """The pre-tokenization patterns bpe_fast knows by name."""
+from __future__ import annotations
 
 # GPT-2's pattern (also CS336 assignment 1's): contractions, letter runs, digit runs, other runs, whitespace.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -20,10 +21,10 @@ O200K_PATTERN = "|".join([
     r"""\s+""",
 ])
 
-PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "cl100k": GPT4_PATTERN, "o200k": O200K_PATTERN}
+PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "cl100k": GPT4_PATTERN, "o200k": O200K_PATTERN}
 
 
-def resolve_pattern(pattern):
+def resolve_pattern(pattern: str) -> str:
     """Return the regex text for `pattern`, which is a name from PATTERNS or a regex string."""
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")

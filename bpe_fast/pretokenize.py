@@ -12,22 +12,28 @@ count_pretokens_text (str -> Counter of bytes), count_chunk (bytes of a corpus c
 ChunkCounter (count_chunk over many chunks into one native table). native_kind says whether a pattern is
 scanned natively.
 """
+from __future__ import annotations
+
 import codecs
 import hashlib
 import types
 import warnings
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import regex
+from numpy.typing import NDArray
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
+from ._types import Table
 from .specials import check_special_tokens, special_bytes, special_regex, split_on_specials
 
-_compiled = {}
+_compiled: dict[str, regex.Pattern[str]] = {}
 
 
-def compiled_pattern(pattern):
+def compiled_pattern(pattern: str) -> regex.Pattern[str]:
     """The compiled `regex` object for a pattern name or regex string (cached)."""
     pattern = resolve_pattern(pattern)
     rx = _compiled.get(pattern)
@@ -40,7 +46,7 @@ def compiled_pattern(pattern):
     return rx
 
 
-def pretokenize(text, pattern=GPT2_PATTERN):
+def pretokenize(text: str, pattern: str = GPT2_PATTERN) -> list[str]:
     """Split `text` into pre-tokens; always equal to ``regex.findall(pattern, text)``.
 
     >>> pretokenize("Hello, world!")
@@ -50,11 +56,11 @@ def pretokenize(text, pattern=GPT2_PATTERN):
     if kind and isinstance(text, str):
         data = _utf8_or_none(text)
         if data is not None:
-            return _scan.split(data, kind)
+            return _scan.split(data, kind)        # type: ignore[union-attr]  # kind != 0: loaded
     return compiled_pattern(pattern).findall(text)
 
 
-def pretoken_boundaries(data, pattern=GPT2_PATTERN):
+def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN) -> NDArray[np.int64]:
     """Byte offsets of the pre-tokens of UTF-8 `data`: an int64 array b with b[0] == 0 and b[-1] == len(data);
     pre-token i is data[b[i]:b[i+1]]. Invalid UTF-8 raises UnicodeDecodeError, as data.decode("utf-8") would.
 
@@ -64,7 +70,7 @@ def pretoken_boundaries(data, pattern=GPT2_PATTERN):
     kind = native_kind(pattern)
     if kind and isinstance(data, (bytes, bytearray)):
         check_utf8(data)
-        return _scan.boundaries(data, kind)
+        return _scan.boundaries(data, kind)       # type: ignore[union-attr]  # kind != 0: loaded
     text = data.decode("utf-8")
     lengths = [len(p.encode("utf-8")) for p in compiled_pattern(pattern).findall(text)]
     out = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -72,14 +78,15 @@ def pretoken_boundaries(data, pattern=GPT2_PATTERN):
     return out
 
 
-def count_pretokens_text(text, pattern=GPT2_PATTERN, counts=None):
+def count_pretokens_text(text: str, pattern: str = GPT2_PATTERN,
+                         counts: Counter[bytes] | None = None) -> Counter[bytes]:
     """Add the pre-tokens of `text` (a piece between special tokens) to `counts` (a Counter of UTF-8 bytes)."""
     if counts is None:
         counts = Counter()
     kind = native_kind(pattern)
     data = _utf8_or_none(text) if kind and isinstance(text, str) else None
     if data is not None:
-        words = _scan.count(data, kind)
+        words = _scan.count(data, kind)       # type: ignore[union-attr]  # kind != 0: loaded
     else:
         words = {w.encode("utf-8"): n for w, n in Counter(compiled_pattern(pattern).findall(text)).items()}
     for word, n in words.items():
@@ -87,7 +94,8 @@ def count_pretokens_text(text, pattern=GPT2_PATTERN, counts=None):
     return counts
 
 
-def count_chunk(data, special_tokens=(), pattern=GPT2_PATTERN, errors="strict"):
+def count_chunk(data: bytes, special_tokens: Iterable[str] | None = (), pattern: str = GPT2_PATTERN,
+                errors: str = "strict") -> dict[bytes, int]:
     """Count the pre-tokens of a chunk of a UTF-8 file: decode, split on special tokens (never counted),
     pre-tokenize each piece. Returns dict[bytes, int].
 
@@ -110,17 +118,19 @@ class ChunkCounter:
     {b'a': 2, b' b': 3}
     """
 
-    def __init__(self, special_tokens=(), pattern=GPT2_PATTERN, errors="strict"):
+    def __init__(self, special_tokens: Iterable[str] | None = (), pattern: str = GPT2_PATTERN,
+                 errors: str = "strict") -> None:
         codecs.lookup_error(errors)                           # an unknown error handler fails here
         self.special_tokens = check_special_tokens(special_tokens)
         self.pattern, self.errors = resolve_pattern(pattern), errors
         compiled_pattern(self.pattern)
         kind = native_kind(self.pattern)
-        self._native = _scan.PretokenCounter(kind, special_bytes(self.special_tokens)) if kind else None
-        self._special_regex = None                            # made when the `regex` path first needs it
-        self._counts = Counter()                              # what only `regex` could count
+        self._native = (_scan.PretokenCounter(kind, special_bytes(self.special_tokens))  # type: ignore[union-attr]
+                        if kind else None)
+        self._special_regex: regex.Pattern[str] | None = None   # made when the `regex` path first needs it
+        self._counts: Counter[bytes] = Counter()              # what only `regex` could count
 
-    def add(self, data):
+    def add(self, data: bytes | bytearray) -> ChunkCounter:
         """Count the pre-tokens of one chunk (bytes, as count_chunk takes them). Returns self."""
         if self._native is not None and isinstance(data, (bytes, bytearray)):
             if self.errors == "strict":
@@ -138,7 +148,7 @@ class ChunkCounter:
                 count_pretokens_text(piece, self.pattern, self._counts)
         return self
 
-    def add_documents(self, data, bounds):
+    def add_documents(self, data: bytes, bounds: NDArray[np.int64]) -> ChunkCounter:
         """Count documents: document k is data[bounds[k]:bounds[k + 1]] (bytes; bounds int64 from 0 to
         len(data)), each counted as add() counts a chunk: nothing crosses from one to the next. Invalid
         UTF-8 (errors="strict") raises the UnicodeDecodeError of the whole of data. Returns self."""
@@ -157,7 +167,7 @@ class ChunkCounter:
             self.add(data[bounds[k]:bounds[k + 1]])
         return self
 
-    def to_dict(self):
+    def to_dict(self) -> dict[bytes, int]:
         """dict[bytes, int] of the distinct pre-tokens counted so far."""
         if self._native is None:
             return dict(self._counts)
@@ -166,7 +176,8 @@ class ChunkCounter:
             out[word] = out.get(word, 0) + n
         return out
 
-    def add_arrays(self, tokens, offsets, counts):
+    def add_arrays(self, tokens: NDArray[np.uint8], offsets: NDArray[np.int64],
+                   counts: NDArray[np.int64]) -> ChunkCounter:
         """Add a table of counts (as arrays() gives them) to this one. Returns self."""
         if self._native is not None:
             self._native.add_arrays(tokens, offsets, counts)
@@ -176,7 +187,7 @@ class ChunkCounter:
                 self._counts[blob[bounds[k]:bounds[k + 1]]] += n
         return self
 
-    def arrays(self):
+    def arrays(self) -> Table:
         """(tokens, offsets, counts): the distinct pre-tokens concatenated (uint8), int64 offsets with token k
         = tokens[offsets[k]:offsets[k + 1]], and their int64 counts."""
         if self._native is not None and not self._counts:
@@ -190,12 +201,13 @@ class ChunkCounter:
 
 # ------------------------------------------------------------------------------------------ native scanner
 
+_KINDS: dict[str, int]
 _KINDS = {GPT2_PATTERN: 2, GPT4_PATTERN: 4, O200K_PATTERN: 5}     # the kind numbers of bpe_fast/_scan.pxd
-_scan = None                                    # the extension module once its tables are installed
+_scan: types.ModuleType | None = None           # the extension module once its tables are installed
 _native_checked = False
 
 
-def native_kind(pattern):
+def native_kind(pattern: str) -> int:
     """The native scanner's number for `pattern` (a name or regex string), or 0 when `regex` must do it."""
     kind = _KINDS.get(resolve_pattern(pattern), 0)
     if kind and not _native_checked:
@@ -203,7 +215,7 @@ def native_kind(pattern):
     return kind if _scan is not None else 0
 
 
-def _load_native():
+def _load_native() -> None:
     """Import bpe_fast._scan and install the Unicode table, unless it disagrees with the installed `regex`."""
     global _scan, _native_checked
     _native_checked = True
@@ -230,7 +242,7 @@ def _load_native():
     _scan = scan
 
 
-def _table_problem(table):
+def _table_problem(table: Any) -> str:
     """Why `table` must not be used with the installed `regex`, or "" when it agrees."""
     if table_stamp(table.REGEX_VERSION, *_ranges_of(table), table.FOLDS) != table.STAMP:
         return "bpe_fast/_unicode_table.py does not match its stamp (edited by hand?)"
@@ -246,7 +258,7 @@ def _table_problem(table):
     return ""
 
 
-def installed_regex_table():
+def installed_regex_table() -> Any:
     """The Unicode table (as bpe_fast/_unicode_table.py lays it out) of the installed `regex`."""
     now = regex_unicode_classes()
     flat = lambda ranges: tuple(x for r in ranges for x in r)  # noqa: E731
@@ -254,14 +266,14 @@ def installed_regex_table():
                                  **{_FIELDS[key]: flat(now[key]) for key, _ in CLASSES})
 
 
-def _two_level_table(table):
+def _two_level_table(table: Any) -> tuple[NDArray[np.uint16], NDArray[np.uint8]]:
     """(stage1, stage2): class bits of cp are stage2[stage1[cp >> 8] * 256 + (cp & 255)], identical blocks shared."""
     flat = np.zeros(0x110000, dtype=np.uint8)
     for bit, ranges in zip((1, 2, 4, 16, 32), _ranges_of(table)):
         for start, stop in zip(ranges[0::2], ranges[1::2]):
             flat[start:stop] |= bit
     flat[[0x0A, 0x0D]] |= 8
-    blocks = {}
+    blocks: dict[bytes, int] = {}
     stage1 = np.empty(0x1100, dtype=np.uint16)
     for k, block in enumerate(flat.reshape(0x1100, 256)):
         stage1[k] = blocks.setdefault(block.tobytes(), len(blocks))
@@ -278,12 +290,12 @@ CLASSES = (("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s"), ("U", r"[\p{Lu}\p{Lt}
 _FIELDS = {"L": "LETTER", "N": "NUMBER", "S": "SPACE", "U": "UPPER", "W": "LOWER"}   # names in _unicode_table.py
 
 
-def _ranges_of(table):
+def _ranges_of(table: Any) -> tuple[Any, Any, Any, Any, Any]:
     """The flat range tuples of `table` (bpe_fast/_unicode_table.py or its like), in CLASSES order."""
     return tuple(getattr(table, _FIELDS[key]) for key, _ in CLASSES)
 
 
-def regex_unicode_classes():
+def regex_unicode_classes() -> dict[str, Any]:
     """The installed `regex`'s view of every code point, as the native scanner needs it.
 
     Returns {"L": ranges, "N": ranges, "S": ranges, "U": ranges, "W": ranges, "folds": {letter: code points}}:
@@ -295,8 +307,8 @@ def regex_unicode_classes():
     cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
     everything = cps.astype("<u4").tobytes().decode("utf-32-le")
 
-    def ranges(rx):
-        out = []
+    def ranges(rx: str) -> tuple[tuple[int, int], ...]:
+        out: list[tuple[int, int]] = []
         for m in regex.finditer(rx, everything):
             start, stop = int(cps[m.start()]), int(cps[m.end() - 1]) + 1
             if stop - start != m.end() - m.start():     # the run jumps over the surrogates
@@ -312,9 +324,10 @@ def regex_unicode_classes():
     return {key: ranges(rx + "+") for key, rx in CLASSES} | {"folds": folds}
 
 
-def table_stamp(regex_version, letter, number, space, upper, lower, folds):
+def table_stamp(regex_version: str, letter: Sequence[Any], number: Sequence[Any], space: Sequence[Any],
+                upper: Sequence[Any], lower: Sequence[Any], folds: Mapping[str, Iterable[int]]) -> str:
     """A hash of the table's contents (ranges may be flat or pairs), so a hand-edited table is noticed."""
-    def flat(ranges):
+    def flat(ranges: Iterable[Any]) -> list[int]:
         return [x for r in ranges for x in (r if isinstance(r, tuple) else (r,))]
 
     text = repr((regex_version, *(flat(r) for r in (letter, number, space, upper, lower)),
@@ -322,7 +335,7 @@ def table_stamp(regex_version, letter, number, space, upper, lower, folds):
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _utf8_or_none(text):
+def _utf8_or_none(text: str) -> bytes | None:
     """text as UTF-8, or None when it holds lone surrogates (only `regex` can pre-tokenize those)."""
     try:
         return text.encode("utf-8")
@@ -330,9 +343,13 @@ def _utf8_or_none(text):
         return None
 
 
-def check_utf8(data):
+def check_utf8(data: bytes | bytearray | memoryview) -> None:
     """Raise the UnicodeDecodeError data.decode("utf-8") would raise, found by the native validator."""
-    pos = _scan.utf8_error(data)
+    if _scan is None:           # no built-in pattern has loaded the scanner yet; its validator needs no tables
+        from . import _scan as scan
+    else:
+        scan = _scan
+    pos = scan.utf8_error(data)
     if pos < 0:
         return
     try:

@@ -13,6 +13,8 @@ For processes:
   (concurrent.futures notices a broken pool; multiprocessing.Pool would wait forever).
 * On any error or interrupt in the caller, the running workers are terminated, not waited for.
 """
+from __future__ import annotations
+
 import contextlib
 import ctypes
 import itertools
@@ -21,7 +23,13 @@ import os
 import signal
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 _PR_SET_PDEATHSIG = 1
 
@@ -33,7 +41,7 @@ class WorkerDiedError(RuntimeError):
 NUM_PROCESSES_VARIABLE = "BPE_FAST_NUM_PROCESSES"
 
 
-def check_num_processes(num_processes):
+def check_num_processes(num_processes: int | None) -> int:
     """None means the environment variable BPE_FAST_NUM_PROCESSES if set, else every core this process may
     use."""
     if num_processes is None:
@@ -48,7 +56,7 @@ def check_num_processes(num_processes):
     return num_processes
 
 
-def check_chunk_bytes(chunk_bytes, default):
+def check_chunk_bytes(chunk_bytes: int | None, default: int) -> int:
     """The size of the byte ranges given to workers: `default` for None, else a positive int."""
     chunk_bytes = default if chunk_bytes is None else int(chunk_bytes)
     if chunk_bytes < 1:
@@ -56,13 +64,13 @@ def check_chunk_bytes(chunk_bytes, default):
     return chunk_bytes
 
 
-def _die_with_parent():
+def _die_with_parent() -> None:
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
-def _init_worker(initializer, initargs):
+def _init_worker(initializer: Callable[..., object] | None, initargs: tuple[Any, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)     # a forked worker may inherit the caller's handler
     if hasattr(os, "sched_getaffinity"):      # Linux: prctl exists
@@ -71,13 +79,14 @@ def _init_worker(initializer, initargs):
         initializer(*initargs)
 
 
-def _context():
+def _context() -> Any:
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else None)
 
 
 @contextlib.contextmanager
-def worker_pool(num_processes, what, initializer=None, initargs=()):
+def worker_pool(num_processes: int, what: str, initializer: Callable[..., object] | None = None,
+                initargs: tuple[Any, ...] = ()) -> Iterator[ProcessPoolExecutor]:
     """A ProcessPoolExecutor for `num_processes` workers; `what` names the job in errors
     ("counting corpus.txt"). Leaves no worker running when the block exits, however it exits."""
     context = _context()
@@ -95,7 +104,7 @@ def worker_pool(num_processes, what, initializer=None, initargs=()):
 
 
 @contextlib.contextmanager
-def thread_pool(num_threads, name):
+def thread_pool(num_threads: int, name: str) -> Iterator[ThreadPoolExecutor]:
     """A ThreadPoolExecutor of `num_threads` threads. When the block exits on an error or an interrupt,
     tasks not yet started are cancelled and the running ones (which cannot be stopped) are waited for, so no
     thread outlives the block."""
@@ -106,18 +115,18 @@ def thread_pool(num_threads, name):
         executor.shutdown(wait=True, cancel_futures=True)
 
 
-def shared_counter(initial=0):
+def shared_counter(initial: int = 0) -> Any:
     """An int64 that workers started by worker_pool can add to (for progress reports)."""
     return _context().Value("q", initial)
 
 
-def shared_queue(maxsize):
+def shared_queue(maxsize: int) -> Any:
     """A bounded multiprocessing queue for workers started by worker_pool (pass it in initargs: it is
     inherited, not pickled)."""
     return _context().Queue(maxsize)
 
 
-def result_of(future, executor, poll=0.25):
+def result_of(future: Future[_T], executor: Executor, poll: float = 0.25) -> _T:
     """future.result(), for a future of `executor` (either pool kind). For a process pool, a worker that died
     while it sent a result can leave the pool waiting forever for the rest of the message, the future never
     done: so this also looks every `poll` seconds whether a worker has exited, and raises BrokenProcessPool
@@ -131,7 +140,7 @@ def result_of(future, executor, poll=0.25):
             check_workers_alive(executor)
 
 
-def check_workers_alive(executor):
+def check_workers_alive(executor: Executor) -> None:
     """Raise BrokenProcessPool if a worker of the process pool `executor` has exited (they only exit at
     shutdown)."""
     for proc in list((getattr(executor, "_processes", None) or {}).values()):
@@ -139,7 +148,7 @@ def check_workers_alive(executor):
             raise BrokenProcessPool(f"worker {proc.pid} exited with code {proc.exitcode}")
 
 
-def terminate(executor):
+def terminate(executor: Any) -> None:
     """Stop the workers now (shutdown() alone would let running tasks finish)."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
     for proc in processes:
@@ -158,7 +167,7 @@ def terminate(executor):
     executor.shutdown(wait=True, cancel_futures=True)
 
 
-def map_threads(func, items, num_threads):
+def map_threads(func: Callable[[_T], _R], items: Sequence[_T], num_threads: int) -> list[_R]:
     """[func(x) for x in items] on up to num_threads threads: the items cut into about 4 runs a thread, a run
     a task (a task per item would cost more than encoding a short text)."""
     n = len(items)

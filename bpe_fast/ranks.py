@@ -18,20 +18,29 @@ Decisions:
   name is read through gzip. Errors are bpe_fast.formats.FormatError (a ValueError) naming the file and the
   1-based line.
 """
+from __future__ import annotations
+
 import gzip
 import operator
 import os
 import re
 import zlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
+from ._types import Merges, StrPath, Vocab
 from .formats import MAX_TOKEN_ID, FormatError
+
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
 
 __all__ = ["read_tiktoken", "merges_from_ranks", "ranks_from_tokenizer"]
 
 
-def read_tiktoken(path):
+def read_tiktoken(path: StrPath) -> dict[bytes, int]:
     """{token bytes: rank} from a `.tiktoken` file (``.tiktoken.gz``: gzip-compressed).
 
     >>> import tempfile, os
@@ -51,7 +60,7 @@ def read_tiktoken(path):
     return dict(zip(tokens, values.tolist()))
 
 
-def _read_arrays(path):
+def _read_arrays(path: StrPath) -> tuple[list[bytes], NDArray[np.int64], NDArray[np.int64]]:
     """(tokens, ranks, lines) of a `.tiktoken` file: its tokens (bytes) in file order, their ranks (int64
     array) and line numbers (int64 array), checked (FormatError naming the file and line)."""
     from ._ranks import parse_tiktoken
@@ -77,7 +86,7 @@ def _read_arrays(path):
         k = int(big[0])
         raise FormatError(path, int(lines[k]), f"the rank {int(values[k])} is beyond {MAX_TOKEN_ID}")
     if len(set(tokens)) != len(tokens):
-        first = {}
+        first: dict[bytes, int] = {}
         for token, line in zip(tokens, lines.tolist()):
             if token in first:
                 raise FormatError(path, line, f"the token {token!r} is on line {first[token]} already")
@@ -90,7 +99,7 @@ def _read_arrays(path):
     return tokens, values, lines
 
 
-def _line_problem(line):
+def _line_problem(line: bytes) -> str:
     """What is wrong with a line of a `.tiktoken` file that the parser refused."""
     m = re.fullmatch(rb"[ \t]*([^ \t]+)[ \t]+([^ \t]+)[ \t]*", line)
     if m is None:
@@ -101,13 +110,13 @@ def _line_problem(line):
     return f"the token {_show(token_text)} is not padded base64 of a non-empty token"
 
 
-def _show(raw):
+def _show(raw: bytes) -> str:
     """A line's bytes for an error message: as text, shortened."""
     text = raw.decode("utf-8", "replace")
     return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
-def _ranked_tokens(ranks):
+def _ranked_tokens(ranks: Mapping[bytes, int]) -> tuple[list[bytes], NDArray[np.int64]]:
     """(tokens, values): the tokens of `ranks` ({bytes: int}) in rank order and their ranks (int64 array);
     TypeError/ValueError naming a bad entry."""
     if not hasattr(ranks, "items"):
@@ -141,7 +150,7 @@ def _ranked_tokens(ranks):
     return list(map(tokens.__getitem__, order.tolist())), sorted_values
 
 
-def merges_from_ranks(ranks):
+def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
     """The merge list, [(bytes, bytes)] in rank order, that gives the ids tiktoken gives for `ranks`
     ({token bytes: rank}): for each token of two bytes or more, lowest rank first, the two parts tiktoken's rule
     leaves of its bytes using only the lower ranks. ValueError naming the token (and its rank) when that is not
@@ -159,7 +168,7 @@ def merges_from_ranks(ranks):
     return _merges_in_order(*_ranked_tokens(ranks))
 
 
-def _merges_in_order(tokens, values):
+def _merges_in_order(tokens: Sequence[bytes], values: NDArray[np.int64]) -> Merges:
     """merges_from_ranks of the tokens `tokens` in rank order, with the ranks `values` (for messages)."""
     from ._ranks import recover_merges
 
@@ -186,7 +195,7 @@ def _merges_in_order(tokens, values):
     return list(zip(map(get, left[multi].tolist()), map(get, right[multi].tolist())))
 
 
-def _tiktoken_parts(token, ranks):
+def _tiktoken_parts(token: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
     """tiktoken's merge of `token`'s bytes with `ranks` (plain Python; for error messages)."""
     parts = [bytes([b]) for b in token]
     while len(parts) > 1:
@@ -198,7 +207,8 @@ def _tiktoken_parts(token, ranks):
     return parts
 
 
-def tokenizer_parts(path_or_ranks, special_tokens):
+def tokenizer_parts(path_or_ranks: StrPath | Mapping[bytes, int],
+                    special_tokens: Mapping[str, int] | None) -> tuple[Vocab, Merges, list[str]]:
     """(vocab, merges, special token list) for bpe_fast.Tokenizer from tiktoken's ranks (a `.tiktoken` file or a
     dict {bytes: int}) and `special_tokens` ({str: id}, or None). A special token's id must not be a rank, nor its
     bytes a ranked token (bpe_fast gives a token's bytes one id), and two special tokens cannot share an id."""
@@ -218,7 +228,7 @@ def tokenizer_parts(path_or_ranks, special_tokens):
         special_tokens = {}
     if not hasattr(special_tokens, "items"):
         raise TypeError(f"special_tokens must be a dict[str, int], got {type(special_tokens).__name__}")
-    special_of = {}
+    special_of: dict[int, str] = {}
     token_set = None
     for name, i in special_tokens.items():
         if not isinstance(name, str):
@@ -245,12 +255,12 @@ def tokenizer_parts(path_or_ranks, special_tokens):
     return vocab, merges, [str(name) for name in special_tokens]
 
 
-def ranks_from_tokenizer(tokenizer):
+def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:
     """{token bytes: id} for tiktoken (its ranks), refused with a ValueError when tiktoken's rule with these
     ranks would give other ids than the tokenizer: a single byte without a token, two tokens with the same bytes,
     a multi-byte token no merge makes, or merged tokens whose ids are not in the order of their first merges."""
     specials = {s.encode("utf-8") for s in tokenizer.special_tokens}
-    ranks = {}
+    ranks: dict[bytes, int] = {}
     for i, token in sorted(tokenizer.vocab.items()):
         if token in specials:
             continue
@@ -262,7 +272,7 @@ def ranks_from_tokenizer(tokenizer):
     if missing:
         raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have "
                          "none); tiktoken needs all 256")
-    made = {}
+    made: dict[bytes, int] = {}
     for a, b in tokenizer.merges:
         made.setdefault(a + b, len(made))
     for token, i in ranks.items():
@@ -279,7 +289,7 @@ def ranks_from_tokenizer(tokenizer):
     return ranks
 
 
-def merge_rule_difference(merges):
+def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, tuple[bytes, bytes]] | None:
     """Where replaying `merges` as a merge list (HF's rule: only the listed pairs join, by their place) can give
     other ids than the ranks rule bpe_fast and tiktoken encode with (any adjacent pair whose concatenation is a
     token joins, lowest rank first; a token ranked by its first merge): (index of the first merge of a token
@@ -292,6 +302,7 @@ def merge_rule_difference(merges):
     True
     """
     ranks = {bytes([b]): b for b in range(256)}
+    first: dict[bytes, int]
     first, listed = {}, set(merges)
     for k, (a, b) in enumerate(merges):
         if a + b not in first:

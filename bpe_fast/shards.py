@@ -20,6 +20,8 @@ Locally the shards are encoded one after another, each on num_processes workers.
 Client each shard not yet complete is one task; the workers read the inputs and write the outputs themselves,
 so every worker must see the input files and out_dir at the same paths (a shared file system).
 """
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import itertools
@@ -27,17 +29,27 @@ import json
 import os
 import uuid
 from collections import deque
+from collections.abc import Callable, Generator, Iterable, Sequence
+from concurrent.futures import Future
+from typing import Any, NoReturn, TypeVar, Union
 
 import numpy as np
+from numpy.typing import DTypeLike, NDArray
 
 from .atomic import atomic_output
 from .chunking import cuts_at_spaces
 from .file_encoding import DEFAULT_CHUNK_BYTES, check_dtype, encode_file, write_npy
-from .inputs import (COMPRESSIONS, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
+from .inputs import (COMPRESSIONS, Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
                      line_of, read_batches, resolve_inputs)
 from .pretokenize import check_utf8
 from .procs import check_num_processes, thread_pool
+from ._types import StrPath
 from .tokenizer import Tokenizer
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+# (dtype, errors, separator id or None, text_field, text_column)
+_Options = tuple[np.dtype[Any], str, Union[int, None], str, str]
 
 __all__ = ["encode_files", "INDEX_FILE", "output_name"]
 
@@ -48,8 +60,10 @@ _SETTINGS = ("tokenizer_sha256", "separator", "text_field", "text_column")   # w
 _BATCHES_PER_THREAD = 2         # batches in flight a thread: bounds the memory held by encoded batches
 
 
-def encode_files(paths, out_dir, tokenizer, *, client=None, num_processes=None, dtype=None, errors="strict",
-                 separator=None, text_field="text", text_column="text", progress=None):
+def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer: Tokenizer, *, client: Any = None,
+                 num_processes: int | None = None, dtype: DTypeLike | None = None, errors: str = "strict",
+                 separator: int | str | None = None, text_field: str = "text", text_column: str = "text",
+                 progress: Callable[[str, int, int], object] | None = None) -> dict[str, Any]:
     """Encode each input file into `out_dir`/<name>.npy and write `out_dir`/index.json; returns the index.
 
     paths: a path, a directory (its files), a glob, or a list of those (bpe_fast.inputs); not an iterable of
@@ -97,7 +111,7 @@ def encode_files(paths, out_dir, tokenizer, *, client=None, num_processes=None, 
     index_path = os.path.join(out_dir, INDEX_FILE)
     _check_earlier_index(index_path, settings)
 
-    counts = [complete_length(s.out_path, dtype) for s in shards]
+    counts: list[Any] = [complete_length(s.out_path, dtype) for s in shards]      # None: to encode
     todo = [i for i, n in enumerate(counts) if n is None]
     sizes = [os.path.getsize(s.path) for s in shards]
     report = _Progress(progress, sizes, [i for i, n in enumerate(counts) if n is not None])
@@ -131,7 +145,7 @@ def encode_files(paths, out_dir, tokenizer, *, client=None, num_processes=None, 
 class _Shard:
     """One input: its source (bpe_fast.inputs), the path as given, the absolute path, the output."""
 
-    def __init__(self, source, out_dir):
+    def __init__(self, source: TextFile | Stream, out_dir: str) -> None:
         self.given = source.path if isinstance(source, TextFile) else source.name
         self.path = os.path.abspath(self.given)
         self.source = TextFile(self.path) if isinstance(source, TextFile) else \
@@ -140,7 +154,7 @@ class _Shard:
         self.out_path = os.path.abspath(os.path.join(out_dir, self.name))
 
 
-def _resolve_files(paths):
+def _resolve_files(paths: StrPath | Sequence[StrPath]) -> list[TextFile | Stream]:
     items = paths if isinstance(paths, (list, tuple)) else [paths]
     for item in items:
         if not isinstance(item, (str, bytes, os.PathLike)):
@@ -149,7 +163,7 @@ def _resolve_files(paths):
     return resolve_inputs(list(items))
 
 
-def output_name(path):
+def output_name(path: StrPath) -> str:
     """The .npy name of an input: its file name without a compression suffix and then its format suffix.
 
     >>> output_name("data/shard-00.jsonl.gz"), output_name("a.b.txt"), output_name("README")
@@ -165,9 +179,9 @@ def output_name(path):
     return (stem or base) + ".npy"
 
 
-def _plan(sources, out_dir):
+def _plan(sources: Iterable[TextFile | Stream], out_dir: str) -> list[_Shard]:
     shards = [_Shard(source, out_dir) for source in sources]
-    first = {}
+    first: dict[str, _Shard] = {}
     for shard in shards:
         key = shard.name.casefold()     # a case-insensitive file system would make these one file
         if key in first:
@@ -183,7 +197,7 @@ def _plan(sources, out_dir):
     return shards
 
 
-def _check_separator(separator, tokenizer):
+def _check_separator(separator: int | str | None, tokenizer: Tokenizer) -> int | None:
     """The separator's id, or None."""
     if separator is None:
         return None
@@ -201,7 +215,7 @@ def _check_separator(separator, tokenizer):
     return int(separator)
 
 
-def _check_client(client):
+def _check_client(client: Any) -> None:
     from distributed import Client
 
     if not isinstance(client, Client):
@@ -210,7 +224,7 @@ def _check_client(client):
         raise TypeError("encode_files needs a synchronous dask.distributed.Client")
 
 
-def _tokenizer_sha256(tokenizer):
+def _tokenizer_sha256(tokenizer: Tokenizer) -> str:
     """A digest of what the ids depend on: the vocabulary, the merges, the special tokens and the pattern."""
     h = hashlib.sha256()
     h.update(json.dumps([tokenizer.pattern, list(tokenizer.special_tokens.items())]).encode("utf-8"))
@@ -226,7 +240,7 @@ def _tokenizer_sha256(tokenizer):
     return h.hexdigest()
 
 
-def _check_earlier_index(index_path, settings):
+def _check_earlier_index(index_path: str, settings: dict[str, Any]) -> None:
     """A ValueError if out_dir holds the index of a run with other settings: its arrays would be kept."""
     try:
         with open(index_path, "rb") as f:
@@ -244,7 +258,7 @@ def _check_earlier_index(index_path, settings):
                          f"({index_path}); encode into another folder, or delete its files to encode again")
 
 
-def complete_length(path, dtype):
+def complete_length(path: StrPath, dtype: np.dtype[Any]) -> int | None:
     """The length of the array in `path` if it is a complete 1-D .npy of `dtype` (its header's length of data
     is the file's), else None (missing, truncated, another dtype or shape, not a .npy)."""
     try:
@@ -268,26 +282,28 @@ def complete_length(path, dtype):
 class _Progress:
     """progress("encode", bytes done, bytes total) over the shards' input sizes."""
 
-    def __init__(self, progress, sizes, done):
+    def __init__(self, progress: Callable[[str, int, int], object] | None, sizes: Sequence[int],
+                 done: Iterable[int]) -> None:
         self.progress, self.sizes = progress, sizes
         self.total = sum(sizes)
         self.bytes = sum(sizes[i] for i in done)
         if progress is not None and done:
             progress("encode", self.bytes, self.total)
 
-    def done(self, i):
+    def done(self, i: int) -> None:
         self.bytes += self.sizes[i]
         if self.progress is not None:
             self.progress("encode", self.bytes, self.total)
 
-    def within(self, i):
+    def within(self, i: int) -> Callable[[str, int, int], object] | None:
         """A progress function for encode_file on shard i (bytes of it done), or None."""
         if self.progress is None:
             return None
-        return lambda stage, done, total: self.progress("encode", self.bytes + min(done, self.sizes[i]), self.total)
+        return lambda stage, done, total: self.progress(    # type: ignore[misc]  # not None: see above
+            "encode", self.bytes + min(done, self.sizes[i]), self.total)
 
 
-def _raise_naming(exc, shard):
+def _raise_naming(exc: Exception, shard: _Shard) -> NoReturn:
     """Raise exc (being handled) to the caller naming the shard: a CorpusDecodeError with the path as given (and
     the line, in a text file); an error whose message names the shard as it is; any other in a RuntimeError
     naming the shard."""
@@ -305,7 +321,8 @@ def _raise_naming(exc, shard):
 
 # ---- encoding one shard (here or on a Dask worker) ---------------------------------------------------------
 
-def _encode_shard(tokenizer, source, out_path, options, num_workers, progress=None):
+def _encode_shard(tokenizer: Tokenizer, source: TextFile | Stream, out_path: str, options: _Options, num_workers: int,
+                  progress: Callable[[str, int, int], object] | None = None) -> int:
     """Encode one source into out_path (atomically); returns the number of ids."""
     dtype, errors, separator, text_field, text_column = options
     if isinstance(source, TextFile):
@@ -319,7 +336,7 @@ def _encode_shard(tokenizer, source, out_path, options, num_workers, progress=No
     one_document = source.kind == "text"       # its batches are pieces: the separator goes after the last
     after_each = None if one_document else separator
 
-    def encode(batch):
+    def encode(batch: Batch) -> NDArray[Any]:
         return _encode_batch(tokenizer, batch, dtype, errors, after_each)
 
     with contextlib.closing(batches), contextlib.closing(_in_order(encode, batches, num_workers)) as encoded:
@@ -330,13 +347,13 @@ def _encode_shard(tokenizer, source, out_path, options, num_workers, progress=No
             return write_npy(out, dtype, arrays)
 
 
-def _in_order(func, items, num_threads):
+def _in_order(func: Callable[[_T], _R], items: Iterable[_T], num_threads: int) -> Generator[_R, None, None]:
     """map(func, items) on num_threads threads, results in order, a few items in flight."""
     if num_threads == 1:
         yield from map(func, items)
         return
     with thread_pool(num_threads, "bpe_fast-shard") as pool:
-        pending = deque()
+        pending: deque[Future[_R]] = deque()
         for item in items:
             pending.append(pool.submit(func, item))
             if len(pending) >= _BATCHES_PER_THREAD * num_threads:
@@ -345,7 +362,8 @@ def _in_order(func, items, num_threads):
             yield pending.popleft().result()
 
 
-def _encode_batch(tokenizer, batch, dtype, errors, separator):
+def _encode_batch(tokenizer: Tokenizer, batch: Batch, dtype: np.dtype[Any], errors: str,
+                  separator: int | None) -> NDArray[Any]:
     """The ids of a Batch's documents (inputs.Batch), each encoded alone, concatenated (with the separator after
     each, unless None), as an array of dtype."""
     data, bounds, _ = batch
@@ -358,7 +376,7 @@ def _encode_batch(tokenizer, batch, dtype, errors, separator):
     return tokenizer.encode_documents_utf8(data, bounds, dtype, separator)
 
 
-def _replace_invalid(data, bounds):
+def _replace_invalid(data: bytes, bounds: NDArray[np.int64]) -> tuple[bytes, NDArray[np.int64]]:
     """(data, bounds) with each document's invalid UTF-8 replaced by U+FFFD, a document at a time (as decoding
     each alone does)."""
     edges = bounds.tolist()
@@ -370,7 +388,8 @@ def _replace_invalid(data, bounds):
 
 # ---- on a Dask cluster -------------------------------------------------------------------------------------
 
-def _encode_on_dask(client, tokenizer, shards, todo, options, num_threads):
+def _encode_on_dask(client: Any, tokenizer: Tokenizer, shards: Sequence[_Shard], todo: Iterable[int], options: _Options,
+                    num_threads: int) -> Generator[tuple[int, int], None, None]:
     """Yield (i, count) for each shard i of todo as its task finishes, one task a shard; on an error, cancel the
     rest and raise it naming the shard."""
     from distributed import as_completed
@@ -382,7 +401,7 @@ def _encode_on_dask(client, tokenizer, shards, todo, options, num_threads):
     # client.scatter, it waits for workers to join (as count_pretokens' tasks do), and it is rebuilt if the worker
     # holding it dies.
     tokenizer_future = client.submit(_same, tokenizer, key=f"bpe_fast-tokenizer-{run}", retries=RETRIES)
-    futures = {}
+    futures: dict[Any, int] = {}
     try:
         for i in todo:
             shard = shards[i]
@@ -405,12 +424,13 @@ def _encode_on_dask(client, tokenizer, shards, todo, options, num_threads):
         client.cancel([*futures, tokenizer_future])    # a task already running still ends with a complete file or none
 
 
-def _same(value):
+def _same(value: _T) -> _T:
     """Task: its argument, kept on the worker (the tokenizer for the encoding tasks)."""
     return value
 
 
-def _encode_task(tokenizer, source, out_path, options, num_threads, size):
+def _encode_task(tokenizer: Tokenizer, source: TextFile | Stream, out_path: str, options: _Options, num_threads: int,
+                 size: int) -> int:
     """Task: encode one shard on a Dask worker; returns the number of ids."""
     from .dask_counts import worker_address
 

@@ -1,17 +1,20 @@
 """Special tokens: validation, splitting text on them (longest match first), tiktoken's disallowed check."""
+from __future__ import annotations
+
 import functools
+from collections.abc import Collection, Iterable, Iterator
 
 import regex
 
 
-def check_special_tokens(special_tokens):
+def check_special_tokens(special_tokens: Iterable[str] | None) -> tuple[str, ...]:
     """Return special_tokens as a tuple of str, or raise ValueError/TypeError naming the bad one."""
     if special_tokens is None:
         return ()
     if isinstance(special_tokens, (str, bytes)):
         raise TypeError("special_tokens must be a list of str, not a single string")
     tokens = tuple(special_tokens)
-    seen = set()
+    seen: set[str] = set()
     for tok in tokens:
         if not isinstance(tok, str):
             raise TypeError(f"special token {tok!r} is not a str")
@@ -23,7 +26,7 @@ def check_special_tokens(special_tokens):
     return tokens
 
 
-def special_regex(special_tokens):
+def special_regex(special_tokens: Collection[str]) -> regex.Pattern[str] | None:
     """A compiled regex matching any special token, the longest first where one is a prefix of another."""
     if not special_tokens:
         return None
@@ -31,19 +34,19 @@ def special_regex(special_tokens):
     return regex.compile("|".join(regex.escape(t) for t in ordered))
 
 
-def special_bytes(special_tokens):
+def special_bytes(special_tokens: Iterable[str]) -> tuple[bytes, ...]:
     """The special tokens as UTF-8 bytes, the longest first (the order the native matchers try them in)."""
     return tuple(sorted((t.encode("utf-8") for t in special_tokens), key=lambda b: (-len(b), b)))
 
 
-def special_bytes_regex(special_tokens):
+def special_bytes_regex(special_tokens: Collection[str]) -> regex.Pattern[bytes] | None:
     """special_regex for UTF-8 bytes: matching any special token's bytes, the longest first."""
     if not special_tokens:
         return None
     return regex.compile(b"|".join(regex.escape(t) for t in special_bytes(special_tokens)))
 
 
-def split_on_specials(text, special_regex):
+def split_on_specials(text: str, special_regex: regex.Pattern[str] | None) -> Iterator[tuple[str, bool]]:
     """Yield (piece, is_special) in order; empty text pieces are skipped."""
     if special_regex is None:
         if text:
@@ -59,7 +62,7 @@ def split_on_specials(text, special_regex):
         yield text[pos:], False
 
 
-def disallowed_special_error(token):
+def disallowed_special_error(token: str) -> ValueError:
     """The ValueError tiktoken raises for a disallowed special token found in the text (the same message)."""
     return ValueError(
         f"Encountered text corresponding to disallowed special token {token!r}.\n"
@@ -71,7 +74,7 @@ def disallowed_special_error(token):
     )
 
 
-def check_disallowed(text, tokens):
+def check_disallowed(text: str, tokens: frozenset[str]) -> None:
     """Raise tiktoken's ValueError (disallowed_special_error) naming the first of `tokens` (a frozenset of str)
     found in `text`, as tiktoken's encode does before encoding; the leftmost, the longest there.
 
@@ -86,10 +89,10 @@ def check_disallowed(text, tokens):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     for token in tokens:
         if token in text:       # str.__contains__ is fast; the regex only runs when one is there
-            m = _search_regex(tokens).search(text)
-            raise disallowed_special_error(m.group())
+            m = _search_regex(tokens).search(text)      # type: ignore[union-attr]  # tokens: not empty
+            raise disallowed_special_error(m.group())   # type: ignore[union-attr]  # `token` is there
 
 
 @functools.lru_cache(maxsize=128)
-def _search_regex(tokens):
+def _search_regex(tokens: frozenset[str]) -> regex.Pattern[str] | None:
     return special_regex(tokens)

@@ -38,6 +38,8 @@ Command line::
 
     python -m bpe_fast.synthetic --size 100MB -o corpus.txt [--seed N] [--style stories|web] [--special-token TEXT]
 """
+from __future__ import annotations
+
 import argparse
 import bisect
 import io
@@ -46,10 +48,13 @@ import random
 import re
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from typing import IO, Any
 
 import numpy as np
 
+from ._types import StrPath
 from .atomic import atomic_output
 
 DEFAULT_SPECIAL_TOKEN = "<|endoftext|>"
@@ -370,7 +375,7 @@ def _pool(seed):
     lengths = (1 + rng.random(_PASSAGE_POOL) * 4).astype(np.int64).tolist()
     passages = []
     for k, n in enumerate(lengths):
-        parts = []
+        parts: list[bytes] = []
         for i in range(4 * k, 4 * k + n):
             parts += (joiners[i], picked[i])
         passages.append(b"".join(parts))
@@ -426,7 +431,7 @@ def _blocks(seed, doc_end):
         yield b"".join(map(get, ids.tolist()))
 
 
-def iter_documents(seed=0, style="stories"):
+def iter_documents(seed: int = 0, style: str = "stories") -> Iterator[str]:
     """Yield the documents of the corpus for `seed` and `style` forever, as str without separators.
 
     ``generate(f, size, seed, tok, style)`` writes
@@ -435,7 +440,7 @@ def iter_documents(seed=0, style="stories"):
     seed = _check_seed(seed)
     blocks = _block_source(style)
 
-    def documents():
+    def documents() -> Iterator[str]:
         for block in blocks(seed, b"\x1e"):  # "\x1e" never occurs in the text
             yield from block.decode("utf-8").split("\x1e")[:-1]
 
@@ -492,7 +497,8 @@ def _write(out, size_bytes, seed, doc_end, style="stories"):
     return size_bytes
 
 
-def generate(path_or_file, size_bytes, seed=0, special_token=DEFAULT_SPECIAL_TOKEN, style="stories"):
+def generate(path_or_file: StrPath | IO[bytes], size_bytes: int, seed: int = 0,
+             special_token: str | None = DEFAULT_SPECIAL_TOKEN, style: str = "stories") -> int:
     """Write exactly `size_bytes` bytes of the corpus for `seed` to a path or a binary file object.
 
     style: "stories" (TinyStories-like, the default) or "web" (web-like, with a vocabulary that keeps growing).
@@ -524,7 +530,7 @@ def generate(path_or_file, size_bytes, seed=0, special_token=DEFAULT_SPECIAL_TOK
     return size_bytes
 
 
-def mixed_text(n_chars, seed=0, special_token=None, style="stories"):
+def mixed_text(n_chars: int, seed: int = 0, special_token: str | None = None, style: str = "stories") -> str:
     """The first `n_chars` characters of the corpus for `seed`, as str (documents separated by an empty line,
     or by `special_token` on its own line if given). Mixed-language, like the corpus: about 4% of sentences
     are in a non-Latin script.
@@ -1062,6 +1068,7 @@ def _syllable_stems(spec, count, salt, first, limit):
     """`count` made-up stems of a script (see _WEB_SCRIPTS), as drawn (a few repeat, so short stems are as
     common as they should be) but at most `limit` bytes long: heads (prefix + syllables) if first, else tails
     (syllables + final)."""
+    syllables: Any          # a list of ints (the others: lists of str)
     onsets, nuclei, codas, finals, prefixes, syllables = (
         [("" if w == "-" else w) for w in part.split()] if isinstance(part, str) else part for part in spec)
     extra = prefixes if first else finals
@@ -1854,6 +1861,8 @@ class _WebPool:
         self.piece_words = np.array([0] + [len(_SLOT_MAKERS[name](probe, 0)) for name in _SLOT_NAMES[1:]],
                                     dtype=np.int64)
         # each unit is a run of segments: a fragment of text (slot 0) or a slot for a piece (slot type > 0)
+        seg_slot: Any           # lists of slot types, then an array
+        unit_segments: Any      # ints
         fragments, seg_slot, unit_segments, kinds = [], [], [], []
         for kind, (weight, low, high) in _WEB_KINDS.items():
             if kind in _WEB_LANGS or kind in _CLAUSES:
@@ -1965,7 +1974,7 @@ for _i, _p in enumerate("kmgt", start=1):
     _UNITS[_p + "ib"] = 1024**_i
 
 
-def parse_size(text):
+def parse_size(text: str | int) -> int:
     """Bytes in a size like "4096", "100MB", "1.5GB", "2GiB", "64KiB", "10M" (K/M/G/T without "i" are decimal).
 
     >>> parse_size("100MB"), parse_size("2KiB")
@@ -1977,7 +1986,7 @@ def parse_size(text):
     return int(round(float(m.group(1)) * _UNITS[m.group(2).lower()]))
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bpe_fast.synthetic",
         description="Write a deterministic TinyStories-like or web-like corpus of an exact size.",

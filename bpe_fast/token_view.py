@@ -5,9 +5,15 @@ A piece is a token's text: its bytes decoded as UTF-8, or, for a token holding o
 (byte-level BPE splits rare characters), with the bytes that are not whole characters written as \\xNN escapes.
 So the pieces join back to the text exactly when no character is split; the tokens' bytes always do.
 """
+from __future__ import annotations
+
 import html
 import unicodedata
-from typing import NamedTuple
+from collections.abc import Container
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
 
 __all__ = ["TokenView", "token_view", "split_positions", "render_ansi", "render_plain", "render_html",
            "display_token"]
@@ -20,11 +26,11 @@ _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 class TokenView(NamedTuple):
     """Tokenizer.show's result: `pieces, ids = tok.show(text)`."""
-    pieces: list
-    ids: list
+    pieces: list[str]
+    ids: list[int]
 
 
-def piece_of(token):
+def piece_of(token: bytes) -> str:
     """A token's text: its UTF-8, with the bytes that are not whole characters as \\xNN escapes.
 
     >>> piece_of(b" caf\\xc3\\xa9"), piece_of(b"\\xe4\\xb8")
@@ -33,11 +39,11 @@ def piece_of(token):
     return token.decode("utf-8", "backslashreplace")
 
 
-def token_view(tokenizer, text):
+def token_view(tokenizer: Tokenizer, text: str) -> TokenView:
     """The TokenView of `text`: its ids (tokenizer.encode's: special tokens matched) and each one's piece."""
     ids = tokenizer.encode(text)
     vocab = tokenizer.vocab
-    cache = {}
+    cache: dict[int, str] = {}
     pieces = []
     for i in ids:
         piece = cache.get(i)
@@ -47,13 +53,13 @@ def token_view(tokenizer, text):
     return TokenView(pieces, ids)
 
 
-def split_positions(view, tokenizer):
+def split_positions(view: TokenView, tokenizer: Tokenizer) -> set[int]:
     """The set of positions k whose token holds part of a character (its piece has \\xNN escapes)."""
     vocab = tokenizer.vocab
     return {k for k, (piece, i) in enumerate(zip(view.pieces, view.ids)) if piece.encode("utf-8") != vocab[i]}
 
 
-def _visible(piece):
+def _visible(piece: str) -> str:
     """A piece with newlines, carriage returns and tabs written as \\n, \\r, \\t (a line break follows \\n)."""
     out = []
     for ch in piece:
@@ -62,11 +68,11 @@ def _visible(piece):
     return "".join(out)
 
 
-def _line_breaks(piece):
+def _line_breaks(piece: str) -> str:
     return "\n" * piece.count("\n")
 
 
-def render_plain(view, *, ids=False):
+def render_plain(view: TokenView, *, ids: bool = False) -> str:
     """The view as plain text: each piece in brackets (with its id after a "|" when `ids`), newlines, carriage
     returns and tabs written as \\n, \\r, \\t; the text's line breaks are kept after the piece that holds them.
 
@@ -81,7 +87,8 @@ def render_plain(view, *, ids=False):
     return text if text.endswith("\n") or not text else text + "\n"
 
 
-def render_ansi(view, *, ids=False, split=frozenset(), special_ids=frozenset()):
+def render_ansi(view: TokenView, *, ids: bool = False, split: Container[int] = frozenset(),
+                special_ids: Container[int] = frozenset()) -> str:
     """The view for a terminal: pieces on backgrounds of alternating colours (a piece of a split character
     underlined, a special token bold), ids in grey after each piece when `ids`."""
     out = []
@@ -123,7 +130,8 @@ body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
 """
 
 
-def render_html(view, *, ids=False, split=frozenset(), special_ids=frozenset(), title="Tokens", summary=""):
+def render_html(view: TokenView, *, ids: bool = False, split: Container[int] = frozenset(),
+                special_ids: Container[int] = frozenset(), title: str = "Tokens", summary: str = "") -> str:
     """The view as a self-contained HTML page (no script, no external resource): pieces on alternating
     backgrounds, each with its id in its tooltip (and after it when `ids`); a piece of a split character has
     a dashed outline, a special token a solid one; newlines show as \u21b5 before the line break."""
@@ -142,7 +150,7 @@ def render_html(view, *, ids=False, split=frozenset(), special_ids=frozenset(), 
                         body="".join(spans))
 
 
-def display_token(token):
+def display_token(token: bytes) -> str:
     """A token's bytes as a short, unambiguous label for tables: UTF-8 text with spaces as ␣, newlines and
     tabs as \\n, \\t, other whitespace and control or format characters as \\xNN / \\uNNNN, a backslash as
     \\\\, and bytes that are not whole characters as \\xNN.

@@ -22,14 +22,20 @@ other special-token matching), so there is one encoding path. tiktoken's ranks c
 
 This module checks arguments and owns files; the loops are in bpe_fast/_encode.pyx.
 """
+from __future__ import annotations
+
 import itertools
 import operator
 import os
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
 import numpy as np
 import regex
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from . import formats
 from ._encode import BPETables, EncoderPool, IdBuffer, Segmenter, StreamEncoder, safe_cut
@@ -37,8 +43,21 @@ from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .procs import map_threads
 from .specials import check_disallowed, check_special_tokens, special_bytes_regex, special_regex
+from ._types import Merges, StrPath, Vocab
+
+if TYPE_CHECKING:
+    import tiktoken
+
+    from ._encode import BPECore
+    from .formats import MergesSource, TableArrays
+    from .token_view import TokenView
 
 __all__ = ["Tokenizer"]
+
+_T = TypeVar("_T")
+# encode's keywords, as tiktoken's: "all", or the special tokens to match / to refuse in the text
+AllowedSpecial = Union[Literal["all"], AbstractSet[str]]
+DisallowedSpecial = Union[Literal["all"], Collection[str]]
 
 _INT32_MAX = 2**31 - 1
 _OUTPUT_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64))
@@ -46,7 +65,7 @@ _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last ch
 # the Python path pre-tokenizes a long text this many bytes at a time (the boundaries take 8 bytes a pre-token)
 _WINDOW = 1 << 20
 _ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
-_NONE = frozenset()
+_NONE: frozenset[str] = frozenset()
 # a tokenizer keeps at most this many views with other special tokens (Tokenizer._view)
 _MAX_VIEWS = 64
 # encode_iterable re-examines the unfinished tail only once the pending text has grown by this factor,
@@ -81,7 +100,9 @@ class Tokenizer:
     'hello<|endoftext|>hel'
     """
 
-    def __init__(self, vocab, merges, special_tokens=None, pattern=GPT2_PATTERN, *, training=None):
+    def __init__(self, vocab: Mapping[int, bytes], merges: Iterable[tuple[bytes, bytes]],
+                 special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN, *,
+                 training: dict[str, Any] | None = None) -> None:
         vocab = _check_vocab(vocab)
         merges = _check_merges(merges, vocab)
         training = formats.check_training(training, len(merges))
@@ -89,7 +110,8 @@ class Tokenizer:
         self._training = training
 
     @classmethod
-    def _from_checked(cls, vocab, merges, special_tokens, pattern, arrays=None, training=None):
+    def _from_checked(cls, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
+                      arrays: TableArrays | None = None, training: dict[str, Any] | None = None) -> Tokenizer:
         """From a vocab and merges that bpe_fast.formats has read (and so checked); skips checking again.
         arrays: the encoder's table arrays for this vocab and merges (bpe_fast.formats' cache), or None.
         training: as the constructor's, checked."""
@@ -98,7 +120,8 @@ class Tokenizer:
         self._training = training
         return self
 
-    def _setup(self, vocab, merges, special_tokens, pattern, arrays=None):
+    def _setup(self, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
+               arrays: TableArrays | None = None) -> None:
         if vocab and max(vocab) >= 4 * len(vocab) + (1 << 20):
             raise ValueError(f"vocab ids are too sparse: largest id {max(vocab)} for {len(vocab)} tokens")
         specials = check_special_tokens(special_tokens)
@@ -108,7 +131,7 @@ class Tokenizer:
         descending = sorted(vocab, reverse=True)
         ids_of = dict(zip(map(vocab.__getitem__, descending), descending))   # the smallest id of each token
         next_id = max(vocab) + 1 if vocab else 0
-        special_ids = {}
+        special_ids: dict[str, int] = {}
         for tok in specials:
             data = tok.encode("utf-8")
             if data not in ids_of:
@@ -130,10 +153,11 @@ class Tokenizer:
         # at once (the encoder runs without the GIL on long texts) each have their own cache of pre-tokens.
         self._pool = EncoderPool(self._tables, self._id_objects)
         self._kind = native_kind(self._pattern)     # the native scanner's number for the pattern; 0: `regex`
+        self._views: dict[frozenset[str], Tokenizer]
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
         self._use_specials(special_ids)
 
-    def _use_specials(self, special_ids):
+    def _use_specials(self, special_ids: Mapping[str, int]) -> None:
         """Match the special tokens of `special_ids` ({str: id}, in order), and only those, when encoding."""
         specials = tuple(special_ids)
         self._special_ids = dict(special_ids)
@@ -151,7 +175,7 @@ class Tokenizer:
         by_length = sorted(encoded, key=len, reverse=True)
         self._segmenter = Segmenter(kind, by_length, [self._special_ids_bytes[t] for t in by_length]) if kind else None
 
-    def restricted_to(self, allowed):
+    def restricted_to(self, allowed: frozenset[str]) -> Tokenizer:
         """This tokenizer matching only the special tokens in `allowed` (a frozenset of some of its special
         tokens; the others are ordinary text): a shallow copy sharing the tables, the vocabulary and the pool
         of encoders, with its own special-token matching; cached, one per set. It pickles and reports as a
@@ -176,7 +200,8 @@ class Tokenizer:
     # ---------------------------------------------------------------------------------------- construction
 
     @classmethod
-    def from_files(cls, vocab_filepath, merges_filepath, special_tokens=None, pattern=GPT2_PATTERN):
+    def from_files(cls, vocab_filepath: StrPath, merges_filepath: StrPath, special_tokens: Iterable[str] | None = None,
+                   pattern: str = GPT2_PATTERN) -> Tokenizer:
         """A tokenizer from GPT-2's vocab.json and merges.txt (tokens written with GPT-2's byte mapping).
 
         Malformed files raise bpe_fast.formats.FormatError (a ValueError) naming the file and line.
@@ -193,7 +218,7 @@ class Tokenizer:
         return cls._from_checked(vocab, merges, special_tokens, pattern)
 
     @classmethod
-    def from_hf(cls, path):
+    def from_hf(cls, path: StrPath) -> Tokenizer:
         """A tokenizer from an HF tokenizers ``tokenizer.json`` of a byte-level BPE model (GPT-2's, Llama 3's and
         files like them, and those export_hf writes), with the file's ids: encode(text) gives HF's
         ``encode(text, add_special_tokens=False).ids``. The added tokens are special tokens here; a
@@ -213,7 +238,8 @@ class Tokenizer:
         return cls._from_checked(vocab, merges, specials, pattern)
 
     @classmethod
-    def from_tiktoken(cls, path_or_ranks, pattern, special_tokens=None):
+    def from_tiktoken(cls, path_or_ranks: StrPath | Mapping[bytes, int], pattern: str,
+                      special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
         """A tokenizer giving tiktoken's ids for tiktoken's ranks: `path_or_ranks` is a `.tiktoken` file
         (``.tiktoken.gz``: gzip) or a dict {token bytes: rank}; `pattern` a name ("o200k", "cl100k", "gpt2") or
         a regex; `special_tokens` a dict {str: id}. The ids are the ranks; the merges are recovered from them
@@ -230,7 +256,7 @@ class Tokenizer:
         vocab, merges, specials = tokenizer_parts(path_or_ranks, special_tokens)
         return cls._from_checked(vocab, merges, specials, pattern)
 
-    def to_tiktoken(self, name="bpe_fast"):
+    def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
         """A tiktoken.Encoding giving the same ids (ImportError when tiktoken is not installed); ValueError when
         tiktoken's ranks cannot express this tokenizer (see bpe_fast.ranks.ranks_from_tokenizer).
 
@@ -248,7 +274,7 @@ class Tokenizer:
         return tiktoken.Encoding(name, pat_str=self._pattern, mergeable_ranks=ranks_from_tokenizer(self),
                                  special_tokens=self.special_tokens)
 
-    def save(self, directory):
+    def save(self, directory: StrPath) -> None:
         """Write vocab.json and merges.txt (GPT-2's format) and bpe_fast.json (special tokens, pattern) into
         `directory`, created if missing. Each file is written to a temporary name and renamed.
 
@@ -280,7 +306,7 @@ class Tokenizer:
         formats.write_cache(directory, arrays, merge_ids)
 
     @classmethod
-    def load(cls, directory):
+    def load(cls, directory: StrPath) -> Tokenizer:
         """The tokenizer `save` wrote into `directory` (a folder with only GPT-2's vocab.json and merges.txt
         loads too: no special tokens, GPT-2's pattern). Malformed files raise bpe_fast.formats.FormatError
         naming the file and line.
@@ -297,13 +323,14 @@ class Tokenizer:
         training = formats.read_training(config) if os.path.exists(config) else None
         return cls._from_checked(vocab, merges, specials, pattern, arrays, training)
 
-    def export_hf(self, path):
+    def export_hf(self, path: StrPath) -> None:
         """Write an HF tokenizers ``tokenizer.json`` that gives the same ids (see bpe_fast.export)."""
         from .export import export_hf
 
         export_hf(self, path)
 
-    def export_hf_dir(self, directory, *, bos_token=None, eos_token=None, pad_token=None):
+    def export_hf_dir(self, directory: StrPath, *, bos_token: str | None = None, eos_token: str | None = None,
+                      pad_token: str | None = None) -> list[str]:
         """Write the folder transformers' save_pretrained writes (tokenizer.json, tokenizer_config.json,
         special_tokens_map.json), created if missing: ``PreTrainedTokenizerFast.from_pretrained(directory)``
         gives the same ids. bos_token, eos_token, pad_token: special tokens to give those roles (the others are
@@ -318,14 +345,14 @@ class Tokenizer:
 
         return export_hf_dir(self, directory, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token)
 
-    def export_tiktoken(self, path):
+    def export_tiktoken(self, path: StrPath) -> None:
         """Write a tiktoken ``.tiktoken`` ranks file that, with this pattern and these special tokens, gives
         the same ids (see bpe_fast.export)."""
         from .export import export_tiktoken
 
         export_tiktoken(self, path)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., Tokenizer], tuple[Any, ...]]:
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles).
         return (_rebuild, (dict(self._vocab), list(self._merge_list()), list(self._specials), self._pattern,
                            self._training))
@@ -333,7 +360,7 @@ class Tokenizer:
     # ---------------------------------------------------------------------------------------- properties
 
     @property
-    def vocab(self):
+    def vocab(self) -> Mapping[int, bytes]:
         """Read-only id -> bytes, special tokens included.
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"]).vocab[256]
@@ -342,7 +369,7 @@ class Tokenizer:
         return MappingProxyType(self._vocab)
 
     @property
-    def merges(self):
+    def merges(self) -> tuple[tuple[bytes, bytes], ...]:
         """The merges, in rank order.
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")]).merges
@@ -350,14 +377,14 @@ class Tokenizer:
         """
         return tuple(self._merge_list())
 
-    def _merge_list(self):
+    def _merge_list(self) -> Merges:
         merges = self._merges
         if merges is None:          # threads may both make it: the function is pure, and kept (no race on it)
-            merges = self._merges = self._make_merges()
+            merges = self._merges = self._make_merges()     # type: ignore[misc]  # set when _merges is None
         return merges
 
     @property
-    def training(self):
+    def training(self) -> dict[str, Any] | None:
         """What training recorded (a copy), or None: {"merge_counts": [each merge's pair count when chosen],
         "corpus": {"bytes", "documents", "pretokens", "pretoken_bytes", "distinct_pretokens"}} (see
         bpe_fast.train.TrainResult). Saved in bpe_fast.json; a tokenizer from other files has none.
@@ -368,7 +395,7 @@ class Tokenizer:
         return None if self._training is None else formats.check_training(self._training)
 
     @property
-    def special_tokens(self):
+    def special_tokens(self) -> dict[str, int]:
         """special token -> id, in the order given.
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>", "<|pad|>"]).special_tokens
@@ -377,7 +404,7 @@ class Tokenizer:
         return dict(self._special_ids)
 
     @property
-    def pattern(self):
+    def pattern(self) -> str:
         """The pre-tokenization regex (a name given to the constructor is resolved).
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="gpt4").pattern == GPT4_PATTERN
@@ -386,7 +413,7 @@ class Tokenizer:
         return self._pattern
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         """One more than the largest id (every id is below it), as tiktoken's n_vocab.
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"]).vocab_size
@@ -395,7 +422,7 @@ class Tokenizer:
         return max(self._vocab) + 1 if self._vocab else 0
 
     @property
-    def max_token_value(self):
+    def max_token_value(self) -> int:
         """The largest id.
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).max_token_value
@@ -403,14 +430,15 @@ class Tokenizer:
         """
         return self.vocab_size - 1
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         name = {GPT2_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k"}.get(self._pattern, "custom")
         return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merge_list())} "
                 f"special_tokens={list(self._specials)!r} pattern={name}>")
 
     # ---------------------------------------------------------------------------------------- encoding
 
-    def encode(self, text, *, allowed_special="all", disallowed_special=()):
+    def encode(self, text: str, *, allowed_special: AllowedSpecial = "all",
+               disallowed_special: DisallowedSpecial = ()) -> list[int]:
         """The token ids of `text` as a list of int.
 
         The special tokens in `allowed_special` ("all": all of this tokenizer's, the default) are matched; the
@@ -446,7 +474,7 @@ class Tokenizer:
             out = self._encode_all(_replace_surrogates(text))
         return out.take_list(self._id_objects)
 
-    def encode_ordinary(self, text):
+    def encode_ordinary(self, text: str) -> list[int]:
         """The token ids of `text` with no special token matched (all are ordinary text), as tiktoken's.
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|eot|>"])
@@ -455,7 +483,7 @@ class Tokenizer:
         """
         return self.restricted_to(_NONE).encode(text)
 
-    def show(self, text):
+    def show(self, text: str) -> TokenView:
         """(pieces, ids) of `text`: the ids encode gives and each token's text, where the bytes of a token that
         holds only part of a character are \\xNN escapes (bpe_fast.token_view; `bpe-fast show` draws them).
 
@@ -468,7 +496,8 @@ class Tokenizer:
 
         return token_view(self, text)
 
-    def encode_batch(self, texts, *, num_threads=8, allowed_special="all", disallowed_special=()):
+    def encode_batch(self, texts: Iterable[str], *, num_threads: int = 8, allowed_special: AllowedSpecial = "all",
+                     disallowed_special: DisallowedSpecial = ()) -> list[list[int]]:
         """[encode(text) for text in texts], on up to `num_threads` threads. For the built-in patterns the texts
         are cut into about 8 groups a thread (by length) and each group is one native call that encodes all its
         texts without the GIL, so short texts too encode in parallel.
@@ -484,14 +513,14 @@ class Tokenizer:
         view, disallowed = self._specials_rule(allowed_special, disallowed_special)
         return view._encode_batch(texts, num_threads, disallowed)
 
-    def _encode_batch(self, texts, num_threads, disallowed):
+    def _encode_batch(self, texts: list[str], num_threads: int, disallowed: frozenset[str]) -> list[list[int]]:
         """encode_batch of the list `texts`, the special tokens matched being this tokenizer's; a text holding
         one of `disallowed` (a frozenset of str) raises tiktoken's ValueError, as encode's keywords do."""
         if self._segmenter is None:         # the Python path: a text a call
             if not disallowed:
                 return map_threads(self.encode, texts, num_threads)
 
-            def encode(text):
+            def encode(text: str) -> list[int]:
                 check_disallowed(text, disallowed)
                 return self.encode(text)
 
@@ -504,21 +533,22 @@ class Tokenizer:
                 per_group = list(pool.map(lambda group: self._encode_group(group, disallowed), groups))
         return list(itertools.chain.from_iterable(per_group))
 
-    def _encode_group(self, texts, disallowed):
+    def _encode_group(self, texts: list[str], disallowed: frozenset[str]) -> list[list[int]]:
         """[encode(text) for text in texts] in one native call (BPECore.encode_batch_texts: their UTF-8 made
         natively, without the GIL on long groups). Each text is taken as encode takes it (TypeError for one that
         is not a str, lone surrogates replaced)."""
         if disallowed:
             for text in texts:
                 check_disallowed(text, disallowed)
-        ids = self._pool.encode_batch_texts(texts, self._segmenter)
+        ids = self._pool.encode_batch_texts(texts, self._segmenter)  # type: ignore[arg-type]
         if ids is None:                     # an item is not a str
             for text in texts:
                 _check_text(text)
             raise AssertionError("encode_batch_texts refused a batch of str")
         return ids
 
-    def encode_with_offsets(self, text, *, allowed_special="all", disallowed_special=()):
+    def encode_with_offsets(self, text: str, *, allowed_special: AllowedSpecial = "all",
+                            disallowed_special: DisallowedSpecial = ()) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
         """(ids, offsets): the ids of `text` (int32 array, as encode_to_numpy) and the index in `text` of the
         character where each token starts (int64 array); a token that starts inside a character (a part of
         its UTF-8) gets that character's index, as tiktoken's decode_with_offsets. Keywords as encode's.
@@ -542,14 +572,16 @@ class Tokenizer:
         offsets = _char_offsets(data, self._token_lengths()[ids])
         return ids, (index[offsets] if index is not None else offsets)
 
-    def _for_specials(self, text, allowed_special, disallowed_special):
+    def _for_specials(self, text: str, allowed_special: AllowedSpecial,
+                      disallowed_special: DisallowedSpecial) -> Tokenizer:
         """The tokenizer (self or a _view) for encode's keywords, once `text` is checked for disallowed ones."""
         view, disallowed = self._specials_rule(allowed_special, disallowed_special)
         if disallowed:
             check_disallowed(text, disallowed)
         return view
 
-    def _specials_rule(self, allowed_special, disallowed_special):
+    def _specials_rule(self, allowed_special: AllowedSpecial,
+                       disallowed_special: DisallowedSpecial) -> tuple[Tokenizer, frozenset[str]]:
         """(view, disallowed): the tokenizer matching the allowed special tokens, and the frozenset of strings
         whose presence in a text is an error."""
         if isinstance(allowed_special, str):
@@ -567,7 +599,7 @@ class Tokenizer:
             disallowed = frozenset(disallowed_special)
         return self.restricted_to(allowed), disallowed
 
-    def _token_lengths(self):
+    def _token_lengths(self) -> NDArray[np.int64]:
         """int64 array: id -> the length of its bytes (0 for an id without a token); made on first use."""
         lengths = self.__dict__.get("_lengths")
         if lengths is None:
@@ -578,12 +610,13 @@ class Tokenizer:
         return lengths
 
     @property
-    def native(self):
+    def native(self) -> bool:
         """True when the native scanner pre-tokenizes this tokenizer's pattern (the built-in patterns): the
         encoder then runs without the GIL and reads UTF-8 bytes without making a str."""
         return self._segmenter is not None
 
-    def encode_documents_utf8(self, data, bounds, dtype=np.int32, separator=None):
+    def encode_documents_utf8(self, data: bytes, bounds: ArrayLike, dtype: DTypeLike = np.int32,
+                              separator: int | None = None) -> NDArray[Any]:
         """The ids of each document data[bounds[k]:bounds[k + 1]] (valid UTF-8 bytes; bounds int64 from 0 to
         len(data)), each encoded alone as encode_utf8_to_numpy does, one after another in one array of dtype,
         with the id `separator` (None: nothing) after each. For encoding shards of documents.
@@ -603,17 +636,17 @@ class Tokenizer:
             return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
         check_utf8(data)
 
-        def encode(core):
+        def encode(core: BPECore) -> IdBuffer:
             out = IdBuffer()
             view = memoryview(data)
             for start, end in zip(edges[:-1], edges[1:]):
-                core.encode_utf8_into(out, view[start:end], self._segmenter)
+                core.encode_utf8_into(out, view[start:end], self._segmenter)     # type: ignore[arg-type]
                 if separator is not None:
                     out.push(separator)
             return out
         return self._pool.run(encode).take(dtype)
 
-    def encode_to_numpy(self, text, dtype=np.int32):
+    def encode_to_numpy(self, text: str, dtype: DTypeLike = np.int32) -> NDArray[Any]:
         """The token ids of `text` as a 1-D NumPy array of `dtype` (int32 by default; also uint16, uint32,
         int64, uint64). A dtype too small for the largest id (uint16 with more than 65,536 ids) is a ValueError.
 
@@ -631,7 +664,8 @@ class Tokenizer:
             out = self._encode_all(_replace_surrogates(text))
         return out.take(dtype)
 
-    def encode_utf8_to_numpy(self, data, dtype=np.int32, *, scratch=None):
+    def encode_utf8_to_numpy(self, data: bytes | bytearray | memoryview, dtype: DTypeLike = np.int32, *,
+                             scratch: IdBuffer | None = None) -> NDArray[Any]:
         """encode_to_numpy of UTF-8 bytes (equal to encode_to_numpy(data.decode("utf-8"))), without making a
         str: for reading files. Invalid UTF-8 raises the UnicodeDecodeError bytes.decode would. scratch: an
         empty bpe_fast._encode.IdBuffer to work in (left empty, its memory kept, for a caller encoding many
@@ -653,7 +687,7 @@ class Tokenizer:
             data = bytes(data)
         return self._encode_utf8_array(data, dtype, IdBuffer() if scratch is None else scratch)
 
-    def _encode_utf8_array(self, data, dtype, out):
+    def _encode_utf8_array(self, data: bytes | bytearray | memoryview, dtype: DTypeLike, out: IdBuffer) -> NDArray[Any]:
         """encode_utf8_to_numpy for the native path, its arguments checked, with `out` (an empty IdBuffer) as
         the working buffer: it is left empty, its memory kept, so a caller encoding many pieces reuses it. data
         must not change during the call (bytes, or a buffer no other thread holds)."""
@@ -661,7 +695,7 @@ class Tokenizer:
         self._pool.run(lambda core: core.encode_utf8_into(out, data, self._segmenter))
         return out.take(dtype)
 
-    def encode_iterable(self, iterable):
+    def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily yield the ids of the concatenated strings of `iterable` (e.g. a text file, line by line).
 
         Equal to ``encode("".join(iterable))`` however the text is cut. After each string, the ids of the text
@@ -686,7 +720,7 @@ class Tokenizer:
             return itertools.chain.from_iterable(self._id_lists_python(iterable))
         return itertools.chain.from_iterable(self._id_lists_native(iterable))
 
-    def _id_lists_native(self, iterable):
+    def _id_lists_native(self, iterable: Iterable[str]) -> Iterator[list[int]]:
         """encode_iterable's lists of ids, one per string that made some ids final (the native path)."""
         stream = self._open_stream()   # an encoder is taken for each string, not held while the caller has the ids
         carry = ""      # a high surrogate that ended the previous string: it may pair with the next one
@@ -706,14 +740,14 @@ class Tokenizer:
             yield self._pool.run(stream.feed, _replace_surrogates(carry))
         yield self._pool.run(stream.finish)
 
-    def _open_stream(self):
+    def _open_stream(self) -> StreamEncoder:
         """A new native StreamEncoder for encode_iterable (a method, so tests can look at the stream)."""
-        return StreamEncoder(self._segmenter, self._id_objects)
+        return StreamEncoder(self._segmenter, self._id_objects)        # type: ignore[arg-type]  # the native path
 
-    def _id_lists_python(self, iterable):
+    def _id_lists_python(self, iterable: Iterable[str]) -> Iterator[list[int]]:
         """encode_iterable's lists of ids for patterns the native scanner does not know: the pending strings
         are joined and cut in Python once they have grown by _PENDING_GROWTH."""
-        pending = []          # strings not yet encoded, in order
+        pending: list[str] = []          # strings not yet encoded, in order
         pending_len = 0
         next_attempt = 1      # examine the pending text once it is at least this long
         carry = ""
@@ -741,7 +775,7 @@ class Tokenizer:
         if pending or carry:
             yield self.encode("".join(pending) + carry)
 
-    def _encode_all(self, text):
+    def _encode_all(self, text: str) -> IdBuffer:
         """An IdBuffer with the ids of `text`. The special tokens are found in the UTF-8 bytes, which gives
         the same cuts as in the str (a token's bytes can only match where its characters do)."""
         out = IdBuffer()
@@ -765,7 +799,7 @@ class Tokenizer:
             self._encode_ordinary(out, data[pos:] if pos else data)
         return out
 
-    def _encode_ordinary(self, out, data, final=True):
+    def _encode_ordinary(self, out: IdBuffer, data: bytes, final: bool = True) -> int:
         """Append the ids of UTF-8 `data` (no special tokens in it) to `out`; returns how many bytes were
         encoded: all if `final`, else those before the last safe cut (the text may continue).
 
@@ -773,7 +807,7 @@ class Tokenizer:
         array stays small; only for the built-in patterns, for which the safe cut is exact."""
         return self._pool.run(self._encode_ordinary_with, out, data, final)
 
-    def _encode_ordinary_with(self, core, out, data, final):
+    def _encode_ordinary_with(self, core: BPECore, out: IdBuffer, data: bytes, final: bool) -> int:
         pattern = self._pattern
         n = len(data)
         start = 0
@@ -805,7 +839,7 @@ class Tokenizer:
             start += int(bounds[k])
         return start
 
-    def _encode_finished(self, text):
+    def _encode_finished(self, text: str) -> tuple[list[int], str]:
         """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""
         out = IdBuffer()
         data = text.encode("utf-8")
@@ -830,7 +864,7 @@ class Tokenizer:
         pos += self._encode_ordinary(out, data[pos:undecided] if pos or undecided < n else data, final=False)
         return out.take_list(self._id_objects), data[pos:].decode("utf-8")
 
-    def _may_hold_special(self, data):
+    def _may_hold_special(self, data: bytes) -> bool:
         """False when no special token (not even the start of one) can be in `data`: none of their first
         bytes is there (a cheap test that spares the regex on most short texts)."""
         for first in self._special_firsts:
@@ -838,7 +872,7 @@ class Tokenizer:
                 return True
         return False
 
-    def _special_prefix_start(self, data, pos):
+    def _special_prefix_start(self, data: bytes, pos: int) -> int:
         """The first k >= pos from which data[k:] is a proper prefix of a special token's UTF-8 (len(data) if
         none): from there on, whether a special token starts depends on the text still to come. (Working on
         bytes finds the same places as on the str: UTF-8 is self-synchronizing.)"""
@@ -857,7 +891,7 @@ class Tokenizer:
                 k = data.find(first, k + 1)
         return best
 
-    def _safe_cut(self, data, bounds):
+    def _safe_cut(self, data: bytes, bounds: NDArray[np.int64]) -> int:
         """The largest k such that cutting `data` (UTF-8 ordinary text that may continue) at bounds[k] leaves
         the pre-tokens before the cut unchanged whatever follows; 0 if there is none.
 
@@ -892,7 +926,7 @@ class Tokenizer:
             return k
         return 0
 
-    def _check_dtype(self, dtype):
+    def _check_dtype(self, dtype: DTypeLike) -> np.dtype[Any]:
         try:
             dtype = np.dtype(dtype)
         except TypeError:
@@ -906,7 +940,7 @@ class Tokenizer:
 
     # ---------------------------------------------------------------------------------------- decoding
 
-    def decode(self, ids, errors="replace"):
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of `ids` (a list or 1-D array of ints): the tokens' bytes joined and decoded as UTF-8 with
         `errors` ("replace": invalid UTF-8 becomes U+FFFD; "strict": raises UnicodeDecodeError; "ignore": is
         dropped; any error handler of bytes.decode). An id that is negative or has no token is a ValueError
@@ -922,7 +956,8 @@ class Tokenizer:
                 return data.decode("utf-8", errors)
         return self.decode_bytes(ids).decode("utf-8", errors)
 
-    def decode_batch(self, batch, *, errors="replace", num_threads=8):
+    def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
+                     num_threads: int = 8) -> list[str]:
         """[decode(ids, errors) for ids in batch], on up to `num_threads` threads.
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode_batch([[104, 105], [33]])
@@ -932,7 +967,7 @@ class Tokenizer:
         _check_threads(num_threads)
         return map_threads(lambda ids: self.decode(ids, errors), batch, num_threads)
 
-    def decode_with_offsets(self, ids):
+    def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
         """(text, offsets), as tiktoken's: the text of `ids`, decoded strictly (invalid UTF-8 raises
         UnicodeDecodeError), and for each token the index of the first character holding bytes of it.
 
@@ -945,7 +980,7 @@ class Tokenizer:
         offsets = _char_offsets(data, self._token_lengths()[ids])
         return data.decode("utf-8", "strict"), offsets.tolist()
 
-    def decode_bytes(self, ids):
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The tokens' bytes joined, without decoding.
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode_bytes([0xE2, 0x82, 0xAC])
@@ -958,7 +993,7 @@ class Tokenizer:
         return self._tables.decode_bytes(_id_array(ids))
 
 
-def _char_offsets(data, lengths):
+def _char_offsets(data: bytes, lengths: NDArray[np.int64]) -> NDArray[np.int64]:
     """For tokens of `lengths` bytes making up UTF-8 `data`: the index of the character holding each token's first
     byte (int64 array)."""
     if not len(lengths):
@@ -972,7 +1007,7 @@ def _char_offsets(data, lengths):
     return np.maximum(before[starts] - ~is_start[starts], 0)
 
 
-def _replace_surrogates_mapped(text):
+def _replace_surrogates_mapped(text: str) -> tuple[str, NDArray[np.intp]]:
     """(_replace_surrogates(text), index): index[k] is where character k of the new text is in `text` (a
     surrogate pair becomes one character)."""
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
@@ -983,21 +1018,21 @@ def _replace_surrogates_mapped(text):
     return _replace_surrogates(text), np.flatnonzero(~second)
 
 
-def _check_batch(items, what):
+def _check_batch(items: Iterable[_T], what: str) -> list[_T]:
     """`items` as a list; TypeError for a str or bytes (one text, not a batch)."""
     if isinstance(items, (str, bytes)):
         raise TypeError(f"{what} must be a list, not a single {type(items).__name__}")
     return items if type(items) is list else list(items)
 
 
-def _check_threads(num_threads):
+def _check_threads(num_threads: int) -> None:
     if type(num_threads) is not int or num_threads < 1:
         if isinstance(num_threads, bool) or not isinstance(num_threads, int):
             raise TypeError(f"num_threads must be an int, got {num_threads!r}")
         raise ValueError(f"num_threads must be at least 1, got {num_threads}")
 
 
-def _length_groups(texts, n_groups):
+def _length_groups(texts: list[_T], n_groups: int) -> list[list[_T]]:
     """`texts` (a list) cut into at most `n_groups` runs of about the same total length, and into runs of at most
     _GROUP_CHARS characters (beyond one text) so the joined UTF-8 of a run stays small."""
     n = len(texts)
@@ -1012,23 +1047,24 @@ def _length_groups(texts, n_groups):
     return [texts[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
-def _rebuild(vocab, merges, specials, pattern, training=None):
+def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
+             training: dict[str, Any] | None = None) -> Tokenizer:
     return Tokenizer(vocab, merges, specials, pattern, training=training)
 
 
-def _check_text(text):
+def _check_text(text: object) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     return text
 
 
-def _check_chunk(chunk):
+def _check_chunk(chunk: object) -> str:
     if not isinstance(chunk, str):
         raise TypeError(f"encode_iterable expects str chunks, got {type(chunk).__name__}")
     return chunk
 
 
-def _hold_high_surrogate(chunk):
+def _hold_high_surrogate(chunk: str) -> tuple[str, str]:
     """(chunk, carry): a high surrogate ending the chunk is held back, as the next chunk may start with its low
     half; joined, the two are one character once surrogates are replaced (see _replace_surrogates)."""
     if chunk and "\ud800" <= chunk[-1] <= "\udbff":
@@ -1036,18 +1072,18 @@ def _hold_high_surrogate(chunk):
     return chunk, ""
 
 
-def _replace_surrogates(text):
+def _replace_surrogates(text: str) -> str:
     # what tiktoken does with text that holds lone surrogates
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _check_vocab(vocab):
+def _check_vocab(vocab: Any) -> Vocab:
     """A new dict[int, bytes]; TypeError/ValueError naming the bad entry."""
     try:
         items = list(vocab.items())
     except AttributeError:
         raise TypeError(f"vocab must be a dict[int, bytes], got {type(vocab).__name__}") from None
-    out = {}
+    out: Vocab = {}
     for i, token in items:
         if type(i) is not int:
             try:
@@ -1067,7 +1103,7 @@ def _check_vocab(vocab):
     return out
 
 
-def _check_merges(merges, vocab):
+def _check_merges(merges: Any, vocab: Mapping[int, bytes]) -> Merges:
     """A new list[tuple[bytes, bytes]]; each token of a merge and their concatenation must be in vocab."""
     if isinstance(merges, (str, bytes)):
         raise TypeError("merges must be a list of (bytes, bytes) pairs")
@@ -1088,11 +1124,11 @@ def _check_merges(merges, vocab):
     return out
 
 
-def _build_tables(vocab, merges, ids_of):
+def _build_tables(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[bytes, int]) -> BPETables:
     return BPETables(**_table_arrays(vocab, merges, ids_of))
 
 
-def _table_arrays(vocab, merges, ids_of):
+def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[bytes, int]) -> TableArrays:
     """BPETables' arguments (but `permanent`) as a dict of arrays."""
     byte_ids = np.array([ids_of.get(bytes([b]), -1) for b in range(256)], dtype=np.int32)
     # each merged token once, where its first merge made it: dict keys keep the first insertion's place,
@@ -1117,7 +1153,7 @@ def _table_arrays(vocab, merges, ids_of):
                 decode_pool=decode_pool, decode_offsets=decode_offsets, known=known)
 
 
-def _id_array(ids):
+def _id_array(ids: Any) -> NDArray[np.int64]:
     """ids as a 1-D int64 array; TypeError for non-integers, ValueError naming an id beyond int64."""
     if not isinstance(ids, np.ndarray):
         if isinstance(ids, (str, bytes)):

@@ -1,22 +1,34 @@
 """Byte-level BPE training: CS336's `train_bpe(input_path, vocab_size, special_tokens)`, fast."""
+from __future__ import annotations
+
 import numbers
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._inspect import count_distinct
 from ._scan import merge_arrays
 from ._train import MergeEngine
+from ._types import Merges, Progress, Table, Vocab
 from .count_workers import check_input_args, count_input_tables
 from .counts import PretokenCounts
 from .patterns import GPT2_PATTERN, resolve_pattern
 from .specials import check_special_tokens
 
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
+
+# what training takes: PretokenCounts, a mapping {pre-token bytes: count}, or train_bpe's (tokens, offsets, counts)
+_Counts = Union[PretokenCounts, Mapping[bytes, int], Table]
+
 _MERGE_BATCH = 256      # merges between progress reports
 SPECIAL_TOKENS_POSITIONS = ("after_bytes", "end")
 
 
-def check_vocab_size(vocab_size, special_tokens, initial=None):
+def check_vocab_size(vocab_size: int, special_tokens: Sequence[str], initial: Tokenizer | None = None) -> int:
     """vocab_size, checked: an int with room for the byte tokens (or, continuing, the initial tokenizer's
     vocabulary, counted as its vocab_size: largest id + 1) and the special tokens not there yet."""
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
@@ -35,10 +47,12 @@ def check_vocab_size(vocab_size, special_tokens, initial=None):
     return vocab_size
 
 
-def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, pattern=None,
-              errors="strict", *, chunk_bytes=None, progress=None, max_bytes=None, max_documents=None,
-              text_field="text", text_column="text", min_frequency=1, max_token_length=None,
-              special_tokens_position="after_bytes", pad_vocab_to_multiple_of=None, initial=None):
+def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | None = None,
+              num_processes: int | None = None, pattern: str | None = None, errors: str = "strict", *,
+              chunk_bytes: int | None = None, progress: Progress | None = None, max_bytes: int | None = None,
+              max_documents: int | None = None, text_field: str = "text", text_column: str = "text",
+              min_frequency: int = 1, max_token_length: int | None = None, special_tokens_position: str = "after_bytes",
+              pad_vocab_to_multiple_of: int | None = None, initial: Tokenizer | None = None) -> TrainResult:
     """Learn a byte-level BPE vocabulary from a corpus: a UTF-8 text file (CS336's input_path), or any input
     count_pretokens takes (compressed files, JSON lines with text_field, Parquet with text_column,
     directories, globs, lists of paths, an iterable of documents; max_bytes / max_documents caps).
@@ -64,7 +78,7 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
         pattern = initial.pattern if pattern is None else pattern
     check_vocab_size(vocab_size, special_tokens, initial)
     special_tokens, pattern = check_input_args(special_tokens, GPT2_PATTERN if pattern is None else pattern, errors)
-    read = {}           # the bytes and documents read, for the result's corpus statistics
+    read: dict[str, int] = {}           # the bytes and documents read, for the result's corpus statistics
     # one expression: no local of this frame keeps the tables alive while the engine is built
     return _train(_concatenate(count_input_tables(input_path, special_tokens, pattern, num_processes, errors,
                                                   chunk_bytes, progress, max_bytes=max_bytes,
@@ -75,7 +89,7 @@ def train_bpe(input_path, vocab_size, special_tokens=None, num_processes=None, p
                   pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial, read=read)
 
 
-def _concatenate(tables):
+def _concatenate(tables: Sequence[Table]) -> Table:
     """The workers' tables end to end as one PretokenCounts-like triple (a pre-token may be listed twice)."""
     if len(tables) == 1:
         return tables[0]
@@ -93,7 +107,7 @@ def _concatenate(tables):
     return tokens, offsets, counts
 
 
-def counts_to_arrays(counts):
+def counts_to_arrays(counts: Mapping[bytes, int]) -> Table:
     """A mapping {pre-token bytes: count} as (tokens uint8, offsets int64, counts int64) for the engine."""
     keys = list(counts.keys())
     n = len(keys)
@@ -107,9 +121,11 @@ def counts_to_arrays(counts):
     return np.frombuffer(b"".join(keys), dtype=np.uint8), offsets, freqs
 
 
-def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None, min_frequency=1,
-                      max_token_length=None, special_tokens_position="after_bytes", pad_vocab_to_multiple_of=None,
-                      initial=None):
+def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: int,
+                      special_tokens: Iterable[str] | None = None, *, progress: Progress | None = None,
+                      min_frequency: int = 1, max_token_length: int | None = None,
+                      special_tokens_position: str = "after_bytes", pad_vocab_to_multiple_of: int | None = None,
+                      initial: Tokenizer | None = None) -> TrainResult:
     """Learn merges from pre-token counts: a PretokenCounts (see count_pretokens) or a mapping
     {bytes: int}. Identical to train_bpe on the corpus they were counted from.
 
@@ -143,9 +159,10 @@ def train_from_counts(counts, vocab_size, special_tokens=None, *, progress=None,
                   pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
 
 
-def _train(counts, vocab_size, special_tokens, progress, stacklevel, *, pattern=None, min_frequency=1,
-           max_token_length=None, special_tokens_position="after_bytes", pad_vocab_to_multiple_of=None,
-           initial=None, read=None):
+def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], progress: Progress | None, stacklevel: int,
+           *, pattern: str | None = None, min_frequency: int = 1, max_token_length: int | None = None,
+           special_tokens_position: str = "after_bytes", pad_vocab_to_multiple_of: int | None = None,
+           initial: Tokenizer | None = None, read: Mapping[str, int] | None = None) -> TrainResult:
     """Train on counts (PretokenCounts, a mapping, or train_bpe's (tokens, offsets, counts) made with
     `pattern`, where a pre-token may be listed twice). special_tokens come checked; vocab_size and the options
     are checked here. read: the "bytes" and "documents" the counts were made from, if known. Returns a
@@ -167,8 +184,8 @@ def _train(counts, vocab_size, special_tokens, progress, stacklevel, *, pattern=
     engine = MergeEngine(*arrays, max_token_length=max_token_length)
     del arrays
     if initial is None:
-        vocab = {i: bytes([i]) for i in range(256)}
-        old_merges = []
+        vocab: Vocab = {i: bytes([i]) for i in range(256)}
+        old_merges: Merges = []
         new_specials = list(special_tokens)
     else:
         vocab = dict(initial.vocab)
@@ -206,7 +223,7 @@ def _train(counts, vocab_size, special_tokens, progress, stacklevel, *, pattern=
     return TrainResult(vocab, old_merges + merges, {"corpus": corpus, "merge_counts": merge_counts})
 
 
-class TrainResult(tuple):
+class TrainResult(tuple[Vocab, Merges]):
     """train_bpe's and train_from_counts' result: the pair (vocab, merges), which it unpacks and compares as,
     with what training saw as `training`: a dict {"merge_counts": the count of each merge's pair when it was
     chosen, in merge order (a continued tokenizer's merges: their count when replayed), "corpus": {"bytes",
@@ -220,16 +237,19 @@ class TrainResult(tuple):
     ([(b'h', b'e'), (b'he', b'l')], [7, 7], 2)
     """
 
-    def __new__(cls, vocab, merges, training=None):
+    training: dict[str, Any] | None
+
+    def __new__(cls, vocab: Vocab, merges: Merges, training: dict[str, Any] | None = None) -> TrainResult:
         self = super().__new__(cls, (vocab, merges))
         self.training = training
         return self
 
-    def __getnewargs__(self):
+    def __getnewargs__(self) -> tuple[Any, ...]:
         return self[0], self[1], self.training
 
 
-def corpus_statistics(tokens, offsets, counts, *, may_repeat=True, read=None):
+def corpus_statistics(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64], *,
+                      may_repeat: bool = True, read: Mapping[str, int] | None = None) -> dict[str, int]:
     """{"pretokens", "pretoken_bytes", "distinct_pretokens"} of pre-token arrays (tokens, offsets, counts),
     after the entries of `read` ({"bytes": ..., "documents": ...}: what the inputs held). may_repeat: a
     pre-token may be listed more than once (the workers' tables end to end), so the distinct ones are
@@ -241,8 +261,9 @@ def corpus_statistics(tokens, offsets, counts, *, may_repeat=True, read=None):
     return stats
 
 
-def check_train_options(*, min_frequency=1, max_token_length=None, special_tokens_position="after_bytes",
-                        pad_vocab_to_multiple_of=None, initial=None):
+def check_train_options(*, min_frequency: int = 1, max_token_length: int | None = None,
+                        special_tokens_position: str = "after_bytes", pad_vocab_to_multiple_of: int | None = None,
+                        initial: object = None) -> None:
     """TypeError/ValueError naming the first bad training option (train_bpe's and train_from_counts')."""
     _check_int("min_frequency", min_frequency, 1)
     if max_token_length is not None:
@@ -263,27 +284,28 @@ def check_train_options(*, min_frequency=1, max_token_length=None, special_token
                              f"(byte-level BPE needs all 256)")
 
 
-def _check_int(name, value, minimum):
+def _check_int(name: str, value: int, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
 
 
-def _check_initial_pattern(pattern, initial):
+def _check_initial_pattern(pattern: str | None, initial: Tokenizer) -> None:
     """The counts must be split as the initial tokenizer splits text (pattern None: not known, trusted)."""
     if pattern is not None and resolve_pattern(pattern) != initial.pattern:
         raise ValueError(f"the counts were made with the pattern {pattern!r}, but the initial tokenizer's "
                          f"pattern is {initial.pattern!r}: count the corpus with initial.pattern")
 
 
-def _new_special_tokens(special_tokens, initial):
+def _new_special_tokens(special_tokens: Iterable[str], initial: Tokenizer) -> list[str]:
     """The special tokens (in order) that the initial tokenizer does not have yet."""
     have = initial.special_tokens
     return [tok for tok in special_tokens if tok not in have]
 
 
-def _stop_message(merges, continued, best, min_frequency, total, vocab_size, pad):
+def _stop_message(merges: int, continued: bool, best: int, min_frequency: int, total: int, vocab_size: int,
+                  pad: int | None) -> str:
     new = "new " if continued else ""
     why = f"no pairs left after {merges} {new}merges"
     if best > 0:
@@ -295,7 +317,7 @@ def _stop_message(merges, continued, best, min_frequency, total, vocab_size, pad
     return f"{why} the vocabulary has {total} tokens, not a multiple of pad_vocab_to_multiple_of={pad}"
 
 
-def merges_to_arrays(merges):
+def merges_to_arrays(merges: Sequence[tuple[bytes, bytes]]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
     """A list of (bytes, bytes) as MergeEngine.replay's arrays: the sides' bytes end to end (uint8) and the
     2 * len(merges) + 1 offsets (int64) around them."""
     sides = [side for pair in merges for side in pair]

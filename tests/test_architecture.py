@@ -21,10 +21,21 @@ def modules():
     return sorted(PACKAGE.glob("*.py"))
 
 
+def type_checking_only(tree):
+    """The nodes inside `if TYPE_CHECKING:` blocks: imports for annotations only, which never run."""
+    return {id(inner) for node in ast.walk(tree) if isinstance(node, ast.If) and
+            ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+            for stmt in node.body for inner in ast.walk(stmt)}
+
+
 def package_imports(path):
-    """(line, imported module name) for every import of a bpe_fast module in the file, at any depth."""
+    """(line, imported module name) for every import of a bpe_fast module in the file, at any depth (but in an
+    `if TYPE_CHECKING:` block: a module may name another's types in its annotations without importing it)."""
     tree = ast.parse(path.read_text())
+    typing_only = type_checking_only(tree)
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level == 1 and node.module:
                 yield node.lineno, node.module.split(".")[0]
@@ -113,6 +124,13 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
                    "def f(tokenizer):\n    return tokenizer._segmenter, tokenizer.encode\n"
                    "class A:\n    def g(self, other):\n        self._x = 1\n        return other._x\n")
     assert private_reaches(bad) == [(1, "from .tokenizer import _map_threads"), (4, "tokenizer._segmenter")]
+
+
+def test_imports_for_annotations_only_are_not_dependencies(tmp_path):
+    path = tmp_path / "typed.py"
+    path.write_text("from typing import TYPE_CHECKING\nfrom .formats import read_vocab\n"
+                    "if TYPE_CHECKING:\n    from .tokenizer import Tokenizer\n")
+    assert list(package_imports(path)) == [(2, "formats")]
 
 
 def test_native_layer_reads_no_python_class_private_fields():

@@ -303,6 +303,33 @@ def test_parquet_nulls_are_empty_documents(tmp_path):
     assert count_pretokens(tmp_path / "c.parquet", num_processes=1) == {b"a": 1, b" b": 1, b"c": 1}
 
 
+class Text(str):
+    """A str subclass, as some libraries hand out (taken as its str, as Tokenizer.encode takes it)."""
+
+
+@pytest.mark.parametrize("max_documents", [None, 10])
+def test_str_subclasses_are_documents(max_documents):
+    docs = ["Hello world", "é and ü", "x y z"] * 4
+    expected = count_pretokens(iter(docs), max_documents=max_documents, num_processes=1)
+    for form in ([Text(d) for d in docs], [{"text": Text(d)} for d in docs]):
+        assert count_pretokens(iter(form), max_documents=max_documents, num_processes=1) == expected
+
+
+def test_a_custom_pattern_validates_utf8_in_a_fresh_process(tmp_path):
+    # the UTF-8 validator must not need the native scanner's tables (loaded only by a built-in pattern)
+    import subprocess
+    import sys
+    code = ("from bpe_fast import count_pretokens\n"
+            "print(dict(count_pretokens(iter(['abc def', b'gh']), pattern=r'\\w+', num_processes=1)))\n"
+            "try:\n    count_pretokens(iter([b'ok', b'a\\xffb']), pattern=r'\\w+', num_processes=1)\n"
+            "except Exception as exc:\n    print(type(exc).__name__, exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == repr({b"abc": 1, b"def": 1, b"gh": 1})
+    assert lines[1].startswith("CorpusDecodeError") and "document 1, byte offset 1" in lines[1], lines[1]
+
+
 @pytest.mark.parametrize("procs", [1, 2])
 def test_iterable_item_of_a_wrong_type_names_index_and_type(procs):
     with pytest.raises(TypeError, match=r"item 2 of the input is int"):

@@ -1,0 +1,12 @@
+"""Type stubs for the compiled module bpe_fast._ranks (bpe_fast/_ranks.pyx)."""
+import numpy as np
+from _typeshed import ReadableBuffer
+from numpy.typing import NDArray
+
+_Bytes = ReadableBuffer | NDArray[np.uint8]
+
+def parse_tiktoken(data: _Bytes) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64],
+                                           NDArray[np.int64], int]: ...
+def recover_merges(pool: _Bytes, offsets: ReadableBuffer | NDArray[np.int64],
+                   byte_index: ReadableBuffer | NDArray[np.int32]) -> tuple[NDArray[np.int32], NDArray[np.int32],
+                                                                            int]: ...

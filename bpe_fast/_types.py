@@ -1,0 +1,15 @@
+"""Type aliases for the annotations of bpe_fast's modules (static types only: nothing here checks a value)."""
+import os
+from typing import Callable, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+from numpy.typing import NDArray
+
+StrPath = Union[str, "os.PathLike[str]"]                # a file or folder path
+Vocab = Dict[int, bytes]                                # id -> the token's bytes
+Merges = List[Tuple[bytes, bytes]]                      # the merges in creation order
+# progress(stage, done, total): stage "count" (bytes; total None when not known ahead) or "merge" (merges)
+Progress = Callable[[str, int, Optional[int]], object]
+# a table of counted pre-tokens: tokens (uint8, the pre-tokens' bytes end to end), offsets (int64, pre-token k is
+# tokens[offsets[k]:offsets[k + 1]]) and counts (int64)
+Table = Tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]]
