@@ -3,8 +3,10 @@
 Text files: the parent cuts each file into byte ranges at safe points (see chunking.py); the caller's thread and
 num_processes - 1 worker processes claim ranges one at a time, read them from the file (no text is sent between
 processes), count them into one native table each, and the workers write their arrays to a scratch file.
-Other inputs (compressed files, JSON lines, Parquet, iterables; see inputs.py): read here in batches of
-documents, handed to the thread and the workers through a bounded queue. No pre-token is a Python object on
+Parquet files with row groups enough (and no max_bytes / max_documents cap) are shared out the same way, a row
+group at a time: each is read and decoded by whoever claims it. Other inputs (compressed files, JSON lines,
+Parquet otherwise, iterables; see inputs.py): read here in batches of documents, handed to the thread and the
+workers through a bounded queue. No pre-token is a Python object on
 the way: the tables go as they are to the merge engine (train.py) or into PretokenCounts (counts.py).
 What a Dask task runs is here too (count_ranges), so counts.py and dask_counts.py both build on this module.
 """
@@ -14,7 +16,7 @@ import os
 import queue
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -23,7 +25,8 @@ import numpy as np
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
 from .inputs import (Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors, check_input_file,
-                     line_of, read_batches, resolve_inputs, utf8_boundary)
+                     line_of, parquet_row_group_batches, parquet_row_groups, read_batches, resolve_inputs,
+                     utf8_boundary)
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
@@ -176,35 +179,62 @@ def _count_parallel(path: str, ranges: Sequence[tuple[int, int]], special_tokens
     """workers - 1 processes and a thread of the caller's claim ranges one at a time until none is left, each
     counting into one native table (the thread's scan runs without the GIL); returns the tables, or with
     combine the workers' added into the thread's table."""
-    bytes_done, next_range = shared_counter(), shared_counter()
+    def count_unit(counter: ChunkCounter, k: int, bytes_done: Any) -> None:
+        with open(path, "rb") as f:
+            _count_range(counter, f, path, *ranges[k], bytes_done)
+
+    def first_failure(seen: list[BaseException]) -> BaseException:
+        decode = [e for e in seen if isinstance(e, CorpusDecodeError)]
+        if decode:         # the first in the file, not the first a worker met
+            return _first_decode_error(path, ranges, min(e.offset for e in decode) + 1) or decode[0]
+        return seen[0]
+
+    own, tables, _ = _count_claimed_units(len(ranges), count_unit, _count_claimed, (path, ranges),
+                                          special_tokens, pattern, errors, workers, progress, ranges[-1][1],
+                                          f"counting {path}", first_failure)
+    if combine:
+        for table in tables:
+            own.add_arrays(*table)
+        return [own.arrays()]
+    return [own.arrays()] + tables
+
+
+def _count_claimed_units(n_units: int, count_unit: Callable[[ChunkCounter, int, Any], None],
+                         task: Callable[..., str], task_args: tuple[Any, ...], special_tokens: Sequence[str],
+                         pattern: str, errors: str, workers: int, progress: Progress | None, total: int | None,
+                         what: str, first_failure: Callable[[list[BaseException]], BaseException]
+                         ) -> tuple[ChunkCounter, list[Table], int]:
+    """The units of work 0..n_units - 1 (byte ranges of a file, row groups of Parquet files) claimed one at a
+    time from a shared index by a thread of the caller's (count_unit(counter, k, bytes_done)) and by
+    workers - 1 processes (task(*task_args, special_tokens, pattern, errors, out_path), which claims the
+    same way and writes its table to out_path) until none is left. Returns (the thread's counter, the
+    workers' tables, the bytes counted). first_failure picks the error to raise from those seen."""
+    bytes_done, next_unit = shared_counter(), shared_counter()
     own = _counter_for(special_tokens, pattern, errors)
     stop = threading.Event()
     failure: list[BaseException] = []
 
     def count_own() -> None:
         try:
-            with open(path, "rb") as f:
-                while not stop.is_set():
-                    k = _claim(next_range)
-                    if k >= len(ranges):
-                        break
-                    _count_range(own, f, path, *ranges[k], bytes_done)
+            while not stop.is_set():
+                k = _claim(next_unit)
+                if k >= n_units:
+                    break
+                count_unit(own, k, bytes_done)
         except BaseException as exc:       # reported by the caller's thread
             failure.append(exc)
 
-    with _scratch_dir(ranges[-1][1]) as scratch, \
-            worker_pool(workers - 1, f"counting {path}", _init_worker, (bytes_done, next_range)) as pool:
-        futures = [pool.submit(_count_claimed, path, ranges, special_tokens, pattern, errors,
+    with _scratch_dir(total or 0) as scratch, \
+            worker_pool(workers - 1, what, _init_worker, (bytes_done, next_unit)) as pool:
+        futures = [pool.submit(task, *task_args, special_tokens, pattern, errors,
                                os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
         thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
         thread.start()
+
         def raise_first_failure() -> None:
             seen: list[Any] = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
             if seen:
-                decode = [e for e in seen if isinstance(e, CorpusDecodeError)]
-                if decode:
-                    raise _first_decode_error(path, ranges, min(e.offset for e in decode) + 1) or decode[0]
-                raise seen[0]
+                raise first_failure(seen)
 
         try:
             pending = set(futures)
@@ -214,7 +244,7 @@ def _count_parallel(path: str, ranges: Sequence[tuple[int, int]], special_tokens
                     check_workers_alive(pool)   # a worker killed mid-result would leave its future pending
                 thread.join(0 if pending else 0.25)
                 if progress is not None:
-                    progress("count", bytes_done.value, ranges[-1][1])
+                    progress("count", bytes_done.value, total)
                 raise_first_failure()
         finally:
             stop.set()
@@ -224,11 +254,54 @@ def _count_parallel(path: str, ranges: Sequence[tuple[int, int]], special_tokens
         for f in futures:
             tables.append(_read_table(f.result()))
             os.unlink(f.result())          # the scratch space holds one table at a time
-    if combine:
-        for table in tables:
-            own.add_arrays(*table)
-        return [own.arrays()]
-    return [own.arrays()] + tables
+    return own, tables, bytes_done.value
+
+
+# ---- Parquet files whose row groups the workers read themselves ------------------------------------
+
+def _count_row_group(counter: ChunkCounter, unit: tuple[str, int], text_column: str, batch_bytes: int,
+                     bytes_done: Any) -> None:
+    for batch in parquet_row_group_batches(unit[0], unit[1], text_column, batch_bytes):
+        _count_batch(counter, batch, bytes_done)
+
+
+def _count_claimed_row_groups(units: Sequence[tuple[str, int]], text_column: str, batch_bytes: int,
+                              special_tokens: Iterable[str], pattern: str, errors: str, out_path: str) -> str:
+    """Worker: claim row groups (path, group) one at a time from the shared index until none is left, count
+    them into one native table and write its arrays to out_path; returns out_path."""
+    counter = _counter_for(special_tokens, pattern, errors)
+    while True:
+        k = _claim(_next_range)
+        if k >= len(units):
+            break
+        _count_row_group(counter, units[k], text_column, batch_bytes, _bytes_done)
+    return _save_table(counter, out_path)
+
+
+def parquet_units(streams: Sequence[Stream], text_column: str, num_processes: int) -> list[tuple[str, int]] | None:
+    """The row groups (path, group) of a run of Parquet streams, when there are enough for the workers to read
+    them themselves (at least 2 a process: they claim them one at a time, so they finish together); else
+    None (the caller reads the files and hands out batches)."""
+    if num_processes < 2 or not streams or any(s.kind != "parquet" for s in streams):
+        return None
+    units = [(s.obj, g) for s in streams for g in range(parquet_row_groups(s.obj, text_column)[0])]
+    return units if len(units) >= 2 * num_processes else None
+
+
+def count_parquet_tables(units: Sequence[tuple[str, int]], special_tokens: Sequence[str], pattern: str,
+                         num_processes: int, errors: str, text_column: str, batch_bytes: int,
+                         progress: Progress | None, what: str) -> tuple[list[Table], int]:
+    """(tables, bytes counted) of the row groups `units` of Parquet files, each read, decoded and counted by
+    whichever of the workers and the caller's thread claims it: no text goes between processes. Without caps
+    only (the order of the documents does not matter to the counts)."""
+    def count_unit(counter: ChunkCounter, k: int, bytes_done: Any) -> None:
+        _count_row_group(counter, units[k], text_column, batch_bytes, bytes_done)
+
+    own, tables, counted = _count_claimed_units(len(units), count_unit, _count_claimed_row_groups,
+                                                (units, text_column, batch_bytes), special_tokens, pattern, errors,
+                                                num_processes, progress, None, f"counting {what}",
+                                                lambda seen: seen[0])
+    return [own.arrays()] + tables, counted
 
 
 # ---- documents read in this process (compressed files, JSON lines, Parquet, iterables) ------------
@@ -374,11 +447,13 @@ def check_input_args(special_tokens: Iterable[str] | None, pattern: str, errors:
 def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str, num_processes: int | None = None,
                        errors: str = "strict", chunk_bytes: int | None = None, progress: Progress | None = None, *,
                        max_bytes: int | None = None, max_documents: int | None = None, text_field: str = "text",
-                       text_column: str = "text", stats: dict[str, int] | None = None) -> list[Table]:
+                       text_column: str = "text", stats: dict[str, int] | None = None,
+                       combine: bool = False) -> list[Table]:
     """The pre-token tables of any input (inputs.py): uncompressed text files by byte ranges read by the
     workers, the rest read here as batches of documents; in input order within the caps. Their sum is the
     corpus's counts. Arguments as check_input_args checks them. stats: a dict, if given, gets the "bytes" and
-    "documents" read (within the caps)."""
+    "documents" read (within the caps). combine: a text file's tables are added into one as its workers'
+    arrive (for a caller that sums them anyway: cheaper than summing them after)."""
     if stats is not None:
         stats.update(bytes=0, documents=0)
     sources = resolve_inputs(inputs)
@@ -399,12 +474,23 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
                 stats["bytes"] += size
                 stats["documents"] += 1
             tables.extend(count_file_tables(source.path, special_tokens, pattern, num_processes, errors,
-                                            chunk_bytes, progress, size=size))
+                                            chunk_bytes, progress, combine=combine, size=size))
             continue
         run: list[Any] = []            # consecutive streams share one pool of workers
         while k < len(sources) and isinstance(sources[k], Stream):
             run.append(sources[k])
             k += 1
+        uncapped = budget.bytes is None and budget.documents is None
+        units = parquet_units(run, text_column, num_processes) if uncapped else None
+        if units is not None:           # Parquet files with row groups enough: the workers read them
+            what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
+            counted, counted_bytes = count_parquet_tables(units, special_tokens, pattern, num_processes, errors,
+                                                          text_column, batch_bytes, progress, what)
+            tables.extend(counted)
+            if stats is not None:
+                stats["bytes"] += counted_bytes
+                stats["documents"] += sum(parquet_row_groups(s.obj, text_column)[1] for s in run)
+            continue
         batches = (batch for stream in run
                    for batch in read_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
                                              text_field, text_column))

@@ -280,6 +280,6 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
         return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
     tables = count_input_tables(inputs, special_tokens, pattern, num_processes, errors, chunk_bytes, progress,
                                 max_bytes=max_bytes, max_documents=max_documents, text_field=text_field,
-                                text_column=text_column)
+                                text_column=text_column, combine=True)
     table = tables[0] if len(tables) == 1 else merge_arrays(tables)
     return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)

@@ -11,7 +11,8 @@ they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, 
 `.parquet` is Parquet (one document per row of `text_column`, read a row group batch at a time; the `pyarrow`
 package), anything else is UTF-8 text. An uncompressed text file is a `TextFile`: it is counted by byte ranges
 read by the workers themselves (counts.count_file_tables). Everything else is a `Stream`, read in this
-process into `Batch`es of about `batch_bytes`, which the workers count.
+process into `Batch`es of about `batch_bytes`, which the workers count; except Parquet files with row groups
+enough and no cap, whose row groups the workers read themselves (parquet_row_group_batches).
 
 A document is a unit: pre-tokens and special tokens never cross from one document to the next. A text file
 is one document, cut into pieces at safe points (chunking.py), which does not change its pre-tokens.
@@ -534,7 +535,9 @@ def _iterable_documents(iterable: Iterable[Any], text_field: str) -> Iterator[tu
         yield item, None        # type: ignore[misc]  # bytes, or a str subclass (from a mapping)
 
 
-def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: str) -> Iterator[Batch]:
+def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
+    """(pyarrow.parquet.ParquetFile, the pyarrow module) of a Parquet file holding a string column
+    text_column; ImportError without pyarrow, InputError naming the file for anything else."""
     try:
         import pyarrow
         import pyarrow.compute
@@ -546,15 +549,46 @@ def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: s
         parquet = pq.ParquetFile(path)
     except (OSError, pyarrow.ArrowException) as exc:
         raise InputError(f"{path}: not a Parquet file ({exc})") from None
+    names = parquet.schema_arrow.names
+    if text_column not in names:
+        parquet.close()
+        raise InputError(f"{path}: no column {text_column!r} (columns: {names}); choose one with "
+                         f"text_column= (CLI: --text-column)")
+    kind = parquet.schema_arrow.field(text_column).type
+    if not (pyarrow.types.is_string(kind) or pyarrow.types.is_large_string(kind)
+            or getattr(pyarrow.types, "is_string_view", lambda t: False)(kind)):
+        parquet.close()
+        raise InputError(f"{path}: column {text_column!r} is {kind}, not strings")
+    return parquet, pyarrow
+
+
+def parquet_row_groups(path: str, text_column: str) -> tuple[int, int]:
+    """(row groups, rows) of a Parquet file, checked as _open_parquet checks it."""
+    parquet, _ = _open_parquet(path, text_column)
     with parquet:
-        names = parquet.schema_arrow.names
-        if text_column not in names:
-            raise InputError(f"{path}: no column {text_column!r} (columns: {names}); choose one with "
-                             f"text_column= (CLI: --text-column)")
-        kind = parquet.schema_arrow.field(text_column).type
-        if not (pyarrow.types.is_string(kind) or pyarrow.types.is_large_string(kind)
-                or getattr(pyarrow.types, "is_string_view", lambda t: False)(kind)):
-            raise InputError(f"{path}: column {text_column!r} is {kind}, not strings")
+        return parquet.metadata.num_row_groups, parquet.metadata.num_rows
+
+
+def parquet_row_group_batches(path: str, group: int, text_column: str, batch_bytes: int) -> Iterator[Batch]:
+    """The Batches of one row group of a Parquet file (its documents numbered in the whole file), for a
+    worker that reads its share of a file itself (count_workers.count_parquet_tables)."""
+    parquet, pyarrow = _open_parquet(path, text_column)
+    with parquet:
+        meta = parquet.metadata
+        first = sum(meta.row_group(g).num_rows for g in range(group))
+        for record_batch in _parquet_record_batches(parquet, path, text_column, batch_bytes, pyarrow, [group],
+                                                    first):
+            column = record_batch.column(0)
+            if column.null_count:
+                column = pyarrow.compute.fill_null(column, "")
+            data, bounds = _arrow_strings(column, pyarrow)
+            yield Batch(data.tobytes(), bounds, (path, first, None, None))
+            first += len(bounds) - 1
+
+
+def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: str) -> Iterator[Batch]:
+    parquet, pyarrow = _open_parquet(path, text_column)
+    with parquet:
         first = 0
         pending = []
         for record_batch in _parquet_record_batches(parquet, path, text_column, batch_bytes, pyarrow):
@@ -584,16 +618,18 @@ def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: s
         yield from _flush_arrow(pending, path, first)
 
 
-def _parquet_record_batches(parquet: Any, path: str, text_column: str, batch_bytes: int, pyarrow: Any) -> Iterator[Any]:
-    """The file's record batches of the text column, each about batch_bytes of text (the row groups' sizes
-    tell the average row's), so that workers get work of even sizes."""
+def _parquet_record_batches(parquet: Any, path: str, text_column: str, batch_bytes: int, pyarrow: Any,
+                            row_groups: list[int] | None = None, rows: int = 0) -> Iterator[Any]:
+    """The file's record batches of the text column (of the given row groups, None: all), each about
+    batch_bytes of text (the row groups' sizes tell the average row's), so that workers get work of even
+    sizes. rows: the rows before the first batch (for errors)."""
     meta = parquet.metadata
     index = parquet.schema_arrow.get_field_index(text_column)
     text_bytes = sum(meta.row_group(g).column(index).total_uncompressed_size for g in range(meta.num_row_groups))
     per_row = max(1, text_bytes // max(1, meta.num_rows))
-    rows = 0
     batches = parquet.iter_batches(batch_size=max(16, min(_PARQUET_ROWS, batch_bytes // per_row)),
-                                   columns=[text_column])
+                                   row_groups=row_groups, columns=[text_column],
+                                   use_threads=row_groups is None)     # the workers are the threads
     while True:
         try:
             batch = next(batches, None)

@@ -298,6 +298,45 @@ def test_parquet_without_the_column_lists_the_columns(tmp_path):
         count_pretokens(tmp_path / "c.parquet", text_column="n")
 
 
+def test_parquet_row_groups_are_read_by_the_workers(tmp_path, monkeypatch):
+    # several files of several row groups (with nulls and non-ASCII text): with 2 processes the workers and the
+    # caller's thread each read the row groups they claim; the counts, merges and corpus statistics are those
+    # of the documents read in order in one process
+    import bpe_fast.count_workers as cw
+    docs = documents(7, n=60)
+    docs[3] = None
+    paths = []
+    for i, part in enumerate((docs[:25], docs[25:26], docs[26:])):
+        path = tmp_path / f"part-{i}.parquet"
+        pq.write_table(pyarrow.table({"text": part}), path, row_group_size=4)
+        paths.append(path)
+    calls = []
+    real = cw.count_parquet_tables
+    monkeypatch.setattr(cw, "count_parquet_tables", lambda units, *a, **k: calls.append(len(units)) or real(units, *a, **k))
+    texts = [d or "" for d in docs]
+    assert count_pretokens(paths, [EOT], num_processes=2) == oracle_docs(texts)
+    assert calls == [7 + 1 + 9]
+    one = train_bpe(paths, 256 + 1 + 50, [EOT], num_processes=1)
+    two = train_bpe(paths, 256 + 1 + 50, [EOT], num_processes=2)
+    assert len(calls) == 2 and two == one and two.training["corpus"] == one.training["corpus"]
+    assert two.training["corpus"]["documents"] == 60
+    assert count_pretokens(paths, [EOT], num_processes=2, max_documents=30) == oracle_docs(texts[:30])
+    assert len(calls) == 2                      # a cap reads the files in order, here
+
+
+def test_a_corrupt_row_group_names_the_file(tmp_path):
+    path = tmp_path / "c.parquet"
+    pq.write_table(pyarrow.table({"text": [f"document {i} " * 50 for i in range(400)]}), path,
+                   row_group_size=40, compression="none")
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 2000] = b"\xff" * 2000           # a data page in the middle; the footer is intact
+    path.write_bytes(bytes(data))
+    for procs in (1, 2):
+        with pytest.raises((InputError, CorpusDecodeError), match=str(path)):
+            count_pretokens(path, num_processes=procs)
+
+
 def test_parquet_nulls_are_empty_documents(tmp_path):
     pq.write_table(pyarrow.table({"text": ["a b", None, "c"]}), tmp_path / "c.parquet")
     assert count_pretokens(tmp_path / "c.parquet", num_processes=1) == {b"a": 1, b" b": 1, b"c": 1}
