@@ -141,6 +141,28 @@ def test_iterable_of_random_documents_equals_oracle(docs, procs, pattern):
     assert count_pretokens(iter(docs), specials, pattern=pattern, num_processes=procs, chunk_bytes=16) == expected
 
 
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(st.tuples(st.text(alphabet="ab cé日😀", max_size=30), st.sampled_from(["str", "bytes", "dict", "sub"])),
+                     max_size=700),
+       chunk_bytes=st.sampled_from([1, 64, 4096]))
+def test_iterable_of_mixed_items_in_pulls_equals_oracle(docs, chunk_bytes):
+    # items are pulled a few at a time and plain-str pulls take the fast path: any mix of kinds, any batch size
+    class Sub(str):
+        pass
+    forms = {"str": str, "bytes": lambda d: d.encode("utf-8"), "dict": lambda d: {"text": d}, "sub": Sub}
+    items = [forms[kind](d) for d, kind in docs]
+    expected = oracle_count_pretokens("<|>".join(d for d, _ in docs), ["<|>"], GPT2_PATTERN)
+    assert count_pretokens(iter(items), ["<|>"], num_processes=1, chunk_bytes=chunk_bytes) == expected
+
+
+@pytest.mark.parametrize("at", [0, 5, 300, 999])
+def test_a_lone_surrogate_names_its_item_among_many(at):
+    docs = ["plain text"] * 1000
+    docs[at] = "ab\ud800c"
+    with pytest.raises(InputError, match=f"item {at} of the input holds a lone surrogate at character 2"):
+        count_pretokens(iter(docs), num_processes=1, chunk_bytes=100)
+
+
 @settings(max_examples=40, deadline=None)
 @given(text=st.text(alphabet="ab c'\n\r\t1é日<e>", max_size=300), pattern=st.sampled_from([GPT2_PATTERN, GPT4_PATTERN,
                                                                                           O200K_PATTERN]))
