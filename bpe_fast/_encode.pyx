@@ -715,14 +715,20 @@ cdef class BPECore:
     cdef Py_ssize_t n_cached
     cdef readonly Py_ssize_t cache_entries  # bound on the number of cached entries
     cdef readonly Py_ssize_t cache_bytes    # bound on the bytes of keys + ids of cached entries
+    cdef readonly Py_ssize_t max_cache_entries  # the bounds may double up to these when the cache fills
+    cdef readonly Py_ssize_t max_cache_bytes
     cdef Py_ssize_t cached_bytes
     cdef Py_ssize_t n_resets
+    cdef Py_ssize_t n_growths
 
     cdef vector[int32_t] scratch
     cdef HotSlot hot[HOT_SLOTS]             # pre-tokens of 2..8 bytes with one id, last seen per slot
 
     def __cinit__(self, BPETables tables not None, Py_ssize_t cache_entries=1 << 16,
-                  Py_ssize_t cache_bytes=16 << 20):
+                  Py_ssize_t cache_bytes=16 << 20, Py_ssize_t max_cache_entries=-1, Py_ssize_t max_cache_bytes=-1):
+        """cache_entries / cache_bytes bound the cache; each time it fills they double (and the table with
+        them), up to max_cache_entries / max_cache_bytes (-1: no growth), so a text of many distinct
+        pre-tokens gets a larger cache while short texts keep a small encoder."""
         cdef Py_ssize_t cap
         self.tables = tables
         self.r = tables.r
@@ -734,6 +740,8 @@ cdef class BPECore:
         self.permanent_key_bytes = self.keys.size()
         self.cache_entries = max(cache_entries, 0)
         self.cache_bytes = min(max(cache_bytes, 0), 1 << 30)     # key offsets and id offsets are 32-bit
+        self.max_cache_entries = max(max_cache_entries, self.cache_entries)
+        self.max_cache_bytes = min(max(max_cache_bytes, self.cache_bytes), 1 << 30)
         cap = table_size(self.n_perm + self.cache_entries)
         self.pieces.resize(cap)
         self.piece_mask = cap - 1
@@ -760,6 +768,19 @@ cdef class BPECore:
         self.n_cached = 0
         self.cached_bytes = 0
 
+    cdef int _grow_cache(self) except -1 nogil:
+        """Double the cache's bounds (up to their maxima) and the table to hold them; the caller then resets
+        the cache (its entries are dropped, once a doubling)."""
+        cdef uint64_t cap
+        self.cache_entries = min(2 * self.cache_entries, self.max_cache_entries)
+        self.cache_bytes = min(2 * self.cache_bytes, self.max_cache_bytes)
+        cap = table_size(self.n_perm + self.cache_entries)
+        if cap != self.pieces.size():
+            self.pieces.resize(cap)
+            self.piece_mask = cap - 1
+        self.n_growths += 1
+        return 0
+
     cdef inline const PieceSlot* _find(self, uint64_t h, uint64_t prefix, const uint8_t* p,
                                        Py_ssize_t n) noexcept nogil:
         cdef uint64_t i = h & self.piece_mask
@@ -777,8 +798,11 @@ cdef class BPECore:
         if self.cache_entries == 0:
             return 0
         if self.n_cached >= self.cache_entries or self.cached_bytes + n + 4 * count > self.cache_bytes:
+            if self.cache_entries < self.max_cache_entries or self.cache_bytes < self.max_cache_bytes:
+                self._grow_cache()
+            else:
+                self.n_resets += 1
             self._reset_cache()
-            self.n_resets += 1
         slot.hash = h
         slot.prefix = prefix
         slot.key_off = <uint32_t>self.keys.size()
@@ -1103,7 +1127,8 @@ cdef class BPECore:
     def stats(self):
         """Sizes of the tables and the cache (for tests and benchmarks)."""
         result = self.tables.stats()
-        result.update({"cached": self.n_cached, "cache_resets": self.n_resets, "cached_bytes": self.cached_bytes})
+        result.update({"cached": self.n_cached, "cache_resets": self.n_resets, "cached_bytes": self.cached_bytes,
+                       "cache_growths": self.n_growths})
         return result
 
 
@@ -1153,8 +1178,9 @@ cdef class EncoderPool:
     once (the encoder runs without the GIL on long texts) each have their own, with its own cache of
     pre-tokens. At most max_spare encoders are kept: after a burst of many threads the others are dropped.
 
-    New encoders are BPECore(tables, cache_entries=..., cache_bytes=...) with the pool's cache bounds, or
-    whatever `factory()` returns when a factory is set (tests give encoders that record their calls)."""
+    New encoders are BPECore(tables, ...) with the pool's cache bounds (by default a cache of 65,536 entries
+    and 16 MB that doubles each time it fills, up to 262,144 and 32 MB), or whatever `factory()` returns when
+    a factory is set (tests give encoders that record their calls)."""
 
     cdef readonly BPETables tables
     cdef readonly list id_objects           # encode's lists share these ints (id -> int object)
@@ -1162,23 +1188,29 @@ cdef class EncoderPool:
     cdef readonly Py_ssize_t max_spare
     cdef readonly Py_ssize_t cache_entries
     cdef readonly Py_ssize_t cache_bytes
+    cdef readonly Py_ssize_t max_cache_entries
+    cdef readonly Py_ssize_t max_cache_bytes
     cdef public object factory              # None, or a callable returning a new BPECore
 
     def __cinit__(self, BPETables tables not None, list id_objects not None, Py_ssize_t cache_entries=1 << 16,
-                  Py_ssize_t cache_bytes=16 << 20, Py_ssize_t max_spare=-1):
+                  Py_ssize_t cache_bytes=16 << 20, Py_ssize_t max_spare=-1, Py_ssize_t max_cache_entries=1 << 18,
+                  Py_ssize_t max_cache_bytes=32 << 20):
         self.tables = tables
         self.id_objects = id_objects
         self.cache_entries = cache_entries
         self.cache_bytes = cache_bytes
+        self.max_cache_entries = max_cache_entries
+        self.max_cache_bytes = max_cache_bytes
         self.max_spare = _max_spare if max_spare < 0 else max_spare
         self.factory = None
-        self._spare = [BPECore(tables, cache_entries, cache_bytes)]
+        self._spare = [self.new_core()]
 
     def new_core(self):
         """A new encoder (not put in the pool)."""
         if self.factory is not None:
             return self.factory()
-        return BPECore(self.tables, self.cache_entries, self.cache_bytes)
+        return BPECore(self.tables, self.cache_entries, self.cache_bytes, self.max_cache_entries,
+                       self.max_cache_bytes)
 
     cdef inline BPECore take(self):
         if PyList_GET_SIZE(self._spare):
@@ -1189,10 +1221,14 @@ cdef class EncoderPool:
         if PyList_GET_SIZE(self._spare) < self.max_spare:
             self._spare.append(core)
 
-    def set_cache_bounds(self, Py_ssize_t cache_entries, Py_ssize_t cache_bytes):
-        """Make encoders made from now on with these cache bounds; the spare ones are dropped."""
+    def set_cache_bounds(self, Py_ssize_t cache_entries, Py_ssize_t cache_bytes,
+                         Py_ssize_t max_cache_entries=-1, Py_ssize_t max_cache_bytes=-1):
+        """Make encoders made from now on with these cache bounds (fixed, unless maxima are given); the spare
+        ones are dropped."""
         self.cache_entries = cache_entries
         self.cache_bytes = cache_bytes
+        self.max_cache_entries = max_cache_entries
+        self.max_cache_bytes = max_cache_bytes
         del self._spare[:]
 
     def spare(self):

@@ -223,7 +223,8 @@ def meet_in_encoders(tok, parties=2):
     meeting = Meeting(parties)
 
     def new_core():
-        core = MeetingCore(pool.tables, pool.cache_entries, pool.cache_bytes)
+        core = MeetingCore(pool.tables, pool.cache_entries, pool.cache_bytes, pool.max_cache_entries,
+                           pool.max_cache_bytes)
         core.meeting = meeting
         return core
 
@@ -239,7 +240,8 @@ def count_new_cores(tok):
     factory = pool.factory
 
     def counted():
-        core = factory() if factory is not None else BPECore(pool.tables, pool.cache_entries, pool.cache_bytes)
+        core = factory() if factory is not None else BPECore(pool.tables, pool.cache_entries, pool.cache_bytes,
+                                                                   pool.max_cache_entries, pool.max_cache_bytes)
         made.append(core)
         return core
 

@@ -187,6 +187,21 @@ def test_merge_kernel_large_and_small_equal_oracle(tok, piece):
     assert tok._tables.merge_bytes(data) == expect
 
 
+def test_cache_grows_to_its_maximum_then_resets_and_stays_correct(trained):
+    tok = Tokenizer(*trained, special_tokens=[EOT])
+    tok._pool.set_cache_bounds(8, 200, 32, 800)     # doubles twice (8 -> 16 -> 32 entries), then resets
+    text = make_text(5, 1500, specials=[EOT])
+    assert tok.encode(text) == oracle(tok, text)
+    core = tok._pool.spare()[0]
+    assert (core.cache_entries, core.cache_bytes) == (32, 800) == (core.max_cache_entries, core.max_cache_bytes)
+    assert core.stats()["cache_growths"] == 2 and core.stats()["cache_resets"] > 10
+    assert tok.encode(text) == oracle(tok, text)
+    tok._pool.set_cache_bounds(8, 200)              # no maxima: fixed bounds
+    assert tok.encode(text) == oracle(tok, text)
+    core = tok._pool.spare()[0]
+    assert core.cache_entries == 8 and core.stats()["cache_growths"] == 0
+
+
 def test_small_cache_resets_and_stays_correct(trained):
     tok = Tokenizer(*trained, special_tokens=[EOT])
     tok._pool.set_cache_bounds(8, 200)  # the next encoder is made with the small bounds
