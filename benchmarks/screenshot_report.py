@@ -17,18 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bpe_fast.synthetic import parse_size
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 EOT = "<|endoftext|>"
-
-
-def parse_size(text):
-    units = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "": 1}
-    text = text.strip().upper()
-    for unit in ("KB", "MB", "GB", ""):
-        if text.endswith(unit) and text[:len(text) - len(unit)].strip().isdigit():
-            return int(text[:len(text) - len(unit)]) * units[unit]
-    raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20MB)")
 
 
 def held_out(corpus, start, size, output):
@@ -44,7 +37,15 @@ def held_out(corpus, start, size, output):
     return len(data)
 
 
+LOCAL = ("file:///", "data:")     # what a page may load: file://HOST/ and everything else is external
+
+
+class NoBrowser(RuntimeError):
+    """Neither a system Chromium nor playwright's own is there."""
+
+
 def chromium_path():
+    """A system Chromium or Chrome for playwright to drive (playwright's own download may be unreachable)."""
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome",
                  "chromium-headless-shell", "headless_shell"):
         path = shutil.which(name)
@@ -53,25 +54,37 @@ def chromium_path():
     return None
 
 
-def screenshot(page_path, output, width, height):
-    """Screenshot the page's top `height` px; refuse if it asked for anything but local files."""
+def visit_local_page(page_path, visit, width=1000, height=1400):
+    """Open the page in headless Chromium (a system one, else playwright's own) with every request but LOCAL
+    ones aborted, so nothing leaves the machine, and call visit(page). Returns (the URLs it requested that were
+    not local, visit's result). ImportError without playwright; NoBrowser without a Chromium."""
     from playwright.sync_api import sync_playwright
-    requests, local = [], ("file:///", "data:")
+    requests = []
     with sync_playwright() as p:
         system = chromium_path()
+        if system is None and not Path(p.chromium.executable_path).exists():
+            raise NoBrowser("no Chromium: neither a system chromium/chrome on PATH (apt-get install chromium) "
+                            "nor playwright's own (playwright install chromium)")
         browser = p.chromium.launch(executable_path=system) if system else p.chromium.launch()
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
             page.on("request", lambda r: requests.append(r.url))
-            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(local)
+            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(LOCAL)
                        else route.abort())
             page.goto(Path(page_path).resolve().as_uri())
-            full = page.evaluate("document.documentElement.scrollHeight")
-            page.screenshot(path=str(output), full_page=True,
-                            clip={"x": 0, "y": 0, "width": width, "height": min(height, full)})
+            result = visit(page)
         finally:
             browser.close()
-    external = [u for u in requests if not u.startswith(local)]
+    return [u for u in requests if not u.startswith(LOCAL)], result
+
+
+def screenshot(page_path, output, width, height):
+    """Screenshot the page's top `height` px; refuse if it asked for anything but local files."""
+    def shoot(page):
+        full = page.evaluate("document.documentElement.scrollHeight")
+        page.screenshot(path=str(output), full_page=True,
+                        clip={"x": 0, "y": 0, "width": width, "height": min(height, full)})
+    external, _ = visit_local_page(page_path, shoot, width, height)
     if external:
         raise SystemExit(f"the page requested {external}")
 

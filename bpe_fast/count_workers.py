@@ -12,6 +12,7 @@ What a Dask task runs is here too (count_ranges), so counts.py and dask_counts.p
 """
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import tempfile
@@ -85,17 +86,24 @@ def count_ranges(path: str, ranges: Iterable[tuple[int, int]], special_tokens: I
     return counter.arrays()
 
 
-def _count_claimed(path: str, ranges: Sequence[tuple[int, int]], special_tokens: Iterable[str], pattern: str,
-                   errors: str, out_path: str) -> str:
-    """Worker: claim ranges one at a time from the shared index until none is left, count them into one
-    native table and write its arrays to out_path (.npy arrays, not pickled); returns out_path."""
-    counter = _counter_for(special_tokens, pattern, errors)
+def _count_range_unit(path: str, ranges: Sequence[tuple[int, int]], counter: ChunkCounter, k: int,
+                      bytes_done: Any) -> None:
+    """Count byte range k of the file (a unit of _count_claimed_units)."""
     with open(path, "rb") as f:
-        while True:
-            k = _claim(_next_range)
-            if k >= len(ranges):
-                break
-            _count_range(counter, f, path, *ranges[k], _bytes_done)
+        _count_range(counter, f, path, *ranges[k], bytes_done)
+
+
+def _count_claimed(count_unit: Callable[[ChunkCounter, int, Any], None], n_units: int,
+                   special_tokens: Iterable[str], pattern: str, errors: str, out_path: str) -> str:
+    """Worker: claim units one at a time from the shared index until none is left, count each with
+    count_unit(counter, k, bytes_done) into one native table and write its arrays to out_path (.npy arrays,
+    not pickled); returns out_path."""
+    counter = _counter_for(special_tokens, pattern, errors)
+    while True:
+        k = _claim(_next_range)
+        if k >= n_units:
+            break
+        count_unit(counter, k, _bytes_done)
     return _save_table(counter, out_path)
 
 
@@ -179,17 +187,13 @@ def _count_parallel(path: str, ranges: Sequence[tuple[int, int]], special_tokens
     """workers - 1 processes and a thread of the caller's claim ranges one at a time until none is left, each
     counting into one native table (the thread's scan runs without the GIL); returns the tables, or with
     combine the workers' added into the thread's table."""
-    def count_unit(counter: ChunkCounter, k: int, bytes_done: Any) -> None:
-        with open(path, "rb") as f:
-            _count_range(counter, f, path, *ranges[k], bytes_done)
-
     def first_failure(seen: list[BaseException]) -> BaseException:
         decode = [e for e in seen if isinstance(e, CorpusDecodeError)]
         if decode:         # the first in the file, not the first a worker met
             return _first_decode_error(path, ranges, min(e.offset for e in decode) + 1) or decode[0]
         return seen[0]
 
-    own, tables, _ = _count_claimed_units(len(ranges), count_unit, _count_claimed, (path, ranges),
+    own, tables, _ = _count_claimed_units(len(ranges), functools.partial(_count_range_unit, path, ranges),
                                           special_tokens, pattern, errors, workers, progress, ranges[-1][1],
                                           f"counting {path}", first_failure)
     if combine:
@@ -200,15 +204,15 @@ def _count_parallel(path: str, ranges: Sequence[tuple[int, int]], special_tokens
 
 
 def _count_claimed_units(n_units: int, count_unit: Callable[[ChunkCounter, int, Any], None],
-                         task: Callable[..., str], task_args: tuple[Any, ...], special_tokens: Sequence[str],
-                         pattern: str, errors: str, workers: int, progress: Progress | None, total: int | None,
-                         what: str, first_failure: Callable[[list[BaseException]], BaseException]
+                         special_tokens: Sequence[str], pattern: str, errors: str, workers: int,
+                         progress: Progress | None, total: int | None, what: str,
+                         first_failure: Callable[[list[BaseException]], BaseException]
                          ) -> tuple[ChunkCounter, list[Table], int]:
     """The units of work 0..n_units - 1 (byte ranges of a file, row groups of Parquet files) claimed one at a
-    time from a shared index by a thread of the caller's (count_unit(counter, k, bytes_done)) and by
-    workers - 1 processes (task(*task_args, special_tokens, pattern, errors, out_path), which claims the
-    same way and writes its table to out_path) until none is left. Returns (the thread's counter, the
-    workers' tables, the bytes counted). first_failure picks the error to raise from those seen."""
+    time from a shared index by a thread of the caller's and by workers - 1 processes (_count_claimed), each
+    counting a unit with count_unit(counter, k, bytes_done) (picklable: a functools.partial of a module
+    function) until none is left. Returns (the thread's counter, the workers' tables, the bytes counted).
+    first_failure picks the error to raise from those seen."""
     bytes_done, next_unit = shared_counter(), shared_counter()
     own = _counter_for(special_tokens, pattern, errors)
     stop = threading.Event()
@@ -226,7 +230,7 @@ def _count_claimed_units(n_units: int, count_unit: Callable[[ChunkCounter, int, 
 
     with _scratch_dir(total or 0) as scratch, \
             worker_pool(workers - 1, what, _init_worker, (bytes_done, next_unit)) as pool:
-        futures = [pool.submit(task, *task_args, special_tokens, pattern, errors,
+        futures = [pool.submit(_count_claimed, count_unit, n_units, special_tokens, pattern, errors,
                                os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
         thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
         thread.start()
@@ -259,23 +263,11 @@ def _count_claimed_units(n_units: int, count_unit: Callable[[ChunkCounter, int, 
 
 # ---- Parquet files whose row groups the workers read themselves ------------------------------------
 
-def _count_row_group(counter: ChunkCounter, unit: tuple[str, int], text_column: str, batch_bytes: int,
-                     bytes_done: Any) -> None:
-    for batch in parquet_row_group_batches(unit[0], unit[1], text_column, batch_bytes):
+def _count_row_group_unit(units: Sequence[tuple[str, int]], text_column: str, batch_bytes: int,
+                          counter: ChunkCounter, k: int, bytes_done: Any) -> None:
+    """Count row group k, units[k] = (path, group) (a unit of _count_claimed_units)."""
+    for batch in parquet_row_group_batches(units[k][0], units[k][1], text_column, batch_bytes):
         _count_batch(counter, batch, bytes_done)
-
-
-def _count_claimed_row_groups(units: Sequence[tuple[str, int]], text_column: str, batch_bytes: int,
-                              special_tokens: Iterable[str], pattern: str, errors: str, out_path: str) -> str:
-    """Worker: claim row groups (path, group) one at a time from the shared index until none is left, count
-    them into one native table and write its arrays to out_path; returns out_path."""
-    counter = _counter_for(special_tokens, pattern, errors)
-    while True:
-        k = _claim(_next_range)
-        if k >= len(units):
-            break
-        _count_row_group(counter, units[k], text_column, batch_bytes, _bytes_done)
-    return _save_table(counter, out_path)
 
 
 def parquet_units(streams: Sequence[Stream], text_column: str, num_processes: int) -> list[tuple[str, int]] | None:
@@ -294,11 +286,8 @@ def count_parquet_tables(units: Sequence[tuple[str, int]], special_tokens: Seque
     """(tables, bytes counted) of the row groups `units` of Parquet files, each read, decoded and counted by
     whichever of the workers and the caller's thread claims it: no text goes between processes. Without caps
     only (the order of the documents does not matter to the counts)."""
-    def count_unit(counter: ChunkCounter, k: int, bytes_done: Any) -> None:
-        _count_row_group(counter, units[k], text_column, batch_bytes, bytes_done)
-
-    own, tables, counted = _count_claimed_units(len(units), count_unit, _count_claimed_row_groups,
-                                                (units, text_column, batch_bytes), special_tokens, pattern, errors,
+    count_unit = functools.partial(_count_row_group_unit, units, text_column, batch_bytes)
+    own, tables, counted = _count_claimed_units(len(units), count_unit, special_tokens, pattern, errors,
                                                 num_processes, progress, None, f"counting {what}",
                                                 lambda seen: seen[0])
     return [own.arrays()] + tables, counted

@@ -5,6 +5,7 @@ import json
 import pickle
 import random
 import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -301,48 +302,28 @@ def test_report_png(trained, tmp_path):
     assert result["pngs"] and all(Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in result["pngs"])
 
 
-def _chromium():
-    """A system Chromium or Chrome for playwright to drive (playwright's own browser download may be unreachable)."""
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome",
-                 "chromium-headless-shell", "headless_shell"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
 def open_in_chromium(page_path, screenshot=None):
     """Load the page in headless Chromium (a system one, else playwright's own; skip naming what is missing).
     Returns the URLs it requested other than local files and data: URLs (aborted, so nothing leaves the machine;
     file://HOST/ counts as external) and what the first chart's first curve measures on screen."""
-    playwright = pytest.importorskip("playwright.sync_api",
-                                     reason="playwright is not installed (pip install playwright)")
-    requests, local = [], ("file:///", "data:")
-    with playwright.sync_playwright() as p:
-        system = _chromium()
-        if system is not None:
-            browser = p.chromium.launch(executable_path=system)
-        elif Path(p.chromium.executable_path).exists():
-            browser = p.chromium.launch()
-        else:
-            pytest.skip("no Chromium: neither a system chromium/chrome on PATH (apt-get install chromium) nor "
-                        "playwright's own (playwright install chromium)")
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 1400})
-            page.on("request", lambda r: requests.append(r.url))
-            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(local)
-                       else route.abort())
-            page.goto(Path(page_path).resolve().as_uri())
-            curve = page.locator("svg.chart").first.locator("polyline").first
-            seen = {"charts": page.locator("svg.chart").count(), "curve_box": curve.bounding_box(),
-                    "curve_points": len((curve.get_attribute("points") or "").split()),
-                    "curve_stroke": curve.evaluate("e => getComputedStyle(e).stroke"),
-                    "height": page.evaluate("document.documentElement.scrollHeight")}
-            if screenshot is not None:
-                page.screenshot(path=str(screenshot), full_page=True)
-        finally:
-            browser.close()
-    return [u for u in requests if not u.startswith(local)], seen
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from screenshot_report import NoBrowser, visit_local_page     # the README picture's browser, one owner
+
+    def look(page):
+        curve = page.locator("svg.chart").first.locator("polyline").first
+        seen = {"charts": page.locator("svg.chart").count(), "curve_box": curve.bounding_box(),
+                "curve_points": len((curve.get_attribute("points") or "").split()),
+                "curve_stroke": curve.evaluate("e => getComputedStyle(e).stroke"),
+                "height": page.evaluate("document.documentElement.scrollHeight")}
+        if screenshot is not None:
+            page.screenshot(path=str(screenshot), full_page=True)
+        return seen
+
+    try:
+        return visit_local_page(page_path, look)
+    except NoBrowser as exc:
+        pytest.skip(str(exc))
 
 
 def test_report_opens_in_headless_chromium_without_requests(trained, tmp_path):
