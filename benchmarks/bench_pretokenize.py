@@ -18,7 +18,7 @@ import regex
 
 from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from bpe_fast.pretokenize import count_chunk, native_kind, pretoken_boundaries, pretokenize
-from bpe_fast.specials import special_regex
+from bpe_fast.specials import SpecialTokens
 
 TEXT_BYTES = 2_000_000
 EOT = "<|endoftext|>"
@@ -191,7 +191,7 @@ def test_count_native(benchmark, text, pattern):
 def test_count_regex(benchmark, text, pattern):
     """The regex path count_chunk had before: decode, split at specials, findall, Counter, encode keys."""
     data = (TEXTS[text].replace("\n\n", "\n\n" + EOT, 50)).encode()
-    rx, special = regex.compile(PATTERNS[pattern]), special_regex([EOT])
+    rx, special = regex.compile(PATTERNS[pattern]), SpecialTokens([EOT]).regex
 
     def count():
         counts = Counter()

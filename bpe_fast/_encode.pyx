@@ -1347,32 +1347,6 @@ cdef class StreamEncoder:
 
 
 
-def safe_cut(const uint8_t[::1] data, const int64_t[::1] bounds, Py_ssize_t last):
-    """For Tokenizer._safe_cut (read its docstring): the largest k <= last with c = bounds[k] < len(data),
-    p = bounds[k - 1] before the trailing whitespace run, and not an apostrophe less than two bytes from the
-    end; 0 if none. -1 when the trailing whitespace run meets a non-ASCII byte: the caller decides then."""
-    cdef Py_ssize_t n = data.shape[0], ws_start = n, k
-    cdef int64_t c, p
-    cdef uint8_t b
-    while ws_start > 0:
-        b = data[ws_start - 1]
-        if b >= 0x80:
-            return -1
-        if not (b == 32 or 9 <= b <= 13):
-            break
-        ws_start -= 1
-    if last > bounds.shape[0] - 2:
-        last = bounds.shape[0] - 2
-    k = last
-    while k > 0:
-        c = bounds[k]
-        p = bounds[k - 1]
-        if c < n and p < ws_start and not (data[p] == 0x27 and p + 2 >= n):
-            return k
-        k -= 1
-    return 0
-
-
 cdef void _slot_place(vector[PieceSlot]& table, uint64_t mask, const PieceSlot& slot) noexcept nogil:
     cdef uint64_t i = slot.hash & mask
     while table[i].n_ids != 0:

@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from ._types import StrPath
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
+from .specials import SpecialTokens
 
 _FIRST_WINDOW = 1 << 14     # most cuts are found within a few KB: read little, then more
 _MAX_WINDOW = 1 << 20
@@ -108,7 +109,7 @@ def chunk_boundaries(path: StrPath, special_tokens: Iterable[str] = (), pattern:
     size = os.path.getsize(path) if size is None else size
     if size == 0:
         return [0, 0]
-    specials = [t.encode("utf-8") for t in special_tokens]
+    specials = SpecialTokens.of(special_tokens).utf8
     space_cuts = cuts_at_spaces(pattern)
     n = max(min_chunks, -(-size // max(1, chunk_bytes)))
     bounds = [0]

@@ -243,8 +243,8 @@ def _load_counts(paths: Sequence[str]) -> PretokenCounts:
 def cmd_train(args: argparse.Namespace) -> None:
     from .tokenizer import Tokenizer
     from .train import check_train_options, check_vocab_size, train_bpe, train_from_counts
-    from .specials import check_special_tokens
-    specials = list(check_special_tokens(args.special_token))
+    from .specials import SpecialTokens
+    specials = list(SpecialTokens(args.special_token))
     initial = _load_tokenizer(args.continue_from, "--continue-from") if args.continue_from else None
     options = dict(min_frequency=args.min_frequency, max_token_length=args.max_token_length,
                    special_tokens_position=args.special_tokens_position,

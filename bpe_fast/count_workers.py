@@ -32,7 +32,7 @@ from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
                     worker_pool)
-from .specials import check_special_tokens
+from .specials import SpecialTokens
 
 if TYPE_CHECKING:
     from .inputs import Batch
@@ -136,7 +136,7 @@ def _first_decode_error(path: str, ranges: Iterable[tuple[int, int]], before: in
 
 
 def check_count_args(path: StrPath, special_tokens: Iterable[str] | None, pattern: str,
-                     errors: str) -> tuple[str, tuple[str, ...], str]:
+                     errors: str) -> tuple[str, SpecialTokens, str]:
     path = check_input_file(path)
     special_tokens, pattern = check_input_args(special_tokens, pattern, errors)
     return path, special_tokens, pattern
@@ -425,8 +425,8 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
         shared.close()
 
 
-def check_input_args(special_tokens: Iterable[str] | None, pattern: str, errors: str) -> tuple[tuple[str, ...], str]:
-    special_tokens = check_special_tokens(special_tokens)
+def check_input_args(special_tokens: Iterable[str] | None, pattern: str, errors: str) -> tuple[SpecialTokens, str]:
+    special_tokens = SpecialTokens.of(special_tokens)
     pattern = resolve_pattern(pattern)
     compiled_pattern(pattern)                      # a bad pattern fails here, not in a worker
     check_errors(errors)

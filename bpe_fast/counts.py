@@ -20,7 +20,7 @@ from .atomic import atomic_output
 from .count_workers import check_count_args, check_input_args, count_file_tables, count_input_tables
 from .inputs import check_input_file
 from .patterns import GPT2_PATTERN, resolve_pattern
-from .specials import check_special_tokens
+from .specials import SpecialTokens
 
 
 def count_file(path: StrPath, special_tokens: Iterable[str] | None = (), pattern: str = GPT2_PATTERN,
@@ -83,7 +83,7 @@ class PretokenCounts:
              special_tokens: Iterable[str] | None) -> None:
         self.tokens, self.offsets, self.counts = tokens, offsets, counts
         self.pattern = resolve_pattern(pattern)
-        self.special_tokens = check_special_tokens(special_tokens)
+        self.special_tokens = SpecialTokens.of(special_tokens).tokens
         self._dict = None
 
     @classmethod

@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 
 from ._types import StrPath
 from .chunking import last_safe_cut
+from .specials import SpecialTokens
 
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -390,7 +391,7 @@ def _text_batches(path: str | IO[bytes], budget: Budget, batch_bytes: int, speci
     points, about batch_bytes each."""
     if budget.spent or not budget.take_document():
         return
-    specials = [t.encode("utf-8") for t in special_tokens]
+    specials = SpecialTokens.of(special_tokens).utf8
     carry, offset = b"", 0
     with (open_binary(path) if isinstance(path, (str, os.PathLike)) else contextlib.nullcontext(path)) as f:
         while not budget.spent:

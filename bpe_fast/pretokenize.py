@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from ._types import Table
-from .specials import check_special_tokens, special_bytes, special_regex, split_on_specials
+from .specials import SpecialTokens, split_on_specials
 
 _compiled: dict[str, regex.Pattern[str]] = {}
 
@@ -121,13 +121,13 @@ class ChunkCounter:
     def __init__(self, special_tokens: Iterable[str] | None = (), pattern: str = GPT2_PATTERN,
                  errors: str = "strict") -> None:
         codecs.lookup_error(errors)                           # an unknown error handler fails here
-        self.special_tokens = check_special_tokens(special_tokens)
+        self._specials = SpecialTokens.of(special_tokens)
+        self.special_tokens = self._specials.tokens
         self.pattern, self.errors = resolve_pattern(pattern), errors
         compiled_pattern(self.pattern)
         kind = native_kind(self.pattern)
-        self._native = (_scan.PretokenCounter(kind, special_bytes(self.special_tokens))  # type: ignore[union-attr]
+        self._native = (_scan.PretokenCounter(kind, self._specials.utf8)  # type: ignore[union-attr]
                         if kind else None)
-        self._special_regex: regex.Pattern[str] | None = None   # made when the `regex` path first needs it
         self._counts: Counter[bytes] = Counter()              # what only `regex` could count
 
     def add(self, data: bytes | bytearray) -> ChunkCounter:
@@ -141,9 +141,7 @@ class ChunkCounter:
             if utf8 is not None:
                 self._native.add(utf8)
                 return self
-        if self._special_regex is None and self.special_tokens:
-            self._special_regex = special_regex(self.special_tokens)
-        for piece, is_special in split_on_specials(data.decode("utf-8", self.errors), self._special_regex):
+        for piece, is_special in split_on_specials(data.decode("utf-8", self.errors), self._specials.regex):
             if not is_special:
                 count_pretokens_text(piece, self.pattern, self._counts)
         return self

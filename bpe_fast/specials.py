@@ -1,10 +1,18 @@
-"""Special tokens: validation, splitting text on them (longest match first), tiktoken's disallowed check."""
+"""Special tokens: one checked value (SpecialTokens) with their forms, splitting text on them (longest match
+first), tiktoken's disallowed check."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterable, Iterator
+import operator
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 import regex
+
+if TYPE_CHECKING:
+    from ._scan import SpecialMatcher
+
+_StrRegex = regex.Pattern[str]
 
 
 def check_special_tokens(special_tokens: Iterable[str] | None) -> tuple[str, ...]:
@@ -26,24 +34,92 @@ def check_special_tokens(special_tokens: Iterable[str] | None) -> tuple[str, ...
     return tokens
 
 
-def special_regex(special_tokens: Collection[str]) -> regex.Pattern[str] | None:
-    """A compiled regex matching any special token, the longest first where one is a prefix of another."""
-    if not special_tokens:
-        return None
-    ordered = sorted(special_tokens, key=lambda t: (-len(t), t))
-    return regex.compile("|".join(regex.escape(t) for t in ordered))
+class SpecialTokens(Sequence[str]):
+    """The special tokens of a tokenizer or of a counting run, checked once, with every form their users need:
+    built here, passed everywhere, never derived again (and never parsed back out of a regex).
 
+    tokens: the str tokens in the order given; utf8: their UTF-8 bytes, the longest first (the order the
+    native matchers try them in, so a token that is a prefix of another loses to it, as in the regex);
+    ids: {str: id} when the tokens have ids (a tokenizer's), else None; utf8_ids: the ids in utf8's order;
+    id_of_utf8: {bytes: id}; regex: a compiled `regex` matching any of them, the longest first; matcher: the
+    native bpe_fast._scan.SpecialMatcher over utf8. The last two are made on first use.
 
-def special_bytes(special_tokens: Iterable[str]) -> tuple[bytes, ...]:
-    """The special tokens as UTF-8 bytes, the longest first (the order the native matchers try them in)."""
-    return tuple(sorted((t.encode("utf-8") for t in special_tokens), key=lambda b: (-len(b), b)))
+    >>> st = SpecialTokens(["<|a|>", "<|a|>b"], ids=[300, 301])
+    >>> st.tokens, st.utf8, st.utf8_ids, st.regex.findall("x<|a|>b<|a|>")
+    (('<|a|>', '<|a|>b'), (b'<|a|>b', b'<|a|>'), (301, 300), ['<|a|>b', '<|a|>'])
+    >>> SpecialTokens(["<|a|>", "<|a|>"])
+    Traceback (most recent call last):
+    ...
+    ValueError: duplicate special token '<|a|>'
+    """
 
+    tokens: tuple[str, ...]
+    utf8: tuple[bytes, ...]
+    ids: dict[str, int] | None
+    utf8_ids: tuple[int, ...]
+    id_of_utf8: dict[bytes, int]
 
-def special_bytes_regex(special_tokens: Collection[str]) -> regex.Pattern[bytes] | None:
-    """special_regex for UTF-8 bytes: matching any special token's bytes, the longest first."""
-    if not special_tokens:
-        return None
-    return regex.compile(b"|".join(regex.escape(t) for t in special_bytes(special_tokens)))
+    def __init__(self, special_tokens: Iterable[str] | None = (), ids: Iterable[int] | None = None) -> None:
+        self.tokens = check_special_tokens(special_tokens)
+        order = sorted(range(len(self.tokens)), key=lambda k: (-len(self.tokens[k].encode("utf-8")),
+                                                               self.tokens[k].encode("utf-8")))
+        self.utf8 = tuple(self.tokens[k].encode("utf-8") for k in order)
+        if ids is None:
+            self.ids, self.utf8_ids, self.id_of_utf8 = None, (), {}
+        else:
+            id_list = [operator.index(i) for i in ids]
+            if len(id_list) != len(self.tokens):
+                raise ValueError(f"{len(self.tokens)} special tokens but {len(id_list)} ids")
+            self.ids = dict(zip(self.tokens, id_list))
+            self.utf8_ids = tuple(id_list[k] for k in order)
+            self.id_of_utf8 = dict(zip(self.utf8, self.utf8_ids))
+
+    @classmethod
+    def of(cls, special_tokens: SpecialTokens | Iterable[str] | None) -> SpecialTokens:
+        """`special_tokens` itself when it is a SpecialTokens, else SpecialTokens(special_tokens)."""
+        return special_tokens if isinstance(special_tokens, SpecialTokens) else cls(special_tokens)
+
+    def restricted_to(self, keep: Collection[str]) -> SpecialTokens:
+        """The same tokens (and ids) without those not in `keep`, in the same order."""
+        kept = [t for t in self.tokens if t in keep]
+        return SpecialTokens(kept, None if self.ids is None else [self.ids[t] for t in kept])
+
+    @functools.cached_property
+    def regex(self) -> _StrRegex | None:
+        """A compiled regex matching any of the tokens, the longest first; None when there is none."""
+        return _alternation(self.tokens)
+
+    @functools.cached_property
+    def matcher(self) -> SpecialMatcher:
+        """The native matcher over utf8 (bpe_fast._scan.SpecialMatcher)."""
+        from ._scan import SpecialMatcher
+
+        return SpecialMatcher(self.utf8)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.tokens)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        return self.tokens[index]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SpecialTokens) and (self.tokens, self.ids) == (other.tokens, other.ids)
+
+    def __hash__(self) -> int:
+        return hash(self.tokens)
+
+    def __repr__(self) -> str:
+        return f"SpecialTokens({list(self.tokens)!r}" + (f", ids={list(self.ids.values())!r})" if self.ids else ")")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return SpecialTokens, (self.tokens, None if self.ids is None else tuple(self.ids.values()))
 
 
 def split_on_specials(text: str, special_regex: regex.Pattern[str] | None) -> Iterator[tuple[str, bool]]:
@@ -94,5 +170,12 @@ def check_disallowed(text: str, tokens: frozenset[str]) -> None:
 
 
 @functools.lru_cache(maxsize=128)
-def _search_regex(tokens: frozenset[str]) -> regex.Pattern[str] | None:
-    return special_regex(tokens)
+def _search_regex(tokens: frozenset[str]) -> _StrRegex | None:
+    return _alternation(tokens)
+
+
+def _alternation(tokens: Collection[str]) -> _StrRegex | None:
+    """A compiled regex matching any of `tokens` (any strings), the longest first; None for none."""
+    if not tokens:
+        return None
+    return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))

@@ -5,15 +5,17 @@ Encoding a text:
 1. The special tokens are found, the longest first where one is a prefix of another (bpe_fast.specials);
    each becomes its single id. Without special tokens "<|endoftext|>" is ordinary text.
 2. Each piece between them is pre-tokenized with the pattern (bpe_fast.pretokenize: the native scanner for
-   GPT2_PATTERN and GPT4_PATTERN, `regex` for other patterns), on the whole piece at once.
+   the built-in patterns, `regex` for other patterns), on the whole piece at once.
 3. Each pre-token's bytes are merged by the native encoder (bpe_fast._encode) with tiktoken's rule: while two
    adjacent parts concatenate to a token some merge produced, join the pair whose token the earliest merge
    produced, the leftmost on a tie. Merge k (0-based) has rank k; a token made by several merges keeps the
    first. For tokenizers produced by BPE training this is the same as applying the merge list in order.
 
-For GPT2_PATTERN and GPT4_PATTERN (when the native scanner is available) steps 1-3 are one native call per
-text (BPECore.encode_text) or per chunk of encode_iterable (StreamEncoder.feed). Other patterns take the
-Python path below: the special tokens split with a regex, `regex` pre-tokenizes, the merges are native.
+For the built-in patterns (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN; when the native scanner is available)
+steps 1-3 are one native call per text (BPECore.encode_text) or per chunk of encode_iterable
+(StreamEncoder.feed), and the native scanner owns the rule for where a text that may go on can be cut. Other
+patterns take the Python path below: the special tokens split with a regex, `regex` pre-tokenizes, the merges
+are native, and encode_iterable cuts with _safe_cut's more cautious rule.
 
 Which special tokens step 1 matches is tiktoken's `allowed_special` (by default all of the tokenizer's, as
 CS336 has it); for another set, encode runs on a view of the tokenizer (_view: the same tables and encoders,
@@ -38,11 +40,11 @@ import regex
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from . import formats
-from ._encode import BPETables, EncoderPool, IdBuffer, Segmenter, StreamEncoder, safe_cut
+from ._encode import BPETables, EncoderPool, IdBuffer, Segmenter, StreamEncoder
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, pretoken_boundaries
 from .procs import map_threads
-from .specials import check_disallowed, check_special_tokens, special_bytes_regex, special_regex
+from .specials import SpecialTokens, check_disallowed
 from ._types import Merges, StrPath, Vocab
 
 if TYPE_CHECKING:
@@ -62,8 +64,6 @@ DisallowedSpecial = Union[Literal["all"], Collection[str]]
 _INT32_MAX = 2**31 - 1
 _OUTPUT_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64))
 _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
-# the Python path pre-tokenizes a long text this many bytes at a time (the boundaries take 8 bytes a pre-token)
-_WINDOW = 1 << 20
 _ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
 _NONE: frozenset[str] = frozenset()
 # a tokenizer keeps at most this many views with other special tokens (Tokenizer._view)
@@ -124,7 +124,7 @@ class Tokenizer:
                arrays: TableArrays | None = None) -> None:
         if vocab and max(vocab) >= 4 * len(vocab) + (1 << 20):
             raise ValueError(f"vocab ids are too sparse: largest id {max(vocab)} for {len(vocab)} tokens")
-        specials = check_special_tokens(special_tokens)
+        specials = SpecialTokens(special_tokens).tokens
         self._pattern = resolve_pattern(pattern)
         compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
 
@@ -159,20 +159,11 @@ class Tokenizer:
 
     def _use_specials(self, special_ids: Mapping[str, int]) -> None:
         """Match the special tokens of `special_ids` ({str: id}, in order), and only those, when encoding."""
-        specials = tuple(special_ids)
-        self._special_ids = dict(special_ids)
-        self._specials = specials
-        self._special_rx = special_regex(specials)
-        self._special_rx_bytes = special_bytes_regex(specials)
-        self._special_ids_bytes = {t.encode("utf-8"): i for t, i in self._special_ids.items()}
-        encoded = [t.encode("utf-8") for t in specials]
-        self._special_prefixes = frozenset(t[:k] for t in encoded for k in range(1, len(t)))
-        self._longest_special = max((len(t) for t in encoded), default=0)
-        self._special_firsts = sorted({t[:1] for t in encoded})
-        # The native path (None: the Python path). Special tokens by UTF-8 length, longest first: a token that
-        # is a prefix of another is shorter in bytes too, so this finds what the regex does.
+        self._specials = SpecialTokens(special_ids, special_ids.values())
+        # The native path (None: the Python path), with the special tokens longest first (SpecialTokens.utf8).
         kind = self._kind
-        by_length = sorted(encoded, key=len, reverse=True)
+        by_length = list(self._specials.utf8)
+        self._special_ids_bytes = self._specials.id_of_utf8
         self._segmenter = Segmenter(kind, by_length, [self._special_ids_bytes[t] for t in by_length]) if kind else None
 
     def restricted_to(self, allowed: frozenset[str]) -> Tokenizer:
@@ -191,7 +182,7 @@ class Tokenizer:
         if view is None:
             view = object.__new__(type(self))
             view.__dict__.update(self.__dict__)
-            view._use_specials({t: i for t, i in self._special_ids.items() if t in allowed})
+            view._use_specials({t: i for t, i in self.special_tokens.items() if t in allowed})
             if len(self._views) >= _MAX_VIEWS:
                 self._views.clear()
             self._views[allowed] = view
@@ -289,7 +280,7 @@ class Tokenizer:
         (NumPy arrays, no pickle), which load uses while it matches vocab.json and merges.txt (see
         bpe_fast.formats).
         """
-        formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials, self._pattern,
+        formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials.tokens, self._pattern,
                                      self._training)
         cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
         if len(self._vocab) < formats.CACHE_MIN_TOKENS:
@@ -354,7 +345,7 @@ class Tokenizer:
 
     def __reduce__(self) -> tuple[Callable[..., Tokenizer], tuple[Any, ...]]:
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles).
-        return (_rebuild, (dict(self._vocab), list(self._merge_list()), list(self._specials), self._pattern,
+        return (_rebuild, (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
                            self._training))
 
     # ---------------------------------------------------------------------------------------- properties
@@ -401,7 +392,7 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>", "<|pad|>"]).special_tokens
         {'<|endoftext|>': 256, '<|pad|>': 257}
         """
-        return dict(self._special_ids)
+        return dict(self._specials.ids)     # type: ignore[arg-type]  # a tokenizer's have ids
 
     @property
     def pattern(self) -> str:
@@ -433,7 +424,7 @@ class Tokenizer:
     def __repr__(self) -> str:
         name = {GPT2_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k"}.get(self._pattern, "custom")
         return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merge_list())} "
-                f"special_tokens={list(self._specials)!r} pattern={name}>")
+                f"special_tokens={list(self._specials.tokens)!r} pattern={name}>")
 
     # ---------------------------------------------------------------------------------------- encoding
 
@@ -587,14 +578,14 @@ class Tokenizer:
         if isinstance(allowed_special, str):
             if allowed_special != "all":
                 raise TypeError(f'allowed_special must be "all" or a set of str, got the str {allowed_special!r}')
-            allowed = frozenset(self._specials)
+            allowed = frozenset(self._specials.tokens)
         else:
-            allowed = frozenset(allowed_special).intersection(self._special_ids)
+            allowed = frozenset(allowed_special).intersection(self._specials.tokens)
         if isinstance(disallowed_special, str):
             if disallowed_special != "all":
                 raise TypeError('disallowed_special must be "all" or a collection of str, got the str '
                                 f"{disallowed_special!r}")
-            disallowed = frozenset(self._specials) - allowed
+            disallowed = frozenset(self._specials.tokens) - allowed
         else:
             disallowed = frozenset(disallowed_special)
         return self.restricted_to(allowed), disallowed
@@ -783,61 +774,35 @@ class Tokenizer:
             self._pool.run(lambda core: core.encode_text_into(out, text, self._segmenter))
             return out
         data = text.encode("utf-8")
-        rx = self._special_rx_bytes
-        if rx is None or not self._may_hold_special(data):
-            self._encode_ordinary(out, data)
-            return out
-        special_ids = self._special_ids_bytes
+        specials = self._specials
         pos = 0
-        for m in rx.finditer(data):
-            start = m.start()
-            if start > pos:
-                self._encode_ordinary(out, data[pos:start])
-            out.push(special_ids[m.group()])
-            pos = m.end()
+        if specials:
+            for start, end in specials.matcher.matches(data):
+                if start > pos:
+                    self._encode_ordinary(out, data[pos:start])
+                out.push(specials.id_of_utf8[data[start:end]])
+                pos = end
         if pos < len(data):
             self._encode_ordinary(out, data[pos:] if pos else data)
         return out
 
     def _encode_ordinary(self, out: IdBuffer, data: bytes, final: bool = True) -> int:
-        """Append the ids of UTF-8 `data` (no special tokens in it) to `out`; returns how many bytes were
-        encoded: all if `final`, else those before the last safe cut (the text may continue).
-
-        A long text is pre-tokenized a window at a time, cut at safe points (see _safe_cut), so the boundaries
-        array stays small; only for the built-in patterns, for which the safe cut is exact."""
+        """The Python path (a custom regex): append the ids of UTF-8 `data` (no special tokens in it) to `out`;
+        returns how many bytes were encoded: all if `final`, else those before the last safe cut (the text
+        may continue; see _safe_cut)."""
         return self._pool.run(self._encode_ordinary_with, out, data, final)
 
     def _encode_ordinary_with(self, core: BPECore, out: IdBuffer, data: bytes, final: bool) -> int:
-        pattern = self._pattern
-        n = len(data)
-        start = 0
-        if n > _WINDOW and pattern in (GPT2_PATTERN, GPT4_PATTERN):
-            window = _WINDOW
-            while n - start > window:
-                end = start + window
-                while data[end] & 0xC0 == 0x80:     # not inside a character
-                    end -= 1
-                piece = data[start:end]
-                bounds = pretoken_boundaries(piece, pattern)
-                k = self._safe_cut(piece, bounds)
-                if k == 0:                          # one pre-token fills the window: look further
-                    window *= 2
-                    continue
-                core.encode_pretokens(out, piece, bounds, k)
-                start += int(bounds[k])
-                window = _WINDOW
-        piece = data[start:] if start else data
-        if not piece:
-            return n
-        bounds = pretoken_boundaries(piece, pattern)
+        if not data:
+            return 0
+        bounds = pretoken_boundaries(data, self._pattern)
         if final:
-            core.encode_pretokens(out, piece, bounds)
-            return n
-        k = self._safe_cut(piece, bounds)
+            core.encode_pretokens(out, data, bounds)
+            return len(data)
+        k = self._safe_cut(data, bounds)
         if k > 0:
-            core.encode_pretokens(out, piece, bounds, k)
-            start += int(bounds[k])
-        return start
+            core.encode_pretokens(out, data, bounds, k)
+        return int(bounds[k])
 
     def _encode_finished(self, text: str) -> tuple[list[int], str]:
         """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""
@@ -846,84 +811,55 @@ class Tokenizer:
         n = len(data)
         pos = 0
         undecided = n
-        rx = self._special_rx_bytes
-        if rx is not None and self._may_hold_special(data):
-            undecided = self._special_prefix_start(data, 0)
-            while True:
+        specials = self._specials
+        if specials:
+            # From `undecided` on, the text may be the start of a special token cut short; a token that
+            # starts before it is final (no longer token can start there).
+            matcher = specials.matcher
+            undecided = matcher.undecided(data)
+            for start, end in matcher.matches(data):
                 if pos > undecided:     # a special token ran past it
-                    undecided = self._special_prefix_start(data, pos)
-                m = rx.search(data, pos)
-                if m is None or m.start() >= undecided:
+                    undecided = pos + matcher.undecided(data[pos:])
+                if start >= undecided:
                     break
-                # A match starting before `undecided` is final: no longer special token can start there.
-                if m.start() > pos:
-                    self._encode_ordinary(out, data[pos:m.start()])
-                out.push(self._special_ids_bytes[m.group()])
-                pos = m.end()
+                if start > pos:
+                    self._encode_ordinary(out, data[pos:start])
+                out.push(specials.id_of_utf8[data[start:end]])
+                pos = end
+            if pos > undecided:
+                undecided = pos + matcher.undecided(data[pos:])
         # data[pos:undecided] is ordinary text that may continue past `undecided`.
         pos += self._encode_ordinary(out, data[pos:undecided] if pos or undecided < n else data, final=False)
         return out.take_list(self._id_objects), data[pos:].decode("utf-8")
 
-    def _may_hold_special(self, data: bytes) -> bool:
-        """False when no special token (not even the start of one) can be in `data`: none of their first
-        bytes is there (a cheap test that spares the regex on most short texts)."""
-        for first in self._special_firsts:
-            if first in data:
-                return True
-        return False
+    @staticmethod
+    def _safe_cut(data: bytes, bounds: NDArray[np.int64]) -> int:
+        """For the Python path (a custom regex; the built-in patterns' exact rule is the native scanner's,
+        bpe_fast._scan.scan_block_final): the largest k such that the pre-tokens before bounds[k] are taken as
+        final while `data` (UTF-8 ordinary text) may continue; 0 if there is none.
 
-    def _special_prefix_start(self, data: bytes, pos: int) -> int:
-        """The first k >= pos from which data[k:] is a proper prefix of a special token's UTF-8 (len(data) if
-        none): from there on, whether a special token starts depends on the text still to come. (Working on
-        bytes finds the same places as on the str: UTF-8 is self-synchronizing.)"""
-        n = len(data)
-        prefixes = self._special_prefixes
-        if not prefixes:
-            return n
-        start = max(pos, n - self._longest_special + 1)
-        best = n
-        for first in self._special_firsts:
-            k = data.find(first, start)
-            while 0 <= k < best:
-                if data[k:] in prefixes:
-                    best = k
-                    break
-                k = data.find(first, k + 1)
-        return best
+        A custom regex's look-ahead is unknown, so this assumes it is no longer than the built-in patterns'
+        (whose pre-token at p is decided by the characters up to the one after its end, a whitespace
+        alternative by the whole whitespace run and the character after it, a contraction by two characters
+        after its apostrophe) and keeps one pre-token more than they would need: the cut at the end of
+        pre-token k - 1 (bounds[k]) is taken when at least two pre-tokens follow it (so a contraction's
+        apostrophe is never the last pre-token before the cut) and pre-token k - 1 does not start in the
+        trailing whitespace run.
 
-    def _safe_cut(self, data: bytes, bounds: NDArray[np.int64]) -> int:
-        """The largest k such that cutting `data` (UTF-8 ordinary text that may continue) at bounds[k] leaves
-        the pre-tokens before the cut unchanged whatever follows; 0 if there is none.
-
-        For GPT-2's and GPT-4's patterns the pre-token starting at p is decided by the characters from p up to
-        the one after its end, except that (1) an alternative for whitespace reads the whole whitespace run
-        from p and the character after it, and (2) a contraction reads up to two characters after the
-        apostrophe. So the cut at the end c of a pre-token [p, c) is safe when c is not the end of the data,
-        p is not in the trailing whitespace run, and p is not an apostrophe less than two bytes from the end.
-        Other patterns keep one pre-token more (an assumption: their look-ahead is as short as these).
+        >>> data = b"ab cd ef"
+        >>> Tokenizer._safe_cut(data, np.array([0, 2, 5, 8]))      # "ab", " cd", " ef": " ef" may go on
+        1
         """
         n = len(data)
-        last = len(bounds) - 2          # the index of the last pre-token
-        if self._pattern not in (GPT2_PATTERN, GPT4_PATTERN):
-            last -= 1
-        k = safe_cut(data, bounds, last)    # the same rule in native code, when the trailing run is ASCII
-        if k >= 0:
-            return k
-        # the start of the trailing whitespace run, in bytes
         tail = data[-64:].decode("utf-8", "ignore")
         m = _LAST_NON_SPACE.search(tail)
         if m is None and len(tail) < n:
             tail = data.decode("utf-8")
             m = _LAST_NON_SPACE.search(tail)
         ws_start = n - len(tail[m.end():].encode("utf-8")) if m is not None else 0
-        for k in range(last, 0, -1):
-            c = int(bounds[k])
-            p = int(bounds[k - 1])
-            if c >= n or p >= ws_start:
-                continue
-            if data[p] == 0x27 and p + 2 >= n:     # an apostrophe: "'l" + "l" is the contraction "'ll"
-                continue
-            return k
+        for k in range(len(bounds) - 3, 0, -1):
+            if bounds[k - 1] < ws_start:
+                return k
         return 0
 
     def _check_dtype(self, dtype: DTypeLike) -> np.dtype[Any]:

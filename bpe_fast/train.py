@@ -16,7 +16,7 @@ from ._types import Merges, Progress, Table, Vocab
 from .count_workers import check_input_args, count_input_tables
 from .counts import PretokenCounts
 from .patterns import GPT2_PATTERN, resolve_pattern
-from .specials import check_special_tokens
+from .specials import SpecialTokens
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -69,7 +69,7 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
 
     >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])   # doctest: +SKIP
     """
-    special_tokens = check_special_tokens(special_tokens)
+    special_tokens = SpecialTokens.of(special_tokens)
     check_train_options(min_frequency=min_frequency, max_token_length=max_token_length,
                         special_tokens_position=special_tokens_position,
                         pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
@@ -150,7 +150,7 @@ def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: 
     made_with = getattr(counts, "special_tokens", None)
     if special_tokens is None:
         special_tokens = made_with or ()
-    special_tokens = check_special_tokens(special_tokens)
+    special_tokens = SpecialTokens.of(special_tokens)
     if made_with is not None and set(made_with) != set(special_tokens):
         raise ValueError(f"the counts were made with special tokens {list(made_with)}, "
                          f"not {list(special_tokens)}")

@@ -213,18 +213,22 @@ def test_small_cache_resets_and_stays_correct(trained):
     assert tok._pool.spare()[0].stats()["cached"] == 0
 
 
-@pytest.mark.parametrize("window", [1, 7, 64])
-def test_long_texts_are_pre_tokenized_in_windows(tok, tok4, monkeypatch, window):
-    # encode cuts a long text into windows at safe points; with tiny windows every kind of cut happens
-    import bpe_fast.tokenizer as module
+def test_python_path_cuts_streams_where_the_built_in_patterns_agree(tok, tok4):
+    # the Python path's cautious rule (Tokenizer._safe_cut) on the built-in patterns, whose exact rule is the
+    # native scanner's: cut after every character, the stream gives the oracle's ids (trailing whitespace,
+    # a contraction cut after its apostrophe, non-ASCII letters and spaces at the cuts)
+    text = make_text(21, 120, specials=[EOT]) + "x" * 50 + " " * 30 + "'ll" + "é" * 20 + "\u3000" * 5 + "a'"
+    for t in (tok, tok4):
+        slow = python_path(t)
+        assert list(slow.encode_iterable(list(text))) == oracle(t, text)
 
-    text = make_text(21, 300, specials=[EOT]) + "x" * 50 + " " * 30 + "'ll" + "é" * 20 + "\u3000" * 5
-    expected = [oracle(t, text) for t in (tok, tok4)]
-    monkeypatch.setattr(module, "_WINDOW", window)
-    # the windows are the Python path's (the native path scans a whole text, SCAN_BLOCK pre-tokens at a time)
-    tokenizers = [python_path(tok), python_path(tok4)]
-    assert [t.encode(text) for t in tokenizers] == expected
-    assert [list(t.encode_iterable([text[:500], text[500:]])) for t in tokenizers] == expected
+
+def test_python_path_safe_cut_worked_example():
+    assert Tokenizer._safe_cut(b"ab cd ef", np.array([0, 2, 5, 8])) == 1       # keep " cd" and " ef"
+    assert Tokenizer._safe_cut(b"ab  \n\n", np.array([0, 2, 3, 4, 5, 6])) == 1  # not inside the trailing "  \n\n"
+    assert Tokenizer._safe_cut("ab\u3000 \u3000".encode(), np.array([0, 2, 5, 6, 9])) == 1   # non-ASCII \s too
+    assert Tokenizer._safe_cut(b"ab cd", np.array([0, 2, 5])) == 0
+    assert Tokenizer._safe_cut(b"", np.array([0])) == 0
 
 
 def test_every_ranked_token_encodes_to_itself(tok):

@@ -1,0 +1,87 @@
+"""bpe_fast.specials.SpecialTokens: the one checked value of a run's special tokens, against plain-Python oracles."""
+import pickle
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bpe_fast import Tokenizer
+from bpe_fast.specials import SpecialTokens
+
+SOME = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# few distinct characters, so tokens overlap, share prefixes and occur in the texts
+alphabet = st.sampled_from("<|>ab é日")
+tokens = st.lists(st.text(alphabet, min_size=1, max_size=5), max_size=5, unique=True)
+texts = st.text(alphabet, max_size=40)
+
+
+def leftmost_longest(data, utf8_tokens):
+    """[(start, end)] of the tokens in data, scanning left to right: at each position the longest token that
+    starts there, else move on one byte (what an alternation tried longest first does)."""
+    out, pos = [], 0
+    while pos < len(data):
+        here = [t for t in utf8_tokens if data.startswith(t, pos)]
+        if here:
+            end = pos + max(map(len, here))
+            out.append((pos, end))
+            pos = end
+        else:
+            pos += 1
+    return out
+
+
+@SOME
+@given(tokens, texts)
+def test_the_forms_agree_with_an_oracle(toks, text):
+    ids = list(range(1000, 1000 + len(toks)))
+    specials = SpecialTokens(toks, ids)
+    assert specials.tokens == tuple(toks) and list(specials) == toks and len(specials) == len(toks)
+    # utf8: every token's UTF-8 exactly once, never a shorter one before a longer one
+    assert sorted(specials.utf8) == sorted(t.encode() for t in toks)
+    assert [len(b) for b in specials.utf8] == sorted((len(t.encode()) for t in toks), reverse=True)
+    # ids follow their tokens in every order
+    assert specials.ids == dict(zip(toks, ids))
+    assert [specials.id_of_utf8[b] for b in specials.utf8] == list(specials.utf8_ids)
+    assert all(specials.ids[b.decode()] == i for b, i in zip(specials.utf8, specials.utf8_ids))
+    # the str regex, the native matcher and the oracle find the same tokens
+    data = text.encode()
+    expected = leftmost_longest(data, [t.encode() for t in toks])
+    if toks:
+        assert specials.matcher.matches(data) == expected
+        found = [(len(text[:m.start()].encode()), len(text[:m.end()].encode())) for m in specials.regex.finditer(text)]
+        assert found == expected
+    else:
+        assert specials.regex is None and expected == []
+
+
+def test_bad_tokens_are_named():
+    with pytest.raises(TypeError, match="single string"):
+        SpecialTokens("<|endoftext|>")
+    with pytest.raises(TypeError, match="b'x' is not a str"):
+        SpecialTokens(["a", b"x"])
+    with pytest.raises(ValueError, match="empty"):
+        SpecialTokens(["a", ""])
+    with pytest.raises(ValueError, match="duplicate special token 'a'"):
+        SpecialTokens(["a", "b", "a"])
+    with pytest.raises(ValueError, match="2 special tokens but 1 ids"):
+        SpecialTokens(["a", "b"], [5])
+
+
+def test_a_value_is_passed_on_not_rebuilt():
+    specials = SpecialTokens(["<|a|>", "<|b|>"], [7, 8])
+    assert SpecialTokens.of(specials) is specials
+    assert SpecialTokens.of(None) == SpecialTokens() and not SpecialTokens.of(None)
+    copy = pickle.loads(pickle.dumps(specials))
+    assert copy == specials and copy.utf8_ids == specials.utf8_ids and copy is not specials
+    assert specials != SpecialTokens(["<|a|>", "<|b|>"])          # the same tokens without ids
+    kept = specials.restricted_to({"<|b|>", "<|c|>"})
+    assert kept.tokens == ("<|b|>",) and kept.ids == {"<|b|>": 8}
+
+
+def test_a_tokenizer_and_its_views_hold_one_value_each():
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|a|>", "<|a|>b"])
+    assert tok._specials == SpecialTokens(["<|a|>", "<|a|>b"], [256, 257])
+    view = tok.restricted_to(frozenset(["<|a|>"]))
+    assert view._specials == SpecialTokens(["<|a|>"], [256])
+    assert view.encode("<|a|>b") == [256, 98] and tok.encode("<|a|>b") == [257]
