@@ -5,6 +5,8 @@ import numpy as np
 from _typeshed import ReadableBuffer
 from numpy.typing import DTypeLike, NDArray
 
+from ._scan import UnicodeTables
+
 _Bytes = ReadableBuffer | NDArray[np.uint8]        # const uint8_t[::1]: bytes, bytearray, a uint8 array ...
 _Int32s = ReadableBuffer | NDArray[np.int32]
 _Int64s = ReadableBuffer | NDArray[np.int64]
@@ -15,7 +17,7 @@ MAX_SPARE_CORES: int
 class Segmenter:
     @property
     def kind(self) -> int: ...
-    def __init__(self, kind: int, specials: Any = (), ids: Any = ()) -> None: ...
+    def __init__(self, tables: UnicodeTables, kind: int, specials: Any = (), ids: Any = ()) -> None: ...
 
 class IdBuffer:
     def __init__(self) -> None: ...

@@ -39,7 +39,8 @@ from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport EMPTY_KEY, hash_bytes, load_head, next_slot, pair_key, pair_slot, table_shift, table_size
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
-from bpe_fast._scan cimport KIND_GPT2, KIND_GPT4, KIND_O200K, SpecialMatcher, scan_block, scan_block_final
+from bpe_fast._scan cimport (KIND_GPT2, KIND_GPT4, KIND_O200K, ScanTables, SpecialMatcher, UnicodeTables, scan_block,
+                             scan_block_final)
 
 import os
 
@@ -221,15 +222,19 @@ cdef inline object _utf8_holder(str text, const uint8_t** data, Py_ssize_t* n):
 
 @cython.final
 cdef class Segmenter:
-    """How a text is cut before merging, for the native path: the pattern's kind for the native scanner (2:
-    GPT2_PATTERN, 4: GPT4_PATTERN, see bpe_fast/_scan.pxd; the caller has loaded the scanner's tables with
-    bpe_fast.pretokenize.native_kind) and the special tokens, UTF-8 ordered longest first, with their ids."""
+    """How a text is cut before merging, for the native path: Segmenter(tables, kind, specials, ids) with the
+    scanner's Unicode tables (a bpe_fast._scan.UnicodeTables, kept for the segmenter's life; the package's one
+    is bpe_fast.pretokenize.native_tables()), the pattern's kind for the native scanner (2: GPT2_PATTERN,
+    4: GPT4_PATTERN, 5: O200K_PATTERN, see bpe_fast/_scan.pxd) and the special tokens, UTF-8 ordered longest
+    first, with their ids."""
 
     cdef readonly int kind
+    cdef UnicodeTables tables               # what t points into
+    cdef const ScanTables* t
     cdef SpecialMatcher specials            # None without special tokens
     cdef vector[int32_t] special_ids
 
-    def __cinit__(self, int kind, specials=(), ids=()):
+    def __cinit__(self, UnicodeTables tables not None, int kind, specials=(), ids=()):
         specials = list(specials)
         ids = list(ids)
         if kind != KIND_GPT2 and kind != KIND_GPT4 and kind != KIND_O200K:
@@ -237,6 +242,8 @@ cdef class Segmenter:
         if len(specials) != len(ids):
             raise ValueError("one id per special token")
         self.kind = kind
+        self.tables = tables
+        self.t = &tables.t
         self.specials = SpecialMatcher(specials) if specials else None
         for i in ids:
             self.special_ids.push_back(i)
@@ -910,19 +917,20 @@ cdef class BPECore:
             self._cache(h, prefix, p, n, self.scratch.data(), count)
         return 0
 
-    cdef int _encode_piece(self, const uint8_t* s, Py_ssize_t n, int kind, vector[int32_t]* out) except -1 nogil:
+    cdef int _encode_piece(self, const uint8_t* s, Py_ssize_t n, Segmenter seg, vector[int32_t]* out) except -1 nogil:
         """Append the ids of s[0:n], valid UTF-8 without special tokens: scanned by the native pre-tokenizer
-        SCAN_BLOCK pre-tokens at a time (the scanner resumes where it stopped, so no cut is needed)."""
+        (seg's tables and kind) SCAN_BLOCK pre-tokens at a time (the scanner resumes where it stopped, so no
+        cut is needed)."""
         cdef int64_t ends[SCAN_BLOCK]
         cdef Py_ssize_t i = 0, start, count
         while i < n:
             count = 0
             start = i
-            i = scan_block(s, i, n, kind, ends, &count, SCAN_BLOCK)
+            i = scan_block(seg.t, s, i, n, seg.kind, ends, &count, SCAN_BLOCK)
             self._encode_ends(s, start, ends, count, s + n, out)
         return 0
 
-    cdef Py_ssize_t _encode_piece_unfinished(self, const uint8_t* s, Py_ssize_t n, int kind,
+    cdef Py_ssize_t _encode_piece_unfinished(self, const uint8_t* s, Py_ssize_t n, Segmenter seg,
                                              vector[int32_t]* out) except -1 nogil:
         """_encode_piece for text that may continue: only the pre-tokens that text still to come cannot change
         (the scanner's rule, bpe_fast._scan.scan_block_final); returns where they end."""
@@ -931,7 +939,7 @@ cdef class BPECore:
         while i < n:
             count = 0
             start = i
-            i = scan_block_final(s, i, n, kind, ends, &count, SCAN_BLOCK)
+            i = scan_block_final(seg.t, s, i, n, seg.kind, ends, &count, SCAN_BLOCK)
             self._encode_ends(s, start, ends, count, s + n, out)
             if count < SCAN_BLOCK:
                 return i
@@ -950,9 +958,9 @@ cdef class BPECore:
         cdef Py_ssize_t pos = 0, at, index = 0, undecided = n
         if m is None:
             if final:
-                self._encode_piece(s, n, seg.kind, out)
+                self._encode_piece(s, n, seg, out)
                 return n
-            return self._encode_piece_unfinished(s, n, seg.kind, out)
+            return self._encode_piece_unfinished(s, n, seg, out)
         if not final:
             undecided = m.prefix_start(s, 0, n)
         while True:
@@ -962,13 +970,13 @@ cdef class BPECore:
             if at >= undecided:
                 break
             if at > pos:
-                self._encode_piece(s + pos, at - pos, seg.kind, out)
+                self._encode_piece(s + pos, at - pos, seg, out)
             out.push_back(seg.special_ids[index])
             pos = at + m.off[index + 1] - m.off[index]
         if final:
-            self._encode_piece(s + pos, n - pos, seg.kind, out)
+            self._encode_piece(s + pos, n - pos, seg, out)
             return n
-        return pos + self._encode_piece_unfinished(s + pos, undecided - pos, seg.kind, out)
+        return pos + self._encode_piece_unfinished(s + pos, undecided - pos, seg, out)
 
     cdef Py_ssize_t _encode_bytes(self, const uint8_t* s, Py_ssize_t n, Segmenter seg, bint final,
                                   vector[int32_t]* out) except -1:

@@ -1,5 +1,5 @@
 # Declarations other Cython modules may cimport (the encoder scans with these, without Python objects).
-from libc.stdint cimport uint8_t, int64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, int64_t
 from libcpp.vector cimport vector
 
 cdef enum:
@@ -7,26 +7,50 @@ cdef enum:
     KIND_GPT4 = 4   # GPT4_PATTERN
     KIND_O200K = 5  # O200K_PATTERN
 
+# The code point classes every scanner reads, as plain C (so scans run without the GIL): the class bits of code
+# point cp are st2[st1[cp >> 8] * 256 + (cp & 255)] (L=1, N=2, S=4, CR/LF=8, o200k's upper=16 and lower=32).
+# A UnicodeTables owns one (and the arrays it points into) and never changes it once built.
+cdef struct ScanTables:
+    const uint16_t* st1             # code point >> 8 -> block number
+    const uint8_t* st2              # block number * 256 + (code point & 255) -> class bits
+    uint8_t ascii_cls[128]          # the class bits of the ASCII code points (st2's first block)
+    uint8_t ascii_fold[128]         # GPT-4 contraction letter ('s', 'd', ...) an ASCII byte case-folds to, or 0
+    const uint32_t* fold_cps        # non-ASCII code points that (?i) matches to a contraction letter
+    const uint8_t* fold_letters     # ... and that letter
+    Py_ssize_t n_folds
+    bint swar_letters               # ASCII \p{L} is exactly A-Z a-z and the machine is little-endian
+
+
+cdef class UnicodeTables:
+    """Owns a ScanTables and its storage; built once by its constructor (bpe_fast.pretokenize.native_tables
+    makes the package's one), immutable after. Whoever scans with t keeps the object alive meanwhile."""
+    cdef vector[uint16_t] stage1
+    cdef vector[uint8_t] stage2
+    cdef vector[uint32_t] fold_cps
+    cdef vector[uint8_t] fold_letters
+    cdef ScanTables t
+
+
 # Append the end offset of every pre-token of the valid UTF-8 s[0:n] to out (the first pre-token starts at 0).
-# Only call after bpe_fast.pretokenize.native_kind(pattern) returned kind (that loads the tables).
-cdef void scan_ends(const uint8_t* s, Py_ssize_t n, int kind, vector[int64_t]* out) noexcept nogil
+# t: the classes (a UnicodeTables' t), kind: KIND_GPT2, KIND_GPT4 or KIND_O200K.
+cdef void scan_ends(const ScanTables* t, const uint8_t* s, Py_ssize_t n, int kind,
+                    vector[int64_t]* out) noexcept nogil
 
 # Scan the valid UTF-8 s[0:n] from byte i (a pre-token start), writing pre-token ends to out[count[0]:cap] and
-# advancing count[0]; returns where it stopped (n when done). Same precondition as scan_ends.
-cdef Py_ssize_t scan_block(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind, int64_t* out,
-                           Py_ssize_t* count, Py_ssize_t cap) noexcept nogil
+# advancing count[0]; returns where it stopped (n when done). t and kind as for scan_ends.
+cdef Py_ssize_t scan_block(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind,
+                           int64_t* out, Py_ssize_t* count, Py_ssize_t cap) noexcept nogil
 
 # scan_block for text that may go on after n: stops (with count[0] < cap) before the first pre-token that text
 # after n could change.
-cdef Py_ssize_t scan_block_final(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind, int64_t* out,
-                                 Py_ssize_t* count, Py_ssize_t cap) noexcept nogil
+cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind,
+                                 int64_t* out, Py_ssize_t* count, Py_ssize_t cap) noexcept nogil
 
 # Byte offset of the first invalid UTF-8 sequence in s[0:n] (as bytes.decode reports it), or -1.
 cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil
 
-# Start of the run of \s code points that ends the valid UTF-8 s[0:n] (n if s does not end in \s).
-# Same precondition as scan_ends (it reads the tables).
-cdef Py_ssize_t trailing_space_start(const uint8_t* s, Py_ssize_t n) noexcept nogil
+# Start of the run of \s code points (classes from t) that ends the valid UTF-8 s[0:n] (n if s does not end in \s).
+cdef Py_ssize_t trailing_space_start(const ScanTables* t, const uint8_t* s, Py_ssize_t n) noexcept nogil
 
 
 cdef class SpecialMatcher:

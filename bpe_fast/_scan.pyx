@@ -6,7 +6,8 @@ counting.
 
 Each pattern is one function, ``gpt2_next``/``gpt4_next``/``o200k_next``, that returns the end of the
 pre-token starting at byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
-out. Code points are classified with a two-level table (set_tables) generated from the installed `regex`.
+out. Code points are classified with a two-level table generated from the installed `regex`, which a
+UnicodeTables object owns; every scanner reads it through the `const ScanTables*` it is given.
 The loops take valid UTF-8 (the Python layer validates or encodes first) and touch no Python objects; Python
 objects are only built for the results: boundaries() (int64 array), split() (list of str) and PretokenCounter
 (distinct pre-tokens and counts, accumulated over chunks in a native hash table). bpe_fast/pretokenize.py is
@@ -36,83 +37,68 @@ cdef enum:
     C_U = 16    # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]   (o200k's "upper")
     C_W = 32    # [\p{Ll}\p{Lm}\p{Lo}\p{M}]          (o200k's "lower")
 
-cdef uint8_t ASCII_CLS[128]
-cdef uint8_t ASCII_FOLD[128]          # GPT-4 contraction letter ('s', 'd', ...) an ASCII byte case-folds to, or 0
-cdef vector[uint16_t] STAGE1          # code point >> 8 -> block number
-cdef vector[uint8_t] STAGE2           # block number * 256 + (code point & 255) -> class bits
-cdef vector[uint32_t] FOLD_CPS        # non-ASCII code points that (?i) matches to a contraction letter
-cdef vector[uint8_t] FOLD_LETTERS     # ... and that letter
-cdef const uint16_t* st1 = NULL
-cdef const uint8_t* st2 = NULL
-cdef bint READY = False
 
-
-def set_tables(const uint16_t[::1] stage1, const uint8_t[::1] stage2, fold_cps, fold_letters):
-    """Install the classification tables (built by bpe_fast.pretokenize from bpe_fast/_unicode_table.py).
+@cython.final
+cdef class UnicodeTables:
+    """The classification tables of the native scanner (built by bpe_fast.pretokenize.native_tables from
+    bpe_fast/_unicode_table.py): UnicodeTables(stage1, stage2, fold_cps, fold_letters).
 
     stage1[cp >> 8] is a block number b, stage2[b * 256 + (cp & 255)] the class bits of cp (L=1, N=2, S=4,
-    CR/LF=8, o200k's upper=16 and lower=32). fold_cps[k] is a non-ASCII code point that (?i) matches to the ASCII letter fold_letters[k].
+    CR/LF=8, o200k's upper=16 and lower=32). fold_cps[k] is a code point that (?i) matches to the ASCII letter
+    fold_letters[k]. The arrays are copied; the object never changes after, so any number of scans may read
+    it at once without the GIL (each scan keeps a reference to it), and several may exist side by side.
     """
-    global st1, st2, READY, SWAR_LETTERS
-    cdef Py_ssize_t k
-    if stage1.shape[0] != 0x1100:
-        raise ValueError("stage1 must have 0x1100 entries")
-    for k in range(stage1.shape[0]):
-        if (<Py_ssize_t>stage1[k] + 1) * 256 > stage2.shape[0]:
-            raise ValueError("stage1 points past the end of stage2")
-    if READY:       # scans may be running without the GIL: the tables they read must never move
-        if list(stage1) == list(STAGE1) and list(stage2) == list(STAGE2) and \
-                sorted(zip(fold_cps, map(ord, fold_letters))) == sorted(
-                    [(k, ASCII_FOLD[k]) for k in range(128) if ASCII_FOLD[k]] + list(zip(FOLD_CPS, FOLD_LETTERS))):
-            return
-        raise RuntimeError("bpe_fast._scan: the tables are already installed")
-    STAGE1.assign(&stage1[0], &stage1[0] + stage1.shape[0])
-    STAGE2.assign(&stage2[0], &stage2[0] + stage2.shape[0])
-    st1 = STAGE1.data()
-    st2 = STAGE2.data()
-    for k in range(128):
-        ASCII_CLS[k] = st2[<Py_ssize_t>st1[0] * 256 + k]
-        ASCII_FOLD[k] = 0
-    FOLD_CPS.clear()
-    FOLD_LETTERS.clear()
-    for cp, letter in zip(fold_cps, fold_letters):
-        if cp < 128:
-            ASCII_FOLD[cp] = ord(letter)
-        else:
-            FOLD_CPS.push_back(cp)
-            FOLD_LETTERS.push_back(ord(letter))
-    letters = [k for k in range(128) if ASCII_CLS[k] & C_L]
-    SWAR_LETTERS = sys.byteorder == "little" and letters == list(range(65, 91)) + list(range(97, 123))
-    READY = True
 
+    def __cinit__(self, const uint16_t[::1] stage1, const uint8_t[::1] stage2, fold_cps, fold_letters):
+        cdef Py_ssize_t k
+        if stage1.shape[0] != 0x1100:
+            raise ValueError("stage1 must have 0x1100 entries")
+        for k in range(stage1.shape[0]):
+            if (<Py_ssize_t>stage1[k] + 1) * 256 > stage2.shape[0]:
+                raise ValueError("stage1 points past the end of stage2")
+        for k in range(stage2.shape[0]):        # o200k_next relies on it
+            if (stage2[k] & C_L) and not (stage2[k] & (C_U | C_W)):
+                raise ValueError("every letter (L) must be upper (U) or lower (W) too")
+        self.stage1.assign(&stage1[0], &stage1[0] + stage1.shape[0])
+        self.stage2.assign(&stage2[0], &stage2[0] + stage2.shape[0])
+        self.t.st1 = self.stage1.data()
+        self.t.st2 = self.stage2.data()
+        for k in range(128):
+            self.t.ascii_cls[k] = self.t.st2[<Py_ssize_t>self.t.st1[0] * 256 + k]
+            self.t.ascii_fold[k] = 0
+        for cp, letter in zip(fold_cps, fold_letters):
+            if not 0 <= cp <= 0x10FFFF:
+                raise ValueError(f"fold_cps holds {cp!r}, not a code point")
+            if cp < 128:
+                self.t.ascii_fold[cp] = ord(letter)
+            else:
+                self.fold_cps.push_back(cp)
+                self.fold_letters.push_back(ord(letter))
+        self.t.fold_cps = self.fold_cps.data()
+        self.t.fold_letters = self.fold_letters.data()
+        self.t.n_folds = self.fold_cps.size()
+        letters = [k for k in range(128) if self.t.ascii_cls[k] & C_L]
+        self.t.swar_letters = sys.byteorder == "little" and letters == list(range(65, 91)) + list(range(97, 123))
 
-def classify_all():
-    """The class bits of every code point 0..0x10FFFF as the scanner sees them (bytes of length 0x110000)."""
-    _check_ready()
-    out = bytearray(0x110000)
-    cdef uint8_t[::1] view = out
-    cdef uint32_t cp
-    for cp in range(0x110000):
-        view[cp] = st2[<Py_ssize_t>st1[cp >> 8] * 256 + (cp & 255)]
-    return bytes(out)
+    def classify_all(self):
+        """The class bits of every code point 0..0x10FFFF as the scanner sees them (bytes of length 0x110000)."""
+        out = bytearray(0x110000)
+        cdef uint8_t[::1] view = out
+        cdef uint32_t cp
+        for cp in range(0x110000):
+            view[cp] = cls_of(&self.t, cp)
+        return bytes(out)
 
-
-def fold_letter(uint32_t cp):
-    """The contraction letter that (?i) matches code point cp to in GPT-4's pattern ('s', 'd', ...), or ''."""
-    _check_ready()
-    cdef uint8_t f = fold_of(cp)
-    return chr(f) if f else ""
-
-
-cdef _check_ready():
-    if not READY:
-        raise RuntimeError("bpe_fast._scan: set_tables() was not called")
+    def fold_letter(self, uint32_t cp):
+        """The contraction letter that (?i) matches code point cp to in GPT-4's pattern ('s', 'd', ...), or ''."""
+        cdef uint8_t f = fold_of(&self.t, cp)
+        return chr(f) if f else ""
 
 
 # ---------------------------------------------------------------------------------------------- classes
 
-cdef inline uint8_t cls_of(uint32_t cp) noexcept nogil:
-    return st2[<Py_ssize_t>st1[cp >> 8] * 256 + (cp & 255)]
+cdef inline uint8_t cls_of(const ScanTables* t, uint32_t cp) noexcept nogil:
+    return t.st2[<Py_ssize_t>t.st1[cp >> 8] * 256 + (cp & 255)]
 
 
 cdef inline uint32_t decode(const uint8_t* s, Py_ssize_t i, Py_ssize_t* nxt) noexcept nogil:
@@ -131,37 +117,38 @@ cdef inline uint32_t decode(const uint8_t* s, Py_ssize_t i, Py_ssize_t* nxt) noe
     return ((b & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
 
 
-cdef inline uint8_t cls_at(const uint8_t* s, Py_ssize_t i, Py_ssize_t* nxt) noexcept nogil:
+cdef inline uint8_t cls_at(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t* nxt) noexcept nogil:
     """Class bits of the code point at s[i]; nxt receives the offset after it."""
     cdef uint8_t b = s[i]
     if b < 0x80:
         nxt[0] = i + 1
-        return ASCII_CLS[b]
-    return cls_of(decode(s, i, nxt))
+        return t.ascii_cls[b]
+    return cls_of(t, decode(s, i, nxt))
 
 
-cdef inline uint8_t fold_of(uint32_t cp) noexcept nogil:
+cdef inline uint8_t fold_of(const ScanTables* t, uint32_t cp) noexcept nogil:
     cdef size_t k
     if cp < 128:
-        return ASCII_FOLD[cp]
-    for k in range(FOLD_CPS.size()):
-        if FOLD_CPS[k] == cp:
-            return FOLD_LETTERS[k]
+        return t.ascii_fold[cp]
+    for k in range(<size_t>t.n_folds):
+        if t.fold_cps[k] == cp:
+            return t.fold_letters[k]
     return 0
 
 
-cdef inline Py_ssize_t run(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t mask, uint8_t want) noexcept nogil:
+cdef inline Py_ssize_t run(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t mask,
+                           uint8_t want) noexcept nogil:
     """The end of the longest run of code points from i whose class bits c have (c & mask) == want."""
     cdef Py_ssize_t j
     cdef uint8_t b
     while i < n:
         b = s[i]
         if b < 0x80:
-            if (ASCII_CLS[b] & mask) != want:
+            if (t.ascii_cls[b] & mask) != want:
                 break
             i += 1
         else:
-            if (cls_of(decode(s, i, &j)) & mask) != want:
+            if (cls_of(t, decode(s, i, &j)) & mask) != want:
                 break
             i = j
     return i
@@ -170,7 +157,6 @@ cdef inline Py_ssize_t run(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-cdef bint SWAR_LETTERS = False      # ASCII \p{L} is exactly A-Z a-z and the machine is little-endian
 cdef uint64_t HIGH = 0x8080808080808080ULL
 
 
@@ -196,17 +182,18 @@ cdef inline Py_ssize_t swar_letters(const uint8_t* s, Py_ssize_t i, Py_ssize_t n
     return i
 
 
-cdef inline Py_ssize_t run_letters(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """run(s, i, n, C_L, C_L), eight ASCII bytes at a time where it can."""
+cdef inline Py_ssize_t run_letters(const ScanTables* t, const uint8_t* s, Py_ssize_t i,
+                                   Py_ssize_t n) noexcept nogil:
+    """run(t, s, i, n, C_L, C_L), eight ASCII bytes at a time where it can."""
     cdef bint ended = False
-    if SWAR_LETTERS:
+    if t.swar_letters:
         i = swar_letters(s, i, n, &ended)
         if ended:
             return i
-    return run_letters_slow(s, i, n)
+    return run_letters_slow(t, s, i, n)
 
 
-cdef Py_ssize_t run_letters_slow(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+cdef Py_ssize_t run_letters_slow(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     """run_letters past a non-ASCII byte or near the end: a code point at a time, and eight bytes at a time
     again after each ASCII letter."""
     cdef Py_ssize_t j
@@ -215,15 +202,15 @@ cdef Py_ssize_t run_letters_slow(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) n
     while i < n:
         b = s[i]
         if b < 0x80:
-            if not (ASCII_CLS[b] & C_L):
+            if not (t.ascii_cls[b] & C_L):
                 return i
             i += 1
-            if SWAR_LETTERS:
+            if t.swar_letters:
                 i = swar_letters(s, i, n, &ended)
                 if ended:
                     return i
         else:
-            if not (cls_of(decode(s, i, &j)) & C_L):
+            if not (cls_of(t, decode(s, i, &j)) & C_L):
                 return i
             i = j
     return i
@@ -238,7 +225,7 @@ cdef inline Py_ssize_t run_crlf(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) no
 # ---------------------------------------------------------------------------------------------- GPT-2
 # '(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 
-cdef inline Py_ssize_t gpt2_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+cdef inline Py_ssize_t gpt2_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     """End of the GPT-2 pre-token starting at s[i] (i < n)."""
     cdef uint8_t b = s[i], b1, b2, c, c2
     cdef Py_ssize_t j, k
@@ -250,26 +237,26 @@ cdef inline Py_ssize_t gpt2_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) n
             b2 = s[i + 2]
             if (b1 == 108 and b2 == 108) or (b2 == 101 and (b1 == 118 or b1 == 114)):  # ll ve re
                 return i + 3
-    c = cls_at(s, i, &j)
+    c = cls_at(t, s, i, &j)
     if b == 32 and j < n:                                       # " ?" takes the space if a run follows
-        c2 = cls_at(s, j, &k)
+        c2 = cls_at(t, s, j, &k)
         if c2 & C_L:
-            return run_letters(s, k, n)
+            return run_letters(t, s, k, n)
         if c2 & C_N:
-            return run(s, k, n, C_N, C_N)
+            return run(t, s, k, n, C_N, C_N)
         if (c2 & C_LNS) == 0:
-            return run(s, k, n, C_LNS, 0)
+            return run(t, s, k, n, C_LNS, 0)
     elif c & C_L:
-        return run_letters(s, j, n)
+        return run_letters(t, s, j, n)
     elif c & C_N:
-        return run(s, j, n, C_N, C_N)
+        return run(t, s, j, n, C_N, C_N)
     elif (c & C_LNS) == 0:
-        return run(s, j, n, C_LNS, 0)
+        return run(t, s, j, n, C_LNS, 0)
     # \s+(?!\S)|\s+ : the whitespace run, minus its last code point when a non-space follows and it has >= 2
     cdef Py_ssize_t last = i
     k = j
     while k < n:
-        c = cls_at(s, k, &j)
+        c = cls_at(t, s, k, &j)
         if not (c & C_S):
             return last if last > i else k
         last = k
@@ -277,8 +264,8 @@ cdef inline Py_ssize_t gpt2_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) n
     return n
 
 
-cdef inline Py_ssize_t space_run(const uint8_t* s, Py_ssize_t i, Py_ssize_t j, uint8_t c, Py_ssize_t n,
-                                 Py_ssize_t* after_nl) noexcept nogil:
+cdef inline Py_ssize_t space_run(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t j, uint8_t c,
+                                 Py_ssize_t n, Py_ssize_t* after_nl) noexcept nogil:
     """The whitespace run from s[i] (class c; the next code point at j) as GPT-4's and o200k's patterns end it
     when a non-space follows: up to its last \\r or \\n if it has one, else without its last code point if it
     has two or more, else that one code point. -1 when the run reaches n (the patterns differ there); after_nl
@@ -286,7 +273,7 @@ cdef inline Py_ssize_t space_run(const uint8_t* s, Py_ssize_t i, Py_ssize_t j, u
     cdef Py_ssize_t last = i, k = j, m
     after_nl[0] = j if (c & C_NL) else -1
     while k < n:
-        c = cls_at(s, k, &m)
+        c = cls_at(t, s, k, &m)
         if not (c & C_S):
             if after_nl[0] >= 0:
                 return after_nl[0]
@@ -301,40 +288,40 @@ cdef inline Py_ssize_t space_run(const uint8_t* s, Py_ssize_t i, Py_ssize_t j, u
 # ---------------------------------------------------------------------------------------------- GPT-4
 # '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
 
-cdef inline Py_ssize_t gpt4_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+cdef inline Py_ssize_t gpt4_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     """End of the GPT-4 pre-token starting at s[i] (i < n)."""
     cdef uint8_t b = s[i], c, c2, f1, f2
     cdef Py_ssize_t j, k, m, count
     if b == 39 and i + 1 < n:                                   # '(?i:[sdmt]|ll|ve|re)
-        f1 = fold_of(decode(s, i + 1, &j))
+        f1 = fold_of(t, decode(s, i + 1, &j))
         if f1 == 115 or f1 == 100 or f1 == 109 or f1 == 116:    # s d m t
             return j
         if (f1 == 108 or f1 == 118 or f1 == 114) and j < n:     # l v r
-            f2 = fold_of(decode(s, j, &k))
+            f2 = fold_of(t, decode(s, j, &k))
             if (f1 == 108 and f2 == 108) or (f1 != 108 and f2 == 101):
                 return k
-    c = cls_at(s, i, &j)
+    c = cls_at(t, s, i, &j)
     if c & C_L:                                                 # \p{L}++
-        return run_letters(s, j, n)
+        return run_letters(t, s, j, n)
     if c & C_N:                                                 # \p{N}{1,3}+
         count = 1
         while count < 3 and j < n:
-            if not (cls_at(s, j, &k) & C_N):
+            if not (cls_at(t, s, j, &k) & C_N):
                 break
             j = k
             count += 1
         return j
     if not (c & C_NL) and j < n:
-        c2 = cls_at(s, j, &k)
+        c2 = cls_at(t, s, j, &k)
         if c2 & C_L:                                            # [^\r\n\p{L}\p{N}]?+\p{L}++
-            return run_letters(s, k, n)
+            return run_letters(t, s, k, n)
         if b == 32 and (c2 & C_LNS) == 0:                       # " [^\s\p{L}\p{N}]++[\r\n]*+"
-            return run_crlf(s, run(s, k, n, C_LNS, 0), n)
+            return run_crlf(s, run(t, s, k, n, C_LNS, 0), n)
     if (c & C_LNS) == 0:                                        # "[^\s\p{L}\p{N}]++[\r\n]*+"
-        return run_crlf(s, run(s, j, n, C_LNS, 0), n)
+        return run_crlf(s, run(t, s, j, n, C_LNS, 0), n)
     # whitespace run from i: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
     cdef Py_ssize_t after_nl
-    k = space_run(s, i, j, c, n, &after_nl)
+    k = space_run(t, s, i, j, c, n, &after_nl)
     return n if k < 0 else k                                    # \s++$: a run reaching the end is whole
 
 
@@ -346,16 +333,17 @@ cdef inline Py_ssize_t gpt4_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) n
 # depended on whether text goes on after n (it looked for a code point at n): a pre-token scanned without
 # that is final whatever follows (scan_block_final).
 
-cdef inline Py_ssize_t run_to(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t mask, uint8_t want,
-                              bint* at_end) noexcept nogil:
+cdef inline Py_ssize_t run_to(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t mask,
+                              uint8_t want, bint* at_end) noexcept nogil:
     """run(), noting in at_end when the run reached n."""
-    i = run(s, i, n, mask, want)
+    i = run(t, s, i, n, mask, want)
     if i >= n:
         at_end[0] = True
     return i
 
 
-cdef inline Py_ssize_t o200k_contraction(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* at_end) noexcept nogil:
+cdef inline Py_ssize_t o200k_contraction(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                         bint* at_end) noexcept nogil:
     """The end of (?i:'s|'t|'re|'ve|'m|'ll|'d) at s[i], or i when there is none."""
     cdef Py_ssize_t j, k
     cdef uint8_t f1, f2
@@ -366,21 +354,21 @@ cdef inline Py_ssize_t o200k_contraction(const uint8_t* s, Py_ssize_t i, Py_ssiz
     if i + 1 >= n:
         at_end[0] = True
         return i
-    f1 = fold_of(decode(s, i + 1, &j))
+    f1 = fold_of(t, decode(s, i + 1, &j))
     if f1 == 115 or f1 == 116 or f1 == 109 or f1 == 100:       # s t m d
         return j
     if f1 == 114 or f1 == 118 or f1 == 108:                    # r v l
         if j >= n:
             at_end[0] = True
             return i
-        f2 = fold_of(decode(s, j, &k))
+        f2 = fold_of(t, decode(s, j, &k))
         if (f1 == 108 and f2 == 108) or (f1 != 108 and f2 == 101):
             return k
     return i
 
 
-cdef inline Py_ssize_t o200k_cased(const uint8_t* s, Py_ssize_t p, Py_ssize_t n, bint lower_first,
-                                   bint* at_end) noexcept nogil:
+cdef inline Py_ssize_t o200k_cased(const ScanTables* t, const uint8_t* s, Py_ssize_t p, Py_ssize_t n,
+                                   bint lower_first, bint* at_end) noexcept nogil:
     """The end of [U]*[W]+ (lower_first) or of [U]+[W]* matched at s[p] as `regex` backtracks, or -1.
 
     Greedy [U]* takes the whole run of U from p, to e. If the code point at e is W, [W]+ takes the run of W
@@ -394,7 +382,7 @@ cdef inline Py_ssize_t o200k_cased(const uint8_t* s, Py_ssize_t p, Py_ssize_t n,
             at_end[0] = True
             c = 0
             break
-        c = cls_at(s, e, &j)
+        c = cls_at(t, s, e, &j)
         if not (c & C_U):
             break
         if c & C_W:
@@ -403,51 +391,52 @@ cdef inline Py_ssize_t o200k_cased(const uint8_t* s, Py_ssize_t p, Py_ssize_t n,
     if not lower_first and e == p:
         return -1
     if c & C_W:
-        return run_to(s, e, n, C_W, C_W, at_end)
+        return run_to(t, s, e, n, C_W, C_W, at_end)
     return last_w if lower_first else e
 
 
-cdef inline Py_ssize_t o200k_next(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* at_end) noexcept nogil:
+cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                  bint* at_end) noexcept nogil:
     """End of the o200k pre-token starting at s[i] (i < n)."""
     cdef uint8_t b = s[i], c, c2
     cdef Py_ssize_t j, k, m, e, count
-    c = cls_at(s, i, &j)
+    c = cls_at(t, s, i, &j)
     if c & C_L:                                         # no prefix: [U]*[W]+C? then [U]+[W]*C? at i
-        e = o200k_cased(s, i, n, True, at_end)
+        e = o200k_cased(t, s, i, n, True, at_end)
         if e < 0:
-            e = o200k_cased(s, i, n, False, at_end)     # every letter is U or W: one of them matches
-        return o200k_contraction(s, e, n, at_end)
+            e = o200k_cased(t, s, i, n, False, at_end)  # every letter is U or W: one of them matches
+        return o200k_contraction(t, s, e, n, at_end)
     if c & C_N:                                         # \p{N}{1,3}
         count = 1
         while count < 3:
             if j >= n:
                 at_end[0] = True
                 break
-            if not (cls_at(s, j, &k) & C_N):
+            if not (cls_at(t, s, j, &k) & C_N):
                 break
             j = k
             count += 1
         return j
     if not (c & C_NL):                                  # [^\r\n\p{L}\p{N}]? may take s[i]
-        e = o200k_cased(s, j, n, True, at_end)
+        e = o200k_cased(t, s, j, n, True, at_end)
         if e < 0 and (c & C_W):                         # a mark (U and W, not L): [W]+ can start at i itself
-            e = o200k_cased(s, i, n, True, at_end)
+            e = o200k_cased(t, s, i, n, True, at_end)
         if e < 0:
-            e = o200k_cased(s, j, n, False, at_end)
+            e = o200k_cased(t, s, j, n, False, at_end)
         if e >= 0:
-            return o200k_contraction(s, e, n, at_end)
+            return o200k_contraction(t, s, e, n, at_end)
         if b == 32:                                     # " ?[^\s\p{L}\p{N}]+[\r\n/]*" with the space
             if j >= n:
                 at_end[0] = True
             else:
-                c2 = cls_at(s, j, &k)
+                c2 = cls_at(t, s, j, &k)
                 if (c2 & C_LNS) == 0:
-                    return o200k_crlf_slash(s, run_to(s, k, n, C_LNS, 0, at_end), n, at_end)
+                    return o200k_crlf_slash(s, run_to(t, s, k, n, C_LNS, 0, at_end), n, at_end)
         if (c & C_LNS) == 0:                            # ... without it
-            return o200k_crlf_slash(s, run_to(s, j, n, C_LNS, 0, at_end), n, at_end)
+            return o200k_crlf_slash(s, run_to(t, s, j, n, C_LNS, 0, at_end), n, at_end)
     # the whitespace run from i: \s*[\r\n]+ | \s+(?!\S) | \s+
     cdef Py_ssize_t after_nl
-    k = space_run(s, i, j, c, n, &after_nl)
+    k = space_run(t, s, i, j, c, n, &after_nl)
     if k >= 0:
         return k
     at_end[0] = True
@@ -465,20 +454,21 @@ cdef inline Py_ssize_t o200k_crlf_slash(const uint8_t* s, Py_ssize_t i, Py_ssize
 
 # ---------------------------------------------------------------------------------------------- drivers
 
-cdef void scan_ends(const uint8_t* s, Py_ssize_t n, int kind, vector[int64_t]* out) noexcept nogil:
+cdef void scan_ends(const ScanTables* t, const uint8_t* s, Py_ssize_t n, int kind,
+                    vector[int64_t]* out) noexcept nogil:
     cdef Py_ssize_t i = 0
     cdef bint at_end = False
     if kind == KIND_GPT2:
         while i < n:
-            i = gpt2_next(s, i, n)
+            i = gpt2_next(t, s, i, n)
             out.push_back(i)
     elif kind == KIND_GPT4:
         while i < n:
-            i = gpt4_next(s, i, n)
+            i = gpt4_next(t, s, i, n)
             out.push_back(i)
     else:
         while i < n:
-            i = o200k_next(s, i, n, &at_end)
+            i = o200k_next(t, s, i, n, &at_end)
             out.push_back(i)
 
 
@@ -537,7 +527,7 @@ def utf8_error(const uint8_t[::1] data):
     return pos
 
 
-cdef Py_ssize_t trailing_space_start(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+cdef Py_ssize_t trailing_space_start(const ScanTables* t, const uint8_t* s, Py_ssize_t n) noexcept nogil:
     """Walk back from n over whole code points while they are \\s. Worked example: "ab \\u3000\\n" (7 bytes)
     -> 2: "\\n", U+3000 (3 bytes) and " " are \\s, "b" is not."""
     cdef Py_ssize_t j, nxt
@@ -545,52 +535,50 @@ cdef Py_ssize_t trailing_space_start(const uint8_t* s, Py_ssize_t n) noexcept no
         j = n - 1
         while j > 0 and (s[j] & 0xC0) == 0x80:                  # back to the lead byte
             j -= 1
-        if not (cls_at(s, j, &nxt) & C_S):
+        if not (cls_at(t, s, j, &nxt) & C_S):
             break
         n = j
     return n
 
 
-def trailing_space(const uint8_t[::1] data):
+def trailing_space(UnicodeTables tables not None, const uint8_t[::1] data):
     """trailing_space_start for Python (tests): where the run of \\s ending valid UTF-8 data starts."""
-    _check_ready()
     cdef Py_ssize_t n = data.shape[0]
-    return trailing_space_start(&data[0], n) if n else 0
+    return trailing_space_start(&tables.t, &data[0], n) if n else 0
 
 
 cdef int _kind(int kind) except -1:
-    _check_ready()
     if kind != KIND_GPT2 and kind != KIND_GPT4 and kind != KIND_O200K:
         raise ValueError(f"unknown pattern kind {kind}")
     return kind
 
 
-cdef Py_ssize_t scan_block(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind, int64_t* out,
-                           Py_ssize_t* count, Py_ssize_t cap) noexcept nogil:
+cdef Py_ssize_t scan_block(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind,
+                           int64_t* out, Py_ssize_t* count, Py_ssize_t cap) noexcept nogil:
     """Scan from byte i, appending pre-token ends to out[count[0]:cap]; returns where it stopped (n when done)."""
     cdef Py_ssize_t k = count[0]
     cdef bint at_end = False
     if kind == KIND_GPT2:
         while i < n and k < cap:
-            i = gpt2_next(s, i, n)
+            i = gpt2_next(t, s, i, n)
             out[k] = i
             k += 1
     elif kind == KIND_GPT4:
         while i < n and k < cap:
-            i = gpt4_next(s, i, n)
+            i = gpt4_next(t, s, i, n)
             out[k] = i
             k += 1
     else:
         while i < n and k < cap:
-            i = o200k_next(s, i, n, &at_end)
+            i = o200k_next(t, s, i, n, &at_end)
             out[k] = i
             k += 1
     count[0] = k
     return i
 
 
-cdef Py_ssize_t scan_block_final(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind, int64_t* out,
-                                 Py_ssize_t* count, Py_ssize_t cap) noexcept nogil:
+cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind,
+                                 int64_t* out, Py_ssize_t* count, Py_ssize_t cap) noexcept nogil:
     """scan_block for text that may go on after n: only the pre-tokens that text after n cannot change.
 
     o200k: the pre-tokens scanned without looking for a code point at n (at_end stays False). GPT-2 and
@@ -603,16 +591,16 @@ cdef Py_ssize_t scan_block_final(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, i
     cdef bint at_end = False
     if kind == KIND_O200K:
         while i < n and k < cap:
-            e = o200k_next(s, i, n, &at_end)
+            e = o200k_next(t, s, i, n, &at_end)
             if at_end:
                 break
             out[k] = e
             k += 1
             i = e
     else:
-        ws = trailing_space_start(s, n)
+        ws = trailing_space_start(t, s, n)
         while i < n and k < cap:
-            e = gpt2_next(s, i, n) if kind == KIND_GPT2 else gpt4_next(s, i, n)
+            e = gpt2_next(t, s, i, n) if kind == KIND_GPT2 else gpt4_next(t, s, i, n)
             if e >= n or i >= ws or (s[i] == 39 and i + 2 >= n):
                 break
             out[k] = e
@@ -622,8 +610,9 @@ cdef Py_ssize_t scan_block_final(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, i
     return i
 
 
-def boundaries(const uint8_t[::1] data, int kind):
-    """int64 array b of pre-token offsets in valid UTF-8 data: b[0] == 0, b[-1] == len(data)."""
+def boundaries(UnicodeTables tables not None, const uint8_t[::1] data, int kind):
+    """int64 array b of pre-token offsets in valid UTF-8 data (classes from tables): b[0] == 0,
+    b[-1] == len(data)."""
     _kind(kind)
     cdef Py_ssize_t n = data.shape[0], pos = 0, count = 1, cap = n // 3 + 16   # most pre-tokens are >= 3 bytes
     out = np.empty(cap, dtype=np.int64)
@@ -635,7 +624,7 @@ def boundaries(const uint8_t[::1] data, int kind):
             out = np.concatenate([out, np.empty(cap - count, dtype=np.int64)])
             view = out
         with nogil:
-            pos = scan_block(&data[0], pos, n, kind, &view[0], &count, cap)
+            pos = scan_block(&tables.t, &data[0], pos, n, kind, &view[0], &count, cap)
     view = None
     out.resize(count, refcheck=False)                        # shrinks in place: no copy
     return out
@@ -648,8 +637,8 @@ cdef struct CachedStr:
     PyObject* text      # its str, a reference the cache owns; or NULL
 
 
-def split(const uint8_t[::1] data, int kind):
-    """The pre-tokens of valid UTF-8 data, as a list of str.
+def split(UnicodeTables tables not None, const uint8_t[::1] data, int kind):
+    """The pre-tokens of valid UTF-8 data (classes from tables), as a list of str.
 
     Pre-tokens repeat ("the", " of", ","), so the str made for a span (of at most 64 bytes) is kept in a
     small direct-mapped cache keyed by its bytes, and appended again when the same bytes come back.
@@ -662,7 +651,7 @@ def split(const uint8_t[::1] data, int kind):
     ends.reserve(n // 4 + 16)
     ends.push_back(0)
     with nogil:
-        scan_ends(&data[0], n, kind, &ends)
+        scan_ends(&tables.t, &data[0], n, kind, &ends)
     cdef const uint8_t* base = &data[0]
     cdef vector[CachedStr] cache
     cdef CachedStr empty
@@ -810,8 +799,9 @@ cdef class PretokenCounter:
     may be dropped after add(); memory grows with the number of distinct pre-tokens only. Results come out in
     order of first occurrence, as a Counter over regex.findall would have them.
 
-    Worked example: PretokenCounter(2, [b"<|e|>"]).add(b"a b<|e|>a b").to_dict() == {b"a": 2, b" b": 2}
-    (kind 2 is GPT2_PATTERN, 4 GPT4_PATTERN; see _scan.pxd).
+    Worked example: PretokenCounter(tables, 2, [b"<|e|>"]).add(b"a b<|e|>a b").to_dict() == {b"a": 2, b" b": 2}
+    (tables: a UnicodeTables, kept for the counter's life; kind 2 is GPT2_PATTERN, 4 GPT4_PATTERN, see
+    _scan.pxd; kind 0, which takes tables None, only adds arrays).
     """
     cdef vector[Span] spans         # start = offset into arena
     cdef vector[Slot] slots         # open addressing, linear probing, power-of-two size, at most half full
@@ -819,12 +809,18 @@ cdef class PretokenCounter:
     cdef uint64_t mask
     cdef int64_t total_count
     cdef SpecialMatcher specials
+    cdef UnicodeTables tables       # what t points into (None for kind 0)
+    cdef const ScanTables* t
     cdef bint busy
     cdef readonly int kind
 
-    def __cinit__(self, int kind, specials=()):
+    def __cinit__(self, UnicodeTables tables, int kind, specials=()):
         cdef Slot empty
         self.kind = _kind(kind) if kind != 0 else 0      # kind 0: adds arrays only (needs no tables)
+        if tables is None and kind != 0:
+            raise TypeError("PretokenCounter needs a UnicodeTables to scan with")
+        self.tables = tables
+        self.t = &tables.t if tables is not None else NULL
         self.specials = SpecialMatcher(specials)
         empty.index = EMPTY_INDEX
         empty.tag = 0
@@ -927,17 +923,17 @@ cdef class PretokenCounter:
         cdef bint at_end = False
         if self.kind == KIND_GPT2:
             while i < n:
-                e = gpt2_next(s, i, n)
+                e = gpt2_next(self.t, s, i, n)
                 self.add_span(s + i, e - i, end)
                 i = e
         elif self.kind == KIND_GPT4:
             while i < n:
-                e = gpt4_next(s, i, n)
+                e = gpt4_next(self.t, s, i, n)
                 self.add_span(s + i, e - i, end)
                 i = e
         else:
             while i < n:
-                e = o200k_next(s, i, n, &at_end)
+                e = o200k_next(self.t, s, i, n, &at_end)
                 self.add_span(s + i, e - i, end)
                 i = e
 
@@ -1029,13 +1025,13 @@ cdef class PretokenCounter:
 def merge_arrays(parts):
     """The sum of several (tokens, offsets, counts) tables (see PretokenCounter.arrays) as one, its
     pre-tokens in order of first appearance (the first table's first)."""
-    counter = PretokenCounter(0)
+    counter = PretokenCounter(None, 0)
     for tokens, offsets, counts in parts:
         counter.add_arrays(tokens, offsets, counts)
     return counter.arrays()
 
 
-def count(const uint8_t[::1] data, int kind, specials=()):
-    """dict[bytes, int] of the pre-tokens of valid UTF-8 data, in order of first occurrence; specials (bytes,
-    longest first) cut the data and are not counted. See PretokenCounter."""
-    return PretokenCounter(kind, specials).add(data).to_dict()
+def count(UnicodeTables tables not None, const uint8_t[::1] data, int kind, specials=()):
+    """dict[bytes, int] of the pre-tokens of valid UTF-8 data (classes from tables), in order of first
+    occurrence; specials (bytes, longest first) cut the data and are not counted. See PretokenCounter."""
+    return PretokenCounter(tables, kind, specials).add(data).to_dict()

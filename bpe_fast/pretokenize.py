@@ -10,7 +10,7 @@ not built), every function here falls back to `regex` with a warning rather than
 Public: compiled_pattern, pretokenize (list of str), pretoken_boundaries (bytes -> int64 offsets),
 count_pretokens_text (str -> Counter of bytes), count_chunk (bytes of a corpus chunk -> dict of bytes), and
 ChunkCounter (count_chunk over many chunks into one native table). native_kind says whether a pattern is
-scanned natively.
+scanned natively; native_tables is the scanner's Unicode tables, which every native scan is given.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import types
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import regex
@@ -29,6 +29,9 @@ from numpy.typing import NDArray
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from ._types import Table
 from .specials import SpecialTokens, split_on_specials
+
+if TYPE_CHECKING:
+    from ._scan import UnicodeTables
 
 _compiled: dict[str, regex.Pattern[str]] = {}
 
@@ -56,7 +59,7 @@ def pretokenize(text: str, pattern: str = GPT2_PATTERN) -> list[str]:
     if kind and isinstance(text, str):
         data = _utf8_or_none(text)
         if data is not None:
-            return _scan.split(data, kind)        # type: ignore[union-attr]  # kind != 0: loaded
+            return _scan.split(_tables, data, kind)   # type: ignore[union-attr]  # kind != 0: loaded
     return compiled_pattern(pattern).findall(text)
 
 
@@ -70,7 +73,7 @@ def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN) ->
     kind = native_kind(pattern)
     if kind and isinstance(data, (bytes, bytearray)):
         check_utf8(data)
-        return _scan.boundaries(data, kind)       # type: ignore[union-attr]  # kind != 0: loaded
+        return _scan.boundaries(_tables, data, kind)   # type: ignore[union-attr]  # kind != 0: loaded
     text = data.decode("utf-8")
     lengths = [len(p.encode("utf-8")) for p in compiled_pattern(pattern).findall(text)]
     out = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -86,7 +89,7 @@ def count_pretokens_text(text: str, pattern: str = GPT2_PATTERN,
     kind = native_kind(pattern)
     data = _utf8_or_none(text) if kind and isinstance(text, str) else None
     if data is not None:
-        words = _scan.count(data, kind)       # type: ignore[union-attr]  # kind != 0: loaded
+        words = _scan.count(_tables, data, kind)      # type: ignore[union-attr]  # kind != 0: loaded
     else:
         words = {w.encode("utf-8"): n for w, n in Counter(compiled_pattern(pattern).findall(text)).items()}
     for word, n in words.items():
@@ -126,7 +129,7 @@ class ChunkCounter:
         self.pattern, self.errors = resolve_pattern(pattern), errors
         compiled_pattern(self.pattern)
         kind = native_kind(self.pattern)
-        self._native = (_scan.PretokenCounter(kind, self._specials.utf8)  # type: ignore[union-attr]
+        self._native = (_scan.PretokenCounter(_tables, kind, self._specials.utf8)  # type: ignore[union-attr]
                         if kind else None)
         self._counts: Counter[bytes] = Counter()              # what only `regex` could count
 
@@ -201,21 +204,30 @@ class ChunkCounter:
 
 _KINDS: dict[str, int]
 _KINDS = {GPT2_PATTERN: 2, GPT4_PATTERN: 4, O200K_PATTERN: 5}     # the kind numbers of bpe_fast/_scan.pxd
-_scan: types.ModuleType | None = None           # the extension module once its tables are installed
+_scan: types.ModuleType | None = None           # the extension module, once its tables are built
+_tables: UnicodeTables | None = None            # those tables (native_tables)
 _native_checked = False
 
 
 def native_kind(pattern: str) -> int:
     """The native scanner's number for `pattern` (a name or regex string), or 0 when `regex` must do it."""
     kind = _KINDS.get(resolve_pattern(pattern), 0)
-    if kind and not _native_checked:
+    return kind if kind and native_tables() is not None else 0
+
+
+def native_tables() -> UnicodeTables | None:
+    """The native scanner's Unicode tables (a bpe_fast._scan.UnicodeTables), built on first use; None when the
+    scanner cannot be used (then `regex` pre-tokenizes). One object, never changed, serves every native scan
+    of the process: the scanning functions and objects of _scan and _encode take it as their first argument.
+    """
+    if not _native_checked:
         _load_native()
-    return kind if _scan is not None else 0
+    return _tables
 
 
 def _load_native() -> None:
-    """Import bpe_fast._scan and install the Unicode table, unless it disagrees with the installed `regex`."""
-    global _scan, _native_checked
+    """Import bpe_fast._scan and build native_tables(), unless the Unicode table disagrees with `regex`."""
+    global _scan, _tables, _native_checked
     _native_checked = True
     try:
         from . import _scan as scan
@@ -236,8 +248,9 @@ def _load_native() -> None:
     stage1, stage2 = _two_level_table(table)
     fold_cps = [cp for letter, cps in table.FOLDS.items() for cp in cps]
     fold_letters = [letter for letter, cps in table.FOLDS.items() for cp in cps]
-    scan.set_tables(stage1, stage2, fold_cps, fold_letters)
+    tables = scan.UnicodeTables(stage1, stage2, fold_cps, fold_letters)
     _scan = scan
+    _tables = tables                    # last: a native call may start as soon as it is set
 
 
 def _table_problem(table: Any) -> str:

@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 from . import formats
 from ._encode import BPETables, EncoderPool, IdBuffer, Segmenter, StreamEncoder
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
-from .pretokenize import check_utf8, compiled_pattern, native_kind, pretoken_boundaries
+from .pretokenize import check_utf8, compiled_pattern, native_kind, native_tables, pretoken_boundaries
 from .procs import map_threads
 from .specials import SpecialTokens, check_disallowed
 from ._types import Merges, StrPath, Vocab
@@ -161,10 +161,9 @@ class Tokenizer:
         """Match the special tokens of `special_ids` ({str: id}, in order), and only those, when encoding."""
         self._specials = SpecialTokens(special_ids, special_ids.values())
         # The native path (None: the Python path), with the special tokens longest first (SpecialTokens.utf8).
-        kind = self._kind
-        by_length = list(self._specials.utf8)
-        self._special_ids_bytes = self._specials.id_of_utf8
-        self._segmenter = Segmenter(kind, by_length, [self._special_ids_bytes[t] for t in by_length]) if kind else None
+        tables = native_tables() if self._kind else None
+        self._segmenter = (Segmenter(tables, self._kind, self._specials.utf8, self._specials.utf8_ids)
+                           if tables is not None else None)
 
     def restricted_to(self, allowed: frozenset[str]) -> Tokenizer:
         """This tokenizer matching only the special tokens in `allowed` (a frozenset of some of its special

@@ -650,15 +650,19 @@ def test_special_matcher_worked_example():
 
 def test_trailing_space_worked_example(tok):
     from bpe_fast._scan import trailing_space
+    from bpe_fast.pretokenize import native_tables
 
+    tables = native_tables()
     # "ab \u3000\n": "\n", U+3000 (3 bytes) and " " are \s, "b" is not: the run starts at byte 2
-    assert trailing_space("ab \u3000\n".encode()) == 2
-    assert trailing_space(b"ab") == 2 and trailing_space(b"   ") == 0 and trailing_space(b"") == 0
-    assert trailing_space("x\u00a0".encode()) == 1 and trailing_space("x\u200b".encode()) == 4  # ZWSP is not \s
+    assert trailing_space(tables, "ab \u3000\n".encode()) == 2
+    assert trailing_space(tables, b"ab") == 2 and trailing_space(tables, b"   ") == 0
+    assert trailing_space(tables, b"") == 0 and trailing_space(tables, "x\u00a0".encode()) == 1
+    assert trailing_space(tables, "x\u200b".encode()) == 4  # ZWSP is not \s
 
 
 def test_stream_encoder_worked_example():
     from bpe_fast._encode import Segmenter, StreamEncoder
+    from bpe_fast.pretokenize import native_tables
 
     tok = Tokenizer(byte_vocab(b"ll", b"llo", b"  "), [(b"l", b"l"), (b"ll", b"o"), (b" ", b" ")], ["<|e|>"])
     ids = list(range(tok.vocab_size))
@@ -678,12 +682,15 @@ def test_stream_encoder_worked_example():
     # an apostrophe one byte from the end ("'l" + "l" is the contraction "'ll") is held back with its letter
     assert tok.decode(stream.feed(core, "we'l")) == "  we" and stream.pending_bytes == 2
     assert tok.decode(stream.finish(core)) == "'l"
-    segmenter = Segmenter(4, [b"<|e|>"], [258])
+    tables = native_tables()
+    segmenter = Segmenter(tables, 4, [b"<|e|>"], [258])
     assert segmenter.kind == 4
     with pytest.raises(ValueError, match="kind"):
-        Segmenter(3)
+        Segmenter(tables, 3)
     with pytest.raises(ValueError, match="one id per special token"):
-        Segmenter(2, [b"<|e|>"], [])
+        Segmenter(tables, 2, [b"<|e|>"], [])
+    with pytest.raises(TypeError):
+        Segmenter(None, 2)
 
 
 @SOME

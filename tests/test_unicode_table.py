@@ -2,14 +2,17 @@
 import importlib
 import pathlib
 import runpy
+import subprocess
+import sys
 import types
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
 import regex
 
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 
 P = importlib.import_module("bpe_fast.pretokenize")
 table = importlib.import_module("bpe_fast._unicode_table")
@@ -18,9 +21,10 @@ L, N, S, NL, U, W = 1, 2, 4, 8, 16, 32       # the class bits of bpe_fast/_scan.
 
 
 @pytest.fixture(scope="module")
-def scan():
+def tables():
+    """The package's bpe_fast._scan.UnicodeTables."""
     assert P.native_kind(GPT2_PATTERN), "the native scanner is not active (build bpe_fast/_scan.pyx)"
-    return importlib.import_module("bpe_fast._scan")
+    return P.native_tables()
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +39,8 @@ def _matching(rx, text):
     return hits
 
 
-def test_every_code_point_is_classified_as_regex_does(scan, every_code_point):
-    classes = np.frombuffer(scan.classify_all(), dtype=np.uint8)
+def test_every_code_point_is_classified_as_regex_does(tables, every_code_point):
+    classes = np.frombuffer(tables.classify_all(), dtype=np.uint8)
     assert len(classes) == 0x110000
     for bit, rx in ((L, r"\p{L}"), (N, r"\p{N}"), (S, r"\s"), (NL, r"[\r\n]"),
                     (U, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"), (W, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]")):
@@ -49,7 +53,7 @@ def test_every_code_point_is_classified_as_regex_does(scan, every_code_point):
     assert [classes[ord(c)] for c in "a٣\u3000\n!A中\u0301"] == [L | W, N, S, S | NL, 0, L | U, L | U | W, U | W]
 
 
-def test_every_code_point_folds_to_the_contraction_letters_as_regex_does(scan, every_code_point):
+def test_every_code_point_folds_to_the_contraction_letters_as_regex_does(tables, every_code_point):
     # (?i:s) in GPT-4's contractions also matches U+017F LATIN SMALL LETTER LONG S; the table must say so.
     expected = {}
     for letter in P.CONTRACTION_LETTERS:
@@ -57,7 +61,7 @@ def test_every_code_point_folds_to_the_contraction_letters_as_regex_does(scan, e
             assert m.start() not in expected, "a code point folding to two contraction letters"
             expected[m.start()] = letter
     assert expected[0x17F] == "s" and 0x212A not in expected      # KELVIN SIGN folds to k: not a contraction
-    got = {cp: f for cp in range(0x110000) if (f := scan.fold_letter(cp))}
+    got = {cp: f for cp in range(0x110000) if (f := tables.fold_letter(cp))}
     assert got == expected
 
 
@@ -114,6 +118,7 @@ def test_another_regex_release_means_a_table_from_that_regex(monkeypatch):
     # A regex release whose Unicode differs from the committed table: the scanner stays native, with the
     # classes taken from the installed regex, so it still agrees with it.
     monkeypatch.setattr(P, "_scan", None)
+    monkeypatch.setattr(P, "_tables", None)
     monkeypatch.setattr(P, "_native_checked", False)
     monkeypatch.setattr(P, "_table_problem", lambda t: "regex 9.9 disagrees on \\p{L}")
     rebuilt = []
@@ -129,6 +134,7 @@ def test_another_regex_release_means_a_table_from_that_regex(monkeypatch):
 
 def test_a_hand_edited_table_means_regex_with_a_warning(monkeypatch):
     monkeypatch.setattr(P, "_scan", None)
+    monkeypatch.setattr(P, "_tables", None)
     monkeypatch.setattr(P, "_native_checked", False)
     monkeypatch.setattr(table, "STAMP", "0" * 16)
     with pytest.warns(RuntimeWarning, match="stamp"):
@@ -139,3 +145,67 @@ def test_a_hand_edited_table_means_regex_with_a_warning(monkeypatch):
         assert P.pretokenize(text, GPT4_PATTERN) == regex.findall(GPT4_PATTERN, text)
         assert P.count_chunk(text.encode(), None, GPT2_PATTERN) == {b"Hello": 1, b" ": 1, b" world": 1, b"'s": 1,
                                                                      b" 123": 1, b"\n": 1}
+    assert P.native_tables() is None
+
+
+def _table_arrays(tbl):
+    """The arguments of UnicodeTables for a table laid out as bpe_fast/_unicode_table.py, as pretokenize makes them."""
+    stage1, stage2 = P._two_level_table(tbl)
+    return (stage1, stage2, [cp for cps in tbl.FOLDS.values() for cp in cps],
+            [letter for letter, cps in tbl.FOLDS.items() for _ in cps])
+
+
+def test_unicode_tables_are_objects_side_by_side(tables):
+    # Each UnicodeTables is its own: a fresh one scans as regex does beside the package's, and one whose '-' is
+    # a letter (in that object only) scans "well-known" as one word without changing what the others do.
+    scan = importlib.import_module("bpe_fast._scan")
+    stage1, stage2, fold_cps, fold_letters = _table_arrays(table if P._table_problem(table) == ""
+                                                           else P.installed_regex_table())
+    fresh = scan.UnicodeTables(stage1, stage2, fold_cps, fold_letters)
+    odd_stage2 = stage2.copy()
+    odd_stage2[int(stage1[0]) * 256 + ord("-")] |= L | W         # a lower-case letter
+    odd = scan.UnicodeTables(stage1, odd_stage2, fold_cps, fold_letters)
+    assert fresh.classify_all() == tables.classify_all() != odd.classify_all()
+    text = "A well-known fact:  ſ'ſ DON'T 123456\r\n  Ǆ٣ x "
+    data = text.encode()
+    for pattern, kind in ((GPT2_PATTERN, 2), (GPT4_PATTERN, 4), (O200K_PATTERN, 5)):
+        want = regex.findall(pattern, text)
+        assert scan.split(fresh, data, kind) == want == scan.split(tables, data, kind)
+        assert "".join(scan.split(odd, data, kind)) == text and "well-known" in "|".join(scan.split(odd, data, kind))
+        assert scan.boundaries(fresh, data, kind).tolist() == [0, *np.cumsum([len(w.encode()) for w in want])]
+        assert scan.count(fresh, data, kind) == {w.encode(): n for w, n in Counter(want).items()}
+        assert scan.split(fresh, data, kind) == want                  # unchanged by the odd one
+    assert scan.trailing_space(fresh, data) == len(data) - 1 and scan.trailing_space(odd, "x\u3000".encode()) == 1
+    with pytest.raises(TypeError):
+        scan.boundaries(None, data, 2)
+    with pytest.raises(ValueError, match="0x1100"):
+        scan.UnicodeTables(stage1[:-1], stage2, fold_cps, fold_letters)
+    with pytest.raises(ValueError, match="past the end"):
+        scan.UnicodeTables(stage1, stage2[:256], fold_cps, fold_letters)
+    odd_stage2[int(stage1[0]) * 256 + ord("-")] = L                  # a letter neither upper nor lower
+    with pytest.raises(ValueError, match="upper"):
+        scan.UnicodeTables(stage1, odd_stage2, fold_cps, fold_letters)
+
+
+def test_a_unicode_tables_needs_nothing_called_first():
+    # In a fresh interpreter, before anything loaded the scanner: a UnicodeTables built from the arrays
+    # pretokenize builds is all _scan.boundaries needs.
+    code = """if True:
+        import importlib, regex
+        P = importlib.import_module("bpe_fast.pretokenize")
+        from bpe_fast import _scan, _unicode_table as table
+        assert not P._native_checked and P._tables is None
+        stage1, stage2 = P._two_level_table(table)
+        fold_cps = [cp for cps in table.FOLDS.values() for cp in cps]
+        fold_letters = [letter for letter, cps in table.FOLDS.items() for _ in cps]
+        tables = _scan.UnicodeTables(stage1, stage2, fold_cps, fold_letters)
+        text = "Hello  world's 123\\n ſ'ſ"
+        want = [0]
+        for w in regex.findall(P.GPT4_PATTERN, text):
+            want.append(want[-1] + len(w.encode()))
+        assert _scan.boundaries(tables, text.encode(), 4).tolist() == want
+        assert not P._native_checked and P._tables is None
+        print("ok")
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout == "ok\n", out.stderr
