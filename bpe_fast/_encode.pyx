@@ -135,10 +135,21 @@ cdef extern from *:
     """
     Py_ssize_t str_to_utf8 "bpe_fast_str_to_utf8"(int kind, const void* data, Py_ssize_t n, uint8_t* out) noexcept nogil
 
+cdef extern from *:
+    """
+    /* Every str is ready from Python 3.12 on, where PyUnicode_READY is deprecated (a no-op). */
+    #if PY_VERSION_HEX >= 0x030C0000
+    #define bpe_fast_unicode_ready(o) 0
+    #else
+    #define bpe_fast_unicode_ready(o) PyUnicode_READY(o)
+    #endif
+    """
+    int bpe_fast_unicode_ready(object o) except -1
+
+
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
     bint PyUnicode_Check(object o)
-    int PyUnicode_READY(object o) except -1
     int PyUnicode_KIND(object o)
     void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
@@ -1063,7 +1074,7 @@ cdef class BPECore:
             text = items[k]
             if not PyUnicode_Check(text):
                 return None
-            PyUnicode_READY(text)
+            bpe_fast_unicode_ready(text)
             n = PyUnicode_GET_LENGTH(text)
             kind = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
             kinds[k] = kind
