@@ -187,7 +187,7 @@ def test_unicode_tables_are_objects_side_by_side(tables):
         scan.UnicodeTables(stage1, odd_stage2, fold_cps, fold_letters)
 
 
-def test_a_unicode_tables_needs_nothing_called_first():
+def test_a_unicode_tables_needs_nothing_called_first(tmp_path):
     # In a fresh interpreter, before anything loaded the scanner: a UnicodeTables built from the arrays
     # pretokenize builds is all _scan.boundaries needs.
     code = """if True:
@@ -207,5 +207,6 @@ def test_a_unicode_tables_needs_nothing_called_first():
         assert not P._native_checked and P._tables is None
         print("ok")
     """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    # cwd: not the repository, whose uncompiled bpe_fast/ would shadow the installed package
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout == "ok\n", out.stderr
