@@ -975,9 +975,7 @@ cdef class BPECore:
         if not final:
             undecided = m.prefix_start(s, 0, n)
         while True:
-            if pos > undecided:                 # a special token ran past it
-                undecided = m.prefix_start(s, pos, n)
-            at = m.find(s, pos, n, &index)
+            at = m.next_final(s, pos, n, &undecided, &index)
             if at >= undecided:
                 break
             if at > pos:

@@ -67,3 +67,9 @@ cdef class SpecialMatcher:
     # The first k >= pos with s[k:n] a proper prefix of some token, or n: from k on, whether a token starts
     # depends on bytes not yet seen.
     cdef Py_ssize_t prefix_start(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil
+    # The rule for which tokens are final in a text that may go on: the start of the next token in s[pos:n]
+    # that text still to come cannot change, or undecided[0] when there is none before it. undecided[0] starts
+    # as n for a final text, else as prefix_start(s, 0, n), and is moved on when a token ran past it; index
+    # receives which token it is. The one rule of the encoder (BPECore) and of the Python path (final_matches).
+    cdef Py_ssize_t next_final(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* undecided,
+                               Py_ssize_t* index) noexcept nogil

@@ -772,6 +772,38 @@ cdef class SpecialMatcher:
                     return k
         return n
 
+    cdef Py_ssize_t next_final(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* undecided,
+                               Py_ssize_t* index) noexcept nogil:
+        cdef Py_ssize_t at
+        if pos > undecided[0]:              # a special token ran past it
+            undecided[0] = self.prefix_start(s, pos, n)
+        at = self.find(s, pos, n, index)
+        return at if at < undecided[0] else undecided[0]
+
+    def final_matches(self, const uint8_t[::1] data, bint final=True):
+        """(matches, undecided) for UTF-8 `data`: matches = [(start, end, index), ...], the special tokens that
+        are final, left to right (index: the token's place in the list given); undecided: where the text still
+        to come may change what follows (len(data) when `final`, the text having ended). The Python path's
+        access to next_final, the rule the native encoder follows.
+
+        >>> SpecialMatcher([b"<|a|>b", b"<|a|>"]).final_matches(b"x<|a|>y<|a|>", False)
+        ([(1, 6, 1)], 7)
+        """
+        cdef Py_ssize_t n = data.shape[0], pos = 0, index = 0, at, undecided = n
+        cdef const uint8_t* s = &data[0] if n else NULL
+        out = []
+        if n == 0:
+            return out, 0
+        if not final:
+            undecided = self.prefix_start(s, 0, n)
+        while True:
+            at = self.next_final(s, pos, n, &undecided, &index)
+            if at >= undecided:
+                break
+            pos = at + self.off[index + 1] - self.off[index]
+            out.append((at, pos, index))
+        return out, undecided
+
     def matches(self, const uint8_t[::1] data):
         """[(start, end), ...] of the special tokens in data, left to right (for tests)."""
         cdef Py_ssize_t n = data.shape[0], pos = 0, index = 0, at
@@ -800,7 +832,7 @@ cdef class PretokenCounter:
     order of first occurrence, as a Counter over regex.findall would have them.
 
     Worked example: PretokenCounter(tables, 2, [b"<|e|>"]).add(b"a b<|e|>a b").to_dict() == {b"a": 2, b" b": 2}
-    (tables: a UnicodeTables, kept for the counter's life; kind 2 is GPT2_PATTERN, 4 GPT4_PATTERN, see
+    (tables: a UnicodeTables, kept for the counter's life; kind 2 is GPT2_PATTERN, 4 GPT4_PATTERN, 5 O200K_PATTERN, see
     _scan.pxd; kind 0, which takes tables None, only adds arrays).
     """
     cdef vector[Span] spans         # start = offset into arena

@@ -52,8 +52,8 @@ def count_on_dask(client: Any, paths: Iterable[str], special_tokens: Sequence[st
     """The pre-token counts of the files, as arrays (tokens, offsets, counts), counted on the cluster of
     `client`.
 
-    paths: checked paths (str) every worker can read at the same absolute path. special_tokens: a checked
-    tuple; pattern: the regex text; errors: "strict" or "replace"; chunk_bytes: None or the most bytes a
+    paths: checked paths (str) every worker can read at the same absolute path. special_tokens: checked
+    (a bpe_fast.specials.SpecialTokens); pattern: the regex text; errors: "strict" or "replace"; chunk_bytes: None or the most bytes a
     worker reads at once (None: a whole task's bytes). The result equals the local count_pretokens'.
     """
     from distributed import Client

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from .specials import check_disallowed
+from .specials import SpecialTokens, check_disallowed
 from .procs import map_threads
 from ._types import StrPath
 from .tokenizer import Tokenizer
@@ -70,7 +70,7 @@ class Encoding:
         self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, pat_str, special_tokens)
         self._ordinary = self._tokenizer.restricted_to(frozenset())
         self._vocab = self._tokenizer.vocab         # id -> bytes, read-only
-        self._special_bytes = {s.encode("utf-8"): i for s, i in special_tokens.items()}
+        self._special_bytes = SpecialTokens(special_tokens, special_tokens.values()).id_of_utf8
         self._all_specials = frozenset(special_tokens)
 
     @classmethod

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import threading
 import types
 import warnings
 from collections import Counter
@@ -207,6 +208,7 @@ _KINDS = {GPT2_PATTERN: 2, GPT4_PATTERN: 4, O200K_PATTERN: 5}     # the kind num
 _scan: types.ModuleType | None = None           # the extension module, once its tables are built
 _tables: UnicodeTables | None = None            # those tables (native_tables)
 _native_checked = False
+_native_lock = threading.Lock()
 
 
 def native_kind(pattern: str) -> int:
@@ -220,15 +222,29 @@ def native_tables() -> UnicodeTables | None:
     scanner cannot be used (then `regex` pre-tokenizes). One object, never changed, serves every native scan
     of the process: the scanning functions and objects of _scan and _encode take it as their first argument.
     """
+    global _native_checked
     if not _native_checked:
-        _load_native()
+        with _native_lock:                  # threads asking at once wait for the one building them
+            if not _native_checked:
+                try:
+                    _load_native()
+                finally:
+                    _native_checked = True
     return _tables
+
+
+def table_arrays(table: Any) -> tuple[NDArray[np.uint16], NDArray[np.uint8], list[int], list[str]]:
+    """The arguments of bpe_fast._scan.UnicodeTables for a table laid out as bpe_fast/_unicode_table.py:
+    (stage1, stage2, fold code points, their contraction letters)."""
+    stage1, stage2 = _two_level_table(table)
+    fold_cps = [cp for letter, cps in table.FOLDS.items() for cp in cps]
+    fold_letters = [letter for letter, cps in table.FOLDS.items() for cp in cps]
+    return stage1, stage2, fold_cps, fold_letters
 
 
 def _load_native() -> None:
     """Import bpe_fast._scan and build native_tables(), unless the Unicode table disagrees with `regex`."""
-    global _scan, _tables, _native_checked
-    _native_checked = True
+    global _scan, _tables
     try:
         from . import _scan as scan
         from . import _unicode_table as table
@@ -245,10 +261,7 @@ def _load_native() -> None:
         # Another `regex` release with another Unicode version: take the classes from the installed `regex`
         # itself (about 0.1 s, once per process), so the scanner agrees with it by construction.
         table = installed_regex_table()
-    stage1, stage2 = _two_level_table(table)
-    fold_cps = [cp for letter, cps in table.FOLDS.items() for cp in cps]
-    fold_letters = [letter for letter, cps in table.FOLDS.items() for cp in cps]
-    tables = scan.UnicodeTables(stage1, stage2, fold_cps, fold_letters)
+    tables = scan.UnicodeTables(*table_arrays(table))
     _scan = scan
     _tables = tables                    # last: a native call may start as soon as it is set
 

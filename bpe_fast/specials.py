@@ -79,10 +79,14 @@ class SpecialTokens(Sequence[str]):
         """`special_tokens` itself when it is a SpecialTokens, else SpecialTokens(special_tokens)."""
         return special_tokens if isinstance(special_tokens, SpecialTokens) else cls(special_tokens)
 
+    def with_ids(self, ids: Iterable[int]) -> SpecialTokens:
+        """The same tokens with these ids (in the order of tokens)."""
+        return type(self)(self.tokens, ids)
+
     def restricted_to(self, keep: Collection[str]) -> SpecialTokens:
         """The same tokens (and ids) without those not in `keep`, in the same order."""
         kept = [t for t in self.tokens if t in keep]
-        return SpecialTokens(kept, None if self.ids is None else [self.ids[t] for t in kept])
+        return type(self)(kept, None if self.ids is None else [self.ids[t] for t in kept])
 
     @functools.cached_property
     def regex(self) -> _StrRegex | None:
@@ -110,16 +114,19 @@ class SpecialTokens(Sequence[str]):
         return self.tokens[index]
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, SpecialTokens) and (self.tokens, self.ids) == (other.tokens, other.ids)
+        if not isinstance(other, SpecialTokens):
+            return NotImplemented
+        return (self.tokens, self.ids) == (other.tokens, other.ids)
 
     def __hash__(self) -> int:
         return hash(self.tokens)
 
     def __repr__(self) -> str:
-        return f"SpecialTokens({list(self.tokens)!r}" + (f", ids={list(self.ids.values())!r})" if self.ids else ")")
+        ids = "" if self.ids is None else f", ids={list(self.ids.values())!r}"
+        return f"{type(self).__name__}({list(self.tokens)!r}{ids})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return SpecialTokens, (self.tokens, None if self.ids is None else tuple(self.ids.values()))
+        return type(self), (self.tokens, None if self.ids is None else tuple(self.ids.values()))
 
 
 def split_on_specials(text: str, special_regex: regex.Pattern[str] | None) -> Iterator[tuple[str, bool]]:

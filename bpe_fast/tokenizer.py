@@ -14,7 +14,7 @@ Encoding a text:
 For the built-in patterns (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN; when the native scanner is available)
 steps 1-3 are one native call per text (BPECore.encode_text) or per chunk of encode_iterable
 (StreamEncoder.feed), and the native scanner owns the rule for where a text that may go on can be cut. Other
-patterns take the Python path below: the special tokens split with a regex, `regex` pre-tokenizes, the merges
+patterns take the Python path below: the special tokens found with the native matcher, `regex` pre-tokenizes, the merges
 are native, and encode_iterable cuts with _safe_cut's more cautious rule.
 
 Which special tokens step 1 matches is tiktoken's `allowed_special` (by default all of the tokenizer's, as
@@ -124,15 +124,15 @@ class Tokenizer:
                arrays: TableArrays | None = None) -> None:
         if vocab and max(vocab) >= 4 * len(vocab) + (1 << 20):
             raise ValueError(f"vocab ids are too sparse: largest id {max(vocab)} for {len(vocab)} tokens")
-        specials = SpecialTokens(special_tokens).tokens
+        specials = SpecialTokens(special_tokens)
         self._pattern = resolve_pattern(pattern)
         compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
 
         descending = sorted(vocab, reverse=True)
         ids_of = dict(zip(map(vocab.__getitem__, descending), descending))   # the smallest id of each token
         next_id = max(vocab) + 1 if vocab else 0
-        special_ids: dict[str, int] = {}
-        for tok in specials:
+        special_ids: list[int] = []
+        for tok in specials.tokens:
             data = tok.encode("utf-8")
             if data not in ids_of:
                 if next_id > formats.MAX_TOKEN_ID:
@@ -141,7 +141,7 @@ class Tokenizer:
                 ids_of[data] = next_id
                 next_id += 1
                 arrays = None           # built for the vocabulary without this token
-            special_ids[tok] = ids_of[data]
+            special_ids.append(ids_of[data])
         self._vocab = vocab
         # merges may be a function that makes the list (the cache's id pairs): made on first use
         self._merges = None if callable(merges) else merges
@@ -155,11 +155,11 @@ class Tokenizer:
         self._kind = native_kind(self._pattern)     # the native scanner's number for the pattern; 0: `regex`
         self._views: dict[frozenset[str], Tokenizer]
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
-        self._use_specials(special_ids)
+        self._use_specials(specials.with_ids(special_ids))
 
-    def _use_specials(self, special_ids: Mapping[str, int]) -> None:
-        """Match the special tokens of `special_ids` ({str: id}, in order), and only those, when encoding."""
-        self._specials = SpecialTokens(special_ids, special_ids.values())
+    def _use_specials(self, specials: SpecialTokens) -> None:
+        """Match the special tokens of `specials` (with their ids), and only those, when encoding."""
+        self._specials = specials
         # The native path (None: the Python path), with the special tokens longest first (SpecialTokens.utf8).
         tables = native_tables() if self._kind else None
         self._segmenter = (Segmenter(tables, self._kind, self._specials.utf8, self._specials.utf8_ids)
@@ -181,7 +181,7 @@ class Tokenizer:
         if view is None:
             view = object.__new__(type(self))
             view.__dict__.update(self.__dict__)
-            view._use_specials({t: i for t, i in self.special_tokens.items() if t in allowed})
+            view._use_specials(self._specials.restricted_to(allowed))
             if len(self._views) >= _MAX_VIEWS:
                 self._views.clear()
             self._views[allowed] = view
@@ -773,17 +773,26 @@ class Tokenizer:
             self._pool.run(lambda core: core.encode_text_into(out, text, self._segmenter))
             return out
         data = text.encode("utf-8")
-        specials = self._specials
-        pos = 0
-        if specials:
-            for start, end in specials.matcher.matches(data):
-                if start > pos:
-                    self._encode_ordinary(out, data[pos:start])
-                out.push(specials.id_of_utf8[data[start:end]])
-                pos = end
+        pos = self._encode_specials(out, data, True)[0]
         if pos < len(data):
             self._encode_ordinary(out, data[pos:] if pos else data)
         return out
+
+    def _encode_specials(self, out: IdBuffer, data: bytes, final: bool) -> tuple[int, int]:
+        """The Python path's special tokens: append the ids of data's final special tokens and of the ordinary
+        text before each to `out`; returns (pos, undecided): where the last token ended and from where the
+        text still to come may change what follows (the native rule, SpecialMatcher.final_matches)."""
+        specials = self._specials
+        if not specials:
+            return 0, len(data)
+        matches, undecided = specials.matcher.final_matches(data, final)
+        pos = 0
+        for start, end, index in matches:
+            if start > pos:
+                self._encode_ordinary(out, data[pos:start])
+            out.push(specials.utf8_ids[index])
+            pos = end
+        return pos, undecided
 
     def _encode_ordinary(self, out: IdBuffer, data: bytes, final: bool = True) -> int:
         """The Python path (a custom regex): append the ids of UTF-8 `data` (no special tokens in it) to `out`;
@@ -808,25 +817,7 @@ class Tokenizer:
         out = IdBuffer()
         data = text.encode("utf-8")
         n = len(data)
-        pos = 0
-        undecided = n
-        specials = self._specials
-        if specials:
-            # From `undecided` on, the text may be the start of a special token cut short; a token that
-            # starts before it is final (no longer token can start there).
-            matcher = specials.matcher
-            undecided = matcher.undecided(data)
-            for start, end in matcher.matches(data):
-                if pos > undecided:     # a special token ran past it
-                    undecided = pos + matcher.undecided(data[pos:])
-                if start >= undecided:
-                    break
-                if start > pos:
-                    self._encode_ordinary(out, data[pos:start])
-                out.push(specials.id_of_utf8[data[start:end]])
-                pos = end
-            if pos > undecided:
-                undecided = pos + matcher.undecided(data[pos:])
+        pos, undecided = self._encode_specials(out, data, False)
         # data[pos:undecided] is ordinary text that may continue past `undecided`.
         pos += self._encode_ordinary(out, data[pos:undecided] if pos or undecided < n else data, final=False)
         return out.take_list(self._id_objects), data[pos:].decode("utf-8")
@@ -841,9 +832,9 @@ class Tokenizer:
         (whose pre-token at p is decided by the characters up to the one after its end, a whitespace
         alternative by the whole whitespace run and the character after it, a contraction by two characters
         after its apostrophe) and keeps one pre-token more than they would need: the cut at the end of
-        pre-token k - 1 (bounds[k]) is taken when at least two pre-tokens follow it (so a contraction's
-        apostrophe is never the last pre-token before the cut) and pre-token k - 1 does not start in the
-        trailing whitespace run.
+        pre-token k - 1 (bounds[k]) is taken when at least two pre-tokens follow it (so at least two bytes
+        follow its start: a contraction after an apostrophe there has its characters) and pre-token k - 1 does
+        not start in the trailing whitespace run.
 
         >>> data = b"ab cd ef"
         >>> Tokenizer._safe_cut(data, np.array([0, 2, 5, 8]))      # "ab", " cd", " ef": " ef" may go on

@@ -509,9 +509,11 @@ def test_encode_iterable_cuts(tok, tok4, tok_o200k, chunks):
         assert list(t.encode_iterable(iter(chunks))) == t.encode("".join(chunks))
 
 
-def test_encode_iterable_longest_special_across_chunks(trained):
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_encode_iterable_longest_special_across_chunks(trained, path):
     double = EOT + EOT
     tok = Tokenizer(*trained, special_tokens=[EOT, double])
+    tok = tok if path == "native" else python_path(tok)
     text = "a" + EOT * 3 + "b" + EOT
     for k in range(len(text) + 1):
         for j in range(k, len(text) + 1, 7):
@@ -530,11 +532,28 @@ def test_special_tokens_with_regex_characters_and_non_ascii(trained):
         assert list(tok.encode_iterable([text[:k], text[k:]])) == ids
 
 
-def test_encode_iterable_overlapping_specials():
-    # "ab" and "bcd": in "abcd" the leftmost match is "ab", even when "abc" arrives first
-    tok = Tokenizer(byte_vocab(), [], special_tokens=["ab", "bcd", "xyz"])
-    for chunks in (["ab", "cd"], ["abc", "d"], ["a", "bcd"], ["x", "abcd"], ["xa", "bcdx", "yz"]):
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_encode_iterable_overlapping_specials(path):
+    # "ab" and "bcd": in "abcd" the leftmost match is "ab", even when "abc" arrives first; "<|a|>" and
+    # "<|a|>b": "x<|a|>" then "b" is the longer one
+    tok = Tokenizer(byte_vocab(), [], special_tokens=["ab", "bcd", "xyz", "<|a|>", "<|a|>b"])
+    tok = tok if path == "native" else python_path(tok)
+    for chunks in (["ab", "cd"], ["abc", "d"], ["a", "bcd"], ["x", "abcd"], ["xa", "bcdx", "yz"], ["x<|a|>", "b"],
+                   ["x<|a", "|>", "b<|a|>"]):
         assert list(tok.encode_iterable(chunks)) == tok.encode("".join(chunks)) == oracle(tok, "".join(chunks))
+
+
+def test_python_path_holds_back_only_what_a_special_token_may_still_change():
+    # a custom pattern (the Python path): "|>a b c d e f g h" starts inside "<|a|>" and runs past the undecided
+    # point of the text; after "<|a|>" only the tail " f" may still change (" f" + "..." is one pre-token)
+    tok = Tokenizer(byte_vocab(), [], ["<|a|>", "|>a b c d e f g h"], pattern=r"\S+|\s+")
+    assert tok._segmenter is None
+    ids, rest = tok._encode_finished("<|a|>a b c d e f")
+    assert ids[0] == tok.special_tokens["<|a|>"] and rest == " f"
+    assert tok.decode(ids) + rest == "<|a|>a b c d e f"
+    # "|>a b c d e f g" + " h" would complete the long token, but "<|a|>" starts first: it is final
+    ids, rest = tok._encode_finished("x <|a|>a b c d e f g")
+    assert tok.decode(ids) == "x <|a|>a b c d e f" and rest == " g"
 
 
 def test_encode_iterable_file_line_by_line(tok, tmp_path):
@@ -567,8 +586,9 @@ def test_encode_iterable_is_lazy(tok):
 
 
 def python_path(tok):
-    """A copy of tok that takes the Python path (special-token regex, `regex` pre-tokenizer, safe cuts in
-    Python) even for the built-in patterns, as when the native scanner is unavailable."""
+    """A copy of tok that takes the Python path (`regex` pre-tokenizer, Tokenizer._safe_cut; the special tokens
+    still found by the native matcher) even for the built-in patterns, as when the native scanner is
+    unavailable."""
     copy = pickle.loads(pickle.dumps(tok))
     copy._segmenter = None
     return copy

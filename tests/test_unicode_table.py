@@ -1,4 +1,5 @@
 """The native scanner's code point classes against the installed `regex`, for every code point."""
+import gc
 import importlib
 import pathlib
 import runpy
@@ -148,18 +149,11 @@ def test_a_hand_edited_table_means_regex_with_a_warning(monkeypatch):
     assert P.native_tables() is None
 
 
-def _table_arrays(tbl):
-    """The arguments of UnicodeTables for a table laid out as bpe_fast/_unicode_table.py, as pretokenize makes them."""
-    stage1, stage2 = P._two_level_table(tbl)
-    return (stage1, stage2, [cp for cps in tbl.FOLDS.values() for cp in cps],
-            [letter for letter, cps in tbl.FOLDS.items() for _ in cps])
-
-
 def test_unicode_tables_are_objects_side_by_side(tables):
     # Each UnicodeTables is its own: a fresh one scans as regex does beside the package's, and one whose '-' is
     # a letter (in that object only) scans "well-known" as one word without changing what the others do.
     scan = importlib.import_module("bpe_fast._scan")
-    stage1, stage2, fold_cps, fold_letters = _table_arrays(table if P._table_problem(table) == ""
+    stage1, stage2, fold_cps, fold_letters = P.table_arrays(table if P._table_problem(table) == ""
                                                            else P.installed_regex_table())
     fresh = scan.UnicodeTables(stage1, stage2, fold_cps, fold_letters)
     odd_stage2 = stage2.copy()
@@ -195,10 +189,7 @@ def test_a_unicode_tables_needs_nothing_called_first(tmp_path):
         P = importlib.import_module("bpe_fast.pretokenize")
         from bpe_fast import _scan, _unicode_table as table
         assert not P._native_checked and P._tables is None
-        stage1, stage2 = P._two_level_table(table)
-        fold_cps = [cp for cps in table.FOLDS.values() for cp in cps]
-        fold_letters = [letter for letter, cps in table.FOLDS.items() for _ in cps]
-        tables = _scan.UnicodeTables(stage1, stage2, fold_cps, fold_letters)
+        tables = _scan.UnicodeTables(*P.table_arrays(table))
         text = "Hello  world's 123\\n ſ'ſ"
         want = [0]
         for w in regex.findall(P.GPT4_PATTERN, text):
@@ -210,3 +201,43 @@ def test_a_unicode_tables_needs_nothing_called_first(tmp_path):
     # cwd: not the repository, whose uncompiled bpe_fast/ would shadow the installed package
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout == "ok\n", out.stderr
+
+
+def test_threads_asking_for_the_tables_at_once_all_get_them(tmp_path):
+    # In a fresh interpreter two threads build tokenizers at the same moment (a barrier both reach): both must
+    # get the native scanner (one waits while the other builds the tables), none the slow `regex` path.
+    code = """if True:
+        import threading
+        from bpe_fast import Tokenizer
+        barrier = threading.Barrier(2)
+        made = []
+        def build():
+            barrier.wait()
+            made.append(Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|e|>"]))
+        threads = [threading.Thread(target=build) for _ in range(2)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        assert len(made) == 2 and all(t._segmenter is not None for t in made), [t._segmenter for t in made]
+        print("ok")
+    """
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert out.returncode == 0 and out.stdout == "ok\n", out.stderr
+
+
+def test_scanners_keep_their_tables_alive():
+    # A counter and a segmenter hold the UnicodeTables they were given: dropping the caller's reference and
+    # collecting leaves the counter scanning as before.
+    encode = importlib.import_module("bpe_fast._encode")
+    scan = importlib.import_module("bpe_fast._scan")
+    tables = scan.UnicodeTables(*P.table_arrays(table if P._table_problem(table) == "" else P.installed_regex_table()))
+    base = sys.getrefcount(tables)
+    counter = scan.PretokenCounter(tables, 2, [b"<|e|>"])
+    segmenter = encode.Segmenter(tables, 2, [b"<|e|>"], [256])
+    assert sys.getrefcount(tables) == base + 2 and segmenter.kind == 2
+    del tables
+    gc.collect()
+    pieces = ["Hello world", " again, world's"]
+    counter.add("<|e|>".join(pieces).encode())
+    assert counter.to_dict() == {w.encode(): n for w, n in Counter(w for p in pieces
+                                                                    for w in regex.findall(GPT2_PATTERN, p)).items()}
