@@ -31,7 +31,7 @@ from .inputs import (Budget, CorpusDecodeError, Stream, TextFile, batch_decode_e
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
-                    worker_pool)
+                    worker_context, worker_pool)
 from .specials import SpecialTokens
 
 if TYPE_CHECKING:
@@ -213,7 +213,8 @@ def _count_claimed_units(n_units: int, count_unit: Callable[[ChunkCounter, int, 
     counting a unit with count_unit(counter, k, bytes_done) (picklable: a functools.partial of a module
     function) until none is left. Returns (the thread's counter, the workers' tables, the bytes counted).
     first_failure picks the error to raise from those seen."""
-    bytes_done, next_unit = shared_counter(), shared_counter()
+    context = worker_context()
+    bytes_done, next_unit = shared_counter(context), shared_counter(context)
     own = _counter_for(special_tokens, pattern, errors)
     stop = threading.Event()
     failure: list[BaseException] = []
@@ -229,7 +230,7 @@ def _count_claimed_units(n_units: int, count_unit: Callable[[ChunkCounter, int, 
             failure.append(exc)
 
     with _scratch_dir(total or 0) as scratch, \
-            worker_pool(workers - 1, what, _init_worker, (bytes_done, next_unit)) as pool:
+            worker_pool(workers - 1, what, _init_worker, (bytes_done, next_unit), context) as pool:
         futures = [pool.submit(_count_claimed, count_unit, n_units, special_tokens, pattern, errors,
                                os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
         thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
@@ -331,7 +332,8 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
     """The tables (one per worker) of an iterator of Batches, read here and counted by num_processes - 1
     worker processes and a thread of this process (whose counting runs without the GIL). At most a few
     batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
-    bytes_done = shared_counter()
+    context = worker_context()
+    bytes_done = shared_counter(context)
     own = _counter_for(special_tokens, pattern, errors)
     if num_processes == 1:
         for batch in batches:
@@ -340,7 +342,7 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
                 progress("count", bytes_done.value, None)
         return [own.arrays()]
     workers = num_processes - 1
-    shared = shared_queue(workers + 1)
+    shared = shared_queue(context, workers + 1)
     local: queue.Queue[Batch | None]
     local = queue.Queue(maxsize=1)            # the thread's next batch: handed over without pickling
     stop = threading.Event()
@@ -383,7 +385,8 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
 
     try:
         with _scratch_dir(0) as scratch, \
-                worker_pool(workers, f"counting {what}", _init_stream_worker, (bytes_done, shared)) as pool:
+                worker_pool(workers, f"counting {what}", _init_stream_worker, (bytes_done, shared),
+                            context) as pool:
             futures = [pool.submit(_count_queued, special_tokens, pattern, errors,
                                    os.path.join(scratch, f"table-{i}.npy")) for i in range(workers)]
             thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)

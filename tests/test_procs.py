@@ -1,0 +1,49 @@
+"""bpe_fast.procs: how worker processes start. A caller holding much memory gets workers from a forkserver (no
+copy-on-write of its pages), started without its __main__; results are the same as with fork."""
+import subprocess
+import sys
+
+import pytest
+
+from bpe_fast import count_pretokens, procs
+from bpe_fast.patterns import GPT2_PATTERN
+from train_oracle import oracle_count_pretokens
+
+EOT = "<|endoftext|>"
+DOCS = ["Once upon a time, a cat sat.", "It's 2024; the dog's bone?", "日本語 text\n\nand more  ", ""] * 50
+
+
+@pytest.fixture
+def large_caller(monkeypatch):
+    """As if this process held more than FORK_LIMIT_BYTES."""
+    monkeypatch.setattr(procs, "FORK_LIMIT_BYTES", -1)
+    assert procs.worker_context().get_start_method() == "forkserver"
+
+
+def test_small_callers_fork():
+    assert procs._resident_bytes() > 0
+    assert procs.worker_context().get_start_method() == "fork"          # the test process holds < 512 MB
+
+
+def test_workers_from_a_forkserver_count_the_same(large_caller, tmp_path):
+    expected = oracle_count_pretokens(EOT.join(DOCS), [EOT], GPT2_PATTERN)
+    assert count_pretokens(iter(DOCS), [EOT], num_processes=2, chunk_bytes=64) == expected
+    path = tmp_path / "corpus.txt"
+    path.write_text(EOT.join(DOCS), encoding="utf-8", newline="")
+    assert count_pretokens(path, [EOT], num_processes=3, chunk_bytes=64) == expected
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path):
+    # with fork nothing is imported again; from a forkserver multiprocessing would run the script's top level
+    # in each worker (and fail there: a process started while bootstrapping) unless __main__ is kept out
+    script = tmp_path / "script.py"
+    script.write_text(
+        "from bpe_fast import count_pretokens, procs\n"
+        "procs.FORK_LIMIT_BYTES = -1\n"
+        "print('top level', flush=True)\n"
+        "counts = count_pretokens(iter(['a b', 'b c'] * 100), num_processes=2, chunk_bytes=8)\n"
+        "print(dict(counts) == {b'a': 100, b' b': 100, b'b': 100, b' c': 100}, __file__.endswith('script.py'))\n",
+        encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "top level\nTrue True\n"
