@@ -7,7 +7,9 @@ documents (issue 14's targets: iterator within 1.3x of the file, .gz within 1.5x
 
 Each form is made once from the corpus (documents split at <|endoftext|>); the rounds alternate the forms so that
 machine noise hits all alike, and the ratios come from the medians. The iterator reads the text file in 1 MB blocks
-and yields its documents as it goes (a streaming source: it never holds the corpus).
+and yields its documents as it goes (a streaming source: it never holds the corpus). The form "list" (not run
+unless asked: --forms file,list) is an iterator over a list of the documents read into memory before the clock
+starts (the caller holds the corpus; its peak memory includes the list).
 """
 import argparse
 import gzip
@@ -65,10 +67,11 @@ def make_forms(text_path, folder):
     return {"file": str(text_path), "gz": str(gz), "jsonl": str(jsonl), "parquet": str(parquet)}
 
 
-def count_form(form, inputs, text_path, processes, vocab_size=None):
-    """count_pretokens of the form (or with vocab_size, train_bpe: returns its merges)."""
+def count_form(form, inputs, text_path, processes, vocab_size=None, docs=None):
+    """count_pretokens of the form (or with vocab_size, train_bpe: returns its merges); docs: the documents in
+    memory, for the form "list"."""
     from bpe_fast import count_pretokens, train_bpe
-    source = stream_documents(text_path) if form == "iterator" else inputs[form]
+    source = stream_documents(text_path) if form == "iterator" else iter(docs) if form == "list" else inputs[form]
     if vocab_size:
         return train_bpe(source, vocab_size, [EOT], num_processes=processes)[1]
     return count_pretokens(source, [EOT], num_processes=processes)
@@ -115,8 +118,9 @@ def _vm_hwm_kb():
 def _worker(form, inputs, text_path, processes, vocab_size):
     """Run one count in this process; print its time and peak memory (this process's + its largest child's:
     with 2 processes, the peak of both)."""
+    docs = list(stream_documents(text_path)) if form == "list" else None
     start = time.perf_counter()
-    counts = count_form(form, inputs, text_path, processes, vocab_size)
+    counts = count_form(form, inputs, text_path, processes, vocab_size, docs)
     took = time.perf_counter() - start
     own = _vm_hwm_kb()         # ru_maxrss would keep the peak of the process this one was exec'd from
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -141,7 +145,8 @@ def main(argv=None):
     forms = args.forms.split(",")
     with tempfile.TemporaryDirectory(prefix="bpe_fast-inputs-", dir=os.path.dirname(os.path.abspath(args.corpus))) \
             as folder:
-        inputs = make_forms(args.corpus, folder) if set(forms) - {"file", "iterator"} else {"file": args.corpus}
+        inputs = (make_forms(args.corpus, folder) if set(forms) - {"file", "iterator", "list"}
+                  else {"file": args.corpus})
         runs = {form: [] for form in forms}
         for _ in range(args.rounds):
             for form in forms:
@@ -165,7 +170,7 @@ def main(argv=None):
              "| input | on disk | time | vs the text file | peak memory |", "| --- | ---: | ---: | ---: | ---: |"]
     for form in forms:
         peak = max(r["peak_kb"] for r in runs[form]) / 1024
-        disk = f"{sizes[form] / 1e6:.0f} MB" if form in sizes else "(streamed)"
+        disk = f"{sizes[form] / 1e6:.0f} MB" if form in sizes else "(in memory)" if form == "list" else "(streamed)"
         lines.append(f"| {form} | {disk} | {median[form]:.2f} s | {median[form] / median['file']:.2f}x | "
                      f"{peak:.0f} MB |")
     table = "\n".join(lines) + "\n"
