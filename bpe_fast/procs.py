@@ -20,8 +20,11 @@ import ctypes
 import itertools
 import multiprocessing
 import os
+import select
 import signal
 import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import Executor, Future
@@ -71,11 +74,42 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
-def _init_worker(initializer: Callable[..., object] | None, initargs: tuple[Any, ...]) -> None:
+def _die_with_caller(caller: int) -> None:
+    """For a worker whose parent is a forkserver, not the caller (whose death the forkserver outlives while
+    its workers hold its pipe): a daemon thread that sends this process SIGTERM when the caller ends (watched
+    through a pidfd where Linux has them, else polled)."""
+    try:
+        pidfd: int | None = os.pidfd_open(caller)
+    except ProcessLookupError:
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    except (AttributeError, OSError):
+        pidfd = None
+
+    def watch() -> None:
+        if pidfd is not None:
+            select.select([pidfd], [], [])
+        else:
+            while True:
+                time.sleep(0.5)
+                try:
+                    os.kill(caller, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="bpe_fast-watch-caller", daemon=True).start()
+
+
+def _init_worker(initializer: Callable[..., object] | None, initargs: tuple[Any, ...], caller: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)     # a forked worker may inherit the caller's handler
     if hasattr(os, "sched_getaffinity"):      # Linux: prctl exists
         _die_with_parent()
+    if os.getppid() != caller:                # started by a forkserver
+        _die_with_caller(caller)
     if initializer is not None:
         initializer(*initargs)
 
@@ -144,7 +178,7 @@ def worker_pool(num_processes: int, what: str, initializer: Callable[..., object
     in initargs were made with). Leaves no worker running when the block exits, however it exits."""
     context = context if context is not None else worker_context()
     executor = ProcessPoolExecutor(max_workers=num_processes, mp_context=context,
-                                   initializer=_init_worker, initargs=(initializer, initargs))
+                                   initializer=_init_worker, initargs=(initializer, initargs, os.getpid()))
     try:
         if context.get_start_method() != "fork":
             # start every worker now, while __main__ is hidden (a pool of this kind starts one a submit when

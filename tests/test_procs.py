@@ -1,6 +1,7 @@
 """bpe_fast.procs: how worker processes start. A caller holding much memory gets workers from a forkserver (no
 copy-on-write of its pages), started without its __main__; results are the same as with fork."""
 import subprocess
+import time
 import sys
 
 import pytest
@@ -47,3 +48,41 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "top level\nTrue True\n"
+
+
+def test_forkserver_workers_die_with_a_killed_caller(tmp_path):
+    # a forkserver outlives a caller killed with SIGKILL while its workers live (they hold its pipe), and the
+    # workers' parent is the forkserver: each worker watches the caller itself
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import multiprocessing, time\n"
+        "from bpe_fast import count_pretokens, procs\n"
+        "procs.FORK_LIMIT_BYTES = -1\n"
+        "def docs():\n"
+        "    for i in range(10 ** 9):\n"
+        "        if i == 5000:\n"
+        "            print(' '.join(str(p.pid) for p in multiprocessing.active_children()), flush=True)\n"
+        "        if i % 1000 == 0:\n"
+        "            time.sleep(0.01)\n"
+        "        yield f'document {i}'\n"
+        "count_pretokens(docs(), num_processes=3, chunk_bytes=1 << 12)\n", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]
+        assert len(workers) >= 2 and all(_alive(p) for p in workers)
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in workers)
+
+
+def _alive(pid):
+    """True while process pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
