@@ -118,6 +118,7 @@ def _init_worker(initializer: Callable[..., object] | None, initargs: tuple[Any,
 # worker_context).
 FORK_LIMIT_BYTES = 512 << 20
 _PRELOAD = ["bpe_fast.count_workers", "bpe_fast.file_encoding"]     # what the forkserver imports once
+_main_lock = threading.Lock()
 
 
 def worker_context() -> Any:
@@ -151,14 +152,15 @@ def _main_hidden() -> Iterator[None]:
     if main is None:
         yield
         return
-    saved: dict[str, Any] = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
-    main.__dict__.pop("__file__", None)
-    main.__dict__["__spec__"] = None
-    try:
-        yield
-    finally:
-        main.__dict__.pop("__spec__", None)
-        main.__dict__.update(saved)
+    with _main_lock:                # pools started by two threads at once: one hides and restores at a time
+        saved: dict[str, Any] = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+        main.__dict__.pop("__file__", None)
+        main.__dict__["__spec__"] = None
+        try:
+            yield
+        finally:
+            main.__dict__.pop("__spec__", None)
+            main.__dict__.update(saved)
 
 
 def _resident_bytes() -> int:
