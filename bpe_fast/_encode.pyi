@@ -14,6 +14,8 @@ _T = TypeVar("_T")
 
 MAX_SPARE_CORES: int
 
+def pull_utf8(iterator: Any, budget: int) -> tuple[bytes, NDArray[np.int64], int, Any]: ...
+
 class Segmenter:
     @property
     def kind(self) -> int: ...

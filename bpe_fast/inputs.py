@@ -37,6 +37,7 @@ from typing import IO, Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from ._encode import pull_utf8
 from ._types import StrPath
 from .chunking import last_safe_cut
 from .specials import SpecialTokens
@@ -457,40 +458,39 @@ def _jsonl_documents(path: str, text_field: str) -> Iterator[tuple[bytes, int]]:
 
 
 def _iterable_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str, name: str) -> Iterator[Batch]:
-    """read_batches of an iterable without caps: the same Batches, with as little work an item as can be.
-    ASCII str items (str.isascii is a flag) are joined and encoded a run at a time, not one by one: their
-    UTF-8 length is their length."""
-    blobs: list[bytes]
-    blobs, run, lengths, size, first = [], [], [], 0, 0
-    index = -1
-    try:
-        for index, item in enumerate(iterable):
-            if type(item) is str and item.isascii():
-                run.append(item)
-                n = len(item)
-            else:
-                if type(item) is not str:
-                    item = _document_of(item, index, text_field)
-                data = item.encode("utf-8") if type(item) is str else item
-                if run:
-                    blobs.append("".join(run).encode("ascii"))
-                    run = []
-                blobs.append(data)      # type: ignore[arg-type]
-                n = len(data)
-            lengths.append(n)
-            size += n
-            if size >= batch_bytes:
-                if run:
-                    blobs.append("".join(run).encode("ascii"))
-                    run = []
-                yield _batch_of(blobs, lengths, name, first)
-                blobs, lengths, size, first = [], [], 0, index + 1
-    except UnicodeEncodeError as exc:
-        raise InputError(f"item {index} of the input holds a lone surrogate at character {exc.start}") from None
-    if run:
-        blobs.append("".join(run).encode("ascii"))
-    if lengths:
-        yield _batch_of(blobs, lengths, name, first)
+    """read_batches of an iterable without caps: the same Batches, with as little work an item as can be. Runs
+    of plain str items are pulled and made UTF-8 natively (bpe_fast._encode.pull_utf8); any other item (bytes,
+    a mapping, a str subclass, a str with a lone surrogate) is converted, or named in the error, here."""
+    iterator = iter(iterable)
+    blobs: list[bytes] = []
+    parts: list[NDArray[np.int64]] = []
+    size, first, index = 0, 0, 0
+    while True:
+        data, lengths, state, item = pull_utf8(iterator, batch_bytes - size)
+        if len(lengths):
+            blobs.append(data)
+            parts.append(lengths)
+            size += len(data)
+            index += len(lengths)
+        if state == 2:
+            document = item if type(item) is str else _document_of(item, index, text_field)
+            if type(document) is str:
+                try:
+                    document = document.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise InputError(f"item {index} of the input holds a lone surrogate at character "
+                                     f"{exc.start}") from None
+            blobs.append(document)      # type: ignore[arg-type]
+            parts.append(np.array([len(document)], dtype=np.int64))
+            size += len(document)
+            index += 1
+        if parts and (size >= batch_bytes or state == 1):
+            bounds = np.zeros(index - first + 1, dtype=np.int64)
+            np.cumsum(np.concatenate(parts), out=bounds[1:])
+            yield Batch(b"".join(blobs), bounds, (name, first, None, None))
+            blobs, parts, size, first = [], [], 0, index
+        if state == 1:
+            return
 
 
 def _document_of(item: object, index: int, text_field: str) -> str | bytes:

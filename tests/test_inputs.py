@@ -442,3 +442,32 @@ def test_compressed_parquet_is_refused(tmp_path):
     (tmp_path / "c.parquet.gz").write_bytes(b"")
     with pytest.raises(InputError, match="compressed Parquet"):
         count_pretokens(tmp_path / "c.parquet.gz")
+
+
+def pull_oracle(items, budget):
+    """What bpe_fast._encode.pull_utf8 returns, in plain Python: plain str items without surrogates are taken
+    (their UTF-8) until their total reaches budget; another item stops the pull and is handed back."""
+    data, lengths = b"", []
+    for k, item in enumerate(items):
+        if len(data) >= budget:
+            return data, lengths, 0, None, k
+        if type(item) is not str or any(0xD800 <= ord(c) <= 0xDFFF for c in item):
+            return data, lengths, 2, item, k + 1
+        data += item.encode("utf-8")
+        lengths.append(len(item.encode("utf-8")))
+    return data, lengths, (0 if len(data) >= budget else 1), None, len(items)
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(st.one_of(st.text(max_size=12), st.text(alphabet="a\ud800\udfff日", max_size=4),
+                                st.binary(max_size=3), st.integers()), max_size=12),
+       budget=st.integers(min_value=1, max_value=40))
+def test_pull_utf8_equals_oracle(items, budget):
+    from bpe_fast._encode import pull_utf8
+
+    iterator = iter(items)
+    data, lengths, state, item, pulled = pull_oracle(items, budget)
+    got = pull_utf8(iterator, budget)
+    assert (got[0], got[1].tolist(), got[2]) == (data, lengths, state)
+    assert got[3] is item or got[3] == item
+    assert list(iterator) == items[pulled:]        # nothing pulled beyond what it took or handed back
