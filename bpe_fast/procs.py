@@ -117,7 +117,6 @@ def _init_worker(initializer: Callable[..., object] | None, initargs: tuple[Any,
 # Above this many resident bytes in the caller, workers start from a forkserver rather than by fork (see
 # worker_context).
 FORK_LIMIT_BYTES = 512 << 20
-_PRELOAD = ["bpe_fast.count_workers", "bpe_fast.file_encoding"]     # what the forkserver imports once
 _main_lock = threading.Lock()
 
 
@@ -127,7 +126,7 @@ def worker_context() -> Any:
 
     fork while this process is small: a worker starts in milliseconds with what the caller has imported. Once
     the caller holds more than FORK_LIMIT_BYTES resident (a list of documents in memory, say), a forkserver
-    (that has imported bpe_fast's worker modules once) starts them: after a fork the caller's pages are shared
+    starts them: after a fork the caller's pages are shared
     copy-on-write, and the caller reading its documents (each read writes a reference count) or its garbage
     collector passing over them copies page after page; training from a 2 GB list of documents took 27 s
     against 8 s from the file, most of it copying pages. The workers run bpe_fast's functions only, so they
@@ -138,29 +137,35 @@ def worker_context() -> Any:
     if "fork" not in methods:
         return multiprocessing.get_context(None)
     if "forkserver" in methods and _resident_bytes() > FORK_LIMIT_BYTES:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(_PRELOAD)     # no effect once the server runs (modules then load per worker)
-        return context
+        # (no preload: the server imports with its own sys.path, '' first, so from a source checkout it would
+        # import that; each worker imports bpe_fast as it starts, with the caller's path: see _main_hidden)
+        return multiprocessing.get_context("forkserver")
     return multiprocessing.get_context("fork")
 
 
 @contextlib.contextmanager
 def _main_hidden() -> Iterator[None]:
-    """While worker processes start from a forkserver: the caller's __main__ without __file__ and __spec__,
-    so that multiprocessing does not have the workers import it (it would run a script's top level again)."""
+    """While worker processes start from a forkserver (which take the caller's sys.path): the caller's
+    __main__ without __file__ and __spec__, so that multiprocessing does not have the workers import it (it
+    would run a script's top level again), and the folder this bpe_fast was imported from first on sys.path,
+    so that they import the same bpe_fast (not, say, a source checkout without its compiled modules that a
+    folder on the caller's path holds)."""
     main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
+    home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with _main_lock:                # pools started by two threads at once: one hides and restores at a time
-        saved: dict[str, Any] = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
-        main.__dict__.pop("__file__", None)
-        main.__dict__["__spec__"] = None
+        saved: dict[str, Any] = {}
+        if main is not None:
+            saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+            main.__dict__.pop("__file__", None)
+            main.__dict__["__spec__"] = None
+        sys.path.insert(0, home)
         try:
             yield
         finally:
-            main.__dict__.pop("__spec__", None)
-            main.__dict__.update(saved)
+            sys.path.remove(home)   # the first occurrence: the one inserted
+            if main is not None:
+                main.__dict__.pop("__spec__", None)
+                main.__dict__.update(saved)
 
 
 def _resident_bytes() -> int:

@@ -86,3 +86,21 @@ def _alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_forkserver_workers_import_the_callers_bpe_fast(tmp_path):
+    # run from a folder holding another "bpe_fast" (as a source checkout without its compiled modules is): the
+    # forkserver's own path starts with that folder, the workers must still import the caller's package
+    (tmp_path / "bpe_fast").mkdir()
+    (tmp_path / "bpe_fast" / "__init__.py").write_text("# the wrong bpe_fast: it has nothing\n")
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    script = scripts / "script.py"
+    script.write_text(
+        "import bpe_fast\n"
+        "from bpe_fast import count_pretokens, procs\n"
+        "procs.FORK_LIMIT_BYTES = -1\n"
+        "counts = count_pretokens(iter(['a b'] * 100), num_processes=2, chunk_bytes=8)\n"
+        "print(dict(counts) == {b'a': 100, b' b': 100})\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout == "True\n", out.stderr
