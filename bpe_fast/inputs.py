@@ -473,14 +473,8 @@ def _iterable_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str
             size += len(data)
             index += len(lengths)
         if state == 2:
-            document = item if type(item) is str else _document_of(item, index, text_field)
-            if type(document) is str:
-                try:
-                    document = document.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    raise InputError(f"item {index} of the input holds a lone surrogate at character "
-                                     f"{exc.start}") from None
-            blobs.append(document)      # type: ignore[arg-type]
+            document = _document_utf8(item, index, text_field)
+            blobs.append(document)
             parts.append(np.array([len(document)], dtype=np.int64))
             size += len(document)
             index += 1
@@ -525,15 +519,19 @@ def _batch_of(blobs: Iterable[bytes], lengths: Sequence[int], name: str, first: 
 def _iterable_documents(iterable: Iterable[Any], text_field: str) -> Iterator[tuple[bytes, None]]:
     """(UTF-8 text, None) of each item of an iterable input (for read_batches with caps)."""
     for index, item in enumerate(iterable):
-        if type(item) is not str:
-            item = _document_of(item, index, text_field)
-        if type(item) is str:
-            try:
-                item = item.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InputError(f"item {index} of the input holds a lone surrogate at character "
-                                 f"{exc.start}") from None
-        yield item, None        # type: ignore[misc]  # bytes, or a str subclass (from a mapping)
+        yield _document_utf8(item, index, text_field), None
+
+
+def _document_utf8(item: object, index: int, text_field: str) -> bytes:
+    """The UTF-8 of item `index` of an iterable input (see _document_of), or the InputError that names a
+    lone surrogate in it."""
+    document = item if type(item) is str else _document_of(item, index, text_field)
+    if type(document) is not str:
+        return document         # type: ignore[return-value]  # bytes
+    try:
+        return document.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"item {index} of the input holds a lone surrogate at character {exc.start}") from None
 
 
 def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
