@@ -117,7 +117,7 @@ def _init_worker(initializer: Callable[..., object] | None, initargs: tuple[Any,
 # Above this many resident bytes in the caller, workers start from a forkserver rather than by fork (see
 # worker_context).
 FORK_LIMIT_BYTES = 512 << 20
-_main_lock = threading.Lock()
+_start_lock = threading.Lock()
 
 
 def worker_context() -> Any:
@@ -126,25 +126,25 @@ def worker_context() -> Any:
 
     fork while this process is small: a worker starts in milliseconds with what the caller has imported. Once
     the caller holds more than FORK_LIMIT_BYTES resident (a list of documents in memory, say), a forkserver
-    starts them: after a fork the caller's pages are shared
-    copy-on-write, and the caller reading its documents (each read writes a reference count) or its garbage
-    collector passing over them copies page after page; training from a 2 GB list of documents took 27 s
-    against 8 s from the file, most of it copying pages. The workers run bpe_fast's functions only, so they
-    are started without the caller's __main__ (see _main_hidden): a script without an
-    ``if __name__ == "__main__":`` guard is not run again in them.
+    starts them: after a fork the caller's pages are shared copy-on-write, and the caller reading its
+    documents (each read writes a reference count) or its garbage collector passing over them copies page
+    after page; training from a 2 GB list of documents took 27 s against 8 s from the file, most of it
+    copying pages. The workers run bpe_fast's functions only, so they are started without the caller's
+    __main__ (see _worker_start_env): a script without an ``if __name__ == "__main__":`` guard is not run
+    again in them.
     """
     methods = multiprocessing.get_all_start_methods()
     if "fork" not in methods:
         return multiprocessing.get_context(None)
     if "forkserver" in methods and _resident_bytes() > FORK_LIMIT_BYTES:
         # (no preload: the server imports with its own sys.path, '' first, so from a source checkout it would
-        # import that; each worker imports bpe_fast as it starts, with the caller's path: see _main_hidden)
+        # import that; each worker imports bpe_fast as it starts, with the caller's path: see _worker_start_env)
         return multiprocessing.get_context("forkserver")
     return multiprocessing.get_context("fork")
 
 
 @contextlib.contextmanager
-def _main_hidden() -> Iterator[None]:
+def _worker_start_env() -> Iterator[None]:
     """While worker processes start from a forkserver (which take the caller's sys.path): the caller's
     __main__ without __file__ and __spec__, so that multiprocessing does not have the workers import it (it
     would run a script's top level again), and the folder this bpe_fast was imported from first on sys.path,
@@ -152,7 +152,7 @@ def _main_hidden() -> Iterator[None]:
     folder on the caller's path holds)."""
     main = sys.modules.get("__main__")
     home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with _main_lock:                # pools started by two threads at once: one hides and restores at a time
+    with _start_lock:               # pools started by two threads at once: one hides and restores at a time
         saved: dict[str, Any] = {}
         if main is not None:
             saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
@@ -190,7 +190,7 @@ def worker_pool(num_processes: int, what: str, initializer: Callable[..., object
         if context.get_start_method() != "fork":
             # start every worker now, while __main__ is hidden (a pool of this kind starts one a submit when
             # none is idle: num_processes quick tasks at once start them all)
-            with _main_hidden():
+            with _worker_start_env():
                 started = [executor.submit(os.getpid) for _ in range(num_processes)]
             for future in started:
                 result_of(future, executor)
