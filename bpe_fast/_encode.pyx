@@ -31,7 +31,8 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
-from cpython.ref cimport Py_INCREF
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove, memset
@@ -89,11 +90,62 @@ cdef extern from *:
     // for 2, 3 or 4 bytes a unit; returns the bytes written. A surrogate pair (a high one, then a low one)
     // becomes the code point it encodes and a lone surrogate U+FFFD: what encode does to such text
     // (a round trip through UTF-16, as tiktoken does).
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
+    // If the 16 code units s[0:16] are all ASCII, writes them to out as bytes and returns 1; else 0, out
+    // untouched. SSE2 (every x86-64) where there is SSE2, else a plain loop.
     template <typename T>
+    static inline int bpe_fast_ascii16(const T* s, uint8_t* out) {
+    #if defined(__SSE2__)
+        if (sizeof(T) == 1) {
+            __m128i a = _mm_loadu_si128((const __m128i*)s);
+            if (_mm_movemask_epi8(a))
+                return 0;
+            _mm_storeu_si128((__m128i*)out, a);
+            return 1;
+        }
+        if (sizeof(T) == 2) {
+            __m128i a = _mm_loadu_si128((const __m128i*)s), b = _mm_loadu_si128((const __m128i*)s + 1);
+            __m128i high = _mm_and_si128(_mm_or_si128(a, b), _mm_set1_epi16((short)0xFF80));
+            if (_mm_movemask_epi8(_mm_cmpeq_epi16(high, _mm_setzero_si128())) != 0xFFFF)
+                return 0;
+            _mm_storeu_si128((__m128i*)out, _mm_packus_epi16(a, b));
+            return 1;
+        }
+        {
+            __m128i a = _mm_loadu_si128((const __m128i*)s), b = _mm_loadu_si128((const __m128i*)s + 1);
+            __m128i c = _mm_loadu_si128((const __m128i*)s + 2), d = _mm_loadu_si128((const __m128i*)s + 3);
+            __m128i any = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d));
+            __m128i high = _mm_and_si128(any, _mm_set1_epi32((int)0xFFFFFF80));
+            if (_mm_movemask_epi8(_mm_cmpeq_epi32(high, _mm_setzero_si128())) != 0xFFFF)
+                return 0;
+            __m128i ab = _mm_packs_epi32(a, b), cd = _mm_packs_epi32(c, d);   // every unit < 0x80: no saturation
+            _mm_storeu_si128((__m128i*)out, _mm_packus_epi16(ab, cd));
+            return 1;
+        }
+    #else
+        T any = 0;
+        for (int j = 0; j < 16; j++)
+            any |= s[j];
+        if (any >= 0x80)
+            return 0;
+        for (int j = 0; j < 16; j++)
+            out[j] = (uint8_t)s[j];
+        return 1;
+    #endif
+    }
+    // Strict (for text that must be valid UTF-8 as it is): any surrogate stops it, returning -1.
+    template <bool Strict, typename T>
     static Py_ssize_t bpe_fast_units_to_utf8(const T* s, Py_ssize_t n, uint8_t* out) {
         uint8_t* o = out;
         Py_ssize_t i = 0;
         while (i < n) {
+            if (i + 16 <= n && bpe_fast_ascii16(s + i, o)) {     // 16 ASCII units at once
+                o += 16;
+                i += 16;
+                continue;
+            }
             uint32_t c = s[i++];
             if (c < 0x80) {
                 *o++ = (uint8_t)c;
@@ -101,6 +153,8 @@ cdef extern from *:
                 *o++ = (uint8_t)(0xC0 | (c >> 6));
                 *o++ = (uint8_t)(0x80 | (c & 0x3F));
             } else if (c >= 0xD800 && c <= 0xDFFF) {
+                if (Strict)
+                    return -1;
                 if (c <= 0xDBFF && i < n && s[i] >= 0xDC00 && s[i] <= 0xDFFF) {
                     c = 0x10000 + ((c - 0xD800) << 10) + ((uint32_t)s[i++] - 0xDC00);
                     *o++ = (uint8_t)(0xF0 | (c >> 18));
@@ -123,33 +177,57 @@ cdef extern from *:
         }
         return o - out;
     }
-    // 1 if a str's code units s[0:n] (kind 2 or 4) hold a surrogate (which UTF-8 cannot encode), else 0.
-    template <typename T>
-    static int bpe_fast_units_have_surrogate(const T* s, Py_ssize_t n) {
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (s[i] >= 0xD800 && s[i] <= 0xDFFF)
-                return 1;
-        return 0;
-    }
-    static int bpe_fast_has_surrogate(int kind, const void* data, Py_ssize_t n) {
-        switch (kind) {
-            case 2: return bpe_fast_units_have_surrogate((const uint16_t*)data, n);
-            case 4: return bpe_fast_units_have_surrogate((const uint32_t*)data, n);
-            default: return 0;
-        }
-    }
-    // kind 0: an ASCII str (its bytes are its UTF-8); else PyUnicode_KIND.
-    static Py_ssize_t bpe_fast_str_to_utf8(int kind, const void* data, Py_ssize_t n, uint8_t* out) {
+    // kind 0: an ASCII str (its bytes are its UTF-8); else PyUnicode_KIND. Strict: -1 if the str holds a
+    // surrogate (see units_to_utf8).
+    template <bool Strict>
+    static Py_ssize_t bpe_fast_any_to_utf8(int kind, const void* data, Py_ssize_t n, uint8_t* out) {
         switch (kind) {
             case 0: memcpy(out, data, (size_t)n); return n;
-            case 1: return bpe_fast_units_to_utf8((const uint8_t*)data, n, out);
-            case 2: return bpe_fast_units_to_utf8((const uint16_t*)data, n, out);
-            default: return bpe_fast_units_to_utf8((const uint32_t*)data, n, out);
+            case 1: return bpe_fast_units_to_utf8<Strict>((const uint8_t*)data, n, out);
+            case 2: return bpe_fast_units_to_utf8<Strict>((const uint16_t*)data, n, out);
+            default: return bpe_fast_units_to_utf8<Strict>((const uint32_t*)data, n, out);
         }
+    }
+    static Py_ssize_t bpe_fast_str_to_utf8(int kind, const void* data, Py_ssize_t n, uint8_t* out) {
+        return bpe_fast_any_to_utf8<false>(kind, data, n, out);
+    }
+    static Py_ssize_t bpe_fast_str_to_utf8_strict(int kind, const void* data, Py_ssize_t n, uint8_t* out) {
+        return bpe_fast_any_to_utf8<true>(kind, data, n, out);
+    }
+    // A bytes object being filled (pull_utf8): *buf (NULL at first) gets room for `need` bytes past `at`,
+    // growing by doubling; returns its data, or NULL with MemoryError set (*buf then freed and NULL).
+    static char* bpe_fast_bytes_room(PyObject** buf, Py_ssize_t at, Py_ssize_t need, Py_ssize_t first_size) {
+        Py_ssize_t size = *buf ? PyBytes_GET_SIZE(*buf) : 0;
+        if (at + need > size) {
+            Py_ssize_t grown = size ? 2 * size : first_size;
+            if (grown < at + need)
+                grown = at + need;
+            if (*buf == NULL) {
+                *buf = PyBytes_FromStringAndSize(NULL, grown);
+                if (*buf == NULL)
+                    return NULL;
+            } else if (_PyBytes_Resize(buf, grown) < 0) {
+                return NULL;
+            }
+        }
+        return PyBytes_AS_STRING(*buf);
+    }
+    // The bytes object *buf cut to its first `at` bytes and returned (a new reference; b"" when *buf is NULL).
+    static PyObject* bpe_fast_bytes_finish(PyObject** buf, Py_ssize_t at) {
+        if (*buf == NULL)
+            return PyBytes_FromStringAndSize(NULL, 0);
+        if (_PyBytes_Resize(buf, at) < 0)
+            return NULL;
+        PyObject* result = *buf;
+        *buf = NULL;
+        return result;
     }
     """
     Py_ssize_t str_to_utf8 "bpe_fast_str_to_utf8"(int kind, const void* data, Py_ssize_t n, uint8_t* out) noexcept nogil
-    bint has_surrogate "bpe_fast_has_surrogate"(int kind, const void* data, Py_ssize_t n) noexcept nogil
+    Py_ssize_t str_to_utf8_strict "bpe_fast_str_to_utf8_strict"(int kind, const void* data, Py_ssize_t n,
+                                                                uint8_t* out) noexcept nogil
+    char* bytes_room "bpe_fast_bytes_room"(PyObject** buf, Py_ssize_t at, Py_ssize_t need, Py_ssize_t first_size) except NULL
+    object bytes_finish "bpe_fast_bytes_finish"(PyObject** buf, Py_ssize_t at)
 
 cdef extern from *:
     """
@@ -1186,32 +1264,36 @@ def pull_utf8(iterator, Py_ssize_t budget):
     process, which feeds all the counting workers.
 
     Worked example: pull_utf8(iter(["ab", "é", 3]), 100) -> (b"ab\xc3\xa9", [2, 2], 2, 3)."""
-    cdef vector[uint8_t] out
+    cdef PyObject* buf = NULL                # the bytes being filled (bytes_room, bytes_finish)
     cdef vector[int64_t] lengths
     cdef Py_ssize_t n, at = 0, written
     cdef int kind, state = 1
+    cdef char* out
     cdef object end = _PULL_END
     item = None
-    while at < budget:
-        obj = next(iterator, end)
-        if obj is end:
-            break
-        if not PyUnicode_CheckExact(obj):
-            state, item = 2, obj
-            break
-        bpe_fast_unicode_ready(obj)
-        n = PyUnicode_GET_LENGTH(obj)
-        kind = 0 if PyUnicode_IS_ASCII(obj) else PyUnicode_KIND(obj)
-        if kind >= 2 and has_surrogate(kind, PyUnicode_DATA(obj), n):
-            state, item = 2, obj
-            break
-        out.resize(at + n * (1 if kind == 0 else 4 if kind == 4 else kind + 1))
-        written = str_to_utf8(kind, PyUnicode_DATA(obj), n, out.data() + at)
-        at += written
-        lengths.push_back(written)
-    else:
-        state = 0
-    data = PyBytes_FromStringAndSize(<const char*>out.data(), at) if at else b""
+    try:
+        while at < budget:
+            obj = next(iterator, end)
+            if obj is end:
+                break
+            if not PyUnicode_CheckExact(obj):
+                state, item = 2, obj
+                break
+            bpe_fast_unicode_ready(obj)
+            n = PyUnicode_GET_LENGTH(obj)
+            kind = 0 if PyUnicode_IS_ASCII(obj) else PyUnicode_KIND(obj)
+            out = bytes_room(&buf, at, n * (1 if kind == 0 else 4 if kind == 4 else kind + 1), budget + (budget >> 4))
+            written = str_to_utf8_strict(kind, PyUnicode_DATA(obj), n, <uint8_t*>out + at)
+            if written < 0:                     # a lone surrogate: the caller names it
+                state, item = 2, obj
+                break
+            at += written
+            lengths.push_back(written)
+        else:
+            state = 0
+        data = bytes_finish(&buf, at)
+    finally:
+        Py_XDECREF(buf)
     sizes = np.empty(lengths.size(), dtype=np.int64)
     cdef int64_t[::1] view = sizes
     if lengths.size():

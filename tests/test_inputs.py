@@ -460,8 +460,11 @@ def pull_oracle(items, budget):
 
 @settings(max_examples=300, deadline=None)
 @given(items=st.lists(st.one_of(st.text(max_size=12), st.text(alphabet="a\ud800\udfff日", max_size=4),
-                                st.binary(max_size=3), st.integers()), max_size=12),
-       budget=st.integers(min_value=1, max_value=40))
+                                st.binary(max_size=3), st.integers(),
+                                # runs of 16 ASCII characters and more in strs of every kind (16 at a time)
+                                st.lists(st.sampled_from(["abcdefghijklmnopq", "é", "\u00ff", "日", "\U0001F600",
+                                                          "\ud800", "x"]), max_size=8).map("".join)), max_size=12),
+       budget=st.integers(min_value=1, max_value=120))
 def test_pull_utf8_equals_oracle(items, budget):
     from bpe_fast._encode import pull_utf8
 

@@ -1147,6 +1147,24 @@ def test_encode_batch_texts_kernel_equals_encode_of_the_utf16_round_trip(texts):
     assert t.encode_batch(texts, num_threads=2) == expected
 
 
+# runs of 16 ASCII characters and more inside strs of every kind (converted 16 at a time) next to the rest
+ascii_runs = st.lists(st.sampled_from(["abcdefghijklmnopqrstuvwxyz ", "ab" * 8, "é", "\u00ff", "€", "\U0001F600",
+                                       "\ud83d", "\ude00", "x", " "]), max_size=10).map("".join)
+
+
+@SOME
+@given(st.lists(ascii_runs, max_size=6))
+def test_str_to_utf8_of_ascii_runs_in_every_kind_equals_pythons_utf8(texts):
+    from bpe_fast._encode import BPECore
+    t = Tokenizer(byte_vocab(b"ab", b"abc"), [(b"a", b"b"), (b"ab", b"c")], ["<|eot|>"])
+    core = BPECore(t._tables)
+    utf8 = [utf16_round_trip(x).encode("utf-8") for x in texts]         # Python's own encoder
+    offsets = np.zeros(len(utf8) + 1, dtype=np.int64)
+    np.cumsum([len(u) for u in utf8], out=offsets[1:])
+    expected = core.encode_batch_utf8(b"".join(utf8), offsets, t._segmenter, t._id_objects)
+    assert core.encode_batch_texts(texts, t._segmenter, t._id_objects) == expected
+
+
 def test_encode_batch_texts_kernel_refuses_what_is_not_a_str():
     from bpe_fast._encode import BPECore
     t = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")])
