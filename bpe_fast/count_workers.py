@@ -38,17 +38,63 @@ if TYPE_CHECKING:
     from .inputs import Batch
 
 DEFAULT_CHUNK_BYTES = 4 << 20
+# count_unit(counter, k, bytes_done, share): count unit k into counter (see _count_claimed_units)
+CountUnit = Callable[[ChunkCounter, int, Any, "TailShare | None"], None]
 _IN_PROCESS_BYTES = 4 << 20     # below this, counting in the caller beats starting workers
 _RANGES_PER_PROCESS = 8         # at least: workers claim ranges one by one, so they finish together
 
 
 _bytes_done: Any = None        # in a worker: a shared counter of bytes counted, for the caller's progress report
 _next_range: Any = None        # in a worker: the shared index of the next byte range to claim
+_share: TailShare | None = None  # in a worker: where claimants with nothing left get batches (or None)
 
 
-def _init_worker(bytes_done: Any, next_range: Any) -> None:
-    global _bytes_done, _next_range
-    _bytes_done, _next_range = bytes_done, next_range
+def _init_worker(bytes_done: Any, next_range: Any, share: TailShare | None = None) -> None:
+    global _bytes_done, _next_range, _share
+    _bytes_done, _next_range, _share = bytes_done, next_range, share
+
+
+class TailShare:
+    """Work shared at the end of a run of claimed units too big to end together (Parquet row groups): a
+    claimant still reading a unit hands its next batch (offer) to a claimant with nothing left to claim
+    (drain) instead of counting it, while there are fewer batches waiting than claimants idle. Made by the
+    caller with the workers' context and given to them as they start (shared objects, not pickled data)."""
+
+    def __init__(self, context: Any, claimants: int) -> None:
+        self.claimants = claimants
+        self.state = context.Array("q", 3)     # claimants idle in drain, batches offered, batches taken
+        self.queue = context.Queue(claimants)
+
+    def offer(self, batch: Batch) -> bool:
+        """True if the batch went to an idle claimant (the caller then does not count it)."""
+        with self.state.get_lock():
+            idle, given, taken = self.state[:]
+            if idle <= given - taken:
+                return False
+            self.state[1] = given + 1
+        self.queue.put(batch)
+        return True
+
+    def drain(self, counter: ChunkCounter, bytes_done: Any, stop: threading.Event | None = None) -> None:
+        """Count the batches offered by others until every claimant is idle here and none is left (or stop)."""
+        lock = self.state.get_lock()
+        with lock:
+            self.state[0] += 1
+        while stop is None or not stop.is_set():
+            with lock:
+                idle, given, taken = self.state[:]
+            if idle == self.claimants and given == taken:
+                return
+            try:
+                batch = self.queue.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            with lock:
+                self.state[0] -= 1
+                self.state[2] += 1
+            _count_batch(counter, batch, bytes_done)
+            with lock:
+                self.state[0] += 1
 
 
 def _counter_for(special_tokens: Iterable[str], pattern: str, errors: str) -> ChunkCounter:
@@ -87,23 +133,25 @@ def count_ranges(path: str, ranges: Iterable[tuple[int, int]], special_tokens: I
 
 
 def _count_range_unit(path: str, ranges: Sequence[tuple[int, int]], counter: ChunkCounter, k: int,
-                      bytes_done: Any) -> None:
-    """Count byte range k of the file (a unit of _count_claimed_units)."""
+                      bytes_done: Any, share: TailShare | None) -> None:
+    """Count byte range k of the file (a unit of _count_claimed_units; ranges are small: nothing shared)."""
     with open(path, "rb") as f:
         _count_range(counter, f, path, *ranges[k], bytes_done)
 
 
-def _count_claimed(count_unit: Callable[[ChunkCounter, int, Any], None], n_units: int,
-                   special_tokens: Iterable[str], pattern: str, errors: str, out_path: str) -> str:
+def _count_claimed(count_unit: CountUnit, n_units: int, special_tokens: Iterable[str], pattern: str, errors: str,
+                   out_path: str) -> str:
     """Worker: claim units one at a time from the shared index until none is left, count each with
-    count_unit(counter, k, bytes_done) into one native table and write its arrays to out_path (.npy arrays,
-    not pickled); returns out_path."""
+    count_unit(counter, k, bytes_done, share) into one native table (then, with a TailShare, count what the
+    others offer), and write its arrays to out_path (.npy arrays, not pickled); returns out_path."""
     counter = _counter_for(special_tokens, pattern, errors)
     while True:
         k = _claim(_next_range)
         if k >= n_units:
             break
-        count_unit(counter, k, _bytes_done)
+        count_unit(counter, k, _bytes_done, _share)
+    if _share is not None:
+        _share.drain(counter, _bytes_done)
     return _save_table(counter, out_path)
 
 
@@ -203,18 +251,19 @@ def _count_parallel(path: str, ranges: Sequence[tuple[int, int]], special_tokens
     return [own.arrays()] + tables
 
 
-def _count_claimed_units(n_units: int, count_unit: Callable[[ChunkCounter, int, Any], None],
-                         special_tokens: Sequence[str], pattern: str, errors: str, workers: int,
-                         progress: Progress | None, total: int | None, what: str,
-                         first_failure: Callable[[list[BaseException]], BaseException]
+def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Sequence[str], pattern: str,
+                         errors: str, workers: int, progress: Progress | None, total: int | None, what: str,
+                         first_failure: Callable[[list[BaseException]], BaseException], shared_tail: bool = False
                          ) -> tuple[ChunkCounter, list[Table], int]:
     """The units of work 0..n_units - 1 (byte ranges of a file, row groups of Parquet files) claimed one at a
     time from a shared index by a thread of the caller's and by workers - 1 processes (_count_claimed), each
-    counting a unit with count_unit(counter, k, bytes_done) (picklable: a functools.partial of a module
-    function) until none is left. Returns (the thread's counter, the workers' tables, the bytes counted).
-    first_failure picks the error to raise from those seen."""
+    counting a unit with count_unit(counter, k, bytes_done, share) (picklable: a functools.partial of a module
+    function) until none is left. With shared_tail, share is a TailShare: a claimant with nothing left counts
+    batches the others offer from the units they are still reading. Returns (the thread's counter, the
+    workers' tables, the bytes counted). first_failure picks the error to raise from those seen."""
     context = worker_context()
     bytes_done, next_unit = shared_counter(context), shared_counter(context)
+    share = TailShare(context, workers) if shared_tail else None
     own = _counter_for(special_tokens, pattern, errors)
     stop = threading.Event()
     failure: list[BaseException] = []
@@ -225,12 +274,14 @@ def _count_claimed_units(n_units: int, count_unit: Callable[[ChunkCounter, int, 
                 k = _claim(next_unit)
                 if k >= n_units:
                     break
-                count_unit(own, k, bytes_done)
+                count_unit(own, k, bytes_done, share)
+            if share is not None:
+                share.drain(own, bytes_done, stop)
         except BaseException as exc:       # reported by the caller's thread
             failure.append(exc)
 
     with _scratch_dir(total or 0) as scratch, \
-            worker_pool(workers - 1, what, _init_worker, (bytes_done, next_unit), context) as pool:
+            worker_pool(workers - 1, what, _init_worker, (bytes_done, next_unit, share), context) as pool:
         futures = [pool.submit(_count_claimed, count_unit, n_units, special_tokens, pattern, errors,
                                os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
         thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
@@ -265,19 +316,24 @@ def _count_claimed_units(n_units: int, count_unit: Callable[[ChunkCounter, int, 
 # ---- Parquet files whose row groups the workers read themselves ------------------------------------
 
 def _count_row_group_unit(units: Sequence[tuple[str, int]], text_column: str, batch_bytes: int,
-                          counter: ChunkCounter, k: int, bytes_done: Any) -> None:
-    """Count row group k, units[k] = (path, group) (a unit of _count_claimed_units)."""
+                          counter: ChunkCounter, k: int, bytes_done: Any, share: TailShare | None) -> None:
+    """Count row group k, units[k] = (path, group) (a unit of _count_claimed_units), but for the batches
+    taken by claimants with nothing left (share)."""
     for batch in parquet_row_group_batches(units[k][0], units[k][1], text_column, batch_bytes):
-        _count_batch(counter, batch, bytes_done)
+        if share is None or not share.offer(batch):
+            _count_batch(counter, batch, bytes_done)
 
 
 def parquet_units(streams: Sequence[Stream], text_column: str, num_processes: int) -> list[tuple[str, int]] | None:
     """The row groups (path, group) of a run of Parquet streams, when there are enough for the workers to read
     them themselves (at least 2 a process: they claim them one at a time, so they finish together); else
-    None (the caller reads the files and hands out batches)."""
+    None (the caller reads the files and hands out batches). The largest row groups come first, so that the
+    last ones claimed are small and the claimants finish close together."""
     if num_processes < 2 or not streams or any(s.kind != "parquet" for s in streams):
         return None
-    units = [(s.obj, g) for s in streams for g in range(parquet_row_groups(s.obj, text_column)[0])]
+    sized = [(size, s.obj, g) for s in streams for g, size in enumerate(parquet_row_groups(s.obj, text_column)[0])]
+    sized.sort(key=lambda unit: -unit[0])                 # stable: equal sizes stay in file order
+    units = [(path, g) for _, path, g in sized]
     return units if len(units) >= 2 * num_processes else None
 
 
@@ -290,7 +346,7 @@ def count_parquet_tables(units: Sequence[tuple[str, int]], special_tokens: Seque
     count_unit = functools.partial(_count_row_group_unit, units, text_column, batch_bytes)
     own, tables, counted = _count_claimed_units(len(units), count_unit, special_tokens, pattern, errors,
                                                 num_processes, progress, None, f"counting {what}",
-                                                lambda seen: seen[0])
+                                                lambda seen: seen[0], shared_tail=True)
     return [own.arrays()] + tables, counted
 
 

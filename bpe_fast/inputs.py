@@ -561,11 +561,15 @@ def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
     return parquet, pyarrow
 
 
-def parquet_row_groups(path: str, text_column: str) -> tuple[int, int]:
-    """(row groups, rows) of a Parquet file, checked as _open_parquet checks it."""
+def parquet_row_groups(path: str, text_column: str) -> tuple[list[int], int]:
+    """(the text column's uncompressed bytes in each row group, rows) of a Parquet file, checked as
+    _open_parquet checks it."""
     parquet, _ = _open_parquet(path, text_column)
     with parquet:
-        return parquet.metadata.num_row_groups, parquet.metadata.num_rows
+        meta = parquet.metadata
+        index = parquet.schema_arrow.get_field_index(text_column)
+        sizes = [meta.row_group(g).column(index).total_uncompressed_size for g in range(meta.num_row_groups)]
+        return sizes, meta.num_rows
 
 
 def parquet_row_group_batches(path: str, group: int, text_column: str, batch_bytes: int) -> Iterator[Batch]:

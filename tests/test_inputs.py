@@ -346,6 +346,58 @@ def test_parquet_row_groups_are_read_by_the_workers(tmp_path, monkeypatch):
     assert len(calls) == 2                      # a cap reads the files in order, here
 
 
+def table_counts(counter):
+    tokens, offsets, counts = counter.arrays()
+    return {tokens[offsets[i]:offsets[i + 1]].tobytes(): int(counts[i]) for i in range(len(counts))}
+
+
+def test_tail_share_hands_batches_only_to_idle_claimants_and_loses_none():
+    # two claimants (threads here; processes in use): while nobody is idle, an offer is refused and the offerer
+    # counts the batch; once the other drains, batches go to it; both counters together hold every document
+    import multiprocessing
+    import threading
+    from collections import Counter
+    from bpe_fast.count_workers import TailShare, _counter_for
+    from bpe_fast.inputs import Batch
+    docs = documents(11, n=30)
+    batches = [Batch(d.encode(), np.array([0, len(d.encode())], dtype=np.int64), ("docs", k, None, None))
+               for k, d in enumerate(docs)]
+    share = TailShare(multiprocessing.get_context("fork"), 2)
+    mine, theirs = (_counter_for([EOT], GPT2_PATTERN, "strict") for _ in range(2))
+    assert share.offer(batches[0]) is False
+    mine.add_documents(batches[0].data, batches[0].bounds)
+    other = threading.Thread(target=share.drain, args=(theirs, None))
+    other.start()
+    while share.state[0] == 0:            # the other claimant is idle in drain
+        pass
+    given = 0
+    for batch in batches[1:]:
+        if share.offer(batch):
+            given += 1
+        else:
+            mine.add_documents(batch.data, batch.bounds)
+    share.drain(mine, None)               # the last claimant done: both return once every batch is counted
+    other.join(timeout=10)
+    assert not other.is_alive()
+    assert given >= 1 and share.state[:] == [2, given, given]
+    assert Counter(table_counts(mine)) + Counter(table_counts(theirs)) == oracle_docs(docs)
+
+
+def test_parquet_row_groups_of_uneven_sizes_in_small_batches_count_as_the_oracle(tmp_path):
+    # the workers share the batches of the last row groups (TailShare): the counts are still the documents'
+    docs = documents(12, n=120)
+    path = tmp_path / "uneven.parquet"
+    writer = pq.ParquetWriter(path, pyarrow.schema([("text", pyarrow.string())]))
+    start = 0
+    for size in (50, 5, 30, 2, 25, 8):                    # row groups of uneven sizes, largest not first
+        writer.write_table(pyarrow.table({"text": docs[start:start + size]}))
+        start += size
+    writer.close()
+    assert pq.ParquetFile(path).metadata.num_row_groups == 6
+    for procs in (2, 3):
+        assert count_pretokens(path, [EOT], num_processes=procs, chunk_bytes=1 << 10) == oracle_docs(docs)
+
+
 def test_a_corrupt_row_group_names_the_file(tmp_path):
     path = tmp_path / "c.parquet"
     pq.write_table(pyarrow.table({"text": [f"document {i} " * 50 for i in range(400)]}), path,
