@@ -86,18 +86,15 @@ cdef extern from *:
 
 cdef extern from *:
     """
-    // The UTF-8 of the n code units s[0:n] of a str (PyUnicode kind 1, 2 or 4) written to out, which has room
-    // for 2, 3 or 4 bytes a unit; returns the bytes written. A surrogate pair (a high one, then a low one)
-    // becomes the code point it encodes and a lone surrogate U+FFFD: what encode does to such text
-    // (a round trip through UTF-16, as tiktoken does).
-    #if defined(__SSE2__)
+    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+    #define BPE_FAST_SSE2 1
     #include <emmintrin.h>
     #endif
     // If the 16 code units s[0:16] are all ASCII, writes them to out as bytes and returns 1; else 0, out
     // untouched. SSE2 (every x86-64) where there is SSE2, else a plain loop.
     template <typename T>
     static inline int bpe_fast_ascii16(const T* s, uint8_t* out) {
-    #if defined(__SSE2__)
+    #if defined(BPE_FAST_SSE2)
         if (sizeof(T) == 1) {
             __m128i a = _mm_loadu_si128((const __m128i*)s);
             if (_mm_movemask_epi8(a))
@@ -135,13 +132,18 @@ cdef extern from *:
         return 1;
     #endif
     }
-    // Strict (for text that must be valid UTF-8 as it is): any surrogate stops it, returning -1.
+    // The UTF-8 of the n code units s[0:n] of a str (PyUnicode kind 1, 2 or 4) written to out, which has room
+    // for 2, 3 or 4 bytes a unit; returns the bytes written. A surrogate pair (a high one, then a low one)
+    // becomes the code point it encodes and a lone surrogate U+FFFD: what encode does to such text
+    // (a round trip through UTF-16, as tiktoken does). Strict (for text that must be valid UTF-8 as it is):
+    // any surrogate stops it, returning -1.
     template <bool Strict, typename T>
     static Py_ssize_t bpe_fast_units_to_utf8(const T* s, Py_ssize_t n, uint8_t* out) {
         uint8_t* o = out;
         Py_ssize_t i = 0;
         while (i < n) {
-            if (i + 16 <= n && bpe_fast_ascii16(s + i, o)) {     // 16 ASCII units at once
+            // 16 ASCII units at once, tried from an ASCII unit only (text of other scripts pays nothing)
+            if (s[i] < 0x80 && i + 16 <= n && bpe_fast_ascii16(s + i, o)) {
                 o += 16;
                 i += 16;
                 continue;
@@ -195,13 +197,16 @@ cdef extern from *:
         return bpe_fast_any_to_utf8<true>(kind, data, n, out);
     }
     // A bytes object being filled (pull_utf8): *buf (NULL at first) gets room for `need` bytes past `at`,
-    // growing by doubling; returns its data, or NULL with MemoryError set (*buf then freed and NULL).
+    // first_size at first (at least 1: never the shared empty bytes), then growing by doubling; returns its
+    // data, or NULL with MemoryError set (*buf then freed and NULL).
     static char* bpe_fast_bytes_room(PyObject** buf, Py_ssize_t at, Py_ssize_t need, Py_ssize_t first_size) {
         Py_ssize_t size = *buf ? PyBytes_GET_SIZE(*buf) : 0;
-        if (at + need > size) {
+        if (*buf == NULL || at + need > size) {
             Py_ssize_t grown = size ? 2 * size : first_size;
             if (grown < at + need)
                 grown = at + need;
+            if (grown < 1)
+                grown = 1;
             if (*buf == NULL) {
                 *buf = PyBytes_FromStringAndSize(NULL, grown);
                 if (*buf == NULL)
@@ -1269,6 +1274,7 @@ def pull_utf8(iterator, Py_ssize_t budget):
     cdef Py_ssize_t n, at = 0, written
     cdef int kind, state = 1
     cdef char* out
+    cdef Py_ssize_t first_size = min(budget, _PULL_FIRST_BYTES)   # then doubled: memory follows the input
     cdef object end = _PULL_END
     item = None
     try:
@@ -1282,7 +1288,7 @@ def pull_utf8(iterator, Py_ssize_t budget):
             bpe_fast_unicode_ready(obj)
             n = PyUnicode_GET_LENGTH(obj)
             kind = 0 if PyUnicode_IS_ASCII(obj) else PyUnicode_KIND(obj)
-            out = bytes_room(&buf, at, n * (1 if kind == 0 else 4 if kind == 4 else kind + 1), budget + (budget >> 4))
+            out = bytes_room(&buf, at, n * (1 if kind == 0 else 4 if kind == 4 else kind + 1), first_size)
             written = str_to_utf8_strict(kind, PyUnicode_DATA(obj), n, <uint8_t*>out + at)
             if written < 0:                     # a lone surrogate: the caller names it
                 state, item = 2, obj
@@ -1302,6 +1308,7 @@ def pull_utf8(iterator, Py_ssize_t budget):
 
 
 _PULL_END = object()
+cdef Py_ssize_t _PULL_FIRST_BYTES = 1 << 20
 
 
 cdef Py_ssize_t _count_ids(const int32_t* ids, Py_ssize_t n, Py_ssize_t n_objects, vector[Py_ssize_t]* counts,

@@ -4,7 +4,8 @@ Text files: the parent cuts each file into byte ranges at safe points (see chunk
 num_processes - 1 worker processes claim ranges one at a time, read them from the file (no text is sent between
 processes), count them into one native table each, and the workers write their arrays to a scratch file.
 Parquet files with row groups enough (and no max_bytes / max_documents cap) are shared out the same way, a row
-group at a time: each is read and decoded by whoever claims it. Other inputs (compressed files, JSON lines,
+group at a time, largest first: each is read and decoded by whoever claims it; the batches of the row groups still
+being read at the end go to claimants with nothing left (TailShare). Other inputs (compressed files, JSON lines,
 Parquet otherwise, iterables; see inputs.py): read here in batches of documents, handed to the thread and the
 workers through a bounded queue. No pre-token is a Python object on
 the way: the tables go as they are to the merge engine (train.py) or into PretokenCounts (counts.py).
@@ -64,6 +65,9 @@ class TailShare:
         self.claimants = claimants
         self.state = context.Array("q", 3)     # claimants idle in drain, batches offered, batches taken
         self.queue = context.Queue(claimants)
+        # an offer nobody took (a worker died, an error) must not keep this process from exiting; on a normal
+        # finish every offered batch has been taken (drain returns only then), so nothing can be lost
+        self.queue.cancel_join_thread()
 
     def offer(self, batch: Batch) -> bool:
         """True if the batch went to an idle claimant (the caller then does not count it)."""
@@ -302,9 +306,14 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
                 if progress is not None:
                     progress("count", bytes_done.value, total)
                 raise_first_failure()
-        finally:
+        except BaseException:
             stop.set()
-            thread.join()
+            # not without a limit: a worker killed while it sent this thread a shared batch (TailShare) leaves
+            # the thread waiting for the rest of it; the thread is a daemon and its counter is dropped
+            thread.join(5)
+            raise
+        stop.set()
+        thread.join()
         raise_first_failure()              # a failure in the last moments, after the loop's last look
         tables = []
         for f in futures:
@@ -341,8 +350,9 @@ def count_parquet_tables(units: Sequence[tuple[str, int]], special_tokens: Seque
                          num_processes: int, errors: str, text_column: str, batch_bytes: int,
                          progress: Progress | None, what: str) -> tuple[list[Table], int]:
     """(tables, bytes counted) of the row groups `units` of Parquet files, each read, decoded and counted by
-    whichever of the workers and the caller's thread claims it: no text goes between processes. Without caps
-    only (the order of the documents does not matter to the counts)."""
+    whichever of the workers and the caller's thread claims it; no text goes between processes but the batches of
+    the last row groups, which go through TailShare's queue to claimants with nothing left. Without caps only
+    (the order of the documents does not matter to the counts)."""
     count_unit = functools.partial(_count_row_group_unit, units, text_column, batch_bytes)
     own, tables, counted = _count_claimed_units(len(units), count_unit, special_tokens, pattern, errors,
                                                 num_processes, progress, None, f"counting {what}",

@@ -567,9 +567,16 @@ def parquet_row_groups(path: str, text_column: str) -> tuple[list[int], int]:
     parquet, _ = _open_parquet(path, text_column)
     with parquet:
         meta = parquet.metadata
-        index = parquet.schema_arrow.get_field_index(text_column)
+        index = _parquet_leaf(parquet, text_column)
         sizes = [meta.row_group(g).column(index).total_uncompressed_size for g in range(meta.num_row_groups)]
         return sizes, meta.num_rows
+
+
+def _parquet_leaf(parquet: Any, text_column: str) -> int:
+    """The index of the column text_column among the file's Parquet leaf columns (what a row group's metadata
+    is indexed by: a struct or list column before it has several leaves, so this is not its Arrow field index)."""
+    schema = parquet.metadata.schema
+    return [schema.column(i).path for i in range(len(schema))].index(text_column)
 
 
 def parquet_row_group_batches(path: str, group: int, text_column: str, batch_bytes: int) -> Iterator[Batch]:
@@ -627,7 +634,7 @@ def _parquet_record_batches(parquet: Any, path: str, text_column: str, batch_byt
     batch_bytes of text (the row groups' sizes tell the average row's), so that workers get work of even
     sizes. rows: the rows before the first batch (for errors)."""
     meta = parquet.metadata
-    index = parquet.schema_arrow.get_field_index(text_column)
+    index = _parquet_leaf(parquet, text_column)
     text_bytes = sum(meta.row_group(g).column(index).total_uncompressed_size for g in range(meta.num_row_groups))
     per_row = max(1, text_bytes // max(1, meta.num_rows))
     batches = parquet.iter_batches(batch_size=max(16, min(_PARQUET_ROWS, batch_bytes // per_row)),

@@ -9,7 +9,7 @@ import lzma
 import numpy as np
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, count_pretokens, train_bpe
 from bpe_fast.chunking import last_safe_cut
@@ -346,6 +346,12 @@ def test_parquet_row_groups_are_read_by_the_workers(tmp_path, monkeypatch):
     assert len(calls) == 2                      # a cap reads the files in order, here
 
 
+def test_pull_utf8_memory_follows_the_input_not_the_budget():
+    from bpe_fast._encode import pull_utf8
+    data, lengths, state, item = pull_utf8(iter(["a", "bc"]), 1 << 40)     # not a terabyte up front
+    assert (data, lengths.tolist(), state, item) == (b"abc", [1, 2], 1, None)
+
+
 def table_counts(counter):
     tokens, offsets, counts = counter.arrays()
     return {tokens[offsets[i]:offsets[i + 1]].tobytes(): int(counts[i]) for i in range(len(counts))}
@@ -354,31 +360,37 @@ def table_counts(counter):
 def test_tail_share_hands_batches_only_to_idle_claimants_and_loses_none():
     # two claimants (threads here; processes in use): while nobody is idle, an offer is refused and the offerer
     # counts the batch; once the other drains, batches go to it; both counters together hold every document
-    import multiprocessing
     import threading
+    import time
     from collections import Counter
     from bpe_fast.count_workers import TailShare, _counter_for
     from bpe_fast.inputs import Batch
+    from bpe_fast.procs import worker_context
     docs = documents(11, n=30)
     batches = [Batch(d.encode(), np.array([0, len(d.encode())], dtype=np.int64), ("docs", k, None, None))
                for k, d in enumerate(docs)]
-    share = TailShare(multiprocessing.get_context("fork"), 2)
+    share = TailShare(worker_context(), 2)
     mine, theirs = (_counter_for([EOT], GPT2_PATTERN, "strict") for _ in range(2))
     assert share.offer(batches[0]) is False
     mine.add_documents(batches[0].data, batches[0].bounds)
-    other = threading.Thread(target=share.drain, args=(theirs, None))
+    stop = threading.Event()                # set only if drain never returns: the test then fails, not hangs
+    timer = threading.Timer(20, stop.set)
+    timer.start()
+    other = threading.Thread(target=share.drain, args=(theirs, None, stop))
     other.start()
+    deadline = time.monotonic() + 20
     while share.state[0] == 0:            # the other claimant is idle in drain
-        pass
+        assert time.monotonic() < deadline
     given = 0
     for batch in batches[1:]:
         if share.offer(batch):
             given += 1
         else:
             mine.add_documents(batch.data, batch.bounds)
-    share.drain(mine, None)               # the last claimant done: both return once every batch is counted
+    share.drain(mine, None, stop)         # the last claimant done: both return once every batch is counted
     other.join(timeout=10)
-    assert not other.is_alive()
+    timer.cancel()
+    assert not other.is_alive() and not stop.is_set()
     assert given >= 1 and share.state[:] == [2, given, given]
     assert Counter(table_counts(mine)) + Counter(table_counts(theirs)) == oracle_docs(docs)
 
@@ -396,6 +408,26 @@ def test_parquet_row_groups_of_uneven_sizes_in_small_batches_count_as_the_oracle
     assert pq.ParquetFile(path).metadata.num_row_groups == 6
     for procs in (2, 3):
         assert count_pretokens(path, [EOT], num_processes=procs, chunk_bytes=1 << 10) == oracle_docs(docs)
+
+
+def test_parquet_units_are_the_row_groups_largest_first_sized_by_the_text_column(tmp_path):
+    # sizes from the text column's own leaf, also when a struct column (two leaves) comes before it
+    from bpe_fast.count_workers import parquet_units
+    from bpe_fast.inputs import parquet_row_groups, resolve_inputs
+    path = tmp_path / "nested.parquet"
+    texts = [f"{i}" + "abc"[i // 3] * (10, 5000, 900)[i // 3] for i in range(9)]   # distinct: no dictionary
+    meta = [{"k": f"{i}" + "x" * (5000 if i < 3 else 1), "v": i} for i in range(9)]  # big where the text is small
+    pq.write_table(pyarrow.table({"meta": meta, "text": texts}), path, row_group_size=3)
+    sizes, rows = parquet_row_groups(str(path), "text")
+    assert rows == 9 and sizes[1] > sizes[2] > sizes[0]
+    assert sizes[1] >= 5000 * 3 and sizes[0] < 1000
+    units = parquet_units(resolve_inputs(path), "text", 2)
+    assert units is None                                  # 3 row groups: fewer than 2 a process
+    more = tmp_path / "more.parquet"
+    pq.write_table(pyarrow.table({"meta": meta * 2, "text": texts + [t + "!" for t in texts]}), more,
+                   row_group_size=3)
+    order = [g for _, g in parquet_units(resolve_inputs(more), "text", 2)]
+    assert order == [4, 1, 5, 2, 3, 0]           # the second copy's texts are a byte longer each
 
 
 def test_a_corrupt_row_group_names_the_file(tmp_path):
@@ -517,6 +549,9 @@ def pull_oracle(items, budget):
                                 st.lists(st.sampled_from(["abcdefghijklmnopq", "é", "\u00ff", "日", "\U0001F600",
                                                           "\ud800", "x"]), max_size=8).map("".join)), max_size=12),
        budget=st.integers(min_value=1, max_value=120))
+@example(items=["", "a"], budget=10)
+@example(items=["", ""], budget=10)
+@example(items=["", "\ud800"], budget=10)
 def test_pull_utf8_equals_oracle(items, budget):
     from bpe_fast._encode import pull_utf8
 
