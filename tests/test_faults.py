@@ -221,3 +221,65 @@ def test_full_disk_while_saving_a_tokenizer_keeps_the_previous_one(tmp_path):
     assert proc.returncode == 1 and "Traceback" not in err, err
     assert {p.name: p.read_bytes() for p in tokdir.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "tok"]
+
+
+_SHARED_TAIL_WORKER_DIES = '''
+import os, signal, time
+import numpy as np
+from bpe_fast import count_workers as cw
+from bpe_fast.inputs import Batch
+from bpe_fast.patterns import GPT2_PATTERN, resolve_pattern
+
+MAIN = os.getpid()
+
+
+def unit(counter, k, bytes_done, share):        # unit 0, claimed by the caller's thread, offers 1 MB batches
+    if k != 0:
+        return
+    text = ("some words here " * 65536).encode()   # more than a pipe holds
+    for i in range(40):
+        batch = Batch(text, np.array([0, len(text)], dtype=np.int64), ("x", i, None, None))
+        if not share.offer(batch):
+            cw._count_batch(counter, batch, bytes_done)
+        time.sleep(0.05)
+
+
+real_drain = cw.TailShare.drain
+
+
+def drain(self, counter, bytes_done, stop=None):
+    if os.getpid() != MAIN:                        # the worker: idle, then killed before it takes its batch
+        with self.state.get_lock():
+            self.state[0] += 1
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_drain(self, counter, bytes_done, stop)
+
+
+real_claim = cw._claim
+
+
+def claim(index):
+    if os.getpid() != MAIN:
+        time.sleep(0.1)                            # so that the caller's thread claims unit 0
+    return real_claim(index)
+
+
+cw.TailShare.drain, cw._claim = drain, claim
+if __name__ == "__main__":
+    try:
+        cw._count_claimed_units(3, unit, [], resolve_pattern(GPT2_PATTERN), "strict", 2, None, None, "a test",
+                                lambda seen: seen[0], shared_tail=True)
+    except Exception as exc:
+        print("raised", type(exc).__name__, flush=True)
+'''
+
+
+def test_a_worker_dying_with_a_shared_batch_untaken_is_an_error_and_the_caller_exits(tmp_path):
+    # TailShare: the caller's thread offered a batch to an idle worker that is killed before taking it; the call
+    # raises WorkerDiedError and the process still exits (the queue's feeder thread does not wait for a reader)
+    script = tmp_path / "tail.py"
+    script.write_text(_SHARED_TAIL_WORKER_DIES)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "raised WorkerDiedError"
