@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._encode import pull_utf8
+from ._jsonl import extract_texts
 from ._types import StrPath
 from .chunking import last_safe_cut
 from .specials import SpecialTokens
@@ -367,6 +368,8 @@ def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_token
         yield from _parquet_batches(stream.obj, budget, batch_bytes, text_column)
     elif stream.kind == "iterable" and budget.bytes is None and budget.documents is None:
         yield from _iterable_batches(stream.obj, batch_bytes, text_field, stream.name)
+    elif stream.kind == "jsonl" and budget.bytes is None and budget.documents is None:
+        yield from _jsonl_batches(stream.obj, batch_bytes, text_field)
     else:
         documents = (_jsonl_documents(stream.obj, text_field) if stream.kind == "jsonl"
                      else _iterable_documents(stream.obj, text_field))
@@ -420,41 +423,109 @@ def _text_batches(path: str | IO[bytes], budget: Budget, batch_bytes: int, speci
         yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (path, 0, None, offset))
 
 
-def _jsonl_documents(path: str, text_field: str) -> Iterator[tuple[bytes, int]]:
-    """(UTF-8 text, line) of each non-blank JSON line's text_field."""
-    offset = 0
+def _jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
+    """(texts, lengths, lines) of the JSON lines of a file, a block of lines at a time: the text_field's UTF-8
+    of each non-blank line one after another, each one's length and its line number. Lines are read natively
+    (bpe_fast._jsonl.extract_texts); a line it leaves is read by _jsonl_line_text (json.loads), which gives its
+    text or the error that names it."""
+    field = text_field.encode("utf-8", "surrogatepass")
+    line_no, offset = 1, 0                        # the number of the next line; the bytes read before it
+    pieces: list[bytes] = []                      # an unfinished line, read so far
     with open_binary(path) as f:
-        line_no = 0
         while True:
             try:
-                line = f.readline()
+                block = f.read(_READ_BYTES)
             except _DECOMPRESS_ERRORS as exc:
-                raise InputError(f"{path}: corrupt compressed file after {offset} decompressed bytes "
-                                 f"(line {line_no + 1}; {type(exc).__name__}: {exc})") from None
-            if not line:
+                raise InputError(f"{path}: corrupt compressed file after {offset + sum(map(len, pieces))} "
+                                 f"decompressed bytes (line {line_no}; {type(exc).__name__}: {exc})") from None
+            if block:
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:                      # no line ends in it yet
+                    pieces.append(block)
+                    continue
+                data = b"".join(pieces + [block[:cut]]) if pieces else block[:cut]
+                pieces = [block[cut:]] if cut < len(block) else []
+            else:
+                data = b"".join(pieces)           # the last line, without its newline
+                pieces = []
+            start = 0
+            while start < len(data):
+                texts, lengths, lines, stop, line_no = extract_texts(data, start, field, line_no)
+                if len(lengths):
+                    yield texts, lengths, lines
+                if stop < 0:
+                    break
+                end = data.find(b"\n", stop)
+                end = len(data) if end < 0 else end + 1
+                text = _jsonl_line_text(data[stop:end], path, line_no, text_field)
+                if text is not None:
+                    yield text, np.array([len(text)], dtype=np.int64), np.array([line_no], dtype=np.int64)
+                line_no += 1
+                start = end
+            offset += len(data)
+            if not block:
                 return
-            line_no += 1
-            offset += len(line)
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:       # json.JSONDecodeError, UnicodeDecodeError
-                raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
-            if not isinstance(record, dict):
-                raise InputError(f"{path}:{line_no}: a JSON line must be an object with a {text_field!r} field, "
-                                 f"got {type(record).__name__}")
-            if text_field not in record:
-                raise InputError(f"{path}:{line_no}: no field {text_field!r} (fields: {sorted(record)}); "
-                                 f"choose one with text_field= (CLI: --text-field)")
-            text = record[text_field]
-            if not isinstance(text, str):
-                raise InputError(f"{path}:{line_no}: field {text_field!r} is {type(text).__name__}, not a string")
-            try:
-                yield text.encode("utf-8"), line_no
-            except UnicodeEncodeError as exc:
-                raise InputError(f"{path}:{line_no}: field {text_field!r} holds a lone surrogate at "
-                                 f"character {exc.start}") from None
+
+
+def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str) -> bytes | None:
+    """The UTF-8 of the text_field of one JSON line read by json.loads (None if it is blank), or the
+    InputError that names the file and line."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError as exc:       # json.JSONDecodeError, UnicodeDecodeError
+        raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
+    if not isinstance(record, dict):
+        raise InputError(f"{path}:{line_no}: a JSON line must be an object with a {text_field!r} field, "
+                         f"got {type(record).__name__}")
+    if text_field not in record:
+        raise InputError(f"{path}:{line_no}: no field {text_field!r} (fields: {sorted(record)}); "
+                         f"choose one with text_field= (CLI: --text-field)")
+    text = record[text_field]
+    if not isinstance(text, str):
+        raise InputError(f"{path}:{line_no}: field {text_field!r} is {type(text).__name__}, not a string")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{path}:{line_no}: field {text_field!r} holds a lone surrogate at "
+                         f"character {exc.start}") from None
+
+
+def _jsonl_documents(path: str, text_field: str) -> Iterator[tuple[bytes, int]]:
+    """(UTF-8 text, line) of each non-blank JSON line's text_field (for read_batches with caps)."""
+    for texts, lengths, lines in _jsonl_blocks(path, text_field):
+        at = 0
+        for length, line in zip(lengths.tolist(), lines.tolist()):
+            yield texts[at:at + length], line
+            at += length
+
+
+def _jsonl_batches(path: str, batch_bytes: int, text_field: str) -> Iterator[Batch]:
+    """read_batches of a JSON lines file without caps: the same Batches, made from whole blocks of lines."""
+    blobs: list[bytes] = []
+    parts: list[NDArray[np.int64]] = []
+    line_parts: list[NDArray[np.int64]] = []
+    size, first, index = 0, 0, 0
+    for texts, lengths, lines in _jsonl_blocks(path, text_field):
+        blobs.append(texts)
+        parts.append(lengths)
+        line_parts.append(lines)
+        size += len(texts)
+        index += len(lengths)
+        if size >= batch_bytes:
+            yield _joined_batch(blobs, parts, line_parts, path, first)
+            blobs, parts, line_parts, size, first = [], [], [], 0, index
+    if parts:
+        yield _joined_batch(blobs, parts, line_parts, path, first)
+
+
+def _joined_batch(blobs: list[bytes], parts: list[NDArray[np.int64]], line_parts: list[NDArray[np.int64]],
+                  name: str, first: int) -> Batch:
+    lengths = np.concatenate(parts)
+    bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
+    return Batch(b"".join(blobs), bounds, (name, first, tuple(np.concatenate(line_parts).tolist()), None))
 
 
 def _iterable_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str, name: str) -> Iterator[Batch]:

@@ -1,0 +1,155 @@
+"""The native JSON lines reader (bpe_fast._jsonl.extract_texts, through inputs._jsonl_blocks) against json.loads:
+whatever it reads itself must be what json.loads gives, line for line, and every line it leaves is read by
+json.loads, so the documents and the errors are json.loads's. A plain-Python oracle gives each line's text."""
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings, strategies as st
+
+from bpe_fast._jsonl import extract_texts
+from bpe_fast.inputs import InputError, _jsonl_blocks
+
+
+def oracle_line(line, field="text"):
+    """("blank",), ("text", utf8) or ("error",) for one line (bytes, without its newline), by json.loads."""
+    if not line.strip():
+        return ("blank",)
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return ("error",)
+    if not isinstance(record, dict) or not isinstance(record.get(field), str):
+        return ("error",)
+    try:
+        return ("text", record[field].encode("utf-8"))
+    except UnicodeEncodeError:
+        return ("error",)
+
+
+def read_all(data, field="text"):
+    """[(line, utf8)] of the block `data` as inputs reads it: natively, and each line left by json.loads (an
+    error is ("error", line) and ends the list)."""
+    out, start, line = [], 0, 1
+    while start < len(data):
+        texts, lengths, lines, stop, line = extract_texts(data, start, field.encode(), line)
+        at = 0
+        for length, number in zip(lengths.tolist(), lines.tolist()):
+            out.append((number, texts[at:at + length]))
+            at += length
+        assert at == len(texts)
+        if stop < 0:
+            break
+        end = data.find(b"\n", stop)
+        end = len(data) if end < 0 else end + 1
+        expected = oracle_line(data[stop:end].rstrip(b"\n"), field)
+        if expected[0] == "error":
+            return out + [("error", line)]
+        if expected[0] == "text":
+            out.append((line, expected[1]))
+        line += 1
+        start = end
+    return out
+
+
+def oracle_all(data, field="text"):
+    out = []
+    for number, line in enumerate(data.split(b"\n"), 1):
+        expected = oracle_line(line, field)
+        if expected[0] == "error":
+            return out + [("error", number)]
+        if expected[0] == "text":
+            out.append((number, expected[1]))
+    return out
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12)
+
+
+@st.composite
+def json_lines(draw):
+    """A JSON line as dataset writers make them: an object holding "text" (a string) among other fields."""
+    fields = draw(st.dictionaries(st.text(max_size=6).filter(lambda k: k != "text"), json_values, max_size=4))
+    items = list(fields.items())
+    items.insert(draw(st.integers(0, len(items))), ("text", draw(st.text())))
+    separators = draw(st.sampled_from([(", ", ": "), (",", ":"), (" , ", " : ")]))
+    line = json.dumps(dict(items), ensure_ascii=draw(st.booleans()), separators=separators)
+    return (draw(st.sampled_from(["", " ", "\t"])) + line + draw(st.sampled_from(["", " ", "\r"]))).encode()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(json_lines(), min_size=1, max_size=6), st.sampled_from([b"\n", b"\n\n", b"\n \n"]))
+def test_lines_as_writers_make_them_are_all_read_natively_as_json_loads_reads_them(lines, gap):
+    data = gap.join(lines) + b"\n"
+    texts, lengths, numbers, stop, _ = extract_texts(data, 0, b"text", 1)
+    assert stop == -1                                   # nothing left to json.loads
+    got = [(n, texts[a:b]) for n, a, b in zip(numbers.tolist(), np.cumsum([0, *lengths[:-1]]).tolist(),
+                                               np.cumsum(lengths).tolist())]
+    assert got == oracle_all(data)
+
+
+MUTATIONS = b'"\\{}[],:0123456789eE.-+ \t\r\x0b\x0c\x00\x7f\x80\xbf\xc3\xa9\xed\xa0\xf4\x90ufntxNI'
+
+
+@st.composite
+def mutated(draw):
+    line = bytearray(draw(json_lines()))
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(line)))
+        kind = draw(st.sampled_from(["insert", "replace", "delete"]))
+        byte = draw(st.sampled_from(MUTATIONS))
+        if kind == "insert":
+            line[at:at] = bytes([byte])
+        elif at < len(line):
+            line[at:at + 1] = b"" if kind == "delete" else bytes([byte])
+    return bytes(line)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(mutated(), json_lines()), min_size=1, max_size=5))
+# each of these is left to json.loads (it reads some of them, and refuses the rest)
+@example([b'{"text": NaN}', b'{"a": NaN, "text": "x"}', b'{"a": Infinity, "text": "x"}',
+          b'{"a": -Infinity, "text": "x"}'])
+@example([b'{"text": "a", "text": "b"}', b'{"te\\u0078t": "esc"}', b'{"te\\u0078t": "a", "text": "b"}',
+          b'{"\\ud800": 1, "text": "lone key"}', b'{"text": "\\ud800"}',
+          b'{"a": "\\ud800", "text": "lone elsewhere"}', b'{"text": "\\udc00\\ud800"}'])
+@example([b'\xef\xbb\xbf{"text": "bom"}', b'{"a": 01, "text": "x"}', b'{"a": 1., "text": "x"}',
+          b'{"a": -, "text": "x"}', b'{"a": 1e, "text": "x"}', b'{"text": "x"} x', b'["text"]', b"{}",
+          b'{"text": null}', b'{"text": "\xff"}', b'{"a": "\xed\xa0\x80", "text": "x"}', b'{"text": "\x01"}',
+          b'\x0b', b'\x0c{"text": "x"}', b'{"text": "\\/\\b\\f\\n\\r\\t\\"\\\\"}'])
+@example([b'{"a": ' + b"[" * 300 + b"]" * 300 + b', "text": "deep"}',
+          b'{"a": ' + b"9" * 5000 + b', "text": "huge int"}', b'{"a": ' + b"[" * 200 + b"]" * 200 + b', "text": "ok"}'])
+def test_every_line_reads_as_json_loads_reads_it(lines):
+    data = b"\n".join(lines)
+    assert read_all(data) == oracle_all(data)
+
+
+def test_a_line_left_to_json_loads_is_named_and_the_field_can_be_any_key(tmp_path):
+    # through the reader: the line it leaves is json.loads's, with its error naming the file and line
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"body": "one"}\n\n{"body": "t\\u00e9", "n": NaN}\n{"body": 3}\n')
+    blocks = _jsonl_blocks(str(path), "body")
+    assert [(t, list(n)) for t, _, n in [next(blocks), next(blocks)]] == [(b"one", [1]), ("té".encode(), [3])]
+    with pytest.raises(InputError, match=r"c\.jsonl:4: field 'body' is int, not a string"):
+        next(blocks)
+
+
+def test_lines_longer_than_a_read_and_a_last_line_without_newline(tmp_path, monkeypatch):
+    import bpe_fast.inputs as inputs
+    monkeypatch.setattr(inputs, "_READ_BYTES", 7)              # every line spans several reads
+    docs = ["x" * 30, "", "é" * 11, "last"]
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps({"text": d}) for d in docs) + "\n\n" + json.dumps({"text": "end"}))
+    got = [(texts, lengths.tolist(), lines.tolist()) for texts, lengths, lines in _jsonl_blocks(str(path), "text")]
+    flat = [(line, texts) for texts, _, ls in got for line in ls]
+    assert [line for line, _ in flat] == [1, 2, 3, 4, 6]
+    assert b"".join(t for t, _, _ in got) == "".join(docs + ["end"]).encode()
+
+
+def test_extract_texts_checks_its_start():
+    with pytest.raises(ValueError, match="start 5 is outside the data"):
+        extract_texts(b"{}", 5, b"text", 1)
+    assert extract_texts(b"", 0, b"text", 7)[3:] == (-1, 7)
