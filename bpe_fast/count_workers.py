@@ -26,9 +26,9 @@ import numpy as np
 
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
-from .inputs import (Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors, check_input_file,
-                     line_of, parquet_row_group_batches, parquet_row_groups, read_batches, resolve_inputs,
-                     utf8_boundary)
+from .inputs import (Budget, CorpusDecodeError, InputError, Stream, TextFile, jsonl_blocks, batch_decode_error,
+                     check_errors, check_input_file, jsonl_range_batches, jsonl_ranges, line_of,
+                     parquet_row_group_batches, parquet_row_groups, read_batches, resolve_inputs, utf8_boundary)
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
@@ -53,6 +53,29 @@ _share: TailShare | None = None  # in a worker: where claimants with nothing lef
 def _init_worker(bytes_done: Any, next_range: Any, share: TailShare | None = None) -> None:
     global _bytes_done, _next_range, _share
     _bytes_done, _next_range, _share = bytes_done, next_range, share
+
+
+class Tally:
+    """What the counting has done, shared by the caller and its workers (given to them as they start): the
+    bytes counted (`value`, for progress reports) and the documents."""
+
+    def __init__(self, context: Any) -> None:
+        self._bytes, self._documents = shared_counter(context), shared_counter(context)
+
+    def add(self, n_bytes: int, n_documents: int = 0) -> None:
+        with self._bytes.get_lock():
+            self._bytes.value += n_bytes
+        if n_documents:
+            with self._documents.get_lock():
+                self._documents.value += n_documents
+
+    @property
+    def value(self) -> int:
+        return int(self._bytes.value)
+
+    @property
+    def documents(self) -> int:
+        return int(self._documents.value)
 
 
 class TailShare:
@@ -114,8 +137,7 @@ def _count_range(counter: ChunkCounter, f: BinaryIO, path: str, start: int, end:
     except UnicodeDecodeError as exc:
         raise CorpusDecodeError(path, start + exc.start, exc.reason) from None
     if bytes_done is not None:
-        with bytes_done.get_lock():
-            bytes_done.value += end - start
+        bytes_done.add(end - start)
 
 
 def _claim(next_range: Any) -> int:
@@ -258,15 +280,16 @@ def _count_parallel(path: str, ranges: Sequence[tuple[int, int]], special_tokens
 def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Sequence[str], pattern: str,
                          errors: str, workers: int, progress: Progress | None, total: int | None, what: str,
                          first_failure: Callable[[list[BaseException]], BaseException], shared_tail: bool = False
-                         ) -> tuple[ChunkCounter, list[Table], int]:
+                         ) -> tuple[ChunkCounter, list[Table], Tally]:
     """The units of work 0..n_units - 1 (byte ranges of a file, row groups of Parquet files) claimed one at a
     time from a shared index by a thread of the caller's and by workers - 1 processes (_count_claimed), each
     counting a unit with count_unit(counter, k, bytes_done, share) (picklable: a functools.partial of a module
     function) until none is left. With shared_tail, share is a TailShare: a claimant with nothing left counts
     batches the others offer from the units they are still reading. Returns (the thread's counter, the
-    workers' tables, the bytes counted). first_failure picks the error to raise from those seen."""
+    workers' tables, the Tally of bytes and documents counted). first_failure picks the error to raise from
+    those seen."""
     context = worker_context()
-    bytes_done, next_unit = shared_counter(context), shared_counter(context)
+    bytes_done, next_unit = Tally(context), shared_counter(context)
     share = TailShare(context, workers) if shared_tail else None
     own = _counter_for(special_tokens, pattern, errors)
     stop = threading.Event()
@@ -319,7 +342,7 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
         for f in futures:
             tables.append(_read_table(f.result()))
             os.unlink(f.result())          # the scratch space holds one table at a time
-    return own, tables, bytes_done.value
+    return own, tables, bytes_done
 
 
 # ---- Parquet files whose row groups the workers read themselves ------------------------------------
@@ -346,17 +369,65 @@ def parquet_units(streams: Sequence[Stream], text_column: str, num_processes: in
     return units if len(units) >= 2 * num_processes else None
 
 
-def count_parquet_tables(units: Sequence[tuple[str, int]], special_tokens: Sequence[str], pattern: str,
-                         num_processes: int, errors: str, text_column: str, batch_bytes: int,
-                         progress: Progress | None, what: str) -> tuple[list[Table], int]:
-    """(tables, bytes counted) of the row groups `units` of Parquet files, each read, decoded and counted by
-    whichever of the workers and the caller's thread claims it; no text goes between processes but the batches of
-    the last row groups, which go through TailShare's queue to claimants with nothing left. Without caps only
-    (the order of the documents does not matter to the counts)."""
-    count_unit = functools.partial(_count_row_group_unit, units, text_column, batch_bytes)
+# ---- uncompressed JSON lines files whose byte ranges the workers read themselves -------------------
+
+def _count_jsonl_unit(units: Sequence[tuple[str, int, int]], text_field: str, batch_bytes: int,
+                      counter: ChunkCounter, k: int, bytes_done: Any, share: TailShare | None) -> None:
+    """Count the JSON lines of units[k] = (path, start, end) (a unit of _count_claimed_units)."""
+    for batch in jsonl_range_batches(*units[k], text_field, batch_bytes):
+        _count_batch(counter, batch, bytes_done)
+
+
+def jsonl_units(streams: Sequence[Stream], num_processes: int, batch_bytes: int) -> list[tuple[str, int, int]] | None:
+    """Byte ranges (path, start, end) of whole lines of a run of uncompressed JSON lines files, about batch_bytes
+    each and at least _RANGES_PER_PROCESS a process, when they are big enough for the workers to read them
+    themselves; else None (the caller reads the files and hands out batches)."""
+    if num_processes < 2 or not streams or any(s.kind != "jsonl" or not isinstance(s.obj, str) for s in streams):
+        return None
+    sizes = [os.path.getsize(s.obj) for s in streams]
+    if sum(sizes) < _IN_PROCESS_BYTES:
+        return None
+    units: list[tuple[str, int, int]] = []
+    for stream, size in zip(streams, sizes):
+        pieces = max(1, size // batch_bytes, (_RANGES_PER_PROCESS * num_processes * size) // sum(sizes))
+        ranges = jsonl_ranges(stream.obj, pieces)
+        if ranges is None:                 # compressed: read in order
+            return None
+        units.extend((stream.obj, a, b) for a, b in ranges)
+    return units if len(units) >= 2 * num_processes else None
+
+
+def _first_jsonl_error(streams: Sequence[Stream], text_field: str, seen: list[BaseException]) -> BaseException:
+    """The error of the first bad line in the files' order (the workers report the first they meet in time)."""
+    if any(isinstance(e, InputError) for e in seen):
+        for stream in streams:
+            try:
+                for _ in jsonl_blocks(stream.obj, text_field):
+                    pass
+            except InputError as exc:
+                return exc
+    return seen[0]
+
+
+# ---- streams the workers read themselves (Parquet row groups, JSON lines ranges) --------------------
+
+def count_unit_tables(run: Sequence[Stream], units: Sequence[Any], special_tokens: Sequence[str], pattern: str,
+                      num_processes: int, errors: str, text_field: str, text_column: str, batch_bytes: int,
+                      progress: Progress | None) -> tuple[list[Table], Tally]:
+    """(tables, what was counted) of a run of streams whose units (parquet_units or jsonl_units) the workers and
+    the caller's thread claim one at a time, each reading, decoding and counting its own: no text goes between
+    processes but, for Parquet, the batches of the last row groups, which go through TailShare's queue to
+    claimants with nothing left. Without caps only (the order of the documents does not matter to the counts)."""
+    what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
+    if run[0].kind == "parquet":
+        count_unit: CountUnit = functools.partial(_count_row_group_unit, units, text_column, batch_bytes)
+        first_failure: Callable[[list[BaseException]], BaseException] = lambda seen: seen[0]
+    else:
+        count_unit = functools.partial(_count_jsonl_unit, units, text_field, batch_bytes)
+        first_failure = functools.partial(_first_jsonl_error, run, text_field)
     own, tables, counted = _count_claimed_units(len(units), count_unit, special_tokens, pattern, errors,
-                                                num_processes, progress, None, f"counting {what}",
-                                                lambda seen: seen[0], shared_tail=True)
+                                                num_processes, progress, None, f"counting {what}", first_failure,
+                                                shared_tail=run[0].kind == "parquet")
     return [own.arrays()] + tables, counted
 
 
@@ -378,8 +449,7 @@ def _count_batch(counter: ChunkCounter, batch: Batch, bytes_done: Any) -> None:
     except UnicodeDecodeError as exc:
         raise batch_decode_error(batch, exc) from None
     if bytes_done is not None:
-        with bytes_done.get_lock():
-            bytes_done.value += len(data)
+        bytes_done.add(len(data), len(bounds) - 1)
 
 
 def _count_queued(special_tokens: Iterable[str], pattern: str, errors: str, out_path: str) -> str:
@@ -399,7 +469,7 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
     worker processes and a thread of this process (whose counting runs without the GIL). At most a few
     batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
     context = worker_context()
-    bytes_done = shared_counter(context)
+    bytes_done = Tally(context)
     own = _counter_for(special_tokens, pattern, errors)
     if num_processes == 1:
         for batch in batches:
@@ -539,15 +609,15 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             run.append(sources[k])
             k += 1
         uncapped = budget.bytes is None and budget.documents is None
-        units = parquet_units(run, text_column, num_processes) if uncapped else None
-        if units is not None:           # Parquet files with row groups enough: the workers read them
-            what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
-            counted, counted_bytes = count_parquet_tables(units, special_tokens, pattern, num_processes, errors,
-                                                          text_column, batch_bytes, progress, what)
+        units = ((parquet_units(run, text_column, num_processes) or jsonl_units(run, num_processes, batch_bytes))
+                 if uncapped else None)
+        if units is not None:           # Parquet row groups, or ranges of JSON lines: the workers read them
+            counted, tally = count_unit_tables(run, units, special_tokens, pattern, num_processes, errors,
+                                               text_field, text_column, batch_bytes, progress)
             tables.extend(counted)
             if stats is not None:
-                stats["bytes"] += counted_bytes
-                stats["documents"] += sum(parquet_row_groups(s.obj, text_column)[1] for s in run)
+                stats["bytes"] += tally.value
+                stats["documents"] += tally.documents
             continue
         batches = (batch for stream in run
                    for batch in read_batches(stream, budget, batch_bytes, special_tokens, space_cuts,

@@ -423,7 +423,7 @@ def _text_batches(path: str | IO[bytes], budget: Budget, batch_bytes: int, speci
         yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (path, 0, None, offset))
 
 
-def _jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
+def jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
     """(texts, lengths, lines) of the JSON lines of a file, a block of lines at a time: the text_field's UTF-8
     of each non-blank line one after another, each one's length and its line number. Lines are read natively
     (bpe_fast._jsonl.extract_texts); a line it leaves is read by _jsonl_line_text (json.loads), which gives its
@@ -467,6 +467,70 @@ def _jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[n
                 return
 
 
+def jsonl_ranges(path: str, pieces: int) -> list[tuple[int, int]] | None:
+    """Byte ranges of whole lines (each cut just after a newline) of an uncompressed JSON lines file, about
+    size / pieces bytes each, for workers that read their share themselves; None for a compressed file."""
+    if _split_suffix(path)[1]:
+        return None
+    size = os.path.getsize(path)
+    cuts = [0]
+    with open(path, "rb") as f:
+        for k in range(1, pieces):
+            at = max(cuts[-1], k * size // pieces)
+            f.seek(at)
+            while True:
+                block = f.read(1 << 16)
+                if not block:
+                    at = size
+                    break
+                newline = block.find(b"\n")
+                if newline >= 0:
+                    at += newline + 1
+                    break
+                at += len(block)
+            if at >= size:
+                break
+            if at > cuts[-1]:
+                cuts.append(at)
+    cuts.append(size)
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def jsonl_range_batches(path: str, start: int, end: int, text_field: str, batch_bytes: int) -> Iterator[Batch]:
+    """The Batches of the JSON lines in bytes [start, end) of an uncompressed file (whole lines, see
+    jsonl_ranges), read as jsonl_blocks reads them. The InputError of a bad line numbers it within the range:
+    the caller names the first bad line of the file by reading it in order (count_workers._first_jsonl_error)."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    field = text_field.encode("utf-8", "surrogatepass")
+    blobs: list[bytes] = []
+    parts: list[NDArray[np.int64]] = []
+    size, at, line_no = 0, 0, 1                   # line_no: within the range
+    while at < len(data):
+        texts, lengths, _, stop, line_no = extract_texts(data, at, field, line_no)
+        if len(lengths):
+            blobs.append(texts)
+            parts.append(lengths)
+            size += len(texts)
+        if stop < 0:
+            break
+        end_of_line = data.find(b"\n", stop)
+        end_of_line = len(data) if end_of_line < 0 else end_of_line + 1
+        text = _jsonl_line_text(data[stop:end_of_line], path, line_no, text_field)
+        if text is not None:
+            blobs.append(text)
+            parts.append(np.array([len(text)], dtype=np.int64))
+            size += len(text)
+        line_no += 1
+        at = end_of_line
+        if size >= batch_bytes:
+            yield _joined_batch(blobs, parts, None, path, 0)
+            blobs, parts, size = [], [], 0
+    if parts:
+        yield _joined_batch(blobs, parts, None, path, 0)
+
+
 def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str) -> bytes | None:
     """The UTF-8 of the text_field of one JSON line read by json.loads (None if it is blank), or the
     InputError that names the file and line."""
@@ -494,7 +558,7 @@ def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str) -> b
 
 def _jsonl_documents(path: str, text_field: str) -> Iterator[tuple[bytes, int]]:
     """(UTF-8 text, line) of each non-blank JSON line's text_field (for read_batches with caps)."""
-    for texts, lengths, lines in _jsonl_blocks(path, text_field):
+    for texts, lengths, lines in jsonl_blocks(path, text_field):
         at = 0
         for length, line in zip(lengths.tolist(), lines.tolist()):
             yield texts[at:at + length], line
@@ -507,7 +571,7 @@ def _jsonl_batches(path: str, batch_bytes: int, text_field: str) -> Iterator[Bat
     parts: list[NDArray[np.int64]] = []
     line_parts: list[NDArray[np.int64]] = []
     size, first, index = 0, 0, 0
-    for texts, lengths, lines in _jsonl_blocks(path, text_field):
+    for texts, lengths, lines in jsonl_blocks(path, text_field):
         blobs.append(texts)
         parts.append(lengths)
         line_parts.append(lines)
@@ -520,12 +584,14 @@ def _jsonl_batches(path: str, batch_bytes: int, text_field: str) -> Iterator[Bat
         yield _joined_batch(blobs, parts, line_parts, path, first)
 
 
-def _joined_batch(blobs: list[bytes], parts: list[NDArray[np.int64]], line_parts: list[NDArray[np.int64]],
+def _joined_batch(blobs: list[bytes], parts: list[NDArray[np.int64]], line_parts: list[NDArray[np.int64]] | None,
                   name: str, first: int) -> Batch:
+    """The Batch of the documents blobs (joined), parts their lengths, line_parts their lines (or None)."""
     lengths = np.concatenate(parts)
     bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
-    return Batch(b"".join(blobs), bounds, (name, first, tuple(np.concatenate(line_parts).tolist()), None))
+    lines = None if line_parts is None else tuple(np.concatenate(line_parts).tolist())
+    return Batch(b"".join(blobs), bounds, (name, first, lines, None))
 
 
 def _iterable_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str, name: str) -> Iterator[Batch]:
@@ -652,7 +718,7 @@ def _parquet_leaf(parquet: Any, text_column: str) -> int:
 
 def parquet_row_group_batches(path: str, group: int, text_column: str, batch_bytes: int) -> Iterator[Batch]:
     """The Batches of one row group of a Parquet file (its documents numbered in the whole file), for a
-    worker that reads its share of a file itself (count_workers.count_parquet_tables)."""
+    worker that reads its share of a file itself (count_workers.count_unit_tables)."""
     parquet, pyarrow = _open_parquet(path, text_column)
     with parquet:
         meta = parquet.metadata

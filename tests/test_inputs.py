@@ -333,8 +333,9 @@ def test_parquet_row_groups_are_read_by_the_workers(tmp_path, monkeypatch):
         pq.write_table(pyarrow.table({"text": part}), path, row_group_size=4)
         paths.append(path)
     calls = []
-    real = cw.count_parquet_tables
-    monkeypatch.setattr(cw, "count_parquet_tables", lambda units, *a, **k: calls.append(len(units)) or real(units, *a, **k))
+    real = cw.count_unit_tables
+    monkeypatch.setattr(cw, "count_unit_tables",
+                        lambda run, units, *a, **k: calls.append(len(units)) or real(run, units, *a, **k))
     texts = [d or "" for d in docs]
     assert count_pretokens(paths, [EOT], num_processes=2) == oracle_docs(texts)
     assert calls == [7 + 1 + 9]

@@ -1,4 +1,4 @@
-"""The native JSON lines reader (bpe_fast._jsonl.extract_texts, through inputs._jsonl_blocks) against json.loads:
+"""The native JSON lines reader (bpe_fast._jsonl.extract_texts, through inputs.jsonl_blocks) against json.loads:
 whatever it reads itself must be what json.loads gives, line for line, and every line it leaves is read by
 json.loads, so the documents and the errors are json.loads's. A plain-Python oracle gives each line's text."""
 import json
@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
+from bpe_fast import GPT2_PATTERN as GPT2
 from bpe_fast._jsonl import extract_texts
-from bpe_fast.inputs import InputError, _jsonl_blocks
+from bpe_fast.inputs import InputError, jsonl_blocks
 
 
 def oracle_line(line, field="text"):
@@ -131,7 +132,7 @@ def test_a_line_left_to_json_loads_is_named_and_the_field_can_be_any_key(tmp_pat
     # through the reader: the line it leaves is json.loads's, with its error naming the file and line
     path = tmp_path / "c.jsonl"
     path.write_bytes(b'{"body": "one"}\n\n{"body": "t\\u00e9", "n": NaN}\n{"body": 3}\n')
-    blocks = _jsonl_blocks(str(path), "body")
+    blocks = jsonl_blocks(str(path), "body")
     assert [(t, list(n)) for t, _, n in [next(blocks), next(blocks)]] == [(b"one", [1]), ("té".encode(), [3])]
     with pytest.raises(InputError, match=r"c\.jsonl:4: field 'body' is int, not a string"):
         next(blocks)
@@ -143,7 +144,7 @@ def test_lines_longer_than_a_read_and_a_last_line_without_newline(tmp_path, monk
     docs = ["x" * 30, "", "é" * 11, "last"]
     path = tmp_path / "c.jsonl"
     path.write_text("\n".join(json.dumps({"text": d}) for d in docs) + "\n\n" + json.dumps({"text": "end"}))
-    got = [(texts, lengths.tolist(), lines.tolist()) for texts, lengths, lines in _jsonl_blocks(str(path), "text")]
+    got = [(texts, lengths.tolist(), lines.tolist()) for texts, lengths, lines in jsonl_blocks(str(path), "text")]
     flat = [(line, texts) for texts, _, ls in got for line in ls]
     assert [line for line, _ in flat] == [1, 2, 3, 4, 6]
     assert b"".join(t for t, _, _ in got) == "".join(docs + ["end"]).encode()
@@ -153,3 +154,74 @@ def test_extract_texts_checks_its_start():
     with pytest.raises(ValueError, match="start 5 is outside the data"):
         extract_texts(b"{}", 5, b"text", 1)
     assert extract_texts(b"", 0, b"text", 7)[3:] == (-1, 7)
+
+
+# ---- uncompressed JSON lines read by the workers themselves, a range of whole lines each ----------
+
+def test_jsonl_ranges_are_whole_lines_covering_the_file(tmp_path):
+    from bpe_fast.inputs import jsonl_ranges
+    path = tmp_path / "c.jsonl"
+    data = b"".join(b'{"text": "%s"}\n' % (b"x" * (k % 37)) for k in range(500)) + b'{"text": "no newline"}'
+    path.write_bytes(data)
+    for pieces in (1, 2, 7, 64, 5000):
+        ranges = jsonl_ranges(str(path), pieces)
+        assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+        assert all(a < b for a, b in ranges) and all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
+        assert all(data[b - 1:b] == b"\n" for _, b in ranges[:-1])
+        assert len(ranges) <= pieces
+    assert jsonl_ranges(str(tmp_path / "c.jsonl.gz"), 4) is None
+
+
+def worker_ranges(monkeypatch):
+    """Make any JSON lines file big enough for the workers to read it in ranges."""
+    import bpe_fast.count_workers as cw
+    monkeypatch.setattr(cw, "_IN_PROCESS_BYTES", 0)
+    calls = []
+    real = cw.count_unit_tables
+    monkeypatch.setattr(cw, "count_unit_tables",
+                        lambda run, units, *a, **k: calls.append(len(units)) or real(run, units, *a, **k))
+    return calls
+
+
+def test_json_lines_read_by_the_workers_count_as_the_documents_read_in_order(tmp_path, monkeypatch):
+    from bpe_fast import count_pretokens, train_bpe
+    from corpora import EOT, make_corpus
+    from train_oracle import oracle_count_pretokens
+    calls = worker_ranges(monkeypatch)
+    docs = [make_corpus(k, n_words=k % 40) for k in range(120)]
+    lines = []
+    for k, d in enumerate(docs):
+        record = {"id": k, "text": d} if k % 3 else {"text": d, "meta": {"k": [k, None, True]}}
+        line = json.dumps(record, ensure_ascii=bool(k % 2))
+        if k % 17 == 0:
+            line = line[:-1] + ', "n": NaN}'                    # left to json.loads
+        lines.append(line + ("\r" if k % 5 == 0 else ""))
+        if k % 11 == 0:
+            lines.append("  ")                                  # blank
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expected = oracle_count_pretokens(EOT.join(docs), [EOT], GPT2)
+    for procs in (2, 3):
+        assert count_pretokens(path, [EOT], num_processes=procs, chunk_bytes=1 << 10) == expected
+    assert calls and all(n >= 4 for n in calls)
+    one = train_bpe(path, 256 + 1 + 40, [EOT], num_processes=1)
+    two = train_bpe(path, 256 + 1 + 40, [EOT], num_processes=2, chunk_bytes=1 << 10)
+    assert two == one and two.training["corpus"] == one.training["corpus"]
+    assert two.training["corpus"]["documents"] == len(docs)
+
+
+def test_the_first_bad_line_in_the_file_is_named_whichever_worker_meets_it(tmp_path, monkeypatch):
+    from bpe_fast import count_pretokens
+    worker_ranges(monkeypatch)
+    lines = [json.dumps({"text": f"document {k} " * 20}) for k in range(400)]
+    lines[250] = '{"text": 250}'
+    lines[390] = "not json"
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    for procs in (2, 3):
+        with pytest.raises(InputError, match=r"c\.jsonl:251: field 'text' is int, not a string"):
+            count_pretokens(path, num_processes=procs, chunk_bytes=1 << 10)
+    lines[250] = json.dumps({"text": "fine"})
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"c\.jsonl:391: not a JSON line"):
+        count_pretokens(path, num_processes=2, chunk_bytes=1 << 10)
