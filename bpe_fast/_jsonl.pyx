@@ -6,8 +6,8 @@
 extract_texts walks whole lines of a block and, for each line that is a JSON object with the field as a string,
 appends the field's UTF-8 (escapes decoded). It accepts only what it is sure `json.loads` reads the same way:
 strict JSON (RFC 8259) in valid UTF-8, the field given once (its key compared once decoded), its value a string
-without lone surrogates. Any other line (invalid JSON, a missing or non-string field, NaN, a duplicate
-key, nesting deeper than MAX_DEPTH, ...) stops the walk there: the caller reads that line with json.loads, which
+without lone surrogates. Any other line (invalid JSON, a missing or non-string field, a duplicate key,
+nesting or numbers past json.loads's limits, ...) stops the walk there: the caller reads that line with json.loads, which
 gives its value or the error that names it, and calls again after it. So what is read never differs from what
 json.loads would give; only the common case is fast. Blank lines (only whitespace, as bytes.strip() sees it) are
 skipped. The loops touch no Python object.
@@ -51,9 +51,10 @@ cdef extern from *:
     Py_ssize_t plain_run "bpe_fast_json_plain_run"(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil
 
 
-cdef enum:
-    MAX_DEPTH = 256     # deeper nesting is left to json.loads (which raises RecursionError past Python's limit)
-    MAX_NUMBER = 4000   # a number this long is left to json.loads (which refuses ints of over 4,300 digits)
+cdef struct Limits:
+    Py_ssize_t digits   # a number this long or longer is left to json.loads (it refuses ints past
+                        # sys.get_int_max_str_digits())
+    int depth           # nesting this deep or deeper too (json.loads raises RecursionError past Python's limit)
 
 
 cdef inline bint _json_space(uint8_t c) noexcept nogil:
@@ -207,11 +208,16 @@ cdef Py_ssize_t _string(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, vector[uin
     return -1
 
 
-cdef Py_ssize_t _number(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """The JSON number starting at s[i]: the index after it, or -1."""
+cdef Py_ssize_t _number(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, Py_ssize_t max_digits) noexcept nogil:
+    """The JSON number starting at s[i] (or NaN, Infinity, -Infinity, which json.loads takes too): the index
+    after it, or -1."""
     cdef Py_ssize_t start = i
+    if i + 3 <= n and memcmp(s + i, b"NaN", 3) == 0:
+        return i + 3
     if i < n and s[i] == 0x2D:
         i += 1
+    if i + 8 <= n and memcmp(s + i, b"Infinity", 8) == 0:
+        return i + 8
     if i >= n:
         return -1
     if s[i] == 0x30:
@@ -235,10 +241,10 @@ cdef Py_ssize_t _number(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept n
             return -1
         while i < n and 0x30 <= s[i] <= 0x39:
             i += 1
-    return i if i - start <= MAX_NUMBER else -1
+    return i if i - start < max_digits else -1
 
 
-cdef Py_ssize_t _value(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int depth) noexcept nogil:
+cdef Py_ssize_t _value(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int depth, const Limits* limits) noexcept nogil:
     """The JSON value starting at s[i] (no space before it): the index after it, or -1."""
     cdef uint8_t c
     cdef bint escaped = False
@@ -248,7 +254,7 @@ cdef Py_ssize_t _value(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int depth) 
     if c == 0x22:
         return _string(s, i + 1, n, NULL, &escaped)
     if c == 0x7B or c == 0x5B:
-        if depth >= MAX_DEPTH:
+        if depth >= limits.depth:
             return -1
         i = _skip_space(s, i + 1, n)
         if i < n and s[i] == (0x7D if c == 0x7B else 0x5D):
@@ -264,7 +270,7 @@ cdef Py_ssize_t _value(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int depth) 
                 if i >= n or s[i] != 0x3A:
                     return -1
                 i = _skip_space(s, i + 1, n)
-            i = _value(s, i, n, depth + 1)
+            i = _value(s, i, n, depth + 1, limits)
             if i < 0:
                 return -1
             i = _skip_space(s, i, n)
@@ -280,11 +286,11 @@ cdef Py_ssize_t _value(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int depth) 
         return i + 5 if i + 5 <= n and memcmp(s + i, b"false", 5) == 0 else -1
     if c == 0x6E:
         return i + 4 if i + 4 <= n and memcmp(s + i, b"null", 4) == 0 else -1
-    return _number(s, i, n)
+    return _number(s, i, n, limits.digits)
 
 
 cdef int _line_text(const uint8_t* s, Py_ssize_t n, const uint8_t* field, Py_ssize_t field_n,
-                    vector[uint8_t]* out) noexcept nogil:
+                    vector[uint8_t]* out, const Limits* limits) noexcept nogil:
     """One line s[0:n] (without its newline): 1 if it is an object whose field is a string (its UTF-8
     appended to out), 0 if it is blank, -1 for anything else (out as it was)."""
     cdef Py_ssize_t i = 0, key, end, before = out.size()
@@ -327,7 +333,7 @@ cdef int _line_text(const uint8_t* s, Py_ssize_t n, const uint8_t* field, Py_ssi
             found = True
             i = _string(s, i + 1, n, out, &escaped)
         else:
-            i = _value(s, i, n, 1)
+            i = _value(s, i, n, 1, limits)
         if i < 0:
             break
         i = _skip_space(s, i, n)
@@ -342,14 +348,17 @@ cdef int _line_text(const uint8_t* s, Py_ssize_t n, const uint8_t* field, Py_ssi
     return -1
 
 
-def extract_texts(data, Py_ssize_t start, field, int64_t first_line):
+def extract_texts(data, Py_ssize_t start, field, int64_t first_line, Py_ssize_t max_digits=4300,
+                  int max_depth=250):
     """The text field of the JSON lines of data[start:] (bytes-like holding whole lines; the last may lack its
     newline), up to the first line that is not read here (see the module's docstring).
 
     Returns (texts, lengths, lines, stop, next_line): texts, the fields' UTF-8 one after another (bytes);
     lengths, each one's length, and lines, each one's line number (int64 arrays; data[start:]'s first line is
     number first_line); stop, the offset in data of the line not read (-1: every line was read); next_line, the
-    number of that line (or of the line after the last).
+    number of that line (or of the line after the last). A number of max_digits characters or more, or nesting
+    max_depth deep or more, is left to json.loads (give sys.get_int_max_str_digits() and a part of
+    sys.getrecursionlimit(): json.loads refuses what goes past them).
 
     Worked example: extract_texts(b'{"text": "a\\\\u00e9"}\\n\\n{"text": 1}\\n', 0, b"text", 1)
     -> (b"a\\xc3\\xa9", [3], [1], 21, 3)."""
@@ -362,6 +371,8 @@ def extract_texts(data, Py_ssize_t start, field, int64_t first_line):
     cdef vector[uint8_t] out
     cdef vector[int64_t] lengths, lines
     cdef int found
+    cdef Limits limits
+    limits.digits, limits.depth = max_digits, max_depth
     if start < 0 or start > n:
         raise ValueError(f"start {start} is outside the data ({n} bytes)")
     out.reserve(n - start)                             # the texts are never longer than their lines
@@ -371,7 +382,7 @@ def extract_texts(data, Py_ssize_t start, field, int64_t first_line):
             end = n if newline == NULL else newline - s
             before = out.size()
             found = _line_text(s + i, end - i, &key[0] if key.shape[0] else <const uint8_t*>b"", key.shape[0],
-                               &out)
+                               &out, &limits)
             if found < 0:
                 stop = i
                 break

@@ -3,11 +3,11 @@
 Text files: the parent cuts each file into byte ranges at safe points (see chunking.py); the caller's thread and
 num_processes - 1 worker processes claim ranges one at a time, read them from the file (no text is sent between
 processes), count them into one native table each, and the workers write their arrays to a scratch file.
-Parquet files with row groups enough (and no max_bytes / max_documents cap) are shared out the same way, a row
-group at a time, largest first: each is read and decoded by whoever claims it; the batches of the row groups still
-being read at the end go to claimants with nothing left (TailShare). Other inputs (compressed files, JSON lines,
-Parquet otherwise, iterables; see inputs.py): read here in batches of documents, handed to the thread and the
-workers through a bounded queue. No pre-token is a Python object on
+Without a max_bytes / max_documents cap, uncompressed JSON lines files big enough are shared out the same way, in
+ranges of whole lines, and Parquet files with row groups enough a row group at a time, largest first: each is
+read and decoded by whoever claims it; the batches of the row groups still being read at the end go to claimants
+with nothing left (TailShare). Other inputs (compressed files, capped reads, iterables; see inputs.py): read here
+in batches of documents, handed to the thread and the workers through a bounded queue. No pre-token is a Python object on
 the way: the tables go as they are to the merge engine (train.py) or into PretokenCounts (counts.py).
 What a Dask task runs is here too (count_ranges), so counts.py and dask_counts.py both build on this module.
 """
@@ -26,8 +26,8 @@ import numpy as np
 
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
-from .inputs import (Budget, CorpusDecodeError, InputError, Stream, TextFile, jsonl_blocks, batch_decode_error,
-                     check_errors, check_input_file, jsonl_range_batches, jsonl_ranges, line_of,
+from .inputs import (Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
+                     jsonl_blocks, check_input_file, jsonl_range_batches, jsonl_ranges, line_of,
                      parquet_row_group_batches, parquet_row_groups, read_batches, resolve_inputs, utf8_boundary)
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
@@ -45,7 +45,7 @@ _IN_PROCESS_BYTES = 4 << 20     # below this, counting in the caller beats start
 _RANGES_PER_PROCESS = 8         # at least: workers claim ranges one by one, so they finish together
 
 
-_bytes_done: Any = None        # in a worker: a shared counter of bytes counted, for the caller's progress report
+_bytes_done: Any = None        # in a worker: the shared Tally of bytes (for the caller's progress report) and documents
 _next_range: Any = None        # in a worker: the shared index of the next byte range to claim
 _share: TailShare | None = None  # in a worker: where claimants with nothing left get batches (or None)
 
@@ -57,7 +57,8 @@ def _init_worker(bytes_done: Any, next_range: Any, share: TailShare | None = Non
 
 class Tally:
     """What the counting has done, shared by the caller and its workers (given to them as they start): the
-    bytes counted (`value`, for progress reports) and the documents."""
+    bytes counted (`value`, for progress reports) and the documents (those of Batches, each whole; a byte
+    range of a text file adds none)."""
 
     def __init__(self, context: Any) -> None:
         self._bytes, self._documents = shared_counter(context), shared_counter(context)
@@ -281,9 +282,9 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
                          errors: str, workers: int, progress: Progress | None, total: int | None, what: str,
                          first_failure: Callable[[list[BaseException]], BaseException], shared_tail: bool = False
                          ) -> tuple[ChunkCounter, list[Table], Tally]:
-    """The units of work 0..n_units - 1 (byte ranges of a file, row groups of Parquet files) claimed one at a
-    time from a shared index by a thread of the caller's and by workers - 1 processes (_count_claimed), each
-    counting a unit with count_unit(counter, k, bytes_done, share) (picklable: a functools.partial of a module
+    """The units of work 0..n_units - 1 (byte ranges of a file, ranges of JSON lines, row groups of Parquet files)
+    claimed one at a time from a shared index by a thread of the caller's and by workers - 1 processes
+    (_count_claimed), each counting a unit with count_unit(counter, k, bytes_done, share) (picklable: a functools.partial of a module
     function) until none is left. With shared_tail, share is a TailShare: a claimant with nothing left counts
     batches the others offer from the units they are still reading. Returns (the thread's counter, the
     workers' tables, the Tally of bytes and documents counted). first_failure picks the error to raise from
@@ -317,6 +318,7 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
         def raise_first_failure() -> None:
             seen: list[Any] = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
             if seen:
+                stop.set()                 # the thread claims nothing more while first_failure looks
                 raise first_failure(seen)
 
         try:
@@ -398,14 +400,14 @@ def jsonl_units(streams: Sequence[Stream], num_processes: int, batch_bytes: int)
 
 
 def _first_jsonl_error(streams: Sequence[Stream], text_field: str, seen: list[BaseException]) -> BaseException:
-    """The error of the first bad line in the files' order (the workers report the first they meet in time)."""
-    if any(isinstance(e, InputError) for e in seen):
-        for stream in streams:
-            try:
-                for _ in jsonl_blocks(stream.obj, text_field):
-                    pass
-            except InputError as exc:
-                return exc
+    """The error of the first bad line in the files' order, found by reading them in order (the workers report
+    the first they meet in time, with lines numbered within their range); seen[0] if that read meets none."""
+    for stream in streams:
+        try:
+            for _ in jsonl_blocks(stream.obj, text_field):
+                pass
+        except Exception as exc:           # InputError, or RecursionError from json.loads
+            return exc
     return seen[0]
 
 
@@ -431,7 +433,7 @@ def count_unit_tables(run: Sequence[Stream], units: Sequence[Any], special_token
     return [own.arrays()] + tables, counted
 
 
-# ---- documents read in this process (compressed files, JSON lines, Parquet, iterables) ------------
+# ---- documents read in this process (compressed files, capped reads, small files, iterables) -------
 
 _queue: Any = None     # in a stream worker: the queue of batches (inherited, see shared_queue)
 
@@ -582,6 +584,9 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     corpus's counts. Arguments as check_input_args checks them. stats: a dict, if given, gets the "bytes" and
     "documents" read (within the caps). combine: a text file's tables are added into one as its workers'
     arrive (for a caller that sums them anyway: cheaper than summing them after)."""
+    for name, value in (("text_field", text_field), ("text_column", text_column)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if stats is not None:
         stats.update(bytes=0, documents=0)
     sources = resolve_inputs(inputs)

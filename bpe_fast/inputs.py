@@ -11,8 +11,11 @@ they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, 
 `.parquet` is Parquet (one document per row of `text_column`, read a row group batch at a time; the `pyarrow`
 package), anything else is UTF-8 text. An uncompressed text file is a `TextFile`: it is counted by byte ranges
 read by the workers themselves (counts.count_file_tables). Everything else is a `Stream`, read in this
-process into `Batch`es of about `batch_bytes`, which the workers count; except Parquet files with row groups
-enough and no cap, whose row groups the workers read themselves (parquet_row_group_batches).
+process into `Batch`es of about `batch_bytes`, which the workers count; except, when there is no cap, Parquet
+files with row groups enough, whose row groups the workers read themselves (parquet_row_group_batches), and
+uncompressed JSON lines files big enough, cut into ranges of whole lines that the workers read themselves
+(jsonl_ranges, jsonl_range_batches). JSON lines are read natively (bpe_fast._jsonl) where a line is sure to read
+as json.loads reads it, and by json.loads otherwise.
 
 A document is a unit: pre-tokens and special tokens never cross from one document to the next. A text file
 is one document, cut into pieces at safe points (chunking.py), which does not change its pre-tokens.
@@ -30,6 +33,7 @@ import io
 import json
 import lzma
 import os
+import sys
 import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any, NamedTuple
@@ -46,7 +50,7 @@ from .specials import SpecialTokens
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
-_READ_BYTES = 1 << 20           # decompressed bytes read at a time from a compressed text file
+_READ_BYTES = 1 << 20           # decompressed bytes read at a time from a compressed text file or JSON lines
 _DECOMPRESS_ERRORS: tuple[type[BaseException], ...]
 _DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)   # _ZstdReader raises OSError
 try:                                   # isal (the `fast` extra) reads .gz files; its errors are its own
@@ -425,9 +429,8 @@ def _text_batches(path: str | IO[bytes], budget: Budget, batch_bytes: int, speci
 
 def jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
     """(texts, lengths, lines) of the JSON lines of a file, a block of lines at a time: the text_field's UTF-8
-    of each non-blank line one after another, each one's length and its line number. Lines are read natively
-    (bpe_fast._jsonl.extract_texts); a line it leaves is read by _jsonl_line_text (json.loads), which gives its
-    text or the error that names it."""
+    of each non-blank line one after another, each one's length and its line number (see _jsonl_chunk). A
+    compressed file damaged part-way gives every line before the damage, then the InputError that says where."""
     field = text_field.encode("utf-8", "surrogatepass")
     line_no, offset = 1, 0                        # the number of the next line; the bytes read before it
     pieces: list[bytes] = []                      # an unfinished line, read so far
@@ -435,9 +438,9 @@ def jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np
         while True:
             try:
                 block = f.read(_READ_BYTES)
-            except _DECOMPRESS_ERRORS as exc:
-                raise InputError(f"{path}: corrupt compressed file after {offset + sum(map(len, pieces))} "
-                                 f"decompressed bytes (line {line_no}; {type(exc).__name__}: {exc})") from None
+            except _DECOMPRESS_ERRORS:            # the lines before the damage, one at a time, then the error
+                yield from _jsonl_until_damage(path, offset, line_no, text_field)
+                return
             if block:
                 cut = block.rfind(b"\n") + 1
                 if cut == 0:                      # no line ends in it yet
@@ -448,23 +451,57 @@ def jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np
             else:
                 data = b"".join(pieces)           # the last line, without its newline
                 pieces = []
-            start = 0
-            while start < len(data):
-                texts, lengths, lines, stop, line_no = extract_texts(data, start, field, line_no)
-                if len(lengths):
-                    yield texts, lengths, lines
-                if stop < 0:
-                    break
-                end = data.find(b"\n", stop)
-                end = len(data) if end < 0 else end + 1
-                text = _jsonl_line_text(data[stop:end], path, line_no, text_field)
-                if text is not None:
-                    yield text, np.array([len(text)], dtype=np.int64), np.array([line_no], dtype=np.int64)
-                line_no += 1
-                start = end
+            line_no = yield from _jsonl_chunk(data, path, text_field, field, line_no)
             offset += len(data)
             if not block:
                 return
+
+
+def _jsonl_chunk(data: bytes, path: str, text_field: str, field: bytes,
+                 line_no: int) -> Generator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]], None, int]:
+    """(texts, lengths, lines) of the whole lines of data, whose first is line line_no: runs of lines read
+    natively (bpe_fast._jsonl.extract_texts), and each line it leaves read by _jsonl_line_text (json.loads),
+    which gives its text or the error that names it. Returns the number of the line after data's."""
+    digits = sys.get_int_max_str_digits() or (1 << 30)    # what json.loads refuses natively is left to it
+    depth = max(1, sys.getrecursionlimit() // 4)
+    start = 0
+    while start < len(data):
+        texts, lengths, lines, stop, line_no = extract_texts(data, start, field, line_no, digits, depth)
+        if len(lengths):
+            yield texts, lengths, lines
+        if stop < 0:
+            break
+        end = data.find(b"\n", stop)
+        end = len(data) if end < 0 else end + 1
+        text = _jsonl_line_text(data[stop:end], path, line_no, text_field)
+        if text is not None:
+            yield text, np.array([len(text)], dtype=np.int64), np.array([line_no], dtype=np.int64)
+        line_no += 1
+        start = end
+    return line_no
+
+
+def _jsonl_until_damage(path: str, offset: int, line_no: int,
+                        text_field: str) -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
+    """jsonl_blocks after a read failed: the file read again past its first `offset` bytes (line line_no on),
+    a line at a time, up to the damage, whose InputError names the offset and line reached."""
+    with open_binary(path) as f:
+        left = offset
+        while left > 0:                           # read before without a failure
+            left -= len(f.read(min(left, _READ_BYTES)))
+        while True:
+            try:
+                line = f.readline()
+            except _DECOMPRESS_ERRORS as exc:
+                raise InputError(f"{path}: corrupt compressed file after {offset} decompressed bytes "
+                                 f"(line {line_no}; {type(exc).__name__}: {exc})") from None
+            if not line:
+                return
+            text = _jsonl_line_text(line, path, line_no, text_field)
+            if text is not None:
+                yield text, np.array([len(text)], dtype=np.int64), np.array([line_no], dtype=np.int64)
+            offset += len(line)
+            line_no += 1
 
 
 def jsonl_ranges(path: str, pieces: int) -> list[tuple[int, int]] | None:
@@ -476,7 +513,9 @@ def jsonl_ranges(path: str, pieces: int) -> list[tuple[int, int]] | None:
     cuts = [0]
     with open(path, "rb") as f:
         for k in range(1, pieces):
-            at = max(cuts[-1], k * size // pieces)
+            at = k * size // pieces
+            if at < cuts[-1]:                     # inside a long line already cut after
+                continue
             f.seek(at)
             while True:
                 block = f.read(1 << 16)
@@ -503,32 +542,8 @@ def jsonl_range_batches(path: str, start: int, end: int, text_field: str, batch_
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
-    field = text_field.encode("utf-8", "surrogatepass")
-    blobs: list[bytes] = []
-    parts: list[NDArray[np.int64]] = []
-    size, at, line_no = 0, 0, 1                   # line_no: within the range
-    while at < len(data):
-        texts, lengths, _, stop, line_no = extract_texts(data, at, field, line_no)
-        if len(lengths):
-            blobs.append(texts)
-            parts.append(lengths)
-            size += len(texts)
-        if stop < 0:
-            break
-        end_of_line = data.find(b"\n", stop)
-        end_of_line = len(data) if end_of_line < 0 else end_of_line + 1
-        text = _jsonl_line_text(data[stop:end_of_line], path, line_no, text_field)
-        if text is not None:
-            blobs.append(text)
-            parts.append(np.array([len(text)], dtype=np.int64))
-            size += len(text)
-        line_no += 1
-        at = end_of_line
-        if size >= batch_bytes:
-            yield _joined_batch(blobs, parts, None, path, 0)
-            blobs, parts, size = [], [], 0
-    if parts:
-        yield _joined_batch(blobs, parts, None, path, 0)
+    blocks = _jsonl_chunk(data, path, text_field, text_field.encode("utf-8", "surrogatepass"), 1)
+    yield from _jsonl_batches_of(blocks, batch_bytes, path, lines=False)
 
 
 def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str) -> bytes | None:
@@ -566,22 +581,36 @@ def _jsonl_documents(path: str, text_field: str) -> Iterator[tuple[bytes, int]]:
 
 
 def _jsonl_batches(path: str, batch_bytes: int, text_field: str) -> Iterator[Batch]:
-    """read_batches of a JSON lines file without caps: the same Batches, made from whole blocks of lines."""
+    """read_batches of a JSON lines file without caps: Batches of about batch_bytes of whole documents, made
+    from blocks of lines (the same documents, lines and order as the capped path's)."""
+    yield from _jsonl_batches_of(jsonl_blocks(path, text_field), batch_bytes, path, lines=True)
+
+
+def _jsonl_batches_of(blocks: Iterable[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]], batch_bytes: int,
+                      name: str, lines: bool) -> Iterator[Batch]:
+    """Batches of about batch_bytes (a block bigger than that is cut between documents) of (texts, lengths,
+    lines) blocks; lines: the Batches carry each document's line (for errors), else not."""
     blobs: list[bytes] = []
     parts: list[NDArray[np.int64]] = []
     line_parts: list[NDArray[np.int64]] = []
     size, first, index = 0, 0, 0
-    for texts, lengths, lines in jsonl_blocks(path, text_field):
-        blobs.append(texts)
-        parts.append(lengths)
-        line_parts.append(lines)
-        size += len(texts)
-        index += len(lengths)
-        if size >= batch_bytes:
-            yield _joined_batch(blobs, parts, line_parts, path, first)
-            blobs, parts, line_parts, size, first = [], [], [], 0, index
+    for texts, lengths, numbers in blocks:
+        ends = np.cumsum(lengths)
+        done, at = 0, 0                           # documents and bytes of the block batched
+        while done < len(lengths):
+            upto = max(done + 1, int(np.searchsorted(ends, at + batch_bytes - size, side="right")))
+            cut = int(ends[upto - 1])
+            blobs.append(texts[at:cut])
+            parts.append(lengths[done:upto])
+            line_parts.append(numbers[done:upto])
+            size += cut - at
+            index += upto - done
+            done, at = upto, cut
+            if size >= batch_bytes:
+                yield _joined_batch(blobs, parts, line_parts if lines else None, name, first)
+                blobs, parts, line_parts, size, first = [], [], [], 0, index
     if parts:
-        yield _joined_batch(blobs, parts, line_parts, path, first)
+        yield _joined_batch(blobs, parts, line_parts if lines else None, name, first)
 
 
 def _joined_batch(blobs: list[bytes], parts: list[NDArray[np.int64]], line_parts: list[NDArray[np.int64]] | None,

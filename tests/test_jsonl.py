@@ -65,7 +65,7 @@ def oracle_all(data, field="text"):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),     # json.dumps writes NaN, Infinity
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
     max_leaves=12)
 
@@ -113,7 +113,8 @@ def mutated(draw):
 @given(st.lists(st.one_of(mutated(), json_lines()), min_size=1, max_size=5))
 # each of these is left to json.loads (it reads some of them, and refuses the rest)
 @example([b'{"text": NaN}', b'{"a": NaN, "text": "x"}', b'{"a": Infinity, "text": "x"}',
-          b'{"a": -Infinity, "text": "x"}'])
+          b'{"a": -Infinity, "text": "x"}', b'{"a": -NaN, "text": "x"}', b'{"a": NaNa, "text": "x"}',
+          b'{"a": [Infinity, -Infinit], "text": "x"}', b'{"a": nan, "text": "x"}'])
 @example([b'{"text": "a", "text": "b"}', b'{"te\\u0078t": "esc"}', b'{"te\\u0078t": "a", "text": "b"}',
           b'{"\\ud800": 1, "text": "lone key"}', b'{"text": "\\ud800"}',
           b'{"a": "\\ud800", "text": "lone elsewhere"}', b'{"text": "\\udc00\\ud800"}'])
@@ -131,7 +132,7 @@ def test_every_line_reads_as_json_loads_reads_it(lines):
 def test_a_line_left_to_json_loads_is_named_and_the_field_can_be_any_key(tmp_path):
     # through the reader: the line it leaves is json.loads's, with its error naming the file and line
     path = tmp_path / "c.jsonl"
-    path.write_bytes(b'{"body": "one"}\n\n{"body": "t\\u00e9", "n": NaN}\n{"body": 3}\n')
+    path.write_bytes(b'{"body": "one"}\n\n{"body": "x", "body": "t\\u00e9"}\n{"body": 3}\n')
     blocks = jsonl_blocks(str(path), "body")
     assert [(t, list(n)) for t, _, n in [next(blocks), next(blocks)]] == [(b"one", [1]), ("té".encode(), [3])]
     with pytest.raises(InputError, match=r"c\.jsonl:4: field 'body' is int, not a string"):
@@ -194,7 +195,7 @@ def test_json_lines_read_by_the_workers_count_as_the_documents_read_in_order(tmp
         record = {"id": k, "text": d} if k % 3 else {"text": d, "meta": {"k": [k, None, True]}}
         line = json.dumps(record, ensure_ascii=bool(k % 2))
         if k % 17 == 0:
-            line = line[:-1] + ', "n": NaN}'                    # left to json.loads
+            line = '{"text": "replaced", ' + line[1:]             # the field twice: left to json.loads
         lines.append(line + ("\r" if k % 5 == 0 else ""))
         if k % 11 == 0:
             lines.append("  ")                                  # blank
@@ -225,3 +226,51 @@ def test_the_first_bad_line_in_the_file_is_named_whichever_worker_meets_it(tmp_p
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError, match=r"c\.jsonl:391: not a JSON line"):
         count_pretokens(path, num_processes=2, chunk_bytes=1 << 10)
+
+
+def test_what_json_loads_refuses_past_pythons_limits_is_left_to_it(tmp_path):
+    import sys
+    line = b'{"text": "a", "n": ' + b"1" * 1000 + b"}"
+    assert extract_texts(line, 0, b"text", 1)[:2][0] == b"a"                  # under the default limit
+    assert extract_texts(line, 0, b"text", 1, max_digits=640)[3] == 0         # left to json.loads
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"text": "fine"}\n' + line + b"\n")
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        with pytest.raises(InputError, match=r"c\.jsonl:2: not a JSON line"):
+            list(jsonl_blocks(str(path), "text"))
+    finally:
+        sys.set_int_max_str_digits(limit)
+    assert b"".join(t for t, _, _ in jsonl_blocks(str(path), "text")) == b"finea"
+    deep = b'{"a": ' + b"[" * 100 + b"]" * 100 + b', "text": "deep"}'
+    assert extract_texts(deep, 0, b"text", 1, max_depth=50)[3] == 0
+    assert extract_texts(deep, 0, b"text", 1, max_depth=200)[0] == b"deep"
+
+
+def test_a_damaged_compressed_file_gives_the_lines_before_the_damage(tmp_path):
+    import gzip
+    from bpe_fast import count_pretokens
+    lines = [json.dumps({"text": f"line {k} " + "word " * (k % 50)}) for k in range(20000)]
+    data = gzip.compress(("\n".join(lines) + "\n").encode())
+    path = tmp_path / "c.jsonl.gz"
+    path.write_bytes(data[:len(data) * 2 // 3])
+    read = []
+    with pytest.raises(InputError, match=r"c\.jsonl\.gz: corrupt compressed file after \d+ decompressed bytes") \
+            as info:
+        for texts, _, numbers in jsonl_blocks(str(path), "text"):
+            read.extend(numbers.tolist())
+    assert read == list(range(1, len(read) + 1)) and len(read) > 10000      # every whole line before the damage
+    message = str(info.value)
+    assert f"(line {len(read) + 1};" in message
+    assert f"after {sum(len(line) + 1 for line in lines[:len(read)])} decompressed bytes" in message
+    counts = count_pretokens(path, num_processes=1, max_documents=10)        # the cap stops before the damage
+    assert counts == count_pretokens(iter([json.loads(x)["text"] for x in lines[:10]]), num_processes=1)
+
+
+def test_a_field_name_that_is_not_a_str_is_a_type_error(tmp_path):
+    from bpe_fast import count_pretokens
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "a"}\n')
+    with pytest.raises(TypeError, match="text_field must be a str, got int"):
+        count_pretokens(path, text_field=3)
