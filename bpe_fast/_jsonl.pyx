@@ -18,6 +18,8 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memchr, memcmp
 from libcpp.vector cimport vector
 
+from bpe_fast._scan cimport utf8_first_error
+
 import numpy as np
 
 cdef extern from *:
@@ -93,33 +95,6 @@ cdef inline int _hex4(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nog
     return (a << 12) | (b << 8) | (c << 4) | d
 
 
-cdef inline Py_ssize_t _utf8_char(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """The length of the valid UTF-8 character (not ASCII) at s[i], or 0: overlong forms, surrogates and code
-    points past U+10FFFF are not valid."""
-    cdef uint8_t c = s[i], d
-    if 0xC2 <= c <= 0xDF:
-        return 2 if i + 1 < n and (s[i + 1] & 0xC0) == 0x80 else 0
-    if 0xE0 <= c <= 0xEF:
-        if i + 2 >= n or (s[i + 2] & 0xC0) != 0x80:
-            return 0
-        d = s[i + 1]
-        if c == 0xE0:
-            return 3 if 0xA0 <= d <= 0xBF else 0
-        if c == 0xED:
-            return 3 if 0x80 <= d <= 0x9F else 0
-        return 3 if (d & 0xC0) == 0x80 else 0
-    if 0xF0 <= c <= 0xF4:
-        if i + 3 >= n or (s[i + 2] & 0xC0) != 0x80 or (s[i + 3] & 0xC0) != 0x80:
-            return 0
-        d = s[i + 1]
-        if c == 0xF0:
-            return 4 if 0x90 <= d <= 0xBF else 0
-        if c == 0xF4:
-            return 4 if 0x80 <= d <= 0x8F else 0
-        return 4 if (d & 0xC0) == 0x80 else 0
-    return 0
-
-
 cdef inline void _put_code_point(vector[uint8_t]* out, uint32_t c) noexcept nogil:
     if c < 0x80:
         out.push_back(<uint8_t>c)
@@ -157,13 +132,15 @@ cdef Py_ssize_t _string(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, vector[uin
             return i + 1
         if c < 0x20:
             return -1                                  # json.loads (strict) refuses control characters
-        if c >= 0x80:
-            k = _utf8_char(s, i, n)
-            if k == 0:
+        if c >= 0x80:                                  # a run of bytes past ASCII: whole valid UTF-8 characters
+            k = i + 1
+            while k < n and s[k] >= 0x80:
+                k += 1
+            if utf8_first_error(s + i, k - i) >= 0:    # the rule bytes.decode follows (no surrogates either)
                 return -1
             if out != NULL:
-                out.insert(out.end(), s + i, s + i + k)
-            i += k
+                out.insert(out.end(), s + i, s + k)
+            i = k
             continue
         escaped[0] = True                              # a backslash
         if i + 1 >= n:
