@@ -562,3 +562,29 @@ def test_pull_utf8_equals_oracle(items, budget):
     assert (got[0], got[1].tolist(), got[2]) == (data, lengths, state)
     assert got[3] is item or got[3] == item
     assert list(iterator) == items[pulled:]        # nothing pulled beyond what it took or handed back
+
+
+def test_batch_ring_hands_bytes_through_shared_slots_and_frees_them():
+    from bpe_fast.count_workers import BatchRing
+    from bpe_fast.inputs import Batch
+    from bpe_fast.procs import worker_context
+    ring = BatchRing(worker_context(), 2, 16)
+    small = Batch(b"hello world", np.array([0, 5, 11], dtype=np.int64), ("docs", 3, None, None))
+    big = Batch(b"x" * 17, np.array([0, 17], dtype=np.int64), ("docs", 5, None, None))
+    first = ring.pack(small, timeout=1)
+    assert isinstance(first, tuple) and not isinstance(first, Batch) and first[1] == 11
+    assert ring.pack(big, timeout=1) is big and ring.unpack(big) is big        # too big for a slot: whole
+    second = ring.pack(small, timeout=1)
+    assert ring.pack(small, timeout=0.05) is None                              # both slots taken
+    for packed in (first, second):
+        got = ring.unpack(packed)
+        assert got.data == small.data and got.bounds.tolist() == [0, 5, 11] and got.origin == small.origin
+    assert ring.pack(small, timeout=1) is not None                             # freed again
+
+
+def test_documents_bigger_than_a_ring_slot_go_whole_and_count_as_the_oracle():
+    docs = documents(13, n=60)
+    docs[10] = make_corpus(77, n_words=60000)          # far bigger than a slot (2 x 64 KB at least)
+    assert len(docs[10].encode()) > 300_000
+    for procs in (2, 3):
+        assert count_pretokens(iter(docs), [EOT], num_processes=procs, chunk_bytes=1 << 10) == oracle_docs(docs)
