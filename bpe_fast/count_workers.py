@@ -7,7 +7,8 @@ Without a max_bytes / max_documents cap, uncompressed JSON lines files big enoug
 ranges of whole lines, and Parquet files with row groups enough a row group at a time, largest first: each is
 read and decoded by whoever claims it; the batches of the row groups still being read at the end go to claimants
 with nothing left (TailShare). Other inputs (compressed files, capped reads, iterables; see inputs.py): read here
-in batches of documents, handed to the thread and the workers through a bounded queue. No pre-token is a Python object on
+in batches of documents, handed to the thread, and to the workers through a bounded queue (their bytes through
+shared slots, BatchRing). No pre-token is a Python object on
 the way: the tables go as they are to the merge engine (train.py) or into PretokenCounts (counts.py).
 What a Dask task runs is here too (count_ranges), so counts.py and dask_counts.py both build on this module.
 """
