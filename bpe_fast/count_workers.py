@@ -434,43 +434,47 @@ def count_unit_tables(run: Sequence[Stream], units: Sequence[Any], special_token
 
 # ---- documents read in this process (compressed files, capped reads, small files, iterables) -------
 
-_UNPACKED = object()   # count_stream_tables: a batch not yet given a slot
+_UNPACKED = object()   # count_stream_tables: a batch not yet packed for the workers' queue
 
-_queue: Any = None     # in a stream worker: the queue of batches (inherited, see shared_queue)
+_queue: Any = None     # in a stream worker: the queue of packed batches (BatchRing.pack; inherited)
 _ring: BatchRing | None = None   # in a stream worker: the shared buffers the batches' bytes come through
 
 
-def _init_stream_worker(bytes_done: Any, batches: Any, ring: BatchRing | None = None) -> None:
+def _init_stream_worker(bytes_done: Any, batches: Any, ring: BatchRing) -> None:
     global _bytes_done, _queue, _ring
     _bytes_done, _queue, _ring = bytes_done, batches, ring
 
 
 class BatchRing:
-    """Shared buffers (slots) through which the caller hands batches to stream workers: the caller copies a
-    batch's bytes into a free slot and sends only (slot, length, bounds, origin) through the queue; the worker
-    copies them out and frees the slot at once. Pickling a batch and sending it through a pipe cost about 3.6 s of
-    CPU a GB between the two processes; this is two copies. A batch bigger than a slot goes whole, pickled.
-    Made by the caller with the workers' context and given to them as they start."""
+    """Shared buffers (slots, in one shared array) through which the caller hands batches to stream workers: the
+    caller copies a batch's bytes into a free slot and sends only (slot, length, bounds, origin) through the
+    queue; the worker copies them out and frees the slot at once. Pickling a batch and sending it through a pipe
+    cost about 3.6 s of CPU a GB between the two processes; this is two copies. A batch bigger than a slot, or
+    one for which no slot comes free soon, goes whole, pickled, so the ring's size can stay small: at most MAX_SLOTS slots
+    of at most MAX_SLOT_BYTES. Made by the caller with the workers' context and given to them as they start."""
+
+    MAX_SLOTS = 8
+    MAX_SLOT_BYTES = 64 << 20
 
     def __init__(self, context: Any, slots: int, slot_bytes: int) -> None:
-        self.slot_bytes = slot_bytes
-        self.slots = [context.RawArray("B", slot_bytes) for _ in range(slots)]
-        self.free = context.Queue(slots)
-        self.free.cancel_join_thread()         # slot numbers left in it must not hold up any process's exit
-        for k in range(slots):
+        self.n_slots = max(1, min(slots, self.MAX_SLOTS))
+        self.slot_bytes = max(1, min(slot_bytes, self.MAX_SLOT_BYTES))
+        self.buffer = context.RawArray("B", self.n_slots * self.slot_bytes)
+        self.free = context.Queue(self.n_slots)
+        for k in range(self.n_slots):
             self.free.put(k)
 
-    def pack(self, batch: Batch, timeout: float) -> Any:
-        """What to send for batch: (slot, length, bounds, origin) with its bytes in the slot, or the batch
-        itself if it does not fit one; None if no slot came free within timeout seconds."""
+    def pack(self, batch: Batch, timeout: float = 0.05) -> Any:
+        """What to send for batch: (slot, length, bounds, origin) with its bytes in a free slot, or the batch
+        itself if it does not fit one or no slot comes free within timeout seconds."""
         n = len(batch.data)
         if n > self.slot_bytes:
             return batch
         try:
             k = self.free.get(timeout=timeout)
         except queue.Empty:
-            return None
-        ctypes.memmove(self.slots[k], batch.data, n)
+            return batch
+        ctypes.memmove(ctypes.addressof(self.buffer) + k * self.slot_bytes, batch.data, n)
         return (k, n, batch.bounds, batch.origin)
 
     def unpack(self, item: Any) -> Batch:
@@ -478,9 +482,15 @@ class BatchRing:
         if isinstance(item, Batch):
             return item
         k, n, bounds, origin = item
-        data = ctypes.string_at(ctypes.addressof(self.slots[k]), n)
+        data = ctypes.string_at(ctypes.addressof(self.buffer) + k * self.slot_bytes, n)   # n <= MAX_SLOT_BYTES
         self.free.put(k)
         return Batch(data, bounds, origin)
+
+    def close(self) -> None:
+        """The caller's end, once the workers are done or gone (slot numbers left in the queue must not hold
+        up its exit)."""
+        self.free.cancel_join_thread()
+        self.free.close()
 
 
 def _count_batch(counter: ChunkCounter, batch: Batch, bytes_done: Any) -> None:
@@ -501,7 +511,7 @@ def _count_queued(special_tokens: Iterable[str], pattern: str, errors: str, out_
         item = _queue.get()
         if item is None:
             break
-        _count_batch(counter, _ring.unpack(item) if _ring is not None else item, _bytes_done)
+        _count_batch(counter, _ring.unpack(item), _bytes_done)  # type: ignore[union-attr]
     return _save_table(counter, out_path)
 
 
@@ -509,9 +519,9 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
                         errors: str, progress: Progress | None, what: str,
                         batch_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Table]:
     """The tables (one per worker) of an iterator of Batches (of about batch_bytes), read here and counted by
-    num_processes - 1 worker processes, whose batches' bytes go through a BatchRing, and a thread of this process
-    (whose counting runs without the GIL). At most a few batches are in flight: memory does not grow with the
-    corpus. `what` names the input in errors."""
+    num_processes - 1 worker processes, whose batches' bytes go through a BatchRing (2 slots a worker and 2 more,
+    of twice batch_bytes; at most 8 of 64 MB), and a thread of this process (whose counting runs without the GIL). At most a
+    few batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
     context = worker_context()
     bytes_done = Tally(context)
     own = _counter_for(special_tokens, pattern, errors)
@@ -523,7 +533,6 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
         return [own.arrays()]
     workers = num_processes - 1
     shared = shared_queue(context, workers + 1)
-    ring = BatchRing(context, workers + 2, 2 * max(batch_bytes, 1 << 16))
     local: queue.Queue[Batch | None]
     local = queue.Queue(maxsize=1)            # the thread's next batch: handed over without pickling
     stop = threading.Event()
@@ -549,7 +558,7 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
         check_workers_alive(pool)
 
     def hand_over(batch: Batch | None, futures: Sequence[Future[str]], pool: Any, own_first: bool = True) -> None:
-        item = None if batch is None else _UNPACKED     # what goes to the workers' queue, once it has a slot
+        item: Any = _UNPACKED                    # what goes to the workers' queue, once packed
         while True:
             if own_first and item is _UNPACKED:
                 try:
@@ -558,11 +567,7 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
                 except queue.Full:
                     pass
             if item is _UNPACKED:
-                item = ring.pack(batch, timeout=0.05)        # type: ignore[arg-type]
-                if item is None:                              # no slot free yet: look again at the thread
-                    item = _UNPACKED
-                    check(futures, pool)
-                    continue
+                item = None if batch is None else ring.pack(batch)  # type: ignore[union-attr]  # made before
             try:
                 shared.put(item, timeout=0.1)
                 return
@@ -571,7 +576,9 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
                 if not thread.is_alive():
                     raise RuntimeError("the counting thread stopped") from (failure[0] if failure else None)
 
+    ring: BatchRing | None = None
     try:
+        ring = BatchRing(context, 2 * workers + 2, 2 * max(batch_bytes, 1 << 16))
         with _scratch_dir(0) as scratch, \
                 worker_pool(workers, f"counting {what}", _init_stream_worker, (bytes_done, shared, ring),
                             context) as pool:
@@ -614,6 +621,8 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
         raise
     finally:
         shared.close()
+        if ring is not None:
+            ring.close()
 
 
 def check_input_args(special_tokens: Iterable[str] | None, pattern: str, errors: str) -> tuple[SpecialTokens, str]:

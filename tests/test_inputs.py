@@ -565,21 +565,63 @@ def test_pull_utf8_equals_oracle(items, budget):
 
 
 def test_batch_ring_hands_bytes_through_shared_slots_and_frees_them():
+    import pickle
     from bpe_fast.count_workers import BatchRing
     from bpe_fast.inputs import Batch
     from bpe_fast.procs import worker_context
     ring = BatchRing(worker_context(), 2, 16)
-    small = Batch(b"hello world", np.array([0, 5, 11], dtype=np.int64), ("docs", 3, None, None))
-    big = Batch(b"x" * 17, np.array([0, 17], dtype=np.int64), ("docs", 5, None, None))
-    first = ring.pack(small, timeout=1)
+    one = Batch(b"hello world", np.array([0, 5, 11], dtype=np.int64), ("docs", 3, None, None))
+    two = Batch(b"x" * 16, np.array([0, 16], dtype=np.int64), ("docs", 4, None, None))         # exactly a slot
+    big = Batch(b"y" * 17, np.array([0, 17], dtype=np.int64), ("docs", 5, None, None))
+    first = ring.pack(one)
     assert isinstance(first, tuple) and not isinstance(first, Batch) and first[1] == 11
-    assert ring.pack(big, timeout=1) is big and ring.unpack(big) is big        # too big for a slot: whole
-    second = ring.pack(small, timeout=1)
-    assert ring.pack(small, timeout=0.05) is None                              # both slots taken
-    for packed in (first, second):
+    assert ring.pack(big) is big and ring.unpack(big) is big                  # too big for a slot: whole
+    second = pickle.loads(pickle.dumps(ring.pack(two)))                       # as the queue sends it
+    assert ring.pack(one, timeout=0.01) is one                               # no slot free: whole
+    for packed, batch in ((second, two), (first, one)):
         got = ring.unpack(packed)
-        assert got.data == small.data and got.bounds.tolist() == [0, 5, 11] and got.origin == small.origin
-    assert ring.pack(small, timeout=1) is not None                             # freed again
+        assert got.data == batch.data and got.bounds.tolist() == batch.bounds.tolist()
+        assert got.origin == batch.origin
+    assert all(not isinstance(ring.pack(b), Batch) for b in (one, two))      # both slots free again
+    assert BatchRing(worker_context(), 100, 1 << 40).n_slots == BatchRing.MAX_SLOTS
+
+
+def test_a_stream_worker_counts_packed_and_whole_batches_and_frees_every_slot(tmp_path):
+    # what a stream worker does with its queue, run here: packed batches (their bytes in slots), a whole one,
+    # then the end; the table is the documents' counts and every slot is free again
+    import queue as queues
+    import bpe_fast.count_workers as cw
+    from bpe_fast.count_workers import BatchRing, Tally, _count_queued, _init_stream_worker, _read_table
+    from bpe_fast.inputs import Batch
+    from bpe_fast.procs import worker_context
+    docs = documents(14, n=30)
+    batches = []
+    for k in range(0, 30, 5):
+        data = [d.encode() for d in docs[k:k + 5]]
+        bounds = np.zeros(6, dtype=np.int64)
+        np.cumsum([len(x) for x in data], out=bounds[1:])
+        batches.append(Batch(b"".join(data), bounds, ("docs", k, None, None)))
+    context = worker_context()
+    ring = BatchRing(context, 3, max(len(b.data) for b in batches))
+    items: queues.Queue = queues.Queue()
+    for batch in batches:
+        packed = ring.pack(batch, timeout=0.01)
+        items.put(packed)
+    tally = Tally(context)
+    saved = (cw._bytes_done, cw._queue, cw._ring)
+    try:
+        _init_stream_worker(tally, items, ring)
+        # the first 3 went through slots, the rest whole (no slot free until the worker frees them)
+        assert sum(not isinstance(items.queue[k], Batch) for k in range(len(batches))) == 3
+        items.put(None)
+        out = _count_queued([EOT], GPT2_PATTERN, "strict", str(tmp_path / "table.npy"))
+    finally:
+        cw._bytes_done, cw._queue, cw._ring = saved
+    tokens, offsets, counts = _read_table(out)
+    got = {tokens[offsets[i]:offsets[i + 1]].tobytes(): int(counts[i]) for i in range(len(counts))}
+    assert got == oracle_docs(docs)
+    assert tally.documents == 30 and tally.value == sum(len(b.data) for b in batches)
+    assert ring.free.qsize() == 3                                            # every slot back
 
 
 def test_documents_bigger_than_a_ring_slot_go_whole_and_count_as_the_oracle():
