@@ -645,9 +645,7 @@ def _iterable_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str
             size += len(document)
             index += 1
         if parts and (size >= batch_bytes or state == 1):
-            bounds = np.zeros(index - first + 1, dtype=np.int64)
-            np.cumsum(np.concatenate(parts), out=bounds[1:])
-            yield Batch(b"".join(blobs), bounds, (name, first, None, None))
+            yield _joined_batch(blobs, parts, None, name, first)
             blobs, parts, size, first = [], [], 0, index
         if state == 1:
             return
