@@ -33,7 +33,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_S
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
-from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact
+from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact, PyUnicode_Find
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove, memset
 from libcpp.vector cimport vector
@@ -51,35 +51,31 @@ cdef extern from *:
     """
     #include <Python.h>
     #include <cstdint>
-    // list[k] = objects[ids[k]] for k < n, each with a new reference: list is new (its items NULL), objects a
-    // list holding every id in ids. One refcount write per item (a Cython object variable would make three).
-    static void bpe_fast_fill_list(PyObject* list, const int32_t* ids, Py_ssize_t n, PyObject* objects) {
-        PyObject** dst = PySequence_Fast_ITEMS(list);
+    // objects[ids[k]] gains a reference for each k < n.
+    static void bpe_fast_add_each_reference(PyObject* objects, const int32_t* ids, Py_ssize_t n) {
         PyObject** src = PySequence_Fast_ITEMS(objects);
-        for (Py_ssize_t k = 0; k < n; k++) {
-            PyObject* o = src[ids[k]];
-            Py_INCREF(o);
-            dst[k] = o;
-        }
+        for (Py_ssize_t k = 0; k < n; k++)
+            Py_INCREF(src[ids[k]]);
     }
-    // The same without touching the objects: the caller has added their references (add_references).
+    // list[k] = objects[ids[k]] for k < n: list is new (its items NULL), objects a list holding every id in ids,
+    // whose references the caller has added (add_references, add_each_reference).
     static void bpe_fast_fill_list_owned(PyObject* list, const int32_t* ids, Py_ssize_t n, PyObject* objects) {
         PyObject** dst = PySequence_Fast_ITEMS(list);
         PyObject** src = PySequence_Fast_ITEMS(objects);
         for (Py_ssize_t k = 0; k < n; k++)
             dst[k] = src[ids[k]];
     }
-    // objects[i] gains counts[i] references for each i of distinct[0:n]: one write per id, not per occurrence.
+    // objects[distinct[k]] gains counts[k] references, for k < n.
     static void bpe_fast_add_references(PyObject* objects, const int32_t* distinct, Py_ssize_t n,
                                         const Py_ssize_t* counts) {
         PyObject** src = PySequence_Fast_ITEMS(objects);
         for (Py_ssize_t k = 0; k < n; k++) {
             PyObject* o = src[distinct[k]];
-            Py_SET_REFCNT(o, Py_REFCNT(o) + counts[distinct[k]]);
+            Py_SET_REFCNT(o, Py_REFCNT(o) + counts[k]);
         }
     }
     """
-    void fill_list "bpe_fast_fill_list"(list result, const int32_t* ids, Py_ssize_t n, list objects)
+    void add_each_reference "bpe_fast_add_each_reference"(list objects, const int32_t* ids, Py_ssize_t n)
     void fill_list_owned "bpe_fast_fill_list_owned"(list result, const int32_t* ids, Py_ssize_t n, list objects)
     void add_references "bpe_fast_add_references"(list objects, const int32_t* distinct, Py_ssize_t n,
                                                   const Py_ssize_t* counts)
@@ -311,7 +307,8 @@ cdef list _id_list(const int32_t* ids, Py_ssize_t n, list id_objects):
         if ids[k] < 0 or ids[k] >= n_objects:
             raise ValueError(f"id {ids[k]} has no int object")
     result = PyList_New(n)
-    fill_list(result, ids, n, id_objects)
+    add_each_reference(id_objects, ids, n)
+    fill_list_owned(result, ids, n, id_objects)
     return result
 
 
@@ -1132,101 +1129,6 @@ cdef class BPECore:
         self._encode_bytes(&data[0], data.shape[0], seg, True, &out.ids)
         return out.ids.size() - before
 
-    def encode_batch_utf8(self, const uint8_t[::1] data, const int64_t[::1] offsets, Segmenter seg not None,
-                          list id_objects not None):
-        """The ids of each text data[offsets[k]:offsets[k+1]] (UTF-8 the caller has checked, as for
-        encode_utf8_into) as a list of lists of int (id_objects[i] is the int i): all the texts in one native
-        pass, without the GIL once they hold NOGIL_BYTES between them (so a thread encoding a group of short
-        texts lets the others run), then the lists. Neither data nor offsets may change during the call.
-
-        Worked example: data b"ab<|eot|>b", offsets [0, 2, 2, 10] -> [ids of "ab"], [], [<|eot|>'s id, ids of "b"]."""
-        cdef Py_ssize_t n_texts = offsets.shape[0] - 1, k
-        if n_texts < 0:
-            raise ValueError("offsets must have at least one entry")
-        if n_texts and (offsets[0] < 0 or offsets[n_texts] > data.shape[0]):
-            raise ValueError("text offsets outside the data")
-        for k in range(n_texts):
-            if offsets[k + 1] < offsets[k]:
-                raise ValueError("text offsets must not decrease")
-        return self._encode_batch(&data[0] if data.shape[0] else NULL, &offsets[0], n_texts, seg, id_objects)
-
-    def encode_batch_texts(self, texts, Segmenter seg not None, list id_objects not None):
-        """encode_batch_utf8 of a sequence of str: [encode_text(t) for t in texts], except that lone surrogates
-        become U+FFFD (and a surrogate pair the character it encodes), as encode does after its
-        UnicodeEncodeError. Their UTF-8 is made here, without the GIL once they hold NOGIL_BYTES between them,
-        from each str's own buffer; only the lists are made with the GIL held. None, having encoded nothing,
-        when an item is not a str (the caller then names it)."""
-        cdef tuple items = tuple(texts)         # holds the texts: their buffers are read without the GIL
-        cdef Py_ssize_t n_texts = len(items), k, n, bound = 0
-        cdef vector[int] kinds
-        cdef vector[const void*] buffers
-        cdef vector[Py_ssize_t] lengths
-        cdef vector[int64_t] offsets
-        cdef vector[uint8_t] data
-        cdef int kind
-        kinds.resize(n_texts)
-        buffers.resize(n_texts)
-        lengths.resize(n_texts)
-        for k in range(n_texts):
-            text = items[k]
-            if not PyUnicode_Check(text):
-                return None
-            bpe_fast_unicode_ready(text)
-            n = PyUnicode_GET_LENGTH(text)
-            kind = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
-            kinds[k] = kind
-            buffers[k] = PyUnicode_DATA(text)
-            lengths[k] = n
-            bound += n * (1 if kind == 0 else 4 if kind == 4 else kind + 1)   # UTF-8 bytes a unit, at most
-        data.resize(bound + 1)
-        offsets.resize(n_texts + 1)
-        if bound >= NOGIL_BYTES:
-            with nogil:
-                _texts_to_utf8(kinds.data(), buffers.data(), lengths.data(), n_texts, data.data(), offsets.data())
-        else:
-            _texts_to_utf8(kinds.data(), buffers.data(), lengths.data(), n_texts, data.data(), offsets.data())
-        return self._encode_batch(data.data(), offsets.data(), n_texts, seg, id_objects)
-
-    cdef list _encode_batch(self, const uint8_t* base, const int64_t* offsets, Py_ssize_t n_texts, Segmenter seg,
-                            list id_objects):
-        """encode_batch_utf8 of checked offsets: the ids of the texts base[offsets[k]:offsets[k + 1]], in one
-        native pass, then the lists."""
-        cdef Py_ssize_t k, start = 0
-        cdef vector[int32_t] ids
-        cdef vector[Py_ssize_t] ends            # ends[k]: where the ids of text k end in ids
-        cdef SpecialMatcher m = seg.specials
-        cdef Py_ssize_t n_objects = PyList_GET_SIZE(id_objects), bad
-        cdef bint counted
-        cdef vector[Py_ssize_t] counts          # id -> how many times it is in ids
-        cdef vector[int32_t] distinct           # the ids in ids, each once
-        ends.resize(n_texts)
-        if n_texts and offsets[n_texts] - offsets[0] >= NOGIL_BYTES:
-            with nogil:
-                self._encode_texts(base, offsets, n_texts, seg, m, &ids, ends.data())
-                bad = _count_ids(ids.data(), ids.size(), n_objects, &counts, &distinct)
-        else:
-            if n_texts:
-                self._encode_texts(base, offsets, n_texts, seg, m, &ids, ends.data())
-            bad = _count_ids(ids.data(), ids.size(), n_objects, &counts, &distinct)
-        if bad >= 0:
-            raise ValueError(f"id {ids[bad]} has no int object")
-        # The GIL is held from here: each int's references are added once (by its count), then the lists are
-        # filled with pointers only, which on many short texts halves the time the other threads wait.
-        result = PyList_New(n_texts)
-        counted = not counts.empty()
-        if counted:
-            add_references(id_objects, distinct.data(), distinct.size(), counts.data())
-        for k in range(n_texts):
-            item = PyList_New(ends[k] - start)      # (a MemoryError here leaves some ints a few references too many)
-            if counted:
-                fill_list_owned(item, ids.data() + start, ends[k] - start, id_objects)
-            else:
-                fill_list(item, ids.data() + start, ends[k] - start, id_objects)
-            Py_INCREF(item)
-            PyList_SET_ITEM(result, k, item)
-            start = ends[k]
-        return result
-
     cdef int _encode_texts(self, const uint8_t* base, const int64_t* offsets, Py_ssize_t n_texts, Segmenter seg,
                            SpecialMatcher m, vector[int32_t]* out, Py_ssize_t* ends) except -1 nogil:
         """Append the ids of each text base[offsets[k]:offsets[k+1]] to out, each as _encode_utf8 does it (its
@@ -1310,19 +1212,307 @@ def pull_utf8(iterator, Py_ssize_t budget):
 _PULL_END = object()
 cdef Py_ssize_t _PULL_FIRST_BYTES = 1 << 20
 
+cdef extern from *:
+    """
+    #include <vector>
+    #include <thread>
+    #include <chrono>
+    // One group of an encode_batch job (BatchJob): the ids of its texts one after another, where each text's
+    // ids end, the distinct ids with their counts (empty when the group has too few ids to be worth counting),
+    // and the first id with no int object (-1: none). state: 0 waiting, 1 encoded, 2 its encoder failed; read
+    // and written atomically (a thread encodes the group, the calling thread makes its lists).
+    struct BpeFastGroup {
+        std::vector<int32_t> ids;
+        std::vector<Py_ssize_t> ends;
+        std::vector<int32_t> distinct;
+        std::vector<Py_ssize_t> counts;
+        Py_ssize_t bad = -1;
+        int state = 0;
+        void release() { *this = BpeFastGroup(); }      // its memory freed
+    };
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline Py_ssize_t bpe_fast_claim(Py_ssize_t* p) {
+        return (Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64*)p, 1);
+    }
+    static inline int bpe_fast_load(int* p) { return _InterlockedOr((volatile long*)p, 0); }
+    static inline void bpe_fast_store(int* p, int v) { _InterlockedExchange((volatile long*)p, v); }
+    #else
+    static inline Py_ssize_t bpe_fast_claim(Py_ssize_t* p) { return __atomic_fetch_add(p, 1, __ATOMIC_RELAXED); }
+    static inline int bpe_fast_load(int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void bpe_fast_store(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+    #endif
+    static inline void bpe_fast_pause() { std::this_thread::sleep_for(std::chrono::microseconds(20)); }
+    """
+    cdef cppclass BpeFastGroup:
+        vector[int32_t] ids
+        vector[Py_ssize_t] ends
+        vector[int32_t] distinct
+        vector[Py_ssize_t] counts
+        Py_ssize_t bad
+        int state
+        void release()
+    Py_ssize_t claim_next "bpe_fast_claim"(Py_ssize_t* p) noexcept nogil
+    int atomic_load "bpe_fast_load"(int* p) noexcept nogil
+    void atomic_store "bpe_fast_store"(int* p, int v) noexcept nogil
+    void pause_briefly "bpe_fast_pause"() noexcept nogil
 
-cdef Py_ssize_t _count_ids(const int32_t* ids, Py_ssize_t n, Py_ssize_t n_objects, vector[Py_ssize_t]* counts,
-                           vector[int32_t]* distinct) noexcept nogil:
-    """counts[i] = occurrences of i in ids[0:n] (counts sized n_objects), distinct = the ids seen, each once;
-    counts is left empty when there are fewer than n_objects / 16 ids. Returns the position of the first id outside [0, n_objects), else -1."""
+
+@cython.final
+cdef class BatchJob:
+    """encode_batch of a sequence of str on several threads at once, the lists made as the groups finish.
+
+    BatchJob(texts, seg, group_bytes, specials, id_objects) cuts the texts into pieces and the pieces into
+    groups of about group_bytes of UTF-8 at most (at least one piece each). A text longer than group_bytes is
+    cut into pieces of about group_bytes where chunking.py's rule allows (before a space that follows a
+    printable ASCII character, no special token of `specials`, a tuple of str, over the cut): the built-in
+    patterns' pre-tokens never cross such a cut, so the pieces' ids put together are the text's. Every thread
+    taking part calls work(core) with an encoder of its own: without the GIL, it claims the next group not yet
+    claimed, makes its pieces' UTF-8 (lone surrogates become U+FFFD, as encode does) and encodes them, until
+    none is left. The calling thread calls collect(core) instead: it encodes groups too, and between them, with
+    the GIL, makes the lists (of id_objects[i], the int i) of the groups finished so far, in order, so that
+    making lists (and the garbage collector's passes over them) runs while the other threads encode; it
+    returns the list of the ids of every text. The texts are held for the job's life: their buffers are read
+    without the GIL.
+
+    Worked example (tokenizer with "ab" -> 256): texts ["ab", "b", "abab"], group_bytes 3 -> groups ["ab",
+    "b"] and ["abab"]; collect gives [[256], [98], [256, 256]]. With group_bytes 4, "ab! ab! ab" is cut
+    into "ab! ab!" and " ab" (the first space after a printable character at or after its 4th character).
+    """
+
+    cdef tuple items
+    cdef Segmenter seg
+    cdef list id_objects
+    cdef Py_ssize_t n_objects               # len(id_objects)
+    cdef bint counting                      # each group's ids counted, their references added by count
+    cdef vector[int] kinds                  # piece p: its str's kind (0: ASCII), buffer and length
+    cdef vector[const void*] buffers
+    cdef vector[Py_ssize_t] lengths
+    cdef vector[Py_ssize_t] text_of         # piece p is part of text text_of[p]
+    cdef vector[uint8_t] whole              # 1: piece p is its whole text; else 2 for its last piece, 0 before
+    cdef vector[Py_ssize_t] starts          # group g holds pieces starts[g]:starts[g + 1]
+    cdef vector[Py_ssize_t] bounds          # at most this many UTF-8 bytes in group g
+    cdef vector[BpeFastGroup] groups
+    cdef Py_ssize_t next_group              # the next group to claim (atomically incremented)
+    cdef int failed                         # set (atomically) once a thread has failed: the others stop
+    cdef readonly Py_ssize_t n_groups
+    cdef readonly Py_ssize_t n_pieces
+    cdef readonly Py_ssize_t total_bytes    # at most this many UTF-8 bytes in all
+
+    def __cinit__(self, texts, Segmenter seg not None, Py_ssize_t group_bytes, tuple specials not None,
+                  list id_objects not None):
+        cdef Py_ssize_t n_texts, k, n, size, group = 0, at, cut, target
+        cdef int kind, per_unit
+        cdef uint8_t role
+        cdef const uint8_t* data
+        if group_bytes < 1:
+            raise ValueError(f"group_bytes must be at least 1, got {group_bytes}")
+        self.items = tuple(texts)
+        self.seg = seg
+        self.id_objects = id_objects
+        self.n_objects = PyList_GET_SIZE(id_objects)
+        n_texts = len(self.items)
+        self.starts.push_back(0)
+        for k in range(n_texts):
+            text = self.items[k]
+            if not PyUnicode_Check(text):
+                raise TypeError(f"text must be a str, got {type(text).__name__} (texts[{k}])")
+            bpe_fast_unicode_ready(text)
+            n = PyUnicode_GET_LENGTH(text)
+            kind = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
+            data = <const uint8_t*>PyUnicode_DATA(text)
+            per_unit = 1 if kind == 0 else 4 if kind == 4 else kind + 1    # UTF-8 bytes a unit, at most
+            target = max(1, group_bytes // per_unit)                        # units in a piece
+            at = 0
+            while True:
+                cut = _piece_cut(text, kind, data, at + target, n, specials) if n - at > target else -1
+                self.kinds.push_back(kind)
+                self.buffers.push_back(data + at * (1 if kind == 0 else kind))
+                self.lengths.push_back((n if cut < 0 else cut) - at)
+                self.text_of.push_back(k)
+                # (through a typed local: Cython 3 pushes the expression itself through a dangling reference)
+                role = 1 if at == 0 and cut < 0 else 2 if cut < 0 else 0
+                self.whole.push_back(role)
+                size = ((n if cut < 0 else cut) - at) * per_unit
+                if group and group + size > group_bytes:
+                    self.starts.push_back(self.kinds.size() - 1)
+                    self.bounds.push_back(group)
+                    group = 0
+                group += size
+                self.total_bytes += size
+                if cut < 0:
+                    break
+                at = cut
+        self.n_pieces = self.kinds.size()
+        if self.n_pieces:
+            self.starts.push_back(self.n_pieces)
+            self.bounds.push_back(group)
+        self.n_groups = self.bounds.size()
+        self.groups.resize(self.n_groups)
+        # counting pays (one reference write per distinct id, not per id) once there are ids enough
+        self.counting = self.total_bytes >= self.n_objects // 4
+
+    cdef int _encode_group(self, BPECore core, Py_ssize_t g, vector[uint8_t]* data, vector[int64_t]* offsets,
+                           vector[int32_t]* counts) except -1 nogil:
+        """Encode group g into self.groups[g] (data, offsets: the caller's scratch; counts: empty or zeros,
+        sized len(id_objects), left zeros)."""
+        cdef Py_ssize_t first = self.starts[g], n_pieces = self.starts[g + 1] - self.starts[g], k
+        cdef BpeFastGroup* out = &self.groups[g]
+        data.resize(self.bounds[g] + 1)
+        offsets.resize(n_pieces + 1)
+        _texts_to_utf8(self.kinds.data() + first, self.buffers.data() + first, self.lengths.data() + first,
+                       n_pieces, data.data(), offsets.data())
+        out.ends.resize(n_pieces)
+        out.ids.reserve(offsets[0][n_pieces] // 3 + 16)    # about as many ids as that, most often fewer
+        core._encode_texts(data.data(), offsets.data(), n_pieces, self.seg, self.seg.specials, &out.ids,
+                           out.ends.data())
+        out.bad = _count_ids(out.ids.data(), out.ids.size(), self.n_objects, self.counting, counts, &out.distinct)
+        out.counts.resize(out.distinct.size())
+        for k in range(<Py_ssize_t>out.distinct.size()):
+            out.counts[k] = counts[0][out.distinct[k]]
+            counts[0][out.distinct[k]] = 0
+        return 0
+
+    def work(self, BPECore core not None):
+        """Encode groups with `core` (this thread's own) until none is left to claim."""
+        cdef vector[uint8_t] data
+        cdef vector[int64_t] offsets
+        cdef vector[int32_t] counts             # id -> occurrences in a group (int32: half the cache lines)
+        cdef Py_ssize_t g = -1
+        try:
+            with nogil:
+                while True:
+                    g = claim_next(&self.next_group)
+                    if g >= self.n_groups:
+                        break
+                    if atomic_load(&self.failed):       # given up: whoever waits for it learns why
+                        atomic_store(&self.groups[g].state, 2)
+                        break
+                    self._encode_group(core, g, &data, &offsets, &counts)
+                    atomic_store(&self.groups[g].state, 1)
+                    g = -1
+        except BaseException:
+            atomic_store(&self.failed, 1)
+            if 0 <= g < self.n_groups:
+                atomic_store(&self.groups[g].state, 2)
+            raise
+
+    cdef int _make_lists(self, Py_ssize_t g, list result, vector[int32_t]* pending) except -1:
+        """Put the lists of group g's texts into result (the GIL held); the ids of a text cut into pieces
+        gather in pending until its last piece."""
+        cdef BpeFastGroup* group = &self.groups[g]
+        cdef Py_ssize_t p, start = 0, n
+        cdef const int32_t* ids
+        if group.bad >= 0:
+            raise ValueError(f"id {group.ids[group.bad]} has no int object")
+        if self.counting:
+            add_references(self.id_objects, group.distinct.data(), group.distinct.size(), group.counts.data())
+        else:
+            add_each_reference(self.id_objects, group.ids.data(), group.ids.size())
+        for p in range(self.starts[g], self.starts[g + 1]):
+            ids = group.ids.data() + start
+            n = group.ends[p - self.starts[g]] - start
+            start += n
+            if self.whole[p] != 1:
+                pending.insert(pending.end(), ids, ids + n)
+                if self.whole[p] == 0:
+                    continue
+                ids = pending.data()
+                n = pending.size()
+            item = PyList_New(n)                # (a MemoryError here leaves some ints a few references too many)
+            fill_list_owned(item, ids, n, self.id_objects)
+            Py_INCREF(item)
+            PyList_SET_ITEM(result, self.text_of[p], item)
+            pending.clear()
+        group.release()
+        return 0
+
+    def collect(self, BPECore core not None):
+        """Take part as work does, and make the lists (the GIL held) of each group once it and those before it
+        are encoded. Returns the list of every text's ids, or None when another thread failed (the caller
+        raises that thread's error); in either case no thread claims a group after this returns."""
+        cdef vector[uint8_t] data
+        cdef vector[int64_t] offsets
+        cdef vector[int32_t] counts             # id -> occurrences in a group (int32: half the cache lines)
+        cdef vector[int32_t] pending            # the ids of a text's pieces so far
+        cdef Py_ssize_t done = 0, g
+        cdef int state
+        cdef bint release = self.total_bytes >= NOGIL_BYTES
+        result = PyList_New(len(self.items))
+        try:
+            while done < self.n_groups:
+                state = atomic_load(&self.groups[done].state)
+                if state == 2 or atomic_load(&self.failed):
+                    return None
+                if state == 1:
+                    self._make_lists(done, result, &pending)
+                    done += 1
+                    continue
+                g = claim_next(&self.next_group)
+                if g < self.n_groups:
+                    if release:
+                        with nogil:
+                            self._encode_group(core, g, &data, &offsets, &counts)
+                    else:
+                        self._encode_group(core, g, &data, &offsets, &counts)
+                    atomic_store(&self.groups[g].state, 1)
+                else:
+                    with nogil:
+                        while atomic_load(&self.groups[done].state) == 0:
+                            pause_briefly()
+            return result
+        finally:
+            atomic_store(&self.failed, 1)
+
+
+cdef inline Py_UCS4 _unit_at(int kind, const uint8_t* data, Py_ssize_t i) noexcept nogil:
+    if kind <= 1:
+        return data[i]
+    if kind == 2:
+        return (<const uint16_t*>data)[i]
+    return (<const uint32_t*>data)[i]
+
+
+cdef Py_ssize_t _piece_cut(str text, int kind, const uint8_t* data, Py_ssize_t lo, Py_ssize_t n,
+                           tuple specials) except -2:
+    """The first k in [lo, n) where `text` (its kind and buffer) may be cut between pieces that encode
+    apart: text[k] a space, text[k - 1] a printable ASCII character (the built-in patterns end a pre-token
+    there, see bpe_fast/chunking.py), and no occurrence of one of `specials` (str) starting before k and
+    ending after it. -1 when there is none."""
+    cdef Py_ssize_t k, size
+    cdef Py_UCS4 before
+    cdef bint covered
+    for k in range(max(lo, 1), n):
+        if _unit_at(kind, data, k) != 0x20:
+            continue
+        before = _unit_at(kind, data, k - 1)
+        if before < 0x21 or before > 0x7E:
+            continue
+        covered = False
+        for special in specials:
+            size = len(<str>special)
+            if size > 1 and PyUnicode_Find(text, special, max(0, k - size + 1), k + size - 1, 1) >= 0:
+                covered = True
+                break
+        if not covered:
+            return k
+    return -1
+
+
+cdef Py_ssize_t _count_ids(const int32_t* ids, Py_ssize_t n, Py_ssize_t n_objects, bint count,
+                           vector[int32_t]* counts, vector[int32_t]* distinct) noexcept nogil:
+    """Check that every id of ids[0:n] is in [0, n_objects) and, when `count`, append the distinct ones to
+    distinct and add their occurrences to counts (empty or n_objects zeros on entry; the caller sets the
+    entries of distinct back to zero after). Returns the position of the first id outside, else -1."""
     cdef Py_ssize_t k
     cdef int32_t i
-    if n < n_objects // 16:                 # few ids: counting would cost more than it saves; only checked
+    if not count:
         for k in range(n):
             if ids[k] < 0 or ids[k] >= n_objects:
                 return k
         return -1
-    counts.assign(n_objects, 0)
+    if <Py_ssize_t>counts.size() != n_objects:
+        counts.assign(n_objects, 0)
     for k in range(n):
         i = ids[k]
         if i < 0 or i >= n_objects:
@@ -1429,19 +1619,19 @@ cdef class EncoderPool:
         finally:
             self.give(core)
 
-    def encode_batch_utf8(self, const uint8_t[::1] data, const int64_t[::1] offsets, Segmenter seg not None):
-        """BPECore.encode_batch_utf8 on an encoder of the pool."""
+    def batch_work(self, BatchJob job not None):
+        """BatchJob.work on an encoder of the pool (a helping thread's part of encode_batch)."""
         cdef BPECore core = self.take()
         try:
-            return core.encode_batch_utf8(data, offsets, seg, self.id_objects)
+            job.work(core)
         finally:
             self.give(core)
 
-    def encode_batch_texts(self, texts, Segmenter seg not None):
-        """BPECore.encode_batch_texts on an encoder of the pool."""
+    def batch_collect(self, BatchJob job not None):
+        """BatchJob.collect on an encoder of the pool (the calling thread's part of encode_batch)."""
         cdef BPECore core = self.take()
         try:
-            return core.encode_batch_texts(texts, seg, self.id_objects)
+            return job.collect(core)
         finally:
             self.give(core)
 

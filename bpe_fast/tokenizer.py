@@ -40,7 +40,7 @@ import regex
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from . import formats
-from ._encode import BPETables, EncoderPool, IdBuffer, Segmenter, StreamEncoder
+from ._encode import BatchJob, BPETables, EncoderPool, IdBuffer, Segmenter, StreamEncoder
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, native_tables, pretoken_boundaries
 from .procs import map_threads
@@ -71,10 +71,11 @@ _MAX_VIEWS = 64
 # encode_iterable re-examines the unfinished tail only once the pending text has grown by this factor,
 # so a pre-token longer than any chunk costs linear, not quadratic, time.
 _PENDING_GROWTH = 2
-# encode_batch joins the UTF-8 of at most about this many characters of text for one native call
-_GROUP_CHARS = 8 << 20
-# encode_batch cuts a batch into this many groups a thread (the threads' last groups end at about the same time)
-_GROUPS_PER_THREAD = 8
+# encode_batch cuts a batch into groups of texts of at most about this much UTF-8 (a text longer than that into
+# pieces), which the threads claim one at a time (a BatchJob): small enough that the threads finish together
+# and that the calling thread makes each group's lists soon after it is encoded, large enough that a group
+# costs little.
+_GROUP_BYTES = 1 << 18
 
 
 class Tokenizer:
@@ -489,8 +490,10 @@ class Tokenizer:
     def encode_batch(self, texts: Iterable[str], *, num_threads: int = 8, allowed_special: AllowedSpecial = "all",
                      disallowed_special: DisallowedSpecial = ()) -> list[list[int]]:
         """[encode(text) for text in texts], on up to `num_threads` threads. For the built-in patterns the texts
-        are cut into about 8 groups a thread (by length) and each group is one native call that encodes all its
-        texts without the GIL, so short texts too encode in parallel.
+        are cut into groups of about 256 KB (a longer text into pieces, where its pre-tokens allow) that the
+        threads, this one among them, claim and encode without the GIL, so short texts and a single long one
+        too encode in parallel; this thread makes the lists of each group as it is done, while the others go on
+        encoding.
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
         >>> tok.encode_batch(["ab", "b"])
@@ -515,26 +518,22 @@ class Tokenizer:
                 return self.encode(text)
 
             return map_threads(encode, texts, num_threads)
-        groups = _length_groups(texts, _GROUPS_PER_THREAD * num_threads if num_threads > 1 else 1)
-        if num_threads == 1 or len(groups) < 2:
-            per_group = [self._encode_group(group, disallowed) for group in groups]
-        else:
-            with ThreadPoolExecutor(min(num_threads, len(groups))) as pool:
-                per_group = list(pool.map(lambda group: self._encode_group(group, disallowed), groups))
-        return list(itertools.chain.from_iterable(per_group))
-
-    def _encode_group(self, texts: list[str], disallowed: frozenset[str]) -> list[list[int]]:
-        """[encode(text) for text in texts] in one native call (BPECore.encode_batch_texts: their UTF-8 made
-        natively, without the GIL on long groups). Each text is taken as encode takes it (TypeError for one that
-        is not a str, lone surrogates replaced)."""
         if disallowed:
             for text in texts:
                 check_disallowed(text, disallowed)
-        ids = self._pool.encode_batch_texts(texts, self._segmenter)  # type: ignore[arg-type]
-        if ids is None:                     # an item is not a str
-            for text in texts:
-                _check_text(text)
-            raise AssertionError("encode_batch_texts refused a batch of str")
+        # (a TypeError naming a text that is not a str)
+        job = BatchJob(texts, self._segmenter, _GROUP_BYTES, self._specials.tokens, self._id_objects)
+        helpers = min(num_threads, job.n_groups) - 1
+        if helpers <= 0:
+            ids = self._pool.batch_collect(job)
+        else:
+            with ThreadPoolExecutor(helpers) as pool:
+                futures = [pool.submit(self._pool.batch_work, job) for _ in range(helpers)]
+                ids = self._pool.batch_collect(job)
+                for future in futures:
+                    future.result()         # a helper's error (collect then gave None)
+        if ids is None:
+            raise AssertionError("encode_batch: a helper failed without an error")
         return ids
 
     def encode_with_offsets(self, text: str, *, allowed_special: AllowedSpecial = "all",
@@ -956,21 +955,6 @@ def _check_threads(num_threads: int) -> None:
         if isinstance(num_threads, bool) or not isinstance(num_threads, int):
             raise TypeError(f"num_threads must be an int, got {num_threads!r}")
         raise ValueError(f"num_threads must be at least 1, got {num_threads}")
-
-
-def _length_groups(texts: list[_T], n_groups: int) -> list[list[_T]]:
-    """`texts` (a list) cut into at most `n_groups` runs of about the same total length, and into runs of at most
-    _GROUP_CHARS characters (beyond one text) so the joined UTF-8 of a run stays small."""
-    n = len(texts)
-    if n == 0:
-        return []
-    ends = np.cumsum(np.fromiter((len(t) if isinstance(t, str) else 0 for t in texts), dtype=np.int64, count=n))
-    total = int(ends[-1])
-    n_groups = max(1, min(n, max(n_groups, -(-total // _GROUP_CHARS))))
-    # run g ends after the first text whose end reaches g/n_groups of the total
-    cuts = np.searchsorted(ends, total * np.arange(1, n_groups, dtype=np.float64) / n_groups, side="left") + 1
-    cuts = [0, *sorted(set(int(c) for c in cuts if 0 < c < n)), n]
-    return [texts[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
 def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,

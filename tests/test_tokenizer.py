@@ -1110,18 +1110,21 @@ def test_encode_batch_disallowed_special_raises(tok):
         [tok.encode("fine")] * 50
 
 
-def test_encode_batch_utf8_kernel_worked_example():
-    # "ab" -> [256]; "" -> []; "<|eot|>b" -> the special token's id (258), then b (98): one call, three texts
-    from bpe_fast._encode import BPECore
-    t = Tokenizer(byte_vocab(b"ab", b"abc"), [(b"a", b"b"), (b"ab", b"c")], ["<|eot|>"])
-    core = BPECore(t._tables)
-    data = b"ab<|eot|>b"
-    offsets = np.array([0, 2, 2, 10], dtype=np.int64)
-    assert core.encode_batch_utf8(data, offsets, t._segmenter, t._id_objects) == [[256], [], [258, 98]]
-    assert core.encode_batch_utf8(b"", np.zeros(1, dtype=np.int64), t._segmenter, t._id_objects) == []
-    for bad in ([0, 3, 2], [0, 11], [-1, 2]):
-        with pytest.raises(ValueError, match="offsets"):
-            core.encode_batch_utf8(data, np.array(bad, dtype=np.int64), t._segmenter, t._id_objects)
+def test_batch_job_worked_example():
+    # "ab" -> 256; group_bytes 3 cuts ["ab", "b", "abab"] into ["ab", "b"] and ["abab"]
+    from bpe_fast._encode import BatchJob, BPECore
+    t = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")])
+    job = BatchJob(["ab", "b", "abab"], t._segmenter, 3, (), t._id_objects)
+    assert (job.n_groups, job.n_pieces, job.total_bytes) == (2, 3, 7)
+    assert job.collect(BPECore(t._tables)) == [[256], [98], [256, 256]]
+    empty = BatchJob([], t._segmenter, 3, (), t._id_objects)
+    assert empty.n_groups == 0 and empty.collect(BPECore(t._tables)) == []
+    # a text longer than group_bytes is cut before a space that follows a printable ASCII character
+    job = BatchJob(["ab! ab! ab"], t._segmenter, 4, (), t._id_objects)
+    assert (job.n_groups, job.n_pieces) == (2, 2)        # "ab! ab!" and " ab"
+    assert job.collect(BPECore(t._tables)) == [t.encode("ab! ab! ab")]
+    with pytest.raises(ValueError, match="group_bytes"):
+        BatchJob(["ab"], t._segmenter, 0, (), t._id_objects)
 
 
 def utf16_round_trip(text):
@@ -1130,20 +1133,39 @@ def utf16_round_trip(text):
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+def run_batch_job(t, texts, group_bytes, helpers):
+    """A BatchJob of `texts` run as encode_batch runs it: `helpers` threads calling work, this one collect."""
+    from bpe_fast._encode import BatchJob, BPECore
+    job = BatchJob(texts, t._segmenter, group_bytes, t._specials.tokens, t._id_objects)
+    errors = []
+
+    def work():
+        try:
+            job.work(BPECore(t._tables))
+        except BaseException as e:      # pragma: no cover (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=work) for _ in range(helpers)]
+    for thread in threads:
+        thread.start()
+    result = job.collect(BPECore(t._tables))
+    for thread in threads:
+        thread.join()
+    assert not errors
+    return result
+
+
 # every kind of str (ASCII, Latin-1, UCS-2, UCS-4), lone surrogates and pairs, special tokens
 batch_items = st.lists(st.sampled_from(["ab", "abc ", "é", "\u00ff", "€", "日本", "\U0001F600", "\ud83d", "\ude00",
                                         "\ud83d\ude00", "\udbff", "<|eot|>", " ", "\n", "'s", "x"]), max_size=12).map("".join)
 
 
 @SOME
-@given(st.lists(st.one_of(batch_items, st.text(max_size=30)), max_size=20))
-@example(["\ud83d\ude00", "\ud83d", "a\ud83d\ud83d\ude00b", "\ude00\ud83d", "\U0001F600\ud800", "\xff" * 40000])
-def test_encode_batch_texts_kernel_equals_encode_of_the_utf16_round_trip(texts):
-    from bpe_fast._encode import BPECore
+@given(st.lists(st.one_of(batch_items, st.text(max_size=30)), max_size=20), st.integers(1, 64), st.integers(0, 3))
+@example(["\ud83d\ude00", "\ud83d", "a\ud83d\ud83d\ude00b", "\ude00\ud83d", "\U0001F600\ud800", "\xff" * 40000], 8, 1)
+def test_batch_job_equals_encode_of_the_utf16_round_trip(texts, group_bytes, helpers):
     t = Tokenizer(byte_vocab(b"ab", b"abc"), [(b"a", b"b"), (b"ab", b"c")], ["<|eot|>"])
-    core = BPECore(t._tables)
     expected = [t.encode_to_numpy(utf16_round_trip(x).encode("utf-8").decode("utf-8")).tolist() for x in texts]
-    assert core.encode_batch_texts(texts, t._segmenter, t._id_objects) == expected
+    assert run_batch_job(t, texts, group_bytes, helpers) == expected
     assert t.encode_batch(texts, num_threads=2) == expected
 
 
@@ -1155,37 +1177,86 @@ ascii_runs = st.lists(st.sampled_from(["abcdefghijklmnopqrstuvwxyz ", "ab" * 8, 
 @SOME
 @given(st.lists(ascii_runs, max_size=6))
 def test_str_to_utf8_of_ascii_runs_in_every_kind_equals_pythons_utf8(texts):
-    from bpe_fast._encode import BPECore
     t = Tokenizer(byte_vocab(b"ab", b"abc"), [(b"a", b"b"), (b"ab", b"c")], ["<|eot|>"])
-    core = BPECore(t._tables)
-    utf8 = [utf16_round_trip(x).encode("utf-8") for x in texts]         # Python's own encoder
-    offsets = np.zeros(len(utf8) + 1, dtype=np.int64)
-    np.cumsum([len(u) for u in utf8], out=offsets[1:])
-    expected = core.encode_batch_utf8(b"".join(utf8), offsets, t._segmenter, t._id_objects)
-    assert core.encode_batch_texts(texts, t._segmenter, t._id_objects) == expected
+    expected = [t.encode_utf8_to_numpy(utf16_round_trip(x).encode("utf-8")).tolist() for x in texts]  # Python's UTF-8
+    assert run_batch_job(t, texts, 1 << 18, 0) == expected
 
 
-def test_encode_batch_texts_kernel_refuses_what_is_not_a_str():
-    from bpe_fast._encode import BPECore
+def test_batch_job_spreads_many_short_texts_over_its_threads():
+    # 3,000 short texts in groups of about 64 bytes: every thread's groups end up in place, in order
+    t = Tokenizer(byte_vocab(b"ab", b"abc"), [(b"a", b"b"), (b"ab", b"c")], ["<|eot|>"])
+    texts = [("abc" * (k % 7)) + str(k) + ("<|eot|>" if k % 5 == 0 else "") for k in range(3000)]
+    expected = [t.encode(x) for x in texts]
+    for helpers in (0, 1, 3):
+        assert run_batch_job(t, texts, 64, helpers) == expected
+    assert run_batch_job(t, ["".join(texts)], 64, helpers) == [t.encode("".join(texts))]   # one text, cut
+
+
+# texts for the cuts between pieces: spaces after printable ASCII (where cuts fall) next to what each built-in
+# pattern reads across (contractions, digits, upper-case runs, \r\n after punctuation, runs of spaces, other
+# scripts) and special tokens, one of them holding spaces after printable characters
+cut_items = st.lists(st.sampled_from(["ab", " ", "  ", "! ", "x ", "'s ", "'S", "123", "4567 ", "ABC", "Déjà ", "日本 ",
+                                      ".\r\n", "\n\n", "\t", "/ ", "<|end of text|>", "<|eot|>", "Ab ", "aBC ", "é "]),
+                     max_size=40).map("".join)
+
+
+@SOME
+@given(st.sampled_from([GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN]), st.lists(cut_items, max_size=6),
+       st.integers(1, 40), st.integers(0, 2))
+@example(GPT2_PATTERN, ["ab<|end of text|> ab <|end of text|>! ab"], 2, 1)
+def test_batch_job_pieces_encode_as_their_whole_text(trained, pattern, texts, group_bytes, helpers):
+    # long texts are cut into pieces of about group_bytes: put together, their ids are each text's own
+    t = Tokenizer(*trained, special_tokens=["<|end of text|>", "<|eot|>"], pattern=pattern)
+    assert run_batch_job(t, texts, group_bytes, helpers) == [t.encode(x) for x in texts]
+
+
+def test_batch_job_never_cuts_inside_a_special_token():
+    from bpe_fast._encode import BatchJob
+    t = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")], ["<|end of text|>"])
+    text = "ab<|end of text|> ab"               # spaces after "d" and "f" are inside the special token
+    assert BatchJob([text], t._segmenter, 2, t._specials.tokens, t._id_objects).n_pieces == 2   # cut after "|>"
+    assert BatchJob([text], t._segmenter, 2, (), t._id_objects).n_pieces == 4   # not told of it: cut inside
+    assert run_batch_job(t, [text] * 3, 2, 1) == [t.encode(text)] * 3
+
+
+def test_batch_job_refuses_what_is_not_a_str_naming_it():
+    from bpe_fast._encode import BatchJob, BPECore
     t = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")])
-    core = BPECore(t._tables)
-    assert core.encode_batch_texts(["ab", b"ab"], t._segmenter, t._id_objects) is None
+    with pytest.raises(TypeError, match=r"text must be a str, got bytes \(texts\[1\]\)"):
+        BatchJob(["ab", b"ab"], t._segmenter, 1 << 18, (), t._id_objects)
 
     class Text(str):
         pass
-    assert core.encode_batch_texts(("ab", Text("ab")), t._segmenter, t._id_objects) == [[256], [256]]
-    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+    assert BatchJob(("ab", Text("ab")), t._segmenter, 1 << 18, (), t._id_objects).collect(BPECore(t._tables)) == \
+        [[256], [256]]
+    with pytest.raises(TypeError, match=r"text must be a str, got bytes \(texts\[10\]\)"):
         t.encode_batch(["ab"] * 10 + [b"ab"], num_threads=2)
 
 
-def test_length_groups_cover_the_batch_in_order():
-    from bpe_fast.tokenizer import _length_groups
-    texts = ["x" * (k % 13) for k in range(1000)] + [None, "y" * 5000]
-    for n_groups in (1, 2, 8, 5000):
-        groups = _length_groups(texts, n_groups)
-        assert [x for g in groups for x in g] == texts
-        assert all(groups) and len(groups) <= n_groups
-    assert _length_groups([], 8) == []
+def test_batch_job_names_an_id_without_an_int_object():
+    from bpe_fast._encode import BatchJob, BPECore
+    t = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")])
+    for n_texts in (3, 40):                 # few ids (only checked) and enough to be counted
+        job = BatchJob(["ab"] * n_texts, t._segmenter, 1 << 18, (), t._id_objects[:256])
+        with pytest.raises(ValueError, match="id 256 has no int object"):
+            job.collect(BPECore(t._tables))
+
+
+def test_encode_batch_raises_a_helpers_error_after_its_threads_end(tok, monkeypatch):
+    # a helper thread that fails: encode_batch raises its error (the calling thread's collect still finishes)
+    class Failing:
+        def __init__(self, pool):
+            self.pool = pool
+
+        def batch_work(self, job):
+            raise RuntimeError("helper failed")
+
+        def batch_collect(self, job):
+            return self.pool.batch_collect(job)
+
+    monkeypatch.setattr(tok, "_pool", Failing(tok._pool))
+    with pytest.raises(RuntimeError, match="helper failed"):
+        tok.encode_batch(["the cat sat " * 3000] * 8, num_threads=2)
 
 
 def test_encode_batch_custom_pattern_takes_the_python_path(trained):
