@@ -34,7 +34,7 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact, PyUnicode_Find
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove, memset
 from libcpp.vector cimport vector
 
@@ -57,6 +57,13 @@ cdef extern from *:
         for (Py_ssize_t k = 0; k < n; k++)
             Py_INCREF(src[ids[k]]);
     }
+    // objects[ids[k]] loses a reference for each k < n (one that add_each_reference or add_references gave;
+    // objects itself holds one more, so none is freed).
+    static void bpe_fast_drop_references(PyObject* objects, const int32_t* ids, Py_ssize_t n) {
+        PyObject** src = PySequence_Fast_ITEMS(objects);
+        for (Py_ssize_t k = 0; k < n; k++)
+            Py_DECREF(src[ids[k]]);
+    }
     // list[k] = objects[ids[k]] for k < n: list is new (its items NULL), objects a list holding every id in ids,
     // whose references the caller has added (add_references, add_each_reference).
     static void bpe_fast_fill_list_owned(PyObject* list, const int32_t* ids, Py_ssize_t n, PyObject* objects) {
@@ -76,6 +83,7 @@ cdef extern from *:
     }
     """
     void add_each_reference "bpe_fast_add_each_reference"(list objects, const int32_t* ids, Py_ssize_t n)
+    void drop_references "bpe_fast_drop_references"(list objects, const int32_t* ids, Py_ssize_t n)
     void fill_list_owned "bpe_fast_fill_list_owned"(list result, const int32_t* ids, Py_ssize_t n, list objects)
     void add_references "bpe_fast_add_references"(list objects, const int32_t* distinct, Py_ssize_t n,
                                                   const Py_ssize_t* counts)
@@ -1227,6 +1235,7 @@ cdef extern from *:
         std::vector<int32_t> distinct;
         std::vector<Py_ssize_t> counts;
         Py_ssize_t bad = -1;
+        bool counted = false;                           // references to add by distinct id and count
         int state = 0;
         void release() { *this = BpeFastGroup(); }      // its memory freed
     };
@@ -1250,6 +1259,7 @@ cdef extern from *:
         vector[int32_t] distinct
         vector[Py_ssize_t] counts
         Py_ssize_t bad
+        bint counted
         int state
         void release()
     Py_ssize_t claim_next "bpe_fast_claim"(Py_ssize_t* p) noexcept nogil
@@ -1301,12 +1311,14 @@ cdef class BatchJob:
 
     def __cinit__(self, texts, Segmenter seg not None, Py_ssize_t group_bytes, tuple specials not None,
                   list id_objects not None):
-        cdef Py_ssize_t n_texts, k, n, size, group = 0, at, cut, target
+        cdef Py_ssize_t n_texts, k, n, size, group = 0, at, cut, target, reach = 0
         cdef int kind, per_unit
         cdef uint8_t role
         cdef const uint8_t* data
         if group_bytes < 1:
             raise ValueError(f"group_bytes must be at least 1, got {group_bytes}")
+        for special in specials:                # the longest special token, twice: see _piece_cut
+            reach = max(reach, 2 * len(<str>special))
         self.items = tuple(texts)
         self.seg = seg
         self.id_objects = id_objects
@@ -1325,7 +1337,7 @@ cdef class BatchJob:
             target = max(1, group_bytes // per_unit)                        # units in a piece
             at = 0
             while True:
-                cut = _piece_cut(text, kind, data, at + target, n, specials) if n - at > target else -1
+                cut = _piece_cut(text, kind, data, at + target, n, specials, reach) if n - at > target else -1
                 self.kinds.push_back(kind)
                 self.buffers.push_back(data + at * (1 if kind == 0 else kind))
                 self.lengths.push_back((n if cut < 0 else cut) - at)
@@ -1366,7 +1378,9 @@ cdef class BatchJob:
         out.ids.reserve(offsets[0][n_pieces] // 3 + 16)    # about as many ids as that, most often fewer
         core._encode_texts(data.data(), offsets.data(), n_pieces, self.seg, self.seg.specials, &out.ids,
                            out.ends.data())
-        out.bad = _count_ids(out.ids.data(), out.ids.size(), self.n_objects, self.counting, counts, &out.distinct)
+        # (int32 counts: a group of 2^31 ids or more, a text that could not be cut, has its references added by id)
+        out.counted = self.counting and out.ids.size() < INT32_MAX
+        out.bad = _count_ids(out.ids.data(), out.ids.size(), self.n_objects, out.counted, counts, &out.distinct)
         out.counts.resize(out.distinct.size())
         for k in range(<Py_ssize_t>out.distinct.size()):
             out.counts[k] = counts[0][out.distinct[k]]
@@ -1405,7 +1419,7 @@ cdef class BatchJob:
         cdef const int32_t* ids
         if group.bad >= 0:
             raise ValueError(f"id {group.ids[group.bad]} has no int object")
-        if self.counting:
+        if group.counted:
             add_references(self.id_objects, group.distinct.data(), group.distinct.size(), group.counts.data())
         else:
             add_each_reference(self.id_objects, group.ids.data(), group.ids.size())
@@ -1437,7 +1451,7 @@ cdef class BatchJob:
         cdef vector[int32_t] pending            # the ids of a text's pieces so far
         cdef Py_ssize_t done = 0, g
         cdef int state
-        cdef bint release = self.total_bytes >= NOGIL_BYTES
+        cdef bint release = self.total_bytes >= NOGIL_BYTES, finished = False
         result = PyList_New(len(self.items))
         try:
             while done < self.n_groups:
@@ -1460,9 +1474,16 @@ cdef class BatchJob:
                     with nogil:
                         while atomic_load(&self.groups[done].state) == 0:
                             pause_briefly()
+            finished = True
             return result
         finally:
             atomic_store(&self.failed, 1)
+            if not finished:                    # the ids of a text whose last piece never came give back
+                drop_references(self.id_objects, pending.data(), pending.size())   # their references
+
+    def cancel(self):
+        """Stop the job: no thread claims a group after this (for the caller's error paths)."""
+        atomic_store(&self.failed, 1)
 
 
 cdef inline Py_UCS4 _unit_at(int kind, const uint8_t* data, Py_ssize_t i) noexcept nogil:
@@ -1474,13 +1495,16 @@ cdef inline Py_UCS4 _unit_at(int kind, const uint8_t* data, Py_ssize_t i) noexce
 
 
 cdef Py_ssize_t _piece_cut(str text, int kind, const uint8_t* data, Py_ssize_t lo, Py_ssize_t n,
-                           tuple specials) except -2:
+                           tuple specials, Py_ssize_t reach) except -2:
     """The first k in [lo, n) where `text` (its kind and buffer) may be cut between pieces that encode
     apart: text[k] a space, text[k - 1] a printable ASCII character (the built-in patterns end a pre-token
     there, see bpe_fast/chunking.py), and no occurrence of one of `specials` (str) starting before k and
-    ending after it. -1 when there is none."""
-    cdef Py_ssize_t k, size
-    cdef Py_UCS4 before
+    ending after it. The special tokens are matched in the text's UTF-8, where a lone surrogate is U+FFFD and
+    a surrogate pair one character, so no cut is made within `reach` (twice the longest special token) units
+    of a surrogate: around such a cut the str and what is encoded are the same characters. -1 when there is
+    none."""
+    cdef Py_ssize_t k, q, size
+    cdef Py_UCS4 before, u
     cdef bint covered
     for k in range(max(lo, 1), n):
         if _unit_at(kind, data, k) != 0x20:
@@ -1489,6 +1513,14 @@ cdef Py_ssize_t _piece_cut(str text, int kind, const uint8_t* data, Py_ssize_t l
         if before < 0x21 or before > 0x7E:
             continue
         covered = False
+        if kind >= 2:                           # only a str of 2 or 4 bytes a unit holds surrogates
+            for q in range(max(0, k - reach), min(n, k + reach)):
+                u = _unit_at(kind, data, q)
+                if 0xD800 <= u <= 0xDFFF:
+                    covered = True
+                    break
+            if covered:
+                continue
         for special in specials:
             size = len(<str>special)
             if size > 1 and PyUnicode_Find(text, special, max(0, k - size + 1), k + size - 1, 1) >= 0:
@@ -1500,10 +1532,11 @@ cdef Py_ssize_t _piece_cut(str text, int kind, const uint8_t* data, Py_ssize_t l
 
 
 cdef Py_ssize_t _count_ids(const int32_t* ids, Py_ssize_t n, Py_ssize_t n_objects, bint count,
-                           vector[int32_t]* counts, vector[int32_t]* distinct) noexcept nogil:
+                           vector[int32_t]* counts, vector[int32_t]* distinct) except -2 nogil:
     """Check that every id of ids[0:n] is in [0, n_objects) and, when `count`, append the distinct ones to
     distinct and add their occurrences to counts (empty or n_objects zeros on entry; the caller sets the
-    entries of distinct back to zero after). Returns the position of the first id outside, else -1."""
+    entries of distinct back to zero after). Returns the position of the first id outside, else -1 (-2: no
+    memory, MemoryError set)."""
     cdef Py_ssize_t k
     cdef int32_t i
     if not count:

@@ -31,7 +31,7 @@ import operator
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
@@ -518,18 +518,23 @@ class Tokenizer:
                 return self.encode(text)
 
             return map_threads(encode, texts, num_threads)
+        # (a TypeError naming a text that is not a str)
+        job = BatchJob(texts, self._segmenter, _GROUP_BYTES, self._specials.tokens, self._id_objects)
         if disallowed:
             for text in texts:
                 check_disallowed(text, disallowed)
-        # (a TypeError naming a text that is not a str)
-        job = BatchJob(texts, self._segmenter, _GROUP_BYTES, self._specials.tokens, self._id_objects)
         helpers = min(num_threads, job.n_groups) - 1
         if helpers <= 0:
             ids = self._pool.batch_collect(job)
         else:
+            futures: list[Future[None]] = []
             with ThreadPoolExecutor(helpers) as pool:
-                futures = [pool.submit(self._pool.batch_work, job) for _ in range(helpers)]
-                ids = self._pool.batch_collect(job)
+                try:
+                    for _ in range(helpers):
+                        futures.append(pool.submit(self._pool.batch_work, job))
+                    ids = self._pool.batch_collect(job)
+                finally:
+                    job.cancel()            # on an error here, the helpers stop at their next group
                 for future in futures:
                     future.result()         # a helper's error (collect then gave None)
         if ids is None:

@@ -1196,17 +1196,21 @@ def test_batch_job_spreads_many_short_texts_over_its_threads():
 # pattern reads across (contractions, digits, upper-case runs, \r\n after punctuation, runs of spaces, other
 # scripts) and special tokens, one of them holding spaces after printable characters
 cut_items = st.lists(st.sampled_from(["ab", " ", "  ", "! ", "x ", "'s ", "'S", "123", "4567 ", "ABC", "Déjà ", "日本 ",
-                                      ".\r\n", "\n\n", "\t", "/ ", "<|end of text|>", "<|eot|>", "Ab ", "aBC ", "é "]),
+                                      ".\r\n", "\n\n", "\t", "/ ", "<|end of text|>", "<|eot|>", "Ab ", "aBC ", "é ",
+                                      "\ud800", "\ud83d", "\ude00", "\ud83d\ude00", "x y", "\ufffdx y"]),
                      max_size=40).map("".join)
+# special tokens that exist only once lone surrogates are U+FFFD, or a surrogate pair its character
+CUT_SPECIALS = ["<|end of text|>", "<|eot|>", "\ufffdx y", "\U0001F600x y"]
 
 
 @SOME
 @given(st.sampled_from([GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN]), st.lists(cut_items, max_size=6),
        st.integers(1, 40), st.integers(0, 2))
 @example(GPT2_PATTERN, ["ab<|end of text|> ab <|end of text|>! ab"], 2, 1)
+@example(GPT2_PATTERN, ["a\ud800x y", "a\ud83d\ude00x y"], 1, 0)     # (found by review: cut inside these)
 def test_batch_job_pieces_encode_as_their_whole_text(trained, pattern, texts, group_bytes, helpers):
     # long texts are cut into pieces of about group_bytes: put together, their ids are each text's own
-    t = Tokenizer(*trained, special_tokens=["<|end of text|>", "<|eot|>"], pattern=pattern)
+    t = Tokenizer(*trained, special_tokens=CUT_SPECIALS, pattern=pattern)
     assert run_batch_job(t, texts, group_bytes, helpers) == [t.encode(x) for x in texts]
 
 
@@ -1217,6 +1221,28 @@ def test_batch_job_never_cuts_inside_a_special_token():
     assert BatchJob([text], t._segmenter, 2, t._specials.tokens, t._id_objects).n_pieces == 2   # cut after "|>"
     assert BatchJob([text], t._segmenter, 2, (), t._id_objects).n_pieces == 4   # not told of it: cut inside
     assert run_batch_job(t, [text] * 3, 2, 1) == [t.encode(text)] * 3
+
+
+def test_batch_job_gives_back_the_references_of_a_text_left_unfinished():
+    # collect stops (an id without an int object) after the first pieces of a cut text: the references their
+    # ids were given go back, as on success (ids 256 and 257 are ints of their own, not shared small ones)
+    import sys
+    from bpe_fast._encode import BatchJob, BPECore
+    t = Tokenizer(byte_vocab(b"ab", b"cd", b"ef"), [(b"a", b"b"), (b"c", b"d"), (b"e", b"f")])
+    objects = t._id_objects[:258]           # 258 ("ef") has none
+    before = [sys.getrefcount(objects[i]) for i in (256, 257)]
+    # a short job adds references id by id, a long one by distinct id and count
+    for text, group_bytes in (("ab! cd! ef", 4), ("ab! cd! " * 200 + "ef", 64)):
+        job = BatchJob([text], t._segmenter, group_bytes, (), objects)
+        assert job.n_groups >= 2
+        with pytest.raises(ValueError, match="id 258 has no int object"):
+            job.collect(BPECore(t._tables))
+        del job
+        assert [sys.getrefcount(objects[i]) for i in (256, 257)] == before
+    result = BatchJob(["ab! cd! " * 200], t._segmenter, 64, (), objects).collect(BPECore(t._tables))
+    assert sys.getrefcount(objects[256]) == before[0] + 200
+    del result
+    assert [sys.getrefcount(objects[i]) for i in (256, 257)] == before
 
 
 def test_batch_job_refuses_what_is_not_a_str_naming_it():
@@ -1231,6 +1257,8 @@ def test_batch_job_refuses_what_is_not_a_str_naming_it():
         [[256], [256]]
     with pytest.raises(TypeError, match=r"text must be a str, got bytes \(texts\[10\]\)"):
         t.encode_batch(["ab"] * 10 + [b"ab"], num_threads=2)
+    with pytest.raises(TypeError, match=r"text must be a str, got bytes \(texts\[10\]\)"):
+        t.encode_batch(["ab"] * 10 + [b"ab"], num_threads=2, allowed_special=set(), disallowed_special="all")
 
 
 def test_batch_job_names_an_id_without_an_int_object():
