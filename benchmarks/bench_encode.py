@@ -228,7 +228,7 @@ BATCH_BYTES = 20 << 20
 
 @pytest.fixture(scope="module")
 def batch_setup(libraries, corpus_path):
-    """(tokenizer, text, what) for the encode_batch benchmarks."""
+    """(tokenizer, the tiktoken Encoding of the same ranks, text, what) for the encode_batch benchmarks."""
     import importlib.util
 
     with open(corpus_path, encoding="utf-8", errors="replace") as f:
@@ -237,23 +237,27 @@ def batch_setup(libraries, corpus_path):
     if found is not None:
         ranks = Path(found.origin).parent / "data" / "o200k_base.tiktoken.gz"
         tok = Tokenizer.from_tiktoken(ranks, "o200k", special_tokens={EOT: 199999})
-        return tok, text, f"{corpus_path.name} (first 20 MB), o200k_base"
-    return libraries[0], text, f"{corpus_path.name} (first 20 MB), {libraries[2]}"
+        return tok, tok.to_tiktoken("o200k_base"), text, f"{corpus_path.name} (first 20 MB), o200k_base"
+    return libraries[0], libraries[1], text, f"{corpus_path.name} (first 20 MB), {libraries[2]}"
 
 
-@pytest.mark.parametrize("docs", ["short", "long"])
+@pytest.mark.parametrize("docs", ["short", "long", "one"])
 def test_encode_batch_threads(benchmark, batch_setup, docs):
     """encode_batch(num_threads=2) timed; extra_info also has 1 and 2 threads timed alternately, 5 rounds each,
     and their ratio (of the best times, and of the median times). short: the text cut at <|endoftext|> and
-    blank lines (documents of a few KB); long: 1 MB pieces."""
+    blank lines (documents of a few KB); long: 1 MB pieces; one: the whole 20 MB as one text (cut into pieces
+    that the threads share). For short and long documents, tiktoken's encode_batch on 2 threads too (best of
+    2, after the rounds), its ids checked against bpe_fast's."""
     import statistics
     import time
 
-    tok, text, what = batch_setup
+    tok, enc, text, what = batch_setup
     if docs == "short":
         batch = [p for d in text.split(EOT) for p in d.split("\n\n")]
-    else:
+    elif docs == "long":
         batch = [text[k:k + (1 << 20)] for k in range(0, len(text), 1 << 20)]
+    else:
+        batch = [text]
     nbytes = len(text.encode("utf-8"))
     tok.encode_batch(batch, num_threads=2)          # two encoders in the pool, their caches warm
     times = {1: [], 2: []}
@@ -265,6 +269,16 @@ def test_encode_batch_threads(benchmark, batch_setup, docs):
     benchmark.pedantic(tok.encode_batch, args=(batch,), kwargs={"num_threads": 2}, rounds=1, iterations=1)
     best = {k: min(v) for k, v in times.items()}
     median = {k: statistics.median(v) for k, v in times.items()}
+    peer = ""
+    if docs != "one":
+        peer_times = []
+        for _ in range(2):
+            start = time.perf_counter()
+            theirs = enc.encode_batch(batch, num_threads=2, allowed_special="all")
+            peer_times.append(time.perf_counter() - start)
+        assert theirs == tok.encode_batch(batch, num_threads=2)
+        benchmark.extra_info["tiktoken MB/s 2 threads"] = round(nbytes / min(peer_times) / 1e6, 1)
+        peer = f"; tiktoken encode_batch, 2 threads, {nbytes / min(peer_times) / 1e6:.1f} MB/s"
     benchmark.extra_info.update({
         "text": what, "documents": len(batch), "mean document bytes": round(nbytes / len(batch)),
         "MB/s 1 thread": round(nbytes / best[1] / 1e6, 1), "MB/s 2 threads": round(nbytes / best[2] / 1e6, 1),
@@ -272,7 +286,7 @@ def test_encode_batch_threads(benchmark, batch_setup, docs):
         "cpus": os.cpu_count()})
     print(f"\nencode_batch, {docs} documents ({len(batch)}, {what}): 1 thread {nbytes / best[1] / 1e6:.1f} MB/s, "
           f"2 threads {nbytes / best[2] / 1e6:.1f} MB/s: {best[1] / best[2]:.2f}x (medians: "
-          f"{median[1] / median[2]:.2f}x)")
+          f"{median[1] / median[2]:.2f}x){peer}")
 
 
 def test_report(libraries):
