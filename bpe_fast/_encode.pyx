@@ -1236,9 +1236,9 @@ cdef extern from *:
     #include <vector>
     #include <thread>
     #include <chrono>
-    // One group of an encode_batch job (BatchJob): the ids of its texts one after another, where each text's
-    // ids end, the distinct ids with their counts (empty when the group has too few ids to be worth counting),
-    // and the first id with no int object (-1: none). state: 0 waiting, 1 encoded, 2 its encoder failed; read
+    // One group of an encode_batch job (BatchJob): the ids of its pieces one after another, where each piece's
+    // ids end, the distinct ids with their counts (when counted, else empty: references are then added id by
+    // id) and the first id with no int object (-1: none). state: 0 waiting, 1 encoded, 2 its encoder failed; read
     // and written atomically (a thread encodes the group, the calling thread makes its lists).
     struct BpeFastGroup {
         std::vector<int32_t> ids;
@@ -1253,7 +1253,11 @@ cdef extern from *:
     #if defined(_MSC_VER)
     #include <intrin.h>
     static inline Py_ssize_t bpe_fast_claim(Py_ssize_t* p) {
+    #if defined(_WIN64)
         return (Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64*)p, 1);
+    #else
+        return (Py_ssize_t)_InterlockedExchangeAdd((volatile long*)p, 1);
+    #endif
     }
     static inline int bpe_fast_load(int* p) { return _InterlockedOr((volatile long*)p, 0); }
     static inline void bpe_fast_store(int* p, int v) { _InterlockedExchange((volatile long*)p, v); }
