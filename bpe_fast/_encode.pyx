@@ -1246,6 +1246,7 @@ cdef extern from *:
         std::vector<int32_t> distinct;
         std::vector<Py_ssize_t> counts;
         Py_ssize_t bad = -1;
+        Py_ssize_t flagged = -1;                        // the first piece holding a disallowed token (-1: none)
         bool counted = false;                           // references to add by distinct id and count
         int state = 0;
         void release() { *this = BpeFastGroup(); }      // its memory freed
@@ -1267,6 +1268,18 @@ cdef extern from *:
     static inline void bpe_fast_store(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
     #endif
     static inline void bpe_fast_pause() { std::this_thread::sleep_for(std::chrono::microseconds(20)); }
+    // 1 if needle[0:m] (m >= 1) occurs in hay[0:n], else 0: memchr for its first byte, then memcmp.
+    static inline int bpe_fast_contains(const uint8_t* hay, Py_ssize_t n, const uint8_t* needle, Py_ssize_t m) {
+        const uint8_t* end = hay + n;
+        for (const uint8_t* p = hay; end - p >= m; p++) {
+            p = (const uint8_t*)memchr(p, needle[0], (size_t)(end - p - m + 1));
+            if (p == NULL)
+                return 0;
+            if (memcmp(p, needle, (size_t)m) == 0)
+                return 1;
+        }
+        return 0;
+    }
     """
     cdef cppclass BpeFastGroup:
         vector[int32_t] ids
@@ -1274,6 +1287,7 @@ cdef extern from *:
         vector[int32_t] distinct
         vector[Py_ssize_t] counts
         Py_ssize_t bad
+        Py_ssize_t flagged
         bint counted
         int state
         void release()
@@ -1281,6 +1295,17 @@ cdef extern from *:
     int atomic_load "bpe_fast_load"(int* p) noexcept nogil
     void atomic_store "bpe_fast_store"(int* p, int v) noexcept nogil
     void pause_briefly "bpe_fast_pause"() noexcept nogil
+    bint utf8_contains "bpe_fast_contains"(const uint8_t* hay, Py_ssize_t n, const uint8_t* needle,
+                                          Py_ssize_t m) noexcept nogil
+
+
+class DisallowedFound(Exception):
+    """Raised by BatchJob.collect: texts[index] is the first text holding one of the job's disallowed tokens
+    (the caller raises tiktoken's error for it)."""
+
+    @property
+    def index(self):
+        return self.args[0]
 
 
 @cython.final
@@ -1299,6 +1324,10 @@ cdef class BatchJob:
     making lists (and the garbage collector's passes over them) runs while the other threads encode; it
     returns the list of the ids of every text. The texts are held for the job's life: their buffers are read
     without the GIL.
+
+    `disallowed` (a tuple of str, none holding U+FFFD or a character above U+FFFF, whose UTF-8 cannot arise
+    from surrogates): each piece's UTF-8 is searched for them, by the thread that encodes it, and collect
+    raises DisallowedFound with the index of the first text (in order) holding one. No cut falls inside one.
 
     Worked example (tokenizer with "ab" -> 256): texts ["ab", "b", "abab"], group_bytes 3 -> groups ["ab",
     "b"] and ["abab"]; collect gives [[256], [98], [256, 256]]. With group_bytes 4, "ab! ab! ab" is cut
@@ -1323,15 +1352,28 @@ cdef class BatchJob:
     cdef readonly Py_ssize_t n_groups
     cdef readonly Py_ssize_t n_pieces
     cdef readonly Py_ssize_t total_bytes    # at most this many UTF-8 bytes in all
+    cdef list disallowed_utf8               # the UTF-8 of the disallowed tokens (bytes), held for:
+    cdef vector[const uint8_t*] disallowed_data
+    cdef vector[Py_ssize_t] disallowed_sizes
 
     def __cinit__(self, texts, Segmenter seg not None, Py_ssize_t group_bytes, tuple specials not None,
-                  list id_objects not None):
+                  list id_objects not None, tuple disallowed not None=()):
         cdef Py_ssize_t n_texts, k, n, size, group = 0, at, cut, target, reach = 0
         cdef int kind, per_unit
         cdef uint8_t role
         cdef const uint8_t* data
         if group_bytes < 1:
             raise ValueError(f"group_bytes must be at least 1, got {group_bytes}")
+        self.disallowed_utf8 = []
+        for token in disallowed:
+            if not token or any(c == "\ufffd" or c > "\uffff" for c in <str>token):
+                raise ValueError(f"a disallowed token searched natively must be a str without U+FFFD or a "
+                                 f"character above U+FFFF, got {token!r}")
+            encoded = (<str>token).encode("utf-8")
+            self.disallowed_utf8.append(encoded)
+            self.disallowed_data.push_back(<const uint8_t*>PyBytes_AS_STRING(encoded))
+            self.disallowed_sizes.push_back(len(encoded))
+        specials = specials + disallowed         # no cut inside any of them
         for special in specials:                # the longest special token, twice: see _piece_cut
             reach = max(reach, 2 * len(<str>special))
         self.items = tuple(texts)
@@ -1383,12 +1425,18 @@ cdef class BatchJob:
                            vector[int32_t]* counts) except -1 nogil:
         """Encode group g into self.groups[g] (data, offsets: the caller's scratch; counts: empty or zeros,
         sized len(id_objects), left zeros)."""
-        cdef Py_ssize_t first = self.starts[g], n_pieces = self.starts[g + 1] - self.starts[g], k
+        cdef Py_ssize_t first = self.starts[g], n_pieces = self.starts[g + 1] - self.starts[g], k, t
         cdef BpeFastGroup* out = &self.groups[g]
         data.resize(self.bounds[g] + 1)
         offsets.resize(n_pieces + 1)
         _texts_to_utf8(self.kinds.data() + first, self.buffers.data() + first, self.lengths.data() + first,
                        n_pieces, data.data(), offsets.data())
+        for k in range(n_pieces if not self.disallowed_data.empty() else 0):
+            for t in range(<Py_ssize_t>self.disallowed_data.size()):
+                if utf8_contains(data.data() + offsets[0][k], offsets[0][k + 1] - offsets[0][k],
+                                 self.disallowed_data[t], self.disallowed_sizes[t]):
+                    out.flagged = first + k             # the batch fails: nothing more to encode here
+                    return 0
         out.ends.resize(n_pieces)
         out.ids.reserve(offsets[0][n_pieces] // 3 + 16)    # about as many ids as that, most often fewer
         core._encode_texts(data.data(), offsets.data(), n_pieces, self.seg, self.seg.specials, &out.ids,
@@ -1432,6 +1480,8 @@ cdef class BatchJob:
         cdef BpeFastGroup* group = &self.groups[g]
         cdef Py_ssize_t p, start = 0, n, held
         cdef const int32_t* ids
+        if group.flagged >= 0:
+            raise DisallowedFound(self.text_of[group.flagged])
         if group.bad >= 0:
             raise ValueError(f"id {group.ids[group.bad]} has no int object")
         if group.counted:

@@ -1214,6 +1214,48 @@ def test_batch_job_pieces_encode_as_their_whole_text(trained, pattern, texts, gr
     assert run_batch_job(t, texts, group_bytes, helpers) == [t.encode(x) for x in texts]
 
 
+def _each_or_error(encode, texts):
+    """[encode(x) for x in texts], or ("error", message) for the ValueError of the first text that raises."""
+    try:
+        return [encode(x) for x in texts]
+    except ValueError as e:
+        return ("error", str(e))
+
+
+@SOME
+@given(st.lists(cut_items, max_size=8), st.integers(1, 40), st.sampled_from([set(), {"<|eot|>"}]),
+       st.booleans())
+@example(["ab " * 30, "a\ud800x y", "x <|end of text|> y"], 4, set(), True)
+def test_encode_batch_disallowed_as_tiktoken_text_by_text(trained, texts, group_bytes, allowed, plain):
+    # the first text (in order) holding a disallowed token raises tiktoken's error, whichever piece of it a
+    # thread searched; special tokens that surrogates could spell (U+FFFD, above U+FFFF) are searched in Python
+    from unittest import mock
+
+    import bpe_fast.tokenizer as module
+    specials = ["<|end of text|>", "<|eot|>"] if plain else CUT_SPECIALS
+    t = Tokenizer(*trained, special_tokens=specials)
+    expected = _each_or_error(lambda x: t.encode(x, allowed_special=allowed, disallowed_special="all"), texts)
+    with mock.patch.object(module, "_GROUP_BYTES", group_bytes):
+        got = _each_or_error(lambda _: t.encode_batch(texts, num_threads=2, allowed_special=allowed,
+                                                       disallowed_special="all"), [None])
+    assert got == (expected if isinstance(expected, tuple) else [expected])
+
+
+def test_batch_job_reports_the_first_text_holding_a_disallowed_token():
+    from bpe_fast._encode import BatchJob, BPECore, DisallowedFound
+    t = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")])
+    texts = ["ab " * 10, "x <|no|>", "ab", "<|no|>"]
+    for group_bytes in (4, 1 << 18):
+        job = BatchJob(texts, t._segmenter, group_bytes, (), t._id_objects, ("<|no|>",))
+        with pytest.raises(DisallowedFound) as found:
+            job.collect(BPECore(t._tables))
+        assert found.value.index == 1
+    assert BatchJob(["ab <|no"], t._segmenter, 4, (), t._id_objects, ("<|no|>",)).collect(BPECore(t._tables)) == \
+        [t.encode("ab <|no")]
+    with pytest.raises(ValueError, match="U\\+FFFD"):
+        BatchJob(["ab"], t._segmenter, 4, (), t._id_objects, ("\ufffd",))
+
+
 def test_batch_job_never_cuts_inside_a_special_token():
     from bpe_fast._encode import BatchJob
     t = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")], ["<|end of text|>"])
@@ -1296,14 +1338,20 @@ def test_encode_batch_custom_pattern_takes_the_python_path(trained):
 def test_encode_batch_references_are_exact(tok):
     # the batch kernel adds each int's references once, by its count: the lists hold exactly one each, and
     # dropping them gives every int back its count (ids above 256: not CPython's shared small ints)
+    import gc
     import sys
     texts = _batch_texts()
     objects = tok._id_objects
-    before = [sys.getrefcount(o) for o in objects]
-    lists = tok.encode_batch(texts, num_threads=2)
-    counts = np.bincount(np.array([i for ids in lists for i in ids], dtype=np.int64), minlength=len(objects))
-    assert np.count_nonzero(counts[257:]) > 20
-    after = [sys.getrefcount(o) for o in objects]
-    assert [after[i] - before[i] for i in range(257, len(objects))] == counts[257:].tolist()
-    del lists
-    assert [sys.getrefcount(o) for o in objects][257:] == before[257:]
+    gc.collect()            # earlier tests' garbage (an exception's frames holding lists of ids) freed now,
+    gc.disable()            # not during the count
+    try:
+        before = [sys.getrefcount(o) for o in objects]
+        lists = tok.encode_batch(texts, num_threads=2)
+        counts = np.bincount(np.array([i for ids in lists for i in ids], dtype=np.int64), minlength=len(objects))
+        assert np.count_nonzero(counts[257:]) > 20
+        after = [sys.getrefcount(o) for o in objects]
+        assert [after[i] - before[i] for i in range(257, len(objects))] == counts[257:].tolist()
+        del lists
+        assert [sys.getrefcount(o) for o in objects][257:] == before[257:]
+    finally:
+        gc.enable()
