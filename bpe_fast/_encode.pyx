@@ -1299,6 +1299,13 @@ cdef extern from *:
                                           Py_ssize_t m) noexcept nogil
 
 
+def utf8_searchable(str token not None):
+    """True if `token` can be searched for in a text's UTF-8 as BatchJob makes it (lone surrogates U+FFFD, a
+    surrogate pair its character): not empty, and no U+FFFD, surrogate or character above U+FFFF in it, so
+    it occurs there exactly where it occurs in the str."""
+    return bool(token) and all(c < "\ud800" or "\ue000" <= c <= "\uffff" and c != "\ufffd" for c in token)
+
+
 class DisallowedFound(Exception):
     """Raised by BatchJob.collect: texts[index] is the first text holding one of the job's disallowed tokens
     (the caller raises tiktoken's error for it)."""
@@ -1366,7 +1373,7 @@ cdef class BatchJob:
             raise ValueError(f"group_bytes must be at least 1, got {group_bytes}")
         self.disallowed_utf8 = []
         for token in disallowed:
-            if not token or any(c == "\ufffd" or c > "\uffff" for c in <str>token):
+            if not utf8_searchable(token):
                 raise ValueError(f"a disallowed token searched natively must be a str without U+FFFD or a "
                                  f"character above U+FFFF, got {token!r}")
             encoded = (<str>token).encode("utf-8")

@@ -40,7 +40,8 @@ import regex
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from . import formats
-from ._encode import BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder
+from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
+                      utf8_searchable)
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, native_tables, pretoken_boundaries
 from .procs import map_threads
@@ -521,7 +522,7 @@ class Tokenizer:
         # Disallowed tokens are searched in each piece's UTF-8 by the thread that encodes it, unless one holds
         # U+FFFD or a character above U+FFFF (which surrogates in a text could spell there): then all are
         # searched here first, in each str, as check_disallowed does.
-        native = tuple(sorted(disallowed)) if all(_utf8_plain(token) for token in disallowed) else ()
+        native = tuple(sorted(disallowed)) if all(utf8_searchable(token) for token in disallowed) else ()
         # (a TypeError naming a text that is not a str)
         job = BatchJob(texts, self._segmenter, _GROUP_BYTES, self._specials.tokens, self._id_objects, native)
         if disallowed and not native:
@@ -973,12 +974,6 @@ def _check_threads(num_threads: int) -> None:
 def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
              training: dict[str, Any] | None = None) -> Tokenizer:
     return Tokenizer(vocab, merges, specials, pattern, training=training)
-
-
-def _utf8_plain(token: str) -> bool:
-    """True if `token` holds neither U+FFFD nor a character above U+FFFF: its UTF-8 occurs in a text's UTF-8
-    (lone surrogates made U+FFFD, pairs joined) exactly where the token occurs in the str."""
-    return "\ufffd" not in token and all(c <= "\uffff" for c in token)
 
 
 def _check_text(text: object) -> str:

@@ -1254,6 +1254,9 @@ def test_batch_job_reports_the_first_text_holding_a_disallowed_token():
         [t.encode("ab <|no")]
     with pytest.raises(ValueError, match="U\\+FFFD"):
         BatchJob(["ab"], t._segmenter, 4, (), t._id_objects, ("\ufffd",))
+    from bpe_fast._encode import utf8_searchable      # what surrogates cannot spell in the UTF-8
+    assert [utf8_searchable(x) for x in ("<|no|>", "日本 x", "", "a\ufffd", "\U0001F600", "\ud800")] == \
+        [True, True, False, False, False, False]
 
 
 def test_batch_job_never_cuts_inside_a_special_token():
