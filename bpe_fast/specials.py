@@ -30,6 +30,11 @@ def check_special_tokens(special_tokens: Iterable[str] | None) -> tuple[str, ...
             raise ValueError("special tokens must not be empty strings")
         if tok in seen:
             raise ValueError(f"duplicate special token {tok!r}")
+        try:
+            tok.encode("utf-8")
+        except UnicodeEncodeError as e:     # a lone surrogate: a special token is matched in UTF-8
+            raise ValueError(f"special token {tok!r} holds a lone surrogate at index {e.start}: it has no UTF-8") \
+                from None
         seen.add(tok)
     return tokens
 

@@ -64,6 +64,10 @@ def test_bad_tokens_are_named():
         SpecialTokens(["a", ""])
     with pytest.raises(ValueError, match="duplicate special token 'a'"):
         SpecialTokens(["a", "b", "a"])
+    with pytest.raises(ValueError, match=r"special token '<\\ud800\|>' holds a lone surrogate at index 1"):
+        SpecialTokens(["a", "<\ud800|>"])
+    with pytest.raises(ValueError, match="lone surrogate"):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], ["\udfff"])
     with pytest.raises(ValueError, match="2 special tokens but 1 ids"):
         SpecialTokens(["a", "b"], [5])
 
