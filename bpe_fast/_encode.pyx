@@ -1180,7 +1180,7 @@ cdef void _texts_to_utf8(const int* kinds, const void* const* buffers, const Py_
         offsets[k + 1] = at
 
 
-def pull_utf8(iterator, Py_ssize_t budget):
+def pull_utf8(iterator, Py_ssize_t budget, out=None):
     """For bpe_fast.inputs (an iterable of documents read in batches): pull items from `iterator` while each is
     a plain str without a lone surrogate, until their UTF-8 reaches `budget` bytes or the iterator ends.
     Returns (data, lengths, state, item): data, the pulled items' UTF-8 one after another (bytes); lengths,
@@ -1189,14 +1189,27 @@ def pull_utf8(iterator, Py_ssize_t budget):
     or names the error). The Python loop this replaces cost about a microsecond an item in the calling
     process, which feeds all the counting workers.
 
+    With `out` (a writable buffer of bytes, such as a shared slot that the workers read), the UTF-8 is written
+    there instead and `data` is the number of bytes written; an item whose UTF-8 might not fit in what is left
+    of `out` (at most 4 bytes a character) is handed back with state 2, as above. Writing into a buffer that is
+    used again and again saves a fresh bytes object a batch, whose pages the kernel must fault in: that was
+    most of the cost, about 1 ns a byte against 0.2 ns for the conversion itself.
+
     Worked example: pull_utf8(iter(["ab", "é", 3]), 100) -> (b"ab\xc3\xa9", [2, 2], 2, 3)."""
     cdef PyObject* buf = NULL                # the bytes being filled (bytes_room, bytes_finish)
     cdef vector[int64_t] lengths
-    cdef Py_ssize_t n, at = 0, written
+    cdef Py_ssize_t n, at = 0, written, need, room = 0
     cdef int kind, state = 1
-    cdef char* out
+    cdef char* dest
+    cdef char* base = NULL                   # out's first byte, when given
+    cdef uint8_t[::1] target
     cdef Py_ssize_t first_size = min(budget, _PULL_FIRST_BYTES)   # then doubled: memory follows the input
     cdef object end = _PULL_END
+    if out is not None:
+        target = out
+        room = target.shape[0]
+        if room:
+            base = <char*>&target[0]
     item = None
     try:
         while at < budget:
@@ -1209,8 +1222,15 @@ def pull_utf8(iterator, Py_ssize_t budget):
             bpe_fast_unicode_ready(obj)
             n = PyUnicode_GET_LENGTH(obj)
             kind = 0 if PyUnicode_IS_ASCII(obj) else PyUnicode_KIND(obj)
-            out = bytes_room(&buf, at, n * (1 if kind == 0 else 4 if kind == 4 else kind + 1), first_size)
-            written = str_to_utf8_strict(kind, PyUnicode_DATA(obj), n, <uint8_t*>out + at)
+            need = n * (1 if kind == 0 else 4 if kind == 4 else kind + 1)
+            if out is None:
+                dest = bytes_room(&buf, at, need, first_size)
+            elif need > room - at:
+                state, item = 2, obj
+                break
+            else:
+                dest = base
+            written = str_to_utf8_strict(kind, PyUnicode_DATA(obj), n, <uint8_t*>dest + at)
             if written < 0:                     # a lone surrogate: the caller names it
                 state, item = 2, obj
                 break
@@ -1218,7 +1238,7 @@ def pull_utf8(iterator, Py_ssize_t budget):
             lengths.push_back(written)
         else:
             state = 0
-        data = bytes_finish(&buf, at)
+        data = bytes_finish(&buf, at) if out is None else at
     finally:
         Py_XDECREF(buf)
     sizes = np.empty(lengths.size(), dtype=np.int64)

@@ -8,8 +8,8 @@ ranges of whole lines, and Parquet files with row groups enough a row group at a
 read and decoded by whoever claims it; the batches of the row groups still being read at the end go to claimants
 with nothing left (TailShare). Other inputs (compressed files, capped reads, iterables; see inputs.py): read here
 in batches of documents, handed to the thread, and to the workers through a bounded queue (their bytes through
-shared slots, BatchRing). No pre-token is a Python object on
-the way: the tables go as they are to the merge engine (train.py) or into PretokenCounts (counts.py).
+shared slots, BatchRing, into which an iterable's documents are made UTF-8 directly). No pre-token is a Python
+object on the way: the tables go as they are to the merge engine (train.py) or into PretokenCounts (counts.py).
 What a Dask task runs is here too (count_ranges), so counts.py and dask_counts.py both build on this module.
 """
 from __future__ import annotations
@@ -25,12 +25,14 @@ from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from typing import Any, BinaryIO
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
-from .inputs import (Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
-                     jsonl_blocks, check_input_file, jsonl_range_batches, jsonl_ranges, line_of,
-                     parquet_row_group_batches, parquet_row_groups, read_batches, resolve_inputs, utf8_boundary)
+from .inputs import (Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream, TextFile, batch_decode_error,
+                     check_errors, jsonl_blocks, check_input_file, jsonl_range_batches, jsonl_ranges, line_of,
+                     parquet_row_group_batches, parquet_row_groups, read_batches, read_slot_batches, resolve_inputs,
+                     utf8_boundary)
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
@@ -446,12 +448,14 @@ def _init_stream_worker(bytes_done: Any, batches: Any, ring: BatchRing) -> None:
 
 
 class BatchRing:
-    """Shared buffers (slots, in one shared array) through which the caller hands batches to stream workers: the
-    caller copies a batch's bytes into a free slot and sends only (slot, length, bounds, origin) through the
-    queue; the worker copies them out and frees the slot at once. Pickling a batch and sending it through a pipe
-    cost about 3.6 s of CPU a GB between the two processes; this is two copies. A batch bigger than a slot, or
-    one for which no slot comes free soon, goes whole, pickled, so the ring's size can stay small: at most MAX_SLOTS slots
-    of at most MAX_SLOT_BYTES. Made by the caller with the workers' context and given to them as they start."""
+    """Shared buffers (slots, in one shared array) through which the caller hands batches to stream workers and
+    to its own counting thread. A reader may write a batch straight into a leased slot (a SlotBatch, see
+    inputs.Slots); pack copies any other Batch into a free slot. Either way only (slot, length, bounds, origin)
+    goes through the queue; whoever counts the batch reads it in the slot (data) and frees the slot after
+    (done). Pickling a batch and sending it through a pipe cost about 3.6 s of CPU a GB between the two
+    processes. A batch bigger than a slot, or one for which no slot comes free soon, goes whole, pickled, so
+    the ring's size can stay small: at most MAX_SLOTS slots of at most MAX_SLOT_BYTES. Made by the caller with
+    the workers' context and given to them as they start."""
 
     MAX_SLOTS = 8
     MAX_SLOT_BYTES = 64 << 20
@@ -464,27 +468,46 @@ class BatchRing:
         for k in range(self.n_slots):
             self.free.put(k)
 
-    def pack(self, batch: Batch, timeout: float = 0.05) -> Any:
-        """What to send for batch: (slot, length, bounds, origin) with its bytes in a free slot, or the batch
-        itself if it does not fit one or no slot comes free within timeout seconds."""
+    def take(self, timeout: float) -> int | None:
+        """A free slot, or None if none comes free within timeout seconds."""
+        try:
+            return int(self.free.get(timeout=timeout))
+        except queue.Empty:
+            return None
+
+    def view(self, slot: int) -> NDArray[np.uint8]:
+        """The bytes of a slot (writable; no copy)."""
+        start = slot * self.slot_bytes
+        return np.frombuffer(self.buffer, dtype=np.uint8)[start:start + self.slot_bytes]
+
+    def release(self, slot: int) -> None:
+        self.free.put(slot)
+
+    def pack(self, batch: Batch | SlotBatch, timeout: float = 0.05) -> Batch | SlotBatch:
+        """What to send for batch: a SlotBatch as it is; a Batch's bytes copied into a free slot (a SlotBatch),
+        or the Batch itself if it does not fit one or no slot comes free within timeout seconds."""
+        if isinstance(batch, SlotBatch):
+            return batch
         n = len(batch.data)
         if n > self.slot_bytes:
             return batch
-        try:
-            k = self.free.get(timeout=timeout)
-        except queue.Empty:
+        k = self.take(timeout)
+        if k is None:
             return batch
         ctypes.memmove(ctypes.addressof(self.buffer) + k * self.slot_bytes, batch.data, n)
-        return (k, n, batch.bounds, batch.origin)
+        return SlotBatch(k, n, batch.bounds, batch.origin)
 
-    def unpack(self, item: Any) -> Batch:
-        """The Batch of what pack sent (its slot freed)."""
+    def data(self, item: Batch | SlotBatch) -> bytes | NDArray[np.uint8]:
+        """The bytes of what pack sent or a reader leased: a SlotBatch's are a view of its slot, which stays
+        taken until done(item)."""
         if isinstance(item, Batch):
-            return item
-        k, n, bounds, origin = item
-        data = ctypes.string_at(ctypes.addressof(self.buffer) + k * self.slot_bytes, n)   # n <= MAX_SLOT_BYTES
-        self.free.put(k)
-        return Batch(data, bounds, origin)
+            return item.data
+        return self.view(item.slot)[:item.length]
+
+    def done(self, item: Batch | SlotBatch) -> None:
+        """After counting what data gave: a SlotBatch's slot is free again."""
+        if isinstance(item, SlotBatch):
+            self.release(item.slot)
 
     def close(self) -> None:
         """The caller's end, once the workers are done or gone (slot numbers left in the queue must not hold
@@ -493,15 +516,40 @@ class BatchRing:
         self.free.close()
 
 
-def _count_batch(counter: ChunkCounter, batch: Batch, bytes_done: Any) -> None:
-    """Count one Batch (inputs.py); invalid UTF-8 is a CorpusDecodeError naming the input and document."""
-    data, bounds, _ = batch
+class _LeasedSlots(Slots):
+    """inputs.Slots for a reader feeding count_stream_tables: lease() waits for a free slot of the ring, checking
+    between tries that the counting still goes on (`check` raises if it does not)."""
+
+    def __init__(self, ring: BatchRing, check: Callable[[], None]) -> None:
+        self.ring, self.check = ring, check
+
+    def lease(self) -> int:
+        while True:
+            slot = self.ring.take(0.1)
+            if slot is not None:
+                return slot
+            self.check()
+
+    def view(self, slot: int) -> NDArray[np.uint8]:
+        return self.ring.view(slot)
+
+    def release(self, slot: int) -> None:
+        self.ring.release(slot)
+
+
+def _count_batch(counter: ChunkCounter, batch: Batch | SlotBatch, bytes_done: Any,
+                 data: bytes | NDArray[np.uint8] | None = None) -> None:
+    """Count one Batch (inputs.py), whose bytes are `data` if given (a SlotBatch's, in its slot); invalid UTF-8
+    is a CorpusDecodeError naming the input and document."""
+    if data is None:
+        assert isinstance(batch, Batch)
+        data = batch.data
     try:
-        counter.add_documents(data, bounds)
+        counter.add_documents(data, batch.bounds)
     except UnicodeDecodeError as exc:
         raise batch_decode_error(batch, exc) from None
     if bytes_done is not None:
-        bytes_done.add(len(data), len(bounds) - 1)
+        bytes_done.add(len(data), len(batch.bounds) - 1)
 
 
 def _count_queued(special_tokens: Iterable[str], pattern: str, errors: str, out_path: str) -> str:
@@ -511,29 +559,34 @@ def _count_queued(special_tokens: Iterable[str], pattern: str, errors: str, out_
         item = _queue.get()
         if item is None:
             break
-        _count_batch(counter, _ring.unpack(item), _bytes_done)  # type: ignore[union-attr]
+        try:
+            _count_batch(counter, item, _bytes_done, _ring.data(item))  # type: ignore[union-attr]
+        finally:
+            _ring.done(item)  # type: ignore[union-attr]
     return _save_table(counter, out_path)
 
 
-def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str], pattern: str, num_processes: int,
-                        errors: str, progress: Progress | None, what: str,
-                        batch_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Table]:
-    """The tables (one per worker) of an iterator of Batches (of about batch_bytes), read here and counted by
-    num_processes - 1 worker processes, whose batches' bytes go through a BatchRing (2 slots a worker and 2 more,
-    of twice batch_bytes; at most 8 of 64 MB), and a thread of this process (whose counting runs without the GIL). At most a
-    few batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
+def count_stream_tables(make_batches: Callable[[Slots | None], Iterable[Batch | SlotBatch]],
+                        special_tokens: Sequence[str], pattern: str, num_processes: int, errors: str,
+                        progress: Progress | None, what: str, batch_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Table]:
+    """The tables (one per worker) of the Batches (of about batch_bytes) that make_batches(slots) yields, read
+    here and counted by num_processes - 1 worker processes and a thread of this process (whose counting runs
+    without the GIL). Their bytes go through a BatchRing (3 slots a counter and 2 more, of twice batch_bytes; at
+    most 8 of 64 MB), which make_batches may write into directly (slots: None with one process). At most a few
+    batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
     context = worker_context()
     bytes_done = Tally(context)
     own = _counter_for(special_tokens, pattern, errors)
     if num_processes == 1:
-        for batch in batches:
+        for batch in make_batches(None):
+            assert isinstance(batch, Batch)       # no slots: no SlotBatch
             _count_batch(own, batch, bytes_done)
             if progress is not None:
                 progress("count", bytes_done.value, None)
         return [own.arrays()]
     workers = num_processes - 1
     shared = shared_queue(context, workers + 1)
-    local: queue.Queue[Batch | None]
+    local: queue.Queue[Batch | SlotBatch | None]
     local = queue.Queue(maxsize=1)            # the thread's next batch: handed over without pickling
     stop = threading.Event()
     failure: list[BaseException] = []
@@ -547,7 +600,10 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
                     continue
                 if batch is None:
                     break
-                _count_batch(own, batch, bytes_done)
+                try:
+                    _count_batch(own, batch, bytes_done, ring.data(batch))  # type: ignore[union-attr]  # made before
+                finally:
+                    ring.done(batch)  # type: ignore[union-attr]
         except BaseException as exc:       # reported by the caller's thread
             failure.append(exc)
 
@@ -557,7 +613,7 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
             raise seen[0]
         check_workers_alive(pool)
 
-    def hand_over(batch: Batch | None, futures: Sequence[Future[str]], pool: Any, own_first: bool = True) -> None:
+    def hand_over(batch: Batch | SlotBatch | None, futures: Sequence[Future[str]], pool: Any, own_first: bool = True) -> None:
         item: Any = _UNPACKED                    # what goes to the workers' queue, once packed
         while True:
             if own_first and item is _UNPACKED:
@@ -578,7 +634,7 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
 
     ring: BatchRing | None = None
     try:
-        ring = BatchRing(context, 2 * workers + 2, 2 * max(batch_bytes, 1 << 16))
+        ring = BatchRing(context, 2 * workers + 4, 2 * max(batch_bytes, 1 << 16))
         with _scratch_dir(0) as scratch, \
                 worker_pool(workers, f"counting {what}", _init_stream_worker, (bytes_done, shared, ring),
                             context) as pool:
@@ -587,7 +643,7 @@ def count_stream_tables(batches: Iterable[Batch], special_tokens: Sequence[str],
             thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
             thread.start()
             try:
-                for batch in batches:
+                for batch in make_batches(_LeasedSlots(ring, functools.partial(check, futures, pool))):
                     hand_over(batch, futures, pool)
                     check(futures, pool)
                     if progress is not None:
@@ -683,14 +739,18 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
                 stats["bytes"] += tally.value
                 stats["documents"] += tally.documents
             continue
-        batches = (batch for stream in run
-                   for batch in read_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
-                                             text_field, text_column))
+        def make_batches(slots: Slots | None, run: list[Any] = run) -> Iterable[Batch | SlotBatch]:
+            batches: Iterable[Batch | SlotBatch] = (
+                batch for stream in run
+                for batch in (read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_field,
+                                           text_column) if slots is None else
+                              read_slot_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
+                                                text_field, text_column, slots)))
+            return batches if stats is None else _tallied(batches, stats)
+
         what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
-        if stats is not None:
-            batches = _tallied(batches, stats)
         try:
-            tables.extend(count_stream_tables(batches, special_tokens, pattern, num_processes, errors, progress,
+            tables.extend(count_stream_tables(make_batches, special_tokens, pattern, num_processes, errors, progress,
                                               what, batch_bytes))
         except CorpusDecodeError as exc:
             if exc.document is None and exc.line is None and os.path.exists(exc.path):
@@ -699,11 +759,11 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     return tables or [_empty_table()]
 
 
-def _tallied(batches: Iterable[Batch], stats: dict[str, int]) -> Iterator[Batch]:
+def _tallied(batches: Iterable[Batch | SlotBatch], stats: dict[str, int]) -> Iterator[Batch | SlotBatch]:
     """The batches, adding their bytes and documents to stats (a piece of a text file is a document when it is
     the file's first: its origin's base offset is 0; other batches hold len(bounds) - 1 whole documents)."""
     for batch in batches:
-        stats["bytes"] += len(batch.data)
+        stats["bytes"] += batch.size
         base_offset = batch.origin[3]
         stats["documents"] += (base_offset == 0) if base_offset is not None else len(batch.bounds) - 1
         yield batch

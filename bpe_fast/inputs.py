@@ -124,11 +124,43 @@ class Batch(NamedTuple):
     bounds: NDArray[np.int64]
     origin: tuple[Any, ...]
 
+    @property
+    def size(self) -> int:
+        return len(self.data)
 
-def batch_decode_error(batch: Batch, exc: UnicodeDecodeError) -> CorpusDecodeError:
+
+class SlotBatch(NamedTuple):
+    """A Batch whose bytes are already in a shared slot (count_workers.BatchRing): the first `length` bytes of
+    slot `slot`. Small enough to send through a queue as it is."""
+    slot: int
+    length: int
+    bounds: NDArray[np.int64]
+    origin: tuple[Any, ...]
+
+    @property
+    def size(self) -> int:
+        return self.length
+
+
+class Slots:
+    """Shared slots a reader writes batches' bytes into (the interface; count_workers has the one
+    implementation, over a BatchRing): lease() waits for a free slot, view(slot) is its writable bytes,
+    release(slot) gives back one that was not used."""
+
+    def lease(self) -> int:
+        raise NotImplementedError
+
+    def view(self, slot: int) -> NDArray[np.uint8]:
+        raise NotImplementedError
+
+    def release(self, slot: int) -> None:
+        raise NotImplementedError
+
+
+def batch_decode_error(batch: Batch | SlotBatch, exc: UnicodeDecodeError) -> CorpusDecodeError:
     """The CorpusDecodeError for the UnicodeDecodeError exc of a Batch's data: the offset in the file for a
     piece of a text file, else the document, its line (JSON lines) and the offset in it."""
-    _, bounds, (name, first, lines, base) = batch
+    bounds, (name, first, lines, base) = batch.bounds, batch.origin
     if base is not None:
         return CorpusDecodeError(name, base + exc.start, exc.reason)
     k = int(np.searchsorted(bounds, exc.start, side="right")) - 1
@@ -361,6 +393,16 @@ class _Batcher:
                           None if self.lines[0] is None else tuple(self.lines))
         self.pieces, self.size, self.lines = [], 0, []
         return batch
+
+
+def read_slot_batches(stream: Stream, budget: Budget, batch_bytes: int, special_tokens: Iterable[str],
+                      space_cuts: bool, text_field: str, text_column: str,
+                      slots: Slots) -> Iterator[Batch | SlotBatch]:
+    """read_batches, but an iterable's documents without caps are made UTF-8 straight into the slots (each at
+    least twice batch_bytes): SlotBatches."""
+    if stream.kind == "iterable" and budget.bytes is None and budget.documents is None:
+        return _iterable_slot_batches(stream.obj, batch_bytes, text_field, stream.name, slots)
+    return read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_field, text_column)
 
 
 def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_tokens: Iterable[str], space_cuts: bool,
@@ -649,6 +691,50 @@ def _iterable_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str
             blobs, parts, size, first = [], [], 0, index
         if state == 1:
             return
+
+
+def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str, name: str,
+                           slots: Slots) -> Iterator[Batch | SlotBatch]:
+    """_iterable_batches writing each batch's UTF-8 straight into a leased slot (at least twice batch_bytes):
+    no bytes object made and copied a batch, and memory whose pages were faulted in once (a fresh 4 MB bytes
+    object a batch cost more than the conversion). An item whose UTF-8 does not fit what is left of the slot
+    starts the next batch; one bigger than a slot goes as a Batch of its own."""
+    iterator = iter(iterable)
+    index, state = 0, 0
+    carry: bytes | None = None          # the UTF-8 of an item that did not fit the last slot
+    while state != 1 or carry is not None:
+        slot = slots.lease()
+        view = slots.view(slot)
+        room = len(view)
+        parts: list[NDArray[np.int64]] = []
+        at, first = 0, index
+        if carry is not None:
+            view[:len(carry)] = np.frombuffer(carry, dtype=np.uint8)
+            parts.append(np.array([len(carry)], dtype=np.int64))
+            at, index, carry = len(carry), index + 1, None
+        while at < batch_bytes and state != 1:
+            written, lengths, state, item = pull_utf8(iterator, batch_bytes - at, view[at:])
+            parts.append(lengths)
+            at += written
+            index += len(lengths)
+            if state == 2:                      # not a plain str, or too big for what is left: converted here
+                document = _document_utf8(item, index, text_field)
+                if at + len(document) > room:
+                    carry = document
+                    break
+                view[at:at + len(document)] = np.frombuffer(document, dtype=np.uint8)
+                parts.append(np.array([len(document)], dtype=np.int64))
+                at, index = at + len(document), index + 1
+        lengths = np.concatenate(parts)
+        if len(lengths):
+            bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=bounds[1:])
+            yield SlotBatch(slot, at, bounds, (name, first, None, None))
+        else:
+            slots.release(slot)
+        if carry is not None and len(carry) > room:
+            yield _batch_of([carry], [len(carry)], name, index)
+            index, carry = index + 1, None
 
 
 def _document_of(item: object, index: int, text_field: str) -> str | bytes:

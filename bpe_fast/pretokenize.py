@@ -150,10 +150,11 @@ class ChunkCounter:
                 count_pretokens_text(piece, self.pattern, self._counts)
         return self
 
-    def add_documents(self, data: bytes, bounds: NDArray[np.int64]) -> ChunkCounter:
-        """Count documents: document k is data[bounds[k]:bounds[k + 1]] (bytes; bounds int64 from 0 to
-        len(data)), each counted as add() counts a chunk: nothing crosses from one to the next. Invalid
-        UTF-8 (errors="strict") raises the UnicodeDecodeError of the whole of data. Returns self."""
+    def add_documents(self, data: bytes | NDArray[np.uint8], bounds: NDArray[np.int64]) -> ChunkCounter:
+        """Count documents: document k is data[bounds[k]:bounds[k + 1]] (bytes, or a uint8 array such as a
+        view of a shared slot; bounds int64 from 0 to len(data)), each counted as add() counts a chunk:
+        nothing crosses from one to the next. Invalid UTF-8 (errors="strict") raises the UnicodeDecodeError of
+        the whole of data. Returns self."""
         if self._native is not None:
             try:
                 check_utf8(data)
@@ -165,6 +166,7 @@ class ChunkCounter:
                 return self
         elif self.errors == "strict":
             check_utf8(data)
+        data = data if isinstance(data, bytes) else data.tobytes()     # what add() and its decode take
         for k in range(len(bounds) - 1):
             self.add(data[bounds[k]:bounds[k + 1]])
         return self
@@ -367,7 +369,7 @@ def _utf8_or_none(text: str) -> bytes | None:
         return None
 
 
-def check_utf8(data: bytes | bytearray | memoryview) -> None:
+def check_utf8(data: bytes | bytearray | memoryview | NDArray[np.uint8]) -> None:
     """Raise the UnicodeDecodeError data.decode("utf-8") would raise, found by the native validator."""
     if _scan is None:           # no built-in pattern has loaded the scanner yet; its validator needs no tables
         from . import _scan as scan
@@ -380,6 +382,7 @@ def check_utf8(data: bytes | bytearray | memoryview) -> None:
         bytes(data[pos:pos + 8]).decode("utf-8")            # a bad sequence is at most 4 bytes long
     except UnicodeDecodeError as exc:
         if exc.start == 0:
-            raise UnicodeDecodeError("utf-8", data, pos + exc.start, pos + exc.end, exc.reason) from None
+            whole = data if isinstance(data, (bytes, bytearray)) else bytes(data)
+            raise UnicodeDecodeError("utf-8", whole, pos + exc.start, pos + exc.end, exc.reason) from None
     bytes(data).decode("utf-8")                               # the validators disagree: let Python's decide
     raise AssertionError(f"bpe_fast._scan.utf8_error reported offset {pos} of valid UTF-8")

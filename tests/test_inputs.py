@@ -529,14 +529,24 @@ def test_compressed_parquet_is_refused(tmp_path):
         count_pretokens(tmp_path / "c.parquet.gz")
 
 
-def pull_oracle(items, budget):
+def _most_bytes_a_character(text):
+    """The most UTF-8 bytes a character of a str of this one's kind (its widest character) can take."""
+    widest = max(map(ord, text), default=0)
+    return 1 if widest < 0x80 else 2 if widest < 0x100 else 3 if widest < 0x10000 else 4
+
+
+def pull_oracle(items, budget, room=None):
     """What bpe_fast._encode.pull_utf8 returns, in plain Python: plain str items without surrogates are taken
-    (their UTF-8) until their total reaches budget; another item stops the pull and is handed back."""
+    (their UTF-8) until their total reaches budget; another item stops the pull and is handed back. With room
+    (the size of an `out` buffer), so is an item whose characters, at the most bytes a character of its kind
+    takes, might not fit in what is left."""
     data, lengths = b"", []
     for k, item in enumerate(items):
         if len(data) >= budget:
             return data, lengths, 0, None, k
         if type(item) is not str or any(0xD800 <= ord(c) <= 0xDFFF for c in item):
+            return data, lengths, 2, item, k + 1
+        if room is not None and len(item) * _most_bytes_a_character(item) > room - len(data):
             return data, lengths, 2, item, k + 1
         data += item.encode("utf-8")
         lengths.append(len(item.encode("utf-8")))
@@ -564,26 +574,106 @@ def test_pull_utf8_equals_oracle(items, budget):
     assert list(iterator) == items[pulled:]        # nothing pulled beyond what it took or handed back
 
 
+_PULL_ITEMS = st.lists(st.one_of(st.text(max_size=12), st.text(alphabet="a\ud800\udfff日", max_size=4),
+                                 st.binary(max_size=3), st.integers(),
+                                 st.lists(st.sampled_from(["abcdefghijklmnopq", "é", "\u00ff", "日", "\U0001F600",
+                                                           "\ud800", "x"]), max_size=8).map("".join)), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=_PULL_ITEMS, budget=st.integers(min_value=1, max_value=120), room=st.integers(min_value=0, max_value=150))
+@example(items=["abc", "de"], budget=100, room=5)               # exactly full
+@example(items=["abc", "é"], budget=100, room=4)                # 1 character of 2 bytes at most: fits
+@example(items=["abc", "éa"], budget=100, room=6)               # 2 characters of 2 bytes at most: might not
+@example(items=["", "a"], budget=10, room=0)
+def test_pull_utf8_into_a_buffer_equals_oracle(items, budget, room):
+    from bpe_fast._encode import pull_utf8
+
+    iterator = iter(items)
+    data, lengths, state, item, pulled = pull_oracle(items, budget, room)
+    out = bytearray(b"\xee" * (room + 4))                       # 4 guard bytes past the view
+    got = pull_utf8(iterator, budget, memoryview(out)[:room])
+    assert (got[0], got[1].tolist(), got[2]) == (len(data), lengths, state)
+    assert bytes(out[:len(data)]) == data and out[room:] == b"\xee" * 4
+    assert got[3] is item or got[3] == item
+    assert list(iterator) == items[pulled:]
+
+
 def test_batch_ring_hands_bytes_through_shared_slots_and_frees_them():
     import pickle
     from bpe_fast.count_workers import BatchRing
-    from bpe_fast.inputs import Batch
+    from bpe_fast.inputs import Batch, SlotBatch
     from bpe_fast.procs import worker_context
     ring = BatchRing(worker_context(), 2, 16)
     one = Batch(b"hello world", np.array([0, 5, 11], dtype=np.int64), ("docs", 3, None, None))
     two = Batch(b"x" * 16, np.array([0, 16], dtype=np.int64), ("docs", 4, None, None))         # exactly a slot
     big = Batch(b"y" * 17, np.array([0, 17], dtype=np.int64), ("docs", 5, None, None))
     first = ring.pack(one)
-    assert isinstance(first, tuple) and not isinstance(first, Batch) and first[1] == 11
-    assert ring.pack(big) is big and ring.unpack(big) is big                  # too big for a slot: whole
+    assert isinstance(first, SlotBatch) and first.length == 11 and first.size == 11
+    assert ring.pack(first) is first                                          # already in a slot
+    assert ring.pack(big) is big and ring.data(big) is big.data               # too big for a slot: whole
+    ring.done(big)                                                            # frees nothing
     second = pickle.loads(pickle.dumps(ring.pack(two)))                       # as the queue sends it
     assert ring.pack(one, timeout=0.01) is one                               # no slot free: whole
+    assert ring.take(0.01) is None
     for packed, batch in ((second, two), (first, one)):
-        got = ring.unpack(packed)
-        assert got.data == batch.data and got.bounds.tolist() == batch.bounds.tolist()
-        assert got.origin == batch.origin
-    assert all(not isinstance(ring.pack(b), Batch) for b in (one, two))      # both slots free again
+        assert bytes(ring.data(packed)) == batch.data                         # read in the slot, no copy
+        assert packed.bounds.tolist() == batch.bounds.tolist() and packed.origin == batch.origin
+        ring.done(packed)
+    assert all(isinstance(ring.pack(b), SlotBatch) for b in (one, two))      # both slots free again
     assert BatchRing(worker_context(), 100, 1 << 40).n_slots == BatchRing.MAX_SLOTS
+
+
+def test_a_reader_writes_into_leased_slots_and_the_counts_are_the_oracles():
+    # _iterable_slot_batches against the oracle: plain strs, bytes, mappings and strs too big for what is left of
+    # a slot (they start the next batch) or for a whole slot (a Batch of their own); every slot given back
+    from bpe_fast.count_workers import BatchRing
+    from bpe_fast import inputs
+    from bpe_fast.inputs import Batch, SlotBatch, _iterable_slot_batches
+    from bpe_fast.procs import worker_context
+    from bpe_fast.pretokenize import ChunkCounter
+
+    class Slots(inputs.Slots):
+        def __init__(self, ring):
+            self.ring, self.leased = ring, 0
+
+        def lease(self):
+            self.leased += 1
+            slot = self.ring.take(1)
+            assert slot is not None, "every slot is taken: a batch was never given back"
+            return slot
+
+        def view(self, slot):
+            return self.ring.view(slot)
+
+        def release(self, slot):
+            self.ring.release(slot)
+
+    docs = documents(21, n=40)
+    docs[0], docs[1] = "a" * 50, "b " * 50             # the second does not fit what the first leaves: carried
+    docs[3] = "é" * 30 + docs[3]                      # 2 bytes a character, in a 1-byte str
+    docs[7] = "🙂 " * 40                               # 4 bytes a character
+    docs[12] = "x" * 150                               # more than a whole slot of 128 bytes
+    docs[20] = "ab " * 30 + "\u4e2d"                   # 90 characters of a UCS-2 str: up to 273 bytes
+    items = [d.encode() if k % 9 == 4 else {"text": d} if k % 11 == 5 else d for k, d in enumerate(docs)]
+    ring = BatchRing(worker_context(), 3, 128)
+    slots = Slots(ring)
+    counter = ChunkCounter([EOT])
+    got_docs = []
+    kinds = set()
+    for batch in _iterable_slot_batches(iter(items), 64, "text", "docs", slots):
+        data = ring.data(batch)
+        kinds.add(type(batch))
+        assert batch.origin == ("docs", len(got_docs), None, None)
+        bounds = batch.bounds
+        got_docs += [bytes(data[bounds[k]:bounds[k + 1]]).decode() for k in range(len(bounds) - 1)]
+        counter.add_documents(data, bounds)
+        ring.done(batch)
+    assert got_docs == docs
+    assert kinds == {SlotBatch, Batch}
+    assert counter.to_dict() == oracle_docs(docs)
+    assert ring.free.qsize() == 3 and slots.leased > 3
+    assert list(_iterable_slot_batches(iter([]), 64, "text", "docs", slots)) == [] and ring.free.qsize() == 3
 
 
 def test_a_stream_worker_counts_packed_and_whole_batches_and_frees_every_slot(tmp_path):
