@@ -10,6 +10,13 @@ machine noise hits all alike, and the ratios come from the medians. The iterator
 and yields its documents as it goes (a streaming source: it never holds the corpus). The form "list" (not run
 unless asked: --forms file,list) is an iterator over a list of the documents read into memory before the clock
 starts (the caller holds the corpus; its peak memory includes the list).
+
+    python benchmarks/bench_inputs.py --corpus stories2g.txt --train 10000 --forms file,list,iterator \
+        --baseline-build /tmp/old      # each form but the file also with the bpe_fast built in /tmp/old
+
+--baseline-build DIR runs each form other than "file" a second time in every round with DIR first on PYTHONPATH
+(DIR holding a built bpe_fast/ of another revision, e.g. `git worktree add /tmp/old REV` then `python setup.py
+build_ext --inplace` there): an A/B of two revisions in one run, each against the same file time.
 """
 import argparse
 import gzip
@@ -137,29 +144,36 @@ def main(argv=None):
     parser.add_argument("--train", type=int, metavar="VOCAB", help="train to this vocabulary size, not only count")
     parser.add_argument("--forms", default=",".join(FORMS), help="which forms, comma-separated (file first)")
     parser.add_argument("--out", help="write the Markdown table here")
+    parser.add_argument("--baseline-build", metavar="DIR",
+                        help="also run each form but the file with the bpe_fast built in DIR (an A/B in one run)")
     parser.add_argument("--worker", nargs=2, metavar=("FORM", "INPUTS_JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         _worker(args.worker[0], json.loads(args.worker[1]), args.corpus, args.processes, args.train)
         return
     forms = args.forms.split(",")
+    builds = {form: None for form in forms}          # form label -> PYTHONPATH for it (None: as this script runs)
+    if args.baseline_build:
+        builds.update({f"{form}@baseline": os.path.abspath(args.baseline_build) for form in forms if form != "file"})
     with tempfile.TemporaryDirectory(prefix="bpe_fast-inputs-", dir=os.path.dirname(os.path.abspath(args.corpus))) \
             as folder:
         inputs = (make_forms(args.corpus, folder) if set(forms) - {"file", "iterator", "list"}
                   else {"file": args.corpus})
-        runs = {form: [] for form in forms}
+        runs = {label: [] for label in builds}
         for _ in range(args.rounds):
-            for form in forms:
+            for label, path in builds.items():
+                form = label.split("@")[0]
                 extra = ["--train", str(args.train)] if args.train else []
+                env = None if path is None else dict(os.environ, PYTHONPATH=path)
                 out = subprocess.run([sys.executable, __file__, "--corpus", args.corpus, "--processes",
                                       str(args.processes), *extra, "--worker", form, json.dumps(inputs)],
-                                     check=True, capture_output=True, text=True).stdout
-                runs[form].append(json.loads(out.strip().splitlines()[-1]))
-                print(form, runs[form][-1], file=sys.stderr)
+                                     check=True, capture_output=True, text=True, env=env).stdout
+                runs[label].append(json.loads(out.strip().splitlines()[-1]))
+                print(label, runs[label][-1], file=sys.stderr)
         sizes = {form: os.path.getsize(inputs[form]) for form in inputs}
-    median = {form: statistics.median(r["seconds"] for r in runs[form]) for form in forms}
-    distinct = {r["distinct"] for form in forms for r in runs[form]}
-    assert len(distinct) == 1, f"the forms gave different results: {distinct}"
+    median = {label: statistics.median(r["seconds"] for r in runs[label]) for label in builds}
+    distinct = {r["distinct"] for label in builds for r in runs[label]}
+    assert len(distinct) == 1, f"the forms (or the builds) gave different results: {distinct}"
     size = os.path.getsize(args.corpus)
     what = (f"Training to {args.train:,} tokens on {size / 1e6:.0f} MB (the same merges from every form)"
             if args.train else f"Counting {size / 1e6:.0f} MB ({distinct.pop():,} distinct pre-tokens)")
@@ -168,10 +182,12 @@ def main(argv=None):
              f"{args.processes} processes, median of {args.rounds} alternating rounds, "
              f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores.", "",
              "| input | on disk | time | vs the text file | peak memory |", "| --- | ---: | ---: | ---: | ---: |"]
-    for form in forms:
-        peak = max(r["peak_kb"] for r in runs[form]) / 1024
+    for label in builds:
+        form = label.split("@")[0]
+        peak = max(r["peak_kb"] for r in runs[label]) / 1024
         disk = f"{sizes[form] / 1e6:.0f} MB" if form in sizes else "(in memory)" if form == "list" else "(streamed)"
-        lines.append(f"| {form} | {disk} | {median[form]:.2f} s | {median[form] / median['file']:.2f}x | "
+        name = f"{form}, {args.baseline_build}" if "@" in label else form
+        lines.append(f"| {name} | {disk} | {median[label]:.2f} s | {median[label] / median['file']:.2f}x | "
                      f"{peak:.0f} MB |")
     table = "\n".join(lines) + "\n"
     print(table)
