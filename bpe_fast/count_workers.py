@@ -31,7 +31,7 @@ from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
 from .inputs import (Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream, TextFile, batch_decode_error,
                      check_errors, jsonl_blocks, check_input_file, jsonl_range_batches, jsonl_ranges, line_of,
-                     parquet_row_group_batches, parquet_row_groups, read_batches, read_slot_batches, resolve_inputs,
+                     parquet_row_group_batches, parquet_row_groups, read_slot_batches, resolve_inputs,
                      utf8_boundary)
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
@@ -537,6 +537,27 @@ class _LeasedSlots(Slots):
         self.ring.release(slot)
 
 
+class _OneSlot(Slots):
+    """inputs.Slots of one buffer used again and again, for counting in this thread alone: each batch is
+    counted before the reader writes the next (so its pages are faulted in once, not a fresh bytes object a
+    batch)."""
+
+    def __init__(self, size: int) -> None:
+        self.buffer = np.empty(size, dtype=np.uint8)
+
+    def lease(self) -> int:
+        return 0
+
+    def view(self, slot: int) -> NDArray[np.uint8]:
+        return self.buffer
+
+    def release(self, slot: int) -> None:
+        pass
+
+    def data(self, item: Batch | SlotBatch) -> bytes | NDArray[np.uint8]:
+        return item.data if isinstance(item, Batch) else self.buffer[:item.length]
+
+
 def _count_batch(counter: ChunkCounter, batch: Batch | SlotBatch, bytes_done: Any,
                  data: bytes | NDArray[np.uint8] | None = None) -> None:
     """Count one Batch (inputs.py), whose bytes are `data` if given (a SlotBatch's, in its slot); invalid UTF-8
@@ -566,21 +587,21 @@ def _count_queued(special_tokens: Iterable[str], pattern: str, errors: str, out_
     return _save_table(counter, out_path)
 
 
-def count_stream_tables(make_batches: Callable[[Slots | None], Iterable[Batch | SlotBatch]],
+def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBatch]],
                         special_tokens: Sequence[str], pattern: str, num_processes: int, errors: str,
                         progress: Progress | None, what: str, batch_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Table]:
     """The tables (one per worker) of the Batches (of about batch_bytes) that make_batches(slots) yields, read
     here and counted by num_processes - 1 worker processes and a thread of this process (whose counting runs
     without the GIL). Their bytes go through a BatchRing (3 slots a counter and 2 more, of twice batch_bytes; at
-    most 8 of 64 MB), which make_batches may write into directly (slots: None with one process). At most a few
-    batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
+    most 8 of 64 MB), which make_batches may write into directly (with one process: one buffer, _OneSlot). At
+    most a few batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
     context = worker_context()
     bytes_done = Tally(context)
     own = _counter_for(special_tokens, pattern, errors)
     if num_processes == 1:
-        for batch in make_batches(None):
-            assert isinstance(batch, Batch)       # no slots: no SlotBatch
-            _count_batch(own, batch, bytes_done)
+        one = _OneSlot(2 * max(batch_bytes, 1 << 16))
+        for batch in make_batches(one):
+            _count_batch(own, batch, bytes_done, one.data(batch))
             if progress is not None:
                 progress("count", bytes_done.value, None)
         return [own.arrays()]
@@ -739,13 +760,10 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
                 stats["bytes"] += tally.value
                 stats["documents"] += tally.documents
             continue
-        def make_batches(slots: Slots | None, run: list[Any] = run) -> Iterable[Batch | SlotBatch]:
-            batches: Iterable[Batch | SlotBatch] = (
-                batch for stream in run
-                for batch in (read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_field,
-                                           text_column) if slots is None else
-                              read_slot_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
-                                                text_field, text_column, slots)))
+        def make_batches(slots: Slots, run: list[Any] = run) -> Iterable[Batch | SlotBatch]:
+            batches = (batch for stream in run
+                       for batch in read_slot_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
+                                                      text_field, text_column, slots))
             return batches if stats is None else _tallied(batches, stats)
 
         what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
