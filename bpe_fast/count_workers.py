@@ -454,15 +454,17 @@ class BatchRing:
     goes through the queue; whoever counts the batch reads it in the slot (data) and frees the slot after
     (done). Pickling a batch and sending it through a pipe cost about 3.6 s of CPU a GB between the two
     processes. A batch bigger than a slot, or one for which no slot comes free soon, goes whole, pickled, so
-    the ring's size can stay small: at most MAX_SLOTS slots of at most MAX_SLOT_BYTES. Made by the caller with
+    the ring's size can stay small: at most MAX_SLOTS slots of at most MAX_SLOT_BYTES, MAX_BYTES in all (the
+    shared array is zero-filled, so all of it is resident from the start). Made by the caller with
     the workers' context and given to them as they start."""
 
-    MAX_SLOTS = 8
+    MAX_SLOTS = 16
     MAX_SLOT_BYTES = 64 << 20
+    MAX_BYTES = 256 << 20
 
     def __init__(self, context: Any, slots: int, slot_bytes: int) -> None:
-        self.n_slots = max(1, min(slots, self.MAX_SLOTS))
         self.slot_bytes = max(1, min(slot_bytes, self.MAX_SLOT_BYTES))
+        self.n_slots = max(1, min(slots, self.MAX_SLOTS, self.MAX_BYTES // self.slot_bytes))
         self.buffer = context.RawArray("B", self.n_slots * self.slot_bytes)
         self.free = context.Queue(self.n_slots)
         for k in range(self.n_slots):
@@ -517,18 +519,20 @@ class BatchRing:
 
 
 class _LeasedSlots(Slots):
-    """inputs.Slots for a reader feeding count_stream_tables: lease() waits for a free slot of the ring, checking
-    between tries that the counting still goes on (`check` raises if it does not)."""
+    """inputs.Slots for a reader feeding count_stream_tables: lease() a free slot of the ring, or None when none
+    comes free within 10 ms (more counters busy than slots: the reader then makes a batch of its own, which goes
+    whole, rather than leave a counter idle), after checking that the counting still goes on (`check` raises if
+    it does not)."""
 
     def __init__(self, ring: BatchRing, check: Callable[[], None]) -> None:
         self.ring, self.check = ring, check
+        self.slot_bytes = ring.slot_bytes
 
-    def lease(self) -> int:
-        while True:
-            slot = self.ring.take(0.1)
-            if slot is not None:
-                return slot
+    def lease(self) -> int | None:
+        slot = self.ring.take(0.01)
+        if slot is None:
             self.check()
+        return slot
 
     def view(self, slot: int) -> NDArray[np.uint8]:
         return self.ring.view(slot)
@@ -544,8 +548,9 @@ class _OneSlot(Slots):
 
     def __init__(self, size: int) -> None:
         self.buffer = np.empty(size, dtype=np.uint8)
+        self.slot_bytes = size
 
-    def lease(self) -> int:
+    def lease(self) -> int | None:
         return 0
 
     def view(self, slot: int) -> NDArray[np.uint8]:
@@ -592,9 +597,10 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
                         progress: Progress | None, what: str, batch_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Table]:
     """The tables (one per worker) of the Batches (of about batch_bytes) that make_batches(slots) yields, read
     here and counted by num_processes - 1 worker processes and a thread of this process (whose counting runs
-    without the GIL). Their bytes go through a BatchRing (3 slots a counter and 2 more, of twice batch_bytes; at
-    most 8 of 64 MB), which make_batches may write into directly (with one process: one buffer, _OneSlot). At
-    most a few batches are in flight: memory does not grow with the corpus. `what` names the input in errors."""
+    without the GIL). Their bytes go through a BatchRing (2 slots a worker and 4 more, of twice batch_bytes; at
+    most 16 of at most 64 MB, 256 MB in all), which make_batches may write into directly (with one process: one buffer,
+    _OneSlot); a batch that finds no free slot soon goes whole. At most a few batches are in flight: memory
+    does not grow with the corpus. `what` names the input in errors."""
     context = worker_context()
     bytes_done = Tally(context)
     own = _counter_for(special_tokens, pattern, errors)

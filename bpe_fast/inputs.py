@@ -143,11 +143,14 @@ class SlotBatch(NamedTuple):
 
 
 class Slots:
-    """Shared slots a reader writes batches' bytes into (the interface; count_workers has the one
-    implementation, over a BatchRing): lease() waits for a free slot, view(slot) is its writable bytes,
-    release(slot) gives back one that was not used."""
+    """Shared slots a reader writes batches' bytes into (the interface; count_workers implements it over a
+    BatchRing, and over one buffer for a single process): lease() a free slot (None: none came free soon, the
+    reader then makes a Batch of its own), view(slot) its writable bytes (slot_bytes of them), release(slot)
+    gives back one that was not used."""
 
-    def lease(self) -> int:
+    slot_bytes: int
+
+    def lease(self) -> int | None:
         raise NotImplementedError
 
     def view(self, slot: int) -> NDArray[np.uint8]:
@@ -398,8 +401,8 @@ class _Batcher:
 def read_slot_batches(stream: Stream, budget: Budget, batch_bytes: int, special_tokens: Iterable[str],
                       space_cuts: bool, text_field: str, text_column: str,
                       slots: Slots) -> Iterator[Batch | SlotBatch]:
-    """read_batches, but an iterable's documents without caps are made UTF-8 straight into the slots (each at
-    least twice batch_bytes): SlotBatches."""
+    """read_batches, but an iterable's documents without caps are made UTF-8 straight into the slots:
+    SlotBatches."""
     if stream.kind == "iterable" and budget.bytes is None and budget.documents is None:
         return _iterable_slot_batches(stream.obj, batch_bytes, text_field, stream.name, slots)
     return read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_field, text_column)
@@ -695,42 +698,46 @@ def _iterable_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str
 
 def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str, name: str,
                            slots: Slots) -> Iterator[Batch | SlotBatch]:
-    """_iterable_batches writing each batch's UTF-8 straight into a leased slot (at least twice batch_bytes):
-    no bytes object made and copied a batch, and memory whose pages were faulted in once (a fresh 4 MB bytes
-    object a batch cost more than the conversion). An item whose UTF-8 does not fit what is left of the slot
-    starts the next batch; one bigger than a slot goes as a Batch of its own."""
+    """_iterable_batches writing each batch's UTF-8 straight into a leased slot: no bytes object made and
+    copied a batch, and memory whose pages were faulted in once (a fresh 4 MB bytes object a batch cost more
+    than the conversion). A batch stops at batch_bytes or when the slot is full: an item whose UTF-8 does not
+    fit what is left starts the next one, and one bigger than a slot goes as a Batch of its own. When no slot
+    comes free soon (more counters than slots), the batch is made the same way in a buffer of its own and goes
+    as a Batch."""
     iterator = iter(iterable)
     index, state = 0, 0
     carry: bytes | None = None          # the UTF-8 of an item that did not fit the last slot
     while state != 1 or carry is not None:
         slot = slots.lease()
-        view = slots.view(slot)
+        array = slots.view(slot) if slot is not None else np.empty(slots.slot_bytes, dtype=np.uint8)
+        view = array.data               # a memoryview: its slice assignment costs far less than an array's
         room = len(view)
-        parts: list[NDArray[np.int64]] = []
+        lengths: list[Any] = []         # int64 arrays (from pull_utf8) and ints (items converted here)
         at, first = 0, index
         if carry is not None:
-            view[:len(carry)] = np.frombuffer(carry, dtype=np.uint8)
-            parts.append(np.array([len(carry)], dtype=np.int64))
+            view[:len(carry)] = carry
+            lengths.append(len(carry))
             at, index, carry = len(carry), index + 1, None
         while at < batch_bytes and state != 1:
-            written, lengths, state, item = pull_utf8(iterator, batch_bytes - at, view[at:])
-            parts.append(lengths)
-            at += written
-            index += len(lengths)
+            written, pulled, state, item = pull_utf8(iterator, batch_bytes - at, view[at:])
+            if len(pulled):
+                lengths.append(pulled)
+                at += written
+                index += len(pulled)
             if state == 2:                      # not a plain str, or too big for what is left: converted here
                 document = _document_utf8(item, index, text_field)
                 if at + len(document) > room:
                     carry = document
                     break
-                view[at:at + len(document)] = np.frombuffer(document, dtype=np.uint8)
-                parts.append(np.array([len(document)], dtype=np.int64))
+                view[at:at + len(document)] = document
+                lengths.append(len(document))
                 at, index = at + len(document), index + 1
-        lengths = np.concatenate(parts)
-        if len(lengths):
-            bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=bounds[1:])
-            yield SlotBatch(slot, at, bounds, (name, first, None, None))
-        else:
+        if lengths:
+            bounds = np.zeros(index - first + 1, dtype=np.int64)
+            np.cumsum(np.hstack(lengths), out=bounds[1:])
+            yield (SlotBatch(slot, at, bounds, (name, first, None, None)) if slot is not None
+                   else Batch(array[:at].tobytes(), bounds, (name, first, None, None)))
+        elif slot is not None:
             slots.release(slot)
         if carry is not None and len(carry) > room:
             yield _batch_of([carry], [len(carry)], name, index)

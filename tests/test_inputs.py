@@ -599,7 +599,7 @@ def test_pull_utf8_into_a_buffer_equals_oracle(items, budget, room):
     assert list(iterator) == items[pulled:]
 
 
-def test_batch_ring_hands_bytes_through_shared_slots_and_frees_them():
+def test_batch_ring_hands_bytes_through_shared_slots_and_frees_them(monkeypatch):
     import pickle
     from bpe_fast.count_workers import BatchRing
     from bpe_fast.inputs import Batch, SlotBatch
@@ -621,7 +621,12 @@ def test_batch_ring_hands_bytes_through_shared_slots_and_frees_them():
         assert packed.bounds.tolist() == batch.bounds.tolist() and packed.origin == batch.origin
         ring.done(packed)
     assert all(isinstance(ring.pack(b), SlotBatch) for b in (one, two))      # both slots free again
-    assert BatchRing(worker_context(), 100, 1 << 40).n_slots == BatchRing.MAX_SLOTS
+    assert BatchRing(worker_context(), 100, 1 << 10).n_slots == BatchRing.MAX_SLOTS
+    assert BatchRing.MAX_BYTES // BatchRing.MAX_SLOT_BYTES == 4                # slots of 64 MB: 4 at most
+    monkeypatch.setattr(BatchRing, "MAX_SLOT_BYTES", 32)
+    monkeypatch.setattr(BatchRing, "MAX_BYTES", 100)
+    capped = BatchRing(worker_context(), 100, 1 << 40)
+    assert (capped.slot_bytes, capped.n_slots) == (32, 3)
 
 
 def test_a_reader_writes_into_leased_slots_and_the_counts_are_the_oracles():
@@ -634,11 +639,14 @@ def test_a_reader_writes_into_leased_slots_and_the_counts_are_the_oracles():
     from bpe_fast.pretokenize import ChunkCounter
 
     class Slots(inputs.Slots):
-        def __init__(self, ring):
-            self.ring, self.leased = ring, 0
+        def __init__(self, ring, refused=()):
+            self.ring, self.leased, self.refused = ring, 0, refused
+            self.slot_bytes = ring.slot_bytes
 
-        def lease(self):
+        def lease(self):                        # None for the leases in `refused`, as when none comes free
             self.leased += 1
+            if self.leased in self.refused:
+                return None
             slot = self.ring.take(1)
             assert slot is not None, "every slot is taken: a batch was never given back"
             return slot
@@ -657,22 +665,23 @@ def test_a_reader_writes_into_leased_slots_and_the_counts_are_the_oracles():
     docs[20] = "ab " * 30 + "\u4e2d"                   # 90 characters of a UCS-2 str: up to 273 bytes
     items = [d.encode() if k % 9 == 4 else {"text": d} if k % 11 == 5 else d for k, d in enumerate(docs)]
     ring = BatchRing(worker_context(), 3, 128)
-    slots = Slots(ring)
-    counter = ChunkCounter([EOT])
-    got_docs = []
-    kinds = set()
-    for batch in _iterable_slot_batches(iter(items), 64, "text", "docs", slots):
-        data = ring.data(batch)
-        kinds.add(type(batch))
-        assert batch.origin == ("docs", len(got_docs), None, None)
-        bounds = batch.bounds
-        got_docs += [bytes(data[bounds[k]:bounds[k + 1]]).decode() for k in range(len(bounds) - 1)]
-        counter.add_documents(data, bounds)
-        ring.done(batch)
-    assert got_docs == docs
-    assert kinds == {SlotBatch, Batch}
-    assert counter.to_dict() == oracle_docs(docs)
-    assert ring.free.qsize() == 3 and slots.leased > 3
+    for refused in ((), (2, 3, 7)):             # slots for every batch; some batches without one (their own buffer)
+        slots = Slots(ring, refused)
+        counter = ChunkCounter([EOT])
+        got_docs = []
+        kinds = set()
+        for batch in _iterable_slot_batches(iter(items), 64, "text", "docs", slots):
+            data = ring.data(batch)
+            kinds.add(type(batch))
+            assert batch.origin == ("docs", len(got_docs), None, None)
+            bounds = batch.bounds
+            got_docs += [bytes(data[bounds[k]:bounds[k + 1]]).decode() for k in range(len(bounds) - 1)]
+            counter.add_documents(data, bounds)
+            ring.done(batch)
+        assert got_docs == docs
+        assert kinds == {SlotBatch, Batch}
+        assert counter.to_dict() == oracle_docs(docs)
+        assert ring.free.qsize() == 3 and slots.leased > 7
     assert list(_iterable_slot_batches(iter([]), 64, "text", "docs", slots)) == [] and ring.free.qsize() == 3
 
 
