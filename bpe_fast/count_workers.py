@@ -519,20 +519,25 @@ class BatchRing:
 
 
 class _LeasedSlots(Slots):
-    """inputs.Slots for a reader feeding count_stream_tables: lease() a free slot of the ring, or None when none
-    comes free within 10 ms (more counters busy than slots: the reader then makes a batch of its own, which goes
-    whole, rather than leave a counter idle), after checking that the counting still goes on (`check` raises if
-    it does not)."""
+    """inputs.Slots for a reader feeding count_stream_tables: with `wait`, lease() waits for a free slot of the
+    ring, checking between tries that the counting still goes on (`check` raises if it does not). Without, it
+    gives None when none comes free within 10 ms (after the same check), and the reader makes a batch of its own,
+    which goes whole: for a ring with fewer slots than the counters can hold at once (many processes), where
+    waiting would leave counters idle. With slots enough, no free slot means every counter is busy, and a batch
+    of its own would only take CPU from them."""
 
-    def __init__(self, ring: BatchRing, check: Callable[[], None]) -> None:
-        self.ring, self.check = ring, check
+    def __init__(self, ring: BatchRing, check: Callable[[], None], wait: bool) -> None:
+        self.ring, self.check, self.wait = ring, check, wait
         self.slot_bytes = ring.slot_bytes
 
     def lease(self) -> int | None:
-        slot = self.ring.take(0.01)
-        if slot is None:
+        while True:
+            slot = self.ring.take(0.1 if self.wait else 0.01)
+            if slot is not None:
+                return slot
             self.check()
-        return slot
+            if not self.wait:
+                return None
 
     def view(self, slot: int) -> NDArray[np.uint8]:
         return self.ring.view(slot)
@@ -661,7 +666,8 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
 
     ring: BatchRing | None = None
     try:
-        ring = BatchRing(context, 2 * workers + 4, 2 * max(batch_bytes, 1 << 16))
+        wanted = 2 * workers + 4        # what the counters can hold at once, with the reader's and a spare
+        ring = BatchRing(context, wanted, 2 * max(batch_bytes, 1 << 16))
         with _scratch_dir(0) as scratch, \
                 worker_pool(workers, f"counting {what}", _init_stream_worker, (bytes_done, shared, ring),
                             context) as pool:
@@ -670,7 +676,8 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
             thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
             thread.start()
             try:
-                for batch in make_batches(_LeasedSlots(ring, functools.partial(check, futures, pool))):
+                slots = _LeasedSlots(ring, functools.partial(check, futures, pool), wait=ring.n_slots >= wanted)
+                for batch in make_batches(slots):
                     hand_over(batch, futures, pool)
                     check(futures, pool)
                     if progress is not None:
