@@ -447,7 +447,7 @@ def _init_stream_worker(bytes_done: Any, batches: Any, ring: BatchRing) -> None:
     _bytes_done, _queue, _ring = bytes_done, batches, ring
 
 
-class BatchRing:
+class BatchRing(Slots):
     """Shared buffers (slots, in one shared array) through which the caller hands batches to stream workers and
     to its own counting thread. A reader may write a batch straight into a leased slot (a SlotBatch, see
     inputs.Slots); pack copies any other Batch into a free slot. Either way only (slot, length, bounds, origin)
@@ -477,6 +477,9 @@ class BatchRing:
         except queue.Empty:
             return None
 
+    def lease(self) -> int | None:
+        return self.take(0.05)
+
     def view(self, slot: int) -> NDArray[np.uint8]:
         """The bytes of a slot (writable; no copy)."""
         start = slot * self.slot_bytes
@@ -499,15 +502,9 @@ class BatchRing:
         ctypes.memmove(ctypes.addressof(self.buffer) + k * self.slot_bytes, batch.data, n)
         return SlotBatch(k, n, batch.bounds, batch.origin)
 
-    def data(self, item: Batch | SlotBatch) -> bytes | NDArray[np.uint8]:
-        """The bytes of what pack sent or a reader leased: a SlotBatch's are a view of its slot, which stays
-        taken until done(item)."""
-        if isinstance(item, Batch):
-            return item.data
-        return self.view(item.slot)[:item.length]
-
     def done(self, item: Batch | SlotBatch) -> None:
-        """After counting what data gave: a SlotBatch's slot is free again."""
+        """After counting what data(item) gave (a SlotBatch's stays in its slot until then): its slot is free
+        again."""
         if isinstance(item, SlotBatch):
             self.release(item.slot)
 
@@ -564,9 +561,6 @@ class _OneSlot(Slots):
     def release(self, slot: int) -> None:
         pass
 
-    def data(self, item: Batch | SlotBatch) -> bytes | NDArray[np.uint8]:
-        return item.data if isinstance(item, Batch) else self.buffer[:item.length]
-
 
 def _count_batch(counter: ChunkCounter, batch: Batch | SlotBatch, bytes_done: Any,
                  data: bytes | NDArray[np.uint8] | None = None) -> None:
@@ -599,13 +593,14 @@ def _count_queued(special_tokens: Iterable[str], pattern: str, errors: str, out_
 
 def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBatch]],
                         special_tokens: Sequence[str], pattern: str, num_processes: int, errors: str,
-                        progress: Progress | None, what: str, batch_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Table]:
+                        progress: Progress | None, what: str,
+                        batch_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Table]:
     """The tables (one per worker) of the Batches (of about batch_bytes) that make_batches(slots) yields, read
     here and counted by num_processes - 1 worker processes and a thread of this process (whose counting runs
     without the GIL). Their bytes go through a BatchRing (2 slots a worker and 4 more, of twice batch_bytes; at
-    most 16 of at most 64 MB, 256 MB in all), which make_batches may write into directly (with one process: one buffer,
-    _OneSlot); a batch that finds no free slot soon goes whole. At most a few batches are in flight: memory
-    does not grow with the corpus. `what` names the input in errors."""
+    most 16 of at most 64 MB, 256 MB in all), which make_batches may write into directly (with one process:
+    one buffer, _OneSlot); a batch that finds no free slot soon goes whole. At most a few batches are in
+    flight: memory does not grow with the corpus. `what` names the input in errors."""
     context = worker_context()
     bytes_done = Tally(context)
     own = _counter_for(special_tokens, pattern, errors)
@@ -645,7 +640,8 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
             raise seen[0]
         check_workers_alive(pool)
 
-    def hand_over(batch: Batch | SlotBatch | None, futures: Sequence[Future[str]], pool: Any, own_first: bool = True) -> None:
+    def hand_over(batch: Batch | SlotBatch | None, futures: Sequence[Future[str]], pool: Any,
+                  own_first: bool = True) -> None:
         item: Any = _UNPACKED                    # what goes to the workers' queue, once packed
         while True:
             if own_first and item is _UNPACKED:
@@ -781,8 +777,8 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
 
         what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
         try:
-            tables.extend(count_stream_tables(make_batches, special_tokens, pattern, num_processes, errors, progress,
-                                              what, batch_bytes))
+            tables.extend(count_stream_tables(make_batches, special_tokens, pattern, num_processes, errors,
+                                              progress, what, batch_bytes))
         except CorpusDecodeError as exc:
             if exc.document is None and exc.line is None and os.path.exists(exc.path):
                 raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(exc.path, exc.offset)) from None

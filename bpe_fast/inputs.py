@@ -159,6 +159,10 @@ class Slots:
     def release(self, slot: int) -> None:
         raise NotImplementedError
 
+    def data(self, item: Batch | SlotBatch) -> bytes | NDArray[np.uint8]:
+        """The bytes of a batch: a Batch's own, a SlotBatch's in its slot (a view: no copy)."""
+        return item.data if isinstance(item, Batch) else self.view(item.slot)[:item.length]
+
 
 def batch_decode_error(batch: Batch | SlotBatch, exc: UnicodeDecodeError) -> CorpusDecodeError:
     """The CorpusDecodeError for the UnicodeDecodeError exc of a Batch's data: the offset in the file for a

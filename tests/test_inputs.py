@@ -529,6 +529,14 @@ def test_compressed_parquet_is_refused(tmp_path):
         count_pretokens(tmp_path / "c.parquet.gz")
 
 
+# items for pull_utf8: strs of every kind, with lone surrogates, bytes, ints, and runs of 16 ASCII characters and
+# more in strs of every kind (converted 16 at a time)
+_PULL_ITEMS = st.lists(st.one_of(st.text(max_size=12), st.text(alphabet="a\ud800\udfff日", max_size=4),
+                                 st.binary(max_size=3), st.integers(),
+                                 st.lists(st.sampled_from(["abcdefghijklmnopq", "é", "\u00ff", "日", "\U0001F600",
+                                                           "\ud800", "x"]), max_size=8).map("".join)), max_size=12)
+
+
 def _most_bytes_a_character(text):
     """The most UTF-8 bytes a character of a str of this one's kind (its widest character) can take."""
     widest = max(map(ord, text), default=0)
@@ -554,12 +562,7 @@ def pull_oracle(items, budget, room=None):
 
 
 @settings(max_examples=300, deadline=None)
-@given(items=st.lists(st.one_of(st.text(max_size=12), st.text(alphabet="a\ud800\udfff日", max_size=4),
-                                st.binary(max_size=3), st.integers(),
-                                # runs of 16 ASCII characters and more in strs of every kind (16 at a time)
-                                st.lists(st.sampled_from(["abcdefghijklmnopq", "é", "\u00ff", "日", "\U0001F600",
-                                                          "\ud800", "x"]), max_size=8).map("".join)), max_size=12),
-       budget=st.integers(min_value=1, max_value=120))
+@given(items=_PULL_ITEMS, budget=st.integers(min_value=1, max_value=120))
 @example(items=["", "a"], budget=10)
 @example(items=["", ""], budget=10)
 @example(items=["", "\ud800"], budget=10)
@@ -574,14 +577,10 @@ def test_pull_utf8_equals_oracle(items, budget):
     assert list(iterator) == items[pulled:]        # nothing pulled beyond what it took or handed back
 
 
-_PULL_ITEMS = st.lists(st.one_of(st.text(max_size=12), st.text(alphabet="a\ud800\udfff日", max_size=4),
-                                 st.binary(max_size=3), st.integers(),
-                                 st.lists(st.sampled_from(["abcdefghijklmnopq", "é", "\u00ff", "日", "\U0001F600",
-                                                           "\ud800", "x"]), max_size=8).map("".join)), max_size=12)
-
 
 @settings(max_examples=300, deadline=None)
-@given(items=_PULL_ITEMS, budget=st.integers(min_value=1, max_value=120), room=st.integers(min_value=0, max_value=150))
+@given(items=_PULL_ITEMS, budget=st.integers(min_value=1, max_value=120),
+       room=st.integers(min_value=0, max_value=150))
 @example(items=["abc", "de"], budget=100, room=5)               # exactly full
 @example(items=["abc", "é"], budget=100, room=4)                # 1 character of 2 bytes at most: fits
 @example(items=["abc", "éa"], budget=100, room=6)               # 2 characters of 2 bytes at most: might not
