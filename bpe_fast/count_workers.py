@@ -29,10 +29,10 @@ from numpy.typing import NDArray
 
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
-from .inputs import (Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream, TextFile, batch_decode_error,
+from .inputs import (MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream, TextFile, batch_decode_error,
                      check_errors, jsonl_blocks, check_input_file, jsonl_range_batches, jsonl_ranges, line_of,
                      parquet_row_group_batches, parquet_row_groups, read_slot_batches, resolve_inputs,
-                     utf8_boundary)
+                     slot_bytes_for, utf8_boundary)
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
@@ -459,7 +459,7 @@ class BatchRing(Slots):
     the workers' context and given to them as they start."""
 
     MAX_SLOTS = 16
-    MAX_SLOT_BYTES = 64 << 20
+    MAX_SLOT_BYTES = MAX_SLOT_BYTES
     MAX_BYTES = 256 << 20
 
     def __init__(self, context: Any, slots: int, slot_bytes: int) -> None:
@@ -605,7 +605,7 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
     bytes_done = Tally(context)
     own = _counter_for(special_tokens, pattern, errors)
     if num_processes == 1:
-        one = _OneSlot(2 * max(batch_bytes, 1 << 16))
+        one = _OneSlot(slot_bytes_for(batch_bytes))
         for batch in make_batches(one):
             _count_batch(own, batch, bytes_done, one.data(batch))
             if progress is not None:
@@ -663,7 +663,7 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
     ring: BatchRing | None = None
     try:
         wanted = 2 * workers + 4        # what the counters can hold at once, with the reader's and a spare
-        ring = BatchRing(context, wanted, 2 * max(batch_bytes, 1 << 16))
+        ring = BatchRing(context, wanted, slot_bytes_for(batch_bytes))
         with _scratch_dir(0) as scratch, \
                 worker_pool(workers, f"counting {what}", _init_stream_worker, (bytes_done, shared, ring),
                             context) as pool:

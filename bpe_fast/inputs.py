@@ -420,7 +420,10 @@ def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_token
     elif stream.kind == "parquet":
         yield from _parquet_batches(stream.obj, budget, batch_bytes, text_column)
     elif stream.kind == "iterable" and budget.bytes is None and budget.documents is None:
-        yield from _iterable_batches(stream.obj, batch_bytes, text_field, stream.name)
+        for batch in _iterable_slot_batches(stream.obj, batch_bytes, text_field, stream.name,
+                                            _FreshBuffers(slot_bytes_for(batch_bytes))):
+            assert isinstance(batch, Batch)    # no slot is ever leased
+            yield batch
     elif stream.kind == "jsonl" and budget.bytes is None and budget.documents is None:
         yield from _jsonl_batches(stream.obj, batch_bytes, text_field)
     else:
@@ -672,39 +675,34 @@ def _joined_batch(blobs: list[bytes], parts: list[NDArray[np.int64]], line_parts
     return Batch(b"".join(blobs), bounds, (name, first, lines, None))
 
 
-def _iterable_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str, name: str) -> Iterator[Batch]:
-    """read_batches of an iterable without caps: the same Batches, with as little work an item as can be. Runs
-    of plain str items are pulled and made UTF-8 natively (bpe_fast._encode.pull_utf8); any other item (bytes,
-    a mapping, a str subclass, a str with a lone surrogate) is converted, or named in the error, here."""
-    iterator = iter(iterable)
-    blobs: list[bytes] = []
-    parts: list[NDArray[np.int64]] = []
-    size, first, index = 0, 0, 0
-    while True:
-        data, lengths, state, item = pull_utf8(iterator, batch_bytes - size)
-        if len(lengths):
-            blobs.append(data)
-            parts.append(lengths)
-            size += len(data)
-            index += len(lengths)
-        if state == 2:
-            document = _document_utf8(item, index, text_field)
-            blobs.append(document)
-            parts.append(np.array([len(document)], dtype=np.int64))
-            size += len(document)
-            index += 1
-        if parts and (size >= batch_bytes or state == 1):
-            yield _joined_batch(blobs, parts, None, name, first)
-            blobs, parts, size, first = [], [], 0, index
-        if state == 1:
-            return
+MAX_SLOT_BYTES = 64 << 20
+
+
+def slot_bytes_for(batch_bytes: int) -> int:
+    """The size of a slot for batches of about batch_bytes (Slots): twice that, so that the documents that end
+    a batch fit too, at least 128 KB and at most MAX_SLOT_BYTES (a larger batch_bytes makes batches of about a
+    slot each, so memory stays bounded)."""
+    return min(2 * max(batch_bytes, 1 << 16), MAX_SLOT_BYTES)
+
+
+class _FreshBuffers(Slots):
+    """Slots that never lease: _iterable_slot_batches then makes each batch in a buffer of its own (of
+    slot_bytes) and yields it as a Batch, for readers whose batches are used side by side (read_batches)."""
+
+    def __init__(self, slot_bytes: int) -> None:
+        self.slot_bytes = slot_bytes
+
+    def lease(self) -> int | None:
+        return None
 
 
 def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field: str, name: str,
                            slots: Slots) -> Iterator[Batch | SlotBatch]:
-    """_iterable_batches writing each batch's UTF-8 straight into a leased slot: no bytes object made and
-    copied a batch, and memory whose pages were faulted in once (a fresh 4 MB bytes object a batch cost more
-    than the conversion). A batch stops at batch_bytes or when the slot is full: an item whose UTF-8 does not
+    """The Batches of an iterable without caps, each batch's UTF-8 written straight into a leased slot: no
+    bytes object made and copied a batch, and memory whose pages were faulted in once (a fresh 4 MB bytes
+    object a batch cost more than the conversion). Runs of plain str items are pulled and made UTF-8 natively
+    (bpe_fast._encode.pull_utf8); any other item (bytes, a mapping, a str subclass, a str with a lone
+    surrogate) is converted, or named in the error, here. A batch stops at batch_bytes or when the slot is full: an item whose UTF-8 does not
     fit what is left starts the next one, and one bigger than a slot goes as a Batch of its own. When no slot
     comes free soon (more counters than slots), the batch is made the same way in a buffer of its own and goes
     as a Batch."""

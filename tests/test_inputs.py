@@ -347,6 +347,13 @@ def test_parquet_row_groups_are_read_by_the_workers(tmp_path, monkeypatch):
     assert len(calls) == 2                      # a cap reads the files in order, here
 
 
+def test_a_huge_chunk_bytes_does_not_allocate_it():
+    # the batches' buffers are at most a slot of 64 MB whatever chunk_bytes asks (1, 2 and 3 processes)
+    docs = ["a b", "c", "dé 日"]
+    for procs in (1, 2, 3):
+        assert count_pretokens(iter(docs), [EOT], num_processes=procs, chunk_bytes=1 << 40) == oracle_docs(docs)
+
+
 def test_pull_utf8_memory_follows_the_input_not_the_budget():
     from bpe_fast._encode import pull_utf8
     data, lengths, state, item = pull_utf8(iter(["a", "bc"]), 1 << 40)     # not a terabyte up front
