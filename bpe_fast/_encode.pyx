@@ -589,16 +589,18 @@ cdef class BPETables:
                 raise ValueError(f"token {i} has bad decode offsets")
         for i in range(256):
             self.r.byte_ids[i] = byte_ids[i]
-        self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
-        self.r.pairs = self.pairs.data()        # the vector is not resized after this
-        self._build_permanent(ranked_pool, ranked_offsets, ranked_ids, permanent)
+        with nogil:         # the tables of a 200k-token vocabulary take a fifth of a second: other threads run
+            self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
+            self.r.pairs = self.pairs.data()        # the vector is not resized after this
+            self._build_permanent(ranked_pool, ranked_offsets, ranked_ids, permanent)
         if decode_pool.shape[0]:
             self.pool.assign(&decode_pool[0], &decode_pool[0] + decode_pool.shape[0])
         self.offsets.assign(&decode_offsets[0], &decode_offsets[0] + decode_offsets.shape[0])
         if known.shape[0]:
             self.known.assign(&known[0], &known[0] + known.shape[0])
 
-    cdef void _build_pairs(self, const uint8_t[::1] pool, const int64_t[::1] offs, const int32_t[::1] ids):
+    cdef void _build_pairs(self, const uint8_t[::1] pool, const int64_t[::1] offs,
+                           const int32_t[::1] ids) noexcept nogil:
         """Every split of every ranked token into two parts that are tokens (single bytes or ranked)."""
         cdef Py_ssize_t n_ranked = ids.shape[0]
         cdef Py_ssize_t k, j, n, cap
@@ -665,7 +667,7 @@ cdef class BPETables:
         for k in range(<Py_ssize_t>found_keys.size()):
             self._pair_insert(found_keys[k], found_ranks[k], found_ids[k])
 
-    cdef void _pair_insert(self, uint64_t key, int32_t rank, int32_t merged) noexcept:
+    cdef void _pair_insert(self, uint64_t key, int32_t rank, int32_t merged) noexcept nogil:
         cdef uint64_t i = pair_slot(key, self.r.pair_shift)
         while self.pairs[i].key != EMPTY_KEY:
             if self.pairs[i].key == key:      # the same two parts: keep the lower rank (the first seen)
@@ -677,7 +679,7 @@ cdef class BPETables:
         self.n_pairs += 1
 
     cdef int _build_permanent(self, const uint8_t[::1] pool, const int64_t[::1] offs,
-                              const int32_t[::1] ids, const uint8_t[::1] given) except -1:
+                              const int32_t[::1] ids, const uint8_t[::1] given) except -1 nogil:
         """The permanent entries: each ranked token whose own bytes merge to exactly itself (as `given` says,
         when it is not None)."""
         cdef Py_ssize_t n_ranked = ids.shape[0]
@@ -1790,7 +1792,7 @@ cdef void _slot_place(vector[PieceSlot]& table, uint64_t mask, const PieceSlot& 
 
 
 cdef void _table_insert(vector[PieceSlot]& table, uint64_t mask, uint64_t h, uint64_t prefix, int64_t key_off,
-                        Py_ssize_t n, int32_t n_ids, int32_t value) noexcept:
+                        Py_ssize_t n, int32_t n_ids, int32_t value) noexcept nogil:
     cdef PieceSlot slot
     slot.hash = h
     slot.prefix = prefix
@@ -1802,7 +1804,7 @@ cdef void _table_insert(vector[PieceSlot]& table, uint64_t mask, uint64_t h, uin
 
 
 cdef int32_t _table_get(vector[PieceSlot]& table, uint64_t mask, const uint8_t* keys, const uint8_t* p,
-                        Py_ssize_t n, const uint8_t* end) noexcept:
+                        Py_ssize_t n, const uint8_t* end) noexcept nogil:
     """The value for key p[0:n] (p + n <= end) in a table whose keys live in `keys`, or -1."""
     cdef uint64_t prefix
     cdef uint64_t h = hash_key(p, n, end, &prefix)

@@ -26,7 +26,7 @@ import os
 import re
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -56,13 +56,15 @@ def read_tiktoken(path: StrPath) -> dict[bytes, int]:
     ...
     bpe_fast.formats.FormatError: ...tiny.tiktoken:2: expected a base64 token, blanks and a decimal rank, got 'Yg==1'
     """
-    tokens, values, _ = _read_arrays(path)
+    tokens, values = _read_arrays(path)[:2]
     return dict(zip(tokens, values.tolist()))
 
 
-def _read_arrays(path: StrPath) -> tuple[list[bytes], NDArray[np.int64], NDArray[np.int64]]:
-    """(tokens, ranks, lines) of a `.tiktoken` file: its tokens (bytes) in file order, their ranks (int64
-    array) and line numbers (int64 array), checked (FormatError naming the file and line)."""
+def _read_arrays(path: StrPath) -> tuple[list[bytes], NDArray[np.int64], NDArray[np.int64], NDArray[np.uint8],
+                                         NDArray[np.int64]]:
+    """(tokens, ranks, lines, pool, offsets) of a `.tiktoken` file: its tokens (bytes) in file order, their ranks
+    (int64 array) and line numbers (int64 array), checked (FormatError naming the file and line), and the
+    tokens end to end (uint8 array; token k is pool[offsets[k]:offsets[k + 1]])."""
     from ._ranks import parse_tiktoken
 
     path = os.fspath(path)
@@ -78,9 +80,9 @@ def _read_arrays(path: StrPath) -> tuple[list[bytes], NDArray[np.int64], NDArray
     if bad:
         line = data.split(b"\n", bad)[bad - 1]
         raise FormatError(path, bad, _line_problem(line[:-1] if line.endswith(b"\r") else line))
-    pool = pool.tobytes()
+    data = pool.tobytes()
     bounds = offsets.tolist()
-    tokens = [pool[a:b] for a, b in zip(bounds, bounds[1:])]
+    tokens = [data[a:b] for a, b in zip(bounds, bounds[1:])]
     big = np.flatnonzero(values > MAX_TOKEN_ID)
     if len(big):
         k = int(big[0])
@@ -96,7 +98,7 @@ def _read_arrays(path: StrPath) -> tuple[list[bytes], NDArray[np.int64], NDArray
     if len(same):
         a, b = sorted(order[int(same[0]):int(same[0]) + 2].tolist())     # lines where one rank is given twice
         raise FormatError(path, int(lines[b]), f"the rank {int(values[b])} is on line {int(lines[a])} already")
-    return tokens, values, lines
+    return tokens, values, lines, pool, offsets
 
 
 def _line_problem(line: bytes) -> str:
@@ -135,11 +137,16 @@ def _ranked_tokens(ranks: Mapping[bytes, int]) -> tuple[list[bytes], NDArray[np.
         values = [operator.index(v) for v in values]
     if b"" in ranks:
         raise ValueError("ranks: the empty token has a rank")
-    array = np.array(values, dtype=object if values and max(map(abs, values)) >= 2**62 else np.int64)
+    try:
+        array = np.fromiter(values, dtype=np.int64, count=len(values))
+    except OverflowError:       # beyond int64: out of range, found below
+        array = np.array(values, dtype=object)
     if len(array) and not (0 <= array.min() and array.max() <= MAX_TOKEN_ID):
         k = next(k for k, v in enumerate(values) if not 0 <= v <= MAX_TOKEN_ID)
         raise ValueError(f"ranks: the rank {values[k]} of {tokens[k]!r} is out of range 0..{MAX_TOKEN_ID}")
     array = array.astype(np.int64)
+    if np.all(array[1:] > array[:-1]):      # given in rank order, as tiktoken's loader gives them
+        return tokens, array
     order = np.argsort(array, kind="stable")
     sorted_values = array[order]
     same = np.flatnonzero(sorted_values[1:] == sorted_values[:-1])
@@ -168,31 +175,71 @@ def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
     return _merges_in_order(*_ranked_tokens(ranks))
 
 
-def _merges_in_order(tokens: Sequence[bytes], values: NDArray[np.int64]) -> Merges:
-    """merges_from_ranks of the tokens `tokens` in rank order, with the ranks `values` (for messages)."""
-    from ._ranks import recover_merges
+class RankedTokens(NamedTuple):
+    """tiktoken's ranks, checked, in rank order: the tokens, their ranks (ascending int64 array), the tokens end
+    to end (pool, uint8; token k is pool[offsets[k]:offsets[k + 1]]) and byte_index[b], the index of the token
+    bytes([b]) (all 256 have one)."""
+    tokens: list[bytes]
+    values: NDArray[np.int64]
+    pool: NDArray[np.uint8]
+    offsets: NDArray[np.int64]
+    byte_index: NDArray[np.int32]
 
-    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    def recover(self) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
+        """(left, right): for token k, the indices of the two lower-ranked tokens whose merge makes it (int32
+        arrays; -1 for a single byte): tiktoken's rule, with the lower ranks only, leaves its bytes in exactly
+        those two parts, so merging its bytes with all the ranks gives the token itself. ValueError naming the
+        first token that rule cannot make. Native, without the GIL."""
+        from ._ranks import recover_merges
+
+        left, right, bad = recover_merges(self.pool, self.offsets, self.byte_index)
+        if bad >= 0:
+            token = self.tokens[bad]
+            parts = _tiktoken_parts(token, {t: k for k, t in enumerate(self.tokens[:bad]) if len(t) > 1})
+            raise ValueError(f"ranks: the token {token!r} (rank {int(self.values[bad])}) cannot be made by merging "
+                             f"tokens of lower rank: tiktoken's rule leaves it in {len(parts)} parts")
+        return left, right
+
+    def find(self, token: bytes) -> int:
+        """The index of `token` among the tokens, or -1."""
+        n = len(token)
+        same = np.flatnonzero(np.diff(self.offsets) == n)
+        if n == 0 or not len(same):
+            return -1
+        rows = self.pool[self.offsets[same][:, None] + np.arange(n)]
+        hit = np.flatnonzero((rows == np.frombuffer(token, dtype=np.uint8)).all(axis=1))
+        return int(same[hit[0]]) if len(hit) else -1
+
+    def merges(self, left: NDArray[np.int32], right: NDArray[np.int32]) -> Merges:
+        """The merge list from recover()'s arrays: (bytes, bytes) for each multi-byte token, in rank order."""
+        multi = np.flatnonzero(left >= 0)
+        get = self.tokens.__getitem__
+        return list(zip(map(get, left[multi].tolist()), map(get, right[multi].tolist())))
+
+
+def _ranked(tokens: list[bytes], values: NDArray[np.int64], pool: NDArray[np.uint8] | None = None,
+            offsets: NDArray[np.int64] | None = None) -> RankedTokens:
+    """RankedTokens of the distinct tokens `tokens` in rank order with the ranks `values` (pool and offsets:
+    theirs when the caller has them); ValueError naming the single bytes without a rank."""
+    if pool is None or offsets is None:
+        offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)), out=offsets[1:])
+        pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
     byte_index = np.full(256, -1, dtype=np.int32)
-    singles = np.flatnonzero(lengths == 1)
-    byte_index[[tokens[k][0] for k in singles.tolist()]] = singles
+    singles = np.flatnonzero(np.diff(offsets) == 1)
+    byte_index[pool[offsets[singles]]] = singles
     missing = np.flatnonzero(byte_index < 0).tolist()
     if missing:
         shown = ", ".join(repr(bytes([b])) for b in missing[:8]) + (", ..." if len(missing) > 8 else "")
         raise ValueError(f"ranks: {len(missing)} of the 256 single bytes have no rank ({shown}); "
                          "every byte needs one")
-    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
-    left, right, bad = recover_merges(pool, offsets, byte_index)
-    if bad >= 0:
-        token = tokens[bad]
-        parts = _tiktoken_parts(token, {t: k for k, t in enumerate(tokens[:bad]) if len(t) > 1})
-        raise ValueError(f"ranks: the token {token!r} (rank {int(values[bad])}) cannot be made by merging tokens "
-                         f"of lower rank: tiktoken's rule leaves it in {len(parts)} parts")
-    multi = np.flatnonzero(lengths > 1)
-    get = tokens.__getitem__
-    return list(zip(map(get, left[multi].tolist()), map(get, right[multi].tolist())))
+    return RankedTokens(tokens, values, pool, offsets, byte_index)
+
+
+def _merges_in_order(tokens: list[bytes], values: NDArray[np.int64]) -> Merges:
+    """merges_from_ranks of the tokens `tokens` in rank order, with the ranks `values` (for messages)."""
+    ranked = _ranked(tokens, values)
+    return ranked.merges(*ranked.recover())
 
 
 def _tiktoken_parts(token: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
@@ -207,29 +254,31 @@ def _tiktoken_parts(token: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
     return parts
 
 
-def tokenizer_parts(path_or_ranks: StrPath | Mapping[bytes, int],
-                    special_tokens: Mapping[str, int] | None) -> tuple[Vocab, Merges, list[str]]:
-    """(vocab, merges, special token list) for bpe_fast.Tokenizer from tiktoken's ranks (a `.tiktoken` file or a
-    dict {bytes: int}) and `special_tokens` ({str: id}, or None). A special token's id must not be a rank, nor its
-    bytes a ranked token (bpe_fast gives a token's bytes one id), and two special tokens cannot share an id."""
+def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
+    """tiktoken's ranks (a `.tiktoken` file or a dict {bytes: int}) checked, in rank order. Whether they make
+    every token is RankedTokens.recover's to check."""
     if isinstance(path_or_ranks, (str, os.PathLike)):
-        tokens, values, _ = _read_arrays(path_or_ranks)
+        tokens, values, _, pool, offsets = _read_arrays(path_or_ranks)
+        if np.all(values[1:] > values[:-1]):        # the file is in rank order, as tiktoken's are
+            return _ranked(tokens, values, pool, offsets)
         order = np.argsort(values, kind="stable")
-        tokens = list(map(tokens.__getitem__, order.tolist()))
-        values = values[order]
-    elif hasattr(path_or_ranks, "items"):
-        tokens, values = _ranked_tokens(path_or_ranks)
-    else:
-        raise TypeError("expected the path of a .tiktoken file or a dict[bytes, int] of ranks, got "
-                        f"{type(path_or_ranks).__name__}")
-    merges = _merges_in_order(tokens, values)
-    vocab = dict(zip(values.tolist(), tokens))
+        return _ranked(list(map(tokens.__getitem__, order.tolist())), values[order])
+    if hasattr(path_or_ranks, "items"):
+        return _ranked(*_ranked_tokens(path_or_ranks))
+    raise TypeError("expected the path of a .tiktoken file or a dict[bytes, int] of ranks, got "
+                    f"{type(path_or_ranks).__name__}")
+
+
+def check_special_tokens(ranked: RankedTokens, special_tokens: Mapping[str, int] | None) -> dict[str, int]:
+    """tiktoken's special tokens ({str: id}, or None) beside the ranks `ranked`, checked, as a new dict: a
+    special token's id must not be a rank, nor its bytes a ranked token (bpe_fast gives a token's bytes one id),
+    and two special tokens cannot share an id."""
     if special_tokens is None:
         special_tokens = {}
     if not hasattr(special_tokens, "items"):
         raise TypeError(f"special_tokens must be a dict[str, int], got {type(special_tokens).__name__}")
+    values = ranked.values
     special_of: dict[int, str] = {}
-    token_set = None
     for name, i in special_tokens.items():
         if not isinstance(name, str):
             raise TypeError(f"special token {name!r} is not a str")
@@ -242,17 +291,22 @@ def tokenizer_parts(path_or_ranks: StrPath | Mapping[bytes, int],
             raise ValueError(f"the id {i} of special token {name!r} is out of range 0..{MAX_TOKEN_ID}")
         if i in special_of:
             raise ValueError(f"special tokens {special_of[i]!r} and {name!r} have the same id {i}")
-        if i in vocab:
-            raise ValueError(f"special token {name!r}: its id {i} is the rank of {vocab[i]!r}")
-        if token_set is None:
-            token_set = set(tokens)
-        if name.encode("utf-8") in token_set:
+        at = int(np.searchsorted(values, i))
+        if at < len(values) and values[at] == i:
+            raise ValueError(f"special token {name!r}: its id {i} is the rank of {ranked.tokens[at]!r}")
+        if ranked.find(name.encode("utf-8")) >= 0:
             raise ValueError(f"special token {name!r}: its bytes are a ranked token "
                              "(bpe_fast gives one id to each token's bytes)")
         special_of[i] = name
-    for i, name in special_of.items():
+    return {str(name): i for i, name in special_of.items()}
+
+
+def vocab_of(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> Vocab:
+    """{id: bytes} of the ranks and the special tokens (checked by check_special_tokens)."""
+    vocab = dict(zip(ranked.values.tolist(), ranked.tokens))
+    for name, i in special_tokens.items():
         vocab[i] = name.encode("utf-8")
-    return vocab, merges, [str(name) for name in special_tokens]
+    return vocab
 
 
 def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from ._encode import BPECore
     from .formats import MergesSource, TableArrays
     from .token_view import TokenView
+    from .ranks import RankedTokens
 
 __all__ = ["Tokenizer"]
 
@@ -113,26 +114,29 @@ class Tokenizer:
 
     @classmethod
     def _from_checked(cls, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
-                      arrays: TableArrays | None = None, training: dict[str, Any] | None = None) -> Tokenizer:
+                      arrays: TableArrays | None = None, training: dict[str, Any] | None = None, *,
+                      tables: Callable[[], BPETables] | None = None) -> Tokenizer:
         """From a vocab and merges that bpe_fast.formats has read (and so checked); skips checking again.
         arrays: the encoder's table arrays for this vocab and merges (bpe_fast.formats' cache), or None.
+        tables: instead, a function giving the encoder's tables (built elsewhere while this runs), or None.
         training: as the constructor's, checked."""
         self = cls.__new__(cls)
-        self._setup(vocab, merges, special_tokens, pattern, arrays)
+        self._setup(vocab, merges, special_tokens, pattern, arrays, tables)
         self._training = training
         return self
 
     def _setup(self, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
-               arrays: TableArrays | None = None) -> None:
-        if vocab and max(vocab) >= 4 * len(vocab) + (1 << 20):
-            raise ValueError(f"vocab ids are too sparse: largest id {max(vocab)} for {len(vocab)} tokens")
+               arrays: TableArrays | None = None, tables: Callable[[], BPETables] | None = None) -> None:
+        top = max(vocab) if vocab else -1
+        if top >= 4 * len(vocab) + (1 << 20):
+            raise ValueError(f"vocab ids are too sparse: largest id {top} for {len(vocab)} tokens")
         specials = SpecialTokens(special_tokens)
         self._pattern = resolve_pattern(pattern)
         compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
 
         descending = sorted(vocab, reverse=True)
         ids_of = dict(zip(map(vocab.__getitem__, descending), descending))   # the smallest id of each token
-        next_id = max(vocab) + 1 if vocab else 0
+        next_id = top + 1
         special_ids: list[int] = []
         for tok in specials.tokens:
             data = tok.encode("utf-8")
@@ -142,15 +146,16 @@ class Tokenizer:
                 vocab[next_id] = data
                 ids_of[data] = next_id
                 next_id += 1
-                arrays = None           # built for the vocabulary without this token
+                arrays = tables = None      # built for the vocabulary without this token
             special_ids.append(ids_of[data])
         self._vocab = vocab
         # merges may be a function that makes the list (the cache's id pairs): made on first use
         self._merges = None if callable(merges) else merges
         self._make_merges = merges if callable(merges) else None
         self._ids_of = ids_of
-        self._tables = BPETables(**arrays) if arrays is not None else _build_tables(vocab, self._merge_list(), ids_of)
-        self._id_objects = list(range(max(vocab) + 1 if vocab else 0))   # encode's lists share these ints
+        self._tables = (tables() if tables is not None else BPETables(**arrays) if arrays is not None
+                        else _build_tables(vocab, self._merge_list(), ids_of))
+        self._id_objects = list(range(next_id))     # encode's lists share these ints (next_id: largest id + 1)
         # The encoders not in use (native): each encoding call takes one and gives it back, so threads encoding
         # at once (the encoder runs without the GIL on long texts) each have their own cache of pre-tokens.
         self._pool = EncoderPool(self._tables, self._id_objects)
@@ -243,10 +248,20 @@ class Tokenizer:
         >>> tok.merges, tok.encode("abcab<|endoftext|>")
         (((b'a', b'b'), (b'ab', b'c')), [257, 256, 300])
         """
-        from .ranks import tokenizer_parts
+        from .ranks import check_special_tokens, ranked_tokens, vocab_of
 
-        vocab, merges, specials = tokenizer_parts(path_or_ranks, special_tokens)
-        return cls._from_checked(vocab, merges, specials, pattern)
+        ranked = ranked_tokens(path_or_ranks)
+        specials = check_special_tokens(ranked, special_tokens)
+        # Two native jobs without the GIL, beside the Python dicts made here: recovering the merges (which checks
+        # that tiktoken's rule makes every token) and building the encoder's tables, which need only the ranks.
+        # The merge list (200k tuples for o200k) is made when first asked for.
+        with ThreadPoolExecutor(2) as executor:
+            recovered = executor.submit(ranked.recover)
+            tables = executor.submit(lambda: BPETables(**_ranks_table_arrays(ranked, specials)))
+            tok = cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges(*recovered.result()),
+                                    list(specials), pattern, tables=tables.result)
+            recovered.result()
+        return tok
 
     def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
         """A tiktoken.Encoding giving the same ids (ImportError when tiktoken is not installed); ValueError when
@@ -1063,7 +1078,52 @@ def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[by
     ranked_offsets = np.zeros(n_ranked + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, ranked_tokens), dtype=np.int64, count=n_ranked), out=ranked_offsets[1:])
     ranked_ids = np.fromiter(map(ids_of.__getitem__, ranked_tokens), dtype=np.int32, count=n_ranked)
+    return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets, ranked_ids=ranked_ids,
+                **_decode_arrays(vocab))
 
+
+def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
+    """BPETables' arguments, `permanent` included, for tiktoken's ranks and special tokens ({str: id}, checked
+    by ranks.tokenizer_parts), once ranked.recover() has found that the ranks make every token. The same as
+    _table_arrays and permanent_mask() give for the vocabulary and the recovered merges: the merged tokens are
+    the multi-byte ones in rank order, their ids their ranks, and each is permanent (merging its own bytes gives
+    itself)."""
+    pool, offsets, values = ranked.pool, ranked.offsets, ranked.values
+    lengths = np.diff(offsets)
+    multi = lengths > 1
+    byte_ids = np.full(256, -1, dtype=np.int32)
+    singles = np.flatnonzero(~multi)
+    byte_ids[pool[offsets[singles]]] = values[singles]
+    ranked_pool = pool[np.repeat(multi, lengths)]
+    ranked_offsets = np.zeros(int(multi.sum()) + 1, dtype=np.int64)
+    np.cumsum(lengths[multi], out=ranked_offsets[1:])
+    return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
+                ranked_ids=values[multi].astype(np.int32), permanent=np.ones(len(ranked_offsets) - 1, dtype=np.uint8),
+                **_ranks_decode_arrays(ranked, special_tokens))
+
+
+def _ranks_decode_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
+    """_decode_arrays of the ranks' and special tokens' vocabulary, from the ranks' arrays (no loop a token)."""
+    names = list(special_tokens)
+    extra = [name.encode("utf-8") for name in names]
+    pool = np.concatenate([ranked.pool, np.frombuffer(b"".join(extra), dtype=np.uint8)])
+    offsets = np.concatenate([ranked.offsets, ranked.offsets[-1] + np.cumsum([len(e) for e in extra], dtype=np.int64)])
+    ids = np.concatenate([ranked.values, np.array([int(special_tokens[n]) for n in names], dtype=np.int64)])
+    lengths = np.diff(offsets)
+    size = int(ids.max()) + 1 if len(ids) else 0
+    by_id = np.zeros(size, dtype=np.int64)
+    by_id[ids] = lengths
+    known = np.zeros(size, dtype=np.uint8)
+    known[ids] = 1
+    decode_offsets = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(by_id, out=decode_offsets[1:])
+    decode_pool = np.empty(len(pool), dtype=np.uint8)      # each token's bytes moved to where its id puts them
+    decode_pool[np.repeat(decode_offsets[ids] - offsets[:-1], lengths) + np.arange(len(pool))] = pool
+    return dict(decode_pool=decode_pool, decode_offsets=decode_offsets, known=known)
+
+
+def _decode_arrays(vocab: Mapping[int, bytes]) -> TableArrays:
+    """BPETables' decoding arguments: every id's bytes end to end, their offsets, and which ids are known."""
     size = max(vocab) + 1 if vocab else 0
     lengths = np.zeros(size, dtype=np.int64)
     known = np.zeros(size, dtype=np.uint8)
@@ -1073,8 +1133,7 @@ def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[by
     decode_offsets = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(lengths, out=decode_offsets[1:])
     decode_pool = np.frombuffer(b"".join(map(vocab.get, range(size), itertools.repeat(b"", size))), dtype=np.uint8)
-    return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets, ranked_ids=ranked_ids,
-                decode_pool=decode_pool, decode_offsets=decode_offsets, known=known)
+    return dict(decode_pool=decode_pool, decode_offsets=decode_offsets, known=known)
 
 
 def _id_array(ids: Any) -> NDArray[np.int64]:

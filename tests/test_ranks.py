@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import bpe_fast
 import bpe_fast._ranks
 import bpe_fast.ranks
 import bpe_fast.specials
@@ -295,6 +296,91 @@ def test_from_tiktoken_refuses_bad_special_tokens():
         Tokenizer.from_tiktoken(ranks, "gpt2", {"<|eot|>": "300"})
     with pytest.raises(TypeError, match="path of a .tiktoken file or a dict"):
         Tokenizer.from_tiktoken(42, "gpt2")
+
+
+def _general_tables(tok):
+    """The encoder's table arrays and permanent mask as any Tokenizer's are built: from the vocabulary and the
+    merge list, each ranked token merged once to find whether it is permanent."""
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import BPETables
+
+    arrays = T._table_arrays(tok.vocab, list(tok.merges), {t: i for i, t in sorted(tok.vocab.items(), reverse=True)})
+    arrays["permanent"] = np.frombuffer(BPETables(**arrays).permanent_mask(), dtype=np.uint8)
+    return arrays
+
+
+def _fast_tables(ranks, specials):
+    from bpe_fast import tokenizer as T
+
+    ranked = bpe_fast.ranks.ranked_tokens(ranks)
+    return T._ranks_table_arrays(ranked, bpe_fast.ranks.check_special_tokens(ranked, specials))
+
+
+def _assert_same_arrays(fast, general):
+    assert sorted(fast) == sorted(general)
+    for name in general:
+        assert fast[name].dtype == general[name].dtype, name
+        assert np.array_equal(fast[name], general[name]), name
+
+
+@SOME
+@given(st.integers(0, 2**32), st.integers(0, 60), st.booleans(), st.lists(st.integers(0, 400), max_size=3))
+def test_tables_from_ranks_equal_the_general_build(seed, n_tokens, shuffle_bytes, special_ids):
+    # from_tiktoken builds the encoder's tables straight from the ranks, every token permanent; the general
+    # build from the vocabulary and the recovered merges (merging each token) must give the same arrays
+    ranks = random_ranks(random.Random(seed), n_tokens, alphabet=b"ab c", shuffle_bytes=shuffle_bytes)
+    while (bad := oracle_merges(ranks)[1]) is not None:
+        del ranks[bad]
+    if random.Random(seed).random() < 0.5:      # a gap in the ranks
+        ranks = {t: r + 7 * (r >= 256 + n_tokens // 2) for t, r in ranks.items()}
+    taken = set(ranks.values())
+    specials = {f"<|s{i}|>": i for i in dict.fromkeys(special_ids) if i not in taken}
+    tok = Tokenizer.from_tiktoken(ranks, "gpt2", specials)
+    assert list(tok.merges) == oracle_merges(ranks)[0]
+    assert tok.special_tokens == specials
+    _assert_same_arrays(_fast_tables(ranks, specials), _general_tables(tok))
+    assert set(np.frombuffer(_fast_tables(ranks, specials)["permanent"], dtype=np.uint8)) <= {1}
+
+
+@pytest.mark.parametrize("name, specials", [("cl100k_base", {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258}),
+                                            ("o200k_base", {"<|endoftext|>": 199999, "<|endofprompt|>": 200018})])
+def test_tables_from_real_ranks_equal_the_general_build(name, specials):
+    ranks = load_ranks(name)
+    tok = Tokenizer.from_tiktoken(ranks_path(name), name.split("_")[0], specials)
+    _assert_same_arrays(_fast_tables(ranks, specials), _general_tables(tok))
+    assert tok.vocab == {r: t for t, r in ranks.items()} | {i: s.encode() for s, i in specials.items()}
+
+
+def test_from_tiktoken_refuses_an_unreachable_token():
+    # the merges are recovered in a thread beside the tables' build: its error still reaches the caller
+    with pytest.raises(ValueError, match=r"b'xyz' \(rank 257\).*3 parts"):
+        Tokenizer.from_tiktoken(BYTE_RANKS | {b"ab": 256, b"xyz": 257}, "gpt2")
+    with pytest.raises(ValueError, match=r"b'abc' \(rank 256\)"):
+        bpe_fast.Encoding("x", pat_str=r"\S+", mergeable_ranks=BYTE_RANKS | {b"abc": 256, b"ab": 257},
+                          special_tokens={})
+
+
+def test_from_tiktoken_file_out_of_rank_order(tmp_path):
+    ranks = BYTE_RANKS | {b"ab": 256, b"abc": 257, b"bc": 258}
+    lines = [f"{b64(t)} {r}\n" for t, r in ranks.items()]
+    random.Random(5).shuffle(lines)
+    tok = Tokenizer.from_tiktoken(write_lines(tmp_path, lines), "gpt2", {"<|eot|>": 259})
+    assert tok.merges == ((b"a", b"b"), (b"ab", b"c"), (b"b", b"c"))
+    assert tok.encode("abcbc<|eot|>") == [257, 258, 259]
+    assert tok.vocab == Tokenizer.from_tiktoken(ranks, "gpt2", {"<|eot|>": 259}).vocab
+
+
+def test_special_token_bytes_against_the_ranked_tokens():
+    ranks = BYTE_RANKS | {b"ab": 256, b"abc": 257}
+    for name in ("a", "ab", "abc", "\xff"):        # a single byte, ranked tokens, b"\xc3\xbf" is not one
+        if name == "\xff":
+            assert Tokenizer.from_tiktoken(ranks, "gpt2", {name: 300}).encode(name, allowed_special="all") == [300]
+            continue
+        with pytest.raises(ValueError, match="its bytes are a ranked token"):
+            Tokenizer.from_tiktoken(ranks, "gpt2", {name: 300})
+    # an extension of a ranked token, or a part of one, is not one
+    tok = Tokenizer.from_tiktoken(ranks, "gpt2", {"abcd": 300, "bc": 301})
+    assert tok.encode("abcdbc") == [300, 301]
 
 
 def test_from_tiktoken_names_a_bad_line(tmp_path):

@@ -1,0 +1,88 @@
+"""Loading today's encodings: bpe_fast against tiktoken, the same ranks, the same run, alternating.
+
+Run: python -m pytest benchmarks/bench_load.py -s
+For cl100k_base and o200k_base (the ranks the bpe-openai wheel ships; skipped without it), two ways in:
+- "file": a `.tiktoken` file (the wheel's, decompressed once): bpe_fast's Tokenizer.from_tiktoken(path) against
+  tiktoken's load_tiktoken_bpe(path) and tiktoken.Encoding(...);
+- "dict": the ranks already in a dict, as code written for tiktoken holds them: bpe_fast.Encoding(...) against
+  tiktoken.Encoding(...), the same keywords.
+Each is timed in alternating rounds (5, or 1 with --benchmark-disable); extra_info has both medians and their
+ratio (tiktoken's time over bpe_fast's: above 1, bpe_fast loads faster). Both tokenizers then encode the same
+text, which must give the same ids. A fresh tokenizer every round: nothing is cached between them.
+"""
+import gzip
+import os
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+import bpe_fast
+from bpe_fast import Tokenizer
+from bpe_fast.patterns import GPT4_PATTERN, O200K_PATTERN
+
+tiktoken = pytest.importorskip("tiktoken")
+from tiktoken.load import load_tiktoken_bpe  # noqa: E402  (after the skip: tiktoken is optional)
+
+ENCODINGS = {
+    "cl100k_base": (GPT4_PATTERN, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                                     "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}),
+    "o200k_base": (O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+}
+TEXT = "Loading <|endoftext|> the ranks: 12345 naïve café, 日本語のテキスト, def f(x): return x ** 2\n" * 20
+
+
+@pytest.fixture(scope="module")
+def ranks_files(tmp_path_factory):
+    """{name: path of its plain .tiktoken file}, from the bpe-openai wheel."""
+    import importlib.util
+
+    found = importlib.util.find_spec("bpe_openai")
+    if found is None:
+        pytest.skip("bpe-openai (which ships the cl100k_base and o200k_base ranks) is not installed")
+    folder = tmp_path_factory.mktemp("bench_load")
+    paths = {}
+    for name in ENCODINGS:
+        packed = Path(found.origin).parent / "data" / f"{name}.tiktoken.gz"
+        if not packed.exists():
+            pytest.skip(f"{packed} is missing")
+        paths[name] = folder / f"{name}.tiktoken"
+        paths[name].write_bytes(gzip.decompress(packed.read_bytes()))
+    return paths
+
+
+def _timed(load):
+    start = time.perf_counter()
+    made = load()
+    return time.perf_counter() - start, made
+
+
+@pytest.mark.parametrize("name", list(ENCODINGS))
+@pytest.mark.parametrize("way", ["file", "dict"])
+def test_load(benchmark, ranks_files, name, way):
+    pattern, specials = ENCODINGS[name]
+    path = str(ranks_files[name])
+    ranks = load_tiktoken_bpe(path)
+    if way == "file":
+        ours = lambda: Tokenizer.from_tiktoken(path, pattern, specials)  # noqa: E731
+        theirs = lambda: tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(path),  # noqa: E731
+                                           special_tokens=specials)
+    else:
+        ours = lambda: bpe_fast.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)  # noqa: E731
+        theirs = lambda: tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)  # noqa: E731
+    rounds = 1 if benchmark.disabled else 5
+    times = {"bpe_fast": [], "tiktoken": []}
+    for _ in range(rounds):
+        took, tok = _timed(ours)
+        times["bpe_fast"].append(took)
+        took, enc = _timed(theirs)
+        times["tiktoken"].append(took)
+    benchmark.pedantic(ours, rounds=1, iterations=1)
+    assert tok.encode(TEXT, allowed_special="all") == enc.encode(TEXT, allowed_special="all")
+    median = {k: statistics.median(v) for k, v in times.items()}
+    ratio = median["tiktoken"] / median["bpe_fast"]
+    benchmark.extra_info.update({"bpe_fast s": round(median["bpe_fast"], 3), "tiktoken s": round(median["tiktoken"], 3),
+                                 "ratio": round(ratio, 2), "rounds": rounds, "cpus": os.cpu_count()})
+    print(f"\nloading {name} from a {way}: bpe_fast {median['bpe_fast']:.3f} s, tiktoken {tiktoken.__version__} "
+          f"{median['tiktoken']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
