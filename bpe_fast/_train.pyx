@@ -18,7 +18,8 @@ Layout, built for millions of distinct words in little memory (4 bytes a byte of
   grows by a quarter). The arena and the pair arrays live in ReVec, a realloc-backed array: growing one is
   an mremap, so pages already touched are neither copied nor faulted in again (page faults were a quarter
   of train_from_counts' time on 330 MB of real text with std::vector's copy-on-grow).
-* One hash table maps a pair to its pid, but a merge asks it once per distinct neighbour, not per
+* One hash table maps a pair to its pid (4 bytes a slot: the pid; the key is read from the pair's array), but
+  a merge asks it once per distinct neighbour, not per
   occurrence: every pair a merge of (a, b) -> c touches is (x, a), (b, y), (x, c) or (c, y), so four arrays
   indexed by the other symbol, valid for that merge, cache the pids and collect the count changes, which
   are applied once when the merge ends.
@@ -50,7 +51,7 @@ from libc.string cimport memcmp, memcpy, memmove
 from libcpp.vector cimport vector
 from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
 
-from bpe_fast._hashing cimport (EMPTY_INDEX, EMPTY_KEY, ROLLING_BASE, Slot, mix64, next_slot, pair_key, pair_slot,
+from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slot, pair_key, pair_slot,
                                 rolling_concat, rolling_hash, slot_place, slot_tag, table_shift)
 from bpe_fast._heap cimport HeapEntry, entry_less, heap_make, heap_pop, heap_sift_up
 
@@ -165,14 +166,15 @@ cdef class MergeEngine:
     cdef vector[int64_t] cls_end       # class k holds the slots [cls_end[k - 1], cls_end[k])
     cdef vector[int64_t] cls_freq
     # pairs
-    cdef ReVec[int32_t] pleft, pright, plen
+    cdef ReVec[uint64_t] pkey          # pair_key(left, right): the pair's symbols (_left, _right)
+    cdef ReVec[int32_t] plen
     cdef ReVec[int64_t] pcount, pstart
     cdef ReVec[int32_t] arena         # positions; pair p's are arena[pstart[p]:pstart[p] + plen[p]]
     cdef int64_t garbage               # arena entries no live segment uses
     cdef int64_t compactions           # how many times the garbage was dropped (for tests)
     # per symbol: the pids ending in it and starting with it
-    cdef vector[uint64_t] pkeys        # pair table: pair_key(x, y) or EMPTY_KEY, from pair_slot(key, pshift)
-    cdef vector[int32_t] pvals
+    cdef vector[int32_t] pslots        # pair table: a pid or -1, from pair_slot(pkey[pid], pshift); 4 bytes a
+                                       # slot (the key is read from pkey), at most half full
     cdef uint64_t pmask
     cdef int pshift
     # per merge: pid of (x, a), (b, y), (x, c), (c, y) by the other symbol, valid where stamp == merge number
@@ -404,31 +406,33 @@ cdef class MergeEngine:
         cdef int32_t pid = <int32_t>self.pcount.size()
         if <uint64_t>(2 * (pid + 1)) > self.pmask:
             self._pairs_grow()
-        self.pleft.push_back(x)
-        self.pright.push_back(y)
+        self.pkey.push_back(pair_key(x, y))
         self.pcount.push_back(0)
         self.pstart.push_back(0)
         self.plen.push_back(0)
         self._pair_put(x, y, pid)
         return pid
 
+    cdef inline int32_t _left(self, int32_t pid) noexcept nogil:
+        return <int32_t>(self.pkey[pid] >> 32)
+
+    cdef inline int32_t _right(self, int32_t pid) noexcept nogil:
+        return <int32_t><uint32_t>self.pkey[pid]
+
     cdef void _pair_put(self, int32_t x, int32_t y, int32_t pid) noexcept nogil:
-        cdef uint64_t key = pair_key(x, y)
-        cdef uint64_t slot = pair_slot(key, self.pshift)
-        while self.pkeys[slot] != EMPTY_KEY:
+        cdef uint64_t slot = pair_slot(pair_key(x, y), self.pshift)
+        while self.pslots[slot] >= 0:
             slot = next_slot(slot, self.pmask)
-        self.pkeys[slot] = key
-        self.pvals[slot] = pid
+        self.pslots[slot] = pid
 
     cdef void _pairs_grow(self) noexcept nogil:
         cdef Py_ssize_t cap = (self.pmask + 1) * 2 if self.pmask else 1 << 16
         cdef int32_t pid
-        self.pkeys.assign(cap, EMPTY_KEY)
-        self.pvals.assign(cap, -1)
+        self.pslots.assign(cap, -1)
         self.pmask = cap - 1
         self.pshift = table_shift(cap)
-        for pid in range(<int32_t>self.pleft.size()):
-            self._pair_put(self.pleft[pid], self.pright[pid], pid)
+        for pid in range(<int32_t>self.pkey.size()):
+            self._pair_put(self._left(pid), self._right(pid), pid)
 
     cdef int32_t _find_pair(self, int32_t x, int32_t y) noexcept nogil:
         """The pid of (x, y), or -1. A pair keeps its pid for good, also while its count is 0."""
@@ -436,10 +440,12 @@ cdef class MergeEngine:
             return -1
         cdef uint64_t key = pair_key(x, y)
         cdef uint64_t slot = pair_slot(key, self.pshift)
-        while self.pkeys[slot] != EMPTY_KEY:
-            if self.pkeys[slot] == key:
-                return self.pvals[slot]
+        cdef int32_t pid = self.pslots[slot]
+        while pid >= 0:
+            if self.pkey[pid] == key:
+                return pid
             slot = next_slot(slot, self.pmask)
+            pid = self.pslots[slot]
         return -1
 
     cdef inline int _rule(self, int32_t x, int32_t y) noexcept nogil:
@@ -492,10 +498,10 @@ cdef class MergeEngine:
         """True if x (key: count, id: pid) should be merged before y."""
         if x.key != y.key:
             return x.key > y.key
-        cdef int c = self._cmp_sym(self.pleft[x.id], self.pleft[y.id])
+        cdef int c = self._cmp_sym(self._left(x.id), self._left(y.id))
         if c != 0:
             return c > 0
-        return self._cmp_sym(self.pright[x.id], self.pright[y.id]) > 0
+        return self._cmp_sym(self._right(x.id), self._right(y.id)) > 0
 
     cdef void _prune_heap(self) noexcept nogil:
         """Drop the entries that can never be used (their pair's count is 0, or a higher entry of the same
@@ -645,7 +651,7 @@ cdef class MergeEngine:
 
     cdef inline bint _candidate(self, int32_t pid) noexcept nogil:
         """Whether run() may choose the pair: its token is not longer than max_token_length."""
-        return not self.limited or self.tok_len[self.pleft[pid]] + self.tok_len[self.pright[pid]] <= self.max_len
+        return not self.limited or self.tok_len[self._left(pid)] + self.tok_len[self._right(pid)] <= self.max_len
 
     cdef int64_t _best_count(self) noexcept nogil:
         """The count of the pair the next merge would choose, which is then the heap's top; 0 if none."""
@@ -685,7 +691,7 @@ cdef class MergeEngine:
 
     cdef void _merge(self, int32_t pab, int64_t count) noexcept nogil:
         """Merge every occurrence of pair pab (which occurs `count` times), left to right in each word."""
-        cdef int32_t a = self.pleft[pab], b = self.pright[pab]
+        cdef int32_t a = self._left(pab), b = self._right(pab)
         cdef int32_t nsym = <int32_t>self.tok_len.size()
         cdef int32_t c = self._intern_concat(a, b)
         self.mc_new = c == nsym
@@ -888,14 +894,12 @@ cdef class MergeEngine:
         works. A caller about to turn huge tokens into bytes objects calls this first."""
         vector[int32_t]().swap(self.sym)
         self.arena.release()
-        self.pleft.release()
-        self.pright.release()
+        self.pkey.release()
         self.plen.release()
-        vector[int32_t]().swap(self.pvals)
+        vector[int32_t]().swap(self.pslots)
         vector[int32_t]().swap(self.touched)
         self.pcount.release()
         self.pstart.release()
-        vector[uint64_t]().swap(self.pkeys)
         self.heap.release()
         vector[Record]().swap(self.records)
         vector[MapSlot]().swap(self.maps)
@@ -961,9 +965,9 @@ cdef class MergeEngine:
     def memory(self):
         """Bytes held by the engine's main arrays, by name (for benchmarks and tests)."""
         return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
-                "pairs": self.pleft.capacity() * 28 + self.pkeys.capacity() * 12, "heap": self.heap.capacity() * sizeof(HeapEntry),
+                "pairs": self.pkey.capacity() * 28 + self.pslots.capacity() * 4, "heap": self.heap.capacity() * sizeof(HeapEntry),
                 "symbols": self.pool.capacity() + self.tok_len.capacity() * 44 + self.maps.capacity() * sizeof(MapSlot),
-                "num_pairs": self.pleft.size(), "compactions": self.compactions}
+                "num_pairs": self.pkey.size(), "compactions": self.compactions}
 
     def merges(self, bint with_tokens=False, Py_ssize_t start=0):
         """The merges done so far as a list of (bytes, bytes), in order, from merge `start` on (replayed
