@@ -80,9 +80,9 @@ def _read_arrays(path: StrPath) -> tuple[list[bytes], NDArray[np.int64], NDArray
     if bad:
         line = data.split(b"\n", bad)[bad - 1]
         raise FormatError(path, bad, _line_problem(line[:-1] if line.endswith(b"\r") else line))
-    data = pool.tobytes()
+    joined = pool.tobytes()
     bounds = offsets.tolist()
-    tokens = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    tokens = [joined[a:b] for a, b in zip(bounds, bounds[1:])]
     big = np.flatnonzero(values > MAX_TOKEN_ID)
     if len(big):
         k = int(big[0])

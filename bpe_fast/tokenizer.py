@@ -1084,7 +1084,7 @@ def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[by
 
 def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
     """BPETables' arguments, `permanent` included, for tiktoken's ranks and special tokens ({str: id}, checked
-    by ranks.tokenizer_parts), once ranked.recover() has found that the ranks make every token. The same as
+    by ranks.check_special_tokens), once ranked.recover() has found that the ranks make every token. The same as
     _table_arrays and permanent_mask() give for the vocabulary and the recovered merges: the merged tokens are
     the multi-byte ones in rank order, their ids their ranks, and each is permanent (merging its own bytes gives
     itself)."""
