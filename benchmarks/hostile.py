@@ -12,6 +12,8 @@ Cases:
   letters-10MB    a 10 MB run of letters inside ordinary text, trained and then encoded
   memory-50MB     a 50 MB synthetic corpus, and
   memory-500MB    the same 50 MB ten times: the same distinct pre-tokens, ten times the bytes
+  ranks-1MB       a .tiktoken file whose last token is 2^20 times "a" (the 256 bytes and 20 doublings),
+                  loaded with Tokenizer.from_tiktoken (recovering its merge took time quadratic in its length)
 """
 import argparse
 import json
@@ -39,7 +41,11 @@ def worker(case, path, out):
     warnings.simplefilter("ignore")
     note = ""
     start = time.perf_counter()
-    if case == "letters-10MB":
+    if case == "ranks-1MB":
+        tok = Tokenizer.from_tiktoken(path, "gpt2")
+        a, b = tok.merges[-1]
+        note = f"{len(tok.merges)} merges, the last {len(a):,} + {len(b):,} bytes"
+    elif case == "letters-10MB":
         vocab, merges = train_bpe(path, 2000, ["<|endoftext|>"], num_processes=2)
         trained = time.perf_counter() - start
         tok = Tokenizer(vocab, merges, ["<|endoftext|>"])
@@ -58,7 +64,7 @@ def worker(case, path, out):
 
 def make(case, workdir):
     from bpe_fast.synthetic import generate, iter_documents
-    path = workdir / f"{case}.txt"
+    path = workdir / (f"{case}.tiktoken" if case.startswith("ranks") else f"{case}.txt")
     if path.exists():
         return path
     tmp = path.with_suffix(".tmp")
@@ -82,6 +88,10 @@ def make(case, workdir):
             generate(f, 5_000_000, seed=9)
         elif case == "memory-50MB":
             generate(f, 50_000_000, seed=10)
+        elif case == "ranks-1MB":
+            import base64
+            tokens = [bytes([b]) for b in range(256)] + [b"a" * (2 ** e) for e in range(1, 21)]
+            f.write(b"".join(base64.b64encode(t) + b" %d\n" % k for k, t in enumerate(tokens)))
         elif case == "memory-500MB":
             base = make("memory-50MB", workdir).read_bytes()
             for _ in range(10):
@@ -91,7 +101,7 @@ def make(case, workdir):
     return path
 
 
-CASES = ["line-200MB", "repeat-100M", "letters-10MB", "memory-50MB", "memory-500MB"]
+CASES = ["line-200MB", "repeat-100M", "letters-10MB", "memory-50MB", "memory-500MB", "ranks-1MB"]
 
 
 def main(argv=None):

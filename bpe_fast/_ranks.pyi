@@ -7,6 +7,8 @@ _Bytes = ReadableBuffer | NDArray[np.uint8]
 
 def parse_tiktoken(data: _Bytes) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64],
                                            NDArray[np.int64], int]: ...
+LONG_TOKEN: int
+
 def recover_merges(pool: _Bytes, offsets: ReadableBuffer | NDArray[np.int64],
-                   byte_index: ReadableBuffer | NDArray[np.int32]) -> tuple[NDArray[np.int32], NDArray[np.int32],
-                                                                            int]: ...
+                   byte_index: ReadableBuffer | NDArray[np.int32],
+                   long_from: int = ...) -> tuple[NDArray[np.int32], NDArray[np.int32], int, int]: ...

@@ -29,6 +29,7 @@ from libc.string cimport memcmp
 from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
+from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
 
 import numpy as np
 
@@ -78,13 +79,74 @@ cdef inline void table_add(Table* t, int32_t k) noexcept nogil:
 
 
 cdef int32_t BIG = 0x7FFFFFFF
+LONG_TOKEN = 64         # recover_merges' default long_from: longer tokens are merged with a heap
 cdef uint64_t BLOOM_MASK = (1 << 21) - 1        # 2^21 bits, 256 KB
 
 
+cdef Py_ssize_t _recover_long(const Table* t, const uint8_t* s, Py_ssize_t n, Py_ssize_t* split) noexcept nogil:
+    """recover's merge of one long token s[0:n] (the tokens before it in t) in O(n log n): the parts as a linked
+    list, the candidate joins in a heap, lowest token index first and on a tie the leftmost, as the scan of
+    short tokens chooses. An entry is checked when it comes up (the pair it was pushed for may have changed
+    since). Returns how many parts are left (it stops at two), and the second part's start in split."""
+    cdef vector[int32_t] nxt, prv             # by a part's start: the next part's start (n: none), the previous
+    cdef vector[HeapEntry] heap               # (token index of the join, start of its left part)
+    cdef HeapEntry e
+    cdef Py_ssize_t count = n, i, j, end
+    cdef int32_t r
+    nxt.resize(n)
+    prv.resize(n)
+    for i in range(n):
+        nxt[i] = <int32_t>(i + 1)
+        prv[i] = <int32_t>(i - 1)
+    for i in range(n - 1):
+        r = table_find(t, s + i, 2)
+        if r >= 0:
+            e.key = r
+            e.id = <int32_t>i
+            heap.push_back(e)
+    heap_make(heap.data(), heap.size(), lowest_first, NULL)
+    while count > 2 and not heap.empty():
+        e = heap_pop(heap.data(), heap.size(), lowest_first, NULL)
+        heap.pop_back()
+        i = e.id
+        if prv[i] == -2:                      # no longer a part's start
+            continue
+        j = nxt[i]
+        if j >= n:
+            continue
+        end = nxt[j]
+        if table_find(t, s + i, end - i) != e.key:
+            continue                          # the pair changed since it was pushed
+        prv[j] = -2                           # join the parts at i and j
+        nxt[i] = <int32_t>end
+        if end < n:
+            prv[end] = <int32_t>i
+        count -= 1
+        if prv[i] >= 0:                       # the new pairs on either side
+            r = table_find(t, s + prv[i], end - prv[i])
+            if r >= 0:
+                e.key = r
+                e.id = prv[i]
+                heap.push_back(e)
+                heap_sift_up(heap.data(), heap.size() - 1, lowest_first, NULL)
+        if end < n:
+            r = table_find(t, s + i, nxt[end] - i)
+            if r >= 0:
+                e.key = r
+                e.id = <int32_t>i
+                heap.push_back(e)
+                heap_sift_up(heap.data(), heap.size() - 1, lowest_first, NULL)
+    split[0] = nxt[0]
+    return count
+
+
 cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t n_tokens,
-                        const int32_t* byte_index, int32_t* left, int32_t* right) noexcept nogil:
+                        const int32_t* byte_index, int32_t* left, int32_t* right, Py_ssize_t long_from,
+                        Py_ssize_t* parts) noexcept nogil:
     """Fill left[k], right[k] for every token k (-1, -1 for single bytes); returns -1, or the index of the first
-    unreachable token (left and right are then filled only before it)."""
+    unreachable token (left and right are then filled only before it; parts[0] is how many parts it is left
+    in). Tokens longer than long_from bytes are
+    merged by _recover_long (the scan below takes time quadratic in a token's length)."""
     cdef uint64_t size = table_size(n_tokens)
     cdef Slot empty
     empty.index = EMPTY_INDEX
@@ -108,7 +170,7 @@ cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t 
     # joined[j] is the index of the token parts j and j + 1 would make (BIG when none seen).
     cdef vector[Py_ssize_t] starts
     cdef vector[int32_t] joined
-    cdef Py_ssize_t k, n, j, best_j, count
+    cdef Py_ssize_t k, n, j, best_j, count, split
     cdef int32_t best
     cdef const uint8_t* s
     for k in range(n_tokens):
@@ -117,6 +179,15 @@ cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t 
         if n == 1:
             left[k] = -1
             right[k] = -1
+            continue
+        if n > long_from:
+            count = _recover_long(&t, s, n, &split)
+            if count != 2:
+                parts[0] = count
+                return k
+            left[k] = byte_index[s[0]] if split == 1 else table_find(&t, s, split)
+            right[k] = byte_index[s[n - 1]] if n - split == 1 else table_find(&t, s + split, n - split)
+            table_add(&t, <int32_t>k)
             continue
         starts.resize(n + 1)
         joined.resize(n)
@@ -152,6 +223,7 @@ cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t 
                 if joined[best_j] < 0:
                     joined[best_j] = BIG
         if count != 2:
+            parts[0] = count
             return k
         left[k] = byte_index[s[0]] if starts[1] == 1 else table_find(&t, s, starts[1])
         right[k] = byte_index[s[n - 1]] if n - starts[1] == 1 else table_find(&t, s + starts[1], n - starts[1])
@@ -270,20 +342,23 @@ def parse_tiktoken(const uint8_t[::1] data):
             bad)
 
 
-def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const int32_t[::1] byte_index):
-    """(left, right, bad): for the tokens in rank order (token k is pool[offsets[k]:offsets[k + 1]], distinct,
+def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const int32_t[::1] byte_index,
+                   Py_ssize_t long_from=LONG_TOKEN):
+    """(left, right, bad, parts): for the tokens in rank order (token k is pool[offsets[k]:offsets[k + 1]], distinct,
     none empty; byte_index[b] is the index of the token bytes([b]), all 256 present), int32 arrays where
     left[k], right[k] are the indices of the two tokens whose merge makes token k (-1 for single bytes), and bad
     = -1, or the index of the first token that merging the tokens before it cannot make (the arrays are then
-    filled only before it). The caller has checked all of this; here only the sizes are.
+    filled only before it; parts is how many parts tiktoken's rule leaves it in, else 0). The caller has checked all of this; here only the sizes are. long_from: tokens longer
+    than this many bytes are merged with a heap (O(n log n)) rather than by scanning the parts (O(n^2)); the
+    two give the same parts (tests compare them with long_from=1).
 
     >>> tokens = [b"a", b"b", b"c", b"ab", b"abc", b"bc"]
     >>> pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
     >>> offsets = np.cumsum([0] + [len(t) for t in tokens]).astype(np.int64)
     >>> byte_index = np.zeros(256, dtype=np.int32); byte_index[list(b"abc")] = [0, 1, 2]
-    >>> left, right, bad = recover_merges(pool, offsets, byte_index)
-    >>> left.tolist(), right.tolist(), bad
-    ([-1, -1, -1, 0, 3, 1], [-1, -1, -1, 1, 2, 2], -1)
+    >>> left, right, bad, parts = recover_merges(pool, offsets, byte_index)
+    >>> left.tolist(), right.tolist(), bad, parts
+    ([-1, -1, -1, 0, 3, 1], [-1, -1, -1, 1, 2, 2], -1, 0)
     """
     cdef Py_ssize_t n_tokens = offsets.shape[0] - 1
     if n_tokens < 0 or byte_index.shape[0] != 256:
@@ -296,10 +371,10 @@ def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const in
     right_arr = np.empty(n_tokens, dtype=np.int32)
     cdef int32_t[::1] left = left_arr
     cdef int32_t[::1] right = right_arr
-    cdef Py_ssize_t bad
+    cdef Py_ssize_t bad, parts = 0
     if n_tokens == 0:
-        return left_arr, right_arr, -1
+        return left_arr, right_arr, -1, 0
     with nogil:
         bad = recover(&pool[0] if pool.shape[0] else NULL, &offsets[0], n_tokens, &byte_index[0],
-                      &left[0], &right[0])
-    return left_arr, right_arr, bad
+                      &left[0], &right[0], long_from, &parts)
+    return left_arr, right_arr, bad, parts

@@ -192,12 +192,12 @@ class RankedTokens(NamedTuple):
         first token that rule cannot make. Native, without the GIL."""
         from ._ranks import recover_merges
 
-        left, right, bad = recover_merges(self.pool, self.offsets, self.byte_index)
+        left, right, bad, parts = recover_merges(self.pool, self.offsets, self.byte_index)
         if bad >= 0:
             token = self.tokens[bad]
-            parts = _tiktoken_parts(token, {t: k for k, t in enumerate(self.tokens[:bad]) if len(t) > 1})
-            raise ValueError(f"ranks: the token {token!r} (rank {int(self.values[bad])}) cannot be made by merging "
-                             f"tokens of lower rank: tiktoken's rule leaves it in {len(parts)} parts")
+            shown = repr(token) if len(token) <= 200 else f"{token[:100]!r}... ({len(token):,} bytes)"
+            raise ValueError(f"ranks: the token {shown} (rank {int(self.values[bad])}) cannot be made by merging "
+                             f"tokens of lower rank: tiktoken's rule leaves it in {parts} parts")
         return left, right
 
     def find(self, token: bytes) -> int:
@@ -240,18 +240,6 @@ def _merges_in_order(tokens: list[bytes], values: NDArray[np.int64]) -> Merges:
     """merges_from_ranks of the tokens `tokens` in rank order, with the ranks `values` (for messages)."""
     ranked = _ranked(tokens, values)
     return ranked.merges(*ranked.recover())
-
-
-def _tiktoken_parts(token: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
-    """tiktoken's merge of `token`'s bytes with `ranks` (plain Python; for error messages)."""
-    parts = [bytes([b]) for b in token]
-    while len(parts) > 1:
-        found = [(ranks[parts[i] + parts[i + 1]], i) for i in range(len(parts) - 1) if parts[i] + parts[i + 1] in ranks]
-        if not found:
-            break
-        _, i = min(found)
-        parts[i:i + 2] = [parts[i] + parts[i + 1]]
-    return parts
 
 
 def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:

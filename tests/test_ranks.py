@@ -164,6 +164,55 @@ def test_recovered_merges_encode_as_tiktoken(seed, n_tokens, text):
     assert oracle_encode(text, vocab, tok.merges, pattern=pattern) == expected
 
 
+def _recover_both_ways(ranks):
+    """recover_merges of `ranks` as merges_from_ranks calls it, and with every token merged by the heap path
+    (long_from=1) instead of the scan."""
+    tokens, values = bpe_fast.ranks._ranked_tokens(ranks)
+    ranked = bpe_fast.ranks._ranked(tokens, values)
+    args = (ranked.pool, ranked.offsets, ranked.byte_index)
+    return bpe_fast._ranks.recover_merges(*args), bpe_fast._ranks.recover_merges(*args, long_from=1)
+
+
+@SOME
+@given(st.integers(0, 2**32), st.integers(1, 80), st.booleans())
+def test_long_token_path_equals_the_scan(seed, n_tokens, shuffle_bytes):
+    # long tokens are merged with a heap (O(n log n)); with long_from=1 every token is, and the parts, and the
+    # first unreachable token, must be the scan's
+    ranks = random_ranks(random.Random(seed), n_tokens, alphabet=b"ab c", shuffle_bytes=shuffle_bytes)
+    (left, right, bad, parts), (left2, right2, bad2, parts2) = _recover_both_ways(ranks)
+    assert (bad, parts) == (bad2, parts2)
+    if bad < 0:
+        assert parts == 0
+    else:       # the parts tiktoken's rule leaves with the lower ranks only
+        token = sorted(ranks, key=ranks.get)[bad]
+        lower = {t: r for t, r in ranks.items() if r < ranks[token]}
+        assert parts == len(merge_pretoken_tiktoken(token, lower)) > 2
+    end = bad if bad >= 0 else len(left)
+    assert left[:end].tolist() == left2[:end].tolist() and right[:end].tolist() == right2[:end].tolist()
+
+
+def test_long_token_path_on_real_ranks():
+    (left, right, bad, _), (left2, right2, bad2, _) = _recover_both_ways(load_ranks("cl100k_base"))
+    assert bad == bad2 == -1
+    assert np.array_equal(left, left2) and np.array_equal(right, right2)
+
+
+def test_a_long_token_is_recovered_in_time():
+    # a 2^20-byte token made by 20 doublings: the scan took time quadratic in its length (about 15 minutes;
+    # 2^17 bytes took 13 s); each doubling's merge is its two halves
+    ranks = BYTE_RANKS | {b"a" * 2 ** e: 255 + e for e in range(1, 21)}
+    merges = merges_from_ranks(ranks)
+    assert merges == [(b"a" * 2 ** (e - 1), b"a" * 2 ** (e - 1)) for e in range(1, 21)]
+    # and with a token the doublings cannot finish: 3 * 2^17 bytes is [2^17, 2^17, 2^17] then [2^18, 2^17]
+    assert merges_from_ranks(ranks | {b"a" * (3 * 2 ** 17): 300})[-1] == (b"a" * 2 ** 18, b"a" * 2 ** 17)
+    # a token of three 2^17-byte runs, each made by its doublings, but nothing joins two runs: three parts,
+    # and the message shows the token shortened
+    with pytest.raises(ValueError, match=r"b'aaaa[a]*'\.\.\. \(393,216 bytes\) \(rank 600\).*in 3 parts"):
+        merges_from_ranks(ranks | {b"b" * 2 ** e: 400 + e for e in range(1, 18)}
+                          | {b"c" * 2 ** e: 500 + e for e in range(1, 18)}
+                          | {b"a" * 2 ** 17 + b"b" * 2 ** 17 + b"c" * 2 ** 17: 600})
+
+
 def test_real_ranks_equal_oracle_on_a_sample():
     # cl100k_base: the kernel's merges against the oracle for every 97th token (the oracle needs all lower ranks)
     ranks = load_ranks("cl100k_base")
