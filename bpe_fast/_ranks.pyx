@@ -363,8 +363,8 @@ def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const in
     cdef Py_ssize_t n_tokens = offsets.shape[0] - 1
     if n_tokens < 0 or byte_index.shape[0] != 256:
         raise ValueError("offsets must have one entry more than there are tokens; byte_index 256 entries")
-    if n_tokens >= BIG:
-        raise ValueError("too many tokens")
+    if n_tokens >= BIG or pool.shape[0] >= BIG:         # parts are int32 offsets into a token
+        raise ValueError("too many tokens, or too many bytes (2 GiB or more)")
     if offsets[0] != 0 or offsets[n_tokens] != pool.shape[0]:
         raise ValueError("offsets must start at 0 and end at the pool's length")
     left_arr = np.empty(n_tokens, dtype=np.int32)
