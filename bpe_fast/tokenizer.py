@@ -1022,6 +1022,12 @@ def _check_vocab(vocab: Any) -> Vocab:
         items = list(vocab.items())
     except AttributeError:
         raise TypeError(f"vocab must be a dict[int, bytes], got {type(vocab).__name__}") from None
+    ids = [i for i, _ in items]
+    tokens = [t for _, t in items]
+    # the usual case checked by loops in C (a 50k vocabulary in a few ms); else the loop below names the entry
+    if (set(map(type, ids)) <= {int} and set(map(type, tokens)) <= {bytes} and all(tokens)
+            and (not ids or (min(ids) >= 0 and max(ids) <= formats.MAX_TOKEN_ID))):
+        return dict(items)
     out: Vocab = {}
     for i, token in items:
         if type(i) is not int:
@@ -1047,6 +1053,14 @@ def _check_merges(merges: Any, vocab: Mapping[int, bytes]) -> Merges:
     if isinstance(merges, (str, bytes)):
         raise TypeError("merges must be a list of (bytes, bytes) pairs")
     known = set(vocab.values())
+    merges = list(merges)
+    # the usual case, tuples of two bytes, checked by loops in C; else the loop below names the bad merge
+    if set(map(type, merges)) <= {tuple} and set(map(len, merges)) <= {2}:
+        lefts = list(map(operator.itemgetter(0), merges))
+        rights = list(map(operator.itemgetter(1), merges))
+        if (set(map(type, lefts)) <= {bytes} and set(map(type, rights)) <= {bytes} and known.issuperset(lefts)
+                and known.issuperset(rights) and known.issuperset(map(bytes.__add__, lefts, rights))):
+            return merges
     out = []
     for k, merge in enumerate(merges):
         try:

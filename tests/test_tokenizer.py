@@ -327,6 +327,48 @@ def test_special_token_ids_from_vocab_or_appended():
         Tokenizer(vocab, [], special_tokens="<|x|>")
 
 
+BYTES = {i: bytes([i]) for i in range(256)}
+
+
+@pytest.mark.parametrize("vocab, error, message", [
+    (BYTES | {"256": b"ab"}, TypeError, "vocab id '256' is not an int"),
+    (BYTES | {256.0: b"ab"}, TypeError, "vocab id 256.0 is not an int"),
+    (BYTES | {-1: b"ab"}, ValueError, "vocab id -1 is out of range"),
+    (BYTES | {2**40: b"ab"}, ValueError, "is out of range"),
+    (BYTES | {256: "ab"}, TypeError, "vocab token 256 is str, not bytes"),
+    (BYTES | {256: b""}, ValueError, "vocab token 256 is empty"),
+])
+def test_constructor_names_a_bad_vocab_entry(vocab, error, message):
+    with pytest.raises(error, match=message):
+        Tokenizer(vocab, [])
+
+
+@pytest.mark.parametrize("merges, error, message", [
+    ([(b"a", b"b"), (b"a", b"b", b"c")], ValueError, r"merge 1 is not a pair"),
+    ([(b"a", b"b"), b"ab"], TypeError, r"merge 1 must be a pair of bytes, got b'ab'"),
+    ([(b"a", b"b"), (b"ab", "c")], TypeError, r"merge 1 must be a pair of bytes"),
+    ([(b"a", b"b"), (b"ab", b"z")], ValueError, r"merge 1 \(b'ab', b'z'\): token b'abz' is not in the vocabulary"),
+    ([(b"a", b"b"), (b"x", b"y")], ValueError, r"merge 1 \(b'x', b'y'\): token b'xy' is not in the vocabulary"),
+    ([(b"a", b"b"), (b"\xff\xfe", b"c")], ValueError, r"token b'\\xff\\xfe' is not in the vocabulary"),
+    ("ab", TypeError, "merges must be a list"),
+])
+def test_constructor_names_a_bad_merge(merges, error, message):
+    vocab = BYTES | {256: b"ab", 257: b"abc"}
+    with pytest.raises(error, match=message):
+        Tokenizer(vocab, merges)
+
+
+def test_constructor_takes_lists_bytearrays_and_iterables_of_merges():
+    vocab = BYTES | {256: b"ab", 257: b"abc"}
+    expected = ((b"a", b"b"), (b"ab", b"c"))
+    for merges in ([[b"a", b"b"], [b"ab", b"c"]], [(bytearray(b"a"), b"b"), (b"ab", memoryview(b"c").tobytes())],
+                   iter([(b"a", b"b"), (b"ab", b"c")]), ((b"a", b"b"), (b"ab", b"c"))):
+        tok = Tokenizer(vocab, merges)
+        assert tok.merges == expected and all(type(m) is tuple for m in tok.merges)
+        assert tok.encode("abc") == [257]
+    assert Tokenizer({k: bytearray(v) for k, v in vocab.items()}, expected).vocab == vocab
+
+
 # ------------------------------------------------------------------------------------- edge cases
 
 EDGE_CASES = ["", "a", "é", "😀", "👩‍👩‍👧", " ", "  ", "   ", "\n", "\r\n", "\t \n ", "hello   ", "hello\n\n",
