@@ -264,6 +264,14 @@ cdef struct HotSlot:
 # The pre-token tables are open-addressing tables as in bpe_fast/_hashing.pxd, but their slots hold more than a
 # Slot on purpose: the key's first 8 bytes and a single id are in the slot, so a hit on a short pre-token reads
 # one slot and no key bytes.
+cdef extern from *:
+    void prefetch "__builtin_prefetch" (const void*) noexcept nogil
+
+
+cdef enum:
+    PAIR_LOOKAHEAD = 4      # tokens ahead whose table slots _build_pairs asks for
+
+
 cdef struct PieceSlot:
     uint64_t hash               # hash_bytes of the key
     uint64_t prefix             # the first 8 bytes of the key, zero-padded (so keys of 8 bytes or less are
@@ -639,7 +647,21 @@ cdef class BPETables:
         cdef vector[uint64_t] found_keys
         cdef vector[int32_t] found_ranks
         cdef vector[int32_t] found_ids
+        cdef Py_ssize_t ahead
         for k in range(n_ranked):
+            ahead = k + PAIR_LOOKAHEAD         # the table is far bigger than the cache: ask for the slots a later
+            if ahead < n_ranked:               # token's splits will read (both parts) while this one's are read
+                t = &pool[0] + offs[ahead]
+                n = offs[ahead + 1] - offs[ahead]
+                for li in range(<Py_ssize_t>lengths.size()):
+                    j = lengths[li]
+                    if j >= n:
+                        break
+                    if is_length[n - j]:
+                        if j > 1:
+                            prefetch(&table[hash_key(t, j, end, &prefix) & mask])
+                        if n - j > 1:
+                            prefetch(&table[hash_key(t + j, n - j, end, &prefix) & mask])
             t = &pool[0] + offs[k]
             n = offs[k + 1] - offs[k]
             for li in range(<Py_ssize_t>lengths.size()):
@@ -665,6 +687,8 @@ cdef class BPETables:
             self.pairs[k].key = EMPTY_KEY
         self.n_pairs = 0
         for k in range(<Py_ssize_t>found_keys.size()):
+            if k + 8 < <Py_ssize_t>found_keys.size():
+                prefetch(&self.pairs[pair_slot(found_keys[k + 8], self.r.pair_shift)])
             self._pair_insert(found_keys[k], found_ranks[k], found_ids[k])
 
     cdef void _pair_insert(self, uint64_t key, int32_t rank, int32_t merged) noexcept nogil:
