@@ -607,9 +607,10 @@ cdef class BPETables:
         if known.shape[0]:
             self.known.assign(&known[0], &known[0] + known.shape[0])
 
-    cdef void _build_pairs(self, const uint8_t[::1] pool, const int64_t[::1] offs,
-                           const int32_t[::1] ids) noexcept nogil:
-        """Every split of every ranked token into two parts that are tokens (single bytes or ranked)."""
+    cdef int _build_pairs(self, const uint8_t[::1] pool, const int64_t[::1] offs,
+                          const int32_t[::1] ids) except -1 nogil:
+        """Every split of every ranked token into two parts that are tokens (single bytes or ranked). Running out
+        of memory raises MemoryError (the tables are then unusable and dropped)."""
         cdef Py_ssize_t n_ranked = ids.shape[0]
         cdef Py_ssize_t k, j, n, cap
         cdef int32_t a, b
@@ -690,6 +691,7 @@ cdef class BPETables:
             if k + 8 < <Py_ssize_t>found_keys.size():
                 prefetch(&self.pairs[pair_slot(found_keys[k + 8], self.r.pair_shift)])
             self._pair_insert(found_keys[k], found_ranks[k], found_ids[k])
+        return 0
 
     cdef void _pair_insert(self, uint64_t key, int32_t rank, int32_t merged) noexcept nogil:
         cdef uint64_t i = pair_slot(key, self.r.pair_shift)

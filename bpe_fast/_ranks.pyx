@@ -43,12 +43,16 @@ cdef struct Table:
     const uint8_t* pool     # token k is pool[offsets[k]:offsets[k + 1]]
     const int64_t* offsets
     const uint8_t* end      # the end of the pool (hash_bytes reads whole words up to it)
+    uint8_t* is_length        # is_length[n]: some token in the table is n bytes long (n <= max_length)
+    Py_ssize_t max_length
 
 
 cdef inline int32_t table_find(const Table* t, const uint8_t* s, Py_ssize_t n) noexcept nogil:
     """The index of the token with bytes s[0:n] (n >= 2, within the pool), or -1."""
     if n == 2:
         return t.two[(<uint32_t>s[0] << 8) | s[1]]
+    if n > t.max_length or not t.is_length[n]:     # spares hashing long spans (crafted ranks) for nothing
+        return -1
     cdef uint64_t h = hash_bytes(s, n, load_head(s, n, t.end), t.end)
     cdef uint64_t bit = (h >> 40) & BLOOM_MASK
     if not (t.bloom[bit >> 6] >> (bit & 63)) & 1:
@@ -75,6 +79,7 @@ cdef inline void table_add(Table* t, int32_t k) noexcept nogil:
     cdef uint64_t h = hash_bytes(s, n, load_head(s, n, t.end), t.end)
     cdef uint64_t bit = (h >> 40) & BLOOM_MASK
     t.bloom[bit >> 6] |= (<uint64_t>1) << (bit & 63)
+    t.is_length[n] = 1
     slot_place(t.slots, t.mask, h, k)
 
 
@@ -83,7 +88,7 @@ LONG_TOKEN = 64         # recover_merges' default long_from: longer tokens are m
 cdef uint64_t BLOOM_MASK = (1 << 21) - 1        # 2^21 bits, 256 KB
 
 
-cdef Py_ssize_t _recover_long(const Table* t, const uint8_t* s, Py_ssize_t n, Py_ssize_t* split) noexcept nogil:
+cdef Py_ssize_t _recover_long(const Table* t, const uint8_t* s, Py_ssize_t n, Py_ssize_t* split) except -1 nogil:
     """recover's merge of one long token s[0:n] (the tokens before it in t) in O(n log n): the parts as a linked
     list, the candidate joins in a heap, lowest token index first and on a tie the leftmost, as the scan of
     short tokens chooses. An entry is checked when it comes up (the pair it was pushed for may have changed
@@ -142,11 +147,11 @@ cdef Py_ssize_t _recover_long(const Table* t, const uint8_t* s, Py_ssize_t n, Py
 
 cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t n_tokens,
                         const int32_t* byte_index, int32_t* left, int32_t* right, Py_ssize_t long_from,
-                        Py_ssize_t* parts) noexcept nogil:
+                        Py_ssize_t* parts) except -2 nogil:
     """Fill left[k], right[k] for every token k (-1, -1 for single bytes); returns -1, or the index of the first
     unreachable token (left and right are then filled only before it; parts[0] is how many parts it is left
-    in). Tokens longer than long_from bytes are
-    merged by _recover_long (the scan below takes time quadratic in a token's length)."""
+    in). Tokens longer than long_from bytes are merged by _recover_long (the scan below takes time quadratic in
+    a token's length). Running out of memory raises MemoryError."""
     cdef uint64_t size = table_size(n_tokens)
     cdef Slot empty
     empty.index = EMPTY_INDEX
@@ -165,6 +170,7 @@ cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t 
     t.pool = pool
     t.offsets = offsets
     t.end = pool + offsets[n_tokens]
+    cdef vector[uint8_t] is_length
 
     # The parts of the token being merged: starts[j] is where part j begins (starts[count] = its length);
     # joined[j] is the index of the token parts j and j + 1 would make (BIG when none seen).
@@ -172,6 +178,12 @@ cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t 
     cdef vector[int32_t] joined
     cdef Py_ssize_t k, n, j, best_j, count, split
     cdef int32_t best
+    t.max_length = 0
+    for k in range(n_tokens):
+        if offsets[k + 1] - offsets[k] > t.max_length:
+            t.max_length = offsets[k + 1] - offsets[k]
+    is_length.assign(t.max_length + 1, 0)
+    t.is_length = is_length.data()
     cdef const uint8_t* s
     for k in range(n_tokens):
         s = pool + offsets[k]

@@ -267,6 +267,9 @@ def check_special_tokens(ranked: RankedTokens, special_tokens: Mapping[str, int]
         raise TypeError(f"special_tokens must be a dict[str, int], got {type(special_tokens).__name__}")
     values = ranked.values
     special_of: dict[int, str] = {}
+    # a special token's bytes against the ranked tokens: a search of the arrays each (no 200k-entry set) for a
+    # few special tokens, a set for many
+    token_set = set(ranked.tokens) if len(special_tokens) > 16 else None
     for name, i in special_tokens.items():
         if not isinstance(name, str):
             raise TypeError(f"special token {name!r} is not a str")
@@ -282,7 +285,8 @@ def check_special_tokens(ranked: RankedTokens, special_tokens: Mapping[str, int]
         at = int(np.searchsorted(values, i))
         if at < len(values) and values[at] == i:
             raise ValueError(f"special token {name!r}: its id {i} is the rank of {ranked.tokens[at]!r}")
-        if ranked.find(name.encode("utf-8")) >= 0:
+        data = name.encode("utf-8")
+        if (data in token_set) if token_set is not None else ranked.find(data) >= 0:
             raise ValueError(f"special token {name!r}: its bytes are a ranked token "
                              "(bpe_fast gives one id to each token's bytes)")
         special_of[i] = name

@@ -128,8 +128,7 @@ class Tokenizer:
     def _setup(self, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
                arrays: TableArrays | None = None, tables: Callable[[], BPETables] | None = None) -> None:
         top = max(vocab) if vocab else -1
-        if top >= 4 * len(vocab) + (1 << 20):
-            raise ValueError(f"vocab ids are too sparse: largest id {top} for {len(vocab)} tokens")
+        _check_sparsity(top, len(vocab))
         specials = SpecialTokens(special_tokens)
         self._pattern = resolve_pattern(pattern)
         compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
@@ -252,6 +251,7 @@ class Tokenizer:
 
         ranked = ranked_tokens(path_or_ranks)
         specials = check_special_tokens(ranked, special_tokens)
+        _check_sparsity(max([int(ranked.values[-1]), *specials.values()]), len(ranked.values) + len(specials))
         # Two native jobs without the GIL, beside the Python dicts made here: recovering the merges (which checks
         # that tiktoken's rule makes every token) and building the encoder's tables, which need only the ranks.
         # The merge list (200k tuples for o200k) is made when first asked for.
@@ -1014,6 +1014,13 @@ def _hold_high_surrogate(chunk: str) -> tuple[str, str]:
 def _replace_surrogates(text: str) -> str:
     # what tiktoken does with text that holds lone surrogates
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _check_sparsity(top: int, n: int) -> None:
+    """ValueError when a vocabulary of n tokens whose largest id is top is too sparse for the id-indexed tables
+    (checked before they are built: their size follows the largest id)."""
+    if top >= 4 * n + (1 << 20):
+        raise ValueError(f"vocab ids are too sparse: largest id {top} for {n} tokens")
 
 
 def _check_vocab(vocab: Any) -> Vocab:

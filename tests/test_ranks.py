@@ -6,7 +6,10 @@ The oracle for read_tiktoken is tiktoken's own reader (tiktoken.load.load_tiktok
 """
 import base64
 import gzip
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -430,6 +433,71 @@ def test_special_token_bytes_against_the_ranked_tokens():
     # an extension of a ranked token, or a part of one, is not one
     tok = Tokenizer.from_tiktoken(ranks, "gpt2", {"abcd": 300, "bc": 301})
     assert tok.encode("abcdbc") == [300, 301]
+
+
+def _under_memory_limit(code, extra_mb):
+    """Run `code` in a fresh Python whose address space may grow only extra_mb MB from where it is after the
+    imports at the top of `code` (the line `limit()` sets it); its stdout."""
+    prelude = ("import resource, sys\n"
+               "def limit():\n"
+               "    vm = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+               f"    resource.setrlimit(resource.RLIMIT_AS, (vm + {extra_mb} * 2**20, resource.RLIM_INFINITY))\n")
+    done = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=300,
+                          cwd=os.path.dirname(__file__))
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])      # not a crash
+    return done.stdout
+
+
+def test_running_out_of_memory_while_building_is_a_memory_error():
+    # the encoder's tables (built without the GIL) and the merges of a long token: MemoryError, not a crash
+    # or a wrong answer (tables without their pair table; a token "left in 0 parts")
+    ranks_path("cl100k_base")
+    out = _under_memory_limit(
+        "from openai_ranks import load_ranks\n"
+        "import bpe_fast.ranks as R\n"
+        "from bpe_fast import tokenizer as T\n"
+        "from bpe_fast._encode import BPETables\n"
+        "arrays = T._ranks_table_arrays(R.ranked_tokens(load_ranks('cl100k_base')), {})\n"
+        "limit()\n"
+        "try:\n"
+        "    BPETables(**arrays)\n"
+        "    print('built')\n"
+        "except MemoryError:\n"
+        "    print('MemoryError')\n", 2)
+    assert out.strip() == "MemoryError"
+    out = _under_memory_limit(
+        "import bpe_fast.ranks as R\n"
+        "ranks = {bytes([b]): b for b in range(256)} | {b'a' * 2 ** e: 255 + e for e in range(1, 23)}\n"
+        "ranked = R._ranked(*R._ranked_tokens(ranks))\n"
+        "limit()\n"
+        "try:\n"
+        "    ranked.recover()\n"
+        "    print('recovered')\n"
+        "except MemoryError:\n"
+        "    print('MemoryError')\n", 24)
+    assert out.strip() == "MemoryError"
+
+
+def test_sparse_ids_are_refused_before_the_tables_are_made():
+    # the tables are indexed by id: a special token's id of 2^28 would make them 2 GB and more before the check
+    out = _under_memory_limit(
+        "from bpe_fast import Tokenizer\n"
+        "ranks = {bytes([b]): b for b in range(256)} | {b'ab': 256}\n"
+        "limit()\n"
+        "try:\n"
+        "    Tokenizer.from_tiktoken(ranks, 'gpt2', {'<|x|>': 2 ** 28})\n"
+        "except ValueError as e:\n"
+        "    print(e)\n", 256)
+    assert out.strip() == "vocab ids are too sparse: largest id 268435456 for 258 tokens"
+
+
+def test_many_special_tokens_checked_against_the_ranks():
+    ranks = BYTE_RANKS | {b"ab": 256, b"<|s3|>": 257}
+    specials = {f"<|s{i}|>": 1000 + i for i in range(40)}
+    with pytest.raises(ValueError, match=r"special token '<\|s3\|>': its bytes are a ranked token"):
+        Tokenizer.from_tiktoken(ranks, "gpt2", specials)
+    tok = Tokenizer.from_tiktoken(BYTE_RANKS | {b"ab": 256}, "gpt2", specials)
+    assert tok.encode("ab<|s7|><|s3|>") == [256, 1007, 1003]
 
 
 def test_from_tiktoken_names_a_bad_line(tmp_path):
