@@ -256,8 +256,8 @@ class Tokenizer:
         # that tiktoken's rule makes every token) and building the encoder's tables, which need only the ranks.
         # The merge list (200k tuples for o200k) is made when first asked for.
         with ThreadPoolExecutor(2) as executor:
-            recovered = executor.submit(ranked.recover)
-            tables = executor.submit(lambda: BPETables(**_ranks_table_arrays(ranked, specials)))
+            recovered = _started(executor, ranked.recover)
+            tables = _started(executor, lambda: BPETables(**_ranks_table_arrays(ranked, specials)))
             tok = cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges(*recovered.result()),
                                     list(specials), pattern, tables=tables.result)
             recovered.result()
@@ -1014,6 +1014,20 @@ def _hold_high_surrogate(chunk: str) -> tuple[str, str]:
 def _replace_surrogates(text: str) -> str:
     # what tiktoken does with text that holds lone surrogates
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _started(executor: ThreadPoolExecutor, job: Callable[[], _T]) -> Future[_T]:
+    """executor.submit(job), or when no thread may start any more (the interpreter is shutting down: an atexit
+    handler), a Future of job run here and now."""
+    try:
+        return executor.submit(job)
+    except RuntimeError:
+        done: Future[_T] = Future()
+        try:
+            done.set_result(job())
+        except BaseException as exc:        # raised where the result is asked for, as from a thread
+            done.set_exception(exc)
+        return done
 
 
 def _check_sparsity(top: int, n: int) -> None:

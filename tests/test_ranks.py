@@ -491,6 +491,23 @@ def test_sparse_ids_are_refused_before_the_tables_are_made():
     assert out.strip() == "vocab ids are too sparse: largest id 268435456 for 258 tokens"
 
 
+def test_from_tiktoken_in_an_atexit_handler():
+    # no thread may start once the interpreter is shutting down: the two jobs run in the calling thread
+    code = ("import atexit\n"
+            "from bpe_fast import Tokenizer\n"
+            "ranks = {bytes([b]): b for b in range(256)} | {b'ab': 256}\n"
+            "def late():\n"
+            "    print(Tokenizer.from_tiktoken(ranks, 'gpt2', {'<|e|>': 300}).encode('abab<|e|>'))\n"
+            "    try:\n"
+            "        Tokenizer.from_tiktoken(ranks | {b'xyz': 257}, 'gpt2')\n"
+            "    except ValueError as e:\n"
+            "        print(str(e).split(':')[1].strip())\n"
+            "atexit.register(late)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["[256, 256, 300]", "the token b'xyz' (rank 257) cannot be made by merging tokens of lower rank"]
+
+
 def test_many_special_tokens_checked_against_the_ranks():
     ranks = BYTE_RANKS | {b"ab": 256, b"<|s3|>": 257}
     specials = {f"<|s{i}|>": 1000 + i for i in range(40)}
