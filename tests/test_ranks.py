@@ -503,7 +503,8 @@ def test_from_tiktoken_in_an_atexit_handler():
             "    except ValueError as e:\n"
             "        print(str(e).split(':')[1].strip())\n"
             "atexit.register(late)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(__file__))   # not the source folder: the installed bpe_fast
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["[256, 256, 300]", "the token b'xyz' (rank 257) cannot be made by merging tokens of lower rank"]
 
