@@ -257,7 +257,7 @@ def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
                     f"{type(path_or_ranks).__name__}")
 
 
-def check_special_tokens(ranked: RankedTokens, special_tokens: Mapping[str, int] | None) -> dict[str, int]:
+def check_tiktoken_specials(ranked: RankedTokens, special_tokens: Mapping[str, int] | None) -> dict[str, int]:
     """tiktoken's special tokens ({str: id}, or None) beside the ranks `ranked`, checked, as a new dict: a
     special token's id must not be a rank, nor its bytes a ranked token (bpe_fast gives a token's bytes one id),
     and two special tokens cannot share an id."""
@@ -294,7 +294,7 @@ def check_special_tokens(ranked: RankedTokens, special_tokens: Mapping[str, int]
 
 
 def vocab_of(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> Vocab:
-    """{id: bytes} of the ranks and the special tokens (checked by check_special_tokens)."""
+    """{id: bytes} of the ranks and the special tokens (checked by check_tiktoken_specials)."""
     vocab = dict(zip(ranked.values.tolist(), ranked.tokens))
     for name, i in special_tokens.items():
         vocab[i] = name.encode("utf-8")

@@ -247,10 +247,10 @@ class Tokenizer:
         >>> tok.merges, tok.encode("abcab<|endoftext|>")
         (((b'a', b'b'), (b'ab', b'c')), [257, 256, 300])
         """
-        from .ranks import check_special_tokens, ranked_tokens, vocab_of
+        from .ranks import check_tiktoken_specials, ranked_tokens, vocab_of
 
         ranked = ranked_tokens(path_or_ranks)
-        specials = check_special_tokens(ranked, special_tokens)
+        specials = check_tiktoken_specials(ranked, special_tokens)
         _check_sparsity(max([int(ranked.values[-1]), *specials.values()]), len(ranked.values) + len(specials))
         # Two native jobs without the GIL, beside the Python dicts made here: recovering the merges (which checks
         # that tiktoken's rule makes every token) and building the encoder's tables, which need only the ranks.
@@ -1119,7 +1119,7 @@ def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[by
 
 def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
     """BPETables' arguments, `permanent` included, for tiktoken's ranks and special tokens ({str: id}, checked
-    by ranks.check_special_tokens), once ranked.recover() has found that the ranks make every token. The same as
+    by ranks.check_tiktoken_specials), once ranked.recover() has found that the ranks make every token. The same as
     _table_arrays and permanent_mask() give for the vocabulary and the recovered merges: the merged tokens are
     the multi-byte ones in rank order, their ids their ranks, and each is permanent (merging its own bytes gives
     itself)."""

@@ -365,7 +365,7 @@ def _fast_tables(ranks, specials):
     from bpe_fast import tokenizer as T
 
     ranked = bpe_fast.ranks.ranked_tokens(ranks)
-    return T._ranks_table_arrays(ranked, bpe_fast.ranks.check_special_tokens(ranked, specials))
+    return T._ranks_table_arrays(ranked, bpe_fast.ranks.check_tiktoken_specials(ranked, specials))
 
 
 def _assert_same_arrays(fast, general):
