@@ -40,9 +40,11 @@ Where HF and bpe_fast could differ, and what is refused for it:
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
+import numpy as np
 import regex
 
 from . import formats
@@ -365,6 +367,9 @@ def _read_merges(f: _File, merges_json: object, key_ids: Mapping[str, Any], voca
     """[(bytes, bytes)] in rank order; refuses what HF would rank otherwise than bpe_fast (module docstring)."""
     if not isinstance(merges_json, list):
         f.fail('model "merges" must be a list', "merges", "model")
+    merges = _merges_at_once(merges_json, key_ids, vocab)
+    if merges is not None:
+        return merges
     merges = []
     first_of: dict[int, int] = {}           # id of a merged token -> index of its first merge
     count_of: dict[int, int] = {}           # id of a merged token -> how many merges make it
@@ -392,6 +397,40 @@ def _read_merges(f: _File, merges_json: object, key_ids: Mapping[str, Any], voca
                    "first merge (tiktoken's rule), so the ids could differ", merge, "merges")
         merges.append((vocab[pair[0]], vocab[pair[1]]))
     return merges
+
+
+def _merges_at_once(merges_json: list[Any], key_ids: Mapping[str, Any], vocab: Vocab) -> Merges | None:
+    """_read_merges' result when every check passes, by loops in C over the whole list; None when one fails
+    (or the list is unusual), for the loop a merge that names the first fault."""
+    kinds = set(map(type, merges_json))
+    if kinds == {str}:
+        parts = [merge.split(" ") for merge in merges_json]
+    elif kinds == {list}:
+        parts = merges_json
+    else:
+        return None if merges_json else []
+    if set(map(len, parts)) != {2}:
+        return None
+    lefts = list(map(operator.itemgetter(0), parts))
+    rights = list(map(operator.itemgetter(1), parts))
+    if not all(lefts) or not all(rights):
+        return None
+    get = key_ids.get
+    try:        # a part that is not a str is not a key (a JSON object's keys are strs), or not hashable
+        left_ids, right_ids = list(map(get, lefts)), list(map(get, rights))
+        made = list(map(get, map(str.__add__, lefts, rights)))
+    except TypeError:
+        return None
+    if None in left_ids or None in right_ids or None in made:
+        return None
+    pair_keys = np.sort(np.array(left_ids, dtype=np.int64) << 32 | np.array(right_ids, dtype=np.int64))
+    if np.any(pair_keys[1:] == pair_keys[:-1]):             # a pair listed twice
+        return None
+    made_ids = np.array(made, dtype=np.int64)
+    run_values = np.sort(made_ids[np.flatnonzero(np.concatenate([[True], made_ids[1:] != made_ids[:-1]]))])
+    if np.any(run_values[1:] == run_values[:-1]):           # a token made again after other merges
+        return None
+    return list(zip(map(vocab.__getitem__, left_ids), map(vocab.__getitem__, right_ids)))
 
 
 def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], vocab: Vocab) -> list[str]:

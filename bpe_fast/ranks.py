@@ -21,6 +21,7 @@ Decisions:
 from __future__ import annotations
 
 import gzip
+import itertools
 import operator
 import os
 import re
@@ -347,18 +348,35 @@ def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, t
     >>> merge_rule_difference([(b"a", b"b"), (b"ab", b"c")]) is None
     True
     """
-    ranks = {bytes([b]): b for b in range(256)}
-    first: dict[bytes, int]
-    first, listed = {}, set(merges)
-    for k, (a, b) in enumerate(merges):
-        if a + b not in first:
-            first[a + b] = k
-            ranks[a + b] = 256 + k
+    joined = [a + b for a, b in merges]
+    first = dict.fromkeys(joined)           # each merged token once, in the order of its first merge
+    if len(first) == len(joined):
+        firsts: Sequence[int] = range(len(joined))
+        first_merges: Sequence[tuple[bytes, bytes]] = merges
+    else:                                   # tokens made by several merges: where each is made first
+        for k in range(len(joined) - 1, -1, -1):
+            first[joined[k]] = k
+        firsts = list(first.values())
+        first_merges = list(map(merges.__getitem__, firsts))
+    tokens = [bytes([b]) for b in range(256)] + list(first)
+    if len(tokens) != len(set(tokens)):     # a merge makes a single byte (empty part): no ranks to compare with
+        return None
+    ranked = _ranked(tokens, np.arange(len(tokens), dtype=np.int64))
     try:
-        recovered = merges_from_ranks(ranks)
+        left, right = ranked.recover()
     except ValueError:      # a token the ranks rule cannot reach: this check gives up (the file's other checks apply)
         return None
-    for (token, k), parts in zip(first.items(), recovered):
+    # the first merge of each token, as indices into tokens, against the parts the ranks rule leaves
+    index_of = dict(zip(tokens, range(len(tokens)))).get
+    listed_left, listed_right = (np.fromiter(map(index_of, map(operator.itemgetter(side), first_merges),
+                                                 itertools.repeat(-1)), dtype=np.int64, count=len(firsts))
+                                 for side in (0, 1))
+    differ = np.flatnonzero((left[256:] != listed_left) | (right[256:] != listed_right)).tolist()
+    if not differ:
+        return None
+    listed = set(merges)
+    for i in differ:
+        parts = tokens[left[256 + i]], tokens[right[256 + i]]
         if parts not in listed:     # a token listed with several merges (files converted from ranks) may use any
-            return k, parts
+            return firsts[i], parts
     return None

@@ -9,6 +9,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from bpe_fast import Tokenizer
 from bpe_fast.cli import main
@@ -564,3 +566,46 @@ def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"merge 2 \(b'ab', b'c'\): bpe_fast encodes b'abc' as b'a' \+ b'bc'"):
         ours.export_hf(tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
+
+
+# ------------------------------------------------------------------------------------- the merge list at once
+
+# pairs whose parts and join are mostly known (so that whole lists pass), as "a b" or ["a", "b"]
+_hf_pairs = st.sampled_from([("a", "b"), ("b", "c"), ("a", "bc"), ("ab", "c"), ("c", "a"), ("ca", "b"), ("c", "ab"),
+                             ("b", "ca"), ("bc", "a"), ("a", "x")])
+_hf_merge = st.one_of(_hf_pairs.map(" ".join), _hf_pairs.map(list))
+_hf_fault = st.sampled_from(["a  b", "a", "a b c", " b", "", 7, ["a"], ["a", 1], [["a"], "b"], ["", "a"]])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_hf_merge, _hf_merge, _hf_merge, _hf_merge, _hf_merge, _hf_merge, _hf_fault), max_size=8),
+       st.sets(st.sampled_from(["ab", "bc", "abc", "ca", "cab", "bca"]), min_size=4))
+@example(["a bc", "b c", "ab c"], {"ab", "bc", "abc", "ca"})        # a token made again after another merge
+@example(["a b", "b c", ["a", "b"]], {"ab", "bc", "abc", "ca"})      # a pair listed twice
+@example(["a bc", "ab c", "b c"], {"ab", "bc", "abc", "ca"})        # a token made by adjacent merges: accepted
+def test_merge_list_at_once_equals_the_loop(merges_json, known):
+    """_read_merges with its fast path against its loop a merge (the path off): the same merges, or the same
+    error, on merge lists with every fault the loop names."""
+    import bpe_fast.hf as hf_module
+    from bpe_fast.formats import str_to_token
+    from hypothesis import target
+
+    key_ids = {k: i for i, k in enumerate(["a", "b", "c", "x"] + sorted(known))}
+    vocab = {i: str_to_token(k) for k, i in key_ids.items()}
+    f = hf_module._File("tokenizer.json", json.dumps({"model": {"merges": merges_json}}))
+
+    def outcome():
+        try:
+            return ("ok", hf_module._read_merges(f, merges_json, key_ids, vocab))
+        except FormatError as exc:
+            return ("error", str(exc))
+
+    fast = outcome()
+    original = hf_module._merges_at_once
+    hf_module._merges_at_once = lambda *args: None
+    try:
+        loop = outcome()
+    finally:
+        hf_module._merges_at_once = original
+    target(float(fast[0] == "ok"))
+    assert fast == loop

@@ -594,3 +594,62 @@ def test_to_tiktoken_without_tiktoken(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_tiktoken)
     with pytest.raises(ImportError, match="pip install tiktoken"):
         Tokenizer({i: bytes([i]) for i in range(256)}, []).to_tiktoken()
+
+
+# ------------------------------------------------------------------------------------- merge_rule_difference
+
+def oracle_rule_difference(merges):
+    """merge_rule_difference by its docstring, with the plain-Python oracle of the ranks rule."""
+    ranks = dict(BYTE_RANKS)
+    first = {}
+    for k, (a, b) in enumerate(merges):
+        if a + b not in first:
+            first[a + b] = k
+            ranks[a + b] = 256 + k
+    recovered, _ = oracle_merges(ranks)
+    if recovered is None:
+        return None
+    listed = set(merges)
+    for (token, k), parts in zip(first.items(), recovered):
+        if parts not in listed:
+            return k, parts
+    return None
+
+
+@SOME
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.floats(0, 0.3))
+def test_merge_rule_difference_equals_oracle(seed, n_merges, again):
+    """Merge lists built up from a few bytes (so that the ranks rule often joins other parts than the list's),
+    some tokens made a second time by other parts."""
+    rng = random.Random(seed)
+    pool = [b"a", b"b", b"c"]
+    merges = []
+    while len(merges) < n_merges:
+        a, b = rng.choice(pool), rng.choice(pool)
+        if len(a + b) > 8 or ((a, b) in merges):
+            continue
+        if a + b in pool and rng.random() > again:
+            continue
+        merges.append((a, b))
+        if a + b not in pool:
+            pool.append(a + b)
+    assert bpe_fast.ranks.merge_rule_difference(merges) == oracle_rule_difference(merges)
+
+
+def test_merge_rule_difference_worked_example():
+    # "aab" is made twice (merges 2 and 3); "abc", listed as a + bc (merge 5), is ab + c by the ranks rule (ab,
+    # rank 256, is joined before bc, rank 260), a pair the list does not hold: merge 5, not the 5th token
+    merges = [(b"a", b"b"), (b"a", b"a"), (b"a", b"ab"), (b"aa", b"b"), (b"b", b"c"), (b"a", b"bc")]
+    assert bpe_fast.ranks.merge_rule_difference(merges) == (5, (b"ab", b"c"))
+    assert oracle_rule_difference(merges) == (5, (b"ab", b"c"))
+    assert bpe_fast.ranks.merge_rule_difference(merges[:5] + [(b"ab", b"c")]) is None
+
+
+def test_merge_rule_difference_on_gpt2():
+    from bpe_fast import formats
+    from corpora import FIXTURES
+
+    merges = formats.read_merges(FIXTURES / "gpt2_merges.txt")
+    assert bpe_fast.ranks.merge_rule_difference(merges) is None
+    swapped = [merges[1], merges[0]] + merges[2:]
+    assert bpe_fast.ranks.merge_rule_difference(swapped) == oracle_rule_difference(swapped)
