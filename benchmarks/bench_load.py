@@ -9,6 +9,12 @@ For cl100k_base and o200k_base (the ranks the bpe-openai wheel ships; skipped wi
 Each is timed in alternating rounds (5, or 1 with --benchmark-disable); extra_info has both medians and their
 ratio (tiktoken's time over bpe_fast's: above 1, bpe_fast loads faster). Both tokenizers then encode the same
 text, which must give the same ids. A fresh tokenizer every round: nothing is cached between them.
+
+GPT-2's files against HF tokenizers (skipped without it), the same way:
+- "vocab.json+merges.txt": Tokenizer.from_files(vocab, merges, ["<|endoftext|>"]) against
+  tokenizers.Tokenizer(models.BPE.from_file(vocab, merges)) with a ByteLevel pre-tokenizer and decoder and the
+  special token added;
+- "tokenizer.json": that HF tokenizer saved once; Tokenizer.from_hf(path) against tokenizers.Tokenizer.from_file.
 """
 import gzip
 import os
@@ -21,6 +27,7 @@ import pytest
 import bpe_fast
 from bpe_fast import Tokenizer
 from bpe_fast.patterns import GPT4_PATTERN, O200K_PATTERN
+from conftest import FIXTURES
 
 tiktoken = pytest.importorskip("tiktoken")
 from tiktoken.load import load_tiktoken_bpe  # noqa: E402  (after the skip: tiktoken is optional)
@@ -86,3 +93,46 @@ def test_load(benchmark, ranks_files, name, way):
                                  "ratio": round(ratio, 2), "rounds": rounds, "cpus": os.cpu_count()})
     print(f"\nloading {name} from a {way}: bpe_fast {median['bpe_fast']:.3f} s, tiktoken {tiktoken.__version__} "
           f"{median['tiktoken']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
+
+
+GPT2_FILES = ("vocab.json+merges.txt", "tokenizer.json")
+
+
+def _hf_gpt2(models, pre_tokenizers, decoders, tokenizers):
+    hf = tokenizers.Tokenizer(models.BPE.from_file(str(FIXTURES / "gpt2_vocab.json"), str(FIXTURES / "gpt2_merges.txt")))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    hf.add_special_tokens(["<|endoftext|>"])
+    return hf
+
+
+@pytest.mark.parametrize("way", GPT2_FILES)
+def test_load_gpt2_files(benchmark, tmp_path, way):
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import decoders, models, pre_tokenizers
+
+    vocab, merges = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
+    if way == "tokenizer.json":
+        path = tmp_path / "tokenizer.json"
+        _hf_gpt2(models, pre_tokenizers, decoders, tokenizers).save(str(path))
+        ours = lambda: Tokenizer.from_hf(path)  # noqa: E731
+        theirs = lambda: tokenizers.Tokenizer.from_file(str(path))  # noqa: E731
+    else:
+        ours = lambda: Tokenizer.from_files(vocab, merges, ["<|endoftext|>"])  # noqa: E731
+        theirs = lambda: _hf_gpt2(models, pre_tokenizers, decoders, tokenizers)  # noqa: E731
+    rounds = 1 if benchmark.disabled else 5
+    times = {"bpe_fast": [], "tokenizers": []}
+    for _ in range(rounds):
+        took, tok = _timed(ours)
+        times["bpe_fast"].append(took)
+        took, hf = _timed(theirs)
+        times["tokenizers"].append(took)
+    benchmark.pedantic(ours, rounds=1, iterations=1)
+    assert tok.encode(TEXT) == hf.encode(TEXT, add_special_tokens=False).ids
+    median = {k: statistics.median(v) for k, v in times.items()}
+    ratio = median["tokenizers"] / median["bpe_fast"]
+    benchmark.extra_info.update({"bpe_fast s": round(median["bpe_fast"], 3),
+                                 "tokenizers s": round(median["tokenizers"], 3), "ratio": round(ratio, 2),
+                                 "rounds": rounds, "cpus": os.cpu_count()})
+    print(f"\nloading GPT-2's {way}: bpe_fast {median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} "
+          f"{median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")

@@ -13,10 +13,11 @@ A token's characters go to bytes through `char_to_byte` (int16, indexed by code 
 which bpe_fast.formats makes from its mapping.
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from libc.stdint cimport int16_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 from libcpp.vector cimport vector
 
+from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
 from bpe_fast._jsonl cimport _string
 from bpe_fast._scan cimport utf8_first_error
 
@@ -57,34 +58,110 @@ cdef bint _map_chars(const uint8_t* s, Py_ssize_t n, const int16_t* table, Py_ss
     return True
 
 
-cdef list _tokens(vector[uint8_t]& pool, vector[int64_t]& offsets, Py_ssize_t first, Py_ssize_t step,
-                  Py_ssize_t span):
-    """[pool[offsets[k]:offsets[k + span]] for k in range(first, len(offsets) - span, step)] as bytes objects:
-    the readers' results, made once their loop is done."""
-    cdef const char* p = <const char*>pool.data()
-    cdef Py_ssize_t k, last = <Py_ssize_t>offsets.size() - span
-    cdef list out = []
-    for k in range(first, last, step):
-        out.append(PyBytes_FromStringAndSize(p + offsets[k], offsets[k + span] - offsets[k]))
-    return out
-
-
 cdef object _int64_array(vector[int64_t]& values):
     if values.empty():
         return np.zeros(0, dtype=np.int64)
     return np.array(<int64_t[:values.size()]>values.data(), dtype=np.int64)
 
 
+cdef object _uint8_array(vector[uint8_t]& values):
+    return np.frombuffer((<const char*>values.data())[:values.size()] if values.size() else b"", dtype=np.uint8)
+
+
+def token_list(const uint8_t[::1] pool, const int64_t[::1] offsets, Py_ssize_t first=0, Py_ssize_t step=1,
+               Py_ssize_t span=1):
+    """[bytes(pool[offsets[k]:offsets[k + span]]) for k in range(first, len(offsets) - span, step)]: the
+    readers' tokens as bytes objects (offsets nondecreasing, within the pool).
+
+    >>> import numpy as np
+    >>> pool, offsets = np.frombuffer(b"abcd", dtype=np.uint8), np.array([0, 1, 3, 4])
+    >>> token_list(pool, offsets), token_list(pool, offsets, 0, 2, 2), token_list(pool, offsets, 1, 2)
+    ([b'a', b'bc', b'd'], [b'abc'], [b'bc'])
+    """
+    cdef const char* p = <const char*>&pool[0] if pool.shape[0] else NULL
+    cdef Py_ssize_t k, last = offsets.shape[0] - span
+    cdef list out = []
+    if p == NULL:                                       # no bytes: every token empty
+        return [b""] * len(range(first, max(first, last), step))
+    for k in range(first, last, step):
+        out.append(PyBytes_FromStringAndSize(p + offsets[k], offsets[k + span] - offsets[k]))
+    return out
+
+
+def index_tokens(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint8_t[::1] queries,
+                 const int64_t[::1] query_offsets, Py_ssize_t first=0, Py_ssize_t step=1, Py_ssize_t span=1):
+    """For each query queries[query_offsets[k]:query_offsets[k + span]], k in range(first,
+    len(query_offsets) - span, step): the index of the first token pool[offsets[i]:offsets[i + 1]] with its
+    bytes, or -1 (an int64 array). Given the tokens themselves as queries, an index other than the query's own
+    marks a token seen before.
+
+    >>> import numpy as np
+    >>> pool, offsets = np.frombuffer(b"abab", dtype=np.uint8), np.array([0, 1, 2, 4])
+    >>> index_tokens(pool, offsets, pool, offsets).tolist(), index_tokens(pool, offsets, pool, offsets, 0, 1, 2).tolist()
+    ([0, 1, 2], [2, -1])
+    """
+    cdef Py_ssize_t n = offsets.shape[0] - 1, n_queries, k, q
+    cdef const uint8_t* p = &pool[0] if pool.shape[0] else NULL
+    cdef const uint8_t* end = p + pool.shape[0] if p != NULL else NULL
+    cdef const uint8_t* qp = &queries[0] if queries.shape[0] else NULL
+    cdef const uint8_t* qend = qp + queries.shape[0] if qp != NULL else NULL
+    cdef vector[Slot] slots
+    cdef uint64_t mask, h, i
+    cdef int32_t found
+    cdef const uint8_t* s
+    cdef Py_ssize_t length
+    if not 1 <= offsets.shape[0] < (1 << 31):
+        raise ValueError("offsets must hold 1 to 2**31 - 1 entries")
+    n_queries = max(0, (query_offsets.shape[0] - span - first + step - 1) // step)
+    out = np.empty(n_queries, dtype=np.int64)
+    cdef int64_t[::1] result = out
+    cdef Slot empty
+    empty.index = EMPTY_INDEX
+    empty.tag = 0
+    slots.assign(table_size(n), empty)
+    mask = slots.size() - 1
+    with nogil:
+        for k in range(n):
+            s = p + offsets[k]
+            length = offsets[k + 1] - offsets[k]
+            h = hash_bytes(s, length, load_head(s, length, end), end)
+            if _find(slots.data(), mask, h, p, &offsets[0], s, length) < 0:
+                slot_place(slots.data(), mask, h, <int32_t>k)
+        for q in range(n_queries):
+            k = first + q * step
+            s = qp + query_offsets[k]
+            length = query_offsets[k + span] - query_offsets[k]
+            h = hash_bytes(s, length, load_head(s, length, qend), qend)
+            result[q] = _find(slots.data(), mask, h, p, &offsets[0], s, length)
+    return out
+
+
+cdef inline int32_t _find(const Slot* slots, uint64_t mask, uint64_t h, const uint8_t* pool, const int64_t* offsets,
+                          const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """The token with bytes s[0:n] and hash h in the table, or -1."""
+    cdef uint64_t i = h & mask
+    cdef uint32_t tag = slot_tag(h)
+    cdef int32_t k
+    while slots[i].index != EMPTY_INDEX:
+        if slots[i].tag == tag:
+            k = slots[i].index
+            if offsets[k + 1] - offsets[k] == n and (n == 0 or memcmp(pool + offsets[k], s, n) == 0):
+                return k
+        i = next_slot(i, mask)
+    return -1
+
+
 def parse_vocab(const uint8_t[::1] data, const int16_t[::1] char_to_byte, int64_t max_id):
-    """(tokens, ids) of a vocab.json's bytes that is one flat JSON object {token: id} (each id a plain decimal
-    int in 0..max_id: no sign, fraction, exponent or leading zero): the tokens (bytes) and ids (int64 array) in
-    file order; or None for anything else. Duplicates are left to the caller.
+    """(pool, offsets, ids) of a vocab.json's bytes that is one flat JSON object {token: id} (each id a plain
+    decimal int in 0..max_id: no sign, fraction, exponent or leading zero): token k is
+    pool[offsets[k]:offsets[k + 1]] (uint8, int64), its id ids[k] (int64), in file order; or None for anything
+    else. Duplicates are left to the caller.
 
     >>> import numpy as np
     >>> table = np.full(300, -1, dtype=np.int16); table[ord("a")] = 97; table[0x120] = 32
-    >>> tokens, ids = parse_vocab(b' {"a": 5, "\\u0120a":0}\\n', table, 10)
-    >>> tokens, ids.tolist()
-    ([b'a', b' a'], [5, 0])
+    >>> pool, offsets, ids = parse_vocab(b' {"a": 5, "\\u0120a":0}\\n', table, 10)
+    >>> bytes(pool), offsets.tolist(), ids.tolist()
+    (b'a a', [0, 1, 3], [5, 0])
     >>> parse_vocab(b'{"a": 5.0}', table, 10) is None, parse_vocab(b'{"b": 5}', table, 10) is None
     (True, True)
     """
@@ -104,7 +181,7 @@ def parse_vocab(const uint8_t[::1] data, const int16_t[::1] char_to_byte, int64_
             if i < n and s[i] == 0x7D:                   # {}
                 ok = True
                 i += 1
-            while i < n and s[i] == 0x22:                # a member: "token": id
+            while not ok and i < n and s[i] == 0x22:     # a member: "token": id
                 key.clear()
                 i = _string(s, i + 1, n, &key, &escaped)
                 if i < 0 or not _map_chars(key.data(), <Py_ssize_t>key.size(), table, table_n, &pool):
@@ -136,20 +213,20 @@ def parse_vocab(const uint8_t[::1] data, const int16_t[::1] char_to_byte, int64_
                 ok = False
     if not ok:
         return None
-    return _tokens(pool, offsets, 0, 1, 1), _int64_array(ids)
+    return _uint8_array(pool), _int64_array(offsets), _int64_array(ids)
 
 
 def parse_merges(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
-    """(lefts, rights, joined, lines) of a merges.txt's bytes whose every line is two tokens separated by one
-    space (the second may end in carriage returns), an empty line (or only carriage returns), or, first,
-    "#version...": merge k is (lefts[k], rights[k]), joined[k] their concatenation, from line lines[k] (1-based,
-    an int64 array); or None for anything else.
+    """(pool, offsets, lines) of a merges.txt's bytes whose every line is two tokens separated by one space (the
+    second may end in carriage returns), an empty line (or only carriage returns), or, first, "#version...":
+    merge k is (pool[offsets[2k]:offsets[2k + 1]], pool[offsets[2k + 1]:offsets[2k + 2]]) (its join:
+    pool[offsets[2k]:offsets[2k + 2]]), from line lines[k] (1-based; int64 arrays); or None for anything else.
 
     >>> import numpy as np
     >>> table = np.full(300, -1, dtype=np.int16); table[ord("a")] = 97; table[0x120] = 32
-    >>> lefts, rights, joined, lines = parse_merges("#version: 2\\n\\u0120 a\\n\\n\\u0120a a\\r\\n".encode(), table)
-    >>> lefts, rights, joined, lines.tolist()
-    ([b' ', b' a'], [b'a', b'a'], [b' a', b' aa'], [2, 4])
+    >>> pool, offsets, lines = parse_merges("#version: 2\\n\\u0120 a\\n\\n\\u0120a a\\r\\n".encode(), table)
+    >>> bytes(pool), offsets.tolist(), lines.tolist()
+    (b' a aa', [0, 1, 2, 4, 5], [2, 4])
     >>> parse_merges(b"a  a\\n", table) is None, parse_merges(b"a b\\n", table) is None
     (True, True)
     """
@@ -198,5 +275,4 @@ def parse_merges(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
             lines.push_back(line)
     if not ok:
         return None
-    return (_tokens(pool, offsets, 0, 2, 1), _tokens(pool, offsets, 1, 2, 1), _tokens(pool, offsets, 0, 2, 2),
-            _int64_array(lines))
+    return _uint8_array(pool), _int64_array(offsets), _int64_array(lines)

@@ -22,12 +22,12 @@ import os
 import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NoReturn, Union
+from typing import Any, NamedTuple, NoReturn, Union
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ._gpt2_files import parse_merges, parse_vocab
+from ._gpt2_files import index_tokens, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import atomic_output
@@ -237,8 +237,8 @@ def read_vocab(path: StrPath) -> Vocab:
     data = _read_bytes(path)
     parsed = parse_vocab(data, _CHAR_TO_BYTE_ARRAY, MAX_TOKEN_ID)
     if parsed is not None:          # plainly well formed (the native reader): left are the duplicates
-        tokens, ids = parsed
-        vocab = dict(zip(ids.tolist(), tokens))
+        tokens = token_list(parsed[0], parsed[1])
+        vocab = dict(zip(parsed[2].tolist(), tokens))
         if len(vocab) == len(tokens) == len(set(tokens)):
             return vocab
     text = read_text(path, data)        # anything else: read here, which names what is wrong
@@ -281,6 +281,49 @@ def read_vocab(path: StrPath) -> Vocab:
     return vocab
 
 
+class GPT2Arrays(NamedTuple):
+    """GPT-2's vocab.json and merges.txt as arrays (read_gpt2_arrays): vocab token k is
+    vocab_pool[vocab_offsets[k]:vocab_offsets[k + 1]] with id vocab_ids[k]; merge k is
+    (merge_pool[merge_offsets[2k]:merge_offsets[2k + 1]], merge_pool[merge_offsets[2k + 1]:merge_offsets[2k + 2]]),
+    and its join is vocab token joined[k]."""
+    vocab_pool: NDArray[np.uint8]
+    vocab_offsets: NDArray[np.int64]
+    vocab_ids: NDArray[np.int64]
+    merge_pool: NDArray[np.uint8]
+    merge_offsets: NDArray[np.int64]
+    joined: NDArray[np.int64]
+
+    def vocab(self) -> Vocab:
+        """read_vocab's result."""
+        return dict(zip(self.vocab_ids.tolist(), token_list(self.vocab_pool, self.vocab_offsets)))
+
+    def merges(self) -> Merges:
+        """read_merges' result."""
+        pool, offsets = self.merge_pool, self.merge_offsets
+        return list(zip(token_list(pool, offsets, 0, 2), token_list(pool, offsets, 1, 2)))
+
+
+def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | None:
+    """GPT-2's vocab.json and merges.txt read natively, with no Python object a token, when both are plainly well
+    formed: what read_vocab(vocab_path) and read_merges(merges_path, that vocab) give without error, as arrays.
+    None for anything else: those two then read the files, and name what is wrong."""
+    vocab = parse_vocab(_read_bytes(vocab_path), _CHAR_TO_BYTE_ARRAY, MAX_TOKEN_ID)
+    merges = parse_merges(_read_bytes(merges_path), _CHAR_TO_BYTE_ARRAY)
+    if vocab is None or merges is None:
+        return None
+    vocab_pool, vocab_offsets, vocab_ids = vocab
+    merge_pool, merge_offsets = merges[:2]
+    n = len(vocab_ids)
+    if len(np.unique(vocab_ids)) != n or np.any(index_tokens(vocab_pool, vocab_offsets, vocab_pool, vocab_offsets)
+                                                 != np.arange(n)):
+        return None                 # an id or a token given twice
+    found = [index_tokens(vocab_pool, vocab_offsets, merge_pool, merge_offsets, first, 2, span)
+             for first, span in ((0, 1), (1, 1), (0, 2))]
+    if any(np.any(index < 0) for index in found):
+        return None                 # a merge's token or join not in the vocab
+    return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2])
+
+
 def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merges:
     """Read a GPT-2 ``merges.txt``; returns ``list[tuple[bytes, bytes]]`` in rank order.
 
@@ -298,9 +341,11 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
     data = _read_bytes(path)
     parsed = parse_merges(data, _CHAR_TO_BYTE_ARRAY)
     if parsed is not None:          # plainly well formed (the native reader): left is the check against vocab
-        lefts, rights, joined, _ = parsed
+        pool, offsets = parsed[:2]
+        lefts, rights = token_list(pool, offsets, 0, 2), token_list(pool, offsets, 1, 2)
         known = set(vocab.values()) if vocab is not None else None
-        if known is None or (known.issuperset(lefts) and known.issuperset(rights) and known.issuperset(joined)):
+        if known is None or (known.issuperset(lefts) and known.issuperset(rights)
+                             and known.issuperset(token_list(pool, offsets, 0, 2, 2))):
             return list(zip(lefts, rights))
     text = read_text(path, data)        # anything else: read here, which names what is wrong
     lines = text.split("\n")

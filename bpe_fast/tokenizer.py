@@ -115,45 +115,49 @@ class Tokenizer:
     @classmethod
     def _from_checked(cls, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
                       arrays: TableArrays | None = None, training: dict[str, Any] | None = None, *,
-                      tables: Callable[[], BPETables] | None = None) -> Tokenizer:
+                      tables: Callable[[], BPETables] | None = None,
+                      special_ids: list[int] | None = None) -> Tokenizer:
         """From a vocab and merges that bpe_fast.formats has read (and so checked); skips checking again.
         arrays: the encoder's table arrays for this vocab and merges (bpe_fast.formats' cache), or None.
         tables: instead, a function giving the encoder's tables (built elsewhere while this runs), or None.
-        training: as the constructor's, checked."""
+        special_ids: as _setup's. training: as the constructor's, checked."""
         self = cls.__new__(cls)
-        self._setup(vocab, merges, special_tokens, pattern, arrays, tables)
+        self._setup(vocab, merges, special_tokens, pattern, arrays, tables, special_ids)
         self._training = training
         return self
 
     def _setup(self, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
-               arrays: TableArrays | None = None, tables: Callable[[], BPETables] | None = None) -> None:
+               arrays: TableArrays | None = None, tables: Callable[[], BPETables] | None = None,
+               special_ids: list[int] | None = None) -> None:
+        """special_ids: the special tokens' ids when the caller has checked them (each special token's bytes are
+        in vocab at that id and at no other), or None to look them up here."""
         top = max(vocab) if vocab else -1
         _check_sparsity(top, len(vocab))
         specials = SpecialTokens(special_tokens)
         self._pattern = resolve_pattern(pattern)
         compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
 
-        descending = sorted(vocab, reverse=True)
-        ids_of = dict(zip(map(vocab.__getitem__, descending), descending))   # the smallest id of each token
-        next_id = top + 1
-        special_ids: list[int] = []
-        for tok in specials.tokens:
-            data = tok.encode("utf-8")
-            if data not in ids_of:
-                if next_id > formats.MAX_TOKEN_ID:
-                    raise ValueError(f"no id left for special token {tok!r}")
-                vocab[next_id] = data
-                ids_of[data] = next_id
-                next_id += 1
-                arrays = tables = None      # built for the vocabulary without this token
-            special_ids.append(ids_of[data])
         self._vocab = vocab
+        self._ids_of_made: dict[bytes, int] | None = None       # _ids_of, made when first asked for
+        next_id = top + 1
+        if special_ids is None:     # each special token's id: its bytes' in the vocabulary, or the next free one
+            ids_of = self._ids_of
+            special_ids = []
+            for tok in specials.tokens:
+                data = tok.encode("utf-8")
+                if data not in ids_of:
+                    if next_id > formats.MAX_TOKEN_ID:
+                        raise ValueError(f"no id left for special token {tok!r}")
+                    vocab[next_id] = data
+                    ids_of[data] = next_id
+                    next_id += 1
+                    arrays = tables = None      # built for the vocabulary without this token
+                special_ids.append(ids_of[data])
         # merges may be a function that makes the list (the cache's id pairs): made on first use
         self._merges = None if callable(merges) else merges
         self._make_merges = merges if callable(merges) else None
-        self._ids_of = ids_of
         self._tables = (tables() if tables is not None else BPETables(**arrays) if arrays is not None
-                        else _build_tables(vocab, self._merge_list(), ids_of))
+                        else _build_tables(vocab, self._merge_list(), self._ids_of))
         self._id_objects = list(range(next_id))     # encode's lists share these ints (next_id: largest id + 1)
         # The encoders not in use (native): each encoding call takes one and gives it back, so threads encoding
         # at once (the encoder runs without the GIL on long texts) each have their own cache of pre-tokens.
@@ -162,6 +166,16 @@ class Tokenizer:
         self._views: dict[frozenset[str], Tokenizer]
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
         self._use_specials(specials.with_ids(special_ids))
+
+    @property
+    def _ids_of(self) -> dict[bytes, int]:
+        """{token bytes: the smallest id with those bytes}, made from the vocabulary when first asked for (loading
+        a 200k-token encoding does not need it)."""
+        ids_of = self._ids_of_made
+        if ids_of is None:
+            descending = sorted(self._vocab, reverse=True)
+            ids_of = self._ids_of_made = dict(zip(map(self._vocab.__getitem__, descending), descending))
+        return ids_of
 
     def _use_specials(self, specials: SpecialTokens) -> None:
         """Match the special tokens of `specials` (with their ids), and only those, when encoding."""
@@ -209,9 +223,19 @@ class Tokenizer:
         >>> tok.encode(" a a")
         [256, 256]
         """
-        vocab = formats.read_vocab(vocab_filepath)
-        merges = formats.read_merges(merges_filepath, vocab)
-        return cls._from_checked(vocab, merges, special_tokens, pattern)
+        files = formats.read_gpt2_arrays(vocab_filepath, merges_filepath)
+        if files is None:       # not plainly well formed: read in Python, which names what is wrong
+            vocab = formats.read_vocab(vocab_filepath)
+            merges = formats.read_merges(merges_filepath, vocab)
+            return cls._from_checked(vocab, merges, special_tokens, pattern)
+        # The encoder's tables are built from the arrays without the GIL, beside the Python dicts made here (the
+        # id-indexed ones once the ids are known not to be too sparse).
+        ids = files.vocab_ids
+        _check_sparsity(int(ids.max()) if len(ids) else -1, len(ids))
+        arrays = _gpt2_table_arrays(files)     # here: numpy in the thread would wait for the GIL at each call
+        with ThreadPoolExecutor(1) as executor:
+            tables = _started(executor, lambda: BPETables(**arrays))
+            return cls._from_checked(files.vocab(), files.merges(), special_tokens, pattern, tables=tables.result)
 
     @classmethod
     def from_hf(cls, path: StrPath) -> Tokenizer:
@@ -257,9 +281,11 @@ class Tokenizer:
         # The merge list (200k tuples for o200k) is made when first asked for.
         with ThreadPoolExecutor(2) as executor:
             recovered = _started(executor, ranked.recover)
-            tables = _started(executor, lambda: BPETables(**_ranks_table_arrays(ranked, specials)))
+            arrays = _ranks_table_arrays(ranked, specials)      # here: numpy in a thread waits for the GIL
+            tables = _started(executor, lambda: BPETables(**arrays))
             tok = cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges(*recovered.result()),
-                                    list(specials), pattern, tables=tables.result)
+                                    list(specials), pattern, tables=tables.result,
+                                    special_ids=list(specials.values()))     # checked: not a ranked token's bytes
             recovered.result()
         return tok
 
@@ -1137,6 +1163,31 @@ def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int])
                 **_ranks_decode_arrays(ranked, special_tokens))
 
 
+def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
+    """BPETables' arguments (but `permanent`) for GPT-2's files read as arrays: what _table_arrays gives for
+    their vocabulary and merges, with no Python object a token. The merged tokens are the joins in the order of
+    their first merge."""
+    pool, offsets, ids = files.vocab_pool, files.vocab_offsets, files.vocab_ids
+    lengths = np.diff(offsets)
+    byte_ids = np.full(256, -1, dtype=np.int32)
+    singles = np.flatnonzero(lengths == 1)
+    byte_ids[pool[offsets[singles]]] = ids[singles]
+    _, first = np.unique(files.joined, return_index=True)
+    ranked = files.joined[np.sort(first)]           # vocab indices of the merged tokens, in rank order
+    return dict(byte_ids=byte_ids, **_gather(pool, offsets, ranked, "ranked"), ranked_ids=ids[ranked].astype(np.int32),
+                **_decode_arrays_of(pool, offsets, ids))
+
+
+def _gather(pool: NDArray[np.uint8], offsets: NDArray[np.int64], which: NDArray[np.int64],
+            name: str) -> TableArrays:
+    """{name_pool, name_offsets}: the tokens `which` (indices) of pool/offsets, end to end."""
+    lengths = np.diff(offsets)[which]
+    out_offsets = np.zeros(len(which) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
+    out_pool = pool[np.repeat(offsets[which] - out_offsets[:-1], lengths) + np.arange(out_offsets[-1])]
+    return {f"{name}_pool": out_pool, f"{name}_offsets": out_offsets}
+
+
 def _ranks_decode_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
     """_decode_arrays of the ranks' and special tokens' vocabulary, from the ranks' arrays (no loop a token)."""
     names = list(special_tokens)
@@ -1144,6 +1195,11 @@ def _ranks_decode_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]
     pool = np.concatenate([ranked.pool, np.frombuffer(b"".join(extra), dtype=np.uint8)])
     offsets = np.concatenate([ranked.offsets, ranked.offsets[-1] + np.cumsum([len(e) for e in extra], dtype=np.int64)])
     ids = np.concatenate([ranked.values, np.array([int(special_tokens[n]) for n in names], dtype=np.int64)])
+    return _decode_arrays_of(pool, offsets, ids)
+
+
+def _decode_arrays_of(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64]) -> TableArrays:
+    """_decode_arrays of the vocabulary {ids[k]: pool[offsets[k]:offsets[k + 1]]} (distinct ids)."""
     lengths = np.diff(offsets)
     size = int(ids.max()) + 1 if len(ids) else 0
     by_id = np.zeros(size, dtype=np.int64)

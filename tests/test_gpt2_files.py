@@ -3,6 +3,7 @@ must be exactly what its Python reader gives (the oracle: the same function with
 off), for well-formed files and for any mutation of one (then both give the same result or the same error)."""
 import json
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,10 +36,18 @@ def both(monkeypatch, read, path, *args):
 
 def test_worked_examples():
     table = F._CHAR_TO_BYTE_ARRAY
-    tokens, ids = _gpt2_files.parse_vocab('{"Ġthe": 7, "a\\u0120": 2}'.encode(), table, F.MAX_TOKEN_ID)
-    assert tokens == [b" the", b"a "] and ids.tolist() == [7, 2]
-    lefts, rights, joined, lines = _gpt2_files.parse_merges("#version: 0.2\nĠ t\n\nh e\r\n".encode(), table)
-    assert (lefts, rights, joined, lines.tolist()) == ([b" ", b"h"], [b"t", b"e"], [b" t", b"he"], [2, 4])
+    pool, offsets, ids = _gpt2_files.parse_vocab('{"Ġthe": 7, "a\\u0120": 2}'.encode(), table, F.MAX_TOKEN_ID)
+    assert _gpt2_files.token_list(pool, offsets) == [b" the", b"a "] and ids.tolist() == [7, 2]
+    pool, offsets, lines = _gpt2_files.parse_merges("#version: 0.2\nĠ t\n\nh e\r\n".encode(), table)
+    assert bytes(pool) == b" the" and offsets.tolist() == [0, 1, 2, 3, 4] and lines.tolist() == [2, 4]
+    assert _gpt2_files.token_list(pool, offsets, 0, 2, 2) == [b" t", b"he"]
+    # a token's index among the tokens: the first with its bytes (a later equal one is a duplicate), or -1
+    pool, offsets = np.frombuffer(b"abxab", dtype=np.uint8), np.array([0, 2, 3, 5])
+    assert _gpt2_files.index_tokens(pool, offsets, pool, offsets).tolist() == [0, 1, 0]
+    queries, bounds = np.frombuffer(b"xabq", dtype=np.uint8), np.array([0, 1, 3, 4])
+    assert _gpt2_files.index_tokens(pool, offsets, queries, bounds).tolist() == [1, 0, -1]
+    assert _gpt2_files.index_tokens(pool, offsets, queries, bounds, 0, 1, 2).tolist() == [-1, -1]
+    assert _gpt2_files.parse_vocab(b'{}"a": 1}', table, F.MAX_TOKEN_ID) is None     # found by the test below
     # anything unusual is left to Python: None
     for text in ('{"a": 01}', '{"a": -0}', '{"a": 1e2}', '{"a": 1}x', '{"a": 1,}', '{"a" 1}', '["a"]',
                  '{"a": 99999999999999}', '{"\\u00ad": 1}', '{"a": {"b": 1}}', '\ufeff{"a": 1}'):
@@ -126,3 +135,67 @@ def test_merges_native_equals_python(monkeypatch, tmp_path, merges, header, newl
         vocab = dict(enumerate(sorted(known)))
     native, python = both(monkeypatch, F.read_merges, path, vocab)
     assert native == python
+
+
+# ------------------------------------------------------------------------------------- both files as arrays
+
+_tokens = st.binary(min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(_tokens, _tokens), max_size=12), st.lists(_tokens, max_size=6), st.randoms(),
+       st.sampled_from(["none", "drop", "repeat_id", "repeat_token", "big_id", "merge_line"]))
+def test_read_gpt2_arrays_equals_the_readers(tmp_path, merges, extra, rng, fault):
+    """read_gpt2_arrays gives what read_vocab and read_merges(path, vocab) give, or None where they raise;
+    and from its arrays the encoder's table arrays are those the vocabulary and merges give."""
+    from bpe_fast import tokenizer as T
+
+    tokens = list(dict.fromkeys([bytes([b]) for b in range(256)] + [a + b for a, b in merges] + extra))
+    ids = rng.sample(range(3 * len(tokens)), len(tokens))          # ids in any order, with gaps
+    vocab = dict(zip(ids, tokens))
+    if fault == "drop" and merges:
+        del vocab[ids[tokens.index(merges[-1][0] + merges[-1][1])]]  # a merge's join not in the vocab
+    F.write_vocab(tmp_path / "vocab.json", vocab)
+    F.write_merges(tmp_path / "merges.txt", merges)
+    if fault == "repeat_id":
+        text = (tmp_path / "vocab.json").read_text(encoding="utf-8")
+        (tmp_path / "vocab.json").write_text(text[:-1] + f', "{F.token_to_str(b"zz~")}": {ids[0]}}}', encoding="utf-8")
+    elif fault == "repeat_token":
+        text = (tmp_path / "vocab.json").read_text(encoding="utf-8")
+        (tmp_path / "vocab.json").write_text(text[:-1] + f', "a": {10**6}}}', encoding="utf-8")
+    elif fault == "big_id":
+        text = (tmp_path / "vocab.json").read_text(encoding="utf-8")
+        (tmp_path / "vocab.json").write_text(text[:-1] + f', "zz~": {F.MAX_TOKEN_ID + 1}}}', encoding="utf-8")
+    elif fault == "merge_line":
+        with open(tmp_path / "merges.txt", "a", encoding="utf-8") as f:
+            f.write("a b c\n")
+    arrays = F.read_gpt2_arrays(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    try:
+        expected_vocab = F.read_vocab(tmp_path / "vocab.json")
+        expected_merges = F.read_merges(tmp_path / "merges.txt", expected_vocab)
+    except FormatError:
+        assert arrays is None
+        return
+    assert arrays is not None          # these files are plainly well formed
+    assert list(arrays.vocab().items()) == list(expected_vocab.items())
+    assert arrays.merges() == expected_merges
+    ids_of = {token: i for i, token in sorted(expected_vocab.items(), reverse=True)}
+    general = T._table_arrays(expected_vocab, expected_merges, ids_of)
+    native = T._gpt2_table_arrays(arrays)
+    assert sorted(general) == sorted(native)
+    for name, array in general.items():
+        assert native[name].dtype == array.dtype and np.array_equal(native[name], array), name
+
+
+def test_from_files_equals_the_general_build(tmp_path):
+    """Tokenizer.from_files (tables from the arrays, in a thread) against Tokenizer(vocab, merges) (the general
+    build) on GPT-2's files: the same ids, the same permanent entries."""
+    from bpe_fast import Tokenizer
+
+    fast = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", ["<|endoftext|>"])
+    vocab = F.read_vocab(FIXTURES / "gpt2_vocab.json")
+    general = Tokenizer(vocab, F.read_merges(FIXTURES / "gpt2_merges.txt", vocab), ["<|endoftext|>"])
+    text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")[:20000] + "<|endoftext|> naïve 日本語 12345"
+    assert fast.encode(text) == general.encode(text)
+    assert fast._tables.permanent_mask() == general._tables.permanent_mask()
+    assert fast.vocab == general.vocab and fast.merges == general.merges
