@@ -14,7 +14,7 @@ which bpe_fast.formats makes from its mapping.
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp
+from libc.string cimport memcmp, strlen
 from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
@@ -276,3 +276,205 @@ def parse_merges(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
     if not ok:
         return None
     return _uint8_array(pool), _int64_array(offsets), _int64_array(lines)
+
+
+# --- HF tokenizer.json: the model's vocab and merges ---------------------------------------------------------
+
+cdef enum:
+    MAX_DEPTH = 512         # deeper nesting is left to json.loads (which has its own limit)
+
+
+cdef Py_ssize_t _skip_value(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int depth) noexcept nogil:
+    """The index after the JSON value starting at s[i] (no leading space), or -1 when it is not one (only its
+    structure is followed: a number or literal is any run of letters, digits, '+', '-' and '.'; json.loads
+    checks them when it reads the rest)."""
+    cdef bint escaped = False
+    cdef uint8_t c
+    cdef Py_ssize_t start
+    if i >= n or depth > MAX_DEPTH:
+        return -1
+    c = s[i]
+    if c == 0x22:
+        return _string(s, i + 1, n, NULL, &escaped)
+    if c == 0x7B or c == 0x5B:                           # { or [
+        i = _skip_space(s, i + 1, n)
+        if i < n and s[i] == c + 2:                      # } or ]
+            return i + 1
+        while i < n:
+            if c == 0x7B:
+                if s[i] != 0x22:
+                    return -1
+                i = _string(s, i + 1, n, NULL, &escaped)
+                if i < 0:
+                    return -1
+                i = _skip_space(s, i, n)
+                if i >= n or s[i] != 0x3A:
+                    return -1
+                i = _skip_space(s, i + 1, n)
+            i = _skip_value(s, i, n, depth + 1)
+            if i < 0:
+                return -1
+            i = _skip_space(s, i, n)
+            if i < n and s[i] == 0x2C:
+                i = _skip_space(s, i + 1, n)
+                continue
+            if i < n and s[i] == c + 2:
+                return i + 1
+            return -1
+        return -1
+    start = i
+    while i < n and (0x30 <= s[i] <= 0x39 or 0x61 <= (s[i] | 0x20) <= 0x7A or s[i] == 0x2B or s[i] == 0x2D
+                     or s[i] == 0x2E):
+        i += 1
+    return i if i > start else -1
+
+
+cdef bint _member_spans(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, const char* first, const char* second,
+                        Py_ssize_t* spans) noexcept nogil:
+    """For the JSON object starting at s[i]: the spans (start, end) of the values of its members named `first`
+    and `second` (NUL-terminated; -1, -1 when absent) into spans[0:4]; False when it is not an object, or a
+    name is given twice (json.loads would keep the last: left to it)."""
+    cdef vector[uint8_t] key
+    cdef bint escaped = False
+    cdef Py_ssize_t start, k
+    cdef const char* names[2]
+    names[0] = first
+    names[1] = second
+    spans[0] = spans[1] = spans[2] = spans[3] = -1
+    if i >= n or s[i] != 0x7B:
+        return False
+    i = _skip_space(s, i + 1, n)
+    if i < n and s[i] == 0x7D:
+        return True
+    while i < n and s[i] == 0x22:
+        key.clear()
+        i = _string(s, i + 1, n, &key, &escaped)
+        if i < 0:
+            return False
+        i = _skip_space(s, i, n)
+        if i >= n or s[i] != 0x3A:
+            return False
+        start = _skip_space(s, i + 1, n)
+        i = _skip_value(s, start, n, 1)
+        if i < 0:
+            return False
+        for k in range(2):
+            if key.size() == strlen(names[k]) and memcmp(key.data(), names[k], key.size()) == 0:
+                if spans[2 * k] >= 0:
+                    return False
+                spans[2 * k] = start
+                spans[2 * k + 1] = i
+        i = _skip_space(s, i, n)
+        if i < n and s[i] == 0x2C:
+            i = _skip_space(s, i + 1, n)
+            continue
+        return i < n and s[i] == 0x7D
+    return False
+
+
+def model_spans(const uint8_t[::1] data):
+    """(vocab_start, vocab_end, merges_start, merges_end): where the values of "vocab" and "merges" of the
+    top-level "model" object of an HF tokenizer.json's bytes lie, or None when the file is not plainly such an
+    object (a name given twice, "model" not an object, either member missing, the structure broken, ...).
+
+    >>> model_spans(b'{"a": [1, {"b": "}"}], "model": {"merges": ["a b"], "x": 1, "vocab": {"a": 0}}}')
+    (69, 77, 43, 50)
+    >>> model_spans(b'{"model": {"vocab": {}, "merges": []}, "model": {}}') is None
+    True
+    """
+    cdef Py_ssize_t n = data.shape[0], i
+    cdef const uint8_t* s = &data[0] if n else NULL
+    cdef Py_ssize_t top[4]
+    cdef Py_ssize_t inner[4]
+    cdef bint ok = False
+    with nogil:
+        i = _skip_space(s, 0, n)
+        if _member_spans(s, i, n, "model", "", top) and top[0] >= 0:
+            ok = _member_spans(s, top[0], n, "vocab", "merges", inner) and inner[0] >= 0 and inner[2] >= 0
+    if not ok:
+        return None
+    return inner[0], inner[1], inner[2], inner[3]
+
+
+def parse_merge_list(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
+    """(pool, offsets) of a JSON array of merges, each "a b" (one space between two non-empty tokens, escapes
+    decoded) or ["a", "b"] (two non-empty strings): merge k is (pool[offsets[2k]:offsets[2k + 1]],
+    pool[offsets[2k + 1]:offsets[2k + 2]]), the tokens' characters mapped to bytes; or None for anything else.
+
+    >>> import numpy as np
+    >>> table = np.full(300, -1, dtype=np.int16); table[ord("a")] = 97; table[0x120] = 32
+    >>> pool, offsets = parse_merge_list(b'["\\\\u0120 a", ["a", "a"]]', table)
+    >>> bytes(pool), offsets.tolist()
+    (b' aaa', [0, 1, 2, 3, 4])
+    >>> parse_merge_list(b'["a  a"]', table) is None, parse_merge_list(b'[["a"]]', table) is None
+    (True, True)
+    """
+    cdef Py_ssize_t n = data.shape[0], i, k, space
+    cdef const uint8_t* s = &data[0] if n else NULL
+    cdef const int16_t* table = &char_to_byte[0] if char_to_byte.shape[0] else NULL
+    cdef Py_ssize_t table_n = char_to_byte.shape[0]
+    cdef vector[uint8_t] pool, text
+    cdef vector[int64_t] offsets
+    cdef bint escaped = False, ok = False
+    offsets.push_back(0)
+    with nogil:
+        i = _skip_space(s, 0, n)
+        if i < n and s[i] == 0x5B:
+            i = _skip_space(s, i + 1, n)
+            if i < n and s[i] == 0x5D:
+                ok = True
+                i += 1
+            while not ok and i < n:
+                if s[i] == 0x22:                             # "a b"
+                    text.clear()
+                    i = _string(s, i + 1, n, &text, &escaped)
+                    if i < 0:
+                        break
+                    space = -1
+                    for k in range(<Py_ssize_t>text.size()):
+                        if text[k] == 0x20:
+                            space = k if space == -1 else -2
+                    if space <= 0 or space + 1 >= <Py_ssize_t>text.size():
+                        break
+                    if not _map_chars(text.data(), space, table, table_n, &pool):
+                        break
+                    offsets.push_back(pool.size())
+                    if not _map_chars(text.data() + space + 1, text.size() - space - 1, table, table_n, &pool):
+                        break
+                    offsets.push_back(pool.size())
+                elif s[i] == 0x5B:                           # ["a", "b"]
+                    i = _skip_space(s, i + 1, n)
+                    for k in range(2):
+                        if i >= n or s[i] != 0x22:
+                            i = -1
+                            break
+                        text.clear()
+                        i = _string(s, i + 1, n, &text, &escaped)
+                        if i < 0 or text.empty() or not _map_chars(text.data(), text.size(), table, table_n, &pool):
+                            i = -1
+                            break
+                        offsets.push_back(pool.size())
+                        i = _skip_space(s, i, n)
+                        if k == 0:
+                            if i >= n or s[i] != 0x2C:
+                                i = -1
+                                break
+                            i = _skip_space(s, i + 1, n)
+                    if i < 0 or i >= n or s[i] != 0x5D:
+                        break
+                    i += 1
+                else:
+                    break
+                i = _skip_space(s, i, n)
+                if i < n and s[i] == 0x2C:
+                    i = _skip_space(s, i + 1, n)
+                    continue
+                if i < n and s[i] == 0x5D:
+                    ok = True
+                    i += 1
+                break
+            if ok and _skip_space(s, i, n) != n:
+                ok = False
+    if not ok:
+        return None
+    return _uint8_array(pool), _int64_array(offsets)

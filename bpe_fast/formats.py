@@ -31,6 +31,7 @@ from ._gpt2_files import index_tokens, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import atomic_output
+from .token_arrays import all_distinct
 
 __all__ = [
     "FormatError",
@@ -103,8 +104,8 @@ _TO_LATIN1.update({ord(c): chr(b) for c, b in _CHAR_TO_BYTE.items()})
 _DECODING_TABLE = "".join(_ENCODE_TABLE)
 _ENCODING_MAP = codecs.charmap_build(_DECODING_TABLE)
 # The mapping for the native readers (bpe_fast._gpt2_files): code point -> the byte it stands for, or -1.
-_CHAR_TO_BYTE_ARRAY = np.full(max(map(ord, _CHAR_TO_BYTE)) + 1, -1, dtype=np.int16)
-_CHAR_TO_BYTE_ARRAY[list(map(ord, _CHAR_TO_BYTE))] = list(_CHAR_TO_BYTE.values())
+CHAR_TO_BYTE_TABLE = np.full(max(map(ord, _CHAR_TO_BYTE)) + 1, -1, dtype=np.int16)
+CHAR_TO_BYTE_TABLE[list(map(ord, _CHAR_TO_BYTE))] = list(_CHAR_TO_BYTE.values())
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -174,7 +175,8 @@ def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
         raise                         # not reached
 
 
-def _read_bytes(path: StrPath) -> bytes:
+def read_bytes(path: StrPath) -> bytes:
+    """The bytes of the file at path; FileNotFoundError naming it."""
     try:
         with open(path, "rb") as f:
             return f.read()
@@ -186,7 +188,7 @@ def read_text(path: StrPath, data: bytes | None = None) -> str:
     """The UTF-8 text of the file at path (data: its bytes, if already read); FormatError naming the line and
     byte offset of invalid UTF-8."""
     if data is None:
-        data = _read_bytes(path)
+        data = read_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -234,13 +236,13 @@ def read_vocab(path: StrPath) -> Vocab:
     >>> read_vocab(path)
     {0: b' ', 1: b'a', 2: b' a'}
     """
-    data = _read_bytes(path)
-    parsed = parse_vocab(data, _CHAR_TO_BYTE_ARRAY, MAX_TOKEN_ID)
+    data = read_bytes(path)
+    parsed = parse_vocab(data, CHAR_TO_BYTE_TABLE, MAX_TOKEN_ID)
     if parsed is not None:          # plainly well formed (the native reader): left are the duplicates
         tokens = token_list(parsed[0], parsed[1])
-        vocab = dict(zip(parsed[2].tolist(), tokens))
-        if len(vocab) == len(tokens) == len(set(tokens)):
-            return vocab
+        read = dict(zip(parsed[2].tolist(), tokens))
+        if len(read) == len(tokens) == len(set(tokens)):
+            return read
     text = read_text(path, data)        # anything else: read here, which names what is wrong
     objects: list[list[tuple[str, Any]]] = []
 
@@ -307,14 +309,14 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     """GPT-2's vocab.json and merges.txt read natively, with no Python object a token, when both are plainly well
     formed: what read_vocab(vocab_path) and read_merges(merges_path, that vocab) give without error, as arrays.
     None for anything else: those two then read the files, and name what is wrong."""
-    vocab = parse_vocab(_read_bytes(vocab_path), _CHAR_TO_BYTE_ARRAY, MAX_TOKEN_ID)
-    merges = parse_merges(_read_bytes(merges_path), _CHAR_TO_BYTE_ARRAY)
+    vocab = parse_vocab(read_bytes(vocab_path), CHAR_TO_BYTE_TABLE, MAX_TOKEN_ID)
+    merges = parse_merges(read_bytes(merges_path), CHAR_TO_BYTE_TABLE)
     if vocab is None or merges is None:
         return None
     vocab_pool, vocab_offsets, vocab_ids = vocab
     merge_pool, merge_offsets = merges[:2]
     n = len(vocab_ids)
-    if len(np.unique(vocab_ids)) != n or np.any(index_tokens(vocab_pool, vocab_offsets, vocab_pool, vocab_offsets)
+    if not all_distinct(vocab_ids) or np.any(index_tokens(vocab_pool, vocab_offsets, vocab_pool, vocab_offsets)
                                                  != np.arange(n)):
         return None                 # an id or a token given twice
     found = [index_tokens(vocab_pool, vocab_offsets, merge_pool, merge_offsets, first, 2, span)
@@ -338,8 +340,8 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
     >>> read_merges(path)
     [(b' ', b'a'), (b' a', b'\\n')]
     """
-    data = _read_bytes(path)
-    parsed = parse_merges(data, _CHAR_TO_BYTE_ARRAY)
+    data = read_bytes(path)
+    parsed = parse_merges(data, CHAR_TO_BYTE_TABLE)
     if parsed is not None:          # plainly well formed (the native reader): left is the check against vocab
         pool, offsets = parsed[:2]
         lefts, rights = token_list(pool, offsets, 0, 2), token_list(pool, offsets, 1, 2)

@@ -42,16 +42,18 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 import regex
 
 from . import formats
+from ._gpt2_files import index_tokens, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from ._types import Merges, StrPath, Vocab
-from .ranks import merge_rule_difference
+from .ranks import merge_rule_difference, rule_difference_of_indices
+from .token_arrays import all_distinct
 
 __all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json"]
 
@@ -187,7 +189,33 @@ def read_tokenizer_json(path: StrPath) -> tuple[Vocab, Merges, list[str], str]:
     >>> vocab[256], merges, specials, pattern == GPT2_PATTERN
     (b' a', [(b' ', b'a')], ['<|endoftext|>'], True)
     """
-    text = formats.read_text(path)
+    read = read_tokenizer_arrays(path)
+    return read.vocab, read.merges, read.special_tokens, read.pattern
+
+
+class TokenizerFile(NamedTuple):
+    """read_tokenizer_json's result and, when the model's vocab and merges were read natively, the vocabulary
+    (the added tokens too) and merges as arrays, and the special tokens' ids (else None, None)."""
+    vocab: Vocab
+    merges: Merges
+    special_tokens: list[str]
+    pattern: str
+    arrays: formats.GPT2Arrays | None
+    special_ids: list[int] | None
+
+
+def read_tokenizer_arrays(path: StrPath) -> TokenizerFile:
+    """read_tokenizer_json with the arrays when the file is plainly well formed (TokenizerFile)."""
+    data = formats.read_bytes(path)
+    fast = _read_plain(path, data)
+    if fast is not None:
+        return fast
+    return TokenizerFile(*_read_python(path, data), None, None)
+
+
+def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str]:
+    """read_tokenizer_json of the file's bytes, in Python: what any file that _read_plain declines goes through."""
+    text = formats.read_text(path, data)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -214,6 +242,93 @@ def read_tokenizer_json(path: StrPath) -> tuple[Vocab, Merges, list[str], str]:
     if model.get("ignore_merges"):
         _check_whole_tokens(f, model_tokens - {s.encode("utf-8") for s in specials}, merges)
     return vocab, merges, specials, pattern
+
+
+class _KeysOfTokens:
+    """The model vocab's keys (GPT-2-mapped strings) {key: id}, answered from its tokens {bytes: id}: a key is
+    the mapping of exactly one token, so a string is a key when it maps to a token's bytes (what
+    hf_added_token_ids asks of a vocab)."""
+
+    def __init__(self, ids_of: dict[bytes, int]) -> None:
+        self.ids_of = ids_of
+
+    def __len__(self) -> int:
+        return len(self.ids_of)
+
+    def get(self, key: str, default: int | None = None) -> int | None:
+        try:
+            return self.ids_of.get(formats.str_to_token(key), default)
+        except ValueError:              # a character outside the mapping: no key has it
+            return default
+
+
+def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
+    """read_tokenizer_json's result for a plainly well-formed file, with the model's vocab and merges read
+    natively (bpe_fast._gpt2_files; the rest of the file, a few KB, by json.loads); None for anything else, or
+    any fault, for read_tokenizer_json to read the whole file in Python and name what is wrong."""
+    spans = model_spans(data)
+    if spans is None:
+        return None
+    vocab_start, vocab_end, merges_start, merges_end = spans
+    view = memoryview(data)
+    vocab_arrays = parse_vocab(view[vocab_start:vocab_end], formats.CHAR_TO_BYTE_TABLE, formats.MAX_TOKEN_ID)
+    merge_arrays = parse_merge_list(view[merges_start:merges_end], formats.CHAR_TO_BYTE_TABLE)
+    if vocab_arrays is None or merge_arrays is None:
+        return None
+    (first, first_end, first_text), (second, second_end, second_text) = sorted(
+        [(vocab_start, vocab_end, b"{}"), (merges_start, merges_end, b"[]")])
+    try:        # the rest of the file, the two spans left empty
+        doc = json.loads(data[:first] + first_text + data[first_end:second] + second_text + data[second_end:])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
+        return None
+    pool, offsets, ids = vocab_arrays
+    merge_pool, merge_offsets = merge_arrays
+    n = len(ids)
+    lengths = np.diff(offsets)
+    if (not all_distinct(ids) or np.any(index_tokens(pool, offsets, pool, offsets) != np.arange(n))
+            or len(np.unique(pool[offsets[:-1][lengths == 1]])) != 256):
+        return None             # an id or a key given twice (json.loads keeps the last key), or a byte missing
+    left, right, joined = (index_tokens(pool, offsets, merge_pool, merge_offsets, first, 2, span)
+                           for first, span in ((0, 1), (1, 1), (0, 2)))
+    if np.any(left < 0) or np.any(right < 0) or np.any(joined < 0):
+        return None             # a merge's token or join not in the vocab
+    pairs = np.sort(left << 32 | right)
+    runs = np.sort(joined[np.flatnonzero(np.diff(joined, prepend=-1))])     # the first of each run
+    if np.any(pairs[1:] == pairs[:-1]) or np.any(runs[1:] == runs[:-1]):
+        return None             # a pair listed twice, or a token made again after other merges
+    if rule_difference_of_indices(pool, offsets, left, right, joined) is not None:
+        return None
+    tokens = token_list(pool, offsets)
+    vocab = dict(zip(ids.tolist(), tokens))
+    merges = list(zip(token_list(merge_pool, merge_offsets, 0, 2), token_list(merge_pool, merge_offsets, 1, 2)))
+    f = _File(path, "")         # a check that fails here is made again on the whole file, which names the line
+    try:
+        model = doc["model"]
+        _check_model(f, model)
+        _check_normalizer(f, doc.get("normalizer"))
+        pattern = _pattern_of(f, doc.get("pre_tokenizer"))
+        _check_decoder(f, doc.get("decoder"))
+        _check_post_processor(f, doc.get("post_processor"))
+        model_tokens = set(tokens)
+        ids_of_bytes = dict(zip(tokens, ids.tolist()))
+        key_ids = _KeysOfTokens(dict(ids_of_bytes))
+        specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab,  # type: ignore[arg-type]
+                                      ids_of_bytes)
+        if model.get("ignore_merges"):
+            _check_whole_tokens(f, model_tokens - {s.encode("utf-8") for s in specials}, merges)
+    except FormatError:
+        return None
+    extra = sorted(set(vocab) - set(ids.tolist()))          # the added tokens not in the model's vocab
+    if extra:
+        added = [vocab[i] for i in extra]
+        pool = np.concatenate([pool, np.frombuffer(b"".join(added), dtype=np.uint8)])
+        offsets = np.concatenate([offsets, offsets[-1] + np.cumsum([len(t) for t in added], dtype=np.int64)])
+        ids = np.concatenate([ids, np.array(extra, dtype=np.int64)])
+    special_ids = [ids_of_bytes[name.encode("utf-8")] for name in specials]
+    return TokenizerFile(vocab, merges, specials, pattern,
+                         formats.GPT2Arrays(pool, offsets, ids, merge_pool, merge_offsets, joined), special_ids)
 
 
 def _describe(component: object) -> str:
@@ -427,14 +542,16 @@ def _merges_at_once(merges_json: list[Any], key_ids: Mapping[str, Any], vocab: V
     if np.any(pair_keys[1:] == pair_keys[:-1]):             # a pair listed twice
         return None
     made_ids = np.array(made, dtype=np.int64)
-    run_values = np.sort(made_ids[np.flatnonzero(np.concatenate([[True], made_ids[1:] != made_ids[:-1]]))])
+    run_values = np.sort(made_ids[np.flatnonzero(np.diff(made_ids, prepend=-1))])      # the first of each run
     if np.any(run_values[1:] == run_values[:-1]):           # a token made again after other merges
         return None
-    return list(zip(map(vocab.__getitem__, left_ids), map(vocab.__getitem__, right_ids)))
+    return list(zip(map(vocab.__getitem__, left_ids), map(vocab.__getitem__, right_ids)))     # type: ignore[arg-type]
 
 
-def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], vocab: Vocab) -> list[str]:
-    """The added tokens' contents, in order of id, each put into `vocab` with its id (checked to be HF's)."""
+def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], vocab: Vocab,
+                       ids_of_bytes: dict[bytes, int] | None = None) -> list[str]:
+    """The added tokens' contents, in order of id, each put into `vocab` with its id (checked to be HF's).
+    ids_of_bytes: {bytes: id} of vocab's tokens, if the caller has it (each added token is put in it too)."""
     if not isinstance(added, list):
         f.fail('"added_tokens" must be a list', "added_tokens")
     for entry in added:
@@ -446,7 +563,8 @@ def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], voca
             if entry.get(flag):
                 f.fail(f"added token {content!r} has {flag}: true, which is not supported (bpe_fast matches "
                        "special tokens exactly)", content, "added_tokens")
-    ids_of_bytes = {token: i for i, token in vocab.items()}
+    if ids_of_bytes is None:
+        ids_of_bytes = {token: i for i, token in vocab.items()}
     hf_ids: dict[str, int] = {}
     for entry, hf_id in zip(added, hf_added_token_ids(key_ids, [e["content"] for e in added])):
         content, file_id = entry["content"], entry["id"]

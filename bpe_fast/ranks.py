@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from ._types import Merges, StrPath, Vocab
 from .formats import MAX_TOKEN_ID, FormatError
+from .token_arrays import first_occurrences, gather_tokens
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -336,6 +337,41 @@ def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:
     return ranks
 
 
+def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int64], left: NDArray[np.int64],
+                               right: NDArray[np.int64], joined: NDArray[np.int64]
+                               ) -> tuple[int, tuple[bytes, bytes]] | None:
+    """merge_rule_difference of the merges (token left[k], token right[k]) whose joins are tokens joined[k], the
+    tokens given by pool/offsets (distinct, all 256 single bytes among them; the indices int64 arrays): the same
+    answer, with no Python object a merge."""
+    from ._ranks import recover_merges
+
+    lengths = np.diff(offsets)
+    singles = np.flatnonzero(lengths == 1)
+    byte_token = np.full(256, -1, dtype=np.int64)
+    byte_token[pool[offsets[singles]]] = singles
+    if np.any(byte_token < 0) or np.any(lengths[joined] < 2):
+        return None
+    firsts = first_occurrences(joined)      # the first merge of each merged token, in rank order
+    order = np.concatenate([byte_token, joined[firsts]])         # the tokens in rank order
+    ranked_pool, ranked_offsets = gather_tokens(pool, offsets, order)
+    got_left, got_right, bad, _ = recover_merges(ranked_pool, ranked_offsets, np.arange(256, dtype=np.int32))
+    if bad >= 0:        # a token the ranks rule cannot reach: this check gives up (the file's other checks apply)
+        return None
+    rank_of = np.full(len(lengths), -1, dtype=np.int64)
+    rank_of[order] = np.arange(len(order))
+    differ = np.flatnonzero((got_left[256:] != rank_of[left[firsts]]) | (got_right[256:] != rank_of[right[firsts]]))
+    if not len(differ):
+        return None
+    parts_left, parts_right = order[got_left[256:][differ]], order[got_right[256:][differ]]
+    listed = np.isin(parts_left << 32 | parts_right, left << 32 | right)   # a token listed with several merges
+    unlisted = np.flatnonzero(~listed)                                    # may use any of them
+    if not len(unlisted):
+        return None
+    i = int(unlisted[0])
+    a, b = (pool[offsets[t]:offsets[t + 1]].tobytes() for t in (parts_left[i], parts_right[i]))
+    return int(firsts[differ[i]]), (a, b)
+
+
 def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, tuple[bytes, bytes]] | None:
     """Where replaying `merges` as a merge list (HF's rule: only the listed pairs join, by their place) can give
     other ids than the ranks rule bpe_fast and tiktoken encode with (any adjacent pair whose concatenation is a
@@ -349,7 +385,7 @@ def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, t
     True
     """
     joined = [a + b for a, b in merges]
-    first = dict.fromkeys(joined)           # each merged token once, in the order of its first merge
+    first: dict[bytes, int] = dict.fromkeys(joined, 0)      # each merged token once, in the order of its first merge
     if len(first) == len(joined):
         firsts: Sequence[int] = range(len(joined))
         first_merges: Sequence[tuple[bytes, bytes]] = merges

@@ -228,14 +228,22 @@ class Tokenizer:
             vocab = formats.read_vocab(vocab_filepath)
             merges = formats.read_merges(merges_filepath, vocab)
             return cls._from_checked(vocab, merges, special_tokens, pattern)
-        # The encoder's tables are built from the arrays without the GIL, beside the Python dicts made here (the
-        # id-indexed ones once the ids are known not to be too sparse).
+        return cls._from_arrays(files, files.vocab, files.merges, special_tokens, pattern)
+
+    @classmethod
+    def _from_arrays(cls, files: formats.GPT2Arrays, vocab: Vocab | Callable[[], Vocab],
+                     merges: Merges | Callable[[], Merges], special_tokens: Iterable[str] | None,
+                     pattern: str, special_ids: list[int] | None = None) -> Tokenizer:
+        """From a vocabulary and merges read as arrays (`files`), and the same as Python objects (or functions
+        that make them): the encoder's tables are built from the arrays without the GIL, beside the Python
+        work here (the id-indexed ones once the ids are known not to be too sparse). special_ids: as _setup's."""
         ids = files.vocab_ids
         _check_sparsity(int(ids.max()) if len(ids) else -1, len(ids))
         arrays = _gpt2_table_arrays(files)     # here: numpy in the thread would wait for the GIL at each call
         with ThreadPoolExecutor(1) as executor:
             tables = _started(executor, lambda: BPETables(**arrays))
-            return cls._from_checked(files.vocab(), files.merges(), special_tokens, pattern, tables=tables.result)
+            return cls._from_checked(vocab() if callable(vocab) else vocab, merges() if callable(merges) else merges,
+                                     special_tokens, pattern, tables=tables.result, special_ids=special_ids)
 
     @classmethod
     def from_hf(cls, path: StrPath) -> Tokenizer:
@@ -252,10 +260,13 @@ class Tokenizer:
         >>> Tokenizer.from_hf(path).encode(" a<|endoftext|>")
         [256, 257]
         """
-        from .hf import read_tokenizer_json
+        from .hf import read_tokenizer_arrays
 
-        vocab, merges, specials, pattern = read_tokenizer_json(path)
-        return cls._from_checked(vocab, merges, specials, pattern)
+        read = read_tokenizer_arrays(path)
+        if read.arrays is None:
+            return cls._from_checked(read.vocab, read.merges, read.special_tokens, read.pattern)
+        return cls._from_arrays(read.arrays, read.vocab, read.merges, read.special_tokens, read.pattern,
+                                read.special_ids)
 
     @classmethod
     def from_tiktoken(cls, path_or_ranks: StrPath | Mapping[bytes, int], pattern: str,
@@ -1167,25 +1178,17 @@ def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
     """BPETables' arguments (but `permanent`) for GPT-2's files read as arrays: what _table_arrays gives for
     their vocabulary and merges, with no Python object a token. The merged tokens are the joins in the order of
     their first merge."""
+    from .token_arrays import first_occurrences, gather_tokens
+
     pool, offsets, ids = files.vocab_pool, files.vocab_offsets, files.vocab_ids
     lengths = np.diff(offsets)
     byte_ids = np.full(256, -1, dtype=np.int32)
     singles = np.flatnonzero(lengths == 1)
     byte_ids[pool[offsets[singles]]] = ids[singles]
-    _, first = np.unique(files.joined, return_index=True)
-    ranked = files.joined[np.sort(first)]           # vocab indices of the merged tokens, in rank order
-    return dict(byte_ids=byte_ids, **_gather(pool, offsets, ranked, "ranked"), ranked_ids=ids[ranked].astype(np.int32),
-                **_decode_arrays_of(pool, offsets, ids))
-
-
-def _gather(pool: NDArray[np.uint8], offsets: NDArray[np.int64], which: NDArray[np.int64],
-            name: str) -> TableArrays:
-    """{name_pool, name_offsets}: the tokens `which` (indices) of pool/offsets, end to end."""
-    lengths = np.diff(offsets)[which]
-    out_offsets = np.zeros(len(which) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=out_offsets[1:])
-    out_pool = pool[np.repeat(offsets[which] - out_offsets[:-1], lengths) + np.arange(out_offsets[-1])]
-    return {f"{name}_pool": out_pool, f"{name}_offsets": out_offsets}
+    ranked = files.joined[first_occurrences(files.joined)]     # vocab indices of the merged tokens, in rank order
+    ranked_pool, ranked_offsets = gather_tokens(pool, offsets, ranked)
+    return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
+                ranked_ids=ids[ranked].astype(np.int32), **_decode_arrays_of(pool, offsets, ids))
 
 
 def _ranks_decode_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:

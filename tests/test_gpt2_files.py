@@ -35,7 +35,7 @@ def both(monkeypatch, read, path, *args):
 # ------------------------------------------------------------------------------------- worked examples
 
 def test_worked_examples():
-    table = F._CHAR_TO_BYTE_ARRAY
+    table = F.CHAR_TO_BYTE_TABLE
     pool, offsets, ids = _gpt2_files.parse_vocab('{"Ġthe": 7, "a\\u0120": 2}'.encode(), table, F.MAX_TOKEN_ID)
     assert _gpt2_files.token_list(pool, offsets) == [b" the", b"a "] and ids.tolist() == [7, 2]
     pool, offsets, lines = _gpt2_files.parse_merges("#version: 0.2\nĠ t\n\nh e\r\n".encode(), table)

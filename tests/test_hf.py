@@ -609,3 +609,125 @@ def test_merge_list_at_once_equals_the_loop(merges_json, known):
         hf_module._merges_at_once = original
     target(float(fast[0] == "ok"))
     assert fast == loop
+
+
+# ------------------------------------------------------------------------------------- the model read natively
+
+def _hf_doc(rng):
+    """A small byte-level BPE tokenizer.json document, as HF writes them (merges as "a b" or ["a", "b"])."""
+    from bpe_fast import hf as hf_module
+
+    vocab = {token_to_str(bytes([b])): b for b in range(256)}
+    merges = []
+    pool = ["a", "b", "c", "Ġ", "Ċ", "é"]
+    while len(merges) < rng.randint(0, 12):
+        a, b = rng.choice(pool), rng.choice(pool)
+        if a + b in vocab or len(a + b) > 6:
+            continue
+        vocab[a + b] = len(vocab)
+        merges.append(f"{a} {b}" if rng.random() < 0.5 else [a, b])
+        pool.append(a + b)
+    added = [{"id": len(vocab), "content": "<|endoftext|>", "special": True, "normalized": False}]
+    doc = {"version": "1.0", "truncation": None, "added_tokens": added, "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+           "post_processor": None, "decoder": {"type": "ByteLevel"},
+           "model": {"type": "BPE", "dropout": None, "vocab": vocab, "merges": merges}}
+    assert hf_module  # the reader under test
+    return doc
+
+
+_HF_FAULTS = ["none", "model_twice", "vocab_twice", "key_twice", "id_twice", "escaped_key", "merge_twice",
+              "made_apart", "unknown_part", "missing_byte", "normalizer", "added_id", "bad_id", "spaced",
+              "mutate", "mutate", "mutate"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.randoms(use_true_random=False), st.sampled_from(_HF_FAULTS))
+def test_tokenizer_json_read_natively_as_in_python(tmp_path_factory, rng, fault):
+    """read_tokenizer_json with the model read natively (hf._read_plain) against the same function reading the
+    whole file in Python (the path off): the same result, or the same error, on files with each fault."""
+    import bpe_fast.hf as hf_module
+
+    doc = _hf_doc(rng)
+    model, vocab = doc["model"], doc["model"]["vocab"]
+    text = None
+    if fault == "id_twice":
+        vocab["Ġ"] = vocab["a"]
+    elif fault == "merge_twice" and model["merges"]:
+        model["merges"].append(model["merges"][0])
+    elif fault == "made_apart":     # "abc" made by "ab c" and again, after another merge, by "a bc"
+        for token in ("ab", "bc", "abc", "éa"):
+            vocab.setdefault(token, len(vocab))
+        doc["added_tokens"][0]["id"] = len(vocab)
+        model["merges"] = ["a b", "b c", "ab c", "é a", "a bc"]
+    elif fault == "unknown_part":
+        model["merges"].append("zz q")
+    elif fault == "missing_byte":
+        del vocab[token_to_str(b"\x07")]
+    elif fault == "normalizer":
+        doc["normalizer"] = {"type": "NFC"}
+    elif fault == "added_id":
+        doc["added_tokens"][0]["id"] += 1
+    elif fault == "bad_id":
+        vocab["a"] = -1
+    text = json.dumps(doc, ensure_ascii=rng.random() < 0.5, indent=2 if fault == "spaced" else None)
+    if fault == "model_twice":
+        text = text[:-1] + ', "model": {"type": "BPE", "vocab": {}, "merges": []}}'
+    elif fault == "vocab_twice":
+        text = text.replace('"vocab": {', '"vocab": {"a": 0}, "vocab": {', 1)
+    elif fault == "key_twice":
+        text = text.replace('"vocab": {', '"vocab": {"a": 300, ', 1)
+    elif fault == "escaped_key":
+        text = text.replace('"a":', '"\\u0061":', 1)
+    data = text.encode("utf-8")
+    if fault == "mutate":
+        data = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            kind = rng.random()
+            if kind < 0.4:
+                data[at] = rng.choice(b' {}[]":,0123456789\\ua')
+            elif kind < 0.7:
+                del data[at]
+            else:
+                data[at:at] = bytes([rng.choice(b' {}[]":,0123456789\\ua')])
+        data = bytes(data)
+    path = tmp_path_factory.mktemp("hf") / "tokenizer.json"
+    path.write_bytes(data)
+
+    def outcome():
+        try:
+            return ("ok", *((list(r.items()) if isinstance(r, dict) else r)
+                            for r in hf_module.read_tokenizer_json(path)))
+        except FormatError as exc:
+            return ("error", str(exc))
+
+    native = outcome()
+    original = hf_module._read_plain
+    hf_module._read_plain = lambda *args: None
+    try:
+        python = outcome()
+    finally:
+        hf_module._read_plain = original
+    assert native == python
+    if fault in ("none", "escaped_key", "spaced") and python[0] == "ok":     # well formed: the native path took it
+        assert hf_module._read_plain(path, data) is not None
+
+
+def test_tokenizer_json_read_natively_gives_the_same_tokenizer(gpt2_json):
+    """GPT-2's tokenizer.json through the native path (tables from the arrays, in a thread) against the
+    Python path and the general build: the same vocabulary, merges, special tokens and ids."""
+    import bpe_fast.hf as hf_module
+
+    assert hf_module._read_plain(gpt2_json, open(gpt2_json, "rb").read()) is not None     # the native path
+    fast = Tokenizer.from_hf(gpt2_json)
+    original = hf_module._read_plain
+    hf_module._read_plain = lambda *args: None
+    try:
+        python = Tokenizer.from_hf(gpt2_json)
+    finally:
+        hf_module._read_plain = original
+    assert (fast.vocab, fast.merges, fast.special_tokens) == (python.vocab, python.merges, python.special_tokens)
+    assert fast._tables.permanent_mask() == python._tables.permanent_mask()
+    text = " ".join(TEXTS) + EOT + " naïve 日本語 12345"
+    assert fast.encode(text) == python.encode(text)

@@ -633,7 +633,22 @@ def test_merge_rule_difference_equals_oracle(seed, n_merges, again):
         merges.append((a, b))
         if a + b not in pool:
             pool.append(a + b)
-    assert bpe_fast.ranks.merge_rule_difference(merges) == oracle_rule_difference(merges)
+    expected = oracle_rule_difference(merges)
+    assert bpe_fast.ranks.merge_rule_difference(merges) == expected
+    assert difference_of_indices(merges, rng) == expected
+
+
+def difference_of_indices(merges, rng):
+    """rule_difference_of_indices of the merges, the tokens (the bytes, then the others in a random order) as
+    arrays and the merges as indices."""
+    made = {t for a, b in merges for t in (a, b, a + b)}
+    tokens = [bytes([b]) for b in range(256)] + sorted(made - set(BYTE_RANKS), key=lambda t: rng.random())
+    index = {t: i for i, t in enumerate(tokens)}
+    offsets = np.cumsum([0] + [len(t) for t in tokens]).astype(np.int64)
+    left, right, joined = (np.array([index[x] for x in column], dtype=np.int64)
+                           for column in ([a for a, _ in merges], [b for _, b in merges], [a + b for a, b in merges]))
+    return bpe_fast.ranks.rule_difference_of_indices(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets,
+                                                     left, right, joined)
 
 
 def test_merge_rule_difference_worked_example():
@@ -642,6 +657,7 @@ def test_merge_rule_difference_worked_example():
     merges = [(b"a", b"b"), (b"a", b"a"), (b"a", b"ab"), (b"aa", b"b"), (b"b", b"c"), (b"a", b"bc")]
     assert bpe_fast.ranks.merge_rule_difference(merges) == (5, (b"ab", b"c"))
     assert oracle_rule_difference(merges) == (5, (b"ab", b"c"))
+    assert difference_of_indices(merges, random.Random(0)) == (5, (b"ab", b"c"))
     assert bpe_fast.ranks.merge_rule_difference(merges[:5] + [(b"ab", b"c")]) is None
 
 

@@ -1,0 +1,44 @@
+"""Tokens as arrays: a pool of their bytes end to end (uint8) and offsets (int64; token k is
+pool[offsets[k]:offsets[k + 1]]), and index arrays into them: the few operations the readers and the table
+builders share (bpe_fast.formats, bpe_fast.hf, bpe_fast.ranks, bpe_fast.tokenizer), with no Python object a token.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["all_distinct", "first_occurrences", "gather_tokens"]
+
+
+def gather_tokens(pool: NDArray[np.uint8], offsets: NDArray[np.int64],
+                  which: NDArray[np.int64]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """(pool, offsets) of the tokens `which` (indices) of pool/offsets (token k is pool[offsets[k]:offsets[k + 1]]),
+    end to end in that order.
+
+    >>> pool, offsets = gather_tokens(np.frombuffer(b"abcde", dtype=np.uint8), np.array([0, 1, 3, 5]), np.array([2, 0]))
+    >>> bytes(pool), offsets.tolist()
+    (b'dea', [0, 2, 3])
+    """
+    lengths = np.diff(offsets)[which]
+    out_offsets = np.zeros(len(which) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
+    return pool[np.repeat(offsets[which] - out_offsets[:-1], lengths) + np.arange(out_offsets[-1])], out_offsets
+
+
+def first_occurrences(values: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The index of the first occurrence of each distinct value, in increasing order (a stable sort: faster
+    than np.unique's hashing here).
+
+    >>> first_occurrences(np.array([5, 3, 5, 7, 3])).tolist()
+    [0, 1, 3]
+    """
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    return np.sort(order[np.concatenate([[0], starts])]) if len(values) else np.zeros(0, dtype=np.int64)
+
+
+def all_distinct(values: NDArray[np.int64]) -> bool:
+    """No value twice (a sort: faster than np.unique's hashing)."""
+    ordered = np.sort(values)
+    return not np.any(ordered[1:] == ordered[:-1])
