@@ -287,13 +287,15 @@ class GPT2Arrays(NamedTuple):
     """GPT-2's vocab.json and merges.txt as arrays (read_gpt2_arrays): vocab token k is
     vocab_pool[vocab_offsets[k]:vocab_offsets[k + 1]] with id vocab_ids[k]; merge k is
     (merge_pool[merge_offsets[2k]:merge_offsets[2k + 1]], merge_pool[merge_offsets[2k + 1]:merge_offsets[2k + 2]]),
-    and its join is vocab token joined[k]."""
+    and its join is vocab token joined[k]. all_permanent: tiktoken's ranks rule (the merged tokens ranked by
+    their first merge) is known to make every merged token, so each is a permanent entry of the encoder."""
     vocab_pool: NDArray[np.uint8]
     vocab_offsets: NDArray[np.int64]
     vocab_ids: NDArray[np.int64]
     merge_pool: NDArray[np.uint8]
     merge_offsets: NDArray[np.int64]
     joined: NDArray[np.int64]
+    all_permanent: bool = False
 
     def vocab(self) -> Vocab:
         """read_vocab's result."""

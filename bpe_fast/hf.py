@@ -298,7 +298,8 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
     runs = np.sort(joined[np.flatnonzero(np.diff(joined, prepend=-1))])     # the first of each run
     if np.any(pairs[1:] == pairs[:-1]) or np.any(runs[1:] == runs[:-1]):
         return None             # a pair listed twice, or a token made again after other merges
-    if rule_difference_of_indices(pool, offsets, left, right, joined) is not None:
+    rule = rule_difference_of_indices(pool, offsets, left, right, joined)
+    if rule.difference is not None:
         return None
     tokens = token_list(pool, offsets)
     vocab = dict(zip(ids.tolist(), tokens))
@@ -311,13 +312,13 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
         pattern = _pattern_of(f, doc.get("pre_tokenizer"))
         _check_decoder(f, doc.get("decoder"))
         _check_post_processor(f, doc.get("post_processor"))
-        model_tokens = set(tokens)
         ids_of_bytes = dict(zip(tokens, ids.tolist()))
-        key_ids = _KeysOfTokens(dict(ids_of_bytes))
+        # the added tokens' ids are found (hf_added_token_ids) before any is put in ids_of_bytes: one dict
+        key_ids = _KeysOfTokens(ids_of_bytes)
         specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab,  # type: ignore[arg-type]
                                       ids_of_bytes)
         if model.get("ignore_merges"):
-            _check_whole_tokens(f, model_tokens - {s.encode("utf-8") for s in specials}, merges)
+            _check_whole_tokens(f, set(tokens) - {s.encode("utf-8") for s in specials}, merges)
     except FormatError:
         return None
     extra = sorted(set(vocab) - set(ids.tolist()))          # the added tokens not in the model's vocab
@@ -327,8 +328,8 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
         offsets = np.concatenate([offsets, offsets[-1] + np.cumsum([len(t) for t in added], dtype=np.int64)])
         ids = np.concatenate([ids, np.array(extra, dtype=np.int64)])
     special_ids = [ids_of_bytes[name.encode("utf-8")] for name in specials]
-    return TokenizerFile(vocab, merges, specials, pattern,
-                         formats.GPT2Arrays(pool, offsets, ids, merge_pool, merge_offsets, joined), special_ids)
+    return TokenizerFile(vocab, merges, specials, pattern, formats.GPT2Arrays(
+        pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=rule.every_token_made), special_ids)
 
 
 def _describe(component: object) -> str:

@@ -337,12 +337,20 @@ def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:
     return ranks
 
 
+class RuleCheck(NamedTuple):
+    """rule_difference_of_indices' answer: merge_rule_difference's (difference), and whether the ranks rule makes
+    every merged token from the tokens before it (then merging any merged token's bytes with all of them gives
+    the token itself: each is a permanent entry of the encoder, as for tiktoken's ranks)."""
+    difference: tuple[int, tuple[bytes, bytes]] | None
+    every_token_made: bool
+
+
 def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int64], left: NDArray[np.int64],
-                               right: NDArray[np.int64], joined: NDArray[np.int64]
-                               ) -> tuple[int, tuple[bytes, bytes]] | None:
+                               right: NDArray[np.int64], joined: NDArray[np.int64]) -> RuleCheck:
     """merge_rule_difference of the merges (token left[k], token right[k]) whose joins are tokens joined[k], the
     tokens given by pool/offsets (distinct, all 256 single bytes among them; the indices int64 arrays): the same
-    answer, with no Python object a merge."""
+    answer, with no Python object a merge, and whether the ranks rule (merged tokens ranked by their first
+    merge) makes every merged token (RuleCheck)."""
     from ._ranks import recover_merges
 
     lengths = np.diff(offsets)
@@ -350,26 +358,26 @@ def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int6
     byte_token = np.full(256, -1, dtype=np.int64)
     byte_token[pool[offsets[singles]]] = singles
     if np.any(byte_token < 0) or np.any(lengths[joined] < 2):
-        return None
+        return RuleCheck(None, False)
     firsts = first_occurrences(joined)      # the first merge of each merged token, in rank order
     order = np.concatenate([byte_token, joined[firsts]])         # the tokens in rank order
     ranked_pool, ranked_offsets = gather_tokens(pool, offsets, order)
     got_left, got_right, bad, _ = recover_merges(ranked_pool, ranked_offsets, np.arange(256, dtype=np.int32))
     if bad >= 0:        # a token the ranks rule cannot reach: this check gives up (the file's other checks apply)
-        return None
+        return RuleCheck(None, False)
     rank_of = np.full(len(lengths), -1, dtype=np.int64)
     rank_of[order] = np.arange(len(order))
     differ = np.flatnonzero((got_left[256:] != rank_of[left[firsts]]) | (got_right[256:] != rank_of[right[firsts]]))
     if not len(differ):
-        return None
+        return RuleCheck(None, True)
     parts_left, parts_right = order[got_left[256:][differ]], order[got_right[256:][differ]]
     listed = np.isin(parts_left << 32 | parts_right, left << 32 | right)   # a token listed with several merges
     unlisted = np.flatnonzero(~listed)                                    # may use any of them
     if not len(unlisted):
-        return None
+        return RuleCheck(None, True)
     i = int(unlisted[0])
     a, b = (pool[offsets[t]:offsets[t + 1]].tobytes() for t in (parts_left[i], parts_right[i]))
-    return int(firsts[differ[i]]), (a, b)
+    return RuleCheck((int(firsts[differ[i]]), (a, b)), True)
 
 
 def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, tuple[bytes, bytes]] | None:

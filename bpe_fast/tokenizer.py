@@ -1175,9 +1175,9 @@ def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int])
 
 
 def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
-    """BPETables' arguments (but `permanent`) for GPT-2's files read as arrays: what _table_arrays gives for
-    their vocabulary and merges, with no Python object a token. The merged tokens are the joins in the order of
-    their first merge."""
+    """BPETables' arguments for GPT-2's files read as arrays: what _table_arrays gives for their vocabulary and
+    merges, with no Python object a token (and `permanent`, all ones, when files.all_permanent). The merged
+    tokens are the joins in the order of their first merge."""
     from .token_arrays import first_occurrences, gather_tokens
 
     pool, offsets, ids = files.vocab_pool, files.vocab_offsets, files.vocab_ids
@@ -1187,8 +1187,11 @@ def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
     byte_ids[pool[offsets[singles]]] = ids[singles]
     ranked = files.joined[first_occurrences(files.joined)]     # vocab indices of the merged tokens, in rank order
     ranked_pool, ranked_offsets = gather_tokens(pool, offsets, ranked)
-    return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
-                ranked_ids=ids[ranked].astype(np.int32), **_decode_arrays_of(pool, offsets, ids))
+    arrays = dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
+                  ranked_ids=ids[ranked].astype(np.int32), **_decode_arrays_of(pool, offsets, ids))
+    if files.all_permanent:
+        arrays["permanent"] = np.ones(len(ranked), dtype=np.uint8)
+    return arrays
 
 
 def _ranks_decode_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:

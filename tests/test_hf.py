@@ -636,7 +636,7 @@ def _hf_doc(rng):
     return doc
 
 
-_HF_FAULTS = ["none", "model_twice", "vocab_twice", "key_twice", "id_twice", "escaped_key", "merge_twice",
+_HF_FAULTS = ["none", "unmade_part", "model_twice", "vocab_twice", "key_twice", "id_twice", "escaped_key", "merge_twice",
               "made_apart", "unknown_part", "missing_byte", "normalizer", "added_id", "bad_id", "spaced",
               "mutate", "mutate", "mutate"]
 
@@ -660,6 +660,11 @@ def test_tokenizer_json_read_natively_as_in_python(tmp_path_factory, rng, fault)
             vocab.setdefault(token, len(vocab))
         doc["added_tokens"][0]["id"] = len(vocab)
         model["merges"] = ["a b", "b c", "ab c", "é a", "a bc"]
+    elif fault == "unmade_part":    # "xy", in the vocab, made by no merge: "xyz" (from "xy z") is not reachable
+        for token in ("xy", "xyz"):     # by the ranks rule, nor permanent ("xyz" stays x, y, z)
+            vocab.setdefault(token, len(vocab))
+        doc["added_tokens"][0]["id"] = len(vocab)
+        model["merges"].append("xy z")
     elif fault == "unknown_part":
         model["merges"].append("zz q")
     elif fault == "missing_byte":
@@ -712,6 +717,16 @@ def test_tokenizer_json_read_natively_as_in_python(tmp_path_factory, rng, fault)
     assert native == python
     if fault in ("none", "escaped_key", "spaced") and python[0] == "ok":     # well formed: the native path took it
         assert hf_module._read_plain(path, data) is not None
+    if python[0] == "ok":       # the same encoder: its tables from the arrays (every token permanent, when the
+        fast = Tokenizer.from_hf(path)          # ranks rule makes them all) and from the Python objects
+        hf_module._read_plain = lambda *args: None
+        try:
+            slow = Tokenizer.from_hf(path)
+        finally:
+            hf_module._read_plain = original
+        assert fast._tables.permanent_mask() == slow._tables.permanent_mask()
+        text = "abcabc éa a\nb aaa bca xyz" + EOT + "cab a b c xyzxyz"
+        assert fast.encode(text) == slow.encode(text)
 
 
 def test_tokenizer_json_read_natively_gives_the_same_tokenizer(gpt2_json):

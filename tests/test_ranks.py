@@ -647,8 +647,11 @@ def difference_of_indices(merges, rng):
     offsets = np.cumsum([0] + [len(t) for t in tokens]).astype(np.int64)
     left, right, joined = (np.array([index[x] for x in column], dtype=np.int64)
                            for column in ([a for a, _ in merges], [b for _, b in merges], [a + b for a, b in merges]))
-    return bpe_fast.ranks.rule_difference_of_indices(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets,
-                                                     left, right, joined)
+    check = bpe_fast.ranks.rule_difference_of_indices(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets,
+                                                      left, right, joined)
+    ranks = dict(BYTE_RANKS) | {t: 256 + k for k, t in enumerate(dict.fromkeys(a + b for a, b in merges))}
+    assert check.every_token_made == (oracle_merges(ranks)[0] is not None)
+    return check.difference
 
 
 def test_merge_rule_difference_worked_example():
