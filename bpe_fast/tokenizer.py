@@ -1187,8 +1187,8 @@ def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
     byte_ids[pool[offsets[singles]]] = ids[singles]
     ranked = files.joined[first_occurrences(files.joined)]     # vocab indices of the merged tokens, in rank order
     ranked_pool, ranked_offsets = gather_tokens(pool, offsets, ranked)
-    arrays = dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
-                  ranked_ids=ids[ranked].astype(np.int32), **_decode_arrays_of(pool, offsets, ids))
+    arrays: TableArrays = dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
+                               ranked_ids=ids[ranked].astype(np.int32), **_decode_arrays_of(pool, offsets, ids))
     if files.all_permanent:
         arrays["permanent"] = np.ones(len(ranked), dtype=np.uint8)
     return arrays
