@@ -14,7 +14,9 @@ GPT-2's files against HF tokenizers (skipped without it), the same way:
 - "vocab.json+merges.txt": Tokenizer.from_files(vocab, merges, ["<|endoftext|>"]) against
   tokenizers.Tokenizer(models.BPE.from_file(vocab, merges)) with a ByteLevel pre-tokenizer and decoder and the
   special token added;
-- "tokenizer.json": that HF tokenizer saved once; Tokenizer.from_hf(path) against tokenizers.Tokenizer.from_file.
+- "tokenizer.json": that HF tokenizer saved once; Tokenizer.from_hf(path) against tokenizers.Tokenizer.from_file;
+- "o200k_base tokenizer.json": the same for a 200k-token file (o200k_base's ranks, written by export_hf; skipped
+  without bpe-openai).
 """
 import gzip
 import os
@@ -95,7 +97,7 @@ def test_load(benchmark, ranks_files, name, way):
           f"{median['tiktoken']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
 
 
-GPT2_FILES = ("vocab.json+merges.txt", "tokenizer.json")
+GPT2_FILES = ("vocab.json+merges.txt", "tokenizer.json", "o200k_base tokenizer.json")
 
 
 def _hf_gpt2(models, pre_tokenizers, decoders, tokenizers):
@@ -107,14 +109,19 @@ def _hf_gpt2(models, pre_tokenizers, decoders, tokenizers):
 
 
 @pytest.mark.parametrize("way", GPT2_FILES)
-def test_load_gpt2_files(benchmark, tmp_path, way):
+def test_load_gpt2_files(benchmark, tmp_path, way, request):
     tokenizers = pytest.importorskip("tokenizers")
     from tokenizers import decoders, models, pre_tokenizers
 
     vocab, merges = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
-    if way == "tokenizer.json":
+    if way.endswith("tokenizer.json"):
         path = tmp_path / "tokenizer.json"
-        _hf_gpt2(models, pre_tokenizers, decoders, tokenizers).save(str(path))
+        if way == "tokenizer.json":
+            _hf_gpt2(models, pre_tokenizers, decoders, tokenizers).save(str(path))
+        else:       # a 200k-token file as Llama 3's are: o200k_base's ranks written by export_hf
+            pattern, specials = ENCODINGS["o200k_base"]
+            ranks = request.getfixturevalue("ranks_files")["o200k_base"]
+            Tokenizer.from_tiktoken(ranks, pattern, specials).export_hf(path)
         ours = lambda: Tokenizer.from_hf(path)  # noqa: E731
         theirs = lambda: tokenizers.Tokenizer.from_file(str(path))  # noqa: E731
     else:
@@ -134,5 +141,5 @@ def test_load_gpt2_files(benchmark, tmp_path, way):
     benchmark.extra_info.update({"bpe_fast s": round(median["bpe_fast"], 3),
                                  "tokenizers s": round(median["tokenizers"], 3), "ratio": round(ratio, 2),
                                  "rounds": rounds, "cpus": os.cpu_count()})
-    print(f"\nloading GPT-2's {way}: bpe_fast {median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} "
+    print(f"\nloading {way if way.startswith('o200k') else 'GPT-2' + chr(39) + 's ' + way}: bpe_fast {median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} "
           f"{median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")

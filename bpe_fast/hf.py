@@ -41,16 +41,19 @@ from __future__ import annotations
 
 import json
 import operator
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 import regex
+from numpy.typing import NDArray
 
 from . import formats
 from ._gpt2_files import index_tokens, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .ranks import merge_rule_difference, rule_difference_of_indices
 from .token_arrays import all_distinct
@@ -298,9 +301,29 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
     runs = np.sort(joined[np.flatnonzero(np.diff(joined, prepend=-1))])     # the first of each run
     if np.any(pairs[1:] == pairs[:-1]) or np.any(runs[1:] == runs[:-1]):
         return None             # a pair listed twice, or a token made again after other merges
-    rule = rule_difference_of_indices(pool, offsets, left, right, joined)
-    if rule.difference is not None:
+    with ThreadPoolExecutor(1) as executor:
+        # the ranks rule's check (native; its recovery of the merges without the GIL) beside the Python work here
+        rule_check = started(executor, lambda: rule_difference_of_indices(pool, offsets, left, right, joined))
+        made = _python_side(path, doc, pool, offsets, ids, merge_pool, merge_offsets)
+        rule = rule_check.result()
+    if made is None or rule.difference is not None:
         return None
+    vocab, merges, specials, pattern, special_ids = made
+    extra = sorted(set(vocab) - set(ids.tolist()))          # the added tokens not in the model's vocab
+    if extra:
+        added = [vocab[i] for i in extra]
+        pool = np.concatenate([pool, np.frombuffer(b"".join(added), dtype=np.uint8)])
+        offsets = np.concatenate([offsets, offsets[-1] + np.cumsum([len(t) for t in added], dtype=np.int64)])
+        ids = np.concatenate([ids, np.array(extra, dtype=np.int64)])
+    return TokenizerFile(vocab, merges, specials, pattern, formats.GPT2Arrays(
+        pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=rule.every_token_made), special_ids)
+
+
+def _python_side(path: StrPath, doc: dict[str, Any], pool: NDArray[np.uint8], offsets: NDArray[np.int64],
+                 ids: NDArray[np.int64], merge_pool: NDArray[np.uint8], merge_offsets: NDArray[np.int64]
+                 ) -> tuple[Vocab, Merges, list[str], str, list[int]] | None:
+    """_read_plain's Python objects and checks of the rest of the file: (vocab, merges, special tokens, pattern,
+    their ids), or None when a check fails (the whole file is then read again in Python, which names it)."""
     tokens = token_list(pool, offsets)
     vocab = dict(zip(ids.tolist(), tokens))
     merges = list(zip(token_list(merge_pool, merge_offsets, 0, 2), token_list(merge_pool, merge_offsets, 1, 2)))
@@ -321,15 +344,7 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
             _check_whole_tokens(f, set(tokens) - {s.encode("utf-8") for s in specials}, merges)
     except FormatError:
         return None
-    extra = sorted(set(vocab) - set(ids.tolist()))          # the added tokens not in the model's vocab
-    if extra:
-        added = [vocab[i] for i in extra]
-        pool = np.concatenate([pool, np.frombuffer(b"".join(added), dtype=np.uint8)])
-        offsets = np.concatenate([offsets, offsets[-1] + np.cumsum([len(t) for t in added], dtype=np.int64)])
-        ids = np.concatenate([ids, np.array(extra, dtype=np.int64)])
-    special_ids = [ids_of_bytes[name.encode("utf-8")] for name in specials]
-    return TokenizerFile(vocab, merges, specials, pattern, formats.GPT2Arrays(
-        pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=rule.every_token_made), special_ids)
+    return vocab, merges, specials, pattern, [ids_of_bytes[name.encode("utf-8")] for name in specials]
 
 
 def _describe(component: object) -> str:

@@ -279,3 +279,17 @@ def map_threads(func: Callable[[_T], _R], items: Sequence[_T], num_threads: int)
     runs = [items[k:k + size] for k in range(0, n, size)]
     with ThreadPoolExecutor(workers) as pool:
         return list(itertools.chain.from_iterable(pool.map(lambda run: [func(x) for x in run], runs)))
+
+
+def started(executor: ThreadPoolExecutor, job: Callable[[], _T]) -> Future[_T]:
+    """executor.submit(job), or when no thread may start any more (the interpreter is shutting down: an atexit
+    handler), a Future of job run here and now."""
+    try:
+        return executor.submit(job)
+    except RuntimeError:
+        done: Future[_T] = Future()
+        try:
+            done.set_result(job())
+        except BaseException as exc:        # raised where the result is asked for, as from a thread
+            done.set_exception(exc)
+        return done

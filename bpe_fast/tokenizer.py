@@ -44,7 +44,7 @@ from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffe
                       utf8_searchable)
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
 from .pretokenize import check_utf8, compiled_pattern, native_kind, native_tables, pretoken_boundaries
-from .procs import map_threads
+from .procs import map_threads, started
 from .specials import SpecialTokens, check_disallowed
 from ._types import Merges, StrPath, Vocab
 
@@ -241,7 +241,7 @@ class Tokenizer:
         _check_sparsity(int(ids.max()) if len(ids) else -1, len(ids))
         arrays = _gpt2_table_arrays(files)     # here: numpy in the thread would wait for the GIL at each call
         with ThreadPoolExecutor(1) as executor:
-            tables = _started(executor, lambda: BPETables(**arrays))
+            tables = started(executor, lambda: BPETables(**arrays))
             return cls._from_checked(vocab() if callable(vocab) else vocab, merges() if callable(merges) else merges,
                                      special_tokens, pattern, tables=tables.result, special_ids=special_ids)
 
@@ -291,9 +291,9 @@ class Tokenizer:
         # that tiktoken's rule makes every token) and building the encoder's tables, which need only the ranks.
         # The merge list (200k tuples for o200k) is made when first asked for.
         with ThreadPoolExecutor(2) as executor:
-            recovered = _started(executor, ranked.recover)
+            recovered = started(executor, ranked.recover)
             arrays = _ranks_table_arrays(ranked, specials)      # here: numpy in a thread waits for the GIL
-            tables = _started(executor, lambda: BPETables(**arrays))
+            tables = started(executor, lambda: BPETables(**arrays))
             tok = cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges(*recovered.result()),
                                     list(specials), pattern, tables=tables.result,
                                     special_ids=list(specials.values()))     # checked: not a ranked token's bytes
@@ -1051,20 +1051,6 @@ def _hold_high_surrogate(chunk: str) -> tuple[str, str]:
 def _replace_surrogates(text: str) -> str:
     # what tiktoken does with text that holds lone surrogates
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _started(executor: ThreadPoolExecutor, job: Callable[[], _T]) -> Future[_T]:
-    """executor.submit(job), or when no thread may start any more (the interpreter is shutting down: an atexit
-    handler), a Future of job run here and now."""
-    try:
-        return executor.submit(job)
-    except RuntimeError:
-        done: Future[_T] = Future()
-        try:
-            done.set_result(job())
-        except BaseException as exc:        # raised where the result is asked for, as from a thread
-            done.set_exception(exc)
-        return done
 
 
 def _check_sparsity(top: int, n: int) -> None:
