@@ -18,20 +18,10 @@ from libc.string cimport memcmp, strlen
 from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
-from bpe_fast._jsonl cimport _string
+from bpe_fast._jsonl cimport _skip_space, _string
 from bpe_fast._scan cimport utf8_first_error
 
 import numpy as np
-
-
-cdef inline bint _json_space(uint8_t c) noexcept nogil:
-    return c == 0x20 or c == 0x09 or c == 0x0A or c == 0x0D
-
-
-cdef inline Py_ssize_t _skip_space(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    while i < n and _json_space(s[i]):
-        i += 1
-    return i
 
 
 cdef bint _map_chars(const uint8_t* s, Py_ssize_t n, const int16_t* table, Py_ssize_t table_n,

@@ -7,3 +7,15 @@ from libcpp.vector cimport vector
 # escaped: set if it holds an escape.
 cdef Py_ssize_t _string(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, vector[uint8_t]* out,
                         bint* escaped) noexcept nogil
+
+
+cdef inline bint _json_space(uint8_t c) noexcept nogil:
+    """JSON's whitespace: space, tab, LF, CR."""
+    return c == 0x20 or c == 0x09 or c == 0x0A or c == 0x0D
+
+
+cdef inline Py_ssize_t _skip_space(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """The index of the first byte of s[i:n] that is not JSON whitespace, or n."""
+    while i < n and _json_space(s[i]):
+        i += 1
+    return i

@@ -59,19 +59,9 @@ cdef struct Limits:
     int depth           # nesting this deep or deeper too (json.loads raises RecursionError past Python's limit)
 
 
-cdef inline bint _json_space(uint8_t c) noexcept nogil:
-    return c == 0x20 or c == 0x09 or c == 0x0A or c == 0x0D
-
-
 cdef inline bint _blank(uint8_t c) noexcept nogil:
     """What bytes.strip() strips: JSON's whitespace and \\x0b, \\x0c."""
     return c == 0x20 or (0x09 <= c <= 0x0D)
-
-
-cdef inline Py_ssize_t _skip_space(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    while i < n and _json_space(s[i]):
-        i += 1
-    return i
 
 
 cdef inline int _hex(uint8_t c) noexcept nogil:
