@@ -1,13 +1,17 @@
 # distutils: language = c++
 # distutils: extra_compile_args = -O3 -std=c++17
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""GPT-2's vocab.json and merges.txt read natively: the common case fast, everything else left to Python.
+"""GPT-2's vocab.json and merges.txt, and the model of an HF tokenizer.json, read natively: the common case
+fast, everything else left to Python.
 
-bpe_fast.formats owns both formats, their byte mapping and every error. It calls these first; each returns the
-tokens as arrays when the file is plainly well formed, or None when anything is unusual (a character outside
-the mapping, invalid UTF-8, a number json.loads would read otherwise, a line that is not two tokens, ...), and
-formats then reads the file in Python, which gives the same result or the error naming the line. So what is
-read never differs from the Python reader's result; the loops touch no Python object.
+bpe_fast.formats owns GPT-2's formats, their byte mapping and every error; bpe_fast.hf owns tokenizer.json. They
+call these first; each returns the tokens as arrays when the file is plainly well formed, or None when anything
+is unusual (a character outside the mapping, invalid UTF-8, a number json.loads would read otherwise, a line
+that is not two tokens, a key given twice, ...), and the caller then reads the file in Python, which gives the
+same result or the error naming the line. So what is read never differs from the Python reader's result (tests
+compare the two on generated and mutated files); the loops touch no Python object. index_tokens (a hash index of
+the tokens) lets the callers check duplicates and unknown tokens on the arrays, and token_list makes the bytes
+objects once the checks pass.
 
 A token's characters go to bytes through `char_to_byte` (int16, indexed by code point; -1: not in the mapping),
 which bpe_fast.formats makes from its mapping.
