@@ -14,6 +14,9 @@ Cases:
   memory-500MB    the same 50 MB ten times: the same distinct pre-tokens, ten times the bytes
   ranks-1MB       a .tiktoken file whose last token is 2^20 times "a" (the 256 bytes and 20 doublings),
                   loaded with Tokenizer.from_tiktoken (recovering its merge took time quadratic in its length)
+  vocab-flood     a vocab.json of 60,000 8-byte tokens made to share the low 40 bits of their hash (so one run
+                  of any table indexed by it), loaded with Tokenizer.from_files (the native index gives up and the
+                  files are read in Python; before that, 16.9 s)
 """
 import argparse
 import json
@@ -41,7 +44,10 @@ def worker(case, path, out):
     warnings.simplefilter("ignore")
     note = ""
     start = time.perf_counter()
-    if case == "ranks-1MB":
+    if case == "vocab-flood":
+        tok = Tokenizer.from_files(Path(path) / "vocab.json", Path(path) / "merges.txt")
+        note = f"{len(tok.vocab):,} tokens"
+    elif case == "ranks-1MB":
         tok = Tokenizer.from_tiktoken(path, "gpt2")
         a, b = tok.merges[-1]
         note = f"{len(tok.merges)} merges, the last {len(a):,} + {len(b):,} bytes"
@@ -62,8 +68,25 @@ def worker(case, path, out):
     Path(out).write_text(json.dumps({"seconds": seconds, "peak_mb": _peak_mb(), "note": note}))
 
 
+def _token_with_hash(h):
+    """The 8-byte token whose bpe_fast hash_bytes is h (for 8-byte keys the hash inverts: see _hashing.pxd)."""
+    factor, constant = 0xff51afd7ed558ccd, 0x9E3779B97F4A7C15
+    x = ((h ^ (h >> 32)) * pow(factor, -1, 1 << 64)) & ((1 << 64) - 1)
+    return (x ^ (8 << 56) ^ constant).to_bytes(8, "little")
+
+
 def make(case, workdir):
     from bpe_fast.synthetic import generate, iter_documents
+    if case == "vocab-flood":
+        from bpe_fast import formats
+        folder = workdir / case
+        if not (folder / "merges.txt").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            tokens = [_token_with_hash((k + 1) << 40) for k in range(60_000)]
+            formats.write_vocab(folder / "vocab.json",
+                                {b: bytes([b]) for b in range(256)} | {256 + k: t for k, t in enumerate(tokens)})
+            formats.write_merges(folder / "merges.txt", [])
+        return folder
     path = workdir / (f"{case}.tiktoken" if case.startswith("ranks") else f"{case}.txt")
     if path.exists():
         return path
@@ -101,7 +124,7 @@ def make(case, workdir):
     return path
 
 
-CASES = ["line-200MB", "repeat-100M", "letters-10MB", "memory-50MB", "memory-500MB", "ranks-1MB"]
+CASES = ["line-200MB", "repeat-100M", "letters-10MB", "memory-50MB", "memory-500MB", "ranks-1MB", "vocab-flood"]
 
 
 def main(argv=None):

@@ -62,6 +62,20 @@ cdef object _uint8_array(vector[uint8_t]& values):
     return np.frombuffer((<const char*>values.data())[:values.size()] if values.size() else b"", dtype=np.uint8)
 
 
+cdef int _check_spans(const uint8_t[::1] pool, const int64_t[::1] offsets, Py_ssize_t first, Py_ssize_t step,
+                      Py_ssize_t span) except -1:
+    """ValueError unless first >= 0, step >= 1, span >= 1 and the offsets rise within the pool (callers pass the
+    parsers' arrays; this keeps a wrong call from reading out of bounds)."""
+    cdef Py_ssize_t k, n = offsets.shape[0]
+    if first < 0 or step < 1 or span < 1:
+        raise ValueError(f"first {first} must be >= 0, step {step} and span {span} >= 1")
+    for k in range(n):
+        if offsets[k] < (offsets[k - 1] if k else 0) or offsets[k] > pool.shape[0]:
+            raise ValueError(f"offsets must rise from 0 up to the pool's length ({pool.shape[0]}); offset {k} is "
+                             f"{offsets[k]}")
+    return 0
+
+
 def token_list(const uint8_t[::1] pool, const int64_t[::1] offsets, Py_ssize_t first=0, Py_ssize_t step=1,
                Py_ssize_t span=1):
     """[bytes(pool[offsets[k]:offsets[k + span]]) for k in range(first, len(offsets) - span, step)]: the
@@ -72,6 +86,7 @@ def token_list(const uint8_t[::1] pool, const int64_t[::1] offsets, Py_ssize_t f
     >>> token_list(pool, offsets), token_list(pool, offsets, 0, 2, 2), token_list(pool, offsets, 1, 2)
     ([b'a', b'bc', b'd'], [b'abc'], [b'bc'])
     """
+    _check_spans(pool, offsets, first, step, span)
     cdef const char* p = <const char*>&pool[0] if pool.shape[0] else NULL
     cdef Py_ssize_t k, last = offsets.shape[0] - span
     cdef list out = []
@@ -87,7 +102,7 @@ def index_tokens(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint
     """For each query queries[query_offsets[k]:query_offsets[k + span]], k in range(first,
     len(query_offsets) - span, step): the index of the first token pool[offsets[i]:offsets[i + 1]] with its
     bytes, or -1 (an int64 array). Given the tokens themselves as queries, an index other than the query's own
-    marks a token seen before.
+    marks a token seen before. None when tokens crowd the table (MAX_PROBES: crafted to share hash slots).
 
     >>> import numpy as np
     >>> pool, offsets = np.frombuffer(b"abab", dtype=np.uint8), np.array([0, 1, 2, 4])
@@ -104,8 +119,11 @@ def index_tokens(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint
     cdef int32_t found
     cdef const uint8_t* s
     cdef Py_ssize_t length
+    cdef bint flooded = False
     if not 1 <= offsets.shape[0] < (1 << 31):
         raise ValueError("offsets must hold 1 to 2**31 - 1 entries")
+    _check_spans(pool, offsets, 0, 1, 1)
+    _check_spans(queries, query_offsets, first, step, span)
     n_queries = max(0, (query_offsets.shape[0] - span - first + step - 1) // step)
     out = np.empty(n_queries, dtype=np.int64)
     cdef int64_t[::1] result = out
@@ -119,29 +137,50 @@ def index_tokens(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint
             s = p + offsets[k]
             length = offsets[k + 1] - offsets[k]
             h = hash_bytes(s, length, load_head(s, length, end), end)
-            if _find(slots.data(), mask, h, p, &offsets[0], s, length) < 0:
+            found = _find(slots.data(), mask, h, p, &offsets[0], s, length)
+            if found == FLOODED:
+                flooded = True
+                break
+            if found < 0:
                 slot_place(slots.data(), mask, h, <int32_t>k)
-        for q in range(n_queries):
+        for q in range(0 if flooded else n_queries):
             k = first + q * step
             s = qp + query_offsets[k]
             length = query_offsets[k + span] - query_offsets[k]
             h = hash_bytes(s, length, load_head(s, length, qend), qend)
-            result[q] = _find(slots.data(), mask, h, p, &offsets[0], s, length)
-    return out
+            found = _find(slots.data(), mask, h, p, &offsets[0], s, length)
+            if found == FLOODED:
+                flooded = True
+                break
+            result[q] = found
+    return None if flooded else out
+
+
+cdef enum:
+    # A run of this many full slots before the one a token belongs in does not happen by chance in a table at
+    # most half full (the longest runs in real vocabularies are a few dozen): tokens made to share a run (the hash
+    # is fixed, and a file can hold any tokens) would make the index quadratic, so index_tokens gives up, and
+    # its callers read the file in Python.
+    MAX_PROBES = 512
+    FLOODED = -2            # _find: the run was longer than MAX_PROBES
 
 
 cdef inline int32_t _find(const Slot* slots, uint64_t mask, uint64_t h, const uint8_t* pool, const int64_t* offsets,
                           const uint8_t* s, Py_ssize_t n) noexcept nogil:
-    """The token with bytes s[0:n] and hash h in the table, or -1."""
+    """The token with bytes s[0:n] and hash h in the table, -1, or FLOODED."""
     cdef uint64_t i = h & mask
     cdef uint32_t tag = slot_tag(h)
     cdef int32_t k
+    cdef Py_ssize_t probes = 0
     while slots[i].index != EMPTY_INDEX:
         if slots[i].tag == tag:
             k = slots[i].index
             if offsets[k + 1] - offsets[k] == n and (n == 0 or memcmp(pool + offsets[k], s, n) == 0):
                 return k
         i = next_slot(i, mask)
+        probes += 1
+        if probes > MAX_PROBES:
+            return FLOODED
     return -1
 
 
@@ -353,7 +392,7 @@ cdef bint _member_spans(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, const char
         if i < 0:
             return False
         for k in range(2):
-            if key.size() == strlen(names[k]) and memcmp(key.data(), names[k], key.size()) == 0:
+            if names[k][0] != 0 and key.size() == strlen(names[k]) and memcmp(key.data(), names[k], key.size()) == 0:
                 if spans[2 * k] >= 0:
                     return False
                 spans[2 * k] = start

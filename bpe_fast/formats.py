@@ -106,6 +106,7 @@ _ENCODING_MAP = codecs.charmap_build(_DECODING_TABLE)
 # The mapping for the native readers (bpe_fast._gpt2_files): code point -> the byte it stands for, or -1.
 CHAR_TO_BYTE_TABLE = np.full(max(map(ord, _CHAR_TO_BYTE)) + 1, -1, dtype=np.int16)
 CHAR_TO_BYTE_TABLE[list(map(ord, _CHAR_TO_BYTE))] = list(_CHAR_TO_BYTE.values())
+CHAR_TO_BYTE_TABLE.setflags(write=False)
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -318,14 +319,14 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     vocab_pool, vocab_offsets, vocab_ids = vocab
     merge_pool, merge_offsets = merges[:2]
     n = len(vocab_ids)
-    if not all_distinct(vocab_ids) or np.any(index_tokens(vocab_pool, vocab_offsets, vocab_pool, vocab_offsets)
-                                                 != np.arange(n)):
-        return None                 # an id or a token given twice
+    itself = index_tokens(vocab_pool, vocab_offsets, vocab_pool, vocab_offsets)
+    if itself is None or not all_distinct(vocab_ids) or np.any(itself != np.arange(n)):
+        return None                 # an id or a token given twice (or tokens crafted to crowd the index)
     found = [index_tokens(vocab_pool, vocab_offsets, merge_pool, merge_offsets, first, 2, span)
              for first, span in ((0, 1), (1, 1), (0, 2))]
-    if any(np.any(index < 0) for index in found):
+    if any(index is None or np.any(index < 0) for index in found):
         return None                 # a merge's token or join not in the vocab
-    return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2])
+    return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2])   # type: ignore[arg-type]
 
 
 def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merges:

@@ -290,13 +290,15 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
     merge_pool, merge_offsets = merge_arrays
     n = len(ids)
     lengths = np.diff(offsets)
-    if (not all_distinct(ids) or np.any(index_tokens(pool, offsets, pool, offsets) != np.arange(n))
+    itself = index_tokens(pool, offsets, pool, offsets)
+    if (itself is None or not all_distinct(ids) or np.any(itself != np.arange(n))
             or len(np.unique(pool[offsets[:-1][lengths == 1]])) != 256):
         return None             # an id or a key given twice (json.loads keeps the last key), or a byte missing
-    left, right, joined = (index_tokens(pool, offsets, merge_pool, merge_offsets, first, 2, span)
-                           for first, span in ((0, 1), (1, 1), (0, 2)))
-    if np.any(left < 0) or np.any(right < 0) or np.any(joined < 0):
-        return None             # a merge's token or join not in the vocab
+    found = [index_tokens(pool, offsets, merge_pool, merge_offsets, first, 2, span)
+             for first, span in ((0, 1), (1, 1), (0, 2))]
+    if any(index is None or np.any(index < 0) for index in found):
+        return None             # a merge's token or join not in the vocab (or tokens crafted to crowd the index)
+    left, right, joined = (index for index in found if index is not None)     # all three (checked above)
     pairs = np.sort(left << 32 | right)
     runs = np.sort(joined[np.flatnonzero(np.diff(joined, prepend=-1))])     # the first of each run
     if np.any(pairs[1:] == pairs[:-1]) or np.any(runs[1:] == runs[:-1]):
@@ -342,7 +344,7 @@ def _python_side(path: StrPath, doc: dict[str, Any], pool: NDArray[np.uint8], of
                                       ids_of_bytes)
         if model.get("ignore_merges"):
             _check_whole_tokens(f, set(tokens) - {s.encode("utf-8") for s in specials}, merges)
-    except FormatError:
+    except Exception:       # noqa: BLE001 -- whatever fails here, the Python path reads the file and raises its error
         return None
     return vocab, merges, specials, pattern, [ids_of_bytes[name.encode("utf-8")] for name in specials]
 
@@ -574,6 +576,11 @@ def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], voca
         content = entry.get("content") if isinstance(entry, dict) else None
         if type(content) is not str or not content or type(entry.get("id")) is not int:
             f.fail(f"added token {json.dumps(entry)[:80]} needs a non-empty \"content\" and an integer \"id\"",
+                   "added_tokens")
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            f.fail(f"added token {content!r} holds a lone surrogate at index {exc.start}: it has no UTF-8",
                    "added_tokens")
         for flag in ("lstrip", "rstrip", "single_word"):
             if entry.get(flag):

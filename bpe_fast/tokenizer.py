@@ -237,8 +237,18 @@ class Tokenizer:
         """From a vocabulary and merges read as arrays (`files`), and the same as Python objects (or functions
         that make them): the encoder's tables are built from the arrays without the GIL, beside the Python
         work here (the id-indexed ones once the ids are known not to be too sparse). special_ids: as _setup's."""
+        from ._gpt2_files import index_tokens
+        from .specials import check_special_tokens
+
         ids = files.vocab_ids
         _check_sparsity(int(ids.max()) if len(ids) else -1, len(ids))
+        wanted = [token.encode("utf-8") for token in check_special_tokens(special_tokens)]
+        if wanted:      # a special token not in the vocabulary gets a new id: the general build, which adds it
+            found = index_tokens(files.vocab_pool, files.vocab_offsets, np.frombuffer(b"".join(wanted), dtype=np.uint8),
+                                 np.cumsum([0] + [len(token) for token in wanted], dtype=np.int64))
+            if found is None or np.any(found < 0):
+                return cls._from_checked(vocab() if callable(vocab) else vocab,
+                                         merges() if callable(merges) else merges, special_tokens, pattern)
         arrays = _gpt2_table_arrays(files)     # here: numpy in the thread would wait for the GIL at each call
         with ThreadPoolExecutor(1) as executor:
             tables = started(executor, lambda: BPETables(**arrays))

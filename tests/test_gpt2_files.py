@@ -199,3 +199,67 @@ def test_from_files_equals_the_general_build(tmp_path):
     assert fast.encode(text) == general.encode(text)
     assert fast._tables.permanent_mask() == general._tables.permanent_mask()
     assert fast.vocab == general.vocab and fast.merges == general.merges
+
+
+# ------------------------------------------------------------------------------------- hostile and bad calls
+
+M64 = (1 << 64) - 1
+
+
+def _token_with_hash(h):
+    """The 8-byte token whose hash_bytes is h (for keys of 8 bytes the hash is a bijection: mix64 of the bytes
+    xor the length and a constant, whose multiply and fold invert)."""
+    factor, constant = 0xff51afd7ed558ccd, 0x9E3779B97F4A7C15
+    y = h ^ (h >> 32)
+    x = (y * pow(factor, -1, 1 << 64)) & M64
+    return (x ^ (8 << 56) ^ constant).to_bytes(8, "little")
+
+
+def test_tokens_crafted_to_share_a_slot_are_declined(tmp_path, monkeypatch):
+    """Tokens whose hashes share their low 40 bits all land in one run of the index's table: it gives up
+    (None) instead of going quadratic, and the files are read in Python, with the same result (review F1)."""
+    tokens = [_token_with_hash((k + 1) << 40) for k in range(2000)]
+    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    offsets = np.arange(0, 8 * len(tokens) + 1, 8, dtype=np.int64)
+    assert _gpt2_files.index_tokens(pool, offsets, pool, offsets) is None
+    few = offsets[:101]         # 100 of them crowd a run too, but not past the limit
+    assert _gpt2_files.index_tokens(pool[:800], few, pool[:800], few).tolist() == list(range(100))
+    vocab = {i: bytes([i]) for i in range(256)} | {256 + k: t for k, t in enumerate(tokens)}
+    F.write_vocab(tmp_path / "vocab.json", vocab)
+    F.write_merges(tmp_path / "merges.txt", [])
+    assert F.read_gpt2_arrays(tmp_path / "vocab.json", tmp_path / "merges.txt") is None
+    native, python = both(monkeypatch, F.read_vocab, tmp_path / "vocab.json")
+    assert native == python and native[0] == "ok"
+
+
+def test_bad_calls_are_value_errors():
+    """The helpers check their spans rather than reading out of bounds (review F3)."""
+    pool, offsets = np.frombuffer(b"abcd", dtype=np.uint8), np.array([0, 1, 3, 4])
+    for first, step, span in ((0, 0, 1), (-3, 1, 1), (0, 1, 0)):
+        with pytest.raises(ValueError, match="must be >= 0"):
+            _gpt2_files.token_list(pool, offsets, first, step, span)
+        with pytest.raises(ValueError, match="must be >= 0"):
+            _gpt2_files.index_tokens(pool, offsets, pool, offsets, first, step, span)
+    for bad in ([0, 5], [2, 1], [-1, 2]):
+        with pytest.raises(ValueError, match="offsets must rise"):
+            _gpt2_files.token_list(pool, np.array(bad, dtype=np.int64))
+        with pytest.raises(ValueError, match="offsets must rise"):
+            _gpt2_files.index_tokens(pool, offsets, pool, np.array(bad, dtype=np.int64))
+    with pytest.raises(ValueError, match="read-only"):
+        F.CHAR_TO_BYTE_TABLE[0] = 5          # what the native readers map with cannot be changed (review F4)
+
+
+def test_from_files_with_a_special_token_not_in_the_vocab(tmp_path):
+    """A special token that is not a vocab token gets the next id: from_files then takes the general build
+    once (review F5), and gives what Tokenizer(vocab, merges, specials) gives."""
+    from bpe_fast import Tokenizer
+
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b" ab"}
+    merges = [(b"a", b"b"), (b" ", b"ab")]
+    F.write_vocab(tmp_path / "vocab.json", vocab)
+    F.write_merges(tmp_path / "merges.txt", merges)
+    fast = Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", ["<|new|>", "ab"])
+    general = Tokenizer(vocab, merges, ["<|new|>", "ab"])
+    text = "ab ab<|new|>a ab"        # "ab" a special token (its vocab id), "<|new|>" the next id
+    assert fast.encode(text) == general.encode(text) == [256, 32, 256, 258, 97, 32, 256]
+    assert fast.vocab == general.vocab and fast._tables.permanent_mask() == general._tables.permanent_mask()

@@ -746,3 +746,29 @@ def test_tokenizer_json_read_natively_gives_the_same_tokenizer(gpt2_json):
     assert fast._tables.permanent_mask() == python._tables.permanent_mask()
     text = " ".join(TEXTS) + EOT + " naïve 日本語 12345"
     assert fast.encode(text) == python.encode(text)
+
+
+def test_added_token_with_a_lone_surrogate_is_a_format_error(tmp_path):
+    """An added token with a lone surrogate (it has no UTF-8) is refused naming it, on either path, even when
+    the merges also fail the ranks rule (review F2: the native path raised UnicodeEncodeError)."""
+    import bpe_fast.hf as hf_module
+
+    keys = {token_to_str(bytes([b])): b for b in range(256)}
+    for merges in ([], ["b c", "a b", "ab c"]):
+        doc = {"model": {"type": "BPE", "vocab": keys | {"bc": 256, "ab": 257, "abc": 258}, "merges": merges},
+               "added_tokens": [{"id": 259, "content": "\ud800", "special": True}],
+               "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}}
+        path = tmp_path / "tokenizer.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        errors = []
+        for plain in (hf_module._read_plain, lambda *args: None):
+            original = hf_module._read_plain
+            hf_module._read_plain = plain
+            try:
+                with pytest.raises(FormatError) as info:
+                    hf_module.read_tokenizer_json(path)
+            finally:
+                hf_module._read_plain = original
+            errors.append(str(info.value))
+        assert errors[0] == errors[1]
+        assert ("lone surrogate" in errors[0]) if not merges else ("which HF would not join" in errors[0])
