@@ -22,7 +22,7 @@ from libc.string cimport memcmp, strlen
 from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
-from bpe_fast._jsonl cimport _skip_space, _string
+from bpe_fast._jsonl cimport Limits, _skip_space, _string, _value
 from bpe_fast._scan cimport utf8_first_error
 
 import numpy as np
@@ -313,53 +313,9 @@ def parse_merges(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
 
 # --- HF tokenizer.json: the model's vocab and merges ---------------------------------------------------------
 
-cdef enum:
-    MAX_DEPTH = 512         # deeper nesting is left to json.loads (which has its own limit)
-
-
-cdef Py_ssize_t _skip_value(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int depth) noexcept nogil:
-    """The index after the JSON value starting at s[i] (no leading space), or -1 when it is not one (only its
-    structure is followed: a number or literal is any run of letters, digits, '+', '-' and '.'; json.loads
-    checks them when it reads the rest)."""
-    cdef bint escaped = False
-    cdef uint8_t c
-    cdef Py_ssize_t start
-    if i >= n or depth > MAX_DEPTH:
-        return -1
-    c = s[i]
-    if c == 0x22:
-        return _string(s, i + 1, n, NULL, &escaped)
-    if c == 0x7B or c == 0x5B:                           # { or [
-        i = _skip_space(s, i + 1, n)
-        if i < n and s[i] == c + 2:                      # } or ]
-            return i + 1
-        while i < n:
-            if c == 0x7B:
-                if s[i] != 0x22:
-                    return -1
-                i = _string(s, i + 1, n, NULL, &escaped)
-                if i < 0:
-                    return -1
-                i = _skip_space(s, i, n)
-                if i >= n or s[i] != 0x3A:
-                    return -1
-                i = _skip_space(s, i + 1, n)
-            i = _skip_value(s, i, n, depth + 1)
-            if i < 0:
-                return -1
-            i = _skip_space(s, i, n)
-            if i < n and s[i] == 0x2C:
-                i = _skip_space(s, i + 1, n)
-                continue
-            if i < n and s[i] == c + 2:
-                return i + 1
-            return -1
-        return -1
-    start = i
-    while i < n and (0x30 <= s[i] <= 0x39 or 0x61 <= (s[i] | 0x20) <= 0x7A or s[i] == 0x2B or s[i] == 0x2D
-                     or s[i] == 0x2E):
-        i += 1
-    return i if i > start else -1
+cdef Limits SKIM_LIMITS                 # what model_spans walks past: json.loads reads it again afterwards
+SKIM_LIMITS.digits = 4300               # sys.get_int_max_str_digits()'s default
+SKIM_LIMITS.depth = 512                 # deeper nesting is left to json.loads (which has its own limit)
 
 
 cdef bint _member_spans(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, const char* first, const char* second,
@@ -388,7 +344,7 @@ cdef bint _member_spans(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, const char
         if i >= n or s[i] != 0x3A:
             return False
         start = _skip_space(s, i + 1, n)
-        i = _skip_value(s, start, n, 1)
+        i = _value(s, start, n, 1, &SKIM_LIMITS)
         if i < 0:
             return False
         for k in range(2):

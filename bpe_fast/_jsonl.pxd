@@ -2,6 +2,16 @@
 from libc.stdint cimport uint8_t
 from libcpp.vector cimport vector
 
+cdef struct Limits:
+    Py_ssize_t digits   # a number this long or longer is left to json.loads (it refuses ints past
+                        # sys.get_int_max_str_digits())
+    int depth           # nesting this deep or deeper too (json.loads raises RecursionError past Python's limit)
+
+
+# The JSON value starting at s[i] (no space before it): the index after it, or -1 when it is not one json.loads
+# reads as this would (within limits).
+cdef Py_ssize_t _value(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int depth, const Limits* limits) noexcept nogil
+
 # The JSON string whose opening quote is s[i - 1]: returns the index after its closing quote, or -1 if it is not
 # one json.loads reads as this would. With out, its value's UTF-8 is appended (a lone surrogate escape is then -1);
 # escaped: set if it holds an escape.

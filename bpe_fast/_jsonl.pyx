@@ -53,12 +53,6 @@ cdef extern from *:
     Py_ssize_t plain_run "bpe_fast_json_plain_run"(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil
 
 
-cdef struct Limits:
-    Py_ssize_t digits   # a number this long or longer is left to json.loads (it refuses ints past
-                        # sys.get_int_max_str_digits())
-    int depth           # nesting this deep or deeper too (json.loads raises RecursionError past Python's limit)
-
-
 cdef inline bint _blank(uint8_t c) noexcept nogil:
     """What bytes.strip() strips: JSON's whitespace and \\x0b, \\x0c."""
     return c == 0x20 or (0x09 <= c <= 0x0D)

@@ -227,11 +227,7 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         f.fail('not an HF tokenizer.json: expected a JSON object with a "model" object')
     model = doc["model"]
-    _check_model(f, model)
-    _check_normalizer(f, doc.get("normalizer"))
-    pattern = _pattern_of(f, doc.get("pre_tokenizer"))
-    _check_decoder(f, doc.get("decoder"))
-    _check_post_processor(f, doc.get("post_processor"))
+    pattern = _check_components(f, doc)
     key_ids, vocab = _read_vocab(f, model.get("vocab"))
     merges = _read_merges(f, model.get("merges"), key_ids, vocab)
     difference = merge_rule_difference(merges)
@@ -332,11 +328,7 @@ def _python_side(path: StrPath, doc: dict[str, Any], pool: NDArray[np.uint8], of
     f = _File(path, "")         # a check that fails here is made again on the whole file, which names the line
     try:
         model = doc["model"]
-        _check_model(f, model)
-        _check_normalizer(f, doc.get("normalizer"))
-        pattern = _pattern_of(f, doc.get("pre_tokenizer"))
-        _check_decoder(f, doc.get("decoder"))
-        _check_post_processor(f, doc.get("post_processor"))
+        pattern = _check_components(f, doc)
         ids_of_bytes = dict(zip(tokens, ids.tolist()))
         # the added tokens' ids are found (hf_added_token_ids) before any is put in ids_of_bytes: one dict
         key_ids = _KeysOfTokens(ids_of_bytes)
@@ -347,6 +339,17 @@ def _python_side(path: StrPath, doc: dict[str, Any], pool: NDArray[np.uint8], of
     except Exception:       # noqa: BLE001 -- whatever fails here, the Python path reads the file and raises its error
         return None
     return vocab, merges, specials, pattern, [ids_of_bytes[name.encode("utf-8")] for name in specials]
+
+
+def _check_components(f: _File, doc: dict[str, Any]) -> str:
+    """The file's pattern, once its model's settings, normalizer, pre-tokenizer, decoder and post-processor are
+    found to be what bpe_fast follows (FormatError naming the first that is not)."""
+    _check_model(f, doc["model"])
+    _check_normalizer(f, doc.get("normalizer"))
+    pattern = _pattern_of(f, doc.get("pre_tokenizer"))
+    _check_decoder(f, doc.get("decoder"))
+    _check_post_processor(f, doc.get("post_processor"))
+    return pattern
 
 
 def _describe(component: object) -> str:

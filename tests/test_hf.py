@@ -613,6 +613,18 @@ def test_merge_list_at_once_equals_the_loop(merges_json, known):
 
 # ------------------------------------------------------------------------------------- the model read natively
 
+def python_path(job):
+    """job() with tokenizer.json read by the Python path alone (the native one, hf._read_plain, switched off)."""
+    import bpe_fast.hf as hf_module
+
+    original = hf_module._read_plain
+    hf_module._read_plain = lambda *args: None
+    try:
+        return job()
+    finally:
+        hf_module._read_plain = original
+
+
 def _hf_doc(rng):
     """A small byte-level BPE tokenizer.json document, as HF writes them (merges as "a b" or ["a", "b"])."""
     from bpe_fast import hf as hf_module
@@ -708,22 +720,13 @@ def test_tokenizer_json_read_natively_as_in_python(tmp_path_factory, rng, fault)
             return ("error", str(exc))
 
     native = outcome()
-    original = hf_module._read_plain
-    hf_module._read_plain = lambda *args: None
-    try:
-        python = outcome()
-    finally:
-        hf_module._read_plain = original
+    python = python_path(outcome)
     assert native == python
     if fault in ("none", "escaped_key", "spaced") and python[0] == "ok":     # well formed: the native path took it
         assert hf_module._read_plain(path, data) is not None
     if python[0] == "ok":       # the same encoder: its tables from the arrays (every token permanent, when the
         fast = Tokenizer.from_hf(path)          # ranks rule makes them all) and from the Python objects
-        hf_module._read_plain = lambda *args: None
-        try:
-            slow = Tokenizer.from_hf(path)
-        finally:
-            hf_module._read_plain = original
+        slow = python_path(lambda: Tokenizer.from_hf(path))
         assert fast._tables.permanent_mask() == slow._tables.permanent_mask()
         text = "abcabc éa a\nb aaa bca xyz" + EOT + "cab a b c xyzxyz"
         assert fast.encode(text) == slow.encode(text)
@@ -736,12 +739,7 @@ def test_tokenizer_json_read_natively_gives_the_same_tokenizer(gpt2_json):
 
     assert hf_module._read_plain(gpt2_json, open(gpt2_json, "rb").read()) is not None     # the native path
     fast = Tokenizer.from_hf(gpt2_json)
-    original = hf_module._read_plain
-    hf_module._read_plain = lambda *args: None
-    try:
-        python = Tokenizer.from_hf(gpt2_json)
-    finally:
-        hf_module._read_plain = original
+    python = python_path(lambda: Tokenizer.from_hf(gpt2_json))
     assert (fast.vocab, fast.merges, fast.special_tokens) == (python.vocab, python.merges, python.special_tokens)
     assert fast._tables.permanent_mask() == python._tables.permanent_mask()
     text = " ".join(TEXTS) + EOT + " naïve 日本語 12345"
@@ -761,14 +759,9 @@ def test_added_token_with_a_lone_surrogate_is_a_format_error(tmp_path):
         path = tmp_path / "tokenizer.json"
         path.write_text(json.dumps(doc), encoding="utf-8")
         errors = []
-        for plain in (hf_module._read_plain, lambda *args: None):
-            original = hf_module._read_plain
-            hf_module._read_plain = plain
-            try:
-                with pytest.raises(FormatError) as info:
-                    hf_module.read_tokenizer_json(path)
-            finally:
-                hf_module._read_plain = original
+        for run in (lambda job: job(), python_path):
+            with pytest.raises(FormatError) as info:
+                run(lambda: hf_module.read_tokenizer_json(path))
             errors.append(str(info.value))
         assert errors[0] == errors[1]
         assert ("lone surrogate" in errors[0]) if not merges else ("which HF would not join" in errors[0])
