@@ -97,63 +97,98 @@ def token_list(const uint8_t[::1] pool, const int64_t[::1] offsets, Py_ssize_t f
     return out
 
 
+cdef class TokenIndex:
+    """A hash index of the tokens pool[offsets[i]:offsets[i + 1]], built once and asked many times (find). A
+    token equal to an earlier one is not indexed: `duplicates` counts them. `flooded`: the tokens crowd the table
+    (MAX_PROBES: made to share hash slots), and find answers None.
+
+    >>> import numpy as np
+    >>> pool, offsets = np.frombuffer(b"abab", dtype=np.uint8), np.array([0, 1, 2, 4])
+    >>> index = TokenIndex(pool, offsets)
+    >>> index.find(pool, offsets).tolist(), index.find(pool, offsets, 0, 1, 2).tolist(), index.duplicates
+    ([0, 1, 2], [2, -1], 0)
+    """
+    cdef vector[Slot] slots
+    cdef uint64_t mask
+    cdef const uint8_t[::1] pool
+    cdef const int64_t[::1] offsets
+    cdef readonly bint flooded
+    cdef readonly Py_ssize_t duplicates
+
+    def __cinit__(self, const uint8_t[::1] pool, const int64_t[::1] offsets):
+        cdef Py_ssize_t n = offsets.shape[0] - 1, k, length
+        cdef const uint8_t* p = &pool[0] if pool.shape[0] else NULL
+        cdef const uint8_t* end = p + pool.shape[0] if p != NULL else NULL
+        cdef const uint8_t* s
+        cdef uint64_t h
+        cdef int32_t found
+        cdef Slot empty
+        if not 1 <= offsets.shape[0] < (1 << 31):
+            raise ValueError("offsets must hold 1 to 2**31 - 1 entries")
+        _check_spans(pool, offsets, 0, 1, 1)
+        self.pool = pool
+        self.offsets = offsets
+        empty.index = EMPTY_INDEX
+        empty.tag = 0
+        self.slots.assign(table_size(n), empty)
+        self.mask = self.slots.size() - 1
+        with nogil:
+            for k in range(n):
+                s = p + offsets[k]
+                length = offsets[k + 1] - offsets[k]
+                h = hash_bytes(s, length, load_head(s, length, end), end)
+                found = _find(self.slots.data(), self.mask, h, p, &offsets[0], s, length)
+                if found == FLOODED:
+                    self.flooded = True
+                    break
+                if found >= 0:
+                    self.duplicates += 1
+                else:
+                    slot_place(self.slots.data(), self.mask, h, <int32_t>k)
+
+    def find(self, const uint8_t[::1] queries, const int64_t[::1] query_offsets, Py_ssize_t first=0,
+             Py_ssize_t step=1, Py_ssize_t span=1):
+        """For each query queries[query_offsets[k]:query_offsets[k + span]], k in range(first,
+        len(query_offsets) - span, step): the index of the first token with its bytes, or -1 (an int64 array);
+        None when the index is flooded or a query's run is."""
+        cdef Py_ssize_t n_queries, k, q, length
+        cdef const uint8_t* p = &self.pool[0] if self.pool.shape[0] else NULL
+        cdef const uint8_t* qp = &queries[0] if queries.shape[0] else NULL
+        cdef const uint8_t* qend = qp + queries.shape[0] if qp != NULL else NULL
+        cdef const uint8_t* s
+        cdef uint64_t h
+        cdef int32_t found
+        cdef bint flooded = self.flooded
+        _check_spans(queries, query_offsets, first, step, span)
+        n_queries = max(0, (query_offsets.shape[0] - span - first + step - 1) // step)
+        out = np.empty(n_queries, dtype=np.int64)
+        cdef int64_t[::1] result = out
+        with nogil:
+            for q in range(0 if flooded else n_queries):
+                k = first + q * step
+                s = qp + query_offsets[k]
+                length = query_offsets[k + span] - query_offsets[k]
+                h = hash_bytes(s, length, load_head(s, length, qend), qend)
+                found = _find(self.slots.data(), self.mask, h, p, &self.offsets[0], s, length)
+                if found == FLOODED:
+                    flooded = True
+                    break
+                result[q] = found
+        return None if flooded else out
+
+
 def index_tokens(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint8_t[::1] queries,
                  const int64_t[::1] query_offsets, Py_ssize_t first=0, Py_ssize_t step=1, Py_ssize_t span=1):
-    """For each query queries[query_offsets[k]:query_offsets[k + span]], k in range(first,
-    len(query_offsets) - span, step): the index of the first token pool[offsets[i]:offsets[i + 1]] with its
-    bytes, or -1 (an int64 array). Given the tokens themselves as queries, an index other than the query's own
-    marks a token seen before. None when tokens crowd the table (MAX_PROBES: crafted to share hash slots).
+    """TokenIndex(pool, offsets).find(queries, query_offsets, first, step, span): for each query, the index of
+    the first token with its bytes, or -1 (an int64 array); None when the tokens crowd the table. Given the
+    tokens themselves as queries, an index other than the query's own marks a token seen before.
 
     >>> import numpy as np
     >>> pool, offsets = np.frombuffer(b"abab", dtype=np.uint8), np.array([0, 1, 2, 4])
     >>> index_tokens(pool, offsets, pool, offsets).tolist(), index_tokens(pool, offsets, pool, offsets, 0, 1, 2).tolist()
     ([0, 1, 2], [2, -1])
     """
-    cdef Py_ssize_t n = offsets.shape[0] - 1, n_queries, k, q
-    cdef const uint8_t* p = &pool[0] if pool.shape[0] else NULL
-    cdef const uint8_t* end = p + pool.shape[0] if p != NULL else NULL
-    cdef const uint8_t* qp = &queries[0] if queries.shape[0] else NULL
-    cdef const uint8_t* qend = qp + queries.shape[0] if qp != NULL else NULL
-    cdef vector[Slot] slots
-    cdef uint64_t mask, h, i
-    cdef int32_t found
-    cdef const uint8_t* s
-    cdef Py_ssize_t length
-    cdef bint flooded = False
-    if not 1 <= offsets.shape[0] < (1 << 31):
-        raise ValueError("offsets must hold 1 to 2**31 - 1 entries")
-    _check_spans(pool, offsets, 0, 1, 1)
-    _check_spans(queries, query_offsets, first, step, span)
-    n_queries = max(0, (query_offsets.shape[0] - span - first + step - 1) // step)
-    out = np.empty(n_queries, dtype=np.int64)
-    cdef int64_t[::1] result = out
-    cdef Slot empty
-    empty.index = EMPTY_INDEX
-    empty.tag = 0
-    slots.assign(table_size(n), empty)
-    mask = slots.size() - 1
-    with nogil:
-        for k in range(n):
-            s = p + offsets[k]
-            length = offsets[k + 1] - offsets[k]
-            h = hash_bytes(s, length, load_head(s, length, end), end)
-            found = _find(slots.data(), mask, h, p, &offsets[0], s, length)
-            if found == FLOODED:
-                flooded = True
-                break
-            if found < 0:
-                slot_place(slots.data(), mask, h, <int32_t>k)
-        for q in range(0 if flooded else n_queries):
-            k = first + q * step
-            s = qp + query_offsets[k]
-            length = query_offsets[k + span] - query_offsets[k]
-            h = hash_bytes(s, length, load_head(s, length, qend), qend)
-            found = _find(slots.data(), mask, h, p, &offsets[0], s, length)
-            if found == FLOODED:
-                flooded = True
-                break
-            result[q] = found
-    return None if flooded else out
+    return TokenIndex(pool, offsets).find(queries, query_offsets, first, step, span)
 
 
 cdef enum:

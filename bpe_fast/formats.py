@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, NoReturn, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from ._gpt2_files import index_tokens, parse_merges, parse_vocab, token_list
+from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import atomic_output
@@ -318,12 +318,10 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
         return None
     vocab_pool, vocab_offsets, vocab_ids = vocab
     merge_pool, merge_offsets = merges[:2]
-    n = len(vocab_ids)
-    itself = index_tokens(vocab_pool, vocab_offsets, vocab_pool, vocab_offsets)
-    if itself is None or not all_distinct(vocab_ids) or np.any(itself != np.arange(n)):
-        return None                 # an id or a token given twice (or tokens crafted to crowd the index)
-    found = [index_tokens(vocab_pool, vocab_offsets, merge_pool, merge_offsets, first, 2, span)
-             for first, span in ((0, 1), (1, 1), (0, 2))]
+    index = TokenIndex(vocab_pool, vocab_offsets)
+    if index.flooded or index.duplicates or not all_distinct(vocab_ids):
+        return None                 # a token or an id given twice (or tokens crafted to crowd the index)
+    found = [index.find(merge_pool, merge_offsets, first, 2, span) for first, span in ((0, 1), (1, 1), (0, 2))]
     if any(index is None or np.any(index < 0) for index in found):
         return None                 # a merge's token or join not in the vocab
     return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2])   # type: ignore[arg-type]

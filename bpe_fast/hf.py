@@ -50,7 +50,7 @@ import regex
 from numpy.typing import NDArray
 
 from . import formats
-from ._gpt2_files import index_tokens, model_spans, parse_merge_list, parse_vocab, token_list
+from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from .procs import started
@@ -244,21 +244,33 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
 
 
 class _KeysOfTokens:
-    """The model vocab's keys (GPT-2-mapped strings) {key: id}, answered from its tokens {bytes: id}: a key is
-    the mapping of exactly one token, so a string is a key when it maps to a token's bytes (what
+    """The model vocab's keys (GPT-2-mapped strings) {key: id}, answered from its tokens (index, their ids): a
+    key is the mapping of exactly one token, so a string is a key when it maps to a token's bytes (what
     hf_added_token_ids asks of a vocab)."""
 
-    def __init__(self, ids_of: dict[bytes, int]) -> None:
-        self.ids_of = ids_of
+    def __init__(self, index: TokenIndex, ids: NDArray[np.int64]) -> None:
+        self.index = index
+        self.ids = ids
 
     def __len__(self) -> int:
-        return len(self.ids_of)
+        return len(self.ids)
 
     def get(self, key: str, default: int | None = None) -> int | None:
         try:
-            return self.ids_of.get(formats.str_to_token(key), default)
+            token = formats.str_to_token(key)
         except ValueError:              # a character outside the mapping: no key has it
             return default
+        i = _find_all(self.index, [token])[0]
+        return int(self.ids[i]) if i >= 0 else default
+
+
+def _find_all(index: TokenIndex, tokens: list[bytes]) -> list[int]:
+    """The index of each of tokens among index's tokens, or -1."""
+    found = index.find(np.frombuffer(b"".join(tokens), dtype=np.uint8),
+                       np.cumsum([0] + [len(t) for t in tokens], dtype=np.int64))
+    if found is None:
+        raise ValueError("the index is flooded")        # not reached: _read_plain declines a flooded index
+    return found.tolist()
 
 
 def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
@@ -286,12 +298,11 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
     merge_pool, merge_offsets = merge_arrays
     n = len(ids)
     lengths = np.diff(offsets)
-    itself = index_tokens(pool, offsets, pool, offsets)
-    if (itself is None or not all_distinct(ids) or np.any(itself != np.arange(n))
+    index = TokenIndex(pool, offsets)
+    if (index.flooded or index.duplicates or not all_distinct(ids)
             or len(np.unique(pool[offsets[:-1][lengths == 1]])) != 256):
-        return None             # an id or a key given twice (json.loads keeps the last key), or a byte missing
-    found = [index_tokens(pool, offsets, merge_pool, merge_offsets, first, 2, span)
-             for first, span in ((0, 1), (1, 1), (0, 2))]
+        return None             # a key or an id given twice (json.loads keeps the last key), or a byte missing
+    found = [index.find(merge_pool, merge_offsets, first, 2, span) for first, span in ((0, 1), (1, 1), (0, 2))]
     if any(index is None or np.any(index < 0) for index in found):
         return None             # a merge's token or join not in the vocab (or tokens crafted to crowd the index)
     left, right, joined = (index for index in found if index is not None)     # all three (checked above)
@@ -302,7 +313,7 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
     with ThreadPoolExecutor(1) as executor:
         # the ranks rule's check (native; its recovery of the merges without the GIL) beside the Python work here
         rule_check = started(executor, lambda: rule_difference_of_indices(pool, offsets, left, right, joined))
-        made = _python_side(path, doc, pool, offsets, ids, merge_pool, merge_offsets)
+        made = _python_side(path, doc, index, pool, offsets, ids, merge_pool, merge_offsets)
         rule = rule_check.result()
     if made is None or rule.difference is not None:
         return None
@@ -317,11 +328,12 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
         pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=rule.every_token_made), special_ids)
 
 
-def _python_side(path: StrPath, doc: dict[str, Any], pool: NDArray[np.uint8], offsets: NDArray[np.int64],
-                 ids: NDArray[np.int64], merge_pool: NDArray[np.uint8], merge_offsets: NDArray[np.int64]
-                 ) -> tuple[Vocab, Merges, list[str], str, list[int]] | None:
+def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: NDArray[np.uint8],
+                 offsets: NDArray[np.int64], ids: NDArray[np.int64], merge_pool: NDArray[np.uint8],
+                 merge_offsets: NDArray[np.int64]) -> tuple[Vocab, Merges, list[str], str, list[int]] | None:
     """_read_plain's Python objects and checks of the rest of the file: (vocab, merges, special tokens, pattern,
-    their ids), or None when a check fails (the whole file is then read again in Python, which names it)."""
+    their ids), or None when a check fails (the whole file is then read again in Python, which names it). index:
+    of the model's tokens (pool, offsets; their ids `ids`)."""
     tokens = token_list(pool, offsets)
     vocab = dict(zip(ids.tolist(), tokens))
     merges = list(zip(token_list(merge_pool, merge_offsets, 0, 2), token_list(merge_pool, merge_offsets, 1, 2)))
@@ -329,10 +341,11 @@ def _python_side(path: StrPath, doc: dict[str, Any], pool: NDArray[np.uint8], of
     try:
         model = doc["model"]
         pattern = _check_components(f, doc)
-        ids_of_bytes = dict(zip(tokens, ids.tolist()))
-        # the added tokens' ids are found (hf_added_token_ids) before any is put in ids_of_bytes: one dict
-        key_ids = _KeysOfTokens(ids_of_bytes)
-        specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab,  # type: ignore[arg-type]
+        added = doc.get("added_tokens", [])
+        # {bytes: id} of the model's tokens that the added tokens' contents are (all _read_added_tokens asks)
+        contents = [entry["content"].encode("utf-8") for entry in added]
+        ids_of_bytes = {data: int(ids[i]) for data, i in zip(contents, _find_all(index, contents)) if i >= 0}
+        specials = _read_added_tokens(f, added, _KeysOfTokens(index, ids), vocab,  # type: ignore[arg-type]
                                       ids_of_bytes)
         if model.get("ignore_merges"):
             _check_whole_tokens(f, set(tokens) - {s.encode("utf-8") for s in specials}, merges)
