@@ -322,7 +322,7 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     if index.flooded or index.duplicates or not all_distinct(vocab_ids):
         return None                 # a token or an id given twice (or tokens crafted to crowd the index)
     found = [index.find(merge_pool, merge_offsets, first, 2, span) for first, span in ((0, 1), (1, 1), (0, 2))]
-    if any(index is None or np.any(index < 0) for index in found):
+    if any(hits is None or np.any(hits < 0) for hits in found):
         return None                 # a merge's token or join not in the vocab
     return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2])   # type: ignore[arg-type]
 

@@ -303,9 +303,9 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
             or len(np.unique(pool[offsets[:-1][lengths == 1]])) != 256):
         return None             # a key or an id given twice (json.loads keeps the last key), or a byte missing
     found = [index.find(merge_pool, merge_offsets, first, 2, span) for first, span in ((0, 1), (1, 1), (0, 2))]
-    if any(index is None or np.any(index < 0) for index in found):
+    if any(hits is None or np.any(hits < 0) for hits in found):
         return None             # a merge's token or join not in the vocab (or tokens crafted to crowd the index)
-    left, right, joined = (index for index in found if index is not None)     # all three (checked above)
+    left, right, joined = (hits for hits in found if hits is not None)     # all three (checked above)
     pairs = np.sort(left << 32 | right)
     runs = np.sort(joined[np.flatnonzero(np.diff(joined, prepend=-1))])     # the first of each run
     if np.any(pairs[1:] == pairs[:-1]) or np.any(runs[1:] == runs[:-1]):
