@@ -67,6 +67,25 @@ def _timed(load):
     return time.perf_counter() - start, made
 
 
+def _alternate(benchmark, ours, theirs, peer):
+    """ours() and theirs() timed in alternating rounds (5, or 1 with --benchmark-disable), ours once more for
+    pytest-benchmark; (our last tokenizer, theirs, {name: median s}, peer's median over ours, rounds), the medians
+    and ratio also in extra_info."""
+    rounds = 1 if benchmark.disabled else 5
+    times = {"bpe_fast": [], peer: []}
+    for _ in range(rounds):
+        took, tok = _timed(ours)
+        times["bpe_fast"].append(took)
+        took, other = _timed(theirs)
+        times[peer].append(took)
+    benchmark.pedantic(ours, rounds=1, iterations=1)
+    median = {k: statistics.median(v) for k, v in times.items()}
+    ratio = median[peer] / median["bpe_fast"]
+    benchmark.extra_info.update({"bpe_fast s": round(median["bpe_fast"], 3), f"{peer} s": round(median[peer], 3),
+                                 "ratio": round(ratio, 2), "rounds": rounds, "cpus": os.cpu_count()})
+    return tok, other, median, ratio, rounds
+
+
 @pytest.mark.parametrize("name", list(ENCODINGS))
 @pytest.mark.parametrize("way", ["file", "dict"])
 def test_load(benchmark, ranks_files, name, way):
@@ -80,19 +99,8 @@ def test_load(benchmark, ranks_files, name, way):
     else:
         ours = lambda: bpe_fast.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)  # noqa: E731
         theirs = lambda: tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)  # noqa: E731
-    rounds = 1 if benchmark.disabled else 5
-    times = {"bpe_fast": [], "tiktoken": []}
-    for _ in range(rounds):
-        took, tok = _timed(ours)
-        times["bpe_fast"].append(took)
-        took, enc = _timed(theirs)
-        times["tiktoken"].append(took)
-    benchmark.pedantic(ours, rounds=1, iterations=1)
+    tok, enc, median, ratio, rounds = _alternate(benchmark, ours, theirs, "tiktoken")
     assert tok.encode(TEXT, allowed_special="all") == enc.encode(TEXT, allowed_special="all")
-    median = {k: statistics.median(v) for k, v in times.items()}
-    ratio = median["tiktoken"] / median["bpe_fast"]
-    benchmark.extra_info.update({"bpe_fast s": round(median["bpe_fast"], 3), "tiktoken s": round(median["tiktoken"], 3),
-                                 "ratio": round(ratio, 2), "rounds": rounds, "cpus": os.cpu_count()})
     print(f"\nloading {name} from a {way}: bpe_fast {median['bpe_fast']:.3f} s, tiktoken {tiktoken.__version__} "
           f"{median['tiktoken']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
 
@@ -127,19 +135,7 @@ def test_load_gpt2_files(benchmark, tmp_path, way, request):
     else:
         ours = lambda: Tokenizer.from_files(vocab, merges, ["<|endoftext|>"])  # noqa: E731
         theirs = lambda: _hf_gpt2(models, pre_tokenizers, decoders, tokenizers)  # noqa: E731
-    rounds = 1 if benchmark.disabled else 5
-    times = {"bpe_fast": [], "tokenizers": []}
-    for _ in range(rounds):
-        took, tok = _timed(ours)
-        times["bpe_fast"].append(took)
-        took, hf = _timed(theirs)
-        times["tokenizers"].append(took)
-    benchmark.pedantic(ours, rounds=1, iterations=1)
+    tok, hf, median, ratio, rounds = _alternate(benchmark, ours, theirs, "tokenizers")
     assert tok.encode(TEXT) == hf.encode(TEXT, add_special_tokens=False).ids
-    median = {k: statistics.median(v) for k, v in times.items()}
-    ratio = median["tokenizers"] / median["bpe_fast"]
-    benchmark.extra_info.update({"bpe_fast s": round(median["bpe_fast"], 3),
-                                 "tokenizers s": round(median["tokenizers"], 3), "ratio": round(ratio, 2),
-                                 "rounds": rounds, "cpus": os.cpu_count()})
     print(f"\nloading {way if way.startswith('o200k') else 'GPT-2' + chr(39) + 's ' + way}: bpe_fast {median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} "
           f"{median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")

@@ -28,6 +28,19 @@ from bpe_fast._scan cimport utf8_first_error
 import numpy as np
 
 
+cdef inline Py_ssize_t _after_item(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t close,
+                                   bint* closed) noexcept nogil:
+    """After an item of a JSON object or list that ends at s[i]: the start of the next item (past a comma), or,
+    when the object or list closes here (`close`: } or ]), the index past it with closed set; -1 otherwise."""
+    i = _skip_space(s, i, n)
+    if i < n and s[i] == 0x2C:
+        return _skip_space(s, i + 1, n)
+    if i < n and s[i] == close:
+        closed[0] = True
+        return i + 1
+    return -1
+
+
 cdef bint _map_chars(const uint8_t* s, Py_ssize_t n, const int16_t* table, Py_ssize_t table_n,
                      vector[uint8_t]* out) noexcept nogil:
     """Append the byte each character of the UTF-8 s[0:n] stands for; False at a character outside the mapping
@@ -269,14 +282,9 @@ def parse_vocab(const uint8_t[::1] data, const int16_t[::1] char_to_byte, int64_
                         or (i < n and (s[i] == 0x2E or s[i] == 0x65 or s[i] == 0x45 or 0x30 <= s[i] <= 0x39))):
                     break
                 ids.push_back(value)
-                i = _skip_space(s, i, n)
-                if i < n and s[i] == 0x2C:               # ,
-                    i = _skip_space(s, i + 1, n)
-                    continue
-                if i < n and s[i] == 0x7D:               # }
-                    ok = True
-                    i += 1
-                break
+                i = _after_item(s, i, n, 0x7D, &ok)      # , or }
+                if i < 0:
+                    break
             if ok and _skip_space(s, i, n) != n:
                 ok = False
     if not ok:
@@ -489,14 +497,9 @@ def parse_merge_list(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
                     i += 1
                 else:
                     break
-                i = _skip_space(s, i, n)
-                if i < n and s[i] == 0x2C:
-                    i = _skip_space(s, i + 1, n)
-                    continue
-                if i < n and s[i] == 0x5D:
-                    ok = True
-                    i += 1
-                break
+                i = _after_item(s, i, n, 0x5D, &ok)      # , or ]
+                if i < 0:
+                    break
             if ok and _skip_space(s, i, n) != n:
                 ok = False
     if not ok:
