@@ -314,13 +314,14 @@ def test_cs336_reference_merges_and_vocab(cs336_reference, num_processes):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text("abc", min_size=0, max_size=14).map(str.encode), st.integers(0, 6), max_size=25),
-       st.integers(1, 40), st.sampled_from([0, 1 << 16]))
-def test_engine_equals_oracle_on_small_alphabets(words, max_merges, heap_slack):
+       st.integers(1, 40), st.sampled_from([0, 1 << 16]), st.booleans())
+def test_engine_equals_oracle_on_small_alphabets(words, max_merges, heap_slack, lean):
     # Three letters make overlapping runs ("aaaa"), adjacent occurrences ("abab" merged by (a,b) then
     # (ab,ab)) and ties everywhere, the cases of the engine's neighbour bookkeeping; words of count 0 and of
     # one byte must change nothing. heap_slack=0
-    # prunes the heap after every merge (a long run's pruning, which small inputs never reach otherwise).
-    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack)
+    # prunes the heap after every merge (a long run's pruning, which small inputs never reach otherwise); a
+    # lean engine drops stale positions as it compacts, which a small one does often.
+    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean)
     eng.run(max_merges)
     assert eng.merges() == oracle_merges(words, max_merges)
 
@@ -390,3 +391,19 @@ def test_engine_drops_its_garbage_in_place_and_stays_exact():
     eng.run(400)
     assert eng.memory()["compactions"] >= 2
     assert eng.merges() == oracle_merges(words, 400)
+
+
+def test_lean_engine_drops_stale_positions_and_stays_exact():
+    # A lean engine (any engine of LEAN_SLOTS slots or more; here forced) also drops the positions that no
+    # longer hold their pair when it compacts, and gives back the arena's pages past its new end: after the
+    # same merges its arena is well under the other's, and the merges are still the oracle's, at every step.
+    words = oracle_count_pretokens(make_corpus(5, n_words=6000), [], GPT2_PATTERN)
+    want = oracle_merges(words, 600)
+    lean, plain = (MergeEngine(*counts_to_arrays(words), lean=flag) for flag in (True, False))
+    for eng in (lean, plain):
+        for step in (1, 9, 90, 500):
+            eng.run(step)
+            assert eng.merges() == want[: len(eng.merges())]
+        assert eng.merges() == want
+    assert lean.memory()["compactions"] >= 2
+    assert lean.memory()["positions"] < 0.6 * plain.memory()["positions"]
