@@ -21,9 +21,10 @@ Layout, built for millions of distinct words in little memory (4 bytes a byte of
   pre-tokens) counts them, compacts when half of the arena is garbage or stale, drops them as it compacts
   and gives back the pages past the arena's new end: on 150 MB of web-like text (5.2 million distinct
   pre-tokens) to vocab 32,000, a peak of 696 MB instead of 929 MB, for about 20% more time (each compaction
-  reads the slot of every live position, at random: a smaller run is better without). The arena and the pair arrays live in ReVec, a realloc-backed array: growing one is
-  an mremap, so pages already touched are neither copied nor faulted in again (page faults were a quarter
-  of train_from_counts' time on 330 MB of real text with std::vector's copy-on-grow).
+  reads the slot of every live position, at random: a smaller run is better without). The arena and the
+  pair arrays live in ReVec, a realloc-backed array: growing one is an mremap, so pages already touched are
+  neither copied nor faulted in again (page faults were a quarter of train_from_counts' time on 330 MB of
+  real text with std::vector's copy-on-grow).
 * One hash table maps a pair to its pid (4 bytes a slot: the pid; the key is read from the pair's array), but
   a merge asks it once per distinct neighbour, not per
   occurrence: every pair a merge of (a, b) -> c touches is (x, a), (b, y), (x, c) or (c, y), so four arrays
@@ -849,7 +850,8 @@ cdef class MergeEngine:
         if <int64_t>self.arena.size() + need > <int64_t>self.arena.capacity():
             # full: compact if enough of it is garbage or stale, else grow by a quarter (not double)
             # (a lean engine waits for half: each of its compactions reads the slots of every live position)
-            if (2 if self.lean else 4) * (self.garbage + (self.stale if self.lean else 0)) > <int64_t>self.arena.size():
+            if self.lean and 2 * (self.garbage + self.stale) > <int64_t>self.arena.size() or \
+                    not self.lean and 4 * self.garbage > <int64_t>self.arena.size():
                 self._compact(need)
                 need = fresh_total                 # the segments moved below may have shrunk
                 for k in range(ntouched):
