@@ -824,6 +824,17 @@ cdef class MergeEngine:
             return -1
         return self._slot_of(x, y)
 
+    cdef int64_t _moved_positions(self) noexcept nogil:
+        """The positions of the pairs that gain some in this merge, whose segments move to the arena's end."""
+        cdef int64_t total = 0
+        cdef MapSlot* m
+        cdef Py_ssize_t k
+        for k in range(<Py_ssize_t>self.touched.size()):
+            m = &self.maps[self.touched[k]]
+            if m.fill:
+                total += self.plen[m.pid]
+        return total
+
     cdef void _file_records(self) noexcept nogil:
         """Append the positions recorded in this merge to their pairs' segments (grouped, one copy)."""
         cdef Py_ssize_t k, nrec = self.records.size(), ntouched
@@ -843,21 +854,14 @@ cdef class MergeEngine:
             return
         ntouched = self.touched.size()
         cdef int64_t fresh_total = need
-        for k in range(ntouched):
-            m = &self.maps[self.touched[k]]
-            if m.fill:
-                need += self.plen[m.pid]
+        need += self._moved_positions()
         if <int64_t>self.arena.size() + need > <int64_t>self.arena.capacity():
             # full: compact if enough of it is garbage or stale, else grow by a quarter (not double)
             # (a lean engine waits for half: each of its compactions reads the slots of every live position)
             if self.lean and 2 * (self.garbage + self.stale) > <int64_t>self.arena.size() or \
                     not self.lean and 4 * self.garbage > <int64_t>self.arena.size():
                 self._compact(need)
-                need = fresh_total                 # the segments moved below may have shrunk
-                for k in range(ntouched):
-                    m = &self.maps[self.touched[k]]
-                    if m.fill:
-                        need += self.plen[m.pid]
+                need = fresh_total + self._moved_positions()     # a lean compaction may have shrunk them
             else:
                 self.arena.reserve(self.arena.size() + need + self.arena.size() // 4)
         at = self.arena.size()
