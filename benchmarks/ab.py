@@ -530,8 +530,9 @@ def child_env(build_path, hash_seed=None):
         env["PYTHONPATH"] = str(build_path)
     else:
         env.pop("PYTHONPATH", None)
-    if hash_seed is not None:
-        env["PYTHONHASHSEED"] = str(hash_seed)
+    if hash_seed is not None:       # reproducible runs: Python's hashes, and the key of bpe_fast's hash_bytes
+        env["PYTHONHASHSEED"] = str(hash_seed)      # (fixed at the value it had before it was drawn at random)
+        env["BPE_FAST_HASH_SEED"] = str(0x9E3779B97F4A7C15 + hash_seed)
     env.setdefault("BPE_FAST_NUM_PROCESSES", "1")
     return env
 

@@ -14,9 +14,10 @@ Cases:
   memory-500MB    the same 50 MB ten times: the same distinct pre-tokens, ten times the bytes
   ranks-1MB       a .tiktoken file whose last token is 2^20 times "a" (the 256 bytes and 20 doublings),
                   loaded with Tokenizer.from_tiktoken (recovering its merge took time quadratic in its length)
-  vocab-flood     a vocab.json of 60,000 8-byte tokens made to share the low 40 bits of their hash (so one run
-                  of any table indexed by it), loaded with Tokenizer.from_files (the native index gives up and the
-                  files are read in Python; before that, 16.9 s)
+  vocab-flood     a vocab.json of 60,000 8-byte tokens made to share the low 40 bits of their hash under the fixed
+                  key hash_bytes had before its key was drawn at random in each process (what a file made in
+                  advance can target), loaded with Tokenizer.from_files; with the fixed key the native index gave
+                  up and the files were read in Python (0.16 s), and before that it took 16.9 s
 """
 import argparse
 import json
@@ -69,7 +70,8 @@ def worker(case, path, out):
 
 
 def _token_with_hash(h):
-    """The 8-byte token whose bpe_fast hash_bytes is h (for 8-byte keys the hash inverts: see _hashing.pxd)."""
+    """The 8-byte token whose bpe_fast hash_bytes under its former fixed key is h (for 8-byte keys the hash
+    inverts: see _hashing.pxd)."""
     factor, constant = 0xff51afd7ed558ccd, 0x9E3779B97F4A7C15
     x = ((h ^ (h >> 32)) * pow(factor, -1, 1 << 64)) & ((1 << 64) - 1)
     return (x ^ (8 << 56) ^ constant).to_bytes(8, "little")

@@ -7,6 +7,8 @@ from numpy.typing import DTypeLike, NDArray
 
 from ._scan import UnicodeTables
 
+hash_seed: int
+
 _Bytes = ReadableBuffer | NDArray[np.uint8]        # const uint8_t[::1]: bytes, bytearray, a uint8 array ...
 _Int32s = ReadableBuffer | NDArray[np.int32]
 _Int64s = ReadableBuffer | NDArray[np.int64]

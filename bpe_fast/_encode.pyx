@@ -38,7 +38,8 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint16_t, uint32_
 from libc.string cimport memcmp, memcpy, memmove, memset
 from libcpp.vector cimport vector
 
-from bpe_fast._hashing cimport EMPTY_KEY, hash_bytes, load_head, next_slot, pair_key, pair_slot, table_shift, table_size
+from bpe_fast._hashing cimport (EMPTY_KEY, hash_bytes, seed_hash_bytes, load_head, next_slot, pair_key, pair_slot,
+                                table_shift, table_size)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
 from bpe_fast._scan cimport (KIND_GPT2, KIND_GPT4, KIND_O200K, ScanTables, SpecialMatcher, UnicodeTables, scan_block,
                              scan_block_final)
@@ -46,6 +47,8 @@ from bpe_fast._scan cimport (KIND_GPT2, KIND_GPT4, KIND_O200K, ScanTables, Speci
 import os
 
 import numpy as np
+
+hash_seed = seed_hash_bytes()     # the key of this module's hash_bytes (see _hashing.pxd)
 
 cdef extern from *:
     """

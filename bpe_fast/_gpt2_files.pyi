@@ -3,6 +3,8 @@ import numpy as np
 from _typeshed import ReadableBuffer
 from numpy.typing import NDArray
 
+hash_seed: int
+
 _Bytes = ReadableBuffer | NDArray[np.uint8]
 _Ints = ReadableBuffer | NDArray[np.int64]
 

@@ -21,11 +21,14 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, strlen
 from libcpp.vector cimport vector
 
-from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
+from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
+                                slot_tag, table_size)
 from bpe_fast._jsonl cimport Limits, _skip_space, _string, _value
 from bpe_fast._scan cimport utf8_first_error
 
 import numpy as np
+
+hash_seed = seed_hash_bytes()     # the key of this module's hash_bytes (see _hashing.pxd)
 
 
 cdef inline Py_ssize_t _after_item(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t close,

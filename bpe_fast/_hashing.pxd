@@ -10,8 +10,14 @@
 # tables, pair_slot first). Every table here is open addressing with linear probing: a power-of-two number of
 # slots (table_size), at most half full, then next_slot.
 #
+# hash_bytes is keyed by a secret seed, drawn from os.urandom when a module that uses it is imported (each
+# module has its own: no hash of it leaves the module, nor the process), so that keys crafted to collide (for
+# such a hash they are easy to compute: it inverts) do not collide here. BPE_FAST_HASH_SEED=N fixes it (to
+# reproduce a run exactly, or count instructions). Nothing bpe_fast returns depends on it: tables give their
+# entries in the order they were added, never in slot order.
+#
 # Worked example: hash_bytes(b"ab", 2, head, end) with head = load_head(b"ab", 2, end) = 0x6261 (zero-padded,
-# little-endian) is mix64(0x6261 ^ (2 << 56) ^ 0x9E3779B97F4A7C15): one mix for keys of 8 bytes or less.
+# little-endian) is mix64(0x6261 ^ (2 << 56) ^ seed): one mix for keys of 8 bytes or less.
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
@@ -44,12 +50,37 @@ cdef inline uint64_t load_head(const uint8_t* p, Py_ssize_t n, const uint8_t* en
     return v
 
 
+cdef extern from *:
+    """
+    static uint64_t bpe_fast_hash_seed = 0x9E3779B97F4A7C15ULL;   /* this module's own, set at its import */
+    static void bpe_fast_set_hash_seed(uint64_t seed) { bpe_fast_hash_seed = seed; }
+    """
+    uint64_t HASH_SEED "bpe_fast_hash_seed"
+    void _set_hash_seed "bpe_fast_set_hash_seed" (uint64_t seed) noexcept nogil
+
+
+cdef inline uint64_t seed_hash_bytes() except? 0:
+    """Key this module's hash_bytes with BPE_FAST_HASH_SEED (an integer) if it is set, else with 8 bytes of
+    os.urandom; returns the seed. Each module that uses hash_bytes calls it once, at its import."""
+    import os
+    text = os.environ.get("BPE_FAST_HASH_SEED")
+    if text:
+        try:
+            seed = int(text, 0) & 0xFFFFFFFFFFFFFFFF
+        except ValueError:
+            raise ValueError(f"BPE_FAST_HASH_SEED must be an integer, got {text!r}") from None
+    else:
+        seed = int.from_bytes(os.urandom(8), "little")
+    _set_hash_seed(seed)
+    return seed
+
+
 cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n, uint64_t head, const uint8_t* end) noexcept nogil:
     """The hash of p[0:n] (p + n <= end), whose first bytes are head = load_head(p, n, end): callers keep head
     to compare keys of 8 bytes or less without reading them again."""
     # mix64 of the first word, then of (the hash so far + the next word) for each further word; written with
     # the fold of each step deferred to the next (the same value), which compiles to better code.
-    cdef uint64_t h = (head ^ (<uint64_t>n << 56) ^ 0x9E3779B97F4A7C15ULL) * MIX64_FACTOR
+    cdef uint64_t h = (head ^ (<uint64_t>n << 56) ^ HASH_SEED) * MIX64_FACTOR
     p += 8
     n -= 8
     while n > 0:

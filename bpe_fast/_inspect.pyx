@@ -23,7 +23,10 @@ from libcpp.vector cimport vector
 
 import numpy as np
 
-from ._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
+from ._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place, slot_tag,
+                        table_size)
+
+hash_seed = seed_hash_bytes()     # the key of this module's hash_bytes (see _hashing.pxd)
 
 
 cdef inline Py_ssize_t _char_at(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint32_t* cp) noexcept nogil:

@@ -3,6 +3,8 @@ import numpy as np
 from _typeshed import ReadableBuffer
 from numpy.typing import NDArray
 
+hash_seed: int
+
 _Bytes = ReadableBuffer | NDArray[np.uint8]
 
 def parse_tiktoken(data: _Bytes) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64],

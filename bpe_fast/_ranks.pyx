@@ -28,10 +28,13 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 from libcpp.vector cimport vector
 
-from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag, table_size
+from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
+                                slot_tag, table_size)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
 
 import numpy as np
+
+hash_seed = seed_hash_bytes()     # the key of this module's hash_bytes (see _hashing.pxd)
 
 
 cdef struct Table:

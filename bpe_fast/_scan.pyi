@@ -5,6 +5,8 @@ import numpy as np
 from _typeshed import ReadableBuffer
 from numpy.typing import NDArray
 
+hash_seed: int
+
 _Bytes = ReadableBuffer | NDArray[np.uint8]
 _Int64s = ReadableBuffer | NDArray[np.int64]
 _Table = tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]]

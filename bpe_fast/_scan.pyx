@@ -21,11 +21,14 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 from libcpp.vector cimport vector
 
-from bpe_fast._hashing cimport EMPTY_INDEX, Slot, hash_bytes, load_head, next_slot, slot_place, slot_tag
+from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
+                                slot_tag)
 
 import sys
 
 import numpy as np
+
+hash_seed = seed_hash_bytes()     # the key of this module's hash_bytes (see _hashing.pxd)
 
 # Class bits of a code point. A code point with none of L, N, S is "other": [^\s\p{L}\p{N}].
 cdef enum:

@@ -2,6 +2,9 @@
 must be exactly what its Python reader gives (the oracle: the same function with the native reader switched
 off), for well-formed files and for any mutation of one (then both give the same result or the same error)."""
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -206,21 +209,53 @@ def test_from_files_equals_the_general_build(tmp_path):
 M64 = (1 << 64) - 1
 
 
-def _token_with_hash(h):
-    """The 8-byte token whose hash_bytes is h (for keys of 8 bytes the hash is a bijection: mix64 of the bytes
-    xor the length and a constant, whose multiply and fold invert)."""
-    factor, constant = 0xff51afd7ed558ccd, 0x9E3779B97F4A7C15
+UNKEYED = 0x9E3779B97F4A7C15       # hash_bytes' key before it was drawn at random (what a crafted file targets)
+
+
+def _token_with_hash(h, seed):
+    """The 8-byte token whose hash_bytes under the key `seed` is h (for keys of 8 bytes the hash is a bijection:
+    mix64 of the bytes xor the length and the key, whose multiply and fold invert)."""
+    factor = 0xff51afd7ed558ccd
     y = h ^ (h >> 32)
     x = (y * pow(factor, -1, 1 << 64)) & M64
-    return (x ^ (8 << 56) ^ constant).to_bytes(8, "little")
+    return (x ^ (8 << 56) ^ seed).to_bytes(8, "little")
+
+
+def _crafted(seed, n):
+    """n 8-byte tokens whose hashes under the key `seed` share their low 40 bits."""
+    tokens = [_token_with_hash((k + 1) << 40, seed) for k in range(n)]
+    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    return tokens, pool, np.arange(0, 8 * n + 1, 8, dtype=np.int64)
+
+
+def test_tokens_crafted_against_a_known_key_do_not_collide():
+    """The key of hash_bytes is drawn at random when the module is imported: tokens crafted to share one slot
+    under any key fixed in advance (here the one it had before) are spread like any others, and indexed."""
+    assert _gpt2_files.hash_seed != UNKEYED
+    tokens, pool, offsets = _crafted(UNKEYED, 20_000)
+    found = _gpt2_files.index_tokens(pool, offsets, pool, offsets)
+    assert found is not None and found.tolist() == list(range(len(tokens)))
+
+
+def test_the_hash_key_is_drawn_per_process_unless_fixed():
+    code = "import bpe_fast._gpt2_files as g, bpe_fast._scan as s; print(g.hash_seed, s.hash_seed)"
+    env = {k: v for k, v in os.environ.items() if k != "BPE_FAST_HASH_SEED"}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+            .stdout.split() for _ in range(2)]
+    assert len(set(runs[0] + runs[1])) == 4         # every module, every process: its own key
+    fixed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env=env | {"BPE_FAST_HASH_SEED": "0x1234"}).stdout.split()
+    assert fixed == [str(0x1234)] * 2
+    bad = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env | {"BPE_FAST_HASH_SEED": "twelve"})
+    assert bad.returncode != 0 and "BPE_FAST_HASH_SEED must be an integer, got 'twelve'" in bad.stderr
 
 
 def test_tokens_crafted_to_share_a_slot_are_declined(tmp_path, monkeypatch):
-    """Tokens whose hashes share their low 40 bits all land in one run of the index's table: it gives up
-    (None) instead of going quadratic, and the files are read in Python, with the same result (review F1)."""
-    tokens = [_token_with_hash((k + 1) << 40) for k in range(2000)]
-    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
-    offsets = np.arange(0, 8 * len(tokens) + 1, 8, dtype=np.int64)
+    """Tokens whose hashes (under this process's key, which an attacker cannot know) share their low 40 bits
+    all land in one run of the index's table: it gives up (None) instead of going quadratic, and the files
+    are read in Python, with the same result (review F1)."""
+    tokens, pool, offsets = _crafted(_gpt2_files.hash_seed, 2000)
     assert _gpt2_files.index_tokens(pool, offsets, pool, offsets) is None
     few = offsets[:101]         # 100 of them crowd a run too, but not past the limit
     assert _gpt2_files.index_tokens(pool[:800], few, pool[:800], few).tolist() == list(range(100))
