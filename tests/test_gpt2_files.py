@@ -3,6 +3,7 @@ must be exactly what its Python reader gives (the oracle: the same function with
 off), for well-formed files and for any mutation of one (then both give the same result or the same error)."""
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -238,14 +239,21 @@ def test_tokens_crafted_against_a_known_key_do_not_collide():
 
 
 def test_the_hash_key_is_drawn_per_process_unless_fixed():
-    code = "import bpe_fast._gpt2_files as g, bpe_fast._scan as s; print(g.hash_seed, s.hash_seed)"
+    # every module whose source uses hash_bytes keys it at import (a module that did not would keep a fixed key)
+    package = pathlib.Path(__file__).resolve().parents[1] / "bpe_fast"      # the sources (the repository's)
+    users = sorted(p.stem for p in package.glob("_*.pyx") if "hash_bytes(" in p.read_text())
+    assert {"_encode", "_gpt2_files", "_scan"} <= set(users)
+    for name in users:
+        assert "\nhash_seed = seed_hash_bytes()" in (package / f"{name}.pyx").read_text(), name
+    code = "import importlib; print(*(importlib.import_module('bpe_fast.' + m).hash_seed for m in %r))" % users
     env = {k: v for k, v in os.environ.items() if k != "BPE_FAST_HASH_SEED"}
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
             .stdout.split() for _ in range(2)]
-    assert len(set(runs[0] + runs[1])) == 4         # every module, every process: its own key
+    assert len(set(runs[0] + runs[1])) == 2 * len(users)      # every module, every process: its own key
+    assert str(UNKEYED) not in runs[0] + runs[1]
     fixed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env=env | {"BPE_FAST_HASH_SEED": "0x1234"}).stdout.split()
-    assert fixed == [str(0x1234)] * 2
+    assert fixed == [str(0x1234)] * len(users)
     bad = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env | {"BPE_FAST_HASH_SEED": "twelve"})
     assert bad.returncode != 0 and "BPE_FAST_HASH_SEED must be an integer, got 'twelve'" in bad.stderr
