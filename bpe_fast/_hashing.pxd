@@ -11,10 +11,12 @@
 # slots (table_size), at most half full, then next_slot.
 #
 # hash_bytes is keyed by a secret seed, drawn from os.urandom when a module that uses it is imported (each
-# module has its own: no hash of it leaves the module, nor the process), so that keys crafted to collide (for
-# such a hash they are easy to compute: it inverts) do not collide here. BPE_FAST_HASH_SEED=N fixes it (to
-# reproduce a run exactly, or count instructions). Nothing bpe_fast returns depends on it: tables give their
-# entries in the order they were added, never in slot order.
+# module has its own: no hash of it leaves the module, nor the process), so that keys crafted to share a slot
+# (under a known key they are easy to compute: the hash inverts) cannot be made in advance. What the key does
+# not change: keys that differ only in the top byte of their last 8 bytes share the low 24 bits of their
+# hashes (mix64 folds the product's high half onto the low one), so a run of a table holds at most 256 such
+# keys of a kind. BPE_FAST_HASH_SEED=N fixes the key (to reproduce a run exactly, or count instructions).
+# Nothing bpe_fast returns depends on it: tables give their entries in the order they were added.
 #
 # Worked example: hash_bytes(b"ab", 2, head, end) with head = load_head(b"ab", 2, end) = 0x6261 (zero-padded,
 # little-endian) is mix64(0x6261 ^ (2 << 56) ^ seed): one mix for keys of 8 bytes or less.
