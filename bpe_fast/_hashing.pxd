@@ -13,13 +13,13 @@
 # hash_bytes is keyed by a secret seed, drawn from os.urandom when a module that uses it is imported (each
 # module has its own: no hash of it leaves the module, nor the process), so that keys crafted to share a slot
 # (under a known key they are easy to compute: the hash inverts) cannot be made in advance. What the key does
-# not change: keys that differ only in the top byte of their last 8 bytes share the low 24 bits of their
-# hashes (mix64 folds the product's high half onto the low one), so a run of a table holds at most 256 such
-# keys of a kind. BPE_FAST_HASH_SEED=N fixes the key (to reproduce a run exactly, or count instructions).
-# Nothing bpe_fast returns depends on it: tables give their entries in the order they were added.
+# not change was how one mix64 spreads the last word: keys that differed only in its top bits shared their
+# hashes' low bits (2^15 keys one slot of a 2^17-slot table), which is why a key of 8 bytes or more gets a
+# second mix at the end. BPE_FAST_HASH_SEED=N fixes the key (to reproduce a run exactly, or count
+# instructions). Nothing bpe_fast returns depends on it: tables give their entries in the order they were added.
 #
 # Worked example: hash_bytes(b"ab", 2, head, end) with head = load_head(b"ab", 2, end) = 0x6261 (zero-padded,
-# little-endian) is mix64(0x6261 ^ (2 << 56) ^ seed): one mix for keys of 8 bytes or less.
+# little-endian) is mix64(0x6261 ^ (2 << 56) ^ seed): one mix for keys of less than 8 bytes (two for 8).
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
@@ -83,12 +83,18 @@ cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n, uint64_t head, c
     # mix64 of the first word, then of (the hash so far + the next word) for each further word; written with
     # the fold of each step deferred to the next (the same value), which compiles to better code.
     cdef uint64_t h = (head ^ (<uint64_t>n << 56) ^ HASH_SEED) * MIX64_FACTOR
+    cdef bint full_words = n >= 8
     p += 8
     n -= 8
     while n > 0:
         h = ((h ^ (h >> 32)) + load_head(p, n, end)) * MIX64_FACTOR
         p += 8
         n -= 8
+    if full_words:
+        # one more mix, so that every low bit (tables index by them) depends on every bit of the last word: the
+        # product's low bits depend only on the word's low bits, and one fold brings down only half of the
+        # rest. A key shorter than 8 bytes has no byte in the top bits (the length is there), so it needs none.
+        h = (h ^ (h >> 32)) * MIX64_FACTOR
     return h ^ (h >> 32)
 
 

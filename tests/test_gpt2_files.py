@@ -213,18 +213,19 @@ M64 = (1 << 64) - 1
 UNKEYED = 0x9E3779B97F4A7C15       # hash_bytes' key before it was drawn at random (what a crafted file targets)
 
 
-def _token_with_hash(h, seed):
+def _token_with_hash(h, seed, mixes=2):
     """The 8-byte token whose hash_bytes under the key `seed` is h (for keys of 8 bytes the hash is a bijection:
-    mix64 of the bytes xor the length and the key, whose multiply and fold invert)."""
-    factor = 0xff51afd7ed558ccd
-    y = h ^ (h >> 32)
-    x = (y * pow(factor, -1, 1 << 64)) & M64
-    return (x ^ (8 << 56) ^ seed).to_bytes(8, "little")
+    `mixes` times mix64 of the bytes xor the length and the key, each a multiply and a fold, which invert; the
+    hash had one mix before its key was drawn at random)."""
+    inverse = pow(0xff51afd7ed558ccd, -1, 1 << 64)
+    for _ in range(mixes):
+        h = ((h ^ (h >> 32)) * inverse) & M64
+    return (h ^ (8 << 56) ^ seed).to_bytes(8, "little")
 
 
-def _crafted(seed, n):
+def _crafted(seed, n, mixes=2):
     """n 8-byte tokens whose hashes under the key `seed` share their low 40 bits."""
-    tokens = [_token_with_hash((k + 1) << 40, seed) for k in range(n)]
+    tokens = [_token_with_hash((k + 1) << 40, seed, mixes) for k in range(n)]
     pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
     return tokens, pool, np.arange(0, 8 * n + 1, 8, dtype=np.int64)
 
@@ -233,7 +234,19 @@ def test_tokens_crafted_against_a_known_key_do_not_collide():
     """The key of hash_bytes is drawn at random when the module is imported: tokens crafted to share one slot
     under any key fixed in advance (here the one it had before) are spread like any others, and indexed."""
     assert _gpt2_files.hash_seed != UNKEYED
-    tokens, pool, offsets = _crafted(UNKEYED, 20_000)
+    tokens, pool, offsets = _crafted(UNKEYED, 20_000, mixes=1)     # the hash as it was
+    found = _gpt2_files.index_tokens(pool, offsets, pool, offsets)
+    assert found is not None and found.tolist() == list(range(len(tokens)))
+
+
+def test_keys_differing_in_the_top_bits_of_their_last_word_spread():
+    """hash_bytes mixes twice: with one mix, 8-byte keys that differ only in bits 49..63 (their last two bytes,
+    less a bit) shared their hashes' low 17 bits, whatever the key, so all 32,768 filled one run of a table
+    of 2^16 or 2^17 slots (the index gave up). Now they spread and are indexed."""
+    low = int.from_bytes(b"prefix", "little")
+    tokens = [(low | (v << 49)).to_bytes(8, "little") for v in range(1 << 15)]
+    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    offsets = np.arange(0, 8 * len(tokens) + 1, 8, dtype=np.int64)
     found = _gpt2_files.index_tokens(pool, offsets, pool, offsets)
     assert found is not None and found.tolist() == list(range(len(tokens)))
 
