@@ -251,7 +251,7 @@ def test_keys_differing_in_the_top_bits_of_their_last_word_spread():
     assert found is not None and found.tolist() == list(range(len(tokens)))
 
 
-def test_the_hash_key_is_drawn_per_process_unless_fixed():
+def test_the_hash_key_is_drawn_per_process_unless_fixed(tmp_path):
     # every module whose source uses hash_bytes keys it at import (a module that did not would keep a fixed key)
     package = pathlib.Path(__file__).resolve().parents[1] / "bpe_fast"      # the sources (the repository's)
     users = sorted(p.stem for p in package.glob("_*.pyx") if "hash_bytes(" in p.read_text())
@@ -260,14 +260,15 @@ def test_the_hash_key_is_drawn_per_process_unless_fixed():
         assert "\nhash_seed = seed_hash_bytes()" in (package / f"{name}.pyx").read_text(), name
     code = "import importlib; print(*(importlib.import_module('bpe_fast.' + m).hash_seed for m in %r))" % users
     env = {k: v for k, v in os.environ.items() if k != "BPE_FAST_HASH_SEED"}
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-            .stdout.split() for _ in range(2)]
+    # (run outside the repository, whose uncompiled bpe_fast/ would shadow the installed package)
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+                           cwd=tmp_path).stdout.split() for _ in range(2)]
     assert len(set(runs[0] + runs[1])) == 2 * len(users)      # every module, every process: its own key
     assert str(UNKEYED) not in runs[0] + runs[1]
     fixed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env=env | {"BPE_FAST_HASH_SEED": "0x1234"}).stdout.split()
+                           cwd=tmp_path, env=env | {"BPE_FAST_HASH_SEED": "0x1234"}).stdout.split()
     assert fixed == [str(0x1234)] * len(users)
-    bad = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    bad = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                          env=env | {"BPE_FAST_HASH_SEED": "twelve"})
     assert bad.returncode != 0 and "BPE_FAST_HASH_SEED must be an integer, got 'twelve'" in bad.stderr
 
