@@ -24,7 +24,7 @@ from libcpp.vector cimport vector
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag, table_size)
 from bpe_fast._jsonl cimport Limits, _skip_space, _string, _value
-from bpe_fast._scan cimport utf8_first_error
+from bpe_fast._scan cimport line_end as find_line_end, utf8_first_error
 
 import numpy as np
 
@@ -322,10 +322,8 @@ def parse_merges(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
         while i < n and ok:
             line += 1
             line_start = i
-            while i < n and s[i] != 0x0A:
-                i += 1
-            line_end = i
-            i += 1                                       # past the newline
+            line_end = find_line_end(s, i, n)
+            i = line_end + 1                             # past the newline
             if line == 1 and line_end - line_start >= 8 and memcmp(s + line_start, b"#version", 8) == 0:
                 ok = utf8_first_error(s + line_start, line_end - line_start) < 0
                 continue

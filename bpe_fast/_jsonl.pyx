@@ -15,10 +15,10 @@ skipped. The loops touch no Python object.
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint8_t, uint32_t
-from libc.string cimport memchr, memcmp
+from libc.string cimport memcmp
 from libcpp.vector cimport vector
 
-from bpe_fast._scan cimport utf8_first_error
+from bpe_fast._scan cimport line_end, utf8_first_error
 
 import numpy as np
 
@@ -327,7 +327,6 @@ def extract_texts(data, Py_ssize_t start, field, int64_t first_line, Py_ssize_t 
     cdef const uint8_t[::1] key = field
     cdef Py_ssize_t n = view.shape[0], i = start, end, stop = -1, before
     cdef const uint8_t* s = &view[0] if n else NULL
-    cdef const uint8_t* newline
     cdef int64_t line = first_line
     cdef vector[uint8_t] out
     cdef vector[int64_t] lengths, lines
@@ -339,8 +338,7 @@ def extract_texts(data, Py_ssize_t start, field, int64_t first_line, Py_ssize_t 
     out.reserve(n - start)                             # the texts are never longer than their lines
     with nogil:
         while i < n:
-            newline = <const uint8_t*>memchr(s + i, 0x0A, n - i)
-            end = n if newline == NULL else newline - s
+            end = line_end(s, i, n)
             before = out.size()
             found = _line_text(s + i, end - i, &key[0] if key.shape[0] else <const uint8_t*>b"", key.shape[0],
                                &out, &limits)

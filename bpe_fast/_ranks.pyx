@@ -31,6 +31,7 @@ from libcpp.vector cimport vector
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag, table_size)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
+from bpe_fast._scan cimport line_end as find_line_end
 
 import numpy as np
 
@@ -312,10 +313,8 @@ def parse_tiktoken(const uint8_t[::1] data):
         while i < n:
             line += 1
             line_start = i
-            while i < n and s[i] != 10:
-                i += 1
-            line_end = i
-            i += 1                          # past the newline
+            line_end = find_line_end(s, i, n)
+            i = line_end + 1                # past the newline
             if line_end > line_start and s[line_end - 1] == 13:
                 line_end -= 1
             if line_end == line_start:

@@ -1,5 +1,6 @@
 # Declarations other Cython modules may cimport (the encoder scans with these, without Python objects).
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, int64_t
+from libc.string cimport memchr
 from libcpp.vector cimport vector
 
 cdef enum:
@@ -48,6 +49,13 @@ cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize
 
 # Byte offset of the first invalid UTF-8 sequence in s[0:n] (as bytes.decode reports it), or -1.
 cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil
+
+
+cdef inline Py_ssize_t line_end(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """Where the line that starts at s[i] (i < n) ends: the index of the next newline at or after i, or n. The
+    line readers of files (merges.txt, .tiktoken, JSON lines) all find their lines with it."""
+    cdef const uint8_t* p = <const uint8_t*>memchr(s + i, 0x0A, n - i)
+    return n if p == NULL else p - s
 
 # Start of the run of \s code points (classes from t) that ends the valid UTF-8 s[0:n] (n if s does not end in \s).
 cdef Py_ssize_t trailing_space_start(const ScanTables* t, const uint8_t* s, Py_ssize_t n) noexcept nogil
