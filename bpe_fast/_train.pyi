@@ -1,5 +1,5 @@
 """Type stubs for the compiled module bpe_fast._train (bpe_fast/_train.pyx)."""
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 from _typeshed import ReadableBuffer
@@ -11,6 +11,9 @@ _Int64s = ReadableBuffer | NDArray[np.int64]
 class MergeEngine:
     def __init__(self, tokens: _Bytes, offsets: _Int64s, counts: _Int64s, *, heap_slack: int = ...,
                  max_token_length: int | None = None, lean: bool | None = None) -> None: ...
+    @staticmethod
+    def consume(arrays: list[Any], *, heap_slack: int = ..., max_token_length: int | None = None,
+                lean: bool | None = None) -> MergeEngine: ...
     def finish(self) -> None: ...
     def run(self, max_merges: int, min_count: int = 1) -> int: ...
     def next_count(self) -> int: ...

@@ -181,8 +181,11 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
         arrays = counts_to_arrays(counts)
     corpus = corpus_statistics(*arrays, may_repeat=isinstance(counts, tuple), read=read)
     del counts
-    engine = MergeEngine(*arrays, max_token_length=max_token_length)
+    parts = list(arrays)
     del arrays
+    # the engine empties `parts` once it has laid the words out: train_bpe's arrays, held by nothing else, are
+    # freed before the pair index is built (a PretokenCounts keeps its own)
+    engine = MergeEngine.consume(parts, max_token_length=max_token_length)
     if initial is None:
         vocab: Vocab = {i: bytes([i]) for i in range(256)}
         old_merges: Merges = []

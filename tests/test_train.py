@@ -7,6 +7,7 @@ import sys
 import textwrap
 import time
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from bpe_fast._train import MergeEngine
 from bpe_fast.chunking import chunk_boundaries
 from bpe_fast.counts import count_file
 from bpe_fast.inputs import CorpusDecodeError
+from bpe_fast import train as train_module
 from bpe_fast.train import counts_to_arrays
 
 from corpora import EOT, FIXTURES, make_corpus, write
@@ -380,6 +382,44 @@ def test_engine_finish_frees_the_working_arrays():
     assert eng.merges() == merges and eng.run(5) == 0
     with pytest.raises(RuntimeError, match="finish"):
         eng.pair_count(b"h", b"e")
+
+
+def test_engine_consume_frees_the_arrays_before_indexing_and_is_the_same_engine():
+    words = oracle_count_pretokens(make_corpus(4, n_words=3000), [], GPT2_PATTERN)
+    arrays = list(counts_to_arrays(words))
+    alive = [weakref.ref(a) for a in arrays]
+    eng = MergeEngine.consume(arrays)
+    assert arrays == [] and all(ref() is None for ref in alive)
+    eng.run(200)
+    assert eng.merges() == oracle_merges(words, 200)
+    held = counts_to_arrays(words)        # held elsewhere too: emptying the list frees nothing, nothing breaks
+    kept = list(held)
+    MergeEngine.consume(kept).run(5)
+    assert kept == [] and held[0].sum() == sum(sum(w) for w in words)
+    with pytest.raises(ValueError, match=r"\[tokens, offsets, counts\], got a list of 2"):
+        MergeEngine.consume(list(held[:2]))
+
+
+def test_train_bpe_frees_the_counts_before_the_engine_indexes_pairs(tmp_path, monkeypatch):
+    # train_bpe's arrays are held by nothing but the list the engine empties: the peak is then the engine's
+    # alone. A reference kept anywhere on the way (a local, an argument) keeps them alive and fails this.
+    text = make_corpus(6, n_words=4000, specials=[EOT])
+    path = write(tmp_path, text)
+    want = oracle_train_bpe(text, 400, [EOT], GPT2_PATTERN)
+    freed = []
+
+    class Spy:
+        @staticmethod
+        def consume(arrays, **options):
+            alive = [weakref.ref(a) for a in arrays]
+            engine = MergeEngine.consume(arrays, **options)
+            freed.append([ref() is None for ref in alive])
+            return engine
+
+    monkeypatch.setattr(train_module, "MergeEngine", Spy)
+    for processes in (1, 2):
+        assert train_bpe(path, 400, [EOT], num_processes=processes, chunk_bytes=4096) == want
+    assert freed == [[True] * 3, [True] * 3]
 
 
 def test_engine_drops_its_garbage_in_place_and_stays_exact():
