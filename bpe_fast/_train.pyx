@@ -18,10 +18,13 @@ Layout, built for millions of distinct words in little memory (4 bytes a byte of
   grows by a quarter). Positions also go stale: a merge next to a pair's occurrence changes it for good
   (symbols at a slot only ever grow, so a stale position never holds its pair again), and about half of a
   large run's live positions are stale. A large engine (LEAN_SLOTS slots or more: about 3 million distinct
-  pre-tokens) counts them, compacts when half of the arena is garbage or stale, drops them as it compacts
-  and gives back the pages past the arena's new end: on 150 MB of web-like text (5.2 million distinct
-  pre-tokens) to vocab 32,000, a peak of 696 MB instead of 929 MB, for about 20% more time (each compaction
-  reads the slot of every live position, at random: a smaller run is better without). The arena and the
+  pre-tokens) counts them for each pair (a merge knows which pairs lost occurrences, and how many), compacts
+  when a quarter of the arena is garbage or stale, drops them as it compacts and gives back the pages past
+  the arena's new end: on 150 MB of web-like text (5.2 million distinct pre-tokens) to vocab 32,000, a peak
+  of 696 MB instead of 929 MB. Checking a position reads its slot, at random, so a compaction checks only
+  the segments of which a quarter or more may be stale and moves the others as they are (on 500 MB of
+  web-like text, 227 million positions checked instead of 3 compactions' worth of every live one, and a
+  peak 8% lower); a smaller run is better without any of this. The arena and the
   pair arrays live in ReVec, a realloc-backed array: growing one is an mremap, so pages already touched are
   neither copied nor faulted in again (page faults were a quarter of train_from_counts' time on 330 MB of
   real text with std::vector's copy-on-grow).
@@ -68,6 +71,9 @@ cdef enum:
     LEAN_SLOTS = 1 << 25    # an engine of this many slots (128 MB of them) or more is lean (see above)
     INNER = -1          # a slot inside a symbol
     SMALL_FREQ = 1 << 16
+    VALIDATE_SHARE = 4  # a lean compaction checks a segment's positions when 1 / VALIDATE_SHARE of them or
+                        # more went stale since it was last checked; it moves the others as they are
+    LEAN_TRIGGER = 4    # a lean engine compacts when 1 / LEAN_TRIGGER of its arena is garbage or stale
 
 
 cdef struct MapSlot:
@@ -75,6 +81,7 @@ cdef struct MapSlot:
     int64_t fill        # positions recorded for the pair in this merge, then where the next one goes
     int32_t stamp       # the merge this slot was filled in (else the slot is empty)
     int32_t pid
+    int64_t gone        # the pair's occurrences this merge took away (positions it made stale)
 
 
 cdef struct Record:
@@ -179,12 +186,15 @@ cdef class MergeEngine:
     # pairs
     cdef ReVec[uint64_t] pkey          # pair_key(left, right): the pair's symbols (_left, _right)
     cdef ReVec[int32_t] plen
+    cdef ReVec[int32_t] pgone          # positions of the pair made stale since the last compaction (at most)
     cdef ReVec[int64_t] pcount, pstart
     cdef ReVec[int32_t] arena         # positions; pair p's are arena[pstart[p]:pstart[p] + plen[p]]
     cdef int64_t garbage               # arena entries no live segment uses
     cdef int64_t stale                 # live entries made stale since the last compaction (an upper bound)
     cdef bint lean                     # compactions drop stale positions and give pages back (see above)
     cdef int64_t compactions           # how many times the garbage was dropped (for tests)
+    cdef int64_t checked               # positions a lean compaction read the slots of (for tests)
+    cdef int64_t most_positions        # the arena's largest size so far (for tests)
     # per symbol: the pids ending in it and starting with it
     cdef vector[int32_t] pslots        # pair table: a pid or -1, from pair_slot(pkey[pid], pshift); 4 bytes a
                                        # slot (the key is read from pkey), at most half full
@@ -305,6 +315,7 @@ cdef class MergeEngine:
         self.tok_pow.push_back(pw)
         empty.delta = 0
         empty.fill = 0
+        empty.gone = 0
         empty.stamp = -1
         empty.pid = -1
         for k in range(4):
@@ -449,6 +460,8 @@ cdef class MergeEngine:
         self.pkey.push_back(pair_key(x, y))
         self.pcount.push_back(0)
         self.pstart.push_back(0)
+        if self.lean:
+            self.pgone.push_back(0)
         self.plen.push_back(0)
         self._pair_put(x, y, pid)
         return pid
@@ -506,6 +519,7 @@ cdef class MergeEngine:
         m.pid = pid if pid >= 0 else self._new_pair(x, y)
         m.delta = 0
         m.fill = 0
+        m.gone = 0
         self.touched.push_back(at)
 
     cdef inline int32_t _slot_of(self, int32_t x, int32_t y) noexcept nogil:
@@ -799,6 +813,7 @@ cdef class MergeEngine:
                 if m.stamp != stamp:
                     self._fill(m, 4 * sp, sp, a, False)
                 m.delta -= f
+                m.gone += 1
                 at = 4 * c + 1 if sp == b else 4 * sp + 2           # (b, c): rule 1; (sp, c): rule 2
                 m = maps + at
                 if m.stamp != stamp:
@@ -815,6 +830,7 @@ cdef class MergeEngine:
                 if m.stamp != stamp:
                     self._fill(m, at, b, sn, False)
                 m.delta -= f
+                m.gone += 1
                 at = 4 * c if sn == a else (4 * c + 2 if sn == c else 4 * sn + 3)   # rules 0, 2, 3
                 m = maps + at
                 if m.stamp != stamp:
@@ -824,16 +840,24 @@ cdef class MergeEngine:
                 rec.at = -1 if sn == a else at         # an a at n may yet be merged into a c
                 self.records.push_back(rec)
         self.fcls = kc
-        self.stale += <int64_t>self.records.size()   # each record: a neighbour whose old pair went stale
         # the merged pair is used up: its count drops by what was merged (to 0), its segment is garbage
         self.pcount[pab] -= merged
         self.garbage += self.plen[pab]
         self.plen[pab] = 0
+        if self.lean:
+            self.stale -= self.pgone[pab]
+            self.pgone[pab] = 0
         self._file_records()
         if <Py_ssize_t>self.heap.size() > 2 * self.heap_pruned + self.heap_slack:
             self._prune_heap()
         for k in range(<Py_ssize_t>self.touched.size()):
             m = &self.maps[self.touched[k]]
+            if m.gone:
+                if self.lean:
+                    m.gone = min(m.gone, <int64_t>self.plen[m.pid] - self.pgone[m.pid])
+                    self.pgone[m.pid] += <int32_t>m.gone
+                    self.stale += m.gone
+                m.gone = 0
             if m.delta == 0:
                 continue
             p = m.pid
@@ -844,6 +868,9 @@ cdef class MergeEngine:
             if self.pcount[p] <= 0 and self.plen[p] > 0:
                 self.garbage += self.plen[p]
                 self.plen[p] = 0
+                if self.lean:
+                    self.stale -= self.pgone[p]
+                    self.pgone[p] = 0
 
     cdef inline int32_t _record_slot(self, int32_t r) noexcept nogil:
         """The map slot of the pair now starting at slot r (recorded in this merge), or -1 if r is stale."""
@@ -887,9 +914,8 @@ cdef class MergeEngine:
         cdef int64_t fresh_total = need
         need += self._moved_positions()
         if <int64_t>self.arena.size() + need > <int64_t>self.arena.capacity():
-            # full: compact if enough of it is garbage or stale, else grow by a quarter (not double)
-            # (a lean engine waits for half: each of its compactions reads the slots of every live position)
-            if self.lean and 2 * (self.garbage + self.stale) > <int64_t>self.arena.size() or \
+            # full: compact if enough of it is garbage (a lean engine: or stale), else grow by a quarter
+            if self.lean and LEAN_TRIGGER * (self.garbage + self.stale) > <int64_t>self.arena.size() or \
                     not self.lean and 4 * self.garbage > <int64_t>self.arena.size():
                 self._compact(need)
                 need = fresh_total + self._moved_positions()     # a lean compaction may have shrunk them
@@ -897,6 +923,7 @@ cdef class MergeEngine:
                 self.arena.reserve(self.arena.size() + need + self.arena.size() // 4)
         at = self.arena.size()
         self.arena.resize(at + need)
+        self.most_positions = max(self.most_positions, <int64_t>self.arena.size())
         for k in range(ntouched):
             m = &self.maps[self.touched[k]]
             if not m.fill:
@@ -924,13 +951,13 @@ cdef class MergeEngine:
     cdef void _compact(self, int64_t extra) noexcept nogil:
         """Drop the garbage in place: move the live segments to the front of the arena in the order they lie
         in it (every entry moves down, over garbage or its own old place, never over one still to move). A
-        lean engine keeps only the positions that still hold their pair, and gives back the pages past the
-        new end. Then leave room for `extra` more positions and half again (growing is a realloc: no copy, no
+        lean engine checks the segments of which 1 / VALIDATE_SHARE or more may be stale, keeps only their
+        positions that still hold their pair, and gives back the pages past the new end. Then leave room for `extra` more positions and half again (growing is a realloc: no copy, no
         new pages until used)."""
         cdef vector[HeapEntry] order            # (start, pid) of the live segments
         cdef HeapEntry e
         cdef int32_t pid, x, y, lx, r
-        cdef int64_t at = 0, src, end, size = self.arena.size()
+        cdef int64_t at = 0, src, end, size = self.arena.size(), left_stale = 0
         cdef Py_ssize_t k
         cdef int32_t* arena = self.arena.data()
         cdef const int32_t* sym = self.sym.data()
@@ -948,6 +975,15 @@ cdef class MergeEngine:
                     self.pstart[pid] = at
                 at += self.plen[pid]
                 continue
+            if VALIDATE_SHARE * <int64_t>self.pgone[pid] < <int64_t>self.plen[pid]:   # few stale: moved as is
+                if self.pstart[pid] != at:
+                    memmove(&arena[at], &arena[self.pstart[pid]], self.plen[pid] * sizeof(int32_t))
+                    self.pstart[pid] = at
+                at += self.plen[pid]
+                left_stale += self.pgone[pid]
+                continue
+            self.pgone[pid] = 0
+            self.checked += self.plen[pid]
             x = self._left(pid)
             y = self._right(pid)
             lx = self.tok_len[x]
@@ -967,7 +1003,7 @@ cdef class MergeEngine:
         if self.lean:
             self.arena.shrink_to_fit()          # the pages past the end go back to the system
         self.garbage = 0
-        self.stale = 0
+        self.stale = left_stale if self.lean else 0
         self.compactions += 1
         self.arena.reserve(at + extra + (at + extra) // 2)
 
@@ -978,6 +1014,7 @@ cdef class MergeEngine:
         self.arena.release()
         self.pkey.release()
         self.plen.release()
+        self.pgone.release()
         vector[int32_t]().swap(self.pslots)
         vector[int32_t]().swap(self.touched)
         self.pcount.release()
@@ -1047,9 +1084,10 @@ cdef class MergeEngine:
     def memory(self):
         """Bytes held by the engine's main arrays, by name (for benchmarks and tests)."""
         return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
-                "pairs": self.pkey.capacity() * 28 + self.pslots.capacity() * 4, "heap": self.heap.capacity() * sizeof(HeapEntry),
+                "pairs": self.pkey.capacity() * 28 + self.pgone.capacity() * 4 + self.pslots.capacity() * 4, "heap": self.heap.capacity() * sizeof(HeapEntry),
                 "symbols": self.pool.capacity() + self.tok_len.capacity() * 44 + self.maps.capacity() * sizeof(MapSlot),
-                "num_pairs": self.pkey.size(), "compactions": self.compactions}
+                "num_pairs": self.pkey.size(), "compactions": self.compactions, "checked": self.checked,
+                "most_positions": max(self.most_positions, <int64_t>self.arena.size())}
 
     def merges(self, bint with_tokens=False, Py_ssize_t start=0):
         """The merges done so far as a list of (bytes, bytes), in order, from merge `start` on (replayed
