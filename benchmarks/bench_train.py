@@ -71,7 +71,8 @@ def test_merge_loop_from_counts(benchmark, corpus_counts, vocab_size):
 def test_merge_engine_lean_and_plain(benchmark, corpus_counts):
     """The merge engine to 10,000 on the corpus's counts, lean (dropping stale positions as it compacts, which
     an engine of 2^25 slots or more does by itself) and not, in alternating rounds; extra_info records each
-    one's median time and the size of its positions' arena at the end, whose ratios are what lean trades."""
+    one's median time and the size of its positions' arena at the end and at its largest, whose ratios are what
+    lean trades."""
     import statistics
 
     from bpe_fast._train import MergeEngine
@@ -79,6 +80,7 @@ def test_merge_engine_lean_and_plain(benchmark, corpus_counts):
     arrays = (corpus_counts.tokens, corpus_counts.offsets, corpus_counts.counts)
     times = {True: [], False: []}
     arena = {}
+    most = {}
     merges = {}
 
     def one_round():
@@ -88,6 +90,7 @@ def test_merge_engine_lean_and_plain(benchmark, corpus_counts):
             engine.run(10_000 - 256)
             times[lean].append(time.perf_counter() - start)
             arena[lean] = engine.memory()["positions"]
+            most[lean] = 4 * engine.memory()["most_positions"]
             merges[lean] = engine.merges()
 
     benchmark.pedantic(one_round, rounds=3, iterations=1)
@@ -95,10 +98,12 @@ def test_merge_engine_lean_and_plain(benchmark, corpus_counts):
     lean_time, plain_time = statistics.median(times[True]), statistics.median(times[False])
     benchmark.extra_info.update({"lean_s": lean_time, "plain_s": plain_time, "time_ratio": lean_time / plain_time,
                                  "lean_positions_bytes": arena[True], "plain_positions_bytes": arena[False],
-                                 "positions_ratio": arena[True] / arena[False]})
+                                 "positions_ratio": arena[True] / arena[False], "lean_most_positions_bytes": most[True],
+                                 "plain_most_positions_bytes": most[False]})
     print(f"\nmerge engine to 10,000, lean / plain: time {lean_time:.3f} s / {plain_time:.3f} s "
           f"({lean_time / plain_time:.2f}x), positions {arena[True] / 1e6:.1f} MB / {arena[False] / 1e6:.1f} MB "
-          f"({arena[True] / arena[False]:.2f}x)")
+          f"({arena[True] / arena[False]:.2f}x), at their largest {most[True] / 1e6:.1f} MB / "
+          f"{most[False] / 1e6:.1f} MB")
 
 
 def test_train_corpus_2_processes(benchmark, corpus_path):

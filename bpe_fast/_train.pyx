@@ -952,8 +952,8 @@ cdef class MergeEngine:
         """Drop the garbage in place: move the live segments to the front of the arena in the order they lie
         in it (every entry moves down, over garbage or its own old place, never over one still to move). A
         lean engine checks the segments of which 1 / VALIDATE_SHARE or more may be stale, keeps only their
-        positions that still hold their pair, and gives back the pages past the new end. Then leave room for `extra` more positions and half again (growing is a realloc: no copy, no
-        new pages until used)."""
+        positions that still hold their pair, and gives back the pages past the new end. Then leave room for
+        `extra` more positions and half again (growing is a realloc: no copy, no new pages until used)."""
         cdef vector[HeapEntry] order            # (start, pid) of the live segments
         cdef HeapEntry e
         cdef int32_t pid, x, y, lx, r
@@ -1084,7 +1084,8 @@ cdef class MergeEngine:
     def memory(self):
         """Bytes held by the engine's main arrays, by name (for benchmarks and tests)."""
         return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
-                "pairs": self.pkey.capacity() * 28 + self.pgone.capacity() * 4 + self.pslots.capacity() * 4, "heap": self.heap.capacity() * sizeof(HeapEntry),
+                "pairs": self.pkey.capacity() * 28 + self.pgone.capacity() * 4 + self.pslots.capacity() * 4,
+                "heap": self.heap.capacity() * sizeof(HeapEntry),
                 "symbols": self.pool.capacity() + self.tok_len.capacity() * 44 + self.maps.capacity() * sizeof(MapSlot),
                 "num_pairs": self.pkey.size(), "compactions": self.compactions, "checked": self.checked,
                 "most_positions": max(self.most_positions, <int64_t>self.arena.size())}
