@@ -688,6 +688,7 @@ cdef class MergeEngine:
             cursor[pid] = run
             run += self.plen[pid]
         self.arena.resize(run)
+        self.most_positions = run
         for i in range(1, nslots - 1):
             x = self.sym[i]
             y = self.sym[i + 1]
@@ -1088,7 +1089,7 @@ cdef class MergeEngine:
                 "heap": self.heap.capacity() * sizeof(HeapEntry),
                 "symbols": self.pool.capacity() + self.tok_len.capacity() * 44 + self.maps.capacity() * sizeof(MapSlot),
                 "num_pairs": self.pkey.size(), "compactions": self.compactions, "checked": self.checked,
-                "most_positions": max(self.most_positions, <int64_t>self.arena.size())}
+                "most_positions": self.most_positions}
 
     def merges(self, bint with_tokens=False, Py_ssize_t start=0):
         """The merges done so far as a list of (bytes, bytes), in order, from merge `start` on (replayed
