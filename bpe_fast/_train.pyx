@@ -190,7 +190,7 @@ cdef class MergeEngine:
     cdef ReVec[int64_t] pcount, pstart
     cdef ReVec[int32_t] arena         # positions; pair p's are arena[pstart[p]:pstart[p] + plen[p]]
     cdef int64_t garbage               # arena entries no live segment uses
-    cdef int64_t stale                 # live entries made stale since the last compaction (an upper bound)
+    cdef int64_t stale                 # live entries that may be stale: the sum of pgone (lean engines only)
     cdef bint lean                     # compactions drop stale positions and give pages back (see above)
     cdef int64_t compactions           # how many times the garbage was dropped (for tests)
     cdef int64_t checked               # positions a lean compaction read the slots of (for tests)
@@ -1004,7 +1004,7 @@ cdef class MergeEngine:
         if self.lean:
             self.arena.shrink_to_fit()          # the pages past the end go back to the system
         self.garbage = 0
-        self.stale = left_stale if self.lean else 0
+        self.stale = left_stale                 # what the segments moved unchecked still hold
         self.compactions += 1
         self.arena.reserve(at + extra + (at + extra) // 2)
 
