@@ -482,6 +482,19 @@ def test_count_distinct_worked_example():
     assert count_distinct(np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)) == 0
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([b"", b"a", b"ab", b"abcdefgh", b"abcdefghi", b"abcdefghj", b"\x00" * 9]) |
+                st.binary(max_size=20), max_size=300),
+       st.randoms(use_true_random=False))
+def test_count_distinct_equals_a_set(strings, rng):
+    # count_distinct hashes 32 pre-tokens ahead of checking them: lists longer and shorter than that, repeats
+    # near and far, keys equal in their first 8 bytes
+    strings = strings + [rng.choice(strings) for _ in range(len(strings))] if strings else strings
+    tokens = np.frombuffer(b"".join(strings), dtype=np.uint8)
+    offsets = np.cumsum([0] + [len(s) for s in strings]).astype(np.int64)
+    assert count_distinct(tokens, offsets) == len(set(strings))
+
+
 def test_training_is_saved_and_loaded(tmp_path):
     result = train_from_counts({b"hello": 5, b"help": 2}, 258)
     tok = Tokenizer(*result, [EOT], training=result.training)
