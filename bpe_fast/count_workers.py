@@ -673,8 +673,10 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
             thread.start()
             try:
                 slots = _LeasedSlots(ring, functools.partial(check, futures, pool), wait=ring.n_slots >= wanted)
+                sent = 0
                 for batch in make_batches(slots):
                     hand_over(batch, futures, pool)
+                    sent += batch.size
                     check(futures, pool)
                     if progress is not None:
                         progress("count", bytes_done.value, None)
@@ -697,6 +699,9 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
                 stop.set()
                 thread.join()
             check(futures, pool)
+            if bytes_done.value != sent:       # a batch the queue could not send (its feeder only prints why)
+                raise RuntimeError(f"counting {what}: {sent - bytes_done.value:,} of the {sent:,} bytes handed to "
+                                   f"the counting processes were not counted")
             tables = [own.arrays()]
             for f in futures:
                 tables.append(_read_table(f.result()))

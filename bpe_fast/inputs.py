@@ -416,7 +416,7 @@ def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_token
                  text_field: str = "text", text_column: str = "text") -> Generator[Batch, None, None]:
     """The Batches of a Stream, in order, within the budget."""
     if stream.kind == "text":
-        yield from _text_batches(stream.obj, budget, batch_bytes, special_tokens, space_cuts)
+        yield from _text_batches(stream.obj, stream.name, budget, batch_bytes, special_tokens, space_cuts)
     elif stream.kind == "parquet":
         yield from _parquet_batches(stream.obj, budget, batch_bytes, text_column)
     elif stream.kind == "iterable" and budget.bytes is None and budget.documents is None:
@@ -445,21 +445,21 @@ def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_token
             yield last
 
 
-def _text_batches(path: str | IO[bytes], budget: Budget, batch_bytes: int, special_tokens: Iterable[str],
-                  space_cuts: bool) -> Iterator[Batch]:
-    """A compressed text file (or a binary file object, such as stdin) as one document: pieces cut at safe
-    points, about batch_bytes each."""
+def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_bytes: int,
+                  special_tokens: Iterable[str], space_cuts: bool) -> Iterator[Batch]:
+    """A compressed text file (or a binary file object, such as stdin, called `name`) as one document: pieces
+    cut at safe points, about batch_bytes each. The Batches name the input by `name` (never hold the file
+    object: they go to other processes)."""
     if budget.spent or not budget.take_document():
         return
     specials = SpecialTokens.of(special_tokens).utf8
     carry, offset = b"", 0
-    with (open_binary(path) if isinstance(path, (str, os.PathLike)) else contextlib.nullcontext(path)) as f:
+    with (open_binary(source) if isinstance(source, (str, os.PathLike)) else contextlib.nullcontext(source)) as f:
         while not budget.spent:
             try:
                 block = f.read(max(_READ_BYTES, batch_bytes - len(carry)))
             except _DECOMPRESS_ERRORS as exc:
-                raise InputError(f"{path}: corrupt compressed file after {offset + len(carry)} decompressed "
-                                 f"bytes ({type(exc).__name__}: {exc})") from None
+                raise _damage_error(source, name, offset + len(carry), exc) from None
             if not block:
                 break
             data = carry + block
@@ -471,12 +471,36 @@ def _text_batches(path: str | IO[bytes], budget: Budget, batch_bytes: int, speci
                 carry = data                 # no safe cut yet: read on
                 continue
             piece = budget.take_bytes(data[:cut])
-            yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (path, 0, None, offset))
+            yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
             offset += cut
             carry = data[cut:]
     if carry and not budget.spent:
         piece = budget.take_bytes(carry)
-        yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (path, 0, None, offset))
+        yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
+
+
+_DAMAGE_READ = 1 << 16      # the reads that find how far a damaged file decompresses
+
+
+def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseException) -> InputError:
+    """The InputError for a compressed input whose read failed with exc after `good` decompressed bytes: a
+    file is read again in reads of _DAMAGE_READ to find how far it decompresses (the failed read was of
+    megabytes, and what it had decompressed is lost with it)."""
+    reached = good
+    if isinstance(source, (str, os.PathLike)):
+        with open_binary(source) as f:
+            reached = 0
+            while True:
+                try:
+                    block = f.read(_DAMAGE_READ)
+                except _DECOMPRESS_ERRORS:
+                    break
+                if not block:       # read whole this time: the first failure stands
+                    reached = good
+                    break
+                reached += len(block)
+    return InputError(f"{name}: corrupt compressed file after {reached} decompressed bytes "
+                      f"({type(exc).__name__}: {exc})")
 
 
 def jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:

@@ -105,6 +105,23 @@ def test_train_from_stdin(tmp_path, shards, capsys, monkeypatch):
     assert list(Tokenizer.load(tmp_path / "t").merges) == train_bpe(shards / "b.txt", 300, [EOT])[1]
 
 
+def test_count_from_stdin_with_two_processes_counts_everything(tmp_path, docs):
+    # stdin is read by the calling process, which hands 4 MB batches to a worker: a batch must not hold the
+    # file object (it cannot be sent; the queue dropped such batches, 40% of 20 MB were counted, exit 0)
+    from bpe_fast import PretokenCounts
+
+    corpus = tmp_path / "c.txt"
+    block = EOT.join(docs).encode()
+    corpus.write_bytes(block * (14_000_000 // len(block) + 1))
+    out = tmp_path / "c.npz"
+    with open(corpus, "rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "bpe_fast", "-q", "-j", "2", "count", "-",
+                               "--special-token", EOT, "-o", str(out)], stdin=stdin, capture_output=True,
+                              cwd=tmp_path)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert PretokenCounts.load(out) == count_pretokens(corpus, [EOT], num_processes=1)
+
+
 def test_from_counts_with_another_pattern_is_an_error(tmp_path, shards, capsys):
     counts = tmp_path / "c.npz"
     assert run(["-q", "count", str(shards / "b.txt"), "-o", str(counts)], capsys)[0] == 0

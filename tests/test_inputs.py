@@ -5,6 +5,9 @@ import bz2
 import gzip
 import json
 import lzma
+import random
+import re
+import zlib
 
 import numpy as np
 import pytest
@@ -302,6 +305,20 @@ def test_corrupt_gzip_names_file_and_offset(tmp_path):
     path.write_bytes(data[:100] + b"\xff" * 50 + data[150:])
     with pytest.raises(InputError, match=r"c\.txt\.gz: corrupt compressed file"):
         count_pretokens(path, num_processes=1)
+
+
+def test_corrupt_gzip_names_how_far_it_decompresses(tmp_path):
+    # the read that fails is of megabytes and loses what it had decompressed: the offset is found again in
+    # reads of 64 KB (it said "after 0 decompressed bytes" for a file that decompresses 3 MB)
+    data = gzip.compress(bytes(random.Random(1).choices(b"abc def\n", k=8_000_000)), 1)
+    path = tmp_path / "c.txt.gz"
+    path.write_bytes(data[:len(data) // 2])
+    readable = len(zlib.decompressobj(31).decompress(data[:len(data) // 2]))
+    assert readable > 3_000_000
+    with pytest.raises(InputError, match=r"corrupt compressed file after (\d+) decompressed bytes") as err:
+        count_pretokens(path, num_processes=1)
+    reached = int(re.search(r"after (\d+) decompressed", str(err.value)).group(1))
+    assert readable - (1 << 17) <= reached <= readable
 
 
 def test_corrupt_zstd_names_file(tmp_path):
