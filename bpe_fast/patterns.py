@@ -4,6 +4,11 @@ from __future__ import annotations
 # GPT-2's pattern (also CS336 assignment 1's): contractions, letter runs, digit runs, other runs, whitespace.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
+# GPT-2's pattern as tiktoken spells it (gpt2, r50k_base, p50k_base): the same pre-tokens (the runs are maximal
+# either way; a whitespace run that reaches the end is what \s+(?!\S) takes there too; \s+(?!\S) fails only
+# on a single whitespace character before a non-space, which \s and \s+ both take), so the same native scanner.
+R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
 # cl100k's pattern (GPT-4): case-insensitive contractions, digits in groups of at most three.
 GPT4_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""

@@ -27,7 +27,7 @@ import numpy as np
 import regex
 from numpy.typing import NDArray
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN, resolve_pattern
 from ._types import Table
 from .specials import SpecialTokens, split_on_specials
 
@@ -206,7 +206,7 @@ class ChunkCounter:
 # ------------------------------------------------------------------------------------------ native scanner
 
 _KINDS: dict[str, int]
-_KINDS = {GPT2_PATTERN: 2, GPT4_PATTERN: 4, O200K_PATTERN: 5}     # the kind numbers of bpe_fast/_scan.pxd
+_KINDS = {GPT2_PATTERN: 2, R50K_PATTERN: 2, GPT4_PATTERN: 4, O200K_PATTERN: 5}   # the kind numbers of _scan.pxd
 _scan: types.ModuleType | None = None           # the extension module, once its tables are built
 _tables: UnicodeTables | None = None            # those tables (native_tables)
 _native_checked = False

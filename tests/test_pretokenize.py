@@ -12,16 +12,17 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN
 
 P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
-PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN]
+PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN]   # R50K: tiktoken spells GPT-2's so
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(autouse=True, scope="module")
 def native_scanner():
-    assert P.native_kind(GPT2_PATTERN) and P.native_kind("gpt4") and P.native_kind("o200k") == 5, \
+    assert P.native_kind(GPT2_PATTERN) == P.native_kind(R50K_PATTERN) == 2 and P.native_kind("gpt4") and \
+        P.native_kind("o200k") == 5, \
         "native scanner not active: build _scan.pyx"
 
 
