@@ -8,6 +8,7 @@ from `regex` by tools/gen_unicode_table.py; if the installed `regex` disagrees w
 not built), every function here falls back to `regex` with a warning rather than differ.
 
 Public: compiled_pattern, pretokenize (list of str), pretoken_boundaries (bytes -> int64 offsets),
+pretoken_spans (bytes -> the start and end of each match, for a pattern that may leave text out),
 count_pretokens_text (str -> Counter of bytes), count_chunk (bytes of a corpus chunk -> dict of bytes), and
 ChunkCounter (count_chunk over many chunks into one native table). native_kind says whether a pattern is
 scanned natively; native_tables is the scanner's Unicode tables, which every native scan is given.
@@ -51,7 +52,9 @@ def compiled_pattern(pattern: str) -> regex.Pattern[str]:
 
 
 def pretokenize(text: str, pattern: str = GPT2_PATTERN) -> list[str]:
-    """Split `text` into pre-tokens; always equal to ``regex.findall(pattern, text)``.
+    """Split `text` into pre-tokens: the whole matches of `pattern` (``m.group()`` for each m of
+    ``regex.finditer(pattern, text)``; ``regex.findall``'s result when the pattern has no capturing group).
+    Text that no match covers is in no pre-token, as with tiktoken and HF tokenizers.
 
     >>> pretokenize("Hello, world!")
     ['Hello', ',', ' world', '!']
@@ -61,12 +64,13 @@ def pretokenize(text: str, pattern: str = GPT2_PATTERN) -> list[str]:
         data = _utf8_or_none(text)
         if data is not None:
             return _scan.split(_tables, data, kind)   # type: ignore[union-attr]  # kind != 0: loaded
-    return compiled_pattern(pattern).findall(text)
+    return [m.group() for m in compiled_pattern(pattern).finditer(text)]
 
 
 def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN) -> NDArray[np.int64]:
     """Byte offsets of the pre-tokens of UTF-8 `data`: an int64 array b with b[0] == 0 and b[-1] == len(data);
-    pre-token i is data[b[i]:b[i+1]]. Invalid UTF-8 raises UnicodeDecodeError, as data.decode("utf-8") would.
+    pre-token i is data[b[i]:b[i+1]]. Invalid UTF-8 raises UnicodeDecodeError, as data.decode("utf-8") would;
+    a custom pattern that leaves some of the text in no match raises ValueError (see pretoken_spans).
 
     >>> pretoken_boundaries("Hi, ünï".encode()).tolist()
     [0, 2, 3, 9]
@@ -75,11 +79,32 @@ def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN) ->
     if kind and isinstance(data, (bytes, bytearray)):
         check_utf8(data)
         return _scan.boundaries(_tables, data, kind)   # type: ignore[union-attr]  # kind != 0: loaded
-    text = data.decode("utf-8")
-    lengths = [len(p.encode("utf-8")) for p in compiled_pattern(pattern).findall(text)]
-    out = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=out[1:])
+    starts, ends = pretoken_spans(data, pattern)
+    out = np.concatenate([[0], ends]).astype(np.int64)
+    gaps = np.flatnonzero(np.append(starts, len(data)) != out)
+    if len(gaps):
+        raise ValueError(f"the pattern leaves the text from byte {int(out[gaps[0]])} in no pre-token: boundaries "
+                         f"must cover the text (pretoken_spans gives such a pattern's matches)")
     return out
+
+
+def pretoken_spans(data: bytes | bytearray, pattern: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(starts, ends): the byte offsets in UTF-8 `data` of each whole match of `pattern` (regex.finditer), in
+    order; a pattern may leave text out (between ends[i] and starts[i + 1]), which tiktoken's and HF's encoders
+    then skip. Invalid UTF-8 raises UnicodeDecodeError.
+
+    >>> [a.tolist() for a in pretoken_spans("ab, é".encode(), r"\\w+")]
+    [[0, 4], [2, 6]]
+    """
+    text = bytes(data).decode("utf-8")
+    spans = np.array([m.span() for m in compiled_pattern(pattern).finditer(text)], dtype=np.int64).reshape(-1, 2)
+    if not text.isascii():                     # character offsets to byte offsets
+        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        sizes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
+        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=byte_at[1:])
+        spans = byte_at[spans]
+    return spans[:, 0].copy(), spans[:, 1].copy()
 
 
 def count_pretokens_text(text: str, pattern: str = GPT2_PATTERN,
@@ -92,7 +117,8 @@ def count_pretokens_text(text: str, pattern: str = GPT2_PATTERN,
     if data is not None:
         words = _scan.count(_tables, data, kind)      # type: ignore[union-attr]  # kind != 0: loaded
     else:
-        words = {w.encode("utf-8"): n for w, n in Counter(compiled_pattern(pattern).findall(text)).items()}
+        found = Counter(m.group() for m in compiled_pattern(pattern).finditer(text))
+        words = {w.encode("utf-8"): n for w, n in found.items()}
     for word, n in words.items():
         counts[word] += n
     return counts

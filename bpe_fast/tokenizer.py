@@ -43,7 +43,7 @@ from . import formats
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
                       utf8_searchable)
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
-from .pretokenize import check_utf8, compiled_pattern, native_kind, native_tables, pretoken_boundaries
+from .pretokenize import check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
 from .specials import SpecialTokens, check_disallowed
 from ._types import Merges, StrPath, Vocab
@@ -878,14 +878,20 @@ class Tokenizer:
     def _encode_ordinary_with(self, core: BPECore, out: IdBuffer, data: bytes, final: bool) -> int:
         if not data:
             return 0
-        bounds = pretoken_boundaries(data, self._pattern)
+        starts, ends = pretoken_spans(data, self._pattern)
+        bounds = np.concatenate([[0], ends]).astype(np.int64)
+        cuts = np.append(starts, len(data))           # pre-token i and the text after it no match covers
+        pieces = data
+        if np.any(cuts != bounds):                    # the pattern leaves text out: it is skipped, as tiktoken does
+            pieces = b"".join(data[a:b] for a, b in zip(starts.tolist(), ends.tolist()))
+            np.cumsum(ends - starts, out=bounds[1:])
         if final:
-            core.encode_pretokens(out, data, bounds)
+            core.encode_pretokens(out, pieces, bounds)
             return len(data)
-        k = self._safe_cut(data, bounds)
+        k = self._safe_cut(data, cuts)
         if k > 0:
-            core.encode_pretokens(out, data, bounds, k)
-        return int(bounds[k])
+            core.encode_pretokens(out, pieces, bounds, k)
+        return int(cuts[k]) if k > 0 else 0
 
     def _encode_finished(self, text: str) -> tuple[list[int], str]:
         """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""

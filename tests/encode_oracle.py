@@ -3,7 +3,8 @@
 Slow on purpose: read it, don't optimise it.
 
 - The text is split on the special tokens, longest first; each special token becomes its single id.
-- Every other piece is cut with ``regex.findall(pattern, piece)``; each pre-token's UTF-8 bytes start as single
+- Every other piece is cut into the whole matches of ``regex.finditer(pattern, piece)`` (text that no match
+  covers is skipped, as tiktoken does); each pre-token's UTF-8 bytes start as single
   bytes.
 - tiktoken's rule: while two adjacent parts concatenate to a token that some merge produced, join the pair
   whose concatenation was produced earliest (lowest merge index); on a tie, the leftmost pair.
@@ -92,7 +93,7 @@ def oracle_encode(text, vocab, merges, special_tokens=(), pattern=None, rule="ti
         if is_special:
             out.append(special_ids[piece])
             continue
-        for pretoken in regex.findall(pattern, piece):
+        for pretoken in (m.group() for m in regex.finditer(pattern, piece)):
             data = pretoken.encode("utf-8")
             if rule == "tiktoken":
                 parts = merge_pretoken_tiktoken(data, ranks)

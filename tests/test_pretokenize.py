@@ -27,12 +27,13 @@ def native_scanner():
 
 
 def oracle_counts(text, specials, pattern):
-    """Counter of UTF-8 pre-tokens: cut at the special tokens (longest first), regex.findall on each piece."""
+    """Counter of UTF-8 pre-tokens: cut at the special tokens (longest first), the whole matches of
+    regex.finditer on each piece."""
     pieces = [text]
     if specials:
         alternation = "|".join(regex.escape(t) for t in sorted(specials, key=len, reverse=True))
         pieces = regex.split(alternation, text)
-    return Counter(w.encode() for piece in pieces for w in regex.findall(pattern, piece))
+    return Counter(m.group().encode() for piece in pieces for m in regex.finditer(pattern, piece))
 
 
 def oracle_boundaries(text, pattern):
@@ -204,6 +205,25 @@ def test_counting_queue_keeps_counts_and_first_occurrence_order():
         want = oracle_counts(text, ["<|e|>"], pattern)
         got = P.count_chunk(text.encode(), ["<|e|>"], pattern)
         assert list(got.items()) == list(want.items())
+
+
+@pytest.mark.parametrize("pattern", [r"\w+", r" ?(\w+)|\s+", r"(\w)(\w)|."])
+def test_a_pattern_with_gaps_or_groups_counts_whole_matches(pattern):
+    # text in no match is in no pre-token; a group does not cut the match (findall gave the groups: the text
+    # was lost, or tuples crashed)
+    text = "ab cd  é1, it's"
+    want = [m.group() for m in regex.finditer(pattern, text)]
+    assert P.pretokenize(text, pattern) == want
+    assert P.count_chunk(text.encode(), ["<|e|>"], pattern) == dict(Counter(w.encode() for w in want))
+    starts, ends = P.pretoken_spans(text.encode(), pattern)
+    assert [text.encode()[a:b].decode() for a, b in zip(starts, ends)] == want
+    if "".join(want) == text:
+        assert P.pretoken_boundaries(text.encode(), pattern).tolist() == [0] + ends.tolist()
+    else:
+        first_gap = next(k for k, (a, b) in enumerate(zip([0] + ends.tolist(), starts.tolist())) if a != b)
+        gap_at = 0 if first_gap == 0 else int(ends[first_gap - 1])
+        with pytest.raises(ValueError, match=f"from byte {gap_at} in no pre-token"):
+            P.pretoken_boundaries(text.encode(), pattern)
 
 
 def test_o200k_worked_example():

@@ -271,6 +271,37 @@ def test_custom_pattern(trained):
     assert tok.encode(text) == oracle(tok, text)
 
 
+# patterns that leave text in no match (it is skipped, as tiktoken skips it) or that capture a group (a
+# pre-token is the whole match, not the group: the text was lost, or a tuple crashed)
+GAPPY_PATTERNS = [r"\w+", r"\p{L}+|\d", r" ?(\w+)|\s+", r"'(s|t)|\w+|\s", r"(\w)(\w)|."]
+
+
+@pytest.mark.parametrize("pattern", GAPPY_PATTERNS)
+def test_custom_pattern_with_gaps_or_groups_takes_whole_matches(trained, pattern):
+    tok = Tokenizer(*trained, special_tokens=[EOT], pattern=pattern)
+    text = make_text(11, 400, specials=[EOT]) + " it's ab  cd, é!"
+    ids = tok.encode(text)
+    assert ids == oracle(tok, text)
+    chunks = [text[k:k + 97] for k in range(0, len(text), 97)]
+    assert list(tok.encode_iterable(chunks)) == ids
+    assert tok.encode_batch([text, text[:50]]) == [ids, oracle(tok, text[:50])]
+
+
+@pytest.mark.parametrize("pattern", GAPPY_PATTERNS)
+def test_custom_pattern_with_gaps_or_groups_gives_tiktokens_ids(trained, pattern):
+    tiktoken = pytest.importorskip("tiktoken")
+    vocab, merges = trained
+    ranks = {}
+    for i in sorted(vocab):
+        if i != 256:
+            ranks.setdefault(vocab[i], i)
+    enc = tiktoken.Encoding("gappy", pat_str=pattern, mergeable_ranks=ranks, special_tokens={EOT: 256})
+    tok = Tokenizer(*trained, special_tokens=[EOT], pattern=pattern)
+    for seed in range(3):
+        text = make_text(seed + 300, 300, specials=[EOT]) + " it's ab  cd, é!"
+        assert tok.encode(text) == enc.encode(text, allowed_special="all")
+
+
 def test_against_tiktoken_without_fixtures(trained, tok, tok4, tok_o200k):
     tiktoken = pytest.importorskip("tiktoken")
     vocab, merges = trained

@@ -5,7 +5,8 @@ It follows issue 2's semantics literally and recounts every pair from scratch at
 
 - ids 0..255 are the single bytes, then the special tokens in the given order, then one id per merge.
 - The text is split on the special tokens (longest first); special tokens are never counted or merged across.
-- Each piece is pre-tokenized with ``regex.findall(pattern, piece)``; pre-tokens are counted as UTF-8 bytes.
+- Each piece is pre-tokenized into the whole matches of ``regex.finditer(pattern, piece)``; pre-tokens are
+  counted as UTF-8 bytes.
 - A pair's count is the sum over pre-tokens of frequency x adjacent occurrences in the current segmentation.
 - Each step merges the pair with the highest count; ties go to the greatest ``(bytes, bytes)`` tuple.
 - A merge is applied left to right without overlap: "aaa" -> [aa, a].
@@ -28,7 +29,7 @@ def oracle_count_pretokens(text, special_tokens, pattern):
     """Counter mapping each pre-token (UTF-8 bytes) to how often it occurs in `text`."""
     counts = Counter()
     for piece in _split_on_specials(text, special_tokens):
-        for pretoken in regex.findall(pattern, piece):
+        for pretoken in (m.group() for m in regex.finditer(pattern, piece)):
             counts[pretoken.encode("utf-8")] += 1
     return counts
 
