@@ -3,13 +3,15 @@
 Every file bpe_fast writes (tokenizer files, counts, token arrays, generated corpora) goes through
 atomic_output: the data goes to a temporary file beside the target, which is synced and renamed over the
 target only when the writing succeeded. On an error, a full disk or Ctrl-C the temporary file is removed
-and a previous file at the target is left as it was.
+and a previous file at the target is left as it was. (A target that is not a regular file, such as
+/dev/null or a named pipe, is written to directly: see atomic_output.)
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
@@ -29,8 +31,22 @@ def _umask() -> int:
 @contextlib.contextmanager
 def atomic_output(path: StrPath, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO[Any]]:
     """Yield a file object open for writing (`mode`, `open_kwargs` as for open()) whose contents become
-    `path` when the block ends without an exception. An OSError creating the file names `path`."""
+    `path` when the block ends without an exception. An OSError creating the file names `path`.
+
+    A symbolic link is written through: the file it points to is replaced (not the link). What is at `path`
+    and is not a regular file (/dev/null, a named pipe, a terminal) is written to directly, as it cannot be
+    replaced (renaming over it would put a file in its place)."""
     path = os.fspath(path)
+    try:
+        target = os.stat(path)                 # through links
+    except OSError:
+        target = None
+    if target is not None and not stat.S_ISREG(target.st_mode):
+        with open(path, mode, **open_kwargs) as direct:
+            yield direct
+        return
+    if os.path.islink(path):
+        path = os.path.realpath(path)
     folder, name = os.path.split(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")

@@ -151,11 +151,13 @@ def cmd_synth(args: argparse.Namespace) -> None:
         size = parse_size(args.size)
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    _check_output_folder(args.output)
+    to_stdout = args.output == "-"
+    if not to_stdout:
+        _check_output_folder(args.output)
     start = time.perf_counter()
-    generate(args.output, size, seed=args.seed, style=args.style)
+    generate(_Stdout() if to_stdout else args.output, size, seed=args.seed, style=args.style)
     took = time.perf_counter() - start
-    print(f"wrote {size:,} bytes to {args.output} in {took:.2f} s", file=sys.stderr)
+    print(f"wrote {size:,} bytes to {'stdout' if to_stdout else args.output} in {took:.2f} s", file=sys.stderr)
 
 
 def _input_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -398,8 +400,9 @@ def _encode_bytes_to(tokenizer: Tokenizer, data: bytes, output: str, args: argpa
     ids = np.asarray(tokenizer.encode(text, allowed_special="all"),
                      dtype=check_dtype(args.dtype, tokenizer.vocab_size))
     if output == "-":
-        np.save(sys.stdout.buffer, ids, allow_pickle=False)
-        sys.stdout.buffer.flush()
+        held = io.BytesIO()                 # numpy writes a real file with fwrite, whose EPIPE it loses
+        np.save(held, ids, allow_pickle=False)
+        _Stdout().write(held.getbuffer())
     else:
         with atomic_output(output) as f:
             np.save(f, ids, allow_pickle=False)
@@ -431,8 +434,7 @@ def cmd_decode(args: argparse.Namespace) -> None:
     else:
         ids = np.load(source, mmap_mode="r", allow_pickle=False)
     if args.output == "-":
-        sys.stdout.buffer.write(tokenizer.decode(ids).encode("utf-8", "surrogatepass"))
-        sys.stdout.buffer.flush()
+        _Stdout().write(tokenizer.decode(ids).encode("utf-8", "surrogatepass"))
     else:
         write_text_atomic(args.output, tokenizer.decode(ids))
     print(f"decoded {len(ids):,} tokens -> {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
@@ -494,8 +496,7 @@ def cmd_show(args: argparse.Namespace) -> None:
         return
     colour = not args.plain and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     out = render_ansi(view, **options) if colour else render_plain(view, ids=args.ids)
-    sys.stdout.buffer.write(out.encode("utf-8"))
-    sys.stdout.buffer.flush()
+    _Stdout().write(out.encode("utf-8"))
     if not args.quiet:
         print(summary, file=sys.stderr)
 
@@ -680,9 +681,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--style", choices=["stories", "web"], default="stories",
                    help="stories (TinyStories-like, the default) or web (web-like: a vocabulary that keeps growing)")
-    p.add_argument("-o", "--output", required=True, metavar="CORPUS.txt")
+    p.add_argument("-o", "--output", required=True, metavar="CORPUS.txt", help="the file to write (-: stdout)")
     p.set_defaults(func=cmd_synth)
     return parser
+
+
+class _Stdout:
+    """Binary stdout that writes all it is given or raises: sys.stdout.buffer.write of a large buffer to a
+    pipe whose reader has gone returns how much went (64 KB) instead of raising BrokenPipeError, so the rest
+    was lost with exit status 0. Each write is flushed."""
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        out = sys.stdout.buffer
+        while view:
+            view = view[out.write(view):]
+        out.flush()
+        return len(data) if isinstance(data, (bytes, bytearray)) else memoryview(data).nbytes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -701,6 +716,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nbpe-fast: interrupted; no output written", file=sys.stderr)
         return 130
+    except BrokenPipeError:            # the reader of stdout stopped (`| head`): end quietly, as SIGPIPE would
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except CliError as exc:
         print(f"bpe-fast: {exc}", file=sys.stderr)
         return 1

@@ -157,7 +157,15 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
 def write_npy(out: IO[bytes], dtype: DTypeLike, arrays: Iterable[NDArray[Any]]) -> int:
     """Write a 1-D .npy of the arrays (of dtype), concatenated as they come, to the binary file object `out`,
     handing what is written to the disk as it grows; returns the length. The header is written first with
-    room for any length, then rewritten with the real one."""
+    room for any length, then rewritten with the real one; to a file that cannot seek (a pipe), the arrays are
+    gathered first and the header written with their length."""
+    if not out.seekable():
+        held = list(arrays)
+        count = sum(len(ids) for ids in held)
+        out.write(_npy_header(dtype, count))
+        for ids in held:
+            out.write(ids)  # type: ignore[call-overload]
+        return count
     out.write(_npy_header(dtype, 0))
     count = 0
     written = synced = _HEADER_BYTES

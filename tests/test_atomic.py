@@ -36,3 +36,50 @@ def test_a_missing_folder_names_the_target(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope"):
         with atomic_output(tmp_path / "nope" / "out.bin"):
             pass
+
+
+def test_a_symbolic_link_is_written_through(tmp_path):
+    (tmp_path / "disk").mkdir()
+    real = tmp_path / "disk" / "tokens.npy"
+    real.write_bytes(b"old")
+    link = tmp_path / "tokens.npy"
+    link.symlink_to(real)
+    with atomic_output(link) as f:
+        f.write(b"new")
+    assert link.is_symlink() and real.read_bytes() == b"new"
+    assert sorted(os.listdir(tmp_path / "disk")) == ["tokens.npy"]
+    dangling = tmp_path / "later.npy"
+    dangling.symlink_to(tmp_path / "disk" / "later.npy")
+    with atomic_output(dangling) as f:
+        f.write(b"made")
+    assert dangling.is_symlink() and (tmp_path / "disk" / "later.npy").read_bytes() == b"made"
+
+
+def _read_fifo(path, got):
+    with open(path, "rb") as f:
+        got.append(f.read())
+
+
+def test_a_named_pipe_is_written_to_not_replaced(tmp_path):
+    # renaming over what is not a regular file put a file in its place (as root: /dev/null, /dev/full too)
+    import threading
+
+    from bpe_fast.file_encoding import write_npy
+    import numpy as np
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for write, want in [(lambda f: f.write(b"through"), b"through"),
+                        (lambda f: write_npy(f, np.int32, iter([np.arange(3, dtype=np.int32)] * 2)), None)]:
+        got = []
+        reader = threading.Thread(target=_read_fifo, args=(fifo, got), daemon=True)
+        reader.start()
+        with atomic_output(fifo) as f:
+            write(f)
+        reader.join(10)
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["pipe"]
+        if want is not None:
+            assert got == [want]
+        else:          # a .npy needs no seek back to its header when the file cannot seek
+            import io
+            assert np.load(io.BytesIO(got[0])).tolist() == [0, 1, 2, 0, 1, 2]

@@ -122,6 +122,30 @@ def test_count_from_stdin_with_two_processes_counts_everything(tmp_path, docs):
     assert PretokenCounts.load(out) == count_pretokens(corpus, [EOT], num_processes=1)
 
 
+def test_stdout_whose_reader_stops_ends_quietly_and_synth_writes_to_stdout(tmp_path, shards):
+    # `| head`: the .npy written to a closed pipe ended with exit 1 and "... requested and ... written"
+    cli = [sys.executable, "-m", "bpe_fast"]
+    tok = tmp_path / "t"
+    assert main(["-q", "train", str(shards / "b.txt"), "--vocab-size", "300", "-o", str(tok)]) == 0
+    big = tmp_path / "big.txt"
+    big.write_bytes((shards / "b.txt").read_bytes() * 20)
+    enc = subprocess.Popen(cli + ["-q", "encode", "-t", str(tok), str(big), "-o", "-"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, cwd=tmp_path)
+    assert enc.stdout.read(10)[:6] == b"\x93NUMPY"
+    enc.stdout.close()
+    err = enc.stderr.read()
+    assert enc.wait() == 141 and err == b"", err
+    synth = subprocess.run(cli + ["synth", "--size", "20KB", "-o", "-"], capture_output=True, cwd=tmp_path)
+    assert synth.returncode == 0 and not (tmp_path / "-").exists()
+    assert len(synth.stdout) == 20_000 and synth.stdout == _synth_bytes(tmp_path, cli)
+
+
+def _synth_bytes(folder, cli):
+    out = folder / "s.txt"
+    subprocess.run(cli + ["synth", "--size", "20KB", "-o", str(out)], check=True, capture_output=True, cwd=folder)
+    return out.read_bytes()
+
+
 def test_from_counts_with_another_pattern_is_an_error(tmp_path, shards, capsys):
     counts = tmp_path / "c.npz"
     assert run(["-q", "count", str(shards / "b.txt"), "-o", str(counts)], capsys)[0] == 0
