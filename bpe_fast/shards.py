@@ -11,10 +11,12 @@ tokens matched), and nothing is put between documents unless `separator` asks fo
 
 Every file appears only when complete (bpe_fast.atomic). A shard whose .npy is complete (a valid 1-D .npy of the
 dtype asked for, as long as its header says) is not encoded again, so a run that stopped (an error, a crash,
-Ctrl-C) is resumed by calling encode_files again with the same arguments. index.json is written last, listing
-every shard in input order; it also records what the arrays depend on (a digest of the tokenizer, the separator,
-the field and column read), and a later run into the same folder with other settings is refused rather than
-mixing arrays of two tokenizers.
+Ctrl-C) is resumed by calling encode_files again with the same arguments. index.json is written before the first
+shard and again after each one, listing the shards done ("complete": false until the last); it records what the
+arrays depend on (a digest of the tokenizer, the separator, the field and column read), so that a later run
+into the same folder with other settings, even after a run that stopped, is refused rather than mixing arrays
+of two tokenizers; and each shard's input size and modification time, so that a shard whose input changed
+since is encoded again.
 
 Locally the shards are encoded one after another, each on num_processes workers. With a dask.distributed
 Client each shard not yet complete is one task; the workers read the inputs and write the outputs themselves,
@@ -77,17 +79,19 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     from `text_field`, Parquet files from `text_column`. dtype: as encode_file's (default uint16 when the vocab
     fits). errors: "strict" (invalid UTF-8 is a CorpusDecodeError) or "replace" (U+FFFD).
 
-    Shards whose .npy is complete already are skipped (resuming). If one shard fails, the error names it and no
-    file of it is left; the shards completed stay, and the index is not written. The shards are encoded locally
+    Shards whose .npy is complete already are skipped (resuming), unless the index lists their input with
+    another size or modification time. If one shard fails, the error names it and no file of it is left; the
+    shards completed stay, listed in index.json with "complete": false. The shards are encoded locally
     one after another, each on num_processes workers (None: every core; see encode_file), or with `client` (a
     dask.distributed.Client) as one task a shard on the cluster, each on num_processes threads (None: 1).
     progress, if given, is called as progress("encode", input_bytes_done, input_bytes_total) (sizes of the
     input files as stored, compressed or not).
 
-    The index (also written as JSON) is a dict: "format" ("bpe_fast.shards"), "version" (1), "vocab_size",
+    The index (also written as JSON) is a dict: "format" ("bpe_fast.shards"), "version" (1), "complete" (True
+    once every shard is done), "vocab_size",
     "dtype", "tokens" (the total), the settings the arrays depend on ("tokenizer_sha256", "separator" (an id or None), "text_field", "text_column") and
-    "shards": one {"path": input path as given, "file": output file name, "tokens": n, "dtype": ...} a shard, in
-    input order.
+    "shards": one {"path": input path as given, "file": output file name, "tokens": n, "dtype": ..., "input":
+    {"bytes": size, "mtime_ns": modification time}} a shard, in input order.
     """
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a bpe_fast.Tokenizer, got {type(tokenizer).__name__}")
@@ -109,13 +113,32 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
                 "text_field": text_field, "text_column": text_column}
     os.makedirs(out_dir, exist_ok=True)
     index_path = os.path.join(out_dir, INDEX_FILE)
-    _check_earlier_index(index_path, settings)
+    earlier = _check_earlier_index(index_path, settings)
+    inputs = [_input_stamp(s.path) for s in shards]
 
-    counts: list[Any] = [complete_length(s.out_path, dtype) for s in shards]      # None: to encode
+    counts: list[Any] = [complete_length(s.out_path, dtype) if _unchanged(earlier, s, stamp) else None
+                         for s, stamp in zip(shards, inputs)]      # None: to encode
     todo = [i for i, n in enumerate(counts) if n is None]
     sizes = [os.path.getsize(s.path) for s in shards]
     report = _Progress(progress, sizes, [i for i, n in enumerate(counts) if n is not None])
     options = (dtype, errors, separator, text_field, text_column)
+
+    def write_index(complete: bool) -> dict[str, Any]:
+        """index.json: written before the first shard (so a run that stops leaves its settings, which a later
+        run with others is refused against) and after each, listing the shards done; complete at the end."""
+        done = [i for i, n in enumerate(counts) if n is not None]
+        index = {"format": _INDEX_FORMAT, "version": _INDEX_VERSION, "complete": complete,
+                 "vocab_size": tokenizer.vocab_size, "dtype": dtype.name,
+                 "tokens": int(sum(counts[i] for i in done)), **settings,
+                 "shards": [{"path": shards[i].given, "file": shards[i].name, "tokens": int(counts[i]),
+                             "dtype": dtype.name, "input": inputs[i]} for i in done]}
+        with atomic_output(index_path, "w", encoding="utf-8") as f:
+            json.dump(index, f, indent=1)
+            f.write("\n")
+        return index
+
+    if todo:
+        write_index(False)
     if client is None:
         for i in todo:
             try:
@@ -123,21 +146,32 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
                                           report.within(i))
             except Exception as exc:
                 _raise_naming(exc, shards[i])
+            write_index(False)
             report.done(i)
     elif todo:
         with contextlib.closing(_encode_on_dask(client, tokenizer, shards, todo, options, num_processes)) as results:
             for i, count in results:
                 counts[i] = count
+                write_index(False)
                 report.done(i)
+    return write_index(True)
 
-    index = {"format": _INDEX_FORMAT, "version": _INDEX_VERSION, "vocab_size": tokenizer.vocab_size,
-             "dtype": dtype.name, "tokens": int(sum(counts)), **settings,
-             "shards": [{"path": s.given, "file": s.name, "tokens": int(n), "dtype": dtype.name}
-                        for s, n in zip(shards, counts)]}
-    with atomic_output(index_path, "w", encoding="utf-8") as f:
-        json.dump(index, f, indent=1)
-        f.write("\n")
-    return index
+
+def _input_stamp(path: str) -> dict[str, int]:
+    """What shows that an input file changed: its size and modification time."""
+    st = os.stat(path)
+    return {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _unchanged(earlier: dict[str, Any] | None, shard: _Shard, stamp: dict[str, int]) -> bool:
+    """False if the earlier index lists the shard with another input stamp (its input changed since: encode it
+    again); True otherwise (a complete .npy the index does not list is kept, as before the index was written)."""
+    if earlier is None:
+        return True
+    for entry in earlier.get("shards", ()):
+        if isinstance(entry, dict) and entry.get("file") == shard.name:
+            return entry.get("input", stamp) == stamp
+    return True
 
 
 # ---- checking and planning (the caller's process) ----------------------------------------------------------
@@ -240,13 +274,14 @@ def _tokenizer_sha256(tokenizer: Tokenizer) -> str:
     return h.hexdigest()
 
 
-def _check_earlier_index(index_path: str, settings: dict[str, Any]) -> None:
-    """A ValueError if out_dir holds the index of a run with other settings: its arrays would be kept."""
+def _check_earlier_index(index_path: str, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The index an earlier run left in out_dir (None if none); a ValueError if it is of a run with other
+    settings: its arrays would be kept."""
     try:
         with open(index_path, "rb") as f:
             earlier = json.loads(f.read())
     except FileNotFoundError:
-        return
+        return None
     except ValueError as exc:
         raise ValueError(f"{index_path} is not a bpe_fast shard index ({exc}); encode into another folder") from None
     if not isinstance(earlier, dict) or earlier.get("format") != _INDEX_FORMAT:
@@ -256,6 +291,7 @@ def _check_earlier_index(index_path: str, settings: dict[str, Any]) -> None:
         what = " and ".join("tokenizer" if key == "tokenizer_sha256" else key for key in changed)
         raise ValueError(f"{os.path.dirname(index_path) or '.'} holds shards encoded with another {what} "
                          f"({index_path}); encode into another folder, or delete its files to encode again")
+    return earlier
 
 
 def complete_length(path: StrPath, dtype: np.dtype[Any]) -> int | None:

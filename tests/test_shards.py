@@ -88,6 +88,15 @@ def leftovers(folder):
     return sorted(n for n in os.listdir(folder) if n.startswith(".") or n.endswith(".tmp"))
 
 
+def left_after_failure(folder):
+    """The files a run that failed left in folder besides index.json, which it must have left marked
+    incomplete, listing only those."""
+    index = json.loads((folder / INDEX_FILE).read_text())
+    left = sorted(n for n in os.listdir(folder) if n != INDEX_FILE)
+    assert index["complete"] is False and [e["file"] for e in index["shards"]] == left
+    return left
+
+
 # ---- every kind of shard -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("num_processes", [1, 2])
@@ -357,7 +366,7 @@ def test_invalid_utf8_names_the_shard_and_leaves_no_partial_file(tok, tmp_path, 
         assert (info.value.path, info.value.offset) == (str(bad), len(good) + 3)
         assert info.value.line == good.count(b"\n") + 1
     assert encoded == ["a.npy", "b.npy"]
-    assert sorted(os.listdir(out)) == ["a.npy"]      # no b.npy, no temporary file, no index
+    assert left_after_failure(out) == ["a.npy"]      # no b.npy, no temporary file
     assert complete_length(out / "a.npy", np.dtype(np.uint16)) == len(tok.encode(good.decode()))
 
 
@@ -366,7 +375,7 @@ def test_invalid_utf8_in_compressed_text_names_offset_and_line(tok, tmp_path):
     with pytest.raises(CorpusDecodeError) as info:
         encode_files(tmp_path / "b.txt.bz2", tmp_path / "out", tok)
     assert (info.value.path, info.value.offset, info.value.line) == (str(tmp_path / "b.txt.bz2"), 6, 3)
-    assert os.listdir(tmp_path / "out") == []
+    assert left_after_failure(tmp_path / "out") == []
 
 
 def test_missing_json_field_names_shard_and_line(tok, tmp_path):
@@ -376,7 +385,7 @@ def test_missing_json_field_names_shard_and_line(tok, tmp_path):
     out = tmp_path / "out"
     with pytest.raises(InputError, match=rf"{bad}:2: no field 'body'"):
         encode_files([good, bad], out, tok, text_field="body")
-    assert sorted(os.listdir(out)) == ["a.npy"]
+    assert left_after_failure(out) == ["a.npy"]
 
 
 def test_other_errors_name_the_shard(tok, tmp_path, monkeypatch):
@@ -389,7 +398,7 @@ def test_other_errors_name_the_shard(tok, tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match=rf"encoding {path} into .*a\.npy failed: MemoryError") as info:
         encode_files(path, tmp_path / "out", tok, text_field="body")
     assert isinstance(info.value.__cause__, MemoryError)
-    assert os.listdir(tmp_path / "out") == []
+    assert left_after_failure(tmp_path / "out") == []
 
 
 # ---- on Dask -------------------------------------------------------------------------------------------
@@ -402,6 +411,36 @@ def client():
                                   scheduler_kwargs={"dashboard": False}) as cluster:
         with distributed.Client(cluster) as client:
             yield client
+
+
+def test_a_run_that_stopped_still_refuses_another_tokenizer(tok, tmp_path):
+    # the settings are in index.json before the first shard is written: a run that fails part-way, then one
+    # with another tokenizer, kept the first one's arrays and recorded the second one's digest
+    good = write_shard(tmp_path, "a.jsonl", documents(3, n=8))
+    bad = tmp_path / "b.jsonl"
+    bad.write_bytes(b'{"body": "fine"}\n{"body": "caf\xe9"}\n')
+    out = tmp_path / "out"
+    with pytest.raises((CorpusDecodeError, InputError)):
+        encode_files([good, bad], out, tok, text_field="body")
+    assert (out / "a.npy").exists()
+    other = Tokenizer(dict(tok.vocab), list(tok.merges)[:-1], [EOT, PAD])
+    with pytest.raises(ValueError, match="encoded with another tokenizer"):
+        encode_files([good], out, other, text_field="body")
+    index = encode_files([good], out, tok, text_field="body")
+    assert index["complete"] is True and [e["file"] for e in index["shards"]] == ["a.npy"]
+
+
+def test_a_shard_whose_input_changed_is_encoded_again(tok, tmp_path, monkeypatch):
+    a = write_shard(tmp_path, "a.jsonl", documents(3, n=8))
+    b = write_shard(tmp_path, "b.jsonl", documents(4, n=8))
+    out = tmp_path / "out"
+    encode_files([a, b], out, tok, text_field="body")
+    write_shard(tmp_path, "b.jsonl", documents(5, n=9))       # another text in the same file
+    encoded = spy_on_encoding(monkeypatch)
+    index = encode_files([a, b], out, tok, text_field="body")
+    assert encoded == ["b.npy"]
+    np.testing.assert_array_equal(np.load(out / "b.npy"), expected(tok, "b.jsonl", documents(5, n=9)))
+    assert index["shards"][1]["input"]["bytes"] == os.path.getsize(b)
 
 
 def test_dask_gives_the_same_files(tok, tmp_path, client, monkeypatch):
@@ -432,6 +471,6 @@ def test_dask_error_names_the_shard(tok, tmp_path, client):
     with pytest.raises(CorpusDecodeError) as info:
         encode_files([good, bad], tmp_path / "out", tok, client=client)
     assert (info.value.path, info.value.offset, info.value.line) == (str(bad), 503, 101)
-    assert "b.npy" not in os.listdir(tmp_path / "out") and INDEX_FILE not in os.listdir(tmp_path / "out")
+    assert "b.npy" not in left_after_failure(tmp_path / "out")
     with pytest.raises(TypeError, match="Client"):
         encode_files(good, tmp_path / "out", tok, client="tcp://127.0.0.1:8786")
