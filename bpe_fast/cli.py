@@ -257,9 +257,16 @@ def cmd_train(args: argparse.Namespace) -> None:
     check_vocab_size(args.vocab_size, specials, initial)
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise CliError(f"{args.output}: exists and is not a directory")
-    parent = os.path.dirname(os.path.abspath(args.output))
-    if not os.path.isdir(parent):
-        raise CliError(f"{args.output}: the folder {parent} does not exist")
+    _check_creatable(args.output)
+    if args.from_counts:
+        given = [flag for flag, value, default in (("--max-bytes", args.max_bytes, None),
+                                                   ("--max-documents", args.max_documents, None),
+                                                   ("--text-field", args.text_field, "text"),
+                                                   ("--text-column", args.text_column, "text"),
+                                                   ("--errors", args.errors, "strict")) if value != default]
+        if given:
+            raise CliError(f"{', '.join(given)}: for reading CORPUS inputs; --from-counts reads counts made "
+                           f"already (give them to `bpe-fast count`)")
     progress = Progress(quiet=args.quiet)
     start = time.perf_counter()
     try:
@@ -293,10 +300,26 @@ def cmd_train(args: argparse.Namespace) -> None:
     print(f"saved to {args.output}", file=sys.stderr)
 
 
+def _check_creatable(directory: str) -> None:
+    """A CliError unless `directory` can be made: its nearest existing ancestor is a folder one may write in
+    (the folders between are made when the tokenizer is saved, as Tokenizer.save makes them)."""
+    ancestor = os.path.dirname(os.path.abspath(directory))
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise CliError(f"{directory}: {ancestor} is not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise CliError(f"{directory}: cannot create anything in {ancestor} (permission denied)")
+
+
 def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
     """Save into a temporary sibling folder, then move the files in: no half-written tokenizer."""
     parent = os.path.dirname(os.path.abspath(directory))
-    tmp = tempfile.mkdtemp(prefix=".bpe-fast-", dir=parent)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".bpe-fast-", dir=parent)
+    except OSError as exc:
+        raise CliError(f"{directory}: cannot write there ({exc.strerror or exc})") from None
     try:
         tokenizer.save(tmp)
         os.makedirs(directory, exist_ok=True)

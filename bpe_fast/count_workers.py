@@ -374,10 +374,10 @@ def parquet_units(streams: Sequence[Stream], text_column: str, num_processes: in
 
 # ---- uncompressed JSON lines files whose byte ranges the workers read themselves -------------------
 
-def _count_jsonl_unit(units: Sequence[tuple[str, int, int]], text_field: str, batch_bytes: int,
+def _count_jsonl_unit(units: Sequence[tuple[str, int, int]], text_field: str, batch_bytes: int, errors: str,
                       counter: ChunkCounter, k: int, bytes_done: Any, share: TailShare | None) -> None:
     """Count the JSON lines of units[k] = (path, start, end) (a unit of _count_claimed_units)."""
-    for batch in jsonl_range_batches(*units[k], text_field, batch_bytes):
+    for batch in jsonl_range_batches(*units[k], text_field, batch_bytes, errors):
         _count_batch(counter, batch, bytes_done)
 
 
@@ -400,12 +400,13 @@ def jsonl_units(streams: Sequence[Stream], num_processes: int, batch_bytes: int)
     return units if len(units) >= 2 * num_processes else None
 
 
-def _first_jsonl_error(streams: Sequence[Stream], text_field: str, seen: list[BaseException]) -> BaseException:
+def _first_jsonl_error(streams: Sequence[Stream], text_field: str, errors: str,
+                       seen: list[BaseException]) -> BaseException:
     """The error of the first bad line in the files' order, found by reading them in order (the workers report
     the first they meet in time, with lines numbered within their range); seen[0] if that read meets none."""
     for stream in streams:
         try:
-            for _ in jsonl_blocks(stream.obj, text_field):
+            for _ in jsonl_blocks(stream.obj, text_field, errors):
                 pass
         except Exception as exc:           # InputError, or RecursionError from json.loads
             return exc
@@ -426,8 +427,8 @@ def count_unit_tables(run: Sequence[Stream], units: Sequence[Any], special_token
         count_unit: CountUnit = functools.partial(_count_row_group_unit, units, text_column, batch_bytes)
         first_failure: Callable[[list[BaseException]], BaseException] = lambda seen: seen[0]
     else:
-        count_unit = functools.partial(_count_jsonl_unit, units, text_field, batch_bytes)
-        first_failure = functools.partial(_first_jsonl_error, run, text_field)
+        count_unit = functools.partial(_count_jsonl_unit, units, text_field, batch_bytes, errors)
+        first_failure = functools.partial(_first_jsonl_error, run, text_field, errors)
     own, tables, counted = _count_claimed_units(len(units), count_unit, special_tokens, pattern, errors,
                                                 num_processes, progress, None, f"counting {what}", first_failure,
                                                 shared_tail=run[0].kind == "parquet")
@@ -777,7 +778,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
         def make_batches(slots: Slots, run: list[Any] = run) -> Iterable[Batch | SlotBatch]:
             batches = (batch for stream in run
                        for batch in read_slot_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
-                                                      text_field, text_column, slots))
+                                                      text_field, text_column, slots, errors))
             return batches if stats is None else _tallied(batches, stats)
 
         what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"

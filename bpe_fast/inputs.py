@@ -69,12 +69,18 @@ class CorpusDecodeError(UnicodeError):
     hint = "pass errors='replace' to substitute U+FFFD"      # the CLI names its flag instead
 
     def __init__(self, path: str, offset: int, reason: str, line: int | None = None,
-                 document: int | None = None) -> None:
+                 document: int | None = None, in_line: bool = False) -> None:
         super().__init__(path, offset, reason, line)
         self.path, self.offset, self.reason, self.line, self.document = path, offset, reason, line, document
+        self.in_line = in_line          # offset is in the line (a JSON line, before its text is parsed)
+
+    def __reduce__(self) -> tuple[Any, ...]:       # from a worker process: every field, not only the args
+        return type(self), (self.path, self.offset, self.reason, self.line, self.document, self.in_line)
 
     def __str__(self) -> str:
         where = f"byte offset {self.offset}" + (f" (line {self.line})" if self.line is not None else "")
+        if self.in_line:
+            where = f"line {self.line}, byte offset {self.offset} of the line"
         if self.document is not None:
             line = f" (line {self.line})" if self.line is not None else ""
             where = f"document {self.document}{line}, byte offset {self.offset} of the document"
@@ -404,17 +410,19 @@ class _Batcher:
 
 def read_slot_batches(stream: Stream, budget: Budget, batch_bytes: int, special_tokens: Iterable[str],
                       space_cuts: bool, text_field: str, text_column: str,
-                      slots: Slots) -> Iterator[Batch | SlotBatch]:
+                      slots: Slots, errors: str = "strict") -> Iterator[Batch | SlotBatch]:
     """read_batches, but an iterable's documents without caps are made UTF-8 straight into the slots:
     SlotBatches."""
     if stream.kind == "iterable" and budget.bytes is None and budget.documents is None:
         return _iterable_slot_batches(stream.obj, batch_bytes, text_field, stream.name, slots)
-    return read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_field, text_column)
+    return read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_field, text_column, errors)
 
 
 def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_tokens: Iterable[str], space_cuts: bool,
-                 text_field: str = "text", text_column: str = "text") -> Generator[Batch, None, None]:
-    """The Batches of a Stream, in order, within the budget."""
+                 text_field: str = "text", text_column: str = "text",
+                 errors: str = "strict") -> Generator[Batch, None, None]:
+    """The Batches of a Stream, in order, within the budget. errors: what a JSON line that is not valid UTF-8
+    gets (see _jsonl_chunk); other inputs' bytes are checked where they are counted or encoded."""
     if stream.kind == "text":
         yield from _text_batches(stream.obj, stream.name, budget, batch_bytes, special_tokens, space_cuts)
     elif stream.kind == "parquet":
@@ -425,9 +433,9 @@ def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_token
             assert isinstance(batch, Batch)    # no slot is ever leased
             yield batch
     elif stream.kind == "jsonl" and budget.bytes is None and budget.documents is None:
-        yield from _jsonl_batches(stream.obj, batch_bytes, text_field)
+        yield from _jsonl_batches(stream.obj, batch_bytes, text_field, errors)
     else:
-        documents = (_jsonl_documents(stream.obj, text_field) if stream.kind == "jsonl"
+        documents = (_jsonl_documents(stream.obj, text_field, errors) if stream.kind == "jsonl"
                      else _iterable_documents(stream.obj, text_field))
         batcher = _Batcher(batch_bytes, stream.name)
         index = 0
@@ -503,7 +511,8 @@ def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseExcept
                       f"({type(exc).__name__}: {exc})")
 
 
-def jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
+def jsonl_blocks(path: str, text_field: str,
+                 errors: str = "strict") -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
     """(texts, lengths, lines) of the JSON lines of a file, a block of lines at a time: the text_field's UTF-8
     of each non-blank line one after another, each one's length and its line number (see _jsonl_chunk). A
     compressed file damaged part-way gives every line before the damage, then the InputError that says where."""
@@ -515,7 +524,7 @@ def jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np
             try:
                 block = f.read(_READ_BYTES)
             except _DECOMPRESS_ERRORS:            # the lines before the damage, one at a time, then the error
-                yield from _jsonl_until_damage(path, offset, line_no, text_field)
+                yield from _jsonl_until_damage(path, offset, line_no, text_field, errors)
                 return
             if block:
                 cut = block.rfind(b"\n") + 1
@@ -527,14 +536,14 @@ def jsonl_blocks(path: str, text_field: str) -> Iterator[tuple[bytes, NDArray[np
             else:
                 data = b"".join(pieces)           # the last line, without its newline
                 pieces = []
-            line_no = yield from _jsonl_chunk(data, path, text_field, field, line_no)
+            line_no = yield from _jsonl_chunk(data, path, text_field, field, line_no, errors)
             offset += len(data)
             if not block:
                 return
 
 
-def _jsonl_chunk(data: bytes, path: str, text_field: str, field: bytes,
-                 line_no: int) -> Generator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]], None, int]:
+def _jsonl_chunk(data: bytes, path: str, text_field: str, field: bytes, line_no: int,
+                 errors: str = "strict") -> Generator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]], None, int]:
     """(texts, lengths, lines) of the whole lines of data, whose first is line line_no: runs of lines read
     natively (bpe_fast._jsonl.extract_texts), and each line it leaves read by _jsonl_line_text (json.loads),
     which gives its text or the error that names it. Returns the number of the line after data's."""
@@ -549,7 +558,7 @@ def _jsonl_chunk(data: bytes, path: str, text_field: str, field: bytes,
             break
         end = data.find(b"\n", stop)
         end = len(data) if end < 0 else end + 1
-        text = _jsonl_line_text(data[stop:end], path, line_no, text_field)
+        text = _jsonl_line_text(data[stop:end], path, line_no, text_field, errors)
         if text is not None:
             yield text, np.array([len(text)], dtype=np.int64), np.array([line_no], dtype=np.int64)
         line_no += 1
@@ -557,8 +566,8 @@ def _jsonl_chunk(data: bytes, path: str, text_field: str, field: bytes,
     return line_no
 
 
-def _jsonl_until_damage(path: str, offset: int, line_no: int,
-                        text_field: str) -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
+def _jsonl_until_damage(path: str, offset: int, line_no: int, text_field: str,
+                        errors: str = "strict") -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
     """jsonl_blocks after a read failed: the file read again past its first `offset` bytes (line line_no on),
     a line at a time, up to the damage, whose InputError names the offset and line reached."""
     with open_binary(path) as f:
@@ -573,7 +582,7 @@ def _jsonl_until_damage(path: str, offset: int, line_no: int,
                                  f"(line {line_no}; {type(exc).__name__}: {exc})") from None
             if not line:
                 return
-            text = _jsonl_line_text(line, path, line_no, text_field)
+            text = _jsonl_line_text(line, path, line_no, text_field, errors)
             if text is not None:
                 yield text, np.array([len(text)], dtype=np.int64), np.array([line_no], dtype=np.int64)
             offset += len(line)
@@ -611,25 +620,33 @@ def jsonl_ranges(path: str, pieces: int) -> list[tuple[int, int]] | None:
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
-def jsonl_range_batches(path: str, start: int, end: int, text_field: str, batch_bytes: int) -> Iterator[Batch]:
+def jsonl_range_batches(path: str, start: int, end: int, text_field: str, batch_bytes: int,
+                        errors: str = "strict") -> Iterator[Batch]:
     """The Batches of the JSON lines in bytes [start, end) of an uncompressed file (whole lines, see
     jsonl_ranges), read as jsonl_blocks reads them. The InputError of a bad line numbers it within the range:
     the caller names the first bad line of the file by reading it in order (count_workers._first_jsonl_error)."""
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
-    blocks = _jsonl_chunk(data, path, text_field, text_field.encode("utf-8", "surrogatepass"), 1)
+    blocks = _jsonl_chunk(data, path, text_field, text_field.encode("utf-8", "surrogatepass"), 1, errors)
     yield from _jsonl_batches_of(blocks, batch_bytes, path, lines=False)
 
 
-def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str) -> bytes | None:
+def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str, errors: str = "strict") -> bytes | None:
     """The UTF-8 of the text_field of one JSON line read by json.loads (None if it is blank), or the
-    InputError that names the file and line."""
+    InputError that names the file and line. A line that is not valid UTF-8 is a CorpusDecodeError naming the
+    line and the offset in it, or with errors="replace" is read with U+FFFD for each bad sequence."""
     if not line.strip():
         return None
     try:
-        record = json.loads(line)
-    except ValueError as exc:       # json.JSONDecodeError, UnicodeDecodeError
+        decoded = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if errors != "replace":
+            raise CorpusDecodeError(path, exc.start, exc.reason, line=line_no, in_line=True) from None
+        decoded = line.decode("utf-8", "replace")
+    try:
+        record = json.loads(decoded)
+    except ValueError as exc:       # json.JSONDecodeError
         raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
     if not isinstance(record, dict):
         raise InputError(f"{path}:{line_no}: a JSON line must be an object with a {text_field!r} field, "
@@ -647,19 +664,19 @@ def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str) -> b
                          f"character {exc.start}") from None
 
 
-def _jsonl_documents(path: str, text_field: str) -> Iterator[tuple[bytes, int]]:
+def _jsonl_documents(path: str, text_field: str, errors: str = "strict") -> Iterator[tuple[bytes, int]]:
     """(UTF-8 text, line) of each non-blank JSON line's text_field (for read_batches with caps)."""
-    for texts, lengths, lines in jsonl_blocks(path, text_field):
+    for texts, lengths, lines in jsonl_blocks(path, text_field, errors):
         at = 0
         for length, line in zip(lengths.tolist(), lines.tolist()):
             yield texts[at:at + length], line
             at += length
 
 
-def _jsonl_batches(path: str, batch_bytes: int, text_field: str) -> Iterator[Batch]:
+def _jsonl_batches(path: str, batch_bytes: int, text_field: str, errors: str = "strict") -> Iterator[Batch]:
     """read_batches of a JSON lines file without caps: Batches of about batch_bytes of whole documents, made
     from blocks of lines (the same documents, lines and order as the capped path's)."""
-    yield from _jsonl_batches_of(jsonl_blocks(path, text_field), batch_bytes, path, lines=True)
+    yield from _jsonl_batches_of(jsonl_blocks(path, text_field, errors), batch_bytes, path, lines=True)
 
 
 def _jsonl_batches_of(blocks: Iterable[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]], batch_bytes: int,
@@ -781,11 +798,13 @@ def _document_of(item: object, index: int, text_field: str) -> str | bytes:
         if text_field not in item:
             raise InputError(f"item {index} of the input has no field {text_field!r} "
                              f"(fields: {sorted(map(str, item))})")
-        item = item[text_field]
-        if isinstance(item, str):
-            return str.__str__(item)
-        if isinstance(item, (bytes, bytearray, memoryview)):
-            return bytes(item)
+        text = item[text_field]
+        if isinstance(text, str):
+            return str.__str__(text)
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            return bytes(text)
+        raise TypeError(f"item {index} of the input: field {text_field!r} is {type(text).__name__}; documents "
+                        f"must be str or bytes")
     raise TypeError(f"item {index} of the input is {type(item).__name__}; documents must be str or "
                     f"bytes (or mappings with a {text_field!r} field)")
 

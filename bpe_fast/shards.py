@@ -348,7 +348,7 @@ def _raise_naming(exc: Exception, shard: _Shard) -> NoReturn:
         if line is None and exc.document is None:
             with contextlib.suppress(OSError):
                 line = line_of(shard.path, exc.offset)
-        raise CorpusDecodeError(shard.given, exc.offset, exc.reason, line, exc.document) from None
+        raise CorpusDecodeError(shard.given, exc.offset, exc.reason, line, exc.document, exc.in_line) from None
     message = str(exc)
     if shard.given in message or shard.path in message:
         raise exc
@@ -367,7 +367,7 @@ def _encode_shard(tokenizer: Tokenizer, source: TextFile | Stream, out_path: str
                                errors=errors, progress=progress)
         source = Stream("text", source.path, source.path)     # one document, then the separator
     batches = read_batches(source, Budget(), DEFAULT_CHUNK_BYTES, tuple(tokenizer.special_tokens),
-                           cuts_at_spaces(tokenizer.pattern), text_field, text_column)
+                           cuts_at_spaces(tokenizer.pattern), text_field, text_column, errors)
 
     one_document = source.kind == "text"       # its batches are pieces: the separator goes after the last
     after_each = None if one_document else separator

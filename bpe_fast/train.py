@@ -31,8 +31,9 @@ SPECIAL_TOKENS_POSITIONS = ("after_bytes", "end")
 def check_vocab_size(vocab_size: int, special_tokens: Sequence[str], initial: Tokenizer | None = None) -> int:
     """vocab_size, checked: an int with room for the byte tokens (or, continuing, the initial tokenizer's
     vocabulary, counted as its vocab_size: largest id + 1) and the special tokens not there yet."""
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, numbers.Integral):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    vocab_size = int(vocab_size)            # a NumPy integer too
     if initial is None:
         minimum = 256 + len(special_tokens)
         if vocab_size < minimum:
@@ -76,7 +77,7 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
     if initial is not None:       # its special tokens split the corpus too; its pattern is the default
         special_tokens = list(initial.special_tokens) + [t for t in special_tokens if t not in initial.special_tokens]
         pattern = initial.pattern if pattern is None else pattern
-    check_vocab_size(vocab_size, special_tokens, initial)
+    vocab_size = check_vocab_size(vocab_size, special_tokens, initial)
     special_tokens, pattern = check_input_args(special_tokens, GPT2_PATTERN if pattern is None else pattern, errors)
     read: dict[str, int] = {}           # the bytes and documents read, for the result's corpus statistics
     # one expression: no local of this frame keeps the tables alive while the engine is built
@@ -170,7 +171,7 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
     check_train_options(min_frequency=min_frequency, max_token_length=max_token_length,
                         special_tokens_position=special_tokens_position,
                         pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
-    check_vocab_size(vocab_size, special_tokens, initial)
+    vocab_size = check_vocab_size(vocab_size, special_tokens, initial)
     if initial is not None:
         _check_initial_pattern(getattr(counts, "pattern", pattern), initial)
     if isinstance(counts, PretokenCounts):

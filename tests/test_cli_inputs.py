@@ -157,6 +157,30 @@ def test_from_counts_with_another_pattern_is_an_error(tmp_path, shards, capsys):
     assert code == 0, err
 
 
+def test_train_output_folders_and_options_that_do_not_apply(tmp_path, shards, capsys):
+    corpus = str(shards / "b.txt")
+    nested = tmp_path / "runs" / "new" / "tok"         # missing folders are made, as Tokenizer.save makes them
+    code, err = run(["-q", "train", corpus, "--vocab-size", "300", "-o", str(nested)], capsys)
+    assert code == 0, err
+    assert list(Tokenizer.load(nested).merges) == train_bpe(corpus, 300, num_processes=1)[1]
+    (tmp_path / "afile").write_text("x")
+    code, err = run(["-q", "train", corpus, "--vocab-size", "300", "-o", str(tmp_path / "afile" / "sub")], capsys)
+    assert code == 1 and f"{tmp_path / 'afile'} is not a folder" in err
+    counts = tmp_path / "c.npz"
+    assert run(["-q", "count", corpus, "-o", str(counts)], capsys)[0] == 0
+    code, err = run(["-q", "train", "--from-counts", str(counts), "--max-bytes", "10", "--text-field", "body",
+                     "--vocab-size", "300", "-o", str(tmp_path / "t2")], capsys)
+    assert code == 1 and "--max-bytes, --text-field: for reading CORPUS inputs" in err
+    assert not (tmp_path / "t2").exists()
+
+
+def test_a_mapping_whose_text_is_not_a_string_is_named_and_numpy_sizes_work(tmp_path):
+    with pytest.raises(TypeError, match=r"item 1 of the input: field 'text' is int"):
+        count_pretokens(iter([{"text": "fine"}, {"text": 5}]), num_processes=1)
+    vocab, merges = train_bpe(iter(["ab ab ab"]), np.int64(258), num_processes=1)
+    assert len(vocab) == 258 and merges == train_bpe(iter(["ab ab ab"]), 258, num_processes=1)[1]
+
+
 def test_invalid_utf8_error_names_the_cli_flag(tmp_path, capsys):
     src = tmp_path / "bad.txt.gz"
     src.write_bytes(gzip.compress(b"hello world\n" * 10 + b"\xff oops\n"))

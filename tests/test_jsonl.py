@@ -228,6 +228,34 @@ def test_the_first_bad_line_in_the_file_is_named_whichever_worker_meets_it(tmp_p
         count_pretokens(path, num_processes=2, chunk_bytes=1 << 10)
 
 
+def test_invalid_utf8_in_a_json_line_is_named_or_replaced(tmp_path, monkeypatch):
+    # errors="replace" did nothing for JSON lines: json.loads of the bytes failed, "not a JSON line"
+    import gzip
+
+    from bpe_fast import count_pretokens
+    from bpe_fast.inputs import CorpusDecodeError
+    from corpora import EOT
+    from train_oracle import oracle_count_pretokens
+    worker_ranges(monkeypatch)
+    raw = [json.dumps({"text": f"document {k} caf\u00e9 " * 5}, ensure_ascii=False).encode() for k in range(400)]
+    raw[100] = raw[100].replace(b"caf\xc3\xa9", b"caf\xe9", 1)       # Latin-1 in a UTF-8 file
+    raw[300] = b'{"text": "cut \xf0\x9f here"}'                       # a truncated sequence
+    data = b"\n".join(raw) + b"\n"
+    docs = [json.loads(line.decode("utf-8", "replace"))["text"] for line in raw]
+    expected = oracle_count_pretokens(EOT.join(docs), [EOT], GPT2)
+    (tmp_path / "c.jsonl").write_bytes(data)
+    (tmp_path / "c.jsonl.gz").write_bytes(gzip.compress(data))
+    bad_at = raw[100].index(b"\xe9")
+    for name in ("c.jsonl", "c.jsonl.gz"):
+        for procs in (1, 2):
+            with pytest.raises(CorpusDecodeError, match=rf"{name}: invalid UTF-8 at line 101, byte offset "
+                                                        rf"{bad_at} of the line"):
+                count_pretokens(tmp_path / name, [EOT], num_processes=procs, chunk_bytes=1 << 10)
+            got = count_pretokens(tmp_path / name, [EOT], num_processes=procs, chunk_bytes=1 << 10,
+                                  errors="replace")
+            assert got == expected
+
+
 def test_what_json_loads_refuses_past_pythons_limits_is_left_to_it(tmp_path):
     import sys
     line = b'{"text": "a", "n": ' + b"1" * 1000 + b"}"
