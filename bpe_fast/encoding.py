@@ -9,9 +9,13 @@ tiktoken's private methods and ``encode_with_unstable`` are not provided.
 It is a thin layer: an Encoding holds a bpe_fast.Tokenizer (``.tokenizer``, built by Tokenizer.from_tiktoken,
 the merges recovered from the ranks) and turns tiktoken's keywords into the Tokenizer's: the allowed special
 tokens select a view of the tokenizer that matches only those, the disallowed ones are looked for in the text
-first. Differences, all refusals at construction: the 256 single bytes must have ranks; every multi-byte
+first. A pat_str other than the built-in patterns is read with `regex`, its anchors "$" and "\\Z" swapped to
+keep tiktoken's meaning (other differences between the two engines' syntax, such as "--" in a class, are not
+translated). Differences, all refusals at construction: the 256 single bytes must have ranks; every multi-byte
 token must be reachable by merging lower-ranked ones (tiktoken accepts others, and never produces them from
-other text); a special token may not share its id with a ranked token, nor its bytes.
+other text); a special token may not share its id with a ranked token, nor its bytes; ids must lie below
+2^31 - 1, the largest below 4 times the number of tokens plus 2^20 (the encoder's tables are indexed by id),
+two special tokens may not share an id, and "" is not a special token.
 
 >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 >>> enc = Encoding("tiny", pat_str=r"\\w+|\\W", mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 258})
@@ -33,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from .patterns import PATTERNS, R50K_PATTERN, rewrite_anchors
 from .specials import SpecialTokens, check_disallowed
 from .procs import map_threads
 from ._types import StrPath
@@ -45,6 +50,16 @@ _NOTHING: frozenset[str]
 _NOTHING = frozenset()   # allowed_special's default: tiktoken's is set(), equal to it; this one is told apart
 _ALL = "all"
 _ARRAYS = (list, tuple, np.ndarray)     # what the tokenizer's decode takes as tiktoken's does, when valid
+_BUILT_IN = frozenset(PATTERNS.values()) | {R50K_PATTERN}
+
+
+def _from_tiktoken_dialect(pat_str: str) -> str:
+    """pat_str (a regex for tiktoken's engine, Rust's fancy-regex) as `regex` reads it the same way: there "$"
+    matches only at the end of the text and "\\Z" also before a final newline; in `regex` the other way round.
+    The built-in patterns' spellings are kept (they run natively; their "\\s++$" matches the same either way)."""
+    if pat_str in _BUILT_IN:
+        return pat_str
+    return rewrite_anchors(pat_str, {"$": r"\Z", r"\Z": "$"})
 
 
 class Encoding:
@@ -67,7 +82,7 @@ class Encoding:
             if self.max_token_value != explicit_n_vocab - 1:
                 raise AssertionError(f"the largest id is {self.max_token_value}, not explicit_n_vocab - 1")
         self._special_token_values = set(special_tokens.values())
-        self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, pat_str, special_tokens)
+        self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, _from_tiktoken_dialect(pat_str), special_tokens)
         self._ordinary = self._tokenizer.restricted_to(frozenset())
         self._vocab = self._tokenizer.vocab         # id -> bytes, read-only
         self._special_bytes = SpecialTokens(special_tokens, special_tokens.values()).id_of_utf8

@@ -52,7 +52,7 @@ from numpy.typing import NDArray
 from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, rewrite_anchors
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .ranks import merge_rule_difference, rule_difference_of_indices
@@ -68,6 +68,10 @@ _POSSESSIVE_INTERVAL = regex.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
 _PROBE = ("Hello, World! It's DON'T 12345 1/2 x=y+z; ñandú ÆØÅ ǅ ﬁ Ωμέγα Привет 中文 한국어 عربى हिन्दी \u0301x "
           "\t\n\r\n  \u00a0\u2028\u3000 'S 'll 😀👍🏽 $x ^y (a) [b] {c} <|x|> \x00\x7f")
 _IGNORED_POST_PROCESSORS = {"ByteLevel", "TemplateProcessing", "RobertaProcessing", "BertProcessing"}
+
+
+_Z = r"\Z"
+_END_OR_BEFORE_LAST_NEWLINE = r"(?=\n?\z)"     # Oniguruma's \Z (and `regex`'s $ outside multi-line mode)
 
 
 def pattern_from_hf(split_regex: str) -> str:
@@ -96,8 +100,8 @@ def pattern_from_hf(split_regex: str) -> str:
         raise ValueError(f"the Split regex has {m.group()!r}, which Oniguruma (HF) reads as a repeated interval and "
                          "`regex` as a possessive one, so the pieces would differ (tiktoken's spelling of cl100k "
                          r"has '\p{N}{1,3}+'; HF files write '\p{N}{1,3}')")
-    anchored = f"(?m:{split_regex})"
     wrapped = _wrap(split_regex)
+    anchored = wrapped[:wrapped.index("|(?:(?!")]
     try:
         rx = regex.compile(anchored)
         regex.compile(wrapped)
@@ -124,12 +128,16 @@ def pattern_to_hf(pattern: str) -> str:
         inner = pattern[len("(?m:"):len("(?m:") + inner_length]
         if pattern == _wrap(inner):
             return inner
-    return pattern
+    if pattern in (GPT2_PATTERN, O200K_PATTERN):
+        return pattern
+    # a pattern of bpe_fast's: its anchors spelled as Oniguruma reads them (^ and $ would match at every line)
+    return rewrite_anchors(pattern, {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"})
 
 
 def _wrap(split_regex: str) -> str:
-    """`split_regex` with ^ and $ at line ends, and a second alternative that takes the text up to its next match."""
-    anchored = f"(?m:{split_regex})"
+    """`split_regex` with ^ and $ at line ends and \\Z also before a final newline (as Oniguruma reads them), and
+    a second alternative that takes the text up to its next match."""
+    anchored = f"(?m:{rewrite_anchors(split_regex, {_Z: _END_OR_BEFORE_LAST_NEWLINE})})"
     return f"{anchored}|(?:(?!{anchored})[\\s\\S])+"
 
 

@@ -1,6 +1,8 @@
 """The pre-tokenization patterns bpe_fast knows by name."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 # GPT-2's pattern (also CS336 assignment 1's): contractions, letter runs, digit runs, other runs, whitespace.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
@@ -38,3 +40,43 @@ def resolve_pattern(pattern: str) -> str:
     if not pattern:
         raise ValueError("pattern must not be empty")
     return pattern
+
+
+def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
+    """`pattern` with each anchor outside a character class replaced as `replace` says ({"$": ..., "\\Z": ...}:
+    an unescaped "^" or "$", or a two-character escape), for reading a regex written for another engine with
+    `regex`, or writing one of `regex`'s for another engine.
+
+    >>> rewrite_anchors(r"a$|[$]|\\$|b\\Z", {"$": r"\\Z", r"\\Z": "$"})
+    'a\\\\Z|[$]|\\\\$|b$'
+    """
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            escape = pattern[i:i + 2]
+            out.append(escape if in_class else replace.get(escape, escape))
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            if i < n and pattern[i] == "^":       # "[^]...]" and "[]...]": a first "]" is a member
+                out.append("^")
+                i += 1
+            if i < n and pattern[i] == "]":
+                out.append("]")
+                i += 1
+            continue
+        elif c in "^$":
+            out.append(replace.get(c, c))
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)

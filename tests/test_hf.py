@@ -238,6 +238,28 @@ def test_export_then_from_hf(tmp_path, ours_trained, pattern):
     assert_same_ids(back, hf, texts)
 
 
+ANCHOR_TEXTS = ["hello\n", "hello\nworld\n", "hello\nworld", "ab\nab\nab", "ab\n", "xab\nab\n", "ab", "\n"]
+
+
+def test_from_hf_reads_backslash_z_as_oniguruma_does(tmp_path):
+    # \Z matches before a final newline too in Oniguruma; `regex`'s \Z only at the very end
+    path = train_hf(tokenizers.Regex(r"\w+\Z|\w|\s|[^\w\s]"), tmp_path, vocab_size=400)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert_same_ids(Tokenizer.from_hf(path), hf, ANCHOR_TEXTS + TEXTS[:40])
+
+
+@pytest.mark.parametrize("pattern", [r"^ab|ab$|a|b|\n|[^ab\n]", r"ab\Z|a|b|\n|[^ab\n]", r"[$^]|ab|a|b|\n|[^ab\n$^]"])
+def test_export_spells_anchors_as_oniguruma_reads_them(tmp_path, pattern):
+    # HF reads ^ and $ at every line: a custom pattern's anchors are written as \A, (?=\n?\z) and \z
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], pattern=pattern)
+    tok.export_hf(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    texts = ANCHOR_TEXTS + ["$ab^ab\n", "^ab$"]
+    for text in texts:
+        assert tok.encode(text) == hf_ids(hf, text), text
+    assert_same_ids(Tokenizer.from_hf(tmp_path / "tokenizer.json"), hf, texts)
+
+
 def test_round_trip_keeps_a_wrapped_pattern(tmp_path):
     path = train_hf(tokenizers.Regex(r"\p{L}+|\p{N}"), tmp_path, vocab_size=300)
     ours = Tokenizer.from_hf(path)

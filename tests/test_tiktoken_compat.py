@@ -435,3 +435,17 @@ def test_batches_of_many_short_texts_equal_tiktoken(pair):
     same(pair, lambda e: e.encode_batch(batch, num_threads=2))                  # tiktoken's ValueError
     clean = [t for t in batch if EOT not in t and "<|endofprompt|>" not in t]
     same(pair, lambda e: e.encode_batch(clean, num_threads=2))
+
+
+# ------------------------------------------------------------------------------------- custom patterns
+
+@pytest.mark.parametrize("pat_str", [r"ab$|a|b|\n|[^ab\n]", r"ab\Z|a|b|\n|[^ab\n]", r"ab\z|a|b|\n|[^ab\n]",
+                                     r"^ab|[$]|ab|a|b|\n|[^ab\n$]", r"\w+|\s+(?!\S)|\s+$|\s"])
+def test_a_custom_pat_str_anchors_as_tiktoken_reads_them(pat_str):
+    # tiktoken's engine: $ only at the very end, \Z also before a final newline (`regex`: the other way round)
+    ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256}
+    ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+    theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+    for text in ["ab\n", "ab", "ab\nab\n", "$ab\n", "^ab$", "x ab  \n", "ab \n\n"] + TRICKY[:20]:
+        assert ours.encode(text) == theirs.encode(text), text
+    assert ours._pat_str == pat_str
