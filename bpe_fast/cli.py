@@ -717,10 +717,17 @@ class _Stdout:
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
         out = sys.stdout.buffer
-        while view:
-            view = view[out.write(view):]
-        out.flush()
+        try:
+            while view:
+                view = view[out.write(view):]
+            out.flush()
+        except BrokenPipeError:
+            raise _StdoutClosed() from None
         return len(data) if isinstance(data, (bytes, bytearray)) else memoryview(data).nbytes
+
+
+class _StdoutClosed(Exception):
+    """The reader of stdout stopped (`| head`): main ends quietly, as a process killed by SIGPIPE would."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -739,8 +746,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nbpe-fast: interrupted; no output written", file=sys.stderr)
         return 130
-    except BrokenPipeError:            # the reader of stdout stopped (`| head`): end quietly, as SIGPIPE would
-        with contextlib.suppress(OSError):
+    except _StdoutClosed:
+        with contextlib.suppress(OSError):       # nothing more reaches the closed pipe at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except CliError as exc:

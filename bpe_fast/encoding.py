@@ -37,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from .patterns import PATTERNS, R50K_PATTERN, rewrite_anchors
+from .patterns import swap_tiktoken_anchors
 from .specials import SpecialTokens, check_disallowed
 from .procs import map_threads
 from ._types import StrPath
@@ -50,16 +50,6 @@ _NOTHING: frozenset[str]
 _NOTHING = frozenset()   # allowed_special's default: tiktoken's is set(), equal to it; this one is told apart
 _ALL = "all"
 _ARRAYS = (list, tuple, np.ndarray)     # what the tokenizer's decode takes as tiktoken's does, when valid
-_BUILT_IN = frozenset(PATTERNS.values()) | {R50K_PATTERN}
-
-
-def _from_tiktoken_dialect(pat_str: str) -> str:
-    """pat_str (a regex for tiktoken's engine, Rust's fancy-regex) as `regex` reads it the same way: there "$"
-    matches only at the end of the text and "\\Z" also before a final newline; in `regex` the other way round.
-    The built-in patterns' spellings are kept (they run natively; their "\\s++$" matches the same either way)."""
-    if pat_str in _BUILT_IN:
-        return pat_str
-    return rewrite_anchors(pat_str, {"$": r"\Z", r"\Z": "$"})
 
 
 class Encoding:
@@ -82,7 +72,7 @@ class Encoding:
             if self.max_token_value != explicit_n_vocab - 1:
                 raise AssertionError(f"the largest id is {self.max_token_value}, not explicit_n_vocab - 1")
         self._special_token_values = set(special_tokens.values())
-        self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, _from_tiktoken_dialect(pat_str), special_tokens)
+        self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, swap_tiktoken_anchors(pat_str), special_tokens)
         self._ordinary = self._tokenizer.restricted_to(frozenset())
         self._vocab = self._tokenizer.vocab         # id -> bytes, read-only
         self._special_bytes = SpecialTokens(special_tokens, special_tokens.values()).id_of_utf8

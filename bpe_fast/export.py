@@ -2,7 +2,8 @@
 
 Both files give the same ids as bpe_fast for the same text:
   * HF `tokenizer.json`: a BPE model over GPT-2's byte-to-unicode strings, a Split pre-tokenizer with the
-    same regex (isolated pieces; spelled for Oniguruma by bpe_fast.hf.pattern_to_hf) followed by ByteLevel
+    same regex (spelled for Oniguruma by bpe_fast.hf.split_to_hf: the built-in patterns as Isolated pieces,
+    another as a Removed, inverted Split, whose pieces are its matches only, as bpe_fast's) followed by ByteLevel
     without its own regex, a ByteLevel decoder, and the special tokens as added tokens. The merges are
     "a b" strings, the form every tokenizers release reads (the [a, b] pairs need 0.20 or later); no mapped
     token holds a space (the space byte is written "Ġ"), so the one space between the two is unambiguous.
@@ -24,7 +25,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from .formats import token_to_str, tokens_to_strs, write_text_atomic
-from .hf import hf_added_token_ids, pattern_to_hf
+from .hf import hf_added_token_ids, split_to_hf
 from .ranks import merge_rule_difference
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     (all that can be, or none, or those before the first that cannot) so that HF gives each its id, and a
     ValueError names the first for which no choice does (give such tokens the last ids)."""
     _check_unique(tokenizer)
+    split_regex, behavior, invert = split_to_hf(tokenizer.pattern)
     difference = merge_rule_difference(list(tokenizer.merges))
     if difference is not None:
         k, parts = difference
@@ -93,8 +95,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": pattern_to_hf(tokenizer.pattern)}, "behavior": "Isolated",
-                 "invert": False},
+                {"type": "Split", "pattern": {"Regex": split_regex}, "behavior": behavior, "invert": invert},
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
             ],
         },

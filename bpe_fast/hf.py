@@ -58,7 +58,7 @@ from ._types import Merges, StrPath, Vocab
 from .ranks import merge_rule_difference, rule_difference_of_indices
 from .token_arrays import all_distinct
 
-__all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json"]
+__all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json", "split_to_hf"]
 
 # Oniguruma reads "{1,3}+" as a repeated interval, not a possessive one; at the end of its alternative a greedy
 # "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
@@ -74,14 +74,15 @@ _Z = r"\Z"
 _END_OR_BEFORE_LAST_NEWLINE = r"(?=\n?\z)"     # Oniguruma's \Z (and `regex`'s $ outside multi-line mode)
 
 
-def pattern_from_hf(split_regex: str) -> str:
+def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     """The bpe_fast pattern for an HF Split regex: the same pieces as HF (Oniguruma) gives. ValueError saying
-    why when there is none.
+    why when there is none. keep_gaps: the Split is Isolated (the text between matches is a piece), else
+    Removed and inverted (only the matches are pieces: what bpe_fast and tiktoken do with a pattern).
 
     GPT2_PATTERN and O200K_PATTERN, character for character, and GPT4_PATTERN as HF files spell it
     (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as Oniguruma does: ^ and $
     match at each line's end (Oniguruma's default), and the text between two matches is a piece of its own (HF's
-    Isolated keeps it; `regex.findall` would drop it). Refused: "{m,n}+" (a possessive interval in `regex`, a
+    Isolated keeps it; bpe_fast would drop it). Refused: "{m,n}+" (a possessive interval in `regex`, a
     repeated one in Oniguruma; tiktoken's own spelling of cl100k has one), capturing groups, and a regex that
     matches empty text.
 
@@ -100,8 +101,8 @@ def pattern_from_hf(split_regex: str) -> str:
         raise ValueError(f"the Split regex has {m.group()!r}, which Oniguruma (HF) reads as a repeated interval and "
                          "`regex` as a possessive one, so the pieces would differ (tiktoken's spelling of cl100k "
                          r"has '\p{N}{1,3}+'; HF files write '\p{N}{1,3}')")
+    anchored = _anchored(split_regex)
     wrapped = _wrap(split_regex)
-    anchored = wrapped[:wrapped.index("|(?:(?!")]
     try:
         rx = regex.compile(anchored)
         regex.compile(wrapped)
@@ -111,33 +112,49 @@ def pattern_from_hf(split_regex: str) -> str:
         raise ValueError(f"the Split regex {split_regex!r} has capturing groups; write them (?:...)")
     if rx.match("") is not None or any(m.start() == m.end() for m in rx.finditer(_PROBE)):
         raise ValueError(f"the Split regex {split_regex!r} can match empty text")
-    return wrapped
+    return wrapped if keep_gaps else anchored
 
 
 def pattern_to_hf(pattern: str) -> str:
-    """The Split regex that gives, in HF, the pieces `pattern` gives in bpe_fast (the inverse of
-    pattern_from_hf for the patterns it returns).
+    """The Split regex that gives, in HF, the pieces `pattern` gives in bpe_fast, with split_to_hf's behavior
+    (the inverse of pattern_from_hf for the patterns it returns).
 
     >>> pattern_to_hf(pattern_from_hf(r"\\p{L}+"))
     '\\\\p{L}+'
     """
+    return split_to_hf(pattern)[0]
+
+
+def split_to_hf(pattern: str) -> tuple[str, str, bool]:
+    """(regex, behavior, invert) of the HF Split that gives the pieces `pattern` gives in bpe_fast: a built-in
+    pattern, or one pattern_from_hf wrapped, as an Isolated Split (every piece of the text, gaps included);
+    any other as a Removed, inverted Split (only its matches: bpe_fast skips the text no match covers), its
+    anchors spelled as Oniguruma reads them (there ^ and $ match at every line)."""
     if pattern == GPT4_PATTERN:
-        return GPT4_PATTERN_HF
+        return GPT4_PATTERN_HF, "Isolated", False
+    if pattern in (GPT2_PATTERN, O200K_PATTERN):
+        return pattern, "Isolated", False
     inner_length, odd = divmod(len(pattern) - len(_wrap("")), 2)     # P appears twice in _wrap(P)
     if not odd and inner_length > 0:
         inner = pattern[len("(?m:"):len("(?m:") + inner_length]
         if pattern == _wrap(inner):
-            return inner
-    if pattern in (GPT2_PATTERN, O200K_PATTERN):
-        return pattern
-    # a pattern of bpe_fast's: its anchors spelled as Oniguruma reads them (^ and $ would match at every line)
-    return rewrite_anchors(pattern, {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"})
+            return inner, "Isolated", False
+    if pattern.startswith("(?m:") and pattern.endswith(")"):
+        inner = pattern[len("(?m:"):-1].replace(_END_OR_BEFORE_LAST_NEWLINE, _Z)
+        if pattern == _anchored(inner):                               # pattern_from_hf(..., keep_gaps=False)
+            return inner, "Removed", True
+    return rewrite_anchors(pattern, {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"}), "Removed", True
+
+
+def _anchored(split_regex: str) -> str:
+    """`split_regex` with ^ and $ at line ends and \\Z also before a final newline, as Oniguruma reads them."""
+    return f"(?m:{rewrite_anchors(split_regex, {_Z: _END_OR_BEFORE_LAST_NEWLINE})})"
 
 
 def _wrap(split_regex: str) -> str:
-    """`split_regex` with ^ and $ at line ends and \\Z also before a final newline (as Oniguruma reads them), and
-    a second alternative that takes the text up to its next match."""
-    anchored = f"(?m:{rewrite_anchors(split_regex, {_Z: _END_OR_BEFORE_LAST_NEWLINE})})"
+    """_anchored(split_regex), and a second alternative that takes the text up to its next match (HF's Isolated
+    keeps it as a piece)."""
+    anchored = _anchored(split_regex)
     return f"{anchored}|(?:(?!{anchored})[\\s\\S])+"
 
 
@@ -469,9 +486,10 @@ def _pattern_of(f: _File, pre: object) -> str:
         f.fail("ByteLevel after a Split must have use_regex false (HF would split the pieces again with "
                "GPT-2's pattern)", "use_regex", "pre_tokenizer")
     split = steps[0]
-    if split.get("behavior") != "Isolated" or split.get("invert", False) is not False:
+    shape = (split.get("behavior"), split.get("invert", False))
+    if shape not in (("Isolated", False), ("Removed", True)):
         f.fail(f"Split with behavior {split.get('behavior')!r} and invert {split.get('invert')!r} is not supported "
-               "(only Isolated, not inverted)", "behavior", "pre_tokenizer")
+               "(only Isolated not inverted, or Removed inverted)", "behavior", "pre_tokenizer")
     spec = split.get("pattern")
     if isinstance(spec, dict) and isinstance(spec.get("Regex"), str) and spec["Regex"]:
         split_regex = spec["Regex"]
@@ -481,7 +499,7 @@ def _pattern_of(f: _File, pre: object) -> str:
         f.fail(f"Split pattern {json.dumps(spec)[:80]} is not a non-empty Regex or String", "pattern",
                "pre_tokenizer")
     try:
-        return pattern_from_hf(split_regex)
+        return pattern_from_hf(split_regex, keep_gaps=shape == ("Isolated", False))
     except ValueError as exc:
         f.fail(str(exc), "pattern", "pre_tokenizer")
 

@@ -639,13 +639,14 @@ def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str, erro
     if not line.strip():
         return None
     try:
-        decoded = line.decode("utf-8")
+        record = json.loads(line)           # as json.loads reads bytes (a BOM, surrogates written as UTF-8)
     except UnicodeDecodeError as exc:
         if errors != "replace":
             raise CorpusDecodeError(path, exc.start, exc.reason, line=line_no, in_line=True) from None
-        decoded = line.decode("utf-8", "replace")
-    try:
-        record = json.loads(decoded)
+        try:
+            record = json.loads(line.decode("utf-8-sig", "replace"))
+        except ValueError as exc:
+            raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
     except ValueError as exc:       # json.JSONDecodeError
         raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
     if not isinstance(record, dict):

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import regex
+
 # GPT-2's pattern (also CS336 assignment 1's): contractions, letter runs, digit runs, other runs, whitespace.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
@@ -50,6 +52,11 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
     >>> rewrite_anchors(r"a$|[$]|\\$|b\\Z", {"$": r"\\Z", r"\\Z": "$"})
     'a\\\\Z|[$]|\\\\$|b$'
     """
+    try:
+        if regex.compile(pattern).flags & regex.MULTILINE:     # (?m) for the whole pattern: ^ and $ are line
+            replace = {k: v for k, v in replace.items() if k not in "^$"}     # anchors in either engine
+    except regex.error:
+        pass                                # reported where the pattern is compiled for use
     out: list[str] = []
     i, n = 0, len(pattern)
     in_class = False
@@ -61,6 +68,12 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
             i += 2
             continue
         if in_class:
+            if pattern.startswith("[:", i):             # a POSIX set, [:punct:]: copied whole
+                end = pattern.find(":]", i + 2)
+                if end >= 0:
+                    out.append(pattern[i:end + 2])
+                    i = end + 2
+                    continue
             in_class = c != "]"
         elif c == "[":
             in_class = True
@@ -80,3 +93,13 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
         out.append(c)
         i += 1
     return "".join(out)
+
+
+def swap_tiktoken_anchors(pattern: str) -> str:
+    """A pattern for tiktoken's regex engine (Rust's fancy-regex) as `regex` reads it the same way, and back:
+    there "$" matches only at the end of the text and "\\Z" also before a final newline; in `regex` the other
+    way round. The built-in patterns' spellings are kept (they run natively, and their "\\s++$" matches the
+    same either way)."""
+    if pattern in PATTERNS.values() or pattern == R50K_PATTERN:
+        return pattern
+    return rewrite_anchors(pattern, {"$": r"\Z", r"\Z": "$"})

@@ -116,8 +116,14 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     earlier = _check_earlier_index(index_path, settings)
     inputs = [_input_stamp(s.path) for s in shards]
 
-    counts: list[Any] = [complete_length(s.out_path, dtype) if _unchanged(earlier, s, stamp) else None
-                         for s, stamp in zip(shards, inputs)]      # None: to encode
+    counts: list[Any] = []                                          # None: to encode
+    for shard, stamp in zip(shards, inputs):
+        if _unchanged(earlier, shard, stamp):
+            counts.append(complete_length(shard.out_path, dtype))
+        else:       # its input changed: its array goes now, so that no later run takes it for this input's
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(shard.out_path)
+            counts.append(None)
     todo = [i for i, n in enumerate(counts) if n is None]
     sizes = [os.path.getsize(s.path) for s in shards]
     report = _Progress(progress, sizes, [i for i, n in enumerate(counts) if n is not None])

@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 from . import formats
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
                       utf8_searchable)
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern, swap_tiktoken_anchors
 from .pretokenize import check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
 from .specials import SpecialTokens, check_disallowed
@@ -325,8 +325,8 @@ class Tokenizer:
             raise ImportError("Tokenizer.to_tiktoken needs tiktoken: pip install tiktoken") from exc
         from .ranks import ranks_from_tokenizer
 
-        return tiktoken.Encoding(name, pat_str=self._pattern, mergeable_ranks=ranks_from_tokenizer(self),
-                                 special_tokens=self.special_tokens)
+        return tiktoken.Encoding(name, pat_str=swap_tiktoken_anchors(self._pattern),
+                                 mergeable_ranks=ranks_from_tokenizer(self), special_tokens=self.special_tokens)
 
     def save(self, directory: StrPath) -> None:
         """Write vocab.json and merges.txt (GPT-2's format) and bpe_fast.json (special tokens, pattern) into
@@ -763,7 +763,10 @@ class Tokenizer:
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily yield the ids of the concatenated strings of `iterable` (e.g. a text file, line by line).
 
-        Equal to ``encode("".join(iterable))`` however the text is cut. After each string, the ids of the text
+        Equal to ``encode("".join(iterable))`` however the text is cut (with a custom pattern, as long as a
+        pre-token is decided by the text up to two pre-tokens past it, as the built-in patterns' are: a pattern
+        that looks further ahead, such as ``a+b|a``, may cut differently where a string ends inside such a run;
+        give it whole lines or blocks, or encode the text whole). After each string, the ids of the text
         up to the last safe cut are yielded; only the tail after it is kept: text that could still join the
         next string (a possible prefix of a special token, the last pre-token, a trailing whitespace run), so
         memory stays bounded on a stream of any size. Nothing is batched: a string's ids come out as soon as

@@ -233,8 +233,10 @@ def test_export_then_from_hf(tmp_path, ours_trained, pattern):
         assert tok.encode(text) == hf_ids(hf, text), text[:100]
     back = Tokenizer.from_hf(path)
     assert (back.vocab, back.merges, back.special_tokens) == (tok.vocab, tok.merges, tok.special_tokens)
-    # a built-in pattern comes back as it was; another one wrapped to read as Oniguruma does
-    assert back.pattern == (tok.pattern if pattern != LLAMA3_PATTERN else pattern_from_hf(LLAMA3_PATTERN))
+    # a built-in pattern comes back as it was; another one (exported as a Removed, inverted Split: its matches)
+    # spelled to read as Oniguruma does
+    assert back.pattern == (tok.pattern if pattern != LLAMA3_PATTERN else
+                            pattern_from_hf(LLAMA3_PATTERN, keep_gaps=False))
     assert_same_ids(back, hf, texts)
 
 
@@ -248,16 +250,24 @@ def test_from_hf_reads_backslash_z_as_oniguruma_does(tmp_path):
     assert_same_ids(Tokenizer.from_hf(path), hf, ANCHOR_TEXTS + TEXTS[:40])
 
 
-@pytest.mark.parametrize("pattern", [r"^ab|ab$|a|b|\n|[^ab\n]", r"ab\Z|a|b|\n|[^ab\n]", r"[$^]|ab|a|b|\n|[^ab\n$^]"])
+@pytest.mark.parametrize("pattern", [r"^ab|ab$|a|b|\n|[^ab\n]", r"ab\Z|a|b|\n|[^ab\n]", r"[$^]|ab|a|b|\n|[^ab\n$^]",
+                                     r"\w+", r"ab|\p{L}"])
 def test_export_spells_anchors_as_oniguruma_reads_them(tmp_path, pattern):
-    # HF reads ^ and $ at every line: a custom pattern's anchors are written as \A, (?=\n?\z) and \z
+    # HF reads ^ and $ at every line: a custom pattern's anchors are written as \A, (?=\n?\z) and \z; and its
+    # Split is Removed and inverted, whose pieces are the matches alone (Isolated kept the text between them)
     tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], pattern=pattern)
     tok.export_hf(tmp_path / "tokenizer.json")
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
-    texts = ANCHOR_TEXTS + ["$ab^ab\n", "^ab$"]
+    texts = ANCHOR_TEXTS + ["$ab^ab\n", "^ab$", "ab, ab  cd!", "x1 ab2"]
     for text in texts:
         assert tok.encode(text) == hf_ids(hf, text), text
     assert_same_ids(Tokenizer.from_hf(tmp_path / "tokenizer.json"), hf, texts)
+
+
+def test_a_split_regex_holding_the_wrappers_own_text_is_read():
+    import regex
+    # pattern_from_hf cut its result at the first "|(?:(?!", which this regex holds
+    assert regex.findall(pattern_from_hf(r"\w+|(?:(?!x)\W)+"), "ab, x") == ["ab", ", ", "x"]
 
 
 def test_round_trip_keeps_a_wrapped_pattern(tmp_path):

@@ -256,6 +256,15 @@ def test_invalid_utf8_in_a_json_line_is_named_or_replaced(tmp_path, monkeypatch)
             assert got == expected
 
 
+def test_a_line_with_a_byte_order_mark_reads_as_json_loads_reads_it(tmp_path):
+    from bpe_fast import count_pretokens
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"text": "a b"}\n{"text": "c d"}\n')
+    for errors in ("strict", "replace"):
+        assert dict(count_pretokens(path, num_processes=1, errors=errors).most_common()) == \
+            {b"a": 1, b" b": 1, b"c": 1, b" d": 1}
+
+
 def test_what_json_loads_refuses_past_pythons_limits_is_left_to_it(tmp_path):
     import sys
     line = b'{"text": "a", "n": ' + b"1" * 1000 + b"}"

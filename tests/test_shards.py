@@ -436,6 +436,10 @@ def test_a_shard_whose_input_changed_is_encoded_again(tok, tmp_path, monkeypatch
     out = tmp_path / "out"
     encode_files([a, b], out, tok, text_field="body")
     write_shard(tmp_path, "b.jsonl", documents(5, n=9))       # another text in the same file
+    bad = tmp_path / "0.jsonl"                                 # a run that stops before it gets to b
+    bad.write_text('{"body": 5}\n')
+    with pytest.raises(InputError):
+        encode_files([a, bad, b], out, tok, text_field="body")
     encoded = spy_on_encoding(monkeypatch)
     index = encode_files([a, b], out, tok, text_field="body")
     assert encoded == ["b.npy"]

@@ -440,7 +440,8 @@ def test_batches_of_many_short_texts_equal_tiktoken(pair):
 # ------------------------------------------------------------------------------------- custom patterns
 
 @pytest.mark.parametrize("pat_str", [r"ab$|a|b|\n|[^ab\n]", r"ab\Z|a|b|\n|[^ab\n]", r"ab\z|a|b|\n|[^ab\n]",
-                                     r"^ab|[$]|ab|a|b|\n|[^ab\n$]", r"\w+|\s+(?!\S)|\s+$|\s"])
+                                     r"^ab|[$]|ab|a|b|\n|[^ab\n$]", r"\w+|\s+(?!\S)|\s+$|\s",
+                                     r"(?m)ab$|a|b|\n|[^ab\n]", r"[[:punct:]$]+|ab$|a|b|\n|[^ab\n]"])
 def test_a_custom_pat_str_anchors_as_tiktoken_reads_them(pat_str):
     # tiktoken's engine: $ only at the very end, \Z also before a final newline (`regex`: the other way round)
     ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256}
@@ -449,3 +450,7 @@ def test_a_custom_pat_str_anchors_as_tiktoken_reads_them(pat_str):
     for text in ["ab\n", "ab", "ab\nab\n", "$ab\n", "^ab$", "x ab  \n", "ab \n\n"] + TRICKY[:20]:
         assert ours.encode(text) == theirs.encode(text), text
     assert ours._pat_str == pat_str
+    # and back: a Tokenizer with the pattern as `regex` reads it gives tiktoken's Encoding of the same ids
+    again = ours.tokenizer.to_tiktoken("again")
+    for text in ["ab\n", "ab", "ab\nab\n", "$ab\n", "^ab$"]:
+        assert again.encode(text) == theirs.encode(text), text
