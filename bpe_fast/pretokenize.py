@@ -54,7 +54,8 @@ def compiled_pattern(pattern: str) -> regex.Pattern[str]:
 def pretokenize(text: str, pattern: str = GPT2_PATTERN) -> list[str]:
     """Split `text` into pre-tokens: the whole matches of `pattern` (``m.group()`` for each m of
     ``regex.finditer(pattern, text)``; ``regex.findall``'s result when the pattern has no capturing group).
-    Text that no match covers is in no pre-token, as with tiktoken and HF tokenizers.
+    Text that no match covers is in no pre-token, as with tiktoken (HF's Isolated Split keeps it as a piece of
+    its own; export_hf writes a custom pattern as a Removed, inverted Split, which skips it too).
 
     >>> pretokenize("Hello, world!")
     ['Hello', ',', ' world', '!']
@@ -90,8 +91,8 @@ def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN) ->
 
 def pretoken_spans(data: bytes | bytearray, pattern: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(starts, ends): the byte offsets in UTF-8 `data` of each whole match of `pattern` (regex.finditer), in
-    order; a pattern may leave text out (between ends[i] and starts[i + 1]), which tiktoken's and HF's encoders
-    then skip. Invalid UTF-8 raises UnicodeDecodeError.
+    order; a pattern may leave text out (between ends[i] and starts[i + 1]), which tiktoken's encoder (and
+    bpe_fast's) then skips. Invalid UTF-8 raises UnicodeDecodeError.
 
     >>> [a.tolist() for a in pretoken_spans("ab, é".encode(), r"\\w+")]
     [[0, 4], [2, 6]]
