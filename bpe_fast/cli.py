@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from .patterns import PATTERNS
 
@@ -155,7 +155,8 @@ def cmd_synth(args: argparse.Namespace) -> None:
     if not to_stdout:
         _check_output_folder(args.output)
     start = time.perf_counter()
-    generate(_Stdout() if to_stdout else args.output, size, seed=args.seed, style=args.style)
+    out = cast("IO[bytes]", _Stdout()) if to_stdout else args.output      # generate only calls write()
+    generate(out, size, seed=args.seed, style=args.style)
     took = time.perf_counter() - start
     print(f"wrote {size:,} bytes to {'stdout' if to_stdout else args.output} in {took:.2f} s", file=sys.stderr)
 
