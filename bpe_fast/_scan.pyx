@@ -713,13 +713,26 @@ cdef enum:
     # PretokenCounter.add_range's queue: a pre-token's slot is asked for when it is scanned, its span ASK_SPAN
     # pre-tokens later, the rest of its key (past 8 bytes) ASK_KEY later, and it is counted QUEUE later.
     QUEUE = 32          # a power of two
-    QUEUE_FROM_SLOTS = 1 << 18    # a table this large (2 MB of slots, 5 MB of spans) or larger: the queue pays
+    QUEUE_FROM_SLOTS = 1 << 20    # a table this large (262,144 pre-tokens or more: 8 MB of slots, 10 MB or more
+                                  # of spans) is past the cache and the queue pays; a smaller one (the 2 GB
+                                  # stories corpus's 115,000) it slows by 5%
     ASK_SPAN = 16
     ASK_KEY = 24
 
 
 cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
+
+
+cdef inline Py_ssize_t _next_end(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                 bint* at_end) noexcept nogil:
+    """The end of the pre-token that starts at s[i] (the text ends at n), by the pattern of `kind` (a function,
+    not a method: inlined in the counting loops, where a method would be an indirect call a pre-token)."""
+    if kind == KIND_GPT2:
+        return gpt2_next(t, s, i, n)
+    if kind == KIND_GPT4:
+        return gpt4_next(t, s, i, n)
+    return o200k_next(t, s, i, n, at_end)
 
 
 cdef class SpecialMatcher:
@@ -984,12 +997,12 @@ cdef class PretokenCounter:
         cdef bint at_end = False
         if self.slots.size() < QUEUE_FROM_SLOTS:     # a table in the cache: the queue would only cost
             while i < n:
-                e = self.next_end(s, i, n, &at_end)
+                e = _next_end(self.kind, self.t, s, i, n, &at_end)
                 self.add_span_n(s + i, e - i, end, 1)
                 i = e
             return
         while i < n:
-            e = self.next_end(s, i, n, &at_end)
+            e = _next_end(self.kind, self.t, s, i, n, &at_end)
             if queued >= QUEUE:
                 q = &queue[queued & (QUEUE - 1)]
                 self.add_hashed(q.p, q.length, q.head, q.hash, 1)
@@ -1003,14 +1016,6 @@ cdef class PretokenCounter:
         for k in range(queued - QUEUE if queued > QUEUE else 0, queued):
             q = &queue[k & (QUEUE - 1)]
             self.add_hashed(q.p, q.length, q.head, q.hash, 1)
-
-    cdef inline Py_ssize_t next_end(self, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* at_end) noexcept nogil:
-        """The end of the pre-token that starts at s[i] (the text ends at n), by this counter's pattern."""
-        if self.kind == KIND_GPT2:
-            return gpt2_next(self.t, s, i, n)
-        if self.kind == KIND_GPT4:
-            return gpt4_next(self.t, s, i, n)
-        return o200k_next(self.t, s, i, n, at_end)
 
     cdef inline void enqueue(self, Pending* q, const uint8_t* p, Py_ssize_t length, const uint8_t* end) noexcept nogil:
         q.p = p

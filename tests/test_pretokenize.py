@@ -190,7 +190,7 @@ def test_many_distinct_pretokens():
 
 
 def test_counting_queue_keeps_counts_and_first_occurrence_order():
-    # Once its table is large (2^18 slots: _scan.QUEUE_FROM_SLOTS, so the first piece has 140,000 distinct
+    # Once its table is large (2^20 slots: _scan.QUEUE_FROM_SLOTS, so the first piece has 270,000 distinct
     # pre-tokens) the counter hashes pre-tokens some way ahead of counting them (a queue of 32, _scan.QUEUE): a
     # pre-token seen again while its first occurrence still waits, keys that differ only past their first 8
     # bytes, the table growing while pre-tokens wait, and pieces (between special tokens) of about the queue's
@@ -198,7 +198,7 @@ def test_counting_queue_keeps_counts_and_first_occurrence_order():
     rng = random.Random(7)
     long_words = [f" abcdefgh{k}" for k in range(40)] + [f" abcdefghijklmnop{k}" for k in range(40)]
     words = [f"w{k}" for k in range(3000)] + long_words + [f" fresh{k}" for k in range(300_000)]
-    pieces = [" ".join(f"d{k}" for k in range(140_000))]
+    pieces = [" ".join(f"d{k}" for k in range(270_000))]
     for n in [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 500, 5000]:
         pieces.append("".join(rng.choice(words[:40] if n < 100 else words[:3080] if n < 1000 else words)
                               for _ in range(n)))
