@@ -726,8 +726,8 @@ cdef extern from *:
 
 cdef inline Py_ssize_t _next_end(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
                                  bint* at_end) noexcept nogil:
-    """The end of the pre-token that starts at s[i] (the text ends at n), by the pattern of `kind` (a function,
-    not a method: inlined in the counting loops, where a method would be an indirect call a pre-token)."""
+    """The end of the pre-token that starts at s[i] (the text ends at n), by the pattern of `kind`: the one
+    dispatch of PretokenCounter.add_range's two loops."""
     if kind == KIND_GPT2:
         return gpt2_next(t, s, i, n)
     if kind == KIND_GPT4:
@@ -1031,7 +1031,8 @@ cdef class PretokenCounter:
             prefetch(&self.spans[slot.index])
 
     cdef inline void ask_key(self, const Pending* q) noexcept nogil:
-        """Ask for the bytes past the first 8 (which the span holds) of that span, when q is that long."""
+        """Ask for the bytes past the first 8 (which the span holds) of that span, when q is that long. (The
+        same slot test as ask_span, written out: a shared helper made the web-like corpus count 4% slower.)"""
         cdef const Slot* slot = &self.slots[q.hash & self.mask]
         if q.length > 8 and slot.index != EMPTY_INDEX and slot.tag == slot_tag(q.hash):
             prefetch(self.arena.data() + self.spans[slot.index].start + 8)
