@@ -29,6 +29,7 @@ import hashlib
 import itertools
 import json
 import os
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -59,6 +60,7 @@ INDEX_FILE = "index.json"
 _INDEX_FORMAT = "bpe_fast.shards"
 _INDEX_VERSION = 1
 _SETTINGS = ("tokenizer_sha256", "separator", "text_field", "text_column")   # what the arrays depend on
+_INDEX_EVERY = 30.0             # seconds between the index.json writes of a run (see encode_files)
 _BATCHES_PER_THREAD = 2         # batches in flight a thread: bounds the memory held by encoded batches
 
 
@@ -114,13 +116,19 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     os.makedirs(out_dir, exist_ok=True)
     index_path = os.path.join(out_dir, INDEX_FILE)
     earlier = _check_earlier_index(index_path, settings)
+    entries = (earlier or {}).get("shards")
+    listed = {e["file"]: e for e in (entries if isinstance(entries, list) else [])
+              if isinstance(e, dict) and "file" in e}
     inputs = [_input_stamp(s.path) for s in shards]
 
     counts: list[Any] = []                                          # None: to encode
     for shard, stamp in zip(shards, inputs):
-        if _unchanged(earlier, shard, stamp):
+        # a shard the earlier index lists with another input's stamp: its input changed since, so it is encoded
+        # again, and its old array goes now (no later run may take it for this input's); a shard not listed
+        # keeps a complete .npy, as before the index recorded inputs
+        if listed.get(shard.name, {}).get("input", stamp) == stamp:
             counts.append(complete_length(shard.out_path, dtype))
-        else:       # its input changed: its array goes now, so that no later run takes it for this input's
+        else:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(shard.out_path)
             counts.append(None)
@@ -130,8 +138,10 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     options = (dtype, errors, separator, text_field, text_column)
 
     def write_index(complete: bool) -> dict[str, Any]:
-        """index.json: written before the first shard (so a run that stops leaves its settings, which a later
-        run with others is refused against) and after each, listing the shards done; complete at the end."""
+        """index.json, listing the shards done: written before the first shard (so a run that stops leaves its
+        settings, which a later run with others is refused against), every _INDEX_EVERY seconds and when the
+        run stops on an error while shards are encoded (not after each: thousands of shards would make
+        rewriting it quadratic), and complete at the end."""
         done = [i for i, n in enumerate(counts) if n is not None]
         index = {"format": _INDEX_FORMAT, "version": _INDEX_VERSION, "complete": complete,
                  "vocab_size": tokenizer.vocab_size, "dtype": dtype.name,
@@ -143,23 +153,36 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
             f.write("\n")
         return index
 
+    written = time.monotonic()
+
+    def shard_done(i: int) -> None:
+        nonlocal written
+        report.done(i)
+        if time.monotonic() - written >= _INDEX_EVERY:
+            write_index(False)
+            written = time.monotonic()
+
     if todo:
         write_index(False)
-    if client is None:
-        for i in todo:
-            try:
-                counts[i] = _encode_shard(tokenizer, shards[i].source, shards[i].out_path, options, num_processes,
-                                          report.within(i))
-            except Exception as exc:
-                _raise_naming(exc, shards[i])
-            write_index(False)
-            report.done(i)
-    elif todo:
-        with contextlib.closing(_encode_on_dask(client, tokenizer, shards, todo, options, num_processes)) as results:
-            for i, count in results:
-                counts[i] = count
-                write_index(False)
-                report.done(i)
+        try:
+            if client is None:
+                for i in todo:
+                    try:
+                        counts[i] = _encode_shard(tokenizer, shards[i].source, shards[i].out_path, options,
+                                                  num_processes, report.within(i))
+                    except Exception as exc:
+                        _raise_naming(exc, shards[i])
+                    shard_done(i)
+            else:
+                with contextlib.closing(_encode_on_dask(client, tokenizer, shards, todo, options,
+                                                        num_processes)) as results:
+                    for i, count in results:
+                        counts[i] = count
+                        shard_done(i)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                write_index(False)          # the shards done, with their inputs' stamps, for the next run
+            raise
     return write_index(True)
 
 
@@ -167,17 +190,6 @@ def _input_stamp(path: str) -> dict[str, int]:
     """What shows that an input file changed: its size and modification time."""
     st = os.stat(path)
     return {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
-def _unchanged(earlier: dict[str, Any] | None, shard: _Shard, stamp: dict[str, int]) -> bool:
-    """False if the earlier index lists the shard with another input stamp (its input changed since: encode it
-    again); True otherwise (a complete .npy the index does not list is kept, as before the index was written)."""
-    if earlier is None:
-        return True
-    for entry in earlier.get("shards", ()):
-        if isinstance(entry, dict) and entry.get("file") == shard.name:
-            return entry.get("input", stamp) == stamp
-    return True
 
 
 # ---- checking and planning (the caller's process) ----------------------------------------------------------
