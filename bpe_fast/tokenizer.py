@@ -1256,7 +1256,7 @@ def _id_array(ids: Any) -> NDArray[np.int64]:
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
     kind = arr.dtype.kind
-    if kind == "i":
+    if kind in "ib":        # bools are ints to Python (decode([True]) is decode([1]), as tiktoken's)
         return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "u":
         if arr.dtype.itemsize == 8 and int(arr.max()) > np.iinfo(np.int64).max:
