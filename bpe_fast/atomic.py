@@ -4,7 +4,8 @@ Every file bpe_fast writes (tokenizer files, counts, token arrays, generated cor
 atomic_output: the data goes to a temporary file beside the target, which is synced and renamed over the
 target only when the writing succeeded. On an error, a full disk or Ctrl-C the temporary file is removed
 and a previous file at the target is left as it was. (A target that is not a regular file, such as
-/dev/null or a named pipe, is written to directly: see atomic_output.)
+/dev/null or a named pipe, is written to directly: see atomic_output.) Files that belong together (a
+tokenizer's folder) are an output_group: all written first, then all renamed, so a failure leaves the old set.
 """
 from __future__ import annotations
 
@@ -31,11 +32,82 @@ def _umask() -> int:
 @contextlib.contextmanager
 def atomic_output(path: StrPath, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO[Any]]:
     """Yield a file object open for writing (`mode`, `open_kwargs` as for open()) whose contents become
-    `path` when the block ends without an exception. An OSError creating the file names `path`.
+    `path` when the block ends without an exception. An OSError creating or writing the file names `path`.
 
     A symbolic link is written through: the file it points to is replaced (not the link). What is at `path`
     and is not a regular file (/dev/null, a named pipe, a terminal) is written to directly, as it cannot be
     replaced (renaming over it would put a file in its place)."""
+    with _staged(path, mode, open_kwargs, None) as f:
+        yield f
+
+
+class OutputGroup:
+    """Files replaced together (a tokenizer's folder): each is written in full to a temporary file beside its
+    target (`output`, as atomic_output), and only when every one is written are they renamed over their
+    targets and the files given to `remove` removed (output_group's commit). An error, a full disk or Ctrl-C
+    before then removes the temporary files and leaves every target as it was; the commit only renames, which
+    needs no space."""
+
+    def __init__(self) -> None:
+        self._renames: list[tuple[str, str]] = []        # (temporary file, target)
+        self._removals: list[str] = []
+
+    def output(self, path: StrPath, mode: str = "wb", **open_kwargs: Any) -> contextlib.AbstractContextManager[IO[Any]]:
+        """A file object whose contents become `path` when the group commits (see atomic_output)."""
+        return _staged(path, mode, open_kwargs, self._renames)
+
+    def staged(self, path: StrPath) -> str:
+        """Where `path`'s new contents are until the commit (the temporary file), or `path` when not staged."""
+        target = os.path.realpath(path)
+        return next((tmp for tmp, dest in self._renames if dest == target), os.fspath(path))
+
+    def remove(self, path: StrPath) -> None:
+        """Remove `path`, if it exists, when the group commits."""
+        self._removals.append(os.fspath(path))
+
+    def _commit(self) -> None:
+        for tmp, target in self._renames:
+            os.replace(tmp, target)
+        self._renames.clear()
+        for path in self._removals:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+
+    def _discard(self) -> None:
+        for tmp, _ in self._renames:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        self._renames.clear()
+
+
+@contextlib.contextmanager
+def output_group() -> Iterator[OutputGroup]:
+    """An OutputGroup, committed when the block ends without an exception, discarded otherwise.
+
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> with output_group() as group:
+    ...     with group.output(os.path.join(folder, "a.txt"), "w") as f:
+    ...         _ = f.write("a")
+    ...     "a.txt" in os.listdir(folder)               # nothing at the target until the block ends
+    False
+    >>> sorted(os.listdir(folder))
+    ['a.txt']
+    """
+    group = OutputGroup()
+    try:
+        yield group
+    except BaseException:
+        group._discard()
+        raise
+    group._commit()
+
+
+@contextlib.contextmanager
+def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
+            renames: list[tuple[str, str]] | None) -> Iterator[IO[Any]]:
+    """atomic_output's file (renames None: renamed over `path` when the block ends) or an OutputGroup's
+    (its (temporary file, target) appended to `renames` when the block ends, for the group's commit)."""
     path = os.fspath(path)
     try:
         target = os.stat(path)                 # through links
@@ -54,11 +126,19 @@ def atomic_output(path: StrPath, mode: str = "wb", **open_kwargs: Any) -> Iterat
         raise type(exc)(exc.errno, exc.strerror, path) from None
     try:
         os.chmod(tmp, 0o666 & ~_umask())      # mkstemp makes 0600; give the file the usual permissions
-        with os.fdopen(fd, mode, **open_kwargs) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, mode, **open_kwargs) as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:              # a full disk or a failing device: say which output
+            if exc.errno is None or exc.filename is not None:
+                raise
+            raise type(exc)(exc.errno, exc.strerror, path) from None
+        if renames is None:
+            os.replace(tmp, path)
+        else:
+            renames.append((tmp, os.path.realpath(path)))
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

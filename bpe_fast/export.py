@@ -24,6 +24,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
+from .atomic import output_group
 from .formats import token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_ids, split_to_hf
 from .ranks import merge_rule_difference
@@ -144,10 +145,11 @@ def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | Non
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     paths = [os.path.join(directory, name) for name in HF_FILES]
-    write_text_atomic(paths[0], json.dumps(document, ensure_ascii=False))
-    write_text_atomic(paths[1], json.dumps(config, ensure_ascii=False, indent=2) + "\n")
-    write_text_atomic(paths[2], json.dumps({**roles, "additional_special_tokens": additional}, ensure_ascii=False,
-                                           indent=2) + "\n")
+    with output_group() as group:           # the three together: a failure leaves the folder as it was
+        write_text_atomic(paths[0], json.dumps(document, ensure_ascii=False), group)
+        write_text_atomic(paths[1], json.dumps(config, ensure_ascii=False, indent=2) + "\n", group)
+        write_text_atomic(paths[2], json.dumps({**roles, "additional_special_tokens": additional},
+                                               ensure_ascii=False, indent=2) + "\n", group)
     return paths
 
 

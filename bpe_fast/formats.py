@@ -15,6 +15,7 @@ No pickle, no eval.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import io
 import json
@@ -30,7 +31,7 @@ from numpy.typing import NDArray
 from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
-from .atomic import atomic_output
+from .atomic import OutputGroup, atomic_output, output_group
 from .token_arrays import all_distinct
 
 __all__ = [
@@ -391,13 +392,15 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
     return merges
 
 
-def write_text_atomic(path: StrPath, text: str) -> None:
-    """Write `text` (UTF-8) to `path` through a temporary file in the same folder and os.replace."""
-    with atomic_output(path, "w", encoding="utf-8", newline="\n") as f:
+def write_text_atomic(path: StrPath, text: str, group: OutputGroup | None = None) -> None:
+    """Write `text` (UTF-8) to `path` through a temporary file in the same folder and os.replace (with `group`:
+    when the group commits, beside its other files)."""
+    output = atomic_output if group is None else group.output
+    with output(path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
 
 
-def write_vocab(path: StrPath, vocab: Mapping[int, bytes]) -> None:
+def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | None = None) -> None:
     """Write ``dict[int, bytes]`` as GPT-2's ``vocab.json`` (one line, ids in increasing order).
 
     Two ids with the same bytes cannot be written (the file maps token -> id): ValueError naming them.
@@ -413,17 +416,17 @@ def write_vocab(path: StrPath, vocab: Mapping[int, bytes]) -> None:
         if key in entries:
             raise ValueError(f"ids {entries[key]} and {i} have the same bytes {token!r}; vocab.json cannot hold both")
         entries[key] = i
-    write_text_atomic(path, json.dumps(entries, ensure_ascii=True))
+    write_text_atomic(path, json.dumps(entries, ensure_ascii=True), group)
 
 
-def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]]) -> None:
+def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]], group: OutputGroup | None = None) -> None:
     """Write ``list[tuple[bytes, bytes]]`` as GPT-2's ``merges.txt`` (one merge a line, rank order)."""
     lines = []
     for k, merge in enumerate(merges):
         if len(merge) != 2 or not all(isinstance(t, bytes) and t for t in merge):
             raise ValueError(f"merge {k} is not a pair of non-empty bytes: {merge!r}")
         lines.append(token_to_str(merge[0]) + " " + token_to_str(merge[1]) + "\n")
-    write_text_atomic(path, "".join(lines))
+    write_text_atomic(path, "".join(lines), group)
 
 
 # ------------------------------------------------------------------------------------- tokenizer folders
@@ -438,11 +441,12 @@ _CONFIG_VERSION = 1
 
 def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges: Iterable[Sequence[bytes]],
                          special_tokens: Iterable[str] | None = (), pattern: str | None = None,
-                         training: dict[str, Any] | None = None) -> None:
+                         training: dict[str, Any] | None = None, group: OutputGroup | None = None) -> None:
     """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
     in order, the pre-tokenization regex and, if given, what training recorded: check_training). The folder is
-    created if missing; each file is replaced whole. This is what Tokenizer.save writes and Tokenizer.load
-    reads."""
+    created if missing; the files are replaced together (group: the caller's, which may hold more files; None:
+    one of their own), so a failure leaves the folder as it was. This is what Tokenizer.save writes and
+    Tokenizer.load reads."""
     from .patterns import GPT2_PATTERN, resolve_pattern
 
     directory = os.fspath(directory)
@@ -456,9 +460,10 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
     text = json.dumps(config, ensure_ascii=False, indent=2)
     if training is not None:        # one line: a count a line would make a 32,000-line file
         text = text[:-2] + ',\n  "training": ' + json.dumps(training, separators=(", ", ": ")) + "\n}"
-    write_vocab(os.path.join(directory, VOCAB_FILE), vocab)
-    write_merges(os.path.join(directory, MERGES_FILE), merges)
-    write_text_atomic(os.path.join(directory, CONFIG_FILE), text + "\n")
+    with contextlib.nullcontext(group) if group is not None else output_group() as files:
+        write_vocab(os.path.join(directory, VOCAB_FILE), vocab, files)
+        write_merges(os.path.join(directory, MERGES_FILE), merges, files)
+        write_text_atomic(os.path.join(directory, CONFIG_FILE), text + "\n", files)
 
 
 def _read_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
@@ -625,20 +630,22 @@ def _file_sha256(path: StrPath) -> NDArray[np.uint8]:
         return np.frombuffer(hashlib.sha256(f.read()).digest(), dtype=np.uint8)
 
 
-def write_cache(directory: StrPath, arrays: Mapping[str, NDArray[Any]], merge_ids: NDArray[np.int32]) -> None:
-    """Write bpe_fast.npz into a folder save_tokenizer_files has just written: `arrays` (the table arrays,
-    _CACHE_TABLES), `merge_ids` (int32, one row (id of a, id of b) a merge) and the digests of the folder's
-    vocab.json and merges.txt."""
+def write_cache(directory: StrPath, arrays: Mapping[str, NDArray[Any]], merge_ids: NDArray[np.int32],
+                group: OutputGroup | None = None) -> None:
+    """Write bpe_fast.npz into a folder save_tokenizer_files has just written (or staged in `group`, whose
+    commit then writes this file too): `arrays` (the table arrays, _CACHE_TABLES), `merge_ids` (int32, one row
+    (id of a, id of b) a merge) and the digests of the folder's vocab.json and merges.txt."""
+    staged = group.staged if group is not None else os.fspath
     directory = os.fspath(directory)
     contents: dict[str, Any] = {name: np.ascontiguousarray(arrays[name], dtype=dtype)
                                 for name, (dtype, _) in _CACHE_TABLES.items()}
     contents["merge_ids"] = np.ascontiguousarray(merge_ids, dtype=np.int32).reshape(-1, 2)
     contents["version"] = np.array([_CACHE_VERSION], dtype=np.int64)
-    contents["vocab_sha256"] = _file_sha256(os.path.join(directory, VOCAB_FILE))
-    contents["merges_sha256"] = _file_sha256(os.path.join(directory, MERGES_FILE))
+    contents["vocab_sha256"] = _file_sha256(staged(os.path.join(directory, VOCAB_FILE)))
+    contents["merges_sha256"] = _file_sha256(staged(os.path.join(directory, MERGES_FILE)))
     buffer = io.BytesIO()
     np.savez(buffer, **contents)
-    with atomic_output(os.path.join(directory, CACHE_FILE), "wb") as f:
+    with (atomic_output if group is None else group.output)(os.path.join(directory, CACHE_FILE), "wb") as f:
         f.write(buffer.getbuffer())
 
 

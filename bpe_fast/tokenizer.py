@@ -40,6 +40,7 @@ import regex
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from . import formats
+from .atomic import output_group
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
                       utf8_searchable)
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern, swap_tiktoken_anchors
@@ -330,7 +331,8 @@ class Tokenizer:
 
     def save(self, directory: StrPath) -> None:
         """Write vocab.json and merges.txt (GPT-2's format) and bpe_fast.json (special tokens, pattern) into
-        `directory`, created if missing. Each file is written to a temporary name and renamed.
+        `directory`, created if missing. The files are written to temporary names first and renamed together
+        once all are written: an error, a full disk or Ctrl-C leaves the folder as it was.
 
         >>> import tempfile
         >>> folder = tempfile.mkdtemp()
@@ -343,21 +345,21 @@ class Tokenizer:
         (NumPy arrays, no pickle), which load uses while it matches vocab.json and merges.txt (see
         bpe_fast.formats).
         """
-        formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials.tokens, self._pattern,
-                                     self._training)
-        cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
-        if len(self._vocab) < formats.CACHE_MIN_TOKENS:
-            if os.path.exists(cache):
-                os.remove(cache)        # an earlier save's, of another vocabulary
-            return
-        arrays = _table_arrays(self._vocab, self._merge_list(), self._ids_of)
-        arrays["permanent"] = np.frombuffer(self._tables.permanent_mask(), dtype=np.uint8)
-        ids_of = self._ids_of.__getitem__
-        merges = self._merge_list()
-        merge_ids = np.fromiter(itertools.chain.from_iterable(zip(map(ids_of, (a for a, _ in merges)),
-                                                                  map(ids_of, (b for _, b in merges)))),
-                                dtype=np.int32, count=2 * len(merges))
-        formats.write_cache(directory, arrays, merge_ids)
+        with output_group() as group:       # every file at once: a failure leaves the folder as it was
+            formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials.tokens,
+                                         self._pattern, self._training, group)
+            cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
+            if len(self._vocab) < formats.CACHE_MIN_TOKENS:
+                group.remove(cache)         # an earlier save's, of another vocabulary
+                return
+            arrays = _table_arrays(self._vocab, self._merge_list(), self._ids_of)
+            arrays["permanent"] = np.frombuffer(self._tables.permanent_mask(), dtype=np.uint8)
+            ids_of = self._ids_of.__getitem__
+            merges = self._merge_list()
+            merge_ids = np.fromiter(itertools.chain.from_iterable(zip(map(ids_of, (a for a, _ in merges)),
+                                                                      map(ids_of, (b for _, b in merges)))),
+                                    dtype=np.int32, count=2 * len(merges))
+            formats.write_cache(directory, arrays, merge_ids, group)
 
     @classmethod
     def load(cls, directory: StrPath) -> Tokenizer:

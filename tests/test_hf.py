@@ -5,6 +5,7 @@ Expected ids always come from `tokenizers` (Tokenizer.from_file(...).encode(text
 never from bpe_fast. GPT-2's files are in tests/fixtures.
 """
 import json
+import os
 import random
 
 import numpy as np
@@ -540,6 +541,23 @@ def test_load_of_a_file_says_what_it_expects(tmp_path):
 
 
 # ------------------------------------------------------------------------------------- transformers and the CLI
+
+def test_export_hf_dir_that_fails_midway_leaves_the_folder_as_it_was(tmp_path, ours_trained, monkeypatch):
+    from bpe_fast import export
+    vocab, merges = ours_trained
+    Tokenizer(vocab, merges[:10], [EOT]).export_hf_dir(tmp_path)
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    real = export.write_text_atomic
+
+    def fail_on_the_last(path, *args):
+        if os.path.basename(path) == "special_tokens_map.json":
+            raise OSError(28, "No space left on device")
+        return real(path, *args)
+    monkeypatch.setattr(export, "write_text_atomic", fail_on_the_last)
+    with pytest.raises(OSError):
+        Tokenizer(vocab, merges, [EOT, "<|pad|>"]).export_hf_dir(tmp_path, pad_token="<|pad|>")
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
+
 
 def test_export_hf_dir_loads_in_transformers(tmp_path, ours_trained):
     vocab, merges = ours_trained

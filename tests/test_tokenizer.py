@@ -17,7 +17,7 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bpe_fast import Tokenizer
+from bpe_fast import Tokenizer, formats
 from bpe_fast.formats import FormatError
 from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from corpora import FIXTURES
@@ -895,6 +895,57 @@ def test_save_load_round_trip(tmp_path, trained):
     json.loads((tmp_path / "tok" / "bpe_fast.json").read_text(encoding="utf-8"))
     again = Tokenizer.from_files(tmp_path / "tok" / "vocab.json", tmp_path / "tok" / "merges.txt", [EOT])
     assert again.encode(EOT + "the") == tok.encode(EOT + "the")
+
+
+@pytest.mark.parametrize("failing", ["write_merges", "write_text_atomic"])
+def test_save_over_a_folder_that_fails_midway_leaves_the_old_tokenizer(tmp_path, trained, monkeypatch, failing):
+    """A save that fails after vocab.json is written (a full disk, Ctrl-C) must not leave the new vocab.json
+    beside the old merges.txt: that folder would load and give ids neither tokenizer gives."""
+    vocab, merges = trained
+    old = Tokenizer(vocab, merges[:20], special_tokens=[EOT])
+    old.save(tmp_path)
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    new = Tokenizer(vocab, merges, special_tokens=[EOT, "<|pad|>"])
+    real = getattr(formats, failing)
+
+    def fail_on_the_last(path, *args):
+        if os.path.basename(path) in ("merges.txt", "bpe_fast.json"):
+            raise OSError(28, "No space left on device")
+        return real(path, *args)
+    monkeypatch.setattr(formats, failing, fail_on_the_last)
+    with pytest.raises(OSError, match="No space"):
+        new.save(tmp_path)
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before   # no temporary left
+    assert Tokenizer.load(tmp_path).encode("the cat" + EOT) == old.encode("the cat" + EOT)
+
+
+def test_save_of_a_large_vocabulary_that_fails_at_its_cache_leaves_the_old_folder(tmp_path, gpt2, monkeypatch):
+    """The binary cache (written for 16,384 tokens or more) is the group's last file: failing there keeps
+    every earlier file too."""
+    gpt2.save(tmp_path)
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    assert formats.CACHE_FILE in before
+    smaller = Tokenizer(dict(gpt2.vocab), gpt2.merges[:30000], special_tokens=[EOT])
+
+    def full(*args):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(formats, "write_cache", full)
+    with pytest.raises(OSError):
+        smaller.save(tmp_path)
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
+    assert Tokenizer.load(tmp_path).encode(" unbelievably") == gpt2.encode(" unbelievably")
+
+
+def test_atomic_output_names_the_file_a_failed_write_was_for(tmp_path, monkeypatch):
+    from bpe_fast import atomic
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(atomic.os, "fsync", full)
+    with pytest.raises(OSError, match="out.bin"):
+        with atomic.atomic_output(tmp_path / "out.bin") as f:
+            f.write(b"data")
+    assert os.listdir(tmp_path) == []
 
 
 def test_load_rejects_malformed_files(tmp_path, trained):
