@@ -362,22 +362,30 @@ def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int6
     firsts = first_occurrences(joined)      # the first merge of each merged token, in rank order
     order = np.concatenate([byte_token, joined[firsts]])         # the tokens in rank order
     ranked_pool, ranked_offsets = gather_tokens(pool, offsets, order)
-    got_left, got_right, bad, _ = recover_merges(ranked_pool, ranked_offsets, np.arange(256, dtype=np.int32))
-    if bad >= 0:        # a token the ranks rule cannot reach: this check gives up (the file's other checks apply)
-        return RuleCheck(None, False)
+    got_left, got_right, bad, _ = recover_merges(ranked_pool, ranked_offsets, np.arange(256, dtype=np.int32),
+                                                 skip_unreachable=True)
     rank_of = np.full(len(lengths), -1, dtype=np.int64)
     rank_of[order] = np.arange(len(order))
-    differ = np.flatnonzero((got_left[256:] != rank_of[left[firsts]]) | (got_right[256:] != rank_of[right[firsts]]))
+    made = got_left[256:] >= 0      # a token the ranks rule cannot make: neither rule forms it (see below)
+    differ = np.flatnonzero(made & ((got_left[256:] != rank_of[left[firsts]])
+                                    | (got_right[256:] != rank_of[right[firsts]])))
     if not len(differ):
-        return RuleCheck(None, True)
+        return RuleCheck(None, bad < 0)
     parts_left, parts_right = order[got_left[256:][differ]], order[got_right[256:][differ]]
     listed = np.isin(parts_left << 32 | parts_right, left << 32 | right)   # a token listed with several merges
     unlisted = np.flatnonzero(~listed)                                    # may use any of them
     if not len(unlisted):
-        return RuleCheck(None, True)
+        return RuleCheck(None, bad < 0)
     i = int(unlisted[0])
     a, b = (pool[offsets[t]:offsets[t + 1]].tobytes() for t in (parts_left[i], parts_right[i]))
-    return RuleCheck((int(firsts[differ[i]]), (a, b)), True)
+    return RuleCheck((int(firsts[differ[i]]), (a, b)), bad < 0)
+
+
+# Unreachable tokens, in both checks: a token the ranks rule cannot make from its bytes (it leaves them in
+# three parts or more) is left out of the comparison, and of every later token's parts (recover_merges with
+# skip_unreachable). Merging never forms it under that rule, nor under the list's while the two agree on every
+# token before it: its bytes then end in the same parts, and its listed merge needs them in two. (Giving up at
+# such a token, as these checks once did, left every later token unchecked.)
 
 
 def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, tuple[bytes, bytes]] | None:
@@ -385,7 +393,7 @@ def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, t
     other ids than the ranks rule bpe_fast and tiktoken encode with (any adjacent pair whose concatenation is a
     token joins, lowest rank first; a token ranked by its first merge): (index of the first merge of a token
     whose parts the ranks rule makes differently and that the list does not hold, the parts it makes), or None
-    when the two rules agree.
+    when the two rules agree. A token that neither rule can make is left out (see the comment above).
 
     >>> merge_rule_difference([(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])   # "abc": the ranks rule joins a+bc
     (2, (b'a', b'bc'))
@@ -405,17 +413,17 @@ def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, t
     tokens = [bytes([b]) for b in range(256)] + list(first)
     if len(tokens) != len(set(tokens)):     # a merge makes a single byte (empty part): no ranks to compare with
         return None
+    from ._ranks import recover_merges
+
     ranked = _ranked(tokens, np.arange(len(tokens), dtype=np.int64))
-    try:
-        left, right = ranked.recover()
-    except ValueError:      # a token the ranks rule cannot reach: this check gives up (the file's other checks apply)
-        return None
+    left, right, _, _ = recover_merges(ranked.pool, ranked.offsets, ranked.byte_index, skip_unreachable=True)
     # the first merge of each token, as indices into tokens, against the parts the ranks rule leaves
     index_of = dict(zip(tokens, range(len(tokens)))).get
     listed_left, listed_right = (np.fromiter(map(index_of, map(operator.itemgetter(side), first_merges),
                                                  itertools.repeat(-1)), dtype=np.int64, count=len(firsts))
                                  for side in (0, 1))
-    differ = np.flatnonzero((left[256:] != listed_left) | (right[256:] != listed_right)).tolist()
+    made = left[256:] >= 0          # a token the ranks rule cannot make is left out (see the comment above)
+    differ = np.flatnonzero(made & ((left[256:] != listed_left) | (right[256:] != listed_right))).tolist()
     if not differ:
         return None
     listed = set(merges)

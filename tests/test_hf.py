@@ -618,6 +618,63 @@ def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
+def test_a_token_the_ranks_rule_cannot_make_does_not_stop_the_check(tmp_path):
+    """The check once gave up at the first token the ranks rule cannot make ("wxyz" below: w+x joins first, and
+    wx+y is no token), so the "her" difference after it went unseen: HF gave h, er where bpe_fast gave her."""
+    from tokenizers import models, pre_tokenizers
+
+    made = ["er", "he", "her", "wx", "xy", "xyz", "wxyz"]
+    merges = [("e", "r"), ("h", "e"), ("he", "r"), ("w", "x"), ("x", "y"), ("xy", "z"), ("w", "xyz")]
+    keys = {token_to_str(bytes([b])): b for b in range(256)}
+    hf = tokenizers.Tokenizer(models.BPE(keys | {t: 256 + k for k, t in enumerate(made)}, merges))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    path = tmp_path / "tokenizer.json"
+    hf.save(str(path))
+    assert hf.encode("her").tokens == ["h", "er"] and hf.encode("wxyz").tokens == ["wx", "y", "z"]
+    with pytest.raises(FormatError, match=r"merge 2 \(he r\).*b'h' \+ b'er'"):
+        Tokenizer.from_hf(path)
+    ours = Tokenizer({i: bytes([i]) for i in range(256)} | {256 + k: t.encode() for k, t in enumerate(made)},
+                     [(a.encode(), b.encode()) for a, b in merges])
+    with pytest.raises(ValueError, match=r"merge 2 \(b'he', b'r'\)"):
+        ours.export_hf(tmp_path / "out.json")
+    # without the "her" merges, the unmakeable token alone is no difference: both give wx, y, z
+    rest = Tokenizer({i: bytes([i]) for i in range(256)} | {256 + k: t.encode() for k, t in enumerate(made[3:])},
+                     [(a.encode(), b.encode()) for a, b in merges[3:]])
+    rest.export_hf(tmp_path / "rest.json")
+    assert Tokenizer.from_hf(tmp_path / "rest.json").encode("wxyzxyz") == rest.encode("wxyzxyz") == hf_ids(
+        tokenizers.Tokenizer.from_file(str(tmp_path / "rest.json")), "wxyzxyz")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=12),
+       st.lists(st.text("abcd", min_size=1, max_size=12), min_size=1, max_size=8))
+def test_merge_lists_the_check_accepts_give_hfs_ids(choices, texts):
+    """Random merge lists over four letters (each merge joins two tokens made so far): whenever
+    merge_rule_difference finds no difference, bpe_fast's ids are HF's on random words; when it finds one, export_hf
+    refuses the list."""
+    from tokenizers import models, pre_tokenizers
+
+    from bpe_fast.ranks import merge_rule_difference
+    tokens = [bytes([c]) for c in b"abcd"]
+    merges: list[tuple[bytes, bytes]] = []
+    for i, j in choices:
+        a, b = tokens[i % len(tokens)], tokens[j % len(tokens)]
+        if a + b not in tokens:
+            tokens.append(a + b)
+            merges.append((a, b))
+    vocab = {i: bytes([i]) for i in range(256)} | {256 + k: t for k, t in enumerate(tokens[4:])}
+    ours = Tokenizer(vocab, merges)
+    if merge_rule_difference(merges) is not None:
+        with pytest.raises(ValueError, match="HF's merge list would not join"):
+            hf_tokenizer_json(ours)
+        return
+    keys = {token_to_str(t): i for i, t in vocab.items()}
+    hf = tokenizers.Tokenizer(models.BPE(keys, [(token_to_str(a), token_to_str(b)) for a, b in merges]))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    for text in texts:
+        assert ours.encode_ordinary(text) == hf_ids(hf, text), (merges, text)
+
+
 # ------------------------------------------------------------------------------------- the merge list at once
 
 # pairs whose parts and join are mostly known (so that whole lists pass), as "a b" or ["a", "b"]

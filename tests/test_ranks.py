@@ -599,20 +599,21 @@ def test_to_tiktoken_without_tiktoken(monkeypatch):
 # ------------------------------------------------------------------------------------- merge_rule_difference
 
 def oracle_rule_difference(merges):
-    """merge_rule_difference by its docstring, with the plain-Python oracle of the ranks rule."""
-    ranks = dict(BYTE_RANKS)
+    """merge_rule_difference by its docstring, with the plain-Python ranks rule: each merged token in rank order
+    merged from the tokens before it that the rule makes; a token it leaves in more than two parts is left out
+    (neither rule forms it)."""
     first = {}
     for k, (a, b) in enumerate(merges):
-        if a + b not in first:
-            first[a + b] = k
-            ranks[a + b] = 256 + k
-    recovered, _ = oracle_merges(ranks)
-    if recovered is None:
-        return None
+        first.setdefault(a + b, k)
     listed = set(merges)
-    for (token, k), parts in zip(first.items(), recovered):
-        if parts not in listed:
-            return k, parts
+    lower = {}
+    for token, k in first.items():
+        parts = merge_pretoken_tiktoken(token, lower)
+        if len(parts) != 2:
+            continue
+        if tuple(parts) not in listed:
+            return k, tuple(parts)
+        lower[token] = 256 + k
     return None
 
 
