@@ -1258,8 +1258,8 @@ def _id_array(ids: Any) -> NDArray[np.int64]:
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
     kind = arr.dtype.kind
-    if kind in "ib":        # bools are ints to Python (decode([True]) is decode([1]), as tiktoken's)
-        return np.ascontiguousarray(arr, dtype=np.int64)
+    if kind == "i" or (kind == "b" and arr is not ids):     # a list's bools are ints (decode([True]) is
+        return np.ascontiguousarray(arr, dtype=np.int64)         # decode([1]), as tiktoken's; a bool array is not)
     if kind == "u":
         if arr.dtype.itemsize == 8 and int(arr.max()) > np.iinfo(np.int64).max:
             raise ValueError(f"unknown token id {int(arr.max())}")

@@ -489,7 +489,9 @@ def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
     # bools are ints to Python and to tiktoken: every decoding takes them as 0 and 1
     assert tok.decode([True, 104]) == tok.decode([1, 104])
     assert tok.decode_with_offsets([True, 104]) == tok.decode_with_offsets([1, 104])
-    assert tok.decode_bytes(np.array([True, False])) == bytes([1, 0])
+    assert tok.decode_bytes([True, False]) == bytes([1, 0])
+    with pytest.raises(TypeError):              # as tiktoken: a bool array is no array of ids
+        tok.decode_with_offsets(np.array([True]))
     with pytest.raises(ValueError, match="-1"):
         tok.decode([104, -1])
     with pytest.raises(ValueError, match="123456"):
