@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .atomic import output_group
 from .formats import token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_ids, split_to_hf
-from .ranks import merge_rule_difference
+from .ranks import merge_rule_difference, ranks_from_tokenizer
 
 if TYPE_CHECKING:
     from ._types import StrPath
@@ -55,6 +55,11 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     (all that can be, or none, or those before the first that cannot) so that HF gives each its id, and a
     ValueError names the first for which no choice does (give such tokens the last ids)."""
     _check_unique(tokenizer)
+    tokens = set(tokenizer.vocab.values())
+    missing = [b for b in range(256) if bytes([b]) not in tokens]
+    if missing:
+        raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have none); "
+                         "HF's byte-level model would drop it from the text")
     split_regex, behavior, invert = split_to_hf(tokenizer.pattern)
     difference = merge_rule_difference(list(tokenizer.merges))
     if difference is not None:
@@ -156,9 +161,8 @@ def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | Non
 def export_tiktoken(tokenizer: Tokenizer, path: StrPath) -> None:
     """Write a `.tiktoken` ranks file (load it with tiktoken.load.load_tiktoken_bpe); special tokens are
     not in it: pass them to tiktoken.Encoding with their ids (tokenizer.special_tokens, a dict token -> id),
-    or use tokenizer.to_tiktoken()."""
-    _check_unique(tokenizer)
-    specials = {s.encode("utf-8") for s in tokenizer.special_tokens}
-    lines = [f"{base64.b64encode(tok).decode('ascii')} {i}\n"
-             for i, tok in sorted(tokenizer.vocab.items()) if tok not in specials]
+    or use tokenizer.to_tiktoken(). Refused with a ValueError, as to_tiktoken is, when tiktoken's rule with
+    these ranks would give other ids (bpe_fast.ranks.ranks_from_tokenizer)."""
+    ranks = ranks_from_tokenizer(tokenizer)
+    lines = [f"{base64.b64encode(tok).decode('ascii')} {i}\n" for tok, i in ranks.items()]     # in id order
     write_text_atomic(path, "".join(lines))

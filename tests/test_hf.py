@@ -618,6 +618,14 @@ def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
+def test_export_hf_refuses_a_vocabulary_without_every_byte(tmp_path):
+    """HF's byte-level model drops a byte it has no token for ("a\\x00b" gave [66, 67])."""
+    tok = Tokenizer({i: bytes([i]) for i in range(1, 256)} | {256: b"ab"}, [(b"a", b"b")])
+    with pytest.raises(ValueError, match=r"single byte b'\\x00' has no token.*drop"):
+        tok.export_hf(tmp_path / "tokenizer.json")
+    assert not (tmp_path / "tokenizer.json").exists()
+
+
 def test_a_token_the_ranks_rule_cannot_make_does_not_stop_the_check(tmp_path):
     """The check once gave up at the first token the ranks rule cannot make ("wxyz" below: w+x joins first, and
     wx+y is no token), so the "her" difference after it went unseen: HF gave h, er where bpe_fast gave her."""

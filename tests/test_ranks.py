@@ -581,6 +581,21 @@ def test_ranks_from_tokenizer_refusals():
         ranks_from_tokenizer(Tokenizer(vocab, []))
 
 
+def test_export_tiktoken_refuses_what_to_tiktoken_refuses(tmp_path):
+    """A file bpe_fast writes must give bpe_fast's ids: the ranks of a tokenizer whose ids are not in merge order
+    give [97, 256] for "abc" in tiktoken where the tokenizer gives [257, 99]; one without a byte makes tiktoken
+    panic on that byte."""
+    in_wrong_order = Tokenizer(dict(enumerate(bytes([b]) for b in range(256))) | {256: b"bc", 257: b"ab"},
+                               [(b"a", b"b"), (b"b", b"c")])
+    no_byte = Tokenizer({i: bytes([i]) for i in range(1, 256)} | {256: b"ab"}, [(b"a", b"b")])
+    for tok, message in [(in_wrong_order, "ids must follow the merge order"), (no_byte, r"b'\\x00' has no token")]:
+        with pytest.raises(ValueError, match=message):
+            tok.to_tiktoken()
+        with pytest.raises(ValueError, match=message):
+            tok.export_tiktoken(tmp_path / "out.tiktoken")
+        assert not (tmp_path / "out.tiktoken").exists()
+
+
 def test_to_tiktoken_without_tiktoken(monkeypatch):
     import builtins
 
