@@ -32,7 +32,7 @@ from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, output_group
-from .token_arrays import all_distinct
+from .token_arrays import all_distinct, gather_tokens
 
 __all__ = [
     "FormatError",
@@ -713,4 +713,44 @@ def _cache_problem(contents: Mapping[str, NDArray[Any]]) -> str:
         return "'byte_ids' must have 256 entries"
     if contents["permanent"].shape[0] != contents["ranked_ids"].shape[0]:
         return "'permanent' must have one entry a ranked token"
+    return _cache_disagreement(contents)
+
+
+def _cache_disagreement(contents: Mapping[str, NDArray[Any]]) -> str:
+    """How a cache's arrays (shapes and ranges checked) disagree with one another, or "": too sparse for its
+    number of tokens (the text readers' limit), a byte's id without that byte, a ranked token that is not its
+    id's bytes, or merges that do not make the ranked tokens in order. (The `permanent` flags are taken as
+    written: recomputing them costs what the cache saves.)"""
+    known, offsets, pool = contents["known"], contents["decode_offsets"], contents["decode_pool"]
+    count = int(np.count_nonzero(known))
+    if known.shape[0] > 4 * count + (1 << 20) + 1:
+        return f"ids too sparse: {known.shape[0]} slots for {count} tokens"
+    lengths = np.diff(offsets)
+    byte_ids = contents["byte_ids"]
+    present = np.flatnonzero(byte_ids >= 0)
+    if not known[byte_ids[present]].all() or np.any(lengths[byte_ids[present]] != 1) \
+            or np.any(pool[offsets[byte_ids[present]]] != present):
+        return "a byte's id is not that byte"
+    ranked_ids, ranked_pool, ranked_offsets = contents["ranked_ids"], contents["ranked_pool"], contents["ranked_offsets"]
+    if ranked_offsets.shape[0] != ranked_ids.shape[0] + 1 or ranked_offsets[0] != 0 \
+            or ranked_offsets[-1] != ranked_pool.shape[0] or np.any(ranked_offsets[1:] < ranked_offsets[:-1]):
+        return "bad ranked offsets"
+    ids_pool, ids_offsets = gather_tokens(pool, offsets, ranked_ids.astype(np.int64))
+    if not (np.array_equal(ids_offsets, ranked_offsets) and np.array_equal(ids_pool, ranked_pool)):
+        return "a ranked token is not its id's bytes"
+    merge_ids = contents["merge_ids"].astype(np.int64)
+    joins_pool, halves = gather_tokens(pool, offsets, merge_ids.reshape(-1))
+    join_offsets = halves[::2]                              # each merge's join: its halves end to end
+    join_lengths = np.diff(join_offsets)
+    if len(merge_ids) != len(ranked_ids):                   # a token made by several merges: its first counts
+        first: dict[bytes, int] = {}
+        for k, (a, b) in enumerate(zip(join_offsets[:-1].tolist(), join_offsets[1:].tolist())):
+            first.setdefault(joins_pool[a:b].tobytes(), k)
+        firsts = np.fromiter(first.values(), dtype=np.int64, count=len(first))      # increasing
+        if len(firsts) != len(ranked_ids):
+            return "the merges make other tokens than the ranked ones"
+        joins_pool, join_offsets = gather_tokens(joins_pool, join_offsets, firsts)
+        join_lengths = np.diff(join_offsets)
+    if not (np.array_equal(join_lengths, np.diff(ranked_offsets)) and np.array_equal(joins_pool, ranked_pool)):
+        return "the merges make other tokens than the ranked ones"
     return ""

@@ -1151,6 +1151,43 @@ def test_malformed_cache_with_matching_digests_warns_and_reads_the_text_files(ca
         Tokenizer.load(folder)
 
 
+def _tampered(contents, how):
+    """A copy of a cache's arrays changed in one way a bad writer or a crafted file could."""
+    c = {name: array.copy() for name, array in contents.items()}
+    if how == "bytes swapped":
+        c["byte_ids"][[97, 98]] = c["byte_ids"][[98, 97]]
+    elif how == "ranked ids reversed":
+        c["ranked_ids"] = c["ranked_ids"][::-1].copy()
+    elif how == "merge ids zeroed":
+        c["merge_ids"][:] = 0
+    elif how == "merges swapped":
+        c["merge_ids"][[3, 4]] = c["merge_ids"][[4, 3]]
+    elif how == "padded sparse":
+        extra = 2_000_000         # beyond the text readers' limit: 4 ids a token + 2^20
+        c["known"] = np.concatenate([c["known"], np.zeros(extra, dtype=np.uint8)])
+        c["decode_offsets"] = np.concatenate([c["decode_offsets"],
+                                              np.full(extra, c["decode_offsets"][-1], dtype=np.int64)])
+    return c
+
+
+@pytest.mark.parametrize("how, problem", [("bytes swapped", "a byte's id is not that byte"),
+                                          ("ranked ids reversed", "a ranked token is not its id's bytes"),
+                                          ("merge ids zeroed", "the merges make other tokens"),
+                                          ("merges swapped", "the merges make other tokens"),
+                                          ("padded sparse", "ids too sparse")])
+def test_cache_that_disagrees_with_itself_is_not_used(cached_folder, how, problem):
+    """Its digests match the text files, but its arrays are not their tables: loading it gave other ids
+    ("a b" gave b's id for a), merges that save() then wrote, or tables of millions of ids from a small file."""
+    tok, folder = cached_folder
+    cache = folder / "bpe_fast.npz"
+    with np.load(cache, allow_pickle=False) as npz:
+        contents = {name: npz[name] for name in npz.files}
+    np.savez(cache, **_tampered(contents, how))
+    with pytest.warns(UserWarning, match=rf"bpe_fast\.npz: malformed \({problem}"):
+        again = Tokenizer.load(folder)
+    _same_tokenizer(again, tok, make_text(10, 200, specials=[EOT]))
+
+
 def test_cache_of_another_version_is_ignored_silently(cached_folder, recwarn):
     tok, folder = cached_folder
     cache = folder / "bpe_fast.npz"
