@@ -10,13 +10,14 @@ documents' ids, concatenated in order: each document is encoded alone (tokenizer
 tokens matched), and nothing is put between documents unless `separator` asks for it.
 
 Every file appears only when complete (bpe_fast.atomic). A shard whose .npy is complete (a valid 1-D .npy of the
-dtype asked for, as long as its header says) is not encoded again, so a run that stopped (an error, a crash,
-Ctrl-C) is resumed by calling encode_files again with the same arguments. index.json is written before the first
-shard and again after each one, listing the shards done ("complete": false until the last); it records what the
-arrays depend on (a digest of the tokenizer, the separator, the field and column read), so that a later run
-into the same folder with other settings, even after a run that stopped, is refused rather than mixing arrays
-of two tokenizers; and each shard's input size and modification time, so that a shard whose input changed
-since is encoded again.
+dtype asked for, as long as its header says) and listed in index.json is not encoded again, so a run that stopped
+(an error, a crash, Ctrl-C) is resumed by calling encode_files again with the same arguments. index.json is
+written before the first shard, every 30 s and at the end, listing the shards done ("complete": false until the
+last); it records what the arrays depend on (a digest of the tokenizer, the separator, the field and column
+read), so that a later run into the same folder with other settings, even after a run that stopped, is refused
+rather than mixing arrays of two tokenizers; and each shard's input size and modification time, so that a shard
+whose input changed since is encoded again. A shard the index does not list with them (completed after the
+index's last rewrite by a run that was killed) is encoded again too.
 
 Locally the shards are encoded one after another, each on num_processes workers. With a dask.distributed
 Client each shard not yet complete is one task; the workers read the inputs and write the outputs themselves,
@@ -81,11 +82,14 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     from `text_field`, Parquet files from `text_column`. dtype: as encode_file's (default uint16 when the vocab
     fits). errors: "strict" (invalid UTF-8 is a CorpusDecodeError) or "replace" (U+FFFD).
 
-    Shards whose .npy is complete already are skipped (resuming), unless the index lists their input with
-    another size or modification time. If one shard fails, the error names it and no file of it is left; the
-    shards completed stay, listed in index.json with "complete": false. The shards are encoded locally
-    one after another, each on num_processes workers (None: every core; see encode_file), or with `client` (a
-    dask.distributed.Client) as one task a shard on the cluster, each on num_processes threads (None: 1).
+    Shards whose .npy is complete already are skipped (resuming) if index.json lists them with their input's
+    size and modification time as they are now; others are encoded again (a shard whose input changed, and one
+    completed after the index's last rewrite by a run that was killed: its input may have changed since). With
+    no index.json at all, every complete .npy is kept. If one shard fails, the error names it and no file of it
+    is left; the shards completed stay, listed in index.json with "complete": false. The shards are encoded
+    locally one after another, each on num_processes workers (None: every core; see encode_file), or with
+    `client` (a dask.distributed.Client) as one task a shard on the cluster, each on num_processes threads
+    (None: 1).
     progress, if given, is called as progress("encode", input_bytes_done, input_bytes_total) (sizes of the
     input files as stored, compressed or not).
 
@@ -116,17 +120,22 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     os.makedirs(out_dir, exist_ok=True)
     index_path = os.path.join(out_dir, INDEX_FILE)
     earlier = _check_earlier_index(index_path, settings)
-    entries = (earlier or {}).get("shards")
-    listed = {e["file"]: e for e in (entries if isinstance(entries, list) else [])
-              if isinstance(e, dict) and "file" in e}
+    listed = None           # output file name -> the stamp of its input when it was encoded (None: not recorded)
+    if earlier is not None:
+        entries = earlier.get("shards")
+        listed = {e["file"]: e.get("input") for e in (entries if isinstance(entries, list) else [])
+                  if isinstance(e, dict) and "file" in e}
     inputs = [_input_stamp(s.path) for s in shards]
 
     counts: list[Any] = []                                          # None: to encode
     for shard, stamp in zip(shards, inputs):
-        # a shard the earlier index lists with another input's stamp: its input changed since, so it is encoded
-        # again, and its old array goes now (no later run may take it for this input's); a shard not listed
-        # keeps a complete .npy, as before the index recorded inputs
-        if listed.get(shard.name, {}).get("input", stamp) == stamp:
+        # A complete .npy is kept only if the earlier index lists it with its input's stamp as it is now. Every
+        # run writes the index before its first shard, so one the index does not list (or lists without a stamp,
+        # or with another) was written before its input changed, or completed after the index's last rewrite by
+        # a run that was then killed (SIGKILL, a power cut): its input may have changed since. It is encoded
+        # again, and its old array goes now (no later run may take it for this input's). With no index at all
+        # (a run of a version that wrote it last, and stopped), complete arrays are kept, as before.
+        if listed is None or listed.get(shard.name) == stamp:
             counts.append(complete_length(shard.out_path, dtype))
         else:
             with contextlib.suppress(FileNotFoundError):

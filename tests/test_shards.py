@@ -5,6 +5,9 @@ import bz2
 import gzip
 import json
 import os
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -445,6 +448,49 @@ def test_a_shard_whose_input_changed_is_encoded_again(tok, tmp_path, monkeypatch
     assert encoded == ["b.npy"]
     np.testing.assert_array_equal(np.load(out / "b.npy"), expected(tok, "b.jsonl", documents(5, n=9)))
     assert index["shards"][1]["input"]["bytes"] == os.path.getsize(b)
+
+
+_KILLED_AFTER_FIRST_SHARD = """
+import os, signal, sys
+from bpe_fast import Tokenizer, encode_files
+out, first = sys.argv[1], sys.argv[2]
+
+def progress(stage, done, total):
+    if os.path.exists(os.path.join(out, first)):     # the first shard is complete on disk: the process dies
+        os.kill(os.getpid(), signal.SIGKILL)         # (the OOM killer, a power cut): no index rewrite after it
+
+encode_files(sys.argv[4:], out, Tokenizer.load(sys.argv[3]), num_processes=1, progress=progress)
+"""
+
+
+def test_a_shard_completed_after_the_last_index_write_is_encoded_again(tok, tmp_path, monkeypatch):
+    # index.json is rewritten every _INDEX_EVERY seconds: a run killed after a shard's .npy is complete, before
+    # the next rewrite, leaves it complete and unlisted; its input may change before the next run, which kept it
+    # (and recorded the new input's stamp for it, so that no later run could tell)
+    a = write_shard(tmp_path, "a.txt", documents(3, n=8))
+    b = write_shard(tmp_path, "b.txt", documents(4, n=8))
+    tok.save(tmp_path / "tok")
+    out = tmp_path / "out"
+    killed = subprocess.run([sys.executable, "-c", _KILLED_AFTER_FIRST_SHARD, str(out), "a.npy",
+                             str(tmp_path / "tok"), str(a), str(b)], capture_output=True, text=True, cwd=tmp_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert complete_length(out / "a.npy", np.dtype(np.uint16)) is not None
+    assert json.loads((out / INDEX_FILE).read_text())["shards"] == []
+    write_shard(tmp_path, "a.txt", documents(5, n=9))       # another text in the same file
+    encoded = spy_on_encoding(monkeypatch)
+    index = encode_files([a, b], out, tok)
+    assert encoded == ["a.npy", "b.npy"]
+    np.testing.assert_array_equal(np.load(out / "a.npy"), expected(tok, "a.txt", documents(5, n=9)))
+    assert index["shards"][0]["input"]["bytes"] == os.path.getsize(a)
+    # an index that lists a shard without its input's stamp cannot tell whether the input changed: encoded again
+    (out / INDEX_FILE).write_text(json.dumps(dict(index, shards=[{k: v for k, v in e.items() if k != "input"}
+                                                                 for e in index["shards"]])))
+    encoded.clear()
+    assert encode_files([a, b], out, tok) == index and encoded == ["a.npy", "b.npy"]
+    # with no index.json at all (a run of a version that wrote it last), complete arrays are kept, as before
+    os.remove(out / INDEX_FILE)
+    encoded.clear()
+    assert encode_files([a, b], out, tok) == index and encoded == []
 
 
 def test_dask_gives_the_same_files(tok, tmp_path, client, monkeypatch):
