@@ -120,11 +120,8 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     os.makedirs(out_dir, exist_ok=True)
     index_path = os.path.join(out_dir, INDEX_FILE)
     earlier = _check_earlier_index(index_path, settings)
-    listed = None           # output file name -> the stamp of its input when it was encoded (None: not recorded)
-    if earlier is not None:
-        entries = earlier.get("shards")
-        listed = {e["file"]: e.get("input") for e in (entries if isinstance(entries, list) else [])
-                  if isinstance(e, dict) and "file" in e}
+    # output file name -> the stamp of its input when it was encoded (None: not recorded)
+    listed = None if earlier is None else {e["file"]: e.get("input") for e in earlier["shards"]}
     inputs = [_input_stamp(s.path) for s in shards]
 
     counts: list[Any] = []                                          # None: to encode
@@ -303,7 +300,8 @@ def _tokenizer_sha256(tokenizer: Tokenizer) -> str:
 
 def _check_earlier_index(index_path: str, settings: dict[str, Any]) -> dict[str, Any] | None:
     """The index an earlier run left in out_dir (None if none); a ValueError if it is of a run with other
-    settings: its arrays would be kept."""
+    settings (its arrays would be kept), or is not an index or a damaged one (its "shards" not a list of
+    {"file": name, ...}), naming it."""
     try:
         with open(index_path, "rb") as f:
             earlier = json.loads(f.read())
@@ -311,6 +309,9 @@ def _check_earlier_index(index_path: str, settings: dict[str, Any]) -> dict[str,
         return None
     except ValueError as exc:
         raise ValueError(f"{index_path} is not a bpe_fast shard index ({exc}); encode into another folder") from None
+    except RecursionError:
+        raise ValueError(f"{index_path} is not a bpe_fast shard index (JSON nested too deeply); encode into "
+                         f"another folder") from None
     if not isinstance(earlier, dict) or earlier.get("format") != _INDEX_FORMAT:
         raise ValueError(f"{index_path} is not a bpe_fast shard index; encode into another folder")
     changed = [key for key in _SETTINGS if earlier.get(key) != settings[key]]
@@ -318,6 +319,17 @@ def _check_earlier_index(index_path: str, settings: dict[str, Any]) -> dict[str,
         what = " and ".join("tokenizer" if key == "tokenizer_sha256" else key for key in changed)
         raise ValueError(f"{os.path.dirname(index_path) or '.'} holds shards encoded with another {what} "
                          f"({index_path}); encode into another folder, or delete its files to encode again")
+    # what encode_files reads of the shards listed (which arrays it keeps depends on it)
+    entries, damage = earlier.get("shards"), None
+    if not isinstance(entries, list):
+        damage = '"shards" is not a list'
+    else:
+        bad = [k for k, e in enumerate(entries) if not (isinstance(e, dict) and isinstance(e.get("file"), str))]
+        if bad:
+            damage = f'shard entry {bad[0]} is not {{"file": name, ...}}'
+    if damage is not None:
+        raise ValueError(f"{index_path} is a damaged bpe_fast shard index ({damage}); encode into another folder, "
+                         f"or delete its files to encode again")
     return earlier
 
 

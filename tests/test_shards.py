@@ -5,6 +5,7 @@ import bz2
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -343,6 +344,28 @@ def test_other_settings_in_the_same_folder_are_refused(tok, tmp_path):
     (out / INDEX_FILE).write_text("[1, 2]")
     with pytest.raises(ValueError, match="not a bpe_fast shard index"):
         encode_files(path, out, tok, text_field="body")
+
+
+
+@pytest.mark.parametrize("damage", ["file-not-a-name", "entry-not-a-dict", "shards-not-a-list", "no-shards",
+                                    "nested-too-deeply"])
+def test_a_damaged_index_is_refused_naming_it(tok, tmp_path, damage):
+    # a shard entry of the wrong type was a bare TypeError (an unhashable name) or was passed over (its shard
+    # encoded again, the rest of the index trusted); JSON nested too deeply was a RecursionError
+    path = write_shard(tmp_path, "a.jsonl", documents(3, n=8))
+    out = tmp_path / "out"
+    index = encode_files(path, out, tok, text_field="body")
+    damaged = {"file-not-a-name": dict(index, shards=[{"file": []}]),
+               "entry-not-a-dict": dict(index, shards=index["shards"] + [3]),
+               "shards-not-a-list": dict(index, shards={"a.npy": 1}),
+               "no-shards": {k: v for k, v in index.items() if k != "shards"}}.get(damage)
+    (out / INDEX_FILE).write_text("[" * 100_000 if damaged is None else json.dumps(damaged))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(ValueError, match=re.escape(str(out / INDEX_FILE)) + r" is (a damaged|not a) bpe_fast "
+                                         r"shard index \(") as info:
+        encode_files(path, out, tok, text_field="body")
+    assert ("nested too deeply" if damage == "nested-too-deeply" else "shard") in str(info.value)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before        # nothing written, nothing removed
 
 
 # ---- errors --------------------------------------------------------------------------------------------
