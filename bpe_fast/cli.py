@@ -448,8 +448,8 @@ def cmd_decode(args: argparse.Namespace) -> None:
         raise CliError(f"{source}: no such file")
     try:
         dtype, shape = read_npy_dtype(source)
-    except ValueError as exc:
-        raise CliError(f"{args.tokens}: not a .npy file ({exc})") from None
+    except ValueError as exc:       # not a .npy file, a damaged header, or a truncated file: read_npy_dtype says
+        raise CliError(f"{args.tokens}: {exc}") from None
     if dtype.kind not in "iu" or len(shape) != 1:
         raise CliError(f"{args.tokens}: expected a 1-D integer token array, got {dtype} of shape {shape}")
     if isinstance(source, io.BytesIO):

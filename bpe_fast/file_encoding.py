@@ -13,7 +13,9 @@ being copied. With other patterns, pre-tokenizing with `regex` holds the GIL, so
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -212,15 +214,34 @@ def _encoded_ranges(tokenizer: Tokenizer, path: str, ranges: Sequence[tuple[int,
             yield start, end, ids
 
 
+# What numpy's .npy header reader raises for a damaged header: a header whose brackets do not close is read
+# with tokenize, whose TokenError is not a ValueError.
+NPY_HEADER_ERRORS = (ValueError, EOFError, SyntaxError, TypeError, tokenize.TokenError)
+
+
 def read_npy_dtype(path: StrPath | IO[bytes]) -> tuple[np.dtype[Any], tuple[int, ...]]:
-    """The dtype and shape of a .npy file (a path or a binary file object), read from its header only (for
-    checking inputs)."""
+    """The dtype and shape of a .npy file (a path or a binary file object), read from its header (for checking
+    inputs). A ValueError saying what is wrong if it is not a .npy file, its header is damaged, or its data is
+    shorter than the header says (a truncated file: numpy's memory map of it would fail without saying so)."""
     f: Any          # a binary file object: `path`, or the file it names
     with (contextlib.nullcontext(path) if hasattr(path, "read") else open(path, "rb")) as f:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        try:
+            version = np.lib.format.read_magic(f)
+        except ValueError as exc:
+            raise ValueError(f"not a .npy file ({exc})") from None
+        try:
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        except NPY_HEADER_ERRORS as exc:
+            reason = str(exc.args[0] if isinstance(exc, tokenize.TokenError) else exc)    # TokenError: (what, where)
+            raise ValueError(f"a damaged .npy header ({(reason.splitlines() or [type(exc).__name__])[0]})") from None
+        data_start = f.tell()
+        data_bytes = f.seek(0, os.SEEK_END) - data_start
+    need = math.prod(shape) * dtype.itemsize
+    if not dtype.hasobject and data_bytes < need:       # (an object array's data is a pickle, of any length)
+        raise ValueError(f"a truncated .npy file: its header says {math.prod(shape):,} values of {dtype} "
+                         f"({need:,} bytes), {data_bytes:,} bytes follow it")
     return dtype, shape
 

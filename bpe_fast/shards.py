@@ -42,7 +42,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from .atomic import atomic_output
 from .chunking import cuts_at_spaces
-from .file_encoding import DEFAULT_CHUNK_BYTES, check_dtype, encode_file, write_npy
+from .file_encoding import DEFAULT_CHUNK_BYTES, NPY_HEADER_ERRORS, check_dtype, encode_file, write_npy
 from .inputs import (COMPRESSIONS, Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
                      line_of, read_batches, resolve_inputs)
 from .pretokenize import check_utf8
@@ -347,7 +347,7 @@ def complete_length(path: StrPath, dtype: np.dtype[Any]) -> int | None:
             data_start = f.tell()
     except FileNotFoundError:
         return None
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError):    # what numpy raises for a broken header
+    except (OSError, *NPY_HEADER_ERRORS):
         return None
     if fortran or len(shape) != 1 or found != dtype or data_start + shape[0] * found.itemsize != size:
         return None

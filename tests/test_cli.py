@@ -190,6 +190,19 @@ def test_tokens_file_of_the_wrong_dtype(tmp_path, tokdir, capsys):
     assert "float32" in err
 
 
+@pytest.mark.parametrize("damage", ["header", "data"])
+def test_a_damaged_tokens_file_is_named(tmp_path, tokdir, capsys, damage):
+    # a header whose brackets do not close (numpy's tokenize.TokenError) was a traceback; data shorter than the
+    # header says was "mmap length is greater than file size", naming neither the file nor what is wrong
+    np.save(tmp_path / "ids.npy", np.arange(100, dtype=np.uint16))
+    data = (tmp_path / "ids.npy").read_bytes()
+    (tmp_path / "ids.npy").write_bytes(data.replace(b"}", b" ", 1) if damage == "header" else data[:-10])
+    code, err = run(["decode", "-t", str(tokdir), str(tmp_path / "ids.npy"), "-o", str(tmp_path / "o.txt")], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("ids.npy",))
+    assert f"{tmp_path / 'ids.npy'}: " in err
+    assert ("damaged .npy header" if damage == "header" else "truncated") in err
+
+
 def test_missing_corpus(tmp_path, capsys):
     code, err = run(["train", str(tmp_path / "none.txt"), "--vocab-size", "300", "-o", str(tmp_path / "t")],
                     capsys)

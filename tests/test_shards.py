@@ -332,6 +332,21 @@ def test_resume_keeps_complete_shards_and_redoes_the_rest(tok, tmp_path, monkeyp
     assert [e["tokens"] for e in third["shards"]] == [e["tokens"] for e in first["shards"]]
 
 
+def test_a_shard_with_a_damaged_header_is_encoded_again(tok, tmp_path, monkeypatch):
+    # numpy reads a header whose brackets do not close with tokenize, whose TokenError is no ValueError: it got
+    # through complete_length and resuming stopped with a traceback
+    a = write_shard(tmp_path, "a.txt", documents(3, n=8))
+    b = write_shard(tmp_path, "b.txt", documents(4, n=8))
+    out = tmp_path / "out"
+    first = encode_files([a, b], out, tok)
+    data = (out / "b.npy").read_bytes()
+    (out / "b.npy").write_bytes(data.replace(b"}", b" ", 1))
+    assert complete_length(out / "b.npy", np.dtype(np.uint16)) is None
+    encoded = spy_on_encoding(monkeypatch)
+    assert encode_files([a, b], out, tok) == first and encoded == ["b.npy"]
+    assert (out / "b.npy").read_bytes() == data
+
+
 def test_other_settings_in_the_same_folder_are_refused(tok, tmp_path):
     path = write_shard(tmp_path, "a.jsonl", documents(3, n=8))
     out = tmp_path / "out"
