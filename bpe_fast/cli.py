@@ -18,7 +18,8 @@ A CORPUS is a text file, a compressed one (.gz, .bz2, .xz, .zst), JSON lines (.j
 BPE_FAST_NUM_PROCESSES sets the default number of processes.
 
 Errors are one line on stderr and a non-zero exit (1; 130 after Ctrl-C), never a traceback, and no
-partial output file is left behind.
+partial output file is left behind. An output that is one of the command's inputs (the corpus, the tokens, the
+tokenizer's files; by another path or a link too) is refused before any work.
 """
 from __future__ import annotations
 
@@ -145,6 +146,35 @@ def _check_output_folder(path: str) -> None:
         raise CliError(f"{path}: the folder {folder} does not exist")
 
 
+def _check_not_an_input(output: str, flag: str, inputs: Sequence[str]) -> None:
+    """A CliError if writing `output` would replace one of the files the command reads: the same file by
+    another path, a symbolic link (bpe_fast.atomic writes through it) or a hard link. Called before any work,
+    as encode_files refuses an input among its outputs."""
+    for path in inputs:
+        try:
+            same = os.path.samefile(output, path)       # their real files: st_dev and st_ino
+        except OSError:                 # one of them is missing: an output not written yet replaces no input
+            same = False
+        if same:
+            raise CliError(f"{path} is an input and would be overwritten by the output ({flag} {output}); "
+                           f"choose another output")
+
+
+def _input_files(corpus: Sequence[str]) -> list[str]:
+    """The files CORPUS arguments name (a folder's, a glob's), as bpe_fast.inputs resolves them."""
+    from .inputs import TextFile, resolve_inputs
+    return [s.path if isinstance(s, TextFile) else s.obj for s in resolve_inputs(list(corpus))
+            if isinstance(s, TextFile) or isinstance(s.obj, str)]
+
+
+def _tokenizer_files(path: str) -> list[str]:
+    """The files a tokenizer is read from: the tokenizer.json given, or the folder's (Tokenizer.load)."""
+    from .formats import CACHE_FILE, CONFIG_FILE, MERGES_FILE, VOCAB_FILE
+    if not os.path.isdir(path):
+        return [path]
+    return [os.path.join(path, name) for name in (VOCAB_FILE, MERGES_FILE, CONFIG_FILE, CACHE_FILE)]
+
+
 def cmd_synth(args: argparse.Namespace) -> None:
     from .synthetic import generate, parse_size
     try:
@@ -187,13 +217,16 @@ def _corpus(args: argparse.Namespace) -> Stream | list[str]:
 def cmd_count(args: argparse.Namespace) -> None:
     from .counts import count_pretokens
     _check_output_folder(args.output)
+    corpus = _corpus(args)
+    if isinstance(corpus, list):
+        _check_not_an_input(args.output, "-o", _input_files(corpus))
     client = None
     if args.dask_scheduler:
         from distributed import Client
         client = Client(args.dask_scheduler)
     progress = Progress(quiet=args.quiet)
     try:
-        counts = count_pretokens(_corpus(args), args.special_token, pattern=_pattern(args.pattern or "gpt2"),
+        counts = count_pretokens(corpus, args.special_token, pattern=_pattern(args.pattern or "gpt2"),
                                  num_processes=args.processes, errors=args.errors, progress=progress,
                                  client=client, **_input_options(args))
     finally:
@@ -335,7 +368,6 @@ def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
 
 
 def cmd_encode(args: argparse.Namespace) -> None:
-    tokenizer = _load_tokenizer(args.tokenizer)
     inputs, output = args.input, args.output
     if "-" in inputs and inputs != ["-"]:
         raise CliError("'-' (stdin) must be the only INPUT")
@@ -344,8 +376,11 @@ def cmd_encode(args: argparse.Namespace) -> None:
         raise CliError("-o: several inputs are encoded into a folder, not to or from '-'")
     if not to_folder and args.dask_scheduler:
         raise CliError("--dask-scheduler encodes shards into a folder: give -o DIR/")
-    if output != "-" and not to_folder:
+    if output != "-" and not to_folder:         # (encode_files refuses an input among a folder's outputs)
         _check_output_folder(output)
+        _check_not_an_input(output, "-o", (_input_files(inputs) if inputs != ["-"] else [])
+                            + _tokenizer_files(args.tokenizer))
+    tokenizer = _load_tokenizer(args.tokenizer)
     progress = Progress(quiet=args.quiet)
     start = time.perf_counter()
     try:
@@ -437,9 +472,11 @@ def cmd_decode(args: argparse.Namespace) -> None:
     import numpy as np
     from .file_encoding import read_npy_dtype
     from .formats import write_text_atomic
-    tokenizer = _load_tokenizer(args.tokenizer)
     if args.output != "-":
         _check_output_folder(args.output)
+        _check_not_an_input(args.output, "-o", ([args.tokens] if args.tokens != "-" else [])
+                            + _tokenizer_files(args.tokenizer))
+    tokenizer = _load_tokenizer(args.tokenizer)
     source = args.tokens
     if source == "-":
         source = io.BytesIO(sys.stdin.buffer.read())
@@ -465,9 +502,13 @@ def cmd_decode(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    tokenizer = _load_tokenizer(args.tokenizer)
+    from .export import HF_FILES
     target = args.hf or args.hf_dir or args.tiktoken
     _check_output_folder(target)
+    flag = "--hf" if args.hf else "--hf-dir" if args.hf_dir else "--tiktoken"
+    for output in [os.path.join(target, name) for name in HF_FILES] if args.hf_dir else [target]:
+        _check_not_an_input(output, flag, _tokenizer_files(args.tokenizer))
+    tokenizer = _load_tokenizer(args.tokenizer)
     if args.hf:
         tokenizer.export_hf(args.hf)
     elif args.hf_dir:
@@ -500,9 +541,11 @@ def _show_text(args: argparse.Namespace) -> tuple[str, str]:
 def cmd_show(args: argparse.Namespace) -> None:
     from .atomic import atomic_output
     from .token_view import render_ansi, render_html, render_plain, split_positions
-    tokenizer = _load_tokenizer(args.tokenizer)
     if args.html:
         _check_output_folder(args.html)
+        _check_not_an_input(args.html, "--html", ([args.file] if args.file not in (None, "-") else [])
+                            + _tokenizer_files(args.tokenizer))
+    tokenizer = _load_tokenizer(args.tokenizer)
     text, name = _show_text(args)
     view = tokenizer.show(text)
     vocab = tokenizer.vocab
@@ -532,12 +575,14 @@ def _tokenizer_name(path: str) -> str:
 def cmd_report(args: argparse.Namespace) -> None:
     import pathlib
     from .html_report import write_report
-    tokenizer = _load_tokenizer(args.tokenizer)
-    against = _load_tokenizer(args.against, "--against") if args.against else None
     for path in args.eval:
         if not os.path.isfile(path):
             raise CliError(f"--eval {path}: no such file")
     _check_output_folder(args.output)
+    _check_not_an_input(args.output, "-o", list(args.eval) + _tokenizer_files(args.tokenizer)
+                        + (_tokenizer_files(args.against) if args.against else []))
+    tokenizer = _load_tokenizer(args.tokenizer)
+    against = _load_tokenizer(args.against, "--against") if args.against else None
     if args.png:
         try:
             import matplotlib  # noqa: F401

@@ -203,6 +203,52 @@ def test_a_damaged_tokens_file_is_named(tmp_path, tokdir, capsys, damage):
     assert ("damaged .npy header" if damage == "header" else "truncated") in err
 
 
+_OVERWRITING = {      # a command whose output is one of its inputs: (argv, the input named); TOK is a tokenizer folder
+    "encode": (["encode", "-t", "TOK", "c.txt", "-o", "c.txt"], "c.txt"),
+    "encode through a link": (["encode", "-t", "TOK", "c.txt", "-o", "link.npy"], "c.txt"),
+    "encode a compressed file": (["encode", "-t", "TOK", "c.txt.gz", "-o", "c.txt.gz"], "c.txt.gz"),
+    "encode into the tokenizer": (["encode", "-t", "hf/tokenizer.json", "c.txt", "-o", "hf/tokenizer.json"],
+                                  "hf/tokenizer.json"),
+    "count": (["count", "c.txt", "-o", "c.txt"], "c.txt"),
+    "count a folder": (["count", "texts", "-o", "texts/d.txt"], "texts/d.txt"),
+    "decode": (["decode", "-t", "TOK", "ids.npy", "-o", "ids.npy"], "ids.npy"),
+    "export": (["export", "-t", "TOK", "--hf", "TOK/vocab.json"], "TOK/vocab.json"),
+    "export through a link": (["export", "-t", "TOK", "--tiktoken", "link.tiktoken"], "TOK/merges.txt"),
+    "export a folder": (["export", "-t", "hf/tokenizer.json", "--hf-dir", "hf"], "hf/tokenizer.json"),
+    "show": (["show", "-t", "TOK", "-f", "c.txt", "--html", "c.txt"], "c.txt"),
+    "report": (["report", "-t", "TOK", "--eval", "c.txt", "-o", "TOK/bpe_fast.json"], "TOK/bpe_fast.json"),
+}
+
+
+@pytest.mark.parametrize("case", list(_OVERWRITING))
+def test_an_output_that_is_an_input_is_refused(tmp_path, tokdir, corpus, capsys, monkeypatch, case):
+    # encode_files refuses this; the single-file commands replaced their input with their output (the corpus
+    # with its token array, the tokenizer with its export)
+    import gzip
+    import shutil
+    monkeypatch.chdir(tmp_path)
+    text = corpus.read_bytes()[:20_000]
+    (tmp_path / "c.txt").write_bytes(text)
+    (tmp_path / "c.txt.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "d.txt").write_bytes(text)
+    shutil.copytree(tokdir, tmp_path / "tok")
+    tok = Tokenizer.load(tokdir)
+    (tmp_path / "hf").mkdir()
+    tok.export_hf(tmp_path / "hf" / "tokenizer.json")
+    np.save(tmp_path / "ids.npy", np.array(tok.encode(text.decode()), dtype=np.uint16))
+    (tmp_path / "link.npy").symlink_to(tmp_path / "c.txt")
+    (tmp_path / "link.tiktoken").symlink_to(tmp_path / "tok" / "merges.txt")
+    files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    before = {p: p.read_bytes() for p in files}
+    argv, named = _OVERWRITING[case]
+    code, err = run([a.replace("TOK", "tok") for a in argv], capsys)
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert f"bpe-fast: {named.replace('TOK', 'tok')} is an input and would be overwritten by the output" in err
+    assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == files        # nothing written, nothing left
+    assert {p: p.read_bytes() for p in files} == before
+
+
 def test_missing_corpus(tmp_path, capsys):
     code, err = run(["train", str(tmp_path / "none.txt"), "--vocab-size", "300", "-o", str(tmp_path / "t")],
                     capsys)
