@@ -14,6 +14,7 @@ What a Dask task runs is here too (count_ranges), so counts.py and dask_counts.p
 """
 from __future__ import annotations
 
+import copy
 import ctypes
 import functools
 import os
@@ -734,7 +735,8 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     workers, the rest read here as batches of documents; in input order within the caps. Their sum is the
     corpus's counts. Arguments as check_input_args checks them. stats: a dict, if given, gets the "bytes" and
     "documents" read (within the caps). combine: a text file's tables are added into one as its workers'
-    arrive (for a caller that sums them anyway: cheaper than summing them after)."""
+    arrive (for a caller that sums them anyway: cheaper than summing them after). progress: called as
+    progress("count", bytes done, total) over the whole corpus, total None unless every input is a text file."""
     for name, value in (("text_field", text_field), ("text_column", text_column)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
@@ -745,6 +747,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     num_processes = check_num_processes(num_processes)
     batch_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     space_cuts = cuts_at_spaces(pattern)
+    overall = _OverallProgress(progress, _text_files_total(sources, budget))
     tables: list[Table] = []
     k = 0
     while k < len(sources) and not budget.spent:
@@ -758,7 +761,8 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
                 stats["bytes"] += size
                 stats["documents"] += 1
             tables.extend(count_file_tables(source.path, special_tokens, pattern, num_processes, errors,
-                                            chunk_bytes, progress, combine=combine, size=size))
+                                            chunk_bytes, overall.part(), combine=combine, size=size))
+            overall.counted(size)
             continue
         run: list[Any] = []            # consecutive streams share one pool of workers
         while k < len(sources) and isinstance(sources[k], Stream):
@@ -769,27 +773,72 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
                  if uncapped else None)
         if units is not None:           # Parquet row groups, or ranges of JSON lines: the workers read them
             counted, tally = count_unit_tables(run, units, special_tokens, pattern, num_processes, errors,
-                                               text_field, text_column, batch_bytes, progress)
+                                               text_field, text_column, batch_bytes, overall.part())
             tables.extend(counted)
             if stats is not None:
                 stats["bytes"] += tally.value
                 stats["documents"] += tally.documents
+            overall.counted(tally.value)
             continue
-        def make_batches(slots: Slots, run: list[Any] = run) -> Iterable[Batch | SlotBatch]:
+        read = dict(bytes=0, documents=0)       # this run's
+
+        def make_batches(slots: Slots, run: list[Any] = run, read: dict[str, int] = read
+                         ) -> Iterable[Batch | SlotBatch]:
             batches = (batch for stream in run
                        for batch in read_slot_batches(stream, budget, batch_bytes, special_tokens, space_cuts,
                                                       text_field, text_column, slots, errors))
-            return batches if stats is None else _tallied(batches, stats)
+            return _tallied(batches, read)
 
         what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
         try:
             tables.extend(count_stream_tables(make_batches, special_tokens, pattern, num_processes, errors,
-                                              progress, what, batch_bytes))
+                                              overall.part(), what, batch_bytes))
         except CorpusDecodeError as exc:
             if exc.document is None and exc.line is None and os.path.exists(exc.path):
                 raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(exc.path, exc.offset)) from None
             raise
+        if stats is not None:
+            stats["bytes"] += read["bytes"]
+            stats["documents"] += read["documents"]
+        overall.counted(read["bytes"])
     return tables or [_empty_table()]
+
+
+def _text_files_total(sources: Sequence[TextFile | Stream], budget: Budget) -> int | None:
+    """The bytes count_input_tables will count if every source is a text file (their sizes, within the caps:
+    the loop's own reckoning, on a copy of the budget), else None (the documents of compressed files, JSON
+    lines and Parquet are known only as they are read)."""
+    paths = [source.path for source in sources if isinstance(source, TextFile)]
+    if len(paths) < len(sources):
+        return None
+    trial = copy.copy(budget)
+    total = 0
+    for path in paths:
+        if trial.spent or not trial.take_document():
+            break
+        total += _capped_size(path, trial)
+    return total
+
+
+class _OverallProgress:
+    """progress over a corpus of several inputs: each input reports its own bytes done (against its own size, a
+    text file), so the reports of one input after another went back to 0 and changed total, and a progress line
+    showed the first input's 100% as the end. Here an input's reports are moved on by the bytes counted before it,
+    against the corpus's total (None when it is not known before reading: see _text_files_total)."""
+
+    def __init__(self, progress: Progress | None, total: int | None) -> None:
+        self.progress, self.total, self.before = progress, total, 0
+
+    def part(self) -> Progress | None:
+        """The progress function for the next input (its bytes done), or None."""
+        if self.progress is None:
+            return None
+        report, before, total = self.progress, self.before, self.total
+        return lambda stage, done, _: report(stage, before + done, total)
+
+    def counted(self, n_bytes: int) -> None:
+        """An input is done: n_bytes counted."""
+        self.before += n_bytes
 
 
 def _tallied(batches: Iterable[Batch | SlotBatch], stats: dict[str, int]) -> Iterator[Batch | SlotBatch]:

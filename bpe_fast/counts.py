@@ -266,6 +266,9 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
     counted on its own (pre-tokens never cross documents). max_bytes / max_documents take the corpus's first
     bytes / documents (a text file is one document). With `client` (a dask.distributed.Client) the counting
     of text files runs on that Dask cluster instead of local processes; every worker must see the paths.
+    progress, if given, is called as progress("count", bytes_done, bytes_total) now and then, over all the inputs
+    (bytes_total is None unless every input is an uncompressed text file: the others' text is known only as it
+    is read).
     """
     special_tokens, pattern = check_input_args(special_tokens, pattern, errors)
     if client is not None:

@@ -122,6 +122,32 @@ def test_count_from_stdin_with_two_processes_counts_everything(tmp_path, docs):
     assert PretokenCounts.load(out) == count_pretokens(corpus, [EOT], num_processes=1)
 
 
+def test_progress_covers_every_input(tmp_path, shards, capsys):
+    # each text file reported its own bytes against its own size, and the CLI's progress line, which shows a
+    # stage's 100% once, stopped at the first file's: `count a.txt b.txt` showed 100% of a.txt and nothing more
+    paths = [tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt"]
+    for k, path in enumerate(paths):
+        path.write_text(make_corpus(50 + k, n_words=2000 * (k + 1)), encoding="utf-8")
+    total = sum(p.stat().st_size for p in paths)
+    calls = []
+    count_pretokens(paths, [EOT], num_processes=1, progress=lambda *a: calls.append(a))
+    assert calls[-1] == ("count", total, total) and all(t == total for _, _, t in calls)
+    assert [d for _, d, _ in calls] == sorted(d for _, d, _ in calls)
+    calls.clear()                           # within max_bytes: the total is what is read
+    count_pretokens(paths, [EOT], num_processes=1, max_bytes=total - 100, progress=lambda *a: calls.append(a))
+    assert calls[-1] == ("count", total - 100, total - 100)
+    calls.clear()                           # with JSON lines among them: bytes done, the total not known
+    count_pretokens([paths[0], shards / "a.jsonl.gz"], [EOT], num_processes=1, text_field="body",
+                    progress=lambda *a: calls.append(a))
+    assert all(t is None for _, _, t in calls) and calls[-1][1] > paths[0].stat().st_size
+    assert [d for _, d, _ in calls] == sorted(d for _, d, _ in calls)
+
+    code, err = run(["count", *map(str, paths), "-o", str(tmp_path / "x.npz")], capsys)
+    assert code == 0, err
+    shown = [line for line in err.splitlines() if line.startswith("pre-tokenized")]
+    assert shown[-1].startswith(f"pre-tokenized {total / 1000:.1f} KB / {total / 1000:.1f} KB (100%)"), err
+
+
 def test_stdout_whose_reader_stops_ends_quietly_and_synth_writes_to_stdout(tmp_path, shards):
     # `| head`: the .npy written to a closed pipe ended with exit 1 and "... requested and ... written"
     cli = [sys.executable, "-m", "bpe_fast"]
