@@ -779,8 +779,10 @@ class _StdoutClosed(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    from .inputs import CorpusDecodeError
     try:
+        # inside the try: importing inputs imports the compiled modules, which read BPE_FAST_HASH_SEED then (a
+        # ValueError naming it and its value, one line as BPE_FAST_NUM_PROCESSES's)
+        from .inputs import CorpusDecodeError
         try:
             args.func(args)
         except CorpusDecodeError as exc:

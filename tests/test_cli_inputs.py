@@ -4,6 +4,7 @@ import functools
 import gzip
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -238,6 +239,18 @@ def test_num_processes_from_the_environment(monkeypatch):
     monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", "zero")
     with pytest.raises(ValueError, match="BPE_FAST_NUM_PROCESSES"):
         check_num_processes(None)
+
+
+def test_an_invalid_hash_seed_is_one_line(tmp_path):
+    # the compiled modules read BPE_FAST_HASH_SEED when they are imported, and main imported one before its
+    # errors were caught: a ten-line traceback, where BPE_FAST_NUM_PROCESSES=abc is one line
+    (tmp_path / "c.txt").write_text("some text\n", encoding="utf-8")
+    env = dict(os.environ, BPE_FAST_HASH_SEED="xyz")
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "count", "c.txt", "-o", "c.npz"], capture_output=True,
+                          text=True, cwd=tmp_path, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr == "bpe-fast: BPE_FAST_HASH_SEED must be an integer, got 'xyz'\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
 
 
 def test_encode_and_decode_through_stdin_and_stdout(tmp_path, shards):
