@@ -283,8 +283,8 @@ class Tokenizer:
     def from_tiktoken(cls, path_or_ranks: StrPath | Mapping[bytes, int], pattern: str,
                       special_tokens: Mapping[str, int] | None = None) -> Tokenizer:
         """A tokenizer giving tiktoken's ids for tiktoken's ranks: `path_or_ranks` is a `.tiktoken` file
-        (``.tiktoken.gz``: gzip) or a dict {token bytes: rank}; `pattern` a name ("o200k", "cl100k", "gpt2") or
-        a regex; `special_tokens` a dict {str: id}. The ids are the ranks; the merges are recovered from them
+        (``.tiktoken.gz``: gzip) or a dict {token bytes: rank}; `pattern` a name ("o200k", "cl100k", "gpt2", or
+        tiktoken's encoding names: "o200k_base", "cl100k_base", "r50k_base", "p50k_base") or a regex; `special_tokens` a dict {str: id}. The ids are the ranks; the merges are recovered from them
         (bpe_fast.ranks.merges_from_ranks). A bad line of the file is a bpe_fast.formats.FormatError naming the
         file and line; ranks that tiktoken's rule cannot build a token from are a ValueError naming the token.
 

@@ -322,6 +322,19 @@ def test_parse_kernel_worked_example():
 
 # ------------------------------------------------------------------------------------- from_tiktoken
 
+@pytest.mark.parametrize("name, short", [("cl100k_base", "cl100k"), ("o200k_base", "o200k"), ("r50k_base", "gpt2"),
+                                         ("p50k_base", "gpt2")])
+def test_tiktoken_encoding_names_are_patterns_not_regexes(name, short):
+    """from_tiktoken(path, "cl100k_base") read the name as a regex, which matches only itself: "hello world 123"
+    encoded to []. (r50k/p50k: tiktoken's spelling of GPT-2's pattern, the same pre-tokens.)"""
+    from bpe_fast.patterns import PATTERNS, R50K_PATTERN
+
+    ranks = {bytes([b]): b for b in range(256)} | {b"he": 256, b"hel": 257}
+    tok = Tokenizer.from_tiktoken(ranks, name)
+    assert tok.pattern == (R50K_PATTERN if short == "gpt2" else PATTERNS[short])
+    assert tok.encode("hello world 123") == Tokenizer.from_tiktoken(ranks, short).encode("hello world 123") != []
+
+
 def test_from_tiktoken_file_and_special_tokens(tmp_path):
     ranks = BYTE_RANKS | {b"ab": 256, b"abc": 257}
     path = write_lines(tmp_path, [f"{b64(t)} {r}\n" for t, r in ranks.items()])
