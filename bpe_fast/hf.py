@@ -64,6 +64,10 @@ __all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_token
 # "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
 GPT4_PATTERN_HF = GPT4_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
 _POSSESSIVE_INTERVAL = regex.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
+# What Oniguruma (HF) and `regex` read differently, beside anchors (rewritten) and {m,n}+ (above): \w and so \W,
+# \b, \B (Oniguruma's word characters include the other numbers: ² ³ ¹ ¼ ½ ¾), \K (Oniguruma's "keep"), && in a
+# class (Oniguruma's intersection, two literal ampersands to `regex`) and POSIX brackets (the sets differ).
+_ENGINE_DIFFERENCES = regex.compile(r"(?<!\\)(?:\\\\)*\K(\\[wWbBK]|&&|\[\[:)")
 # text with a character of every kind, to catch a pattern that matches empty text somewhere
 _PROBE = ("Hello, World! It's DON'T 12345 1/2 x=y+z; ñandú ÆØÅ ǅ ﬁ Ωμέγα Привет 中文 한국어 عربى हिन्दी \u0301x "
           "\t\n\r\n  \u00a0\u2028\u3000 'S 'll 😀👍🏽 $x ^y (a) [b] {c} <|x|> \x00\x7f")
@@ -83,8 +87,9 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as Oniguruma does: ^ and $
     match at each line's end (Oniguruma's default), and the text between two matches is a piece of its own (HF's
     Isolated keeps it; bpe_fast would drop it). Refused: "{m,n}+" (a possessive interval in `regex`, a
-    repeated one in Oniguruma; tiktoken's own spelling of cl100k has one), capturing groups, and a regex that
-    matches empty text.
+    repeated one in Oniguruma; tiktoken's own spelling of cl100k has one), what else the two engines read
+    differently (\\w, \\W, \\b, \\B, \\K, && in a class, POSIX brackets: _ENGINE_DIFFERENCES), capturing groups,
+    and a regex that matches empty text.
 
     >>> pattern_from_hf(GPT4_PATTERN_HF) == GPT4_PATTERN
     True
@@ -101,6 +106,7 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
         raise ValueError(f"the Split regex has {m.group()!r}, which Oniguruma (HF) reads as a repeated interval and "
                          "`regex` as a possessive one, so the pieces would differ (tiktoken's spelling of cl100k "
                          r"has '\p{N}{1,3}+'; HF files write '\p{N}{1,3}')")
+    _check_same_reading(split_regex, "the Split regex")
     anchored = _anchored(split_regex)
     wrapped = _wrap(split_regex)
     try:
@@ -134,6 +140,11 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
         return GPT4_PATTERN_HF, "Isolated", False
     if pattern in (GPT2_PATTERN, O200K_PATTERN):
         return pattern, "Isolated", False
+    _check_same_reading(pattern, "the pattern")
+    m = _POSSESSIVE_INTERVAL.search(pattern)
+    if m:
+        raise ValueError(f"the pattern has {m.group()!r}, a possessive interval, which Oniguruma (HF tokenizers) reads "
+                         "as a repeated one, so the pieces would differ")
     inner_length, odd = divmod(len(pattern) - len(_wrap("")), 2)     # P appears twice in _wrap(P)
     if not odd and inner_length > 0:
         inner = pattern[len("(?m:"):len("(?m:") + inner_length]
@@ -144,6 +155,15 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
         if pattern == _anchored(inner):                               # pattern_from_hf(..., keep_gaps=False)
             return inner, "Removed", True
     return rewrite_anchors(pattern, {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"}), "Removed", True
+
+
+def _check_same_reading(pattern: str, what: str) -> None:
+    """ValueError when `pattern` holds a construct that Oniguruma (HF) and `regex` read differently
+    (_ENGINE_DIFFERENCES), naming it: the pieces, and so the ids, would differ."""
+    m = _ENGINE_DIFFERENCES.search(pattern)
+    if m:
+        raise ValueError(f"{what} has '{m.group(1)}', which Oniguruma (HF tokenizers) and `regex` read differently, "
+                         r"so the pieces would differ (write the classes out, e.g. [\p{L}\p{N}_] for \w)")
 
 
 def _anchored(split_regex: str) -> str:

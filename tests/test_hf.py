@@ -188,6 +188,32 @@ def test_split_patterns_bpe_fast_cannot_follow(split, message):
         pattern_from_hf(split)
 
 
+def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
+    r"""Oniguruma's \w takes ² ³ ½ (`regex`'s does not): a file split on \w+ gave 2 ids for "x² cm³ ½" where HF gave
+    6, and an export of a \w pattern gave HF other ids; && is an intersection to Oniguruma, \K its "keep"."""
+    import re
+
+    split = pre_tokenizers.Split(tokenizers.Regex(r"\w+"), behavior="removed", invert=True)
+    assert [piece for piece, _ in split.pre_tokenize_str("x² cm³ ½")] == ["x²", "cm³", "½"]        # HF's reading
+    for pattern, construct in [(r"\w+|\s+", r"\w"), (r"\W+|\p{L}+", r"\W"), (r"\b\p{L}+", r"\b"),
+                               (r"[a-z&&[^aeiou]]+|\p{L}+", "&&"), (r"a\Kb|\p{L}", r"\K"),
+                               (r"[[:punct:]]+|\p{L}+", "[[:")]:
+        expected = f"has '{re.escape(construct)}'.*read differently"
+        with pytest.raises(ValueError, match=expected):
+            pattern_from_hf(pattern)
+        with pytest.raises(ValueError, match=expected):
+            Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern).export_hf(tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
+    path = train_hf(tokenizers.Regex(r"\w+|\s+"), tmp_path, vocab_size=300)
+    with pytest.raises(FormatError, match=re.escape(r"has '\w'")):
+        Tokenizer.from_hf(path)
+    # an escaped backslash before the letter is no \w: read alike
+    import regex
+    assert regex.findall(pattern_from_hf(r"\\w|\p{L}+"), "a\\w") == ["a", "\\w"]
+    with pytest.raises(ValueError, match="possessive interval"):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=r"\p{N}{1,3}+|\p{L}+|\s").export_hf(tmp_path / "o.json")
+
+
 def test_llama3_style_file_from_tiktoken_ranks(tmp_path):
     # transformers' TikTokenConverter makes Llama 3's tokenizer.json from tiktoken ranks: every split of every
     # token a merge (next to each other), ignore_merges true, Llama 3's Split regex. Here from cl100k's ranks.
@@ -246,13 +272,13 @@ ANCHOR_TEXTS = ["hello\n", "hello\nworld\n", "hello\nworld", "ab\nab\nab", "ab\n
 
 def test_from_hf_reads_backslash_z_as_oniguruma_does(tmp_path):
     # \Z matches before a final newline too in Oniguruma; `regex`'s \Z only at the very end
-    path = train_hf(tokenizers.Regex(r"\w+\Z|\w|\s|[^\w\s]"), tmp_path, vocab_size=400)
+    path = train_hf(tokenizers.Regex(r"\p{L}+\Z|\p{L}|\s|[^\p{L}\s]"), tmp_path, vocab_size=400)
     hf = tokenizers.Tokenizer.from_file(str(path))
     assert_same_ids(Tokenizer.from_hf(path), hf, ANCHOR_TEXTS + TEXTS[:40])
 
 
 @pytest.mark.parametrize("pattern", [r"^ab|ab$|a|b|\n|[^ab\n]", r"ab\Z|a|b|\n|[^ab\n]", r"[$^]|ab|a|b|\n|[^ab\n$^]",
-                                     r"\w+", r"ab|\p{L}"])
+                                     r"\p{L}+", r"ab|\p{L}"])
 def test_export_spells_anchors_as_oniguruma_reads_them(tmp_path, pattern):
     # HF reads ^ and $ at every line: a custom pattern's anchors are written as \A, (?=\n?\z) and \z; and its
     # Split is Removed and inverted, whose pieces are the matches alone (Isolated kept the text between them)
@@ -268,7 +294,7 @@ def test_export_spells_anchors_as_oniguruma_reads_them(tmp_path, pattern):
 def test_a_split_regex_holding_the_wrappers_own_text_is_read():
     import regex
     # pattern_from_hf cut its result at the first "|(?:(?!", which this regex holds
-    assert regex.findall(pattern_from_hf(r"\w+|(?:(?!x)\W)+"), "ab, x") == ["ab", ", ", "x"]
+    assert regex.findall(pattern_from_hf(r"\p{L}+|(?:(?!x)\P{L})+"), "ab, x") == ["ab", ", ", "x"]
 
 
 def test_round_trip_keeps_a_wrapped_pattern(tmp_path):
