@@ -409,7 +409,7 @@ def _first_jsonl_error(streams: Sequence[Stream], text_field: str, errors: str,
         try:
             for _ in jsonl_blocks(stream.obj, text_field, errors):
                 pass
-        except Exception as exc:           # InputError, or RecursionError from json.loads
+        except Exception as exc:           # InputError or CorpusDecodeError, naming the line
             return exc
     return seen[0]
 

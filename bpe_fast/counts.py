@@ -237,6 +237,8 @@ class PretokenCounts:
             return cls.from_arrays(tokens, offsets, counts, str(need("pattern", "U")), specials)
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{path}: corrupt counts file ({exc})") from None
+        except RecursionError:      # json.loads of special_tokens
+            raise ValueError(f"{path}: corrupt counts file (special_tokens: JSON arrays or objects nested too deeply)") from None
 
 
 def _nonzero(mapping: Mapping[bytes, int]) -> dict[bytes, int]:

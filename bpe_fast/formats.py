@@ -198,6 +198,18 @@ def read_text(path: StrPath, data: bytes | None = None) -> str:
         raise FormatError(path, line, f"not UTF-8 (byte offset {exc.start})") from None
 
 
+def parse_json(path: StrPath, text: str, **options: Any) -> Any:
+    """json.loads(text, **options) of the file at path; FormatError naming the file (and the line) when the text
+    is not JSON, or nests arrays and objects too deeply for json.loads (whose RecursionError would name
+    neither)."""
+    try:
+        return json.loads(text, **options)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise FormatError(path, None, "bad JSON: arrays or objects nested too deeply") from None
+
+
 _JSON_OBJECT = object()  # stands for any JSON object while reading vocab.json
 
 
@@ -252,10 +264,7 @@ def read_vocab(path: StrPath) -> Vocab:
         objects.append(pairs)
         return _JSON_OBJECT
 
-    try:
-        json.loads(text, object_pairs_hook=hook)
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    parse_json(path, text, object_pairs_hook=hook)
     if not text.lstrip(" \t\n\r").startswith("{"):
         raise FormatError(path, 1, "vocab.json must hold one JSON object {token: id}")
     pairs = objects[-1]  # inner objects complete first, the outermost last
@@ -469,10 +478,7 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
 def _read_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
     """(text, the JSON object it holds) of a file; FormatError naming the file and line otherwise."""
     text = read_text(path)
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    config = parse_json(path, text)
     if not isinstance(config, dict):
         raise FormatError(path, 1, "must hold one JSON object")
     return text, config

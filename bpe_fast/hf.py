@@ -264,10 +264,7 @@ def read_tokenizer_arrays(path: StrPath) -> TokenizerFile:
 def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str]:
     """read_tokenizer_json of the file's bytes, in Python: what any file that _read_plain declines goes through."""
     text = formats.read_text(path, data)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    doc = formats.parse_json(path, text)
     f = _File(path, text)
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         f.fail('not an HF tokenizer.json: expected a JSON object with a "model" object')

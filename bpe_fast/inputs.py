@@ -639,16 +639,11 @@ def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str, erro
     if not line.strip():
         return None
     try:
-        record = json.loads(line)           # as json.loads reads bytes (a BOM, surrogates written as UTF-8)
+        record = _json_record(line, path, line_no)     # as json.loads reads bytes (a BOM, surrogates as UTF-8)
     except UnicodeDecodeError as exc:
         if errors != "replace":
             raise CorpusDecodeError(path, exc.start, exc.reason, line=line_no, in_line=True) from None
-        try:
-            record = json.loads(line.decode("utf-8-sig", "replace"))
-        except ValueError as exc:
-            raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
-    except ValueError as exc:       # json.JSONDecodeError
-        raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
+        record = _json_record(line.decode("utf-8-sig", "replace"), path, line_no)
     if not isinstance(record, dict):
         raise InputError(f"{path}:{line_no}: a JSON line must be an object with a {text_field!r} field, "
                          f"got {type(record).__name__}")
@@ -663,6 +658,20 @@ def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str, erro
     except UnicodeEncodeError as exc:
         raise InputError(f"{path}:{line_no}: field {text_field!r} holds a lone surrogate at "
                          f"character {exc.start}") from None
+
+
+def _json_record(line: bytes | str, path: str, line_no: int) -> Any:
+    """json.loads(line); InputError naming the file and line when the line is not JSON, or nests arrays and
+    objects too deeply for json.loads (whose RecursionError would name neither). A UnicodeDecodeError (bytes
+    that are not UTF-8) is left to the caller."""
+    try:
+        return json.loads(line)
+    except UnicodeDecodeError:
+        raise
+    except ValueError as exc:       # json.JSONDecodeError
+        raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{path}:{line_no}: not a JSON line (arrays or objects nested too deeply)") from None
 
 
 def _jsonl_documents(path: str, text_field: str, errors: str = "strict") -> Iterator[tuple[bytes, int]]:

@@ -108,6 +108,17 @@ def test_truncated_or_foreign_files_are_rejected(tmp_path, two_files):
         PretokenCounts.load(tmp_path / "obj.npz")
 
 
+def test_special_tokens_nested_too_deeply_name_the_file(tmp_path):
+    # special_tokens is JSON: json.loads's RecursionError got out bare, naming no file
+    PretokenCounts({b"a": 1}).save(tmp_path / "c.npz")
+    arrays = dict(np.load(tmp_path / "c.npz"))
+    arrays["special_tokens"] = np.array("[" * 100_000)
+    np.savez(tmp_path / "deep.npz", **arrays)
+    with pytest.raises(ValueError, match=r"deep\.npz: corrupt counts file \(special_tokens: JSON arrays or objects "
+                                         r"nested too deeply\)"):
+        PretokenCounts.load(tmp_path / "deep.npz")
+
+
 def test_save_into_missing_folder_fails_cleanly(tmp_path, two_files):
     counts = count_pretokens(two_files[0][0], [EOT])
     with pytest.raises(FileNotFoundError, match="missing"):

@@ -1,6 +1,7 @@
 """bpe_fast.formats: GPT-2's byte mapping, vocab.json and merges.txt, and the tokenizer folder."""
 import json
 import os
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -213,6 +214,25 @@ def test_config_errors_name_the_file(tmp_path):
     config.write_text('{"format": "bpe_fast", \n')
     with pytest.raises(FormatError, match=rf"{config}:2: bad JSON"):
         F.load_tokenizer_files(tmp_path)
+
+
+@pytest.mark.parametrize("name", [F.VOCAB_FILE, F.CONFIG_FILE])
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"format": "bpe_fast",\n "a": ' + "[{\"b\": " * 50_000],
+                         ids=["top-level", "in-a-value"])
+def test_json_nested_too_deeply_names_the_file(tmp_path, name, text):
+    # json.loads raises RecursionError past its depth, which left the reader bare, naming no file
+    from bpe_fast import Tokenizer
+    F.save_tokenizer_files(tmp_path, {i: bytes([i]) for i in range(256)}, [])
+    path = tmp_path / name
+    path.write_text(text)
+    message = rf"^{re.escape(str(path))}: bad JSON: arrays or objects nested too deeply$"
+    with pytest.raises(FormatError, match=message):
+        F.load_tokenizer_files(tmp_path)
+    with pytest.raises(FormatError, match=message):
+        Tokenizer.load(tmp_path)
+    if name == F.VOCAB_FILE:
+        with pytest.raises(FormatError, match=message):
+            Tokenizer.from_files(path, tmp_path / F.MERGES_FILE)
 
 
 def test_folder_merges_checked_against_its_vocab(tmp_path):

@@ -558,6 +558,18 @@ def test_errors_name_the_line(tmp_path):
         Tokenizer.from_hf(path)
 
 
+@pytest.mark.parametrize("where", ["top-level", "in-a-component"])
+def test_json_nested_too_deeply_names_the_file(tmp_path, where):
+    # json.loads raises RecursionError past its depth, which left from_hf bare, naming no file
+    path = write_doc(tmp_path, small_doc(), indent=1)
+    text = path.read_text("utf-8")
+    deep = "[" * 100_000
+    path.write_text(deep if where == "top-level" else text.replace('"normalizer": null', '"normalizer": ' + deep),
+                    "utf-8")
+    with pytest.raises(FormatError, match=rf"^{path}: bad JSON: arrays or objects nested too deeply$"):
+        Tokenizer.from_hf(path)
+
+
 def test_load_of_a_file_says_what_it_expects(tmp_path):
     path = write_doc(tmp_path, small_doc())
     with pytest.raises(NotADirectoryError, match="vocab.json and merges.txt.*Tokenizer.from_hf"):

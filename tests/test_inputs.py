@@ -288,12 +288,34 @@ def test_missing_json_field_names_file_and_line(tmp_path):
 
 @pytest.mark.parametrize("line, match", [("[1, 2]", "must be an object"), ("{not json", "not a JSON line"),
                                          ('{"text": 3}', "is int, not a string"),
-                                         ('{"text": "\\ud800"}', "lone surrogate")])
+                                         ('{"text": "\\ud800"}', "lone surrogate"),
+                                         ("[" * 100_000, r"not a JSON line \(arrays or objects nested too deeply\)"),
+                                         ('{"text": "a", "b": ' + "[" * 100_000, "nested too deeply")])
 def test_bad_json_lines_name_file_and_line(tmp_path, line, match):
+    # JSON nested too deeply was a bare RecursionError (json.loads's), naming neither the file nor the line
     path = tmp_path / "c.jsonl"
     path.write_text('{"text": "fine"}\n' + line + "\n")
     with pytest.raises(InputError, match=rf"c\.jsonl:2: .*{match}"):
         count_pretokens(path, num_processes=1)
+    with pytest.raises(InputError, match=rf"c\.jsonl:2: .*{match}"):
+        count_pretokens(path, num_processes=1, errors="replace")
+
+
+def test_a_json_line_nested_too_deeply_names_file_and_line_in_workers_and_when_replacing(tmp_path):
+    # json.loads's RecursionError got out bare from the workers' ranges of lines too, and from the line read
+    # again with errors="replace" after invalid UTF-8
+    lines = [json.dumps({"text": f"document {k} " * 20}) for k in range(300)]
+    lines[200] = '{"text": "a", "b": ' + "[" * 100_000
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    for procs in (1, 2):
+        with pytest.raises(InputError, match=r"c\.jsonl:201: not a JSON line \(arrays or objects nested too deeply\)"):
+            train_bpe(path, 300, num_processes=procs, chunk_bytes=1 << 10)
+    path.write_bytes(b'{"text": "fine"}\n{"text": "caf\xe9", "b": ' + b"[" * 100_000 + b"\n")
+    with pytest.raises(CorpusDecodeError, match=r"c\.jsonl: invalid UTF-8 at line 2"):
+        count_pretokens(path, num_processes=1)
+    with pytest.raises(InputError, match=r"c\.jsonl:2: not a JSON line \(arrays or objects nested too deeply\)"):
+        count_pretokens(path, num_processes=1, errors="replace")
 
 
 def test_corrupt_gzip_names_file_and_offset(tmp_path):
