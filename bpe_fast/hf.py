@@ -408,9 +408,14 @@ def _check_components(f: _File, doc: dict[str, Any]) -> str:
 
 
 def _describe(component: object) -> str:
+    """A component for a message: an object by its "type", anything else by what it is (the string "ByteLevel"
+    is not an object of that type)."""
     if isinstance(component, dict):
-        return json.dumps(component.get("type"))
-    return json.dumps(component)[:60]
+        return json.dumps(component["type"]) if "type" in component else 'an object without "type"'
+    if component is None:
+        return "null"
+    kind = {str: "a string", list: "an array", bool: "a boolean"}.get(type(component), "a number")
+    return f"{json.dumps(component)[:60]} ({kind}, not an object)"
 
 
 def _check_model(f: _File, model: dict[str, Any]) -> None:
@@ -466,6 +471,9 @@ def _check_decoder(f: _File, decoder: object) -> None:
 
 def _check_post_processor(f: _File, post: object) -> None:
     steps = post.get("processors", []) if isinstance(post, dict) and post.get("type") == "Sequence" else [post]
+    if not isinstance(steps, list):
+        f.fail(f'post_processor Sequence\'s "processors" must be an array, got {json.dumps(steps)[:60]}',
+               "processors", "post_processor")
     for step in steps:
         if step is not None and not (isinstance(step, dict) and step.get("type") in _IGNORED_POST_PROCESSORS):
             f.fail(f"post_processor {_describe(step)} is not supported (bpe_fast ignores ByteLevel and the "
@@ -486,7 +494,7 @@ def _pattern_of(f: _File, pre: object) -> str:
     steps = _pre_tokenizer_steps(pre)
     kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
     if kinds not in (["ByteLevel"], ["Split", "ByteLevel"]):
-        shown = " then ".join(json.dumps(k) for k in kinds) or "null"
+        shown = " then ".join(map(_describe, steps)) or "null"
         f.fail(f"pre_tokenizer {shown} is not supported: bpe_fast reads ByteLevel (use_regex true), or Split "
                "(a regex, Isolated) then ByteLevel (use_regex false)", "pre_tokenizer")
     byte_level = steps[-1]

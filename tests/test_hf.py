@@ -480,6 +480,19 @@ REFUSED = {
     "decoder": (_set(["decoder"], {"type": "WordPiece", "prefix": "##", "cleanup": True}),
                 r'decoder "WordPiece" is not supported'),
     "post_processor": (_set(["post_processor"], {"type": "Mystery"}), r'post_processor "Mystery" is not supported'),
+    # a Sequence whose processors were not an array was a bare TypeError ('int' object is not iterable)
+    "post_processor processors": (_set(["post_processor"], {"type": "Sequence", "processors": 5}),
+                                  r'post_processor Sequence\'s "processors" must be an array, got 5'),
+    "post_processor string": (_set(["post_processor"], "ByteLevel"),
+                              r'post_processor "ByteLevel" \(a string, not an object\) is not supported'),
+    # a pre_tokenizer that is not an object was reported as "pre_tokenizer null"
+    "pre_tokenizer string": (_set(["pre_tokenizer"], "ByteLevel"),
+                             r'pre_tokenizer "ByteLevel" \(a string, not an object\) is not supported'),
+    "pre_tokenizer step string": (_set(["pre_tokenizer"], {"type": "Sequence", "pretokenizers": ["Split", BYTE_LEVEL]}),
+                                  r'pre_tokenizer "Split" \(a string, not an object\) then "ByteLevel" is not '
+                                  r'supported'),
+    "pre_tokenizer without type": (_set(["pre_tokenizer"], {"use_regex": True}),
+                                   r'pre_tokenizer an object without "type" is not supported'),
     "lstrip": (_set(["added_tokens", 0, "lstrip"], True), r"'<\|endoftext\|>' has lstrip: true"),
     "single_word": (_set(["added_tokens", 0, "single_word"], True), "has single_word: true"),
     "bad merge": (_set(["model", "merges", 0], "a b c"), r'merge 0 \("a b c"\) is not two tokens'),
