@@ -114,6 +114,10 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
         regex.compile(wrapped)
     except regex.error as exc:
         raise ValueError(f"the Split regex {split_regex!r} does not compile with `regex`: {exc}") from None
+    except RecursionError:          # `regex`'s parser recurses into each group
+        shown = (repr(split_regex) if len(split_regex) <= 200
+                 else f"{split_regex[:100]!r}... ({len(split_regex):,} characters)")
+        raise ValueError(f"the Split regex {shown} does not compile with `regex`: groups nested too deeply") from None
     if rx.groups:
         raise ValueError(f"the Split regex {split_regex!r} has capturing groups; write them (?:...)")
     if rx.match("") is not None or any(m.start() == m.end() for m in rx.finditer(_PROBE)):

@@ -48,6 +48,24 @@ def resolve_pattern(pattern: str) -> str:
     return pattern
 
 
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """`regex`'s compiled pattern for a name from PATTERNS or a regex string; ValueError naming the pattern when
+    it does not compile, or nests groups too deeply for `regex`'s parser (whose RecursionError would name
+    nothing)."""
+    pattern = resolve_pattern(pattern)
+    try:
+        return regex.compile(pattern)
+    except regex.error as exc:
+        raise ValueError(f"invalid pre-tokenization pattern {_shown(pattern)}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"invalid pre-tokenization pattern {_shown(pattern)}: groups nested too deeply") from None
+
+
+def _shown(pattern: str) -> str:
+    """A pattern for an error message: its repr, shortened past 200 characters."""
+    return repr(pattern) if len(pattern) <= 200 else f"{pattern[:100]!r}... ({len(pattern):,} characters)"
+
+
 def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
     """`pattern` with each anchor outside a character class replaced as `replace` says ({"$": ..., "\\Z": ...}:
     an unescaped "^" or "$", or a two-character escape), for reading a regex written for another engine with
@@ -59,8 +77,8 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
     try:
         if regex.compile(pattern).flags & regex.MULTILINE:     # (?m) for the whole pattern: ^ and $ are line
             replace = {k: v for k, v in replace.items() if k not in "^$"}     # anchors in either engine
-    except regex.error:
-        pass                                # reported where the pattern is compiled for use
+    except (regex.error, RecursionError):
+        pass                                # reported where the pattern is compiled for use (compile_pattern)
     out: list[str] = []
     i, n = 0, len(pattern)
     in_class = False

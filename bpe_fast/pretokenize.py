@@ -28,7 +28,7 @@ import numpy as np
 import regex
 from numpy.typing import NDArray
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN, compile_pattern, resolve_pattern
 from ._types import Table
 from .specials import SpecialTokens, split_on_specials
 
@@ -43,11 +43,7 @@ def compiled_pattern(pattern: str) -> regex.Pattern[str]:
     pattern = resolve_pattern(pattern)
     rx = _compiled.get(pattern)
     if rx is None:
-        try:
-            rx = regex.compile(pattern)
-        except regex.error as exc:
-            raise ValueError(f"invalid pre-tokenization pattern {pattern!r}: {exc}") from None
-        _compiled[pattern] = rx
+        rx = _compiled[pattern] = compile_pattern(pattern)      # ValueError naming a pattern that does not compile
     return rx
 
 

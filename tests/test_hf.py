@@ -182,6 +182,9 @@ def test_tiktoken_spelling_of_cl100k_is_refused(tmp_path):
     (r"(\p{L}+)|\s+|\S", "capturing groups"),
     (r"\p{L}*|\s|\S", "empty text"),
     (r"[a-z", "does not compile"),
+    # `regex`'s parser recurses into each group: this was a bare RecursionError
+    ("(?:" * 1000 + "a" + ")" * 1000, r"\.\.\. \(4,001 characters\) does not compile with `regex`: groups nested too "
+                                      "deeply"),
 ])
 def test_split_patterns_bpe_fast_cannot_follow(split, message):
     with pytest.raises(ValueError, match=message):

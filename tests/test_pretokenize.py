@@ -157,6 +157,21 @@ def test_other_patterns_use_regex():
         P.pretokenize("x", "(unclosed")
 
 
+def test_a_pattern_nesting_groups_too_deeply_is_named_not_a_recursion_error(tmp_path):
+    # `regex`'s parser recurses into each group: a pattern nesting 1000 got out as a bare RecursionError from
+    # pretokenize, Tokenizer and count_pretokens
+    from bpe_fast import Tokenizer, count_pretokens
+    deep = "(?:" * 1000 + "a" + ")" * 1000
+    message = r"invalid pre-tokenization pattern '\(\?:\(\?:.*'\.\.\. \(4,001 characters\): groups nested too deeply$"
+    with pytest.raises(ValueError, match=message):
+        P.pretokenize("x", deep)
+    with pytest.raises(ValueError, match=message):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=deep)
+    (tmp_path / "a.txt").write_text("a b")
+    with pytest.raises(ValueError, match=message):
+        count_pretokens(tmp_path / "a.txt", pattern=deep, num_processes=1)
+
+
 def test_lone_surrogates_in_text_go_to_regex():
     text = "ab\ud800 cd's"
     for pattern in PATTERNS:
