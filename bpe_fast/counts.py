@@ -19,7 +19,7 @@ from ._types import Progress, StrPath, Table
 from .atomic import atomic_output
 from .count_workers import check_count_args, check_input_args, count_file_tables, count_input_tables
 from .inputs import check_input_file
-from .patterns import GPT2_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, compile_pattern, resolve_pattern
 from .specials import SpecialTokens
 
 
@@ -83,6 +83,7 @@ class PretokenCounts:
              special_tokens: Iterable[str] | None) -> None:
         self.tokens, self.offsets, self.counts = tokens, offsets, counts
         self.pattern = resolve_pattern(pattern)
+        compile_pattern(self.pattern)       # ValueError now for a regex that does not compile, not after training
         self.special_tokens = SpecialTokens.of(special_tokens).tokens
         self._dict = None
 
@@ -224,21 +225,34 @@ class PretokenCounts:
             if name not in arrays or arrays[name].dtype.kind != kind:
                 raise ValueError(f"{path}: not a bpe_fast counts file (missing or bad {name!r})")
             return arrays[name]
-        if str(need("format", "U")) != COUNTS_FORMAT:
-            raise ValueError(f"{path}: not a bpe_fast counts file (format {str(arrays['format'])!r})")
-        version = int(need("version", "i"))
+
+        def one(name: str, kind: str) -> Any:
+            """The value of an entry that save writes as one value (a 0-d array; one element is taken too); a
+            larger array is refused (its str() would be taken for a pattern, its int() a TypeError)."""
+            array = need(name, kind)
+            if array.shape not in ((), (1,)):
+                raise ValueError(f"{path}: not a bpe_fast counts file ({name!r} is an array of shape {array.shape}, "
+                                 "not one value)")
+            return array.reshape(()).item()
+        if one("format", "U") != COUNTS_FORMAT:
+            raise ValueError(f"{path}: not a bpe_fast counts file (format {one('format', 'U')!r})")
+        version = one("version", "i")
         if version != COUNTS_VERSION:
             raise ValueError(f"{path}: counts file version {version} is not supported (this is {COUNTS_VERSION})")
         tokens, offsets, counts = need("tokens", "u"), need("offsets", "i"), need("counts", "i")
+        if tokens.dtype != np.uint8:        # cast, its values above 255 would wrap into other bytes
+            raise ValueError(f"{path}: corrupt counts file ('tokens' is {tokens.dtype}, not uint8)")
+        specials_json, pattern = one("special_tokens", "U"), one("pattern", "U")
         try:
-            specials = json.loads(str(need("special_tokens", "U")))
+            specials = json.loads(specials_json)
             if not isinstance(specials, list):
                 raise ValueError("special_tokens is not a list")
-            return cls.from_arrays(tokens, offsets, counts, str(need("pattern", "U")), specials)
-        except (ValueError, TypeError) as exc:
+            return cls.from_arrays(tokens, offsets, counts, pattern, specials)
+        except (ValueError, TypeError) as exc:      # the pattern's ValueError too: it does not compile
             raise ValueError(f"{path}: corrupt counts file ({exc})") from None
         except RecursionError:      # json.loads of special_tokens
-            raise ValueError(f"{path}: corrupt counts file (special_tokens: JSON arrays or objects nested too deeply)") from None
+            raise ValueError(f"{path}: corrupt counts file (special_tokens: JSON arrays or objects nested too "
+                             "deeply)") from None
 
 
 def _nonzero(mapping: Mapping[bytes, int]) -> dict[bytes, int]:

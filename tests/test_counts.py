@@ -1,4 +1,5 @@
 """PretokenCounts: counting several files, adding shards, the .npz format and its bad inputs."""
+import re
 
 import numpy as np
 import pytest
@@ -106,6 +107,38 @@ def test_truncated_or_foreign_files_are_rejected(tmp_path, two_files):
     np.savez(tmp_path / "obj.npz", **arrays)
     with pytest.raises(ValueError, match="obj.npz"):
         PretokenCounts.load(tmp_path / "obj.npz")
+
+
+@pytest.mark.parametrize("name, value, message", [
+    # int() of the array was a bare TypeError
+    ("version", np.array([1, 1]), r"not a bpe_fast counts file \('version' is an array of shape \(2,\), not one "
+                                  r"value\)"),
+    # cast to uint8, the values above 255 wrapped into other bytes
+    ("tokens", np.frombuffer(b"ab", np.uint8).astype(np.uint16) + np.uint16(256),
+     r"corrupt counts file \('tokens' is uint16, not uint8\)"),
+    # str() of the array became the pattern "[['a' 'b']]"
+    ("pattern", np.array([["a", "b"]]), r"not a bpe_fast counts file \('pattern' is an array of shape \(1, 2\), "
+                                        r"not one value\)"),
+    # loaded, and failed only after training, naming no file
+    ("pattern", np.array("("), r"corrupt counts file \(invalid pre-tokenization pattern '\(': missing \)"),
+])
+def test_malformed_entries_are_refused_naming_the_file(tmp_path, name, value, message):
+    PretokenCounts({b"a": 1, b"b": 2}).save(tmp_path / "c.npz")
+    arrays = dict(np.load(tmp_path / "c.npz"))
+    arrays[name] = value
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ValueError, match=r"^" + re.escape(str(tmp_path / "bad.npz")) + ": " + message):
+        PretokenCounts.load(tmp_path / "bad.npz")
+    if name != "tokens":
+        arrays = dict(np.load(tmp_path / "c.npz"))
+        arrays[name] = arrays[name].reshape(1)          # one element is one value
+        np.savez(tmp_path / "one.npz", **arrays)
+        assert PretokenCounts.load(tmp_path / "one.npz") == {b"a": 1, b"b": 2}
+
+
+def test_counts_with_a_pattern_that_does_not_compile_are_refused_when_made():
+    with pytest.raises(ValueError, match=r"invalid pre-tokenization pattern '\('"):
+        PretokenCounts({b"a": 1}, pattern="(")
 
 
 def test_special_tokens_nested_too_deeply_name_the_file(tmp_path):
