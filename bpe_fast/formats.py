@@ -537,12 +537,13 @@ def check_training(training: object, num_merges: int | None = None) -> dict[str,
     return out
 
 
-def read_training(path: StrPath) -> dict[str, Any] | None:
-    """The "training" entry of a bpe_fast.json (check_training), or None when it has none (files written before
-    it was recorded, or by Tokenizer.save of an untrained tokenizer). Errors name the file and line."""
+def read_training(path: StrPath, num_merges: int | None = None) -> dict[str, Any] | None:
+    """The "training" entry of a bpe_fast.json (check_training, with one merge count a merge when num_merges,
+    the folder's number of merges, is given), or None when it has none (files written before it was recorded,
+    or by Tokenizer.save of an untrained tokenizer). Errors name the file and line."""
     text, config = _read_json_object(path)
     try:
-        return check_training(config.get("training"))
+        return check_training(config.get("training"), num_merges)
     except ValueError as exc:
         raise FormatError(path, _key_line(text, "training"), str(exc)) from None
 
@@ -575,8 +576,11 @@ def load_tokenizer_files(directory: StrPath) -> tuple[Vocab, MergesSource, list[
 
 
 def load_tokenizer_folder(directory: StrPath, use_cache: bool = True) -> tuple[Vocab, MergesSource, list[str], str,
-                                                                               TableArrays | None]:
-    """load_tokenizer_files, and the encoder's arrays: (vocab, merges, special_tokens, pattern, arrays).
+                                                                               TableArrays | None,
+                                                                               dict[str, Any] | None]:
+    """load_tokenizer_files, the encoder's arrays and what training recorded: (vocab, merges, special_tokens,
+    pattern, arrays, training), training as read_training reads it, its merge counts checked against the merges
+    (as the Tokenizer constructor checks them: save would write back counts of other merges).
 
     With `use_cache`, when the folder's bpe_fast.npz matches its vocab.json and merges.txt (read_cache),
     vocab and merges come from it (merges as a function that makes the list, called when first needed) and
@@ -597,17 +601,18 @@ def load_tokenizer_folder(directory: StrPath, use_cache: bool = True) -> tuple[V
     merges: MergesSource
     arrays: TableArrays | None
     if cached is not None:
-        vocab, merges, arrays = cached
+        vocab, merges, arrays, num_merges = cached
     else:
         vocab = read_vocab(os.path.join(directory, VOCAB_FILE))
         merges = read_merges(os.path.join(directory, MERGES_FILE), vocab)
-        arrays = None
+        arrays, num_merges = None, len(merges)
     config_path = os.path.join(directory, CONFIG_FILE)
     if os.path.exists(config_path):
         specials, pattern = read_config(config_path)
+        training = read_training(config_path, num_merges)
     else:
-        specials, pattern = [], GPT2_PATTERN
-    return vocab, merges, specials, pattern, arrays
+        specials, pattern, training = [], GPT2_PATTERN, None
+    return vocab, merges, specials, pattern, arrays, training
 
 
 # ------------------------------------------------------------------------------------- the binary cache
@@ -655,9 +660,9 @@ def write_cache(directory: StrPath, arrays: Mapping[str, NDArray[Any]], merge_id
         f.write(buffer.getbuffer())
 
 
-def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableArrays] | None:
-    """(vocab, merges, arrays) from the folder's bpe_fast.npz (merges: a function that makes the list of
-    pairs), or None when there is none or it does not
+def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableArrays, int] | None:
+    """(vocab, merges, arrays, number of merges) from the folder's bpe_fast.npz (merges: a function that makes
+    the list of pairs), or None when there is none or it does not
     match the folder's vocab.json and merges.txt. A cache that cannot be read or is malformed is a
     warning naming the file (and None): the text files are read instead."""
     path = os.path.join(os.fspath(directory), CACHE_FILE)
@@ -689,7 +694,7 @@ def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableAr
 
     def merges() -> Merges:       # made when first asked for (Tokenizer.merges, save, export): load need not pay for it
         return list(zip(map(token, merge_ids[:, 0].tolist()), map(token, merge_ids[:, 1].tolist())))
-    return vocab, merges, {name: contents[name] for name in _CACHE_TABLES}
+    return vocab, merges, {name: contents[name] for name in _CACHE_TABLES}, len(merge_ids)
 
 
 def _cache_problem(contents: Mapping[str, NDArray[Any]]) -> str:

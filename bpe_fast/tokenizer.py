@@ -374,9 +374,7 @@ class Tokenizer:
         >>> tok.encode("abc"), tok.pattern == GPT4_PATTERN
         ([256, 99], True)
         """
-        vocab, merges, specials, pattern, arrays = formats.load_tokenizer_folder(directory)
-        config = os.path.join(os.fspath(directory), formats.CONFIG_FILE)
-        training = formats.read_training(config) if os.path.exists(config) else None
+        vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory)
         return cls._from_checked(vocab, merges, specials, pattern, arrays, training)
 
     def export_hf(self, path: StrPath) -> None:

@@ -518,6 +518,27 @@ def test_training_is_saved_and_loaded(tmp_path):
         Tokenizer(*train_from_counts({b"hello": 5}, 257), training={"merge_counts": [1, 2]})
 
 
+@pytest.mark.parametrize("cached", [False, True], ids=["text-files", "cache"])
+def test_load_refuses_merge_counts_of_other_merges_naming_the_file(tmp_path, monkeypatch, cached):
+    # load took merge_counts of any length (the constructor refuses them), save wrote them back and `bpe-fast
+    # report` read them as the merges' counts
+    from bpe_fast import formats
+    monkeypatch.setattr(formats, "CACHE_MIN_TOKENS", 0 if cached else formats.CACHE_MIN_TOKENS)
+    result = train_from_counts({b"hello": 5, b"help": 2}, 259)
+    Tokenizer(*result, training=result.training).save(tmp_path / "t")
+    assert (tmp_path / "t" / formats.CACHE_FILE).exists() == cached
+    config = tmp_path / "t" / "bpe_fast.json"
+    settings = json.loads(config.read_text())
+    settings["training"]["merge_counts"] = [1, 2]
+    config.write_text(json.dumps(settings, indent=2))
+    assert (formats.read_cache(tmp_path / "t") is not None) == cached      # the merges counted there
+    with pytest.raises(FormatError, match=rf"^{config}:\d+: training's merge_counts has 2 counts for 3 merges$"):
+        Tokenizer.load(tmp_path / "t")
+    settings["training"]["merge_counts"] = [5, 5, 2]
+    config.write_text(json.dumps(settings, indent=2))
+    assert Tokenizer.load(tmp_path / "t").training["merge_counts"] == [5, 5, 2]
+
+
 def test_cli_train_saves_what_training_recorded(trained):
     tok = Tokenizer.load(trained[0])
     assert len(tok.training["merge_counts"]) == len(tok.merges)
