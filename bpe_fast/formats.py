@@ -70,6 +70,15 @@ TableArrays = dict[str, NDArray[Any]]
 MergesSource = Union[Merges, Callable[[], Merges]]
 
 
+def sparsity_problem(top: int, n: int) -> str:
+    """Why a vocabulary of n tokens whose largest id is top is too sparse for the encoder's tables, which are
+    indexed by id (their size follows the largest id), or "". The readers check it, to name the file and line;
+    the Tokenizer before it builds the tables."""
+    if top >= 4 * n + (1 << 20):
+        return f"vocab ids are too sparse: largest id {top} for {n} tokens"
+    return ""
+
+
 class FormatError(ValueError):
     """A tokenizer file is malformed. The message starts with ``path:line:``."""
 
@@ -240,7 +249,8 @@ def read_vocab(path: StrPath) -> Vocab:
 
     Rejects, naming the file and line: bad JSON, a top level other than an object, an id that is not an int
     (true/false/floats too), an id outside 0..MAX_TOKEN_ID, a duplicate id, a duplicate token, a token
-    with a character outside GPT-2's byte mapping.
+    with a character outside GPT-2's byte mapping, ids too sparse for the encoder (sparsity_problem; the line
+    of the largest).
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "vocab.json")
@@ -255,7 +265,8 @@ def read_vocab(path: StrPath) -> Vocab:
     if parsed is not None:          # plainly well formed (the native reader): left are the duplicates
         tokens = token_list(parsed[0], parsed[1])
         read = dict(zip(parsed[2].tolist(), tokens))
-        if len(read) == len(tokens) == len(set(tokens)):
+        top = int(parsed[2].max()) if len(tokens) else -1
+        if len(read) == len(tokens) == len(set(tokens)) and not sparsity_problem(top, len(read)):
             return read
     text = read_text(path, data)        # anything else: read here, which names what is wrong
     objects: list[list[tuple[str, Any]]] = []
@@ -291,6 +302,10 @@ def read_vocab(path: StrPath) -> Vocab:
         if value in vocab:
             fail(index, f"duplicate id {value}: tokens {token_to_str(vocab[value])!r} and {key!r}")
         vocab[value] = token
+    top = max(vocab, default=-1)
+    problem = sparsity_problem(top, len(vocab))
+    if problem:
+        fail(next(index for index, (_, value) in enumerate(pairs) if value == top), problem)
     return vocab
 
 
@@ -328,6 +343,8 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
         return None
     vocab_pool, vocab_offsets, vocab_ids = vocab
     merge_pool, merge_offsets = merges[:2]
+    if sparsity_problem(int(vocab_ids.max()) if len(vocab_ids) else -1, len(vocab_ids)):
+        return None                 # read_vocab names the file and the largest id's line
     index = TokenIndex(vocab_pool, vocab_offsets)
     if index.flooded or index.duplicates or not all_distinct(vocab_ids):
         return None                 # a token or an id given twice (or tokens crafted to crowd the index)

@@ -343,6 +343,8 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
     pool, offsets, ids = vocab_arrays
     merge_pool, merge_offsets = merge_arrays
     n = len(ids)
+    if formats.sparsity_problem(int(ids.max()) if n else -1, n):
+        return None             # _read_vocab names the largest id's line
     lengths = np.diff(offsets)
     index = TokenIndex(pool, offsets)
     if (index.flooded or index.duplicates or not all_distinct(ids)
@@ -559,6 +561,10 @@ def _read_vocab(f: _File, vocab_json: object) -> tuple[dict[str, int], Vocab]:
             except ValueError as exc:
                 f.fail(f"vocab token {key!r}: {exc} (not a byte-level vocabulary?)", key, "vocab")
     vocab = dict(zip(ids, tokens))
+    top = max(ids, default=-1)
+    problem = formats.sparsity_problem(top, len(ids))
+    if problem:
+        f.fail(problem, keys[ids.index(top)], "vocab")
     missing = sorted(set(range(256)) - {t[0] for t in tokens if len(t) == 1})
     if missing:
         shown = ", ".join(f"0x{b:02X}" for b in missing[:8]) + (", ..." if len(missing) > 8 else "")

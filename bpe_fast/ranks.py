@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._types import Merges, StrPath, Vocab
-from .formats import MAX_TOKEN_ID, FormatError
+from .formats import MAX_TOKEN_ID, FormatError, sparsity_problem
 from .token_arrays import first_occurrences, gather_tokens
 
 if TYPE_CHECKING:
@@ -246,9 +246,14 @@ def _merges_in_order(tokens: list[bytes], values: NDArray[np.int64]) -> Merges:
 
 def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
     """tiktoken's ranks (a `.tiktoken` file or a dict {bytes: int}) checked, in rank order. Whether they make
-    every token is RankedTokens.recover's to check."""
+    every token is RankedTokens.recover's to check. A file's ranks too sparse for the encoder's tables, which
+    are indexed by id (formats.sparsity_problem), are a FormatError naming the line of the largest."""
     if isinstance(path_or_ranks, (str, os.PathLike)):
-        tokens, values, _, pool, offsets = _read_arrays(path_or_ranks)
+        tokens, values, lines, pool, offsets = _read_arrays(path_or_ranks)
+        largest = int(values.argmax()) if len(values) else -1
+        problem = sparsity_problem(int(values[largest]) if len(values) else -1, len(values))
+        if problem:         # the encoder's tables are indexed by id: named here, with the file and line
+            raise FormatError(path_or_ranks, int(lines[largest]), problem)
         if np.all(values[1:] > values[:-1]):        # the file is in rank order, as tiktoken's are
             return _ranked(tokens, values, pool, offsets)
         order = np.argsort(values, kind="stable")

@@ -1075,8 +1075,9 @@ def _replace_surrogates(text: str) -> str:
 def _check_sparsity(top: int, n: int) -> None:
     """ValueError when a vocabulary of n tokens whose largest id is top is too sparse for the id-indexed tables
     (checked before they are built: their size follows the largest id)."""
-    if top >= 4 * n + (1 << 20):
-        raise ValueError(f"vocab ids are too sparse: largest id {top} for {n} tokens")
+    problem = formats.sparsity_problem(top, n)
+    if problem:
+        raise ValueError(problem)
 
 
 def _check_vocab(vocab: Any) -> Vocab:

@@ -216,6 +216,25 @@ def test_config_errors_name_the_file(tmp_path):
         F.load_tokenizer_files(tmp_path)
 
 
+def test_sparse_ids_are_refused_naming_the_file_and_the_largest_ids_line(tmp_path):
+    # the message named no file: the ids were checked only as the tokenizer's
+    from bpe_fast import Tokenizer
+    vocab = {i: bytes([i]) for i in range(256)}
+    F.save_tokenizer_files(tmp_path, vocab, [])
+    entries = {F.token_to_str(token): i for i, token in vocab.items()}
+    entries[F.token_to_str(b"a")] = 2_000_000
+    path = tmp_path / F.VOCAB_FILE
+    path.write_text(json.dumps(entries, indent=1))
+    line = 1 + path.read_text().split("\n").index(' "a": 2000000,')
+    message = rf"^{re.escape(str(path))}:{line}: vocab ids are too sparse: largest id 2000000 for 256 tokens$"
+    with pytest.raises(FormatError, match=message):
+        F.read_vocab(path)
+    with pytest.raises(FormatError, match=message):
+        Tokenizer.load(tmp_path)
+    with pytest.raises(FormatError, match=message):
+        Tokenizer.from_files(path, tmp_path / F.MERGES_FILE)
+
+
 @pytest.mark.parametrize("name", [F.VOCAB_FILE, F.CONFIG_FILE])
 @pytest.mark.parametrize("text", ["[" * 100_000, '{"format": "bpe_fast",\n "a": ' + "[{\"b\": " * 50_000],
                          ids=["top-level", "in-a-value"])

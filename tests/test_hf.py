@@ -574,6 +574,16 @@ def test_errors_name_the_line(tmp_path):
         Tokenizer.from_hf(path)
 
 
+def test_sparse_ids_are_refused_naming_the_file_and_line(tmp_path):
+    # the message named no file: the ids were checked only as the tokenizer's
+    doc = small_doc()
+    doc["model"]["vocab"]["ab"] = 2_000_000
+    path = write_doc(tmp_path, doc, indent=1)
+    line = next(k for k, text in enumerate(path.read_text("utf-8").split("\n"), 1) if '"ab": 2000000' in text)
+    with pytest.raises(FormatError, match=rf"^{path}:{line}: vocab ids are too sparse: largest id 2000000 for "):
+        Tokenizer.from_hf(path)
+
+
 @pytest.mark.parametrize("where", ["top-level", "in-a-component"])
 def test_json_nested_too_deeply_names_the_file(tmp_path, where):
     # json.loads raises RecursionError past its depth, which left from_hf bare, naming no file

@@ -504,6 +504,18 @@ def test_sparse_ids_are_refused_before_the_tables_are_made():
     assert out.strip() == "vocab ids are too sparse: largest id 268435456 for 258 tokens"
 
 
+def test_sparse_ranks_of_a_file_are_refused_naming_the_file_and_line(tmp_path):
+    # the message named no file: the ranks were checked only as the tokenizer's ids
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256)]
+    lines[100] = f"{base64.b64encode(bytes([100])).decode()} {2_000_000}"
+    path = tmp_path / "sparse.tiktoken"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(FormatError, match=rf"^{path}:101: vocab ids are too sparse: largest id 2000000 for 256 "
+                                          r"tokens$"):
+        Tokenizer.from_tiktoken(path, "gpt2")
+    assert read_tiktoken(path)[bytes([100])] == 2_000_000        # the file's ranks, read as tiktoken reads them
+
+
 def test_from_tiktoken_in_an_atexit_handler():
     # no thread may start once the interpreter is shutting down: the two jobs run in the calling thread
     code = ("import atexit\n"
