@@ -502,7 +502,11 @@ def _read_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
 
 
 def read_config(path: StrPath) -> tuple[list[str], str]:
-    """Read bpe_fast.json; returns (special_tokens: list[str], pattern: str). Errors name the file and line."""
+    """Read bpe_fast.json; returns (special_tokens: list[str], pattern: str). Errors name the file and line,
+    the Tokenizer's too: a pattern that does not compile, a special token given twice or with a lone surrogate."""
+    from .patterns import compile_pattern
+    from .specials import check_special_tokens
+
     text, config = _read_json_object(path)
     if config.get("format") != _CONFIG_FORMAT or config.get("version") != _CONFIG_VERSION:
         raise FormatError(path, None, f'expected "format": "{_CONFIG_FORMAT}" and "version": {_CONFIG_VERSION}, got '
@@ -514,6 +518,14 @@ def read_config(path: StrPath) -> tuple[list[str], str]:
     if not isinstance(specials, list) or not all(isinstance(t, str) and t for t in specials):
         raise FormatError(path, _key_line(text, "special_tokens"),
                           f'"special_tokens" must be a list of non-empty strings, got {specials!r}')
+    try:
+        compile_pattern(pattern)
+    except ValueError as exc:
+        raise FormatError(path, _key_line(text, "pattern"), str(exc)) from None
+    try:
+        check_special_tokens(specials)
+    except ValueError as exc:
+        raise FormatError(path, _key_line(text, "special_tokens"), str(exc)) from None
     return specials, pattern
 
 

@@ -216,6 +216,26 @@ def test_config_errors_name_the_file(tmp_path):
         F.load_tokenizer_files(tmp_path)
 
 
+@pytest.mark.parametrize("key, value, message", [
+    ("pattern", "(", r"invalid pre-tokenization pattern '\(': missing \)"),
+    ("special_tokens", ["<|a|>", "<|b|>", "<|a|>"], r"duplicate special token '<\|a\|>'"),
+    ("special_tokens", ["<|a|>", "\ud800"], r"special token '\\ud800' holds a lone surrogate"),
+])
+def test_config_the_tokenizer_would_refuse_is_refused_naming_the_file(tmp_path, key, value, message):
+    # the Tokenizer refused these after the folder was read, naming no file
+    from bpe_fast import Tokenizer
+    F.save_tokenizer_files(tmp_path, {i: bytes([i]) for i in range(256)}, [], ["<|a|>"])
+    config = tmp_path / F.CONFIG_FILE
+    settings = json.loads(config.read_text())
+    settings[key] = value
+    config.write_text(json.dumps(settings, indent=2))
+    line = next(k for k, text in enumerate(config.read_text().split("\n"), 1) if f'"{key}"' in text)
+    with pytest.raises(FormatError, match=rf"^{re.escape(str(config))}:{line}: {message}"):
+        Tokenizer.load(tmp_path)
+    with pytest.raises(FormatError, match=rf"^{re.escape(str(config))}:{line}: {message}"):
+        F.read_config(config)
+
+
 def test_sparse_ids_are_refused_naming_the_file_and_the_largest_ids_line(tmp_path):
     # the message named no file: the ids were checked only as the tokenizer's
     from bpe_fast import Tokenizer
