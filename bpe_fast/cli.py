@@ -276,6 +276,27 @@ def _load_counts(paths: Sequence[str]) -> PretokenCounts:
     return shards[0] if len(shards) == 1 else PretokenCounts.merge(shards)
 
 
+def _check_counts_match(args: argparse.Namespace, counts: PretokenCounts, specials: list[str],
+                        initial: Tokenizer | None) -> None:
+    """A CliError naming the counts files (and the --continue-from folder) when the counts were made with other
+    special tokens than the tokenizer is to have, or with another pattern than the one continued:
+    train_from_counts refuses them naming neither."""
+    paths = args.from_counts
+    where = ", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more counts files"
+    if set(counts.special_tokens) != set(specials):
+        if initial is None:
+            given, hint = "--special-token", "leave --special-token out to use theirs"
+        else:
+            given = f"the special tokens of {args.continue_from}" + (" and --special-token" if args.special_token
+                                                                      else "")
+            hint = "count the corpus with those (bpe-fast count --special-token ...)"
+        raise CliError(f"{where}: the counts were made with special tokens {list(counts.special_tokens)}, not "
+                       f"{specials} ({given}); {hint}")
+    if initial is not None and counts.pattern != initial.pattern:
+        raise CliError(f"{where}: the counts were made with the pattern {counts.pattern!r}, but the pattern of "
+                       f"{args.continue_from} is {initial.pattern!r}; count the corpus with that pattern")
+
+
 def cmd_train(args: argparse.Namespace) -> None:
     from .tokenizer import Tokenizer
     from .train import check_train_options, check_vocab_size, train_bpe, train_from_counts
@@ -314,6 +335,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             pattern = counts.pattern
             if not args.special_token and initial is None:
                 specials = list(counts.special_tokens)
+            _check_counts_match(args, counts, specials, initial)
             result = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
         else:
             if not args.corpus:

@@ -1,5 +1,6 @@
 """The command line, encode_file, and the interchange formats, checked with the real libraries."""
 import json
+import re
 import subprocess
 import sys
 
@@ -139,6 +140,34 @@ def test_train_refuses_a_foreign_count_shard(tmp_path, capsys):
     code, err = run(["train", str(corpus), "--from-counts", str(good), "--vocab-size", "300",
                      "-o", str(tmp_path / "t")], capsys)
     assert code == 1 and "not both" in err
+
+
+def test_train_from_counts_of_other_special_tokens_or_pattern_names_the_counts_file(tmp_path, capsys):
+    # train_from_counts refused them, and the one line named no file: "the counts were made with special tokens
+    # [...], not [...]" (and, continuing, "... with the pattern ..., but the initial tokenizer's pattern ...")
+    corpus = tmp_path / "c.txt"
+    assert run(["synth", "--size", "50KB", "-o", str(corpus)], capsys)[0] == 0
+    counts = tmp_path / "c.npz"
+    assert run(["count", str(corpus), "--special-token", EOT, "-o", str(counts)], capsys)[0] == 0
+    made = rf"^bpe-fast: {re.escape(str(counts))}: the counts were made with special tokens \['<\|endoftext\|>'\], not "
+    code, err = run(["train", "--from-counts", str(counts), "--special-token", "<|x|>", "--vocab-size", "300",
+                     "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and re.search(made + r"\['<\|x\|>'\] \(--special-token\)", err, re.M), err
+    other, gpt4 = tmp_path / "other-specials", tmp_path / "gpt4"
+    Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|z|>"]).save(other)
+    code, err = run(["train", "--from-counts", str(counts), "--continue-from", str(other), "--vocab-size", "300",
+                     "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and re.search(made + rf"\['<\|z\|>'\] \(the special tokens of {re.escape(str(other))}\)",
+                                   err, re.M), err
+    Tokenizer({i: bytes([i]) for i in range(256)}, [], [EOT], pattern="gpt4").save(gpt4)
+    code, err = run(["train", "--from-counts", str(counts), "--continue-from", str(gpt4), "--vocab-size", "300",
+                     "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and re.search(rf"^bpe-fast: {re.escape(str(counts))}: the counts were made with the pattern "
+                                   rf".*, but the pattern of {re.escape(str(gpt4))} is ", err, re.M), err
+    assert not (tmp_path / "t").exists()
+    Tokenizer({i: bytes([i]) for i in range(256)}, [], [EOT]).save(tmp_path / "same")
+    assert run(["train", "--from-counts", str(counts), "--continue-from", str(tmp_path / "same"),
+                "--vocab-size", "300", "-o", str(tmp_path / "t")], capsys)[0] == 0
 
 
 # ---- bad input: one line on stderr, a non-zero exit, no traceback, no output left behind --------
