@@ -151,14 +151,11 @@ cdef Py_ssize_t _recover_long(const Table* t, const uint8_t* s, Py_ssize_t n, Py
 
 cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t n_tokens,
                         const int32_t* byte_index, int32_t* left, int32_t* right, Py_ssize_t long_from,
-                        Py_ssize_t* parts, bint skip_unreachable) except -2 nogil:
+                        Py_ssize_t* parts) except -2 nogil:
     """Fill left[k], right[k] for every token k (-1, -1 for single bytes); returns -1, or the index of the first
-    unreachable token (parts[0] is how many parts it is left in). Without skip_unreachable, left and right are
-    then filled only before it; with it, an unreachable token gets -2, -2, is not a part of any later token
-    (merging never forms it), and the others are filled. Tokens longer than long_from bytes are merged by
-    _recover_long (the scan below takes time quadratic in a token's length). Running out of memory raises
-    MemoryError."""
-    cdef Py_ssize_t first_bad = -1
+    unreachable token (left and right are then filled only before it; parts[0] is how many parts it is left
+    in). Tokens longer than long_from bytes are merged by _recover_long (the scan below takes time quadratic in
+    a token's length). Running out of memory raises MemoryError."""
     cdef uint64_t size = table_size(n_tokens)
     cdef Slot empty
     empty.index = EMPTY_INDEX
@@ -202,14 +199,8 @@ cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t 
         if n > long_from:
             count = _recover_long(&t, s, n, &split)
             if count != 2:
-                if first_bad < 0:
-                    first_bad = k
-                    parts[0] = count
-                if not skip_unreachable:
-                    return k
-                left[k] = -2
-                right[k] = -2
-                continue
+                parts[0] = count
+                return k
             left[k] = byte_index[s[0]] if split == 1 else table_find(&t, s, split)
             right[k] = byte_index[s[n - 1]] if n - split == 1 else table_find(&t, s + split, n - split)
             table_add(&t, <int32_t>k)
@@ -248,18 +239,12 @@ cdef Py_ssize_t recover(const uint8_t* pool, const int64_t* offsets, Py_ssize_t 
                 if joined[best_j] < 0:
                     joined[best_j] = BIG
         if count != 2:
-            if first_bad < 0:
-                first_bad = k
-                parts[0] = count
-            if not skip_unreachable:
-                return k
-            left[k] = -2
-            right[k] = -2
-            continue
+            parts[0] = count
+            return k
         left[k] = byte_index[s[0]] if starts[1] == 1 else table_find(&t, s, starts[1])
         right[k] = byte_index[s[n - 1]] if n - starts[1] == 1 else table_find(&t, s + starts[1], n - starts[1])
         table_add(&t, <int32_t>k)
-    return first_bad
+    return -1
 
 
 cdef int8_t[256] B64
@@ -372,14 +357,12 @@ def parse_tiktoken(const uint8_t[::1] data):
 
 
 def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const int32_t[::1] byte_index,
-                   Py_ssize_t long_from=LONG_TOKEN, bint skip_unreachable=False):
+                   Py_ssize_t long_from=LONG_TOKEN):
     """(left, right, bad, parts): for the tokens in rank order (token k is pool[offsets[k]:offsets[k + 1]], distinct,
     none empty; byte_index[b] is the index of the token bytes([b]), all 256 present), int32 arrays where
     left[k], right[k] are the indices of the two tokens whose merge makes token k (-1 for single bytes), and bad
     = -1, or the index of the first token that merging the tokens before it cannot make (the arrays are then
-    filled only before it; parts is how many parts tiktoken's rule leaves it in, else 0). skip_unreachable: go on
-    past such tokens, giving each -2, -2 and using none as a part (merging never forms them), so that every other
-    token is filled (bad is still the first). The caller has checked all of this; here only the sizes are. long_from: tokens longer
+    filled only before it; parts is how many parts tiktoken's rule leaves it in, else 0). The caller has checked all of this; here only the sizes are. long_from: tokens longer
     than this many bytes are merged with a heap (O(n log n)) rather than by scanning the parts (O(n^2)); the
     two give the same parts (tests compare them with long_from=1).
 
@@ -407,5 +390,5 @@ def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const in
         return left_arr, right_arr, -1, 0
     with nogil:
         bad = recover(&pool[0] if pool.shape[0] else NULL, &offsets[0], n_tokens, &byte_index[0],
-                      &left[0], &right[0], long_from, &parts, skip_unreachable)
+                      &left[0], &right[0], long_from, &parts)
     return left_arr, right_arr, bad, parts

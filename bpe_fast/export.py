@@ -65,6 +65,10 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     if difference is not None:
         k, parts = difference
         a, b = tokenizer.merges[k]
+        if parts is None:
+            raise ValueError(f"merge {k} ({a!r}, {b!r}): tiktoken's rule (bpe_fast's) cannot make {a + b!r} from the "
+                             "tokens merged before it, so whether HF's merge list would give the same ids cannot be "
+                             "checked")
         raise ValueError(f"merge {k} ({a!r}, {b!r}): bpe_fast encodes {a + b!r} as {parts[0]!r} + {parts[1]!r} "
                          "joined, a pair HF's merge list would not join, so HF would give other ids")
     special_ids = sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])

@@ -64,10 +64,6 @@ __all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_token
 # "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
 GPT4_PATTERN_HF = GPT4_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
 _POSSESSIVE_INTERVAL = regex.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
-# What Oniguruma (HF) and `regex` read differently, beside anchors (rewritten) and {m,n}+ (above): \w and so \W,
-# \b, \B (Oniguruma's word characters include the other numbers: ² ³ ¹ ¼ ½ ¾), \K (Oniguruma's "keep"), && in a
-# class (Oniguruma's intersection, two literal ampersands to `regex`) and POSIX brackets (the sets differ).
-_ENGINE_DIFFERENCES = regex.compile(r"(?<!\\)(?:\\\\)*\K(\\[wWbBK]|&&|\[\[:)")
 # text with a character of every kind, to catch a pattern that matches empty text somewhere
 _PROBE = ("Hello, World! It's DON'T 12345 1/2 x=y+z; ñandú ÆØÅ ǅ ﬁ Ωμέγα Привет 中文 한국어 عربى हिन्दी \u0301x "
           "\t\n\r\n  \u00a0\u2028\u3000 'S 'll 😀👍🏽 $x ^y (a) [b] {c} <|x|> \x00\x7f")
@@ -88,7 +84,7 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     match at each line's end (Oniguruma's default), and the text between two matches is a piece of its own (HF's
     Isolated keeps it; bpe_fast would drop it). Refused: "{m,n}+" (a possessive interval in `regex`, a
     repeated one in Oniguruma; tiktoken's own spelling of cl100k has one), what else the two engines read
-    differently (\\w, \\W, \\b, \\B, \\K, && in a class, POSIX brackets: _ENGINE_DIFFERENCES), capturing groups,
+    differently (\\w, \\W, \\h, \\H, \\b, \\B, \\K, a class in a class: _engine_difference), capturing groups,
     and a regex that matches empty text.
 
     >>> pattern_from_hf(GPT4_PATTERN_HF) == GPT4_PATTERN
@@ -161,13 +157,48 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
     return rewrite_anchors(pattern, {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"}), "Removed", True
 
 
+def _engine_difference(pattern: str) -> str | None:
+    """The first construct of `pattern` that Oniguruma (HF) and `regex` read differently, beside anchors
+    (rewritten) and {m,n}+ (refused on its own), or None: \\w and \\W (Oniguruma's word characters take the other
+    numbers, ² ³ ¹ ¼ ½ ¾, and more), \\h and \\H (a hex digit to Oniguruma, horizontal space to `regex`), \\b and
+    \\B outside a class (word boundaries, by \\w), \\K (Oniguruma's "keep"), and a "[" inside a class (Oniguruma's
+    nested classes, POSIX brackets and && intersections; a literal "[" to `regex`)."""
+    depth = 0                   # inside a class: 1 (Oniguruma could nest further; that is refused here)
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            if e in "wWhH" or (e in "bBK" and not depth):
+                return "\\" + e
+            i += 2
+            continue
+        if depth:
+            if c == "[":
+                return "[" + pattern[i + 1:i + 2] if pattern[i + 1:i + 2] == ":" else "["
+            if c == "&" and pattern[i + 1:i + 2] == "&":
+                return "&&"
+            if c == "]":
+                depth = 0
+        elif c == "[":
+            depth = 1
+            i += 1
+            if pattern[i:i + 1] == "^":
+                i += 1
+            if pattern[i:i + 1] == "]":     # a "]" first in a class is a member
+                i += 1
+            continue
+        i += 1
+    return None
+
+
 def _check_same_reading(pattern: str, what: str) -> None:
     """ValueError when `pattern` holds a construct that Oniguruma (HF) and `regex` read differently
-    (_ENGINE_DIFFERENCES), naming it: the pieces, and so the ids, would differ."""
-    m = _ENGINE_DIFFERENCES.search(pattern)
-    if m:
-        raise ValueError(f"{what} has '{m.group(1)}', which Oniguruma (HF tokenizers) and `regex` read differently, "
-                         r"so the pieces would differ (write the classes out, e.g. [\p{L}\p{N}_] for \w)")
+    (_engine_difference), naming it: the pieces, and so the ids, would differ."""
+    construct = _engine_difference(pattern)
+    if construct is not None:
+        raise ValueError(f"{what} has '{construct}', which Oniguruma (HF tokenizers) and `regex` read differently, "
+                         r"so the pieces would differ (spell the characters out with \p{...} classes)")
 
 
 def _anchored(split_regex: str) -> str:
@@ -279,9 +310,12 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
     difference = merge_rule_difference(merges)
     if difference is not None:
         k, parts = difference
-        f.fail(f"merge {k} ({formats.token_to_str(merges[k][0])} {formats.token_to_str(merges[k][1])}): bpe_fast "
-               f"(as tiktoken) makes {merges[k][0] + merges[k][1]!r} from {parts[0]!r} + {parts[1]!r}, which HF would "
-               "not join, so the ids could differ", "merges", "model")
+        merge = f"merge {k} ({formats.token_to_str(merges[k][0])} {formats.token_to_str(merges[k][1])})"
+        if parts is None:
+            f.fail(f"{merge}: tiktoken's rule (bpe_fast's) cannot make {merges[k][0] + merges[k][1]!r} from the tokens "
+                   "merged before it, so whether HF's merge list gives the same ids cannot be checked", "merges", "model")
+        f.fail(f"{merge}: bpe_fast (as tiktoken) makes {merges[k][0] + merges[k][1]!r} from {parts[0]!r} + "
+               f"{parts[1]!r}, which HF would not join, so the ids could differ", "merges", "model")
     model_tokens = set(vocab.values())
     specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab)
     if model.get("ignore_merges"):

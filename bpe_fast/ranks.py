@@ -346,7 +346,7 @@ class RuleCheck(NamedTuple):
     """rule_difference_of_indices' answer: merge_rule_difference's (difference), and whether the ranks rule makes
     every merged token from the tokens before it (then merging any merged token's bytes with all of them gives
     the token itself: each is a permanent entry of the encoder, as for tiktoken's ranks)."""
-    difference: tuple[int, tuple[bytes, bytes]] | None
+    difference: tuple[int, tuple[bytes, bytes] | None] | None
     every_token_made: bool
 
 
@@ -367,43 +367,42 @@ def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int6
     firsts = first_occurrences(joined)      # the first merge of each merged token, in rank order
     order = np.concatenate([byte_token, joined[firsts]])         # the tokens in rank order
     ranked_pool, ranked_offsets = gather_tokens(pool, offsets, order)
-    got_left, got_right, bad, _ = recover_merges(ranked_pool, ranked_offsets, np.arange(256, dtype=np.int32),
-                                                 skip_unreachable=True)
+    got_left, got_right, bad, _ = recover_merges(ranked_pool, ranked_offsets, np.arange(256, dtype=np.int32))
+    stop = len(order) if bad < 0 else bad           # the parts are known for the tokens before an unmakeable one
     rank_of = np.full(len(lengths), -1, dtype=np.int64)
     rank_of[order] = np.arange(len(order))
-    made = got_left[256:] >= 0      # a token the ranks rule cannot make: neither rule forms it (see below)
-    differ = np.flatnonzero(made & ((got_left[256:] != rank_of[left[firsts]])
-                                    | (got_right[256:] != rank_of[right[firsts]])))
-    if not len(differ):
-        return RuleCheck(None, bad < 0)
-    parts_left, parts_right = order[got_left[256:][differ]], order[got_right[256:][differ]]
-    listed = np.isin(parts_left << 32 | parts_right, left << 32 | right)   # a token listed with several merges
-    unlisted = np.flatnonzero(~listed)                                    # may use any of them
-    if not len(unlisted):
-        return RuleCheck(None, bad < 0)
-    i = int(unlisted[0])
-    a, b = (pool[offsets[t]:offsets[t + 1]].tobytes() for t in (parts_left[i], parts_right[i]))
-    return RuleCheck((int(firsts[differ[i]]), (a, b)), bad < 0)
+    made = firsts[:stop - 256]
+    differ = np.flatnonzero((got_left[256:stop] != rank_of[left[made]])
+                            | (got_right[256:stop] != rank_of[right[made]]))
+    if len(differ):
+        parts_left, parts_right = order[got_left[256:stop][differ]], order[got_right[256:stop][differ]]
+        listed = np.isin(parts_left << 32 | parts_right, left << 32 | right)   # a token listed with several
+        unlisted = np.flatnonzero(~listed)                                    # merges may use any of them
+        if len(unlisted):
+            i = int(unlisted[0])
+            a, b = (pool[offsets[t]:offsets[t + 1]].tobytes() for t in (parts_left[i], parts_right[i]))
+            return RuleCheck((int(firsts[differ[i]]), (a, b)), bad < 0)
+    if bad >= 0:
+        return RuleCheck((int(firsts[bad - 256]), None), False)
+    return RuleCheck(None, True)
 
 
-# Unreachable tokens, in both checks: a token the ranks rule cannot make from its bytes (it leaves them in
-# three parts or more) is left out of the comparison, and of every later token's parts (recover_merges with
-# skip_unreachable). Merging never forms it under that rule, nor under the list's while the two agree on every
-# token before it: its bytes then end in the same parts, and its listed merge needs them in two. (Giving up at
-# such a token, as these checks once did, left every later token unchecked.)
-
-
-def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, tuple[bytes, bytes]] | None:
+def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, tuple[bytes, bytes] | None] | None:
     """Where replaying `merges` as a merge list (HF's rule: only the listed pairs join, by their place) can give
     other ids than the ranks rule bpe_fast and tiktoken encode with (any adjacent pair whose concatenation is a
     token joins, lowest rank first; a token ranked by its first merge): (index of the first merge of a token
     whose parts the ranks rule makes differently and that the list does not hold, the parts it makes), or None
-    when the two rules agree. A token that neither rule can make is left out (see the comment above).
+    when the two rules agree. A token that the ranks rule cannot make from the tokens ranked before it gives
+    (index of its first merge, None): the comparison cannot go past it (the ranks rule may still make it, from a
+    part ranked after it, where the list would not), so the two rules cannot be shown to agree. No merge list
+    made by training has such a token.
 
     >>> merge_rule_difference([(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])   # "abc": the ranks rule joins a+bc
     (2, (b'a', b'bc'))
     >>> merge_rule_difference([(b"a", b"b"), (b"ab", b"c")]) is None
     True
+    >>> merge_rule_difference([(b"a", b"b"), (b"b", b"c"), (b"bc", b"d"), (b"a", b"bcd")])  # "abcd": ab, c, d
+    (3, None)
     """
     joined = [a + b for a, b in merges]
     first: dict[bytes, int] = dict.fromkeys(joined, 0)      # each merged token once, in the order of its first merge
@@ -421,19 +420,19 @@ def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, t
     from ._ranks import recover_merges
 
     ranked = _ranked(tokens, np.arange(len(tokens), dtype=np.int64))
-    left, right, _, _ = recover_merges(ranked.pool, ranked.offsets, ranked.byte_index, skip_unreachable=True)
+    left, right, bad, _ = recover_merges(ranked.pool, ranked.offsets, ranked.byte_index)
+    stop = len(tokens) if bad < 0 else bad          # the parts are known for the tokens before an unmakeable one
     # the first merge of each token, as indices into tokens, against the parts the ranks rule leaves
     index_of = dict(zip(tokens, range(len(tokens)))).get
-    listed_left, listed_right = (np.fromiter(map(index_of, map(operator.itemgetter(side), first_merges),
-                                                 itertools.repeat(-1)), dtype=np.int64, count=len(firsts))
+    listed_left, listed_right = (np.fromiter(map(index_of, map(operator.itemgetter(side), first_merges[:stop - 256]),
+                                                 itertools.repeat(-1)), dtype=np.int64, count=stop - 256)
                                  for side in (0, 1))
-    made = left[256:] >= 0          # a token the ranks rule cannot make is left out (see the comment above)
-    differ = np.flatnonzero(made & ((left[256:] != listed_left) | (right[256:] != listed_right))).tolist()
-    if not differ:
-        return None
+    differ = np.flatnonzero((left[256:stop] != listed_left) | (right[256:stop] != listed_right)).tolist()
     listed = set(merges)
     for i in differ:
         parts = tokens[left[256 + i]], tokens[right[256 + i]]
         if parts not in listed:     # a token listed with several merges (files converted from ranks) may use any
             return firsts[i], parts
+    if bad >= 0:
+        return firsts[bad - 256], None
     return None

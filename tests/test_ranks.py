@@ -640,8 +640,8 @@ def test_to_tiktoken_without_tiktoken(monkeypatch):
 
 def oracle_rule_difference(merges):
     """merge_rule_difference by its docstring, with the plain-Python ranks rule: each merged token in rank order
-    merged from the tokens before it that the rule makes; a token it leaves in more than two parts is left out
-    (neither rule forms it)."""
+    merged from the tokens before it; the first whose parts are not a listed merge, or that is left in more than
+    two parts (None: the comparison stops there)."""
     first = {}
     for k, (a, b) in enumerate(merges):
         first.setdefault(a + b, k)
@@ -650,7 +650,7 @@ def oracle_rule_difference(merges):
     for token, k in first.items():
         parts = merge_pretoken_tiktoken(token, lower)
         if len(parts) != 2:
-            continue
+            return k, None
         if tuple(parts) not in listed:
             return k, tuple(parts)
         lower[token] = 256 + k
