@@ -147,13 +147,17 @@ def _check_output_folder(path: str) -> None:
 
 
 def _check_not_an_input(output: str, flag: str, inputs: Sequence[str]) -> None:
-    """A CliError if writing `output` would replace one of the files the command reads: the same file by
-    another path, a symbolic link (bpe_fast.atomic writes through it) or a hard link. Called before any work,
-    as encode_files refuses an input among its outputs."""
+    """A CliError if writing `output` would replace one of the files the command reads: the same directory entry
+    by another path, or through a symbolic link (bpe_fast.atomic writes through it). (A hard link to an input is
+    not: the output's own entry is replaced, the input keeps its contents.) Called before any work, as
+    encode_files refuses an input among its outputs."""
+    target = os.path.realpath(output)
     for path in inputs:
-        try:
-            same = os.path.samefile(output, path)       # their real files: st_dev and st_ino
-        except OSError:                 # one of them is missing: an output not written yet replaces no input
+        source = os.path.realpath(path)
+        try:        # the same entry: the same name in the same folder (reached by any path)
+            same = (os.path.basename(target) == os.path.basename(source)
+                    and os.path.samefile(os.path.dirname(target), os.path.dirname(source)))
+        except OSError:                 # a folder is missing: an output not written yet replaces no input
             same = False
         if same:
             raise CliError(f"{path} is an input and would be overwritten by the output ({flag} {output}); "

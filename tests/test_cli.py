@@ -1,5 +1,6 @@
 """The command line, encode_file, and the interchange formats, checked with the real libraries."""
 import json
+import os
 import re
 import subprocess
 import sys
@@ -276,6 +277,19 @@ def test_an_output_that_is_an_input_is_refused(tmp_path, tokdir, corpus, capsys,
     assert f"bpe-fast: {named.replace('TOK', 'tok')} is an input and would be overwritten by the output" in err
     assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == files        # nothing written, nothing left
     assert {p: p.read_bytes() for p in files} == before
+
+
+def test_an_output_hard_linked_to_an_input_is_written_and_the_input_kept(tmp_path, tokdir, corpus, capsys):
+    """The output's own directory entry is replaced (written to a temporary file and renamed), so a hard link
+    to the input leaves the input as it was: no refusal (a check by inode refused it, saying the input would be
+    overwritten)."""
+    text = corpus.read_bytes()[:20_000]
+    (tmp_path / "c.txt").write_bytes(text)
+    os.link(tmp_path / "c.txt", tmp_path / "out.npy")
+    code, err = run(["encode", "-t", str(tokdir), str(tmp_path / "c.txt"), "-o", str(tmp_path / "out.npy")], capsys)
+    assert code == 0, err
+    assert (tmp_path / "c.txt").read_bytes() == text
+    assert np.load(tmp_path / "out.npy").tolist() == Tokenizer.load(tokdir).encode(text.decode())
 
 
 def test_missing_corpus(tmp_path, capsys):
