@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -66,18 +68,41 @@ class OutputGroup:
         self._removals.append(os.fspath(path))
 
     def _commit(self) -> None:
-        for tmp, target in self._renames:
-            os.replace(tmp, target)
-        self._renames.clear()
-        for path in self._removals:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
+        with _signals_deferred():       # Ctrl-C or SIGTERM between two renames would leave a mixed set
+            for tmp, target in self._renames:
+                os.replace(tmp, target)
+            self._renames.clear()
+            for path in self._removals:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
 
     def _discard(self) -> None:
         for tmp, _ in self._renames:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         self._renames.clear()
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM arriving in the block are handled when it ends (by the handlers they had), not in it.
+    Python runs its handlers in the main thread, whichever thread the signal reached, so the handlers are
+    swapped for ones that note the signal (the main thread only can; elsewhere the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: handler for sig, handler in previous.items() if handler is not None}   # None: not Python's
+    for sig in previous:
+        signal.signal(sig, lambda number, frame: noted.append(number))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for number in noted:
+            signal.raise_signal(number)
 
 
 @contextlib.contextmanager

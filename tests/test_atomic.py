@@ -83,3 +83,50 @@ def test_a_named_pipe_is_written_to_not_replaced(tmp_path):
         else:          # a .npy needs no seek back to its header when the file cannot seek
             import io
             assert np.load(io.BytesIO(got[0])).tolist() == [0, 1, 2, 0, 1, 2]
+
+
+def test_a_group_is_all_or_nothing(tmp_path):
+    from bpe_fast.atomic import output_group
+
+    for name in ("a", "b"):
+        (tmp_path / name).write_text("old")
+    with pytest.raises(OSError):
+        with output_group() as group:
+            with group.output(tmp_path / "a", "w") as f:
+                f.write("new")
+            raise OSError(28, "No space left on device")    # before the second file is written
+    assert [(tmp_path / n).read_text() for n in ("a", "b")] == ["old", "old"]
+    with output_group() as group:
+        for name in ("a", "b"):
+            with group.output(tmp_path / name, "w") as f:
+                f.write("new")
+        group.remove(tmp_path / "c")                         # not there: nothing to remove
+        assert [(tmp_path / n).read_text() for n in ("a", "b")] == ["old", "old"]
+    assert [(tmp_path / n).read_text() for n in ("a", "b")] == ["new", "new"]
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+
+
+def test_a_signal_during_a_groups_renames_waits_until_every_file_is_renamed(tmp_path, monkeypatch):
+    """Ctrl-C between two renames left the first file new and the second old (a tokenizer's new vocab.json
+    beside its old merges.txt), and the second's temporary file behind."""
+    import signal
+
+    from bpe_fast import atomic
+
+    real = os.replace
+    renamed = []
+
+    def replace(source, target):
+        if not renamed:
+            os.kill(os.getpid(), signal.SIGINT)
+        real(source, target)
+        renamed.append(os.path.basename(target))
+
+    monkeypatch.setattr(atomic.os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        with atomic.output_group() as group:
+            for name in ("a", "b"):
+                with group.output(tmp_path / name, "w") as f:
+                    f.write(name)
+    assert renamed == ["a", "b"]
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]
