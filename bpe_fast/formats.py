@@ -762,9 +762,9 @@ def _cache_disagreement(contents: Mapping[str, NDArray[Any]]) -> str:
     id's bytes, or merges that do not make the ranked tokens in order. (The `permanent` flags are taken as
     written: recomputing them costs what the cache saves.)"""
     known, offsets, pool = contents["known"], contents["decode_offsets"], contents["decode_pool"]
-    count = int(np.count_nonzero(known))
-    if known.shape[0] > 4 * count + (1 << 20) + 1:
-        return f"ids too sparse: {known.shape[0]} slots for {count} tokens"
+    sparse = sparsity_problem(known.shape[0] - 1, int(np.count_nonzero(known)))     # the tables follow the size
+    if sparse:
+        return sparse
     lengths = np.diff(offsets)
     byte_ids = contents["byte_ids"]
     present = np.flatnonzero(byte_ids >= 0)
@@ -783,10 +783,9 @@ def _cache_disagreement(contents: Mapping[str, NDArray[Any]]) -> str:
     join_offsets = halves[::2]                              # each merge's join: its halves end to end
     join_lengths = np.diff(join_offsets)
     if len(merge_ids) != len(ranked_ids):                   # a token made by several merges: its first counts
-        first: dict[bytes, int] = {}
-        for k, (a, b) in enumerate(zip(join_offsets[:-1].tolist(), join_offsets[1:].tolist())):
-            first.setdefault(joins_pool[a:b].tobytes(), k)
-        firsts = np.fromiter(first.values(), dtype=np.int64, count=len(first))      # increasing
+        joins = token_list(joins_pool, halves, 0, 2, 2)
+        first = dict(zip(reversed(joins), range(len(joins) - 1, -1, -1)))     # the last write is the first merge
+        firsts = np.sort(np.fromiter(first.values(), dtype=np.int64, count=len(first)))
         if len(firsts) != len(ranked_ids):
             return "the merges make other tokens than the ranked ones"
         joins_pool, join_offsets = gather_tokens(joins_pool, join_offsets, firsts)

@@ -1174,7 +1174,7 @@ def _tampered(contents, how):
                                           ("ranked ids reversed", "a ranked token is not its id's bytes"),
                                           ("merge ids zeroed", "the merges make other tokens"),
                                           ("merges swapped", "the merges make other tokens"),
-                                          ("padded sparse", "ids too sparse")])
+                                          ("padded sparse", "vocab ids are too sparse")])
 def test_cache_that_disagrees_with_itself_is_not_used(cached_folder, how, problem):
     """Its digests match the text files, but its arrays are not their tables: loading it gave other ids
     ("a b" gave b's id for a), merges that save() then wrote, or tables of millions of ids from a small file."""
@@ -1186,6 +1186,24 @@ def test_cache_that_disagrees_with_itself_is_not_used(cached_folder, how, proble
     with pytest.warns(UserWarning, match=rf"bpe_fast\.npz: malformed \({problem}"):
         again = Tokenizer.load(folder)
     _same_tokenizer(again, tok, make_text(10, 200, specials=[EOT]))
+
+
+def test_cache_of_a_token_made_by_two_merges_is_used_and_checked(tmp_path, monkeypatch, recwarn):
+    """Files converted from tiktoken's ranks (Llama 3's) list every split of a token as a merge: the cache's
+    merges then make each ranked token at its first merge."""
+    monkeypatch.setattr(formats, "CACHE_MIN_TOKENS", 0)
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc", 258: b"abc"}
+    tok = Tokenizer(vocab, [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")])
+    tok.save(tmp_path)
+    assert formats.load_tokenizer_folder(tmp_path)[4] is not None and not recwarn.list      # used, no warning
+    assert Tokenizer.load(tmp_path).merges == tok.merges
+    with np.load(tmp_path / formats.CACHE_FILE, allow_pickle=False) as npz:
+        contents = {name: npz[name] for name in npz.files}
+    contents["merge_ids"][[0, 1]] = contents["merge_ids"][[1, 0]]       # bc made before ab
+    np.savez(tmp_path / formats.CACHE_FILE, **contents)
+    with pytest.warns(UserWarning, match="the merges make other tokens than the ranked ones"):
+        again = Tokenizer.load(tmp_path)
+    assert again.merges == tok.merges and again.encode("abcab") == tok.encode("abcab")
 
 
 def test_cache_of_another_version_is_ignored_silently(cached_folder, recwarn):
