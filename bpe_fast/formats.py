@@ -722,6 +722,9 @@ def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableAr
     token = vocab.__getitem__
 
     def merges() -> Merges:       # made when first asked for (Tokenizer.merges, save, export): load need not pay for it
+        problem = _merges_disagreement(contents)        # checked here too, for the same reason
+        if problem:
+            raise FormatError(path, None, f"malformed ({problem}); delete it, and the text files are read")
         return list(zip(map(token, merge_ids[:, 0].tolist()), map(token, merge_ids[:, 1].tolist())))
     return vocab, merges, {name: contents[name] for name in _CACHE_TABLES}, len(merge_ids)
 
@@ -757,10 +760,10 @@ def _cache_problem(contents: Mapping[str, NDArray[Any]]) -> str:
 
 
 def _cache_disagreement(contents: Mapping[str, NDArray[Any]]) -> str:
-    """How a cache's arrays (shapes and ranges checked) disagree with one another, or "": too sparse for its
-    number of tokens (the text readers' limit), a byte's id without that byte, a ranked token that is not its
-    id's bytes, or merges that do not make the ranked tokens in order. (The `permanent` flags are taken as
-    written: recomputing them costs what the cache saves.)"""
+    """How a cache's tables (shapes and ranges checked) disagree with one another, or "": too sparse for its
+    number of tokens (the text readers' limit), a byte's id without that byte, or a ranked token that is not its
+    id's bytes. (The `permanent` flags are taken as written: recomputing them costs what the cache saves. The
+    merges, which encoding does not use, are checked when their list is made: _merges_disagreement.)"""
     known, offsets, pool = contents["known"], contents["decode_offsets"], contents["decode_pool"]
     sparse = sparsity_problem(known.shape[0] - 1, int(np.count_nonzero(known)))     # the tables follow the size
     if sparse:
@@ -775,21 +778,30 @@ def _cache_disagreement(contents: Mapping[str, NDArray[Any]]) -> str:
     if ranked_offsets.shape[0] != ranked_ids.shape[0] + 1 or ranked_offsets[0] != 0 \
             or ranked_offsets[-1] != ranked_pool.shape[0] or np.any(ranked_offsets[1:] < ranked_offsets[:-1]):
         return "bad ranked offsets"
-    ids_pool, ids_offsets = gather_tokens(pool, offsets, ranked_ids.astype(np.int64))
-    if not (np.array_equal(ids_offsets, ranked_offsets) and np.array_equal(ids_pool, ranked_pool)):
-        return "a ranked token is not its id's bytes"
-    merge_ids = contents["merge_ids"].astype(np.int64)
-    joins_pool, halves = gather_tokens(pool, offsets, merge_ids.reshape(-1))
+    if len(ranked_ids) and np.all(np.diff(ranked_ids) == 1):     # consecutive ids (trained, tiktoken's): one slice
+        first, last = int(ranked_ids[0]), int(ranked_ids[-1])
+        same = (np.array_equal(offsets[first:last + 2] - offsets[first], ranked_offsets)
+                and np.array_equal(pool[offsets[first]:offsets[last + 1]], ranked_pool))
+    else:
+        ids_pool, ids_offsets = gather_tokens(pool, offsets, ranked_ids.astype(np.int64))
+        same = np.array_equal(ids_offsets, ranked_offsets) and np.array_equal(ids_pool, ranked_pool)
+    return "" if same else "a ranked token is not its id's bytes"
+
+
+def _merges_disagreement(contents: Mapping[str, NDArray[Any]]) -> str:
+    """"" when a cache's merges make its ranked tokens, in order (a token made by several merges at its first),
+    else what is wrong."""
+    pool, offsets = contents["decode_pool"], contents["decode_offsets"]
+    ranked_pool, ranked_offsets = contents["ranked_pool"], contents["ranked_offsets"]
+    joins_pool, halves = gather_tokens(pool, offsets, contents["merge_ids"].astype(np.int64).reshape(-1))
     join_offsets = halves[::2]                              # each merge's join: its halves end to end
-    join_lengths = np.diff(join_offsets)
-    if len(merge_ids) != len(ranked_ids):                   # a token made by several merges: its first counts
+    if len(join_offsets) != len(ranked_offsets):            # a token made by several merges: its first counts
         joins = token_list(joins_pool, halves, 0, 2, 2)
         first = dict(zip(reversed(joins), range(len(joins) - 1, -1, -1)))     # the last write is the first merge
         firsts = np.sort(np.fromiter(first.values(), dtype=np.int64, count=len(first)))
-        if len(firsts) != len(ranked_ids):
+        if len(firsts) != len(ranked_offsets) - 1:
             return "the merges make other tokens than the ranked ones"
         joins_pool, join_offsets = gather_tokens(joins_pool, join_offsets, firsts)
-        join_lengths = np.diff(join_offsets)
-    if not (np.array_equal(join_lengths, np.diff(ranked_offsets)) and np.array_equal(joins_pool, ranked_pool)):
+    if not (np.array_equal(np.diff(join_offsets), np.diff(ranked_offsets)) and np.array_equal(joins_pool, ranked_pool)):
         return "the merges make other tokens than the ranked ones"
     return ""
