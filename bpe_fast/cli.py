@@ -19,7 +19,7 @@ BPE_FAST_NUM_PROCESSES sets the default number of processes.
 
 Errors are one line on stderr and a non-zero exit (1; 130 after Ctrl-C), never a traceback, and no
 partial output file is left behind. An output that is one of the command's inputs (the corpus, the tokens, the
-tokenizer's files; by another path or a link too) is refused before any work.
+tokenizer's files; by another path or a symbolic link too) is refused before any work.
 """
 from __future__ import annotations
 
