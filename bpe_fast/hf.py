@@ -140,39 +140,62 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
         return GPT4_PATTERN_HF, "Isolated", False
     if pattern in (GPT2_PATTERN, O200K_PATTERN):
         return pattern, "Isolated", False
+    inner_length, odd = divmod(len(pattern) - len(_wrap("")), 2)     # P appears twice in _wrap(P)
+    if not odd and inner_length > 0:
+        inner = pattern[len("(?m:"):len("(?m:") + inner_length]
+        if pattern == _wrap(inner):
+            return _read_alike(inner), "Isolated", False
+    if pattern.startswith("(?m:") and pattern.endswith(")"):
+        inner = pattern[len("(?m:"):-1].replace(_END_OR_BEFORE_LAST_NEWLINE, _Z)
+        if pattern == _anchored(inner):                               # pattern_from_hf(..., keep_gaps=False)
+            return _read_alike(inner), "Removed", True
+    return rewrite_anchors(_read_alike(pattern), {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"}), \
+        "Removed", True
+
+
+def _read_alike(pattern: str) -> str:
+    """`pattern`, for an HF Split regex, or a ValueError when Oniguruma would read it otherwise than `regex`."""
     _check_same_reading(pattern, "the pattern")
     m = _POSSESSIVE_INTERVAL.search(pattern)
     if m:
         raise ValueError(f"the pattern has {m.group()!r}, a possessive interval, which Oniguruma (HF tokenizers) reads "
                          "as a repeated one, so the pieces would differ")
-    inner_length, odd = divmod(len(pattern) - len(_wrap("")), 2)     # P appears twice in _wrap(P)
-    if not odd and inner_length > 0:
-        inner = pattern[len("(?m:"):len("(?m:") + inner_length]
-        if pattern == _wrap(inner):
-            return inner, "Isolated", False
-    if pattern.startswith("(?m:") and pattern.endswith(")"):
-        inner = pattern[len("(?m:"):-1].replace(_END_OR_BEFORE_LAST_NEWLINE, _Z)
-        if pattern == _anchored(inner):                               # pattern_from_hf(..., keep_gaps=False)
-            return inner, "Removed", True
-    return rewrite_anchors(pattern, {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"}), "Removed", True
+    return pattern
+
+
+# Unicode properties the two engines give other characters: Word is \\w; XDigit takes fullwidth digits in `regex`
+_PROPERTIES_READ_OTHERWISE = {"word", "xdigit"}
 
 
 def _engine_difference(pattern: str) -> str | None:
     """The first construct of `pattern` that Oniguruma (HF) and `regex` read differently, beside anchors
     (rewritten) and {m,n}+ (refused on its own), or None: \\w and \\W (Oniguruma's word characters take the other
-    numbers, ² ³ ¹ ¼ ½ ¾, and more), \\h and \\H (a hex digit to Oniguruma, horizontal space to `regex`), \\b and
-    \\B outside a class (word boundaries, by \\w), \\K (Oniguruma's "keep"), and a "[" inside a class (Oniguruma's
-    nested classes, POSIX brackets and && intersections; a literal "[" to `regex`)."""
+    numbers, ² ³ ¹ ¼ ½ ¾, and more; \\p{Word} too), \\h and \\H (a hex digit to Oniguruma, horizontal space to
+    `regex`), \\b and \\B outside a class (word boundaries, by \\w), \\K (Oniguruma's "keep"), \\X (grapheme
+    clusters, cut differently), \\pL without braces, \\p{XDigit}, the flag m ((?m: is dot-all to Oniguruma), and a
+    "[" inside a class (Oniguruma's nested classes, POSIX brackets and && intersections; a literal "[" to
+    `regex`)."""
     depth = 0                   # inside a class: 1 (Oniguruma could nest further; that is refused here)
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if c == "\\" and i + 1 < n:
             e = pattern[i + 1]
-            if e in "wWhH" or (e in "bBK" and not depth):
+            if e in "wWhHX" or (e in "bBK" and not depth):
                 return "\\" + e
+            if e in "pP":
+                if pattern[i + 2:i + 3] != "{":
+                    return pattern[i:i + 3]          # \pL: a letter class to `regex`, not to Oniguruma
+                end = pattern.find("}", i)
+                name = pattern[i + 3:end].lower().replace("_", "").replace(" ", "").lstrip("^")
+                if name in _PROPERTIES_READ_OTHERWISE:
+                    return pattern[i:end + 1]
             i += 2
             continue
+        if c == "(" and pattern[i + 1:i + 2] == "?" and not depth:
+            flags = regex.match(r"[a-zA-Z-]*(?=[:)])", pattern[i + 2:])
+            if flags and "m" in flags.group().split("-")[0]:
+                return pattern[i:i + 3 + len(flags.group())]   # (?m: dot-all to Oniguruma, multi-line to `regex`
         if depth:
             if c == "[":
                 return "[" + pattern[i + 1:i + 2] if pattern[i + 1:i + 2] == ":" else "["

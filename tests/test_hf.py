@@ -200,7 +200,9 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
     assert [piece for piece, _ in split.pre_tokenize_str("x² cm³ ½")] == ["x²", "cm³", "½"]        # HF's reading
     for pattern, construct in [(r"\w+|\s+", r"\w"), (r"\W+|\p{L}+", r"\W"), (r"\b\p{L}+", r"\b"),
                                (r"[a-z&&[^aeiou]]+|\p{L}+", "&&"), (r"a\Kb|\p{L}", r"\K"),
-                               (r"[[:punct:]]+|\p{L}+", "[:"), (r"\h+|\p{L}+", r"\h"), (r"[a[b]]|\s", "[")]:
+                               (r"[[:punct:]]+|\p{L}+", "[:"), (r"\h+|\p{L}+", r"\h"), (r"[a[b]]|\s", "["),
+                               (r"(?m:.+)|\s", "(?m:"), (r"(?im)a|.", "(?im)"), (r"\p{Word}+|\s", r"\p{Word}"),
+                               (r"\p{XDigit}+|.", r"\p{XDigit}"), (r"\pL+|.", r"\pL"), (r"\X", r"\X")]:
         expected = f"has '{re.escape(construct)}'.*read differently"
         with pytest.raises(ValueError, match=expected):
             pattern_from_hf(pattern)
