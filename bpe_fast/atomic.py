@@ -94,15 +94,23 @@ def _signals_deferred() -> Iterator[None]:
     noted: list[int] = []
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     previous = {sig: handler for sig, handler in previous.items() if handler is not None}   # None: not Python's
-    for sig in previous:
-        signal.signal(sig, lambda number, frame: noted.append(number))
     try:
+        for sig in previous:
+            signal.signal(sig, lambda number, frame: noted.append(number))
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for number in noted:
-            signal.raise_signal(number)
+        _raise_signals(sorted(set(noted), key=lambda number: number != signal.SIGTERM))   # SIGTERM first
+
+
+def _raise_signals(numbers: list[int]) -> None:
+    """Raise each signal in turn, the later ones even when a handler raises (KeyboardInterrupt)."""
+    if numbers:
+        try:
+            signal.raise_signal(numbers[0])
+        finally:
+            _raise_signals(numbers[1:])
 
 
 @contextlib.contextmanager
@@ -122,10 +130,10 @@ def output_group() -> Iterator[OutputGroup]:
     group = OutputGroup()
     try:
         yield group
-    except BaseException:
+        group._commit()
+    except BaseException:       # in the block, or a failed rename: what was not renamed is removed
         group._discard()
         raise
-    group._commit()
 
 
 @contextlib.contextmanager

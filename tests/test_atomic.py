@@ -130,3 +130,45 @@ def test_a_signal_during_a_groups_renames_waits_until_every_file_is_renamed(tmp_
                     f.write(name)
     assert renamed == ["a", "b"]
     assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+
+
+def test_signals_noted_during_the_renames_are_all_handled_after(tmp_path, monkeypatch):
+    """SIGTERM and SIGINT both during the renames: each handler runs after them (re-raising SIGINT first
+    threw KeyboardInterrupt before SIGTERM was raised again, so its handler never ran)."""
+    import signal
+
+    from bpe_fast import atomic
+
+    handled = []
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: handled.append(number))
+    try:
+        real = os.replace
+
+        def replace(source, target):
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+            real(source, target)
+
+        monkeypatch.setattr(atomic.os, "replace", replace)
+        with pytest.raises(KeyboardInterrupt):
+            with atomic.output_group() as group:
+                for name in ("a", "b"):
+                    with group.output(tmp_path / name, "w") as f:
+                        f.write(name)
+        assert handled == [signal.SIGTERM]
+        assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_an_interruption_before_the_renames_removes_the_temporary_files(tmp_path, monkeypatch):
+    from bpe_fast import atomic
+
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(atomic, "_signals_deferred", interrupted)      # Ctrl-C as the commit begins
+    with pytest.raises(KeyboardInterrupt):
+        with atomic.output_group() as group:
+            with group.output(tmp_path / "a", "w") as f:
+                f.write("a")
+    assert os.listdir(tmp_path) == []
