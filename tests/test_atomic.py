@@ -106,11 +106,9 @@ def test_a_group_is_all_or_nothing(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["a", "b"]
 
 
-def test_a_signal_during_a_groups_renames_waits_until_every_file_is_renamed(tmp_path, monkeypatch):
-    """Ctrl-C between two renames left the first file new and the second old (a tokenizer's new vocab.json
-    beside its old merges.txt), and the second's temporary file behind."""
-    import signal
-
+def _group_renamed_under_signals(tmp_path, monkeypatch, signals):
+    """Write files a and b as an output group whose first rename sends `signals` to this process; the names
+    renamed, in order (the group's KeyboardInterrupt expected)."""
     from bpe_fast import atomic
 
     real = os.replace
@@ -118,7 +116,8 @@ def test_a_signal_during_a_groups_renames_waits_until_every_file_is_renamed(tmp_
 
     def replace(source, target):
         if not renamed:
-            os.kill(os.getpid(), signal.SIGINT)
+            for number in signals:
+                os.kill(os.getpid(), number)
         real(source, target)
         renamed.append(os.path.basename(target))
 
@@ -128,7 +127,15 @@ def test_a_signal_during_a_groups_renames_waits_until_every_file_is_renamed(tmp_
             for name in ("a", "b"):
                 with group.output(tmp_path / name, "w") as f:
                     f.write(name)
-    assert renamed == ["a", "b"]
+    return renamed
+
+
+def test_a_signal_during_a_groups_renames_waits_until_every_file_is_renamed(tmp_path, monkeypatch):
+    """Ctrl-C between two renames left the first file new and the second old (a tokenizer's new vocab.json
+    beside its old merges.txt), and the second's temporary file behind."""
+    import signal
+
+    assert _group_renamed_under_signals(tmp_path, monkeypatch, [signal.SIGINT]) == ["a", "b"]
     assert sorted(os.listdir(tmp_path)) == ["a", "b"]
 
 
@@ -137,28 +144,14 @@ def test_signals_noted_during_the_renames_are_all_handled_after(tmp_path, monkey
     threw KeyboardInterrupt before SIGTERM was raised again, so its handler never ran)."""
     import signal
 
-    from bpe_fast import atomic
-
     handled = []
     previous = signal.signal(signal.SIGTERM, lambda number, frame: handled.append(number))
     try:
-        real = os.replace
-
-        def replace(source, target):
-            os.kill(os.getpid(), signal.SIGINT)
-            os.kill(os.getpid(), signal.SIGTERM)
-            real(source, target)
-
-        monkeypatch.setattr(atomic.os, "replace", replace)
-        with pytest.raises(KeyboardInterrupt):
-            with atomic.output_group() as group:
-                for name in ("a", "b"):
-                    with group.output(tmp_path / name, "w") as f:
-                        f.write(name)
-        assert handled == [signal.SIGTERM]
-        assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+        renamed = _group_renamed_under_signals(tmp_path, monkeypatch, [signal.SIGINT, signal.SIGTERM])
     finally:
         signal.signal(signal.SIGTERM, previous)
+    assert renamed == ["a", "b"] and handled == [signal.SIGTERM]
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]
 
 
 def test_an_interruption_before_the_renames_removes_the_temporary_files(tmp_path, monkeypatch):
