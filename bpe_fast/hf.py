@@ -52,7 +52,7 @@ from numpy.typing import NDArray
 from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, rewrite_anchors
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, rewrite_anchors, shown_pattern
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .ranks import merge_rule_difference, rule_difference_of_indices
@@ -111,9 +111,8 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     except regex.error as exc:
         raise ValueError(f"the Split regex {split_regex!r} does not compile with `regex`: {exc}") from None
     except RecursionError:          # `regex`'s parser recurses into each group
-        shown = (repr(split_regex) if len(split_regex) <= 200
-                 else f"{split_regex[:100]!r}... ({len(split_regex):,} characters)")
-        raise ValueError(f"the Split regex {shown} does not compile with `regex`: groups nested too deeply") from None
+        raise ValueError(f"the Split regex {shown_pattern(split_regex)} does not compile with `regex`: groups nested "
+                         "too deeply") from None
     if rx.groups:
         raise ValueError(f"the Split regex {split_regex!r} has capturing groups; write them (?:...)")
     if rx.match("") is not None or any(m.start() == m.end() for m in rx.finditer(_PROBE)):

@@ -56,12 +56,12 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
     try:
         return regex.compile(pattern)
     except regex.error as exc:
-        raise ValueError(f"invalid pre-tokenization pattern {_shown(pattern)}: {exc}") from None
+        raise ValueError(f"invalid pre-tokenization pattern {shown_pattern(pattern)}: {exc}") from None
     except RecursionError:
-        raise ValueError(f"invalid pre-tokenization pattern {_shown(pattern)}: groups nested too deeply") from None
+        raise ValueError(f"invalid pre-tokenization pattern {shown_pattern(pattern)}: groups nested too deeply") from None
 
 
-def _shown(pattern: str) -> str:
+def shown_pattern(pattern: str) -> str:
     """A pattern for an error message: its repr, shortened past 200 characters."""
     return repr(pattern) if len(pattern) <= 200 else f"{pattern[:100]!r}... ({len(pattern):,} characters)"
 
