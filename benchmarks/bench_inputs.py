@@ -9,7 +9,9 @@ Each form is made once from the corpus (documents split at <|endoftext|>); the r
 machine noise hits all alike, and the ratios come from the medians. The iterator reads the text file in 1 MB blocks
 and yields its documents as it goes (a streaming source: it never holds the corpus). The form "list" (not run
 unless asked: --forms file,list) is an iterator over a list of the documents read into memory before the clock
-starts (the caller holds the corpus; its peak memory includes the list).
+starts (the caller holds the corpus; its peak memory includes the list). The form "bytes" (not run unless asked)
+is the streaming iterator yielding each document's bytes undecoded, as train_bpe also takes them: the caller's
+own work without decoding to str (bpe_fast checks the UTF-8 in its workers).
 
     python benchmarks/bench_inputs.py --corpus stories2g.txt --train 10000 --forms file,list,iterator \
         --baseline-build /tmp/old      # each form but the file also with the bpe_fast built in /tmp/old
@@ -40,8 +42,8 @@ EOT = "<|endoftext|>"
 FORMS = ("file", "iterator", "gz", "parquet", "jsonl")
 
 
-def stream_documents(path, block=1 << 20):
-    """The documents of a text file (split at EOT), read block by block."""
+def stream_documents(path, block=1 << 20, decode=True):
+    """The documents of a text file (split at EOT), read block by block: str, or with decode=False bytes."""
     sep = EOT.encode()
     carry = b""
     with open(path, "rb") as f:
@@ -51,9 +53,12 @@ def stream_documents(path, block=1 << 20):
                 break
             parts = (carry + data).split(sep)
             carry = parts.pop()
-            for part in parts:
-                yield part.decode("utf-8")
-    yield carry.decode("utf-8")
+            if decode:
+                for part in parts:
+                    yield part.decode("utf-8")
+            else:
+                yield from parts
+    yield carry.decode("utf-8") if decode else carry
 
 
 def make_forms(text_path, folder):
@@ -78,7 +83,8 @@ def count_form(form, inputs, text_path, processes, vocab_size=None, docs=None):
     """count_pretokens of the form (or with vocab_size, train_bpe: returns its merges); docs: the documents in
     memory, for the form "list"."""
     from bpe_fast import count_pretokens, train_bpe
-    source = stream_documents(text_path) if form == "iterator" else iter(docs) if form == "list" else inputs[form]
+    source = (stream_documents(text_path) if form == "iterator" else stream_documents(text_path, decode=False)
+              if form == "bytes" else iter(docs) if form == "list" else inputs[form])
     if vocab_size:
         return train_bpe(source, vocab_size, [EOT], num_processes=processes)[1]
     return count_pretokens(source, [EOT], num_processes=processes)
@@ -126,14 +132,17 @@ def _worker(form, inputs, text_path, processes, vocab_size):
     """Run one count in this process; print its time and peak memory (this process's + its largest child's:
     with 2 processes, the peak of both)."""
     docs = list(stream_documents(text_path)) if form == "list" else None
+    before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     counts = count_form(form, inputs, text_path, processes, vocab_size, docs)
     took = time.perf_counter() - start
     own = _vm_hwm_kb()         # ru_maxrss would keep the peak of the process this one was exec'd from
+    after = resource.getrusage(resource.RUSAGE_SELF)    # this process's CPU while counting: the caller's work
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     # the merges (bytes hashes differ between processes: sha256 of their repr), or the distinct pre-tokens
     digest = hashlib.sha256(repr(counts).encode()).hexdigest()[:16] if vocab_size else len(counts)
-    print(json.dumps({"seconds": took, "peak_kb": own + child, "distinct": digest}))
+    print(json.dumps({"seconds": took, "peak_kb": own + child, "distinct": digest,
+                      "caller_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}))
 
 
 def main(argv=None):
@@ -157,7 +166,7 @@ def main(argv=None):
         builds.update({f"{form}@baseline": os.path.abspath(args.baseline_build) for form in forms if form != "file"})
     with tempfile.TemporaryDirectory(prefix="bpe_fast-inputs-", dir=os.path.dirname(os.path.abspath(args.corpus))) \
             as folder:
-        inputs = (make_forms(args.corpus, folder) if set(forms) - {"file", "iterator", "list"}
+        inputs = (make_forms(args.corpus, folder) if set(forms) - {"file", "iterator", "list", "bytes"}
                   else {"file": args.corpus})
         runs = {label: [] for label in builds}
         for _ in range(args.rounds):
@@ -181,14 +190,16 @@ def main(argv=None):
     lines = [f"{what} arriving in each form, "
              f"{args.processes} processes, median of {args.rounds} alternating rounds, "
              f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores.", "",
-             "| input | on disk | time | vs the text file | peak memory |", "| --- | ---: | ---: | ---: | ---: |"]
+             "| input | on disk | time | vs the text file | peak memory | CPU of the calling process |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for label in builds:
         form = label.split("@")[0]
         peak = max(r["peak_kb"] for r in runs[label]) / 1024
         disk = f"{sizes[form] / 1e6:.0f} MB" if form in sizes else "(in memory)" if form == "list" else "(streamed)"
         name = f"{form}, {args.baseline_build}" if "@" in label else form
+        cpu = statistics.median(r["caller_cpu"] for r in runs[label])
         lines.append(f"| {name} | {disk} | {median[label]:.2f} s | {median[label] / median['file']:.2f}x | "
-                     f"{peak:.0f} MB |")
+                     f"{peak:.0f} MB | {cpu:.2f} s |")
     table = "\n".join(lines) + "\n"
     print(table)
     if args.out:

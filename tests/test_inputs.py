@@ -572,7 +572,7 @@ def test_compressed_parquet_is_refused(tmp_path):
 # items for pull_utf8: strs of every kind, with lone surrogates, bytes, ints, and runs of 16 ASCII characters and
 # more in strs of every kind (converted 16 at a time)
 _PULL_ITEMS = st.lists(st.one_of(st.text(max_size=12), st.text(alphabet="a\ud800\udfff日", max_size=4),
-                                 st.binary(max_size=3), st.integers(),
+                                 st.binary(max_size=3), st.binary(max_size=3).map(bytearray), st.integers(),
                                  st.lists(st.sampled_from(["abcdefghijklmnopq", "é", "\u00ff", "日", "\U0001F600",
                                                            "\ud800", "x"]), max_size=8).map("".join)), max_size=12)
 
@@ -584,14 +584,20 @@ def _most_bytes_a_character(text):
 
 
 def pull_oracle(items, budget, room=None):
-    """What bpe_fast._encode.pull_utf8 returns, in plain Python: plain str items without surrogates are taken
-    (their UTF-8) until their total reaches budget; another item stops the pull and is handed back. With room
-    (the size of an `out` buffer), so is an item whose characters, at the most bytes a character of its kind
-    takes, might not fit in what is left."""
+    """What bpe_fast._encode.pull_utf8 returns, in plain Python: plain str items without surrogates (their UTF-8)
+    and plain bytes items (as they are) are taken until their total reaches budget; another item stops the pull
+    and is handed back. With room (the size of an `out` buffer), so is bytes that does not fit in what is left,
+    and a str whose characters, at the most bytes a character of its kind takes, might not."""
     data, lengths = b"", []
     for k, item in enumerate(items):
         if len(data) >= budget:
             return data, lengths, 0, None, k
+        if type(item) is bytes:
+            if room is not None and len(item) > room - len(data):
+                return data, lengths, 2, item, k + 1
+            data += item
+            lengths.append(len(item))
+            continue
         if type(item) is not str or any(0xD800 <= ord(c) <= 0xDFFF for c in item):
             return data, lengths, 2, item, k + 1
         if room is not None and len(item) * _most_bytes_a_character(item) > room - len(data):
@@ -611,7 +617,7 @@ def test_pull_utf8_equals_oracle(items, budget):
 
     iterator = iter(items)
     data, lengths, state, item, pulled = pull_oracle(items, budget)
-    out = bytearray(4 * sum(len(x) for x in items if isinstance(x, str)) + 4)   # room for every str item
+    out = bytearray(4 * sum(len(x) for x in items if isinstance(x, (str, bytes))) + 4)     # room for every item
     got = pull_utf8(iterator, budget, out)
     assert (got[0], got[1].tolist(), got[2]) == (len(data), lengths, state) and out[:len(data)] == data
     assert got[3] is item or got[3] == item
@@ -626,6 +632,8 @@ def test_pull_utf8_equals_oracle(items, budget):
 @example(items=["abc", "é"], budget=100, room=4)                # 1 character of 2 bytes at most: fits
 @example(items=["abc", "éa"], budget=100, room=6)               # 2 characters of 2 bytes at most: might not
 @example(items=["", "a"], budget=10, room=0)
+@example(items=[b"ab", b"cde"], budget=100, room=5)             # bytes: exactly full
+@example(items=[b"ab", b"cdef"], budget=100, room=5)            # bytes that do not fit: handed back
 def test_pull_utf8_into_a_buffer_equals_oracle(items, budget, room):
     from bpe_fast._encode import pull_utf8
 
