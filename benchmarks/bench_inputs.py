@@ -11,7 +11,8 @@ and yields its documents as it goes (a streaming source: it never holds the corp
 unless asked: --forms file,list) is an iterator over a list of the documents read into memory before the clock
 starts (the caller holds the corpus; its peak memory includes the list). The form "bytes" (not run unless asked)
 is the streaming iterator yielding each document's bytes undecoded, as train_bpe also takes them: the caller's
-own work without decoding to str (bpe_fast checks the UTF-8 in its workers).
+own work without decoding to str (bpe_fast checks the UTF-8 in its workers). The form "dicts" (not run unless
+asked) is the streaming iterator yielding {"text": str} records, as HF datasets and JSON readers give them.
 
     python benchmarks/bench_inputs.py --corpus stories2g.txt --train 10000 --forms file,list,iterator \
         --baseline-build /tmp/old      # each form but the file also with the bpe_fast built in /tmp/old
@@ -84,7 +85,8 @@ def count_form(form, inputs, text_path, processes, vocab_size=None, docs=None):
     memory, for the form "list"."""
     from bpe_fast import count_pretokens, train_bpe
     source = (stream_documents(text_path) if form == "iterator" else stream_documents(text_path, decode=False)
-              if form == "bytes" else iter(docs) if form == "list" else inputs[form])
+              if form == "bytes" else ({"text": d} for d in stream_documents(text_path)) if form == "dicts"
+              else iter(docs) if form == "list" else inputs[form])
     if vocab_size:
         return train_bpe(source, vocab_size, [EOT], num_processes=processes)[1]
     return count_pretokens(source, [EOT], num_processes=processes)
@@ -166,7 +168,7 @@ def main(argv=None):
         builds.update({f"{form}@baseline": os.path.abspath(args.baseline_build) for form in forms if form != "file"})
     with tempfile.TemporaryDirectory(prefix="bpe_fast-inputs-", dir=os.path.dirname(os.path.abspath(args.corpus))) \
             as folder:
-        inputs = (make_forms(args.corpus, folder) if set(forms) - {"file", "iterator", "list", "bytes"}
+        inputs = (make_forms(args.corpus, folder) if set(forms) - {"file", "iterator", "list", "bytes", "dicts"}
                   else {"file": args.corpus})
         runs = {label: [] for label in builds}
         for _ in range(args.rounds):

@@ -29,6 +29,7 @@ hands the boundaries to BPECore.encode_pretokens. The Python layer checks argume
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_CheckExact, PyDict_GetItemWithError
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.object cimport PyObject
@@ -1178,23 +1179,23 @@ cdef void _texts_to_utf8(const int* kinds, const void* const* buffers, const Py_
         offsets[k + 1] = at
 
 
-def pull_utf8(iterator, Py_ssize_t budget, out):
+def pull_utf8(iterator, Py_ssize_t budget, out, field=None):
     """For bpe_fast.inputs (an iterable of documents read in batches): pull items from `iterator` while each is
-    a plain str without a lone surrogate or a plain bytes, until their UTF-8 reaches `budget` bytes or the
-    iterator ends, writing their UTF-8 (a bytes item as it is: the counting workers check it) one after another
-    into `out` (a writable buffer of bytes, such as a shared slot that the workers read). Returns (written,
-    lengths, state, item): the bytes written; each item's UTF-8 length (int64 array); state 0: the budget was
-    reached, 1: the iterator is exhausted, 2: `item` was pulled and is not taken (neither a plain str nor plain
-    bytes, a str with a lone surrogate, bytes that do not fit what is left of `out`, or a str whose UTF-8 might
-    not, at the most bytes a character of its str's kind takes: the caller converts it, or names the error).
-    The Python loop this replaces cost about a microsecond an item in the calling process, which feeds all the
-    counting workers (bytes items handed back one at a time cost the caller 5 us each: 16 s of CPU for 3.2
-    million documents); writing into a buffer used again and again, rather than a fresh bytes object a batch
-    whose pages the kernel must fault in, saves most of the rest (about 1 ns a byte against 0.2 ns for the
-    conversion).
+    a plain str without a lone surrogate or a plain bytes (or, with `field`, a plain dict whose `field` holds
+    one), until their UTF-8 reaches `budget` bytes or the iterator ends, writing their UTF-8 (bytes as they are:
+    the counting workers check them) one after another into `out` (a writable buffer of bytes, such as a shared
+    slot that the workers read). Returns (written, lengths, state, item): the bytes written; each item's UTF-8
+    length (int64 array); state 0: the budget was reached, 1: the iterator is exhausted, 2: `item` was pulled
+    and is not taken (none of those, a dict without the field, a str with a lone surrogate, bytes that do not
+    fit what is left of `out`, or a str whose UTF-8 might not, at the most bytes a character of its str's kind
+    takes: the caller converts it, or names the error). The Python loop this replaces cost about a microsecond
+    an item in the calling process, which feeds all the counting workers (items handed back one at a time cost
+    it about 5 us each: 16 s of CPU for 3.2 million bytes documents); writing into a buffer used again and
+    again, rather than a fresh bytes object a batch whose pages the kernel must fault in, saves most of the
+    rest (about 1 ns a byte against 0.2 ns for the conversion).
 
-    Worked example: pull_utf8(iter(["ab", b"\xc3\xa9", 3]), 100, buf) -> (4, [2, 2], 2, 3), buf starting
-    b"ab\xc3\xa9"."""
+    Worked example: pull_utf8(iter(["ab", {"t": b"\xc3\xa9"}, 3]), 100, buf, "t") -> (4, [2, 2], 2, 3), buf
+    starting b"ab\xc3\xa9"."""
     cdef vector[int64_t] lengths
     cdef Py_ssize_t n, at = 0, written, need
     cdef int kind, state = 1
@@ -1202,32 +1203,40 @@ def pull_utf8(iterator, Py_ssize_t budget, out):
     cdef Py_ssize_t room = target.shape[0]
     cdef uint8_t* base = &target[0] if room else NULL
     cdef object end = _PULL_END
+    cdef PyObject* found
     item = None
     while at < budget:
         obj = next(iterator, end)
         if obj is end:
             break
-        if PyBytes_CheckExact(obj):
-            n = PyBytes_GET_SIZE(obj)
+        value = obj
+        if field is not None and PyDict_CheckExact(obj):
+            found = PyDict_GetItemWithError(obj, field)
+            if found == NULL:               # no such field: the caller names it
+                state, item = 2, obj
+                break
+            value = <object>found
+        if PyBytes_CheckExact(value):
+            n = PyBytes_GET_SIZE(value)
             if n > room - at:
                 state, item = 2, obj
                 break
             if n:
-                memcpy(base + at, PyBytes_AS_STRING(obj), n)
+                memcpy(base + at, PyBytes_AS_STRING(value), n)
             at += n
             lengths.push_back(n)
             continue
-        if not PyUnicode_CheckExact(obj):
+        if not PyUnicode_CheckExact(value):
             state, item = 2, obj
             break
-        bpe_fast_unicode_ready(obj)
-        n = PyUnicode_GET_LENGTH(obj)
-        kind = 0 if PyUnicode_IS_ASCII(obj) else PyUnicode_KIND(obj)
+        bpe_fast_unicode_ready(value)
+        n = PyUnicode_GET_LENGTH(value)
+        kind = 0 if PyUnicode_IS_ASCII(value) else PyUnicode_KIND(value)
         need = n * (1 if kind == 0 else 4 if kind == 4 else kind + 1)
         if need > room - at:
             state, item = 2, obj
             break
-        written = str_to_utf8_strict(kind, PyUnicode_DATA(obj), n, base + at)
+        written = str_to_utf8_strict(kind, PyUnicode_DATA(value), n, base + at)
         if written < 0:                     # a lone surrogate: the caller names it
             state, item = 2, obj
             break

@@ -751,9 +751,10 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
                            slots: Slots) -> Iterator[Batch | SlotBatch]:
     """The Batches of an iterable without caps, each batch's UTF-8 written straight into a leased slot: no
     bytes object made and copied a batch, and memory whose pages were faulted in once (a fresh 4 MB bytes
-    object a batch cost more than the conversion). Runs of plain str items are pulled and made UTF-8 natively
-    (bpe_fast._encode.pull_utf8); any other item (bytes, a mapping, a str subclass, a str with a lone
-    surrogate) is converted, or named in the error, here. A batch stops at batch_bytes or when the slot is full: an item whose UTF-8 does not
+    object a batch cost more than the conversion). Runs of plain str and bytes items (and of plain dicts whose
+    text_field holds one) are pulled and made UTF-8 natively (bpe_fast._encode.pull_utf8); any other item (a
+    bytearray, another mapping, a str subclass, a str with a lone surrogate) is converted, or named in the
+    error, here. A batch stops at batch_bytes or when the slot is full: an item whose UTF-8 does not
     fit what is left starts the next one, and one bigger than a slot goes as a Batch of its own. When no slot
     comes free soon (more counters than slots), the batch is made the same way in a buffer of its own and goes
     as a Batch."""
@@ -772,7 +773,7 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
             lengths.append(len(carry))
             at, index, carry = len(carry), index + 1, None
         while at < batch_bytes and state != 1:
-            written, pulled, state, item = pull_utf8(iterator, batch_bytes - at, view[at:])
+            written, pulled, state, item = pull_utf8(iterator, batch_bytes - at, view[at:], text_field)
             if len(pulled):
                 lengths.append(pulled)
                 at += written

@@ -573,6 +573,9 @@ def test_compressed_parquet_is_refused(tmp_path):
 # more in strs of every kind (converted 16 at a time)
 _PULL_ITEMS = st.lists(st.one_of(st.text(max_size=12), st.text(alphabet="a\ud800\udfff日", max_size=4),
                                  st.binary(max_size=3), st.binary(max_size=3).map(bytearray), st.integers(),
+                                 st.fixed_dictionaries({"text": st.one_of(st.text(alphabet="ab\ud800日", max_size=4),
+                                                                          st.binary(max_size=3), st.integers())}),
+                                 st.just({"title": "a"}),
                                  st.lists(st.sampled_from(["abcdefghijklmnopq", "é", "\u00ff", "日", "\U0001F600",
                                                            "\ud800", "x"]), max_size=8).map("".join)), max_size=12)
 
@@ -583,42 +586,49 @@ def _most_bytes_a_character(text):
     return 1 if widest < 0x80 else 2 if widest < 0x100 else 3 if widest < 0x10000 else 4
 
 
-def pull_oracle(items, budget, room=None):
+def pull_oracle(items, budget, room=None, field=None):
     """What bpe_fast._encode.pull_utf8 returns, in plain Python: plain str items without surrogates (their UTF-8)
-    and plain bytes items (as they are) are taken until their total reaches budget; another item stops the pull
-    and is handed back. With room (the size of an `out` buffer), so is bytes that does not fit in what is left,
-    and a str whose characters, at the most bytes a character of its kind takes, might not."""
+    and plain bytes items (as they are), and with `field` plain dicts whose field holds one, are taken until
+    their total reaches budget; another item stops the pull and is handed back. With room (the size of an `out`
+    buffer), so is bytes that does not fit in what is left, and a str whose characters, at the most bytes a
+    character of its kind takes, might not."""
     data, lengths = b"", []
     for k, item in enumerate(items):
         if len(data) >= budget:
             return data, lengths, 0, None, k
-        if type(item) is bytes:
-            if room is not None and len(item) > room - len(data):
+        value = item
+        if field is not None and type(item) is dict:
+            if field not in item:
                 return data, lengths, 2, item, k + 1
-            data += item
-            lengths.append(len(item))
+            value = item[field]
+        if type(value) is bytes:
+            if room is not None and len(value) > room - len(data):
+                return data, lengths, 2, item, k + 1
+            data += value
+            lengths.append(len(value))
             continue
-        if type(item) is not str or any(0xD800 <= ord(c) <= 0xDFFF for c in item):
+        if type(value) is not str or any(0xD800 <= ord(c) <= 0xDFFF for c in value):
             return data, lengths, 2, item, k + 1
-        if room is not None and len(item) * _most_bytes_a_character(item) > room - len(data):
+        if room is not None and len(value) * _most_bytes_a_character(value) > room - len(data):
             return data, lengths, 2, item, k + 1
-        data += item.encode("utf-8")
-        lengths.append(len(item.encode("utf-8")))
+        data += value.encode("utf-8")
+        lengths.append(len(value.encode("utf-8")))
     return data, lengths, (0 if len(data) >= budget else 1), None, len(items)
 
 
 @settings(max_examples=300, deadline=None)
-@given(items=_PULL_ITEMS, budget=st.integers(min_value=1, max_value=120))
-@example(items=["", "a"], budget=10)
-@example(items=["", ""], budget=10)
-@example(items=["", "\ud800"], budget=10)
-def test_pull_utf8_equals_oracle(items, budget):
+@given(items=_PULL_ITEMS, budget=st.integers(min_value=1, max_value=120), field=st.sampled_from([None, "text"]))
+@example(items=["", "a"], budget=10, field=None)
+@example(items=["", ""], budget=10, field=None)
+@example(items=["", "\ud800"], budget=10, field=None)
+@example(items=[{"text": "a"}, {"title": "a"}], budget=10, field="text")
+def test_pull_utf8_equals_oracle(items, budget, field):
     from bpe_fast._encode import pull_utf8
 
     iterator = iter(items)
-    data, lengths, state, item, pulled = pull_oracle(items, budget)
-    out = bytearray(4 * sum(len(x) for x in items if isinstance(x, (str, bytes))) + 4)     # room for every item
-    got = pull_utf8(iterator, budget, out)
+    data, lengths, state, item, pulled = pull_oracle(items, budget, field=field)
+    out = bytearray(4 * sum(len(x) if isinstance(x, (str, bytes)) else 12 for x in items) + 4)  # room for all
+    got = pull_utf8(iterator, budget, out, field)
     assert (got[0], got[1].tolist(), got[2]) == (len(data), lengths, state) and out[:len(data)] == data
     assert got[3] is item or got[3] == item
     assert list(iterator) == items[pulled:]        # nothing pulled beyond what it took or handed back
@@ -638,9 +648,9 @@ def test_pull_utf8_into_a_buffer_equals_oracle(items, budget, room):
     from bpe_fast._encode import pull_utf8
 
     iterator = iter(items)
-    data, lengths, state, item, pulled = pull_oracle(items, budget, room)
+    data, lengths, state, item, pulled = pull_oracle(items, budget, room, "text")
     out = bytearray(b"\xee" * (room + 4))                       # 4 guard bytes past the view
-    got = pull_utf8(iterator, budget, memoryview(out)[:room])
+    got = pull_utf8(iterator, budget, memoryview(out)[:room], "text")
     assert (got[0], got[1].tolist(), got[2]) == (len(data), lengths, state)
     assert bytes(out[:len(data)]) == data and out[room:] == b"\xee" * 4
     assert got[3] is item or got[3] == item
