@@ -278,10 +278,11 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
     """Count the pre-tokens of a corpus; returns PretokenCounts.
 
     inputs: a path (text, .gz/.bz2/.xz/.zst, .jsonl, .parquet), a directory, a glob, a list of those, or an
-    iterable of documents (str, bytes, or mappings with `text_field`); see bpe_fast.inputs. Each document is
-    counted on its own (pre-tokens never cross documents). max_bytes / max_documents take the corpus's first
-    bytes / documents (a text file is one document). With `client` (a dask.distributed.Client) the counting
-    of text files runs on that Dask cluster instead of local processes; every worker must see the paths.
+    iterable of documents (str, bytes, or mappings with `text_field`, or lists of those: batches); see
+    bpe_fast.inputs. Each document is counted on its own (pre-tokens never cross documents). max_bytes /
+    max_documents take the corpus's first bytes / documents (a text file is one document). With `client` (a
+    dask.distributed.Client) the counting of text files runs on that Dask cluster instead of local processes;
+    every worker must see the paths.
     progress, if given, is called as progress("count", bytes_done, bytes_total) now and then, over all the inputs
     (bytes_total is None unless every input is an uncompressed text file: the others' text is known only as it
     is read).

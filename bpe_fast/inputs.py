@@ -4,7 +4,9 @@ An input is
   * a path: a text file, a directory (its files, sorted; hidden ones skipped) or a glob ("shards/*.txt");
   * a list or tuple of such paths (taken in order);
   * any other iterable (a generator, a dataset): its items are documents, each a `str`, `bytes` (UTF-8) or a
-    mapping holding the text under `text_field` (as the rows of HF datasets do).
+    mapping holding the text under `text_field` (as the rows of HF datasets do); an item that is a list is a
+    batch of such documents (as HF's train_from_iterator takes them), whose documents are numbered as items
+    of the input (in errors and for max_documents).
 
 Files are read by extension: `.gz`, `.bz2`, `.xz` and `.zst` (the `zstandard` package) are decompressed as
 they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, its text under `text_field`),
@@ -754,14 +756,15 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
     object a batch cost more than the conversion). Runs of plain str and bytes items (and of plain dicts whose
     text_field holds one) are pulled and made UTF-8 natively (bpe_fast._encode.pull_utf8); any other item (a
     bytearray, another mapping, a str subclass, a str with a lone surrogate) is converted, or named in the
-    error, here. A batch stops at batch_bytes or when the slot is full: an item whose UTF-8 does not
-    fit what is left starts the next one, and one bigger than a slot goes as a Batch of its own. When no slot
-    comes free soon (more counters than slots), the batch is made the same way in a buffer of its own and goes
-    as a Batch."""
-    iterator = iter(iterable)
-    index, state = 0, 0
+    error, here. A list item is a batch of documents (as HF's train_from_iterator takes them): its items are
+    pulled the same way, numbered as items of the input. A batch stops at batch_bytes or when the slot is full:
+    an item whose UTF-8 does not fit what is left starts the next one, and one bigger than a slot goes as a
+    Batch of its own. When no slot comes free soon (more counters than slots), the batch is made the same way
+    in a buffer of its own and goes as a Batch."""
+    sources = [iter(iterable)]          # the input, and above it the items of a list item being pulled
+    index, done = 0, False
     carry: bytes | None = None          # the UTF-8 of an item that did not fit the last slot
-    while state != 1 or carry is not None:
+    while not done or carry is not None:
         slot = slots.lease()
         array = slots.view(slot) if slot is not None else np.empty(slots.slot_bytes, dtype=np.uint8)
         view = array.data               # a memoryview: its slice assignment costs far less than an array's
@@ -772,13 +775,18 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
             view[:len(carry)] = carry
             lengths.append(len(carry))
             at, index, carry = len(carry), index + 1, None
-        while at < batch_bytes and state != 1:
-            written, pulled, state, item = pull_utf8(iterator, batch_bytes - at, view[at:], text_field)
+        while at < batch_bytes and not done:
+            written, pulled, state, item = pull_utf8(sources[-1], batch_bytes - at, view[at:], text_field)
             if len(pulled):
                 lengths.append(pulled)
                 at += written
                 index += len(pulled)
-            if state == 2:                      # not a plain str, or too big for what is left: converted here
+            if state == 1:                      # the input, or the list item being pulled, is exhausted
+                sources.pop()
+                done = not sources
+            elif state == 2 and type(item) is list and len(sources) == 1:
+                sources.append(iter(item))      # a batch of documents
+            elif state == 2:                    # not a plain str, or too big for what is left: converted here
                 document = _document_utf8(item, index, text_field)
                 if at + len(document) > room:
                     carry = document
@@ -816,8 +824,11 @@ def _document_of(item: object, index: int, text_field: str) -> str | bytes:
             return bytes(text)
         raise TypeError(f"item {index} of the input: field {text_field!r} is {type(text).__name__}; documents "
                         f"must be str or bytes")
+    if type(item) is list:
+        raise TypeError(f"item {index} of the input is a list inside a list item (a list item is a batch of "
+                        f"documents: str, bytes or mappings with a {text_field!r} field)")
     raise TypeError(f"item {index} of the input is {type(item).__name__}; documents must be str or "
-                    f"bytes (or mappings with a {text_field!r} field)")
+                    f"bytes (or mappings with a {text_field!r} field, or lists of those)")
 
 
 def _batch_of(blobs: Iterable[bytes], lengths: Sequence[int], name: str, first: int,
@@ -830,9 +841,13 @@ def _batch_of(blobs: Iterable[bytes], lengths: Sequence[int], name: str, first: 
 
 
 def _iterable_documents(iterable: Iterable[Any], text_field: str) -> Iterator[tuple[bytes, None]]:
-    """(UTF-8 text, None) of each item of an iterable input (for read_batches with caps)."""
-    for index, item in enumerate(iterable):
-        yield _document_utf8(item, index, text_field), None
+    """(UTF-8 text, None) of each item of an iterable input (for read_batches with caps); a list item is a
+    batch of items, numbered as items of the input."""
+    index = 0
+    for item in iterable:
+        for document in item if type(item) is list else (item,):
+            yield _document_utf8(document, index, text_field), None
+            index += 1
 
 
 def _document_utf8(item: object, index: int, text_field: str) -> bytes:
