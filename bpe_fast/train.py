@@ -143,7 +143,8 @@ def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: 
       initial: a bpe_fast.Tokenizer to continue: its ids, tokens and merges are kept, its merges are
         applied to the counts first, and the new tokens get ids after its largest id (vocab_size counts its
         tokens as its vocab_size, largest id + 1). Its special tokens stay; those of special_tokens it lacks
-        are added (after its vocabulary, or at the end). The counts must be made with its pattern.
+        are added (after its vocabulary, or at the end). The counts must be made with its pattern and
+        its special tokens (with the new ones), as train_bpe splits the corpus on them.
     Returns (vocab, merges); continuing, merges is the initial tokenizer's followed by the new ones.
 
     >>> vocab, merges = train_from_counts({b"hello": 5, b"help": 2}, 259, min_frequency=3)   # doctest: +SKIP
@@ -152,9 +153,15 @@ def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: 
     if special_tokens is None:
         special_tokens = made_with or ()
     special_tokens = SpecialTokens.of(special_tokens)
+    with_initial = ""
+    if initial is not None:     # its special tokens split the corpus too (as train_bpe splits it)
+        check_train_options(initial=initial)
+        special_tokens = SpecialTokens(list(initial.special_tokens)
+                                       + [t for t in special_tokens if t not in initial.special_tokens])
+        with_initial = " (with the initial tokenizer's)"
     if made_with is not None and set(made_with) != set(special_tokens):
         raise ValueError(f"the counts were made with special tokens {list(made_with)}, "
-                         f"not {list(special_tokens)}")
+                         f"not {list(special_tokens)}{with_initial}")
     return _train(counts, vocab_size, special_tokens, progress, stacklevel=3, min_frequency=min_frequency,
                   max_token_length=max_token_length, special_tokens_position=special_tokens_position,
                   pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)

@@ -337,6 +337,26 @@ def test_initial_tokenizer_must_suit(tmp_path):
         train_from_counts({b"abc": 2}, 300, initial=loose)
 
 
+def test_train_from_counts_continuing_needs_counts_split_on_the_initial_special_tokens():
+    # train_bpe(initial=tok) splits the corpus on tok's special tokens; counts made without them hold EOT as
+    # text ("<|", "endoftext", "|>"), so training on them would learn merges train_bpe never makes: refused. Counts
+    # made with them train as train_bpe does, whether special_tokens is left out or given without them.
+    text = f"eot{EOT}eot eot{EOT}|> xyz xyz"
+    initial = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: EOT.encode()}, [], [EOT])
+    without = count_pretokens(iter([text]), [], num_processes=1)
+    with pytest.raises(ValueError, match=r"made with special tokens \[\], not \['<\|endoftext\|>'\]"):
+        train_from_counts(without, 262, initial=initial)
+    with pytest.raises(ValueError, match="special tokens"):
+        train_from_counts(count_pretokens(iter([text]), ["<|pad|>"], num_processes=1), 262, ["<|pad|>"],
+                          initial=initial)
+    want = oracle_train_options(oracle_count_pretokens(text, [EOT], GPT2_PATTERN), 262, [EOT],
+                                initial=(dict(initial.vocab), [], [EOT]))
+    counts = count_pretokens(iter([text]), [EOT], num_processes=1)
+    assert quiet(train_from_counts, counts, 262, initial=initial) == want
+    assert quiet(train_from_counts, counts, 262, [], initial=initial) == want
+    assert quiet(train_bpe, iter([text]), 262, initial=initial, num_processes=1) == want
+
+
 def test_train_bpe_continues_with_the_initial_pattern_and_special_tokens(tmp_path):
     # no pattern, no special tokens given: the initial tokenizer's GPT-4 pattern and its <|endoftext|> split the
     # new corpus (with GPT-2's pattern or without the split, the oracle's counts differ)
