@@ -103,6 +103,25 @@ def test_bad_arguments_fail_before_anything_is_submitted(client, corpus_files):
         count_pretokens(corpus_files[0], client="tcp://127.0.0.1:8786")
 
 
+def test_inputs_the_workers_cannot_read_as_text_are_refused_naming_them(client, tmp_path):
+    # the workers count a file's bytes as they are: a JSON lines file was counted with its JSON syntax as text
+    # ('{"', '":' ...), a .gz file as compressed bytes (an invalid UTF-8 error, or with errors="replace" U+FFFD
+    # counts); each is refused naming it, as the local counting would read it otherwise
+    import gzip
+    import json
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text(json.dumps({"text": "hello world"}) + "\n")
+    assert count_pretokens(jsonl, num_processes=1) == {b"hello": 1, b" world": 1}
+    packed = tmp_path / "text.txt.gz"
+    with gzip.open(packed, "wt") as f:
+        f.write("hello world")
+    for path, kind in ((jsonl, "jsonl"), (packed, "compressed text")):
+        for errors in ("strict", "replace"):
+            with pytest.raises(ValueError, match=rf"{path.name}: with a Dask client, .*uncompressed text files, "
+                                                 rf"not {kind}"):
+                count_pretokens([write(tmp_path, "hello", "ok.txt"), path], client=client, errors=errors)
+
+
 def test_importing_bpe_fast_does_not_import_dask(tmp_path):
     # run outside the source tree: `python -c` puts its working folder first on sys.path, and the tests are
     # of the installed (compiled) package
