@@ -641,6 +641,8 @@ def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str, erro
     if not line.strip():
         return None
     try:
+        if errors == "replace":     # json.loads reads the UTF-8 of surrogates (ED A0 80: not UTF-8), which is
+            line.decode("utf-8")    # replaced as in a text file
         record = _json_record(line, path, line_no)     # as json.loads reads bytes (a BOM, surrogates as UTF-8)
     except UnicodeDecodeError as exc:
         if errors != "replace":

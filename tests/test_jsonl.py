@@ -256,6 +256,33 @@ def test_invalid_utf8_in_a_json_line_is_named_or_replaced(tmp_path, monkeypatch)
             assert got == expected
 
 
+def test_the_utf8_of_a_surrogate_in_a_json_line_is_replaced_as_in_a_text_file(tmp_path, monkeypatch):
+    # ED A0 80 (a surrogate's UTF-8, as CESU-8 / WTF-8 writers leave it) is not UTF-8: a text file holding it
+    # reads with U+FFFD for each byte under errors="replace". json.loads reads it as a lone surrogate, so a JSON
+    # line holding it in its text was an error ("holds a lone surrogate") even with errors="replace".
+    from bpe_fast import count_pretokens
+    from corpora import EOT
+    from train_oracle import oracle_count_pretokens
+    worker_ranges(monkeypatch)
+    raw = [json.dumps({"text": f"doc {k} caf\u00e9"}, ensure_ascii=False).encode() for k in range(300)]
+    raw[40] = b'{"text": "cut \xed\xa0\x80 here"}'
+    raw[200] = b'{"text": "x \xed\xb0\x80\xed\xa0\x80y"}'
+    data = b"\n".join(raw) + b"\n"
+    (tmp_path / "c.jsonl").write_bytes(data)
+    texts = [line.decode("utf-8", "replace") for line in raw]
+    docs = [t[len('{"text": "'):-len('"}')] for t in texts]
+    assert docs[40] == "cut \ufffd\ufffd\ufffd here"
+    expected = oracle_count_pretokens(EOT.join(docs), [EOT], GPT2)
+    for procs in (1, 2):
+        assert count_pretokens(tmp_path / "c.jsonl", [EOT], num_processes=procs, chunk_bytes=1 << 10,
+                               errors="replace") == expected
+        with pytest.raises(InputError, match="c.jsonl:41: .*lone surrogate"):     # strict: json.loads's error
+            count_pretokens(tmp_path / "c.jsonl", [EOT], num_processes=procs, chunk_bytes=1 << 10)
+    (tmp_path / "c.txt").write_bytes(raw[40])
+    assert count_pretokens(tmp_path / "c.txt", num_processes=1, errors="replace") == \
+        count_pretokens(iter([texts[40]]), num_processes=1)
+
+
 def test_a_line_with_a_byte_order_mark_reads_as_json_loads_reads_it(tmp_path):
     from bpe_fast import count_pretokens
     path = tmp_path / "c.jsonl"
