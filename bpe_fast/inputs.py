@@ -464,8 +464,9 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
         return
     specials = SpecialTokens.of(special_tokens).utf8
     carry, offset = b"", 0
+    # budget.bytes, not budget.spent: this document is taken, the last one max_documents leaves included
     with (open_binary(source) if isinstance(source, (str, os.PathLike)) else contextlib.nullcontext(source)) as f:
-        while not budget.spent:
+        while budget.bytes != 0:
             try:
                 block = f.read(max(_READ_BYTES, batch_bytes - len(carry)))
             except _DECOMPRESS_ERRORS as exc:
@@ -484,7 +485,7 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
             yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
             offset += cut
             carry = data[cut:]
-    if carry and not budget.spent:
+    if carry and budget.bytes != 0:
         piece = budget.take_bytes(carry)
         yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
 

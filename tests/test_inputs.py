@@ -290,6 +290,28 @@ def test_max_documents_takes_the_first_documents(tmp_path, max_documents):
         assert got == expected, name
 
 
+@pytest.mark.parametrize("num_processes", [1, 2])
+def test_max_documents_keeps_the_last_document_when_it_is_a_compressed_file(tmp_path, num_processes):
+    # a compressed text file (or stdin) is one document, read in pieces: taking it as the last document
+    # max_documents allows left the budget spent before its first piece was read, so it was dropped whole
+    # (train_bpe("corpus.txt.gz", ..., max_documents=1) trained on nothing)
+    docs = documents(9, n=10)
+    text = EOT.join(docs)
+    forms = every_form(tmp_path, docs)
+    for name in ("txt", "txt.gz", "txt.bz2", "txt.xz", "txt.zst"):
+        for cap in (1, 2):
+            got = count_pretokens(forms[name], [EOT], num_processes=num_processes, chunk_bytes=500, max_documents=cap)
+            assert got == oracle_count_pretokens(text, [EOT], GPT2_PATTERN), (name, cap)
+    (tmp_path / "first.txt").write_text("one two")
+    got = count_pretokens([tmp_path / "first.txt", forms["txt.gz"], forms["txt"]], [EOT], num_processes=num_processes,
+                          max_documents=2)
+    assert got == oracle_count_pretokens(f"one two{EOT}{text}", [EOT], GPT2_PATTERN)
+    from bpe_fast.inputs import Stream
+    with open(forms["txt"], "rb") as f:
+        got = count_pretokens(Stream("text", f, "<stdin>"), [EOT], num_processes=num_processes, max_documents=1)
+    assert got == oracle_count_pretokens(text, [EOT], GPT2_PATTERN)
+
+
 def test_iterator_is_consumed_only_up_to_the_cap():
     taken = []
 
