@@ -485,7 +485,7 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
             yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
             offset += cut
             carry = data[cut:]
-    if carry and budget.bytes != 0:
+    if (carry or offset == 0) and budget.bytes != 0:     # an empty file is an empty document, as a text file is
         piece = budget.take_bytes(carry)
         yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
 

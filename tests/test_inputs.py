@@ -279,6 +279,19 @@ def test_max_bytes_on_documents_cuts_the_last_one(tmp_path, max_bytes):
         assert count_pretokens(inp, [EOT], num_processes=2, chunk_bytes=200, max_bytes=max_bytes) == expected, name
 
 
+@pytest.mark.parametrize("num_processes", [1, 2])
+def test_an_empty_compressed_file_is_a_document_as_an_empty_text_file_is(tmp_path, num_processes):
+    # the corpus statistics count each file as a document; an empty .gz/.zst file was counted as none (no batch
+    # came of it) while max_documents spent one on it
+    for k, name in enumerate(["a.txt", "b.txt.gz", "c.txt", "d.txt.zst", "e.txt"]):
+        opener = {".gz": gzip.open, ".zst": zst_open}.get("." + name.rsplit(".", 1)[1], open)
+        write_text(tmp_path / name, "" if k % 2 else f"hello world {k}", opener)
+    for caps, documents in (({}, 5), ({"max_documents": 4}, 4), ({"max_documents": 2}, 2)):
+        result = train_bpe(tmp_path, 260, num_processes=num_processes, **caps)
+        assert result.training["corpus"]["documents"] == documents, caps
+    assert train_bpe(tmp_path / "b.txt.gz", 256, num_processes=num_processes).training["corpus"]["documents"] == 1
+
+
 @pytest.mark.parametrize("max_documents", [0, 1, 5, 39, 1000])
 def test_max_documents_takes_the_first_documents(tmp_path, max_documents):
     docs = documents(8, n=40)
