@@ -71,8 +71,8 @@ class PretokenCounts:
         for tok, n in counts.items():
             if not isinstance(tok, bytes):
                 raise TypeError(f"pre-tokens must be bytes, got {tok!r}")
-            if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
-                raise ValueError(f"count of {tok!r} must be a non-negative int, got {n!r}")
+            if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not 0 <= n < 2 ** 63:
+                raise ValueError(f"count of {tok!r} must be a non-negative int (int64), got {n!r}")
         lengths = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])

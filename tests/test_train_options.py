@@ -4,6 +4,7 @@ the engine and the whole trainer against the plain-Python oracle (tests/train_or
 bad arguments."""
 import warnings
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
@@ -308,6 +309,24 @@ def test_bad_options_name_the_argument(tmp_path, kwargs, error, match):
         train_from_counts({b"ab": 1}, 300, **kwargs)
     with pytest.raises(error, match=match):
         train_bpe(write(tmp_path, "ab ab"), 300, num_processes=1, **kwargs)
+
+
+@pytest.mark.parametrize("counts,error,match", [
+    ({b"cd": 2.5, b"ab": 2.9}, TypeError, r"count of b'cd' must be an int, got float 2.5"),  # was truncated: (c,d) won
+    ({b"ab": True}, TypeError, r"count of b'ab' must be an int, got bool"),
+    ({"ab": 3}, TypeError, r"pre-tokens must be bytes, got str 'ab'"),        # was "sequence item 0: expected ..."
+    ({b"ab": 1, b"cd": -3}, ValueError, r"count of b'cd' must be non-negative, got -3"),
+    ({b"ab": 2 ** 64}, ValueError, r"count of b'ab' does not fit int64"),
+    ([b"ab", b"ab"], TypeError, r"counts must be PretokenCounts or a mapping"),
+])
+def test_train_from_counts_refuses_a_mapping_that_is_not_bytes_to_int_naming_the_entry(counts, error, match):
+    # PretokenCounts refuses these; a plain mapping given to train_from_counts went to the engine as it was
+    with pytest.raises(error, match=match):
+        train_from_counts(counts, 260)
+    if isinstance(counts, dict):
+        with pytest.raises((TypeError, ValueError)):
+            PretokenCounts(counts)
+    assert train_from_counts({b"cd": 2, b"ab": np.int64(3)}, 257)[1] == oracle_continue_merges({b"cd": 2, b"ab": 3}, 1)
 
 
 def test_vocab_size_below_the_initial_vocabulary():
