@@ -15,7 +15,7 @@ from ._train import MergeEngine
 from ._types import Merges, Progress, Table, Vocab
 from .count_workers import check_input_args, count_input_tables
 from .counts import PretokenCounts
-from .patterns import GPT2_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, resolve_pattern, shown_pattern
 from .specials import SpecialTokens
 
 if TYPE_CHECKING:
@@ -76,7 +76,10 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
                         pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
     if initial is not None:       # its special tokens split the corpus too; its pattern is the default
         special_tokens = list(initial.special_tokens) + [t for t in special_tokens if t not in initial.special_tokens]
-        pattern = initial.pattern if pattern is None else pattern
+        if pattern is not None and resolve_pattern(pattern) != initial.pattern:
+            raise ValueError(f"pattern {shown_pattern(pattern)} is not the initial tokenizer's pattern "
+                             f"{shown_pattern(initial.pattern)}: leave pattern out to continue with it")
+        pattern = initial.pattern
     vocab_size = check_vocab_size(vocab_size, special_tokens, initial)
     special_tokens, pattern = check_input_args(special_tokens, GPT2_PATTERN if pattern is None else pattern, errors)
     read: dict[str, int] = {}           # the bytes and documents read, for the result's corpus statistics

@@ -376,6 +376,16 @@ def test_train_from_counts_continuing_needs_counts_split_on_the_initial_special_
     assert quiet(train_bpe, iter([text]), 262, initial=initial, num_processes=1) == want
 
 
+def test_train_bpe_names_its_pattern_argument_when_it_is_not_the_initial_tokenizers(tmp_path):
+    # train_bpe counts the corpus itself: its message said "the counts were made with the pattern ...: count the
+    # corpus with initial.pattern", naming counts the caller never made
+    tok = Tokenizer(*train_from_counts({b"abc": 4}, 257))
+    with pytest.raises(ValueError, match=r"^pattern .* is not the initial tokenizer's pattern .*leave pattern out"):
+        train_bpe(write(tmp_path, "abc"), 300, pattern=GPT4_PATTERN, num_processes=1, initial=tok)
+    assert quiet(train_bpe, write(tmp_path, "abc abc"), 258, pattern="gpt2", num_processes=1, initial=tok)[1] == \
+        [(b"b", b"c"), (b"a", b"bc")]
+
+
 def test_train_bpe_continues_with_the_initial_pattern_and_special_tokens(tmp_path):
     # no pattern, no special tokens given: the initial tokenizer's GPT-4 pattern and its <|endoftext|> split the
     # new corpus (with GPT-2's pattern or without the split, the oracle's counts differ)
