@@ -221,6 +221,8 @@ def _corpus(args: argparse.Namespace) -> Stream | list[str]:
 def cmd_count(args: argparse.Namespace) -> None:
     from .counts import count_pretokens
     _check_output_folder(args.output)
+    if os.path.isdir(args.output):      # before the counting, not when saving its result
+        raise CliError(f"-o {args.output}: is a folder; give the counts file to write (COUNTS.npz)")
     corpus = _corpus(args)
     if isinstance(corpus, list):
         _check_not_an_input(args.output, "-o", _input_files(corpus))

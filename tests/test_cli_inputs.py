@@ -201,6 +201,16 @@ def test_train_output_folders_and_options_that_do_not_apply(tmp_path, shards, ca
     assert not (tmp_path / "t2").exists()
 
 
+def test_count_into_a_folder_is_refused_before_counting(tmp_path, capsys):
+    # `-o` naming a folder failed only when the counts were saved ("Is a directory"), after the whole corpus
+    # was read: here the corpus is not even valid UTF-8, and the error is the output's
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"hello \xff world")
+    code, err = run(["-q", "count", str(bad), "-o", str(tmp_path)], capsys)
+    assert code == 1 and f"-o {tmp_path}: is a folder" in err and "UTF-8" not in err
+    assert sorted(os.listdir(tmp_path)) == ["bad.txt"]
+
+
 def test_a_mapping_whose_text_is_not_a_string_is_named_and_numpy_sizes_work(tmp_path):
     with pytest.raises(TypeError, match=r"item 1 of the input: field 'text' is int"):
         count_pretokens(iter([{"text": "fine"}, {"text": 5}]), num_processes=1)
