@@ -91,12 +91,17 @@ class PretokenCounts:
     def from_arrays(cls, tokens: ArrayLike, offsets: ArrayLike, counts: ArrayLike, pattern: str = GPT2_PATTERN,
                     special_tokens: Iterable[str] | None = (), *, check: bool = True) -> PretokenCounts:
         """From the three arrays (not copied when they have the right dtypes). check=True verifies that
-        they agree and that no pre-token is listed twice (ValueError otherwise)."""
-        tokens = np.ascontiguousarray(tokens, dtype=np.uint8)
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        they agree, that no pre-token is listed twice and that the cast to these dtypes changed no value: a
+        byte above 255, a fractional count or offset (ValueError otherwise)."""
         if check:
+            tokens, offsets, counts = (_cast_exactly(array, dtype, name) for array, dtype, name in
+                                       ((tokens, np.uint8, "tokens"), (offsets, np.int64, "offsets"),
+                                        (counts, np.int64, "counts")))
             _check_arrays(tokens, offsets, counts)
+        else:
+            tokens = np.ascontiguousarray(tokens, dtype=np.uint8)
+            offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+            counts = np.ascontiguousarray(counts, dtype=np.int64)
         out = cls.__new__(cls)
         out._set(tokens, offsets, counts, pattern, special_tokens)
         return out
@@ -257,6 +262,16 @@ class PretokenCounts:
 
 def _nonzero(mapping: Mapping[bytes, int]) -> dict[bytes, int]:
     return {k: v for k, v in mapping.items() if v}
+
+
+def _cast_exactly(array: ArrayLike, dtype: Any, name: str) -> NDArray[Any]:
+    """array as a contiguous array of dtype; ValueError naming it if the cast changes a value (NumPy wraps a
+    300 to uint8 44 and truncates 2.9 to 2 without a word)."""
+    given = np.asarray(array)
+    out = np.ascontiguousarray(given, dtype=dtype)
+    if given.dtype != out.dtype and given.size and not np.array_equal(out, given):
+        raise ValueError(f"{name}: values that {np.dtype(dtype).name} cannot hold (a {given.dtype} array)")
+    return out
 
 
 def _check_arrays(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64]) -> None:

@@ -178,3 +178,17 @@ def test_counts_compare_as_counter_does():
     assert PretokenCounts({b"x": 1, b"z": 0}) == PretokenCounts({b"x": 1}) == {b"x": 1}
     assert PretokenCounts([b"ab", b"ab", b"c"]) == {b"ab": 2, b"c": 1}
     assert PretokenCounts({b"x": 1}) != PretokenCounts({b"x": 1}, special_tokens=[EOT])
+
+
+@pytest.mark.parametrize("tokens, offsets, counts, match", [
+    (np.array([300, 98]), [0, 2], [1], "tokens"),                 # was wrapped to b",b"
+    (np.array([97, 98]), [0, 2], np.array([2.9]), "counts"),      # was truncated to 2
+    (np.array([97, 98]), np.array([0.0, 2.5]), [1], "offsets"),
+    (np.array([97, 98]), [0, 2], np.array([2 ** 63], dtype=np.uint64), "counts"),
+])
+def test_from_arrays_refuses_values_its_dtypes_cannot_hold(tokens, offsets, counts, match):
+    with pytest.raises(ValueError, match=f"{match}: values that"):
+        PretokenCounts.from_arrays(tokens, offsets, counts)
+    # the same values that fit are taken, whatever the arrays' dtypes
+    assert PretokenCounts.from_arrays(np.array([97, 98]), np.array([0.0, 2.0]), [2.0]) == {b"ab": 2}
+    assert PretokenCounts.from_arrays([], [0], []) == {}
