@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 _Counts = Union[PretokenCounts, Mapping[bytes, int], Table]
 
 _MERGE_BATCH = 256      # merges between progress reports
+_MAX_COUNT = 2 ** 63 - 1  # the engine's counts are int64: a larger min_frequency stops as this one does
 SPECIAL_TOKENS_POSITIONS = ("after_bytes", "end")
 
 
@@ -238,7 +239,7 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
     wanted = target - size - len(new_specials)
     done = 0
     while done < wanted:
-        step = engine.run(min(_MERGE_BATCH, wanted - done), min_frequency)
+        step = engine.run(min(_MERGE_BATCH, wanted - done), min(min_frequency, _MAX_COUNT))
         done += step
         if progress is not None:
             progress("merge", done, wanted)

@@ -276,6 +276,13 @@ def test_min_frequency_stops_with_a_warning_that_says_so():
         assert train_from_counts(counts, 260, min_frequency=3) == train_from_counts(counts, 260)
 
 
+def test_a_min_frequency_beyond_int64_stops_at_once_not_an_overflow_error():
+    counts = {b"hello": 5, b"help": 2}
+    with pytest.warns(UserWarning, match=r"best pair occurs 7 times, fewer than min_frequency=1180591620717411303424"):
+        assert train_from_counts(counts, 300, min_frequency=2 ** 70)[1] == []
+    assert quiet(train_from_counts, counts, 300, min_frequency=2 ** 63 - 1)[1] == []
+
+
 def test_max_token_length_end_to_end(tmp_path):
     text = make_corpus(8, n_words=2000)
     path = write(tmp_path, text)
