@@ -31,7 +31,7 @@ def cuts_at_spaces(pattern: str) -> bool:
     return resolve_pattern(pattern) in (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN)
 
 
-def _covered(buf: bytes, k: int, specials: Iterable[bytes]) -> bool:
+def _covered(buf: bytes | bytearray, k: int, specials: Iterable[bytes]) -> bool:
     """True if an occurrence of a special token in buf starts before k and ends after it."""
     for tok in specials:
         for q in range(max(0, k - len(tok) + 1), k):
@@ -73,12 +73,20 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
     return None
 
 
-def last_safe_cut(buf: bytes, specials: Sequence[bytes], space_cuts: bool) -> int | None:
-    """The greatest safe cut k, 0 < k < len(buf), that the bytes of buf decide on their own (whatever
-    follows buf), or None. specials: the special tokens as bytes. For reading a stream piece by piece."""
-    margin = max((len(t) for t in specials), default=1)
-    limit = len(buf) - margin                      # candidates k <= limit: every occurrence around k is in buf
-    best = 0
+def cut_margin(specials: Sequence[bytes]) -> int:
+    """The bytes at the end of a buffer whose safe cuts last_safe_cut leaves undecided (what follows may change
+    them): those of the longest special token, at least 1."""
+    return max((len(t) for t in specials), default=1)
+
+
+def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts: bool, after: int = 0) -> int | None:
+    """The greatest safe cut k, after < k < len(buf), that the bytes of buf decide on their own (whatever
+    follows buf), or None. specials: the special tokens as bytes. For reading a stream piece by piece: a
+    reader that found none in a prefix p of buf passes after=len(p) - cut_margin(specials) (the cuts up to
+    there were decided by p's bytes), so that each call looks at the new bytes only."""
+    limit = len(buf) - cut_margin(specials)        # candidates k <= limit: every occurrence around k is in buf
+    after = max(0, after)
+    best = after
     for tok in specials:
         i = buf.rfind(tok, 0, limit + len(tok))
         while i > best:
@@ -99,7 +107,7 @@ def last_safe_cut(buf: bytes, specials: Sequence[bytes], space_cuts: bool) -> in
                 best = max(best, last)
                 break
             hi, window = lo + 1, min(2 * window, _MAX_WINDOW)
-    return best or None
+    return best if best > after else None
 
 
 def chunk_boundaries(path: StrPath, special_tokens: Iterable[str] = (), pattern: str = GPT2_PATTERN,

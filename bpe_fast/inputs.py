@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 from ._encode import pull_utf8
 from ._jsonl import extract_texts
 from ._types import StrPath
-from .chunking import last_safe_cut
+from .chunking import cut_margin, last_safe_cut
 from .specials import SpecialTokens
 
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
@@ -463,7 +463,9 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
     if budget.spent or not budget.take_document():
         return
     specials = SpecialTokens.of(special_tokens).utf8
-    carry, offset = b"", 0
+    # carry: the bytes read and not yet handed out, grown in place (a long stretch without a safe cut was copied
+    # whole at each read, and searched whole again: quadratic); searched: its start, where no cut can be
+    carry, offset, searched = bytearray(), 0, 0
     # budget.bytes, not budget.spent: this document is taken, the last one max_documents leaves included
     with (open_binary(source) if isinstance(source, (str, os.PathLike)) else contextlib.nullcontext(source)) as f:
         while budget.bytes != 0:
@@ -473,20 +475,20 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
                 raise _damage_error(source, name, offset + len(carry), exc) from None
             if not block:
                 break
-            data = carry + block
-            if len(data) < batch_bytes:
-                carry = data
+            carry += block
+            if len(carry) < batch_bytes:
                 continue
-            cut = last_safe_cut(data, specials, space_cuts)
-            if cut is None or cut == 0:
-                carry = data                 # no safe cut yet: read on
+            cut = last_safe_cut(carry, specials, space_cuts, after=searched)
+            if cut is None:                  # no safe cut yet: read on, and search only what comes next
+                searched = len(carry) - cut_margin(specials)
                 continue
-            piece = budget.take_bytes(data[:cut])
+            piece = budget.take_bytes(bytes(carry[:cut]))
             yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
             offset += cut
-            carry = data[cut:]
+            del carry[:cut]
+            searched = 0
     if (carry or offset == 0) and budget.bytes != 0:     # an empty file is an empty document, as a text file is
-        piece = budget.take_bytes(carry)
+        piece = budget.take_bytes(bytes(carry))
         yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
 
 

@@ -2,6 +2,7 @@
 merges must not depend on how the text arrives; each is checked against the plain-Python oracle on the
 same text (documents joined by a special token, which splits the text as document boundaries do)."""
 import bz2
+import functools
 import gzip
 import json
 import lzma
@@ -229,6 +230,49 @@ def test_compressed_text_in_many_pieces(tmp_path):
     write_text(tmp_path / "big.txt.gz", text, gzip.open)
     got = count_pretokens(tmp_path / "big.txt.gz", [EOT], num_processes=2, chunk_bytes=4096)
     assert got == oracle_count_pretokens(text, [EOT], GPT2_PATTERN)
+
+
+def test_a_long_stretch_without_a_safe_cut_is_searched_once_not_at_every_read(tmp_path, monkeypatch):
+    # a compressed text read a MB at a time: while no safe cut came, each read copied everything read so far
+    # and searched all of it again, quadratic (40 MB of one letter in a .gz took 12.8 s, the .txt 0.4 s);
+    # each byte is now searched about once
+    import bpe_fast.inputs as inputs
+    size = 8 << 20
+    write_text(tmp_path / "run.txt.gz", "a" * size, functools.partial(gzip.open, compresslevel=1))
+    searched = []
+    real = inputs.last_safe_cut
+
+    def spy(buf, specials, space_cuts, after=0):
+        searched.append(len(buf) - after)
+        return real(buf, specials, space_cuts, after) if after else real(buf, specials, space_cuts)
+    monkeypatch.setattr(inputs, "last_safe_cut", spy)
+    assert count_pretokens(tmp_path / "run.txt.gz", [EOT], num_processes=1) == {b"a" * size: 1}
+    assert len(searched) >= 4 and sum(searched) < 2 * size
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text("ab< \né", max_size=120), specials=st.lists(st.text("ab< é", min_size=1, max_size=4),
+                                                                 max_size=3, unique=True),
+       pattern=st.sampled_from([GPT2_PATTERN, GPT4_PATTERN, r"\S+|\s"]), read=st.integers(1, 9),
+       batch=st.integers(1, 20), cap=st.none() | st.integers(0, 150))
+def test_a_stream_read_a_few_bytes_at_a_time_counts_as_the_oracle(text, specials, pattern, read, batch, cap):
+    # the reads of a compressed file or stdin, made tiny: pieces cut where the bytes read so far allow
+    import io
+    from unittest import mock
+    import bpe_fast.inputs as inputs
+    from bpe_fast.inputs import Stream
+    data = text.encode()
+    prefix = data if cap is None else data[:cap]
+    while True:
+        try:
+            prefix = prefix.decode()
+            break
+        except UnicodeDecodeError:
+            prefix = prefix[:-1]
+    with mock.patch.object(inputs, "_READ_BYTES", read):
+        got = count_pretokens(Stream("text", io.BytesIO(data), "s"), specials, pattern=pattern, num_processes=1,
+                              chunk_bytes=batch, max_bytes=cap)
+    assert got == oracle_count_pretokens(prefix, specials, pattern)
 
 
 # ---- caps ----------------------------------------------------------------------------------------
