@@ -476,6 +476,8 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
     from .patterns import GPT2_PATTERN, resolve_pattern
 
     directory = os.fspath(directory)
+    merges = merges if isinstance(merges, (list, tuple)) else list(merges)
+    training = check_training(training, len(merges))    # as load checks it: refused here, not on reading back
     os.makedirs(directory, exist_ok=True)
     config = {
         "format": _CONFIG_FORMAT,

@@ -198,6 +198,16 @@ def test_tokenizer_folder_round_trip(tmp_path):
     assert loaded == (vocab, merges, ["<|endoftext|>"], GPT4_PATTERN)
 
 
+def test_save_refuses_training_counts_that_load_would_refuse(tmp_path):
+    """save_tokenizer_files wrote merge counts of another length unchecked; load then refused the folder."""
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    with pytest.raises(ValueError, match="1 merges"):
+        F.save_tokenizer_files(tmp_path / "tok", vocab, [(b"a", b"b")], training={"merge_counts": [3, 2]})
+    assert not (tmp_path / "tok" / F.VOCAB_FILE).exists()
+    F.save_tokenizer_files(tmp_path / "tok", vocab, iter([(b"a", b"b")]), training={"merge_counts": [3]})
+    assert F.load_tokenizer_folder(tmp_path / "tok")[5] == {"merge_counts": [3]}
+
+
 def test_config_errors_name_the_file(tmp_path):
     vocab = {i: bytes([i]) for i in range(256)}
     F.save_tokenizer_files(tmp_path, vocab, [])
