@@ -24,8 +24,12 @@ of it cache misses on the tables. Tried: the direct two-byte table and the Bloom
 table (kept, small gains); hash tags in the slots (no measurable gain, kept as it spares byte comparisons).
 The rest of Tokenizer.from_tiktoken (reading, Python glue, the encoder's own tables) costs more than this.
 """
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Next
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
 from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
@@ -392,3 +396,52 @@ def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const in
         bad = recover(&pool[0] if pool.shape[0] else NULL, &offsets[0], n_tokens, &byte_index[0],
                       &left[0], &right[0], long_from, &parts)
     return left_arr, right_arr, bad, parts
+
+
+def ranks_arrays(dict ranks):
+    """(pool, offsets, values) of a dict {bytes: int} of tiktoken's ranks, in the dict's order: the tokens' bytes
+    back to back (uint8), where each starts (int64, one more entry than tokens) and the ranks (int64); or None
+    when an entry is not a plain bytes token, not empty, with a plain int rank in 0..2^63 - 1 (a bool, an int
+    subclass, a NumPy integer, a bytearray token...), for bpe_fast.ranks to read in Python and name. One pass
+    over the dict's entries and one copy of the bytes: 200k entries in a few milliseconds, where the Python
+    loops and joins took about 40.
+
+    >>> pool, offsets, values = ranks_arrays({b"a": 0, b"bc": 5})
+    >>> pool.tobytes(), offsets.tolist(), values.tolist()
+    (b'abc', [0, 1, 3], [0, 5])
+    >>> ranks_arrays({b"a": True}) is None
+    True
+    """
+    cdef Py_ssize_t n = len(ranks), pos = 0, k = 0, total = 0, size
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef int overflow = 0
+    cdef long long rank
+    offsets_arr = np.empty(n + 1, dtype=np.int64)
+    values_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] offsets = offsets_arr
+    cdef int64_t[::1] values = values_arr
+    offsets[0] = 0
+    while PyDict_Next(ranks, &pos, &key, &value):
+        if k >= n or not PyBytes_CheckExact(<object>key) or not PyLong_CheckExact(<object>value):
+            return None
+        size = PyBytes_GET_SIZE(<object>key)
+        rank = PyLong_AsLongLongAndOverflow(<object>value, &overflow)
+        if size == 0 or overflow or rank < 0:
+            return None
+        total += size
+        offsets[k + 1] = total
+        values[k] = rank
+        k += 1
+    if k != n:
+        return None
+    pool_arr = np.empty(total, dtype=np.uint8)
+    cdef uint8_t[::1] pool = pool_arr
+    pos = 0
+    k = 0
+    while PyDict_Next(ranks, &pos, &key, &value):
+        if k >= n or PyBytes_GET_SIZE(<object>key) != offsets[k + 1] - offsets[k]:
+            return None                     # the dict changed (another thread): read it in Python
+        memcpy(&pool[offsets[k]], PyBytes_AS_STRING(<object>key), offsets[k + 1] - offsets[k])
+        k += 1
+    return pool_arr, offsets_arr, values_arr

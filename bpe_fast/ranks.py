@@ -258,6 +258,14 @@ def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
             return _ranked(tokens, values, pool, offsets)
         order = np.argsort(values, kind="stable")
         return _ranked(list(map(tokens.__getitem__, order.tolist())), values[order])
+    if type(path_or_ranks) is dict:     # a plain dict of bytes and ints in rank order, as tiktoken's loader gives:
+        from ._ranks import ranks_arrays        # read natively; anything else is read below, which names it
+
+        arrays = ranks_arrays(path_or_ranks)
+        if arrays is not None:
+            pool, offsets, values = arrays
+            if (not len(values) or values.max() <= MAX_TOKEN_ID) and np.all(values[1:] > values[:-1]):
+                return _ranked(list(path_or_ranks), values, pool, offsets)
     if hasattr(path_or_ranks, "items"):
         return _ranked(*_ranked_tokens(path_or_ranks))
     raise TypeError("expected the path of a .tiktoken file or a dict[bytes, int] of ranks, got "

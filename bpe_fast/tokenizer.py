@@ -1172,9 +1172,14 @@ def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int])
     byte_ids = np.full(256, -1, dtype=np.int32)
     singles = np.flatnonzero(~multi)
     byte_ids[pool[offsets[singles]]] = values[singles]
-    ranked_pool = pool[np.repeat(multi, lengths)]
-    ranked_offsets = np.zeros(int(multi.sum()) + 1, dtype=np.int64)
-    np.cumsum(lengths[multi], out=ranked_offsets[1:])
+    first = len(singles)
+    if not multi[:first].any():     # the single bytes ranked first, as in tiktoken's encodings: the rest as it is
+        ranked_pool = pool[offsets[first]:]
+        ranked_offsets = offsets[first:] - offsets[first]
+    else:
+        ranked_pool = pool[np.repeat(multi, lengths)]
+        ranked_offsets = np.zeros(int(multi.sum()) + 1, dtype=np.int64)
+        np.cumsum(lengths[multi], out=ranked_offsets[1:])
     return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
                 ranked_ids=values[multi].astype(np.int32), permanent=np.ones(len(ranked_offsets) - 1, dtype=np.uint8),
                 **_ranks_decode_arrays(ranked, special_tokens))
@@ -1220,6 +1225,8 @@ def _decode_arrays_of(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: 
     known[ids] = 1
     decode_offsets = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(by_id, out=decode_offsets[1:])
+    if np.all(ids[1:] > ids[:-1]):      # the tokens in id order already (ranks, then the special tokens)
+        return dict(decode_pool=pool, decode_offsets=decode_offsets, known=known)
     decode_pool = np.empty(len(pool), dtype=np.uint8)      # each token's bytes moved to where its id puts them
     decode_pool[np.repeat(decode_offsets[ids] - offsets[:-1], lengths) + np.arange(len(pool))] = pool
     return dict(decode_pool=decode_pool, decode_offsets=decode_offsets, known=known)

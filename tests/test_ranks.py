@@ -167,6 +167,56 @@ def test_recovered_merges_encode_as_tiktoken(seed, n_tokens, text):
     assert oracle_encode(text, vocab, tok.merges, pattern=pattern) == expected
 
 
+def _ranked_or_error(read, ranks):
+    try:
+        ranked = read(ranks)
+    except (TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+    return (ranked.tokens, ranked.values.tolist(), ranked.pool.tolist(), ranked.offsets.tolist(),
+            ranked.byte_index.tolist())
+
+
+# ranks the native reading declines (or must check): a bool, a NumPy integer, beyond int64 or the largest id,
+# negative, a duplicate of another
+_odd_rank = st.one_of(st.just(True), st.integers(-3, 2**64), st.integers(0, 600).map(np.int32), st.just(2**31),
+                      st.just(-1), st.integers(0, 300))
+
+
+@SOME
+@given(st.lists(st.binary(min_size=1, max_size=3), max_size=20, unique=True), st.booleans(), st.booleans(),
+       st.lists(st.tuples(st.integers(0, 40), _odd_rank), max_size=2), st.booleans())
+def test_ranks_read_natively_equal_the_python_reading(extra, shuffle, bytes_first, odd, empty_token):
+    """ranked_tokens reads a plain dict of bytes and ints in rank order natively (ranks_arrays); anything else
+    goes through the Python reading: the same RankedTokens, or the same error, either way."""
+    tokens = [bytes([b]) for b in range(256)] + [t for t in extra if len(t) > 1]
+    if not bytes_first:
+        tokens = tokens[256:] + tokens[:256]
+    items = [(t, r) for r, t in enumerate(tokens)]
+    if shuffle:
+        random.Random(len(items)).shuffle(items)
+    for at, rank in odd:
+        k = at % len(items)
+        items[k] = (items[k][0], rank)
+    ranks = dict(items)
+    if empty_token:
+        ranks[b""] = len(ranks) + 1000
+    python = _ranked_or_error(lambda d: bpe_fast.ranks._ranked(*bpe_fast.ranks._ranked_tokens(d)), ranks)
+    assert _ranked_or_error(bpe_fast.ranks.ranked_tokens, ranks) == python
+
+
+def test_ranks_arrays_declines_what_it_cannot_read():
+    from bpe_fast._ranks import ranks_arrays
+
+    pool, offsets, values = ranks_arrays({b"a": 0, b"bc": 5})
+    assert (pool.tobytes(), offsets.tolist(), values.tolist()) == (b"abc", [0, 1, 3], [0, 5])
+    class Bytes(bytes):
+        pass
+
+    for bad in ({b"a": True}, {b"a": np.int64(1)}, {Bytes(b"a"): 1}, {b"": 1}, {b"a": -1}, {b"a": 2**63},
+                {"a": 1}):
+        assert ranks_arrays(bad) is None, bad
+
+
 def _recover_both_ways(ranks):
     """recover_merges of `ranks` as merges_from_ranks calls it, and with every token merged by the heap path
     (long_from=1) instead of the scan."""
