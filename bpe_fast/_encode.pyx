@@ -247,6 +247,7 @@ cdef enum:
     SCAN_BLOCK = 256            # pre-token ends scanned at a time (on the stack) before they are encoded
     PENDING_GROWTH = 2          # StreamEncoder looks for a cut again once the pending text has doubled
     HOT_SLOTS = 4096            # the small direct-mapped table of frequent short pre-tokens (64 KB)
+    DEFAULT_CACHE_ENTRIES = 1 << 16     # an encoder's cache of pre-tokens, to begin with (BPECore, EncoderPool)
     NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
     NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
 
@@ -749,7 +750,36 @@ cdef class BPETables:
             self.permanent.push_back(slot)
             if n > self.lookup_limit:
                 self.lookup_limit = n
+        self._order_permanent()
         return 0
+
+    cdef void _order_permanent(self) noexcept nogil:
+        """Order the permanent entries by the slot each takes in an encoder's table of the default size (a
+        counting sort on the slot's top bits): placing them, in every new encoder and at every reset of its
+        cache, then walks the table from start to end (o200k_base's 200k entries: 2 ms, where a table placed in
+        rank order took 4, and 19 when it was twice the size). Tables of twice or half that size are walked as
+        two interleaved runs, still in order."""
+        cdef Py_ssize_t n = self.permanent.size(), k
+        if n < 1024:
+            return
+        cdef uint64_t cap = piece_table_size(n, DEFAULT_CACHE_ENTRIES)
+        cdef int shift = 0
+        while (cap >> shift) > (1 << 16):
+            shift += 1
+        cdef vector[Py_ssize_t] start
+        start.assign((cap >> shift) + 1, 0)
+        for k in range(n):
+            start[((self.permanent[k].hash & (cap - 1)) >> shift) + 1] += 1
+        for k in range(1, <Py_ssize_t>start.size()):
+            start[k] += start[k - 1]
+        cdef vector[PieceSlot] ordered
+        ordered.resize(n)
+        cdef uint64_t b
+        for k in range(n):
+            b = (self.permanent[k].hash & (cap - 1)) >> shift
+            ordered[start[b]] = self.permanent[k]
+            start[b] += 1
+        self.permanent.swap(ordered)
 
     def permanent_mask(self):
         """bytes: 1 for each ranked token (in rank order) that is a permanent entry, else 0; what the
@@ -856,7 +886,7 @@ cdef class BPECore:
     cdef vector[int32_t] scratch
     cdef HotSlot hot[HOT_SLOTS]             # pre-tokens of 2..8 bytes with one id, last seen per slot
 
-    def __cinit__(self, BPETables tables not None, Py_ssize_t cache_entries=1 << 16,
+    def __cinit__(self, BPETables tables not None, Py_ssize_t cache_entries=DEFAULT_CACHE_ENTRIES,
                   Py_ssize_t cache_bytes=16 << 20, Py_ssize_t max_cache_entries=-1, Py_ssize_t max_cache_bytes=-1):
         """cache_entries / cache_bytes bound the cache; each time it fills they double (and the table with
         them), up to max_cache_entries / max_cache_bytes (-1: no growth), so a text of many distinct
@@ -874,25 +904,19 @@ cdef class BPECore:
         self.cache_bytes = min(max(cache_bytes, 0), 1 << 30)     # key offsets and id offsets are 32-bit
         self.max_cache_entries = max(max_cache_entries, self.cache_entries)
         self.max_cache_bytes = min(max(max_cache_bytes, self.cache_bytes), 1 << 30)
-        cap = table_size(self.n_perm + self.cache_entries)
+        cap = piece_table_size(self.n_perm, self.cache_entries)
         self.pieces.resize(cap)
         self.piece_mask = cap - 1
-        self._reset_cache()
+        self._reset_cache(True)
 
     # ------------------------------------------------------------------------------------------ the cache
 
-    cdef void _reset_cache(self) noexcept nogil:
-        """Drop the cached entries, keep the permanent ones."""
+    cdef void _reset_cache(self, bint fresh=False) noexcept nogil:
+        """Drop the cached entries, keep the permanent ones. fresh: the table was just made, all zeros (an empty
+        slot is all zeros), so it is not cleared again (a fresh o200k_base table is 32 MB)."""
         cdef Py_ssize_t k
-        cdef PieceSlot empty
-        empty.hash = 0
-        empty.prefix = 0
-        empty.key_off = 0
-        empty.key_len = 0
-        empty.n_ids = 0
-        empty.value = 0
-        for k in range(<Py_ssize_t>self.pieces.size()):
-            self.pieces[k] = empty
+        if not fresh:
+            memset(self.pieces.data(), 0, self.pieces.size() * sizeof(PieceSlot))
         for k in range(self.n_perm):
             _slot_place(self.pieces, self.piece_mask, self.perm[k])
         self.keys.resize(self.permanent_key_bytes)
@@ -906,7 +930,7 @@ cdef class BPECore:
         cdef uint64_t cap
         self.cache_entries = min(2 * self.cache_entries, self.max_cache_entries)
         self.cache_bytes = min(2 * self.cache_bytes, self.max_cache_bytes)
-        cap = table_size(self.n_perm + self.cache_entries)
+        cap = piece_table_size(self.n_perm, self.cache_entries)
         if cap != self.pieces.size():
             self.pieces.resize(cap)
             self.piece_mask = cap - 1
@@ -1681,7 +1705,8 @@ cdef class EncoderPool:
     cdef readonly Py_ssize_t max_cache_bytes
     cdef public object factory              # None, or a callable returning a new BPECore
 
-    def __cinit__(self, BPETables tables not None, list id_objects not None, Py_ssize_t cache_entries=1 << 16,
+    def __cinit__(self, BPETables tables not None, list id_objects not None,
+                  Py_ssize_t cache_entries=DEFAULT_CACHE_ENTRIES,
                   Py_ssize_t cache_bytes=16 << 20, Py_ssize_t max_spare=-1, Py_ssize_t max_cache_entries=1 << 18,
                   Py_ssize_t max_cache_bytes=32 << 20):
         self.tables = tables
@@ -1834,6 +1859,13 @@ cdef class StreamEncoder:
         self.ids.clear()
         return result
 
+
+
+cdef inline uint64_t piece_table_size(Py_ssize_t n_perm, Py_ssize_t cache_entries) noexcept nogil:
+    """The slots of an encoder's whole-pre-token table for its permanent entries and a full cache: at most
+    0.6 of them used (table_size's half would round o200k_base's 265,000 entries up to 2^20 slots, 32 MB a
+    quarter full, whose making took 19 ms where 2^19 takes 4)."""
+    return table_size((n_perm + cache_entries) * 5 // 6)
 
 
 cdef void _slot_place(vector[PieceSlot]& table, uint64_t mask, const PieceSlot& slot) noexcept nogil:
