@@ -441,10 +441,10 @@ def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Nam
         with open(sources[0].path, "rb") as f:
             data = f.read()
         return _encode_bytes_to(tokenizer, data, output, args, name=path), len(data)
-    if isinstance(sources[0], TextFile):
-        n = encode_file(tokenizer, path, output, num_processes=args.processes, dtype=args.dtype,
+    if isinstance(sources[0], TextFile):        # (path may be a folder or a glob naming this one file)
+        n = encode_file(tokenizer, sources[0].path, output, num_processes=args.processes, dtype=args.dtype,
                         errors=args.errors, progress=progress)
-        return n, os.path.getsize(path)
+        return n, os.path.getsize(sources[0].path)
     folder = tempfile.mkdtemp(prefix=".bpe-fast-", dir=os.path.dirname(os.path.abspath(output)))
     try:
         n, size = _encode_shards(tokenizer, [path], folder, args, progress)

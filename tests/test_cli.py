@@ -354,3 +354,19 @@ def test_gpt2_files_load_and_export_to_hf(gpt2, tmp_path):
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     text = (FIXTURES / "german.txt").read_text("utf-8") + EOT + (FIXTURES / "address.txt").read_text("utf-8")
     assert hf.encode(text).ids == gpt2.encode(text)
+
+
+@pytest.mark.parametrize("form", ["folder", "glob"])
+def test_encode_one_text_file_named_by_a_folder_or_glob(tmp_path, tokdir, capsys, form):
+    # INPUT may be a folder or a glob: one that names a single text file is encoded into the one .npy, as
+    # with -o - (found by trying `encode -t tok FOLDER -o x.npy`: "corpus path is a directory")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    text = "Once upon a time " * 50 + EOT + " the end\n"
+    (folder / "doc.txt").write_text(text, encoding="utf-8")
+    given = str(folder) if form == "folder" else str(folder / "d*.txt")
+    out = tmp_path / "tokens.npy"
+    code, err = run(["-q", "encode", "-t", str(tokdir), given, "-o", str(out)], capsys)
+    assert code == 0, err
+    assert np.load(out).tolist() == Tokenizer.load(tokdir).encode(text)
+    assert f"from {len(text.encode())} B" in err
