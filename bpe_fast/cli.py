@@ -445,11 +445,21 @@ def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Nam
         n = encode_file(tokenizer, sources[0].path, output, num_processes=args.processes, dtype=args.dtype,
                         errors=args.errors, progress=progress)
         return n, os.path.getsize(sources[0].path)
-    folder = tempfile.mkdtemp(prefix=".bpe-fast-", dir=os.path.dirname(os.path.abspath(output)))
+    # encoded as a one-shard folder beside the output's file (through a symbolic link: beside the file it points
+    # to), whose .npy is renamed over it; an output that is not a regular file (/dev/null, a named pipe) cannot
+    # be replaced: the .npy, made in a temporary folder, is copied into it (as atomic_output writes to it)
+    target = os.path.realpath(output)
+    regular = not os.path.exists(target) or os.path.isfile(target)
+    folder = tempfile.mkdtemp(prefix=".bpe-fast-", dir=os.path.dirname(target) if regular else None)
     try:
         n, size = _encode_shards(tokenizer, [path], folder, args, progress)
-        made = [name for name in os.listdir(folder) if name.endswith(".npy")]
-        os.replace(os.path.join(folder, made[0]), output)
+        made = os.path.join(folder, next(name for name in os.listdir(folder) if name.endswith(".npy")))
+        if regular:
+            os.replace(made, target)
+        else:
+            from .atomic import atomic_output
+            with open(made, "rb") as src, atomic_output(output) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
         return n, size
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -370,3 +370,44 @@ def test_encode_one_text_file_named_by_a_folder_or_glob(tmp_path, tokdir, capsys
     assert code == 0, err
     assert np.load(out).tolist() == Tokenizer.load(tokdir).encode(text)
     assert f"from {len(text.encode())} B" in err
+
+
+def test_encode_of_one_jsonl_file_writes_through_a_link_and_into_a_pipe(tmp_path, tokdir, capsys):
+    # an output that is a symbolic link is written through and one that is not a regular file is written to
+    # (README): the .npy of a JSON lines (or compressed, Parquet) input replaced the link, and the named pipe,
+    # by a regular file (as root, -o /dev/null would have replaced /dev/null). Found by trying -o LINK.
+    import io
+    import stat
+    import threading
+
+    docs = ["Once upon a time", "there was a cat " + EOT, "the end"]
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    tok = Tokenizer.load(tokdir)
+    want = [i for d in docs for i in tok.encode(d)]
+    (tmp_path / "disk").mkdir()
+    real = tmp_path / "disk" / "tokens.npy"
+    real.write_bytes(b"old")
+    link = tmp_path / "tokens.npy"
+    link.symlink_to(real)
+    code, err = run(["-q", "encode", "-t", str(tokdir), str(src), "-o", str(link)], capsys)
+    assert code == 0, err
+    assert link.is_symlink() and np.load(real).tolist() == want
+    assert sorted(os.listdir(tmp_path / "disk")) == ["tokens.npy"]
+
+    fifo = tmp_path / "pipe.npy"
+    os.mkfifo(fifo)
+    got = []
+
+    def read():
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    code, err = run(["-q", "encode", "-t", str(tokdir), str(src), "-o", str(fifo)], capsys)
+    reader.join(10)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert np.load(io.BytesIO(got[0])).tolist() == want
+    assert sorted(os.listdir(tmp_path)) == ["disk", "docs.jsonl", "pipe.npy", "tokens.npy"]
