@@ -375,24 +375,14 @@ def _check_creatable(directory: str) -> None:
 
 
 def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
-    """Save into a temporary sibling folder, then move the files in: no half-written tokenizer."""
-    parent = os.path.dirname(os.path.abspath(directory))
+    """Tokenizer.save: each file written beside its target in `directory` (made if missing) and all renamed
+    together once written, so no half-written tokenizer (files staged in a sibling folder and moved in failed
+    when `directory` is on another file system: a mount point, a link to another disk)."""
     try:
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".bpe-fast-", dir=parent)
+        os.makedirs(directory, exist_ok=True)
     except OSError as exc:
         raise CliError(f"{directory}: cannot write there ({exc.strerror or exc})") from None
-    try:
-        tokenizer.save(tmp)
-        os.makedirs(directory, exist_ok=True)
-        for name in os.listdir(tmp):
-            os.replace(os.path.join(tmp, name), os.path.join(directory, name))
-    finally:
-        for name in os.listdir(tmp):
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(tmp, name))
-        with contextlib.suppress(OSError):
-            os.rmdir(tmp)
+    tokenizer.save(directory)
 
 
 def cmd_encode(args: argparse.Namespace) -> None:

@@ -411,3 +411,26 @@ def test_encode_of_one_jsonl_file_writes_through_a_link_and_into_a_pipe(tmp_path
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert np.load(io.BytesIO(got[0])).tolist() == want
     assert sorted(os.listdir(tmp_path)) == ["disk", "docs.jsonl", "pipe.npy", "tokens.npy"]
+
+
+def test_train_into_a_folder_on_another_file_system(tmp_path, corpus, capsys, monkeypatch):
+    # -o DIR that is a mount point (or a link to a folder on another disk): the tokenizer was saved into a
+    # temporary folder beside DIR and its files renamed into DIR, which fails across file systems ("Invalid
+    # cross-device link"), after the training. Found by trying -o a link into /dev/shm. Here renames between
+    # two folders are refused, as between two file systems.
+    import errno
+
+    replace = os.replace
+
+    def same_folder_only(src, dst):
+        if os.path.dirname(os.path.realpath(src)) != os.path.dirname(os.path.realpath(dst)):
+            raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
+        return replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", same_folder_only)
+    out = tmp_path / "mounted"
+    out.mkdir()
+    code, err = run(["-q", "train", str(corpus), "--vocab-size", "300", "-o", str(out)], capsys)
+    assert code == 0, err
+    assert list(Tokenizer.load(out).merges) == train_bpe(corpus, 300)[1]
+    assert sorted(os.listdir(tmp_path)) == ["mounted"]
