@@ -522,10 +522,14 @@ def cmd_decode(args: argparse.Namespace) -> None:
         ids = np.load(source, allow_pickle=False)
     else:
         ids = np.load(source, mmap_mode="r", allow_pickle=False)
+    try:
+        text = tokenizer.decode(ids)
+    except ValueError as exc:           # an id the vocabulary does not have: name the file
+        raise CliError(f"{args.tokens}: {exc}") from None
     if args.output == "-":
-        _Stdout().write(tokenizer.decode(ids).encode("utf-8", "surrogatepass"))
+        _Stdout().write(text.encode("utf-8", "surrogatepass"))
     else:
-        write_text_atomic(args.output, tokenizer.decode(ids))
+        write_text_atomic(args.output, text)
     print(f"decoded {len(ids):,} tokens -> {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
 
 

@@ -434,3 +434,13 @@ def test_train_into_a_folder_on_another_file_system(tmp_path, corpus, capsys, mo
     assert code == 0, err
     assert list(Tokenizer.load(out).merges) == train_bpe(corpus, 300)[1]
     assert sorted(os.listdir(tmp_path)) == ["mounted"]
+
+
+@pytest.mark.parametrize("bad", [-1, 600])
+def test_decode_of_an_id_outside_the_vocabulary_names_the_tokens_file(tmp_path, tokdir, capsys, bad):
+    # was "bpe-fast: unknown token id 600 (at position 2)", naming no file (found by decoding ids of another
+    # tokenizer); the vocabulary has 600 ids, 0..599
+    np.save(tmp_path / "ids.npy", np.array([5, 7, bad, 9], dtype=np.int32))
+    code, err = run(["decode", "-t", str(tokdir), str(tmp_path / "ids.npy"), "-o", str(tmp_path / "o.txt")], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("ids.npy",))
+    assert "ids.npy: " in err and f"token id {bad} (at position 2)" in err
