@@ -615,6 +615,8 @@ def cmd_report(args: argparse.Namespace) -> None:
                         + (_tokenizer_files(args.against) if args.against else []))
     tokenizer = _load_tokenizer(args.tokenizer)
     against = _load_tokenizer(args.against, "--against") if args.against else None
+    if args.png and os.path.exists(args.png) and not os.path.isdir(args.png):    # before the report is written
+        raise CliError(f"--png {args.png}: exists and is not a folder; give the folder to write the charts into")
     if args.png:
         try:
             import matplotlib  # noqa: F401

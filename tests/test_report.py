@@ -431,7 +431,11 @@ def test_cli_report_errors(trained, capsys, tmp_path):
     cases = ((["--eval", str(bad)], f"{bad}: invalid UTF-8 at byte offset 14 (line 2)"),
              (["--eval", str(empty)], f"{empty}: the evaluation text is empty"),
              (["--eval", str(tmp_path / "nope.txt")], "nope.txt: no such file"),
-             (["--eval", str(bad), "--against", str(tmp_path / "none")], "--against"))
+             (["--eval", str(bad), "--against", str(tmp_path / "none")], "--against"),
+             # a --png that is a file: the report was written, then "bpe-fast: FILE: File exists" and exit 1
+             # (found by giving --png a file name)
+             (["--eval", str(bad), "--errors", "replace", "--png", str(empty)], f"--png {empty}: exists and is "
+                                                                                  f"not a folder"))
     for extra, message in cases:
         code, _, err = run(["report", "-t", tok_dir, "-o", str(out), *extra], capsys)
         assert code == 1 and message in err and "Traceback" not in err, err
