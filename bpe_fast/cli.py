@@ -538,6 +538,8 @@ def cmd_export(args: argparse.Namespace) -> None:
     target = args.hf or args.hf_dir or args.tiktoken
     _check_output_folder(target)
     flag = "--hf" if args.hf else "--hf-dir" if args.hf_dir else "--tiktoken"
+    if args.eos_token is not None and not args.hf_dir:
+        raise CliError(f"--eos-token: only --hf-dir writes an eos_token (transformers' files), not {flag}")
     for output in [os.path.join(target, name) for name in HF_FILES] if args.hf_dir else [target]:
         _check_not_an_input(output, flag, _tokenizer_files(args.tokenizer))
     tokenizer = _load_tokenizer(args.tokenizer)

@@ -444,3 +444,12 @@ def test_decode_of_an_id_outside_the_vocabulary_names_the_tokens_file(tmp_path, 
     code, err = run(["decode", "-t", str(tokdir), str(tmp_path / "ids.npy"), "-o", str(tmp_path / "o.txt")], capsys)
     _assert_clean_failure(code, err, tmp_path, keep=("ids.npy",))
     assert "ids.npy: " in err and f"token id {bad} (at position 2)" in err
+
+
+@pytest.mark.parametrize("flag", ["--hf", "--tiktoken"])
+def test_export_eos_token_without_hf_dir_is_refused(tmp_path, tokdir, capsys, flag):
+    # --eos-token is for --hf-dir (README, --help); with --hf or --tiktoken it was silently ignored, exit 0
+    # (found by trying export --hf x.json --eos-token TOK)
+    code, err = run(["export", "-t", str(tokdir), flag, str(tmp_path / "out"), "--eos-token", EOT], capsys)
+    _assert_clean_failure(code, err, tmp_path)
+    assert "--eos-token" in err and "--hf-dir" in err
