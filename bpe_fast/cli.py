@@ -392,6 +392,9 @@ def cmd_encode(args: argparse.Namespace) -> None:
     to_folder = len(inputs) > 1 or output.endswith(("/", os.sep)) or os.path.isdir(output)
     if to_folder and (inputs == ["-"] or output == "-"):
         raise CliError("-o: several inputs are encoded into a folder, not to or from '-'")
+    if to_folder and os.path.exists(output) and not os.path.isdir(output):
+        raise CliError(f"-o {output}: is a file; several inputs (or -o ending with /) are encoded into a folder, "
+                       f"one .npy a shard: give a folder")
     if not to_folder and args.dask_scheduler:
         raise CliError("--dask-scheduler encodes shards into a folder: give -o DIR/")
     if output != "-" and not to_folder:         # (encode_files refuses an input among a folder's outputs)

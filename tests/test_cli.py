@@ -453,3 +453,16 @@ def test_export_eos_token_without_hf_dir_is_refused(tmp_path, tokdir, capsys, fl
     code, err = run(["export", "-t", str(tokdir), flag, str(tmp_path / "out"), "--eos-token", EOT], capsys)
     _assert_clean_failure(code, err, tmp_path)
     assert "--eos-token" in err and "--hf-dir" in err
+
+
+def test_encode_of_several_inputs_into_an_existing_file_says_so(tmp_path, tokdir, corpus, capsys):
+    # several inputs go into a folder; -o an existing file was "bpe-fast: FILE: File exists" (os.makedirs's
+    # words; found by giving -o a file with two inputs)
+    out = tmp_path / "tokens.npy"
+    out.write_bytes(b"keep")
+    other = tmp_path / "other.txt"
+    other.write_text("Once upon a time", encoding="utf-8")
+    code, err = run(["encode", "-t", str(tokdir), str(corpus), str(other), "-o", str(out)], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("tokens.npy", "other.txt"))
+    assert f"-o {out}: is a file" in err and "folder" in err
+    assert out.read_bytes() == b"keep"
