@@ -661,7 +661,8 @@ def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.P
     [1.6]
     """
     started = time.perf_counter()
-    texts = list(texts_or_paths) if not isinstance(texts_or_paths, (str, bytes, os.PathLike)) else [texts_or_paths]
+    one = isinstance(texts_or_paths, (str, bytes, bytearray, memoryview, os.PathLike))     # one text, as curve's
+    texts = [texts_or_paths] if one else list(texts_or_paths)
     sides = [_analyze(name, tokenizer, texts, errors, _COLOURS[0])]
     notes = []
     if against is not None:

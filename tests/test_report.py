@@ -104,6 +104,16 @@ def test_inputs_paths_texts_and_bytes(tmp_path):
         compression_curve(tok, str(path))
 
 
+def test_write_report_takes_one_bytearray_or_memoryview_as_curve_does(tmp_path):
+    # write_report takes texts "as compression_curve takes them"; a bytearray or memoryview was iterated as its
+    # byte values ("item 0: ... got int"). "abcab": 5 bytes in 2 tokens (abc, ab) at the full size.
+    from bpe_fast import write_report
+
+    for text in (bytearray(b"abcab"), memoryview(b"abcab")):
+        assert compression_curve(abc_tokenizer(), text).tokens.tolist() == [5, 3, 2]
+        assert write_report(abc_tokenizer(), text, tmp_path / "r.html")["bytes_per_token"] == [2.5]
+
+
 def test_bad_evaluation_text_names_it(tmp_path):
     tok = abc_tokenizer()
     bad = tmp_path / "bad.txt"
