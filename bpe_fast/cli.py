@@ -428,7 +428,9 @@ def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Nam
     sources = resolve_inputs(path)
     if len(sources) != 1:
         raise CliError(f"{path}: holds {len(sources)} files; give -o DIR/ to encode them into a folder")
-    if output == "-":
+    # a pipe (<(cmd), /dev/stdin) cannot be cut into byte ranges (encode_file seeks): read whole, as stdin is
+    piped = isinstance(sources[0], TextFile) and not os.path.isfile(sources[0].path)
+    if output == "-" or piped:
         if not isinstance(sources[0], TextFile):
             raise CliError(f"-o -: only a plain text file (or stdin) is encoded to stdout; {path} is not one")
         with open(sources[0].path, "rb") as f:

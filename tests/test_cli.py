@@ -466,3 +466,25 @@ def test_encode_of_several_inputs_into_an_existing_file_says_so(tmp_path, tokdir
     _assert_clean_failure(code, err, tmp_path, keep=("tokens.npy", "other.txt"))
     assert f"-o {out}: is a file" in err and "folder" in err
     assert out.read_bytes() == b"keep"
+
+
+def test_encode_of_a_named_pipe_input(tmp_path, tokdir, capsys):
+    # INPUT a pipe (bash's <(cmd), /dev/stdin): was "bpe-fast: File or stream is not seekable." naming nothing
+    # (encode_file seeks to cut the file into ranges); found by trying encode -t tok <(cat f) -o x.npy
+    import threading
+
+    text = "Once upon a time " * 100 + EOT + " the end\n"
+    fifo = tmp_path / "in.txt"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as f:
+            f.write(text.encode("utf-8"))
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    out = tmp_path / "tokens.npy"
+    code, err = run(["-q", "encode", "-t", str(tokdir), str(fifo), "-o", str(out)], capsys)
+    writer.join(10)
+    assert code == 0, err
+    assert np.load(out).tolist() == Tokenizer.load(tokdir).encode(text)
