@@ -661,8 +661,8 @@ def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.P
     [1.6]
     """
     started = time.perf_counter()
-    one = isinstance(texts_or_paths, (str, bytes, bytearray, memoryview, os.PathLike))     # one text, as curve's
-    texts = [texts_or_paths] if one else list(texts_or_paths)
+    texts = ([texts_or_paths] if isinstance(texts_or_paths, (str, bytes, bytearray, memoryview, os.PathLike))
+             else list(texts_or_paths))         # one text, as compression_curve takes it, or several
     sides = [_analyze(name, tokenizer, texts, errors, _COLOURS[0])]
     notes = []
     if against is not None:
