@@ -314,9 +314,9 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
         for path in paths:      # the workers read the bytes as they are: no decompressing, no JSON or Parquet
             source, = resolve_inputs(path)
             if not isinstance(source, TextFile):
-                raise InputError(f"{path}: with a Dask client, inputs must be uncompressed text files, not "
-                                 f"{'compressed text' if source.kind == 'text' else source.kind} (count it "
-                                 f"without client=)")
+                kind = source.kind if source.kind != "text" else "compressed text" if os.path.isfile(path) else "a pipe"
+                raise InputError(f"{path}: with a Dask client, inputs must be uncompressed text files, not {kind} "
+                                 f"(count it without client=)")
         table = count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes)
         return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
     tables = count_input_tables(inputs, special_tokens, pattern, num_processes, errors, chunk_bytes, progress,

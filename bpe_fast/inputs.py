@@ -308,7 +308,7 @@ def _source_of(path: str) -> TextFile | Stream:
         return Stream("parquet", path, path)
     if suffix in JSONL_SUFFIXES:
         return Stream("jsonl", path, path)
-    if compression:
+    if compression or not os.path.isfile(path):     # a pipe (<(cmd), /dev/stdin) is read as it comes, not by ranges
         return Stream("text", path, path)
     return TextFile(path)
 

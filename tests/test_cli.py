@@ -468,23 +468,57 @@ def test_encode_of_several_inputs_into_an_existing_file_says_so(tmp_path, tokdir
     assert out.read_bytes() == b"keep"
 
 
-def test_encode_of_a_named_pipe_input(tmp_path, tokdir, capsys):
-    # INPUT a pipe (bash's <(cmd), /dev/stdin): was "bpe-fast: File or stream is not seekable." naming nothing
-    # (encode_file seeks to cut the file into ranges); found by trying encode -t tok <(cat f) -o x.npy
+def _fed_pipe(path, data):
+    """A named pipe at `path` that a thread writes `data` into once it is opened (bash's <(cmd) is one);
+    returns the thread."""
     import threading
 
-    text = "Once upon a time " * 100 + EOT + " the end\n"
-    fifo = tmp_path / "in.txt"
-    os.mkfifo(fifo)
+    os.mkfifo(path)
 
     def feed():
-        with open(fifo, "wb") as f:
-            f.write(text.encode("utf-8"))
+        with open(path, "wb") as f:
+            f.write(data)
 
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
+    return writer
+
+
+def test_encode_of_a_named_pipe_input(tmp_path, tokdir, capsys):
+    # INPUT a pipe (bash's <(cmd), /dev/stdin): was "bpe-fast: File or stream is not seekable." naming nothing
+    # (encode_file seeks to cut the file into ranges); found by trying encode -t tok <(cat f) -o x.npy
+    text = "Once upon a time " * 100 + EOT + " the end\n"
     out = tmp_path / "tokens.npy"
-    code, err = run(["-q", "encode", "-t", str(tokdir), str(fifo), "-o", str(out)], capsys)
+    writer = _fed_pipe(tmp_path / "in.txt", text.encode("utf-8"))
+    code, err = run(["-q", "encode", "-t", str(tokdir), str(tmp_path / "in.txt"), "-o", str(out)], capsys)
     writer.join(10)
     assert code == 0, err
     assert np.load(out).tolist() == Tokenizer.load(tokdir).encode(text)
+
+
+@pytest.mark.parametrize("command", ["train", "count", "encode-folder"])
+def test_train_count_and_folder_encode_read_a_named_pipe(tmp_path, tokdir, corpus, command, capsys):
+    # train <(cat f), count <(cat f) and encode A <(cat f) -o DIR/ failed with "File or stream is not seekable."
+    # (a pipe was counted by byte ranges, as a file is); found by the CLI review
+    data = corpus.read_bytes()[:300_000]
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(data)
+    writer = _fed_pipe(tmp_path / "pipe.txt", data)
+    if command == "train":
+        args = ["train", "--vocab-size", "400", "--special-token", EOT]
+        code, err = run(["-q", *args, str(tmp_path / "pipe.txt"), "-o", str(tmp_path / "a")], capsys)
+        assert code == 0, err
+        assert Tokenizer.load(tmp_path / "a").merges == tuple(train_bpe(plain, 400, [EOT])[1])
+    elif command == "count":
+        code, err = run(["-q", "count", str(tmp_path / "pipe.txt"), "--special-token", EOT, "-o",
+                         str(tmp_path / "c.npz")], capsys)
+        assert code == 0, err
+        from bpe_fast import PretokenCounts, count_pretokens
+        assert PretokenCounts.load(tmp_path / "c.npz") == count_pretokens(plain, [EOT])
+    else:
+        code, err = run(["-q", "encode", "-t", str(tokdir), str(plain), str(tmp_path / "pipe.txt"), "-o",
+                         str(tmp_path / "out") + "/"], capsys)
+        assert code == 0, err
+        expected = Tokenizer.load(tokdir).encode(data.decode("utf-8"))
+        assert np.load(tmp_path / "out" / "pipe.npy").tolist() == expected
+    writer.join(10)
