@@ -184,7 +184,9 @@ def cmd_synth(args: argparse.Namespace) -> None:
     try:
         size = parse_size(args.size)
     except ValueError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(f"--size: {exc}") from None
+    if args.seed < 0:
+        raise CliError(f"--seed: must be a non-negative int, got {args.seed}")
     to_stdout = args.output == "-"
     if not to_stdout:
         _check_output_folder(args.output)

@@ -313,6 +313,14 @@ def test_python_dash_m_entry_point(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and "nonsense" in proc.stderr
 
 
+@pytest.mark.parametrize("args, flag", [(["--size", "nonsense"], "--size"),
+                                        (["--size", "1KB", "--seed", "-1"], "--seed")])
+def test_synth_errors_name_the_flag(tmp_path, args, flag, capsys):
+    # "seed must be a non-negative int, got -1" named the library's argument, not the flag (the CLI review)
+    code, err = run(["synth", *args, "-o", str(tmp_path / "x.txt")], capsys)
+    assert code != 0 and f"bpe-fast: {flag}: " in err and not (tmp_path / "x.txt").exists()
+
+
 # ---- interchange with the real libraries --------------------------------------------------------
 
 @pytest.mark.parametrize("pattern", ["gpt2", "gpt4"])
