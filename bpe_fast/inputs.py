@@ -886,6 +886,8 @@ def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
         raise InputError(f"{path}: no column {text_column!r} (columns: {names}); choose one with "
                          f"text_column= (CLI: --text-column)")
     kind = parquet.schema_arrow.field(text_column).type
+    if pyarrow.types.is_dictionary(kind):       # dictionary-encoded strings (a pandas categorical column)
+        kind = kind.value_type
     if not (pyarrow.types.is_string(kind) or pyarrow.types.is_large_string(kind)
             or getattr(pyarrow.types, "is_string_view", lambda t: False)(kind)):
         parquet.close()
@@ -993,8 +995,10 @@ def _flush_arrow(pending: list[Any], path: str, first: int) -> Generator[Batch, 
 
 
 def _arrow_strings(column: Any, pyarrow: Any) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-    """(uint8 data from 0, int64 bounds from 0) of an Arrow string column, without a Python object a row; a
-    null is an empty document."""
+    """(uint8 data from 0, int64 bounds from 0) of an Arrow string column (or dictionary-encoded strings), without
+    a Python object a row; a null is an empty document."""
+    if pyarrow.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
     if column.null_count:
         column = column.fill_null("")
     if not (pyarrow.types.is_string(column.type) or pyarrow.types.is_large_string(column.type)):

@@ -601,6 +601,19 @@ def test_parquet_nulls_are_empty_documents(tmp_path):
     assert count_pretokens(tmp_path / "c.parquet", num_processes=1) == {b"a": 1, b" b": 1, b"c": 1}
 
 
+@pytest.mark.parametrize("procs", [1, 2])
+def test_parquet_dictionary_encoded_strings_are_read(tmp_path, procs):
+    # a pandas categorical column is written as dictionary<values=string>: it was refused as "not strings"
+    # (found by the training review); row groups of it read by the workers too
+    docs = ["a b", None, "c d é", "a b"] * 50
+    pq.write_table(pyarrow.table({"text": pyarrow.array(docs).dictionary_encode()}), tmp_path / "d.parquet",
+                   row_group_size=40)
+    expected = oracle_docs([d or "" for d in docs])
+    assert count_pretokens(tmp_path / "d.parquet", num_processes=procs, chunk_bytes=64) == expected
+    assert count_pretokens(tmp_path / "d.parquet", num_processes=procs, max_documents=3) == \
+        oracle_docs(["a b", "", "c d é"])
+
+
 class Text(str):
     """A str subclass, as some libraries hand out (taken as its str, as Tokenizer.encode takes it)."""
 
