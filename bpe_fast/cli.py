@@ -408,6 +408,8 @@ def cmd_encode(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     try:
         if to_folder:
+            # stopped, a folder encode keeps its finished shards (index.json lists them), for the same command
+            args.on_interrupt = f"the shards finished stay in {output} (the same command resumes)"
             n, size = _encode_shards(tokenizer, inputs, output, args, progress)
         elif inputs == ["-"]:
             data = sys.stdin.buffer.read()
@@ -835,10 +837,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             exc.hint = "pass --errors replace to substitute U+FFFD"
             raise CliError(str(exc)) from None
     except Terminated:
-        print("\nbpe-fast: terminated; no output written", file=sys.stderr)
+        print(f"\nbpe-fast: terminated; {getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
         return 143
     except KeyboardInterrupt:
-        print("\nbpe-fast: interrupted; no output written", file=sys.stderr)
+        print(f"\nbpe-fast: interrupted; {getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
         return 130
     except _StdoutClosed:
         with contextlib.suppress(OSError):       # nothing more reaches the closed pipe at exit

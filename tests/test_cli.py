@@ -321,6 +321,22 @@ def test_synth_errors_name_the_flag(tmp_path, args, flag, capsys):
     assert code != 0 and f"bpe-fast: {flag}: " in err and not (tmp_path / "x.txt").exists()
 
 
+def test_an_interrupted_folder_encode_says_its_shards_stay(tmp_path, tokdir, corpus, monkeypatch, capsys):
+    # "interrupted; no output written" was said of folder encodes too, whose finished shards stay for resuming
+    import bpe_fast.cli as cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_encode_shards", interrupted)
+    code, err = run(["-q", "encode", "-t", str(tokdir), str(corpus), str(corpus), "-o", str(tmp_path / "out") + "/"],
+                    capsys)
+    assert code == 130 and f"interrupted; the shards finished stay in {tmp_path / 'out'}/" in err
+    monkeypatch.setattr(cli, "_encode_one", interrupted)
+    code, err = run(["-q", "encode", "-t", str(tokdir), str(corpus), "-o", str(tmp_path / "x.npy")], capsys)
+    assert code == 130 and "interrupted; no output written" in err
+
+
 # ---- interchange with the real libraries --------------------------------------------------------
 
 @pytest.mark.parametrize("pattern", ["gpt2", "gpt4"])
