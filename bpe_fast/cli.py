@@ -522,7 +522,7 @@ def cmd_decode(args: argparse.Namespace) -> None:
         source = io.BytesIO(sys.stdin.buffer.read())
         args.tokens = "<stdin>"
     elif not os.path.isfile(source):
-        raise CliError(f"{source}: no such file")
+        raise CliError(f"{source}: {_not_a_file(source)}")
     try:
         dtype, shape = read_npy_dtype(source)
     except ValueError as exc:       # not a .npy file, a damaged header, or a truncated file: read_npy_dtype says
@@ -575,7 +575,7 @@ def _show_text(args: argparse.Namespace) -> tuple[str, str]:
         data, name = sys.stdin.buffer.read(), "<stdin>"
     else:
         if not os.path.isfile(args.file):
-            raise CliError(f"-f {args.file}: no such file")
+            raise CliError(f"-f {args.file}: {_not_a_file(args.file)}")
         with open(args.file, "rb") as f:
             data, name = f.read(), args.file
     try:
@@ -618,12 +618,17 @@ def _tokenizer_name(path: str) -> str:
     return os.path.basename(os.path.normpath(path)) or path
 
 
+def _not_a_file(path: str) -> str:
+    """Why `path`, which is not a regular file, cannot be read as one."""
+    return "is a folder, not a file" if os.path.isdir(path) else "no such file"
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     import pathlib
     from .html_report import write_report
     for path in args.eval:
         if not os.path.isfile(path):
-            raise CliError(f"--eval {path}: no such file")
+            raise CliError(f"--eval {path}: {_not_a_file(path)}")
     _check_output_folder(args.output)
     _check_not_an_input(args.output, "-o", list(args.eval) + _tokenizer_files(args.tokenizer)
                         + (_tokenizer_files(args.against) if args.against else []))
