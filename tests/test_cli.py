@@ -520,6 +520,20 @@ def test_encode_of_a_named_pipe_input(tmp_path, tokdir, capsys):
     assert np.load(out).tolist() == Tokenizer.load(tokdir).encode(text)
 
 
+def test_encode_of_a_compressed_named_pipe_input_decompresses_it(tmp_path, tokdir, capsys):
+    # a named pipe called *.gz (mkfifo x.gz; gzip -c f > x.gz) was read raw, as an uncompressed pipe is, since
+    # bd66367: "invalid UTF-8 at byte offset 1"; before it, it went as a one-shard folder, decompressed
+    import gzip
+
+    text = "Once upon a time " * 100 + EOT + " the end\n"
+    out = tmp_path / "tokens.npy"
+    writer = _fed_pipe(tmp_path / "in.txt.gz", gzip.compress(text.encode("utf-8")))
+    code, err = run(["-q", "encode", "-t", str(tokdir), str(tmp_path / "in.txt.gz"), "-o", str(out)], capsys)
+    writer.join(10)
+    assert code == 0, err
+    assert np.load(out).tolist() == Tokenizer.load(tokdir).encode(text)
+
+
 @pytest.mark.parametrize("command", ["train", "count", "encode-folder"])
 def test_train_count_and_folder_encode_read_a_named_pipe(tmp_path, tokdir, corpus, command, capsys):
     # train <(cat f), count <(cat f) and encode A <(cat f) -o DIR/ failed with "File or stream is not seekable."
