@@ -522,7 +522,10 @@ def cmd_decode(args: argparse.Namespace) -> None:
         source = io.BytesIO(sys.stdin.buffer.read())
         args.tokens = "<stdin>"
     elif not os.path.isfile(source):
-        raise CliError(f"{source}: {_not_a_file(source)}")
+        if not os.path.exists(source) or os.path.isdir(source):
+            raise CliError(f"{source}: {_not_a_file(source)}")
+        with open(source, "rb") as f:       # a pipe (<(cmd)): read whole, as stdin (np.load maps files only)
+            source = io.BytesIO(f.read())
     try:
         dtype, shape = read_npy_dtype(source)
     except ValueError as exc:       # not a .npy file, a damaged header, or a truncated file: read_npy_dtype says
@@ -574,7 +577,7 @@ def _show_text(args: argparse.Namespace) -> tuple[str, str]:
     if args.file == "-":
         data, name = sys.stdin.buffer.read(), "<stdin>"
     else:
-        if not os.path.isfile(args.file):
+        if not os.path.exists(args.file) or os.path.isdir(args.file):     # (a pipe, <(cmd), is read as it comes)
             raise CliError(f"-f {args.file}: {_not_a_file(args.file)}")
         with open(args.file, "rb") as f:
             data, name = f.read(), args.file
@@ -620,14 +623,16 @@ def _tokenizer_name(path: str) -> str:
 
 def _not_a_file(path: str) -> str:
     """Why `path`, which is not a regular file, cannot be read as one."""
-    return "is a folder, not a file" if os.path.isdir(path) else "no such file"
+    if os.path.isdir(path):
+        return "is a folder, not a file"
+    return "is not a regular file" if os.path.exists(path) else "no such file"
 
 
 def cmd_report(args: argparse.Namespace) -> None:
     import pathlib
     from .html_report import write_report
     for path in args.eval:
-        if not os.path.isfile(path):
+        if not os.path.isfile(path):        # (not a pipe either: the report reads each text once a tokenizer)
             raise CliError(f"--eval {path}: {_not_a_file(path)}")
     _check_output_folder(args.output)
     _check_not_an_input(args.output, "-o", list(args.eval) + _tokenizer_files(args.tokenizer)

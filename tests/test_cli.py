@@ -534,6 +534,25 @@ def test_encode_of_a_compressed_named_pipe_input_decompresses_it(tmp_path, tokdi
     assert np.load(out).tolist() == Tokenizer.load(tokdir).encode(text)
 
 
+def test_show_and_decode_read_a_named_pipe(tmp_path, tokdir, capsys):
+    # show -f <(cmd) and decode <(cmd) said "no such file" of a pipe that exists (found reviewing the pipe fix)
+    tok = Tokenizer.load(tokdir)
+    ids = np.array(tok.encode("Once upon a time"), dtype=np.int32)
+    held = tmp_path / "held.npy"
+    np.save(held, ids)
+    writer = _fed_pipe(tmp_path / "ids.npy", held.read_bytes())
+    code, err = run(["decode", "-t", str(tokdir), str(tmp_path / "ids.npy"), "-o", str(tmp_path / "out.txt")], capsys)
+    writer.join(10)
+    assert code == 0, err
+    assert (tmp_path / "out.txt").read_text("utf-8") == "Once upon a time"
+    writer = _fed_pipe(tmp_path / "text.txt", "Once upon a time".encode("utf-8"))
+    code = main(["show", "-t", str(tokdir), "-f", str(tmp_path / "text.txt")])
+    out = capsys.readouterr().out
+    writer.join(10)
+    assert main(["show", "-t", str(tokdir), "Once upon a time"]) == 0         # the same text, as the argument
+    assert code == 0 and out == capsys.readouterr().out != ""
+
+
 @pytest.mark.parametrize("command", ["train", "count", "encode-folder"])
 def test_train_count_and_folder_encode_read_a_named_pipe(tmp_path, tokdir, corpus, command, capsys):
     # train <(cat f), count <(cat f) and encode A <(cat f) -o DIR/ failed with "File or stream is not seekable."
