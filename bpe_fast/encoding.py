@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections.abc
 import functools
+import math
 import operator
 import os
 from collections.abc import Collection, Iterable, Sequence
@@ -49,6 +50,7 @@ _U32_MAX = 2**32 - 1
 _NOTHING: frozenset[str]
 _NOTHING = frozenset()   # allowed_special's default: tiktoken's is set(), equal to it; this one is told apart
 _ALL = "all"
+_MAX_THREADS = 1 << 16    # a larger num_threads (inf) asks for a thread an item, as this many do
 _ARRAYS = (list, tuple, np.ndarray)     # what the tokenizer's decode takes as tiktoken's does, when valid
 
 
@@ -357,13 +359,15 @@ def _check_u32(value: int) -> None:
         raise OverflowError("out of range integral type conversion attempted")
 
 
-def _threads(num_threads: int | None) -> int:
-    """num_threads as ThreadPoolExecutor takes it (None: its default; below 1: its ValueError)."""
+def _threads(num_threads: float | None) -> int:
+    """num_threads as ThreadPoolExecutor takes it (None: its default; 0 or below: its ValueError; what cannot
+    be compared with 0: its TypeError), as an int: any other number (a float such as os.cpu_count() / 2, a
+    NumPy integer, True) is as many threads as the executor would start for it, its ceiling."""
     if num_threads is None:
         return min(32, (os.cpu_count() or 1) + 4)
     if num_threads <= 0:
         raise ValueError("max_workers must be greater than 0")
-    return num_threads
+    return math.ceil(min(num_threads, _MAX_THREADS))
 
 
 def _tiny() -> Encoding:

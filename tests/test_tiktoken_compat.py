@@ -272,6 +272,20 @@ def test_bad_arguments(pair):
         same(pair, call)
 
 
+def test_num_threads_any_number_thread_pool_executor_takes(pair):
+    # tiktoken hands num_threads to ThreadPoolExecutor, which takes any number above 0: a float
+    # (os.cpu_count() / 2), a NumPy integer, True; found comparing the batch methods with tiktoken's
+    for n in [2.0, 2.5, 0.5, True, np.int64(2), np.float64(3.0), 1]:
+        for call in [lambda e: e.encode_batch(["a b", "c", EOT], allowed_special="all", num_threads=n),
+                     lambda e: e.encode_batch(["a b", "c"], num_threads=n),
+                     lambda e: e.encode_ordinary_batch(["a b", "c"], num_threads=n),
+                     lambda e: e.decode_batch([[1, 2], [3]], num_threads=n),
+                     lambda e: e.decode_bytes_batch([[1, 2], [3]], num_threads=n)]:
+            assert same(pair, call)[0] == "ok", n
+    for n in [0, -1.5, False, "2"]:
+        assert same(pair, lambda e: e.encode_batch(["a"], num_threads=n))[0] == "raise"
+
+
 def small_ranks():
     return {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 
