@@ -178,8 +178,18 @@ class Encoding:
             disallowed_special = self.special_tokens_set - allowed_special
         if not isinstance(disallowed_special, frozenset):
             disallowed_special = frozenset(disallowed_special)
-        encoder = self._encoder(allowed_special)
-        return encoder.encode_batch(list(text), num_threads=_threads(num_threads), disallowed_special=disallowed_special)
+        threads = _threads(num_threads)
+        texts = list(text)
+        try:
+            encoder = self._encoder(allowed_special)
+        except TypeError:
+            # tiktoken's encode raises it text by text: no text, no error; the first text's disallowed check first
+            if not texts:
+                return []
+            if disallowed_special:
+                check_disallowed(texts[0], disallowed_special)
+            raise
+        return encoder.encode_batch(texts, num_threads=threads, disallowed_special=disallowed_special)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of the token whose bytes (or text) are `text_or_bytes`, special tokens included; KeyError when
@@ -219,9 +229,13 @@ class Encoding:
         return self._encoder(allowed_special)
 
     def _encoder(self, allowed_special: AbstractSet[str]) -> Tokenizer:
-        """The tokenizer matching the special tokens of `allowed_special` (a set: tiktoken takes no other)."""
+        """The tokenizer matching the special tokens of `allowed_special` (a set of str: tiktoken takes no other)."""
         if not isinstance(allowed_special, (set, frozenset)):
             raise TypeError(f"{type(allowed_special).__name__!r} object is not an instance of 'set'")
+        if allowed_special is not self.special_tokens_set:
+            for token in allowed_special:       # a set of str: bytes or an id in it is tiktoken's TypeError
+                if not isinstance(token, str):
+                    raise TypeError(f"{type(token).__name__!r} object is not an instance of 'str'")
         if not allowed_special:
             return self._ordinary
         if self._all_specials.issubset(allowed_special):

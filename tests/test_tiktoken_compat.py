@@ -286,6 +286,21 @@ def test_num_threads_any_number_thread_pool_executor_takes(pair):
         assert same(pair, lambda e: e.encode_batch(["a"], num_threads=n))[0] == "raise"
 
 
+def test_allowed_special_of_what_is_not_str_is_a_type_error(pair):
+    # tiktoken's encoder takes allowed_special as a set of str: bytes (the token's bytes) or an id in it is
+    # a TypeError, after the disallowed check; it was ignored here (the text encoded as if nothing were
+    # allowed). Found comparing encode's keywords with tiktoken over sets of other types.
+    for allowed in [{b"<|endoftext|>"}, {50256}, {EOT, 1}, frozenset({None})]:
+        for disallowed in [(), "all"]:
+            for text in ["", "x", "a<|endoftext|>"]:
+                for call in [lambda e: e.encode(text, allowed_special=allowed, disallowed_special=disallowed),
+                             lambda e: e.encode_to_numpy(text, allowed_special=allowed,
+                                                         disallowed_special=disallowed),
+                             lambda e: e.encode_batch([text], allowed_special=allowed,
+                                                      disallowed_special=disallowed)]:
+                    assert same(pair, call)[0] == "raise"
+
+
 def small_ranks():
     return {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 
