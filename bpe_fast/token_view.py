@@ -152,8 +152,8 @@ def render_html(view: TokenView, *, ids: bool = False, split: Container[int] = f
 
 def display_token(token: bytes) -> str:
     """A token's bytes as a short, unambiguous label for tables: UTF-8 text with spaces as ␣, newlines and
-    tabs as \\n, \\t, other whitespace and control or format characters as \\xNN / \\uNNNN, a backslash as
-    \\\\, and bytes that are not whole characters as \\xNN.
+    tabs as \\n, \\t, other whitespace and control or format characters (and ␣ itself) as \\xNN / \\uNNNN, a
+    backslash as \\\\, and bytes that are not whole characters as \\xNN.
 
     >>> print(display_token(b" the\\n"), display_token(b"\\xe4\\xb8"), display_token(b"\\\\x\\xc2\\xa0"))
     ␣the\\n \\xe4\\xb8 \\\\x\\u00a0
@@ -163,6 +163,8 @@ def display_token(token: bytes) -> str:
         code = ord(ch)
         if ch == " ":
             out.append("␣")
+        elif ch == "␣":                            # the sign itself: escaped, so that a label means one token
+            out.append("\\u2423")
         elif ch in _ESCAPES:
             out.append(_ESCAPES[ch])
         elif ch == "\\":

@@ -224,6 +224,12 @@ def test_render_plain_and_html():
     check_self_contained(page)
     assert "t &lt;x&gt;" in page and '<span class="c1 split" title="id 2"> world</span><sub>2</sub>' in page
     assert display_token(b" the\n\xe4") == "\u2423the\\n\\xe4"
+    # a label stands for one token: "\u2423" itself (the sign shown for a space) is escaped, as it was not
+    # (b" " and "\u2423"'s UTF-8 had the same label; found checking that no two short tokens share a label)
+    assert display_token("\u2423".encode()) == "\\u2423" != display_token(b" ")
+    labels = {}
+    for token in [bytes([b]) for b in range(256)] + [chr(c).encode() for c in range(0x80, 0x3000)]:
+        assert labels.setdefault(display_token(token), token) == token
 
 
 # ------------------------------------------------------------------------------------------ the page
