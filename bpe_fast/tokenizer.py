@@ -196,7 +196,7 @@ class Tokenizer:
         >>> tok.restricted_to(frozenset(["<|a|>"])).encode("<|a|><|b|>")[:2]
         [256, 60]
         """
-        if len(allowed) == len(self._specials):
+        if len(allowed) == len(self._specials) and allowed.issuperset(self._specials.tokens):
             return self
         view = self._views.get(allowed)
         if view is None:

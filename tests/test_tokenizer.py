@@ -338,6 +338,21 @@ def test_special_tokens_next_to_each_other_and_inside_words(tok):
         assert tok.decode(ids) == text
 
 
+def test_restricted_to_matches_only_the_tokens_named():
+    # a set naming as many tokens as the tokenizer has, but not all of its own, gave the tokenizer itself (it
+    # compared sizes only): restricted_to({"<|a|>", "zzz"}) matched "<|b|>" too. Found calling it with sets
+    # holding other strings, as encode's allowed_special may.
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|a|>", "<|b|>"])
+    text = "<|a|><|b|>"
+    for allowed in [frozenset({"<|a|>", "zzz"}), frozenset({"<|a|>"}), frozenset({"<|a|>", "<|x|>", "<|y|>"})]:
+        view = tok.restricted_to(allowed)
+        assert view.special_tokens == {"<|a|>": 256}
+        assert view.encode(text) == oracle_encode(text, tok.vocab, tok.merges, ["<|a|>"], tok.pattern) \
+            == tok.encode(text, allowed_special=allowed)
+    assert tok.restricted_to(frozenset({"zzz", "yyy"})).encode(text) == tok.encode_ordinary(text)
+    assert tok.restricted_to(frozenset({"<|b|>", "<|a|>"})) is tok
+
+
 def test_without_special_tokens_eot_is_text(trained):
     tok = Tokenizer(*trained)
     ids = tok.encode(EOT)
