@@ -118,10 +118,28 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
 
 
 def swap_tiktoken_anchors(pattern: str) -> str:
-    """A pattern for tiktoken's regex engine (Rust's fancy-regex) as `regex` reads it the same way, and back:
-    there "$" matches only at the end of the text and "\\Z" also before a final newline; in `regex` the other
-    way round. The built-in patterns' spellings are kept (they run natively, and their "\\s++$" matches the
-    same either way)."""
+    """A pattern for tiktoken's regex engine (Rust's fancy-regex) as `regex` reads it the same way: there "$"
+    (outside multi-line mode) matches only at the end of the text and "\\Z" also before any number of final
+    newlines; in `regex` "$" matches at the end or before one final newline, and "\\Z" only at the end. The
+    built-in patterns' spellings are kept (they run natively, and their "\\s++$" matches the same either way).
+    tiktoken_anchors goes back.
+
+    >>> swap_tiktoken_anchors(r"a$|b\\Z|c\\z")
+    'a\\\\Z|b(?=\\\\n*\\\\Z)|c\\\\z'
+    """
     if pattern in PATTERNS.values() or pattern == R50K_PATTERN:
         return pattern
-    return rewrite_anchors(pattern, {"$": r"\Z", r"\Z": "$"})
+    return rewrite_anchors(pattern, {"$": r"\Z", r"\Z": r"(?=\n*\Z)"})
+
+
+def tiktoken_anchors(pattern: str) -> str:
+    """A `regex` pattern as tiktoken's engine reads it the same way (swap_tiktoken_anchors' other direction):
+    `regex`'s "$" (outside multi-line mode: the end, or before one final newline) as "(?=\\n?\\z)", its "\\Z"
+    (the end) as "\\z". The built-in patterns' spellings are kept.
+
+    >>> tiktoken_anchors(r"a$|b\\Z")
+    'a(?=\\\\n?\\\\z)|b\\\\z'
+    """
+    if pattern in PATTERNS.values() or pattern == R50K_PATTERN:
+        return pattern
+    return rewrite_anchors(pattern, {"$": r"(?=\n?\z)", r"\Z": r"\z"})

@@ -43,7 +43,7 @@ from . import formats
 from .atomic import output_group
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
                       utf8_searchable)
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern, swap_tiktoken_anchors
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern, tiktoken_anchors
 from .pretokenize import check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
 from .specials import SpecialTokens, check_disallowed
@@ -326,7 +326,7 @@ class Tokenizer:
             raise ImportError("Tokenizer.to_tiktoken needs tiktoken: pip install tiktoken") from exc
         from .ranks import ranks_from_tokenizer
 
-        return tiktoken.Encoding(name, pat_str=swap_tiktoken_anchors(self._pattern),
+        return tiktoken.Encoding(name, pat_str=tiktoken_anchors(self._pattern),
                                  mergeable_ranks=ranks_from_tokenizer(self), special_tokens=self.special_tokens)
 
     def save(self, directory: StrPath) -> None:

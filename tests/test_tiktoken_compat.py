@@ -483,3 +483,32 @@ def test_a_custom_pat_str_anchors_as_tiktoken_reads_them(pat_str):
     again = ours.tokenizer.to_tiktoken("again")
     for text in ["ab\n", "ab", "ab\nab\n", "$ab\n", "^ab$"]:
         assert again.encode(text) == theirs.encode(text), text
+
+
+ANCHOR_TEXTS = ["ab", "ab\n", "ab\n\n", "ab\n\n\n", "ab\nab\n\n", "ab\r\n", "ab\n\nx", "ab \n\n", "\n\nab\n\n\n"]
+
+
+@pytest.mark.parametrize("pat_str", [r"ab\Z|a|b|\n|[^ab\n]", r"(?m)ab\Z|a|b|\n|[^ab\n]", r"(?m:ab\Z)|a|b|\n|[^ab\n]",
+                                     r"ab$|ab\Z|a|b|\n|[^ab\n]", r"\s+\Z|ab|\S"])
+def test_tiktoken_end_anchor_before_any_trailing_newlines(pat_str):
+    # tiktoken's \Z (fancy-regex) is the end of the text or before any number of final newlines; it was read as
+    # `regex`'s $, before one final newline only: "ab\n\n" gave [97, 98, 10, 10] where tiktoken gives
+    # [256, 10, 10]. Found comparing custom patterns' anchors with tiktoken on texts ending in newlines.
+    ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256}
+    ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+    theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+    for text in ANCHOR_TEXTS:
+        assert ours.encode(text) == theirs.encode(text), text
+
+
+@pytest.mark.parametrize("pattern", [r"ab$|a|b|\n|[^ab\n]", r"ab\Z|a|b|\n|[^ab\n]", r"(?m)ab\Z|a|b|\n|[^ab\n]",
+                                     r"\s+$|ab|\S"])
+def test_to_tiktoken_keeps_the_end_anchors_of_regex(pattern):
+    # and back: `regex`'s $ (the end, or before one final newline) and \Z (the end) written for tiktoken; $ was
+    # written as tiktoken's \Z, which also matches before two or more final newlines
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    tok = Tokenizer(vocab, [(b"a", b"b")], pattern=pattern)
+    enc = tok.to_tiktoken("back")
+    for text in ANCHOR_TEXTS:
+        assert enc.encode(text) == tok.encode(text), text
+
