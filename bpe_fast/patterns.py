@@ -68,20 +68,21 @@ def shown_pattern(pattern: str) -> str:
 
 def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
     """`pattern` with each anchor outside a character class replaced as `replace` says ({"$": ..., "\\Z": ...}:
-    an unescaped "^" or "$", or a two-character escape), for reading a regex written for another engine with
-    `regex`, or writing one of `regex`'s for another engine.
+    an unescaped "^" or "$" outside multi-line mode, or a two-character escape), for reading a regex written for
+    another engine with `regex`, or writing one of `regex`'s for another engine. "^" and "$" where the flag m is
+    on are line anchors in either engine, and kept: the flag as inline flags set it, from "(?m)" to the end of
+    the group holding it, inside "(?m:...)", off again after "(?-m)" (both engines read them so).
 
     >>> rewrite_anchors(r"a$|[$]|\\$|b\\Z", {"$": r"\\Z", r"\\Z": "$"})
     'a\\\\Z|[$]|\\\\$|b$'
+    >>> rewrite_anchors(r"a$|(?m:b$)|(?m)c$|(?-m:d$)", {"$": r"\\Z"})
+    'a\\\\Z|(?m:b$)|(?m)c$|(?-m:d\\\\Z)'
     """
-    try:
-        if regex.compile(pattern).flags & regex.MULTILINE:     # (?m) for the whole pattern: ^ and $ are line
-            replace = {k: v for k, v in replace.items() if k not in "^$"}     # anchors in either engine
-    except (regex.error, RecursionError):
-        pass                                # reported where the pattern is compiled for use (compile_pattern)
     out: list[str] = []
     i, n = 0, len(pattern)
     in_class = False
+    multiline = False           # the flag m where pattern[i] is
+    outer: list[bool] = []      # the flag m outside each group open at i
     while i < n:
         c = pattern[i]
         if c == "\\" and i + 1 < n:
@@ -108,13 +109,31 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
                 out.append("]")
                 i += 1
             continue
-        elif c in "^$":
+        elif c == "(":
+            flags = _INLINE_FLAGS.match(pattern, i)
+            if flags is not None:                 # "(?flags)" or "(?flags:": m on or off from here
+                on, _, off = flags.group(1).partition("-")
+                set_m = True if "m" in on else False if "m" in off else multiline
+                if flags.group(2) == ":":
+                    outer.append(multiline)
+                multiline = set_m
+                out.append(flags.group())
+                i = flags.end()
+                continue
+            outer.append(multiline)
+        elif c == ")":
+            if outer:
+                multiline = outer.pop()
+        elif c in "^$" and not multiline:
             out.append(replace.get(c, c))
             i += 1
             continue
         out.append(c)
         i += 1
     return "".join(out)
+
+
+_INLINE_FLAGS = regex.compile(r"\(\?([a-zA-Z]*(?:-[a-zA-Z]*)?)([:)])")
 
 
 def swap_tiktoken_anchors(pattern: str) -> str:

@@ -512,3 +512,19 @@ def test_to_tiktoken_keeps_the_end_anchors_of_regex(pattern):
     for text in ANCHOR_TEXTS:
         assert enc.encode(text) == tok.encode(text), text
 
+
+@pytest.mark.parametrize("pat_str", [r"(?m:ab$)|a|b|\n|[^ab\n]", r"ab(?m:$)|a|b|\n|[^ab\n]",
+                                     r"(?m)(?-m:ab$)|a|b|\n|[^ab\n]", r"ab$|(?m)ab$|a|b|\n|[^ab\n]",
+                                     r"(?:(?m)ab$)|ab$|a|b|\n|[^ab\n]",
+                                     r"(?m:(?-m)ab$)|a|b|\n|[^ab\n]", r"(?i-m:AB$)|(?P<x>a)|b|\n|[^ab\n]"])
+def test_tiktoken_anchors_under_scoped_multi_line_flags(pat_str):
+    # "$" is a line end where the flag m is on, by inline flags that hold to the end of their group in both
+    # engines; it was decided for the whole pattern ((?m:ab$)'s "$" was made the end of the text, and in
+    # (?m)(?-m:ab$) it stayed `regex`'s "$"). Found comparing custom patterns' anchors with tiktoken.
+    ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256}
+    ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+    theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+    again = ours.tokenizer.to_tiktoken("again")
+    for text in ANCHOR_TEXTS + ["ab\nx", "ab\nab\nab"]:
+        assert ours.encode(text) == theirs.encode(text) == again.encode(text), text
+
