@@ -181,6 +181,7 @@ class Tokenizer:
     def _use_specials(self, specials: SpecialTokens) -> None:
         """Match the special tokens of `specials` (with their ids), and only those, when encoding."""
         self._specials = specials
+        self._special_set = frozenset(specials.tokens)
         # The native path (None: the Python path), with the special tokens longest first (SpecialTokens.utf8).
         tables = native_tables() if self._kind else None
         self._segmenter = (Segmenter(tables, self._kind, self._specials.utf8, self._specials.utf8_ids)
@@ -196,8 +197,12 @@ class Tokenizer:
         >>> tok.restricted_to(frozenset(["<|a|>"])).encode("<|a|><|b|>")[:2]
         [256, 60]
         """
-        if len(allowed) == len(self._specials) and allowed.issuperset(self._specials.tokens):
+        if allowed >= self._special_set:
             return self
+        if not allowed <= self._special_set:
+            # names it does not have: left out, so that the view cached for a set (shared with the tokenizer
+            # this is a view of, and its other views) is the same whichever of them made it
+            allowed = allowed & self._special_set
         view = self._views.get(allowed)
         if view is None:
             view = object.__new__(type(self))

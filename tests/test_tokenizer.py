@@ -353,6 +353,18 @@ def test_restricted_to_matches_only_the_tokens_named():
     assert tok.restricted_to(frozenset({"<|b|>", "<|a|>"})) is tok
 
 
+def test_restricted_to_of_a_view_leaves_the_tokenizers_views_alone():
+    # a view shares its tokenizer's cache of views: a view asked for a token it does not have cached, under that
+    # token's name, a view matching nothing, which the tokenizer then gave for it (its encode's allowed_special
+    # too). Found calling restricted_to on views with the names of other special tokens.
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|a|>", "<|b|>"])
+    view = tok.restricted_to(frozenset({"<|a|>"}))
+    assert view.restricted_to(frozenset({"<|b|>"})).special_tokens == {}
+    assert view.restricted_to(frozenset({"<|a|>", "<|b|>"})) is view
+    assert tok.restricted_to(frozenset({"<|b|>"})).special_tokens == {"<|b|>": 257}
+    assert tok.encode("<|b|>", allowed_special={"<|b|>"}) == [257]
+
+
 def test_without_special_tokens_eot_is_text(trained):
     tok = Tokenizer(*trained)
     ids = tok.encode(EOT)
