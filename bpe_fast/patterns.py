@@ -71,7 +71,8 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
     an unescaped "^" or "$" outside multi-line mode, or a two-character escape), for reading a regex written for
     another engine with `regex`, or writing one of `regex`'s for another engine. "^" and "$" where the flag m is
     on are line anchors in either engine, and kept: the flag as inline flags set it, from "(?m)" to the end of
-    the group holding it, inside "(?m:...)", off again after "(?-m)" (both engines read them so).
+    the group holding it, inside "(?m:...)", off again after "(?-m)" (both engines read them so). Comments of
+    verbose mode (the flag x: "#" to the end of the line) are copied as they are.
 
     >>> rewrite_anchors(r"a$|[$]|\\$|b\\Z", {"$": r"\\Z", r"\\Z": "$"})
     'a\\\\Z|[$]|\\\\$|b$'
@@ -81,8 +82,8 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
     out: list[str] = []
     i, n = 0, len(pattern)
     in_class = False
-    multiline = False           # the flag m where pattern[i] is
-    outer: list[bool] = []      # the flag m outside each group open at i
+    multiline = verbose = False         # the flags m and x where pattern[i] is
+    outer: list[tuple[bool, bool]] = []     # the flags m and x outside each group open at i
     while i < n:
         c = pattern[i]
         if c == "\\" and i + 1 < n:
@@ -109,21 +110,27 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
                 out.append("]")
                 i += 1
             continue
+        elif c == "#" and verbose:                # a comment, to the end of the line: copied whole
+            end = pattern.find("\n", i)
+            end = n if end < 0 else end + 1
+            out.append(pattern[i:end])
+            i = end
+            continue
         elif c == "(":
             flags = _INLINE_FLAGS.match(pattern, i)
-            if flags is not None:                 # "(?flags)" or "(?flags:": m on or off from here
+            if flags is not None:                 # "(?flags)" or "(?flags:": m and x on or off from here
                 on, _, off = flags.group(1).partition("-")
-                set_m = True if "m" in on else False if "m" in off else multiline
                 if flags.group(2) == ":":
-                    outer.append(multiline)
-                multiline = set_m
+                    outer.append((multiline, verbose))
+                multiline = True if "m" in on else False if "m" in off else multiline
+                verbose = True if "x" in on else False if "x" in off else verbose
                 out.append(flags.group())
                 i = flags.end()
                 continue
-            outer.append(multiline)
+            outer.append((multiline, verbose))
         elif c == ")":
             if outer:
-                multiline = outer.pop()
+                multiline, verbose = outer.pop()
         elif c in "^$" and not multiline:
             out.append(replace.get(c, c))
             i += 1

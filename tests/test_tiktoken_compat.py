@@ -516,7 +516,10 @@ def test_to_tiktoken_keeps_the_end_anchors_of_regex(pattern):
 @pytest.mark.parametrize("pat_str", [r"(?m:ab$)|a|b|\n|[^ab\n]", r"ab(?m:$)|a|b|\n|[^ab\n]",
                                      r"(?m)(?-m:ab$)|a|b|\n|[^ab\n]", r"ab$|(?m)ab$|a|b|\n|[^ab\n]",
                                      r"(?:(?m)ab$)|ab$|a|b|\n|[^ab\n]",
-                                     r"(?m:(?-m)ab$)|a|b|\n|[^ab\n]", r"(?i-m:AB$)|(?P<x>a)|b|\n|[^ab\n]"])
+                                     r"(?m:(?-m)ab$)|a|b|\n|[^ab\n]", r"(?i-m:AB$)|(?P<x>a)|b|\n|[^ab\n]",
+                                     # a comment of verbose mode is no class: "[" there left "$" as it was
+                                     "(?x) xy # [x\n | ab$ | a | b | \\n | [^ab\\n]",
+                                     "(?x: xy # (x\n | ab$ ) | (?m: ab$ ) | a | b | \\n | [^ab\\n]"])
 def test_tiktoken_anchors_under_scoped_multi_line_flags(pat_str):
     # "$" is a line end where the flag m is on, by inline flags that hold to the end of their group in both
     # engines; it was decided for the whole pattern ((?m:ab$)'s "$" was made the end of the text, and in
