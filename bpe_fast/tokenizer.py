@@ -659,7 +659,12 @@ class Tokenizer:
                 raise TypeError(f'allowed_special must be "all" or a set of str, got the str {allowed_special!r}')
             allowed = frozenset(self._specials.tokens)
         else:
-            allowed = frozenset(allowed_special).intersection(self._specials.tokens)
+            allowed = frozenset(allowed_special)
+            if not allowed <= self._special_set:
+                for token in allowed:       # tiktoken takes str only: bytes or an id would be ignored here
+                    if not isinstance(token, str):
+                        raise TypeError(f"allowed_special must be \"all\" or a set of str, got {token!r} in it")
+                allowed = allowed.intersection(self._specials.tokens)
         if isinstance(disallowed_special, str):
             if disallowed_special != "all":
                 raise TypeError('disallowed_special must be "all" or a collection of str, got the str '

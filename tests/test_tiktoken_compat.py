@@ -397,6 +397,19 @@ def test_tokenizer_keywords_follow_tiktoken():
     assert tok.decode_batch(ids, num_threads=2) == theirs.decode_batch(ids)
 
 
+def test_tokenizer_allowed_special_of_what_is_not_str_is_a_type_error():
+    # as tiktoken's (and Encoding's): {b"<|endoftext|>"} or {100257} was ignored, the special token's text
+    # encoded as ordinary tokens without a word. Found comparing encode's keywords with tiktoken.
+    tok = encodings("cl100k_base")[0].tokenizer
+    for allowed in [{b"<|endoftext|>"}, {100257}, [EOT, None]]:
+        for call in [lambda: tok.encode(EOT, allowed_special=allowed),
+                     lambda: tok.encode_batch([EOT], allowed_special=allowed),
+                     lambda: tok.encode_with_offsets(EOT, allowed_special=allowed)]:
+            with pytest.raises(TypeError, match="allowed_special"):
+                call()
+    assert tok.encode(EOT, allowed_special=[EOT, "not a special token"]) == [100257]
+
+
 def test_tokenizer_decode_errors():
     ours, theirs = encodings("cl100k_base")
     tok = ours.tokenizer
