@@ -74,6 +74,9 @@ _MAX_VIEWS = 64
 # encode_iterable re-examines the unfinished tail only once the pending text has grown by this factor,
 # so a pre-token longer than any chunk costs linear, not quadratic, time.
 _PENDING_GROWTH = 2
+# encode_iterable (a custom pattern) keeps this much of the text it has encoded before the pending text, for the
+# pattern's "^", "\b" and look-behind (a look-behind reaching further back sees only this much)
+_CONTEXT_BYTES = 256
 # encode_batch cuts a batch into groups of texts of at most about this much UTF-8 (a text longer than that into
 # pieces), which the threads claim one at a time (a BatchJob): small enough that the threads finish together
 # and that the calling thread makes each group's lists soon after it is encoded, large enough that a group
@@ -776,7 +779,8 @@ class Tokenizer:
         Equal to ``encode("".join(iterable))`` however the text is cut (with a custom pattern, as long as a
         pre-token is decided by the text up to two pre-tokens past it, as the built-in patterns' are: a pattern
         that looks further ahead, such as ``a+b|a``, may cut differently where a string ends inside such a run;
-        give it whole lines or blocks, or encode the text whole). After each string, the ids of the text
+        give it whole lines or blocks, or encode the text whole; its "^", "\\b" and look-behind see the last
+        256 bytes of the text before a cut). After each string, the ids of the text
         up to the last safe cut are yielded; only the tail after it is kept: text that could still join the
         next string (a possible prefix of a special token, the last pre-token, a trailing whitespace run), so
         memory stays bounded on a stream of any size. Nothing is batched: a string's ids come out as soon as
@@ -829,6 +833,7 @@ class Tokenizer:
         pending_len = 0
         next_attempt = 1      # examine the pending text once it is at least this long
         carry = ""
+        context = b""         # the end of the ordinary text before the pending text (none after a special token)
         for chunk in iterable:
             _check_chunk(chunk)
             if carry:
@@ -842,16 +847,25 @@ class Tokenizer:
                 continue
             text = "".join(pending)
             try:
-                ids, rest = self._encode_finished(text)
+                ids, rest, context = self._encode_finished(text, context)
             except UnicodeEncodeError:
-                ids, rest = self._encode_finished(_replace_surrogates(text))
+                ids, rest, context = self._encode_finished(_replace_surrogates(text), context)
             pending = [rest] if rest else []
             pending_len = len(rest)
             next_attempt = max(1, _PENDING_GROWTH * pending_len)
             if ids:
                 yield ids
         if pending or carry:
-            yield self.encode("".join(pending) + carry)
+            text = "".join(pending) + carry
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:
+                data = _replace_surrogates(text).encode("utf-8")
+            out = IdBuffer()
+            pos = self._encode_specials(out, data, True, context)[0]
+            if pos < len(data):
+                self._encode_ordinary(out, data[pos:], True, b"" if pos else context)
+            yield out.take_list(self._id_objects)
 
     def _encode_all(self, text: str) -> IdBuffer:
         """An IdBuffer with the ids of `text`. The special tokens are found in the UTF-8 bytes, which gives
@@ -866,10 +880,11 @@ class Tokenizer:
             self._encode_ordinary(out, data[pos:] if pos else data)
         return out
 
-    def _encode_specials(self, out: IdBuffer, data: bytes, final: bool) -> tuple[int, int]:
+    def _encode_specials(self, out: IdBuffer, data: bytes, final: bool, context: bytes = b"") -> tuple[int, int]:
         """The Python path's special tokens: append the ids of data's final special tokens and of the ordinary
         text before each to `out`; returns (pos, undecided): where the last token ended and from where the
-        text still to come may change what follows (the native rule, SpecialMatcher.final_matches)."""
+        text still to come may change what follows (the native rule, SpecialMatcher.final_matches). context:
+        as _encode_ordinary's, for the text before the first special token."""
         specials = self._specials
         if not specials:
             return 0, len(data)
@@ -877,21 +892,24 @@ class Tokenizer:
         pos = 0
         for start, end, index in matches:
             if start > pos:
-                self._encode_ordinary(out, data[pos:start])
+                self._encode_ordinary(out, data[pos:start], True, b"" if pos else context)
             out.push(specials.utf8_ids[index])
             pos = end
         return pos, undecided
 
-    def _encode_ordinary(self, out: IdBuffer, data: bytes, final: bool = True) -> int:
+    def _encode_ordinary(self, out: IdBuffer, data: bytes, final: bool = True, context: bytes = b"") -> int:
         """The Python path (a custom regex): append the ids of UTF-8 `data` (no special tokens in it) to `out`;
         returns how many bytes were encoded: all if `final`, else those before the last safe cut (the text
-        may continue; see _safe_cut)."""
-        return self._pool.run(self._encode_ordinary_with, out, data, final)
+        may continue; see _safe_cut). context: the UTF-8 of the ordinary text just before `data` that
+        encode_iterable has already encoded (its last _CONTEXT_BYTES at most), which the pattern's "^", "\\b"
+        and look-behind see as they would in the whole text."""
+        return self._pool.run(self._encode_ordinary_with, out, data, final, context)
 
-    def _encode_ordinary_with(self, core: BPECore, out: IdBuffer, data: bytes, final: bool) -> int:
+    def _encode_ordinary_with(self, core: BPECore, out: IdBuffer, data: bytes, final: bool,
+                              context: bytes = b"") -> int:
         if not data:
             return 0
-        starts, ends = pretoken_spans(data, self._pattern)
+        starts, ends = _pretoken_spans_after(context, data, self._pattern)
         bounds = np.concatenate([[0], ends]).astype(np.int64)
         cuts = np.append(starts, len(data))           # pre-token i and the text after it no match covers
         pieces = data
@@ -906,15 +924,19 @@ class Tokenizer:
             core.encode_pretokens(out, pieces, bounds, k)
         return int(cuts[k]) if k > 0 else 0
 
-    def _encode_finished(self, text: str) -> tuple[list[int], str]:
-        """(ids, rest): the ids of text up to its last safe cut, and the text after the cut."""
+    def _encode_finished(self, text: str, context: bytes = b"") -> tuple[list[int], str, bytes]:
+        """(ids, rest, context): the ids of text up to its last safe cut, the text after the cut, and the
+        ordinary text before the cut (as _encode_ordinary's context). context: the ordinary text before `text`."""
         out = IdBuffer()
         data = text.encode("utf-8")
         n = len(data)
-        pos, undecided = self._encode_specials(out, data, False)
+        pos, undecided = self._encode_specials(out, data, False, context)
+        if pos:
+            context = b""           # text after a special token: a piece of its own
         # data[pos:undecided] is ordinary text that may continue past `undecided`.
-        pos += self._encode_ordinary(out, data[pos:undecided] if pos or undecided < n else data, final=False)
-        return out.take_list(self._id_objects), data[pos:].decode("utf-8")
+        cut = pos + self._encode_ordinary(out, data[pos:undecided] if pos or undecided < n else data, False,
+                                          context)
+        return out.take_list(self._id_objects), data[cut:].decode("utf-8"), _utf8_tail(context + data[pos:cut])
 
     @staticmethod
     def _safe_cut(data: bytes, bounds: NDArray[np.int64]) -> int:
@@ -1011,6 +1033,34 @@ class Tokenizer:
             if data is not None:
                 return data
         return self._tables.decode_bytes(_id_array(ids))
+
+
+def _pretoken_spans_after(context: bytes, data: bytes, pattern: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """pretoken_spans of UTF-8 `data` as the pattern finds them in context + data, searching from where data
+    starts: "^", "\\A", "\\b" and look-behind see the context (text already encoded before data)."""
+    if not context:
+        return pretoken_spans(data, pattern)
+    before = context.decode("utf-8")
+    text = before + data.decode("utf-8")
+    spans = np.array([m.span() for m in compiled_pattern(pattern).finditer(text, len(before))],
+                     dtype=np.int64).reshape(-1, 2)
+    if not text.isascii():                     # character offsets to byte offsets
+        points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        sizes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
+        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=byte_at[1:])
+        spans = byte_at[spans]
+    spans -= len(context)
+    return spans[:, 0].copy(), spans[:, 1].copy()
+
+
+def _utf8_tail(data: bytes) -> bytes:
+    """The last _CONTEXT_BYTES of UTF-8 `data` at most, from a character's start."""
+    tail = data[-_CONTEXT_BYTES:]
+    start = 0
+    while start < len(tail) and tail[start] & 0xC0 == 0x80:
+        start += 1
+    return tail[start:]
 
 
 def _char_offsets(data: bytes, lengths: NDArray[np.int64]) -> NDArray[np.int64]:

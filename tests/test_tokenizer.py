@@ -4,6 +4,7 @@ The tokenizers here are built in the tests (by hand, or by the tiny trainer belo
 GPT-2 tests use GPT-2's published files (tests/fixtures).
 """
 import io
+import itertools
 import json
 import os
 import pickle
@@ -654,12 +655,32 @@ def test_python_path_holds_back_only_what_a_special_token_may_still_change():
     # point of the text; after "<|a|>" only the tail " f" may still change (" f" + "..." is one pre-token)
     tok = Tokenizer(byte_vocab(), [], ["<|a|>", "|>a b c d e f g h"], pattern=r"\S+|\s+")
     assert tok._segmenter is None
-    ids, rest = tok._encode_finished("<|a|>a b c d e f")
+    ids, rest, _ = tok._encode_finished("<|a|>a b c d e f")
     assert ids[0] == tok.special_tokens["<|a|>"] and rest == " f"
     assert tok.decode(ids) + rest == "<|a|>a b c d e f"
     # "|>a b c d e f g" + " h" would complete the long token, but "<|a|>" starts first: it is final
-    ids, rest = tok._encode_finished("x <|a|>a b c d e f g")
+    ids, rest, _ = tok._encode_finished("x <|a|>a b c d e f g")
     assert tok.decode(ids) == "x <|a|>a b c d e f" and rest == " g"
+
+
+@pytest.mark.parametrize("pattern", [r"^ab|a|b|[^ab]", r"\Aab|a|b|[^ab]", r"(?m)^ab|a|b|[^ab]", r"\bab|a|b|[^ab]",
+                                     r"(?<=x)ab|a|b|[^ab]", r"(?<![x>])ab|a|b|[^ab]"])
+def test_python_path_stream_keeps_what_came_before_a_cut(pattern):
+    # encode_iterable re-read the text after a cut as a text of its own: "^" matched there, "\b" and look-behind
+    # saw nothing before it ("xab" in one string gave [120, 256] for ^ab, encode [120, 97, 98]); the ordinary
+    # text before the cut is now the context the pattern sees (after a special token, none: a piece of its
+    # own, as tiktoken splits it). Found comparing encode_iterable with encode on anchored custom patterns.
+    vocab = byte_vocab() | {256: b"ab"}
+    tok = Tokenizer(vocab, [(b"a", b"b")], ["<|e|>"], pattern=pattern)
+    assert tok._segmenter is None
+    pieces = ["ab", "x", "<|e|>", "\n", " ", "é"]
+    for n in range(1, 4):
+        for parts in itertools.product(pieces, repeat=n):
+            text = "".join(parts)
+            expected = oracle(tok, text)
+            assert tok.encode(text) == expected
+            for k in range(len(text) + 1):
+                assert list(tok.encode_iterable([text[:k], text[k:]])) == expected, (text, k)
 
 
 def test_encode_iterable_file_line_by_line(tok, tmp_path):
@@ -707,10 +728,10 @@ def watch_attempts(tok, monkeypatch):
     if tok._segmenter is None:
         original = tok._encode_finished
 
-        def spy(t):
-            ids, rest = original(t)
+        def spy(t, context=b""):
+            ids, rest, context = original(t, context)
             held.append(len(rest))
-            return ids, rest
+            return ids, rest, context
 
         monkeypatch.setattr(tok, "_encode_finished", spy)
     else:
