@@ -16,12 +16,16 @@ _StrRegex = regex.Pattern[str]
 
 
 def check_special_tokens(special_tokens: Iterable[str] | None) -> tuple[str, ...]:
-    """Return special_tokens as a tuple of str, or raise ValueError/TypeError naming the bad one."""
+    """Return special_tokens as a tuple of str, or raise ValueError/TypeError naming the bad one. A set has no
+    order: its tokens are sorted (their order gives them their ids: in a set's own order, which follows the
+    process's string hashes, they changed from run to run)."""
     if special_tokens is None:
         return ()
     if isinstance(special_tokens, (str, bytes)):
         raise TypeError("special_tokens must be a list of str, not a single string")
     tokens = tuple(special_tokens)
+    if isinstance(special_tokens, (set, frozenset)) and all(isinstance(tok, str) for tok in tokens):
+        tokens = tuple(sorted(tokens))
     seen: set[str] = set()
     for tok in tokens:
         if not isinstance(tok, str):

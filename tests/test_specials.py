@@ -89,3 +89,20 @@ def test_a_tokenizer_and_its_views_hold_one_value_each():
     view = tok.restricted_to(frozenset(["<|a|>"]))
     assert view._specials == SpecialTokens(["<|a|>"], [256])
     assert view.encode("<|a|>b") == [256, 98] and tok.encode("<|a|>b") == [257]
+
+
+def test_special_tokens_given_as_a_set_get_the_same_ids_in_every_process(tmp_path):
+    """A set's order follows the process's string hashes: the ids of the special tokens a tokenizer adds and
+    training gives changed from run to run (found by the encoding review, PYTHONHASHSEED 1 and 3)."""
+    import subprocess
+    import sys
+
+    code = ("from bpe_fast import Tokenizer, train_bpe\n"
+            "tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], {'<|c|>', '<|a|>', '<|b|>', '<|d|>'})\n"
+            "vocab, _ = train_bpe(iter(['ab ab']), 262, {'<|c|>', '<|a|>', '<|b|>', '<|d|>'})\n"
+            "print(tok.special_tokens, [vocab[i] for i in range(256, 260)])\n")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                           env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin"}, check=True).stdout
+            for seed in (1, 2, 3, 4)}
+    assert outs == {"{'<|a|>': 256, '<|b|>': 257, '<|c|>': 258, '<|d|>': 259} "
+                    "[b'<|a|>', b'<|b|>', b'<|c|>', b'<|d|>']\n"}
