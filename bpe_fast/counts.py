@@ -67,17 +67,8 @@ class PretokenCounts:
     def __init__(self, counts: Mapping[bytes, int] | Iterable[bytes] | None = None, pattern: str = GPT2_PATTERN,
                  special_tokens: Iterable[str] | None = ()) -> None:
         """From a mapping {bytes: int}, an iterable of bytes (counted, as Counter does) or nothing (empty)."""
-        counts = {} if counts is None else dict(counts) if isinstance(counts, Mapping) else Counter(counts)
-        for tok, n in counts.items():
-            if not isinstance(tok, bytes):
-                raise TypeError(f"pre-tokens must be bytes, got {tok!r}")
-            if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not 0 <= n < 2 ** 63:
-                raise ValueError(f"count of {tok!r} must be a non-negative int (int64), got {n!r}")
-        lengths = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
-        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        self._set(np.frombuffer(b"".join(counts), dtype=np.uint8),
-                  offsets, np.fromiter(counts.values(), dtype=np.int64, count=len(counts)), pattern, special_tokens)
+        counts = {} if counts is None else counts if isinstance(counts, Mapping) else Counter(counts)
+        self._set(*mapping_arrays(counts), pattern, special_tokens)
 
     def _set(self, tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64], pattern: str,
              special_tokens: Iterable[str] | None) -> None:
@@ -262,6 +253,39 @@ class PretokenCounts:
 
 def _nonzero(mapping: Mapping[bytes, int]) -> dict[bytes, int]:
     return {k: v for k, v in mapping.items() if v}
+
+
+def mapping_arrays(counts: Mapping[bytes, int]) -> Table:
+    """A mapping {pre-token bytes: count} as (tokens uint8, offsets int64, counts int64); TypeError/ValueError
+    naming the first pre-token that is not bytes or whose count is not an int in 0..2^63 - 1 (a float count
+    would be truncated, a str pre-token fail in a join). PretokenCounts and train_from_counts take mappings so."""
+    if not isinstance(counts, Mapping):
+        raise TypeError(f"counts must be PretokenCounts or a mapping {{bytes: int}}, got {type(counts).__name__}")
+    keys = list(counts.keys())
+    n = len(keys)
+    if not set(map(type, keys)) <= {bytes}:
+        for k in keys:
+            if not isinstance(k, bytes):
+                raise TypeError(f"pre-tokens must be bytes, got {type(k).__name__} {k!r}")
+    values = list(counts.values())
+    if not set(map(type, values)) <= {int}:
+        for k, v in zip(keys, values):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"count of {k!r} must be an int, got {type(v).__name__} {v!r}")
+    try:
+        freqs = np.fromiter(values, dtype=np.int64, count=n)
+    except OverflowError:
+        for k, v in zip(keys, values):
+            if not -2 ** 63 <= v < 2 ** 63:
+                raise ValueError(f"count of {k!r} does not fit int64: {v!r}") from None
+        raise
+    if n and freqs.min() < 0:
+        k = int(np.argmin(freqs))
+        raise ValueError(f"count of {keys[k]!r} must be non-negative, got {values[k]!r}")
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return np.frombuffer(b"".join(keys), dtype=np.uint8), offsets, freqs
 
 
 def _cast_exactly(array: ArrayLike, dtype: Any, name: str) -> NDArray[Any]:

@@ -14,7 +14,7 @@ from ._scan import merge_arrays
 from ._train import MergeEngine
 from ._types import Merges, Progress, Table, Vocab
 from .count_workers import check_input_args, count_input_tables
-from .counts import PretokenCounts
+from .counts import PretokenCounts, mapping_arrays
 from .patterns import GPT2_PATTERN, resolve_pattern, shown_pattern
 from .specials import SpecialTokens
 
@@ -113,39 +113,13 @@ def _concatenate(tables: Sequence[Table]) -> Table:
 
 
 def counts_to_arrays(counts: Mapping[bytes, int]) -> Table:
-    """A mapping {pre-token bytes: count} as (tokens uint8, offsets int64, counts int64) for the engine;
-    TypeError/ValueError naming the first pre-token that is not bytes or whose count is not an int >= 0 (as
-    PretokenCounts refuses them: a float count would be truncated, a str pre-token fail in a join)."""
-    if not isinstance(counts, Mapping):
-        raise TypeError(f"counts must be PretokenCounts or a mapping {{bytes: int}}, got {type(counts).__name__}")
-    keys = list(counts.keys())
-    n = len(keys)
-    if not set(map(type, keys)) <= {bytes}:
-        for k in keys:
-            if not isinstance(k, bytes):
-                raise TypeError(f"pre-tokens must be bytes, got {type(k).__name__} {k!r}")
-    values = list(counts.values())
-    if not set(map(type, values)) <= {int}:
-        for k, v in zip(keys, values):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"count of {k!r} must be an int, got {type(v).__name__} {v!r}")
-    try:
-        freqs = np.fromiter(values, dtype=np.int64, count=n)
-    except OverflowError:
-        for k, v in zip(keys, values):
-            if not -2 ** 63 <= v < 2 ** 63:
-                raise ValueError(f"count of {k!r} does not fit int64: {v!r}") from None
-        raise
-    if n and freqs.min() < 0:
-        k = int(np.argmin(freqs))
-        raise ValueError(f"count of {keys[k]!r} must be non-negative, got {values[k]!r}")
-    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=n)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    """A mapping {pre-token bytes: count} as (tokens uint8, offsets int64, counts int64) for the engine, checked
+    as counts.mapping_arrays checks it; ValueError when the pre-tokens hold 2 GiB or more (int32 slots)."""
+    tokens, offsets, freqs = mapping_arrays(counts)
     if offsets[-1] >= 2 ** 31:
         raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
                          "with int32")
-    return np.frombuffer(b"".join(keys), dtype=np.uint8), offsets, freqs
+    return tokens, offsets, freqs
 
 
 def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: int,
