@@ -85,22 +85,31 @@ def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN) ->
     return out
 
 
-def pretoken_spans(data: bytes | bytearray, pattern: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def pretoken_spans(data: bytes | bytearray, pattern: str,
+                   context: bytes = b"") -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(starts, ends): the byte offsets in UTF-8 `data` of each whole match of `pattern` (regex.finditer), in
     order; a pattern may leave text out (between ends[i] and starts[i + 1]), which tiktoken's encoder (and
-    bpe_fast's) then skips. Invalid UTF-8 raises UnicodeDecodeError.
+    bpe_fast's) then skips. Invalid UTF-8 raises UnicodeDecodeError. context: UTF-8 text just before `data`
+    (already encoded by the caller), searched from where `data` starts: the pattern's "^", "\\A", "\\b" and
+    look-behind see it.
 
     >>> [a.tolist() for a in pretoken_spans("ab, é".encode(), r"\\w+")]
     [[0, 4], [2, 6]]
+    >>> [a.tolist() for a in pretoken_spans(b"ab", r"^a|a|b", context=b"x")]
+    [[0, 1], [1, 2]]
     """
-    text = bytes(data).decode("utf-8")
-    spans = np.array([m.span() for m in compiled_pattern(pattern).finditer(text)], dtype=np.int64).reshape(-1, 2)
+    before = context.decode("utf-8")
+    text = before + bytes(data).decode("utf-8")
+    spans = np.array([m.span() for m in compiled_pattern(pattern).finditer(text, len(before))],
+                     dtype=np.int64).reshape(-1, 2)
     if not text.isascii():                     # character offsets to byte offsets
         points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         sizes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
         byte_at = np.zeros(len(points) + 1, dtype=np.int64)
         np.cumsum(sizes, out=byte_at[1:])
         spans = byte_at[spans]
+    if context:
+        spans -= len(context)
     return spans[:, 0].copy(), spans[:, 1].copy()
 
 

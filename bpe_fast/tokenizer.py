@@ -909,7 +909,7 @@ class Tokenizer:
                               context: bytes = b"") -> int:
         if not data:
             return 0
-        starts, ends = _pretoken_spans_after(context, data, self._pattern)
+        starts, ends = pretoken_spans(data, self._pattern, context)
         bounds = np.concatenate([[0], ends]).astype(np.int64)
         cuts = np.append(starts, len(data))           # pre-token i and the text after it no match covers
         pieces = data
@@ -1033,25 +1033,6 @@ class Tokenizer:
             if data is not None:
                 return data
         return self._tables.decode_bytes(_id_array(ids))
-
-
-def _pretoken_spans_after(context: bytes, data: bytes, pattern: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """pretoken_spans of UTF-8 `data` as the pattern finds them in context + data, searching from where data
-    starts: "^", "\\A", "\\b" and look-behind see the context (text already encoded before data)."""
-    if not context:
-        return pretoken_spans(data, pattern)
-    before = context.decode("utf-8")
-    text = before + data.decode("utf-8")
-    spans = np.array([m.span() for m in compiled_pattern(pattern).finditer(text, len(before))],
-                     dtype=np.int64).reshape(-1, 2)
-    if not text.isascii():                     # character offsets to byte offsets
-        points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        sizes = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
-        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=byte_at[1:])
-        spans = byte_at[spans]
-    spans -= len(context)
-    return spans[:, 0].copy(), spans[:, 1].copy()
 
 
 def _utf8_tail(data: bytes) -> bytes:
