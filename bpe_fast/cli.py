@@ -428,19 +428,19 @@ def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Nam
                 progress: Progress) -> tuple[int, int]:
     """One input to one .npy (or stdout): plain text by encode_file, other kinds as a one-shard folder."""
     from .file_encoding import encode_file
-    from .inputs import COMPRESSIONS, Stream, TextFile, resolve_inputs
+    from .inputs import TextFile, plain_pipe, resolve_inputs
     sources = resolve_inputs(path)
     if len(sources) != 1:
         raise CliError(f"{path}: holds {len(sources)} files; give -o DIR/ to encode them into a folder")
     # a pipe (<(cmd), /dev/stdin: a text Stream of a path that is not a file) cannot be cut into byte ranges
     # (encode_file seeks): read whole, as stdin is; one named as compressed (x.gz) goes as a folder, decompressed
     source = sources[0]
-    piped = (isinstance(source, Stream) and source.kind == "text" and isinstance(source.obj, str)
-             and not os.path.isfile(source.obj) and not source.obj.lower().endswith(COMPRESSIONS))
+    piped = plain_pipe(source)
     if output == "-" or piped:
-        if not (isinstance(source, TextFile) or piped):
+        readable = source.path if isinstance(source, TextFile) else piped
+        if readable is None:
             raise CliError(f"-o -: only a plain text file (or stdin) is encoded to stdout; {path} is not one")
-        with open(source.path if isinstance(source, TextFile) else source.obj, "rb") as f:
+        with open(readable, "rb") as f:
             data = f.read()
         return _encode_bytes_to(tokenizer, data, output, args, name=path), len(data)
     if isinstance(sources[0], TextFile):        # (path may be a folder or a glob naming this one file)

@@ -313,6 +313,14 @@ def _source_of(path: str) -> TextFile | Stream:
     return TextFile(path)
 
 
+def plain_pipe(source: TextFile | Stream) -> str | None:
+    """The path of `source` when it is a pipe (<(cmd), /dev/stdin) of uncompressed text, read as it comes
+    (_source_of), else None."""
+    if not isinstance(source, Stream) or source.kind != "text" or not isinstance(source.obj, str):
+        return None
+    return source.obj if not os.path.isfile(source.obj) and not _split_suffix(source.obj)[1] else None
+
+
 def open_binary(path: str) -> io.BufferedIOBase:
     """A binary file object of path's decompressed bytes (by extension)."""
     _, compression = _split_suffix(path)
