@@ -523,5 +523,9 @@ def _encode_task(tokenizer: Tokenizer, source: TextFile | Stream, out_path: str,
     if not os.path.isdir(folder):
         raise FileNotFoundError(2, f"output folder not found on Dask worker {where} (every worker must see "
                                    f"out_dir at the same path)", folder)
+    if isinstance(source, TextFile) and not tokenizer.native:
+        # encode_file's workers for a pattern `regex` runs are processes, which a Dask worker (a daemon process)
+        # may not start; threads would only take turns holding the GIL
+        num_threads = 1
     return _encode_shard(tokenizer, source, out_path, options, num_threads)
 

@@ -562,3 +562,16 @@ def test_dask_error_names_the_shard(tok, tmp_path, client):
     assert "b.npy" not in left_after_failure(tmp_path / "out")
     with pytest.raises(TypeError, match="Client"):
         encode_files(good, tmp_path / "out", tok, client="tcp://127.0.0.1:8786")
+
+
+def test_dask_with_a_pattern_without_the_native_scanner_and_several_threads(tok, tmp_path, client):
+    # a text shard encoded by encode_file, whose workers for a pattern `regex` runs are processes: a Dask worker
+    # (a daemon process) may not start them, and the task failed with "daemonic processes are not allowed to
+    # have children" (bpe-fast encode --dask-scheduler ... -j 2 with a custom pattern)
+    custom = Tokenizer(dict(tok.vocab), list(tok.merges), [EOT, PAD], pattern=GPT2_PATTERN + "|x")
+    text = make_corpus(61, 120_000, specials=[EOT])          # over 1 MB: encode_file would use its workers
+    assert len(text.encode()) > 1 << 20
+    path = write_shard(tmp_path, "a.txt", [text])
+    index = encode_files(path, tmp_path / "out", custom, client=client, num_processes=2)
+    assert index["complete"] is True
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "a.npy"), custom.encode(text))
