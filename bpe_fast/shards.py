@@ -523,6 +523,10 @@ def _encode_task(tokenizer: Tokenizer, source: TextFile | Stream, out_path: str,
     if not os.path.isdir(folder):
         raise FileNotFoundError(2, f"output folder not found on Dask worker {where} (every worker must see "
                                    f"out_dir at the same path)", folder)
+    if not os.path.isfile(os.path.join(folder, INDEX_FILE)):     # written there before the first task
+        raise FileNotFoundError(2, f"output folder on Dask worker {where} is not the one encode_files wrote "
+                                   f"{INDEX_FILE} into (a disk of the worker's own?): every worker must see "
+                                   f"out_dir at the same path", folder)
     if isinstance(source, TextFile) and not tokenizer.native:
         # encode_file's workers for a pattern `regex` runs are processes, which a Dask worker (a daemon process)
         # may not start; threads would only take turns holding the GIL

@@ -575,3 +575,22 @@ def test_dask_with_a_pattern_without_the_native_scanner_and_several_threads(tok,
     index = encode_files(path, tmp_path / "out", custom, client=client, num_processes=2)
     assert index["complete"] is True
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "a.npy"), custom.encode(text))
+
+
+def test_dask_workers_that_see_another_out_dir_are_an_error(tok, tmp_path, client, monkeypatch):
+    # workers that see another folder at out_dir's path (a disk of their own, not the caller's shared one) wrote
+    # the arrays there: encode_files returned a complete index of arrays the caller does not have. Simulated by
+    # taking index.json (written before the first task) out of the folder the workers see
+    path = write_shard(tmp_path, "a.jsonl", documents(3, n=8))
+    out = tmp_path / "out"
+    real = shards_module._encode_on_dask
+
+    def elsewhere(*args, **kwargs):
+        os.remove(out / INDEX_FILE)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(shards_module, "_encode_on_dask", elsewhere)
+    with pytest.raises(RuntimeError, match=rf"encoding {path} .*Dask worker .*every worker must see out_dir at "
+                                           rf"the same path"):
+        encode_files(path, out, tok, client=client, text_field="body")
+    assert not (out / "a.npy").exists()
