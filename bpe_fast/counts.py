@@ -18,7 +18,7 @@ from ._scan import merge_arrays
 from ._types import Progress, StrPath, Table
 from .atomic import atomic_output
 from .count_workers import check_count_args, check_input_args, count_file_tables, count_input_tables
-from .inputs import InputError, TextFile, check_input_file, resolve_inputs
+from .inputs import InputError, TextFile, resolve_inputs
 from .patterns import GPT2_PATTERN, compile_pattern, resolve_pattern
 from .specials import SpecialTokens
 
@@ -334,13 +334,14 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
         paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
         if not isinstance(paths, (list, tuple)):
             raise TypeError("with a Dask client, inputs must be paths of uncompressed text files")
-        paths = [check_input_file(p) for p in paths]
-        for path in paths:      # the workers read the bytes as they are: no decompressing, no JSON or Parquet
-            source, = resolve_inputs(path)
+        sources = resolve_inputs(list(paths))      # folders and globs: their files
+        for source in sources:  # the workers read the bytes as they are: no decompressing, no JSON or Parquet
             if not isinstance(source, TextFile):
+                path = source.name
                 kind = source.kind if source.kind != "text" else "compressed text" if os.path.isfile(path) else "a pipe"
                 raise InputError(f"{path}: with a Dask client, inputs must be uncompressed text files, not {kind} "
                                  f"(count it without client=)")
+        paths = [source.path for source in sources]
         table = count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes)
         return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
     tables = count_input_tables(inputs, special_tokens, pattern, num_processes, errors, chunk_bytes, progress,

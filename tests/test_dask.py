@@ -94,6 +94,16 @@ def test_empty_files_and_relative_paths(client, corpus_files, monkeypatch):
     assert count_pretokens(names, [EOT], client=client) == _local(corpus_files, [EOT])
 
 
+def test_a_folder_or_a_glob_of_text_files(client, corpus_files):
+    # inputs are paths, folders and globs (bpe_fast.inputs), with a client too: a folder was "corpus path is a
+    # directory" and a glob "corpus file not found" (bpe-fast count corpus/ --dask-scheduler ...)
+    folder = corpus_files[0].parent
+    want = _local(corpus_files, [EOT])
+    assert count_pretokens(folder, [EOT], client=client) == want
+    assert count_pretokens(str(folder / "*.txt"), [EOT], client=client) == want
+    assert count_pretokens([folder / "part7*.txt", corpus_files[-1]], [EOT], client=client) == want
+
+
 def test_bad_arguments_fail_before_anything_is_submitted(client, corpus_files):
     with pytest.raises(ValueError, match="errors"):
         count_pretokens(corpus_files[0], errors="ignore", client=client)
