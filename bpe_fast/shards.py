@@ -9,7 +9,8 @@ read in pieces cut at safe points; each JSON line and each Parquet row is a docu
 documents' ids, concatenated in order: each document is encoded alone (tokenizer.encode(document), special
 tokens matched), and nothing is put between documents unless `separator` asks for it.
 
-Every file appears only when complete (bpe_fast.atomic). A shard whose .npy is complete (a valid 1-D .npy of the
+Every file appears only when complete (bpe_fast.atomic); the temporary files of a run that was killed (SIGKILL,
+a power cut) are removed by the next run into the folder. A shard whose .npy is complete (a valid 1-D .npy of the
 dtype asked for, as long as its header says) and listed in index.json is not encoded again, so a run that stopped
 (an error, a crash, Ctrl-C) is resumed by calling encode_files again with the same arguments. index.json is
 written before the first shard, every 30 s and at the end, listing the shards done ("complete": false until the
@@ -30,6 +31,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import time
 import uuid
 from collections import deque
@@ -62,6 +64,7 @@ _INDEX_FORMAT = "bpe_fast.shards"
 _INDEX_VERSION = 1
 _SETTINGS = ("tokenizer_sha256", "separator", "text_field", "text_column")   # what the arrays depend on
 _INDEX_EVERY = 30.0             # seconds between the index.json writes of a run (see encode_files)
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")     # atomic_output's temporary files (tempfile.mkstemp's names)
 _BATCHES_PER_THREAD = 2         # batches in flight a thread: bounds the memory held by encoded batches
 
 
@@ -120,6 +123,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     os.makedirs(out_dir, exist_ok=True)
     index_path = os.path.join(out_dir, INDEX_FILE)
     earlier = _check_earlier_index(index_path, settings)
+    _remove_leftovers(out_dir, {s.name for s in shards})
     # output file name -> the stamp of its input when it was encoded (None: not recorded)
     listed = None if earlier is None else {e["file"]: e.get("input") for e in earlier["shards"]}
     inputs = [_input_stamp(s.path) for s in shards]
@@ -190,6 +194,16 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
                 write_index(False)          # the shards done, with their inputs' stamps, for the next run
             raise
     return write_index(True)
+
+
+def _remove_leftovers(out_dir: str, names: set[str]) -> None:
+    """Remove the temporary files of these outputs that a run killed while it wrote them (SIGKILL, the OOM
+    killer, a power cut) left in out_dir: atomic_output removes its own on any error it sees, not on those."""
+    for entry in os.listdir(out_dir):
+        found = _TEMPORARY.fullmatch(entry)
+        if found is not None and found.group(1) in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(out_dir, entry))
 
 
 def _input_stamp(path: str) -> dict[str, int]:

@@ -531,6 +531,28 @@ def test_a_shard_completed_after_the_last_index_write_is_encoded_again(tok, tmp_
     assert encode_files([a, b], out, tok) == index and encoded == []
 
 
+def test_a_killed_run_leaves_no_temporary_file_after_the_next(tok, tmp_path):
+    # a run killed (SIGKILL, the OOM killer) while it wrote a shard leaves atomic_output's temporary file, as large
+    # as what was written; no later run removed it, and each killed run added one (hidden: they start with ".")
+    import tempfile
+    a = write_shard(tmp_path, "a.txt", documents(3, n=8))
+    b = write_shard(tmp_path, "b.jsonl", documents(4, n=8))
+    out = tmp_path / "out"
+    out.mkdir()
+    left = []
+    for name in ("a.npy", "b.npy"):                     # named as atomic_output names them
+        fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=".tmp")
+        os.write(fd, b"\x93NUMPY partial")
+        os.close(fd)
+        left.append(tmp)
+    other = out / ".c.npy.abcdefgh.tmp"                  # of an output this run does not write: left alone
+    other.write_bytes(b"")
+    encode_files([a, b], out, tok, text_field="body")
+    assert leftovers(out) == [other.name]
+    encode_files([a, b], out, tok, text_field="body")     # and when every shard is complete
+    assert leftovers(out) == [other.name]
+
+
 def test_dask_gives_the_same_files(tok, tmp_path, client, monkeypatch):
     contents, paths = write_all(tmp_path / "in")
     kw = dict(text_field="body", text_column="body")
