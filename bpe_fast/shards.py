@@ -189,6 +189,8 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
                     for i, count in results:
                         counts[i] = count
                         shard_done(i)
+                # a task whose worker died while it wrote left its temporary file (its rerun wrote the shard)
+                _remove_leftovers(out_dir, {s.name for s in shards})
         except BaseException:
             with contextlib.suppress(Exception):
                 write_index(False)          # the shards done, with their inputs' stamps, for the next run

@@ -616,3 +616,35 @@ def test_dask_workers_that_see_another_out_dir_are_an_error(tok, tmp_path, clien
                                            rf"the same path"):
         encode_files(path, out, tok, client=client, text_field="body")
     assert not (out / "a.npy").exists()
+
+
+def test_dask_worker_killed_while_it_writes_a_shard(tok, tmp_path, client):
+    # the task is run again on the worker the nanny starts, and the run ends complete; the killed task's
+    # temporary file (.a.npy.XXXXXXXX.tmp) was left in out_dir
+    import threading
+    import time
+    custom = Tokenizer(dict(tok.vocab), list(tok.merges), [EOT, PAD], pattern=GPT2_PATTERN + "|x")   # slower
+    text = make_corpus(62, 100_000, specials=[EOT])
+    path = write_shard(tmp_path, "a.txt", [text])
+    out = tmp_path / "out"
+    pid, = client.run(os.getpid).values()
+    killed = []
+
+    def kill_when_writing():
+        deadline = time.monotonic() + 120
+        while not killed and time.monotonic() < deadline:
+            if out.is_dir() and any(n.startswith(".a.npy.") for n in os.listdir(out)):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=kill_when_writing)
+    watcher.start()
+    try:
+        index = encode_files(path, out, custom, client=client)
+    finally:
+        watcher.join()
+        client.wait_for_workers(1, timeout=120)
+    assert killed and index["complete"] is True
+    np.testing.assert_array_equal(np.load(out / "a.npy"), custom.encode(text))
+    assert leftovers(out) == []
