@@ -319,7 +319,8 @@ def vocab_of(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> Vocab:
 def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:
     """{token bytes: id} for tiktoken (its ranks), refused with a ValueError when tiktoken's rule with these
     ranks would give other ids than the tokenizer: a single byte without a token, two tokens with the same bytes,
-    a multi-byte token no merge makes, or merged tokens whose ids are not in the order of their first merges."""
+    a multi-byte token no merge makes, a special token a merge makes, or merged tokens whose ids are not in the
+    order of their first merges."""
     specials = {s.encode("utf-8") for s in tokenizer.special_tokens}
     ranks: dict[bytes, int] = {}
     for i, token in sorted(tokenizer.vocab.items()):
@@ -334,7 +335,12 @@ def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:
         raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have "
                          "none); tiktoken needs all 256")
     made: dict[bytes, int] = {}
-    for a, b in tokenizer.merges:
+    for k, (a, b) in enumerate(tokenizer.merges):
+        if a + b in specials:
+            name = (a + b).decode("utf-8")
+            raise ValueError(f"special token {name!r} (id {tokenizer.special_tokens[name]}) is made by merge {k}; "
+                             "tiktoken's ranks leave special tokens out, so tiktoken would not make it, nor the "
+                             "tokens merged from it")
         made.setdefault(a + b, len(made))
     for token, i in ranks.items():
         if len(token) > 1 and token not in made:

@@ -656,6 +656,18 @@ def test_ranks_from_tokenizer_refusals():
         ranks_from_tokenizer(Tokenizer(vocab, []))
 
 
+
+def test_ranks_from_tokenizer_refuses_a_special_token_merges_make(tmp_path):
+    """A special token whose bytes a merge makes ("ab", id 256, the join of a + b) is left out of tiktoken's
+    ranks, so tiktoken could not make it, nor "abc" from it: refused naming it (it was a bare KeyError: b'ab')."""
+    vocab = dict(enumerate(bytes([b]) for b in range(256))) | {256: b"ab", 257: b"abc"}
+    tok = Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")], ["ab"])
+    with pytest.raises(ValueError, match="special token 'ab' .id 256. is made by merge 0"):
+        ranks_from_tokenizer(tok)
+    with pytest.raises(ValueError, match="special token 'ab'"):
+        tok.export_tiktoken(tmp_path / "out.tiktoken")
+    assert not (tmp_path / "out.tiktoken").exists()
+
 def test_export_tiktoken_refuses_what_to_tiktoken_refuses(tmp_path):
     """A file bpe_fast writes must give bpe_fast's ids: the ranks of a tokenizer whose ids are not in merge order
     give [97, 256] for "abc" in tiktoken where the tokenizer gives [257, 99]; one without a byte makes tiktoken
