@@ -95,9 +95,11 @@ class Encoding:
         >>> Encoding.from_tiktoken_file("bytes", path, r"\\S+|\\s+").encode("hi")
         [104, 105]
         """
-        from .ranks import read_tiktoken
+        from .ranks import check_has_ranks, read_tiktoken
 
-        return cls(name, pat_str=pat_str, mergeable_ranks=read_tiktoken(path),
+        ranks = read_tiktoken(path)
+        check_has_ranks(path, len(ranks))
+        return cls(name, pat_str=pat_str, mergeable_ranks=ranks,
                    special_tokens={} if special_tokens is None else special_tokens,
                    explicit_n_vocab=explicit_n_vocab)
 

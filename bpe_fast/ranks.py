@@ -103,6 +103,13 @@ def _read_arrays(path: StrPath) -> tuple[list[bytes], NDArray[np.int64], NDArray
     return tokens, values, lines, pool, offsets
 
 
+def check_has_ranks(path: StrPath, count: int) -> None:
+    """FormatError naming the `.tiktoken` file at path when it holds no ranks (count 0: empty, or blank lines
+    only), which read_tiktoken reads as tiktoken does ({}), but no tokenizer can be made of."""
+    if not count:
+        raise FormatError(path, None, 'holds no ranks (no line "base64 rank": an empty file?)')
+
+
 def _line_problem(line: bytes) -> str:
     """What is wrong with a line of a `.tiktoken` file that the parser refused."""
     m = re.fullmatch(rb"[ \t]*([^ \t]+)[ \t]+([^ \t]+)[ \t]*", line)
@@ -250,6 +257,7 @@ def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
     are indexed by id (formats.sparsity_problem), are a FormatError naming the line of the largest."""
     if isinstance(path_or_ranks, (str, os.PathLike)):
         tokens, values, lines, pool, offsets = _read_arrays(path_or_ranks)
+        check_has_ranks(path_or_ranks, len(values))
         largest = int(values.argmax()) if len(values) else -1
         problem = sparsity_problem(int(values[largest]) if len(values) else -1, len(values))
         if problem:         # the encoder's tables are indexed by id: named here, with the file and line

@@ -362,6 +362,18 @@ def test_bad_file(tmp_path):
     assert read_tiktoken(empty) == {}
 
 
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"\r\n"])
+def test_a_file_without_ranks_is_named(tmp_path, content):
+    """An empty .tiktoken file (or one of blank lines): from_tiktoken said '256 of the 256 single bytes have no
+    rank' naming no file, Encoding.from_tiktoken_file 'max() arg is an empty sequence'."""
+    path = tmp_path / "empty.tiktoken"
+    path.write_bytes(content)
+    with pytest.raises(FormatError, match="empty.tiktoken: holds no ranks"):
+        Tokenizer.from_tiktoken(path, "gpt2")
+    with pytest.raises(FormatError, match="empty.tiktoken: holds no ranks"):
+        bpe_fast.Encoding.from_tiktoken_file("x", path, r"\S+")
+
 def test_parse_kernel_worked_example():
     pool, offsets, ranks, lines, bad = bpe_fast._ranks.parse_tiktoken(b"YQ== 0\n\nYWI= 7\r\n")
     assert (bytes(pool), offsets.tolist(), ranks.tolist(), lines.tolist(), bad) == (b"aab", [0, 1, 3], [0, 7],
