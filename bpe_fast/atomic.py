@@ -53,10 +53,21 @@ class OutputGroup:
     def __init__(self) -> None:
         self._renames: list[tuple[str, str]] = []        # (temporary file, target)
         self._removals: list[str] = []
+        self._folders: list[str] = []                     # made by makedirs, the deepest first
 
     def output(self, path: StrPath, mode: str = "wb", **open_kwargs: Any) -> contextlib.AbstractContextManager[IO[Any]]:
         """A file object whose contents become `path` when the group commits (see atomic_output)."""
         return _staged(path, mode, open_kwargs, self._renames)
+
+    def makedirs(self, path: StrPath) -> None:
+        """os.makedirs(path, exist_ok=True) for the group's files; the folders it creates are removed again (when
+        empty) if the group is discarded, so a failure leaves no new folder behind."""
+        missing, folder = [], os.path.abspath(path)
+        while not os.path.lexists(folder):
+            missing.append(folder)
+            folder = os.path.dirname(folder)
+        self._folders.extend(missing)
+        os.makedirs(path, exist_ok=True)
 
     def staged(self, path: StrPath) -> str:
         """Where `path`'s new contents are until the commit (the temporary file), or `path` when not staged."""
@@ -81,6 +92,10 @@ class OutputGroup:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         self._renames.clear()
+        for folder in self._folders:
+            with contextlib.suppress(OSError):      # not empty: something else was put there
+                os.rmdir(folder)
+        self._folders.clear()
 
 
 @contextlib.contextmanager

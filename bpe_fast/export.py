@@ -152,9 +152,9 @@ def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | Non
     }
     document = hf_tokenizer_json(tokenizer)       # checks before anything is written
     directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
     paths = [os.path.join(directory, name) for name in HF_FILES]
     with output_group() as group:           # the three together: a failure leaves the folder as it was
+        group.makedirs(directory)
         write_text_atomic(paths[0], json.dumps(document, ensure_ascii=False), group)
         write_text_atomic(paths[1], json.dumps(config, ensure_ascii=False, indent=2) + "\n", group)
         write_text_atomic(paths[2], json.dumps({**roles, "additional_special_tokens": additional},

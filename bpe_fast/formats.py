@@ -478,7 +478,6 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
     directory = os.fspath(directory)
     merges = merges if isinstance(merges, (list, tuple)) else list(merges)
     training = check_training(training, len(merges))    # as load checks it: refused here, not on reading back
-    os.makedirs(directory, exist_ok=True)
     config = {
         "format": _CONFIG_FORMAT,
         "version": _CONFIG_VERSION,
@@ -489,6 +488,7 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
     if training is not None:        # one line: a count a line would make a 32,000-line file
         text = text[:-2] + ',\n  "training": ' + json.dumps(training, separators=(", ", ": ")) + "\n}"
     with contextlib.nullcontext(group) if group is not None else output_group() as files:
+        files.makedirs(directory)
         write_vocab(os.path.join(directory, VOCAB_FILE), vocab, files)
         write_merges(os.path.join(directory, MERGES_FILE), merges, files)
         write_text_atomic(os.path.join(directory, CONFIG_FILE), text + "\n", files)

@@ -198,6 +198,20 @@ def test_tokenizer_folder_round_trip(tmp_path):
     assert loaded == (vocab, merges, ["<|endoftext|>"], GPT4_PATTERN)
 
 
+
+def test_a_failed_save_into_a_new_folder_leaves_no_folder(tmp_path):
+    """save creates the folder it writes into; a save that fails (two ids with the same bytes, which vocab.json
+    cannot hold) left that folder behind, empty, where the docstring promises the folder as it was: missing."""
+    from bpe_fast import Tokenizer
+
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"ab"}, [(b"a", b"b")])
+    with pytest.raises(ValueError, match="ids 256 and 257"):
+        tok.save(tmp_path / "new" / "tok")
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ValueError, match="ids 256 and 257"):
+        F.save_tokenizer_files(tmp_path / "new", dict(tok.vocab), [(b"a", b"b")])
+    assert os.listdir(tmp_path) == []
+
 def test_save_refuses_training_counts_that_load_would_refuse(tmp_path):
     """save_tokenizer_files wrote merge counts of another length unchecked; load then refused the folder."""
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}

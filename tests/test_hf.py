@@ -633,6 +633,22 @@ def test_export_hf_dir_that_fails_midway_leaves_the_folder_as_it_was(tmp_path, o
     assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
 
 
+
+def test_export_hf_dir_that_fails_midway_leaves_no_new_folder(tmp_path, ours_trained, monkeypatch):
+    """The folder export_hf_dir creates is removed again when a write fails (it was left behind, empty)."""
+    from bpe_fast import export
+    vocab, merges = ours_trained
+    real = export.write_text_atomic
+
+    def fail_on_the_last(path, *args):
+        if os.path.basename(path) == "special_tokens_map.json":
+            raise OSError(28, "No space left on device")
+        return real(path, *args)
+    monkeypatch.setattr(export, "write_text_atomic", fail_on_the_last)
+    with pytest.raises(OSError):
+        Tokenizer(vocab, merges, [EOT]).export_hf_dir(tmp_path / "new" / "hf")
+    assert os.listdir(tmp_path) == []
+
 def test_export_hf_dir_loads_in_transformers(tmp_path, ours_trained):
     vocab, merges = ours_trained
     tok = Tokenizer(vocab, merges, [EOT, "<|pad|>", "<|a b|>"], pattern="gpt4")
