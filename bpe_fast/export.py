@@ -61,7 +61,15 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have none); "
                          "HF's byte-level model would drop it from the text")
     split_regex, behavior, invert = split_to_hf(tokenizer.pattern)
-    difference = merge_rule_difference(list(tokenizer.merges))
+    merges = list(tokenizer.merges)
+    if len(set(merges)) != len(merges):
+        first: dict[tuple[bytes, bytes], int] = {}
+        for k, (a, b) in enumerate(merges):
+            if (a, b) in first:
+                raise ValueError(f"merge {k} ({a!r}, {b!r}) repeats merge {first[a, b]}: HF ranks a pair by its last "
+                                 "place, bpe_fast by its first, so HF would give other ids")
+            first[a, b] = k
+    difference = merge_rule_difference(merges)
     if difference is not None:
         k, parts = difference
         a, b = tokenizer.merges[k]

@@ -708,6 +708,17 @@ def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
+
+def test_export_hf_refuses_a_merge_listed_twice(tmp_path):
+    """HF ranks a pair listed twice by its last place, bpe_fast by its first: the file export_hf wrote gave
+    [97, 257] for "abc" in HF where the tokenizer gives [256, 99] (and from_hf refused it)."""
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc"},
+                    [(b"a", b"b"), (b"b", b"c"), (b"a", b"b")])
+    assert tok.encode("abc") == [256, 99]
+    with pytest.raises(ValueError, match=r"merge 2 \(b'a', b'b'\) repeats merge 0: HF ranks a pair by its last"):
+        tok.export_hf(tmp_path / "tokenizer.json")
+    assert not (tmp_path / "tokenizer.json").exists()
+
 def test_export_hf_refuses_a_vocabulary_without_every_byte(tmp_path):
     """HF's byte-level model drops a byte it has no token for ("a\\x00b" gave [66, 67])."""
     tok = Tokenizer({i: bytes([i]) for i in range(1, 256)} | {256: b"ab"}, [(b"a", b"b")])
