@@ -351,14 +351,18 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     found = [index.find(merge_pool, merge_offsets, first, 2, span) for first, span in ((0, 1), (1, 1), (0, 2))]
     if any(hits is None or np.any(hits < 0) for hits in found):
         return None                 # a merge's token or join not in the vocab
+    pairs = np.sort(found[0] << 32 | found[1])          # type: ignore[operator]
+    if np.any(pairs[1:] == pairs[:-1]):
+        return None                 # a pair listed twice
     return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2])   # type: ignore[arg-type]
 
 
 def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merges:
     """Read a GPT-2 ``merges.txt``; returns ``list[tuple[bytes, bytes]]`` in rank order.
 
-    Each line holds exactly two tokens separated by one space. With `vocab` (id -> bytes), each merge's two
-    tokens and their concatenation must be in it. Errors name the file and the line.
+    Each line holds exactly two tokens separated by one space, no pair on two lines (_TWICE). With `vocab`
+    (id -> bytes), each merge's two tokens and their concatenation must be in it. Errors name the file and the
+    line.
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "merges.txt")
@@ -376,7 +380,9 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         known = set(vocab.values()) if vocab is not None else None
         if known is None or (known.issuperset(lefts) and known.issuperset(rights)
                              and known.issuperset(token_list(pool, offsets, 0, 2, 2))):
-            return list(zip(lefts, rights))
+            read = list(zip(lefts, rights))
+            if len(set(read)) == len(read):         # no pair listed twice
+                return read
     text = read_text(path, data)        # anything else: read here, which names what is wrong
     lines = text.split("\n")
     first = 1 if lines and lines[0].startswith("#version") else 0
@@ -415,7 +421,19 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
                         line = lines[lineno - 1].rstrip("\r")
                         raise FormatError(path, lineno, f"merge {line!r}: token {token_to_str(token)!r} "
                                                         "is not in the vocabulary")
+    if len(set(merges)) != len(merges):
+        line_of: dict[tuple[bytes, bytes], int] = {}
+        for merge, lineno in zip(merges, numbers):
+            if merge in line_of:
+                line = lines[lineno - 1].rstrip("\r")
+                raise FormatError(path, lineno, f"merge {line!r} is on line {line_of[merge]} already: {_TWICE}")
+            line_of[merge] = lineno
     return merges
+
+
+# why a merges.txt cannot list a pair twice
+_TWICE = ("GPT-2's encoder and HF rank a pair listed twice by its last line, bpe_fast by its first, so the ids "
+          "would differ")
 
 
 def write_text_atomic(path: StrPath, text: str, group: OutputGroup | None = None) -> None:
@@ -446,11 +464,15 @@ def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | 
 
 
 def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]], group: OutputGroup | None = None) -> None:
-    """Write ``list[tuple[bytes, bytes]]`` as GPT-2's ``merges.txt`` (one merge a line, rank order)."""
+    """Write ``list[tuple[bytes, bytes]]`` as GPT-2's ``merges.txt`` (one merge a line, rank order); a pair
+    given twice is a ValueError, as read_merges refuses it (_TWICE)."""
     lines = []
+    first: dict[tuple[bytes, ...], int] = {}
     for k, merge in enumerate(merges):
         if len(merge) != 2 or not all(isinstance(t, bytes) and t for t in merge):
             raise ValueError(f"merge {k} is not a pair of non-empty bytes: {merge!r}")
+        if first.setdefault(tuple(merge), k) != k:
+            raise ValueError(f"merge {k} ({merge[0]!r}, {merge[1]!r}) repeats merge {first[tuple(merge)]}: {_TWICE}")
         lines.append(token_to_str(merge[0]) + " " + token_to_str(merge[1]) + "\n")
     write_text_atomic(path, "".join(lines), group)
 

@@ -147,8 +147,8 @@ _tokens = st.binary(min_size=1, max_size=4)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(_tokens, _tokens), max_size=12), st.lists(_tokens, max_size=6), st.randoms(),
-       st.sampled_from(["none", "drop", "repeat_id", "repeat_token", "big_id", "merge_line"]))
+@given(st.lists(st.tuples(_tokens, _tokens), unique=True, max_size=12), st.lists(_tokens, max_size=6), st.randoms(),
+       st.sampled_from(["none", "drop", "repeat_id", "repeat_token", "big_id", "merge_line", "repeat_merge"]))
 def test_read_gpt2_arrays_equals_the_readers(tmp_path, merges, extra, rng, fault):
     """read_gpt2_arrays gives what read_vocab and read_merges(path, vocab) give, or None where they raise;
     and from its arrays the encoder's table arrays are those the vocabulary and merges give."""
@@ -173,6 +173,9 @@ def test_read_gpt2_arrays_equals_the_readers(tmp_path, merges, extra, rng, fault
     elif fault == "merge_line":
         with open(tmp_path / "merges.txt", "a", encoding="utf-8") as f:
             f.write("a b c\n")
+    elif fault == "repeat_merge" and merges:
+        with open(tmp_path / "merges.txt", "a", encoding="utf-8") as f:
+            f.write(f"{F.token_to_str(merges[0][0])} {F.token_to_str(merges[0][1])}\n")
     arrays = F.read_gpt2_arrays(tmp_path / "vocab.json", tmp_path / "merges.txt")
     try:
         expected_vocab = F.read_vocab(tmp_path / "vocab.json")
