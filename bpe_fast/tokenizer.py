@@ -321,7 +321,9 @@ class Tokenizer:
 
     def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
         """A tiktoken.Encoding giving the same ids (ImportError when tiktoken is not installed); ValueError when
-        tiktoken's ranks cannot express this tokenizer (see bpe_fast.ranks.ranks_from_tokenizer).
+        tiktoken's ranks cannot express this tokenizer (see bpe_fast.ranks.ranks_from_tokenizer), or when of two
+        special tokens, one the start of the other, tiktoken would find the shorter (it tries them in its hash
+        map's order).
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"])
         >>> enc = tok.to_tiktoken("mine")       # doctest: +SKIP
@@ -334,8 +336,20 @@ class Tokenizer:
             raise ImportError("Tokenizer.to_tiktoken needs tiktoken: pip install tiktoken") from exc
         from .ranks import ranks_from_tokenizer
 
-        return tiktoken.Encoding(name, pat_str=tiktoken_anchors(self._pattern),
-                                 mergeable_ranks=ranks_from_tokenizer(self), special_tokens=self.special_tokens)
+        specials = self.special_tokens
+        enc = tiktoken.Encoding(name, pat_str=tiktoken_anchors(self._pattern),
+                                mergeable_ranks=ranks_from_tokenizer(self), special_tokens=specials)
+        # tiktoken finds special tokens by one alternation in its hash map's order, this tokenizer the longest
+        # first: where one is a prefix of another, whether tiktoken tries the longer first is asked of it
+        names = sorted(specials)
+        for k, short in enumerate(names):
+            for long in itertools.takewhile(lambda other: other.startswith(short), names[k + 1:]):
+                found = enc.encode(long, allowed_special="all")
+                if found != [specials[long]]:
+                    raise ValueError(f"special tokens {short!r} and {long!r}: tiktoken finds {short!r} first in "
+                                     f"{long!r} ({found[:2]}...; it tries special tokens in its hash map's order, "
+                                     "bpe_fast the longest first), so its ids would differ")
+        return enc
 
     def save(self, directory: StrPath) -> None:
         """Write vocab.json and merges.txt (GPT-2's format) and bpe_fast.json (special tokens, pattern) into

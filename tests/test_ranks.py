@@ -8,6 +8,7 @@ import base64
 import gzip
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -648,6 +649,22 @@ def test_to_tiktoken_gives_the_same_ids(trained):
     assert enc.encode(text, allowed_special="all") == tok.encode(text)
     assert enc.encode_ordinary(text) == tok.encode_ordinary(text)
 
+
+
+def test_to_tiktoken_refuses_special_tokens_tiktoken_would_match_otherwise():
+    """tiktoken finds special tokens with one regex alternation in its hash map's order, not the longest first:
+    with "<|e|>" and "<|e|>a" .. "<|e|>j" the Encoding to_tiktoken made gave "<|e|>", "a" for some "<|e|>a" where
+    the tokenizer gives "<|e|>a". It is refused, naming the two, unless tiktoken happens to try the longer first."""
+    pytest.importorskip("tiktoken")
+    specials = ["<|e|>"] + [f"<|e|>{c}" for c in "abcdefghij"]
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], specials)
+    try:
+        enc = tok.to_tiktoken()
+    except ValueError as exc:
+        assert re.search(r"special tokens '<\|e\|>' and '<\|e\|>\w'.*finds '<\|e\|>' first", str(exc)), exc
+    else:
+        for name in specials:
+            assert enc.encode(name + "x", allowed_special="all") == tok.encode(name + "x"), name
 
 def test_ranks_from_tokenizer_refusals():
     # ids not in merge order: tiktoken would merge "cd" (id 256) before "ab" (id 257)
