@@ -186,10 +186,10 @@ class ChunkCounter:
         """Count documents: document k is data[bounds[k]:bounds[k + 1]] (bytes, or a uint8 array such as a
         view of a shared slot; bounds int64 from 0 to len(data)), each counted as add() counts a chunk:
         nothing crosses from one to the next. Invalid UTF-8 (errors="strict") raises the UnicodeDecodeError of
-        the whole of data. Returns self."""
+        the first invalid document, its offsets in data. Returns self."""
         if self._native is not None:
             try:
-                check_utf8(data)
+                check_documents_utf8(data, bounds)
             except UnicodeDecodeError:
                 if self.errors == "strict":
                     raise
@@ -197,7 +197,7 @@ class ChunkCounter:
                 self._native.add_documents(data, bounds)
                 return self
         elif self.errors == "strict":
-            check_utf8(data)
+            check_documents_utf8(data, bounds)
         data = data if isinstance(data, bytes) else data.tobytes()     # what add() and its decode take
         for k in range(len(bounds) - 1):
             self.add(data[bounds[k]:bounds[k + 1]])
@@ -418,3 +418,38 @@ def check_utf8(data: bytes | bytearray | memoryview | NDArray[np.uint8]) -> None
             raise UnicodeDecodeError("utf-8", whole, pos + exc.start, pos + exc.end, exc.reason) from None
     bytes(data).decode("utf-8")                               # the validators disagree: let Python's decide
     raise AssertionError(f"bpe_fast._scan.utf8_error reported offset {pos} of valid UTF-8")
+
+
+def check_documents_utf8(data: bytes | bytearray | memoryview | NDArray[np.uint8], bounds: Any) -> None:
+    """check_utf8 of each document data[bounds[k]:bounds[k + 1]] (bounds rising from 0 to len(data)), as
+    decoding each alone would: a bound inside a character (a document ending in its first bytes, the next
+    starting with the rest) leaves the whole of data valid and both documents not. Raises the
+    UnicodeDecodeError of the first invalid document, its offsets in data.
+
+    >>> check_documents_utf8("é".encode(), [0, 1, 2])
+    Traceback (most recent call last):
+    UnicodeDecodeError: 'utf-8' codec can't decode byte 0xc3 in position 0: unexpected end of data
+    """
+    try:
+        check_utf8(data)
+    except UnicodeDecodeError as exc:
+        error: UnicodeDecodeError | None = exc
+        valid = exc.start               # data[:valid] is whole characters
+    else:
+        error, valid = None, len(data)
+    view = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
+    inner = np.asarray(bounds, dtype=np.int64)[1:-1]
+    inner = inner[inner < valid]
+    cut = inner[(view[inner] & 0xC0) == 0x80]          # a continuation byte starts a document
+    if len(cut):
+        end = int(cut[0])           # the first such bound ends the document holding the character's lead byte
+        lead = end - 1
+        while view[lead] & 0xC0 == 0x80:
+            lead -= 1
+        try:
+            bytes(view[lead:end]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            whole = data if isinstance(data, (bytes, bytearray)) else bytes(data)
+            raise UnicodeDecodeError("utf-8", whole, lead + exc.start, lead + exc.end, exc.reason) from None
+    if error is not None:
+        raise error

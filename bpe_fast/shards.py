@@ -47,7 +47,7 @@ from .chunking import cuts_at_spaces
 from .file_encoding import DEFAULT_CHUNK_BYTES, NPY_HEADER_ERRORS, check_dtype, encode_file, write_npy
 from .inputs import (COMPRESSIONS, Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
                      line_of, read_batches, resolve_inputs)
-from .pretokenize import check_utf8
+from .pretokenize import check_documents_utf8
 from .procs import check_num_processes, thread_pool
 from ._types import StrPath
 from .tokenizer import Tokenizer
@@ -459,7 +459,7 @@ def _encode_batch(tokenizer: Tokenizer, batch: Batch, dtype: np.dtype[Any], erro
     each, unless None), as an array of dtype."""
     data, bounds, _ = batch
     try:
-        check_utf8(data)
+        check_documents_utf8(data, bounds)
     except UnicodeDecodeError as exc:
         if errors == "strict":
             raise batch_decode_error(batch, exc) from None

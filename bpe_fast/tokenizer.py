@@ -44,7 +44,7 @@ from .atomic import output_group
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
                       utf8_searchable)
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern, tiktoken_anchors
-from .pretokenize import check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
+from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
 from .specials import SpecialTokens, check_disallowed
 from ._types import Merges, StrPath, Vocab
@@ -726,7 +726,7 @@ class Tokenizer:
                 if separator is not None:
                     arrays.append(np.array([separator], dtype=dtype))
             return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
-        check_utf8(data)
+        check_documents_utf8(data, edges)
 
         def encode(core: BPECore) -> IdBuffer:
             out = IdBuffer()

@@ -660,6 +660,25 @@ def test_invalid_utf8_in_a_document_names_document_and_offset(procs):
                                          .replace("\0", EOT), [EOT], GPT2_PATTERN)
 
 
+@pytest.mark.parametrize("procs", [1, 2])
+def test_a_document_ending_inside_a_character_is_invalid_though_the_batch_is_valid(procs):
+    # each document is decoded alone: b"ab\xc3" then b"\xa9cd" is "ab\u00e9cd" as one text but two invalid
+    # documents. The batch's bytes were checked as a whole, so the counter took both as valid UTF-8 and counted
+    # b"ab\xc3\xa9" (a byte of the next document) and b"\xa9cd" (its lead byte read as a character's)
+    docs = [b"fine", b"ab\xc3", b"\xa9cd", b"fine"]
+    with pytest.raises(CorpusDecodeError, match=r"iterable: invalid UTF-8 at document 1, byte offset 2 of the "
+                                                r"document: unexpected end of data"):
+        count_pretokens(iter(docs), num_processes=procs)
+    got = count_pretokens(iter(docs), num_processes=procs, errors="replace")
+    assert got == oracle_count_pretokens(EOT.join(d.decode("utf-8", "replace") for d in docs), [EOT], GPT2_PATTERN)
+    # the last document starting inside a character: its lead-byte look-alike is the batch's last byte
+    docs = [b"x \xe2\x82", b"\xac"]
+    with pytest.raises(CorpusDecodeError, match=r"document 0, byte offset 2 of the document"):
+        count_pretokens(iter(docs), num_processes=procs)
+    got = count_pretokens(iter(docs), num_processes=procs, errors="replace")
+    assert got == oracle_count_pretokens(EOT.join(d.decode("utf-8", "replace") for d in docs), [EOT], GPT2_PATTERN)
+
+
 def test_invalid_utf8_in_compressed_text_names_file_offset_and_line(tmp_path):
     data = b"line one\nline two\n" * 1000 + b"bad \xc3( here\n" + b"more\n" * 10
     (tmp_path / "c.txt.gz").write_bytes(gzip.compress(data))

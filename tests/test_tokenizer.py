@@ -461,6 +461,24 @@ def test_encode_to_numpy(tok):
     assert tok.encode_to_numpy("").shape == (0,)
 
 
+def test_encode_documents_utf8_decodes_each_document_alone(tok, tok4):
+    # "x", b"ab\xc3", b"\xa9 cd": valid UTF-8 as a whole, but the bound at 4 cuts "\u00e9" and neither of the
+    # last two documents is. Only the whole was checked: the native encoder gave the first the ids of
+    # b"ab\xc3\xa9" (a byte of the next document) and the second those of b"\xa9 cd" (its lead byte read as a
+    # character's), where each alone raises, as the `regex` path did
+    data = b"x" + "ab\u00e9 cd".encode()
+    for t in (tok, tok4):
+        with pytest.raises(UnicodeDecodeError) as caught:
+            t.encode_documents_utf8(data, np.array([0, 1, 4, len(data)]))
+        assert (caught.value.start, caught.value.end, caught.value.reason) == (3, 4, "unexpected end of data")
+        # a character cut after a stray byte of an earlier document: that document's error comes first
+        with pytest.raises(UnicodeDecodeError) as caught:
+            t.encode_documents_utf8(b"\xff" + data, np.array([0, 1, 5, len(data) + 1]))
+        assert caught.value.start == 0
+        assert t.encode_documents_utf8(data, np.array([0, 1, 3, len(data)])).tolist() == \
+            t.encode("x") + t.encode("ab") + t.encode("\u00e9 cd")
+
+
 @pytest.mark.parametrize("n", [0, 5, 70_000])     # 70,000 ids: converted without the GIL
 def test_id_buffer_take(n):
     from bpe_fast._encode import IdBuffer
