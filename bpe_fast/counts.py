@@ -341,7 +341,7 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
                 kind = source.kind if source.kind != "text" else "compressed text" if os.path.isfile(path) else "a pipe"
                 raise InputError(f"{path}: with a Dask client, inputs must be uncompressed text files, not {kind} "
                                  f"(count it without client=)")
-        paths = [source.path for source in sources]
+        paths = [source.path for source in sources if isinstance(source, TextFile)]     # all of them (above)
         table = count_on_dask(client, paths, special_tokens, pattern, errors, chunk_bytes)
         return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
     tables = count_input_tables(inputs, special_tokens, pattern, num_processes, errors, chunk_bytes, progress,
