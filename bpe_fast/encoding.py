@@ -38,7 +38,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from .patterns import swap_tiktoken_anchors
+from .patterns import pattern_from_tiktoken
 from .specials import SpecialTokens, check_disallowed
 from .procs import map_threads
 from ._types import StrPath
@@ -74,7 +74,7 @@ class Encoding:
             if self.max_token_value != explicit_n_vocab - 1:
                 raise AssertionError(f"the largest id is {self.max_token_value}, not explicit_n_vocab - 1")
         self._special_token_values = set(special_tokens.values())
-        self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, swap_tiktoken_anchors(pat_str), special_tokens)
+        self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, pattern_from_tiktoken(pat_str), special_tokens)
         self._ordinary = self._tokenizer.restricted_to(frozenset())
         self._vocab = self._tokenizer.vocab         # id -> bytes, read-only
         self._special_bytes = SpecialTokens(special_tokens, special_tokens.values()).id_of_utf8

@@ -1,7 +1,8 @@
 """The pre-tokenization patterns bpe_fast knows by name."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+import string
+from collections.abc import Iterator, Mapping
 
 import regex
 
@@ -66,12 +67,81 @@ def shown_pattern(pattern: str) -> str:
     return repr(pattern) if len(pattern) <= 200 else f"{pattern[:100]!r}... ({len(pattern):,} characters)"
 
 
+def _pieces(pattern: str) -> Iterator[tuple[int, int, bool, str]]:
+    """The pieces of a regex, in order, as (start, end, in_class, flags): an escape (a backslash and the next
+    character, with the braces of \\x{...}, \\u{...}, \\p{...}, \\P{...}, \\N{...} and \\b{start}, or the hex digits
+    of \\xHH, \\uHHHH and \\UHHHHHHHH), a POSIX set
+    inside a class ("[:alpha:]", "[:^alpha:]"), a class's opening ("[", "[^", with a first "]", a member), a
+    comment of verbose mode ("#" to the end of the line, the flag x), an inline flags group ("(?i)", "(?m-x:"),
+    or one character. in_class: the piece is inside a character class (a class's opening is not; its "]" is);
+    flags: the inline flags on where the piece is (of "imsx"), as "(?flags)" sets them to the end of the group
+    holding it, "(?flags:...)" inside it, "(?-flags)" turns them off again: both `regex` and tiktoken's engine
+    read them so. rewrite_anchors and the reading of tiktoken's patterns walk a regex with this."""
+    i, n = 0, len(pattern)
+    in_class = False
+    flags = ""
+    outer: list[str] = []               # the flags outside each group open at i
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            end = i + 2
+            if pattern[i + 1] in "xupPNb" and pattern.startswith("{", end):
+                close = pattern.find("}", end)
+                if close > 0 and (pattern[i + 1] != "b" or pattern[end + 1:close].replace("-", "").isalpha()):
+                    end = close + 1
+            elif pattern[i + 1] in _HEX_DIGITS:          # \\xHH, \\uHHHH, \\UHHHHHHHH
+                digits = _HEX_DIGITS[pattern[i + 1]]
+                if all(d in string.hexdigits for d in pattern[end:end + digits]) and end + digits <= n:
+                    end += digits
+            yield i, end, in_class, flags
+            i = end
+            continue
+        if in_class:
+            if pattern.startswith("[:", i):             # a POSIX set, [:punct:]: one piece
+                close = pattern.find(":]", i + 2)
+                if close >= 0:
+                    yield i, close + 2, True, flags
+                    i = close + 2
+                    continue
+            yield i, i + 1, True, flags
+            in_class = c != "]"
+            i += 1
+            continue
+        end = i + 1
+        if c == "[":
+            in_class = True
+            if pattern.startswith("^", end):            # "[^]...]" and "[]...]": a first "]" is a member
+                end += 1
+            if pattern.startswith("]", end):
+                end += 1
+        elif c == "#" and "x" in flags:                 # a comment, to the end of the line
+            end = pattern.find("\n", i)
+            end = n if end < 0 else end + 1
+        elif c == "(":
+            group = _INLINE_FLAGS.match(pattern, i)
+            if group is not None:                       # "(?flags)" or "(?flags:": on or off from here
+                on, _, off = group.group(1).partition("-")
+                if group.group(2) == ":":
+                    outer.append(flags)
+                yield i, group.end(), False, flags
+                flags = "".join(f for f in "imsx" if (f in flags or f in on) and f not in off)
+                i = group.end()
+                continue
+            outer.append(flags)
+        elif c == ")":
+            yield i, end, False, flags
+            flags = outer.pop() if outer else flags
+            i = end
+            continue
+        yield i, end, False, flags
+        i = end
+
+
 def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
     """`pattern` with each anchor outside a character class replaced as `replace` says ({"$": ..., "\\Z": ...}:
     an unescaped "^" or "$" outside multi-line mode, or a two-character escape), for reading a regex written for
     another engine with `regex`, or writing one of `regex`'s for another engine. "^" and "$" where the flag m is
-    on are line anchors in either engine, and kept: the flag as inline flags set it, from "(?m)" to the end of
-    the group holding it, inside "(?m:...)", off again after "(?-m)" (both engines read them so). Comments of
+    on are line anchors in either engine, and kept: the flag as inline flags set it (_pieces). Comments of
     verbose mode (the flag x: "#" to the end of the line) are copied as they are.
 
     >>> rewrite_anchors(r"a$|[$]|\\$|b\\Z", {"$": r"\\Z", r"\\Z": "$"})
@@ -80,67 +150,157 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
     'a\\\\Z|(?m:b$)|(?m)c$|(?-m:d\\\\Z)'
     """
     out: list[str] = []
-    i, n = 0, len(pattern)
-    in_class = False
-    multiline = verbose = False         # the flags m and x where pattern[i] is
-    outer: list[tuple[bool, bool]] = []     # the flags m and x outside each group open at i
-    while i < n:
-        c = pattern[i]
-        if c == "\\" and i + 1 < n:
-            escape = pattern[i:i + 2]
-            out.append(escape if in_class else replace.get(escape, escape))
-            i += 2
-            continue
-        if in_class:
-            if pattern.startswith("[:", i):             # a POSIX set, [:punct:]: copied whole
-                end = pattern.find(":]", i + 2)
-                if end >= 0:
-                    out.append(pattern[i:end + 2])
-                    i = end + 2
-                    continue
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            out.append(c)
-            i += 1
-            if i < n and pattern[i] == "^":       # "[^]...]" and "[]...]": a first "]" is a member
-                out.append("^")
-                i += 1
-            if i < n and pattern[i] == "]":
-                out.append("]")
-                i += 1
-            continue
-        elif c == "#" and verbose:                # a comment, to the end of the line: copied whole
-            end = pattern.find("\n", i)
-            end = n if end < 0 else end + 1
-            out.append(pattern[i:end])
-            i = end
-            continue
-        elif c == "(":
-            flags = _INLINE_FLAGS.match(pattern, i)
-            if flags is not None:                 # "(?flags)" or "(?flags:": m and x on or off from here
-                on, _, off = flags.group(1).partition("-")
-                if flags.group(2) == ":":
-                    outer.append((multiline, verbose))
-                multiline = True if "m" in on else False if "m" in off else multiline
-                verbose = True if "x" in on else False if "x" in off else verbose
-                out.append(flags.group())
-                i = flags.end()
-                continue
-            outer.append((multiline, verbose))
-        elif c == ")":
-            if outer:
-                multiline, verbose = outer.pop()
-        elif c in "^$" and not multiline:
-            out.append(replace.get(c, c))
-            i += 1
-            continue
-        out.append(c)
-        i += 1
+    for start, end, in_class, flags in _pieces(pattern):
+        piece = pattern[start:end]
+        anchor = not in_class and (piece.startswith("\\") or (piece in "^$" and "m" not in flags))
+        out.append(replace.get(piece, piece) if anchor else piece)
     return "".join(out)
 
 
+_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
 _INLINE_FLAGS = regex.compile(r"\(\?([a-zA-Z]*(?:-[a-zA-Z]*)?)([:)])")
+
+
+# POSIX sets as tiktoken's engine (Rust's regex) reads them: ASCII only (`regex` takes Unicode's letters, marks, ...)
+_POSIX_ASCII = {"alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": "\x00-\x7f", "blank": "\t ", "cntrl": "\x00-\x1f\x7f",
+                "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~", "punct": "!-/:-@\\[-`{-~",
+                "space": "\t\n\x0b\x0c\r ", "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f"}
+# escapes tiktoken's engine and `regex` read alike (a backslash before a character that is not a letter or a digit
+# is that character in both; \\1 to \\9 are back references in both; anchors are rewritten on their own)
+_SAME_ESCAPES = set("dDsSwWbBAzZtnrfvapPxuU123456789")
+# tiktoken's escapes that `regex` spells otherwise, outside a class and inside one (None: no spelling there)
+_TIKTOKEN_ESCAPES = {
+    "\\e": ("\\x1b", "\\x1b"), "\\h": ("[0-9A-Fa-f]", "0-9A-Fa-f"), "\\H": ("[^0-9A-Fa-f]", None),
+    "\\<": ("\\b(?=\\w)", None), "\\>": ("\\b(?<=\\w)", None), "\\b{start}": ("\\b(?=\\w)", None),
+    "\\b{end}": ("\\b(?<=\\w)", None), "\\b{start-half}": ("(?<!\\w)", None), "\\b{end-half}": ("(?!\\w)", None)}
+
+
+def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
+    """(`pattern` with what tiktoken's engine (Rust's regex and fancy-regex) and `regex` spell otherwise respelled
+    for `regex`, the first construct the two read differently that has no such spelling or None, the first
+    construct respelled or None). Anchors are not touched (swap_tiktoken_anchors rewrites them).
+
+    Respelled: \\x{...} and \\u{...}, \\e, \\h and \\H (a hex digit to tiktoken), \\<, \\>, \\b{start}, \\b{end} and
+    their halves (word boundaries), POSIX sets ([[:alpha:]]: ASCII to tiktoken, Unicode to `regex`). No spelling:
+    a class inside a class and the set operations &&, -- and ~~ (tiktoken's; literal characters to `regex`),
+    under the flag i properties, POSIX sets and I, i, U+0130 or U+0131, alone or in a class's range (the two
+    engines fold them, and the categories, differently), and escapes of letters not known to read alike (\\N, \\K,
+    \\X, ...).
+
+    >>> _tiktoken_reading(r"[[:alpha:]]+|\\x{e9}|\\h")
+    ('[A-Za-z]+|\\\\U000000E9|[0-9A-Fa-f]', None, '[:alpha:]')
+    >>> _tiktoken_reading(r"(?i:[sdmt]|ll)|(?i:[a-z]+)")[1]
+    "'[a-z]' under the flag i"
+    """
+    out: list[str] = []
+    refused = respelled = None
+    cls = 0                                 # where the class holding the piece opens
+    last: int | None = None                 # the class's last member, as a code point (None: not one)
+    range_from: int | None = None           # the start of a range the piece ends
+    for start, end, in_class, flags in _pieces(pattern):
+        piece = pattern[start:end]
+        spelled: str | None = piece
+        if not in_class:
+            cls, last, range_from = start, None, None
+        if piece[0] == "\\" and len(piece) > 1:
+            letter = piece[1]
+            if piece in _TIKTOKEN_ESCAPES:
+                spelled = _TIKTOKEN_ESCAPES[piece][in_class]
+            elif letter in "xu" and piece[2:3] == "{":
+                try:
+                    spelled = f"\\U{int(piece[3:-1], 16):08X}"
+                except ValueError:
+                    spelled = None
+            elif letter.isalnum() and letter not in _SAME_ESCAPES or "i" in flags and letter in "pP":
+                spelled = None
+        elif in_class and piece.startswith("[:") and len(piece) > 4:
+            name = piece[2:-2]
+            ascii_set = _POSIX_ASCII.get(name.lstrip("^"))
+            spelled = None if ascii_set is None or "i" in flags else \
+                _complement(ascii_set) if name.startswith("^") else ascii_set
+        elif in_class and (piece == "[" or pattern[start:start + 2] in ("&&", "--", "~~")):
+            refused = refused or ("'[' inside a class" if piece == "[" else pattern[start:start + 2])
+        if "i" in flags and spelled is not None and (in_class or piece[0] != "["):
+            point = _code_point(piece)
+            if in_class and piece == "-" and last is not None:
+                range_from, point = last, None
+            elif range_from is not None and point is not None:
+                if any(range_from <= t <= point for t in _FOLDED_OTHERWISE):
+                    close = pattern.find("]", end)
+                    refused = refused or f"{pattern[cls:close + 1 if close > 0 else end]!r} under the flag i"
+                range_from, point = None, None
+            elif point in _FOLDED_OTHERWISE:
+                close = pattern.find("]", end)
+                refused = refused or (f"{pattern[cls:close + 1 if close > 0 else end]!r} under the flag i" if in_class
+                                      else f"{piece!r} under the flag i")
+            last = point
+        if spelled is None:
+            refused = refused or piece
+            spelled = piece
+        elif spelled != piece:
+            respelled = respelled or piece
+        out.append(spelled)
+    return "".join(out), refused, respelled
+
+
+# I, i, İ and ı: folded together by `regex`, not by tiktoken's engine (I with i, İ and ı each alone)
+_FOLDED_OTHERWISE = (0x49, 0x69, 0x130, 0x131)
+
+
+def _code_point(piece: str) -> int | None:
+    """The character a piece of a regex (_pieces) stands for: itself, or a hex escape's; None for others."""
+    if len(piece) == 1:
+        return ord(piece)
+    if piece[:2] in ("\\x", "\\u", "\\U") and len(piece) > 2:
+        try:
+            return int(piece[2:].strip("{}"), 16)
+        except ValueError:
+            return None
+    return None
+
+
+def _complement(ascii_set: str) -> str:
+    """The ranges of every code point not in `ascii_set` (ranges of ASCII characters, as _POSIX_ASCII's)."""
+    members = set(regex.findall(f"[{ascii_set}]", "".join(map(chr, range(128)))))
+    out, lo = [], 0
+    for cp in range(129):
+        if cp == 128 or chr(cp) in members:
+            if lo < cp:
+                out.append((lo, cp - 1))
+            lo = cp + 1
+    out.append((128, 0x10FFFF))
+    return "".join(f"\\U{a:08X}-\\U{b:08X}" for a, b in out)
+
+
+def pattern_from_tiktoken(pat_str: str) -> str:
+    """The `regex` pattern giving the pieces tiktoken gives with `pat_str` (tiktoken.Encoding's pat_str, read by
+    Rust's regex and fancy-regex): anchors as swap_tiktoken_anchors rewrites them, constructs `regex` spells
+    otherwise respelled (_tiktoken_reading); a ValueError naming the first construct the two engines read
+    differently that `regex` cannot spell (the ids would differ). The built-in patterns are kept.
+
+    >>> pattern_from_tiktoken(r"[[:upper:]]+|\\s+$")
+    '[A-Z]+|\\\\s+\\\\Z'
+    """
+    if pat_str in PATTERNS.values() or pat_str == R50K_PATTERN:
+        return pat_str
+    respelled, refused, _ = _tiktoken_reading(pat_str)
+    if refused is not None:
+        raise ValueError(f"pat_str {shown_pattern(pat_str)} has {refused}, which tiktoken's regex engine and `regex` "
+                         "read differently, so the ids would differ from tiktoken's (spell the characters out: "
+                         r"\p{...} classes, [A-Za-z] ranges)")
+    return swap_tiktoken_anchors(respelled)
+
+
+def check_tiktoken_readable(pattern: str) -> None:
+    """ValueError when tiktoken's engine would read `pattern` (a `regex` pattern, anchors aside: tiktoken_anchors
+    rewrites them) otherwise than `regex` does, naming the construct (_tiktoken_reading)."""
+    if pattern in PATTERNS.values() or pattern == R50K_PATTERN:
+        return
+    _, refused, respelled = _tiktoken_reading(pattern)
+    construct = refused or respelled
+    if construct is not None:
+        raise ValueError(f"the pattern has {construct}, which `regex` and tiktoken's regex engine read differently, "
+                         "so tiktoken's ids would differ")
 
 
 def swap_tiktoken_anchors(pattern: str) -> str:

@@ -43,7 +43,8 @@ from . import formats
 from .atomic import output_group
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
                       utf8_searchable)
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern, tiktoken_anchors
+from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, check_tiktoken_readable, resolve_pattern,
+                       tiktoken_anchors)
 from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
 from .specials import SpecialTokens, check_disallowed
@@ -321,7 +322,8 @@ class Tokenizer:
 
     def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
         """A tiktoken.Encoding giving the same ids (ImportError when tiktoken is not installed); ValueError when
-        tiktoken's ranks cannot express this tokenizer (see bpe_fast.ranks.ranks_from_tokenizer), or when of two
+        tiktoken's ranks cannot express this tokenizer (see bpe_fast.ranks.ranks_from_tokenizer), when tiktoken's
+        regex engine would read the pattern otherwise (patterns.check_tiktoken_readable), or when of two
         special tokens, one the start of the other, tiktoken would find the shorter (it tries them in its hash
         map's order).
 
@@ -336,6 +338,7 @@ class Tokenizer:
             raise ImportError("Tokenizer.to_tiktoken needs tiktoken: pip install tiktoken") from exc
         from .ranks import ranks_from_tokenizer
 
+        check_tiktoken_readable(self._pattern)
         specials = self.special_tokens
         enc = tiktoken.Encoding(name, pat_str=tiktoken_anchors(self._pattern),
                                 mergeable_ranks=ranks_from_tokenizer(self), special_tokens=specials)

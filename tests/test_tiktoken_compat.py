@@ -10,13 +10,14 @@ import pickle
 
 import numpy as np
 import pytest
+import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
 import bpe_fast.encoding
 from bpe_fast import Encoding, Tokenizer
-from bpe_fast.patterns import GPT2_PATTERN
+from bpe_fast.patterns import GPT2_PATTERN, pattern_from_tiktoken, swap_tiktoken_anchors
 from bpe_fast.ranks import ranks_from_tokenizer
 from corpora import FIXTURES
 from encode_oracle import assigned_in_old_unicode
@@ -544,3 +545,104 @@ def test_tiktoken_anchors_under_scoped_multi_line_flags(pat_str):
     for text in ANCHOR_TEXTS + ["ab\nx", "ab\nab\nab"]:
         assert ours.encode(text) == theirs.encode(text) == again.encode(text), text
 
+
+
+# ------------------------------------------------------------------------- custom patterns read as tiktoken reads
+
+@functools.lru_cache(maxsize=1)
+def _pair_ranks():
+    """Every byte and every pair of bytes: a piece's pairs merge, so the ids show where each piece starts."""
+    ranks = {bytes([i]): i for i in range(256)}
+    ranks.update((bytes([a, b]), 256 + 256 * a + b) for a in range(256) for b in range(256))
+    return ranks
+
+
+# ASCII and beyond: letters that fold (K, ſ, İ, ı, ß, ẞ, Greek, Cyrillic), digits, marks, spaces, punctuation
+PATTERN_PROBE = assigned_in_old_unicode(
+    "".join(map(chr, range(32, 127))) + " \t\n\r\x0b\x0c\x1c\x85\xa0\u2028\u3000 İıIiKkKſßẞ ÀÉîõüÿĀŁŒ ǅǈ ΣσςΩω ДдЁё "
+    "٣٤ १२ ½² 𝟙 é e\u0301 東京 한국 😀 0x1F Ab12_cd-EF gh'S I'll iİ KELVIN k\n\nend aıb xİıi yKſz")
+
+
+def _same_ids_or_refused(pat_str, text=PATTERN_PROBE):
+    """True when bpe_fast refuses pat_str (ValueError) or gives tiktoken's ids for `text`; False when tiktoken
+    cannot use the pattern (it refuses it, or panics on an empty match) or the pattern matches empty text there."""
+    try:
+        theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+        expected = theirs.encode_ordinary(text)
+    except BaseException:           # tiktoken's ValueError, or pyo3's PanicException on an empty match
+        return False
+    try:
+        ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    except ValueError:
+        return True
+    if any(m.start() == m.end() for m in regex.finditer(pattern_from_tiktoken(pat_str), text)):
+        return False                # an empty match: tiktoken's pieces there are its own (noted, not compared)
+    assert ours.encode_ordinary(text) == expected, pat_str
+    return True
+
+
+# constructs tiktoken's engine (Rust's regex, fancy-regex) and `regex` spell otherwise: respelled, same ids
+@pytest.mark.parametrize("pat_str", [
+    r"[[:alpha:]]+|[[:digit:]]+|[[:space:]]+|[[:punct:]]+|.", r"[[:upper:]]+|[[:lower:]]+|[[:^alnum:]]+|.",
+    r"[[:word:]]+|[[:blank:]]+|[[:cntrl:]]+|[[:graph:]]|.", r"[[:print:]]+|[[:xdigit:]]+|[[:ascii:]]+|.",
+    r"[^[:^alpha:]0-9]+|.", r"\h+|\H+", r"[\h_]+|.", r"\x{e9}+|\x{1F600}|\u{41}+|[\x{4B}-\x{4F}]+|.", r"\e|\S+|\s+",
+    r"\<\w+|\w+\>|.", r"\b{start}\w+|\w+\b{end}|.", r"\b{start-half}\w+|\w+\b{end-half}|.",
+    r"(?i)[a-h]+|(?i:K+|S+)|.", r"(?x) [[:alpha:]]+ # a comment [[:digit:]]" + "\n | .",
+])
+def test_custom_pattern_respelled_for_regex_gives_tiktokens_ids(pat_str):
+    # these were read by `regex` as written: [[:alpha:]] took every Unicode letter where tiktoken takes ASCII
+    # ones, \h horizontal space where tiktoken takes a hex digit, \x{e9} and \e did not compile, \< and \b{start}
+    # were a literal "<" and a \b repeated
+    ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    assert ours.encode_ordinary(PATTERN_PROBE) == theirs.encode_ordinary(PATTERN_PROBE)
+    assert len(set(theirs.encode_ordinary(PATTERN_PROBE))) > 20         # the probe tells patterns apart
+
+
+# constructs read differently with no `regex` spelling: refused, naming the construct
+@pytest.mark.parametrize("pat_str, construct", [
+    (r"[a-z&&[^aeiou]]+|.", "&&"), (r"[a-z--[aeiou]]+|.", "--"), (r"[a-z~~[aeiou]]+|.", "~~"),
+    (r"[[a-c][x-z]]+|.", "a class"), (r"(?i)\p{Lu}+|.", r"\p{Lu}"), (r"(?i:[A-Z]+)|.", "[A-Z]"),
+    (r"(?i)[\x41-\x49]+|.", "[\\\\x41-\\\\x49]"), (r"(?i)i+|.", "'i'"), (r"(?i)[^i]+|.", "[^i]"),
+    (r"(?i)[[:upper:]]+|.", "[:upper:]"), (r"\N{LATIN SMALL LETTER A}|\w+|.", r"\N"),
+])
+def test_custom_pattern_read_otherwise_is_refused(pat_str, construct):
+    # (?i)[A-Z] takes U+0131 in `regex`, not in tiktoken; [a-z&&[^aeiou]] was a class of "a-z", "&" and "[" to
+    # `regex`; all gave other ids silently
+    theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    with pytest.raises(ValueError, match="read differently") as exc:
+        bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    assert construct in str(exc.value)
+    # read by `regex` as written (anchors aside), as it was: other ids than tiktoken's
+    as_written = Tokenizer.from_tiktoken(_pair_ranks(), swap_tiktoken_anchors(pat_str), {})
+    assert as_written.encode(PATTERN_PROBE) != theirs.encode_ordinary(PATTERN_PROBE)
+
+
+_ATOMS = [r"\p{L}", r"\p{Lu}", r"\p{Ll}", r"\p{N}", r"\w", r"\d", r"\s", r"\S", r"\h", r"\H", "[[:alpha:]]",
+          "[[:punct:]]", "[[:^space:]]", "[[:upper:]]", "[[:alnum:]_]", "[a-z&&[^aeiou]]", "[a-z--[aeiou]]",
+          "[[a-c]x]", r"\x{e9}", r"\u{49}", r"\x49", "[A-Z]", "[a-h]", "[h-j]", "[^a-z]", "i", "I", "k", "s", "ß", "é",
+          r"\<", r"\>", r"\b{start}", r"\b{end}", r"\b", "[\\x41-\\x49]", ".", "'", r"[\s\p{N}]", "[İı]"]
+
+
+@st.composite
+def _custom_patterns(draw):
+    def sequence():
+        atoms = draw(st.lists(st.sampled_from(_ATOMS), min_size=1, max_size=3))
+        body = "".join(a + draw(st.sampled_from(["", "+", "{1,3}"])) for a in atoms)
+        return f"(?i:{body})" if draw(st.booleans()) else body
+    return "|".join(sequence() for _ in range(draw(st.integers(1, 4)))) + "|."
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_custom_patterns(), st.text(st.sampled_from(sorted(set(PATTERN_PROBE))), max_size=40))
+def test_custom_pattern_gives_tiktokens_ids_or_is_refused(pat_str, text):
+    # every custom pat_str tiktoken can use: bpe_fast gives its ids, or refuses the pattern naming why
+    _same_ids_or_refused(pat_str, PATTERN_PROBE + text)
+
+
+@pytest.mark.parametrize("pattern", [r"[[:alpha:]]+|.", r"\h+|.", r"(?i:[A-Z]+)|.", r"[a&&b]|."])
+def test_to_tiktoken_refuses_a_pattern_tiktoken_reads_otherwise(pattern):
+    # `regex` reads [[:alpha:]] as Unicode letters, tiktoken as ASCII ones: the Encoding gave other ids
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern)
+    with pytest.raises(ValueError, match="read differently"):
+        tok.to_tiktoken()
