@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import signal
 import stat
 import tempfile
@@ -151,6 +152,18 @@ def output_group() -> Iterator[OutputGroup]:
         raise
 
 
+_TMP_SUFFIX = ".tmp"
+# _staged's temporary files: "." + the output's name + "." + mkstemp's 8 characters + _TMP_SUFFIX
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}" + re.escape(_TMP_SUFFIX))
+
+
+def staged_target(entry: str) -> str | None:
+    """The name of the output whose temporary file is `entry` (a name in a folder), or None when it is not one:
+    what a killed process (SIGKILL, the OOM killer) leaves, which nothing here then removes."""
+    found = _TEMPORARY.fullmatch(entry)
+    return None if found is None else found.group(1)
+
+
 @contextlib.contextmanager
 def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
             renames: list[tuple[str, str]] | None) -> Iterator[IO[Any]]:
@@ -169,7 +182,7 @@ def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
         path = os.path.realpath(path)
     folder, name = os.path.split(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=_TMP_SUFFIX)
     except OSError as exc:
         raise type(exc)(exc.errno, exc.strerror, path) from None
     try:

@@ -31,7 +31,6 @@ import hashlib
 import itertools
 import json
 import os
-import re
 import time
 import uuid
 from collections import deque
@@ -42,7 +41,7 @@ from typing import Any, NoReturn, TypeVar, Union
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
-from .atomic import atomic_output
+from .atomic import atomic_output, staged_target
 from .chunking import cuts_at_spaces
 from .file_encoding import DEFAULT_CHUNK_BYTES, NPY_HEADER_ERRORS, check_dtype, encode_file, write_npy
 from .inputs import (COMPRESSIONS, Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
@@ -64,7 +63,6 @@ _INDEX_FORMAT = "bpe_fast.shards"
 _INDEX_VERSION = 1
 _SETTINGS = ("tokenizer_sha256", "separator", "text_field", "text_column")   # what the arrays depend on
 _INDEX_EVERY = 30.0             # seconds between the index.json writes of a run (see encode_files)
-_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")     # atomic_output's temporary files (tempfile.mkstemp's names)
 _BATCHES_PER_THREAD = 2         # batches in flight a thread: bounds the memory held by encoded batches
 
 
@@ -202,8 +200,7 @@ def _remove_leftovers(out_dir: str, names: set[str]) -> None:
     """Remove the temporary files of these outputs that a run killed while it wrote them (SIGKILL, the OOM
     killer, a power cut) left in out_dir: atomic_output removes its own on any error it sees, not on those."""
     for entry in os.listdir(out_dir):
-        found = _TEMPORARY.fullmatch(entry)
-        if found is not None and found.group(1) in names:
+        if staged_target(entry) in names:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(out_dir, entry))
 
