@@ -25,7 +25,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from .atomic import output_group
-from .formats import token_to_str, tokens_to_strs, write_text_atomic
+from .formats import repeated_merge, token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_ids, split_to_hf
 from .ranks import merge_rule_difference, ranks_from_tokenizer
 
@@ -62,13 +62,11 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
                          "HF's byte-level model would drop it from the text")
     split_regex, behavior, invert = split_to_hf(tokenizer.pattern)
     merges = list(tokenizer.merges)
-    if len(set(merges)) != len(merges):
-        first: dict[tuple[bytes, bytes], int] = {}
-        for k, (a, b) in enumerate(merges):
-            if (a, b) in first:
-                raise ValueError(f"merge {k} ({a!r}, {b!r}) repeats merge {first[a, b]}: HF ranks a pair by its last "
-                                 "place, bpe_fast by its first, so HF would give other ids")
-            first[a, b] = k
+    repeat = repeated_merge(merges)
+    if repeat is not None:
+        k, j = repeat
+        raise ValueError(f"merge {k} ({merges[k][0]!r}, {merges[k][1]!r}) repeats merge {j}: HF ranks a pair by its "
+                         "last place, bpe_fast by its first, so HF would give other ids")
     difference = merge_rule_difference(merges)
     if difference is not None:
         k, parts = difference

@@ -421,19 +421,34 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
                         line = lines[lineno - 1].rstrip("\r")
                         raise FormatError(path, lineno, f"merge {line!r}: token {token_to_str(token)!r} "
                                                         "is not in the vocabulary")
-    if len(set(merges)) != len(merges):
-        line_of: dict[tuple[bytes, bytes], int] = {}
-        for merge, lineno in zip(merges, numbers):
-            if merge in line_of:
-                line = lines[lineno - 1].rstrip("\r")
-                raise FormatError(path, lineno, f"merge {line!r} is on line {line_of[merge]} already: {_TWICE}")
-            line_of[merge] = lineno
+    repeat = repeated_merge(merges)
+    if repeat is not None:
+        k, j = repeat
+        line = lines[numbers[k] - 1].rstrip("\r")
+        raise FormatError(path, numbers[k], f"merge {line!r} is on line {numbers[j]} already: {_TWICE}")
     return merges
 
 
-# why a merges.txt cannot list a pair twice
-_TWICE = ("GPT-2's encoder and HF rank a pair listed twice by its last line, bpe_fast by its first, so the ids "
+# why a merge list cannot hold a pair twice
+_TWICE = ("GPT-2's encoder and HF rank a pair listed twice by its last place, bpe_fast by its first, so the ids "
           "would differ")
+
+
+def repeated_merge(merges: Sequence[Sequence[bytes]]) -> tuple[int, int] | None:
+    """(k, j) when merge k is the first to repeat an earlier one, merge j; None when no pair is listed twice.
+    A merge list must not (_TWICE): read_merges, write_merges and export_hf refuse one that does.
+
+    >>> repeated_merge([(b"a", b"b"), (b"b", b"c"), (b"a", b"b")])
+    (2, 0)
+    """
+    if len(set(map(tuple, merges))) == len(merges):
+        return None
+    first: dict[tuple[bytes, ...], int] = {}
+    for k, merge in enumerate(merges):
+        j = first.setdefault(tuple(merge), k)
+        if j != k:
+            return k, j
+    raise AssertionError("not reached: a pair is listed twice")
 
 
 def write_text_atomic(path: StrPath, text: str, group: OutputGroup | None = None) -> None:
@@ -467,13 +482,15 @@ def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]], group: Output
     """Write ``list[tuple[bytes, bytes]]`` as GPT-2's ``merges.txt`` (one merge a line, rank order); a pair
     given twice is a ValueError, as read_merges refuses it (_TWICE)."""
     lines = []
-    first: dict[tuple[bytes, ...], int] = {}
+    merges = merges if isinstance(merges, (list, tuple)) else list(merges)
     for k, merge in enumerate(merges):
         if len(merge) != 2 or not all(isinstance(t, bytes) and t for t in merge):
             raise ValueError(f"merge {k} is not a pair of non-empty bytes: {merge!r}")
-        if first.setdefault(tuple(merge), k) != k:
-            raise ValueError(f"merge {k} ({merge[0]!r}, {merge[1]!r}) repeats merge {first[tuple(merge)]}: {_TWICE}")
         lines.append(token_to_str(merge[0]) + " " + token_to_str(merge[1]) + "\n")
+    repeat = repeated_merge(merges)
+    if repeat is not None:
+        k, j = repeat
+        raise ValueError(f"merge {k} ({merges[k][0]!r}, {merges[k][1]!r}) repeats merge {j}: {_TWICE}")
     write_text_atomic(path, "".join(lines), group)
 
 
