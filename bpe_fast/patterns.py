@@ -185,7 +185,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
     a class inside a class and the set operations &&, -- and ~~ (tiktoken's; literal characters to `regex`),
     under the flag i properties, POSIX sets and I, i, U+0130 or U+0131, alone or in a class's range (the two
     engines fold them, and the categories, differently), and escapes of letters not known to read alike (\\N, \\K,
-    \\X, ...).
+    \\X, ...), inline flags other than i, m, s, x and u ((?R): CRLF mode to tiktoken, recursion to `regex`).
 
     >>> _tiktoken_reading(r"[[:alpha:]]+|\\x{e9}|\\h")
     ('[A-Za-z]+|\\\\U000000E9|[0-9A-Fa-f]', None, '[:alpha:]')
@@ -218,6 +218,8 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
             ascii_set = _POSIX_ASCII.get(name.lstrip("^"))
             spelled = None if ascii_set is None or "i" in flags else \
                 _complement(ascii_set) if name.startswith("^") else ascii_set
+        elif not in_class and piece[:2] == "(?" and set(piece[2:-1]) - set("imsxu-"):
+            spelled = None                  # R (CRLF mode to tiktoken, recursion to `regex`), U (lazy by default)
         elif in_class and (piece == "[" or pattern[start:start + 2] in ("&&", "--", "~~")):
             refused = refused or ("'[' inside a class" if piece == "[" else pattern[start:start + 2])
         if "i" in flags and spelled is not None and (in_class or piece[0] != "["):

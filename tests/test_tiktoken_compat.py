@@ -646,3 +646,13 @@ def test_to_tiktoken_refuses_a_pattern_tiktoken_reads_otherwise(pattern):
     tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern)
     with pytest.raises(ValueError, match="read differently"):
         tok.to_tiktoken()
+
+
+@pytest.mark.parametrize("pat_str, construct", [(r"(?R)a+|.", "(?R)"), (r"x|(?Ri:a)+|.", "(?Ri:"), (r"(?U)a+|.", "(?U)")])
+def test_custom_pattern_with_a_flag_regex_reads_otherwise_is_refused(pat_str, construct):
+    # R is tiktoken's CRLF mode and "(?R)" `regex`'s recursion of the whole pattern (encoding ran out of memory);
+    # U swaps greediness in tiktoken and is no flag to `regex`
+    tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    with pytest.raises(ValueError, match="read differently") as exc:
+        bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    assert construct in str(exc.value)
