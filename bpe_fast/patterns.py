@@ -185,7 +185,9 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
     a class inside a class and the set operations &&, -- and ~~ (tiktoken's; literal characters to `regex`),
     under the flag i properties, POSIX sets and I, i, U+0130 or U+0131, alone or in a class's range (the two
     engines fold them, and the categories, differently), and escapes of letters not known to read alike (\\N, \\K,
-    \\X, ...), inline flags other than i, m, s, x and u ((?R): CRLF mode to tiktoken, recursion to `regex`).
+    \\X, ...), inline flags other than i, m, s, x and u ((?R): CRLF mode to tiktoken, recursion to `regex`), and
+    "(?flags)" inside a group other than "(?:...)" (tiktoken's engine keeps the flags on after a capturing group, a
+    lookaround or an atomic group; `regex` ends them with any group).
 
     >>> _tiktoken_reading(r"[[:alpha:]]+|\\x{e9}|\\h")
     ('[A-Za-z]+|\\\\U000000E9|[0-9A-Fa-f]', None, '[:alpha:]')
@@ -197,6 +199,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
     cls = 0                                 # where the class holding the piece opens
     last: int | None = None                 # the class's last member, as a code point (None: not one)
     range_from: int | None = None           # the start of a range the piece ends
+    scoped: list[bool] = []                 # for each group open at the piece: "(?:" or "(?flags:" (else "(", "(?=", ...)
     for start, end, in_class, flags in _pieces(pattern):
         piece = pattern[start:end]
         spelled: str | None = piece
@@ -220,8 +223,14 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
                 _complement(ascii_set) if name.startswith("^") else ascii_set
         elif not in_class and piece[:2] == "(?" and set(piece[2:-1]) - set("imsxu-"):
             spelled = None                  # R (CRLF mode to tiktoken, recursion to `regex`), U (lazy by default)
+        elif not in_class and piece[:2] == "(?" and piece[-1] == ")" and scoped and not scoped[-1]:
+            refused = refused or f"{piece!r} inside a capturing group or a lookaround (tiktoken keeps it on after it)"
         elif in_class and (piece == "[" or pattern[start:start + 2] in ("&&", "--", "~~")):
             refused = refused or ("'[' inside a class" if piece == "[" else pattern[start:start + 2])
+        if not in_class and piece[0] == "(":
+            scoped.append(piece[-1] == ":")
+        elif not in_class and piece == ")" and scoped:
+            scoped.pop()
         if "i" in flags and spelled is not None and (in_class or piece[0] != "["):
             point = _code_point(piece)
             if in_class and piece == "-" and last is not None:

@@ -656,3 +656,18 @@ def test_custom_pattern_with_a_flag_regex_reads_otherwise_is_refused(pat_str, co
     with pytest.raises(ValueError, match="read differently") as exc:
         bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
     assert construct in str(exc.value)
+
+
+@pytest.mark.parametrize("pat_str", [r"((?i)a)b|.", r"(?P<n>(?i)a)b|.", r"(?=(?i)a)ab|.", r"(?>(?i)a)b|.",
+                                     r"(a|(?i)x)b|.", r"((?x)a) b|.", r"((?:x)(?i)a)b|."])
+def test_custom_pattern_with_flags_set_inside_a_group_tiktoken_keeps_on_is_refused(pat_str):
+    # tiktoken's engine (fancy-regex) ends "(?i)" at the end of a "(?:...)" group only: after a capturing group,
+    # a lookaround or an atomic group, the flag stays on; `regex` ends it with any group. (?:(?i)a)b reads alike
+    text = PATTERN_PROBE + " ab AB aB Ab xB xAB a b"
+    theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    with pytest.raises(ValueError, match="read differently") as exc:
+        bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    assert "(?i)" in str(exc.value) or "(?x)" in str(exc.value)
+    as_written = Tokenizer.from_tiktoken(_pair_ranks(), swap_tiktoken_anchors(pat_str), {})
+    assert as_written.encode(text) != theirs.encode_ordinary(text)
+    assert _same_ids_or_refused(r"(?:(?i)a)b|(?:x(?i:a))b|.", text)
