@@ -185,7 +185,8 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
     a class inside a class and the set operations &&, -- and ~~ (tiktoken's; literal characters to `regex`),
     under the flag i properties, POSIX sets and I, i, U+0130 or U+0131, alone or in a class's range (the two
     engines fold them, and the categories, differently), and escapes of letters not known to read alike (\\N, \\K,
-    \\X, ...), inline flags other than i, m, s, x and u ((?R): CRLF mode to tiktoken, recursion to `regex`), and
+    \\X, ...), the properties Print, Graph and Extended_Pictographic (other members), inline flags other than i, m,
+    s, x and u ((?R): CRLF mode to tiktoken, recursion to `regex`), and
     "(?flags)" inside a group other than "(?:...)" (tiktoken's engine keeps the flags on after a capturing group, a
     lookaround or an atomic group; `regex` ends them with any group).
 
@@ -215,6 +216,8 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
                 except ValueError:
                     spelled = None
             elif letter.isalnum() and letter not in _SAME_ESCAPES or "i" in flags and letter in "pP":
+                spelled = None
+            elif letter in "pP" and _property_name(piece) in _PROPERTIES_READ_OTHERWISE:
                 spelled = None
         elif in_class and piece.startswith("[:") and len(piece) > 4:
             name = piece[2:-2]
@@ -252,6 +255,18 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
             respelled = respelled or piece
         out.append(spelled)
     return "".join(out), refused, respelled
+
+
+# properties of other members in the two engines (as _property_name spells them): Print and Graph take the format
+# characters (Cf) in `regex` only, Extended_Pictographic takes U+2605 and 650 other symbols in tiktoken's engine only
+_PROPERTIES_READ_OTHERWISE = {"print", "graph", "extendedpictographic", "extpict"}
+
+
+def _property_name(piece: str) -> str:
+    """The name of the property \\p{...} or \\P{...} names, as both engines compare names: lower case, without
+    spaces, "_", "-" or a first "^" (`regex`'s negation)."""
+    name = piece[3:-1] if piece[2:3] == "{" else piece[2:]
+    return name.lower().replace(" ", "").replace("_", "").replace("-", "").lstrip("^")
 
 
 # I, i, İ and ı: folded together by `regex`, not by tiktoken's engine (I with i, İ and ı each alone)

@@ -671,3 +671,16 @@ def test_custom_pattern_with_flags_set_inside_a_group_tiktoken_keeps_on_is_refus
     as_written = Tokenizer.from_tiktoken(_pair_ranks(), swap_tiktoken_anchors(pat_str), {})
     assert as_written.encode(text) != theirs.encode_ordinary(text)
     assert _same_ids_or_refused(r"(?:(?i)a)b|(?:x(?i:a))b|.", text)
+
+
+@pytest.mark.parametrize("pat_str", [r"\p{Print}+|.", r"[\p{graph}]+|.", r"\P{Graph}+|.", r"\p{ExtPict}+|.",
+                                     r"\p{Extended_Pictographic}+|.", r"\p{^Print}+|."])
+def test_custom_pattern_with_a_property_read_otherwise_is_refused(pat_str):
+    # Print and Graph take the format characters (U+00AD, U+0600, ...) in `regex`, not in tiktoken's engine (whose
+    # Print takes U+2028 and U+2029); Extended_Pictographic takes U+2605 (★) and 650 other symbols in tiktoken only
+    text = PATTERN_PROBE + " a\u00ad\u0600b \u2605\u2388 x\u2029\u2029y"
+    theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    with pytest.raises(ValueError, match="read differently"):
+        bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    as_written = Tokenizer.from_tiktoken(_pair_ranks(), swap_tiktoken_anchors(pat_str), {})
+    assert as_written.encode(text) != theirs.encode_ordinary(text)
