@@ -69,7 +69,7 @@ def shown_pattern(pattern: str) -> str:
 
 def _pieces(pattern: str) -> Iterator[tuple[int, int, bool, str]]:
     """The pieces of a regex, in order, as (start, end, in_class, flags): an escape (a backslash and the next
-    character, with the braces of \\x{...}, \\u{...}, \\p{...}, \\P{...}, \\N{...} and \\b{start}, or the hex digits
+    character, with the braces of \\x{...}, \\u{...}, \\U{...}, \\p{...}, \\P{...}, \\N{...} and \\b{start}, or the hex digits
     of \\xHH, \\uHHHH and \\UHHHHHHHH), a POSIX set
     inside a class ("[:alpha:]", "[:^alpha:]"), a class's opening ("[", "[^", with a first "]", a member), a
     comment of verbose mode ("#" to the end of the line, the flag x), an inline flags group ("(?i)", "(?m-x:"),
@@ -85,7 +85,7 @@ def _pieces(pattern: str) -> Iterator[tuple[int, int, bool, str]]:
         c = pattern[i]
         if c == "\\" and i + 1 < n:
             end = i + 2
-            if pattern[i + 1] in "xupPNb" and pattern.startswith("{", end):
+            if pattern[i + 1] in "xuUpPNb" and pattern.startswith("{", end):
                 close = pattern.find("}", end)
                 if close > 0 and (pattern[i + 1] != "b" or pattern[end + 1:close].replace("-", "").isalpha()):
                     end = close + 1
@@ -180,7 +180,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
     for `regex`, the first construct the two read differently that has no such spelling or None, the first
     construct respelled or None). Anchors are not touched (swap_tiktoken_anchors rewrites them).
 
-    Respelled: \\x{...} and \\u{...}, \\e, \\h and \\H (a hex digit to tiktoken), \\<, \\>, \\b{start}, \\b{end} and
+    Respelled: \\x{...}, \\u{...} and \\U{...}, \\e, \\h and \\H (a hex digit to tiktoken), \\<, \\>, \\b{start}, \\b{end} and
     their halves (word boundaries), POSIX sets ([[:alpha:]]: ASCII to tiktoken, Unicode to `regex`). No spelling:
     a class inside a class and the set operations &&, -- and ~~ (tiktoken's; literal characters to `regex`),
     under the flag i properties, POSIX sets and I, i, U+0130 or U+0131, alone or in a class's range (the two
@@ -210,7 +210,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
             letter = piece[1]
             if piece in _TIKTOKEN_ESCAPES:
                 spelled = _TIKTOKEN_ESCAPES[piece][in_class]
-            elif letter in "xu" and piece[2:3] == "{":
+            elif letter in "xuU" and piece[2:3] == "{":
                 try:
                     spelled = f"\\U{int(piece[3:-1], 16):08X}"
                 except ValueError:

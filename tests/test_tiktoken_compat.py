@@ -684,3 +684,11 @@ def test_custom_pattern_with_a_property_read_otherwise_is_refused(pat_str):
         bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
     as_written = Tokenizer.from_tiktoken(_pair_ranks(), swap_tiktoken_anchors(pat_str), {})
     assert as_written.encode(text) != theirs.encode_ordinary(text)
+
+
+def test_custom_pattern_with_braced_U_escapes_gives_tiktokens_ids():
+    # \U{...} is a hex escape to tiktoken as \x{...} and \u{...} are; `regex` did not compile it
+    pat_str = r"\U{1F600}|\U{41}+|[\U{4B}-\U{4F}]+|."
+    ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    assert ours.encode_ordinary(PATTERN_PROBE + "AAKLM") == theirs.encode_ordinary(PATTERN_PROBE + "AAKLM")
