@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._scan import merge_arrays
+from ._scan import first_repeat, merge_arrays
 from ._types import Progress, StrPath, Table
 from .atomic import atomic_output
 from .count_workers import check_count_args, check_input_args, count_file_tables, count_input_tables
@@ -305,8 +305,9 @@ def _check_arrays(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts:
         raise ValueError("tokens, offsets and counts disagree")
     if np.any(counts < 0):
         raise ValueError("a count is negative")
-    if len(merge_arrays([(tokens, offsets, counts)])[2]) != n:
-        raise ValueError("a pre-token is listed twice")
+    k = first_repeat(tokens, offsets)
+    if k >= 0:
+        raise ValueError(f"a pre-token is listed twice: {bytes(tokens[offsets[k]:offsets[k + 1]])[:50]!r} (pre-token {k})")
 
 
 def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, pattern: str = GPT2_PATTERN,
