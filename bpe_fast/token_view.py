@@ -59,12 +59,25 @@ def split_positions(view: TokenView, tokenizer: Tokenizer) -> set[int]:
     return {k for k, (piece, i) in enumerate(zip(view.pieces, view.ids)) if piece.encode("utf-8") != vocab[i]}
 
 
+def _control(ch: str) -> str:
+    """A control character other than a newline, carriage return or tab as \\xNN (C1 controls: \\uNNNN, as
+    display_token writes them); any other character as it is. Written raw, a terminal would run it (ESC starts
+    an escape sequence, a backspace erases) and a page would show nothing."""
+    code = ord(ch)
+    if (code < 0x20 and ch not in _ESCAPES) or code == 0x7F:
+        return f"\\x{code:02x}"
+    if 0x80 <= code <= 0x9F:
+        return f"\\u{code:04x}"
+    return ch
+
+
 def _visible(piece: str) -> str:
-    """A piece with newlines, carriage returns and tabs written as \\n, \\r, \\t (a line break follows \\n)."""
+    """A piece with newlines, carriage returns and tabs written as \\n, \\r, \\t (a line break follows \\n),
+    other control characters as \\xNN (_control)."""
     out = []
     for ch in piece:
         escape = _ESCAPES.get(ch)
-        out.append(ch if escape is None else escape)
+        out.append(_control(ch) if escape is None else escape)
     return "".join(out)
 
 
@@ -143,7 +156,7 @@ def render_html(view: TokenView, *, ids: bool = False, split: Container[int] = f
             classes.append("split")
         if i in special_ids:
             classes.append("special")
-        shown = html.escape(piece).replace("\r", "\u240d").replace("\n", "\u21b5\n")
+        shown = html.escape("".join(map(_control, piece))).replace("\r", "\u240d").replace("\n", "\u21b5\n")
         label = f"<sub>{i}</sub>" if ids else ""
         spans.append(f'<span class="{" ".join(classes)}" title="id {i}">{shown}</span>{label}')
     return _PAGE.format(title=html.escape(title), summary=html.escape(summary), colours=colours,

@@ -22,7 +22,7 @@ from bpe_fast.curve import SCRIPTS, merge_trees, script_of
 from bpe_fast.formats import FormatError
 from bpe_fast.html_report import write_report
 from bpe_fast.inputs import CorpusDecodeError
-from bpe_fast.token_view import TokenView, display_token, render_html, render_plain, split_positions
+from bpe_fast.token_view import TokenView, display_token, render_ansi, render_html, render_plain, split_positions
 
 from corpora import EOT, FIXTURES, make_corpus, write
 from train_oracle import _apply_merge, _count_pairs, oracle_count_pretokens
@@ -230,6 +230,22 @@ def test_render_plain_and_html():
     labels = {}
     for token in [bytes([b]) for b in range(256)] + [chr(c).encode() for c in range(0x80, 0x3000)]:
         assert labels.setdefault(display_token(token), token) == token
+
+
+
+def test_render_escapes_control_characters():
+    # a token of a control character (ESC, NUL, backspace, form feed, a C1 control) was written as it is: the
+    # terminal ran it (ESC [2J cleared the screen, a backspace ate the "[" before it) and the plain view, the
+    # colours and the page showed an empty token; now \xNN (C1: \u0080..\u009f), as display_token writes them
+    view = TokenView(["\x1b[2J", "\x00", "\x08", "a\x0cb", "\x7f", "\u009b", "\\x1b"], [1, 2, 3, 4, 5, 6, 7])
+    assert render_plain(view) == "[\\x1b[2J][\\x00][\\x08][a\\x0cb][\\x7f][\\u009b][\\x1b]\n"
+    ansi = render_ansi(view)
+    assert "\x1b[2J" not in ansi and "\x00" not in ansi and "\x08" not in ansi and "\x0c" not in ansi
+    assert "\\x1b[2J" in ansi and "\\u009b" in ansi
+    page = render_html(view)
+    check_self_contained(page)
+    assert not any(ch in page for ch in "\x00\x08\x0c\x1b\x7f\u009b")
+    assert ">\\x00</span>" in page and ">a\\x0cb</span>" in page
 
 
 # ------------------------------------------------------------------------------------------ the page
