@@ -187,6 +187,8 @@ def cmd_synth(args: argparse.Namespace) -> None:
         raise CliError(f"--size: {exc}") from None
     if args.seed < 0:
         raise CliError(f"--seed: must be a non-negative int, got {args.seed}")
+    if args.style == "web" and args.seed >= 2 ** 64:
+        raise CliError(f"--seed: the web style takes a seed below 2**64, got {args.seed}")
     to_stdout = args.output == "-"
     if not to_stdout:
         _check_output_folder(args.output)

@@ -1913,6 +1913,8 @@ def _web_blocks(seed, doc_end):
     """Yield bytes blocks of whole web-like documents forever; each document is followed by `doc_end`."""
     if b"\0" in doc_end:
         raise ValueError("the web style cannot write a special token with a NUL character")
+    if seed >= 2 ** 64:                 # the key of _Rand is a uint64
+        raise ValueError(f"the web style takes a seed below 2**64, got {seed}")
     pool = _web_pool(seed)
     end_words = -(-len(doc_end) // 8)
     words = np.concatenate([pool.words, np.frombuffer(doc_end + bytes(8 * end_words - len(doc_end)), np.uint64)])

@@ -314,9 +314,11 @@ def test_python_dash_m_entry_point(tmp_path):
 
 
 @pytest.mark.parametrize("args, flag", [(["--size", "nonsense"], "--size"),
-                                        (["--size", "1KB", "--seed", "-1"], "--seed")])
+                                        (["--size", "1KB", "--seed", "-1"], "--seed"),
+                                        (["--size", "1KB", "--style", "web", "--seed", str(2 ** 64)], "--seed")])
 def test_synth_errors_name_the_flag(tmp_path, args, flag, capsys):
-    # "seed must be a non-negative int, got -1" named the library's argument, not the flag (the CLI review)
+    # "seed must be a non-negative int, got -1" named the library's argument, not the flag (the CLI review);
+    # a web-style seed of 2**64 or more was a traceback (OverflowError: the seed is a uint64 there)
     code, err = run(["synth", *args, "-o", str(tmp_path / "x.txt")], capsys)
     assert code != 0 and f"bpe-fast: {flag}: " in err and not (tmp_path / "x.txt").exists()
 

@@ -218,6 +218,16 @@ def test_web_same_seed_same_bytes_and_different_seed_differs(tmp_path):
     assert hashlib.sha256(corpus(100_000, seed=0, style="web")).hexdigest()[:16] == WEB_SHA256_PREFIX
 
 
+def test_web_seed_of_2_to_the_64_or_more_is_a_value_error(tmp_path):
+    # it was an OverflowError from numpy (a traceback in `bpe-fast synth --style web --seed 18446744073709551616`)
+    with pytest.raises(ValueError, match="below 2\\*\\*64"):
+        generate(io.BytesIO(), 10, seed=2 ** 64, style="web")
+    with pytest.raises(ValueError, match="below 2\\*\\*64"):
+        generate(tmp_path / "c.txt", 10, seed=2 ** 70, style="web")
+    assert not (tmp_path / "c.txt").exists()
+    assert len(corpus(10, seed=2 ** 64 - 1, style="web")) == 10
+
+
 @pytest.mark.parametrize("size", [0, 1, 2, 17, 4096, 999_999, 3_000_001])
 def test_web_exact_size_and_valid_utf8(size):
     data = corpus(size, seed=size % 2, style="web")
