@@ -594,6 +594,8 @@ def cmd_show(args: argparse.Namespace) -> None:
     from .token_view import render_ansi, render_html, render_plain, split_positions
     if args.html:
         _check_output_folder(args.html)
+        if os.path.isdir(args.html):
+            raise CliError(f"--html {args.html}: is a folder; give the page to write (OUT.html)")
         _check_not_an_input(args.html, "--html", ([args.file] if args.file not in (None, "-") else [])
                             + _tokenizer_files(args.tokenizer))
     tokenizer = _load_tokenizer(args.tokenizer)
@@ -637,6 +639,8 @@ def cmd_report(args: argparse.Namespace) -> None:
         if not os.path.isfile(path):        # (not a pipe either: the report reads each text once a tokenizer)
             raise CliError(f"--eval {path}: {_not_a_file(path)}")
     _check_output_folder(args.output)
+    if os.path.isdir(args.output):      # before the text is encoded, not when the page is written
+        raise CliError(f"-o {args.output}: is a folder; give the page to write (REPORT.html)")
     _check_not_an_input(args.output, "-o", list(args.eval) + _tokenizer_files(args.tokenizer)
                         + (_tokenizer_files(args.against) if args.against else []))
     tokenizer = _load_tokenizer(args.tokenizer)

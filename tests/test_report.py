@@ -425,7 +425,9 @@ def test_cli_show_errors(trained, capsys, tmp_path):
     for argv, message in ((["show", "-t", tok_dir], "give the TEXT or -f FILE"),
                           (["show", "-t", tok_dir, "x", "-f", str(bad)], "give the TEXT or -f FILE"),
                           (["show", "-t", tok_dir, "-f", str(tmp_path / "nope")], "no such file"),
-                          (["show", "-t", str(tmp_path / "none"), "x"], "no such tokenizer")):
+                          (["show", "-t", str(tmp_path / "none"), "x"], "no such tokenizer"),
+                          # it was "bpe-fast: DIR: Is a directory", naming no flag
+                          (["show", "-t", tok_dir, "x", "--html", str(tmp_path)], f"--html {tmp_path}: is a folder")):
         code, _, err = run(argv, capsys)
         assert code == 1 and message in err and "Traceback" not in err
 
@@ -469,7 +471,9 @@ def test_cli_report_errors(trained, capsys, tmp_path):
              # a --png that is a file: the report was written, then "bpe-fast: FILE: File exists" and exit 1
              # (found by giving --png a file name)
              (["--eval", str(bad), "--errors", "replace", "--png", str(empty)], f"--png {empty}: exists and is "
-                                                                                  f"not a folder"))
+                                                                                  f"not a folder"),
+             # an -o that is a folder: "bpe-fast: DIR: Is a directory", naming no flag, once the text was encoded
+             (["--eval", str(bad), "--errors", "replace", "-o", str(tmp_path)], f"-o {tmp_path}: is a folder"))
     for extra, message in cases:
         code, _, err = run(["report", "-t", tok_dir, "-o", str(out), *extra], capsys)
         assert code == 1 and message in err and "Traceback" not in err, err
