@@ -647,6 +647,12 @@ def cmd_report(args: argparse.Namespace) -> None:
     against = _load_tokenizer(args.against, "--against") if args.against else None
     if args.png and os.path.exists(args.png) and not os.path.isdir(args.png):    # before the report is written
         raise CliError(f"--png {args.png}: exists and is not a folder; give the folder to write the charts into")
+    if args.png:                        # a folder to make: the nearest that exists must be a folder too
+        existing = os.path.dirname(os.path.abspath(args.png))
+        while not os.path.lexists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise CliError(f"--png {args.png}: {existing} is not a folder")
     if args.png:
         try:
             import matplotlib  # noqa: F401

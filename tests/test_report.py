@@ -472,6 +472,9 @@ def test_cli_report_errors(trained, capsys, tmp_path):
              # (found by giving --png a file name)
              (["--eval", str(bad), "--errors", "replace", "--png", str(empty)], f"--png {empty}: exists and is "
                                                                                   f"not a folder"),
+             # a --png under a file: the report was written, then "bpe-fast: FILE/charts: Not a directory", exit 1
+             (["--eval", str(bad), "--errors", "replace", "--png", str(empty / "charts")],
+              f"--png {empty / 'charts'}: {empty} is not a folder"),
              # an -o that is a folder: "bpe-fast: DIR: Is a directory", naming no flag, once the text was encoded
              (["--eval", str(bad), "--errors", "replace", "-o", str(tmp_path)], f"-o {tmp_path}: is a folder"))
     for extra, message in cases:
