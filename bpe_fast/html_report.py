@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .atomic import atomic_output
-from .curve import SCRIPTS, analyze_text
+from .curve import SCRIPTS, analyze_text, merge_trees
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from .token_view import display_token
 
@@ -379,7 +379,11 @@ class Side:
 
 
 def _analyze(name, tokenizer, texts, errors, colour):
-    analysis = analyze_text(tokenizer, texts, by_script=True, errors=errors)
+    try:
+        trees = merge_trees(tokenizer)
+    except ValueError as exc:           # a merge list the curve is not defined for: which tokenizer's
+        raise ValueError(f"{name}: {exc}") from None
+    analysis = analyze_text(tokenizer, texts, by_script=True, errors=errors, trees=trees)
     return Side(name, tokenizer, analysis, analysis.curve(), colour, getattr(tokenizer, "training", None))
 
 

@@ -86,6 +86,19 @@ def test_merge_lists_training_cannot_make_are_refused():
         compression_curve(tok, "abc")
 
 
+def test_a_report_on_such_a_merge_list_names_the_tokenizer(tmp_path, capsys):
+    # the error named the merge but not the tokenizer: with --against, which of the two could not be cut
+    odd = Tokenizer(byte_vocab() | {256: b"abc", 257: b"bc"}, [(b"a", b"bc"), (b"b", b"c")])
+    with pytest.raises(ValueError, match=r"^odd: merge 0 "):
+        write_report(abc_tokenizer(), ["abc"], tmp_path / "r.html", against=odd, against_name="odd")
+    odd.save(tmp_path / "odd")
+    abc_tokenizer().save(tmp_path / "abc")
+    text = write(tmp_path, "abc abc", "t.txt")
+    code, _, err = run(["report", "-t", str(tmp_path / "abc"), "--eval", str(text), "-o", str(tmp_path / "r.html"),
+                        "--against", str(tmp_path / "odd")], capsys)
+    assert code == 1 and "bpe-fast: odd: merge 0 " in err and not (tmp_path / "r.html").exists()
+
+
 def test_a_token_made_twice_keeps_its_first_merge():
     vocab = byte_vocab() | {256: b"ab", 257: b"bc", 258: b"abc"}
     tok = Tokenizer(vocab, [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")])
