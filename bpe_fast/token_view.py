@@ -184,8 +184,8 @@ def display_token(token: bytes) -> str:
             out.append("\\\\")
         elif 0xDC80 <= code <= 0xDCFF:            # a byte that is not part of a whole character
             out.append(f"\\x{code - 0xDC00:02x}")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
+        elif _control(ch) != ch:                    # C0 and C1 controls, DEL
+            out.append(_control(ch))
         elif ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cn"):
             out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
         else:
