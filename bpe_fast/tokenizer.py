@@ -721,7 +721,14 @@ class Tokenizer:
         [97, 0, 256, 0]
         """
         dtype = self._check_dtype(dtype)
-        edges = np.asarray(bounds, dtype=np.int64).tolist()
+        edges_array = np.asarray(bounds, dtype=np.int64)
+        # the native encoder reads each document to its end bound as valid UTF-8 (check_documents_utf8 checks
+        # the inner bounds): a first bound past 0 or a last before len(data) could cut a character, and the
+        # scanner read past the document, and past the buffer's end
+        if (edges_array.ndim != 1 or len(edges_array) == 0 or edges_array[0] != 0
+                or edges_array[-1] != memoryview(data).nbytes or (np.diff(edges_array) < 0).any()):
+            raise ValueError("bounds must rise from 0 to len(data)")
+        edges = edges_array.tolist()
         if self._segmenter is None:
             arrays = []
             for start, end in zip(edges[:-1], edges[1:]):

@@ -479,6 +479,24 @@ def test_encode_documents_utf8_decodes_each_document_alone(tok, tok4):
             t.encode("x") + t.encode("ab") + t.encode("\u00e9 cd")
 
 
+def test_encode_documents_utf8_refuses_bounds_not_from_0_to_the_end(tok, tok4):
+    # only the inner bounds were checked for a cut character: a last bound short of len(data) or a first past
+    # 0 let a document end (or start) inside one, which the native encoder read past its end as valid UTF-8:
+    # [0, 1] of "\u00e9" gave the ids of both its bytes, and [len - 1, len] of a NumPy array read the byte
+    # after the array (an ASan heap-buffer-overflow in the scanner's decode)
+    data = "a\u00e9".encode() * 100
+    array = np.frombuffer(data, dtype=np.uint8).copy()
+    for t in (tok, tok4):
+        for bounds in ([0, 2], [1, len(data)], [len(data) - 1, len(data)], [0, len(data) + 1], [0, -1],
+                       [0, 5, 3, len(data)], [], [[0, len(data)]]):
+            for d in (data, array):
+                with pytest.raises(ValueError, match="bounds must rise from 0 to len"):
+                    t.encode_documents_utf8(d, np.array(bounds, dtype=np.int64))
+        assert t.encode_documents_utf8(array, np.array([0, 3, len(data)])).tolist() == \
+            t.encode("a\u00e9") + t.encode("a\u00e9" * 99)
+        assert t.encode_documents_utf8(b"", np.array([0])).tolist() == []
+
+
 @pytest.mark.parametrize("n", [0, 5, 70_000])     # 70,000 ids: converted without the GIL
 def test_id_buffer_take(n):
     from bpe_fast._encode import IdBuffer
