@@ -1038,11 +1038,16 @@ cdef class PretokenCounter:
             prefetch(self.arena.data() + self.spans[slot.index].start + 8)
 
     def add_arrays(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts):
-        """Add counted pre-tokens, as arrays() gives them (the caller checks that offsets rise from 0 to
-        len(tokens) and counts are >= 0), to this counter. Returns self."""
+        """Add counted pre-tokens, as arrays() gives them (the caller checks that counts are >= 0), to this
+        counter. Returns self. Offsets that do not rise from 0 to len(tokens) are a ValueError: the loop below
+        reads tokens[offsets[k]:offsets[k + 1]] (PretokenCounts.from_arrays(..., check=False) passes arrays
+        unchecked)."""
         cdef Py_ssize_t m = counts.shape[0], k
         if offsets.shape[0] != m + 1 or offsets[0] != 0 or offsets[m] != tokens.shape[0]:
             raise ValueError("offsets must have len(counts) + 1 entries, from 0 to len(tokens)")
+        for k in range(m):
+            if offsets[k + 1] < offsets[k]:
+                raise ValueError(f"offsets fall at {k}")
         if m == 0:
             return self
         if self.busy:

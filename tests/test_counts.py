@@ -214,3 +214,21 @@ def test_a_repeated_pretoken_is_found_wherever_it_is(tokens):
         with pytest.raises(ValueError, match=f"listed twice: {re.escape(repr(tokens[want]))} \\(pre-token {want}\\)"):
             PretokenCounts.from_arrays(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets,
                                        np.ones(len(tokens), dtype=np.int64))
+
+
+@pytest.mark.parametrize("offsets", [[0, 6, 2, 8], [0, 100, 8], [0, -3, 8]])
+def test_adding_unchecked_counts_with_falling_offsets_is_a_value_error(offsets):
+    # from_arrays(check=False) keeps the arrays as given, and adding shards hands them to the native counter's
+    # add_arrays, which checked only the first and last offsets: a falling offset made a negative length
+    # (memcpy of -4 bytes, an ASan negative-size-param; a segmentation fault on the normal build), an offset
+    # past the tokens read past them
+    bad = PretokenCounts.from_arrays(np.frombuffer(b"abcdefgh", dtype=np.uint8), np.array(offsets),
+                                     np.ones(len(offsets) - 1, dtype=np.int64), check=False)
+    good = PretokenCounts({b"x": 1})
+    with pytest.raises(ValueError, match="offsets fall at"):
+        bad + good
+    with pytest.raises(ValueError, match="offsets fall at"):
+        PretokenCounts.merge([good, bad])
+    ok = PretokenCounts.from_arrays(np.frombuffer(b"abcdefgh", dtype=np.uint8), np.array([0, 2, 2, 8]),
+                                    np.array([1, 2, 3]), check=False)
+    assert dict((ok + good).items()) == {b"ab": 1, b"": 2, b"cdefgh": 3, b"x": 1}
