@@ -714,13 +714,20 @@ class Tokenizer:
                               separator: int | None = None) -> NDArray[Any]:
         """The ids of each document data[bounds[k]:bounds[k + 1]] (valid UTF-8 bytes; bounds int64 from 0 to
         len(data)), each encoded alone as encode_utf8_to_numpy does, one after another in one array of dtype,
-        with the id `separator` (None: nothing) after each. For encoding shards of documents.
+        with the id `separator` (None: nothing; else an id of the vocabulary) after each. For encoding shards of
+        documents.
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
         >>> tok.encode_documents_utf8(b"aab", np.array([0, 1, 3]), separator=0).tolist()
         [97, 0, 256, 0]
         """
         dtype = self._check_dtype(dtype)
+        if separator is not None:       # an id of the vocabulary fits dtype (_check_dtype); another would wrap
+            if isinstance(separator, bool) or not isinstance(separator, (int, np.integer)):
+                raise TypeError(f"separator must be None or an int id, got {type(separator).__name__}")
+            if int(separator) not in self._vocab:
+                raise ValueError(f"separator id {separator} is not in the vocabulary")
+            separator = int(separator)
         edges_array = np.asarray(bounds, dtype=np.int64)
         # the native encoder reads each document to its end bound as valid UTF-8 (check_documents_utf8 checks
         # the inner bounds): a first bound past 0 or a last before len(data) could cut a character, and the

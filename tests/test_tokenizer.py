@@ -1645,3 +1645,13 @@ def test_encode_batch_references_are_exact(tok):
         assert [sys.getrefcount(o) for o in objects][257:] == before[257:]
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("separator, error", [(70000, ValueError), (-1, ValueError), (True, TypeError), ("0", TypeError)])
+def test_encode_documents_utf8_refuses_a_separator_that_is_no_id(separator, error):
+    # an id outside the vocabulary was written as it wrapped in the dtype: 70000 as 4464 in uint16, -1 as 65535
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    with pytest.raises(error, match="separator"):
+        tok.encode_documents_utf8(b"aab", np.array([0, 1, 3]), dtype=np.uint16, separator=separator)
+    assert tok.encode_documents_utf8(b"aab", np.array([0, 1, 3]), dtype=np.uint16,
+                                     separator=np.int64(256)).tolist() == [97, 256, 256, 256]
