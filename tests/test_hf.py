@@ -616,11 +616,9 @@ def test_load_of_a_file_says_what_it_expects(tmp_path):
 
 # ------------------------------------------------------------------------------------- transformers and the CLI
 
-def test_export_hf_dir_that_fails_midway_leaves_the_folder_as_it_was(tmp_path, ours_trained, monkeypatch):
+def _fail_writing_the_last_hf_file(monkeypatch):
+    """export_hf_dir's third file (special_tokens_map.json) fails to be written: a full disk."""
     from bpe_fast import export
-    vocab, merges = ours_trained
-    Tokenizer(vocab, merges[:10], [EOT]).export_hf_dir(tmp_path)
-    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
     real = export.write_text_atomic
 
     def fail_on_the_last(path, *args):
@@ -628,26 +626,26 @@ def test_export_hf_dir_that_fails_midway_leaves_the_folder_as_it_was(tmp_path, o
             raise OSError(28, "No space left on device")
         return real(path, *args)
     monkeypatch.setattr(export, "write_text_atomic", fail_on_the_last)
+
+
+def test_export_hf_dir_that_fails_midway_leaves_the_folder_as_it_was(tmp_path, ours_trained, monkeypatch):
+    vocab, merges = ours_trained
+    Tokenizer(vocab, merges[:10], [EOT]).export_hf_dir(tmp_path)
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    _fail_writing_the_last_hf_file(monkeypatch)
     with pytest.raises(OSError):
         Tokenizer(vocab, merges, [EOT, "<|pad|>"]).export_hf_dir(tmp_path, pad_token="<|pad|>")
     assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
 
 
-
 def test_export_hf_dir_that_fails_midway_leaves_no_new_folder(tmp_path, ours_trained, monkeypatch):
     """The folder export_hf_dir creates is removed again when a write fails (it was left behind, empty)."""
-    from bpe_fast import export
     vocab, merges = ours_trained
-    real = export.write_text_atomic
-
-    def fail_on_the_last(path, *args):
-        if os.path.basename(path) == "special_tokens_map.json":
-            raise OSError(28, "No space left on device")
-        return real(path, *args)
-    monkeypatch.setattr(export, "write_text_atomic", fail_on_the_last)
+    _fail_writing_the_last_hf_file(monkeypatch)
     with pytest.raises(OSError):
         Tokenizer(vocab, merges, [EOT]).export_hf_dir(tmp_path / "new" / "hf")
     assert os.listdir(tmp_path) == []
+
 
 def test_export_hf_dir_loads_in_transformers(tmp_path, ours_trained):
     vocab, merges = ours_trained
