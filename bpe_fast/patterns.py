@@ -236,17 +236,17 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
             scoped.pop()
         if "i" in flags and spelled is not None and (in_class or piece[0] != "["):
             point = _code_point(piece)
+            folded_otherwise = False        # the piece, or the range it ends, holds I, i, U+0130 or U+0131
             if in_class and piece == "-" and last is not None:
                 range_from, point = last, None
             elif range_from is not None and point is not None:
-                if any(range_from <= t <= point for t in _FOLDED_OTHERWISE):
-                    close = pattern.find("]", end)
-                    refused = refused or f"{pattern[cls:close + 1 if close > 0 else end]!r} under the flag i"
+                folded_otherwise = any(range_from <= t <= point for t in _FOLDED_OTHERWISE)
                 range_from, point = None, None
-            elif point in _FOLDED_OTHERWISE:
-                close = pattern.find("]", end)
-                refused = refused or (f"{pattern[cls:close + 1 if close > 0 else end]!r} under the flag i" if in_class
-                                      else f"{piece!r} under the flag i")
+            else:
+                folded_otherwise = point in _FOLDED_OTHERWISE
+            if folded_otherwise and refused is None:
+                close = pattern.find("]", end) if in_class else -1
+                refused = f"{pattern[cls:close + 1] if close > 0 else piece!r} under the flag i"
             last = point
         if spelled is None:
             refused = refused or piece
