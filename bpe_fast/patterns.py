@@ -181,10 +181,10 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
     construct respelled or None). Anchors are not touched (swap_tiktoken_anchors rewrites them).
 
     Respelled: \\x{...}, \\u{...} and \\U{...}, \\e, \\h and \\H (a hex digit to tiktoken), \\<, \\>, \\b{start}, \\b{end} and
-    their halves (word boundaries), POSIX sets ([[:alpha:]]: ASCII to tiktoken, Unicode to `regex`). No spelling:
-    a class inside a class and the set operations &&, -- and ~~ (tiktoken's; literal characters to `regex`),
-    under the flag i properties, POSIX sets and I, i, U+0130 or U+0131, alone or in a class's range (the two
-    engines fold them, and the categories, differently), and escapes of letters not known to read alike (\\N, \\K,
+    their halves (word boundaries), POSIX sets ([[:alpha:]]: ASCII to tiktoken, Unicode to `regex`), and I or i
+    under the flag i (`regex` also takes U+0130 or U+0131 for them). No spelling: a class inside a class and the
+    set operations &&, -- and ~~ (tiktoken's; literal characters to `regex`), under the flag i properties, POSIX
+    sets, U+0130 or U+0131, and I or i in a class (the two engines fold them, and the categories, differently), and escapes of letters not known to read alike (\\N, \\K,
     \\X, ...), the properties Print, Graph and Extended_Pictographic (other members), inline flags other than i, m,
     s, x and u ((?R): CRLF mode to tiktoken, recursion to `regex`), and
     "(?flags)" inside a group other than "(?:...)" (tiktoken's engine keeps the flags on after a capturing group, a
@@ -242,6 +242,8 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
             elif range_from is not None and point is not None:
                 folded_otherwise = any(range_from <= t <= point for t in _FOLDED_OTHERWISE)
                 range_from, point = None, None
+            elif not in_class and point in (0x49, 0x69):
+                spelled = "(?-i:[Ii])"      # I or i alone: to tiktoken's engine exactly these two
             else:
                 folded_otherwise = point in _FOLDED_OTHERWISE
             if folded_otherwise and refused is None:

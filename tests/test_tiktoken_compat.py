@@ -588,6 +588,7 @@ def _same_ids_or_refused(pat_str, text=PATTERN_PROBE):
     r"[^[:^alpha:]0-9]+|.", r"\h+|\H+", r"[\h_]+|.", r"\x{e9}+|\x{1F600}|\u{41}+|[\x{4B}-\x{4F}]+|.", r"\e|\S+|\s+",
     r"\<\w+|\w+\>|.", r"\b{start}\w+|\w+\b{end}|.", r"\b{start-half}\w+|\w+\b{end-half}|.",
     r"(?i)[a-h]+|(?i:K+|S+)|.", r"(?x) [[:alpha:]]+ # a comment [[:digit:]]" + "\n | .",
+    r"(?i:x?i+|I\x49)|(?i)ki|.",
 ])
 def test_custom_pattern_respelled_for_regex_gives_tiktokens_ids(pat_str):
     # these were read by `regex` as written: [[:alpha:]] took every Unicode letter where tiktoken takes ASCII
@@ -603,7 +604,7 @@ def test_custom_pattern_respelled_for_regex_gives_tiktokens_ids(pat_str):
 @pytest.mark.parametrize("pat_str, construct", [
     (r"[a-z&&[^aeiou]]+|.", "&&"), (r"[a-z--[aeiou]]+|.", "--"), (r"[a-z~~[aeiou]]+|.", "~~"),
     (r"[[a-c][x-z]]+|.", "a class"), (r"(?i)\p{Lu}+|.", r"\p{Lu}"), (r"(?i:[A-Z]+)|.", "[A-Z]"),
-    (r"(?i)[\x41-\x49]+|.", "[\\\\x41-\\\\x49]"), (r"(?i)i+|.", "'i'"), (r"(?i)[^i]+|.", "[^i]"),
+    (r"(?i)[\x41-\x49]+|.", "[\\\\x41-\\\\x49]"), (r"(?i)\u0130+|.", "'\\\\u0130'"), (r"(?i)[^i]+|.", "[^i]"),
     (r"(?i)[[:upper:]]+|.", "[:upper:]"), (r"\N{LATIN SMALL LETTER A}|\w+|.", r"\N"),
 ])
 def test_custom_pattern_read_otherwise_is_refused(pat_str, construct):
