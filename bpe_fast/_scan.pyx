@@ -21,6 +21,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 from libcpp.vector cimport vector
 
+from bpe_fast._revec cimport ReVec
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag)
 
@@ -868,9 +869,9 @@ cdef class PretokenCounter:
     (tables: a UnicodeTables, kept for the counter's life; kind 2 is GPT2_PATTERN, 4 GPT4_PATTERN, 5 O200K_PATTERN, see
     _scan.pxd; kind 0, which takes tables None, only adds arrays).
     """
-    cdef vector[Span] spans         # start = offset into arena
+    cdef ReVec[Span] spans          # start = offset into arena (ReVec: growing is a realloc, not a copy)
     cdef vector[Slot] slots         # open addressing, linear probing, power-of-two size, at most half full
-    cdef vector[uint8_t] arena
+    cdef ReVec[uint8_t] arena
     cdef uint64_t mask
     cdef int64_t total_count
     cdef SpecialMatcher specials

@@ -64,6 +64,7 @@ from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
 from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slot, pair_key, pair_slot,
                                 rolling_concat, rolling_hash, slot_place, slot_tag, table_shift)
 from bpe_fast._heap cimport HeapEntry, entry_less, heap_make, heap_pop, heap_sift_up
+from bpe_fast._revec cimport ReVec
 
 
 cdef enum:
@@ -93,69 +94,6 @@ cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
 
 
-cdef extern from *:
-    """
-    #include <cstdlib>
-    #include <cstring>
-    #include <new>
-    #include <utility>
-    // A growable array of a trivially copyable T on malloc/realloc: growing a large one is mremap (no copy,
-    // and the pages already touched are not faulted in again), where std::vector copies into fresh pages.
-    template <typename T> struct ReVec {
-        T* p = nullptr;
-        size_t n = 0, cap = 0;
-        ReVec() {}
-        ~ReVec() { std::free(p); }
-        ReVec(const ReVec&) = delete;
-        ReVec& operator=(const ReVec&) = delete;
-        T* data() { return p; }
-        T* begin() { return p; }
-        size_t size() const { return n; }
-        size_t capacity() const { return cap; }
-        T& operator[](size_t i) { return p[i]; }
-        void reserve(size_t c) {
-            if (c <= cap) return;
-            T* q = static_cast<T*>(std::realloc(p, c * sizeof(T)));
-            if (!q) throw std::bad_alloc();
-            p = q;
-            cap = c;
-        }
-        void resize(size_t m) {           // new elements are zero, as std::vector's value-initialised ones
-            if (m > cap) reserve(m > 2 * n ? m : 2 * n);
-            if (m > n) std::memset(static_cast<void*>(p + n), 0, (m - n) * sizeof(T));
-            n = m;
-        }
-        void push_back(const T& v) {
-            if (n == cap) reserve(cap ? 2 * cap : 64);
-            p[n++] = v;
-        }
-        void release() { std::free(p); p = nullptr; n = cap = 0; }
-        void swap(ReVec& o) { std::swap(p, o.p); std::swap(n, o.n); std::swap(cap, o.cap); }
-        bool empty() const { return n == 0; }
-        T& back() { return p[n - 1]; }
-        void pop_back() { --n; }
-        void shrink_to_fit() {
-            if (n == 0) { release(); return; }
-            T* q = static_cast<T*>(std::realloc(p, n * sizeof(T)));
-            if (q) { p = q; cap = n; }
-        }
-    };
-    """
-    cdef cppclass ReVec[T]:
-        T* data() noexcept nogil
-        T* begin() noexcept nogil
-        size_t size() noexcept nogil
-        size_t capacity() noexcept nogil
-        T& operator[](size_t) noexcept nogil
-        void reserve(size_t) noexcept nogil
-        void resize(size_t) noexcept nogil
-        void push_back(const T&) noexcept nogil
-        void release() noexcept nogil
-        void swap(ReVec[T]&) noexcept nogil
-        bint empty() noexcept nogil
-        T& back() noexcept nogil
-        void pop_back() noexcept nogil
-        void shrink_to_fit() noexcept nogil
 
 
 cdef enum:
