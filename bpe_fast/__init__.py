@@ -19,6 +19,7 @@ if TYPE_CHECKING:       # what __getattr__ below imports on first use, for type 
     from .file_encoding import encode_file
     from .html_report import write_report
     from .inputs import CorpusDecodeError, InputError
+    from .registry import encoding_for_model, encoding_name_for_model, get_encoding, list_encoding_names
     from .shards import encode_files
     from .tokenizer import Tokenizer
     from .train import train_bpe, train_from_counts
@@ -36,6 +37,10 @@ _EXPORTS = {
     "InputError": "inputs",
     "compression_curve": "curve",
     "write_report": "html_report",
+    "get_encoding": "registry",
+    "encoding_for_model": "registry",
+    "encoding_name_for_model": "registry",
+    "list_encoding_names": "registry",
 }
 
 __all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "pretokenize", *_EXPORTS]

@@ -1,0 +1,254 @@
+"""bpe_fast.get_encoding / encoding_for_model: tiktoken's named encodings built from ranks found on the machine.
+
+The tables are compared with tiktoken's own (tiktoken_ext.openai_public, its loaders replaced so that nothing
+is downloaded; tiktoken.model), the ids with tiktoken's Encoding built offline from the same ranks."""
+import gzip
+import hashlib
+import importlib.util
+import os
+import shutil
+import threading
+
+import pytest
+
+import bpe_fast
+from bpe_fast import registry
+from corpora import FIXTURES
+from openai_ranks import ranks_path, tiktoken_encoding
+
+TEXT = ("Hello world! It's 2026: naïve café, 12345 numbers, 東京 and Ελληνικά.\n\n  def f(x):\n\treturn x  \n"
+        "<|endoftext|> don't STOP'LL")
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch, tmp_path):
+    """No encoding built by another test; no folder, tiktoken cache off, bpe-openai as installed."""
+    monkeypatch.setattr(registry, "_built", {})
+    monkeypatch.delenv(registry.ENV_FOLDERS, raising=False)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+
+
+def without_bpe_openai(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(registry.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "bpe_openai" else real(name, *a))
+
+
+def tiktoken_constants():
+    """{name: (pat_str, special_tokens, explicit_n_vocab, {(url, sha256)})} from tiktoken_ext.openai_public, its
+    loaders replaced by ones that record what they would download."""
+    openai_public = pytest.importorskip("tiktoken_ext.openai_public")
+    seen = []
+
+    def load_tiktoken_bpe(url, expected_hash=None):
+        seen.append((url, expected_hash))
+        return {}
+
+    def data_gym(vocab_bpe_file, encoder_json_file, vocab_bpe_hash=None, encoder_json_hash=None):
+        seen.append((encoder_json_file, encoder_json_hash))       # its ids are the ranks; vocab.bpe only checks
+        return {}
+
+    out = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(openai_public, "load_tiktoken_bpe", load_tiktoken_bpe)
+        patch.setattr(openai_public, "data_gym_to_mergeable_bpe_ranks", data_gym)
+        for name, make in openai_public.ENCODING_CONSTRUCTORS.items():
+            seen.clear()
+            spec = make()
+            out[name] = (spec["pat_str"], spec["special_tokens"], spec.get("explicit_n_vocab"), set(seen))
+    return out
+
+
+def test_every_tiktoken_encoding_is_known_with_its_pattern_specials_and_files():
+    constants = tiktoken_constants()
+    assert set(constants) == set(registry.ENCODINGS) | set(registry.REFUSED)
+    for name, (pat_str, specials, n_vocab, files) in constants.items():
+        if name in registry.REFUSED:
+            continue
+        named = registry.ENCODINGS[name]
+        assert (named.pat_str, named.special_tokens, named.explicit_n_vocab) == (pat_str, specials, n_vocab), name
+        assert files <= {(f.url, f.sha256) for f in named.files}, name
+
+
+def test_the_refused_encoding_really_gives_two_special_tokens_one_id():
+    pat_str, specials, _, _ = tiktoken_constants()["o200k_harmony"]
+    ids = list(specials.values())
+    assert len(set(ids)) < len(ids)
+    with pytest.raises(ValueError, match="200018"):
+        bpe_fast.get_encoding("o200k_harmony")
+
+
+def test_model_names_map_as_tiktoken_maps_them():
+    model = pytest.importorskip("tiktoken.model")
+    names = [*model.MODEL_TO_ENCODING, *(prefix + "2026-x" for prefix in model.MODEL_PREFIX_TO_ENCODING),
+             *model.MODEL_PREFIX_TO_ENCODING, "ft:gpt-4o-mini:org", "gpt-4o", "gpt-4-turbo", "llama", "", "gpt",
+             "o1", "o1-preview", "gpt-oss-20b", "text-embedding-3-small-v2"]
+    for name in names:
+        try:
+            expected = model.encoding_name_for_model(name)
+        except KeyError:
+            with pytest.raises(KeyError):
+                bpe_fast.encoding_name_for_model(name)
+        else:
+            assert bpe_fast.encoding_name_for_model(name) == expected, name
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_from_bpe_openai_the_ids_are_tiktokens(name):
+    ranks_path(name)            # skips without bpe-openai
+    enc = bpe_fast.get_encoding(name)
+    expected = tiktoken_encoding(name)
+    assert enc.name == name
+    assert enc.encode(TEXT, allowed_special="all") == expected.encode(TEXT, allowed_special="all")
+    assert enc.encode_ordinary(TEXT) == expected.encode_ordinary(TEXT)
+    assert enc.n_vocab == expected.n_vocab and enc.max_token_value == expected.max_token_value
+    assert enc._special_tokens == expected._special_tokens
+    assert bpe_fast.get_encoding(name) is enc       # built once
+    with pytest.raises(ValueError, match="disallowed special token"):
+        enc.encode(TEXT)
+
+
+def test_encoding_for_model():
+    ranks_path("o200k_base")
+    assert bpe_fast.encoding_for_model("gpt-4o-mini") is bpe_fast.get_encoding("o200k_base")
+    with pytest.raises(KeyError, match="llama-3"):
+        bpe_fast.encoding_for_model("llama-3")
+
+
+def published_copy(name, folder, file_name):
+    """The published `name`.tiktoken (uncompressed) written to folder/file_name; its path."""
+    with gzip.open(ranks_path(name)) as f:
+        data = f.read()
+    path = os.path.join(folder, file_name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def test_read_from_tiktokens_cache(monkeypatch, tmp_path):
+    url = registry.ENCODINGS["cl100k_base"].files[0].url
+    published_copy("cl100k_base", tmp_path, hashlib.sha1(url.encode()).hexdigest())
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    without_bpe_openai(monkeypatch)
+    assert bpe_fast.get_encoding("cl100k_base").encode("hello world") == [15339, 1917]
+    tiktoken = pytest.importorskip("tiktoken")
+    # tiktoken finds the same file there, offline (it would download only when it is missing or wrong)
+    assert tiktoken.get_encoding("cl100k_base").encode(TEXT, allowed_special="all") == \
+        bpe_fast.get_encoding("cl100k_base").encode(TEXT, allowed_special="all")
+
+
+def test_the_default_cache_folder_is_tiktokens(monkeypatch, tmp_path):
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(tmp_path / "gym"))
+    assert registry._tiktoken_cache() == str(tmp_path / "gym")
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR")
+    monkeypatch.setattr(registry.tempfile, "gettempdir", lambda: str(tmp_path))
+    assert registry._tiktoken_cache() == str(tmp_path / "data-gym-cache")
+
+
+@pytest.mark.parametrize("file_name", ["o200k_base.tiktoken", "o200k_base.tiktoken.gz"])
+def test_read_from_a_named_folder(monkeypatch, tmp_path, file_name):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    if file_name.endswith(".gz"):
+        shutil.copy(ranks_path("o200k_base"), folder / file_name)
+    else:
+        published_copy("o200k_base", folder, file_name)
+    monkeypatch.setenv(registry.ENV_FOLDERS, os.pathsep.join([str(tmp_path / "missing"), str(folder)]))
+    without_bpe_openai(monkeypatch)
+    assert bpe_fast.get_encoding("o200k_base").encode(TEXT, allowed_special="all") == \
+        tiktoken_encoding("o200k_base").encode(TEXT, allowed_special="all")
+
+
+def test_gpt2_from_its_encoder_json_as_tiktoken_reads_it(monkeypatch, tmp_path):
+    if not (FIXTURES / "gpt2_vocab.json").exists():
+        pytest.skip("tests/fixtures/gpt2_vocab.json is missing")
+    tiktoken = pytest.importorskip("tiktoken")
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+
+    shutil.copy(FIXTURES / "gpt2_vocab.json", tmp_path / "vocab.json")      # the published encoder.json's bytes
+    monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
+    enc = bpe_fast.get_encoding("gpt2")
+    # tiktoken's reader of the published files, their hashes checked: vocab.bpe is merges.txt with its header
+    vocab_bpe = tmp_path / "vocab.bpe"
+    vocab_bpe.write_bytes(b"#version: 0.2\n" + (FIXTURES / "gpt2_merges.txt").read_bytes())
+    ranks = data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(FIXTURES / "gpt2_vocab.json"),
+                                            vocab_bpe_hash="1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+                                            encoder_json_hash=registry.ENCODINGS["gpt2"].files[0].sha256)
+    expected = tiktoken.Encoding("gpt2", pat_str=enc._pat_str, mergeable_ranks=ranks,
+                                 special_tokens={"<|endoftext|>": 50256}, explicit_n_vocab=50257)
+    assert enc.encode(TEXT, allowed_special="all") == expected.encode(TEXT, allowed_special="all")
+    assert enc._mergeable_ranks == ranks
+    assert enc.n_vocab == 50257
+
+
+def test_a_file_not_as_published_is_passed_over_and_named(monkeypatch, tmp_path):
+    path = published_copy("cl100k_base", tmp_path, "cl100k_base.tiktoken")
+    with open(path, "ab") as f:
+        f.write(b"IQ== 100277\n")       # one more line: still a good .tiktoken file, not cl100k_base
+    monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
+    enc = bpe_fast.get_encoding("cl100k_base")      # bpe-openai's copy instead
+    assert enc.n_vocab == 100277
+    monkeypatch.setattr(registry, "_built", {})
+    without_bpe_openai(monkeypatch)
+    with pytest.raises(FileNotFoundError, match=r"Passed over .*cl100k_base\.tiktoken: its SHA-256 is"):
+        bpe_fast.get_encoding("cl100k_base")
+
+
+def test_a_broken_gzip_file_is_passed_over_and_named(monkeypatch, tmp_path):
+    (tmp_path / "cl100k_base.tiktoken.gz").write_bytes(b"\x1f\x8b\x08\x00broken")
+    monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
+    without_bpe_openai(monkeypatch)
+    with pytest.raises(FileNotFoundError, match=r"Passed over .*cl100k_base\.tiktoken\.gz: .*cannot read"):
+        bpe_fast.get_encoding("cl100k_base")
+
+
+def test_nothing_found_names_every_place_and_downloads_nothing(monkeypatch, tmp_path):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path / "mine"))
+    without_bpe_openai(monkeypatch)
+    with pytest.raises(FileNotFoundError) as info:
+        bpe_fast.get_encoding("p50k_edit")
+    message = str(info.value)
+    for part in [str(tmp_path / "mine"), str(tmp_path / "cache"), "bpe-openai's data (not installed)",
+                 "p50k_base.tiktoken", "downloads nothing", registry.ENV_FOLDERS]:
+        assert part in message
+    assert "p50k_edit" not in registry._built
+
+
+def test_names_it_does_not_know():
+    with pytest.raises(ValueError, match="Unknown encoding 'cl100k'"):
+        bpe_fast.get_encoding("cl100k")
+    with pytest.raises(TypeError, match="must be a str"):
+        bpe_fast.get_encoding(None)
+    assert bpe_fast.list_encoding_names() == list(registry.ENCODINGS)
+
+
+def test_threads_asking_at_once_share_one_encoding():
+    ranks_path("cl100k_base")
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(bpe_fast.get_encoding("cl100k_base"))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and all(enc is got[0] for enc in got)
+
+
+def test_pickled_by_name_as_tiktoken_does():
+    import pickle
+
+    ranks_path("cl100k_base")
+    enc = bpe_fast.get_encoding("cl100k_base")
+    data = pickle.dumps(enc)
+    assert len(data) < 200         # the name, not 100k ranks
+    assert pickle.loads(data) is enc        # this process has it
+    registry._built.clear()                 # another process: built there from its name
+    again = pickle.loads(data)
+    assert again is not enc and isinstance(again, bpe_fast.Encoding) and again.name == "cl100k_base"
+    assert again.encode(TEXT, allowed_special="all") == enc.encode(TEXT, allowed_special="all")
+    # one made by hand is pickled by value (its name is not a promise of its ranks)
+    mine = bpe_fast.Encoding("cl100k_base", pat_str=enc._pat_str, mergeable_ranks=enc._mergeable_ranks,
+                             special_tokens={})
+    assert len(pickle.dumps(mine)) > 100_000
+
