@@ -130,10 +130,15 @@ def _pattern(value: str) -> str:
 
 
 def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
-    """A folder Tokenizer.save wrote, or an HF tokenizer.json (a file whose name ends in .json)."""
+    """A folder Tokenizer.save wrote, an HF tokenizer.json (a file whose name ends in .json), or, when no such
+    path exists, the name of one of tiktoken's encodings (bpe_fast.get_encoding's tokenizer)."""
+    from .registry import ENCODINGS, get_encoding
     from .tokenizer import Tokenizer
+    if not os.path.exists(path) and path in ENCODINGS:
+        return get_encoding(path).tokenizer
     if not os.path.exists(path):
-        raise CliError(f"{flag} {path}: no such tokenizer directory")
+        raise CliError(f"{flag} {path}: no such tokenizer directory (nor one of tiktoken's encodings: "
+                       f"{', '.join(ENCODINGS)})")
     if os.path.isfile(path) and path.endswith(".json") and os.path.basename(path) not in ("vocab.json",
                                                                                           "bpe_fast.json"):
         return Tokenizer.from_hf(path)
@@ -693,7 +698,8 @@ _positive_int = _int_at_least(1)
 _non_negative_int = _int_at_least(0)
 
 
-_TOKENIZER_HELP = "a folder written by train (or Tokenizer.save), or an HF tokenizer.json"
+_TOKENIZER_HELP = ("a folder written by train (or Tokenizer.save), an HF tokenizer.json, or an encoding's name (cl100k_base, "
+                   "o200k_base, gpt2, ...: its ranks read from this machine, see bpe_fast.get_encoding)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -252,3 +252,28 @@ def test_pickled_by_name_as_tiktoken_does():
                              special_tokens={})
     assert len(pickle.dumps(mine)) > 100_000
 
+
+def test_cli_takes_an_encodings_name(tmp_path, capsys):
+    from bpe_fast.cli import main
+    import numpy as np
+
+    ranks_path("o200k_base")
+    src = tmp_path / "in.txt"
+    src.write_text(TEXT * 3, encoding="utf-8")
+    out = tmp_path / "ids.npy"
+    assert main(["encode", "-t", "o200k_base", str(src), "-o", str(out), "--dtype", "uint32"]) == 0
+    assert np.load(out).tolist() == tiktoken_encoding("o200k_base").encode(TEXT * 3, allowed_special="all")
+    assert main(["encode", "-t", "o200k", str(src), "-o", str(tmp_path / "x.npy")]) == 1
+    assert "no such tokenizer directory (nor one of tiktoken's encodings: gpt2, " in capsys.readouterr().err
+
+
+def test_cli_names_where_it_looked(monkeypatch, tmp_path, capsys):
+    from bpe_fast.cli import main
+
+    without_bpe_openai(monkeypatch)
+    src = tmp_path / "in.txt"
+    src.write_text("hello", encoding="utf-8")
+    assert main(["encode", "-t", "cl100k_base", str(src), "-o", str(tmp_path / "ids.npy")]) == 1
+    err = capsys.readouterr().err
+    assert "the ranks of cl100k_base are not on this machine" in err and "bpe-openai's data (not installed)" in err
+    assert list(tmp_path.iterdir()) == [src]
