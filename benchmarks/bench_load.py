@@ -5,7 +5,9 @@ For cl100k_base and o200k_base (the ranks the bpe-openai wheel ships; skipped wi
 - "file": a `.tiktoken` file (the wheel's, decompressed once): bpe_fast's Tokenizer.from_tiktoken(path) against
   tiktoken's load_tiktoken_bpe(path) and tiktoken.Encoding(...);
 - "dict": the ranks already in a dict, as code written for tiktoken holds them: bpe_fast.Encoding(...) against
-  tiktoken.Encoding(...), the same keywords.
+  tiktoken.Encoding(...), the same keywords;
+- "name": bpe_fast.get_encoding(name) against tiktoken.get_encoding(name), both reading the file from tiktoken's
+  cache folder (TIKTOKEN_CACHE_DIR, the file under its URL's SHA-1, as tiktoken leaves it), offline.
 Each is timed in alternating rounds (5, or 1 with --benchmark-disable); extra_info has both medians and their
 ratio (tiktoken's time over bpe_fast's: above 1, bpe_fast loads faster). Both tokenizers then encode the same
 text, which must give the same ids. A fresh tokenizer every round: nothing is cached between them.
@@ -19,6 +21,7 @@ GPT-2's files against HF tokenizers (skipped without it), the same way:
   without bpe-openai).
 """
 import gzip
+import hashlib
 import os
 import statistics
 import time
@@ -27,12 +30,13 @@ from pathlib import Path
 import pytest
 
 import bpe_fast
-from bpe_fast import Tokenizer
+from bpe_fast import Tokenizer, registry
 from bpe_fast.patterns import GPT4_PATTERN, O200K_PATTERN
 from conftest import FIXTURES
 
 tiktoken = pytest.importorskip("tiktoken")
-from tiktoken.load import load_tiktoken_bpe  # noqa: E402  (after the skip: tiktoken is optional)
+import tiktoken.registry  # noqa: E402  (after the skip: tiktoken is optional)
+from tiktoken.load import load_tiktoken_bpe  # noqa: E402
 
 ENCODINGS = {
     "cl100k_base": (GPT4_PATTERN, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
@@ -87,12 +91,22 @@ def _alternate(benchmark, ours, theirs, peer):
 
 
 @pytest.mark.parametrize("name", list(ENCODINGS))
-@pytest.mark.parametrize("way", ["file", "dict"])
-def test_load(benchmark, ranks_files, name, way):
+@pytest.mark.parametrize("way", ["file", "dict", "name"])
+def test_load(benchmark, ranks_files, name, way, monkeypatch):
     pattern, specials = ENCODINGS[name]
     path = str(ranks_files[name])
     ranks = load_tiktoken_bpe(path)
-    if way == "file":
+    if way == "name":           # by name from tiktoken's cache: the file under its URL's SHA-1, as tiktoken leaves it
+        cache = ranks_files[name].parent / "cache"
+        cache.mkdir(exist_ok=True)
+        url = registry.ENCODINGS[name].files[0].url
+        (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(ranks_files[name].read_bytes())
+        monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+        monkeypatch.delenv(registry.ENV_FOLDERS, raising=False)
+        # each keeps what it built: forgotten before every round (the caches are the modules' own dicts)
+        ours = lambda: registry._built.clear() or bpe_fast.get_encoding(name)  # noqa: E731
+        theirs = lambda: tiktoken.registry.ENCODINGS.clear() or tiktoken.get_encoding(name)  # noqa: E731
+    elif way == "file":
         ours = lambda: Tokenizer.from_tiktoken(path, pattern, specials)  # noqa: E731
         theirs = lambda: tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(path),  # noqa: E731
                                            special_tokens=specials)
