@@ -18,6 +18,11 @@ import pytest
 
 from bpe_fast.synthetic import generate, parse_size
 
+# tiktoken's loaders keep a copy of every file they read, local ones too, in a cache folder (by default
+# data-gym-cache in the temporary folder) under the path's SHA-1: the temporary rank files read here are not to be
+# left there (nor a stale copy read back for a reused path). "" turns the cache off; a test that wants one sets it.
+os.environ["TIKTOKEN_CACHE_DIR"] = ""
+
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"       # copies of the published files, with their licences
 EOT = "<|endoftext|>"
 DEFAULT_BYTES = 20_000_000

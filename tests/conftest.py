@@ -4,12 +4,18 @@ published reference files in tests/fixtures (see its README.md).
 Plain helpers (generated corpora, FIXTURES, GPT-2's byte mapping) are in corpora.py, which the modules import.
 """
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from bpe_fast import Tokenizer
 from corpora import EOT, FIXTURES, gpt2_decode
+
+# tiktoken's loaders keep a copy of every file they read, local ones too, in a cache folder (by default
+# data-gym-cache in the temporary folder) under the path's SHA-1: the temporary rank files read here are not to be
+# left there (nor a stale copy read back for a reused path). "" turns the cache off; a test that wants one sets it.
+os.environ["TIKTOKEN_CACHE_DIR"] = ""
 
 # No outcome may depend on how fast the machine is or how busy: Hypothesis's deadline (200 ms an example by
 # default) and its too_slow health check both measure time. A test's own settings(...) keep these two unless it
