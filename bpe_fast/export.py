@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from .atomic import output_group
 from .formats import repeated_merge, token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_ids, split_to_hf
-from .ranks import merge_rule_difference, ranks_from_tokenizer
+from .merge_rule import describe_difference, merge_rule_difference
+from .ranks import ranks_from_tokenizer
 
 if TYPE_CHECKING:
     from ._types import StrPath
@@ -71,12 +72,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     if difference is not None:
         k, parts = difference
         a, b = tokenizer.merges[k]
-        if parts is None:
-            raise ValueError(f"merge {k} ({a!r}, {b!r}): tiktoken's rule (bpe_fast's) cannot make {a + b!r} from the "
-                             "tokens merged before it, so whether HF's merge list would give the same ids cannot be "
-                             "checked")
-        raise ValueError(f"merge {k} ({a!r}, {b!r}): bpe_fast encodes {a + b!r} as {parts[0]!r} + {parts[1]!r} "
-                         "joined, a pair HF's merge list would not join, so HF would give other ids")
+        raise ValueError(f"merge {k} ({a!r}, {b!r}): {describe_difference(a, b, parts)}")
     special_ids = sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
     contents = [s for s, _ in special_ids]
     all_keys = dict(zip(tokens_to_strs(tokenizer.vocab.values()), tokenizer.vocab))

@@ -32,6 +32,7 @@ from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, output_group
+from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
 from .token_arrays import all_distinct, gather_tokens
 
 __all__ = [
@@ -354,15 +355,20 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     pairs = np.sort(found[0] << 32 | found[1])          # type: ignore[operator]
     if np.any(pairs[1:] == pairs[:-1]):
         return None                 # a pair listed twice
-    return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2])   # type: ignore[arg-type]
+    rule = rule_difference_of_indices(vocab_pool, vocab_offsets, *found)        # type: ignore[arg-type]
+    if rule.difference is not None:
+        return None                 # a merge the ranks rule reads otherwise (read_merges names it)
+    return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2],   # type: ignore[arg-type]
+                      all_permanent=rule.every_token_made)
 
 
 def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merges:
     """Read a GPT-2 ``merges.txt``; returns ``list[tuple[bytes, bytes]]`` in rank order.
 
-    Each line holds exactly two tokens separated by one space, no pair on two lines (_TWICE). With `vocab`
-    (id -> bytes), each merge's two tokens and their concatenation must be in it. Errors name the file and the
-    line.
+    Each line holds exactly two tokens separated by one space, no pair on two lines (_TWICE). With `vocab` (id ->
+    bytes), read for a tokenizer: each merge's two tokens and their concatenation must be in it, and the ranks
+    rule bpe_fast encodes with must read the list as its own rule does (bpe_fast.merge_rule). Errors name the
+    file and the line.
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "merges.txt")
@@ -381,8 +387,8 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         if known is None or (known.issuperset(lefts) and known.issuperset(rights)
                              and known.issuperset(token_list(pool, offsets, 0, 2, 2))):
             read = list(zip(lefts, rights))
-            if len(set(read)) == len(read):         # no pair listed twice
-                return read
+            if len(set(read)) == len(read) and (vocab is None or merge_rule_difference(read) is None):
+                return read         # no pair listed twice (and for a tokenizer, read by the ranks rule as listed)
     text = read_text(path, data)        # anything else: read here, which names what is wrong
     lines = text.split("\n")
     first = 1 if lines and lines[0].startswith("#version") else 0
@@ -426,6 +432,11 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         k, j = repeat
         line = lines[numbers[k] - 1].rstrip("\r")
         raise FormatError(path, numbers[k], f"merge {line!r} is on line {numbers[j]} already: {_TWICE}")
+    difference = merge_rule_difference(merges) if vocab is not None else None
+    if difference is not None:
+        k, parts = difference
+        line = lines[numbers[k] - 1].rstrip("\r")
+        raise FormatError(path, numbers[k], f"merge {line!r}: {describe_difference(*merges[k], parts)}")
     return merges
 
 

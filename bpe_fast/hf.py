@@ -55,7 +55,7 @@ from .formats import FormatError
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, rewrite_anchors, shown_pattern
 from .procs import started
 from ._types import Merges, StrPath, Vocab
-from .ranks import merge_rule_difference, rule_difference_of_indices
+from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
 from .token_arrays import all_distinct
 
 __all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json", "split_to_hf"]
@@ -333,11 +333,7 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
     if difference is not None:
         k, parts = difference
         merge = f"merge {k} ({formats.token_to_str(merges[k][0])} {formats.token_to_str(merges[k][1])})"
-        if parts is None:
-            f.fail(f"{merge}: tiktoken's rule (bpe_fast's) cannot make {merges[k][0] + merges[k][1]!r} from the tokens "
-                   "merged before it, so whether HF's merge list gives the same ids cannot be checked", "merges", "model")
-        f.fail(f"{merge}: bpe_fast (as tiktoken) makes {merges[k][0] + merges[k][1]!r} from {parts[0]!r} + "
-               f"{parts[1]!r}, which HF would not join, so the ids could differ", "merges", "model")
+        f.fail(f"{merge}: {describe_difference(*merges[k], parts)}", "merges", "model")
     model_tokens = set(vocab.values())
     specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab)
     if model.get("ignore_merges"):

@@ -43,6 +43,7 @@ from . import formats
 from .atomic import output_group
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
                       utf8_searchable)
+from .merge_rule import describe_difference, merge_rule_difference
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, check_tiktoken_readable, resolve_pattern,
                        tiktoken_anchors)
 from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
@@ -113,6 +114,10 @@ class Tokenizer:
                  training: dict[str, Any] | None = None) -> None:
         vocab = _check_vocab(vocab)
         merges = _check_merges(merges, vocab)
+        difference = merge_rule_difference(merges)
+        if difference is not None:
+            k, parts = difference
+            raise ValueError(f"merge {k} {merges[k]!r}: {describe_difference(*merges[k], parts)}")
         training = formats.check_training(training, len(merges))
         self._setup(vocab, merges, special_tokens, pattern)
         self._training = training

@@ -189,6 +189,12 @@ def test_read_gpt2_arrays_equals_the_readers(tmp_path, merges, extra, rng, fault
     ids_of = {token: i for i, token in sorted(expected_vocab.items(), reverse=True)}
     general = T._table_arrays(expected_vocab, expected_merges, ids_of)
     native = T._gpt2_table_arrays(arrays)
+    permanent = native.pop("permanent", None)
+    # given when the ranks rule is known to make every merged token: then each is permanent, as the general
+    # build finds by merging every token's bytes
+    assert (permanent is not None) == arrays.all_permanent
+    if permanent is not None:
+        assert permanent.tobytes() == T.BPETables(**general).permanent_mask() == b"\x01" * len(permanent)
     assert sorted(general) == sorted(native)
     for name, array in general.items():
         assert native[name].dtype == array.dtype and np.array_equal(native[name], array), name

@@ -696,12 +696,16 @@ def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
     path = tmp_path / "tokenizer.json"
     hf.save(str(path))
     assert hf.encode("abc").ids == [97, 256]
-    with pytest.raises(FormatError, match=r"merge 2 \(ab c\).*from b'a' \+ b'bc', which HF would not join"):
+    with pytest.raises(FormatError, match=r"merge 2 \(ab c\).*from b'a' \+ b'bc', a pair the merge list does not hold"):
         Tokenizer.from_hf(path)
-    ours = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"bc", 257: b"ab", 258: b"abc"},
-                     [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"bc", 257: b"ab", 258: b"abc"}
+    merges = [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")]
+    with pytest.raises(ValueError, match=r"merge 2 \(b'ab', b'c'\): bpe_fast \(as tiktoken\) makes b'abc' from b'a' \+ "
+                                         r"b'bc', a pair the merge list does not hold"):
+        Tokenizer(vocab, merges)        # CS336's tokenizer, too, would give "abc" as a, bc
+    ours = Tokenizer._from_checked(vocab, merges, None, "gpt2")     # past the constructor's check: export's own
     assert ours.encode("abc") == [258]
-    with pytest.raises(ValueError, match=r"merge 2 \(b'ab', b'c'\): bpe_fast encodes b'abc' as b'a' \+ b'bc'"):
+    with pytest.raises(ValueError, match=r"merge 2 \(b'ab', b'c'\): bpe_fast \(as tiktoken\) makes b'abc' from b'a'"):
         ours.export_hf(tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
 
@@ -739,9 +743,11 @@ def test_a_token_the_ranks_rule_cannot_make_is_refused(tmp_path):
         hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         path = tmp_path / f"{len(made)}.json"
         hf.save(str(path))
-        ours = Tokenizer({i: bytes([i]) for i in range(256)} | {256 + k: t.encode() for k, t in enumerate(made)},
-                         [(a.encode(), b.encode()) for a, b in merges])
-        return hf, path, ours
+        vocab = {i: bytes([i]) for i in range(256)} | {256 + k: t.encode() for k, t in enumerate(made)}
+        merge_list = [(a.encode(), b.encode()) for a, b in merges]
+        with pytest.raises(ValueError, match=r"merge 2 "):
+            Tokenizer(vocab, merge_list)        # the constructor refuses it too
+        return hf, path, Tokenizer._from_checked(vocab, merge_list, None, "gpt2")   # export_hf's own check
 
     hf, path, ours = files(["er", "he", "her", "wx", "xy", "xyz", "wxyz"],
                            [("e", "r"), ("h", "e"), ("he", "r"), ("w", "x"), ("x", "y"), ("xy", "z"), ("w", "xyz")])
@@ -769,7 +775,7 @@ def test_merge_lists_the_check_accepts_give_hfs_ids(choices, texts):
     HF would not join, HF's ids for that token's own bytes are not bpe_fast's."""
     from tokenizers import models, pre_tokenizers
 
-    from bpe_fast.ranks import merge_rule_difference
+    from bpe_fast.merge_rule import merge_rule_difference
     tokens = [bytes([c]) for c in b"abcd"]
     merges: list[tuple[bytes, bytes]] = []
     for i, j in choices:
@@ -778,11 +784,16 @@ def test_merge_lists_the_check_accepts_give_hfs_ids(choices, texts):
             tokens.append(a + b)
             merges.append((a, b))
     vocab = {i: bytes([i]) for i in range(256)} | {256 + k: t for k, t in enumerate(tokens[4:])}
-    ours = Tokenizer(vocab, merges)
+    difference = merge_rule_difference(merges)
+    if difference is None:
+        ours = Tokenizer(vocab, merges)
+    else:                   # refused by the constructor; built past it to show the ids would differ
+        with pytest.raises(ValueError, match=f"merge {difference[0]} "):
+            Tokenizer(vocab, merges)
+        ours = Tokenizer._from_checked(vocab, merges, None, "gpt2")
     keys = {token_to_str(t): i for i, t in vocab.items()}
     hf = tokenizers.Tokenizer(models.BPE(keys, [(token_to_str(a), token_to_str(b)) for a, b in merges]))
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    difference = merge_rule_difference(merges)
     if difference is None:
         for text in texts:
             assert ours.encode_ordinary(text) == hf_ids(hf, text), (merges, text)
@@ -987,4 +998,4 @@ def test_added_token_with_a_lone_surrogate_is_a_format_error(tmp_path):
                 run(lambda: hf_module.read_tokenizer_json(path))
             errors.append(str(info.value))
         assert errors[0] == errors[1]
-        assert ("lone surrogate" in errors[0]) if not merges else ("which HF would not join" in errors[0])
+        assert ("lone surrogate" in errors[0]) if not merges else ("a pair the merge list does not hold" in errors[0])

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import bpe_fast
 import bpe_fast._ranks
+import bpe_fast.merge_rule
 import bpe_fast.ranks
 import bpe_fast.specials
 from bpe_fast import Tokenizer
@@ -766,7 +767,7 @@ def test_merge_rule_difference_equals_oracle(seed, n_merges, again):
         if a + b not in pool:
             pool.append(a + b)
     expected = oracle_rule_difference(merges)
-    assert bpe_fast.ranks.merge_rule_difference(merges) == expected
+    assert bpe_fast.merge_rule.merge_rule_difference(merges) == expected
     assert difference_of_indices(merges, rng) == expected
 
 
@@ -779,7 +780,7 @@ def difference_of_indices(merges, rng):
     offsets = np.cumsum([0] + [len(t) for t in tokens]).astype(np.int64)
     left, right, joined = (np.array([index[x] for x in column], dtype=np.int64)
                            for column in ([a for a, _ in merges], [b for _, b in merges], [a + b for a, b in merges]))
-    check = bpe_fast.ranks.rule_difference_of_indices(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets,
+    check = bpe_fast.merge_rule.rule_difference_of_indices(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets,
                                                       left, right, joined)
     ranks = dict(BYTE_RANKS) | {t: 256 + k for k, t in enumerate(dict.fromkeys(a + b for a, b in merges))}
     assert check.every_token_made == (oracle_merges(ranks)[0] is not None)
@@ -790,10 +791,10 @@ def test_merge_rule_difference_worked_example():
     # "aab" is made twice (merges 2 and 3); "abc", listed as a + bc (merge 5), is ab + c by the ranks rule (ab,
     # rank 256, is joined before bc, rank 260), a pair the list does not hold: merge 5, not the 5th token
     merges = [(b"a", b"b"), (b"a", b"a"), (b"a", b"ab"), (b"aa", b"b"), (b"b", b"c"), (b"a", b"bc")]
-    assert bpe_fast.ranks.merge_rule_difference(merges) == (5, (b"ab", b"c"))
+    assert bpe_fast.merge_rule.merge_rule_difference(merges) == (5, (b"ab", b"c"))
     assert oracle_rule_difference(merges) == (5, (b"ab", b"c"))
     assert difference_of_indices(merges, random.Random(0)) == (5, (b"ab", b"c"))
-    assert bpe_fast.ranks.merge_rule_difference(merges[:5] + [(b"ab", b"c")]) is None
+    assert bpe_fast.merge_rule.merge_rule_difference(merges[:5] + [(b"ab", b"c")]) is None
 
 
 def test_merge_rule_difference_on_gpt2():
@@ -801,6 +802,6 @@ def test_merge_rule_difference_on_gpt2():
     from corpora import FIXTURES
 
     merges = formats.read_merges(FIXTURES / "gpt2_merges.txt")
-    assert bpe_fast.ranks.merge_rule_difference(merges) is None
+    assert bpe_fast.merge_rule.merge_rule_difference(merges) is None
     swapped = [merges[1], merges[0]] + merges[2:]
-    assert bpe_fast.ranks.merge_rule_difference(swapped) == oracle_rule_difference(swapped)
+    assert bpe_fast.merge_rule.merge_rule_difference(swapped) == oracle_rule_difference(swapped)

@@ -81,14 +81,17 @@ def test_vocab_sizes_outside_the_curve_are_errors():
 def test_merge_lists_training_cannot_make_are_refused():
     # (a, bc) before (b, c): "bc" is not made yet when merge 0 uses it
     vocab = byte_vocab() | {256: b"abc", 257: b"bc"}
-    tok = Tokenizer(vocab, [(b"a", b"bc"), (b"b", b"c")])
+    with pytest.raises(ValueError, match=r"merge 0 .*cannot make b'abc' from the tokens merged before it"):
+        Tokenizer(vocab, [(b"a", b"bc"), (b"b", b"c")])         # the constructor refuses it first
+    tok = Tokenizer._from_checked(vocab, [(b"a", b"bc"), (b"b", b"c")], None, "gpt2")     # the curve's own check
     with pytest.raises(ValueError, match=r"merge 0 .*neither a single byte nor made by an earlier merge"):
         compression_curve(tok, "abc")
 
 
 def test_a_report_on_such_a_merge_list_names_the_tokenizer(tmp_path, capsys):
     # the error named the merge but not the tokenizer: with --against, which of the two could not be cut
-    odd = Tokenizer(byte_vocab() | {256: b"abc", 257: b"bc"}, [(b"a", b"bc"), (b"b", b"c")])
+    odd = Tokenizer._from_checked(byte_vocab() | {256: b"abc", 257: b"bc"}, [(b"a", b"bc"), (b"b", b"c")], None,
+                                  "gpt2")     # past the constructor, which refuses such a list
     with pytest.raises(ValueError, match=r"^odd: merge 0 "):
         write_report(abc_tokenizer(), ["abc"], tmp_path / "r.html", against=odd, against_name="odd")
     odd.save(tmp_path / "odd")
@@ -96,7 +99,8 @@ def test_a_report_on_such_a_merge_list_names_the_tokenizer(tmp_path, capsys):
     text = write(tmp_path, "abc abc", "t.txt")
     code, _, err = run(["report", "-t", str(tmp_path / "abc"), "--eval", str(text), "-o", str(tmp_path / "r.html"),
                         "--against", str(tmp_path / "odd")], capsys)
-    assert code == 1 and "bpe-fast: odd: merge 0 " in err and not (tmp_path / "r.html").exists()
+    # its files are refused as they are read, naming the file and line
+    assert code == 1 and "odd/merges.txt:1: merge 'a bc'" in err and not (tmp_path / "r.html").exists()
 
 
 def test_a_token_made_twice_keeps_its_first_merge():

@@ -162,14 +162,19 @@ def test_tiktoken_rule_joins_any_two_parts_of_a_ranked_token():
     # merges (b,c) -> bc, (a,b) -> ab, (ab,c) -> abc. For "abc": bc (rank 0) is joined first: a bc.
     # tiktoken then joins a + bc because their concatenation "abc" is a ranked token (rank 2);
     # the literal merge list would stop at [a, bc], since (a, bc) is not a merge.
+    # So as a merge list (CS336's Tokenizer(vocab, merges)) it is refused, naming the merge; as tiktoken's ranks it
+    # is read by tiktoken's rule.
     vocab = byte_vocab(b"bc", b"ab", b"abc")
     merges = [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")]
-    tok = Tokenizer(vocab, merges)
-    assert tok.encode("abc") == [258]
     assert merge_pretoken_tiktoken(b"abc", token_ranks(merges)) == [b"abc"]
     assert merge_pretoken_merge_list(b"abc", merges) == [b"a", b"bc"]
-    tiktoken = pytest.importorskip("tiktoken")
+    with pytest.raises(ValueError, match=r"merge 2 \(b'ab', b'c'\): .* makes b'abc' from b'a' \+ b'bc'"):
+        Tokenizer(vocab, merges)
     ranks = {vocab[i]: i for i in vocab}
+    tok = Tokenizer.from_tiktoken(ranks, GPT2_PATTERN)
+    assert tok.encode("abc") == [258]
+    assert tok.merges[2] == (b"a", b"bc")
+    tiktoken = pytest.importorskip("tiktoken")
     enc = tiktoken.Encoding("t", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
     assert enc.encode("abc") == [258]
 

@@ -358,7 +358,10 @@ def test_initial_tokenizer_must_suit(tmp_path):
     no_byte = Tokenizer({i: bytes([i]) for i in range(1, 256)}, [])
     with pytest.raises(ValueError, match=r"initial: .*lacks the single byte b'\\x00'"):
         train_from_counts({b"abc": 2}, 300, initial=no_byte)
-    loose = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"ab", 257: b"abc"}, [(b"ab", b"c")])
+    loose_vocab = {**{i: bytes([i]) for i in range(256)}, 256: b"ab", 257: b"abc"}
+    with pytest.raises(ValueError, match=r"merge 0 .*cannot make b'abc'"):
+        Tokenizer(loose_vocab, [(b"ab", b"c")])         # refused by the constructor first
+    loose = Tokenizer._from_checked(loose_vocab, [(b"ab", b"c")], None, "gpt2")    # training's own check
     with pytest.raises(ValueError, match=r"initial: .*merge 0: b'ab' is neither"):
         train_from_counts({b"abc": 2}, 300, initial=loose)
 

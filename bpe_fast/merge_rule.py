@@ -1,0 +1,124 @@
+"""Whether a merge list gives the same ids under the two rules that read it.
+
+A merge list (GPT-2's merges.txt, HF's tokenizer.json, CS336's merges) is read by its own tools with the list rule:
+only the listed pairs join, the one listed first first. bpe_fast (and tiktoken) encode with the ranks rule: any
+two adjacent parts whose concatenation is a token join, the lowest-ranked token first, a token ranked by its first
+merge. The two agree for lists made by training; a list that holds a token the ranks rule makes from other parts
+than the list does would give other ids, silently: every reader of a merge list refuses it, naming the merge
+(describe_difference).
+"""
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._ranks import recover_merges
+from .token_arrays import first_occurrences, gather_tokens
+
+__all__ = ["RuleCheck", "rule_difference_of_indices", "merge_rule_difference", "describe_difference"]
+
+
+class RuleCheck(NamedTuple):
+    """rule_difference_of_indices' answer: merge_rule_difference's (difference), and whether the ranks rule makes
+    every merged token from the tokens before it (then merging any merged token's bytes with all of them gives
+    the token itself: each is a permanent entry of the encoder, as for tiktoken's ranks)."""
+    difference: tuple[int, tuple[bytes, bytes] | None] | None
+    every_token_made: bool
+
+
+def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int64], left: NDArray[np.int64],
+                               right: NDArray[np.int64], joined: NDArray[np.int64]) -> RuleCheck:
+    """merge_rule_difference of the merges (token left[k], token right[k]) whose joins are tokens joined[k], the
+    tokens given by pool/offsets (distinct, all 256 single bytes among them; the indices int64 arrays): the same
+    answer, with no Python object a merge, and whether the ranks rule (merged tokens ranked by their first
+    merge) makes every merged token (RuleCheck)."""
+    lengths = np.diff(offsets)
+    singles = np.flatnonzero(lengths == 1)
+    byte_token = np.full(256, -1, dtype=np.int64)
+    byte_token[pool[offsets[singles]]] = singles
+    if np.any(byte_token < 0) or np.any(lengths[joined] < 2):
+        return RuleCheck(None, False)
+    firsts = first_occurrences(joined)      # the first merge of each merged token, in rank order
+    order = np.concatenate([byte_token, joined[firsts]])         # the tokens in rank order
+    ranked_pool, ranked_offsets = gather_tokens(pool, offsets, order)
+    got_left, got_right, bad, _ = recover_merges(ranked_pool, ranked_offsets, np.arange(256, dtype=np.int32))
+    stop = len(order) if bad < 0 else bad           # the parts are known for the tokens before an unmakeable one
+    rank_of = np.full(len(lengths), -1, dtype=np.int64)
+    rank_of[order] = np.arange(len(order))
+    made = firsts[:stop - 256]
+    differ = np.flatnonzero((got_left[256:stop] != rank_of[left[made]])
+                            | (got_right[256:stop] != rank_of[right[made]]))
+    if len(differ):
+        parts_left, parts_right = order[got_left[256:stop][differ]], order[got_right[256:stop][differ]]
+        listed = np.isin(parts_left << 32 | parts_right, left << 32 | right)   # a token listed with several
+        unlisted = np.flatnonzero(~listed)                                    # merges may use any of them
+        if len(unlisted):
+            i = int(unlisted[0])
+            a, b = (pool[offsets[t]:offsets[t + 1]].tobytes() for t in (parts_left[i], parts_right[i]))
+            return RuleCheck((int(firsts[differ[i]]), (a, b)), bad < 0)
+    if bad >= 0:
+        return RuleCheck((int(firsts[bad - 256]), None), False)
+    return RuleCheck(None, True)
+
+
+def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, tuple[bytes, bytes] | None] | None:
+    """Where replaying `merges` as a merge list (HF's rule: only the listed pairs join, by their place) can give
+    other ids than the ranks rule bpe_fast and tiktoken encode with (any adjacent pair whose concatenation is a
+    token joins, lowest rank first; a token ranked by its first merge): (index of the first merge of a token
+    whose parts the ranks rule makes differently and that the list does not hold, the parts it makes), or None
+    when the two rules agree. A token that the ranks rule cannot make from the tokens ranked before it gives
+    (index of its first merge, None): the comparison cannot go past it (the ranks rule may still make it, from a
+    part ranked after it, where the list would not), so the two rules cannot be shown to agree. No merge list
+    made by training has such a token.
+
+    >>> merge_rule_difference([(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])   # "abc": the ranks rule joins a+bc
+    (2, (b'a', b'bc'))
+    >>> merge_rule_difference([(b"a", b"b"), (b"ab", b"c")]) is None
+    True
+    >>> merge_rule_difference([(b"a", b"b"), (b"b", b"c"), (b"bc", b"d"), (b"a", b"bcd")])  # "abcd": ab, c, d
+    (3, None)
+    """
+    joined = [a + b for a, b in merges]
+    first: dict[bytes, int] = dict.fromkeys(joined, 0)      # each merged token once, in the order of its first merge
+    if len(first) == len(joined):
+        firsts: Sequence[int] = range(len(joined))
+        first_merges: Sequence[tuple[bytes, bytes]] = merges
+    else:                                   # tokens made by several merges: where each is made first
+        for k in range(len(joined) - 1, -1, -1):
+            first[joined[k]] = k
+        firsts = list(first.values())
+        first_merges = list(map(merges.__getitem__, firsts))
+    tokens = [bytes([b]) for b in range(256)] + list(first)
+    if len(tokens) != len(set(tokens)):     # a merge makes a single byte (empty part): no ranks to compare with
+        return None
+    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)), out=offsets[1:])
+    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    left, right, bad, _ = recover_merges(pool, offsets, np.arange(256, dtype=np.int32))   # the bytes come first
+    stop = len(tokens) if bad < 0 else bad          # the parts are known for the tokens before an unmakeable one
+    # the first merge of each token against the parts the ranks rule leaves: two ways to cut the same bytes in
+    # two agree when their first parts are as long
+    listed_cut = np.fromiter(map(len, map(operator.itemgetter(0), first_merges[:stop - 256])), dtype=np.int64,
+                             count=stop - 256)
+    differ = np.flatnonzero(np.diff(offsets)[left[256:stop]] != listed_cut).tolist()
+    listed = set(merges)
+    for i in differ:
+        parts = tokens[left[256 + i]], tokens[right[256 + i]]
+        if parts not in listed:     # a token listed with several merges (files converted from ranks) may use any
+            return firsts[i], parts
+    if bad >= 0:
+        return firsts[bad - 256], None
+    return None
+
+
+def describe_difference(a: bytes, b: bytes, parts: tuple[bytes, bytes] | None) -> str:
+    """What is wrong with the merge (a, b) that merge_rule_difference found (its parts: those it gave)."""
+    if parts is None:
+        return (f"tiktoken's rule (bpe_fast's) cannot make {a + b!r} from the tokens merged before it, so whether "
+                "the merge list's own rule gives the same ids cannot be checked")
+    return (f"bpe_fast (as tiktoken) makes {a + b!r} from {parts[0]!r} + {parts[1]!r}, a pair the merge list does "
+            "not hold (GPT-2's encoder, HF and CS336's tokenizer would not join them), so the ids would differ")
