@@ -10,7 +10,7 @@ nothing else is found.
    ``NAME.tiktoken`` or ``NAME.tiktoken.gz`` (for gpt2: ``r50k_base.tiktoken``, or GPT-2's ``encoder.json``,
    also under HF's name ``vocab.json``);
 2. tiktoken's cache, where tiktoken left them: the folder of TIKTOKEN_CACHE_DIR, else DATA_GYM_CACHE_DIR, else
-   ``data-gym-cache`` in the temporary folder (tiktoken's rule; TIKTOKEN_CACHE_DIR="" turns it off);
+   ``data-gym-cache`` in the temporary folder (tiktoken's rule; the one of them set to "" turns it off);
 3. the data of the ``bpe-openai`` package, when installed (cl100k_base and o200k_base).
 
 An encoding is built once a process and shared, as tiktoken's are. gpt2 and r50k_base have the same ranks.
@@ -202,7 +202,8 @@ def _candidates(named: Named, looked: list[str]) -> Iterator[tuple[str, RanksFil
         looked.append(f"{ENV_FOLDERS}'s folders (it is not set)")
     cache = _tiktoken_cache()
     if cache is None:
-        looked.append("not tiktoken's cache (TIKTOKEN_CACHE_DIR is empty)")
+        empty = "TIKTOKEN_CACHE_DIR" if "TIKTOKEN_CACHE_DIR" in os.environ else "DATA_GYM_CACHE_DIR"
+        looked.append(f"not tiktoken's cache ({empty} is empty)")
     else:
         looked.append(f"{cache} (tiktoken's cache)")
         for ranks_file in named.files:
@@ -219,9 +220,10 @@ def _candidates(named: Named, looked: list[str]) -> Iterator[tuple[str, RanksFil
 
 
 def _tiktoken_cache() -> str | None:
-    """tiktoken's cache folder, by tiktoken's rule; None when TIKTOKEN_CACHE_DIR="" turns the cache off."""
+    """tiktoken's cache folder, by tiktoken's rule; None when TIKTOKEN_CACHE_DIR="" (or, unset, DATA_GYM_CACHE_DIR="")
+    turns the cache off."""
     if "TIKTOKEN_CACHE_DIR" in os.environ:
         return os.environ["TIKTOKEN_CACHE_DIR"] or None
     if "DATA_GYM_CACHE_DIR" in os.environ:
-        return os.environ["DATA_GYM_CACHE_DIR"]
+        return os.environ["DATA_GYM_CACHE_DIR"] or None
     return os.path.join(tempfile.gettempdir(), "data-gym-cache")

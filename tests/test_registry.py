@@ -277,3 +277,16 @@ def test_cli_names_where_it_looked(monkeypatch, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "the ranks of cl100k_base are not on this machine" in err and "bpe-openai's data (not installed)" in err
     assert list(tmp_path.iterdir()) == [src]
+
+
+def test_an_empty_data_gym_cache_dir_turns_the_cache_off_as_in_tiktoken(monkeypatch, tmp_path):
+    # tiktoken.load.read_file_cached: cache_dir == "" (from TIKTOKEN_CACHE_DIR or DATA_GYM_CACHE_DIR) disables it
+    url = registry.ENCODINGS["cl100k_base"].files[0].url
+    published_copy("cl100k_base", tmp_path, hashlib.sha1(url.encode()).hexdigest())
+    monkeypatch.chdir(tmp_path)         # "" joined to the file's name is a path in the current folder
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", "")
+    without_bpe_openai(monkeypatch)
+    assert registry._tiktoken_cache() is None
+    with pytest.raises(FileNotFoundError, match=r"not tiktoken's cache \(DATA_GYM_CACHE_DIR is empty\)"):
+        bpe_fast.get_encoding("cl100k_base")
