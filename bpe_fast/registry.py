@@ -121,7 +121,7 @@ def list_encoding_names() -> list[str]:
 def get_encoding(encoding_name: str) -> Encoding:
     """The Encoding tiktoken.get_encoding(encoding_name) gives (the same ids), from ranks already on this machine
     (see the module's notes), built once a process. ValueError for a name it does not know (or, o200k_harmony,
-    cannot make: REFUSED); FileNotFoundError
+    cannot make: REFUSED), or one that is not a str (as tiktoken); FileNotFoundError
     naming every place looked in (and each file found there that is not the published one) when no ranks are
     found: bpe_fast downloads nothing.
 
@@ -129,7 +129,7 @@ def get_encoding(encoding_name: str) -> Encoding:
     [15339, 1917]
     """
     if not isinstance(encoding_name, str):
-        raise TypeError(f"encoding_name must be a str, got {type(encoding_name).__name__}")
+        raise ValueError(f"encoding_name must be a str, got {type(encoding_name).__name__}")     # tiktoken's type
     with _lock:
         enc = _built.get(encoding_name)
         if enc is None:
