@@ -292,3 +292,14 @@ def test_an_empty_data_gym_cache_dir_turns_the_cache_off_as_in_tiktoken(monkeypa
     assert registry._tiktoken_cache() is None
     with pytest.raises(FileNotFoundError, match=r"not tiktoken's cache \(DATA_GYM_CACHE_DIR is empty\)"):
         bpe_fast.get_encoding("cl100k_base")
+
+
+def test_cli_says_why_it_refuses_a_tiktoken_encoding(tmp_path, capsys):
+    from bpe_fast.cli import main
+
+    src = tmp_path / "in.txt"
+    src.write_text("hello", encoding="utf-8")
+    assert main(["encode", "-t", "o200k_harmony", str(src), "-o", str(tmp_path / "ids.npy")]) == 1
+    err = capsys.readouterr().err
+    # one of tiktoken's encodings, which bpe_fast cannot make: not "no such directory (nor one of tiktoken's...)"
+    assert "cannot make o200k_harmony" in err and "200018" in err and "no such tokenizer directory" not in err
