@@ -191,15 +191,17 @@ def _build(name: str, named: Named) -> Encoding:
 def _candidates(named: Named, looked: list[str]) -> Iterator[tuple[str, RanksFile]]:
     """(path, file) of every place named's ranks may be, in the order they are tried; appends each place's
     description to `looked` as it is reached."""
-    for folder in filter(None, os.environ.get(ENV_FOLDERS, "").split(os.pathsep)):
+    folders = [folder for folder in os.environ.get(ENV_FOLDERS, "").split(os.pathsep) if folder]
+    for folder in folders:
         looked.append(f"{folder} ({ENV_FOLDERS})")
         for ranks_file in named.files:
             for file_name in ranks_file.names:
                 yield os.path.join(folder, file_name), ranks_file
                 if ranks_file.kind == "tiktoken":
                     yield os.path.join(folder, file_name + ".gz"), ranks_file
-    if not os.environ.get(ENV_FOLDERS):
-        looked.append(f"{ENV_FOLDERS}'s folders (it is not set)")
+    if not folders:
+        looked.append(f"{ENV_FOLDERS}'s folders (it is not set)" if ENV_FOLDERS not in os.environ else
+                      f"{ENV_FOLDERS}'s folders (it names none)")
     cache = _tiktoken_cache()
     if cache is None:
         empty = "TIKTOKEN_CACHE_DIR" if "TIKTOKEN_CACHE_DIR" in os.environ else "DATA_GYM_CACHE_DIR"

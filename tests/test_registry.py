@@ -303,3 +303,12 @@ def test_cli_says_why_it_refuses_a_tiktoken_encoding(tmp_path, capsys):
     err = capsys.readouterr().err
     # one of tiktoken's encodings, which bpe_fast cannot make: not "no such directory (nor one of tiktoken's...)"
     assert "cannot make o200k_harmony" in err and "200018" in err and "no such tokenizer directory" not in err
+
+
+@pytest.mark.parametrize("value", ["", os.pathsep, os.pathsep * 2])
+def test_a_folder_list_of_empty_entries_is_named_where_it_looked(monkeypatch, value):
+    monkeypatch.setenv(registry.ENV_FOLDERS, value)
+    without_bpe_openai(monkeypatch)
+    with pytest.raises(FileNotFoundError) as info:
+        bpe_fast.get_encoding("cl100k_base")
+    assert f"{registry.ENV_FOLDERS}'s folders (it names none)" in str(info.value)
