@@ -69,8 +69,8 @@ def read_tiktoken_bytes(path: StrPath) -> bytes:
         with opener(path, "rb") as f:
             return f.read()
     except (EOFError, OSError, zlib.error) as exc:
-        if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
-            raise
+        if isinstance(exc, OSError) and exc.errno is not None:     # the system's (missing, not a folder, ...)
+            raise                                                   # gzip's BadGzipFile has no errno
         raise FormatError(path, None, f"cannot read: {exc}") from exc
 
 

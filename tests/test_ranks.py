@@ -805,3 +805,11 @@ def test_merge_rule_difference_on_gpt2():
     assert bpe_fast.merge_rule.merge_rule_difference(merges) is None
     swapped = [merges[1], merges[0]] + merges[2:]
     assert bpe_fast.merge_rule.merge_rule_difference(swapped) == oracle_rule_difference(swapped)
+
+
+@pytest.mark.parametrize("name", ["x.tiktoken", "x.tiktoken.gz"])
+def test_a_path_through_a_file_is_an_os_error_not_a_format_error(tmp_path, name):
+    # read_tiktoken_bytes: FormatError for a broken gzip stream only, the OSError of a path that cannot be opened
+    (tmp_path / "afile").write_bytes(b"")
+    with pytest.raises(NotADirectoryError):
+        read_tiktoken(tmp_path / "afile" / name)
