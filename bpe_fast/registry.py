@@ -130,6 +130,9 @@ def get_encoding(encoding_name: str) -> Encoding:
     """
     if not isinstance(encoding_name, str):
         raise ValueError(f"encoding_name must be a str, got {type(encoding_name).__name__}")     # tiktoken's type
+    enc = _built.get(encoding_name)         # built: without the lock (another may be building), as tiktoken
+    if enc is not None:
+        return enc
     with _lock:
         enc = _built.get(encoding_name)
         if enc is None:

@@ -312,3 +312,29 @@ def test_a_folder_list_of_empty_entries_is_named_where_it_looked(monkeypatch, va
     with pytest.raises(FileNotFoundError) as info:
         bpe_fast.get_encoding("cl100k_base")
     assert f"{registry.ENV_FOLDERS}'s folders (it names none)" in str(info.value)
+
+
+def test_one_already_built_is_returned_while_another_is_being_built(monkeypatch):
+    # tiktoken.get_encoding returns a built encoding without its lock: a first build elsewhere does not hold it up
+    building, release = threading.Event(), threading.Event()
+
+    def slow_build(name, named):
+        building.set()
+        release.wait(10)
+        return object()
+
+    built = object()
+    registry._built["cl100k_base"] = built
+    monkeypatch.setattr(registry, "_build", slow_build)
+    slow = threading.Thread(target=bpe_fast.get_encoding, args=("o200k_base",))
+    slow.start()
+    try:
+        assert building.wait(10)
+        got = []
+        quick = threading.Thread(target=lambda: got.append(bpe_fast.get_encoding("cl100k_base")))
+        quick.start()
+        quick.join(2)
+        assert got == [built]
+    finally:
+        release.set()
+        slow.join()
