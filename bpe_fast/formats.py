@@ -245,8 +245,8 @@ def _member_line(text: str, index: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def read_vocab(path: StrPath) -> Vocab:
-    """Read a GPT-2 ``vocab.json``; returns ``dict[int, bytes]`` (id -> token bytes).
+def read_vocab(path: StrPath, data: bytes | None = None) -> Vocab:
+    """Read a GPT-2 ``vocab.json`` (data: its bytes, if already read); returns ``dict[int, bytes]`` (id -> token bytes).
 
     Rejects, naming the file and line: bad JSON, a top level other than an object, an id that is not an int
     (true/false/floats too), an id outside 0..MAX_TOKEN_ID, a duplicate id, a duplicate token, a token
@@ -261,7 +261,8 @@ def read_vocab(path: StrPath) -> Vocab:
     >>> read_vocab(path)
     {0: b' ', 1: b'a', 2: b' a'}
     """
-    data = read_bytes(path)
+    if data is None:
+        data = read_bytes(path)
     parsed = parse_vocab(data, CHAR_TO_BYTE_TABLE, MAX_TOKEN_ID)
     if parsed is not None:          # plainly well formed (the native reader): left are the duplicates
         tokens = token_list(parsed[0], parsed[1])

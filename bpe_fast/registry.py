@@ -180,7 +180,7 @@ def _build(name: str, named: Named) -> Encoding:
         if ranks_file.kind == "tiktoken":
             ranks = read_tiktoken(path, data)
         else:       # GPT-2's encoder.json: its ids are the ranks, <|endoftext|> aside
-            ranks = {token: i for i, token in read_vocab(path).items() if i not in named.special_tokens.values()}
+            ranks = {token: i for i, token in read_vocab(path, data).items() if i not in named.special_tokens.values()}
         return NamedEncoding(name, pat_str=named.pat_str, mergeable_ranks=ranks, special_tokens=named.special_tokens,
                         explicit_n_vocab=named.explicit_n_vocab)
     files = " or ".join(f"{ranks_file.names[0]} ({ranks_file.url})" for ranks_file in named.files)

@@ -338,3 +338,22 @@ def test_one_already_built_is_returned_while_another_is_being_built(monkeypatch)
     finally:
         release.set()
         slow.join()
+
+
+def test_gpt2s_encoder_json_is_built_from_the_bytes_checked(monkeypatch, tmp_path):
+    # the file is read once: replaced after its SHA-256 was checked, the checked bytes are the ones used
+    if not (FIXTURES / "gpt2_vocab.json").exists():
+        pytest.skip("tests/fixtures/gpt2_vocab.json is missing")
+    shutil.copy(FIXTURES / "gpt2_vocab.json", tmp_path / "encoder.json")
+    monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
+    real = registry.read_tiktoken_bytes
+
+    def read_then_replaced(path):
+        data = real(path)
+        with open(path, "w") as f:
+            f.write('{"!": 0, "\\"": 1}')       # another vocabulary, written after the check
+        return data
+
+    monkeypatch.setattr(registry, "read_tiktoken_bytes", read_then_replaced)
+    enc = bpe_fast.get_encoding("gpt2")
+    assert enc.n_vocab == 50257 and enc.encode("hello world") == [31373, 995]
