@@ -181,8 +181,9 @@ def _build(name: str, named: Named) -> Encoding:
             ranks = read_tiktoken(path, data)
         else:       # GPT-2's encoder.json: its ids are the ranks, <|endoftext|> aside
             ranks = {token: i for i, token in read_vocab(path, data).items() if i not in named.special_tokens.values()}
-        return NamedEncoding(name, pat_str=named.pat_str, mergeable_ranks=ranks, special_tokens=named.special_tokens,
-                        explicit_n_vocab=named.explicit_n_vocab)
+        return NamedEncoding(name, pat_str=named.pat_str, mergeable_ranks=ranks,
+                             special_tokens=dict(named.special_tokens),    # its own: the table here stays as it is
+                             explicit_n_vocab=named.explicit_n_vocab)
     files = " or ".join(f"{ranks_file.names[0]} ({ranks_file.url})" for ranks_file in named.files)
     raise FileNotFoundError(
         f"the ranks of {name} are not on this machine, and bpe_fast downloads nothing. Looked in: "

@@ -357,3 +357,77 @@ def test_gpt2s_encoder_json_is_built_from_the_bytes_checked(monkeypatch, tmp_pat
     monkeypatch.setattr(registry, "read_tiktoken_bytes", read_then_replaced)
     enc = bpe_fast.get_encoding("gpt2")
     assert enc.n_vocab == 50257 and enc.encode("hello world") == [31373, 995]
+
+
+def r50k_file(folder):
+    """r50k_base.tiktoken rebuilt from GPT-2's encoder.json (tests/fixtures/gpt2_vocab.json: the published file's
+    bytes): its ids are the ranks, <|endoftext|> aside, one "base64 rank" line each in rank order."""
+    import base64
+    import json
+
+    from corpora import gpt2_decode
+
+    if not (FIXTURES / "gpt2_vocab.json").exists():
+        pytest.skip("tests/fixtures/gpt2_vocab.json is missing")
+    encoder = json.loads((FIXTURES / "gpt2_vocab.json").read_text(encoding="utf-8"))
+    ranks = sorted((i, gpt2_decode(token)) for token, i in encoder.items() if token != "<|endoftext|>")
+    path = folder / "r50k_base.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(token) + b" %d\n" % i for i, token in ranks))
+    return path
+
+
+def test_r50k_base_and_gpt2_from_the_published_r50k_file(monkeypatch, tmp_path):
+    path = r50k_file(tmp_path)
+    # rebuilt byte for byte: the SHA-256 OpenAI published for r50k_base.tiktoken
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == registry.ENCODINGS["r50k_base"].files[0].sha256
+    tiktoken = pytest.importorskip("tiktoken")
+    from tiktoken.load import load_tiktoken_bpe
+
+    monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
+    for name in ["r50k_base", "gpt2"]:
+        enc = bpe_fast.get_encoding(name)
+        expected = tiktoken.Encoding(name, pat_str=registry.ENCODINGS[name].pat_str,
+                                     mergeable_ranks=load_tiktoken_bpe(str(path)), special_tokens={"<|endoftext|>": 50256},
+                                     explicit_n_vocab=50257)
+        assert enc.encode(TEXT, allowed_special="all") == expected.encode(TEXT, allowed_special="all"), name
+        assert enc.n_vocab == 50257
+
+
+def test_places_are_tried_in_order(monkeypatch, tmp_path):
+    # a named folder before tiktoken's cache before bpe-openai's data: the first good file is the one read
+    folder, cache = tmp_path / "mine", tmp_path / "cache"
+    folder.mkdir()
+    cache.mkdir()
+    url = registry.ENCODINGS["cl100k_base"].files[0].url
+    published_copy("cl100k_base", cache, hashlib.sha1(url.encode()).hexdigest())
+    published_copy("cl100k_base", folder, "cl100k_base.tiktoken")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    monkeypatch.setenv(registry.ENV_FOLDERS, str(folder))
+    read = []
+    real = registry.read_tiktoken_bytes
+
+    def spy(path):
+        data = real(path)
+        read.append(path)           # the files read (a place without the file raises above)
+        return data
+
+    monkeypatch.setattr(registry, "read_tiktoken_bytes", spy)
+    bpe_fast.get_encoding("cl100k_base")
+    assert read == [str(folder / "cl100k_base.tiktoken")]
+    monkeypatch.setattr(registry, "_built", {})
+    monkeypatch.delenv(registry.ENV_FOLDERS)
+    read.clear()
+    bpe_fast.get_encoding("cl100k_base")
+    assert read == [str(cache / hashlib.sha1(url.encode()).hexdigest())]
+    monkeypatch.setattr(registry, "_built", {})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty"))
+    read.clear()
+    bpe_fast.get_encoding("cl100k_base")
+    assert len(read) == 1 and read[0] == ranks_path("cl100k_base")
+
+
+def test_an_encodings_special_tokens_are_its_own():
+    ranks_path("o200k_base")
+    enc = bpe_fast.get_encoding("o200k_base")
+    enc._special_tokens["<|mine|>"] = 1
+    assert "<|mine|>" not in registry.ENCODINGS["o200k_base"].special_tokens
