@@ -398,6 +398,98 @@ def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const in
     return left_arr, right_arr, bad, parts
 
 
+def rule_cuts(const uint8_t[::1] pool, const int64_t[::1] offsets, const int64_t[::1] left,
+              const int64_t[::1] right, const int64_t[::1] joined):
+    """The native part of bpe_fast.merge_rule.rule_difference_of_indices, without the GIL: for the merges (token
+    left[k], token right[k]) whose joins are tokens joined[k] (indices into the distinct tokens of pool/offsets),
+    the merged tokens ranked by their first merge after the 256 bytes, the parts tiktoken's rule leaves each in
+    (recover) against its first merge's, compared by where they cut its bytes (two cuts of the same bytes at the
+    same place are the same two tokens). Returns (checkable, differ, parts_left, parts_right, bad): checkable is
+    False when a single byte has no token or a merge makes a single byte (nothing else is then filled); differ,
+    the index of the first merge of each token whose parts differ, in order (int64), with the parts the rule
+    leaves it in (token indices, int64); bad, the first merge of the first token the rule cannot make from the
+    tokens before it, or -1 (tokens after it are not compared).
+
+    >>> pool = np.frombuffer(bytes(range(256)) + b"bcababc", dtype=np.uint8)      # the bytes, then bc ab abc
+    >>> offsets = np.array(list(range(257)) + [258, 260, 263])
+    >>> a, b, c = b"abc"
+    >>> ok, differ, pl, pr, bad = rule_cuts(pool, offsets, np.array([b, a, 257]), np.array([c, b, c]),
+    ...                                     np.array([256, 257, 258]))
+    >>> ok, differ.tolist(), pl.tolist() == [a], pr.tolist(), bad    # bc ranks first: abc is a + bc, not ab + c
+    (True, [2], True, [256], -1)
+    """
+    cdef Py_ssize_t n = offsets.shape[0] - 1, m = joined.shape[0], k, i, count, stop
+    if n < 0 or left.shape[0] != m or right.shape[0] != m:
+        raise ValueError("offsets must have one entry more than there are tokens; left, right, joined one a merge")
+    if pool.shape[0] >= BIG or n >= BIG:
+        raise ValueError("too many tokens, or too many bytes (2 GiB or more)")
+    for k in range(m):
+        if not (0 <= left[k] < n and 0 <= right[k] < n and 0 <= joined[k] < n):
+            raise ValueError(f"merge {k}: a token index outside 0..{n - 1}")
+    cdef vector[int64_t] order                  # ranked index -> token index: the bytes, then first merges
+    cdef vector[int64_t] first_merge            # ranked index - 256 -> its first merge
+    cdef vector[uint8_t] seen
+    cdef vector[uint8_t] ranked_pool
+    cdef vector[int64_t] ranked_offsets
+    cdef vector[int32_t] byte_index, got_left, got_right
+    cdef vector[int64_t] differ, parts_left, parts_right
+    cdef Py_ssize_t bad = -1, bad_merge = -1, parts = 0
+    cdef int64_t t, a, length
+    cdef bint checkable = True
+    cdef Py_ssize_t long_from = LONG_TOKEN
+    with nogil:
+        order.assign(256, -1)
+        for t in range(n):
+            if offsets[t + 1] - offsets[t] == 1:
+                order[pool[offsets[t]]] = t
+        for k in range(256):
+            if order[k] < 0:
+                checkable = False
+        seen.assign(n, 0)
+        for k in range(m):
+            if not checkable:
+                break
+            t = joined[k]
+            if offsets[t + 1] - offsets[t] < 2:
+                checkable = False
+            elif not seen[t]:
+                seen[t] = 1
+                order.push_back(t)
+                first_merge.push_back(k)
+        if checkable:
+            count = order.size()
+            ranked_offsets.resize(count + 1)
+            ranked_offsets[0] = 0
+            for i in range(count):
+                t = order[i]
+                length = offsets[t + 1] - offsets[t]
+                ranked_pool.insert(ranked_pool.end(), &pool[offsets[t]], &pool[offsets[t]] + length)
+                ranked_offsets[i + 1] = ranked_pool.size()
+            byte_index.resize(256)
+            for i in range(256):
+                byte_index[i] = <int32_t>i
+            got_left.resize(count)
+            got_right.resize(count)
+            bad = recover(ranked_pool.data(), ranked_offsets.data(), count, byte_index.data(), got_left.data(),
+                          got_right.data(), long_from, &parts)
+            stop = count if bad < 0 else bad
+            for i in range(256, stop):
+                k = first_merge[i - 256]
+                a = order[got_left[i]]
+                if offsets[a + 1] - offsets[a] != offsets[left[k] + 1] - offsets[left[k]]:
+                    differ.push_back(k)
+                    parts_left.push_back(a)
+                    parts_right.push_back(order[got_right[i]])
+            if bad >= 0:
+                bad_merge = first_merge[bad - 256]
+    if not checkable:
+        return False, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), -1
+    return (True, np.array(<int64_t[:differ.size()]>differ.data(), dtype=np.int64) if differ.size() else np.zeros(0, np.int64),
+            np.array(<int64_t[:parts_left.size()]>parts_left.data(), dtype=np.int64) if differ.size() else np.zeros(0, np.int64),
+            np.array(<int64_t[:parts_right.size()]>parts_right.data(), dtype=np.int64) if differ.size() else np.zeros(0, np.int64),
+            bad_merge)
+
+
 def ranks_arrays(dict ranks):
     """(pool, offsets, values) of a dict {bytes: int} of tiktoken's ranks, in the dict's order: the tokens' bytes
     back to back (uint8), where each starts (int64, one more entry than tokens) and the ranks (int64); or None

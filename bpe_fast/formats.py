@@ -32,7 +32,7 @@ from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, output_group
-from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
+from .merge_rule import RuleCheck, describe_difference, merge_rule_difference, rule_difference_of_indices
 from .token_arrays import all_distinct, gather_tokens
 
 __all__ = [
@@ -316,7 +316,9 @@ class GPT2Arrays(NamedTuple):
     vocab_pool[vocab_offsets[k]:vocab_offsets[k + 1]] with id vocab_ids[k]; merge k is
     (merge_pool[merge_offsets[2k]:merge_offsets[2k + 1]], merge_pool[merge_offsets[2k + 1]:merge_offsets[2k + 2]]),
     and its join is vocab token joined[k]. all_permanent: tiktoken's ranks rule (the merged tokens ranked by
-    their first merge) is known to make every merged token, so each is a permanent entry of the encoder."""
+    their first merge) is known to make every merged token, so each is a permanent entry of the encoder.
+    parts: (left, right), merge k's tokens as vocab indices, when whether the ranks rule reads the merges as
+    listed is still to be asked (rule_check); None when the reader has asked."""
     vocab_pool: NDArray[np.uint8]
     vocab_offsets: NDArray[np.int64]
     vocab_ids: NDArray[np.int64]
@@ -324,6 +326,12 @@ class GPT2Arrays(NamedTuple):
     merge_offsets: NDArray[np.int64]
     joined: NDArray[np.int64]
     all_permanent: bool = False
+    parts: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+
+    def rule_check(self) -> RuleCheck:
+        """bpe_fast.merge_rule's answer for these merges (native; parts must be known)."""
+        assert self.parts is not None
+        return rule_difference_of_indices(self.vocab_pool, self.vocab_offsets, *self.parts, self.joined)
 
     def vocab(self) -> Vocab:
         """read_vocab's result."""
@@ -337,8 +345,9 @@ class GPT2Arrays(NamedTuple):
 
 def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | None:
     """GPT-2's vocab.json and merges.txt read natively, with no Python object a token, when both are plainly well
-    formed: what read_vocab(vocab_path) and read_merges(merges_path, that vocab) give without error, as arrays.
-    None for anything else: those two then read the files, and name what is wrong."""
+    formed: what read_vocab(vocab_path) and read_merges(merges_path, that vocab) give without error, as arrays,
+    but for the merge rule's check (GPT2Arrays.rule_check: the caller asks it beside other work). None for
+    anything else: those two then read the files, and name what is wrong."""
     vocab = parse_vocab(read_bytes(vocab_path), CHAR_TO_BYTE_TABLE, MAX_TOKEN_ID)
     merges = parse_merges(read_bytes(merges_path), CHAR_TO_BYTE_TABLE)
     if vocab is None or merges is None:
@@ -356,11 +365,8 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     pairs = np.sort(found[0] << 32 | found[1])          # type: ignore[operator]
     if np.any(pairs[1:] == pairs[:-1]):
         return None                 # a pair listed twice
-    rule = rule_difference_of_indices(vocab_pool, vocab_offsets, *found)        # type: ignore[arg-type]
-    if rule.difference is not None:
-        return None                 # a merge the ranks rule reads otherwise (read_merges names it)
     return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2],   # type: ignore[arg-type]
-                      all_permanent=rule.every_token_made)
+                      parts=(found[0], found[1]))       # type: ignore[arg-type]
 
 
 def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merges:

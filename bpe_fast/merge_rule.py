@@ -16,8 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ._ranks import recover_merges
-from .token_arrays import first_occurrences, gather_tokens
+from ._ranks import recover_merges, rule_cuts
 
 __all__ = ["RuleCheck", "rule_difference_of_indices", "merge_rule_difference", "describe_difference"]
 
@@ -36,32 +35,18 @@ def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int6
     tokens given by pool/offsets (distinct, all 256 single bytes among them; the indices int64 arrays): the same
     answer, with no Python object a merge, and whether the ranks rule (merged tokens ranked by their first
     merge) makes every merged token (RuleCheck)."""
-    lengths = np.diff(offsets)
-    singles = np.flatnonzero(lengths == 1)
-    byte_token = np.full(256, -1, dtype=np.int64)
-    byte_token[pool[offsets[singles]]] = singles
-    if np.any(byte_token < 0) or np.any(lengths[joined] < 2):
+    checkable, differ, parts_left, parts_right, bad = rule_cuts(pool, offsets, left, right, joined)   # no GIL
+    if not checkable:       # a single byte without a token, or a merge that makes a single byte
         return RuleCheck(None, False)
-    firsts = first_occurrences(joined)      # the first merge of each merged token, in rank order
-    order = np.concatenate([byte_token, joined[firsts]])         # the tokens in rank order
-    ranked_pool, ranked_offsets = gather_tokens(pool, offsets, order)
-    got_left, got_right, bad, _ = recover_merges(ranked_pool, ranked_offsets, np.arange(256, dtype=np.int32))
-    stop = len(order) if bad < 0 else bad           # the parts are known for the tokens before an unmakeable one
-    rank_of = np.full(len(lengths), -1, dtype=np.int64)
-    rank_of[order] = np.arange(len(order))
-    made = firsts[:stop - 256]
-    differ = np.flatnonzero((got_left[256:stop] != rank_of[left[made]])
-                            | (got_right[256:stop] != rank_of[right[made]]))
     if len(differ):
-        parts_left, parts_right = order[got_left[256:stop][differ]], order[got_right[256:stop][differ]]
         listed = np.isin(parts_left << 32 | parts_right, left << 32 | right)   # a token listed with several
         unlisted = np.flatnonzero(~listed)                                    # merges may use any of them
         if len(unlisted):
             i = int(unlisted[0])
             a, b = (pool[offsets[t]:offsets[t + 1]].tobytes() for t in (parts_left[i], parts_right[i]))
-            return RuleCheck((int(firsts[differ[i]]), (a, b)), bad < 0)
+            return RuleCheck((int(differ[i]), (a, b)), bad < 0)
     if bad >= 0:
-        return RuleCheck((int(firsts[bad - 256]), None), False)
+        return RuleCheck((int(bad), None), False)
     return RuleCheck(None, True)
 
 

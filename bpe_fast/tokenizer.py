@@ -33,7 +33,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, Union
 
 import numpy as np
 import regex
@@ -243,15 +243,24 @@ class Tokenizer:
             vocab = formats.read_vocab(vocab_filepath)
             merges = formats.read_merges(merges_filepath, vocab)
             return cls._from_checked(vocab, merges, special_tokens, pattern)
-        return cls._from_arrays(files, files.vocab, files.merges, special_tokens, pattern)
+
+        def refuse() -> NoReturn:       # the merge rule's check found a difference: read_merges names its line
+            formats.read_merges(merges_filepath, files.vocab())
+            raise AssertionError(f"{merges_filepath}: read_merges accepted merges the rule check refused")
+
+        return cls._from_arrays(files, files.vocab, files.merges, special_tokens, pattern, refuse=refuse)
 
     @classmethod
     def _from_arrays(cls, files: formats.GPT2Arrays, vocab: Vocab | Callable[[], Vocab],
                      merges: Merges | Callable[[], Merges], special_tokens: Iterable[str] | None,
-                     pattern: str, special_ids: list[int] | None = None) -> Tokenizer:
+                     pattern: str, special_ids: list[int] | None = None,
+                     refuse: Callable[[], NoReturn] | None = None) -> Tokenizer:
         """From a vocabulary and merges read as arrays (`files`), and the same as Python objects (or functions
         that make them): the encoder's tables are built from the arrays without the GIL, beside the Python
-        work here (the id-indexed ones once the ids are known not to be too sparse). special_ids: as _setup's."""
+        work here (the id-indexed ones once the ids are known not to be too sparse). special_ids: as _setup's.
+        When files.parts is given, the merge rule's check (files.rule_check) runs first in the tables' thread
+        (its recovery of the merges holds no GIL; on the caller's thread, beside the Python objects made from
+        the arrays, it ran after them); refuse() raises when it finds a difference."""
         from ._gpt2_files import index_tokens
         from .specials import check_special_tokens
 
@@ -262,13 +271,33 @@ class Tokenizer:
             found = index_tokens(files.vocab_pool, files.vocab_offsets, np.frombuffer(b"".join(wanted), dtype=np.uint8),
                                  np.cumsum([0] + [len(token) for token in wanted], dtype=np.int64))
             if found is None or np.any(found < 0):
+                if files.parts is not None and files.rule_check().difference is not None:
+                    assert refuse is not None
+                    refuse()
                 return cls._from_checked(vocab() if callable(vocab) else vocab,
                                          merges() if callable(merges) else merges, special_tokens, pattern)
         arrays = _gpt2_table_arrays(files)     # here: numpy in the thread would wait for the GIL at each call
+
+        def build() -> BPETables | None:
+            if files.parts is not None:
+                check = files.rule_check()
+                if check.difference is not None:
+                    return None
+                if check.every_token_made:      # each merged token is then a permanent entry (see GPT2Arrays)
+                    arrays["permanent"] = np.ones(len(arrays["ranked_ids"]), dtype=np.uint8)
+            return BPETables(**arrays)
+
+        def tables() -> BPETables:
+            made = built.result()
+            if made is None:
+                assert refuse is not None
+                refuse()
+            return made
+
         with ThreadPoolExecutor(1) as executor:
-            tables = started(executor, lambda: BPETables(**arrays))
+            built = started(executor, build)
             return cls._from_checked(vocab() if callable(vocab) else vocab, merges() if callable(merges) else merges,
-                                     special_tokens, pattern, tables=tables.result, special_ids=special_ids)
+                                     special_tokens, pattern, tables=tables, special_ids=special_ids)
 
     @classmethod
     def from_hf(cls, path: StrPath) -> Tokenizer:

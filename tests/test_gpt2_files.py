@@ -180,12 +180,19 @@ def test_read_gpt2_arrays_equals_the_readers(tmp_path, merges, extra, rng, fault
     try:
         expected_vocab = F.read_vocab(tmp_path / "vocab.json")
         expected_merges = F.read_merges(tmp_path / "merges.txt", expected_vocab)
-    except FormatError:
-        assert arrays is None
+    except FormatError as exc:
+        # refused for the merge rule (bpe_fast.merge_rule): well formed, so arrays, whose own check refuses it
+        if "a pair the merge list does not hold" in str(exc) or "cannot make" in str(exc):
+            assert arrays is not None and arrays.rule_check().difference is not None
+        else:
+            assert arrays is None
         return
     assert arrays is not None          # these files are plainly well formed
     assert list(arrays.vocab().items()) == list(expected_vocab.items())
     assert arrays.merges() == expected_merges
+    check = arrays.rule_check()
+    assert check.difference is None
+    arrays = arrays._replace(all_permanent=check.every_token_made)      # as from_files does
     ids_of = {token: i for i, token in sorted(expected_vocab.items(), reverse=True)}
     general = T._table_arrays(expected_vocab, expected_merges, ids_of)
     native = T._gpt2_table_arrays(arrays)
