@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -166,6 +167,9 @@ def _build(name: str, named: Named) -> Encoding:
     looked: list[str] = []
     for path, ranks_file in _candidates(named, looked):
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):     # a named pipe would block the read for good
+                passed.append(f"{path}: not a regular file")
+                continue
             data = read_tiktoken_bytes(path)
         except FileNotFoundError:
             continue

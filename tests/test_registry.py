@@ -431,3 +431,12 @@ def test_an_encodings_special_tokens_are_its_own():
     enc = bpe_fast.get_encoding("o200k_base")
     enc._special_tokens["<|mine|>"] = 1
     assert "<|mine|>" not in registry.ENCODINGS["o200k_base"].special_tokens
+
+
+def test_a_named_pipe_is_passed_over_not_read(monkeypatch, tmp_path):
+    # open() of a FIFO blocks until a writer comes: get_encoding would hang
+    os.mkfifo(tmp_path / "cl100k_base.tiktoken")
+    monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
+    without_bpe_openai(monkeypatch)
+    with pytest.raises(FileNotFoundError, match=r"Passed over .*cl100k_base\.tiktoken: not a regular file"):
+        bpe_fast.get_encoding("cl100k_base")
