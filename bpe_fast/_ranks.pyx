@@ -423,6 +423,12 @@ def rule_cuts(const uint8_t[::1] pool, const int64_t[::1] offsets, const int64_t
         raise ValueError("offsets must have one entry more than there are tokens; left, right, joined one a merge")
     if pool.shape[0] >= BIG or n >= BIG:
         raise ValueError("too many tokens, or too many bytes (2 GiB or more)")
+    cdef bint rising = offsets[0] == 0 and offsets[n] == pool.shape[0]
+    for k in range(n):
+        if offsets[k + 1] < offsets[k]:
+            rising = False
+    if not rising:      # the tokens' bytes are read (and copied) from pool at these offsets
+        raise ValueError("offsets must start at 0, not fall, and end at the pool's length")
     for k in range(m):
         if not (0 <= left[k] < n and 0 <= right[k] < n and 0 <= joined[k] < n):
             raise ValueError(f"merge {k}: a token index outside 0..{n - 1}")

@@ -807,6 +807,30 @@ def test_merge_rule_difference_on_gpt2():
     assert bpe_fast.merge_rule.merge_rule_difference(swapped) == oracle_rule_difference(swapped)
 
 
+def test_rule_cuts_refuses_offsets_outside_the_pool():
+    # rule_cuts checked the merges' token indices but not offsets: a last offset past the pool read (and copied)
+    # memory past it without the GIL (a segmentation fault); a negative or falling offset the same before it
+    code = ("import numpy as np\n"
+            "from bpe_fast._ranks import rule_cuts\n"
+            "pool = np.frombuffer(bytes(range(256)) + b'ab', dtype=np.uint8)\n"
+            "one = np.array([97]), np.array([98]), np.array([256])\n"
+            "for bad in ([10**6], [-(10**6)], [100]):\n"
+            "    offsets = np.array(list(range(257)) + bad, dtype=np.int64)\n"
+            "    try:\n"
+            "        rule_cuts(pool, offsets, *one)\n"
+            "    except ValueError as e:\n"
+            "        print(e)\n"
+            "for offsets in ([0] + list(range(2, 257)) + [1, 258], [1] + list(range(1, 257)) + [258]):\n"
+            "    try:\n"
+            "        rule_cuts(pool, np.array(offsets, dtype=np.int64), *one)\n"
+            "    except ValueError as e:\n"
+            "        print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(__file__))
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])      # not a crash
+    assert done.stdout.splitlines() == ["offsets must start at 0, not fall, and end at the pool's length"] * 5
+
+
 @pytest.mark.parametrize("name", ["x.tiktoken", "x.tiktoken.gz"])
 def test_a_path_through_a_file_is_an_os_error_not_a_format_error(tmp_path, name):
     # read_tiktoken_bytes: FormatError for a broken gzip stream only, the OSError of a path that cannot be opened
