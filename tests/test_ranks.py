@@ -787,6 +787,81 @@ def difference_of_indices(merges, rng):
     return check.difference
 
 
+def numpy_rule_difference_of_indices(pool, offsets, left, right, joined):
+    """rule_difference_of_indices as it was in NumPy before rule_cuts (2f8a0dc's bpe_fast.ranks): the parts the
+    ranks rule leaves compared by index, not by where they cut the token."""
+    from bpe_fast.token_arrays import first_occurrences, gather_tokens
+
+    lengths = np.diff(offsets)
+    singles = np.flatnonzero(lengths == 1)
+    byte_token = np.full(256, -1, dtype=np.int64)
+    byte_token[pool[offsets[singles]]] = singles
+    if np.any(byte_token < 0) or np.any(lengths[joined] < 2):
+        return bpe_fast.merge_rule.RuleCheck(None, False)
+    firsts = first_occurrences(joined)
+    order = np.concatenate([byte_token, joined[firsts]])
+    ranked_pool, ranked_offsets = gather_tokens(pool, offsets, order)
+    got_left, got_right, bad, _ = bpe_fast._ranks.recover_merges(ranked_pool, ranked_offsets,
+                                                                 np.arange(256, dtype=np.int32))
+    stop = len(order) if bad < 0 else bad
+    rank_of = np.full(len(lengths), -1, dtype=np.int64)
+    rank_of[order] = np.arange(len(order))
+    made = firsts[:stop - 256]
+    differ = np.flatnonzero((got_left[256:stop] != rank_of[left[made]]) | (got_right[256:stop] != rank_of[right[made]]))
+    if len(differ):
+        parts_left, parts_right = order[got_left[256:stop][differ]], order[got_right[256:stop][differ]]
+        unlisted = np.flatnonzero(~np.isin(parts_left << 32 | parts_right, left << 32 | right))
+        if len(unlisted):
+            i = int(unlisted[0])
+            a, b = (pool[offsets[t]:offsets[t + 1]].tobytes() for t in (parts_left[i], parts_right[i]))
+            return bpe_fast.merge_rule.RuleCheck((int(firsts[differ[i]]), (a, b)), bad < 0)
+    if bad >= 0:
+        return bpe_fast.merge_rule.RuleCheck((int(firsts[bad - 256]), None), False)
+    return bpe_fast.merge_rule.RuleCheck(None, True)
+
+
+@SOME
+@given(st.integers(0, 2**32 - 1), st.integers(0, 30), st.floats(0, 0.4), st.integers(0, 3), st.integers(0, 3),
+       st.booleans())
+def test_rule_difference_of_indices_equals_the_numpy_one(seed, n_merges, again, swaps, unmade, long_tokens):
+    """rule_cuts' answer (through rule_difference_of_indices) is the NumPy version's, on merge lists with tokens
+    made by several merges, merges moved out of order, vocabulary tokens no merge makes used as parts (which the
+    ranks rule cannot make), tokens past recover's long_from (its heap path), the tokens in a random order.
+    (Differential: it found no difference.)"""
+    rng = random.Random(seed)
+    pool = [b"a", b"b", b"c"]
+    merges = []
+    limit = 80 if long_tokens else 8
+    while len(merges) < n_merges:
+        a, b = rng.choice(pool), rng.choice(pool)
+        if len(a + b) > limit or ((a, b) in merges):
+            continue
+        if a + b in pool and rng.random() > again:
+            continue
+        merges.append((a, b))
+        if a + b not in pool:
+            pool.append(a + b)
+    for _ in range(swaps if len(merges) > 1 else 0):
+        i, j = rng.randrange(len(merges)), rng.randrange(len(merges))
+        merges[i], merges[j] = merges[j], merges[i]
+    for _ in range(unmade):
+        token = bytes(rng.choice(b"abc") for _ in range(rng.randint(2, 4)))
+        pair = (token, rng.choice(pool)) if rng.random() < 0.5 else (rng.choice(pool), token)
+        if pair not in merges:
+            merges.insert(rng.randint(0, len(merges)), pair)
+    made = {t for a, b in merges for t in (a, b, a + b)}
+    tokens = [bytes([b]) for b in range(256)] + list(made - set(BYTE_RANKS))
+    rng.shuffle(tokens)
+    index = {t: i for i, t in enumerate(tokens)}
+    args = (np.frombuffer(b"".join(tokens), dtype=np.uint8), np.cumsum([0] + [len(t) for t in tokens]).astype(np.int64),
+            *(np.array([index[x] for x in column], dtype=np.int64)
+              for column in ([a for a, _ in merges], [b for _, b in merges], [a + b for a, b in merges])))
+    check = bpe_fast.merge_rule.rule_difference_of_indices(*args)
+    assert check == numpy_rule_difference_of_indices(*args)
+    if len(set(merges)) == len(merges):
+        assert check.difference == bpe_fast.merge_rule.merge_rule_difference(merges)
+
+
 def test_merge_rule_difference_worked_example():
     # "aab" is made twice (merges 2 and 3); "abc", listed as a + bc (merge 5), is ab + c by the ranks rule (ab,
     # rank 256, is joined before bc, rank 260), a pair the list does not hold: merge 5, not the 5th token
