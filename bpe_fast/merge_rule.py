@@ -32,11 +32,17 @@ class RuleCheck(NamedTuple):
 def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int64], left: NDArray[np.int64],
                                right: NDArray[np.int64], joined: NDArray[np.int64]) -> RuleCheck:
     """merge_rule_difference of the merges (token left[k], token right[k]) whose joins are tokens joined[k], the
-    tokens given by pool/offsets (distinct, all 256 single bytes among them; the indices int64 arrays): the same
+    tokens given by pool/offsets (distinct; the indices int64 arrays): the same
     answer, with no Python object a merge, and whether the ranks rule (merged tokens ranked by their first
     merge) makes every merged token (RuleCheck)."""
     checkable, differ, parts_left, parts_right, bad = rule_cuts(pool, offsets, left, right, joined)   # no GIL
     if not checkable:       # a single byte without a token, or a merge that makes a single byte
+        if len(joined) and np.all(offsets[joined + 1] - offsets[joined] >= 2):
+            # only a byte without a token: the ranks rule still starts from every byte, so the check is
+            # merge_rule_difference's (rare: here with a Python object a merge)
+            token = lambda t: pool[offsets[t]:offsets[t + 1]].tobytes()      # noqa: E731
+            return RuleCheck(merge_rule_difference(list(zip(map(token, left.tolist()), map(token, right.tolist())))),
+                             False)
         return RuleCheck(None, False)
     if len(differ):
         listed = np.isin(parts_left << 32 | parts_right, left << 32 | right)   # a token listed with several

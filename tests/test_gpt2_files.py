@@ -336,3 +336,28 @@ def test_from_files_with_a_special_token_not_in_the_vocab(tmp_path):
     text = "ab ab<|new|>a ab"        # "ab" a special token (its vocab id), "<|new|>" the next id
     assert fast.encode(text) == general.encode(text) == [256, 32, 256, 258, 97, 32, 256]
     assert fast.vocab == general.vocab and fast._tables.permanent_mask() == general._tables.permanent_mask()
+
+
+@pytest.mark.parametrize("specials", [None, ["<|new|>"]])
+def test_from_files_checks_the_merge_rule_when_a_byte_has_no_token(tmp_path, specials):
+    """A vocabulary without some single byte: the ranks rule's check of the arrays (rule_cuts) could not rank the
+    bytes and answered "no difference", so from_files took a list that read_merges, load and the constructor
+    refuse ('abc' -> [258], where GPT-2's encoder and HF give [97, 256])."""
+    from bpe_fast import Tokenizer
+    from bpe_fast.merge_rule import merge_rule_difference
+
+    vocab = {i: bytes([i]) for i in range(1, 256)} | {256: b"bc", 257: b"ab", 258: b"abc"}     # no b"\x00"
+    merges = [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")]
+    F.write_vocab(tmp_path / "vocab.json", vocab)
+    F.write_merges(tmp_path / "merges.txt", merges)
+    assert merge_rule_difference(merges) == (2, (b"a", b"bc"))
+    arrays = F.read_gpt2_arrays(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    assert arrays is not None and arrays.rule_check() == (merge_rule_difference(merges), False)
+    with pytest.raises(FormatError, match=r"merges\.txt:3: merge 'ab c': .* makes b'abc' from b'a' \+ b'bc'"):
+        Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", specials)
+    # a list the rule reads as listed still loads, with the encoder's general permanent entries
+    F.write_merges(tmp_path / "merges.txt", [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c")])
+    fast = Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", specials)
+    general = Tokenizer(vocab, [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c")], specials)
+    assert fast.encode("abc\x01bc") == general.encode("abc\x01bc") == [258, 1, 256]
+    assert fast._tables.permanent_mask() == general._tables.permanent_mask()
