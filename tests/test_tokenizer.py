@@ -1660,3 +1660,44 @@ def test_encode_documents_utf8_refuses_a_separator_that_is_no_id(separator, erro
         tok.encode_documents_utf8(b"aab", np.array([0, 1, 3]), dtype=np.uint16, separator=separator)
     assert tok.encode_documents_utf8(b"aab", np.array([0, 1, 3]), dtype=np.uint16,
                                      separator=np.int64(256)).tolist() == [97, 256, 256, 256]
+
+
+@FEW
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["ab", "abc", "aab ", "ab c<|e|>", "xyz xy"]),
+       st.sampled_from([[], ["<|e|>"], ["ab"], ["a", "<|x|>"]]), st.sampled_from([1, 2, 3]),
+       st.sampled_from([None, 2, 3, 5]), st.sampled_from(["after_bytes", "end"]), st.booleans())
+def test_merge_lists_training_makes_pass_the_merge_rule(tmp_path_factory, seed, alphabet, specials, min_frequency,
+                                                        max_token_length, position, again):
+    """Every merge list bpe_fast's training makes (special tokens, min_frequency, max_token_length, continued
+    with initial=) is read by the ranks rule as listed: the constructor, from_files (the native check, in the
+    tables' thread) and load take it, with the same ids. (Found no list refused.)"""
+    import warnings
+
+    from bpe_fast import train_from_counts
+    from bpe_fast.merge_rule import merge_rule_difference
+
+    rng = random.Random(seed)
+
+    def counts():
+        return {bytes(rng.choice(alphabet.encode()) for _ in range(rng.randint(1, 12))): rng.randint(1, 9)
+                for _ in range(rng.randint(1, 12))}
+
+    options = dict(min_frequency=min_frequency, max_token_length=max_token_length, special_tokens_position=position)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # stopped early (min_frequency, pairs run out)
+        vocab, merges = train_from_counts(counts(), 256 + len(specials) + rng.randint(0, 30), specials, **options)
+        tok = Tokenizer(vocab, merges, specials)
+        if again:
+            vocab, merges = train_from_counts(counts(), max(vocab) + 2 + rng.randint(0, 30), specials + ["<|n|>"],
+                                              initial=tok, min_frequency=min_frequency,
+                                              max_token_length=max_token_length)
+            specials = specials + ["<|n|>"]
+    assert merge_rule_difference(merges) is None
+    tok = Tokenizer(vocab, merges, specials)
+    if len(set(vocab.values())) < len(vocab):
+        return          # a special token with a trained token's bytes: vocab.json cannot hold both
+    folder = tmp_path_factory.mktemp("trained")
+    tok.save(folder)
+    text = "".join(rng.choice(alphabet + " ") for _ in range(200))
+    for other in (Tokenizer.from_files(folder / "vocab.json", folder / "merges.txt", specials), Tokenizer.load(folder)):
+        assert other.encode(text) == tok.encode(text)
