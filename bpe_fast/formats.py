@@ -32,7 +32,8 @@ from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, output_group
-from .merge_rule import RuleCheck, describe_difference, merge_rule_difference, rule_difference_of_indices
+from .merge_rule import (RuleCheck, describe_difference, describe_remade, merge_rule_difference, remade_token,
+                         rule_difference_of_indices)
 from .token_arrays import all_distinct, gather_tokens
 
 __all__ = [
@@ -365,6 +366,10 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     pairs = np.sort(found[0] << 32 | found[1])          # type: ignore[operator]
     if np.any(pairs[1:] == pairs[:-1]):
         return None                 # a pair listed twice
+    joined: NDArray[np.int64] = found[2]      # type: ignore[assignment]
+    runs = np.sort(joined[np.flatnonzero(np.diff(joined, prepend=-1))])
+    if np.any(runs[1:] == runs[:-1]):
+        return None                 # a token made again after other merges (read_merges names it)
     return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2],   # type: ignore[arg-type]
                       parts=(found[0], found[1]))       # type: ignore[arg-type]
 
@@ -394,7 +399,8 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         if known is None or (known.issuperset(lefts) and known.issuperset(rights)
                              and known.issuperset(token_list(pool, offsets, 0, 2, 2))):
             read = list(zip(lefts, rights))
-            if len(set(read)) == len(read) and (vocab is None or merge_rule_difference(read) is None):
+            if len(set(read)) == len(read) and (vocab is None or (remade_token(read) is None
+                                                                  and merge_rule_difference(read) is None)):
                 return read         # no pair listed twice (and for a tokenizer, read by the ranks rule as listed)
     text = read_text(path, data)        # anything else: read here, which names what is wrong
     lines = text.split("\n")
@@ -439,6 +445,11 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         k, j = repeat
         line = lines[numbers[k] - 1].rstrip("\r")
         raise FormatError(path, numbers[k], f"merge {line!r} is on line {numbers[j]} already: {_TWICE}")
+    remade = remade_token(merges) if vocab is not None else None
+    if remade is not None:
+        k, j = remade
+        line = lines[numbers[k] - 1].rstrip("\r")
+        raise FormatError(path, numbers[k], f"merge {line!r} {describe_remade(*merges[k], f'line {numbers[j]}')}")
     difference = merge_rule_difference(merges) if vocab is not None else None
     if difference is not None:
         k, parts = difference

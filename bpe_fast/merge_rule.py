@@ -18,7 +18,8 @@ from numpy.typing import NDArray
 
 from ._ranks import recover_merges, rule_cuts
 
-__all__ = ["RuleCheck", "rule_difference_of_indices", "merge_rule_difference", "describe_difference"]
+__all__ = ["RuleCheck", "rule_difference_of_indices", "merge_rule_difference", "describe_difference", "remade_token",
+           "describe_remade"]
 
 
 class RuleCheck(NamedTuple):
@@ -104,6 +105,36 @@ def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, t
     if bad >= 0:
         return firsts[bad - 256], None
     return None
+
+
+def remade_token(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, int] | None:
+    """(k, j) when merge k makes the token that merge j made first, with other merges between them (not in the run
+    of merges after j that all make it, as lists converted from ranks list a token's pairs); None when there is
+    none. The list rule joins merge k's pair only at k's place, the ranks rule at the token's first (j): the ids
+    can differ where merge_rule_difference sees none, as its parts are a listed pair (HF's reader refuses the
+    same). No merge list made by training remakes a token.
+
+    >>> remade_token([(b"b", b"b"), (b"b", b"bb"), (b"a", b"bb"), (b"bb", b"b")])   # "abbb": [abb, b] / [a, bbb]
+    (3, 1)
+    >>> remade_token([(b"b", b"b"), (b"b", b"bb"), (b"bb", b"b"), (b"a", b"bb")]) is None     # a run: accepted
+    True
+    """
+    joined = [a + b for a, b in merges]
+    first: dict[bytes, int] = {}
+    if len(dict.fromkeys(joined)) == len(joined):
+        return None
+    for k, token in enumerate(joined):
+        j = first.setdefault(token, k)
+        if j != k and joined[k - 1] != token:
+            return k, j
+    return None
+
+
+def describe_remade(a: bytes, b: bytes, first: str) -> str:
+    """What is wrong with the merge (a, b) that remade_token found (first: the earlier merge, named)."""
+    return (f"makes {a + b!r}, which {first} made already, with other merges between them: GPT-2's encoder, HF and "
+            "CS336's tokenizer join each pair at its own place, bpe_fast (as tiktoken) a token's pairs at its first "
+            "merge's, so the ids could differ")
 
 
 def describe_difference(a: bytes, b: bytes, parts: tuple[bytes, bytes] | None) -> str:

@@ -164,8 +164,10 @@ def test_a_merge_listed_twice_is_refused(tmp_path):
         Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", path)
     with pytest.raises(FormatError, match=message):
         F.read_merges(path)
-    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc"},
-                    [(b"a", b"b"), (b"b", b"c"), (b"a", b"b")])
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc"}
+    with pytest.raises(ValueError, match=r"merge 2 \(b'a', b'b'\) repeats merge 0"):
+        Tokenizer(vocab, [(b"a", b"b"), (b"b", b"c"), (b"a", b"b")])      # the constructor refuses it first
+    tok = Tokenizer._from_checked(vocab, [(b"a", b"b"), (b"b", b"c"), (b"a", b"b")], None, "gpt2")
     with pytest.raises(ValueError, match=r"merge 2 \(b'a', b'b'\) repeats merge 0"):
         tok.save(tmp_path / "tok")
     assert not (tmp_path / "tok").exists()

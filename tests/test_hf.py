@@ -714,8 +714,10 @@ def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
 def test_export_hf_refuses_a_merge_listed_twice(tmp_path):
     """HF ranks a pair listed twice by its last place, bpe_fast by its first: the file export_hf wrote gave
     [97, 257] for "abc" in HF where the tokenizer gives [256, 99] (and from_hf refused it)."""
-    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc"},
-                    [(b"a", b"b"), (b"b", b"c"), (b"a", b"b")])
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc"}
+    with pytest.raises(ValueError, match=r"merge 2 \(b'a', b'b'\) repeats merge 0: GPT-2's encoder and HF rank"):
+        Tokenizer(vocab, [(b"a", b"b"), (b"b", b"c"), (b"a", b"b")])      # the constructor refuses it first
+    tok = Tokenizer._from_checked(vocab, [(b"a", b"b"), (b"b", b"c"), (b"a", b"b")], None, "gpt2")
     assert tok.encode("abc") == [256, 99]
     with pytest.raises(ValueError, match=r"merge 2 \(b'a', b'b'\) repeats merge 0: HF ranks a pair by its last"):
         tok.export_hf(tmp_path / "tokenizer.json")

@@ -1701,3 +1701,38 @@ def test_merge_lists_training_makes_pass_the_merge_rule(tmp_path_factory, seed, 
     text = "".join(rng.choice(alphabet + " ") for _ in range(200))
     for other in (Tokenizer.from_files(folder / "vocab.json", folder / "merges.txt", specials), Tokenizer.load(folder)):
         assert other.encode(text) == tok.encode(text)
+
+
+def test_a_token_made_again_after_other_merges_is_refused(tmp_path):
+    """"bbb" is made by merge 1 (b + bb) and again by merge 3 (bb + b), with (a, bb) between them. The ranks rule
+    makes "bbb" from bb + b at merge 1's rank, the list rule only at merge 3's, after (a, bb): "abbb" is
+    [a, bbb] here and [abb, b] for GPT-2's encoder, HF and CS336's tokenizer. merge_rule_difference let it pass
+    (bb + b is a listed pair), so the constructor, from_files and load took it; from_hf refused it already."""
+    from bpe_fast.merge_rule import merge_rule_difference
+
+    vocab = byte_vocab(b"bb", b"bbb", b"abb")
+    merges = [(b"b", b"b"), (b"b", b"bb"), (b"a", b"bb"), (b"bb", b"b")]
+    assert merge_pretoken_merge_list(b"abbb", merges) == [b"abb", b"b"]
+    assert merge_pretoken_tiktoken(b"abbb", token_ranks(merges)) == [b"a", b"bbb"]
+    assert merge_rule_difference(merges) is None         # what let it through
+    with pytest.raises(ValueError, match=r"merge 3 \(b'bb', b'b'\) makes b'bbb', which merge 1 made already, "
+                                         r"with other merges between them"):
+        Tokenizer(vocab, merges)
+    formats.write_vocab(tmp_path / "vocab.json", vocab)
+    formats.write_merges(tmp_path / "merges.txt", merges)
+    message = r"merges\.txt:4: merge 'bb b' makes b'bbb', which line 2 made already, with other merges between them"
+    with pytest.raises(FormatError, match=message):
+        formats.read_merges(tmp_path / "merges.txt", vocab)
+    for specials in (None, ["<|new|>"]):
+        with pytest.raises(FormatError, match=message):
+            Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", specials)
+    with pytest.raises(FormatError, match=message):
+        Tokenizer.load(tmp_path)
+    # made again by the next merge (as in files converted from ranks) stays accepted: "bbb" by merges 1 and 2
+    adjacent = [(b"b", b"b"), (b"b", b"bb"), (b"bb", b"b"), (b"a", b"bb")]
+    tok = Tokenizer(vocab, adjacent)
+    assert tok.encode("abbb") == [97, 257]
+    assert merge_pretoken_merge_list(b"abbb", adjacent) == [b"a", b"bbb"]
+    formats.write_merges(tmp_path / "merges.txt", adjacent)
+    assert Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt").encode("abbb") == [97, 257]
+    assert formats.read_merges(tmp_path / "merges.txt") == adjacent       # without a vocabulary: no check
