@@ -1157,7 +1157,9 @@ def _check_threads(num_threads: int) -> None:
 
 def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
              training: dict[str, Any] | None = None) -> Tokenizer:
-    return Tokenizer(vocab, merges, specials, pattern, training=training)
+    """Tokenizer.__reduce__'s: the parts of a tokenizer already made (and checked) in another process, not checked
+    again (a pickle is trusted as code; GPT-2's 50k merges: the constructor's checks took 40 ms a worker)."""
+    return Tokenizer._from_checked(vocab, merges, specials, pattern, training=training)
 
 
 def _check_text(text: object) -> str:

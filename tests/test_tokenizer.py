@@ -1060,6 +1060,20 @@ def test_pickle_for_worker_processes(tok):
     again = pickle.loads(pickle.dumps(tok))
     text = make_text(9, 100, specials=[EOT])
     assert again.encode(text) == tok.encode(text)
+    assert (again.vocab, again.merges, again.special_tokens, again.pattern) == \
+        (tok.vocab, tok.merges, tok.special_tokens, tok.pattern)
+
+
+def test_pickle_keeps_a_tokenizer_the_constructor_would_refuse():
+    # a tokenizer made past the constructor (a cache from before its merge-rule check, a view) pickles as it is:
+    # unpickling trusts the parts it was made of instead of refusing them in the worker
+    vocab = byte_vocab(b"bc", b"ab", b"abc")
+    merges = [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")]
+    with pytest.raises(ValueError, match="merge 2"):
+        Tokenizer(vocab, merges)
+    made = Tokenizer._from_checked(dict(vocab), merges, [EOT], "gpt2")
+    again = pickle.loads(pickle.dumps(made))
+    assert again.encode("abc" + EOT) == made.encode("abc" + EOT) == [258, 259]
 
 
 def test_threads_share_a_tokenizer(tok):
