@@ -253,7 +253,9 @@ class Tokenizer:
 
         def refuse() -> NoReturn:       # the merge rule's check found a difference: read_merges names its line
             formats.read_merges(merges_filepath, files.vocab())
-            raise AssertionError(f"{merges_filepath}: read_merges accepted merges the rule check refused")
+            raise formats.FormatError(merges_filepath, None, "changed while it was read: the merges first read from "
+                                      "it are refused by the merge rule's check (bpe_fast.merge_rule), those read "
+                                      "again are not")
 
         return cls._from_arrays(files, files.vocab, files.merges, special_tokens, pattern, refuse=refuse)
 

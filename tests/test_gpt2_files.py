@@ -361,3 +361,18 @@ def test_from_files_checks_the_merge_rule_when_a_byte_has_no_token(tmp_path, spe
     general = Tokenizer(vocab, [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c")], specials)
     assert fast.encode("abc\x01bc") == general.encode("abc\x01bc") == [258, 1, 256]
     assert fast._tables.permanent_mask() == general._tables.permanent_mask()
+
+
+def test_merges_txt_changed_between_the_two_reads_is_named(tmp_path, monkeypatch):
+    # from_files reads merges.txt natively and, when the merge rule's check refuses it, again to name the line:
+    # a file that no longer holds the refused merge then was an AssertionError
+    from bpe_fast import Tokenizer
+
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"bc", 257: b"ab", 258: b"abc"}
+    F.write_vocab(tmp_path / "vocab.json", vocab)
+    F.write_merges(tmp_path / "merges.txt", [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])
+    with pytest.raises(FormatError, match=r"merges\.txt:3: merge 'ab c'"):
+        Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    monkeypatch.setattr(F, "read_merges", lambda path, vocab=None: [])      # the second read finds other merges
+    with pytest.raises(FormatError, match=r"merges\.txt: changed while it was read"):
+        Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
