@@ -285,11 +285,14 @@ class Tokenizer:
                     refuse()
                 return cls._from_checked(vocab() if callable(vocab) else vocab,
                                          merges() if callable(merges) else merges, special_tokens, pattern)
-        arrays = _gpt2_table_arrays(files)     # here: numpy in the thread would wait for the GIL at each call
+        # the table arrays are made here (NumPy in the thread would wait for the GIL at each call) while the thread
+        # runs the merge rule's check, which needs only `files`
+        arrays_made: Future[TableArrays] = Future()
 
         def build() -> BPETables | None:
-            if files.parts is not None:
-                check = files.rule_check()
+            check = files.rule_check() if files.parts is not None else None
+            arrays = arrays_made.result()
+            if check is not None:
                 if check.difference is not None:
                     return None
                 if check.every_token_made:      # each merged token is then a permanent entry (see GPT2Arrays)
@@ -305,6 +308,11 @@ class Tokenizer:
 
         with ThreadPoolExecutor(1) as executor:
             built = started(executor, build)
+            try:
+                arrays_made.set_result(_gpt2_table_arrays(files))
+            except BaseException as exc:        # the thread is waiting for them: let it end
+                arrays_made.set_exception(exc)
+                raise
             return cls._from_checked(vocab() if callable(vocab) else vocab, merges() if callable(merges) else merges,
                                      special_tokens, pattern, tables=tables, special_ids=special_ids)
 
