@@ -313,8 +313,9 @@ class Tokenizer:
             except BaseException as exc:        # the thread is waiting for them: let it end
                 arrays_made.set_exception(exc)
                 raise
-            return cls._from_checked(vocab() if callable(vocab) else vocab, merges() if callable(merges) else merges,
-                                     special_tokens, pattern, tables=tables, special_ids=special_ids)
+            # the merge list (two bytes objects and a tuple a merge) is made when first asked for: encoding does not
+            return cls._from_checked(vocab() if callable(vocab) else vocab, merges, special_tokens, pattern,
+                                     tables=tables, special_ids=special_ids)
 
     @classmethod
     def from_hf(cls, path: StrPath) -> Tokenizer:
