@@ -730,6 +730,24 @@ def test_to_tiktoken_without_tiktoken(monkeypatch):
 
 # ------------------------------------------------------------------------------------- merge_rule_difference
 
+def random_merge_list(rng, n_merges, again, limit):
+    """(merges, tokens): n_merges merges built up from a, b, c (so that the ranks rule often joins other parts than
+    the list's), joins of at most `limit` bytes, a token made a second time by other parts with probability
+    `again`; the tokens made, the three bytes first."""
+    pool = [b"a", b"b", b"c"]
+    merges = []
+    while len(merges) < n_merges:
+        a, b = rng.choice(pool), rng.choice(pool)
+        if len(a + b) > limit or ((a, b) in merges):
+            continue
+        if a + b in pool and rng.random() > again:
+            continue
+        merges.append((a, b))
+        if a + b not in pool:
+            pool.append(a + b)
+    return merges, pool
+
+
 def oracle_rule_difference(merges):
     """merge_rule_difference by its docstring, with the plain-Python ranks rule: each merged token in rank order
     merged from the tokens before it; the first whose parts are not a listed merge, or that is left in more than
@@ -755,17 +773,7 @@ def test_merge_rule_difference_equals_oracle(seed, n_merges, again):
     """Merge lists built up from a few bytes (so that the ranks rule often joins other parts than the list's),
     some tokens made a second time by other parts."""
     rng = random.Random(seed)
-    pool = [b"a", b"b", b"c"]
-    merges = []
-    while len(merges) < n_merges:
-        a, b = rng.choice(pool), rng.choice(pool)
-        if len(a + b) > 8 or ((a, b) in merges):
-            continue
-        if a + b in pool and rng.random() > again:
-            continue
-        merges.append((a, b))
-        if a + b not in pool:
-            pool.append(a + b)
+    merges, _ = random_merge_list(rng, n_merges, again, 8)
     expected = oracle_rule_difference(merges)
     assert bpe_fast.merge_rule.merge_rule_difference(merges) == expected
     assert difference_of_indices(merges, rng) == expected
@@ -829,18 +837,7 @@ def test_rule_difference_of_indices_equals_the_numpy_one(seed, n_merges, again, 
     ranks rule cannot make), tokens past recover's long_from (its heap path), the tokens in a random order.
     (Differential: it found no difference.)"""
     rng = random.Random(seed)
-    pool = [b"a", b"b", b"c"]
-    merges = []
-    limit = 80 if long_tokens else 8
-    while len(merges) < n_merges:
-        a, b = rng.choice(pool), rng.choice(pool)
-        if len(a + b) > limit or ((a, b) in merges):
-            continue
-        if a + b in pool and rng.random() > again:
-            continue
-        merges.append((a, b))
-        if a + b not in pool:
-            pool.append(a + b)
+    merges, pool = random_merge_list(rng, n_merges, again, 80 if long_tokens else 8)
     for _ in range(swaps if len(merges) > 1 else 0):
         i, j = rng.randrange(len(merges)), rng.randrange(len(merges))
         merges[i], merges[j] = merges[j], merges[i]
