@@ -440,3 +440,18 @@ def test_a_named_pipe_is_passed_over_not_read(monkeypatch, tmp_path):
     without_bpe_openai(monkeypatch)
     with pytest.raises(FileNotFoundError, match=r"Passed over .*cl100k_base\.tiktoken: not a regular file"):
         bpe_fast.get_encoding("cl100k_base")
+
+
+def test_tiktokens_module_functions_are_all_here():
+    # code written for tiktoken's module (`import tiktoken`) runs with `import bpe_fast as tiktoken`: every public
+    # name of tiktoken's top level is bpe_fast's too, and Encoding has every public method but encode_with_unstable
+    tiktoken = pytest.importorskip("tiktoken")
+    names = {n for n in dir(tiktoken) if not n.startswith("_")} - {"core", "model", "registry"}   # its submodules
+    assert names <= set(dir(bpe_fast)), names - set(dir(bpe_fast))
+    methods = {n for n in dir(tiktoken.Encoding) if not n.startswith("_")} - {"encode_with_unstable"}
+    assert methods <= set(dir(bpe_fast.Encoding)), methods - set(dir(bpe_fast.Encoding))
+    ranks_path("cl100k_base")
+    import bpe_fast as tiktoken_alike
+
+    enc = tiktoken_alike.encoding_for_model("gpt-4")
+    assert enc.decode(enc.encode("hello world")) == "hello world" and enc.name == "cl100k_base"
