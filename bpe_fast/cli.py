@@ -132,9 +132,9 @@ def _pattern(value: str) -> str:
 def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
     """A folder Tokenizer.save wrote, an HF tokenizer.json (a file whose name ends in .json), or, when no such
     path exists, the name of one of tiktoken's encodings (bpe_fast.get_encoding's tokenizer)."""
-    from .registry import ENCODINGS, REFUSED, get_encoding
+    from .registry import ENCODINGS, get_encoding
     from .tokenizer import Tokenizer
-    if not os.path.exists(path) and (path in ENCODINGS or path in REFUSED):     # REFUSED: a ValueError saying why
+    if not os.path.exists(path) and path in ENCODINGS:
         return get_encoding(path).tokenizer
     if not os.path.exists(path):
         raise CliError(f"{flag} {path}: no such tokenizer directory (nor one of tiktoken's encodings: "

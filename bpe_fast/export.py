@@ -29,6 +29,7 @@ from .formats import repeated_merge, token_to_str, tokens_to_strs, write_text_at
 from .hf import hf_added_token_ids, split_to_hf
 from .merge_rule import describe_difference, merge_rule_difference
 from .ranks import ranks_from_tokenizer
+from .specials import check_no_alias
 
 if TYPE_CHECKING:
     from ._types import StrPath
@@ -38,6 +39,7 @@ HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"
 
 
 def _check_unique(tokenizer: Tokenizer) -> None:
+    check_no_alias(tokenizer.special_tokens, "HF's files")
     seen: dict[bytes, int] = {}
     for i, tok in tokenizer.vocab.items():
         if tok in seen:

@@ -288,15 +288,16 @@ def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
 
 
 def check_tiktoken_specials(ranked: RankedTokens, special_tokens: Mapping[str, int] | None) -> dict[str, int]:
-    """tiktoken's special tokens ({str: id}, or None) beside the ranks `ranked`, checked, as a new dict: a
-    special token's id must not be a rank, nor its bytes a ranked token (bpe_fast gives a token's bytes one id),
-    and two special tokens cannot share an id."""
+    """tiktoken's special tokens ({str: id}, or None) beside the ranks `ranked`, checked, as a new dict in the
+    given order: a special token's id must not be a rank, nor its bytes a ranked token (bpe_fast gives a token's
+    bytes one id). Several special tokens may share an id, as in tiktoken's o200k_harmony (an alias: each
+    encodes to the id, which decodes to the first; specials.first_alias)."""
     if special_tokens is None:
         special_tokens = {}
     if not hasattr(special_tokens, "items"):
         raise TypeError(f"special_tokens must be a dict[str, int], got {type(special_tokens).__name__}")
     values = ranked.values
-    special_of: dict[int, str] = {}
+    checked: dict[str, int] = {}
     # a special token's bytes against the ranked tokens: a search of the arrays each (no 200k-entry set) for a
     # few special tokens, a set for many
     token_set = set(ranked.tokens) if len(special_tokens) > 16 else None
@@ -310,8 +311,6 @@ def check_tiktoken_specials(ranked: RankedTokens, special_tokens: Mapping[str, i
         i = int(i)
         if not 0 <= i <= MAX_TOKEN_ID:
             raise ValueError(f"the id {i} of special token {name!r} is out of range 0..{MAX_TOKEN_ID}")
-        if i in special_of:
-            raise ValueError(f"special tokens {special_of[i]!r} and {name!r} have the same id {i}")
         at = int(np.searchsorted(values, i))
         if at < len(values) and values[at] == i:
             raise ValueError(f"special token {name!r}: its id {i} is the rank of {ranked.tokens[at]!r}")
@@ -319,15 +318,15 @@ def check_tiktoken_specials(ranked: RankedTokens, special_tokens: Mapping[str, i
         if (data in token_set) if token_set is not None else ranked.find(data) >= 0:
             raise ValueError(f"special token {name!r}: its bytes are a ranked token "
                              "(bpe_fast gives one id to each token's bytes)")
-        special_of[i] = name
-    return {str(name): i for i, name in special_of.items()}
+        checked[str(name)] = i
+    return checked
 
 
 def vocab_of(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> Vocab:
     """{id: bytes} of the ranks and the special tokens (checked by check_tiktoken_specials)."""
     vocab = dict(zip(ranked.values.tolist(), ranked.tokens))
     for name, i in special_tokens.items():
-        vocab[i] = name.encode("utf-8")
+        vocab.setdefault(i, name.encode("utf-8"))      # an id several special tokens share: the first's bytes
     return vocab
 
 

@@ -75,10 +75,17 @@ ENCODINGS: dict[str, Named] = {
     "o200k_base": Named(O200K_PATTERN, {_ENDOFTEXT: 199999, "<|endofprompt|>": 200018}, None,
                         (_tiktoken_file("o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),)),
 }
-# tiktoken knows this one, with two special tokens of one id (<|endofprompt|> and <|reserved_200018|>, 200018),
-# where tiktoken decodes the id to either; bpe_fast gives each id one token
-REFUSED = {"o200k_harmony": "its special tokens <|endofprompt|> and <|reserved_200018|> share the id 200018 "
-                            "(tiktoken decodes it to either), and bpe_fast gives an id one token"}
+# o200k_harmony (gpt-oss): o200k_base's ranks, its two special tokens, the harmony format's, and the rest of
+# 199998..201087 reserved (<|reserved_N|>), in tiktoken_ext's order. <|reserved_200018|> shares 200018 with
+# <|endofprompt|>: both encode to it, it decodes to <|endofprompt|> (tiktoken's decoder to either, by its hash map)
+_HARMONY_NAMED = {"<|startoftext|>": 199998, _ENDOFTEXT: 199999, "<|reserved_200000|>": 200000,
+                  "<|reserved_200001|>": 200001, "<|return|>": 200002, "<|constrain|>": 200003,
+                  "<|reserved_200004|>": 200004, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
+                  "<|message|>": 200008, "<|reserved_200009|>": 200009, "<|reserved_200010|>": 200010,
+                  "<|reserved_200011|>": 200011, "<|call|>": 200012}
+ENCODINGS["o200k_harmony"] = Named(
+    O200K_PATTERN, {**ENCODINGS["o200k_base"].special_tokens, **_HARMONY_NAMED}
+    | {f"<|reserved_{i}|>": i for i in range(200013, 201088)}, None, ENCODINGS["o200k_base"].files)
 
 # model names, and prefixes of model names, to encodings: tiktoken.model's table (tests compare the two)
 _O200K_MODELS = ("o1", "o3", "o4-mini", "gpt-5", "gpt-4.1", "gpt-4o")
@@ -121,8 +128,8 @@ def list_encoding_names() -> list[str]:
 
 def get_encoding(encoding_name: str) -> Encoding:
     """The Encoding tiktoken.get_encoding(encoding_name) gives (the same ids), from ranks already on this machine
-    (see the module's notes), built once a process. ValueError for a name it does not know (or, o200k_harmony,
-    cannot make: REFUSED), or one that is not a str (as tiktoken); FileNotFoundError
+    (see the module's notes), built once a process. ValueError for a name it does not know, or one that is not a
+    str (as tiktoken); FileNotFoundError
     naming every place looked in (and each file found there that is not the published one) when no ranks are
     found: bpe_fast downloads nothing.
 
@@ -137,8 +144,6 @@ def get_encoding(encoding_name: str) -> Encoding:
     with _lock:
         enc = _built.get(encoding_name)
         if enc is None:
-            if encoding_name in REFUSED:
-                raise ValueError(f"bpe_fast cannot make {encoding_name}: {REFUSED[encoding_name]}")
             if encoding_name not in ENCODINGS:
                 raise ValueError(f"Unknown encoding {encoding_name!r}: bpe_fast knows {', '.join(ENCODINGS)}")
             enc = _built[encoding_name] = _build(encoding_name, ENCODINGS[encoding_name])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 import regex
@@ -41,6 +41,32 @@ def check_special_tokens(special_tokens: Iterable[str] | None) -> tuple[str, ...
                 from None
         seen.add(tok)
     return tokens
+
+
+def first_alias(ids: Mapping[str, int]) -> tuple[str, str, int] | None:
+    """(first, other, id) for the first special token whose id an earlier one has (tiktoken's o200k_harmony gives
+    <|endofprompt|> and <|reserved_200018|> the id 200018: both encode to it, it decodes to the first); None when
+    each special token has an id of its own.
+
+    >>> first_alias({"<|a|>": 5, "<|b|>": 6, "<|c|>": 5})
+    ('<|a|>', '<|c|>', 5)
+    """
+    first: dict[int, str] = {}
+    for name, i in ids.items():
+        if i in first:
+            return first[i], name, i
+        first[i] = name
+    return None
+
+
+def check_no_alias(ids: Mapping[str, int], files: str) -> None:
+    """ValueError when two special tokens share an id (first_alias): `files` (bpe_fast's, HF's) give each special
+    token an id of its own, so they cannot say it."""
+    alias = first_alias(ids)
+    if alias is not None:
+        first, other, i = alias
+        raise ValueError(f"special tokens {first!r} and {other!r} share the id {i} (as in tiktoken's o200k_harmony); "
+                         f"{files} give each special token an id of its own, so they cannot hold this tokenizer")
 
 
 class SpecialTokens(Sequence[str]):

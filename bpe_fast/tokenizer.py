@@ -48,7 +48,7 @@ from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, check_tiktoken
                        tiktoken_anchors)
 from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
-from .specials import SpecialTokens, check_disallowed
+from .specials import SpecialTokens, check_disallowed, check_no_alias
 from ._types import Merges, StrPath, Vocab
 
 if TYPE_CHECKING:
@@ -422,6 +422,7 @@ class Tokenizer:
         (NumPy arrays, no pickle), which load uses while it matches vocab.json and merges.txt (see
         bpe_fast.formats).
         """
+        check_no_alias(self.special_tokens, "bpe_fast's files (vocab.json and bpe_fast.json)")
         with output_group() as group:       # every file at once: a failure leaves the folder as it was
             formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials.tokens,
                                          self._pattern, self._training, group)
@@ -486,7 +487,7 @@ class Tokenizer:
     def __reduce__(self) -> tuple[Callable[..., Tokenizer], tuple[Any, ...]]:
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles).
         return (_rebuild, (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
-                           self._training))
+                           self._training, list(self.special_tokens.values())))
 
     # ---------------------------------------------------------------------------------------- properties
 
@@ -1167,10 +1168,11 @@ def _check_threads(num_threads: int) -> None:
 
 
 def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
-             training: dict[str, Any] | None = None) -> Tokenizer:
+             training: dict[str, Any] | None = None, special_ids: list[int] | None = None) -> Tokenizer:
     """Tokenizer.__reduce__'s: the parts of a tokenizer already made (and checked) in another process, not checked
-    again (a pickle is trusted as code; GPT-2's 50k merges: the constructor's checks took 40 ms a worker)."""
-    return Tokenizer._from_checked(vocab, merges, specials, pattern, training=training)
+    again (a pickle is trusted as code; GPT-2's 50k merges: the constructor's checks took 40 ms a worker), with
+    its special tokens' ids (an id two of them share, as in o200k_harmony, is not the vocabulary's to say)."""
+    return Tokenizer._from_checked(vocab, merges, specials, pattern, training=training, special_ids=special_ids)
 
 
 def _check_text(text: object) -> str:
@@ -1333,7 +1335,10 @@ def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
 
 def _ranks_decode_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
     """_decode_arrays of the ranks' and special tokens' vocabulary, from the ranks' arrays (no loop a token)."""
-    names = list(special_tokens)
+    first: dict[int, str] = {}
+    for name, i in special_tokens.items():
+        first.setdefault(i, name)       # an id several special tokens share decodes to the first's bytes
+    names = list(first.values())
     extra = [name.encode("utf-8") for name in names]
     pool = np.concatenate([ranked.pool, np.frombuffer(b"".join(extra), dtype=np.uint8)])
     offsets = np.concatenate([ranked.offsets, ranked.offsets[-1] + np.cumsum([len(e) for e in extra], dtype=np.int64)])
