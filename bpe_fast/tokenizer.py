@@ -712,7 +712,9 @@ class Tokenizer:
             text, index = _replace_surrogates_mapped(text)
             data = text.encode("utf-8")
         ids = tok.encode_utf8_to_numpy(data)
-        offsets = _char_offsets(data, self._token_lengths()[ids])
+        lengths = self._token_lengths()[ids]
+        _shared_id_lengths(lengths, ids, data, tok._specials, self._vocab)
+        offsets = _char_offsets(data, lengths)
         return ids, (index[offsets] if index is not None else offsets)
 
     def _for_specials(self, text: str, allowed_special: AllowedSpecial,
@@ -1126,6 +1128,24 @@ def _utf8_tail(data: bytes) -> bytes:
     while start < len(tail) and tail[start] & 0xC0 == 0x80:
         start += 1
     return tail[start:]
+
+
+def _shared_id_lengths(lengths: NDArray[np.int64], ids: NDArray[Any], data: bytes, specials: SpecialTokens,
+                       vocab: Vocab) -> None:
+    """Set in `lengths` (of the tokens `ids` making up `data`) the length of each special token whose id has other
+    bytes in the vocabulary: special tokens sharing an id (o200k_harmony's <|endofprompt|> and <|reserved_200018|>)
+    leave it the first's, but the text holds the one matched, the longest of them found where the token starts."""
+    shared: dict[int, list[bytes]] = {}
+    for utf8, i in zip(specials.utf8, specials.utf8_ids):      # the longest first, as the matcher tries them
+        shared.setdefault(i, []).append(utf8)
+    shared = {i: found for i, found in shared.items() if any(vocab.get(i) != utf8 for utf8 in found)}
+    if not shared:
+        return
+    pos = last = 0
+    for k in np.flatnonzero(np.isin(ids, list(shared))).tolist():
+        pos += int(lengths[last:k].sum())
+        last = k
+        lengths[k] = next(len(utf8) for utf8 in shared[int(ids[k])] if data.startswith(utf8, pos))
 
 
 def _char_offsets(data: bytes, lengths: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -430,6 +430,20 @@ def test_from_tiktoken_refuses_bad_special_tokens():
         Tokenizer.from_tiktoken(42, "gpt2")
 
 
+def test_encode_with_offsets_of_special_tokens_sharing_an_id():
+    # the id of special tokens that share it (o200k_harmony's 200018) has the first's bytes in the vocabulary, but
+    # the text holds whichever matched: the offsets after it count that one's characters
+    ranks = BYTE_RANKS | {b"ab": 256}
+    text = "a<|bb|>ab<|a|>c<|bb|>"
+    for specials in [{"<|a|>": 300, "<|bb|>": 300}, {"<|bb|>": 300, "<|a|>": 300}]:
+        tok = Tokenizer.from_tiktoken(ranks, "gpt2", specials)
+        for view, starts in [(tok, [0, 1, 7, 9, 14, 15]), (tok.restricted_to(frozenset(["<|bb|>"])), None)]:
+            ids, offsets = view.encode_with_offsets(text)
+            if starts is None:      # <|a|> is ordinary text here
+                starts = np.cumsum([0] + [len(tok.vocab[i]) if i != 300 else 6 for i in ids.tolist()[:-1]])
+            assert ids.tolist() == view.encode(text) and offsets.tolist() == list(starts), (specials, view)
+
+
 def _general_tables(tok):
     """The encoder's table arrays and permanent mask as any Tokenizer's are built: from the vocabulary and the
     merge list, each ranked token merged once to find whether it is permanent."""
