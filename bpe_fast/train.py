@@ -16,7 +16,7 @@ from ._types import Merges, Progress, Table, Vocab
 from .count_workers import check_input_args, count_input_tables
 from .counts import PretokenCounts, mapping_arrays
 from .patterns import GPT2_PATTERN, resolve_pattern, shown_pattern
-from .specials import SpecialTokens
+from .specials import SpecialTokens, first_alias
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -293,6 +293,11 @@ def check_train_options(*, min_frequency: int = 1, max_token_length: int | None 
             missing = min(set(range(256)) - {token[0] for token in singles})
             raise ValueError(f"initial: the tokenizer's vocabulary lacks the single byte {bytes([missing])!r} "
                              f"(byte-level BPE needs all 256)")
+        alias = first_alias(initial.special_tokens)
+        if alias is not None:       # the trained vocabulary would give the second a new id, silently
+            raise ValueError(f"initial: special tokens {alias[0]!r} and {alias[1]!r} share the id {alias[2]} (as in "
+                             "tiktoken's o200k_harmony); a trained tokenizer gives each special token an id of its "
+                             "own, so it cannot keep the initial tokenizer's ids")
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:

@@ -366,6 +366,16 @@ def test_initial_tokenizer_must_suit(tmp_path):
         train_from_counts({b"abc": 2}, 300, initial=loose)
 
 
+def test_initial_tokenizer_with_special_tokens_sharing_an_id_is_refused(tmp_path):
+    # tiktoken's o200k_harmony gives <|endofprompt|> and <|reserved_200018|> one id; a trained vocabulary gives each
+    # special token an id of its own, so the second would silently get a new id: refused, naming both
+    shared = Tokenizer.from_tiktoken({bytes([b]): b for b in range(256)}, "gpt2", {"<|a|>": 300, "<|b|>": 300})
+    for train in [lambda: train_from_counts({b"abc": 2}, 310, initial=shared),
+                  lambda: train_bpe(write(tmp_path, "abc"), 310, num_processes=1, initial=shared)]:
+        with pytest.raises(ValueError, match=r"initial: special tokens '<\|a\|>' and '<\|b\|>' share the id 300"):
+            train()
+
+
 def test_train_from_counts_continuing_needs_counts_split_on_the_initial_special_tokens():
     # train_bpe(initial=tok) splits the corpus on tok's special tokens; counts made without them hold EOT as
     # text ("<|", "endoftext", "|>"), so training on them would learn merges train_bpe never makes: refused. Counts
