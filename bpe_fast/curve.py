@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 
 from ._inspect import count_words, merge_forest, propagate, tally_tokens
 from .inputs import CorpusDecodeError
+from .specials import first_alias
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -324,12 +325,40 @@ def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool
     class_bytes = np.zeros(classes, dtype=np.int64)
     words = 0
     sources = []
+    shared = first_alias(tokenizer.special_tokens) is not None
     for name, data in read_texts(texts_or_paths):
         data, ids = encode_ids(tokenizer, name, data, errors)
-        tally_tokens(data, ids, trees.lengths, table, counts, class_bytes, _SPACE, _CJK, _PUNCT)
+        if shared:
+            _tally_shared(tokenizer, data, ids, trees.lengths, table, counts, class_bytes)
+        else:
+            tally_tokens(data, ids, trees.lengths, table, counts, class_bytes, _SPACE, _CJK, _PUNCT)
         words += count_words(data, table, _SPACE, _CJK, _PUNCT)
         sources.append((name, len(data), len(ids)))
     return TextAnalysis(trees, counts, class_bytes, words, sources)
+
+
+def _tally_shared(tokenizer: Tokenizer, data: bytes, ids: NDArray[Any], lengths: NDArray[np.int64],
+                  table: NDArray[np.uint8], counts: NDArray[np.int64], class_bytes: NDArray[np.int64]) -> None:
+    """tally_tokens for a tokenizer whose special tokens share an id (o200k_harmony's <|endofprompt|> and
+    <|reserved_200018|>): the vocabulary holds the first's bytes at the id, the text the one matched. Each token
+    whose bytes are not its id's in the vocabulary is tallied under an id past the vocabulary, of its own
+    length, whose counts are then added to its id's."""
+    from .tokenizer import _shared_id_lengths
+
+    own = lengths[ids]
+    _shared_id_lengths(own, ids, data, tokenizer._specials, tokenizer._vocab)
+    differs = np.flatnonzero(own != lengths[ids])
+    pairs = list(zip(ids[differs].tolist(), own[differs].tolist()))
+    extra = list(dict.fromkeys(pairs))          # (id, length), each once
+    index = {pair: len(lengths) + j for j, pair in enumerate(extra)}
+    ids = ids.copy()
+    ids[differs] = [index[pair] for pair in pairs]
+    wide = np.zeros((len(lengths) + len(extra), counts.shape[1]), dtype=np.int64)
+    tally_tokens(data, ids, np.concatenate([lengths, np.array([n for _, n in extra], dtype=np.int64)]), table, wide,
+                 class_bytes, _SPACE, _CJK, _PUNCT)
+    counts += wide[:len(lengths)]
+    for (i, _), row in zip(extra, wide[len(lengths):]):
+        counts[i] += row
 
 
 def compression_curve(tokenizer: Tokenizer, texts_or_paths: Texts, vocab_sizes: Iterable[int] | None = None, *,

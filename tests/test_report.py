@@ -65,6 +65,21 @@ def test_special_tokens_are_one_token_at_every_size():
     assert curve.tokens.tolist() == [3 + 1 + 3, 2 + 1 + 2, 1 + 1 + 1]
 
 
+def test_special_tokens_sharing_an_id_in_the_curve_and_the_report(tmp_path):
+    # o200k_harmony's <|endofprompt|> and <|reserved_200018|> share 200018, whose vocabulary bytes are the first's:
+    # a text holding the other is tallied by its own bytes, as with ids of their own
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+    text = "abc<|bb|>ab <|a|>c\u4e2d<|bb|>"
+    own = compression_curve(Tokenizer.from_tiktoken(ranks, "gpt2", {"<|a|>": 300, "<|bb|>": 301}), text,
+                            by_script=True)
+    for specials in [{"<|a|>": 300, "<|bb|>": 300}, {"<|bb|>": 300, "<|a|>": 300}]:
+        tok = Tokenizer.from_tiktoken(ranks, "gpt2", specials)
+        curve = compression_curve(tok, text, by_script=True)
+        assert curve.tokens.tolist() == own.tokens.tolist() and (curve.bytes, curve.words) == (own.bytes, own.words)
+        assert curve.bytes == len(text.encode("utf-8"))
+        write_report(tok, [write(tmp_path, text)], tmp_path / "r.html")
+
+
 def test_words_are_runs_of_non_whitespace():
     text = "ab c\u00a0\u3000ab\n\n ab\u2003x "        # U+00A0, U+3000, U+2003 are whitespace too
     assert compression_curve(abc_tokenizer(), text).words == 5 == len(text.split())
