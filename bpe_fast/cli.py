@@ -606,8 +606,10 @@ def cmd_show(args: argparse.Namespace) -> None:
     tokenizer = _load_tokenizer(args.tokenizer)
     text, name = _show_text(args)
     view = tokenizer.show(text)
-    vocab = tokenizer.vocab
-    size = sum(len(vocab[i]) for i in view.ids)
+    vocab, specials = tokenizer.vocab, tokenizer.special_tokens
+    # a special token sharing its id with another (o200k_harmony) has its own bytes, not the vocabulary's
+    size = sum(len(piece.encode("utf-8")) if specials.get(piece) == i else len(vocab[i])
+               for piece, i in zip(view.pieces, view.ids))
     summary = f"{len(view.ids):,} tokens, {size:,} bytes"
     if view.ids:
         summary += f", {size / len(view.ids):.2f} bytes per token"

@@ -50,13 +50,25 @@ def token_view(tokenizer: Tokenizer, text: str) -> TokenView:
         if piece is None:
             piece = cache[i] = piece_of(vocab[i])
         pieces.append(piece)
+    # special tokens sharing an id (o200k_harmony's <|endofprompt|> and <|reserved_200018|>): the vocabulary holds
+    # the first's bytes at the id; each such token shows the one the text holds there (the longest found)
+    shared: dict[int, list[str]] = {}
+    for name, i in sorted(tokenizer.special_tokens.items(), key=lambda item: -len(item[0].encode("utf-8"))):
+        shared.setdefault(i, []).append(name)
+    shared = {i: names for i, names in shared.items() if len(names) > 1}
+    if shared:
+        offsets = tokenizer.encode_with_offsets(text)[1].tolist()
+        for k, i in enumerate(ids):
+            if i in shared:
+                pieces[k] = next(name for name in shared[i] if text.startswith(name, offsets[k]))
     return TokenView(pieces, ids)
 
 
 def split_positions(view: TokenView, tokenizer: Tokenizer) -> set[int]:
     """The set of positions k whose token holds part of a character (its piece has \\xNN escapes)."""
-    vocab = tokenizer.vocab
-    return {k for k, (piece, i) in enumerate(zip(view.pieces, view.ids)) if piece.encode("utf-8") != vocab[i]}
+    vocab, specials = tokenizer.vocab, tokenizer.special_tokens     # a special token: whole characters
+    return {k for k, (piece, i) in enumerate(zip(view.pieces, view.ids))
+            if piece.encode("utf-8") != vocab[i] and specials.get(piece) != i}
 
 
 def _control(ch: str) -> str:

@@ -108,6 +108,17 @@ def test_special_tokens_of_one_id_survive_pickling_and_are_refused_by_files(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+def test_cli_shows_each_special_token_of_one_id_as_the_text_holds_it(capsys):
+    from bpe_fast.cli import main
+
+    ranks_path("o200k_base")
+    text = "a <|reserved_200018|> b <|endofprompt|>"
+    assert main(["show", "-t", "o200k_harmony", "--plain", "--ids", text]) == 0
+    out, err = capsys.readouterr()
+    assert out == "[a|64][ |220][<|reserved_200018|>|200018][ b|287][ |220][<|endofprompt|>|200018]\n"
+    assert f"6 tokens, {len(text)} bytes" in err
+
+
 def test_model_names_map_as_tiktoken_maps_them():
     model = pytest.importorskip("tiktoken.model")
     names = [*model.MODEL_TO_ENCODING, *(prefix + "2026-x" for prefix in model.MODEL_PREFIX_TO_ENCODING),

@@ -248,6 +248,17 @@ def test_show_escapes_parts_of_characters():
     assert tok.show("") == ([], [])
 
 
+def test_show_special_tokens_sharing_an_id():
+    # o200k_harmony's <|endofprompt|> and <|reserved_200018|> share 200018: each shows as the text holds it
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    text = "ab<|bb|>a<|a|>"
+    for specials in [{"<|a|>": 300, "<|bb|>": 300}, {"<|bb|>": 300, "<|a|>": 300}]:
+        tok = Tokenizer.from_tiktoken(ranks, "gpt2", specials)
+        view = tok.show(text)
+        assert view == TokenView(["ab", "<|bb|>", "a", "<|a|>"], [256, 300, 97, 300])
+        assert split_positions(view, tok) == set()
+
+
 def test_render_plain_and_html():
     view = TokenView(["Hello", " world", "\n", "x"], [1, 2, 3, 4])
     assert render_plain(view) == "[Hello][ world][\\n]\n[x]\n"
