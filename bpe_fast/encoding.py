@@ -15,7 +15,8 @@ translated). Differences, all refusals at construction: the 256 single bytes mus
 token must be reachable by merging lower-ranked ones (tiktoken accepts others, and never produces them from
 other text); a special token may not share its id with a ranked token, nor its bytes; ids must lie below
 2^31 - 1, the largest below 4 times the number of tokens plus 2^20 (the encoder's tables are indexed by id),
-two special tokens may not share an id, and "" is not a special token.
+and "" is not a special token. Two special tokens may share an id (o200k_harmony's <|endofprompt|> and
+<|reserved_200018|>): both encode to it, and it decodes to the first given (tiktoken's to either).
 
 >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 >>> enc = Encoding("tiny", pat_str=r"\\w+|\\W", mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 258})
