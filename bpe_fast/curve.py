@@ -343,10 +343,7 @@ def _tally_shared(tokenizer: Tokenizer, data: bytes, ids: NDArray[Any], lengths:
     <|reserved_200018|>): the vocabulary holds the first's bytes at the id, the text the one matched. Each token
     whose bytes are not its id's in the vocabulary is tallied under an id past the vocabulary, of its own
     length, whose counts are then added to its id's."""
-    from .tokenizer import _shared_id_lengths
-
-    own = lengths[ids]
-    _shared_id_lengths(own, ids, data, tokenizer._specials, tokenizer._vocab)
+    own = tokenizer.lengths_in(data, ids)
     differs = np.flatnonzero(own != lengths[ids])
     pairs = list(zip(ids[differs].tolist(), own[differs].tolist()))
     extra = list(dict.fromkeys(pairs))          # (id, length), each once

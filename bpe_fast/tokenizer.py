@@ -712,9 +712,7 @@ class Tokenizer:
             text, index = _replace_surrogates_mapped(text)
             data = text.encode("utf-8")
         ids = tok.encode_utf8_to_numpy(data)
-        lengths = self._token_lengths()[ids]
-        _shared_id_lengths(lengths, ids, data, tok._specials, self._vocab)
-        offsets = _char_offsets(data, lengths)
+        offsets = _char_offsets(data, tok.lengths_in(data, ids))
         return ids, (index[offsets] if index is not None else offsets)
 
     def _for_specials(self, text: str, allowed_special: AllowedSpecial,
@@ -748,6 +746,19 @@ class Tokenizer:
         else:
             disallowed = frozenset(disallowed_special)
         return self.restricted_to(allowed), disallowed
+
+    def lengths_in(self, data: bytes, ids: NDArray[Any]) -> NDArray[np.int64]:
+        """How many bytes of `data` each token of `ids` (this tokenizer's encoding of data) covers (int64 array):
+        its id's bytes' length, but for a special token sharing its id with others (o200k_harmony's
+        <|endofprompt|> and <|reserved_200018|>), that of the one matched there.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|eot|>"])
+        >>> tok.lengths_in(b"a<|eot|>", tok.encode_utf8_to_numpy(b"a<|eot|>")).tolist()
+        [1, 7]
+        """
+        lengths = self._token_lengths()[ids]
+        _shared_id_lengths(lengths, ids, data, self._specials, self._vocab)
+        return lengths
 
     def _token_lengths(self) -> NDArray[np.int64]:
         """int64 array: id -> the length of its bytes (0 for an id without a token); made on first use."""
