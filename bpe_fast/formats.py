@@ -32,8 +32,8 @@ from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, output_group
-from .merge_rule import (RuleCheck, describe_difference, describe_remade, merge_rule_difference, remade_token,
-                         rule_difference_of_indices)
+from .merge_rule import PAIR_TWICE as _TWICE
+from .merge_rule import RuleCheck, list_rule_problem, rule_difference_of_indices
 from .token_arrays import all_distinct, gather_tokens
 
 __all__ = [
@@ -399,8 +399,7 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         if known is None or (known.issuperset(lefts) and known.issuperset(rights)
                              and known.issuperset(token_list(pool, offsets, 0, 2, 2))):
             read = list(zip(lefts, rights))
-            if len(set(read)) == len(read) and (vocab is None or (remade_token(read) is None
-                                                                  and merge_rule_difference(read) is None)):
+            if len(set(read)) == len(read) and (vocab is None or list_rule_problem(read, str) is None):
                 return read         # no pair listed twice (and for a tokenizer, read by the ranks rule as listed)
     text = read_text(path, data)        # anything else: read here, which names what is wrong
     lines = text.split("\n")
@@ -445,22 +444,14 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         k, j = repeat
         line = lines[numbers[k] - 1].rstrip("\r")
         raise FormatError(path, numbers[k], f"merge {line!r} is on line {numbers[j]} already: {_TWICE}")
-    remade = remade_token(merges) if vocab is not None else None
-    if remade is not None:
-        k, j = remade
+    problem = list_rule_problem(merges, lambda j: f"line {numbers[j]}") if vocab is not None else None
+    if problem is not None:
+        k, what = problem
         line = lines[numbers[k] - 1].rstrip("\r")
-        raise FormatError(path, numbers[k], f"merge {line!r} {describe_remade(*merges[k], f'line {numbers[j]}')}")
-    difference = merge_rule_difference(merges) if vocab is not None else None
-    if difference is not None:
-        k, parts = difference
-        line = lines[numbers[k] - 1].rstrip("\r")
-        raise FormatError(path, numbers[k], f"merge {line!r}: {describe_difference(*merges[k], parts)}")
+        raise FormatError(path, numbers[k], f"merge {line!r}{what}")
     return merges
 
 
-# why a merge list cannot hold a pair twice
-_TWICE = ("GPT-2's encoder and HF rank a pair listed twice by its last place, bpe_fast by its first, so the ids "
-          "would differ")
 
 
 def repeated_merge(merges: Sequence[Sequence[bytes]]) -> tuple[int, int] | None:

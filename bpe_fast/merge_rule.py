@@ -10,7 +10,7 @@ than the list does would give other ids, silently: every reader of a merge list 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -19,7 +19,11 @@ from numpy.typing import NDArray
 from ._ranks import recover_merges, rule_cuts
 
 __all__ = ["RuleCheck", "rule_difference_of_indices", "merge_rule_difference", "describe_difference", "remade_token",
-           "describe_remade"]
+           "describe_remade", "list_rule_problem", "PAIR_TWICE"]
+
+# why a merge list cannot hold a pair twice
+PAIR_TWICE = ("GPT-2's encoder and HF rank a pair listed twice by its last place, bpe_fast by its first, so the ids "
+              "would differ")
 
 
 class RuleCheck(NamedTuple):
@@ -144,3 +148,25 @@ def describe_difference(a: bytes, b: bytes, parts: tuple[bytes, bytes] | None) -
                 "the merge list's own rule gives the same ids cannot be checked")
     return (f"bpe_fast (as tiktoken) makes {a + b!r} from {parts[0]!r} + {parts[1]!r}, a pair the merge list does "
             "not hold (GPT-2's encoder, HF and CS336's tokenizer would not join them), so the ids would differ")
+
+
+def list_rule_problem(merges: Sequence[tuple[bytes, bytes]], name: Callable[[int], str]) -> tuple[int, str] | None:
+    """(k, what is wrong with merge k) when the list's own rule and the ranks rule can read `merges` differently:
+    a pair listed twice or a token remade after other merges (remade_token), a token the ranks rule makes from
+    other parts or cannot make (merge_rule_difference); None when they agree. The text follows the merge's name
+    (it starts with its own separator); name(j) names an earlier merge j in it ("merge 3", "line 5").
+
+    >>> list_rule_problem([(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")], lambda j: f"merge {j}")[0]
+    2
+    """
+    remade = remade_token(merges)
+    if remade is not None:
+        k, j = remade
+        if merges[k] == merges[j]:
+            return k, f" repeats {name(j)}: {PAIR_TWICE}"
+        return k, f" {describe_remade(*merges[k], name(j))}"
+    difference = merge_rule_difference(merges)
+    if difference is not None:
+        k, parts = difference
+        return k, f": {describe_difference(*merges[k], parts)}"
+    return None

@@ -43,7 +43,7 @@ from . import formats
 from .atomic import output_group
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
                       utf8_searchable)
-from .merge_rule import describe_difference, describe_remade, merge_rule_difference, remade_token
+from .merge_rule import list_rule_problem
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, check_tiktoken_readable, resolve_pattern,
                        tiktoken_anchors)
 from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
@@ -114,17 +114,10 @@ class Tokenizer:
                  training: dict[str, Any] | None = None) -> None:
         vocab = _check_vocab(vocab)
         merges = _check_merges(merges, vocab)
-        remade = remade_token(merges)
-        if remade is not None:
-            k, j = remade
-            if merges[k] == merges[j]:      # a pair listed twice (read_merges refuses it too)
-                raise ValueError(f"merge {k} {merges[k]!r} repeats merge {j}: GPT-2's encoder and HF rank a pair "
-                                 "listed twice by its last place, bpe_fast by its first, so the ids would differ")
-            raise ValueError(f"merge {k} {merges[k]!r} {describe_remade(*merges[k], f'merge {j}')}")
-        difference = merge_rule_difference(merges)
-        if difference is not None:
-            k, parts = difference
-            raise ValueError(f"merge {k} {merges[k]!r}: {describe_difference(*merges[k], parts)}")
+        problem = list_rule_problem(merges, lambda j: f"merge {j}")
+        if problem is not None:
+            k, what = problem
+            raise ValueError(f"merge {k} {merges[k]!r}{what}")
         training = formats.check_training(training, len(merges))
         self._setup(vocab, merges, special_tokens, pattern)
         self._training = training
