@@ -7,7 +7,8 @@ Merging follows tiktoken's ``byte_pair_merge``: a pre-token starts as its single
 parts concatenate to a ranked token, the pair whose token has the lowest rank is joined (on a tie, the
 leftmost). Ranks are given by the caller as a list of tokens in rank order, so the rule is a lookup in a
 table keyed by the pair of part ids, (a << 32) | b -> (rank, id of a+b), holding every way of writing each
-ranked token as two parts.
+ranked token as two parts (from tiktoken's ranks, only the one way that rule ever joins: BPETables'
+made_by_merging).
 
 Whole pre-tokens are looked up first in a table keyed by their bytes: every ranked token that merges to
 itself is there for good, and the ids of other pre-tokens are added as they are merged, up to a bound
@@ -273,6 +274,24 @@ cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
 
 
+cdef extern from *:
+    """
+    #include <sys/mman.h>
+    #include <stdint.h>
+    /* Ask for huge pages for the whole 2 MiB pages inside [p, p + n) (before they are first written: a large
+       table's random look-ups then miss the TLB far less). A hint: where the kernel does not take it, nothing
+       changes. */
+    static void bpe_fast_hugepages(void* p, size_t n) {
+    #ifdef MADV_HUGEPAGE
+        uintptr_t start = ((uintptr_t)p + (1u << 21) - 1) & ~(uintptr_t)((1u << 21) - 1);
+        uintptr_t end = ((uintptr_t)p + n) & ~(uintptr_t)((1u << 21) - 1);
+        if (end > start) madvise((void*)start, end - start, MADV_HUGEPAGE);
+    #endif
+    }
+    """
+    void hugepages "bpe_fast_hugepages" (void* p, size_t n) noexcept nogil
+
+
 cdef enum:
     PAIR_LOOKAHEAD = 4      # tokens ahead whose table slots _build_pairs asks for
 
@@ -496,6 +515,56 @@ cdef Py_ssize_t merge_small(const Ranks* r, int32_t* ids, Py_ssize_t m) noexcept
     return m
 
 
+cdef struct RankedPair:
+    int32_t rank                # NO_RANK: the two bytes are no token (yet)
+    int32_t merged
+
+
+cdef Py_ssize_t merge_ranked_token(const Ranks* r, const RankedPair* two, const uint8_t* p, Py_ssize_t n,
+                                   int32_t* ids) noexcept nogil:
+    """merge_small of the bytes p[0:n] (2 <= n <= SMALL_PIECE) into ids[0:count]; returns count. The pairs of
+    two bytes are looked up in `two` (by the bytes, 256 x 256 entries: a cache-resident table), and the two
+    pairs a join changes are asked of the pair table at once (their slots prefetched together): the tables'
+    build from tiktoken's ranks merges every token's bytes, and those look-ups are its time."""
+    cdef int32_t ranks[SMALL_PIECE]
+    cdef int32_t merged[SMALL_PIECE]
+    cdef Py_ssize_t i, best_i, m = n
+    cdef int32_t best
+    cdef uint64_t key_l = 0, key_r = 0
+    for i in range(n):
+        ids[i] = r.byte_ids[p[i]]
+    for i in range(n - 1):
+        ranks[i] = two[(<Py_ssize_t>p[i] << 8) | p[i + 1]].rank
+        merged[i] = two[(<Py_ssize_t>p[i] << 8) | p[i + 1]].merged
+    while m > 1:
+        best = NO_RANK
+        best_i = -1
+        for i in range(m - 1):
+            if ranks[i] < best:
+                best = ranks[i]
+                best_i = i
+        if best_i < 0:
+            break
+        i = best_i
+        ids[i] = merged[i]
+        memmove(&ids[i + 1], &ids[i + 2], (m - i - 2) * sizeof(int32_t))
+        if m - i - 3 > 0:
+            memmove(&ranks[i + 1], &ranks[i + 2], (m - i - 3) * sizeof(int32_t))
+            memmove(&merged[i + 1], &merged[i + 2], (m - i - 3) * sizeof(int32_t))
+        m -= 1
+        if i > 0:
+            key_l = pair_key(ids[i - 1], ids[i])
+            prefetch(&r.pairs[pair_slot(key_l, r.pair_shift)])
+        if i < m - 1:
+            key_r = pair_key(ids[i], ids[i + 1])
+            prefetch(&r.pairs[pair_slot(key_r, r.pair_shift)])
+        if i > 0:
+            ranks[i - 1] = pair_rank(r, ids[i - 1], ids[i], &merged[i - 1])
+        if i < m - 1:
+            ranks[i] = pair_rank(r, ids[i], ids[i + 1], &merged[i])
+    return m
+
+
 cdef inline void _push_pair(vector[HeapEntry]& heap, int32_t rank, int32_t start) noexcept nogil:
     cdef HeapEntry e
     e.key = rank
@@ -572,21 +641,37 @@ cdef class BPETables:
     cdef vector[int64_t] offsets            # id -> start in pool; offsets[id + 1] - offsets[id] is its length
     cdef vector[uint8_t] known              # id -> 1 if the id has bytes
 
+    cdef vector[int32_t] split_left         # made_by_merging: the two ids whose merge makes ranked token k
+    cdef vector[int32_t] split_right
+    cdef Py_ssize_t unmade                  # made_by_merging: the first ranked token not made, or -1
+    cdef Py_ssize_t unmade_parts            # the parts tiktoken's rule leaves it in
+
     def __cinit__(self, const int32_t[::1] byte_ids, const uint8_t[::1] ranked_pool,
                   const int64_t[::1] ranked_offsets, const int32_t[::1] ranked_ids,
                   const uint8_t[::1] decode_pool, const int64_t[::1] decode_offsets, const uint8_t[::1] known,
-                  const uint8_t[::1] permanent=None):
+                  const uint8_t[::1] permanent=None, bint made_by_merging=False):
         """byte_ids: 256 ids (-1: absent). Ranked token k (rank k) is ranked_pool[ranked_offsets[k]:
         ranked_offsets[k+1]] with id ranked_ids[k]; tokens are distinct and at least 2 bytes long.
         Decoding: id i is decode_pool[decode_offsets[i]:decode_offsets[i+1]] when known[i].
         permanent: optional, permanent_mask() of tables built from the same arrays (bpe_fast.formats' cache);
-        it spares merging every ranked token once, and is trusted, so it must come from those arrays."""
+        it spares merging every ranked token once, and is trusted, so it must come from those arrays.
+        made_by_merging: tiktoken's ranks, every byte with an id: each ranked token's bytes are merged with the
+        tokens ranked before it, which must leave two parts; their pair is the only one the encoder needs for
+        it (splits()), and every token is then permanent (`permanent`, if given, is still what is used). A
+        token left in other than two parts stops the build (splits() names it; the tables are then not to be
+        used)."""
         cdef Py_ssize_t n_ranked = ranked_ids.shape[0]
         if permanent is not None and permanent.shape[0] != n_ranked:
             raise ValueError("permanent must have one entry a ranked token")
         cdef Py_ssize_t k, i
         if byte_ids.shape[0] != 256:
             raise ValueError("byte_ids must have 256 entries")
+        self.unmade = -1
+        self.unmade_parts = 0
+        if made_by_merging:
+            for i in range(256):
+                if byte_ids[i] < 0:
+                    raise ValueError(f"made_by_merging needs an id for every byte (byte 0x{i:02x} has none)")
         if ranked_offsets.shape[0] != n_ranked + 1:
             raise ValueError("ranked_offsets must have one entry more than ranked_ids")
         if decode_offsets.shape[0] != known.shape[0] + 1:
@@ -602,10 +687,15 @@ cdef class BPETables:
                 raise ValueError(f"token {i} has bad decode offsets")
         for i in range(256):
             self.r.byte_ids[i] = byte_ids[i]
-        with nogil:         # the tables of a 200k-token vocabulary take a fifth of a second: other threads run
-            self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
-            self.r.pairs = self.pairs.data()        # the vector is not resized after this
-            self._build_permanent(ranked_pool, ranked_offsets, ranked_ids, permanent)
+        cdef bint every = made_by_merging and permanent is None     # every token merges to itself: proven
+        with nogil:         # the tables of a 200k-token vocabulary take a tenth of a second: other threads run
+            if made_by_merging:
+                self._build_pairs_by_merging(ranked_pool, ranked_offsets, ranked_ids)
+            else:
+                self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
+                self.r.pairs = self.pairs.data()        # the vector is not resized after this
+            if self.unmade < 0:
+                self._build_permanent(ranked_pool, ranked_offsets, ranked_ids, permanent, every)
         if decode_pool.shape[0]:
             self.pool.assign(&decode_pool[0], &decode_pool[0] + decode_pool.shape[0])
         self.offsets.assign(&decode_offsets[0], &decode_offsets[0] + decode_offsets.shape[0])
@@ -698,6 +788,73 @@ cdef class BPETables:
             self._pair_insert(found_keys[k], found_ranks[k], found_ids[k])
         return 0
 
+    cdef int _build_pairs_by_merging(self, const uint8_t[::1] pool, const int64_t[::1] offs,
+                                     const int32_t[::1] ids) except -1 nogil:
+        """The pairs for tiktoken's ranks, one a ranked token: in rank order, each token's bytes merged by the
+        pairs of the tokens before it, which must leave two parts. Where tiktoken's rule (any two adjacent parts
+        whose bytes are a token join, the lowest rank first) joins two parts into a token, in any text, the
+        parts inside that token's bytes went through what merging its bytes alone goes through (a join across
+        its edges would have left it unmade), so their last two parts are these two: the other ways to split a
+        token in two never join, and the table need not hold them. Merging with only these pairs is then
+        tiktoken's rule, token after token, so each token's two parts are found with the pairs before it."""
+        cdef Py_ssize_t n_ranked = ids.shape[0]
+        cdef Py_ssize_t k, n, count, longest = 0
+        cdef uint64_t cap = table_size(n_ranked)
+        self.pairs.reserve(cap)
+        hugepages(self.pairs.data(), cap * sizeof(PairSlot))
+        self.pairs.resize(cap)
+        for k in range(<Py_ssize_t>cap):
+            self.pairs[k].key = EMPTY_KEY
+        self.r.pairs = self.pairs.data()        # the vector is not resized after this
+        self.r.pair_mask = cap - 1
+        self.r.pair_shift = table_shift(cap)
+        self.n_pairs = 0
+        for k in range(n_ranked):
+            if offs[k + 1] - offs[k] > longest:
+                longest = offs[k + 1] - offs[k]
+        self.split_left.resize(n_ranked)
+        self.split_right.resize(n_ranked)
+        cdef vector[int32_t] buf
+        buf.resize(longest)
+        cdef vector[RankedPair] two         # the pair of each two bytes, by the bytes
+        cdef RankedPair none
+        none.rank = NO_RANK
+        none.merged = -1
+        two.assign(1 << 16, none)
+        cdef const uint8_t* t
+        for k in range(n_ranked):
+            t = &pool[0] + offs[k]
+            n = offs[k + 1] - offs[k]
+            if n <= SMALL_PIECE:
+                count = merge_ranked_token(&self.r, two.data(), t, n, buf.data())
+            else:
+                count = merge_piece(&self.r, t, n, buf.data())
+            if count != 2:
+                self.unmade = k
+                self.unmade_parts = count
+                return 0
+            self.split_left[k] = buf[0]
+            self.split_right[k] = buf[1]
+            self._pair_insert(pair_key(buf[0], buf[1]), <int32_t>k, ids[k])
+            if n == 2:
+                two[(<Py_ssize_t>t[0] << 8) | t[1]].rank = <int32_t>k
+                two[(<Py_ssize_t>t[0] << 8) | t[1]].merged = ids[k]
+        return 0
+
+    def splits(self):
+        """Tables built made_by_merging: (left, right, unmade, parts): int32 arrays of the two ids whose merge
+        makes each ranked token, in rank order; unmade, -1 or the first ranked token that merging the tokens
+        before it leaves in `parts` parts (the arrays are then filled only before it)."""
+        cdef Py_ssize_t n = self.split_left.size()
+        left = np.empty(n, dtype=np.int32)
+        right = np.empty(n, dtype=np.int32)
+        cdef int32_t[::1] lv = left
+        cdef int32_t[::1] rv = right
+        if n:
+            memcpy(&lv[0], self.split_left.data(), n * sizeof(int32_t))
+            memcpy(&rv[0], self.split_right.data(), n * sizeof(int32_t))
+        return left, right, self.unmade, self.unmade_parts
+
     cdef void _pair_insert(self, uint64_t key, int32_t rank, int32_t merged) noexcept nogil:
         cdef uint64_t i = pair_slot(key, self.r.pair_shift)
         while self.pairs[i].key != EMPTY_KEY:
@@ -710,9 +867,9 @@ cdef class BPETables:
         self.n_pairs += 1
 
     cdef int _build_permanent(self, const uint8_t[::1] pool, const int64_t[::1] offs,
-                              const int32_t[::1] ids, const uint8_t[::1] given) except -1 nogil:
+                              const int32_t[::1] ids, const uint8_t[::1] given, bint every) except -1 nogil:
         """The permanent entries: each ranked token whose own bytes merge to exactly itself (as `given` says,
-        when it is not None)."""
+        when it is not None; every one, when `every`)."""
         cdef Py_ssize_t n_ranked = ids.shape[0]
         cdef Py_ssize_t k, n, count, j
         cdef const uint8_t* t
@@ -731,7 +888,9 @@ cdef class BPETables:
                     reachable = False       # holds a byte the vocabulary lacks: no text encodes to it
             if not reachable:
                 continue
-            if given is not None:
+            if every:
+                pass
+            elif given is not None:
                 if not given[k]:
                     continue
             else:
@@ -856,6 +1015,13 @@ cdef class BPETables:
         """Sizes of the tables (for tests and benchmarks)."""
         return {"pairs": self.n_pairs, "pair_slots": self.pairs.size(), "permanent": self.permanent.size(),
                 "lookup_limit": self.lookup_limit}
+
+
+def tables_made_by_merging(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
+                           permanent=None):
+    """BPETables(..., made_by_merging=True) for tiktoken's ranks: one pair a token, checked (splits())."""
+    return BPETables(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
+                     permanent, made_by_merging=True)
 
 
 cdef class BPECore:

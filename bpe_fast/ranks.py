@@ -210,11 +210,22 @@ class RankedTokens(NamedTuple):
 
         left, right, bad, parts = recover_merges(self.pool, self.offsets, self.byte_index)
         if bad >= 0:
-            token = self.tokens[bad]
-            shown = repr(token) if len(token) <= 200 else f"{token[:100]!r}... ({len(token):,} bytes)"
-            raise ValueError(f"ranks: the token {shown} (rank {int(self.values[bad])}) cannot be made by merging "
-                             f"tokens of lower rank: tiktoken's rule leaves it in {parts} parts")
+            raise self.unmade(bad, parts)
         return left, right
+
+    def unmade(self, index: int, parts: int) -> ValueError:
+        """The error for token `index`, which tiktoken's rule with the lower ranks leaves in `parts` parts."""
+        token = self.tokens[index]
+        shown = repr(token) if len(token) <= 200 else f"{token[:100]!r}... ({len(token):,} bytes)"
+        return ValueError(f"ranks: the token {shown} (rank {int(self.values[index])}) cannot be made by merging "
+                          f"tokens of lower rank: tiktoken's rule leaves it in {parts} parts")
+
+    def merges_of_ranks(self, left: NDArray[np.int32], right: NDArray[np.int32]) -> Merges:
+        """The merge list from the ranks of the two tokens whose merge makes each multi-byte token, in rank order
+        (BPETables.splits() of tables built from these ranks)."""
+        get = self.tokens.__getitem__
+        return list(zip(map(get, np.searchsorted(self.values, left).tolist()),
+                        map(get, np.searchsorted(self.values, right).tolist())))
 
     def find(self, token: bytes) -> int:
         """The index of `token` among the tokens, or -1."""

@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 from . import formats
 from .atomic import output_group
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
-                      utf8_searchable)
+                      tables_made_by_merging, utf8_searchable)
 from .merge_rule import list_rule_problem
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, check_tiktoken_readable, resolve_pattern,
                        tiktoken_anchors)
@@ -352,18 +352,25 @@ class Tokenizer:
         ranked = ranked_tokens(path_or_ranks)
         specials = check_tiktoken_specials(ranked, special_tokens)
         _check_sparsity(max([int(ranked.values[-1]), *specials.values()]), len(ranked.values) + len(specials))
-        # Two native jobs without the GIL, beside the Python dicts made here: recovering the merges (which checks
-        # that tiktoken's rule makes every token) and building the encoder's tables, which need only the ranks.
-        # The merge list (200k tuples for o200k) is made when first asked for.
-        with ThreadPoolExecutor(2) as executor:
-            recovered = started(executor, ranked.recover)
-            arrays = _ranks_table_arrays(ranked, specials)      # here: numpy in a thread waits for the GIL
-            tables = started(executor, lambda: BPETables(**arrays))
-            tok = cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges(*recovered.result()),
-                                    list(specials), pattern, tables=tables.result,
-                                    special_ids=list(specials.values()))     # checked: not a ranked token's bytes
-            recovered.result()
-        return tok
+        # The encoder's tables are built natively without the GIL, beside the Python dicts made here, by merging
+        # each token's bytes with the tokens before it (which checks that tiktoken's rule makes every token, and
+        # gives the two tokens each is made of: the merge list, 200k tuples for o200k, made when first asked for).
+        arrays = _ranks_table_arrays(ranked, specials)      # here: numpy in a thread waits for the GIL
+        splits: list[tuple[NDArray[np.int32], NDArray[np.int32]]] = []      # the tables' splits(), once built
+
+        def tables() -> BPETables:
+            made = built.result()
+            left, right, unmade, parts = made.splits()
+            if unmade >= 0:     # ranked token `unmade` (of the multi-byte tokens, in rank order)
+                raise ranked.unmade(int(np.flatnonzero(np.diff(ranked.offsets) > 1)[unmade]), parts)
+            splits.append((left, right))
+            return made
+
+        with ThreadPoolExecutor(1) as executor:
+            built = started(executor, lambda: tables_made_by_merging(**arrays))
+            return cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges_of_ranks(*splits[0]),
+                                     list(specials), pattern, tables=tables,
+                                     special_ids=list(specials.values()))     # checked: not a ranked token's bytes
 
     def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
         """A tiktoken.Encoding giving the same ids (ImportError when tiktoken is not installed); ValueError when
@@ -1314,10 +1321,10 @@ def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[by
 
 def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
     """BPETables' arguments, `permanent` included, for tiktoken's ranks and special tokens ({str: id}, checked
-    by ranks.check_tiktoken_specials), once ranked.recover() has found that the ranks make every token. The same as
-    _table_arrays and permanent_mask() give for the vocabulary and the recovered merges: the merged tokens are
-    the multi-byte ones in rank order, their ids their ranks, and each is permanent (merging its own bytes gives
-    itself)."""
+    by ranks.check_tiktoken_specials), for ranks that make every token (ranked.recover() or BPETables'
+    made_by_merging checks it). The same as _table_arrays and permanent_mask() give for the vocabulary and the
+    recovered merges: the merged tokens are the multi-byte ones in rank order, their ids their ranks, and each
+    is permanent (merging its own bytes gives itself)."""
     pool, offsets, values = ranked.pool, ranked.offsets, ranked.values
     lengths = np.diff(offsets)
     multi = lengths > 1

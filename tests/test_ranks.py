@@ -246,6 +246,78 @@ def test_long_token_path_equals_the_scan(seed, n_tokens, shuffle_bytes):
     assert left[:end].tolist() == left2[:end].tolist() and right[:end].tolist() == right2[:end].tolist()
 
 
+def _splits_by_merging(ranks):
+    """tables_made_by_merging(...).splits() of `ranks` (not given `permanent`), and the checked ranks."""
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import tables_made_by_merging
+
+    ranked = bpe_fast.ranks.ranked_tokens(ranks)
+    arrays = T._ranks_table_arrays(ranked, {})
+    del arrays["permanent"]
+    return tables_made_by_merging(**arrays).splits(), ranked
+
+
+@SOME
+@given(st.integers(0, 2**32), st.integers(1, 80), st.booleans(), st.booleans())
+def test_tables_made_by_merging_find_what_recover_finds(seed, n_tokens, shuffle_bytes, long_tokens):
+    # the encoder's tables from tiktoken's ranks hold one pair a token, found by merging its bytes with the
+    # pairs of the tokens before it: the two parts, the first token not made and its parts must be what
+    # recover_merges finds by merging with every token before it (tiktoken's rule: any two parts whose bytes
+    # are a token join), and the oracle's
+    ranks = random_ranks(random.Random(seed), n_tokens, alphabet=b"ab c", shuffle_bytes=shuffle_bytes)
+    if long_tokens:     # longer than the encoder's small-piece limit (128 bytes): merged with the heap
+        top = max(ranks.values())
+        ranks |= {b"ab" * 2 ** e: top + e for e in range(1, 9) if b"ab" * 2 ** e not in ranks}
+    (left, right, unmade, parts), ranked = _splits_by_merging(ranks)
+    (r_left, r_right, bad, r_parts), _ = _recover_both_ways(ranks)
+    multi = np.flatnonzero(np.diff(ranked.offsets) > 1)
+    assert (multi[unmade] if unmade >= 0 else -1, parts) == (bad, r_parts)
+    end = unmade if unmade >= 0 else len(multi)
+    assert left[:end].tolist() == ranked.values[r_left[multi[:end]]].tolist()
+    assert right[:end].tolist() == ranked.values[r_right[multi[:end]]].tolist()
+    expected, unreachable = oracle_merges(ranks)
+    assert (unreachable is None) == (unmade < 0)
+    if unreachable is None:
+        assert ranked.merges_of_ranks(left, right) == expected
+
+
+def test_tables_made_by_merging_on_real_ranks():
+    for name in ("cl100k_base", "o200k_base"):
+        (left, right, unmade, parts), ranked = _splits_by_merging(load_ranks(name))
+        assert (unmade, parts) == (-1, 0)
+        r_left, r_right = ranked.recover()
+        multi = r_left >= 0
+        assert np.array_equal(left, ranked.values[r_left[multi]])
+        assert np.array_equal(right, ranked.values[r_right[multi]])
+
+
+@SOME
+@given(st.integers(0, 2**32), st.integers(1, 80), st.lists(st.text(alphabet="abc", min_size=1, max_size=40),
+                                                           min_size=1, max_size=8))
+def test_one_pair_a_token_encodes_as_every_split(seed, n_tokens, words):
+    # from_tiktoken's tables hold one pair a token (the one tiktoken's rule joins); a tokenizer built from the
+    # same vocabulary and merges holds every split of every token in two: the ids must be the same, and
+    # tiktoken's (the pattern keeps each run of letters one piece: long pieces, many joins)
+    tiktoken = pytest.importorskip("tiktoken")
+    ranks = reachable_ranks(seed, n_tokens)
+    pattern = r"\S+|\s+"
+    one_pair = Tokenizer.from_tiktoken(ranks, pattern)
+    every_split = Tokenizer(dict(one_pair.vocab), list(one_pair.merges), pattern=pattern)
+    text = " ".join(w * (1 + seed % 5) for w in words)
+    expected = tiktoken.Encoding("random", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}).encode(text)
+    assert one_pair.encode(text) == every_split.encode(text) == expected
+
+
+def test_made_by_merging_needs_every_byte():
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import tables_made_by_merging
+
+    arrays = T._ranks_table_arrays(bpe_fast.ranks.ranked_tokens(BYTE_RANKS | {b"ab": 256}), {})
+    arrays["byte_ids"][0x41] = -1
+    with pytest.raises(ValueError, match="byte 0x41 has none"):
+        tables_made_by_merging(**arrays)
+
+
 def test_long_token_path_on_real_ranks():
     (left, right, bad, _), (left2, right2, bad2, _) = _recover_both_ways(load_ranks("cl100k_base"))
     assert bad == bad2 == -1
@@ -553,12 +625,13 @@ def test_running_out_of_memory_while_building_is_a_memory_error():
         "from bpe_fast._encode import BPETables\n"
         "arrays = T._ranks_table_arrays(R.ranked_tokens(load_ranks('cl100k_base')), {})\n"
         "limit()\n"
-        "try:\n"
-        "    BPETables(**arrays)\n"
-        "    print('built')\n"
-        "except MemoryError:\n"
-        "    print('MemoryError')\n", 2)
-    assert out.strip() == "MemoryError"
+        "for merging in (False, True):\n"
+        "    try:\n"
+        "        BPETables(**arrays, made_by_merging=merging)\n"
+        "        print('built')\n"
+        "    except MemoryError:\n"
+        "        print('MemoryError')\n", 2)
+    assert out.split() == ["MemoryError", "MemoryError"]
     out = _under_memory_limit(
         "import bpe_fast.ranks as R\n"
         "ranks = {bytes([b]): b for b in range(256)} | {b'a' * 2 ** e: 255 + e for e in range(1, 23)}\n"
