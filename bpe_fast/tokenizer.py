@@ -283,13 +283,27 @@ class Tokenizer:
         arrays_made: Future[TableArrays] = Future()
 
         def build() -> BPETables | None:
-            check = files.rule_check() if files.parts is not None else None
             arrays = arrays_made.result()
-            if check is not None:
-                if check.difference is not None:
-                    return None
-                if check.every_token_made:      # each merged token is then a permanent entry (see GPT2Arrays)
-                    arrays["permanent"] = np.ones(len(arrays["ranked_ids"]), dtype=np.uint8)
+            if files.parts is None:
+                return BPETables(**arrays)
+            made = None
+            if np.all(arrays["byte_ids"] >= 0):
+                # the ranks rule's tables, one pair a token, when it makes every token; the merge rule's check too,
+                # when each token's pair is its first merge's (else, as with a token listed with several merges
+                # the rule makes from a later one, the check is asked)
+                made = tables_made_by_merging(**arrays)
+                left, right, unmade, _ = made.splits()
+                if unmade >= 0:
+                    made = None
+                elif _first_merges_are(left, right, files):
+                    return made
+            check = files.rule_check()
+            if check.difference is not None:
+                return None
+            if made is not None:
+                return made
+            if check.every_token_made:      # each merged token is then a permanent entry (see GPT2Arrays)
+                arrays["permanent"] = np.ones(len(arrays["ranked_ids"]), dtype=np.uint8)
             return BPETables(**arrays)
 
         def tables() -> BPETables:
@@ -1342,6 +1356,17 @@ def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int])
     return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
                 ranked_ids=values[multi].astype(np.int32), permanent=np.ones(len(ranked_offsets) - 1, dtype=np.uint8),
                 **_ranks_decode_arrays(ranked, special_tokens))
+
+
+def _first_merges_are(left: NDArray[np.int32], right: NDArray[np.int32], files: formats.GPT2Arrays) -> bool:
+    """Whether the first merge of each merged token of `files` (in the order of _gpt2_table_arrays) joins the
+    tokens with ids left[k] and right[k]."""
+    from .token_arrays import first_occurrences
+
+    assert files.parts is not None
+    first = first_occurrences(files.joined)
+    ids = files.vocab_ids
+    return bool(np.array_equal(left, ids[files.parts[0][first]]) and np.array_equal(right, ids[files.parts[1][first]]))
 
 
 def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:

@@ -999,3 +999,36 @@ def test_a_path_through_a_file_is_an_os_error_not_a_format_error(tmp_path, name)
     (tmp_path / "afile").write_bytes(b"")
     with pytest.raises(NotADirectoryError):
         read_tiktoken(tmp_path / "afile" / name)
+
+
+@SOME
+@given(st.integers(0, 2**32 - 1), st.integers(1, 25), st.floats(0, 0.4), st.booleans(),
+       st.text(alphabet="abc ", max_size=200))
+def test_from_files_tables_one_pair_a_token_equal_the_general_build(tmp_path_factory, seed, n_merges, again,
+                                                                    long_tokens, text):
+    # from_files builds the ranks rule's tables one pair a token (tables_made_by_merging) and takes them when
+    # each token's pair is its first merge's; else (a token listed with several merges, a list the rule reads
+    # otherwise) it asks the merge rule's check. Either way: refused exactly when the constructor refuses the
+    # same vocabulary and merges, else the constructor's ids (its tables hold every split of every token)
+    from bpe_fast import formats
+
+    rng = random.Random(seed)
+    merges, pool = random_merge_list(rng, n_merges, again, 80 if long_tokens else 8)
+    vocab = {i: bytes([i]) for i in range(256)}
+    for token in pool[3:]:
+        vocab[len(vocab)] = token
+    folder = tmp_path_factory.mktemp("files")
+    formats.write_vocab(folder / "vocab.json", vocab)
+    formats.write_merges(folder / "merges.txt", merges)
+    try:
+        general = Tokenizer(dict(vocab), list(merges))
+    except ValueError:
+        general = None
+    if general is None:
+        with pytest.raises(ValueError):
+            Tokenizer.from_files(folder / "vocab.json", folder / "merges.txt")
+        return
+    fast = Tokenizer.from_files(folder / "vocab.json", folder / "merges.txt")
+    text += " " + b"".join(a + b for a, b in merges[::-1]).decode()
+    assert fast.encode(text) == general.encode(text)
+    assert fast._tables.permanent_mask() == general._tables.permanent_mask()
