@@ -445,11 +445,18 @@ cdef void _gather(const uint8_t* pool, const int64_t* offs, const int64_t* ids, 
         dst += offs[i + 1] - offs[i]
 
 
+cdef struct RankedPair:
+    int32_t rank                # NO_RANK: the two bytes are no token
+    int32_t merged
+
+
 cdef struct Ranks:
     int32_t byte_ids[256]           # id of each single byte, -1 if the vocabulary lacks it
     const PairSlot* pairs           # pair_key(a, b) -> rank and id of a+b, open addressing; owned by BPETables
     uint64_t pair_mask
     int pair_shift
+    const RankedPair* two           # two[(b1 << 8) | b2]: what pairs gives for the ids of bytes b1, b2 (a dense
+                                    # 512 KB table: a piece's first look-ups, one a byte, stay in the cache)
 
 
 cdef inline int32_t pair_rank(const Ranks* r, int32_t a, int32_t b, int32_t* merged) noexcept nogil:
@@ -479,18 +486,23 @@ cdef Py_ssize_t merge_piece(const Ranks* r, const uint8_t* p, Py_ssize_t n, int3
         if ids[i] < 0:
             return _no_token_for_byte(p[i])
     if n <= SMALL_PIECE:
-        return merge_small(r, ids, n)
+        return merge_small(r, p, ids, n)
     return merge_large(r, ids, n)
 
 
-cdef Py_ssize_t merge_small(const Ranks* r, int32_t* ids, Py_ssize_t m) noexcept nogil:
-    """tiktoken's loop: find the lowest-ranked adjacent pair (leftmost on ties), join it, repeat."""
+cdef Py_ssize_t merge_small(const Ranks* r, const uint8_t* p, int32_t* ids, Py_ssize_t m) noexcept nogil:
+    """tiktoken's loop on the bytes p[0:m] (ids[i]: the id of byte p[i]): find the lowest-ranked adjacent
+    pair (leftmost on ties), join it, repeat. The pairs of two bytes come from r.two; the two pairs a join
+    changes are asked of the pair table at once (both slots prefetched before either is read)."""
     cdef int32_t ranks[SMALL_PIECE]     # ranks[i]: rank of joining parts i and i+1
     cdef int32_t merged[SMALL_PIECE]    # merged[i]: the id they join into
     cdef Py_ssize_t i, best_i
     cdef int32_t best
+    cdef const RankedPair* two
     for i in range(m - 1):
-        ranks[i] = pair_rank(r, ids[i], ids[i + 1], &merged[i])
+        two = &r.two[(<Py_ssize_t>p[i] << 8) | p[i + 1]]
+        ranks[i] = two.rank
+        merged[i] = two.merged
     while m > 1:
         best = NO_RANK
         best_i = -1
@@ -509,55 +521,9 @@ cdef Py_ssize_t merge_small(const Ranks* r, int32_t* ids, Py_ssize_t m) noexcept
             memmove(&merged[i + 1], &merged[i + 2], (m - i - 3) * sizeof(int32_t))
         m -= 1
         if i > 0:
-            ranks[i - 1] = pair_rank(r, ids[i - 1], ids[i], &merged[i - 1])
+            prefetch(&r.pairs[pair_slot(pair_key(ids[i - 1], ids[i]), r.pair_shift)])
         if i < m - 1:
-            ranks[i] = pair_rank(r, ids[i], ids[i + 1], &merged[i])
-    return m
-
-
-cdef struct RankedPair:
-    int32_t rank                # NO_RANK: the two bytes are no token (yet)
-    int32_t merged
-
-
-cdef Py_ssize_t merge_ranked_token(const Ranks* r, const RankedPair* two, const uint8_t* p, Py_ssize_t n,
-                                   int32_t* ids) noexcept nogil:
-    """merge_small of the bytes p[0:n] (2 <= n <= SMALL_PIECE) into ids[0:count]; returns count. The pairs of
-    two bytes are looked up in `two` (by the bytes, 256 x 256 entries: a cache-resident table), and the two
-    pairs a join changes are asked of the pair table at once (their slots prefetched together): the tables'
-    build from tiktoken's ranks merges every token's bytes, and those look-ups are its time."""
-    cdef int32_t ranks[SMALL_PIECE]
-    cdef int32_t merged[SMALL_PIECE]
-    cdef Py_ssize_t i, best_i, m = n
-    cdef int32_t best
-    cdef uint64_t key_l = 0, key_r = 0
-    for i in range(n):
-        ids[i] = r.byte_ids[p[i]]
-    for i in range(n - 1):
-        ranks[i] = two[(<Py_ssize_t>p[i] << 8) | p[i + 1]].rank
-        merged[i] = two[(<Py_ssize_t>p[i] << 8) | p[i + 1]].merged
-    while m > 1:
-        best = NO_RANK
-        best_i = -1
-        for i in range(m - 1):
-            if ranks[i] < best:
-                best = ranks[i]
-                best_i = i
-        if best_i < 0:
-            break
-        i = best_i
-        ids[i] = merged[i]
-        memmove(&ids[i + 1], &ids[i + 2], (m - i - 2) * sizeof(int32_t))
-        if m - i - 3 > 0:
-            memmove(&ranks[i + 1], &ranks[i + 2], (m - i - 3) * sizeof(int32_t))
-            memmove(&merged[i + 1], &merged[i + 2], (m - i - 3) * sizeof(int32_t))
-        m -= 1
-        if i > 0:
-            key_l = pair_key(ids[i - 1], ids[i])
-            prefetch(&r.pairs[pair_slot(key_l, r.pair_shift)])
-        if i < m - 1:
-            key_r = pair_key(ids[i], ids[i + 1])
-            prefetch(&r.pairs[pair_slot(key_r, r.pair_shift)])
+            prefetch(&r.pairs[pair_slot(pair_key(ids[i], ids[i + 1]), r.pair_shift)])
         if i > 0:
             ranks[i - 1] = pair_rank(r, ids[i - 1], ids[i], &merged[i - 1])
         if i < m - 1:
@@ -641,6 +607,7 @@ cdef class BPETables:
     cdef vector[int64_t] offsets            # id -> start in pool; offsets[id + 1] - offsets[id] is its length
     cdef vector[uint8_t] known              # id -> 1 if the id has bytes
 
+    cdef vector[RankedPair] two             # Ranks.two
     cdef vector[int32_t] split_left         # made_by_merging: the two ids whose merge makes ranked token k
     cdef vector[int32_t] split_right
     cdef Py_ssize_t unmade                  # made_by_merging: the first ranked token not made, or -1
@@ -688,12 +655,18 @@ cdef class BPETables:
         for i in range(256):
             self.r.byte_ids[i] = byte_ids[i]
         cdef bint every = made_by_merging and permanent is None     # every token merges to itself: proven
+        cdef RankedPair none
+        none.rank = NO_RANK
+        none.merged = -1
         with nogil:         # the tables of a 200k-token vocabulary take a tenth of a second: other threads run
+            self.two.assign(1 << 16, none)
+            self.r.two = self.two.data()            # the vector is not resized after this
             if made_by_merging:
                 self._build_pairs_by_merging(ranked_pool, ranked_offsets, ranked_ids)
             else:
                 self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
                 self.r.pairs = self.pairs.data()        # the vector is not resized after this
+                self._fill_two()
             if self.unmade < 0:
                 self._build_permanent(ranked_pool, ranked_offsets, ranked_ids, permanent, every)
         if decode_pool.shape[0]:
@@ -816,19 +789,11 @@ cdef class BPETables:
         self.split_right.resize(n_ranked)
         cdef vector[int32_t] buf
         buf.resize(longest)
-        cdef vector[RankedPair] two         # the pair of each two bytes, by the bytes
-        cdef RankedPair none
-        none.rank = NO_RANK
-        none.merged = -1
-        two.assign(1 << 16, none)
         cdef const uint8_t* t
         for k in range(n_ranked):
             t = &pool[0] + offs[k]
             n = offs[k + 1] - offs[k]
-            if n <= SMALL_PIECE:
-                count = merge_ranked_token(&self.r, two.data(), t, n, buf.data())
-            else:
-                count = merge_piece(&self.r, t, n, buf.data())
+            count = merge_piece(&self.r, t, n, buf.data())
             if count != 2:
                 self.unmade = k
                 self.unmade_parts = count
@@ -836,10 +801,22 @@ cdef class BPETables:
             self.split_left[k] = buf[0]
             self.split_right[k] = buf[1]
             self._pair_insert(pair_key(buf[0], buf[1]), <int32_t>k, ids[k])
-            if n == 2:
-                two[(<Py_ssize_t>t[0] << 8) | t[1]].rank = <int32_t>k
-                two[(<Py_ssize_t>t[0] << 8) | t[1]].merged = ids[k]
+            if n == 2:      # a pair of two bytes: in the dense table too, for the tokens after it
+                self.two[(<Py_ssize_t>t[0] << 8) | t[1]].rank = <int32_t>k
+                self.two[(<Py_ssize_t>t[0] << 8) | t[1]].merged = ids[k]
         return 0
+
+    cdef void _fill_two(self) noexcept nogil:
+        """The dense table of the pairs of two bytes, from the pair table (every byte pair with ids)."""
+        cdef Py_ssize_t a, b
+        cdef int32_t merged
+        for a in range(256):
+            if self.r.byte_ids[a] < 0:
+                continue
+            for b in range(256):
+                if self.r.byte_ids[b] >= 0:
+                    self.two[(a << 8) | b].rank = pair_rank(&self.r, self.r.byte_ids[a], self.r.byte_ids[b], &merged)
+                    self.two[(a << 8) | b].merged = merged
 
     def splits(self):
         """Tables built made_by_merging: (left, right, unmade, parts): int32 arrays of the two ids whose merge
