@@ -606,15 +606,15 @@ def cmd_show(args: argparse.Namespace) -> None:
     tokenizer = _load_tokenizer(args.tokenizer)
     text, name = _show_text(args)
     view = tokenizer.show(text)
-    vocab, specials = tokenizer.vocab, tokenizer.special_tokens
-    # a special token sharing its id with another (o200k_harmony) has its own bytes, not the vocabulary's
-    size = sum(len(piece.encode("utf-8")) if specials.get(piece) == i else len(vocab[i])
+    vocab, special_ids = tokenizer.vocab, frozenset(tokenizer.special_tokens.values())
+    # a special token's piece is the text it matched (token_view), not always its id's bytes (o200k_harmony)
+    size = sum(len(piece.encode("utf-8")) if i in special_ids else len(vocab[i])
                for piece, i in zip(view.pieces, view.ids))
     summary = f"{len(view.ids):,} tokens, {size:,} bytes"
     if view.ids:
         summary += f", {size / len(view.ids):.2f} bytes per token"
     options = dict(ids=args.ids, split=split_positions(view, tokenizer),
-                   special_ids=frozenset(tokenizer.special_tokens.values()))
+                   special_ids=special_ids)
     if args.html:
         page = render_html(view, title=f"{name} in tokens of {args.tokenizer}", summary=summary, **options)
         with atomic_output(args.html) as f:

@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 
 from ._inspect import count_words, merge_forest, propagate, tally_tokens
 from .inputs import CorpusDecodeError
-from .specials import first_alias
+from .specials import shared_ids
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -325,7 +325,7 @@ def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool
     class_bytes = np.zeros(classes, dtype=np.int64)
     words = 0
     sources = []
-    shared = first_alias(tokenizer.special_tokens) is not None
+    shared = bool(shared_ids(tokenizer.special_tokens))
     for name, data in read_texts(texts_or_paths):
         data, ids = encode_ids(tokenizer, name, data, errors)
         if shared:

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from ._types import Merges, StrPath, Vocab
 from .formats import MAX_TOKEN_ID, FormatError, sparsity_problem
+from .specials import id_holders
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -302,7 +303,7 @@ def check_tiktoken_specials(ranked: RankedTokens, special_tokens: Mapping[str, i
     """tiktoken's special tokens ({str: id}, or None) beside the ranks `ranked`, checked, as a new dict in the
     given order: a special token's id must not be a rank, nor its bytes a ranked token (bpe_fast gives a token's
     bytes one id). Several special tokens may share an id, as in tiktoken's o200k_harmony (an alias: each
-    encodes to the id, which decodes to the first; specials.first_alias)."""
+    encodes to the id, which decodes to the first; specials.id_holders)."""
     if special_tokens is None:
         special_tokens = {}
     if not hasattr(special_tokens, "items"):
@@ -336,8 +337,8 @@ def check_tiktoken_specials(ranked: RankedTokens, special_tokens: Mapping[str, i
 def vocab_of(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> Vocab:
     """{id: bytes} of the ranks and the special tokens (checked by check_tiktoken_specials)."""
     vocab = dict(zip(ranked.values.tolist(), ranked.tokens))
-    for name, i in special_tokens.items():
-        vocab.setdefault(i, name.encode("utf-8"))      # an id several special tokens share: the first's bytes
+    for i, name in id_holders(special_tokens).items():      # an id several special tokens share: the first's bytes
+        vocab[i] = name.encode("utf-8")
     return vocab
 
 

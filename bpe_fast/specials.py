@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import regex
 
@@ -51,12 +51,58 @@ def first_alias(ids: Mapping[str, int]) -> tuple[str, str, int] | None:
     >>> first_alias({"<|a|>": 5, "<|b|>": 6, "<|c|>": 5})
     ('<|a|>', '<|c|>', 5)
     """
-    first: dict[int, str] = {}
+    holders = id_holders(ids)
     for name, i in ids.items():
-        if i in first:
-            return first[i], name, i
-        first[i] = name
+        if holders[i] != name:
+            return holders[i], name, i
     return None
+
+
+class SharedId(NamedTuple):
+    """Special tokens of one id (tiktoken's o200k_harmony gives <|endofprompt|> and <|reserved_200018|> the id
+    200018): each encodes to it, and it decodes to the holder's bytes. names: those matched, the longest first
+    (as the matchers try them: the text holds the first found where the token starts); holder: the special
+    token whose bytes the id holds, the first given (id_holders)."""
+    names: tuple[str, ...]
+    holder: str
+
+
+def id_holders(ids: Mapping[str, int]) -> dict[int, str]:
+    """{id: the special token whose bytes the id holds (decodes to)}: of special tokens sharing an id, the first
+    given; in the order the ids first occur.
+
+    >>> id_holders({"<|a|>": 5, "<|b|>": 6, "<|c|>": 5})
+    {5: '<|a|>', 6: '<|b|>'}
+    """
+    holders: dict[int, str] = {}
+    for name, i in ids.items():
+        holders.setdefault(i, name)
+    return holders
+
+
+def shared_ids(ids: Mapping[str, int], holders: Mapping[int, str] | None = None) -> dict[int, SharedId]:
+    """{id: SharedId} for each id whose special tokens in `ids` are not just the one whose bytes it holds: several
+    share it, or (with `holders`, {id: special token} for ids whose holder is not in `ids`: a tokenizer matching
+    only some of its special tokens) the holder is not among them. In the order the ids first occur.
+
+    >>> shared_ids({"<|a|>": 5, "<|b|>": 6, "<|cc|>": 5})
+    {5: SharedId(names=('<|cc|>', '<|a|>'), holder='<|a|>')}
+    >>> shared_ids({"<|b|>": 6, "<|cc|>": 5}, holders={5: "<|a|>"})
+    {5: SharedId(names=('<|cc|>',), holder='<|a|>')}
+    """
+    names: dict[int, list[str]] = {}
+    for name in sorted(ids, key=_match_order):
+        names.setdefault(ids[name], []).append(name)
+    found = id_holders(ids) | dict(holders or {})
+    return {i: SharedId(tuple(names[i]), found[i]) for i in dict.fromkeys(ids.values())
+            if names[i] != [found[i]]}
+
+
+def _match_order(token: str) -> tuple[int, bytes]:
+    """The order the native matchers try special tokens in: the longest UTF-8 first (a token that is the start
+    of another loses to it), then by bytes."""
+    data = token.encode("utf-8")
+    return -len(data), data
 
 
 def check_no_alias(ids: Mapping[str, int], files: str) -> None:
@@ -76,8 +122,10 @@ class SpecialTokens(Sequence[str]):
     tokens: the str tokens in the order given; utf8: their UTF-8 bytes, the longest first (the order the
     native matchers try them in, so a token that is a prefix of another loses to it, as in the regex);
     ids: {str: id} when the tokens have ids (a tokenizer's), else None; utf8_ids: the ids in utf8's order;
-    id_of_utf8: {bytes: id}; regex: a compiled `regex` matching any of them, the longest first; matcher: the
-    native bpe_fast._scan.SpecialMatcher over utf8. The last two are made on first use.
+    id_of_utf8: {bytes: id}; shared: shared_ids's {id: SharedId} of the ids several of them share (o200k_harmony's
+    200018), or whose bytes are a special token not among them (`holders`, {id: special token}: restricted_to
+    keeps them); regex: a compiled `regex` matching any of them, the longest first; matcher: the native
+    bpe_fast._scan.SpecialMatcher over utf8. The last three are made on first use.
 
     >>> st = SpecialTokens(["<|a|>", "<|a|>b"], ids=[300, 301])
     >>> st.tokens, st.utf8, st.utf8_ids, st.regex.findall("x<|a|>b<|a|>")
@@ -94,10 +142,11 @@ class SpecialTokens(Sequence[str]):
     utf8_ids: tuple[int, ...]
     id_of_utf8: dict[bytes, int]
 
-    def __init__(self, special_tokens: Iterable[str] | None = (), ids: Iterable[int] | None = None) -> None:
+    def __init__(self, special_tokens: Iterable[str] | None = (), ids: Iterable[int] | None = None,
+                 holders: Mapping[int, str] | None = None) -> None:
         self.tokens = check_special_tokens(special_tokens)
-        order = sorted(range(len(self.tokens)), key=lambda k: (-len(self.tokens[k].encode("utf-8")),
-                                                               self.tokens[k].encode("utf-8")))
+        self._holders = dict(holders or {})
+        order = sorted(range(len(self.tokens)), key=lambda k: _match_order(self.tokens[k]))
         self.utf8 = tuple(self.tokens[k].encode("utf-8") for k in order)
         if ids is None:
             self.ids, self.utf8_ids, self.id_of_utf8 = None, (), {}
@@ -119,9 +168,17 @@ class SpecialTokens(Sequence[str]):
         return type(self)(self.tokens, ids)
 
     def restricted_to(self, keep: Collection[str]) -> SpecialTokens:
-        """The same tokens (and ids) without those not in `keep`, in the same order."""
+        """The same tokens (and ids) without those not in `keep`, in the same order; the holders of the ids they
+        share (shared) are kept, whether kept or not."""
         kept = [t for t in self.tokens if t in keep]
-        return type(self)(kept, None if self.ids is None else [self.ids[t] for t in kept])
+        if self.ids is None:
+            return type(self)(kept)
+        return type(self)(kept, [self.ids[t] for t in kept], {i: s.holder for i, s in self.shared.items()})
+
+    @functools.cached_property
+    def shared(self) -> dict[int, SharedId]:
+        """shared_ids of these tokens' ids (and holders); {} without ids."""
+        return {} if self.ids is None else shared_ids(self.ids, self._holders)
 
     @functools.cached_property
     def regex(self) -> _StrRegex | None:
@@ -161,7 +218,7 @@ class SpecialTokens(Sequence[str]):
         return f"{type(self).__name__}({list(self.tokens)!r}{ids})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (self.tokens, None if self.ids is None else tuple(self.ids.values()))
+        return type(self), (self.tokens, None if self.ids is None else tuple(self.ids.values()), self._holders or None)
 
 
 def split_on_specials(text: str, special_regex: regex.Pattern[str] | None) -> Iterator[tuple[str, bool]]:

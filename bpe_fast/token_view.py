@@ -40,27 +40,23 @@ def piece_of(token: bytes) -> str:
 
 
 def token_view(tokenizer: Tokenizer, text: str) -> TokenView:
-    """The TokenView of `text`: its ids (tokenizer.encode's: special tokens matched) and each one's piece."""
-    ids = tokenizer.encode(text)
-    vocab = tokenizer.vocab
+    """The TokenView of `text`: its ids (tokenizer.encode's: special tokens matched) and each one's piece; a
+    special token's is the text it matched, whose span Tokenizer.lengths_in measures (an id special tokens share,
+    as o200k_harmony's <|endofprompt|> and <|reserved_200018|>, holds the first's bytes; the text may hold
+    another)."""
+    found, offsets = tokenizer.encode_with_offsets(text)
+    ids = found.tolist()
+    vocab, special = tokenizer.vocab, frozenset(tokenizer.special_tokens.values())
     cache: dict[int, str] = {}
     pieces = []
-    for i in ids:
+    for k, i in enumerate(ids):
+        if i in special:
+            pieces.append(text[offsets[k]:offsets[k + 1] if k + 1 < len(ids) else len(text)])
+            continue
         piece = cache.get(i)
         if piece is None:
             piece = cache[i] = piece_of(vocab[i])
         pieces.append(piece)
-    # special tokens sharing an id (o200k_harmony's <|endofprompt|> and <|reserved_200018|>): the vocabulary holds
-    # the first's bytes at the id; each such token shows the one the text holds there (the longest found)
-    shared: dict[int, list[str]] = {}
-    for name, i in sorted(tokenizer.special_tokens.items(), key=lambda item: -len(item[0].encode("utf-8"))):
-        shared.setdefault(i, []).append(name)
-    shared = {i: names for i, names in shared.items() if len(names) > 1}
-    if shared:
-        offsets = tokenizer.encode_with_offsets(text)[1].tolist()
-        for k, i in enumerate(ids):
-            if i in shared:
-                pieces[k] = next(name for name in shared[i] if text.startswith(name, offsets[k]))
     return TokenView(pieces, ids)
 
 

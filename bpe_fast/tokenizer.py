@@ -48,7 +48,7 @@ from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, check_tiktoken
                        tiktoken_anchors)
 from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
-from .specials import SpecialTokens, check_disallowed, check_no_alias
+from .specials import SpecialTokens, check_disallowed, check_no_alias, id_holders
 from ._types import Merges, StrPath, Vocab
 
 if TYPE_CHECKING:
@@ -163,6 +163,11 @@ class Tokenizer:
                     next_id += 1
                     arrays = tables = None      # built for the vocabulary without this token
                 special_ids.append(ids_of[data])
+            holders = None
+        else:       # an id special tokens share holds one's bytes (specials.id_holders), maybe not one of these (a
+            # tokenizer matching only some of its special tokens, pickled): the vocabulary's bytes say which
+            holders = {i: vocab[i].decode("utf-8", "replace") for tok, i in zip(specials.tokens, special_ids)
+                       if vocab.get(i) != tok.encode("utf-8")}
         # merges may be a function that makes the list (the cache's id pairs): made on first use
         self._merges = None if callable(merges) else merges
         self._make_merges = merges if callable(merges) else None
@@ -175,7 +180,7 @@ class Tokenizer:
         self._kind = native_kind(self._pattern)     # the native scanner's number for the pattern; 0: `regex`
         self._views: dict[frozenset[str], Tokenizer]
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
-        self._use_specials(specials.with_ids(special_ids))
+        self._use_specials(SpecialTokens(specials.tokens, special_ids, holders))
 
     @property
     def _ids_of(self) -> dict[bytes, int]:
@@ -771,7 +776,7 @@ class Tokenizer:
         [1, 7]
         """
         lengths = self._token_lengths()[ids]
-        _shared_id_lengths(lengths, ids, data, self._specials, self._vocab)
+        _shared_id_lengths(lengths, ids, data, self._specials)
         return lengths
 
     def _token_lengths(self) -> NDArray[np.int64]:
@@ -1155,15 +1160,11 @@ def _utf8_tail(data: bytes) -> bytes:
     return tail[start:]
 
 
-def _shared_id_lengths(lengths: NDArray[np.int64], ids: NDArray[Any], data: bytes, specials: SpecialTokens,
-                       vocab: Vocab) -> None:
-    """Set in `lengths` (of the tokens `ids` making up `data`) the length of each special token whose id has other
-    bytes in the vocabulary: special tokens sharing an id (o200k_harmony's <|endofprompt|> and <|reserved_200018|>)
-    leave it the first's, but the text holds the one matched, the longest of them found where the token starts."""
-    shared: dict[int, list[bytes]] = {}
-    for utf8, i in zip(specials.utf8, specials.utf8_ids):      # the longest first, as the matcher tries them
-        shared.setdefault(i, []).append(utf8)
-    shared = {i: found for i, found in shared.items() if any(vocab.get(i) != utf8 for utf8 in found)}
+def _shared_id_lengths(lengths: NDArray[np.int64], ids: NDArray[Any], data: bytes, specials: SpecialTokens) -> None:
+    """Set in `lengths` (of the tokens `ids` making up `data`) the length of each special token of an id in
+    specials.shared: special tokens sharing an id (o200k_harmony's <|endofprompt|> and <|reserved_200018|>) leave
+    it the first's bytes, but the text holds the one matched, the first of its names found where it starts."""
+    shared = {i: [name.encode("utf-8") for name in s.names] for i, s in specials.shared.items()}
     if not shared:
         return
     pos = last = 0
@@ -1391,14 +1392,11 @@ def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
 
 def _ranks_decode_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
     """_decode_arrays of the ranks' and special tokens' vocabulary, from the ranks' arrays (no loop a token)."""
-    first: dict[int, str] = {}
-    for name, i in special_tokens.items():
-        first.setdefault(i, name)       # an id several special tokens share decodes to the first's bytes
-    names = list(first.values())
-    extra = [name.encode("utf-8") for name in names]
+    holders = id_holders(special_tokens)        # an id several special tokens share decodes to the first's bytes
+    extra = [name.encode("utf-8") for name in holders.values()]
     pool = np.concatenate([ranked.pool, np.frombuffer(b"".join(extra), dtype=np.uint8)])
     offsets = np.concatenate([ranked.offsets, ranked.offsets[-1] + np.cumsum([len(e) for e in extra], dtype=np.int64)])
-    ids = np.concatenate([ranked.values, np.array([int(special_tokens[n]) for n in names], dtype=np.int64)])
+    ids = np.concatenate([ranked.values, np.fromiter(holders, dtype=np.int64, count=len(holders))])
     return _decode_arrays_of(pool, offsets, ids)
 
 

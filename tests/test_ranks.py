@@ -516,6 +516,19 @@ def test_encode_with_offsets_of_special_tokens_sharing_an_id():
             assert ids.tolist() == view.encode(text) and offsets.tolist() == list(starts), (specials, view)
 
 
+def test_offsets_of_a_special_token_sharing_an_id_in_a_view_and_its_pickle():
+    # a tokenizer matching only <|bb|> of the two sharing 300 (whose bytes are <|a|>'s), and that view pickled:
+    # the holder is not among its special tokens, yet <|bb|> covers its own bytes
+    import pickle
+
+    tok = Tokenizer.from_tiktoken(BYTE_RANKS, "gpt2", {"<|a|>": 300, "<|bb|>": 300})
+    view = tok.restricted_to(frozenset(["<|bb|>"]))
+    for made in [view, pickle.loads(pickle.dumps(view))]:
+        ids, offsets = made.encode_with_offsets("x<|bb|>y")
+        assert (ids.tolist(), offsets.tolist()) == ([120, 300, 121], [0, 1, 7])
+        assert made.show("x<|bb|>y").pieces == ["x", "<|bb|>", "y"]
+
+
 def _general_tables(tok):
     """The encoder's table arrays and permanent mask as any Tokenizer's are built: from the vocabulary and the
     merge list, each ranked token merged once to find whether it is permanent."""
