@@ -234,11 +234,15 @@ class TextAnalysis:
     """A tokenizer's encoding of evaluation texts, tallied: what compression_curve and the report read.
 
     counts: int64 (vocab_size, classes): how often each id was produced (by script class with by_script, else
-    one column); class_bytes: their bytes by class; words; sources: (name, bytes, tokens) of each text."""
+    one column); class_bytes: their bytes by class; words; sources: (name, bytes, tokens) of each text;
+    shared_counts: {id: {special token: count}} for each id several special tokens share (o200k_harmony's
+    <|endofprompt|> and <|reserved_200018|>: specials.shared_ids), how often the text held each of them, in the
+    order given (counts holds their sum at the id)."""
 
     def __init__(self, trees: MergeTrees, counts: NDArray[np.int64], class_bytes: NDArray[np.int64], words: int,
-                 sources: list[tuple[str, int, int]]) -> None:
+                 sources: list[tuple[str, int, int]], shared_counts: dict[int, dict[str, int]] | None = None) -> None:
         self.trees, self.counts, self.class_bytes, self.words, self.sources = trees, counts, class_bytes, words, sources
+        self.shared_counts = {} if shared_counts is None else shared_counts
         self._weights: NDArray[np.int64] | None = None
 
     @property
@@ -325,25 +329,32 @@ def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool
     class_bytes = np.zeros(classes, dtype=np.int64)
     words = 0
     sources = []
-    shared = bool(shared_ids(tokenizer.special_tokens))
+    specials = tokenizer.special_tokens
+    shared_counts = {i: {name: 0 for name, j in specials.items() if j == i} for i in shared_ids(specials)}
     for name, data in read_texts(texts_or_paths):
         data, ids = encode_ids(tokenizer, name, data, errors)
-        if shared:
-            _tally_shared(tokenizer, data, ids, trees.lengths, table, counts, class_bytes)
+        if shared_counts:
+            _tally_shared(tokenizer, data, ids, trees.lengths, table, counts, class_bytes, shared_counts)
         else:
             tally_tokens(data, ids, trees.lengths, table, counts, class_bytes, _SPACE, _CJK, _PUNCT)
         words += count_words(data, table, _SPACE, _CJK, _PUNCT)
         sources.append((name, len(data), len(ids)))
-    return TextAnalysis(trees, counts, class_bytes, words, sources)
+    return TextAnalysis(trees, counts, class_bytes, words, sources, shared_counts)
 
 
 def _tally_shared(tokenizer: Tokenizer, data: bytes, ids: NDArray[Any], lengths: NDArray[np.int64],
-                  table: NDArray[np.uint8], counts: NDArray[np.int64], class_bytes: NDArray[np.int64]) -> None:
+                  table: NDArray[np.uint8], counts: NDArray[np.int64], class_bytes: NDArray[np.int64],
+                  shared_counts: dict[int, dict[str, int]]) -> None:
     """tally_tokens for a tokenizer whose special tokens share an id (o200k_harmony's <|endofprompt|> and
     <|reserved_200018|>): the vocabulary holds the first's bytes at the id, the text the one matched. Each token
     whose bytes are not its id's in the vocabulary is tallied under an id past the vocabulary, of its own
-    length, whose counts are then added to its id's."""
+    length, whose counts are then added to its id's; each token of an id in shared_counts counts there for the
+    special token the text holds (its bytes, as long as Tokenizer.lengths_in measures them)."""
     own = tokenizer.lengths_in(data, ids)
+    at = np.flatnonzero(np.isin(ids, list(shared_counts)))
+    starts = np.cumsum(own) - own
+    for i, start, n in zip(ids[at].tolist(), starts[at].tolist(), own[at].tolist()):
+        shared_counts[i][data[start:start + n].decode("utf-8")] += 1
     differs = np.flatnonzero(own != lengths[ids])
     pairs = list(zip(ids[differs].tolist(), own[differs].tolist()))
     extra = list(dict.fromkeys(pairs))          # (id, length), each once

@@ -620,16 +620,31 @@ def _token_section(sides):
     out.append("<h3>Most frequent tokens</h3>")
     tables = []
     for s in sides:
-        produced = s.analysis.produced
-        total = max(int(produced.sum()), 1)
-        top = np.argsort(-produced, kind="stable")[:_LIST_ROWS]
-        vocab = s.tokenizer.vocab
-        table_rows = [[_fmt(int(i)), _code(vocab[int(i)]), _fmt(int(produced[i])),
-                       f"{100 * produced[i] / total:.2f}%"] for i in top if produced[i] > 0]
+        total = max(s.analysis.tokens, 1)
+        table_rows = [[_fmt(i), _code(token), _fmt(count), f"{100 * count / total:.2f}%"]
+                      for i, token, count in _most_frequent(s.analysis, s.tokenizer.vocab)]
         tables.append(f"<div><h4>{html.escape(s.name)}</h4>" + _table(["id", "token", "count", "share"], table_rows)
                       + "</div>")
     out.append('<div class="columns">' + "".join(tables) + "</div>")
     return "\n".join(out)
+
+
+def _most_frequent(analysis, vocab):
+    """(id, token bytes, count) of the _LIST_ROWS tokens produced most often, the most first (a tie: the smaller id
+    first); the special tokens of an id they share (o200k_harmony's <|endofprompt|> and <|reserved_200018|>) each
+    under its own name, with its own count (TextAnalysis.shared_counts)."""
+    produced, shared = analysis.produced, analysis.shared_counts
+    # an id's count is at least any of its names': the first _LIST_ROWS ids not shared, and any name ranked
+    # before them, are among the first _LIST_ROWS + len(shared) ids
+    top = np.argsort(-produced, kind="stable")[:_LIST_ROWS + len(shared)]
+    rows = []
+    for i in top[produced[top] > 0].tolist():
+        if i in shared:
+            rows += [(i, name.encode("utf-8"), count) for name, count in shared[i].items() if count]
+        else:
+            rows.append((i, vocab[i], int(produced[i])))
+    rows.sort(key=lambda row: (-row[2], row[0]))        # stable: an id's names in their order
+    return rows[:_LIST_ROWS]
 
 
 _CSS = """

@@ -80,6 +80,32 @@ def test_special_tokens_sharing_an_id_in_the_curve_and_the_report(tmp_path):
         write_report(tok, [write(tmp_path, text)], tmp_path / "r.html")
 
 
+def test_report_counts_each_special_token_of_a_shared_id_under_its_own_name(tmp_path):
+    # o200k_harmony's <|endofprompt|> and <|reserved_200018|> share 200018, which decodes to the first: in the
+    # report each is counted under its own name (with the shared id) and measured by its own bytes, as when each
+    # has an id of its own
+    import re
+
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    text = write(tmp_path, "ab<|bb|>ab<|a|><|bb|>")
+
+    def frequent_and_lengths(specials):
+        write_report(Tokenizer.from_tiktoken(ranks, "gpt2", specials), [text], tmp_path / "r.html")
+        page = (tmp_path / "r.html").read_text()
+        frequent = page[page.index("<h3>Most frequent tokens</h3>"):]
+        rows = re.findall(r"<tr><td>(\d+)</td><td><code>(.*?)</code></td><td>(\d+)</td><td>(.*?)</td></tr>", frequent)
+        lengths = re.search(r'<svg [^>]*aria-label="Lengths of the tokens the evaluation text[^"]*">.*?</svg>', page,
+                            re.S).group()
+        return rows, lengths
+
+    own_rows, own_lengths = frequent_and_lengths({"<|a|>": 300, "<|bb|>": 301})
+    assert own_rows == [("256", "ab", "2", "40.00%"), ("301", "&lt;|bb|&gt;", "2", "40.00%"),
+                        ("300", "&lt;|a|&gt;", "1", "20.00%")]
+    for specials in [{"<|a|>": 300, "<|bb|>": 300}, {"<|bb|>": 300, "<|a|>": 300}]:
+        rows, lengths = frequent_and_lengths(specials)
+        assert rows == [(i if i == "256" else "300", *rest) for i, *rest in own_rows], specials
+
+
 def test_words_are_runs_of_non_whitespace():
     text = "ab c\u00a0\u3000ab\n\n ab\u2003x "        # U+00A0, U+3000, U+2003 are whitespace too
     assert compression_curve(abc_tokenizer(), text).words == 5 == len(text.split())
