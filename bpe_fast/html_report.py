@@ -529,6 +529,19 @@ def _script_section(sides):
     return "\n".join(text), charts
 
 
+def _produced_lengths(analysis):
+    """(lengths, counts): the tokens the evaluation text was encoded into, as int64 arrays of their lengths in
+    bytes and how often each was produced; each produced id once, but an id special tokens share (o200k_harmony's
+    <|endofprompt|> and <|reserved_200018|>, whose vocabulary bytes are the first's) once for each of them held,
+    by its own length (TextAnalysis.shared_counts)."""
+    produced, shared = analysis.produced, analysis.shared_counts
+    used = np.flatnonzero(produced)
+    used = used[~np.isin(used, list(shared))]
+    held = [(len(name.encode("utf-8")), count) for names in shared.values() for name, count in names.items() if count]
+    return (np.concatenate([analysis.trees.lengths[used], np.array([n for n, _ in held], dtype=np.int64)]),
+            np.concatenate([produced[used], np.array([c for _, c in held], dtype=np.int64)]))
+
+
 def _length_section(sides):
     labels = [str(k) for k in range(1, _LENGTH_BUCKETS)] + [f"{_LENGTH_BUCKETS}+"]
     vocab_series, text_series = [], []
@@ -538,9 +551,8 @@ def _length_section(sides):
         in_vocab = np.concatenate([np.ones(256, dtype=np.int64), lengths[ranked]])   # bytes + merged tokens
         hist = np.bincount(np.minimum(in_vocab, _LENGTH_BUCKETS), minlength=_LENGTH_BUCKETS + 1)[1:]
         vocab_series.append(Series(s.name, labels, 100 * hist / max(hist.sum(), 1), s.colour))
-        produced = s.analysis.produced
-        used = np.flatnonzero(produced)
-        hist = np.bincount(np.minimum(lengths[used], _LENGTH_BUCKETS), weights=produced[used],
+        produced_lengths, produced = _produced_lengths(s.analysis)
+        hist = np.bincount(np.minimum(produced_lengths, _LENGTH_BUCKETS), weights=produced,
                            minlength=_LENGTH_BUCKETS + 1)[1:]
         text_series.append(Series(s.name, labels, 100 * hist / max(hist.sum(), 1), s.colour))
     charts = [Chart("lengths-vocab", "Token lengths in the vocabulary (bytes; merged tokens and the 256 bytes)",

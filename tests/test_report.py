@@ -104,6 +104,7 @@ def test_report_counts_each_special_token_of_a_shared_id_under_its_own_name(tmp_
     for specials in [{"<|a|>": 300, "<|bb|>": 300}, {"<|bb|>": 300, "<|a|>": 300}]:
         rows, lengths = frequent_and_lengths(specials)
         assert rows == [(i if i == "256" else "300", *rest) for i, *rest in own_rows], specials
+        assert lengths == own_lengths, specials
 
 
 def test_words_are_runs_of_non_whitespace():
