@@ -304,10 +304,14 @@ def pattern_from_tiktoken(pat_str: str) -> str:
     """The `regex` pattern giving the pieces tiktoken gives with `pat_str` (tiktoken.Encoding's pat_str, read by
     Rust's regex and fancy-regex): anchors as swap_tiktoken_anchors rewrites them, constructs `regex` spells
     otherwise respelled (_tiktoken_reading); a ValueError naming the first construct the two engines read
-    differently that `regex` cannot spell (the ids would differ). The built-in patterns are kept.
+    differently that `regex` cannot spell (the ids would differ). The built-in patterns are kept. A pat_str
+    spelling one of PATTERNS' names is a regex matching that name, as tiktoken reads it: it comes back in a
+    group, so that it is not taken for the name.
 
     >>> pattern_from_tiktoken(r"[[:upper:]]+|\\s+$")
     '[A-Z]+|\\\\s+\\\\Z'
+    >>> pattern_from_tiktoken("gpt2")
+    '(?:gpt2)'
     """
     if pat_str in PATTERNS.values() or pat_str == R50K_PATTERN:
         return pat_str
@@ -316,7 +320,8 @@ def pattern_from_tiktoken(pat_str: str) -> str:
         raise ValueError(f"pat_str {shown_pattern(pat_str)} has {refused}, which tiktoken's regex engine and `regex` "
                          "read differently, so the ids would differ from tiktoken's (spell the characters out: "
                          r"\p{...} classes, [A-Za-z] ranges)")
-    return swap_tiktoken_anchors(respelled)
+    pattern = swap_tiktoken_anchors(respelled)
+    return f"(?:{pattern})" if pattern in PATTERNS else pattern
 
 
 def check_tiktoken_readable(pattern: str) -> None:
