@@ -262,10 +262,20 @@ def check_disallowed(text: str, tokens: frozenset[str]) -> None:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if len(tokens) > _FEW_TOKENS:       # one search for all (o200k_harmony's 1,091: 0.4 ms a MB, where a search
+        search = _search_regex(tokens)  # a token took 0.2 s): the regex is compiled once a set
+        assert search is not None
+        m = search.search(text)
+        if m is not None:
+            raise disallowed_special_error(m.group())
+        return
     for token in tokens:
         if token in text:       # str.__contains__ is fast; the regex only runs when one is there
             m = _search_regex(tokens).search(text)      # type: ignore[union-attr]  # tokens: not empty
             raise disallowed_special_error(m.group())   # type: ignore[union-attr]  # `token` is there
+
+
+_FEW_TOKENS = 8     # check_disallowed searches up to this many special tokens one by one
 
 
 @functools.lru_cache(maxsize=128)
