@@ -67,15 +67,19 @@ class Encoding:
         self._pat_str = pat_str
         self._mergeable_ranks = mergeable_ranks
         self._special_tokens = special_tokens
-        self.max_token_value = max(max(mergeable_ranks.values()), max(special_tokens.values(), default=0))
+        if not mergeable_ranks:     # tiktoken's error: its max_token_value is max(mergeable_ranks.values(), ...)
+            raise ValueError("max() arg is an empty sequence")
         if explicit_n_vocab:
+            largest = max(max(mergeable_ranks.values()), max(special_tokens.values(), default=0))
             if len(mergeable_ranks) + len(special_tokens) != explicit_n_vocab:
                 raise AssertionError(f"{len(mergeable_ranks)} ranks and {len(special_tokens)} special tokens, "
                                      f"not explicit_n_vocab={explicit_n_vocab}")
-            if self.max_token_value != explicit_n_vocab - 1:
-                raise AssertionError(f"the largest id is {self.max_token_value}, not explicit_n_vocab - 1")
+            if largest != explicit_n_vocab - 1:
+                raise AssertionError(f"the largest id is {largest}, not explicit_n_vocab - 1")
         self._special_token_values = set(special_tokens.values())
         self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, pattern_from_tiktoken(pat_str), special_tokens)
+        # tiktoken's max(max(ranks), max(special ids, default=0)): the ranks are not negative (checked)
+        self.max_token_value = self._tokenizer.max_token_value
         self._ordinary = self._tokenizer.restricted_to(frozenset())
         self._vocab = self._tokenizer.vocab         # id -> bytes, read-only
         self._special_bytes = SpecialTokens(special_tokens, special_tokens.values()).id_of_utf8

@@ -570,7 +570,7 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"]).vocab_size
         257
         """
-        return max(self._vocab) + 1 if self._vocab else 0
+        return len(self._id_objects)        # one a possible id: 0 to the largest (_setup)
 
     @property
     def max_token_value(self) -> int:
