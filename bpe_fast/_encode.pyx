@@ -274,24 +274,6 @@ cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
 
 
-cdef extern from *:
-    """
-    #include <sys/mman.h>
-    #include <stdint.h>
-    /* Ask for huge pages for the whole 2 MiB pages inside [p, p + n) (before they are first written: a large
-       table's random look-ups then miss the TLB far less). A hint: where the kernel does not take it, nothing
-       changes. */
-    static void bpe_fast_hugepages(void* p, size_t n) {
-    #ifdef MADV_HUGEPAGE
-        uintptr_t start = ((uintptr_t)p + (1u << 21) - 1) & ~(uintptr_t)((1u << 21) - 1);
-        uintptr_t end = ((uintptr_t)p + n) & ~(uintptr_t)((1u << 21) - 1);
-        if (end > start) madvise((void*)start, end - start, MADV_HUGEPAGE);
-    #endif
-    }
-    """
-    void hugepages "bpe_fast_hugepages" (void* p, size_t n) noexcept nogil
-
-
 cdef enum:
     PAIR_LOOKAHEAD = 4      # tokens ahead whose table slots _build_pairs asks for
 
@@ -773,8 +755,6 @@ cdef class BPETables:
         cdef Py_ssize_t n_ranked = ids.shape[0]
         cdef Py_ssize_t k, n, count, longest = 0
         cdef uint64_t cap = table_size(n_ranked)
-        self.pairs.reserve(cap)
-        hugepages(self.pairs.data(), cap * sizeof(PairSlot))
         self.pairs.resize(cap)
         for k in range(<Py_ssize_t>cap):
             self.pairs[k].key = EMPTY_KEY

@@ -171,9 +171,9 @@ class Tokenizer:
         # merges may be a function that makes the list (the cache's id pairs): made on first use
         self._merges = None if callable(merges) else merges
         self._make_merges = merges if callable(merges) else None
+        self._id_objects = list(range(next_id))     # encode's lists share these ints (next_id: largest id + 1)
         self._tables = (tables() if tables is not None else BPETables(**arrays) if arrays is not None
                         else _build_tables(vocab, self._merge_list(), self._ids_of))
-        self._id_objects = list(range(next_id))     # encode's lists share these ints (next_id: largest id + 1)
         # The encoders not in use (native): each encoding call takes one and gives it back, so threads encoding
         # at once (the encoder runs without the GIL on long texts) each have their own cache of pre-tokens.
         self._pool = EncoderPool(self._tables, self._id_objects)
