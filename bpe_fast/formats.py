@@ -61,6 +61,7 @@ __all__ = [
     "CACHE_MIN_TOKENS",
     "write_cache",
     "read_cache",
+    "cache_not_used",
 ]
 
 # Ids are stored in int32 buffers; the largest is kept one below INT32_MAX so id + 1 never overflows.
@@ -674,7 +675,8 @@ def load_tokenizer_folder(directory: StrPath, use_cache: bool = True) -> tuple[V
 
     With `use_cache`, when the folder's bpe_fast.npz matches its vocab.json and merges.txt (read_cache),
     vocab and merges come from it (merges as a function that makes the list, called when first needed) and
-    `arrays` is its dict of table arrays; else the text files are parsed and `arrays` is None."""
+    `arrays` is its dict of table arrays and merge_ids (the merges as id pairs); else the text files are parsed
+    and `arrays` is None."""
     from .patterns import GPT2_PATTERN
 
     directory = os.fspath(directory)
@@ -752,7 +754,8 @@ def write_cache(directory: StrPath, arrays: Mapping[str, NDArray[Any]], merge_id
 
 def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableArrays, int] | None:
     """(vocab, merges, arrays, number of merges) from the folder's bpe_fast.npz (merges: a function that makes
-    the list of pairs), or None when there is none or it does not
+    the list of pairs; arrays: the table arrays and merge_ids, the merges as id pairs), or None when there is none
+    or it does not
     match the folder's vocab.json and merges.txt. A cache that cannot be read or is malformed is a
     warning naming the file (and None): the text files are read instead."""
     path = os.path.join(os.fspath(directory), CACHE_FILE)
@@ -787,7 +790,13 @@ def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableAr
         if problem:
             raise FormatError(path, None, f"malformed ({problem}); delete it, and the text files are read")
         return list(zip(map(token, merge_ids[:, 0].tolist()), map(token, merge_ids[:, 1].tolist())))
-    return vocab, merges, {name: contents[name] for name in _CACHE_TABLES}, len(merge_ids)
+    return vocab, merges, {name: contents[name] for name in (*_CACHE_TABLES, "merge_ids")}, len(merge_ids)
+
+
+def cache_not_used(directory: StrPath, why: str) -> None:
+    """Warn that the folder's bpe_fast.npz is malformed (`why`) and was not used (read_cache's warning)."""
+    path = os.path.join(os.fspath(directory), CACHE_FILE)
+    warnings.warn(f"{path}: malformed ({why}); reading the text files instead", stacklevel=3)
 
 
 def _cache_problem(contents: Mapping[str, NDArray[Any]]) -> str:

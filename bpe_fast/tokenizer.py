@@ -472,6 +472,14 @@ class Tokenizer:
         ([256, 99], True)
         """
         vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory)
+        if arrays is not None:      # the cache (bpe_fast.npz)
+            tables = _cached_tables(arrays)
+            if tables is not None:
+                return cls._from_checked(vocab, merges, specials, pattern, training=training, tables=lambda: tables)
+            # its merges are not what the ranks rule makes of its tokens: the text files (a list the rule reads
+            # otherwise is refused there, naming its line; saved before that check, the cache held it)
+            vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory, False)
+            formats.cache_not_used(directory, "its merges are not what the ranks rule makes of its tokens")
         return cls._from_checked(vocab, merges, specials, pattern, arrays, training)
 
     def export_hf(self, path: StrPath) -> None:
@@ -1357,6 +1365,24 @@ def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int])
     return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
                 ranked_ids=values[multi].astype(np.int32), permanent=np.ones(len(ranked_offsets) - 1, dtype=np.uint8),
                 **_ranks_decode_arrays(ranked, special_tokens))
+
+
+def _cached_tables(arrays: TableArrays) -> BPETables | None:
+    """The encoder's tables from a cache's arrays (formats.read_cache: the table arrays and merge_ids); None when
+    they show that its merges are not what the ranks rule makes of its tokens. With every byte a token and each
+    merged token made by one merge, they are built by the rule one pair a token (tables_made_by_merging), which
+    checks that each token is made from its merge's two tokens; otherwise (tokens made by several merges, as
+    in files converted from tiktoken's ranks) from the cache's arrays as they are, as save wrote them."""
+    arrays = dict(arrays)
+    merge_ids = arrays.pop("merge_ids")
+    if np.any(arrays["byte_ids"] < 0) or len(merge_ids) != len(arrays["ranked_ids"]):
+        return BPETables(**arrays)
+    del arrays["permanent"]     # the rule's tables: every token permanent, as it makes every one
+    made = tables_made_by_merging(**arrays)
+    left, right, unmade, _ = made.splits()
+    if unmade >= 0 or not (np.array_equal(left, merge_ids[:, 0]) and np.array_equal(right, merge_ids[:, 1])):
+        return None
+    return made
 
 
 def _first_merges_are(left: NDArray[np.int32], right: NDArray[np.int32], files: formats.GPT2Arrays) -> bool:
