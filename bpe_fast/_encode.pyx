@@ -7,8 +7,8 @@ Merging follows tiktoken's ``byte_pair_merge``: a pre-token starts as its single
 parts concatenate to a ranked token, the pair whose token has the lowest rank is joined (on a tie, the
 leftmost). Ranks are given by the caller as a list of tokens in rank order, so the rule is a lookup in a
 table keyed by the pair of part ids, (a << 32) | b -> (rank, id of a+b), holding every way of writing each
-ranked token as two parts (from tiktoken's ranks, only the one way that rule ever joins: BPETables'
-made_by_merging).
+ranked token as two parts, or only the one way that rule ever joins, found by merging each token's bytes
+(BPETables' made_by_merging: from tiktoken's ranks, GPT-2's files, a tokenizer.json, a saved folder's cache).
 
 Whole pre-tokens are looked up first in a table keyed by their bytes: every ranked token that merges to
 itself is there for good, and the ids of other pre-tokens are added as they are merged, up to a bound

@@ -297,11 +297,10 @@ class Tokenizer:
                 # when each token's pair is its first merge's (else, as with a token listed with several merges
                 # the rule makes from a later one, the check is asked)
                 made = tables_made_by_merging(**arrays)
-                left, right, unmade, _ = made.splits()
-                if unmade >= 0:
-                    made = None
-                elif _first_merges_are(left, right, files):
+                if _made_as_listed(made, *_first_merge_ids(files)):
                     return made
+                if made.splits()[2] >= 0:       # a token the rule does not make: the check names it
+                    made = None
             check = files.rule_check()
             if check.difference is not None:
                 return None
@@ -1379,21 +1378,24 @@ def _cached_tables(arrays: TableArrays) -> BPETables | None:
         return BPETables(**arrays)
     del arrays["permanent"]     # the rule's tables: every token permanent, as it makes every one
     made = tables_made_by_merging(**arrays)
-    left, right, unmade, _ = made.splits()
-    if unmade >= 0 or not (np.array_equal(left, merge_ids[:, 0]) and np.array_equal(right, merge_ids[:, 1])):
-        return None
-    return made
+    return made if _made_as_listed(made, merge_ids[:, 0], merge_ids[:, 1]) else None
 
 
-def _first_merges_are(left: NDArray[np.int32], right: NDArray[np.int32], files: formats.GPT2Arrays) -> bool:
-    """Whether the first merge of each merged token of `files` (in the order of _gpt2_table_arrays) joins the
-    tokens with ids left[k] and right[k]."""
+def _made_as_listed(tables: BPETables, left: NDArray[np.integer[Any]], right: NDArray[np.integer[Any]]) -> bool:
+    """Whether tables_made_by_merging made every merged token, token k of the tokens with ids left[k] and
+    right[k] (its listed merge's): the merge list then reads as the ranks rule does (bpe_fast.merge_rule)."""
+    made_left, made_right, unmade, _ = tables.splits()
+    return bool(unmade < 0 and np.array_equal(made_left, left) and np.array_equal(made_right, right))
+
+
+def _first_merge_ids(files: formats.GPT2Arrays) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(left, right): the ids of the two tokens of the first merge of each merged token of `files`, in the order
+    of _gpt2_table_arrays."""
     from .token_arrays import first_occurrences
 
     assert files.parts is not None
     first = first_occurrences(files.joined)
-    ids = files.vocab_ids
-    return bool(np.array_equal(left, ids[files.parts[0][first]]) and np.array_equal(right, ids[files.parts[1][first]]))
+    return files.vocab_ids[files.parts[0][first]], files.vocab_ids[files.parts[1][first]]
 
 
 def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
