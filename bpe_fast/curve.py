@@ -329,8 +329,12 @@ def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool
     class_bytes = np.zeros(classes, dtype=np.int64)
     words = 0
     sources = []
-    specials = tokenizer.special_tokens
-    shared_counts = {i: {name: 0 for name, j in specials.items() if j == i} for i in shared_ids(specials)}
+    specials, vocab = tokenizer.special_tokens, tokenizer.vocab
+    # an id whose bytes are a special token not among these (a tokenizer matching only some of those sharing an
+    # id: restricted_to, or its pickle) is shared too: the text holds other bytes there than the vocabulary
+    holders = {i: vocab[i].decode("utf-8", "replace") for name, i in specials.items()
+               if vocab[i] != name.encode("utf-8")}
+    shared_counts = {i: {name: 0 for name, j in specials.items() if j == i} for i in shared_ids(specials, holders)}
     for name, data in read_texts(texts_or_paths):
         data, ids = encode_ids(tokenizer, name, data, errors)
         if shared_counts:

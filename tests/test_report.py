@@ -107,6 +107,21 @@ def test_report_counts_each_special_token_of_a_shared_id_under_its_own_name(tmp_
         assert lengths == own_lengths, specials
 
 
+def test_curve_and_report_of_a_view_matching_a_shared_id_without_its_holder(tmp_path):
+    # a tokenizer matching only <|bb|> of the two sharing 300 (whose bytes are <|a|>'s: restricted_to), and that
+    # view pickled: its special tokens are {"<|bb|>": 300} alone, yet the text holds <|bb|> where the vocabulary
+    # holds <|a|>, so the id is tallied by the bytes matched (as with ids of their own), not by the vocabulary's
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    text = "ab<|bb|>x<|bb|>ab"
+    own = compression_curve(Tokenizer.from_tiktoken(ranks, "gpt2", {"<|bb|>": 300}), text)
+    view = Tokenizer.from_tiktoken(ranks, "gpt2", {"<|a|>": 300, "<|bb|>": 300}).restricted_to(frozenset(["<|bb|>"]))
+    for tok in [view, pickle.loads(pickle.dumps(view))]:
+        curve = compression_curve(tok, text)
+        assert curve.tokens.tolist() == own.tokens.tolist() and (curve.bytes, curve.words) == (own.bytes, own.words)
+        write_report(tok, [write(tmp_path, text)], tmp_path / "r.html")
+        assert "&lt;|bb|&gt;</code></td><td>2</td>" in (tmp_path / "r.html").read_text()
+
+
 def test_words_are_runs_of_non_whitespace():
     text = "ab c\u00a0\u3000ab\n\n ab\u2003x "        # U+00A0, U+3000, U+2003 are whitespace too
     assert compression_curve(abc_tokenizer(), text).words == 5 == len(text.split())
