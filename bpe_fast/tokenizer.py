@@ -289,7 +289,11 @@ class Tokenizer:
 
         def build() -> BPETables | None:
             arrays = arrays_made.result()
-            if files.parts is None:
+            if files.parts is None:     # the reader has asked the merge rule's check (a tokenizer.json)
+                if np.all(arrays["byte_ids"] >= 0):
+                    made = tables_made_by_merging(**arrays)
+                    if made.splits()[2] < 0:        # the rule made every token: its tables, one pair a token
+                        return made
                 return BPETables(**arrays)
             made = None
             if np.all(arrays["byte_ids"] >= 0):

@@ -1017,7 +1017,7 @@ def test_a_path_through_a_file_is_an_os_error_not_a_format_error(tmp_path, name)
 @SOME
 @given(st.integers(0, 2**32 - 1), st.integers(1, 25), st.floats(0, 0.4), st.booleans(),
        st.text(alphabet="abc ", max_size=200))
-def test_from_files_tables_one_pair_a_token_equal_the_general_build(tmp_path_factory, seed, n_merges, again,
+def test_from_files_and_from_hf_tables_one_pair_a_token_equal_the_general_build(tmp_path_factory, seed, n_merges, again,
                                                                     long_tokens, text):
     # from_files builds the ranks rule's tables one pair a token (tables_made_by_merging) and takes them when
     # each token's pair is its first merge's; else (a token listed with several merges, a list the rule reads
@@ -1042,6 +1042,8 @@ def test_from_files_tables_one_pair_a_token_equal_the_general_build(tmp_path_fac
             Tokenizer.from_files(folder / "vocab.json", folder / "merges.txt")
         return
     fast = Tokenizer.from_files(folder / "vocab.json", folder / "merges.txt")
+    general.export_hf(folder / "tokenizer.json")        # from_hf: its reader checks the rule; tables the same way
+    hf = Tokenizer.from_hf(folder / "tokenizer.json")
     text += " " + b"".join(a + b for a, b in merges[::-1]).decode()
-    assert fast.encode(text) == general.encode(text)
-    assert fast._tables.permanent_mask() == general._tables.permanent_mask()
+    assert fast.encode(text) == hf.encode(text) == general.encode(text)
+    assert fast._tables.permanent_mask() == hf._tables.permanent_mask() == general._tables.permanent_mask()
