@@ -289,22 +289,17 @@ class Tokenizer:
 
         def build() -> BPETables | None:
             arrays = arrays_made.result()
-            if files.parts is None:     # the reader has asked the merge rule's check (a tokenizer.json)
-                if np.all(arrays["byte_ids"] >= 0):
-                    made = tables_made_by_merging(**arrays)
-                    if made.splits()[2] < 0:        # the rule made every token: its tables, one pair a token
-                        return made
-                return BPETables(**arrays)
             made = None
-            if np.all(arrays["byte_ids"] >= 0):
-                # the ranks rule's tables, one pair a token, when it makes every token; the merge rule's check too,
-                # when each token's pair is its first merge's (else, as with a token listed with several merges
-                # the rule makes from a later one, the check is asked)
+            if np.all(arrays["byte_ids"] >= 0):     # the ranks rule's tables, one pair a token, if it makes every token
                 made = tables_made_by_merging(**arrays)
-                if _made_as_listed(made, *_first_merge_ids(files)):
-                    return made
-                if made.splits()[2] >= 0:       # a token the rule does not make: the check names it
+                if made.splits()[2] >= 0:       # a token the rule does not make (the check names it)
                     made = None
+            if files.parts is None:     # the reader has asked the merge rule's check (a tokenizer.json)
+                return made if made is not None else BPETables(**arrays)
+            # the check too, when each token's pair is its first merge's (else, as with a token listed with several
+            # merges the rule makes from a later one, the check is asked)
+            if made is not None and _made_as_listed(made, *_first_merge_ids(files)):
+                return made
             check = files.rule_check()
             if check.difference is not None:
                 return None
