@@ -16,13 +16,17 @@ objects once the checks pass.
 A token's characters go to bytes through `char_to_byte` (int16, indexed by code point; -1: not in the mapping),
 which bpe_fast.formats makes from its mapping.
 """
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Next
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.object cimport PyObject
+from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, strlen
+from libc.string cimport memcmp, memcpy, strlen
 from libcpp.vector cimport vector
 
-from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
-                                slot_tag, table_size)
+from bpe_fast._hashing cimport (EMPTY_INDEX, HASH_SEED, Slot, hash_bytes, seed_hash_bytes, load_head, mix64,
+                                next_slot, slot_place, slot_tag, table_size)
 from bpe_fast._jsonl cimport Limits, _skip_space, _string, _value
 from bpe_fast._scan cimport line_end as find_line_end, utf8_first_error
 
@@ -111,6 +115,125 @@ def token_list(const uint8_t[::1] pool, const int64_t[::1] offsets, Py_ssize_t f
     for k in range(first, last, step):
         out.append(PyBytes_FromStringAndSize(p + offsets[k], offsets[k + span] - offsets[k]))
     return out
+
+
+def pack_vocab(dict vocab, int64_t max_id):
+    """A dict {int: bytes} as (pool, offsets, ids) arrays, entry k (in the dict's order) being
+    pool[offsets[k]:offsets[k + 1]] with id ids[k], when every key is an int (exactly: not a bool) in 0..max_id
+    and every value a non-empty bytes object (exactly); None otherwise (the caller's Python check names the
+    entry). The constructor's vocabulary, packed with no Python object made a token.
+
+    >>> pack_vocab({5: b"ab", 0: b"c"}, 10)
+    (array([97, 98, 99], dtype=uint8), array([0, 2, 3]), array([5, 0]))
+    >>> pack_vocab({True: b"a"}, 10), pack_vocab({1: b""}, 10), pack_vocab({11: b"a"}, 10)
+    (None, None, None)
+    """
+    cdef Py_ssize_t n = len(vocab), pos = 0, k = 0, total = 0, size
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef long long i
+    cdef int overflow
+    cdef list tokens = []
+    ids = np.empty(n, dtype=np.int64)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] id_view = ids
+    cdef int64_t[::1] off_view = offsets
+    off_view[0] = 0
+    while PyDict_Next(vocab, &pos, &key, &value):
+        if not PyLong_CheckExact(<object>key) or not PyBytes_CheckExact(<object>value):
+            return None
+        i = PyLong_AsLongLongAndOverflow(<object>key, &overflow)
+        size = PyBytes_GET_SIZE(<object>value)
+        if overflow or i < 0 or i > max_id or size == 0:
+            return None
+        id_view[k] = i
+        total += size
+        k += 1
+        off_view[k] = total
+        tokens.append(<object>value)
+    pool = np.empty(total, dtype=np.uint8)
+    _pack(tokens, pool, off_view)
+    return pool, offsets, ids
+
+
+def pack_pairs(list merges):
+    """A list of (bytes, bytes) tuples as (pool, offsets): merge k is (pool[offsets[2k]:offsets[2k + 1]],
+    pool[offsets[2k + 1]:offsets[2k + 2]]), as parse_merges gives; None when an item is not a tuple (exactly) of
+    two bytes objects (exactly).
+
+    >>> pack_pairs([(b"a", b"bc"), (b"d", b"e")])
+    (array([ 97,  98,  99, 100, 101], dtype=uint8), array([0, 1, 3, 4, 5]))
+    >>> pack_pairs([[b"a", b"b"]]), pack_pairs([(b"a",)]), pack_pairs([(b"a", "b")])
+    (None, None, None)
+    """
+    cdef Py_ssize_t n = len(merges), k, j, total = 0
+    cdef object pair
+    cdef object part
+    offsets = np.empty(2 * n + 1, dtype=np.int64)
+    cdef int64_t[::1] off_view = offsets
+    off_view[0] = 0
+    cdef list parts = []
+    for k in range(n):
+        pair = merges[k]
+        if not PyTuple_CheckExact(pair) or PyTuple_GET_SIZE(pair) != 2:
+            return None
+        for j in range(2):
+            part = <object>PyTuple_GET_ITEM(pair, j)
+            if not PyBytes_CheckExact(part):
+                return None
+            total += PyBytes_GET_SIZE(part)
+            off_view[2 * k + j + 1] = total
+            parts.append(part)
+    pool = np.empty(total, dtype=np.uint8)
+    _pack(parts, pool, off_view)
+    return pool, offsets
+
+
+def first_indices(const int64_t[::1] values):
+    """The index of the first occurrence of each distinct value of `values`, in increasing order (int64), found
+    with a hash table keyed by this module's secret seed (no sort); None when a run of the table is longer than
+    MAX_PROBES (values made to share slots: the caller then sorts).
+
+    >>> first_indices(np.array([5, 3, 5, 7, 3, -1])).tolist()
+    [0, 1, 3, 5]
+    """
+    cdef Py_ssize_t n = values.shape[0], k, m = 0, probes
+    cdef uint64_t size = table_size(n), mask = size - 1, i
+    cdef int64_t v
+    cdef vector[int64_t] keys
+    cdef vector[int64_t] where
+    keys.resize(size)
+    where.assign(size, -1)
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] out_view = out
+    with nogil:
+        for k in range(n):
+            v = values[k]
+            i = mix64(mix64(<uint64_t>v ^ HASH_SEED)) & mask
+            probes = 0
+            while where[i] >= 0 and keys[i] != v:
+                i = next_slot(i, mask)
+                probes += 1
+                if probes > MAX_PROBES:
+                    break
+            if probes > MAX_PROBES:
+                m = -1
+                break
+            if where[i] < 0:
+                keys[i] = v
+                where[i] = k
+                out_view[m] = k
+                m += 1
+    return None if m < 0 else out[:m]
+
+
+cdef void _pack(list tokens, uint8_t[::1] pool, const int64_t[::1] offsets):
+    """Copy bytes objects tokens[k] (checked: bytes, of the lengths offsets say) to pool[offsets[k]:]."""
+    cdef Py_ssize_t k
+    cdef object token
+    for k in range(len(tokens)):
+        token = tokens[k]
+        memcpy(&pool[offsets[k]], PyBytes_AS_STRING(token), offsets[k + 1] - offsets[k])
 
 
 cdef class TokenIndex:

@@ -320,7 +320,8 @@ class GPT2Arrays(NamedTuple):
     and its join is vocab token joined[k]. all_permanent: tiktoken's ranks rule (the merged tokens ranked by
     their first merge) is known to make every merged token, so each is a permanent entry of the encoder.
     parts: (left, right), merge k's tokens as vocab indices, when whether the ranks rule reads the merges as
-    listed is still to be asked (rule_check); None when the reader has asked."""
+    listed is still to be asked (rule_check); None when the reader has asked. distinct: no two vocab tokens have
+    the same bytes (known by the reader)."""
     vocab_pool: NDArray[np.uint8]
     vocab_offsets: NDArray[np.int64]
     vocab_ids: NDArray[np.int64]
@@ -329,6 +330,7 @@ class GPT2Arrays(NamedTuple):
     joined: NDArray[np.int64]
     all_permanent: bool = False
     parts: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+    distinct: bool = False
 
     def rule_check(self) -> RuleCheck:
         """bpe_fast.merge_rule's answer for these merges (native; parts must be known)."""
@@ -354,8 +356,15 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     merges = parse_merges(read_bytes(merges_path), CHAR_TO_BYTE_TABLE)
     if vocab is None or merges is None:
         return None
-    vocab_pool, vocab_offsets, vocab_ids = vocab
-    merge_pool, merge_offsets = merges[:2]
+    return gpt2_arrays(*vocab, *merges[:2])
+
+
+def gpt2_arrays(vocab_pool: NDArray[np.uint8], vocab_offsets: NDArray[np.int64], vocab_ids: NDArray[np.int64],
+                merge_pool: NDArray[np.uint8], merge_offsets: NDArray[np.int64]) -> GPT2Arrays | None:
+    """A vocabulary (ids in 0..MAX_TOKEN_ID) and merges as arrays (GPT2Arrays' first five fields) as GPT2Arrays,
+    when they are plainly regular: not too sparse, no token or id twice, each merge's tokens and join in the
+    vocabulary, no pair twice, no token made again after other merges; else None (the Python readers and
+    checks then name what is wrong). The merge rule's check is left to GPT2Arrays.rule_check."""
     if sparsity_problem(int(vocab_ids.max()) if len(vocab_ids) else -1, len(vocab_ids)):
         return None                 # read_vocab names the file and the largest id's line
     index = TokenIndex(vocab_pool, vocab_offsets)
@@ -364,15 +373,13 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     found = [index.find(merge_pool, merge_offsets, first, 2, span) for first, span in ((0, 1), (1, 1), (0, 2))]
     if any(hits is None or np.any(hits < 0) for hits in found):
         return None                 # a merge's token or join not in the vocab
-    pairs = np.sort(found[0] << 32 | found[1])          # type: ignore[operator]
-    if np.any(pairs[1:] == pairs[:-1]):
+    if not all_distinct(found[0] << 32 | found[1]):      # type: ignore[operator, arg-type]
         return None                 # a pair listed twice
     joined: NDArray[np.int64] = found[2]      # type: ignore[assignment]
-    runs = np.sort(joined[np.flatnonzero(np.diff(joined, prepend=-1))])
-    if np.any(runs[1:] == runs[:-1]):
+    if not all_distinct(joined[np.flatnonzero(np.diff(joined, prepend=-1))]):
         return None                 # a token made again after other merges (read_merges names it)
     return GPT2Arrays(vocab_pool, vocab_offsets, vocab_ids, merge_pool, merge_offsets, found[2],   # type: ignore[arg-type]
-                      parts=(found[0], found[1]))       # type: ignore[arg-type]
+                      parts=(found[0], found[1]), distinct=True)       # type: ignore[arg-type]
 
 
 def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merges:

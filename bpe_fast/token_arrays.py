@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from ._gpt2_files import first_indices
+
 __all__ = ["all_distinct", "first_occurrences", "gather_tokens"]
 
 
@@ -26,12 +28,20 @@ def gather_tokens(pool: NDArray[np.uint8], offsets: NDArray[np.int64],
 
 
 def first_occurrences(values: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The index of the first occurrence of each distinct value, in increasing order (a stable sort: faster
-    than np.unique's hashing here).
+    """The index of the first occurrence of each distinct value, in increasing order (a native hash table; a
+    stable sort for values made to crowd it).
 
     >>> first_occurrences(np.array([5, 3, 5, 7, 3])).tolist()
     [0, 1, 3]
     """
+    found = first_indices(np.ascontiguousarray(values, dtype=np.int64))
+    if found is not None:
+        return found
+    return _first_occurrences_sorted(values)
+
+
+def _first_occurrences_sorted(values: NDArray[np.int64]) -> NDArray[np.int64]:
+    """first_occurrences by a stable sort."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
     starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
@@ -39,6 +49,9 @@ def first_occurrences(values: NDArray[np.int64]) -> NDArray[np.int64]:
 
 
 def all_distinct(values: NDArray[np.int64]) -> bool:
-    """No value twice (a sort: faster than np.unique's hashing)."""
+    """No value twice (first_occurrences' hash table; a sort for values made to crowd it)."""
+    found = first_indices(np.ascontiguousarray(values, dtype=np.int64))
+    if found is not None:
+        return len(found) == len(values)
     ordered = np.sort(values)
     return not np.any(ordered[1:] == ordered[:-1])

@@ -43,6 +43,7 @@ from . import formats
 from .atomic import output_group
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
                       tables_made_by_merging, utf8_searchable)
+from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, check_tiktoken_readable, resolve_pattern,
                        tiktoken_anchors)
@@ -113,13 +114,24 @@ class Tokenizer:
                  special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN, *,
                  training: dict[str, Any] | None = None) -> None:
         vocab = _check_vocab(vocab)
-        merges = _check_merges(merges, vocab)
-        problem = list_rule_problem(merges, lambda j: f"merge {j}")
-        if problem is not None:
-            k, what = problem
-            raise ValueError(f"merge {k} {merges[k]!r}{what}")
+        merges = list(merges) if not isinstance(merges, (str, bytes)) else merges
+        files = _plain_arrays(vocab, merges)
+        if files is None:       # not plainly regular: checked in Python, which names what is wrong
+            merges = _check_merges(merges, vocab)
+            problem = _rule_problem(merges)
+            if problem is not None:
+                raise problem
         training = formats.check_training(training, len(merges))
-        self._setup(vocab, merges, special_tokens, pattern)
+        if files is None:
+            self._setup(vocab, merges, special_tokens, pattern)
+        else:       # as GPT-2's files read as arrays: the merge rule's check and the tables natively, in a thread
+
+            def refuse() -> NoReturn:
+                problem = _rule_problem(merges)
+                assert problem is not None, "the native merge rule's check and bpe_fast.merge_rule disagree"
+                raise problem
+
+            self._setup_arrays(files, vocab, merges, special_tokens, pattern, refuse=refuse)
         self._training = training
 
     @classmethod
@@ -263,26 +275,41 @@ class Tokenizer:
                      pattern: str, special_ids: list[int] | None = None,
                      refuse: Callable[[], NoReturn] | None = None) -> Tokenizer:
         """From a vocabulary and merges read as arrays (`files`), and the same as Python objects (or functions
-        that make them): the encoder's tables are built from the arrays without the GIL, beside the Python
-        work here (the id-indexed ones once the ids are known not to be too sparse). special_ids: as _setup's.
-        When files.parts is given, the merge rule's check (files.rule_check) runs first in the tables' thread
-        (its recovery of the merges holds no GIL; on the caller's thread, beside the Python objects made from
-        the arrays, it ran after them); refuse() raises when it finds a difference."""
+        that make them): see _setup_arrays."""
+        self = cls.__new__(cls)
+        self._setup_arrays(files, vocab, merges, special_tokens, pattern, special_ids, refuse)
+        self._training = None
+        return self
+
+    def _setup_arrays(self, files: formats.GPT2Arrays, vocab: Vocab | Callable[[], Vocab],
+                      merges: Merges | Callable[[], Merges], special_tokens: Iterable[str] | None,
+                      pattern: str, special_ids: list[int] | None = None,
+                      refuse: Callable[[], NoReturn] | None = None) -> None:
+        """_setup for a vocabulary and merges read as arrays (`files`), and the same as Python objects (or
+        functions that make them): the encoder's tables are built from the arrays without the GIL, beside the
+        Python work here (the id-indexed ones once the ids are known not to be too sparse). special_ids: as
+        _setup's. When files.parts is given, the merge rule's check (files.rule_check) runs first in the tables'
+        thread (its recovery of the merges holds no GIL; on the caller's thread, beside the Python objects made
+        from the arrays, it ran after them); refuse() raises when it finds a difference."""
         from ._gpt2_files import index_tokens
         from .specials import check_special_tokens
 
         ids = files.vocab_ids
         _check_sparsity(int(ids.max()) if len(ids) else -1, len(ids))
-        wanted = [token.encode("utf-8") for token in check_special_tokens(special_tokens)]
+        special_tokens = check_special_tokens(special_tokens)       # once: it may be an iterator
+        wanted = [token.encode("utf-8") for token in special_tokens]
         if wanted:      # a special token not in the vocabulary gets a new id: the general build, which adds it
             found = index_tokens(files.vocab_pool, files.vocab_offsets, np.frombuffer(b"".join(wanted), dtype=np.uint8),
                                  np.cumsum([0] + [len(token) for token in wanted], dtype=np.int64))
+            if found is not None and special_ids is None and np.all(found >= 0) and files.distinct:
+                special_ids = ids[found].tolist()       # each special token's bytes are at that id, at no other
             if found is None or np.any(found < 0):
                 if files.parts is not None and files.rule_check().difference is not None:
                     assert refuse is not None
                     refuse()
-                return cls._from_checked(vocab() if callable(vocab) else vocab,
-                                         merges() if callable(merges) else merges, special_tokens, pattern)
+                self._setup(vocab() if callable(vocab) else vocab, merges() if callable(merges) else merges,
+                            special_tokens, pattern)
+                return
         # the table arrays are made here (NumPy in the thread would wait for the GIL at each call) while the thread
         # runs the merge rule's check, which needs only `files`
         arrays_made: Future[TableArrays] = Future()
@@ -324,8 +351,8 @@ class Tokenizer:
                 arrays_made.set_exception(exc)
                 raise
             # the merge list (two bytes objects and a tuple a merge) is made when first asked for: encoding does not
-            return cls._from_checked(vocab() if callable(vocab) else vocab, merges, special_tokens, pattern,
-                                     tables=tables, special_ids=special_ids)
+            self._setup(vocab() if callable(vocab) else vocab, merges, special_tokens, pattern, tables=tables,
+                        special_ids=special_ids)
 
     @classmethod
     def from_hf(cls, path: StrPath) -> Tokenizer:
@@ -1263,16 +1290,14 @@ def _check_sparsity(top: int, n: int) -> None:
 def _check_vocab(vocab: Any) -> Vocab:
     """A new dict[int, bytes]; TypeError/ValueError naming the bad entry."""
     try:
-        items = list(vocab.items())
+        out: Vocab = vocab.copy() if type(vocab) is dict else dict(vocab.items())
     except AttributeError:
         raise TypeError(f"vocab must be a dict[int, bytes], got {type(vocab).__name__}") from None
-    ids = [i for i, _ in items]
-    tokens = [t for _, t in items]
-    # the usual case checked by loops in C (a 50k vocabulary in a few ms); else the loop below names the entry
-    if (set(map(type, ids)) <= {int} and set(map(type, tokens)) <= {bytes} and all(tokens)
-            and (not ids or (min(ids) >= 0 and max(ids) <= formats.MAX_TOKEN_ID))):
-        return dict(items)
-    out: Vocab = {}
+    # the usual case checked natively (a 50k vocabulary in a millisecond); else the loop below names the entry
+    if pack_vocab(out, formats.MAX_TOKEN_ID) is not None:
+        return out
+    items = list(out.items())
+    out = {}
     for i, token in items:
         if type(i) is not int:
             try:
@@ -1290,6 +1315,28 @@ def _check_vocab(vocab: Any) -> Vocab:
             raise ValueError(f"vocab token {i} is empty")
         out[i] = token
     return out
+
+
+def _plain_arrays(vocab: Vocab, merges: Any) -> formats.GPT2Arrays | None:
+    """A checked vocab (_check_vocab) and a list of merges as formats.GPT2Arrays, the merge rule's check still to
+    ask (as GPT-2's files read natively), when the merges are tuples of two bytes and everything is plainly
+    regular (formats.gpt2_arrays); else None."""
+    packed = pack_pairs(merges) if isinstance(merges, list) else None
+    if packed is None:
+        return None
+    packed_vocab = pack_vocab(vocab, formats.MAX_TOKEN_ID)
+    assert packed_vocab is not None, "vocab is not checked"
+    return formats.gpt2_arrays(*packed_vocab, *packed)
+
+
+def _rule_problem(merges: Merges) -> ValueError | None:
+    """The constructor's error for merges (checked by _check_merges) that the merge rule's check refuses
+    (bpe_fast.merge_rule), naming the merge; None when it reads them as listed."""
+    problem = list_rule_problem(merges, lambda j: f"merge {j}")
+    if problem is None:
+        return None
+    k, what = problem
+    return ValueError(f"merge {k} {merges[k]!r}{what}")
 
 
 def _check_merges(merges: Any, vocab: Mapping[int, bytes]) -> Merges:

@@ -1,0 +1,210 @@
+"""Tokenizer(vocab, merges, special_tokens): CS336's constructor. Its usual input (a dict {int: bytes} and a list
+of (bytes, bytes) tuples, plainly regular) goes the way GPT-2's files read as arrays go (the native packers of
+bpe_fast._gpt2_files, formats.gpt2_arrays, the merge rule's check and the tables in a thread); anything else is
+checked in Python, which names what is wrong. The oracle here is that Python path alone (the array path switched
+off): both must give the same tokenizer or the same error, whatever the input."""
+import itertools
+import random
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import bpe_fast.tokenizer as T
+from bpe_fast import Tokenizer
+from bpe_fast._gpt2_files import first_indices, pack_pairs, pack_vocab
+from bpe_fast import formats as F
+from corpora import FIXTURES
+
+TEXT = "abcd dcba abab ccdd <|eot|> aaaa bbbb <|x|>abc d\n\n  ab"
+
+
+def outcome(make):
+    try:
+        tok = make()
+    except (TypeError, ValueError) as exc:
+        return ("error", type(exc).__name__, str(exc))
+    try:
+        ids = tok.encode(TEXT)
+    except ValueError as exc:       # a byte with no token
+        ids = ("error", type(exc).__name__, str(exc))
+    return ("ok", dict(tok.vocab), tok.merges, tok.special_tokens, ids, tok._tables.permanent_mask())
+
+
+def both(*args):
+    """(the constructor's outcome, the Python path's alone); each call gets its own copies of the arguments."""
+    fast = outcome(lambda: Tokenizer(*_copies(args)))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(T, "_plain_arrays", lambda vocab, merges: None)
+        slow = outcome(lambda: Tokenizer(*_copies(args)))
+    return fast, slow
+
+
+def _copies(args):
+    """Fresh arguments: a dict, a list, and special tokens as given (a function called for an iterator)."""
+    vocab, merges, *rest = args
+    return (dict(vocab), list(merges), *[x() if callable(x) else x for x in rest])
+
+
+def _merge_lists(draw_choices, letters=b"abcd"):
+    """A merge list over `letters` from index pairs (each merge joins two tokens made so far)."""
+    tokens = [bytes([c]) for c in letters]
+    merges = []
+    for i, j in draw_choices:
+        a, b = tokens[i % len(tokens)], tokens[j % len(tokens)]
+        if a + b not in tokens:
+            tokens.append(a + b)
+        merges.append((a, b))
+    return tokens, merges
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=14),
+       st.sampled_from(["plain", "shuffled_ids", "gap", "no_byte", "dup_token", "extra", "drop_join"]),
+       st.sampled_from([[], ["<|eot|>"], ["<|eot|>", "<|x|>"], ["ab"], ["<|x|>", "<|eot|>"]]),
+       st.sampled_from(["list", "iter", "tuple"]))
+@example([(0, 1), (0, 1)], "plain", [], "list")            # a pair listed twice in a row: the Python path's
+@example([(0, 1), (4, 2), (0, 1)], "plain", [], "list")     # a pair made again after another merge: refused
+@example([(0, 1), (1, 2), (0, 5)], "plain", [], "list")     # a, b; b, c; a, bc: abc made as a + bc, refused
+def test_the_constructor_equals_its_python_path(choices, vocab_kind, specials, special_kind):
+    tokens, merges = _merge_lists(choices)
+    made = tokens[4:]
+    rng = random.Random(len(choices) * 7 + len(specials))
+    vocab = {i: bytes([i]) for i in range(256)}
+    ids = list(range(256, 256 + len(made) + (len(specials) if "ab" not in specials else 0)))
+    if vocab_kind == "shuffled_ids":
+        rng.shuffle(ids)
+    elif vocab_kind == "gap":
+        ids = [i + 1000 * k for k, i in enumerate(ids)]
+    entries = list(zip(ids, made + [s.encode() for s in specials if s != "ab"]))
+    if vocab_kind == "shuffled_ids":
+        rng.shuffle(entries)
+    vocab.update(entries)
+    if vocab_kind == "no_byte":
+        del vocab[ord("c")]
+    elif vocab_kind == "dup_token" and made:
+        vocab[5000] = made[0]                       # a token's bytes at two ids
+    elif vocab_kind == "extra":
+        vocab[4000] = b"zzz"                        # a token no merge makes
+    elif vocab_kind == "drop_join" and made:
+        del vocab[next(i for i, t in vocab.items() if t == made[-1])]
+    if special_kind == "iter":
+        specials = (lambda names: lambda: iter(names))(specials)
+    elif special_kind == "tuple":
+        specials = tuple(specials)
+    fast, slow = both(vocab, merges, specials)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("bad", [
+    lambda v, m: (v, [list(m[0])] + m[1:]),                        # a merge as a list
+    lambda v, m: (v, [(bytearray(m[0][0]), m[0][1])] + m[1:]),     # a bytearray part
+    lambda v, m: (v, [(m[0][0], m[0][1].decode())] + m[1:]),       # a str part
+    lambda v, m: (v, [m[0] + (b"x",)] + m[1:]),                    # three parts
+    lambda v, m: (v, [(b"q", b"r")] + m[1:]),                      # tokens not in the vocabulary
+    lambda v, m: ({**v, True: b"qq"}, m),                          # a bool id
+    lambda v, m: ({**v, -1: b"qq"}, m),                            # a negative id
+    lambda v, m: ({**v, F.MAX_TOKEN_ID + 1: b"qq"}, m),            # an id too large
+    lambda v, m: ({**v, 2 ** 70: b"qq"}, m),                       # an id far too large
+    lambda v, m: ({**v, 300000: b""}, m),                          # an empty token
+    lambda v, m: ({**v, 300000: bytearray(b"qq")}, m),             # a bytearray token
+    lambda v, m: ({**v, 300000: "qq"}, m),                         # a str token
+    lambda v, m: ({**v, 10 ** 7: b"qq"}, m),                       # too sparse
+    lambda v, m: (v, tuple(m)),                                    # merges as a tuple
+    lambda v, m: (v, iter(m)),                                     # merges as an iterator
+])
+def test_irregular_input_gets_the_python_paths_answer(bad):
+    tokens, merges = _merge_lists([(0, 1), (4, 2), (5, 3)])
+    vocab = {i: bytes([i]) for i in range(256)} | {256 + k: t for k, t in enumerate(tokens[4:])}
+    vocab, merges = bad(vocab, merges)
+    if not isinstance(merges, (list, tuple)):       # an iterator: consumed once; both get it whole
+        merges = list(merges)
+    fast, slow = both(vocab, merges, ["<|eot|>"])
+    assert fast == slow
+
+
+def test_gpt2_by_the_constructor_is_gpt2_by_its_files():
+    """GPT-2's vocabulary and merges as Python objects (CS336's way in) give from_files' tokenizer."""
+    files = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", ["<|endoftext|>"])
+    vocab = F.read_vocab(FIXTURES / "gpt2_vocab.json")
+    tok = Tokenizer(vocab, F.read_merges(FIXTURES / "gpt2_merges.txt", vocab), ["<|endoftext|>"])
+    text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")[:20000] + "<|endoftext|> naïve 日本語 12345"
+    assert tok.encode(text) == files.encode(text)
+    assert tok._tables.permanent_mask() == files._tables.permanent_mask()
+    assert tok.special_tokens == {"<|endoftext|>": 50256}
+    assert tok.vocab == files.vocab and tok.merges == files.merges
+
+
+def test_special_tokens_from_an_iterator_are_kept_by_from_files():
+    """from_files read its special tokens twice (once to look them up among the arrays, once to set them up):
+    an iterator gave none the second time, and the tokenizer matched no special token."""
+    specials = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt",
+                                    iter(["<|endoftext|>"])).special_tokens
+    assert specials == {"<|endoftext|>": 50256}
+
+
+def test_a_mapping_that_is_not_a_dict_is_copied():
+    from types import MappingProxyType
+
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    fast, slow = both(MappingProxyType(vocab), [(b"a", b"b")])
+    assert fast == slow and fast[0] == "ok"
+    with pytest.raises(TypeError, match="vocab must be a dict"):
+        Tokenizer([(0, b"a")], [])
+
+
+# ------------------------------------------------------------------------------------- the native packers
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.integers(-3, 2 ** 40), st.booleans(), st.just(2 ** 80)),
+                          st.one_of(st.binary(max_size=5), st.text(max_size=2))), max_size=12),
+       st.integers(0, 2 ** 33))
+def test_pack_vocab_equals_a_plain_loop(items, max_id):
+    vocab = dict(items)
+    regular = all(type(i) is int and 0 <= i <= max_id and type(t) is bytes and t for i, t in vocab.items())
+    packed = pack_vocab(vocab, max_id)
+    if not regular:
+        assert packed is None
+        return
+    pool, offsets, ids = packed
+    assert ids.tolist() == list(vocab)
+    assert [bytes(pool[offsets[k]:offsets[k + 1]]) for k in range(len(vocab))] == list(vocab.values())
+    assert offsets[0] == 0 and offsets[-1] == len(pool)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.tuples(st.binary(max_size=4), st.binary(max_size=4)),
+                          st.tuples(st.binary(max_size=2)), st.lists(st.binary(max_size=2), min_size=2, max_size=2),
+                          st.tuples(st.binary(max_size=2), st.text(max_size=2))), max_size=10))
+def test_pack_pairs_equals_a_plain_loop(merges):
+    regular = all(type(m) is tuple and len(m) == 2 and all(type(p) is bytes for p in m) for m in merges)
+    packed = pack_pairs(merges)
+    if not regular:
+        assert packed is None
+        return
+    pool, offsets = packed
+    parts = list(itertools.chain.from_iterable(merges))
+    assert len(offsets) == len(parts) + 1
+    assert [bytes(pool[offsets[k]:offsets[k + 1]]) for k in range(len(parts))] == parts
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-5, 5), st.integers(-2 ** 63, 2 ** 63 - 1)), max_size=60))
+def test_first_indices_equals_a_dict(values):
+    seen = {}
+    for k, v in enumerate(values):
+        seen.setdefault(v, k)
+    assert first_indices(np.array(values, dtype=np.int64)).tolist() == sorted(seen.values())
+
+
+def test_distinct_checks_fall_back_to_sorting_when_the_table_is_crowded(monkeypatch):
+    """When first_indices gives up (keys made to share slots), first_occurrences and all_distinct sort."""
+    from bpe_fast import token_arrays
+
+    values = np.array([4, 1, 4, 9, 1, 2], dtype=np.int64)
+    assert token_arrays.first_occurrences(values).tolist() == [0, 1, 3, 5]
+    assert not token_arrays.all_distinct(values) and token_arrays.all_distinct(values[[0, 1, 3, 5]])
+    monkeypatch.setattr(token_arrays, "first_indices", lambda values: None)
+    assert token_arrays.first_occurrences(values).tolist() == [0, 1, 3, 5]
+    assert not token_arrays.all_distinct(values) and token_arrays.all_distinct(values[[0, 1, 3, 5]])
