@@ -86,12 +86,13 @@ def tally_tokens(const uint8_t[::1] data, const int32_t[::1] ids, const int64_t[
                 break
             length = lengths[t]
             end = pos + length
-            if end > n:
+            if length < 0 or end > n:
                 bad = True
                 break
             cls = 0
             if ncls > 1:
                 cls = <uint8_t>space
+            if ncls > 1 and length > 0:     # a token of no bytes has no character: `space` (and pos may be n)
                 p = pos
                 while p > 0 and pos - p < 3 and (s[p] & 0xC0) == 0x80:
                     p -= 1              # the token starts inside a character: classify that character

@@ -1,0 +1,38 @@
+"""Edge inputs to the native kernels (bpe_fast._*.pyx, compiled without bounds checks): each test's input once
+made a kernel read or write outside its arrays, or give a wrong result from bytes it should not have read."""
+import numpy as np
+import pytest
+
+from bpe_fast._inspect import tally_tokens
+from bpe_fast.curve import SCRIPTS, _CJK, _PUNCT, _SPACE, script_table
+
+
+def _tally(data, ids, lengths):
+    counts = np.zeros((len(lengths), len(SCRIPTS)), dtype=np.int64)
+    class_bytes = np.zeros(len(SCRIPTS), dtype=np.int64)
+    tally_tokens(data, np.asarray(ids, dtype=np.int32), np.asarray(lengths, dtype=np.int64), script_table(),
+                 counts, class_bytes, _SPACE, _CJK, _PUNCT)
+    return counts, class_bytes
+
+
+def test_tally_a_token_of_no_bytes_at_the_end_reads_nothing_past_the_text():
+    # the text is b"a", a view of b"a\x80": the byte after the text is a continuation byte. A token of no bytes
+    # at the end covers no character, so it is counted as whitespace (SCRIPTS' class for "none"); reading the
+    # byte past the end took it for the inside of "a"'s character and counted the empty token as Latin.
+    data = np.frombuffer(b"a\x80", dtype=np.uint8)[:1]
+    counts, class_bytes = _tally(data, [0, 1], [1, 0])
+    latin, space = SCRIPTS.index("Latin"), SCRIPTS.index("whitespace")
+    assert counts[0].tolist() == [1 if c == latin else 0 for c in range(len(SCRIPTS))]
+    assert counts[1].tolist() == [1 if c == space else 0 for c in range(len(SCRIPTS))]
+    assert class_bytes.tolist() == [1 if c == latin else 0 for c in range(len(SCRIPTS))]
+
+
+def test_tally_a_token_of_no_bytes_inside_the_text_is_whitespace():
+    counts, _ = _tally(np.frombuffer("aé".encode(), dtype=np.uint8), [0, 2, 1], [1, 2, 0])
+    assert counts[2, SCRIPTS.index("whitespace")] == 1 and counts[2].sum() == 1
+
+
+def test_tally_refuses_a_negative_length():
+    # a negative length moved the position before the text, whose bytes were then read at negative offsets
+    with pytest.raises(ValueError, match="do not make up the text"):
+        _tally(np.frombuffer(b"ab", dtype=np.uint8), [0, 1, 0, 0, 0], [1, -2])
