@@ -251,8 +251,8 @@ def read_vocab(path: StrPath, data: bytes | None = None) -> Vocab:
     """Read a GPT-2 ``vocab.json`` (data: its bytes, if already read); returns ``dict[int, bytes]`` (id -> token bytes).
 
     Rejects, naming the file and line: bad JSON, a top level other than an object, an id that is not an int
-    (true/false/floats too), an id outside 0..MAX_TOKEN_ID, a duplicate id, a duplicate token, a token
-    with a character outside GPT-2's byte mapping, ids too sparse for the encoder (sparsity_problem; the line
+    (true/false/floats too), an id outside 0..MAX_TOKEN_ID, a duplicate id, a duplicate token, the empty
+    token, a token with a character outside GPT-2's byte mapping, ids too sparse for the encoder (sparsity_problem; the line
     of the largest).
 
     >>> import os, tempfile
@@ -270,7 +270,7 @@ def read_vocab(path: StrPath, data: bytes | None = None) -> Vocab:
         tokens = token_list(parsed[0], parsed[1])
         read = dict(zip(parsed[2].tolist(), tokens))
         top = int(parsed[2].max()) if len(tokens) else -1
-        if len(read) == len(tokens) == len(set(tokens)) and not sparsity_problem(top, len(read)):
+        if len(read) == len(tokens) == len(set(tokens)) and all(tokens) and not sparsity_problem(top, len(read)):
             return read
     text = read_text(path, data)        # anything else: read here, which names what is wrong
     objects: list[list[tuple[str, Any]]] = []
@@ -299,6 +299,8 @@ def read_vocab(path: StrPath, data: bytes | None = None) -> Vocab:
             token = str_to_token(key)
         except ValueError as exc:
             fail(index, f"token {key!r}: {exc}")
+        if not token:       # no text encodes to it; the Tokenizer constructor refuses it too
+            fail(index, f"the empty token \"\" has id {value}: a token is at least one byte")
         if key in index_of_token:
             first = pairs[index_of_token[key]][1]
             fail(index, f"token {key!r} appears twice (ids {first} and {value})")
@@ -367,6 +369,8 @@ def gpt2_arrays(vocab_pool: NDArray[np.uint8], vocab_offsets: NDArray[np.int64],
     checks then name what is wrong). The merge rule's check is left to GPT2Arrays.rule_check."""
     if sparsity_problem(int(vocab_ids.max()) if len(vocab_ids) else -1, len(vocab_ids)):
         return None                 # read_vocab names the file and the largest id's line
+    if np.any(vocab_offsets[1:] == vocab_offsets[:-1]):
+        return None                 # the empty token (read_vocab names its line)
     index = TokenIndex(vocab_pool, vocab_offsets)
     if index.flooded or index.duplicates or not all_distinct(vocab_ids):
         return None                 # a token or an id given twice (or tokens crafted to crowd the index)

@@ -399,9 +399,10 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
         return None             # _read_vocab names the largest id's line
     lengths = np.diff(offsets)
     index = TokenIndex(pool, offsets)
-    if (index.flooded or index.duplicates or not all_distinct(ids)
+    if (index.flooded or index.duplicates or not all_distinct(ids) or np.any(lengths == 0)
             or len(np.unique(pool[offsets[:-1][lengths == 1]])) != 256):
-        return None             # a key or an id given twice (json.loads keeps the last key), or a byte missing
+        return None             # a key or an id given twice (json.loads keeps the last key), the empty token, or
+                                # a byte missing
     found = [index.find(merge_pool, merge_offsets, first, 2, span) for first, span in ((0, 1), (1, 1), (0, 2))]
     if any(hits is None or np.any(hits < 0) for hits in found):
         return None             # a merge's token or join not in the vocab (or tokens crafted to crowd the index)
@@ -612,6 +613,8 @@ def _read_vocab(f: _File, vocab_json: object) -> tuple[dict[str, int], Vocab]:
                 formats.str_to_token(key)
             except ValueError as exc:
                 f.fail(f"vocab token {key!r}: {exc} (not a byte-level vocabulary?)", key, "vocab")
+    if "" in vocab_json:       # no text encodes to it; the Tokenizer constructor refuses it too
+        f.fail(f"the empty token \"\" has id {vocab_json['']}: a token is at least one byte", "", "vocab")
     vocab = dict(zip(ids, tokens))
     top = max(ids, default=-1)
     problem = formats.sparsity_problem(top, len(ids))
