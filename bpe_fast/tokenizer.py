@@ -808,7 +808,17 @@ class Tokenizer:
         >>> tok.lengths_in(b"a<|eot|>", tok.encode_utf8_to_numpy(b"a<|eot|>")).tolist()
         [1, 7]
         """
-        lengths = self._token_lengths()[ids]
+        table = self._token_lengths()
+        ids = np.asarray(ids)
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"ids must be an array of integers, got {ids.dtype}")
+        if ids.size:        # NumPy would take a negative id from the end, and an unknown one as 0 bytes
+            outside = np.flatnonzero((ids < 0) | (ids >= len(table)))
+            unknown = outside if len(outside) else np.flatnonzero(table[ids] == 0)
+            if len(unknown):
+                k = int(unknown[0])
+                raise ValueError(f"{'negative' if ids[k] < 0 else 'unknown'} token id {int(ids[k])} (at position {k})")
+        lengths = table[ids]
         _shared_id_lengths(lengths, ids, data, self._specials)
         return lengths
 

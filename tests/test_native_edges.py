@@ -36,3 +36,19 @@ def test_tally_refuses_a_negative_length():
     # a negative length moved the position before the text, whose bytes were then read at negative offsets
     with pytest.raises(ValueError, match="do not make up the text"):
         _tally(np.frombuffer(b"ab", dtype=np.uint8), [0, 1, 0, 0, 0], [1, -2])
+
+
+@pytest.mark.parametrize("bad, message", [(-1, "negative token id -1 (at position 1)"),
+                                          (258, "unknown token id 258 (at position 1)"),
+                                          (262, "unknown token id 262 (at position 1)")])
+def test_lengths_in_refuses_ids_without_a_token(bad, message):
+    # ids 0..256, 260 and the special token's 261 (257..259 have no token): -1 was read as the last id (NumPy's
+    # negative index) and gave the special token's length, 7; an id with no token gave 0 bytes
+    from bpe_fast import Tokenizer
+    tok = Tokenizer(BYTES | {256: b"ab", 260: b"zz"}, [(b"a", b"b"), (b"z", b"z")], ["<|eot|>"])
+    assert tok.lengths_in(b"ab<|eot|>", np.array([256, 261])).tolist() == [2, 7]
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        tok.lengths_in(b"a" * 9, np.array([97, bad, 97]))
+
+
+BYTES = {i: bytes([i]) for i in range(256)}
