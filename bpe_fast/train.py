@@ -264,11 +264,21 @@ def corpus_statistics(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], cou
     """{"pretokens", "pretoken_bytes", "distinct_pretokens"} of pre-token arrays (tokens, offsets, counts),
     after the entries of `read` ({"bytes": ..., "documents": ...}: what the inputs held). may_repeat: a
     pre-token may be listed more than once (the workers' tables end to end), so the distinct ones are
-    counted (natively: a hash set of the byte strings)."""
+    counted (natively: a hash set of the byte strings). A pre-token counted 0 times is not one of the corpus's
+    (as for PretokenCounts' equality and Counter, a count of 0 is no entry)."""
     stats = dict(read or {})
     stats["pretokens"] = int(np.sum(counts))
     stats["pretoken_bytes"] = int(np.dot(np.diff(offsets), counts)) if len(counts) else 0
-    stats["distinct_pretokens"] = int(count_distinct(tokens, offsets)) if may_repeat else len(counts)
+    if not may_repeat:
+        stats["distinct_pretokens"] = int(np.count_nonzero(counts))
+        return stats
+    occurs = counts > 0
+    if not occurs.all():            # only the occurring ones' bytes and offsets (counting never lists a 0)
+        lengths = np.diff(offsets)
+        tokens = tokens[np.repeat(occurs, lengths)]
+        offsets = np.zeros(int(np.count_nonzero(occurs)) + 1, dtype=np.int64)
+        np.cumsum(lengths[occurs], out=offsets[1:])
+    stats["distinct_pretokens"] = int(count_distinct(np.ascontiguousarray(tokens), offsets))
     return stats
 
 

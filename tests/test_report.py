@@ -15,12 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, Tokenizer, compression_curve, count_pretokens
-from bpe_fast import train_bpe, train_from_counts
+from bpe_fast import PretokenCounts, train_bpe, train_from_counts
 from bpe_fast._inspect import count_distinct, propagate
 from bpe_fast.cli import main
 from bpe_fast.curve import SCRIPTS, merge_trees, script_of
 from bpe_fast.formats import FormatError
 from bpe_fast.html_report import write_report
+from bpe_fast.train import corpus_statistics
 from bpe_fast.inputs import CorpusDecodeError
 from bpe_fast.token_view import TokenView, display_token, render_ansi, render_html, render_plain, split_positions
 
@@ -604,6 +605,20 @@ def test_train_counts_documents_of_every_input_kind(tmp_path):
     result = train_from_counts({b"hello": 5, b"help": 2}, 258)
     assert result.training == {"corpus": {"pretokens": 7, "pretoken_bytes": 33, "distinct_pretokens": 2},
                                "merge_counts": [7, 7]}
+
+
+def test_corpus_statistics_leave_out_pre_tokens_counted_zero_times():
+    # a count of 0 is no entry (PretokenCounts' equality, Counter's): such a pre-token is not in the corpus, so
+    # the two equal counts below have 1 distinct pre-token, b"ab", 5 times (10 bytes)
+    with_zero, without = PretokenCounts({b"ab": 5, b"cd": 0}), PretokenCounts({b"ab": 5})
+    assert with_zero == without
+    expected = {"pretokens": 5, "pretoken_bytes": 10, "distinct_pretokens": 1}
+    for counts in (with_zero, without, {b"ab": 5, b"cd": 0}, {b"cd": 0, b"ab": 5, b"": 0}):
+        assert train_from_counts(counts, 257).training["corpus"] == expected
+    # tables that may list a pre-token twice (train_bpe's, one a worker): b"ab" 3 + 2 times, b"cd" and b"x" 0
+    tokens = np.frombuffer(b"abcdabx", dtype=np.uint8)
+    offsets = np.array([0, 2, 4, 6, 7], dtype=np.int64)
+    assert corpus_statistics(tokens, offsets, np.array([3, 0, 2, 0], dtype=np.int64), may_repeat=True) == expected
 
 
 def test_count_distinct_worked_example():
