@@ -18,7 +18,9 @@ GPT-2's files against HF tokenizers (skipped without it), the same way:
   special token added;
 - "tokenizer.json": that HF tokenizer saved once; Tokenizer.from_hf(path) against tokenizers.Tokenizer.from_file;
 - "o200k_base tokenizer.json": the same for a 200k-token file (o200k_base's ranks, written by export_hf; skipped
-  without bpe-openai).
+  without bpe-openai);
+- "dict+list": GPT-2's vocabulary and merges already Python objects, as code written for CS336 holds them:
+  Tokenizer(vocab, merges, ["<|endoftext|>"]) against models.BPE(vocab, merges) (their str keys), set up the same.
 """
 import gzip
 import hashlib
@@ -119,11 +121,14 @@ def test_load(benchmark, ranks_files, name, way, monkeypatch):
           f"{median['tiktoken']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
 
 
-GPT2_FILES = ("vocab.json+merges.txt", "tokenizer.json", "o200k_base tokenizer.json")
+GPT2_FILES = ("vocab.json+merges.txt", "tokenizer.json", "o200k_base tokenizer.json", "dict+list")
 
 
-def _hf_gpt2(models, pre_tokenizers, decoders, tokenizers):
-    hf = tokenizers.Tokenizer(models.BPE.from_file(str(FIXTURES / "gpt2_vocab.json"), str(FIXTURES / "gpt2_merges.txt")))
+def _hf_gpt2(models, pre_tokenizers, decoders, tokenizers, model=None):
+    """HF's GPT-2 tokenizer from GPT-2's files (or from `model`, a models.BPE made from Python objects)."""
+    if model is None:
+        model = models.BPE.from_file(str(FIXTURES / "gpt2_vocab.json"), str(FIXTURES / "gpt2_merges.txt"))
+    hf = tokenizers.Tokenizer(model)
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     hf.decoder = decoders.ByteLevel()
     hf.add_special_tokens(["<|endoftext|>"])
@@ -146,6 +151,16 @@ def test_load_gpt2_files(benchmark, tmp_path, way, request):
             Tokenizer.from_tiktoken(ranks, pattern, specials).export_hf(path)
         ours = lambda: Tokenizer.from_hf(path)  # noqa: E731
         theirs = lambda: tokenizers.Tokenizer.from_file(str(path))  # noqa: E731
+    elif way == "dict+list":       # already Python objects, as CS336's constructor takes them, and HF's
+        from bpe_fast.formats import read_merges, read_vocab, token_to_str
+
+        ids = read_vocab(vocab)
+        pairs = read_merges(merges, ids)
+        keys = {token_to_str(token): i for i, token in ids.items()}
+        strs = [(token_to_str(a), token_to_str(b)) for a, b in pairs]
+        ours = lambda: Tokenizer(ids, pairs, ["<|endoftext|>"])  # noqa: E731
+        theirs = lambda: _hf_gpt2(models, pre_tokenizers, decoders, tokenizers,  # noqa: E731
+                                  models.BPE(keys, strs))
     else:
         ours = lambda: Tokenizer.from_files(vocab, merges, ["<|endoftext|>"])  # noqa: E731
         theirs = lambda: _hf_gpt2(models, pre_tokenizers, decoders, tokenizers)  # noqa: E731
