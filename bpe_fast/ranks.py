@@ -195,12 +195,14 @@ def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
 class RankedTokens(NamedTuple):
     """tiktoken's ranks, checked, in rank order: the tokens, their ranks (ascending int64 array), the tokens end
     to end (pool, uint8; token k is pool[offsets[k]:offsets[k + 1]]) and byte_index[b], the index of the token
-    bytes([b]) (all 256 have one)."""
+    bytes([b]) (all 256 have one). From a file: its path and each token's line (in rank order), which errors name."""
     tokens: list[bytes]
     values: NDArray[np.int64]
     pool: NDArray[np.uint8]
     offsets: NDArray[np.int64]
     byte_index: NDArray[np.int32]
+    path: str | None = None
+    lines: NDArray[np.int64] | None = None
 
     def recover(self) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
         """(left, right): for token k, the indices of the two lower-ranked tokens whose merge makes it (int32
@@ -218,8 +220,11 @@ class RankedTokens(NamedTuple):
         """The error for token `index`, which tiktoken's rule with the lower ranks leaves in `parts` parts."""
         token = self.tokens[index]
         shown = repr(token) if len(token) <= 200 else f"{token[:100]!r}... ({len(token):,} bytes)"
-        return ValueError(f"ranks: the token {shown} (rank {int(self.values[index])}) cannot be made by merging "
-                          f"tokens of lower rank: tiktoken's rule leaves it in {parts} parts")
+        message = (f"the token {shown} (rank {int(self.values[index])}) cannot be made by merging tokens of lower "
+                   f"rank: tiktoken's rule leaves it in {parts} parts")
+        if self.path is not None and self.lines is not None:
+            return FormatError(self.path, int(self.lines[index]), message)
+        return ValueError(f"ranks: {message}")
 
     def merges_of_ranks(self, left: NDArray[np.int32], right: NDArray[np.int32]) -> Merges:
         """The merge list from the ranks of the two tokens whose merge makes each multi-byte token, in rank order
@@ -246,9 +251,11 @@ class RankedTokens(NamedTuple):
 
 
 def _ranked(tokens: list[bytes], values: NDArray[np.int64], pool: NDArray[np.uint8] | None = None,
-            offsets: NDArray[np.int64] | None = None) -> RankedTokens:
+            offsets: NDArray[np.int64] | None = None, path: str | None = None,
+            lines: NDArray[np.int64] | None = None) -> RankedTokens:
     """RankedTokens of the distinct tokens `tokens` in rank order with the ranks `values` (pool and offsets:
-    theirs when the caller has them); ValueError naming the single bytes without a rank."""
+    theirs when the caller has them; path and lines: the file's, when read from one); ValueError naming the
+    single bytes without a rank (a FormatError naming the file)."""
     if pool is None or offsets is None:
         offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)), out=offsets[1:])
@@ -259,9 +266,9 @@ def _ranked(tokens: list[bytes], values: NDArray[np.int64], pool: NDArray[np.uin
     missing = np.flatnonzero(byte_index < 0).tolist()
     if missing:
         shown = ", ".join(repr(bytes([b])) for b in missing[:8]) + (", ..." if len(missing) > 8 else "")
-        raise ValueError(f"ranks: {len(missing)} of the 256 single bytes have no rank ({shown}); "
-                         "every byte needs one")
-    return RankedTokens(tokens, values, pool, offsets, byte_index)
+        message = f"{len(missing)} of the 256 single bytes have no rank ({shown}); every byte needs one"
+        raise FormatError(path, None, message) if path is not None else ValueError(f"ranks: {message}")
+    return RankedTokens(tokens, values, pool, offsets, byte_index, path, lines)
 
 
 def _merges_in_order(tokens: list[bytes], values: NDArray[np.int64]) -> Merges:
@@ -281,10 +288,11 @@ def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
         problem = sparsity_problem(int(values[largest]) if len(values) else -1, len(values))
         if problem:         # the encoder's tables are indexed by id: named here, with the file and line
             raise FormatError(path_or_ranks, int(lines[largest]), problem)
+        path = os.fspath(path_or_ranks)
         if np.all(values[1:] > values[:-1]):        # the file is in rank order, as tiktoken's are
-            return _ranked(tokens, values, pool, offsets)
+            return _ranked(tokens, values, pool, offsets, path, lines)
         order = np.argsort(values, kind="stable")
-        return _ranked(list(map(tokens.__getitem__, order.tolist())), values[order])
+        return _ranked(list(map(tokens.__getitem__, order.tolist())), values[order], path=path, lines=lines[order])
     if type(path_or_ranks) is dict:     # a plain dict of bytes and ints in rank order, as tiktoken's loader gives:
         from ._ranks import ranks_arrays        # read natively; anything else is read below, which names it
 

@@ -110,6 +110,31 @@ def test_single_bytes_anywhere_but_all_present():
         merges_from_ranks(missing)
 
 
+@pytest.mark.parametrize("in_rank_order", [True, False])
+def test_ranks_a_file_cannot_make_are_a_format_error_naming_the_file_and_line(tmp_path, in_rank_order):
+    """From a `.tiktoken` file, the token tiktoken's rule cannot make is named with the file and its line (it
+    was a ValueError starting "ranks:", as for a dict), in rank order or not; a missing byte names the file."""
+    import base64
+
+    from bpe_fast.formats import FormatError
+
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256)]
+    lines.insert(3, f"{base64.b64encode(b'ab').decode()} 256")
+    lines.insert(7, f"{base64.b64encode(b'xyz').decode()} 257")     # line 8: x, y, z make no two parts
+    if not in_rank_order:
+        lines.insert(0, lines.pop(11))      # line 1 now: rank 9 (b"\t"); b"xyz" moves to line 9
+    path = tmp_path / "bad.tiktoken"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(FormatError, match=rf"bad\.tiktoken:{8 if in_rank_order else 9}: the token b'xyz' \(rank 257\) cannot be made"):
+        Tokenizer.from_tiktoken(path, "gpt2")
+    del lines[20]       # a single byte with no rank
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(FormatError, match=r"bad\.tiktoken: 1 of the 256 single bytes have no rank"):
+        Tokenizer.from_tiktoken(path, "gpt2")
+    with pytest.raises(ValueError, match=r"^ranks: the token b'xyz' \(rank 257\) cannot be made"):
+        Tokenizer.from_tiktoken(BYTE_RANKS | {b"xyz": 257}, "gpt2")        # a dict: no file to name
+
+
 def test_bad_ranks_arguments():
     with pytest.raises(TypeError, match="dict"):
         merges_from_ranks([(b"a", 0)])
