@@ -856,7 +856,10 @@ class Tokenizer:
             if int(separator) not in self._vocab:
                 raise ValueError(f"separator id {separator} is not in the vocabulary")
             separator = int(separator)
-        edges_array = np.asarray(bounds, dtype=np.int64)
+        given = np.asarray(bounds)
+        if given.size and given.dtype.kind not in "iu":     # floats would be cut to ints without a word
+            raise TypeError(f"bounds must be integers, got an array of {given.dtype}")
+        edges_array = given.astype(np.int64)
         # the native encoder reads each document to its end bound as valid UTF-8 (check_documents_utf8 checks
         # the inner bounds): a first bound past 0 or a last before len(data) could cut a character, and the
         # scanner read past the document, and past the buffer's end

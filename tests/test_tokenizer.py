@@ -502,6 +502,18 @@ def test_encode_documents_utf8_refuses_bounds_not_from_0_to_the_end(tok, tok4):
         assert t.encode_documents_utf8(b"", np.array([0])).tolist() == []
 
 
+def test_encode_documents_utf8_refuses_bounds_that_are_not_integers(tok):
+    """Float bounds were cut to ints without a word ([0, 1.5, 4] read as [0, 1, 4]); bools were 0 and 1."""
+    with pytest.raises(TypeError, match="bounds must be integers, got an array of float64"):
+        tok.encode_documents_utf8(b"abcd", [0, 1.5, 4])
+    with pytest.raises(TypeError, match="bounds must be integers, got an array of bool"):
+        tok.encode_documents_utf8(b"a", np.array([False, True]))
+    # ints of any width and Python ints are bounds; as a list too
+    expected = tok.encode("a") + tok.encode("bcd")
+    for bounds in ([0, 1, 4], np.array([0, 1, 4], dtype=np.uint8), np.array([0, 1, 4], dtype=np.int32)):
+        assert tok.encode_documents_utf8(b"abcd", bounds).tolist() == expected
+
+
 @pytest.mark.parametrize("n", [0, 5, 70_000])     # 70,000 ids: converted without the GIL
 def test_id_buffer_take(n):
     from bpe_fast._encode import IdBuffer
