@@ -325,9 +325,18 @@ def _check_initial_pattern(pattern: str | None, initial: Tokenizer) -> None:
 
 
 def _new_special_tokens(special_tokens: Iterable[str], initial: Tokenizer) -> list[str]:
-    """The special tokens (in order) that the initial tokenizer does not have yet."""
+    """The special tokens (in order) that the initial tokenizer does not have yet; ValueError for one whose bytes
+    are already a token of it (the vocabulary would hold them at two ids, which vocab.json cannot: the save
+    after training failed)."""
     have = initial.special_tokens
-    return [tok for tok in special_tokens if tok not in have]
+    new = [tok for tok in special_tokens if tok not in have]
+    if new:
+        ids_of = {token: i for i, token in initial.vocab.items()}
+        for tok in new:
+            if tok.encode("utf-8") in ids_of:
+                raise ValueError(f"special token {tok!r}: its bytes are token {ids_of[tok.encode('utf-8')]} of "
+                                 "the initial tokenizer (a vocabulary holds each token's bytes once)")
+    return new
 
 
 def _stop_message(merges: int, continued: bool, best: int, min_frequency: int, total: int, vocab_size: int,

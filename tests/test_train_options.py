@@ -376,6 +376,29 @@ def test_initial_tokenizer_with_special_tokens_sharing_an_id_is_refused(tmp_path
             train()
 
 
+def test_a_new_special_token_with_the_bytes_of_an_initial_token_is_refused_before_training(tmp_path):
+    """Continuing with a new special token whose bytes are a token of the initial tokenizer ("ab", merged) gave
+    a vocabulary with those bytes at two ids: the CLI trained to the end, then its save failed ("vocab.json
+    cannot hold both"). Refused first, naming the token and its id; a special token the tokenizer has is fine."""
+    import subprocess
+    import sys
+
+    initial = Tokenizer(*train_from_counts({b"ab": 5, b"cd": 3}, 258), [EOT])     # 256 = ab, 257 = cd
+    assert initial.vocab[256] == b"ab"
+    message = r"special token 'ab': its bytes are token 256 of the initial tokenizer"
+    with pytest.raises(ValueError, match=message):
+        train_from_counts({b"abab": 5}, 300, ["ab"], initial=initial)
+    with pytest.raises(ValueError, match=message):
+        train_bpe(write(tmp_path, "ab ab cd"), 300, ["ab"], num_processes=1, initial=initial)
+    assert train_from_counts({b"abab": 5}, 300, [EOT, "<|new|>"], initial=initial)[0][259] == b"<|new|>"
+    initial.save(tmp_path / "i1")
+    done = subprocess.run([sys.executable, "-m", "bpe_fast", "train", str(write(tmp_path, "ab ab cd")),
+                           "--continue-from", str(tmp_path / "i1"), "--special-token", "ab", "--vocab-size", "300",
+                           "-o", str(tmp_path / "i2")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "special token 'ab': its bytes are token 256" in done.stderr
+    assert "trained" not in done.stderr and not (tmp_path / "i2").exists()
+
+
 def test_train_from_counts_continuing_needs_counts_split_on_the_initial_special_tokens():
     # train_bpe(initial=tok) splits the corpus on tok's special tokens; counts made without them hold EOT as
     # text ("<|", "endoftext", "|>"), so training on them would learn merges train_bpe never makes: refused. Counts
