@@ -210,12 +210,22 @@ class Encoding:
             text_or_bytes = text_or_bytes.encode("utf-8")
         if not isinstance(text_or_bytes, bytes):
             raise TypeError(f"{type(text_or_bytes).__name__!r} object is not an instance of 'bytes'")
-        rank = self._mergeable_ranks.get(text_or_bytes)
+        rank = self._ranks().get(text_or_bytes)
         if rank is None:
             rank = self._special_bytes.get(text_or_bytes)
             if rank is None:
                 raise KeyError(text_or_bytes)
         return rank
+
+    def _ranks(self) -> dict[bytes, int]:
+        """{token bytes: rank} of the ranks this encoding was made with, its own (made from the tokenizer's
+        vocabulary when first asked for): like tiktoken's, which holds a copy, the answers do not follow a
+        change to the caller's dict after construction."""
+        ranks: dict[bytes, int] | None = self.__dict__.get("_own_ranks")
+        if ranks is None:
+            specials = self._special_token_values
+            ranks = self._own_ranks = {token: i for i, token in self._vocab.items() if i not in specials}
+        return ranks
 
     def _checked(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
                  disallowed_special: Literal["all"] | Collection[str]) -> Tokenizer:
@@ -344,7 +354,7 @@ class Encoding:
         >>> len(_tiny().token_byte_values())
         258
         """
-        return sorted(self._mergeable_ranks)
+        return sorted(self._ranks())
 
     @property
     def eot_token(self) -> int:

@@ -693,3 +693,19 @@ def test_custom_pattern_with_braced_U_escapes_gives_tiktokens_ids():
     ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
     theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
     assert ours.encode_ordinary(PATTERN_PROBE + "AAKLM") == theirs.encode_ordinary(PATTERN_PROBE + "AAKLM")
+
+
+def test_a_ranks_dict_changed_after_construction_changes_no_answer():
+    """encode_single_token and token_byte_values read the caller's dict, which tiktoken copies: a rank added to
+    it, or removed, after construction changed their answers (tiktoken's stay those of construction)."""
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+    specials = {"<|e|>": 300}
+    ours = Encoding("t", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
+    theirs = tiktoken.Encoding("t", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
+    ranks[b"zz"] = 258
+    del ranks[b"abc"]
+    for enc in (ours, theirs):
+        assert enc.encode_single_token(b"abc") == 257 and enc.encode_single_token("<|e|>") == 300
+        with pytest.raises(KeyError):
+            enc.encode_single_token(b"zz")
+        assert enc.token_byte_values() == sorted([bytes([b]) for b in range(256)] + [b"ab", b"abc"])
