@@ -1536,8 +1536,10 @@ def _id_array(ids: Any) -> NDArray[np.int64]:
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
     kind = arr.dtype.kind
-    if kind == "i" or (kind == "b" and arr is not ids):     # a list's bools are ints (decode([True]) is
-        return np.ascontiguousarray(arr, dtype=np.int64)         # decode([1]), as tiktoken's; a bool array is not)
+    # a list's bools are ints (decode([True]) is decode([1]), as tiktoken's); a bool array, or NumPy's bools in a
+    # list, are not (tiktoken: "'numpy.bool' object cannot be interpreted as an integer")
+    if kind == "i" or (kind == "b" and arr is not ids and all(type(i) is bool for i in ids)):
+        return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "u":
         if arr.dtype.itemsize == 8 and int(arr.max()) > np.iinfo(np.int64).max:
             raise ValueError(f"unknown token id {int(arr.max())}")

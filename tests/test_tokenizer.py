@@ -573,6 +573,11 @@ def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
     assert tok.decode_bytes([True, False]) == bytes([1, 0])
     with pytest.raises(TypeError):              # as tiktoken: a bool array is no array of ids
         tok.decode_with_offsets(np.array([True]))
+    for ids in ([np.bool_(True)], [True, np.bool_(False)]):     # nor NumPy's bools in a list (they decoded)
+        with pytest.raises(TypeError):
+            tok.decode(ids)
+        with pytest.raises(TypeError):
+            tok.decode_with_offsets(ids)
     with pytest.raises(ValueError, match="-1"):
         tok.decode([104, -1])
     with pytest.raises(ValueError, match="123456"):
