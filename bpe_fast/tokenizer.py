@@ -121,17 +121,30 @@ class Tokenizer:
             problem = _rule_problem(merges)
             if problem is not None:
                 raise problem
-        training = formats.check_training(training, len(merges))
-        if files is None:
+            training = formats.check_training(training, len(merges))
             self._setup(vocab, merges, special_tokens, pattern)
         else:       # as GPT-2's files read as arrays: the merge rule's check and the tables natively, in a thread
+            refused = False
 
             def refuse() -> NoReturn:
+                nonlocal refused
+                refused = True
                 problem = _rule_problem(merges)
                 assert problem is not None, "the native merge rule's check and bpe_fast.merge_rule disagree"
                 raise problem
 
-            self._setup_arrays(files, vocab, merges, special_tokens, pattern, refuse=refuse)
+            try:
+                training = formats.check_training(training, len(merges))
+                self._setup_arrays(files, vocab, merges, special_tokens, pattern, refuse=refuse)
+            except Exception:
+                # the merge rule's refusal comes first, as on the Python path (which checks the merges before the
+                # training record, the special tokens and the pattern): here the check runs in the tables' thread,
+                # asked after those have been looked at
+                if refused or files.rule_check().difference is None:
+                    raise
+                refused = True
+            if refused:     # (outside the handler: the refusal is not raised as a consequence of the other error)
+                refuse()
         self._training = training
 
     @classmethod

@@ -208,3 +208,34 @@ def test_distinct_checks_fall_back_to_sorting_when_the_table_is_crowded(monkeypa
     monkeypatch.setattr(token_arrays, "first_indices", lambda values: None)
     assert token_arrays.first_occurrences(values).tolist() == [0, 1, 3, 5]
     assert not token_arrays.all_distinct(values) and token_arrays.all_distinct(values[[0, 1, 3, 5]])
+
+
+# ------------------------------------------------------------------------------------- the order of errors
+
+_REFUSED_VOCAB = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc", 258: b"abc"}
+_REFUSED_MERGES = [(b"a", b"b"), (b"b", b"c"), (b"a", b"bc")]      # abc: the ranks rule makes it as ab + c
+
+
+@pytest.mark.parametrize("rest", [
+    ([7],),                             # a special token that is not a str
+    (["<|eot|>", "<|eot|>"],),          # a special token twice
+    (["\ud800"],),                      # a special token with no UTF-8
+    (None, "(unbalanced"),              # a pattern that does not compile
+    (["ab"], "(unbalanced"),            # the same, with a special token found in the vocabulary
+])
+def test_the_merge_rules_refusal_comes_before_other_errors(rest):
+    """The Python path refuses merges the merge rule refuses before it looks at the special tokens or the
+    pattern; the array path ran the rule's check in the tables' thread, asked only after those were checked, so
+    a bad special token or pattern was named instead (shown by the merges a+b, b+c, a+bc with special token 7)."""
+    fast, slow = both(_REFUSED_VOCAB, _REFUSED_MERGES, *rest)
+    assert slow[:2] == ("error", "ValueError") and slow[2].startswith("merge 2 (b'a', b'bc'): ")
+    assert fast == slow
+
+
+@pytest.mark.parametrize("training", ["bogus", {"unknown": 1}, {"merge_counts": [1]}])
+def test_the_merge_rules_refusal_comes_before_the_training_records(training):
+    """As above, for a training record that is refused (the Python path checks it after the merge rule)."""
+    with pytest.raises(ValueError, match=r"^merge 2 \(b'a', b'bc'\): "):
+        Tokenizer(dict(_REFUSED_VOCAB), list(_REFUSED_MERGES), training=training)
+    with pytest.raises(ValueError, match="^training"):      # a valid merge list: the training record's error
+        Tokenizer(dict(_REFUSED_VOCAB), _REFUSED_MERGES[:2], training=training)
