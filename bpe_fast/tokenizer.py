@@ -1316,13 +1316,27 @@ def _check_sparsity(top: int, n: int) -> None:
 def _check_vocab(vocab: Any) -> Vocab:
     """A new dict[int, bytes]; TypeError/ValueError naming the bad entry."""
     try:
-        out: Vocab = vocab.copy() if type(vocab) is dict else dict(vocab.items())
+        items = None if type(vocab) is dict else list(vocab.items())
     except AttributeError:
         raise TypeError(f"vocab must be a dict[int, bytes], got {type(vocab).__name__}") from None
-    # the usual case checked natively (a 50k vocabulary in a millisecond); else the loop below names the entry
-    if pack_vocab(out, formats.MAX_TOKEN_ID) is not None:
-        return out
-    items = list(out.items())
+    # the usual case checked natively (a 50k vocabulary in a millisecond); else the loop below names the entry.
+    # Another mapping's items may hold a key twice, an unhashable key or an entry that is not a pair: the loop
+    # then goes through them as given (the first bad entry named; the last of a key's entries kept)
+    if items is None:
+        out: Vocab = vocab.copy()
+        if pack_vocab(out, formats.MAX_TOKEN_ID) is not None:
+            return out
+        items = list(out.items())
+    else:
+        try:
+            out = dict(items)
+        except (TypeError, ValueError):
+            pass
+        else:
+            if len(out) == len(items) and pack_vocab(out, formats.MAX_TOKEN_ID) is not None:
+                return out
+    for i, token in items:      # each entry a pair before any is checked (ValueError: not a pair)
+        pass
     out = {}
     for i, token in items:
         if type(i) is not int:

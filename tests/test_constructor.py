@@ -5,6 +5,7 @@ checked in Python, which names what is wrong. The oracle here is that Python pat
 off): both must give the same tokenizer or the same error, whatever the input."""
 import itertools
 import random
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
@@ -239,3 +240,52 @@ def test_the_merge_rules_refusal_comes_before_the_training_records(training):
         Tokenizer(dict(_REFUSED_VOCAB), list(_REFUSED_MERGES), training=training)
     with pytest.raises(ValueError, match="^training"):      # a valid merge list: the training record's error
         Tokenizer(dict(_REFUSED_VOCAB), _REFUSED_MERGES[:2], training=training)
+
+
+# ------------------------------------------------------------------------------------- mappings' items as given
+
+class _Entries(Mapping):
+    """A mapping read through its items(), which gives its entries as listed (a key may come twice)."""
+
+    def __init__(self, entries):
+        self._entries = list(entries)
+
+    def __getitem__(self, key):
+        return dict(self._entries)[key]
+
+    def __iter__(self):
+        return iter(dict(self._entries))
+
+    def __len__(self):
+        return len(dict(self._entries))
+
+    def items(self):
+        return list(self._entries)
+
+
+_BYTES = [(i, bytes([i])) for i in range(256)]
+
+
+@pytest.mark.parametrize("entries, error, message", [
+    # id 1 given as a str, then as bytes: refused by its first entry (it was taken from the last, and accepted)
+    (_BYTES + [(1, "s"), (1, b"\x01")], TypeError, "vocab token 1 is str, not bytes"),
+    (_BYTES + [(1, b""), (1, b"\x01")], ValueError, "vocab token 1 is empty"),
+    (_BYTES + [("x", b"q"), (1, 5), (1, b"\x01")], TypeError, "vocab id 'x' is not an int"),
+    (_BYTES + [([300], b"q")], TypeError, "vocab id [300] is not an int"),      # an unhashable key
+    (_BYTES + [(300, b"q", b"r")], ValueError, "too many values to unpack (expected 2)"),     # not a pair
+    (_BYTES + [(300,)], ValueError, "not enough values to unpack (expected 2, got 1)"),
+])
+def test_a_mappings_items_are_checked_as_given(entries, error, message):
+    """The vocab is checked entry by entry as its items() gives them, as before the array path (which made a
+    dict of them first: a key given twice was checked by its last entry only, and an unhashable key or an entry
+    not a pair raised dict()'s own error). Shown by a mapping whose items() gives id 1 as "s" and then as
+    b"\\x01": it was accepted."""
+    with pytest.raises(error) as info:
+        Tokenizer(_Entries(entries), [])
+    assert str(info.value) == message
+
+
+def test_a_mappings_items_may_give_a_key_twice_when_each_entry_is_good():
+    """Each entry good: the last of a key's entries is kept (as dict(items) keeps it), in the first one's place."""
+    tok = Tokenizer(_Entries(_BYTES + [(300, b"ab"), (1, b"\x01"), (300, b"cd")]), [])
+    assert tok.vocab == {**dict(_BYTES), 300: b"cd"} and list(tok.vocab)[256] == 300
