@@ -357,12 +357,16 @@ class Tokenizer:
             return made
 
         with ThreadPoolExecutor(1) as executor:
-            built = started(executor, build)
+            try:
+                submitted: Future[BPETables | None] | None = executor.submit(build)
+            except RuntimeError:    # no thread may start (the interpreter is shutting down: an atexit handler)
+                submitted = None    # build() is run here once the arrays it waits for are made
             try:
                 arrays_made.set_result(_gpt2_table_arrays(files))
             except BaseException as exc:        # the thread is waiting for them: let it end
                 arrays_made.set_exception(exc)
                 raise
+            built = submitted if submitted is not None else started(executor, build)
             # the merge list (two bytes objects and a tuple a merge) is made when first asked for: encoding does not
             self._setup(vocab() if callable(vocab) else vocab, merges, special_tokens, pattern, tables=tables,
                         special_ids=special_ids)

@@ -4,7 +4,10 @@ bpe_fast._gpt2_files, formats.gpt2_arrays, the merge rule's check and the tables
 checked in Python, which names what is wrong. The oracle here is that Python path alone (the array path switched
 off): both must give the same tokenizer or the same error, whatever the input."""
 import itertools
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -289,3 +292,29 @@ def test_a_mappings_items_may_give_a_key_twice_when_each_entry_is_good():
     """Each entry good: the last of a key's entries is kept (as dict(items) keeps it), in the first one's place."""
     tok = Tokenizer(_Entries(_BYTES + [(300, b"ab"), (1, b"\x01"), (300, b"cd")]), [])
     assert tok.vocab == {**dict(_BYTES), 300: b"cd"} and list(tok.vocab)[256] == 300
+
+
+def test_the_constructor_in_an_atexit_handler(tmp_path):
+    """No thread may start once the interpreter is shutting down: the tables' job then ran in the calling thread
+    (procs.started) before the arrays it waits for were made, and waited for ever. Shown by Tokenizer({bytes,
+    256: b"ab"}, [(b"a", b"b")]) in an atexit handler, which never returned (the Python path: no thread);
+    Tokenizer.from_files, which goes the same way, likewise."""
+    code = ("import atexit\n"
+            "from bpe_fast import Tokenizer\n"
+            "vocab = {i: bytes([i]) for i in range(256)}\n"
+            "def late():\n"
+            "    print(Tokenizer(vocab | {256: b'ab'}, [(b'a', b'b')], ['<|e|>']).encode('abab<|e|>'))\n"
+            "    try:\n"
+            "        Tokenizer(vocab | {256: b'ab', 257: b'bc', 258: b'abc'}, [(b'a', b'b'), (b'b', b'c'), (b'a', b'bc')])\n"
+            "    except ValueError as e:\n"
+            "        print(str(e).split(':')[0])\n"
+            "    print(Tokenizer.from_files(os.path.join(folder, 'vocab.json'), os.path.join(folder, 'merges.txt'))"
+            ".encode('abab'))\n"
+            "import os\n"
+            f"folder = {str(tmp_path)!r}\n"
+            "Tokenizer(vocab | {256: b'ab'}, [(b'a', b'b')]).save(folder)\n"
+            "atexit.register(late)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(__file__))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["[256, 256, 257]", "merge 2 (b'a', b'bc')", "[256, 256]"]
