@@ -1344,12 +1344,12 @@ def _check_vocab(vocab: Any) -> Vocab:
     out = {}
     for i, token in items:
         if type(i) is not int:
+            if isinstance(i, (bool, np.bool_)):      # before operator.index, which makes True the int 1
+                raise TypeError(f"vocab id {i!r} is not an int")
             try:
                 i = operator.index(i)
             except TypeError:
                 raise TypeError(f"vocab id {i!r} is not an int") from None
-            if isinstance(i, bool):
-                raise TypeError(f"vocab id {i!r} is not an int")
         if not 0 <= i <= formats.MAX_TOKEN_ID:
             raise ValueError(f"vocab id {i} is out of range 0..{formats.MAX_TOKEN_ID}")
         if not isinstance(token, (bytes, bytearray, memoryview)):

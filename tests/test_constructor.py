@@ -319,3 +319,14 @@ def test_the_constructor_in_an_atexit_handler(tmp_path):
                           cwd=os.path.dirname(__file__))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["[256, 256, 257]", "merge 2 (b'a', b'bc')", "[256, 256]"]
+
+
+def test_a_bool_id_is_refused():
+    """The check of a bool id came after operator.index, which makes True the int 1: {..., True: b"q"} was
+    accepted as id 1 (the case above with True only replaced key 1, as dict keys True and 1 are one)."""
+    import numpy as np
+
+    vocab = {i: bytes([i]) for i in range(2, 256)}
+    for key in (True, np.bool_(True)):
+        with pytest.raises(TypeError, match=r"vocab id (np\.)?True_? is not an int"):
+            Tokenizer({**vocab, key: b"\x01", 0: b"\x00"}, [])
