@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .atomic import atomic_output
+from .atomic import atomic_output, output_group
 from .curve import SCRIPTS, analyze_text, merge_trees
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from .token_view import display_token
@@ -312,8 +312,9 @@ def _svg_bars(chart, left, top, pw, ph, y_axis):
     return out
 
 
-def png_chart(chart, path):
-    """Draw the chart with matplotlib into a PNG file."""
+def png_chart(chart, path, output=atomic_output):
+    """Draw the chart with matplotlib into a PNG file, written through `output` (atomic_output, or an
+    OutputGroup's output)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -344,7 +345,7 @@ def png_chart(chart, path):
         if len(chart.series) > 1:
             ax.legend(fontsize=8)
         fig.tight_layout()
-        with atomic_output(path, "wb") as f:
+        with output(path, "wb") as f:
             fig.savefig(f, format="png")
     finally:
         plt.close(fig)
@@ -723,8 +724,6 @@ def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.P
         f"<h1>{html.escape(title)}</h1>", summary, curve_html, script_html, length_html, merge_html, token_html,
         f'<p class="foot">Made by bpe-fast report in {time.perf_counter() - started:.1f} s.</p>',
         "</body>", "</html>", ""])
-    with atomic_output(os.fspath(output), "wb") as f:
-        f.write(page.encode("utf-8"))
     charts = curve_charts + script_charts + length_charts + merge_charts
     pngs = []
     if png_dir is not None:
@@ -732,11 +731,17 @@ def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.P
             import matplotlib  # noqa: F401
         except ImportError:
             raise ImportError("PNG charts need matplotlib: pip install 'bpe_fast[report]' (or matplotlib)") from None
-        os.makedirs(png_dir, exist_ok=True)
-        for chart in charts:
-            path = os.path.join(png_dir, chart.slug + ".png")
-            png_chart(chart, path)
-            pngs.append(path)
+    # the page and the charts are replaced together, once all are drawn: an error or Ctrl-C while matplotlib
+    # draws leaves the earlier page and charts as they were, and no folder made for them
+    with output_group() as group:
+        with group.output(os.fspath(output), "wb") as f:
+            f.write(page.encode("utf-8"))
+        if png_dir is not None:
+            group.makedirs(png_dir)
+            for chart in charts:
+                path = os.path.join(png_dir, chart.slug + ".png")
+                png_chart(chart, path, group.output)
+                pngs.append(path)
     return {"names": [s.name for s in sides], "full_sizes": [s.full_size for s in sides],
             "bytes_per_token": [round(float(s.curve.bytes_per_token[-1]), 4) for s in sides],
             "tokens_per_word": [round(float(s.curve.tokens_per_word[-1]), 4) for s in sides],

@@ -571,6 +571,50 @@ def test_cli_report_errors(trained, capsys, tmp_path):
     assert code == 0 and out.exists()
 
 
+
+@pytest.mark.parametrize("failure, code", [(RuntimeError("the drawing failed"), 1), (KeyboardInterrupt(), 130)])
+def test_cli_report_png_failing_leaves_the_earlier_report(trained, capsys, tmp_path, monkeypatch, failure, code):
+    # bpe-fast report -o r.html --png charts/: the page was renamed over r.html before the charts were drawn, so
+    # an error or Ctrl-C while matplotlib drew them (or a --png folder that could not be made) left the new page
+    # in place of the earlier one, some charts in a new folder, and 'interrupted; no output written' (found by
+    # sending SIGINT to bpe-fast report --png while it drew)
+    matplotlib = pytest.importorskip("matplotlib")
+    import matplotlib.figure
+    tok_dir, held_out, _ = trained
+    out, charts = tmp_path / "r.html", tmp_path / "charts"
+    out.write_text("the earlier report")
+    drawn = []
+    real_savefig = matplotlib.figure.Figure.savefig
+
+    def savefig(self, *args, **kwargs):
+        if len(drawn) == 3:
+            raise failure
+        drawn.append(1)
+        return real_savefig(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    got, _, err = run(["report", "-t", str(tok_dir), "--eval", str(held_out), "-o", str(out), "--png",
+                       str(charts)], capsys)
+    assert got == code and "Traceback" not in err
+    assert len(drawn) == 3
+    assert out.read_text() == "the earlier report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]      # no charts folder, no temporary file
+    # an existing charts folder keeps its earlier charts too
+    charts.mkdir()
+    (charts / "curve.png").write_bytes(b"earlier chart")
+    drawn.clear()
+    got, _, err = run(["report", "-t", str(tok_dir), "--eval", str(held_out), "-o", str(out), "--png",
+                       str(charts)], capsys)
+    assert got == code and out.read_text() == "the earlier report"
+    assert [p.name for p in charts.iterdir()] == ["curve.png"] and (charts / "curve.png").read_bytes() == b"earlier chart"
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", real_savefig)
+    got, _, err = run(["report", "-t", str(tok_dir), "--eval", str(held_out), "-o", str(out), "--png",
+                       str(charts)], capsys)
+    assert got == 0 and out.read_text("utf-8").startswith("<!DOCTYPE html>")
+    assert (charts / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in [*tmp_path.iterdir(), *charts.iterdir()] if p.name.startswith(".")]
+
+
 # ------------------------------------------------------------------------------------------ what training records
 
 def test_train_records_merge_counts_and_corpus_statistics(tmp_path):
