@@ -178,10 +178,15 @@ def _input_files(corpus: Sequence[str]) -> list[str]:
 
 def _tokenizer_files(path: str) -> list[str]:
     """The files a tokenizer is read from: the tokenizer.json given, or the folder's (Tokenizer.load)."""
-    from .formats import CACHE_FILE, CONFIG_FILE, MERGES_FILE, VOCAB_FILE
     if not os.path.isdir(path):
         return [path]
-    return [os.path.join(path, name) for name in (VOCAB_FILE, MERGES_FILE, CONFIG_FILE, CACHE_FILE)]
+    return _tokenizer_files_in(path)
+
+
+def _tokenizer_files_in(folder: str) -> list[str]:
+    """The files of a tokenizer folder: what Tokenizer.load reads and Tokenizer.save writes (or removes)."""
+    from .formats import CACHE_FILE, CONFIG_FILE, MERGES_FILE, VOCAB_FILE
+    return [os.path.join(folder, name) for name in (VOCAB_FILE, MERGES_FILE, CONFIG_FILE, CACHE_FILE)]
 
 
 def cmd_synth(args: argparse.Namespace) -> None:
@@ -328,6 +333,12 @@ def cmd_train(args: argparse.Namespace) -> None:
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise CliError(f"{args.output}: exists and is not a directory")
     _check_creatable(args.output)
+    # the tokenizer's files replace whatever has their names in -o: refused if that is the corpus or the counts
+    # (a corpus saved as DIR/merges.txt was trained on, then overwritten by the merges)
+    inputs = list(args.from_counts or []) + (_input_files(args.corpus) if args.corpus and "-" not in args.corpus
+                                             else [])
+    for output in _tokenizer_files_in(args.output):
+        _check_not_an_input(output, "-o", inputs)
     if args.from_counts:
         given = [flag for flag, value, default in (("--max-bytes", args.max_bytes, None),
                                                    ("--max-documents", args.max_documents, None),

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from bpe_fast import GPT4_PATTERN, Tokenizer, encode_file, train_bpe
+from bpe_fast import GPT4_PATTERN, Tokenizer, count_pretokens, encode_file, train_bpe
 from bpe_fast.cli import main
 from bpe_fast.file_encoding import check_dtype
 from bpe_fast.synthetic import generate, mixed_text
@@ -247,6 +247,13 @@ _OVERWRITING = {      # a command whose output is one of its inputs: (argv, the 
     "export a folder": (["export", "-t", "hf/tokenizer.json", "--hf-dir", "hf"], "hf/tokenizer.json"),
     "show": (["show", "-t", "TOK", "-f", "c.txt", "--html", "c.txt"], "c.txt"),
     "report": (["report", "-t", "TOK", "--eval", "c.txt", "-o", "TOK/bpe_fast.json"], "TOK/bpe_fast.json"),
+    # train wrote its folder's files over a corpus of those names, after training on it (found by training on
+    # DIR/merges.txt with -o DIR); a folder's bpe_fast.npz, a cache a small tokenizer does not write, it removed
+    "train": (["train", "texts/merges.txt", "--vocab-size", "300", "-o", "texts"], "texts/merges.txt"),
+    "train a folder": (["train", "texts", "--vocab-size", "300", "-o", "texts/"], "texts/vocab.json"),
+    "train a glob": (["train", "texts/*.npz", "--vocab-size", "300", "-o", "texts"], "texts/bpe_fast.npz"),
+    "train from counts": (["train", "--from-counts", "texts/bpe_fast.json", "--vocab-size", "300", "-o", "texts"],
+                          "texts/bpe_fast.json"),
 }
 
 
@@ -262,6 +269,11 @@ def test_an_output_that_is_an_input_is_refused(tmp_path, tokdir, corpus, capsys,
     (tmp_path / "c.txt.gz").write_bytes(gzip.compress(text))
     (tmp_path / "texts").mkdir()
     (tmp_path / "texts" / "d.txt").write_bytes(text)
+    if case.startswith("train"):
+        for name in ("merges.txt", "vocab.json", "bpe_fast.npz"):
+            (tmp_path / "texts" / name).write_bytes(text)
+        count_pretokens(tmp_path / "c.txt").save(tmp_path / "texts" / "counts.npz")
+        os.rename(tmp_path / "texts" / "counts.npz", tmp_path / "texts" / "bpe_fast.json")
     shutil.copytree(tokdir, tmp_path / "tok")
     tok = Tokenizer.load(tokdir)
     (tmp_path / "hf").mkdir()
