@@ -226,7 +226,7 @@ def _corpus(args: argparse.Namespace) -> Stream | list[str]:
     """The CORPUS arguments as one input: "-" alone reads the text from stdin."""
     from .inputs import Stream
     if args.corpus == ["-"]:
-        return Stream("text", sys.stdin.buffer, "<stdin>")
+        return Stream("text", _stdin(), "<stdin>")
     if "-" in args.corpus:
         raise CliError("'-' (stdin) must be the only CORPUS")
     return list(args.corpus)
@@ -430,7 +430,7 @@ def cmd_encode(args: argparse.Namespace) -> None:
             args.on_interrupt = f"the shards finished stay in {output} (the same command resumes)"
             n, size = _encode_shards(tokenizer, inputs, output, args, progress)
         elif inputs == ["-"]:
-            data = sys.stdin.buffer.read()
+            data = _stdin().read()
             n, size = _encode_bytes_to(tokenizer, data, output, args), len(data)
         else:
             n, size = _encode_one(tokenizer, inputs[0], output, args, progress)
@@ -537,7 +537,7 @@ def cmd_decode(args: argparse.Namespace) -> None:
     tokenizer = _load_tokenizer(args.tokenizer)
     source = args.tokens
     if source == "-":
-        source = io.BytesIO(sys.stdin.buffer.read())
+        source = io.BytesIO(_stdin().read())
         args.tokens = "<stdin>"
     elif not os.path.isfile(source):
         if not os.path.exists(source) or os.path.isdir(source):
@@ -593,7 +593,7 @@ def _show_text(args: argparse.Namespace) -> tuple[str, str]:
     if args.text is not None:
         return args.text, "the text"
     if args.file == "-":
-        data, name = sys.stdin.buffer.read(), "<stdin>"
+        data, name = _stdin().read(), "<stdin>"
     else:
         if not os.path.exists(args.file) or os.path.isdir(args.file):     # (a pipe, <(cmd), is read as it comes)
             raise CliError(f"-f {args.file}: {_not_a_file(args.file)}")
@@ -632,7 +632,7 @@ def cmd_show(args: argparse.Namespace) -> None:
             f.write(page.encode("utf-8"))
         print(f"{summary} -> {args.html}", file=sys.stderr)
         return
-    colour = not args.plain and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    colour = not args.plain and _stdout().isatty() and not os.environ.get("NO_COLOR")
     out = render_ansi(view, **options) if colour else render_plain(view, ids=args.ids)
     _Stdout().write(out.encode("utf-8"))
     if not args.quiet:
@@ -851,7 +851,7 @@ class _Stdout:
 
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
-        out = sys.stdout.buffer
+        out = _stdout()
         try:
             while view:
                 view = view[out.write(view):]
@@ -859,6 +859,20 @@ class _Stdout:
         except BrokenPipeError:
             raise _StdoutClosed() from None
         return len(data) if isinstance(data, (bytes, bytearray)) else memoryview(data).nbytes
+
+
+def _stdin() -> IO[bytes]:
+    """Binary stdin, or a CliError when the command was started with it closed (`<&-`: sys.stdin is None)."""
+    if sys.stdin is None:
+        raise CliError("'-': stdin is closed, there is nothing to read")
+    return sys.stdin.buffer
+
+
+def _stdout() -> IO[bytes]:
+    """Binary stdout, or a CliError when the command was started with it closed (`>&-`: sys.stdout is None)."""
+    if sys.stdout is None:
+        raise CliError("stdout is closed, there is nowhere to write (give -o FILE, or open stdout)")
+    return sys.stdout.buffer
 
 
 class _StdoutClosed(Exception):

@@ -593,3 +593,29 @@ def test_train_count_and_folder_encode_read_a_named_pipe(tmp_path, tokdir, corpu
         expected = Tokenizer.load(tokdir).encode(data.decode("utf-8"))
         assert np.load(tmp_path / "out" / "pipe.npy").tolist() == expected
     writer.join(10)
+
+
+@pytest.mark.parametrize("closed, argv", [
+    ("stdin", ["encode", "-t", "TOK", "-", "-o", "OUT/x.npy"]),
+    ("stdin", ["decode", "-t", "TOK", "-", "-o", "OUT/x.txt"]),
+    ("stdin", ["train", "-", "--vocab-size", "300", "-o", "OUT/tok"]),
+    ("stdin", ["count", "-", "-o", "OUT/c.npz"]),
+    ("stdin", ["show", "-t", "TOK", "-f", "-"]),
+    ("stdout", ["encode", "-t", "TOK", "CORPUS", "-o", "-"]),
+    ("stdout", ["decode", "-t", "TOK", "OUT/ids.npy", "-o", "-"]),
+    ("stdout", ["show", "-t", "TOK", "Once upon a time"]),
+    ("stdout", ["synth", "--size", "10KB", "-o", "-"]),
+])
+def test_closed_stdin_or_stdout_is_one_line(tmp_path, tokdir, corpus, capsys, monkeypatch, closed, argv):
+    # started with stdin or stdout closed (`<&-`, `>&-`), Python sets sys.stdin / sys.stdout to None: every command
+    # reading '-' or writing to stdout stopped with a traceback (AttributeError: 'NoneType' object has no
+    # attribute 'buffer'; show: 'isatty'). Found by 'bpe-fast encode -t tok - -o x.npy <&-'
+    np.save(tmp_path / "ids.npy", np.array([72, 105], dtype=np.uint16))
+    argv = [a.replace("TOK", str(tokdir)).replace("OUT", str(tmp_path)).replace("CORPUS", str(corpus))
+            for a in argv]
+    before = sorted(tmp_path.iterdir())
+    monkeypatch.setattr(sys, closed, None)
+    code, err = run(["-q", *argv], capsys)
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert f"{closed} is closed" in err
+    assert sorted(tmp_path.iterdir()) == before
