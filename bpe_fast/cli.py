@@ -232,8 +232,18 @@ def _corpus(args: argparse.Namespace) -> Stream | list[str]:
     return list(args.corpus)
 
 
+def _special_tokens(tokens: list[str]) -> list[str]:
+    """The --special-token values, checked (an empty one, the same twice): a CliError naming the flag."""
+    from .specials import SpecialTokens
+    try:
+        return list(SpecialTokens(tokens))
+    except ValueError as exc:
+        raise CliError(f"--special-token: {exc}") from None
+
+
 def cmd_count(args: argparse.Namespace) -> None:
     from .counts import count_pretokens
+    _special_tokens(args.special_token)
     _check_output_folder(args.output)
     if os.path.isdir(args.output):      # before the counting, not when saving its result
         raise CliError(f"-o {args.output}: is a folder; give the counts file to write (COUNTS.npz)")
@@ -319,17 +329,19 @@ def _check_counts_match(args: argparse.Namespace, counts: PretokenCounts, specia
 
 def cmd_train(args: argparse.Namespace) -> None:
     from .tokenizer import Tokenizer
-    from .train import check_train_options, check_vocab_size, train_bpe, train_from_counts
-    from .specials import SpecialTokens
-    specials = list(SpecialTokens(args.special_token))
+    from .train import check_train_options, train_bpe, train_from_counts
+    specials = _special_tokens(args.special_token)
     initial = _load_tokenizer(args.continue_from, "--continue-from") if args.continue_from else None
     options = dict(min_frequency=args.min_frequency, max_token_length=args.max_token_length,
                    special_tokens_position=args.special_tokens_position,
                    pad_vocab_to_multiple_of=args.pad_vocab_to_multiple_of, initial=initial)
-    check_train_options(**options)
+    try:
+        check_train_options(**options)
+    except ValueError as exc:       # the initial tokenizer's (the others are checked by argparse)
+        raise CliError(f"--continue-from {args.continue_from}: {str(exc).removeprefix('initial: ')}") from None
     if initial is not None:
         specials = list(initial.special_tokens) + [t for t in specials if t not in initial.special_tokens]
-    check_vocab_size(args.vocab_size, specials, initial)
+    _check_vocab_size(args.vocab_size, specials, initial)
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise CliError(f"{args.output}: exists and is not a directory")
     _check_creatable(args.output)
@@ -361,6 +373,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             pattern = counts.pattern
             if not args.special_token and initial is None:
                 specials = list(counts.special_tokens)
+                _check_vocab_size(args.vocab_size, specials, initial)     # with the counts' special tokens
             _check_counts_match(args, counts, specials, initial)
             result = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
         else:
@@ -380,6 +393,15 @@ def cmd_train(args: argparse.Namespace) -> None:
     print(_summary(tokenizer, merges, took, _first_text_file(_corpus(args)) if args.corpus else None),
           file=sys.stderr)
     print(f"saved to {args.output}", file=sys.stderr)
+
+
+def _check_vocab_size(vocab_size: int, specials: list[str], initial: Tokenizer | None) -> None:
+    """train.check_vocab_size, its "vocab_size must be at least ..." naming the flag, not the keyword."""
+    from .train import check_vocab_size
+    try:
+        check_vocab_size(vocab_size, specials, initial)
+    except ValueError as exc:
+        raise CliError(str(exc).replace("vocab_size", "--vocab-size", 1)) from None
 
 
 def _check_creatable(directory: str) -> None:
@@ -422,6 +444,11 @@ def cmd_encode(args: argparse.Namespace) -> None:
         _check_not_an_input(output, "-o", (_input_files(inputs) if inputs != ["-"] else [])
                             + _tokenizer_files(args.tokenizer))
     tokenizer = _load_tokenizer(args.tokenizer)
+    from .file_encoding import check_dtype
+    try:
+        check_dtype(args.dtype, tokenizer.vocab_size)
+    except ValueError as exc:       # "a vocabulary of N tokens does not fit in uint16"
+        raise CliError(f"--dtype {args.dtype}: {exc}") from None
     progress = Progress(quiet=args.quiet)
     start = time.perf_counter()
     try:

@@ -619,3 +619,38 @@ def test_closed_stdin_or_stdout_is_one_line(tmp_path, tokdir, corpus, capsys, mo
     assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert f"{closed} is closed" in err
     assert sorted(tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("argv, message", [
+    # check_vocab_size's "vocab_size must be at least ...", the library's keyword (found by train --vocab-size 100)
+    (["train", "CORPUS", "--vocab-size", "100", "-o", "OUT/t"],
+     "bpe-fast: --vocab-size must be at least 256 (256 byte tokens + 0 special tokens), got 100"),
+    (["train", "CORPUS", "--vocab-size", "500", "--continue-from", "TOK", "-o", "OUT/t"],
+     "bpe-fast: --vocab-size must be at least 600 (the initial tokenizer's 600 tokens"),
+    # the counts' special tokens, taken when --special-token is not given, were checked inside train_from_counts
+    (["train", "--from-counts", "COUNTS", "--vocab-size", "256", "-o", "OUT/t"],
+     "bpe-fast: --vocab-size must be at least 257 (256 byte tokens + 1 special tokens), got 256"),
+    # SpecialTokens' errors named no flag
+    (["train", "CORPUS", "--vocab-size", "300", "--special-token", "", "-o", "OUT/t"],
+     "bpe-fast: --special-token: special tokens must not be empty strings"),
+    (["count", "CORPUS", "--special-token", "a", "--special-token", "a", "-o", "OUT/c.npz"],
+     "bpe-fast: --special-token: duplicate special token 'a'"),
+    # check_dtype's, from inside encode_file / encode_files
+    (["encode", "-t", "BIG", "CORPUS", "-o", "OUT/x.npy", "--dtype", "uint16"],
+     "bpe-fast: --dtype uint16: a vocabulary of 70000 tokens does not fit in uint16"),
+    (["encode", "-t", "BIG", "CORPUS", "CORPUS2", "-o", "OUT/x/", "--dtype", "uint16"],
+     "bpe-fast: --dtype uint16: a vocabulary of 70000 tokens does not fit in uint16"),
+])
+def test_errors_name_the_flag_not_the_keyword(tmp_path, tokdir, corpus, capsys, argv, message):
+    big = tmp_path / "big"
+    vocab = {i: bytes([i]) for i in range(256)} | {69_999: EOT.encode()}
+    Tokenizer(vocab, [], special_tokens=[EOT]).save(big)
+    count_pretokens(corpus, [EOT]).save(tmp_path / "counts.npz")
+    (tmp_path / "c2.txt").write_text("more text")
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = [{"CORPUS": str(corpus), "CORPUS2": str(tmp_path / "c2.txt"), "TOK": str(tokdir), "BIG": str(big),
+             "COUNTS": str(tmp_path / "counts.npz")}.get(a, a.replace("OUT", str(out))) for a in argv]
+    code, err = run(["-q", *argv], capsys)
+    _assert_clean_failure(code, err, out)
+    assert message in err, err
