@@ -145,10 +145,11 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
     return Tokenizer.load(path)
 
 
-def _check_output_folder(path: str) -> None:
+def _check_output_folder(path: str, flag: str = "-o") -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise CliError(f"{path}: the folder {folder} does not exist")
+        why = f"{folder} is not a folder" if os.path.exists(folder) else f"the folder {folder} does not exist"
+        raise CliError(f"{flag} {path}: {why}")
 
 
 def _check_not_an_input(output: str, flag: str, inputs: Sequence[str]) -> None:
@@ -202,6 +203,8 @@ def cmd_synth(args: argparse.Namespace) -> None:
     to_stdout = args.output == "-"
     if not to_stdout:
         _check_output_folder(args.output)
+        if os.path.isdir(args.output):
+            raise CliError(f"-o {args.output}: is a folder; give the file to write (CORPUS.txt)")
     start = time.perf_counter()
     out = cast("IO[bytes]", _Stdout()) if to_stdout else args.output      # generate only calls write()
     generate(out, size, seed=args.seed, style=args.style)
@@ -559,6 +562,8 @@ def cmd_decode(args: argparse.Namespace) -> None:
     from .formats import write_text_atomic
     if args.output != "-":
         _check_output_folder(args.output)
+        if os.path.isdir(args.output):      # before the decoding, not when the text is written
+            raise CliError(f"-o {args.output}: is a folder; give the text file to write (OUTPUT.txt)")
         _check_not_an_input(args.output, "-o", ([args.tokens] if args.tokens != "-" else [])
                             + _tokenizer_files(args.tokenizer))
     tokenizer = _load_tokenizer(args.tokenizer)
@@ -596,8 +601,13 @@ def cmd_decode(args: argparse.Namespace) -> None:
 def cmd_export(args: argparse.Namespace) -> None:
     from .export import HF_FILES
     target = args.hf or args.hf_dir or args.tiktoken
-    _check_output_folder(target)
     flag = "--hf" if args.hf else "--hf-dir" if args.hf_dir else "--tiktoken"
+    _check_output_folder(target, flag)
+    if args.hf_dir and os.path.exists(target) and not os.path.isdir(target):
+        raise CliError(f"--hf-dir {target}: exists and is not a folder; give the folder to write the files into")
+    if not args.hf_dir and os.path.isdir(target):
+        raise CliError(f"{flag} {target}: is a folder; give the file to write "
+                       f"({'tokenizer.json' if args.hf else 'FILE.tiktoken'})")
     if args.eos_token is not None and not args.hf_dir:
         raise CliError(f"--eos-token: only --hf-dir writes an eos_token (transformers' files), not {flag}")
     for output in [os.path.join(target, name) for name in HF_FILES] if args.hf_dir else [target]:
@@ -636,7 +646,7 @@ def cmd_show(args: argparse.Namespace) -> None:
     from .atomic import atomic_output
     from .token_view import render_ansi, render_html, render_plain, split_positions
     if args.html:
-        _check_output_folder(args.html)
+        _check_output_folder(args.html, "--html")
         if os.path.isdir(args.html):
             raise CliError(f"--html {args.html}: is a folder; give the page to write (OUT.html)")
         _check_not_an_input(args.html, "--html", ([args.file] if args.file not in (None, "-") else [])

@@ -654,3 +654,35 @@ def test_errors_name_the_flag_not_the_keyword(tmp_path, tokdir, corpus, capsys, 
     code, err = run(["-q", *argv], capsys)
     _assert_clean_failure(code, err, out)
     assert message in err, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    # an output that is a folder: 'bpe-fast: DIR: Is a directory', naming no flag (decode: once all was decoded);
+    # found by decode -o tok / export --hf tok / synth -o tok
+    (["decode", "-t", "TOK", "IDS", "-o", "DIR"], "-o DIR: is a folder"),
+    (["export", "-t", "TOK", "--hf", "DIR"], "--hf DIR: is a folder"),
+    (["export", "-t", "TOK", "--tiktoken", "DIR"], "--tiktoken DIR: is a folder"),
+    (["synth", "--size", "1KB", "-o", "DIR"], "-o DIR: is a folder"),
+    # --hf-dir a file: 'bpe-fast: FILE: File exists'; under a file: 'FILE/sub: the folder FILE does not exist'
+    (["export", "-t", "TOK", "--hf-dir", "FILE"], "--hf-dir FILE: exists and is not a folder"),
+    (["export", "-t", "TOK", "--hf-dir", "FILE/sub"], "--hf-dir FILE/sub: FILE is not a folder"),
+    (["show", "-t", "TOK", "hi", "--html", "DIR/none/x.html"], "--html DIR/none/x.html: the folder DIR/none does not"),
+    (["encode", "-t", "TOK", "IDS", "-o", "DIR/none/x.npy"], "-o DIR/none/x.npy: the folder DIR/none does not exist"),
+])
+def test_outputs_that_cannot_be_files_are_named_by_their_flag(tmp_path, tokdir, capsys, argv, message):
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "old").write_text("kept")
+    (tmp_path / "file").write_text("kept")
+    np.save(tmp_path / "ids.npy", np.array([72, 105], dtype=np.uint16))
+    names = {"TOK": str(tokdir), "IDS": str(tmp_path / "ids.npy"), "DIR": str(folder), "FILE": str(tmp_path / "file")}
+
+    def put(text):
+        for key, value in names.items():
+            text = text.replace(key, value)
+        return text
+
+    code, err = run(["-q", *map(put, argv)], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("dir", "file", "ids.npy"))
+    assert f"bpe-fast: {put(message)}" in err, err
+    assert [p.name for p in folder.iterdir()] == ["old"] and (tmp_path / "file").read_text() == "kept"
