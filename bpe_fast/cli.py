@@ -345,6 +345,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     if initial is not None:
         specials = list(initial.special_tokens) + [t for t in specials if t not in initial.special_tokens]
     _check_vocab_size(args.vocab_size, specials, initial)
+    _check_special_bytes(specials, initial, "--special-token")
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise CliError(f"{args.output}: exists and is not a directory")
     _check_creatable(args.output)
@@ -377,6 +378,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             if not args.special_token and initial is None:
                 specials = list(counts.special_tokens)
                 _check_vocab_size(args.vocab_size, specials, initial)     # with the counts' special tokens
+                _check_special_bytes(specials, initial, f"{args.from_counts[0]}: the counts' special token")
             _check_counts_match(args, counts, specials, initial)
             result = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
         else:
@@ -405,6 +407,26 @@ def _check_vocab_size(vocab_size: int, specials: list[str], initial: Tokenizer |
         check_vocab_size(vocab_size, specials, initial)
     except ValueError as exc:
         raise CliError(str(exc).replace("vocab_size", "--vocab-size", 1)) from None
+
+
+def _check_special_bytes(specials: list[str], initial: Tokenizer | None, given: str) -> None:
+    """A CliError, before training, for a new special token whose bytes are another token's: a single byte
+    (--special-token X), or a token of the --continue-from tokenizer. Training made the vocabulary, then saving it
+    failed ('ids 88 and 256 have the same bytes b'X'; vocab.json cannot hold both'), naming no flag."""
+    old = set(initial.special_tokens) if initial is not None else set()
+    ids: dict[bytes, int] = {}
+    if initial is not None and any(len(t.encode("utf-8")) > 1 for t in specials if t not in old):
+        ids = {b: i for i, b in initial.vocab.items()}
+    for token in specials:
+        if token in old:
+            continue
+        data = token.encode("utf-8")
+        found = data[0] if len(data) == 1 else ids.get(data)
+        if found is not None:
+            raise CliError(f"{given} {token!r}: its bytes are token {found}'s already (a "
+                           f"{'single byte' if len(data) == 1 else 'token of the tokenizer continued'}); a tokenizer "
+                           f"folder (vocab.json) cannot hold a special token with another token's bytes: choose "
+                           f"another (e.g. '<|{token.strip() or 'sep'}|>')")
 
 
 def _check_creatable(directory: str) -> None:
