@@ -445,11 +445,21 @@ def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
     """Tokenizer.save: each file written beside its target in `directory` (made if missing) and all renamed
     together once written, so no half-written tokenizer (files staged in a sibling folder and moved in failed
     when `directory` is on another file system: a mount point, a link to another disk)."""
+    missing, folder = [], os.path.abspath(directory)
+    while not os.path.lexists(folder):          # the folders made here, removed again if the saving fails
+        missing.append(folder)
+        folder = os.path.dirname(folder)
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
         raise CliError(f"{directory}: cannot write there ({exc.strerror or exc})") from None
-    tokenizer.save(directory)
+    try:
+        tokenizer.save(directory)
+    except BaseException:
+        for folder in missing:                  # the deepest first; one holding something else stays
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        raise
 
 
 def cmd_encode(args: argparse.Namespace) -> None:

@@ -719,3 +719,23 @@ def test_a_special_token_with_another_tokens_bytes_is_refused_before_training(tm
     assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert f"bpe-fast: {message.replace('ID', str(merged_id))}" in err, err
     assert "trained in" not in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("failure, code", [(OSError(28, "No space left on device"), 1), (KeyboardInterrupt(), 130)])
+def test_train_failing_to_save_leaves_no_new_folder(tmp_path, corpus, capsys, monkeypatch, failure, code):
+    # train made -o's folders before Tokenizer.save, so a save that failed (a full disk, Ctrl-C, ...) left them
+    # behind, empty (the save's own output group removes only the folders it made); found when a save failed
+    # after training with --special-token X
+    def failing_save(self, directory):
+        raise failure
+
+    monkeypatch.setattr(Tokenizer, "save", failing_save)
+    out = tmp_path / "new" / "deeper" / "tok"
+    got, err = run(["-q", "train", str(corpus), "--vocab-size", "300", "-o", str(out)], capsys)
+    assert got == code and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()         # an existing folder stays, with what it holds
+    (tmp_path / "kept" / "file").write_text("x")
+    got, err = run(["-q", "train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "kept" / "tok")],
+                   capsys)
+    assert got == code and [p.name for p in (tmp_path / "kept").iterdir()] == ["file"]
