@@ -558,6 +558,14 @@ def _encode_shards(tokenizer: Tokenizer, inputs: list[str], folder: str, args: a
         index = encode_files(inputs, folder, tokenizer, client=client, num_processes=args.processes,
                              dtype=args.dtype, errors=args.errors, text_field=args.text_field,
                              text_column=args.text_column, progress=progress)
+    except ValueError as exc:   # "DIR holds shards encoded with another text_field": the flags, not the keywords
+        message = str(exc)
+        if " holds shards encoded with another " not in message:
+            raise
+        head, _, tail = message.partition(" (")
+        for keyword, flag in (("text_field", "--text-field"), ("text_column", "--text-column")):
+            head = head.replace(f" {keyword}", f" {flag}")
+        raise CliError(f"{head} ({tail}") from None
     finally:
         if client is not None:
             client.close()

@@ -739,3 +739,20 @@ def test_train_failing_to_save_leaves_no_new_folder(tmp_path, corpus, capsys, mo
     got, err = run(["-q", "train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "kept" / "tok")],
                    capsys)
     assert got == code and [p.name for p in (tmp_path / "kept").iterdir()] == ["file"]
+
+
+def test_encode_into_a_folder_of_other_settings_names_the_flags(tmp_path, tokdir, capsys):
+    # 'bpe-fast encode ... -o out/ --text-field body' into a folder encoded with the default field said
+    # 'out holds shards encoded with another text_field', the keyword of encode_files, not the flag
+    (tmp_path / "a.jsonl").write_text('{"text": "hello", "body": "there"}\n')
+    (tmp_path / "b.jsonl").write_text('{"text": "world", "body": "again"}\n')
+    out = tmp_path / "out"
+    shards = [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]
+    assert run(["-q", "encode", "-t", str(tokdir), *shards, "-o", f"{out}/"], capsys)[0] == 0
+    index = (out / "index.json").read_bytes()
+    for extra, named in ((["--text-field", "body"], "--text-field"), (["--text-column", "body"], "--text-column"),
+                         (["--text-field", "body", "--text-column", "x"], "--text-field and --text-column")):
+        code, err = run(["-q", "encode", "-t", str(tokdir), *shards, "-o", f"{out}/", *extra], capsys)
+        assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        assert f"bpe-fast: {out} holds shards encoded with another {named} ({out / 'index.json'})" in err, err
+        assert (out / "index.json").read_bytes() == index
