@@ -32,6 +32,7 @@ import signal
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -956,8 +957,21 @@ class _StdoutClosed(Exception):
     """The reader of stdout stopped (`| head`): main ends quietly, as a process killed by SIGPIPE would."""
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: IO[str] | None = None, line: str | None = None) -> None:
+    """warnings.showwarning for the command line: one line, as the errors are ('train' on a corpus with fewer
+    pairs than the vocabulary asks for), not Python's 'FILE:LINE: UserWarning: ...' with a line of source."""
+    print(f"bpe-fast: warning: {message}", file=file if file is not None else sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         # inside the try: importing inputs imports the compiled modules, which read BPE_FAST_HASH_SEED then (a

@@ -756,3 +756,18 @@ def test_encode_into_a_folder_of_other_settings_names_the_flags(tmp_path, tokdir
         assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
         assert f"bpe-fast: {out} holds shards encoded with another {named} ({out / 'index.json'})" in err, err
         assert (out / "index.json").read_bytes() == index
+
+
+def test_a_warning_is_one_line_naming_no_source(tmp_path):
+    # train on a corpus with fewer pairs than --vocab-size asks for printed Python's warning: 'bpe_fast/cli.py:359:
+    # UserWarning: no pairs left ...' and then the line of source that called train_bpe (found by training on an
+    # empty file)
+    (tmp_path / "tiny.txt").write_text("ab ab")
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "-q", "train", "tiny.txt", "--vocab-size", "300",
+                           "-o", "tok"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "bpe-fast: warning: no pairs left after 2 merges: the vocabulary has 258 tokens, not the 300 asked for" \
+        in lines, proc.stderr
+    assert "UserWarning" not in proc.stderr and "train_bpe(" not in proc.stderr and ".py:" not in proc.stderr
+    assert Tokenizer.load(tmp_path / "tok").vocab_size == 258
