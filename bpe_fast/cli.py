@@ -123,6 +123,8 @@ class Progress:
 # ---- commands ----------------------------------------------------------------------------------
 
 def _pattern(value: str) -> str:
+    if not value:       # (--pattern "$UNSET": taken for no --pattern, the gpt2 pattern used without a word)
+        raise CliError("--pattern: empty; give gpt2, gpt4, o200k or a regex")
     if value in PATTERNS:
         return PATTERNS[value]
     if value.isidentifier() and value.lower() == value and len(value) < 12:
@@ -260,7 +262,7 @@ def cmd_count(args: argparse.Namespace) -> None:
         client = Client(args.dask_scheduler)
     progress = Progress(quiet=args.quiet)
     try:
-        counts = count_pretokens(corpus, args.special_token, pattern=_pattern(args.pattern or "gpt2"),
+        counts = count_pretokens(corpus, args.special_token, pattern=_pattern("gpt2" if args.pattern is None else args.pattern),
                                  num_processes=args.processes, errors=args.errors, progress=progress,
                                  client=client, **_input_options(args))
     finally:
@@ -385,7 +387,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         else:
             if not args.corpus:
                 raise CliError("give a CORPUS or --from-counts")
-            pattern = _pattern(args.pattern) if args.pattern else (initial.pattern if initial else _pattern("gpt2"))
+            pattern = _pattern(args.pattern) if args.pattern is not None else (initial.pattern if initial else _pattern("gpt2"))
             result = train_bpe(_corpus(args), args.vocab_size, specials, num_processes=args.processes,
                                pattern=pattern, errors=args.errors, progress=progress,
                                **_input_options(args), **options)

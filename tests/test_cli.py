@@ -771,3 +771,14 @@ def test_a_warning_is_one_line_naming_no_source(tmp_path):
         in lines, proc.stderr
     assert "UserWarning" not in proc.stderr and "train_bpe(" not in proc.stderr and ".py:" not in proc.stderr
     assert Tokenizer.load(tmp_path / "tok").vocab_size == 258
+
+
+@pytest.mark.parametrize("command", ["train", "count"])
+def test_an_empty_pattern_is_refused_not_taken_for_gpt2(tmp_path, corpus, capsys, command):
+    # --pattern '' (say --pattern "$PATTERN" with the variable unset) was taken for no --pattern: train and count
+    # used GPT-2's pattern without a word
+    out = tmp_path / ("tok" if command == "train" else "c.npz")
+    extra = ["--vocab-size", "300"] if command == "train" else []
+    code, err = run(["-q", command, str(corpus), *extra, "--pattern", "", "-o", str(out)], capsys)
+    _assert_clean_failure(code, err, tmp_path)
+    assert "bpe-fast: --pattern: empty" in err
