@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import re
 import signal
@@ -170,6 +171,8 @@ def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
     """atomic_output's file (renames None: renamed over `path` when the block ends) or an OutputGroup's
     (its (temporary file, target) appended to `renames` when the block ends, for the group's commit)."""
     path = os.fspath(path)
+    if path.endswith(("/", os.sep)):     # renamed onto, it named the temporary file; in a group, made a file
+        raise IsADirectoryError(errno.EISDIR, "ends with '/', a folder's name, not a file's", path)
     try:
         target = os.stat(path)                 # through links
     except OSError:

@@ -148,7 +148,11 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
     return Tokenizer.load(path)
 
 
-def _check_output_folder(path: str, flag: str = "-o") -> None:
+def _check_output_folder(path: str, flag: str = "-o", file: bool = True) -> None:
+    """A CliError naming the flag when `path` (a file to write, or with file=False a folder) cannot be made: its
+    folder is missing or not a folder, or, for a file, it ends with '/' (a folder's name)."""
+    if file and path.endswith(("/", os.sep)):
+        raise CliError(f"{flag} {path}: ends with '/', a folder's name; give the file to write")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         why = f"{folder} is not a folder" if os.path.exists(folder) else f"the folder {folder} does not exist"
@@ -645,7 +649,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     from .export import HF_FILES
     target = args.hf or args.hf_dir or args.tiktoken
     flag = "--hf" if args.hf else "--hf-dir" if args.hf_dir else "--tiktoken"
-    _check_output_folder(target, flag)
+    _check_output_folder(target, flag, file=not args.hf_dir)
     if args.hf_dir and os.path.exists(target) and not os.path.isdir(target):
         raise CliError(f"--hf-dir {target}: exists and is not a folder; give the folder to write the files into")
     if not args.hf_dir and os.path.isdir(target):

@@ -782,3 +782,38 @@ def test_an_empty_pattern_is_refused_not_taken_for_gpt2(tmp_path, corpus, capsys
     code, err = run(["-q", command, str(corpus), *extra, "--pattern", "", "-o", str(out)], capsys)
     _assert_clean_failure(code, err, tmp_path)
     assert "bpe-fast: --pattern: empty" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["decode", "-t", "TOK", "IDS", "-o", "NEW/"],
+    ["count", "IDS", "-o", "NEW/"],
+    ["report", "-t", "TOK", "--eval", "TEXT", "-o", "NEW/"],
+    ["export", "-t", "TOK", "--hf", "NEW/"],
+    ["export", "-t", "TOK", "--tiktoken", "NEW/"],
+    ["synth", "--size", "1KB", "-o", "NEW/"],
+    ["show", "-t", "TOK", "hi", "--html", "NEW/"],
+])
+def test_a_file_output_ending_with_a_slash_is_refused(tmp_path, tokdir, capsys, argv):
+    # -o new/ (a folder not there yet) for a command writing one file: the temporary file was renamed onto
+    # 'new/', so the error named it ('bpe-fast: /…/.new.k2x9a1b0.tmp: Not a directory', no flag); an output group
+    # renames onto the realpath, which drops the '/': report (its page in a group since 3352a68) wrote a file
+    # called 'new' and exited 0
+    np.save(tmp_path / "ids.npy", np.array([72, 105], dtype=np.uint16))
+    (tmp_path / "text.txt").write_text("Once upon a time")
+    names = {"TOK": str(tokdir), "IDS": str(tmp_path / "ids.npy"), "TEXT": str(tmp_path / "text.txt"),
+             "NEW/": f"{tmp_path / 'new'}/"}
+    argv = [names.get(a, a) for a in argv]
+    flag = argv[-2]
+    code, err = run(["-q", *argv], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("ids.npy", "text.txt"))
+    assert f"bpe-fast: {flag} {tmp_path / 'new'}/: ends with '/', a folder's name" in err, err
+
+
+def test_atomic_output_to_a_folder_name_is_refused(tmp_path):
+    from bpe_fast.atomic import atomic_output, output_group
+    for opener in (atomic_output, lambda path: output_group().__enter__().output(path)):
+        with pytest.raises(IsADirectoryError, match="ends with '/'") as caught:
+            with opener(f"{tmp_path / 'new'}/") as f:
+                f.write(b"x")
+        assert caught.value.filename == f"{tmp_path / 'new'}/"
+        assert list(tmp_path.iterdir()) == []
