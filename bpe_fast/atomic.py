@@ -178,8 +178,13 @@ def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
     except OSError:
         target = None
     if target is not None and not stat.S_ISREG(target.st_mode):
-        with open(path, mode, **open_kwargs) as direct:
-            yield direct
+        try:
+            with open(path, mode, **open_kwargs) as direct:
+                yield direct
+        except OSError as exc:              # a full device (/dev/full), a pipe whose reader left: say which output
+            if exc.errno is None or exc.filename is not None:
+                raise
+            raise type(exc)(exc.errno, exc.strerror, path) from None
         return
     if os.path.islink(path):
         path = os.path.realpath(path)

@@ -942,6 +942,8 @@ class _Stdout:
             out.flush()
         except BrokenPipeError:
             raise _StdoutClosed() from None
+        except OSError as exc:          # a full disk or device behind stdout (> /dev/full): say it was stdout
+            raise CliError(f"stdout: {exc.strerror or exc}") from None
         return len(data) if isinstance(data, (bytes, bytearray)) else memoryview(data).nbytes
 
 

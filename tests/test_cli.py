@@ -817,3 +817,25 @@ def test_atomic_output_to_a_folder_name_is_refused(tmp_path):
                 f.write(b"x")
         assert caught.value.filename == f"{tmp_path / 'new'}/"
         assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv, named", [
+    (["decode", "-t", "TOK", "IDS", "-o", "/dev/full"], "/dev/full"),
+    (["encode", "-t", "TOK", "TEXT", "-o", "/dev/full"], "/dev/full"),
+    (["synth", "--size", "10KB", "-o", "/dev/full"], "/dev/full"),
+    (["decode", "-t", "TOK", "IDS", "-o", "-"], "stdout"),
+    (["show", "-t", "TOK", "Once upon a time"], "stdout"),
+])
+def test_a_full_device_names_the_output(tmp_path, tokdir, argv, named):
+    # writing to a full device said 'bpe-fast: [Errno 28] No space left on device', naming no output: an output
+    # that is not a regular file is written directly, without the temporary file's errors naming it, and stdout
+    # only turned a closed pipe into its own error (found by -o /dev/full and > /dev/full)
+    np.save(tmp_path / "ids.npy", np.array([72, 105], dtype=np.uint16))
+    (tmp_path / "text.txt").write_text("Once upon a time")
+    names = {"TOK": str(tokdir), "IDS": str(tmp_path / "ids.npy"), "TEXT": str(tmp_path / "text.txt")}
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "bpe_fast", "-q", *[names.get(a, a) for a in argv]],
+                              stdout=full, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"bpe-fast: {named}: No space left on device"], proc.stderr
