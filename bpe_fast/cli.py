@@ -219,6 +219,19 @@ def cmd_synth(args: argparse.Namespace) -> None:
     print(f"wrote {size:,} bytes to {'stdout' if to_stdout else args.output} in {took:.2f} s", file=sys.stderr)
 
 
+def _dask_client(address: str) -> Any:
+    """A dask.distributed Client of the scheduler at `address`; a CliError naming --dask-scheduler when it cannot
+    be reached or the address is malformed."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise CliError("--dask-scheduler needs dask.distributed: pip install 'bpe_fast[dask]'") from None
+    try:
+        return Client(address)
+    except (OSError, ValueError, TypeError) as exc:     # (asyncio's and the builtin TimeoutError are OSErrors)
+        raise CliError(f"--dask-scheduler {address}: {_describe(exc)}") from None
+
+
 def _input_options(args: argparse.Namespace) -> dict[str, Any]:
     """count_pretokens' / train_bpe's input keywords from the command line."""
     from .synthetic import parse_size
@@ -262,8 +275,7 @@ def cmd_count(args: argparse.Namespace) -> None:
         _check_not_an_input(args.output, "-o", _input_files(corpus))
     client = None
     if args.dask_scheduler:
-        from distributed import Client
-        client = Client(args.dask_scheduler)
+        client = _dask_client(args.dask_scheduler)
     progress = Progress(quiet=args.quiet)
     try:
         counts = count_pretokens(corpus, args.special_token, pattern=_pattern("gpt2" if args.pattern is None else args.pattern),
@@ -559,8 +571,7 @@ def _encode_shards(tokenizer: Tokenizer, inputs: list[str], folder: str, args: a
     from .shards import encode_files
     client = None
     if args.dask_scheduler:
-        from distributed import Client
-        client = Client(args.dask_scheduler)
+        client = _dask_client(args.dask_scheduler)
     try:
         index = encode_files(inputs, folder, tokenizer, client=client, num_processes=args.processes,
                              dtype=args.dtype, errors=args.errors, text_field=args.text_field,

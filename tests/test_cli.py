@@ -839,3 +839,15 @@ def test_a_full_device_names_the_output(tmp_path, tokdir, argv, named):
                               stdout=full, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines() == [f"bpe-fast: {named}: No space left on device"], proc.stderr
+
+
+@pytest.mark.parametrize("command", ["count", "encode"])
+def test_a_bad_dask_scheduler_names_the_flag(tmp_path, tokdir, corpus, capsys, command):
+    # 'bpe-fast count corpus.txt -o c.npz --dask-scheduler "not an address"' said "missing port number in address
+    # 'not an address'" (an unreachable one: 'Timed out trying to connect to ...'), naming no flag
+    pytest.importorskip("distributed")
+    argv = (["count", str(corpus), "-o", str(tmp_path / "c.npz")] if command == "count" else
+            ["encode", "-t", str(tokdir), str(corpus), "-o", f"{tmp_path / 'out'}/"])
+    code, err = run(["-q", *argv, "--dask-scheduler", "not an address"], capsys)
+    _assert_clean_failure(code, err, tmp_path)
+    assert "bpe-fast: --dask-scheduler not an address: missing port number" in err, err
