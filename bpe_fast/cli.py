@@ -137,15 +137,18 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
     path exists, the name of one of tiktoken's encodings (bpe_fast.get_encoding's tokenizer)."""
     from .registry import ENCODINGS, get_encoding
     from .tokenizer import Tokenizer
-    if not os.path.exists(path) and path in ENCODINGS:
-        return get_encoding(path).tokenizer
-    if not os.path.exists(path):
+    if not os.path.exists(path) and path not in ENCODINGS:
         raise CliError(f"{flag} {path}: no such tokenizer directory (nor one of tiktoken's encodings: "
                        f"{', '.join(ENCODINGS)})")
-    if os.path.isfile(path) and path.endswith(".json") and os.path.basename(path) not in ("vocab.json",
-                                                                                          "bpe_fast.json"):
-        return Tokenizer.from_hf(path)
-    return Tokenizer.load(path)
+    try:        # what is wrong with it names the file (and line); the flag says which of the tokenizers it is
+        if not os.path.exists(path):
+            return get_encoding(path).tokenizer
+        if os.path.isfile(path) and path.endswith(".json") and os.path.basename(path) not in ("vocab.json",
+                                                                                              "bpe_fast.json"):
+            return Tokenizer.from_hf(path)
+        return Tokenizer.load(path)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{flag}: {_describe(exc)}") from None
 
 
 def _check_output_folder(path: str, flag: str = "-o", file: bool = True) -> None:

@@ -851,3 +851,24 @@ def test_a_bad_dask_scheduler_names_the_flag(tmp_path, tokdir, corpus, capsys, c
     code, err = run(["-q", *argv, "--dask-scheduler", "not an address"], capsys)
     _assert_clean_failure(code, err, tmp_path)
     assert "bpe-fast: --dask-scheduler not an address: missing port number" in err, err
+
+
+def test_a_bad_tokenizer_is_named_by_its_flag(tmp_path, tokdir, corpus, capsys):
+    # 'bpe-fast report -t tok --against corpus.txt ...' said 'bpe-fast: corpus.txt is a file, not a folder: ...'
+    # and a damaged vocab.json 'bpe-fast: bad/vocab.json:2: bad JSON: ...': which of -t, --against or
+    # --continue-from was meant went unsaid
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "vocab.json").write_text("{\n")
+    (bad / "merges.txt").write_text("")
+    text = tmp_path / "t.txt"
+    text.write_text("Once upon a time")
+    cases = [(["encode", "-t", str(bad), str(text), "-o", str(tmp_path / "x.npy")], f"-t: {bad / 'vocab.json'}:2: "),
+             (["report", "-t", str(tokdir), "--against", str(text), "--eval", str(text), "-o", str(tmp_path / "r.html")],
+              f"--against: {text} is a file, not a folder"),
+             (["train", str(text), "--continue-from", str(bad), "--vocab-size", "700", "-o", str(tmp_path / "t")],
+              f"--continue-from: {bad / 'vocab.json'}:2: ")]
+    for argv, message in cases:
+        code, err = run(["-q", *argv], capsys)
+        _assert_clean_failure(code, err, tmp_path, keep=("bad", "t.txt"))
+        assert f"bpe-fast: {message}" in err, err
