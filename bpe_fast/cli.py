@@ -988,9 +988,13 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    with warnings.catch_warnings():
-        warnings.showwarning = _show_warning
-        return _run(args)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return _run(args)
+    except KeyboardInterrupt:       # Ctrl-C as the command ended, past _run's handlers (restoring SIGTERM's)
+        print("\nbpe-fast: interrupted as the command ended", file=sys.stderr)
+        return 130
 
 
 def _run(args: argparse.Namespace) -> int:
