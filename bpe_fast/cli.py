@@ -369,7 +369,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     _check_vocab_size(args.vocab_size, specials, initial)
     _check_special_bytes(specials, initial, "--special-token")
     if os.path.exists(args.output) and not os.path.isdir(args.output):
-        raise CliError(f"{args.output}: exists and is not a directory")
+        raise CliError(f"-o {args.output}: exists and is not a folder; give the folder to save the tokenizer in")
     _check_creatable(args.output)
     # the tokenizer's files replace whatever has their names in -o: refused if that is the corpus or the counts
     # (a corpus saved as DIR/merges.txt was trained on, then overwritten by the merges)
@@ -458,9 +458,9 @@ def _check_creatable(directory: str) -> None:
     while not os.path.exists(ancestor):
         ancestor = os.path.dirname(ancestor)
     if not os.path.isdir(ancestor):
-        raise CliError(f"{directory}: {ancestor} is not a folder")
+        raise CliError(f"-o {directory}: {ancestor} is not a folder")
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise CliError(f"{directory}: cannot create anything in {ancestor} (permission denied)")
+        raise CliError(f"-o {directory}: cannot create anything in {ancestor} (permission denied)")
 
 
 def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
@@ -474,7 +474,7 @@ def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
-        raise CliError(f"{directory}: cannot write there ({exc.strerror or exc})") from None
+        raise CliError(f"-o {directory}: cannot write there ({exc.strerror or exc})") from None
     try:
         tokenizer.save(directory)
     except BaseException:

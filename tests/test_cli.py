@@ -668,6 +668,9 @@ def test_errors_name_the_flag_not_the_keyword(tmp_path, tokdir, corpus, capsys, 
     (["export", "-t", "TOK", "--hf-dir", "FILE/sub"], "--hf-dir FILE/sub: FILE is not a folder"),
     (["show", "-t", "TOK", "hi", "--html", "DIR/none/x.html"], "--html DIR/none/x.html: the folder DIR/none does not"),
     (["encode", "-t", "TOK", "IDS", "-o", "DIR/none/x.npy"], "-o DIR/none/x.npy: the folder DIR/none does not exist"),
+    # train -o a file, or under one: 'bpe-fast: FILE: exists and is not a directory', 'FILE/t: FILE is not a folder'
+    (["train", "IDS", "--vocab-size", "300", "-o", "FILE"], "-o FILE: exists and is not a folder"),
+    (["train", "IDS", "--vocab-size", "300", "-o", "FILE/t"], "-o FILE/t: FILE is not a folder"),
 ])
 def test_outputs_that_cannot_be_files_are_named_by_their_flag(tmp_path, tokdir, capsys, argv, message):
     folder = tmp_path / "dir"
