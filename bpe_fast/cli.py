@@ -727,7 +727,7 @@ def cmd_show(args: argparse.Namespace) -> None:
     if args.html:
         page = render_html(view, title=f"{name} in tokens of {args.tokenizer}", summary=summary, **options)
         with atomic_output(args.html) as f:
-            f.write(page.encode("utf-8"))
+            f.write(page.encode("utf-8", "backslashreplace"))     # a file name not UTF-8: \udcff, not an error
         print(f"{summary} -> {args.html}", file=sys.stderr)
         return
     colour = not args.plain and _stdout().isatty() and not os.environ.get("NO_COLOR")

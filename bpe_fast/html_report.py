@@ -693,6 +693,9 @@ def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.P
     [1.6]
     """
     started = time.perf_counter()
+    # a name from a path that is not UTF-8 (os.fsdecode's lone surrogates) shown as \udcff: UTF-8 and matplotlib
+    # take no surrogates
+    name, against_name = (n.encode("utf-8", "backslashreplace").decode("utf-8") for n in (name, against_name))
     texts = ([texts_or_paths] if isinstance(texts_or_paths, (str, bytes, bytearray, memoryview, os.PathLike))
              else list(texts_or_paths))         # one text, as compression_curve takes it, or several
     sides = [_analyze(name, tokenizer, texts, errors, _COLOURS[0])]
@@ -735,7 +738,7 @@ def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.P
     # draws leaves the earlier page and charts as they were, and no folder made for them
     with output_group() as group:
         with group.output(os.fspath(output), "wb") as f:
-            f.write(page.encode("utf-8"))
+            f.write(page.encode("utf-8", "backslashreplace"))     # a file name not UTF-8: \udcff, not an error
         if png_dir is not None:
             group.makedirs(png_dir)
             for chart in charts:

@@ -2,6 +2,7 @@
 trained to (or cut at) each size, `bpe-fast report` (a self-contained page), and what training records."""
 import html.parser
 import json
+import os
 import pickle
 import random
 import shutil
@@ -872,3 +873,30 @@ def test_linear_ticks_have_nice_ends():
     assert _linear_ticks(0.0, 100.0) == [0, 20, 40, 60, 80, 100]
     assert _linear_ticks(2.93, 7.1) == [2, 3, 4, 5, 6, 7, 8]
     assert _linear_ticks(0.0, 23.4) == [0, 5, 10, 15, 20, 25]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names of any bytes (Linux)")
+@pytest.mark.parametrize("png", [False, True])
+def test_cli_report_and_show_on_files_whose_names_are_not_utf8(trained, capsys, tmp_path, png):
+    # a file or tokenizer folder whose name is not UTF-8 (b'c\xff.txt': os.fsdecode makes it 'c\udcff.txt') failed
+    # once all was measured: "bpe-fast: 'utf-8' codec can't encode character '\udcff' ...: surrogates not allowed"
+    # (the page holds the names), and with --png matplotlib refused the tokenizer's name in the charts
+    if png:
+        pytest.importorskip("matplotlib")
+    tok_dir, held_out, _ = trained
+    folder = os.fsdecode(bytes(tmp_path) + b"/k\xfe")
+    shutil.copytree(tok_dir, folder)
+    text = os.fsdecode(bytes(tmp_path) + b"/c\xff.txt")
+    shutil.copy(held_out, text)
+    out = tmp_path / "r.html"
+    code, _, err = run(["report", "-t", folder, "--eval", text, "-o", str(out)]
+                       + (["--png", str(tmp_path / "png")] if png else []), capsys)
+    assert code == 0, err
+    page = out.read_text("utf-8")
+    assert "k\\udcfe" in page and "c\\udcff.txt" in page
+    if png:
+        assert (tmp_path / "png" / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    code, _, err = run(["show", "-t", folder, "-f", text, "--html", str(tmp_path / "s.html")], capsys)
+    assert code == 0, err
+    assert "<title>" + html.escape(f"{text} in tokens of {folder}").replace("\udcff", "\\udcff").replace(
+        "\udcfe", "\\udcfe") in (tmp_path / "s.html").read_text("utf-8")
