@@ -988,6 +988,11 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # started with stderr closed (2>&-: sys.stderr is None), print(file=sys.stderr) wrote the messages to stdout,
+    # after the text decode -o - wrote there, and Progress failed on None: they go nowhere instead
+    stderr = sys.stderr
+    if stderr is None:
+        sys.stderr = open(os.devnull, "w")
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -995,6 +1000,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:       # Ctrl-C as the command ended, past _run's handlers (restoring SIGTERM's)
         print("\nbpe-fast: interrupted as the command ended", file=sys.stderr)
         return 130
+    finally:
+        if stderr is None:
+            sys.stderr.close()
+            sys.stderr = stderr
 
 
 def _run(args: argparse.Namespace) -> int:

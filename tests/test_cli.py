@@ -1,4 +1,5 @@
 """The command line, encode_file, and the interchange formats, checked with the real libraries."""
+import io
 import json
 import os
 import re
@@ -902,3 +903,24 @@ def test_ctrl_c_as_the_command_ends_is_no_traceback(tmp_path, tokdir, capsys, mo
     assert calls[-1] == signal_module.SIGTERM
     assert code == 130 and err.strip().splitlines()[-1] == "bpe-fast: interrupted as the command ended", err
     assert np.load(tmp_path / "x.npy").tolist() == Tokenizer.load(tokdir).encode("Once upon a time")
+
+
+def test_closed_stderr_leaves_stdout_as_the_output(tmp_path, tokdir):
+    # started with stderr closed (2>&-), sys.stderr is None: print(..., file=sys.stderr) then writes to stdout, so
+    # 'bpe-fast -q decode -t tok ids.npy -o - 2>&-' put 'decoded 4 tokens -> stdout' after the text, and encode
+    # failed on the progress line (None.isatty()), writing nothing, exit 1
+    text = "Once upon a time"
+    ids = Tokenizer.load(tokdir).encode(text)
+    np.save(tmp_path / "ids.npy", np.array(ids, dtype=np.uint16))
+    (tmp_path / "t.txt").write_text(text)
+
+    def cli(*argv):
+        return subprocess.run([sys.executable, "-m", "bpe_fast", *argv], capture_output=False,
+                              stdout=subprocess.PIPE, cwd=tmp_path, preexec_fn=lambda: os.close(2))
+
+    proc = cli("-q", "decode", "-t", str(tokdir), "ids.npy", "-o", "-")
+    assert proc.returncode == 0 and proc.stdout == text.encode()
+    proc = cli("encode", "-t", str(tokdir), "t.txt", "-o", "-")
+    assert proc.returncode == 0 and np.load(io.BytesIO(proc.stdout)).tolist() == ids
+    proc = cli("decode", "-t", str(tokdir), "none.npy", "-o", "-")
+    assert proc.returncode == 1 and proc.stdout == b""
