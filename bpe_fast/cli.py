@@ -154,6 +154,9 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
 def _check_output_folder(path: str, flag: str = "-o", file: bool = True) -> None:
     """A CliError naming the flag when `path` (a file to write, or with file=False a folder) cannot be made: its
     folder is missing or not a folder, or, for a file, it ends with '/' (a folder's name)."""
+    if path == "-":         # (decode, encode and synth take -o - for stdout, and do not come here with it)
+        raise CliError(f"{flag} -: this output is not written to stdout; give a {'file' if file else 'folder'} name "
+                       f"(./- for one named -)")
     if file and path.endswith(("/", os.sep)):
         raise CliError(f"{flag} {path}: ends with '/', a folder's name; give the file to write")
     folder = os.path.dirname(os.path.abspath(path))
@@ -368,6 +371,8 @@ def cmd_train(args: argparse.Namespace) -> None:
         specials = list(initial.special_tokens) + [t for t in specials if t not in initial.special_tokens]
     _check_vocab_size(args.vocab_size, specials, initial)
     _check_special_bytes(specials, initial, "--special-token")
+    if args.output == "-":
+        raise CliError("-o -: a tokenizer is a folder of files, not written to stdout; give a folder")
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise CliError(f"-o {args.output}: exists and is not a folder; give the folder to save the tokenizer in")
     _check_creatable(args.output)

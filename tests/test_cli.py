@@ -924,3 +924,22 @@ def test_closed_stderr_leaves_stdout_as_the_output(tmp_path, tokdir):
     assert proc.returncode == 0 and np.load(io.BytesIO(proc.stdout)).tolist() == ids
     proc = cli("decode", "-t", str(tokdir), "none.npy", "-o", "-")
     assert proc.returncode == 1 and proc.stdout == b""
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["count", "TEXT", "-o", "-"], "-o"),
+    (["train", "TEXT", "--vocab-size", "300", "-o", "-"], "-o"),
+    (["report", "-t", "TOK", "--eval", "TEXT", "-o", "-"], "-o"),
+    (["export", "-t", "TOK", "--hf", "-"], "--hf"),
+    (["export", "-t", "TOK", "--tiktoken", "-"], "--tiktoken"),
+    (["export", "-t", "TOK", "--hf-dir", "-"], "--hf-dir"),
+    (["show", "-t", "TOK", "hi", "--html", "-"], "--html"),
+])
+def test_dash_is_refused_where_stdout_is_not_taken(tmp_path, tokdir, capsys, monkeypatch, argv, flag):
+    # '-' means stdout for encode, decode and synth -o; 'bpe-fast count corpus.txt -o -' (report, export, show
+    # --html, train) wrote a file (or a folder) named '-' instead, exit 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.txt").write_text("Once upon a time")
+    code, err = run(["-q", *[{"TOK": str(tokdir), "TEXT": "t.txt"}.get(a, a) for a in argv]], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("t.txt",))
+    assert f"bpe-fast: {flag} -: " in err and "stdout" in err, err
