@@ -369,8 +369,8 @@ def cmd_train(args: argparse.Namespace) -> None:
         raise CliError(f"--continue-from {args.continue_from}: {str(exc).removeprefix('initial: ')}") from None
     if initial is not None:
         specials = list(initial.special_tokens) + [t for t in specials if t not in initial.special_tokens]
-    _check_vocab_size(args.vocab_size, specials, initial)
     _check_special_bytes(specials, initial, "--special-token")
+    _check_vocab_size(args.vocab_size, specials, initial)
     if args.output == "-":
         raise CliError("-o -: a tokenizer is a folder of files, not written to stdout; give a folder")
     if os.path.exists(args.output) and not os.path.isdir(args.output):
@@ -404,8 +404,8 @@ def cmd_train(args: argparse.Namespace) -> None:
             pattern = counts.pattern
             if not args.special_token and initial is None:
                 specials = list(counts.special_tokens)
-                _check_vocab_size(args.vocab_size, specials, initial)     # with the counts' special tokens
                 _check_special_bytes(specials, initial, f"{args.from_counts[0]}: the counts' special token")
+                _check_vocab_size(args.vocab_size, specials, initial)     # with the counts' special tokens
             _check_counts_match(args, counts, specials, initial)
             result = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
         else:
@@ -438,22 +438,18 @@ def _check_vocab_size(vocab_size: int, specials: list[str], initial: Tokenizer |
 
 def _check_special_bytes(specials: list[str], initial: Tokenizer | None, given: str) -> None:
     """A CliError, before training, for a new special token whose bytes are another token's: a single byte
-    (--special-token X), or a token of the --continue-from tokenizer. Training made the vocabulary, then saving it
-    failed ('ids 88 and 256 have the same bytes b'X'; vocab.json cannot hold both'), naming no flag."""
-    old = set(initial.special_tokens) if initial is not None else set()
-    ids: dict[bytes, int] = {}
-    if initial is not None and any(len(t.encode("utf-8")) > 1 for t in specials if t not in old):
-        ids = {b: i for i, b in initial.vocab.items()}
-    for token in specials:
-        if token in old:
-            continue
-        data = token.encode("utf-8")
-        found = data[0] if len(data) == 1 else ids.get(data)
-        if found is not None:
-            raise CliError(f"{given} {token!r}: its bytes are token {found}'s already (a "
-                           f"{'single byte' if len(data) == 1 else 'token of the tokenizer continued'}); a tokenizer "
-                           f"folder (vocab.json) cannot hold a special token with another token's bytes: choose "
-                           f"another (e.g. '<|{token.strip() or 'sep'}|>')")
+    (--special-token X), or a token of the --continue-from tokenizer (bpe_fast.train.special_token_clash). Training
+    made the vocabulary, then saving it failed ('ids 88 and 256 have the same bytes b'X'; vocab.json cannot hold
+    both'), naming no flag."""
+    from .train import special_token_clash
+
+    clash = special_token_clash(specials, initial, single_bytes=True)
+    if clash is not None:
+        token, found = clash
+        raise CliError(f"{given} {token!r}: its bytes are token {found}'s already (a "
+                       f"{'single byte' if len(token.encode('utf-8')) == 1 else 'token of the tokenizer continued'}); "
+                       f"a tokenizer folder (vocab.json) cannot hold a special token with another token's bytes: "
+                       f"choose another (e.g. '<|{token.strip() or 'sep'}|>')")
 
 
 def _check_creatable(directory: str) -> None:

@@ -328,15 +328,30 @@ def _new_special_tokens(special_tokens: Iterable[str], initial: Tokenizer) -> li
     """The special tokens (in order) that the initial tokenizer does not have yet; ValueError for one whose bytes
     are already a token of it (the vocabulary would hold them at two ids, which vocab.json cannot: the save
     after training failed)."""
-    have = initial.special_tokens
-    new = [tok for tok in special_tokens if tok not in have]
-    if new:
-        ids_of = {token: i for i, token in initial.vocab.items()}
-        for tok in new:
-            if tok.encode("utf-8") in ids_of:
-                raise ValueError(f"special token {tok!r}: its bytes are token {ids_of[tok.encode('utf-8')]} of "
-                                 "the initial tokenizer (a vocabulary holds each token's bytes once)")
+    new = [tok for tok in special_tokens if tok not in initial.special_tokens]
+    clash = special_token_clash(new, initial)
+    if clash is not None:
+        raise ValueError(f"special token {clash[0]!r}: its bytes are token {clash[1]} of the initial tokenizer "
+                         "(a vocabulary holds each token's bytes once)")
     return new
+
+
+def special_token_clash(special_tokens: Iterable[str], initial: Tokenizer | None,
+                        single_bytes: bool = False) -> tuple[str, int] | None:
+    """(special token, id) for the first special token not the initial tokenizer's whose bytes are a token of
+    it (or, with single_bytes, a single byte: its id is the byte's in a trained vocabulary), else None. Its
+    vocabulary would hold those bytes at two ids, which vocab.json cannot (the save after training failed)."""
+    new = [tok for tok in special_tokens if initial is None or tok not in initial.special_tokens]
+    ids_of: dict[bytes, int] = {}
+    if initial is not None and new:
+        ids_of = {token: i for i, token in initial.vocab.items()}
+    for tok in new:
+        data = tok.encode("utf-8")
+        if data in ids_of:
+            return tok, ids_of[data]
+        if single_bytes and len(data) == 1:
+            return tok, data[0]
+    return None
 
 
 def _stop_message(merges: int, continued: bool, best: int, min_frequency: int, total: int, vocab_size: int,
