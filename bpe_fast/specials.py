@@ -163,10 +163,6 @@ class SpecialTokens(Sequence[str]):
         """`special_tokens` itself when it is a SpecialTokens, else SpecialTokens(special_tokens)."""
         return special_tokens if isinstance(special_tokens, SpecialTokens) else cls(special_tokens)
 
-    def with_ids(self, ids: Iterable[int]) -> SpecialTokens:
-        """The same tokens with these ids (in the order of tokens)."""
-        return type(self)(self.tokens, ids)
-
     def restricted_to(self, keep: Collection[str]) -> SpecialTokens:
         """The same tokens (and ids) without those not in `keep`, in the same order; the holders of the ids they
         share (shared) are kept, whether kept or not."""
