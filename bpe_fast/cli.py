@@ -165,6 +165,14 @@ def _check_output_folder(path: str, flag: str = "-o", file: bool = True) -> None
         raise CliError(f"{flag} {path}: {why}")
 
 
+def _not_a_folder(path: str) -> bool:
+    """Whether `path`, a folder to write into, is something else already (a file, a link to one). A trailing '/'
+    is not looked through: os.path.exists('notes.txt/') is False for a file notes.txt, so 'train -o notes.txt/'
+    trained, then failed to make the folder ('File exists', naming no flag)."""
+    name = path.rstrip("/" + os.sep) or path
+    return os.path.exists(name) and not os.path.isdir(name)
+
+
 def _check_not_an_input(output: str, flag: str, inputs: Sequence[str]) -> None:
     """A CliError if writing `output` would replace one of the files the command reads: the same directory entry
     by another path, or through a symbolic link (bpe_fast.atomic writes through it). (A hard link to an input is
@@ -373,7 +381,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     _check_vocab_size(args.vocab_size, specials, initial)
     if args.output == "-":
         raise CliError("-o -: a tokenizer is a folder of files, not written to stdout; give a folder")
-    if os.path.exists(args.output) and not os.path.isdir(args.output):
+    if _not_a_folder(args.output):
         raise CliError(f"-o {args.output}: exists and is not a folder; give the folder to save the tokenizer in")
     _check_creatable(args.output)
     # the tokenizer's files replace whatever has their names in -o: refused if that is the corpus or the counts
@@ -492,7 +500,7 @@ def cmd_encode(args: argparse.Namespace) -> None:
     to_folder = len(inputs) > 1 or output.endswith(("/", os.sep)) or os.path.isdir(output)
     if to_folder and (inputs == ["-"] or output == "-"):
         raise CliError("-o: several inputs are encoded into a folder, not to or from '-'")
-    if to_folder and os.path.exists(output) and not os.path.isdir(output):
+    if to_folder and _not_a_folder(output):
         raise CliError(f"-o {output}: is a file; several inputs (or -o ending with /) are encoded into a folder, "
                        f"one .npy a shard: give a folder")
     if not to_folder and args.dask_scheduler:
@@ -665,7 +673,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     target = args.hf or args.hf_dir or args.tiktoken
     flag = "--hf" if args.hf else "--hf-dir" if args.hf_dir else "--tiktoken"
     _check_output_folder(target, flag, file=not args.hf_dir)
-    if args.hf_dir and os.path.exists(target) and not os.path.isdir(target):
+    if args.hf_dir and _not_a_folder(target):
         raise CliError(f"--hf-dir {target}: exists and is not a folder; give the folder to write the files into")
     if not args.hf_dir and os.path.isdir(target):
         raise CliError(f"{flag} {target}: is a folder; give the file to write "
@@ -762,7 +770,7 @@ def cmd_report(args: argparse.Namespace) -> None:
                         + (_tokenizer_files(args.against) if args.against else []))
     tokenizer = _load_tokenizer(args.tokenizer)
     against = _load_tokenizer(args.against, "--against") if args.against else None
-    if args.png and os.path.exists(args.png) and not os.path.isdir(args.png):    # before the report is written
+    if args.png and _not_a_folder(args.png):    # before the report is written
         raise CliError(f"--png {args.png}: exists and is not a folder; give the folder to write the charts into")
     if args.png:                        # a folder to make: the nearest that exists must be a folder too
         existing = os.path.dirname(os.path.abspath(args.png))

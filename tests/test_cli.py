@@ -693,6 +693,48 @@ def test_outputs_that_cannot_be_files_are_named_by_their_flag(tmp_path, tokdir, 
 
 
 @pytest.mark.parametrize("argv, message", [
+    (["train", "IDS", "--vocab-size", "300", "-o", "FILE/"], "-o FILE/: exists and is not a folder"),
+    (["export", "-t", "TOK", "--hf-dir", "FILE/"], "--hf-dir FILE/: exists and is not a folder"),
+    (["report", "-t", "TOK", "--eval", "TEXT", "-o", "DIR/r.html", "--png", "FILE/"],
+     "--png FILE/: exists and is not a folder"),
+    (["encode", "-t", "TOK", "TEXT", "-o", "FILE/"], "-o FILE/: is a file"),
+])
+def test_a_folder_output_naming_a_file_with_a_slash_is_refused_before_any_work(tmp_path, tokdir, capsys, monkeypatch,
+                                                                               argv, message):
+    # the checks 'exists and is not a folder' asked os.path.exists('file/'), False for a file: 'bpe-fast train
+    # c.txt --vocab-size 300 -o notes.txt/' trained, then said '-o notes.txt/: cannot write there (File exists)';
+    # export --hf-dir notes.txt/, report --png notes.txt/ (once all was measured) and encode ... -o notes.txt/
+    # said 'bpe-fast: notes.txt/: File exists', naming no flag
+    import bpe_fast.html_report
+    import bpe_fast.shards
+    import bpe_fast.train
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the work was started")
+
+    for module, name in ((bpe_fast.train, "train_bpe"), (bpe_fast.html_report, "write_report"),
+                         (bpe_fast.shards, "encode_files"), (Tokenizer, "export_hf_dir")):
+        monkeypatch.setattr(module, name, no_work)
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (tmp_path / "file").write_text("kept")
+    (tmp_path / "text.txt").write_text("Once upon a time")
+    np.save(tmp_path / "ids.npy", np.array([72, 105], dtype=np.uint16))
+    names = {"TOK": str(tokdir), "IDS": str(tmp_path / "ids.npy"), "TEXT": str(tmp_path / "text.txt"),
+             "DIR": str(folder), "FILE": str(tmp_path / "file")}
+
+    def put(text):
+        for key, value in names.items():
+            text = text.replace(key, value)
+        return text
+
+    code, err = run(["-q", *map(put, argv)], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("dir", "file", "ids.npy", "text.txt"))
+    assert f"bpe-fast: {put(message)}" in err, err
+    assert list(folder.iterdir()) == [] and (tmp_path / "file").read_text() == "kept"
+
+
+@pytest.mark.parametrize("argv, message", [
     (["train", "CORPUS", "--vocab-size", "300", "--special-token", "X", "-o", "OUT"],
      "--special-token 'X': its bytes are token 88's already"),
     (["train", "CORPUS", "--vocab-size", "300", "--special-token", "é", "--special-tokens-position", "end",
