@@ -770,6 +770,11 @@ def cmd_report(args: argparse.Namespace) -> None:
                         + (_tokenizer_files(args.against) if args.against else []))
     tokenizer = _load_tokenizer(args.tokenizer)
     against = _load_tokenizer(args.against, "--against") if args.against else None
+    if args.png == "-":               # a folder named '-' was written, where '-' is stdout for encode, decode, synth
+        raise CliError("--png -: the charts are files in a folder, not written to stdout; give a folder name "
+                       "(./- for one named -)")
+    if args.png and os.path.realpath(args.png) == os.path.realpath(args.output):
+        raise CliError(f"--png {args.png}: is -o {args.output} too; give the charts a folder of their own")
     if args.png and _not_a_folder(args.png):    # before the report is written
         raise CliError(f"--png {args.png}: exists and is not a folder; give the folder to write the charts into")
     if args.png:                        # a folder to make: the nearest that exists must be a folder too

@@ -985,3 +985,22 @@ def test_dash_is_refused_where_stdout_is_not_taken(tmp_path, tokdir, capsys, mon
     code, err = run(["-q", *[{"TOK": str(tokdir), "TEXT": "t.txt"}.get(a, a) for a in argv]], capsys)
     _assert_clean_failure(code, err, tmp_path, keep=("t.txt",))
     assert f"bpe-fast: {flag} -: " in err and "stdout" in err, err
+
+
+@pytest.mark.parametrize("png", ["-", "OUT"])
+def test_report_png_folder_that_is_stdout_or_the_page_is_refused(tmp_path, tokdir, capsys, monkeypatch, png):
+    # '--png -' wrote the charts into a folder named '-' (f6a69a3 refused '-' for -o, --hf-dir, --html, ..., not
+    # --png); '-o r --png r' measured everything, then renaming the page onto the folder just made for the charts
+    # failed naming the temporary file ('bpe-fast: /…/.r.k2x9a1b0.tmp: Is a directory')
+    import bpe_fast.html_report
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the work was started")
+
+    monkeypatch.setattr(bpe_fast.html_report, "write_report", no_work)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.txt").write_text("Once upon a time")
+    png = "r" if png == "OUT" else png
+    code, err = run(["-q", "report", "-t", str(tokdir), "--eval", "t.txt", "-o", "r", "--png", png], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("t.txt",))
+    assert f"bpe-fast: --png {png}: " in err, err
