@@ -1011,6 +1011,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return _run(args)
+    except Terminated:              # SIGTERM as the command ended (a KeyboardInterrupt too: not taken for Ctrl-C)
+        print("\nbpe-fast: terminated as the command ended", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:       # Ctrl-C as the command ended, past _run's handlers (restoring SIGTERM's)
         print("\nbpe-fast: interrupted as the command ended", file=sys.stderr)
         return 130

@@ -1004,3 +1004,28 @@ def test_report_png_folder_that_is_stdout_or_the_page_is_refused(tmp_path, tokdi
     code, err = run(["-q", "report", "-t", str(tokdir), "--eval", "t.txt", "-o", "r", "--png", png], capsys)
     _assert_clean_failure(code, err, tmp_path, keep=("t.txt",))
     assert f"bpe-fast: --png {png}: " in err, err
+
+
+def test_sigterm_as_the_command_ends_is_terminated_not_ctrl_c(tmp_path, tokdir, capsys, monkeypatch):
+    # main's handler for a KeyboardInterrupt past _run's (88a4205) also took SIGTERM's Terminated, a subclass of
+    # it: a SIGTERM arriving while _run said its error (its handler still _on_sigterm) ended with
+    # 'bpe-fast: interrupted as the command ended', status 130, as if Ctrl-C, where SIGTERM is 143 'terminated'
+    import signal as signal_module
+
+    class Stderr(io.StringIO):
+        sent = False
+
+        def write(self, text):
+            if not Stderr.sent:         # SIGTERM reaches the process as _run prints the command's error
+                Stderr.sent = True
+                signal_module.raise_signal(signal_module.SIGTERM)
+            return super().write(text)
+
+    stderr = Stderr()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    before = signal_module.getsignal(signal_module.SIGTERM)
+    code = main(["-q", "decode", "-t", str(tokdir), str(tmp_path / "none.npy"), "-o", str(tmp_path / "x.txt")])
+    assert signal_module.getsignal(signal_module.SIGTERM) is before
+    assert code == 143, stderr.getvalue()
+    assert stderr.getvalue().strip().splitlines()[-1] == "bpe-fast: terminated as the command ended"
+    assert list(tmp_path.iterdir()) == []
