@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import io
 import os
+import re
 import shutil
 import signal
 import sys
@@ -578,6 +579,11 @@ def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Nam
         shutil.rmtree(folder, ignore_errors=True)
 
 
+_SETTING = r"(?:tokenizer|separator|text_field|text_column)"
+# shards.encode_files' "DIR holds shards encoded with another text_field and text_column (DIR/index.json); ..."
+_OTHER_SETTINGS = re.compile(rf" holds shards encoded with another ({_SETTING}(?: and {_SETTING})*) \(")
+
+
 def _encode_shards(tokenizer: Tokenizer, inputs: list[str], folder: str, args: argparse.Namespace,
                    progress: Progress) -> tuple[int, int]:
     from .shards import encode_files
@@ -589,13 +595,13 @@ def _encode_shards(tokenizer: Tokenizer, inputs: list[str], folder: str, args: a
                              dtype=args.dtype, errors=args.errors, text_field=args.text_field,
                              text_column=args.text_column, progress=progress)
     except ValueError as exc:   # "DIR holds shards encoded with another text_field": the flags, not the keywords
+        # (the settings named, not the text before them: a folder named 'run (2)' holds a ' (' of its own)
         message = str(exc)
-        if " holds shards encoded with another " not in message:
+        found = _OTHER_SETTINGS.search(message)
+        if found is None:
             raise
-        head, _, tail = message.partition(" (")
-        for keyword, flag in (("text_field", "--text-field"), ("text_column", "--text-column")):
-            head = head.replace(f" {keyword}", f" {flag}")
-        raise CliError(f"{head} ({tail}") from None
+        what = found.group(1).replace("text_field", "--text-field").replace("text_column", "--text-column")
+        raise CliError(message[:found.start(1)] + what + message[found.end(1):]) from None
     finally:
         if client is not None:
             client.close()
