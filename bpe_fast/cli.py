@@ -1007,12 +1007,19 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     # started with stderr closed (2>&-: sys.stderr is None), print(file=sys.stderr) wrote the messages to stdout,
-    # after the text decode -o - wrote there, and Progress failed on None: they go nowhere instead
+    # after the text decode -o - wrote there, and Progress failed on None: they go nowhere instead. So do argparse's
+    # (a usage error: print_usage(None) writes to stdout), which is why the parsing comes after
     stderr = sys.stderr
     if stderr is None:
         sys.stderr = open(os.devnull, "w")
+    try:
+        args = build_parser().parse_args(argv)
+    except BaseException:
+        if stderr is None:
+            sys.stderr.close()
+            sys.stderr = stderr
+        raise
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

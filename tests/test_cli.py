@@ -1042,3 +1042,17 @@ def test_encode_into_a_folder_of_other_settings_names_the_flags_whatever_its_nam
     code, err = run(["-q", "encode", "-t", str(tokdir), *shards, "-o", f"{out}/", "--text-field", "body"], capsys)
     assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert err.startswith(f"bpe-fast: {out} holds shards encoded with another --text-field ({out / 'index.json'}); ")
+
+
+def test_closed_stderr_keeps_a_usage_error_off_stdout(tmp_path, tokdir):
+    # c3558c5 sent the messages to /dev/null while stderr is closed, but only once the arguments were parsed:
+    # argparse's usage error (print_usage writes to sys.stdout when given None) went to stdout, where
+    # 'bpe-fast decode -t tok ids.npy -o - --bogus 2>&- > text.txt' put the usage into the text file
+    np.save(tmp_path / "ids.npy", np.array([72, 105], dtype=np.uint16))
+    for argv in (["decode", "-t", str(tokdir), "ids.npy", "-o", "-", "--bogus"], ["decode", "-t", str(tokdir)]):
+        proc = subprocess.run([sys.executable, "-m", "bpe_fast", *argv], stdout=subprocess.PIPE, cwd=tmp_path,
+                              preexec_fn=lambda: os.close(2))
+        assert proc.returncode == 2 and proc.stdout == b"", proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "--version"], stdout=subprocess.PIPE, cwd=tmp_path,
+                          preexec_fn=lambda: os.close(2))
+    assert proc.returncode == 0 and proc.stdout.decode().startswith("bpe-fast "), proc.stdout
