@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import math
 import os
 import re
 import shutil
@@ -803,7 +804,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     took = time.perf_counter() - start
     for name, size, bpt, tpw in zip(result["names"], result["full_sizes"], result["bytes_per_token"],
                                     result["tokens_per_word"]):
-        print(f"{name}: {bpt:.3f} bytes per token, {tpw:.3f} tokens per word at {size:,} tokens", file=sys.stderr)
+        per_word = f"{tpw:.3f} tokens per word" if math.isfinite(tpw) else "no words"   # NaN: no words in --eval
+        print(f"{name}: {bpt:.3f} bytes per token, {per_word} at {size:,} tokens", file=sys.stderr)
     for note in result["notes"]:
         print(f"note: {note}", file=sys.stderr)
     pngs = f" and {len(result['pngs'])} PNG charts in {args.png}" if result["pngs"] else ""

@@ -1056,3 +1056,11 @@ def test_closed_stderr_keeps_a_usage_error_off_stdout(tmp_path, tokdir):
     proc = subprocess.run([sys.executable, "-m", "bpe_fast", "--version"], stdout=subprocess.PIPE, cwd=tmp_path,
                           preexec_fn=lambda: os.close(2))
     assert proc.returncode == 0 and proc.stdout.decode().startswith("bpe-fast "), proc.stdout
+
+
+def test_report_on_text_without_words_says_so(tmp_path, tokdir, capsys):
+    # text of whitespace only has no words: the summary line said 'nan tokens per word'
+    (tmp_path / "spaces.txt").write_text("   \n\n  ")
+    code, err = run(["-q", "report", "-t", str(tokdir), "--eval", str(tmp_path / "spaces.txt"),
+                     "-o", str(tmp_path / "r.html")], capsys)
+    assert code == 0 and "no words at" in err and "nan" not in err, err
