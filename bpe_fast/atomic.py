@@ -27,9 +27,23 @@ _SYNC_FILE_RANGE_WRITE = 2
 _sync_file_range: Any = None         # libc's, once looked up; False where there is none
 
 
+_UMASK_LOCK = threading.Lock()
+
+
 def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
+    """The process's umask. Linux gives it in /proc/self/status; elsewhere it is read by setting it (to 0,
+    then back), which another thread making a file in between would see: the lock keeps bpe_fast's own threads
+    from doing that, at least."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0)
+        os.umask(mask)
     return mask
 
 

@@ -165,3 +165,24 @@ def test_an_interruption_before_the_renames_removes_the_temporary_files(tmp_path
             with group.output(tmp_path / "a", "w") as f:
                 f.write("a")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_the_umask_is_read_without_setting_it(tmp_path, monkeypatch, mask):
+    # reading the umask by setting it to 0 and back left a moment when a file made by another thread got mode
+    # 0666: on Linux it is read from /proc/self/status; the files written follow the umask as it is
+    import bpe_fast.atomic as A
+
+    old = os.umask(mask)
+    try:
+        calls = []
+        real = os.umask
+        monkeypatch.setattr(os, "umask", lambda m: calls.append(m) or real(m))
+        assert A._umask() == mask
+        if os.path.exists("/proc/self/status"):
+            assert calls == []
+        with atomic_output(tmp_path / "f") as f:
+            f.write(b"x")
+        assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o666 & ~mask
+    finally:
+        os.umask(old)
