@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .atomic import output_group
 from .formats import repeated_merge, token_to_str, tokens_to_strs, write_text_atomic
-from .hf import hf_added_token_ids, split_to_hf
+from .hf import hf_added_token_difference, split_to_hf
 from .merge_rule import describe_difference, merge_rule_difference
 from .ranks import ranks_from_tokenizer
 from .specials import check_no_alias
@@ -84,16 +84,20 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     mapped_ids = {i for _, i in mapped}
     first_unmapped = min((i for _, i in special_ids if i not in mapped_ids), default=None)
     choices = [mapped, [], [(s, i) for s, i in mapped if first_unmapped is None or i < first_unmapped]]
+    ids = [i for _, i in special_ids]
     for in_vocab in choices:
         vocab = ordinary | dict(in_vocab)
-        given = hf_added_token_ids(vocab, contents)
-        if all(hf_id == i for (_, i), hf_id in zip(special_ids, given)):
+        if hf_added_token_difference(vocab, contents, ids) is None:     # the ids of every tokenizers release
             break
     else:
         vocab = ordinary | dict(mapped)
-        s, i, hf_id = next((s, i, h) for (s, i), h in zip(special_ids, hf_added_token_ids(vocab, contents)) if h != i)
-        raise ValueError(f"special token {s!r} has id {i}, but HF would give it id {hf_id} (an added token whose "
-                         "text is not its byte-level form gets the next id after the vocab)")
+        difference = hf_added_token_difference(vocab, contents, ids)
+        assert difference is not None
+        k, hf_id, which = difference
+        s, i = special_ids[k]
+        raise ValueError(f"special token {s!r} has id {i}, but HF would give it id {hf_id} ({which}: an added "
+                         "token whose text is not its byte-level form gets the next id after the vocab's size, "
+                         "its number of tokens)")
     vocab = dict(sorted(vocab.items(), key=lambda item: item[1]))
     merge_keys = iter(tokens_to_strs(token for merge in tokenizer.merges for token in merge))
     return {

@@ -58,7 +58,7 @@ from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
 from .token_arrays import all_distinct
 
-__all__ = ["hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json", "split_to_hf"]
+__all__ = ["hf_added_token_difference", "hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json", "split_to_hf"]
 
 # Oniguruma reads "{1,3}+" as a repeated interval, not a possessive one; at the end of its alternative a greedy
 # "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
@@ -235,25 +235,47 @@ def _wrap(split_regex: str) -> str:
     return f"{anchored}|(?:(?!{anchored})[\\s\\S])+"
 
 
-def hf_added_token_ids(vocab: Mapping[str, int], contents: Iterable[str]) -> list[int]:
+def hf_added_token_ids(vocab: Mapping[str, int], contents: Iterable[str], *, before_0_22_2: bool = False) -> list[int]:
     """The ids HF tokenizers gives added tokens (`contents`, in file order) over a model vocab {token: id},
-    whatever ids the file says: a token found (by its text) in the vocab, or added before, keeps that id;
-    another gets the vocab's size, or one more than the largest added id if that is not below the size.
+    whatever ids the file says: a token found (by its text) in the vocab, or added before, keeps that id; the
+    others get the vocab's size (its number of entries, not its largest id + 1), then one more each, in order
+    (tokenizers 0.22.2 and later, which add a file's added tokens at once). before_0_22_2: the rule of earlier
+    releases, which gave such a token the vocab's size, or one more than the largest id of the added tokens so
+    far (found ones too) when that is not below the size. The two differ when a token found in the vocab has
+    an id at or past the vocab's size (a vocab whose ids have gaps) before one that is not found.
 
     >>> hf_added_token_ids({"a": 0, "b": 1, "<s>": 7}, ["<s>", "<t>", "a", "<u>"])
+    [7, 3, 0, 4]
+    >>> hf_added_token_ids({"a": 0, "b": 1, "<s>": 7}, ["<s>", "<t>", "a", "<u>"], before_0_22_2=True)
     [7, 8, 0, 9]
     """
     size = len(vocab)
     given: dict[str, int] = {}
     top: int | None = None              # the largest id given so far
+    fresh = size                        # the next id 0.22.2 and later give
     for content in contents:
         if content not in given:
             i = vocab.get(content)
-            if i is None:
+            if i is None and before_0_22_2:
                 i = top + 1 if top is not None and (top >= size or size == 0) else size
+            elif i is None:
+                i = fresh
+                fresh += 1
             given[content] = i
             top = i if top is None else max(top, i)
     return [given[content] for content in contents]
+
+
+def hf_added_token_difference(vocab: Mapping[str, int], contents: Sequence[str],
+                              ids: Sequence[int]) -> tuple[int, int, str] | None:
+    """(index in contents, the id HF gives it, which releases) of the first added token to which HF tokenizers
+    does not give its id in `ids`, by the rule of its current releases or of those before 0.22.2
+    (hf_added_token_ids); None when both give every one its id."""
+    for before, which in ((False, "tokenizers 0.22.2 and later"), (True, "tokenizers before 0.22.2")):
+        for k, (i, hf_id) in enumerate(zip(ids, hf_added_token_ids(vocab, contents, before_0_22_2=before))):
+            if hf_id != i:
+                return k, hf_id, which
+    return None
 
 
 class _File:
@@ -720,13 +742,15 @@ def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], voca
                        "special tokens exactly)", content, "added_tokens")
     if ids_of_bytes is None:
         ids_of_bytes = {token: i for i, token in vocab.items()}
-    hf_ids: dict[str, int] = {}
-    for entry, hf_id in zip(added, hf_added_token_ids(key_ids, [e["content"] for e in added])):
+    contents = [e["content"] for e in added]
+    hf_ids = dict(zip(contents, hf_added_token_ids(key_ids, contents)))
+    difference = hf_added_token_difference(key_ids, contents, [e["id"] for e in added])
+    for k, entry in enumerate(added):
         content, file_id = entry["content"], entry["id"]
-        hf_ids[content] = hf_id
-        if hf_id != file_id:
-            f.fail(f"added token {content!r} has id {file_id}, but HF tokenizers gives it id {hf_id} (a token in "
-                   "the vocab keeps its id; the others follow the vocab in order)", content, "added_tokens")
+        if difference is not None and difference[0] == k:
+            f.fail(f"added token {content!r} has id {file_id}, but HF tokenizers gives it id {difference[1]} "
+                   f"({difference[2]}: a token in the vocab keeps its id; the others follow the vocab in order)",
+                   content, "added_tokens")
         data = content.encode("utf-8")
         if file_id in vocab and vocab[file_id] != data:
             f.fail(f"added token {content!r} (bytes {data!r}) has id {file_id}, the id of vocab token "

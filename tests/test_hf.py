@@ -323,6 +323,59 @@ def test_export_refuses_a_special_token_hf_would_renumber(tmp_path):
     assert not (tmp_path / "tokenizer.json").exists()
 
 
+def _bare_doc(vocab, added_tokens):
+    """A tokenizer.json with a byte-level BPE model of `vocab` ({key: id}, no merges) and these added tokens."""
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added_tokens, "normalizer": None,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                              "use_regex": True},
+            "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": False,
+                                                "trim_offsets": False, "use_regex": True},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                      "ignore_merges": False, "vocab": vocab, "merges": []}}
+
+
+_GAPPED_VOCAB = {token_to_str(bytes([b])): b for b in range(256)} | {"<s>": 300}     # 257 keys, ids up to 300
+
+
+def test_export_refuses_special_ids_hf_gives_otherwise_after_a_gap(tmp_path):
+    # sparse ids (no 256..299): "<s>" (id 300) is found in the model's vocab, "<|a b|>" (id 301) is not. HF
+    # tokenizers 0.22.2 and later give it the vocab's size, 257, whatever the ids found before it; the check
+    # followed the earlier releases' rule (one more than the largest id so far: 301), so the file was written
+    # and HF read "<|a b|>" as 257 where bpe_fast and its from_hf gave 301
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {300: b"<s>", 301: b"<|a b|>"}, [], ["<s>", "<|a b|>"])
+    assert tok.special_tokens == {"<s>": 300, "<|a b|>": 301}
+    hf = tokenizers.Tokenizer.from_str(json.dumps(_bare_doc(_GAPPED_VOCAB, [added("<s>", 300), added("<|a b|>", 301)])))
+    assert hf.token_to_id("<|a b|>") == 257          # HF's own reading of the file export_hf wrote
+    with pytest.raises(ValueError, match=r"'<\|a b\|>' has id 301, but HF would give it id 257 \(tokenizers 0.22.2"):
+        tok.export_hf(tmp_path / "tokenizer.json")
+    assert not (tmp_path / "tokenizer.json").exists()
+
+
+@pytest.mark.parametrize("file_id", [301, 257])
+def test_from_hf_refuses_added_ids_hf_releases_give_differently(tmp_path, file_id):
+    # that file (301: what tokenizers before 0.22.2 give) was read with HF's ids taken to be the file's; 257 is
+    # what later releases give: either way one of them reads the file otherwise, so it is refused
+    path = write_doc(tmp_path, _bare_doc(_GAPPED_VOCAB, [added("<s>", 300), added("<|a b|>", file_id)]))
+    assert tokenizers.Tokenizer.from_file(str(path)).token_to_id("<|a b|>") == 257
+    other = 301 if file_id == 257 else 257
+    with pytest.raises(FormatError, match=rf"'<\|a b\|>' has id {file_id}, but HF tokenizers gives it id {other}"):
+        Tokenizer.from_hf(path)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=8, unique=True),
+       st.lists(st.sampled_from(["a", "b", "c", "<s>", "<t>", "<u>", "<v>"]), max_size=6))
+def test_added_token_ids_are_hfs(ids, contents):
+    # the ids bpe_fast.hf.hf_added_token_ids says HF gives added tokens, against the installed HF over vocabs
+    # with gaps in their ids (the keys a, b, c, <s> in that order get the first ids drawn)
+    from bpe_fast.hf import hf_added_token_ids
+
+    vocab = dict(zip(["a", "b", "c", "<s>", "<t>"], ids))
+    hf = tokenizers.Tokenizer.from_str(json.dumps(_bare_doc(vocab, [added(c, 0) for c in contents])))
+    assert hf_added_token_ids(vocab, contents) == [hf.token_to_id(c) for c in contents]
+
+
 # ------------------------------------------------------------------------------------- added tokens, post-processor
 
 def small_doc(specials=(EOT,)):
