@@ -82,9 +82,10 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     GPT2_PATTERN and O200K_PATTERN, character for character, and GPT4_PATTERN as HF files spell it
     (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as Oniguruma does: ^ and $
     match at each line's end (Oniguruma's default), and the text between two matches is a piece of its own (HF's
-    Isolated keeps it; bpe_fast would drop it). Refused: "{m,n}+" (a possessive interval in `regex`, a
-    repeated one in Oniguruma; tiktoken's own spelling of cl100k has one), what else the two engines read
-    differently (\\w, \\W, \\h, \\H, \\b, \\B, \\K, a class in a class: _engine_difference), capturing groups,
+    Isolated keeps it; bpe_fast would drop it); without keep_gaps, a regex with no anchor that the two engines
+    read otherwise (^, $, \\Z) is returned as it is (as export_hf writes a pattern). Refused: "{m,n}+" (a
+    possessive interval in `regex`, a repeated one in Oniguruma; tiktoken's own spelling of cl100k has one),
+    what else the two engines read differently (\\w, \\W, \\h, \\H, \\b, \\B, \\K, a class in a class: _engine_difference), capturing groups,
     and a regex that matches empty text.
 
     >>> pattern_from_hf(GPT4_PATTERN_HF) == GPT4_PATTERN
@@ -117,7 +118,14 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
         raise ValueError(f"the Split regex {split_regex!r} has capturing groups; write them (?:...)")
     if rx.match("") is not None or any(m.start() == m.end() for m in rx.finditer(_PROBE)):
         raise ValueError(f"the Split regex {split_regex!r} can match empty text")
-    return wrapped if keep_gaps else anchored
+    if keep_gaps:
+        return wrapped
+    # a regex without anchors the engines read otherwise reads as itself: the pattern export_hf wrote it from
+    # (a round trip keeps the pattern), not its (?m:...) spelling
+    return split_regex if rewrite_anchors(split_regex, _ANY_ANCHOR) == split_regex else anchored
+
+
+_ANY_ANCHOR = {"^": "\\A", "$": "\\z", _Z: "\\z"}     # changes each anchor that (?m:...) or Oniguruma reads otherwise
 
 
 def pattern_to_hf(pattern: str) -> str:

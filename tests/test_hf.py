@@ -268,11 +268,43 @@ def test_export_then_from_hf(tmp_path, ours_trained, pattern):
         assert tok.encode(text) == hf_ids(hf, text), text[:100]
     back = Tokenizer.from_hf(path)
     assert (back.vocab, back.merges, back.special_tokens) == (tok.vocab, tok.merges, tok.special_tokens)
-    # a built-in pattern comes back as it was; another one (exported as a Removed, inverted Split: its matches)
-    # spelled to read as Oniguruma does
-    assert back.pattern == (tok.pattern if pattern != LLAMA3_PATTERN else
-                            pattern_from_hf(LLAMA3_PATTERN, keep_gaps=False))
+    # the pattern comes back as it was, a built-in one or another (exported as a Removed, inverted Split: its
+    # matches; without anchors, which Oniguruma reads otherwise, it was read back as "(?m:" + pattern + ")")
+    assert back.pattern == tok.pattern
     assert_same_ids(back, hf, texts)
+
+
+@pytest.mark.parametrize("pattern", [r"\S+|\s+", LLAMA3_PATTERN, r"(?i:'s|'t)|\p{L}+|\p{N}|\s+|[^\s\p{L}\p{N}]+",
+                                     r"\Aab|a|b|\s|[^ab\s]"])
+def test_a_pattern_without_anchors_comes_back_from_hf_as_it_was(tmp_path, pattern):
+    # from_hf gave "(?m:\S+|\s+)" for "\S+|\s+": the same pieces, but not the pattern, so continuing the
+    # tokenizer on counts made with the pattern it was exported with was refused ("the counts were made with
+    # the pattern '\\S+|\\s+', but the initial tokenizer's pattern is '(?m:\\S+|\\s+)'")
+    from bpe_fast import count_pretokens, train_from_counts
+
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|e|>"], pattern=pattern)
+    tok.export_hf(tmp_path / "tokenizer.json")
+    back = Tokenizer.from_hf(tmp_path / "tokenizer.json")
+    assert back.pattern == pattern
+    vocab, merges = train_from_counts(count_pretokens(iter(["abc abd abc"]), ["<|e|>"], pattern=pattern), 258,
+                                      initial=back)
+    assert (vocab, merges) == (tok.vocab, list(tok.merges))
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert_same_ids(back, hf, ANCHOR_TEXTS + TEXTS[:40])
+
+
+@pytest.mark.parametrize("pattern", [r"^ab|ab$|a|b|\n|[^ab\n]", r"ab\Z|a|b|\n|[^ab\n]", r"(?-m:ab$)|a|b|\n|[^ab\n]"])
+def test_a_pattern_with_anchors_comes_back_from_hf_reading_as_hf_does(tmp_path, pattern):
+    # anchors are spelled for Oniguruma on the way out, and read as it reads them on the way back: not the same
+    # string, the same ids as HF's, and a second round trip changes nothing
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], pattern=pattern)
+    tok.export_hf(tmp_path / "tokenizer.json")
+    back = Tokenizer.from_hf(tmp_path / "tokenizer.json")
+    back.export_hf(tmp_path / "again.json")
+    assert Tokenizer.from_hf(tmp_path / "again.json").pattern == back.pattern
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert_same_ids(back, hf, ANCHOR_TEXTS + ["$ab^ab\n", "^ab$", "ab, ab  cd!"])
+    assert [tok.encode(t) for t in ANCHOR_TEXTS] == [hf_ids(hf, t) for t in ANCHOR_TEXTS]
 
 
 ANCHOR_TEXTS = ["hello\n", "hello\nworld\n", "hello\nworld", "ab\nab\nab", "ab\n", "xab\nab\n", "ab", "\n"]
