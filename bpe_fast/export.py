@@ -11,10 +11,14 @@ Both files give the same ids as bpe_fast for the same text:
     transformers' save_pretrained writes, for PreTrainedTokenizerFast.from_pretrained.
   * tiktoken's `.tiktoken`: one line per ordinary token, its bytes in base64 and its rank (= its id).
     tiktoken merges by the rank of the merged token, which equals the merge order here since merged
-    tokens get ids in creation order. Build the Encoding with the same pattern and special tokens:
-        tiktoken.Encoding("mine", pat_str=tok.pattern,
+    tokens get ids in creation order. Build the Encoding with the same pattern, spelled for tiktoken's regex
+    engine (its anchors: bpe_fast.patterns.tiktoken_anchors; the built-in patterns stay as they are), and the
+    same special tokens (tok.to_tiktoken() does all this):
+        tiktoken.Encoding("mine", pat_str=tiktoken_anchors(tok.pattern),
                           mergeable_ranks=tiktoken.load.load_tiktoken_bpe("mine.tiktoken"),
-                          special_tokens={s: id for id, s in ...})
+                          special_tokens=tok.special_tokens)
+    A pattern tiktoken's engine reads otherwise ([[:alpha:]] is ASCII there, ...) is refused, as to_tiktoken
+    refuses it.
 Files are written to a temporary name and renamed.
 """
 from __future__ import annotations
@@ -28,6 +32,7 @@ from .atomic import output_group
 from .formats import repeated_merge, token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_difference, split_to_hf
 from .merge_rule import describe_difference, merge_rule_difference
+from .patterns import check_tiktoken_readable
 from .ranks import ranks_from_tokenizer
 from .specials import check_no_alias
 
@@ -173,8 +178,11 @@ def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | Non
 def export_tiktoken(tokenizer: Tokenizer, path: StrPath) -> None:
     """Write a `.tiktoken` ranks file (load it with tiktoken.load.load_tiktoken_bpe); special tokens are
     not in it: pass them to tiktoken.Encoding with their ids (tokenizer.special_tokens, a dict token -> id),
-    or use tokenizer.to_tiktoken(). Refused with a ValueError, as to_tiktoken is, when tiktoken's rule with
-    these ranks would give other ids (bpe_fast.ranks.ranks_from_tokenizer)."""
+    and the pattern as tiktoken_anchors(tokenizer.pattern), or use tokenizer.to_tiktoken(). Refused with a
+    ValueError, as to_tiktoken is, when tiktoken's rule with these ranks would give other ids
+    (bpe_fast.ranks.ranks_from_tokenizer) or its regex engine would cut the text otherwise
+    (bpe_fast.patterns.check_tiktoken_readable)."""
+    check_tiktoken_readable(tokenizer.pattern)
     ranks = ranks_from_tokenizer(tokenizer)
     lines = [f"{base64.b64encode(tok).decode('ascii')} {i}\n" for tok, i in ranks.items()]     # in id order
     write_text_atomic(path, "".join(lines))

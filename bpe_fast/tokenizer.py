@@ -547,8 +547,9 @@ class Tokenizer:
         return export_hf_dir(self, directory, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token)
 
     def export_tiktoken(self, path: StrPath) -> None:
-        """Write a tiktoken ``.tiktoken`` ranks file that, with this pattern and these special tokens, gives
-        the same ids (see bpe_fast.export)."""
+        """Write a tiktoken ``.tiktoken`` ranks file that, with this pattern (spelled for tiktoken by
+        bpe_fast.patterns.tiktoken_anchors) and these special tokens, gives the same ids; refused (ValueError)
+        when tiktoken cannot, as to_tiktoken is (see bpe_fast.export)."""
         from .export import export_tiktoken
 
         export_tiktoken(self, path)

@@ -841,6 +841,44 @@ def test_export_tiktoken_refuses_what_to_tiktoken_refuses(tmp_path):
         assert not (tmp_path / "out.tiktoken").exists()
 
 
+def _abe_tokenizer(pattern):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: "é".encode(), 258: "abé".encode()}
+    return Tokenizer(vocab, [(b"a", b"b"), (b"\xc3", b"\xa9"), (b"ab", "é".encode())], pattern=pattern)
+
+
+def test_export_tiktoken_refuses_a_pattern_tiktoken_reads_otherwise(tmp_path):
+    """[[:alpha:]] is ASCII in tiktoken's regex engine, Unicode letters in `regex`: "abé" is one piece here
+    ([258]) and "ab", "é" there ([256, 257]). to_tiktoken refused the pattern; export_tiktoken wrote the ranks,
+    which gave tiktoken other ids with the pattern however spelled."""
+    tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is not installed")
+    pattern = r"[[:alpha:]]+|\s+|."
+    tok = _abe_tokenizer(pattern)
+    assert tok.encode("abé") == [258]
+    ranks = {tok.vocab[i]: i for i in range(259)}
+    assert tiktoken.Encoding("x", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}).encode("abé") == [256, 257]
+    with pytest.raises(ValueError, match=r"\[:alpha:\], which `regex` and tiktoken's regex engine read differently"):
+        tok.to_tiktoken()
+    with pytest.raises(ValueError, match=r"\[:alpha:\], which `regex` and tiktoken's regex engine read differently"):
+        tok.export_tiktoken(tmp_path / "out.tiktoken")
+    assert not (tmp_path / "out.tiktoken").exists()
+
+
+def test_export_tiktoken_with_its_anchors_spelled_for_tiktoken_gives_the_same_ids(tmp_path):
+    # what export_tiktoken's docstring says to build: the pattern through tiktoken_anchors ("$" is the end of the
+    # text alone in tiktoken's engine, also before a final newline in `regex`)
+    tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is not installed")
+    from tiktoken.load import load_tiktoken_bpe
+
+    from bpe_fast.patterns import tiktoken_anchors
+
+    tok = _abe_tokenizer(r"ab$|a|b|\n|[^ab\n]")
+    tok.export_tiktoken(tmp_path / "out.tiktoken")
+    enc = tiktoken.Encoding("x", pat_str=tiktoken_anchors(tok.pattern),
+                            mergeable_ranks=load_tiktoken_bpe(str(tmp_path / "out.tiktoken")), special_tokens={})
+    for text in ["ab\n", "xab\nab\n", "ab", "abab\n\n", "éab"]:
+        assert enc.encode(text) == tok.encode(text), text
+
+
 def test_to_tiktoken_without_tiktoken(monkeypatch):
     import builtins
 
