@@ -52,7 +52,7 @@ from numpy.typing import NDArray
 from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, rewrite_anchors, shown_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN, rewrite_anchors, shown_pattern
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
@@ -72,6 +72,9 @@ _IGNORED_POST_PROCESSORS = {"ByteLevel", "TemplateProcessing", "RobertaProcessin
 
 _Z = r"\Z"
 _END_OR_BEFORE_LAST_NEWLINE = r"(?=\n?\z)"     # Oniguruma's \Z (and `regex`'s $ outside multi-line mode)
+# tiktoken's spelling of GPT-2's pattern (gpt2, r50k_base, p50k_base), which runs natively, as export_hf writes it
+# (a Removed, inverted Split: split_to_hf), its "$" spelled as `regex` reads it
+R50K_PATTERN_HF = R50K_PATTERN.replace(r"\s++$", r"\s++" + _END_OR_BEFORE_LAST_NEWLINE)
 
 
 def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
@@ -98,6 +101,8 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
         return split_regex
     if split_regex == GPT4_PATTERN_HF:
         return GPT4_PATTERN
+    if split_regex == R50K_PATTERN_HF and not keep_gaps:       # as export_hf writes tiktoken's gpt2 / r50k_base
+        return R50K_PATTERN
     m = _POSSESSIVE_INTERVAL.search(split_regex)
     if m:
         raise ValueError(f"the Split regex has {m.group()!r}, which Oniguruma (HF) reads as a repeated interval and "

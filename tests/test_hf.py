@@ -18,7 +18,7 @@ from bpe_fast.cli import main
 from bpe_fast.export import hf_tokenizer_json
 from bpe_fast.formats import FormatError, token_to_str
 from bpe_fast.hf import GPT4_PATTERN_HF, pattern_from_hf, pattern_to_hf
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN
 from bpe_fast.synthetic import mixed_text
 from corpora import EOT, FIXTURES, SCRIPTS
 
@@ -253,7 +253,7 @@ def ours_trained(tmp_path_factory):
     return train_bpe(corpus, 700, [EOT, "<|pad|>"], num_processes=1)
 
 
-@pytest.mark.parametrize("pattern", ["gpt2", "gpt4", "o200k", LLAMA3_PATTERN])
+@pytest.mark.parametrize("pattern", ["gpt2", "gpt4", "o200k", LLAMA3_PATTERN, R50K_PATTERN])
 def test_export_then_from_hf(tmp_path, ours_trained, pattern):
     vocab, merges = ours_trained
     # "<|a b|>" is not its byte-level form ("<|aĠb|>"): HF cannot find it in the vocab, gives it the next id
@@ -270,8 +270,9 @@ def test_export_then_from_hf(tmp_path, ours_trained, pattern):
     assert (back.vocab, back.merges, back.special_tokens) == (tok.vocab, tok.merges, tok.special_tokens)
     # the pattern comes back as it was, a built-in one or another (exported as a Removed, inverted Split: its
     # matches; without anchors, which Oniguruma reads otherwise, it was read back as "(?m:" + pattern + ")")
-    assert back.pattern == tok.pattern
-    assert_same_ids(back, hf, texts)
+    assert back.pattern == tok.pattern       # R50K_PATTERN (tiktoken's gpt2, r50k_base) came back as its HF spelling
+    assert back.native == tok.native        # (which is not native)
+    assert_same_ids(back, hf, texts + ["a  \n", "a \n\n", "x  \n  y \n"])
 
 
 @pytest.mark.parametrize("pattern", [r"\S+|\s+", LLAMA3_PATTERN, r"(?i:'s|'t)|\p{L}+|\p{N}|\s+|[^\s\p{L}\p{N}]+",
