@@ -128,18 +128,6 @@ def test_irregular_input_gets_the_python_paths_answer(bad):
     assert fast == slow
 
 
-def test_gpt2_by_the_constructor_is_gpt2_by_its_files():
-    """GPT-2's vocabulary and merges as Python objects (CS336's way in) give from_files' tokenizer."""
-    files = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", ["<|endoftext|>"])
-    vocab = F.read_vocab(FIXTURES / "gpt2_vocab.json")
-    tok = Tokenizer(vocab, F.read_merges(FIXTURES / "gpt2_merges.txt", vocab), ["<|endoftext|>"])
-    text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")[:20000] + "<|endoftext|> naïve 日本語 12345"
-    assert tok.encode(text) == files.encode(text)
-    assert tok._tables.permanent_mask() == files._tables.permanent_mask()
-    assert tok.special_tokens == {"<|endoftext|>": 50256}
-    assert tok.vocab == files.vocab and tok.merges == files.merges
-
-
 def test_special_tokens_from_an_iterator_are_kept_by_from_files():
     """from_files read its special tokens twice (once to look them up among the arrays, once to set them up):
     an iterator gave none the second time, and the tokenizer matched no special token."""

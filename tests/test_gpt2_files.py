@@ -208,17 +208,25 @@ def test_read_gpt2_arrays_equals_the_readers(tmp_path, merges, extra, rng, fault
 
 
 def test_from_files_equals_the_general_build(tmp_path):
-    """Tokenizer.from_files (tables from the arrays, in a thread) against Tokenizer(vocab, merges) (the general
-    build) on GPT-2's files: the same ids, the same permanent entries."""
+    """Tokenizer.from_files and Tokenizer(vocab, merges) (tables from the arrays, in a thread) against the general
+    build (the constructor's Python path) on GPT-2's files: the same ids, the same permanent entries."""
     from bpe_fast import Tokenizer
+
+    from bpe_fast import tokenizer as T
 
     fast = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", ["<|endoftext|>"])
     vocab = F.read_vocab(FIXTURES / "gpt2_vocab.json")
-    general = Tokenizer(vocab, F.read_merges(FIXTURES / "gpt2_merges.txt", vocab), ["<|endoftext|>"])
+    merges = F.read_merges(FIXTURES / "gpt2_merges.txt", vocab)
+    by_objects = Tokenizer(dict(vocab), merges, ["<|endoftext|>"])     # CS336's constructor: the arrays' way too
+    with pytest.MonkeyPatch.context() as m:     # the general build: the constructor's Python path
+        m.setattr(T, "_plain_arrays", lambda vocab, merges: None)
+        general = Tokenizer(vocab, merges, ["<|endoftext|>"])
     text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")[:20000] + "<|endoftext|> naïve 日本語 12345"
-    assert fast.encode(text) == general.encode(text)
-    assert fast._tables.permanent_mask() == general._tables.permanent_mask()
-    assert fast.vocab == general.vocab and fast.merges == general.merges
+    for tok in (fast, by_objects):
+        assert tok.encode(text) == general.encode(text)
+        assert tok._tables.permanent_mask() == general._tables.permanent_mask()
+        assert tok.vocab == general.vocab and tok.merges == general.merges
+        assert tok.special_tokens == general.special_tokens == {"<|endoftext|>": 50256}
 
 
 # ------------------------------------------------------------------------------------- hostile and bad calls
