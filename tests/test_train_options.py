@@ -394,7 +394,8 @@ def test_a_new_special_token_with_the_bytes_of_an_initial_token_is_refused_befor
     initial.save(tmp_path / "i1")
     done = subprocess.run([sys.executable, "-m", "bpe_fast", "train", str(write(tmp_path, "ab ab cd")),
                            "--continue-from", str(tmp_path / "i1"), "--special-token", "ab", "--vocab-size", "300",
-                           "-o", str(tmp_path / "i2")], capture_output=True, text=True, timeout=120)
+                           "-o", str(tmp_path / "i2")], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)     # not the source folder: the installed bpe_fast
     assert done.returncode == 1 and "special-token 'ab': its bytes are token 256" in done.stderr
     assert "trained" not in done.stderr and not (tmp_path / "i2").exists()
 
