@@ -113,9 +113,9 @@ class Tokenizer:
     def __init__(self, vocab: Mapping[int, bytes], merges: Iterable[tuple[bytes, bytes]],
                  special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN, *,
                  training: dict[str, Any] | None = None) -> None:
-        vocab = _check_vocab(vocab)
+        vocab, packed = _check_vocab(vocab)
         merges = list(merges) if not isinstance(merges, (str, bytes)) else merges
-        files = _plain_arrays(vocab, merges)
+        files = _plain_arrays(packed, merges)
         if files is None:       # not plainly regular: checked in Python, which names what is wrong
             merges = _check_merges(merges, vocab)
             problem = _rule_problem(merges)
@@ -1318,8 +1318,9 @@ def _check_sparsity(top: int, n: int) -> None:
         raise ValueError(problem)
 
 
-def _check_vocab(vocab: Any) -> Vocab:
-    """A new dict[int, bytes]; TypeError/ValueError naming the bad entry."""
+def _check_vocab(vocab: Any) -> tuple[Vocab, tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]] | None]:
+    """(a new dict[int, bytes], its pack_vocab arrays when it was checked natively, else None); TypeError /
+    ValueError naming the bad entry."""
     try:
         items = None if type(vocab) is dict else list(vocab.items())
     except AttributeError:
@@ -1329,8 +1330,9 @@ def _check_vocab(vocab: Any) -> Vocab:
     # then goes through them as given (the first bad entry named; the last of a key's entries kept)
     if items is None:
         out: Vocab = vocab.copy()
-        if pack_vocab(out, formats.MAX_TOKEN_ID) is not None:
-            return out
+        packed = pack_vocab(out, formats.MAX_TOKEN_ID)
+        if packed is not None:
+            return out, packed
         items = list(out.items())
     else:
         try:
@@ -1338,8 +1340,9 @@ def _check_vocab(vocab: Any) -> Vocab:
         except (TypeError, ValueError):
             pass
         else:
-            if len(out) == len(items) and pack_vocab(out, formats.MAX_TOKEN_ID) is not None:
-                return out
+            packed = pack_vocab(out, formats.MAX_TOKEN_ID) if len(out) == len(items) else None
+            if packed is not None:
+                return out, packed
     for i, token in items:      # each entry a pair before any is checked (ValueError: not a pair)
         pass
     out = {}
@@ -1359,19 +1362,18 @@ def _check_vocab(vocab: Any) -> Vocab:
         if not token:
             raise ValueError(f"vocab token {i} is empty")
         out[i] = token
-    return out
+    return out, None
 
 
-def _plain_arrays(vocab: Vocab, merges: Any) -> formats.GPT2Arrays | None:
-    """A checked vocab (_check_vocab) and a list of merges as formats.GPT2Arrays, the merge rule's check still to
+def _plain_arrays(packed_vocab: tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]] | None,
+                  merges: Any) -> formats.GPT2Arrays | None:
+    """A vocab packed by _check_vocab and a list of merges as formats.GPT2Arrays, the merge rule's check still to
     ask (as GPT-2's files read natively), when the merges are tuples of two bytes and everything is plainly
     regular (formats.gpt2_arrays); else None."""
-    packed = pack_pairs(merges) if isinstance(merges, list) else None
-    if packed is None:
+    if packed_vocab is None or not isinstance(merges, list):
         return None
-    packed_vocab = pack_vocab(vocab, formats.MAX_TOKEN_ID)
-    assert packed_vocab is not None, "vocab is not checked"
-    return formats.gpt2_arrays(*packed_vocab, *packed)
+    packed = pack_pairs(merges)
+    return None if packed is None else formats.gpt2_arrays(*packed_vocab, *packed)
 
 
 def _rule_problem(merges: Merges) -> ValueError | None:

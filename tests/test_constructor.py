@@ -40,7 +40,7 @@ def both(*args):
     """(the constructor's outcome, the Python path's alone); each call gets its own copies of the arguments."""
     fast = outcome(lambda: Tokenizer(*_copies(args)))
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(T, "_plain_arrays", lambda vocab, merges: None)
+        m.setattr(T, "_plain_arrays", lambda packed_vocab, merges: None)
         slow = outcome(lambda: Tokenizer(*_copies(args)))
     return fast, slow
 

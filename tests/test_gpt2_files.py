@@ -219,7 +219,7 @@ def test_from_files_equals_the_general_build(tmp_path):
     merges = F.read_merges(FIXTURES / "gpt2_merges.txt", vocab)
     by_objects = Tokenizer(dict(vocab), merges, ["<|endoftext|>"])     # CS336's constructor: the arrays' way too
     with pytest.MonkeyPatch.context() as m:     # the general build: the constructor's Python path
-        m.setattr(T, "_plain_arrays", lambda vocab, merges: None)
+        m.setattr(T, "_plain_arrays", lambda packed_vocab, merges: None)
         general = Tokenizer(vocab, merges, ["<|endoftext|>"])
     text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")[:20000] + "<|endoftext|> naïve 日本語 12345"
     for tok in (fast, by_objects):
