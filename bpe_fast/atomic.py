@@ -96,8 +96,8 @@ class OutputGroup:
 
     def _commit(self) -> None:
         with _signals_deferred():       # Ctrl-C or SIGTERM between two renames would leave a mixed set
-            for tmp, target in self._renames:
-                os.replace(tmp, target)
+            for k, (tmp, target) in enumerate(self._renames):
+                _replace(tmp, target, [dest for _, dest in self._renames[:k]])
             self._renames.clear()
             for path in self._removals:
                 with contextlib.suppress(FileNotFoundError):
@@ -219,13 +219,23 @@ def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
                 raise
             raise type(exc)(exc.errno, exc.strerror, path) from None
         if renames is None:
-            os.replace(tmp, path)
+            _replace(tmp, path, [])
         else:
             renames.append((tmp, os.path.realpath(path)))
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _replace(tmp: str, target: str, replaced: list[str]) -> None:
+    """os.replace(tmp, target), its OSError naming the target (not the temporary file, a name the user never
+    gave) and the files of the group `replaced` already."""
+    try:
+        os.replace(tmp, target)
+    except OSError as exc:
+        done = f" ({', '.join(replaced)} replaced already)" if replaced else ""
+        raise type(exc)(exc.errno, f"cannot be replaced: {exc.strerror or exc}{done}", target) from None
 
 
 def start_writeback(f: IO[Any], offset: int, length: int) -> None:

@@ -106,6 +106,29 @@ def test_a_group_is_all_or_nothing(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["a", "b"]
 
 
+
+def test_a_refused_rename_names_the_target_not_the_temporary_file(tmp_path):
+    """A rename the system refuses (here the target became a folder while its file was written) raised naming
+    the temporary file (.b.x1y2z3a4.tmp, which is then removed), and did not say the group was left mixed."""
+    from bpe_fast.atomic import atomic_output, output_group
+
+    with pytest.raises(IsADirectoryError) as raised:
+        with atomic_output(tmp_path / "c", "w") as f:
+            f.write("c")
+            (tmp_path / "c").mkdir()
+    assert raised.value.filename == str(tmp_path / "c") and ".tmp" not in str(raised.value)
+    with pytest.raises(IsADirectoryError) as raised:
+        with output_group() as group:
+            for name in ("a", "b"):
+                with group.output(tmp_path / name, "w") as f:
+                    f.write(name)
+            (tmp_path / "b").mkdir()
+            (tmp_path / "b" / "inside").write_text("x")
+    assert raised.value.filename == str(tmp_path / "b") and ".tmp" not in str(raised.value)
+    assert f"{tmp_path / 'a'} replaced already" in str(raised.value)
+    assert sorted(os.listdir(tmp_path)) == ["a", "b", "c"]         # no temporary file left
+
+
 def _group_renamed_under_signals(tmp_path, monkeypatch, signals):
     """Write files a and b as an output group whose first rename sends `signals` to this process; the names
     renamed, in order (the group's KeyboardInterrupt expected)."""
