@@ -165,6 +165,18 @@ def _check_output_folder(path: str, flag: str = "-o", file: bool = True) -> None
     if not os.path.isdir(folder):
         why = f"{folder} is not a folder" if os.path.exists(folder) else f"the folder {folder} does not exist"
         raise CliError(f"{flag} {path}: {why}")
+    if file and (not os.path.exists(path) or os.path.isfile(path)):    # (/dev/null is written to as it is)
+        _check_can_make_in(folder, f"{flag} {path}")
+
+
+def _check_can_make_in(folder: str, given: str) -> None:
+    """A CliError naming `given` unless something can be made in `folder`, tried by making and removing an empty
+    folder there: os.access says yes to root for a folder where nothing can be made (/proc), and the output's
+    temporary file then failed only after the work."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".bpe-fast-", dir=folder))
+    except OSError as exc:
+        raise CliError(f"{given}: cannot make anything in {folder} ({exc.strerror or exc})") from None
 
 
 def _not_a_folder(path: str) -> bool:
@@ -463,15 +475,16 @@ def _check_special_bytes(specials: list[str], initial: Tokenizer | None, given: 
 
 
 def _check_creatable(directory: str) -> None:
-    """A CliError unless `directory` can be made: its nearest existing ancestor is a folder one may write in
-    (the folders between are made when the tokenizer is saved, as Tokenizer.save makes them)."""
-    ancestor = os.path.dirname(os.path.abspath(directory))
+    """A CliError unless the tokenizer's files can be made in `directory`: its nearest existing ancestor is a folder
+    one may make things in
+    (the folders between are made when the tokenizer is saved, as Tokenizer.save makes them), or `directory`
+    itself when it exists."""
+    ancestor = os.path.abspath(directory)
     while not os.path.exists(ancestor):
         ancestor = os.path.dirname(ancestor)
     if not os.path.isdir(ancestor):
         raise CliError(f"-o {directory}: {ancestor} is not a folder")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise CliError(f"-o {directory}: cannot create anything in {ancestor} (permission denied)")
+    _check_can_make_in(ancestor, f"-o {directory}")
 
 
 def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
@@ -790,6 +803,7 @@ def cmd_report(args: argparse.Namespace) -> None:
             existing = os.path.dirname(existing)
         if not os.path.isdir(existing):
             raise CliError(f"--png {args.png}: {existing} is not a folder")
+        _check_can_make_in(existing, f"--png {args.png}")     # (the charts are made after the report's work)
     if args.png:
         try:
             import matplotlib  # noqa: F401

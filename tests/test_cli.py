@@ -352,6 +352,36 @@ def test_an_interrupted_folder_encode_says_its_shards_stay(tmp_path, tokdir, cor
     assert code == 130 and "interrupted; no output written" in err
 
 
+
+@pytest.mark.parametrize("argv", [
+    ["train", "CORPUS", "--vocab-size", "300", "-o", "/proc/bpe-fast-tok"],
+    ["count", "CORPUS", "-o", "/proc/counts.npz"],
+    ["encode", "-t", "TOK", "CORPUS", "-o", "/proc/ids.npy"],
+    ["report", "-t", "TOK", "--eval", "CORPUS", "-o", "REPORT", "--png", "/proc/bpe-fast-charts"],
+])
+def test_an_output_where_nothing_can_be_made_is_refused_before_the_work(tmp_path, corpus, tokdir, argv,
+                                                                         monkeypatch, capsys):
+    # /proc is a folder that even root (to whom os.access says yes) can make nothing in: the output's temporary
+    # file (or the charts' folder) failed only after the work, naming no flag
+    if not os.path.isdir("/proc") or os.path.exists("/proc/bpe-fast-tok"):
+        pytest.skip("needs Linux's /proc")
+    import bpe_fast.cli as cli
+    import bpe_fast.counts as counts_module
+
+    def work(*args, **kwargs):
+        raise AssertionError("the work started")
+
+    for module, name in ((cli, "train_bpe"), (counts_module, "count_pretokens"), (cli, "_encode_one")):
+        monkeypatch.setattr(module, name, work, raising=False)
+    monkeypatch.setattr("bpe_fast.train.train_bpe", work)
+    monkeypatch.setattr("bpe_fast.html_report.write_report", work)
+    names = {"CORPUS": str(corpus), "TOK": str(tokdir), "REPORT": str(tmp_path / "r.html")}
+    code, err = run(["-q", *[names.get(a, a) for a in argv]], capsys)
+    flag = "--png" if "--png" in argv else "-o"
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"bpe-fast: {flag} /proc/") and "cannot make anything in /proc" in err, err
+
+
 # ---- interchange with the real libraries --------------------------------------------------------
 
 @pytest.mark.parametrize("pattern", ["gpt2", "gpt4"])
