@@ -444,6 +444,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     # each merge's pair count and the corpus statistics go into bpe_fast.json (bpe-fast report reads them)
     tokenizer = Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern, training=result.training)
     _save_dir_atomic(tokenizer, args.output)
+    args.on_interrupt = f"the tokenizer was saved to {args.output} before"     # stopped in the summary (encoding)
     print(_summary(tokenizer, merges, took, _first_text_file(_corpus(args)) if args.corpus else None),
           file=sys.stderr)
     print(f"saved to {args.output}", file=sys.stderr)

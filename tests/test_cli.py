@@ -353,6 +353,21 @@ def test_an_interrupted_folder_encode_says_its_shards_stay(tmp_path, tokdir, cor
 
 
 
+def test_stopped_after_the_tokenizer_was_saved_says_it_was(tmp_path, corpus, monkeypatch, capsys):
+    # a signal during train's summary (which encodes a sample of the corpus) said "no output written" of a
+    # tokenizer saved already
+    import bpe_fast.cli as cli
+
+    def stopped(*args, **kwargs):
+        raise cli.Terminated
+
+    monkeypatch.setattr(cli, "_summary", stopped)
+    out = tmp_path / "tok"
+    code, err = run(["-q", "train", str(corpus), "--vocab-size", "300", "-o", str(out)], capsys)
+    assert code == 143 and f"terminated; the tokenizer was saved to {out} before" in err, err
+    assert (out / "merges.txt").exists() and "no output written" not in err
+
+
 @pytest.mark.parametrize("argv", [
     ["train", "CORPUS", "--vocab-size", "300", "-o", "/proc/bpe-fast-tok"],
     ["count", "CORPUS", "-o", "/proc/counts.npz"],
