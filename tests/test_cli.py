@@ -352,7 +352,6 @@ def test_an_interrupted_folder_encode_says_its_shards_stay(tmp_path, tokdir, cor
     assert code == 130 and "interrupted; no output written" in err
 
 
-
 def test_stopped_after_the_tokenizer_was_saved_says_it_was(tmp_path, corpus, monkeypatch, capsys):
     # a signal during train's summary (which encodes a sample of the corpus) said "no output written" of a
     # tokenizer saved already
