@@ -145,6 +145,9 @@ def propagate(const int32_t[::1] left, const int32_t[::1] right, int64_t[:, ::1]
     cdef int32_t a, b
     if right.shape[0] != nranks or weights.shape[0] != nranks:
         raise ValueError("left, right and weights must have a row per rank")
+    for r in range(nranks):     # a part at or after its token's rank (or below -1) was added out of the array
+        if not (-1 <= left[r] < r and -1 <= right[r] < r):
+            raise ValueError(f"rank {r}: its parts {left[r]} and {right[r]} must be ranks below it (or -1)")
     with nogil:
         for r in range(nranks - 1, -1, -1):
             a = left[r]
@@ -189,6 +192,7 @@ def count_distinct(const uint8_t[::1] tokens, const int64_t[::1] offsets):
         raise ValueError("too many pre-tokens to count")
     if off[0] != 0 or off[n] != tokens.shape[0]:
         raise ValueError("offsets must start at 0 and end at len(tokens)")
+    _check_rising(off, n, "offsets")
     empty.index = EMPTY_INDEX
     empty.tag = 0
     with nogil:
@@ -227,6 +231,20 @@ def count_distinct(const uint8_t[::1] tokens, const int64_t[::1] offsets):
                     break
                 i = next_slot(i, mask)
     return distinct
+
+
+cdef int _check_rising(const int64_t* off, Py_ssize_t n, str name) except -1:
+    """ValueError unless off[0] <= off[1] <= ... <= off[n] (a fall is a negative length: memcmp of it read
+    out of the arrays)."""
+    cdef Py_ssize_t k, bad = -1
+    with nogil:
+        for k in range(n):
+            if off[k + 1] < off[k]:
+                bad = k
+                break
+    if bad >= 0:
+        raise ValueError(f"{name} must not decrease ({name}[{bad + 1}] = {off[bad + 1]} < {off[bad]})")
+    return 0
 
 
 cdef inline uint64_t _hash_of(const uint8_t* base, const int64_t* off, Py_ssize_t k, const uint8_t* end) noexcept nogil:
@@ -293,6 +311,8 @@ def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets
         raise ValueError("merge_offsets must have 2 * merges + 1 entries, from 0 to len(merge_pool)")
     if size >= 2 ** 31 - 1:
         raise ValueError("too many ids")
+    _check_rising(&vocab_offsets[0], size, "vocab_offsets")
+    _check_rising(&merge_offsets[0], 2 * nmerges, "merge_offsets")
     cdef const uint8_t* vpool = &vocab_pool[0] if vocab_pool.shape[0] else NULL
     cdef const uint8_t* mpool = &merge_pool[0] if merge_pool.shape[0] else NULL
     cdef const int64_t* moff = &merge_offsets[0]

@@ -52,3 +52,35 @@ def test_lengths_in_refuses_ids_without_a_token(bad, message):
 
 
 BYTES = {i: bytes([i]) for i in range(256)}
+
+
+def test_the_inspect_kernels_refuse_offsets_that_fall():
+    # a falling offset is a negative length: count_distinct and merge_forest hashed and compared it, reading out
+    # of the arrays (first and last offsets were checked, not the ones between)
+    from bpe_fast._inspect import count_distinct, merge_forest
+
+    tokens = np.frombuffer(b"abcd", dtype=np.uint8)
+    assert count_distinct(tokens, np.array([0, 2, 4], dtype=np.int64)) == 2
+    with pytest.raises(ValueError, match=r"offsets must not decrease \(offsets\[2\] = 1 < 3\)"):
+        count_distinct(tokens, np.array([0, 3, 1, 4], dtype=np.int64))
+    vocab = np.frombuffer(b"abab", dtype=np.uint8)
+    merges = np.frombuffer(b"ab", dtype=np.uint8)
+    ids, left, right, first, base = merge_forest(vocab, np.array([0, 1, 2, 4], dtype=np.int64), merges,
+                                                 np.array([0, 1, 2], dtype=np.int64))
+    assert ids.tolist() == [2] and left.tolist() == [-1] and right.tolist() == [-1] and base == 2
+    with pytest.raises(ValueError, match="vocab_offsets must not decrease"):
+        merge_forest(vocab, np.array([0, 3, 2, 4], dtype=np.int64), merges, np.array([0, 1, 2], dtype=np.int64))
+    with pytest.raises(ValueError, match="merge_offsets must not decrease"):
+        merge_forest(vocab, np.array([0, 1, 2, 4], dtype=np.int64), merges, np.array([0, 3, 2], dtype=np.int64))
+
+
+def test_propagate_refuses_a_part_not_ranked_below_its_token():
+    # a part at or after its token's rank (or below -1) added a row out of the array
+    from bpe_fast._inspect import propagate
+
+    weights = np.array([[1], [2], [3]], dtype=np.int64)
+    propagate(np.array([-1, 0, 1], dtype=np.int32), np.array([-1, -1, 0], dtype=np.int32), weights)
+    assert weights[:, 0].tolist() == [1 + 2 + 3 + 3, 2 + 3, 3]
+    for left, right in (([-1, 1, -1], [-1, -1, -1]), ([-1, -1, 5], [-1, -1, -1]), ([-1, -1, -1], [-2, -1, -1])):
+        with pytest.raises(ValueError, match="must be ranks below it"):
+            propagate(np.array(left, dtype=np.int32), np.array(right, dtype=np.int32), weights.copy())
