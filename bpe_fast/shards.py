@@ -197,10 +197,11 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
 
 
 def _remove_leftovers(out_dir: str, names: set[str]) -> None:
-    """Remove the temporary files of these outputs that a run killed while it wrote them (SIGKILL, the OOM
-    killer, a power cut) left in out_dir: atomic_output removes its own on any error it sees, not on those."""
+    """Remove the temporary files of these outputs and of index.json that a run killed while it wrote them
+    (SIGKILL, the OOM killer, a power cut) left in out_dir: atomic_output removes its own on any error it sees,
+    not on those."""
     for entry in os.listdir(out_dir):
-        if staged_target(entry) in names:
+        if staged_target(entry) in names or staged_target(entry) == INDEX_FILE:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(out_dir, entry))
 
