@@ -64,7 +64,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def _human_bytes(n: float) -> str:    # type: ignore[return]  # the loop returns at "TB"
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if abs(n) < 1000 or unit == "TB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n:.0f} B"     # (a rate is a float)
         n /= 1000
 
 

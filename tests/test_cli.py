@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bpe_fast import GPT4_PATTERN, Tokenizer, count_pretokens, encode_file, train_bpe
-from bpe_fast.cli import main
+from bpe_fast.cli import _human_bytes, main
 from bpe_fast.file_encoding import check_dtype
 from bpe_fast.synthetic import generate, mixed_text
 
@@ -95,6 +95,13 @@ def test_encode_file_small_chunks_equal_whole(tmp_path, tokdir):
         n = encode_file(tok, src, tmp_path / "o.npy", num_processes=processes, chunk_bytes=chunk)
         ids = np.load(tmp_path / "o.npy")
         assert n == len(ids) and ids.tolist() == tok.encode(text)
+
+
+def test_human_bytes_of_a_rate_below_a_kilobyte():
+    # encode's summary of a small file read slowly said "(732.1061316561245 B/s)": a rate is a float, and bytes
+    # were written as given
+    assert _human_bytes(732.1061316561245) == "732 B" and _human_bytes(30) == "30 B"
+    assert _human_bytes(1500) == "1.5 KB"
 
 
 def test_uint16_with_a_larger_vocab_is_an_error():
