@@ -169,7 +169,7 @@ def output_group() -> Iterator[OutputGroup]:
 
 _TMP_SUFFIX = ".tmp"
 # _staged's temporary files: "." + the output's name + "." + mkstemp's 8 characters + _TMP_SUFFIX
-_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}" + re.escape(_TMP_SUFFIX))
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}" + re.escape(_TMP_SUFFIX), re.DOTALL)    # (a name may hold a newline)
 
 
 def staged_target(entry: str) -> str | None:

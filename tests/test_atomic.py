@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from bpe_fast.atomic import atomic_output
+from bpe_fast.atomic import atomic_output, staged_target
 
 
 def test_success_replaces_the_file_with_usual_permissions(tmp_path):
@@ -30,6 +30,17 @@ def test_an_error_keeps_the_previous_file_and_no_temporary(tmp_path, error):
             raise error()
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["out.txt"]
+
+
+@pytest.mark.parametrize("name", ["a.npy", "a b.npy", "x\ny.npy"])
+def test_staged_target_names_the_output_of_a_temporary_file(tmp_path, name):
+    # what encode_files removes after a killed run: the temporary file of an output whose name held a newline
+    # was not taken for its (the pattern's "." stopped at it), and stayed
+    with atomic_output(tmp_path / name) as f:
+        [entry] = os.listdir(tmp_path)
+        assert staged_target(entry) == name
+        f.write(b"x")
+    assert staged_target(name) is None and staged_target("index.json") is None
 
 
 def test_a_missing_folder_names_the_target(tmp_path):
