@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import BinaryIO
 
 from ._types import StrPath
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN, resolve_pattern
 from .specials import SpecialTokens
 
 _FIRST_WINDOW = 1 << 14     # most cuts are found within a few KB: read little, then more
@@ -27,8 +27,8 @@ _SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )")
 
 def cuts_at_spaces(pattern: str) -> bool:
     """True if a text pre-tokenized with pattern may be cut before a space that follows a printable ASCII
-    character (the built-in patterns; see above)."""
-    return resolve_pattern(pattern) in (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN)
+    character (the built-in patterns, GPT-2's as tiktoken spells it too; see above)."""
+    return resolve_pattern(pattern) in (GPT2_PATTERN, R50K_PATTERN, GPT4_PATTERN, O200K_PATTERN)
 
 
 def _covered(buf: bytes | bytearray, k: int, specials: Iterable[bytes]) -> bool:

@@ -97,6 +97,23 @@ def test_encode_file_small_chunks_equal_whole(tmp_path, tokdir):
         assert n == len(ids) and ids.tolist() == tok.encode(text)
 
 
+def test_encode_file_with_tiktokens_spelling_of_gpt2s_pattern_is_cut_at_spaces(tmp_path, tokdir):
+    # R50K_PATTERN (get_encoding("gpt2"), r50k_base, p50k_base) gives GPT-2's pre-tokens, but was not taken for a
+    # built-in pattern by the chunking: a file without special tokens was one range, read whole by one worker
+    from bpe_fast.chunking import chunk_boundaries
+    from bpe_fast.patterns import R50K_PATTERN
+    text = mixed_text(50_000, seed=4) + " end  \r\n\r\n  "
+    src = tmp_path / "in.txt"
+    src.write_text(text, encoding="utf-8", newline="")
+    trained = Tokenizer.load(tokdir)
+    tok = Tokenizer(dict(trained.vocab), list(trained.merges), [EOT], pattern=R50K_PATTERN)
+    assert len(chunk_boundaries(src, tok.special_tokens, tok.pattern, 1000)) > 20
+    for processes, chunk in ((1, 100), (2, 1000)):
+        n = encode_file(tok, src, tmp_path / "o.npy", num_processes=processes, chunk_bytes=chunk)
+        ids = np.load(tmp_path / "o.npy")
+        assert n == len(ids) and ids.tolist() == tok.encode(text)
+
+
 def test_human_bytes_of_a_rate_below_a_kilobyte():
     # encode's summary of a small file read slowly said "(732.1061316561245 B/s)": a rate is a float, and bytes
     # were written as given

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, train_bpe, train_from_counts
-from bpe_fast.patterns import O200K_PATTERN
+from bpe_fast.patterns import O200K_PATTERN, R50K_PATTERN
 from bpe_fast._train import MergeEngine
 from bpe_fast.chunking import chunk_boundaries
 from bpe_fast.counts import count_file
@@ -136,8 +136,8 @@ def test_random_corpora_match_oracle(tmp_path, text, extra, specials, pattern, n
 
 # ---- chunking -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("pattern", [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, r"\w+|\s+|[^\w\s]+"],
-                         ids=["gpt2", "gpt4", "o200k", "custom"])
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, R50K_PATTERN, GPT4_PATTERN, O200K_PATTERN, r"\w+|\s+|[^\w\s]+"],
+                         ids=["gpt2", "r50k", "gpt4", "o200k", "custom"])
 @pytest.mark.parametrize("specials", [[], [EOT, EOT + EOT]], ids=["no-specials", "specials"])
 def test_chunked_counts_equal_one_chunk_counts(tmp_path, pattern, specials):
     text = make_corpus(11, n_words=4000, specials=specials)
