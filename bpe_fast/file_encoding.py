@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from .chunking import chunk_boundaries
-from .inputs import CorpusDecodeError, check_errors, check_input_file, line_of
+from .inputs import CorpusDecodeError, check_errors, check_input_file, line_of, not_plain_text
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
 from .procs import check_chunk_bytes, check_num_processes, result_of, thread_pool, worker_pool
@@ -128,6 +128,10 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
     called as progress("encode", bytes_done, bytes_total). Returns the number of tokens written.
     """
     input_path = check_input_file(input_path)
+    kind = not_plain_text(input_path)
+    if kind is not None:    # its raw bytes were cut into ranges and encoded: gzip's bytes as text
+        raise ValueError(f"{input_path}: {kind}; encode_file reads a plain text file by byte ranges: "
+                         f"bpe_fast.encode_files([path], out_dir, tokenizer) reads every kind of input")
     output_path = os.fspath(output_path)
     folder = os.path.dirname(os.path.abspath(output_path))
     if not os.path.isdir(folder):
