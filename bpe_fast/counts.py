@@ -173,7 +173,7 @@ class PretokenCounts:
 
     def __add__(self, other: PretokenCounts) -> PretokenCounts:
         self.check_compatible(other)
-        return PretokenCounts.from_arrays(*merge_arrays([self._arrays(), other._arrays()]),
+        return PretokenCounts.from_arrays(*_add_tables([self._arrays(), other._arrays()]),
                                           pattern=self.pattern, special_tokens=self.special_tokens, check=False)
 
     @classmethod
@@ -187,7 +187,7 @@ class PretokenCounts:
             raise TypeError(f"can only merge PretokenCounts, not {type(first).__name__}")
         for shard in shards[1:]:
             first.check_compatible(shard)
-        return cls.from_arrays(*merge_arrays([s._arrays() for s in shards]), pattern=first.pattern,
+        return cls.from_arrays(*_add_tables([s._arrays() for s in shards]), pattern=first.pattern,
                                special_tokens=first.special_tokens, check=False)
 
     # -- files
@@ -249,6 +249,22 @@ class PretokenCounts:
         except RecursionError:      # json.loads of special_tokens
             raise ValueError(f"{path}: corrupt counts file (special_tokens: JSON arrays or objects nested too "
                              "deeply)") from None
+
+
+def _add_tables(tables: list[Table]) -> Table:
+    """merge_arrays(tables) (counts checked >= 0); ValueError naming the pre-token whose counts add up to more
+    than int64 holds, which the native adding wraps to a negative count."""
+    if sum(int(t[2].max(initial=0)) for t in tables) < 2 ** 63:     # no sum can reach it
+        return merge_arrays(tables)
+    table = tables[0]
+    for other in tables[1:]:    # two counts below 2^63 wrap exactly when their sum does not fit: to a negative
+        table = merge_arrays([table, other])
+        wrapped = np.flatnonzero(table[2] < 0)
+        if len(wrapped):
+            k = int(wrapped[0])
+            token = table[0][table[1][k]:table[1][k + 1]].tobytes()
+            raise ValueError(f"the counts of {token[:50]!r} add up to more than int64 holds (2^63 - 1)")
+    return table
 
 
 def _nonzero(mapping: Mapping[bytes, int]) -> dict[bytes, int]:

@@ -232,3 +232,19 @@ def test_adding_unchecked_counts_with_falling_offsets_is_a_value_error(offsets):
     ok = PretokenCounts.from_arrays(np.frombuffer(b"abcdefgh", dtype=np.uint8), np.array([0, 2, 2, 8]),
                                     np.array([1, 2, 3]), check=False)
     assert dict((ok + good).items()) == {b"ab": 1, b"": 2, b"cdefgh": 3, b"x": 1}
+
+
+def test_adding_counts_whose_sum_int64_cannot_hold_is_a_value_error():
+    # the native counter adds int64 counts: 2^62 + 2^62 wrapped to -2^63, a negative count in the sum (which
+    # save wrote and training refused, naming no shard)
+    big = PretokenCounts({b"c": 1, b"ab": 2 ** 62})
+    with pytest.raises(ValueError, match=r"counts of b'ab' add up to more than int64 holds"):
+        big + big
+    with pytest.raises(ValueError, match=r"counts of b'ab' add up to more than int64 holds"):
+        PretokenCounts.merge([PretokenCounts({b"x": 1}), big, PretokenCounts({b"ab": 2 ** 62, b"y": 3})])
+    # sums that fit are exact, also when the largest counts of the shards add up to more
+    near = PretokenCounts({b"ab": 2 ** 62, b"c": 2 ** 62})
+    total = PretokenCounts.merge([near, PretokenCounts({b"ab": 2 ** 62 - 1}), PretokenCounts({b"c": 5})])
+    assert dict(total.items()) == {b"ab": 2 ** 63 - 1, b"c": 2 ** 62 + 5}
+    assert list(total) == [b"ab", b"c"]
+    assert near + PretokenCounts({b"d": 1}) == {b"ab": 2 ** 62, b"c": 2 ** 62, b"d": 1}
