@@ -306,9 +306,14 @@ def mapping_arrays(counts: Mapping[bytes, int]) -> Table:
 
 def _cast_exactly(array: ArrayLike, dtype: Any, name: str) -> NDArray[Any]:
     """array as a contiguous array of dtype; ValueError naming it if the cast changes a value (NumPy wraps a
-    300 to uint8 44 and truncates 2.9 to 2 without a word)."""
-    given = np.asarray(array)
-    out = np.ascontiguousarray(given, dtype=dtype)
+    300 to uint8 44 and truncates 2.9 to 2 without a word); NumPy's own errors name it too."""
+    try:
+        given = np.asarray(array)
+        out = np.ascontiguousarray(given, dtype=dtype)
+    except OverflowError:       # a Python int past int64, in an object array
+        raise ValueError(f"{name}: values that {np.dtype(dtype).name} cannot hold (an int past int64)") from None
+    except (TypeError, ValueError) as exc:      # None, "a", a ragged list
+        raise type(exc)(f"{name}: {exc}") from None
     if given.dtype != out.dtype and given.size and not np.array_equal(out, given):
         raise ValueError(f"{name}: values that {np.dtype(dtype).name} cannot hold (a {given.dtype} array)")
     return out

@@ -188,10 +188,14 @@ def test_counts_compare_as_counter_does():
     (np.array([97, 98]), [0, 2], np.array([2.9]), "counts"),      # was truncated to 2
     (np.array([97, 98]), np.array([0.0, 2.5]), [1], "offsets"),
     (np.array([97, 98]), [0, 2], np.array([2 ** 63], dtype=np.uint64), "counts"),
+    (np.array([97, 98]), [0, 2], [2 ** 64], "counts"),           # was an OverflowError naming nothing
+    (np.array([97, 98]), [0, 2 ** 64], [1], "offsets"),
 ])
 def test_from_arrays_refuses_values_its_dtypes_cannot_hold(tokens, offsets, counts, match):
     with pytest.raises(ValueError, match=f"{match}: values that"):
         PretokenCounts.from_arrays(tokens, offsets, counts)
+    with pytest.raises(TypeError, match="counts: int"):
+        PretokenCounts.from_arrays([97, 98], [0, 2], [None])
     # the same values that fit are taken, whatever the arrays' dtypes
     assert PretokenCounts.from_arrays(np.array([97, 98]), np.array([0.0, 2.0]), [2.0]) == {b"ab": 2}
     assert PretokenCounts.from_arrays([], [0], []) == {}
