@@ -66,7 +66,10 @@ class PretokenCounts:
 
     def __init__(self, counts: Mapping[bytes, int] | Iterable[bytes] | None = None, pattern: str = GPT2_PATTERN,
                  special_tokens: Iterable[str] | None = ()) -> None:
-        """From a mapping {bytes: int}, an iterable of bytes (counted, as Counter does) or nothing (empty)."""
+        """From a mapping {bytes: int} (PretokenCounts too), an iterable of bytes (counted, as Counter does) or
+        nothing (empty)."""
+        if isinstance(counts, PretokenCounts):      # a mapping, not an iterable of its pre-tokens (each counted once)
+            counts = counts._as_dict()
         counts = {} if counts is None else counts if isinstance(counts, Mapping) else Counter(counts)
         self._set(*mapping_arrays(counts), pattern, special_tokens)
 

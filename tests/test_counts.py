@@ -181,6 +181,8 @@ def test_counts_compare_as_counter_does():
     assert PretokenCounts({b"x": 1, b"z": 0}) == PretokenCounts({b"x": 1}) == {b"x": 1}
     assert PretokenCounts([b"ab", b"ab", b"c"]) == {b"ab": 2, b"c": 1}
     assert PretokenCounts({b"x": 1}) != PretokenCounts({b"x": 1}, special_tokens=[EOT])
+    # PretokenCounts reads as a mapping: made from one, it keeps the counts (it counted each pre-token once)
+    assert PretokenCounts(PretokenCounts({b"ab": 5, b"c": 2, b"z": 0})) == {b"ab": 5, b"c": 2}
 
 
 @pytest.mark.parametrize("tokens, offsets, counts, match", [
