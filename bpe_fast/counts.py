@@ -200,6 +200,8 @@ class PretokenCounts:
             format=np.array(COUNTS_FORMAT), version=np.array(COUNTS_VERSION, dtype=np.int64),
             tokens=self.tokens, offsets=self.offsets, counts=self.counts,
             pattern=np.array(self.pattern), special_tokens=np.array(json.dumps(list(self.special_tokens))),
+            # the pattern's exact bytes too: NumPy's str arrays drop trailing NULs ('a|\x00' came back 'a|')
+            pattern_utf8=np.frombuffer(self.pattern.encode("utf-8", "surrogatepass"), dtype=np.uint8),
         )
         path = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
@@ -243,6 +245,14 @@ class PretokenCounts:
             raise ValueError(f"{path}: corrupt counts file ('tokens' is {tokens.dtype}, not uint8)")
         specials_json, pattern = one("special_tokens", "U"), one("pattern", "U")
         try:
+            if "pattern_utf8" in arrays:        # (files written before it: "pattern" alone)
+                exact = need("pattern_utf8", "u")
+                if exact.dtype != np.uint8 or exact.ndim != 1:
+                    raise ValueError(f"'pattern_utf8' is {exact.dtype} of shape {exact.shape}, not uint8 bytes")
+                pattern_bytes = exact.tobytes()
+                if pattern_bytes.rstrip(b"\0") != pattern.encode("utf-8", "surrogatepass"):
+                    raise ValueError("'pattern_utf8' and 'pattern' differ")
+                pattern = pattern_bytes.decode("utf-8", "surrogatepass")
             specials = json.loads(specials_json)
             if not isinstance(specials, list):
                 raise ValueError("special_tokens is not a list")
