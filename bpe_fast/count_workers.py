@@ -36,7 +36,7 @@ from .inputs import (MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch
                      slot_bytes_for, utf8_boundary)
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
-from .procs import (check_chunk_bytes, check_num_processes, check_workers_alive, shared_counter, shared_queue,
+from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, shared_counter, shared_queue,
                     worker_context, worker_pool)
 from .specials import SpecialTokens
 
@@ -226,6 +226,7 @@ def count_file_tables(path: str, special_tokens: Sequence[str], pattern: str, nu
     pre-token may be in several (their sum is the file's counts). Training reads them as they are (a word
     listed twice adds the same pair counts as once with the summed count). Arguments as count_file checks
     them; size: count only the file's first size bytes (a character boundary)."""
+    check_progress(progress)
     num_processes = check_num_processes(num_processes)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     size = os.path.getsize(path) if size is None else size
@@ -737,6 +738,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     "documents" read (within the caps). combine: a text file's tables are added into one as its workers'
     arrive (for a caller that sums them anyway: cheaper than summing them after). progress: called as
     progress("count", bytes done, total) over the whole corpus, total None unless every input is a text file."""
+    check_progress(progress)
     for name, value in (("text_field", text_field), ("text_column", text_column)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")

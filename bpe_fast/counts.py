@@ -20,6 +20,7 @@ from .atomic import atomic_output
 from .count_workers import check_count_args, check_input_args, count_file_tables, count_input_tables
 from .inputs import InputError, TextFile, resolve_inputs
 from .patterns import GPT2_PATTERN, compile_pattern, resolve_pattern
+from .procs import check_progress
 from .specials import SpecialTokens
 
 
@@ -362,6 +363,7 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
     is read).
     """
     special_tokens, pattern = check_input_args(special_tokens, pattern, errors)
+    check_progress(progress)    # (a Dask count reports nothing, but the argument is the same)
     if client is not None:
         from .dask_counts import count_on_dask
         if max_bytes is not None or max_documents is not None:

@@ -26,7 +26,7 @@ from .chunking import chunk_boundaries
 from .inputs import CorpusDecodeError, check_errors, check_input_file, line_of, not_plain_text
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
-from .procs import check_chunk_bytes, check_num_processes, result_of, thread_pool, worker_pool
+from .procs import check_chunk_bytes, check_num_processes, check_progress, result_of, thread_pool, worker_pool
 from ._types import StrPath
 
 if TYPE_CHECKING:
@@ -140,6 +140,7 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
     errors = check_errors(errors)
     num_processes = check_num_processes(num_processes)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
+    check_progress(progress)
 
     size = os.path.getsize(input_path)
     if size < _IN_PROCESS_BYTES and chunk_bytes >= size:

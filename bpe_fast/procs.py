@@ -45,6 +45,13 @@ class WorkerDiedError(RuntimeError):
 NUM_PROCESSES_VARIABLE = "BPE_FAST_NUM_PROCESSES"
 
 
+def check_progress(progress: object) -> None:
+    """TypeError unless `progress` is None or callable (as progress(stage, done, total)): a str given for it
+    failed at the first report, mid-run, as "'str' object is not callable", naming no argument."""
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a callable (stage, done, total) or None, got {type(progress).__name__}")
+
+
 def check_num_processes(num_processes: int | None) -> int:
     """None means the environment variable BPE_FAST_NUM_PROCESSES if set, else every core this process may
     use."""

@@ -47,7 +47,7 @@ from .file_encoding import DEFAULT_CHUNK_BYTES, NPY_HEADER_ERRORS, check_dtype, 
 from .inputs import (COMPRESSIONS, Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
                      line_of, read_batches, resolve_inputs)
 from .pretokenize import check_documents_utf8
-from .procs import check_num_processes, thread_pool
+from .procs import check_num_processes, check_progress, thread_pool
 from ._types import StrPath
 from .tokenizer import Tokenizer
 
@@ -105,6 +105,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     sources = _resolve_files(paths)
     dtype = check_dtype(dtype, tokenizer.vocab_size)
     errors = check_errors(errors)
+    check_progress(progress)
     separator = _check_separator(separator, tokenizer)
     for name, value in (("text_field", text_field), ("text_column", text_column)):
         if not isinstance(value, str):

@@ -16,6 +16,7 @@ from ._types import Merges, Progress, Table, Vocab
 from .count_workers import check_input_args, count_input_tables
 from .counts import PretokenCounts, mapping_arrays
 from .patterns import GPT2_PATTERN, resolve_pattern, shown_pattern
+from .procs import check_progress
 from .specials import SpecialTokens, first_alias
 
 if TYPE_CHECKING:
@@ -175,6 +176,7 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
     `pattern`, where a pre-token may be listed twice). special_tokens come checked; vocab_size and the options
     are checked here. read: the "bytes" and "documents" the counts were made from, if known. Returns a
     TrainResult."""
+    check_progress(progress)
     check_train_options(min_frequency=min_frequency, max_token_length=max_token_length,
                         special_tokens_position=special_tokens_position,
                         pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)

@@ -444,3 +444,21 @@ def test_train_bpe_continues_with_the_initial_pattern_and_special_tokens(tmp_pat
     assert got == expected
     assert got != oracle_train_options(oracle_count_pretokens(text_b, [], GPT2_PATTERN), 450, [EOT],
                                        initial=(vocab_a, merges_a, [EOT]))
+
+
+def test_a_progress_that_is_not_callable_is_refused_before_the_work(tmp_path):
+    # a str given for progress failed at its first report, mid-run, as "'str' object is not callable"
+    from bpe_fast import count_pretokens, encode_file, encode_files, train_bpe, train_from_counts
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world " * 50)
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    message = r"^progress must be a callable \(stage, done, total\) or None, got str$"
+    for call in (lambda: train_bpe(corpus, 300, progress="bar"),
+                 lambda: train_bpe(iter(["hello world"]), 300, progress="bar"),
+                 lambda: train_from_counts({b"hello": 3}, 300, progress="bar"),
+                 lambda: count_pretokens(corpus, progress="bar"),
+                 lambda: encode_file(tok, corpus, tmp_path / "o.npy", progress="bar"),
+                 lambda: encode_files([corpus], tmp_path / "out", tok, progress="bar")):
+        with pytest.raises(TypeError, match=message):
+            call()
+    assert not (tmp_path / "o.npy").exists() and not (tmp_path / "out").exists()
