@@ -989,8 +989,8 @@ cdef class MergeEngine:
         with the bytes tokens[offsets[2k]:offsets[2k + 1]] and tokens[offsets[2k + 1]:offsets[2k + 2]], each
         a single byte or an earlier merge's token (ValueError naming k otherwise). A merge whose pair does not
         occur still makes its token; merges() and merge_counts() list it, with count 0."""
-        if self.finished:
-            raise RuntimeError("replay needs an engine before finish()")
+        if self.finished or self.tok_len.size() == 0:     # (MergeEngine.__new__'s: no table to look in)
+            raise RuntimeError("replay needs a built engine, before finish()")
         cdef Py_ssize_t n = offsets.shape[0] // 2, k, bad = -1
         if offsets.shape[0] != 2 * n + 1 or offsets[0] != 0 or offsets[2 * n] != tokens.shape[0]:
             raise ValueError("offsets must have 2 * (number of merges) + 1 entries, from 0 to len(tokens)")

@@ -84,3 +84,14 @@ def test_propagate_refuses_a_part_not_ranked_below_its_token():
     for left, right in (([-1, 1, -1], [-1, -1, -1]), ([-1, -1, 5], [-1, -1, -1]), ([-1, -1, -1], [-2, -1, -1])):
         with pytest.raises(ValueError, match="must be ranks below it"):
             propagate(np.array(left, dtype=np.int32), np.array(right, dtype=np.int32), weights.copy())
+
+
+def test_an_engine_not_built_refuses_replay():
+    # MergeEngine.__new__ gives an engine without tables: replay looked its symbols up in none (a crash), where
+    # pair_count already refused
+    from bpe_fast._train import MergeEngine
+
+    engine = MergeEngine.__new__(MergeEngine)
+    assert engine.run(5) == 0 and engine.next_count() == 0
+    with pytest.raises(RuntimeError, match="replay needs a built engine"):
+        engine.replay(np.frombuffer(b"ab", dtype=np.uint8), np.array([0, 1, 2], dtype=np.int64))
