@@ -496,6 +496,9 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
             if not block:
                 break
             carry += block
+            if budget.bytes is not None and len(carry) > budget.bytes:
+                break       # the cap cuts the document in carry: taken whole below (a safe cut of the uncut bytes,
+                            # such as before a special token the cap cuts into, need not be one of the cut text)
             if len(carry) < batch_bytes:
                 continue
             cut = last_safe_cut(carry, specials, space_cuts, after=searched)

@@ -275,6 +275,19 @@ def test_a_stream_read_a_few_bytes_at_a_time_counts_as_the_oracle(text, specials
     assert got == oracle_count_pretokens(prefix, specials, pattern)
 
 
+@pytest.mark.parametrize("num_processes", [1, 2])
+def test_max_bytes_inside_a_special_token_of_a_compressed_file_keeps_the_pretokens_before_it(tmp_path, num_processes):
+    # a piece was cut at the safe point before the special token, then the cap cut the token itself: its first
+    # bytes, text again, were counted apart from the spaces before them ("   ", "<|" instead of "  ", " <|")
+    text = "hello   " + EOT + " world"
+    write_text(tmp_path / "c.txt.gz", text, gzip.open)
+    for cap in range(len(text) + 1):
+        for chunk_bytes in (1, 8, 100):
+            got = count_pretokens(tmp_path / "c.txt.gz", [EOT], num_processes=num_processes, chunk_bytes=chunk_bytes,
+                                  max_bytes=cap)
+            assert got == oracle_count_pretokens(text[:cap], [EOT], GPT2_PATTERN), (cap, chunk_bytes)
+
+
 # ---- caps ----------------------------------------------------------------------------------------
 
 def utf8_prefix(text, n):
