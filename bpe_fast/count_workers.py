@@ -796,7 +796,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             tables.extend(count_stream_tables(make_batches, special_tokens, pattern, num_processes, errors,
                                               overall.part(), what, batch_bytes))
         except CorpusDecodeError as exc:
-            if exc.document is None and exc.line is None and os.path.exists(exc.path):
+            if exc.document is None and exc.line is None and os.path.isfile(exc.path):   # not a pipe: read again
                 raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(exc.path, exc.offset)) from None
             raise
         if stats is not None:

@@ -701,6 +701,22 @@ def test_invalid_utf8_in_compressed_text_names_file_offset_and_line(tmp_path):
     assert "c.txt.gz: invalid UTF-8 at byte offset 18004 (line 2001)" in str(info.value)
 
 
+def test_invalid_utf8_in_a_pipe_is_not_given_a_line_read_from_the_rest_of_the_pipe():
+    # the line of an error in a text stream was found by reading the input again from its start: a pipe
+    # (<(cmd), /dev/stdin) gave what followed the error instead (line 1 here), and waited for its writer
+    import os
+    data = b"line one\nline two\nbad \xff here\n" + b"more\n" * 10
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+        os.close(write)
+        with pytest.raises(CorpusDecodeError) as info:
+            count_pretokens(f"/dev/fd/{read}", num_processes=1)
+    finally:
+        os.close(read)
+    assert (info.value.offset, info.value.line) == (data.index(b"\xff"), None)
+
+
 def test_list_of_texts_is_not_taken_for_paths(tmp_path):
     with pytest.raises(FileNotFoundError, match="corpus file not found"):
         count_pretokens(["hello world"])
