@@ -965,7 +965,8 @@ def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: s
                 budget.documents -= rows
             if budget.bytes is not None and len(data) > budget.bytes:
                 keep = utf8_boundary(data, budget.bytes)
-                rows = int(np.searchsorted(bounds, keep, side="left"))
+                # the documents begun within the cap, the last one cut (to nothing, if need be, as elsewhere)
+                rows = int(np.searchsorted(bounds, budget.bytes, side="left"))
                 bounds = np.minimum(bounds[:rows + 1], keep)
                 data = data[:keep]
                 budget.bytes = 0

@@ -336,6 +336,17 @@ def test_max_bytes_on_documents_cuts_the_last_one(tmp_path, max_bytes):
         assert count_pretokens(inp, [EOT], num_processes=2, chunk_bytes=200, max_bytes=max_bytes) == expected, name
 
 
+def test_a_document_max_bytes_cuts_to_nothing_is_read_in_every_form(tmp_path):
+    # ["ab", "é", "c"] at max_bytes=3: "é" is cut to no bytes (a character boundary), a document read all the
+    # same as an iterable's, a JSON line's or a file's; Parquet's count left it out (1 document, not 2)
+    docs = ["ab", "é", "c"]
+    forms = every_form(tmp_path, docs)
+    for name in ("jsonl", "parquet", "iter-str"):
+        inp = forms[name]() if callable(forms[name]) else forms[name]
+        corpus = train_bpe(inp, 256, num_processes=1, max_bytes=3).training["corpus"]
+        assert (corpus["bytes"], corpus["documents"]) == (2, 2), name
+
+
 @pytest.mark.parametrize("num_processes", [1, 2])
 def test_an_empty_compressed_file_is_a_document_as_an_empty_text_file_is(tmp_path, num_processes):
     # the corpus statistics count each file as a document; an empty .gz/.zst file was counted as none (no batch
