@@ -951,6 +951,8 @@ def parquet_row_group_batches(path: str, group: int, text_column: str, batch_byt
 
 
 def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: str) -> Iterator[Batch]:
+    if budget.spent:            # the caps reached before this file: not opened (nor its empty documents read)
+        return
     parquet, pyarrow = _open_parquet(path, text_column)
     with parquet:
         first = 0

@@ -347,6 +347,19 @@ def test_a_document_max_bytes_cuts_to_nothing_is_read_in_every_form(tmp_path):
         assert (corpus["bytes"], corpus["documents"]) == (2, 2), name
 
 
+def test_a_parquet_file_after_the_caps_is_not_read(tmp_path):
+    # a Parquet file after the caps were reached was opened all the same: one without the column was an error
+    # (a JSON lines file without the field, or a corrupt .gz, is not read there), and its first empty
+    # documents were read past max_bytes (3 documents here, not 2)
+    pq.write_table(pyarrow.table({"text": ["ab", "cd"]}), tmp_path / "a.parquet")
+    pq.write_table(pyarrow.table({"other": ["x"]}), tmp_path / "b.parquet")
+    pq.write_table(pyarrow.table({"text": [""]}), tmp_path / "c.parquet")
+    assert count_pretokens([tmp_path / "a.parquet", tmp_path / "b.parquet"], max_documents=1) == {b"ab": 1}
+    corpus = train_bpe([tmp_path / "a.parquet", tmp_path / "c.parquet"], 256, num_processes=1,
+                       max_bytes=4).training["corpus"]
+    assert (corpus["bytes"], corpus["documents"]) == (4, 2)
+
+
 @pytest.mark.parametrize("num_processes", [1, 2])
 def test_an_empty_compressed_file_is_a_document_as_an_empty_text_file_is(tmp_path, num_processes):
     # the corpus statistics count each file as a document; an empty .gz/.zst file was counted as none (no batch
