@@ -965,7 +965,7 @@ def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: s
                 data, bounds = data[:bounds[rows]], bounds[:rows + 1]
             if budget.documents is not None:
                 budget.documents -= rows
-            if budget.bytes is not None and len(data) > budget.bytes:
+            if budget.bytes is not None and len(data) >= budget.bytes:      # == : not the empty ones after
                 keep = utf8_boundary(data, budget.bytes)
                 # the documents begun within the cap, the last one cut (to nothing, if need be, as elsewhere)
                 rows = int(np.searchsorted(bounds, budget.bytes, side="left"))

@@ -347,6 +347,16 @@ def test_a_document_max_bytes_cuts_to_nothing_is_read_in_every_form(tmp_path):
         assert (corpus["bytes"], corpus["documents"]) == (2, 2), name
 
 
+def test_empty_documents_after_max_bytes_is_reached_are_not_read(tmp_path):
+    # ["ab", "", ""] at max_bytes=2: the cap is reached with "ab"; Parquet read the empty documents after it
+    # in the same record batch (3 documents in training's corpus statistics, where the other forms say 1)
+    forms = every_form(tmp_path, ["ab", "", ""])
+    for name in ("jsonl", "parquet", "iter-str"):
+        inp = forms[name]() if callable(forms[name]) else forms[name]
+        corpus = train_bpe(inp, 256, num_processes=1, max_bytes=2).training["corpus"]
+        assert (corpus["bytes"], corpus["documents"]) == (2, 1), name
+
+
 def test_a_parquet_file_after_the_caps_is_not_read(tmp_path):
     # a Parquet file after the caps were reached was opened all the same: one without the column was an error
     # (a JSON lines file without the field, or a corrupt .gz, is not read there), and its first empty
