@@ -1025,10 +1025,10 @@ def _arrow_strings(column: Any, pyarrow: Any) -> tuple[NDArray[np.uint8], NDArra
     a Python object a row; a null is an empty document."""
     if pyarrow.types.is_dictionary(column.type):
         column = column.dictionary_decode()
+    if not (pyarrow.types.is_string(column.type) or pyarrow.types.is_large_string(column.type)):
+        column = column.cast(pyarrow.large_string())    # first: fill_null has no kernel for string_view
     if column.null_count:
         column = column.fill_null("")
-    if not (pyarrow.types.is_string(column.type) or pyarrow.types.is_large_string(column.type)):
-        column = column.cast(pyarrow.large_string())
     _, offsets_buf, data_buf = column.buffers()
     width = np.int32 if pyarrow.types.is_string(column.type) else np.int64
     offsets = np.frombuffer(offsets_buf, dtype=width, count=column.offset + len(column) + 1)[column.offset:]
