@@ -69,8 +69,9 @@ class PretokenCounts:
                  special_tokens: Iterable[str] | None = ()) -> None:
         """From a mapping {bytes: int} (PretokenCounts too), an iterable of bytes (counted, as Counter does) or
         nothing (empty)."""
-        if isinstance(counts, PretokenCounts):      # a mapping, not an iterable of its pre-tokens (each counted once)
-            counts = counts._as_dict()
+        if isinstance(counts, PretokenCounts):      # its arrays, not an iterable of its pre-tokens (each counted once)
+            self._set(counts.tokens, counts.offsets, counts.counts, pattern, special_tokens)
+            return
         counts = {} if counts is None else counts if isinstance(counts, Mapping) else Counter(counts)
         self._set(*mapping_arrays(counts), pattern, special_tokens)
 
