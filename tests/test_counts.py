@@ -185,6 +185,9 @@ def test_counts_compare_as_counter_does():
     assert PretokenCounts({b"x": 1}) != PretokenCounts({b"x": 1}, special_tokens=[EOT])
     # PretokenCounts reads as a mapping: made from one, it keeps the counts (it counted each pre-token once)
     assert PretokenCounts(PretokenCounts({b"ab": 5, b"c": 2, b"z": 0})) == {b"ab": 5, b"c": 2}
+    # with the pattern and special tokens given, as for any mapping (theirs are not taken)
+    made = PretokenCounts(PretokenCounts({b"a": 3}, special_tokens=[EOT]), pattern=GPT4_PATTERN)
+    assert made == {b"a": 3} and made.special_tokens == () and made.pattern == GPT4_PATTERN
 
 
 @pytest.mark.parametrize("tokens, offsets, counts, match", [
