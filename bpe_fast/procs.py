@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import itertools
 import multiprocessing
+import numbers
 import os
 import select
 import signal
@@ -62,17 +63,26 @@ def check_num_processes(num_processes: int | None) -> int:
                 raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be a positive integer, got {value!r}")
             return int(value)
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    if isinstance(num_processes, bool) or not isinstance(num_processes, int) or num_processes < 1:
+    if not _is_int(num_processes) or num_processes < 1:
         raise ValueError(f"num_processes must be a positive int or None, got {num_processes!r}")
-    return num_processes
+    return int(num_processes)
+
+
+def _is_int(value: object) -> bool:
+    """An int or NumPy integer, not a bool (True is no count of processes or bytes)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)   # (np.bool_ is no Integral)
 
 
 def check_chunk_bytes(chunk_bytes: int | None, default: int) -> int:
-    """The size of the byte ranges given to workers: `default` for None, else a positive int."""
-    chunk_bytes = default if chunk_bytes is None else int(chunk_bytes)
+    """The size of the byte ranges given to workers: `default` for None, else a positive int (int() took '100',
+    1.5 and True)."""
+    if chunk_bytes is None:
+        return default
+    if not _is_int(chunk_bytes):
+        raise TypeError(f"chunk_bytes must be an int or None, got {type(chunk_bytes).__name__}")
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
-    return chunk_bytes
+    return int(chunk_bytes)
 
 
 def _die_with_parent() -> None:

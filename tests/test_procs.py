@@ -107,3 +107,21 @@ def test_forkserver_workers_import_the_callers_bpe_fast(tmp_path):
         "print(dict(counts) == {b'a': 100, b' b': 100})\n", encoding="utf-8")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout == "True\n", out.stderr
+
+
+def test_worker_counts_and_range_sizes_are_ints_numpy_ones_too():
+    # chunk_bytes went through int(): '100', 1.5 and True were taken; num_processes refused np.int64, which the
+    # caps (max_bytes, max_documents) take
+    import numpy as np
+    from bpe_fast.procs import check_chunk_bytes, check_num_processes
+
+    assert check_num_processes(np.int64(2)) == 2 and type(check_num_processes(np.int64(2))) is int
+    assert check_chunk_bytes(np.int32(100), 5) == 100 and check_chunk_bytes(None, 5) == 5
+    for bad in ("100", 1.5, True, np.bool_(True)):
+        with pytest.raises(TypeError, match="chunk_bytes must be an int or None"):
+            check_chunk_bytes(bad, 5)
+    for bad in (True, 2.0, "2"):
+        with pytest.raises(ValueError, match="num_processes must be a positive int or None"):
+            check_num_processes(bad)
+    with pytest.raises(ValueError, match="chunk_bytes must be positive"):
+        check_chunk_bytes(0, 5)
