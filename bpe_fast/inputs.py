@@ -5,8 +5,9 @@ An input is
   * a list or tuple of such paths (taken in order);
   * any other iterable (a generator, a dataset): its items are documents, each a `str`, `bytes` (UTF-8) or a
     mapping holding the text under `text_field` (as the rows of HF datasets do); an item that is a list is a
-    batch of such documents (as HF's train_from_iterator takes them), whose documents are numbered as items
-    of the input (in errors and for max_documents).
+    batch of such documents (as HF's train_from_iterator takes them), and so is a mapping whose `text_field`
+    holds a list (a batch's columns, as HF datasets' iter(batch_size=...) gives them); a batch's documents are
+    numbered as items of the input (in errors and for max_documents).
 
 Files are read by extension: `.gz`, `.bz2`, `.xz` and `.zst` (the `zstandard` package) are decompressed as
 they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, its text under `text_field`),
@@ -812,8 +813,8 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
             if state == 1:                      # the input, or the list item being pulled, is exhausted
                 sources.pop()
                 done = not sources
-            elif state == 2 and type(item) is list and len(sources) == 1:
-                sources.append(iter(item))      # a batch of documents
+            elif state == 2 and len(sources) == 1 and (batch := _batch_items(item, text_field)) is not None:
+                sources.append(iter(batch))     # a batch of documents
             elif state == 2:                    # not a plain str, or too big for what is left: converted here
                 document = _document_utf8(item, index, text_field)
                 if at + len(document) > room:
@@ -873,9 +874,21 @@ def _iterable_documents(iterable: Iterable[Any], text_field: str) -> Iterator[tu
     batch of items, numbered as items of the input."""
     index = 0
     for item in iterable:
-        for document in item if type(item) is list else (item,):
+        batch = _batch_items(item, text_field)
+        for document in (item,) if batch is None else batch:
             yield _document_utf8(document, index, text_field), None
             index += 1
+
+
+def _batch_items(item: object, text_field: str) -> list[Any] | None:
+    """The documents of an item of an iterable input that is a batch: a list (as HF's train_from_iterator takes
+    them), or a mapping whose text_field holds a list (the columns of a batch, as HF datasets' iter(batch_size)
+    gives them); None for any other item."""
+    if type(item) is list:
+        return item
+    if isinstance(item, Mapping) and text_field in item and type(item[text_field]) is list:
+        return item[text_field]
+    return None
 
 
 def _document_utf8(item: object, index: int, text_field: str) -> bytes:

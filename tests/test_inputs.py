@@ -163,17 +163,23 @@ def test_iterable_of_mixed_items_in_pulls_equals_oracle(docs, chunk_bytes):
 @given(docs=st.lists(st.tuples(st.text(alphabet="ab cé日😀", max_size=30), st.sampled_from(["str", "bytes", "dict"])),
                      max_size=300),
        cuts=st.lists(st.integers(0, 300), max_size=12), chunk_bytes=st.sampled_from([1, 64, 4096]),
-       procs=st.sampled_from([1, 2]), max_documents=st.one_of(st.none(), st.integers(0, 300)))
-@example(docs=[("a", "str"), ("b", "bytes")], cuts=[0, 0, 1, 1, 2, 2], chunk_bytes=1, procs=1, max_documents=None)
-def test_list_items_are_batches_of_documents(docs, cuts, chunk_bytes, procs, max_documents):
+       procs=st.sampled_from([1, 2]), max_documents=st.one_of(st.none(), st.integers(0, 300)),
+       columns=st.booleans())
+@example(docs=[("a", "str"), ("b", "bytes")], cuts=[0, 0, 1, 1, 2, 2], chunk_bytes=1, procs=1, max_documents=None,
+         columns=False)
+@example(docs=[("a", "str"), ("b", "bytes")], cuts=[0, 0, 1, 1, 2, 2], chunk_bytes=1, procs=1, max_documents=None,
+         columns=True)
+def test_list_items_are_batches_of_documents(docs, cuts, chunk_bytes, procs, max_documents, columns):
     """HF's train_from_iterator takes lists of texts: a list item is a batch of documents (empty ones too),
-    counted as its items one by one, with any other items around it."""
+    counted as its items one by one, with any other items around it. So is a mapping whose text field holds a
+    list (columns), as HF datasets' iter(batch_size=...) gives them: it was a TypeError."""
     forms = {"str": str, "bytes": lambda d: d.encode("utf-8"), "dict": lambda d: {"text": d}}
     flat = [forms[kind](d) for d, kind in docs]
     bounds = sorted(min(c, len(flat)) for c in cuts)
     items: list = []
     for k, (a, b) in enumerate(zip([0] + bounds, bounds + [len(flat)])):
-        items.extend([flat[a:b]] if k % 2 else flat[a:b])      # every other run as one list item
+        batch = {"id": list(range(a, b)), "text": flat[a:b]} if columns else flat[a:b]
+        items.extend([batch] if k % 2 else flat[a:b])      # every other run as one batch item
     taken = [d for d, _ in docs][:max_documents] if max_documents is not None else [d for d, _ in docs]
     expected = oracle_count_pretokens("<|>".join(taken), ["<|>"], GPT2_PATTERN)
     assert count_pretokens(iter(items), ["<|>"], num_processes=procs, chunk_bytes=chunk_bytes,
@@ -188,6 +194,10 @@ def test_list_items_name_their_documents(procs, capped):
         count_pretokens(iter(["a", ["b", "c"], ["d", "e\ud800", "f"]]), num_processes=procs, **cap)
     with pytest.raises(TypeError, match=r"item 2 of the input is a list inside a list item"):
         count_pretokens(iter(["a", ["b", ["c"]]]), num_processes=procs, **cap)
+    with pytest.raises(TypeError, match=r"item 2 of the input: field 'text' is list; documents must be str"):
+        count_pretokens(iter(["a", {"text": ["b", {"text": ["c"]}]}]), num_processes=procs, **cap)
+    with pytest.raises(InputError, match="item 2 of the input holds a lone surrogate at character 0"):
+        count_pretokens(iter(["a", {"text": ["b", "\ud800"]}]), num_processes=procs, **cap)
     with pytest.raises(TypeError, match=r"item 1 of the input is tuple"):
         count_pretokens(iter(["a", ("b", "c")]), num_processes=procs, **cap)
 
