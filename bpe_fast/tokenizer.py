@@ -72,6 +72,7 @@ _OUTPUT_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint16, np.uint32, np.
 _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
 _ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
 _NONE: frozenset[str] = frozenset()
+_LISTS = (list, tuple)   # what decode reads item by item in C (BPETables.decode_list); a tuple as a list
 # a tokenizer keeps at most this many views with other special tokens (Tokenizer._view)
 _MAX_VIEWS = 64
 # encode_iterable re-examines the unfinished tail only once the pending text has grown by this factor,
@@ -1172,8 +1173,8 @@ class Tokenizer:
         >>> tok.decode([104, 105]), tok.decode([0xE2, 0x82]), tok.decode([104, 0xE2], errors="ignore")
         ('hi', '�', 'h')
         """
-        if type(ids) is list:
-            data = self._tables.decode_list(ids)
+        if type(ids) in _LISTS:
+            data = self._tables.decode_list(ids if type(ids) is list else list(ids))
             if data is not None:
                 return data.decode("utf-8", errors)
         return self.decode_bytes(ids).decode("utf-8", errors)
@@ -1208,8 +1209,8 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode_bytes([0xE2, 0x82, 0xAC])
         b'\\xe2\\x82\\xac'
         """
-        if type(ids) is list:
-            data = self._tables.decode_list(ids)
+        if type(ids) in _LISTS:
+            data = self._tables.decode_list(ids if type(ids) is list else list(ids))
             if data is not None:
                 return data
         return self._tables.decode_bytes(_id_array(ids))
@@ -1571,7 +1572,11 @@ def _id_array(ids: Any) -> NDArray[np.int64]:
         return np.zeros(0, dtype=np.int64)
     kind = arr.dtype.kind
     # a list's bools are ints (decode([True]) is decode([1]), as tiktoken's); a bool array, or NumPy's bools in a
-    # list, are not (tiktoken: "'numpy.bool' object cannot be interpreted as an integer")
+    # list, are not (tiktoken: "'numpy.bool' object cannot be interpreted as an integer"), among ints neither
+    # [1, np.True_] is an int array, the bool a 0 or 1 in it: the items are looked at only when one is there
+    if kind == "i" and arr is not ids and (arr <= 1).any() and np.bool_ in map(type, ids):
+        k, value = next((k, i) for k, i in enumerate(ids) if type(i) is np.bool_)
+        raise TypeError(f"token id {value!r} (at position {k}) is not an int")
     if kind == "i" or (kind == "b" and arr is not ids and all(type(i) is bool for i in ids)):
         return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "u":

@@ -247,6 +247,16 @@ def test_decode_arguments_and_errors(pair):
         same(pair, "decode_bytes", ids)
 
 
+def test_decode_of_a_numpy_bool_among_ints_is_a_type_error(pair):
+    # tiktoken takes no NumPy bool as an id; among ints, NumPy made an int array of them and decode read
+    # np.True_ as 1. Found comparing decode's arguments with tiktoken's
+    for ids in [[1, np.True_], (2, np.False_), [np.int64(3), np.True_]]:
+        assert same(pair, "decode", ids)[:2] == ("raise", TypeError)
+        same(pair, "decode_bytes", ids)
+    with pytest.raises(TypeError, match="position 1"):
+        pair[0].tokenizer.decode([1, np.True_])
+
+
 def test_disallowed_special_message(pair):
     got = same(pair, "encode", "a<|endoftext|>")
     assert got[:2] == ("raise", ValueError) and "disallowed special token '<|endoftext|>'" in got[2]
