@@ -187,12 +187,12 @@ class Encoding:
             disallowed_special = frozenset(disallowed_special)
         threads = _threads(num_threads)
         texts = list(text)
+        if not texts:       # tiktoken's encode runs text by text: no text, no more checks
+            return []
         try:
             encoder = self._encoder(allowed_special)
         except TypeError:
-            # tiktoken's encode raises it text by text: no text, no error; the first text's disallowed check first
-            if not texts:
-                return []
+            # tiktoken's encode raises it text by text: the first text's disallowed check first
             if disallowed_special:
                 check_disallowed(texts[0], disallowed_special)
             raise

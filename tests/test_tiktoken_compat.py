@@ -312,6 +312,16 @@ def test_allowed_special_of_what_is_not_str_is_a_type_error(pair):
                     assert same(pair, call)[0] == "raise"
 
 
+def test_encode_batch_of_no_texts_checks_no_keyword_the_texts_would(pair):
+    # tiktoken's encode_batch of [] encodes nothing, so never searches for disallowed_special: a non-str in it
+    # is no error there; it was a TypeError here (the native batch sorted the tokens first). Found comparing
+    # encode_batch's keywords with tiktoken over sets of other types
+    for disallowed in [{EOT, 1}, {b"x"}, frozenset({None, EOT})]:
+        assert same(pair, lambda e: e.encode_batch([], disallowed_special=disallowed)) == ("ok", [])
+        assert same(pair, lambda e: e.encode_batch(["a"], disallowed_special=disallowed))[:2] == ("raise", TypeError)
+    same(pair, lambda e: e.encode_batch([], allowed_special=[EOT]))         # set - list: raised before any text
+
+
 def small_ranks():
     return {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 
