@@ -734,8 +734,13 @@ class Tokenizer:
         # U+FFFD or a character above U+FFFF (which surrogates in a text could spell there): then all are
         # searched here first, in each str, as check_disallowed does.
         native = tuple(sorted(disallowed)) if all(utf8_searchable(token) for token in disallowed) else ()
-        # (a TypeError naming a text that is not a str)
-        job = BatchJob(texts, self._segmenter, _GROUP_BYTES, self._specials.tokens, self._id_objects, native)
+        try:
+            job = BatchJob(texts, self._segmenter, _GROUP_BYTES, self._specials.tokens, self._id_objects, native)
+        except TypeError:       # naming a text that is not a str: tiktoken's error unless one before holds a
+            if disallowed:      # disallowed token (it raises the first text's error)
+                for text in itertools.takewhile(lambda text: isinstance(text, str), texts):
+                    check_disallowed(text, disallowed)
+            raise
         if disallowed and not native:
             for text in texts:
                 check_disallowed(text, disallowed)

@@ -322,6 +322,17 @@ def test_encode_batch_of_no_texts_checks_no_keyword_the_texts_would(pair):
     same(pair, lambda e: e.encode_batch([], allowed_special=[EOT]))         # set - list: raised before any text
 
 
+def test_encode_batch_raises_the_first_texts_error(pair):
+    # tiktoken encodes text by text, each searched for disallowed tokens first: a disallowed token in a text
+    # before one that is not a str is its ValueError; the native batch raised the TypeError of the later text
+    # (it checks every text's type first). Found comparing encode_batch with tiktoken on mixed bad batches
+    for texts in [[EOT, 5], ["a", EOT, None], ["a", 5, EOT], [5, EOT], ["<|fim_prefix|>", b"x"]]:
+        for keywords in [{}, {"disallowed_special": {EOT}}, {"allowed_special": {"<|fim_prefix|>"}},
+                         {"disallowed_special": ()}, {"allowed_special": "all"}]:
+            assert same(pair, lambda e: e.encode_batch(texts, **keywords))[0] == "raise"
+            same(pair, lambda e: e.encode_batch(texts, num_threads=1, **keywords))
+
+
 def small_ranks():
     return {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 
