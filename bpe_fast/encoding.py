@@ -161,7 +161,7 @@ class Encoding:
         encoder = self._checked(text, allowed_special, disallowed_special)
         if not isinstance(text, str):
             raise TypeError(f"argument 'text': {type(text).__name__!r} object cannot be converted to 'PyString'")
-        return encoder.encode_utf8_to_numpy(text.encode("utf-8"), np.uint32)
+        return encoder.encode_utf8_to_numpy(str.encode(text, "utf-8"), np.uint32)   # a subclass: its characters
 
     def encode_ordinary_batch(self, text: Iterable[str], *, num_threads: int | None = 8) -> list[list[int]]:
         """[encode_ordinary(t) for t in text], on up to `num_threads` threads.

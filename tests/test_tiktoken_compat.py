@@ -333,6 +333,18 @@ def test_encode_batch_raises_the_first_texts_error(pair):
             same(pair, lambda e: e.encode_batch(texts, num_threads=1, **keywords))
 
 
+def test_encode_to_numpy_reads_a_str_subclass_as_its_characters(pair):
+    # tiktoken's encoder reads the characters of a str subclass; encode_to_numpy called the subclass's encode
+    # (here "qqq"). Found encoding str subclasses with every encode method
+    class Text(str):
+        def encode(self, *args, **kwargs):
+            return b"qqq"
+
+    for call in [lambda e: e.encode_to_numpy(Text("hello <|endoftext|>"), allowed_special="all"),
+                 lambda e: e.encode_to_numpy(Text("hello"))]:
+        assert same(pair, call)[1][2] != list(b"qqq")
+
+
 def small_ranks():
     return {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 
