@@ -266,7 +266,7 @@ def check_disallowed(text: str, tokens: frozenset[str]) -> None:
             raise disallowed_special_error(m.group())
         return
     for token in tokens:
-        if token in text:       # str.__contains__ is fast; the regex only runs when one is there
+        if str.__contains__(text, token):   # fast (and a subclass's characters); the regex runs when one is there
             m = _search_regex(tokens).search(text)      # type: ignore[union-attr]  # tokens: not empty
             raise disallowed_special_error(m.group())   # type: ignore[union-attr]  # `token` is there
 

@@ -345,6 +345,20 @@ def test_encode_to_numpy_reads_a_str_subclass_as_its_characters(pair):
         assert same(pair, call)[1][2] != list(b"qqq")
 
 
+def test_disallowed_check_reads_a_str_subclass_as_its_characters(pair):
+    # tiktoken searches a text's characters for disallowed tokens; the check asked the text's own `in`, so a
+    # str subclass answering False let "<|endoftext|>" through (encode_batch: an AssertionError). Found
+    # encoding str subclasses with every encode method
+    class Text(str):
+        def __contains__(self, item):
+            return False
+
+    text = Text("hi <|endoftext|>")
+    for call in [lambda e: e.encode(text), lambda e: e.encode_to_numpy(text), lambda e: e.encode_batch([text]),
+                 lambda e: e.encode(text, disallowed_special={EOT})]:
+        assert same(pair, call)[:2] == ("raise", ValueError)
+
+
 def small_ranks():
     return {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 
