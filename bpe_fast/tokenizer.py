@@ -1021,7 +1021,8 @@ class Tokenizer:
         carry = ""
         context = b""         # the end of the ordinary text before the pending text (none after a special token)
         for chunk in iterable:
-            _check_chunk(chunk)
+            if type(chunk) is not str:
+                chunk = str.__str__(_check_chunk(chunk))
             if carry:
                 chunk, carry = carry + chunk, ""
             chunk, carry = _hold_high_surrogate(chunk)

@@ -934,6 +934,22 @@ def test_str_subclasses_are_plain_text(tok):
     assert list(tok.encode_iterable([Text(text[:7]), Text(text[7:])])) == tok.encode(text)
 
 
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_encode_iterable_reads_str_subclasses_as_their_characters(tok, path):
+    # the Python path asked a chunk's own len and [] (the native one reads its characters): a subclass
+    # answering otherwise was dropped. Found encoding str subclasses with every encode method
+    class Text(str):
+        def __len__(self):
+            return 0
+
+        def __getitem__(self, k):
+            return "z"
+
+    t = tok if path == "native" else python_path(tok)
+    chunks = [Text("Hello wor\ud83d"), Text("\ude00ld" + EOT), Text(" again")]
+    assert list(t.encode_iterable(chunks)) == tok.encode("".join(chunks))
+
+
 def test_native_errors_leave_nothing_behind():
     tok = Tokenizer({i: bytes([i]) for i in range(128)}, [], ["<|e|>"])
     assert tok._segmenter is not None
