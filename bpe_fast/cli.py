@@ -476,10 +476,9 @@ def _check_special_bytes(specials: list[str], initial: Tokenizer | None, given: 
 
 
 def _check_creatable(directory: str) -> None:
-    """A CliError unless the tokenizer's files can be made in `directory`: its nearest existing ancestor is a folder
-    one may make things in
-    (the folders between are made when the tokenizer is saved, as Tokenizer.save makes them), or `directory`
-    itself when it exists."""
+    """A CliError unless the tokenizer's files can be made in `directory`: in it when it exists, else in its
+    nearest existing ancestor, which must be a folder (the folders between are made when the tokenizer is saved,
+    as Tokenizer.save makes them)."""
     ancestor = os.path.abspath(directory)
     while not os.path.exists(ancestor):
         ancestor = os.path.dirname(ancestor)

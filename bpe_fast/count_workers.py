@@ -36,8 +36,8 @@ from .inputs import (MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch
                      slot_bytes_for, utf8_boundary)
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
-from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, shared_counter, shared_queue,
-                    worker_context, worker_pool)
+from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, shared_counter,
+                    shared_queue, worker_context, worker_pool)
 from .specials import SpecialTokens
 
 DEFAULT_CHUNK_BYTES = 4 << 20
