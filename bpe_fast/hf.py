@@ -88,8 +88,8 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     Isolated keeps it; bpe_fast would drop it); without keep_gaps, a regex with no anchor that the two engines
     read otherwise (^, $, \\Z) is returned as it is (as export_hf writes a pattern). Refused: "{m,n}+" (a
     possessive interval in `regex`, a repeated one in Oniguruma; tiktoken's own spelling of cl100k has one),
-    what else the two engines read differently (\\w, \\W, \\h, \\H, \\b, \\B, \\K, a class in a class: _engine_difference), capturing groups,
-    and a regex that matches empty text.
+    what else the two engines read differently (\\w, \\W, \\h, \\H, \\b, \\B, \\K, \\N, a class in a class:
+    _engine_difference), capturing groups, and a regex that matches empty text.
 
     >>> pattern_from_hf(GPT4_PATTERN_HF) == GPT4_PATTERN
     True
@@ -183,7 +183,8 @@ def _engine_difference(pattern: str) -> str | None:
     """The first construct of `pattern` that Oniguruma (HF) and `regex` read differently, beside anchors
     (rewritten) and {m,n}+ (refused on its own), or None: \\w and \\W (Oniguruma's word characters take the other
     numbers, ² ³ ¹ ¼ ½ ¾, and more; \\p{Word} too), \\h and \\H (a hex digit to Oniguruma, horizontal space to
-    `regex`), \\b and \\B outside a class (word boundaries, by \\w), \\K (Oniguruma's "keep"), \\X (grapheme
+    `regex`), \\b and \\B outside a class (word boundaries, by \\w), \\K (Oniguruma's "keep"), \\N outside a class
+    (any character but a newline to Oniguruma, a literal N or a named character to `regex`), \\X (grapheme
     clusters, cut differently), \\pL without braces, \\p{XDigit}, the flag m ((?m: is dot-all to Oniguruma), and a
     "[" inside a class (Oniguruma's nested classes, POSIX brackets and && intersections; a literal "[" to
     `regex`)."""
@@ -193,7 +194,7 @@ def _engine_difference(pattern: str) -> str | None:
         c = pattern[i]
         if c == "\\" and i + 1 < n:
             e = pattern[i + 1]
-            if e in "wWhHX" or (e in "bBK" and not depth):
+            if e in "wWhHX" or (e in "bBKN" and not depth):
                 return "\\" + e
             if e in "pP":
                 if pattern[i + 2:i + 3] != "{":

@@ -202,7 +202,8 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
                                (r"[a-z&&[^aeiou]]+|\p{L}+", "&&"), (r"a\Kb|\p{L}", r"\K"),
                                (r"[[:punct:]]+|\p{L}+", "[:"), (r"\h+|\p{L}+", r"\h"), (r"[a[b]]|\s", "["),
                                (r"(?m:.+)|\s", "(?m:"), (r"(?im)a|.", "(?im)"), (r"\p{Word}+|\s", r"\p{Word}"),
-                               (r"\p{XDigit}+|.", r"\p{XDigit}"), (r"\pL+|.", r"\pL"), (r"\X", r"\X")]:
+                               (r"\p{XDigit}+|.", r"\p{XDigit}"), (r"\pL+|.", r"\pL"), (r"\X", r"\X"),
+                               (r"\N+|\n", r"\N")]:
         expected = f"has '{re.escape(construct)}'.*read differently"
         with pytest.raises(ValueError, match=expected):
             pattern_from_hf(pattern)
@@ -218,6 +219,12 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
     assert regex.findall(pattern_from_hf(r"&&|\|\||[\b]|\p{L}+|\s"), "a&&b") == ["a", "&&", "b"]
     split = pre_tokenizers.Split(tokenizers.Regex(r"&&|\|\||[\b]|\p{L}+|\s"), behavior="isolated")
     assert [piece for piece, _ in split.pre_tokenize_str("a&&b")] == ["a", "&&", "b"]
+    # \N: any character but a newline to Oniguruma, a literal N to `regex` (a named character with braces); in a
+    # class both read an N
+    split = pre_tokenizers.Split(tokenizers.Regex(r"\N"), behavior="isolated")
+    assert [piece for piece, _ in split.pre_tokenize_str("aN")] == ["a", "N"]
+    assert regex.findall(r"\N", "aN") == ["N"]
+    assert regex.findall(pattern_from_hf(r"[\N]"), "aN") == ["a", "N"]
     with pytest.raises(ValueError, match="possessive interval"):
         Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=r"\p{N}{1,3}+|\p{L}+|\s").export_hf(tmp_path / "o.json")
 
