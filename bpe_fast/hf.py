@@ -39,6 +39,7 @@ Where HF and bpe_fast could differ, and what is refused for it:
 """
 from __future__ import annotations
 
+import functools
 import json
 import operator
 from concurrent.futures import ThreadPoolExecutor
@@ -177,6 +178,19 @@ def _read_alike(pattern: str) -> str:
 
 # Unicode properties the two engines give other characters: Word is \\w; XDigit takes fullwidth digits in `regex`
 _PROPERTIES_READ_OTHERWISE = {"word", "xdigit"}
+# the cased properties, which the flag i widens otherwise in the two engines (outside a class, `regex` only: to every
+# cased letter)
+_CASED_PROPERTIES = {"lu", "ll", "lt", "lc", "l&", "uppercaseletter", "lowercaseletter", "titlecaseletter",
+                     "casedletter", "upper", "lower", "uppercase", "lowercase", "cased", "title", "titlecase"}
+
+
+@functools.cache
+def _folded_otherwise() -> tuple[frozenset[str], tuple[str, ...]]:
+    """(the characters the flag i matches otherwise in the two engines, the case folds of several characters):
+    `regex` folds i with İ and I with ı; Oniguruma matches a character whose case fold is several characters (ß,
+    ﬁ, ŉ) with those characters (ss, fi, ʼn), `regex` does not."""
+    several = [chr(c) for c in range(0x10000) if len(chr(c).casefold()) > 1]
+    return frozenset("iIı" + "".join(several)), tuple({c.casefold() for c in several})
 
 
 def _engine_difference(pattern: str) -> str | None:
@@ -185,10 +199,15 @@ def _engine_difference(pattern: str) -> str | None:
     numbers, ² ³ ¹ ¼ ½ ¾, and more; \\p{Word} too), \\h and \\H (a hex digit to Oniguruma, horizontal space to
     `regex`), \\b and \\B outside a class (word boundaries, by \\w), \\K (Oniguruma's "keep"), \\N outside a class
     (any character but a newline to Oniguruma, a literal N or a named character to `regex`), \\X (grapheme
-    clusters, cut differently), \\pL without braces, \\p{XDigit}, the flag m ((?m: is dot-all to Oniguruma), and a
+    clusters, cut differently), \\pL without braces, \\p{XDigit}, the flag m ((?m: is dot-all to Oniguruma), a
     "[" inside a class (Oniguruma's nested classes, POSIX brackets and && intersections; a literal "[" to
-    `regex`)."""
+    `regex`), and where the flag i is on, what it matches otherwise (returned after "(?i)"): i, I, ı, İ and a
+    character whose case fold is several characters, in a class too (or in a range), letters that spell such a
+    fold (ss, fi: Oniguruma matches ß, ﬁ), and the cased properties (\\p{Lu}: every cased letter to `regex`)."""
     depth = 0                   # inside a class: 1 (Oniguruma could nest further; that is refused here)
+    ignore_case = False         # the flag i here
+    outer: list[bool] = []      # the flag i where each group the parser is inside was opened
+    letters = ""                # the literal characters just before, where the flag i is on
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
@@ -201,14 +220,41 @@ def _engine_difference(pattern: str) -> str | None:
                     return pattern[i:i + 3]          # \pL: a letter class to `regex`, not to Oniguruma
                 end = pattern.find("}", i)
                 name = pattern[i + 3:end].lower().replace("_", "").replace(" ", "").lstrip("^")
-                if name in _PROPERTIES_READ_OTHERWISE:
-                    return pattern[i:end + 1]
+                if name in _PROPERTIES_READ_OTHERWISE or (ignore_case and name in _CASED_PROPERTIES):
+                    return ("(?i)" if name in _CASED_PROPERTIES else "") + pattern[i:end + 1]
+            letters = ""
             i += 2
             continue
         if c == "(" and pattern[i + 1:i + 2] == "?" and not depth:
             flags = regex.match(r"[a-zA-Z-]*(?=[:)])", pattern[i + 2:])
             if flags and "m" in flags.group().split("-")[0]:
                 return pattern[i:i + 3 + len(flags.group())]   # (?m: dot-all to Oniguruma, multi-line to `regex`
+            if flags:
+                on, _, off = flags.group().partition("-")
+                if pattern[i + 2 + len(flags.group())] == ":":
+                    outer.append(ignore_case)
+                ignore_case = "i" in on or (ignore_case and "i" not in off)
+                letters = ""
+                i += 3 + len(flags.group())
+                continue
+        if ignore_case and c not in "]-" and (depth or c not in "\\()[]|*+?{}.^$"):
+            several, folds = _folded_otherwise()
+            if c in several:
+                return "(?i)" + c
+            if depth and pattern[i + 1:i + 2] == "-" and pattern[i + 2:i + 3] not in ("]", ""):
+                high = pattern[i + 2]
+                if high == "\\" or any(c <= s <= high for s in several):
+                    return "(?i)" + pattern[i:i + 3]
+            if not depth:
+                letters += c
+                if any(fold in letters.casefold() for fold in folds):
+                    return "(?i)" + letters
+        else:
+            letters = ""
+        if c == "(" and not depth:
+            outer.append(ignore_case)
+        elif c == ")" and not depth and outer:
+            ignore_case = outer.pop()
         if depth:
             if c == "[":
                 return "[" + pattern[i + 1:i + 2] if pattern[i + 1:i + 2] == ":" else "["

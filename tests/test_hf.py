@@ -229,6 +229,39 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
         Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=r"\p{N}{1,3}+|\p{L}+|\s").export_hf(tmp_path / "o.json")
 
 
+
+def test_case_insensitive_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
+    """Under the flag i, `regex` folds i with İ and I with ı and widens \\p{Lu} to every cased letter; Oniguruma
+    matches ß with ss, ﬀ with ff: files split so were read and gave other ids than HF ('(?i:ss)' is 'ß' in HF)."""
+    import re
+
+    import regex
+    cases = [("(?i:ss)", "ß", ["ß"], "(?i)ss"), ("(?i:ß)", "ss", ["ss"], "(?i)ß"), ("(?i)ff", "ﬀ", ["ﬀ"], "(?i)ff"),
+             ("(?i:st)", "ﬆ", ["ﬆ"], "(?i)st"), ("(?i)\\p{Lu}+", "aB", ["B"], "(?i)\\p{Lu}"),
+             ("(?i)[\\p{Lu}]", "ƫ", [], "(?i)\\p{Lu}"), ("(?i)[A-Z]+", "ı", [], "(?i)A-Z"),
+             ("(?i)I", "ı", [], "(?i)I"), ("(?i)x|(?i:İ)", "i", [], "(?i)İ")]
+    for pattern, text, hf_matches, construct in cases:
+        split = pre_tokenizers.Split(tokenizers.Regex(pattern), behavior="removed", invert=True)
+        assert [piece for piece, _ in split.pre_tokenize_str(text)] == hf_matches       # HF's reading
+        assert regex.findall(pattern, text) != hf_matches                                 # `regex`'s
+        expected = f"has '{re.escape(construct)}'.*read differently"
+        with pytest.raises(ValueError, match=expected):
+            pattern_from_hf(pattern)
+        with pytest.raises(ValueError, match=expected):
+            Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern).export_hf(tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
+    path = train_hf(tokenizers.Regex("(?i:st)|\\p{L}+|\\s+|[^\\s\\p{L}]+"), tmp_path, vocab_size=300)
+    with pytest.raises(FormatError, match=re.escape("has '(?i)st'")):
+        Tokenizer.from_hf(path)
+    # read alike: the flag i on other letters, where it is off, and the contractions of Llama 3's pattern
+    for pattern in ["(?i:'s|'t|'re|'ve|'m|'ll|'d)|\\p{L}+|\\s", "(?i:ab)s|s|\\s", "(?i:a(?-i)ss)|[a-z]+|\\s",
+                    "(?i:[b-h]+)|\\p{Lu}+|\\s", "(?i:k)(?:ss)|\\p{L}|\\s"]:
+        split = pre_tokenizers.Split(tokenizers.Regex(pattern), behavior="isolated")
+        text = "Ass aSS ss ß ﬁ İ ı BIG ſtop 's 'S 'LL ﬆ K Kss"
+        hf_pieces = [piece for piece, _ in split.pre_tokenize_str(text)]
+        assert regex.findall(pattern_from_hf(pattern), text) == hf_pieces
+
+
 def test_llama3_style_file_from_tiktoken_ranks(tmp_path):
     # transformers' TikTokenConverter makes Llama 3's tokenizer.json from tiktoken ranks: every split of every
     # token a merge (next to each other), ignore_merges true, Llama 3's Split regex. Here from cl100k's ranks.
