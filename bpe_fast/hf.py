@@ -203,10 +203,15 @@ def _engine_difference(pattern: str) -> str | None:
     "[" inside a class (Oniguruma's nested classes, POSIX brackets and && intersections; a literal "[" to
     `regex`), and where the flag i is on, what it matches otherwise (returned after "(?i)"): i, I, ı, İ and a
     character whose case fold is several characters, in a class too (or in a range), letters that spell such a
-    fold (ss, fi: Oniguruma matches ß, ﬁ), and the cased properties (\\p{Lu}: every cased letter to `regex`)."""
+    fold (ss, fi: Oniguruma matches ß, ﬁ), and the cased properties (\\p{Lu}: every cased letter to `regex`); and an
+    option group such as (?i) after the start of an alternative when another alternative follows it (Oniguruma reads
+    x(?i)y|z as x(?i:y|z), `regex` as xy|z)."""
     depth = 0                   # inside a class: 1 (Oniguruma could nest further; that is refused here)
     ignore_case = False         # the flag i here
-    outer: list[bool] = []      # the flag i where each group the parser is inside was opened
+    begun = False               # the alternative here has begun: an option group such as (?i) after its start
+    reaching = ""               # reaches over the alternatives after it in Oniguruma (the first such in this group)
+    outer: list[tuple[bool, bool, str]] = []    # for each group the parser is in, (ignore_case, begun, reaching)
+                                                # to go back to when it closes (begun: the group is an item)
     letters = ""                # the literal characters just before, where the flag i is on
     i, n = 0, len(pattern)
     while i < n:
@@ -223,6 +228,7 @@ def _engine_difference(pattern: str) -> str | None:
                 if name in _PROPERTIES_READ_OTHERWISE or (ignore_case and name in _CASED_PROPERTIES):
                     return ("(?i)" if name in _CASED_PROPERTIES else "") + pattern[i:end + 1]
             letters = ""
+            begun = True
             i += 2
             continue
         if c == "(" and pattern[i + 1:i + 2] == "?" and not depth:
@@ -232,7 +238,10 @@ def _engine_difference(pattern: str) -> str | None:
             if flags:
                 on, _, off = flags.group().partition("-")
                 if pattern[i + 2 + len(flags.group())] == ":":
-                    outer.append(ignore_case)
+                    outer.append((ignore_case, True, reaching))
+                    begun, reaching = False, ""
+                elif begun:         # Oniguruma reads x(?i)y|z as x(?i:y|z), `regex` as xy|z (z with the flag)
+                    reaching = reaching or pattern[i:i + 3 + len(flags.group())]
                 ignore_case = "i" in on or (ignore_case and "i" not in off)
                 letters = ""
                 i += 3 + len(flags.group())
@@ -252,9 +261,16 @@ def _engine_difference(pattern: str) -> str | None:
         else:
             letters = ""
         if c == "(" and not depth:
-            outer.append(ignore_case)
+            outer.append((ignore_case, True, reaching))
+            begun, reaching = False, ""
         elif c == ")" and not depth and outer:
-            ignore_case = outer.pop()
+            ignore_case, begun, reaching = outer.pop()
+        elif c == "|" and not depth:
+            if reaching:
+                return reaching + " followed by |"
+            begun = False
+        elif not depth:
+            begun = True
         if depth:
             if c == "[":
                 return "[" + pattern[i + 1:i + 2] if pattern[i + 1:i + 2] == ":" else "["

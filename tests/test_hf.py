@@ -262,6 +262,28 @@ def test_case_insensitive_constructs_oniguruma_reads_otherwise_are_refused(tmp_p
         assert regex.findall(pattern_from_hf(pattern), text) == hf_pieces
 
 
+def test_an_option_group_inside_an_alternative_before_another_is_refused(tmp_path):
+    """Oniguruma reads x(?i)y|C as x(?i:y|C), `regex` as xy|C (C with the flag), whatever the flags: such files
+    were read and gave other ids than HF."""
+    import re
+
+    import regex
+    for pattern, text, hf_matches in [("x(?i)y|C", "xy C xC", ["xy", "xC"]), ("x(?-i)y|C", "xy C xC", ["xy", "xC"]),
+                                      ("(?:x(?i)y|c)d", "cd xcd", ["xcd"]), ("a|x(?x)y|C", "a C xC", ["a", "xC"])]:
+        split = pre_tokenizers.Split(tokenizers.Regex(pattern), behavior="removed", invert=True)
+        assert [piece for piece, _ in split.pre_tokenize_str(text)] == hf_matches       # HF's reading
+        assert regex.findall(pattern, text) != hf_matches                                 # `regex`'s
+        with pytest.raises(ValueError, match=r"has '\(\?-?[ix]\) followed by \|'.*read differently"):
+            pattern_from_hf(pattern)
+    with pytest.raises(ValueError, match=re.escape("has '(?i) followed by |'")):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="x(?i)y|\\s").export_hf(tmp_path / "out.json")
+    # read alike: the option group first in its alternative, or no alternative after it in its group
+    for pattern in ["(?i)x|y", "a|(?i)x|y", "x(?i)y", "x(?i)(?:y|z)", "(?:x(?i)y)|z", "(?i:x)y|z"]:
+        split = pre_tokenizers.Split(tokenizers.Regex(pattern), behavior="isolated")
+        text = "xy xY Xy y Y z Z a xz"
+        assert regex.findall(pattern_from_hf(pattern), text) == [piece for piece, _ in split.pre_tokenize_str(text)]
+
+
 def test_llama3_style_file_from_tiktoken_ranks(tmp_path):
     # transformers' TikTokenConverter makes Llama 3's tokenizer.json from tiktoken ranks: every split of every
     # token a merge (next to each other), ignore_merges true, Llama 3's Split regex. Here from cl100k's ranks.
