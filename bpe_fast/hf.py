@@ -73,6 +73,7 @@ _IGNORED_POST_PROCESSORS = {"ByteLevel", "TemplateProcessing", "RobertaProcessin
 
 _Z = r"\Z"
 _END_OR_BEFORE_LAST_NEWLINE = r"(?=\n?\z)"     # Oniguruma's \Z (and `regex`'s $ outside multi-line mode)
+_LINE_START = r"(?:\A|(?<=\n)(?!\z))"         # Oniguruma's ^: not at the end of a text after its final newline
 # tiktoken's spelling of GPT-2's pattern (gpt2, r50k_base, p50k_base), which runs natively, as export_hf writes it
 # (a Removed, inverted Split: split_to_hf), its "$" spelled as `regex` reads it
 R50K_PATTERN_HF = R50K_PATTERN.replace(r"\s++$", r"\s++" + _END_OR_BEFORE_LAST_NEWLINE)
@@ -85,12 +86,12 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
 
     GPT2_PATTERN and O200K_PATTERN, character for character, and GPT4_PATTERN as HF files spell it
     (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as Oniguruma does: ^ and $
-    match at each line's end (Oniguruma's default), and the text between two matches is a piece of its own (HF's
-    Isolated keeps it; bpe_fast would drop it); without keep_gaps, a regex with no anchor that the two engines
-    read otherwise (^, $, \\Z) is returned as it is (as export_hf writes a pattern). Refused: "{m,n}+" (a
-    possessive interval in `regex`, a repeated one in Oniguruma; tiktoken's own spelling of cl100k has one),
-    what else the two engines read differently (\\w, \\W, \\h, \\H, \\b, \\B, \\K, \\N, a class in a class:
-    _engine_difference), capturing groups, and a regex that matches empty text.
+    match at each line's end (Oniguruma's default; its ^ not at the end of the text), and the text between two
+    matches is a piece of its own (HF's Isolated keeps it; bpe_fast would drop it); without keep_gaps, a regex
+    with no anchor that the two engines read otherwise (^, $, \\Z) is returned as it is (as export_hf writes a
+    pattern). Refused: "{m,n}+" (a possessive interval in `regex`, a repeated one in Oniguruma; tiktoken's own
+    spelling of cl100k has one), what else the two engines read differently (\\w, \\W, \\h, \\H, \\b, \\B, \\K,
+    \\N, a class in a class: _engine_difference), capturing groups, and a regex that matches empty text.
 
     >>> pattern_from_hf(GPT4_PATTERN_HF) == GPT4_PATTERN
     True
@@ -159,7 +160,7 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
         if pattern == _wrap(inner):
             return _read_alike(inner), "Isolated", False
     if pattern.startswith("(?m:") and pattern.endswith(")"):
-        inner = pattern[len("(?m:"):-1].replace(_END_OR_BEFORE_LAST_NEWLINE, _Z)
+        inner = pattern[len("(?m:"):-1].replace(_END_OR_BEFORE_LAST_NEWLINE, _Z).replace(_LINE_START, "^")
         if pattern == _anchored(inner):                               # pattern_from_hf(..., keep_gaps=False)
             return _read_alike(inner), "Removed", True
     return rewrite_anchors(_read_alike(pattern), {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"}), \
@@ -300,8 +301,9 @@ def _check_same_reading(pattern: str, what: str) -> None:
 
 
 def _anchored(split_regex: str) -> str:
-    """`split_regex` with ^ and $ at line ends and \\Z also before a final newline, as Oniguruma reads them."""
-    return f"(?m:{rewrite_anchors(split_regex, {_Z: _END_OR_BEFORE_LAST_NEWLINE})})"
+    """`split_regex` with ^ and $ at line ends and \\Z also before a final newline, as Oniguruma reads them (its ^
+    does not match at the end of a text after a final newline; `regex`'s does)."""
+    return f"(?m:{rewrite_anchors(split_regex, {'^': _LINE_START, _Z: _END_OR_BEFORE_LAST_NEWLINE})})"
 
 
 def _wrap(split_regex: str) -> str:

@@ -380,6 +380,20 @@ def test_from_hf_reads_backslash_z_as_oniguruma_does(tmp_path):
     assert_same_ids(Tokenizer.from_hf(path), hf, ANCHOR_TEXTS + TEXTS[:40])
 
 
+def test_from_hf_reads_caret_as_oniguruma_does(tmp_path):
+    # ^ does not match at the end of a text after a final newline in Oniguruma; `regex`'s multi-line ^ does there:
+    # "ab  \n" was "ab", "  \n" here (one token), "ab", " ", " ", "\n" in HF
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"  ", 257: b"  \n"}
+    doc = hf_tokenizer_json(Tokenizer(vocab, [(b" ", b" "), (b"  ", b"\n")]))
+    doc["pre_tokenizer"]["pretokenizers"][0].update(pattern={"Regex": r"\p{L}+|\s+^|\s"}, behavior="Isolated",
+                                                     invert=False)
+    path = write_doc(tmp_path, doc)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert hf_ids(hf, "ab  \n") == [97, 98, 32, 32, 10]
+    texts = ANCHOR_TEXTS + ["ab  \n", "ab  \n\n", "a  \n  \n", "  \n", "\n\n\n", "ab  \ncd  \n"] + TEXTS[:40]
+    assert_same_ids(Tokenizer.from_hf(path), hf, texts)
+
+
 @pytest.mark.parametrize("pattern", [r"^ab|ab$|a|b|\n|[^ab\n]", r"ab\Z|a|b|\n|[^ab\n]", r"[$^]|ab|a|b|\n|[^ab\n$^]",
                                      r"\p{L}+", r"ab|\p{L}"])
 def test_export_spells_anchors_as_oniguruma_reads_them(tmp_path, pattern):
