@@ -234,6 +234,13 @@ def _candidates(named: Named, looked: list[str]) -> Iterator[tuple[str, RanksFil
             yield os.path.join(data, ranks_file.names[0] + ".gz"), ranks_file
 
 
+def tiktoken_cache_file(url: str) -> str | None:
+    """Where tiktoken's read_file_cached keeps what it read from `url` (its cache folder and the SHA-1 of the url),
+    or None when the cache is off."""
+    cache = _tiktoken_cache()
+    return None if cache is None else os.path.join(cache, hashlib.sha1(url.encode()).hexdigest())
+
+
 def _tiktoken_cache() -> str | None:
     """tiktoken's cache folder, by tiktoken's rule; None when TIKTOKEN_CACHE_DIR="" (or, unset, DATA_GYM_CACHE_DIR="")
     turns the cache off."""

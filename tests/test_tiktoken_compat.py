@@ -766,3 +766,65 @@ def test_a_ranks_dict_changed_after_construction_changes_no_answer():
         with pytest.raises(KeyError):
             enc.encode_single_token(b"zz")
         assert enc.token_byte_values() == sorted([bytes([b]) for b in range(256)] + [b"ab", b"abc"])
+
+
+# ---- tiktoken.load's functions (bpe_fast.load), against tiktoken's own, offline ----------------------------
+
+def test_load_tiktoken_bpe_reads_and_checks_as_tiktoken(tmp_path, monkeypatch):
+    # Llama 3's and Qwen's tokenizers do `from tiktoken.load import load_tiktoken_bpe`: bpe_fast had no such
+    # function (its reader was bpe_fast.ranks.read_tiktoken, of another name and error)
+    tiktoken_load = pytest.importorskip("tiktoken.load")
+    import gzip
+    import hashlib
+    from bpe_fast.load import dump_tiktoken_bpe, load_tiktoken_bpe
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")        # tiktoken would copy even a local file into its cache
+    path = tmp_path / "cl100k_base.tiktoken"
+    path.write_bytes(gzip.decompress(open(ranks_path("cl100k_base"), "rb").read()))
+    ranks = load_tiktoken_bpe(str(path))
+    assert ranks == load_ranks("cl100k_base") == tiktoken_load.load_tiktoken_bpe(str(path))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert load_tiktoken_bpe(str(path), digest) == ranks
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))    # (with its cache off, tiktoken checks no hash)
+    for load in (load_tiktoken_bpe, tiktoken_load.load_tiktoken_bpe):
+        with pytest.raises(ValueError, match="Hash mismatch"):
+            load(str(path), "0" * 64)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    small = {b"a": 0, b"b": 1, b"ab": 2, b"\x00\xff": 3}
+    dump_tiktoken_bpe(small, str(tmp_path / "small.tiktoken"))
+    assert tiktoken_load.load_tiktoken_bpe(str(tmp_path / "small.tiktoken")) == small
+    assert load_tiktoken_bpe(str(tmp_path / "small.tiktoken")) == small
+    (tmp_path / "bad.tiktoken").write_bytes(b"YQ== 0\nYg==1\n")
+    with pytest.raises(ValueError, match=r"bad\.tiktoken:2: expected a base64 token"):
+        load_tiktoken_bpe(str(tmp_path / "bad.tiktoken"))
+
+
+def test_load_tiktoken_bpe_of_a_url_reads_tiktokens_cache_and_downloads_nothing(tmp_path, monkeypatch):
+    import hashlib
+    from bpe_fast.load import load_tiktoken_bpe
+    url = "https://example.invalid/mine.tiktoken"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="bpe_fast downloads nothing, and tiktoken's cache holds no copy"):
+        load_tiktoken_bpe(url)
+    data = b"YQ== 0\nYg== 1\nYWI= 2\n"
+    (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_bytes(data)       # where tiktoken caches it
+    assert load_tiktoken_bpe(url) == {b"a": 0, b"b": 1, b"ab": 2}
+    assert load_tiktoken_bpe(url, hashlib.sha256(data).hexdigest()) == {b"a": 0, b"b": 1, b"ab": 2}
+    with pytest.raises(FileNotFoundError, match="does not have the SHA-256 " + "1" * 64):
+        load_tiktoken_bpe(url, "1" * 64)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    with pytest.raises(FileNotFoundError, match="tiktoken's cache is off"):
+        load_tiktoken_bpe(url)
+
+
+def test_data_gym_ranks_of_gpt2s_files_equal_tiktokens(tmp_path, monkeypatch):
+    tiktoken_load = pytest.importorskip("tiktoken.load")
+    from bpe_fast.load import data_gym_to_mergeable_bpe_ranks
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    vocab_bpe = tmp_path / "vocab.bpe"          # GPT-2's vocab.bpe: merges.txt with its "#version" line
+    vocab_bpe.write_bytes(b"#version: 0.2\n" + (FIXTURES / "gpt2_merges.txt").read_bytes())
+    encoder = str(FIXTURES / "gpt2_vocab.json")
+    ranks = data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), encoder)
+    expected = tiktoken_load.data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), encoder)
+    assert ranks == expected and list(ranks) == list(expected) and len(ranks) == 50256
+    with pytest.raises(ValueError, match=r"does not match .*merges\.txt: b' a' is 256 by the merges, 257 in"):
+        data_gym_to_mergeable_bpe_ranks(str(FIXTURES / "gpt2_merges.txt"), encoder)     # its first merge skipped

@@ -1,0 +1,113 @@
+"""tiktoken.load's functions, for code written against tiktoken: `from bpe_fast.load import load_tiktoken_bpe`
+where it had `from tiktoken.load import load_tiktoken_bpe` (Llama 3's and Qwen's tokenizers load their ranks
+so, then hand them to tiktoken.Encoding: bpe_fast.Encoding takes them the same way).
+
+Nothing is downloaded: a URL is read from tiktoken's cache, where tiktoken.load left it (TIKTOKEN_CACHE_DIR, else
+DATA_GYM_CACHE_DIR, else the temporary folder's data-gym-cache), or is a FileNotFoundError saying so. The files
+are read by bpe_fast's readers, which are stricter than tiktoken's: a line that is not "base64 rank" is a
+FormatError (a ValueError) naming the file and line, as tiktoken's ValueError names the line, and a token or a
+rank given twice is refused (tiktoken's dict keeps the last).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+
+from .atomic import atomic_output
+from .formats import bytes_to_unicode
+from .ranks import read_tiktoken
+from .registry import tiktoken_cache_file
+
+__all__ = ["load_tiktoken_bpe", "dump_tiktoken_bpe", "data_gym_to_mergeable_bpe_ranks"]
+
+
+def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:
+    """The contents of a local file, or of a URL as tiktoken's cache holds it; with expected_hash (a SHA-256 in
+    hex), a ValueError when they do not have it, as tiktoken's (a URL: a FileNotFoundError unless its cached copy
+    has it)."""
+    if "://" not in blobpath:
+        with open(blobpath, "rb") as f:
+            data = f.read()
+    else:
+        cached = tiktoken_cache_file(blobpath)
+        offline = f"{blobpath}: bpe_fast downloads nothing"
+        hint = "give the path of a local copy, or read it once with tiktoken where the network is reachable"
+        if cached is None:
+            raise FileNotFoundError(f"{offline}, and tiktoken's cache is off (TIKTOKEN_CACHE_DIR or "
+                                    f"DATA_GYM_CACHE_DIR is empty); {hint}")
+        try:
+            with open(cached, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{offline}, and tiktoken's cache holds no copy of it ({cached}); {hint}") \
+                from None
+        if expected_hash is not None and hashlib.sha256(data).hexdigest() != expected_hash:
+            raise FileNotFoundError(f"{offline}, and the copy in tiktoken's cache ({cached}) does not have the "
+                                    f"SHA-256 {expected_hash}; {hint}")
+    if expected_hash is not None and hashlib.sha256(data).hexdigest() != expected_hash:
+        raise ValueError(f"Hash mismatch for {blobpath} (expected {expected_hash}, its SHA-256 is "
+                         f"{hashlib.sha256(data).hexdigest()})")
+    return data
+
+
+def load_tiktoken_bpe(tiktoken_bpe_file: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """{token bytes: rank} of a `.tiktoken` file, as tiktoken.load.load_tiktoken_bpe (read natively).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.tiktoken")
+    >>> dump_tiktoken_bpe({b"a": 0, b"b": 1, b"ab": 2}, path)
+    >>> load_tiktoken_bpe(path)
+    {b'a': 0, b'b': 1, b'ab': 2}
+    """
+    return read_tiktoken(tiktoken_bpe_file, read_file_cached(tiktoken_bpe_file, expected_hash))
+
+
+def dump_tiktoken_bpe(bpe_ranks: Mapping[bytes, int], tiktoken_bpe_file: str) -> None:
+    """Write ranks as a `.tiktoken` file (each token in base64, a space, its rank; in rank order), as
+    tiktoken.load.dump_tiktoken_bpe, to a local path (tiktoken needs blobfile for it); written whole or not at
+    all."""
+    items = sorted(bpe_ranks.items(), key=lambda item: item[1])
+    for token, rank in items:
+        if not isinstance(token, bytes) or type(rank) is not int:
+            raise TypeError(f"bpe_ranks must map bytes to int, not {type(token).__name__} to {type(rank).__name__}")
+    with atomic_output(tiktoken_bpe_file) as f:
+        f.write(b"".join(base64.b64encode(token) + b" " + str(rank).encode() + b"\n" for token, rank in items))
+
+
+def data_gym_to_mergeable_bpe_ranks(vocab_bpe_file: str, encoder_json_file: str, vocab_bpe_hash: str | None = None,
+                                    encoder_json_hash: str | None = None,
+                                    clobber_one_byte_tokens: bool = False) -> dict[bytes, int]:
+    """Ranks from GPT-2's vocab.bpe and encoder.json, as tiktoken.load.data_gym_to_mergeable_bpe_ranks: the 256
+    bytes in GPT-2's order (its printable characters first), then a token a merge of vocab.bpe; a ValueError when
+    encoder.json (its <|endoftext|> and <|startoftext|> left out) gives other ids (tiktoken: an AssertionError)."""
+    decoder = {char: byte for byte, char in bytes_to_unicode().items()}
+    order = sorted(decoder.values(), key=lambda byte: ord(bytes_to_unicode()[byte]))    # printable ones first
+
+    def decode(value: str) -> bytes:
+        try:
+            return bytes(decoder[char] for char in value)
+        except KeyError as exc:
+            raise ValueError(f"{vocab_bpe_file} / {encoder_json_file}: {value!r} holds {exc.args[0]!r}, which "
+                             "GPT-2's byte encoding does not use") from None
+
+    ranks = {bytes([byte]): rank for rank, byte in enumerate(order)}
+    lines = read_file_cached(vocab_bpe_file, vocab_bpe_hash).decode().split("\n")[1:-1]    # (tiktoken's reading)
+    for number, line in enumerate(lines, start=2):
+        parts = line.split()
+        if len(parts) != 2:
+            raise ValueError(f"{vocab_bpe_file}:{number}: expected two tokens, got {line!r}")
+        ranks[decode(parts[0]) + decode(parts[1])] = len(ranks)
+    encoder = json.loads(read_file_cached(encoder_json_file, encoder_json_hash))
+    given = {decode(token): rank for token, rank in encoder.items()}
+    given.pop(b"<|endoftext|>", None)
+    given.pop(b"<|startoftext|>", None)
+    if clobber_one_byte_tokens:
+        ranks.update((token, rank) for token, rank in given.items() if len(token) == 1)
+    if ranks != given:
+        token = next((t for t in ranks if given.get(t) != ranks[t]), None)
+        what = (f"{token!r} is {ranks[token]} by the merges, {given.get(token)} in {encoder_json_file}"
+                if token is not None else f"{encoder_json_file} holds tokens no merge makes")
+        raise ValueError(f"{encoder_json_file} does not match {vocab_bpe_file}: {what}")
+    return ranks
