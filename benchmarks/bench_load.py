@@ -1,9 +1,11 @@
 """Loading today's encodings: bpe_fast against tiktoken, the same ranks, the same run, alternating.
 
 Run: python -m pytest benchmarks/bench_load.py -s
-For cl100k_base and o200k_base (the ranks the bpe-openai wheel ships; skipped without it), two ways in:
+For cl100k_base and o200k_base (the ranks the bpe-openai wheel ships; skipped without it), four ways in:
 - "file": a `.tiktoken` file (the wheel's, decompressed once): bpe_fast's Tokenizer.from_tiktoken(path) against
   tiktoken's load_tiktoken_bpe(path) and tiktoken.Encoding(...);
+- "load": tiktoken's habit for a file (Llama 3's and Qwen's tokenizers): Encoding(..., mergeable_ranks=
+  load_tiktoken_bpe(path)), each library's own load_tiktoken_bpe (bpe_fast.load's against tiktoken.load's);
 - "dict": the ranks already in a dict, as code written for tiktoken holds them: bpe_fast.Encoding(...) against
   tiktoken.Encoding(...), the same keywords;
 - "name": bpe_fast.get_encoding(name) against tiktoken.get_encoding(name), both reading the file from tiktoken's
@@ -33,6 +35,7 @@ import pytest
 
 import bpe_fast
 from bpe_fast import Tokenizer, registry
+from bpe_fast import load as bpe_load
 from bpe_fast.patterns import GPT4_PATTERN, O200K_PATTERN
 from conftest import FIXTURES
 
@@ -93,7 +96,7 @@ def _alternate(benchmark, ours, theirs, peer):
 
 
 @pytest.mark.parametrize("name", list(ENCODINGS))
-@pytest.mark.parametrize("way", ["file", "dict", "name"])
+@pytest.mark.parametrize("way", ["file", "load", "dict", "name"])
 def test_load(benchmark, ranks_files, name, way, monkeypatch):
     pattern, specials = ENCODINGS[name]
     path = str(ranks_files[name])
@@ -110,6 +113,11 @@ def test_load(benchmark, ranks_files, name, way, monkeypatch):
         theirs = lambda: tiktoken.registry.ENCODINGS.clear() or tiktoken.get_encoding(name)  # noqa: E731
     elif way == "file":
         ours = lambda: Tokenizer.from_tiktoken(path, pattern, specials)  # noqa: E731
+        theirs = lambda: tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(path),  # noqa: E731
+                                           special_tokens=specials)
+    elif way == "load":         # tiktoken's habit (Llama 3's, Qwen's tokenizers), each library's own functions
+        ours = lambda: bpe_fast.Encoding(name, pat_str=pattern, mergeable_ranks=bpe_load.load_tiktoken_bpe(path),  # noqa: E731
+                                         special_tokens=specials)
         theirs = lambda: tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(path),  # noqa: E731
                                            special_tokens=specials)
     else:
