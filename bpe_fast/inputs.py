@@ -667,14 +667,13 @@ def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str, erro
     line and the offset in it, or with errors="replace" is read with U+FFFD for each bad sequence."""
     if not line.strip():
         return None
-    try:
-        if errors == "replace":     # json.loads reads the UTF-8 of surrogates (ED A0 80: not UTF-8), which is
-            line.decode("utf-8")    # replaced as in a text file
-        record = _json_record(line, path, line_no)     # as json.loads reads bytes (a BOM, surrogates as UTF-8)
+    try:            # not json.loads of the bytes: it reads the UTF-8 of surrogates (ED A0 80: not UTF-8) and
+        decoded = line.decode("utf-8")  # takes a line with NULs in its first bytes for UTF-16 or UTF-32
     except UnicodeDecodeError as exc:
         if errors != "replace":
             raise CorpusDecodeError(path, exc.start, exc.reason, line=line_no, in_line=True) from None
-        record = _json_record(line.decode("utf-8-sig", "replace"), path, line_no)
+        decoded = line.decode("utf-8", "replace")
+    record = _json_record(decoded.removeprefix("\ufeff"), path, line_no)  # a BOM, as json.loads reads bytes
     if not isinstance(record, dict):
         raise InputError(f"{path}:{line_no}: a JSON line must be an object with a {text_field!r} field, "
                          f"got {type(record).__name__}")
@@ -691,14 +690,11 @@ def _jsonl_line_text(line: bytes, path: str, line_no: int, text_field: str, erro
                          f"character {exc.start}") from None
 
 
-def _json_record(line: bytes | str, path: str, line_no: int) -> Any:
+def _json_record(line: str, path: str, line_no: int) -> Any:
     """json.loads(line); InputError naming the file and line when the line is not JSON, or nests arrays and
-    objects too deeply for json.loads (whose RecursionError would name neither). A UnicodeDecodeError (bytes
-    that are not UTF-8) is left to the caller."""
+    objects too deeply for json.loads (whose RecursionError would name neither)."""
     try:
         return json.loads(line)
-    except UnicodeDecodeError:
-        raise
     except ValueError as exc:       # json.JSONDecodeError
         raise InputError(f"{path}:{line_no}: not a JSON line ({exc})") from None
     except RecursionError:

@@ -261,6 +261,7 @@ def test_the_utf8_of_a_surrogate_in_a_json_line_is_replaced_as_in_a_text_file(tm
     # reads with U+FFFD for each byte under errors="replace". json.loads reads it as a lone surrogate, so a JSON
     # line holding it in its text was an error ("holds a lone surrogate") even with errors="replace".
     from bpe_fast import count_pretokens
+    from bpe_fast.inputs import CorpusDecodeError
     from corpora import EOT
     from train_oracle import oracle_count_pretokens
     worker_ranges(monkeypatch)
@@ -276,11 +277,28 @@ def test_the_utf8_of_a_surrogate_in_a_json_line_is_replaced_as_in_a_text_file(tm
     for procs in (1, 2):
         assert count_pretokens(tmp_path / "c.jsonl", [EOT], num_processes=procs, chunk_bytes=1 << 10,
                                errors="replace") == expected
-        with pytest.raises(InputError, match="c.jsonl:41: .*lone surrogate"):     # strict: json.loads's error
+        with pytest.raises(CorpusDecodeError, match="c.jsonl: invalid UTF-8 at line 41, byte offset 14 of the line"):
             count_pretokens(tmp_path / "c.jsonl", [EOT], num_processes=procs, chunk_bytes=1 << 10)
     (tmp_path / "c.txt").write_bytes(raw[40])
     assert count_pretokens(tmp_path / "c.txt", num_processes=1, errors="replace") == \
         count_pretokens(iter([texts[40]]), num_processes=1)
+
+
+def test_a_line_is_utf8_before_json_loads_reads_it(tmp_path):
+    # json.loads of a line's bytes read the UTF-8 of a surrogate (ED A0 80) as a lone surrogate, so with
+    # errors="strict" a line holding it outside its text was read, and one holding it in its text was "a lone
+    # surrogate", not invalid UTF-8; and it read a line with NULs in its first bytes (valid UTF-8, not JSON) as
+    # UTF-16 or UTF-32
+    from bpe_fast.inputs import CorpusDecodeError
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"text": "a"}\n{"text": "b", "x": "\xed\xa0\x80"}\n')
+    with pytest.raises(CorpusDecodeError, match=r"c\.jsonl: invalid UTF-8 at line 2, byte offset 20 of the line"):
+        list(jsonl_blocks(str(path), "text"))
+    assert [t for t, _, _ in jsonl_blocks(str(path), "text", "replace")] == [b"a", b"b"]
+    for encoding in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"):
+        path.write_bytes('{"text": "a"}'.encode(encoding))
+        with pytest.raises(InputError, match=r"c\.jsonl:1: not a JSON line"):
+            list(jsonl_blocks(str(path), "text"))
 
 
 def test_a_line_with_a_byte_order_mark_reads_as_json_loads_reads_it(tmp_path):
