@@ -396,7 +396,7 @@ def jsonl_units(streams: Sequence[Stream], num_processes: int, batch_bytes: int)
     for stream, size in zip(streams, sizes):
         pieces = max(1, size // batch_bytes, (_RANGES_PER_PROCESS * num_processes * size) // sum(sizes))
         ranges = jsonl_ranges(stream.obj, pieces)
-        if ranges is None:                 # compressed: read in order
+        if ranges is None:                 # compressed, or a pipe: read in order
             return None
         units.extend((stream.obj, a, b) for a, b in ranges)
     return units if len(units) >= 2 * num_processes else None

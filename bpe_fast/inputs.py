@@ -620,8 +620,9 @@ def _jsonl_until_damage(path: str, offset: int, line_no: int, text_field: str,
 
 def jsonl_ranges(path: str, pieces: int) -> list[tuple[int, int]] | None:
     """Byte ranges of whole lines (each cut just after a newline) of an uncompressed JSON lines file, about
-    size / pieces bytes each, for workers that read their share themselves; None for a compressed file."""
-    if _split_suffix(path)[1]:
+    size / pieces bytes each, for workers that read their share themselves; None for a compressed file or a
+    pipe (whose size says nothing: it is read as it comes)."""
+    if _split_suffix(path)[1] or not os.path.isfile(path):
         return None
     size = os.path.getsize(path)
     cuts = [0]

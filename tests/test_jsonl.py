@@ -2,6 +2,8 @@
 whatever it reads itself must be what json.loads gives, line for line, and every line it leaves is read by
 json.loads, so the documents and the errors are json.loads's. A plain-Python oracle gives each line's text."""
 import json
+import os
+import threading
 
 import numpy as np
 import pytest
@@ -209,6 +211,33 @@ def test_json_lines_read_by_the_workers_count_as_the_documents_read_in_order(tmp
     two = train_bpe(path, 256 + 1 + 40, [EOT], num_processes=2, chunk_bytes=1 << 10)
     assert two == one and two.training["corpus"] == one.training["corpus"]
     assert two.training["corpus"]["documents"] == len(docs)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_json_lines_pipe_beside_files_read_by_ranges_is_read(tmp_path, monkeypatch):
+    # jsonl_ranges cut a pipe named *.jsonl by its size (0) into no range: with a file the workers read by
+    # ranges, its documents were silently left out of the counts
+    from bpe_fast import count_pretokens
+    worker_ranges(monkeypatch)
+    lines = [json.dumps({"text": f"document {k} " * 20}) for k in range(400)]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    pipe = tmp_path / "p.jsonl"
+    os.mkfifo(pipe)
+
+    def write():
+        with open(pipe, "w") as f:
+            f.write('{"text": "zebra zebra"}\n')
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        counts = count_pretokens([tmp_path / "a.jsonl", pipe], num_processes=2, chunk_bytes=1 << 10)
+    finally:
+        if writer.is_alive():                  # not read: open it, so that the writer ends
+            with open(pipe, "rb") as f:
+                f.read()
+        writer.join()
+    assert dict(counts.most_common())[b" zebra"] == 1
 
 
 def test_the_first_bad_line_in_the_file_is_named_whichever_worker_meets_it(tmp_path, monkeypatch):
