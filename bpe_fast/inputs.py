@@ -577,7 +577,7 @@ def _jsonl_chunk(data: bytes, path: str, text_field: str, field: bytes, line_no:
     natively (bpe_fast._jsonl.extract_texts), and each line it leaves read by _jsonl_line_text (json.loads),
     which gives its text or the error that names it. Returns the number of the line after data's."""
     digits = sys.get_int_max_str_digits() or (1 << 30)    # what json.loads refuses natively is left to it
-    depth = max(1, sys.getrecursionlimit() // 4)
+    depth = max(1, min(sys.getrecursionlimit(), 1000) // 4)  # json.loads of 3.12 stops at 1500 whatever the limit
     start = 0
     while start < len(data):
         texts, lengths, lines, stop, line_no = extract_texts(data, start, field, line_no, digits, depth)

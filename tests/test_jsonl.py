@@ -359,6 +359,32 @@ def test_what_json_loads_refuses_past_pythons_limits_is_left_to_it(tmp_path):
     assert extract_texts(deep, 0, b"text", 1, max_depth=200)[0] == b"deep"
 
 
+def test_nesting_is_left_to_json_loads_within_its_own_limit_whatever_the_recursion_limit(tmp_path, monkeypatch):
+    # the native reader took nesting up to sys.getrecursionlimit() // 4 deep, but json.loads of Python 3.12 nests
+    # no deeper than its C recursion limit (1500) whatever sys.getrecursionlimit() is: with the limit raised to
+    # 100,000 a line nested 3,000 deep was read here and refused by json.loads (RecursionError) on 3.12
+    import sys
+    import bpe_fast.inputs as inputs
+    stops = []
+    real = inputs.extract_texts
+    monkeypatch.setattr(inputs, "extract_texts", lambda *a: stops.append(real(*a)[3]) or real(*a))
+    line = b'{"a": ' + b"[" * 3000 + b"]" * 3000 + b', "text": "deep"}'
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(line + b"\n")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)
+    try:
+        expected = oracle_line(line)
+        try:
+            got = ("text", b"".join(t for t, _, _ in jsonl_blocks(str(path), "text")))
+        except InputError:
+            got = ("error",)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert got == expected                              # json.loads's reading, whichever it is
+    assert stops[0] == 0                                # left to json.loads
+
+
 def test_a_damaged_compressed_file_gives_the_lines_before_the_damage(tmp_path):
     import gzip
     from bpe_fast import count_pretokens
