@@ -576,7 +576,8 @@ def _jsonl_chunk(data: bytes, path: str, text_field: str, field: bytes, line_no:
     """(texts, lengths, lines) of the whole lines of data, whose first is line line_no: runs of lines read
     natively (bpe_fast._jsonl.extract_texts), and each line it leaves read by _jsonl_line_text (json.loads),
     which gives its text or the error that names it. Returns the number of the line after data's."""
-    digits = sys.get_int_max_str_digits() or (1 << 30)    # what json.loads refuses natively is left to it
+    # what json.loads refuses natively is left to it (Python before 3.9.14 / 3.10.7 has no limit)
+    digits = getattr(sys, "get_int_max_str_digits", lambda: 0)() or (1 << 30)
     depth = max(1, min(sys.getrecursionlimit(), 1000) // 4)  # json.loads of 3.12 stops at 1500 whatever the limit
     start = 0
     while start < len(data):

@@ -359,6 +359,16 @@ def test_what_json_loads_refuses_past_pythons_limits_is_left_to_it(tmp_path):
     assert extract_texts(deep, 0, b"text", 1, max_depth=200)[0] == b"deep"
 
 
+def test_json_lines_are_read_on_a_python_without_a_limit_on_int_digits(tmp_path, monkeypatch):
+    # sys.get_int_max_str_digits came with Python 3.9.14 and 3.10.7 (requires-python is >=3.9): before, reading
+    # any JSON lines file raised AttributeError
+    import sys
+    monkeypatch.delattr(sys, "get_int_max_str_digits")
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"text": "a", "n": ' + b"1" * 5000 + b'}\n')
+    assert [t for t, _, _ in jsonl_blocks(str(path), "text")] == [b"a"]
+
+
 def test_nesting_is_left_to_json_loads_within_its_own_limit_whatever_the_recursion_limit(tmp_path, monkeypatch):
     # the native reader took nesting up to sys.getrecursionlimit() // 4 deep, but json.loads of Python 3.12 nests
     # no deeper than its C recursion limit (1500) whatever sys.getrecursionlimit() is: with the limit raised to
