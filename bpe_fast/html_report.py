@@ -21,7 +21,7 @@ import numpy as np
 
 from .atomic import atomic_output, output_group
 from .curve import SCRIPTS, analyze_text, merge_trees
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN
 from .token_view import display_token
 
 if TYPE_CHECKING:
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["write_report"]
 
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-_PATTERN_NAMES = {GPT2_PATTERN: "gpt2", GPT4_PATTERN: "gpt4 (cl100k)", O200K_PATTERN: "o200k"}
+# tiktoken's spelling of GPT-2's pattern (its gpt2, r50k_base, p50k_base) gives the same pre-tokens as GPT2_PATTERN
+_PATTERN_NAMES = {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4 (cl100k)", O200K_PATTERN: "o200k"}
 _ROUND_SIZES = (512, 1000, 2000, 4000, 8000, 16000, 32000, 50000, 64000, 100000, 128000, 200000, 256000)
 _LENGTH_BUCKETS = 16        # token lengths 1..15 bytes, then "16+"
 _LIST_ROWS = 40             # rows of the token tables
@@ -392,6 +393,11 @@ def _pattern_name(pattern):
     return _PATTERN_NAMES.get(pattern, "custom regex")
 
 
+def _same_pre_tokens(a, b):
+    """Whether two patterns are one, or GPT-2's and tiktoken's spelling of it (the same pre-tokens)."""
+    return a == b or {a, b} == {GPT2_PATTERN, R50K_PATTERN}
+
+
 def _fmt(v, digits=3):
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "\u2014"
@@ -702,7 +708,7 @@ def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.P
     notes = []
     if against is not None:
         sides.append(_analyze(against_name, against, texts, errors, _COLOURS[1]))
-        if against.pattern != tokenizer.pattern:
+        if not _same_pre_tokens(against.pattern, tokenizer.pattern):
             notes.append(f"The two tokenizers pre-tokenize with different patterns ({_pattern_name(tokenizer.pattern)}"
                          f" and {_pattern_name(against.pattern)}): their tokens differ in where they may be cut, "
                          f"not only in their merges.")

@@ -414,6 +414,17 @@ def test_report_against_another_pattern_notes_it(trained, tmp_path, gpt2):
     assert "pair counts not recorded" in out.read_text("utf-8")
 
 
+def test_report_against_tiktokens_spelling_of_gpt2s_pattern_notes_nothing(trained, tmp_path, gpt2):
+    # tiktoken's gpt2 / r50k_base (`--against gpt2`) spell GPT-2's pattern otherwise (R50K_PATTERN), with the same
+    # pre-tokens: the report noted "different patterns (gpt2 and custom regex)" against a tokenizer trained with it
+    tok_dir, held_out, _ = trained
+    r50k = Tokenizer(dict(gpt2.vocab), gpt2.merges, [EOT], "r50k_base")
+    out = tmp_path / "report.html"
+    result = write_report(Tokenizer.load(tok_dir), [held_out], out, against=r50k, against_name="gpt2")
+    assert result["notes"] == []
+    assert "custom regex" not in out.read_text("utf-8")
+
+
 def test_report_png(trained, tmp_path):
     pytest.importorskip("matplotlib")
     tok_dir, held_out, _ = trained
