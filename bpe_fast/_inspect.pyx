@@ -292,16 +292,18 @@ cdef class _BytesTable:
 
 
 def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets, const uint8_t[::1] merge_pool,
-                 const int64_t[::1] merge_offsets):
+                 const int64_t[::1] merge_offsets, const int64_t[::1] special_ids=None):
     """A tokenizer's merge trees. Id i's token is vocab_pool[vocab_offsets[i]:vocab_offsets[i + 1]] (empty: no
     such id); merge k joins the byte strings k2 = 2k and 2k + 1 of merge_pool (merge_offsets has 2 * merges + 1
     entries). The ranked tokens are the distinct tokens the merges make, in order of their first merge, each as
-    its smallest id.
+    its smallest id. The tokens of the ids special_ids are special tokens, matched in a text before any merging:
+    no merge makes one (a merge with its bytes makes no ranked token) and a merge may have one as a part.
 
     Returns (ranked_ids int64, left int32, right int32, first_merge int64, base_size): for rank r, its id, the
-    ranks of the parts of its first merge (-1: a single byte) and that merge's index; base_size, the number of
-    ids whose token no merge makes. ValueError naming the first merge with a token not in the vocabulary, or
-    with a part that is neither a single byte nor an earlier merge's token."""
+    ranks of the parts of its first merge (-1: a single byte or a special token) and that merge's index;
+    base_size, the number of ids whose token no merge makes. ValueError naming the first merge with a token not
+    in the vocabulary, or with a part that is neither a single byte, a special token nor an earlier merge's
+    token."""
     cdef Py_ssize_t size = vocab_offsets.shape[0] - 1, nmerges = (merge_offsets.shape[0] - 1) // 2
     cdef Py_ssize_t k, r
     if size < 0 or vocab_offsets[0] != 0 or vocab_offsets[size] != vocab_pool.shape[0]:
@@ -311,6 +313,10 @@ def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets
         raise ValueError("merge_offsets must have 2 * merges + 1 entries, from 0 to len(merge_pool)")
     if size >= 2 ** 31 - 1:
         raise ValueError("too many ids")
+    cdef Py_ssize_t nspecial = 0 if special_ids is None else special_ids.shape[0]
+    for k in range(nspecial):
+        if not 0 <= special_ids[k] < size or vocab_offsets[special_ids[k] + 1] == vocab_offsets[special_ids[k]]:
+            raise ValueError(f"special id {special_ids[k]} has no token in the vocabulary")
     _check_rising(&vocab_offsets[0], size, "vocab_offsets")
     _check_rising(&merge_offsets[0], 2 * nmerges, "merge_offsets")
     cdef const uint8_t* vpool = &vocab_pool[0] if vocab_pool.shape[0] else NULL
@@ -318,6 +324,7 @@ def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets
     cdef const int64_t* moff = &merge_offsets[0]
     cdef _BytesTable table = _BytesTable()
     cdef vector[int32_t] rank_of                    # by id: its rank, -1 if no merge made it (yet)
+    cdef vector[uint8_t] special                    # by id: a special token's bytes (as its smallest id)
     cdef vector[int64_t] ranked, first
     cdef vector[int32_t] left, right
     cdef vector[uint8_t] scratch
@@ -327,6 +334,11 @@ def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets
     with nogil:
         table.build(vpool, &vocab_offsets[0], size, vocab_pool.shape[0])
         rank_of.assign(size, -1)
+        special.assign(size, 0)
+        for k in range(nspecial):
+            special[table.find(vpool + vocab_offsets[special_ids[k]],
+                               vocab_offsets[special_ids[k] + 1] - vocab_offsets[special_ids[k]],
+                               vpool + vocab_pool.shape[0])] = 1
         for k in range(nmerges):
             la = moff[2 * k + 1] - moff[2 * k]
             lb = moff[2 * k + 2] - moff[2 * k + 1]
@@ -338,7 +350,10 @@ def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets
                 break
             if rank_of[ic] >= 0:
                 continue                # made again by a later merge: the first one's parts and rank stand
-            if (rank_of[ia] < 0 and la != 1) or (rank_of[ib] < 0 and lb != 1):
+            if special[ic]:
+                continue                # a special token is matched before merging: no merge makes it
+            if (rank_of[ia] < 0 and la != 1 and not special[ia]) or \
+                    (rank_of[ib] < 0 and lb != 1 and not special[ib]):
                 bad, why = k, 2
                 break
             rank_of[ic] = <int32_t>ranked.size()

@@ -143,9 +143,10 @@ class MergeTrees:
 
 def merge_trees(tokenizer: Tokenizer) -> MergeTrees:
     """The MergeTrees of a bpe_fast.Tokenizer (its vocabulary and merges handed to the native
-    bpe_fast._inspect.merge_forest as byte pools). ValueError when a merge's part is neither a single byte nor
-    the token of an earlier merge (such a merge list is not one BPE training makes; the curve is not
-    defined)."""
+    bpe_fast._inspect.merge_forest as byte pools). A special token is matched before merging, so it is one
+    token at every size even when a merge makes its bytes. ValueError when a merge's part is neither a single
+    byte, a special token nor the token of an earlier merge (such a merge list is not one BPE training makes;
+    the curve is not defined)."""
     vocab = tokenizer.vocab
     size = tokenizer.vocab_size
     tokens = list(map(vocab.get, range(size), itertools.repeat(b"", size)))
@@ -157,7 +158,8 @@ def merge_trees(tokenizer: Tokenizer) -> MergeTrees:
     np.cumsum(np.fromiter(map(len, sides), dtype=np.int64, count=len(sides)), out=merge_offsets[1:])
     ranked_ids, left, right, first_merge, base_size = merge_forest(
         np.frombuffer(b"".join(tokens), dtype=np.uint8), vocab_offsets,
-        np.frombuffer(b"".join(sides), dtype=np.uint8), merge_offsets)
+        np.frombuffer(b"".join(sides), dtype=np.uint8), merge_offsets,
+        np.array(sorted(set(tokenizer.special_tokens.values())), dtype=np.int64))
     return MergeTrees(ranked_ids=ranked_ids, left=left, right=right, lengths=lengths, base_size=base_size,
                       first_merge=first_merge)
 

@@ -67,6 +67,24 @@ def test_special_tokens_are_one_token_at_every_size():
     assert curve.tokens.tolist() == [3 + 1 + 3, 2 + 1 + 2, 1 + 1 + 1]
 
 
+def test_a_special_token_a_merge_makes_is_one_token_at_every_size():
+    # special token "ab" is the token merge 0 makes (as an HF file's added token in its model's vocab can be): it
+    # is matched before merging, so "abc" never forms and "ab" is one token at every size; the curve split it
+    # (5 tokens for "abcab" at size 256, which it drew without the special token), and counted "abc" as made
+    tok = Tokenizer(byte_vocab() | {256: b"ab", 257: b"abc"}, [(b"a", b"b"), (b"ab", b"c")], ["ab"])
+    assert tok.encode("abcab") == [256, 99, 256]
+    curve = compression_curve(tok, "abcab")
+    assert curve.vocab_sizes.tolist() == [257, 258] and curve.tokens.tolist() == [3, 3]
+    cut = Tokenizer(byte_vocab() | {256: b"ab"}, [(b"a", b"b")], ["ab"])
+    assert curve.tokens_at(257) == len(cut.encode("abcab"))
+    # a merged token with such a part: the part is not split further
+    tok = Tokenizer(byte_vocab() | {256: b"ab", 257: b"abc", 258: b"abcd"}, [(b"a", b"b"), (b"ab", b"c"),
+                                                                            (b"abc", b"d")], ["abc"])
+    trees = merge_trees(tok)
+    assert trees.ranked_ids.tolist() == [256, 258] and trees.left.tolist() == [-1, -1] and trees.base_size == 257
+    assert compression_curve(tok, "abcd ab").tokens.tolist() == [2 + 1 + 2, 2 + 1 + 1, 2 + 1 + 1]
+
+
 def test_special_tokens_sharing_an_id_in_the_curve_and_the_report(tmp_path):
     # o200k_harmony's <|endofprompt|> and <|reserved_200018|> share 200018, whose vocabulary bytes are the first's:
     # a text holding the other is tallied by its own bytes, as with ids of their own
