@@ -313,6 +313,14 @@ def _svg_bars(chart, left, top, pw, ph, y_axis):
     return out
 
 
+def _literal(text):
+    """A label as matplotlib draws it as it is: each $ escaped (two of them make mathtext of what lies between:
+    a tokenizer named 'tok$^$' failed to parse), and a leading _ after a zero-width space (a legend leaves out
+    labels that start with _)."""
+    text = text.replace("$", r"\$")
+    return "\u200b" + text if text.startswith("_") else text
+
+
 def png_chart(chart, path, output=atomic_output):
     """Draw the chart with matplotlib into a PNG file, written through `output` (atomic_output, or an
     OutputGroup's output)."""
@@ -322,26 +330,26 @@ def png_chart(chart, path, output=atomic_output):
     fig, ax = plt.subplots(figsize=(8, 3.6), dpi=120)
     try:
         if chart.kind == "bars":
-            labels = list(chart.series[0].xs)
+            labels = [_literal(str(x)) for x in chart.series[0].xs]
             width = 0.8 / len(chart.series)
             for j, s in enumerate(chart.series):
-                ax.bar(np.arange(len(labels)) + j * width - 0.4 + width / 2, s.ys, width, label=s.label,
+                ax.bar(np.arange(len(labels)) + j * width - 0.4 + width / 2, s.ys, width, label=_literal(s.label),
                        color=s.colour)
             ax.set_xticks(np.arange(len(labels)), labels)
         else:
             for s in chart.series:
-                ax.plot(s.xs, s.ys, label=s.label, color=s.colour, linestyle="--" if s.dashed else "-")
+                ax.plot(s.xs, s.ys, label=_literal(s.label), color=s.colour, linestyle="--" if s.dashed else "-")
             for x, label, colour in chart.marks:
                 ax.axvline(x, color=colour, linestyle=":", linewidth=1)
-                ax.annotate(label, (x, 1), xycoords=("data", "axes fraction"), ha="right", va="top",
+                ax.annotate(_literal(label), (x, 1), xycoords=("data", "axes fraction"), ha="right", va="top",
                             color=colour, fontsize=8)
             if chart.log_x:
                 ax.set_xscale("log")
             if chart.log_y:
                 ax.set_yscale("log")
-        ax.set_title(chart.title, fontsize=10)
-        ax.set_xlabel(chart.x_label)
-        ax.set_ylabel(chart.y_label)
+        ax.set_title(_literal(chart.title), fontsize=10)
+        ax.set_xlabel(_literal(chart.x_label))
+        ax.set_ylabel(_literal(chart.y_label))
         ax.grid(alpha=0.3)
         if len(chart.series) > 1:
             ax.legend(fontsize=8)

@@ -450,6 +450,28 @@ def test_report_png(trained, tmp_path):
     assert result["pngs"] and all(Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in result["pngs"])
 
 
+def test_report_png_draws_names_as_they_are(trained, tmp_path, monkeypatch):
+    # matplotlib reads text between two $ as mathtext and leaves a label starting with _ out of a legend: with
+    # --png, a tokenizer named 'tok$^$' failed the report (ValueError: ParseSyntaxException ...) and one named
+    # '_mine' was missing from every legend
+    matplotlib = pytest.importorskip("matplotlib")
+    import matplotlib.figure
+    tok_dir, held_out, _ = trained
+    tok = Tokenizer.load(tok_dir)
+    legends = []
+    savefig = matplotlib.figure.Figure.savefig
+
+    def saving(fig, *args, **kwargs):
+        legend = fig.axes[0].get_legend()
+        legends.extend(t.get_text() for t in (legend.get_texts() if legend else []))
+        return savefig(fig, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", saving)
+    result = write_report(tok, [held_out], tmp_path / "r.html", name="tok$^$", against=tok, against_name="_mine",
+                          png_dir=tmp_path / "png")
+    assert result["pngs"] and "\u200b_mine" in legends and "tok\\$^\\$" in legends
+
+
 def open_in_chromium(page_path, screenshot=None):
     """Load the page in headless Chromium (a system one, else playwright's own; skip naming what is missing).
     Returns the URLs it requested other than local files and data: URLs (aborted, so nothing leaves the machine;
