@@ -452,7 +452,8 @@ def _summary_section(sides, notes, texts):
     row("merges", [_fmt(len(s.tokenizer.merges)) for s in sides])
     row("curve from .. to (sizes)", [f"{_fmt(int(s.curve.vocab_sizes[0]))} .. {_fmt(s.full_size)}" for s in sides])
     row("pattern", [html.escape(_pattern_name(s.tokenizer.pattern)) for s in sides])
-    row("special tokens", [html.escape(", ".join(s.tokenizer.special_tokens) or "none") for s in sides])
+    row("special tokens", [", ".join(_code(t.encode("utf-8")) for t in s.tokenizer.special_tokens) or "none"
+                           for s in sides])
     row("evaluation tokens", [_fmt(s.analysis.tokens) for s in sides])
     row("bytes per token", [f"<b>{_fmt(float(s.curve.bytes_per_token[-1]))}</b>" for s in sides])
     row("tokens per word", [_fmt(float(s.curve.tokens_per_word[-1])) for s in sides])

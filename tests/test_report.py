@@ -417,6 +417,18 @@ def test_report_page_is_self_contained(trained, tmp_path):
     assert result["full_sizes"] == [600] and result["notes"] == []
 
 
+def test_report_shows_special_tokens_as_token_labels(tmp_path):
+    # the summary wrote the special tokens as they are: ESC and NUL went into the page raw (shown as nothing, or
+    # as U+FFFD) and a newline or space as blank, where the token tables show each token's label
+    tok = Tokenizer(byte_vocab() | {256: b"ab"}, [(b"a", b"b")], ["<|x|>", "\x1b[2J", "\x00", "\n"])
+    out = tmp_path / "report.html"
+    write_report(tok, ["ab\x00ab\n"], out)
+    page = out.read_text("utf-8")
+    check_self_contained(page)
+    assert "\x1b" not in page and "\x00" not in page
+    assert "<code>&lt;|x|&gt;</code>, <code>\\x1b[2J</code>, <code>\\x00</code>, <code>\\n</code>" in page
+
+
 def test_report_against_another_pattern_notes_it(trained, tmp_path, gpt2):
     tok_dir, held_out, _ = trained
     tok = Tokenizer.load(tok_dir)
