@@ -290,6 +290,34 @@ cdef class _BytesTable:
                 return j
             i = next_slot(i, self.mask)
 
+    cdef bint last_pair(self, const uint8_t* token, int64_t length, const uint8_t* end, const int32_t* rank_of,
+                        int32_t below, int32_t* parts) noexcept nogil:
+        """The ranks (rank_of, -1 for a byte) of the two tokens that the ranks rule (tiktoken's, the encoder's)
+        joins into `token`: its bytes alone merged, the adjacent pair whose concatenation has the lowest rank
+        below `below` first (the leftmost of equals), until none is left. False unless that leaves two."""
+        cdef vector[int64_t] cuts          # token k of the merging is token[cuts[k]:cuts[k + 1]]
+        cdef Py_ssize_t k, best
+        cdef int32_t j, best_rank = 0
+        for k in range(length + 1):
+            cuts.push_back(k)
+        while cuts.size() > 3:
+            best = -1
+            for k in range(<Py_ssize_t>cuts.size() - 2):
+                j = self.find(token + cuts[k], cuts[k + 2] - cuts[k], end)
+                if j >= 0 and 0 <= rank_of[j] < below and (best < 0 or rank_of[j] < best_rank):
+                    best, best_rank = k, rank_of[j]
+            if best < 0:
+                return False
+            for k in range(best + 1, <Py_ssize_t>cuts.size() - 1):
+                cuts[k] = cuts[k + 1]
+            cuts.pop_back()
+        if cuts.size() != 3:
+            return False
+        for k in range(2):
+            j = self.find(token + cuts[k], cuts[k + 1] - cuts[k], end)
+            parts[k] = rank_of[j] if j >= 0 else -1
+        return True
+
 
 def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets, const uint8_t[::1] merge_pool,
                  const int64_t[::1] merge_offsets, const int64_t[::1] special_ids=None):
@@ -297,10 +325,12 @@ def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets
     such id); merge k joins the byte strings k2 = 2k and 2k + 1 of merge_pool (merge_offsets has 2 * merges + 1
     entries). The ranked tokens are the distinct tokens the merges make, in order of their first merge, each as
     its smallest id. The tokens of the ids special_ids are special tokens, matched in a text before any merging:
-    no merge makes one (a merge with its bytes makes no ranked token) and a merge may have one as a part.
+    no merge makes one (a merge with its bytes makes no ranked token) and a merge may have one as a part. A
+    token that several merges make (HF files converted from tiktoken's ranks list every split of a token) has
+    the parts the encoder joins: those the ranks rule leaves of its bytes alone (_BytesTable.last_pair).
 
     Returns (ranked_ids int64, left int32, right int32, first_merge int64, base_size): for rank r, its id, the
-    ranks of the parts of its first merge (-1: a single byte or a special token) and that merge's index;
+    ranks of its parts (-1: a single byte or a special token) and its first merge's index;
     base_size, the number of ids whose token no merge makes. ValueError naming the first merge with a token not
     in the vocabulary, or with a part that is neither a single byte, a special token nor an earlier merge's
     token."""
@@ -327,9 +357,10 @@ def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets
     cdef vector[uint8_t] special                    # by id: a special token's bytes (as its smallest id)
     cdef vector[int64_t] ranked, first
     cdef vector[int32_t] left, right
-    cdef vector[uint8_t] scratch
+    cdef vector[uint8_t] several                    # by rank: made by several merges
     cdef int64_t la, lb
     cdef int32_t ia, ib, ic
+    cdef int32_t parts[2]
     cdef Py_ssize_t bad = -1, why = 0, base = 0
     with nogil:
         table.build(vpool, &vocab_offsets[0], size, vocab_pool.shape[0])
@@ -349,7 +380,8 @@ def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets
                 bad, why = k, 1
                 break
             if rank_of[ic] >= 0:
-                continue                # made again by a later merge: the first one's parts and rank stand
+                several[rank_of[ic]] = 1        # made again by a later merge: its rank stands
+                continue
             if special[ic]:
                 continue                # a special token is matched before merging: no merge makes it
             if (rank_of[ia] < 0 and la != 1 and not special[ia]) or \
@@ -361,6 +393,13 @@ def merge_forest(const uint8_t[::1] vocab_pool, const int64_t[::1] vocab_offsets
             left.push_back(rank_of[ia])
             right.push_back(rank_of[ib])
             first.push_back(k)
+            several.push_back(0)
+        for r in range(<Py_ssize_t>ranked.size() if bad < 0 else 0):
+            if several[r] and table.last_pair(vpool + vocab_offsets[ranked[r]],
+                                              vocab_offsets[ranked[r] + 1] - vocab_offsets[ranked[r]],
+                                              vpool + vocab_pool.shape[0], &rank_of[0], <int32_t>r, parts):
+                left[r] = parts[0]
+                right[r] = parts[1]
         if bad < 0:
             for k in range(size):
                 if vocab_offsets[k + 1] > vocab_offsets[k]:

@@ -12,10 +12,12 @@ where W(u) is how often u occurs in the merge trees of the produced tokens (as a
 W comes from the produced-token counts by one pass from the last rank down, each token handing its count to its
 parts (bpe_fast._inspect.propagate): O(vocabulary) after the encoding, whatever the size of the text.
 
-This equals encoding with the truncated tokenizer when the encoder builds each token from the parts of its first
-merge, in rank order, which holds for merges learned by BPE training (the merges of a training run cut after R
-merges are the merges of training to R; tests/test_report.py checks the counts against tokenizers trained to
-each size, and GPT-2's ranks cut at random sizes).
+This equals encoding with the truncated tokenizer when the encoder builds each token from the same two parts
+wherever it makes it, in rank order, which holds for merges learned by BPE training (the merges of a training
+run cut after R merges are the merges of training to R; tests/test_report.py checks the counts against
+tokenizers trained to each size, and GPT-2's ranks cut at random sizes) and for tiktoken's ranks. A token
+several merges make (an HF file converted from tiktoken's ranks lists each split) has the parts the encoder
+joins, those its bytes alone merge into.
 
 Sizes: a vocabulary of size V holds the tokens no merge makes (the 256 single bytes, the special tokens, any
 other added token: B of them) and the first V - B merged tokens, so the curve runs from B (256 + the special
@@ -126,7 +128,8 @@ class MergeTrees:
     """A tokenizer's merged tokens in rank order and their parts, as arrays.
 
     ranked_ids[r]: the id of the token of rank r (the r-th distinct token the merges make); left[r], right[r]:
-    the ranks of the two parts of its first merge (-1 for a single byte); first_merge[r]: that merge's index;
+    the ranks of the two parts the encoder joins into it (its merge's; -1 for a single byte or a special
+    token); first_merge[r]: the index of the first merge making it;
     lengths[id]: the bytes of each id; base_size: the number of ids whose token no merge makes (256 bytes +
     special tokens, usually): the size of the vocabulary with no merged token."""
     ranked_ids: NDArray[np.int64]

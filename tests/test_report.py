@@ -189,6 +189,25 @@ def test_a_token_made_twice_keeps_its_first_merge():
     assert trees.first_merge.tolist() == [0, 1, 2] and trees.base_size == 256
 
 
+def test_a_token_several_merges_make_splits_as_the_encoder_joins_it():
+    # HF files converted from tiktoken's ranks (Llama 3's) list every split of a token, the left part's rank
+    # first: "cab" as (c, ab), then (ca, b). The encoder joins "abcab" as a|b|ca|b, ab|ca|b, ab|cab: "cab" of
+    # (ca, b), but the curve split it into its first merge's parts, so at size 257 (only "ca") it counted
+    # c|a|b where the cut tokenizer keeps "ca" (5 tokens against 4)
+    vocab = byte_vocab() | {256: b"ca", 257: b"ab", 258: b"cab"}
+    merges = [(b"c", b"a"), (b"a", b"b"), (b"c", b"ab"), (b"ca", b"b")]
+    tok = Tokenizer(vocab, merges)
+    assert tok.encode("abcab") == [257, 258]
+    trees = merge_trees(tok)
+    assert trees.left.tolist() == [-1, -1, 0] and trees.right.tolist() == [-1, -1, -1]
+    assert trees.first_merge.tolist() == [0, 1, 2]
+    curve = compression_curve(tok, ["abcab", "cab cab"])
+    for merged, n in [(0, 0), (1, 1), (2, 2), (3, 4)]:
+        cut = Tokenizer({i: t for i, t in vocab.items() if i < 256 + merged}, merges[:n])
+        assert curve.tokens_at(256 + merged) == len(cut.encode("abcab")) + len(cut.encode("cab cab")), merged
+    assert curve.tokens.tolist() == [12, 9, 8, 5]
+
+
 def test_inputs_paths_texts_and_bytes(tmp_path):
     tok = abc_tokenizer()
     path = write(tmp_path, "abcab")
