@@ -35,7 +35,8 @@ O200K_PATTERN = "|".join([
 # as a regex would match only itself, and encode most text to nothing)
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "cl100k": GPT4_PATTERN, "o200k": O200K_PATTERN,
                             "r50k_base": R50K_PATTERN, "p50k_base": R50K_PATTERN, "p50k_edit": R50K_PATTERN,
-                            "cl100k_base": GPT4_PATTERN, "o200k_base": O200K_PATTERN}
+                            "cl100k_base": GPT4_PATTERN, "o200k_base": O200K_PATTERN,
+                            "o200k_harmony": O200K_PATTERN}
 
 
 def resolve_pattern(pattern: str) -> str:

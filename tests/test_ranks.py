@@ -484,10 +484,11 @@ def test_parse_kernel_worked_example():
 # ------------------------------------------------------------------------------------- from_tiktoken
 
 @pytest.mark.parametrize("name, short", [("cl100k_base", "cl100k"), ("o200k_base", "o200k"), ("r50k_base", "gpt2"),
-                                         ("p50k_base", "gpt2")])
+                                         ("p50k_base", "gpt2"), ("o200k_harmony", "o200k")])
 def test_tiktoken_encoding_names_are_patterns_not_regexes(name, short):
     """from_tiktoken(path, "cl100k_base") read the name as a regex, which matches only itself: "hello world 123"
-    encoded to []. (r50k/p50k: tiktoken's spelling of GPT-2's pattern, the same pre-tokens.)"""
+    encoded to []. (r50k/p50k: tiktoken's spelling of GPT-2's pattern, the same pre-tokens; o200k_harmony:
+    gpt-oss's, o200k_base's pattern.)"""
     from bpe_fast.patterns import PATTERNS, R50K_PATTERN
 
     ranks = {bytes([b]): b for b in range(256)} | {b"he": 256, b"hel": 257}
