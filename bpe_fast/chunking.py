@@ -51,13 +51,13 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
         buf = f.read(min(end, pos + window) - lo + margin)[:end - lo]     # nothing past end (a cap) counts
         stop = min(end, pos + window) - lo          # candidates are buf offsets in [pos - lo, stop)
         candidates = []
-        for tok in specials:
-            i = buf.find(tok, pos - lo, stop)
+        for tok in specials:                        # tokens starting before stop (buf holds their ends)
+            i = buf.find(tok, pos - lo, stop + len(tok) - 1)
             while i >= 0:
                 if not _covered(buf, i, specials):
                     candidates.append(i)
                     break
-                i = buf.find(tok, i + 1, stop)
+                i = buf.find(tok, i + 1, stop + len(tok) - 1)
         if space_cuts:
             for m in _SPACE_CUT.finditer(buf, max(0, pos - lo - 1), min(len(buf), stop + 1)):
                 k = m.end()

@@ -174,6 +174,16 @@ def test_file_without_special_tokens_is_still_cut_for_builtin_patterns(tmp_path)
     assert chunk_boundaries(path, [], r"\S+|\s+", 4096) == [0, path.stat().st_size]
 
 
+def test_a_special_token_across_the_edge_of_a_read_window_is_a_cut(tmp_path):
+    # The first cut after the target (the middle of the file: 23,617 to 23,628 here) is looked for in a window of
+    # 16 KB, read with the bytes of the longest special token past its edge (40,001 to 40,012): the token at
+    # 40,000 starts before the edge and ends after it, and is this file's only cut (a custom pattern: none at
+    # spaces). It was found in no window (the next starts at the edge), and the file was left whole.
+    for tail in (7221, 7230, 7244):
+        path = write(tmp_path, "a" * 40000 + EOT + "b" * tail)
+        assert chunk_boundaries(path, [EOT], r"\S+", 1 << 30, min_chunks=2) == [0, 40000, path.stat().st_size]
+
+
 # ---- bad input ----------------------------------------------------------------------------------
 
 def test_missing_file(tmp_path):
