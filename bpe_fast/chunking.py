@@ -88,7 +88,7 @@ def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts:
     after = max(0, after)
     best = after
     for tok in specials:
-        i = buf.rfind(tok, 0, limit + len(tok))
+        i = buf.rfind(tok, 0, max(0, limit + len(tok)))     # (a negative end would count from buf's end)
         while i > best:
             if not _covered(buf, i, specials):
                 best = i

@@ -233,6 +233,9 @@ def test_last_safe_cut_worked_example():
     assert last_safe_cut(b"x<e", [b"<e>"], False) is None        # "<e" may be the start of a special token
     assert last_safe_cut(b"x<e>y", [b"<e>", b"x<e>"], False) is None   # covered by the longer "x<e>"
     assert last_safe_cut("日 本".encode(), [], True) is None       # a space after a non-ASCII character
+    # shorter than the margin: "<|endoftext|>" may still come and cover the "x" (rfind read the negative end,
+    # -1, as counted from the end of the buffer, and found that "x")
+    assert last_safe_cut(b"<|endoftext", [b"<|endoftext|>", b"x"], False) is None
 
 
 def test_compressed_text_in_many_pieces(tmp_path):
