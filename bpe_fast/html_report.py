@@ -21,7 +21,7 @@ import numpy as np
 
 from .atomic import atomic_output, output_group
 from .curve import SCRIPTS, analyze_text, merge_trees
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN
+from .patterns import builtin_name
 from .token_view import display_token
 
 if TYPE_CHECKING:
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["write_report"]
 
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-# tiktoken's spelling of GPT-2's pattern (its gpt2, r50k_base, p50k_base) gives the same pre-tokens as GPT2_PATTERN
-_PATTERN_NAMES = {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4 (cl100k)", O200K_PATTERN: "o200k"}
 _ROUND_SIZES = (512, 1000, 2000, 4000, 8000, 16000, 32000, 50000, 64000, 100000, 128000, 200000, 256000)
 _LENGTH_BUCKETS = 16        # token lengths 1..15 bytes, then "16+"
 _LIST_ROWS = 40             # rows of the token tables
@@ -398,12 +396,13 @@ def _analyze(name, tokenizer, texts, errors, colour):
 
 
 def _pattern_name(pattern):
-    return _PATTERN_NAMES.get(pattern, "custom regex")
+    name = builtin_name(pattern)
+    return "custom regex" if name is None else "gpt4 (cl100k)" if name == "gpt4" else name
 
 
 def _same_pre_tokens(a, b):
     """Whether two patterns are one, or GPT-2's and tiktoken's spelling of it (the same pre-tokens)."""
-    return a == b or {a, b} == {GPT2_PATTERN, R50K_PATTERN}
+    return a == b or (builtin_name(a) is not None and builtin_name(a) == builtin_name(b))
 
 
 def _fmt(v, digits=3):

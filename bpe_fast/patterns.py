@@ -63,6 +63,12 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
         raise ValueError(f"invalid pre-tokenization pattern {shown_pattern(pattern)}: groups nested too deeply") from None
 
 
+def builtin_name(pattern: str) -> str | None:
+    """The built-in pattern `pattern` (a resolved regex) is, by name: "gpt2" (in bpe_fast's spelling or
+    tiktoken's, R50K_PATTERN: the same pre-tokens), "gpt4" (cl100k) or "o200k"; None for any other regex."""
+    return {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k"}.get(pattern)
+
+
 def shown_pattern(pattern: str) -> str:
     """A pattern for an error message: its repr, shortened past 200 characters."""
     return repr(pattern) if len(pattern) <= 200 else f"{pattern[:100]!r}... ({len(pattern):,} characters)"

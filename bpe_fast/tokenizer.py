@@ -45,8 +45,8 @@ from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffe
                       tables_made_by_merging, utf8_searchable)
 from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
-from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, check_tiktoken_readable, resolve_pattern,
-                       tiktoken_anchors)
+from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
+                       resolve_pattern, tiktoken_anchors)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
 from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
 from .specials import SpecialTokens, check_disallowed, check_no_alias, id_holders
@@ -634,7 +634,7 @@ class Tokenizer:
         return self.vocab_size - 1
 
     def __repr__(self) -> str:
-        name = {GPT2_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k"}.get(self._pattern, "custom")
+        name = builtin_name(self._pattern) or "custom"
         return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merge_list())} "
                 f"special_tokens={list(self._specials.tokens)!r} pattern={name}>")
 

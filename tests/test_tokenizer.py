@@ -1800,3 +1800,14 @@ def test_a_token_made_again_after_other_merges_is_refused(tmp_path):
     formats.write_merges(tmp_path / "merges.txt", adjacent)
     assert Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt").encode("abbb") == [97, 257]
     assert formats.read_merges(tmp_path / "merges.txt") == adjacent       # without a vocabulary: no check
+
+
+def test_repr_names_the_built_in_patterns_in_either_spelling():
+    # tiktoken's spelling of GPT-2's pattern (get_encoding("gpt2"), r50k_base, p50k_base) gives GPT-2's
+    # pre-tokens and runs on the native scanner, but was shown as pattern=custom
+    from bpe_fast.patterns import R50K_PATTERN, builtin_name
+    byte_vocab = {i: bytes([i]) for i in range(256)}
+    for pattern, name in ((R50K_PATTERN, "gpt2"), ("gpt2", "gpt2"), ("gpt4", "gpt4"), ("o200k", "o200k"),
+                          (r"\w+|\s", "custom")):
+        assert repr(Tokenizer(dict(byte_vocab), [], pattern=pattern)).endswith(f" pattern={name}>")
+    assert builtin_name(r"\w+") is None
