@@ -204,11 +204,7 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
                                (r"(?m:.+)|\s", "(?m:"), (r"(?im)a|.", "(?im)"), (r"\p{Word}+|\s", r"\p{Word}"),
                                (r"\p{XDigit}+|.", r"\p{XDigit}"), (r"\pL+|.", r"\pL"), (r"\X", r"\X"),
                                (r"\N+|\n", r"\N")]:
-        expected = f"has '{re.escape(construct)}'.*read differently"
-        with pytest.raises(ValueError, match=expected):
-            pattern_from_hf(pattern)
-        with pytest.raises(ValueError, match=expected):
-            Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern).export_hf(tmp_path / "out.json")
+        _assert_read_differently(pattern, construct, tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
     path = train_hf(tokenizers.Regex(r"\w+|\s+"), tmp_path, vocab_size=300)
     with pytest.raises(FormatError, match=re.escape(r"has '\w'")):
@@ -229,6 +225,15 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
         Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=r"\p{N}{1,3}+|\p{L}+|\s").export_hf(tmp_path / "o.json")
 
 
+def _assert_read_differently(pattern, construct, out):
+    """pattern_from_hf and export_hf both refuse `pattern`, naming `construct` as read differently by the engines."""
+    import re
+    expected = f"has '{re.escape(construct)}'.*read differently"
+    with pytest.raises(ValueError, match=expected):
+        pattern_from_hf(pattern)
+    with pytest.raises(ValueError, match=expected):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern).export_hf(out)
+
 
 def test_case_insensitive_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
     """Under the flag i, `regex` folds i with İ and I with ı and widens \\p{Lu} to every cased letter; Oniguruma
@@ -244,11 +249,7 @@ def test_case_insensitive_constructs_oniguruma_reads_otherwise_are_refused(tmp_p
         split = pre_tokenizers.Split(tokenizers.Regex(pattern), behavior="removed", invert=True)
         assert [piece for piece, _ in split.pre_tokenize_str(text)] == hf_matches       # HF's reading
         assert regex.findall(pattern, text) != hf_matches                                 # `regex`'s
-        expected = f"has '{re.escape(construct)}'.*read differently"
-        with pytest.raises(ValueError, match=expected):
-            pattern_from_hf(pattern)
-        with pytest.raises(ValueError, match=expected):
-            Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern).export_hf(tmp_path / "out.json")
+        _assert_read_differently(pattern, construct, tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
     path = train_hf(tokenizers.Regex("(?i:st)|\\p{L}+|\\s+|[^\\s\\p{L}]+"), tmp_path, vocab_size=300)
     with pytest.raises(FormatError, match=re.escape("has '(?i)st'")):
