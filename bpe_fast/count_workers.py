@@ -374,6 +374,47 @@ def parquet_units(streams: Sequence[Stream], text_column: str, num_processes: in
     return units if len(units) >= 2 * num_processes else None
 
 
+def _first_parquet_error(streams: Sequence[Stream], text_column: str, batch_bytes: int,
+                         seen: list[BaseException]) -> BaseException:
+    """The first invalid UTF-8 of a run of Parquet files in input order (the row groups are claimed largest
+    first, and each claimant reports the first error it meets in time), found by reading the row groups again in
+    order up to the earliest error seen; seen[0] if none is a CorpusDecodeError."""
+    decode = [e for e in seen if isinstance(e, CorpusDecodeError)]
+    if not decode:
+        return seen[0]
+    paths = [stream.obj for stream in streams]
+    earliest = min(decode, key=lambda e: (paths.index(e.path), e.document, e.offset))
+    until = (paths.index(earliest.path), earliest.document)
+    for i, path in enumerate(paths[:until[0] + 1]):
+        for group in range(len(parquet_row_groups(path, text_column)[0])):
+            for batch in parquet_row_group_batches(path, group, text_column, batch_bytes):
+                if (i, batch.origin[1]) > until:
+                    return earliest
+                error = _batch_utf8_error(batch)
+                if error is not None:
+                    return error
+    return earliest
+
+
+def _batch_utf8_error(batch: Batch) -> CorpusDecodeError | None:
+    """The first invalid UTF-8 of a Batch's documents, each decoded alone (as a counter does), or None."""
+    data, bounds = batch.data, batch.bounds
+    try:
+        check_utf8(data)
+        starts = bounds[1:-1][bounds[1:-1] < len(data)]
+        if not np.any((np.frombuffer(data, dtype=np.uint8)[starts] & 0xC0) == 0x80):
+            return None                # whole characters, and each document starts at one
+    except UnicodeDecodeError:
+        pass
+    for k in range(len(bounds) - 1):
+        try:
+            check_utf8(data[bounds[k]:bounds[k + 1]])
+        except UnicodeDecodeError as exc:
+            return batch_decode_error(batch, UnicodeDecodeError("utf-8", data, int(bounds[k]) + exc.start,
+                                                                int(bounds[k]) + exc.end, exc.reason))
+    return None
+
+
 # ---- uncompressed JSON lines files whose byte ranges the workers read themselves -------------------
 
 def _count_jsonl_unit(units: Sequence[tuple[str, int, int]], text_field: str, batch_bytes: int, errors: str,
@@ -427,7 +468,8 @@ def count_unit_tables(run: Sequence[Stream], units: Sequence[Any], special_token
     what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
     if run[0].kind == "parquet":
         count_unit: CountUnit = functools.partial(_count_row_group_unit, units, text_column, batch_bytes)
-        first_failure: Callable[[list[BaseException]], BaseException] = lambda seen: seen[0]
+        first_failure: Callable[[list[BaseException]], BaseException]
+        first_failure = functools.partial(_first_parquet_error, run, text_column, batch_bytes)
     else:
         count_unit = functools.partial(_count_jsonl_unit, units, text_field, batch_bytes, errors)
         first_failure = functools.partial(_first_jsonl_error, run, text_field, errors)
@@ -580,17 +622,40 @@ def _count_batch(counter: ChunkCounter, batch: Batch | SlotBatch, bytes_done: An
         bytes_done.add(len(data), len(batch.bounds) - 1)
 
 
+class _BatchDecodeError(Exception):
+    """A counter of count_stream_tables met invalid UTF-8 (`error`, a CorpusDecodeError) in the batch handed out
+    `number`th: the number puts the errors of several counters in input order (a batch holds at most one, its
+    first)."""
+
+    def __init__(self, number: int, error: CorpusDecodeError) -> None:
+        super().__init__(number, error)
+        self.number, self.error = number, error
+
+
+class _StopReading(Exception):
+    """count_stream_tables: a counter met invalid UTF-8, so no batch is handed out after those already were."""
+
+
+def _count_numbered(counter: ChunkCounter, number: int, batch: Batch | SlotBatch, bytes_done: Any,
+                    ring: BatchRing) -> None:
+    """Count the batch handed out `number`th (its invalid UTF-8: a _BatchDecodeError); its slot is free after."""
+    try:
+        _count_batch(counter, batch, bytes_done, ring.data(batch))
+    except CorpusDecodeError as exc:
+        raise _BatchDecodeError(number, exc) from None
+    finally:
+        ring.done(batch)
+
+
 def _count_queued(special_tokens: Iterable[str], pattern: str, errors: str, out_path: str) -> str:
-    """Stream worker: count the batches of the shared queue until a None, then write the table to out_path."""
+    """Stream worker: count the batches of the shared queue, (number, batch) each, until a None, then write the
+    table to out_path."""
     counter = _counter_for(special_tokens, pattern, errors)
     while True:
         item = _queue.get()
         if item is None:
             break
-        try:
-            _count_batch(counter, item, _bytes_done, _ring.data(item))  # type: ignore[union-attr]
-        finally:
-            _ring.done(item)  # type: ignore[union-attr]
+        _count_numbered(counter, item[0], item[1], _bytes_done, _ring)  # type: ignore[arg-type]
     return _save_table(counter, out_path)
 
 
@@ -603,7 +668,9 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
     without the GIL). Their bytes go through a BatchRing (2 slots a worker and 4 more, of twice batch_bytes; at
     most 16 of at most 64 MB, 256 MB in all), which make_batches may write into directly (with one process:
     one buffer, _OneSlot); a batch that finds no free slot soon goes whole. At most a few batches are in
-    flight: memory does not grow with the corpus. `what` names the input in errors."""
+    flight: memory does not grow with the corpus. `what` names the input in errors. Invalid UTF-8: no batch is
+    handed out after a counter meets it, the counters count those they were handed, and the error of the first
+    batch in input order is raised (not the first a counter met: a big batch can be met last)."""
     context = worker_context()
     bytes_done = Tally(context)
     own = _counter_for(special_tokens, pattern, errors)
@@ -616,7 +683,7 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
         return [own.arrays()]
     workers = num_processes - 1
     shared = shared_queue(context, workers + 1)
-    local: queue.Queue[Batch | SlotBatch | None]
+    local: queue.Queue[tuple[int, Batch | SlotBatch] | None]
     local = queue.Queue(maxsize=1)            # the thread's next batch: handed over without pickling
     stop = threading.Event()
     failure: list[BaseException] = []
@@ -625,36 +692,36 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
         try:
             while not stop.is_set():
                 try:
-                    batch = local.get(timeout=0.25)
+                    item = local.get(timeout=0.25)
                 except queue.Empty:
                     continue
-                if batch is None:
+                if item is None:
                     break
-                try:
-                    _count_batch(own, batch, bytes_done, ring.data(batch))  # type: ignore[union-attr]  # made before
-                finally:
-                    ring.done(batch)  # type: ignore[union-attr]
+                _count_numbered(own, item[0], item[1], bytes_done, ring)  # type: ignore[arg-type]  # made before
         except BaseException as exc:       # reported by the caller's thread
             failure.append(exc)
 
-    def check(futures: Sequence[Future[str]], pool: Any) -> None:
+    def check(futures: Sequence[Future[str]], pool: Any, reading: bool = True) -> None:
+        """Raise a counter's failure, or if a worker died; while reading, _StopReading if a counter met invalid
+        UTF-8 (the batches handed out are counted still: an earlier one may hold an earlier error)."""
         seen: list[Any] = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
-        if seen:
-            raise seen[0]
+        fatal = [e for e in seen if not isinstance(e, _BatchDecodeError)]
+        if fatal:
+            raise fatal[0]
         check_workers_alive(pool)
+        if seen and reading:
+            raise _StopReading
 
-    def hand_over(batch: Batch | SlotBatch | None, futures: Sequence[Future[str]], pool: Any,
-                  own_first: bool = True) -> None:
+    def hand_over(number: int, batch: Batch | SlotBatch, futures: Sequence[Future[str]], pool: Any) -> None:
         item: Any = _UNPACKED                    # what goes to the workers' queue, once packed
         while True:
-            if own_first and item is _UNPACKED:
+            if item is _UNPACKED:
                 try:
-                    local.put_nowait(batch)
+                    local.put_nowait((number, batch))
                     return
                 except queue.Full:
                     pass
-            if item is _UNPACKED:
-                item = None if batch is None else ring.pack(batch)  # type: ignore[union-attr]  # made before
+                item = (number, ring.pack(batch))  # type: ignore[union-attr]  # made before
             try:
                 shared.put(item, timeout=0.1)
                 return
@@ -677,31 +744,46 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
             try:
                 slots = _LeasedSlots(ring, functools.partial(check, futures, pool), wait=ring.n_slots >= wanted)
                 sent = 0
-                for batch in make_batches(slots):
-                    hand_over(batch, futures, pool)
-                    sent += batch.size
-                    check(futures, pool)
-                    if progress is not None:
-                        progress("count", bytes_done.value, None)
-                for _ in range(workers):
-                    hand_over(None, futures, pool, own_first=False)
+                batches = make_batches(slots)
+                try:
+                    for number, batch in enumerate(batches):
+                        hand_over(number, batch, futures, pool)
+                        sent += batch.size
+                        check(futures, pool)
+                        if progress is not None:
+                            progress("count", bytes_done.value, None)
+                except _StopReading:        # invalid UTF-8: the counters finish what they were handed, then the
+                    pass                    # first error in input order is raised (below)
+                finally:
+                    getattr(batches, "close", lambda: None)()
+                # the end (None) to each worker still counting: one stopped by invalid UTF-8 takes none
+                ends = 0
+                while ends < workers and not all(f.done() for f in futures):
+                    try:
+                        shared.put(None, timeout=0.1)
+                        ends += 1
+                    except queue.Full:
+                        check(futures, pool, reading=False)
                 while thread.is_alive():
                     try:
                         local.put(None, timeout=0.25)
                         break
                     except queue.Full:
-                        check(futures, pool)
+                        check(futures, pool, reading=False)
                 pending = set(futures)
                 while pending or thread.is_alive():
                     _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
                     thread.join(0 if pending else 0.25)
-                    check(futures, pool)
+                    check(futures, pool, reading=False)
                     if progress is not None:
                         progress("count", bytes_done.value, None)
             finally:
                 stop.set()
                 thread.join()
-            check(futures, pool)
+            check(futures, pool, reading=False)
+            decode = [e for e in failure + [f.exception() for f in futures] if isinstance(e, _BatchDecodeError)]
+            if decode:          # the first in input order, not the first a counter met
+                raise min(decode, key=lambda e: e.number).error from None
             if bytes_done.value != sent:       # a batch the queue could not send (its feeder only prints why)
                 raise RuntimeError(f"counting {what}: {sent - bytes_done.value:,} of the {sent:,} bytes handed to "
                                    f"the counting processes were not counted")

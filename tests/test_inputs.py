@@ -4,6 +4,7 @@ same text (documents joined by a special token, which splits the text as documen
 import bz2
 import functools
 import gzip
+import itertools
 import json
 import lzma
 import random
@@ -643,6 +644,37 @@ def test_parquet_units_are_the_row_groups_largest_first_sized_by_the_text_column
     assert order == [4, 1, 5, 2, 3, 0]           # the second copy's texts are a byte longer each
 
 
+def _parquet_of_bytes(path, docs, row_group_size):
+    # a string column whose values need not be valid UTF-8 (Arrow checks only when asked)
+    offsets = np.cumsum([0] + [len(d) for d in docs]).astype(np.int32)
+    column = pyarrow.Array.from_buffers(pyarrow.string(), len(docs),
+                                        [None, pyarrow.py_buffer(offsets.tobytes()), pyarrow.py_buffer(b"".join(docs))])
+    pq.write_table(pyarrow.table({"text": column}), path, row_group_size=row_group_size)
+
+
+@pytest.mark.parametrize("procs", [1, 2, 3])
+def test_the_first_invalid_utf8_of_parquet_row_groups_in_file_order(tmp_path, procs):
+    # the workers claim row groups largest first: the last row group (the largest) was counted first and its
+    # error named, not the first row group's
+    from bpe_fast.count_workers import parquet_units
+    from bpe_fast.inputs import resolve_inputs
+    docs = [b"fine", b"ab\xffcd"] + [b"word " * 20] * 48 + [b"word " * 2000 + b"x \xfe"] * 10
+    _parquet_of_bytes(tmp_path / "a.parquet", docs, 10)
+    assert procs == 1 or parquet_units(resolve_inputs(tmp_path / "a.parquet"), "text", procs)[0][1] == 5
+    with pytest.raises(CorpusDecodeError, match=r"a\.parquet: invalid UTF-8 at document 1, byte offset 2 of "):
+        count_pretokens(tmp_path / "a.parquet", num_processes=procs, chunk_bytes=1000)
+    # in a run of files: the first file's, though the second's row groups are larger
+    fine = [f"doc {k} ".encode() for k in range(60)]
+    _parquet_of_bytes(tmp_path / "b.parquet", fine[:20] + [b"z\xc3"] + fine[20:], 10)
+    _parquet_of_bytes(tmp_path / "c.parquet", [b"word " * 4000 + b"\xff"] * 40, 10)
+    with pytest.raises(CorpusDecodeError, match=r"b\.parquet: invalid UTF-8 at document 20, byte offset 1 of "):
+        count_pretokens([tmp_path / "b.parquet", tmp_path / "c.parquet"], num_processes=procs, chunk_bytes=1000)
+    # a document ending inside a character, the next starting with the rest: each is invalid alone
+    _parquet_of_bytes(tmp_path / "d.parquet", fine[:30] + [b"x \xe2\x82", b"\xac"] + fine[30:], 8)
+    with pytest.raises(CorpusDecodeError, match=r"d\.parquet: invalid UTF-8 at document 30, byte offset 2 of "):
+        count_pretokens([tmp_path / "d.parquet", tmp_path / "c.parquet"], num_processes=procs, chunk_bytes=1000)
+
+
 def test_a_corrupt_row_group_names_the_file(tmp_path):
     path = tmp_path / "c.parquet"
     pq.write_table(pyarrow.table({"text": [f"document {i} " * 50 for i in range(400)]}), path,
@@ -760,6 +792,65 @@ def test_invalid_utf8_in_compressed_text_names_file_offset_and_line(tmp_path):
         count_pretokens(tmp_path / "c.txt.gz", num_processes=2, chunk_bytes=1000)
     assert (info.value.offset, info.value.line) == (data.index(b"\xc3"), 2001)
     assert "c.txt.gz: invalid UTF-8 at byte offset 18004 (line 2001)" in str(info.value)
+
+
+@pytest.mark.parametrize("procs", [1, 2, 3])
+def test_the_first_invalid_utf8_of_an_iterable_is_reported_whatever_counts_first(procs):
+    # the review's example: document 10 is big, so the counter given it meets its error after another counter
+    # has met document 11's; the error named was the first met in time (document 11 with 2 or 3 processes)
+    docs = [b"a"] * 10 + [b"x" * 6_000_000 + b"\xff"] + [b"bad \xfe"] * 50
+    with pytest.raises(CorpusDecodeError, match=r"iterable: invalid UTF-8 at document 10, byte offset 6000000 "):
+        count_pretokens(iter(docs), num_processes=procs, chunk_bytes=100)
+
+
+def _slow_first_batch(monkeypatch, seconds=0.5):
+    # the caller's thread counts the first batch handed out: make it meet that batch's error last (in this
+    # process only: forked workers inherit the patch)
+    import os
+    import time
+    import bpe_fast.count_workers as cw
+    count_batch, caller = cw._count_batch, os.getpid()
+
+    def slow(counter, batch, *args):
+        if os.getpid() == caller and batch.origin[1] == 0 and batch.origin[3] in (None, 0):
+            time.sleep(seconds)
+        return count_batch(counter, batch, *args)
+
+    monkeypatch.setattr(cw, "_count_batch", slow)
+
+
+@pytest.mark.parametrize("procs", [1, 2, 3])
+def test_the_first_invalid_utf8_of_documents_in_order_though_a_later_one_is_met_first(procs, monkeypatch):
+    _slow_first_batch(monkeypatch)
+    docs = [b"fine", b"ab\xffcd"] + [f"doc {k} ".encode() * 10 for k in range(40)] + [b"x \xfe"] * 20
+    with pytest.raises(CorpusDecodeError, match=r"iterable: invalid UTF-8 at document 1, byte offset 2 of the "):
+        count_pretokens(iter(docs), num_processes=procs, chunk_bytes=16)
+    with pytest.raises(CorpusDecodeError, match=r"iterable: invalid UTF-8 at document 1, byte offset 2 of the "):
+        train_bpe(iter(docs), 300, num_processes=procs, chunk_bytes=16)
+    # capped reads and lists of documents are batches handed out the same way
+    with pytest.raises(CorpusDecodeError, match=r"iterable: invalid UTF-8 at document 1, byte offset 2 of the "):
+        count_pretokens(iter(docs), num_processes=procs, chunk_bytes=16, max_bytes=10**6)
+    # no batch is read after the error is met: an endless input ends
+    endless = itertools.chain(docs, itertools.repeat(b"fine"))
+    with pytest.raises(CorpusDecodeError, match=r"iterable: invalid UTF-8 at document 1, byte offset 2 of the "):
+        count_pretokens(endless, num_processes=procs, chunk_bytes=16)
+
+
+@pytest.mark.parametrize("procs", [1, 2, 3])
+def test_the_first_invalid_utf8_of_a_compressed_file_in_file_order(tmp_path, procs, monkeypatch):
+    import bpe_fast.inputs as inputs
+    monkeypatch.setattr(inputs, "_READ_BYTES", 1000)       # pieces of about chunk_bytes, not of a whole read
+    _slow_first_batch(monkeypatch)
+    data = b"good \xc3( one\n" + b"line of text\n" * 4000 + (b"bad \xff\n" + b"more text\n" * 200) * 20
+    (tmp_path / "c.txt.gz").write_bytes(gzip.compress(data))
+    with pytest.raises(CorpusDecodeError) as info:
+        count_pretokens(tmp_path / "c.txt.gz", num_processes=procs, chunk_bytes=2000)
+    assert (info.value.offset, info.value.line) == (5, 1)
+    # without the first, the next (in a piece other than the first)
+    (tmp_path / "d.txt.gz").write_bytes(gzip.compress(data.replace(b"\xc3(", b"ok")))
+    with pytest.raises(CorpusDecodeError) as info:
+        count_pretokens(tmp_path / "d.txt.gz", num_processes=procs, chunk_bytes=2000)
+    assert info.value.line == 4002
 
 
 def test_invalid_utf8_in_a_pipe_is_not_given_a_line_read_from_the_rest_of_the_pipe():
@@ -995,15 +1086,15 @@ def test_a_stream_worker_counts_packed_and_whole_batches_and_frees_every_slot(tm
     context = worker_context()
     ring = BatchRing(context, 3, max(len(b.data) for b in batches))
     items: queues.Queue = queues.Queue()
-    for batch in batches:
+    for number, batch in enumerate(batches):
         packed = ring.pack(batch, timeout=0.01)
-        items.put(packed)
+        items.put((number, packed))
     tally = Tally(context)
     saved = (cw._bytes_done, cw._queue, cw._ring)
     try:
         _init_stream_worker(tally, items, ring)
         # the first 3 went through slots, the rest whole (no slot free until the worker frees them)
-        assert sum(not isinstance(items.queue[k], Batch) for k in range(len(batches))) == 3
+        assert sum(not isinstance(items.queue[k][1], Batch) for k in range(len(batches))) == 3
         items.put(None)
         out = _count_queued([EOT], GPT2_PATTERN, "strict", str(tmp_path / "table.npy"))
     finally:
