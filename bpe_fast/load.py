@@ -10,14 +10,13 @@ rank given twice is refused (tiktoken's dict keeps the last).
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from collections.abc import Mapping
 
 from .atomic import atomic_output
 from .formats import bytes_to_unicode
-from .ranks import read_tiktoken
+from .ranks import read_tiktoken, tiktoken_text
 from .registry import tiktoken_cache_file
 
 __all__ = ["load_tiktoken_bpe", "dump_tiktoken_bpe", "data_gym_to_mergeable_bpe_ranks"]
@@ -67,13 +66,11 @@ def load_tiktoken_bpe(tiktoken_bpe_file: str, expected_hash: str | None = None) 
 def dump_tiktoken_bpe(bpe_ranks: Mapping[bytes, int], tiktoken_bpe_file: str) -> None:
     """Write ranks as a `.tiktoken` file (each token in base64, a space, its rank; in rank order), as
     tiktoken.load.dump_tiktoken_bpe, to a local path (tiktoken needs blobfile for it); written whole or not at
-    all."""
-    items = sorted(bpe_ranks.items(), key=lambda item: item[1])
-    for token, rank in items:
-        if not isinstance(token, bytes) or type(rank) is not int:
-            raise TypeError(f"bpe_ranks must map bytes to int, not {type(token).__name__} to {type(rank).__name__}")
+    all. Ranks load_tiktoken_bpe would refuse (the empty token, a rank outside 0..MAX_TOKEN_ID or given twice)
+    are a ValueError, a token not bytes or a rank not an int a TypeError, before anything is written."""
+    text = tiktoken_text(bpe_ranks)     # checked first: ranks load_tiktoken_bpe would refuse are not written
     with atomic_output(tiktoken_bpe_file) as f:
-        f.write(b"".join(base64.b64encode(token) + b" " + str(rank).encode() + b"\n" for token, rank in items))
+        f.write(text)
 
 
 def data_gym_to_mergeable_bpe_ranks(vocab_bpe_file: str, encoder_json_file: str, vocab_bpe_hash: str | None = None,

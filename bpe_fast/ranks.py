@@ -20,6 +20,7 @@ Decisions:
 """
 from __future__ import annotations
 
+import base64
 import gzip
 import operator
 import os
@@ -38,7 +39,7 @@ from .specials import id_holders
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
 
-__all__ = ["read_tiktoken", "merges_from_ranks", "ranks_from_tokenizer"]
+__all__ = ["read_tiktoken", "tiktoken_text", "merges_from_ranks", "ranks_from_tokenizer"]
 
 
 def read_tiktoken(path: StrPath, data: bytes | None = None) -> dict[bytes, int]:
@@ -60,6 +61,18 @@ def read_tiktoken(path: StrPath, data: bytes | None = None) -> dict[bytes, int]:
     """
     tokens, values = _read_arrays(path, data)[:2]
     return dict(zip(tokens, values.tolist()))
+
+
+def tiktoken_text(ranks: Mapping[bytes, int]) -> bytes:
+    """The contents of a `.tiktoken` file of ranks ({token bytes: rank}): each token in base64, a space and its
+    rank, in rank order; TypeError/ValueError naming an entry read_tiktoken would refuse (the empty token, a rank
+    outside 0..MAX_TOKEN_ID or given twice).
+
+    >>> tiktoken_text({b"b": 1, b"a": 0})
+    b'YQ== 0\\nYg== 1\\n'
+    """
+    tokens, values = _ranked_tokens(ranks)
+    return b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in zip(tokens, values.tolist()))
 
 
 def read_tiktoken_bytes(path: StrPath) -> bytes:

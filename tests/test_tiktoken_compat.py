@@ -828,3 +828,22 @@ def test_data_gym_ranks_of_gpt2s_files_equal_tiktokens(tmp_path, monkeypatch):
     assert ranks == expected and list(ranks) == list(expected) and len(ranks) == 50256
     with pytest.raises(ValueError, match=r"does not match .*merges\.txt: b' a' is 256 by the merges, 257 in"):
         data_gym_to_mergeable_bpe_ranks(str(FIXTURES / "gpt2_merges.txt"), encoder)     # its first merge skipped
+
+
+def test_dump_tiktoken_bpe_refuses_ranks_load_tiktoken_bpe_would_refuse(tmp_path):
+    # dump_tiktoken_bpe wrote whatever it was given, so a rank beyond MAX_TOKEN_ID, a negative one, the empty
+    # token or a rank given twice made a file its own load_tiktoken_bpe refuses; they are refused before
+    # anything is written now, and numpy ints (which tiktoken's writes) are taken
+    import numpy as np
+    from bpe_fast.formats import MAX_TOKEN_ID
+    from bpe_fast.load import dump_tiktoken_bpe, load_tiktoken_bpe
+    path = tmp_path / "r.tiktoken"
+    for bad, match in [({b"a": MAX_TOKEN_ID + 1}, "out of range"), ({b"a": -1}, "out of range"),
+                       ({b"": 0}, "empty token"), ({b"a": 0, b"b": 0}, "same rank 0"),
+                       ({b"a": 0, b"b": "1"}, "not an int"), ({"a": 0}, "not bytes")]:
+        with pytest.raises((ValueError, TypeError), match=match):
+            dump_tiktoken_bpe(bad, str(path))
+        assert list(tmp_path.iterdir()) == []
+    ranks = {bytes([b]): 255 - b for b in range(256)} | {b"\x00\xff": MAX_TOKEN_ID}
+    dump_tiktoken_bpe({k: np.int64(v) for k, v in ranks.items()}, str(path))
+    assert load_tiktoken_bpe(str(path)) == dict(sorted(ranks.items(), key=lambda item: item[1]))
