@@ -11,11 +11,10 @@ rank given twice is refused (tiktoken's dict keeps the last).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 
 from .atomic import atomic_output
-from .formats import bytes_to_unicode
+from .formats import FormatError, bytes_to_unicode, parse_json, read_text
 from .ranks import read_tiktoken, tiktoken_text
 from .registry import tiktoken_cache_file
 
@@ -78,33 +77,38 @@ def data_gym_to_mergeable_bpe_ranks(vocab_bpe_file: str, encoder_json_file: str,
                                     clobber_one_byte_tokens: bool = False) -> dict[bytes, int]:
     """Ranks from GPT-2's vocab.bpe and encoder.json, as tiktoken.load.data_gym_to_mergeable_bpe_ranks: the 256
     bytes in GPT-2's order (its printable characters first), then a token a merge of vocab.bpe; a ValueError when
-    encoder.json (its <|endoftext|> and <|startoftext|> left out) gives other ids (tiktoken: an AssertionError)."""
+    encoder.json (its <|endoftext|> and <|startoftext|> left out) gives other ids (tiktoken: an AssertionError);
+    a FormatError (a ValueError) naming the file, and the line of vocab.bpe, when either cannot be read."""
     decoder = {char: byte for byte, char in bytes_to_unicode().items()}
     order = sorted(decoder.values(), key=lambda byte: ord(bytes_to_unicode()[byte]))    # printable ones first
 
-    def decode(value: str) -> bytes:
+    def decode(value: str, path: str, line: int | None) -> bytes:
         try:
             return bytes(decoder[char] for char in value)
         except KeyError as exc:
-            raise ValueError(f"{vocab_bpe_file} / {encoder_json_file}: {value!r} holds {exc.args[0]!r}, which "
-                             "GPT-2's byte encoding does not use") from None
+            raise FormatError(path, line, f"{value!r} holds {exc.args[0]!r}, which GPT-2's byte encoding does not "
+                              "use") from None
 
     ranks = {bytes([byte]): rank for rank, byte in enumerate(order)}
-    lines = read_file_cached(vocab_bpe_file, vocab_bpe_hash).decode().split("\n")[1:-1]    # (tiktoken's reading)
-    for number, line in enumerate(lines, start=2):
+    text = read_text(vocab_bpe_file, read_file_cached(vocab_bpe_file, vocab_bpe_hash))
+    for number, line in enumerate(text.split("\n")[1:-1], start=2):     # (tiktoken's reading)
         parts = line.split()
         if len(parts) != 2:
-            raise ValueError(f"{vocab_bpe_file}:{number}: expected two tokens, got {line!r}")
-        ranks[decode(parts[0]) + decode(parts[1])] = len(ranks)
-    encoder = json.loads(read_file_cached(encoder_json_file, encoder_json_hash))
-    given = {decode(token): rank for token, rank in encoder.items()}
+            raise FormatError(vocab_bpe_file, number, f"expected two tokens, got {line!r}")
+        ranks[decode(parts[0], vocab_bpe_file, number) + decode(parts[1], vocab_bpe_file, number)] = len(ranks)
+    text = read_text(encoder_json_file, read_file_cached(encoder_json_file, encoder_json_hash))
+    encoder = parse_json(encoder_json_file, text.removeprefix("\ufeff"))     # (a BOM: json.loads of bytes reads past)
+    if not isinstance(encoder, dict):
+        raise FormatError(encoder_json_file, None, f"expected a JSON object {{token: id}}, got "
+                          f"{type(encoder).__name__}")
+    given = {decode(token, encoder_json_file, None): rank for token, rank in encoder.items()}
     given.pop(b"<|endoftext|>", None)
     given.pop(b"<|startoftext|>", None)
     if clobber_one_byte_tokens:
         ranks.update((token, rank) for token, rank in given.items() if len(token) == 1)
     if ranks != given:
         token = next((t for t in ranks if given.get(t) != ranks[t]), None)
-        what = (f"{token!r} is {ranks[token]} by the merges, {given.get(token)} in {encoder_json_file}"
+        what = (f"{token!r} is {ranks[token]} by the merges, {given.get(token)!r} in {encoder_json_file}"
                 if token is not None else f"{encoder_json_file} holds tokens no merge makes")
         raise ValueError(f"{encoder_json_file} does not match {vocab_bpe_file}: {what}")
     return ranks

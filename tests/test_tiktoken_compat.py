@@ -847,3 +847,33 @@ def test_dump_tiktoken_bpe_refuses_ranks_load_tiktoken_bpe_would_refuse(tmp_path
     ranks = {bytes([b]): 255 - b for b in range(256)} | {b"\x00\xff": MAX_TOKEN_ID}
     dump_tiktoken_bpe({k: np.int64(v) for k, v in ranks.items()}, str(path))
     assert load_tiktoken_bpe(str(path)) == dict(sorted(ranks.items(), key=lambda item: item[1]))
+
+
+def test_data_gym_errors_name_the_file_and_line(tmp_path, monkeypatch):
+    # vocab.bpe not UTF-8 was the bare UnicodeDecodeError of its bytes, an encoder.json that is not JSON (or not
+    # an object) json's error, naming neither file; a character outside GPT-2's byte mapping named both files
+    # and no line. (tiktoken's are the same bare errors, a KeyError for the character.)
+    tiktoken_load = pytest.importorskip("tiktoken.load")
+    from bpe_fast.load import data_gym_to_mergeable_bpe_ranks
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    merges = b"#version: 0.2\n" + (FIXTURES / "gpt2_merges.txt").read_bytes()
+    encoder = (FIXTURES / "gpt2_vocab.json").read_bytes()
+    vocab_bpe, encoder_json = tmp_path / "vocab.bpe", tmp_path / "encoder.json"
+    cases = [(merges.replace(b"\n", b"\n\xff x\n", 3), encoder, r"vocab\.bpe:2: not UTF-8"),
+             (merges.replace(b"\n", b"\n\x00 a\n", 3), encoder, r"vocab\.bpe:2: .*'\\x00'"),
+             (merges, encoder[:-5], r"encoder\.json:1: bad JSON"),
+             (merges, b"[1, 2]", r"encoder\.json: .*object"),
+             (merges, encoder.replace(b'"!"', b'"\\u0000"', 1), r"encoder\.json: .*'\\x00'"),
+             (merges, encoder.replace(b'"!": 0', b'"!": "0"'), r"'!' is 0 by the merges, '0' in .*encoder\.json")]
+    for vocab_data, encoder_data, match in cases:
+        vocab_bpe.write_bytes(vocab_data)
+        encoder_json.write_bytes(encoder_data)
+        with pytest.raises(Exception):
+            tiktoken_load.data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(encoder_json))
+        with pytest.raises(ValueError, match=match):
+            data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(encoder_json))
+    for vocab_data, encoder_data in [(b"\xef\xbb\xbf" + merges, encoder), (merges, b"\xef\xbb\xbf" + encoder)]:
+        vocab_bpe.write_bytes(vocab_data)       # a BOM: in vocab.bpe's first line, which is skipped; in
+        encoder_json.write_bytes(encoder_data)  # encoder.json, read past (json.loads of bytes does)
+        expected = tiktoken_load.data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(encoder_json))
+        assert data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(encoder_json)) == expected
