@@ -78,7 +78,8 @@ def data_gym_to_mergeable_bpe_ranks(vocab_bpe_file: str, encoder_json_file: str,
     """Ranks from GPT-2's vocab.bpe and encoder.json, as tiktoken.load.data_gym_to_mergeable_bpe_ranks: the 256
     bytes in GPT-2's order (its printable characters first), then a token a merge of vocab.bpe; a ValueError when
     encoder.json (its <|endoftext|> and <|startoftext|> left out) gives other ids (tiktoken: an AssertionError);
-    a FormatError (a ValueError) naming the file, and the line of vocab.bpe, when either cannot be read."""
+    a FormatError (a ValueError) naming the file, and the line of vocab.bpe, when either cannot be read, or when
+    two merges make one token (tiktoken's dict keeps the last)."""
     decoder = {char: byte for byte, char in bytes_to_unicode().items()}
     order = sorted(decoder.values(), key=lambda byte: ord(bytes_to_unicode()[byte]))    # printable ones first
 
@@ -95,7 +96,11 @@ def data_gym_to_mergeable_bpe_ranks(vocab_bpe_file: str, encoder_json_file: str,
         parts = line.split()
         if len(parts) != 2:
             raise FormatError(vocab_bpe_file, number, f"expected two tokens, got {line!r}")
-        ranks[decode(parts[0], vocab_bpe_file, number) + decode(parts[1], vocab_bpe_file, number)] = len(ranks)
+        token = decode(parts[0], vocab_bpe_file, number) + decode(parts[1], vocab_bpe_file, number)
+        if token in ranks:      # (made by a merge, as it has two bytes or more: rank 256 on line 2, and so on)
+            raise FormatError(vocab_bpe_file, number, f"the merge {line!r} makes {token!r}, made on line "
+                              f"{ranks[token] - 254} already")
+        ranks[token] = len(ranks)
     text = read_text(encoder_json_file, read_file_cached(encoder_json_file, encoder_json_hash))
     encoder = parse_json(encoder_json_file, text.removeprefix("\ufeff"))     # (a BOM: json.loads of bytes reads past)
     if not isinstance(encoder, dict):

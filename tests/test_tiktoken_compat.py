@@ -6,6 +6,7 @@ offline (tests/openai_ranks.py: cl100k_base and o200k_base from the bpe-openai w
 tests/fixtures); tests skip with the reason when the wheel is missing.
 """
 import functools
+import json
 import pickle
 
 import numpy as np
@@ -877,3 +878,20 @@ def test_data_gym_errors_name_the_file_and_line(tmp_path, monkeypatch):
         encoder_json.write_bytes(encoder_data)  # encoder.json, read past (json.loads of bytes does)
         expected = tiktoken_load.data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(encoder_json))
         assert data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(encoder_json)) == expected
+
+
+def test_data_gym_refuses_a_token_two_merges_make(tmp_path, monkeypatch):
+    # the rank of a merge's token was len(ranks), which a token made again (a merge line given twice, or two
+    # merges of the same bytes) does not grow: the next merge had the same rank, so an encoder.json with the two
+    # ids alike was taken and the ranks held 258 twice (tiktoken counts the merges: b"cd" 259). A
+    # token made twice is refused, as a token given twice in a .tiktoken file is, naming both lines
+    from bpe_fast.formats import bytes_to_unicode
+    from bpe_fast.load import data_gym_to_mergeable_bpe_ranks
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    chars = bytes_to_unicode()
+    singles = {chars[b]: i for i, b in enumerate(sorted(range(256), key=lambda b: ord(chars[b])))}
+    (tmp_path / "vocab.bpe").write_text("#version: 0.2\na b\nab c\nab c\nc d\n")
+    for ids in [{"ab": 256, "abc": 258, "cd": 258}, {"ab": 256, "abc": 258, "cd": 259}]:
+        (tmp_path / "encoder.json").write_text(json.dumps(singles | ids))
+        with pytest.raises(ValueError, match=r"vocab\.bpe:4: the merge 'ab c' makes b'abc', made on line 3 already"):
+            data_gym_to_mergeable_bpe_ranks(str(tmp_path / "vocab.bpe"), str(tmp_path / "encoder.json"))
