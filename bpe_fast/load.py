@@ -111,6 +111,10 @@ def data_gym_to_mergeable_bpe_ranks(vocab_bpe_file: str, encoder_json_file: str,
     given.pop(b"<|startoftext|>", None)
     if clobber_one_byte_tokens:
         ranks.update((token, rank) for token, rank in given.items() if len(token) == 1)
+        holders: dict[int, bytes] = {}      # a byte given a merge's id, or another byte's, is no rank
+        for token, rank in ranks.items():
+            if holders.setdefault(rank, token) != token:
+                raise FormatError(encoder_json_file, None, f"{holders[rank]!r} and {token!r} have the same id {rank}")
     if ranks != given:
         token = next((t for t in ranks if given.get(t) != ranks[t]), None)
         what = (f"{token!r} is {ranks[token]} by the merges, {given.get(token)!r} in {encoder_json_file}"

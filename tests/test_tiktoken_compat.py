@@ -895,3 +895,23 @@ def test_data_gym_refuses_a_token_two_merges_make(tmp_path, monkeypatch):
         (tmp_path / "encoder.json").write_text(json.dumps(singles | ids))
         with pytest.raises(ValueError, match=r"vocab\.bpe:4: the merge 'ab c' makes b'abc', made on line 3 already"):
             data_gym_to_mergeable_bpe_ranks(str(tmp_path / "vocab.bpe"), str(tmp_path / "encoder.json"))
+
+
+def test_data_gym_clobbering_refuses_a_byte_given_a_merges_id(tmp_path, monkeypatch):
+    # clobber_one_byte_tokens takes the single bytes' ids from encoder.json: one given a merge's id (or two bytes
+    # one id) made ranks holding that rank twice, returned as they agree with encoder.json (as tiktoken's do)
+    from bpe_fast.formats import bytes_to_unicode
+    from bpe_fast.load import data_gym_to_mergeable_bpe_ranks
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    chars = bytes_to_unicode()
+    singles = {chars[b]: i for i, b in enumerate(sorted(range(256), key=lambda b: ord(chars[b])))}
+    (tmp_path / "vocab.bpe").write_text("#version: 0.2\na b\n")
+    for ids in [{"ab": 256, "c": 256}, {"ab": 256, "c": 0}]:
+        (tmp_path / "encoder.json").write_text(json.dumps(singles | ids))
+        with pytest.raises(ValueError, match=r"encoder\.json: b'.*' and b'.*' have the same id (256|0)"):
+            data_gym_to_mergeable_bpe_ranks(str(tmp_path / "vocab.bpe"), str(tmp_path / "encoder.json"),
+                                            clobber_one_byte_tokens=True)
+    (tmp_path / "encoder.json").write_text(json.dumps(singles | {"ab": 256, "c": 300}))    # a gap: taken
+    ranks = data_gym_to_mergeable_bpe_ranks(str(tmp_path / "vocab.bpe"), str(tmp_path / "encoder.json"),
+                                            clobber_one_byte_tokens=True)
+    assert ranks[b"c"] == 300 and ranks[b"ab"] == 256
