@@ -11,6 +11,8 @@ rank given twice is refused (tiktoken's dict keeps the last).
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Mapping
 
 from .atomic import atomic_output
@@ -36,11 +38,15 @@ def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:
             raise FileNotFoundError(f"{offline}, and tiktoken's cache is off (TIKTOKEN_CACHE_DIR or "
                                     f"DATA_GYM_CACHE_DIR is empty); {hint}")
         try:
-            with open(cached, "rb") as f:
-                data = f.read()
+            mode = os.stat(cached).st_mode
         except FileNotFoundError:
             raise FileNotFoundError(f"{offline}, and tiktoken's cache holds no copy of it ({cached}); {hint}") \
                 from None
+        if not stat.S_ISREG(mode):      # a folder, or a named pipe, which would block the read for good
+            raise FileNotFoundError(f"{offline}, and what tiktoken's cache holds for it ({cached}) is not a regular "
+                                    f"file; {hint}")
+        with open(cached, "rb") as f:
+            data = f.read()
         if expected_hash is not None and hashlib.sha256(data).hexdigest() != expected_hash:
             raise FileNotFoundError(f"{offline}, and the copy in tiktoken's cache ({cached}) does not have the "
                                     f"SHA-256 {expected_hash}; {hint}")

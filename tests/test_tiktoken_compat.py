@@ -915,3 +915,37 @@ def test_data_gym_clobbering_refuses_a_byte_given_a_merges_id(tmp_path, monkeypa
     ranks = data_gym_to_mergeable_bpe_ranks(str(tmp_path / "vocab.bpe"), str(tmp_path / "encoder.json"),
                                             clobber_one_byte_tokens=True)
     assert ranks[b"c"] == 300 and ranks[b"ab"] == 256
+
+
+def test_a_url_whose_cached_copy_is_a_pipe_or_folder_is_not_read(tmp_path, monkeypatch):
+    # tiktoken's cache is a file bpe_fast picks, not one the caller names: a named pipe there blocked the read
+    # for good (get_encoding passes such a file over), a folder was IsADirectoryError naming only the cache entry
+    import hashlib
+    import os
+    import threading
+    from bpe_fast.load import load_tiktoken_bpe
+    url = "https://example.invalid/mine.tiktoken"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    cached = tmp_path / hashlib.sha1(url.encode()).hexdigest()
+    os.mkfifo(cached)
+    outcome = []
+
+    def load():
+        try:
+            outcome.append(load_tiktoken_bpe(url))
+        except FileNotFoundError as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():
+        with open(cached, "wb"):        # let the blocked reader go
+            pass
+        reader.join(5)
+        pytest.fail("load_tiktoken_bpe blocked on a named pipe in tiktoken's cache")
+    assert "example.invalid/mine.tiktoken" in str(outcome[0]) and "not a regular file" in str(outcome[0])
+    cached.unlink()
+    cached.mkdir()
+    with pytest.raises(FileNotFoundError, match=r"example\.invalid/mine\.tiktoken: .*not a regular file"):
+        load_tiktoken_bpe(url)
