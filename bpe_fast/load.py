@@ -16,7 +16,7 @@ import stat
 from collections.abc import Mapping
 
 from .atomic import atomic_output
-from .formats import FormatError, bytes_to_unicode, parse_json, read_text
+from .formats import MAX_TOKEN_ID, FormatError, bytes_to_unicode, parse_json, read_text
 from .ranks import read_tiktoken, tiktoken_text
 from .registry import tiktoken_cache_file
 
@@ -119,6 +119,9 @@ def data_gym_to_mergeable_bpe_ranks(vocab_bpe_file: str, encoder_json_file: str,
         ranks.update((token, rank) for token, rank in given.items() if len(token) == 1)
         holders: dict[int, bytes] = {}      # a byte given a merge's id, or another byte's, is no rank
         for token, rank in ranks.items():
+            if type(rank) is not int or not 0 <= rank <= MAX_TOKEN_ID:
+                raise FormatError(encoder_json_file, None, f"the id of {token!r} is {rank!r}, not an int in "
+                                  f"0..{MAX_TOKEN_ID}")
             if holders.setdefault(rank, token) != token:
                 raise FormatError(encoder_json_file, None, f"{holders[rank]!r} and {token!r} have the same id {rank}")
     if ranks != given:

@@ -949,3 +949,19 @@ def test_a_url_whose_cached_copy_is_a_pipe_or_folder_is_not_read(tmp_path, monke
     cached.mkdir()
     with pytest.raises(FileNotFoundError, match=r"example\.invalid/mine\.tiktoken: .*not a regular file"):
         load_tiktoken_bpe(url)
+
+
+def test_data_gym_clobbering_refuses_an_id_that_is_no_rank(tmp_path, monkeypatch):
+    # the single bytes' ids taken from encoder.json were returned as they were: 0.0, "0", -5 or 2**40 as a rank
+    # (a list: unhashable, a TypeError naming no file)
+    from bpe_fast.formats import MAX_TOKEN_ID, bytes_to_unicode
+    from bpe_fast.load import data_gym_to_mergeable_bpe_ranks
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    chars = bytes_to_unicode()
+    singles = {chars[b]: i for i, b in enumerate(sorted(range(256), key=lambda b: ord(chars[b])))}
+    (tmp_path / "vocab.bpe").write_text("#version: 0.2\na b\n")
+    for bad in [0.0, True, "0", [0], -5, MAX_TOKEN_ID + 1]:
+        (tmp_path / "encoder.json").write_text(json.dumps(singles | {"ab": 256, "!": bad}))
+        with pytest.raises(ValueError, match=r"encoder\.json: the id of b'!' is .*, not an int in 0\.\."):
+            data_gym_to_mergeable_bpe_ranks(str(tmp_path / "vocab.bpe"), str(tmp_path / "encoder.json"),
+                                            clobber_one_byte_tokens=True)
