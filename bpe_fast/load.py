@@ -20,7 +20,13 @@ from .formats import MAX_TOKEN_ID, FormatError, bytes_to_unicode, parse_json, re
 from .ranks import read_tiktoken, tiktoken_text
 from .registry import tiktoken_cache_file
 
-__all__ = ["load_tiktoken_bpe", "dump_tiktoken_bpe", "data_gym_to_mergeable_bpe_ranks"]
+__all__ = ["load_tiktoken_bpe", "dump_tiktoken_bpe", "data_gym_to_mergeable_bpe_ranks", "read_file_cached",
+           "check_hash"]
+
+
+def check_hash(data: bytes, expected_hash: str) -> bool:
+    """Whether `data` has the SHA-256 `expected_hash` (hex), as tiktoken.load.check_hash."""
+    return hashlib.sha256(data).hexdigest() == expected_hash
 
 
 def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:
@@ -47,10 +53,10 @@ def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:
                                     f"file; {hint}")
         with open(cached, "rb") as f:
             data = f.read()
-        if expected_hash is not None and hashlib.sha256(data).hexdigest() != expected_hash:
+        if expected_hash is not None and not check_hash(data, expected_hash):
             raise FileNotFoundError(f"{offline}, and the copy in tiktoken's cache ({cached}) does not have the "
                                     f"SHA-256 {expected_hash}; {hint}")
-    if expected_hash is not None and hashlib.sha256(data).hexdigest() != expected_hash:
+    if expected_hash is not None and not check_hash(data, expected_hash):
         raise ValueError(f"Hash mismatch for {blobpath} (expected {expected_hash}, its SHA-256 is "
                          f"{hashlib.sha256(data).hexdigest()})")
     return data

@@ -965,3 +965,17 @@ def test_data_gym_clobbering_refuses_an_id_that_is_no_rank(tmp_path, monkeypatch
         with pytest.raises(ValueError, match=r"encoder\.json: the id of b'!' is .*, not an int in 0\.\."):
             data_gym_to_mergeable_bpe_ranks(str(tmp_path / "vocab.bpe"), str(tmp_path / "encoder.json"),
                                             clobber_one_byte_tokens=True)
+
+
+def test_bpe_fast_load_has_tiktoken_loads_public_functions():
+    # `from tiktoken.load import *` gives read_file_cached and check_hash too; bpe_fast.load's __all__ left them out
+    tiktoken_load = pytest.importorskip("tiktoken.load")
+    import bpe_fast.load
+    wanted = {"load_tiktoken_bpe", "dump_tiktoken_bpe", "data_gym_to_mergeable_bpe_ranks", "read_file_cached",
+              "check_hash"}
+    assert wanted <= set(bpe_fast.load.__all__) and all(hasattr(tiktoken_load, name) for name in wanted)
+    data = b"YQ== 0\n"
+    digest = tiktoken_load.hashlib.sha256(data).hexdigest()
+    for name in ("check_hash",):
+        assert getattr(bpe_fast.load, name)(data, digest) is getattr(tiktoken_load, name)(data, digest) is True
+        assert getattr(bpe_fast.load, name)(data, "0" * 64) is getattr(tiktoken_load, name)(data, "0" * 64) is False
