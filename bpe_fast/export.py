@@ -23,7 +23,6 @@ Files are written to a temporary name and renamed.
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ from .formats import repeated_merge, token_to_str, tokens_to_strs, write_text_at
 from .hf import hf_added_token_difference, split_to_hf
 from .merge_rule import describe_difference, merge_rule_difference
 from .patterns import check_tiktoken_readable
-from .ranks import ranks_from_tokenizer
+from .ranks import ranks_from_tokenizer, tiktoken_text
 from .specials import check_no_alias
 
 if TYPE_CHECKING:
@@ -184,5 +183,4 @@ def export_tiktoken(tokenizer: Tokenizer, path: StrPath) -> None:
     (bpe_fast.patterns.check_tiktoken_readable)."""
     check_tiktoken_readable(tokenizer.pattern)
     ranks = ranks_from_tokenizer(tokenizer)
-    lines = [f"{base64.b64encode(tok).decode('ascii')} {i}\n" for tok, i in ranks.items()]     # in id order
-    write_text_atomic(path, "".join(lines))
+    write_text_atomic(path, tiktoken_text(ranks).decode("ascii"))
