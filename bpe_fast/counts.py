@@ -122,6 +122,9 @@ class PretokenCounts:
     def __contains__(self, token: object) -> bool:
         return token in self._as_dict()
 
+    def get(self, token: bytes, default: Any = None) -> Any:
+        return self._as_dict().get(token, default)
+
     def keys(self) -> KeysView[bytes]:
         return self._as_dict().keys()
 
@@ -264,6 +267,11 @@ class PretokenCounts:
         except RecursionError:      # json.loads of special_tokens
             raise ValueError(f"{path}: corrupt counts file (special_tokens: JSON arrays or objects nested too "
                              "deeply)") from None
+
+
+# a mapping, read as one by what takes mappings (Counter(counts), dict.update, `isinstance(counts, Mapping)`): it
+# was taken for an iterable of its pre-tokens, each counted once
+Mapping.register(PretokenCounts)
 
 
 def _add_tables(tables: list[Table]) -> Table:

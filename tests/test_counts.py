@@ -276,3 +276,17 @@ def test_a_pattern_ending_in_nul_survives_save_and_load(tmp_path):
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(ValueError, match=r"bad\.npz: corrupt counts file \('pattern_utf8' and 'pattern' differ\)"):
         PretokenCounts.load(tmp_path / "bad.npz")
+
+
+def test_counts_are_a_mapping_to_what_takes_mappings():
+    # Counter(counts) counted each pre-token once: PretokenCounts was no collections.abc.Mapping, so Counter took
+    # it for an iterable of its keys (dict(counts) was right)
+    from collections import Counter
+    from collections.abc import Mapping
+    counts = PretokenCounts({b"a": 3, b" b": 1})
+    assert isinstance(counts, Mapping)
+    assert Counter(counts) == Counter({b"a": 3, b" b": 1}) and dict(counts) == {b"a": 3, b" b": 1}
+    merged = Counter({b"a": 1})
+    merged.update(counts)
+    assert merged == Counter({b"a": 4, b" b": 1})
+    assert counts.get(b"a") == 3 and counts.get(b"zz") is None and counts.get(b"zz", 0) == 0
