@@ -717,9 +717,12 @@ def _show_text(args: argparse.Namespace) -> tuple[str, str]:
     from .inputs import CorpusDecodeError
     if (args.text is None) == (args.file is None):
         raise CliError("give the TEXT or -f FILE (one of them)")
-    if args.text is not None:
-        return args.text, "the text"
-    if args.file == "-":
+    if args.text is not None:       # its bytes, as the command line gave them (undecodable ones: surrogate escapes,
+        try:                        # which became U+FFFD without a word where -f FILE's are an error)
+            data, name = os.fsencode(args.text), "the text"
+        except UnicodeEncodeError:  # a lone surrogate given from Python (main([...])): refused the same way
+            data, name = args.text.encode("utf-8", "surrogatepass"), "the text"
+    elif args.file == "-":
         data, name = _stdin().read(), "<stdin>"
     else:
         if not os.path.exists(args.file) or os.path.isdir(args.file):     # (a pipe, <(cmd), is read as it comes)

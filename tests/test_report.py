@@ -591,6 +591,12 @@ def test_cli_show_errors(trained, capsys, tmp_path):
     assert code == 1 and f"{bad}: invalid UTF-8 at byte offset 3 (line 2)" in err and "--errors replace" in err
     code, out, _ = run(["show", "-t", tok_dir, "-f", str(bad), "--errors", "replace"], capsys)
     assert code == 0 and out == render_plain(Tokenizer.load(tok_dir).show("ok\n\ufffd("))
+    # TEXT with invalid UTF-8 (its bytes as the command line has them: surrogate escapes) is refused as -f FILE's
+    # is; it became U+FFFD without a word
+    code, _, err = run(["show", "-t", tok_dir, os.fsdecode(b"ok \xc3(")], capsys)
+    assert code == 1 and "the text: invalid UTF-8 at byte offset 3 (line 1)" in err and "--errors replace" in err
+    code, out, _ = run(["show", "-t", tok_dir, os.fsdecode(b"ok \xc3("), "--errors", "replace"], capsys)
+    assert code == 0 and out == render_plain(Tokenizer.load(tok_dir).show("ok \ufffd("))
     for argv, message in ((["show", "-t", tok_dir], "give the TEXT or -f FILE"),
                           (["show", "-t", tok_dir, "x", "-f", str(bad)], "give the TEXT or -f FILE"),
                           (["show", "-t", tok_dir, "-f", str(tmp_path / "nope")], "no such file"),
