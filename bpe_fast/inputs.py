@@ -603,7 +603,11 @@ def _jsonl_until_damage(path: str, offset: int, line_no: int, text_field: str,
     with open_binary(path) as f:
         left = offset
         while left > 0:                           # read before without a failure
-            left -= len(f.read(min(left, _READ_BYTES)))
+            block = f.read(min(left, _READ_BYTES))
+            if not block:                         # shorter now than when it was read (it looped for good)
+                raise InputError(f"{path}: ended after {offset - left} decompressed bytes when read again, where "
+                                 f"{offset} were read before (changed while it was read?)")
+            left -= len(block)
         while True:
             try:
                 line = f.readline()

@@ -421,3 +421,15 @@ def test_a_field_name_that_is_not_a_str_is_a_type_error(tmp_path):
     path.write_text('{"text": "a"}\n')
     with pytest.raises(TypeError, match="text_field must be a str, got int"):
         count_pretokens(path, text_field=3)
+
+
+def test_a_file_shorter_when_read_again_after_damage_is_an_error_not_a_loop(tmp_path):
+    # reading again up to a failed read's offset (_jsonl_until_damage) looped for good when the file had become
+    # shorter in between (f.read gave b"" and the count of bytes left never fell)
+    import gzip
+    from bpe_fast.inputs import _jsonl_until_damage
+    path = tmp_path / "short.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"text": "a"}\n'))
+    with pytest.raises(InputError, match=r"short\.jsonl\.gz: ended after 14 decompressed bytes when read again, "
+                                         r"where 1000 were read before"):
+        list(_jsonl_until_damage(str(path), 1000, 2, "text"))
