@@ -291,7 +291,8 @@ def check_train_options(*, min_frequency: int = 1, max_token_length: int | None 
     _check_int("min_frequency", min_frequency, 1)
     if max_token_length is not None:
         _check_int("max_token_length", max_token_length, 1)
-    if special_tokens_position not in SPECIAL_TOKENS_POSITIONS:
+    if not isinstance(special_tokens_position, str) or special_tokens_position not in SPECIAL_TOKENS_POSITIONS:
+        # (not `in` alone: np.array(['end']) == each name elementwise, and was taken)
         raise ValueError(f"special_tokens_position must be one of {', '.join(map(repr, SPECIAL_TOKENS_POSITIONS))},"
                          f" got {special_tokens_position!r}")
     if pad_vocab_to_multiple_of is not None:

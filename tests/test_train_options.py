@@ -462,3 +462,12 @@ def test_a_progress_that_is_not_callable_is_refused_before_the_work(tmp_path):
         with pytest.raises(TypeError, match=message):
             call()
     assert not (tmp_path / "o.npy").exists() and not (tmp_path / "out").exists()
+
+
+def test_special_tokens_position_must_be_one_of_the_names():
+    # np.array(['end']) compared equal to 'end' elementwise and was taken (`in` a tuple uses ==)
+    from bpe_fast.train import check_train_options
+    check_train_options(special_tokens_position=np.str_("end"))        # a str (subclass): taken
+    for bad in (np.array(["end"]), ["end"], b"end", "END"):
+        with pytest.raises(ValueError, match="special_tokens_position must be one of 'after_bytes', 'end'"):
+            check_train_options(special_tokens_position=bad)
