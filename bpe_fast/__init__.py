@@ -45,8 +45,13 @@ _EXPORTS = {
 
 __all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "pretokenize", *_EXPORTS]
 
+# tiktoken's submodules, by attribute as tiktoken's are (`tiktoken.model.MODEL_TO_ENCODING` after `import tiktoken`)
+_SUBMODULES = frozenset({"core", "load", "model", "registry"})
+
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)      # which also sets it as an attribute
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'bpe_fast' has no attribute {name!r}")
@@ -56,4 +61,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted([*__all__, *_SUBMODULES])

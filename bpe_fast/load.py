@@ -20,13 +20,19 @@ from .formats import MAX_TOKEN_ID, FormatError, bytes_to_unicode, parse_json, re
 from .ranks import read_tiktoken, tiktoken_text
 from .registry import tiktoken_cache_file
 
-__all__ = ["load_tiktoken_bpe", "dump_tiktoken_bpe", "data_gym_to_mergeable_bpe_ranks", "read_file_cached",
-           "check_hash"]
+__all__ = ["load_tiktoken_bpe", "dump_tiktoken_bpe", "data_gym_to_mergeable_bpe_ranks", "read_file",
+           "read_file_cached", "check_hash"]
 
 
 def check_hash(data: bytes, expected_hash: str) -> bool:
     """Whether `data` has the SHA-256 `expected_hash` (hex), as tiktoken.load.check_hash."""
     return hashlib.sha256(data).hexdigest() == expected_hash
+
+
+def read_file(blobpath: str) -> bytes:
+    """The contents of a local file, or of a URL as tiktoken's cache holds it (tiktoken.load.read_file downloads
+    a URL; bpe_fast does not): read_file_cached without a hash."""
+    return read_file_cached(blobpath)
 
 
 def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:

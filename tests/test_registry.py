@@ -488,3 +488,45 @@ def test_tiktokens_module_functions_are_all_here():
 
     enc = tiktoken_alike.encoding_for_model("gpt-4")
     assert enc.decode(enc.encode("hello world")) == "hello world" and enc.name == "cl100k_base"
+
+
+def test_tiktokens_submodules_names_are_all_here():
+    # code that imports from tiktoken's submodules (`from tiktoken.core import Encoding`, `from tiktoken.model
+    # import MODEL_TO_ENCODING`, `from tiktoken.load import read_file`) or reaches them by attribute after
+    # `import tiktoken` runs with bpe_fast in tiktoken's place: each of their functions, classes and model tables
+    tiktoken = pytest.importorskip("tiktoken")
+    import importlib
+    import inspect
+    import subprocess
+    import sys
+
+    for sub in ("core", "load", "model", "registry"):
+        theirs = importlib.import_module(f"tiktoken.{sub}")
+        ours = importlib.import_module(f"bpe_fast.{sub}")
+        names = {n for n, v in vars(theirs).items() if not n.startswith("_") and (
+            (inspect.isfunction(v) or inspect.isclass(v)) and v.__module__.startswith("tiktoken")
+            or n.startswith("MODEL_"))}
+        assert names <= set(dir(ours)), (sub, names - set(dir(ours)))
+    from bpe_fast import core, model
+    assert core.Encoding is bpe_fast.Encoding and model.MODEL_TO_ENCODING == tiktoken.model.MODEL_TO_ENCODING
+    assert model.MODEL_PREFIX_TO_ENCODING == tiktoken.model.MODEL_PREFIX_TO_ENCODING
+    with pytest.raises(ValueError) as ours_error:
+        core.raise_disallowed_special_token("<|eot|>")
+    with pytest.raises(ValueError) as theirs_error:
+        tiktoken.core.raise_disallowed_special_token("<|eot|>")
+    assert str(ours_error.value) == str(theirs_error.value)
+    # by attribute in a fresh interpreter, where nothing imported them first
+    code = ("import bpe_fast as t; print(t.model.encoding_name_for_model('gpt-4o'), t.core.Encoding.__name__, "
+            "t.load.read_file.__name__, t.registry.list_encoding_names()[0], 'model' in dir(t))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["o200k_base", "Encoding", "read_file", "gpt2", "True"]
+
+
+def test_load_read_file_reads_a_local_file_and_downloads_nothing(tmp_path, monkeypatch):
+    from bpe_fast.load import read_file
+
+    (tmp_path / "f.bin").write_bytes(b"\x00abc")
+    assert read_file(str(tmp_path / "f.bin")) == b"\x00abc"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(FileNotFoundError, match="downloads nothing"):
+        read_file("https://example.invalid/x.tiktoken")
