@@ -67,14 +67,20 @@ def split_positions(view: TokenView, tokenizer: Tokenizer) -> set[int]:
             if piece.encode("utf-8") != vocab[i] and specials.get(piece) != i}
 
 
+# characters that reorder or break the text after them: bidirectional controls (an override such as U+202E
+# shows every later piece reversed, "Trojan Source") and the line and paragraph separators
+_LAYOUT_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029")
+
+
 def _control(ch: str) -> str:
-    """A control character other than a newline, carriage return or tab as \\xNN (C1 controls: \\uNNNN, as
-    display_token writes them); any other character as it is. Written raw, a terminal would run it (ESC starts
-    an escape sequence, a backspace erases) and a page would show nothing."""
+    """A control character other than a newline, carriage return or tab as \\xNN (C1 controls, bidirectional
+    controls and U+2028/U+2029: \\uNNNN, as display_token writes them); any other character as it is. Written raw,
+    a terminal would run it (ESC starts an escape sequence, a backspace erases, U+202E reverses what follows) and
+    a page would show nothing or the pieces out of order."""
     code = ord(ch)
     if (code < 0x20 and ch not in _ESCAPES) or code == 0x7F:
         return f"\\x{code:02x}"
-    if 0x80 <= code <= 0x9F:
+    if 0x80 <= code <= 0x9F or ch in _LAYOUT_CONTROLS:
         return f"\\u{code:04x}"
     return ch
 

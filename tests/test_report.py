@@ -372,6 +372,18 @@ def test_render_escapes_control_characters():
     assert ">\\x00</span>" in page and ">a\\x0cb</span>" in page
 
 
+def test_render_escapes_characters_that_reorder_or_break_the_view():
+    # a right-to-left override (U+202E) was written raw: a terminal and a page showed every later piece
+    # reversed (ab|cd read as dc|ba), and U+2028 broke the line in a page; now \uNNNN, as display_token has them
+    layout = "\u202e\u2066\u2069\u200f\u061c\u2028\u2029"
+    view = TokenView(["x\u202e", "ab", "\u2028", "cd", "\u2066\u2069\u200f\u061c\u2029"], [1, 2, 3, 4, 5])
+    expected = "[x\\u202e][ab][\\u2028][cd][\\u2066\\u2069\\u200f\\u061c\\u2029]\n"
+    assert render_plain(view) == expected
+    for out in (render_ansi(view), render_html(view)):
+        assert not any(ch in out for ch in layout) and "\\u202e" in out and "\\u2028" in out
+    assert [display_token(ch.encode()) for ch in layout] == [f"\\u{ord(ch):04x}" for ch in layout]
+
+
 # ------------------------------------------------------------------------------------------ the page
 
 class _PageChecker(html.parser.HTMLParser):
