@@ -177,9 +177,12 @@ def _build(name: str, named: Named) -> Encoding:
                 continue
             data = read_tiktoken_bytes(path)
         except FileNotFoundError:
+            if os.path.islink(path):        # a link to nothing: said, as the user made it to be read
+                passed.append(f"{path}: a symbolic link to {os.readlink(path)}, which does not exist")
             continue
         except (OSError, FormatError) as exc:
-            passed.append(f"{path}: {exc}")
+            why = str(exc) if not isinstance(exc, OSError) or exc.strerror is None else exc.strerror
+            passed.append(why if why.startswith(f"{path}:") else f"{path}: {why}")     # the path once
             continue
         digest = hashlib.sha256(data).hexdigest()
         if digest != ranks_file.sha256:

@@ -240,7 +240,18 @@ def test_a_broken_gzip_file_is_passed_over_and_named(monkeypatch, tmp_path):
     (tmp_path / "cl100k_base.tiktoken.gz").write_bytes(b"\x1f\x8b\x08\x00broken")
     monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
     without_bpe_openai(monkeypatch)
-    with pytest.raises(FileNotFoundError, match=r"Passed over .*cl100k_base\.tiktoken\.gz: .*cannot read"):
+    with pytest.raises(FileNotFoundError, match=r"Passed over .*cl100k_base\.tiktoken\.gz: .*cannot read") as info:
+        bpe_fast.get_encoding("cl100k_base")
+    assert str(info.value).count(str(tmp_path / "cl100k_base.tiktoken.gz")) == 1       # it was said twice
+
+
+def test_a_broken_symbolic_link_is_passed_over_and_named(monkeypatch, tmp_path):
+    # a link the user made to the ranks, pointing at nothing, was skipped without a word
+    (tmp_path / "cl100k_base.tiktoken").symlink_to(tmp_path / "moved" / "cl100k_base.tiktoken")
+    monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
+    without_bpe_openai(monkeypatch)
+    with pytest.raises(FileNotFoundError, match=r"Passed over .*cl100k_base\.tiktoken: a symbolic link to "
+                                                r".*moved.*, which does not exist"):
         bpe_fast.get_encoding("cl100k_base")
 
 
