@@ -133,6 +133,12 @@ def check_has_ranks(path: StrPath, count: int) -> None:
 
 def _line_problem(line: bytes) -> str:
     """What is wrong with a line of a `.tiktoken` file that the parser refused."""
+    if line.startswith(b"\xef\xbb\xbf"):
+        return ("starts with a UTF-8 byte order mark (bytes EF BB BF, which some editors add): a .tiktoken file "
+                "holds ASCII only; save it without one")
+    if b"\r" in line:
+        return ("holds a carriage return inside the line: its lines end in CR alone, where a .tiktoken file's "
+                "end in LF (or CR LF)")
     m = re.fullmatch(rb"[ \t]*([^ \t]+)[ \t]+([^ \t]+)[ \t]*", line)
     if m is None:
         return f"expected a base64 token, blanks and a decimal rank, got {_show(line)}"

@@ -442,6 +442,19 @@ def test_bad_line_names_file_and_line(tmp_path, bad, line, message):
     assert isinstance(info.value, ValueError)
 
 
+def test_a_byte_order_mark_or_cr_line_ends_are_named(tmp_path):
+    # a file saved with a BOM, or with CR-only line ends, was refused as "not padded base64" or "expected a
+    # base64 token, blanks and a decimal rank": nothing said what to mend
+    path = tmp_path / "bom.tiktoken"
+    path.write_bytes(b"\xef\xbb\xbfYQ== 0\nYg== 1\n")
+    with pytest.raises(FormatError, match=r"bom\.tiktoken:1: starts with a UTF-8 byte order mark"):
+        read_tiktoken(path)
+    path = tmp_path / "cr.tiktoken"
+    path.write_bytes(b"YQ== 0\rYg== 1\r")
+    with pytest.raises(FormatError, match=r"cr\.tiktoken:1: holds a carriage return .* end in CR alone"):
+        read_tiktoken(path)
+
+
 def test_bad_line_number_counts_empty_lines(tmp_path):
     path = write_lines(tmp_path, ["YQ== 0\n", "\n", "\r\n", "Yg== 1\n", "bad\n"])
     with pytest.raises(FormatError) as info:
