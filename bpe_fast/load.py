@@ -37,8 +37,8 @@ def read_file(blobpath: str) -> bytes:
 
 def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:
     """The contents of a local file, or of a URL as tiktoken's cache holds it; with expected_hash (a SHA-256 in
-    hex), a ValueError when they do not have it, as tiktoken's (a URL: a FileNotFoundError unless its cached copy
-    has it)."""
+    hex; None or "" checks nothing, as tiktoken's), a ValueError when they do not have it, as tiktoken's (a URL: a
+    FileNotFoundError unless its cached copy has it)."""
     if "://" not in blobpath:
         with open(blobpath, "rb") as f:
             data = f.read()
@@ -59,10 +59,10 @@ def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:
                                     f"file; {hint}")
         with open(cached, "rb") as f:
             data = f.read()
-        if expected_hash is not None and not check_hash(data, expected_hash):
+        if expected_hash and not check_hash(data, expected_hash):
             raise FileNotFoundError(f"{offline}, and the copy in tiktoken's cache ({cached}) does not have the "
                                     f"SHA-256 {expected_hash}; {hint}")
-    if expected_hash is not None and not check_hash(data, expected_hash):
+    if expected_hash and not check_hash(data, expected_hash):     # "" checks nothing, as tiktoken's
         raise ValueError(f"Hash mismatch for {blobpath} (expected {expected_hash}, its SHA-256 is "
                          f"{hashlib.sha256(data).hexdigest()})")
     return data
