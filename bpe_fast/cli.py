@@ -333,12 +333,12 @@ def _summary(tokenizer: Tokenizer, merges: Sequence[tuple[bytes, bytes]], took: 
     return "\n".join(lines)
 
 
-def _first_text_file(corpus: Stream | list[str]) -> str | None:
+def _first_text_file(corpus: Stream | list[str], text_field: str) -> str | None:
     """The first CORPUS if it is a plain text file (for the summary's sample), else None."""
     from .inputs import TextFile, resolve_inputs
     if not isinstance(corpus, list) or not corpus:
         return None
-    first = resolve_inputs(corpus[0])[0]
+    first = resolve_inputs(corpus[0], text_field)[0]
     return first.path if isinstance(first, TextFile) else None
 
 
@@ -445,7 +445,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     tokenizer = Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern, training=result.training)
     _save_dir_atomic(tokenizer, args.output)
     args.on_interrupt = f"the tokenizer was saved to {args.output} before"     # stopped in the summary (encoding)
-    print(_summary(tokenizer, merges, took, _first_text_file(_corpus(args)) if args.corpus else None),
+    sample = _first_text_file(_corpus(args), args.text_field) if args.corpus else None
+    print(_summary(tokenizer, merges, took, sample),
           file=sys.stderr)
     print(f"saved to {args.output}", file=sys.stderr)
 
@@ -555,7 +556,7 @@ def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Nam
     """One input to one .npy (or stdout): plain text by encode_file, other kinds as a one-shard folder."""
     from .file_encoding import encode_file
     from .inputs import TextFile, plain_pipe, resolve_inputs
-    sources = resolve_inputs(path)
+    sources = resolve_inputs(path, args.text_field)
     if len(sources) != 1:
         raise CliError(f"{path}: holds {len(sources)} files; give -o DIR/ to encode them into a folder")
     # a pipe (<(cmd), /dev/stdin: a text Stream of a path that is not a file) cannot be cut into byte ranges

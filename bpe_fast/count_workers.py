@@ -826,7 +826,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if stats is not None:
         stats.update(bytes=0, documents=0)
-    sources = resolve_inputs(inputs)
+    sources = resolve_inputs(inputs, text_field)
     budget = Budget(max_bytes, max_documents)
     num_processes = check_num_processes(num_processes)
     batch_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)

@@ -11,6 +11,9 @@ An input is
 
 Files are read by extension: `.gz`, `.bz2`, `.xz` and `.zst` (the `zstandard` package) are decompressed as
 they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, its text under `text_field`),
+and so is a `.json` file whose first line is a JSON object holding a string under `text_field` (C4's `.json.gz`
+shards and HF datasets' `to_json` write JSON lines under that name; any other `.json` file, such as a
+package.json, is text),
 `.parquet` is Parquet (one document per row of `text_column`, read a row group batch at a time; the `pyarrow`
 package), anything else is UTF-8 text. An uncompressed text file is a `TextFile`: it is counted by byte ranges
 read by the workers themselves (counts.count_file_tables). Everything else is a `Stream`, read in this
@@ -53,6 +56,8 @@ from .specials import SpecialTokens
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
+JSON_SUFFIX = ".json"           # JSON lines when its first line is a record (_is_json_lines), else text
+_SNIFF_BYTES = 16 << 20         # at most, the first line of a .json file read to decide
 _READ_BYTES = 1 << 20           # decompressed bytes read at a time from a compressed text file or JSON lines
 _DECOMPRESS_ERRORS: tuple[type[BaseException], ...]
 _DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)   # _ZstdReader raises OSError
@@ -247,11 +252,11 @@ def utf8_boundary(data: bytes | NDArray[np.uint8], k: int) -> int:
 
 # ---- resolving ------------------------------------------------------------------------------------
 
-def resolve_inputs(inputs: object) -> list[TextFile | Stream]:
-    """The sources of an input (see the module's docstring), in order. A missing path, an empty glob or
-    an empty directory is FileNotFoundError naming it."""
+def resolve_inputs(inputs: object, text_field: str = "text") -> list[TextFile | Stream]:
+    """The sources of an input (see the module's docstring), in order; text_field decides which `.json` files
+    are JSON lines. A missing path, an empty glob or an empty directory is FileNotFoundError naming it."""
     if isinstance(inputs, (str, bytes, os.PathLike)):
-        return _resolve_path(inputs)
+        return _resolve_path(inputs, text_field)
     if isinstance(inputs, (TextFile, Stream)):
         return [inputs]
     if isinstance(inputs, (list, tuple)):
@@ -260,7 +265,7 @@ def resolve_inputs(inputs: object) -> list[TextFile | Stream]:
             if not isinstance(item, (str, bytes, os.PathLike)):
                 raise TypeError(f"a list of inputs holds paths; item {len(sources)} is "
                                 f"{type(item).__name__} (to train on texts, pass an iterator: iter(texts))")
-            sources.extend(_resolve_path(item))
+            sources.extend(_resolve_path(item, text_field))
         if not sources:
             raise ValueError("no input: the list of paths is empty")
         return sources
@@ -274,22 +279,22 @@ def _has_magic(path: str) -> bool:
     return any(c in path for c in "*?[")
 
 
-def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> list[TextFile | Stream]:
+def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], text_field: str) -> list[TextFile | Stream]:
     path = os.fsdecode(path)
     if os.path.isdir(path):
         names = sorted(n for n in os.listdir(path) if not n.startswith("."))
         files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
         if not files:
             raise FileNotFoundError(2, "corpus directory holds no files", path)
-        return [_source_of(f) for f in files]
+        return [_source_of(f, text_field) for f in files]
     if not os.path.exists(path) and _has_magic(path):
         files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
         if not files:
             raise FileNotFoundError(2, "no corpus file matches the pattern", path)
-        return [_source_of(f) for f in files]
+        return [_source_of(f, text_field) for f in files]
     if not os.path.exists(path):
         raise FileNotFoundError(2, "corpus file not found", path)
-    return [_source_of(path)]
+    return [_source_of(path, text_field)]
 
 
 def _split_suffix(path: str) -> tuple[str, str]:
@@ -300,18 +305,38 @@ def _split_suffix(path: str) -> tuple[str, str]:
     return os.path.splitext(stem)[1], compression
 
 
-def _source_of(path: str) -> TextFile | Stream:
+def _source_of(path: str, text_field: str = "text") -> TextFile | Stream:
     suffix, compression = _split_suffix(path)
     if suffix in PARQUET_SUFFIXES:
         if compression:
             raise InputError(f"{path}: a compressed Parquet file is not read (Parquet compresses its columns "
                              f"itself)")
         return Stream("parquet", path, path)
-    if suffix in JSONL_SUFFIXES:
+    if suffix in JSONL_SUFFIXES or suffix == JSON_SUFFIX and _is_json_lines(path, text_field):
         return Stream("jsonl", path, path)
     if compression or not os.path.isfile(path):     # a pipe (<(cmd), /dev/stdin) is read as it comes, not by ranges
         return Stream("text", path, path)
     return TextFile(path)
+
+
+def _is_json_lines(path: str, text_field: str) -> bool:
+    """Whether the `.json` file at path (compressed or not) is JSON lines: its first line (read up to
+    _SNIFF_BYTES) a JSON object holding a str under text_field. A pipe is not read to decide (text), nor a file
+    that cannot be read (text: the error comes where it is read)."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open_binary(path) as f:
+            line = f.readline(_SNIFF_BYTES)
+    except (*_DECOMPRESS_ERRORS, ImportError):
+        return False
+    if not line.lstrip().startswith(b"{"):      # (a package.json's first line is "{" alone: not an object)
+        return False
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(record, dict) and isinstance(record.get(text_field), str)
 
 
 def not_plain_text(path: str) -> str | None:

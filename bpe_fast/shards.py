@@ -102,14 +102,14 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     """
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a bpe_fast.Tokenizer, got {type(tokenizer).__name__}")
-    sources = _resolve_files(paths)
+    for name, value in (("text_field", text_field), ("text_column", text_column)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    sources = _resolve_files(paths, text_field)
     dtype = check_dtype(dtype, tokenizer.vocab_size)
     errors = check_errors(errors)
     check_progress(progress)
     separator = _check_separator(separator, tokenizer)
-    for name, value in (("text_field", text_field), ("text_column", text_column)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if client is None:
         num_processes = check_num_processes(num_processes)
     else:
@@ -227,13 +227,13 @@ class _Shard:
         self.out_path = os.path.abspath(os.path.join(out_dir, self.name))
 
 
-def _resolve_files(paths: StrPath | Sequence[StrPath]) -> list[TextFile | Stream]:
+def _resolve_files(paths: StrPath | Sequence[StrPath], text_field: str) -> list[TextFile | Stream]:
     items = paths if isinstance(paths, (list, tuple)) else [paths]
     for item in items:
         if not isinstance(item, (str, bytes, os.PathLike)):
             raise TypeError(f"encode_files needs files (a path, a directory, a glob or a list of them), got "
                             f"{type(item).__name__}")
-    return resolve_inputs(list(items))
+    return resolve_inputs(list(items), text_field)
 
 
 def output_name(path: StrPath) -> str:

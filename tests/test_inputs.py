@@ -77,6 +77,10 @@ def every_form(tmp_path, docs):
     forms["jsonl"] = tmp_path / "c.jsonl"
     write_jsonl(tmp_path / "c.jsonl.gz", docs, gzip.open)
     forms["jsonl.gz"] = tmp_path / "c.jsonl.gz"
+    write_jsonl(tmp_path / "c.json", docs)            # HF datasets' to_json writes JSON lines under .json
+    forms["json"] = tmp_path / "c.json"
+    write_jsonl(tmp_path / "c.json.gz", docs, gzip.open)      # as C4's shards (c4-train.00000-of-01024.json.gz)
+    forms["json.gz"] = tmp_path / "c.json.gz"
     write_parquet(tmp_path / "c.parquet", docs)
     forms["parquet"] = tmp_path / "c.parquet"
     forms["iter-str"] = lambda: iter(docs)
@@ -102,6 +106,31 @@ def test_every_input_kind_gives_the_oracle_merges(tmp_path):
         inp = form() if callable(form) else form
         _, merges = train_bpe(inp, 256 + 1 + 60, [EOT], num_processes=2, chunk_bytes=2000)
         assert merges == expected, name
+
+
+def test_a_json_file_is_json_lines_only_when_its_first_line_is_a_record(tmp_path):
+    # a .json file of JSON lines (C4's .json.gz, HF datasets' to_json) was counted as text: its keys, quotes and
+    # escapes became pre-tokens; any other .json (a package.json, an array, a one-line object without the text
+    # field) is still text, as a source tree's files are
+    docs = ["Hello world\n", "naïve café", "x = 1"]
+    records = "".join(json.dumps({"url": "http://a.b/c", "text": d, "timestamp": "2019-04-25"}) + "\n" for d in docs)
+    (tmp_path / "c4.json").write_text(records)
+    assert count_pretokens(str(tmp_path / "c4.json"), [EOT], num_processes=1) == oracle_docs(docs)
+    content = "".join(json.dumps({"content": d}) + "\n" for d in docs)
+    (tmp_path / "code.json").write_text(content)
+    assert count_pretokens(str(tmp_path / "code.json"), [EOT], num_processes=1, text_field="content") \
+        == oracle_docs(docs)
+    assert count_pretokens(str(tmp_path / "code.json"), [EOT], num_processes=1) == oracle_docs([content])
+    for text in ['{\n  "name": "pkg",\n  "text": "not a record"\n}\n',        # pretty-printed: "{" alone
+                 '[{"text": "a"}, {"text": "b"}]\n',                           # an array
+                 '{"name": "pkg", "version": "1.0"}\n{"text": "b"}\n',        # no text field on line 1
+                 '{"text": 5}\n',                                             # not a str
+                 '{"text": "unterminated\n']:                                 # not JSON
+        (tmp_path / "other.json").write_text(text)
+        assert count_pretokens(str(tmp_path / "other.json"), [EOT], num_processes=1) == oracle_docs([text]), text
+    (tmp_path / "broken.json.gz").write_bytes(b"\x1f\x8b\x08\x00broken")   # read as text: the error names it
+    with pytest.raises(InputError, match="broken.json.gz"):
+        count_pretokens(str(tmp_path / "broken.json.gz"), [EOT], num_processes=1)
 
 
 def test_a_document_boundary_splits_like_a_special_token(tmp_path):

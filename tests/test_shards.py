@@ -26,7 +26,7 @@ import pyarrow.parquet as pq  # noqa: E402
 zstandard = pytest.importorskip("zstandard")
 
 PAD = "<|pad|>"
-KINDS = ["txt", "txt.gz", "txt.bz2", "txt.zst", "jsonl", "jsonl.gz", "parquet"]
+KINDS = ["txt", "txt.gz", "txt.bz2", "txt.zst", "jsonl", "jsonl.gz", "json.gz", "parquet"]    # json.gz: C4's shards
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def write_shard(folder, name, docs):
     if ".parquet" in name:
         pq.write_table(pyarrow.table({"n": pyarrow.array(range(len(docs)), pyarrow.int64()),
                                       "body": pyarrow.array(docs, pyarrow.string())}), path, row_group_size=7)
-    elif ".jsonl" in name:
+    elif ".json" in name:             # .jsonl, and .json as C4 and HF datasets' to_json name JSON lines
         with opener(path, "wb") as f:
             for d in docs:
                 f.write((json.dumps({"id": 1, "body": d}, ensure_ascii=False) + "\n\n").encode("utf-8"))
