@@ -320,14 +320,19 @@ def _source_of(path: str, text_field: str = "text") -> TextFile | Stream:
 
 
 def _is_json_lines(path: str, text_field: str) -> bool:
-    """Whether the `.json` file at path (compressed or not) is JSON lines: its first line (read up to
-    _SNIFF_BYTES) a JSON object holding a str under text_field. A pipe is not read to decide (text), nor a file
-    that cannot be read (text: the error comes where it is read)."""
+    """Whether the `.json` file at path (compressed or not) is JSON lines: its first line that is not blank (read
+    up to _SNIFF_BYTES) a JSON object holding a str under text_field. A pipe is not read to decide (text), nor a
+    file that cannot be read (text: the error comes where it is read)."""
     if not os.path.isfile(path):
         return False
     try:
         with open_binary(path) as f:
-            line = f.readline(_SNIFF_BYTES)
+            line, budget = b"", _SNIFF_BYTES
+            while budget > 0 and not line.strip():      # (JSON lines' blank lines are skipped)
+                line = f.readline(budget)
+                if not line:
+                    return False
+                budget -= len(line)
     except (*_DECOMPRESS_ERRORS, ImportError):
         return False
     if not line.lstrip().startswith(b"{"):      # (a package.json's first line is "{" alone: not an object)

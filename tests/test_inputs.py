@@ -116,6 +116,8 @@ def test_a_json_file_is_json_lines_only_when_its_first_line_is_a_record(tmp_path
     records = "".join(json.dumps({"url": "http://a.b/c", "text": d, "timestamp": "2019-04-25"}) + "\n" for d in docs)
     (tmp_path / "c4.json").write_text(records)
     assert count_pretokens(str(tmp_path / "c4.json"), [EOT], num_processes=1) == oracle_docs(docs)
+    (tmp_path / "c4.json").write_text("\n \n" + records)          # blank lines first, as JSON lines may have
+    assert count_pretokens(str(tmp_path / "c4.json"), [EOT], num_processes=1) == oracle_docs(docs)
     content = "".join(json.dumps({"content": d}) + "\n" for d in docs)
     (tmp_path / "code.json").write_text(content)
     assert count_pretokens(str(tmp_path / "code.json"), [EOT], num_processes=1, text_field="content") \
