@@ -182,6 +182,8 @@ cdef class MergeEngine:
 
     cdef _setup(self, list arrays, Py_ssize_t heap_slack, max_token_length, lean):
         """__init__'s work; empties `arrays` between laying the words out and indexing their pairs."""
+        if self.tok_len.size():         # __init__ called again: the new words would mix with the old state
+            raise RuntimeError("this MergeEngine is already built: make a new one for other words")
         cdef const uint8_t[::1] tokens = arrays[0]
         cdef const int64_t[::1] offsets = arrays[1]
         cdef const int64_t[::1] counts = arrays[2]
