@@ -269,19 +269,36 @@ def corpus_statistics(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], cou
     counted (natively: a hash set of the byte strings). A pre-token counted 0 times is not one of the corpus's
     (as for PretokenCounts' equality and Counter, a count of 0 is no entry)."""
     stats = dict(read or {})
-    stats["pretokens"] = int(np.sum(counts))
-    stats["pretoken_bytes"] = int(np.dot(np.diff(offsets), counts)) if len(counts) else 0
+    lengths = np.diff(offsets)
+    stats["pretokens"] = _exact_total(counts)
+    stats["pretoken_bytes"] = _exact_total(counts, lengths)
     if not may_repeat:
         stats["distinct_pretokens"] = int(np.count_nonzero(counts))
         return stats
     occurs = counts > 0
     if not occurs.all():            # only the occurring ones' bytes and offsets (counting never lists a 0)
-        lengths = np.diff(offsets)
         tokens = tokens[np.repeat(occurs, lengths)]
         offsets = np.zeros(int(np.count_nonzero(occurs)) + 1, dtype=np.int64)
         np.cumsum(lengths[occurs], out=offsets[1:])
+    del lengths, occurs             # not held while the distinct ones are counted
     stats["distinct_pretokens"] = int(count_distinct(np.ascontiguousarray(tokens), offsets))
     return stats
+
+
+def _exact_total(counts: NDArray[np.int64], weights: NDArray[np.int64] | None = None) -> int:
+    """sum(counts), or sum(counts * weights), as a Python int: NumPy's int64 sums wrap past 2**63 (counts the
+    engine takes can get there: words of one byte make no pair). Exact with Python ints where a float bound
+    says int64 might not hold it (counts and weights >= 0: other counts are refused by the engine)."""
+    if not len(counts):
+        return 0
+    bound = float(np.sum(counts, dtype=np.float64))
+    if weights is not None:
+        bound *= float(np.max(weights))
+    if bound < 2.0 ** 62:
+        return int(np.sum(counts) if weights is None else np.dot(weights, counts))
+    if weights is None:
+        return sum(map(int, counts.tolist()))
+    return sum(c * w for c, w in zip(counts.tolist(), weights.tolist()))
 
 
 def check_train_options(*, min_frequency: int = 1, max_token_length: int | None = None,

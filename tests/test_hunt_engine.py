@@ -1,9 +1,11 @@
 """Found by an adversarial hunt on the merge engine (bpe_fast/_train.pyx) and the training around it: one test
 a bug, each failing before its fix; expected values come from the plain-Python oracle or by hand."""
+import numpy as np
 import pytest
 
+from bpe_fast import Tokenizer, train_from_counts
 from bpe_fast._train import MergeEngine
-from bpe_fast.train import counts_to_arrays
+from bpe_fast.train import corpus_statistics, counts_to_arrays
 
 from train_oracle import oracle_merges
 
@@ -21,3 +23,27 @@ def test_an_engine_set_up_again_is_refused_not_mixed_with_its_first_words():
     eng.finish()
     with pytest.raises(RuntimeError, match="already"):
         eng.__init__(*counts_to_arrays(words))
+
+
+def test_corpus_statistics_of_counts_near_the_int64_limit_are_exact():
+    # The engine takes any counts whose pair counts fit int64; words of one byte make no pair, so their counts
+    # may sum past 2**63. The statistics were int64 sums (np.sum, np.dot) that wrapped to negative numbers,
+    # which Tokenizer(..., training=...) then refused.
+    counts = {b"a": 2 ** 62, b"b": 2 ** 62, b"cd": 1}
+    pretokens = sum(counts.values())
+    pretoken_bytes = sum(len(w) * n for w, n in counts.items())
+    result = train_from_counts(counts, 257)
+    assert result[1] == [(b"c", b"d")]
+    assert result.training["corpus"] == {"pretokens": pretokens, "pretoken_bytes": pretoken_bytes,
+                                         "distinct_pretokens": 3}
+    assert Tokenizer(*result, training=result.training).training["corpus"]["pretokens"] == 2 ** 63 + 1
+    # a pair count of 2**63 - 1 is the largest the engine takes: 2 bytes each
+    result = train_from_counts({b"ab": 2 ** 63 - 1}, 257)
+    assert result.training["corpus"]["pretoken_bytes"] == 2 * (2 ** 63 - 1)
+    assert result.training["merge_counts"] == [2 ** 63 - 1]
+    # the tables of train_bpe's workers (a pre-token may be listed twice) too
+    tokens, offsets, freqs = counts_to_arrays({b"xyz": 2 ** 62, b"ab": 2 ** 62})
+    tables = (np.concatenate([tokens, tokens]), np.concatenate([offsets, offsets[1:] + offsets[-1]]),
+              np.concatenate([freqs, freqs]))
+    assert corpus_statistics(*tables, may_repeat=True) == {"pretokens": 2 ** 64, "pretoken_bytes": 5 * 2 ** 63,
+                                                           "distinct_pretokens": 2}
