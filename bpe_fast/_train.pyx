@@ -116,6 +116,8 @@ cdef class MergeEngine:
     replay() is not limited.
     lean: drop stale positions as the arena is compacted (see the module's notes); None: when the engine holds
     LEAN_SLOTS slots or more.
+    One thread at a time: run, next_count and replay release the GIL, and any call from another thread meanwhile
+    is a RuntimeError (finish() would free the arrays under them, a second run() would merge in them at once).
     """
     # slots and frequency classes
     cdef vector[int32_t] sym
@@ -150,6 +152,7 @@ cdef class MergeEngine:
     cdef Py_ssize_t heap_pruned        # its size after the last pruning
     cdef Py_ssize_t heap_slack         # entries it may gain beyond twice that before it is pruned again
     cdef bint finished
+    cdef bint busy                     # a method runs without the GIL: the others refuse (RuntimeError)
     cdef int64_t max_len               # longest token a chosen merge may make (max_token_length)
     cdef bint limited                  # max_len is a limit (else every pair is a candidate)
     # symbols (canonical by bytes): a short one's bytes are pool[tok_off:tok_off + tok_len]; a long one
@@ -182,6 +185,7 @@ cdef class MergeEngine:
 
     cdef _setup(self, list arrays, Py_ssize_t heap_slack, max_token_length, lean):
         """__init__'s work; empties `arrays` between laying the words out and indexing their pairs."""
+        self._idle("__init__")
         if self.tok_len.size():         # __init__ called again: the new words would mix with the old state
             raise RuntimeError("this MergeEngine is already built: make a new one for other words")
         cdef const uint8_t[::1] tokens = arrays[0]
@@ -219,15 +223,26 @@ cdef class MergeEngine:
         if total + nwords + 1 >= 2 ** 31:
             raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
                              "with int32")
+        self.busy = True
         with nogil:
             self._init_symbols()
             self._lay_out(&tokens[0] if total else NULL, &offsets[0], &counts[0] if nwords else NULL, nwords)
+        self.busy = False
         tokens = None           # the arrays are not read again: the caller's list was their last holder
         offsets = None
         counts = None
         arrays.clear()
+        self.busy = True
         with nogil:
             self._index_pairs()
+        self.busy = False
+
+    cdef _idle(self, str name):
+        """RuntimeError if another thread is in a method that released the GIL (run, next_count, replay,
+        building): the engine's arrays change under it, and finish() would free them."""
+        if self.busy:
+            raise RuntimeError(f"MergeEngine.{name} called while another thread uses the engine "
+                               f"(one thread at a time)")
 
     # --- symbols ------------------------------------------------------------------------------
 
@@ -951,6 +966,7 @@ cdef class MergeEngine:
     def finish(self):
         """Free the working arrays (slots, positions, pairs, heap): no merge can follow, merges() still
         works. A caller about to turn huge tokens into bytes objects calls this first."""
+        self._idle("finish")
         vector[int32_t]().swap(self.sym)
         self.arena.release()
         self.pkey.release()
@@ -970,20 +986,26 @@ cdef class MergeEngine:
         """Do up to max_merges merges; returns how many were done (fewer when no pair is left, or when the
         best pair occurs fewer than min_count times: see next_count)."""
         cdef Py_ssize_t done = 0
+        self._idle("run")
         if self.finished:
             return 0
+        self.busy = True
         with nogil:
             while done < max_merges and self._merge_one(min_count):
                 done += 1
+        self.busy = False
         return done
 
     def next_count(self):
         """How often the pair the next merge would choose occurs (0 when no pair is left)."""
+        self._idle("next_count")
         if self.finished:
             raise RuntimeError("next_count needs an engine before finish()")
         cdef int64_t best
+        self.busy = True
         with nogil:
             best = self._best_count()
+        self.busy = False
         return best
 
     def replay(self, const uint8_t[::1] tokens, const int64_t[::1] offsets):
@@ -991,6 +1013,7 @@ cdef class MergeEngine:
         with the bytes tokens[offsets[2k]:offsets[2k + 1]] and tokens[offsets[2k + 1]:offsets[2k + 2]], each
         a single byte or an earlier merge's token (ValueError naming k otherwise). A merge whose pair does not
         occur still makes its token; merges() and merge_counts() list it, with count 0."""
+        self._idle("replay")
         if self.finished or self.tok_len.size() == 0:     # (MergeEngine.__new__'s: no table to look in)
             raise RuntimeError("replay needs a built engine, before finish()")
         cdef Py_ssize_t n = offsets.shape[0] // 2, k, bad = -1
@@ -1002,6 +1025,7 @@ cdef class MergeEngine:
         cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else NULL
         cdef const int64_t* off = &offsets[0]
         cdef int32_t a, b
+        self.busy = True
         with nogil:
             for k in range(n):
                 a = self._find_symbol(rolling_hash(base + off[2 * k], off[2 * k + 1] - off[2 * k]),
@@ -1012,6 +1036,7 @@ cdef class MergeEngine:
                     bad = k
                     break
                 self._force(a, b)
+        self.busy = False
         if bad >= 0:
             side = bytes(tokens[offsets[2 * bad]:offsets[2 * bad + 1]]) if a < 0 else \
                 bytes(tokens[offsets[2 * bad + 1]:offsets[2 * bad + 2]])
@@ -1024,6 +1049,7 @@ cdef class MergeEngine:
 
     def memory(self):
         """Bytes held by the engine's main arrays, by name (for benchmarks and tests)."""
+        self._idle("memory")
         return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
                 "pairs": self.pkey.capacity() * 28 + self.pgone.capacity() * 4 + self.pslots.capacity() * 4,
                 "heap": self.heap.capacity() * sizeof(HeapEntry),
@@ -1035,6 +1061,7 @@ cdef class MergeEngine:
         """The merges done so far as a list of (bytes, bytes), in order, from merge `start` on (replayed
         merges come first); with_tokens: also the list of the tokens they made (the same bytes objects as in
         the merges: a huge token is held once)."""
+        self._idle("merges")
         cdef const char* base = <const char*>self.pool.data()
         cdef list names = []
         cdef int32_t s
@@ -1052,10 +1079,12 @@ cdef class MergeEngine:
 
     def merge_counts(self):
         """The count of each merged pair when it was chosen, in merge order (list of int)."""
+        self._idle("merge_counts")
         return [self.merge_count[k] for k in range(<Py_ssize_t>self.merge_count.size())]
 
     def pair_count(self, bytes left, bytes right):
         """The current count of the pair of symbols with these bytes (0 if either is unknown); for tests."""
+        self._idle("pair_count")
         if self.finished or self.tok_len.size() == 0:
             raise RuntimeError("pair_count needs a built engine, before finish()")
         cdef int32_t a = self._lookup(left), b = self._lookup(right)

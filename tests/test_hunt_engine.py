@@ -1,11 +1,13 @@
 """Found by an adversarial hunt on the merge engine (bpe_fast/_train.pyx) and the training around it: one test
 a bug, each failing before its fix; expected values come from the plain-Python oracle or by hand."""
+import threading
+
 import numpy as np
 import pytest
 
 from bpe_fast import Tokenizer, train_from_counts
 from bpe_fast._train import MergeEngine
-from bpe_fast.train import corpus_statistics, counts_to_arrays
+from bpe_fast.train import corpus_statistics, counts_to_arrays, merges_to_arrays
 
 from train_oracle import oracle_merges
 
@@ -47,3 +49,30 @@ def test_corpus_statistics_of_counts_near_the_int64_limit_are_exact():
               np.concatenate([freqs, freqs]))
     assert corpus_statistics(*tables, may_repeat=True) == {"pretokens": 2 ** 64, "pretoken_bytes": 5 * 2 ** 63,
                                                            "distinct_pretokens": 2}
+
+
+def test_an_engine_in_use_by_another_thread_refuses_calls_instead_of_crashing():
+    # run() releases the GIL: finish() from another thread meanwhile freed the arrays under it, and a second
+    # run() merged in the same arrays at once (both a segmentation fault). Every call is now a RuntimeError
+    # while one thread is in the engine; the run goes on undisturbed.
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 40, 20_000)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    eng = MergeEngine(rng.integers(97, 107, offsets[-1]).astype(np.uint8), offsets,
+                      rng.integers(1, 9, len(lengths)).astype(np.int64))
+    done = []
+    worker = threading.Thread(target=lambda: done.append(eng.run(10 ** 9)))
+    worker.start()
+    while eng.num_merges == 0:        # the run has begun (it merges without the GIL, for a second or so)
+        pass
+    calls = [eng.finish, lambda: eng.run(5), eng.next_count, eng.merges, eng.merge_counts, eng.memory,
+             lambda: eng.pair_count(b"a", b"b"), lambda: eng.replay(*merges_to_arrays([(b"a", b"b")])),
+             lambda: eng.__init__(*counts_to_arrays({b"ab": 1}))]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="another thread"):
+            call()
+    worker.join()
+    merges, made = eng.merges(with_tokens=True)
+    assert len(merges) == done[0] > 1000 and eng.next_count() == 0
+    assert made == [a + b for a, b in merges]
