@@ -211,7 +211,9 @@ cdef class MergeEngine:
                 raise ValueError("the counts are too large: the pair counts they make would overflow int64")
         if heap_slack < 0:
             raise ValueError("heap_slack must be >= 0")
-        self.heap_slack = heap_slack        # tests set 0: the heap is pruned after every merge
+        # tests set 0: the heap is pruned after every merge. At most 2**62: 2 * heap_pruned + heap_slack must not
+        # overflow (sys.maxsize wrapped to a negative bound, and the heap was pruned after every merge)
+        self.heap_slack = min(heap_slack, 2 ** 62)
         self.limited = max_token_length is not None
         self.max_len = 0
         if self.limited:

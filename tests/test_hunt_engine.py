@@ -1,5 +1,6 @@
 """Found by an adversarial hunt on the merge engine (bpe_fast/_train.pyx) and the training around it: one test
 a bug, each failing before its fix; expected values come from the plain-Python oracle or by hand."""
+import sys
 import threading
 
 import numpy as np
@@ -76,3 +77,21 @@ def test_an_engine_in_use_by_another_thread_refuses_calls_instead_of_crashing():
     merges, made = eng.merges(with_tokens=True)
     assert len(merges) == done[0] > 1000 and eng.next_count() == 0
     assert made == [a + b for a, b in merges]
+
+
+def test_a_heap_slack_of_sys_maxsize_never_prunes_the_heap():
+    # heap_slack: entries the heap may gain beyond twice its size after the last pruning. The bound
+    # 2 * size + heap_slack overflowed for sys.maxsize (undefined behaviour; here a negative bound), and the heap
+    # was pruned after every merge, as with heap_slack=0, where any slack past the heap's size never prunes.
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 40, 3000)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    tokens = rng.integers(97, 107, offsets[-1]).astype(np.uint8)
+    counts = rng.integers(1, 9, len(lengths)).astype(np.int64)
+    heaps = {}
+    for slack in (0, 2 ** 40, sys.maxsize):
+        eng = MergeEngine(tokens, offsets, counts, heap_slack=slack)
+        eng.run(1500)
+        heaps[slack] = eng.memory()["heap"]
+    assert heaps[0] < heaps[2 ** 40] == heaps[sys.maxsize]
