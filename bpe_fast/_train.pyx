@@ -217,6 +217,10 @@ cdef class MergeEngine:
         self.limited = max_token_length is not None
         self.max_len = 0
         if self.limited:
+            if isinstance(max_token_length, bool) or not hasattr(max_token_length, "__index__"):
+                # (a float was cut down to an int: 2.5 made tokens of at most 2 bytes)
+                raise TypeError(f"max_token_length must be an int or None, got {type(max_token_length).__name__}")
+            max_token_length = max_token_length.__index__()
             if max_token_length < 1:
                 raise ValueError(f"max_token_length must be >= 1, got {max_token_length}")
             self.max_len = min(max_token_length, 2 ** 62)

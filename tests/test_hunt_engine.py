@@ -10,7 +10,7 @@ from bpe_fast import Tokenizer, train_from_counts
 from bpe_fast._train import MergeEngine
 from bpe_fast.train import corpus_statistics, counts_to_arrays, merges_to_arrays
 
-from train_oracle import oracle_merges
+from train_oracle import oracle_continue_merges, oracle_merges
 
 
 def test_an_engine_set_up_again_is_refused_not_mixed_with_its_first_words():
@@ -95,3 +95,16 @@ def test_a_heap_slack_of_sys_maxsize_never_prunes_the_heap():
         eng.run(1500)
         heaps[slack] = eng.memory()["heap"]
     assert heaps[0] < heaps[2 ** 40] == heaps[sys.maxsize]
+
+
+@pytest.mark.parametrize("value", [2.5, "3", True, np.float64(3.0)])
+def test_engine_max_token_length_that_is_not_an_int_is_a_type_error(value):
+    # 2.5 was taken as 2 (the pair (a, bc) left out), "3" was a TypeError about '<', True a limit of 1
+    with pytest.raises(TypeError, match="max_token_length must be an int"):
+        MergeEngine(*counts_to_arrays({b"abc": 1}), max_token_length=value)
+
+
+def test_engine_max_token_length_takes_numpy_ints():
+    eng = MergeEngine(*counts_to_arrays({b"abc": 1}), max_token_length=np.int64(2))
+    eng.run(5)
+    assert eng.merges() == oracle_continue_merges({b"abc": 1}, 5, max_token_length=2) == [(b"b", b"c")]
