@@ -1,16 +1,21 @@
 """Found by an adversarial hunt on the merge engine (bpe_fast/_train.pyx) and the training around it: one test
-a bug, each failing before its fix; expected values come from the plain-Python oracle or by hand."""
+a bug, each failing before its fix; then the hunt's strategies for the engine's rarely exercised paths, which
+found nothing there, kept as guards. Expected values come from the plain-Python oracle or by hand."""
+import functools
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bpe_fast import Tokenizer, train_from_counts
+from bpe_fast import GPT2_PATTERN, Tokenizer, train_bpe, train_from_counts
 from bpe_fast._train import MergeEngine
 from bpe_fast.train import corpus_statistics, counts_to_arrays, merges_to_arrays
 
-from train_oracle import oracle_continue_merges, oracle_merges
+from corpora import write
+from train_oracle import oracle_continue_merges, oracle_count_pretokens, oracle_merges, oracle_train_options
 
 
 def test_an_engine_set_up_again_is_refused_not_mixed_with_its_first_words():
@@ -108,3 +113,121 @@ def test_engine_max_token_length_takes_numpy_ints():
     eng = MergeEngine(*counts_to_arrays({b"abc": 1}), max_token_length=np.int64(2))
     eng.run(5)
     assert eng.merges() == oracle_continue_merges({b"abc": 1}, 5, max_token_length=2) == [(b"b", b"c")]
+
+
+# ---- the engine's rarely exercised paths against the oracle (no bug found; kept as guards) ------------------
+
+def _build_by_halves(token, merges, known, draw):
+    """Merges that make `token` from single bytes, split at drawn points (so its halves differ run to run)."""
+    if token in known or len(token) == 1:
+        return
+    cut = draw(st.integers(1, len(token) - 1))
+    _build_by_halves(token[:cut], merges, known, draw)
+    _build_by_halves(token[cut:], merges, known, draw)
+    merges.append((token[:cut], token[cut:]))
+    known.add(token)
+
+
+@st.composite
+def long_token_ties(draw):
+    """Words holding tokens of 63 to 513 bytes that share all but their last few bytes, made by replayed merges
+    split anywhere: pairs of them tie, and the tie-break reads bytes past SHORT (64) and CHUNK (256)."""
+    size = draw(st.sampled_from([63, 64, 65, 255, 256, 257, 300, 513]))
+    prefix = bytes(draw(st.lists(st.sampled_from(b"ab"), min_size=size, max_size=size)))
+    tokens = sorted({prefix[:draw(st.integers(size - 3, size))] + bytes(draw(st.lists(st.sampled_from(b"abc"),
+                                                                                        max_size=3)))
+                     for _ in range(draw(st.integers(2, 4)))})
+    merges, known = [], set()
+    for token in draw(st.permutations(tokens)):
+        _build_by_halves(token, merges, known, draw)
+    words = {}
+    for token in tokens:
+        z = bytes([draw(st.sampled_from(b"xyz"))])
+        word = draw(st.sampled_from([token + z, z + token, token + token, z + token + z]))
+        words[word] = words.get(word, 0) + draw(st.integers(1, 2))
+    return words, merges
+
+
+@settings(max_examples=40, deadline=None)
+@given(long_token_ties(), st.sampled_from([0, 1 << 16]), st.booleans())
+def test_engine_ties_between_long_tokens_equal_the_oracle(case, heap_slack, lean):
+    words, initial = case
+    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean)
+    eng.replay(*merges_to_arrays(initial))
+    eng.run(30)
+    assert eng.merges() == initial + oracle_continue_merges(words, 30, initial)
+
+
+def _thue_morse(k, a, b):
+    bits = [0]
+    for _ in range(k):
+        bits += [1 - x for x in bits]
+    return bytes(a if x == 0 else b for x in bits)
+
+
+def test_engine_symbols_whose_rolling_hashes_collide_stay_apart():
+    # The Thue-Morse word of 1024 bytes and its complement have the same rolling hash mod 2**64 (any odd base),
+    # as do both followed by the same bytes: tokens with equal hashes, equal tags and lengths, told apart only
+    # by their bytes.
+    s, t = _thue_morse(10, ord("a"), ord("b")), _thue_morse(10, ord("b"), ord("a"))
+    base, mask = 0x100000001B3, 2 ** 64 - 1
+    assert len({functools.reduce(lambda h, x: (h * base + x + 1) & mask, word, 0) for word in (s, t)}) == 1
+    for words in ({s: 1, t: 1}, {s + b"a": 2, t + b"a": 1, s: 1}):
+        eng = MergeEngine(*counts_to_arrays(words), heap_slack=0, lean=True)
+        eng.run(10 ** 4)
+        merges, made = eng.merges(with_tokens=True)
+        assert merges == oracle_merges(words, 10 ** 4)
+        assert s in made and made == [a + b for a, b in merges]
+
+
+@st.composite
+def repetitive_words(draw):
+    """Small alphabets, long runs of one unit (overlapping pairs, a pair many times in one word), one-byte and
+    empty words, counts of 0 and around the engine's 2**16 class boundary."""
+    alphabet = draw(st.sampled_from([b"a", b"ab", b"abc", b"\x00\xff"]))
+    words = {}
+    for _ in range(draw(st.integers(0, 10))):
+        unit = bytes(draw(st.lists(st.sampled_from(alphabet), min_size=1, max_size=3)))
+        word = draw(st.sampled_from([unit * draw(st.integers(0, 90)), unit]))
+        word += bytes(draw(st.lists(st.sampled_from(alphabet), max_size=4)))
+        words[word] = words.get(word, 0) + draw(st.sampled_from([0, 1, 2, 3, 2 ** 16 - 1, 2 ** 16]))
+    return words
+
+
+@settings(max_examples=60, deadline=None)
+@given(repetitive_words(), st.integers(1, 120), st.sampled_from([0, 1 << 16]), st.booleans(),
+       st.none() | st.integers(1, 70), st.integers(0, 120))
+def test_engine_on_repetitive_words_equals_the_oracle(words, max_merges, heap_slack, lean, max_len, cut):
+    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean, max_token_length=max_len)
+    first = eng.run(min(cut, max_merges))
+    eng.run(max_merges - first)
+    want, chosen = oracle_continue_merges(words, max_merges, max_token_length=max_len, with_counts=True)
+    assert eng.merges() == want and eng.merge_counts() == [count for count, _ in chosen]
+
+
+LONG_RUNS = st.lists(st.one_of(st.sampled_from(["a", "b", " ", "ab", "\n", "<|eot|>"]),
+                               st.tuples(st.sampled_from(["a", "ab", "ba", "aab"]), st.integers(10, 150))
+                               .map(lambda unit: unit[0] * unit[1])), max_size=30).map("".join)
+OPTIONS = st.fixed_dictionaries({
+    "min_frequency": st.integers(1, 3),
+    "max_token_length": st.none() | st.integers(1, 100),
+    "special_tokens_position": st.sampled_from(["after_bytes", "end"]),
+    "pad_vocab_to_multiple_of": st.none() | st.integers(1, 16),
+})
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(text=LONG_RUNS, extra=st.integers(0, 80), specials=st.sampled_from([[], ["<|eot|>"]]), options=OPTIONS,
+       chunk_bytes=st.sampled_from([None, 16, 300]))
+def test_train_bpe_on_long_runs_equals_the_oracle_with_one_or_two_processes(tmp_path, text, extra, specials,
+                                                                             options, chunk_bytes):
+    path = write(tmp_path, text)
+    vocab_size = 256 + len(specials) + extra
+    want = oracle_train_options(oracle_count_pretokens(text, specials, GPT2_PATTERN), vocab_size, specials,
+                                **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for processes in (1, 2):
+            assert train_bpe(path, vocab_size, specials, num_processes=processes, chunk_bytes=chunk_bytes,
+                             **options) == want
