@@ -151,8 +151,8 @@ class PretokenCounts:
         return f"PretokenCounts({len(self)} distinct, {self.total()} in all)"
 
     def total(self) -> int:
-        """The number of pre-tokens counted."""
-        return int(self.counts.sum())
+        """The number of pre-tokens counted (exact: the counts' int64 sum could wrap past 2**63)."""
+        return exact_total(self.counts)
 
     def most_common(self, n: int | None = None) -> list[tuple[bytes, int]]:
         """The n most common (bytes, count) pairs, all of them when n is None (like Counter; ties in the
@@ -272,6 +272,22 @@ class PretokenCounts:
 # a mapping, read as one by what takes mappings (Counter(counts), dict.update, `isinstance(counts, Mapping)`): it
 # was taken for an iterable of its pre-tokens, each counted once
 Mapping.register(PretokenCounts)
+
+
+def exact_total(counts: NDArray[np.int64], weights: NDArray[np.int64] | None = None) -> int:
+    """sum(counts), or sum(counts * weights), as a Python int: NumPy's int64 sums wrap past 2**63 (counts
+    PretokenCounts and the engine take can get there: words of one byte make no pair). Exact with Python ints
+    where a float bound says int64 might not hold it (weights >= 0)."""
+    if not len(counts):
+        return 0
+    bound = float(np.sum(counts, dtype=np.float64))
+    if weights is not None:
+        bound *= float(np.max(weights))
+    if bound < 2.0 ** 62:
+        return int(np.sum(counts) if weights is None else np.dot(weights, counts))
+    if weights is None:
+        return sum(map(int, counts.tolist()))
+    return sum(c * w for c, w in zip(counts.tolist(), weights.tolist()))
 
 
 def _add_tables(tables: list[Table]) -> Table:

@@ -14,7 +14,7 @@ from ._scan import merge_arrays
 from ._train import MergeEngine
 from ._types import Merges, Progress, Table, Vocab
 from .count_workers import check_input_args, count_input_tables
-from .counts import PretokenCounts, mapping_arrays
+from .counts import PretokenCounts, exact_total, mapping_arrays
 from .patterns import GPT2_PATTERN, resolve_pattern, shown_pattern
 from .procs import check_progress
 from .specials import SpecialTokens, first_alias
@@ -270,8 +270,8 @@ def corpus_statistics(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], cou
     (as for PretokenCounts' equality and Counter, a count of 0 is no entry)."""
     stats = dict(read or {})
     lengths = np.diff(offsets)
-    stats["pretokens"] = _exact_total(counts)
-    stats["pretoken_bytes"] = _exact_total(counts, lengths)
+    stats["pretokens"] = exact_total(counts)
+    stats["pretoken_bytes"] = exact_total(counts, lengths)
     if not may_repeat:
         stats["distinct_pretokens"] = int(np.count_nonzero(counts))
         return stats
@@ -283,22 +283,6 @@ def corpus_statistics(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], cou
     del lengths, occurs             # not held while the distinct ones are counted
     stats["distinct_pretokens"] = int(count_distinct(np.ascontiguousarray(tokens), offsets))
     return stats
-
-
-def _exact_total(counts: NDArray[np.int64], weights: NDArray[np.int64] | None = None) -> int:
-    """sum(counts), or sum(counts * weights), as a Python int: NumPy's int64 sums wrap past 2**63 (counts the
-    engine takes can get there: words of one byte make no pair). Exact with Python ints where a float bound
-    says int64 might not hold it (counts and weights >= 0: other counts are refused by the engine)."""
-    if not len(counts):
-        return 0
-    bound = float(np.sum(counts, dtype=np.float64))
-    if weights is not None:
-        bound *= float(np.max(weights))
-    if bound < 2.0 ** 62:
-        return int(np.sum(counts) if weights is None else np.dot(weights, counts))
-    if weights is None:
-        return sum(map(int, counts.tolist()))
-    return sum(c * w for c, w in zip(counts.tolist(), weights.tolist()))
 
 
 def check_train_options(*, min_frequency: int = 1, max_token_length: int | None = None,

@@ -259,6 +259,9 @@ def test_adding_counts_whose_sum_int64_cannot_hold_is_a_value_error():
     assert dict(total.items()) == {b"ab": 2 ** 63 - 1, b"c": 2 ** 62 + 5}
     assert list(total) == [b"ab", b"c"]
     assert near + PretokenCounts({b"d": 1}) == {b"ab": 2 ** 62, b"c": 2 ** 62, b"d": 1}
+    # their total is exact too: the int64 sum of 2^62 + 2^62 wrapped to -2^63 in total() and the repr
+    assert near.total() == 2 ** 63 and total.total() == 2 ** 63 - 1 + 2 ** 62 + 5
+    assert repr(near) == f"PretokenCounts(2 distinct, {2 ** 63} in all)"
 
 
 def test_a_pattern_ending_in_nul_survives_save_and_load(tmp_path):
