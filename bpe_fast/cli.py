@@ -877,7 +877,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                        help="invalid UTF-8: fail (strict) or substitute U+FFFD (replace)")
         p.add_argument("--text-field", default="text", metavar="NAME",
-                       help="JSON lines: the field holding the text (default: text)")
+                       help="JSON lines (.jsonl, and .json files of records): the field holding the text "
+                            "(default: text)")
         p.add_argument("--text-column", default="text", metavar="NAME",
                        help="Parquet: the column holding the text (default: text)")
         p.add_argument("--max-bytes", default=None, metavar="SIZE",
