@@ -179,8 +179,17 @@ def export_tiktoken(tokenizer: Tokenizer, path: StrPath) -> None:
     not in it: pass them to tiktoken.Encoding with their ids (tokenizer.special_tokens, a dict token -> id),
     and the pattern as tiktoken_anchors(tokenizer.pattern), or use tokenizer.to_tiktoken(). Refused with a
     ValueError, as to_tiktoken is, when tiktoken's rule with these ranks would give other ids
-    (bpe_fast.ranks.ranks_from_tokenizer) or its regex engine would cut the text otherwise
-    (bpe_fast.patterns.check_tiktoken_readable)."""
+    (bpe_fast.ranks.ranks_from_tokenizer), its regex engine would cut the text otherwise
+    (bpe_fast.patterns.check_tiktoken_readable), or, where one special token is the start of another, it would
+    find the shorter (asked of tiktoken when it is installed: it tries them in its hash map's order)."""
     check_tiktoken_readable(tokenizer.pattern)
     ranks = ranks_from_tokenizer(tokenizer)
+    specials = sorted(tokenizer.special_tokens)
+    if any(long.startswith(short) for short, long in zip(specials, specials[1:])):
+        try:
+            import tiktoken
+        except ImportError:
+            pass
+        else:
+            tokenizer._tiktoken_encoding(tiktoken, "bpe_fast", ranks)
     write_text_atomic(path, tiktoken_text(ranks).decode("ascii"))

@@ -453,9 +453,15 @@ class Tokenizer:
         from .ranks import ranks_from_tokenizer
 
         check_tiktoken_readable(self._pattern)
+        return self._tiktoken_encoding(tiktoken, name, ranks_from_tokenizer(self))
+
+    def _tiktoken_encoding(self, tiktoken: Any, name: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
+        """tiktoken.Encoding (of the module `tiktoken`) with this tokenizer's ranks (ranks_from_tokenizer),
+        pattern and special tokens; ValueError when of two special tokens, one the start of the other, tiktoken
+        would find the shorter (to_tiktoken's and export_tiktoken's refusal)."""
         specials = self.special_tokens
-        enc = tiktoken.Encoding(name, pat_str=tiktoken_anchors(self._pattern),
-                                mergeable_ranks=ranks_from_tokenizer(self), special_tokens=specials)
+        enc = tiktoken.Encoding(name, pat_str=tiktoken_anchors(self._pattern), mergeable_ranks=ranks,
+                                special_tokens=specials)
         # tiktoken finds special tokens by one alternation in its hash map's order, this tokenizer the longest
         # first: where one is a prefix of another, whether tiktoken tries the longer first is asked of it
         names = sorted(specials)
@@ -550,7 +556,8 @@ class Tokenizer:
     def export_tiktoken(self, path: StrPath) -> None:
         """Write a tiktoken ``.tiktoken`` ranks file that, with this pattern (spelled for tiktoken by
         bpe_fast.patterns.tiktoken_anchors) and these special tokens, gives the same ids; refused (ValueError)
-        when tiktoken cannot, as to_tiktoken is (see bpe_fast.export)."""
+        when tiktoken cannot, as to_tiktoken is (see bpe_fast.export; where one special token is the start of
+        another, tiktoken, when installed, is asked which it finds first)."""
         from .export import export_tiktoken
 
         export_tiktoken(self, path)
