@@ -83,7 +83,18 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     contents = [s for s, _ in special_ids]
     all_keys = dict(zip(tokens_to_strs(tokenizer.vocab.values()), tokenizer.vocab))
     special_set = set(tokenizer.special_tokens.values())
-    ordinary = {key: i for key, i in all_keys.items() if i not in special_set}
+    # a token a merge takes or makes must be in the model's vocab under its byte-level form, a special token's
+    # too (the merges would name a token of no vocab: HF panics or refuses the file); HF gives an added token
+    # whose text is not that form an id of its own, so such a special token cannot keep its id
+    merge_keys = set(tokens_to_strs(token for a, b in merges for token in (a, b, a + b)))
+    for s, i in special_ids:
+        key = token_to_str(s.encode("utf-8"))
+        if key in merge_keys and key != s:
+            k = next(k for k, (a, b) in enumerate(merges) if key in tokens_to_strs((a, b, a + b)))
+            raise ValueError(f"special token {s!r} (id {i}) is a token of merge {k} ({merges[k][0]!r}, "
+                             f"{merges[k][1]!r}): HF's model must hold it as {key!r}, and gives an added token "
+                             f"whose text is not its byte-level form an id of its own")
+    ordinary = {key: i for key, i in all_keys.items() if i not in special_set or key in merge_keys}
     mapped = [(s, i) for s, i in special_ids if token_to_str(s.encode("utf-8")) == s]
     mapped_ids = {i for _, i in mapped}
     first_unmapped = min((i for _, i in special_ids if i not in mapped_ids), default=None)

@@ -26,3 +26,35 @@ def test_export_tiktoken_refuses_special_tokens_tiktoken_would_match_otherwise(t
     with pytest.raises(ValueError, match=r"special tokens '<\|end' and '<\|endoftext\|>'"):
         tok.export_tiktoken(tmp_path / "out.tiktoken")
     assert not (tmp_path / "out.tiktoken").exists()
+
+
+EURO = "€".encode()
+
+
+@pytest.mark.parametrize("vocab, merges, specials", [
+    # "€" is an ordinary token (made by merge 1) and a special token at its id: its key in HF's vocab, "âĤ¬",
+    # was left out (an added token's text is "€"), and the merge making it named a token of no vocab
+    (BYTES | {256: EURO[:2], 257: EURO}, [(EURO[:1], EURO[1:2]), (EURO[:2], EURO[2:])], ["€"]),
+    # "ab", made by merge 0, is a special token; "<|a b|>" (not its byte-level form) at 256 needs the vocab
+    # without "ab" for HF to give it 256: "ab" was left out of the vocab, and merge 0 made no token
+    (BYTES | {256: b"<|a b|>", 257: b"ab"}, [(b"a", b"b")], ["<|a b|>", "ab"]),
+])
+def test_export_hf_keeps_the_tokens_merges_need_or_refuses(tmp_path, vocab, merges, specials):
+    """A special token that is also a token the merges make: export_hf wrote a tokenizer.json whose merges name a
+    token missing from its vocab (HF tokenizers panicked or refused it, from_hf refused it). It must write a
+    file HF reads and encodes as the oracle does, or refuse naming the special token."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from encode_oracle import oracle_encode
+
+    tok = Tokenizer(vocab, merges, specials)
+    text = "xab€€<|a b|>abc €"
+    expected = oracle_encode(text, vocab, merges, specials)
+    path = tmp_path / "tokenizer.json"
+    try:
+        tok.export_hf(path)
+    except ValueError as exc:
+        assert any(repr(s) in str(exc) for s in specials), exc
+        assert not path.exists()
+        return
+    assert Tokenizer.from_hf(path).encode(text) == expected
+    assert tokenizers.Tokenizer.from_file(str(path)).encode(text, add_special_tokens=False).ids == expected
