@@ -93,7 +93,8 @@ class Tokenizer:
 
     vocab: dict[int, bytes], id -> token bytes. merges: list[tuple[bytes, bytes]] in the order they were made;
     both tokens of a merge and their concatenation must be in the vocabulary. special_tokens: list[str]; each
-    takes the id of its UTF-8 bytes in the vocabulary, or else the next unused id (appended, in order).
+    takes the id of its UTF-8 bytes in the vocabulary, or else the next unused id (appended, in order); given as
+    tiktoken's {str: id}, those ids must be the ones they take (else ValueError: from_tiktoken takes such ids).
     pattern: the pre-tokenization regex or a name ("gpt2", "gpt4"). training: what training recorded (train_bpe's
     result.training: each merge's pair count, corpus statistics), kept as `training` and saved by save.
 
@@ -116,6 +117,7 @@ class Tokenizer:
                  training: dict[str, Any] | None = None) -> None:
         vocab, packed = _check_vocab(vocab)
         merges = list(merges) if not isinstance(merges, (str, bytes)) else merges
+        wanted_ids, special_tokens = _special_id_mapping(special_tokens)
         files = _plain_arrays(packed, merges)
         if files is None:       # not plainly regular: checked in Python, which names what is wrong
             merges = _check_merges(merges, vocab)
@@ -147,6 +149,7 @@ class Tokenizer:
             if refused:     # (outside the handler: the refusal is not raised as a consequence of the other error)
                 refuse()
         self._training = training
+        _check_special_ids(wanted_ids, self)
 
     @classmethod
     def _from_checked(cls, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
@@ -269,11 +272,12 @@ class Tokenizer:
         >>> tok.encode(" a a")
         [256, 256]
         """
+        wanted_ids, special_tokens = _special_id_mapping(special_tokens)
         files = formats.read_gpt2_arrays(vocab_filepath, merges_filepath)
         if files is None:       # not plainly well formed: read in Python, which names what is wrong
             vocab = formats.read_vocab(vocab_filepath)
             merges = formats.read_merges(merges_filepath, vocab)
-            return cls._from_checked(vocab, merges, special_tokens, pattern)
+            return _check_special_ids(wanted_ids, cls._from_checked(vocab, merges, special_tokens, pattern))
 
         def refuse() -> NoReturn:       # the merge rule's check found a difference: read_merges names its line
             formats.read_merges(merges_filepath, files.vocab())
@@ -281,7 +285,8 @@ class Tokenizer:
                                       "it are refused by the merge rule's check (bpe_fast.merge_rule), those read "
                                       "again are not")
 
-        return cls._from_arrays(files, files.vocab, files.merges, special_tokens, pattern, refuse=refuse)
+        return _check_special_ids(wanted_ids, cls._from_arrays(files, files.vocab, files.merges, special_tokens,
+                                                               pattern, refuse=refuse))
 
     @classmethod
     def _from_arrays(cls, files: formats.GPT2Arrays, vocab: Vocab | Callable[[], Vocab],
@@ -1297,6 +1302,30 @@ def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
     again (a pickle is trusted as code; GPT-2's 50k merges: the constructor's checks took 40 ms a worker), with
     its special tokens' ids (an id two of them share, as in o200k_harmony, is not the vocabulary's to say)."""
     return Tokenizer._from_checked(vocab, merges, specials, pattern, training=training, special_ids=special_ids)
+
+
+def _special_id_mapping(special_tokens: Any) -> tuple[dict[str, Any] | None, Any]:
+    """(wanted, special_tokens): for special tokens given as tiktoken's {str: id} (from_tiktoken's form), that dict
+    and its tokens as a list, which the constructor and from_files take, with each id to be checked once the
+    tokenizer has given its own (_check_special_ids); else (None, special_tokens)."""
+    if isinstance(special_tokens, Mapping):
+        wanted = dict(special_tokens)
+        return wanted, list(wanted)
+    return None, special_tokens
+
+
+def _check_special_ids(wanted: dict[str, Any] | None, tokenizer: Tokenizer) -> Tokenizer:
+    """`tokenizer` when each of its special tokens has the id `wanted` gives it (None: ids not given); else
+    ValueError naming the first that does not: the constructor gives a special token the id of its bytes in the
+    vocabulary or the next free one, and cannot give another."""
+    if wanted is not None:
+        given = tokenizer.special_tokens
+        for token, i in wanted.items():
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i != given[token]:
+                raise ValueError(f"special token {token!r} is given id {i!r}, but takes {given[token]}: a special "
+                                 "token takes the id of its bytes in the vocabulary, else the next free id (pass a "
+                                 "list of str; Tokenizer.from_tiktoken takes {str: id})")
+    return tokenizer
 
 
 def _check_text(text: object) -> str:

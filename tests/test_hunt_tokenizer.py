@@ -58,3 +58,19 @@ def test_export_hf_keeps_the_tokens_merges_need_or_refuses(tmp_path, vocab, merg
         return
     assert Tokenizer.from_hf(path).encode(text) == expected
     assert tokenizers.Tokenizer.from_file(str(path)).encode(text, add_special_tokens=False).ids == expected
+
+
+def test_special_tokens_given_as_a_dict_keep_their_ids_or_are_refused(tmp_path):
+    """special_tokens as tiktoken's {str: id} (from_tiktoken's form) in the constructor or from_files: the ids
+    were dropped without a word ({"<|eot|>": 5} gave "<|eot|>" the id 256, the next free one, where the caller
+    asked for 5). Ids the tokenizer gives anyway are accepted; others are refused naming the token."""
+    tok = Tokenizer(BYTES, [], {"<|eot|>": 256, "<|pad|>": 257})
+    assert tok.special_tokens == {"<|eot|>": 256, "<|pad|>": 257}
+    assert Tokenizer(BYTES | {300: b"<|eot|>"}, [], {"<|eot|>": 300}).encode("a<|eot|>") == [97, 300]
+    with pytest.raises(ValueError, match=r"special token '<\|eot\|>'.* 5\b"):
+        Tokenizer(BYTES, [], {"<|eot|>": 5})
+    Tokenizer(BYTES, []).save(tmp_path)
+    files = (tmp_path / "vocab.json", tmp_path / "merges.txt")
+    assert Tokenizer.from_files(*files, {"<|eot|>": 256}).encode("<|eot|>") == [256]
+    with pytest.raises(ValueError, match=r"special token '<\|eot\|>'.* 50256\b"):
+        Tokenizer.from_files(*files, {"<|eot|>": 50256})
