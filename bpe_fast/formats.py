@@ -423,6 +423,8 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         parts = lines[lineno].split(" ")
         try:
             a, b = parts
+            if not a and not b.strip():
+                continue          # a blank line (" ", " \r"): no token is empty
             merges.append((a.translate(table).encode("latin-1"), b.rstrip("\r").translate(table).encode("latin-1")))
             numbers.append(lineno + 1)
         except (ValueError, UnicodeEncodeError):

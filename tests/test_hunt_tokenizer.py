@@ -74,3 +74,14 @@ def test_special_tokens_given_as_a_dict_keep_their_ids_or_are_refused(tmp_path):
     assert Tokenizer.from_files(*files, {"<|eot|>": 256}).encode("<|eot|>") == [256]
     with pytest.raises(ValueError, match=r"special token '<\|eot\|>'.* 50256\b"):
         Tokenizer.from_files(*files, {"<|eot|>": 50256})
+
+
+def test_merges_whitespace_only_lines_are_blank_lines(tmp_path):
+    """read_merges skips blank lines: a line of two spaces or a tab was skipped, one of a single space (the split
+    gives two empty tokens) was an error, "a merge line must hold two tokens"."""
+    from bpe_fast.formats import read_merges
+
+    path = tmp_path / "merges.txt"
+    for blank in [" ", "  ", "\t", " \r", "\r"]:
+        path.write_bytes(f"#version: 0.2\nĠ t\n{blank}\nh e\n".encode())
+        assert read_merges(path) == [(b" ", b"t"), (b"h", b"e")], repr(blank)
