@@ -384,6 +384,12 @@ def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:
                              "hold one id a token")
         ranks[token] = i
     missing = [b for b in range(256) if bytes([b]) not in ranks]
+    special_byte = next((bytes([b]) for b in missing if bytes([b]) in specials), None)
+    if special_byte is not None:
+        name = special_byte.decode("utf-8")
+        raise ValueError(f"the single byte {special_byte!r} is the special token {name!r} (id "
+                         f"{tokenizer.special_tokens[name]}), which tiktoken's ranks leave out; tiktoken needs all 256 "
+                         "bytes ranked")
     if missing:
         raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have "
                          "none); tiktoken needs all 256")

@@ -85,3 +85,13 @@ def test_merges_whitespace_only_lines_are_blank_lines(tmp_path):
     for blank in [" ", "  ", "\t", " \r", "\r"]:
         path.write_bytes(f"#version: 0.2\nĠ t\n{blank}\nh e\n".encode())
         assert read_merges(path) == [(b" ", b"t"), (b"h", b"e")], repr(blank)
+
+
+def test_to_tiktoken_names_a_single_byte_that_is_a_special_token(tmp_path):
+    """A special token of one byte ("a", id 97) is left out of tiktoken's ranks, which need all 256 bytes: the
+    refusal said the byte "has no token", where it has one, the special token: it now names it."""
+    tok = Tokenizer(BYTES, [], ["a"])
+    assert tok.special_tokens == {"a": 97}
+    for export in (tok.to_tiktoken, lambda: tok.export_tiktoken(tmp_path / "out.tiktoken")):
+        with pytest.raises(ValueError, match=r"single byte b'a' is the special token 'a' \(id 97\)"):
+            export()
