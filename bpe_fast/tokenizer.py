@@ -116,6 +116,9 @@ class Tokenizer:
                  special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN, *,
                  training: dict[str, Any] | None = None) -> None:
         vocab, packed = _check_vocab(vocab)
+        if isinstance(merges, (set, frozenset)):    # its order follows the hash seed: the ids would change per run
+            raise TypeError("merges must be a list of (bytes, bytes) pairs in merge order, got a "
+                            + type(merges).__name__)
         merges = list(merges) if not isinstance(merges, (str, bytes)) else merges
         wanted_ids, special_tokens = _special_id_mapping(special_tokens)
         files = _plain_arrays(packed, merges)

@@ -95,3 +95,12 @@ def test_to_tiktoken_names_a_single_byte_that_is_a_special_token(tmp_path):
     for export in (tok.to_tiktoken, lambda: tok.export_tiktoken(tmp_path / "out.tiktoken")):
         with pytest.raises(ValueError, match=r"single byte b'a' is the special token 'a' \(id 97\)"):
             export()
+
+
+@pytest.mark.parametrize("make", [set, frozenset])
+def test_merges_without_an_order_are_refused(make):
+    """Merges are applied in their order: a set of them took the set's order, which follows the process's hash
+    seed ({(a, b), (b, c)} encoded "abc" as [256, 99] in some runs and [97, 257] in others)."""
+    merges = make([(b"a", b"b"), (b"b", b"c")])
+    with pytest.raises(TypeError, match="merges must be a list"):
+        Tokenizer(BYTES | {256: b"ab", 257: b"bc"}, merges)
