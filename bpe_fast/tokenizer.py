@@ -570,10 +570,16 @@ class Tokenizer:
 
         export_tiktoken(self, path)
 
-    def __reduce__(self) -> tuple[Callable[..., Tokenizer], tuple[Any, ...]]:
-        # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles).
-        return (_rebuild, (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
-                           self._training, list(self.special_tokens.values())))
+    def __reduce__(self) -> tuple[Any, ...]:
+        # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles). A subclass
+        # is rebuilt as itself, with the attributes it added (those not in _OWN_ATTRIBUTES) as the pickle's state.
+        parts = (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
+                 self._training, list(self.special_tokens.values()))
+        cls = type(self)
+        if cls is Tokenizer:
+            return (_rebuild, parts)
+        added = {name: value for name, value in self.__dict__.items() if name not in _OWN_ATTRIBUTES}
+        return (_rebuild, (*parts, cls), added or None)
 
     # ---------------------------------------------------------------------------------------- properties
 
@@ -1299,12 +1305,20 @@ def _check_threads(num_threads: int) -> None:
         raise ValueError(f"num_threads must be at least 1, got {num_threads}")
 
 
+# The attributes a Tokenizer sets on itself (Tokenizer.__reduce__ rebuilds them; a subclass's others are its state)
+_OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths", "_make_merges", "_merges", "_pattern",
+                             "_pool", "_segmenter", "_special_set", "_specials", "_tables", "_training", "_views",
+                             "_vocab"})
+
+
 def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
-             training: dict[str, Any] | None = None, special_ids: list[int] | None = None) -> Tokenizer:
+             training: dict[str, Any] | None = None, special_ids: list[int] | None = None,
+             cls: type[Tokenizer] = Tokenizer) -> Tokenizer:
     """Tokenizer.__reduce__'s: the parts of a tokenizer already made (and checked) in another process, not checked
     again (a pickle is trusted as code; GPT-2's 50k merges: the constructor's checks took 40 ms a worker), with
-    its special tokens' ids (an id two of them share, as in o200k_harmony, is not the vocabulary's to say)."""
-    return Tokenizer._from_checked(vocab, merges, specials, pattern, training=training, special_ids=special_ids)
+    its special tokens' ids (an id two of them share, as in o200k_harmony, is not the vocabulary's to say), as
+    an instance of `cls` (a subclass: its __init__ is not called; pickle then sets the attributes it added)."""
+    return cls._from_checked(vocab, merges, specials, pattern, training=training, special_ids=special_ids)
 
 
 def _special_id_mapping(special_tokens: Any) -> tuple[dict[str, Any] | None, Any]:

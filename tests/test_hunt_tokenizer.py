@@ -104,3 +104,44 @@ def test_merges_without_an_order_are_refused(make):
     merges = make([(b"a", b"b"), (b"b", b"c")])
     with pytest.raises(TypeError, match="merges must be a list"):
         Tokenizer(BYTES | {256: b"ab", 257: b"bc"}, merges)
+
+
+class _Named(Tokenizer):
+    """A subclass as a user writes one: an attribute of its own, set after the base's constructor."""
+
+    def __init__(self, vocab, merges, special_tokens=None, name="mine"):
+        super().__init__(vocab, merges, special_tokens)
+        self.name = name
+
+    def hello(self):
+        return f"{self.name}: {self.encode('ab<|eot|>')}"
+
+
+def test_a_subclass_pickles_and_copies_as_itself():
+    """A subclass of Tokenizer came back from pickle (multiprocessing), copy.copy and copy.deepcopy as a plain
+    Tokenizer, without its attributes: a worker process calling the subclass's methods failed."""
+    import copy
+    import pickle
+
+    tok = _Named(BYTES | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"], name="x")
+    for clone in (pickle.loads(pickle.dumps(tok)), copy.copy(tok), copy.deepcopy(tok)):
+        assert type(clone) is _Named
+        assert clone.hello() == "x: [256, 257]"
+    view = tok.restricted_to(frozenset())
+    clone = pickle.loads(pickle.dumps(view))
+    assert type(clone) is _Named and clone.name == "x" and clone.encode("<|eot|>") == view.encode("<|eot|>")
+
+
+def test_a_plain_tokenizers_attributes_are_all_its_own():
+    """What a subclass's pickle carries is its instance's attributes less the Tokenizer's own (rebuilt from the
+    vocabulary, merges and special tokens): every attribute a Tokenizer sets must be listed as its own."""
+    import numpy as np
+
+    from bpe_fast.tokenizer import _OWN_ATTRIBUTES
+
+    tok = Tokenizer(BYTES | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"])
+    tok.lengths_in(b"ab", np.array([256]))
+    tok.encode_with_offsets("ab<|eot|>")
+    tok.restricted_to(frozenset()).encode("<|eot|>")
+    assert tok._ids_of and tok.merges
+    assert set(vars(tok)) <= _OWN_ATTRIBUTES
