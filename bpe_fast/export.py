@@ -23,6 +23,7 @@ Files are written to a temporary name and renamed.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import TYPE_CHECKING, Any
@@ -31,11 +32,13 @@ from .atomic import output_group
 from .formats import repeated_merge, token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_difference, split_to_hf
 from .merge_rule import describe_difference, merge_rule_difference
-from .patterns import check_tiktoken_readable
+from .patterns import check_tiktoken_readable, tiktoken_anchors
 from .ranks import ranks_from_tokenizer, tiktoken_text
 from .specials import check_no_alias
 
 if TYPE_CHECKING:
+    import tiktoken as tiktoken_module
+
     from ._types import StrPath
     from .tokenizer import Tokenizer
 
@@ -202,5 +205,26 @@ def export_tiktoken(tokenizer: Tokenizer, path: StrPath) -> None:
         except ImportError:
             pass
         else:
-            tokenizer._tiktoken_encoding(tiktoken, "bpe_fast", ranks)
+            tiktoken_encoding(tokenizer, tiktoken, "bpe_fast", ranks)
     write_text_atomic(path, tiktoken_text(ranks).decode("ascii"))
+
+
+def tiktoken_encoding(tokenizer: Tokenizer, tiktoken: Any, name: str,
+                      ranks: dict[bytes, int]) -> tiktoken_module.Encoding:
+    """tiktoken.Encoding (of the module `tiktoken`) with the tokenizer's ranks (ranks_from_tokenizer), pattern and
+    special tokens; ValueError when of two special tokens, one the start of the other, tiktoken would find the
+    shorter (to_tiktoken's and export_tiktoken's refusal)."""
+    specials = tokenizer.special_tokens
+    enc = tiktoken.Encoding(name, pat_str=tiktoken_anchors(tokenizer.pattern), mergeable_ranks=ranks,
+                            special_tokens=specials)
+    # tiktoken finds special tokens by one alternation in its hash map's order, the tokenizer the longest first:
+    # where one is a prefix of another, whether tiktoken tries the longer first is asked of it
+    names = sorted(specials)
+    for k, short in enumerate(names):
+        for long in itertools.takewhile(lambda other: other.startswith(short), names[k + 1:]):
+            found = enc.encode(long, allowed_special="all")
+            if found != [specials[long]]:
+                raise ValueError(f"special tokens {short!r} and {long!r}: tiktoken finds {short!r} first in "
+                                 f"{long!r} ({found[:2]}...; it tries special tokens in its hash map's order, "
+                                 "bpe_fast the longest first), so its ids would differ")
+    return enc

@@ -46,7 +46,7 @@ from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffe
 from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
-                       resolve_pattern, tiktoken_anchors)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
+                       resolve_pattern)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
 from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
 from .specials import SpecialTokens, check_disallowed, check_no_alias, id_holders
@@ -458,29 +458,11 @@ class Tokenizer:
             import tiktoken
         except ImportError as exc:
             raise ImportError("Tokenizer.to_tiktoken needs tiktoken: pip install tiktoken") from exc
+        from .export import tiktoken_encoding
         from .ranks import ranks_from_tokenizer
 
         check_tiktoken_readable(self._pattern)
-        return self._tiktoken_encoding(tiktoken, name, ranks_from_tokenizer(self))
-
-    def _tiktoken_encoding(self, tiktoken: Any, name: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
-        """tiktoken.Encoding (of the module `tiktoken`) with this tokenizer's ranks (ranks_from_tokenizer),
-        pattern and special tokens; ValueError when of two special tokens, one the start of the other, tiktoken
-        would find the shorter (to_tiktoken's and export_tiktoken's refusal)."""
-        specials = self.special_tokens
-        enc = tiktoken.Encoding(name, pat_str=tiktoken_anchors(self._pattern), mergeable_ranks=ranks,
-                                special_tokens=specials)
-        # tiktoken finds special tokens by one alternation in its hash map's order, this tokenizer the longest
-        # first: where one is a prefix of another, whether tiktoken tries the longer first is asked of it
-        names = sorted(specials)
-        for k, short in enumerate(names):
-            for long in itertools.takewhile(lambda other: other.startswith(short), names[k + 1:]):
-                found = enc.encode(long, allowed_special="all")
-                if found != [specials[long]]:
-                    raise ValueError(f"special tokens {short!r} and {long!r}: tiktoken finds {short!r} first in "
-                                     f"{long!r} ({found[:2]}...; it tries special tokens in its hash map's order, "
-                                     "bpe_fast the longest first), so its ids would differ")
-        return enc
+        return tiktoken_encoding(self, tiktoken, name, ranks_from_tokenizer(self))
 
     def save(self, directory: StrPath) -> None:
         """Write vocab.json and merges.txt (GPT-2's format) and bpe_fast.json (special tokens, pattern) into
