@@ -47,7 +47,20 @@ def resolve_pattern(pattern: str) -> str:
         return PATTERNS[pattern]
     if not pattern:
         raise ValueError("pattern must not be empty")
+    if _NAME_LIKE.fullmatch(pattern):   # a misspelt name: as a regex it would match only itself, and the text
+        def plain(name: str) -> str:
+            return regex.sub(r"[_.\-]", "", name.lower())
+        near = [name for name in PATTERNS if plain(name) == plain(pattern)]
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        raise ValueError(f"pattern {pattern!r} is not a built-in pattern's name ({', '.join(PATTERNS)}), and read "
+                         f"as a regex it matches only the text {pattern!r} (text no match covers is dropped): "
+                         f"{hint}give a name or a regex")
     return pattern
+
+
+# a pattern that is one word (letters, digits, _ . -) and no name: surely a misspelt name (tiktoken would read
+# "GPT2" as a regex and encode "ab cd" to nothing)
+_NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
 
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
@@ -312,8 +325,8 @@ def pattern_from_tiktoken(pat_str: str) -> str:
     Rust's regex and fancy-regex): anchors as swap_tiktoken_anchors rewrites them, constructs `regex` spells
     otherwise respelled (_tiktoken_reading); a ValueError naming the first construct the two engines read
     differently that `regex` cannot spell (the ids would differ). The built-in patterns are kept. A pat_str
-    spelling one of PATTERNS' names is a regex matching that name, as tiktoken reads it: it comes back in a
-    group, so that it is not taken for the name.
+    spelling one of PATTERNS' names, or any one word (which resolve_pattern refuses as a misspelt name), is a
+    regex matching that word, as tiktoken reads it: it comes back in a group, so that it is not taken for a name.
 
     >>> pattern_from_tiktoken(r"[[:upper:]]+|\\s+$")
     '[A-Z]+|\\\\s+\\\\Z'
@@ -328,7 +341,7 @@ def pattern_from_tiktoken(pat_str: str) -> str:
                          "read differently, so the ids would differ from tiktoken's (spell the characters out: "
                          r"\p{...} classes, [A-Za-z] ranges)")
     pattern = swap_tiktoken_anchors(respelled)
-    return f"(?:{pattern})" if pattern in PATTERNS else pattern
+    return f"(?:{pattern})" if pattern in PATTERNS or _NAME_LIKE.fullmatch(pattern) else pattern
 
 
 def check_tiktoken_readable(pattern: str) -> None:

@@ -381,3 +381,30 @@ def test_utf8_validation_equals_bytes_decode(data):
     except UnicodeDecodeError as exc:
         want = exc.start
     assert scan.utf8_error(data) == want
+
+
+@pytest.mark.parametrize("pattern, near", [("GPT2", "gpt2"), ("gpt-4", "gpt4"), ("cl100k-base", "cl100k_base"),
+                                           ("O200K", "o200k"), ("words", None)])
+def test_a_misspelt_pattern_name_is_refused_naming_the_names(pattern, near, tmp_path):
+    # a misspelt name was read as a regex matching only itself: Tokenizer(..., pattern="GPT2").encode("ab cd")
+    # was [] and training learned nothing, without a word
+    from bpe_fast import Tokenizer, count_pretokens, train_bpe
+
+    hint = f"did you mean {near!r}" if near else "give a name or a regex"
+    path = tmp_path / "c.txt"
+    path.write_text("ab cd ab")
+    for make in (lambda: Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern),
+                 lambda: train_bpe(path, 260, pattern=pattern),
+                 lambda: count_pretokens(path, pattern=pattern)):
+        with pytest.raises(ValueError, match=rf"pattern '{pattern}' is not a built-in pattern's name.*{hint}"):
+            make()
+    assert count_pretokens(path, pattern=r"\w+|\s") == {b"ab": 2, b"cd": 1, b" ": 2}     # a regex still is one
+
+
+def test_tiktoken_reads_a_one_word_pat_str_as_a_regex_and_so_does_encoding():
+    # tiktoken.Encoding(pat_str="a") is a regex matching "a": bpe_fast.Encoding keeps that reading (in a group)
+    from bpe_fast import Encoding
+
+    ranks = {bytes([i]): i for i in range(256)}
+    enc = Encoding("x", pat_str="ab", mergeable_ranks=ranks, special_tokens={})
+    assert enc.encode("ab cd ab") == [97, 98, 97, 98]
