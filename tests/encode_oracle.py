@@ -113,7 +113,21 @@ def assigned_in_old_unicode(text):
     bpe_fast classifies code points as the installed `regex` does (Unicode 17 in regex 2026.11), tiktoken with
     its Rust regex crate's older tables: a code point assigned in between (U+3D000, a CJK letter since Unicode
     17) is a letter to one and not to the other, so the pre-tokens, and the ids, differ there. Comparisons
-    with tiktoken keep to code points both know."""
+    with tiktoken keep to code points both know. A surrogate pair is the code point it spells (tiktoken and
+    bpe_fast join one into it), so one spelling a new code point (U+3D000: "\ud8b4\udc00") goes too."""
     import unicodedata
 
-    return "".join(c for c in text if unicodedata.category(c) != "Cn")
+    kept = []
+    k = 0
+    while k < len(text):
+        c = text[k]
+        if "\ud800" <= c <= "\udbff" and k + 1 < len(text) and "\udc00" <= text[k + 1] <= "\udfff":
+            pair = text[k:k + 2]
+            if unicodedata.category(pair.encode("utf-16", "surrogatepass").decode("utf-16")) != "Cn":
+                kept.append(pair)
+            k += 2
+            continue
+        if unicodedata.category(c) != "Cn":
+            kept.append(c)
+        k += 1
+    return "".join(kept)
