@@ -15,7 +15,8 @@ translated). Differences, all refusals at construction: the 256 single bytes mus
 token must be reachable by merging lower-ranked ones (tiktoken accepts others, and never produces them from
 other text); a special token may not share its id with a ranked token, nor its bytes; ids must lie below
 2^31 - 1, the largest below 4 times the number of tokens plus 2^20 (the encoder's tables are indexed by id),
-and "" is not a special token. Two special tokens may share an id (o200k_harmony's <|endofprompt|> and
+"" is not a special token, and no special token starts with another (tiktoken chooses between two such by its
+hash map's order). Two special tokens may share an id (o200k_harmony's <|endofprompt|> and
 <|reserved_200018|>): both encode to it, and it decodes to the first given (tiktoken's to either).
 
 >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
@@ -40,7 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .patterns import pattern_from_tiktoken
-from .specials import SpecialTokens, check_disallowed
+from .specials import SpecialTokens, check_disallowed, first_prefix_pair
 from .procs import map_threads
 from ._types import StrPath
 from .tokenizer import Tokenizer
@@ -78,6 +79,12 @@ class Encoding:
                 raise AssertionError(f"the largest id is {largest}, not explicit_n_vocab - 1")
         self._special_token_values = set(special_tokens.values())
         self._tokenizer = Tokenizer.from_tiktoken(mergeable_ranks, pattern_from_tiktoken(pat_str), special_tokens)
+        prefix_pair = first_prefix_pair(special_tokens)
+        if prefix_pair is not None:
+            short, long = prefix_pair
+            raise ValueError(f"special token {long!r} starts with special token {short!r}: where both are in the "
+                             "text, tiktoken finds the one its hash map holds first (and, unless allowed, it hides the "
+                             "other there), bpe_fast the longest; bpe_fast.Tokenizer takes them (longest first)")
         # tiktoken's max(max(ranks), max(special ids, default=0)): the ranks are not negative (checked)
         self.max_token_value = self._tokenizer.max_token_value
         self._ordinary = self._tokenizer.restricted_to(frozenset())

@@ -105,6 +105,22 @@ def _match_order(token: str) -> tuple[int, bytes]:
     return -len(data), data
 
 
+def first_prefix_pair(tokens: Iterable[str]) -> tuple[str, str] | None:
+    """(short, long) for the first two special tokens (in sorted order) of which one, short, is the start of the
+    other; None when no special token starts another.
+
+    >>> first_prefix_pair(["<|a|>b", "<|b|>", "<|a|>"])
+    ('<|a|>', '<|a|>b')
+    >>> first_prefix_pair(["xab", "abc"]) is None
+    True
+    """
+    names = sorted(tokens)
+    for short, long in zip(names, names[1:]):       # a token's extensions sort right after it
+        if long.startswith(short):
+            return short, long
+    return None
+
+
 def check_no_alias(ids: Mapping[str, int], files: str) -> None:
     """ValueError when two special tokens share an id (first_alias): `files` (bpe_fast's, HF's) give each special
     token an id of its own, so they cannot say it."""
