@@ -447,7 +447,10 @@ class Tokenizer:
         tiktoken's ranks cannot express this tokenizer (see bpe_fast.ranks.ranks_from_tokenizer), when tiktoken's
         regex engine would read the pattern otherwise (patterns.check_tiktoken_readable), or when of two
         special tokens, one the start of the other, tiktoken would find the shorter (it tries them in its hash
-        map's order).
+        map's order). With such special tokens the ids are the same with all of them allowed (or none), not
+        always with only some allowed: where tiktoken's regex finds a special token that is not allowed, it
+        looks no further, so a shorter allowed one starting there is text to it
+        ("<|x|>" allowed, "<|x|>y" not: bpe_fast encodes "<|x|>y" as <|x|> then "y", tiktoken all as text).
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"])
         >>> enc = tok.to_tiktoken("mine")       # doctest: +SKIP
