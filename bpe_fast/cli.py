@@ -240,11 +240,29 @@ def cmd_synth(args: argparse.Namespace) -> None:
         _check_output_folder(args.output)
         if os.path.isdir(args.output):
             raise CliError(f"-o {args.output}: is a folder; give the file to write (CORPUS.txt)")
+        _check_free_space(args.output, size, args.size)
     start = time.perf_counter()
     out = cast("IO[bytes]", _Stdout()) if to_stdout else args.output      # generate only calls write()
     generate(out, size, seed=args.seed, style=args.style)
     took = time.perf_counter() - start
     print(f"wrote {size:,} bytes to {'stdout' if to_stdout else args.output} in {took:.2f} s", file=sys.stderr)
+
+
+def _check_free_space(output: str, size: int, given: str) -> None:
+    """A CliError naming --size when a corpus of `size` bytes cannot fit where synth writes it: its temporary
+    file beside the target (through a symbolic link: beside the file it points to). `--size 100000TB` wrote
+    until the disk was full (minutes, every other program on it failing too), then failed. An output that is
+    not a regular file (/dev/null, a named pipe) is written to as it is, and not measured."""
+    target = os.path.realpath(output)
+    if os.path.exists(target) and not os.path.isfile(target):
+        return
+    folder = os.path.dirname(target)
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:         # nothing to measure: the writing says what is wrong
+        return
+    if size > free:
+        raise CliError(f"--size {given}: {size:,} bytes, more than the {free:,} bytes free in {folder}")
 
 
 def _dask_client(address: str) -> Any:

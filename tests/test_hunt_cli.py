@@ -1,0 +1,34 @@
+"""The command line as a careless user meets it: each case a subprocess run from outside the repository (from its
+root, `-m bpe_fast` would import the source folder), its exit code, its one line on stderr, its outputs."""
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+CLI = [sys.executable, "-m", "bpe_fast"]
+
+
+def _limit_file_size():
+    # a guard for the code before the fix, which wrote until the disk was full: a file past 8 MB fails (EFBIG)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8 << 20, 8 << 20))
+
+
+def _cli(args, cwd, env=None, timeout=120, **kwargs):
+    return subprocess.run(CLI + list(args), capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env=dict(os.environ, **(env or {})), **kwargs)
+
+
+def test_synth_larger_than_the_free_space_is_refused_before_writing(tmp_path):
+    free = shutil.disk_usage(tmp_path).free
+    size = str(free * 2)            # bytes: twice what the folder's file system has free
+    start = time.monotonic()
+    proc = _cli(["synth", "--size", size, "-o", "big.txt"], tmp_path, preexec_fn=_limit_file_size)
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"bpe-fast: --size {size}:") and "free" in lines[0], proc.stderr
+    assert time.monotonic() - start < 60
+    assert list(tmp_path.iterdir()) == []
