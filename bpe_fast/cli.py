@@ -40,6 +40,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from .patterns import PATTERNS
+from .procs import MAX_PROCESSES
 
 if TYPE_CHECKING:
     from .counts import PretokenCounts
@@ -850,8 +851,8 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 # ---- argument parsing --------------------------------------------------------------------------
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an int >= minimum."""
+def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an int >= minimum (and <= maximum)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -859,11 +860,14 @@ def _int_at_least(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}: {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}: {value}")
         return value
     return parse
 
 
 _positive_int = _int_at_least(1)
+_num_processes = _int_at_least(1, MAX_PROCESSES)
 _non_negative_int = _int_at_least(0)
 
 
@@ -882,9 +886,9 @@ def build_parser() -> argparse.ArgumentParser:
             common = p = argparse.ArgumentParser(add_help=False)
         p.add_argument("-q", "--quiet", action="store_true", default=False if default is None else default,
                        help="no progress output")
-        p.add_argument("-j", "--processes", type=_positive_int, default=default, metavar="N",
-                       help="processes (or encoding threads) at once; default: BPE_FAST_NUM_PROCESSES, else all "
-                            "cores. Counting uses this one, by a thread that scans without the GIL, and N-1 workers")
+        p.add_argument("-j", "--processes", type=_num_processes, default=default, metavar="N",
+                       help=f"processes (or encoding threads) at once, at most {MAX_PROCESSES}; default: "
+                            "BPE_FAST_NUM_PROCESSES, else all cores. Counting uses this one, by a thread that scans without the GIL, and N-1 workers")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def corpus_options(p: argparse.ArgumentParser) -> None:

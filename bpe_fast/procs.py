@@ -53,18 +53,27 @@ def check_progress(progress: object) -> None:
         raise TypeError(f"progress must be a callable (stage, done, total) or None, got {type(progress).__name__}")
 
 
+# The most processes (or threads) asked for at once: more, and 99999999999 failed as an OverflowError from
+# multiprocessing's semaphore after thousands of processes or tiny byte ranges were being made for them
+MAX_PROCESSES = 1024
+
+
 def check_num_processes(num_processes: int | None) -> int:
     """None means the environment variable BPE_FAST_NUM_PROCESSES if set, else every core this process may
-    use."""
+    use. At most MAX_PROCESSES."""
     if num_processes is None:
         value = os.environ.get(NUM_PROCESSES_VARIABLE, "").strip()
         if value:
             if not value.isdigit() or int(value) < 1:
                 raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be a positive integer, got {value!r}")
+            if int(value) > MAX_PROCESSES:
+                raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be at most {MAX_PROCESSES}, got {value!r}")
             return int(value)
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     if not _is_int(num_processes) or num_processes < 1:
         raise ValueError(f"num_processes must be a positive int or None, got {num_processes!r}")
+    if num_processes > MAX_PROCESSES:
+        raise ValueError(f"num_processes must be at most {MAX_PROCESSES}, got {num_processes!r}")
     return int(num_processes)
 
 

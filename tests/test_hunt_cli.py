@@ -32,3 +32,24 @@ def test_synth_larger_than_the_free_space_is_refused_before_writing(tmp_path):
     assert len(lines) == 1 and lines[0].startswith(f"bpe-fast: --size {size}:") and "free" in lines[0], proc.stderr
     assert time.monotonic() - start < 60
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["flag", "flag after", "environment"])
+def test_a_number_of_processes_too_large_is_one_line(tmp_path, where):
+    # 99999999999 processes: OverflowError from multiprocessing's semaphore, a traceback, after the
+    # encoding threads or counting processes for it were being started
+    (tmp_path / "c.txt").write_text("some text " * 500_000, encoding="utf-8")     # 5 MB: counted by workers
+    big = "99999999999"
+    args, env = ["count", "c.txt", "-o", "c.npz"], {}
+    if where == "flag":
+        args = ["-j", big] + args
+    elif where == "flag after":
+        args = args + ["-j", big]
+    else:
+        env = {"BPE_FAST_NUM_PROCESSES": big}
+    proc = _cli(args, tmp_path, env=env)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr, proc.stderr
+    name = "BPE_FAST_NUM_PROCESSES" if where == "environment" else "-j"
+    assert any(name in line and big in line for line in lines), proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
