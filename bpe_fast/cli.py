@@ -939,10 +939,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("encode", parents=[common], help="encode text into .npy token arrays")
     p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
     p.add_argument("input", nargs="+", metavar="INPUT",
-                   help="text files (.gz, .bz2, .xz, .zst too), .jsonl, .parquet, globs; - for stdin")
+                   help="text files (.gz, .bz2, .xz, .zst too), .jsonl, .parquet, directories, globs; - for stdin")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="TOKENS.npy (- for stdout) for one input; a folder (one .npy a shard and index.json) "
-                        "for several, or when OUT ends with /")
+                        "for several, or when OUT ends with / or is a folder already")
     p.add_argument("--dtype", choices=["uint16", "uint32"], default=None,
                    help="default: uint16 when the vocabulary fits, else uint32")
     p.add_argument("--errors", choices=["strict", "replace"], default="strict")

@@ -53,3 +53,17 @@ def test_a_number_of_processes_too_large_is_one_line(tmp_path, where):
     name = "BPE_FAST_NUM_PROCESSES" if where == "environment" else "-j"
     assert any(name in line and big in line for line in lines), proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
+
+
+def test_encode_of_one_input_into_a_folder_that_exists(tmp_path):
+    # README and --help: a folder (one .npy a shard and index.json) for several inputs, -o ending with /, or a
+    # folder that exists already (they said only the first two)
+    (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    proc = _cli(["-q", "encode", "-t", "cl100k_base", "c.txt", "-o", "out"], tmp_path)
+    if proc.returncode and "not on this machine" in proc.stderr:
+        pytest.skip("cl100k_base's ranks are not on this machine")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["c.npy", "index.json"]
+    help_text = _cli(["encode", "--help"], tmp_path).stdout
+    assert "is a folder already" in " ".join(help_text.split())
