@@ -220,10 +220,21 @@ class PretokenCounts:
         """Read counts written by save(); a truncated or foreign file is a ValueError naming it."""
         path = os.fspath(path)
         try:
+            with open(path, "rb") as f:         # np.load reads a .npy (an array, no `with`) or a text file too
+                head = f.read(6)
+            if not head.startswith(b"PK"):
+                what = ("a .npy array" if head.startswith(b"\x93NUMPY") else "empty" if not head
+                        else "not a .npz archive")
+                raise ValueError(f"{path}: not a bpe_fast counts file ({what}; counts are the .npz archive "
+                                 f"bpe-fast count writes)")
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files}
         except FileNotFoundError:
             raise
+        except ValueError as exc:
+            if str(exc).startswith(f"{path}: not a bpe_fast counts file ("):
+                raise
+            raise ValueError(f"{path}: not a bpe_fast counts file ({type(exc).__name__}: {exc})") from None
         except Exception as exc:     # zipfile.BadZipFile, EOFError, ValueError, OSError ...
             raise ValueError(f"{path}: not a bpe_fast counts file ({type(exc).__name__}: {exc})") from None
 

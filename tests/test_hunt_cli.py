@@ -67,3 +67,17 @@ def test_encode_of_one_input_into_a_folder_that_exists(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["c.npy", "index.json"]
     help_text = _cli(["encode", "--help"], tmp_path).stdout
     assert "is a folder already" in " ".join(help_text.split())
+
+
+def test_from_counts_given_a_token_array_or_a_text_file_says_what_it_is(tmp_path):
+    # np.load gave a .npy array, and `with` on it failed: "(TypeError: 'numpy.ndarray' object does not support
+    # the context manager protocol)"; a text file: "(ValueError: This file contains pickled (object) data...)"
+    import numpy as np
+    np.save(tmp_path / "tokens.npy", np.arange(5, dtype=np.uint16))
+    (tmp_path / "corpus.txt").write_text("Once upon a time\n", encoding="utf-8")
+    for name, what in (("tokens.npy", "a .npy array"), ("corpus.txt", "not a .npz archive")):
+        proc = _cli(["train", "--from-counts", name, "--vocab-size", "300", "-o", "tok"], tmp_path)
+        assert proc.returncode == 1
+        assert proc.stderr.splitlines() == [f"bpe-fast: {name}: not a bpe_fast counts file ({what}; counts are the "
+                                            f".npz archive bpe-fast count writes)"], proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "tokens.npy"]
