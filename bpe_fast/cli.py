@@ -723,6 +723,9 @@ def cmd_export(args: argparse.Namespace) -> None:
     for output in [os.path.join(target, name) for name in HF_FILES] if args.hf_dir else [target]:
         _check_not_an_input(output, flag, _tokenizer_files(args.tokenizer))
     tokenizer = _load_tokenizer(args.tokenizer)
+    if args.eos_token is not None and args.eos_token not in tokenizer.special_tokens:
+        raise CliError(f"--eos-token {args.eos_token!r}: not one of the special tokens of {args.tokenizer} "
+                       f"({list(tokenizer.special_tokens)})")
     if args.hf:
         tokenizer.export_hf(args.hf)
     elif args.hf_dir:

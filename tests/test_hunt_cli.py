@@ -81,3 +81,14 @@ def test_from_counts_given_a_token_array_or_a_text_file_says_what_it_is(tmp_path
         assert proc.stderr.splitlines() == [f"bpe-fast: {name}: not a bpe_fast counts file ({what}; counts are the "
                                             f".npz archive bpe-fast count writes)"], proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "tokens.npy"]
+
+
+def test_export_eos_token_not_a_special_token_names_the_flag(tmp_path):
+    (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
+    assert _cli(["-q", "train", "c.txt", "--vocab-size", "260", "--special-token", "<|eot|>", "-o", "tok"],
+                tmp_path).returncode == 0
+    proc = _cli(["export", "-t", "tok", "--hf-dir", "hf", "--eos-token", "</s>"], tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == ["bpe-fast: --eos-token '</s>': not one of the special tokens of tok "
+                                        "(['<|eot|>'])"], proc.stderr
+    assert not (tmp_path / "hf").exists()
