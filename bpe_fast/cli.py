@@ -339,7 +339,8 @@ def cmd_count(args: argparse.Namespace) -> None:
 def _summary(tokenizer: Tokenizer, merges: Sequence[tuple[bytes, bytes]], took: float, corpus: str | None) -> str:
     """Time, vocab size, longest tokens, and bytes per token on a sample of the corpus (a plain text file)."""
     lines = [f"trained in {took:.2f} s: {tokenizer.vocab_size} tokens ({len(merges)} merges)"]
-    longest = sorted({a + b for a, b in merges}, key=len, reverse=True)[:5]
+    # the longest, those of one length in the order training made them (a set's order changed from run to run)
+    longest = sorted(dict.fromkeys(a + b for a, b in merges), key=len, reverse=True)[:5]
     if longest:
         lines.append("longest tokens: " + ", ".join(repr(t.decode("utf-8", "replace")) for t in longest))
     if corpus:

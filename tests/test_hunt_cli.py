@@ -92,3 +92,17 @@ def test_export_eos_token_not_a_special_token_names_the_flag(tmp_path):
     assert proc.stderr.splitlines() == ["bpe-fast: --eos-token '</s>': not one of the special tokens of tok "
                                         "(['<|eot|>'])"], proc.stderr
     assert not (tmp_path / "hf").exists()
+
+
+def test_train_summary_longest_tokens_are_the_same_every_run(tmp_path):
+    # they were taken from a set of bytes sorted by length: tokens of the same length came in the order of
+    # Python's randomized hash, so the same command printed another list each run
+    words = " ".join(f"w{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}xyz" for i in range(200))
+    (tmp_path / "c.txt").write_text((words + "\n") * 20, encoding="utf-8")
+    lines = []
+    for seed in ("1", "2", "3"):
+        proc = _cli(["-q", "train", "c.txt", "--vocab-size", "700", "-o", f"tok{seed}"], tmp_path,
+                    env={"PYTHONHASHSEED": seed})
+        assert proc.returncode == 0, proc.stderr
+        lines.append([line for line in proc.stderr.splitlines() if line.startswith("longest tokens: ")])
+    assert lines[0] and lines[0] == lines[1] == lines[2]
