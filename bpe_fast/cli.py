@@ -541,6 +541,9 @@ def cmd_encode(args: argparse.Namespace) -> None:
                        f"one .npy a shard: give a folder")
     if not to_folder and args.dask_scheduler:
         raise CliError("--dask-scheduler encodes shards into a folder: give -o DIR/")
+    if output == "-" and _stdout().isatty():     # (gzip refuses too: binary bytes work as escape sequences there)
+        raise CliError("-o -: stdout is a terminal, and the tokens are a binary .npy; redirect it (> tokens.npy) "
+                       "or give -o FILE")
     if output != "-" and not to_folder:         # (encode_files refuses an input among a folder's outputs)
         _check_output_folder(output)
         _check_not_an_input(output, "-o", (_input_files(inputs) if inputs != ["-"] else [])

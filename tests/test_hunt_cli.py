@@ -106,3 +106,27 @@ def test_train_summary_longest_tokens_are_the_same_every_run(tmp_path):
         assert proc.returncode == 0, proc.stderr
         lines.append([line for line in proc.stderr.splitlines() if line.startswith("longest tokens: ")])
     assert lines[0] and lines[0] == lines[1] == lines[2]
+
+
+def test_encode_to_stdout_on_a_terminal_is_refused(tmp_path):
+    # the .npy's binary bytes went to the terminal (as gzip and zstd refuse to do), and worked as escape sequences
+    import pty
+    (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(CLI + ["-q", "encode", "-t", "cl100k_base", "c.txt", "-o", "-"], stdout=follower,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120)
+        os.set_blocking(leader, False)
+        try:
+            shown = os.read(leader, 1 << 16)
+        except (BlockingIOError, OSError):
+            shown = b""
+    finally:
+        os.close(follower)
+        os.close(leader)
+    if proc.returncode and "not on this machine" in proc.stderr:
+        pytest.skip("cl100k_base's ranks are not on this machine")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == ["bpe-fast: -o -: stdout is a terminal, and the tokens are a binary .npy; "
+                                        "redirect it (> tokens.npy) or give -o FILE"], proc.stderr
+    assert b"NUMPY" not in shown
