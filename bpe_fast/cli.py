@@ -103,7 +103,8 @@ class Progress:
             rate = done / elapsed
             eta = (total - done) / rate if rate > 0 else 0.0
             verb = "pre-tokenized" if stage == "count" else "encoded"
-            msg = (f"{verb} {_human_bytes(done)} / {_human_bytes(total)} ({100 * done / max(total, 1):.0f}%)"
+            percent = 100 * done / total if total else 100.0      # (all of an empty input is done)
+            msg = (f"{verb} {_human_bytes(done)} / {_human_bytes(total)} ({percent:.0f}%)"
                    f"  {_human_bytes(rate)}/s  ETA {eta:.0f}s")
         else:
             msg = f"merges {done} / {total} ({100 * done / max(total, 1):.0f}%)  {elapsed:.1f}s"

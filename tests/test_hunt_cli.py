@@ -130,3 +130,12 @@ def test_encode_to_stdout_on_a_terminal_is_refused(tmp_path):
     assert proc.stderr.splitlines() == ["bpe-fast: -o -: stdout is a terminal, and the tokens are a binary .npy; "
                                         "redirect it (> tokens.npy) or give -o FILE"], proc.stderr
     assert b"NUMPY" not in shown
+
+
+def test_progress_of_an_empty_input_ends_at_100_percent(tmp_path):
+    # "pre-tokenized 0 B / 0 B (0%)": all of nothing is done, which is 100%
+    (tmp_path / "empty.txt").write_bytes(b"")
+    proc = _cli(["count", "empty.txt", "-o", "c.npz"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    progress = [line for line in proc.stderr.splitlines() if line.startswith("pre-tokenized")]
+    assert progress and all("0 B / 0 B (100%)" in line for line in progress), proc.stderr
