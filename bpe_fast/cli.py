@@ -79,6 +79,7 @@ class Progress:
         self.stage: str | None = None
         self.started = time.monotonic()      # the first stage starts when the command does
         self.last = 0.0
+        self.undrawn: tuple[float, Any, float] | None = None      # (done, total, when) not drawn yet
 
     def __call__(self, stage: str, done: float, total: Any) -> None:      # total: a number, or None (counting)
         if self.quiet:
@@ -93,8 +94,15 @@ class Progress:
         if finished and self.last == float("inf"):
             return                              # the end of this stage is shown already
         if not finished and now - self.last < (0.1 if self.tty else 5.0):
+            # not drawn now: drawn when the stage ends if nothing comes after it (a stream's last bytes, whose
+            # total is never known, were not shown: "pre-tokenized 0 B  0 B/s" was the last line of a short run)
+            self.undrawn = (done, total, now)
             return
         self.last = float("inf") if finished else now
+        self._draw(stage, done, total, now)
+
+    def _draw(self, stage: str, done: float, total: Any, now: float) -> None:
+        self.undrawn = None
         elapsed = max(now - self.started, 1e-9)
         if stage in ("count", "encode") and total is None:       # documents read as they come
             verb = "pre-tokenized" if stage == "count" else "encoded"
@@ -115,6 +123,8 @@ class Progress:
         self.stream.flush()
 
     def _end_line(self) -> None:
+        if self.stage is not None and self.undrawn is not None:
+            self._draw(self.stage, *self.undrawn)
         if self.tty and self.stage is not None:
             self.stream.write("\n")
 

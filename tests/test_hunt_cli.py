@@ -139,3 +139,19 @@ def test_progress_of_an_empty_input_ends_at_100_percent(tmp_path):
     assert proc.returncode == 0, proc.stderr
     progress = [line for line in proc.stderr.splitlines() if line.startswith("pre-tokenized")]
     assert progress and all("0 B / 0 B (100%)" in line for line in progress), proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["stdin", "gzip"])
+def test_progress_of_a_streamed_input_ends_with_all_it_read(tmp_path, kind):
+    # read as it comes (no total), the progress line was drawn at the start and then only every 5 s (not a
+    # terminal): a run shorter than that showed "pre-tokenized 0 B  0 B/s" and nothing after it
+    import gzip
+    text = ("Once upon a time there was a cat. " * 60_000).encode()       # 2,040,000 bytes
+    args, stdin = ["count", "-", "-o", "c.npz"], text
+    if kind == "gzip":
+        (tmp_path / "c.txt.gz").write_bytes(gzip.compress(text))
+        args, stdin = ["count", "c.txt.gz", "-o", "c.npz"], None
+    proc = subprocess.run(CLI + args, input=stdin, capture_output=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    progress = [line for line in proc.stderr.decode().splitlines() if line.startswith("pre-tokenized")]
+    assert progress and progress[-1].startswith("pre-tokenized 2.0 MB "), proc.stderr
