@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import decimal
 import io
 import itertools
 import random
@@ -1985,7 +1986,10 @@ def parse_size(text: str | int) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*", str(text))
     if m is None or m.group(2).lower() not in _UNITS:
         raise ValueError(f"invalid size {text!r} (expected a number with an optional unit: 4096, 100MB, 2GiB)")
-    return int(round(float(m.group(1)) * _UNITS[m.group(2).lower()]))
+    size = decimal.Decimal(m.group(1)) * _UNITS[m.group(2).lower()]     # exact: "0.5" is half a byte, not 0
+    if size != size.to_integral_value():
+        raise ValueError(f"invalid size {text!r}: {size.normalize():f} bytes is not a whole number of bytes")
+    return int(size)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -115,7 +115,7 @@ def test_mixed_text():
     "text, size",
     [("4096", 4096), ("10KB", 10_000), ("100MB", 100_000_000), ("2GB", 2_000_000_000), ("1.5GB", 1_500_000_000),
      ("64KiB", 65_536), ("3MiB", 3 * 2**20), ("2GiB", 2 * 2**30), ("10M", 10_000_000), ("5 mb", 5_000_000),
-     ("7B", 7)],
+     ("7B", 7), ("0.5KiB", 512), ("1.005KB", 1005), ("0", 0)],
 )
 def test_parse_size(text, size):
     assert parse_size(text) == size
@@ -124,6 +124,13 @@ def test_parse_size(text, size):
 @pytest.mark.parametrize("text", ["", "MB", "12XB", "-5MB", "1e6", "10 MB extra", "ten"])
 def test_parse_size_rejects(text):
     with pytest.raises(ValueError, match="invalid size"):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("text", ["0.5", "1.5", "0.0001KB", "1.00005KB"])
+def test_parse_size_refuses_part_of_a_byte(text):
+    # "synth --size 0.5" wrote 0 bytes and "--max-bytes 1.5" read 2, rounded without a word
+    with pytest.raises(ValueError, match="is not a whole number of bytes"):
         parse_size(text)
 
 
