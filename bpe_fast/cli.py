@@ -789,7 +789,7 @@ def cmd_show(args: argparse.Namespace) -> None:
     # a special token's piece is the text it matched (token_view), not always its id's bytes (o200k_harmony)
     size = sum(len(piece.encode("utf-8")) if i in special_ids else len(vocab[i])
                for piece, i in zip(view.pieces, view.ids))
-    summary = f"{len(view.ids):,} tokens, {size:,} bytes"
+    summary = f"{_plural(len(view.ids), 'token')}, {_plural(size, 'byte')}"
     if view.ids:
         summary += f", {size / len(view.ids):.2f} bytes per token"
     options = dict(ids=args.ids, split=split_positions(view, tokenizer),
@@ -805,6 +805,11 @@ def cmd_show(args: argparse.Namespace) -> None:
     _Stdout().write(out.encode("utf-8"))
     if not args.quiet:
         print(summary, file=sys.stderr)
+
+
+def _plural(n: int, noun: str) -> str:
+    """ "1 token", "2 tokens", "1,000 tokens"."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _tokenizer_name(path: str) -> str:

@@ -584,8 +584,9 @@ def test_cli_show(trained, capsys, tmp_path):
     pieces, ids = tok.show(f"the cat{EOT}\nsat")
     assert out == render_plain(TokenView(pieces, ids))         # stdout is not a terminal: brackets
     assert f"[{EOT}]" in out and f"{len(ids)} tokens" in err
-    code, out, _ = run(["show", "-t", tok_dir, "--plain", "--ids", "the"], capsys)
+    code, out, err = run(["show", "-t", tok_dir, "--plain", "--ids", "the"], capsys)
     assert out == "".join(f"[{p}|{i}]" for p, i in zip(*tok.show("the"))) + "\n"
+    assert len(tok.show("the").ids) == 1 and "1 token, 3 bytes" in err       # it said "1 tokens"
     text_file = write(tmp_path, "héllo 中文\n", "t.txt")
     code, out, _ = run(["show", "-t", tok_dir, "-f", str(text_file)], capsys)
     assert code == 0 and out == render_plain(tok.show("héllo 中文\n"))
