@@ -1005,6 +1005,27 @@ def parse_args(argv):
         p.error("--processes must be at least 1")
     if args.repeat is not None and args.repeat < 1:
         p.error("--repeat must be at least 1")
+    if not args.timeout > 0:
+        p.error(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    if args.worker:         # a peer's worker imports no bpe_fast: that would count in the peer's memory
+        return args
+    from bpe_fast.patterns import compile_pattern
+    from bpe_fast.synthetic import parse_size
+
+    for option, text in (("--size", None if args.corpus else args.size), ("--encode-bytes", args.encode_bytes)):
+        if text is None:
+            continue
+        try:
+            size = parse_size(text)
+        except ValueError:
+            p.error(f"{option}: not a size: {text!r} (say 5MB, 500KB or a number of bytes)")
+        if size <= 0:
+            p.error(f"{option} must be more than 0 bytes, got {text!r}")
+    if args.encoding is None:
+        try:
+            compile_pattern(args.pattern)
+        except ValueError as exc:
+            p.error(f"--pattern: {exc}")
     unknown = {s.strip() for s in args.peers.split(",") if s.strip()} - set(PEERS)
     if unknown:
         p.error(f"--peers: unknown {sorted(unknown)}; known: {', '.join(PEERS)}")

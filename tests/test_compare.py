@@ -151,3 +151,24 @@ def test_bad_arguments(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPT), "--vocab-size", "1000,200"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "at least 257" in proc.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--size", "0"], "--size"),
+    (["--size", "junk"], "--size"),
+    (["--encode-bytes", "junk"], "--encode-bytes"),
+    (["--encode-bytes", "0"], "--encode-bytes"),
+    (["--pattern", "("], "--pattern"),
+    (["--timeout", "0"], "--timeout"),
+    (["--timeout", "-1"], "--timeout"),
+])
+def test_bad_sizes_patterns_and_timeouts_are_one_line(tmp_path, args, words):
+    """Refused before anything runs, with argparse's one-line error naming the option (no traceback, no
+    run on an empty corpus or with every job failing)."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), *args, "--workdir", str(tmp_path / "work")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("compare.py: error: ") and words in last, last
+    assert not proc.stdout
