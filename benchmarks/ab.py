@@ -815,7 +815,23 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.rounds < 2 or args.reps < 1:
         p.error("--rounds must be at least 2 and --reps at least 1")
+    if args.jobs is not None and args.jobs < 1:
+        p.error(f"--jobs must be at least 1, got {args.jobs}")
+    check_output_paths(p, (("--out", args.out), ("--png", args.png)))
     return args
+
+
+def check_output_paths(parser, options):
+    """parser.error (one line) for an output file option whose folder does not exist, or that names a folder:
+    said before anything runs, not as a traceback once the benchmarks are done."""
+    for option, path in options:
+        if path is None:
+            continue
+        path = Path(path).expanduser()
+        if path.is_dir():
+            parser.error(f"{option} {path}: a folder, not a file")
+        if not path.parent.is_dir():
+            parser.error(f"{option} {path}: no such folder {path.parent}")
 
 
 def selected(only, corpus):

@@ -1009,6 +1009,13 @@ def parse_args(argv):
         p.error(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     if args.worker:         # a peer's worker imports no bpe_fast: that would count in the peer's memory
         return args
+    for option, path in (("--out", args.out), ("--png", args.png)):
+        if path is not None:          # said now, not as a traceback once everything is measured
+            path = Path(path).expanduser()
+            if path.is_dir():
+                p.error(f"{option} {path}: a folder, not a file")
+            if not path.parent.is_dir():
+                p.error(f"{option} {path}: no such folder {path.parent}")
     from bpe_fast.patterns import compile_pattern
     from bpe_fast.synthetic import parse_size
 

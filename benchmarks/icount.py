@@ -340,7 +340,25 @@ def parse_args(argv):
     p.add_argument("--expect", help=argparse.SUPPRESS)
     p.add_argument("--shim", help=argparse.SUPPRESS)
     p.add_argument("--environment", action="store_true", help=argparse.SUPPRESS)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.repeat is not None and args.repeat < 1:
+        p.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.jobs is not None and args.jobs < 1:
+        p.error(f"--jobs must be at least 1, got {args.jobs}")
+    ab.check_output_paths(p, (("--json", args.json),))
+    return args
+
+
+def read_baseline(path):
+    """The baseline document; ABError (one line) when it is not a JSON object with counts."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ABError(f"--baseline {path}: cannot read it ({exc}): record one with --update-baseline") from None
+    if not isinstance(document, dict) or not isinstance(document.get("counts"), dict):
+        raise ABError(f"--baseline {path}: not an instruction-count baseline (no counts): record one with "
+                      f"--update-baseline")
+    return document
 
 
 def gate_main(args, say):
@@ -356,6 +374,9 @@ def gate_main(args, say):
     valgrind_command()
     if not args.update_baseline and not args.baseline.is_file():
         raise ABError(f"no baseline at {args.baseline}: record one with --update-baseline")
+    # read before measuring: the gate compares with it, and --update-baseline --only keeps its other counts
+    baseline = read_baseline(args.baseline) if not args.update_baseline or (
+        args.only and args.baseline.is_file()) else None
     start = time.perf_counter()
     rev = args.rev or (ab.WORKTREE if args.update_baseline else "installed")
     if rev == "installed":
@@ -374,8 +395,8 @@ def gate_main(args, say):
         if spread(measured["runs"]) > REPEAT_TOLERANCE:
             raise ABError(f"two runs differ by {spread(measured['runs']):.3%} (more than "
                           f"{REPEAT_TOLERANCE:.1%}): the counts are not repeatable, baseline not written")
-        if args.only and args.baseline.is_file():
-            kept = json.loads(args.baseline.read_text())
+        if baseline is not None:
+            kept = baseline
             if kept.get("environment") == measured["environment"] and \
                     kept.get("inputs_sha256") == measured["inputs_sha256"]:
                 measured["counts"] = {**kept["counts"], **measured["counts"]}
@@ -384,7 +405,6 @@ def gate_main(args, say):
             print(f"{n}: {c:,}")
         say(f"wrote {args.baseline}: commit it with a message that says why the counts changed")
         return 0
-    baseline = json.loads(args.baseline.read_text())
     if args.only:
         baseline = {**baseline, "counts": {n: c for n, c in baseline.get("counts", {}).items() if n in names}}
     status, lines = compare(baseline, measured, args.max_increase)
