@@ -867,7 +867,8 @@ def versions():
 
     import bpe_fast
 
-    out = {"bpe_fast": f"{bpe_fast.__version__} ({Path(bpe_fast.__file__).parent}{git_commit()})"}
+    package = Path(bpe_fast.__file__).resolve().parent
+    out = {"bpe_fast": f"{bpe_fast.__version__} ({package}{git_commit(package)})"}
     for name in ("rustbpe", "tokenizers", "tiktoken", "gigabpe", "bpe-openai", "numpy", "regex", "matplotlib"):
         try:
             out[name] = metadata.version(name)
@@ -876,9 +877,16 @@ def versions():
     return out
 
 
-def git_commit():
-    root = Path(__file__).resolve().parents[1]
+def git_commit(package):
+    """", commit SHA" (and whether the checkout has uncommitted changes) of the git checkout the imported bpe_fast
+    package is part of; "" for a package git does not track there (installed into site-packages, even a
+    virtualenv inside a checkout): the commit of the checkout this script sits in says nothing about it."""
+    root = Path(package).parent
     try:
+        tracked = subprocess.run(["git", "-C", str(root), "ls-files", "--error-unmatch", "--",
+                                  f"{Path(package).name}/__init__.py"], capture_output=True, text=True, timeout=10)
+        if tracked.returncode:
+            return ""
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=10)
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],

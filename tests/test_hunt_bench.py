@@ -59,3 +59,26 @@ def test_compare_unwritable_output_is_one_line(tmp_path, option):
     args = ["--size", "100KB", "--vocab-size", "300", "--encode-bytes", "50KB", "--repeat", "1", "--only", "encode",
             "--peers", "tiktoken", option, tmp_path / "no" / "such" / "folder" / "r.out"]
     assert_one_line_error(*run("compare.py", args, tmp_path), "compare.py", [option, "no/such/folder"])
+
+
+def _compare_versions_line(tmp_path, pythonpath):
+    code = "import compare; print(compare.versions()['bpe_fast'])"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": f"{pythonpath}:{BENCHMARKS}"})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_compare_names_the_commit_of_the_bpe_fast_it_measures(tmp_path):
+    """The report's commit is that of the bpe_fast imported, never that of the checkout compare.py sits in when
+    bpe_fast comes from elsewhere (an installed copy: no commit can be told)."""
+    import shutil
+    repo = BENCHMARKS.parent
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    line = _compare_versions_line(tmp_path, repo)
+    assert f"commit {head}" in line, line
+    copy = tmp_path / "site"
+    shutil.copytree(repo / "bpe_fast", copy / "bpe_fast", ignore=shutil.ignore_patterns("__pycache__"))
+    line = _compare_versions_line(tmp_path, copy)
+    assert line.endswith(f"({copy / 'bpe_fast'})"), line
