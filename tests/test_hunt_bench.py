@@ -82,3 +82,65 @@ def test_compare_names_the_commit_of_the_bpe_fast_it_measures(tmp_path):
     shutil.copytree(repo / "bpe_fast", copy / "bpe_fast", ignore=shutil.ignore_patterns("__pycache__"))
     line = _compare_versions_line(tmp_path, copy)
     assert line.endswith(f"({copy / 'bpe_fast'})"), line
+
+
+class _RecordingBenchmark:
+    """Stands in for pytest-benchmark's fixture (run as it does: setup before every round, untimed) and records
+    the Tokenizer each timed round uses: the bound method's owner or a Tokenizer among the arguments."""
+
+    stats = None
+    disabled = False
+
+    def __init__(self, rounds=3):
+        self.rounds, self.used, self.extra_info = rounds, [], {}
+
+    def _record(self, fn, args):
+        from bpe_fast import Tokenizer
+        owners = [getattr(fn, "__self__", None), *args]
+        self.used.extend(o for o in owners if isinstance(o, Tokenizer))
+
+    def __call__(self, fn, *args, **kwargs):
+        for _ in range(self.rounds):
+            self._record(fn, args)
+            result = fn(*args, **kwargs)
+        return result
+
+    def pedantic(self, fn, args=(), kwargs=None, setup=None, rounds=1, iterations=1, warmup_rounds=0):
+        for _ in range(max(rounds, self.rounds) if setup is not None else rounds):
+            if setup is not None:
+                made = setup()
+                if made is not None:
+                    args, kwargs = made
+            self._record(fn, args)
+            result = fn(*args, **(kwargs or {}))
+        return result
+
+
+def test_bench_encode_times_a_cold_tokenizer_every_round():
+    """bench_encode.py says its texts are not repeated because a repeat flatters bpe_fast's pre-token cache
+    (twice as fast on the fixture texts); so each timed round must encode with a tokenizer that has not
+    encoded before, never the one of the round before (tiktoken keeps no such cache)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_encode
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    from bpe_fast import Tokenizer
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab.update({256: b"he", 257: b"ll", 258: b"hell", 259: b"hello"})
+    tok = Tokenizer(vocab, [(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b"hell", b"o")], ["<|endoftext|>"])
+    ranks = {t: i for i, t in vocab.items()}
+    enc = bench_encode.tiktoken.Encoding("t", pat_str=bench_encode.GPT2_PATTERN, mergeable_ranks=ranks,
+                                         special_tokens={"<|endoftext|>": 260})
+    libraries, text = (tok, enc, "test"), ("real", "hello world\nhell<|endoftext|>hello\n" * 20)
+    cases = [(bench_encode.test_encode_bpe_fast, ()), (bench_encode.test_encode_to_numpy_bpe_fast, ()),
+             (bench_encode.test_encode_iterable_bpe_fast, ("lines",)),
+             (bench_encode.test_encode_iterable_bpe_fast, ("1 MB blocks",)),
+             (bench_encode.test_encode_short, ("lines", "bpe_fast")),
+             (bench_encode.test_encode_short, ("11 chars", "bpe_fast"))]
+    for test, extra in cases:
+        bench = _RecordingBenchmark()
+        test(bench, libraries, text, *extra)
+        assert len(bench.used) >= 3, (test.__name__, extra)
+        assert len({id(t) for t in bench.used}) == len(bench.used), (test.__name__, extra)
+        assert tok not in bench.used, (test.__name__, extra)
