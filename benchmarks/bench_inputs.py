@@ -131,19 +131,26 @@ def _vm_hwm_kb():
 
 
 def _worker(form, inputs, text_path, processes, vocab_size):
-    """Run one count in this process; print its time and peak memory (this process's + its largest child's:
-    with 2 processes, the peak of both)."""
+    """Run one count in this process; print its time and peak memory: this process's + its largest child's
+    (with 2 processes, the peak of both), or the summed resident memory of the process and all its workers
+    sampled every 10 ms if larger. The sampling is what sees workers a forkserver starts (bpe_fast does so
+    once the caller holds over 512 MB, as with the form "list" of a large corpus): they are the forkserver's
+    children, which this process never waits for, so RUSAGE_CHILDREN leaves them out."""
+    from compare import TreeRssSampler
+
     docs = list(stream_documents(text_path)) if form == "list" else None
     before = resource.getrusage(resource.RUSAGE_SELF)
+    sampler = TreeRssSampler()
     start = time.perf_counter()
     counts = count_form(form, inputs, text_path, processes, vocab_size, docs)
     took = time.perf_counter() - start
+    tree = sampler.stop()
     own = _vm_hwm_kb()         # ru_maxrss would keep the peak of the process this one was exec'd from
     after = resource.getrusage(resource.RUSAGE_SELF)    # this process's CPU while counting: the caller's work
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     # the merges (bytes hashes differ between processes: sha256 of their repr), or the distinct pre-tokens
     digest = hashlib.sha256(repr(counts).encode()).hexdigest()[:16] if vocab_size else len(counts)
-    print(json.dumps({"seconds": took, "peak_kb": own + child, "distinct": digest,
+    print(json.dumps({"seconds": took, "peak_kb": max(own + child, tree), "distinct": digest,
                       "caller_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}))
 
 

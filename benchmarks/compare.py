@@ -418,7 +418,7 @@ def worker_main():
     t0 = time.perf_counter()
     work, save = JOB_KINDS[spec["kind"]](spec)
     t1 = time.perf_counter()
-    sampler = _TreeRssSampler()
+    sampler = TreeRssSampler()
     result = work()
     t2 = time.perf_counter()
     tree_peak = sampler.stop()
@@ -431,7 +431,7 @@ def worker_main():
     return 0
 
 
-class _TreeRssSampler:
+class TreeRssSampler:
     """The peak of the summed resident memory of this process and all its descendants, sampled every
     10 ms by a thread (Linux /proc; elsewhere 0): what a tool that forks workers holds at once."""
 

@@ -144,3 +144,51 @@ def test_bench_encode_times_a_cold_tokenizer_every_round():
         assert len(bench.used) >= 3, (test.__name__, extra)
         assert len({id(t) for t in bench.used}) == len(bench.used), (test.__name__, extra)
         assert tok not in bench.used, (test.__name__, extra)
+
+
+_FORKSERVER_WORKER = """
+import json, sys
+import bpe_fast.procs
+bpe_fast.procs.FORK_LIMIT_BYTES = 0          # workers from a forkserver, as for a caller holding over 512 MB
+sys.path.insert(0, sys.argv[2])
+import {module}
+{call}
+with open("/proc/self/status") as f:
+    print(json.dumps({{"own_kb": next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))}}))
+"""
+
+
+def _forkserver_run(tmp_path, module, call, corpus):
+    code = _FORKSERVER_WORKER.format(module=module, call=call)
+    proc = subprocess.run([sys.executable, "-c", code, str(corpus), str(BENCHMARKS), str(tmp_path / "out.json")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [__import__("json").loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory):
+    from bpe_fast.synthetic import generate
+    path = tmp_path_factory.mktemp("corpus") / "c.txt"
+    generate(path, 6_000_000, seed=0)       # over 4 MiB: counted by workers
+    return path
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_bench_inputs_counts_the_memory_of_forkserver_workers(tmp_path, small_corpus):
+    """A worker started by a forkserver is the forkserver's child, never reaped by the measured process, so
+    RUSAGE_CHILDREN leaves it out: the peak reported must still be more than the calling process's own (each
+    worker is an interpreter with bpe_fast imported, tens of MB)."""
+    result, own = _forkserver_run(tmp_path, "bench_inputs",
+                                  "bench_inputs._worker('file', {'file': sys.argv[1]}, sys.argv[1], 2, None)",
+                                  small_corpus)
+    assert result["peak_kb"] > own["own_kb"] + 10 * 1024, (result, own)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_hostile_counts_the_memory_of_forkserver_workers(tmp_path, small_corpus):
+    results = _forkserver_run(tmp_path, "hostile",
+                              "hostile.worker('memory-50MB', sys.argv[1], sys.argv[3])\n"
+                              "print(open(sys.argv[3]).read())", small_corpus)
+    result, own = results
+    assert result["peak_mb"] * 1024 > own["own_kb"] + 10 * 1024, (result, own)
