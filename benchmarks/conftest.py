@@ -63,6 +63,8 @@ def _read_corpus_settings(config):
             nbytes = parse_size(size)
         except ValueError as e:
             raise pytest.UsageError(f"--corpus-bytes / BPE_FAST_BENCH_BYTES: {e}") from None
+        if nbytes <= 0:
+            raise pytest.UsageError(f"--corpus-bytes / BPE_FAST_BENCH_BYTES: must be more than 0 bytes, got {size!r}")
     if real:
         real = Path(real).expanduser().resolve()
         if not real.is_file():

@@ -192,3 +192,14 @@ def test_hostile_counts_the_memory_of_forkserver_workers(tmp_path, small_corpus)
                               "print(open(sys.argv[3]).read())", small_corpus)
     result, own = results
     assert result["peak_mb"] * 1024 > own["own_kb"] + 10 * 1024, (result, own)
+
+
+@pytest.mark.parametrize("size", ["0", "0MB"])
+def test_the_suite_refuses_an_empty_corpus_size(tmp_path, size):
+    """--corpus-bytes 0 is a usage error (pytest's exit status 4, one line), not a suite run on an empty corpus
+    whose benchmarks then fail one by one."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(BENCHMARKS / "bench_train.py"), "--benchmark-disable",
+                           "--corpus-bytes", size, "-q", "-p", "no:cacheprovider"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 4, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "ERROR: --corpus-bytes" in proc.stderr and "must be more than 0" in proc.stderr, proc.stderr
