@@ -148,19 +148,31 @@ def main(argv=None):
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     rows = ["| case | input | wall time | peak memory | |", "| --- | ---: | ---: | ---: | --- |"]
+    failed = False
     for case in args.only or CASES:
         path = make(case, workdir)
         out = workdir / f"{case}.json"
-        subprocess.run([sys.executable, __file__, "--worker", case, str(path), str(out)], check=True)
-        result = json.loads(out.read_text())
-        rows.append(f"| {case} | {path.stat().st_size / 1e6:,.0f} MB | {result['seconds']:.2f} s | "
-                    f"{result['peak_mb']:,.0f} MB | {result['note']} |")
+        out.unlink(missing_ok=True)             # never a result left by an earlier run
+        done = subprocess.run([sys.executable, __file__, "--worker", case, str(path), str(out)],
+                              stderr=subprocess.PIPE, text=True)
+        size = path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.iterdir())
+        if done.returncode != 0 or not out.is_file():
+            # a case that fails (killed for memory, an error) is a row of the table; the others still run
+            sys.stderr.write(f"{case} failed:\n{done.stderr}\n")
+            lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+            why = (lines[-1] if lines else "no output").replace("|", "\\|")
+            rows.append(f"| {case} | {size / 1e6:,.0f} MB | failed (exit {done.returncode}): {why} | | |")
+            failed = True
+        else:
+            result = json.loads(out.read_text())
+            rows.append(f"| {case} | {size / 1e6:,.0f} MB | {result['seconds']:.2f} s | "
+                        f"{result['peak_mb']:,.0f} MB | {result['note']} |")
         print(rows[-1], flush=True)
     table = "\n".join(rows)
     print(table)
     if args.out:
         Path(args.out).write_text(table + "\n")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

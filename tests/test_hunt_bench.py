@@ -203,3 +203,19 @@ def test_the_suite_refuses_an_empty_corpus_size(tmp_path, size):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 4, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     assert "ERROR: --corpus-bytes" in proc.stderr and "must be more than 0" in proc.stderr, proc.stderr
+
+
+def test_hostile_reports_a_failing_case_and_goes_on(tmp_path):
+    """A case whose worker fails (here a corrupt input left in the work folder) is a row saying so, with the
+    error's last line; the other cases still run, the table is still written, and the exit status is 1."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "ranks-1MB.tiktoken").write_text("not a ranks file\n")
+    status, out, err = run("hostile.py", ["--workdir", work, "--only", "ranks-1MB", "vocab-flood",
+                                          "--out", tmp_path / "h.md"], tmp_path)
+    assert status == 1, err[-3000:]
+    assert "CalledProcessError" not in err and "ranks-1MB failed" in err, err[-3000:]
+    table = (tmp_path / "h.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in table.splitlines()[2:]}
+    assert "failed (exit 1)" in rows["ranks-1MB"], table
+    assert "tokens" in rows["vocab-flood"] and "failed" not in rows["vocab-flood"], table
