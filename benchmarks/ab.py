@@ -818,6 +818,9 @@ def parse_args(argv):
     if args.jobs is not None and args.jobs < 1:
         p.error(f"--jobs must be at least 1, got {args.jobs}")
     check_output_paths(p, (("--out", args.out), ("--png", args.png)))
+    if args.out and not args.instructions and Path(args.out).suffix == ".json":
+        p.error(f"--out {args.out}: the raw times are written beside the Markdown, as the same name with .json, "
+                f"which would overwrite it: name the report .md")
     return args
 
 

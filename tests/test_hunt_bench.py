@@ -219,3 +219,11 @@ def test_hostile_reports_a_failing_case_and_goes_on(tmp_path):
     rows = {line.split("|")[1].strip(): line for line in table.splitlines()[2:]}
     assert "failed (exit 1)" in rows["ranks-1MB"], table
     assert "tokens" in rows["vocab-flood"] and "failed" not in rows["vocab-flood"], table
+
+
+def test_ab_out_is_not_overwritten_by_the_raw_times(tmp_path):
+    """ab.py writes the raw times to --out's path with the suffix .json: an --out that already ends in .json
+    would have its Markdown replaced by them, so it is refused up front."""
+    status, out, err = run("ab.py", ["WORKTREE", "WORKTREE", "--only", "count", "--rounds", "2", "--reps", "1",
+                                      "--out", tmp_path / "ab.json"], tmp_path)
+    assert_one_line_error(status, out, err, "ab.py", ["--out", "ab.json"])
