@@ -799,9 +799,19 @@ def check_merges(job, pair_counter):
     return agreement
 
 
-def _check_merges_with_ours(job, pair_counter):
-    if not job.runs or job.reference is None or not job.reference.runs:
+def _not_checked(job):
+    """None when job can be checked (it ran, and so did the bpe_fast run it is checked against); else the cell
+    to show: empty when there is nothing to check, or why it was not checked."""
+    if not job.runs or job.reference is None:
         return ""
+    if not job.reference.runs:
+        return "not checked (bpe_fast's run failed)"
+    return None
+
+
+def _check_merges_with_ours(job, pair_counter):
+    if _not_checked(job) is not None:
+        return _not_checked(job)
     ours = _load_merges(job.reference.spec["out"])
     theirs = _load_merges(job.spec["out"])
     n = len(ours)
@@ -833,8 +843,8 @@ def _show_pair(pair):
 def check_ids(job):
     import numpy as np
 
-    if not job.runs or job.reference is None or not job.reference.runs:
-        return ""
+    if _not_checked(job) is not None:
+        return _not_checked(job)
     ours = np.load(job.reference.spec["out"]).astype(np.int64)
     theirs = np.load(job.spec["out"]).astype(np.int64)
     if len(ours) == len(theirs) and np.array_equal(ours, theirs):

@@ -227,3 +227,22 @@ def test_ab_out_is_not_overwritten_by_the_raw_times(tmp_path):
     status, out, err = run("ab.py", ["WORKTREE", "WORKTREE", "--only", "count", "--rounds", "2", "--reps", "1",
                                       "--out", tmp_path / "ab.json"], tmp_path)
     assert_one_line_error(status, out, err, "ab.py", ["--out", "ab.json"])
+
+
+def test_compare_says_when_a_check_could_not_be_made(tmp_path):
+    """A peer that ran while bpe_fast's run of the same work failed is not checked, and its row says so (a blank
+    cell reads as nothing to check)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import compare
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    ours = compare.Job("encode", "bpe_fast `encode`", "encode.bpe_fast", {"out": str(tmp_path / "a.npy")},
+                       tool="bpe_fast", status="failed (exit 1): MemoryError")
+    theirs = compare.Job("encode", "tiktoken", "encode.tiktoken", {"out": str(tmp_path / "b.npy")},
+                         tool="tiktoken", baseline=ours, check="ids")
+    theirs.runs.append((1.0, 0.1, 50.0))
+    assert "not checked" in compare.check_ids(theirs) and "bpe_fast" in compare.check_ids(theirs)
+    ours.spec["out"] = str(tmp_path / "a.json")
+    theirs.kind, theirs.check, theirs.spec["out"] = "train.rustbpe", "merges", str(tmp_path / "b.json")
+    assert "not checked" in compare.check_merges(theirs, None)
