@@ -877,11 +877,12 @@ def ab_main(args, say):
         rev_a, rev_b = args.rev_a or "HEAD", args.rev_b
     corpus = None
     corpus_bytes = None
+    size = parse_size(args.corpus_bytes)        # checked even without --corpus: a typo is said
     if args.corpus:
         corpus = Path(args.corpus).expanduser().resolve()
         if not corpus.is_file():
             raise ABError(f"--corpus {args.corpus}: no such file")
-        corpus_bytes = parse_size(args.corpus_bytes)
+        corpus_bytes = size
     names = selected(args.only, corpus)
     if args.instructions:
         import icount

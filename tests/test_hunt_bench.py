@@ -30,6 +30,7 @@ def assert_one_line_error(status, out, err, script, words):
     (["--jobs", "0", "WORKTREE", "WORKTREE", "--only", "count"], ["--jobs"]),
     (["--out", "{tmp}/no/such/folder/ab.md", "WORKTREE", "WORKTREE", "--only", "count"], ["--out", "no/such/folder"]),
     (["--png", "{tmp}/no/such/folder/ab.png", "WORKTREE", "WORKTREE", "--only", "count"], ["--png", "no/such/folder"]),
+    (["--corpus-bytes", "junk", "WORKTREE", "WORKTREE", "--only", "count"], ["junk"]),
 ])
 def test_ab_bad_arguments(tmp_path, args, words):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args] + ["--rounds", "2", "--reps", "1"]
