@@ -785,7 +785,7 @@ def parse_args(argv):
                                 epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("rev_a", nargs="?", default=None, metavar="REV_A",
                    help="commit, WORKTREE, source folder or wheel/sdist (default: HEAD)")
-    p.add_argument("rev_b", nargs="?", default=WORKTREE, metavar="REV_B",
+    p.add_argument("rev_b", nargs="?", default=None, metavar="REV_B",
                    help="the same kinds (default: WORKTREE, the working tree)")
     p.add_argument("--against-version", metavar="PATH",
                    help="A is this wheel or sdist of bpe_fast (built into its own folder); B is REV_A if given")
@@ -817,6 +817,8 @@ def parse_args(argv):
         p.error("--rounds must be at least 2 and --reps at least 1")
     if args.jobs is not None and args.jobs < 1:
         p.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.against_version and args.rev_b is not None:
+        p.error(f"--against-version is A: give one revision, B, not two ({args.rev_a} {args.rev_b})")
     check_output_paths(p, (("--out", args.out), ("--png", args.png)))
     if args.out and not args.instructions and Path(args.out).suffix == ".json":
         p.error(f"--out {args.out}: the raw times are written beside the Markdown, as the same name with .json, "
@@ -874,7 +876,7 @@ def ab_main(args, say):
         if not Path(args.against_version).expanduser().is_file():
             raise ABError(f"--against-version {args.against_version}: no such wheel or sdist")
     else:
-        rev_a, rev_b = args.rev_a or "HEAD", args.rev_b
+        rev_a, rev_b = args.rev_a or "HEAD", args.rev_b or WORKTREE
     corpus = None
     corpus_bytes = None
     size = parse_size(args.corpus_bytes)        # checked even without --corpus: a typo is said

@@ -31,9 +31,12 @@ def assert_one_line_error(status, out, err, script, words):
     (["--out", "{tmp}/no/such/folder/ab.md", "WORKTREE", "WORKTREE", "--only", "count"], ["--out", "no/such/folder"]),
     (["--png", "{tmp}/no/such/folder/ab.png", "WORKTREE", "WORKTREE", "--only", "count"], ["--png", "no/such/folder"]),
     (["--corpus-bytes", "junk", "WORKTREE", "WORKTREE", "--only", "count"], ["junk"]),
+    (["--against-version", "{whl}", "WORKTREE", "HEAD", "--only", "count"], ["--against-version", "HEAD"]),
 ])
 def test_ab_bad_arguments(tmp_path, args, words):
-    args = [a.replace("{tmp}", str(tmp_path)) for a in args] + ["--rounds", "2", "--reps", "1"]
+    (tmp_path / "bpe_fast-0.0.1-py3-none-any.whl").write_bytes(b"")
+    args = [a.replace("{tmp}", str(tmp_path)).replace("{whl}", str(tmp_path / "bpe_fast-0.0.1-py3-none-any.whl"))
+            for a in args] + ["--rounds", "2", "--reps", "1"]
     assert_one_line_error(*run("ab.py", args, tmp_path), "ab.py", words)
 
 
