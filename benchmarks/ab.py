@@ -888,6 +888,9 @@ def ab_main(args, say):
     names = selected(args.only, corpus)
     if args.instructions:
         import icount
+        if not [n for n in names if n in icount.HOT_PATHS]:
+            raise ABError(f"--instructions counts {', '.join(icount.HOT_PATHS)}; --only {args.only} has none of "
+                          f"them")
         icount.valgrind_command()                 # says how to install valgrind before anything is built
     sources = [resolve(rev_a), resolve(rev_b)]
     remove_stale_worktrees()

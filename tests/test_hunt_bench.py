@@ -250,3 +250,14 @@ def test_compare_says_when_a_check_could_not_be_made(tmp_path):
     ours.spec["out"] = str(tmp_path / "a.json")
     theirs.kind, theirs.check, theirs.spec["out"] = "train.rustbpe", "merges", str(tmp_path / "b.json")
     assert "not checked" in compare.check_merges(theirs, None)
+
+
+def test_ab_instructions_of_no_hot_path_is_one_line(tmp_path):
+    """--instructions counts the hot paths only (train_corpus is timed, never counted): --only train_corpus
+    leaves nothing to count, which is said up front, not answered by counting every hot path of both builds
+    and printing an empty table."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\n" * 100)
+    status, out, err = run("ab.py", ["--instructions", "--corpus", corpus, "--only", "train_corpus",
+                                     "WORKTREE", "WORKTREE"], tmp_path)
+    assert_one_line_error(status, out, err, "ab.py", ["--instructions", "train_corpus"])
