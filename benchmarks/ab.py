@@ -281,7 +281,10 @@ def git(*args, cwd=REPO, check=True):
 def resolve(rev, repo=REPO):
     """The Source a revision argument names; ABError when it names nothing."""
     if rev in (None, WORKTREE):
-        return Source(WORKTREE, "tree", str(repo), f"the working tree of {repo}")
+        head = git("log", "-1", "--format=%h %ad %s", "--date=short", cwd=repo, check=False).stdout.strip()
+        changed = git("status", "--porcelain", "--", "bpe_fast", "setup.py", cwd=repo, check=False).stdout.strip()
+        on = f" (HEAD {head[:90]}{'; with changes to bpe_fast/ or setup.py' if changed else ''})" if head else ""
+        return Source(WORKTREE, "tree", str(repo), f"the working tree of {repo}{on}")
     path = Path(rev).expanduser()
     if path.is_file():
         if not path.name.endswith(PACKAGE_SUFFIXES):
@@ -742,7 +745,8 @@ def _seconds(s):
 
 def report(rows, a, b, header_lines, threshold, clock):
     lines = ["# bpe_fast A/B", ""]
-    lines += [f"- A: `{a.source.label}`: {a.source.about}", f"- B: `{b.source.label}`: {b.source.about}"]
+    lines += [f"- A: `{a.source.label}`: {a.source.about} (build {a.key[:22]})",
+              f"- B: `{b.source.label}`: {b.source.about} (build {b.key[:22]})"]
     lines += [f"- {line}" for line in header_lines]
     lines += ["", f"| benchmark | A median | B median | B/A | 95% interval | verdict (±{threshold:.0%}) |",
               "| --- | ---: | ---: | ---: | --- | --- |"]

@@ -261,3 +261,20 @@ def test_ab_instructions_of_no_hot_path_is_one_line(tmp_path):
     status, out, err = run("ab.py", ["--instructions", "--corpus", corpus, "--only", "train_corpus",
                                      "WORKTREE", "WORKTREE"], tmp_path)
     assert_one_line_error(status, out, err, "ab.py", ["--instructions", "train_corpus"])
+
+
+def test_ab_names_the_commit_under_the_working_tree():
+    """The report's line for WORKTREE says which commit the working tree is on (and that it has changes, when
+    it has), and every side's line names its build, so a report says what code it measured."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import ab
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    head = subprocess.run(["git", "-C", str(ab.REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    source = ab.resolve("WORKTREE")
+    assert f"HEAD {head}" in source.about, source.about
+    build = ab.Build(source, "tree-0123456789abcdef", Path("/nowhere"))
+    text = ab.report([], build, build, [], 0.05, "cpu")
+    assert "tree-0123456789abcdef" in text and f"HEAD {head}" in text, text
