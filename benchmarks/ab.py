@@ -528,11 +528,14 @@ def _run_build(command, cwd, log, source, reused=()):
 # Running workers.
 
 def child_env(build_path, hash_seed=None):
+    """The environment of a worker: PYTHONPATH at the build; with build_path None (icount.py's 'installed', the
+    bpe_fast this process imports) this process's PYTHONPATH, its entries made absolute (workers start in the
+    temporary folder, where "." or a relative path would name another folder)."""
     env = dict(os.environ)
     if build_path is not None:
         env["PYTHONPATH"] = str(build_path)
-    else:
-        env.pop("PYTHONPATH", None)
+    elif env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep))
     if hash_seed is not None:       # reproducible runs: Python's hashes, and the key of bpe_fast's hash_bytes
         env["PYTHONHASHSEED"] = str(hash_seed)      # (fixed at the value it had before it was drawn at random)
         env["BPE_FAST_HASH_SEED"] = str(0x9E3779B97F4A7C15 + hash_seed)

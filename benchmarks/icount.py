@@ -216,9 +216,9 @@ def measure(build_path, names=None, repeat=1, jobs=None, say=print, label=None):
                 for n in names:
                     count, realloc[n] = futures[n].result()
                     runs[n].append(count)
-        say(f"counted {len(names)} hot paths of {label} under callgrind"
-            f"{f', {repeat} times' if repeat > 1 else ''} in {time.perf_counter() - start:.0f} s")
         where = env.pop("bpe_fast")
+        say(f"counted {len(names)} hot paths of {label} ({Path(where).parent}) under callgrind"
+            f"{f', {repeat} times' if repeat > 1 else ''} in {time.perf_counter() - start:.0f} s")
         return {"environment": env, "bpe_fast": where, "inputs_sha256": ab.inputs_digest(inputs),
                 "counts": {n: runs[n][0] for n in names}, "runs": runs, "realloc": realloc}
     finally:

@@ -278,3 +278,19 @@ def test_ab_names_the_commit_under_the_working_tree():
     build = ab.Build(source, "tree-0123456789abcdef", Path("/nowhere"))
     text = ab.report([], build, build, [], 0.05, "cpu")
     assert "tree-0123456789abcdef" in text and f"HEAD {head}" in text, text
+
+
+def test_icount_installed_measures_the_bpe_fast_the_caller_imports(tmp_path):
+    """icount.py's default, 'installed', is documented as the importable bpe_fast: its measuring processes must
+    import the same bpe_fast as the process that runs the gate (here the one PYTHONPATH puts first), not
+    another one found once PYTHONPATH is dropped."""
+    repo = BENCHMARKS.parent
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import ab, bpe_fast; "
+            "done = ab.run_child([ab.script('icount.py'), '--environment'], None, 'env'); "
+            "print(json.dumps([bpe_fast.__file__, json.loads(done.stdout.splitlines()[-1])['bpe_fast']]))")
+    proc = subprocess.run([sys.executable, "-c", code, str(BENCHMARKS)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(repo)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    here, child = __import__("json").loads(proc.stdout.strip().splitlines()[-1])
+    assert Path(here).resolve() == (repo / "bpe_fast" / "__init__.py").resolve()
+    assert Path(child).resolve() == Path(here).resolve(), (here, child)
