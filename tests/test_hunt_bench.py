@@ -77,13 +77,20 @@ def test_compare_names_the_commit_of_the_bpe_fast_it_measures(tmp_path):
     """The report's commit is that of the bpe_fast imported, never that of the checkout compare.py sits in when
     bpe_fast comes from elsewhere (an installed copy: no commit can be told)."""
     import shutil
-    repo = BENCHMARKS.parent
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
-    line = _compare_versions_line(tmp_path, repo)
-    assert f"commit {head}" in line, line
+
+    import bpe_fast
+    package = Path(bpe_fast.__file__).resolve().parent
+    tracked = subprocess.run(["git", "-C", str(package.parent), "ls-files", "--error-unmatch", "--",
+                              "bpe_fast/__init__.py"], capture_output=True, text=True).returncode == 0
+    line = _compare_versions_line(tmp_path, package.parent)
+    if tracked:             # an in-place build in a checkout (this worktree): its commit
+        head = subprocess.run(["git", "-C", str(package.parent), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+        assert f"commit {head}" in line, line
+    else:                   # installed (CI's venv, even inside the clone): no commit
+        assert line.endswith(f"({package})"), line
     copy = tmp_path / "site"
-    shutil.copytree(repo / "bpe_fast", copy / "bpe_fast", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(package, copy / "bpe_fast", ignore=shutil.ignore_patterns("__pycache__"))
     line = _compare_versions_line(tmp_path, copy)
     assert line.endswith(f"({copy / 'bpe_fast'})"), line
 
@@ -282,15 +289,21 @@ def test_ab_names_the_commit_under_the_working_tree():
 
 def test_icount_installed_measures_the_bpe_fast_the_caller_imports(tmp_path):
     """icount.py's default, 'installed', is documented as the importable bpe_fast: its measuring processes must
-    import the same bpe_fast as the process that runs the gate (here the one PYTHONPATH puts first), not
-    another one found once PYTHONPATH is dropped."""
-    repo = BENCHMARKS.parent
+    import the same bpe_fast as the process that runs the gate (here a copy that a relative PYTHONPATH puts
+    first), not another one found once PYTHONPATH is dropped or read from the workers' folder."""
+    import json
+    import shutil
+
+    import bpe_fast
+    (tmp_path / "site").mkdir()
+    shutil.copytree(Path(bpe_fast.__file__).resolve().parent, tmp_path / "site" / "bpe_fast",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import ab, bpe_fast; "
             "done = ab.run_child([ab.script('icount.py'), '--environment'], None, 'env'); "
             "print(json.dumps([bpe_fast.__file__, json.loads(done.stdout.splitlines()[-1])['bpe_fast']]))")
     proc = subprocess.run([sys.executable, "-c", code, str(BENCHMARKS)], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(repo)})
+                          text=True, timeout=120, env={**__import__("os").environ, "PYTHONPATH": "site"})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    here, child = __import__("json").loads(proc.stdout.strip().splitlines()[-1])
-    assert Path(here).resolve() == (repo / "bpe_fast" / "__init__.py").resolve()
+    here, child = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert Path(here).resolve() == (tmp_path / "site" / "bpe_fast" / "__init__.py").resolve()
     assert Path(child).resolve() == Path(here).resolve(), (here, child)
