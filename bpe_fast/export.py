@@ -34,7 +34,7 @@ from .hf import hf_added_token_difference, split_to_hf
 from .merge_rule import describe_difference, merge_rule_difference
 from .patterns import check_tiktoken_readable, tiktoken_anchors
 from .ranks import ranks_from_tokenizer, tiktoken_text
-from .specials import check_no_alias
+from .specials import check_no_alias, first_prefix_pair
 
 if TYPE_CHECKING:
     import tiktoken as tiktoken_module
@@ -198,8 +198,7 @@ def export_tiktoken(tokenizer: Tokenizer, path: StrPath) -> None:
     find the shorter (asked of tiktoken when it is installed: it tries them in its hash map's order)."""
     check_tiktoken_readable(tokenizer.pattern)
     ranks = ranks_from_tokenizer(tokenizer)
-    specials = sorted(tokenizer.special_tokens)
-    if any(long.startswith(short) for short, long in zip(specials, specials[1:])):
+    if first_prefix_pair(tokenizer.special_tokens) is not None:
         try:
             import tiktoken
         except ImportError:
