@@ -588,7 +588,7 @@ def cmd_encode(args: argparse.Namespace) -> None:
 def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Namespace,
                 progress: Progress) -> tuple[int, int]:
     """One input to one .npy (or stdout): plain text by encode_file, other kinds as a one-shard folder."""
-    from .file_encoding import encode_file
+    from .file_encoding import encode_text_file
     from .inputs import TextFile, plain_pipe, resolve_inputs
     sources = resolve_inputs(path, args.text_field)
     if len(sources) != 1:
@@ -605,8 +605,9 @@ def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Nam
             data = f.read()
         return _encode_bytes_to(tokenizer, data, output, args, name=path), len(data)
     if isinstance(sources[0], TextFile):        # (path may be a folder or a glob naming this one file)
-        n = encode_file(tokenizer, sources[0].path, output, num_processes=args.processes, dtype=args.dtype,
-                        errors=args.errors, progress=progress)
+        # (encode_text_file: the file is text as resolved with --text-field; encode_file would sniff it with "text")
+        n = encode_text_file(tokenizer, sources[0].path, output, num_processes=args.processes, dtype=args.dtype,
+                             errors=args.errors, progress=progress)
         return n, os.path.getsize(sources[0].path)
     # encoded as a one-shard folder beside the output's file (through a symbolic link: beside the file it points
     # to), whose .npy is renamed over it; an output that is not a regular file (/dev/null, a named pipe) cannot

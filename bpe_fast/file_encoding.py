@@ -132,6 +132,16 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
     if kind is not None:    # its raw bytes were cut into ranges and encoded: gzip's bytes as text
         raise ValueError(f"{input_path}: {kind}; encode_file reads a plain text file by byte ranges: "
                          f"bpe_fast.encode_files([path], out_dir, tokenizer) reads every kind of input")
+    return encode_text_file(tokenizer, input_path, output_path, num_processes=num_processes, dtype=dtype,
+                            errors=errors, chunk_bytes=chunk_bytes, progress=progress)
+
+
+def encode_text_file(tokenizer: Tokenizer, input_path: str, output_path: StrPath, *, num_processes: int | None = None,
+                     dtype: DTypeLike | None = None, errors: str = "strict", chunk_bytes: int | None = None,
+                     progress: Callable[[str, int, int], object] | None = None) -> int:
+    """encode_file of an existing file its caller found to be a plain text file (a bpe_fast.inputs.TextFile, as
+    resolved with the caller's text_field: a .json file of records under another field is text), without
+    encode_file's own check (which sniffs a .json file with the default text_field)."""
     output_path = os.fspath(output_path)
     folder = os.path.dirname(os.path.abspath(output_path))
     if not os.path.isdir(folder):

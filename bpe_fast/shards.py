@@ -43,7 +43,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from .atomic import atomic_output, staged_target
 from .chunking import cuts_at_spaces
-from .file_encoding import DEFAULT_CHUNK_BYTES, NPY_HEADER_ERRORS, check_dtype, encode_file, write_npy
+from .file_encoding import DEFAULT_CHUNK_BYTES, NPY_HEADER_ERRORS, check_dtype, encode_text_file, write_npy
 from .inputs import (COMPRESSIONS, Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
                      line_of, read_batches, resolve_inputs)
 from .pretokenize import check_documents_utf8
@@ -417,8 +417,8 @@ def _encode_shard(tokenizer: Tokenizer, source: TextFile | Stream, out_path: str
     dtype, errors, separator, text_field, text_column = options
     if isinstance(source, TextFile):
         if separator is None:
-            return encode_file(tokenizer, source.path, out_path, num_processes=num_workers, dtype=dtype,
-                               errors=errors, progress=progress)
+            return encode_text_file(tokenizer, source.path, out_path, num_processes=num_workers, dtype=dtype,
+                                    errors=errors, progress=progress)
         source = Stream("text", source.path, source.path)     # one document, then the separator
     batches = read_batches(source, Budget(), DEFAULT_CHUNK_BYTES, tuple(tokenizer.special_tokens),
                            cuts_at_spaces(tokenizer.pattern), text_field, text_column, errors)

@@ -1,0 +1,49 @@
+"""Hunted bugs of the input rules (a .json file read as JSON lines or as text): each decision is the same
+wherever the inputs are resolved, and the results are the oracle's."""
+import json
+
+import numpy as np
+import pytest
+
+from bpe_fast import GPT2_PATTERN, Tokenizer, count_pretokens, train_bpe
+from bpe_fast.shards import encode_files
+
+from encode_oracle import oracle_encode
+from train_oracle import oracle_count_pretokens, oracle_train_bpe
+
+EOT = "<|endoftext|>"
+
+DOCS = ["hello world", "foo bar baz", "hello again, world"]
+
+
+def _records(path, field, docs=DOCS):
+    path.write_text("".join(json.dumps({field: d}) + "\n" for d in docs))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    vocab, merges = oracle_train_bpe(" ".join(DOCS) * 3, 280, [EOT], GPT2_PATTERN)
+    return Tokenizer(vocab, merges, [EOT])
+
+
+def _ids(tok, text):
+    return oracle_encode(text, tok.vocab, tok.merges, [EOT], GPT2_PATTERN)
+
+
+def test_encode_files_of_a_json_file_that_is_text_for_its_text_field(tok, tmp_path):
+    # a .json of "text" records encoded with text_field="content" is text by the rule (its first line holds no
+    # "content"); encode_file's own check sniffed it with "text" and refused it as "a JSON lines file"
+    path = _records(tmp_path / "t.json", "text")
+    index = encode_files([path], tmp_path / "out", tok, text_field="content")
+    assert np.load(tmp_path / "out" / "t.npy").tolist() == _ids(tok, path.read_text())
+    assert index["tokens"] == len(_ids(tok, path.read_text()))
+
+
+def test_cli_encode_of_a_json_file_that_is_text_for_its_text_field(tok, tmp_path):
+    from bpe_fast.cli import main
+    path = _records(tmp_path / "t.json", "text")
+    tok.save(tmp_path / "tok")
+    assert main(["encode", "-t", str(tmp_path / "tok"), "--text-field", "content", str(path), "-o",
+          str(tmp_path / "t.npy")]) == 0
+    assert np.load(tmp_path / "t.npy").tolist() == _ids(tok, path.read_text())
