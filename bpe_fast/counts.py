@@ -407,7 +407,7 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
         paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
         if not isinstance(paths, (list, tuple)):
             raise TypeError("with a Dask client, inputs must be paths of uncompressed text files")
-        sources = resolve_inputs(list(paths))      # folders and globs: their files
+        sources = resolve_inputs(list(paths), text_field)      # folders and globs: their files
         for source in sources:  # the workers read the bytes as they are: no decompressing, no JSON or Parquet
             if not isinstance(source, TextFile):
                 path = source.name

@@ -132,6 +132,22 @@ def test_inputs_the_workers_cannot_read_as_text_are_refused_naming_them(client, 
                 count_pretokens([write(tmp_path, "hello", "ok.txt"), path], client=client, errors=errors)
 
 
+def test_a_json_file_is_resolved_with_the_text_field_given(client, tmp_path):
+    # the Dask path resolved its inputs with text_field "text" whatever was given: a .json of "content" records
+    # counted with text_field="content" (JSON lines, locally) was counted as text on the cluster, its keys and
+    # quotes as pre-tokens; and a .json of "text" records with text_field="content" (text) was refused
+    import json
+    from train_oracle import oracle_count_pretokens
+    content = tmp_path / "content.json"
+    content.write_text(json.dumps({"content": "hello world"}) + "\n")
+    with pytest.raises(ValueError, match=r"content.json: with a Dask client, .*not jsonl"):
+        count_pretokens(content, client=client, text_field="content")
+    records = tmp_path / "records.json"
+    records.write_text(json.dumps({"text": "hello world"}) + "\n")
+    want = oracle_count_pretokens(records.read_text(), [], GPT2_PATTERN)
+    assert count_pretokens(records, client=client, text_field="content") == want
+
+
 def test_importing_bpe_fast_does_not_import_dask(tmp_path):
     # run outside the source tree: `python -c` puts its working folder first on sys.path, and the tests are
     # of the installed (compiled) package
