@@ -335,10 +335,13 @@ def _is_json_lines(path: str, text_field: str) -> bool:
                 budget -= len(line)
     except (*_DECOMPRESS_ERRORS, ImportError):
         return False
-    if not line.lstrip().startswith(b"{"):      # (a package.json's first line is "{" alone: not an object)
+    # as the JSON lines reader reads a line (_jsonl_line_text): UTF-8 after a BOM; invalid UTF-8 is that reader's
+    # error (or U+FFFD with errors="replace"), not a reason to read the records' syntax as text
+    text = line.decode("utf-8", "replace").removeprefix("\ufeff")
+    if not text.lstrip().startswith("{"):      # (a package.json's first line is "{" alone: not an object)
         return False
     try:
-        record = json.loads(line)
+        record = json.loads(text)
     except (ValueError, RecursionError):
         return False
     return isinstance(record, dict) and isinstance(record.get(text_field), str)

@@ -47,3 +47,27 @@ def test_cli_encode_of_a_json_file_that_is_text_for_its_text_field(tok, tmp_path
     assert main(["encode", "-t", str(tmp_path / "tok"), "--text-field", "content", str(path), "-o",
           str(tmp_path / "t.npy")]) == 0
     assert np.load(tmp_path / "t.npy").tolist() == _ids(tok, path.read_text())
+
+
+def _oracle(docs):
+    total = {}
+    for d in docs:
+        for k, v in oracle_count_pretokens(d, [EOT], GPT2_PATTERN).items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+@pytest.mark.parametrize("num_processes", [1, 2])
+def test_a_json_file_whose_first_record_has_a_bom_or_invalid_utf8_is_json_lines(tmp_path, num_processes):
+    # the sniff took a first line starting with a UTF-8 BOM, or holding invalid UTF-8 (errors="replace"), for no
+    # record: the .json was counted as text (keys, quotes and all), where the same lines as .jsonl are records
+    rest = "".join(json.dumps({"text": d}) + "\n" for d in DOCS).encode()
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + rest)
+    assert count_pretokens(bom, [EOT], num_processes=num_processes) == _oracle(DOCS)
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"text": "caf\xe9 au lait"}\n' + rest)
+    assert count_pretokens(bad, [EOT], num_processes=num_processes, errors="replace") == \
+        _oracle(["caf\ufffd au lait"] + DOCS)
+    with pytest.raises(UnicodeError, match=r"bad.json: invalid UTF-8 at line 1, byte offset 13 of the line"):
+        count_pretokens(bad, [EOT], num_processes=num_processes)
