@@ -39,6 +39,7 @@ import io
 import json
 import lzma
 import os
+import re
 import sys
 import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
@@ -333,6 +334,7 @@ def _is_json_lines(path: str, text_field: str) -> bool:
                 if not line:
                     return False
                 budget -= len(line)
+            cut = not line.endswith(b"\n") and f.read(1) != b""    # the first line is longer than the sniff
     except (*_DECOMPRESS_ERRORS, ImportError):
         return False
     # as the JSON lines reader reads a line (_jsonl_line_text): UTF-8 after a BOM; invalid UTF-8 is that reader's
@@ -340,11 +342,48 @@ def _is_json_lines(path: str, text_field: str) -> bool:
     text = line.decode("utf-8", "replace").removeprefix("\ufeff")
     if not text.lstrip().startswith("{"):      # (a package.json's first line is "{" alone: not an object)
         return False
+    if cut:
+        return _prefix_holds_string(text, text_field)
     try:
         record = json.loads(text)
     except (ValueError, RecursionError):
         return False
     return isinstance(record, dict) and isinstance(record.get(text_field), str)
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _prefix_holds_string(text: str, text_field: str) -> bool:
+    """Whether `text`, the start of a line too long to read whole, starts a JSON object whose text_field holds a
+    string: its members are read in order, up to the first member that runs past the end, which must be a string
+    under text_field (a long document) or come after one (a later member of that name decides, as in
+    json.loads)."""
+    decoder = json.JSONDecoder()
+    at = _JSON_SPACE.match(text).end() + 1          # after the "{"
+    found = False
+    while True:
+        at = _JSON_SPACE.match(text, at).end()
+        if text[at:at + 1] != '"':
+            return False
+        try:
+            key, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return found
+        at = _JSON_SPACE.match(text, at).end()
+        if text[at:at + 1] != ":":
+            return found and at == len(text)
+        at = _JSON_SPACE.match(text, at + 1).end()
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):    # runs past the end (or is not JSON: the reader names the line)
+            return text[at:at + 1] == '"' if key == text_field else found
+        if key == text_field:
+            found = isinstance(value, str)
+        at = _JSON_SPACE.match(text, at).end()
+        if text[at:at + 1] != ",":
+            return found and at == len(text)
+        at += 1
 
 
 def not_plain_text(path: str) -> str | None:

@@ -71,3 +71,27 @@ def test_a_json_file_whose_first_record_has_a_bom_or_invalid_utf8_is_json_lines(
         _oracle(["caf\ufffd au lait"] + DOCS)
     with pytest.raises(UnicodeError, match=r"bad.json: invalid UTF-8 at line 1, byte offset 13 of the line"):
         count_pretokens(bad, [EOT], num_processes=num_processes)
+
+
+@pytest.mark.parametrize("name", ["big.json", "big.json.gz"])
+def test_a_json_file_whose_first_record_is_longer_than_the_sniff_is_json_lines(tmp_path, monkeypatch, name):
+    # the sniff reads at most _SNIFF_BYTES of the first line: a first record longer than that (a book, a code
+    # file) was cut, failed json.loads, and the whole file was counted as text, keys and quotes included
+    import gzip
+    from bpe_fast import inputs
+    monkeypatch.setattr(inputs, "_SNIFF_BYTES", 1000)
+    long_doc = "x" + " word" * 400
+    opener = gzip.open if name.endswith(".gz") else open
+    for first in ({"text": long_doc, "id": 1}, {"id": 1, "meta": {"a": [1, 2]}, "text": long_doc}):
+        with opener(tmp_path / name, "wt") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in [first] + [{"text": d} for d in DOCS]))
+        want = _oracle(DOCS)
+        want[b"x"] = want.get(b"x", 0) + 1
+        want[b" word"] = want.get(b" word", 0) + 400
+        assert count_pretokens(tmp_path / name, [EOT], num_processes=1) == want
+    # still text: a long first line that is no record holding a string under text_field
+    for line in ('{"id": 1, "text": 5, "more": "' + "y " * 600 + '"}', '{"text": ' + "[1, " * 600 + "1]}",
+                 '[{"text": "' + "y " * 600 + '"}]'):
+        with opener(tmp_path / name, "wt") as f:
+            f.write(line + "\n")
+        assert count_pretokens(tmp_path / name, [EOT], num_processes=1) == _oracle([line + "\n"]), line[:30]
