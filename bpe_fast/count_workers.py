@@ -135,6 +135,8 @@ def _count_range(counter: ChunkCounter, f: BinaryIO, path: str, start: int, end:
     """Add the pre-tokens of bytes [start, end) of the open file f to counter."""
     f.seek(start)
     data = f.read(end - start)
+    if len(data) != end - start:        # (not a short count: the ranges were planned from its size)
+        raise OSError(f"{path} changed while it was read (shorter than planned)")
     try:
         counter.add(data)
     except UnicodeDecodeError as exc:

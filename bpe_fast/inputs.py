@@ -735,6 +735,8 @@ def jsonl_range_batches(path: str, start: int, end: int, text_field: str, batch_
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
+    if len(data) != end - start:        # (not fewer lines: the ranges were planned from its size)
+        raise OSError(f"{path} changed while it was read (shorter than planned)")
     blocks = _jsonl_chunk(data, path, text_field, text_field.encode("utf-8", "surrogatepass"), 1, errors)
     yield from _jsonl_batches_of(blocks, batch_bytes, path, lines=False)
 

@@ -95,3 +95,25 @@ def test_a_json_file_whose_first_record_is_longer_than_the_sniff_is_json_lines(t
         with opener(tmp_path / name, "wt") as f:
             f.write(line + "\n")
         assert count_pretokens(tmp_path / name, [EOT], num_processes=1) == _oracle([line + "\n"]), line[:30]
+
+
+def test_a_file_that_shrinks_under_the_range_readers_is_an_error_not_a_short_count(tmp_path):
+    # the ranges are planned from the file's size; a file cut shorter before a range is read (rewritten, truncated
+    # while a run or a Dask task reads it) was counted short without a word: f.read(end - start) returned less
+    from bpe_fast.count_workers import count_ranges
+    from bpe_fast.dask_counts import _count_pieces
+    from bpe_fast.inputs import jsonl_range_batches
+    path = tmp_path / "a.txt"
+    path.write_text("hello world " * 10)
+    size = path.stat().st_size
+    with pytest.raises(OSError, match=r"a.txt changed while it was read \(shorter than planned\)"):
+        count_ranges(str(path), [(0, 60), (60, size + 8)], [], GPT2_PATTERN, "strict")
+    records = _records(tmp_path / "r.jsonl", "text")
+    with pytest.raises(OSError, match=r"r.jsonl changed while it was read \(shorter than planned\)"):
+        list(jsonl_range_batches(str(records), 0, records.stat().st_size + 8, "text", 1 << 20))
+    # a Dask task reads the same way, after checking the size
+    pieces = [(str(path), size, [(0, size)])]
+    want = oracle_count_pretokens(path.read_text(), [], GPT2_PATTERN)
+    assert _count_pieces(pieces, [], GPT2_PATTERN, "strict")[2].sum() == sum(want.values())
+    with pytest.raises(OSError, match=r"a.txt changed while it was read"):
+        _count_pieces([(str(path), size, [(0, 60), (60, size + 8)])], [], GPT2_PATTERN, "strict")
