@@ -404,6 +404,9 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
         from .dask_counts import count_on_dask
         if max_bytes is not None or max_documents is not None:
             raise ValueError("max_bytes and max_documents are not supported with a Dask client")
+        for name, value in (("text_field", text_field), ("text_column", text_column)):     # as without a client
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
         paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
         if not isinstance(paths, (list, tuple)):
             raise TypeError("with a Dask client, inputs must be paths of uncompressed text files")

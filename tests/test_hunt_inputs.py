@@ -117,3 +117,14 @@ def test_a_file_that_shrinks_under_the_range_readers_is_an_error_not_a_short_cou
     assert _count_pieces(pieces, [], GPT2_PATTERN, "strict")[2].sum() == sum(want.values())
     with pytest.raises(OSError, match=r"a.txt changed while it was read"):
         _count_pieces([(str(path), size, [(0, 60), (60, size + 8)])], [], GPT2_PATTERN, "strict")
+
+
+def test_a_bad_text_field_is_refused_with_a_dask_client_too(tmp_path):
+    # without a client a text_field that is not a str is a TypeError; with one it decided which .json files are
+    # JSON lines (record.get(5)) without a word, or failed on an unhashable one inside the sniff
+    path = _records(tmp_path / "r.json", "text")
+    for bad in (5, ["text"]):
+        with pytest.raises(TypeError, match="text_field must be a str"):
+            count_pretokens(path, num_processes=1, text_field=bad)
+        with pytest.raises(TypeError, match="text_field must be a str"):
+            count_pretokens(path, client=object(), text_field=bad)
