@@ -37,6 +37,7 @@ from ._types import Table
 from .count_workers import count_ranges
 from .inputs import CorpusDecodeError, check_errors, line_of
 from .pretokenize import compiled_pattern
+from .procs import check_chunk_bytes
 
 _MAX_TASK_BYTES = 64 << 20      # about a second of one worker thread with the native scanner
 _TASKS_PER_THREAD = 2           # at least: balances uneven workers and spreads the loss of one
@@ -64,10 +65,8 @@ def count_on_dask(client: Any, paths: Iterable[str], special_tokens: Sequence[st
         raise TypeError("count_pretokens needs a synchronous dask.distributed.Client")
     errors = check_errors(errors)
     compiled_pattern(pattern)                   # a bad pattern fails here, not on every worker
-    if chunk_bytes is not None:
-        chunk_bytes = int(chunk_bytes)
-        if chunk_bytes < 1:
-            raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    if chunk_bytes is not None:                 # checked as without a client (int() took 1.5, '100' and True)
+        chunk_bytes = check_chunk_bytes(chunk_bytes, 0)
 
     given = {os.path.abspath(p): p for p in paths}     # workers need absolute paths; errors name the caller's
     files = [(os.path.abspath(p), os.path.getsize(p)) for p in paths]

@@ -109,6 +109,9 @@ def test_bad_arguments_fail_before_anything_is_submitted(client, corpus_files):
         count_pretokens(corpus_files[0], errors="ignore", client=client)
     with pytest.raises(ValueError, match="chunk_bytes"):
         count_pretokens(corpus_files[0], chunk_bytes=0, client=client)
+    for bad in (1.5, "100", True):     # int() took them (1.5 counted with ranges of 1 byte); as without a client
+        with pytest.raises(TypeError, match="chunk_bytes must be an int or None"):
+            count_pretokens(corpus_files[0], chunk_bytes=bad, client=client)
     with pytest.raises(TypeError, match="Client"):
         count_pretokens(corpus_files[0], client="tcp://127.0.0.1:8786")
 
