@@ -115,6 +115,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     else:
         _check_client(client)
         num_processes = 1 if num_processes is None else check_num_processes(num_processes)
+        _check_regular_files(sources)
     out_dir = os.fspath(out_dir)
     shards = _plan(sources, out_dir)                       # ValueError for clashing names, before any write
     settings = {"tokenizer_sha256": _tokenizer_sha256(tokenizer), "separator": separator,
@@ -295,6 +296,17 @@ def _check_client(client: Any) -> None:
         raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
     if client.asynchronous:
         raise TypeError("encode_files needs a synchronous dask.distributed.Client")
+
+
+def _check_regular_files(sources: Iterable[TextFile | Stream]) -> None:
+    """A ValueError naming the first input that is not a regular file (a named pipe, /dev/stdin, <(cmd) as
+    /dev/fd/N): a worker would open that path on its own machine, in its own process (its stdin, its fd N)."""
+    for source in sources:
+        path = source.path if isinstance(source, TextFile) else source.obj
+        if isinstance(path, str) and not os.path.isfile(path):
+            name = source.path if isinstance(source, TextFile) else source.name
+            raise ValueError(f"{name}: not a regular file (a pipe?); with a Dask client the workers open each input "
+                             f"by its path: encode it without client=")
 
 
 def _tokenizer_sha256(tokenizer: Tokenizer) -> str:

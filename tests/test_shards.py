@@ -587,6 +587,18 @@ def test_dask_error_names_the_shard(tok, tmp_path, client):
         encode_files(good, tmp_path / "out", tok, client="tcp://127.0.0.1:8786")
 
 
+def test_dask_refuses_a_pipe_naming_it_before_anything_is_written(tok, tmp_path, client):
+    # a pipe (a named pipe, /dev/stdin, <(cmd) as /dev/fd/N) was sent to the workers by its path: a worker read
+    # its own stdin (an empty shard, without a word, where it is /dev/null), its own fd N, or another machine's
+    # named pipe (waiting for ever); count_pretokens(client=...) refuses them, and so does encode_files now
+    good = write_shard(tmp_path, "a.txt", ["fine text"])
+    fifo = tmp_path / "p.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match=r"p.txt: .*not a regular file \(a pipe\?\).*without client="):
+        encode_files([good, fifo], tmp_path / "out", tok, client=client)
+    assert not (tmp_path / "out").exists()
+
+
 def test_dask_with_a_pattern_without_the_native_scanner_and_several_threads(tok, tmp_path, client):
     # a text shard encoded by encode_file, whose workers for a pattern `regex` runs are processes: a Dask worker
     # (a daemon process) may not start them, and the task failed with "daemonic processes are not allowed to
