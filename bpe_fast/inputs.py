@@ -335,7 +335,7 @@ def _is_json_lines(path: str, text_field: str) -> bool:
                     return False
                 budget -= len(line)
             cut = not line.endswith(b"\n") and f.read(1) != b""    # the first line is longer than the sniff
-    except (*_DECOMPRESS_ERRORS, ImportError):
+    except _DECOMPRESS_ERRORS + (ImportError,):
         return False
     # as the JSON lines reader reads a line (_jsonl_line_text): UTF-8 after a BOM; invalid UTF-8 is that reader's
     # error (or U+FFFD with errors="replace"), not a reason to read the records' syntax as text
@@ -354,33 +354,38 @@ def _is_json_lines(path: str, text_field: str) -> bool:
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
+def _skip_space(text: str, at: int) -> int:
+    """The index of the first character at or after `at` that is not JSON whitespace."""
+    return _JSON_SPACE.match(text, at).end()      # type: ignore[union-attr]  # (it matches the empty string)
+
+
 def _prefix_holds_string(text: str, text_field: str) -> bool:
     """Whether `text`, the start of a line too long to read whole, starts a JSON object whose text_field holds a
     string: its members are read in order, up to the first member that runs past the end, which must be a string
     under text_field (a long document) or come after one (a later member of that name decides, as in
     json.loads)."""
     decoder = json.JSONDecoder()
-    at = _JSON_SPACE.match(text).end() + 1          # after the "{"
+    at = _skip_space(text, 0) + 1          # after the "{"
     found = False
     while True:
-        at = _JSON_SPACE.match(text, at).end()
+        at = _skip_space(text, at)
         if text[at:at + 1] != '"':
-            return False
+            return found and at == len(text)        # (cut just after a member's ",")
         try:
             key, at = decoder.raw_decode(text, at)
         except ValueError:
             return found
-        at = _JSON_SPACE.match(text, at).end()
+        at = _skip_space(text, at)
         if text[at:at + 1] != ":":
             return found and at == len(text)
-        at = _JSON_SPACE.match(text, at + 1).end()
+        at = _skip_space(text, at + 1)
         try:
             value, at = decoder.raw_decode(text, at)
         except (ValueError, RecursionError):    # runs past the end (or is not JSON: the reader names the line)
             return text[at:at + 1] == '"' if key == text_field else found
         if key == text_field:
             found = isinstance(value, str)
-        at = _JSON_SPACE.match(text, at).end()
+        at = _skip_space(text, at)
         if text[at:at + 1] != ",":
             return found and at == len(text)
         at += 1
