@@ -18,7 +18,7 @@ from ._scan import first_repeat, merge_arrays
 from ._types import Progress, StrPath, Table
 from .atomic import atomic_output
 from .count_workers import check_count_args, check_input_args, count_file_tables, count_input_tables
-from .inputs import InputError, TextFile, resolve_inputs
+from .inputs import InputError, Stream, TextFile, resolve_inputs
 from .patterns import GPT2_PATTERN, compile_pattern, resolve_pattern
 from .procs import check_progress
 from .specials import SpecialTokens
@@ -407,14 +407,17 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
         for name, value in (("text_field", text_field), ("text_column", text_column)):     # as without a client
             if not isinstance(value, str):
                 raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-        paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
-        if not isinstance(paths, (list, tuple)):
+        # (a Stream, such as the CLI's stdin, is a NamedTuple: not a tuple of paths)
+        if not isinstance(inputs, (str, bytes, os.PathLike, TextFile, Stream, list, tuple)):
             raise TypeError("with a Dask client, inputs must be paths of uncompressed text files")
-        sources = resolve_inputs(list(paths), text_field)      # folders and globs: their files
+        sources = resolve_inputs(inputs if isinstance(inputs, (TextFile, Stream)) or not isinstance(inputs, tuple)
+                                 else list(inputs), text_field)      # folders and globs: their files
         for source in sources:  # the workers read the bytes as they are: no decompressing, no JSON or Parquet
             if not isinstance(source, TextFile):
                 path = source.name
-                kind = source.kind if source.kind != "text" else "compressed text" if os.path.isfile(path) else "a pipe"
+                kind = (source.kind if source.kind != "text" else "a stream (such as stdin)"
+                        if not isinstance(source.obj, str) else "compressed text" if os.path.isfile(path)
+                        else "a pipe")
                 raise InputError(f"{path}: with a Dask client, inputs must be uncompressed text files, not {kind} "
                                  f"(count it without client=)")
         paths = [source.path for source in sources if isinstance(source, TextFile)]     # all of them (above)

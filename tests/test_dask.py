@@ -323,3 +323,22 @@ def test_count_command_on_the_cluster_then_train_from_counts(cluster, client, co
     assert counts == _local(paths, [EOT])
     assert main(["-q", "train", "--from-counts", str(out), "--vocab-size", "400", "-o", str(tmp_path / "t")]) == 0
     assert list(Tokenizer.load(tmp_path / "t").merges) == train_from_counts(counts, 400)[1]
+
+
+def test_count_command_of_stdin_on_the_cluster_is_refused_clearly(cluster, tmp_path, capsys, monkeypatch):
+    # `bpe-fast count - --dask-scheduler ...`: stdin is a Stream, a NamedTuple, which the Dask path took for a
+    # tuple of paths: its fields were resolved as paths ("corpus file not found: text")
+    import io
+    from bpe_fast import cli
+    from bpe_fast.inputs import InputError, Stream
+    monkeypatch.setattr(cli, "_stdin", lambda: io.BytesIO(b"hello world"))
+    assert main_count(cli, cluster, tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "<stdin>: with a Dask client, inputs must be uncompressed text files, not a stream (such as stdin)" in err, err
+    with pytest.raises(InputError, match="<stdin>: with a Dask client"):
+        count_pretokens(Stream("text", io.BytesIO(b"hello"), "<stdin>"), client=object())
+
+
+def main_count(cli, cluster, tmp_path):
+    return cli.main(["-q", "count", "-", "--dask-scheduler", cluster.scheduler_address, "-o",
+                     str(tmp_path / "c.npz")])
