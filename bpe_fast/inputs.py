@@ -11,7 +11,7 @@ An input is
 
 Files are read by extension: `.gz`, `.bz2`, `.xz` and `.zst` (the `zstandard` package) are decompressed as
 they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, its text under `text_field`),
-and so is a `.json` file whose first line is a JSON object holding a string under `text_field` (C4's `.json.gz`
+and so is a `.json` file whose first line is a JSON object holding a string (or null) under `text_field` (C4's `.json.gz`
 shards and HF datasets' `to_json` write JSON lines under that name; any other `.json` file, such as a
 package.json, is text),
 `.parquet` is Parquet (one document per row of `text_column`, read a row group batch at a time; the `pyarrow`
@@ -322,7 +322,7 @@ def _source_of(path: str, text_field: str = "text") -> TextFile | Stream:
 
 def _is_json_lines(path: str, text_field: str) -> bool:
     """Whether the `.json` file at path (compressed or not) is JSON lines: its first line that is not blank (read
-    up to _SNIFF_BYTES) a JSON object holding a str under text_field. A pipe is not read to decide (text), nor a
+    up to _SNIFF_BYTES) a JSON object holding a str (or null) under text_field. A pipe is not read to decide (text), nor a
     file that cannot be read (text: the error comes where it is read)."""
     if not os.path.isfile(path):
         return False
@@ -348,7 +348,9 @@ def _is_json_lines(path: str, text_field: str) -> bool:
         record = json.loads(text)
     except (ValueError, RecursionError):
         return False
-    return isinstance(record, dict) and isinstance(record.get(text_field), str)
+    # (a null too: a missing text, as HF datasets' to_json writes it, which the reader names, as on any other line)
+    return isinstance(record, dict) and text_field in record and (record[text_field] is None
+                                                                  or isinstance(record[text_field], str))
 
 
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
@@ -384,7 +386,7 @@ def _prefix_holds_string(text: str, text_field: str) -> bool:
         except (ValueError, RecursionError):    # runs past the end (or is not JSON: the reader names the line)
             return text[at:at + 1] == '"' if key == text_field else found
         if key == text_field:
-            found = isinstance(value, str)
+            found = value is None or isinstance(value, str)
         at = _skip_space(text, at)
         if text[at:at + 1] != ",":
             return found and at == len(text)

@@ -128,3 +128,16 @@ def test_a_bad_text_field_is_refused_with_a_dask_client_too(tmp_path):
             count_pretokens(path, num_processes=1, text_field=bad)
         with pytest.raises(TypeError, match="text_field must be a str"):
             count_pretokens(path, client=object(), text_field=bad)
+
+
+@pytest.mark.parametrize("cut", [False, True])
+def test_a_json_file_whose_first_record_has_a_null_text_is_json_lines(tmp_path, monkeypatch, cut):
+    # HF datasets' to_json writes a missing text as null: with the null on line 2 the file is JSON lines (and the
+    # reader names the line), with it on line 1 the whole file was counted as text, keys and quotes included
+    from bpe_fast import inputs
+    if cut:
+        monkeypatch.setattr(inputs, "_SNIFF_BYTES", 40)
+    path = tmp_path / "nulls.json"
+    path.write_text(json.dumps({"text": None, "meta": "m" * 60}) + "\n" + json.dumps({"text": "hello"}) + "\n")
+    with pytest.raises(ValueError, match=r"nulls.json:1: field 'text' is NoneType, not a string"):
+        count_pretokens(path, num_processes=1)
