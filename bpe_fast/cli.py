@@ -331,14 +331,18 @@ def cmd_count(args: argparse.Namespace) -> None:
     corpus = _corpus(args)
     if isinstance(corpus, list):
         _check_not_an_input(args.output, "-o", _input_files(corpus))
+    options = _input_options(args)
     client = None
     if args.dask_scheduler:
+        for flag, value in (("--max-bytes", args.max_bytes), ("--max-documents", args.max_documents)):
+            if value is not None:       # (before connecting; count_pretokens would name its keywords)
+                raise CliError(f"{flag} is not supported with --dask-scheduler (the cluster counts whole files)")
         client = _dask_client(args.dask_scheduler)
     progress = Progress(quiet=args.quiet)
     try:
         counts = count_pretokens(corpus, args.special_token, pattern=_pattern("gpt2" if args.pattern is None else args.pattern),
                                  num_processes=args.processes, errors=args.errors, progress=progress,
-                                 client=client, **_input_options(args))
+                                 client=client, **options)
     finally:
         progress.close()
         if client is not None:

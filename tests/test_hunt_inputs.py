@@ -141,3 +141,18 @@ def test_a_json_file_whose_first_record_has_a_null_text_is_json_lines(tmp_path, 
     path.write_text(json.dumps({"text": None, "meta": "m" * 60}) + "\n" + json.dumps({"text": "hello"}) + "\n")
     with pytest.raises(ValueError, match=r"nulls.json:1: field 'text' is NoneType, not a string"):
         count_pretokens(path, num_processes=1)
+
+
+@pytest.mark.parametrize("extra, named", [(["--max-bytes", "1MB"], "--max-bytes"),
+                                          (["--max-documents", "3"], "--max-documents")])
+def test_count_refuses_caps_with_dask_by_their_flags_before_connecting(tmp_path, capsys, extra, named):
+    # 'bpe-fast count ... --dask-scheduler ADDR --max-bytes 1MB' connected first, then said 'max_bytes and
+    # max_documents are not supported with a Dask client', naming keywords the command line does not have
+    pytest.importorskip("distributed")
+    from bpe_fast.cli import main
+    (tmp_path / "c.txt").write_text("hello world")
+    code = main(["-q", "count", str(tmp_path / "c.txt"), "-o", str(tmp_path / "c.npz"), "--dask-scheduler",
+                 "not an address", *extra])
+    err = capsys.readouterr().err
+    assert code == 1 and f"{named} is not supported with --dask-scheduler" in err, err
+    assert not (tmp_path / "c.npz").exists()
