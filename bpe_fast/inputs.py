@@ -11,9 +11,9 @@ An input is
 
 Files are read by extension: `.gz`, `.bz2`, `.xz` and `.zst` (the `zstandard` package) are decompressed as
 they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, its text under `text_field`),
-and so is a `.json` file whose first line is a JSON object holding a string (or null) under `text_field` (C4's `.json.gz`
-shards and HF datasets' `to_json` write JSON lines under that name; any other `.json` file, such as a
-package.json, is text),
+and so is a `.json` file whose first line is a JSON object holding a string (or null) under `text_field`
+(C4's `.json.gz` shards and HF datasets' `to_json` write JSON lines under that name; any other `.json` file,
+such as a package.json, is text),
 `.parquet` is Parquet (one document per row of `text_column`, read a row group batch at a time; the `pyarrow`
 package), anything else is UTF-8 text. An uncompressed text file is a `TextFile`: it is counted by byte ranges
 read by the workers themselves (counts.count_file_tables). Everything else is a `Stream`, read in this
@@ -322,8 +322,9 @@ def _source_of(path: str, text_field: str = "text") -> TextFile | Stream:
 
 def _is_json_lines(path: str, text_field: str) -> bool:
     """Whether the `.json` file at path (compressed or not) is JSON lines: its first line that is not blank (read
-    up to _SNIFF_BYTES) a JSON object holding a str (or null) under text_field. A pipe is not read to decide (text), nor a
-    file that cannot be read (text: the error comes where it is read)."""
+    up to _SNIFF_BYTES; a longer one by _prefix_holds_string) a JSON object holding a str (or null) under
+    text_field. A pipe is not read to decide (text), nor a file that cannot be read (text: the error comes where
+    it is read)."""
     if not os.path.isfile(path):
         return False
     try:
@@ -363,7 +364,7 @@ def _skip_space(text: str, at: int) -> int:
 
 def _prefix_holds_string(text: str, text_field: str) -> bool:
     """Whether `text`, the start of a line too long to read whole, starts a JSON object whose text_field holds a
-    string: its members are read in order, up to the first member that runs past the end, which must be a string
+    string (or null, as _is_json_lines takes it): its members are read in order, up to the first member that runs past the end, which must be a string
     under text_field (a long document) or come after one (a later member of that name decides, as in
     json.loads)."""
     decoder = json.JSONDecoder()
