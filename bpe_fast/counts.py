@@ -410,8 +410,7 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
         # (a Stream, such as the CLI's stdin, is a NamedTuple: not a tuple of paths)
         if not isinstance(inputs, (str, bytes, os.PathLike, TextFile, Stream, list, tuple)):
             raise TypeError("with a Dask client, inputs must be paths of uncompressed text files")
-        sources = resolve_inputs(inputs if isinstance(inputs, (TextFile, Stream)) or not isinstance(inputs, tuple)
-                                 else list(inputs), text_field)      # folders and globs: their files
+        sources = resolve_inputs(inputs, text_field)      # folders and globs: their files
         for source in sources:  # the workers read the bytes as they are: no decompressing, no JSON or Parquet
             if not isinstance(source, TextFile):
                 path = source.name

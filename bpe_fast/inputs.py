@@ -364,9 +364,9 @@ def _skip_space(text: str, at: int) -> int:
 
 def _prefix_holds_string(text: str, text_field: str) -> bool:
     """Whether `text`, the start of a line too long to read whole, starts a JSON object whose text_field holds a
-    string (or null, as _is_json_lines takes it): its members are read in order, up to the first member that runs past the end, which must be a string
-    under text_field (a long document) or come after one (a later member of that name decides, as in
-    json.loads)."""
+    string (or null, as _is_json_lines takes it): its members are read in order, up to the first member that
+    runs past the end, which must be a string under text_field (a long document) or come after one (a later
+    member of that name decides, as in json.loads)."""
     decoder = json.JSONDecoder()
     at = _skip_space(text, 0) + 1          # after the "{"
     found = False
