@@ -501,7 +501,7 @@ def test_tiktokens_module_functions_are_all_here():
     assert enc.decode(enc.encode("hello world")) == "hello world" and enc.name == "cl100k_base"
 
 
-def test_tiktokens_submodules_names_are_all_here():
+def test_tiktokens_submodules_names_are_all_here(tmp_path):
     # code that imports from tiktoken's submodules (`from tiktoken.core import Encoding`, `from tiktoken.model
     # import MODEL_TO_ENCODING`, `from tiktoken.load import read_file`) or reaches them by attribute after
     # `import tiktoken` runs with bpe_fast in tiktoken's place: each of their functions, classes and model tables
@@ -529,7 +529,8 @@ def test_tiktokens_submodules_names_are_all_here():
     # by attribute in a fresh interpreter, where nothing imported them first
     code = ("import bpe_fast as t; print(t.model.encoding_name_for_model('gpt-4o'), t.core.Encoding.__name__, "
             "t.load.read_file.__name__, t.registry.list_encoding_names()[0], 'model' in dir(t))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout.split()       # (not the repository: its bpe_fast/ may be uncompiled)
     assert out == ["o200k_base", "Encoding", "read_file", "gpt2", "True"]
 
 
