@@ -810,8 +810,9 @@ def _not_checked(job):
 
 
 def _check_merges_with_ours(job, pair_counter):
-    if _not_checked(job) is not None:
-        return _not_checked(job)
+    reason = _not_checked(job)
+    if reason is not None:
+        return reason
     ours = _load_merges(job.reference.spec["out"])
     theirs = _load_merges(job.spec["out"])
     n = len(ours)
@@ -843,8 +844,9 @@ def _show_pair(pair):
 def check_ids(job):
     import numpy as np
 
-    if _not_checked(job) is not None:
-        return _not_checked(job)
+    reason = _not_checked(job)
+    if reason is not None:
+        return reason
     ours = np.load(job.reference.spec["out"]).astype(np.int64)
     theirs = np.load(job.spec["out"]).astype(np.int64)
     if len(ours) == len(theirs) and np.array_equal(ours, theirs):

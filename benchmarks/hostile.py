@@ -4,7 +4,8 @@
 
 Each case runs in a fresh process; peak memory is the largest resident set of that process (VmHWM) or of
 any one of its workers (ru_maxrss), or the summed resident memory of the process and all its workers sampled
-every 10 ms, if larger (the sampling sees workers started by a forkserver, which ru_maxrss leaves out). The results are a Markdown table (stdout and --out). The tests in
+every 10 ms, if larger (the sampling sees workers started by a forkserver, which ru_maxrss leaves out). The
+results are a Markdown table (stdout and --out). The tests in
 tests/test_hostile.py check the same behaviours, exactly, at sizes a test suite can afford.
 
 Cases:

@@ -916,7 +916,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="no progress output")
         p.add_argument("-j", "--processes", type=_num_processes, default=default, metavar="N",
                        help=f"processes (or encoding threads) at once, at most {MAX_PROCESSES}; default: "
-                            "BPE_FAST_NUM_PROCESSES, else all cores. Counting uses this one, by a thread that scans without the GIL, and N-1 workers")
+                            "BPE_FAST_NUM_PROCESSES, else all cores. Counting uses this one, by a thread that "
+                            "scans without the GIL, and N-1 workers")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def corpus_options(p: argparse.ArgumentParser) -> None:
