@@ -4,7 +4,7 @@ Code written for ``tiktoken.Encoding`` runs on it unchanged, with the same resul
 same constructor (name, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab), methods, arguments and
 defaults (``encode`` refuses special tokens in the text unless allowed), the attributes tiktoken users read
 (``name``, ``max_token_value``, ``_pat_str``, ``_mergeable_ranks``, ``_special_tokens``) and pickling by value.
-tiktoken's private methods and ``encode_with_unstable`` are not provided.
+tiktoken's private methods are not provided (but ``_encode_single_piece``).
 
 It is a thin layer: an Encoding holds a bpe_fast.Tokenizer (``.tokenizer``, built by Tokenizer.from_tiktoken,
 the merges recovered from the ranks) and turns tiktoken's keywords into the Tokenizer's: the allowed special
@@ -28,12 +28,14 @@ hash map's order). Two special tokens may share an id (o200k_harmony's <|endofpr
 """
 from __future__ import annotations
 
+import bisect
 import collections.abc
 import functools
+import itertools
 import math
 import operator
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
@@ -41,6 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .patterns import pattern_from_tiktoken
+from .pretokenize import pretokenize
 from .specials import SpecialTokens, check_disallowed, first_prefix_pair
 from .procs import map_threads
 from ._types import StrPath
@@ -224,6 +227,152 @@ class Encoding:
                 raise KeyError(text_or_bytes)
         return rank
 
+    def encode_with_unstable(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
+                             disallowed_special: Literal["all"] | Collection[str] = "all"
+                             ) -> tuple[list[int], list[list[int]]]:
+        """(stable, completions): the ids of a prefix of `text` that no text appended to it can change, and every
+        sequence of ids that may follow them in the encoding of `text` continued (each covering at least the
+        rest of `text`'s bytes), as tiktoken's (for completing a prompt whose last word is unfinished). Keywords
+        as encode's. tiktoken's algorithm, step by step: its results, its list order aside (tiktoken's is a hash
+        set's, different from run to run; here, the order found). tiktoken calls this API unstable itself.
+
+        >>> enc = _tiny()
+        >>> enc.encode_with_unstable("abc ab")
+        ([257, 32], [[256], [257]])
+        """
+        encoder = self._checked(text, allowed_special, disallowed_special)
+        if not isinstance(text, str):
+            raise TypeError(f"argument 'text': {type(text).__name__!r} object cannot be converted to 'PyString'")
+        str.encode(text, "utf-8")       # as tiktoken's, lone surrogates are a UnicodeEncodeError here
+        ids, starts = encoder.encode_with_offsets(text)
+        tokens: list[int] = ids.tolist()
+        # the last piece: the pre-tokenizer's last match after the last special token (none: nothing is unstable)
+        specials = encoder.special_tokens
+        segment = text
+        if specials:
+            at = np.flatnonzero(np.isin(ids, list(specials.values())))
+            if len(at):
+                start = int(starts[at[-1]])
+                token = next(t for t, i in specials.items() if i == tokens[at[-1]] and text.startswith(t, start))
+                segment = text[start + len(token):]
+        pieces = pretokenize(segment, encoder.pattern) if segment else []
+        if not pieces:
+            return tokens, []
+        unstable = len(encoder.encode_pieces([pieces[-1].encode("utf-8")])[0])
+        # tiktoken's fix for patterns whose splits move with what follows (cl100k's \s*[\r\n]+): the tokens of
+        # spaces, tabs and newlines before the last piece are unstable too, when its first token is one
+        vocab = self._ranks_by_id()
+        if _all_space(vocab.get(tokens[-unstable])):
+            while unstable < len(tokens) and _all_space(vocab.get(tokens[-unstable - 1])):
+                unstable += 1
+        tail = b"".join(vocab[i] for i in tokens[-unstable:])
+        del tokens[-unstable:]
+        return tokens, self._completions(tail)
+
+    def _completions(self, tail: bytes) -> list[list[int]]:
+        """encode_with_unstable's completions of the unstable bytes `tail` (tiktoken's three steps), each once."""
+        ranked, ids, utf8 = self._sorted_ranks()
+        # 1. every token that starts with the unstable bytes
+        lo, hi = _prefix_range(ranked, tail)
+        result = [[i] for i in ids[lo:hi]]
+        singles = set(ids[lo:hi])       # the sequences found: of one token, of more
+        seen: set[tuple[int, ...]] = set()
+        # 2. every other place a token may straddle the end: the bytes before it, then a token that starts with
+        # the bytes after it, encoded again (UTF-8: pre-tokenized as encode_ordinary does; else merged as one
+        # piece), up to the tokens that cover the unstable bytes
+        valid: list[bytes] = []
+        raw: list[bytes] = []
+        for i in range(1, len(tail)):
+            prefix = tail[:i]
+            lo, hi = _prefix_range(ranked, tail[i:])
+            if (tail[i] & 0xC0) != 0x80:        # a character starts at i: prefix + token is UTF-8 if the token is
+                valid.extend(prefix + t for t in itertools.compress(ranked[lo:hi], utf8[lo:hi]))
+                raw.extend(prefix + t for t, ok in zip(ranked[lo:hi], utf8[lo:hi]) if not ok)
+                continue
+            for t in ranked[lo:hi]:
+                possible = prefix + t
+                try:
+                    possible.decode("utf-8")
+                    valid.append(possible)
+                except UnicodeDecodeError:
+                    raw.append(possible)
+        for seq in itertools.chain(self._covering(valid, len(tail)), self._covering(raw, len(tail), whole=True)):
+            if len(seq) == 1:
+                if seq[0] not in singles:
+                    singles.add(seq[0])
+                    result.append(list(seq))
+            elif seq not in seen:
+                seen.add(seq)
+                result.append(list(seq))
+        # 3. a split a pattern makes before trailing white space (GPT-2's \s+(?!\S)): the last character alone
+        last = tail.decode("utf-8")[-1:]
+        if len(tail) > 1 and last in _WHITE_SPACE and len(last.encode("utf-8")) < len(tail):
+            size = len(last.encode("utf-8"))
+            head, end = self._ordinary.encode_pieces([tail[:-size], tail[-size:]])
+            if tuple(head + end) not in seen:     # two tokens or more
+                result.append(head + end)
+        return result
+
+    def _covering(self, texts: list[bytes], size: int, whole: bool = False) -> Iterator[tuple[int, ...]]:
+        """For each of `texts` (UTF-8, encoded as encode_ordinary does; `whole`: any bytes, merged as one piece),
+        its first tokens up to the first that reaches byte `size` (every text holds that many bytes)."""
+        if not texts:
+            return
+        if whole:
+            encoded = self._ordinary.encode_pieces(texts)
+        else:
+            bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+            np.cumsum([len(t) for t in texts], out=bounds[1:])
+            data = b"".join(texts)
+            ids = self._ordinary.encode_documents_utf8(data, bounds)
+            lengths = self._ordinary.lengths_in(data, ids)
+            ends = np.cumsum(lengths)
+            if len(ends) and ends[-1] == len(data):     # the tokens cover the texts (a pattern may leave text out)
+                first = np.searchsorted(ends, bounds[:-1], side="right")        # each text's first token
+                stop = np.searchsorted(ends - lengths, bounds[:-1] + size, side="left")     # past its last needed
+                flat = ids.tolist()
+                for a, b in zip(first.tolist(), stop.tolist()):
+                    yield tuple(flat[a:b])
+                return
+            encoded = self._ordinary.encode_batch([t.decode("utf-8") for t in texts], num_threads=1)
+        vocab = self._ranks_by_id()
+        for seq in encoded:
+            covered = 0
+            for n, token in enumerate(seq):
+                covered += len(vocab[token])
+                if covered >= size:
+                    seq = seq[:n + 1]
+                    break
+            yield tuple(seq)
+
+    def _sorted_ranks(self) -> tuple[list[bytes], list[int], list[bool]]:
+        """The ranked tokens' bytes sorted, their ids in that order, and whether each is UTF-8 (made when first
+        asked for)."""
+        cached: tuple[list[bytes], list[int], list[bool]] | None = self.__dict__.get("_own_sorted")
+        if cached is None:
+            pairs = sorted(self._ranks().items())
+            ranked = [t for t, _ in pairs]
+            cached = self._own_sorted = (ranked, [i for _, i in pairs], [_is_utf8(t) for t in ranked])
+        return cached
+
+    def _ranks_by_id(self) -> Mapping[int, bytes]:
+        """{rank: token bytes} of the ranked tokens (no special token)."""
+        by_id: dict[int, bytes] | None = self.__dict__.get("_own_by_id")
+        if by_id is None:
+            by_id = self._own_by_id = {i: t for t, i in self._ranks().items()}
+        return by_id
+
+    def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
+        """The ids of the text (or bytes) merged as one piece: no pre-tokenizer, no special tokens (tiktoken's
+        private method of that name).
+
+        >>> _tiny()._encode_single_piece("ab ab")
+        [256, 32, 256]
+        """
+        if isinstance(text_or_bytes, str):
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        return self._ordinary.encode_pieces([bytes(text_or_bytes)])[0]
+
     def _ranks(self) -> dict[bytes, int]:
         """{token bytes: rank} of the ranks this encoding was made with, its own (made from the tokenizer's
         vocabulary when first asked for): like tiktoken's, which holds a copy, the answers do not follow a
@@ -387,6 +536,33 @@ class Encoding:
     def n_vocab(self) -> int:
         """max_token_value + 1 (ids in gaps have no token)."""
         return self.max_token_value + 1
+
+
+# the characters Rust's char::is_whitespace takes (Unicode's White_Space), which tiktoken's last step asks about
+_WHITE_SPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
+                         + "".join(map(chr, range(0x2000, 0x200B))))
+
+
+def _prefix_range(ranked: list[bytes], prefix: bytes) -> tuple[int, int]:
+    """[lo, hi): where the sorted byte strings `ranked` start with `prefix` (not empty)."""
+    lo = bisect.bisect_left(ranked, prefix)
+    head = prefix.rstrip(b"\xff")       # the strings that start with prefix sort before its successor
+    if not head:
+        return lo, len(ranked)
+    return lo, bisect.bisect_left(ranked, head[:-1] + bytes([head[-1] + 1]), lo)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _all_space(token: bytes | None) -> bool:
+    """Whether a ranked token's bytes are all spaces, tabs or newlines (not a special token: None)."""
+    return token is not None and not token.strip(b" \n\t")
 
 
 def _check_u32(value: int) -> None:

@@ -692,6 +692,33 @@ class Tokenizer:
         """
         return self.restricted_to(_NONE).encode(text)
 
+    def encode_pieces(self, pieces: Iterable[bytes]) -> list[list[int]]:
+        """The ids of each byte string merged as one pre-token: no pre-tokenizer, no special tokens, any bytes
+        (UTF-8 or not); tiktoken's byte_pair_encode (Encoding._encode_single_piece). A piece that is not bytes
+        (or a bytearray, a memoryview) is a TypeError naming its index.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> tok.encode_pieces([b"ab ab", b"", b"\\xffab"])
+        [[256, 32, 256], [], [255, 256]]
+        """
+        items = list(pieces)
+        for k, piece in enumerate(items):
+            if not isinstance(piece, (bytes, bytearray, memoryview)):
+                raise TypeError(f"pieces[{k}] must be bytes, got {type(piece).__name__}")
+        bounds = np.zeros(2, dtype=np.int64)
+
+        def run(core: BPECore) -> list[list[int]]:
+            out = IdBuffer()
+            result = []
+            for piece in items:
+                data = bytes(piece)
+                if data:
+                    bounds[1] = len(data)
+                    core.encode_pretokens(out, data, bounds)
+                result.append(out.take_list(self._id_objects))
+            return result
+        return self._pool.run(run)
+
     def show(self, text: str) -> TokenView:
         """(pieces, ids) of `text`: the ids encode gives and each token's text, where the bytes of a token that
         holds only part of a character are \\xNN escapes (bpe_fast.token_view; `bpe-fast show` draws them).

@@ -980,3 +980,84 @@ def test_bpe_fast_load_has_tiktoken_loads_public_functions():
     digest = tiktoken_load.hashlib.sha256(data).hexdigest()
     assert bpe_fast.load.check_hash(data, digest) is tiktoken_load.check_hash(data, digest) is True
     assert bpe_fast.load.check_hash(data, "0" * 64) is tiktoken_load.check_hash(data, "0" * 64) is False
+
+
+# ------------------------------------------------------------------------------------- encode_with_unstable
+
+def unstable(encoding, text, **keywords):
+    """encode_with_unstable's result, its completions as a sorted list (tiktoken's come from a hash set, in an
+    order that changes from run to run) with their count (so a sequence listed twice would show)."""
+    stable, completions = encoding.encode_with_unstable(text, **keywords)
+    assert isinstance(stable, list) and all(isinstance(seq, list) for seq in completions)
+    return stable, sorted(map(tuple, completions)), len(completions)
+
+
+UNSTABLE_TEXTS = [
+    "", "hello fant", "hello", "x<|endoftext|>", "x<|endoftext|>ab c", "a<|endoftext|> ", "don'", "I'm don't",
+    "12345", "3.1", "héllo wör", "日本語の", "😀", "a\u3000", "a\u3000\u3000", "abc\t", "x   \n", "x\r\n", "a\n\n",
+    "<|endofprompt|>x", "a..", "foo(", "ÀÉÎ", "a\u0301", "\n\n\n",
+    "a\n\t", " \n\t", "a\n\n\t",       # o200k: tokens of white space before the last piece are unstable too
+]
+
+
+@pytest.mark.parametrize("text", UNSTABLE_TEXTS)
+def test_encode_with_unstable_as_tiktoken(pair, text):
+    # the stable ids and the set of completions are tiktoken's, each completion listed once
+    same(pair, unstable, text)
+    same(pair, unstable, text, allowed_special="all")
+    same(pair, unstable, text, allowed_special={EOT}, disallowed_special=())
+
+
+@pytest.mark.parametrize("text", [" ", "a  b ", "hi\n \n "])
+def test_encode_with_unstable_of_trailing_white_space(text):
+    # the largest cases (a token that starts with a space: tens of thousands of completions), and the whitespace
+    # steps (tokens of spaces before the last piece; the last white-space character alone), on GPT-2's ranks
+    got = same(encodings("gpt2"), unstable, text, allowed_special="all")
+    assert got[0] == "ok" and got[1][2] > 10_000
+
+
+def test_encode_with_unstable_promises():
+    # tiktoken's docstring: the stable ids decode to a prefix of the text, and each completion after them to
+    # the text and more; examples worked by hand on a tiny encoding
+    enc = bpe_fast.encoding._tiny()
+    assert enc.encode_with_unstable("abc ab") == ([257, 32], [[256], [257]])       # "ab" may become "abc"
+    assert enc.encode_with_unstable("abc ab<|endoftext|>", allowed_special="all") == ([257, 32, 256, 258], [])
+    ours, _ = encodings("cl100k_base")
+    text = "Once upon a time, in a land far aw"
+    stable, completions = ours.encode_with_unstable(text)
+    assert text.encode().startswith(ours.decode_bytes(stable)) and ours.decode(stable) == "Once upon a time, in a land far"
+    assert completions and all(ours.decode_bytes(stable + seq).startswith(text.encode()) for seq in completions)
+    assert [ours.encode_single_token(" away")] in completions
+
+
+def test_encode_with_unstable_bad_input(pair):
+    # tiktoken's exceptions: a disallowed special token, a lone surrogate, allowed_special not a set
+    same(pair, unstable, f"a {EOT}")
+    same(pair, unstable, "a\ud800b")
+    same(pair, unstable, "ab", allowed_special=[EOT])
+
+
+def test_encode_with_unstable_of_a_token_that_finishes_a_character():
+    # a token that starts inside a character (b"\\xa9 x": the end of "é", then " x") finishes the text "é" into
+    # UTF-8 ("é x") that the pattern splits before merging, unlike the same bytes merged as one piece (tiktoken's
+    # way for bytes that are not UTF-8): with these ranks the two give different completions
+    ranks = {bytes([b]): b for b in range(256)} | {b"\xa9 ": 256, b"\xa9 x": 257}
+    pair = tuple(module.Encoding("t", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+                 for module in (bpe_fast, tiktoken))
+    got = same(pair, unstable, "é")
+    assert got[0] == "ok" and (195, 169) in got[1][1] and (195, 257) not in got[1][1]
+
+
+@FEW
+@given(st.lists(st.sampled_from(["a", "b", "ab", " ", "  ", "\n", "\t", "1", "é", "日", "'", "s", ".", EOT, "\u3000",
+                                 "the", " the", "\r\n"]), max_size=6).map(joined))
+def test_encode_with_unstable_random_text_gpt2(text):
+    same(encodings("gpt2"), unstable, text, allowed_special="all")
+
+
+@pytest.mark.parametrize("piece", ["hello world", "  !", "日本", b"\xe6\x97", b"\xff\xfe ab", "<|endoftext|>"])
+def test_encode_single_piece_as_tiktoken(pair, piece):
+    # tiktoken's private method (used by code that merges a piece without the pre-tokenizer): no regex split,
+    # no special tokens, any bytes. (Of b"", tiktoken's Rust panics; bpe_fast's gives [].)
+    same(pair, "_encode_single_piece", piece)
+    assert pair[0]._encode_single_piece(b"") == []

@@ -193,6 +193,18 @@ def test_merge_kernel_large_and_small_equal_oracle(tok, piece):
     assert tok._tables.merge_bytes(data) == expect
 
 
+@FEW
+@given(st.lists(st.binary(max_size=40) | st.text(alphabet="abtheo \n", max_size=300).map(str.encode), max_size=6))
+def test_encode_pieces_equals_oracle(tok, pieces):
+    # each piece merged whole (no pre-tokenizer: spaces and newlines inside merge too; any bytes), as the oracle's
+    # tiktoken rule merges it
+    ranks, ids = token_ranks(tok.merges), tok._ids_of
+    assert tok.encode_pieces(pieces) == [[ids[p] for p in merge_pretoken_tiktoken(data, ranks)] for data in pieces]
+    assert tok.encode_pieces(iter([bytearray(b"the"), memoryview(b"he")])) == [[ids[b"the"]], [ids[b"he"]]]
+    with pytest.raises(TypeError, match=r"pieces\[1\] must be bytes, got str"):
+        tok.encode_pieces([b"a", "b"])
+
+
 def test_cache_grows_to_its_maximum_then_resets_and_stays_correct(trained):
     tok = Tokenizer(*trained, special_tokens=[EOT])
     tok._pool.set_cache_bounds(8, 200, 32, 800)     # doubles twice (8 -> 16 -> 32 entries), then resets
