@@ -1,6 +1,6 @@
 """Encoding a large file into a .npy token array, over several workers, in bounded memory.
 
-The file is cut at the same safe points as for training (chunking.py): a special token's start, or,
+A plain text file is cut at the same safe points as for training (chunking.py): a special token's start, or,
 for the built-in patterns, a space after a printable ASCII character. Encoding each range alone and
 concatenating equals encoding the whole text. Workers encode ranges; the caller writes the arrays in
 file order into a temporary .npy next to the output, fixes its header, and renames it when complete.
@@ -9,23 +9,31 @@ With the built-in patterns the workers are threads: the native encoder runs with
 takes its own encoder from the tokenizer (bpe_fast.Tokenizer), and the arrays reach the writer without
 being copied. With other patterns, pre-tokenizing with `regex` holds the GIL, so the workers are processes
 (bpe_fast.procs.worker_pool).
+
+Any other input bpe_fast.inputs reads (a compressed file, JSON lines, Parquet, a pipe) is read as training reads
+it, in batches of documents (encode_stream): each document encoded alone, the arrays concatenated in order.
 """
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import tokenize
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING, Any
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
-from .chunking import chunk_boundaries
-from .inputs import CorpusDecodeError, check_errors, check_input_file, line_of, not_plain_text
+from .chunking import chunk_boundaries, cuts_at_spaces
+from .inputs import (Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
+                     check_input_file, line_of, read_batches, resolve_inputs)
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
+from .pretokenize import check_documents_utf8
 from .procs import check_chunk_bytes, check_num_processes, check_progress, result_of, thread_pool, worker_pool
 from ._types import StrPath
 
@@ -37,6 +45,10 @@ _CHUNKS_PER_WORKER = 16     # at least this many ranges a worker, so that the wo
 _IN_PROCESS_BYTES = 1 << 20
 _WRITEBACK_BYTES = 8 << 20  # the output is handed to the disk this many bytes at a time as it grows
 _HEADER_BYTES = 128          # room for any 1-D shape; rewritten in place with the real length
+_BATCHES_PER_THREAD = 2      # batches in flight a thread (encode_stream): bounds the memory held by encoded batches
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 _tokenizer: Any = None       # in a worker process: the tokenizer, inherited from the caller (fork) or passed once
 _scratch: Any = None         # in a worker process: its _Scratch
@@ -118,34 +130,54 @@ def check_dtype(dtype: DTypeLike | None, vocab_size: int) -> np.dtype[Any]:
 
 def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath, *, num_processes: int | None = None,
                 dtype: DTypeLike | None = None, errors: str = "strict", chunk_bytes: int | None = None,
+                text_field: str = "text", text_column: str = "text",
                 progress: Callable[[str, int, int], object] | None = None) -> int:
-    """Encode a UTF-8 text file into a .npy array of token ids (load it with np.load(path, mmap_mode="r")).
+    """Encode a corpus file into a .npy array of token ids (load it with np.load(path, mmap_mode="r")).
 
-    The array equals tokenizer.encode(whole text). dtype defaults to uint16 when the vocab fits, else
-    uint32. The output appears only when complete (written to a temporary name, then renamed).
+    A plain UTF-8 text file is one document: the array equals tokenizer.encode(whole text), encoded by byte
+    ranges on several workers. Any other file is read as training reads it (bpe_fast.inputs: .gz/.bz2/.xz/.zst,
+    JSON lines taking their text from `text_field`, which also decides whether a .json file is JSON lines,
+    Parquet from `text_column`): each document encoded alone, the ids concatenated in order.
+    dtype defaults to uint16 when the vocab fits, else uint32. The output appears only when complete (written to
+    a temporary name, then renamed).
     num_processes: how many workers encode at once (None: one per CPU core); threads of this process for
     the built-in patterns, processes for other patterns (see the module docstring). progress, if given, is
     called as progress("encode", bytes_done, bytes_total). Returns the number of tokens written.
     """
     input_path = check_input_file(input_path)
-    kind = not_plain_text(input_path)
-    if kind is not None:    # its raw bytes were cut into ranges and encoded: gzip's bytes as text
-        raise ValueError(f"{input_path}: {kind}; encode_file reads a plain text file by byte ranges: "
-                         f"bpe_fast.encode_files([path], out_dir, tokenizer) reads every kind of input")
-    return encode_text_file(tokenizer, input_path, output_path, num_processes=num_processes, dtype=dtype,
-                            errors=errors, chunk_bytes=chunk_bytes, progress=progress)
+    for name, value in (("text_field", text_field), ("text_column", text_column)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    source = resolve_inputs(input_path, text_field)[0]     # (an existing file: itself, by the readers' own rule)
+    if isinstance(source, TextFile):
+        return encode_text_file(tokenizer, source.path, output_path, num_processes=num_processes, dtype=dtype,
+                                errors=errors, chunk_bytes=chunk_bytes, progress=progress)
+    _check_output_folder(output_path)
+    chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
+    check_progress(progress)
+    count = encode_stream(tokenizer, source, output_path, dtype=check_dtype(dtype, tokenizer.vocab_size),
+                          errors=check_errors(errors), text_field=text_field, text_column=text_column,
+                          num_threads=check_num_processes(num_processes), batch_bytes=chunk_bytes)
+    if progress is not None:
+        size = os.path.getsize(input_path) if os.path.isfile(input_path) else 0
+        progress("encode", size, size)
+    return count
+
+
+def _check_output_folder(output_path: StrPath) -> None:
+    folder = os.path.dirname(os.path.abspath(os.fspath(output_path)))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, "output folder does not exist", folder)
 
 
 def encode_text_file(tokenizer: Tokenizer, input_path: str, output_path: StrPath, *, num_processes: int | None = None,
                      dtype: DTypeLike | None = None, errors: str = "strict", chunk_bytes: int | None = None,
                      progress: Callable[[str, int, int], object] | None = None) -> int:
     """encode_file of an existing file its caller found to be a plain text file (a bpe_fast.inputs.TextFile, as
-    resolved with the caller's text_field: a .json file of records under another field is text), without
-    encode_file's own check (which sniffs a .json file with the default text_field)."""
+    resolved with the caller's text_field: a .json file of records under another field is text), read by byte
+    ranges without resolving it again."""
     output_path = os.fspath(output_path)
-    folder = os.path.dirname(os.path.abspath(output_path))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(2, "output folder does not exist", folder)
+    _check_output_folder(output_path)
     dtype = check_dtype(dtype, tokenizer.vocab_size)
     errors = check_errors(errors)
     num_processes = check_num_processes(num_processes)
@@ -227,6 +259,69 @@ def _encoded_ranges(tokenizer: Tokenizer, path: str, ranges: Sequence[tuple[int,
             if j < len(ranges):
                 futures[j] = executor.submit(task, *first, path, *ranges[j], dtype, errors)  # type: ignore[call-arg]
             yield start, end, ids
+
+
+def encode_stream(tokenizer: Tokenizer, source: Stream, output_path: StrPath, *, dtype: np.dtype[Any], errors: str,
+                  separator: int | None = None, text_field: str = "text", text_column: str = "text",
+                  num_threads: int = 1, batch_bytes: int = DEFAULT_CHUNK_BYTES) -> int:
+    """Encode a Stream (bpe_fast.inputs: a compressed text file, JSON lines, Parquet, a pipe) into a .npy at
+    output_path (atomically): each document encoded alone (tokenizer.encode), the ids concatenated in order,
+    `separator` (an id, or None) after each (a text Stream is one document: after its last piece). Batches of
+    about batch_bytes are encoded on num_threads threads. Arguments already checked; returns the number of ids."""
+    batches = read_batches(source, Budget(), batch_bytes, tuple(tokenizer.special_tokens),
+                           cuts_at_spaces(tokenizer.pattern), text_field, text_column, errors)
+
+    one_document = source.kind == "text"       # its batches are pieces: the separator goes after the last
+    after_each = None if one_document else separator
+
+    def encode(batch: Batch) -> NDArray[Any]:
+        return _encode_batch(tokenizer, batch, dtype, errors, after_each)
+
+    with contextlib.closing(batches), contextlib.closing(_in_order(encode, batches, num_threads)) as encoded:
+        arrays = encoded
+        if one_document and separator is not None:
+            arrays = itertools.chain(encoded, [np.array([separator], dtype=dtype)])
+        with atomic_output(output_path) as out:
+            return write_npy(out, dtype, arrays)
+
+
+def _in_order(func: Callable[[_T], _R], items: Iterable[_T], num_threads: int) -> Generator[_R, None, None]:
+    """map(func, items) on num_threads threads, results in order, a few items in flight."""
+    if num_threads == 1:
+        yield from map(func, items)
+        return
+    with thread_pool(num_threads, "bpe_fast-encode") as pool:
+        pending: deque[Future[_R]] = deque()
+        for item in items:
+            pending.append(pool.submit(func, item))
+            if len(pending) >= _BATCHES_PER_THREAD * num_threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def _encode_batch(tokenizer: Tokenizer, batch: Batch, dtype: np.dtype[Any], errors: str,
+                  separator: int | None) -> NDArray[Any]:
+    """The ids of a Batch's documents (inputs.Batch), each encoded alone, concatenated (with the separator after
+    each, unless None), as an array of dtype."""
+    data, bounds, _ = batch
+    try:
+        check_documents_utf8(data, bounds)
+    except UnicodeDecodeError as exc:
+        if errors == "strict":
+            raise batch_decode_error(batch, exc) from None
+        data, bounds = _replace_invalid(data, bounds)
+    return tokenizer.encode_documents_utf8(data, bounds, dtype, separator)
+
+
+def _replace_invalid(data: bytes, bounds: NDArray[np.int64]) -> tuple[bytes, NDArray[np.int64]]:
+    """(data, bounds) with each document's invalid UTF-8 replaced by U+FFFD, a document at a time (as decoding
+    each alone does)."""
+    edges = bounds.tolist()
+    parts = [data[s:e].decode("utf-8", "replace").encode("utf-8") for s, e in zip(edges[:-1], edges[1:])]
+    new = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=new[1:])
+    return b"".join(parts), new
 
 
 # What numpy's .npy header reader raises for a damaged header: a header whose brackets do not close is read

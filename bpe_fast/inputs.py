@@ -394,18 +394,6 @@ def _prefix_holds_string(text: str, text_field: str) -> bool:
         at += 1
 
 
-def not_plain_text(path: str) -> str | None:
-    """What the existing file `path` is when it is not a plain text file that can be read by byte ranges ("a .gz
-    file", "a JSON lines file", "a Parquet file", "not a regular file (a pipe?)"), else None."""
-    source = _source_of(path)
-    if isinstance(source, TextFile):
-        return None
-    if source.kind == "text":
-        compression = _split_suffix(path)[1]
-        return f"a {compression} file" if compression else "not a regular file (a pipe?)"
-    return {"jsonl": "a JSON lines file", "parquet": "a Parquet file"}.get(source.kind, f"a {source.kind} input")
-
-
 def plain_pipe(source: TextFile | Stream) -> str | None:
     """The path of `source` when it is a pipe (<(cmd), /dev/stdin) of uncompressed text, read as it comes
     (_source_of), else None."""

@@ -33,26 +33,20 @@ import json
 import os
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
-from concurrent.futures import Future
 from typing import Any, NoReturn, TypeVar, Union
 
 import numpy as np
-from numpy.typing import DTypeLike, NDArray
+from numpy.typing import DTypeLike
 
 from .atomic import atomic_output, staged_target
-from .chunking import cuts_at_spaces
-from .file_encoding import DEFAULT_CHUNK_BYTES, NPY_HEADER_ERRORS, check_dtype, encode_text_file, write_npy
-from .inputs import (COMPRESSIONS, Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
-                     line_of, read_batches, resolve_inputs)
-from .pretokenize import check_documents_utf8
-from .procs import check_num_processes, check_progress, thread_pool
+from .file_encoding import DEFAULT_CHUNK_BYTES, NPY_HEADER_ERRORS, check_dtype, encode_stream, encode_text_file
+from .inputs import COMPRESSIONS, CorpusDecodeError, Stream, TextFile, check_errors, line_of, resolve_inputs
+from .procs import check_num_processes, check_progress
 from ._types import StrPath
 from .tokenizer import Tokenizer
 
 _T = TypeVar("_T")
-_R = TypeVar("_R")
 # (dtype, errors, separator id or None, text_field, text_column)
 _Options = tuple[np.dtype[Any], str, Union[int, None], str, str]
 
@@ -63,7 +57,6 @@ _INDEX_FORMAT = "bpe_fast.shards"
 _INDEX_VERSION = 1
 _SETTINGS = ("tokenizer_sha256", "separator", "text_field", "text_column")   # what the arrays depend on
 _INDEX_EVERY = 30.0             # seconds between the index.json writes of a run (see encode_files)
-_BATCHES_PER_THREAD = 2         # batches in flight a thread: bounds the memory held by encoded batches
 
 
 def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer: Tokenizer, *, client: Any = None,
@@ -432,60 +425,9 @@ def _encode_shard(tokenizer: Tokenizer, source: TextFile | Stream, out_path: str
             return encode_text_file(tokenizer, source.path, out_path, num_processes=num_workers, dtype=dtype,
                                     errors=errors, progress=progress)
         source = Stream("text", source.path, source.path)     # one document, then the separator
-    batches = read_batches(source, Budget(), DEFAULT_CHUNK_BYTES, tuple(tokenizer.special_tokens),
-                           cuts_at_spaces(tokenizer.pattern), text_field, text_column, errors)
-
-    one_document = source.kind == "text"       # its batches are pieces: the separator goes after the last
-    after_each = None if one_document else separator
-
-    def encode(batch: Batch) -> NDArray[Any]:
-        return _encode_batch(tokenizer, batch, dtype, errors, after_each)
-
-    with contextlib.closing(batches), contextlib.closing(_in_order(encode, batches, num_workers)) as encoded:
-        arrays = encoded
-        if one_document and separator is not None:
-            arrays = itertools.chain(encoded, [np.array([separator], dtype=dtype)])
-        with atomic_output(out_path) as out:
-            return write_npy(out, dtype, arrays)
-
-
-def _in_order(func: Callable[[_T], _R], items: Iterable[_T], num_threads: int) -> Generator[_R, None, None]:
-    """map(func, items) on num_threads threads, results in order, a few items in flight."""
-    if num_threads == 1:
-        yield from map(func, items)
-        return
-    with thread_pool(num_threads, "bpe_fast-shard") as pool:
-        pending: deque[Future[_R]] = deque()
-        for item in items:
-            pending.append(pool.submit(func, item))
-            if len(pending) >= _BATCHES_PER_THREAD * num_threads:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-
-
-def _encode_batch(tokenizer: Tokenizer, batch: Batch, dtype: np.dtype[Any], errors: str,
-                  separator: int | None) -> NDArray[Any]:
-    """The ids of a Batch's documents (inputs.Batch), each encoded alone, concatenated (with the separator after
-    each, unless None), as an array of dtype."""
-    data, bounds, _ = batch
-    try:
-        check_documents_utf8(data, bounds)
-    except UnicodeDecodeError as exc:
-        if errors == "strict":
-            raise batch_decode_error(batch, exc) from None
-        data, bounds = _replace_invalid(data, bounds)
-    return tokenizer.encode_documents_utf8(data, bounds, dtype, separator)
-
-
-def _replace_invalid(data: bytes, bounds: NDArray[np.int64]) -> tuple[bytes, NDArray[np.int64]]:
-    """(data, bounds) with each document's invalid UTF-8 replaced by U+FFFD, a document at a time (as decoding
-    each alone does)."""
-    edges = bounds.tolist()
-    parts = [data[s:e].decode("utf-8", "replace").encode("utf-8") for s, e in zip(edges[:-1], edges[1:])]
-    new = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in parts], out=new[1:])
-    return b"".join(parts), new
+    return encode_stream(tokenizer, source, out_path, dtype=dtype, errors=errors, separator=separator,
+                         text_field=text_field, text_column=text_column, num_threads=num_workers,
+                         batch_bytes=DEFAULT_CHUNK_BYTES)
 
 
 # ---- on a Dask cluster -------------------------------------------------------------------------------------

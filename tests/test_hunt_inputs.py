@@ -156,3 +156,35 @@ def test_count_refuses_caps_with_dask_by_their_flags_before_connecting(tmp_path,
     err = capsys.readouterr().err
     assert code == 1 and f"{named} is not supported with --dask-scheduler" in err, err
     assert not (tmp_path / "c.npz").exists()
+
+
+def test_encode_file_reads_json_lines_under_the_callers_text_field(tok, tmp_path):
+    # encode_file had no text_field: code.json of {"code": ...} records was sniffed with "text", found to be text,
+    # and its raw JSON (keys, quotes and all) encoded, where training and encode_files read the records
+    import gzip
+    from bpe_fast import encode_file
+    path = _records(tmp_path / "code.json", "code")
+    want = [i for d in DOCS for i in _ids(tok, d)]
+    out = tmp_path / "o.npy"
+    assert encode_file(tok, path, out, text_field="code") == len(want)
+    assert np.load(out).tolist() == want
+    # the same records in every other form give the same ids
+    (tmp_path / "code.jsonl.gz").write_bytes(gzip.compress(path.read_bytes()))
+    assert encode_file(tok, tmp_path / "code.jsonl.gz", out, text_field="code") == len(want)
+    assert np.load(out).tolist() == want
+    # by the rule, with the default field the file is text: its raw JSON, as training reads it
+    assert encode_file(tok, path, out) == len(_ids(tok, path.read_text()))
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".npy")] == ["o.npy"]
+
+
+def test_encode_file_reads_parquet_under_the_callers_text_column(tok, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from bpe_fast import encode_file
+    pq.write_table(pa.table({"body": DOCS}), tmp_path / "d.parquet")
+    out = tmp_path / "o.npy"
+    with pytest.raises(ValueError, match=r"d.parquet: no column 'text'"):
+        encode_file(tok, tmp_path / "d.parquet", out)
+    assert not out.exists()
+    encode_file(tok, tmp_path / "d.parquet", out, text_column="body")
+    assert np.load(out).tolist() == [i for d in DOCS for i in _ids(tok, d)]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bpe_fast import GPT2_PATTERN, Tokenizer, encode_files, train_bpe
-from bpe_fast import shards as shards_module
+from bpe_fast import file_encoding, shards as shards_module
 from bpe_fast.inputs import CorpusDecodeError, InputError
 from bpe_fast.shards import INDEX_FILE, complete_length, output_name
 
@@ -435,7 +435,7 @@ def test_other_errors_name_the_shard(tok, tmp_path, monkeypatch):
     def fail(*args):
         raise MemoryError()
 
-    monkeypatch.setattr(shards_module, "_encode_batch", fail)
+    monkeypatch.setattr(file_encoding, "_encode_batch", fail)    # (encode_stream encodes a shard's batches)
     with pytest.raises(RuntimeError, match=rf"encoding {path} into .*a\.npy failed: MemoryError") as info:
         encode_files(path, tmp_path / "out", tok, text_field="body")
     assert isinstance(info.value.__cause__, MemoryError)
