@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
 import io
 import math
 import os
@@ -831,9 +832,9 @@ def _not_a_file(path: str) -> str:
 def cmd_report(args: argparse.Namespace) -> None:
     import pathlib
     from .html_report import write_report
-    for path in args.eval:
-        if not os.path.isfile(path):        # (not a pipe either: the report reads each text once a tokenizer)
-            raise CliError(f"--eval {path}: {_not_a_file(path)}")
+    for path in args.eval:      # read as the other commands read their inputs (bpe_fast.inputs), folders and globs too
+        if not (os.path.isfile(path) or os.path.isdir(path) or not os.path.exists(path) and glob.has_magic(path)):
+            raise CliError(f"--eval {path}: {_not_a_file(path)}")   # (not a pipe: read once a tokenizer)
     _check_output_folder(args.output)
     if os.path.isdir(args.output):      # before the text is encoded, not when the page is written
         raise CliError(f"-o {args.output}: is a folder; give the page to write (REPORT.html)")
@@ -865,7 +866,8 @@ def cmd_report(args: argparse.Namespace) -> None:
         names = [args.tokenizer, args.against]
     start = time.perf_counter()
     result = write_report(tokenizer, [pathlib.Path(p) for p in args.eval], args.output, name=names[0],
-                          against=against, against_name=names[1] or "against", png_dir=args.png, errors=args.errors)
+                          against=against, against_name=names[1] or "against", png_dir=args.png, errors=args.errors,
+                          text_field=args.text_field, text_column=args.text_column)
     took = time.perf_counter() - start
     for name, size, bpt, tpw in zip(result["names"], result["full_sizes"], result["bytes_per_token"],
                                     result["tokens_per_word"]):
@@ -1014,7 +1016,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="an HTML report: compression at every vocabulary size and by script, token lengths, "
                             "merges, unused and frequent tokens")
     p.add_argument("-t", "--tokenizer", required=True, metavar="DIR", help=_TOKENIZER_HELP)
-    p.add_argument("--eval", required=True, nargs="+", metavar="FILE", help="UTF-8 text files to evaluate on")
+    p.add_argument("--eval", required=True, nargs="+", metavar="FILE",
+                   help="the text to evaluate on: files of any kind train reads (.gz, .bz2, .xz, .zst too, .jsonl, "
+                        ".parquet), directories, globs")
     p.add_argument("-o", "--output", required=True, metavar="REPORT.html")
     p.add_argument("--against", metavar="DIR2",
                    help="a second tokenizer (folder, e.g. GPT-2's vocab.json and merges.txt, or tokenizer.json) "
@@ -1022,6 +1026,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--png", metavar="DIR", help="also write the charts as PNG files into DIR (needs matplotlib)")
     p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                    help="invalid UTF-8 in an --eval file: fail (strict) or substitute U+FFFD (replace)")
+    p.add_argument("--text-field", default="text", metavar="NAME",
+                   help="JSON lines (.jsonl, and .json files of records): the field holding the text (default: text)")
+    p.add_argument("--text-column", default="text", metavar="NAME",
+                   help="Parquet: the column holding the text (default: text)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("synth", parents=[common], help="generate a TinyStories-like or web-like corpus")

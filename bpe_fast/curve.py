@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._inspect import count_words, merge_forest, propagate, tally_tokens
-from .inputs import CorpusDecodeError
+from .inputs import CorpusDecodeError, read_documents
 from .specials import shared_ids
 
 if TYPE_CHECKING:
@@ -169,21 +169,21 @@ def merge_trees(tokenizer: Tokenizer) -> MergeTrees:
 
 # ------------------------------------------------------------------------------------- evaluation text
 
-def read_texts(texts_or_paths: Texts) -> Iterator[tuple[str, bytes]]:
-    """(name, bytes) of each evaluation text: an os.PathLike is a file to read, a str is the text itself, bytes
-    are its UTF-8. One str, bytes or path alone is one text. An empty text is a ValueError naming it. The bytes
-    are not checked here: encode_ids checks them as it encodes."""
+def read_texts(texts_or_paths: Texts, text_field: str = "text", text_column: str = "text",
+               errors: str = "strict") -> Iterator[tuple[str, bytes, NDArray[np.int64]]]:
+    """(name, data, bounds) of each evaluation text: document k of it is data[bounds[k]:bounds[k + 1]]. An
+    os.PathLike is an input to read as training reads it (bpe_fast.inputs.read_documents: a file of any kind, a
+    folder or a glob; a text file, compressed or not, is one document, JSON lines' text_field and Parquet's
+    text_column one a line or row), a text each file; a str is the text itself, bytes are its UTF-8. One str,
+    bytes or path alone is one text. An empty text is a ValueError naming it. A text file's bytes are not
+    checked here: encode_ids checks them as it encodes."""
     if isinstance(texts_or_paths, (str, bytes, bytearray, memoryview, os.PathLike)):
         texts_or_paths = [texts_or_paths]
     count = 0
     for k, item in enumerate(texts_or_paths):
-        count += 1
         if isinstance(item, os.PathLike):
-            name = os.fspath(item)
-            with open(name, "rb") as f:
-                data = f.read()
+            texts = read_documents(os.fspath(item), text_field, text_column, errors)
         elif isinstance(item, str):
-            name = f"text {k}"
             if len(item) < 4096 and "\n" not in item and os.path.isfile(item):
                 warnings.warn(f"{item!r} is taken as the text itself; pass pathlib.Path({item!r}) to read the "
                               f"file", stacklevel=3)
@@ -191,13 +191,17 @@ def read_texts(texts_or_paths: Texts) -> Iterator[tuple[str, bytes]]:
                 data = item.encode("utf-8")
             except UnicodeEncodeError:      # lone surrogates: U+FFFD, as encode does
                 data = item.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+            texts = iter([(f"text {k}", data, np.array([0, len(data)], dtype=np.int64))])
         elif isinstance(item, (bytes, bytearray, memoryview)):
-            name, data = f"text {k}", bytes(item)
+            data = bytes(item)
+            texts = iter([(f"text {k}", data, np.array([0, len(data)], dtype=np.int64))])
         else:
             raise TypeError(f"item {k}: expected a path (os.PathLike), a str or bytes, got {type(item).__name__}")
-        if not data:
-            raise ValueError(f"{name}: the evaluation text is empty")
-        yield name, data
+        for name, data, bounds in texts:
+            count += 1
+            if not data:
+                raise ValueError(f"{name}: the evaluation text is empty")
+            yield name, data, bounds
     if count == 0:
         raise ValueError("no evaluation text given")
 
@@ -308,10 +312,14 @@ def _size_rows(vocab_sizes: Iterable[int], trees: MergeTrees) -> NDArray[np.int6
     return np.array(sizes, dtype=np.int64)
 
 
-def encode_ids(tokenizer: Tokenizer, name: str, data: bytes, errors: str = "strict") -> tuple[bytes, NDArray[Any]]:
+def encode_ids(tokenizer: Tokenizer, name: str, data: bytes, errors: str = "strict",
+               bounds: NDArray[np.int64] | None = None) -> tuple[bytes, NDArray[Any]]:
     """(data, ids): the evaluation text `data` (bytes) and its ids (encode_utf8_to_numpy, which checks the
     UTF-8 as it goes). Invalid UTF-8 is a CorpusDecodeError naming `name` and the byte offset; with
-    errors="replace" it becomes U+FFFD (the data returned is then the replaced text's)."""
+    errors="replace" it becomes U+FFFD (the data returned is then the replaced text's). bounds: the documents
+    of data (read_texts), each encoded alone; several are valid UTF-8 already (JSON lines, Parquet rows)."""
+    if bounds is not None and len(bounds) > 2:
+        return data, tokenizer.encode_documents_utf8(data, bounds)
     try:
         return data, tokenizer.encode_utf8_to_numpy(data)
     except UnicodeDecodeError as exc:
@@ -322,7 +330,7 @@ def encode_ids(tokenizer: Tokenizer, name: str, data: bytes, errors: str = "stri
 
 
 def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool = False, errors: str = "strict",
-                 trees: MergeTrees | None = None) -> TextAnalysis:
+                 trees: MergeTrees | None = None, text_field: str = "text", text_column: str = "text") -> TextAnalysis:
     """Encode the evaluation texts once (each alone, special tokens matched) and tally the ids: a TextAnalysis.
     Arguments as compression_curve's; trees: merge_trees(tokenizer), if already made."""
     if errors not in ("strict", "replace"):
@@ -340,13 +348,18 @@ def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool
     holders = {i: vocab[i].decode("utf-8", "replace") for name, i in specials.items()
                if vocab[i] != name.encode("utf-8")}
     shared_counts = {i: {name: 0 for name, j in specials.items() if j == i} for i in shared_ids(specials, holders)}
-    for name, data in read_texts(texts_or_paths):
-        data, ids = encode_ids(tokenizer, name, data, errors)
+    for name, data, bounds in read_texts(texts_or_paths, text_field, text_column, errors):
+        data, ids = encode_ids(tokenizer, name, data, errors, bounds)
         if shared_counts:
             _tally_shared(tokenizer, data, ids, trees.lengths, table, counts, class_bytes, shared_counts)
         else:
             tally_tokens(data, ids, trees.lengths, table, counts, class_bytes, _SPACE, _CJK, _PUNCT)
-        words += count_words(data, table, _SPACE, _CJK, _PUNCT)
+        if len(bounds) > 2:             # documents: a word never runs on into the next
+            edges = bounds.tolist()
+            view = memoryview(data)
+            words += sum(count_words(view[a:b], table, _SPACE, _CJK, _PUNCT) for a, b in zip(edges[:-1], edges[1:]))
+        else:
+            words += count_words(data, table, _SPACE, _CJK, _PUNCT)
         sources.append((name, len(data), len(ids)))
     return TextAnalysis(trees, counts, class_bytes, words, sources, shared_counts)
 
@@ -379,15 +392,18 @@ def _tally_shared(tokenizer: Tokenizer, data: bytes, ids: NDArray[Any], lengths:
 
 
 def compression_curve(tokenizer: Tokenizer, texts_or_paths: Texts, vocab_sizes: Iterable[int] | None = None, *,
-                      by_script: bool = False, errors: str = "strict") -> CompressionCurve:
+                      by_script: bool = False, errors: str = "strict", text_field: str = "text",
+                      text_column: str = "text") -> CompressionCurve:
     """Bytes per token (and tokens per word) of the evaluation text at every vocabulary size from 256 + the
     special tokens (the tokens no merge makes) to the tokenizer's full size (or at `vocab_sizes`), from one
     encoding pass: a
     CompressionCurve. Equal to encoding the text with the tokenizer cut to each size (its first merged tokens;
     see bpe_fast.curve for how, and why it is exact).
 
-    texts_or_paths: a text (str), its UTF-8 (bytes), a file (pathlib.Path or any os.PathLike), or an iterable
-    of those; each is encoded alone, special tokens matched (one token at every size). by_script: also the
+    texts_or_paths: a text (str), its UTF-8 (bytes), a file (pathlib.Path or any os.PathLike: of any kind
+    training reads, a folder or a glob too; JSON lines' text under text_field, Parquet's under text_column, each
+    line or row a document), or an iterable of those; each is encoded alone, special tokens matched (one token
+    at every size). by_script: also the
     curve of each script class (CompressionCurve.scripts). Invalid UTF-8 in a file is a CorpusDecodeError naming
     it and the byte offset (errors="replace": U+FFFD); an empty text is a ValueError naming it.
 
@@ -398,4 +414,5 @@ def compression_curve(tokenizer: Tokenizer, texts_or_paths: Texts, vocab_sizes: 
     >>> curve.vocab_sizes.tolist(), curve.tokens.tolist(), curve.bytes_per_token.tolist()
     ([256, 257, 258], [5, 3, 2], [1.0, 1.6666666666666667, 2.5])
     """
-    return analyze_text(tokenizer, texts_or_paths, by_script=by_script, errors=errors).curve(vocab_sizes)
+    return analyze_text(tokenizer, texts_or_paths, by_script=by_script, errors=errors, text_field=text_field,
+                        text_column=text_column).curve(vocab_sizes)

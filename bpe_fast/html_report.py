@@ -386,12 +386,13 @@ class Side:
         return int(self.curve.vocab_sizes[-1])
 
 
-def _analyze(name, tokenizer, texts, errors, colour):
+def _analyze(name, tokenizer, texts, errors, colour, text_field="text", text_column="text"):
     try:
         trees = merge_trees(tokenizer)
     except ValueError as exc:           # a merge list the curve is not defined for: which tokenizer's
         raise ValueError(f"{name}: {exc}") from None
-    analysis = analyze_text(tokenizer, texts, by_script=True, errors=errors, trees=trees)
+    analysis = analyze_text(tokenizer, texts, by_script=True, errors=errors, trees=trees, text_field=text_field,
+                            text_column=text_column)
     return Side(name, tokenizer, analysis, analysis.curve(), colour, getattr(tokenizer, "training", None))
 
 
@@ -694,10 +695,12 @@ svg .legend { font-size: 11px; fill: #333; } svg .mark { font-size: 11px; }
 
 def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.PathLike[str], *,
                  name: str = "tokenizer", against: Tokenizer | None = None, against_name: str = "against",
-                 png_dir: str | None = None, errors: str = "strict") -> dict[str, Any]:
+                 png_dir: str | None = None, errors: str = "strict", text_field: str = "text",
+                 text_column: str = "text") -> dict[str, Any]:
     """Write the HTML report on `tokenizer` (and `against`, on the same text) to `output`, atomically; with
-    png_dir, also its charts as PNG files there (matplotlib needed). texts_or_paths as
-    bpe_fast.compression_curve takes them. Returns a dict of the main figures and the notes (for the CLI).
+    png_dir, also its charts as PNG files there (matplotlib needed). texts_or_paths (and text_field,
+    text_column) as bpe_fast.compression_curve takes them. Returns a dict of the main figures and the notes (for
+    the CLI).
 
     >>> import pathlib, tempfile
     >>> from bpe_fast import Tokenizer
@@ -712,10 +715,10 @@ def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.P
     name, against_name = (n.encode("utf-8", "backslashreplace").decode("utf-8") for n in (name, against_name))
     texts = ([texts_or_paths] if isinstance(texts_or_paths, (str, bytes, bytearray, memoryview, os.PathLike))
              else list(texts_or_paths))         # one text, as compression_curve takes it, or several
-    sides = [_analyze(name, tokenizer, texts, errors, _COLOURS[0])]
+    sides = [_analyze(name, tokenizer, texts, errors, _COLOURS[0], text_field, text_column)]
     notes = []
     if against is not None:
-        sides.append(_analyze(against_name, against, texts, errors, _COLOURS[1]))
+        sides.append(_analyze(against_name, against, texts, errors, _COLOURS[1], text_field, text_column))
         if not _same_pre_tokens(against.pattern, tokenizer.pattern):
             notes.append(f"The two tokenizers pre-tokenize with different patterns ({_pattern_name(tokenizer.pattern)}"
                          f" and {_pattern_name(against.pattern)}): their tokens differ in where they may be cut, "

@@ -584,6 +584,31 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
         yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
 
 
+def read_documents(inputs: object, text_field: str = "text", text_column: str = "text",
+                   errors: str = "strict") -> Iterator[tuple[str, bytes, NDArray[np.int64]]]:
+    """(name, data, bounds) of each file of `inputs` (a path, a folder, a glob or a list of them, resolved as
+    resolve_inputs resolves them), read whole by the readers of its kind: document k is data[bounds[k]:bounds[k +
+    1]]. A text file, compressed or not, is one document, its bytes as they are (not checked: the caller decodes
+    them, naming the offset); JSON lines and Parquet rows are UTF-8 (errors: what invalid UTF-8 in a JSON line
+    gets, see read_batches). For readers that take a file's text at once (bpe-fast report's evaluation text)."""
+    for source in resolve_inputs(inputs, text_field):
+        if isinstance(source, TextFile):
+            with open(source.path, "rb") as f:
+                data = f.read()
+            yield source.path, data, np.array([0, len(data)], dtype=np.int64)
+            continue
+        batches = list(read_batches(source, Budget(), _READ_BYTES, (), False, text_field, text_column, errors))
+        data = b"".join(batch.data for batch in batches)
+        if source.kind == "text":           # the pieces of one document
+            yield source.name, data, np.array([0, len(data)], dtype=np.int64)
+            continue
+        bounds, base = [np.zeros(1, dtype=np.int64)], 0
+        for batch in batches:
+            bounds.append(batch.bounds[1:] + base)
+            base += len(batch.data)
+        yield source.name, data, np.concatenate(bounds)
+
+
 _DAMAGE_READ = 1 << 16      # the reads that find how far a damaged file decompresses
 
 

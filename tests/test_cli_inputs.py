@@ -315,3 +315,35 @@ def test_no_public_name_is_shadowed_by_a_submodule(tmp_path):
             "assert not bad, bad\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+def _report_figures(err):
+    """The figures report prints (the lines naming the tokenizer and the bytes read), without its timing."""
+    return [line.split(" in ")[0] for line in err.splitlines() if "bytes per token" in line or "report on" in line]
+
+
+def test_report_reads_every_kind_of_eval_input_as_the_other_commands_do(tmp_path, shards, docs, capsys):
+    # report --eval x.gz encoded gzip's compressed bytes as text (most of them invalid UTF-8: a decode error, or
+    # with --errors replace a report on U+FFFDs); --eval took only plain files, none of the other commands' kinds
+    code, err = run(["train", str(shards / "b.txt"), "--vocab-size", "300", "--special-token", EOT, "-o",
+                     str(tmp_path / "t")], capsys)
+    assert code == 0, err
+    tok = Tokenizer.load(tmp_path / "t")
+    text = EOT.join(docs[20:])
+    gz = tmp_path / "held.txt.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    got = {}
+    for name, extra in (("txt", [str(shards / "b.txt")]), ("gz", [str(gz)])):
+        code, err = run(["report", "-t", str(tmp_path / "t"), "--eval", *extra, "-o", str(tmp_path / f"{name}.html")],
+                        capsys)
+        assert code == 0, err
+        got[name] = _report_figures(err)
+    assert got["gz"] == got["txt"] and len(got["txt"]) == 2
+    # JSON lines (its documents each encoded alone, as encode reads them) under --text-field
+    code, err = run(["report", "-t", str(tmp_path / "t"), "--eval", str(shards / "a.jsonl.gz"), "--text-field",
+                     "body", "-o", str(tmp_path / "j.html")], capsys)
+    assert code == 0, err
+    size = sum(len(d.encode()) for d in docs[:20])
+    assert f"report on {size / 1000:.1f} KB" in err or f"report on {size:,}" in err, err
+    tokens = sum(len(tok.encode(d)) for d in docs[:20])
+    assert f"{size / tokens:.3f} bytes per token" in err, err

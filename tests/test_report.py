@@ -649,12 +649,13 @@ def test_cli_report_errors(trained, capsys, tmp_path):
     bad.write_bytes(b"fine text\nmore\xff")
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
+    (tmp_path / "none").mkdir()
     out = tmp_path / "r.html"
     cases = ((["--eval", str(bad)], f"{bad}: invalid UTF-8 at byte offset 14 (line 2)"),
              (["--eval", str(empty)], f"{empty}: the evaluation text is empty"),
              (["--eval", str(tmp_path / "nope.txt")], "nope.txt: no such file"),
-             # a folder was "no such file" (the CLI review)
-             (["--eval", str(tmp_path)], f"--eval {tmp_path}: is a folder, not a file"),
+             # a folder was "no such file" (the CLI review); it is read as the other commands read one, its files
+             (["--eval", str(tmp_path / "none")], "none: corpus directory holds no files"),
              (["--eval", str(bad), "--against", str(tmp_path / "none")], "--against"),
              # a --png that is a file: the report was written, then "bpe-fast: FILE: File exists" and exit 1
              # (found by giving --png a file name)
