@@ -324,34 +324,54 @@ def _is_json_lines(path: str, text_field: str) -> bool:
     """Whether the `.json` file at path (compressed or not) is JSON lines: its first line that is not blank (read
     up to _SNIFF_BYTES; a longer one by _prefix_holds_string) a JSON object holding a str (or null) under
     text_field. A pipe is not read to decide (text), nor a file that cannot be read (text: the error comes where
-    it is read)."""
+    it is read). A compressed file damaged within that line is decided by what decompresses of it (as a cut one:
+    JSON lines, whose reader then names the line and offset of the damage, when it starts such a record)."""
     if not os.path.isfile(path):
         return False
     try:
-        with open_binary(path) as f:
-            line, budget = b"", _SNIFF_BYTES
-            while budget > 0 and not line.strip():      # (JSON lines' blank lines are skipped)
-                line = f.readline(budget)
-                if not line:
-                    return False
-                budget -= len(line)
-            cut = not line.endswith(b"\n") and f.read(1) != b""    # the first line is longer than the sniff
-    except _DECOMPRESS_ERRORS + (ImportError,):
+        line, cut = _first_line(path)
+    except _DECOMPRESS_ERRORS + (ImportError,):      # (at opening it)
+        return False
+    if not line.strip():
         return False
     # as the JSON lines reader reads a line (_jsonl_line_text): UTF-8 after a BOM; invalid UTF-8 is that reader's
     # error (or U+FFFD with errors="replace"), not a reason to read the records' syntax as text
     text = line.decode("utf-8", "replace").removeprefix("\ufeff")
     if not text.lstrip().startswith("{"):      # (a package.json's first line is "{" alone: not an object)
         return False
-    if cut:
-        return _prefix_holds_string(text, text_field)
     try:
         record = json.loads(text)
     except (ValueError, RecursionError):
-        return False
+        return cut and _prefix_holds_string(text, text_field)
     # (a null too: a missing text, as HF datasets' to_json writes it, which the reader names, as on any other line)
     return isinstance(record, dict) and text_field in record and (record[text_field] is None
                                                                   or isinstance(record[text_field], str))
+
+
+def _first_line(path: str) -> tuple[bytes, bool]:
+    """(the first line of the file that is not blank, cut) for _is_json_lines, reading at most _SNIFF_BYTES:
+    cut when more of the line follows, or the rest of it could not be decompressed (what did is the line);
+    b"" when there is none in what was read."""
+    data = bytearray()
+    start = search = 0                  # the start of the line being read; where its newline may be
+    with open_binary(path) as f:
+        while True:
+            end = data.find(b"\n", search)
+            while end >= 0:
+                if data[start:end].strip():
+                    return bytes(data[start:end + 1]), False
+                start = end + 1
+                end = data.find(b"\n", start)
+            search = len(data)
+            if len(data) >= _SNIFF_BYTES:
+                return bytes(data[start:]), True
+            try:
+                block = f.read(min(1 << 16, _SNIFF_BYTES - len(data)))
+            except _DECOMPRESS_ERRORS:
+                return bytes(data[start:]), True
+            if not block:
+                return bytes(data[start:]), False
+            data += block
 
 
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")

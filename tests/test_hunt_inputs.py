@@ -188,3 +188,23 @@ def test_encode_file_reads_parquet_under_the_callers_text_column(tok, tmp_path):
     assert not out.exists()
     encode_file(tok, tmp_path / "d.parquet", out, text_column="body")
     assert np.load(out).tolist() == [i for d in DOCS for i in _ids(tok, d)]
+
+
+@pytest.mark.parametrize("compression", ["gz", "bz2", "xz"])
+def test_a_json_gz_damaged_within_its_first_line_is_named_as_json_lines_are(tmp_path, compression):
+    # the sniff's readline of the first record failed on the damage and decided "text": the error then named
+    # decompressed bytes of a text file and no line, where the same bytes as .jsonl.gz name line 1 and the offset
+    import bz2
+    import gzip
+    import lzma
+    compress = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[compression]
+    first = json.dumps({"text": " ".join(f"w{k}x{k * 7919 % 10007}" for k in range(200_000))}) + "\n"
+    data = compress((first + "".join(json.dumps({"text": d}) + "\n" for d in DOCS)).encode())
+    errors = {}
+    for name in (f"d.json.{compression}", f"d.jsonl.{compression}"):
+        (tmp_path / name).write_bytes(data[:len(data) // 2])
+        with pytest.raises(ValueError) as info:
+            count_pretokens(tmp_path / name, [EOT], num_processes=1)
+        errors[name] = str(info.value).replace(str(tmp_path / name), "FILE")
+    assert "(line 1; " in errors[f"d.jsonl.{compression}"]
+    assert errors[f"d.json.{compression}"] == errors[f"d.jsonl.{compression}"]
