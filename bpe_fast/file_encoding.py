@@ -30,7 +30,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from .chunking import chunk_boundaries, cuts_at_spaces
 from .inputs import (Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
-                     check_input_file, line_of, read_batches, resolve_inputs)
+                     check_input_file, line_of, plain_pipe, read_batches, resolve_inputs)
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
 from .pretokenize import check_documents_utf8
@@ -155,9 +155,15 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
     _check_output_folder(output_path)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     check_progress(progress)
-    count = encode_stream(tokenizer, source, output_path, dtype=check_dtype(dtype, tokenizer.vocab_size),
-                          errors=check_errors(errors), text_field=text_field, text_column=text_column,
-                          num_threads=check_num_processes(num_processes), batch_bytes=chunk_bytes)
+    try:
+        count = encode_stream(tokenizer, source, output_path, dtype=check_dtype(dtype, tokenizer.vocab_size),
+                              errors=check_errors(errors), text_field=text_field, text_column=text_column,
+                              num_threads=check_num_processes(num_processes), batch_bytes=chunk_bytes)
+    except CorpusDecodeError as exc:
+        if exc.line is not None or exc.document is not None or source.kind != "text" or plain_pipe(source):
+            raise
+        # an offset in a compressed text file's decompressed bytes: its line too, as in a plain text file
+        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(input_path, exc.offset)) from None
     if progress is not None:
         size = os.path.getsize(input_path) if os.path.isfile(input_path) else 0
         progress("encode", size, size)

@@ -208,3 +208,17 @@ def test_a_json_gz_damaged_within_its_first_line_is_named_as_json_lines_are(tmp_
         errors[name] = str(info.value).replace(str(tmp_path / name), "FILE")
     assert "(line 1; " in errors[f"d.jsonl.{compression}"]
     assert errors[f"d.json.{compression}"] == errors[f"d.jsonl.{compression}"]
+
+
+@pytest.mark.parametrize("name", ["bad.txt", "bad.txt.gz"])
+def test_encode_file_names_the_line_of_invalid_utf8_in_a_compressed_text_as_in_a_plain_one(tok, tmp_path, name):
+    # encode_file of bad.txt said "byte offset 12 (line 2)", of the same bytes as bad.txt.gz "byte offset 12" alone
+    # (count_pretokens and encode_files name the line of both)
+    import gzip
+    from bpe_fast import encode_file
+    from bpe_fast.inputs import CorpusDecodeError
+    data = b"ok\nline two \xff x"
+    (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    with pytest.raises(CorpusDecodeError, match=rf"{name}: invalid UTF-8 at byte offset 12 \(line 2\)"):
+        encode_file(tok, tmp_path / name, tmp_path / "o.npy")
+    assert list(tmp_path.iterdir()) == [tmp_path / name]
