@@ -29,9 +29,9 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from .atomic import output_group
-from .formats import repeated_merge, token_to_str, tokens_to_strs, write_text_atomic
+from .formats import token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_difference, split_to_hf
-from .merge_rule import describe_difference, merge_rule_difference
+from .merge_rule import describe_difference, merge_rule_difference, repeated_merge
 from .patterns import check_tiktoken_readable, tiktoken_anchors
 from .ranks import ranks_from_tokenizer, tiktoken_text
 from .specials import check_no_alias, first_prefix_pair

@@ -33,7 +33,7 @@ from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, output_group
 from .merge_rule import PAIR_TWICE as _TWICE
-from .merge_rule import RuleCheck, list_rule_problem, rule_difference_of_indices
+from .merge_rule import RuleCheck, list_rule_problem, repeated_merge, rule_difference_of_indices
 from .token_arrays import all_distinct, gather_tokens
 
 __all__ = [
@@ -464,25 +464,6 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         line = lines[numbers[k] - 1].rstrip("\r")
         raise FormatError(path, numbers[k], f"merge {line!r}{what}")
     return merges
-
-
-
-
-def repeated_merge(merges: Sequence[Sequence[bytes]]) -> tuple[int, int] | None:
-    """(k, j) when merge k is the first to repeat an earlier one, merge j; None when no pair is listed twice.
-    A merge list must not (_TWICE): read_merges, write_merges and export_hf refuse one that does.
-
-    >>> repeated_merge([(b"a", b"b"), (b"b", b"c"), (b"a", b"b")])
-    (2, 0)
-    """
-    if len(set(map(tuple, merges))) == len(merges):
-        return None
-    first: dict[tuple[bytes, ...], int] = {}
-    for k, merge in enumerate(merges):
-        j = first.setdefault(tuple(merge), k)
-        if j != k:
-            return k, j
-    raise AssertionError("not reached: a pair is listed twice")
 
 
 def write_text_atomic(path: StrPath, text: str, group: OutputGroup | None = None) -> None:

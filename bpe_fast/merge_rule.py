@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from ._ranks import recover_merges, rule_cuts
 
 __all__ = ["RuleCheck", "rule_difference_of_indices", "merge_rule_difference", "describe_difference", "remade_token",
-           "describe_remade", "list_rule_problem", "PAIR_TWICE"]
+           "describe_remade", "repeated_merge", "list_rule_problem", "PAIR_TWICE"]
 
 # why a merge list cannot hold a pair twice
 PAIR_TWICE = ("GPT-2's encoder and HF rank a pair listed twice by its last place, bpe_fast by its first, so the ids "
@@ -150,20 +150,47 @@ def describe_difference(a: bytes, b: bytes, parts: tuple[bytes, bytes] | None) -
             "not hold (GPT-2's encoder, HF and CS336's tokenizer would not join them), so the ids would differ")
 
 
+def repeated_merge(merges: Sequence[Sequence[bytes]]) -> tuple[int, int] | None:
+    """(k, j) when merge k is the first to repeat an earlier one, merge j; None when no pair is listed twice.
+    A merge list must not (PAIR_TWICE): the constructor, read_merges, write_merges and export_hf refuse one that
+    does.
+
+    >>> repeated_merge([(b"a", b"b"), (b"b", b"c"), (b"a", b"b")])
+    (2, 0)
+    >>> repeated_merge([(b"a", b"b"), (b"a", b"b")])       # in a row too
+    (1, 0)
+    """
+    if len(set(map(tuple, merges))) == len(merges):
+        return None
+    first: dict[tuple[bytes, ...], int] = {}
+    for k, merge in enumerate(merges):
+        j = first.setdefault(tuple(merge), k)
+        if j != k:
+            return k, j
+    raise AssertionError("not reached: a pair is listed twice")
+
+
 def list_rule_problem(merges: Sequence[tuple[bytes, bytes]], name: Callable[[int], str]) -> tuple[int, str] | None:
     """(k, what is wrong with merge k) when the list's own rule and the ranks rule can read `merges` differently:
-    a pair listed twice or a token remade after other merges (remade_token), a token the ranks rule makes from
-    other parts or cannot make (merge_rule_difference); None when they agree. The text follows the merge's name
-    (it starts with its own separator); name(j) names an earlier merge j in it ("merge 3", "line 5").
+    a pair listed twice (repeated_merge, in a row too) or a token remade after other merges (remade_token), a
+    token the ranks rule makes from other parts or cannot make (merge_rule_difference); None when they agree. The
+    text follows the merge's name (it starts with its own separator); name(j) names an earlier merge j in it
+    ("merge 3", "line 5").
 
     >>> list_rule_problem([(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")], lambda j: f"merge {j}")[0]
     2
+    >>> list_rule_problem([(b"a", b"b"), (b"a", b"b")], lambda j: f"merge {j}")[1][:17]
+    ' repeats merge 0:'
     """
+    # a pair listed twice is a token remade, but remade_token accepts it within a run of merges making one token
+    # (as lists converted from ranks list a token's pairs): the earlier of the two faults is named
+    repeat = repeated_merge(merges)
     remade = remade_token(merges)
+    if repeat is not None and (remade is None or repeat[0] <= remade[0]):
+        k, j = repeat
+        return k, f" repeats {name(j)}: {PAIR_TWICE}"
     if remade is not None:
         k, j = remade
-        if merges[k] == merges[j]:
-            return k, f" repeats {name(j)}: {PAIR_TWICE}"
         return k, f" {describe_remade(*merges[k], name(j))}"
     difference = merge_rule_difference(merges)
     if difference is not None:

@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import random
+import re
 import threading
 from collections import Counter
 
@@ -432,6 +433,27 @@ def test_constructor_names_a_bad_merge(merges, error, message):
     vocab = BYTES | {256: b"ab", 257: b"abc"}
     with pytest.raises(error, match=message):
         Tokenizer(vocab, merges)
+
+
+@pytest.mark.parametrize("merges, k, j", [
+    ([(b"a", b"b"), (b"a", b"b")], 1, 0),                                           # in a row
+    ([(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc"), (b"ab", b"c")], 4, 2),   # in a run making b"abc"
+])
+def test_constructor_refuses_a_pair_listed_twice_as_merges_txt_does(tmp_path, merges, k, j):
+    """A pair listed twice with only merges making the same token between (a run, which lists converted from
+    ranks have) passed the constructor, first place winning; save and export_hf then refused the tokenizer, and
+    from_files the same list as merges.txt (GPT-2's encoder and HF rank a pair by its last place)."""
+    vocab = BYTES | {256: b"ab", 257: b"bc", 258: b"abc"}
+    a, b = merges[k]
+    with pytest.raises(ValueError, match=rf"^merge {k} \({re.escape(repr(a))}, {re.escape(repr(b))}\) repeats "
+                                         rf"merge {j}: GPT-2's encoder and HF rank a pair listed twice"):
+        Tokenizer(vocab, merges)
+    formats.write_vocab(tmp_path / "vocab.json", vocab)
+    # a, b and c are their own characters in GPT-2's byte mapping
+    (tmp_path / "merges.txt").write_text("".join(f"{x.decode()} {y.decode()}\n" for x, y in merges), encoding="utf-8")
+    with pytest.raises(FormatError, match=rf"merges\.txt:{k + 1}: merge '{a.decode()} {b.decode()}' is on line "
+                                          rf"{j + 1} already"):
+        Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
 
 
 def test_constructor_takes_lists_bytearrays_and_iterables_of_merges():
@@ -1001,7 +1023,7 @@ def test_missing_byte_is_an_error_naming_it():
 
 def test_duplicate_tokens_use_the_smallest_id():
     vocab = byte_vocab(b"ab", b"ab")
-    tok = Tokenizer(vocab, [(b"a", b"b"), (b"a", b"b")])
+    tok = Tokenizer(vocab, [(b"a", b"b")])
     assert tok.encode("ab") == [256]
     assert tok.decode([257]) == "ab"
 
