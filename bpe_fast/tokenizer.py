@@ -26,6 +26,7 @@ This module checks arguments and owns files; the loops are in bpe_fast/_encode.p
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import operator
 import os
@@ -33,7 +34,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn, TypeVar, Union
 
 import numpy as np
 import regex
@@ -103,6 +104,12 @@ class Tokenizer:
     threads encode in parallel; the pre-tokenizing of a custom pattern holds the GIL (processes suit it
     better).
 
+    A subclass with an __init__ of its own: the class-method constructors (from_files, load, from_hf,
+    from_tiktoken) build the tokenizer from what they read, then run that __init__ on it with what they read as
+    its arguments (those of vocab, merges, special_tokens, pattern and training its signature takes). Arguments it
+    passes on to Tokenizer.__init__ as given (or, not taking them, leaves at their defaults) keep the tokenizer
+    built; other arguments rebuild it from them, as the constructor would (_run_init).
+
     >>> vocab = {i: bytes([i]) for i in range(256)}
     >>> vocab.update({256: b"he", 257: b"ll", 258: b"hell", 259: b"hello"})
     >>> tok = Tokenizer(vocab, [(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b"hell", b"o")], ["<|endoftext|>"])
@@ -115,6 +122,14 @@ class Tokenizer:
     def __init__(self, vocab: Mapping[int, bytes], merges: Iterable[tuple[bytes, bytes]],
                  special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN, *,
                  training: dict[str, Any] | None = None) -> None:
+        built: _Built | None = self.__dict__.pop("_built", None)
+        if built is not None:       # built by a class-method constructor, running a subclass's __init__ on it
+            given: dict[str, Any] = dict(zip(_INIT_NAMES, (vocab, merges, special_tokens, pattern, training)))
+            changed = built.changed(given)
+            if changed:     # built again from them, the others as read
+                *args, kept_training = (given[name] if name in changed else built.values[name] for name in _INIT_NAMES)
+                Tokenizer.__init__(self, *args, training=kept_training)
+            return
         vocab, packed = _check_vocab(vocab)
         if isinstance(merges, (set, frozenset)):    # its order follows the hash seed: the ids would change per run
             raise TypeError("merges must be a list of (bytes, bytes) pairs in merge order, got a "
@@ -166,6 +181,30 @@ class Tokenizer:
         self = cls.__new__(cls)
         self._setup(vocab, merges, special_tokens, pattern, arrays, tables, special_ids)
         self._training = training
+        return self
+
+    def _run_init(self) -> Tokenizer:
+        """This tokenizer, made by a class-method constructor without __init__; when its class (a subclass) has an
+        __init__ of its own, after that __init__ has run on it with this tokenizer's parts as its arguments, by
+        name (those its signature takes: _INIT_NAMES). Tokenizer.__init__, reached from it, keeps the tokenizer
+        as built when the arguments are those (or, not passed, its defaults): else it builds it again from them."""
+        init = type(self).__init__
+        if init is Tokenizer.__init__:
+            return self
+        values: dict[str, Any] = dict(zip(_INIT_NAMES, (dict(self._vocab), list(self._merge_list()),
+                                                        list(self._specials.tokens), self._pattern, self._training)))
+        params = inspect.signature(init).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            given = values
+        else:
+            given = {name: value for name, value in values.items()
+                     if name in params and params[name].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                                 inspect.Parameter.KEYWORD_ONLY)}
+        self._built = _Built(values, frozenset(given))
+        try:
+            init(self, **given)
+        finally:
+            self.__dict__.pop("_built", None)
         return self
 
     def _setup(self, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
@@ -280,7 +319,7 @@ class Tokenizer:
         if files is None:       # not plainly well formed: read in Python, which names what is wrong
             vocab = formats.read_vocab(vocab_filepath)
             merges = formats.read_merges(merges_filepath, vocab)
-            return _check_special_ids(wanted_ids, cls._from_checked(vocab, merges, special_tokens, pattern))
+            return _check_special_ids(wanted_ids, cls._from_checked(vocab, merges, special_tokens, pattern))._run_init()
 
         def refuse() -> NoReturn:       # the merge rule's check found a difference: read_merges names its line
             formats.read_merges(merges_filepath, files.vocab())
@@ -289,7 +328,7 @@ class Tokenizer:
                                       "again are not")
 
         return _check_special_ids(wanted_ids, cls._from_arrays(files, files.vocab, files.merges, special_tokens,
-                                                               pattern, refuse=refuse))
+                                                               pattern, refuse=refuse))._run_init()
 
     @classmethod
     def _from_arrays(cls, files: formats.GPT2Arrays, vocab: Vocab | Callable[[], Vocab],
@@ -399,9 +438,9 @@ class Tokenizer:
 
         read = read_tokenizer_arrays(path)
         if read.arrays is None:
-            return cls._from_checked(read.vocab, read.merges, read.special_tokens, read.pattern)
+            return cls._from_checked(read.vocab, read.merges, read.special_tokens, read.pattern)._run_init()
         return cls._from_arrays(read.arrays, read.vocab, read.merges, read.special_tokens, read.pattern,
-                                read.special_ids)
+                                read.special_ids)._run_init()
 
     @classmethod
     def from_tiktoken(cls, path_or_ranks: StrPath | Mapping[bytes, int], pattern: str,
@@ -438,9 +477,10 @@ class Tokenizer:
 
         with ThreadPoolExecutor(1) as executor:
             built = started(executor, lambda: tables_made_by_merging(**arrays))
-            return cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges_of_ranks(*splits[0]),
+            made = cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges_of_ranks(*splits[0]),
                                      list(specials), pattern, tables=tables,
                                      special_ids=list(specials.values()))     # checked: not a ranked token's bytes
+        return made._run_init()
 
     def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
         """A tiktoken.Encoding giving the same ids (ImportError when tiktoken is not installed); ValueError when
@@ -517,12 +557,13 @@ class Tokenizer:
         if arrays is not None:      # the cache (bpe_fast.npz)
             tables = _cached_tables(arrays)
             if tables is not None:
-                return cls._from_checked(vocab, merges, specials, pattern, training=training, tables=lambda: tables)
+                return cls._from_checked(vocab, merges, specials, pattern, training=training,
+                                         tables=lambda: tables)._run_init()
             # its merges are not what the ranks rule makes of its tokens: the text files (a list the rule reads
             # otherwise is refused there, naming its line; saved before that check, the cache held it)
             vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory, False)
             formats.cache_not_used(directory, "its merges are not what the ranks rule makes of its tokens")
-        return cls._from_checked(vocab, merges, specials, pattern, arrays, training)
+        return cls._from_checked(vocab, merges, specials, pattern, arrays, training)._run_init()
 
     def export_hf(self, path: StrPath) -> None:
         """Write an HF tokenizers ``tokenizer.json`` that gives the same ids (see bpe_fast.export)."""
@@ -1318,6 +1359,26 @@ def _check_threads(num_threads: int) -> None:
 
 
 # The attributes a Tokenizer sets on itself (Tokenizer.__reduce__ rebuilds them; a subclass's others are its state)
+# Tokenizer.__init__'s arguments, as a class-method constructor passes them to a subclass's __init__ (_run_init),
+# and the defaults of those that have one
+_INIT_NAMES = ("vocab", "merges", "special_tokens", "pattern", "training")
+_INIT_DEFAULTS: dict[str, Any] = {"special_tokens": None, "pattern": GPT2_PATTERN, "training": None}
+
+
+class _Built(NamedTuple):
+    """A tokenizer a class-method constructor built, running a subclass's __init__ (Tokenizer._run_init): the
+    values of Tokenizer.__init__'s arguments that make it, and the names of those passed to that __init__."""
+    values: dict[str, Any]
+    passed: frozenset[str]
+
+    def changed(self, given: dict[str, Any]) -> set[str]:
+        """The names of the arguments Tokenizer.__init__ got (`given`) that are not those values: neither the
+        objects passed, nor (not passed) Tokenizer.__init__'s defaults."""
+        return {name for name, value in given.items()
+                if value is not self.values[name]
+                and (name in self.passed or name not in _INIT_DEFAULTS or value is not _INIT_DEFAULTS[name])}
+
+
 _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths", "_make_merges", "_merges", "_pattern",
                              "_pool", "_segmenter", "_special_set", "_specials", "_tables", "_training", "_views",
                              "_vocab"})

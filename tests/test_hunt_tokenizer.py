@@ -145,3 +145,65 @@ def test_a_plain_tokenizers_attributes_are_all_its_own():
     tok.restricted_to(frozenset()).encode("<|eot|>")
     assert tok._ids_of and tok.merges
     assert set(vars(tok)) <= _OWN_ATTRIBUTES
+
+
+class _Initialised(Tokenizer):
+    """A subclass whose __init__ sets attributes (one from a keyword of its own) and passes its arguments on."""
+
+    def __init__(self, vocab, merges, special_tokens=None, pattern="gpt2", *, training=None, note="default"):
+        super().__init__(vocab, merges, special_tokens, pattern, training=training)
+        self.note = note
+        self.given = (dict(vocab), list(merges), list(special_tokens or ()), pattern)
+
+
+class _WithPad(Tokenizer):
+    """A subclass whose __init__ changes an argument: it adds a special token."""
+
+    def __init__(self, vocab, merges, special_tokens=None, pattern="gpt2"):
+        super().__init__(vocab, merges, [*(special_tokens or ()), "<|pad|>"], pattern)
+
+
+def _each_constructor(tmp_path, monkeypatch, cls):
+    """{name: cls built by each class-method constructor} from one tokenizer's files ("abc" in 3 merges, <|eot|>,
+    GPT-4's pattern); load with and without the binary cache."""
+    from bpe_fast import formats
+
+    tok = Tokenizer(BYTES | {256: b"ab", 257: b"bc", 258: b"abc"}, [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c")],
+                    ["<|eot|>"], "gpt4")
+    tok.save(tmp_path / "plain")
+    monkeypatch.setattr(formats, "CACHE_MIN_TOKENS", 0)
+    tok.save(tmp_path / "cached")
+    assert (tmp_path / "cached" / formats.CACHE_FILE).exists()
+    tok.export_hf(tmp_path / "tokenizer.json")
+    ranks = {token: i for i, token in tok.vocab.items() if i < 259}
+    return tok, {
+        "from_files": cls.from_files(tmp_path / "plain" / "vocab.json", tmp_path / "plain" / "merges.txt",
+                                     ["<|eot|>"], "gpt4"),
+        "load": cls.load(tmp_path / "plain"),
+        "load (cache)": cls.load(tmp_path / "cached"),
+        "from_hf": cls.from_hf(tmp_path / "tokenizer.json"),
+        "from_tiktoken": cls.from_tiktoken(ranks, "gpt4", {"<|eot|>": 259}),
+    }
+
+
+def test_class_method_constructors_run_a_subclass_init(tmp_path, monkeypatch):
+    """from_files, load, from_hf and from_tiktoken made a subclass's instance without calling its __init__: the
+    attributes it sets were missing (AttributeError at first use). Its __init__ now runs with what was read."""
+    tok, made = _each_constructor(tmp_path, monkeypatch, _Initialised)
+    expected = (dict(tok.vocab), list(tok.merges), ["<|eot|>"], tok.pattern)
+    for name, sub in made.items():
+        assert type(sub) is _Initialised, name
+        assert sub.note == "default", name
+        assert sub.given == expected, name
+        assert sub.encode("abcab<|eot|>") == [258, 256, 259], name
+
+
+def test_class_method_constructors_honour_what_a_subclass_init_changes(tmp_path, monkeypatch):
+    """A subclass's __init__ that adds a special token: the class-method constructors' tokenizers have it too,
+    as the subclass's constructor's has."""
+    tok, made = _each_constructor(tmp_path, monkeypatch, _WithPad)
+    assert _WithPad(dict(tok.vocab), tok.merges, ["<|eot|>"], "gpt4").special_tokens == {"<|eot|>": 259,
+                                                                                         "<|pad|>": 260}
+    for name, sub in made.items():
+        assert sub.special_tokens == {"<|eot|>": 259, "<|pad|>": 260}, name
+        assert sub.encode("abc<|pad|>") == [258, 260], name
