@@ -172,3 +172,44 @@ def test_bad_sizes_patterns_and_timeouts_are_one_line(tmp_path, args, words):
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("compare.py: error: ") and words in last, last
     assert not proc.stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_tree_memory_counts_a_child_started_by_another_thread():
+    """The sampled memory of a job's process tree includes a process started by a thread other than the main
+    one (a pool started from a thread): Linux lists such a child under that thread (/proc/PID/task/TID/children),
+    not under the main thread, and some kernels have no such lists at all."""
+    import threading
+
+    spec = importlib.util.spec_from_file_location("compare_script", SCRIPT)
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    size_mb = 150
+    started, done, box = threading.Event(), threading.Event(), {}
+
+    def start_child():          # stays alive while measured, so the child stays this thread's own
+        child = subprocess.Popen([sys.executable, "-c", f"import sys, time; x = bytearray({size_mb} << 20); "
+                                  "print('ready', flush=True); sys.stdin.read()"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        child.stdout.readline()
+        box["child"] = child
+        started.set()
+        done.wait(60)
+
+    thread = threading.Thread(target=start_child)
+    thread.start()
+    try:
+        assert started.wait(60)
+
+        def rss_kb(pid):
+            with open(f"/proc/{pid}/status") as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+        assert rss_kb(box["child"].pid) > size_mb * 1024
+        tree = compare._tree_rss_kb(os.getpid())
+        assert tree > rss_kb(os.getpid()) + size_mb * 1024 * 0.9, (tree, rss_kb(os.getpid()))
+    finally:
+        done.set()
+        thread.join()
+        if "child" in box:
+            box["child"].communicate("", timeout=60)
