@@ -113,6 +113,20 @@ def test_the_bootstrap_is_repeatable_and_checks_its_input():
         ab.bootstrap_ratio([[1, 0], [1, 1]], [[1, 1], [1, 1]])
 
 
+@pytest.mark.parametrize("rounds", [2, 3, 5])
+def test_too_few_rounds_for_a_95_percent_interval_are_refused(rounds, capsys):
+    """With n rounds the widest interval the rounds can give, from the lowest round to the highest, covers the
+    true ratio with probability 1 - 2 * 0.5 ** n only (under 95% for n < 6); the bootstrap's is narrower still
+    (of 2 rounds it is the span of their two medians). So fewer than 6 rounds are refused, in one line naming
+    --rounds."""
+    with pytest.raises(SystemExit) as exc:
+        ab.parse_args(["WORKTREE", "WORKTREE", "--rounds", str(rounds)])
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--rounds" in last and "6" in last, last
+    assert ab.parse_args(["WORKTREE", "WORKTREE", "--rounds", "6"]).rounds == 6
+
+
 def test_summarize_reports_both_medians_and_the_ratio():
     row = ab.summarize("merge_loop", [[1.0, 1.2], [1.1, 1.0]], [[2.0, 2.4], [2.2, 2.0]], 0.05)
     assert row["a"] == pytest.approx(1.05) and row["b"] == pytest.approx(2.1)

@@ -36,7 +36,7 @@ def assert_one_line_error(status, out, err, script, words):
 def test_ab_bad_arguments(tmp_path, args, words):
     (tmp_path / "bpe_fast-0.0.1-py3-none-any.whl").write_bytes(b"")
     args = [a.replace("{tmp}", str(tmp_path)).replace("{whl}", str(tmp_path / "bpe_fast-0.0.1-py3-none-any.whl"))
-            for a in args] + ["--rounds", "2", "--reps", "1"]
+            for a in args] + ["--rounds", "6", "--reps", "1"]
     assert_one_line_error(*run("ab.py", args, tmp_path), "ab.py", words)
 
 
@@ -235,7 +235,7 @@ def test_hostile_reports_a_failing_case_and_goes_on(tmp_path):
 def test_ab_out_is_not_overwritten_by_the_raw_times(tmp_path):
     """ab.py writes the raw times to --out's path with the suffix .json: an --out that already ends in .json
     would have its Markdown replaced by them, so it is refused up front."""
-    status, out, err = run("ab.py", ["WORKTREE", "WORKTREE", "--only", "count", "--rounds", "2", "--reps", "1",
+    status, out, err = run("ab.py", ["WORKTREE", "WORKTREE", "--only", "count", "--rounds", "6", "--reps", "1",
                                       "--out", tmp_path / "ab.json"], tmp_path)
     assert_one_line_error(status, out, err, "ab.py", ["--out", "ab.json"])
 
