@@ -248,6 +248,9 @@ def compare(baseline, measured, max_increase=MAX_INCREASE):
                         "training changed them): record the baseline again with "
                         "`python benchmarks/icount.py --update-baseline` in this commit and say why"]
     old, new = baseline.get("counts", {}), measured["counts"]
+    bad = bad_count(old)
+    if bad:
+        raise ABError(f"the instruction-count baseline: {bad}")
     lines = [f"| hot path | baseline | now | change | verdict (+{max_increase:.0%} fails) |",
              "| --- | ---: | ---: | ---: | --- |"]
     failed = False
@@ -358,7 +361,20 @@ def read_baseline(path):
     if not isinstance(document, dict) or not isinstance(document.get("counts"), dict):
         raise ABError(f"--baseline {path}: not an instruction-count baseline (no counts): record one with "
                       f"--update-baseline")
+    bad = bad_count(document["counts"])
+    if bad:
+        raise ABError(f"--baseline {path}: {bad}")
     return document
+
+
+def bad_count(counts):
+    """What is wrong with the first count of {hot path: instructions} that is not a positive integer (a change
+    relative to it would divide by zero or mean nothing), or None."""
+    for name, count in counts.items():
+        if type(count) is not int or count <= 0:
+            return (f"the count of hot path {name!r} is {count!r}, not a positive number of instructions: record "
+                    f"the baseline again with `python benchmarks/icount.py --update-baseline`")
+    return None
 
 
 def gate_main(args, say):

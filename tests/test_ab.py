@@ -217,6 +217,17 @@ def test_other_inputs_fail_and_say_to_record_the_baseline():
     assert status == "fail" and "--update-baseline" in lines[0]
 
 
+@pytest.mark.parametrize("bad", [0, -5, None, "60000000", True])
+def test_a_baseline_count_that_is_not_a_positive_number_is_an_error_naming_it(bad):
+    """A count of 0 in the baseline (a hand edit, a broken recording) would divide by zero: it is an ABError (one
+    line, exit 2) naming the hot path, never a ZeroDivisionError or an infinite change."""
+    baseline, measured = documents(1.0)
+    baseline["counts"]["merge_loop"] = bad
+    with pytest.raises(ab.ABError, match="merge_loop") as exc:
+        icount.compare(baseline, measured)
+    assert "--update-baseline" in str(exc.value)
+
+
 def test_a_hot_path_missing_on_either_side_fails():
     baseline, measured = documents(1.0)
     measured["counts"]["decode"] = 5

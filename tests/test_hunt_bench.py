@@ -58,6 +58,16 @@ def test_icount_unreadable_baseline_is_one_line(tmp_path):
                           ["--baseline", str(bad)])
 
 
+def test_icount_zero_count_in_the_baseline_is_one_line(tmp_path):
+    """A baseline whose count of a hot path is 0 is refused up front, naming the hot path, before anything is
+    measured (not a ZeroDivisionError once the counts are in)."""
+    import json
+    bad = tmp_path / "icounts.json"
+    bad.write_text(json.dumps({"environment": {}, "inputs_sha256": "x", "counts": {"count": 0, "decode": 5}}))
+    status, out, err = run("icount.py", ["--baseline", bad, "--only", "count"], tmp_path)
+    assert_one_line_error(status, out, err, "icount.py", ["--baseline", "'count'", "0"])
+
+
 @pytest.mark.parametrize("option", ["--out", "--png"])
 def test_compare_unwritable_output_is_one_line(tmp_path, option):
     args = ["--size", "100KB", "--vocab-size", "300", "--encode-bytes", "50KB", "--repeat", "1", "--only", "encode",
