@@ -167,6 +167,58 @@ def test_bench_encode_times_a_cold_tokenizer_every_round():
         assert tok not in bench.used, (test.__name__, extra)
 
 
+@pytest.fixture
+def bench_report_module(monkeypatch):
+    """benchmarks/bench_report.py, with its timed calls recording the Tokenizer each one used."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_report
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    from bpe_fast import Tokenizer
+    used = []
+
+    def recording(name, real):
+        def call(tok, *args, **kwargs):
+            used.append((name, tok))
+            return real(tok, *args, **kwargs)
+        return call
+    for name in ("compression_curve", "write_report"):
+        monkeypatch.setattr(bench_report, name, recording(name, getattr(bench_report, name)))
+    monkeypatch.setattr(Tokenizer, "encode_to_numpy", recording("encode_to_numpy", Tokenizer.encode_to_numpy))
+    monkeypatch.setattr(bench_report, "ROUNDS", 4)
+    return bench_report, used
+
+
+@pytest.fixture
+def report_inputs(tmp_path):
+    from bpe_fast import Tokenizer, train_bpe
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello world, the hello of the world<|endoftext|>a world of hellos\n" * 200, encoding="utf-8")
+    result = train_bpe(corpus, 270, ["<|endoftext|>"], num_processes=1)
+    Tokenizer(*result, ["<|endoftext|>"], training=result.training).save(tmp_path / "tok")
+    return corpus, tmp_path / "tok"
+
+
+def test_bench_report_times_encode_and_curve_both_with_a_cold_tokenizer(bench_report_module, report_inputs):
+    """The curve against one encode: the encode must not warm the tokenizer's pre-token cache for the curve
+    timed after it (nor a round's warm the next), else the first round compares a cold encode with a warm curve
+    and the later ones two warm calls, none of them the one call on a freshly loaded tokenizer that a report
+    makes. Each timed call gets a tokenizer that has not encoded before."""
+    bench_report, used = bench_report_module
+    bench_report.test_compression_curve_against_encode(_RecordingBenchmark(), *report_inputs)
+    names = [name for name, _ in used]
+    assert names.count("encode_to_numpy") == names.count("compression_curve") >= 3, names
+    assert len({id(tok) for _, tok in used}) == len(used), names
+
+
+def test_bench_report_times_write_report_with_a_cold_tokenizer(bench_report_module, report_inputs, tmp_path):
+    bench_report, used = bench_report_module
+    bench_report.test_report(_RecordingBenchmark(), *report_inputs, tmp_path)
+    reports = [tok for name, tok in used if name == "write_report"]
+    assert len(reports) >= 2 and len({id(tok) for tok in reports}) == len(reports), used
+
+
 _FORKSERVER_WORKER = """
 import json, sys
 import bpe_fast.procs
