@@ -219,6 +219,34 @@ def test_bench_report_times_write_report_with_a_cold_tokenizer(bench_report_modu
     assert len(reports) >= 2 and len({id(tok) for tok in reports}) == len(reports), used
 
 
+def _bench_module(name):
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_bench_encode_memory_streams_through_a_tokenizer_that_has_not_encoded(monkeypatch):
+    """test_encode_iterable_memory records how much the resident memory grows while streaming: the tokenizer
+    the module shares has encoded the same text in the tests before it (its pre-token cache full and grown), so
+    streaming through it leaves out the cache's growth. It must stream through a fresh copy."""
+    bench_encode = _bench_module("bench_encode")
+    from bpe_fast import Tokenizer
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab.update({256: b"he", 257: b"ll", 258: b"hell", 259: b"hello"})
+    tok = Tokenizer(vocab, [(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b"hell", b"o")], ["<|endoftext|>"])
+    text = "hello world\nhell<|endoftext|>hello\n" * 200
+    tok.encode(text)                    # as the earlier tests of the module leave it
+    streamed = []
+    real = Tokenizer.encode_iterable
+    monkeypatch.setattr(Tokenizer, "encode_iterable", lambda self, it: (streamed.append(self), real(self, it))[1])
+    monkeypatch.setenv("BPE_FAST_BENCH_STREAM_MB", "0.1")
+    bench_encode.test_encode_iterable_memory(_RecordingBenchmark(), (tok, None, "test"), text, "lines")
+    assert streamed and all(t is not tok for t in streamed), streamed
+
+
 _FORKSERVER_WORKER = """
 import json, sys
 import bpe_fast.procs
