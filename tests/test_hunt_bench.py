@@ -247,6 +247,35 @@ def test_bench_encode_memory_streams_through_a_tokenizer_that_has_not_encoded(mo
     assert streamed and all(t is not tok for t in streamed), streamed
 
 
+class _SettingsBenchmark:
+    """Stands in for pytest-benchmark's fixture: runs the function once and records the rounds and warm-up
+    rounds it was given."""
+
+    stats = None
+    disabled = False
+    group = None
+
+    def __init__(self):
+        self.extra_info, self.settings = {}, []
+
+    def pedantic(self, fn, args=(), kwargs=None, setup=None, rounds=1, warmup_rounds=0, iterations=1):
+        self.settings.append({"rounds": rounds, "warmup_rounds": warmup_rounds, "iterations": iterations})
+        return fn(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("job", ["scan", "split", "count"])
+def test_bench_pretokenize_gives_native_and_regex_the_same_rounds(job):
+    """Each MB/s is the fastest round's, and the table sets native against `regex`: the fastest of 5 rounds
+    after a warm-up is not the fastest of 2 without one, so both sides must be timed the same way."""
+    bench_pretokenize = _bench_module("bench_pretokenize")
+    given = {}
+    for impl in ("native", "regex"):
+        bench = _SettingsBenchmark()
+        getattr(bench_pretokenize, f"test_{job}_{impl}")(bench, "mixed", "gpt2")
+        given[impl] = bench.settings
+    assert given["native"] == given["regex"] and len(given["native"]) == 1, given
+
+
 _FORKSERVER_WORKER = """
 import json, sys
 import bpe_fast.procs
