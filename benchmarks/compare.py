@@ -451,9 +451,10 @@ class TreeRssSampler:
         return self.peak
 
 
-def _tree_rss_kb(root):
-    """The summed VmRSS (KB) of process root and all its descendants, whichever of their threads started them."""
-    children = _child_lister()
+def _tree_rss_kb(root, children=None):
+    """The summed VmRSS (KB) of process root and all its descendants, whichever of their threads started them.
+    children: a function pid -> its children's pids (default: _child_lister())."""
+    children = children or _child_lister()
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
@@ -473,6 +474,11 @@ def _child_lister():
     in /proc/*/stat, read once per sample (about 15 us a process)."""
     if os.path.exists(f"/proc/self/task/{os.getpid()}/children"):
         return _children_of_every_thread
+    return _children_by_parent()
+
+
+def _children_by_parent():
+    """pid -> its children's pids, from every process's parent in /proc/*/stat, as they are now."""
     by_parent = {}
     try:
         names = os.listdir("/proc")

@@ -175,7 +175,8 @@ def test_bad_sizes_patterns_and_timeouts_are_one_line(tmp_path, args, words):
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
-def test_tree_memory_counts_a_child_started_by_another_thread():
+@pytest.mark.parametrize("lister", ["the kernel's lists if any", "every process's parent"])
+def test_tree_memory_counts_a_child_started_by_another_thread(lister):
     """The sampled memory of a job's process tree includes a process started by a thread other than the main
     one (a pool started from a thread): Linux lists such a child under that thread (/proc/PID/task/TID/children),
     not under the main thread, and some kernels have no such lists at all."""
@@ -206,7 +207,8 @@ def test_tree_memory_counts_a_child_started_by_another_thread():
                 return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
         assert rss_kb(box["child"].pid) > size_mb * 1024
-        tree = compare._tree_rss_kb(os.getpid())
+        children = compare._children_by_parent() if lister == "every process's parent" else None
+        tree = compare._tree_rss_kb(os.getpid(), children)
         assert tree > rss_kb(os.getpid()) + size_mb * 1024 * 0.9, (tree, rss_kb(os.getpid()))
     finally:
         done.set()
