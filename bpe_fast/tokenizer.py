@@ -862,8 +862,36 @@ class Tokenizer:
             text, index = _replace_surrogates_mapped(text)
             data = text.encode("utf-8")
         ids = tok.encode_utf8_to_numpy(data)
-        offsets = _char_offsets(data, tok.lengths_in(data, ids))
+        lengths = tok.lengths_in(data, ids)
+        starts = None
+        if int(lengths.sum()) != len(data):     # a pattern that leaves text out: each token's place, piece by piece
+            starts = tok._token_byte_starts(data, lengths)
+        offsets = _char_offsets(data, lengths, starts)
         return ids, (index[offsets] if index is not None else offsets)
+
+    def _token_byte_starts(self, data: bytes, lengths: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Where each token of data's encoding (of `lengths` bytes each) starts in UTF-8 `data`, when the pattern
+        leaves some text in no pre-token (so the tokens do not follow each other): the special tokens and the
+        pre-tokens of the text between them, in order, each covered by its own tokens."""
+        spans: list[tuple[int, int]] = []
+        pos = 0
+        matches = list(self._specials.matcher.final_matches(data, True)[0]) if self._specials else []
+        for start, end, _ in matches + [(len(data), len(data), -1)]:
+            if start > pos:
+                first, last = pretoken_spans(data[pos:start], self._pattern)
+                spans.extend(zip((first + pos).tolist(), (last + pos).tolist()))
+            if end > start:
+                spans.append((start, end))
+            pos = end
+        starts = np.zeros(len(lengths), dtype=np.int64)
+        sizes = lengths.tolist()
+        k = 0
+        for start, end in spans:
+            while start < end:
+                starts[k] = start
+                start += sizes[k]
+                k += 1
+        return starts
 
     def _for_specials(self, text: str, allowed_special: AllowedSpecial,
                       disallowed_special: DisallowedSpecial) -> Tokenizer:
@@ -1319,13 +1347,15 @@ def _shared_id_lengths(lengths: NDArray[np.int64], ids: NDArray[Any], data: byte
         lengths[k] = next(len(utf8) for utf8 in shared[int(ids[k])] if data.startswith(utf8, pos))
 
 
-def _char_offsets(data: bytes, lengths: NDArray[np.int64]) -> NDArray[np.int64]:
-    """For tokens of `lengths` bytes making up UTF-8 `data`: the index of the character holding each token's first
-    byte (int64 array)."""
+def _char_offsets(data: bytes, lengths: NDArray[np.int64], starts: NDArray[np.int64] | None = None
+                  ) -> NDArray[np.int64]:
+    """For tokens of `lengths` bytes making up UTF-8 `data` (or starting at the byte offsets `starts`, when they
+    leave some out): the index of the character holding each token's first byte (int64 array)."""
     if not len(lengths):
         return np.zeros(0, dtype=np.int64)
-    starts = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
+    if starts is None:
+        starts = np.zeros(len(lengths), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
     first = np.frombuffer(data, dtype=np.uint8)
     is_start = (first & 0xC0) != 0x80                     # the first byte of a character
     before = np.zeros(len(first) + 1, dtype=np.int64)     # characters started before each byte

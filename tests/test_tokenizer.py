@@ -206,6 +206,35 @@ def test_encode_pieces_equals_oracle(tok, pieces):
         tok.encode_pieces([b"a", "b"])
 
 
+@FEW
+@given(st.text(alphabet="abhe !,\n", max_size=40).flatmap(
+    lambda t: st.lists(st.sampled_from(["<|x|>", "é", "!!"]) | st.just(t), max_size=5).map("".join)))
+@example(text="éa<|x|> é\xe9!")
+def test_encode_with_offsets_of_a_pattern_that_leaves_text_out(tok, text):
+    # the pattern skips spaces and punctuation (tiktoken and bpe_fast leave such text out): each token's offset is
+    # where its pre-token (or special token) lies in the text, not where the tokens before it would end. Oracle:
+    # regex's matches between the special tokens, each merged by the tiktoken rule
+    pattern = r"[a-zé]+|\n"
+    skipping = Tokenizer(dict(tok.vocab), list(tok.merges), ["<|x|>"], pattern=pattern)
+    ranks, ids_of = token_ranks(tok.merges), skipping._ids_of
+    expect_ids, expect_at, pos = [], [], 0
+    for k, segment in enumerate(text.split("<|x|>")):
+        if k:
+            expect_ids.append(skipping.special_tokens["<|x|>"])
+            expect_at.append(pos - len("<|x|>"))
+        data = segment.encode()
+        for m in regex.finditer(pattern, segment):
+            at = len(segment[:m.start()].encode())      # in bytes
+            for part in merge_pretoken_tiktoken(m.group().encode(), ranks):
+                expect_ids.append(ids_of[part])
+                # the character holding the token's first byte (a token of half of "é" starts where "é" does)
+                expect_at.append(pos + sum(1 for b in data[:at + 1] if b & 0xC0 != 0x80) - 1)
+                at += len(part)
+        pos += len(segment) + len("<|x|>")
+    ids, offsets = skipping.encode_with_offsets(text)
+    assert (ids.tolist(), offsets.tolist()) == (expect_ids, expect_at)
+
+
 def test_cache_grows_to_its_maximum_then_resets_and_stays_correct(trained):
     tok = Tokenizer(*trained, special_tokens=[EOT])
     tok._pool.set_cache_bounds(8, 200, 32, 800)     # doubles twice (8 -> 16 -> 32 entries), then resets
