@@ -243,22 +243,18 @@ class Encoding:
         encoder = self._checked(text, allowed_special, disallowed_special)
         if not isinstance(text, str):
             raise TypeError(f"argument 'text': {type(text).__name__!r} object cannot be converted to 'PyString'")
-        str.encode(text, "utf-8")       # as tiktoken's, lone surrogates are a UnicodeEncodeError here
-        ids, starts = encoder.encode_with_offsets(text)
-        tokens: list[int] = ids.tolist()
+        data = str.encode(text, "utf-8")       # as tiktoken's, lone surrogates are a UnicodeEncodeError here
+        tokens = encoder.encode(text)
         # the last piece: the pre-tokenizer's last match after the last special token (none: nothing is unstable)
-        specials = encoder.special_tokens
         segment = text
-        if specials:
-            at = np.flatnonzero(np.isin(ids, list(specials.values())))
-            if len(at):
-                start = int(starts[at[-1]])
-                token = next(t for t, i in specials.items() if i == tokens[at[-1]] and text.startswith(t, start))
-                segment = text[start + len(token):]
+        if encoder.special_tokens:
+            matches, _ = SpecialTokens(list(encoder.special_tokens)).matcher.final_matches(data, True)
+            if matches:
+                segment = data[matches[-1][1]:].decode("utf-8")
         pieces = pretokenize(segment, encoder.pattern) if segment else []
-        if not pieces:
+        unstable = len(encoder.encode_pieces([pieces[-1].encode("utf-8")])[0]) if pieces else 0
+        if not unstable:        # (a pattern may match nothing there, or match an empty string last)
             return tokens, []
-        unstable = len(encoder.encode_pieces([pieces[-1].encode("utf-8")])[0])
         # tiktoken's fix for patterns whose splits move with what follows (cl100k's \s*[\r\n]+): the tokens of
         # spaces, tabs and newlines before the last piece are unstable too, when its first token is one
         vocab = self._ranks_by_id()
