@@ -3,7 +3,8 @@
 
 A piece is a token's text: its bytes decoded as UTF-8, or, for a token holding only part of a character's UTF-8
 (byte-level BPE splits rare characters), with the bytes that are not whole characters written as \\xNN escapes.
-So the pieces join back to the text exactly when no character is split; the tokens' bytes always do.
+So the pieces join back to the text exactly when no character is split, and the tokens' bytes always do,
+unless the pattern leaves some text in no pre-token (a custom one may: that text is in no token or piece).
 """
 from __future__ import annotations
 
@@ -46,12 +47,13 @@ def token_view(tokenizer: Tokenizer, text: str) -> TokenView:
     another)."""
     found, offsets = tokenizer.encode_with_offsets(text)
     ids = found.tolist()
-    vocab, special = tokenizer.vocab, frozenset(tokenizer.special_tokens.values())
+    vocab, specials = tokenizer.vocab, tokenizer.special_tokens
+    special = frozenset(specials.values())
     cache: dict[int, str] = {}
     pieces = []
     for k, i in enumerate(ids):
-        if i in special:
-            pieces.append(text[offsets[k]:offsets[k + 1] if k + 1 < len(ids) else len(text)])
+        if i in special:        # the special token the text holds there (of those with this id, the longest)
+            pieces.append(max((t for t, j in specials.items() if j == i and text.startswith(t, offsets[k])), key=len))
             continue
         piece = cache.get(i)
         if piece is None:

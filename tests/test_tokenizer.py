@@ -235,6 +235,13 @@ def test_encode_with_offsets_of_a_pattern_that_leaves_text_out(tok, text):
     assert (ids.tolist(), offsets.tolist()) == (expect_ids, expect_at)
 
 
+def test_show_of_a_pattern_that_leaves_text_out():
+    # ", " and " " are in no pre-token of \w+: the special token's piece is the special token, not it and the
+    # skipped text up to the next token (it was "<|x|> ")
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|x|>"], pattern=r"\w+")
+    assert tuple(tok.show("ab, ab<|x|> c")) == (["ab", "ab", "<|x|>", "c"], [256, 256, 257, 99])
+
+
 def test_cache_grows_to_its_maximum_then_resets_and_stays_correct(trained):
     tok = Tokenizer(*trained, special_tokens=[EOT])
     tok._pool.set_cache_bounds(8, 200, 32, 800)     # doubles twice (8 -> 16 -> 32 entries), then resets
