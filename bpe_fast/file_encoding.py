@@ -130,15 +130,16 @@ def check_dtype(dtype: DTypeLike | None, vocab_size: int) -> np.dtype[Any]:
 
 def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath, *, num_processes: int | None = None,
                 dtype: DTypeLike | None = None, errors: str = "strict", chunk_bytes: int | None = None,
-                text_field: str = "text", text_column: str = "text",
+                text_field: str = "text", text_column: str = "text", separator: int | str | None = None,
                 progress: Callable[[str, int, int], object] | None = None) -> int:
     """Encode a corpus file into a .npy array of token ids (load it with np.load(path, mmap_mode="r")).
 
     A plain UTF-8 text file is one document: the array equals tokenizer.encode(whole text), encoded by byte
     ranges on several workers. Any other file is read as training reads it (bpe_fast.inputs: .gz/.bz2/.xz/.zst,
     JSON lines taking their text from `text_field`, which also decides whether a .json file is JSON lines,
-    Parquet from `text_column`): each document encoded alone, the ids concatenated in order.
-    dtype defaults to uint16 when the vocab fits, else uint32. The output appears only when complete (written to
+    Parquet from `text_column`): each document encoded alone, the ids concatenated in order, with `separator`
+    (None: nothing; an id of the vocabulary, or one of the tokenizer's special tokens) after each (a text file:
+    after it), as encode_files writes them. dtype defaults to uint16 when the vocab fits, else uint32. The output appears only when complete (written to
     a temporary name, then renamed).
     num_processes: how many workers encode at once (None: one per CPU core); threads of this process for
     the built-in patterns, processes for other patterns (see the module docstring). progress, if given, is
@@ -149,18 +150,21 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     source = resolve_inputs(input_path, text_field)[0]     # (an existing file: itself, by the readers' own rule)
-    if isinstance(source, TextFile):
+    separator = check_separator(separator, tokenizer)
+    if isinstance(source, TextFile) and separator is None:
         return encode_text_file(tokenizer, source.path, output_path, num_processes=num_processes, dtype=dtype,
                                 errors=errors, chunk_bytes=chunk_bytes, progress=progress)
     _check_output_folder(output_path)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     check_progress(progress)
     try:
-        count = encode_stream(tokenizer, source, output_path, dtype=check_dtype(dtype, tokenizer.vocab_size),
-                              errors=check_errors(errors), text_field=text_field, text_column=text_column,
-                              num_threads=check_num_processes(num_processes), batch_bytes=chunk_bytes)
+        count = encode_source(tokenizer, source, output_path, dtype=check_dtype(dtype, tokenizer.vocab_size),
+                              errors=check_errors(errors), separator=separator, text_field=text_field,
+                              text_column=text_column, num_workers=check_num_processes(num_processes),
+                              batch_bytes=chunk_bytes)
     except CorpusDecodeError as exc:
-        if exc.line is not None or exc.document is not None or source.kind != "text" or plain_pipe(source):
+        if (exc.line is not None or exc.document is not None or isinstance(source, TextFile)
+                or source.kind != "text" or plain_pipe(source)):
             raise
         # an offset in a compressed text file's decompressed bytes: its line too, as in a plain text file
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(input_path, exc.offset)) from None
@@ -265,6 +269,42 @@ def _encoded_ranges(tokenizer: Tokenizer, path: str, ranges: Sequence[tuple[int,
             if j < len(ranges):
                 futures[j] = executor.submit(task, *first, path, *ranges[j], dtype, errors)  # type: ignore[call-arg]
             yield start, end, ids
+
+
+def encode_source(tokenizer: Tokenizer, source: TextFile | Stream, output_path: StrPath, *, dtype: np.dtype[Any],
+                  errors: str, separator: int | None, text_field: str = "text", text_column: str = "text",
+                  num_workers: int = 1, batch_bytes: int = DEFAULT_CHUNK_BYTES,
+                  progress: Callable[[str, int, int], object] | None = None) -> int:
+    """Encode one resolved input (bpe_fast.inputs) into output_path (atomically), `separator` (an id, or None)
+    after each document: a plain text file without a separator by byte ranges (encode_text_file), anything else
+    (or with one: a text file is then one document) in batches of documents (encode_stream). Arguments already
+    checked; returns the number of ids."""
+    if isinstance(source, TextFile):
+        if separator is None:
+            return encode_text_file(tokenizer, source.path, output_path, num_processes=num_workers, dtype=dtype,
+                                    errors=errors, progress=progress)
+        source = Stream("text", source.path, source.path)     # one document, then the separator
+    return encode_stream(tokenizer, source, output_path, dtype=dtype, errors=errors, separator=separator,
+                         text_field=text_field, text_column=text_column, num_threads=num_workers,
+                         batch_bytes=batch_bytes)
+
+
+def check_separator(separator: int | str | None, tokenizer: Tokenizer) -> int | None:
+    """A separator (None, an id of the vocabulary, or one of the tokenizer's special tokens) as its id, or None."""
+    if separator is None:
+        return None
+    if isinstance(separator, str):
+        specials = tokenizer.special_tokens
+        if separator not in specials:
+            raise ValueError(f"separator {separator!r} is not one of the tokenizer's special tokens "
+                             f"{list(specials)}")
+        return specials[separator]
+    if isinstance(separator, bool) or not isinstance(separator, (int, np.integer)):
+        raise TypeError(f"separator must be None, an int id or a special token (str), got "
+                        f"{type(separator).__name__}")
+    if int(separator) not in tokenizer.vocab:
+        raise ValueError(f"separator id {separator} is not in the vocabulary")
+    return int(separator)
 
 
 def encode_stream(tokenizer: Tokenizer, source: Stream, output_path: StrPath, *, dtype: np.dtype[Any], errors: str,

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from .atomic import atomic_output, staged_target
-from .file_encoding import DEFAULT_CHUNK_BYTES, NPY_HEADER_ERRORS, check_dtype, encode_stream, encode_text_file
+from .file_encoding import NPY_HEADER_ERRORS, check_dtype, check_separator, encode_source
 from .inputs import COMPRESSIONS, CorpusDecodeError, Stream, TextFile, check_errors, line_of, resolve_inputs
 from .procs import check_num_processes, check_progress
 from ._types import StrPath
@@ -102,7 +102,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     dtype = check_dtype(dtype, tokenizer.vocab_size)
     errors = check_errors(errors)
     check_progress(progress)
-    separator = _check_separator(separator, tokenizer)
+    separator = check_separator(separator, tokenizer)
     if client is None:
         num_processes = check_num_processes(num_processes)
     else:
@@ -264,24 +264,6 @@ def _plan(sources: Iterable[TextFile | Stream], out_dir: str) -> list[_Shard]:
     return shards
 
 
-def _check_separator(separator: int | str | None, tokenizer: Tokenizer) -> int | None:
-    """The separator's id, or None."""
-    if separator is None:
-        return None
-    if isinstance(separator, str):
-        specials = tokenizer.special_tokens
-        if separator not in specials:
-            raise ValueError(f"separator {separator!r} is not one of the tokenizer's special tokens "
-                             f"{list(specials)}")
-        return specials[separator]
-    if isinstance(separator, bool) or not isinstance(separator, (int, np.integer)):
-        raise TypeError(f"separator must be None, an int id or a special token (str), got "
-                        f"{type(separator).__name__}")
-    if int(separator) not in tokenizer.vocab:
-        raise ValueError(f"separator id {separator} is not in the vocabulary")
-    return int(separator)
-
-
 def _check_client(client: Any) -> None:
     from distributed import Client
 
@@ -420,14 +402,8 @@ def _encode_shard(tokenizer: Tokenizer, source: TextFile | Stream, out_path: str
                   progress: Callable[[str, int, int], object] | None = None) -> int:
     """Encode one source into out_path (atomically); returns the number of ids."""
     dtype, errors, separator, text_field, text_column = options
-    if isinstance(source, TextFile):
-        if separator is None:
-            return encode_text_file(tokenizer, source.path, out_path, num_processes=num_workers, dtype=dtype,
-                                    errors=errors, progress=progress)
-        source = Stream("text", source.path, source.path)     # one document, then the separator
-    return encode_stream(tokenizer, source, out_path, dtype=dtype, errors=errors, separator=separator,
-                         text_field=text_field, text_column=text_column, num_threads=num_workers,
-                         batch_bytes=DEFAULT_CHUNK_BYTES)
+    return encode_source(tokenizer, source, out_path, dtype=dtype, errors=errors, separator=separator,
+                         text_field=text_field, text_column=text_column, num_workers=num_workers, progress=progress)
 
 
 # ---- on a Dask cluster -------------------------------------------------------------------------------------

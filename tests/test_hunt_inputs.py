@@ -222,3 +222,25 @@ def test_encode_file_names_the_line_of_invalid_utf8_in_a_compressed_text_as_in_a
     with pytest.raises(CorpusDecodeError, match=rf"{name}: invalid UTF-8 at byte offset 12 \(line 2\)"):
         encode_file(tok, tmp_path / name, tmp_path / "o.npy")
     assert list(tmp_path.iterdir()) == [tmp_path / name]
+
+
+def test_encode_file_puts_the_separator_after_each_document(tmp_path):
+    # encode_file of JSON lines (or any input) takes encode_files' separator: the documents' ids are told apart
+    # (without one they run together); a plain text file is one document, the separator after it
+    from bpe_fast import encode_file
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"])
+    eot = tok.special_tokens["<|eot|>"]
+    records = tmp_path / "d.jsonl"
+    records.write_text('{"text": "ab"}\n{"text": "cab"}\n')
+    plain = tmp_path / "d.txt"
+    plain.write_text("ab c")
+    for given in (eot, "<|eot|>"):
+        encode_file(tok, records, tmp_path / "r.npy", separator=given, num_processes=1)
+        assert np.load(tmp_path / "r.npy").tolist() == [256, eot, 99, 256, eot]
+    encode_file(tok, records, tmp_path / "n.npy", num_processes=1)
+    assert np.load(tmp_path / "n.npy").tolist() == [256, 99, 256]
+    encode_file(tok, plain, tmp_path / "p.npy", separator="<|eot|>", num_processes=2)
+    assert np.load(tmp_path / "p.npy").tolist() == [256, 32, 99, eot]
+    with pytest.raises(ValueError, match="separator '<|pad|>' is not one of the tokenizer's special tokens"):
+        encode_file(tok, records, tmp_path / "x.npy", separator="<|pad|>")
+    assert not (tmp_path / "x.npy").exists()
