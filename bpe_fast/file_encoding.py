@@ -273,12 +273,12 @@ def _encoded_ranges(tokenizer: Tokenizer, path: str, ranges: Sequence[tuple[int,
 
 def encode_source(tokenizer: Tokenizer, source: TextFile | Stream, output_path: StrPath, *, dtype: np.dtype[Any],
                   errors: str, separator: int | None, text_field: str = "text", text_column: str = "text",
-                  num_workers: int = 1, batch_bytes: int = DEFAULT_CHUNK_BYTES,
+                  num_workers: int = 1, batch_bytes: int | None = None,
                   progress: Callable[[str, int, int], object] | None = None) -> int:
     """Encode one resolved input (bpe_fast.inputs) into output_path (atomically), `separator` (an id, or None)
     after each document: a plain text file without a separator by byte ranges (encode_text_file), anything else
     (or with one: a text file is then one document) in batches of documents (encode_stream). Arguments already
-    checked; returns the number of ids."""
+    checked (batch_bytes None: DEFAULT_CHUNK_BYTES); returns the number of ids."""
     if isinstance(source, TextFile):
         if separator is None:
             return encode_text_file(tokenizer, source.path, output_path, num_processes=num_workers, dtype=dtype,
@@ -286,7 +286,7 @@ def encode_source(tokenizer: Tokenizer, source: TextFile | Stream, output_path: 
         source = Stream("text", source.path, source.path)     # one document, then the separator
     return encode_stream(tokenizer, source, output_path, dtype=dtype, errors=errors, separator=separator,
                          text_field=text_field, text_column=text_column, num_threads=num_workers,
-                         batch_bytes=batch_bytes)
+                         batch_bytes=DEFAULT_CHUNK_BYTES if batch_bytes is None else batch_bytes)
 
 
 def check_separator(separator: int | str | None, tokenizer: Tokenizer) -> int | None:

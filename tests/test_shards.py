@@ -107,7 +107,7 @@ def left_after_failure(folder):
 @pytest.mark.parametrize("batch_bytes", [None, 700], ids=["1MB-batches", "700B-batches"])
 def test_every_kind_equals_encode_of_its_documents(tok, tmp_path, monkeypatch, num_processes, batch_bytes):
     if batch_bytes is not None:           # many batches and many pieces of a compressed text file
-        monkeypatch.setattr(shards_module, "DEFAULT_CHUNK_BYTES", batch_bytes)
+        monkeypatch.setattr(file_encoding, "DEFAULT_CHUNK_BYTES", batch_bytes)
     contents, paths = write_all(tmp_path / "in")
     out = tmp_path / "out"
     index = encode_files(paths, out, tok, num_processes=num_processes, text_field="body", text_column="body")
@@ -119,7 +119,7 @@ def test_every_kind_equals_encode_of_its_documents(tok, tmp_path, monkeypatch, n
 
 
 def test_a_pattern_without_the_native_scanner(tok, tmp_path, monkeypatch):
-    monkeypatch.setattr(shards_module, "DEFAULT_CHUNK_BYTES", 2000)
+    monkeypatch.setattr(file_encoding, "DEFAULT_CHUNK_BYTES", 2000)
     custom = Tokenizer(dict(tok.vocab), list(tok.merges), [EOT, PAD], pattern=GPT2_PATTERN + "|x")
     assert custom._segmenter is None              # the Python path (regex), not the native one
     docs = documents(4, n=10)
@@ -161,7 +161,7 @@ def test_a_document_boundary_is_not_glued(tok, tmp_path):
 
 @pytest.mark.parametrize("separator", [EOT, PAD, 300])
 def test_separator_after_each_document(tok, tmp_path, monkeypatch, separator):
-    monkeypatch.setattr(shards_module, "DEFAULT_CHUNK_BYTES", 1000)     # a text file in several pieces
+    monkeypatch.setattr(file_encoding, "DEFAULT_CHUNK_BYTES", 1000)     # a text file in several pieces
     sep_id = tok.special_tokens.get(separator, separator)
     docs = documents(9, n=8)
     paths = [write_shard(tmp_path, name, docs) for name in ("a.txt", "b.txt.gz", "c.jsonl", "d.parquet")]
@@ -387,7 +387,7 @@ def test_a_damaged_index_is_refused_naming_it(tok, tmp_path, damage):
 
 @pytest.mark.parametrize("bad_kind", ["txt", "txt.gz", "jsonl"])
 def test_invalid_utf8_names_the_shard_and_leaves_no_partial_file(tok, tmp_path, monkeypatch, bad_kind):
-    monkeypatch.setattr(shards_module, "DEFAULT_CHUNK_BYTES", 4000)    # the bad bytes after a piece or two
+    monkeypatch.setattr(file_encoding, "DEFAULT_CHUNK_BYTES", 4000)    # the bad bytes after a piece or two
     good = make_corpus(41, 3000).encode()
     before = write_shard(tmp_path, "a.txt", [good.decode()])
     bad = tmp_path / f"b.{bad_kind}"
