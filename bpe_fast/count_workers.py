@@ -619,7 +619,7 @@ def _count_batch(counter: ChunkCounter, batch: Batch | SlotBatch, bytes_done: An
     try:
         counter.add_documents(data, batch.bounds)
     except UnicodeDecodeError as exc:
-        raise batch_decode_error(batch, exc) from None
+        raise batch_decode_error(batch, exc, data) from None
     if bytes_done is not None:
         bytes_done.add(len(data), len(batch.bounds) - 1)
 

@@ -134,7 +134,8 @@ class Batch(NamedTuple):
     """Documents to count: document k is data[bounds[k]:bounds[k + 1]] (UTF-8, unless the input was bytes
     and not valid). `origin` says where they came from, for error messages: (name, first_document,
     lines, base_offset) where `lines` is None or the 1-based line of each document (JSON lines), and
-    base_offset the byte offset of data[0] within a text file (whose pieces are one document)."""
+    base_offset the byte offset of data[0] within a text file (whose pieces are one document); a piece of a
+    stream that cannot be read again (stdin) has `lines` (the line data[0] is on,)."""
     data: bytes
     bounds: NDArray[np.int64]
     origin: tuple[Any, ...]
@@ -179,12 +180,20 @@ class Slots:
         return item.data if isinstance(item, Batch) else self.view(item.slot)[:item.length]
 
 
-def batch_decode_error(batch: Batch | SlotBatch, exc: UnicodeDecodeError) -> CorpusDecodeError:
-    """The CorpusDecodeError for the UnicodeDecodeError exc of a Batch's data: the offset in the file for a
-    piece of a text file, else the document, its line (JSON lines) and the offset in it."""
+def batch_decode_error(batch: Batch | SlotBatch, exc: UnicodeDecodeError,
+                       data: bytes | NDArray[np.uint8] | None = None) -> CorpusDecodeError:
+    """The CorpusDecodeError for the UnicodeDecodeError exc of a Batch's data (`data`: a SlotBatch's bytes): the
+    offset in the file for a piece of a text file (and its line, when the piece's origin carries the line it
+    starts on: a stream that cannot be read again), else the document, its line (JSON lines) and the offset in
+    it."""
     bounds, (name, first, lines, base) = batch.bounds, batch.origin
     if base is not None:
-        return CorpusDecodeError(name, base + exc.start, exc.reason)
+        line = None
+        if data is None and isinstance(batch, Batch):
+            data = batch.data
+        if lines and data is not None:
+            line = lines[0] + bytes(data[:exc.start]).count(b"\n")
+        return CorpusDecodeError(name, base + exc.start, exc.reason, line)
     k = int(np.searchsorted(bounds, exc.start, side="right")) - 1
     return CorpusDecodeError(name, exc.start - int(bounds[k]), exc.reason, line=lines[k] if lines else None,
                              document=first + k)
@@ -575,6 +584,9 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
     # carry: the bytes read and not yet handed out, grown in place (a long stretch without a safe cut was copied
     # whole at each read, and searched whole again: quadratic); searched: its start, where no cut can be
     carry, offset, searched = bytearray(), 0, 0
+    # a stream that cannot be read again (stdin, a pipe) carries each piece's first line in its origin, for the
+    # line of its invalid UTF-8 (a file's is found by reading it again, inputs.line_of, only when there is one)
+    line: int | None = None if isinstance(source, (str, os.PathLike)) and os.path.isfile(source) else 1
     # budget.bytes, not budget.spent: this document is taken, the last one max_documents leaves included
     with (open_binary(source) if isinstance(source, (str, os.PathLike)) else contextlib.nullcontext(source)) as f:
         while budget.bytes != 0:
@@ -595,13 +607,17 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
                 searched = len(carry) - cut_margin(specials)
                 continue
             piece = budget.take_bytes(bytes(carry[:cut]))
-            yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
+            yield Batch(piece, np.array([0, len(piece)], dtype=np.int64),
+                        (name, 0, None if line is None else (line,), offset))
+            if line is not None:
+                line += piece.count(b"\n")
             offset += cut
             del carry[:cut]
             searched = 0
     if (carry or offset == 0) and budget.bytes != 0:     # an empty file is an empty document, as a text file is
         piece = budget.take_bytes(bytes(carry))
-        yield Batch(piece, np.array([0, len(piece)], dtype=np.int64), (name, 0, None, offset))
+        yield Batch(piece, np.array([0, len(piece)], dtype=np.int64),
+                    (name, 0, None if line is None else (line,), offset))
 
 
 def read_documents(inputs: object, text_field: str = "text", text_column: str = "text",

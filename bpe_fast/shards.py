@@ -386,7 +386,7 @@ def _raise_naming(exc: Exception, shard: _Shard) -> NoReturn:
     naming the shard."""
     if isinstance(exc, CorpusDecodeError):
         line = exc.line
-        if line is None and exc.document is None:
+        if line is None and exc.document is None and os.path.isfile(shard.path):    # (a pipe read again: line 1)
             with contextlib.suppress(OSError):
                 line = line_of(shard.path, exc.offset)
         raise CorpusDecodeError(shard.given, exc.offset, exc.reason, line, exc.document, exc.in_line) from None

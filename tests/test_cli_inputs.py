@@ -347,3 +347,22 @@ def test_report_reads_every_kind_of_eval_input_as_the_other_commands_do(tmp_path
     assert f"report on {size / 1000:.1f} KB" in err or f"report on {size:,}" in err, err
     tokens = sum(len(tok.encode(d)) for d in docs[:20])
     assert f"{size / tokens:.3f} bytes per token" in err, err
+
+
+@pytest.mark.parametrize("command", [["train", "--vocab-size", "300", "-o", "tok"], ["count", "-o", "c.npz"]])
+@pytest.mark.parametrize("processes", ["1", "2"])
+@pytest.mark.parametrize("source", ["-", "/dev/stdin"])
+def test_invalid_utf8_from_stdin_names_the_line_and_the_offset(tmp_path, command, processes, source):
+    # a file's invalid UTF-8 is named by its byte offset and line (the file is read again for the line); stdin
+    # (or a pipe given by its path) cannot be read again, and its error gave the offset alone
+    line = b"a line of some text\n"
+    head = line * (6_000_000 // len(line))          # past the first batches of 4 MB: the lines add up across them
+    data = head + b"bad \xff here\n" + line * 10
+    bad_line = head.count(b"\n") + 1
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "-q", "-j", processes, command[0], source,
+                           *command[1:]], input=data, capture_output=True, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.decode().splitlines() == [
+        f"bpe-fast: {'<stdin>' if source == '-' else source}: invalid UTF-8 at byte offset {len(head) + 4} "
+        f"(line {bad_line}): invalid start byte; pass --errors replace to substitute U+FFFD"]
+    assert list(tmp_path.iterdir()) == []
