@@ -1742,8 +1742,9 @@ def _id_array(ids: Any) -> NDArray[np.int64]:
     if kind == "i" or (kind == "b" and arr is not ids and all(type(i) is bool for i in ids)):
         return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "u":
-        if arr.dtype.itemsize == 8 and int(arr.max()) > np.iinfo(np.int64).max:
-            raise ValueError(f"unknown token id {int(arr.max())}")
+        if arr.dtype.itemsize == 8 and int(arr.max()) > np.iinfo(np.int64).max:     # the first such, by position
+            k = int(np.argmax(arr > np.uint64(np.iinfo(np.int64).max)))
+            raise ValueError(f"unknown token id {int(arr[k])} (at position {k})")
         return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "O":
         out = np.empty(arr.size, dtype=np.int64)

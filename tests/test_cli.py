@@ -567,6 +567,16 @@ def test_decode_of_an_id_outside_the_vocabulary_names_the_tokens_file(tmp_path, 
     assert "ids.npy: " in err and f"token id {bad} (at position 2)" in err
 
 
+def test_decode_of_a_uint64_id_beyond_int64_names_its_position(tmp_path, tokdir, capsys):
+    # ids past 2**63 - 1 in a uint64 array were "unknown token id N" for the largest, at no position, where any
+    # other bad id is named with its position: the first such id is named now, as the others are
+    bad = 2**63 + 5
+    np.save(tmp_path / "ids.npy", np.array([5, 7, bad, 9, 2**64 - 1], dtype=np.uint64))
+    code, err = run(["decode", "-t", str(tokdir), str(tmp_path / "ids.npy"), "-o", str(tmp_path / "o.txt")], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=("ids.npy",))
+    assert err.splitlines() == [f"bpe-fast: {tmp_path / 'ids.npy'}: unknown token id {bad} (at position 2)"]
+
+
 @pytest.mark.parametrize("flag", ["--hf", "--tiktoken"])
 def test_export_eos_token_without_hf_dir_is_refused(tmp_path, tokdir, capsys, flag):
     # --eos-token is for --hf-dir (README, --help); with --hf or --tiktoken it was silently ignored, exit 0
