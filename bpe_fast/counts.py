@@ -217,26 +217,28 @@ class PretokenCounts:
 
     @classmethod
     def load(cls, path: StrPath) -> PretokenCounts:
-        """Read counts written by save(); a truncated or foreign file is a ValueError naming it."""
+        """Read counts written by save(); a truncated or foreign file is a ValueError naming it (and what it is,
+        or what it lacks), a file that cannot be opened the OSError of open()."""
         path = os.fspath(path)
+        with open(path, "rb") as f:             # np.load reads a .npy (an array, no `with`) or a text file too
+            head = f.read(6)
+        if not head.startswith(b"PK"):
+            raise _not_counts(path, "a .npy array" if head.startswith(b"\x93NUMPY") else "empty" if not head
+                              else "not a .npz archive")
         try:
-            with open(path, "rb") as f:         # np.load reads a .npy (an array, no `with`) or a text file too
-                head = f.read(6)
-            if not head.startswith(b"PK"):
-                what = ("a .npy array" if head.startswith(b"\x93NUMPY") else "empty" if not head
-                        else "not a .npz archive")
-                raise ValueError(f"{path}: not a bpe_fast counts file ({what}; counts are the .npz archive "
-                                 f"bpe-fast count writes)")
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
-        except FileNotFoundError:
-            raise
-        except ValueError as exc:
-            if str(exc).startswith(f"{path}: not a bpe_fast counts file ("):
-                raise
-            raise ValueError(f"{path}: not a bpe_fast counts file ({type(exc).__name__}: {exc})") from None
-        except Exception as exc:     # zipfile.BadZipFile, EOFError, ValueError, OSError ...
-            raise ValueError(f"{path}: not a bpe_fast counts file ({type(exc).__name__}: {exc})") from None
+            archive = np.load(path, allow_pickle=False)
+        except Exception:           # zipfile.BadZipFile, EOFError, OSError ...: its directory cannot be read
+            raise _not_counts(path, "a damaged or truncated .npz archive") from None
+        with archive:
+            if "format" not in archive.files:      # another program's archive: nothing of it is loaded
+                names = ", ".join(map(repr, archive.files[:5])) + (f" and {len(archive.files) - 5} more"
+                                                                    if len(archive.files) > 5 else "")
+                raise _not_counts(path, f"an .npz archive of {names}, without the 'format' entry" if names
+                                  else "an empty .npz archive")
+            arrays = {"format": _npz_entry(archive, "format", path)}
+            if arrays["format"].dtype.kind == "U" and arrays["format"].reshape(-1)[:2].tolist() == [COUNTS_FORMAT]:
+                arrays.update((name, _npz_entry(archive, name, path)) for name in archive.files)
+            # (else the format's check below says what it is, without reading the others)
 
         def need(name: str, kind: str) -> NDArray[Any]:
             if name not in arrays or arrays[name].dtype.kind != kind:
@@ -278,6 +280,28 @@ class PretokenCounts:
         except RecursionError:      # json.loads of special_tokens
             raise ValueError(f"{path}: corrupt counts file (special_tokens: JSON arrays or objects nested too "
                              "deeply)") from None
+
+
+def _not_counts(path: str, what: str) -> ValueError:
+    """The error of PretokenCounts.load for a file that is not counts: `what` it is (or lacks)."""
+    return ValueError(f"{path}: not a bpe_fast counts file ({what}; counts are the .npz archive bpe-fast count "
+                      f"writes)")
+
+
+def _npz_entry(archive: Any, name: str, path: str) -> NDArray[Any]:
+    """The array `name` of an open .npz archive, or the error naming the entry: one that needs pickle (an object
+    array), one that is not a .npy array (NpzFile gives its bytes), a damaged one."""
+    try:
+        value = archive[name]
+    except ValueError as exc:
+        if "allow_pickle" not in str(exc):
+            raise _not_counts(path, f"its {name!r} entry is not a readable .npy array") from None
+        raise _not_counts(path, f"its {name!r} entry holds Python objects, which are not loaded") from None
+    except Exception:               # zipfile.BadZipFile (a bad CRC), EOFError, zlib.error, OSError ...
+        raise _not_counts(path, f"its {name!r} entry is not a readable .npy array") from None
+    if not isinstance(value, np.ndarray):
+        raise _not_counts(path, f"its {name!r} entry is not a .npy array")
+    return value
 
 
 # a mapping, read as one by what takes mappings (Counter(counts), dict.update, `isinstance(counts, Mapping)`): it

@@ -83,6 +83,34 @@ def test_from_counts_given_a_token_array_or_a_text_file_says_what_it_is(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "tokens.npy"]
 
 
+def test_from_counts_given_a_foreign_npz_says_what_is_missing_in_one_line(tmp_path):
+    # an .npz not written by bpe_fast: NumPy's own words in brackets ("(ValueError: Object arrays cannot be loaded
+    # when allow_pickle=False)", "(BadZipFile: File is not a zip file)"), or a traceback (AttributeError: 'bytes'
+    # object has no attribute 'dtype') for a member that is not a .npy array
+    import zipfile
+
+    import numpy as np
+    np.savez(tmp_path / "foreign.npz", a=np.arange(3), b=np.arange(2))
+    np.savez(tmp_path / "pickled.npz", a=np.array([{"x": 1}], dtype=object))
+    raw = (tmp_path / "foreign.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(raw[:len(raw) // 2])
+    with zipfile.ZipFile(tmp_path / "raw.npz", "w") as z:
+        z.writestr("format.npy", "hello")
+    with zipfile.ZipFile(tmp_path / "header.npz", "w") as z:
+        z.writestr("format.npy", b"\x93NUMPY\x01\x00garbage")
+    tail = "; counts are the .npz archive bpe-fast count writes)"
+    for name, what in (("foreign.npz", "an .npz archive of 'a', 'b', without the 'format' entry"),
+                       ("pickled.npz", "an .npz archive of 'a', without the 'format' entry"),
+                       ("cut.npz", "a damaged or truncated .npz archive"),
+                       ("raw.npz", "its 'format' entry is not a .npy array"),
+                       ("header.npz", "its 'format' entry is not a readable .npy array")):
+        proc = _cli(["train", "--from-counts", name, "--vocab-size", "300", "-o", "tok"], tmp_path)
+        assert proc.returncode == 1
+        assert proc.stderr.splitlines() == [f"bpe-fast: {name}: not a bpe_fast counts file ({what}{tail}"], \
+            proc.stderr
+    assert not (tmp_path / "tok").exists()
+
+
 def test_export_eos_token_not_a_special_token_names_the_flag(tmp_path):
     (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
     assert _cli(["-q", "train", "c.txt", "--vocab-size", "260", "--special-token", "<|eot|>", "-o", "tok"],
