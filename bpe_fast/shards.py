@@ -41,7 +41,8 @@ from numpy.typing import DTypeLike
 
 from .atomic import atomic_output, staged_target
 from .file_encoding import NPY_HEADER_ERRORS, check_dtype, check_separator, encode_source
-from .inputs import COMPRESSIONS, CorpusDecodeError, Stream, TextFile, check_errors, line_of, resolve_inputs
+from .inputs import (COMPRESSIONS, CorpusDecodeError, InputError, Stream, TextFile, check_errors, line_of,
+                     resolve_inputs)
 from .procs import check_num_processes, check_progress
 from ._types import StrPath
 from .tokenizer import Tokenizer
@@ -391,6 +392,10 @@ def _raise_naming(exc: Exception, shard: _Shard) -> NoReturn:
                 line = line_of(shard.path, exc.offset)
         raise CorpusDecodeError(shard.given, exc.offset, exc.reason, line, exc.document, exc.in_line) from None
     message = str(exc)
+    if isinstance(exc, InputError) and shard.path != shard.given and shard.path in message:
+        # the shard is read by its absolute path: its JSON lines and Parquet errors named that, where count and
+        # train name the input as the user typed it
+        raise InputError(message.replace(shard.path, shard.given)) from None
     if shard.given in message or shard.path in message:
         raise exc
     raise RuntimeError(f"encoding {shard.given} into {shard.out_path} failed: {type(exc).__name__}: {exc}") from exc

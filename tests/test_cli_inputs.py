@@ -5,6 +5,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -366,3 +367,27 @@ def test_invalid_utf8_from_stdin_names_the_line_and_the_offset(tmp_path, command
         f"bpe-fast: {'<stdin>' if source == '-' else source}: invalid UTF-8 at byte offset {len(head) + 4} "
         f"(line {bad_line}): invalid start byte; pass --errors replace to substitute U+FFFD"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["train", "--vocab-size", "300", "-o", "tok"], ["count", "-o", "c.npz"],
+                                     ["encode", "-t", "t", "-o", "ids.npy"], ["encode", "-t", "t", "-o", "ids/"]])
+def test_jsonl_and_parquet_errors_name_the_file_as_given_by_every_command(tmp_path, command):
+    # encode named the file by its absolute path ("/tmp/.../d.jsonl:2: no field 'text'"), train and count as the
+    # user typed it ("d.jsonl:2: ..."): each command now names it as given
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
+    assert main(["-q", "train", str(tmp_path / "c.txt"), "--vocab-size", "260", "-o", str(tmp_path / "t")]) == 0
+    (tmp_path / "d.jsonl").write_text('{"text": "hello"}\n{"body": "x"}\n', encoding="utf-8")
+    pq.write_table(pa.table({"body": ["a", "b"]}), tmp_path / "p.parquet")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for name, message in (("d.jsonl", "d.jsonl:2: no field 'text' (fields: ['body'])"),
+                          ("p.parquet", "p.parquet: no column 'text' (columns: ['body'])")):
+        proc = subprocess.run([sys.executable, "-m", "bpe_fast", "-q", command[0], name, *command[1:]],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 1
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"bpe-fast: {message}; choose one with "), proc.stderr
+        shutil.rmtree(tmp_path / "ids", ignore_errors=True)    # (a folder encode keeps its index.json to resume)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
