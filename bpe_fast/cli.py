@@ -512,16 +512,16 @@ def _check_special_bytes(specials: list[str], initial: Tokenizer | None, given: 
                        f"choose another (e.g. '<|{token.strip() or 'sep'}|>')")
 
 
-def _check_creatable(directory: str) -> None:
-    """A CliError unless the tokenizer's files can be made in `directory`: in it when it exists, else in its
-    nearest existing ancestor, which must be a folder (the folders between are made when the tokenizer is saved,
-    as Tokenizer.save makes them)."""
+def _check_creatable(directory: str, flag: str = "-o") -> None:
+    """A CliError naming the flag unless files can be made in the output folder `directory`: in it when it
+    exists, else in its nearest existing ancestor, which must be a folder (the folders between are made when the
+    files are written, as Tokenizer.save and encode_files make them)."""
     ancestor = os.path.abspath(directory)
     while not os.path.exists(ancestor):
         ancestor = os.path.dirname(ancestor)
     if not os.path.isdir(ancestor):
-        raise CliError(f"-o {directory}: {ancestor} is not a folder")
-    _check_can_make_in(ancestor, f"-o {directory}")
+        raise CliError(f"{flag} {directory}: {ancestor} is not a folder")
+    _check_can_make_in(ancestor, f"{flag} {directory}")
 
 
 def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
@@ -555,6 +555,8 @@ def cmd_encode(args: argparse.Namespace) -> None:
     if to_folder and _not_a_folder(output):
         raise CliError(f"-o {output}: is a file; several inputs (or -o ending with /) are encoded into a folder, "
                        f"one .npy a shard: give a folder")
+    if to_folder:       # (before the tokenizer is loaded: os.makedirs's "No such file or directory" named no flag)
+        _check_creatable(output)
     if not to_folder and args.dask_scheduler:
         raise CliError("--dask-scheduler encodes shards into a folder: give -o DIR/")
     if output == "-" and _stdout().isatty():     # (gzip refuses too: binary bytes work as escape sequences there)
@@ -736,6 +738,8 @@ def cmd_export(args: argparse.Namespace) -> None:
     _check_output_folder(target, flag, file=not args.hf_dir)
     if args.hf_dir and _not_a_folder(target):
         raise CliError(f"--hf-dir {target}: exists and is not a folder; give the folder to write the files into")
+    if args.hf_dir:
+        _check_creatable(target, "--hf-dir")
     if not args.hf_dir and os.path.isdir(target):
         raise CliError(f"{flag} {target}: is a folder; give the file to write "
                        f"({'tokenizer.json' if args.hf else 'FILE.tiktoken'})")

@@ -183,3 +183,22 @@ def test_progress_of_a_streamed_input_ends_with_all_it_read(tmp_path, kind):
     assert proc.returncode == 0, proc.stderr
     progress = [line for line in proc.stderr.decode().splitlines() if line.startswith("pre-tokenized")]
     assert progress and progress[-1].startswith("pre-tokenized 2.0 MB "), proc.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc, where nothing can be made")
+def test_an_output_folder_that_cannot_be_made_names_the_flag(tmp_path):
+    # 'encode -o /proc/xd/' and 'export --hf-dir /proc/hfd' said "/proc/xd/: No such file or directory" after
+    # loading the tokenizer (os.makedirs's words, naming no flag), where train -o and every output file say
+    # which flag and why before any work
+    (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
+    assert _cli(["-q", "train", "c.txt", "--vocab-size", "260", "-o", "tok"], tmp_path).returncode == 0
+    for args, given in ((["encode", "-t", "tok", "c.txt", "-o", "/proc/bpe-fast-xd/"], "-o /proc/bpe-fast-xd/"),
+                        (["encode", "-t", "tok", "c.txt", "tok/vocab.json", "-o", "/proc/bpe-fast-xd"],
+                         "-o /proc/bpe-fast-xd"),
+                        (["export", "-t", "tok", "--hf-dir", "/proc/bpe-fast-hfd"], "--hf-dir /proc/bpe-fast-hfd")):
+        proc = _cli(["-q", *args], tmp_path)
+        assert proc.returncode == 1
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"bpe-fast: {given}: cannot make anything in /proc ("), \
+            proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "tok"]
