@@ -392,10 +392,13 @@ def _raise_naming(exc: Exception, shard: _Shard) -> NoReturn:
                 line = line_of(shard.path, exc.offset)
         raise CorpusDecodeError(shard.given, exc.offset, exc.reason, line, exc.document, exc.in_line) from None
     message = str(exc)
-    if isinstance(exc, InputError) and shard.path != shard.given and shard.path in message:
-        # the shard is read by its absolute path: its JSON lines and Parquet errors named that, where count and
-        # train name the input as the user typed it
-        raise InputError(message.replace(shard.path, shard.given)) from None
+    # the shard is read by its absolute path: its errors (a JSON line's, a Parquet file's, open's) named that, where
+    # count and train name the input as the user typed it
+    if shard.path != shard.given:
+        if isinstance(exc, InputError) and shard.path in message:
+            raise InputError(message.replace(shard.path, shard.given)) from None
+        if isinstance(exc, OSError) and exc.filename == shard.path and exc.filename2 is None:
+            raise type(exc)(exc.errno, exc.strerror, shard.given) from None
     if shard.given in message or shard.path in message:
         raise exc
     raise RuntimeError(f"encoding {shard.given} into {shard.out_path} failed: {type(exc).__name__}: {exc}") from exc

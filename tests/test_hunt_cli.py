@@ -202,3 +202,33 @@ def test_an_output_folder_that_cannot_be_made_names_the_flag(tmp_path):
         assert len(lines) == 1 and lines[0].startswith(f"bpe-fast: {given}: cannot make anything in /proc ("), \
             proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "tok"]
+
+
+def _unreadable_runner():
+    """A prefix to run the command line without the power to read a file of mode 000: none needed but chmod when
+    not root; as root, setpriv dropping CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (skipped without setpriv)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root reads a file of mode 000, and setpriv (to drop that power) is not here")
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}", "--"]
+
+
+def test_an_unreadable_input_encoded_into_a_folder_is_named_as_given(tmp_path):
+    # 'encode -o DIR/' named it by its absolute path ('/tmp/.../secret.txt: Permission denied'), where 'encode -o
+    # FILE', count and train name it as given ('secret.txt: Permission denied')
+    prefix = _unreadable_runner()
+    (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
+    assert _cli(["-q", "train", "c.txt", "--vocab-size", "260", "-o", "tok"], tmp_path).returncode == 0
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hidden text\n", encoding="utf-8")
+    secret.chmod(0)
+    for args in (["count", "secret.txt", "-o", "c.npz"], ["encode", "-t", "tok", "secret.txt", "-o", "x.npy"],
+                 ["encode", "-t", "tok", "c.txt", "secret.txt", "-o", "out/"]):
+        proc = subprocess.run(prefix + CLI + ["-q", *args], capture_output=True, text=True, cwd=tmp_path,
+                              timeout=120)
+        assert proc.returncode == 1
+        assert proc.stderr.splitlines() == ["bpe-fast: secret.txt: Permission denied"], (args, proc.stderr)
+    assert not (tmp_path / "c.npz").exists() and not (tmp_path / "x.npy").exists()
