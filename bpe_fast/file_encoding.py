@@ -383,8 +383,13 @@ def read_npy_dtype(path: StrPath | IO[bytes]) -> tuple[np.dtype[Any], tuple[int,
     with (contextlib.nullcontext(path) if hasattr(path, "read") else open(path, "rb")) as f:
         try:
             version = np.lib.format.read_magic(f)
-        except ValueError as exc:
-            raise ValueError(f"not a .npy file ({exc})") from None
+        except ValueError:      # what it is, not NumPy's "the magic string is not correct; expected b'\x93NUMPY'..."
+            f.seek(0)
+            head = f.read(4)
+            what = ("empty" if not head
+                    else "an .npz archive; decode reads one token array, the .npy file encode writes"
+                    if head == b"PK\x03\x04" else "it does not start with the .npy magic string")
+            raise ValueError(f"not a .npy file ({what})") from None
         try:
             if version == (1, 0):
                 shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)

@@ -577,6 +577,23 @@ def test_decode_of_a_uint64_id_beyond_int64_names_its_position(tmp_path, tokdir,
     assert err.splitlines() == [f"bpe-fast: {tmp_path / 'ids.npy'}: unknown token id {bad} (at position 2)"]
 
 
+@pytest.mark.parametrize("name, content, what", [
+    ("empty.npy", b"", "empty"),
+    ("counts.npz", None, "an .npz archive; decode reads one token array, the .npy file encode writes"),
+    ("corpus.txt", b"Once upon a time\n", "it does not start with the .npy magic string"),
+])
+def test_decode_of_a_file_that_is_not_a_npy_says_what_it_is(tmp_path, tokdir, capsys, name, content, what):
+    # it said NumPy's words: "(EOF: reading magic string, expected 8 bytes got 0)", "(the magic string is not
+    # correct; expected b'\\x93NUMPY', got b'PK\\x03\\x04-\\x00')"
+    if content is None:
+        np.savez(tmp_path / name, ids=np.arange(3))
+    else:
+        (tmp_path / name).write_bytes(content)
+    code, err = run(["decode", "-t", str(tokdir), str(tmp_path / name), "-o", str(tmp_path / "o.txt")], capsys)
+    _assert_clean_failure(code, err, tmp_path, keep=(name,))
+    assert err.splitlines() == [f"bpe-fast: {tmp_path / name}: not a .npy file ({what})"]
+
+
 @pytest.mark.parametrize("flag", ["--hf", "--tiktoken"])
 def test_export_eos_token_without_hf_dir_is_refused(tmp_path, tokdir, capsys, flag):
     # --eos-token is for --hf-dir (README, --help); with --hf or --tiktoken it was silently ignored, exit 0
