@@ -1120,9 +1120,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr = stderr
 
 
+# the arguments that name a file or folder, by their attribute, as the usage names them
+_PATH_ARGUMENTS = {"corpus": "CORPUS", "input": "INPUT", "tokens": "TOKENS.npy", "output": "-o", "tokenizer": "-t",
+                   "from_counts": "--from-counts", "continue_from": "--continue-from", "eval": "--eval",
+                   "against": "--against", "png": "--png", "html": "--html", "file": "-f", "hf": "--hf",
+                   "hf_dir": "--hf-dir", "tiktoken": "--tiktoken"}
+
+
+def _check_no_empty_path(args: argparse.Namespace) -> None:
+    """A CliError naming the flag given '' for a file or folder (a script's unset variable): such an option was
+    taken for not given (--continue-from '' trained from scratch, --html '' wrote to stdout), was a traceback
+    (--hf ''), or failed after the work with the OS's words about ''."""
+    for name, flag in _PATH_ARGUMENTS.items():
+        value = getattr(args, name, None)
+        if value == "" or (isinstance(value, list) and "" in value):
+            raise CliError(f"{flag} '': an empty path; give a file or folder name")
+
+
 def _run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        _check_no_empty_path(args)
         # inside the try: importing inputs imports the compiled modules, which read BPE_FAST_HASH_SEED then (a
         # ValueError naming it and its value, one line as BPE_FAST_NUM_PROCESSES's)
         from .inputs import CorpusDecodeError

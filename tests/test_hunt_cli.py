@@ -232,3 +232,35 @@ def test_an_unreadable_input_encoded_into_a_folder_is_named_as_given(tmp_path):
         assert proc.returncode == 1
         assert proc.stderr.splitlines() == ["bpe-fast: secret.txt: Permission denied"], (args, proc.stderr)
     assert not (tmp_path / "c.npz").exists() and not (tmp_path / "x.npy").exists()
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["export", "-t", "tok", "--hf", ""], "--hf"),            # a traceback (AttributeError: 'NoneType' ...)
+    (["export", "-t", "tok", "--hf-dir", ""], "--hf-dir"),    # a traceback too
+    (["train", "c.txt", "--vocab-size", "300", "--continue-from", "", "-o", "t"], "--continue-from"),  # ignored
+    (["report", "-t", "tok", "--eval", "c.txt", "-o", "r.html", "--against", ""], "--against"),         # ignored
+    (["show", "-t", "tok", "hi", "--html", ""], "--html"),   # ignored: the view went to stdout
+    (["report", "-t", "tok", "--eval", "c.txt", "-o", "r.html", "--png", ""], "--png"),
+    (["count", "c.txt", "-o", ""], "-o"),                     # "[Errno 2] cannot be replaced: ...: ''", after the work
+    (["encode", "-t", "tok", "c.txt", "-o", ""], "-o"),
+    (["decode", "-t", "tok", "ids.npy", "-o", ""], "-o"),
+    (["synth", "--size", "1KB", "-o", ""], "-o"),
+    (["train", "c.txt", "--vocab-size", "300", "-o", ""], "-o"),
+    (["train", "--from-counts", "", "--vocab-size", "300", "-o", "t"], "--from-counts"),
+    (["count", "", "-o", "c.npz"], "CORPUS"),                # "[Errno 2] corpus file not found: ''"
+    (["encode", "-t", "tok", "", "-o", "x.npy"], "INPUT"),
+    (["decode", "-t", "tok", "", "-o", "x.txt"], "TOKENS.npy"),
+    (["decode", "-t", "", "ids.npy", "-o", "x.txt"], "-t"),
+])
+def test_an_empty_path_is_refused_naming_its_flag(tmp_path, args, flag):
+    # an empty string given for a file or folder ("$UNSET", a script's missing variable) was a traceback, was
+    # ignored (the option taken as not given: --continue-from "" trained from scratch), or failed with OS words
+    # about '' after the work
+    (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
+    assert _cli(["-q", "train", "c.txt", "--vocab-size", "260", "-o", "tok"], tmp_path).returncode == 0
+    assert _cli(["-q", "encode", "-t", "tok", "c.txt", "-o", "ids.npy"], tmp_path).returncode == 0
+    proc = _cli(["-q", *args], tmp_path)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [f"bpe-fast: {flag} '': an empty path; give a file or folder name"], \
+        proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "ids.npy", "tok"]
