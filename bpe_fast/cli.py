@@ -1130,11 +1130,13 @@ _PATH_ARGUMENTS = {"corpus": "CORPUS", "input": "INPUT", "tokens": "TOKENS.npy",
 def _check_no_empty_path(args: argparse.Namespace) -> None:
     """A CliError naming the flag given '' for a file or folder (a script's unset variable): such an option was
     taken for not given (--continue-from '' trained from scratch, --html '' wrote to stdout), was a traceback
-    (--hf ''), or failed after the work with the OS's words about ''."""
+    (--hf ''), or failed after the work with the OS's words about ''. So is --dask-scheduler ''."""
     for name, flag in _PATH_ARGUMENTS.items():
         value = getattr(args, name, None)
         if value == "" or (isinstance(value, list) and "" in value):
             raise CliError(f"{flag} '': an empty path; give a file or folder name")
+    if getattr(args, "dask_scheduler", None) == "":      # (taken for no --dask-scheduler: the work was done here)
+        raise CliError("--dask-scheduler '': an empty address; give the scheduler's (such as tcp://host:8786)")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -264,3 +264,15 @@ def test_an_empty_path_is_refused_naming_its_flag(tmp_path, args, flag):
     assert proc.stderr.splitlines() == [f"bpe-fast: {flag} '': an empty path; give a file or folder name"], \
         proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "ids.npy", "tok"]
+
+
+@pytest.mark.parametrize("args", [["count", "c.txt", "-o", "c.npz"], ["encode", "-t", "tok", "c.txt", "-o", "out/"]])
+def test_an_empty_dask_scheduler_address_is_refused(tmp_path, args):
+    # --dask-scheduler '' was taken for no --dask-scheduler: the corpus was counted (encoded) here, exit 0
+    (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
+    assert _cli(["-q", "train", "c.txt", "--vocab-size", "260", "-o", "tok"], tmp_path).returncode == 0
+    proc = _cli(["-q", *args, "--dask-scheduler", ""], tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == ["bpe-fast: --dask-scheduler '': an empty address; give the scheduler's "
+                                        "(such as tcp://host:8786)"], proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "tok"]
