@@ -391,3 +391,20 @@ def test_jsonl_and_parquet_errors_name_the_file_as_given_by_every_command(tmp_pa
         assert len(lines) == 1 and lines[0].startswith(f"bpe-fast: {message}; choose one with "), proc.stderr
         shutil.rmtree(tmp_path / "ids", ignore_errors=True)    # (a folder encode keeps its index.json to resume)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_damaged_parquet_file_is_one_line_with_its_brackets_closed(tmp_path, capsys):
+    # pyarrow's message for a damaged page is several lines: the CLI's first line left the bracket open
+    # ("mid.parquet: corrupt Parquet file after 0 rows (Couldn't deserialize thrift: ...: Invalid data")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    pq.write_table(pa.table({"text": ["abc " * 1000] * 50}), tmp_path / "ok.parquet")
+    data = (tmp_path / "ok.parquet").read_bytes()
+    (tmp_path / "mid.parquet").write_bytes(data[:4] + b"x" * 200 + data[204:])     # its first page header
+    code, err = run(["count", str(tmp_path / "mid.parquet"), "-o", str(tmp_path / "c.npz")], capsys)
+    assert code == 1
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"bpe-fast: {tmp_path / 'mid.parquet'}: corrupt Parquet file "
+                                                   f"after 0 rows (") and lines[0].endswith(")"), err
+    assert not (tmp_path / "c.npz").exists()
