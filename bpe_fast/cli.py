@@ -200,6 +200,14 @@ def _not_a_folder(path: str) -> bool:
     return os.path.exists(name) and not os.path.isdir(name)
 
 
+def _check_no_folder_among(outputs: Sequence[str], given: str) -> None:
+    """A CliError naming `given` (the flag and its folder) if one of the files to write in it is a folder already:
+    found only when the files were written, after the work ('out/vocab.json: Is a directory')."""
+    for output in outputs:
+        if os.path.isdir(output):
+            raise CliError(f"{given}: {output} is a folder; the output of that name cannot replace it")
+
+
 def _check_not_an_input(output: str, flag: str, inputs: Sequence[str]) -> None:
     """A CliError if writing `output` would replace one of the files the command reads: the same directory entry
     by another path, or through a symbolic link (bpe_fast.atomic writes through it). (A hard link to an input is
@@ -440,6 +448,7 @@ def cmd_train(args: argparse.Namespace) -> None:
                                              else [])
     for output in _tokenizer_files_in(args.output):
         _check_not_an_input(output, "-o", inputs)
+    _check_no_folder_among(_tokenizer_files_in(args.output), f"-o {args.output}")
     if args.from_counts:
         given = [flag for flag, value, default in (("--max-bytes", args.max_bytes, None),
                                                    ("--max-documents", args.max_documents, None),
@@ -747,6 +756,8 @@ def cmd_export(args: argparse.Namespace) -> None:
         raise CliError(f"--eos-token: only --hf-dir writes an eos_token (transformers' files), not {flag}")
     for output in [os.path.join(target, name) for name in HF_FILES] if args.hf_dir else [target]:
         _check_not_an_input(output, flag, _tokenizer_files(args.tokenizer))
+    if args.hf_dir:
+        _check_no_folder_among([os.path.join(target, name) for name in HF_FILES], f"--hf-dir {target}")
     tokenizer = _load_tokenizer(args.tokenizer)
     if args.eos_token is not None and args.eos_token not in tokenizer.special_tokens:
         raise CliError(f"--eos-token {args.eos_token!r}: not one of the special tokens of {args.tokenizer} "

@@ -257,6 +257,9 @@ def _plan(sources: Iterable[TextFile | Stream], out_dir: str) -> list[_Shard]:
                              f"(output names come from the input names); rename one, or encode them into "
                              f"separate folders")
         first[key] = shard
+    for name in [s.name for s in shards] + [INDEX_FILE]:     # (found only when its shard was written, after others)
+        if os.path.isdir(os.path.join(out_dir, name)):
+            raise ValueError(f"{os.path.join(out_dir, name)} is a folder; the output of that name cannot replace it")
     outputs = {os.path.realpath(s.out_path) for s in shards} | {os.path.realpath(os.path.join(out_dir, INDEX_FILE))}
     for shard in shards:
         if os.path.realpath(shard.path) in outputs:

@@ -276,3 +276,25 @@ def test_an_empty_dask_scheduler_address_is_refused(tmp_path, args):
     assert proc.stderr.splitlines() == ["bpe-fast: --dask-scheduler '': an empty address; give the scheduler's "
                                         "(such as tcp://host:8786)"], proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "tok"]
+
+
+@pytest.mark.parametrize("args, folder, name, flag", [
+    (["train", "c.txt", "--vocab-size", "300", "-o", "out"], "out", "vocab.json", "-o"),
+    (["export", "-t", "tok", "--hf-dir", "out"], "out", "tokenizer.json", "--hf-dir"),
+    (["encode", "-t", "tok", "c.txt", "d.txt", "-o", "out/"], "out", "d.npy", None),
+    (["encode", "-t", "tok", "c.txt", "d.txt", "-o", "out/"], "out", "index.json", None),
+])
+def test_an_output_file_that_is_a_folder_already_is_refused_before_the_work(tmp_path, args, folder, name, flag):
+    # train and export trained (exported), then failed ('out/vocab.json: Is a directory'); encode wrote the
+    # shards before, then said "encoding d.txt into /tmp/.../out/d.npy failed: IsADirectoryError: [Errno 21] ..."
+    (tmp_path / "c.txt").write_text("some text\n" * 50, encoding="utf-8")
+    (tmp_path / "d.txt").write_text("more text\n" * 50, encoding="utf-8")
+    assert _cli(["-q", "train", "c.txt", "--vocab-size", "260", "-o", "tok"], tmp_path).returncode == 0
+    (tmp_path / folder / name).mkdir(parents=True)
+    proc = _cli(["-q", *args], tmp_path)
+    assert proc.returncode == 1
+    given = os.path.join(folder, name)
+    assert proc.stderr.splitlines() == [f"bpe-fast: {f'{flag} {folder}: ' if flag else ''}{given} is a folder; "
+                                        f"the output of that name cannot replace it"], proc.stderr
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if "tok" not in p.parts) == \
+        sorted(["c.txt", "d.txt", folder, given])
