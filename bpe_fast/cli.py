@@ -442,10 +442,12 @@ def cmd_train(args: argparse.Namespace) -> None:
     if _not_a_folder(args.output):
         raise CliError(f"-o {args.output}: exists and is not a folder; give the folder to save the tokenizer in")
     _check_creatable(args.output)
-    # the tokenizer's files replace whatever has their names in -o: refused if that is the corpus or the counts
-    # (a corpus saved as DIR/merges.txt was trained on, then overwritten by the merges)
+    # the tokenizer's files replace whatever has their names in -o: refused if that is the corpus, the counts or the
+    # tokenizer continued (a corpus saved as DIR/merges.txt was trained on, then overwritten by the merges)
     inputs = list(args.from_counts or []) + (_input_files(args.corpus) if args.corpus and "-" not in args.corpus
                                              else [])
+    if args.continue_from:      # the tokenizer extended is an input too: replaced by its extension, it was lost
+        inputs += _tokenizer_files(args.continue_from)
     for output in _tokenizer_files_in(args.output):
         _check_not_an_input(output, "-o", inputs)
     _check_no_folder_among(_tokenizer_files_in(args.output), f"-o {args.output}")

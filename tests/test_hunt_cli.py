@@ -298,3 +298,20 @@ def test_an_output_file_that_is_a_folder_already_is_refused_before_the_work(tmp_
                                         f"the output of that name cannot replace it"], proc.stderr
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if "tok" not in p.parts) == \
         sorted(["c.txt", "d.txt", folder, given])
+
+
+@pytest.mark.parametrize("output", ["tok", "./tok/", "link"])
+def test_train_into_the_tokenizer_it_continues_is_refused(tmp_path, output):
+    # --continue-from's files are an input, as the corpus is: 'train --continue-from tok -o tok' replaced the
+    # tokenizer it extended (the one the tokens encoded with it need), where the module's rule is that an output
+    # that is one of the command's inputs is refused before any work
+    (tmp_path / "c.txt").write_text("some text and more text\n" * 50, encoding="utf-8")
+    assert _cli(["-q", "train", "c.txt", "--vocab-size", "260", "-o", "tok"], tmp_path).returncode == 0
+    (tmp_path / "link").symlink_to("tok")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "tok").iterdir()}
+    proc = _cli(["-q", "train", "c.txt", "--vocab-size", "280", "--continue-from", "tok", "-o", output], tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bpe-fast: tok/vocab.json is an input and would be overwritten "
+                                                   f"by the output (-o "), proc.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "tok").iterdir()} == before
