@@ -1036,7 +1036,7 @@ def _document_utf8(item: object, index: int, text_field: str) -> bytes:
         raise InputError(f"item {index} of the input holds a lone surrogate at character {exc.start}") from None
 
 
-def _first_line(exc: BaseException) -> str:
+def _message_line(exc: BaseException) -> str:
     """The first line of exc's message (pyarrow's are several: a message of one line left its bracket open)."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
@@ -1053,7 +1053,7 @@ def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
     try:
         parquet = pq.ParquetFile(path)
     except (OSError, pyarrow.ArrowException) as exc:
-        raise InputError(f"{path}: not a Parquet file ({_first_line(exc)})") from None
+        raise InputError(f"{path}: not a Parquet file ({_message_line(exc)})") from None
     names = parquet.schema_arrow.names
     if text_column not in names:
         parquet.close()
@@ -1149,7 +1149,7 @@ def _parquet_record_batches(parquet: Any, path: str, text_column: str, batch_byt
         try:
             batch = next(batches, None)
         except (OSError, pyarrow.ArrowException) as exc:
-            raise InputError(f"{path}: corrupt Parquet file after {rows} rows ({_first_line(exc)})") from None
+            raise InputError(f"{path}: corrupt Parquet file after {rows} rows ({_message_line(exc)})") from None
         if batch is None:
             return
         rows += batch.num_rows

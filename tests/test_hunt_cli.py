@@ -313,5 +313,5 @@ def test_train_into_the_tokenizer_it_continues_is_refused(tmp_path, output):
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("bpe-fast: tok/vocab.json is an input and would be overwritten "
-                                                   f"by the output (-o "), proc.stderr
+                                                   "by the output (-o "), proc.stderr
     assert {p.name: p.read_bytes() for p in (tmp_path / "tok").iterdir()} == before
