@@ -144,6 +144,11 @@ def _pattern(value: str) -> str:
         return PATTERNS[value]
     if value.isidentifier() and value.lower() == value and len(value) < 12:
         raise CliError(f"unknown pattern name {value!r} (choose {', '.join(PATTERNS)} or give a regex)")
+    from .patterns import compile_pattern
+    try:
+        compile_pattern(value)      # (resolve_pattern's checks, then regex's: before any work, naming the flag)
+    except ValueError as exc:
+        raise CliError(f"--pattern: {exc}") from None
     return value
 
 

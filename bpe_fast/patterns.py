@@ -47,6 +47,10 @@ def resolve_pattern(pattern: str) -> str:
         return PATTERNS[pattern]
     if not pattern:
         raise ValueError("pattern must not be empty")
+    lone = _SURROGATE.search(pattern)
+    if lone:    # the text is matched as UTF-8 (lone surrogates in it become U+FFFD): such a character matches nothing
+        raise ValueError(f"pattern {shown_pattern(pattern)} holds a lone surrogate (U+{ord(lone.group()):04X}) at index "
+                         f"{lone.start()}, which no text has (a byte that is not UTF-8, as a command line passes it?)")
     if _NAME_LIKE.fullmatch(pattern):   # a misspelt name: as a regex it would match only itself, and the text
         def plain(name: str) -> str:
             return regex.sub(r"[_.\-]", "", name.lower())
@@ -61,6 +65,7 @@ def resolve_pattern(pattern: str) -> str:
 # a pattern that is one word (letters, digits, _ . -) and no name: surely a misspelt name (tiktoken would read
 # "GPT2" as a regex and encode "ab cd" to nothing)
 _NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
+_SURROGATE = regex.compile("[\ud800-\udfff]")
 
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:

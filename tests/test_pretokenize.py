@@ -172,6 +172,27 @@ def test_a_pattern_nesting_groups_too_deeply_is_named_not_a_recursion_error(tmp_
         count_pretokens(tmp_path / "a.txt", pattern=deep, num_processes=1)
 
 
+def test_a_pattern_holding_a_lone_surrogate_is_refused(tmp_path):
+    # such a character matches no text (the text is matched as UTF-8): a byte that is not UTF-8 on the command
+    # line arrives so (--pattern $'\xff\w+'), and counting found 0 pre-tokens without a word; the CLI names
+    # the flag, before any work. (An escape spelling a surrogate range, r"[\ud800-\udfff]", is no such character.)
+    import subprocess
+    import sys
+
+    from bpe_fast import Tokenizer, count_pretokens
+    (tmp_path / "a.txt").write_text("hello world")
+    message = r"pattern '\\udcff\\\\w\+' holds a lone surrogate \(U\+DCFF\) at index 0"
+    with pytest.raises(ValueError, match=message):
+        count_pretokens(tmp_path / "a.txt", pattern="\udcff\\w+", num_processes=1)
+    with pytest.raises(ValueError, match=message):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="\udcff\\w+")
+    assert len(count_pretokens(tmp_path / "a.txt", pattern=r"[\ud800-\udfff]|\w+", num_processes=1)) == 2
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "count", "a.txt", "--pattern", b"\xff\\w+", "-o", "c.npz"],
+                          cwd=tmp_path, capture_output=True)
+    assert proc.returncode == 1 and proc.stderr.decode().startswith("bpe-fast: --pattern: pattern '\\udcff"), proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
 def test_lone_surrogates_in_text_go_to_regex():
     text = "ab\ud800 cd's"
     for pattern in PATTERNS:
