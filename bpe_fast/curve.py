@@ -353,7 +353,10 @@ def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool
         if shared_counts:
             _tally_shared(tokenizer, data, ids, trees.lengths, table, counts, class_bytes, shared_counts)
         else:
-            tally_tokens(data, ids, trees.lengths, table, counts, class_bytes, _SPACE, _CJK, _PUNCT)
+            # the tokens' own bytes when they do not cover the text (a pattern that leaves some out): walked by the
+            # tokens' lengths, the text put every token after a gap on the wrong bytes
+            tokens_bytes = data if int(trees.lengths[ids].sum()) == len(data) else tokenizer.decode_bytes(ids)
+            tally_tokens(tokens_bytes, ids, trees.lengths, table, counts, class_bytes, _SPACE, _CJK, _PUNCT)
         if len(bounds) > 2:             # documents: a word never runs on into the next
             edges = bounds.tolist()
             view = memoryview(data)

@@ -303,6 +303,16 @@ def test_scripts_classify_unicode_properties():
     assert set(got) <= set(SCRIPTS)
 
 
+def test_scripts_of_a_pattern_that_leaves_text_out():
+    # with r"[^\\s,!]+" the spaces, commas and "!" are in no token: each token is tallied under its own
+    # characters (the text walked by the tokens' lengths put every token after a gap on the wrong bytes: the
+    # Cyrillic letters counted as whitespace and Latin); worked by hand: the tokens are a, b, Ж, ж, 中, 1, 2
+    tok = Tokenizer(byte_vocab(), [], pattern=r"[^\s,!]+")
+    curve = compression_curve(tok, "ab, Жж 中 12\n!", by_script=True)
+    got = {name: (c.bytes, int(c.tokens[-1])) for name, c in curve.scripts.items() if c.bytes}
+    assert got == {"Latin": (2, 2), "Cyrillic": (4, 4), "CJK": (3, 3), "digits": (2, 2)}
+
+
 # ------------------------------------------------------------------------------------------ show
 
 show_text = st.lists(st.sampled_from(PIECES + ["\u00e9t\u00e9", "\u0416", "\t", "\r\n"]), max_size=30).map("".join)
