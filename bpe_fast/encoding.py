@@ -251,9 +251,11 @@ class Encoding:
             matches, _ = SpecialTokens(list(encoder.special_tokens)).matcher.final_matches(data, True)
             if matches:
                 segment = data[matches[-1][1]:].decode("utf-8")
-        pieces = pretokenize(segment, encoder.pattern) if segment else []
+        # (tiktoken's regex reports no empty match where the match before it ends, `regex` does: \w* on "ab" is
+        # "ab" to it, "ab" and "" to `regex`; the empty matches are left out, they hold no tokens)
+        pieces = [piece for piece in pretokenize(segment, encoder.pattern) if piece] if segment else []
         unstable = len(encoder.encode_pieces([pieces[-1].encode("utf-8")])[0]) if pieces else 0
-        if not unstable:        # (a pattern may match nothing there, or match an empty string last)
+        if not unstable:        # (a pattern may match nothing there)
             return tokens, []
         # tiktoken's fix for patterns whose splits move with what follows (cl100k's \s*[\r\n]+): the tokens of
         # spaces, tabs and newlines before the last piece are unstable too, when its first token is one

@@ -1058,6 +1058,17 @@ def test_encode_with_unstable_of_a_pattern_that_leaves_text_out(text):
     assert same(pair, unstable, text, allowed_special="all")[0] == "ok"
 
 
+@pytest.mark.parametrize("text", ["b", "ab", "ab a", "ab\u65e5 a\u65e5", "x ab<|x|>ab"])
+def test_encode_with_unstable_of_a_pattern_that_matches_empty_text(text):
+    # tiktoken's regex reports no empty match where the match before it ends (\w* on "ab": "ab", not "ab" and
+    # ""): its last piece is the last word, unstable, where an empty last match left nothing unstable
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+    pair = tuple(module.Encoding("t", pat_str=r"\w*", mergeable_ranks=ranks, special_tokens={"<|x|>": 300})
+                 for module in (bpe_fast, tiktoken))
+    got = same(pair, unstable, text, allowed_special="all")
+    assert got[0] == "ok" and got[1][2] > 0
+
+
 @FEW
 @given(st.lists(st.sampled_from(["a", "b", "ab", " ", "  ", "\n", "\t", "1", "é", "日", "'", "s", ".", EOT, "\u3000",
                                  "the", " the", "\r\n"]), max_size=6).map(joined))
