@@ -53,13 +53,25 @@ def token_view(tokenizer: Tokenizer, text: str) -> TokenView:
     pieces = []
     for k, i in enumerate(ids):
         if i in special:        # the special token the text holds there (of those with this id, the longest)
-            pieces.append(max((t for t, j in specials.items() if j == i and text.startswith(t, offsets[k])), key=len))
+            pieces.append(_special_at(text, int(offsets[k]), [t for t, j in specials.items() if j == i]))
             continue
         piece = cache.get(i)
         if piece is None:
             piece = cache[i] = piece_of(vocab[i])
         pieces.append(piece)
     return TokenView(pieces, ids)
+
+
+def _special_at(text: str, at: int, tokens: list[str]) -> str:
+    """Of the special tokens `tokens` (of one id), the longest that `text` holds at character `at`, where the
+    text may spell it with surrogates (a pair, or a lone one that is U+FFFD to the tokenizer, as to tiktoken)."""
+    if len(tokens) == 1:
+        return tokens[0]
+    held = [t for t in tokens if text.startswith(t, at)]
+    if not held:
+        window = text[at:at + 2 * max(map(len, tokens))].encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        held = [t for t in tokens if window.startswith(t)]
+    return max(held, key=len)
 
 
 def split_positions(view: TokenView, tokenizer: Tokenizer) -> set[int]:

@@ -242,6 +242,17 @@ def test_show_of_a_pattern_that_leaves_text_out():
     assert tuple(tok.show("ab, ab<|x|> c")) == (["ab", "ab", "<|x|>", "c"], [256, 256, 257, 99])
 
 
+def test_show_of_a_special_token_spelled_with_surrogates():
+    # the text spells the special token with a surrogate pair (or a lone surrogate, which is U+FFFD to the
+    # tokenizer, as to tiktoken): encode matches it, and its piece is the special token (show raised ValueError:
+    # max() of no special token, the text holding none at its offset as spelled)
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")],
+                    ["<|\U0001F600|>", "<|\ufffd|>"])
+    assert tok.encode("ab<|\ud83d\ude00|>ab") == [256, 257, 256]
+    assert tuple(tok.show("ab<|\ud83d\ude00|>ab")) == (["ab", "<|\U0001F600|>", "ab"], [256, 257, 256])
+    assert tuple(tok.show("x<|\ud800|>")) == (["x", "<|\ufffd|>"], [120, 258])
+
+
 def test_cache_grows_to_its_maximum_then_resets_and_stays_correct(trained):
     tok = Tokenizer(*trained, special_tokens=[EOT])
     tok._pool.set_cache_bounds(8, 200, 32, 800)     # doubles twice (8 -> 16 -> 32 entries), then resets
