@@ -163,10 +163,11 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
                               text_column=text_column, num_workers=check_num_processes(num_processes),
                               batch_bytes=chunk_bytes)
     except CorpusDecodeError as exc:
-        if (exc.line is not None or exc.document is not None or isinstance(source, TextFile)
-                or source.kind != "text" or plain_pipe(source)):
+        if (exc.line is not None or exc.document is not None
+                or not isinstance(source, TextFile) and (source.kind != "text" or plain_pipe(source))):
             raise
-        # an offset in a compressed text file's decompressed bytes: its line too, as in a plain text file
+        # an offset in a text file read as one document (with a separator) or in a compressed text file's
+        # decompressed bytes: its line too, as in a plain text file read by byte ranges
         raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(input_path, exc.offset)) from None
     if progress is not None:
         size = os.path.getsize(input_path) if os.path.isfile(input_path) else 0

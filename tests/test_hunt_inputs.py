@@ -244,3 +244,19 @@ def test_encode_file_puts_the_separator_after_each_document(tmp_path):
     with pytest.raises(ValueError, match="separator '<|pad|>' is not one of the tokenizer's special tokens"):
         encode_file(tok, records, tmp_path / "x.npy", separator="<|pad|>")
     assert not (tmp_path / "x.npy").exists()
+
+
+def test_encode_file_with_a_separator_names_the_line_of_invalid_utf8_in_a_text_file(tmp_path):
+    # a text file with a separator is read as one document in batches, not by byte ranges: its invalid UTF-8 is
+    # still named with its line, as without a separator and as encode_files names it (the line was left out)
+    from bpe_fast import encode_file
+    from bpe_fast.inputs import CorpusDecodeError
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"])
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"ab\nab \xff c\n")
+    for separator in (None, "<|eot|>"):
+        with pytest.raises(CorpusDecodeError, match=r"t.txt: invalid UTF-8 at byte offset 6 \(line 2\)"):
+            encode_file(tok, path, tmp_path / "o.npy", separator=separator, num_processes=1)
+        with pytest.raises(CorpusDecodeError, match=r"t.txt: invalid UTF-8 at byte offset 6 \(line 2\)"):
+            encode_files([path], tmp_path / f"out-{separator}", tok, separator=separator, num_processes=1)
+    assert not (tmp_path / "o.npy").exists()
