@@ -35,7 +35,7 @@ import itertools
 import math
 import operator
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
@@ -273,8 +273,7 @@ class Encoding:
         # 1. every token that starts with the unstable bytes
         lo, hi = _prefix_range(ranked, tail)
         result = [[i] for i in ids[lo:hi]]
-        singles = set(ids[lo:hi])       # the sequences found: of one token, of more
-        seen: set[tuple[int, ...]] = set()
+        singles = np.array(ids[lo:hi], dtype=np.int64)
         # 2. every other place a token may straddle the end: the bytes before it, then a token that starts with
         # the bytes after it, encoded again (UTF-8: pre-tokenized as encode_ordinary does; else merged as one
         # piece), up to the tokens that cover the unstable bytes
@@ -294,28 +293,30 @@ class Encoding:
                     valid.append(possible)
                 except UnicodeDecodeError:
                     raw.append(possible)
-        for seq in itertools.chain(self._covering(valid, len(tail)), self._covering(raw, len(tail), whole=True)):
-            if len(seq) == 1:
-                if seq[0] not in singles:
-                    singles.add(seq[0])
-                    result.append(list(seq))
-            elif seq not in seen:
-                seen.add(seq)
-                result.append(list(seq))
+        found = [self._covering(valid, len(tail)), self._covering(raw, len(tail), whole=True)]
         # 3. a split a pattern makes before trailing white space (GPT-2's \s+(?!\S)): the last character alone
         last = tail.decode("utf-8")[-1:]
         if len(tail) > 1 and last in _WHITE_SPACE and len(last.encode("utf-8")) < len(tail):
             size = len(last.encode("utf-8"))
             head, end = self._ordinary.encode_pieces([tail[:-size], tail[-size:]])
-            if tuple(head + end) not in seen:     # two tokens or more
-                result.append(head + end)
+            found.append(_padded_rows([head + end]))
+        # each sequence once (rows padded with -1), those of one token step 1 has left out
+        width = max(rows.shape[1] for rows in found)
+        rows = _unique_rows(np.concatenate([np.pad(r, ((0, 0), (0, width - r.shape[1])), constant_values=-1)
+                                            for r in found]))
+        sizes = (rows >= 0).sum(axis=1)
+        keep = ~((sizes == 1) & np.isin(rows[:, 0], singles))
+        rows, sizes = rows[keep], sizes[keep]
+        for k in np.unique(sizes).tolist():
+            result.extend(rows[sizes == k, :k].tolist())
         return result
 
-    def _covering(self, texts: list[bytes], size: int, whole: bool = False) -> Iterator[tuple[int, ...]]:
+    def _covering(self, texts: list[bytes], size: int, whole: bool = False) -> NDArray[np.int64]:
         """For each of `texts` (UTF-8, encoded as encode_ordinary does; `whole`: any bytes, merged as one piece),
-        its first tokens up to the first that reaches byte `size` (every text holds that many bytes)."""
+        its first tokens up to the first that reaches byte `size` (every text holds that many bytes): a row each,
+        padded with -1."""
         if not texts:
-            return
+            return np.zeros((0, 1), dtype=np.int64)
         if whole:
             encoded = self._ordinary.encode_pieces(texts)
         else:
@@ -328,12 +329,10 @@ class Encoding:
             if len(ends) and ends[-1] == len(data):     # the tokens cover the texts (a pattern may leave text out)
                 first = np.searchsorted(ends, bounds[:-1], side="right")        # each text's first token
                 stop = np.searchsorted(ends - lengths, bounds[:-1] + size, side="left")     # past its last needed
-                flat = ids.tolist()
-                for a, b in zip(first.tolist(), stop.tolist()):
-                    yield tuple(flat[a:b])
-                return
+                return _rows_of(ids.astype(np.int64), first, stop)
             encoded = self._ordinary.encode_batch([t.decode("utf-8") for t in texts], num_threads=1)
         vocab = self._ranks_by_id()
+        cut = []
         for seq in encoded:
             covered = 0
             for n, token in enumerate(seq):
@@ -341,7 +340,8 @@ class Encoding:
                 if covered >= size:
                     seq = seq[:n + 1]
                     break
-            yield tuple(seq)
+            cut.append(seq)
+        return _padded_rows(cut)
 
     def _sorted_ranks(self) -> tuple[list[bytes], list[int], list[bool]]:
         """The ranked tokens' bytes sorted, their ids in that order, and whether each is UTF-8 (made when first
@@ -548,6 +548,36 @@ def _prefix_range(ranked: list[bytes], prefix: bytes) -> tuple[int, int]:
     if not head:
         return lo, len(ranked)
     return lo, bisect.bisect_left(ranked, head[:-1] + bytes([head[-1] + 1]), lo)
+
+
+def _rows_of(flat: NDArray[np.int64], first: NDArray[np.int64], stop: NDArray[np.int64]) -> NDArray[np.int64]:
+    """flat[first[k]:stop[k]] as row k of an array padded with -1 (stop > first)."""
+    counts = stop - first
+    columns = np.arange(max(int(counts.max(initial=1)), 1))
+    inside = columns[None, :] < counts[:, None]
+    rows = np.full(inside.shape, -1, dtype=np.int64)
+    rows[inside] = flat[(first[:, None] + columns[None, :])[inside]]
+    return rows
+
+
+def _unique_rows(rows: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The distinct rows of an array of ids padded with -1: each row packed into one int64 when it fits (NumPy's
+    unique of rows sorts them as byte strings, several times slower)."""
+    bits = (int(rows.max(initial=0)) + 1).bit_length()
+    if bits * rows.shape[1] > 63:
+        return np.unique(rows, axis=0)
+    keys = np.zeros(len(rows), dtype=np.int64)
+    for column in range(rows.shape[1]):
+        keys = (keys << bits) | (rows[:, column] + 1)
+    return rows[np.unique(keys, return_index=True)[1]]
+
+
+def _padded_rows(seqs: list[list[int]]) -> NDArray[np.int64]:
+    """The sequences as the rows of an array padded with -1."""
+    sizes = np.array([len(seq) for seq in seqs], dtype=np.int64)
+    stop = np.cumsum(sizes)
+    return _rows_of(np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(stop[-1])),
+                    stop - sizes, stop)
 
 
 def _is_utf8(data: bytes) -> bool:

@@ -1076,6 +1076,20 @@ def test_encode_with_unstable_random_text_gpt2(text):
     same(encodings("gpt2"), unstable, text, allowed_special="all")
 
 
+@SOME
+@given(st.lists(st.lists(st.integers(0, 2**20), min_size=1, max_size=5), min_size=1, max_size=40),
+       st.sampled_from([1, 2**20]))
+def test_completion_rows_each_once(seqs, scale):
+    # encode_with_unstable's sequences padded with -1 into rows, and each distinct one kept once: packed into an
+    # int64 a row when they fit (ids below 2**20 in up to 3 columns), NumPy's unique of rows otherwise
+    from bpe_fast.encoding import _padded_rows, _unique_rows
+    seqs = [[i % scale for i in seq] for seq in seqs]
+    rows = _padded_rows(seqs)
+    assert [row[row >= 0].tolist() for row in rows] == seqs
+    unique = _unique_rows(rows)
+    assert sorted(tuple(row[row >= 0].tolist()) for row in unique) == sorted(set(map(tuple, seqs)))
+
+
 @pytest.mark.parametrize("piece", ["hello world", "  !", "日本", b"\xe6\x97", b"\xff\xfe ab", "<|endoftext|>"])
 def test_encode_single_piece_as_tiktoken(pair, piece):
     # tiktoken's private method (used by code that merges a piece without the pre-tokenizer): no regex split,
