@@ -335,3 +335,33 @@ def test_report(libraries):
         ratio = f"{mbps / base:.2f}x" if base else ""
         lines.append(f"{op:<32}{name:<11}{mbps:>14.1f}{(base or float('nan')):>15.1f}{ratio:>8}")
     print("\n".join(lines))
+
+
+@pytest.mark.parametrize("text", ["hello ", "a  b  ", "hello fanta"])
+def test_encode_with_unstable(benchmark, libraries, text):
+    """tiktoken's encode_with_unstable (the ids no continuation changes, and every sequence that may follow them:
+    a pass over the vocabulary) against bpe_fast's, same ranks and same results: the best of 5 alternating calls
+    each, a garbage collection before each (both build tens of thousands of lists)."""
+    import gc
+    import time
+
+    from bpe_fast import Encoding
+
+    _, enc, _ = libraries
+    ours = Encoding("bench", pat_str=enc._pat_str, mergeable_ranks=enc._mergeable_ranks,
+                    special_tokens=enc._special_tokens)
+    got, want = ours.encode_with_unstable(text), enc.encode_with_unstable(text)
+    assert got[0] == want[0] and sorted(map(tuple, got[1])) == sorted(map(tuple, want[1]))
+    times: dict[str, list[float]] = {"bpe_fast": [], "tiktoken": []}
+    for _ in range(5):
+        for name, encoding in (("bpe_fast", ours), ("tiktoken", enc)):
+            gc.collect()
+            start = time.perf_counter()
+            encoding.encode_with_unstable(text)
+            times[name].append(time.perf_counter() - start)
+    best = {name: min(t) * 1000 for name, t in times.items()}
+    benchmark.extra_info.update({"ms": round(best["bpe_fast"], 1), "tiktoken ms": round(best["tiktoken"], 1),
+                                 "completions": len(got[1])})
+    benchmark.pedantic(ours.encode_with_unstable, args=(text,), rounds=1, iterations=1)
+    print(f"\nencode_with_unstable({text!r}): {len(got[1]):,} completions, bpe_fast {best['bpe_fast']:.1f} ms, "
+          f"tiktoken {best['tiktoken']:.1f} ms ({best['tiktoken'] / best['bpe_fast']:.2f}x)")
