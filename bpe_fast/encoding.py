@@ -234,7 +234,8 @@ class Encoding:
         sequence of ids that may follow them in the encoding of `text` continued (each covering at least the
         rest of `text`'s bytes), as tiktoken's (for completing a prompt whose last word is unfinished). Keywords
         as encode's. tiktoken's algorithm, step by step: its results, its list order aside (tiktoken's is a hash
-        set's, different from run to run; here, the order found). tiktoken calls this API unstable itself.
+        set's, different from run to run; here, the single tokens first, then the longer
+        sequences). tiktoken calls this API unstable itself.
 
         >>> enc = _tiny()
         >>> enc.encode_with_unstable("abc ab")
