@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import glob
 import gzip
 import io
@@ -105,10 +106,24 @@ def check_errors(errors: str) -> str:
 def check_input_file(path: StrPath) -> str:
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise FileNotFoundError(2, "corpus file not found", path)
+        raise not_found(path)
     if os.path.isdir(path):
         raise IsADirectoryError(21, "corpus path is a directory", path)
     return path
+
+
+def not_found(path: str) -> OSError:
+    """The error for an input path that does not exist, naming a symbolic link that points nowhere, or into a loop
+    of links (os.path.exists says False for both: "not found" sent the user looking for a file that is there)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return OSError(errno.ELOOP, "corpus path is a loop of symbolic links", path)
+    if os.path.islink(path):
+        return FileNotFoundError(errno.ENOENT, f"corpus path is a symbolic link to {os.readlink(path)}, which does "
+                                 f"not exist", path)
+    return FileNotFoundError(errno.ENOENT, "corpus file not found", path)
 
 
 def line_of(path: str, offset: int) -> int:
@@ -303,7 +318,7 @@ def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], tex
             raise FileNotFoundError(2, "no corpus file matches the pattern", path)
         return [_source_of(f, text_field) for f in files]
     if not os.path.exists(path):
-        raise FileNotFoundError(2, "corpus file not found", path)
+        raise not_found(path)
     return [_source_of(path, text_field)]
 
 

@@ -2,6 +2,7 @@
 merges must not depend on how the text arrives; each is checked against the plain-Python oracle on the
 same text (documents joined by a special token, which splits the text as document boundaries do)."""
 import bz2
+import errno
 import functools
 import gzip
 import itertools
@@ -1144,3 +1145,21 @@ def test_documents_bigger_than_a_ring_slot_go_whole_and_count_as_the_oracle():
     assert len(docs[10].encode()) > 300_000
     for procs in (2, 3):
         assert count_pretokens(iter(docs), [EOT], num_processes=procs, chunk_bytes=1 << 10) == oracle_docs(docs)
+
+
+def test_a_symbolic_link_to_nothing_or_in_a_loop_is_named_so(tmp_path):
+    # os.path.exists is False for both, and the error said "corpus file not found" for a path that is there
+    from bpe_fast import Tokenizer, encode_file
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    (tmp_path / "dangling.txt").symlink_to(tmp_path / "nothere.txt")
+    with pytest.raises(OSError, match=r"corpus path is a loop of symbolic links: '.*loop1'$") as err:
+        count_pretokens(tmp_path / "loop1", num_processes=1)
+    assert err.value.errno == errno.ELOOP
+    with pytest.raises(FileNotFoundError, match=r"corpus path is a symbolic link to .*nothere\.txt, which does not "
+                                                r"exist: '.*dangling\.txt'$"):
+        count_pretokens([tmp_path / "dangling.txt"], num_processes=1)
+    with pytest.raises(FileNotFoundError, match=r"symbolic link to .*nothere\.txt"):
+        encode_file(Tokenizer({i: bytes([i]) for i in range(256)}, []), tmp_path / "dangling.txt", tmp_path / "x.npy")
+    with pytest.raises(FileNotFoundError, match=r"corpus file not found: '.*missing\.txt'$"):
+        count_pretokens(tmp_path / "missing.txt", num_processes=1)
