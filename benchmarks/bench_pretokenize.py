@@ -6,7 +6,8 @@ pretokenize vs regex.findall) and count (count_chunk, the training workers' hot 
 its throughput as extra_info["MB/s"] (from the fastest of 5 rounds after a warm-up, native and `regex` alike);
 the last test prints a table of them, native next to `regex`, for the same run.
 
-The texts are made here from a fixed seed (about 2 MB each), so the figures compare across runs and machines:
+The texts are made here from a fixed seed (about 2 MB each), so the figures compare across runs and machines
+(and scan also runs on the first 5 MB of the benchmarks' corpus: `--corpus real.txt` for real text):
 - english: Zipf-distributed common words, capitals, punctuation, contractions, numbers, paragraphs.
 - mixed: paragraphs of English, German, French, Russian, Greek, Arabic, Hindi, Chinese, Japanese, emoji and
   code, with the scripts' own punctuation and digits.
@@ -159,6 +160,32 @@ def test_scan_regex(benchmark, text, pattern):
     benchmark.group = f"scan-{text}-{pattern}"
     benchmark.pedantic(lambda: rx.findall(data.decode("utf-8")), **TIMING)
     _record(benchmark, benchmark.group, "regex", len(data))
+
+
+CORPUS_BYTES = 5_000_000     # of the benchmarks' corpus (conftest: --corpus real.txt, else synthetic)
+
+
+@pytest.fixture(scope="module")
+def corpus_data(corpus_path):
+    """The first CORPUS_BYTES of the benchmarks' corpus, cut at a line end: real text with --corpus."""
+    with open(corpus_path, "rb") as f:
+        data = f.read(CORPUS_BYTES)
+    return data[:data.rfind(b"\n") + 1 or len(data)]
+
+
+@pytest.mark.parametrize("impl", ["native", "regex"])
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_scan_corpus(benchmark, corpus_data, pattern, impl):
+    """scan (as test_scan_native / test_scan_regex) on the benchmarks' corpus: with --corpus, real text, whose
+    distinct words and scripts the made-up texts above only imitate."""
+    benchmark.group = f"scan-corpus-{pattern}"
+    if impl == "native":
+        out = benchmark.pedantic(pretoken_boundaries, (corpus_data, PATTERNS[pattern]), **TIMING)
+        assert out[-1] == len(corpus_data)
+    else:
+        rx = regex.compile(PATTERNS[pattern])
+        benchmark.pedantic(lambda: rx.findall(corpus_data.decode("utf-8")), **TIMING)
+    _record(benchmark, benchmark.group, impl, len(corpus_data))
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
