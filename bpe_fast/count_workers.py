@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
 from .inputs import (MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream, TextFile, batch_decode_error,
-                     check_errors, jsonl_blocks, check_input_file, jsonl_range_batches, jsonl_ranges, line_of,
+                     check_errors, jsonl_blocks, check_input_file, jsonl_range_batches, jsonl_ranges,
                      parquet_row_group_batches, parquet_row_groups, read_slot_batches, resolve_inputs,
                      slot_bytes_for, utf8_boundary)
 from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
@@ -245,7 +245,7 @@ def count_file_tables(path: str, special_tokens: Sequence[str], pattern: str, nu
             progress("count", size, size)
         return tables
     except CorpusDecodeError as exc:
-        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(path, exc.offset)) from None
+        raise exc.with_line(path) from None
 
 
 def _scratch_dir(corpus_bytes: int) -> tempfile.TemporaryDirectory[str]:
@@ -880,9 +880,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             tables.extend(count_stream_tables(make_batches, special_tokens, pattern, num_processes, errors,
                                               overall.part(), what, batch_bytes))
         except CorpusDecodeError as exc:
-            if exc.document is None and exc.line is None and os.path.isfile(exc.path):   # not a pipe: read again
-                raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(exc.path, exc.offset)) from None
-            raise
+            raise exc.with_line(exc.path) from None     # (a pipe is not read again)
         if stats is not None:
             stats["bytes"] += read["bytes"]
             stats["documents"] += read["documents"]

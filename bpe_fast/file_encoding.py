@@ -30,7 +30,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from .chunking import chunk_boundaries, cuts_at_spaces
 from .inputs import (Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_decode_error, check_errors,
-                     check_input_file, line_of, plain_pipe, read_batches, resolve_inputs)
+                     check_input_file, read_batches, resolve_inputs)
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
 from .pretokenize import check_documents_utf8
@@ -163,12 +163,9 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
                               text_column=text_column, num_workers=check_num_processes(num_processes),
                               batch_bytes=chunk_bytes)
     except CorpusDecodeError as exc:
-        if (exc.line is not None or exc.document is not None
-                or not isinstance(source, TextFile) and (source.kind != "text" or plain_pipe(source))):
-            raise
         # an offset in a text file read as one document (with a separator) or in a compressed text file's
         # decompressed bytes: its line too, as in a plain text file read by byte ranges
-        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(input_path, exc.offset)) from None
+        raise exc.with_line(input_path) from None
     if progress is not None:
         size = os.path.getsize(input_path) if os.path.isfile(input_path) else 0
         progress("encode", size, size)
@@ -211,7 +208,7 @@ def encode_text_file(tokenizer: Tokenizer, input_path: str, output_path: StrPath
             count = write_npy(out, dtype, arrays())
         return count
     except CorpusDecodeError as exc:
-        raise CorpusDecodeError(exc.path, exc.offset, exc.reason, line_of(input_path, exc.offset)) from None
+        raise exc.with_line(input_path) from None
 
 
 def write_npy(out: IO[bytes], dtype: DTypeLike, arrays: Iterable[NDArray[Any]]) -> int:

@@ -41,7 +41,7 @@ from numpy.typing import DTypeLike
 
 from .atomic import atomic_output, staged_target
 from .file_encoding import NPY_HEADER_ERRORS, check_dtype, check_separator, encode_source
-from .inputs import (COMPRESSIONS, CorpusDecodeError, InputError, Stream, TextFile, check_errors, line_of,
+from .inputs import (COMPRESSIONS, CorpusDecodeError, InputError, Stream, TextFile, check_errors,
                      resolve_inputs)
 from .procs import check_num_processes, check_progress
 from ._types import StrPath
@@ -388,12 +388,8 @@ def _raise_naming(exc: Exception, shard: _Shard) -> NoReturn:
     """Raise exc (being handled) to the caller naming the shard: a CorpusDecodeError with the path as given (and
     the line, in a text file); an error whose message names the shard as it is; any other in a RuntimeError
     naming the shard."""
-    if isinstance(exc, CorpusDecodeError):
-        line = exc.line
-        if line is None and exc.document is None and os.path.isfile(shard.path):    # (a pipe read again: line 1)
-            with contextlib.suppress(OSError):
-                line = line_of(shard.path, exc.offset)
-        raise CorpusDecodeError(shard.given, exc.offset, exc.reason, line, exc.document, exc.in_line) from None
+    if isinstance(exc, CorpusDecodeError):     # (a pipe is not read again: it gave line 1)
+        raise exc.with_line(shard.path, name=shard.given) from None
     message = str(exc)
     # the shard is read by its absolute path: its errors (a JSON line's, a Parquet file's, open's) named that, where
     # count and train name the input as the user typed it
