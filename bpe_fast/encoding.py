@@ -35,7 +35,7 @@ import itertools
 import math
 import operator
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
@@ -260,9 +260,10 @@ class Encoding:
             return tokens, []
         # tiktoken's fix for patterns whose splits move with what follows (cl100k's \s*[\r\n]+): the tokens of
         # spaces, tabs and newlines before the last piece are unstable too, when its first token is one
-        vocab = self._ranks_by_id()
-        if _all_space(vocab.get(tokens[-unstable])):
-            while unstable < len(tokens) and _all_space(vocab.get(tokens[-unstable - 1])):
+        specials, vocab = self._special_token_values, self._vocab
+        if tokens[-unstable] not in specials and _all_space(vocab[tokens[-unstable]]):
+            while (unstable < len(tokens) and tokens[-unstable - 1] not in specials
+                   and _all_space(vocab[tokens[-unstable - 1]])):
                 unstable += 1
         tail = b"".join(vocab[i] for i in tokens[-unstable:])
         del tokens[-unstable:]
@@ -332,7 +333,7 @@ class Encoding:
                 stop = np.searchsorted(ends - lengths, bounds[:-1] + size, side="left")     # past its last needed
                 return _rows_of(ids.astype(np.int64), first, stop)
             encoded = self._ordinary.encode_batch([t.decode("utf-8") for t in texts], num_threads=1)
-        vocab = self._ranks_by_id()
+        vocab = self._vocab         # (encode_ordinary and encode_pieces make no special token)
         cut = []
         for seq in encoded:
             covered = 0
@@ -353,13 +354,6 @@ class Encoding:
             ranked = [t for t, _ in pairs]
             cached = self._own_sorted = (ranked, [i for _, i in pairs], [_is_utf8(t) for t in ranked])
         return cached
-
-    def _ranks_by_id(self) -> Mapping[int, bytes]:
-        """{rank: token bytes} of the ranked tokens (no special token)."""
-        by_id: dict[int, bytes] | None = self.__dict__.get("_own_by_id")
-        if by_id is None:
-            by_id = self._own_by_id = {i: t for t, i in self._ranks().items()}
-        return by_id
 
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
         """The ids of the text (or bytes) merged as one piece: no pre-tokenizer, no special tokens (tiktoken's
@@ -589,9 +583,9 @@ def _is_utf8(data: bytes) -> bool:
     return True
 
 
-def _all_space(token: bytes | None) -> bool:
-    """Whether a ranked token's bytes are all spaces, tabs or newlines (not a special token: None)."""
-    return token is not None and not token.strip(b" \n\t")
+def _all_space(token: bytes) -> bool:
+    """Whether a token's bytes are all spaces, tabs or newlines."""
+    return not token.strip(b" \n\t")
 
 
 def _check_u32(value: int) -> None:
