@@ -4,7 +4,8 @@ Code written for ``tiktoken.Encoding`` runs on it unchanged, with the same resul
 same constructor (name, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab), methods, arguments and
 defaults (``encode`` refuses special tokens in the text unless allowed), the attributes tiktoken users read
 (``name``, ``max_token_value``, ``_pat_str``, ``_mergeable_ranks``, ``_special_tokens``) and pickling by value.
-tiktoken's private methods are not provided (but ``_encode_single_piece``).
+tiktoken's private methods people call are provided too (``_encode_single_piece``, ``_encode_bytes``,
+``_encode_only_native_bpe``); the others are not.
 
 It is a thin layer: an Encoding holds a bpe_fast.Tokenizer (``.tokenizer``, built by Tokenizer.from_tiktoken,
 the merges recovered from the ranks) and turns tiktoken's keywords into the Tokenizer's: the allowed special
@@ -40,6 +41,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 import numpy as np
+import regex
 from numpy.typing import NDArray
 
 from .patterns import pattern_from_tiktoken
@@ -252,12 +254,23 @@ class Encoding:
             matches, _ = SpecialTokens(list(encoder.special_tokens)).matcher.final_matches(data, True)
             if matches:
                 segment = data[matches[-1][1]:].decode("utf-8")
+        unstable = self._unstable_count(encoder, segment, tokens)
+        if not unstable:        # (a pattern may match nothing there)
+            return tokens, []
+        tail = b"".join(self._vocab[i] for i in tokens[-unstable:])
+        del tokens[-unstable:]
+        return tokens, self._completions(tail)
+
+    def _unstable_count(self, encoder: Tokenizer, segment: str, tokens: list[int]) -> int:
+        """How many of `tokens` (encoder's encoding of a text that ends with `segment`, the text after its last
+        special token) text appended could change, as tiktoken counts them: the tokens of the pre-tokenizer's
+        last piece, and the white-space tokens before them when its first token is one."""
         # (tiktoken's regex reports no empty match where the match before it ends, `regex` does: \w* on "ab" is
         # "ab" to it, "ab" and "" to `regex`; the empty matches are left out, they hold no tokens)
         pieces = [piece for piece in pretokenize(segment, encoder.pattern) if piece] if segment else []
         unstable = len(encoder.encode_pieces([pieces[-1].encode("utf-8")])[0]) if pieces else 0
-        if not unstable:        # (a pattern may match nothing there)
-            return tokens, []
+        if not unstable:
+            return 0
         # tiktoken's fix for patterns whose splits move with what follows (cl100k's \s*[\r\n]+): the tokens of
         # spaces, tabs and newlines before the last piece are unstable too, when its first token is one
         specials, vocab = self._special_token_values, self._vocab
@@ -265,9 +278,41 @@ class Encoding:
             while (unstable < len(tokens) and tokens[-unstable - 1] not in specials
                    and _all_space(vocab[tokens[-unstable - 1]])):
                 unstable += 1
-        tail = b"".join(vocab[i] for i in tokens[-unstable:])
-        del tokens[-unstable:]
-        return tokens, self._completions(tail)
+        return unstable
+
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """The ids of any bytes, as tiktoken's private method of that name gives them (used to encode bytes that
+        may not be UTF-8): UTF-8 is encode_ordinary's; else the UTF-8 before the first invalid byte is encoded
+        so, then the tokens text appended could change (encode_with_unstable's) are joined with every byte from
+        there on and merged as one piece. No special token is made.
+
+        >>> _tiny()._encode_bytes(b"ab ab\\xff")
+        [256, 32, 256, 255]
+        """
+        data = bytes(text)
+        try:
+            return self.encode_ordinary(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            valid = exc.start
+        head = data[:valid].decode("utf-8")
+        encoder = self._ordinary
+        tokens = encoder.encode(head)
+        unstable = self._unstable_count(encoder, head, tokens)
+        rest = data[valid:]
+        if unstable:
+            rest = b"".join(self._vocab[i] for i in tokens[-unstable:]) + rest
+            del tokens[-unstable:]
+        return tokens + encoder.encode_pieces([rest])[0]
+
+    def _encode_only_native_bpe(self, text: str) -> list[int]:
+        """The ids of `text` split by `regex`'s findall of the pattern and each piece merged alone (tiktoken's
+        private method of that name, which checks its Rust split against Python's). No special token is made.
+
+        >>> _tiny()._encode_only_native_bpe("ab ab")
+        [256, 32, 256]
+        """
+        pieces = [piece.encode("utf-8") for piece in regex.findall(self._pat_str, text)]
+        return [token for ids in self._ordinary.encode_pieces(pieces) for token in ids]
 
     def _completions(self, tail: bytes) -> list[list[int]]:
         """encode_with_unstable's completions of the unstable bytes `tail` (tiktoken's three steps), each once."""

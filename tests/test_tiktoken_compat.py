@@ -1096,3 +1096,30 @@ def test_encode_single_piece_as_tiktoken(pair, piece):
     # no special tokens, any bytes. (Of b"", tiktoken's Rust panics; bpe_fast's gives [].)
     same(pair, "_encode_single_piece", piece)
     assert pair[0]._encode_single_piece(b"") == []
+
+
+ENCODE_BYTES = [b"", b"hello world", b"ab\xff", b"hello \xff world", b"\xff", b"\xe6\x97", b"hello wor\xe6\x97",
+                b"abc  \xe6", b"x\n\n\xff", b"x \n \xff", "a <|endoftext|>".encode() + b"\xff", b"12345\x80",
+                b"don'\xff", b"a\n\n\t\xa5", b"The \xe6\x97\xa5 end", b"caf\xc3",
+                b" \taa\xff"]       # cl100k, o200k: "\taa" is a piece, the tokens " " and "\t" before "aa" unstable
+
+
+@pytest.mark.parametrize("data", ENCODE_BYTES)
+def test_encode_bytes_as_tiktoken(pair, data):
+    # tiktoken's private method for bytes that may not be UTF-8: the tokens text appended could change (the last
+    # piece's, and white space before it) merged again with the bytes from the first invalid one on
+    same(pair, "_encode_bytes", data)
+
+
+@SOME
+@given(st.lists(st.sampled_from([b"a", b"b", b" ", b"  ", b"\n", b"\t", b"\r\n", b"\xff", b"\xe6", b"\x97", b"\xa5",
+                                 b"the", b" the", b"1", b"'s", "é".encode(), EOT.encode()]), max_size=8).map(b"".join),
+       st.sampled_from(NAMES))
+def test_encode_bytes_random_bytes(data, name):
+    same(encodings(name), "_encode_bytes", data)
+
+
+@pytest.mark.parametrize("text", ["hello world", "a  b\n\n", f"{EOT} x", "12345 6", "\ud800x", ""])
+def test_encode_only_native_bpe_as_tiktoken(pair, text):
+    # tiktoken's private check of its Rust split: `regex`'s findall of the pattern, each piece merged alone
+    same(pair, "_encode_only_native_bpe", text)
