@@ -161,7 +161,7 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
         count = encode_source(tokenizer, source, output_path, dtype=check_dtype(dtype, tokenizer.vocab_size),
                               errors=check_errors(errors), separator=separator, text_field=text_field,
                               text_column=text_column, num_workers=check_num_processes(num_processes),
-                              batch_bytes=chunk_bytes)
+                              batch_bytes=chunk_bytes, progress=progress)
     except CorpusDecodeError as exc:
         # an offset in a text file read as one document (with a separator) or in a compressed text file's
         # decompressed bytes: its line too, as in a plain text file read by byte ranges
@@ -284,7 +284,7 @@ def encode_source(tokenizer: Tokenizer, source: TextFile | Stream, output_path: 
         source = Stream("text", source.path, source.path)     # one document, then the separator
     return encode_stream(tokenizer, source, output_path, dtype=dtype, errors=errors, separator=separator,
                          text_field=text_field, text_column=text_column, num_threads=num_workers,
-                         batch_bytes=DEFAULT_CHUNK_BYTES if batch_bytes is None else batch_bytes)
+                         batch_bytes=DEFAULT_CHUNK_BYTES if batch_bytes is None else batch_bytes, progress=progress)
 
 
 def check_separator(separator: int | str | None, tokenizer: Tokenizer) -> int | None:
@@ -307,24 +307,35 @@ def check_separator(separator: int | str | None, tokenizer: Tokenizer) -> int | 
 
 def encode_stream(tokenizer: Tokenizer, source: Stream, output_path: StrPath, *, dtype: np.dtype[Any], errors: str,
                   separator: int | None = None, text_field: str = "text", text_column: str = "text",
-                  num_threads: int = 1, batch_bytes: int = DEFAULT_CHUNK_BYTES) -> int:
+                  num_threads: int = 1, batch_bytes: int = DEFAULT_CHUNK_BYTES,
+                  progress: Callable[[str, int, int], object] | None = None) -> int:
     """Encode a Stream (bpe_fast.inputs: a compressed text file, JSON lines, Parquet, a pipe) into a .npy at
     output_path (atomically): each document encoded alone (tokenizer.encode), the ids concatenated in order,
     `separator` (an id, or None) after each (a text Stream is one document: after its last piece). Batches of
-    about batch_bytes are encoded on num_threads threads. Arguments already checked; returns the number of ids."""
+    about batch_bytes are encoded on num_threads threads. progress, if given, is called as progress("encode",
+    the documents' bytes written so far, None) after each batch (the total is not known before reading, as
+    in counting a stream). Arguments already checked; returns the number of ids."""
     batches = read_batches(source, Budget(), batch_bytes, tuple(tokenizer.special_tokens),
                            cuts_at_spaces(tokenizer.pattern), text_field, text_column, errors)
 
     one_document = source.kind == "text"       # its batches are pieces: the separator goes after the last
     after_each = None if one_document else separator
 
-    def encode(batch: Batch) -> NDArray[Any]:
-        return _encode_batch(tokenizer, batch, dtype, errors, after_each)
+    def encode(batch: Batch) -> tuple[NDArray[Any], int]:
+        return _encode_batch(tokenizer, batch, dtype, errors, after_each), batch.size
+
+    def reported(encoded: Iterable[tuple[NDArray[Any], int]]) -> Iterator[NDArray[Any]]:
+        done = 0
+        for ids, size in encoded:
+            yield ids
+            done += size
+            if progress is not None:
+                progress("encode", done, None)
 
     with contextlib.closing(batches), contextlib.closing(_in_order(encode, batches, num_threads)) as encoded:
-        arrays = encoded
+        arrays: Iterable[NDArray[Any]] = reported(encoded)
         if one_document and separator is not None:
-            arrays = itertools.chain(encoded, [np.array([separator], dtype=dtype)])
+            arrays = itertools.chain(arrays, [np.array([separator], dtype=dtype)])
         with atomic_output(output_path) as out:
             return write_npy(out, dtype, arrays)
 

@@ -377,11 +377,16 @@ class _Progress:
             self.progress("encode", self.bytes, self.total)
 
     def within(self, i: int) -> Callable[[str, int, int], object] | None:
-        """A progress function for encode_file on shard i (bytes of it done), or None."""
+        """A progress function for encode_file on shard i (bytes of it done), or None. A stream's reports (of
+        its decompressed bytes, total None) are not in the units of the shards' sizes: left out."""
         if self.progress is None:
             return None
-        return lambda stage, done, total: self.progress(    # type: ignore[misc]  # not None: see above
-            "encode", self.bytes + min(done, self.sizes[i]), self.total)
+        progress = self.progress
+
+        def within(stage: str, done: int, total: int | None) -> None:
+            if total is not None:
+                progress("encode", self.bytes + min(done, self.sizes[i]), self.total)
+        return within
 
 
 def _raise_naming(exc: Exception, shard: _Shard) -> NoReturn:

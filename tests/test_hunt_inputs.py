@@ -260,3 +260,26 @@ def test_encode_file_with_a_separator_names_the_line_of_invalid_utf8_in_a_text_f
         with pytest.raises(CorpusDecodeError, match=r"t.txt: invalid UTF-8 at byte offset 6 \(line 2\)"):
             encode_files([path], tmp_path / f"out-{separator}", tok, separator=separator, num_processes=1)
     assert not (tmp_path / "o.npy").exists()
+
+
+@pytest.mark.parametrize("name", ["docs.jsonl", "docs.jsonl.gz"])
+def test_encode_file_of_a_stream_reports_progress_as_it_goes(tok, tmp_path, name):
+    # encode_file of JSON lines or a compressed file called progress once, at the end (a long encode of a
+    # .jsonl.gz showed nothing until it was over); now after each batch with the documents' bytes done (no
+    # total, as counting a stream reports), then the file's size as the end
+    import gzip
+    from bpe_fast import encode_file
+    docs = [f"document {k}: " + "hello world " * (k % 7 + 1) for k in range(400)]
+    raw = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(raw) if name.endswith(".gz") else raw)
+    calls = []
+    count = encode_file(tok, path, tmp_path / "o.npy", chunk_bytes=1000, num_processes=1,
+                        progress=lambda *a: calls.append(a))
+    assert count == sum(len(_ids(tok, d)) for d in docs)
+    size = path.stat().st_size
+    assert calls[-1] == ("encode", size, size)
+    steps = calls[:-1]
+    assert len(steps) > 5 and all(stage == "encode" and total is None for stage, _, total in steps)
+    done = [d for _, d, _ in steps]
+    assert done == sorted(done) and done[-1] == sum(len(d.encode()) for d in docs)
