@@ -8,7 +8,9 @@
 * count_words: runs of characters that are not whitespace;
 * propagate: push occurrence counts from each merged token down to its two parts (the compression curve);
 * count_distinct: distinct byte strings among a table's pre-tokens (a table may list one twice);
-* merge_forest: a tokenizer's merged tokens in rank order with the ranks of their parts.
+* merge_forest: a tokenizer's merged tokens in rank order with the ranks of their parts;
+* sort_byte_strings: the order that sorts byte strings as Python sorts bytes, and which are UTF-8
+  (bpe_fast.encoding's sorted vocabulary).
 
 No Python object is touched inside the loops; bpe_fast.curve checks the arguments.
 
@@ -19,10 +21,12 @@ Rank 1 passes its 1 to its left part, rank 0: weights [2, 1]. With 0 merged toke
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
+from libcpp.algorithm cimport sort as cpp_sort
 from libcpp.vector cimport vector
 
 import numpy as np
 
+from ._scan cimport utf8_first_error
 from ._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place, slot_tag,
                         table_size)
 
@@ -231,6 +235,59 @@ def count_distinct(const uint8_t[::1] tokens, const int64_t[::1] offsets):
                     break
                 i = next_slot(i, mask)
     return distinct
+
+
+cdef struct Span:
+    const uint8_t* p
+    int64_t n
+    int64_t index
+
+
+cdef bint _span_less(const Span& x, const Span& y) noexcept nogil:
+    """x's bytes before y's as Python orders bytes (the first differing byte decides, a prefix comes first),
+    equal ones by index."""
+    cdef int64_t m = x.n if x.n < y.n else y.n
+    cdef int c = memcmp(x.p, y.p, m) if m > 0 else 0
+    if c != 0:
+        return c < 0
+    if x.n != y.n:
+        return x.n < y.n
+    return x.index < y.index
+
+
+def sort_byte_strings(const uint8_t[::1] pool, const int64_t[::1] offsets):
+    """(order, utf8) for the byte strings pool[offsets[k]:offsets[k + 1]]: order (int64) lists their indices
+    sorted as Python sorts bytes (equal ones by index), utf8 (uint8, in that sorted order) is 1 where the
+    string is valid UTF-8.
+
+    >>> import numpy as np
+    >>> order, utf8 = sort_byte_strings(b"abab\\xffb", np.array([0, 2, 3, 5, 6]))    # ab, a, b\\xff, b
+    >>> order.tolist(), utf8.tolist()
+    ([1, 0, 3, 2], [1, 1, 1, 0])
+    """
+    cdef Py_ssize_t n = offsets.shape[0] - 1, k
+    cdef const uint8_t* base = &pool[0] if pool.shape[0] else NULL
+    cdef vector[Span] spans
+    if n < 0:
+        raise ValueError("offsets must have at least one entry")
+    if offsets[0] != 0 or offsets[n] != pool.shape[0]:
+        raise ValueError("offsets must start at 0 and end at len(pool)")
+    _check_rising(&offsets[0], n, "offsets")
+    order = np.empty(n, dtype=np.int64)
+    utf8 = np.empty(n, dtype=np.uint8)
+    cdef int64_t[::1] vo = order
+    cdef uint8_t[::1] vu = utf8
+    with nogil:
+        spans.resize(n)
+        for k in range(n):
+            spans[k].p = base + offsets[k]
+            spans[k].n = offsets[k + 1] - offsets[k]
+            spans[k].index = k
+        cpp_sort(spans.begin(), spans.end(), _span_less)
+        for k in range(n):
+            vo[k] = spans[k].index
+            vu[k] = spans[k].n == 0 or utf8_first_error(spans[k].p, spans[k].n) < 0
+    return order, utf8
 
 
 cdef int _check_rising(const int64_t* off, Py_ssize_t n, str name) except -1:

@@ -44,6 +44,7 @@ import numpy as np
 import regex
 from numpy.typing import NDArray
 
+from ._inspect import sort_byte_strings
 from .patterns import pattern_from_tiktoken
 from .pretokenize import pretokenize
 from .specials import SpecialTokens, check_disallowed, first_prefix_pair
@@ -392,12 +393,17 @@ class Encoding:
 
     def _sorted_ranks(self) -> tuple[list[bytes], list[int], list[bool]]:
         """The ranked tokens' bytes sorted, their ids in that order, and whether each is UTF-8 (made when first
-        asked for)."""
+        asked for, sorted natively: Python's sort of o200k_base's 200,000 tokens took 0.3 s)."""
         cached: tuple[list[bytes], list[int], list[bool]] | None = self.__dict__.get("_own_sorted")
         if cached is None:
-            pairs = sorted(self._ranks().items())
-            ranked = [t for t, _ in pairs]
-            cached = self._own_sorted = (ranked, [i for _, i in pairs], [_is_utf8(t) for t in ranked])
+            ranks = self._ranks()
+            tokens = list(ranks)
+            offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)), out=offsets[1:])
+            order, utf8 = sort_byte_strings(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets)
+            ids = np.fromiter(ranks.values(), dtype=np.int64, count=len(ranks))[order].tolist()
+            ranked = list(map(tokens.__getitem__, order.tolist()))
+            cached = self._own_sorted = (ranked, ids, utf8.astype(bool).tolist())
         return cached
 
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
@@ -548,7 +554,7 @@ class Encoding:
         >>> len(_tiny().token_byte_values())
         258
         """
-        return sorted(self._ranks())
+        return list(self._sorted_ranks()[0])
 
     @property
     def eot_token(self) -> int:
@@ -618,14 +624,6 @@ def _padded_rows(seqs: list[list[int]]) -> NDArray[np.int64]:
     stop = np.cumsum(sizes)
     return _rows_of(np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(stop[-1])),
                     stop - sizes, stop)
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _all_space(token: bytes) -> bool:

@@ -35,7 +35,7 @@ from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
 from .pretokenize import check_documents_utf8
 from .procs import check_chunk_bytes, check_num_processes, check_progress, result_of, thread_pool, worker_pool
-from ._types import StrPath
+from ._types import Progress, StrPath
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -131,7 +131,7 @@ def check_dtype(dtype: DTypeLike | None, vocab_size: int) -> np.dtype[Any]:
 def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath, *, num_processes: int | None = None,
                 dtype: DTypeLike | None = None, errors: str = "strict", chunk_bytes: int | None = None,
                 text_field: str = "text", text_column: str = "text", separator: int | str | None = None,
-                progress: Callable[[str, int, int], object] | None = None) -> int:
+                progress: Progress | None = None) -> int:
     """Encode a corpus file into a .npy array of token ids (load it with np.load(path, mmap_mode="r")).
 
     A plain UTF-8 text file is one document: the array equals tokenizer.encode(whole text), encoded by byte
@@ -143,7 +143,9 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
     a temporary name, then renamed).
     num_processes: how many workers encode at once (None: one per CPU core); threads of this process for
     the built-in patterns, processes for other patterns (see the module docstring). progress, if given, is
-    called as progress("encode", bytes_done, bytes_total). Returns the number of tokens written.
+    called as progress("encode", bytes_done, bytes_total), bytes_total None while a file read as it comes
+    (not a plain text file) is being encoded: bytes_done is then its documents' bytes. Returns the number of
+    tokens written.
     """
     input_path = check_input_file(input_path)
     for name, value in (("text_field", text_field), ("text_column", text_column)):
@@ -272,7 +274,7 @@ def _encoded_ranges(tokenizer: Tokenizer, path: str, ranges: Sequence[tuple[int,
 def encode_source(tokenizer: Tokenizer, source: TextFile | Stream, output_path: StrPath, *, dtype: np.dtype[Any],
                   errors: str, separator: int | None, text_field: str = "text", text_column: str = "text",
                   num_workers: int = 1, batch_bytes: int | None = None,
-                  progress: Callable[[str, int, int], object] | None = None) -> int:
+                  progress: Progress | None = None) -> int:
     """Encode one resolved input (bpe_fast.inputs) into output_path (atomically), `separator` (an id, or None)
     after each document: a plain text file without a separator by byte ranges (encode_text_file), anything else
     (or with one: a text file is then one document) in batches of documents (encode_stream). Arguments already
@@ -307,8 +309,7 @@ def check_separator(separator: int | str | None, tokenizer: Tokenizer) -> int | 
 
 def encode_stream(tokenizer: Tokenizer, source: Stream, output_path: StrPath, *, dtype: np.dtype[Any], errors: str,
                   separator: int | None = None, text_field: str = "text", text_column: str = "text",
-                  num_threads: int = 1, batch_bytes: int = DEFAULT_CHUNK_BYTES,
-                  progress: Callable[[str, int, int], object] | None = None) -> int:
+                  num_threads: int = 1, batch_bytes: int = DEFAULT_CHUNK_BYTES, progress: Progress | None = None) -> int:
     """Encode a Stream (bpe_fast.inputs: a compressed text file, JSON lines, Parquet, a pipe) into a .npy at
     output_path (atomically): each document encoded alone (tokenizer.encode), the ids concatenated in order,
     `separator` (an id, or None) after each (a text Stream is one document: after its last piece). Batches of

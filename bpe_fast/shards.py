@@ -44,7 +44,7 @@ from .file_encoding import NPY_HEADER_ERRORS, check_dtype, check_separator, enco
 from .inputs import (COMPRESSIONS, CorpusDecodeError, InputError, Stream, TextFile, check_errors,
                      resolve_inputs)
 from .procs import check_num_processes, check_progress
-from ._types import StrPath
+from ._types import Progress, StrPath
 from .tokenizer import Tokenizer
 
 _T = TypeVar("_T")
@@ -376,7 +376,7 @@ class _Progress:
         if self.progress is not None:
             self.progress("encode", self.bytes, self.total)
 
-    def within(self, i: int) -> Callable[[str, int, int], object] | None:
+    def within(self, i: int) -> Progress | None:
         """A progress function for encode_file on shard i (bytes of it done), or None. A stream's reports (of
         its decompressed bytes, total None) are not in the units of the shards' sizes: left out."""
         if self.progress is None:
@@ -411,7 +411,7 @@ def _raise_naming(exc: Exception, shard: _Shard) -> NoReturn:
 # ---- encoding one shard (here or on a Dask worker) ---------------------------------------------------------
 
 def _encode_shard(tokenizer: Tokenizer, source: TextFile | Stream, out_path: str, options: _Options, num_workers: int,
-                  progress: Callable[[str, int, int], object] | None = None) -> int:
+                  progress: Progress | None = None) -> int:
     """Encode one source into out_path (atomically); returns the number of ids."""
     dtype, errors, separator, text_field, text_column = options
     return encode_source(tokenizer, source, out_path, dtype=dtype, errors=errors, separator=separator,

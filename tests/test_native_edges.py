@@ -2,6 +2,8 @@
 made a kernel read or write outside its arrays, or give a wrong result from bytes it should not have read."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bpe_fast._inspect import tally_tokens
 from bpe_fast.curve import SCRIPTS, _CJK, _PUNCT, _SPACE, script_table
@@ -95,3 +97,31 @@ def test_an_engine_not_built_refuses_replay():
     assert engine.run(5) == 0 and engine.next_count() == 0
     with pytest.raises(RuntimeError, match="replay needs a built engine"):
         engine.replay(np.frombuffer(b"ab", dtype=np.uint8), np.array([0, 1, 2], dtype=np.int64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=6) | st.sampled_from([b"", b"a", b"ab", b"a\x00", b"\xff", b"\xc3\xa9", b"\xc3"]),
+                max_size=40))
+def test_sort_byte_strings_sorts_as_python_and_flags_utf8(strings):
+    # bpe_fast.encoding's sorted vocabulary: Python's order of bytes (unsigned bytes, a prefix first, b"a\x00"
+    # after b"a"), equal ones by index, and which are UTF-8
+    from bpe_fast._inspect import sort_byte_strings
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in strings], out=offsets[1:])
+    order, utf8 = sort_byte_strings(np.frombuffer(b"".join(strings), dtype=np.uint8), offsets)
+    assert order.tolist() == sorted(range(len(strings)), key=lambda k: (strings[k], k))
+
+    def is_utf8(s):
+        try:
+            s.decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            return False
+    assert utf8.tolist() == [int(is_utf8(strings[k])) for k in order.tolist()]
+
+
+def test_sort_byte_strings_refuses_offsets_that_do_not_fit_the_pool():
+    from bpe_fast._inspect import sort_byte_strings
+    for offsets in ([], [1, 2], [0, 3], [0, 2, 1, 2]):
+        with pytest.raises(ValueError, match="offsets"):
+            sort_byte_strings(b"ab", np.array(offsets, dtype=np.int64))
