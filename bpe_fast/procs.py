@@ -59,15 +59,17 @@ MAX_PROCESSES = 1024
 
 
 def check_num_processes(num_processes: int | None) -> int:
-    """None means the environment variable BPE_FAST_NUM_PROCESSES if set, else every core this process may
-    use. At most MAX_PROCESSES."""
+    """None means the environment variable BPE_FAST_NUM_PROCESSES if set and not empty (white space around
+    the number is allowed; white space alone is refused, as any other value that is no number), else every
+    core this process may use. At most MAX_PROCESSES."""
     if num_processes is None:
-        value = os.environ.get(NUM_PROCESSES_VARIABLE, "").strip()
-        if value:
+        raw = os.environ.get(NUM_PROCESSES_VARIABLE, "")
+        if raw:
+            value = raw.strip()
             if not value.isdigit() or int(value) < 1:
-                raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be a positive integer, got {value!r}")
+                raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be a positive integer, got {raw!r}")
             if int(value) > MAX_PROCESSES:
-                raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be at most {MAX_PROCESSES}, got {value!r}")
+                raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be at most {MAX_PROCESSES}, got {raw!r}")
             return int(value)
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     if not _is_int(num_processes) or num_processes < 1:

@@ -250,6 +250,24 @@ def test_num_processes_from_the_environment(monkeypatch):
     monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", "zero")
     with pytest.raises(ValueError, match="BPE_FAST_NUM_PROCESSES"):
         check_num_processes(None)
+    # white space only was taken for the variable unset (all cores); "" still means unset
+    monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", " \t")
+    with pytest.raises(ValueError, match=r"BPE_FAST_NUM_PROCESSES must be a positive integer, got ' \\t'"):
+        check_num_processes(None)
+    monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", "")
+    assert check_num_processes(None) >= 1
+    monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", " 2 ")
+    assert check_num_processes(None) == 2
+
+
+def test_num_processes_of_white_space_only_is_one_line(tmp_path):
+    (tmp_path / "c.txt").write_text("some text\n", encoding="utf-8")
+    env = dict(os.environ, BPE_FAST_NUM_PROCESSES=" ")
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "count", "c.txt", "-o", "c.npz"], capture_output=True,
+                          text=True, cwd=tmp_path, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr == "bpe-fast: BPE_FAST_NUM_PROCESSES must be a positive integer, got ' '\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
 
 
 def test_an_invalid_hash_seed_is_one_line(tmp_path):
