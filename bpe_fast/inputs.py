@@ -459,9 +459,15 @@ def plain_pipe(source: TextFile | Stream) -> str | None:
     return source.obj if not os.path.isfile(source.obj) and not _split_suffix(source.obj)[1] else None
 
 
-def open_binary(path: str) -> io.BufferedIOBase:
-    """A binary file object of path's decompressed bytes (by extension)."""
+def open_binary(path: str, damaged: bool = False) -> io.BufferedIOBase:
+    """A binary file object of path's decompressed bytes (by extension). damaged: for reading again, by read1,
+    a file whose read failed, to find how far it decompresses (_damage_error): a .gz file is then read by the
+    standard library's gzip, whose read1 hands out what it decompressed before the damage and fails at the
+    next call, where isal's fails in that call and loses it (a file cut within its first 8 KB decompressed
+    bytes read 0 of them in reads of 8 KB); slower, but only after a failure."""
     _, compression = _split_suffix(path)
+    if compression == ".gz" and damaged:
+        return gzip.open(path, "rb")
     if compression == ".gz":
         try:
             from isal import igzip            # the `fast` extra: 3x faster than zlib at decompressing
@@ -678,15 +684,17 @@ _DAMAGE_READ = 1 << 16      # the reads that find how far a damaged file decompr
 
 def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseException) -> InputError:
     """The InputError for a compressed input whose read failed with exc after `good` decompressed bytes: a
-    file is read again in reads of _DAMAGE_READ to find how far it decompresses (the failed read was of
-    megabytes, and what it had decompressed is lost with it)."""
+    file is read again to find how far it decompresses (the failed read was of megabytes, and what it had
+    decompressed is lost with it), by read1 of _DAMAGE_READ: one read of the decompressor a call, so that only
+    the call that fails loses what it decompressed, and a decompressor hands out what it has before it fails
+    (read(n) gathers n bytes over several, and loses them all when one fails: the whole of a small file)."""
     reached = good
     if isinstance(source, (str, os.PathLike)):
-        with open_binary(source) as f:
+        with open_binary(source, damaged=True) as f:
             reached = 0
             while True:
                 try:
-                    block = f.read(_DAMAGE_READ)
+                    block = f.read1(_DAMAGE_READ)
                 except _DECOMPRESS_ERRORS:
                     break
                 if not block:       # read whole this time: the first failure stands
@@ -757,7 +765,7 @@ def _jsonl_until_damage(path: str, offset: int, line_no: int, text_field: str,
                         errors: str = "strict") -> Iterator[tuple[bytes, NDArray[np.int64], NDArray[np.int64]]]:
     """jsonl_blocks after a read failed: the file read again past its first `offset` bytes (line line_no on),
     a line at a time, up to the damage, whose InputError names the offset and line reached."""
-    with open_binary(path) as f:
+    with open_binary(path, damaged=True) as f:
         left = offset
         while left > 0:                           # read before without a failure
             block = f.read(min(left, _READ_BYTES))
@@ -765,14 +773,27 @@ def _jsonl_until_damage(path: str, offset: int, line_no: int, text_field: str,
                 raise InputError(f"{path}: ended after {offset - left} decompressed bytes when read again, where "
                                  f"{offset} were read before (changed while it was read?)")
             left -= len(block)
+        # a line at a time from reads by read1 (see _damage_error: readline, as read, lost the bytes of a read
+        # that failed, which for a small file held every line)
+        pending, at, searched = bytearray(), 0, 0     # read and not given out: pending[at:]; no newline before searched
         while True:
-            try:
-                line = f.readline()
-            except _DECOMPRESS_ERRORS as exc:
-                raise InputError(f"{path}: corrupt compressed file after {offset} decompressed bytes "
-                                 f"(line {line_no}; {type(exc).__name__}: {exc})") from None
-            if not line:
-                return
+            end = pending.find(b"\n", max(at, searched)) + 1
+            if end == 0:
+                try:
+                    block = f.read1(_DAMAGE_READ)
+                except _DECOMPRESS_ERRORS as exc:
+                    raise InputError(f"{path}: corrupt compressed file after {offset} decompressed bytes "
+                                     f"(line {line_no}; {type(exc).__name__}: {exc})") from None
+                if block:
+                    del pending[:at]
+                    at, searched = 0, len(pending)
+                    pending += block
+                    continue
+                if at == len(pending):
+                    return
+                end = len(pending)                # the last line, without its newline
+            line = bytes(pending[at:end])
+            at = end
             text = _jsonl_line_text(line, path, line_no, text_field, errors)
             if text is not None:
                 yield text, np.array([len(text)], dtype=np.int64), np.array([line_no], dtype=np.int64)

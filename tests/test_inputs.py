@@ -548,6 +548,25 @@ def test_corrupt_gzip_names_how_far_it_decompresses(tmp_path):
     assert readable - (1 << 17) <= reached <= readable
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
+def test_a_small_cut_compressed_file_names_how_far_it_decompresses(tmp_path, suffix):
+    # the whole of a small file decompresses in the one read that fails, and that read's bytes were lost with
+    # it: a gzip file of 6 KB cut in half said "after 0 decompressed bytes" where 2.7 KB decompress
+    text = "".join(f"line {k} hello world\n" for k in range(300)).encode()
+    compress, decompressor = {
+        ".gz": (gzip.compress, lambda: zlib.decompressobj(31)), ".bz2": (bz2.compress, bz2.BZ2Decompressor),
+        ".xz": (lzma.compress, lzma.LZMADecompressor),
+        ".zst": (zstandard.ZstdCompressor().compress, lambda: zstandard.ZstdDecompressor().decompressobj())}[suffix]
+    data = compress(text)
+    path = tmp_path / f"c.txt{suffix}"
+    path.write_bytes(data[:len(data) // 2])
+    readable = len(decompressor().decompress(data[:len(data) // 2]))
+    assert readable > 1000 or suffix in (".bz2", ".zst")     # (they decompress whole blocks: nothing of a cut one)
+    with pytest.raises(InputError, match=rf"c\.txt\{suffix}: corrupt compressed file after {readable} decompressed "
+                                         rf"bytes \(EOFError: "):
+        count_pretokens(path, num_processes=1)
+
+
 def test_corrupt_zstd_names_file(tmp_path):
     data = zstandard.ZstdCompressor().compress(("hello world " * 50000).encode())
     path = tmp_path / "c.jsonl.zst"

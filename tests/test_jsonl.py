@@ -415,6 +415,24 @@ def test_a_damaged_compressed_file_gives_the_lines_before_the_damage(tmp_path):
     assert counts == count_pretokens(iter([json.loads(x)["text"] for x in lines[:10]]), num_processes=1)
 
 
+def test_a_small_damaged_compressed_file_gives_the_lines_before_the_damage(tmp_path):
+    # the lines were read again a readline at a time, and the read under the first one decompressed the whole
+    # of a small file, then failed and lost it: no line read, and "after 0 decompressed bytes (line 1; ..."
+    import gzip
+    lines = [json.dumps({"text": f"line {k} hello world"}) for k in range(300)]
+    data = gzip.compress(("\n".join(lines) + "\n").encode())
+    path = tmp_path / "c.jsonl.gz"
+    path.write_bytes(data[:len(data) // 2])
+    read = []
+    with pytest.raises(InputError, match=r"c\.jsonl\.gz: corrupt compressed file after \d+ decompressed bytes") \
+            as info:
+        for texts, _, numbers in jsonl_blocks(str(path), "text"):
+            read.extend(numbers.tolist())
+    assert read == list(range(1, len(read) + 1)) and len(read) > 100
+    assert f"after {sum(len(line) + 1 for line in lines[:len(read)])} decompressed bytes (line {len(read) + 1};" \
+        in str(info.value)
+
+
 def test_a_field_name_that_is_not_a_str_is_a_type_error(tmp_path):
     from bpe_fast import count_pretokens
     path = tmp_path / "c.jsonl"
