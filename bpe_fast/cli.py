@@ -871,6 +871,10 @@ def cmd_report(args: argparse.Namespace) -> None:
         raise CliError(f"--png {args.png}: is -o {args.output} too; give the charts a folder of their own")
     if args.png and _not_a_folder(args.png):    # before the report is written
         raise CliError(f"--png {args.png}: exists and is not a folder; give the folder to write the charts into")
+    if args.png:
+        from .html_report import png_names
+        _check_no_folder_among([os.path.join(args.png, name) for name in png_names(bool(args.against))],
+                               f"--png {args.png}")
     if args.png:                        # a folder to make: the nearest that exists must be a folder too
         existing = os.path.dirname(os.path.abspath(args.png))
         while not os.path.lexists(existing):

@@ -693,6 +693,16 @@ svg .legend { font-size: 11px; fill: #333; } svg .mark { font-size: 11px; }
 """
 
 
+def png_names(against: bool) -> list[str]:
+    """The names of the PNG files write_report may write into png_dir (a chart's slug + ".png"), for one
+    tokenizer or two (against): those of the sections' charts, a chart each side for scripts and merges
+    (merges only for a tokenizer whose training recorded pair counts; usage only when one has merges). For the
+    CLI, which refuses one that is a folder before any work (it was found when the charts were written)."""
+    sides = range(1, 3 if against else 2)
+    return [f"{slug}.png" for slug in ("curve", "tokens-per-word", *(f"scripts-{k}" for k in sides),
+                                        "lengths-vocab", "lengths-text", *(f"merges-{k}" for k in sides), "usage")]
+
+
 def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.PathLike[str], *,
                  name: str = "tokenizer", against: Tokenizer | None = None, against_name: str = "against",
                  png_dir: str | None = None, errors: str = "strict", text_field: str = "text",

@@ -685,6 +685,37 @@ def test_cli_report_errors(trained, capsys, tmp_path):
 
 
 
+
+@pytest.mark.parametrize("chart, against", [("curve.png", False), ("usage.png", False), ("scripts-2.png", True),
+                                            ("merges-2.png", True)])
+def test_cli_report_png_of_a_chart_that_is_a_folder_is_refused_before_any_work(trained, capsys, tmp_path,
+                                                                                monkeypatch, chart, against):
+    # --png DIR where DIR/curve.png is a folder: the text was encoded and the charts drawn, then the error
+    # ('charts/curve.png: Is a directory', naming no flag)
+    import bpe_fast.html_report
+    tok_dir, held_out, _ = trained
+    out, charts = tmp_path / "r.html", tmp_path / "charts"
+    (charts / chart).mkdir(parents=True)
+    monkeypatch.setattr(bpe_fast.html_report, "write_report", lambda *a, **k: pytest.fail("the work was begun"))
+    code, _, err = run(["report", "-t", str(tok_dir), "--eval", str(held_out), "-o", str(out), "--png", str(charts)]
+                       + (["--against", str(tok_dir)] if against else []), capsys)
+    assert code == 1 and err == (f"bpe-fast: --png {charts}: {charts / chart} is a folder; the output of that name "
+                                 f"cannot replace it\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["charts"] and [p.name for p in charts.iterdir()] == [chart]
+
+
+def test_report_png_names_are_the_charts_written(trained, tmp_path):
+    # the CLI checks these names before any work: every chart written is one of them
+    pytest.importorskip("matplotlib")
+    from bpe_fast.html_report import png_names
+    tok_dir, held_out, _ = trained
+    tok = Tokenizer.load(tok_dir)
+    for against in (None, tok):
+        result = write_report(tok, [held_out], tmp_path / "r.html", against=against, png_dir=tmp_path / "png")
+        written = [Path(p).name for p in result["pngs"]]
+        assert written and set(written) <= set(png_names(against is not None)), (written, png_names(against))
+
+
 @pytest.mark.parametrize("failure, code", [(RuntimeError("the drawing failed"), 1), (KeyboardInterrupt(), 130)])
 def test_cli_report_png_failing_leaves_the_earlier_report(trained, capsys, tmp_path, monkeypatch, failure, code):
     # bpe-fast report -o r.html --png charts/: the page was renamed over r.html before the charts were drawn, so
