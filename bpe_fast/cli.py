@@ -174,9 +174,7 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
 def _check_output_folder(path: str, flag: str = "-o", file: bool = True) -> None:
     """A CliError naming the flag when `path` (a file to write, or with file=False a folder) cannot be made: its
     folder is missing or not a folder, or, for a file, it ends with '/' (a folder's name)."""
-    if path == "-":         # (decode, encode and synth take -o - for stdout, and do not come here with it)
-        raise CliError(f"{flag} -: this output is not written to stdout; give a {'file' if file else 'folder'} name "
-                       f"(./- for one named -)")
+    _check_not_stdout(path, flag, file)
     if file and path.endswith(("/", os.sep)):
         raise CliError(f"{flag} {path}: ends with '/', a folder's name; give the file to write")
     folder = os.path.dirname(os.path.abspath(path))
@@ -185,6 +183,13 @@ def _check_output_folder(path: str, flag: str = "-o", file: bool = True) -> None
         raise CliError(f"{flag} {path}: {why}")
     if file and (not os.path.exists(path) or os.path.isfile(path)):    # (/dev/null is written to as it is)
         _check_can_make_in(folder, f"{flag} {path}")
+
+
+def _check_not_stdout(path: str, flag: str, file: bool = True) -> None:
+    """A CliError naming the flag when `path` is '-', stdout, for an output that is not written there."""
+    if path == "-":         # (decode, encode and synth take -o - for stdout, and do not come here with it)
+        raise CliError(f"{flag} -: this output is not written to stdout; give a {'file' if file else 'folder'} name "
+                       f"(./- for one named -)")
 
 
 def _check_can_make_in(folder: str, given: str) -> None:
@@ -751,10 +756,13 @@ def cmd_export(args: argparse.Namespace) -> None:
     from .export import HF_FILES
     target = args.hf or args.hf_dir or args.tiktoken
     flag = "--hf" if args.hf else "--hf-dir" if args.hf_dir else "--tiktoken"
-    _check_output_folder(target, flag, file=not args.hf_dir)
+    if args.hf_dir:
+        _check_not_stdout(target, flag, file=False)
+    else:
+        _check_output_folder(target, flag)
     if args.hf_dir and _not_a_folder(target):
         raise CliError(f"--hf-dir {target}: exists and is not a folder; give the folder to write the files into")
-    if args.hf_dir:
+    if args.hf_dir:         # missing folders on the way are made (export_hf_dir), as train -o makes them
         _check_creatable(target, "--hf-dir")
     if not args.hf_dir and os.path.isdir(target):
         raise CliError(f"{flag} {target}: is a folder; give the file to write "

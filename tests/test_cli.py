@@ -896,6 +896,34 @@ def test_train_failing_to_save_leaves_no_new_folder(tmp_path, corpus, capsys, mo
     assert got == code and [p.name for p in (tmp_path / "kept").iterdir()] == ["file"]
 
 
+def test_export_hf_dir_makes_the_missing_folders(tmp_path, tokdir, capsys):
+    # 'export --hf-dir a/b' where a did not exist was refused ('the folder a does not exist'), where train -o a/b
+    # makes them (and export_hf_dir makes its folder)
+    out = tmp_path / "new" / "deeper" / "hf"
+    code, err = run(["-q", "export", "-t", str(tokdir), "--hf-dir", str(out)], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["special_tokens_map.json", "tokenizer.json",
+                                                     "tokenizer_config.json"]
+
+
+@pytest.mark.parametrize("failure, code", [(OSError(28, "No space left on device"), 1), (KeyboardInterrupt(), 130)])
+def test_export_hf_dir_failing_leaves_no_new_folder(tmp_path, tokdir, capsys, monkeypatch, failure, code):
+    import bpe_fast.export
+    real, written = bpe_fast.export.write_text_atomic, []
+
+    def failing_write(path, text, group=None):
+        if written:         # the second file: the first is written, the folders made
+            raise failure
+        written.append(path)
+        return real(path, text, group)
+
+    monkeypatch.setattr(bpe_fast.export, "write_text_atomic", failing_write)
+    out = tmp_path / "new" / "deeper" / "hf"
+    got, err = run(["-q", "export", "-t", str(tokdir), "--hf-dir", str(out)], capsys)
+    assert got == code and "Traceback" not in err and written, err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("name", ["out", "run (2)"])
 def test_encode_into_a_folder_of_other_settings_names_the_flags(tmp_path, tokdir, capsys, name):
     # 'bpe-fast encode ... -o out/ --text-field body' into a folder encoded with the default field said
