@@ -35,7 +35,7 @@ import numpy as np
 from ._scan import merge_arrays
 from ._types import Table
 from .count_workers import count_ranges
-from .inputs import CorpusDecodeError, check_errors, line_of
+from .inputs import CorpusDecodeError, check_errors
 from .pretokenize import compiled_pattern
 from .procs import check_chunk_bytes
 
@@ -43,7 +43,9 @@ _MAX_TASK_BYTES = 64 << 20      # about a second of one worker thread with the n
 _TASKS_PER_THREAD = 2           # at least: balances uneven workers and spreads the loss of one
 _FAN_IN = 4                     # partial tables added by one task of the reduction tree
 RETRIES = 2                    # reruns of a task that raised
-_LINE_SCAN_LIMIT = 256 << 20    # an error further into a file is reported without its line number
+# an error further into a file is reported without its line number: the caller, which has not read the file (the
+# workers did), reads at most this much of it to find the line
+_LINE_SCAN_LIMIT = 256 << 20
 # a task's pieces: (path, size, byte ranges) of consecutive ranges of a file
 _Pieces = list[tuple[str, int, list[tuple[int, int]]]]
 
@@ -82,8 +84,7 @@ def count_on_dask(client: Any, paths: Iterable[str], special_tokens: Sequence[st
     try:
         return final.result()
     except CorpusDecodeError as exc:
-        line = line_of(exc.path, exc.offset) if exc.offset <= _LINE_SCAN_LIMIT else None
-        raise CorpusDecodeError(given.get(exc.path, exc.path), exc.offset, exc.reason, line) from None
+        raise exc.with_line(exc.path, name=given.get(exc.path, exc.path), scan_limit=_LINE_SCAN_LIMIT) from None
     except Exception as exc:
         message = cluster_failure(exc)
         if message is None:

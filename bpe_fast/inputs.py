@@ -87,12 +87,14 @@ class CorpusDecodeError(UnicodeError):
     def __reduce__(self) -> tuple[Any, ...]:       # from a worker process: every field, not only the args
         return type(self), (self.path, self.offset, self.reason, self.line, self.document, self.in_line)
 
-    def with_line(self, path: str, name: str | None = None) -> CorpusDecodeError:
+    def with_line(self, path: str, name: str | None = None, scan_limit: int | None = None) -> CorpusDecodeError:
         """This error with the line of its offset read from the file at `path` (a regular file, which can be
         read again; not a pipe), when it names neither a line nor a document, and named `name` (the input as
-        the user gave it) if given; the line left out when the file cannot be read now."""
+        the user gave it) if given; the line left out when the file cannot be read now, or when its offset is
+        past scan_limit bytes (the most read to find it, for a caller that has not read the file: Dask's)."""
         line = self.line
-        if line is None and self.document is None and os.path.isfile(path):
+        if (line is None and self.document is None and (scan_limit is None or self.offset <= scan_limit)
+                and os.path.isfile(path)):
             with contextlib.suppress(OSError):
                 line = line_of(path, self.offset)
         if line == self.line and name is None:

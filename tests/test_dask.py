@@ -226,6 +226,19 @@ def test_invalid_utf8_names_the_file_offset_and_line(client, tmp_path):
         _local(bad_path, [EOT], errors="replace")
 
 
+def test_invalid_utf8_past_the_line_scan_limit_is_named_without_its_line(client, tmp_path, monkeypatch):
+    # the caller reads the file to find the line (the workers hold it): at most _LINE_SCAN_LIMIT bytes of it, the
+    # line left out beyond; the path named as given
+    good = make_corpus(81, 800, specials=[EOT]).encode()
+    (tmp_path / "bad.txt").write_bytes(good + b"caf\xe9 au lait")
+    monkeypatch.chdir(tmp_path)
+    for limit, line in ((len(good) + 3, good.count(b"\n") + 1), (len(good) + 2, None)):
+        monkeypatch.setattr(dask_counts, "_LINE_SCAN_LIMIT", limit)
+        with pytest.raises(CorpusDecodeError) as info:
+            count_pretokens("bad.txt", [EOT], chunk_bytes=500, client=client)
+        assert (info.value.path, info.value.offset, info.value.line) == ("bad.txt", len(good) + 3, line)
+
+
 # ---- a worker lost mid-count -----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
