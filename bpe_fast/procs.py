@@ -66,11 +66,15 @@ def check_num_processes(num_processes: int | None) -> int:
         raw = os.environ.get(NUM_PROCESSES_VARIABLE, "")
         if raw:
             value = raw.strip()
-            if not value.isdigit() or int(value) < 1:
+            try:        # (isdigit: no sign, no '_'; int: no '³', which isdigit takes)
+                number = int(value) if value.isdigit() else 0
+            except ValueError:
+                number = 0
+            if number < 1:
                 raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be a positive integer, got {raw!r}")
-            if int(value) > MAX_PROCESSES:
+            if number > MAX_PROCESSES:
                 raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be at most {MAX_PROCESSES}, got {raw!r}")
-            return int(value)
+            return number
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     if not _is_int(num_processes) or num_processes < 1:
         raise ValueError(f"num_processes must be a positive int or None, got {num_processes!r}")

@@ -258,6 +258,10 @@ def test_num_processes_from_the_environment(monkeypatch):
     assert check_num_processes(None) >= 1
     monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", " 2 ")
     assert check_num_processes(None) == 2
+    # a digit int() does not take ('³'.isdigit()): "invalid literal for int() with base 10: '³'", no variable named
+    monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", "\u00b3")
+    with pytest.raises(ValueError, match="BPE_FAST_NUM_PROCESSES must be a positive integer, got '\u00b3'"):
+        check_num_processes(None)
 
 
 def test_num_processes_of_white_space_only_is_one_line(tmp_path):
