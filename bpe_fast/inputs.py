@@ -387,13 +387,14 @@ def _is_json_lines(path: str, text_field: str) -> bool:
                                                                   or isinstance(record[text_field], str))
 
 
-def _first_line(path: str) -> tuple[bytes, bool]:
+def _first_line(path: str, damaged: bool = False) -> tuple[bytes, bool]:
     """(the first line of the file that is not blank, cut) for _is_json_lines, reading at most _SNIFF_BYTES:
-    cut when more of the line follows, or the rest of it could not be decompressed (what did is the line);
+    cut when more of the line follows, or the rest of it could not be decompressed (what did is the line: the
+    file is read again as damaged, see open_binary, for the read that failed lost what it had decompressed);
     b"" when there is none in what was read."""
     data = bytearray()
     start = search = 0                  # the start of the line being read; where its newline may be
-    with open_binary(path) as f:
+    with open_binary(path, damaged) as f:
         while True:
             end = data.find(b"\n", search)
             while end >= 0:
@@ -405,8 +406,10 @@ def _first_line(path: str) -> tuple[bytes, bool]:
             if len(data) >= _SNIFF_BYTES:
                 return bytes(data[start:]), True
             try:
-                block = f.read(min(1 << 16, _SNIFF_BYTES - len(data)))
+                block = (f.read1 if damaged else f.read)(min(1 << 16, _SNIFF_BYTES - len(data)))
             except _DECOMPRESS_ERRORS:
+                if not damaged:
+                    return _first_line(path, damaged=True)
                 return bytes(data[start:]), True
             if not block:
                 return bytes(data[start:]), False

@@ -143,6 +143,20 @@ def test_a_json_file_whose_first_record_has_a_null_text_is_json_lines(tmp_path, 
         count_pretokens(path, num_processes=1)
 
 
+def test_a_small_damaged_compressed_json_file_is_json_lines(tmp_path):
+    # the first line of a .json file is read to decide whether it is JSON lines, and a damaged one by what
+    # decompresses of it; but the read that failed lost what it had decompressed (the whole of a small file), so
+    # nothing was a record: it was counted as text, and its error named no line
+    import gzip
+    lines = [json.dumps({"text": f"line {k} hello world"}) for k in range(300)]
+    data = gzip.compress(("\n".join(lines) + "\n").encode())
+    path = tmp_path / "c.json.gz"
+    path.write_bytes(data[:len(data) // 2])
+    with pytest.raises(ValueError, match=r"c\.json\.gz: corrupt compressed file after \d+ decompressed bytes "
+                                         r"\(line \d+; EOFError"):
+        count_pretokens(path, num_processes=1)
+
+
 @pytest.mark.parametrize("extra, named", [(["--max-bytes", "1MB"], "--max-bytes"),
                                           (["--max-documents", "3"], "--max-documents")])
 def test_count_refuses_caps_with_dask_by_their_flags_before_connecting(tmp_path, capsys, extra, named):
