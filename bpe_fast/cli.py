@@ -171,17 +171,17 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
         raise CliError(f"{flag}: {_describe(exc)}") from None
 
 
-def _check_output_folder(path: str, flag: str = "-o", file: bool = True) -> None:
-    """A CliError naming the flag when `path` (a file to write, or with file=False a folder) cannot be made: its
-    folder is missing or not a folder, or, for a file, it ends with '/' (a folder's name)."""
-    _check_not_stdout(path, flag, file)
-    if file and path.endswith(("/", os.sep)):
+def _check_output_folder(path: str, flag: str = "-o") -> None:
+    """A CliError naming the flag when the file `path` cannot be made: its folder is missing or not a folder, or
+    it ends with '/' (a folder's name)."""
+    _check_not_stdout(path, flag)
+    if path.endswith(("/", os.sep)):
         raise CliError(f"{flag} {path}: ends with '/', a folder's name; give the file to write")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         why = f"{folder} is not a folder" if os.path.exists(folder) else f"the folder {folder} does not exist"
         raise CliError(f"{flag} {path}: {why}")
-    if file and (not os.path.exists(path) or os.path.isfile(path)):    # (/dev/null is written to as it is)
+    if not os.path.exists(path) or os.path.isfile(path):    # (/dev/null is written to as it is)
         _check_can_make_in(folder, f"{flag} {path}")
 
 
