@@ -101,6 +101,11 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
         data = read_tiktoken_bytes(path)
     pool, offsets, values, lines, bad = parse_tiktoken(data)
     if bad:
+        if data.startswith(b"\x1f\x8b"):    # gzip's magic: compressed bytes read as text (a line of them may hold a CR)
+            raise FormatError(path, None, "is gzip-compressed (it starts with gzip's bytes 1F 8B), not the text of a "
+                              ".tiktoken file: decompress it (Tokenizer.from_tiktoken and "
+                              "Encoding.from_tiktoken_file read a name ending in .gz through gzip; load_tiktoken_bpe, "
+                              "as tiktoken's, does not)")
         line = data.split(b"\n", bad)[bad - 1]
         raise FormatError(path, bad, _line_problem(line[:-1] if line.endswith(b"\r") else line))
     joined = pool.tobytes()

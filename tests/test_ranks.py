@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import bpe_fast
 import bpe_fast._ranks
+import bpe_fast.load
 import bpe_fast.merge_rule
 import bpe_fast.ranks
 import bpe_fast.specials
@@ -453,6 +454,25 @@ def test_a_byte_order_mark_or_cr_line_ends_are_named(tmp_path):
     path.write_bytes(b"YQ== 0\rYg== 1\r")
     with pytest.raises(FormatError, match=r"cr\.tiktoken:1: holds a carriage return .* end in CR alone"):
         read_tiktoken(path)
+
+
+def test_gzip_data_read_as_text_is_named(tmp_path):
+    # a gzip-compressed file read as text (a .tiktoken.gz renamed, or a .gz given to bpe_fast.load.load_tiktoken_bpe,
+    # which reads as tiktoken's does, without decompressing) was refused as line 1 "holds a carriage return ...:
+    # its lines end in CR alone" (bpe-openai's cl100k_base.tiktoken.gz) or as garbage: nothing said it was compressed
+    text = b"".join(base64.b64encode(bytes([i])) + b" %d\n" % i for i in range(256))
+    data = gzip.compress(text, mtime=0)
+    for name, blob in [("plain", data), ("cr", data[:4] + b"\r" + data[4:])]:    # "cr": a CR in its first line
+        path = tmp_path / f"{name}.tiktoken"
+        path.write_bytes(blob)
+        with pytest.raises(FormatError, match=rf"{name}\.tiktoken: is gzip-compressed") as info:
+            read_tiktoken(path)
+        assert info.value.line is None
+    gz = tmp_path / "ranks.tiktoken.gz"
+    gz.write_bytes(data)
+    assert read_tiktoken(gz) == {bytes([i]): i for i in range(256)}     # a .gz name is read through gzip
+    with pytest.raises(FormatError, match=r"ranks\.tiktoken\.gz: is gzip-compressed"):
+        bpe_fast.load.load_tiktoken_bpe(str(gz))
 
 
 def test_bad_line_number_counts_empty_lines(tmp_path):
