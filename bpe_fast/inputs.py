@@ -119,7 +119,15 @@ def check_errors(errors: str) -> str:
 
 
 def check_input_file(path: StrPath) -> str:
+    """path (one existing file that is not a folder) as a str; a TypeError naming what was given for anything
+    that is not a path (a list of them went to os.fspath: "expected str, bytes or os.PathLike object")."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"expected one file's path (str or os.PathLike), got {type(path).__name__}: "
+                        f"encode_files encodes several inputs, train_bpe and count_pretokens read lists, "
+                        f"folders, globs and iterables")
     path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
     if not os.path.exists(path):
         raise not_found(path)
     if os.path.isdir(path):

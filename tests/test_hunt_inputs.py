@@ -1,6 +1,7 @@
 """Hunted bugs of the input rules (a .json file read as JSON lines or as text): each decision is the same
 wherever the inputs are resolved, and the results are the oracle's."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -297,3 +298,16 @@ def test_encode_file_of_a_stream_reports_progress_as_it_goes(tok, tmp_path, name
     assert len(steps) > 5 and all(stage == "encode" and total is None for stage, _, total in steps)
     done = [d for _, d, _ in steps]
     assert done == sorted(done) and done[-1] == sum(len(d.encode()) for d in docs)
+
+
+def test_encode_file_of_a_list_names_what_it_takes(tok, tmp_path):
+    # encode_file([path], ...) failed with os.fspath's "expected str, bytes or os.PathLike object, not list",
+    # naming neither the argument's meaning nor where several inputs go
+    from bpe_fast import encode_file
+    path = tmp_path / "a.txt"
+    path.write_text("hello world\n")
+    for given in ([str(path)], (str(path),), iter([str(path)]), 3):
+        with pytest.raises(TypeError, match=r"one file's path .*got (list|tuple|list_iterator|int): encode_files"):
+            encode_file(tok, given, tmp_path / "o.npy")
+    assert not (tmp_path / "o.npy").exists()
+    assert encode_file(tok, os.fsencode(path), tmp_path / "o.npy") == len(_ids(tok, "hello world\n"))
