@@ -10,6 +10,7 @@ driving a system chromium when there is one, e.g. Debian's `apt-get install chro
 --keep DIR keeps the tokenizer, the text and report.html. Needs `pip install playwright`.
 """
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -100,6 +101,8 @@ def main(argv=None):
     ap.add_argument("--keep", metavar="DIR", help="keep the tokenizer, evaluation text and report.html here")
     ap.add_argument("-o", "--output", default=str(ROOT / "docs" / "report.png"))
     args = ap.parse_args(argv)
+    if importlib.util.find_spec("playwright") is None:       # before the training it would waste
+        raise SystemExit("screenshot_report.py needs playwright: pip install playwright")
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="report_png_"))
     work.mkdir(parents=True, exist_ok=True)
     cli = [sys.executable, "-m", "bpe_fast"]
@@ -115,7 +118,10 @@ def main(argv=None):
         shutil.copy(FIXTURES / "gpt2_merges.txt", work / "gpt2" / "merges.txt")
         subprocess.run(cli + ["report", "-t", tok, "--eval", "held_out.txt", "--against", "gpt2",
                               "-o", "report.html"], check=True, cwd=work)
-        screenshot(work / "report.html", output, args.width, args.height)
+        try:
+            screenshot(work / "report.html", output, args.width, args.height)
+        except NoBrowser as exc:
+            raise SystemExit(f"screenshot_report.py: {exc}") from None
         print(f"{output}: {os.path.getsize(output):,} bytes (report on {n:,} bytes of held-out text)")
     finally:
         if not args.keep:

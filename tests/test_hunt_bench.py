@@ -458,3 +458,18 @@ def test_icount_installed_measures_the_bpe_fast_the_caller_imports(tmp_path):
     here, child = json.loads(proc.stdout.strip().splitlines()[-1])
     assert Path(here).resolve() == (tmp_path / "site" / "bpe_fast" / "__init__.py").resolve()
     assert Path(child).resolve() == Path(here).resolve(), (here, child)
+
+
+def test_screenshot_report_without_playwright_says_so_before_any_work(tmp_path):
+    # without playwright it trained a tokenizer, wrote a report, then failed with an ImportError traceback
+    import importlib.util
+    if importlib.util.find_spec("playwright") is not None:
+        pytest.skip("playwright is installed here: the refusal is not reached")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("some text\n" * 100)
+    keep = tmp_path / "keep"
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "screenshot_report.py"), "--corpus", str(corpus),
+                           "--keep", str(keep)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "screenshot_report.py needs playwright: pip install playwright", proc.stderr
+    assert not keep.exists()
