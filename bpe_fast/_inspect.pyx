@@ -238,6 +238,7 @@ def count_distinct(const uint8_t[::1] tokens, const int64_t[::1] offsets):
 
 
 cdef struct Span:
+    uint64_t head      # the first 8 bytes, big-endian, zero-padded: most comparisons end with it
     const uint8_t* p
     int64_t n
     int64_t index
@@ -245,9 +246,12 @@ cdef struct Span:
 
 cdef bint _span_less(const Span& x, const Span& y) noexcept nogil:
     """x's bytes before y's as Python orders bytes (the first differing byte decides, a prefix comes first),
-    equal ones by index."""
+    equal ones by index. Different heads differ in a byte of the first 8 (padding zeros sort as a prefix
+    does), so they decide; equal heads compare the rest."""
+    if x.head != y.head:
+        return x.head < y.head
     cdef int64_t m = x.n if x.n < y.n else y.n
-    cdef int c = memcmp(x.p, y.p, m) if m > 0 else 0
+    cdef int c = memcmp(x.p + 8, y.p + 8, m - 8) if m > 8 else 0
     if c != 0:
         return c < 0
     if x.n != y.n:
@@ -265,7 +269,7 @@ def sort_byte_strings(const uint8_t[::1] pool, const int64_t[::1] offsets):
     >>> order.tolist(), utf8.tolist()
     ([1, 0, 3, 2], [1, 1, 1, 0])
     """
-    cdef Py_ssize_t n = offsets.shape[0] - 1, k
+    cdef Py_ssize_t n = offsets.shape[0] - 1, k, j
     cdef const uint8_t* base = &pool[0] if pool.shape[0] else NULL
     cdef vector[Span] spans
     if n < 0:
@@ -283,6 +287,9 @@ def sort_byte_strings(const uint8_t[::1] pool, const int64_t[::1] offsets):
             spans[k].p = base + offsets[k]
             spans[k].n = offsets[k + 1] - offsets[k]
             spans[k].index = k
+            spans[k].head = 0
+            for j in range(8):
+                spans[k].head = (spans[k].head << 8) | (spans[k].p[j] if j < spans[k].n else 0)
         cpp_sort(spans.begin(), spans.end(), _span_less)
         for k in range(n):
             vo[k] = spans[k].index

@@ -100,11 +100,14 @@ def test_an_engine_not_built_refuses_replay():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.binary(max_size=6) | st.sampled_from([b"", b"a", b"ab", b"a\x00", b"\xff", b"\xc3\xa9", b"\xc3"]),
+@given(st.lists(st.binary(max_size=12) | st.sampled_from([b"", b"a", b"ab", b"a\x00", b"\xff", b"\xc3\xa9", b"\xc3",
+                                                           b"abcdefgh", b"abcdefgh\x00", b"abcdefghi", b"abcdefgh\xff",
+                                                           b"a\x00\x00\x00\x00\x00\x00\x00\x00b"]),
                 max_size=40))
 def test_sort_byte_strings_sorts_as_python_and_flags_utf8(strings):
     # bpe_fast.encoding's sorted vocabulary: Python's order of bytes (unsigned bytes, a prefix first, b"a\x00"
-    # after b"a"), equal ones by index, and which are UTF-8
+    # after b"a"; the first 8 bytes compared as one number, then the rest), equal ones by index, and which are
+    # UTF-8
     from bpe_fast._inspect import sort_byte_strings
     offsets = np.zeros(len(strings) + 1, dtype=np.int64)
     np.cumsum([len(s) for s in strings], out=offsets[1:])
