@@ -290,6 +290,8 @@ class Encoding:
         >>> _tiny()._encode_bytes(b"ab ab\\xff")
         [256, 32, 256, 255]
         """
+        if not isinstance(text, bytes):     # tiktoken's Rust takes bytes: not bytes(5)'s five zero bytes
+            raise TypeError(f"{type(text).__name__!r} object is not an instance of 'bytes'")
         data = bytes(text)
         try:
             return self.encode_ordinary(data.decode("utf-8"))
@@ -415,6 +417,8 @@ class Encoding:
         """
         if isinstance(text_or_bytes, str):
             text_or_bytes = text_or_bytes.encode("utf-8")
+        if not isinstance(text_or_bytes, bytes):
+            raise TypeError(f"{type(text_or_bytes).__name__!r} object is not an instance of 'bytes'")
         return self._ordinary.encode_pieces([bytes(text_or_bytes)])[0]
 
     def _ranks(self) -> dict[bytes, int]:

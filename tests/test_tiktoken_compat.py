@@ -1123,3 +1123,11 @@ def test_encode_bytes_random_bytes(data, name):
 def test_encode_only_native_bpe_as_tiktoken(pair, text):
     # tiktoken's private check of its Rust split: `regex`'s findall of the pattern, each piece merged alone
     same(pair, "_encode_only_native_bpe", text)
+
+
+@pytest.mark.parametrize("method", ["_encode_bytes", "_encode_single_piece"])
+@pytest.mark.parametrize("arg", [bytearray(b"ab\xff"), memoryview(b"ab"), 5, 0, True, [97, 98], (97,), None, "ab\xff"])
+def test_private_bytes_methods_refuse_what_tiktoken_refuses(method, arg):
+    # tiktoken's Rust takes bytes only (a str for _encode_single_piece): a bytearray, memoryview, int or list is
+    # its TypeError, not bytes(arg)'s reading of it (5 was five zero bytes, [97, 98] b"ab")
+    same(encodings("gpt2"), method, arg)
