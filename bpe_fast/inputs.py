@@ -414,7 +414,8 @@ def _first_line(path: str, damaged: bool = False) -> tuple[bytes, bool]:
             if len(data) >= _SNIFF_BYTES:
                 return bytes(data[start:]), True
             try:
-                block = (f.read1 if damaged else f.read)(min(1 << 16, _SNIFF_BYTES - len(data)))
+                block = (f.read1(min(_DAMAGE_STEP, _SNIFF_BYTES - len(data))) if damaged
+                         else f.read(min(1 << 16, _SNIFF_BYTES - len(data))))
             except _DECOMPRESS_ERRORS:
                 if not damaged:
                     return _first_line(path, damaged=True)
@@ -692,7 +693,10 @@ def read_documents(inputs: object, text_field: str = "text", text_column: str = 
         yield source.name, data, np.concatenate(bounds)
 
 
-_DAMAGE_READ = 1 << 16      # the reads that find how far a damaged file decompresses
+_DAMAGE_READ = 1 << 16      # the reads that find how far a damaged file decompresses, up to where it failed before
+# read1's from there on: a corrupt (not cut) stream fails within a call, which loses what it had decompressed, up to
+# the size asked for (64 KB: a .jsonl.xz said line 1 where 8 KB of lines decompress)
+_DAMAGE_STEP = 1 << 10
 
 
 def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseException) -> InputError:
@@ -707,7 +711,7 @@ def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseExcept
             reached = 0
             while True:
                 try:
-                    block = f.read1(_DAMAGE_READ)
+                    block = f.read1(_DAMAGE_READ if reached + _DAMAGE_READ <= good else _DAMAGE_STEP)
                 except _DECOMPRESS_ERRORS:
                     break
                 if not block:       # read whole this time: the first failure stands
@@ -793,7 +797,7 @@ def _jsonl_until_damage(path: str, offset: int, line_no: int, text_field: str,
             end = pending.find(b"\n", max(at, searched)) + 1
             if end == 0:
                 try:
-                    block = f.read1(_DAMAGE_READ)
+                    block = f.read1(_DAMAGE_STEP)
                 except _DECOMPRESS_ERRORS as exc:
                     raise InputError(f"{path}: corrupt compressed file after {offset} decompressed bytes "
                                      f"(line {line_no}; {type(exc).__name__}: {exc})") from None

@@ -433,6 +433,35 @@ def test_a_small_damaged_compressed_file_gives_the_lines_before_the_damage(tmp_p
         in str(info.value)
 
 
+def test_a_corrupt_compressed_file_gives_the_lines_that_decompress(tmp_path):
+    # a corrupt (not cut) stream fails inside a read of the decompressor, which loses what that read had
+    # decompressed: read again by read1's of 64 KB, a .jsonl.xz whose first 8 KB of lines decompress gave none of
+    # them, "after 0 decompressed bytes (line 1; ..."
+    import lzma
+    lines = [json.dumps({"text": f"line {k} " + " ".join(["hello", "world", "tokens"][j % 3] * (k % 5 + 1)
+                                                          for j in range(k % 11))}) for k in range(300)]
+    data = bytearray(lzma.compress(("\n".join(lines) + "\n").encode()))
+    data[len(data) // 3] ^= 0x55
+    path = tmp_path / "c.jsonl.xz"
+    path.write_bytes(data)
+    decompressor, out = lzma.LZMADecompressor(), b""
+    for k in range(len(data)):          # what decompresses, a byte at a time
+        try:
+            out += decompressor.decompress(bytes(data[k:k + 1]))
+        except lzma.LZMAError:
+            break
+    whole = out[:out.rfind(b"\n") + 1]
+    assert whole.count(b"\n") > 50
+    read = []
+    with pytest.raises(InputError, match=r"corrupt compressed file after (\d+) decompressed bytes") as info:
+        for _, _, numbers in jsonl_blocks(str(path), "text"):
+            read.extend(numbers.tolist())
+    assert read == list(range(1, len(read) + 1))
+    reached = sum(len(line) + 1 for line in lines[:len(read)])
+    assert f"after {reached} decompressed bytes (line {len(read) + 1};" in str(info.value)
+    assert len(whole) - 2048 <= reached <= len(whole)
+
+
 def test_a_field_name_that_is_not_a_str_is_a_type_error(tmp_path):
     from bpe_fast import count_pretokens
     path = tmp_path / "c.jsonl"
