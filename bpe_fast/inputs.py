@@ -697,6 +697,9 @@ _DAMAGE_READ = 1 << 16      # the reads that find how far a damaged file decompr
 # read1's from there on: a corrupt (not cut) stream fails within a call, which loses what it had decompressed, up to
 # the size asked for (64 KB: a .jsonl.xz said line 1 where 8 KB of lines decompress)
 _DAMAGE_STEP = 1 << 10
+# ... within this many bytes past where the failed read began (it asked for at most _READ_BYTES); a read again
+# that gets further without failing (a failure that does not come back) goes on in reads of _READ_BYTES
+_DAMAGE_SPAN = 4 * _READ_BYTES
 
 
 def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseException) -> InputError:
@@ -714,8 +717,8 @@ def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseExcept
                     block = f.read1(_DAMAGE_READ if reached + _DAMAGE_READ <= good else _DAMAGE_STEP)
                 except _DECOMPRESS_ERRORS:
                     break
-                if not block:       # read whole this time: the first failure stands
-                    reached = good
+                if not block or reached > good + _DAMAGE_SPAN:     # read whole (or well past) this time: the
+                    reached = good                                  # first failure stands
                     break
                 reached += len(block)
     return InputError(f"{name}: corrupt compressed file after {reached} decompressed bytes "
@@ -793,11 +796,12 @@ def _jsonl_until_damage(path: str, offset: int, line_no: int, text_field: str,
         # a line at a time from reads by read1 (see _damage_error: readline, as read, lost the bytes of a read
         # that failed, which for a small file held every line)
         pending, at, searched = bytearray(), 0, 0     # read and not given out: pending[at:]; no newline before searched
+        small_until = offset + _DAMAGE_SPAN
         while True:
             end = pending.find(b"\n", max(at, searched)) + 1
             if end == 0:
                 try:
-                    block = f.read1(_DAMAGE_STEP)
+                    block = f.read1(_DAMAGE_STEP if offset + len(pending) - at < small_until else _READ_BYTES)
                 except _DECOMPRESS_ERRORS as exc:
                     raise InputError(f"{path}: corrupt compressed file after {offset} decompressed bytes "
                                      f"(line {line_no}; {type(exc).__name__}: {exc})") from None

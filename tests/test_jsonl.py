@@ -480,3 +480,76 @@ def test_a_file_shorter_when_read_again_after_damage_is_an_error_not_a_loop(tmp_
     with pytest.raises(InputError, match=r"short\.jsonl\.gz: ended after 14 decompressed bytes when read again, "
                                          r"where 1000 were read before"):
         list(_jsonl_until_damage(str(path), 1000, 2, "text"))
+
+
+def test_a_read_failure_that_does_not_come_back_reads_the_rest_in_large_reads(tmp_path, monkeypatch):
+    # after a failed read, the file is read again by read1's of 1 KB to find the damage; when the failure does
+    # not come back (a transient error), every line still comes out, and the reads past the place of the
+    # failure go back to 1 MB (1 KB reads of a file of gigabytes took minutes)
+    import gzip
+    import bpe_fast.inputs as inputs
+    lines = [json.dumps({"text": f"document {k} " + "x" * 200}) for k in range(100_000)]    # about 22 MB
+    path = tmp_path / "d.jsonl.gz"
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), compresslevel=1))
+    real_open = inputs.open_binary
+    calls = {"read1": 0}
+
+    class FailsOnce:
+        def __init__(self, f):
+            self.f, self.reads = f, 0
+
+        def read(self, n=-1):
+            self.reads += 1
+            if self.reads == 2:
+                raise EOFError("a transient failure")
+            return self.f.read(n)
+
+        def read1(self, n=-1):
+            calls["read1"] += 1
+            return self.f.read1(n)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    def fake_open(p, damaged=False):
+        f = real_open(p, damaged)
+        return FailsOnce(f) if not damaged else _Counting(f)
+
+    class _Counting(FailsOnce):
+        def read(self, n=-1):
+            return self.f.read(n)
+
+    monkeypatch.setattr(inputs, "open_binary", fake_open)
+    got = [t.decode() for texts, lengths, _ in jsonl_blocks(str(path), "text")
+           for t in np.split(np.frombuffer(texts, dtype=np.uint8), np.cumsum(lengths)[:-1]) for t in [t.tobytes()]]
+    assert got == [json.loads(line)["text"] for line in lines]
+    assert calls["read1"] < 5_000, calls      # 1 KB reads for 4 MB past the failure, then 1 MB ones
+
+
+def test_damage_error_of_a_failure_that_does_not_come_back_stops_reading_past_it(tmp_path, monkeypatch):
+    # a failure at 1 MB that a read again does not meet: the first failure's offset stands, and the read again
+    # stops a few MB past it (it read the whole file in 1 KB reads)
+    import gzip
+    import bpe_fast.inputs as inputs
+    path = tmp_path / "t.txt.gz"
+    path.write_bytes(gzip.compress(os.urandom(12 << 20).hex().encode(), compresslevel=1))     # 24 MB of text
+    real_open = inputs.open_binary
+    calls = []
+
+    def counting_open(p, damaged=False):
+        f = real_open(p, damaged)
+        read1 = f.read1
+        def counted(n=-1):
+            block = read1(n)
+            calls.append(len(block))
+            return block
+        f.read1 = counted
+        return f
+
+    monkeypatch.setattr(inputs, "open_binary", counting_open)
+    error = inputs._damage_error(str(path), "t.txt.gz", 1 << 20, EOFError("gone"))
+    assert f"after {1 << 20} decompressed bytes (EOFError: gone)" in str(error)
+    assert sum(calls) < 8 << 20, (len(calls), sum(calls))
