@@ -639,9 +639,9 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
     with (open_binary(source) if isinstance(source, (str, os.PathLike)) else contextlib.nullcontext(source)) as f:
         while budget.bytes != 0:
             try:
-                block = f.read(max(_READ_BYTES, batch_bytes - len(carry)))
+                block = f.read(asked := max(_READ_BYTES, batch_bytes - len(carry)))
             except _DECOMPRESS_ERRORS as exc:
-                raise _damage_error(source, name, offset + len(carry), exc) from None
+                raise _damage_error(source, name, offset + len(carry), exc, asked) from None
             if not block:
                 break
             carry += block
@@ -697,17 +697,19 @@ _DAMAGE_READ = 1 << 16      # the reads that find how far a damaged file decompr
 # read1's from there on: a corrupt (not cut) stream fails within a call, which loses what it had decompressed, up to
 # the size asked for (64 KB: a .jsonl.xz said line 1 where 8 KB of lines decompress)
 _DAMAGE_STEP = 1 << 10
-# ... within this many bytes past where the failed read began (it asked for at most _READ_BYTES); a read again
-# that gets further without failing (a failure that does not come back) goes on in reads of _READ_BYTES
+# ... up to this many bytes past the end of the failed read (what a decompressor may hold back); a read again
+# that gets further without failing (a failure that does not come back) stops, or goes on in reads of _READ_BYTES
 _DAMAGE_SPAN = 4 * _READ_BYTES
 
 
-def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseException) -> InputError:
+def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseException,
+                  asked: int = _READ_BYTES) -> InputError:
     """The InputError for a compressed input whose read failed with exc after `good` decompressed bytes: a
     file is read again to find how far it decompresses (the failed read was of megabytes, and what it had
     decompressed is lost with it), by read1 of _DAMAGE_READ: one read of the decompressor a call, so that only
     the call that fails loses what it decompressed, and a decompressor hands out what it has before it fails
-    (read(n) gathers n bytes over several, and loses them all when one fails: the whole of a small file)."""
+    (read(n) gathers n bytes over several, and loses them all when one fails: the whole of a small file).
+    asked: the size of the read that failed; the damage is looked for no further than _DAMAGE_SPAN past it."""
     reached = good
     if isinstance(source, (str, os.PathLike)):
         with open_binary(source, damaged=True) as f:
@@ -717,8 +719,8 @@ def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseExcept
                     block = f.read1(_DAMAGE_READ if reached + _DAMAGE_READ <= good else _DAMAGE_STEP)
                 except _DECOMPRESS_ERRORS:
                     break
-                if not block or reached > good + _DAMAGE_SPAN:     # read whole (or well past) this time: the
-                    reached = good                                  # first failure stands
+                if not block or reached > good + asked + _DAMAGE_SPAN:
+                    reached = good          # read whole (or well past) this time: the first failure stands
                     break
                 reached += len(block)
     return InputError(f"{name}: corrupt compressed file after {reached} decompressed bytes "
@@ -796,7 +798,7 @@ def _jsonl_until_damage(path: str, offset: int, line_no: int, text_field: str,
         # a line at a time from reads by read1 (see _damage_error: readline, as read, lost the bytes of a read
         # that failed, which for a small file held every line)
         pending, at, searched = bytearray(), 0, 0     # read and not given out: pending[at:]; no newline before searched
-        small_until = offset + _DAMAGE_SPAN
+        small_until = offset + _READ_BYTES + _DAMAGE_SPAN       # (the failed read asked for _READ_BYTES)
         while True:
             end = pending.find(b"\n", max(at, searched)) + 1
             if end == 0:

@@ -526,7 +526,7 @@ def test_a_read_failure_that_does_not_come_back_reads_the_rest_in_large_reads(tm
     got = [t.decode() for texts, lengths, _ in jsonl_blocks(str(path), "text")
            for t in np.split(np.frombuffer(texts, dtype=np.uint8), np.cumsum(lengths)[:-1]) for t in [t.tobytes()]]
     assert got == [json.loads(line)["text"] for line in lines]
-    assert calls["read1"] < 5_000, calls      # 1 KB reads for 4 MB past the failure, then 1 MB ones
+    assert calls["read1"] < 6_000, calls      # 1 KB reads for 5 MB past the failure, then 1 MB ones
 
 
 def test_damage_error_of_a_failure_that_does_not_come_back_stops_reading_past_it(tmp_path, monkeypatch):
