@@ -264,25 +264,20 @@ def test_num_processes_from_the_environment(monkeypatch):
         check_num_processes(None)
 
 
-def test_num_processes_of_white_space_only_is_one_line(tmp_path):
-    (tmp_path / "c.txt").write_text("some text\n", encoding="utf-8")
-    env = dict(os.environ, BPE_FAST_NUM_PROCESSES=" ")
-    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "count", "c.txt", "-o", "c.npz"], capture_output=True,
-                          text=True, cwd=tmp_path, env=env)
-    assert proc.returncode == 1
-    assert proc.stderr == "bpe-fast: BPE_FAST_NUM_PROCESSES must be a positive integer, got ' '\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
-
-
-def test_an_invalid_hash_seed_is_one_line(tmp_path):
+@pytest.mark.parametrize("variable, value, message", [
+    # white space only was taken for the variable unset (all cores)
+    ("BPE_FAST_NUM_PROCESSES", " ", "BPE_FAST_NUM_PROCESSES must be a positive integer, got ' '"),
     # the compiled modules read BPE_FAST_HASH_SEED when they are imported, and main imported one before its
     # errors were caught: a ten-line traceback, where BPE_FAST_NUM_PROCESSES=abc is one line
+    ("BPE_FAST_HASH_SEED", "xyz", "BPE_FAST_HASH_SEED must be an integer, got 'xyz'"),
+])
+def test_an_invalid_environment_variable_is_one_line(tmp_path, variable, value, message):
     (tmp_path / "c.txt").write_text("some text\n", encoding="utf-8")
-    env = dict(os.environ, BPE_FAST_HASH_SEED="xyz")
+    env = dict(os.environ, **{variable: value})
     proc = subprocess.run([sys.executable, "-m", "bpe_fast", "count", "c.txt", "-o", "c.npz"], capture_output=True,
                           text=True, cwd=tmp_path, env=env)
     assert proc.returncode == 1
-    assert proc.stderr == "bpe-fast: BPE_FAST_HASH_SEED must be an integer, got 'xyz'\n"
+    assert proc.stderr == f"bpe-fast: {message}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
 
 
