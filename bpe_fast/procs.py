@@ -66,10 +66,8 @@ def check_num_processes(num_processes: int | None) -> int:
         raw = os.environ.get(NUM_PROCESSES_VARIABLE, "")
         if raw:
             value = raw.strip()
-            try:        # (isdigit: no sign, no '_'; int: no '³', which isdigit takes)
-                number = int(value) if value.isdigit() else 0
-            except ValueError:
-                number = 0
+            # ASCII digits only: int() takes a sign and '_', str.isdigit '³', which int() does not
+            number = int(value) if value.isascii() and value.isdigit() else 0
             if number < 1:
                 raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be a positive integer, got {raw!r}")
             if number > MAX_PROCESSES:
