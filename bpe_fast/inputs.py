@@ -706,10 +706,11 @@ def _damage_error(source: str | IO[bytes], name: str, good: int, exc: BaseExcept
                   asked: int = _READ_BYTES) -> InputError:
     """The InputError for a compressed input whose read failed with exc after `good` decompressed bytes: a
     file is read again to find how far it decompresses (the failed read was of megabytes, and what it had
-    decompressed is lost with it), by read1 of _DAMAGE_READ: one read of the decompressor a call, so that only
-    the call that fails loses what it decompressed, and a decompressor hands out what it has before it fails
-    (read(n) gathers n bytes over several, and loses them all when one fails: the whole of a small file).
-    asked: the size of the read that failed; the damage is looked for no further than _DAMAGE_SPAN past it."""
+    decompressed is lost with it), by read1: one read of the decompressor a call, so that only the call that
+    fails loses what it decompressed, and a decompressor hands out what it has before it fails (read(n) gathers
+    n bytes over several, and loses them all when one fails: the whole of a small file); of _DAMAGE_READ up to
+    `good`, of _DAMAGE_STEP past it. asked: the size of the read that failed; the damage is looked for no
+    further than _DAMAGE_SPAN past its end."""
     reached = good
     if isinstance(source, (str, os.PathLike)):
         with open_binary(source, damaged=True) as f:
