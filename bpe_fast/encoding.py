@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 
 from ._inspect import sort_byte_strings
 from .patterns import pattern_from_tiktoken
-from .pretokenize import pretokenize
+from .pretokenize import native_kind, pretoken_boundaries, pretokenize
 from .specials import SpecialTokens, check_disallowed, first_prefix_pair
 from .procs import map_threads
 from ._types import StrPath
@@ -266,10 +266,8 @@ class Encoding:
         """How many of `tokens` (encoder's encoding of a text that ends with `segment`, the text after its last
         special token) text appended could change, as tiktoken counts them: the tokens of the pre-tokenizer's
         last piece, and the white-space tokens before them when its first token is one."""
-        # (tiktoken's regex reports no empty match where the match before it ends, `regex` does: \w* on "ab" is
-        # "ab" to it, "ab" and "" to `regex`; the empty matches are left out, they hold no tokens)
-        pieces = [piece for piece in pretokenize(segment, encoder.pattern) if piece] if segment else []
-        unstable = len(encoder.encode_pieces([pieces[-1].encode("utf-8")])[0]) if pieces else 0
+        last = _last_piece(segment, encoder.pattern)
+        unstable = len(encoder.encode_pieces([last])[0]) if last else 0
         if not unstable:
             return 0
         # tiktoken's fix for patterns whose splits move with what follows (cl100k's \s*[\r\n]+): the tokens of
@@ -628,6 +626,21 @@ def _padded_rows(seqs: list[list[int]]) -> NDArray[np.int64]:
     stop = np.cumsum(sizes)
     return _rows_of(np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(stop[-1])),
                     stop - sizes, stop)
+
+
+def _last_piece(text: str, pattern: str) -> bytes:
+    """The UTF-8 of the pattern's last non-empty match in `text` (b"" when none): for a built-in pattern from the
+    native scanner's boundaries, which cover the text (no Python string a pre-token)."""
+    if not text:
+        return b""
+    if native_kind(pattern):
+        data = text.encode("utf-8")
+        bounds = pretoken_boundaries(data, pattern)
+        return data[int(bounds[-2]):] if len(bounds) > 1 else b""
+    # (tiktoken's regex reports no empty match where the match before it ends, `regex` does: \w* on "ab" is
+    # "ab" to it, "ab" and "" to `regex`; the empty matches are left out, they hold no tokens)
+    pieces = [piece for piece in pretokenize(text, pattern) if piece]
+    return pieces[-1].encode("utf-8") if pieces else b""
 
 
 def _all_space(token: bytes) -> bool:
