@@ -43,7 +43,7 @@ from libcpp.vector cimport vector
 from bpe_fast._hashing cimport (EMPTY_KEY, hash_bytes, seed_hash_bytes, load_head, next_slot, pair_key, pair_slot,
                                 table_shift, table_size)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
-from bpe_fast._scan cimport (KIND_GPT2, KIND_GPT4, KIND_O200K, ScanTables, SpecialMatcher, UnicodeTables, scan_block,
+from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
                              scan_block_final)
 
 import os
@@ -344,7 +344,7 @@ cdef class Segmenter:
     def __cinit__(self, UnicodeTables tables not None, int kind, specials=(), ids=()):
         specials = list(specials)
         ids = list(ids)
-        if kind != KIND_GPT2 and kind != KIND_GPT4 and kind != KIND_O200K:
+        if not known_kind(kind):
             raise ValueError(f"unknown pattern kind {kind}")
         if len(specials) != len(ids):
             raise ValueError("one id per special token")

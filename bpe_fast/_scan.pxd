@@ -7,6 +7,13 @@ cdef enum:
     KIND_GPT2 = 2   # GPT2_PATTERN
     KIND_GPT4 = 4   # GPT4_PATTERN
     KIND_O200K = 5  # O200K_PATTERN
+    KIND_LLAMA3 = 6 # LLAMA3_PATTERN: GPT4_PATTERN but for a whitespace run that ends the text
+    KIND_QWEN2 = 7  # QWEN2_PATTERN: LLAMA3_PATTERN with digits one at a time
+
+
+cdef inline bint known_kind(int kind) noexcept nogil:
+    """Whether kind is one of the KIND_ numbers above."""
+    return kind == KIND_GPT2 or kind == KIND_GPT4 or kind == KIND_O200K or kind == KIND_LLAMA3 or kind == KIND_QWEN2
 
 # The code point classes every scanner reads, as plain C (so scans run without the GIL): the class bits of code
 # point cp are st2[st1[cp >> 8] * 256 + (cp & 255)] (L=1, N=2, S=4, CR/LF=8, o200k's upper=16 and lower=32).
@@ -33,7 +40,7 @@ cdef class UnicodeTables:
 
 
 # Append the end offset of every pre-token of the valid UTF-8 s[0:n] to out (the first pre-token starts at 0).
-# t: the classes (a UnicodeTables' t), kind: KIND_GPT2, KIND_GPT4 or KIND_O200K.
+# t: the classes (a UnicodeTables' t), kind: one of the KIND_ numbers.
 cdef void scan_ends(const ScanTables* t, const uint8_t* s, Py_ssize_t n, int kind,
                     vector[int64_t]* out) noexcept nogil
 

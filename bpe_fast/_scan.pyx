@@ -1,11 +1,11 @@
 # distutils: language = c++
 # distutils: extra_compile_args = -O3 -std=c++17
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Native pre-tokenizer: GPT2_PATTERN, GPT4_PATTERN and O200K_PATTERN scanned over UTF-8 bytes, and pre-token
-counting.
+"""Native pre-tokenizer: GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN and QWEN2_PATTERN scanned
+over UTF-8 bytes, and pre-token counting.
 
-Each pattern is one function, ``gpt2_next``/``gpt4_next``/``o200k_next``, that returns the end of the
-pre-token starting at byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
+Each pattern is one function, ``gpt2_next``/``gpt4_next``/``o200k_next`` (gpt4_next also scans the two
+spellings of GPT-4's pattern that Llama 3 and Qwen2 use), that returns the end of the pre-token starting at byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
 out. Code points are classified with a two-level table generated from the installed `regex`, which a
 UnicodeTables object owns; every scanner reads it through the `const ScanTables*` it is given.
 The loops take valid UTF-8 (the Python layer validates or encodes first) and touch no Python objects; Python
@@ -291,9 +291,17 @@ cdef inline Py_ssize_t space_run(const ScanTables* t, const uint8_t* s, Py_ssize
 
 # ---------------------------------------------------------------------------------------------- GPT-4
 # '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
+# Llama 3's spelling (cl100k's before tiktoken made it possessive), the same pre-tokens but at the end:
+# (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+# (nothing it makes possessive could give anything back that another alternative would take); Qwen2's is
+# Llama 3's with \p{N} for \p{N}{1,3}.
 
-cdef inline Py_ssize_t gpt4_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """End of the GPT-4 pre-token starting at s[i] (i < n)."""
+cdef inline Py_ssize_t gpt4_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                 int digits=3, bint split_end=False) noexcept nogil:
+    """End of the GPT-4 pre-token starting at s[i] (i < n); digits: how many \\p{N} a pre-token holds at
+    most (Qwen2: 1); split_end: a whitespace run that ends the text ends at its last \\r or \\n, if it has
+    one, and the rest is a pre-token of its own (Llama 3's \\s*[\\r\\n]+|\\s+(?!\\S)), not one pre-token
+    (\\s++$)."""
     cdef uint8_t b = s[i], c, c2, f1, f2
     cdef Py_ssize_t j, k, m, count
     if b == 39 and i + 1 < n:                                   # '(?i:[sdmt]|ll|ve|re)
@@ -309,7 +317,7 @@ cdef inline Py_ssize_t gpt4_next(const ScanTables* t, const uint8_t* s, Py_ssize
         return run_letters(t, s, j, n)
     if c & C_N:                                                 # \p{N}{1,3}+
         count = 1
-        while count < 3 and j < n:
+        while count < digits and j < n:
             if not (cls_at(t, s, j, &k) & C_N):
                 break
             j = k
@@ -326,7 +334,11 @@ cdef inline Py_ssize_t gpt4_next(const ScanTables* t, const uint8_t* s, Py_ssize
     # whitespace run from i: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
     cdef Py_ssize_t after_nl
     k = space_run(t, s, i, j, c, n, &after_nl)
-    return n if k < 0 else k                                    # \s++$: a run reaching the end is whole
+    if k >= 0:
+        return k
+    if split_end and after_nl >= 0:                             # \s*[\r\n]+ first (then \s+(?!\S) the rest)
+        return after_nl
+    return n                                                    # \s++$: a run reaching the end is whole
 
 
 # ---------------------------------------------------------------------------------------------- o200k
@@ -470,9 +482,13 @@ cdef void scan_ends(const ScanTables* t, const uint8_t* s, Py_ssize_t n, int kin
         while i < n:
             i = gpt4_next(t, s, i, n)
             out.push_back(i)
-    else:
+    elif kind == KIND_O200K:
         while i < n:
             i = o200k_next(t, s, i, n, &at_end)
+            out.push_back(i)
+    else:
+        while i < n:
+            i = gpt4_variant_next(kind, t, s, i, n)
             out.push_back(i)
 
 
@@ -552,9 +568,17 @@ def trailing_space(UnicodeTables tables not None, const uint8_t[::1] data):
 
 
 cdef int _kind(int kind) except -1:
-    if kind != KIND_GPT2 and kind != KIND_GPT4 and kind != KIND_O200K:
+    if not known_kind(kind):
         raise ValueError(f"unknown pattern kind {kind}")
     return kind
+
+
+cdef inline Py_ssize_t gpt4_variant_next(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i,
+                                         Py_ssize_t n) noexcept nogil:
+    """gpt4_next for KIND_LLAMA3 and KIND_QWEN2."""
+    if kind == KIND_QWEN2:
+        return gpt4_next(t, s, i, n, 1, True)
+    return gpt4_next(t, s, i, n, 3, True)
 
 
 cdef Py_ssize_t scan_block(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind,
@@ -572,9 +596,14 @@ cdef Py_ssize_t scan_block(const ScanTables* t, const uint8_t* s, Py_ssize_t i, 
             i = gpt4_next(t, s, i, n)
             out[k] = i
             k += 1
-    else:
+    elif kind == KIND_O200K:
         while i < n and k < cap:
             i = o200k_next(t, s, i, n, &at_end)
+            out[k] = i
+            k += 1
+    else:
+        while i < n and k < cap:
+            i = gpt4_variant_next(kind, t, s, i, n)
             out[k] = i
             k += 1
     count[0] = k
@@ -604,7 +633,8 @@ cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize
     else:
         ws = trailing_space_start(t, s, n)
         while i < n and k < cap:
-            e = gpt2_next(t, s, i, n) if kind == KIND_GPT2 else gpt4_next(t, s, i, n)
+            e = (gpt2_next(t, s, i, n) if kind == KIND_GPT2 else gpt4_next(t, s, i, n) if kind == KIND_GPT4
+                 else gpt4_variant_next(kind, t, s, i, n))
             if e >= n or i >= ws or (s[i] == 39 and i + 2 >= n):
                 break
             out[k] = e
@@ -733,7 +763,9 @@ cdef inline Py_ssize_t _next_end(int kind, const ScanTables* t, const uint8_t* s
         return gpt2_next(t, s, i, n)
     if kind == KIND_GPT4:
         return gpt4_next(t, s, i, n)
-    return o200k_next(t, s, i, n, at_end)
+    if kind == KIND_O200K:
+        return o200k_next(t, s, i, n, at_end)
+    return gpt4_variant_next(kind, t, s, i, n)
 
 
 cdef class SpecialMatcher:

@@ -53,7 +53,8 @@ from numpy.typing import NDArray
 from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN, rewrite_anchors, shown_pattern
+from .patterns import (GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN, rewrite_anchors,
+                       shown_pattern)
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
@@ -65,6 +66,9 @@ __all__ = ["hf_added_token_difference", "hf_added_token_ids", "pattern_from_hf",
 # "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
 GPT4_PATTERN_HF = GPT4_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
 _POSSESSIVE_INTERVAL = regex.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
+# built-in patterns that HF files spell as bpe_fast does (Llama 3's and Qwen2's files among them): no anchor, no
+# possessive interval, and every character in some match, so an Isolated Split gives their matches alone
+_VERBATIM = (GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN)
 # text with a character of every kind, to catch a pattern that matches empty text somewhere
 _PROBE = ("Hello, World! It's DON'T 12345 1/2 x=y+z; ñandú ÆØÅ ǅ ﬁ Ωμέγα Привет 中文 한국어 عربى हिन्दी \u0301x "
           "\t\n\r\n  \u00a0\u2028\u3000 'S 'll 😀👍🏽 $x ^y (a) [b] {c} <|x|> \x00\x7f")
@@ -84,8 +88,8 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     why when there is none. keep_gaps: the Split is Isolated (the text between matches is a piece), else
     Removed and inverted (only the matches are pieces: what bpe_fast and tiktoken do with a pattern).
 
-    GPT2_PATTERN and O200K_PATTERN, character for character, and GPT4_PATTERN as HF files spell it
-    (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as Oniguruma does: ^ and $
+    GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN and QWEN2_PATTERN, character for character, and GPT4_PATTERN as
+    HF files spell it (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as Oniguruma does: ^ and $
     match at each line's end (Oniguruma's default; its ^ not at the end of the text), and the text between two
     matches is a piece of its own (HF's Isolated keeps it; bpe_fast would drop it); without keep_gaps, a regex
     with no anchor that the two engines read otherwise (^, $, \\Z) is returned as it is (as export_hf writes a
@@ -99,7 +103,7 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     >>> regex.findall(pattern_from_hf(r"\\p{L}+"), "ab, cd")
     ['ab', ', ', 'cd']
     """
-    if split_regex in (GPT2_PATTERN, O200K_PATTERN):
+    if split_regex in _VERBATIM:
         return split_regex
     if split_regex == GPT4_PATTERN_HF:
         return GPT4_PATTERN
@@ -152,7 +156,7 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
     anchors spelled as Oniguruma reads them (there ^ and $ match at every line)."""
     if pattern == GPT4_PATTERN:
         return GPT4_PATTERN_HF, "Isolated", False
-    if pattern in (GPT2_PATTERN, O200K_PATTERN):
+    if pattern in _VERBATIM:
         return pattern, "Isolated", False
     inner_length, odd = divmod(len(pattern) - len(_wrap("")), 2)     # P appears twice in _wrap(P)
     if not odd and inner_length > 0:

@@ -31,9 +31,22 @@ O200K_PATTERN = "|".join([
     r"""\s+""",
 ])
 
+# Llama 3's pattern (Meta's tokenizer.py and its tokenizer.json; cl100k's as tiktoken spelt it before making the
+# runs possessive): GPT-4's pre-tokens, except that a whitespace run ending the text is cut after its last \r or
+# \n ("a \n " -> "a", " \n", " "; GPT4_PATTERN's \s++$ keeps " \n " whole).
+LLAMA3_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
+# Qwen2's pattern (Qwen2, Qwen2.5, Qwen3's tokenizer.json): Llama 3's with digits one at a time.
+QWEN2_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
 # by name: bpe_fast's short names, and tiktoken's encoding names (a name is never read as a regex: "cl100k_base"
 # as a regex would match only itself, and encode most text to nothing)
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "cl100k": GPT4_PATTERN, "o200k": O200K_PATTERN,
+                            "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN,
                             "r50k_base": R50K_PATTERN, "p50k_base": R50K_PATTERN, "p50k_edit": R50K_PATTERN,
                             "cl100k_base": GPT4_PATTERN, "o200k_base": O200K_PATTERN,
                             "o200k_harmony": O200K_PATTERN}
@@ -83,8 +96,10 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
 
 def builtin_name(pattern: str) -> str | None:
     """The built-in pattern `pattern` (a resolved regex) is, by name: "gpt2" (in bpe_fast's spelling or
-    tiktoken's, R50K_PATTERN: the same pre-tokens), "gpt4" (cl100k) or "o200k"; None for any other regex."""
-    return {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k"}.get(pattern)
+    tiktoken's, R50K_PATTERN: the same pre-tokens), "gpt4" (cl100k), "o200k", "llama3" or "qwen2"; None for any
+    other regex."""
+    return {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k",
+            LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2"}.get(pattern)
 
 
 def shown_pattern(pattern: str) -> str:

@@ -28,7 +28,8 @@ import numpy as np
 import regex
 from numpy.typing import NDArray
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN, compile_pattern, resolve_pattern
+from .patterns import (GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN, compile_pattern,
+                       resolve_pattern)
 from ._types import Table
 from .specials import SpecialTokens, split_on_specials
 
@@ -238,7 +239,8 @@ class ChunkCounter:
 # ------------------------------------------------------------------------------------------ native scanner
 
 _KINDS: dict[str, int]
-_KINDS = {GPT2_PATTERN: 2, R50K_PATTERN: 2, GPT4_PATTERN: 4, O200K_PATTERN: 5}   # the kind numbers of _scan.pxd
+_KINDS = {GPT2_PATTERN: 2, R50K_PATTERN: 2, GPT4_PATTERN: 4, O200K_PATTERN: 5,    # the kind numbers of _scan.pxd
+          LLAMA3_PATTERN: 6, QWEN2_PATTERN: 7}
 _scan: types.ModuleType | None = None           # the extension module, once its tables are built
 _tables: UnicodeTables | None = None            # those tables (native_tables)
 _native_checked = False

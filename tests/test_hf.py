@@ -26,9 +26,11 @@ tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not inst
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
 # Llama 3's Split regex (cl100k's pattern as tiktoken first spelled it; it differs from GPT4_PATTERN at the end
-# of a text ending in whitespace after a newline, so it goes through `regex`)
+# of a text ending in whitespace after a newline), written out here as Meta's files have it; bpe_fast scans it
+# natively (bpe_fast.patterns.LLAMA3_PATTERN), as it does Qwen2's (the same with \p{N} for \p{N}{1,3})
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                   r"\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
 
 
 def _agreed_characters(candidates):
@@ -146,7 +148,8 @@ def train_hf(split, tmp_path, vocab_size=800, specials=(EOT, "<|pad|>")):
     (GPT4_PATTERN_HF, GPT4_PATTERN),      # cl100k's pattern as HF files spell it: runs natively
     (O200K_PATTERN, O200K_PATTERN),
     (GPT2_PATTERN, GPT2_PATTERN),
-    (LLAMA3_PATTERN, None),               # a custom pattern: through `regex`
+    (LLAMA3_PATTERN, LLAMA3_PATTERN),
+    (QWEN2_PATTERN, QWEN2_PATTERN),
     (r"\p{L}+|\p{N}", None),              # leaves gaps, which HF keeps as pieces
     (r"\s+$|\S+|\s", None),               # $ at each line's end, as Oniguruma reads it
 ])
@@ -156,6 +159,7 @@ def test_split_then_byte_level(tmp_path, split, native):
     ours = Tokenizer.from_hf(path)
     if native:
         assert ours.pattern == native
+        assert ours.native
     assert pattern_to_hf(ours.pattern) == split
     assert ours.special_tokens == {EOT: 0, "<|pad|>": 1}
     assert_same_ids(ours, hf)
@@ -316,7 +320,7 @@ def ours_trained(tmp_path_factory):
     return train_bpe(corpus, 700, [EOT, "<|pad|>"], num_processes=1)
 
 
-@pytest.mark.parametrize("pattern", ["gpt2", "gpt4", "o200k", LLAMA3_PATTERN, R50K_PATTERN])
+@pytest.mark.parametrize("pattern", ["gpt2", "gpt4", "o200k", "llama3", "qwen2", R50K_PATTERN])
 def test_export_then_from_hf(tmp_path, ours_trained, pattern):
     vocab, merges = ours_trained
     # "<|a b|>" is not its byte-level form ("<|aĠb|>"): HF cannot find it in the vocab, gives it the next id

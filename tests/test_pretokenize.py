@@ -12,17 +12,18 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN
 
 P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
-PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN]   # R50K: tiktoken spells GPT-2's so
+PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN,   # R50K: tiktoken spells GPT-2's so
+            LLAMA3_PATTERN, QWEN2_PATTERN]
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(autouse=True, scope="module")
 def native_scanner():
     assert P.native_kind(GPT2_PATTERN) == P.native_kind(R50K_PATTERN) == 2 and P.native_kind("gpt4") and \
-        P.native_kind("o200k") == 5, \
+        P.native_kind("o200k") == 5 and P.native_kind(LLAMA3_PATTERN) == 6 and P.native_kind("qwen2") == 7, \
         "native scanner not active: build _scan.pyx"
 
 
@@ -79,6 +80,19 @@ def test_gpt4_worked_example():
     expected = ["'S", " (", "Hello", ")", " ", "123", "45", " ..\n\n", " ", " x", "  \r\n"]
     assert regex.findall(GPT4_PATTERN, text) == expected
     assert P.pretokenize(text, GPT4_PATTERN) == expected
+
+
+def test_llama3_and_qwen2_worked_example():
+    text = "'S 12345 x \n\t \n  "
+    # As GPT-4's pattern (above), but for the whitespace run that ends the text:
+    # "'S" " " "123" "45" " x"   (Qwen2: "1" "2" "3" "4" "5", '\p{N}' one digit at a time)
+    # " \n\t \n"  '\s*[\r\n]+' comes first: to the run's last line break...
+    # "  "        ...then '\s+(?!\S)' takes the rest (GPT-4's '\s++$' takes " \n\t \n  " whole)
+    llama3 = ["'S", " ", "123", "45", " x", " \n\t \n", "  "]
+    qwen2 = ["'S", " ", "1", "2", "3", "4", "5", " x", " \n\t \n", "  "]
+    assert regex.findall(LLAMA3_PATTERN, text) == llama3 and P.pretokenize(text, "llama3") == llama3
+    assert regex.findall(QWEN2_PATTERN, text) == qwen2 and P.pretokenize(text, "qwen2") == qwen2
+    assert P.pretokenize(text, GPT4_PATTERN)[-1] == " \n\t \n  "
 
 
 def test_gpt4_whitespace_worked_example():

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import bpe_fast
 import bpe_fast.encoding
 from bpe_fast import Encoding, Tokenizer
-from bpe_fast.patterns import GPT2_PATTERN, pattern_from_tiktoken, swap_tiktoken_anchors
+from bpe_fast.patterns import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, pattern_from_tiktoken, swap_tiktoken_anchors
 from bpe_fast.ranks import ranks_from_tokenizer
 from corpora import FIXTURES
 from encode_oracle import assigned_in_old_unicode
@@ -29,7 +29,9 @@ tiktoken = pytest.importorskip("tiktoken")
 EOT = "<|endoftext|>"
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOME = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-NAMES = ["gpt2", "cl100k_base", "o200k_base"]
+NAMES = ["gpt2", "cl100k_base", "o200k_base", "llama3", "qwen2"]
+# Llama 3's and Qwen2's patterns (natively scanned, as the three above) over cl100k_base's ranks and special tokens
+OTHER_PATTERNS = {"llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN}
 
 TRICKY = [
     "", " ", "  ", "\n", "\r\n", "\r\n\r\n  \r\n", "a\n\n\nb", "trailing spaces   ", "   leading", "tab\tand\t\ttabs",
@@ -64,6 +66,9 @@ def encodings(name):
         if name == "gpt2":
             ranks, _ = gpt2_ranks()
             pattern, specials = GPT2_PATTERN, {EOT: 50256}
+        elif name in OTHER_PATTERNS:
+            ranks = load_ranks("cl100k_base")
+            pattern, specials = OTHER_PATTERNS[name], ENCODINGS["cl100k_base"][1]
         else:
             ranks = load_ranks(name)
             pattern, specials = ENCODINGS[name]
@@ -181,6 +186,14 @@ def test_random_text_o200k(text):
 @given(texts)
 def test_random_text_gpt2(text):
     check_text(encodings("gpt2"), text)
+
+
+@SOME
+@given(texts, st.sampled_from(sorted(OTHER_PATTERNS)))
+@example("a \n ", "llama3")    # cut after the newline (same ids as cl100k's pattern: no cl100k token has a
+@example("x 12345\r\n\t", "qwen2")  # newline then spaces; test_pretokenize checks the cut itself)
+def test_random_text_llama3_and_qwen2(text, name):
+    check_text(encodings(name), text)
 
 
 def test_long_text_and_threads(pair):
