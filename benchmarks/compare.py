@@ -1,7 +1,7 @@
 """bpe_fast side by side with the peers that are installed, on the same input, in one run.
 
     python benchmarks/compare.py [--corpus PATH | --size 50MB] [--vocab-size 10000[,32000...]] [--processes 2]
-                                 [--pattern gpt2|gpt4|o200k] [--encoding cl100k_base|o200k_base]
+                                 [--pattern gpt2|gpt4|o200k|llama3|qwen2|REGEX] [--encoding cl100k_base|o200k_base]
                                  [--encode-bytes 20MB] [--repeat N] [--only train|encode]
                                  [--peers rustbpe,tokenizers,tiktoken,gigabpe,bpe_openai]
                                  [--out results.md] [--png chart.png]
@@ -759,6 +759,8 @@ def train_jobs(args, pattern, corpus, workdir, wanted, vocab_size, alphabet_size
 
 
 def encode_jobs(args, tokenizer, text_path, workdir, wanted):
+    from bpe_fast.patterns import resolve_pattern
+
     P = args.processes
     common = {"tokenizer": tokenizer, "text": str(text_path), "processes": P}
     one = {"RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -782,7 +784,9 @@ def encode_jobs(args, tokenizer, text_path, workdir, wanted):
         Job("encode", f"bpe-openai `encode` (allowed_special, in pieces of {BPE_OPENAI_MAX_CHARS:,} characters)",
             "encode.bpe_openai", spec("bpe_openai"), tool="bpe_openai", baseline=enc, check="ids",
             status=peer_status("bpe_openai", wanted)
-            or (None if "encoding" in tokenizer else "not run (only with --encoding cl100k_base|o200k_base)")),
+            or ("not run (only with --encoding cl100k_base|o200k_base)" if "encoding" not in tokenizer
+                else None if tokenizer["pattern"] == resolve_pattern(ENCODINGS[tokenizer["encoding"]][0])
+                else "not run (its encodings have their own patterns)")),
         plain,
         Job("encode", "tiktoken `encode_ordinary`", "encode_ordinary.tiktoken", spec("tiktoken_ordinary"),
             tool="tiktoken", baseline=plain, check="ids", status=peer_status("tiktoken", wanted)),
@@ -1040,10 +1044,13 @@ def parse_args(argv):
     p.add_argument("--processes", type=int, default=2, help="workers for training (bpe_fast: processes) and "
                                                             "file encoding (bpe_fast and peers: threads) "
                                                             "(default 2)")
-    p.add_argument("--pattern", default="gpt2", help="gpt2, gpt4, o200k or a regex (default gpt2)")
+    p.add_argument("--pattern", help="gpt2, gpt4, o200k, llama3, qwen2 or a regex (default gpt2, or with --encoding "
+                                     "the encoding's own)")
     p.add_argument("--encoding", choices=sorted(ENCODINGS),
                    help="encode with tiktoken's encoding of this name (ranks from the bpe-openai package; sets "
-                        "the pattern and special tokens) instead of GPT-2's or a trained vocabulary")
+                        "the special tokens, and the pattern unless --pattern is given: --encoding cl100k_base "
+                        "--pattern llama3 is Llama 3's pattern on cl100k's ranks) instead of GPT-2's or a trained "
+                        "vocabulary")
     p.add_argument("--encode-bytes", default="20MB", help="how much of the corpus to encode (default 20MB)")
     p.add_argument("--encode-text", choices=["corpus", "fixtures"], default="corpus",
                    help="encode the corpus's first --encode-bytes (default), or the real texts in "
@@ -1095,7 +1102,9 @@ def parse_args(argv):
             p.error(f"{option}: not a size: {text!r} (say 5MB, 500KB or a number of bytes)")
         if size <= 0:
             p.error(f"{option} must be more than 0 bytes, got {text!r}")
-    if args.encoding is None:
+    if args.pattern is None:
+        args.pattern = ENCODINGS[args.encoding][0] if args.encoding else "gpt2"
+    else:
         try:
             compile_pattern(args.pattern)
         except ValueError as exc:
@@ -1117,10 +1126,9 @@ def main(argv=None):
     def log(msg):
         print(f"[compare] {msg}", file=sys.stderr, flush=True)
 
-    if args.encoding:
-        args.pattern = ENCODINGS[args.encoding][0]
     pattern = resolve_pattern(args.pattern)
-    pattern_name = {"gpt2": "GPT-2's", "gpt4": "GPT-4's (cl100k)", "o200k": "o200k's"}.get(args.pattern, "custom")
+    pattern_name = {"gpt2": "GPT-2's", "gpt4": "GPT-4's (cl100k)", "o200k": "o200k's", "llama3": "Llama 3's",
+                    "qwen2": "Qwen2's"}.get(args.pattern, "custom")
     wanted = {s.strip() for s in args.peers.split(",") if s.strip()}
     if args.wait_for_load is not None:
         wait_for_load(args.wait_for_load, args.max_wait, log)
