@@ -43,7 +43,8 @@ _EXPORTS = {
     "list_encoding_names": "registry",
 }
 
-__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "LLAMA3_PATTERN", "QWEN2_PATTERN", "pretokenize", *_EXPORTS]
+__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "LLAMA3_PATTERN", "QWEN2_PATTERN", "pretokenize",
+           *_EXPORTS]
 
 # tiktoken's submodules, by attribute as tiktoken's are (`tiktoken.model.MODEL_TO_ENCODING` after `import tiktoken`)
 _SUBMODULES = frozenset({"core", "load", "model", "registry"})

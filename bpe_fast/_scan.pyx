@@ -5,7 +5,8 @@
 over UTF-8 bytes, and pre-token counting.
 
 Each pattern is one function, ``gpt2_next``/``gpt4_next``/``o200k_next`` (gpt4_next also scans the two
-spellings of GPT-4's pattern that Llama 3 and Qwen2 use), that returns the end of the pre-token starting at byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
+spellings of GPT-4's pattern that Llama 3 and Qwen2 use), that returns the end of the pre-token starting at
+byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
 out. Code points are classified with a two-level table generated from the installed `regex`, which a
 UnicodeTables object owns; every scanner reads it through the `const ScanTables*` it is given.
 The loops take valid UTF-8 (the Python layer validates or encodes first) and touch no Python objects; Python

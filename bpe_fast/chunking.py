@@ -4,11 +4,13 @@ A cut at byte offset k is safe when counting the two sides separately gives the 
 counting the whole file:
   * no occurrence of a special token covers k (starts before k and ends after it), and
   * either a special token starts at k (the text is split there for any pattern), or the pattern is a
-    built-in one (GPT-2's, GPT-4's, o200k's, Llama 3's or Qwen2's), byte k is a space and byte k-1 is a printable ASCII
-    character: these patterns end every pre-token that holds a non-space character at the first space after
-    it (GPT-4 and o200k keep "\\r\\n" after punctuation, hence a space and not any whitespace; o200k's
-    letter runs read ahead to the end of an upper-case run, which a space ends), and none looks behind. (Llama
-    3's pattern cuts a whitespace run that ends the text otherwise than GPT-4's: a side never ends in one.) Both kinds of cut fall on character boundaries, so UTF-8 decoding is unchanged too.
+    built-in one (GPT-2's, GPT-4's, o200k's, Llama 3's or Qwen2's: patterns.builtin_name), byte k is a space
+    and byte k-1 is a printable ASCII character: these patterns end every pre-token that holds a non-space
+    character at the first space after it (GPT-4 and o200k keep "\\r\\n" after punctuation, hence a space and
+    not any whitespace; o200k's letter runs read ahead to the end of an upper-case run, which a space ends),
+    and none looks behind. (Llama 3's pattern cuts a whitespace run that ends the text otherwise than GPT-4's:
+    a side never ends in one.) Both kinds of cut fall on character boundaries, so UTF-8 decoding is unchanged
+    too.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import BinaryIO
 
 from ._types import StrPath
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, builtin_name, resolve_pattern
 from .specials import SpecialTokens
 
 _FIRST_WINDOW = 1 << 14     # most cuts are found within a few KB: read little, then more
@@ -29,8 +31,7 @@ _SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )")
 def cuts_at_spaces(pattern: str) -> bool:
     """True if a text pre-tokenized with pattern may be cut before a space that follows a printable ASCII
     character (the built-in patterns, GPT-2's as tiktoken spells it too; see above)."""
-    return resolve_pattern(pattern) in (GPT2_PATTERN, R50K_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN,
-                                        QWEN2_PATTERN)
+    return builtin_name(resolve_pattern(pattern)) is not None
 
 
 def _covered(buf: bytes | bytearray, k: int, specials: Iterable[bytes]) -> bool:

@@ -53,8 +53,8 @@ from numpy.typing import NDArray
 from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
-from .patterns import (GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN, rewrite_anchors,
-                       shown_pattern)
+from .patterns import (GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN,
+                       rewrite_anchors, shown_pattern)
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
@@ -89,8 +89,8 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     Removed and inverted (only the matches are pieces: what bpe_fast and tiktoken do with a pattern).
 
     GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN and QWEN2_PATTERN, character for character, and GPT4_PATTERN as
-    HF files spell it (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as Oniguruma does: ^ and $
-    match at each line's end (Oniguruma's default; its ^ not at the end of the text), and the text between two
+    HF files spell it (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as
+    Oniguruma does: ^ and $ match at each line's end (Oniguruma's default; its ^ not at the end of the text), and the text between two
     matches is a piece of its own (HF's Isolated keeps it; bpe_fast would drop it); without keep_gaps, a regex
     with no anchor that the two engines read otherwise (^, $, \\Z) is returned as it is (as export_hf writes a
     pattern). Refused: "{m,n}+" (a possessive interval in `regex`, a repeated one in Oniguruma; tiktoken's own

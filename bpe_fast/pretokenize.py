@@ -2,8 +2,8 @@
 
 This module is the single entry point for pre-tokenizing; callers never use `regex` directly.
 `regex` is the reference for every pattern. For the built-in patterns (GPT2_PATTERN, GPT4_PATTERN,
-O200K_PATTERN) the work is done by the native scanner in `bpe_fast._scan`, which gives the same results; any other pattern
-goes to `regex`. The scanner classifies code points with bpe_fast/_unicode_table.py, a table generated
+O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN: patterns.builtin_name) the work is done by the native scanner in
+`bpe_fast._scan`, which gives the same results; any other pattern goes to `regex`. The scanner classifies code points with bpe_fast/_unicode_table.py, a table generated
 from `regex` by tools/gen_unicode_table.py; if the installed `regex` disagrees with it (or the extension is
 not built), every function here falls back to `regex` with a warning rather than differ.
 
@@ -28,8 +28,7 @@ import numpy as np
 import regex
 from numpy.typing import NDArray
 
-from .patterns import (GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN, compile_pattern,
-                       resolve_pattern)
+from .patterns import GPT2_PATTERN, builtin_name, compile_pattern, resolve_pattern
 from ._types import Table
 from .specials import SpecialTokens, split_on_specials
 
@@ -239,8 +238,7 @@ class ChunkCounter:
 # ------------------------------------------------------------------------------------------ native scanner
 
 _KINDS: dict[str, int]
-_KINDS = {GPT2_PATTERN: 2, R50K_PATTERN: 2, GPT4_PATTERN: 4, O200K_PATTERN: 5,    # the kind numbers of _scan.pxd
-          LLAMA3_PATTERN: 6, QWEN2_PATTERN: 7}
+_KINDS = {"gpt2": 2, "gpt4": 4, "o200k": 5, "llama3": 6, "qwen2": 7}   # builtin_name -> the kinds of _scan.pxd
 _scan: types.ModuleType | None = None           # the extension module, once its tables are built
 _tables: UnicodeTables | None = None            # those tables (native_tables)
 _native_checked = False
@@ -249,7 +247,7 @@ _native_lock = threading.Lock()
 
 def native_kind(pattern: str) -> int:
     """The native scanner's number for `pattern` (a name or regex string), or 0 when `regex` must do it."""
-    kind = _KINDS.get(resolve_pattern(pattern), 0)
+    kind = _KINDS.get(builtin_name(resolve_pattern(pattern)) or "", 0)
     return kind if kind and native_tables() is not None else 0
 
 
