@@ -1,7 +1,7 @@
 """bpe_fast side by side with the peers that are installed, on the same input, in one run.
 
     python benchmarks/compare.py [--corpus PATH | --size 50MB] [--vocab-size 10000[,32000...]] [--processes 2]
-                                 [--pattern gpt2|gpt4|o200k|llama3|qwen2|REGEX] [--encoding cl100k_base|o200k_base]
+                                 [--pattern gpt2|gpt4|o200k|llama3|qwen2|tekken|REGEX] [--encoding cl100k_base|o200k_base]
                                  [--encode-bytes 20MB] [--repeat N] [--only train|encode]
                                  [--peers rustbpe,tokenizers,tiktoken,gigabpe,bpe_openai]
                                  [--out results.md] [--png chart.png]
@@ -1044,7 +1044,7 @@ def parse_args(argv):
     p.add_argument("--processes", type=int, default=2, help="workers for training (bpe_fast: processes) and "
                                                             "file encoding (bpe_fast and peers: threads) "
                                                             "(default 2)")
-    p.add_argument("--pattern", help="gpt2, gpt4, o200k, llama3, qwen2 or a regex (default gpt2, or with --encoding "
+    p.add_argument("--pattern", help="gpt2, gpt4, o200k, llama3, qwen2, tekken or a regex (default gpt2, or with --encoding "
                                      "the encoding's own)")
     p.add_argument("--encoding", choices=sorted(ENCODINGS),
                    help="encode with tiktoken's encoding of this name (ranks from the bpe-openai package; sets "
@@ -1128,7 +1128,7 @@ def main(argv=None):
 
     pattern = resolve_pattern(args.pattern)
     pattern_name = {"gpt2": "GPT-2's", "gpt4": "GPT-4's (cl100k)", "o200k": "o200k's", "llama3": "Llama 3's",
-                    "qwen2": "Qwen2's"}.get(args.pattern, "custom")
+                    "qwen2": "Qwen2's", "tekken": "Tekken's"}.get(args.pattern, "custom")
     wanted = {s.strip() for s in args.peers.split(",") if s.strip()}
     if args.wait_for_load is not None:
         wait_for_load(args.wait_for_load, args.max_wait, log)

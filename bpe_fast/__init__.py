@@ -5,7 +5,7 @@ Names are imported lazily from the module that owns them, so `import bpe_fast` s
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN
 # Imported now: the name would otherwise be taken by the submodule bpe_fast.pretokenize once any module
 # imports it.
 from .pretokenize import pretokenize
@@ -43,8 +43,8 @@ _EXPORTS = {
     "list_encoding_names": "registry",
 }
 
-__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "LLAMA3_PATTERN", "QWEN2_PATTERN", "pretokenize",
-           *_EXPORTS]
+__all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "LLAMA3_PATTERN", "QWEN2_PATTERN", "TEKKEN_PATTERN",
+           "pretokenize", *_EXPORTS]
 
 # tiktoken's submodules, by attribute as tiktoken's are (`tiktoken.model.MODEL_TO_ENCODING` after `import tiktoken`)
 _SUBMODULES = frozenset({"core", "load", "model", "registry"})

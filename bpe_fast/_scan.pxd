@@ -9,11 +9,13 @@ cdef enum:
     KIND_O200K = 5  # O200K_PATTERN
     KIND_LLAMA3 = 6 # LLAMA3_PATTERN: GPT4_PATTERN but for a whitespace run that ends the text
     KIND_QWEN2 = 7  # QWEN2_PATTERN: LLAMA3_PATTERN with digits one at a time
+    KIND_TEKKEN = 8 # TEKKEN_PATTERN: O200K_PATTERN without contractions, digits one at a time
 
 
 cdef inline bint known_kind(int kind) noexcept nogil:
     """Whether kind is one of the KIND_ numbers above."""
-    return kind == KIND_GPT2 or kind == KIND_GPT4 or kind == KIND_O200K or kind == KIND_LLAMA3 or kind == KIND_QWEN2
+    return (kind == KIND_GPT2 or kind == KIND_GPT4 or kind == KIND_O200K or kind == KIND_LLAMA3 or kind == KIND_QWEN2
+            or kind == KIND_TEKKEN)
 
 # The code point classes every scanner reads, as plain C (so scans run without the GIL): the class bits of code
 # point cp are st2[st1[cp >> 8] * 256 + (cp & 255)] (L=1, N=2, S=4, CR/LF=8, o200k's upper=16 and lower=32).

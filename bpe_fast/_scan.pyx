@@ -1,11 +1,11 @@
 # distutils: language = c++
 # distutils: extra_compile_args = -O3 -std=c++17
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Native pre-tokenizer: GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN and QWEN2_PATTERN scanned
-over UTF-8 bytes, and pre-token counting.
+"""Native pre-tokenizer: GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN and
+TEKKEN_PATTERN scanned over UTF-8 bytes, and pre-token counting.
 
 Each pattern is one function, ``gpt2_next``/``gpt4_next``/``o200k_next`` (gpt4_next also scans the two
-spellings of GPT-4's pattern that Llama 3 and Qwen2 use), that returns the end of the pre-token starting at
+variants of GPT-4's pattern that Llama 3 and Qwen2 use, o200k_next the one of o200k's that Mistral's Tekken uses), that returns the end of the pre-token starting at
 byte i: the alternatives of the regex tried in order, with the backtracking the regex engine would do spelled
 out. Code points are classified with a two-level table generated from the installed `regex`, which a
 UnicodeTables object owns; every scanner reads it through the `const ScanTables*` it is given.
@@ -343,6 +343,7 @@ cdef inline Py_ssize_t gpt4_next(const ScanTables* t, const uint8_t* s, Py_ssize
 
 
 # ---------------------------------------------------------------------------------------------- o200k
+# (Tekken's pattern, Mistral's: the same without C, and \p{N} for \p{N}{1,3})
 # [^\r\n\p{L}\p{N}]?[U]*[W]+C? | [^\r\n\p{L}\p{N}]?[U]+[W]*C? | \p{N}{1,3} | " ?[^\s\p{L}\p{N}]+[\r\n/]*"
 # | \s*[\r\n]+ | \s+(?!\S) | \s+        with U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], W = [\p{Ll}\p{Lm}\p{Lo}\p{M}],
 # C = (?i:'s|'t|'re|'ve|'m|'ll|'d). Nothing is possessive: U and W overlap (Lm, Lo, M), so [U]* gives code
@@ -413,8 +414,9 @@ cdef inline Py_ssize_t o200k_cased(const ScanTables* t, const uint8_t* s, Py_ssi
 
 
 cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
-                                  bint* at_end) noexcept nogil:
-    """End of the o200k pre-token starting at s[i] (i < n)."""
+                                  bint* at_end, bint contractions=True, int digits=3) noexcept nogil:
+    """End of the o200k pre-token starting at s[i] (i < n); contractions: the letter runs take C (Tekken's
+    pattern has no C), digits: how many \\p{N} a pre-token holds at most (Tekken: 1)."""
     cdef uint8_t b = s[i], c, c2
     cdef Py_ssize_t j, k, m, e, count
     c = cls_at(t, s, i, &j)
@@ -422,10 +424,10 @@ cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssiz
         e = o200k_cased(t, s, i, n, True, at_end)
         if e < 0:
             e = o200k_cased(t, s, i, n, False, at_end)  # every letter is U or W: one of them matches
-        return o200k_contraction(t, s, e, n, at_end)
+        return o200k_contraction(t, s, e, n, at_end) if contractions else e
     if c & C_N:                                         # \p{N}{1,3}
         count = 1
-        while count < 3:
+        while count < digits:
             if j >= n:
                 at_end[0] = True
                 break
@@ -441,7 +443,7 @@ cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssiz
         if e < 0:
             e = o200k_cased(t, s, j, n, False, at_end)
         if e >= 0:
-            return o200k_contraction(t, s, e, n, at_end)
+            return o200k_contraction(t, s, e, n, at_end) if contractions else e
         if b == 32:                                     # " ?[^\s\p{L}\p{N}]+[\r\n/]*" with the space
             if j >= n:
                 at_end[0] = True
@@ -489,7 +491,7 @@ cdef void scan_ends(const ScanTables* t, const uint8_t* s, Py_ssize_t n, int kin
             out.push_back(i)
     else:
         while i < n:
-            i = gpt4_variant_next(kind, t, s, i, n)
+            i = variant_next(kind, t, s, i, n, &at_end)
             out.push_back(i)
 
 
@@ -574,12 +576,15 @@ cdef int _kind(int kind) except -1:
     return kind
 
 
-cdef inline Py_ssize_t gpt4_variant_next(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i,
-                                         Py_ssize_t n) noexcept nogil:
-    """gpt4_next for KIND_LLAMA3 and KIND_QWEN2."""
+cdef inline Py_ssize_t variant_next(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                    bint* at_end) noexcept nogil:
+    """The end for the kinds whose patterns are variants of another's: KIND_LLAMA3 and KIND_QWEN2 (gpt4_next),
+    KIND_TEKKEN (o200k_next, which sets at_end)."""
     if kind == KIND_QWEN2:
         return gpt4_next(t, s, i, n, 1, True)
-    return gpt4_next(t, s, i, n, 3, True)
+    if kind == KIND_LLAMA3:
+        return gpt4_next(t, s, i, n, 3, True)
+    return o200k_next(t, s, i, n, at_end, False, 1)
 
 
 cdef Py_ssize_t scan_block(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind,
@@ -604,7 +609,7 @@ cdef Py_ssize_t scan_block(const ScanTables* t, const uint8_t* s, Py_ssize_t i, 
             k += 1
     else:
         while i < n and k < cap:
-            i = gpt4_variant_next(kind, t, s, i, n)
+            i = variant_next(kind, t, s, i, n, &at_end)
             out[k] = i
             k += 1
     count[0] = k
@@ -615,17 +620,17 @@ cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize
                                  int64_t* out, Py_ssize_t* count, Py_ssize_t cap) noexcept nogil:
     """scan_block for text that may go on after n: only the pre-tokens that text after n cannot change.
 
-    o200k: the pre-tokens scanned without looking for a code point at n (at_end stays False). GPT-2 and
-    GPT-4: the pre-token [p, c) is final when c < n, p is before the trailing whitespace run and p is not an
+    o200k and Tekken: the pre-tokens scanned without looking for a code point at n (at_end stays False). The
+    others (GPT-2, GPT-4 and its variants): the pre-token [p, c) is final when c < n, p is before the trailing whitespace run and p is not an
     apostrophe less than two bytes from the end (their look-ahead is one code point, except that the
     whitespace alternatives read the whole run and a contraction two code points). Final pre-tokens are a
     prefix of all of them, so this stops at the first that is not, with count[0] < cap.
     Worked example (GPT-2): "it's  a  " -> "it", "'s", " ", " a" are final; "  " could still grow."""
     cdef Py_ssize_t k = count[0], e, ws
     cdef bint at_end = False
-    if kind == KIND_O200K:
+    if kind == KIND_O200K or kind == KIND_TEKKEN:
         while i < n and k < cap:
-            e = o200k_next(t, s, i, n, &at_end)
+            e = o200k_next(t, s, i, n, &at_end) if kind == KIND_O200K else variant_next(kind, t, s, i, n, &at_end)
             if at_end:
                 break
             out[k] = e
@@ -635,7 +640,7 @@ cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize
         ws = trailing_space_start(t, s, n)
         while i < n and k < cap:
             e = (gpt2_next(t, s, i, n) if kind == KIND_GPT2 else gpt4_next(t, s, i, n) if kind == KIND_GPT4
-                 else gpt4_variant_next(kind, t, s, i, n))
+                 else variant_next(kind, t, s, i, n, &at_end))
             if e >= n or i >= ws or (s[i] == 39 and i + 2 >= n):
                 break
             out[k] = e
@@ -766,7 +771,7 @@ cdef inline Py_ssize_t _next_end(int kind, const ScanTables* t, const uint8_t* s
         return gpt4_next(t, s, i, n)
     if kind == KIND_O200K:
         return o200k_next(t, s, i, n, at_end)
-    return gpt4_variant_next(kind, t, s, i, n)
+    return variant_next(kind, t, s, i, n, at_end)
 
 
 cdef class SpecialMatcher:

@@ -54,7 +54,7 @@ from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN,
-                       rewrite_anchors, shown_pattern)
+                       TEKKEN_PATTERN, rewrite_anchors, shown_pattern)
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
@@ -66,9 +66,9 @@ __all__ = ["hf_added_token_difference", "hf_added_token_ids", "pattern_from_hf",
 # "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
 GPT4_PATTERN_HF = GPT4_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
 _POSSESSIVE_INTERVAL = regex.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
-# built-in patterns that HF files spell as bpe_fast does (Llama 3's and Qwen2's files among them): no anchor, no
+# built-in patterns that HF files spell as bpe_fast does (Llama 3's, Qwen2's and Mistral's files among them): no anchor, no
 # possessive interval, and every character in some match, so an Isolated Split gives their matches alone
-_VERBATIM = (GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN)
+_VERBATIM = (GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN)
 # text with a character of every kind, to catch a pattern that matches empty text somewhere
 _PROBE = ("Hello, World! It's DON'T 12345 1/2 x=y+z; ñandú ÆØÅ ǅ ﬁ Ωμέγα Привет 中文 한국어 عربى हिन्दी \u0301x "
           "\t\n\r\n  \u00a0\u2028\u3000 'S 'll 😀👍🏽 $x ^y (a) [b] {c} <|x|> \x00\x7f")
@@ -88,7 +88,7 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     why when there is none. keep_gaps: the Split is Isolated (the text between matches is a piece), else
     Removed and inverted (only the matches are pieces: what bpe_fast and tiktoken do with a pattern).
 
-    GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN and QWEN2_PATTERN, character for character, and GPT4_PATTERN as
+    GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN and TEKKEN_PATTERN, character for character, and GPT4_PATTERN as
     HF files spell it (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as
     Oniguruma does: ^ and $ match at each line's end (Oniguruma's default; its ^ not at the end of the text), and the text between two
     matches is a piece of its own (HF's Isolated keeps it; bpe_fast would drop it); without keep_gaps, a regex

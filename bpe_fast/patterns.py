@@ -43,10 +43,22 @@ QWEN2_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
 
+# Tekken's pattern (Mistral's tekken.json and the tokenizer.json of Mistral Nemo and later, Nemotron, Falcon 3):
+# o200k's without the contraction suffixes, with digits one at a time.
+TEKKEN_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*""",
+    r"""\p{N}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+
 # by name: bpe_fast's short names, and tiktoken's encoding names (a name is never read as a regex: "cl100k_base"
 # as a regex would match only itself, and encode most text to nothing)
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "cl100k": GPT4_PATTERN, "o200k": O200K_PATTERN,
-                            "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN,
+                            "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN, "tekken": TEKKEN_PATTERN,
                             "r50k_base": R50K_PATTERN, "p50k_base": R50K_PATTERN, "p50k_edit": R50K_PATTERN,
                             "cl100k_base": GPT4_PATTERN, "o200k_base": O200K_PATTERN,
                             "o200k_harmony": O200K_PATTERN}
@@ -96,10 +108,10 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
 
 def builtin_name(pattern: str) -> str | None:
     """The built-in pattern `pattern` (a resolved regex) is, by name: "gpt2" (in bpe_fast's spelling or
-    tiktoken's, R50K_PATTERN: the same pre-tokens), "gpt4" (cl100k), "o200k", "llama3" or "qwen2"; None for any
-    other regex."""
+    tiktoken's, R50K_PATTERN: the same pre-tokens), "gpt4" (cl100k), "o200k", "llama3", "qwen2" or "tekken"; None
+    for any other regex."""
     return {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k",
-            LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2"}.get(pattern)
+            LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2", TEKKEN_PATTERN: "tekken"}.get(pattern)
 
 
 def shown_pattern(pattern: str) -> str:

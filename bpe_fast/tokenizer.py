@@ -11,8 +11,8 @@ Encoding a text:
    produced, the leftmost on a tie. Merge k (0-based) has rank k; a token made by several merges keeps the
    first. For tokenizers produced by BPE training this is the same as applying the merge list in order.
 
-For the built-in patterns (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN; when the
-native scanner is available) steps 1-3 are one native call per text (BPECore.encode_text) or per chunk of encode_iterable
+For the built-in patterns (patterns.builtin_name: GPT-2's, GPT-4's, o200k's, Llama 3's, Qwen2's, Tekken's; when
+the native scanner is available) steps 1-3 are one native call per text (BPECore.encode_text) or per chunk of encode_iterable
 (StreamEncoder.feed), and the native scanner owns the rule for where a text that may go on can be cut. Other
 patterns take the Python path below: the special tokens found with the native matcher, `regex` pre-tokenizes, the merges
 are native, and encode_iterable cuts with _safe_cut's more cautious rule.

@@ -31,6 +31,10 @@ from tokenizers import decoders, models, pre_tokenizers, trainers
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                   r"\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
+# Tekken's (Mistral's files): o200k's without the contraction suffixes, digits one at a time
+TEKKEN_PATTERN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?"
+                  r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|"
+                  r"\s+(?!\S)|\s+")
 
 
 def _agreed_characters(candidates):
@@ -150,6 +154,7 @@ def train_hf(split, tmp_path, vocab_size=800, specials=(EOT, "<|pad|>")):
     (GPT2_PATTERN, GPT2_PATTERN),
     (LLAMA3_PATTERN, LLAMA3_PATTERN),
     (QWEN2_PATTERN, QWEN2_PATTERN),
+    (TEKKEN_PATTERN, TEKKEN_PATTERN),
     (r"\p{L}+|\p{N}", None),              # leaves gaps, which HF keeps as pieces
     (r"\s+$|\S+|\s", None),               # $ at each line's end, as Oniguruma reads it
 ])
@@ -320,7 +325,7 @@ def ours_trained(tmp_path_factory):
     return train_bpe(corpus, 700, [EOT, "<|pad|>"], num_processes=1)
 
 
-@pytest.mark.parametrize("pattern", ["gpt2", "gpt4", "o200k", "llama3", "qwen2", R50K_PATTERN])
+@pytest.mark.parametrize("pattern", ["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", R50K_PATTERN])
 def test_export_then_from_hf(tmp_path, ours_trained, pattern):
     vocab, merges = ours_trained
     # "<|a b|>" is not its byte-level form ("<|aĠb|>"): HF cannot find it in the vocab, gives it the next id

@@ -12,18 +12,20 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN
+from bpe_fast.patterns import (GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN,
+                               TEKKEN_PATTERN)
 
 P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
 PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN,   # R50K: tiktoken spells GPT-2's so
-            LLAMA3_PATTERN, QWEN2_PATTERN]
+            LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN]
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(autouse=True, scope="module")
 def native_scanner():
     assert P.native_kind(GPT2_PATTERN) == P.native_kind(R50K_PATTERN) == 2 and P.native_kind("gpt4") and \
-        P.native_kind("o200k") == 5 and P.native_kind(LLAMA3_PATTERN) == 6 and P.native_kind("qwen2") == 7, \
+        P.native_kind("o200k") == 5 and P.native_kind(LLAMA3_PATTERN) == 6 and P.native_kind("qwen2") == 7 and \
+        P.native_kind(TEKKEN_PATTERN) == 8, \
         "native scanner not active: build _scan.pyx"
 
 
@@ -93,6 +95,21 @@ def test_llama3_and_qwen2_worked_example():
     assert regex.findall(LLAMA3_PATTERN, text) == llama3 and P.pretokenize(text, "llama3") == llama3
     assert regex.findall(QWEN2_PATTERN, text) == qwen2 and P.pretokenize(text, "qwen2") == qwen2
     assert P.pretokenize(text, GPT4_PATTERN)[-1] == " \n\t \n  "
+
+
+def test_tekken_worked_example():
+    text = "Don't 2024 HTTPServer x/\n"
+    # As o200k's pattern, without its contraction suffix and with digits one at a time:
+    # "Don"          '[^\r\n\p{L}\p{N}]?[U]*[W]+': no (?i:'t) after it (o200k: "Don't")
+    # "'t"           the apostrophe is the optional prefix of the next letter run
+    # " " "2" "0" "2" "4"   no ' ?' before digits, and '\p{N}' one at a time (o200k: "202", "4")
+    # " HTTPServer"  '[U]*[W]+': the upper-case run "HTTPS", then the lower-case run "erver"
+    # " x"
+    # "/\n"          ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+    expected = ["Don", "'t", " ", "2", "0", "2", "4", " HTTPServer", " x", "/\n"]
+    assert regex.findall(TEKKEN_PATTERN, text) == expected
+    assert P.pretokenize(text, "tekken") == expected
+    assert P.pretokenize(text, "o200k")[:1] == ["Don't"]
 
 
 def test_gpt4_whitespace_worked_example():

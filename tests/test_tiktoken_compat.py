@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 import bpe_fast
 import bpe_fast.encoding
 from bpe_fast import Encoding, Tokenizer
-from bpe_fast.patterns import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, pattern_from_tiktoken, swap_tiktoken_anchors
+from bpe_fast.patterns import (GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, pattern_from_tiktoken,
+                               swap_tiktoken_anchors)
 from bpe_fast.ranks import ranks_from_tokenizer
 from corpora import FIXTURES
 from encode_oracle import assigned_in_old_unicode
@@ -29,9 +30,11 @@ tiktoken = pytest.importorskip("tiktoken")
 EOT = "<|endoftext|>"
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOME = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-NAMES = ["gpt2", "cl100k_base", "o200k_base", "llama3", "qwen2"]
-# Llama 3's and Qwen2's patterns (natively scanned, as the three above) over cl100k_base's ranks and special tokens
-OTHER_PATTERNS = {"llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN}
+NAMES = ["gpt2", "cl100k_base", "o200k_base", "llama3", "qwen2", "tekken"]
+# Llama 3's and Qwen2's patterns (natively scanned, as the three above) over cl100k_base's ranks and special tokens,
+# Tekken's over o200k_base's
+OTHER_PATTERNS = {"llama3": (LLAMA3_PATTERN, "cl100k_base"), "qwen2": (QWEN2_PATTERN, "cl100k_base"),
+                  "tekken": (TEKKEN_PATTERN, "o200k_base")}
 
 TRICKY = [
     "", " ", "  ", "\n", "\r\n", "\r\n\r\n  \r\n", "a\n\n\nb", "trailing spaces   ", "   leading", "tab\tand\t\ttabs",
@@ -67,8 +70,8 @@ def encodings(name):
             ranks, _ = gpt2_ranks()
             pattern, specials = GPT2_PATTERN, {EOT: 50256}
         elif name in OTHER_PATTERNS:
-            ranks = load_ranks("cl100k_base")
-            pattern, specials = OTHER_PATTERNS[name], ENCODINGS["cl100k_base"][1]
+            pattern, ranks_name = OTHER_PATTERNS[name]
+            ranks, specials = load_ranks(ranks_name), ENCODINGS[ranks_name][1]
         else:
             ranks = load_ranks(name)
             pattern, specials = ENCODINGS[name]
@@ -192,7 +195,8 @@ def test_random_text_gpt2(text):
 @given(texts, st.sampled_from(sorted(OTHER_PATTERNS)))
 @example("a \n ", "llama3")    # cut after the newline (same ids as cl100k's pattern: no cl100k token has a
 @example("x 12345\r\n\t", "qwen2")  # newline then spaces; test_pretokenize checks the cut itself)
-def test_random_text_llama3_and_qwen2(text, name):
+@example("Don't 2024 ÀÉÎ'sù'D", "tekken")
+def test_random_text_llama3_qwen2_tekken(text, name):
     check_text(encodings(name), text)
 
 
