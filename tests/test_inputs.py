@@ -25,10 +25,17 @@ from bpe_fast.patterns import O200K_PATTERN
 from corpora import EOT, make_corpus
 from train_oracle import oracle_count_pretokens, oracle_train_bpe
 
-pyarrow = pytest.importorskip("pyarrow")
-import pyarrow.parquet as pq  # noqa: E402
-
-zstandard = pytest.importorskip("zstandard")
+try:                                    # the parquet and zstd extras (both in .[test]): only the tests that
+    import pyarrow                      # read such files need them
+    import pyarrow.parquet as pq
+except ImportError:
+    pyarrow = pq = None
+try:
+    import zstandard
+except ImportError:
+    zstandard = None
+needs_pyarrow = pytest.mark.skipif(pyarrow is None, reason="pyarrow (the parquet extra) is not installed")
+needs_zstandard = pytest.mark.skipif(zstandard is None, reason="zstandard (the zstd extra) is not installed")
 
 
 def documents(seed, n=40):
@@ -90,6 +97,8 @@ def every_form(tmp_path, docs):
     return forms
 
 
+@needs_pyarrow
+@needs_zstandard
 @pytest.mark.parametrize("num_processes", [1, 2])
 def test_every_input_kind_gives_the_oracle_counts(tmp_path, num_processes):
     docs = documents(1)
@@ -100,6 +109,8 @@ def test_every_input_kind_gives_the_oracle_counts(tmp_path, num_processes):
         assert got == expected, name
 
 
+@needs_pyarrow
+@needs_zstandard
 def test_every_input_kind_gives_the_oracle_merges(tmp_path):
     docs = documents(2)
     _, expected = oracle_train_bpe(EOT.join(docs), 256 + 1 + 60, [EOT], GPT2_PATTERN)
@@ -157,6 +168,7 @@ def test_paths_directories_and_globs(tmp_path):
     assert count_pretokens(str(tmp_path / "shards" / "0*.txt"), [EOT]) == oracle_docs(docs[:10])
 
 
+@needs_pyarrow
 def test_mixed_list_of_inputs_in_order(tmp_path):
     docs = documents(4, n=9)
     write_text(tmp_path / "a.txt", docs[0])
@@ -341,6 +353,8 @@ def utf8_prefix(text, n):
     return data.decode("utf-8", "ignore") if n < len(text.encode()) else text
 
 
+@needs_pyarrow
+@needs_zstandard
 @pytest.mark.parametrize("max_bytes", [0, 1, 50, 777, 5000, 10 ** 9])
 def test_max_bytes_takes_the_first_bytes_whatever_the_input(tmp_path, max_bytes):
     docs = documents(6, n=20)
@@ -359,6 +373,8 @@ def test_max_bytes_takes_the_first_bytes_whatever_the_input(tmp_path, max_bytes)
         assert got == expected, name
 
 
+@needs_pyarrow
+@needs_zstandard
 @pytest.mark.parametrize("max_bytes", [0, 3, 900, 10 ** 9])
 def test_max_bytes_on_documents_cuts_the_last_one(tmp_path, max_bytes):
     docs = documents(7, n=15)
@@ -382,6 +398,8 @@ def test_max_bytes_on_documents_cuts_the_last_one(tmp_path, max_bytes):
         assert count_pretokens(inp, [EOT], num_processes=2, chunk_bytes=200, max_bytes=max_bytes) == expected, name
 
 
+@needs_pyarrow
+@needs_zstandard
 def test_a_document_max_bytes_cuts_to_nothing_is_read_in_every_form(tmp_path):
     # ["ab", "é", "c"] at max_bytes=3: "é" is cut to no bytes (a character boundary), a document read all the
     # same as an iterable's, a JSON line's or a file's; Parquet's count left it out (1 document, not 2)
@@ -393,6 +411,8 @@ def test_a_document_max_bytes_cuts_to_nothing_is_read_in_every_form(tmp_path):
         assert (corpus["bytes"], corpus["documents"]) == (2, 2), name
 
 
+@needs_pyarrow
+@needs_zstandard
 def test_empty_documents_after_max_bytes_is_reached_are_not_read(tmp_path):
     # ["ab", "", ""] at max_bytes=2: the cap is reached with "ab"; Parquet read the empty documents after it
     # in the same record batch (3 documents in training's corpus statistics, where the other forms say 1)
@@ -403,6 +423,7 @@ def test_empty_documents_after_max_bytes_is_reached_are_not_read(tmp_path):
         assert (corpus["bytes"], corpus["documents"]) == (2, 1), name
 
 
+@needs_pyarrow
 def test_a_parquet_file_after_the_caps_is_not_read(tmp_path):
     # a Parquet file after the caps were reached was opened all the same: one without the column was an error
     # (a JSON lines file without the field, or a corrupt .gz, is not read there), and its first empty
@@ -416,6 +437,7 @@ def test_a_parquet_file_after_the_caps_is_not_read(tmp_path):
     assert (corpus["bytes"], corpus["documents"]) == (4, 2)
 
 
+@needs_zstandard
 @pytest.mark.parametrize("num_processes", [1, 2])
 def test_an_empty_compressed_file_is_a_document_as_an_empty_text_file_is(tmp_path, num_processes):
     # the corpus statistics count each file as a document; an empty .gz/.zst file was counted as none (no batch
@@ -429,6 +451,8 @@ def test_an_empty_compressed_file_is_a_document_as_an_empty_text_file_is(tmp_pat
     assert train_bpe(tmp_path / "b.txt.gz", 256, num_processes=num_processes).training["corpus"]["documents"] == 1
 
 
+@needs_pyarrow
+@needs_zstandard
 @pytest.mark.parametrize("max_documents", [0, 1, 5, 39, 1000])
 def test_max_documents_takes_the_first_documents(tmp_path, max_documents):
     docs = documents(8, n=40)
@@ -440,6 +464,8 @@ def test_max_documents_takes_the_first_documents(tmp_path, max_documents):
         assert got == expected, name
 
 
+@needs_pyarrow
+@needs_zstandard
 @pytest.mark.parametrize("num_processes", [1, 2])
 def test_max_documents_keeps_the_last_document_when_it_is_a_compressed_file(tmp_path, num_processes):
     # a compressed text file (or stdin) is one document, read in pieces: taking it as the last document
@@ -548,6 +574,7 @@ def test_corrupt_gzip_names_how_far_it_decompresses(tmp_path):
     assert readable - (1 << 17) <= reached <= readable
 
 
+@needs_zstandard
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
 def test_a_small_cut_compressed_file_names_how_far_it_decompresses(tmp_path, suffix):
     # the whole of a small file decompresses in the one read that fails, and that read's bytes were lost with
@@ -567,6 +594,7 @@ def test_a_small_cut_compressed_file_names_how_far_it_decompresses(tmp_path, suf
         count_pretokens(path, num_processes=1)
 
 
+@needs_zstandard
 def test_corrupt_zstd_names_file(tmp_path):
     data = zstandard.ZstdCompressor().compress(("hello world " * 50000).encode())
     path = tmp_path / "c.jsonl.zst"
@@ -575,6 +603,7 @@ def test_corrupt_zstd_names_file(tmp_path):
         count_pretokens(path, num_processes=1)
 
 
+@needs_pyarrow
 def test_parquet_without_the_column_lists_the_columns(tmp_path):
     write_parquet(tmp_path / "c.parquet", ["a", "b"])
     with pytest.raises(InputError, match=r"no column 'body' \(columns: \['n', 'text'\]\)"):
@@ -583,6 +612,7 @@ def test_parquet_without_the_column_lists_the_columns(tmp_path):
         count_pretokens(tmp_path / "c.parquet", text_column="n")
 
 
+@needs_pyarrow
 def test_parquet_row_groups_are_read_by_the_workers(tmp_path, monkeypatch):
     # several files of several row groups (with nulls and non-ASCII text): with 2 processes the workers and the
     # caller's thread each read the row groups they claim; the counts, merges and corpus statistics are those
@@ -660,6 +690,7 @@ def test_tail_share_hands_batches_only_to_idle_claimants_and_loses_none():
     assert Counter(table_counts(mine)) + Counter(table_counts(theirs)) == oracle_docs(docs)
 
 
+@needs_pyarrow
 def test_parquet_row_groups_of_uneven_sizes_in_small_batches_count_as_the_oracle(tmp_path):
     # the workers share the batches of the last row groups (TailShare): the counts are still the documents'
     docs = documents(12, n=120)
@@ -675,6 +706,7 @@ def test_parquet_row_groups_of_uneven_sizes_in_small_batches_count_as_the_oracle
         assert count_pretokens(path, [EOT], num_processes=procs, chunk_bytes=1 << 10) == oracle_docs(docs)
 
 
+@needs_pyarrow
 def test_parquet_units_are_the_row_groups_largest_first_sized_by_the_text_column(tmp_path):
     # sizes from the text column's own leaf, also when a struct column (two leaves) comes before it
     from bpe_fast.count_workers import parquet_units
@@ -703,6 +735,7 @@ def _parquet_of_bytes(path, docs, row_group_size):
     pq.write_table(pyarrow.table({"text": column}), path, row_group_size=row_group_size)
 
 
+@needs_pyarrow
 @pytest.mark.parametrize("procs", [1, 2, 3])
 def test_the_first_invalid_utf8_of_parquet_row_groups_in_file_order(tmp_path, procs):
     # the workers claim row groups largest first: the last row group (the largest) was counted first and its
@@ -726,6 +759,7 @@ def test_the_first_invalid_utf8_of_parquet_row_groups_in_file_order(tmp_path, pr
         count_pretokens([tmp_path / "d.parquet", tmp_path / "c.parquet"], num_processes=procs, chunk_bytes=1000)
 
 
+@needs_pyarrow
 def test_a_corrupt_row_group_names_the_file(tmp_path):
     path = tmp_path / "c.parquet"
     pq.write_table(pyarrow.table({"text": [f"document {i} " * 50 for i in range(400)]}), path,
@@ -739,11 +773,13 @@ def test_a_corrupt_row_group_names_the_file(tmp_path):
             count_pretokens(path, num_processes=procs)
 
 
+@needs_pyarrow
 def test_parquet_nulls_are_empty_documents(tmp_path):
     pq.write_table(pyarrow.table({"text": ["a b", None, "c"]}), tmp_path / "c.parquet")
     assert count_pretokens(tmp_path / "c.parquet", num_processes=1) == {b"a": 1, b" b": 1, b"c": 1}
 
 
+@needs_pyarrow
 @pytest.mark.parametrize("procs", [1, 2])
 def test_parquet_dictionary_encoded_strings_are_read(tmp_path, procs):
     # a pandas categorical column is written as dictionary<values=string>: it was refused as "not strings"
@@ -757,6 +793,7 @@ def test_parquet_dictionary_encoded_strings_are_read(tmp_path, procs):
         oracle_docs(["a b", "", "c d é"])
 
 
+@needs_pyarrow
 @pytest.mark.skipif(not hasattr(pyarrow, "string_view"), reason="pyarrow without string_view")
 @pytest.mark.parametrize("procs", [1, 2])
 def test_parquet_string_view_nulls_are_empty_documents(tmp_path, procs):
