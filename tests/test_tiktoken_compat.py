@@ -200,6 +200,22 @@ def test_random_text_llama3_qwen2_tekken(text, name):
     check_text(encodings(name), text)
 
 
+WHITESPACE_FRAGMENTS = ["a", "b", " ", "  ", "\n", "\r\n", "\t", "x.", "1234", EOT]
+
+
+@SOME
+@given(st.lists(st.sampled_from(WHITESPACE_FRAGMENTS), max_size=12).map(joined),
+       st.lists(st.integers(min_value=0, max_value=10**6), max_size=6), st.sampled_from(sorted(OTHER_PATTERNS)))
+@example("a \n \nb", [4], "llama3")   # " \n \n" is one cl100k token: " \n" (what "a \n " ends in) is not final
+def test_encode_iterable_cuts_in_whitespace_llama3_and_qwen2(text, points, name):
+    # the end-of-text rule (a run ending the text is cut after its last newline) must not apply at a cut of the
+    # stream; cl100k's ranks have tokens over several newlines (" \n \n"), so a wrong cut changes the ids
+    ours, theirs = encodings(name)
+    points = sorted({p % (len(text) + 1) for p in points})
+    parts = [text[a:b] for a, b in zip([0] + points, points + [len(text)])]
+    assert list(ours._tokenizer.encode_iterable(parts)) == theirs.encode(text, allowed_special="all")
+
+
 def test_long_text_and_threads(pair):
     # texts of 16 KB or more encode without the GIL: several at once on threads
     text = " ".join(TRICKY[:40]) * 30
