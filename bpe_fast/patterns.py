@@ -21,39 +21,25 @@ GPT4_PATTERN = (
 
 # o200k's pattern (GPT-4o), as tiktoken spells it: case-aware letter runs (an upper-case run, then lower case)
 # with optional contraction suffixes, digits in groups of at most three, "/" and newlines after punctuation.
-O200K_PATTERN = "|".join([
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-    r"""\p{N}{1,3}""",
-    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-    r"""\s*[\r\n]+""",
-    r"""\s+(?!\S)""",
-    r"""\s+""",
-])
+_CASED = (r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+""",
+          r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*""")
+_O200K_SUFFIX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+_O200K_REST = (r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""")
+O200K_PATTERN = "|".join([*(run + _O200K_SUFFIX for run in _CASED), r"""\p{N}{1,3}""", *_O200K_REST])
 
 # Llama 3's pattern (Meta's tokenizer.py and its tokenizer.json; cl100k's as tiktoken spelt it before making the
 # runs possessive): GPT-4's pre-tokens, except that a whitespace run ending the text is cut after its last \r or
 # \n ("a \n " -> "a", " \n", " "; GPT4_PATTERN's \s++$ keeps " \n " whole).
-LLAMA3_PATTERN = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
+_LLAMA3_HEAD = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+"""
+_LLAMA3_TAIL = r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+LLAMA3_PATTERN = "|".join([_LLAMA3_HEAD, r"""\p{N}{1,3}""", _LLAMA3_TAIL])
 
 # Qwen2's pattern (Qwen2, Qwen2.5, Qwen3's tokenizer.json): Llama 3's with digits one at a time.
-QWEN2_PATTERN = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
+QWEN2_PATTERN = "|".join([_LLAMA3_HEAD, r"""\p{N}""", _LLAMA3_TAIL])
 
 # Tekken's pattern (Mistral's tekken.json and the tokenizer.json of Mistral Nemo and later, Nemotron, Falcon 3):
 # o200k's without the contraction suffixes, with digits one at a time.
-TEKKEN_PATTERN = "|".join([
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+""",
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*""",
-    r"""\p{N}""",
-    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-    r"""\s*[\r\n]+""",
-    r"""\s+(?!\S)""",
-    r"""\s+""",
-])
+TEKKEN_PATTERN = "|".join([*_CASED, r"""\p{N}""", *_O200K_REST])
 
 # by name: bpe_fast's short names, and tiktoken's encoding names (a name is never read as a regex: "cl100k_base"
 # as a regex would match only itself, and encode most text to nothing)
