@@ -188,11 +188,12 @@ def test_a_unicode_tables_needs_nothing_called_first(tmp_path):
         import importlib, regex
         P = importlib.import_module("bpe_fast.pretokenize")
         from bpe_fast import _scan, _unicode_table as table
+        from bpe_fast.patterns import GPT4_PATTERN
         assert not P._native_checked and P._tables is None
         tables = _scan.UnicodeTables(*P.table_arrays(table))
         text = "Hello  world's 123\\n ſ'ſ"
         want = [0]
-        for w in regex.findall(P.GPT4_PATTERN, text):
+        for w in regex.findall(GPT4_PATTERN, text):
             want.append(want[-1] + len(w.encode()))
         assert _scan.boundaries(tables, text.encode(), 4).tolist() == want
         assert not P._native_checked and P._tables is None
