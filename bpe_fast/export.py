@@ -1,7 +1,8 @@
 """Writing a tokenizer for the libraries people already use: HF tokenizers (and transformers) and tiktoken.
 
 Both files give the same ids as bpe_fast for the same text:
-  * HF `tokenizer.json`: a BPE model over GPT-2's byte-to-unicode strings, a Split pre-tokenizer with the
+  * HF `tokenizer.json`: a BPE model over GPT-2's byte-to-unicode strings, the tokenizer's normalizer (NFC, as
+    Qwen's files have it, or none), a Split pre-tokenizer with the
     same regex (spelled for Oniguruma by bpe_fast.hf.split_to_hf: the built-in patterns as Isolated pieces,
     another as a Removed, inverted Split, whose pieces are its matches only, as bpe_fast's) followed by ByteLevel
     without its own regex, a ByteLevel decoder, and the special tokens as added tokens. The merges are
@@ -127,7 +128,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
              "normalized": False, "special": True}
             for s, i in special_ids
         ],
-        "normalizer": None,
+        "normalizer": None if tokenizer.normalizer is None else {"type": tokenizer.normalizer},
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [

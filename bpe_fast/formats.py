@@ -33,6 +33,7 @@ from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, output_group
 from .merge_rule import PAIR_TWICE as _TWICE
+from .normalize import check_normalizer
 from .merge_rule import RuleCheck, list_rule_problem, repeated_merge, rule_difference_of_indices
 from .token_arrays import all_distinct, gather_tokens
 
@@ -521,9 +522,11 @@ _CONFIG_VERSION = 1
 
 def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges: Iterable[Sequence[bytes]],
                          special_tokens: Iterable[str] | None = (), pattern: str | None = None,
-                         training: dict[str, Any] | None = None, group: OutputGroup | None = None) -> None:
+                         training: dict[str, Any] | None = None, group: OutputGroup | None = None,
+                         normalizer: str | None = None) -> None:
     """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
-    in order, the pre-tokenization regex and, if given, what training recorded: check_training). The folder is
+    in order, the pre-tokenization regex, the normalizer if there is one (read_normalizer) and, if given, what
+    training recorded: check_training). The folder is
     created if missing; the files are replaced together (group: the caller's, which may hold more files; None:
     one of their own), so a failure leaves the folder as it was. This is what Tokenizer.save writes and
     Tokenizer.load reads."""
@@ -538,6 +541,8 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
         "pattern": resolve_pattern(pattern or GPT2_PATTERN),
         "special_tokens": list(special_tokens or ()),
     }
+    if normalizer is not None:
+        config["normalizer"] = check_normalizer(normalizer)
     text = json.dumps(config, ensure_ascii=False, indent=2)
     if training is not None:        # one line: a count a line would make a 32,000-line file
         text = text[:-2] + ',\n  "training": ' + json.dumps(training, separators=(", ", ": ")) + "\n}"
@@ -583,6 +588,20 @@ def read_config(path: StrPath) -> tuple[list[str], str]:
     except ValueError as exc:
         raise FormatError(path, _key_line(text, "special_tokens"), str(exc)) from None
     return specials, pattern
+
+
+def read_normalizer(directory: StrPath) -> str | None:
+    """The normalizer of a tokenizer folder's bpe_fast.json ("normalizer": "NFC"; Tokenizer.with_normalizer),
+    None when it has none (or there is no bpe_fast.json); a FormatError naming the file and line for another
+    value."""
+    path = os.path.join(os.fspath(directory), CONFIG_FILE)
+    if not os.path.exists(path):
+        return None
+    text, config = _read_json_object(path)
+    try:
+        return check_normalizer(config.get("normalizer"))
+    except ValueError as exc:
+        raise FormatError(path, _key_line(text, "normalizer"), f'"normalizer": {exc}') from None
 
 
 _CORPUS_KEYS = ("bytes", "documents", "pretokens", "pretoken_bytes", "distinct_pretokens")

@@ -15,7 +15,10 @@ What a file may hold, and what it becomes:
 - ``added_tokens``: each is matched in the text before pre-tokenizing (the longest first), with its id. HF
   matches the non-special ones in the text too, so all become bpe_fast special tokens (Tokenizer.special_tokens
   lists both kinds; export_hf writes them back as special). lstrip, rstrip and single_word must be false.
-- ``normalizer`` must be null; ``decoder`` ByteLevel or null.
+- ``normalizer``: null, or NFC (Qwen2's, Qwen2.5's and Qwen3's files; also as the one normalizer of a
+  Sequence): the tokenizer then normalizes the text between its special tokens, as HF does
+  (Tokenizer.with_normalizer); its added tokens must have normalized false (HF looks for those with normalized
+  true in the normalized text). ``decoder`` ByteLevel or null.
 - Ignored: ``post_processor`` (ByteLevel, TemplateProcessing, RobertaProcessing, BertProcessing, a Sequence of
   them): encode gives HF's ``encode(text, add_special_tokens=False)``, so the tokens a template adds around a
   text (Llama 3's <|begin_of_text|>) are not added; prepend them yourself. ``truncation`` and ``padding`` too:
@@ -23,7 +26,7 @@ What a file may hold, and what it becomes:
 
 Anything else is refused with a FormatError (a ValueError) naming the file, the line where known and what is
 unsupported: other model types (WordPiece, Unigram, WordLevel), byte_fallback, dropout,
-continuing_subword_prefix, end_of_word_suffix, ignore_merges that changes ids, a normalizer, other
+continuing_subword_prefix, end_of_word_suffix, ignore_merges that changes ids, a normalizer other than NFC, other
 pre-tokenizers, decoders and post-processors.
 
 Where HF and bpe_fast could differ, and what is refused for it:
@@ -397,6 +400,9 @@ def read_tokenizer_json(path: StrPath) -> tuple[Vocab, Merges, list[str], str]:
     >>> vocab, merges, specials, pattern = read_tokenizer_json(path)
     >>> vocab[256], merges, specials, pattern == GPT2_PATTERN
     (b' a', [(b' ', b'a')], ['<|endoftext|>'], True)
+
+    The file's normalizer (NFC, or None) is not among these: read_tokenizer_arrays(path).normalizer has it, and
+    Tokenizer.from_hf applies it.
     """
     read = read_tokenizer_arrays(path)
     return read.vocab, read.merges, read.special_tokens, read.pattern
@@ -411,6 +417,7 @@ class TokenizerFile(NamedTuple):
     pattern: str
     arrays: formats.GPT2Arrays | None
     special_ids: list[int] | None
+    normalizer: str | None = None       # "NFC" or None (Tokenizer.with_normalizer)
 
 
 def read_tokenizer_arrays(path: StrPath) -> TokenizerFile:
@@ -419,10 +426,10 @@ def read_tokenizer_arrays(path: StrPath) -> TokenizerFile:
     fast = _read_plain(path, data)
     if fast is not None:
         return fast
-    return TokenizerFile(*_read_python(path, data), None, None)
+    return TokenizerFile(*_read_python(path, data))
 
 
-def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str]:
+def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str, None, None, str | None]:
     """read_tokenizer_json of the file's bytes, in Python: what any file that _read_plain declines goes through."""
     text = formats.read_text(path, data)
     doc = formats.parse_json(path, text)
@@ -430,7 +437,7 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         f.fail('not an HF tokenizer.json: expected a JSON object with a "model" object')
     model = doc["model"]
-    pattern = _check_components(f, doc)
+    pattern, normalizer = _check_components(f, doc)
     key_ids, vocab = _read_vocab(f, model.get("vocab"))
     merges = _read_merges(f, model.get("merges"), key_ids, vocab)
     difference = merge_rule_difference(merges)
@@ -440,9 +447,10 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
         f.fail(f"{merge}: {describe_difference(*merges[k], parts)}", "merges", "model")
     model_tokens = set(vocab.values())
     specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab)
+    _check_raw_added_tokens(f, doc.get("added_tokens", []), normalizer)
     if model.get("ignore_merges"):
         _check_whole_tokens(f, model_tokens - {s.encode("utf-8") for s in specials}, merges)
-    return vocab, merges, specials, pattern
+    return vocab, merges, specials, pattern, None, None, normalizer
 
 
 class _KeysOfTokens:
@@ -522,7 +530,7 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
         rule = rule_check.result()
     if made is None or rule.difference is not None:
         return None
-    vocab, merges, specials, pattern, special_ids = made
+    vocab, merges, specials, pattern, special_ids, normalizer = made
     extra = sorted(set(vocab) - set(ids.tolist()))          # the added tokens not in the model's vocab
     if extra:
         added = [vocab[i] for i in extra]
@@ -530,14 +538,15 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
         offsets = np.concatenate([offsets, offsets[-1] + np.cumsum([len(t) for t in added], dtype=np.int64)])
         ids = np.concatenate([ids, np.array(extra, dtype=np.int64)])
     return TokenizerFile(vocab, merges, specials, pattern, formats.GPT2Arrays(
-        pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=rule.every_token_made), special_ids)
+        pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=rule.every_token_made), special_ids,
+        normalizer)
 
 
 def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: NDArray[np.uint8],
                  offsets: NDArray[np.int64], ids: NDArray[np.int64], merge_pool: NDArray[np.uint8],
-                 merge_offsets: NDArray[np.int64]) -> tuple[Vocab, Merges, list[str], str, list[int]] | None:
+                 merge_offsets: NDArray[np.int64]) -> tuple[Vocab, Merges, list[str], str, list[int], str | None] | None:
     """_read_plain's Python objects and checks of the rest of the file: (vocab, merges, special tokens, pattern,
-    their ids), or None when a check fails (the whole file is then read again in Python, which names it). index:
+    their ids, normalizer), or None when a check fails (the whole file is then read again in Python, which names it). index:
     of the model's tokens (pool, offsets; their ids `ids`)."""
     tokens = token_list(pool, offsets)
     vocab = dict(zip(ids.tolist(), tokens))
@@ -545,29 +554,30 @@ def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: ND
     f = _File(path, "")         # a check that fails here is made again on the whole file, which names the line
     try:
         model = doc["model"]
-        pattern = _check_components(f, doc)
+        pattern, normalizer = _check_components(f, doc)
         added = doc.get("added_tokens", [])
         # {bytes: id} of the model's tokens that the added tokens' contents are (all _read_added_tokens asks)
         contents = [entry["content"].encode("utf-8") for entry in added]
         ids_of_bytes = {data: int(ids[i]) for data, i in zip(contents, _find_all(index, contents)) if i >= 0}
         specials = _read_added_tokens(f, added, _KeysOfTokens(index, ids), vocab,  # type: ignore[arg-type]
                                       ids_of_bytes)
+        _check_raw_added_tokens(f, added, normalizer)
         if model.get("ignore_merges"):
             _check_whole_tokens(f, set(tokens) - {s.encode("utf-8") for s in specials}, merges)
     except Exception:       # noqa: BLE001 -- whatever fails here, the Python path reads the file and raises its error
         return None
-    return vocab, merges, specials, pattern, [ids_of_bytes[name.encode("utf-8")] for name in specials]
+    return vocab, merges, specials, pattern, [ids_of_bytes[name.encode("utf-8")] for name in specials], normalizer
 
 
-def _check_components(f: _File, doc: dict[str, Any]) -> str:
-    """The file's pattern, once its model's settings, normalizer, pre-tokenizer, decoder and post-processor are
-    found to be what bpe_fast follows (FormatError naming the first that is not)."""
+def _check_components(f: _File, doc: dict[str, Any]) -> tuple[str, str | None]:
+    """The file's (pattern, normalizer), once its model's settings, normalizer, pre-tokenizer, decoder and
+    post-processor are found to be what bpe_fast follows (FormatError naming the first that is not)."""
     _check_model(f, doc["model"])
-    _check_normalizer(f, doc.get("normalizer"))
+    normalizer = _normalizer_of(f, doc.get("normalizer"))
     pattern = _pattern_of(f, doc.get("pre_tokenizer"))
     _check_decoder(f, doc.get("decoder"))
     _check_post_processor(f, doc.get("post_processor"))
-    return pattern
+    return pattern, normalizer
 
 
 def _describe(component: object) -> str:
@@ -619,11 +629,30 @@ def _check_whole_tokens(f: _File, tokens: set[bytes], merges: Merges) -> None:
                f"({why}; bpe_fast merges it)", "ignore_merges", "model")
 
 
-def _check_normalizer(f: _File, normalizer: object) -> None:
-    if normalizer is None or normalizer == {"type": "Sequence", "normalizers": []}:
+def _normalizer_of(f: _File, normalizer: object) -> str | None:
+    """The normal form the file's normalizer puts text in ("NFC"), None for none, or the FormatError naming it."""
+    if isinstance(normalizer, dict) and normalizer.get("type") == "Sequence" \
+            and isinstance(normalizer.get("normalizers"), list) and len(normalizer["normalizers"]) <= 1:
+        normalizer = normalizer["normalizers"][0] if normalizer["normalizers"] else None
+    if normalizer is None:
+        return None
+    if normalizer == {"type": "NFC"}:
+        return "NFC"
+    f.fail(f"normalizer {_describe(normalizer)} is not supported: bpe_fast normalizes text to NFC only "
+           '("normalizer": null or {"type": "NFC"})', "normalizer")
+
+
+def _check_raw_added_tokens(f: _File, added: Sequence[dict[str, Any]], normalizer: str | None) -> None:
+    """With a normalizer, HF finds the added tokens with normalized true in the normalized text (where
+    normalizing may have made one, or joined one's first character to what precedes it), bpe_fast all in the
+    text as given: such a token is refused."""
+    if normalizer is None:
         return
-    f.fail(f"normalizer {_describe(normalizer)} is not supported: bpe_fast does not normalize text "
-           '(only "normalizer": null)', "normalizer")
+    for entry in added:
+        if entry.get("normalized", True):
+            f.fail(f"added token {entry['content']!r} has normalized: true, and the file normalizes text to "
+                   f"{normalizer}: HF finds it in the normalized text, bpe_fast finds added tokens in the text as "
+                   "given (only normalized: false is supported with a normalizer)", entry["content"], "added_tokens")
 
 
 def _check_decoder(f: _File, decoder: object) -> None:

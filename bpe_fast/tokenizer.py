@@ -30,6 +30,7 @@ import inspect
 import itertools
 import operator
 import os
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -46,11 +47,12 @@ from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffe
                       tables_made_by_merging, utf8_searchable)
 from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
+from .normalize import check_normalizer, is_normal, normal, stable_cut
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
                        resolve_pattern)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
 from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
 from .procs import map_threads, started
-from .specials import SpecialTokens, check_disallowed, check_no_alias, id_holders
+from .specials import SpecialTokens, check_disallowed, check_no_alias, id_holders, split_on_specials
 from ._types import Merges, StrPath, Vocab
 
 if TYPE_CHECKING:
@@ -73,6 +75,7 @@ _OUTPUT_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint16, np.uint32, np.
 _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
 _ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
 _NONE: frozenset[str] = frozenset()
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _LISTS = (list, tuple)   # what decode reads item by item in C (BPETables.decode_list); a tuple as a list
 # a tokenizer keeps at most this many views with other special tokens (Tokenizer._view)
 _MAX_VIEWS = 64
@@ -251,6 +254,8 @@ class Tokenizer:
         self._kind = native_kind(self._pattern)     # the native scanner's number for the pattern; 0: `regex`
         self._views: dict[frozenset[str], Tokenizer]
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
+        self._normalizer: str | None = None     # the normal form of the text between special tokens (with_normalizer)
+        self._unnormalized_made: Tokenizer | None = None     # this tokenizer without it (_unnormalized)
         self._use_specials(SpecialTokens(specials.tokens, special_ids, holders))
 
     @property
@@ -293,10 +298,56 @@ class Tokenizer:
             view = object.__new__(type(self))
             view.__dict__.update(self.__dict__)
             view._use_specials(self._specials.restricted_to(allowed))
+            view._unnormalized_made = None      # made with these special tokens when asked for
             if len(self._views) >= _MAX_VIEWS:
                 self._views.clear()
             self._views[allowed] = view
         return view
+
+    def with_normalizer(self, normalizer: str | None) -> Tokenizer:
+        """This tokenizer normalizing the text it encodes to `normalizer` ("NFC", as HF tokenizers'
+        ``"normalizer": {"type": "NFC"}`` that Qwen2's, Qwen2.5's and Qwen3's tokenizer.json files have; None:
+        none, the default): a shallow copy sharing the tables, the vocabulary and the encoders. As in HF, the
+        special tokens are found in the text as given and the text between them is normalized on its own
+        (bpe_fast.normalize). Every encoding method normalizes (encode_pieces, which takes pre-tokens as bytes,
+        does not); decoding gives the normalized text. save, export_hf and pickling keep the normalizer; a
+        tiktoken Encoding cannot have one (to_tiktoken and export_tiktoken refuse).
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: "é".encode()}, [(b"\\xc3", b"\\xa9")])
+        >>> tok.encode("e\\u0301"), tok.with_normalizer("NFC").encode("e\\u0301")
+        ([101, 204, 129], [256])
+        """
+        normalizer = check_normalizer(normalizer)
+        if normalizer == self._normalizer:
+            return self
+        if normalizer is None and self._unnormalized_made is not None:
+            return self._unnormalized_made
+        made = object.__new__(type(self))
+        made.__dict__.update(self.__dict__)
+        made._normalizer = normalizer
+        made._views = {}
+        made._unnormalized_made = None if normalizer is None else self._unnormalized
+        return made
+
+    @property
+    def normalizer(self) -> str | None:
+        """The normal form the text is put in before it is encoded ("NFC"), or None (see with_normalizer)."""
+        return self._normalizer
+
+    @property
+    def _unnormalized(self) -> Tokenizer:
+        """This tokenizer (with the same special tokens) without its normalizer; made when first asked for."""
+        if self._normalizer is None:
+            return self
+        made = self._unnormalized_made
+        if made is None:
+            made = object.__new__(type(self))
+            made.__dict__.update(self.__dict__)
+            made._normalizer = None
+            made._views = {}
+            made._unnormalized_made = None
+            self._unnormalized_made = made
+        return made
 
     # ---------------------------------------------------------------------------------------- construction
 
@@ -438,9 +489,11 @@ class Tokenizer:
 
         read = read_tokenizer_arrays(path)
         if read.arrays is None:
-            return cls._from_checked(read.vocab, read.merges, read.special_tokens, read.pattern)._run_init()
-        return cls._from_arrays(read.arrays, read.vocab, read.merges, read.special_tokens, read.pattern,
-                                read.special_ids)._run_init()
+            made = cls._from_checked(read.vocab, read.merges, read.special_tokens, read.pattern)._run_init()
+        else:
+            made = cls._from_arrays(read.arrays, read.vocab, read.merges, read.special_tokens, read.pattern,
+                                    read.special_ids)._run_init()
+        return made.with_normalizer(read.normalizer)
 
     @classmethod
     def from_tiktoken(cls, path_or_ranks: StrPath | Mapping[bytes, int], pattern: str,
@@ -526,7 +579,7 @@ class Tokenizer:
         check_no_alias(self.special_tokens, "bpe_fast's files (vocab.json and bpe_fast.json)")
         with output_group() as group:       # every file at once: a failure leaves the folder as it was
             formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials.tokens,
-                                         self._pattern, self._training, group)
+                                         self._pattern, self._training, group, self._normalizer)
             cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
             if len(self._vocab) < formats.CACHE_MIN_TOKENS:
                 group.remove(cache)         # an earlier save's, of another vocabulary
@@ -554,16 +607,18 @@ class Tokenizer:
         ([256, 99], True)
         """
         vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory)
+        normalizer = formats.read_normalizer(directory)
         if arrays is not None:      # the cache (bpe_fast.npz)
             tables = _cached_tables(arrays)
             if tables is not None:
                 return cls._from_checked(vocab, merges, specials, pattern, training=training,
-                                         tables=lambda: tables)._run_init()
+                                         tables=lambda: tables)._run_init().with_normalizer(normalizer)
             # its merges are not what the ranks rule makes of its tokens: the text files (a list the rule reads
             # otherwise is refused there, naming its line; saved before that check, the cache held it)
             vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory, False)
             formats.cache_not_used(directory, "its merges are not what the ranks rule makes of its tokens")
-        return cls._from_checked(vocab, merges, specials, pattern, arrays, training)._run_init()
+        return cls._from_checked(vocab, merges, specials, pattern, arrays, training)._run_init().with_normalizer(
+            normalizer)
 
     def export_hf(self, path: StrPath) -> None:
         """Write an HF tokenizers ``tokenizer.json`` that gives the same ids (see bpe_fast.export)."""
@@ -602,10 +657,10 @@ class Tokenizer:
         parts = (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
                  self._training, list(self.special_tokens.values()))
         cls = type(self)
-        if cls is Tokenizer:
+        if cls is Tokenizer and self._normalizer is None:
             return (_rebuild, parts)
         added = {name: value for name, value in self.__dict__.items() if name not in _OWN_ATTRIBUTES}
-        return (_rebuild, (*parts, cls), added or None)
+        return (_rebuild, (*parts, cls, self._normalizer), added or None)
 
     # ---------------------------------------------------------------------------------------- properties
 
@@ -711,6 +766,8 @@ class Tokenizer:
             return self._for_specials(text, allowed_special, disallowed_special).encode(text)
         if type(text) is not str:
             text = str.__str__(_check_text(text))        # a str subclass as a plain str
+        if self._normalizer is not None:
+            return self._encode_normalizing(text).take_list(self._id_objects)
         segmenter = self._segmenter
         if segmenter is not None:
             try:
@@ -723,6 +780,35 @@ class Tokenizer:
         except UnicodeEncodeError:
             out = self._encode_all(_replace_surrogates(text))
         return out.take_list(self._id_objects)
+
+    def _encode_normalizing(self, text: str) -> IdBuffer:
+        """An IdBuffer with the ids of `text` (a str) for a tokenizer with a normalizer: lone surrogates replaced
+        first (as encode replaces them), then each piece between special tokens normalized on its own
+        (bpe_fast.normalize). A text in normal form is encoded as it is, in one call."""
+        form = self._normalizer
+        assert form is not None
+        plain = self._unnormalized
+        if is_normal(form, text):
+            try:
+                return plain._encode_all(text)
+            except UnicodeEncodeError:      # a surrogate pair may become a character normalizing changes
+                text = _replace_surrogates(text)
+                if is_normal(form, text):
+                    return plain._encode_all(text)
+        else:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                text = _replace_surrogates(text)
+        ordinary = plain.restricted_to(_NONE)
+        ids = self._specials.ids or {}
+        out = IdBuffer()
+        for piece, special in split_on_specials(text, self._specials.regex):
+            if special:
+                out.push(ids[piece])
+            else:
+                ordinary._encode_all(normal(form, piece), out)
+        return out
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The token ids of `text` with no special token matched (all are ordinary text), as tiktoken's.
@@ -795,6 +881,8 @@ class Tokenizer:
     def _encode_batch(self, texts: list[str], num_threads: int, disallowed: frozenset[str]) -> list[list[int]]:
         """encode_batch of the list `texts`, the special tokens matched being this tokenizer's; a text holding
         one of `disallowed` (a frozenset of str) raises tiktoken's ValueError, as encode's keywords do."""
+        if self._normalizer is not None:
+            return self._encode_batch_normalizing(texts, num_threads, disallowed)
         if self._segmenter is None:         # the Python path: a text a call
             if not disallowed:
                 return map_threads(self.encode, texts, num_threads)
@@ -840,6 +928,31 @@ class Tokenizer:
             raise AssertionError("encode_batch: a helper failed without an error")
         return ids
 
+    def _encode_batch_normalizing(self, texts: list[str], num_threads: int,
+                                  disallowed: frozenset[str]) -> list[list[int]]:
+        """_encode_batch for a tokenizer with a normalizer: the texts normalizing changes (few, usually) are
+        encoded one by one as encode does; the others as a batch, as they are."""
+        changed = [k for k, text in enumerate(texts) if isinstance(text, str) and self._changes(text)]
+        plain = self._unnormalized
+        if not changed:
+            return plain._encode_batch(texts, num_threads, disallowed)
+        if disallowed:      # tiktoken's error names the first text holding one
+            for text in itertools.takewhile(lambda text: isinstance(text, str), texts):
+                check_disallowed(text, disallowed)
+        rest = list(texts)
+        for k in changed:
+            rest[k] = ""
+        ids = plain._encode_batch(rest, num_threads, disallowed)
+        for k in changed:
+            ids[k] = self._encode_normalizing(texts[k]).take_list(self._id_objects)
+        return ids
+
+    def _changes(self, text: str) -> bool:
+        """False when `text` is encoded as it is by a tokenizer with a normalizer: it is in normal form and holds
+        no surrogate (replacing surrogates can make a character that normalizing changes)."""
+        return not text.isascii() and (not is_normal(self._normalizer, text)       # type: ignore[arg-type]
+                                       or _SURROGATE.search(text) is not None)
+
     def encode_with_offsets(self, text: str, *, allowed_special: AllowedSpecial = "all",
                             disallowed_special: DisallowedSpecial = ()) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
         """(ids, offsets): the ids of `text` (int32 array, as encode_to_numpy) and the index in `text` of the
@@ -851,6 +964,13 @@ class Tokenizer:
         >>> ids.tolist(), offsets.tolist()
         ([256, 226, 130, 172, 98], [0, 2, 2, 2, 3])
         """
+        if self._normalizer is not None:
+            if isinstance(text, str) and self._changes(text):
+                raise ValueError(f"encode_with_offsets: the text is not in {self._normalizer} (which this tokenizer "
+                                 f"encodes), so its ids have no offsets in it; pass unicodedata.normalize("
+                                 f"{self._normalizer!r}, text)")
+            return self._unnormalized.encode_with_offsets(text, allowed_special=allowed_special,
+                                                          disallowed_special=disallowed_special)
         tok = self if allowed_special is _ALL and not disallowed_special else \
             self._for_specials(text, allowed_special, disallowed_special)
         if type(text) is not str:
@@ -993,7 +1113,7 @@ class Tokenizer:
                 or edges_array[-1] != memoryview(data).nbytes or (np.diff(edges_array) < 0).any()):
             raise ValueError("bounds must rise from 0 to len(data)")
         edges = edges_array.tolist()
-        if self._segmenter is None:
+        if self._segmenter is None or (self._normalizer is not None and not bytes(data).isascii()):
             arrays = []
             for start, end in zip(edges[:-1], edges[1:]):
                 arrays.append(self.encode_to_numpy(str(data[start:end], "utf-8"), dtype))
@@ -1023,6 +1143,8 @@ class Tokenizer:
         dtype = self._check_dtype(dtype)
         if type(text) is not str:
             text = str.__str__(_check_text(text))
+        if self._normalizer is not None:
+            return self._encode_normalizing(text).take(dtype)
         try:
             out = self._encode_all(text)
         except UnicodeEncodeError:
@@ -1045,7 +1167,7 @@ class Tokenizer:
         dtype = self._check_dtype(dtype)
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
-        if self._segmenter is None:
+        if self._segmenter is None or (self._normalizer is not None and not bytes(data).isascii()):
             return self.encode_to_numpy(bytes(data).decode("utf-8"), dtype)
         if scratch is None and type(data) is not bytes:
             # a copy: the UTF-8 is checked first and then scanned without the GIL, and a mutable buffer could
@@ -1086,9 +1208,62 @@ class Tokenizer:
         if isinstance(iterable, (str, bytes)):
             raise TypeError("encode_iterable takes an iterable of str (e.g. an open text file), not a single "
                             + type(iterable).__name__)
+        if self._normalizer is not None:
+            return self._ids_normalizing(iterable)
         if self._segmenter is None:
             return itertools.chain.from_iterable(self._id_lists_python(iterable))
         return itertools.chain.from_iterable(self._id_lists_native(iterable))
+
+    def _ids_normalizing(self, iterable: Iterable[str]) -> Iterator[int]:
+        """encode_iterable for a tokenizer with a normalizer: the special tokens are found in the strings as given
+        (_normalized_runs), each run of text between them is normalized as it comes and encoded as a stream of
+        its own by this tokenizer without normalizer or special tokens, as encode encodes the pieces."""
+        ordinary = self._unnormalized.restricted_to(_NONE)
+        for special, run in itertools.groupby(self._normalized_runs(iterable), key=lambda item: item[0]):
+            if special:
+                yield from (item[1] for item in run)        # type: ignore[misc]  # the ids of special tokens
+            else:
+                yield from ordinary.encode_iterable(item[1] for item in run)     # type: ignore[misc]  # text
+
+    def _normalized_runs(self, iterable: Iterable[str]) -> Iterator[tuple[bool, int | str]]:
+        """(True, id) for each special token of the concatenated strings, (False, text) for the normalized text
+        between them, as soon as it is final: a special token once no longer one can start before its end, text
+        up to a cut normalizing cannot see past (bpe_fast.normalize.stable_cut) and no special token can cover."""
+        form = self._normalizer
+        assert form is not None
+        regex_, ids = self._specials.regex, self._specials.ids or {}
+        reach = max(map(len, self._specials.tokens), default=1)     # a special token starting k characters before
+        pending = ""            # the end of the text is decided only when `reach` characters follow its start
+        carry = ""              # a high surrogate ending the last string (it may pair with the next one)
+        for chunk in itertools.chain(iterable, [None]):
+            final = chunk is None
+            if final:
+                chunk = carry
+            else:
+                if type(chunk) is not str:
+                    chunk = str.__str__(_check_chunk(chunk))
+                chunk, carry = _hold_high_surrogate(carry + chunk)
+            if _SURROGATE.search(chunk) is not None:    # replaced as encode replaces them (pending holds none)
+                chunk = _replace_surrogates(chunk)
+            text = pending + chunk
+            pos, limit = 0, len(text) if final else len(text) - reach + 1
+            if regex_ is not None:
+                for m in regex_.finditer(text):
+                    if m.start() >= limit:
+                        break
+                    if m.start() > pos:
+                        yield False, normal(form, text[pos:m.start()])
+                    yield True, ids[m.group()]
+                    pos = m.end()
+                    limit = max(limit, pos)
+            if final:
+                if pos < len(text):
+                    yield False, normal(form, text[pos:])
+                return
+            cut = stable_cut(text[:limit], pos) if limit > pos else pos
+            if cut > pos:
+                yield False, normal(form, text[pos:cut])
+            pending = text[cut:]
 
     def _id_lists_native(self, iterable: Iterable[str]) -> Iterator[list[int]]:
         """encode_iterable's lists of ids, one per string that made some ids final (the native path)."""
@@ -1156,10 +1331,12 @@ class Tokenizer:
                 self._encode_ordinary(out, data[pos:], True, b"" if pos else context)
             yield out.take_list(self._id_objects)
 
-    def _encode_all(self, text: str) -> IdBuffer:
-        """An IdBuffer with the ids of `text`. The special tokens are found in the UTF-8 bytes, which gives
-        the same cuts as in the str (a token's bytes can only match where its characters do)."""
-        out = IdBuffer()
+    def _encode_all(self, text: str, out: IdBuffer | None = None) -> IdBuffer:
+        """An IdBuffer with the ids of `text` (appended to `out` when given), not normalized. The special tokens
+        are found in the UTF-8 bytes, which gives the same cuts as in the str (a token's bytes can only match where
+        its characters do)."""
+        if out is None:
+            out = IdBuffer()
         if self._segmenter is not None:
             self._pool.run(lambda core: core.encode_text_into(out, text, self._segmenter))
             return out
@@ -1411,17 +1588,19 @@ class _Built(NamedTuple):
 
 _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths", "_make_merges", "_merges", "_pattern",
                              "_pool", "_segmenter", "_special_set", "_specials", "_tables", "_training", "_views",
-                             "_vocab"})
+                             "_vocab", "_normalizer", "_unnormalized_made"})
 
 
 def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
              training: dict[str, Any] | None = None, special_ids: list[int] | None = None,
-             cls: type[Tokenizer] = Tokenizer) -> Tokenizer:
+             cls: type[Tokenizer] = Tokenizer, normalizer: str | None = None) -> Tokenizer:
     """Tokenizer.__reduce__'s: the parts of a tokenizer already made (and checked) in another process, not checked
     again (a pickle is trusted as code; GPT-2's 50k merges: the constructor's checks took 40 ms a worker), with
     its special tokens' ids (an id two of them share, as in o200k_harmony, is not the vocabulary's to say), as
-    an instance of `cls` (a subclass: its __init__ is not called; pickle then sets the attributes it added)."""
-    return cls._from_checked(vocab, merges, specials, pattern, training=training, special_ids=special_ids)
+    an instance of `cls` (a subclass: its __init__ is not called; pickle then sets the attributes it added),
+    normalizing to `normalizer`."""
+    made = cls._from_checked(vocab, merges, specials, pattern, training=training, special_ids=special_ids)
+    return made.with_normalizer(normalizer)
 
 
 def _special_id_mapping(special_tokens: Any) -> tuple[dict[str, Any] | None, Any]:

@@ -312,6 +312,10 @@ def check_train_options(*, min_frequency: int = 1, max_token_length: int | None 
             raise ValueError(f"initial: special tokens {alias[0]!r} and {alias[1]!r} share the id {alias[2]} (as in "
                              "tiktoken's o200k_harmony); a trained tokenizer gives each special token an id of its "
                              "own, so it cannot keep the initial tokenizer's ids")
+        if initial.normalizer is not None:      # the corpus would be counted as it is, not normalized
+            raise ValueError(f"initial: the tokenizer normalizes text to {initial.normalizer}, and training counts "
+                             "the corpus as it is; normalize the corpus and continue from "
+                             "initial.with_normalizer(None), then give the result the normalizer again")
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:

@@ -637,7 +637,10 @@ REFUSED = {
     "WordPiece": (_set(["model", "type"], "WordPiece"), r'model type "WordPiece" is not supported'),
     "Unigram": (_set(["model", "type"], "Unigram"), r'model type "Unigram" is not supported'),
     "WordLevel": (_set(["model", "type"], "WordLevel"), r'model type "WordLevel" is not supported'),
-    "normalizer": (_set(["normalizer"], {"type": "NFC"}), r'normalizer "NFC" is not supported'),
+    "normalizer": (_set(["normalizer"], {"type": "NFKC"}), r'normalizer "NFKC" is not supported: bpe_fast normalizes '
+                                                             r'text to NFC only'),
+    "two normalizers": (_set(["normalizer"], {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "NFC"}]}),
+                        r'normalizer "Sequence" is not supported'),
     "byte_fallback": (_set(["model", "byte_fallback"], True), "byte_fallback: true is not supported"),
     "dropout": (_set(["model", "dropout"], 0.1), r"dropout \(0.1\) is not supported"),
     "continuing_subword_prefix": (_set(["model", "continuing_subword_prefix"], "##"),
@@ -1057,7 +1060,8 @@ def _hf_doc(rng):
 
 
 _HF_FAULTS = ["none", "unmade_part", "model_twice", "vocab_twice", "key_twice", "id_twice", "escaped_key", "merge_twice",
-              "made_apart", "unknown_part", "missing_byte", "normalizer", "added_id", "bad_id", "spaced",
+              "made_apart", "unknown_part", "missing_byte", "normalizer", "nfc", "nfc_normalized_token", "added_id",
+              "bad_id", "spaced",
               "mutate", "mutate", "mutate"]
 
 
@@ -1090,7 +1094,10 @@ def test_tokenizer_json_read_natively_as_in_python(tmp_path_factory, rng, fault)
     elif fault == "missing_byte":
         del vocab[token_to_str(b"\x07")]
     elif fault == "normalizer":
-        doc["normalizer"] = {"type": "NFC"}
+        doc["normalizer"] = {"type": "NFKC"}
+    elif fault in ("nfc", "nfc_normalized_token"):        # read (the first), refused (the second)
+        doc["normalizer"] = {"type": "NFC"} if rng.random() < 0.5 else {"type": "Sequence", "normalizers": [{"type": "NFC"}]}
+        doc["added_tokens"][0]["normalized"] = fault == "nfc_normalized_token"
     elif fault == "added_id":
         doc["added_tokens"][0]["id"] += 1
     elif fault == "bad_id":
@@ -1122,16 +1129,23 @@ def test_tokenizer_json_read_natively_as_in_python(tmp_path_factory, rng, fault)
 
     def outcome():
         try:
+            read = hf_module.read_tokenizer_arrays(path)
             return ("ok", *((list(r.items()) if isinstance(r, dict) else r)
-                            for r in hf_module.read_tokenizer_json(path)))
+                            for r in (read.vocab, read.merges, read.special_tokens, read.pattern)), read.normalizer)
         except FormatError as exc:
             return ("error", str(exc))
 
     native = outcome()
     python = python_path(outcome)
     assert native == python
-    if fault in ("none", "escaped_key", "spaced") and python[0] == "ok":     # well formed: the native path took it
-        assert hf_module._read_plain(path, data) is not None
+    if fault in ("none", "escaped_key", "spaced", "nfc") and python[0] == "ok":     # well formed: the native path
+        assert hf_module._read_plain(path, data) is not None                       # took it
+    if fault == "nfc":
+        assert python[0] == "ok" and python[-1] == "NFC"
+    elif fault == "nfc_normalized_token":
+        assert python[0] == "error" and "has normalized: true, and the file normalizes text to NFC" in python[1]
+    elif python[0] == "ok":
+        assert python[-1] is None
     if python[0] == "ok":       # the same encoder: its tables from the arrays (every token permanent, when the
         fast = Tokenizer.from_hf(path)          # ranks rule makes them all) and from the Python objects
         slow = python_path(lambda: Tokenizer.from_hf(path))

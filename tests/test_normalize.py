@@ -1,0 +1,221 @@
+"""Tokenizers that normalize text to NFC, as HF tokenizers does for Qwen2/2.5/3's tokenizer.json
+(``"normalizer": {"type": "NFC"}``): every encoding path against HF's ids on text whose normal form differs, the
+cut rule of bpe_fast.normalize against unicodedata, and what is refused."""
+from __future__ import annotations
+
+import json
+import pickle
+import random
+import unicodedata
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpe_fast import Tokenizer, encode_file, train_bpe
+from bpe_fast.formats import FormatError
+from bpe_fast.normalize import stable_cut
+
+tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
+
+SPECIALS = ["<|endoftext|>", "<|im_end|>", "<a>"]
+# Characters whose NFC is another (decomposed accents, singletons, Hangul jamo, marks to reorder, Tibetan vowels that
+# decompose into non-starters, a musical symbol excluded from composition), the ones they become, and the
+# characters around them that could be joined with them: ">" + U+0338 composes to U+226F, so a special token
+# ending in ">" followed by U+0338 is where normalizing the whole text would differ from HF.
+PIECES = ["a", "e", "\u00e9", "e\u0301", "\u0301", "\u0308", "\u0323", " ", "\n", "K", "\u212a", "\u00c5", "\u212b",
+          "A\u030a", "\u1100", "\u1161", "\u11a8", "\uac00", "\u3042", "\u304b", "\u3099", "\u0f71", "\u0f72", "\u0f73",
+          "\u1e0a", "D\u0307\u0323", "D\u0323\u0307", ">", "\u0338", "1", "!", "\U0001d15e", "\U0001d157\U0001d165",
+          "\u0928\u093c", "\u0929", *SPECIALS]
+
+
+def _corpus(n, seed):
+    rng = random.Random(seed)
+    words = ["caf" + p for p in ("\u00e9", "e\u0301")] + ["na\u00efve", "nai\u0308ve", "\uac00\ub098", "\u1100\u1161",
+                                                          "\u304b\u3099", "\u304c", "A\u030angstr\u00f6m", "\u212b",
+                                                          "the", "cat", "12", "!!"]
+    return " ".join(rng.choice(words) for _ in range(n))
+
+
+@pytest.fixture(scope="module")
+def qwen_like(tmp_path_factory):
+    """(bpe_fast's from_hf, HF's) of a Qwen-like tokenizer.json: Qwen2's pattern, NFC, added tokens with
+    normalized false, its merges trained on text that has both forms of its accented words."""
+    folder = tmp_path_factory.mktemp("qwen")
+    corpus = folder / "corpus.txt"
+    corpus.write_text(_corpus(20_000, 1), "utf-8")
+    vocab, merges = train_bpe(corpus, 300, SPECIALS, num_processes=1, pattern="qwen2")
+    path = folder / "tokenizer.json"
+    Tokenizer(vocab, merges, SPECIALS, pattern="qwen2").with_normalizer("NFC").export_hf(path)
+    doc = json.loads(path.read_text("utf-8"))
+    assert doc["normalizer"] == {"type": "NFC"}
+    assert all(not entry["normalized"] for entry in doc["added_tokens"])
+    return Tokenizer.from_hf(path), tokenizers.Tokenizer.from_file(str(path))
+
+
+def hf_ids(hf, text):
+    return hf.encode(text, add_special_tokens=False).ids
+
+
+texts = st.lists(st.sampled_from(PIECES), max_size=24).map("".join)
+
+
+def test_the_fixture_tells_normalizing_apart(qwen_like):
+    # the tokenizer has tokens of the composed forms: without the normalizer, the ids would differ
+    ours, hf = qwen_like
+    assert ours.normalizer == "NFC"
+    text = "cafe\u0301 nai\u0308ve \u1100\u1161"
+    assert ours.encode(text) == hf_ids(hf, text)
+    assert ours.with_normalizer(None).encode(text) != hf_ids(hf, text)
+    # ">" + U+0338 after a special token: HF finds the token first, and U+0338 stays apart
+    assert ours.encode("<a>\u0338") == hf_ids(hf, "<a>\u0338") == [ours.special_tokens["<a>"]] + ours.encode("\u0338")
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_encode_as_hf(qwen_like, text):
+    ours, hf = qwen_like
+    expected = hf_ids(hf, text)
+    assert ours.encode(text) == expected
+    assert ours.encode_to_numpy(text).tolist() == expected
+    assert ours.encode_utf8_to_numpy(text.encode("utf-8")).tolist() == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(texts, max_size=6), st.randoms(use_true_random=False))
+def test_batch_documents_and_streams_as_hf(qwen_like, batch, rng):
+    ours, hf = qwen_like
+    expected = [hf_ids(hf, text) for text in batch]
+    assert ours.encode_batch(batch, num_threads=2) == expected
+    data = "".join(batch).encode("utf-8")
+    bounds = np.cumsum([0] + [len(text.encode("utf-8")) for text in batch])
+    assert ours.encode_documents_utf8(data, bounds).tolist() == [i for ids in expected for i in ids]
+    whole = "".join(batch)
+    cuts = sorted(rng.sample(range(len(whole) + 1), min(len(whole) + 1, rng.randint(0, 8))))
+    chunks = [whole[a:b] for a, b in zip([0, *cuts], [*cuts, len(whole)])]
+    assert list(ours.encode_iterable(chunks)) == hf_ids(hf, whole)
+
+
+def test_stream_of_one_character_at_a_time(qwen_like):
+    ours, hf = qwen_like
+    text = "".join(random.Random(5).choice(PIECES) for _ in range(3000))
+    assert list(ours.encode_iterable(list(text))) == hf_ids(hf, text)
+
+
+def test_stream_without_a_latin_character_for_long(qwen_like):
+    # no character below U+0300 to cut before: the full table of stable characters decides
+    ours, hf = qwen_like
+    text = "\u3042\u304b\u3099\u0cbf\u0cd5\u1100\u1161\u11a8" * 1000 + "<a>" + "\u304b\u3099\u0dd9\u0dcf" * 1000
+    assert list(ours.encode_iterable(text[k:k + 700] for k in range(0, len(text), 700))) == hf_ids(hf, text)
+
+
+def test_allowed_and_disallowed_special_tokens(qwen_like):
+    ours, _ = qwen_like
+    text = "cafe\u0301<|im_end|>\u0338"
+    plain = ours.with_normalizer(None)
+    # the special token left as text is normalized with the text around it, as HF would without the added token
+    assert ours.encode(text, allowed_special=set()) == plain.encode(unicodedata.normalize("NFC", text),
+                                                                     allowed_special=set())
+    with pytest.raises(ValueError, match="disallowed special token '<|im_end|>'"):
+        ours.encode(text, allowed_special=set(), disallowed_special="all")
+    with pytest.raises(ValueError, match="disallowed special token '<|im_end|>'"):
+        ours.encode_batch(["x", text], allowed_special=set(), disallowed_special="all")
+    assert ours.encode_ordinary(text) == ours.encode(text, allowed_special=set())
+
+
+def test_lone_surrogates_are_replaced_then_normalized(qwen_like):
+    ours, _ = qwen_like
+    # a surrogate pair spelled apart becomes U+1D15E, which NFC decomposes
+    text = "a\ud834\udd5e\ud800"
+    expected = ours.encode("a\U0001d157\U0001d165\ufffd")
+    assert ours.encode(text) == expected
+    assert ours.encode_batch([text]) == [expected]
+    assert list(ours.encode_iterable(["a\ud834", "\udd5e\ud800"])) == expected
+
+
+def test_encode_file_normalizes(qwen_like, tmp_path):
+    ours, hf = qwen_like
+    text = "".join(random.Random(9).choice(PIECES) for _ in range(60_000))
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, "utf-8")
+    out = tmp_path / "ids.npy"
+    encode_file(ours, path, out, num_processes=2, chunk_bytes=20_000)
+    assert np.load(out).tolist() == hf_ids(hf, text)
+
+
+def test_save_load_pickle_and_views_keep_it(qwen_like, tmp_path):
+    ours, _ = qwen_like
+    text = "cafe\u0301<|im_end|>nai\u0308ve"
+    ours.save(tmp_path / "tok")
+    assert json.loads((tmp_path / "tok" / "bpe_fast.json").read_text("utf-8"))["normalizer"] == "NFC"
+    for other in (Tokenizer.load(tmp_path / "tok"), pickle.loads(pickle.dumps(ours))):
+        assert other.normalizer == "NFC"
+        assert other.encode(text) == ours.encode(text)
+    plain = ours.with_normalizer(None)
+    assert plain.normalizer is None and plain.with_normalizer("NFC").encode(text) == ours.encode(text)
+    plain.save(tmp_path / "plain")
+    assert "normalizer" not in json.loads((tmp_path / "plain" / "bpe_fast.json").read_text("utf-8"))
+    assert Tokenizer.load(tmp_path / "plain").normalizer is None
+    ours.encode("\u00e9")        # (the tokenizer without normalizer made: a view must not take it as its own)
+    view = ours.restricted_to(frozenset({"<a>"}))
+    assert view.normalizer == "NFC"
+    for text in ("<|im_end|>e\u0301", "<|im_end|>\u00e9"):
+        assert view.encode(text) == ours.encode_ordinary(text) == ours.encode(text, allowed_special={"<a>"})
+        assert view.encode(text) != ours.encode(text)
+
+
+def test_offsets_of_text_in_normal_form_only(qwen_like):
+    ours, _ = qwen_like
+    ids, offsets = ours.encode_with_offsets("caf\u00e9<a>x")
+    assert ids.tolist() == ours.encode("caf\u00e9<a>x")
+    with pytest.raises(ValueError, match=r"the text is not in NFC .*unicodedata.normalize\('NFC', text\)"):
+        ours.encode_with_offsets("cafe\u0301")
+
+
+def test_what_cannot_normalize_refuses(qwen_like, tmp_path):
+    ours, _ = qwen_like
+    pytest.importorskip("tiktoken")
+    with pytest.raises(ValueError, match="normalizes text to NFC before encoding it, and tiktoken does not"):
+        ours.to_tiktoken()
+    with pytest.raises(ValueError, match="normalizes text to NFC"):
+        ours.export_tiktoken(tmp_path / "x.tiktoken")
+    assert not (tmp_path / "x.tiktoken").exists()
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("cafe\u0301 " * 100, "utf-8")
+    with pytest.raises(ValueError, match="initial: the tokenizer normalizes text to NFC"):
+        train_bpe(corpus, ours.vocab_size + 10, num_processes=1, initial=ours)
+    with pytest.raises(ValueError, match=r"normalizer must be None or one of \('NFC',\), got 'NFKC'"):
+        ours.with_normalizer("NFKC")
+
+
+def test_a_bad_normalizer_in_bpe_fast_json_names_file_and_line(qwen_like, tmp_path):
+    ours, _ = qwen_like
+    ours.save(tmp_path)
+    config = tmp_path / "bpe_fast.json"
+    text = config.read_text("utf-8")
+    config.write_text(text.replace('"normalizer": "NFC"', '"normalizer": "NFD"'), "utf-8")
+    line = next(k for k, row in enumerate(config.read_text("utf-8").split("\n"), 1) if '"normalizer"' in row)
+    with pytest.raises(FormatError, match=rf"^{config}:{line}: \"normalizer\": normalizer must be None or one of"):
+        Tokenizer.load(tmp_path)
+
+
+# Characters above U+0300 only, so that stable_cut asks its full table: among them composition's second characters
+# of class 0 (Kannada, Sinhala, Oriya, Myanmar, Hangul jamo) and the first characters they follow.
+NON_LATIN = ["\u0cbf", "\u0cd5", "\u0cc6", "\u0cc2", "\u0cca", "\u0dd9", "\u0dcf", "\u0dca", "\u0ddf", "\u0b47", "\u0b3e",
+             "\u0b57", "\u1025", "\u102e", "\u1100", "\u1161", "\u11a8", "\uac00", "\u3042", "\u304b", "\u3099", "\u0f73",
+             "\u0f71", "\u0301", "\u0905"]
+alphabets = st.sampled_from([PIECES[:-len(SPECIALS)], NON_LATIN])
+
+
+@settings(max_examples=800, deadline=None)
+@given(alphabets.flatmap(lambda alphabet: st.tuples(st.lists(st.sampled_from(alphabet), max_size=12).map("".join),
+                                                    st.lists(st.sampled_from(alphabet), max_size=6).map("".join))),
+       st.integers(0, 20))
+def test_a_stable_cut_keeps_the_normal_form(texts, start):
+    text, after = texts
+    start = min(start, len(text))
+    k = stable_cut(text, start)
+    assert start <= k <= max(start, len(text) - 1)
+    nfc = unicodedata.normalize
+    assert nfc("NFC", text[start:k]) + nfc("NFC", text[k:] + after) == nfc("NFC", text[start:] + after)
