@@ -767,6 +767,14 @@ class Tokenizer:
         if type(text) is not str:
             text = str.__str__(_check_text(text))        # a str subclass as a plain str
         if self._normalizer is not None:
+            if text.isascii() or is_normal(self._normalizer, text):      # as it is, unless it holds a surrogate
+                plain = self._unnormalized
+                try:
+                    if plain._segmenter is not None:
+                        return plain._pool.encode_text(text, plain._segmenter)
+                    return plain._encode_all(text).take_list(self._id_objects)
+                except UnicodeEncodeError:
+                    pass
             return self._encode_normalizing(text).take_list(self._id_objects)
         segmenter = self._segmenter
         if segmenter is not None:
@@ -950,8 +958,15 @@ class Tokenizer:
     def _changes(self, text: str) -> bool:
         """False when `text` is encoded as it is by a tokenizer with a normalizer: it is in normal form and holds
         no surrogate (replacing surrogates can make a character that normalizing changes)."""
-        return not text.isascii() and (not is_normal(self._normalizer, text)       # type: ignore[arg-type]
-                                       or _SURROGATE.search(text) is not None)
+        if text.isascii():
+            return False
+        if not is_normal(self._normalizer, text):      # type: ignore[arg-type]
+            return True
+        try:
+            text.encode("utf-8")        # (faster than searching for a surrogate)
+        except UnicodeEncodeError:
+            return True
+        return False
 
     def encode_with_offsets(self, text: str, *, allowed_special: AllowedSpecial = "all",
                             disallowed_special: DisallowedSpecial = ()) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
@@ -1144,6 +1159,11 @@ class Tokenizer:
         if type(text) is not str:
             text = str.__str__(_check_text(text))
         if self._normalizer is not None:
+            if text.isascii() or is_normal(self._normalizer, text):      # as it is, unless it holds a surrogate
+                try:
+                    return self._unnormalized._encode_all(text).take(dtype)
+                except UnicodeEncodeError:
+                    pass
             return self._encode_normalizing(text).take(dtype)
         try:
             out = self._encode_all(text)
