@@ -30,7 +30,6 @@ import inspect
 import itertools
 import operator
 import os
-import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -75,7 +74,6 @@ _OUTPUT_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint16, np.uint32, np.
 _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
 _ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
 _NONE: frozenset[str] = frozenset()
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _LISTS = (list, tuple)   # what decode reads item by item in C (BPETables.decode_list); a tuple as a list
 # a tokenizer keeps at most this many views with other special tokens (Tokenizer._view)
 _MAX_VIEWS = 64
@@ -737,8 +735,9 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         name = builtin_name(self._pattern) or "custom"
+        normalizer = "" if self._normalizer is None else f" normalizer={self._normalizer}"
         return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merge_list())} "
-                f"special_tokens={list(self._specials.tokens)!r} pattern={name}>")
+                f"special_tokens={list(self._specials.tokens)!r} pattern={name}{normalizer}>")
 
     # ---------------------------------------------------------------------------------------- encoding
 
@@ -790,33 +789,52 @@ class Tokenizer:
         return out.take_list(self._id_objects)
 
     def _encode_normalizing(self, text: str) -> IdBuffer:
-        """An IdBuffer with the ids of `text` (a str) for a tokenizer with a normalizer: lone surrogates replaced
-        first (as encode replaces them), then each piece between special tokens normalized on its own
-        (bpe_fast.normalize). A text in normal form is encoded as it is, in one call."""
-        form = self._normalizer
-        assert form is not None
+        """An IdBuffer with the ids of `text` (a str) for a tokenizer with a normalizer (_normal_pieces): a text
+        in normal form in one call, else piece by piece, each piece of text as ordinary text."""
         plain = self._unnormalized
-        if is_normal(form, text):
-            try:
-                return plain._encode_all(text)
-            except UnicodeEncodeError:      # a surrogate pair may become a character normalizing changes
-                text = _replace_surrogates(text)
-                if is_normal(form, text):
-                    return plain._encode_all(text)
-        else:
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                text = _replace_surrogates(text)
+        pieces = self._normal_pieces(text)
+        if pieces is None:
+            return plain._encode_all(_replace_surrogates(text) if _has_surrogate(text) else text)
         ordinary = plain.restricted_to(_NONE)
         ids = self._specials.ids or {}
         out = IdBuffer()
-        for piece, special in split_on_specials(text, self._specials.regex):
+        for piece, special in pieces:
             if special:
                 out.push(ids[piece])
             else:
-                ordinary._encode_all(normal(form, piece), out)
+                ordinary._encode_all(piece, out)
         return out
+
+    def _normal_pieces(self, text: str) -> list[tuple[str, bool]] | None:
+        """For a tokenizer with a normalizer: None when `text` (lone surrogates replaced, as encode replaces them)
+        is in normal form, else its (piece, is_special) in order, the special tokens found in it, each piece of
+        text between them in normal form (bpe_fast.normalize)."""
+        form = self._normalizer
+        assert form is not None
+        if _has_surrogate(text):
+            text = _replace_surrogates(text)        # a surrogate pair may become a character normalizing changes
+        if text.isascii() or is_normal(form, text):
+            return None
+        return [(piece, True) if special else (normal(form, piece), False)
+                for piece, special in split_on_specials(text, self._specials.regex)]
+
+    def normalize(self, text: str) -> str:
+        """`text` as this tokenizer encodes it: with a normalizer (with_normalizer), its special tokens as they
+        are and the text between them in normal form, lone surrogates replaced with U+FFFD as encode replaces
+        them; without, `text` itself.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<a>"]).with_normalizer("NFC")
+        >>> tok.normalize("e\\u0301<a>\\u0338") == "\\u00e9<a>\\u0338"
+        True
+        """
+        if type(text) is not str:
+            text = str.__str__(_check_text(text))
+        if self._normalizer is None:
+            return text
+        pieces = self._normal_pieces(text)
+        if pieces is None:
+            return _replace_surrogates(text) if _has_surrogate(text) else text
+        return "".join(piece for piece, _ in pieces)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The token ids of `text` with no special token matched (all are ordinary text), as tiktoken's.
@@ -865,6 +883,13 @@ class Tokenizer:
         """
         from .token_view import token_view
 
+        if self._normalizer is not None and isinstance(text, str) and self._changes(text):
+            # the normalized text's tokens, unless normalizing spelled a special token (then its ids are others)
+            view = token_view(self._unnormalized, self.normalize(text))
+            if view.ids != self.encode(text):
+                raise ValueError(f"show: normalizing the text to {self._normalizer} spells a special token in it, so "
+                                 "its tokens are not those of the normalized text")
+            return view
         return token_view(self, text)
 
     def encode_batch(self, texts: Iterable[str], *, num_threads: int = 8, allowed_special: AllowedSpecial = "all",
@@ -958,15 +983,8 @@ class Tokenizer:
     def _changes(self, text: str) -> bool:
         """False when `text` is encoded as it is by a tokenizer with a normalizer: it is in normal form and holds
         no surrogate (replacing surrogates can make a character that normalizing changes)."""
-        if text.isascii():
-            return False
-        if not is_normal(self._normalizer, text):      # type: ignore[arg-type]
-            return True
-        try:
-            text.encode("utf-8")        # (faster than searching for a surrogate)
-        except UnicodeEncodeError:
-            return True
-        return False
+        return not text.isascii() and (not is_normal(self._normalizer, text)      # type: ignore[arg-type]
+                                       or _has_surrogate(text))
 
     def encode_with_offsets(self, text: str, *, allowed_special: AllowedSpecial = "all",
                             disallowed_special: DisallowedSpecial = ()) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
@@ -982,8 +1000,7 @@ class Tokenizer:
         if self._normalizer is not None:
             if isinstance(text, str) and self._changes(text):
                 raise ValueError(f"encode_with_offsets: the text is not in {self._normalizer} (which this tokenizer "
-                                 f"encodes), so its ids have no offsets in it; pass unicodedata.normalize("
-                                 f"{self._normalizer!r}, text)")
+                                 f"encodes), so its ids have no offsets in it; pass tokenizer.normalize(text)")
             return self._unnormalized.encode_with_offsets(text, allowed_special=allowed_special,
                                                           disallowed_special=disallowed_special)
         tok = self if allowed_special is _ALL and not disallowed_special else \
@@ -1263,7 +1280,7 @@ class Tokenizer:
                 if type(chunk) is not str:
                     chunk = str.__str__(_check_chunk(chunk))
                 chunk, carry = _hold_high_surrogate(carry + chunk)
-            if _SURROGATE.search(chunk) is not None:    # replaced as encode replaces them (pending holds none)
+            if _has_surrogate(chunk):       # replaced as encode replaces them (pending holds none)
                 chunk = _replace_surrogates(chunk)
             text = pending + chunk
             pos, limit = 0, len(text) if final else len(text) - reach + 1
@@ -1665,6 +1682,17 @@ def _hold_high_surrogate(chunk: str) -> tuple[str, str]:
     if chunk and "\ud800" <= chunk[-1] <= "\udbff":
         return chunk[:-1], chunk[-1]
     return chunk, ""
+
+
+def _has_surrogate(text: str) -> bool:
+    """True when `text` holds a surrogate (found by the UTF-8 conversion failing: faster than a search)."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _replace_surrogates(text: str) -> str:

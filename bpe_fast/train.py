@@ -314,8 +314,7 @@ def check_train_options(*, min_frequency: int = 1, max_token_length: int | None 
                              "own, so it cannot keep the initial tokenizer's ids")
         if initial.normalizer is not None:      # the corpus would be counted as it is, not normalized
             raise ValueError(f"initial: the tokenizer normalizes text to {initial.normalizer}, and training counts "
-                             "the corpus as it is; normalize the corpus and continue from "
-                             "initial.with_normalizer(None), then give the result the normalizer again")
+                             "the corpus as it is: continuing a tokenizer with a normalizer is not supported")
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:

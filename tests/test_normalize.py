@@ -169,8 +169,24 @@ def test_offsets_of_text_in_normal_form_only(qwen_like):
     ours, _ = qwen_like
     ids, offsets = ours.encode_with_offsets("caf\u00e9<a>x")
     assert ids.tolist() == ours.encode("caf\u00e9<a>x")
-    with pytest.raises(ValueError, match=r"the text is not in NFC .*unicodedata.normalize\('NFC', text\)"):
+    with pytest.raises(ValueError, match=r"the text is not in NFC .*pass tokenizer.normalize\(text\)"):
         ours.encode_with_offsets("cafe\u0301")
+    ids, _ = ours.encode_with_offsets(ours.normalize("cafe\u0301<a>"))
+    assert ids.tolist() == ours.encode("cafe\u0301<a>")
+
+
+def test_normalize_and_show(qwen_like):
+    ours, _ = qwen_like
+    text = "cafe\u0301<a>\u0338 \ud834\udd5e"
+    shown = "caf\u00e9<a>\u0338 \U0001d157\U0001d165"
+    assert ours.normalize(text) == shown
+    assert ours.with_normalizer(None).normalize(text) == text
+    assert ours.normalize("abc") == "abc"
+    pieces, ids = ours.show(text)
+    assert ids == ours.encode(text)
+    assert (pieces, ids) == ours.with_normalizer(None).show(shown) == ours.show(shown)
+    assert pieces[:4] == ["ca", "f", "\u00e9", "<a>"]
+    assert "normalizer=NFC" in repr(ours) and "normalizer" not in repr(ours.with_normalizer(None))
 
 
 def test_what_cannot_normalize_refuses(qwen_like, tmp_path):
