@@ -4,7 +4,8 @@ Both files give the same ids as bpe_fast for the same text:
   * HF `tokenizer.json`: a BPE model over GPT-2's byte-to-unicode strings, the tokenizer's normalizer (NFC, as
     Qwen's files have it, or none), a Split pre-tokenizer with the
     same regex (spelled for Oniguruma by bpe_fast.hf.split_to_hf: the built-in patterns as Isolated pieces,
-    another as a Removed, inverted Split, whose pieces are its matches only, as bpe_fast's) followed by ByteLevel
+    another as a Removed, inverted Split, whose pieces are its matches only, as bpe_fast's; DeepSeek V3's
+    pattern as its three Splits: hf.pre_tokenizer_to_hf) followed by ByteLevel
     without its own regex, a ByteLevel decoder, and the special tokens as added tokens. The merges are
     "a b" strings, the form every tokenizers release reads (the [a, b] pairs need 0.20 or later); no mapped
     token holds a space (the space byte is written "Ġ"), so the one space between the two is unambiguous.
@@ -30,8 +31,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from .atomic import output_group
-from .formats import token_to_str, tokens_to_strs, write_text_atomic
-from .hf import hf_added_token_difference, split_to_hf
+from .formats import str_to_token, token_to_str, tokens_to_strs, write_text_atomic
+from .hf import hf_added_token_difference, pre_tokenizer_to_hf
 from .merge_rule import describe_difference, merge_rule_difference, repeated_merge
 from .patterns import check_tiktoken_readable, tiktoken_anchors
 from .ranks import ranks_from_tokenizer, tiktoken_text
@@ -71,7 +72,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     if missing:
         raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have none); "
                          "HF's byte-level model would drop it from the text")
-    split_regex, behavior, invert = split_to_hf(tokenizer.pattern)
+    splits = pre_tokenizer_to_hf(tokenizer.pattern)
     merges = list(tokenizer.merges)
     repeat = repeated_merge(merges)
     if repeat is not None:
@@ -102,7 +103,11 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     mapped = [(s, i) for s, i in special_ids if token_to_str(s.encode("utf-8")) == s]
     mapped_ids = {i for _, i in mapped}
     first_unmapped = min((i for _, i in special_ids if i not in mapped_ids), default=None)
-    choices = [mapped, [], [(s, i) for s, i in mapped if first_unmapped is None or i < first_unmapped]]
+    # last: every special token in the vocab, one whose text has a character GPT-2's byte mapping lacks under its
+    # text, as DeepSeek's files hold "<\uff5cbegin\u2581of\u2581sentence\uff5c>" (HF finds it there and keeps its id;
+    # from_hf reads such a key as the added token's UTF-8)
+    raw = mapped + [(s, i) for s, i in special_ids if i not in mapped_ids and s not in ordinary and not _byte_level(s)]
+    choices = [mapped, [], [(s, i) for s, i in mapped if first_unmapped is None or i < first_unmapped], raw]
     ids = [i for _, i in special_ids]
     for in_vocab in choices:
         vocab = ordinary | dict(in_vocab)
@@ -132,7 +137,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": split_regex}, "behavior": behavior, "invert": invert},
+                *splits,
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
             ],
         },
@@ -145,6 +150,15 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
             "merges": [a + " " + b for a, b in zip(merge_keys, merge_keys)],
         },
     }
+
+
+def _byte_level(text: str) -> bool:
+    """Whether every character of `text` is in GPT-2's byte mapping (it reads as a byte-level vocab key)."""
+    try:
+        str_to_token(text)
+    except ValueError:
+        return False
+    return True
 
 
 def export_hf(tokenizer: Tokenizer, path: StrPath) -> None:

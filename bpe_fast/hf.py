@@ -11,7 +11,8 @@ What a file may hold, and what it becomes:
   token is made by a merge and merges back to itself; otherwise it is refused, naming a token.
 - ``pre_tokenizer``: ByteLevel with use_regex true (GPT-2's pattern), or a Sequence of a Split (a regex or a
   string, behavior Isolated, not inverted) and ByteLevel with use_regex false, as Llama 3 and GPT-4-style
-  files have: the Split's regex becomes the pattern. ByteLevel's add_prefix_space must be false.
+  files have: the Split's regex becomes the pattern; or DeepSeek V3's three Splits (DEEPSEEK3_SPLITS, as its
+  files spell them) then ByteLevel, which become DEEPSEEK3_PATTERN. ByteLevel's add_prefix_space must be false.
 - ``added_tokens``: each is matched in the text before pre-tokenizing (the longest first), with its id. HF
   matches the non-special ones in the text too, so all become bpe_fast special tokens (Tokenizer.special_tokens
   lists both kinds; export_hf writes them back as special). lstrip, rstrip and single_word must be false.
@@ -46,7 +47,7 @@ import functools
 import json
 import operator
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
@@ -56,8 +57,8 @@ from numpy.typing import NDArray
 from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
-from .patterns import (GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN,
-                       TEKKEN_PATTERN, rewrite_anchors, shown_pattern)
+from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
+                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, rewrite_anchors, shown_pattern)
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
@@ -438,7 +439,10 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
         f.fail('not an HF tokenizer.json: expected a JSON object with a "model" object')
     model = doc["model"]
     pattern, normalizer = _check_components(f, doc)
-    key_ids, vocab = _read_vocab(f, model.get("vocab"))
+    added = doc.get("added_tokens", [])
+    contents = ({entry["content"] for entry in added
+                 if isinstance(entry, dict) and isinstance(entry.get("content"), str)} if isinstance(added, list) else set())
+    key_ids, vocab = _read_vocab(f, model.get("vocab"), contents)
     merges = _read_merges(f, model.get("merges"), key_ids, vocab)
     difference = merge_rule_difference(merges)
     if difference is not None:
@@ -685,23 +689,21 @@ def _pattern_of(f: _File, pre: object) -> str:
     """The pattern of the pre_tokenizer: ByteLevel(use_regex) alone, or Split then ByteLevel(no regex)."""
     steps = _pre_tokenizer_steps(pre)
     kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
+    if kinds == ["Split"] * len(DEEPSEEK3_SPLITS) + ["ByteLevel"] and _is_deepseek3(steps[:-1]):
+        _check_byte_level_after_split(f, steps[-1])
+        return DEEPSEEK3_PATTERN
     if kinds not in (["ByteLevel"], ["Split", "ByteLevel"]):
         shown = " then ".join(map(_describe, steps)) or "null"
         f.fail(f"pre_tokenizer {shown} is not supported: bpe_fast reads ByteLevel (use_regex true), or Split "
-               "(a regex, Isolated) then ByteLevel (use_regex false)", "pre_tokenizer")
-    byte_level = steps[-1]
-    if byte_level.get("add_prefix_space") is not False:
-        f.fail("ByteLevel add_prefix_space must be false (HF then puts a space before the text; bpe_fast does "
-               "not)", "add_prefix_space", "pre_tokenizer")
-    use_regex = byte_level.get("use_regex", True)
+               "(a regex, Isolated) then ByteLevel (use_regex false), or DeepSeek V3's three Splits then ByteLevel",
+               "pre_tokenizer")
     if len(steps) == 1:
-        if use_regex is not True:
+        _check_prefix_space(f, steps[0])
+        if steps[0].get("use_regex", True) is not True:
             f.fail("ByteLevel without use_regex and without a Split before it (no pre-tokenizing) is not "
                    "supported", "use_regex", "pre_tokenizer")
         return GPT2_PATTERN
-    if use_regex is not False:
-        f.fail("ByteLevel after a Split must have use_regex false (HF would split the pieces again with "
-               "GPT-2's pattern)", "use_regex", "pre_tokenizer")
+    _check_byte_level_after_split(f, steps[-1])
     split = steps[0]
     shape = (split.get("behavior"), split.get("invert", False))
     if shape not in (("Isolated", False), ("Removed", True)):
@@ -721,8 +723,46 @@ def _pattern_of(f: _File, pre: object) -> str:
         f.fail(str(exc), "pattern", "pre_tokenizer")
 
 
-def _read_vocab(f: _File, vocab_json: object) -> tuple[dict[str, int], Vocab]:
-    """({token as written: id}, {id: bytes}); every id an int in range, no id twice, every byte a token."""
+def _check_prefix_space(f: _File, byte_level: dict[str, Any]) -> None:
+    if byte_level.get("add_prefix_space") is not False:
+        f.fail("ByteLevel add_prefix_space must be false (HF then puts a space before the text; bpe_fast does "
+               "not)", "add_prefix_space", "pre_tokenizer")
+
+
+def _check_byte_level_after_split(f: _File, byte_level: dict[str, Any]) -> None:
+    _check_prefix_space(f, byte_level)
+    if byte_level.get("use_regex", True) is not False:
+        f.fail("ByteLevel after a Split must have use_regex false (HF would split the pieces again with "
+               "GPT-2's pattern)", "use_regex", "pre_tokenizer")
+
+
+def _is_deepseek3(splits: Sequence[dict[str, Any]]) -> bool:
+    """Whether the Splits are DeepSeek V3's (DEEPSEEK3_SPLITS, Isolated, not inverted; "\\r" and "\\n" in its
+    third regex spelled as the characters or as escapes)."""
+    for split, expected in zip(splits, DEEPSEEK3_SPLITS):
+        spec = split.get("pattern")
+        given = spec.get("Regex") if isinstance(spec, dict) else None
+        if (split.get("behavior"), split.get("invert", False)) != ("Isolated", False) or not isinstance(given, str) \
+                or given.replace("\\r", "\r").replace("\\n", "\n") != expected:
+            return False
+    return True
+
+
+def pre_tokenizer_to_hf(pattern: str) -> list[dict[str, Any]]:
+    """The Splits of an HF pre_tokenizer (before its ByteLevel) that give the pieces `pattern` gives in bpe_fast:
+    DeepSeek V3's three for DEEPSEEK3_PATTERN, else split_to_hf's one."""
+    if pattern == DEEPSEEK3_PATTERN:
+        return [{"type": "Split", "pattern": {"Regex": split}, "behavior": "Isolated", "invert": False}
+                for split in DEEPSEEK3_SPLITS]
+    split_regex, behavior, invert = split_to_hf(pattern)
+    return [{"type": "Split", "pattern": {"Regex": split_regex}, "behavior": behavior, "invert": invert}]
+
+
+def _read_vocab(f: _File, vocab_json: object, added: Collection[str] = ()) -> tuple[dict[str, int], Vocab]:
+    """({token as written: id}, {id: bytes}); every id an int in range, no id twice, every byte a token. A key
+    that is not in GPT-2's byte mapping is refused unless it is one of the added tokens' contents (`added`), as
+    DeepSeek's files have theirs ("<\uff5cbegin\u2581of\u2581sentence\uff5c>"): HF gives the added token that id, and
+    merging never makes it; its bytes are its UTF-8."""
     if not isinstance(vocab_json, dict):
         f.fail('model "vocab" must be a JSON object {token: id}', "vocab", "model")
     keys = list(vocab_json)
@@ -741,11 +781,14 @@ def _read_vocab(f: _File, vocab_json: object) -> tuple[dict[str, int], Vocab]:
     try:
         tokens = formats.strs_to_tokens(keys)
     except ValueError:
+        tokens = []
         for key in keys:
             try:
-                formats.str_to_token(key)
+                tokens.append(formats.str_to_token(key))
             except ValueError as exc:
-                f.fail(f"vocab token {key!r}: {exc} (not a byte-level vocabulary?)", key, "vocab")
+                if key not in added:
+                    f.fail(f"vocab token {key!r}: {exc} (not a byte-level vocabulary?)", key, "vocab")
+                tokens.append(key.encode("utf-8"))
     if "" in vocab_json:       # no text encodes to it; the Tokenizer constructor refuses it too
         f.fail(f"the empty token \"\" has id {vocab_json['']}: a token is at least one byte", "", "vocab")
     vocab = dict(zip(ids, tokens))

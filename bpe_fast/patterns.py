@@ -41,10 +41,40 @@ QWEN2_PATTERN = "|".join([_LLAMA3_HEAD, r"""\p{N}""", _LLAMA3_TAIL])
 # o200k's without the contraction suffixes, with digits one at a time.
 TEKKEN_PATTERN = "|".join([*_CASED, r"""\p{N}""", *_O200K_REST])
 
+# DeepSeek V3's (and V4's) tokenizer.json pre-tokenizer: three Isolated Splits in sequence, each cutting the pieces the
+# one before it left (what a match does not cover is a piece too): digits three at a time, then runs of CJK
+# ideographs and kana, then the third regex (DeepSeek's letters, punctuation and spaces) on the rest. As the files
+# spell them (their "\r" and "\n" are the characters):
+_DEEPSEEK3_CJK = "\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff"
+DEEPSEEK3_SPLITS = (r"""\p{N}{1,3}""", f"[{_DEEPSEEK3_CJK}]+",
+                    r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^""" + "\r\n"
+                    + r"""\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[""" + "\r\n" + r"""]*|\s*[""" + "\r\n"
+                    + r"""]+|\s+(?!\S)|\s+""")
+# HF applies each Split to every piece the ones before it made, the third to the digit chunks (it leaves them whole)
+# and to the runs of CJK too. The same pieces from one regex over the whole text: digits three at a time; in a run
+# of CJK (_IN), the third regex's alternatives that can match there; elsewhere (_OFF, no digit), its alternatives
+# kept off those characters (a piece ends where one starts: its (?!\S) holds there); and the text no alternative
+# matches, as a piece of its own in a run of CJK or out of one (Isolated keeps it).
+_DEEPSEEK3_IN = f"(?=[{_DEEPSEEK3_CJK}])"
+_DEEPSEEK3_OFF = f"(?![{_DEEPSEEK3_CJK}])"
+_DEEPSEEK3_ONE = "|".join([
+    DEEPSEEK3_SPLITS[0],
+    f"(?:{_DEEPSEEK3_IN}[^\r\n\\p{{L}}\\p{{P}}\\p{{S}}])?(?:{_DEEPSEEK3_IN}[\\p{{L}}\\p{{M}}])+",
+    f"(?:{_DEEPSEEK3_IN}[\\p{{P}}\\p{{S}}])+",
+    r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+""",
+    f"(?:{_DEEPSEEK3_OFF}[^\r\n\\p{{L}}\\p{{P}}\\p{{S}}\\p{{N}}])?(?:{_DEEPSEEK3_OFF}[\\p{{L}}\\p{{M}}])+",
+    f" ?(?:{_DEEPSEEK3_OFF}[\\p{{P}}\\p{{S}}])+[\r\n]*",
+    "\\s*[\r\n]+",
+    f"\\s+(?![^\\s\\p{{N}}{_DEEPSEEK3_CJK}])",
+    "\\s+"])
+DEEPSEEK3_PATTERN = (f"{_DEEPSEEK3_ONE}|(?:(?!{_DEEPSEEK3_ONE}){_DEEPSEEK3_IN}[\\s\\S])+"
+                     f"|(?:(?!{_DEEPSEEK3_ONE}){_DEEPSEEK3_OFF}[\\s\\S])+")
+
 # by name: bpe_fast's short names, and tiktoken's encoding names (a name is never read as a regex: "cl100k_base"
 # as a regex would match only itself, and encode most text to nothing)
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "cl100k": GPT4_PATTERN, "o200k": O200K_PATTERN,
                             "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN, "tekken": TEKKEN_PATTERN,
+                            "deepseek3": DEEPSEEK3_PATTERN,
                             "r50k_base": R50K_PATTERN, "p50k_base": R50K_PATTERN, "p50k_edit": R50K_PATTERN,
                             "cl100k_base": GPT4_PATTERN, "o200k_base": O200K_PATTERN,
                             "o200k_harmony": O200K_PATTERN}

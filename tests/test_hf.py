@@ -18,7 +18,8 @@ from bpe_fast.cli import main
 from bpe_fast.export import hf_tokenizer_json
 from bpe_fast.formats import FormatError, token_to_str
 from bpe_fast.hf import GPT4_PATTERN_HF, pattern_from_hf, pattern_to_hf
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN
+from bpe_fast.patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN,
+                               R50K_PATTERN)
 from bpe_fast.synthetic import mixed_text
 from corpora import EOT, FIXTURES, SCRIPTS
 
@@ -168,6 +169,87 @@ def test_split_then_byte_level(tmp_path, split, native):
     assert pattern_to_hf(ours.pattern) == split
     assert ours.special_tokens == {EOT: 0, "<|pad|>": 1}
     assert_same_ids(ours, hf)
+
+
+# ------------------------------------------------------------------------ DeepSeek V3's three Splits
+
+def _deepseek3_splits(third=DEEPSEEK3_SPLITS[2]):
+    return [pre_tokenizers.Split(tokenizers.Regex(r), behavior="isolated", invert=False)
+            for r in (*DEEPSEEK3_SPLITS[:2], third)]
+
+
+_DEEPSEEK3_HF = pre_tokenizers.Sequence(_deepseek3_splits())
+# the characters each alternative of the three regexes (and the lines between them) turns on: ASCII punctuation
+# and letters, digits of several scripts, the edges of its CJK and kana ranges, the marks, punctuation, symbols and
+# unassigned code points inside them, other letters, marks and spaces; and characters at random, of those assigned
+# since Unicode 3.2 (Oniguruma's tables and `regex`'s agree on their classes; recently assigned ones they may not)
+_DEEPSEEK3_CHARS = (list("aZ ,.!?'\"-_[]\\`{}~^@#$%&*+/:;<=>|()\t\r\n0123456789xyz")
+                    + list("\u00e9\u0301\u3099\u309b\u30a0\u30fb\u30fc\u65e5\u672c\u30c6\u304b\u3040\u3097\u4e00"
+                           "\u9fa5\u9fa6\u4dff\u3003\u0663\u00b2\u216b\u00a0\u3000\u2028\x00\x7f\U0001f600\u03a9\ud55c\u0e01\u0e31"
+                           "\u20ac\u00bd\uff11\U0001d7ce\U00020000\uf900"))
+_DEEPSEEK3_OTHERS = [chr(c) for c in random.Random(7).sample(range(0x20, 0x30000), 3000)
+                      if not 0xD800 <= c < 0xE000 and __import__("unicodedata").ucd_3_2_0.category(chr(c)) != "Cn"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_DEEPSEEK3_CHARS), st.sampled_from(_DEEPSEEK3_OTHERS)), max_size=30)
+       .map("".join))
+@example("a  1")                        # spaces before a digit: the end of the third Split's piece
+@example("x \u65e5")                    # ... and before a CJK character
+@example("\u304b\u30fb\u672c")           # the third Split cuts a run of CJK and kana too: its punctuation apart
+@example("\u3040\u304b \u30fb\u3099\u304b")   # an unassigned code point and a mark inside the run
+def test_deepseek3_pattern_gives_hf_pieces(text):
+    import regex
+    assert regex.findall(DEEPSEEK3_PATTERN, text) == [piece for piece, _ in _DEEPSEEK3_HF.pre_tokenize_str(text)]
+
+
+@pytest.fixture(scope="module")
+def deepseek3_file(tmp_path_factory):
+    """(path, HF's tokenizer) of a byte-level BPE trained by HF with DeepSeek V3's pre-tokenizer and added tokens
+    as its files have them (normalized true, no normalizer)."""
+    hf = tokenizers.Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.Sequence([*_deepseek3_splits(),
+                                                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    hf.decoder = decoders.ByteLevel()
+    specials = ["<\uff5cbegin\u2581of\u2581sentence\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>"]
+    trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    hf.train_from_iterator(mixed_text(150_000, seed=12).split("\n"), trainer)
+    path = save_hf(hf, tmp_path_factory.mktemp("deepseek3") / "tokenizer.json")
+    return path, tokenizers.Tokenizer.from_file(str(path))
+
+
+def test_deepseek3_file_gives_hf_ids(deepseek3_file, tmp_path):
+    path, hf = deepseek3_file
+    ours = Tokenizer.from_hf(path)
+    assert ours.pattern == DEEPSEEK3_PATTERN and not ours.native
+    rng = random.Random(3)
+    texts = ["".join(rng.choice(_DEEPSEEK3_CHARS + _DEEPSEEK3_OTHERS[:100]) for _ in range(rng.randint(1, 40)))
+             for _ in range(300)]
+    texts.append("\u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c812345 abc\u3001<\uff5cend\u2581of\u2581sentence\uff5c>x")
+    assert_same_ids(ours, hf, TEXTS + texts)
+    # written back as the three Splits, as DeepSeek's files spell them
+    ours.export_hf(tmp_path / "back.json")
+    steps = json.loads((tmp_path / "back.json").read_text("utf-8"))["pre_tokenizer"]["pretokenizers"]
+    assert [step["pattern"]["Regex"] for step in steps[:-1]] == list(DEEPSEEK3_SPLITS)
+    back = Tokenizer.from_hf(tmp_path / "back.json")
+    assert back.pattern == DEEPSEEK3_PATTERN
+    assert_same_ids(back, tokenizers.Tokenizer.from_file(str(tmp_path / "back.json")), texts)
+
+
+def test_deepseek3_splits_spelled_with_escapes_and_others_refused(deepseek3_file, tmp_path):
+    path, _ = deepseek3_file
+    doc = json.loads(path.read_text("utf-8"))
+    third = doc["pre_tokenizer"]["pretokenizers"][2]["pattern"]
+    third["Regex"] = third["Regex"].replace("\r", "\\r").replace("\n", "\\n")        # "\\r": the escape
+    assert "\r" not in third["Regex"] and "\\r" in third["Regex"]
+    (tmp_path / "escaped.json").write_text(json.dumps(doc), "utf-8")
+    assert Tokenizer.from_hf(tmp_path / "escaped.json").pattern == DEEPSEEK3_PATTERN
+    third["Regex"] = third["Regex"].replace("\\p{M}", "")       # not DeepSeek's: three Splits are refused
+    (tmp_path / "other.json").write_text(json.dumps(doc), "utf-8")
+    with pytest.raises(FormatError, match=r'pre_tokenizer "Split" then "Split" then "Split" then "ByteLevel" is not '
+                                          r"supported: .*or DeepSeek V3's three Splits then ByteLevel"):
+        Tokenizer.from_hf(tmp_path / "other.json")
 
 
 def test_split_on_a_string(tmp_path):
@@ -435,11 +517,27 @@ def test_round_trip_keeps_a_wrapped_pattern(tmp_path):
 
 
 def test_export_refuses_a_special_token_hf_would_renumber(tmp_path):
+    # "\u0120x" reads as a byte-level vocab key (" x"): written there it would be another token, and HF gives an
+    # added token not found in the vocab the next id after it
     vocab = {i: bytes([i]) for i in range(256)}
-    tok = Tokenizer(vocab | {256: b"<|a b|>", 257: b"ab"}, [(b"a", b"b")], ["<|a b|>"])
-    with pytest.raises(ValueError, match=r"'<\|a b\|>' has id 256, but HF would give it id 257"):
+    tok = Tokenizer(vocab | {256: "\u0120x".encode(), 257: b"ab"}, [(b"a", b"b")], ["\u0120x"])
+    with pytest.raises(ValueError, match=r"'\u0120x' has id 256, but HF would give it id 257"):
         tok.export_hf(tmp_path / "tokenizer.json")
     assert not (tmp_path / "tokenizer.json").exists()
+
+
+def test_export_writes_a_special_token_outside_the_byte_mapping_as_its_text(tmp_path):
+    # "<|a b|>" holds a space, which GPT-2's byte mapping writes "\u0120": under its own text in the vocab (as
+    # DeepSeek's files hold theirs), HF finds it there and keeps its id; until then export refused it
+    vocab = {i: bytes([i]) for i in range(256)}
+    tok = Tokenizer(vocab | {256: b"<|a b|>", 257: b"ab"}, [(b"a", b"b")], ["<|a b|>"])
+    path = tmp_path / "tokenizer.json"
+    tok.export_hf(path)
+    assert json.loads(path.read_text("utf-8"))["model"]["vocab"]["<|a b|>"] == 256
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert hf.token_to_id("<|a b|>") == 256
+    text = "ab <|a b|>xab<|a b|>"
+    assert hf_ids(hf, text) == tok.encode(text) == Tokenizer.from_hf(path).encode(text)
 
 
 def _bare_doc(vocab, added_tokens):
@@ -466,9 +564,15 @@ def test_export_refuses_special_ids_hf_gives_otherwise_after_a_gap(tmp_path):
     assert tok.special_tokens == {"<s>": 300, "<|a b|>": 301}
     hf = tokenizers.Tokenizer.from_str(json.dumps(_bare_doc(_GAPPED_VOCAB, [added("<s>", 300), added("<|a b|>", 301)])))
     assert hf.token_to_id("<|a b|>") == 257          # HF's own reading of the file export_hf wrote
-    with pytest.raises(ValueError, match=r"'<\|a b\|>' has id 301, but HF would give it id 257 \(tokenizers 0.22.2"):
-        tok.export_hf(tmp_path / "tokenizer.json")
-    assert not (tmp_path / "tokenizer.json").exists()
+    # now "<|a b|>" goes into the vocab under its text, where HF finds it, with its id
+    tok.export_hf(tmp_path / "tokenizer.json")
+    written = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert written.token_to_id("<|a b|>") == 301 and written.token_to_id("<s>") == 300
+    # a special token whose text reads as another byte-level key cannot go there: refused
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {300: b"<s>", 301: "\u0120x".encode()}, [], ["<s>", "\u0120x"])
+    with pytest.raises(ValueError, match=r"'\u0120x' has id 301, but HF would give it id 257 \(tokenizers 0.22.2"):
+        tok.export_hf(tmp_path / "refused.json")
+    assert not (tmp_path / "refused.json").exists()
 
 
 @pytest.mark.parametrize("file_id", [301, 257])
