@@ -5,8 +5,11 @@ HF finds the added tokens in the raw text first and normalizes each piece of tex
 tokenizer with a normalizer does the same (Tokenizer.with_normalizer): the text between its special tokens is
 normalized, then pre-tokenized and merged. A text that is already in normal form, as nearly all text is, is
 encoded as it is (a normal text's pieces are normal too), so the check (unicodedata.is_normalized) is the only
-cost. Normalization is Python's unicodedata's, of the Unicode version of the running Python (14.0 in 3.11):
-characters assigned after that version are left as they are.
+cost. Normalization is Python's unicodedata's, as HF's: HF's normalizer (the unicode-normalization-alignments
+crate, in tokenizers 0.23.3 as before) has Unicode 9.0's tables, so a character assigned since (U+0C3C, U+1DF6,
+U+11930, ...) is to it a starter that composes with nothing, where Python's tables (14.0 in 3.11) reorder or
+compose it: normal() keeps such characters as they are and normalizes the text between them on its own
+(_UNKNOWN_TO_HF). Characters assigned after the running Python's Unicode version are left as they are.
 
 For text that arrives in pieces (encode_iterable), stable_cut says how much of a piece may be normalized
 before the rest of the text is seen.
@@ -14,6 +17,7 @@ before the rest of the text is seen.
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 
 NORMALIZERS = ("NFC",)      # the forms a tokenizer may apply (HF's normalizer types of the same names)
@@ -22,6 +26,27 @@ NORMALIZERS = ("NFC",)      # the forms a tokenizer may apply (HF's normalizer t
 # is no composition's second character: a cut before one never changes what normalization makes of the text.
 _ALWAYS_STABLE = "\u0300"
 _SCAN = 4096        # stable_cut looks this far back for such a character before it asks the full table
+
+# The characters that HF tokenizers' NFC tables (Unicode 9.0) do not have and Python's (or a later Unicode
+# version's) normalize: those assigned since 9.0 with a combining class or a canonical decomposition, the parts of
+# their compositions (U+11935 U+11930 is U+11938 in 13.0) and the scripts of 16.0's compositions. HF leaves each as
+# it is and composes or reorders nothing across it, so the text between them is normalized on its own. (Measured
+# against tokenizers 0.23.3 for Python's 14.0; the later ones from the `regex` module's Unicode 17 tables. Any
+# character assigned after 9.0 may be listed: to HF each is the same barrier.)
+_UNKNOWN_TO_HF = re.compile("([" +
+    "\u05c8\u05c9\u07fd\u0897-\u089f\u08ca-\u08d3\u09fe\u0c3c\u0d3b\u0d3c\u0eba\u1715\u1abf-\u1af0"
+    "\u1df6-\u1dfa\ua82c\U000105c0-\U000105f3\U00010d24-\U00010d27\U00010d69-\U00010d6d\U00010eab"
+    "\U00010eac\U00010ecb-\U00010ecf\U00010ef0-\U00010efb\U00010efd-\U00010eff\U00010f46-\U00010f50"
+    "\U00010f82-\U00010f85\U00011070\U0001133b\U00011380-\U00011389\U0001138b\U0001138e"
+    "\U00011390-\U000113b5\U000113b7-\U000113c0\U000113c2\U000113c5\U000113c7-\U000113ca"
+    "\U000113cc-\U000113d5\U000113d7\U000113d8\U000113e1\U000113e2\U0001145e\U00011839\U0001183a"
+    "\U00011930\U00011935\U00011938\U0001193d\U0001193e\U00011943\U000119e0\U00011a34\U00011a47\U00011a99"
+    "\U00011d42\U00011d44\U00011d45\U00011d97\U00011f41\U00011f42\U00016100-\U00016139"
+    "\U00016d40-\U00016d79\U00016ff0\U00016ff1\U0001d127\U0001d128\U0001d250-\U0001d252\U0001d25b"
+    "\U0001d25c\U0001d25f\U0001d280\U0001d281\U0001e08f\U0001e130-\U0001e136\U0001e2ae"
+    "\U0001e2ec-\U0001e2ef\U0001e4ec-\U0001e4ef\U0001e5ee\U0001e5ef\U0001e6e3\U0001e6e6\U0001e6ee"
+    "\U0001e6ef\U0001e6f5"
+    "])")
 
 
 def check_normalizer(normalizer: object) -> str | None:
@@ -45,8 +70,16 @@ def is_normal(form: str, text: str) -> bool:
 
 
 def normal(form: str, text: str) -> str:
-    """`text` in normal form `form`."""
-    return unicodedata.normalize(form, text)      # type: ignore[arg-type]  # check_normalizer's forms
+    """`text` in normal form `form`, as HF tokenizers normalizes it: a character HF's tables lack
+    (_UNKNOWN_TO_HF) is kept as it is, and the text on either side of it normalized on its own.
+
+    >>> normal("NFC", "e\\u0301") == "\\u00e9", normal("NFC", "\\u0301\\u0c3c") == "\\u0301\\u0c3c"
+    (True, True)
+    """
+    if _UNKNOWN_TO_HF.search(text) is None:
+        return unicodedata.normalize(form, text)      # type: ignore[arg-type]  # check_normalizer's forms
+    return "".join(part if k % 2 else unicodedata.normalize(form, part)      # type: ignore[arg-type]
+                   for k, part in enumerate(_UNKNOWN_TO_HF.split(text)))
 
 
 def stable_cut(text: str, start: int = 0) -> int:

@@ -110,6 +110,33 @@ def test_stream_without_a_latin_character_for_long(qwen_like):
     assert list(ours.encode_iterable(text[k:k + 700] for k in range(0, len(text), 700))) == hf_ids(hf, text)
 
 
+def test_characters_hf_tables_lack_stay_as_hf_leaves_them(qwen_like):
+    # HF's NFC has Unicode 9.0's tables: to it U+0C3C (Telugu nukta, 14.0, class 7), U+1DF6 (10.0, class 232) and
+    # U+11930 (13.0, the second of U+11938) are starters that compose with nothing; Python 3.11's reorder or
+    # compose them
+    ours, hf = qwen_like
+    for text in ["\u0301\u0c3c", "a\u1df6\u0301", "\U00011935\U00011930", "e\u0301<a>\u0323\U00016ff0\u0301x",
+                 "\u0915\u093c\u0301\u0c3c\u0323 cafe\u0301"]:
+        expected = hf_ids(hf, text)
+        assert ours.encode(text) == expected, ascii(text)
+        assert ours.encode_batch([text, "x"])[0] == expected
+        assert list(ours.encode_iterable(list(text))) == expected
+        assert ours.normalize(text) == "".join(
+            hf.normalizer.normalize_str(piece) if piece not in SPECIALS else piece
+            for piece in text.replace("<a>", "\0<a>\0").split("\0"))
+
+
+def test_normal_is_hf_nfc_around_every_mark_and_decomposition():
+    from bpe_fast.normalize import normal
+
+    hf_nfc = tokenizers.normalizers.NFC().normalize_str
+    chars = [chr(c) for c in range(0x300, 0x30000) if not 0xD800 <= c < 0xE000
+             and (unicodedata.combining(chr(c)) or unicodedata.decomposition(chr(c))[:1] not in ("", "<"))]
+    for ch in chars:
+        for text in ("\u0301" + ch + "\u0323", "a" + ch + "\u0301", ch + "\u0301", unicodedata.normalize("NFD", ch)):
+            assert normal("NFC", text) == hf_nfc(text), ascii(text)
+
+
 def test_allowed_and_disallowed_special_tokens(qwen_like):
     ours, _ = qwen_like
     text = "cafe\u0301<|im_end|>\u0338"
