@@ -1244,7 +1244,13 @@ def test_tokenizer_json_read_natively_as_in_python(tmp_path_factory, rng, fault)
     assert native == python
     if fault in ("none", "escaped_key", "spaced", "nfc") and python[0] == "ok":     # well formed: the native path
         assert hf_module._read_plain(path, data) is not None                       # took it
-    if fault == "nfc":
+    if fault in ("nfc", "nfc_normalized_token") and python[0] == "error" and "normaliz" not in python[1]:
+        # the random file has another fault, found first: the same file without the normalizer has it too
+        del doc["normalizer"]
+        doc["added_tokens"][0]["normalized"] = False
+        path.write_text(json.dumps(doc), "utf-8")
+        assert python_path(outcome) == python
+    elif fault == "nfc":
         assert python[0] == "ok" and python[-1] == "NFC"
     elif fault == "nfc_normalized_token":
         assert python[0] == "error" and "has normalized: true, and the file normalizes text to NFC" in python[1]
