@@ -1145,7 +1145,10 @@ class Tokenizer:
                 or edges_array[-1] != memoryview(data).nbytes or (np.diff(edges_array) < 0).any()):
             raise ValueError("bounds must rise from 0 to len(data)")
         edges = edges_array.tolist()
-        if self._segmenter is None or (self._normalizer is not None and not bytes(data).isascii()):
+        if self._normalizer is not None and (bytes(data).isascii() or not self._changes(bytes(data).decode("utf-8"))):
+            # in normal form, and so each document (a part of a normal text is normal): as it is
+            return self._unnormalized.encode_documents_utf8(data, edges_array, dtype, separator)
+        if self._segmenter is None or self._normalizer is not None:
             arrays = []
             for start, end in zip(edges[:-1], edges[1:]):
                 arrays.append(self.encode_to_numpy(str(data[start:end], "utf-8"), dtype))
@@ -1204,7 +1207,11 @@ class Tokenizer:
         dtype = self._check_dtype(dtype)
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
-        if self._segmenter is None or (self._normalizer is not None and not bytes(data).isascii()):
+        if self._normalizer is not None:      # as it is unless normalizing changes it (checked in the str)
+            if not bytes(data).isascii() and self._changes(bytes(data).decode("utf-8")):
+                return self.encode_to_numpy(bytes(data).decode("utf-8"), dtype)
+            return self._unnormalized.encode_utf8_to_numpy(data, dtype, scratch=scratch)
+        if self._segmenter is None:
             return self.encode_to_numpy(bytes(data).decode("utf-8"), dtype)
         if scratch is None and type(data) is not bytes:
             # a copy: the UTF-8 is checked first and then scanned without the GIL, and a mutable buffer could
