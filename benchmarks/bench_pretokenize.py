@@ -18,7 +18,8 @@ from collections import Counter
 import pytest
 import regex
 
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN
+from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN,
+                               TEKKEN_PATTERN)
 from bpe_fast.pretokenize import count_chunk, native_kind, pretoken_boundaries, pretokenize
 from bpe_fast.specials import SpecialTokens
 
@@ -124,7 +125,7 @@ TEXTS = {"english": english_text(TEXT_BYTES), "mixed": mixed_text(TEXT_BYTES)}
 # native and `regex` alike: each MB/s is from the fastest round, and the fastest of more rounds is faster
 TIMING = {"rounds": 5, "warmup_rounds": 1}
 PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "o200k": O200K_PATTERN, "llama3": LLAMA3_PATTERN,
-            "qwen2": QWEN2_PATTERN, "tekken": TEKKEN_PATTERN}
+            "qwen2": QWEN2_PATTERN, "tekken": TEKKEN_PATTERN, "deepseek3": DEEPSEEK3_PATTERN}
 RESULTS = {}
 
 

@@ -1128,7 +1128,7 @@ def main(argv=None):
 
     pattern = resolve_pattern(args.pattern)
     pattern_name = {"gpt2": "GPT-2's", "gpt4": "GPT-4's (cl100k)", "o200k": "o200k's", "llama3": "Llama 3's",
-                    "qwen2": "Qwen2's", "tekken": "Tekken's"}.get(args.pattern, "custom")
+                    "qwen2": "Qwen2's", "tekken": "Tekken's", "deepseek3": "DeepSeek V3's"}.get(args.pattern, "custom")
     wanted = {s.strip() for s in args.peers.split(",") if s.strip()}
     if args.wait_for_load is not None:
         wait_for_load(args.wait_for_load, args.max_wait, log)

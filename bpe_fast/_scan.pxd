@@ -10,15 +10,17 @@ cdef enum:
     KIND_LLAMA3 = 6 # LLAMA3_PATTERN: GPT4_PATTERN but for a whitespace run that ends the text
     KIND_QWEN2 = 7  # QWEN2_PATTERN: LLAMA3_PATTERN with digits one at a time
     KIND_TEKKEN = 8 # TEKKEN_PATTERN: O200K_PATTERN without contractions, digits one at a time
+    KIND_DEEPSEEK3 = 9  # DEEPSEEK3_PATTERN: DeepSeek V3's three Splits
 
 
 cdef inline bint known_kind(int kind) noexcept nogil:
     """Whether kind is one of the KIND_ numbers above."""
     return (kind == KIND_GPT2 or kind == KIND_GPT4 or kind == KIND_O200K or kind == KIND_LLAMA3 or kind == KIND_QWEN2
-            or kind == KIND_TEKKEN)
+            or kind == KIND_TEKKEN or kind == KIND_DEEPSEEK3)
 
 # The code point classes every scanner reads, as plain C (so scans run without the GIL): the class bits of code
-# point cp are st2[st1[cp >> 8] * 256 + (cp & 255)] (L=1, N=2, S=4, CR/LF=8, o200k's upper=16 and lower=32).
+# point cp are st2[st1[cp >> 8] * 256 + (cp & 255)] (L=1, N=2, S=4, CR/LF=8, o200k's upper=16 and lower=32,
+# DeepSeek V3's punctuation and symbols=64).
 # A UnicodeTables owns one (and the arrays it points into) and never changes it once built.
 cdef struct ScanTables:
     const uint16_t* st1             # code point >> 8 -> block number

@@ -41,6 +41,8 @@ cdef enum:
     C_LNS = 7
     C_U = 16    # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]   (o200k's "upper")
     C_W = 32    # [\p{Ll}\p{Lm}\p{Lo}\p{M}]          (o200k's "lower")
+    C_LM = 48   # U or W: [\p{L}\p{M}] (every letter is one of them, a mark both)
+    C_PS = 64   # [\p{P}\p{S}]                        (DeepSeek V3's punctuation and symbols)
 
 
 @cython.final
@@ -49,7 +51,7 @@ cdef class UnicodeTables:
     bpe_fast/_unicode_table.py): UnicodeTables(stage1, stage2, fold_cps, fold_letters).
 
     stage1[cp >> 8] is a block number b, stage2[b * 256 + (cp & 255)] the class bits of cp (L=1, N=2, S=4,
-    CR/LF=8, o200k's upper=16 and lower=32). fold_cps[k] is a code point that (?i) matches to the ASCII letter
+    CR/LF=8, o200k's upper=16 and lower=32, DeepSeek's punctuation and symbols=64). fold_cps[k] is a code point that (?i) matches to the ASCII letter
     fold_letters[k]. The arrays are copied; the object never changes after, so any number of scans may read
     it at once without the GIL (each scan keeps a reference to it), and several may exist side by side.
     """
@@ -578,13 +580,141 @@ cdef int _kind(int kind) except -1:
 
 cdef inline Py_ssize_t variant_next(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
                                     bint* at_end) noexcept nogil:
-    """The end for the kinds whose patterns are variants of another's: KIND_LLAMA3 and KIND_QWEN2 (gpt4_next),
-    KIND_TEKKEN (o200k_next, which sets at_end)."""
+    """The end for the kinds after the first three: KIND_LLAMA3 and KIND_QWEN2 (gpt4_next), KIND_DEEPSEEK3
+    (deepseek_next), KIND_TEKKEN (o200k_next, which sets at_end)."""
     if kind == KIND_QWEN2:
         return gpt4_next(t, s, i, n, 1, True)
     if kind == KIND_LLAMA3:
         return gpt4_next(t, s, i, n, 3, True)
+    if kind == KIND_DEEPSEEK3:
+        return deepseek_next(t, s, i, n)
     return o200k_next(t, s, i, n, at_end, False, 1)
+
+
+# ---------------------------------------------------------------------------------------------- DeepSeek V3
+# Three Isolated Splits, each applied to every piece the ones before it made: \p{N}{1,3}, then [K]+ with K the
+# CJK ideographs and kana U+4E00-U+9FA5 and U+3040-U+30FF, then
+#     [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+#     | " ?[\p{P}\p{S}]+[\r\n]*" | \s*[\r\n]+ | \s+(?!\S) | \s+
+# (DEEPSEEK3_PATTERN spells the same pieces as one regex). So a digit run goes three at a time; in a run of K the
+# third regex's alternatives match K code points only; elsewhere they match no K code point and no digit, and a
+# whitespace run ends its piece before a digit or a K code point ((?!\S) holds there); the text no alternative
+# matches is a piece of its own, in a run of K or out of one. Every choice reads at most one code point past the
+# pre-token, or the whole whitespace run and the code point after it, as GPT-4's do (scan_block_final).
+
+cdef inline bint ds_cjk(uint32_t cp) noexcept nogil:
+    return 0x4E00 <= cp <= 0x9FA5 or 0x3040 <= cp <= 0x30FF
+
+
+cdef inline uint8_t cp_cls_at(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t* nxt,
+                              uint32_t* cp) noexcept nogil:
+    """cls_at, with the code point in cp."""
+    cdef uint8_t b = s[i]
+    if b < 0x80:
+        nxt[0] = i + 1
+        cp[0] = b
+        return t.ascii_cls[b]
+    cp[0] = decode(s, i, nxt)
+    return cls_of(t, cp[0])
+
+
+cdef inline Py_ssize_t ds_run(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t mask,
+                              bint cjk) noexcept nogil:
+    """The end of the run from i of code points with a class bit of mask, in K (cjk) or not."""
+    cdef Py_ssize_t j
+    cdef uint32_t cp
+    while i < n:
+        if not (cp_cls_at(t, s, i, &j, &cp) & mask) or ds_cjk(cp) != cjk:
+            break
+        i = j
+    return i
+
+
+cdef inline bint ds_letters_at(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint cjk,
+                               Py_ssize_t* nxt) noexcept nogil:
+    """Whether a [\p{L}\p{M}] code point in K (cjk) or not is at i (nxt: the offset after it)."""
+    cdef uint32_t cp
+    return i < n and (cp_cls_at(t, s, i, nxt, &cp) & C_LM) != 0 and ds_cjk(cp) == cjk
+
+
+cdef Py_ssize_t ds_gap(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint cjk) noexcept nogil:
+    """The end of the text from i (in K or out of it: cjk) where no alternative matches: code points that are no
+    digit, letter, mark, punctuation, symbol or space, each not followed by a letter or mark (it would be the
+    optional code point before them)."""
+    cdef Py_ssize_t j, k
+    cdef uint32_t cp
+    while i < n:
+        if (cp_cls_at(t, s, i, &j, &cp) & (C_N | C_LM | C_PS | C_S)) or ds_cjk(cp) != cjk:
+            return i
+        if ds_letters_at(t, s, j, n, cjk, &k):
+            return i
+        i = j
+    return n
+
+
+cdef inline bint ds_ascii_punct(uint8_t b) noexcept nogil:
+    """[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]"""
+    return (33 <= b <= 47) or (58 <= b <= 64) or (91 <= b <= 96) or (123 <= b <= 126)
+
+
+cdef inline bint ds_ascii_letter(uint8_t b) noexcept nogil:
+    return (65 <= b <= 90) or (97 <= b <= 122)
+
+
+cdef Py_ssize_t deepseek_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """End of the DeepSeek V3 pre-token starting at s[i] (i < n)."""
+    cdef uint8_t b = s[i], c, c2 = 0
+    cdef uint32_t cp, cp2 = 0
+    cdef Py_ssize_t j, k, m, last, after_nl
+    cdef int count
+    c = cp_cls_at(t, s, i, &j, &cp)
+    if c & C_N:                                                 # \p{N}{1,3}
+        count = 1
+        while count < 3 and j < n and (cls_at(t, s, j, &k) & C_N):
+            j = k
+            count += 1
+        return j
+    if ds_cjk(cp):                                              # in a run of K
+        if c & C_LM:                                            # [\p{L}\p{M}]+ (a mark before them: the same end)
+            return ds_run(t, s, j, n, C_LM, True)
+        if c & C_PS:                                            # [\p{P}\p{S}]+
+            return ds_run(t, s, j, n, C_PS, True)
+        if ds_letters_at(t, s, j, n, True, &k):                 # [^\r\n\p{L}\p{P}\p{S}] then [\p{L}\p{M}]+
+            return ds_run(t, s, k, n, C_LM, True)
+        return ds_gap(t, s, i, n, True)
+    if ds_ascii_punct(b) and j < n and ds_ascii_letter(s[j]):    # [!"#...~][A-Za-z]+
+        k = j + 1
+        while k < n and ds_ascii_letter(s[k]):
+            k += 1
+        return k
+    if not (c & (C_L | C_PS | C_NL)) and ds_letters_at(t, s, j, n, False, &k):   # [^\r\n\p{L}\p{P}\p{S}]?
+        return ds_run(t, s, k, n, C_LM, False)                                  # [\p{L}\p{M}]+
+    if c & C_LM:
+        return ds_run(t, s, j, n, C_LM, False)
+    if b == 32 and j < n:                                       # " ?[\p{P}\p{S}]+[\r\n]*" with the space
+        c2 = cp_cls_at(t, s, j, &k, &cp2)
+        if (c2 & C_PS) and not ds_cjk(cp2):
+            return run_crlf(s, ds_run(t, s, k, n, C_PS, False), n)
+    if c & C_PS:                                                # ... without it
+        return run_crlf(s, ds_run(t, s, j, n, C_PS, False), n)
+    if not (c & C_S):
+        return ds_gap(t, s, i, n, False)
+    # the whitespace run from i: \s*[\r\n]+ | \s+(?!\S) | \s+
+    last, k = i, j
+    after_nl = j if (c & C_NL) else -1
+    while k < n:
+        c2 = cp_cls_at(t, s, k, &m, &cp2)
+        if not (c2 & C_S):
+            break
+        if c2 & C_NL:
+            after_nl = m
+        last = k
+        k = m
+    if after_nl >= 0:                                           # to its last \r or \n
+        return after_nl
+    if k >= n or (c2 & C_N) or ds_cjk(cp2):                     # the piece ends with the run: all of it
+        return k
+    return last if last > i else k                              # all but its last code point, or the one
 
 
 cdef Py_ssize_t scan_block(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int kind,

@@ -124,10 +124,12 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
 
 def builtin_name(pattern: str) -> str | None:
     """The built-in pattern `pattern` (a resolved regex) is, by name: "gpt2" (in bpe_fast's spelling or
-    tiktoken's, R50K_PATTERN: the same pre-tokens), "gpt4" (cl100k), "o200k", "llama3", "qwen2" or "tekken"; None
+    tiktoken's, R50K_PATTERN: the same pre-tokens), "gpt4" (cl100k), "o200k", "llama3", "qwen2", "tekken" or
+    "deepseek3"; None
     for any other regex."""
     return {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k",
-            LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2", TEKKEN_PATTERN: "tekken"}.get(pattern)
+            LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2", TEKKEN_PATTERN: "tekken",
+            DEEPSEEK3_PATTERN: "deepseek3"}.get(pattern)
 
 
 def shown_pattern(pattern: str) -> str:

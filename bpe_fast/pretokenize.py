@@ -238,7 +238,7 @@ class ChunkCounter:
 # ------------------------------------------------------------------------------------------ native scanner
 
 _KINDS: dict[str, int]
-_KINDS = {"gpt2": 2, "gpt4": 4, "o200k": 5, "llama3": 6, "qwen2": 7, "tekken": 8}   # builtin_name -> the kinds of _scan.pxd
+_KINDS = {"gpt2": 2, "gpt4": 4, "o200k": 5, "llama3": 6, "qwen2": 7, "tekken": 8, "deepseek3": 9}   # builtin_name -> the kinds of _scan.pxd
 _scan: types.ModuleType | None = None           # the extension module, once its tables are built
 _tables: UnicodeTables | None = None            # those tables (native_tables)
 _native_checked = False
@@ -302,7 +302,7 @@ def _load_native() -> None:
 
 def _table_problem(table: Any) -> str:
     """Why `table` must not be used with the installed `regex`, or "" when it agrees."""
-    if table_stamp(table.REGEX_VERSION, *_ranges_of(table), table.FOLDS) != table.STAMP:
+    if table_stamp(table.REGEX_VERSION, _ranges_of(table), table.FOLDS) != table.STAMP:
         return "bpe_fast/_unicode_table.py does not match its stamp (edited by hand?)"
     if table.REGEX_VERSION == regex.__version__:
         return ""
@@ -327,7 +327,7 @@ def installed_regex_table() -> Any:
 def _two_level_table(table: Any) -> tuple[NDArray[np.uint16], NDArray[np.uint8]]:
     """(stage1, stage2): class bits of cp are stage2[stage1[cp >> 8] * 256 + (cp & 255)], identical blocks shared."""
     flat = np.zeros(0x110000, dtype=np.uint8)
-    for bit, ranges in zip((1, 2, 4, 16, 32), _ranges_of(table)):
+    for bit, ranges in zip((1, 2, 4, 16, 32, 64), _ranges_of(table)):
         for start, stop in zip(ranges[0::2], ranges[1::2]):
             flat[start:stop] |= bit
     flat[[0x0A, 0x0D]] |= 8
@@ -341,14 +341,16 @@ def _two_level_table(table: Any) -> tuple[NDArray[np.uint16], NDArray[np.uint8]]
 
 CONTRACTION_LETTERS = "sdmtlver"
 
-# The code point classes the scanner needs: (key, regex). Their bits in bpe_fast/_scan.pyx are 1, 2, 4, 16, 32
-# (8 is \r and \n). UPPER and LOWER are O200K_PATTERN's two case classes (they overlap on Lm, Lo and M).
+# The code point classes the scanner needs: (key, regex). Their bits in bpe_fast/_scan.pyx are 1, 2, 4, 16, 32, 64
+# (8 is \r and \n). UPPER and LOWER are O200K_PATTERN's two case classes (they overlap on Lm, Lo and M); P is
+# DEEPSEEK3_PATTERN's punctuation and symbols.
 CLASSES = (("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s"), ("U", r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"),
-           ("W", r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"))
-_FIELDS = {"L": "LETTER", "N": "NUMBER", "S": "SPACE", "U": "UPPER", "W": "LOWER"}   # names in _unicode_table.py
+           ("W", r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"), ("P", r"[\p{P}\p{S}]"))
+_FIELDS = {"L": "LETTER", "N": "NUMBER", "S": "SPACE", "U": "UPPER", "W": "LOWER",    # names in _unicode_table.py
+           "P": "PUNCT_SYMBOL"}
 
 
-def _ranges_of(table: Any) -> tuple[Any, Any, Any, Any, Any]:
+def _ranges_of(table: Any) -> tuple[Any, ...]:
     """The flat range tuples of `table` (bpe_fast/_unicode_table.py or its like), in CLASSES order."""
     return tuple(getattr(table, _FIELDS[key]) for key, _ in CLASSES)
 
@@ -382,13 +384,13 @@ def regex_unicode_classes() -> dict[str, Any]:
     return {key: ranges(rx + "+") for key, rx in CLASSES} | {"folds": folds}
 
 
-def table_stamp(regex_version: str, letter: Sequence[Any], number: Sequence[Any], space: Sequence[Any],
-                upper: Sequence[Any], lower: Sequence[Any], folds: Mapping[str, Iterable[int]]) -> str:
-    """A hash of the table's contents (ranges may be flat or pairs), so a hand-edited table is noticed."""
+def table_stamp(regex_version: str, classes: Sequence[Sequence[Any]], folds: Mapping[str, Iterable[int]]) -> str:
+    """A hash of the table's contents (the ranges of each class of CLASSES, in order, flat or as pairs), so a
+    hand-edited table is noticed."""
     def flat(ranges: Iterable[Any]) -> list[int]:
         return [x for r in ranges for x in (r if isinstance(r, tuple) else (r,))]
 
-    text = repr((regex_version, *(flat(r) for r in (letter, number, space, upper, lower)),
+    text = repr((regex_version, *(flat(r) for r in classes),
                  sorted((k, list(v)) for k, v in folds.items())))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

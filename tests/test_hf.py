@@ -222,7 +222,7 @@ def deepseek3_file(tmp_path_factory):
 def test_deepseek3_file_gives_hf_ids(deepseek3_file, tmp_path):
     path, hf = deepseek3_file
     ours = Tokenizer.from_hf(path)
-    assert ours.pattern == DEEPSEEK3_PATTERN and not ours.native
+    assert ours.pattern == DEEPSEEK3_PATTERN and ours.native
     rng = random.Random(3)
     texts = ["".join(rng.choice(_DEEPSEEK3_CHARS + _DEEPSEEK3_OTHERS[:100]) for _ in range(rng.randint(1, 40)))
              for _ in range(300)]
@@ -407,7 +407,7 @@ def ours_trained(tmp_path_factory):
     return train_bpe(corpus, 700, [EOT, "<|pad|>"], num_processes=1)
 
 
-@pytest.mark.parametrize("pattern", ["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", R50K_PATTERN])
+@pytest.mark.parametrize("pattern", ["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", "deepseek3", R50K_PATTERN])
 def test_export_then_from_hf(tmp_path, ours_trained, pattern):
     vocab, merges = ours_trained
     # "<|a b|>" is not its byte-level form ("<|aĠb|>"): HF cannot find it in the vocab, gives it the next id

@@ -12,12 +12,12 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bpe_fast.patterns import (GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN,
-                               TEKKEN_PATTERN)
+from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
+                               QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN)
 
 P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
 PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN,   # R50K: tiktoken spells GPT-2's so
-            LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN]
+            LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, DEEPSEEK3_PATTERN]
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -25,7 +25,7 @@ FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCh
 def native_scanner():
     assert P.native_kind(GPT2_PATTERN) == P.native_kind(R50K_PATTERN) == 2 and P.native_kind("gpt4") and \
         P.native_kind("o200k") == 5 and P.native_kind(LLAMA3_PATTERN) == 6 and P.native_kind("qwen2") == 7 and \
-        P.native_kind(TEKKEN_PATTERN) == 8, \
+        P.native_kind(TEKKEN_PATTERN) == 8 and P.native_kind("deepseek3") == 9, \
         "native scanner not active: build _scan.pyx"
 
 
@@ -110,6 +110,25 @@ def test_tekken_worked_example():
     assert regex.findall(TEKKEN_PATTERN, text) == expected
     assert P.pretokenize(text, "tekken") == expected
     assert P.pretokenize(text, "o200k")[:1] == ["Don't"]
+
+
+def test_deepseek3_worked_example():
+    text = "Hello, 12345 \u65e5\u672c\u8a9e\u30fb\u30c6\u30b9\u30c8x  9\x00\x00 'sé  \n\n  a\u309b\u304b"
+    # DeepSeek V3's three Splits, each cutting every piece the ones before made:
+    # "Hello" ","              the third's letters, then its punctuation (the first alternative needs a letter
+    #                          right after the punctuation)
+    # " " "123" "45"           the space ends its piece before a digit; digits three at a time
+    # " " "日本語" "・" "テスト"   a run of CJK and kana, which the third Split cuts at its punctuation
+    # "x" "  " "9"             "  " whole: (?!\S) holds where the piece ends, before a digit
+    # "\x00\x00"               no alternative takes \x00: the text between two matches is a piece
+    # " '" "sé"                the letters need to follow the optional code point at once, so the space goes
+    #                          with the punctuation (" ?[\p{P}\p{S}]+")
+    # "  \n\n" " " " a"        \s*[\r\n]+, then \s+(?!\S) leaves the last space to the letter
+    # "\u309b" "\u304b"        U+309B (a symbol) and U+304B (a letter) in the run of kana
+    expected = ["Hello", ",", " ", "123", "45", " ", "\u65e5\u672c\u8a9e", "\u30fb", "\u30c6\u30b9\u30c8", "x", "  ",
+                "9", "\x00\x00", " '", "s\u00e9", "  \n\n", " ", " a", "\u309b", "\u304b"]
+    assert regex.findall(DEEPSEEK3_PATTERN, text) == expected
+    assert P.pretokenize(text, "deepseek3") == expected
 
 
 def test_gpt4_whitespace_worked_example():
@@ -325,7 +344,12 @@ PIECES = ["'s", "'S", "'d", "'D", "'m", "'M", "'t", "'T", "'ll", "'Ll", "'LL", "
           "...", " !!", "Hello", " world", "\u4e2d\u6587", "\u0416\u0438", "\u00df", "\u01c5", "\u02b0",
           "\U00010400", "\U000e0001", "\U0010ffff",
           # o200k: case runs that give code points back ("中A!" is "中", "A", "!"), "/" and newlines after punctuation
-          "\u4e2dA", "HTTPServer", "AB", "\u02b0A", "\u0301A", "A\u0301", "!/", "/\n/", " //", "'Re", "'rE"]
+          "\u4e2dA", "HTTPServer", "AB", "\u02b0A", "\u0301A", "A\u0301", "!/", "/\n/", " //", "'Re", "'rE",
+          # DeepSeek V3: the edges of its CJK and kana ranges and what is next to them, the marks, punctuation and
+          # unassigned code points inside them, ASCII punctuation before letters, digits after spaces
+          "\u303f", "\u3040", "\u3041", "\u3097", "\u3099", "\u309b", "\u309f", "\u30a0", "\u30fb", "\u30fc",
+          "\u30ff", "\u3100", "\u4dff", "\u4e00", "\u9fa5", "\u9fa6", "\u65e5\u672c", ",x", "'s", "  1",
+          " \u65e5", "\x00"]
 chars_any = st.characters(codec="utf-8")
 chars_by_category = st.one_of([st.characters(categories=[c], codec="utf-8") for c in CATEGORIES])
 whitespace_run = st.lists(st.sampled_from([" ", " ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u3000", "\u2028"]),
@@ -349,6 +373,19 @@ def test_pretokenize_equals_regex(text, pattern):
 def test_edge_cases_equal_regex(text, pattern):
     assert P.pretokenize(text, pattern) == regex.findall(pattern, text)
     assert P.pretoken_boundaries(text.encode(), pattern).tolist() == oracle_boundaries(text, pattern)
+
+
+DEEPSEEK3_EDGES = ["\u303f", "\u3040", "\u3041", "\u3097", "\u3099", "\u309b", "\u309f", "\u30a0", "\u30ab", "\u30fb",
+                   "\u30fc", "\u30ff", "\u3100", "\u4dff", "\u4e00", "\u9fa5", "\u9fa6", "a", "\u00e9", "\u0301", " ", "  ",
+                   "\n", "1", "!", ",x", "\x00", "\u2460"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(st.sampled_from(DEEPSEEK3_EDGES), max_size=12).map("".join))
+@example(text="\u30ab\u30ff")           # U+30FF ends the kana range: the run goes on through it
+@example(text="\u4e00\u9fa5\u9fa6")      # U+9FA6 is past the ideographs' range: a letter of its own piece
+def test_deepseek3_at_the_edges_of_its_ranges_equals_regex(text):
+    assert P.pretokenize(text, "deepseek3") == regex.findall(DEEPSEEK3_PATTERN, text)
 
 
 @FUZZ

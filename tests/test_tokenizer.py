@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from bpe_fast import Tokenizer, formats
 from bpe_fast.formats import FormatError
-from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN
+from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN,
+                               TEKKEN_PATTERN)
 from corpora import FIXTURES
 from encode_oracle import (assigned_in_old_unicode, merge_pretoken_merge_list, merge_pretoken_tiktoken, oracle_encode, split_specials,
                            token_ranks)
@@ -721,10 +722,11 @@ def test_encode_iterable_any_cuts_o200k(tok_o200k, text, points):
 
 @FEW
 @given(texts, st.lists(st.integers(min_value=0, max_value=10**6), max_size=12),
-       st.sampled_from([LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN]))
+       st.sampled_from([LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, DEEPSEEK3_PATTERN]))
 @example(text="a \n  \n ", points=[2, 5], pattern=LLAMA3_PATTERN)    # cuts in a run the end of the text cuts
 @example(text="x 1234567", points=[4], pattern=QWEN2_PATTERN)
 @example(text="\u4e2dAAAAAAAA!", points=[3], pattern=TEKKEN_PATTERN)
+@example(text="a  1 \u65e5\u672c\u30fb x\x00", points=[2, 3, 7, 9], pattern=DEEPSEEK3_PATTERN)   # DeepSeek's look-ahead
 def test_encode_iterable_any_cuts_llama3_qwen2_tekken(trained, text, points, pattern):
     tok = Tokenizer(*trained, special_tokens=[EOT], pattern=pattern)
     assert list(tok.encode_iterable(cut(text, points))) == tok.encode(text)
@@ -1226,7 +1228,8 @@ def gpt2_ranks(gpt2):
 
 
 @pytest.fixture(scope="module", params=[GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN,
-                                        TEKKEN_PATTERN], ids=["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken"])
+                                        TEKKEN_PATTERN, DEEPSEEK3_PATTERN],
+                ids=["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", "deepseek3"])
 def pair(request, gpt2, gpt2_ranks):
     """(our tokenizer, tiktoken's) with GPT-2's ranks and the pattern."""
     tiktoken = pytest.importorskip("tiktoken")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, train_bpe, train_from_counts
-from bpe_fast.patterns import LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN
+from bpe_fast.patterns import DEEPSEEK3_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN
 from bpe_fast._train import MergeEngine
 from bpe_fast.chunking import chunk_boundaries
 from bpe_fast.counts import count_file
@@ -83,7 +83,8 @@ CASES = [
 
 @pytest.mark.parametrize("name,kwargs,specials", CASES, ids=[c[0] for c in CASES])
 @pytest.mark.parametrize("pattern", [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN,
-                                     TEKKEN_PATTERN], ids=["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken"])
+                                     TEKKEN_PATTERN, DEEPSEEK3_PATTERN],
+                         ids=["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", "deepseek3"])
 def test_train_matches_oracle(tmp_path, name, kwargs, specials, pattern):
     text = make_corpus(specials=specials, **kwargs)
     path = write(tmp_path, text)
@@ -120,7 +121,8 @@ def test_long_runs_and_ties(tmp_path):
                   max_size=150).map("".join),
     extra=st.integers(0, 40),
     specials=st.sampled_from([[], ["<|eot|>"], ["<|eot|>", "b"]]),
-    pattern=st.sampled_from([GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN]),
+    pattern=st.sampled_from([GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN,
+                             DEEPSEEK3_PATTERN]),
     num_processes=st.sampled_from([1, 2]),
     chunk_bytes=st.sampled_from([None, 8, 40]),
 )
@@ -138,8 +140,8 @@ def test_random_corpora_match_oracle(tmp_path, text, extra, specials, pattern, n
 # ---- chunking -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("pattern", [GPT2_PATTERN, R50K_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN,
-                                     QWEN2_PATTERN, TEKKEN_PATTERN, r"\w+|\s+|[^\w\s]+"],
-                         ids=["gpt2", "r50k", "gpt4", "o200k", "llama3", "qwen2", "tekken", "custom"])
+                                     QWEN2_PATTERN, TEKKEN_PATTERN, DEEPSEEK3_PATTERN, r"\w+|\s+|[^\w\s]+"],
+                         ids=["gpt2", "r50k", "gpt4", "o200k", "llama3", "qwen2", "tekken", "deepseek3", "custom"])
 @pytest.mark.parametrize("specials", [[], [EOT, EOT + EOT]], ids=["no-specials", "specials"])
 def test_chunked_counts_equal_one_chunk_counts(tmp_path, pattern, specials):
     text = make_corpus(11, n_words=4000, specials=specials)

@@ -1,8 +1,8 @@
 """Regenerate bpe_fast/_unicode_table.py from the installed `regex` package.
 
 The native pre-tokenizer classifies code points with this table instead of asking `regex`, so the table must
-say exactly what the installed `regex` says: which code points are \\p{L}, \\p{N}, \\s and in o200k's two case
-classes, and which code points ``(?i:x)`` matches for the contraction letters of GPT-4's and o200k's
+say exactly what the installed `regex` says: which code points are \\p{L}, \\p{N}, \\s, in o200k's two case
+classes and in [\\p{P}\\p{S}], and which code points ``(?i:x)`` matches for the contraction letters of GPT-4's and o200k's
 patterns. Run it after upgrading `regex`:
 
     python tools/gen_unicode_table.py            # rewrites bpe_fast/_unicode_table.py
@@ -41,7 +41,7 @@ def render(classes):
         f"REGEX_VERSION = {regex.__version__!r}\n",
         *(f"# {rx}\n" + _format_ranges(_FIELDS[key], classes[key]) for key, rx in CLASSES),
         "FOLDS = {\n" + "".join(f"    {k!r}: ({', '.join(f'0x{c:X}' for c in v)},),\n" for k, v in folds.items()) + "}\n",
-        f"STAMP = {table_stamp(regex.__version__, *(classes[key] for key, _ in CLASSES), folds)!r}\n",
+        f"STAMP = {table_stamp(regex.__version__, [classes[key] for key, _ in CLASSES], folds)!r}\n",
     ]
     return "\n".join(parts)
 
