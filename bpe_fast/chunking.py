@@ -4,12 +4,14 @@ A cut at byte offset k is safe when counting the two sides separately gives the 
 counting the whole file:
   * no occurrence of a special token covers k (starts before k and ends after it), and
   * either a special token starts at k (the text is split there for any pattern), or the pattern is a
-    built-in one (GPT-2's, GPT-4's, o200k's, Llama 3's, Qwen2's or Tekken's: patterns.builtin_name), byte k is a space
+    built-in one (GPT-2's, GPT-4's, o200k's, Llama 3's, Qwen2's, Tekken's or DeepSeek V3's: patterns.builtin_name),
+    byte k is a space
     and byte k-1 is a printable ASCII character: these patterns end every pre-token that holds a non-space
     character at the first space after it (GPT-4 and o200k keep "\\r\\n" after punctuation, hence a space and
     not any whitespace; o200k's letter runs read ahead to the end of an upper-case run, which a space ends),
     and none looks behind. (Llama 3's pattern cuts a whitespace run that ends the text otherwise than GPT-4's:
-    a side never ends in one.) Both kinds of cut fall on character boundaries, so UTF-8 decoding is unchanged
+    a side never ends in one. DeepSeek V3's takes every printable ASCII character into a match, never a gap
+    between matches, and its matches stop at a space after one too.) Both kinds of cut fall on character boundaries, so UTF-8 decoding is unchanged
     too.
 """
 from __future__ import annotations
