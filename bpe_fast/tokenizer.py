@@ -318,13 +318,20 @@ class Tokenizer:
         normalizer = check_normalizer(normalizer)
         if normalizer == self._normalizer:
             return self
-        if normalizer is None and self._unnormalized_made is not None:
-            return self._unnormalized_made
+        if normalizer is None:
+            return self._unnormalized
+        made = self._copy_normalizing(normalizer)
+        made._unnormalized_made = self._unnormalized
+        return made
+
+    def _copy_normalizing(self, normalizer: str | None) -> Tokenizer:
+        """A shallow copy of this tokenizer (the tables, vocabulary and encoders shared) normalizing to
+        `normalizer`, with views of its own."""
         made = object.__new__(type(self))
         made.__dict__.update(self.__dict__)
         made._normalizer = normalizer
         made._views = {}
-        made._unnormalized_made = None if normalizer is None else self._unnormalized
+        made._unnormalized_made = None
         return made
 
     @property
@@ -339,12 +346,7 @@ class Tokenizer:
             return self
         made = self._unnormalized_made
         if made is None:
-            made = object.__new__(type(self))
-            made.__dict__.update(self.__dict__)
-            made._normalizer = None
-            made._views = {}
-            made._unnormalized_made = None
-            self._unnormalized_made = made
+            made = self._unnormalized_made = self._copy_normalizing(None)
         return made
 
     # ---------------------------------------------------------------------------------------- construction
