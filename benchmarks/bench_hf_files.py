@@ -92,6 +92,25 @@ def test_hf_tokenizers(benchmark, case):
     _record(benchmark, (name, text_name, "HF tokenizers"), text)
 
 
+STREAMS = ["NFD lines", "20,000 marks one at a time"]
+
+
+@pytest.mark.parametrize("stream", STREAMS)
+def test_bpe_fast_encode_iterable_normalizing(benchmark, stream, ranks, corpus_head, tmp_path):
+    # encode_iterable with the Qwen-like file's NFC: the text NFD (normalizing changes each line), and a run of
+    # combining marks with no character to cut before, fed one at a time (quadratic before it kept where it looked)
+    path = tmp_path / "tokenizer.json"
+    pattern, normalizer, specials = FILES["qwen"]
+    Tokenizer.from_tiktoken(ranks, pattern, specials).with_normalizer(normalizer).export_hf(path)
+    pieces = (unicodedata.normalize("NFD", corpus_head).splitlines(keepends=True) if stream == "NFD lines"
+              else ["\u0301"] * 20_000)
+    tok = Tokenizer.from_hf(path)
+    assert list(tok.encode_iterable(pieces)) == tok.encode("".join(pieces))
+    benchmark.pedantic(lambda tok: list(tok.encode_iterable(pieces)), setup=lambda: ((Tokenizer.from_hf(path),), {}),
+                       rounds=3, iterations=1)
+    _record(benchmark, ("qwen", stream, "bpe_fast encode_iterable"), "".join(pieces))
+
+
 def test_report():
     if not RESULTS:
         pytest.skip("no benchmark ran")
@@ -102,5 +121,9 @@ def test_report():
             plain = RESULTS.get((name, text_name, "bpe_fast, no normalizer"))
             lines.append(f"{name}, {text_name}: bpe_fast {ours:.1f} MB/s, HF tokenizers {hf:.2f} MB/s ({ours / hf:.1f}x)"
                          + (f"; without the normalizer {plain:.1f} MB/s" if plain else ""))
+    for stream in STREAMS:
+        if RESULTS.get(("qwen", stream, "bpe_fast encode_iterable")):
+            lines.append(f"qwen, encode_iterable, {stream}: bpe_fast "
+                         f"{RESULTS['qwen', stream, 'bpe_fast encode_iterable']:.1f} MB/s")
     print("\n" + "\n".join(lines))
     assert lines, "no benchmark ran"

@@ -100,24 +100,28 @@ def normal(form: str, text: str) -> str:
                    for k, part in enumerate(_UNKNOWN_TO_HF.split(text)))
 
 
-def stable_cut(text: str, start: int = 0) -> int:
-    """A k, start <= k < len(text), before which `text` may be cut without changing its NFC: text[k] is a
+def stable_cut(text: str, start: int = 0, end: int | None = None, floor: int | None = None) -> int:
+    """A k, start <= k < end, before which text[start:end] may be cut without changing its NFC: text[k] is a
     character that nothing before it composes or reorders with (canonical combining class 0, not the second
     character of a composition, its decomposition starting with such a character). It is the last character
     below U+0300 when one is among the last 4,096 (the usual case, and cheap), else the last such character;
-    `start` when there is none after it. The NFC of text[start:k] is then final, whatever follows the text.
+    `start` when there is none after it. The NFC of text[start:k] is then final, whatever follows text[:end].
+    `end` is len(text) when None. Nothing before `floor` is looked at (a caller that asked before, the text
+    since grown, passes where it looked up to, so a long run of combining marks fed in pieces costs each
+    character one look): k is then at or after it, or `start`. Any k returned is a safe cut.
 
     >>> stable_cut("ab"), stable_cut("e\\u0301"), stable_cut("\\u0301\\u0301"), stable_cut("x\\u3042\\u3099")
     (1, 0, 0, 0)
-    >>> stable_cut("\\u3042\\u3042\\u3099")
-    1
+    >>> stable_cut("\\u3042\\u3042\\u3099"), stable_cut("\\u3042\\u3042\\u3099", end=1)
+    (1, 0)
     """
-    n = len(text)
-    for k in range(n - 1, max(start, n - _SCAN) - 1, -1):
+    n = len(text) if end is None else end
+    low = start if floor is None else max(start, floor)
+    for k in range(n - 1, max(low, n - _SCAN) - 1, -1):
         if text[k] < _ALWAYS_STABLE:
             return k
     unstable = _unstable_characters()
-    for k in range(n - 1, start - 1, -1):
+    for k in range(n - 1, low - 1, -1):
         if text[k] not in unstable:
             return k
     return start

@@ -1281,6 +1281,7 @@ class Tokenizer:
         reach = max(map(len, self._specials.tokens), default=1)     # a special token starting k characters before
         pending = ""            # the end of the text is decided only when `reach` characters follow its start
         carry = ""              # a high surrogate ending the last string (it may pair with the next one)
+        seen = 0                # pending[:seen] was searched: no special token starts there, no stable cut after 0
         for chunk in itertools.chain(iterable, [None]):
             final = chunk is None
             if final:
@@ -1294,7 +1295,7 @@ class Tokenizer:
             text = pending + chunk
             pos, limit = 0, len(text) if final else len(text) - reach + 1
             if regex_ is not None:
-                for m in regex_.finditer(text):
+                for m in regex_.finditer(text, seen):
                     if m.start() >= limit:
                         break
                     if m.start() > pos:
@@ -1306,10 +1307,10 @@ class Tokenizer:
                 if pos < len(text):
                     yield False, normal(form, text[pos:])
                 return
-            cut = stable_cut(text[:limit], pos) if limit > pos else pos
+            cut = stable_cut(text, pos, limit, seen) if limit > pos else pos
             if cut > pos:
                 yield False, normal(form, text[pos:cut])
-            pending = text[cut:]
+            pending, seen = text[cut:], max(limit - cut, 0)
 
     def _id_lists_native(self, iterable: Iterable[str]) -> Iterator[list[int]]:
         """encode_iterable's lists of ids, one per string that made some ids final (the native path)."""

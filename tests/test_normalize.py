@@ -262,3 +262,24 @@ def test_a_stable_cut_keeps_the_normal_form(texts, start):
     assert start <= k <= max(start, len(text) - 1)
     nfc = unicodedata.normalize
     assert nfc("NFC", text[start:k]) + nfc("NFC", text[k:] + after) == nfc("NFC", text[start:] + after)
+
+
+@settings(max_examples=800, deadline=None)
+@given(alphabets.flatmap(lambda alphabet: st.tuples(st.lists(st.sampled_from(alphabet), max_size=12).map("".join),
+                                                    st.lists(st.sampled_from(alphabet), max_size=6).map("".join))),
+       st.integers(0, 20), st.integers(0, 20), st.integers(0, 20))
+def test_a_stable_cut_within_bounds_keeps_the_normal_form(texts, start, end, floor):
+    """With `end`, the cut is one of text[:end], whatever follows it; with `floor`, it is at or after floor
+    (or start), and equal to the cut of the text from floor on when there is one there."""
+    text, after = texts
+    end = min(end, len(text))
+    start = min(start, end)
+    k = stable_cut(text, start, end, floor)
+    assert start <= k <= max(start, end - 1)
+    assert k == start or k >= floor
+    nfc = unicodedata.normalize
+    rest = text[end:] + after
+    assert nfc("NFC", text[start:k]) + nfc("NFC", text[k:end] + rest) == nfc("NFC", text[start:end] + rest)
+    assert k in (start, stable_cut(text[:end], max(start, floor)))
+    if floor <= start:
+        assert k == stable_cut(text[:end], start)
