@@ -143,7 +143,7 @@ def _pattern(value: str) -> str:
     if value in PATTERNS:
         return PATTERNS[value]
     if value.isidentifier() and value.lower() == value and len(value) < 12:
-        raise CliError(f"unknown pattern name {value!r} (choose {', '.join(PATTERNS)} or give a regex)")
+        raise CliError(f"--pattern: unknown pattern name {value!r} (choose {', '.join(PATTERNS)} or give a regex)")
     from .patterns import compile_pattern
     try:
         compile_pattern(value)      # (resolve_pattern's checks, then regex's: before any work, naming the flag)
@@ -376,7 +376,7 @@ def _summary(tokenizer: Tokenizer, merges: Sequence[tuple[bytes, bytes]], took: 
     # the longest, those of one length in the order training made them (a set's order changed from run to run)
     longest = sorted(dict.fromkeys(a + b for a, b in merges), key=len, reverse=True)[:5]
     if longest:
-        lines.append("longest tokens: " + ", ".join(repr(t.decode("utf-8", "replace")) for t in longest))
+        lines.append("longest tokens: " + ", ".join(map(_token_shown, longest)))
     if corpus:
         with open(corpus, "rb") as f:
             sample = f.read(1 << 20).decode("utf-8", "replace")
@@ -385,6 +385,15 @@ def _summary(tokenizer: Tokenizer, merges: Sequence[tuple[bytes, bytes]], took: 
             lines.append(f"bytes per token on the first {_human_bytes(len(sample.encode()))} of {corpus}: "
                          f"{len(sample.encode()) / n:.2f}")
     return "\n".join(lines)
+
+
+def _token_shown(token: bytes, most: int = 40) -> str:
+    """A token for the summary: its text, cut to `most` characters with its length in bytes when longer (a
+    corpus of one character repeated makes tokens of megabytes)."""
+    text = token.decode("utf-8", "replace")
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most]!r}... ({len(token):,} bytes)"
 
 
 def _first_text_file(corpus: Stream | list[str], text_field: str) -> str | None:

@@ -243,7 +243,17 @@ def test_unknown_pattern_name(tmp_path, corpus, capsys):
     code, err = run(["train", str(corpus), "--vocab-size", "300", "--pattern", "gpt5", "-o",
                      str(tmp_path / "t")], capsys)
     _assert_clean_failure(code, err, tmp_path)
-    assert "gpt5" in err
+    assert "--pattern: unknown pattern name 'gpt5'" in err
+
+
+def test_the_summary_cuts_long_tokens_short(tmp_path, capsys):
+    corpus = tmp_path / "a.txt"
+    corpus.write_bytes(b"a" * 5000)
+    code, err = run(["-q", "train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t")], capsys)
+    assert code == 0 and "warning: no pairs left" in err
+    longest = next(line for line in err.splitlines() if line.startswith("longest tokens: "))
+    assert longest.startswith("longest tokens: '" + "a" * 40 + "'... (5,000 bytes), '" + "a" * 40 + "'... (")
+    assert len(longest) < 400
 
 
 def test_output_in_a_missing_folder(tmp_path, tokdir, corpus, capsys):
