@@ -77,13 +77,14 @@ class OutputGroup:
 
     def makedirs(self, path: StrPath) -> None:
         """os.makedirs(path, exist_ok=True) for the group's files; the folders it creates are removed again (when
-        empty) if the group is discarded, so a failure leaves no new folder behind."""
-        missing, folder = [], os.path.abspath(path)
+        empty) if the group is discarded, so a failure leaves no new folder behind. A symbolic link to a folder
+        still to be made is made through, as the files are written through links."""
+        missing, folder = [], os.path.realpath(path)
         while not os.path.lexists(folder):
             missing.append(folder)
             folder = os.path.dirname(folder)
         self._folders.extend(missing)
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(os.path.realpath(path), exist_ok=True)
 
     def staged(self, path: StrPath) -> str:
         """Where `path`'s new contents are until the commit (the temporary file), or `path` when not staged."""
@@ -172,11 +173,47 @@ _TMP_SUFFIX = ".tmp"
 _TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}" + re.escape(_TMP_SUFFIX), re.DOTALL)    # (a name may hold a newline)
 
 
+_LONG = "~"        # ends the part of a name a temporary file holds when the whole name would make it too long
+
+
 def staged_target(entry: str) -> str | None:
-    """The name of the output whose temporary file is `entry` (a name in a folder), or None when it is not one:
-    what a killed process (SIGKILL, the OOM killer) leaves, which nothing here then removes."""
+    """The name of the output whose temporary file is `entry` (a name in a folder), as staged_key gives it, or
+    None when it is not one: what a killed process (SIGKILL, the OOM killer) leaves, which nothing here then
+    removes."""
     found = _TEMPORARY.fullmatch(entry)
     return None if found is None else found.group(1)
+
+
+def staged_key(name: str, folder: str = ".") -> str:
+    """What the temporary file of the output `name` in `folder` holds of its name (see staged_target): the name,
+    or, when the name is too long to be held with the 14 characters a temporary file adds (a valid name of
+    over 241 bytes), its longest start that fits followed by "~"."""
+    room = name_max(folder) - len(os.fsencode(f"..12345678{_TMP_SUFFIX}"))
+    if len(os.fsencode(name)) <= room:
+        return name
+    cut = name
+    while len(os.fsencode(cut + _LONG)) > room:
+        cut = cut[:-1]
+    return cut + _LONG
+
+
+def name_max(folder: str) -> int:
+    """The longest name, in bytes, a file in `folder` may have (255 where the system does not say)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def check_name_fits(path: StrPath) -> None:
+    """An OSError (ENAMETOOLONG) naming `path` when its last part is longer than its folder takes: found
+    before the output is written, not when it is renamed into place."""
+    path = os.fspath(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    limit = name_max(folder if os.path.isdir(folder) else "/")
+    if len(os.fsencode(name)) > limit:
+        raise OSError(errno.ENAMETOOLONG, f"the name is too long ({len(os.fsencode(name))} bytes; at most {limit} "
+                      f"here)", path)
 
 
 @contextlib.contextmanager
@@ -202,9 +239,10 @@ def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
         return
     if os.path.islink(path):
         path = os.path.realpath(path)
+    check_name_fits(path)
     folder, name = os.path.split(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=_TMP_SUFFIX)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{staged_key(name, folder)}.", suffix=_TMP_SUFFIX)
     except OSError as exc:
         raise type(exc)(exc.errno, exc.strerror, path) from None
     try:

@@ -177,12 +177,27 @@ def _check_output_folder(path: str, flag: str = "-o") -> None:
     _check_not_stdout(path, flag)
     if path.endswith(("/", os.sep)):
         raise CliError(f"{flag} {path}: ends with '/', a folder's name; give the file to write")
-    folder = os.path.dirname(os.path.abspath(path))
+    target = os.path.realpath(path) if os.path.islink(path) else path    # written through a link (bpe_fast.atomic)
+    _check_names_fit(target, f"{flag} {path}")
+    folder = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(folder):
         why = f"{folder} is not a folder" if os.path.exists(folder) else f"the folder {folder} does not exist"
         raise CliError(f"{flag} {path}: {why}")
     if not os.path.exists(path) or os.path.isfile(path):    # (/dev/null is written to as it is)
         _check_can_make_in(folder, f"{flag} {path}")
+
+
+def _check_names_fit(path: str, given: str) -> None:
+    """A CliError naming `given` when a part of `path` that does not exist yet has a name longer than the file
+    system takes: found after the work, as the output was renamed into place ('File name too long')."""
+    from .atomic import check_name_fits
+    part = os.path.abspath(path)
+    while not os.path.lexists(part):
+        try:
+            check_name_fits(part)
+        except OSError as exc:
+            raise CliError(f"{given}: {exc.strerror}") from None
+        part = os.path.dirname(part)
 
 
 def _check_not_stdout(path: str, flag: str, file: bool = True) -> None:
@@ -546,7 +561,8 @@ def _check_creatable(directory: str, flag: str = "-o") -> None:
     """A CliError naming the flag unless files can be made in the output folder `directory`: in it when it
     exists, else in its nearest existing ancestor, which must be a folder (the folders between are made when the
     files are written, as Tokenizer.save and encode_files make them)."""
-    ancestor = os.path.abspath(directory)
+    ancestor = os.path.realpath(directory)       # a link to a folder still to be made is written through
+    _check_names_fit(ancestor, f"{flag} {directory}")
     while not os.path.exists(ancestor):
         ancestor = os.path.dirname(ancestor)
     if not os.path.isdir(ancestor):
@@ -558,12 +574,12 @@ def _save_dir_atomic(tokenizer: Tokenizer, directory: str) -> None:
     """Tokenizer.save: each file written beside its target in `directory` (made if missing) and all renamed
     together once written, so no half-written tokenizer (files staged in a sibling folder and moved in failed
     when `directory` is on another file system: a mount point, a link to another disk)."""
-    missing, folder = [], os.path.abspath(directory)
+    missing, folder = [], os.path.realpath(directory)     # through a link to a folder still to be made
     while not os.path.lexists(folder):          # the folders made here, removed again if the saving fails
         missing.append(folder)
         folder = os.path.dirname(folder)
     try:
-        os.makedirs(directory, exist_ok=True)
+        os.makedirs(os.path.realpath(directory), exist_ok=True)
     except OSError as exc:
         raise CliError(f"-o {directory}: cannot write there ({exc.strerror or exc})") from None
     try:
@@ -892,13 +908,8 @@ def cmd_report(args: argparse.Namespace) -> None:
         from .html_report import png_names
         _check_no_folder_among([os.path.join(args.png, name) for name in png_names(bool(args.against))],
                                f"--png {args.png}")
-    if args.png:                        # a folder to make: the nearest that exists must be a folder too
-        existing = os.path.dirname(os.path.abspath(args.png))
-        while not os.path.lexists(existing):
-            existing = os.path.dirname(existing)
-        if not os.path.isdir(existing):
-            raise CliError(f"--png {args.png}: {existing} is not a folder")
-        _check_can_make_in(existing, f"--png {args.png}")     # (the charts are made after the report's work)
+    if args.png:                        # a folder to make (the charts are made after the report's work)
+        _check_creatable(args.png, "--png")
     if args.png:
         try:
             import matplotlib  # noqa: F401

@@ -39,7 +39,7 @@ from typing import Any, NoReturn, TypeVar, Union
 import numpy as np
 from numpy.typing import DTypeLike
 
-from .atomic import atomic_output, staged_target
+from .atomic import atomic_output, staged_key, staged_target
 from .file_encoding import NPY_HEADER_ERRORS, check_dtype, check_separator, encode_source
 from .inputs import (COMPRESSIONS, CorpusDecodeError, InputError, Stream, TextFile, check_errors,
                      resolve_inputs)
@@ -196,8 +196,9 @@ def _remove_leftovers(out_dir: str, names: set[str]) -> None:
     """Remove the temporary files of these outputs and of index.json that a run killed while it wrote them
     (SIGKILL, the OOM killer, a power cut) left in out_dir: atomic_output removes its own on any error it sees,
     not on those."""
+    keys = {staged_key(name, out_dir) for name in names} | {staged_key(INDEX_FILE, out_dir)}
     for entry in os.listdir(out_dir):
-        if staged_target(entry) in names or staged_target(entry) == INDEX_FILE:
+        if staged_target(entry) in keys:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(out_dir, entry))
 

@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from bpe_fast.atomic import atomic_output, staged_target
+from bpe_fast.atomic import atomic_output, name_max, staged_key, staged_target
 
 
 def test_success_replaces_the_file_with_usual_permissions(tmp_path):
@@ -41,6 +41,28 @@ def test_staged_target_names_the_output_of_a_temporary_file(tmp_path, name):
         assert staged_target(entry) == name
         f.write(b"x")
     assert staged_target(name) is None and staged_target("index.json") is None
+
+
+def test_a_name_too_long_for_a_temporary_file_beside_it_is_written(tmp_path):
+    # a valid name of over 241 bytes: "." + name + "." + 8 characters + ".tmp" was too long, and mkstemp failed
+    # with ENAMETOOLONG although the output itself could be made
+    name = "\u00e9" * ((name_max(str(tmp_path)) - 4) // 2) + ".npy"        # 254 bytes where names take 255
+    with atomic_output(tmp_path / name) as f:
+        [entry] = os.listdir(tmp_path)
+        assert len(os.fsencode(entry)) <= name_max(str(tmp_path))
+        assert staged_target(entry) == staged_key(name, str(tmp_path)) != name
+        assert name.startswith(staged_key(name, str(tmp_path))[:-1])
+        f.write(b"x")
+    assert os.listdir(tmp_path) == [name] and (tmp_path / name).read_bytes() == b"x"
+    assert staged_key("a.npy", str(tmp_path)) == "a.npy"
+
+
+def test_a_name_too_long_for_the_folder_is_refused_before_the_block(tmp_path):
+    ran = []
+    with pytest.raises(OSError, match=r"the name is too long \(300 bytes; at most \d+ here\)") as caught:
+        with atomic_output(tmp_path / ("a" * 300)):
+            ran.append(True)
+    assert caught.value.filename == str(tmp_path / ("a" * 300)) and not ran and os.listdir(tmp_path) == []
 
 
 def test_a_missing_folder_names_the_target(tmp_path):

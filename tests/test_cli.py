@@ -256,6 +256,31 @@ def test_the_summary_cuts_long_tokens_short(tmp_path, capsys):
     assert len(longest) < 400
 
 
+@pytest.mark.parametrize("command", ["count", "train", "encode"])
+def test_an_output_name_too_long_is_refused_before_the_work(tmp_path, tokdir, corpus, capsys, command):
+    # the work was done, then the output could not be made: 'File name too long', naming no flag
+    long = str(tmp_path / ("a" * 300))
+    argv = {"count": ["count", str(corpus), "-o", long + ".npz"],
+            "train": ["train", str(corpus), "--vocab-size", "300", "-o", long + "/tok"],
+            "encode": ["encode", "-t", str(tokdir), str(corpus), "-o", long + ".npy"]}[command]
+    code, err = run(argv, capsys)
+    _assert_clean_failure(code, err, tmp_path)
+    assert err.splitlines()[-1].startswith(f"bpe-fast: -o {argv[-1]}: the name is too long (30")
+    assert "pre-tokenized" not in err           # refused before counting
+
+
+def test_an_output_through_a_link_to_what_does_not_exist_yet(tmp_path, corpus, capsys):
+    # a link to a folder still to be made is written through (trained, then 'File exists' before); a link into
+    # a missing folder is refused before the work, as that folder given itself is
+    (tmp_path / "tok").symlink_to("made/tok")
+    code, err = run(["-q", "train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "tok")], capsys)
+    assert code == 0, err
+    assert Tokenizer.load(tmp_path / "made" / "tok").vocab_size == 300 and (tmp_path / "tok").is_symlink()
+    (tmp_path / "c.npz").symlink_to("nowhere/c.npz")
+    code, err = run(["count", str(corpus), "-o", str(tmp_path / "c.npz")], capsys)
+    assert code == 1 and err == f"bpe-fast: -o {tmp_path / 'c.npz'}: the folder {tmp_path / 'nowhere'} does not exist\n"
+
+
 def test_output_in_a_missing_folder(tmp_path, tokdir, corpus, capsys):
     code, err = run(["encode", "-t", str(tokdir), str(corpus), "-o", str(tmp_path / "no" / "o.npy")], capsys)
     _assert_clean_failure(code, err, tmp_path)

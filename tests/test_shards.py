@@ -554,6 +554,22 @@ def test_a_killed_run_leaves_no_temporary_file_after_the_next(tok, tmp_path):
     assert leftovers(out) == [other.name]
 
 
+def test_a_killed_runs_temporary_file_of_a_long_named_shard_is_removed_too(tok, tmp_path):
+    # an output name of over 241 bytes: its temporary file holds only the start of it (atomic.staged_key)
+    from bpe_fast.atomic import staged_key
+    name = "x" * 245
+    a = write_shard(tmp_path, name + ".txt", documents(3, n=8))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / f".{staged_key(name + '.npy', str(out))}.abcdefgh.tmp").write_bytes(b"\x93NUMPY partial")
+    other = out / f".{staged_key('y' * 245 + '.npy', str(out))}.abcdefgh.tmp"       # another output's
+    other.write_bytes(b"")
+    index = encode_files([a], out, tok)
+    assert leftovers(out) == [other.name]
+    assert [entry["file"] for entry in index["shards"]] == [name + ".npy"]
+    assert np.load(out / (name + ".npy")).tolist() == tok.encode((tmp_path / (name + ".txt")).read_bytes().decode("utf-8"))
+
+
 def test_dask_gives_the_same_files(tok, tmp_path, client, monkeypatch):
     contents, paths = write_all(tmp_path / "in")
     kw = dict(text_field="body", text_column="body")
