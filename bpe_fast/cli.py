@@ -291,7 +291,7 @@ def cmd_synth(args: argparse.Namespace) -> None:
     out = cast("IO[bytes]", _Stdout()) if to_stdout else args.output      # generate only calls write()
     generate(out, size, seed=args.seed, style=args.style)
     took = time.perf_counter() - start
-    print(f"wrote {size:,} bytes to {'stdout' if to_stdout else args.output} in {took:.2f} s", file=sys.stderr)
+    print(f"wrote {_plural(size, 'byte')} to {'stdout' if to_stdout else args.output} in {took:.2f} s", file=sys.stderr)
 
 
 def _check_free_space(output: str, size: int, given: str) -> None:
@@ -358,7 +358,9 @@ def _special_tokens(tokens: list[str]) -> list[str]:
 
 def cmd_count(args: argparse.Namespace) -> None:
     from .counts import count_pretokens
-    _special_tokens(args.special_token)
+    # a special token whose bytes are one byte's is refused as train refuses it (the counts were made, then
+    # training from them failed)
+    _check_special_bytes(_special_tokens(args.special_token), None, "--special-token")
     _check_output_folder(args.output)
     if os.path.isdir(args.output):      # before the counting, not when saving its result
         raise CliError(f"-o {args.output}: is a folder; give the counts file to write (COUNTS.npz)")
@@ -469,6 +471,10 @@ def cmd_train(args: argparse.Namespace) -> None:
         raise CliError(f"--continue-from {args.continue_from}: {str(exc).removeprefix('initial: ')}") from None
     if initial is not None:
         specials = list(initial.special_tokens) + [t for t in specials if t not in initial.special_tokens]
+        if args.pattern is not None and _pattern(args.pattern) != initial.pattern:
+            from .patterns import shown_pattern
+            raise CliError(f"--pattern {args.pattern}: not the pattern of --continue-from {args.continue_from} "
+                           f"({shown_pattern(initial.pattern)}); leave --pattern out to continue with it")
     _check_special_bytes(specials, initial, "--special-token")
     _check_vocab_size(args.vocab_size, specials, initial)
     if args.output == "-":
@@ -596,8 +602,10 @@ def cmd_encode(args: argparse.Namespace) -> None:
     if "-" in inputs and inputs != ["-"]:
         raise CliError("'-' (stdin) must be the only INPUT")
     to_folder = len(inputs) > 1 or output.endswith(("/", os.sep)) or os.path.isdir(output)
-    if to_folder and (inputs == ["-"] or output == "-"):
-        raise CliError("-o: several inputs are encoded into a folder, not to or from '-'")
+    if to_folder and inputs == ["-"]:
+        raise CliError(f"-o {output}: '-' (stdin) is encoded to a .npy file or to stdout (-o -), not into a folder")
+    if to_folder and output == "-":
+        raise CliError("-o -: several inputs are encoded into a folder, not to stdout")
     if to_folder and _not_a_folder(output):
         raise CliError(f"-o {output}: is a file; several inputs (or -o ending with /) are encoded into a folder, "
                        f"one .npy a shard: give a folder")
@@ -700,6 +708,8 @@ def _encode_shards(tokenizer: Tokenizer, inputs: list[str], folder: str, args: a
     except ValueError as exc:   # "DIR holds shards encoded with another text_field": the flags, not the keywords
         # (the settings named, not the text before them: a folder named 'run (2)' holds a ' (' of its own)
         message = str(exc)
+        if message.endswith("; choose another out_dir"):        # an input among the outputs
+            raise CliError(message.removesuffix("out_dir") + "-o") from None
         found = _OTHER_SETTINGS.search(message)
         if found is None:
             raise
@@ -888,6 +898,9 @@ def cmd_report(args: argparse.Namespace) -> None:
     import pathlib
     from .html_report import write_report
     for path in args.eval:      # read as the other commands read their inputs (bpe_fast.inputs), folders and globs too
+        if path == "-":
+            raise CliError("--eval -: report reads its evaluation text from files (each is read twice), not stdin; "
+                           "give a file")
         if not (os.path.isfile(path) or os.path.isdir(path) or not os.path.exists(path) and glob.has_magic(path)):
             raise CliError(f"--eval {path}: {_not_a_file(path)}")   # (not a pipe: read once a tokenizer)
     _check_output_folder(args.output)
@@ -1137,7 +1150,14 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
                   file: IO[str] | None = None, line: str | None = None) -> None:
     """warnings.showwarning for the command line: one line, as the errors are ('train' on a corpus with fewer
     pairs than the vocabulary asks for), not Python's 'FILE:LINE: UserWarning: ...' with a line of source."""
-    print(f"bpe-fast: warning: {message}", file=file if file is not None else sys.stderr)
+    text = str(message)
+    for keyword, flag in _WARNING_KEYWORDS:
+        text = text.replace(keyword, flag)
+    print(f"bpe-fast: warning: {text}", file=file if file is not None else sys.stderr)
+
+
+# the keywords training's warnings name, as the command line spells them
+_WARNING_KEYWORDS = [("min_frequency=", "--min-frequency "), ("pad_vocab_to_multiple_of=", "--pad-vocab-to-multiple-of ")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -143,6 +143,8 @@ def not_found(path: str) -> OSError:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return OSError(errno.ELOOP, "corpus path is a loop of symbolic links", path)
+        if exc.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EACCES):     # not "not found": the OS's reason
+            return OSError(exc.errno, f"corpus path: {exc.strerror}", path)
     if os.path.islink(path):
         return FileNotFoundError(errno.ENOENT, f"corpus path is a symbolic link to {os.readlink(path)}, which does "
                                  f"not exist", path)

@@ -40,13 +40,13 @@ def check_vocab_size(vocab_size: int, special_tokens: Sequence[str], initial: To
         minimum = 256 + len(special_tokens)
         if vocab_size < minimum:
             raise ValueError(f"vocab_size must be at least {minimum} (256 byte tokens + {len(special_tokens)} "
-                             f"special tokens), got {vocab_size}")
+                             f"special token{'' if len(special_tokens) == 1 else 's'}), got {vocab_size}")
         return vocab_size
     new = _new_special_tokens(special_tokens, initial)
     minimum = initial.vocab_size + len(new)
     if vocab_size < minimum:
         raise ValueError(f"vocab_size must be at least {minimum} (the initial tokenizer's {initial.vocab_size} "
-                         f"tokens + {len(new)} new special tokens), got {vocab_size}")
+                         f"tokens + {len(new)} new special token{'' if len(new) == 1 else 's'}), got {vocab_size}")
     return vocab_size
 
 

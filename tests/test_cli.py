@@ -774,7 +774,19 @@ def test_closed_stdin_or_stdout_is_one_line(tmp_path, tokdir, corpus, capsys, mo
      "bpe-fast: --vocab-size must be at least 600 (the initial tokenizer's 600 tokens"),
     # the counts' special tokens, taken when --special-token is not given, were checked inside train_from_counts
     (["train", "--from-counts", "COUNTS", "--vocab-size", "256", "-o", "OUT/t"],
-     "bpe-fast: --vocab-size must be at least 257 (256 byte tokens + 1 special tokens), got 256"),
+     "bpe-fast: --vocab-size must be at least 257 (256 byte tokens + 1 special token), got 256"),
+    # the library's keywords or no flag at all (found by a review trying the command line as a new user)
+    (["train", "CORPUS", "--vocab-size", "700", "--continue-from", "TOK", "--pattern", "gpt4", "-o", "OUT/t"],
+     "bpe-fast: --pattern gpt4: not the pattern of --continue-from "),
+    (["encode", "-t", "TOK", "OUT/a.npy", "CORPUS", "-o", "OUT/"], "is an input and would be overwritten by an output; "
+                                                                 "choose another -o"),
+    (["report", "-t", "TOK", "--eval", "-", "-o", "OUT/r.html"],
+     "bpe-fast: --eval -: report reads its evaluation text from files (each is read twice), not stdin"),
+    (["encode", "-t", "TOK", "-", "-o", "OUT"], "'-' (stdin) is encoded to a .npy file or to stdout (-o -), not into"),
+    (["train", "OUT/" + "a" * 300, "--vocab-size", "300", "-o", "OUT/t"], "corpus path: File name too long"),
+    # counted, then training from the counts refused the special token
+    (["count", "CORPUS", "--special-token", "X", "-o", "OUT/c.npz"],
+     "bpe-fast: --special-token 'X': its bytes are token 88's already (a single byte)"),
     # SpecialTokens' errors named no flag
     (["train", "CORPUS", "--vocab-size", "300", "--special-token", "", "-o", "OUT/t"],
      "bpe-fast: --special-token: special tokens must not be empty strings"),
@@ -794,11 +806,21 @@ def test_errors_name_the_flag_not_the_keyword(tmp_path, tokdir, corpus, capsys, 
     (tmp_path / "c2.txt").write_text("more text")
     out = tmp_path / "out"
     out.mkdir()
+    if "OUT/a.npy" in argv:
+        (out / "a.npy").write_bytes(b"x")
     argv = [{"CORPUS": str(corpus), "CORPUS2": str(tmp_path / "c2.txt"), "TOK": str(tokdir), "BIG": str(big),
              "COUNTS": str(tmp_path / "counts.npz")}.get(a, a.replace("OUT", str(out))) for a in argv]
     code, err = run(["-q", *argv], capsys)
-    _assert_clean_failure(code, err, out)
+    _assert_clean_failure(code, err, out, keep=["a.npy"])
     assert message in err, err
+
+
+def test_warnings_name_the_flag_not_the_keyword(tmp_path, corpus, capsys):
+    code, err = run(["-q", "train", str(corpus), "--vocab-size", "320", "--min-frequency", "1000000",
+                     "--pad-vocab-to-multiple-of", "64", "-o", str(tmp_path / "t")], capsys)
+    assert code == 0
+    warning = next(line for line in err.splitlines() if line.startswith("bpe-fast: warning: "))
+    assert "fewer than --min-frequency 1000000;" in warning and "_" not in warning
 
 
 @pytest.mark.parametrize("argv, message", [
