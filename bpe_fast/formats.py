@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import contextvars
 import hashlib
 import io
 import json
@@ -191,12 +192,30 @@ def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
 
 
 def read_bytes(path: StrPath) -> bytes:
-    """The bytes of the file at path; FileNotFoundError naming it."""
+    """The bytes of the file at path (the file a FolderPin holds open under that path, while one is in use);
+    FileNotFoundError naming it."""
+    pinned = _PINNED.get()
+    fd = pinned.get(os.path.abspath(path)) if pinned else None
+    if fd is not None:
+        return _read_fd(fd)
     try:
         with open(path, "rb") as f:
             return f.read()
     except FileNotFoundError:
         raise FileNotFoundError(f"{os.fspath(path)}: no such file") from None
+
+
+def _read_fd(fd: int) -> bytes:
+    """The whole file open as fd, read by position (the descriptor's own offset is not used)."""
+    size = os.fstat(fd).st_size
+    parts: list[bytes] = []
+    at = 0
+    while True:
+        part = os.pread(fd, max(size - at, 1 << 16), at)
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        at += len(part)
 
 
 def read_text(path: StrPath, data: bytes | None = None) -> str:
@@ -550,7 +569,31 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
         files.makedirs(directory)
         write_vocab(os.path.join(directory, VOCAB_FILE), vocab, files)
         write_merges(os.path.join(directory, MERGES_FILE), merges, files)
+        # the digests of the two files written with it: a load sees whether it read one save's set (files_match)
+        digests = {name: _sha256_hex(files.staged(os.path.join(directory, name))) for name in _DIGESTED}
+        text = text[:-2] + ',\n  "files_sha256": ' + json.dumps(digests, separators=(", ", ": ")) + "\n}"
         write_text_atomic(os.path.join(directory, CONFIG_FILE), text + "\n", files)
+
+
+_DIGESTED = (VOCAB_FILE, MERGES_FILE)     # the files whose digests bpe_fast.json holds ("files_sha256")
+
+
+def _sha256_hex(path: StrPath) -> str:
+    return hashlib.sha256(read_bytes(path)).hexdigest()
+
+
+def files_match(directory: StrPath) -> bool:
+    """Whether the folder's vocab.json and merges.txt are those its bpe_fast.json was saved with (its
+    "files_sha256"): false for a set mixed by a load during a save, and for files edited since (or a folder
+    without bpe_fast.json, or one saved before the digests were kept: then true)."""
+    path = os.path.join(os.fspath(directory), CONFIG_FILE)
+    try:
+        digests = json.loads(read_bytes(path)).get("files_sha256")
+    except (OSError, ValueError, AttributeError):
+        return True
+    if not isinstance(digests, dict):
+        return True
+    return all(digests.get(name) == _sha256_hex(os.path.join(os.fspath(directory), name)) for name in _DIGESTED)
 
 
 def _read_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
@@ -720,6 +763,58 @@ def load_tokenizer_folder(directory: StrPath, use_cache: bool = True) -> tuple[V
     return vocab, merges, specials, pattern, arrays, training
 
 
+_PINNED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("_PINNED", default=None)
+
+
+class FolderPin:
+    """The files of a tokenizer folder as they are now, held open: in use (a with block), read_bytes reads them
+    from there, so a load reads one set of files, whatever a save renames over them meanwhile. changed() says
+    whether any path names another file now (Tokenizer.save replaces each by a rename) or appeared or went:
+    true just after the pin was made, a save replaced some while they were being opened. (The inodes held open
+    cannot be reused: stamps of inode, size and time were not enough, two saves within a clock tick gave a
+    freed inode back with the same size and time.)"""
+
+    def __init__(self, directory: StrPath) -> None:
+        self._held: list[tuple[str, int | None, tuple[int, int] | None]] = []
+        for name in (VOCAB_FILE, MERGES_FILE, CONFIG_FILE, CACHE_FILE):
+            path = os.path.join(os.fspath(directory), name)
+            try:
+                fd: int | None = os.open(path, os.O_RDONLY)
+            except OSError:             # missing, or not to be opened: then only what the path names is compared
+                fd = None
+            self._held.append((path, fd, _identity(os.fstat(fd)) if fd is not None else _path_identity(path)))
+
+    def changed(self) -> bool:
+        return any(_path_identity(path) != identity for path, _, identity in self._held)
+
+    def close(self) -> None:
+        for _, fd, _ in self._held:
+            if fd is not None:
+                os.close(fd)
+        self._held.clear()
+
+    def __enter__(self) -> FolderPin:
+        """While in use, the files are read from the descriptors held (read_bytes), not by their paths: what is
+        read is what was pinned, whatever is renamed over the paths meanwhile."""
+        self._token = _PINNED.set({os.path.abspath(path): fd for path, fd, _ in self._held if fd is not None})
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _PINNED.reset(self._token)
+        self.close()
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
+def _path_identity(path: str) -> tuple[int, int] | None:
+    try:
+        return _identity(os.stat(path))
+    except OSError:
+        return None
+
+
 # ------------------------------------------------------------------------------------- the binary cache
 #
 # Parsing vocab.json and merges.txt of a 200k-token vocabulary and building the encoder's tables from them
@@ -742,8 +837,7 @@ _CACHE_TABLES: dict[str, tuple[type[np.integer[Any]], int]] = {
 
 
 def _file_sha256(path: StrPath) -> NDArray[np.uint8]:
-    with open(path, "rb") as f:
-        return np.frombuffer(hashlib.sha256(f.read()).digest(), dtype=np.uint8)
+    return np.frombuffer(hashlib.sha256(read_bytes(path)).digest(), dtype=np.uint8)
 
 
 def write_cache(directory: StrPath, arrays: Mapping[str, NDArray[Any]], merge_ids: NDArray[np.int32],
@@ -775,7 +869,7 @@ def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableAr
     if not os.path.exists(path):
         return None
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        with np.load(io.BytesIO(read_bytes(path)), allow_pickle=False) as npz:
             contents = {name: npz[name] for name in npz.files}
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
         warnings.warn(f"{path}: cannot be read ({exc}); reading the text files instead", stacklevel=3)

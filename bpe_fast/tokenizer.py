@@ -30,6 +30,7 @@ import inspect
 import itertools
 import operator
 import os
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -88,6 +89,10 @@ _CONTEXT_BYTES = 256
 # and that the calling thread makes each group's lists soon after it is encoded, large enough that a group
 # costs little.
 _GROUP_BYTES = 1 << 18
+
+
+LOAD_TRIES = 8          # Tokenizer.load opens a folder's files again when they changed meanwhile, this many times
+LOAD_SETTLE = 0.05      # and looks again this many seconds after files that make no tokenizer
 
 
 class Tokenizer:
@@ -605,7 +610,38 @@ class Tokenizer:
         >>> tok = Tokenizer.load(folder)
         >>> tok.encode("abc"), tok.pattern == GPT4_PATTERN
         ([256, 99], True)
+
+        Another process may save into the folder meanwhile: the files are held open first and read from there
+        (formats.FolderPin), so the tokenizer is one save's, not vocab.json of one and merges.txt of the next (nor
+        an error made by mixing them). Files renamed while they were being opened are opened again, LOAD_TRIES
+        times at most (then a RuntimeError); files that make no tokenizer, or not the one bpe_fast.json was saved
+        with (formats.files_match), are looked at once more after LOAD_SETTLE seconds, in case a save's renames
+        were caught halfway (its process paused between two): read again if they changed, else taken as they are
+        (or the error raised).
         """
+        for attempt in range(LOAD_TRIES):
+            time.sleep(0.002 * attempt)         # a save under way: a little longer for it to end each time
+            with formats.FolderPin(directory) as pin:
+                if pin.changed():
+                    continue
+                try:
+                    tokenizer = cls._load_once(directory)
+                except (ValueError, OSError):
+                    time.sleep(LOAD_SETTLE)
+                    if not pin.changed():
+                        raise
+                    continue
+                if formats.files_match(directory):
+                    return tokenizer
+                time.sleep(LOAD_SETTLE)     # a save caught halfway, or files edited since their save
+                if not pin.changed():
+                    return tokenizer        # edited: the files as they are
+        raise RuntimeError(f"{directory}: its files were replaced while they were opened, {LOAD_TRIES} times "
+                           f"(another process saving into it?)")
+
+    @classmethod
+    def _load_once(cls, directory: StrPath) -> Tokenizer:
+        """load, the files read once."""
         vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory)
         normalizer = formats.read_normalizer(directory)
         if arrays is not None:      # the cache (bpe_fast.npz)

@@ -346,3 +346,93 @@ def test_folder_without_config_is_gpt2(tmp_path):
     F.write_vocab(tmp_path / "vocab.json", {i: bytes([i]) for i in range(256)})
     F.write_merges(tmp_path / "merges.txt", [])
     assert F.load_tokenizer_files(tmp_path)[2:] == ([], GPT2_PATTERN)
+
+
+# ---- a load while another process saves into the folder
+
+
+def _two_tokenizers():
+    """Two tokenizers whose files do not mix: the merges of one name tokens the other's vocabulary lacks."""
+    from bpe_fast import Tokenizer
+    base = {i: bytes([i]) for i in range(256)}
+    first = Tokenizer(base | {256: b"ab", 257: b"abc"}, [(b"a", b"b"), (b"ab", b"c")])
+    second = Tokenizer(base | {256: b"xy", 257: b"xyz"}, [(b"x", b"y"), (b"xy", b"z")], ["<|s|>"])
+    return first, second
+
+
+def _same(tok, other):
+    return (dict(tok.vocab), list(tok.merges), tok.special_tokens) == (dict(other.vocab), list(other.merges),
+                                                                       other.special_tokens)
+
+
+def test_a_save_between_reading_the_vocabulary_and_the_merges_is_not_mixed_in(tmp_path, monkeypatch):
+    # vocab.json of one save and merges.txt of the next: a FormatError ("token 'xy' is not in the vocabulary"),
+    # or, where the merges fit the other vocabulary, a tokenizer of neither
+    from bpe_fast import Tokenizer
+    first, second = _two_tokenizers()
+    first.save(tmp_path)
+    read_merges, saved = F.read_merges, []
+
+    def save_then_read(path, vocab):
+        if not saved:
+            second.save(tmp_path)
+            saved.append(True)
+        return read_merges(path, vocab)
+
+    monkeypatch.setattr(F, "read_merges", save_then_read)
+    assert _same(Tokenizer.load(tmp_path), first) and saved      # the files as they were when the load began
+    assert _same(Tokenizer.load(tmp_path), second)
+
+
+def test_files_replaced_at_every_opening_are_a_runtime_error(tmp_path, monkeypatch):
+    from bpe_fast import Tokenizer
+    from bpe_fast import tokenizer as tokenizer_module
+    _two_tokenizers()[0].save(tmp_path)
+    monkeypatch.setattr(F.FolderPin, "changed", lambda self: True)
+    monkeypatch.setattr(tokenizer_module, "LOAD_TRIES", 3)
+    with pytest.raises(RuntimeError, match=r"its files were replaced while they were opened, 3 times"):
+        Tokenizer.load(tmp_path)
+
+
+def _save_alternately(folder, stop):
+    tokenizers, k = _two_tokenizers(), 0
+    while not stop.is_set():
+        tokenizers[k % 2].save(folder)
+        k += 1
+
+
+def test_loads_while_another_process_saves_get_one_save_or_the_other(tmp_path):
+    # before the files were read from where they were opened, about one load in 13 failed here
+    import multiprocessing
+    import time
+    from bpe_fast import Tokenizer
+    first, second = _two_tokenizers()
+    first.save(tmp_path)
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    saver = context.Process(target=_save_alternately, args=(str(tmp_path), stop))
+    saver.start()
+    try:
+        loads, start = [], time.monotonic()
+        while len(loads) < 200 or time.monotonic() - start < 2:
+            tok = Tokenizer.load(tmp_path)
+            loads.append(1 if _same(tok, first) else 2 if _same(tok, second) else 0)
+    finally:
+        stop.set()
+        saver.join(30)
+    assert 0 not in loads and 2 in loads, loads.count(2)
+
+
+def test_files_edited_since_their_save_load_as_they_are(tmp_path):
+    # bpe_fast.json holds the digests of the vocab.json and merges.txt saved with it; files edited by hand since
+    # differ from them, and are what load reads (once it has seen that they stay as they are)
+    from bpe_fast import Tokenizer
+    first, _ = _two_tokenizers()
+    first.save(tmp_path)
+    config = json.loads((tmp_path / F.CONFIG_FILE).read_text("utf-8"))
+    assert set(config["files_sha256"]) == {F.VOCAB_FILE, F.MERGES_FILE} and F.files_match(tmp_path)
+    merges = tmp_path / F.MERGES_FILE
+    merges.write_text(merges.read_text("utf-8").splitlines()[0] + "\n", "utf-8")      # the first merge only
+    assert not F.files_match(tmp_path)
+    tok = Tokenizer.load(tmp_path)
+    assert list(tok.merges) == [(b"a", b"b")] and dict(tok.vocab) == dict(first.vocab)
