@@ -186,7 +186,8 @@ def _read_alike(pattern: str) -> str:
 
 
 # Unicode properties the two engines give other characters: Word is \\w; XDigit takes fullwidth digits in `regex`
-_PROPERTIES_READ_OTHERWISE = {"word", "xdigit"}
+_PROPERTIES_READ_OTHERWISE = {"word", "xdigit",
+                              "extendedpictographic", "extpict"}   # 651 characters of Unicode 14 (★, 😀, ...)
 # the cased properties, which the flag i widens otherwise in the two engines (outside a class, `regex` only: to every
 # cased letter)
 _CASED_PROPERTIES = {"lu", "ll", "lt", "lc", "l&", "uppercaseletter", "lowercaseletter", "titlecaseletter",
@@ -208,7 +209,7 @@ def _engine_difference(pattern: str) -> str | None:
     numbers, ² ³ ¹ ¼ ½ ¾, and more; \\p{Word} too), \\h and \\H (a hex digit to Oniguruma, horizontal space to
     `regex`), \\b and \\B outside a class (word boundaries, by \\w), \\K (Oniguruma's "keep"), \\N outside a class
     (any character but a newline to Oniguruma, a literal N or a named character to `regex`), \\X (grapheme
-    clusters, cut differently), \\pL without braces, \\p{XDigit}, the flag m ((?m: is dot-all to Oniguruma), a
+    clusters, cut differently), \\pL without braces, \\p{XDigit}, \\p{Extended_Pictographic}, the flag m ((?m: is dot-all to Oniguruma), a
     "[" inside a class (Oniguruma's nested classes, POSIX brackets and && intersections; a literal "[" to
     `regex`), and where the flag i is on, what it matches otherwise (returned after "(?i)"): i, I, ı, İ and a
     character whose case fold is several characters, in a class too (or in a range), letters that spell such a

@@ -289,12 +289,19 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
 
     split = pre_tokenizers.Split(tokenizers.Regex(r"\w+"), behavior="removed", invert=True)
     assert [piece for piece, _ in split.pre_tokenize_str("x² cm³ ½")] == ["x²", "cm³", "½"]        # HF's reading
+    # ★ (U+2605, Unicode 1.1) is Extended_Pictographic to Oniguruma, not to `regex` (2026.11)
+    split = pre_tokenizers.Split(tokenizers.Regex(r"\p{Extended_Pictographic}+"), behavior="isolated")
+    assert [piece for piece, _ in split.pre_tokenize_str("a\u2605")] == ["a", "\u2605"]
+    import regex
+    assert regex.findall(r"\p{Extended_Pictographic}+", "a\u2605") == []
     for pattern, construct in [(r"\w+|\s+", r"\w"), (r"\W+|\p{L}+", r"\W"), (r"\b\p{L}+", r"\b"),
                                (r"[a-z&&[^aeiou]]+|\p{L}+", "&&"), (r"a\Kb|\p{L}", r"\K"),
                                (r"[[:punct:]]+|\p{L}+", "[:"), (r"\h+|\p{L}+", r"\h"), (r"[a[b]]|\s", "["),
                                (r"(?m:.+)|\s", "(?m:"), (r"(?im)a|.", "(?im)"), (r"\p{Word}+|\s", r"\p{Word}"),
                                (r"\p{XDigit}+|.", r"\p{XDigit}"), (r"\pL+|.", r"\pL"), (r"\X", r"\X"),
-                               (r"\N+|\n", r"\N")]:
+                               (r"\N+|\n", r"\N"),
+                               (r"\p{Extended_Pictographic}+|\s", r"\p{Extended_Pictographic}"),
+                               (r"[\p{ExtPict}a]+|\s", r"\p{ExtPict}")]:
         _assert_read_differently(pattern, construct, tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
     path = train_hf(tokenizers.Regex(r"\w+|\s+"), tmp_path, vocab_size=300)
