@@ -272,12 +272,18 @@ def test_tiktoken_spelling_of_cl100k_is_refused(tmp_path):
 @pytest.mark.parametrize("split, message", [
     (r"(\p{L}+)|\s+|\S", "capturing groups"),
     (r"\p{L}*|\s|\S", "empty text"),
+    # empty only after a newline before a letter, where finditer over the probe text never looked: HF keeps the
+    # letter after it ("a\nb": a, \n, b), bpe_fast's pieces dropped it
+    (r"\s+|(?<=\n)", "empty text"),
     (r"[a-z", "does not compile"),
     # `regex`'s parser recurses into each group: this was a bare RecursionError
     ("(?:" * 1000 + "a" + ")" * 1000, r"\.\.\. \(4,001 characters\) does not compile with `regex`: groups nested too "
                                       "deeply"),
 ])
 def test_split_patterns_bpe_fast_cannot_follow(split, message):
+    if split == r"\s+|(?<=\n)":
+        hf_split = pre_tokenizers.Split(tokenizers.Regex(split), behavior="isolated")
+        assert [piece for piece, _ in hf_split.pre_tokenize_str("a\nb")] == ["a", "\n", "b"]
     with pytest.raises(ValueError, match=message):
         pattern_from_hf(split)
 
