@@ -213,8 +213,8 @@ def _engine_difference(pattern: str) -> str | None:
     numbers, ² ³ ¹ ¼ ½ ¾, and more; \\p{Word} too), \\h and \\H (a hex digit to Oniguruma, horizontal space to
     `regex`), \\b and \\B outside a class (word boundaries, by \\w), \\K (Oniguruma's "keep"), \\N outside a class
     (any character but a newline to Oniguruma, a literal N or a named character to `regex`), \\X (grapheme
-    clusters, cut differently), \\pL without braces, \\p{XDigit}, \\p{Extended_Pictographic}, the flag m ((?m: is dot-all to Oniguruma), a
-    "[" inside a class (Oniguruma's nested classes, POSIX brackets and && intersections; a literal "[" to
+    clusters, cut differently), \\pL without braces, \\p{XDigit}, \\p{Extended_Pictographic}, the flag m ((?m: is
+    dot-all to Oniguruma), a "[" inside a class (Oniguruma's nested classes, POSIX brackets and && intersections; a literal "[" to
     `regex`), and where the flag i is on, what it matches otherwise (returned after "(?i)"): i, I, ı, İ and a
     character whose case fold is several characters, in a class too (or in a range), letters that spell such a
     fold (ss, fi: Oniguruma matches ß, ﬁ), and the cased properties (\\p{Lu}: every cased letter to `regex`); and an

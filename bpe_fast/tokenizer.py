@@ -626,7 +626,11 @@ class Tokenizer:
                     continue
                 try:
                     tokenizer = cls._load_once(directory)
-                except (ValueError, OSError):
+                except OSError:             # (a save never leaves a file missing: renames replace them)
+                    if not pin.changed():
+                        raise
+                    continue
+                except ValueError:
                     time.sleep(LOAD_SETTLE)
                     if not pin.changed():
                         raise
