@@ -572,6 +572,14 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
 
 
 @cython.final
+cdef inline void _take_rank(vector[int32_t]& rank_of, int32_t token, int32_t rank) noexcept nogil:
+    """rank_of[token] = rank, or -3 (no rank: never taken for a part) when the id already has one."""
+    if rank_of[token] == -2:
+        rank_of[token] = rank
+    else:
+        rank_of[token] = -3
+
+
 cdef class BPETables:
     """What never changes once built from the ranks and the vocabulary: the merge rule (Ranks), the entries
     of the pre-token table that are there for good, and the bytes of every id (decoding). Shared, read-only,
@@ -598,7 +606,8 @@ cdef class BPETables:
     def __cinit__(self, const int32_t[::1] byte_ids, const uint8_t[::1] ranked_pool,
                   const int64_t[::1] ranked_offsets, const int32_t[::1] ranked_ids,
                   const uint8_t[::1] decode_pool, const int64_t[::1] decode_offsets, const uint8_t[::1] known,
-                  const uint8_t[::1] permanent=None, bint made_by_merging=False):
+                  const uint8_t[::1] permanent=None, bint made_by_merging=False,
+                  const int32_t[::1] expected_left=None, const int32_t[::1] expected_right=None):
         """byte_ids: 256 ids (-1: absent). Ranked token k (rank k) is ranked_pool[ranked_offsets[k]:
         ranked_offsets[k+1]] with id ranked_ids[k]; tokens are distinct and at least 2 bytes long.
         Decoding: id i is decode_pool[decode_offsets[i]:decode_offsets[i+1]] when known[i].
@@ -608,7 +617,10 @@ cdef class BPETables:
         tokens ranked before it, which must leave two parts; their pair is the only one the encoder needs for
         it (splits()), and every token is then permanent (`permanent`, if given, is still what is used). A
         token left in other than two parts stops the build (splits() names it; the tables are then not to be
-        used)."""
+        used). expected_left / expected_right (made_by_merging, optional): the ids of the two parts each ranked
+        token is expected to be made of (its listed merge's); where the pairs' ranks show that merging the
+        token's bytes leaves exactly those two, its bytes are not merged (_leaves_parts: a long token costs the
+        depth of its parts' split trees, not its length). The tables are the same with or without them."""
         cdef Py_ssize_t n_ranked = ranked_ids.shape[0]
         if permanent is not None and permanent.shape[0] != n_ranked:
             raise ValueError("permanent must have one entry a ranked token")
@@ -623,6 +635,10 @@ cdef class BPETables:
                     raise ValueError(f"made_by_merging needs an id for every byte (byte 0x{i:02x} has none)")
         if ranked_offsets.shape[0] != n_ranked + 1:
             raise ValueError("ranked_offsets must have one entry more than ranked_ids")
+        if (expected_left is None) != (expected_right is None) or (
+                expected_left is not None and not (made_by_merging and expected_left.shape[0] == n_ranked
+                                                   and expected_right.shape[0] == n_ranked)):
+            raise ValueError("expected_left and expected_right go together, made_by_merging, one id a ranked token")
         if decode_offsets.shape[0] != known.shape[0] + 1:
             raise ValueError("decode_offsets must have one entry more than known")
         if ranked_pool.shape[0] >= (1 << 31):
@@ -644,7 +660,7 @@ cdef class BPETables:
             self.two.assign(1 << 16, none)
             self.r.two = self.two.data()            # the vector is not resized after this
             if made_by_merging:
-                self._build_pairs_by_merging(ranked_pool, ranked_offsets, ranked_ids)
+                self._build_pairs_by_merging(ranked_pool, ranked_offsets, ranked_ids, expected_left, expected_right)
             else:
                 self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
                 self.r.pairs = self.pairs.data()        # the vector is not resized after this
@@ -744,7 +760,8 @@ cdef class BPETables:
         return 0
 
     cdef int _build_pairs_by_merging(self, const uint8_t[::1] pool, const int64_t[::1] offs,
-                                     const int32_t[::1] ids) except -1 nogil:
+                                     const int32_t[::1] ids, const int32_t[::1] expected_left,
+                                     const int32_t[::1] expected_right) except -1 nogil:
         """The pairs for tiktoken's ranks, one a ranked token: in rank order, each token's bytes merged by the
         pairs of the tokens before it, which must leave two parts. Where tiktoken's rule (any two adjacent parts
         whose bytes are a token join, the lowest rank first) joins two parts into a token, in any text, the
@@ -770,10 +787,27 @@ cdef class BPETables:
         cdef vector[int32_t] buf
         buf.resize(longest)
         cdef const uint8_t* t
+        cdef vector[int32_t] rank_of         # id -> ranked index, -1 a byte's id, -2 neither (expected parts only)
+        cdef vector[int32_t] spine_x, spine_y
+        cdef int32_t most = -1
+        if expected_left is not None:
+            for k in range(256):
+                most = max(most, self.r.byte_ids[k])
+            for k in range(n_ranked):
+                most = max(most, ids[k])
+            rank_of.assign(most + 1, -2)
+            for k in range(256):        # an id at two tokens (-3) is never taken for a part (no `x if c else y`
+                _take_rank(rank_of, self.r.byte_ids[k], -1)        # on a vector's item: Cython's temporary breaks)
         for k in range(n_ranked):
             t = &pool[0] + offs[k]
             n = offs[k + 1] - offs[k]
-            count = merge_piece(&self.r, t, n, buf.data())
+            if expected_left is not None and self._leaves_parts(k, t, n, expected_left[k], expected_right[k], pool,
+                                                                offs, rank_of, spine_x, spine_y):
+                buf[0] = expected_left[k]
+                buf[1] = expected_right[k]
+                count = 2
+            else:
+                count = merge_piece(&self.r, t, n, buf.data())
             if count != 2:
                 self.unmade = k
                 self.unmade_parts = count
@@ -784,7 +818,79 @@ cdef class BPETables:
             if n == 2:      # a pair of two bytes: in the dense table too, for the tokens after it
                 self.two[(<Py_ssize_t>t[0] << 8) | t[1]].rank = <int32_t>k
                 self.two[(<Py_ssize_t>t[0] << 8) | t[1]].merged = ids[k]
+            if rank_of.size():
+                _take_rank(rank_of, ids[k], <int32_t>k)
         return 0
+
+    cdef bint _leaves_parts(self, Py_ssize_t k, const uint8_t* t, Py_ssize_t n, int32_t x, int32_t y,
+                            const uint8_t[::1] pool, const int64_t[::1] offs, vector[int32_t]& rank_of,
+                            vector[int32_t]& spine_x, vector[int32_t]& spine_y) noexcept nogil:
+        """Whether merging ranked token k's bytes t[0:n] with the pairs ranked before it (the table so far)
+        leaves exactly the two parts x, y: False when it does not, or when x and y are not tokens ranked before
+        k whose bytes make t (the caller then merges the bytes).
+
+        Why the parts' split trees suffice: every pair in the table ranks after its two parts (a token's pair is
+        the two parts merging its bytes left, with the pairs before it), so tiktoken's rule joins pairs in rank
+        order, and at one rank the leftmost first: the joins of one rank are a left-to-right scan. Merging x's
+        bytes alone follows x's split tree and leaves x; y's likewise. In x's bytes then y's, the two halves go
+        their own ways until a pair across the boundary joins: at rank q, the boundary pair is x's last part a
+        (its right spine) and y's first part b (its left spine), and it joins when it is the pair of rank q, a
+        was made before q and is not taken by a join of rank q on its left (its spine parent ranks after q;
+        x's part of the scan comes first), and b was made before q and not taken before q (its parent ranks
+        at q or after: the boundary, on its left, comes first at q). Walking both spines upwards, one boundary
+        pair for each stretch of ranks, asks the table once a stretch; if none joins, the bytes end as x, y."""
+        cdef int32_t most = <int32_t>rank_of.size() - 1
+        cdef Py_ssize_t nx, ny
+        cdef int32_t rx, ry, cur, a, b, ra, rb, pa, pb, q, merged
+        cdef const int32_t* rank = rank_of.data()
+        if not (0 <= x <= most and 0 <= y <= most):
+            return False
+        rx = rank[x]
+        ry = rank[y]
+        if rx < -1 or ry < -1 or rx >= k or ry >= k:
+            return False
+        nx = 1 if rx < 0 else offs[rx + 1] - offs[rx]
+        ny = 1 if ry < 0 else offs[ry + 1] - offs[ry]
+        if nx + ny != n:
+            return False
+        if (self.r.byte_ids[t[0]] != x) if rx < 0 else (memcmp(&pool[0] + offs[rx], t, nx) != 0):
+            return False
+        if (self.r.byte_ids[t[nx]] != y) if ry < 0 else (memcmp(&pool[0] + offs[ry], t + nx, ny) != 0):
+            return False
+        spine_x.clear()         # x, its right part, that one's right part, ... down to a byte
+        cur = x
+        spine_x.push_back(cur)
+        while rank[cur] >= 0:
+            cur = self.split_right[rank[cur]]
+            spine_x.push_back(cur)
+        if rank[cur] != -1:
+            return False
+        spine_y.clear()         # y, its left part, ... down to a byte
+        cur = y
+        spine_y.push_back(cur)
+        while rank[cur] >= 0:
+            cur = self.split_left[rank[cur]]
+            spine_y.push_back(cur)
+        if rank[cur] != -1:
+            return False
+        nx = spine_x.size() - 1     # walked from the bytes (the ends of the spines) up
+        ny = spine_y.size() - 1
+        while True:
+            a = spine_x[nx]
+            b = spine_y[ny]
+            ra = rank[a]
+            rb = rank[b]
+            pa = rank[spine_x[nx - 1]] if nx > 0 else <int32_t>k      # when a is joined into its parent
+            pb = rank[spine_y[ny - 1]] if ny > 0 else <int32_t>k
+            q = pair_rank(&self.r, a, b, &merged)
+            if q != NO_RANK and ra < q and rb < q and q < pa and q <= pb:
+                return False
+            if nx == 0 and ny == 0:
+                return True
+            if pa <= pb:
+                nx -= 1
+            if pb <= pa:
+                ny -= 1
 
     cdef void _fill_two(self) noexcept nogil:
         """The dense table of the pairs of two bytes, from the pair table (every byte pair with ids)."""
@@ -975,10 +1081,12 @@ cdef class BPETables:
 
 
 def tables_made_by_merging(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
-                           permanent=None):
-    """BPETables(..., made_by_merging=True) for tiktoken's ranks: one pair a token, checked (splits())."""
+                           permanent=None, expected_left=None, expected_right=None):
+    """BPETables(..., made_by_merging=True) for tiktoken's ranks: one pair a token, checked (splits());
+    expected_left / expected_right: the two parts each token is expected to be made of, if known (see
+    BPETables)."""
     return BPETables(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
-                     permanent, made_by_merging=True)
+                     permanent, made_by_merging=True, expected_left=expected_left, expected_right=expected_right)
 
 
 cdef class BPECore:

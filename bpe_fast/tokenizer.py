@@ -433,16 +433,17 @@ class Tokenizer:
 
         def build() -> BPETables | None:
             arrays = arrays_made.result()
+            listed = _first_merge_ids(files) if files.parts is not None else None
             made = None
             if np.all(arrays["byte_ids"] >= 0):     # the ranks rule's tables, one pair a token, if it makes every token
-                made = tables_made_by_merging(**arrays)
+                made = tables_made_by_merging(**arrays, **_expected_parts(listed))
                 if made.splits()[2] >= 0:       # a token the rule does not make (the check names it)
                     made = None
-            if files.parts is None:     # the reader has asked the merge rule's check (a tokenizer.json)
+            if listed is None:     # the reader has asked the merge rule's check (a tokenizer.json)
                 return made if made is not None else BPETables(**arrays)
             # the check too, when each token's pair is its first merge's (else, as with a token listed with several
             # merges the rule makes from a later one, the check is asked)
-            if made is not None and _made_as_listed(made, *_first_merge_ids(files)):
+            if made is not None and _made_as_listed(made, *listed):
                 return made
             check = files.rule_check()
             if check.difference is not None:
@@ -1910,8 +1911,17 @@ def _cached_tables(arrays: TableArrays) -> BPETables | None:
     if np.any(arrays["byte_ids"] < 0) or len(merge_ids) != len(arrays["ranked_ids"]):
         return BPETables(**arrays)
     del arrays["permanent"]     # the rule's tables: every token permanent, as it makes every one
-    made = tables_made_by_merging(**arrays)
+    made = tables_made_by_merging(**arrays, **_expected_parts((merge_ids[:, 0], merge_ids[:, 1])))
     return made if _made_as_listed(made, merge_ids[:, 0], merge_ids[:, 1]) else None
+
+
+def _expected_parts(listed: tuple[NDArray[np.integer[Any]], NDArray[np.integer[Any]]] | None) -> TableArrays:
+    """tables_made_by_merging's expected_left / expected_right for the ids of each merged token's listed merge
+    (none when not known, or when an id does not fit in 32 bits: the bytes are then merged)."""
+    if listed is None or any(len(ids) and (ids.min() < 0 or ids.max() > np.iinfo(np.int32).max) for ids in listed):
+        return {}
+    return dict(expected_left=np.ascontiguousarray(listed[0], dtype=np.int32),
+                expected_right=np.ascontiguousarray(listed[1], dtype=np.int32))
 
 
 def _made_as_listed(tables: BPETables, left: NDArray[np.integer[Any]], right: NDArray[np.integer[Any]]) -> bool:

@@ -317,6 +317,105 @@ def test_tables_made_by_merging_on_real_ranks():
         assert np.array_equal(right, ranked.values[r_right[multi]])
 
 
+def _built_ranks(rng, n_tokens, alphabet, longest):
+    """Single bytes, then `n_tokens` tokens each two earlier ones joined (from `alphabet` up), in rank order, and
+    the two tokens each was built from (most are what tiktoken's rule makes it of, some not: runs of one letter
+    and overlaps of the small alphabets make joins across the two parts); fewer tokens when no new join fits
+    in `longest` bytes after many tries."""
+    ranks = {bytes([b]): b for b in range(256)}
+    pool = [bytes([c]) for c in alphabet]
+    built = {}
+    for _ in range(100 * n_tokens):
+        if len(built) == n_tokens:
+            break
+        left, right = rng.choice(pool), rng.choice(pool)
+        if left + right in ranks or len(left + right) > longest:
+            continue
+        ranks[left + right] = len(ranks)
+        built[left + right] = (left, right)
+        pool.append(left + right)
+    return ranks, built
+
+
+@SOME
+@given(st.integers(0, 2**32), st.integers(1, 120), st.sampled_from([b"a", b"ab", b"abc", b"ab c"]),
+       st.sampled_from([12, 40, 300]), st.booleans())
+def test_expected_parts_change_nothing(seed, n_tokens, alphabet, longest, other_split):
+    # tables_made_by_merging given each token's expected two parts skips merging its bytes where the ranks of
+    # the boundary pairs along the parts' spines show the rule leaves exactly those two (_leaves_parts): the
+    # tables must be those made by merging every token's bytes, whatever the expected parts (the ones it was
+    # built from, or another split of it into two earlier tokens), and a token's parts must be the oracle's
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import tables_made_by_merging
+
+    rng = random.Random(seed)
+    ranks, built = _built_ranks(rng, n_tokens, alphabet, longest)
+    ranked = bpe_fast.ranks.ranked_tokens(ranks)
+    arrays = T._ranks_table_arrays(ranked, {})
+    del arrays["permanent"]
+    tokens = sorted(built, key=ranks.get)
+    expected = []
+    for token in tokens:
+        left, right = built[token]
+        if other_split:     # any split of the token in two tokens ranked before it
+            cuts = [j for j in range(1, len(token)) if ranks.get(token[:j], len(ranks)) < ranks[token]
+                    and ranks.get(token[j:], len(ranks)) < ranks[token]]
+            j = rng.choice(cuts)
+            left, right = token[:j], token[j:]
+        expected.append((ranks[left], ranks[right]))
+    hint = np.array(expected, dtype=np.int32).reshape(-1, 2)
+    merged = tables_made_by_merging(**arrays).splits()
+    hinted = tables_made_by_merging(**arrays, expected_left=np.ascontiguousarray(hint[:, 0]),
+                                    expected_right=np.ascontiguousarray(hint[:, 1])).splits()
+    assert hinted[2:] == merged[2:]
+    end = merged[2] if merged[2] >= 0 else len(tokens)
+    assert hinted[0][:end].tolist() == merged[0][:end].tolist()
+    assert hinted[1][:end].tolist() == merged[1][:end].tolist()
+    by_id = {rank: token for token, rank in ranks.items()}
+    for k in range(end):
+        lower = {t: r for t, r in ranks.items() if r < ranks[tokens[k]]}
+        assert merge_pretoken_tiktoken(tokens[k], lower) == [by_id[int(merged[0][k])], by_id[int(merged[1][k])]]
+
+
+def test_expected_parts_of_long_runs():
+    # a run of one letter doubled again and again (what training on one character repeated learns), and runs
+    # built a letter at a time: given their parts, the tables are those of merging each token's bytes
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import tables_made_by_merging
+
+    for tokens in ([(b"a" * 2 ** e, b"a" * 2 ** (e - 1)) for e in range(1, 16)],
+                   [(b"a" * n, b"a" * (n - 1)) for n in range(2, 200)],
+                   [(b"a" * n, b"a") for n in range(2, 200)]):
+        ranks = {bytes([b]): b for b in range(256)} | {token: 256 + k for k, (token, _) in enumerate(tokens)}
+        arrays = T._ranks_table_arrays(bpe_fast.ranks.ranked_tokens(ranks), {})
+        del arrays["permanent"]
+        left = np.array([ranks[part] for token, part in tokens], dtype=np.int32)
+        right = np.array([ranks[token[len(part):]] for token, part in tokens], dtype=np.int32)
+        merged = tables_made_by_merging(**arrays).splits()
+        hinted = tables_made_by_merging(**arrays, expected_left=left, expected_right=right).splits()
+        assert merged[2:] == hinted[2:] and np.array_equal(merged[0], hinted[0])
+        assert np.array_equal(merged[1], hinted[1])
+
+
+def test_expected_parts_are_checked():
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import tables_made_by_merging
+
+    arrays = T._ranks_table_arrays(bpe_fast.ranks.ranked_tokens(BYTE_RANKS | {b"ab": 256}), {})
+    del arrays["permanent"]
+    one = np.array([0x61], dtype=np.int32)
+    with pytest.raises(ValueError, match="go together"):
+        tables_made_by_merging(**arrays, expected_left=one)
+    with pytest.raises(ValueError, match="one id a ranked token"):
+        tables_made_by_merging(**arrays, expected_left=np.zeros(2, dtype=np.int32),
+                               expected_right=np.zeros(2, dtype=np.int32))
+    # ids out of range, or parts whose bytes are not the token's: the bytes are merged as without them
+    for left, right in ((-5, 2**30), (0x61, 0x61), (256, 0x62), (0x62, 0x61)):
+        made = tables_made_by_merging(**arrays, expected_left=np.array([left], dtype=np.int32),
+                                      expected_right=np.array([right], dtype=np.int32)).splits()
+        assert (made[0].tolist(), made[1].tolist(), made[2]) == ([0x61], [0x62], -1)
+
+
 @SOME
 @given(st.integers(0, 2**32), st.integers(1, 80), st.lists(st.text(alphabet="abc", min_size=1, max_size=40),
                                                            min_size=1, max_size=8))
