@@ -117,6 +117,36 @@ def token_list(const uint8_t[::1] pool, const int64_t[::1] offsets, Py_ssize_t f
     return out
 
 
+def gather_spans(const uint8_t[::1] pool, const int64_t[::1] offsets, const int64_t[::1] which):
+    """(pool, offsets) of the tokens `which` (indices) of pool/offsets, end to end in that order: one copy a token
+    (token_arrays.gather_tokens; offsets nondecreasing, within the pool).
+
+    >>> import numpy as np
+    >>> out_pool, out_offsets = gather_spans(np.frombuffer(b"abcde", dtype=np.uint8), np.array([0, 1, 3, 5]),
+    ...                                      np.array([2, 0]))
+    >>> bytes(out_pool), out_offsets.tolist()
+    (b'dea', [0, 2, 3])
+    """
+    _check_spans(pool, offsets, 0, 1, 1)
+    cdef Py_ssize_t n = offsets.shape[0] - 1, m = which.shape[0], k
+    cdef int64_t w
+    out_offsets = np.empty(m + 1, dtype=np.int64)
+    cdef int64_t[::1] oo = out_offsets
+    oo[0] = 0
+    for k in range(m):
+        w = which[k]
+        if not 0 <= w < n:
+            raise IndexError(f"index {w} (item {k}) is out of range for {n} tokens")
+        oo[k + 1] = oo[k] + offsets[w + 1] - offsets[w]
+    out_pool = np.empty(oo[m], dtype=np.uint8)
+    cdef uint8_t[::1] op = out_pool
+    with nogil:
+        for k in range(m):
+            if oo[k + 1] > oo[k]:
+                memcpy(&op[oo[k]], &pool[offsets[which[k]]], oo[k + 1] - oo[k])
+    return out_pool, out_offsets
+
+
 def pack_vocab(dict vocab, int64_t max_id):
     """A dict {int: bytes} as (pool, offsets, ids) arrays, entry k (in the dict's order) being
     pool[offsets[k]:offsets[k + 1]] with id ids[k], when every key is an int (exactly: not a bool) in 0..max_id

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ._gpt2_files import first_indices
+from ._gpt2_files import first_indices, gather_spans
 
 __all__ = ["all_distinct", "first_occurrences", "gather_tokens"]
 
@@ -21,10 +21,8 @@ def gather_tokens(pool: NDArray[np.uint8], offsets: NDArray[np.int64],
     >>> bytes(pool), offsets.tolist()
     (b'dea', [0, 2, 3])
     """
-    lengths = np.diff(offsets)[which]
-    out_offsets = np.zeros(len(which) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=out_offsets[1:])
-    return pool[np.repeat(offsets[which] - out_offsets[:-1], lengths) + np.arange(out_offsets[-1])], out_offsets
+    return gather_spans(np.ascontiguousarray(pool, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64),
+                        np.ascontiguousarray(which, dtype=np.int64))
 
 
 def first_occurrences(values: NDArray[np.int64]) -> NDArray[np.int64]:
