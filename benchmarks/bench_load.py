@@ -176,3 +176,34 @@ def test_load_gpt2_files(benchmark, tmp_path, way, request):
     assert tok.encode(TEXT) == hf.encode(TEXT, add_special_tokens=False).ids
     print(f"\nloading {way if way.startswith('o200k') else 'GPT-2' + chr(39) + 's ' + way}: bpe_fast {median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} "
           f"{median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
+
+
+def test_load_long_runs(benchmark, tmp_path):
+    # the vocabulary training learns from one letter repeated (10 MB): tokens of 2, 4, ... 8 million bytes and
+    # their sums, 86 MB of token bytes. Tokenizer(vocab, merges) checks each token is made of its merge's two
+    # tokens by the ranks of the pairs along their split trees, not by merging its bytes (80 s before that);
+    # against HF tokenizers' models.BPE(vocab, merges) set up the same
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import decoders, models, pre_tokenizers
+
+    from bpe_fast.formats import token_to_str
+
+    corpus = tmp_path / "run.txt"
+    corpus.write_bytes(b"a" * 10_000_000)
+    with pytest.warns(UserWarning, match="no pairs left"):
+        vocab, merges = bpe_fast.train_bpe(corpus, 300, [])
+    keys = {token_to_str(token): i for i, token in vocab.items()}
+    strs = [(token_to_str(a), token_to_str(b)) for a, b in merges]
+
+    def theirs():
+        hf = tokenizers.Tokenizer(models.BPE(keys, strs))
+        hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        hf.decoder = decoders.ByteLevel()
+        return hf
+
+    tok, hf, median, ratio, rounds = _alternate(benchmark, lambda: Tokenizer(vocab, merges), theirs, "tokenizers")
+    text = "a" * 100_000 + " aaa"
+    assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids
+    print(f"\nTokenizer(vocab, merges) of a one-letter corpus's vocabulary ({sum(map(len, vocab.values())) >> 20} MB "
+          f"of tokens): bpe_fast {median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} "
+          f"{median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
