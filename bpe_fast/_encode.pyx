@@ -639,6 +639,10 @@ cdef class BPETables:
                 expected_left is not None and not (made_by_merging and expected_left.shape[0] == n_ranked
                                                    and expected_right.shape[0] == n_ranked)):
             raise ValueError("expected_left and expected_right go together, made_by_merging, one id a ranked token")
+        if expected_left is not None:
+            for k in range(n_ranked):
+                if ranked_ids[k] < 0:
+                    raise ValueError(f"ranked token {k} has a negative id ({ranked_ids[k]})")
         if decode_offsets.shape[0] != known.shape[0] + 1:
             raise ValueError("decode_offsets must have one entry more than known")
         if ranked_pool.shape[0] >= (1 << 31):

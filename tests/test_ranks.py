@@ -409,6 +409,9 @@ def test_expected_parts_are_checked():
     with pytest.raises(ValueError, match="one id a ranked token"):
         tables_made_by_merging(**arrays, expected_left=np.zeros(2, dtype=np.int32),
                                expected_right=np.zeros(2, dtype=np.int32))
+    negative = dict(arrays, ranked_ids=np.array([-1], dtype=np.int32))
+    with pytest.raises(ValueError, match="ranked token 0 has a negative id"):
+        tables_made_by_merging(**negative, expected_left=one, expected_right=one)
     # ids out of range, or parts whose bytes are not the token's: the bytes are merged as without them
     for left, right in ((-5, 2**30), (0x61, 0x61), (256, 0x62), (0x62, 0x61)):
         made = tables_made_by_merging(**arrays, expected_left=np.array([left], dtype=np.int32),
