@@ -58,6 +58,7 @@ __all__ = [
     "save_tokenizer_files",
     "load_tokenizer_files",
     "load_tokenizer_folder",
+    "read_folder_arrays",
     "read_config",
     "CACHE_FILE",
     "CACHE_MIN_TOKENS",
@@ -733,8 +734,6 @@ def load_tokenizer_folder(directory: StrPath, use_cache: bool = True) -> tuple[V
     vocab and merges come from it (merges as a function that makes the list, called when first needed) and
     `arrays` is its dict of table arrays and merge_ids (the merges as id pairs); else the text files are parsed
     and `arrays` is None."""
-    from .patterns import GPT2_PATTERN
-
     directory = os.fspath(directory)
     expected = f"a tokenizer folder holds {VOCAB_FILE} and {MERGES_FILE} (and {CONFIG_FILE}), as Tokenizer.save writes"
     if os.path.isfile(directory):
@@ -754,13 +753,37 @@ def load_tokenizer_folder(directory: StrPath, use_cache: bool = True) -> tuple[V
         vocab = read_vocab(os.path.join(directory, VOCAB_FILE))
         merges = read_merges(os.path.join(directory, MERGES_FILE), vocab)
         arrays, num_merges = None, len(merges)
-    config_path = os.path.join(directory, CONFIG_FILE)
-    if os.path.exists(config_path):
-        specials, pattern = read_config(config_path)
-        training = read_training(config_path, num_merges)
-    else:
-        specials, pattern, training = [], GPT2_PATTERN, None
+    specials, pattern, training = _read_folder_config(directory, num_merges)
     return vocab, merges, specials, pattern, arrays, training
+
+
+def _read_folder_config(directory: str, num_merges: int) -> tuple[list[str], str, dict[str, Any] | None]:
+    """(special_tokens, pattern, training) of a tokenizer folder of `num_merges` merges: from its bpe_fast.json,
+    or none, GPT-2's pattern and none when it has none (GPT-2's own files)."""
+    from .patterns import GPT2_PATTERN
+
+    config_path = os.path.join(directory, CONFIG_FILE)
+    if not os.path.exists(config_path):
+        return [], GPT2_PATTERN, None
+    specials, pattern = read_config(config_path)
+    return specials, pattern, read_training(config_path, num_merges)
+
+
+def read_folder_arrays(directory: StrPath) -> tuple[GPT2Arrays, list[str], str, dict[str, Any] | None] | None:
+    """A tokenizer folder with no cache (bpe_fast.npz: a vocabulary under CACHE_MIN_TOKENS) whose vocab.json and
+    merges.txt are plainly well formed, read natively (read_gpt2_arrays, as Tokenizer.from_files reads them), with
+    its special tokens, pattern and training: (files, special_tokens, pattern, training). None for anything else,
+    which load_tokenizer_folder then reads (and names what is wrong)."""
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory) or os.path.exists(os.path.join(directory, CACHE_FILE)):
+        return None
+    try:
+        files = read_gpt2_arrays(os.path.join(directory, VOCAB_FILE), os.path.join(directory, MERGES_FILE))
+    except OSError:         # a file missing or unreadable: load_tokenizer_folder says which
+        return None
+    if files is None:
+        return None
+    return (files, *_read_folder_config(directory, len(files.joined)))
 
 
 _PINNED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("_PINNED", default=None)

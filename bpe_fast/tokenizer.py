@@ -377,14 +377,8 @@ class Tokenizer:
             merges = formats.read_merges(merges_filepath, vocab)
             return _check_special_ids(wanted_ids, cls._from_checked(vocab, merges, special_tokens, pattern))._run_init()
 
-        def refuse() -> NoReturn:       # the merge rule's check found a difference: read_merges names its line
-            formats.read_merges(merges_filepath, files.vocab())
-            raise formats.FormatError(merges_filepath, None, "changed while it was read: the merges first read from "
-                                      "it are refused by the merge rule's check (bpe_fast.merge_rule), those read "
-                                      "again are not")
-
         return _check_special_ids(wanted_ids, cls._from_arrays(files, files.vocab, files.merges, special_tokens,
-                                                               pattern, refuse=refuse))._run_init()
+                                                               pattern, refuse=_refuser(files, merges_filepath)))._run_init()
 
     @classmethod
     def _from_arrays(cls, files: formats.GPT2Arrays, vocab: Vocab | Callable[[], Vocab],
@@ -646,7 +640,16 @@ class Tokenizer:
 
     @classmethod
     def _load_once(cls, directory: StrPath) -> Tokenizer:
-        """load, the files read once."""
+        """load, the files read once: natively, as from_files reads them, when the folder has no cache and they are
+        plainly well formed (formats.read_folder_arrays); else by formats.load_tokenizer_folder."""
+        read = formats.read_folder_arrays(directory)
+        if read is not None:
+            files, specials, pattern, training = read
+            normalizer = formats.read_normalizer(directory)
+            made = cls._from_arrays(files, files.vocab, files.merges, specials, pattern,
+                                    refuse=_refuser(files, os.path.join(directory, formats.MERGES_FILE)))
+            made._training = training
+            return made._run_init().with_normalizer(normalizer)
         vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory)
         normalizer = formats.read_normalizer(directory)
         if arrays is not None:      # the cache (bpe_fast.npz)
@@ -1898,6 +1901,18 @@ def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int])
     return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
                 ranked_ids=values[multi].astype(np.int32), permanent=np.ones(len(ranked_offsets) - 1, dtype=np.uint8),
                 **_ranks_decode_arrays(ranked, special_tokens))
+
+
+def _refuser(files: formats.GPT2Arrays, merges_filepath: StrPath) -> Callable[[], NoReturn]:
+    """_setup_arrays' `refuse` for GPT-2's files read natively: the merge rule's check found a difference, which
+    read_merges names with its line (as it reads the file again)."""
+    def refuse() -> NoReturn:
+        formats.read_merges(merges_filepath, files.vocab())
+        raise formats.FormatError(merges_filepath, None, "changed while it was read: the merges first read from "
+                                  "it are refused by the merge rule's check (bpe_fast.merge_rule), those read "
+                                  "again are not")
+
+    return refuse
 
 
 def _cached_tables(arrays: TableArrays) -> BPETables | None:

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import bpe_fast
 from bpe_fast import formats as F
 from bpe_fast.formats import FormatError
 from corpora import FIXTURES
@@ -371,15 +372,15 @@ def test_a_save_between_reading_the_vocabulary_and_the_merges_is_not_mixed_in(tm
     from bpe_fast import Tokenizer
     first, second = _two_tokenizers()
     first.save(tmp_path)
-    read_merges, saved = F.read_merges, []
+    read_bytes, saved = F.read_bytes, []
 
-    def save_then_read(path, vocab):
-        if not saved:
+    def save_then_read(path, *args, **kwargs):      # merges.txt read (natively or not) after the vocabulary
+        if os.path.basename(path) == "merges.txt" and not saved:
             second.save(tmp_path)
             saved.append(True)
-        return read_merges(path, vocab)
+        return read_bytes(path, *args, **kwargs)
 
-    monkeypatch.setattr(F, "read_merges", save_then_read)
+    monkeypatch.setattr(F, "read_bytes", save_then_read)
     assert _same(Tokenizer.load(tmp_path), first) and saved      # the files as they were when the load began
     assert _same(Tokenizer.load(tmp_path), second)
 
@@ -436,3 +437,39 @@ def test_files_edited_since_their_save_load_as_they_are(tmp_path):
     assert not F.files_match(tmp_path)
     tok = Tokenizer.load(tmp_path)
     assert list(tok.merges) == [(b"a", b"b")] and dict(tok.vocab) == dict(first.vocab)
+
+
+def test_a_folder_without_cache_loads_natively_as_the_python_readers_read_it(tmp_path, monkeypatch):
+    # a folder of a vocabulary under CACHE_MIN_TOKENS has no bpe_fast.npz: its text files are read natively (as
+    # from_files reads them); the tokenizer must be the one read by the Python readers, with its special tokens,
+    # pattern, training and normalizer
+    from bpe_fast import Tokenizer
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("low lower lowest newer wider <|endoftext|> naïve café 12345\n" * 50, encoding="utf-8")
+    result = bpe_fast.train_bpe(corpus, 280, ["<|endoftext|>", "<|pad|>"])
+    vocab, merges = result
+    assert result.training is not None
+    cases = {"plain": Tokenizer(vocab, merges),
+             "special": Tokenizer(vocab, merges, ["<|endoftext|>", "<|pad|>", "<|new|>"], pattern="gpt4"),
+             "nfc": Tokenizer(vocab, merges, ["<|endoftext|>"]).with_normalizer("NFC"),
+             "trained": Tokenizer(vocab, merges, ["<|endoftext|>", "<|pad|>"], training=result.training)}
+    text = "low lowest <|endoftext|> <|pad|><|new|> café naïve 987"
+    for name, tok in cases.items():
+        folder = tmp_path / name
+        tok.save(folder)
+        assert not (folder / F.CACHE_FILE).exists()
+        assert F.read_folder_arrays(folder) is not None, name
+        native = Tokenizer.load(folder)
+        with monkeypatch.context() as m:
+            m.setattr(F, "read_folder_arrays", lambda directory: None)
+            python = Tokenizer.load(folder)
+        assert _same(native, python) and native.pattern == python.pattern, name
+        assert native._training == python._training and native.normalizer == python.normalizer, name
+        assert (native._training is not None) == (name == "trained"), name
+        assert native.encode(text) == python.encode(text) == tok.encode(text), name
+    # what the native readers do not take plainly is read by the Python ones, which name what is wrong
+    (tmp_path / "plain" / "merges.txt").write_text("#version: 0.2\nl o\nzz q\n", encoding="utf-8")
+    assert F.read_folder_arrays(tmp_path / "plain") is None
+    with pytest.raises(F.FormatError, match=r"merges\.txt:3: merge 'zz q': token 'zz' is not in the vocabulary"):
+        Tokenizer.load(tmp_path / "plain")
