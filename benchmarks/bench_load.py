@@ -207,3 +207,27 @@ def test_load_long_runs(benchmark, tmp_path):
     print(f"\nTokenizer(vocab, merges) of a one-letter corpus's vocabulary ({sum(map(len, vocab.values())) >> 20} MB "
           f"of tokens): bpe_fast {median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} "
           f"{median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
+
+
+def test_load_small_saved_folder(benchmark, tmp_path, corpus_path):
+    # a folder Tokenizer.save wrote for a vocabulary under formats.CACHE_MIN_TOKENS (no bpe_fast.npz; 10,000
+    # tokens, as CS336 trains on TinyStories): Tokenizer.load reads its text files natively, as from_files does;
+    # against HF tokenizers reading the same vocab.json and merges.txt (models.BPE.from_file)
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import decoders, models, pre_tokenizers
+
+    from bpe_fast import formats
+
+    result = bpe_fast.train_bpe(corpus_path, 10_000, ["<|endoftext|>"])     # the benchmarks' corpus (--corpus)
+    folder = tmp_path / "tok"
+    Tokenizer(*result, ["<|endoftext|>"], training=result.training).save(folder)
+    assert not (folder / formats.CACHE_FILE).exists()
+    vocab, merges = str(folder / "vocab.json"), str(folder / "merges.txt")
+    model = lambda: models.BPE.from_file(vocab, merges)  # noqa: E731
+    tok, hf, median, ratio, rounds = _alternate(
+        benchmark, lambda: Tokenizer.load(folder),
+        lambda: _hf_gpt2(models, pre_tokenizers, decoders, tokenizers, model()), "tokenizers")
+    assert tok.encode(TEXT) == hf.encode(TEXT, add_special_tokens=False).ids
+    print(f"\nTokenizer.load of a saved {len(tok.vocab):,}-token folder: bpe_fast {median['bpe_fast']:.3f} s, HF "
+          f"tokenizers {tokenizers.__version__} {median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} "
+          f"alternating rounds)")
