@@ -571,7 +571,6 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
     return m
 
 
-@cython.final
 cdef inline void _take_rank(vector[int32_t]& rank_of, int32_t token, int32_t rank) noexcept nogil:
     """rank_of[token] = rank, or -3 (no rank: never taken for a part) when the id already has one."""
     if rank_of[token] == -2:
@@ -580,6 +579,7 @@ cdef inline void _take_rank(vector[int32_t]& rank_of, int32_t token, int32_t ran
         rank_of[token] = -3
 
 
+@cython.final
 cdef class BPETables:
     """What never changes once built from the ranks and the vocabulary: the merge rule (Ranks), the entries
     of the pre-token table that are there for good, and the bytes of every id (decoding). Shared, read-only,
