@@ -783,7 +783,13 @@ def read_folder_arrays(directory: StrPath) -> tuple[GPT2Arrays, list[str], str, 
         return None
     if files is None:
         return None
-    return (files, *_read_folder_config(directory, len(files.joined)))
+    try:
+        config = _read_folder_config(directory, len(files.joined))
+    except ValueError:
+        if files.rule_check().difference is not None:
+            return None     # merges.txt is wrong too: load_tokenizer_folder names its line first, as it always has
+        raise
+    return (files, *config)
 
 
 _PINNED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("_PINNED", default=None)

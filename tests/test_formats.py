@@ -473,3 +473,22 @@ def test_a_folder_without_cache_loads_natively_as_the_python_readers_read_it(tmp
     assert F.read_folder_arrays(tmp_path / "plain") is None
     with pytest.raises(F.FormatError, match=r"merges\.txt:3: merge 'zz q': token 'zz' is not in the vocabulary"):
         Tokenizer.load(tmp_path / "plain")
+
+
+def test_a_folder_wrong_in_merges_and_config_names_the_merges_first(tmp_path):
+    # merges.txt edited by hand (a merge removed: the rule cannot make the next token) also leaves bpe_fast.json's
+    # merge counts wrong; the merges.txt line is the error, whichever way the files are read (review helper-89)
+    from bpe_fast import Tokenizer
+
+    base = {i: bytes([i]) for i in range(256)}
+    Tokenizer(base | {256: b"ab", 257: b"abc"}, [(b"a", b"b"), (b"ab", b"c")],
+              training={"merge_counts": [5, 3]}).save(tmp_path)
+    (tmp_path / "merges.txt").write_text("ab c\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"merges\.txt:1: merge 'ab c': tiktoken's rule"):
+        Tokenizer.load(tmp_path)
+    # the counts alone wrong: the config's error, naming its line
+    (tmp_path / "merges.txt").write_text("a b\n", encoding="utf-8")
+    (tmp_path / "vocab.json").write_text(json.dumps({F.token_to_str(t): i for i, t in (base | {256: b"ab"}).items()}),
+                                         encoding="utf-8")
+    with pytest.raises(FormatError, match=r"bpe_fast\.json:\d+: training's merge_counts has 2 counts for 1 merges"):
+        Tokenizer.load(tmp_path)
