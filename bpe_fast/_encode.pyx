@@ -579,6 +579,17 @@ cdef inline void _take_rank(vector[int32_t]& rank_of, int32_t token, int32_t ran
         rank_of[token] = -3
 
 
+cdef inline bint _spine(const int32_t* rank, const int32_t* split, int32_t top, vector[int32_t]& out) noexcept nogil:
+    """out = top, split[its rank], split[that one's rank], ... down to a byte (rank -1): one edge of top's split
+    tree (split: the ranked tokens' left or right parts). False when it ends at an id that is neither."""
+    out.clear()
+    out.push_back(top)
+    while rank[top] >= 0:
+        top = split[rank[top]]
+        out.push_back(top)
+    return rank[top] == -1
+
+
 @cython.final
 cdef class BPETables:
     """What never changes once built from the ranks and the vocabulary: the merge rule (Ranks), the entries
@@ -845,7 +856,7 @@ cdef class BPETables:
         pair for each stretch of ranks, asks the table once a stretch; if none joins, the bytes end as x, y."""
         cdef int32_t most = <int32_t>rank_of.size() - 1
         cdef Py_ssize_t nx, ny
-        cdef int32_t rx, ry, cur, a, b, ra, rb, pa, pb, q, merged
+        cdef int32_t rx, ry, a, b, ra, rb, pa, pb, q, merged
         cdef const int32_t* rank = rank_of.data()
         if not (0 <= x <= most and 0 <= y <= most):
             return False
@@ -861,21 +872,9 @@ cdef class BPETables:
             return False
         if (self.r.byte_ids[t[nx]] != y) if ry < 0 else (memcmp(&pool[0] + offs[ry], t + nx, ny) != 0):
             return False
-        spine_x.clear()         # x, its right part, that one's right part, ... down to a byte
-        cur = x
-        spine_x.push_back(cur)
-        while rank[cur] >= 0:
-            cur = self.split_right[rank[cur]]
-            spine_x.push_back(cur)
-        if rank[cur] != -1:
-            return False
-        spine_y.clear()         # y, its left part, ... down to a byte
-        cur = y
-        spine_y.push_back(cur)
-        while rank[cur] >= 0:
-            cur = self.split_left[rank[cur]]
-            spine_y.push_back(cur)
-        if rank[cur] != -1:
+        # x, its right part, that one's right part, ... down to a byte; y, its left part, ... down to a byte
+        if not _spine(rank, self.split_right.data(), x, spine_x) or not _spine(rank, self.split_left.data(), y,
+                                                                                 spine_y):
             return False
         nx = spine_x.size() - 1     # walked from the bytes (the ends of the spines) up
         ny = spine_y.size() - 1
