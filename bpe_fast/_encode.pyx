@@ -599,10 +599,12 @@ cdef class BPETables:
     cdef Ranks r
     cdef vector[PairSlot] pairs
     cdef Py_ssize_t n_pairs
-    cdef vector[PieceSlot] permanent        # each ranked token whose own bytes merge to exactly itself
+    cdef vector[PieceSlot] permanent        # each ranked token whose own bytes merge to exactly itself (up to
+    # MAX_CACHED_PIECE bytes)
     cdef vector[uint8_t] permanent_keys     # their key bytes (PieceSlot.key_off points here)
     cdef Py_ssize_t lookup_limit            # longest pre-token worth looking up
-    cdef vector[uint8_t] is_permanent       # ranked token k -> 1 if it is a permanent entry (permanent_mask)
+    cdef vector[uint8_t] is_permanent       # ranked token k -> 1 if its own bytes merge to exactly itself
+    # (permanent_mask; an entry of `permanent` when not too long)
 
     cdef vector[uint8_t] pool               # decode: bytes of every id, back to back
     cdef vector[int64_t] offsets            # id -> start in pool; offsets[id + 1] - offsets[id] is its length
@@ -935,7 +937,8 @@ cdef class BPETables:
     cdef int _build_permanent(self, const uint8_t[::1] pool, const int64_t[::1] offs,
                               const int32_t[::1] ids, const uint8_t[::1] given, bint every) except -1 nogil:
         """The permanent entries: each ranked token whose own bytes merge to exactly itself (as `given` says,
-        when it is not None; every one, when `every`)."""
+        when it is not None; every one, when `every`), but for those longer than MAX_CACHED_PIECE (permanent_mask
+        still says 1 for them)."""
         cdef Py_ssize_t n_ranked = ids.shape[0]
         cdef Py_ssize_t k, n, count, j
         cdef const uint8_t* t
@@ -943,13 +946,17 @@ cdef class BPETables:
         cdef PieceSlot slot
         cdef vector[int32_t] buf
         cdef bint reachable
+        cdef bint some_byte_missing = False
+        for j in range(256):
+            if self.r.byte_ids[j] < 0:
+                some_byte_missing = True
         self.lookup_limit = MAX_CACHED_PIECE
         self.is_permanent.assign(n_ranked, 0)
         for k in range(n_ranked):
             t = &pool[0] + offs[k]
             n = offs[k + 1] - offs[k]
             reachable = True
-            for j in range(n):
+            for j in range(n if some_byte_missing else 0):
                 if self.r.byte_ids[t[j]] < 0:
                     reachable = False       # holds a byte the vocabulary lacks: no text encodes to it
             if not reachable:
@@ -966,6 +973,10 @@ cdef class BPETables:
                 if count != 1 or buf[0] != ids[k]:
                     continue
             self.is_permanent[k] = 1
+            if n > MAX_CACHED_PIECE:
+                continue        # no entry: a pre-token this long is merged (to this token), not looked up, as it
+                # is not cached either; its bytes would be copied into every encoder (a vocabulary learnt from a
+                # run of one letter holds tokens of megabytes)
             slot.hash = hash_key(t, n, end, &slot.prefix)
             slot.key_off = <uint32_t>self.permanent_keys.size()
             slot.key_len = <int32_t>n
@@ -973,8 +984,6 @@ cdef class BPETables:
             slot.value = ids[k]
             self.permanent_keys.insert(self.permanent_keys.end(), t, t + n)
             self.permanent.push_back(slot)
-            if n > self.lookup_limit:
-                self.lookup_limit = n
         self._order_permanent()
         return 0
 

@@ -397,6 +397,22 @@ def test_expected_parts_of_long_runs():
         assert np.array_equal(merged[1], hinted[1])
 
 
+def test_tokens_longer_than_a_cached_piece_are_merged_not_looked_up():
+    # a token longer than MAX_CACHED_PIECE (256 bytes) is no whole-pre-token entry of the encoder's table (each
+    # encoder would copy its bytes: megabytes for a vocabulary learnt from a run of one letter); a pre-token
+    # that long is merged to the same ids. The permanent mask still says every token merges to itself.
+    vocab = {i: bytes([i]) for i in range(256)} | {255 + e: b"a" * 2 ** e for e in range(1, 11)}
+    merges = [(b"a" * 2 ** (e - 1), b"a" * 2 ** (e - 1)) for e in range(1, 11)]
+    ranks = {token: i for i, token in vocab.items()}
+    for tok in (Tokenizer(vocab, merges), Tokenizer.from_tiktoken(ranks, "gpt2")):
+        stats = tok._tables.stats()
+        assert stats["permanent"] == 8 and stats["lookup_limit"] == 256       # 2 .. 256 bytes: 8 of the 10
+        assert tok._tables.permanent_mask() == b"\x01" * 10
+        for n in (255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 1100, 2048 + 3):
+            text = "a" * n + " " + "a" * (n // 2) + "b"
+            assert tok.encode(text) == oracle_encode(text, vocab, merges, pattern=tok.pattern), n
+
+
 def test_expected_parts_are_checked():
     from bpe_fast import tokenizer as T
     from bpe_fast._encode import tables_made_by_merging
