@@ -606,7 +606,8 @@ cdef class BPETables:
     cdef vector[uint8_t] is_permanent       # ranked token k -> 1 if its own bytes merge to exactly itself
     # (permanent_mask; an entry of `permanent` when not too long)
 
-    cdef vector[uint8_t] pool               # decode: bytes of every id, back to back
+    cdef const uint8_t[::1] pool            # decode: bytes of every id, back to back (the caller's array, held,
+    cdef const uint8_t* pool_data           # not copied: a vocabulary of long tokens is megabytes); its start
     cdef vector[int64_t] offsets            # id -> start in pool; offsets[id + 1] - offsets[id] is its length
     cdef vector[uint8_t] known              # id -> 1 if the id has bytes
 
@@ -684,8 +685,8 @@ cdef class BPETables:
                 self._fill_two()
             if self.unmade < 0:
                 self._build_permanent(ranked_pool, ranked_offsets, ranked_ids, permanent, every)
-        if decode_pool.shape[0]:
-            self.pool.assign(&decode_pool[0], &decode_pool[0] + decode_pool.shape[0])
+        self.pool = decode_pool         # its size cannot change while it is held (the offsets were checked)
+        self.pool_data = &decode_pool[0] if decode_pool.shape[0] else NULL
         self.offsets.assign(&decode_offsets[0], &decode_offsets[0] + decode_offsets.shape[0])
         if known.shape[0]:
             self.known.assign(&known[0], &known[0] + known.shape[0])
@@ -1069,9 +1070,9 @@ cdef class BPETables:
         cdef char* dst = PyBytes_AS_STRING(result)
         if n >= NOGIL_IDS:
             with nogil:
-                _gather(self.pool.data(), offs, ids, n, dst)
+                _gather(self.pool_data, offs, ids, n, dst)
         elif n:
-            _gather(self.pool.data(), offs, ids, n, dst)
+            _gather(self.pool_data, offs, ids, n, dst)
         return result
 
     # ------------------------------------------------------------------------------------------ inspection

@@ -452,6 +452,28 @@ def test_one_pair_a_token_encodes_as_every_split(seed, n_tokens, words):
     assert one_pair.encode(text) == every_split.encode(text) == expected
 
 
+def test_tables_hold_the_decode_pool_they_were_given():
+    # BPETables keeps the caller's decode_pool (not a copy: megabytes for long tokens), so it must keep it
+    # alive: decoding after every other reference is gone gives the tokens' bytes
+    import gc
+    import sys
+
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import BPETables
+
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abab" * 100}
+    arrays = T._ranks_table_arrays(bpe_fast.ranks.ranked_tokens({t: i for i, t in vocab.items()}), {})
+    pool = arrays["decode_pool"]
+    before = sys.getrefcount(pool)
+    tables = BPETables(**arrays)
+    assert sys.getrefcount(pool) > before       # held, not copied
+    del arrays, pool
+    gc.collect()
+    junk = [np.full(1 << 16, 0xEE, dtype=np.uint8) for _ in range(64)]     # reuse of freed memory would show
+    assert tables.decode_bytes(np.array([257, 256, 0x63, 257], dtype=np.int64)) == b"abab" * 100 + b"abc" + b"abab" * 100
+    del junk
+
+
 def test_made_by_merging_needs_every_byte():
     from bpe_fast import tokenizer as T
     from bpe_fast._encode import tables_made_by_merging
