@@ -579,8 +579,22 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
 _DIGESTED = (VOCAB_FILE, MERGES_FILE)     # the files whose digests bpe_fast.json holds ("files_sha256")
 
 
+def _file_digest(path: StrPath) -> bytes:
+    """The SHA-256 of the file at path (read_bytes'); of a file a FolderPin holds, computed once while it is in
+    use (a load checks the cache's digests, then files_match the config's, of the same two files)."""
+    pinned = _PINNED.get()
+    fd = pinned.get(os.path.abspath(path)) if pinned else None
+    memo = _PIN_DIGESTS.get() if fd is not None else None
+    if memo is not None and fd in memo:
+        return memo[fd]
+    digest = hashlib.sha256(read_bytes(path)).digest()
+    if memo is not None:
+        memo[fd] = digest       # type: ignore[index]
+    return digest
+
+
 def _sha256_hex(path: StrPath) -> str:
-    return hashlib.sha256(read_bytes(path)).hexdigest()
+    return _file_digest(path).hex()
 
 
 def files_match(directory: StrPath) -> bool:
@@ -793,6 +807,8 @@ def read_folder_arrays(directory: StrPath) -> tuple[GPT2Arrays, list[str], str, 
 
 
 _PINNED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("_PINNED", default=None)
+# the digests of the files held (by descriptor) computed while a FolderPin is in use (_file_digest)
+_PIN_DIGESTS: contextvars.ContextVar[dict[int, bytes] | None] = contextvars.ContextVar("_PIN_DIGESTS", default=None)
 
 
 class FolderPin:
@@ -826,9 +842,11 @@ class FolderPin:
         """While in use, the files are read from the descriptors held (read_bytes), not by their paths: what is
         read is what was pinned, whatever is renamed over the paths meanwhile."""
         self._token = _PINNED.set({os.path.abspath(path): fd for path, fd, _ in self._held if fd is not None})
+        self._digests_token = _PIN_DIGESTS.set({})
         return self
 
     def __exit__(self, *exc: object) -> None:
+        _PIN_DIGESTS.reset(self._digests_token)
         _PINNED.reset(self._token)
         self.close()
 
@@ -866,7 +884,7 @@ _CACHE_TABLES: dict[str, tuple[type[np.integer[Any]], int]] = {
 
 
 def _file_sha256(path: StrPath) -> NDArray[np.uint8]:
-    return np.frombuffer(hashlib.sha256(read_bytes(path)).digest(), dtype=np.uint8)
+    return np.frombuffer(_file_digest(path), dtype=np.uint8)
 
 
 def write_cache(directory: StrPath, arrays: Mapping[str, NDArray[Any]], merge_ids: NDArray[np.int32],

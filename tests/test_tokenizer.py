@@ -1326,6 +1326,29 @@ def test_cache_written_and_used_gives_the_text_files_tokenizer(cached_folder):
         assert "merge_ids" in npz.files
 
 
+def test_a_load_hashes_each_text_file_once(cached_folder, monkeypatch):
+    # the cache's digests and bpe_fast.json's (files_match) are of the same two files held open: hashed once
+    # each in a load (a 200k-token folder's files are 9 MB); the next load, of files rewritten meanwhile, hashes anew
+    from bpe_fast import formats
+
+    tok, folder = cached_folder
+    hashed = []
+    real = formats.hashlib.sha256
+
+    def counting(data=b""):
+        hashed.append(bytes(data))
+        return real(data)
+
+    monkeypatch.setattr(formats.hashlib, "sha256", counting)
+    first = Tokenizer.load(folder)
+    assert sorted(hashed) == sorted([(folder / "vocab.json").read_bytes(), (folder / "merges.txt").read_bytes()])
+    assert first.encode("a load") == tok.encode("a load")
+    (folder / "merges.txt").write_bytes((folder / "merges.txt").read_bytes() + b"")     # the same bytes again
+    hashed.clear()
+    Tokenizer.load(folder)
+    assert len(hashed) == 2
+
+
 def test_cache_ignored_once_a_text_file_changes(cached_folder):
     from bpe_fast import formats
 
