@@ -40,8 +40,8 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint16_t, uint32_
 from libc.string cimport memcmp, memcpy, memmove, memset
 from libcpp.vector cimport vector
 
-from bpe_fast._hashing cimport (EMPTY_KEY, hash_bytes, seed_hash_bytes, load_head, next_slot, pair_key, pair_slot,
-                                table_shift, table_size)
+from bpe_fast._hashing cimport (EMPTY_KEY, HASH_SEED, hash_bytes, seed_hash_bytes, load_head, mix64, next_slot,
+                                pair_key, pair_slot, table_shift, table_size)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
 from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
                              scan_block_final)
@@ -248,6 +248,9 @@ cdef enum:
     SCAN_BLOCK = 256            # pre-token ends scanned at a time (on the stack) before they are encoded
     PENDING_GROWTH = 2          # StreamEncoder looks for a cut again once the pending text has doubled
     HOT_SLOTS = 4096            # the small direct-mapped table of frequent short pre-tokens (64 KB)
+    SPLIT_AT_LENGTHS = 256      # made_by_merging: a longer ranked token is first split where two earlier tokens meet
+    SPLIT_TRIES = 64            # ... at most this many splits asked about (then, and for no split, its bytes merge)
+    SPLIT_LENGTHS = 4096        # ... at most this many token lengths looked at
     DEFAULT_CACHE_ENTRIES = 1 << 16     # an encoder's cache of pre-tokens, to begin with (BPECore, EncoderPool)
     NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
     NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
@@ -579,6 +582,48 @@ cdef inline void _take_rank(vector[int32_t]& rank_of, int32_t token, int32_t ran
         rank_of[token] = -3
 
 
+cdef inline uint64_t _span_signature(const uint8_t* p, Py_ssize_t m) noexcept nogil:
+    """A hash of p[0:m]'s length and its first and last 8 bytes (m >= 1): equal spans have equal signatures, at
+    a cost that does not grow with m (unequal spans may share one: a candidate, checked by its user)."""
+    cdef uint64_t head = 0, tail = 0
+    if m >= 8:
+        memcpy(&head, p, 8)
+        memcpy(&tail, p + m - 8, 8)
+    else:
+        memcpy(&head, p, m)
+    return mix64(mix64(mix64(<uint64_t>m ^ HASH_SEED) + head) + tail)
+
+
+cdef inline Py_ssize_t _signature_slot(const vector[uint64_t]& keys, const vector[int32_t]& heads,
+                                       uint64_t sig) noexcept nogil:
+    """The slot of signature sig in a SpanIndex-like table (keys, heads: -1 empty), or the empty slot for it."""
+    cdef uint64_t mask = keys.size() - 1, i = sig & mask
+    while heads[i] >= 0 and keys[i] != sig:
+        i = next_slot(i, mask)
+    return <Py_ssize_t>i
+
+
+cdef inline bint _length_known(const vector[int64_t]& slots, int64_t length) noexcept nogil:
+    """Whether `length` is in the open-addressing set `slots` (-1: empty)."""
+    cdef uint64_t mask = slots.size() - 1, i = mix64(<uint64_t>length) & mask
+    while slots[i] >= 0:
+        if slots[i] == length:
+            return True
+        i = next_slot(i, mask)
+    return False
+
+
+cdef inline void _add_length(vector[int64_t]& slots, vector[int64_t]& lengths, int64_t length) noexcept nogil:
+    """Put `length` in the set `slots` and the list `lengths`, if it is not there yet."""
+    cdef uint64_t mask = slots.size() - 1, i = mix64(<uint64_t>length) & mask
+    while slots[i] >= 0:
+        if slots[i] == length:
+            return
+        i = next_slot(i, mask)
+    slots[i] = length
+    lengths.push_back(length)
+
+
 cdef inline bint _spine(const int32_t* rank, const int32_t* split, int32_t top, vector[int32_t]& out) noexcept nogil:
     """out = top, split[its rank], split[that one's rank], ... down to a byte (rank -1): one edge of top's split
     tree (split: the ranked tokens' left or right parts). False when it ends at an id that is neither."""
@@ -621,7 +666,8 @@ cdef class BPETables:
                   const int64_t[::1] ranked_offsets, const int32_t[::1] ranked_ids,
                   const uint8_t[::1] decode_pool, const int64_t[::1] decode_offsets, const uint8_t[::1] known,
                   const uint8_t[::1] permanent=None, bint made_by_merging=False,
-                  const int32_t[::1] expected_left=None, const int32_t[::1] expected_right=None):
+                  const int32_t[::1] expected_left=None, const int32_t[::1] expected_right=None,
+                  Py_ssize_t split_at_lengths=SPLIT_AT_LENGTHS):
         """byte_ids: 256 ids (-1: absent). Ranked token k (rank k) is ranked_pool[ranked_offsets[k]:
         ranked_offsets[k+1]] with id ranked_ids[k]; tokens are distinct and at least 2 bytes long.
         Decoding: id i is decode_pool[decode_offsets[i]:decode_offsets[i+1]] when known[i].
@@ -634,7 +680,10 @@ cdef class BPETables:
         used). expected_left / expected_right (made_by_merging, optional): the ids of the two parts each ranked
         token is expected to be made of (its listed merge's); where the pairs' ranks show that merging the
         token's bytes leaves exactly those two, its bytes are not merged (_leaves_parts: a long token costs the
-        depth of its parts' split trees, not its length). The tables are the same with or without them."""
+        depth of its parts' split trees, not its length). The tables are the same with or without them.
+        split_at_lengths (made_by_merging): a ranked token longer than this is first split where two tokens
+        before it meet (_split_at_lengths: no cost a byte); the tables are the same whatever it is (tests lower
+        it to take that way for every token)."""
         cdef Py_ssize_t n_ranked = ranked_ids.shape[0]
         if permanent is not None and permanent.shape[0] != n_ranked:
             raise ValueError("permanent must have one entry a ranked token")
@@ -678,7 +727,8 @@ cdef class BPETables:
             self.two.assign(1 << 16, none)
             self.r.two = self.two.data()            # the vector is not resized after this
             if made_by_merging:
-                self._build_pairs_by_merging(ranked_pool, ranked_offsets, ranked_ids, expected_left, expected_right)
+                self._build_pairs_by_merging(ranked_pool, ranked_offsets, ranked_ids, expected_left, expected_right,
+                                             max(split_at_lengths, 1))
             else:
                 self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
                 self.r.pairs = self.pairs.data()        # the vector is not resized after this
@@ -779,7 +829,7 @@ cdef class BPETables:
 
     cdef int _build_pairs_by_merging(self, const uint8_t[::1] pool, const int64_t[::1] offs,
                                      const int32_t[::1] ids, const int32_t[::1] expected_left,
-                                     const int32_t[::1] expected_right) except -1 nogil:
+                                     const int32_t[::1] expected_right, Py_ssize_t split_at_lengths) except -1 nogil:
         """The pairs for tiktoken's ranks, one a ranked token: in rank order, each token's bytes merged by the
         pairs of the tokens before it, which must leave two parts. Where tiktoken's rule (any two adjacent parts
         whose bytes are a token join, the lowest rank first) joins two parts into a token, in any text, the
@@ -805,10 +855,27 @@ cdef class BPETables:
         cdef vector[int32_t] buf
         buf.resize(longest)
         cdef const uint8_t* t
-        cdef vector[int32_t] rank_of         # id -> ranked index, -1 a byte's id, -2 neither (expected parts only)
+        cdef vector[int32_t] rank_of         # id -> ranked index, -1 a byte's id, -2 neither (_leaves_parts only)
         cdef vector[int32_t] spine_x, spine_y
         cdef int32_t most = -1
-        if expected_left is not None:
+        # Tokens longer than split_at_lengths with no expected parts (tiktoken's ranks of a run of one letter: tokens
+        # of megabytes) are first split where two tokens before them meet, found by the lengths of those tokens
+        # and the signatures of their spans (_split_at_lengths); a split _leaves_parts accepts is the one merging
+        # the bytes gives, so the tables are the same
+        cdef bint at_lengths = longest > split_at_lengths
+        cdef vector[uint64_t] sig_keys      # signature -> the last ranked token with it (heads), the one before
+        cdef vector[int32_t] sig_heads      # it with the same signature (sig_next), ...
+        cdef vector[int32_t] sig_next
+        cdef vector[int64_t] length_slots   # the lengths of the tokens so far: a set, and in the order first seen
+        cdef vector[int64_t] lengths
+        cdef Py_ssize_t slot
+        if at_lengths:
+            sig_keys.resize(table_size(n_ranked))
+            sig_heads.assign(table_size(n_ranked), -1)
+            sig_next.resize(n_ranked)
+            length_slots.assign(table_size(n_ranked), -1)
+            _add_length(length_slots, lengths, 1)
+        if expected_left is not None or at_lengths:
             for k in range(256):
                 most = max(most, self.r.byte_ids[k])
             for k in range(n_ranked):
@@ -824,6 +891,10 @@ cdef class BPETables:
                 buf[0] = expected_left[k]
                 buf[1] = expected_right[k]
                 count = 2
+            elif n > split_at_lengths and at_lengths and self._split_at_lengths(
+                    k, t, n, pool, offs, ids, rank_of, spine_x, spine_y, sig_keys, sig_heads, sig_next, length_slots,
+                    lengths, buf.data()):
+                count = 2
             else:
                 count = merge_piece(&self.r, t, n, buf.data())
             if count != 2:
@@ -838,7 +909,49 @@ cdef class BPETables:
                 self.two[(<Py_ssize_t>t[0] << 8) | t[1]].merged = ids[k]
             if rank_of.size():
                 _take_rank(rank_of, ids[k], <int32_t>k)
+            if at_lengths:
+                slot = _signature_slot(sig_keys, sig_heads, _span_signature(t, n))
+                sig_keys[slot] = _span_signature(t, n)
+                sig_next[k] = sig_heads[slot]
+                sig_heads[slot] = <int32_t>k
+                _add_length(length_slots, lengths, n)
         return 0
+
+    cdef bint _split_at_lengths(self, Py_ssize_t k, const uint8_t* t, Py_ssize_t n, const uint8_t[::1] pool,
+                                const int64_t[::1] offs, const int32_t[::1] ids, vector[int32_t]& rank_of,
+                                vector[int32_t]& spine_x, vector[int32_t]& spine_y, const vector[uint64_t]& sig_keys,
+                                const vector[int32_t]& sig_heads, const vector[int32_t]& sig_next,
+                                const vector[int64_t]& length_slots, const vector[int64_t]& lengths,
+                                int32_t* out) noexcept nogil:
+        """Whether ranked token k's bytes t[0:n] merge (with the pairs before it) to two parts that are tokens
+        before it, t[0:j] and t[j:n] for a length j of those tokens; if so they are out[0], out[1]. The tokens of
+        each span are looked up by its signature (its length and end bytes: no cost a byte), each split asked of
+        _leaves_parts (which compares the bytes), SPLIT_TRIES splits and SPLIT_LENGTHS lengths at most: False
+        leaves the bytes to be merged (the answer is the same, only slower)."""
+        cdef Py_ssize_t li, j, m, tries = 0
+        cdef int32_t rx, ry, x, y
+        for li in range(min(<Py_ssize_t>lengths.size(), <Py_ssize_t>SPLIT_LENGTHS)):
+            j = lengths[li]
+            m = n - j
+            if m < 1 or not _length_known(length_slots, m):
+                continue
+            # the candidates: a byte (-2), or the tokens with the span's signature (a chain, -1 ending it)
+            rx = -2 if j == 1 else sig_heads[_signature_slot(sig_keys, sig_heads, _span_signature(t, j))]
+            while rx != -1:
+                x = self.r.byte_ids[t[0]] if rx == -2 else ids[rx]
+                ry = -2 if m == 1 else sig_heads[_signature_slot(sig_keys, sig_heads, _span_signature(t + j, m))]
+                while ry != -1:
+                    y = self.r.byte_ids[t[j]] if ry == -2 else ids[ry]
+                    if self._leaves_parts(k, t, n, x, y, pool, offs, rank_of, spine_x, spine_y):
+                        out[0] = x
+                        out[1] = y
+                        return True
+                    tries += 1
+                    if tries >= SPLIT_TRIES:
+                        return False
+                    ry = -1 if ry == -2 else sig_next[ry]
+                rx = -1 if rx == -2 else sig_next[rx]
+        return False
 
     cdef bint _leaves_parts(self, Py_ssize_t k, const uint8_t* t, Py_ssize_t n, int32_t x, int32_t y,
                             const uint8_t[::1] pool, const int64_t[::1] offs, vector[int32_t]& rank_of,
@@ -1094,12 +1207,13 @@ cdef class BPETables:
 
 
 def tables_made_by_merging(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
-                           permanent=None, expected_left=None, expected_right=None):
+                           permanent=None, expected_left=None, expected_right=None, split_at_lengths=SPLIT_AT_LENGTHS):
     """BPETables(..., made_by_merging=True) for tiktoken's ranks: one pair a token, checked (splits());
-    expected_left / expected_right: the two parts each token is expected to be made of, if known (see
-    BPETables)."""
+    expected_left / expected_right: the two parts each token is expected to be made of, if known;
+    split_at_lengths: see BPETables."""
     return BPETables(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
-                     permanent, made_by_merging=True, expected_left=expected_left, expected_right=expected_right)
+                     permanent, made_by_merging=True, expected_left=expected_left, expected_right=expected_right,
+                     split_at_lengths=split_at_lengths)
 
 
 cdef class BPECore:

@@ -377,6 +377,56 @@ def test_expected_parts_change_nothing(seed, n_tokens, alphabet, longest, other_
         assert merge_pretoken_tiktoken(tokens[k], lower) == [by_id[int(merged[0][k])], by_id[int(merged[1][k])]]
 
 
+@SOME
+@given(st.integers(0, 2**32), st.integers(1, 120), st.sampled_from([b"a", b"ab", b"abc", b"ab c"]),
+       st.sampled_from([12, 40, 300]), st.sampled_from([1, 2, 3, 7]), st.sampled_from(["built", "random", "hinted"]))
+def test_split_at_lengths_changes_nothing(seed, n_tokens, alphabet, longest, split_at, kind):
+    # tables_made_by_merging splits a token longer than split_at_lengths (256 bytes; lowered here so that every
+    # token goes that way) where two earlier tokens meet, found by their lengths and the signatures of the spans,
+    # when _leaves_parts shows the rule leaves exactly those two: the tables (each token's two parts, the first
+    # token not made and its parts) must be those made by merging every token's bytes, for ranks built from
+    # merges, random ranks (some tokens unreachable) and with expected parts given too (the ones built from)
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import tables_made_by_merging
+
+    rng = random.Random(seed)
+    if kind == "random":        # (its tokens are at most 12 bytes: over one letter there are too few of them)
+        ranks = random_ranks(rng, n_tokens, alphabet=b"ab c")
+    else:
+        ranks, built = _built_ranks(rng, n_tokens, alphabet, longest)
+    arrays = T._ranks_table_arrays(bpe_fast.ranks.ranked_tokens(ranks), {})
+    del arrays["permanent"]
+    hints = {}
+    if kind == "hinted":
+        parts = np.array([(ranks[a], ranks[b]) for a, b in (built[t] for t in sorted(built, key=ranks.get))],
+                         dtype=np.int32).reshape(-1, 2)
+        hints = dict(expected_left=np.ascontiguousarray(parts[:, 0]), expected_right=np.ascontiguousarray(parts[:, 1]))
+    merged = tables_made_by_merging(**arrays, split_at_lengths=1 << 40).splits()
+    split = tables_made_by_merging(**arrays, **hints, split_at_lengths=split_at).splits()
+    assert split[2:] == merged[2:]
+    end = merged[2] if merged[2] >= 0 else len(merged[0])
+    assert split[0][:end].tolist() == merged[0][:end].tolist()
+    assert split[1][:end].tolist() == merged[1][:end].tolist()
+
+
+def test_split_at_lengths_of_long_runs():
+    # tiktoken's ranks of what training learns from one letter repeated (no merges to go by: from_tiktoken):
+    # tokens of 2, 4, ... 2^15 bytes, and runs built a letter at a time, split at the known lengths, as merging
+    # their bytes splits them
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import tables_made_by_merging
+
+    for tokens in ([b"a" * 2 ** e for e in range(1, 16)], [b"a" * n for n in range(2, 600)],
+                   [b"a" * 2 ** e for e in range(1, 12)] + [b"a" * (2 ** 11 + 2 ** e) for e in range(1, 11)]):
+        ranks = BYTE_RANKS | {token: 256 + k for k, token in enumerate(tokens)}
+        arrays = T._ranks_table_arrays(bpe_fast.ranks.ranked_tokens(ranks), {})
+        del arrays["permanent"]
+        merged = tables_made_by_merging(**arrays, split_at_lengths=1 << 40).splits()
+        split = tables_made_by_merging(**arrays).splits()
+        assert merged[2:] == split[2:] == (-1, 0)
+        assert np.array_equal(merged[0], split[0]) and np.array_equal(merged[1], split[1])
+
+
 def test_expected_parts_of_long_runs():
     # a run of one letter doubled again and again (what training on one character repeated learns), and runs
     # built a letter at a time: given their parts, the tables are those of merging each token's bytes
