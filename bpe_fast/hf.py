@@ -70,6 +70,8 @@ __all__ = ["hf_added_token_difference", "hf_added_token_ids", "pattern_from_hf",
 # "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
 GPT4_PATTERN_HF = GPT4_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
 _POSSESSIVE_INTERVAL = regex.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
+# Oniguruma reads "x{3}?" as an optional "x{3}", `regex` as a lazy one (exactly three)
+_OPTIONAL_COUNT = regex.compile(r"(?<!\\)\{\d+\}\?")
 # built-in patterns that HF files spell as bpe_fast does (Llama 3's, Qwen2's and Mistral's files among them): no anchor, no
 # possessive interval, and every character in some match, so an Isolated Split gives their matches alone
 _VERBATIM = (GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN)
@@ -121,6 +123,7 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
         raise ValueError(f"the Split regex has {m.group()!r}, which Oniguruma (HF) reads as a repeated interval and "
                          "`regex` as a possessive one, so the pieces would differ (tiktoken's spelling of cl100k "
                          r"has '\p{N}{1,3}+'; HF files write '\p{N}{1,3}')")
+    _check_optional_count(split_regex, "the Split regex")
     _check_same_reading(split_regex, "the Split regex")
     anchored = _anchored(split_regex)
     wrapped = _wrap(split_regex)
@@ -134,14 +137,30 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
                          "too deeply") from None
     if rx.groups:
         raise ValueError(f"the Split regex {split_regex!r} has capturing groups; write them (?:...)")
-    if rx.match("") is not None or any(m is not None and m.end() == k
-                                       for k, m in ((k, rx.match(_PROBE, k)) for k in range(len(_PROBE) + 1))):
+    if _matches_empty(rx):
         raise ValueError(f"the Split regex {split_regex!r} can match empty text")
     if keep_gaps:
         return wrapped
+    if regex.fullmatch(r"\w+", split_regex):
+        return f"(?:{split_regex})"     # a regex, not a pattern's name ("gpt2") nor a misspelt one (resolve_pattern)
     # a regex without anchors the engines read otherwise reads as itself: the pattern export_hf wrote it from
     # (a round trip keeps the pattern), not its (?m:...) spelling
     return split_regex if rewrite_anchors(split_regex, _ANY_ANCHOR) == split_regex else anchored
+
+
+def _matches_empty(rx: regex.Pattern[str]) -> bool:
+    """Whether rx matches empty text at the start of a text or anywhere in _PROBE (HF keeps such matches as
+    pieces, bpe_fast skips them; a probe, so not every such regex is found)."""
+    return rx.match("") is not None or any(m is not None and m.end() == k
+                                           for k, m in ((k, rx.match(_PROBE, k)) for k in range(len(_PROBE) + 1)))
+
+
+def _check_optional_count(pattern: str, what: str) -> None:
+    """ValueError when `pattern` has "{n}?", which the two engines read otherwise."""
+    m = _OPTIONAL_COUNT.search(pattern)
+    if m:
+        raise ValueError(f"{what} has {m.group()!r}, which Oniguruma (HF tokenizers) reads as an optional "
+                         f"{m.group()[:-1]!r} and `regex` as a lazy one, so the pieces would differ")
 
 
 _ANY_ANCHOR = {"^": "\\A", "$": "\\z", _Z: "\\z"}     # changes each anchor that (?m:...) or Oniguruma reads otherwise
@@ -175,12 +194,16 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
         inner = pattern[len("(?m:"):-1].replace(_END_OR_BEFORE_LAST_NEWLINE, _Z).replace(_LINE_START, "^")
         if pattern == _anchored(inner):                               # pattern_from_hf(..., keep_gaps=False)
             return _read_alike(inner), "Removed", True
+    if _matches_empty(regex.compile(pattern)):      # bpe_fast skips such matches; HF's Removed, inverted Split
+        raise ValueError(f"the pattern {shown_pattern(pattern)} can match empty text, which HF tokenizers "  # keeps them
+                         "would keep as pieces (and drop the text between them)")
     return rewrite_anchors(_read_alike(pattern), {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"}), \
         "Removed", True
 
 
 def _read_alike(pattern: str) -> str:
     """`pattern`, for an HF Split regex, or a ValueError when Oniguruma would read it otherwise than `regex`."""
+    _check_optional_count(pattern, "the pattern")
     _check_same_reading(pattern, "the pattern")
     m = _POSSESSIVE_INTERVAL.search(pattern)
     if m:

@@ -1310,3 +1310,48 @@ def test_added_token_with_a_lone_surrogate_is_a_format_error(tmp_path):
             errors.append(str(info.value))
         assert errors[0] == errors[1]
         assert ("lone surrogate" in errors[0]) if not merges else ("a pair the merge list does not hold" in errors[0])
+
+
+def _gpt2_split_file(path, split_regex, behavior, invert):
+    """GPT-2's model behind a Split (then a ByteLevel without its regex), saved by HF tokenizers to `path`."""
+    hf = tokenizers.Tokenizer(models.BPE.from_file(str(FIXTURES / "gpt2_vocab.json"),
+                                                   str(FIXTURES / "gpt2_merges.txt")))
+    hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(split_regex, behavior=behavior, invert=invert),
+                                                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    hf.decoder = decoders.ByteLevel()
+    hf.save(str(path))
+    return tokenizers.Tokenizer.from_file(str(path))
+
+
+@pytest.mark.parametrize("word", ["gpt2", "llama3", "ab"])
+def test_removed_inverted_split_of_one_word_is_that_regex_not_a_pattern_name(tmp_path, word):
+    # (review helper-91) a Removed, inverted Split matching only "gpt2" was read as GPT-2's pattern by name, and
+    # one matching "ab" refused as a misspelt name: only the matches are pieces, as in HF
+    for split_regex in (tokenizers.Regex(word), word):
+        hf = _gpt2_split_file(tmp_path / "tokenizer.json", split_regex, "removed", True)
+        tok = Tokenizer.from_hf(tmp_path / "tokenizer.json")
+        for text in ("Hello world", f"use {word} now {word}{word}", ""):
+            assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids
+
+
+def test_a_fixed_count_made_optional_is_refused_both_ways(tmp_path):
+    # (review helper-91) Oniguruma reads "b{2}?" as an optional "bb", `regex` as exactly "bb" (lazily): such a
+    # Split is refused when read, and such a pattern when exported
+    with pytest.raises(FormatError, match=r"'\{2\}\?'"):
+        _gpt2_split_file(tmp_path / "tokenizer.json", tokenizers.Regex(r"ab{2}?|\p{L}+|\s+|[^\s\p{L}]+"), "isolated",
+                         False)
+        Tokenizer.from_hf(tmp_path / "tokenizer.json")
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], pattern=r"ab{2}?|\p{L}+|\s+")
+    with pytest.raises(ValueError, match=r"'\{2\}\?'"):
+        tok.export_hf(tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_pattern_that_matches_empty_text_is_not_exported(tmp_path):
+    # (review helper-91) bpe_fast skips empty matches; HF's Removed, inverted Split keeps them and drops the text
+    # between them ("a b" gave [] in HF): refused
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=r"\p{N}*|\p{L}+|\s+|[^\s\p{L}\p{N}]+")
+    assert tok.encode("a b") == [97, 32, 98]
+    with pytest.raises(ValueError, match="can match empty text"):
+        tok.export_hf(tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
