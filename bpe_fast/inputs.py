@@ -482,6 +482,10 @@ def open_binary(path: str, damaged: bool = False) -> io.BufferedIOBase:
     next call, where isal's fails in that call and loses it (a file cut within its first 8 KB decompressed
     bytes read 0 of them in reads of 8 KB); slower, but only after a failure."""
     _, compression = _split_suffix(path)
+    if compression in (".gz", ".zst") and os.path.isfile(path) and os.path.getsize(path) == 0:
+        # gzip and zstandard read an empty file as no text (bz2 and lzma refuse it): a download cut at its start
+        raise InputError(f"{path}: corrupt compressed file after 0 decompressed bytes (an empty file, not a "
+                         f"{compression[1:]} stream)")
     if compression == ".gz" and damaged:
         return gzip.open(path, "rb")
     if compression == ".gz":
