@@ -596,32 +596,32 @@ cdef inline uint64_t _span_signature(const uint8_t* p, Py_ssize_t m) noexcept no
 
 cdef inline Py_ssize_t _signature_slot(const vector[uint64_t]& keys, const vector[int32_t]& heads,
                                        uint64_t sig) noexcept nogil:
-    """The slot of signature sig in a SpanIndex-like table (keys, heads: -1 empty), or the empty slot for it."""
+    """The slot of signature sig in the table (keys[i], heads[i]: its signature and the last token with it; a
+    head of -1 is an empty slot), or the empty slot where it would go."""
     cdef uint64_t mask = keys.size() - 1, i = sig & mask
     while heads[i] >= 0 and keys[i] != sig:
         i = next_slot(i, mask)
     return <Py_ssize_t>i
 
 
-cdef inline bint _length_known(const vector[int64_t]& slots, int64_t length) noexcept nogil:
-    """Whether `length` is in the open-addressing set `slots` (-1: empty)."""
+cdef inline Py_ssize_t _length_slot(const vector[int64_t]& slots, int64_t length) noexcept nogil:
+    """The slot of `length` in the open-addressing set `slots` (-1: empty), or the empty slot where it would go."""
     cdef uint64_t mask = slots.size() - 1, i = mix64(<uint64_t>length) & mask
-    while slots[i] >= 0:
-        if slots[i] == length:
-            return True
+    while slots[i] >= 0 and slots[i] != length:
         i = next_slot(i, mask)
-    return False
+    return <Py_ssize_t>i
+
+
+cdef inline bint _length_known(const vector[int64_t]& slots, int64_t length) noexcept nogil:
+    return slots[_length_slot(slots, length)] == length
 
 
 cdef inline void _add_length(vector[int64_t]& slots, vector[int64_t]& lengths, int64_t length) noexcept nogil:
     """Put `length` in the set `slots` and the list `lengths`, if it is not there yet."""
-    cdef uint64_t mask = slots.size() - 1, i = mix64(<uint64_t>length) & mask
-    while slots[i] >= 0:
-        if slots[i] == length:
-            return
-        i = next_slot(i, mask)
-    slots[i] = length
-    lengths.push_back(length)
+    cdef Py_ssize_t i = _length_slot(slots, length)
+    if slots[i] != length:
+        slots[i] = length
+        lengths.push_back(length)
 
 
 cdef inline bint _spine(const int32_t* rank, const int32_t* split, int32_t top, vector[int32_t]& out) noexcept nogil:
@@ -869,6 +869,7 @@ cdef class BPETables:
         cdef vector[int64_t] length_slots   # the lengths of the tokens so far: a set, and in the order first seen
         cdef vector[int64_t] lengths
         cdef Py_ssize_t slot
+        cdef uint64_t sig
         if at_lengths:
             sig_keys.resize(table_size(n_ranked))
             sig_heads.assign(table_size(n_ranked), -1)
@@ -910,8 +911,9 @@ cdef class BPETables:
             if rank_of.size():
                 _take_rank(rank_of, ids[k], <int32_t>k)
             if at_lengths:
-                slot = _signature_slot(sig_keys, sig_heads, _span_signature(t, n))
-                sig_keys[slot] = _span_signature(t, n)
+                sig = _span_signature(t, n)
+                slot = _signature_slot(sig_keys, sig_heads, sig)
+                sig_keys[slot] = sig
                 sig_next[k] = sig_heads[slot]
                 sig_heads[slot] = <int32_t>k
                 _add_length(length_slots, lengths, n)
