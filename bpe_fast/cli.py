@@ -155,11 +155,16 @@ def _pattern(value: str) -> str:
 def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
     """A folder Tokenizer.save wrote, an HF tokenizer.json (a file whose name ends in .json), or, when no such
     path exists, the name of one of tiktoken's encodings (bpe_fast.get_encoding's tokenizer)."""
-    from .registry import ENCODINGS, get_encoding
+    from .registry import get_encoding, list_encoding_names
     from .tokenizer import Tokenizer
-    if not os.path.exists(path) and path not in ENCODINGS:
-        raise CliError(f"{flag} {path}: no such tokenizer directory (nor one of tiktoken's encodings: "
-                       f"{', '.join(ENCODINGS)})")
+    if not os.path.exists(path):
+        try:
+            names = list_encoding_names()
+        except ValueError as exc:       # a tiktoken_ext plugin that is not one
+            raise CliError(f"{flag} {path}: no such tokenizer directory, and {exc}") from None
+        if path not in names:
+            raise CliError(f"{flag} {path}: no such tokenizer directory (nor one of tiktoken's encodings: "
+                           f"{', '.join(names)})")
     try:        # what is wrong with it names the file (and line); the flag says which of the tokenizers it is
         if not os.path.exists(path):
             return get_encoding(path).tokenizer

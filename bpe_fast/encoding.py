@@ -38,7 +38,7 @@ import operator
 import os
 from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal
+from typing import Any, Literal, SupportsIndex
 
 import numpy as np
 import regex
@@ -128,6 +128,14 @@ class Encoding:
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        """One get_encoding built (the one ENCODINGS holds under its name) is pickled by its name, as tiktoken's are
+        (rebuilt by get_encoding where it is unpickled); any other by its ranks."""
+        from . import registry
+        if registry.ENCODINGS.get(self.name) is self:
+            return registry.get_encoding, (self.name,)
+        return super().__reduce_ex__(protocol)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"name": self.name, "pat_str": self._pat_str, "mergeable_ranks": self._mergeable_ranks,

@@ -14,17 +14,26 @@ nothing else is found.
 3. the data of the ``bpe-openai`` package, when installed (cl100k_base and o200k_base).
 
 An encoding is built once a process and shared, as tiktoken's are. gpt2 and r50k_base have the same ranks.
+
+The module's tables are tiktoken.registry's, for code that patches them to work offline: ``ENCODINGS`` holds the
+encodings built so far (one put there is what get_encoding returns for its name; clearing it builds them anew),
+``ENCODING_CONSTRUCTORS`` (None until ``_find_constructors()`` fills it, as tiktoken's) maps each name to a
+function returning Encoding's keyword arguments. It holds bpe_fast's encodings (offline, above) and those of the
+``tiktoken_ext`` plugins installed beside tiktoken (their ENCODING_CONSTRUCTORS; tiktoken's own plugin,
+``tiktoken_ext.openai_public``, aside: its encodings are the ones above, which it would download).
 """
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import os
+import pkgutil
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 from .encoding import Encoding
 from .formats import FormatError, read_vocab
@@ -64,7 +73,7 @@ _GPT2_ENCODER = RanksFile(("encoder.json", "vocab.json"), f"{_PUBLIC}gpt-2/encod
 _ENDOFTEXT = "<|endoftext|>"
 _FIM = {"<|fim_prefix|>": 0, "<|fim_middle|>": 1, "<|fim_suffix|>": 2}
 
-ENCODINGS: dict[str, Named] = {
+NAMED: dict[str, Named] = {
     "gpt2": Named(R50K_PATTERN, {_ENDOFTEXT: 50256}, 50257, (_GPT2_ENCODER, _R50K)),
     "r50k_base": Named(R50K_PATTERN, {_ENDOFTEXT: 50256}, 50257, (_R50K, _GPT2_ENCODER)),
     "p50k_base": Named(R50K_PATTERN, {_ENDOFTEXT: 50256}, 50281, (_P50K,)),
@@ -83,9 +92,9 @@ _HARMONY_NAMED = {"<|startoftext|>": 199998, _ENDOFTEXT: 199999, "<|reserved_200
                   "<|reserved_200004|>": 200004, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
                   "<|message|>": 200008, "<|reserved_200009|>": 200009, "<|reserved_200010|>": 200010,
                   "<|reserved_200011|>": 200011, "<|call|>": 200012}
-ENCODINGS["o200k_harmony"] = Named(
-    O200K_PATTERN, {**ENCODINGS["o200k_base"].special_tokens, **_HARMONY_NAMED}
-    | {f"<|reserved_{i}|>": i for i in range(200013, 201088)}, None, ENCODINGS["o200k_base"].files)
+NAMED["o200k_harmony"] = Named(
+    O200K_PATTERN, {**NAMED["o200k_base"].special_tokens, **_HARMONY_NAMED}
+    | {f"<|reserved_{i}|>": i for i in range(200013, 201088)}, None, NAMED["o200k_base"].files)
 
 # model names, and prefixes of model names, to encodings: tiktoken.model's table (tests compare the two)
 _O200K_MODELS = ("o1", "o3", "o4-mini", "gpt-5", "gpt-4.1", "gpt-4o")
@@ -109,44 +118,85 @@ MODEL_PREFIX_TO_ENCODING: dict[str, str] = (
     | {"ft:gpt-4o": "o200k_base"}
     | dict.fromkeys(("ft:gpt-4", "ft:gpt-3.5-turbo", "ft:davinci-002", "ft:babbage-002"), "cl100k_base"))
 
-class NamedEncoding(Encoding):
-    """An Encoding get_encoding made: pickled by its name, as tiktoken pickles its own (get_encoding(name) in the
-    process that unpickles it), not by its ranks."""
-
-    def __reduce__(self) -> tuple[object, tuple[str]]:
-        return get_encoding, (self.name,)
-
-
-_built: dict[str, Encoding] = {}
+# tiktoken.registry's tables (see the module's notes)
+ENCODINGS: dict[str, Encoding] = {}
+ENCODING_CONSTRUCTORS: dict[str, Callable[[], dict[str, Any]]] | None = None
+_OPENAI_PLUGIN = "tiktoken_ext.openai_public"     # tiktoken's own: NAMED's encodings, downloaded
 _lock = threading.RLock()
 
 
+def _plugin_modules() -> list[str]:
+    """The names of the tiktoken_ext plugins installed (tiktoken_ext is a namespace package), tiktoken's own aside."""
+    try:
+        spec = importlib.util.find_spec("tiktoken_ext")
+    except ValueError:          # a tiktoken_ext module without a spec (made by hand)
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [name for _, name, _ in pkgutil.iter_modules(list(spec.submodule_search_locations), "tiktoken_ext.")
+            if name != _OPENAI_PLUGIN]
+
+
+def _find_constructors() -> None:
+    """Fill ENCODING_CONSTRUCTORS, once (as tiktoken's): NAMED's encodings, then each plugin's. A plugin without
+    ENCODING_CONSTRUCTORS, or naming an encoding already known, is a ValueError (tiktoken's), and the table stays
+    None so that the next call raises it again."""
+    global ENCODING_CONSTRUCTORS
+    with _lock:
+        if ENCODING_CONSTRUCTORS is not None:
+            return
+        found: dict[str, Callable[[], dict[str, Any]]] = {name: _named_constructor(name) for name in NAMED}
+        for module_name in _plugin_modules():
+            module = importlib.import_module(module_name)
+            constructors = getattr(module, "ENCODING_CONSTRUCTORS", None)
+            if constructors is None:
+                raise ValueError(f"tiktoken plugin {module_name} does not define ENCODING_CONSTRUCTORS")
+            for name, constructor in constructors.items():
+                if name in found:
+                    raise ValueError(f"Duplicate encoding name {name} in tiktoken plugin {module_name}")
+                found[name] = constructor
+        ENCODING_CONSTRUCTORS = found
+
+
+def _named_constructor(name: str) -> Callable[[], dict[str, Any]]:
+    def construct() -> dict[str, Any]:
+        return _arguments(name, NAMED[name])
+    construct.__name__ = construct.__qualname__ = name      # tiktoken_ext.openai_public names them so
+    return construct
+
+
 def list_encoding_names() -> list[str]:
-    """The names get_encoding knows (tiktoken's)."""
-    return list(ENCODINGS)
+    """The names get_encoding knows (tiktoken's, and the installed tiktoken_ext plugins' encodings)."""
+    with _lock:
+        _find_constructors()
+        assert ENCODING_CONSTRUCTORS is not None
+        return list(ENCODING_CONSTRUCTORS)
 
 
 def get_encoding(encoding_name: str) -> Encoding:
     """The Encoding tiktoken.get_encoding(encoding_name) gives (the same ids), from ranks already on this machine
-    (see the module's notes), built once a process. ValueError for a name it does not know, or one that is not a
-    str (as tiktoken); FileNotFoundError
-    naming every place looked in (and each file found there that is not the published one) when no ranks are
-    found: bpe_fast downloads nothing.
+    (see the module's notes), built once a process and kept in ENCODINGS. ValueError for a name it does not know,
+    or one that is not a str (as tiktoken); FileNotFoundError naming every place looked in (and each file found
+    there that is not the published one) when no ranks are found: bpe_fast downloads nothing.
 
     >>> get_encoding("cl100k_base").encode("hello world")       # doctest: +SKIP
     [15339, 1917]
     """
     if not isinstance(encoding_name, str):
         raise ValueError(f"encoding_name must be a str, got {type(encoding_name).__name__}")     # tiktoken's type
-    enc = _built.get(encoding_name)         # built: without the lock (another may be building), as tiktoken
+    enc = ENCODINGS.get(encoding_name)      # built: without the lock (another may be building), as tiktoken
     if enc is not None:
         return enc
     with _lock:
-        enc = _built.get(encoding_name)
+        enc = ENCODINGS.get(encoding_name)
         if enc is None:
-            if encoding_name not in ENCODINGS:
-                raise ValueError(f"Unknown encoding {encoding_name!r}: bpe_fast knows {', '.join(ENCODINGS)}")
-            enc = _built[encoding_name] = _build(encoding_name, ENCODINGS[encoding_name])
+            _find_constructors()
+            assert ENCODING_CONSTRUCTORS is not None
+            constructor = ENCODING_CONSTRUCTORS.get(encoding_name)
+            if constructor is None:
+                raise ValueError(f"Unknown encoding {encoding_name!r}: bpe_fast knows "
+                                 f"{', '.join(ENCODING_CONSTRUCTORS)}")
+            enc = ENCODINGS[encoding_name] = Encoding(**constructor())
         return enc
 
 
@@ -159,7 +209,7 @@ def encoding_name_for_model(model_name: str) -> str:
         if model_name.startswith(prefix):
             return name
     raise KeyError(f"Could not automatically map {model_name!r} to a tokeniser: use bpe_fast.get_encoding with the "
-                   f"encoding's name ({', '.join(ENCODINGS)})")
+                   f"encoding's name ({', '.join(NAMED)})")
 
 
 def encoding_for_model(model_name: str) -> Encoding:
@@ -167,7 +217,8 @@ def encoding_for_model(model_name: str) -> Encoding:
     return get_encoding(encoding_name_for_model(model_name))
 
 
-def _build(name: str, named: Named) -> Encoding:
+def _arguments(name: str, named: Named) -> dict[str, Any]:
+    """Encoding's keyword arguments for the encoding `name`, its ranks read from the first good file found."""
     passed: list[str] = []      # files found and not used, and why
     looked: list[str] = []
     for path, ranks_file in _candidates(named, looked):
@@ -193,9 +244,9 @@ def _build(name: str, named: Named) -> Encoding:
             ranks = read_tiktoken(path, data)
         else:       # GPT-2's encoder.json: its ids are the ranks, <|endoftext|> aside
             ranks = {token: i for i, token in read_vocab(path, data).items() if i not in named.special_tokens.values()}
-        return NamedEncoding(name, pat_str=named.pat_str, mergeable_ranks=ranks,
-                             special_tokens=dict(named.special_tokens),    # its own: the table here stays as it is
-                             explicit_n_vocab=named.explicit_n_vocab)
+        return {"name": name, "pat_str": named.pat_str, "mergeable_ranks": ranks,
+                "special_tokens": dict(named.special_tokens),       # its own: the table here stays as it is
+                "explicit_n_vocab": named.explicit_n_vocab}
     files = " or ".join(f"{ranks_file.names[0]} ({ranks_file.url})" for ranks_file in named.files)
     raise FileNotFoundError(
         f"the ranks of {name} are not on this machine, and bpe_fast downloads nothing. Looked in: "

@@ -23,7 +23,8 @@ TEXT = ("Hello world! It's 2026: naïve café, 12345 numbers, 東京 and Ελλ�
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
     """No encoding built by another test; no folder, tiktoken cache off, bpe-openai as installed."""
-    monkeypatch.setattr(registry, "_built", {})
+    monkeypatch.setattr(registry, "ENCODINGS", {})
+    monkeypatch.setattr(registry, "ENCODING_CONSTRUCTORS", None)
     monkeypatch.delenv(registry.ENV_FOLDERS, raising=False)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
 
@@ -61,9 +62,9 @@ def tiktoken_constants():
 
 def test_every_tiktoken_encoding_is_known_with_its_pattern_specials_and_files():
     constants = tiktoken_constants()
-    assert set(constants) == set(registry.ENCODINGS)
+    assert set(constants) == set(registry.NAMED)
     for name, (pat_str, specials, n_vocab, files) in constants.items():
-        named = registry.ENCODINGS[name]
+        named = registry.NAMED[name]
         assert (named.pat_str, named.special_tokens, named.explicit_n_vocab) == (pat_str, specials, n_vocab), name
         assert files <= {(f.url, f.sha256) for f in named.files}, name
 
@@ -167,7 +168,7 @@ def published_copy(name, folder, file_name):
 
 
 def test_read_from_tiktokens_cache(monkeypatch, tmp_path):
-    url = registry.ENCODINGS["cl100k_base"].files[0].url
+    url = registry.NAMED["cl100k_base"].files[0].url
     published_copy("cl100k_base", tmp_path, hashlib.sha1(url.encode()).hexdigest())
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     without_bpe_openai(monkeypatch)
@@ -215,7 +216,7 @@ def test_gpt2_from_its_encoder_json_as_tiktoken_reads_it(monkeypatch, tmp_path):
     vocab_bpe.write_bytes(b"#version: 0.2\n" + (FIXTURES / "gpt2_merges.txt").read_bytes())
     ranks = data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(FIXTURES / "gpt2_vocab.json"),
                                             vocab_bpe_hash="1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
-                                            encoder_json_hash=registry.ENCODINGS["gpt2"].files[0].sha256)
+                                            encoder_json_hash=registry.NAMED["gpt2"].files[0].sha256)
     expected = tiktoken.Encoding("gpt2", pat_str=enc._pat_str, mergeable_ranks=ranks,
                                  special_tokens={"<|endoftext|>": 50256}, explicit_n_vocab=50257)
     assert enc.encode(TEXT, allowed_special="all") == expected.encode(TEXT, allowed_special="all")
@@ -230,7 +231,7 @@ def test_a_file_not_as_published_is_passed_over_and_named(monkeypatch, tmp_path)
     monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
     enc = bpe_fast.get_encoding("cl100k_base")      # bpe-openai's copy instead
     assert enc.n_vocab == 100277
-    monkeypatch.setattr(registry, "_built", {})
+    monkeypatch.setattr(registry, "ENCODINGS", {})
     without_bpe_openai(monkeypatch)
     with pytest.raises(FileNotFoundError, match=r"Passed over .*cl100k_base\.tiktoken: its SHA-256 is"):
         bpe_fast.get_encoding("cl100k_base")
@@ -265,7 +266,7 @@ def test_nothing_found_names_every_place_and_downloads_nothing(monkeypatch, tmp_
     for part in [str(tmp_path / "mine"), str(tmp_path / "cache"), "bpe-openai's data (not installed)",
                  "p50k_base.tiktoken", "downloads nothing", registry.ENV_FOLDERS]:
         assert part in message
-    assert "p50k_edit" not in registry._built
+    assert "p50k_edit" not in registry.ENCODINGS
 
 
 def test_names_it_does_not_know():
@@ -275,7 +276,7 @@ def test_names_it_does_not_know():
     for not_a_str in (None, 1, b"cl100k_base"):
         with pytest.raises(ValueError, match="must be a str"):
             bpe_fast.get_encoding(not_a_str)
-    assert bpe_fast.list_encoding_names() == list(registry.ENCODINGS)
+    assert bpe_fast.list_encoding_names() == list(registry.NAMED)
 
 
 def test_threads_asking_at_once_share_one_encoding():
@@ -297,7 +298,7 @@ def test_pickled_by_name_as_tiktoken_does():
     data = pickle.dumps(enc)
     assert len(data) < 200         # the name, not 100k ranks
     assert pickle.loads(data) is enc        # this process has it
-    registry._built.clear()                 # another process: built there from its name
+    registry.ENCODINGS.clear()                 # another process: built there from its name
     again = pickle.loads(data)
     assert again is not enc and isinstance(again, bpe_fast.Encoding) and again.name == "cl100k_base"
     assert again.encode(TEXT, allowed_special="all") == enc.encode(TEXT, allowed_special="all")
@@ -335,7 +336,7 @@ def test_cli_names_where_it_looked(monkeypatch, tmp_path, capsys):
 
 def test_an_empty_data_gym_cache_dir_turns_the_cache_off_as_in_tiktoken(monkeypatch, tmp_path):
     # tiktoken.load.read_file_cached: cache_dir == "" (from TIKTOKEN_CACHE_DIR or DATA_GYM_CACHE_DIR) disables it
-    url = registry.ENCODINGS["cl100k_base"].files[0].url
+    url = registry.NAMED["cl100k_base"].files[0].url
     published_copy("cl100k_base", tmp_path, hashlib.sha1(url.encode()).hexdigest())
     monkeypatch.chdir(tmp_path)         # "" joined to the file's name is a path in the current folder
     monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
@@ -359,14 +360,16 @@ def test_one_already_built_is_returned_while_another_is_being_built(monkeypatch)
     # tiktoken.get_encoding returns a built encoding without its lock: a first build elsewhere does not hold it up
     building, release = threading.Event(), threading.Event()
 
+    real = registry._arguments
+
     def slow_build(name, named):
         building.set()
         release.wait(10)
-        return object()
+        return real(name, named)
 
     built = object()
-    registry._built["cl100k_base"] = built
-    monkeypatch.setattr(registry, "_build", slow_build)
+    registry.ENCODINGS["cl100k_base"] = built
+    monkeypatch.setattr(registry, "_arguments", slow_build)
     slow = threading.Thread(target=bpe_fast.get_encoding, args=("o200k_base",))
     slow.start()
     try:
@@ -420,14 +423,14 @@ def r50k_file(folder):
 def test_r50k_base_and_gpt2_from_the_published_r50k_file(monkeypatch, tmp_path):
     path = r50k_file(tmp_path)
     # rebuilt byte for byte: the SHA-256 OpenAI published for r50k_base.tiktoken
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == registry.ENCODINGS["r50k_base"].files[0].sha256
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == registry.NAMED["r50k_base"].files[0].sha256
     tiktoken = pytest.importorskip("tiktoken")
     from tiktoken.load import load_tiktoken_bpe
 
     monkeypatch.setenv(registry.ENV_FOLDERS, str(tmp_path))
     for name in ["r50k_base", "gpt2"]:
         enc = bpe_fast.get_encoding(name)
-        expected = tiktoken.Encoding(name, pat_str=registry.ENCODINGS[name].pat_str,
+        expected = tiktoken.Encoding(name, pat_str=registry.NAMED[name].pat_str,
                                      mergeable_ranks=load_tiktoken_bpe(str(path)), special_tokens={"<|endoftext|>": 50256},
                                      explicit_n_vocab=50257)
         assert enc.encode(TEXT, allowed_special="all") == expected.encode(TEXT, allowed_special="all"), name
@@ -439,7 +442,7 @@ def test_places_are_tried_in_order(monkeypatch, tmp_path):
     folder, cache = tmp_path / "mine", tmp_path / "cache"
     folder.mkdir()
     cache.mkdir()
-    url = registry.ENCODINGS["cl100k_base"].files[0].url
+    url = registry.NAMED["cl100k_base"].files[0].url
     published_copy("cl100k_base", cache, hashlib.sha1(url.encode()).hexdigest())
     published_copy("cl100k_base", folder, "cl100k_base.tiktoken")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
@@ -455,12 +458,12 @@ def test_places_are_tried_in_order(monkeypatch, tmp_path):
     monkeypatch.setattr(registry, "read_tiktoken_bytes", spy)
     bpe_fast.get_encoding("cl100k_base")
     assert read == [str(folder / "cl100k_base.tiktoken")]
-    monkeypatch.setattr(registry, "_built", {})
+    monkeypatch.setattr(registry, "ENCODINGS", {})
     monkeypatch.delenv(registry.ENV_FOLDERS)
     read.clear()
     bpe_fast.get_encoding("cl100k_base")
     assert read == [str(cache / hashlib.sha1(url.encode()).hexdigest())]
-    monkeypatch.setattr(registry, "_built", {})
+    monkeypatch.setattr(registry, "ENCODINGS", {})
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty"))
     read.clear()
     bpe_fast.get_encoding("cl100k_base")
@@ -471,7 +474,7 @@ def test_an_encodings_special_tokens_are_its_own():
     ranks_path("o200k_base")
     enc = bpe_fast.get_encoding("o200k_base")
     enc._special_tokens["<|mine|>"] = 1
-    assert "<|mine|>" not in registry.ENCODINGS["o200k_base"].special_tokens
+    assert "<|mine|>" not in registry.NAMED["o200k_base"].special_tokens
 
 
 def test_a_named_pipe_is_passed_over_not_read(monkeypatch, tmp_path):
@@ -542,3 +545,115 @@ def test_load_read_file_reads_a_local_file_and_downloads_nothing(tmp_path, monke
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     with pytest.raises(FileNotFoundError, match="downloads nothing"):
         read_file("https://example.invalid/x.tiktoken")
+
+
+# tiktoken.registry's tables: code written for tiktoken registers, clears and constructs encodings through them
+# (to work offline, or to add its own); the same code is run on tiktoken's module and on bpe_fast's
+
+def _tiny_arguments(name):
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257, b" ab": 258}
+    return {"name": name, "pat_str": r" ?\w+|\s+", "mergeable_ranks": ranks, "special_tokens": {"<|eot|>": 259}}
+
+
+@pytest.fixture
+def tiktoken_registry(monkeypatch):
+    """tiktoken.registry, its tables emptied for the test."""
+    tiktoken = pytest.importorskip("tiktoken")
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    monkeypatch.setattr(tiktoken.registry, "ENCODING_CONSTRUCTORS", None)
+    return tiktoken.registry
+
+
+def test_an_encoding_put_in_encodings_is_what_get_encoding_returns(tiktoken_registry):
+    for module in (tiktoken_registry, registry):
+        mine = module.Encoding(**_tiny_arguments("mine"))
+        module.ENCODINGS["mine"] = mine
+        assert module.get_encoding("mine") is mine
+        module.ENCODINGS.clear()
+        with pytest.raises(ValueError, match="Unknown encoding"):
+            module.get_encoding("mine")
+
+
+def test_clearing_encodings_builds_them_anew():
+    ranks_path("cl100k_base")
+    first = bpe_fast.get_encoding("cl100k_base")
+    assert registry.ENCODINGS == {"cl100k_base": first}
+    registry.ENCODINGS.clear()
+    again = bpe_fast.get_encoding("cl100k_base")
+    assert again is not first and again.encode(TEXT, allowed_special="all") == first.encode(TEXT, allowed_special="all")
+
+
+def test_a_constructor_added_to_encoding_constructors_is_built_by_get_encoding(tiktoken_registry):
+    got = {}
+    for module in (tiktoken_registry, registry):
+        assert module.ENCODING_CONSTRUCTORS is None        # until found, as tiktoken's
+        module._find_constructors()
+        module.ENCODING_CONSTRUCTORS["mine"] = lambda: _tiny_arguments("mine")
+        assert "mine" in module.list_encoding_names() and "cl100k_base" in module.list_encoding_names()
+        enc = module.get_encoding("mine")
+        assert module.ENCODINGS["mine"] is enc and module.get_encoding("mine") is enc
+        got[module] = enc.encode("abc ab abd<|eot|>", allowed_special="all")
+    assert got[registry] == got[tiktoken_registry] == [257, 258, 258, 100, 259]
+
+
+def test_registered_encodings_are_pickled_by_name_others_by_value():
+    import pickle
+
+    mine = bpe_fast.Encoding(**_tiny_arguments("mine"))
+    assert len(pickle.dumps(mine)) > 1000
+    registry.ENCODINGS["mine"] = mine
+    assert pickle.loads(pickle.dumps(mine)) is mine
+    registry.ENCODINGS["mine"] = bpe_fast.Encoding(**_tiny_arguments("mine"))     # another under its name
+    assert len(pickle.dumps(mine)) > 1000
+
+
+PLUGIN = '''
+def tiny():
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257, b" ab": 258}
+    return {"name": "tiny_plugin", "pat_str": r" ?\\w+|\\s+", "mergeable_ranks": ranks, "special_tokens": {}}
+ENCODING_CONSTRUCTORS = {"tiny_plugin": tiny}
+'''
+
+
+def run_with_plugins(tmp_path, plugins, code):
+    """Run `code` in a fresh Python whose path has a tiktoken_ext folder with `plugins` ({module: source})."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "plugins" / "tiktoken_ext"
+    folder.mkdir(parents=True)
+    for module, source in plugins.items():
+        (folder / f"{module}.py").write_text(source)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "plugins"), *sys.path]))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_tiktoken_ext_plugins_are_found_as_tiktoken_finds_them(tmp_path):
+    pytest.importorskip("tiktoken")
+    code = ("import sys, bpe_fast, tiktoken\n"
+            "names = bpe_fast.list_encoding_names()\n"
+            "assert 'tiny_plugin' in names and 'cl100k_base' in names, names\n"
+            "assert 'tiktoken_ext.openai_public' not in sys.modules\n"     # its encodings would be downloaded
+            "ours = bpe_fast.get_encoding('tiny_plugin').encode('abc ab abd')\n"
+            "theirs = tiktoken.get_encoding('tiny_plugin').encode('abc ab abd')\n"
+            "print(ours, theirs)\n")
+    done = run_with_plugins(tmp_path, {"tiny": PLUGIN}, code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("] [") == ["[257, 258, 258, 100", "257, 258, 258, 100]\n"]
+
+
+@pytest.mark.parametrize("source, message", [
+    ("X = 1\n", "tiktoken plugin tiktoken_ext.bad does not define ENCODING_CONSTRUCTORS"),
+    (PLUGIN.replace('{"tiny_plugin": tiny}', '{"cl100k_base": tiny}'),
+     "Duplicate encoding name cl100k_base in tiktoken plugin tiktoken_ext.bad"),
+])
+def test_a_plugin_that_is_not_one_is_refused_every_time(tmp_path, source, message):
+    code = ("import bpe_fast\n"
+            "for _ in range(2):\n"
+            "    try:\n"
+            "        bpe_fast.get_encoding('cl100k_base')\n"
+            "    except ValueError as exc:\n"
+            "        print(exc)\n")
+    done = run_with_plugins(tmp_path, {"bad": source}, code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{message}\n" * 2
