@@ -38,7 +38,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from .patterns import PATTERNS
 from .procs import MAX_PROCESSES
@@ -977,9 +977,34 @@ _TOKENIZER_HELP = ("a folder written by train (or Tokenizer.save), an HF tokeniz
                    "o200k_base, gpt2, ...: its ranks read from this machine, see bpe_fast.get_encoding)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' too), but --help and --version that cannot be written to stdout (a full
+    disk, a closed pipe) exit 1 saying so: argparse ignores the error and exits 0."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if file is None or file is not sys.stdout or not message:
+            super()._print_message(message, file)
+            return
+        try:
+            file.write(message)
+            file.flush()
+        except OSError as exc:
+            _drop_stdout()
+            if isinstance(exc, BrokenPipeError):        # its reader has gone (as _StdoutClosed)
+                raise SystemExit(141) from None
+            print(f"bpe-fast: stdout: {exc.strerror or exc}", file=sys.stderr)      # as _run says it
+            raise SystemExit(1) from None
+
+
+def _drop_stdout() -> None:
+    """Point stdout at os.devnull: what its buffer still holds is not written (again) at exit."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    parser = argparse.ArgumentParser(prog="bpe-fast", description="Byte-level BPE: train, encode, decode.")
+    parser = _Parser(prog="bpe-fast", description="Byte-level BPE: train, encode, decode.")
     parser.add_argument("--version", action="version", version=f"bpe-fast {__version__}")
     # -q and -j are accepted before the command and after it: the command's copies default to SUPPRESS, so
     # they set the value only when given there
@@ -1175,9 +1200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except BaseException:
-        if stderr is None:
-            sys.stderr.close()
-            sys.stderr = stderr
+        _restore_stderr(stderr)
         raise
     try:
         with warnings.catch_warnings():
@@ -1190,9 +1213,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nbpe-fast: interrupted as the command ended", file=sys.stderr)
         return 130
     finally:
-        if stderr is None:
-            sys.stderr.close()
-            sys.stderr = stderr
+        _restore_stderr(stderr)
+
+
+def _restore_stderr(stderr: TextIO | None) -> None:
+    """Put back the sys.stderr main found (None: stderr was closed, and main wrote to os.devnull instead)."""
+    if stderr is None and sys.stderr is not None:
+        sys.stderr.close()
+        sys.stderr = stderr
 
 
 # the arguments that name a file or folder, by their attribute, as the usage names them
@@ -1233,8 +1261,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"\nbpe-fast: interrupted; {getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
         return 130
     except _StdoutClosed:
-        with contextlib.suppress(OSError):       # nothing more reaches the closed pipe at exit
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()      # nothing more reaches the closed pipe at exit
         return 141
     except CliError as exc:
         print(f"bpe-fast: {exc}", file=sys.stderr)

@@ -1083,6 +1083,22 @@ def test_a_full_device_names_the_output(tmp_path, tokdir, argv, named):
     assert proc.stderr.strip().splitlines() == [f"bpe-fast: {named}: No space left on device"], proc.stderr
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["train", "--help"]])
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_help_and_version_that_cannot_be_written_fail(argv, unbuffered):
+    # argparse ignores an OSError writing them: 'bpe-fast --version > /dev/full' exited 0 (stdout unbuffered), or
+    # 120 with Python's 'Exception ignored' (buffered)
+    env = dict(os.environ, PYTHONUNBUFFERED=unbuffered)
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "bpe_fast", *argv], stdout=full, stderr=subprocess.PIPE,
+                              text=True, env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["bpe-fast: stdout: No space left on device"], proc.stderr
+    written = subprocess.run([sys.executable, "-m", "bpe_fast", *argv], capture_output=True, text=True, env=env)
+    assert written.returncode == 0 and written.stderr == "" and "bpe-fast" in written.stdout
+
+
 @pytest.mark.parametrize("command", ["count", "encode"])
 def test_a_bad_dask_scheduler_names_the_flag(tmp_path, tokdir, corpus, capsys, command):
     # 'bpe-fast count corpus.txt -o c.npz --dask-scheduler "not an address"' said "missing port number in address
