@@ -1004,7 +1004,7 @@ def _drop_stdout() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    parser = _Parser(prog="bpe-fast", description="Byte-level BPE: train, encode, decode.")
+    parser: argparse.ArgumentParser = _Parser(prog="bpe-fast", description="Byte-level BPE: train, encode, decode.")
     parser.add_argument("--version", action="version", version=f"bpe-fast {__version__}")
     # -q and -j are accepted before the command and after it: the command's copies default to SUPPRESS, so
     # they set the value only when given there
