@@ -69,7 +69,8 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     paths: a path, a directory (its files), a glob, or a list of those (bpe_fast.inputs); not an iterable of
     texts (TypeError). The output name is the input's name without its compression and format suffixes
     (shard-00.jsonl.gz -> shard-00.npy); two inputs with the same output name are a ValueError before anything
-    is written. out_dir is created if missing.
+    is written. out_dir is created if missing; it may be the inputs' folder (a directory or glob there does not
+    take this encoding's index.json and arrays for inputs, so the same call resumes).
 
     A shard's array is the ids of its documents, each encoded alone as tokenizer.encode does it (special tokens
     matched), concatenated in order; `separator` (None, an id of the vocabulary, or one of the tokenizer's
@@ -99,7 +100,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     for name, value in (("text_field", text_field), ("text_column", text_column)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-    sources = _resolve_files(paths, text_field)
+    sources = _resolve_files(paths, text_field, os.fspath(out_dir))
     dtype = check_dtype(dtype, tokenizer.vocab_size)
     errors = check_errors(errors)
     check_progress(progress)
@@ -215,7 +216,7 @@ class _Shard:
     """One input: its source (bpe_fast.inputs), the path as given, the absolute path, the output."""
 
     def __init__(self, source: TextFile | Stream, out_dir: str) -> None:
-        self.given = source.path if isinstance(source, TextFile) else source.name
+        self.given = _given(source)
         self.path = os.path.abspath(self.given)
         self.source = TextFile(self.path) if isinstance(source, TextFile) else \
             Stream(source.kind, self.path, self.given)      # read by absolute path; errors name it as given
@@ -223,13 +224,51 @@ class _Shard:
         self.out_path = os.path.abspath(os.path.join(out_dir, self.name))
 
 
-def _resolve_files(paths: StrPath | Sequence[StrPath], text_field: str) -> list[TextFile | Stream]:
+def _resolve_files(paths: StrPath | Sequence[StrPath], text_field: str, out_dir: str) -> list[TextFile | Stream]:
+    """The sources of `paths`; of a directory or glob, not out_dir's index.json and the arrays it lists when it is
+    an index of encode_files (a folder encoded into itself, `encode_files("d", "d")`, is resumed as any other:
+    its outputs are not inputs). One named on its own stays (and is refused as an output, by _plan)."""
     items = paths if isinstance(paths, (list, tuple)) else [paths]
     for item in items:
         if not isinstance(item, (str, bytes, os.PathLike)):
             raise TypeError(f"encode_files needs files (a path, a directory, a glob or a list of them), got "
                             f"{type(item).__name__}")
-    return resolve_inputs(list(items), text_field)
+    own = _listed_outputs(out_dir)
+    if not own:
+        return resolve_inputs(list(items), text_field)
+    if not items:
+        raise ValueError("no input: the list of paths is empty")
+    sources: list[TextFile | Stream] = []
+    for item in items:
+        found = resolve_inputs(item, text_field)
+        path = os.fsdecode(item)
+        if os.path.isdir(path) or not os.path.exists(path):        # a directory or a glob: expanded
+            found = [source for source in found if os.path.realpath(_given(source)) not in own]
+            if not found:
+                raise FileNotFoundError(2, f"holds no files but the outputs of encoding into {out_dir}", path)
+        sources.extend(found)
+    return sources
+
+
+def _listed_outputs(out_dir: str) -> set[str]:
+    """The real paths of out_dir's index.json and of the arrays it lists, when it is an index of encode_files
+    (else, or when it cannot be read, none: what is wrong with it is _check_earlier_index's to say)."""
+    index_path = os.path.join(out_dir, INDEX_FILE)
+    try:
+        with open(index_path, "rb") as f:
+            index = json.loads(f.read())
+    except (OSError, ValueError, RecursionError):
+        return set()
+    if not isinstance(index, dict) or index.get("format") != _INDEX_FORMAT or not isinstance(index.get("shards"), list):
+        return set()
+    files = [e["file"] for e in index["shards"] if isinstance(e, dict) and isinstance(e.get("file"), str)]
+    return {os.path.realpath(os.path.join(out_dir, name)) for name in [INDEX_FILE, *files]
+            if os.path.basename(name) == name}
+
+
+def _given(source: TextFile | Stream) -> str:
+    """The path of a source as its input named it."""
+    return source.path if isinstance(source, TextFile) else source.name
 
 
 def output_name(path: StrPath) -> str:

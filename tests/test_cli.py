@@ -1263,3 +1263,19 @@ def test_report_on_text_without_words_says_so(tmp_path, tokdir, capsys):
     code, err = run(["-q", "report", "-t", str(tokdir), "--eval", str(tmp_path / "spaces.txt"),
                      "-o", str(tmp_path / "r.html")], capsys)
     assert code == 0 and "no words at" in err and "nan" not in err, err
+
+
+def test_a_folder_encoded_into_itself_is_resumed_by_the_same_command(tmp_path, tokdir, capsys):
+    # 'bpe-fast encode -t tok DIR -o DIR/' worked once; run again (as its interrupt message says to resume), it
+    # took its own outputs for inputs: "DIR/a.npy and DIR/a.txt would both be encoded into a.npy"
+    (tmp_path / "a.txt").write_text("Once upon a time")
+    (tmp_path / "b.txt").write_text("there was a cat")
+    argv = ["-q", "encode", "-t", str(tokdir), str(tmp_path), "-o", f"{tmp_path}/"]
+    assert run(argv, capsys)[0] == 0
+    arrays = {name: np.load(tmp_path / name) for name in ("a.npy", "b.npy")}
+    code, err = run(argv, capsys)
+    assert code == 0 and "would both be encoded" not in err, err
+    tok = Tokenizer.load(tokdir)
+    assert {name: a.tolist() for name, a in arrays.items()} == {"a.npy": tok.encode("Once upon a time"),
+                                                                "b.npy": tok.encode("there was a cat")}
+    assert sorted(os.listdir(tmp_path)) == ["a.npy", "a.txt", "b.npy", "b.txt", "index.json"]

@@ -332,6 +332,40 @@ def test_resume_keeps_complete_shards_and_redoes_the_rest(tok, tmp_path, monkeyp
     assert [e["tokens"] for e in third["shards"]] == [e["tokens"] for e in first["shards"]]
 
 
+@pytest.mark.parametrize("glob", [False, True])
+def test_a_folder_encoded_into_itself_is_resumed(tok, tmp_path, monkeypatch, glob):
+    # the second 'encode_files(d, d)' took d/index.json and the arrays for inputs: "d/shard-00.txt and
+    # d/shard-00.npy would both be encoded into shard-00.npy"
+    contents, paths = write_all(tmp_path / "d")
+    given = str(tmp_path / "d" / "shard-*") if glob else tmp_path / "d"
+    kw = dict(text_field="body", text_column="body")
+    first = encode_files(given, tmp_path / "d", tok, **kw)
+    assert [e["path"] for e in first["shards"]] == [str(p) for p in paths]
+    encoded = spy_on_encoding(monkeypatch)
+    assert encode_files(given, tmp_path / "d", tok, **kw) == first and encoded == []
+    changed = paths[0]
+    changed.write_text(changed.read_text() + " more", encoding="utf-8")
+    again = encode_files(given, tmp_path / "d", tok, **kw)
+    assert encoded == [first["shards"][0]["file"]]
+    assert [e["path"] for e in again["shards"]] == [str(p) for p in paths]
+    for path, entry in zip(paths, again["shards"]):
+        docs = [changed.read_text()] if path == changed else contents[path.name]
+        np.testing.assert_array_equal(np.load(tmp_path / "d" / entry["file"]), expected(tok, path.name, docs))
+    # an output named on its own is still an input (refused: it would be overwritten)
+    with pytest.raises(ValueError, match="would both be encoded"):
+        encode_files([given, tmp_path / "d" / first["shards"][0]["file"]], tmp_path / "d", tok, **kw)
+
+
+def test_a_folders_own_index_json_that_is_not_one_stays_an_input(tok, tmp_path):
+    # only an index of encode_files is taken for outputs: a data file named index.json is an input, and would be
+    # overwritten
+    write_shard(tmp_path, "a.txt", ["some text"])
+    (tmp_path / INDEX_FILE).write_text(json.dumps({"format": "mine", "shards": [{"file": "a.npy"}]}))
+    with pytest.raises(ValueError, match=r"index\.json is an input and would be overwritten"):
+        encode_files(tmp_path, tmp_path, tok)
+    assert not (tmp_path / "a.npy").exists()
+
+
 def test_a_shard_with_a_damaged_header_is_encoded_again(tok, tmp_path, monkeypatch):
     # numpy reads a header whose brackets do not close with tokenize, whose TokenError is no ValueError: it got
     # through complete_length and resuming stopped with a traceback
