@@ -228,14 +228,14 @@ def _resolve_files(paths: StrPath | Sequence[StrPath], text_field: str, out_dir:
     """The sources of `paths`; of a directory or glob, not out_dir's index.json and the arrays it lists when it is
     an index of encode_files (a folder encoded into itself, `encode_files("d", "d")`, is resumed as any other:
     its outputs are not inputs). One named on its own stays (and is refused as an output, by _plan)."""
-    items = paths if isinstance(paths, (list, tuple)) else [paths]
+    items: list[Any] = list(paths) if isinstance(paths, (list, tuple)) else [paths]
     for item in items:
         if not isinstance(item, (str, bytes, os.PathLike)):
             raise TypeError(f"encode_files needs files (a path, a directory, a glob or a list of them), got "
                             f"{type(item).__name__}")
     own = _listed_outputs(out_dir)
     if not own:
-        return resolve_inputs(list(items), text_field)
+        return resolve_inputs(items, text_field)
     if not items:
         raise ValueError("no input: the list of paths is empty")
     sources: list[TextFile | Stream] = []
