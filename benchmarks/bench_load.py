@@ -104,12 +104,12 @@ def test_load(benchmark, ranks_files, name, way, monkeypatch):
     if way == "name":           # by name from tiktoken's cache: the file under its URL's SHA-1, as tiktoken leaves it
         cache = ranks_files[name].parent / "cache"
         cache.mkdir(exist_ok=True)
-        url = registry.ENCODINGS[name].files[0].url
+        url = registry.NAMED[name].files[0].url
         (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(ranks_files[name].read_bytes())
         monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
         monkeypatch.delenv(registry.ENV_FOLDERS, raising=False)
         # each keeps what it built: forgotten before every round (the caches are the modules' own dicts)
-        ours = lambda: registry._built.clear() or bpe_fast.get_encoding(name)  # noqa: E731
+        ours = lambda: registry.ENCODINGS.clear() or bpe_fast.get_encoding(name)  # noqa: E731
         theirs = lambda: tiktoken.registry.ENCODINGS.clear() or tiktoken.get_encoding(name)  # noqa: E731
     elif way == "file":
         ours = lambda: Tokenizer.from_tiktoken(path, pattern, specials)  # noqa: E731
