@@ -58,7 +58,7 @@ from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
 from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
-                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, rewrite_anchors, shown_pattern)
+                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, can_match_empty, rewrite_anchors, shown_pattern)
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
@@ -75,12 +75,6 @@ _OPTIONAL_COUNT = regex.compile(r"(?<!\\)\{\d+\}\?")
 # built-in patterns that HF files spell as bpe_fast does (Llama 3's, Qwen2's and Mistral's files among them): no anchor, no
 # possessive interval, and every character in some match, so an Isolated Split gives their matches alone
 _VERBATIM = (GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN)
-# text with a character of every kind, each after one of every kind, to catch a pattern that matches empty text
-# somewhere (tried at each position: a lookbehind such as (?<=\n) matches empty only where no alternative before
-# it matches, after a newline and before a letter)
-_PROBE = ("Hello, World! It's DON'T 12345 1/2 x=y+z; ñandú ÆØÅ ǅ ﬁ Ωμέγα Привет 中文 한국어 عربى हिन्दी \u0301x "
-          "\t\n\r\n  \u00a0\u2028\u3000 'S 'll 😀👍🏽 $x ^y (a) [b] {c} <|x|> \x00\x7f"
-          "a\nb.c,d'e\tf1\n2 \nx\r\ny-z中\n文")
 _IGNORED_POST_PROCESSORS = {"ByteLevel", "TemplateProcessing", "RobertaProcessing", "BertProcessing"}
 
 
@@ -137,7 +131,7 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
                          "too deeply") from None
     if rx.groups:
         raise ValueError(f"the Split regex {split_regex!r} has capturing groups; write them (?:...)")
-    if _matches_empty(rx):
+    if can_match_empty(anchored):
         raise ValueError(f"the Split regex {split_regex!r} can match empty text")
     if keep_gaps:
         return wrapped
@@ -146,13 +140,6 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     # a regex without anchors the engines read otherwise reads as itself: the pattern export_hf wrote it from
     # (a round trip keeps the pattern), not its (?m:...) spelling
     return split_regex if rewrite_anchors(split_regex, _ANY_ANCHOR) == split_regex else anchored
-
-
-def _matches_empty(rx: regex.Pattern[str]) -> bool:
-    """Whether rx matches empty text at the start of a text or anywhere in _PROBE (HF keeps such matches as
-    pieces, bpe_fast skips them; a probe, so not every such regex is found)."""
-    return rx.match("") is not None or any(m is not None and m.end() == k
-                                           for k, m in ((k, rx.match(_PROBE, k)) for k in range(len(_PROBE) + 1)))
 
 
 def _check_optional_count(pattern: str, what: str) -> None:
@@ -194,11 +181,11 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
         inner = pattern[len("(?m:"):-1].replace(_END_OR_BEFORE_LAST_NEWLINE, _Z).replace(_LINE_START, "^")
         if pattern == _anchored(inner):                               # pattern_from_hf(..., keep_gaps=False)
             return _read_alike(inner), "Removed", True
-    if _matches_empty(regex.compile(pattern)):      # bpe_fast skips such matches; HF's Removed, inverted Split
+    alike = _read_alike(pattern)        # (first: what Oniguruma reads otherwise, \K among them, is named)
+    if can_match_empty(pattern):        # bpe_fast skips such matches; HF's Removed, inverted Split
         raise ValueError(f"the pattern {shown_pattern(pattern)} can match empty text, which HF tokenizers "  # keeps them
                          "would keep as pieces (and drop the text between them)")
-    return rewrite_anchors(_read_alike(pattern), {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"}), \
-        "Removed", True
+    return rewrite_anchors(alike, {"^": r"\A", "$": _END_OR_BEFORE_LAST_NEWLINE, _Z: r"\z"}), "Removed", True
 
 
 def _read_alike(pattern: str) -> str:

@@ -231,6 +231,88 @@ _HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
 _INLINE_FLAGS = regex.compile(r"\(\?([a-zA-Z]*(?:-[a-zA-Z]*)?)([:)])")
 
 
+# zero-width escapes (\g and \1-\9 refer back to a group, which may have taken nothing): each may be all a match is
+_EMPTY_ESCAPES = frozenset(["\\b", "\\B", "\\A", "\\z", "\\Z", "\\G", "\\g", *(f"\\{d}" for d in "123456789")])
+_COUNT = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
+# what opens a group after its "(": a group that takes nothing whatever it holds (a lookaround; a conditional, a
+# back reference or a recursion, each taken as such), or the name or kind of one that takes what it holds
+_GROUP_OPENING = regex.compile(r"\?(?:(?P<empty>[=!]|<[=!]|\(|P[=>]|&|R|[-+]?\d)|P?<[^>]*>|'[^']*'|[>|])")
+
+
+def can_match_empty(pattern: str) -> bool:
+    """Whether a match of `pattern` (a regex `regex` compiles) may be empty text, read from its structure: some
+    way through it takes no character, where an assertion (a lookaround, an anchor, \\b), a back reference and a
+    count from 0 may take none (and a \\K anywhere may leave nothing in the match). Never False for a regex that has an empty match in some text; True for a few
+    that have none (an assertion that never holds there, such as (?=a)(?!a)).
+
+    >>> can_match_empty(r"a|b*"), can_match_empty(r"z*(?=zz)|a"), can_match_empty(GPT2_PATTERN)
+    (True, True, False)
+    """
+    pieces = list(_pieces(pattern))
+    # the branch being read: every item before the last may take nothing (prefix); whether the last (what a
+    # count applies to) may, None before the first; some branch before it in its group may take nothing
+    # (any_branch); its group takes nothing whatever it holds (empty_group). Each open group's outer state on a stack
+    stack: list[tuple[bool, bool, bool, bool | None]] = []
+    empty_group, any_branch, prefix = False, False, True
+    last: bool | None = None
+    counted = False     # the piece before was a count: a "?" or "+" now makes it lazy or possessive
+    k = 0
+
+    def skip_to(position: int) -> None:
+        nonlocal k
+        while k < len(pieces) and pieces[k][0] < position:
+            k += 1
+
+    while k < len(pieces):
+        start, end, in_class, flags = pieces[k]
+        piece = pattern[start:end]
+        k += 1
+        if in_class or ("x" in flags and (piece.isspace() or piece.startswith("#"))):
+            continue            # a class's members (its opening is the item); verbose mode's blanks and comments
+        quantity = _COUNT.match(pattern, start) if piece == "{" else None
+        if piece in ("*", "?", "+") or quantity is not None:
+            if quantity is not None:
+                skip_to(quantity.end())
+            if last is not None and not (counted and piece in ("?", "+")) and (
+                    piece in ("*", "?") or quantity is not None and int(quantity.group(1) or 0) == 0):
+                last = True     # a count from 0
+            counted = not counted or piece not in ("?", "+")
+            continue
+        counted = False
+        if piece == "|":
+            any_branch = any_branch or (prefix and last is not False)
+            prefix, last = True, None
+            continue
+        if piece == ")":
+            took_nothing = empty_group or any_branch or (prefix and last is not False)
+            if stack:
+                empty_group, any_branch, prefix, last = stack.pop()
+            prefix, last = prefix and last is not False, took_nothing
+            continue
+        if piece.startswith("("):
+            if piece.endswith(")"):     # inline flags, "(?i)": no item
+                continue
+            empty = False
+            if piece == "(" and pattern.startswith("(?#", start):       # a comment, to its ")"
+                close = pattern.find(")", start)
+                skip_to(len(pattern) if close < 0 else close + 1)
+                continue
+            if piece == "(":
+                opening = _GROUP_OPENING.match(pattern, end)
+                if opening is not None:
+                    empty = opening.group("empty") is not None
+                    skip_to(opening.end())
+            stack.append((empty_group, any_branch, prefix, last))
+            empty_group, any_branch, prefix, last = empty, False, True, None
+            continue
+        if piece == "\\K":     # what the match took before it is not in the match: as if nothing were
+            return True
+        # an item: an escape, a class, ".", an anchor or a character
+        prefix = prefix and last is not False
+        last = piece in ("^", "$") or piece in _EMPTY_ESCAPES or piece.startswith("\\b{")
+    return any_branch or (prefix and last is not False)
+
+
 # POSIX sets as tiktoken's engine (Rust's regex) reads them: ASCII only (`regex` takes Unicode's letters, marks, ...)
 _POSIX_ASCII = {"alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": "\x00-\x7f", "blank": "\t ", "cntrl": "\x00-\x1f\x7f",
                 "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~", "punct": "!-/:-@\\[-`{-~",

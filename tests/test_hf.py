@@ -275,6 +275,9 @@ def test_tiktoken_spelling_of_cl100k_is_refused(tmp_path):
     # empty only after a newline before a letter, where finditer over the probe text never looked: HF keeps the
     # letter after it ("a\nb": a, \n, b), bpe_fast's pieces dropped it
     (r"\s+|(?<=\n)", "empty text"),
+    # (review helper-91) empty only before a character no probe text held: found from the regex's structure now
+    (r"(?=q)|\p{L}+|\s+|[^\s\p{L}]+", "empty text"),
+    (r"z*(?=zz)|\p{L}+|\s+|[^\s\p{L}]+", "empty text"),
     (r"[a-z", "does not compile"),
     # `regex`'s parser recurses into each group: this was a bare RecursionError
     ("(?:" * 1000 + "a" + ")" * 1000, r"\.\.\. \(4,001 characters\) does not compile with `regex`: groups nested too "
@@ -1347,10 +1350,13 @@ def test_a_fixed_count_made_optional_is_refused_both_ways(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
-def test_a_pattern_that_matches_empty_text_is_not_exported(tmp_path):
+@pytest.mark.parametrize("pattern", [r"\p{N}*|\p{L}+|\s+|[^\s\p{L}\p{N}]+", r"\p{L}+|\s+|[^\s\p{L}]+|(?=q)",
+                                     r"z*(?=zz)|\p{L}+|\s+|[^\s\p{L}]+"])
+def test_a_pattern_that_matches_empty_text_is_not_exported(tmp_path, pattern):
     # (review helper-91) bpe_fast skips empty matches; HF's Removed, inverted Split keeps them and drops the text
-    # between them ("a b" gave [] in HF): refused
-    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=r"\p{N}*|\p{L}+|\s+|[^\s\p{L}\p{N}]+")
+    # between them ("a b" gave [] in HF): refused, also where only a character no probe text held ("q", "zz")
+    # makes an empty match
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern)
     assert tok.encode("a b") == [97, 32, 98]
     with pytest.raises(ValueError, match="can match empty text"):
         tok.export_hf(tmp_path / "out.json")

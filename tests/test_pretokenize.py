@@ -9,11 +9,11 @@ from collections import Counter
 
 import pytest
 import regex
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
-                               QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN)
+                               QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, can_match_empty)
 
 P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
 PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN,   # R50K: tiktoken spells GPT-2's so
@@ -497,3 +497,64 @@ def test_tiktoken_reads_a_one_word_pat_str_as_a_regex_and_so_does_encoding():
     ranks = {bytes([i]): i for i in range(256)}
     enc = Encoding("x", pat_str="ab", mergeable_ranks=ranks, special_tokens={})
     assert enc.encode("ab cd ab") == [97, 98, 97, 98]
+
+
+# ---- can_match_empty: read from a regex's structure, checked against `regex` itself --------------------------
+
+_ATOMS = ["a", "b", "[ab]", "[^a]", r"\p{L}", ".", r"\d", "[]a]", r"\{", "a{"]
+_ASSERTIONS = ["^", "$", r"\b", r"\B", r"\A", r"\z", r"\Z", "(?=a)", "(?!a)", "(?<=a)", "(?<!b)", "(?=b|$)"]
+_COUNTS = ["*", "+", "?", "{0}", "{1}", "{2}", "{0,2}", "{1,2}", "{,2}", "{2,}"]
+
+
+def _regexes(assertions):
+    atoms = st.sampled_from(_ATOMS + (_ASSERTIONS if assertions else []))
+
+    def grow(inner):
+        concat = st.lists(inner, min_size=1, max_size=3).map("".join)
+        groups = st.tuples(st.sampled_from(["(?:", "(?>", "(?P<n>", "(?i:", "(?|"]), st.lists(concat, min_size=1,
+                                                                                           max_size=3))
+        counted = st.tuples(inner, st.sampled_from(_COUNTS), st.sampled_from(["", "?", "+"]))
+        return st.one_of(concat, groups.map(lambda g: g[0] + "|".join(g[1]) + ")"),
+                         counted.map(lambda c: f"(?:{c[0]}){c[1]}{c[2]}"), st.lists(concat, max_size=3).map("|".join))
+
+    return st.recursive(atoms, grow, max_leaves=8)
+
+
+def _compiles(pattern):
+    """Whether `regex` compiles it (in the test, not the strategy: compiling draws on `random`, for its cache)."""
+    try:
+        regex.compile(pattern)
+    except regex.error:
+        return False
+    return True
+
+
+_TEXTS = ["", "a", "b", "ab", "ba", "aab", "abba", " a\nb ", "xyz", "a\n", "\nb"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(_regexes(assertions=False))
+def test_can_match_empty_without_assertions_is_whether_it_matches_empty_text(pattern):
+    assume(_compiles(pattern))
+    assert can_match_empty(pattern) == (regex.fullmatch(pattern, "") is not None)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(_regexes(assertions=True))
+def test_can_match_empty_is_true_for_every_regex_with_an_empty_match(pattern):
+    assume(_compiles(pattern))
+    rx = regex.compile(pattern)
+    empty = any(rx.match(text, k) is not None and rx.match(text, k).end() == k
+                for text in _TEXTS for k in range(len(text) + 1))
+    if empty:
+        assert can_match_empty(pattern)
+
+
+@pytest.mark.parametrize("pattern, empty", [
+    (r"(?=q)|\p{L}+|\s+", True), (r"z*(?=zz)|\p{L}+", True), (r"a{2}?|a", False), (r"a{0,3}", True),
+    (r"(?x) a * ", True), (r"(?x) a  # a comment *", False), (r"(?#c)|a", True), (r"(?P<x>ab)", False),
+    (r"(?'x'a*)", True), (r"\b", True), (r"\ba", False), (r"[*]", False), (r"[]*]", False), (r"a\K", True),
+    *((pattern, False) for pattern in PATTERNS),
+])
+def test_can_match_empty_examples(pattern, empty):
+    assert can_match_empty(pattern) is empty
