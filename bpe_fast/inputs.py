@@ -311,9 +311,9 @@ def resolve_inputs(inputs: object, text_field: str = "text") -> list[TextFile | 
         return [inputs]
     if isinstance(inputs, (list, tuple)):
         sources: list[TextFile | Stream] = []
-        for item in inputs:
+        for position, item in enumerate(inputs):
             if not isinstance(item, (str, bytes, os.PathLike)):
-                raise TypeError(f"a list of inputs holds paths; item {len(sources)} is "
+                raise TypeError(f"a list of inputs holds paths; item {position} is "
                                 f"{type(item).__name__} (to train on texts, pass an iterator: iter(texts))")
             sources.extend(_resolve_path(item, text_field))
         if not sources:

@@ -975,6 +975,12 @@ def test_list_of_texts_is_not_taken_for_paths(tmp_path):
         count_pretokens(["hello world"])
     with pytest.raises(TypeError, match=r"item 0 is int .*iter\(texts\)"):
         count_pretokens([3])
+    # the item's place in the list (review helper-93: it was the number of files found before it, 3 here)
+    (tmp_path / "fold").mkdir()
+    for k in range(3):
+        (tmp_path / "fold" / f"f{k}.txt").write_text("text")
+    with pytest.raises(TypeError, match=r"item 1 is int"):
+        count_pretokens([tmp_path / "fold", 5])
 
 
 def test_missing_paths_empty_globs_and_directories(tmp_path):
