@@ -26,6 +26,7 @@ This module checks arguments and owns files; the loops are in bpe_fast/_encode.p
 """
 from __future__ import annotations
 
+import collections.abc
 import inspect
 import itertools
 import operator
@@ -2020,13 +2021,16 @@ def _decode_arrays(vocab: Mapping[int, bytes]) -> TableArrays:
 def _id_array(ids: Any) -> NDArray[np.int64]:
     """ids as a 1-D int64 array; TypeError for non-integers, ValueError naming an id beyond int64."""
     if not isinstance(ids, np.ndarray):
-        if isinstance(ids, (str, bytes)):
+        # (a set or a dict has no order; NumPy took one for a single object, "one-dimensional, got shape ()")
+        if isinstance(ids, (str, bytes, collections.abc.Set, collections.abc.Mapping)):
             raise TypeError(f"ids must be a sequence of int, got {type(ids).__name__}")
         if not hasattr(ids, "__len__"):
             ids = list(ids)
         try:
             arr = np.asarray(ids)
         except (OverflowError, ValueError):
+            arr = np.asarray(ids, dtype=object)
+        if arr.dtype.kind == "f":       # NumPy's int64 and uint64 together make float64: each item is looked at
             arr = np.asarray(ids, dtype=object)
     else:
         arr = ids

@@ -672,6 +672,17 @@ def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
         tok.decode([1.5])
     with pytest.raises(TypeError):
         tok.decode(["a"])
+    # (review helper-94) NumPy makes float64 of int64 and uint64 scalars together: they were "not integers"
+    assert tok.decode([np.int64(104), np.uint64(105)]) == "hi"
+    with pytest.raises(ValueError, match=rf"unknown token id {2**64 - 1} \(at position 1\)"):
+        tok.decode([104, np.uint64(2**64 - 1)])
+    with pytest.raises(ValueError, match=r"negative token id -1 \(at position 0\)"):
+        tok.decode([np.int64(-1), np.uint64(104)])
+    with pytest.raises(TypeError, match=r"token id 1.0 \(at position 0\) is not an int"):
+        tok.decode([1.0, np.uint64(104)])
+    for unordered in ({104, 105}, {104: 1}):        # (they were "ids must be one-dimensional, got shape ()")
+        with pytest.raises(TypeError, match=f"ids must be a sequence of int, got {type(unordered).__name__}"):
+            tok.decode(unordered)
     sparse = Tokenizer({**BYTES, 300: b"xyz"}, [])
     assert sparse.decode([300, 97]) == "xyza"
     with pytest.raises(ValueError, match="299"):
