@@ -242,8 +242,9 @@ _GROUP_OPENING = regex.compile(r"\?(?:(?P<empty>[=!]|<[=!]|\(|P[=>]|&|R|[-+]?\d)
 def can_match_empty(pattern: str) -> bool:
     """Whether a match of `pattern` (a regex `regex` compiles) may be empty text, read from its structure: some
     way through it takes no character, where an assertion (a lookaround, an anchor, \\b), a back reference and a
-    count from 0 may take none (and a \\K anywhere may leave nothing in the match). Never False for a regex that has an empty match in some text; True for a few
-    that have none (an assertion that never holds there, such as (?=a)(?!a)).
+    count from 0 may take none (and a \\K anywhere may leave nothing in the match). Never False for a regex
+    that has an empty match in some text; True for a few that have none (an assertion that never holds there,
+    such as (?=a)(?!a)).
 
     >>> can_match_empty(r"a|b*"), can_match_empty(r"z*(?=zz)|a"), can_match_empty(GPT2_PATTERN)
     (True, True, False)
@@ -273,10 +274,11 @@ def can_match_empty(pattern: str) -> bool:
         if piece in ("*", "?", "+") or quantity is not None:
             if quantity is not None:
                 skip_to(quantity.end())
-            if last is not None and not (counted and piece in ("?", "+")) and (
+            modifier = counted and piece in ("?", "+")      # lazy or possessive, not a count
+            if last is not None and not modifier and (
                     piece in ("*", "?") or quantity is not None and int(quantity.group(1) or 0) == 0):
                 last = True     # a count from 0
-            counted = not counted or piece not in ("?", "+")
+            counted = not modifier
             continue
         counted = False
         if piece == "|":
