@@ -36,6 +36,7 @@ import itertools
 import math
 import operator
 import os
+import sys
 from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal, SupportsIndex
@@ -131,9 +132,10 @@ class Encoding:
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
         """One get_encoding built (the one ENCODINGS holds under its name) is pickled by its name, as tiktoken's are
-        (rebuilt by get_encoding where it is unpickled); any other by its ranks."""
-        from . import registry
-        if registry.ENCODINGS.get(self.name) is self:
+        (rebuilt by get_encoding where it is unpickled); any other by its ranks. (The registry is looked up, not
+        imported: it imports this module, and before it is imported it holds no encoding.)"""
+        registry = sys.modules.get(f"{__package__}.registry")
+        if registry is not None and registry.ENCODINGS.get(self.name) is self:
             return registry.get_encoding, (self.name,)
         return super().__reduce_ex__(protocol)
 
