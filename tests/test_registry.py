@@ -624,8 +624,11 @@ def run_with_plugins(tmp_path, plugins, code):
     folder.mkdir(parents=True)
     for module, source in plugins.items():
         (folder / f"{module}.py").write_text(source)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "plugins"), *sys.path]))
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    # (the folder added to the path Python has: sys.path here may hold a source tree whose extensions are not built)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(tmp_path / "plugins"), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
 
 
 def test_tiktoken_ext_plugins_are_found_as_tiktoken_finds_them(tmp_path):
