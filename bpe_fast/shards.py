@@ -234,10 +234,8 @@ def _resolve_files(paths: StrPath | Sequence[StrPath], text_field: str, out_dir:
             raise TypeError(f"encode_files needs files (a path, a directory, a glob or a list of them), got "
                             f"{type(item).__name__}")
     own = _listed_outputs(out_dir)
-    if not own:
+    if not own or not items:        # (resolve_inputs names an empty list)
         return resolve_inputs(items, text_field)
-    if not items:
-        raise ValueError("no input: the list of paths is empty")
     sources: list[TextFile | Stream] = []
     for item in items:
         found = resolve_inputs(item, text_field)
