@@ -44,7 +44,7 @@ import re
 import sys
 import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, Callable, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -62,7 +62,7 @@ JSON_SUFFIX = ".json"           # JSON lines when its first line is a record (_i
 _SNIFF_BYTES = 16 << 20         # at most, the first line of a .json file read to decide
 _READ_BYTES = 1 << 20           # decompressed bytes read at a time from a compressed text file or JSON lines
 _DECOMPRESS_ERRORS: tuple[type[BaseException], ...]
-_DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)   # _ZstdReader raises OSError
+_DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)   # _StreamsReader raises OSError
 try:                                   # isal (the `fast` extra) reads .gz files; its errors are its own
     from isal.isal_zlib import error as _isal_error
 except ImportError:
@@ -495,54 +495,94 @@ def open_binary(path: str, damaged: bool = False) -> io.BufferedIOBase:
             return gzip.open(path, "rb")
         return igzip.open(path, "rb")
     if compression == ".bz2":
-        return bz2.open(path, "rb")
+        return io.BufferedReader(_StreamsReader(path, bz2.BZ2Decompressor, "bz2"), buffer_size=_READ_BYTES)
     if compression == ".xz":
-        return lzma.open(path, "rb")
+        return io.BufferedReader(_StreamsReader(path, lzma.LZMADecompressor, "xz", padding=True),
+                                 buffer_size=_READ_BYTES)
     if compression == ".zst":
         try:
             import zstandard
         except ImportError:
             raise ImportError(f"{path}: reading .zst files needs the zstandard package "
                               f"(pip install 'bpe_fast[zstd]')") from None
-        return io.BufferedReader(_ZstdReader(path, zstandard), buffer_size=_READ_BYTES)
+        return io.BufferedReader(_StreamsReader(path, lambda: zstandard.ZstdDecompressor().decompressobj(), "zstd",
+                                                errors=(zstandard.ZstdError,)), buffer_size=_READ_BYTES)
     return open(path, "rb")
 
 
-class _ZstdReader(io.RawIOBase):
-    """The decompressed bytes of a .zst file of one or more frames. Unlike zstandard's stream_reader, a
-    file that ends inside a frame is an EOFError, not a silent end (as gzip, bz2 and lzma do)."""
+class _StreamsReader(io.RawIOBase):
+    """The decompressed bytes of a file of one or more compressed streams (bz2 streams, xz streams, zstd
+    frames) one after another, as the tools that wrote them read it back. Bytes after a stream's end must begin
+    another stream (for xz, after its stream padding of NULs): anything else is an OSError naming them, where
+    the standard library's bz2 and lzma stop silently (a later stream whose header was damaged dropped the rest
+    of the corpus unseen). A file that ends inside a stream is an EOFError, not a silent end (zstandard's
+    stream_reader ended there). A decompressor with needs_input (bz2, lzma) is asked for no more than the
+    caller's buffer at a time, so a small compressed read cannot expand into gigabytes at once."""
 
-    def __init__(self, path: str, zstandard: Any) -> None:
+    def __init__(self, path: str, new: Callable[[], Any], kind: str, padding: bool = False,
+                 errors: tuple[type[BaseException], ...] = ()) -> None:
         super().__init__()
         self._raw = open(path, "rb")
-        self._zstd = zstandard
-        self._dobj = zstandard.ZstdDecompressor().decompressobj()
-        self._pending, self._at = b"", 0
-        self._in_frame = False
+        self._new, self._kind, self._padding = new, kind, padding
+        self._errors = (OSError, lzma.LZMAError) + errors
+        self._dobj = new()
+        self._streams = 1                 # streams begun
+        self._produced = False            # the current stream has given decompressed bytes
+        self._began = 0                   # the compressed offset where the current stream begins
+        self._pending, self._at = b"", 0  # output of a decompressor without max_length (zstd), not yet handed out
+        self._bounded = hasattr(self._dobj, "needs_input")
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
-        while self._at >= len(self._pending):
+    def _next_input(self) -> bytes | None:
+        """The compressed bytes to give the decompressor next, b"" for none (it holds output still), None at the
+        end of the file after a whole stream. Begins the next stream after one's end."""
+        dobj = self._dobj
+        if not dobj.eof:
+            if self._bounded and not dobj.needs_input:
+                return b""
             data = self._raw.read(_READ_BYTES)
             if not data:
-                if self._in_frame:
-                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
+                raise self._failure(EOFError("compressed file ended before the end-of-stream marker was reached"))
+            return data
+        data = dobj.unused_data
+        while True:
+            if self._padding:
+                data = data.lstrip(b"\0")
+            if data:
+                break
+            data = self._raw.read(_READ_BYTES)
+            if not data:
+                return None
+        self._began = self._raw.tell() - len(data)
+        self._dobj = self._new()
+        self._streams += 1
+        self._produced = False
+        return data
+
+    def _failure(self, exc: BaseException) -> BaseException:
+        """exc, or when a stream after the first fails before giving any byte, the OSError that says the bytes
+        after the previous stream's end are not a stream."""
+        if self._streams == 1 or self._produced:
+            return exc
+        return OSError(f"the bytes at compressed offset {self._began}, after the end of {self._kind} stream "
+                       f"{self._streams - 1}, do not begin another ({exc}): trailing data, or a damaged stream")
+
+    def _decompress(self, data: bytes, size: int) -> bytes:
+        try:
+            out: bytes = self._dobj.decompress(data, size) if self._bounded else self._dobj.decompress(data)
+        except self._errors as exc:
+            raise self._failure(OSError(f"{self._kind}: {exc}")) from None
+        self._produced = self._produced or bool(out)
+        return out
+
+    def readinto(self, buffer: Any) -> int:
+        while self._at >= len(self._pending):
+            data = self._next_input()
+            if data is None:
                 return 0
-            out = []
-            try:
-                while data:
-                    self._in_frame = True
-                    out.append(self._dobj.decompress(data))
-                    if not self._dobj.eof:
-                        break
-                    data = self._dobj.unused_data           # the next frame
-                    self._dobj = self._zstd.ZstdDecompressor().decompressobj()
-                    self._in_frame = False
-            except self._zstd.ZstdError as exc:
-                raise OSError(f"zstd: {exc}") from None
-            self._pending, self._at = b"".join(out), 0
+            self._pending, self._at = self._decompress(data, len(buffer)), 0
         n = min(len(buffer), len(self._pending) - self._at)
         buffer[:n] = memoryview(self._pending)[self._at:self._at + n]
         self._at += n

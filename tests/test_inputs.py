@@ -607,6 +607,46 @@ def test_an_empty_compressed_file_is_corrupt(tmp_path, name, processes):
         count_pretokens(tmp_path / name, num_processes=processes)
 
 
+def _compressor(suffix):
+    return {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress,
+            ".zst": lambda b: zstandard.ZstdCompressor().compress(b)}[suffix]
+
+
+@needs_zstandard
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
+def test_a_file_of_several_compressed_streams_is_read_whole(tmp_path, suffix):
+    # pbzip2, pigz and zstd -T write several streams (frames), and `cat a.gz b.gz` is a valid .gz: all are read
+    docs = documents(21, n=12)
+    text = "".join(docs)
+    compress = _compressor(suffix)
+    cut = len(text) // 3
+    (tmp_path / f"c.txt{suffix}").write_bytes(compress(text[:cut].encode()) + compress(text[cut:].encode()))
+    got = count_pretokens(tmp_path / f"c.txt{suffix}", num_processes=1)
+    assert dict(got) == dict(oracle_count_pretokens(text, [], GPT2_PATTERN))
+
+
+@needs_zstandard
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
+@pytest.mark.parametrize("junk", [b"junk after the stream\n", b"x", b"\0\0\0\0ZZZZ"])
+def test_bytes_after_the_last_compressed_stream_are_refused(tmp_path, suffix, junk):
+    # the standard library's bz2 and lzma stop silently at bytes that do not begin a stream: a second stream
+    # whose header was damaged dropped the rest of the corpus unseen; gzip and zstandard refused them already
+    text = "".join(documents(22, n=8)).encode()
+    path = tmp_path / f"j.txt{suffix}"
+    path.write_bytes(_compressor(suffix)(text) + junk)
+    with pytest.raises(InputError, match=rf"j\.txt\{suffix}: corrupt compressed file after {len(text)} "
+                                         rf"decompressed bytes"):
+        count_pretokens(path, num_processes=1)
+
+
+def test_xz_stream_padding_is_not_trailing_data(tmp_path):
+    # xz's format pads streams with NULs (in fours), which xz itself reads past
+    text = "".join(documents(23, n=8))
+    path = tmp_path / "p.txt.xz"
+    path.write_bytes(lzma.compress(text[:100].encode()) + bytes(8) + lzma.compress(text[100:].encode()) + bytes(4))
+    assert dict(count_pretokens(path, num_processes=1)) == dict(oracle_count_pretokens(text, [], GPT2_PATTERN))
+
+
 def test_corrupt_zstd_names_file(tmp_path):
     data = zstandard.ZstdCompressor().compress(("hello world " * 50000).encode())
     path = tmp_path / "c.jsonl.zst"
