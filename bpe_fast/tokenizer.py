@@ -2020,9 +2020,14 @@ def _decode_arrays(vocab: Mapping[int, bytes]) -> TableArrays:
 
 def _id_array(ids: Any) -> NDArray[np.int64]:
     """ids as a 1-D int64 array; TypeError for non-integers, ValueError naming an id beyond int64."""
+    if isinstance(ids, np.ma.MaskedArray):      # (its masked items were decoded as if unmasked)
+        raise TypeError("ids must be a sequence of int, got a masked array: pass ids.compressed() for the "
+                        "unmasked ones")
     if not isinstance(ids, np.ndarray):
-        # (a set or a dict has no order; NumPy took one for a single object, "one-dimensional, got shape ()")
-        if isinstance(ids, (str, bytes, collections.abc.Set, collections.abc.Mapping)):
+        # (a set or a dict has no order; NumPy took one for a single object, "one-dimensional, got shape ()");
+        # a byte string is text's bytes given by mistake (bytes were refused, a bytearray read as ids)
+        if isinstance(ids, (str, bytes, bytearray, collections.abc.Set, collections.abc.Mapping)) or (
+                isinstance(ids, memoryview) and isinstance(ids.obj, (bytes, bytearray))):
             raise TypeError(f"ids must be a sequence of int, got {type(ids).__name__}")
         if not hasattr(ids, "__len__"):
             ids = list(ids)

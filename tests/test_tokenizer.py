@@ -683,6 +683,17 @@ def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
     for unordered in ({104, 105}, {104: 1}):        # (they were "ids must be one-dimensional, got shape ()")
         with pytest.raises(TypeError, match=f"ids must be a sequence of int, got {type(unordered).__name__}"):
             tok.decode(unordered)
+    # a byte string is text given by mistake: bytes were refused, a bytearray (or a view of bytes) read as ids
+    for text in (b"hi", bytearray(b"hi"), memoryview(b"hi"), memoryview(bytearray(b"hi"))):
+        for method in (tok.decode, tok.decode_bytes, tok.decode_with_offsets):
+            with pytest.raises(TypeError, match=f"ids must be a sequence of int, got {type(text).__name__}"):
+                method(text)
+    assert tok.decode(memoryview(np.array([104, 105], dtype=np.int32))) == "hi"      # a typed buffer of ids
+    # a masked array's masked ids were decoded as if unmasked
+    masked = np.ma.array([104, 105, 33], mask=[False, True, False])
+    with pytest.raises(TypeError, match=r"masked array: pass ids\.compressed\(\)"):
+        tok.decode(masked)
+    assert tok.decode(masked.compressed()) == "h!"
     sparse = Tokenizer({**BYTES, 300: b"xyz"}, [])
     assert sparse.decode([300, 97]) == "xyza"
     with pytest.raises(ValueError, match="299"):
