@@ -580,17 +580,23 @@ _DIGESTED = (VOCAB_FILE, MERGES_FILE)     # the files whose digests bpe_fast.jso
 
 
 def _file_digest(path: StrPath) -> bytes:
-    """The SHA-256 of the file at path (read_bytes'); of a file a FolderPin holds, computed once while it is in
-    use (a load checks the cache's digests, then files_match the config's, of the same two files)."""
+    """The SHA-256 of the file at path (read_bytes'); computed once while a FolderPin holds it (a load checks the
+    cache's digests, then files_match the config's, of the same two files)."""
+    return _pinned_once(path, "sha256", lambda p: hashlib.sha256(read_bytes(p)).digest())
+
+
+def _pinned_once(path: StrPath, kind: str, compute: Callable[[StrPath], Any]) -> Any:
+    """compute(path), of a file a FolderPin holds computed once while the pin is in use (`kind` tells apart what
+    is computed of one file); of any other file, each time."""
     pinned = _PINNED.get()
     fd = pinned.get(os.path.abspath(path)) if pinned else None
-    memo = _PIN_DIGESTS.get() if fd is not None else None
-    if memo is not None and fd in memo:
-        return memo[fd]
-    digest = hashlib.sha256(read_bytes(path)).digest()
-    if memo is not None:
-        memo[fd] = digest       # type: ignore[index]
-    return digest
+    memo = _PIN_MEMO.get() if fd is not None else None
+    if memo is None or fd is None:
+        return compute(path)
+    key = (kind, fd)
+    if key not in memo:
+        memo[key] = compute(path)
+    return memo[key]
 
 
 def _sha256_hex(path: StrPath) -> str:
@@ -603,8 +609,8 @@ def files_match(directory: StrPath) -> bool:
     without bpe_fast.json, or one saved before the digests were kept: then true)."""
     path = os.path.join(os.fspath(directory), CONFIG_FILE)
     try:
-        digests = json.loads(read_bytes(path)).get("files_sha256")
-    except (OSError, ValueError, AttributeError):
+        digests = _read_json_object(path)[1].get("files_sha256")
+    except (OSError, ValueError):
         return True
     if not isinstance(digests, dict):
         return True
@@ -612,7 +618,14 @@ def files_match(directory: StrPath) -> bool:
 
 
 def _read_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
-    """(text, the JSON object it holds) of a file; FormatError naming the file and line otherwise."""
+    """(text, the JSON object it holds) of a file; FormatError naming the file and line otherwise. Read once
+    while a FolderPin holds it (a load reads bpe_fast.json's pattern, special tokens, training, normalizer and
+    digests): the object is shared, not to be changed."""
+    found: tuple[str, dict[str, Any]] = _pinned_once(path, "json", _parse_json_object)
+    return found
+
+
+def _parse_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
     text = read_text(path)
     config = parse_json(path, text)
     if not isinstance(config, dict):
@@ -645,7 +658,7 @@ def read_config(path: StrPath) -> tuple[list[str], str]:
         check_special_tokens(specials)
     except ValueError as exc:
         raise FormatError(path, _key_line(text, "special_tokens"), str(exc)) from None
-    return specials, pattern
+    return list(specials), pattern
 
 
 def read_normalizer(directory: StrPath) -> str | None:
@@ -684,7 +697,7 @@ def check_training(training: object, num_merges: int | None = None) -> dict[str,
     out: dict[str, Any] = {}
     if "merge_counts" in training:
         counts = training["merge_counts"]
-        if not isinstance(counts, list) or not all(type(c) is int and c >= 0 for c in counts):
+        if not isinstance(counts, list) or not set(map(type, counts)) <= {int} or min(counts, default=0) < 0:
             raise ValueError("training's merge_counts must be a list of ints >= 0")
         if num_merges is not None and len(counts) != num_merges:
             raise ValueError(f"training's merge_counts has {len(counts)} counts for {num_merges} merges")
@@ -808,7 +821,7 @@ def read_folder_arrays(directory: StrPath) -> tuple[GPT2Arrays, list[str], str, 
 
 _PINNED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("_PINNED", default=None)
 # the digests of the files held (by descriptor) computed while a FolderPin is in use (_file_digest)
-_PIN_DIGESTS: contextvars.ContextVar[dict[int, bytes] | None] = contextvars.ContextVar("_PIN_DIGESTS", default=None)
+_PIN_MEMO: contextvars.ContextVar[dict[tuple[str, int], Any] | None] = contextvars.ContextVar("_PIN_MEMO", default=None)
 
 
 class FolderPin:
@@ -842,11 +855,11 @@ class FolderPin:
         """While in use, the files are read from the descriptors held (read_bytes), not by their paths: what is
         read is what was pinned, whatever is renamed over the paths meanwhile."""
         self._token = _PINNED.set({os.path.abspath(path): fd for path, fd, _ in self._held if fd is not None})
-        self._digests_token = _PIN_DIGESTS.set({})
+        self._memo_token = _PIN_MEMO.set({})
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _PIN_DIGESTS.reset(self._digests_token)
+        _PIN_MEMO.reset(self._memo_token)
         _PINNED.reset(self._token)
         self.close()
 

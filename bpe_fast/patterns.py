@@ -86,6 +86,8 @@ def resolve_pattern(pattern: str) -> str:
         raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
     if pattern in PATTERNS:
         return PATTERNS[pattern]
+    if pattern in _BUILT_IN:    # (the checks below searched a built-in pattern's text four times a load)
+        return pattern
     if not pattern:
         raise ValueError("pattern must not be empty")
     lone = _SURROGATE.search(pattern)
@@ -107,6 +109,7 @@ def resolve_pattern(pattern: str) -> str:
 # "GPT2" as a regex and encode "ab cd" to nothing)
 _NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
 _SURROGATE = regex.compile("[\ud800-\udfff]")
+_BUILT_IN = frozenset(PATTERNS.values())
 
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:

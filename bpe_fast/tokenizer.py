@@ -616,7 +616,8 @@ class Tokenizer:
         (or the error raised).
         """
         for attempt in range(LOAD_TRIES):
-            time.sleep(0.002 * attempt)         # a save under way: a little longer for it to end each time
+            if attempt:
+                time.sleep(0.002 * attempt)     # a save under way: a little longer for it to end each time
             with formats.FolderPin(directory) as pin:
                 if pin.changed():
                     continue

@@ -1371,6 +1371,35 @@ def test_a_load_hashes_each_text_file_once(cached_folder, monkeypatch):
     assert len(hashed) == 2
 
 
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_load_parses_bpe_fast_json_once(cached_folder, tmp_path, monkeypatch, cached):
+    # its pattern, special tokens, training, normalizer and digests were each parsed anew from the same file held
+    # open (four times a load: a 10,000-token folder's bpe_fast.json, its merge counts, is 50 KB); the next load
+    # parses it again
+    from bpe_fast import formats
+
+    tok, folder = cached_folder
+    if not cached:          # (the native reader of folders under CACHE_MIN_TOKENS)
+        monkeypatch.setattr(formats, "CACHE_MIN_TOKENS", 10 ** 9)
+        tok.save(tmp_path / "plain")
+        folder = tmp_path / "plain"
+    assert (folder / formats.CACHE_FILE).exists() == cached
+    parsed = []
+    real = formats.json.loads
+
+    def counting(text, **options):
+        parsed.append(text)
+        return real(text, **options)
+
+    monkeypatch.setattr(formats.json, "loads", counting)
+    first = Tokenizer.load(folder)
+    assert [text for text in parsed if '"pattern"' in text] == [(folder / formats.CONFIG_FILE).read_text()]
+    assert first.encode("a load") == tok.encode("a load") and first.pattern == tok.pattern
+    parsed.clear()
+    Tokenizer.load(folder)
+    assert len([text for text in parsed if '"pattern"' in text]) == 1
+
+
 def test_cache_ignored_once_a_text_file_changes(cached_folder):
     from bpe_fast import formats
 
