@@ -506,83 +506,104 @@ def open_binary(path: str, damaged: bool = False) -> io.BufferedIOBase:
             raise ImportError(f"{path}: reading .zst files needs the zstandard package "
                               f"(pip install 'bpe_fast[zstd]')") from None
         return io.BufferedReader(_StreamsReader(path, lambda: zstandard.ZstdDecompressor().decompressobj(), "zstd",
-                                                errors=(zstandard.ZstdError,)), buffer_size=_READ_BYTES)
+                                                feed=_ZSTD_FEED, errors=(zstandard.ZstdError,)),
+                                 buffer_size=_READ_BYTES)
     return open(path, "rb")
+
+
+# the bytes a stream of each kind begins with: after a stream's end, anything else is trailing data
+_STREAM_STARTS = {"bz2": re.compile(rb"BZh[1-9]"), "xz": re.compile(rb"\xfd7zXZ\x00"),
+                  "zstd": re.compile(rb"\x28\xb5\x2f\xfd|[\x50-\x5f]\x2a\x4d\x18")}   # (a frame, a skippable one)
+_STREAM_START_BYTES = 6         # enough of a stream's first bytes to tell
+_ZSTD_FEED = 1 << 11            # compressed bytes given zstandard's decompressor at a time (no max_length: 2 KB
+#                                 expand to 64 MB at most, zstd's largest ratio being 32,768)
 
 
 class _StreamsReader(io.RawIOBase):
     """The decompressed bytes of a file of one or more compressed streams (bz2 streams, xz streams, zstd
-    frames) one after another, as the tools that wrote them read it back. Bytes after a stream's end must begin
-    another stream (for xz, after its stream padding of NULs): anything else is an OSError naming them, where
-    the standard library's bz2 and lzma stop silently (a later stream whose header was damaged dropped the rest
-    of the corpus unseen). A file that ends inside a stream is an EOFError, not a silent end (zstandard's
-    stream_reader ended there). A decompressor with needs_input (bz2, lzma) is asked for no more than the
-    caller's buffer at a time, so a small compressed read cannot expand into gigabytes at once."""
+    frames) one after another, as pbzip2, `xz -T` and `zstd -T` write them and `cat` joins them. After a
+    stream's end, the next bytes must begin another (its magic bytes; for xz, after stream padding: NULs in
+    fours): anything else is an OSError naming their offset, where the standard library's bz2 and lzma stop
+    silently (a later stream whose header was damaged dropped the rest of the corpus unseen; `bzip2 -d` warns
+    and goes on, this refuses: a corpus is not to be cut short unseen). A file that ends inside a stream is an
+    EOFError, not a silent end (zstandard's stream_reader ended there). Output is bounded by the caller's
+    buffer: bz2 and lzma are given max_length, zstandard's decompressor (which has none) _ZSTD_FEED
+    compressed bytes at a time."""
 
-    def __init__(self, path: str, new: Callable[[], Any], kind: str, padding: bool = False,
-                 errors: tuple[type[BaseException], ...] = ()) -> None:
+    def __init__(self, path: str, new: Callable[[], Any], kind: str, feed: int | None = None,
+                 padding: bool = False, errors: tuple[type[BaseException], ...] = ()) -> None:
         super().__init__()
         self._raw = open(path, "rb")
-        self._new, self._kind, self._padding = new, kind, padding
+        try:
+            self._dobj = new()
+        except BaseException:
+            self._raw.close()
+            raise
+        self._new, self._kind, self._feed, self._padding = new, kind, feed, padding
         self._errors = (OSError, lzma.LZMAError) + errors
-        self._dobj = new()
         self._streams = 1                 # streams begun
-        self._produced = False            # the current stream has given decompressed bytes
-        self._began = 0                   # the compressed offset where the current stream begins
-        self._pending, self._at = b"", 0  # output of a decompressor without max_length (zstd), not yet handed out
+        self._input, self._in_at = b"", 0  # compressed bytes read, from _in_at not yet given to the decompressor
+        self._pending, self._at = b"", 0  # output not yet handed out
         self._bounded = hasattr(self._dobj, "needs_input")
 
     def readable(self) -> bool:
         return True
 
-    def _next_input(self) -> bytes | None:
-        """The compressed bytes to give the decompressor next, b"" for none (it holds output still), None at the
-        end of the file after a whole stream. Begins the next stream after one's end."""
-        dobj = self._dobj
-        if not dobj.eof:
-            if self._bounded and not dobj.needs_input:
-                return b""
-            data = self._raw.read(_READ_BYTES)
-            if not data:
-                raise self._failure(EOFError("compressed file ended before the end-of-stream marker was reached"))
-            return data
-        data = dobj.unused_data
-        while True:
-            if self._padding:
-                data = data.lstrip(b"\0")
-            if data:
-                break
-            data = self._raw.read(_READ_BYTES)
-            if not data:
-                return None
-        self._began = self._raw.tell() - len(data)
-        self._dobj = self._new()
-        self._streams += 1
-        self._produced = False
+    def _take(self) -> bytes:
+        """The next compressed bytes to give the decompressor (b"" at the end of the file): what is left of the
+        last read, or a new read; no more than `feed` of them."""
+        if self._in_at >= len(self._input):
+            self._input, self._in_at = self._raw.read(_READ_BYTES), 0
+        end = len(self._input) if self._feed is None else self._in_at + self._feed
+        data = self._input[self._in_at:end] if self._in_at or end < len(self._input) else self._input
+        self._in_at += len(data)
         return data
 
-    def _failure(self, exc: BaseException) -> BaseException:
-        """exc, or when a stream after the first fails before giving any byte, the OSError that says the bytes
-        after the previous stream's end are not a stream."""
-        if self._streams == 1 or self._produced:
-            return exc
-        return OSError(f"the bytes at compressed offset {self._began}, after the end of {self._kind} stream "
-                       f"{self._streams - 1}, do not begin another ({exc}): trailing data, or a damaged stream")
-
-    def _decompress(self, data: bytes, size: int) -> bytes:
-        try:
-            out: bytes = self._dobj.decompress(data, size) if self._bounded else self._dobj.decompress(data)
-        except self._errors as exc:
-            raise self._failure(OSError(f"{self._kind}: {exc}")) from None
-        self._produced = self._produced or bool(out)
-        return out
+    def _next_stream(self) -> bool:
+        """After a stream's end: begins the next one (True), or finds the end of the file (False); OSError for
+        bytes that begin no stream."""
+        data = self._dobj.unused_data + self._input[self._in_at:]
+        nuls = 0
+        while True:
+            if self._padding:
+                kept = data.lstrip(b"\0")
+                nuls, data = nuls + len(data) - len(kept), kept
+            if len(data) >= _STREAM_START_BYTES:
+                break
+            more = self._raw.read(_READ_BYTES)
+            if not more:
+                break
+            data += more
+        at = self._raw.tell() - len(data)
+        if nuls % 4:
+            raise OSError(f"{nuls} NUL bytes before compressed offset {at}, after the end of {self._kind} stream "
+                          f"{self._streams}: stream padding comes in fours")
+        if not data:
+            return False
+        if not _STREAM_STARTS[self._kind].match(data):
+            raise OSError(f"the bytes at compressed offset {at}, after the end of {self._kind} stream "
+                          f"{self._streams}, do not begin another: trailing data, or a damaged stream header")
+        self._input, self._in_at = data, 0
+        self._dobj = self._new()
+        self._streams += 1
+        return True
 
     def readinto(self, buffer: Any) -> int:
         while self._at >= len(self._pending):
-            data = self._next_input()
-            if data is None:
+            if self._dobj.eof and not self._next_stream():
                 return 0
-            self._pending, self._at = self._decompress(data, len(buffer)), 0
+            if self._bounded and not self._dobj.needs_input:
+                data = b""
+            else:
+                data = self._take()
+                if not data:
+                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
+            try:
+                out = (self._dobj.decompress(data, len(buffer)) if self._bounded
+                       else self._dobj.decompress(data))
+            except self._errors as exc:
+                raise OSError(f"{self._kind}: {exc}") from None
+            self._pending, self._at = out, 0
         n = min(len(buffer), len(self._pending) - self._at)
         buffer[:n] = memoryview(self._pending)[self._at:self._at + n]
         self._at += n

@@ -2022,13 +2022,16 @@ def _decode_arrays(vocab: Mapping[int, bytes]) -> TableArrays:
 def _id_array(ids: Any) -> NDArray[np.int64]:
     """ids as a 1-D int64 array; TypeError for non-integers, ValueError naming an id beyond int64."""
     if isinstance(ids, np.ma.MaskedArray):      # (its masked items were decoded as if unmasked)
-        raise TypeError("ids must be a sequence of int, got a masked array: pass ids.compressed() for the "
-                        "unmasked ones")
+        if np.ma.getmaskarray(ids).any():
+            raise TypeError("ids must be a sequence of int, got a masked array with ids masked: pass "
+                            "ids.compressed() for the unmasked ones")
+        ids = ids.data
     if not isinstance(ids, np.ndarray):
         # (a set or a dict has no order; NumPy took one for a single object, "one-dimensional, got shape ()");
-        # a byte string is text's bytes given by mistake (bytes were refused, a bytearray read as ids)
+        # a byte string is text's bytes given by mistake (bytes were refused, a bytearray read as ids); a view
+        # of bytes as wider items (memoryview(data).cast("H"), nanoGPT's uint16 ids) is ids
         if isinstance(ids, (str, bytes, bytearray, collections.abc.Set, collections.abc.Mapping)) or (
-                isinstance(ids, memoryview) and isinstance(ids.obj, (bytes, bytearray))):
+                isinstance(ids, memoryview) and ids.format in ("B", "b", "c")):
             raise TypeError(f"ids must be a sequence of int, got {type(ids).__name__}")
         if not hasattr(ids, "__len__"):
             ids = list(ids)

@@ -640,11 +640,30 @@ def test_bytes_after_the_last_compressed_stream_are_refused(tmp_path, suffix, ju
 
 
 def test_xz_stream_padding_is_not_trailing_data(tmp_path):
-    # xz's format pads streams with NULs (in fours), which xz itself reads past
+    # xz's format pads streams with NULs (in fours), which xz itself reads past; other counts it refuses
     text = "".join(documents(23, n=8))
     path = tmp_path / "p.txt.xz"
-    path.write_bytes(lzma.compress(text[:100].encode()) + bytes(8) + lzma.compress(text[100:].encode()) + bytes(4))
+    first = lzma.compress(text[:100].encode())
+    path.write_bytes(first + bytes(8) + lzma.compress(text[100:].encode()) + bytes(4))
     assert dict(count_pretokens(path, num_processes=1)) == dict(oracle_count_pretokens(text, [], GPT2_PATTERN))
+    for padding in (1, 3, 6):
+        path.write_bytes(first + bytes(padding) + lzma.compress(text[100:].encode()))
+        with pytest.raises(InputError, match=rf"corrupt compressed file after {len(text[:100].encode())} decompressed bytes .*{padding} NUL "
+                                             rf"bytes before compressed offset {len(first) + padding}.*in fours"):
+            count_pretokens(path, num_processes=1)
+
+
+@needs_zstandard
+@pytest.mark.parametrize("suffix", [".bz2", ".xz", ".zst"])
+def test_a_file_of_several_streams_cut_inside_one_is_cut_not_trailing_data(tmp_path, suffix):
+    # a later stream that has begun (its header read) and ends early is a cut file, as a one-stream file is
+    text = "".join(documents(24, n=12)).encode()
+    compress = _compressor(suffix)
+    first = compress(text[:1000])
+    path = tmp_path / f"c.txt{suffix}"
+    path.write_bytes(first + compress(text[1000:])[:-20])
+    with pytest.raises(InputError, match=r"corrupt compressed file after \d+ decompressed bytes \(EOFError: "):
+        count_pretokens(path, num_processes=1)
 
 
 def test_corrupt_zstd_names_file(tmp_path):

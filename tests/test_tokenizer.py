@@ -689,11 +689,13 @@ def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
             with pytest.raises(TypeError, match=f"ids must be a sequence of int, got {type(text).__name__}"):
                 method(text)
     assert tok.decode(memoryview(np.array([104, 105], dtype=np.int32))) == "hi"      # a typed buffer of ids
+    assert tok.decode(memoryview(np.array([104, 105], dtype=np.uint16).tobytes()).cast("H")) == "hi"  # nanoGPT's .bin
     # a masked array's masked ids were decoded as if unmasked
     masked = np.ma.array([104, 105, 33], mask=[False, True, False])
-    with pytest.raises(TypeError, match=r"masked array: pass ids\.compressed\(\)"):
+    with pytest.raises(TypeError, match=r"masked array with ids masked: pass ids\.compressed\(\)"):
         tok.decode(masked)
     assert tok.decode(masked.compressed()) == "h!"
+    assert tok.decode(np.ma.array([104, 105], mask=[False, False])) == "hi"          # nothing masked
     sparse = Tokenizer({**BYTES, 300: b"xyz"}, [])
     assert sparse.decode([300, 97]) == "xyza"
     with pytest.raises(ValueError, match="299"):
