@@ -820,7 +820,8 @@ def read_folder_arrays(directory: StrPath) -> tuple[GPT2Arrays, list[str], str, 
 
 
 _PINNED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("_PINNED", default=None)
-# the digests of the files held (by descriptor) computed while a FolderPin is in use (_file_digest)
+# what is computed of the files held (by kind and descriptor: their digests, bpe_fast.json's parse) while a
+# FolderPin is in use (_pinned_once)
 _PIN_MEMO: contextvars.ContextVar[dict[tuple[str, int], Any] | None] = contextvars.ContextVar("_PIN_MEMO", default=None)
 
 
