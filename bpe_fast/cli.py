@@ -155,9 +155,14 @@ def _pattern(value: str) -> str:
 def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
     """A folder Tokenizer.save wrote, an HF tokenizer.json (a file whose name ends in .json), or, when no such
     path exists, the name of one of tiktoken's encodings (bpe_fast.get_encoding's tokenizer)."""
+    from .formats import path_exists
     from .registry import get_encoding, list_encoding_names
     from .tokenizer import Tokenizer
-    if not os.path.exists(path):
+    try:
+        exists = path_exists(path)
+    except OSError as exc:
+        raise CliError(f"{flag}: {_describe(exc)}") from None
+    if not exists:
         try:
             names = list_encoding_names()
         except ValueError as exc:       # a tiktoken_ext plugin that is not one
@@ -166,7 +171,7 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
             raise CliError(f"{flag} {path}: no such tokenizer directory (nor one of tiktoken's encodings: "
                            f"{', '.join(names)})")
     try:        # what is wrong with it names the file (and line); the flag says which of the tokenizers it is
-        if not os.path.exists(path):
+        if not exists:
             return get_encoding(path).tokenizer
         if os.path.isfile(path) and path.endswith(".json") and os.path.basename(path) not in ("vocab.json",
                                                                                               "bpe_fast.json"):

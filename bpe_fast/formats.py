@@ -765,10 +765,10 @@ def load_tokenizer_folder(directory: StrPath, use_cache: bool = True) -> tuple[V
     expected = f"a tokenizer folder holds {VOCAB_FILE} and {MERGES_FILE} (and {CONFIG_FILE}), as Tokenizer.save writes"
     if os.path.isfile(directory):
         raise NotADirectoryError(f"{directory} is a file, not a folder: {expected}{_other_loader(directory)}")
-    if not os.path.isdir(directory):
+    if not path_exists(directory) or not os.path.isdir(directory):
         raise FileNotFoundError(f"{directory}: no such tokenizer folder")
     for name in (VOCAB_FILE, MERGES_FILE):
-        if not os.path.exists(os.path.join(directory, name)):
+        if not path_exists(os.path.join(directory, name)):
             hint = _other_loader(os.path.join(directory, "tokenizer.json"))
             raise FileNotFoundError(f"{directory} has no {name}: {expected}{hint}")
     cached = read_cache(directory) if use_cache else None
@@ -782,6 +782,20 @@ def load_tokenizer_folder(directory: StrPath, use_cache: bool = True) -> tuple[V
         arrays, num_merges = None, len(merges)
     specials, pattern, training = _read_folder_config(directory, num_merges)
     return vocab, merges, specials, pattern, arrays, training
+
+
+def path_exists(path: StrPath) -> bool:
+    """Whether path names something; a PermissionError naming it when that cannot be told (a folder on the way
+    that may not be searched: os.path.exists said no, and a load named an unreadable folder's vocab.json as
+    missing, the CLI its folder as no such folder)."""
+    try:
+        os.stat(path)
+    except PermissionError as exc:
+        raise PermissionError(exc.errno, "Permission denied (a folder on the way may not be looked into)",
+                              os.fspath(path)) from None
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
 
 
 def _read_folder_config(directory: str, num_merges: int) -> tuple[list[str], str, dict[str, Any] | None]:

@@ -41,3 +41,25 @@ def cs336_reference():
     tokens = {gpt2_decode(token) for token in vocab}      # "<|endoftext|>" is printable ASCII: itself
     assert len(vocab) == len(tokens) == 500
     return merges, tokens
+
+
+@pytest.fixture
+def unsearchable(monkeypatch):
+    """unsearchable(folder): from then on, as the kernel treats paths under a folder this process may not search
+    (mode 700 of another user; root, who may run the tests, searches every folder), os.stat and os.open of them
+    raise PermissionError."""
+    real_stat, real_open = os.stat, os.open
+
+    def make(folder):
+        inside = str(folder) + os.sep
+
+        def refuse(real):
+            def call(path, *args, **kwargs):
+                if isinstance(path, (str, os.PathLike)) and os.fspath(path).startswith(inside):
+                    raise PermissionError(13, "Permission denied", os.fspath(path))
+                return real(path, *args, **kwargs)
+            return call
+
+        monkeypatch.setattr(os, "stat", refuse(real_stat))
+        monkeypatch.setattr(os, "open", refuse(real_open))
+    return make

@@ -229,6 +229,20 @@ def test_missing_tokenizer_dir(tmp_path, corpus, capsys):
     assert "nope" in err
 
 
+def test_a_tokenizer_dir_under_one_that_may_not_be_searched_is_not_called_missing(tmp_path, tokdir, corpus, capsys,
+                                                                                 unsearchable):
+    # "-t DIR: no such tokenizer directory (nor one of tiktoken's encodings ...)" for a folder that is there
+    import shutil
+
+    shutil.copytree(tokdir, tmp_path / "outer" / "tok")
+    unsearchable(tmp_path / "outer")
+    code, err = run(["encode", "-t", str(tmp_path / "outer" / "tok"), str(corpus), "-o", str(tmp_path / "o.npy")],
+                    capsys)
+    assert code == 1 and not (tmp_path / "o.npy").exists()
+    assert err == (f"bpe-fast: -t: {tmp_path / 'outer' / 'tok'}: Permission denied (a folder on the way may not be "
+                   f"looked into)\n")
+
+
 def test_malformed_tokenizer_dir(tmp_path, corpus, capsys):
     bad = tmp_path / "bad"
     bad.mkdir()

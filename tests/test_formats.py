@@ -342,6 +342,21 @@ def test_load_of_a_file_or_an_incomplete_folder_says_what_it_expects(tmp_path):
         F.load_tokenizer_files(tmp_path)
 
 
+def test_a_folder_under_one_that_may_not_be_searched_is_not_called_missing(tmp_path, unsearchable):
+    # os.path.exists says no where a folder on the way may not be searched: a load said "no such tokenizer
+    # folder" (or "has no vocab.json"), sending its user to look for a file that is there
+    from bpe_fast import Tokenizer
+    Tokenizer({i: bytes([i]) for i in range(256)}, []).save(tmp_path / "outer" / "tok")
+    unsearchable(tmp_path / "outer")
+    for folder in (tmp_path / "outer" / "tok", tmp_path / "outer"):
+        with pytest.raises(PermissionError, match=r"Permission denied \(a folder on the way may not be looked into"
+                                                  r"\)") as info:
+            Tokenizer.load(folder)
+        assert info.value.filename in (str(folder), str(folder / "vocab.json"))
+    with pytest.raises(FileNotFoundError, match="no such tokenizer folder"):      # one that is not there still is
+        Tokenizer.load(tmp_path / "elsewhere")
+
+
 def test_folder_without_config_is_gpt2(tmp_path):
     from bpe_fast.patterns import GPT2_PATTERN
     F.write_vocab(tmp_path / "vocab.json", {i: bytes([i]) for i in range(256)})
