@@ -521,7 +521,7 @@ _ZSTD_FEED = 1 << 11            # compressed bytes given zstandard's decompresso
 
 class _StreamsReader(io.RawIOBase):
     """The decompressed bytes of a file of one or more compressed streams (bz2 streams, xz streams, zstd
-    frames) one after another, as pbzip2, `xz -T` and `zstd -T` write them and `cat` joins them. After a
+    frames) one after another, as pbzip2 and pzstd write them and `cat` joins them. After a
     stream's end, the next bytes must begin another (its magic bytes; for xz, after stream padding: NULs in
     fours): anything else is an OSError naming their offset, where the standard library's bz2 and lzma stop
     silently (a later stream whose header was damaged dropped the rest of the corpus unseen; `bzip2 -d` warns

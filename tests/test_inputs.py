@@ -615,7 +615,7 @@ def _compressor(suffix):
 @needs_zstandard
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
 def test_a_file_of_several_compressed_streams_is_read_whole(tmp_path, suffix):
-    # pbzip2, pigz and zstd -T write several streams (frames), and `cat a.gz b.gz` is a valid .gz: all are read
+    # pbzip2 and pzstd write several streams (frames), and `cat a.gz b.gz` is a valid .gz: all are read
     docs = documents(21, n=12)
     text = "".join(docs)
     compress = _compressor(suffix)
