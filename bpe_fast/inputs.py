@@ -542,6 +542,7 @@ class _StreamsReader(io.RawIOBase):
         self._new, self._kind, self._feed, self._padding = new, kind, feed, padding
         self._errors = (OSError, lzma.LZMAError) + errors
         self._streams = 1                 # streams begun
+        self._ended = False               # the end of the file found after a whole stream
         self._input, self._in_at = b"", 0  # compressed bytes read, from _in_at not yet given to the decompressor
         self._pending, self._at = b"", 0  # output not yet handed out
         self._bounded = hasattr(self._dobj, "needs_input")
@@ -579,6 +580,7 @@ class _StreamsReader(io.RawIOBase):
             raise OSError(f"{nuls} NUL bytes before compressed offset {at}, after the end of {self._kind} stream "
                           f"{self._streams}: stream padding comes in fours")
         if not data:
+            self._ended = True
             return False
         if not _STREAM_STARTS[self._kind].match(data):
             raise OSError(f"the bytes at compressed offset {at}, after the end of {self._kind} stream "
@@ -590,8 +592,8 @@ class _StreamsReader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         while self._at >= len(self._pending):
-            if self._dobj.eof and not self._next_stream():
-                return 0
+            if self._ended or (self._dobj.eof and not self._next_stream()):
+                return 0        # (asked again after the end: the last stream's unused bytes were looked at)
             if self._bounded and not self._dobj.needs_input:
                 data = b""
             else:

@@ -626,6 +626,27 @@ def test_a_file_of_several_compressed_streams_is_read_whole(tmp_path, suffix):
 
 
 @needs_zstandard
+@pytest.mark.parametrize("suffix", [".bz2", ".xz", ".zst"])
+@pytest.mark.parametrize("read_bytes", [1, 3, 7, 64, 1 << 20])
+def test_several_streams_read_whole_whatever_the_read_size(tmp_path, monkeypatch, suffix, read_bytes):
+    # the next stream's first bytes are looked for across reads (a stream ends anywhere in one), xz's padding too;
+    # read by read, read1 and readline as the readers of inputs.py read
+    from bpe_fast import inputs
+    monkeypatch.setattr(inputs, "_READ_BYTES", read_bytes)
+    pieces = [b"", b"one\n", b"", "two, deux, \u4e8c\n".encode() * 50, b"three"]
+    padding = bytes(4) if suffix == ".xz" else b""
+    path = tmp_path / f"s.txt{suffix}"
+    path.write_bytes(padding.join(_compressor(suffix)(p) for p in pieces) + padding)
+    whole = b"".join(pieces)
+    for read in (lambda f: f.read(), lambda f: b"".join(iter(lambda: f.read1(5), b"")), lambda f: b"".join(f)):
+        with inputs.open_binary(str(path)) as f:
+            assert read(f) == whole
+    path.write_bytes(path.read_bytes() + b"BZ")          # two bytes that begin no stream, read in any reads
+    with pytest.raises(OSError, match=r"do not begin another: trailing data"), inputs.open_binary(str(path)) as f:
+        f.read()
+
+
+@needs_zstandard
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
 @pytest.mark.parametrize("junk", [b"junk after the stream\n", b"x", b"\0\0\0\0ZZZZ"])
 def test_bytes_after_the_last_compressed_stream_are_refused(tmp_path, suffix, junk):
