@@ -1988,3 +1988,27 @@ def test_repr_names_the_built_in_patterns_in_either_spelling():
                           (r"\w+|\s", "custom")):
         assert repr(Tokenizer(dict(byte_vocab), [], pattern=pattern)).endswith(f" pattern={name}>")
     assert builtin_name(r"\w+") is None
+
+
+def test_str_subclasses_surrogates_and_bad_arguments_on_every_encoding_path(tok):
+    # (paths no test reached, found by coverage) a str subclass is encoded as its str; a lone surrogate is U+FFFD
+    # on encode_to_numpy as on encode (tiktoken's rule); each bad argument is named
+    class Text(str):
+        def __iter__(self):             # nothing of the subclass's own may be used
+            raise AssertionError("iterated")
+
+    text = "the cat sat, naïve 123 <|endoftext|> end  "
+    expected = tok.encode(text)
+    assert tok.encode(Text(text)) == expected
+    assert tok.encode_to_numpy(Text(text)).tolist() == expected
+    assert tok.encode_ordinary(Text("the cat")) == tok.encode("the cat")
+    assert list(tok.encode_iterable([Text(text[:9]), Text(text[9:])])) == expected
+    assert tok.encode_to_numpy("a\ud800b").tolist() == tok.encode("a\ud800b") == tok.encode("a\ufffdb")
+    with pytest.raises(TypeError, match="dtype must be a NumPy integer dtype, got 'no such dtype'"):
+        tok.encode_to_numpy("a", dtype="no such dtype")
+    with pytest.raises(TypeError, match="data must be bytes, got str"):
+        tok.encode_utf8_to_numpy("a")
+    with pytest.raises(TypeError, match="ids must be an array of integers, got float64"):
+        tok.lengths_in(b"a", np.array([97.0]))
+    with pytest.raises(TypeError, match="num_threads must be an int, got 2.0"):
+        tok.encode_batch(["a"], num_threads=2.0)
