@@ -141,6 +141,30 @@ def test_malformed_entries_are_refused_naming_the_file(tmp_path, name, value, me
         assert PretokenCounts.load(tmp_path / "one.npz") == {b"a": 1, b"b": 2}
 
 
+@pytest.mark.parametrize("name, value, message", [
+    # (paths no test reached, found by coverage) each names the file and what is wrong
+    ("format", np.array("other_counts"), r"not a bpe_fast counts file \(format 'other_counts'\)"),
+    ("version", np.array(99), r"counts file version 99 is not supported \(this is \d+\)"),
+    ("counts", None, r"not a bpe_fast counts file \(missing or bad 'counts'\)"),
+    ("counts", np.array([1.0, 2.0]), r"not a bpe_fast counts file \(missing or bad 'counts'\)"),
+    ("special_tokens", np.array('{"<|a|>": 1}'), r"corrupt counts file \(special_tokens is not a list\)"),
+    ("pattern_utf8", np.array([97, 98], dtype=np.uint16),
+     r"corrupt counts file \('pattern_utf8' is uint16 of shape \(2,\), not uint8 bytes\)"),
+    ("pattern_utf8", np.frombuffer(b"other", dtype=np.uint8), r"corrupt counts file \('pattern_utf8' and 'pattern' "
+                                                              r"differ\)"),
+])
+def test_other_malformed_entries_are_refused_naming_the_file(tmp_path, name, value, message):
+    PretokenCounts({b"a": 1, b"b": 2}).save(tmp_path / "c.npz")
+    arrays = dict(np.load(tmp_path / "c.npz"))
+    if value is None:
+        del arrays[name]
+    else:
+        arrays[name] = value
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ValueError, match=r"^" + re.escape(str(tmp_path / "bad.npz")) + ": " + message):
+        PretokenCounts.load(tmp_path / "bad.npz")
+
+
 def test_counts_with_a_pattern_that_does_not_compile_are_refused_when_made():
     with pytest.raises(ValueError, match=r"invalid pre-tokenization pattern '\('"):
         PretokenCounts({b"a": 1}, pattern="(")
