@@ -342,6 +342,23 @@ def test_load_of_a_file_or_an_incomplete_folder_says_what_it_expects(tmp_path):
         F.load_tokenizer_files(tmp_path)
 
 
+def test_config_and_training_of_the_wrong_shape_and_a_tiktoken_file_for_a_folder_are_named(tmp_path):
+    # (paths no test reached, found by coverage)
+    from bpe_fast import Tokenizer
+    folder = tmp_path / "tok"
+    Tokenizer({i: bytes([i]) for i in range(256)}, []).save(folder)
+    (folder / F.CONFIG_FILE).write_text("[1, 2]\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=rf"{re.escape(str(folder / F.CONFIG_FILE))}:1: must hold one JSON object"):
+        Tokenizer.load(folder)
+    with pytest.raises(ValueError, match=r"training's corpus must map some of bytes, documents, .* to ints >= 0, "
+                                         r"got \{'bytes': -1\}"):
+        F.check_training({"corpus": {"bytes": -1}})
+    (tmp_path / "cl100k_base.tiktoken").write_bytes(b"YQ== 0\n")
+    with pytest.raises(NotADirectoryError, match=r"is a file, not a folder: .*; for a \.tiktoken file use "
+                                                 r"Tokenizer\.from_tiktoken"):
+        Tokenizer.load(tmp_path / "cl100k_base.tiktoken")
+
+
 def test_a_folder_under_one_that_may_not_be_searched_is_not_called_missing(tmp_path, unsearchable):
     # os.path.exists says no where a folder on the way may not be searched: a load said "no such tokenizer
     # folder" (or "has no vocab.json"), sending its user to look for a file that is there
