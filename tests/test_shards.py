@@ -356,6 +356,26 @@ def test_a_folder_encoded_into_itself_is_resumed(tok, tmp_path, monkeypatch, glo
         encode_files([given, tmp_path / "d" / first["shards"][0]["file"]], tmp_path / "d", tok, **kw)
 
 
+def test_a_folder_of_outputs_only_an_output_folder_and_an_index_not_json_are_named(tok, tmp_path):
+    # (paths no test reached, found by coverage)
+    for folder in ("d", "e"):
+        (tmp_path / folder).mkdir()
+    write_shard(tmp_path / "d", "a.txt", ["some text"])
+    encode_files(tmp_path / "d", tmp_path / "d", tok)
+    (tmp_path / "d" / "a.txt").unlink()             # nothing left but what encoding it wrote
+    with pytest.raises(FileNotFoundError, match=r"holds no files but the outputs of encoding into"):
+        encode_files(tmp_path / "d", tmp_path / "d", tok)
+    write_shard(tmp_path / "e", "b.txt", ["more text"])
+    (tmp_path / "out" / "b.npy").mkdir(parents=True)
+    with pytest.raises(ValueError, match=r"b\.npy is a folder; the output of that name cannot replace it"):
+        encode_files(tmp_path / "e" / "b.txt", tmp_path / "out", tok)
+    (tmp_path / "out2").mkdir()
+    (tmp_path / "out2" / INDEX_FILE).write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"index\.json is not a bpe_fast shard index \(Expecting property name"):
+        encode_files(tmp_path / "e" / "b.txt", tmp_path / "out2", tok)
+    assert sorted(p.name for p in (tmp_path / "out2").iterdir()) == [INDEX_FILE]
+
+
 def test_a_folders_own_index_json_that_is_not_one_stays_an_input(tok, tmp_path):
     # only an index of encode_files is taken for outputs: a data file named index.json is an input, and would be
     # overwritten
