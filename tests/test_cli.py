@@ -243,6 +243,36 @@ def test_a_tokenizer_dir_under_one_that_may_not_be_searched_is_not_called_missin
                    f"looked into)\n")
 
 
+@pytest.mark.parametrize("argv, message", [
+    # (usage errors no test reached, found by coverage) each names what is wrong, before anything is read
+    ("train a.txt - --vocab-size 300 -o t/", "'-' (stdin) must be the only CORPUS"),
+    ("train --vocab-size 300 -o t/", "give a CORPUS or --from-counts"),
+    ("encode -t TOK a.txt - -o out/", "'-' (stdin) must be the only INPUT"),
+    ("encode -t TOK a.txt a.txt.gz -o -", "-o -: several inputs are encoded into a folder, not to stdout"),
+    ("encode -t TOK - -o out/", "-o out/: '-' (stdin) is encoded to a .npy file or to stdout (-o -), not into a "
+                                "folder"),
+    ("encode -t TOK a.txt -o x.npy --dask-scheduler tcp://127.0.0.1:9", "--dask-scheduler encodes shards into a "
+                                                                         "folder: give -o DIR/"),
+    ("encode -t TOK two -o x.npy", "two: holds 2 files; give -o DIR/ to encode them into a folder"),
+    ("encode -t TOK a.txt.gz -o -", "-o -: only a plain text file (or stdin) is encoded to stdout; a.txt.gz is "
+                                    "not one"),
+    ("export -t TOK --hf-dir hfd --eos-token <|nope|>", "--eos-token '<|nope|>': not one of the special tokens of "
+                                                        "TOK (['<|endoftext|>'])"),
+])
+def test_usage_errors_name_what_is_wrong(tmp_path, tokdir, capsys, monkeypatch, argv, message):
+    import gzip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("hello there\n", encoding="utf-8")
+    (tmp_path / "a.txt.gz").write_bytes(gzip.compress(b"hello there\n"))
+    (tmp_path / "two").mkdir()
+    for name in ("x.txt", "y.txt"):
+        (tmp_path / "two" / name).write_text("hello\n", encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, err = run([str(tokdir) if arg == "TOK" else arg for arg in argv.split()], capsys)
+    assert (code, err) == (1, f"bpe-fast: {message.replace('TOK', str(tokdir))}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_malformed_tokenizer_dir(tmp_path, corpus, capsys):
     bad = tmp_path / "bad"
     bad.mkdir()
