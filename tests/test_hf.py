@@ -7,6 +7,7 @@ never from bpe_fast. GPT-2's files are in tests/fixtures.
 import json
 import os
 import random
+import re
 
 import numpy as np
 import pytest
@@ -688,6 +689,34 @@ def test_added_token_spelled_as_a_vocab_key_is_refused_not_a_crash(tmp_path):
     assert tokenizers.Tokenizer.from_file(str(path)).token_to_id("Ġa") == 257
     with pytest.raises(FormatError, match=r"'Ġa' \(bytes b'\\xc4\\xa0a'\) has id 257, the id of vocab token 'Ġa' "
                                           r"\(bytes b' a'\)"):
+        Tokenizer.from_hf(path)
+
+
+def _set_path(doc, where, value):
+    *parents, last = where
+    for key in parents:
+        doc = doc[key]
+    doc[last] = value
+
+
+@pytest.mark.parametrize("where, value, message", [
+    # (structural defects no test reached, found by coverage) each a FormatError naming the file and what it is
+    ((), None, r'not an HF tokenizer\.json: expected a JSON object with a "model" object'),
+    (("model",), [1], r'not an HF tokenizer\.json: expected a JSON object with a "model" object'),
+    (("model", "vocab"), [["a", 0]], r'model "vocab" must be a JSON object \{token: id\}'),
+    (("model", "merges"), {"a b": 0}, r'model "merges" must be a list'),
+    (("added_tokens",), {"<|endoftext|>": 260}, r'"added_tokens" must be a list'),
+    (("added_tokens", 0, "content"), "", r'added token .* needs a non-empty "content" and an integer "id"'),
+    (("added_tokens", 0, "id"), "260", r'added token .* needs a non-empty "content" and an integer "id"'),
+])
+def test_a_tokenizer_json_of_the_wrong_shape_is_named(tmp_path, where, value, message):
+    doc = small_doc()
+    if where:
+        _set_path(doc, where, value)
+    else:
+        doc = value
+    path = write_doc(tmp_path, doc)
+    with pytest.raises(FormatError, match=re.escape(str(path)) + r"(:\d+)?: " + message):
         Tokenizer.from_hf(path)
 
 
