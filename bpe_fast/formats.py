@@ -590,7 +590,7 @@ def _pinned_once(path: StrPath, kind: str, compute: Callable[[StrPath], Any]) ->
     is computed of one file); of any other file, each time."""
     pinned = _PINNED.get()
     fd = pinned.get(os.path.abspath(path)) if pinned else None
-    memo = _PIN_MEMO.get() if fd is not None else None
+    memo = _PIN_MEMO.get()
     if memo is None or fd is None:
         return compute(path)
     key = (kind, fd)
