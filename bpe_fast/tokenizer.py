@@ -102,7 +102,8 @@ class Tokenizer:
     vocab: dict[int, bytes], id -> token bytes. merges: list[tuple[bytes, bytes]] in the order they were made;
     both tokens of a merge and their concatenation must be in the vocabulary. special_tokens: list[str]; each
     takes the id of its UTF-8 bytes in the vocabulary, or else the next unused id (appended, in order); given as
-    tiktoken's {str: id}, those ids must be the ones they take (else ValueError: from_tiktoken takes such ids).
+    tiktoken's {str: id}, those ids must be the ones they take (else ValueError: from_tiktoken takes such ids); a
+    token listed twice counts once, where it first appears.
     pattern: the pre-tokenization regex or a name ("gpt2", "gpt4"). training: what training recorded (train_bpe's
     result.training: each merge's pair count, corpus statistics), kept as `training` and saved by save.
 
@@ -1699,11 +1700,23 @@ def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
 def _special_id_mapping(special_tokens: Any) -> tuple[dict[str, Any] | None, Any]:
     """(wanted, special_tokens): for special tokens given as tiktoken's {str: id} (from_tiktoken's form), that dict
     and its tokens as a list, which the constructor and from_files take, with each id to be checked once the
-    tokenizer has given its own (_check_special_ids); else (None, special_tokens)."""
+    tokenizer has given its own (_check_special_ids); else (None, special_tokens checked, a token given twice
+    counted once: it has one id either way, and a subclass whose __init__ appends a special token is given it
+    again by load)."""
     if isinstance(special_tokens, Mapping):
         wanted = dict(special_tokens)
         return wanted, list(wanted)
-    return None, special_tokens
+    if special_tokens is None or isinstance(special_tokens, (str, bytes, set, frozenset)):
+        return None, special_tokens     # (checked where the others are: SpecialTokens)
+    seen: set[str] = set()
+    once = []
+    for token in special_tokens:        # (once: it may be an iterator)
+        if isinstance(token, str):
+            if token in seen:
+                continue
+            seen.add(token)
+        once.append(token)
+    return None, once
 
 
 def _check_special_ids(wanted: dict[str, Any] | None, tokenizer: Tokenizer) -> Tokenizer:

@@ -210,7 +210,7 @@ _REFUSED_MERGES = [(b"a", b"b"), (b"b", b"c"), (b"a", b"bc")]      # abc: the ra
 
 @pytest.mark.parametrize("rest", [
     ([7],),                             # a special token that is not a str
-    (["<|eot|>", "<|eot|>"],),          # a special token twice
+    (["<|eot|>", 7, "<|eot|>"],),       # the same, with a special token twice (counted once)
     (["\ud800"],),                      # a special token with no UTF-8
     (None, "(unbalanced"),              # a pattern that does not compile
     (["ab"], "(unbalanced"),            # the same, with a special token found in the vocabulary

@@ -207,3 +207,18 @@ def test_class_method_constructors_honour_what_a_subclass_init_changes(tmp_path,
     for name, sub in made.items():
         assert sub.special_tokens == {"<|eot|>": 259, "<|pad|>": 260}, name
         assert sub.encode("abc<|pad|>") == [258, 260], name
+
+
+def test_a_subclass_that_adds_a_special_token_loads_what_it_saved(tmp_path):
+    """_WithPad appends <|pad|> to the special tokens it is given; load gives it the saved ones, <|pad|> among
+    them, so it was given <|pad|> twice and refused it ("duplicate special token"). A token named twice now
+    counts once: it loads as saved, with the same ids, from files and from load."""
+    tok = _WithPad(BYTES | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"], "gpt4")
+    assert tok.special_tokens == {"<|eot|>": 257, "<|pad|>": 258}
+    tok.save(tmp_path / "tok")
+    for loaded in (_WithPad.load(tmp_path / "tok"),
+                   _WithPad.from_files(tmp_path / "tok" / "vocab.json", tmp_path / "tok" / "merges.txt",
+                                       ["<|eot|>", "<|pad|>"], "gpt4")):
+        assert type(loaded) is _WithPad
+        assert loaded.special_tokens == tok.special_tokens and loaded.vocab == tok.vocab
+        assert loaded.encode("ab<|pad|>a<|eot|>") == [256, 258, 97, 257]

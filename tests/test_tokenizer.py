@@ -446,8 +446,10 @@ def test_special_token_ids_from_vocab_or_appended():
     assert tok.special_tokens == {"<|x|>": 256, "<|y|>": 257, "é": 258}
     assert tok.vocab[257] == b"<|y|>" and tok.vocab_size == 259
     assert 257 not in vocab  # the caller's dict is not changed
-    with pytest.raises(ValueError, match="duplicate special token"):
-        Tokenizer(vocab, [], special_tokens=["<|x|>", "<|x|>"])
+    # a special token named twice has one id: it counts once, where it first appears (HF's add_special_tokens)
+    twice = Tokenizer(vocab, [], special_tokens=["<|y|>", "<|x|>", "<|y|>"])
+    assert twice.special_tokens == {"<|y|>": 257, "<|x|>": 256} and list(twice.special_tokens) == ["<|y|>", "<|x|>"]
+    assert twice.vocab_size == 258 and twice.encode("<|x|><|y|>") == [256, 257]
     with pytest.raises(TypeError):
         Tokenizer(vocab, [], special_tokens="<|x|>")
 
