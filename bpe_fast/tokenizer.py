@@ -31,6 +31,7 @@ import inspect
 import itertools
 import operator
 import os
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -423,16 +424,21 @@ class Tokenizer:
                 self._setup(vocab() if callable(vocab) else vocab, merges() if callable(merges) else merges,
                             special_tokens, pattern)
                 return
-        # the table arrays are made here (NumPy in the thread would wait for the GIL at each call) while the thread
-        # runs the merge rule's check, which needs only `files`
-        arrays_made: Future[TableArrays] = Future()
+        # What the thread needs from NumPy is made here first: a thread that asks for the GIL while this one runs
+        # Python code (the vocabulary's dict, below) waits for the interpreter's switch interval, 5 ms, where the
+        # native build of a 10,000-token vocabulary takes 2 ms. For the same reason this thread waits until that
+        # one has started (`begun`): the GIL then passes back when the native build releases it.
+        arrays = _gpt2_table_arrays(files)
+        listed = _first_merge_ids(files) if files.parts is not None else None
+        by_merging = bool(np.all(arrays["byte_ids"] >= 0))    # the ranks rule's tables, one pair a token, if it
+        expected = _expected_parts(listed) if by_merging else {}    # makes every token
+        begun = threading.Event()
 
         def build() -> BPETables | None:
-            arrays = arrays_made.result()
-            listed = _first_merge_ids(files) if files.parts is not None else None
+            begun.set()
             made = None
-            if np.all(arrays["byte_ids"] >= 0):     # the ranks rule's tables, one pair a token, if it makes every token
-                made = tables_made_by_merging(**arrays, **_expected_parts(listed))
+            if by_merging:
+                made = tables_made_by_merging(**arrays, **expected)
                 if made.splits()[2] >= 0:       # a token the rule does not make (the check names it)
                     made = None
             if listed is None:     # the reader has asked the merge rule's check (a tokenizer.json)
@@ -458,16 +464,8 @@ class Tokenizer:
             return made
 
         with ThreadPoolExecutor(1) as executor:
-            try:
-                submitted: Future[BPETables | None] | None = executor.submit(build)
-            except RuntimeError:    # no thread may start (the interpreter is shutting down: an atexit handler)
-                submitted = None    # build() is run here once the arrays it waits for are made
-            try:
-                arrays_made.set_result(_gpt2_table_arrays(files))
-            except BaseException as exc:        # the thread is waiting for them: let it end
-                arrays_made.set_exception(exc)
-                raise
-            built = submitted if submitted is not None else started(executor, build)
+            built = started(executor, build)        # (run here when no thread may start: at interpreter exit)
+            begun.wait()
             # the merge list (two bytes objects and a tuple a merge) is made when first asked for: encoding does not
             self._setup(vocab() if callable(vocab) else vocab, merges, special_tokens, pattern, tables=tables,
                         special_ids=special_ids)
