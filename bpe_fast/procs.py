@@ -312,10 +312,22 @@ def map_threads(func: Callable[[_T], _R], items: Sequence[_T], num_threads: int)
 
 
 def started(executor: ThreadPoolExecutor, job: Callable[[], _T]) -> Future[_T]:
-    """executor.submit(job), or when no thread may start any more (the interpreter is shutting down: an atexit
-    handler), a Future of job run here and now."""
+    """executor.submit(job), returned once job has begun in its thread (the executor has a thread free for it);
+    or when no thread may start any more (the interpreter is shutting down: an atexit handler), a Future of job
+    run here and now.
+
+    Why wait: the jobs are native work that releases the GIL, run beside Python work on this thread. A thread
+    that asks for the GIL while this one runs Python code gets it only after the interpreter's switch interval
+    (5 ms), so a job submitted before that work started late (the tables of a 10,000-token folder take 2 ms).
+    Begun, it holds the GIL until its native part releases it, and this thread goes on from there."""
+    begun = threading.Event()
+
+    def run() -> _T:
+        begun.set()
+        return job()
+
     try:
-        return executor.submit(job)
+        future = executor.submit(run)
     except RuntimeError:
         done: Future[_T] = Future()
         try:
@@ -323,3 +335,5 @@ def started(executor: ThreadPoolExecutor, job: Callable[[], _T]) -> Future[_T]:
         except BaseException as exc:        # raised where the result is asked for, as from a thread
             done.set_exception(exc)
         return done
+    begun.wait()
+    return future

@@ -31,7 +31,6 @@ import inspect
 import itertools
 import operator
 import os
-import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -426,16 +425,13 @@ class Tokenizer:
                 return
         # What the thread needs from NumPy is made here first: a thread that asks for the GIL while this one runs
         # Python code (the vocabulary's dict, below) waits for the interpreter's switch interval, 5 ms, where the
-        # native build of a 10,000-token vocabulary takes 2 ms. For the same reason this thread waits until that
-        # one has started (`begun`): the GIL then passes back when the native build releases it.
+        # native build of a 10,000-token vocabulary takes 2 ms (see procs.started)
         arrays = _gpt2_table_arrays(files)
         listed = _first_merge_ids(files) if files.parts is not None else None
         by_merging = bool(np.all(arrays["byte_ids"] >= 0))    # the ranks rule's tables, one pair a token, if it
         expected = _expected_parts(listed) if by_merging else {}    # makes every token
-        begun = threading.Event()
 
         def build() -> BPETables | None:
-            begun.set()
             made = None
             if by_merging:
                 made = tables_made_by_merging(**arrays, **expected)
@@ -464,8 +460,7 @@ class Tokenizer:
             return made
 
         with ThreadPoolExecutor(1) as executor:
-            built = started(executor, build)        # (run here when no thread may start: at interpreter exit)
-            begun.wait()
+            built = started(executor, build)
             # the merge list (two bytes objects and a tuple a merge) is made when first asked for: encoding does not
             self._setup(vocab() if callable(vocab) else vocab, merges, special_tokens, pattern, tables=tables,
                         special_ids=special_ids)

@@ -125,3 +125,29 @@ def test_worker_counts_and_range_sizes_are_ints_numpy_ones_too():
             check_num_processes(bad)
     with pytest.raises(ValueError, match="chunk_bytes must be positive"):
         check_chunk_bytes(0, 5)
+
+
+def test_started_returns_once_the_job_has_begun():
+    """procs.started waits until its job runs: a job submitted before Python work on the calling thread began
+    only when that work let go of the GIL (up to the 5 ms switch interval; the tables of a loaded tokenizer were
+    built after the caller's dicts instead of beside them)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    began: list[int] = []
+    gate = threading.Event()
+
+    def job() -> int:
+        began.append(threading.get_ident())
+        gate.wait(10)
+        return 7
+
+    for _ in range(20):
+        began.clear()
+        gate.clear()
+        with ThreadPoolExecutor(1) as executor:
+            executor.submit(int).result()       # its thread made and idle: woken by the next job, it needs the GIL
+            future = procs.started(executor, job)
+            assert len(began) == 1 and began[0] != threading.get_ident()     # begun, in the executor's thread
+            gate.set()
+            assert future.result() == 7
