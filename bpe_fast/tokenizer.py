@@ -1355,6 +1355,7 @@ class Tokenizer:
     def _id_lists_native(self, iterable: Iterable[str]) -> Iterator[list[int]]:
         """encode_iterable's lists of ids, one per string that made some ids final (the native path)."""
         stream = self._open_stream()   # an encoder is taken for each string, not held while the caller has the ids
+        feed = self._pool.feed
         carry = ""      # a high surrogate that ended the previous string: it may pair with the next one
         for chunk in iterable:
             if type(chunk) is not str:
@@ -1362,18 +1363,18 @@ class Tokenizer:
             if carry:
                 chunk, carry = carry + chunk, ""
             try:
-                ids = self._pool.run(stream.feed, chunk)
+                ids = feed(stream, chunk)
             except UnicodeEncodeError:
                 chunk, carry = _hold_high_surrogate(chunk)
-                ids = self._pool.run(stream.feed, _replace_surrogates(chunk))
+                ids = feed(stream, _replace_surrogates(chunk))
             if ids:
                 yield ids
         if carry:
-            yield self._pool.run(stream.feed, _replace_surrogates(carry))
+            yield feed(stream, _replace_surrogates(carry))
         yield self._pool.run(stream.finish)
 
     def _open_stream(self) -> StreamEncoder:
-        """A new native StreamEncoder for encode_iterable (a method, so tests can look at the stream)."""
+        """A new native StreamEncoder for encode_iterable."""
         return StreamEncoder(self._segmenter, self._id_objects)        # type: ignore[arg-type]  # the native path
 
     def _id_lists_python(self, iterable: Iterable[str]) -> Iterator[list[int]]:

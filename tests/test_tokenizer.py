@@ -913,22 +913,21 @@ def watch_attempts(tok, monkeypatch):
 
         monkeypatch.setattr(tok, "_encode_finished", spy)
     else:
-        class Watched:
-            def __init__(self, stream):
-                self.stream = stream
+        class WatchedPool:      # each string goes to the native stream through the pool's feed
+            def __init__(self, pool):
+                self.pool = pool
 
-            def feed(self, core, chunk):
-                before = self.stream.attempts
-                ids = self.stream.feed(core, chunk)
-                if self.stream.attempts > before:
-                    held.append(self.stream.pending_bytes)
+            def feed(self, stream, chunk):
+                before = stream.attempts
+                ids = self.pool.feed(stream, chunk)
+                if stream.attempts > before:
+                    held.append(stream.pending_bytes)
                 return ids
 
-            def finish(self, core):
-                return self.stream.finish(core)
+            def __getattr__(self, name):
+                return getattr(self.pool, name)
 
-        original = tok._open_stream
-        monkeypatch.setattr(tok, "_open_stream", lambda: Watched(original()))
+        monkeypatch.setattr(tok, "_pool", WatchedPool(tok._pool))
     return held
 
 
