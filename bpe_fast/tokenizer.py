@@ -1694,9 +1694,9 @@ def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
 def _special_id_mapping(special_tokens: Any) -> tuple[dict[str, Any] | None, Any]:
     """(wanted, special_tokens): for special tokens given as tiktoken's {str: id} (from_tiktoken's form), that dict
     and its tokens as a list, which the constructor and from_files take, with each id to be checked once the
-    tokenizer has given its own (_check_special_ids); else (None, special_tokens checked, a token given twice
-    counted once: it has one id either way, and a subclass whose __init__ appends a special token is given it
-    again by load)."""
+    tokenizer has given its own (_check_special_ids); else (None, the special tokens, a str given twice kept once
+    where it first appears: it has one id either way, and a subclass whose __init__ appends a special token is
+    given it again by load). They are checked later, where the merges' refusal comes first (SpecialTokens)."""
     if isinstance(special_tokens, Mapping):
         wanted = dict(special_tokens)
         return wanted, list(wanted)
