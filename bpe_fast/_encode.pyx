@@ -2126,15 +2126,6 @@ cdef class EncoderPool:
         finally:
             self.give(core)
 
-    def feed(self, StreamEncoder stream not None, str text not None):
-        """stream.feed(encoder, text) on an encoder of the pool: encode_iterable's call for each string, in Cython
-        for the sake of short lines, where taking an encoder through run() cost a third of a line's time."""
-        cdef BPECore core = self.take()
-        try:
-            return stream._feed(core, text)
-        finally:
-            self.give(core)
-
     def encode_text(self, str text not None, Segmenter seg not None):
         """BPECore.encode_text on an encoder of the pool: Tokenizer.encode's path, in Cython for the sake of
         short texts, where taking and giving back an encoder costs as much as the encoding."""
@@ -2201,21 +2192,34 @@ cdef class StreamEncoder:
         return self._feed(core, text)
 
     cdef list _feed(self, BPECore core, str text):
+        self.ids.clear()
+        self._feed_into(core, text)
+        return self._take_ids()
+
+    cdef int _feed_into(self, BPECore core, str text) except -1:
+        """feed, the ids appended to self.ids (on an error, the stream and self.ids are as they were)."""
         cdef const uint8_t* data
         cdef Py_ssize_t n, done, held
         holder = _utf8_holder(text, &data, &n)
         if n == 0:
-            return []
+            return 0
         self.pending.insert(self.pending.end(), data, data + n)
         if <Py_ssize_t>self.pending.size() < self.next_attempt:
-            return []
+            return 0
         self.attempts += 1
-        self.ids.clear()
-        done = core._encode_bytes(self.pending.data(), self.pending.size(), self.seg, False, &self.ids)
+        try:
+            done = core._encode_bytes(self.pending.data(), self.pending.size(), self.seg, False, &self.ids)
+        except BaseException:
+            self.pending.resize(self.pending.size() - n)
+            raise
         self.pending.erase(self.pending.begin(), self.pending.begin() + done)
         held = self.pending.size()
         self.max_held = max(self.max_held, held)
         self.next_attempt = max(1, PENDING_GROWTH * held)
+        return 0
+
+    cdef list _take_ids(self):
+        """self.ids as a new list of int; self.ids emptied."""
         result = _id_list(self.ids.data(), self.ids.size(), self.id_objects)
         self.ids.clear()
         return result
@@ -2224,12 +2228,110 @@ cdef class StreamEncoder:
         """The ids of the text still held (all final now: the text has ended), encoded with `core`; the state
         is emptied."""
         self.ids.clear()
+        self._finish_into(core)
+        return self._take_ids()
+
+    cdef int _finish_into(self, BPECore core) except -1:
+        """finish, the ids appended to self.ids."""
         core._encode_bytes(self.pending.data(), self.pending.size(), self.seg, True, &self.ids)
         self.pending.clear()
         self.next_attempt = 1
-        result = _id_list(self.ids.data(), self.ids.size(), self.id_objects)
-        self.ids.clear()
-        return result
+        return 0
+
+
+cdef object _END = object()       # StreamIds: the end of the strings
+
+
+@cython.final
+cdef class StreamIds:
+    """Tokenizer.encode_iterable's iterator on the native path: the ids of the strings `chunks` gives, encoded as
+    one stream (a StreamEncoder) a string at a time, each string on an encoder of `pool` taken for it and given
+    back (none is held while the caller has the ids), each id returned as it is asked for: no Python frame and no
+    list a string. The rules for the rare strings are the tokenizer's, passed in: as_str(item) for an item that
+    is not exactly a str (a str, or TypeError naming it); hold(text) -> (text, carry) for text with a lone
+    surrogate (a high surrogate ending it is held back: it may pair with the next string); replace(text), lone
+    surrogates as U+FFFD. An error ends the iteration, as a generator's does. One thread at a time: a call
+    while another runs (a long string is encoded without the GIL) is a ValueError."""
+
+    cdef EncoderPool pool
+    cdef StreamEncoder stream
+    cdef object chunks
+    cdef object as_str, hold, replace
+    cdef str carry                     # a high surrogate that ended the previous string
+    cdef Py_ssize_t at                 # stream.ids[at:] are ready and not yet returned
+    cdef bint ended, busy
+
+    def __cinit__(self, EncoderPool pool not None, StreamEncoder stream not None, chunks, as_str, hold, replace):
+        self.pool = pool
+        self.stream = stream
+        self.chunks = iter(chunks)
+        self.as_str = as_str
+        self.hold = hold
+        self.replace = replace
+        self.carry = ""
+        self.stream.ids.clear()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef int32_t i
+        if self.busy:
+            raise ValueError("this encode_iterable iterator is already running in another thread")
+        self.busy = True
+        try:
+            while self.at >= <Py_ssize_t>self.stream.ids.size():
+                if self.ended:
+                    raise StopIteration
+                self.stream.ids.clear()
+                self.at = 0
+                try:
+                    self._next_string()
+                except BaseException:
+                    self.ended = True
+                    self.stream.ids.clear()
+                    raise
+            i = self.stream.ids[self.at]
+            self.at += 1
+            if i < 0 or i >= PyList_GET_SIZE(self.stream.id_objects):
+                raise ValueError(f"id {i} has no int object")
+            return self.stream.id_objects[i]
+        finally:
+            self.busy = False
+
+    cdef int _next_string(self) except -1:
+        """Encode the next string into stream.ids (the rest, at the end)."""
+        chunk = next(self.chunks, _END)
+        if chunk is _END:
+            self.ended = True
+            if self.carry:
+                self._feed(self.replace(self.carry))
+                self.carry = ""
+            core = self.pool.take()
+            try:
+                self.stream._finish_into(core)
+            finally:
+                self.pool.give(core)
+            return 0
+        if type(chunk) is not str:
+            chunk = self.as_str(chunk)
+        if self.carry:
+            chunk = self.carry + chunk
+            self.carry = ""
+        try:
+            self._feed(chunk)
+        except UnicodeEncodeError:
+            chunk, self.carry = self.hold(chunk)
+            self._feed(self.replace(chunk))
+        return 0
+
+    cdef int _feed(self, str text) except -1:
+        cdef BPECore core = self.pool.take()
+        try:
+            self.stream._feed_into(core, text)
+        finally:
+            self.pool.give(core)
+        return 0
 
 
 

@@ -45,7 +45,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 from . import formats
 from .atomic import output_group
 from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
-                      tables_made_by_merging, utf8_searchable)
+                      StreamIds, tables_made_by_merging, utf8_searchable)
 from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
 from .normalize import check_normalizer, is_normal, normal, stable_cut
@@ -1283,7 +1283,8 @@ class Tokenizer:
         the next string makes them final. With the built-in patterns each string costs one native call (well
         under a microsecond of overhead), so a file read line by line is fast; with other patterns it costs
         several microseconds, and blocks (``iter(lambda: f.read(1 << 20), "")``) go faster than short lines.
-        The ids come from a list per string, chained in C (itertools.chain), so each id costs a few nanoseconds.
+        On the native path the iterator itself is native (bpe_fast._encode.StreamIds): each id comes from the
+        stream's buffer, with no list and no Python frame a string, so each id costs a few nanoseconds.
         A str or bytes in place of the iterable is a TypeError at once; a chunk that is not a str, when it is
         reached.
 
@@ -1298,7 +1299,8 @@ class Tokenizer:
             return self._ids_normalizing(iterable)
         if self._segmenter is None:
             return itertools.chain.from_iterable(self._id_lists_python(iterable))
-        return itertools.chain.from_iterable(self._id_lists_native(iterable))
+        return StreamIds(self._pool, self._open_stream(), iterable, _as_str, _hold_high_surrogate,
+                         _replace_surrogates)
 
     def _ids_normalizing(self, iterable: Iterable[str]) -> Iterator[int]:
         """encode_iterable for a tokenizer with a normalizer: the special tokens are found in the strings as given
@@ -1328,7 +1330,7 @@ class Tokenizer:
                 chunk = carry
             else:
                 if type(chunk) is not str:
-                    chunk = str.__str__(_check_chunk(chunk))
+                    chunk = _as_str(chunk)
                 chunk, carry = _hold_high_surrogate(carry + chunk)
             if _has_surrogate(chunk):       # replaced as encode replaces them (pending holds none)
                 chunk = _replace_surrogates(chunk)
@@ -1352,27 +1354,6 @@ class Tokenizer:
                 yield False, normal(form, text[pos:cut])
             pending, seen = text[cut:], max(limit - cut, 0)
 
-    def _id_lists_native(self, iterable: Iterable[str]) -> Iterator[list[int]]:
-        """encode_iterable's lists of ids, one per string that made some ids final (the native path)."""
-        stream = self._open_stream()   # an encoder is taken for each string, not held while the caller has the ids
-        feed = self._pool.feed
-        carry = ""      # a high surrogate that ended the previous string: it may pair with the next one
-        for chunk in iterable:
-            if type(chunk) is not str:
-                chunk = str.__str__(_check_chunk(chunk))
-            if carry:
-                chunk, carry = carry + chunk, ""
-            try:
-                ids = feed(stream, chunk)
-            except UnicodeEncodeError:
-                chunk, carry = _hold_high_surrogate(chunk)
-                ids = feed(stream, _replace_surrogates(chunk))
-            if ids:
-                yield ids
-        if carry:
-            yield feed(stream, _replace_surrogates(carry))
-        yield self._pool.run(stream.finish)
-
     def _open_stream(self) -> StreamEncoder:
         """A new native StreamEncoder for encode_iterable."""
         return StreamEncoder(self._segmenter, self._id_objects)        # type: ignore[arg-type]  # the native path
@@ -1387,7 +1368,7 @@ class Tokenizer:
         context = b""         # the end of the ordinary text before the pending text (none after a special token)
         for chunk in iterable:
             if type(chunk) is not str:
-                chunk = str.__str__(_check_chunk(chunk))
+                chunk = _as_str(chunk)
             if carry:
                 chunk, carry = carry + chunk, ""
             chunk, carry = _hold_high_surrogate(chunk)
@@ -1737,6 +1718,11 @@ def _check_chunk(chunk: object) -> str:
     if not isinstance(chunk, str):
         raise TypeError(f"encode_iterable expects str chunks, got {type(chunk).__name__}")
     return chunk
+
+
+def _as_str(chunk: object) -> str:
+    """A chunk of encode_iterable that is not exactly a str, as one (a str subclass's own text), or TypeError."""
+    return str.__str__(_check_chunk(chunk))
 
 
 def _hold_high_surrogate(chunk: str) -> tuple[str, str]:

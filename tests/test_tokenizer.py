@@ -912,22 +912,23 @@ def watch_attempts(tok, monkeypatch):
             return ids, rest, context
 
         monkeypatch.setattr(tok, "_encode_finished", spy)
-    else:
-        class WatchedPool:      # each string goes to the native stream through the pool's feed
-            def __init__(self, pool):
-                self.pool = pool
+    else:       # the native iterator feeds a string to the stream before it pulls the next: look between pulls
+        import bpe_fast.tokenizer as tokenizer_module
 
-            def feed(self, stream, chunk):
-                before = stream.attempts
-                ids = self.pool.feed(stream, chunk)
-                if stream.attempts > before:
-                    held.append(stream.pending_bytes)
-                return ids
+        native = tokenizer_module.StreamIds
 
-            def __getattr__(self, name):
-                return getattr(self.pool, name)
+        def watched(pool, stream, chunks, *rules):
+            def pulled():
+                seen = stream.attempts
+                for chunk in itertools.chain(chunks, [None]):
+                    if stream.attempts > seen:       # the string before this one made an attempt
+                        held.append(stream.pending_bytes)
+                        seen = stream.attempts
+                    if chunk is not None:
+                        yield chunk
+            return native(pool, stream, pulled(), *rules)
 
-        monkeypatch.setattr(tok, "_pool", WatchedPool(tok._pool))
+        monkeypatch.setattr(tokenizer_module, "StreamIds", watched)
     return held
 
 
@@ -1067,6 +1068,36 @@ def test_encode_iterable_reads_str_subclasses_as_their_characters(tok, path):
     t = tok if path == "native" else python_path(tok)
     chunks = [Text("Hello wor\ud83d"), Text("\ude00ld" + EOT), Text(" again")]
     assert list(t.encode_iterable(chunks)) == tok.encode("".join(chunks))
+
+
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_encode_iterable_ends_at_an_error_as_a_generator_does(tok, path):
+    """The native path's iterator (StreamIds) is no generator; like one, it raises a chunk's error when that chunk
+    is reached, after the ids the chunks before it made final, and gives nothing after it."""
+    t = tok if path == "native" else python_path(tok)
+    it = t.encode_iterable(["Hello world ", "again ", 5, "never"])
+    got = []
+    with pytest.raises(TypeError, match="encode_iterable expects str chunks, got int"):
+        for i in it:
+            got.append(i)
+    final = tok.encode("Hello world again")      # (" " may go on: held back)
+    assert got == (final if path == "native" else final[:len(got)])     # (the Python path cuts in batches)
+    assert list(it) == []
+
+
+def test_encode_iterable_refuses_a_call_while_it_runs(tok):
+    """A call to the native iterator while it runs (another thread's, while a long string is encoded without the
+    GIL; here the chunks' own iterator asking it) is a ValueError, as a generator's is, not two calls mixing
+    its buffers."""
+    def chunks():
+        yield "Hello world "
+        next(it)
+        yield "never"
+
+    it = tok.encode_iterable(chunks())
+    with pytest.raises(ValueError, match="already running"):
+        list(it)
+    assert list(it) == []
 
 
 def test_native_errors_leave_nothing_behind():
