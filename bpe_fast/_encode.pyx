@@ -2307,11 +2307,7 @@ cdef class StreamIds:
             if self.carry:
                 self._feed(self.replace(self.carry))
                 self.carry = ""
-            core = self.pool.take()
-            try:
-                self.stream._finish_into(core)
-            finally:
-                self.pool.give(core)
+            self._feed(None)
             return 0
         if type(chunk) is not str:
             chunk = self.as_str(chunk)
@@ -2326,9 +2322,13 @@ cdef class StreamIds:
         return 0
 
     cdef int _feed(self, str text) except -1:
+        """Feed `text` to the stream (None: finish it) on an encoder taken from the pool and given back."""
         cdef BPECore core = self.pool.take()
         try:
-            self.stream._feed_into(core, text)
+            if text is None:
+                self.stream._finish_into(core)
+            else:
+                self.stream._feed_into(core, text)
         finally:
             self.pool.give(core)
         return 0
