@@ -275,6 +275,24 @@ def test_keys_differing_in_the_top_bits_of_their_last_word_spread():
     assert found is not None and found.tolist() == list(range(len(tokens)))
 
 
+@pytest.mark.parametrize("length", [71, 72, 100, 200, 333])
+def test_long_keys_differing_in_any_one_word_spread(length):
+    """Keys of 72 bytes or more are hashed four words at a time (_hashing._hash_lanes), then the rest a word at
+    a time: keys that differ only in one word, wherever it is (each lane's, the tail's, the first), each take
+    their own slots. A word left out of the hash would give 4,096 of them one hash: a run far past the index's
+    limit (it would give up)."""
+    base = bytes(range(256)) * 2
+    for at in range(0, length, 8):
+        tokens = [base[:at] + k.to_bytes(2, "little") + base[at + 2:length] for k in range(4096)]
+        pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+        offsets = np.arange(0, length * len(tokens) + 1, length, dtype=np.int64)
+        found = _gpt2_files.index_tokens(pool, offsets, pool, offsets)
+        assert found is not None and found.tolist() == list(range(len(tokens))), at
+        index = _gpt2_files.TokenIndex(pool, offsets)
+        other = np.frombuffer(tokens[7][:-1] + b"\xff", dtype=np.uint8)       # its last byte changed
+        assert index.find(other, np.array([0, length])).tolist() == ([-1] if tokens[7][-1] != 0xFF else [7])
+
+
 def test_the_hash_key_is_drawn_per_process_unless_fixed(tmp_path):
     # every module whose source uses hash_bytes keys it at import (a module that did not would keep a fixed key)
     package = pathlib.Path(__file__).resolve().parents[1] / "bpe_fast"      # the sources (the repository's)
