@@ -852,8 +852,8 @@ cdef class BPETables:
                 longest = offs[k + 1] - offs[k]
         self.split_left.resize(n_ranked)
         self.split_right.resize(n_ranked)
-        cdef vector[int32_t] buf
-        buf.resize(longest)
+        cdef vector[int32_t] buf           # merge_piece's parts, grown to a token's length when it is merged: a
+        buf.resize(max(2, min(longest, 256)))       # vocabulary of megabyte tokens seldom merges one
         cdef const uint8_t* t
         cdef vector[int32_t] rank_of         # id -> ranked index, -1 a byte's id, -2 neither (_leaves_parts only)
         cdef vector[int32_t] spine_x, spine_y
@@ -897,6 +897,8 @@ cdef class BPETables:
                     lengths, buf.data()):
                 count = 2
             else:
+                if <Py_ssize_t>buf.size() < n:
+                    buf.resize(n)
                 count = merge_piece(&self.r, t, n, buf.data())
             if count != 2:
                 self.unmade = k

@@ -1962,8 +1962,16 @@ def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
     byte_ids = np.full(256, -1, dtype=np.int32)
     singles = np.flatnonzero(lengths == 1)
     byte_ids[pool[offsets[singles]]] = ids[singles]
-    ranked = files.joined[first_occurrences(files.joined)]     # vocab indices of the merged tokens, in rank order
-    ranked_pool, ranked_offsets = gather_tokens(pool, offsets, ranked)
+    first = first_occurrences(files.joined)
+    ranked = files.joined[first]     # vocab indices of the merged tokens, in rank order
+    merge_offsets = files.merge_offsets
+    if (len(first) == len(files.joined) and len(merge_offsets) == 2 * len(first) + 1 and merge_offsets[0] == 0
+            and merge_offsets[-1] == len(files.merge_pool)):
+        # each merge makes a token of its own: the merged tokens in rank order are the merges' pairs, end to end
+        # (their bytes are the joins'), with no copy (a vocabulary of long runs holds 80 MB of them)
+        ranked_pool, ranked_offsets = files.merge_pool, np.ascontiguousarray(merge_offsets[::2])
+    else:
+        ranked_pool, ranked_offsets = gather_tokens(pool, offsets, ranked)
     arrays: TableArrays = dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
                                ranked_ids=ids[ranked].astype(np.int32), **_decode_arrays_of(pool, offsets, ids))
     if files.all_permanent:
