@@ -25,14 +25,14 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, strlen
 from libcpp.vector cimport vector
 
-from bpe_fast._hashing cimport (EMPTY_INDEX, HASH_SEED, Slot, hash_bytes, seed_hash_bytes, load_head, mix64,
-                                next_slot, slot_place, slot_tag, table_size)
+from bpe_fast._hashing cimport (EMPTY_INDEX, HASH_SEED, Slot, hash_wide, seed_hash_bytes, load_head, mix64, next_slot,
+                                slot_place, slot_tag, table_size)
 from bpe_fast._jsonl cimport Limits, _skip_space, _string, _value
 from bpe_fast._scan cimport line_end as find_line_end, utf8_first_error
 
 import numpy as np
 
-hash_seed = seed_hash_bytes()     # the key of this module's hash_bytes (see _hashing.pxd)
+hash_seed = seed_hash_bytes()     # the key of this module's hash_wide (see _hashing.pxd)
 
 
 cdef inline Py_ssize_t _after_item(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t close,
@@ -327,7 +327,7 @@ cdef class TokenIndex:
             for k in range(n):
                 s = p + offsets[k]
                 length = offsets[k + 1] - offsets[k]
-                h = hash_bytes(s, length, load_head(s, length, end), end)
+                h = hash_wide(s, length, load_head(s, length, end), end)
                 found = _find(self.slots.data(), self.mask, h, p, &offsets[0], s, length)
                 if found == FLOODED:
                     self.flooded = True
@@ -359,7 +359,7 @@ cdef class TokenIndex:
                 k = first + q * step
                 s = qp + query_offsets[k]
                 length = query_offsets[k + span] - query_offsets[k]
-                h = hash_bytes(s, length, load_head(s, length, qend), qend)
+                h = hash_wide(s, length, load_head(s, length, qend), qend)
                 found = _find(self.slots.data(), self.mask, h, p, &self.offsets[0], s, length)
                 if found == FLOODED:
                     flooded = True

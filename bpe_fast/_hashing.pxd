@@ -1,11 +1,14 @@
 # Hashing and open addressing, shared by the native modules (cimport what you need; everything here is inline).
 #
-# Two hashes of bytes, on purpose:
+# Three hashes of bytes, on purpose:
 # * hash_bytes: the hash of a byte string, for tables keyed by bytes (the pre-token counter in _scan, the
 #   encoder's pre-token tables in _encode, the rank table in _ranks). Eight bytes at a time, mixed by mix64.
 # * rolling_hash: a polynomial hash the merge engine (_train) extends without reading bytes again: the hash of
 #   a concatenation comes from its halves' hashes in O(1) (rolling_concat). Not well mixed: tables index it
 #   through mix64.
+# * hash_wide: hash_bytes for keys of less than 72 bytes, four words at a time after that, for tables of tokens
+#   that may be megabytes (_gpt2_files' index of a vocabulary); it keeps the check of a key's length out of
+#   hash_bytes, the counter's and the encoder's.
 # Integer keys are mixed by mix64 too: rolling hashes (a table of Slot, h & mask first) and pair_key (pair
 # tables, pair_slot first). Every table here is open addressing with linear probing: a power-of-two number of
 # slots (table_size), at most half full, then next_slot.
@@ -77,10 +80,31 @@ cdef inline uint64_t seed_hash_bytes() except? 0:
     return seed
 
 
+cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n, uint64_t head, const uint8_t* end) noexcept nogil:
+    """The hash of p[0:n] (p + n <= end), whose first bytes are head = load_head(p, n, end): callers keep head
+    to compare keys of 8 bytes or less without reading them again."""
+    # mix64 of the first word, then of (the hash so far + the next word) for each further word; written with
+    # the fold of each step deferred to the next (the same value), which compiles to better code.
+    cdef uint64_t h = (head ^ (<uint64_t>n << 56) ^ HASH_SEED) * MIX64_FACTOR
+    cdef bint full_words = n >= 8
+    p += 8
+    n -= 8
+    while n > 0:
+        h = ((h ^ (h >> 32)) + load_head(p, n, end)) * MIX64_FACTOR
+        p += 8
+        n -= 8
+    if full_words:
+        # one more mix, so that every low bit (tables index by them) depends on every bit of the last word: the
+        # product's low bits depend only on the word's low bits, and one fold brings down only half of the
+        # rest. A key shorter than 8 bytes has no byte in the top bits (the length is there), so it needs none.
+        h = (h ^ (h >> 32)) * MIX64_FACTOR
+    return h ^ (h >> 32)
+
+
 cdef enum:
-    # hash_bytes' chain of multiplies reads 8 bytes in the time of one multiply and fold (about 4 GB/s): a key of
-    # at least this many more bytes after its first word goes through four chains at once (_hash_lanes), which
-    # memory's speed bounds instead (the tokens of megabytes a vocabulary of long runs holds)
+    # hash_bytes' chain of multiplies reads 8 bytes in the time of one multiply and fold (about 4 GB/s):
+    # hash_wide's key of at least this many more bytes after its first word goes through four chains at once
+    # (_hash_lanes), which memory's speed bounds instead
     LANES_FROM = 64
 
 
@@ -111,26 +135,23 @@ cdef inline uint64_t _hash_lanes(const uint8_t** at, Py_ssize_t* left, uint64_t 
     return ((h ^ (h >> 32)) + (d ^ (d >> 32))) * MIX64_FACTOR
 
 
-cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n, uint64_t head, const uint8_t* end) noexcept nogil:
-    """The hash of p[0:n] (p + n <= end), whose first bytes are head = load_head(p, n, end): callers keep head
-    to compare keys of 8 bytes or less without reading them again."""
-    # mix64 of the first word, then of (the hash so far + the next word) for each further word; written with
-    # the fold of each step deferred to the next (the same value), which compiles to better code.
+cdef inline uint64_t hash_wide(const uint8_t* p, Py_ssize_t n, uint64_t head, const uint8_t* end) noexcept nogil:
+    """A hash of p[0:n] for tables whose keys may be megabytes (a vocabulary's tokens: one learnt from a run of
+    one letter holds tokens of 2, 4, ... 8 million bytes; _gpt2_files.TokenIndex): hash_bytes' for keys of less
+    than 72 bytes; a longer key's words after the first go through _hash_lanes, then hash_bytes' loop takes the
+    last 0..31 bytes, and its last mix ends it. Not hash_bytes itself: one more comparison a key costs the
+    counter's and the encoder's tables of short pre-tokens about 1% of their instructions."""
+    if n < 8 + LANES_FROM:
+        return hash_bytes(p, n, head, end)
     cdef uint64_t h = (head ^ (<uint64_t>n << 56) ^ HASH_SEED) * MIX64_FACTOR
-    cdef bint full_words = n >= 8
     p += 8
     n -= 8
-    if n >= LANES_FROM:
-        h = _hash_lanes(&p, &n, h)
+    h = _hash_lanes(&p, &n, h)
     while n > 0:
         h = ((h ^ (h >> 32)) + load_head(p, n, end)) * MIX64_FACTOR
         p += 8
         n -= 8
-    if full_words:
-        # one more mix, so that every low bit (tables index by them) depends on every bit of the last word: the
-        # product's low bits depend only on the word's low bits, and one fold brings down only half of the
-        # rest. A key shorter than 8 bytes has no byte in the top bits (the length is there), so it needs none.
-        h = (h ^ (h >> 32)) * MIX64_FACTOR
+    h = (h ^ (h >> 32)) * MIX64_FACTOR
     return h ^ (h >> 32)
 
 

@@ -277,8 +277,8 @@ def test_keys_differing_in_the_top_bits_of_their_last_word_spread():
 
 @pytest.mark.parametrize("length", [71, 72, 100, 200, 333])
 def test_long_keys_differing_in_any_one_word_spread(length):
-    """Keys of 72 bytes or more are hashed four words at a time (_hashing._hash_lanes), then the rest a word at
-    a time: keys that differ only in one word, wherever it is (each lane's, the tail's, the first), each take
+    """The index hashes a key of 72 bytes or more four words at a time (_hashing.hash_wide), then the rest a word
+    at a time: keys that differ only in one word, wherever it is (each lane's, the tail's, the first), each take
     their own slots. A word left out of the hash would give 4,096 of them one hash: a run far past the index's
     limit (it would give up)."""
     base = bytes(range(256)) * 2
@@ -296,7 +296,8 @@ def test_long_keys_differing_in_any_one_word_spread(length):
 def test_the_hash_key_is_drawn_per_process_unless_fixed(tmp_path):
     # every module whose source uses hash_bytes keys it at import (a module that did not would keep a fixed key)
     package = pathlib.Path(__file__).resolve().parents[1] / "bpe_fast"      # the sources (the repository's)
-    users = sorted(p.stem for p in package.glob("_*.pyx") if "hash_bytes(" in p.read_text())
+    users = sorted(p.stem for p in package.glob("_*.pyx") if any(f"{name}(" in p.read_text()
+                                                                  for name in ("hash_bytes", "hash_wide")))
     assert {"_encode", "_gpt2_files", "_scan"} <= set(users)
     for name in users:
         assert "\nhash_seed = seed_hash_bytes()" in (package / f"{name}.pyx").read_text(), name
