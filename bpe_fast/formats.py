@@ -194,11 +194,14 @@ def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
 
 def read_bytes(path: StrPath) -> bytes:
     """The bytes of the file at path (the file a FolderPin holds open under that path, while one is in use);
-    FileNotFoundError naming it."""
+    FileNotFoundError naming it, and any other OSError naming it too."""
     pinned = _PINNED.get()
     fd = pinned.get(os.path.abspath(path)) if pinned else None
     if fd is not None:
-        return _read_fd(fd)
+        try:
+            return _read_fd(fd)
+        except OSError as exc:      # (a directory, an I/O error): a read of a descriptor names no file
+            raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
     try:
         with open(path, "rb") as f:
             return f.read()

@@ -342,6 +342,19 @@ def test_load_of_a_file_or_an_incomplete_folder_says_what_it_expects(tmp_path):
         F.load_tokenizer_files(tmp_path)
 
 
+@pytest.mark.parametrize("name", ["vocab.json", "merges.txt", "bpe_fast.json"])
+def test_a_folder_whose_file_is_a_directory_names_it(tmp_path, name):
+    # load reads the files through the descriptors it holds (FolderPin): an error there named no file
+    # ("[Errno 21] Is a directory"); it names the one that is a directory now (helper-97)
+    bpe_fast.Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>"]).save(tmp_path / "tok")
+    (tmp_path / "tok" / name).unlink()
+    (tmp_path / "tok" / name).mkdir()
+    with pytest.raises(IsADirectoryError) as caught:
+        bpe_fast.Tokenizer.load(tmp_path / "tok")
+    assert caught.value.filename == str(tmp_path / "tok" / name)
+    assert name in str(caught.value)
+
+
 def test_config_and_training_of_the_wrong_shape_and_a_tiktoken_file_for_a_folder_are_named(tmp_path):
     # (paths no test reached, found by coverage)
     from bpe_fast import Tokenizer
