@@ -47,7 +47,7 @@ import functools
 import json
 import operator
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
@@ -421,14 +421,16 @@ def read_tokenizer_json(path: StrPath) -> tuple[Vocab, Merges, list[str], str]:
     Tokenizer.from_hf applies it.
     """
     read = read_tokenizer_arrays(path)
+    assert not callable(read.vocab) and not callable(read.merges)       # made unless read for a tokenizer
     return read.vocab, read.merges, read.special_tokens, read.pattern
 
 
 class TokenizerFile(NamedTuple):
     """read_tokenizer_json's result and, when the model's vocab and merges were read natively, the vocabulary
-    (the added tokens too) and merges as arrays, and the special tokens' ids (else None, None)."""
-    vocab: Vocab
-    merges: Merges
+    (the added tokens too) and merges as arrays, and the special tokens' ids (else None, None). vocab and merges:
+    functions that make them, when read for a tokenizer (read_tokenizer_arrays' for_tokenizer) with the arrays."""
+    vocab: Vocab | Callable[[], Vocab]
+    merges: Merges | Callable[[], Merges]
     special_tokens: list[str]
     pattern: str
     arrays: formats.GPT2Arrays | None
@@ -436,13 +438,28 @@ class TokenizerFile(NamedTuple):
     normalizer: str | None = None       # "NFC" or None (Tokenizer.with_normalizer)
 
 
-def read_tokenizer_arrays(path: StrPath) -> TokenizerFile:
-    """read_tokenizer_json with the arrays when the file is plainly well formed (TokenizerFile)."""
+def read_tokenizer_arrays(path: StrPath, for_tokenizer: bool = False) -> TokenizerFile:
+    """read_tokenizer_json with the arrays when the file is plainly well formed (TokenizerFile).
+
+    for_tokenizer: for Tokenizer.from_hf, which builds the encoder's tables from the arrays. The merge rule's
+    check is then left to that build (the arrays' `parts`): the build proves the rule reads the merges as listed
+    when each token's pair is its first merge's, and asks the check only otherwise; refuse_merges(path) raises
+    what it finds. And the vocabulary and the merge list are functions that make them: the tokenizer makes the
+    vocabulary's dict while its tables are built, and encoding does not need the merge list."""
     data = formats.read_bytes(path)
-    fast = _read_plain(path, data)
+    fast = _read_plain(path, data, for_tokenizer)
     if fast is not None:
         return fast
     return TokenizerFile(*_read_python(path, data))
+
+
+def refuse_merges(path: StrPath) -> NoReturn:
+    """Raise the FormatError that reading the file in Python gives, for a file read natively whose merges the
+    merge rule's check refused (read_tokenizer_arrays' for_tokenizer): it names the merge; or, when the file
+    read again passes, that it changed while it was read."""
+    _read_python(path, formats.read_bytes(path))
+    raise FormatError(path, None, "changed while it was read: the merges first read from it are refused by the "
+                      "merge rule's check (bpe_fast.merge_rule), those read again are not")
 
 
 def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str, None, None, str | None]:
@@ -493,6 +510,37 @@ class _KeysOfTokens:
         return int(self.ids[i]) if i >= 0 else default
 
 
+class _TokensOfIds:
+    """The model's vocabulary {id: bytes} answered from its arrays (token k is pool[offsets[k]:offsets[k + 1]],
+    its id ids[k]), and the ids put in it (`added`: the added tokens, each with its id): what
+    _read_added_tokens asks of a vocab, with no dict of the model's 200,000 tokens made for it."""
+
+    def __init__(self, pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64]) -> None:
+        self.pool = pool
+        self.offsets = offsets
+        self.at = np.full(int(ids.max()) + 1 if len(ids) else 0, -1, dtype=np.int64)    # id -> k (ids distinct)
+        self.at[ids] = np.arange(len(ids))
+        self.added: dict[int, bytes] = {}
+
+    def index_of(self, i: int) -> int:
+        """The model's token k with id i, or -1."""
+        return int(self.at[i]) if 0 <= i < len(self.at) else -1
+
+    def __contains__(self, i: int) -> bool:
+        return i in self.added or self.index_of(i) >= 0
+
+    def __getitem__(self, i: int) -> bytes:
+        if i in self.added:
+            return self.added[i]
+        k = self.index_of(i)
+        if k < 0:
+            raise KeyError(i)
+        return bytes(self.pool[self.offsets[k]:self.offsets[k + 1]])
+
+    def __setitem__(self, i: int, token: bytes) -> None:
+        self.added[i] = token
+
+
 def _find_all(index: TokenIndex, tokens: list[bytes]) -> list[int]:
     """The index of each of tokens among index's tokens, or -1."""
     found = index.find(np.frombuffer(b"".join(tokens), dtype=np.uint8),
@@ -502,10 +550,11 @@ def _find_all(index: TokenIndex, tokens: list[bytes]) -> list[int]:
     return found.tolist()
 
 
-def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
+def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> TokenizerFile | None:
     """read_tokenizer_json's result for a plainly well-formed file, with the model's vocab and merges read
     natively (bpe_fast._gpt2_files; the rest of the file, a few KB, by json.loads); None for anything else, or
-    any fault, for read_tokenizer_json to read the whole file in Python and name what is wrong."""
+    any fault, for read_tokenizer_json to read the whole file in Python and name what is wrong. for_tokenizer:
+    see read_tokenizer_arrays."""
     spans = model_spans(data)
     if spans is None:
         return None
@@ -538,54 +587,70 @@ def _read_plain(path: StrPath, data: bytes) -> TokenizerFile | None:
     if any(hits is None or np.any(hits < 0) for hits in found):
         return None             # a merge's token or join not in the vocab (or tokens crafted to crowd the index)
     left, right, joined = (hits for hits in found if hits is not None)     # all three (checked above)
-    pairs = np.sort(left << 32 | right)
-    runs = np.sort(joined[np.flatnonzero(np.diff(joined, prepend=-1))])     # the first of each run
-    if np.any(pairs[1:] == pairs[:-1]) or np.any(runs[1:] == runs[:-1]):
-        return None             # a pair listed twice, or a token made again after other merges
-    with ThreadPoolExecutor(1) as executor:
-        # the ranks rule's check (native; its recovery of the merges without the GIL) beside the Python work here
-        rule_check = started(executor, lambda: rule_difference_of_indices(pool, offsets, left, right, joined))
-        made = _python_side(path, doc, index, pool, offsets, ids, merge_pool, merge_offsets)
-        rule = rule_check.result()
-    if made is None or rule.difference is not None:
+    if not all_distinct(left << 32 | right) or not all_distinct(joined[np.flatnonzero(np.diff(joined, prepend=-1))]):
+        return None             # a pair listed twice, or a token made again after other merges (the first of
+                                # each run of merges making it: twice)
+    if for_tokenizer:       # the check is the tables' build's (read_tokenizer_arrays)
+        made = _python_side(path, doc, index, pool, offsets, ids, merge_pool, merge_offsets, lazy_merges=True)
+        every_token_made = False
+    else:
+        with ThreadPoolExecutor(1) as executor:
+            # the ranks rule's check (native; its recovery of the merges without the GIL) beside the Python work
+            rule_check = started(executor, lambda: rule_difference_of_indices(pool, offsets, left, right, joined))
+            made = _python_side(path, doc, index, pool, offsets, ids, merge_pool, merge_offsets)
+            rule = rule_check.result()
+        if rule.difference is not None:
+            return None
+        every_token_made = rule.every_token_made
+    if made is None:
         return None
-    vocab, merges, specials, pattern, special_ids, normalizer = made
-    extra = sorted(set(vocab) - set(ids.tolist()))          # the added tokens not in the model's vocab
+    view, merges, specials, pattern, special_ids, normalizer = made
+    model_tokens = (pool, offsets, ids)
+
+    def vocab() -> Vocab:       # the model's tokens by id, then the added tokens not among them (as read in Python)
+        pool, offsets, ids = model_tokens
+        return dict(zip(ids.tolist(), token_list(pool, offsets))) | view.added
+
+    extra = sorted(i for i in view.added if view.index_of(i) < 0)     # the added tokens not in the model's vocab
     if extra:
-        added = [vocab[i] for i in extra]
+        added = [view.added[i] for i in extra]
         pool = np.concatenate([pool, np.frombuffer(b"".join(added), dtype=np.uint8)])
         offsets = np.concatenate([offsets, offsets[-1] + np.cumsum([len(t) for t in added], dtype=np.int64)])
         ids = np.concatenate([ids, np.array(extra, dtype=np.int64)])
-    return TokenizerFile(vocab, merges, specials, pattern, formats.GPT2Arrays(
-        pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=rule.every_token_made), special_ids,
-        normalizer)
+    arrays = formats.GPT2Arrays(pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=every_token_made,
+                                parts=(left, right) if for_tokenizer else None)
+    return TokenizerFile(vocab if for_tokenizer else vocab(), merges if merges is not None else arrays.merges,
+                         specials, pattern, arrays, special_ids, normalizer)
 
 
 def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: NDArray[np.uint8],
                  offsets: NDArray[np.int64], ids: NDArray[np.int64], merge_pool: NDArray[np.uint8],
-                 merge_offsets: NDArray[np.int64]) -> tuple[Vocab, Merges, list[str], str, list[int], str | None] | None:
-    """_read_plain's Python objects and checks of the rest of the file: (vocab, merges, special tokens, pattern,
-    their ids, normalizer), or None when a check fails (the whole file is then read again in Python, which names it). index:
-    of the model's tokens (pool, offsets; their ids `ids`)."""
-    tokens = token_list(pool, offsets)
-    vocab = dict(zip(ids.tolist(), tokens))
-    merges = list(zip(token_list(merge_pool, merge_offsets, 0, 2), token_list(merge_pool, merge_offsets, 1, 2)))
+                 merge_offsets: NDArray[np.int64], lazy_merges: bool = False,
+                 ) -> tuple[_TokensOfIds, Merges | None, list[str], str, list[int], str | None] | None:
+    """_read_plain's Python objects and checks of the rest of the file: (the model's vocabulary as a _TokensOfIds
+    holding the added tokens, merges, special tokens, pattern, their ids, normalizer), or None when a check fails
+    (the whole file is then read again in Python, which names it). index: of the model's tokens (pool, offsets;
+    their ids `ids`). lazy_merges: the merges are None unless a check needs them (ignore_merges)."""
+    view = _TokensOfIds(pool, offsets, ids)
     f = _File(path, "")         # a check that fails here is made again on the whole file, which names the line
     try:
         model = doc["model"]
+        merges = None if lazy_merges and not model.get("ignore_merges") else list(
+            zip(token_list(merge_pool, merge_offsets, 0, 2), token_list(merge_pool, merge_offsets, 1, 2)))
         pattern, normalizer = _check_components(f, doc)
         added = doc.get("added_tokens", [])
         # {bytes: id} of the model's tokens that the added tokens' contents are (all _read_added_tokens asks)
         contents = [entry["content"].encode("utf-8") for entry in added]
         ids_of_bytes = {data: int(ids[i]) for data, i in zip(contents, _find_all(index, contents)) if i >= 0}
-        specials = _read_added_tokens(f, added, _KeysOfTokens(index, ids), vocab,  # type: ignore[arg-type]
+        specials = _read_added_tokens(f, added, _KeysOfTokens(index, ids), view,  # type: ignore[arg-type]
                                       ids_of_bytes)
         _check_raw_added_tokens(f, added, normalizer)
         if model.get("ignore_merges"):
-            _check_whole_tokens(f, set(tokens) - {s.encode("utf-8") for s in specials}, merges)
+            assert merges is not None
+            _check_whole_tokens(f, set(token_list(pool, offsets)) - {s.encode("utf-8") for s in specials}, merges)
     except Exception:       # noqa: BLE001 -- whatever fails here, the Python path reads the file and raises its error
         return None
-    return vocab, merges, specials, pattern, [ids_of_bytes[name.encode("utf-8")] for name in specials], normalizer
+    return view, merges, specials, pattern, [ids_of_bytes[name.encode("utf-8")] for name in specials], normalizer
 
 
 def _check_components(f: _File, doc: dict[str, Any]) -> tuple[str, str | None]:

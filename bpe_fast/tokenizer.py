@@ -480,14 +480,15 @@ class Tokenizer:
         >>> Tokenizer.from_hf(path).encode(" a<|endoftext|>")
         [256, 257]
         """
-        from .hf import read_tokenizer_arrays
+        from .hf import read_tokenizer_arrays, refuse_merges
 
-        read = read_tokenizer_arrays(path)
+        read = read_tokenizer_arrays(path, for_tokenizer=True)
         if read.arrays is None:
+            assert not callable(read.vocab) and not callable(read.merges)
             made = cls._from_checked(read.vocab, read.merges, read.special_tokens, read.pattern)._run_init()
-        else:
+        else:       # the merge rule's check is the tables' build's (read_tokenizer_arrays)
             made = cls._from_arrays(read.arrays, read.vocab, read.merges, read.special_tokens, read.pattern,
-                                    read.special_ids)._run_init()
+                                    read.special_ids, refuse=lambda: refuse_merges(path))._run_init()
         return made.with_normalizer(read.normalizer)
 
     @classmethod

@@ -1035,6 +1035,27 @@ def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
 
 
 
+def test_a_tokenizer_json_changed_between_the_two_reads_is_named(tmp_path, monkeypatch):
+    # from_hf reads the model natively and leaves the merge rule's check to the tables' build; when the check
+    # refuses the merges, the file is read again in Python to name the merge: a file that no longer holds it then
+    # is named as changed
+    import bpe_fast.hf as hf_module
+    from tokenizers import models, pre_tokenizers
+
+    keys = {token_to_str(bytes([b])): b for b in range(256)}
+    hf = tokenizers.Tokenizer(models.BPE(keys | {"bc": 256, "ab": 257, "abc": 258},
+                                         [("b", "c"), ("a", "b"), ("ab", "c")]))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    path = tmp_path / "tokenizer.json"
+    hf.save(str(path))
+    assert hf_module.read_tokenizer_arrays(path, for_tokenizer=True).arrays is not None   # read natively
+    with pytest.raises(FormatError, match=r"merge 2 \(ab c\)"):
+        Tokenizer.from_hf(path)
+    monkeypatch.setattr(hf_module, "_read_python", lambda path, data: None)     # the second read passes
+    with pytest.raises(FormatError, match=r"tokenizer\.json: changed while it was read"):
+        Tokenizer.from_hf(path)
+
+
 def test_export_hf_refuses_a_merge_listed_twice(tmp_path):
     """HF ranks a pair listed twice by its last place, bpe_fast by its first: the file export_hf wrote gave
     [97, 257] for "abc" in HF where the tokenizer gives [256, 99] (and from_hf refused it)."""
