@@ -605,6 +605,8 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
     if made is None:
         return None
     view, merges, specials, pattern, special_ids, normalizer = made
+    if for_tokenizer and doc["model"].get("ignore_merges") and _unmade_tokens(index, offsets, joined, specials):
+        return None             # read in Python, which names the token
     model_tokens = (pool, offsets, ids)
 
     def vocab() -> Vocab:       # the model's tokens by id, then the added tokens not among them (as read in Python)
@@ -630,12 +632,12 @@ def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: ND
     """_read_plain's Python objects and checks of the rest of the file: (the model's vocabulary as a _TokensOfIds
     holding the added tokens, merges, special tokens, pattern, their ids, normalizer), or None when a check fails
     (the whole file is then read again in Python, which names it). index: of the model's tokens (pool, offsets;
-    their ids `ids`). lazy_merges: the merges are None unless a check needs them (ignore_merges)."""
+    their ids `ids`). lazy_merges: the merges are None, and ignore_merges' check is the caller's."""
     view = _TokensOfIds(pool, offsets, ids)
     f = _File(path, "")         # a check that fails here is made again on the whole file, which names the line
     try:
         model = doc["model"]
-        merges = None if lazy_merges and not model.get("ignore_merges") else list(
+        merges = None if lazy_merges else list(
             zip(token_list(merge_pool, merge_offsets, 0, 2), token_list(merge_pool, merge_offsets, 1, 2)))
         pattern, normalizer = _check_components(f, doc)
         added = doc.get("added_tokens", [])
@@ -645,7 +647,7 @@ def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: ND
         specials = _read_added_tokens(f, added, _KeysOfTokens(index, ids), view,  # type: ignore[arg-type]
                                       ids_of_bytes)
         _check_raw_added_tokens(f, added, normalizer)
-        if model.get("ignore_merges"):
+        if model.get("ignore_merges") and not lazy_merges:      # (else _read_plain's _unmade_tokens)
             assert merges is not None
             _check_whole_tokens(f, set(token_list(pool, offsets)) - {s.encode("utf-8") for s in specials}, merges)
     except Exception:       # noqa: BLE001 -- whatever fails here, the Python path reads the file and raises its error
@@ -689,6 +691,19 @@ def _check_model(f: _File, model: dict[str, Any]) -> None:
     if model.get("byte_fallback"):
         f.fail("byte_fallback: true is not supported (a byte-level vocabulary has every byte)", "byte_fallback",
                "model")
+
+
+def _unmade_tokens(index: TokenIndex, offsets: NDArray[np.int64], joined: NDArray[np.int64],
+                   specials: list[str]) -> bool:
+    """_check_whole_tokens for the model's tokens as arrays (index, offsets; joined: the merges' joins, as
+    indices of them) whose merges the ranks rule reads as listed, every byte a token (the tables' build checks
+    it): whether a multi-byte token other than a special token's bytes is made by no merge (then ignore_merges
+    gives it where bpe_fast merges). The other half of _check_whole_tokens, each token merging back to itself,
+    then holds: the ranks rule makes every merged token from the tokens before it (RuleCheck.every_token_made)."""
+    unmade = np.diff(offsets) > 1
+    unmade[joined] = False
+    unmade[[k for k in _find_all(index, [name.encode("utf-8") for name in specials]) if k >= 0]] = False
+    return bool(unmade.any())
 
 
 def _check_whole_tokens(f: _File, tokens: set[bytes], merges: Merges) -> None:

@@ -1235,6 +1235,55 @@ _HF_FAULTS = ["none", "unmade_part", "model_twice", "vocab_twice", "key_twice", 
               "mutate", "mutate", "mutate"]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.randoms(use_true_random=False), st.sampled_from(["none", "unmade", "special_unmade", "rule"]), st.booleans(),
+       st.lists(st.text("abcxyzwé <>|endoftx\n", max_size=30), max_size=4))
+def test_from_hf_read_natively_as_in_python(tmp_path_factory, rng, fault, ignore_merges, texts):
+    """Tokenizer.from_hf reads the model natively for a tokenizer (read_tokenizer_arrays' for_tokenizer): the
+    merge rule's check is the tables' build's, ignore_merges' is made on the arrays (hf._unmade_tokens), the
+    vocabulary and merges are made when asked for. The same tokenizer and ids as with the file read in Python
+    (hf._read_plain off), or the same error."""
+    import bpe_fast.hf as hf_module
+
+    doc = _hf_doc(rng)
+    model, vocab, added = doc["model"], doc["model"]["vocab"], doc["added_tokens"]
+    model["ignore_merges"] = ignore_merges
+    folder = tmp_path_factory.mktemp("hf")
+
+    def outcome(path):
+        try:
+            tok = Tokenizer.from_hf(path)
+        except FormatError as exc:
+            return ("error", str(exc))
+        return ("ok", list(tok.vocab.items()), tok.merges, tok.special_tokens, [tok.encode(t) for t in texts])
+
+    (folder / "base.json").write_text(json.dumps(doc), "utf-8")
+    base = outcome(folder / "base.json")        # the random merges alone may be refused
+    if fault in ("unmade", "special_unmade"):       # a multi-byte vocab token that no merge makes ...
+        vocab["xyz"] = len(vocab)
+        added[0]["id"] = len(vocab)
+        if fault == "special_unmade":                # ... the bytes of an added token too: ignore_merges allows it
+            added.insert(0, {"id": vocab["xyz"], "content": "xyz", "special": True, "normalized": False})
+    elif fault == "rule":       # (x y), (w x), (wx y): the ranks rule makes "wxy" as w + xy, which HF never joins
+        for token in ("xy", "wx", "wxy"):
+            vocab[token] = len(vocab)
+        added[0]["id"] = len(vocab)
+        model["merges"] += ["x y", "w x", "wx y"]
+    path = folder / "tokenizer.json"
+    path.write_text(json.dumps(doc), "utf-8")
+    native = outcome(path)
+    assert native == python_path(lambda: outcome(path))
+    if base[0] == "ok":
+        # read natively (the rule's check left to the tables' build), but for the token no merge makes with
+        # ignore_merges: read in Python, which names it
+        assert (hf_module._read_plain(path, path.read_bytes(), True) is not None) == (
+            fault != "unmade" or not ignore_merges)
+        expected = {"none": "ok", "special_unmade": "ok", "unmade": "error" if ignore_merges else "ok", "rule": "error"}
+        assert native[0] == expected[fault], native
+        if native[0] == "error":
+            assert ("no merge makes vocab token 'xyz'" if fault == "unmade" else "merge ") in native[1]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.randoms(use_true_random=False), st.sampled_from(_HF_FAULTS))
 def test_tokenizer_json_read_natively_as_in_python(tmp_path_factory, rng, fault):
