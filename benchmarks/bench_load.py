@@ -20,12 +20,14 @@ GPT-2's files against HF tokenizers (skipped without it), the same way:
   special token added;
 - "tokenizer.json": that HF tokenizer saved once; Tokenizer.from_hf(path) against tokenizers.Tokenizer.from_file;
 - "o200k_base tokenizer.json": the same for a 200k-token file (o200k_base's ranks, written by export_hf; skipped
-  without bpe-openai);
+  without bpe-openai); "..., ignore_merges": that file with the model's ignore_merges set, as in Llama 3's and
+  Qwen's files (HF then looks a pre-token up whole first; bpe_fast checks that this changes no id);
 - "dict+list": GPT-2's vocabulary and merges already Python objects, as code written for CS336 holds them:
   Tokenizer(vocab, merges, ["<|endoftext|>"]) against models.BPE(vocab, merges) (their str keys), set up the same.
 """
 import gzip
 import hashlib
+import json
 import os
 import statistics
 import time
@@ -129,7 +131,8 @@ def test_load(benchmark, ranks_files, name, way, monkeypatch):
           f"{median['tiktoken']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
 
 
-GPT2_FILES = ("vocab.json+merges.txt", "tokenizer.json", "o200k_base tokenizer.json", "dict+list")
+GPT2_FILES = ("vocab.json+merges.txt", "tokenizer.json", "o200k_base tokenizer.json",
+              "o200k_base tokenizer.json, ignore_merges", "dict+list")
 
 
 def _hf_gpt2(models, pre_tokenizers, decoders, tokenizers, model=None):
@@ -149,7 +152,7 @@ def test_load_gpt2_files(benchmark, tmp_path, way, request):
     from tokenizers import decoders, models, pre_tokenizers
 
     vocab, merges = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
-    if way.endswith("tokenizer.json"):
+    if "tokenizer.json" in way:
         path = tmp_path / "tokenizer.json"
         if way == "tokenizer.json":
             _hf_gpt2(models, pre_tokenizers, decoders, tokenizers).save(str(path))
@@ -157,6 +160,10 @@ def test_load_gpt2_files(benchmark, tmp_path, way, request):
             pattern, specials = ENCODINGS["o200k_base"]
             ranks = request.getfixturevalue("ranks_files")["o200k_base"]
             Tokenizer.from_tiktoken(ranks, pattern, specials).export_hf(path)
+            if way.endswith("ignore_merges"):       # set, as in Llama 3's and Qwen's files
+                doc = json.loads(path.read_text("utf-8"))
+                doc["model"]["ignore_merges"] = True
+                path.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
         ours = lambda: Tokenizer.from_hf(path)  # noqa: E731
         theirs = lambda: tokenizers.Tokenizer.from_file(str(path))  # noqa: E731
     elif way == "dict+list":       # already Python objects, as CS336's constructor takes them, and HF's
