@@ -1008,9 +1008,10 @@ def test_cli_reads_and_writes_hf_files(tmp_path, ours_trained):
     assert json.loads((tmp_path / "dir" / "special_tokens_map.json").read_text("utf-8"))["eos_token"] == EOT
 
 
-def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
-    # merges (b, c), (a, b), (ab, c): HF never joins a + bc, so it gives "abc" as a, bc; bpe_fast (tiktoken's
-    # rule: any adjacent pair whose concatenation is a token, lowest rank first) would join them into abc
+def _a_bc_file(tmp_path):
+    """(HF's tokenizer, its tokenizer.json) of merges (b, c), (a, b), (ab, c): HF never joins a + bc, so it gives
+    "abc" as a, bc; bpe_fast (tiktoken's rule: any adjacent pair whose concatenation is a token, lowest rank
+    first) would join them into abc."""
     from tokenizers import models, pre_tokenizers
 
     keys = {token_to_str(bytes([b])): b for b in range(256)}
@@ -1019,6 +1020,11 @@ def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     path = tmp_path / "tokenizer.json"
     hf.save(str(path))
+    return hf, path
+
+
+def test_merge_list_hf_reads_otherwise_than_the_ranks_rule_is_refused(tmp_path):
+    hf, path = _a_bc_file(tmp_path)
     assert hf.encode("abc").ids == [97, 256]
     with pytest.raises(FormatError, match=r"merge 2 \(ab c\).*from b'a' \+ b'bc', a pair the merge list does not hold"):
         Tokenizer.from_hf(path)
@@ -1040,14 +1046,8 @@ def test_a_tokenizer_json_changed_between_the_two_reads_is_named(tmp_path, monke
     # refuses the merges, the file is read again in Python to name the merge: a file that no longer holds it then
     # is named as changed
     import bpe_fast.hf as hf_module
-    from tokenizers import models, pre_tokenizers
 
-    keys = {token_to_str(bytes([b])): b for b in range(256)}
-    hf = tokenizers.Tokenizer(models.BPE(keys | {"bc": 256, "ab": 257, "abc": 258},
-                                         [("b", "c"), ("a", "b"), ("ab", "c")]))
-    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    path = tmp_path / "tokenizer.json"
-    hf.save(str(path))
+    _, path = _a_bc_file(tmp_path)
     assert hf_module.read_tokenizer_arrays(path, for_tokenizer=True).arrays is not None   # read natively
     with pytest.raises(FormatError, match=r"merge 2 \(ab c\)"):
         Tokenizer.from_hf(path)
