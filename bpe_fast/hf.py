@@ -696,8 +696,8 @@ def _check_model(f: _File, model: dict[str, Any]) -> None:
 def _unmade_tokens(index: TokenIndex, offsets: NDArray[np.int64], joined: NDArray[np.int64],
                    specials: list[str]) -> bool:
     """_check_whole_tokens for the model's tokens as arrays (index, offsets; joined: the merges' joins, as
-    indices of them) whose merges the ranks rule reads as listed, every byte a token (the tables' build checks
-    it): whether a multi-byte token other than a special token's bytes is made by no merge (then ignore_merges
+    indices of them) whose merges the ranks rule reads as listed (the tables' build checks it), every byte a
+    token (_read_plain checks it): whether a multi-byte token other than a special token's bytes is made by no merge (then ignore_merges
     gives it where bpe_fast merges). The other half of _check_whole_tokens, each token merging back to itself,
     then holds: the ranks rule makes every merged token from the tokens before it (RuleCheck.every_token_made)."""
     unmade = np.diff(offsets) > 1
@@ -1019,9 +1019,11 @@ def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], voca
 def _check_two_passes(f: _File, added: Sequence[dict[str, Any]]) -> None:
     """HF finds the added tokens with normalized false in the text first, then those with normalized true in
     what is left; bpe_fast finds all in one pass (the leftmost, then the longest). The two agree unless a token of
-    one kind can overlap one of the other (one inside the other, or the end of one the start of the other)."""
-    raw = {e["content"] for e in added if not e.get("normalized", True)}
-    normalized = {e["content"] for e in added if e.get("normalized", True)} - raw
+    one kind can overlap one of the other (one inside the other, or the end of one the start of the other). A
+    token listed twice has the kind of its last entry, as in HF."""
+    kinds = {e["content"]: bool(e.get("normalized", True)) for e in added}      # the last entry's
+    raw = {token for token, normalized in kinds.items() if not normalized}
+    normalized = {token for token, normalized in kinds.items() if normalized}
     if not raw or not normalized:
         return
     for group, others in ((raw, normalized), (normalized, raw)):

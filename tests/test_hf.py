@@ -733,6 +733,28 @@ def test_added_tokens_matched_in_two_passes(tmp_path):
                     ["<x<y>x>", "<<xy>", "<|endoftext|><x"])
 
 
+@pytest.mark.parametrize("entries, refused", [
+    ([("ab", True), ("ab", False), ("a", False)], False),     # ab raw at last: one kind, as "a"
+    ([("ab", False), ("ab", True), ("a", False)], True),      # ab normalized at last: "a" (raw) is inside it
+    ([("<x>", False), ("<x>", True), ("<", False)], True),
+    ([("<x>", True), ("<x>", False), ("<", False)], False),
+])
+def test_an_added_token_listed_twice_has_its_last_entrys_kind(tmp_path, entries, refused):
+    # HF keeps the last entry of an added token listed twice: listed raw, then normalized, it is found in the
+    # second pass, after a raw token inside it ("xab" is x, a, b in HF). The check took the first entry's kind
+    # and gave ab (helper-98)
+    doc = small_doc(())
+    ids = {token_to_str(t): i for i, t in enumerate(bytes([b]) for b in range(256))} | {"ab": 256, "<x>": 260}
+    doc["added_tokens"] = [added(content, ids[content], normalized=normalized) for content, normalized in entries]
+    path = write_doc(tmp_path, doc)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    if refused:
+        with pytest.raises(FormatError, match="can overlap"):
+            Tokenizer.from_hf(path)
+    else:
+        assert_same_ids(Tokenizer.from_hf(path), hf, ["xab abc", "a<x>b", "<x><<x"])
+
+
 # ------------------------------------------------------------------------------------- merge ranks
 
 def abcd_doc(merges):
