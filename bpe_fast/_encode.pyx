@@ -1220,6 +1220,24 @@ def tables_made_by_merging(byte_ids, ranked_pool, ranked_offsets, ranked_ids, de
                      split_at_lengths=split_at_lengths)
 
 
+cdef class PieceTable:
+    """An encoder's whole-pre-token table made ahead, empty (all zeros, its pages touched), for the first encoder
+    of a tokenizer whose tables are built in another thread (BPECore's `table`): a fresh 16 MB table's page
+    faults (8 ms of the first encoder's 10 for cl100k_base) are then taken while the caller waits for the tables,
+    not after. n_permanent: the permanent entries expected; an encoder takes the table only when its size is the
+    one it would make (and only once)."""
+    cdef vector[PieceSlot] slots
+
+    def __cinit__(self, Py_ssize_t n_permanent, Py_ssize_t cache_entries=DEFAULT_CACHE_ENTRIES):
+        cdef uint64_t cap = piece_table_size(max(n_permanent, 0), max(cache_entries, 0))
+        with nogil:
+            self.slots.resize(cap)
+
+    def __len__(self):
+        """Its slots (0 once an encoder has taken them)."""
+        return self.slots.size()
+
+
 cdef class BPECore:
     """One encoder: the shared BPETables plus its own whole-pre-token table (the permanent entries, then a
     cache of merged pre-tokens). A BPECore is used by one thread at a time (bpe_fast.Tokenizer hands each
@@ -1249,10 +1267,12 @@ cdef class BPECore:
     cdef HotSlot hot[HOT_SLOTS]             # pre-tokens of 2..8 bytes with one id, last seen per slot
 
     def __cinit__(self, BPETables tables not None, Py_ssize_t cache_entries=DEFAULT_CACHE_ENTRIES,
-                  Py_ssize_t cache_bytes=16 << 20, Py_ssize_t max_cache_entries=-1, Py_ssize_t max_cache_bytes=-1):
+                  Py_ssize_t cache_bytes=16 << 20, Py_ssize_t max_cache_entries=-1, Py_ssize_t max_cache_bytes=-1,
+                  PieceTable table=None):
         """cache_entries / cache_bytes bound the cache; each time it fills they double (and the table with
         them), up to max_cache_entries / max_cache_bytes (-1: no growth), so a text of many distinct
-        pre-tokens gets a larger cache while short texts keep a small encoder."""
+        pre-tokens gets a larger cache while short texts keep a small encoder. table: a PieceTable made ahead,
+        taken (and left empty) when it has the size this encoder's table needs."""
         cdef Py_ssize_t cap
         self.tables = tables
         self.r = tables.r
@@ -1267,7 +1287,10 @@ cdef class BPECore:
         self.max_cache_entries = max(max_cache_entries, self.cache_entries)
         self.max_cache_bytes = min(max(max_cache_bytes, self.cache_bytes), 1 << 30)
         cap = piece_table_size(self.n_perm, self.cache_entries)
-        self.pieces.resize(cap)
+        if table is not None and table.slots.size() == cap:
+            self.pieces.swap(table.slots)       # all zeros, as a fresh one
+        else:
+            self.pieces.resize(cap)
         self.piece_mask = cap - 1
         self._reset_cache(True)
 
@@ -2070,7 +2093,7 @@ cdef class EncoderPool:
     def __cinit__(self, BPETables tables not None, list id_objects not None,
                   Py_ssize_t cache_entries=DEFAULT_CACHE_ENTRIES,
                   Py_ssize_t cache_bytes=16 << 20, Py_ssize_t max_spare=-1, Py_ssize_t max_cache_entries=1 << 18,
-                  Py_ssize_t max_cache_bytes=32 << 20):
+                  Py_ssize_t max_cache_bytes=32 << 20, PieceTable first_table=None):
         self.tables = tables
         self.id_objects = id_objects
         self.cache_entries = cache_entries
@@ -2079,14 +2102,14 @@ cdef class EncoderPool:
         self.max_cache_bytes = max_cache_bytes
         self.max_spare = _max_spare if max_spare < 0 else max_spare
         self.factory = None
-        self._spare = [self.new_core()]
+        self._spare = [self.new_core(first_table)]
 
-    def new_core(self):
-        """A new encoder (not put in the pool)."""
+    def new_core(self, PieceTable table=None):
+        """A new encoder (not put in the pool), with `table` (a PieceTable) if it fits."""
         if self.factory is not None:
             return self.factory()
         return BPECore(self.tables, self.cache_entries, self.cache_bytes, self.max_cache_entries,
-                       self.max_cache_bytes)
+                       self.max_cache_bytes, table)
 
     cdef inline BPECore take(self):
         if PyList_GET_SIZE(self._spare):

@@ -44,8 +44,8 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from . import formats
 from .atomic import output_group
-from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, Segmenter, StreamEncoder,
-                      StreamIds, tables_made_by_merging, utf8_searchable)
+from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, PieceTable, Segmenter,
+                      StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable)
 from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
 from .normalize import check_normalizer, is_normal, normal, stable_cut
@@ -251,11 +251,14 @@ class Tokenizer:
         self._merges = None if callable(merges) else merges
         self._make_merges = merges if callable(merges) else None
         self._id_objects = list(range(next_id))     # encode's lists share these ints (next_id: largest id + 1)
+        # tables built in another thread: the first encoder's table is made meanwhile (its page faults), for as
+        # many permanent entries as there can be merged tokens (the encoder takes it if that is the size it needs)
+        first_table = PieceTable(len(vocab) - 256) if tables is not None else None
         self._tables = (tables() if tables is not None else BPETables(**arrays) if arrays is not None
                         else _build_tables(vocab, self._merge_list(), self._ids_of))
         # The encoders not in use (native): each encoding call takes one and gives it back, so threads encoding
         # at once (the encoder runs without the GIL on long texts) each have their own cache of pre-tokens.
-        self._pool = EncoderPool(self._tables, self._id_objects)
+        self._pool = EncoderPool(self._tables, self._id_objects, first_table=first_table)
         self._kind = native_kind(self._pattern)     # the native scanner's number for the pattern; 0: `regex`
         self._views: dict[frozenset[str], Tokenizer]
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)

@@ -1687,6 +1687,39 @@ def test_batch_job_worked_example():
         BatchJob(["ab"], t._segmenter, 0, (), t._id_objects)
 
 
+def test_the_first_encoder_takes_the_table_made_while_the_tables_were_built(tmp_path):
+    # a tokenizer whose tables are built in a thread (from_files, from_hf, from_tiktoken, load) makes its first
+    # encoder's table meanwhile (PieceTable): the encoder takes it when it has the size it needs, else makes its own
+    from bpe_fast import _encode
+
+    made = []
+    original = _encode.PieceTable
+
+    class Watched(original):
+        def __init__(self, *args):
+            made.append(self)
+
+    Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt")   # imports what it needs
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("bpe_fast.tokenizer.PieceTable", Watched)
+        tok = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", [EOT])
+    assert len(made) == 1 and len(made[0]) == 0         # made, then taken by the pool's first encoder
+    text = "Hello world, hello tokens " * 50 + EOT
+    assert tok.encode(text) == Tokenizer(tok.vocab, list(tok.merges), [EOT]).encode(text)     # (no table made ahead)
+    # an encoder takes a table only of the size it needs, and only once
+    tables = tok._tables
+    n = tables.stats()["permanent"]
+    fits, too_big = original(n), original(4 * n + 100_000)
+    size = len(fits)
+    first, second = _encode.BPECore(tables, table=fits), _encode.BPECore(tables, table=fits)
+    other = _encode.BPECore(tables, table=too_big)
+    assert len(fits) == 0 and len(too_big) > size
+    assert first.stats() == second.stats() == other.stats()
+    seg = tok._segmenter
+    assert first.encode_text(text, seg, tok._id_objects) == other.encode_text(text, seg, tok._id_objects) \
+        == tok.encode(text)
+
+
 def utf16_round_trip(text):
     """The text encode takes for `text`, independently of the library: a round trip through UTF-16 (lone
     surrogates to U+FFFD, a surrogate pair to its character), as tiktoken does."""
