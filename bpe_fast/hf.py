@@ -518,6 +518,7 @@ class _TokensOfIds:
     def __init__(self, pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64]) -> None:
         self.pool = pool
         self.offsets = offsets
+        self.ids = ids
         self.at = np.full(int(ids.max()) + 1 if len(ids) else 0, -1, dtype=np.int64)    # id -> k (ids distinct)
         self.at[ids] = np.arange(len(ids))
         self.added: dict[int, bytes] = {}
@@ -539,6 +540,11 @@ class _TokensOfIds:
 
     def __setitem__(self, i: int, token: bytes) -> None:
         self.added[i] = token
+
+    def vocab(self) -> Vocab:
+        """The vocabulary as a dict: the model's tokens by id, then the added tokens not among them (as the
+        file read in Python gives it)."""
+        return dict(zip(self.ids.tolist(), token_list(self.pool, self.offsets))) | self.added
 
 
 def _find_all(index: TokenIndex, tokens: list[bytes]) -> list[int]:
@@ -607,12 +613,6 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
     view, merges, specials, pattern, special_ids, normalizer = made
     if for_tokenizer and doc["model"].get("ignore_merges") and _unmade_tokens(index, offsets, joined, specials):
         return None             # read in Python, which names the token
-    model_tokens = (pool, offsets, ids)
-
-    def vocab() -> Vocab:       # the model's tokens by id, then the added tokens not among them (as read in Python)
-        pool, offsets, ids = model_tokens
-        return dict(zip(ids.tolist(), token_list(pool, offsets))) | view.added
-
     extra = sorted(i for i in view.added if view.index_of(i) < 0)     # the added tokens not in the model's vocab
     if extra:
         added = [view.added[i] for i in extra]
@@ -621,7 +621,7 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
         ids = np.concatenate([ids, np.array(extra, dtype=np.int64)])
     arrays = formats.GPT2Arrays(pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=every_token_made,
                                 parts=(left, right) if for_tokenizer else None)
-    return TokenizerFile(vocab if for_tokenizer else vocab(), merges if merges is not None else arrays.merges,
+    return TokenizerFile(view.vocab if for_tokenizer else view.vocab(), merges if merges is not None else arrays.merges,
                          specials, pattern, arrays, special_ids, normalizer)
 
 
