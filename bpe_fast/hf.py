@@ -621,8 +621,9 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
         ids = np.concatenate([ids, np.array(extra, dtype=np.int64)])
     arrays = formats.GPT2Arrays(pool, offsets, ids, merge_pool, merge_offsets, joined, all_permanent=every_token_made,
                                 parts=(left, right) if for_tokenizer else None)
-    return TokenizerFile(view.vocab if for_tokenizer else view.vocab(), merges if merges is not None else arrays.merges,
-                         specials, pattern, arrays, special_ids, normalizer)
+    return TokenizerFile(view.vocab if for_tokenizer else view.vocab(),
+                         merges if merges is not None else arrays.merges, specials, pattern, arrays, special_ids,
+                         normalizer)
 
 
 def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: NDArray[np.uint8],
@@ -697,8 +698,8 @@ def _unmade_tokens(index: TokenIndex, offsets: NDArray[np.int64], joined: NDArra
                    specials: list[str]) -> bool:
     """_check_whole_tokens for the model's tokens as arrays (index, offsets; joined: the merges' joins, as
     indices of them) whose merges the ranks rule reads as listed (the tables' build checks it), every byte a
-    token (_read_plain checks it): whether a multi-byte token other than a special token's bytes is made by no merge (then ignore_merges
-    gives it where bpe_fast merges). The other half of _check_whole_tokens, each token merging back to itself,
+    token (_read_plain checks it): whether a multi-byte token other than a special token's bytes is made by no
+    merge (then ignore_merges gives it where bpe_fast merges). The other half of _check_whole_tokens, each token merging back to itself,
     then holds: the ranks rule makes every merged token from the tokens before it (RuleCheck.every_token_made)."""
     unmade = np.diff(offsets) > 1
     unmade[joined] = False
