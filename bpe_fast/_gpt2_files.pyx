@@ -606,7 +606,7 @@ def model_spans(const uint8_t[::1] data):
 
 def parse_merge_list(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
     """(pool, offsets) of a JSON array of merges, each "a b" (one space between two non-empty tokens, escapes
-    decoded) or ["a", "b"] (two non-empty strings): merge k is (pool[offsets[2k]:offsets[2k + 1]],
+    decoded) or ["a", "b"] (two non-empty strings), all of one form: merge k is (pool[offsets[2k]:offsets[2k + 1]],
     pool[offsets[2k + 1]:offsets[2k + 2]]), the tokens' characters mapped to bytes; or None for anything else.
 
     >>> import numpy as np
@@ -624,6 +624,7 @@ def parse_merge_list(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
     cdef vector[uint8_t] pool, text
     cdef vector[int64_t] offsets
     cdef bint escaped = False, ok = False
+    cdef uint8_t form = 0                               # the first merge's opening character: all have its form
     offsets.push_back(0)
     with nogil:
         i = _skip_space(s, 0, n)
@@ -633,6 +634,10 @@ def parse_merge_list(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
                 ok = True
                 i += 1
             while not ok and i < n:
+                if form == 0:
+                    form = s[i]
+                if s[i] != form:                             # HF refuses a list of both forms
+                    break
                 if s[i] == 0x22:                             # "a b"
                     text.clear()
                     i = _string(s, i + 1, n, &text, &escaped)

@@ -28,7 +28,9 @@ What a file may hold, and what it becomes:
 Anything else is refused with a FormatError (a ValueError) naming the file, the line where known and what is
 unsupported: other model types (WordPiece, Unigram, WordLevel), byte_fallback, dropout,
 continuing_subword_prefix, end_of_word_suffix, ignore_merges that changes ids, a normalizer other than NFC, other
-pre-tokenizers, decoders and post-processors.
+pre-tokenizers, decoders and post-processors. So is what HF's own reader refuses among the fields: a field it
+does not know, a version other than "1.0", a setting of the wrong JSON type ("ignore_merges": "no", an added token
+without its five flags), merges written in both forms.
 
 Where HF and bpe_fast could differ, and what is refused for it:
 
@@ -659,6 +661,7 @@ def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: ND
 def _check_components(f: _File, doc: dict[str, Any]) -> tuple[str, str | None]:
     """The file's (pattern, normalizer), once its model's settings, normalizer, pre-tokenizer, decoder and
     post-processor are found to be what bpe_fast follows (FormatError naming the first that is not)."""
+    _check_fields(f, doc)
     _check_model(f, doc["model"])
     normalizer = _normalizer_of(f, doc.get("normalizer"))
     pattern = _pattern_of(f, doc.get("pre_tokenizer"))
@@ -676,6 +679,61 @@ def _describe(component: object) -> str:
         return "null"
     kind = {str: "a string", list: "an array", bool: "a boolean"}.get(type(component), "a number")
     return f"{json.dumps(component)[:60]} ({kind}, not an object)"
+
+
+# the fields of a tokenizer.json HF reads (it refuses a file with any other), and the JSON types it requires of
+# the ones bpe_fast reads or ignores: a file HF refuses is refused here too, naming the field
+_FIELDS = frozenset({"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "model",
+                     "decoder", "post_processor"})
+_MODEL_FIELD_TYPES = {"dropout": ((int, float), "a number"), "unk_token": ((str,), "a string"),
+                      "continuing_subword_prefix": ((str,), "a string"), "end_of_word_suffix": ((str,), "a string"),
+                      "fuse_unk": ((bool,), "true or false"), "byte_fallback": ((bool,), "true or false"),
+                      "ignore_merges": ((bool,), "true or false")}
+_SETTINGS_REQUIRED = {"truncation": (("max_length", (int,)), ("strategy", (str,)), ("stride", (int,))),
+                      "padding": (("strategy", (str, dict)), ("direction", (str,)), ("pad_id", (int,)),
+                                  ("pad_type_id", (int,)), ("pad_token", (str,)))}
+_BYTE_LEVEL_FLAGS = ("add_prefix_space", "trim_offsets", "use_regex")
+_ADDED_TOKEN_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
+
+
+def _check_fields(f: _File, doc: dict[str, Any]) -> None:
+    """What HF tokenizers' reader refuses among the fields and their JSON types, named: a field it does not know,
+    a version other than "1.0", truncation or padding that is not an object, a model setting of the wrong type
+    (null is its default), a ByteLevel flag that is not true or false, a Sequence step that is not an object.
+    (The added tokens' flags: _read_added_tokens.)"""
+    for key in doc:
+        if key not in _FIELDS:
+            f.fail(f"unknown field {json.dumps(key)} (HF tokenizers refuses the file too; its fields: "
+                   f"{', '.join(sorted(_FIELDS))})", key)
+    if "version" in doc and doc["version"] != "1.0":
+        f.fail(f'"version" {json.dumps(doc["version"])[:40]} is unknown (HF tokenizers reads version "1.0")', "version")
+    for key, required in _SETTINGS_REQUIRED.items():       # (bpe_fast ignores them: it never truncates or pads)
+        settings = doc.get(key)
+        if settings is None:
+            continue
+        if not isinstance(settings, dict):
+            f.fail(f'"{key}" must be null or an object, not {_describe(settings)}', key)
+        for name, types in required:
+            if not isinstance(settings.get(name), types) or type(settings[name]) is bool:
+                f.fail(f'"{key}" needs "{name}" of the type HF tokenizers requires ({types[0].__name__}), not '
+                       f"{json.dumps(settings.get(name))[:40]}", key)
+    model = doc["model"]
+    for key, (types, what) in _MODEL_FIELD_TYPES.items():
+        if model.get(key) is not None and type(model[key]) not in types:
+            f.fail(f'model "{key}" must be {what} or null, not {json.dumps(model[key])[:40]}', key, "model")
+    for component, steps_key in (("normalizer", "normalizers"), ("pre_tokenizer", "pretokenizers"),
+                                 ("decoder", "decoders")):
+        value = doc.get(component)
+        steps = value.get(steps_key) if isinstance(value, dict) and value.get("type") == "Sequence" else [value]
+        for step in steps if isinstance(steps, list) else []:
+            if value is not step and not isinstance(step, dict):
+                f.fail(f'{component} Sequence holds {_describe(step)}: each step must be an object', steps_key,
+                       component)
+            if isinstance(step, dict) and step.get("type") == "ByteLevel":
+                for flag in _BYTE_LEVEL_FLAGS:
+                    if flag in step and type(step[flag]) is not bool:
+                        f.fail(f'{component} ByteLevel "{flag}" must be true or false, not '
+                               f"{json.dumps(step[flag])[:40]}", flag, component)
 
 
 def _check_model(f: _File, model: dict[str, Any]) -> None:
@@ -736,7 +794,7 @@ def _normalizer_of(f: _File, normalizer: object) -> str | None:
         normalizer = normalizer["normalizers"][0] if normalizer["normalizers"] else None
     if normalizer is None:
         return None
-    if normalizer == {"type": "NFC"}:
+    if isinstance(normalizer, dict) and normalizer.get("type") == "NFC":    # (HF ignores other fields)
         return "NFC"
     f.fail(f"normalizer {_describe(normalizer)} is not supported: bpe_fast normalizes text to NFC only "
            '("normalizer": null or {"type": "NFC"})', "normalizer")
@@ -915,6 +973,10 @@ def _read_merges(f: _File, merges_json: object, key_ids: Mapping[str, Any], voca
         parts = merge.split(" ") if type(merge) is str else merge
         if type(parts) is not list or len(parts) != 2 or not all(type(p) is str and p for p in parts):
             f.fail(f"merge {k} ({json.dumps(merge)}) is not two tokens, as \"a b\" or [\"a\", \"b\"]", merge, "merges")
+        if type(merge) is not type(merges_json[0]):
+            f.fail(f"merge {k} ({json.dumps(merge, ensure_ascii=False)}) is not written as merge 0 "
+                   f"({json.dumps(merges_json[0], ensure_ascii=False)}): HF "
+                   'tokenizers reads a list of "a b" strings or a list of ["a", "b"] pairs, not both', merge, "merges")
         a, b = parts
         ids: tuple[Any, ...] = key_ids.get(a), key_ids.get(b), key_ids.get(a + b)
         if None in ids:
@@ -986,8 +1048,12 @@ def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], voca
         except UnicodeEncodeError as exc:
             f.fail(f"added token {content!r} holds a lone surrogate at index {exc.start}: it has no UTF-8",
                    "added_tokens")
+        for flag in _ADDED_TOKEN_FLAGS:
+            if type(entry.get(flag)) is not bool:
+                f.fail(f'added token {content!r} needs "{flag}": true or false (HF tokenizers refuses it without), '
+                       f"not {json.dumps(entry.get(flag))[:40]}", content, "added_tokens")
         for flag in ("lstrip", "rstrip", "single_word"):
-            if entry.get(flag):
+            if entry[flag]:
                 f.fail(f"added token {content!r} has {flag}: true, which is not supported (bpe_fast matches "
                        "special tokens exactly)", content, "added_tokens")
     if ids_of_bytes is None:
