@@ -231,7 +231,8 @@ def _engine_difference(pattern: str) -> str | None:
     character whose case fold is several characters, in a class too (or in a range), letters that spell such a
     fold (ss, fi: Oniguruma matches ß, ﬁ), and the cased properties (\\p{Lu}: every cased letter to `regex`); and an
     option group such as (?i) after the start of an alternative when another alternative follows it (Oniguruma reads
-    x(?i)y|z as x(?i:y|z), `regex` as xy|z)."""
+    x(?i)y|z as x(?i:y|z), `regex` as xy|z); and (*NAME) (a callout to Oniguruma, a backtracking verb such as
+    (*SKIP) or (*FAIL) to `regex`)."""
     depth = 0                   # inside a class: 1 (Oniguruma could nest further; that is refused here)
     ignore_case = False         # the flag i here
     begun = False               # the alternative here has begun: an option group such as (?i) after its start
@@ -257,6 +258,8 @@ def _engine_difference(pattern: str) -> str | None:
             begun = True
             i += 2
             continue
+        if c == "(" and pattern[i + 1:i + 2] == "*" and not depth:
+            return pattern[i:pattern.find(")", i) + 1] or "(*"      # Oniguruma's callouts, `regex`'s verbs
         if c == "(" and pattern[i + 1:i + 2] == "?" and not depth:
             flags = regex.match(r"[a-zA-Z-]*(?=[:)])", pattern[i + 2:])
             if flags and "m" in flags.group().split("-")[0]:
