@@ -611,11 +611,15 @@ def parse_merge_list(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
 
     >>> import numpy as np
     >>> table = np.full(300, -1, dtype=np.int16); table[ord("a")] = 97; table[0x120] = 32
-    >>> pool, offsets = parse_merge_list(b'["\\\\u0120 a", ["a", "a"]]', table)
+    >>> pool, offsets = parse_merge_list(b'["\\\\u0120 a", "a a"]', table)
     >>> bytes(pool), offsets.tolist()
     (b' aaa', [0, 1, 2, 3, 4])
+    >>> bytes(parse_merge_list(b'[["\\\\u0120", "a"], ["a", "a"]]', table)[0])
+    b' aaa'
     >>> parse_merge_list(b'["a  a"]', table) is None, parse_merge_list(b'[["a"]]', table) is None
     (True, True)
+    >>> parse_merge_list(b'["a a", ["a", "a"]]', table) is None       # both forms: HF refuses such a list
+    True
     """
     cdef Py_ssize_t n = data.shape[0], i, k, space
     cdef const uint8_t* s = &data[0] if n else NULL
