@@ -363,12 +363,12 @@ def special_token_clash(special_tokens: Iterable[str], initial: Tokenizer | None
 
 def _stop_message(merges: int, continued: bool, best: int, min_frequency: int, total: int, vocab_size: int,
                   pad: int | None) -> str:
-    new = "new " if continued else ""
+    made = ("new " if continued else "") + ("merge" if merges == 1 else "merges")
     if best > 0:
-        why = (f"training stopped after {merges} {new}merges: the best pair occurs {best} times, fewer than "
+        why = (f"training stopped after {merges} {made}: the best pair occurs {best} times, fewer than "
                f"min_frequency={min_frequency};")
     else:
-        why = f"no pairs left after {merges} {new}merges:"
+        why = f"no pairs left after {merges} {made}:"
     if total < vocab_size:
         return f"{why} the vocabulary has {total} tokens, not the {vocab_size} asked for"
     return f"{why} the vocabulary has {total} tokens, not a multiple of pad_vocab_to_multiple_of={pad}"
