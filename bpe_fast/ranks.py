@@ -245,7 +245,9 @@ class RankedTokens(NamedTuple):
         token = self.tokens[index]
         shown = repr(token) if len(token) <= 200 else f"{token[:100]!r}... ({len(token):,} bytes)"
         message = (f"the token {shown} (rank {int(self.values[index])}) cannot be made by merging tokens of lower "
-                   f"rank: tiktoken's rule leaves it in {parts} parts")
+                   f"rank: merging its bytes by the ranks below its own leaves {parts} parts (bpe_fast recovers a merge "
+                   "list from the ranks, which needs each token made of two tokens ranked before it, as in every "
+                   "published encoding; tiktoken builds an encoding from such ranks all the same)")
         if self.path is not None and self.lines is not None:
             return FormatError(self.path, int(self.lines[index]), message)
         return ValueError(f"ranks: {message}")

@@ -23,7 +23,7 @@ import bpe_fast.load
 import bpe_fast.merge_rule
 import bpe_fast.ranks
 import bpe_fast.specials
-from bpe_fast import Tokenizer
+from bpe_fast import GPT2_PATTERN, Tokenizer
 from bpe_fast.formats import FormatError
 from bpe_fast.ranks import merges_from_ranks, ranks_from_tokenizer, read_tiktoken
 from encode_oracle import merge_pretoken_tiktoken, oracle_encode
@@ -97,6 +97,21 @@ def test_unreachable_token_is_named_with_its_rank():
     # "abc" ranked before "ab": [a, b, c] has no lower-ranked pair, so it stays three parts
     with pytest.raises(ValueError, match=r"b'abc' \(rank 256\)"):
         merges_from_ranks(BYTE_RANKS | {b"abc": 256, b"ab": 257})
+
+
+def test_a_token_ranked_before_its_parts_is_refused_without_blaming_tiktokens_rule():
+    # tiktoken's rule merges "abc" through "ab" (rank 300) whatever their order: the message said "tiktoken's rule
+    # leaves it in 3 parts" (helper-99); it is the recovery of a merge list, from lower ranks only, that cannot
+    tiktoken = pytest.importorskip("tiktoken")
+    ranks = BYTE_RANKS | {b"ab": 300, b"abc": 257, b"bc": 400}
+    specials = {"<|endoftext|>": 401}
+    enc = tiktoken.Encoding("x", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
+    assert enc.encode("xabc") == [120, 257]
+    with pytest.raises(ValueError, match=r"b'abc' \(rank 257\) cannot be made by merging tokens of lower rank: "
+                                         r"merging its bytes by the ranks below its own leaves 3 parts .*tiktoken "
+                                         r"builds an encoding from such ranks all the same") as info:
+        bpe_fast.Encoding("x", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
+    assert "tiktoken's rule leaves" not in str(info.value)
 
 
 def test_single_bytes_anywhere_but_all_present():
@@ -550,7 +565,7 @@ def test_a_long_token_is_recovered_in_time():
     assert merges_from_ranks(ranks | {b"a" * (3 * 2 ** 17): 300})[-1] == (b"a" * 2 ** 18, b"a" * 2 ** 17)
     # a token of three 2^17-byte runs, each made by its doublings, but nothing joins two runs: three parts,
     # and the message shows the token shortened
-    with pytest.raises(ValueError, match=r"b'aaaa[a]*'\.\.\. \(393,216 bytes\) \(rank 600\).*in 3 parts"):
+    with pytest.raises(ValueError, match=r"b'aaaa[a]*'\.\.\. \(393,216 bytes\) \(rank 600\).*leaves 3 parts"):
         merges_from_ranks(ranks | {b"b" * 2 ** e: 400 + e for e in range(1, 18)}
                           | {b"c" * 2 ** e: 500 + e for e in range(1, 18)}
                           | {b"a" * 2 ** 17 + b"b" * 2 ** 17 + b"c" * 2 ** 17: 600})
