@@ -71,9 +71,9 @@ __all__ = ["hf_added_token_difference", "hf_added_token_ids", "pattern_from_hf",
 # Oniguruma reads "{1,3}+" as a repeated interval, not a possessive one; at the end of its alternative a greedy
 # "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
 GPT4_PATTERN_HF = GPT4_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
-_POSSESSIVE_INTERVAL = regex.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
+_POSSESSIVE_INTERVAL = regex.compile(r"\{(?:\d+(?:,\d*)?|,\d+)\}\+")      # (searched with escapes masked: _unescaped_match)
 # Oniguruma reads "x{3}?" as an optional "x{3}", `regex` as a lazy one (exactly three)
-_OPTIONAL_COUNT = regex.compile(r"(?<!\\)\{\d+\}\?")
+_OPTIONAL_COUNT = regex.compile(r"\{\d+\}\?")
 # built-in patterns that HF files spell as bpe_fast does (Llama 3's, Qwen2's and Mistral's files among them): no anchor, no
 # possessive interval, and every character in some match, so an Isolated Split gives their matches alone
 _VERBATIM = (GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN)
@@ -114,9 +114,9 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
         return GPT4_PATTERN
     if split_regex == R50K_PATTERN_HF and not keep_gaps:       # as export_hf writes tiktoken's gpt2 / r50k_base
         return R50K_PATTERN
-    m = _POSSESSIVE_INTERVAL.search(split_regex)
-    if m:
-        raise ValueError(f"the Split regex has {m.group()!r}, which Oniguruma (HF) reads as a repeated interval and "
+    found = _unescaped_match(_POSSESSIVE_INTERVAL, split_regex)
+    if found:
+        raise ValueError(f"the Split regex has {found!r}, which Oniguruma (HF) reads as a repeated interval and "
                          "`regex` as a possessive one, so the pieces would differ (tiktoken's spelling of cl100k "
                          r"has '\p{N}{1,3}+'; HF files write '\p{N}{1,3}')")
     _check_optional_count(split_regex, "the Split regex")
@@ -146,10 +146,17 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
 
 def _check_optional_count(pattern: str, what: str) -> None:
     """ValueError when `pattern` has "{n}?", which the two engines read otherwise."""
-    m = _OPTIONAL_COUNT.search(pattern)
-    if m:
-        raise ValueError(f"{what} has {m.group()!r}, which Oniguruma (HF tokenizers) reads as an optional "
-                         f"{m.group()[:-1]!r} and `regex` as a lazy one, so the pieces would differ")
+    found = _unescaped_match(_OPTIONAL_COUNT, pattern)
+    if found:
+        raise ValueError(f"{what} has {found!r}, which Oniguruma (HF tokenizers) reads as an optional "
+                         f"{found[:-1]!r} and `regex` as a lazy one, so the pieces would differ")
+
+
+def _unescaped_match(rx: regex.Pattern[str], pattern: str) -> str | None:
+    """The first match of rx in `pattern` outside its escapes (each backslash and the character after it hidden:
+    in "\\\\{2}?" the brace is not escaped), as `pattern` spells it; or None."""
+    m = rx.search(regex.sub(r"\\.", "\0\0", pattern, flags=regex.DOTALL))
+    return pattern[m.start():m.end()] if m else None
 
 
 _ANY_ANCHOR = {"^": "\\A", "$": "\\z", _Z: "\\z"}     # changes each anchor that (?m:...) or Oniguruma reads otherwise
@@ -193,10 +200,10 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
 def _read_alike(pattern: str) -> str:
     """`pattern`, for an HF Split regex, or a ValueError when Oniguruma would read it otherwise than `regex`."""
     _check_optional_count(pattern, "the pattern")
-    _check_same_reading(pattern, "the pattern")
-    m = _POSSESSIVE_INTERVAL.search(pattern)
-    if m:
-        raise ValueError(f"the pattern has {m.group()!r}, a possessive interval, which Oniguruma (HF tokenizers) reads "
+    _check_same_reading(pattern, "the pattern", importing=False)
+    found = _unescaped_match(_POSSESSIVE_INTERVAL, pattern)
+    if found:
+        raise ValueError(f"the pattern has {found!r}, a possessive interval, which Oniguruma (HF tokenizers) reads "
                          "as a repeated one, so the pieces would differ")
     return pattern
 
@@ -219,7 +226,7 @@ def _folded_otherwise() -> tuple[frozenset[str], tuple[str, ...]]:
     return frozenset("iIı" + "".join(several)), tuple({c.casefold() for c in several})
 
 
-def _engine_difference(pattern: str) -> str | None:
+def _engine_difference(pattern: str, importing: bool = True) -> str | None:
     """The first construct of `pattern` that Oniguruma (HF) and `regex` read differently, beside anchors
     (rewritten) and {m,n}+ (refused on its own), or None: \\w and \\W (Oniguruma's word characters take the other
     numbers, ² ³ ¹ ¼ ½ ¾, and more; \\p{Word} too), \\h and \\H (a hex digit to Oniguruma, horizontal space to
@@ -232,14 +239,23 @@ def _engine_difference(pattern: str) -> str | None:
     fold (ss, fi: Oniguruma matches ß, ﬁ), and the cased properties (\\p{Lu}: every cased letter to `regex`); and an
     option group such as (?i) after the start of an alternative when another alternative follows it (Oniguruma reads
     x(?i)y|z as x(?i:y|z), `regex` as xy|z); and (*NAME) (a callout to Oniguruma, a backtracking verb such as
-    (*SKIP) or (*FAIL) to `regex`)."""
+    (*SKIP) or (*FAIL) to `regex`). Also: where the flag i is on, letters that spell such a fold with a group or
+    class among them ((?:s)s), a class holding an escape or negated (Oniguruma closes it under case folding), \\u and
+    \\x escapes; an escape not read alike (_escape_read_otherwise); flags other than i ((?x) skips other spaces, (?L)
+    is the longest match to Oniguruma; (?-m) in a regex with $ where importing: it turns the multi-line $ of
+    _anchored's (?m:...) off, and Oniguruma's $ is a line's end whatever the flags); a group opening other than (?: (?= (?! (?<= (?<! (?>
+    (?<name> and flags ((?# comments, (?| (?( (?R ...); and {,} (literal text to Oniguruma, {0,} to `regex`).
+    importing: `pattern` is an HF Split regex (else a bpe_fast pattern to write as one, its anchors rewritten)."""
     depth = 0                   # inside a class: 1 (Oniguruma could nest further; that is refused here)
+    negated = False             # the class here is negated
     ignore_case = False         # the flag i here
     begun = False               # the alternative here has begun: an option group such as (?i) after its start
     reaching = ""               # reaches over the alternatives after it in Oniguruma (the first such in this group)
     outer: list[tuple[bool, bool, str]] = []    # for each group the parser is in, (ignore_case, begun, reaching)
                                                 # to go back to when it closes (begun: the group is an item)
     letters = ""                # the literal characters just before, where the flag i is on
+    case_letters: set[str] = set()      # every literal character where the flag i is on
+    crossed = False             # a group or class began or ended where the flag i is on
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
@@ -247,6 +263,9 @@ def _engine_difference(pattern: str) -> str | None:
             e = pattern[i + 1]
             if e in "wWhHX" or (e in "bBKN" and not depth):
                 return "\\" + e
+            construct = _escape_read_otherwise(pattern, i, bool(depth), ignore_case, negated)
+            if construct is not None:
+                return construct
             if e in "pP":
                 if pattern[i + 2:i + 3] != "{":
                     return pattern[i:i + 3]          # \pL: a letter class to `regex`, not to Oniguruma
@@ -260,10 +279,19 @@ def _engine_difference(pattern: str) -> str | None:
             continue
         if c == "(" and pattern[i + 1:i + 2] == "*" and not depth:
             return pattern[i:pattern.find(")", i) + 1] or "(*"      # Oniguruma's callouts, `regex`'s verbs
+        if ignore_case and (c == "[" or (c == "(" and not regex.match(r"\(\?[i-]*\)", pattern[i:]))) and not depth:
+            crossed = True      # a group or class where the flag i is on: letters on both sides of it may be next
+                                # to each other in a match ((?:s)s, [s]s: ß to Oniguruma)
         if c == "(" and pattern[i + 1:i + 2] == "?" and not depth:
             flags = regex.match(r"[a-zA-Z-]*(?=[:)])", pattern[i + 2:])
-            if flags and "m" in flags.group().split("-")[0]:
-                return pattern[i:i + 3 + len(flags.group())]   # (?m: dot-all to Oniguruma, multi-line to `regex`
+            if flags and set(flags.group()) - set("i-") and (
+                    "m" in flags.group().split("-")[0] or set(flags.group()) - set("im-")
+                    or (importing and rewrite_anchors(pattern, {"$": ""}) != pattern)):
+                # (?m: dot-all to Oniguruma, multi-line to `regex`; (?x) skips other spaces, (?L) the longest match
+                # to Oniguruma, locale to `regex`; (?s), (?a), (?u): not Oniguruma's
+                return pattern[i:i + 3 + len(flags.group())]
+            if not flags and not regex.match(r"[=!>]|<[=!]|<[A-Za-z_]", pattern[i + 2:i + 4]):
+                return pattern[i:i + 3]         # (?# a comment (Oniguruma ends it at an escaped ")"), (?| (?( (?R ...
             if flags:
                 on, _, off = flags.group().partition("-")
                 if pattern[i + 2 + len(flags.group())] == ":":
@@ -283,10 +311,15 @@ def _engine_difference(pattern: str) -> str | None:
                 high = pattern[i + 2]
                 if high == "\\" or any(c <= s <= high for s in several):
                     return "(?i)" + pattern[i:i + 3]
+            case_letters.add(c)
             if not depth:
                 letters += c
                 if any(fold in letters.casefold() for fold in folds):
                     return "(?i)" + letters
+            if crossed:
+                for fold in folds:
+                    if set(fold) <= case_letters:
+                        return f"(?i){fold} (its letters on both sides of a group or class)"
         else:
             letters = ""
         if c == "(" and not depth:
@@ -300,6 +333,8 @@ def _engine_difference(pattern: str) -> str | None:
             begun = False
         elif not depth:
             begun = True
+            if c == "{" and pattern[i:i + 3] == "{,}":
+                return "{,}"        # literal to Oniguruma, {0,} to `regex`
         if depth:
             if c == "[":
                 return "[" + pattern[i + 1:i + 2] if pattern[i + 1:i + 2] == ":" else "["
@@ -309,8 +344,12 @@ def _engine_difference(pattern: str) -> str | None:
                 depth = 0
         elif c == "[":
             depth = 1
+            negated = pattern[i + 1:i + 2] == "^"
+            if ignore_case and (negated or "\\" in pattern[i:_class_end(pattern, i)]):
+                return "(?i)" + pattern[i:i + 3]     # Oniguruma closes such a class under case folding ([\p{Greek}]
+                                                     # takes µ, [^x] matches "fi" by ﬁ), `regex` does not
             i += 1
-            if pattern[i:i + 1] == "^":
+            if negated:
                 i += 1
             if pattern[i:i + 1] == "]":     # a "]" first in a class is a member
                 i += 1
@@ -319,10 +358,40 @@ def _engine_difference(pattern: str) -> str | None:
     return None
 
 
-def _check_same_reading(pattern: str, what: str) -> None:
+def _class_end(pattern: str, start: int) -> int:
+    """The index after the "]" that closes the class opening at pattern[start] (a "]" first in it is a member, an
+    escaped one too), or len(pattern)."""
+    i = start + 1 + (pattern[start + 1:start + 2] == "^")
+    i += pattern[i:i + 1] == "]"
+    while i < len(pattern) and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return min(i + 1, len(pattern))
+
+
+def _escape_read_otherwise(pattern: str, i: int, in_class: bool, ignore_case: bool, negated: bool) -> str | None:
+    r"""The escape at pattern[i] (a backslash), when it is not one that both engines read alike, or in a way this
+    module checks elsewhere (\p{...}): what the two read differently, or what one of them refuses. Alike: an escaped
+    symbol, \s \S \d \D \t \n \r \f \v \a, \b \B \K \N in a class, \A \z \Z (anchors, rewritten), \uHHHH and
+    \xHH below 80 (not where the flag i is on: they could spell a fold). Otherwise read: \xHH from 80 and octal
+    escapes (UTF-8 bytes to Oniguruma, characters to `regex`), \m (a literal to Oniguruma, a word start to
+    `regex`), \G (moved by the gaps _wrap matches), \g<0> (a call), \U, back-references; in a negated class, \S,
+    \D and \P (`regex` reads [^\s\S] as any character)."""
+    e = pattern[i + 1]
+    if not e.isalnum() or e in "sdtnrfva" or (in_class and e in "bBKN") or (not in_class and e in "AzZ"):
+        return None
+    if e in "SDP" or (e == "p" and pattern[i + 2:i + 4] == "{^"):
+        return "[^" + pattern[i:i + 2] if in_class and negated else None
+    if e == "p":
+        return None
+    if not ignore_case and (regex.match(r"u[0-9A-Fa-f]{4}|x[0-7][0-9A-Fa-f]", pattern[i + 1:i + 6])):
+        return None
+    return ("(?i)" if ignore_case and e in "ux" else "") + pattern[i:i + 2]
+
+
+def _check_same_reading(pattern: str, what: str, importing: bool = True) -> None:
     """ValueError when `pattern` holds a construct that Oniguruma (HF) and `regex` read differently
     (_engine_difference), naming it: the pieces, and so the ids, would differ."""
-    construct = _engine_difference(pattern)
+    construct = _engine_difference(pattern, importing)
     if construct is not None:
         raise ValueError(f"{what} has '{construct}', which Oniguruma (HF tokenizers) and `regex` read differently, "
                          r"so the pieces would differ (spell the characters out with \p{...} classes)")
