@@ -102,12 +102,21 @@ def gpt2_json(tmp_path_factory):
     return save_hf(hf, tmp_path_factory.mktemp("gpt2") / "tokenizer.json")
 
 
-@pytest.mark.parametrize("merge_form", ["pairs", "strings"])
+@pytest.mark.parametrize("merge_form", ["pairs", "strings", "hub"])
 def test_gpt2_tokenizer_json(gpt2_json, gpt2, tmp_path, merge_form):
     doc = json.loads(gpt2_json.read_text("utf-8"))
     assert isinstance(doc["model"]["merges"][0], list)
-    if merge_form == "strings":
+    if merge_form in ("strings", "hub"):
         doc["model"]["merges"] = [" ".join(m) for m in doc["model"]["merges"]]
+    if merge_form == "hub":     # as the Hub's openai-community/gpt2 holds it (an older writer's fields and order)
+        doc = {"version": "1.0", "truncation": None, "padding": None,
+               "added_tokens": [{"id": 50256, "special": True, "content": EOT, "single_word": False, "lstrip": False,
+                                 "rstrip": False, "normalized": True}],
+               "normalizer": None, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True},
+               "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False},
+               "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True},
+               "model": {"dropout": None, "unk_token": None, "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                         "fuse_unk": False, "vocab": doc["model"]["vocab"], "merges": doc["model"]["merges"]}}
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(doc), "utf-8")
     hf = tokenizers.Tokenizer.from_file(str(path))
