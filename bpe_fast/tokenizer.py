@@ -101,8 +101,7 @@ class Tokenizer:
 
     vocab: dict[int, bytes], id -> token bytes. merges: list[tuple[bytes, bytes]] in the order they were made;
     both tokens of a merge and their concatenation must be in the vocabulary. special_tokens: list[str]; each
-    takes the id of its UTF-8 bytes in the vocabulary (the largest, where several ids hold them: train_bpe puts a
-    special token "a" at 256, after the byte's 97), or else the next unused id (appended, in order); given as
+    takes the id of its UTF-8 bytes in the vocabulary, or else the next unused id (appended, in order); given as
     tiktoken's {str: id}, those ids must be the ones they take (else ValueError: from_tiktoken takes such ids); a
     token listed twice counts once, where it first appears.
     pattern: the pre-tokenization regex or a name ("gpt2", "gpt4"). training: what training recorded (train_bpe's
@@ -232,21 +231,17 @@ class Tokenizer:
         next_id = top + 1
         if special_ids is None:     # each special token's id: its bytes' in the vocabulary, or the next free one
             ids_of = self._ids_of
-            special_of = ids_of
-            if len(ids_of) < len(vocab):    # ids that share bytes: a special token takes the largest (training puts
-                wanted = {tok.encode("utf-8") for tok in specials.tokens}     # "a" at 256, after the byte's 97)
-                special_of = ids_of | {token: i for i, token in sorted(vocab.items()) if token in wanted}
             special_ids = []
             for tok in specials.tokens:
                 data = tok.encode("utf-8")
-                if data not in special_of:
+                if data not in ids_of:
                     if next_id > formats.MAX_TOKEN_ID:
                         raise ValueError(f"no id left for special token {tok!r}")
                     vocab[next_id] = data
-                    ids_of[data] = special_of[data] = next_id
+                    ids_of[data] = next_id
                     next_id += 1
                     arrays = tables = None      # built for the vocabulary without this token
-                special_ids.append(special_of[data])
+                special_ids.append(ids_of[data])
             holders = None
         else:       # an id special tokens share holds one's bytes (specials.id_holders), maybe not one of these (a
             # tokenizer matching only some of its special tokens, pickled): the vocabulary's bytes say which
