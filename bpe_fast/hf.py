@@ -28,9 +28,10 @@ What a file may hold, and what it becomes:
 Anything else is refused with a FormatError (a ValueError) naming the file, the line where known and what is
 unsupported: other model types (WordPiece, Unigram, WordLevel), byte_fallback, dropout,
 continuing_subword_prefix, end_of_word_suffix, ignore_merges that changes ids, a normalizer other than NFC, other
-pre-tokenizers, decoders and post-processors. So is what HF's own reader refuses among the fields: a field it
-does not know, a version other than "1.0", a setting of the wrong JSON type ("ignore_merges": "no", an added token
-without its five flags), merges written in both forms.
+pre-tokenizers, decoders and post-processors. So is some of what HF's own reader refuses (_check_fields): a
+top-level field it does not know, a version other than "1.0", a model setting or ByteLevel flag of the wrong JSON
+type ("ignore_merges": "no"), an added token without its five flags, merges written in both forms. (Inside the
+parts bpe_fast ignores, the post-processor's and truncation's own fields, HF checks more.)
 
 Where HF and bpe_fast could differ, and what is refused for it:
 
@@ -239,23 +240,24 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
     fold (ss, fi: Oniguruma matches ß, ﬁ), and the cased properties (\\p{Lu}: every cased letter to `regex`); and an
     option group such as (?i) after the start of an alternative when another alternative follows it (Oniguruma reads
     x(?i)y|z as x(?i:y|z), `regex` as xy|z); and (*NAME) (a callout to Oniguruma, a backtracking verb such as
-    (*SKIP) or (*FAIL) to `regex`). Also: where the flag i is on, letters that spell such a fold with a group or
-    class among them ((?:s)s), a class holding an escape or negated (Oniguruma closes it under case folding), \\u and
+    (*SKIP) or (*FAIL) to `regex`). Also: where the flag i is on, letters that spell such a fold across a plain
+    group's edge ((?:s)s: Oniguruma joins them), a class holding an escape or negated (Oniguruma closes it under case folding), \\u and
     \\x escapes; an escape not read alike (_escape_read_otherwise); flags other than i ((?x) skips other spaces, (?L)
     is the longest match to Oniguruma; (?-m) in a regex with $ where importing: it turns the multi-line $ of
     _anchored's (?m:...) off, and Oniguruma's $ is a line's end whatever the flags); a group opening other than (?: (?= (?! (?<= (?<! (?>
-    (?<name> and flags ((?# comments, (?| (?( (?R ...); and {,} (literal text to Oniguruma, {0,} to `regex`).
+    (?<name> and flags ((?# comments, (?| (?( (?R ...); {,} (literal text to Oniguruma, {0,} to `regex`); and a
+    negated class holding two of \\s \\S \\d \\D \\p \\P, one negated ([^\\s\\S]: no character to Oniguruma, any to
+    `regex`).
     importing: `pattern` is an HF Split regex (else a bpe_fast pattern to write as one, its anchors rewritten)."""
     depth = 0                   # inside a class: 1 (Oniguruma could nest further; that is refused here)
-    negated = False             # the class here is negated
     ignore_case = False         # the flag i here
     begun = False               # the alternative here has begun: an option group such as (?i) after its start
     reaching = ""               # reaches over the alternatives after it in Oniguruma (the first such in this group)
-    outer: list[tuple[bool, bool, str]] = []    # for each group the parser is in, (ignore_case, begun, reaching)
-                                                # to go back to when it closes (begun: the group is an item)
+    # for each group the parser is in, (ignore_case, begun, reaching) to go back to when it closes (begun: the group
+    # is an item), and whether it is a plain (?:...), which Oniguruma joins with the letters around it: where the
+    # flag i is on, (?:s)s is "ss", which matches ß
+    outer: list[tuple[bool, bool, str, bool]] = []
     letters = ""                # the literal characters just before, where the flag i is on
-    case_letters: set[str] = set()      # every literal character where the flag i is on
-    crossed = False             # a group or class began or ended where the flag i is on
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
@@ -263,7 +265,7 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
             e = pattern[i + 1]
             if e in "wWhHX" or (e in "bBKN" and not depth):
                 return "\\" + e
-            construct = _escape_read_otherwise(pattern, i, bool(depth), ignore_case, negated)
+            construct = _escape_read_otherwise(pattern, i, bool(depth), ignore_case)
             if construct is not None:
                 return construct
             if e in "pP":
@@ -279,9 +281,6 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
             continue
         if c == "(" and pattern[i + 1:i + 2] == "*" and not depth:
             return pattern[i:pattern.find(")", i) + 1] or "(*"      # Oniguruma's callouts, `regex`'s verbs
-        if ignore_case and (c == "[" or (c == "(" and not regex.match(r"\(\?[i-]*\)", pattern[i:]))) and not depth:
-            crossed = True      # a group or class where the flag i is on: letters on both sides of it may be next
-                                # to each other in a match ((?:s)s, [s]s: ß to Oniguruma)
         if c == "(" and pattern[i + 1:i + 2] == "?" and not depth:
             flags = regex.match(r"[a-zA-Z-]*(?=[:)])", pattern[i + 2:])
             if flags and set(flags.group()) - set("i-") and (
@@ -294,13 +293,15 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
                 return pattern[i:i + 3]         # (?# a comment (Oniguruma ends it at an escaped ")"), (?| (?( (?R ...
             if flags:
                 on, _, off = flags.group().partition("-")
+                plain = not flags.group()
                 if pattern[i + 2 + len(flags.group())] == ":":
-                    outer.append((ignore_case, True, reaching))
+                    outer.append((ignore_case, True, reaching, plain))
                     begun, reaching = False, ""
                 elif begun:         # Oniguruma reads x(?i)y|z as x(?i:y|z), `regex` as xy|z (z with the flag)
                     reaching = reaching or pattern[i:i + 3 + len(flags.group())]
                 ignore_case = "i" in on or (ignore_case and "i" not in off)
-                letters = ""
+                if not plain:
+                    letters = ""
                 i += 3 + len(flags.group())
                 continue
         if ignore_case and c not in "]-" and (depth or c not in "\\()[]|*+?{}.^$"):
@@ -311,22 +312,17 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
                 high = pattern[i + 2]
                 if high == "\\" or any(c <= s <= high for s in several):
                     return "(?i)" + pattern[i:i + 3]
-            case_letters.add(c)
             if not depth:
                 letters += c
                 if any(fold in letters.casefold() for fold in folds):
                     return "(?i)" + letters
-            if crossed:
-                for fold in folds:
-                    if set(fold) <= case_letters:
-                        return f"(?i){fold} (its letters on both sides of a group or class)"
-        else:
-            letters = ""
+        elif not (c == ")" and not depth and outer and outer[-1][3]):      # a plain group's end joins its letters
+            letters = ""                                                    # with those after it
         if c == "(" and not depth:
-            outer.append((ignore_case, True, reaching))
+            outer.append((ignore_case, True, reaching, False))
             begun, reaching = False, ""
         elif c == ")" and not depth and outer:
-            ignore_case, begun, reaching = outer.pop()
+            ignore_case, begun, reaching, _ = outer.pop()
         elif c == "|" and not depth:
             if reaching:
                 return reaching + " followed by |"
@@ -345,9 +341,13 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
         elif c == "[":
             depth = 1
             negated = pattern[i + 1:i + 2] == "^"
-            if ignore_case and (negated or "\\" in pattern[i:_class_end(pattern, i)]):
+            inside = pattern[i:_class_end(pattern, i)]
+            if ignore_case and (negated or "\\" in inside):
                 return "(?i)" + pattern[i:i + 3]     # Oniguruma closes such a class under case folding ([\p{Greek}]
                                                      # takes µ, [^x] matches "fi" by ﬁ), `regex` does not
+            sets = regex.findall(r"\\[sSdD]|\\[pP]\{\^?", inside) if negated else []
+            if len(sets) > 1 and any(x[1] in "SDP" or x.endswith("^") for x in sets):
+                return "[^" + "".join(sets)          # [^\s\S]: no character to Oniguruma, any to `regex`
             i += 1
             if negated:
                 i += 1
@@ -368,20 +368,17 @@ def _class_end(pattern: str, start: int) -> int:
     return min(i + 1, len(pattern))
 
 
-def _escape_read_otherwise(pattern: str, i: int, in_class: bool, ignore_case: bool, negated: bool) -> str | None:
+def _escape_read_otherwise(pattern: str, i: int, in_class: bool, ignore_case: bool) -> str | None:
     r"""The escape at pattern[i] (a backslash), when it is not one that both engines read alike, or in a way this
     module checks elsewhere (\p{...}): what the two read differently, or what one of them refuses. Alike: an escaped
     symbol, \s \S \d \D \t \n \r \f \v \a, \b \B \K \N in a class, \A \z \Z (anchors, rewritten), \uHHHH and
     \xHH below 80 (not where the flag i is on: they could spell a fold). Otherwise read: \xHH from 80 and octal
     escapes (UTF-8 bytes to Oniguruma, characters to `regex`), \m (a literal to Oniguruma, a word start to
-    `regex`), \G (moved by the gaps _wrap matches), \g<0> (a call), \U, back-references; in a negated class, \S,
-    \D and \P (`regex` reads [^\s\S] as any character)."""
+    `regex`), \G (moved by the gaps _wrap matches), \g<0> (a call), \U, back-references."""
     e = pattern[i + 1]
     if not e.isalnum() or e in "sdtnrfva" or (in_class and e in "bBKN") or (not in_class and e in "AzZ"):
         return None
-    if e in "SDP" or (e == "p" and pattern[i + 2:i + 4] == "{^"):
-        return "[^" + pattern[i:i + 2] if in_class and negated else None
-    if e == "p":
+    if e in "SDPp":
         return None
     if not ignore_case and (regex.match(r"u[0-9A-Fa-f]{4}|x[0-7][0-9A-Fa-f]", pattern[i + 1:i + 6])):
         return None
@@ -897,7 +894,7 @@ def _check_post_processor(f: _File, post: object) -> None:
         f.fail(f'post_processor Sequence\'s "processors" must be an array, got {json.dumps(steps)[:60]}',
                "processors", "post_processor")
     for step in steps:
-        if step is not None and not (isinstance(step, dict) and step.get("type") in _IGNORED_POST_PROCESSORS):
+        if step is not None and not (isinstance(step, dict) and str(step.get("type")) in _IGNORED_POST_PROCESSORS):
             f.fail(f"post_processor {_describe(step)} is not supported (bpe_fast ignores ByteLevel and the "
                    "processors that add special tokens: TemplateProcessing, RobertaProcessing, BertProcessing)",
                    "post_processor")

@@ -363,13 +363,15 @@ READ_OTHERWISE = [
     (r"(?#\)a)|b", "ab", "(?#"),                             # where a comment ends
     ("(?x)a\u3000b", "ab a\u3000b", "(?x)"),                 # which spaces (?x) skips (U+3000 itself)
     (r"(?i)\u00df", "xss", "(?i)\\u"),
-    (r"(?i)(?:s)s", "x\u00df", "(?i)ss"),
+    (r"(?i)(?:s)s", "x\u00df", "(?i)ss"),                    # Oniguruma joins a plain group's letters with those
+    (r"(?i)f(?:i)", "x\ufb01", "(?i)i"),                     # around it
     (r"(?i)[\p{Greek}]", "x\u00b5", "(?i)[\\p"),                # Oniguruma closes the class under case folding
     (r"(?i:[\S].){2}", "fi In", "(?i)[\\S"),
     (r"\Gb|b+", "xbb", "\\G"),                                # moved by the gaps the wrapped regex matches
     (r"x\g'0'?", "ax", "\\g"),                               # a call of the whole regex to Oniguruma
     (r"(?L)\S+", "b a)b", "(?L)"),                          # the longest match to Oniguruma, locale to `regex`
-    (r"[^\s\S]|b", "acb", "[^\\S"),                           # no character to Oniguruma, any to `regex`
+    (r"[^\s\S]|b", "acb", "[^\\s\\S"),                        # no character to Oniguruma, any to `regex`
+    (r"[^\P{L}a\p{L}]", "a1", "[^\\P{\\p{"),
 ]
 
 
@@ -387,13 +389,17 @@ def test_split_regexes_the_engines_read_otherwise_are_refused(split_regex, text,
 
 
 def test_split_regexes_near_those_read_otherwise_are_read():
-    # what the refusals above leave: an inline (?-i) where the flag i is on, a group there with letters that spell
-    # no fold, \u and \x below 80, (?-m) without $, a class holding \S that is not negated
+    # what the refusals above leave: an inline (?-i) where the flag i is on, a group or a class there whose letters
+    # spell no fold with those around it (minbpe's and nanochat's '(?i:[sdmt]|ll|ve|re): helper-103), \u and \x
+    # below 80, (?-m) without $, a class holding \S, a negated class holding \S alone ([^\S\r\n]: spaces, no newline)
     import regex
+    nanochat = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|"""
+                r"""\s+(?!\S)|\s+""")
     for split_regex in [r"(?i:a(?-i)ss)|\p{L}+|\s", r"x(?i)(?:y|z)", r"\u0041\x42|\p{L}|\s",
-                        r"(?-m:ab)|\p{L}|\s", r"[\S\d]+|\s"]:
+                        r"(?-m:ab)|\p{L}|\s", r"[\S\d]+|\s", nanochat, r"[^\S\r\n]+|\S+", r"(?i:[st])t",
+                        r"(?i)(?:s|a)s", r"(?i)s(?i:s)"]:
         split = pre_tokenizers.Split(tokenizers.Regex(split_regex), behavior="isolated")
-        text = "AB ab xy xY Xz Ass ß a\nb"
+        text = "AB ab xy xY Xz Ass ß a\nb  \t\n I'M it's ﬆ st As aß 123"
         assert regex.findall(pattern_from_hf(split_regex), text) == [piece for piece, _ in split.pre_tokenize_str(text)]
 
 
@@ -901,6 +907,9 @@ REFUSED = {
     # a Sequence whose processors were not an array was a bare TypeError ('int' object is not iterable)
     "post_processor processors": (_set(["post_processor"], {"type": "Sequence", "processors": 5}),
                                   r'post_processor Sequence\'s "processors" must be an array, got 5'),
+    # a "type" that is not a string was a bare TypeError (unhashable list) (helper-103)
+    "post_processor type list": (_set(["post_processor"], {"type": ["ByteLevel"]}),
+                                 r'post_processor \["ByteLevel"\] is not supported'),
     "post_processor string": (_set(["post_processor"], "ByteLevel"),
                               r'post_processor "ByteLevel" \(a string, not an object\) is not supported'),
     # a pre_tokenizer that is not an object was reported as "pre_tokenizer null"
