@@ -212,10 +212,6 @@ def _read_alike(pattern: str) -> str:
 # Unicode properties the two engines give other characters: Word is \\w; XDigit takes fullwidth digits in `regex`
 _PROPERTIES_READ_OTHERWISE = {"word", "xdigit",
                               "extendedpictographic", "extpict"}   # 651 characters of Unicode 14 (★, 😀, ...)
-# the cased properties, which the flag i widens otherwise in the two engines (outside a class, `regex` only: to every
-# cased letter)
-_CASED_PROPERTIES = {"lu", "ll", "lt", "lc", "l&", "uppercaseletter", "lowercaseletter", "titlecaseletter",
-                     "casedletter", "upper", "lower", "uppercase", "lowercase", "cased", "title", "titlecase"}
 
 
 @functools.cache
@@ -237,7 +233,7 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
     dot-all to Oniguruma), a "[" inside a class (Oniguruma's nested classes, POSIX brackets and && intersections; a literal "[" to
     `regex`), and where the flag i is on, what it matches otherwise (returned after "(?i)"): i, I, ı, İ and a
     character whose case fold is several characters, in a class too (or in a range), letters that spell such a
-    fold (ss, fi: Oniguruma matches ß, ﬁ), and the cased properties (\\p{Lu}: every cased letter to `regex`); and an
+    fold (ss, fi: Oniguruma matches ß, ﬁ), and any property (\\p{Lu}: every cased letter to `regex`); and an
     option group such as (?i) after the start of an alternative when another alternative follows it (Oniguruma reads
     x(?i)y|z as x(?i:y|z), `regex` as xy|z); and (*NAME) (a callout to Oniguruma, a backtracking verb such as
     (*SKIP) or (*FAIL) to `regex`). Also: where the flag i is on, letters that spell such a fold across a plain
@@ -273,8 +269,9 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
                     return pattern[i:i + 3]          # \pL: a letter class to `regex`, not to Oniguruma
                 end = pattern.find("}", i)
                 name = pattern[i + 3:end].lower().replace("_", "").replace(" ", "").lstrip("^")
-                if name in _PROPERTIES_READ_OTHERWISE or (ignore_case and name in _CASED_PROPERTIES):
-                    return ("(?i)" if name in _CASED_PROPERTIES else "") + pattern[i:end + 1]
+                if name in _PROPERTIES_READ_OTHERWISE or ignore_case:   # where the flag i is on: \p{Lu} is every
+                    return ("(?i)" if ignore_case else "") + pattern[i:end + 1]     # cased letter to `regex`; in an
+                    # alternation, `regex` closes the others under case folding too ((?i:\p{L}|a) and U+0345: ι)
             letters = ""
             begun = True
             i += 2
