@@ -328,8 +328,9 @@ _SAME_ESCAPES = set("dDsSwWbBAzZtnrfvapPxuU123456789")
 # tiktoken's escapes that `regex` spells otherwise, outside a class and inside one (None: no spelling there)
 _TIKTOKEN_ESCAPES = {
     "\\e": ("\\x1b", "\\x1b"), "\\h": ("[0-9A-Fa-f]", "0-9A-Fa-f"), "\\H": ("[^0-9A-Fa-f]", None),
-    "\\<": ("\\b(?=\\w)", None), "\\>": ("\\b(?<=\\w)", None), "\\b{start}": ("\\b(?=\\w)", None),
-    "\\b{end}": ("\\b(?<=\\w)", None), "\\b{start-half}": ("(?<!\\w)", None), "\\b{end-half}": ("(?!\\w)", None)}
+    "\\<": ("(?:\\b(?=\\w))", None), "\\>": ("(?:\\b(?<=\\w))", None), "\\b{start}": ("(?:\\b(?=\\w))", None),
+    "\\b{end}": ("(?:\\b(?<=\\w))", None), "\\b{start-half}": ("(?:(?<!\\w))", None),
+    "\\b{end-half}": ("(?:(?!\\w))", None)}     # (in a group: a quantifier after one takes it whole)
 
 
 def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
@@ -358,6 +359,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
     last: int | None = None                 # the class's last member, as a code point (None: not one)
     range_from: int | None = None           # the start of a range the piece ends
     scoped: list[bool] = []                 # for each group open at the piece: "(?:" or "(?flags:" (else "(", "(?=", ...)
+    previous = ""                           # the piece before, in the class holding this one
     for start, end, in_class, flags in _pieces(pattern):
         piece = pattern[start:end]
         spelled: str | None = piece
@@ -374,15 +376,23 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
                     spelled = None
             elif letter.isalnum() and letter not in _SAME_ESCAPES or "i" in flags and letter in "pP":
                 spelled = None
-            elif letter in "pP" and _property_name(piece) in _PROPERTIES_READ_OTHERWISE:
-                spelled = None
+            elif letter in "pP" and (_property_name(piece) in _PROPERTIES_READ_OTHERWISE or "!=" in piece):
+                spelled = None              # (\p{gc!=L}: a negation to tiktoken's engine, nothing to `regex`)
+            elif letter in "pP" and len(piece) == 2 and pattern[end:end + 1].islower():
+                spelled = None              # \pl: \p{L} to tiktoken's engine, nothing to `regex`
         elif in_class and piece.startswith("[:") and len(piece) > 4:
             name = piece[2:-2]
             ascii_set = _POSIX_ASCII.get(name.lstrip("^"))
-            spelled = None if ascii_set is None or "i" in flags else \
-                _complement(ascii_set) if name.startswith("^") else ascii_set
+            spelled = None if ascii_set is None or "i" in flags or previous == "-" else \
+                _complement(ascii_set) if name.startswith("^") else ascii_set    # (a range's end: refused)
+        elif in_class and piece == "-" and previous.startswith("[:") and pattern[end:end + 1] != "]":
+            spelled = "\\-"                # after a set, a "-" is itself to tiktoken's engine; after its ASCII
+                                            # spelling ("..._") `regex` would start a range
         elif not in_class and piece[:2] == "(?" and set(piece[2:-1]) - set("imsxu-"):
             spelled = None                  # R (CRLF mode to tiktoken, recursion to `regex`), U (lazy by default)
+        elif "x" in flags and piece.isspace() and (in_class or piece not in " \t\n\r"):
+            refused = refused or f"{piece!r} where the flag x is on"    # `regex` skips U+3000, \x0b, ... too, and
+                                                                        # keeps spaces in a class
         elif not in_class and piece[:2] == "(?" and piece[-1] == ")" and scoped and not scoped[-1]:
             refused = refused or f"{piece!r} inside a capturing group or a lookaround (tiktoken keeps it on after it)"
         elif in_class and (piece == "[" or pattern[start:start + 2] in ("&&", "--", "~~")):
@@ -413,7 +423,27 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
         elif spelled != piece:
             respelled = respelled or piece
         out.append(spelled)
+        previous = piece if in_class else ""
+    alone = negated_class_alone_under_i(pattern)
+    if refused is None and alone is not None:
+        refused = f"{alone!r} (an alternative of its own where the flag i is on elsewhere: `regex` may ignore its case)"
     return "".join(out), refused, respelled
+
+
+_NEGATED_CLASS_ALONE = regex.compile(r"(?:^|\||\((?:\?:)?)(\[\^(?:\\.|[^\]\\])+\])(?:\{\d+(?:,\d*)?\})?(?=\||\)|$)")
+_FLAG_I = regex.compile(r"\(\?[a-zA-Z]*i[a-zA-Z]*(?:-[a-zA-Z]*)?[:)]")
+
+
+def negated_class_alone_under_i(pattern: str) -> str | None:
+    """A negated class that is a whole alternative (or counted, [^a]{1}) in a pattern where the flag i is on
+    somewhere, or None: `regex` (2026.11) can then read the class ignoring case ((?i:x)|[^a]|y does not match "A"),
+    where the other engines and the pattern's own flags do not.
+
+    >>> negated_class_alone_under_i(r"(?i:x)|[^a]|y"), negated_class_alone_under_i(r"x|[^a]|y")
+    ('[^a]', None)
+    """
+    m = _NEGATED_CLASS_ALONE.search(pattern) if _FLAG_I.search(pattern) else None
+    return m.group(1) if m else None
 
 
 # properties of other members in the two engines (as _property_name spells them): Print and Graph take the format

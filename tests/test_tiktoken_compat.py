@@ -622,7 +622,7 @@ def test_to_tiktoken_keeps_the_end_anchors_of_regex(pattern):
 @pytest.mark.parametrize("pat_str", [r"(?m:ab$)|a|b|\n|[^ab\n]", r"ab(?m:$)|a|b|\n|[^ab\n]",
                                      r"(?m)(?-m:ab$)|a|b|\n|[^ab\n]", r"ab$|(?m)ab$|a|b|\n|[^ab\n]",
                                      r"(?:(?m)ab$)|ab$|a|b|\n|[^ab\n]",
-                                     r"(?m:(?-m)ab$)|a|b|\n|[^ab\n]", r"(?i-m:AB$)|(?P<x>a)|b|\n|[^ab\n]",
+                                     r"(?m:(?-m)ab$)|a|b|\n|[^ab\n]", r"(?i-m:AB$)|(?P<x>a)|b|\n|[^ab\n]+",
                                      # a comment of verbose mode is no class: "[" there left "$" as it was
                                      "(?x) xy # [x\n | ab$ | a | b | \\n | [^ab\\n]",
                                      "(?x: xy # (x\n | ab$ ) | (?m: ab$ ) | a | b | \\n | [^ab\\n]"])
@@ -1164,3 +1164,31 @@ def test_private_bytes_methods_refuse_what_tiktoken_refuses(method, arg):
     # tiktoken's Rust takes bytes only (a str for _encode_single_piece): a bytearray, memoryview, int or list is
     # its TypeError, not bytes(arg)'s reading of it (5 was five zero bytes, [97, 98] b"ab")
     same(encodings("gpt2"), method, arg)
+
+
+# (pat_str, text): accepted and read otherwise than tiktoken reads them (helper-102's grammar fuzz against tiktoken);
+# now either read as tiktoken reads them (respelled) or refused naming the construct
+READ_AS_TIKTOKEN = [(r"\<?a", "ba"), (r"x\<?\w+|\s+", "xab cd"), (r"\b{start}?a|\S", "ba"),     # a quantified \<
+                    (r"[[:word:]-a]|\S", "-a"), (r"[[:space:]-~]+|\w+", "a b-c")]                 # "-" after a set
+REFUSED_AS_TIKTOKEN = [(r"\pl+|\s+", r"\\p"),                       # \p{L} to tiktoken, nothing to `regex`
+                       (r"\p{gc!=L}|\S", r"\\p\{gc!=L\}"),          # a negation to tiktoken, nothing to `regex`
+                       ("(?x)a\u3000b|\\S", r"'\\u3000' where the flag x is on"),     # which spaces it skips
+                       ("(?x)[a b]|\\S", "' ' where the flag x is on"),              # and in a class
+                       (r"[.-[:word:]]|\S", r"\[:word:\]"),         # a range ending in a POSIX set
+                       (r"(?i:x)|[^L]|y", r"'\[\^L\]' \(an alternative of its own")]   # `regex` ignores its case
+
+
+@pytest.mark.parametrize("pat_str, text", READ_AS_TIKTOKEN)
+def test_custom_patterns_respelled_read_as_tiktoken_reads_them(pat_str, text):
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"ba": 257, b"b-": 258, b" b": 259}
+    ours, theirs = (module.Encoding("c", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+                    for module in (bpe_fast, tiktoken))
+    assert ours.encode(text) == theirs.encode(text)
+
+
+@pytest.mark.parametrize("pat_str, construct", REFUSED_AS_TIKTOKEN)
+def test_custom_patterns_read_otherwise_are_refused(pat_str, construct):
+    ranks = {bytes([b]): b for b in range(256)}
+    tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})     # tiktoken takes it
+    with pytest.raises(ValueError, match=f"has {construct}"):
+        bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
