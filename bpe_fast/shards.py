@@ -33,7 +33,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, NoReturn, TypeVar, Union
 
 import numpy as np
@@ -58,6 +58,7 @@ _INDEX_FORMAT = "bpe_fast.shards"
 _INDEX_VERSION = 1
 _SETTINGS = ("tokenizer_sha256", "separator", "text_field", "text_column")   # what the arrays depend on
 _INDEX_EVERY = 30.0             # seconds between the index.json writes of a run (see encode_files)
+SETTLE_SECONDS = 10.0           # on a Dask task's error, how long the tasks still running are waited for
 
 
 def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer: Tokenizer, *, client: Any = None,
@@ -479,19 +480,37 @@ def _encode_on_dask(client: Any, tokenizer: Tokenizer, shards: Sequence[_Shard],
                                    num_threads, os.path.getsize(shard.path), key=f"bpe_fast-encode-{run}-{i}",
                                    retries=RETRIES)      # a key of its own: never taken for another run's
             futures[future] = i
+        done: set[Any] = set()
         for future in as_completed(futures):
             i = futures[future]
             try:
                 count = future.result()
             except Exception as exc:
+                # the tasks still running end with their files written: listed, as the shards done before
+                client.cancel([f for f in futures if f not in done and f is not future])
+                yield from _finished_anyway(futures, done | {future})
                 message = cluster_failure(exc, "encoding")
                 if message is not None:
                     raise RuntimeError(f"encoding {shards[i].given} on the Dask cluster failed: "
                                        f"{message}") from exc
                 _raise_naming(exc, shards[i])
+            done.add(future)
             yield i, count
     finally:
         client.cancel([*futures, tokenizer_future])    # a task already running still ends with a complete file or none
+
+
+def _finished_anyway(futures: dict[Any, int], seen: set[Any]) -> Iterator[tuple[int, int]]:
+    """(i, count) of the tasks not in `seen` that end with their shard written once the others are cancelled (those
+    already running), waiting SETTLE_SECONDS for them at most: an error's index lists the files it leaves."""
+    from distributed import wait
+
+    rest = [future for future in futures if future not in seen]
+    with contextlib.suppress(Exception):
+        wait(rest, timeout=SETTLE_SECONDS)
+    for future in rest:
+        if future.status == "finished":
+            yield futures[future], future.result()
 
 
 def _same(value: _T) -> _T:
