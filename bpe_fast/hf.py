@@ -61,8 +61,7 @@ from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
 from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
-                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, can_match_empty, negated_class_alone_under_i,
-                       rewrite_anchors, shown_pattern)
+                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, can_match_empty, rewrite_anchors, shown_pattern)
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
@@ -387,7 +386,6 @@ def _check_same_reading(pattern: str, what: str, importing: bool = True) -> None
     """ValueError when `pattern` holds a construct that Oniguruma (HF) and `regex` read differently
     (_engine_difference), naming it: the pieces, and so the ids, would differ."""
     construct = _engine_difference(pattern, importing)
-    construct = construct or negated_class_alone_under_i(pattern)     # (`regex` may ignore its case)
     if construct is not None:
         raise ValueError(f"{what} has '{construct}', which Oniguruma (HF tokenizers) and `regex` read differently, "
                          r"so the pieces would differ (spell the characters out with \p{...} classes)")

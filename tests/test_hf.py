@@ -372,7 +372,6 @@ READ_OTHERWISE = [
     (r"(?L)\S+", "b a)b", "(?L)"),                          # the longest match to Oniguruma, locale to `regex`
     (r"[^\s\S]|b", "acb", "[^\\s\\S"),                        # no character to Oniguruma, any to `regex`
     (r"[^\P{L}a\p{L}]", "a1", "[^\\P{\\p{"),
-    (r"(?i:x)|[^L]|y", "xlz", "[^L]"),                       # `regex` reads [^L] ignoring case (helper-102)
     (r"(?i:\p{L}|a)", "k\u0345'", "(?i)\\p{L}"),                # `regex` closes the alternation under case folding
     (r"(?i:a|\P{L})", "S\u0345", "(?i)\\P{L}"),                  # (U+0345 folds to ι) (helper-103)
 ]
