@@ -424,7 +424,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
             respelled = respelled or piece
         out.append(spelled)
         previous = piece if in_class else ""
-    alone = negated_class_alone_under_i(pattern)
+    alone = _negated_class_alone_under_i(pattern)
     if refused is None and alone is not None:
         refused = f"{alone!r} (an alternative of its own where the flag i is on elsewhere: `regex` may ignore its case)"
     return "".join(out), refused, respelled
@@ -434,12 +434,12 @@ _NEGATED_CLASS_ALONE = regex.compile(r"(?:^|\||\((?:\?:)?)(\[\^(?:\\.|[^\]\\])+\
 _FLAG_I = regex.compile(r"\(\?[a-zA-Z]*i[a-zA-Z]*(?:-[a-zA-Z]*)?[:)]")
 
 
-def negated_class_alone_under_i(pattern: str) -> str | None:
+def _negated_class_alone_under_i(pattern: str) -> str | None:
     """A negated class that is a whole alternative (or counted, [^a]{1}) in a pattern where the flag i is on
     somewhere, or None: `regex` (2026.11) can then read the class ignoring case ((?i:x)|[^a]|y does not match "A"),
     where the other engines and the pattern's own flags do not.
 
-    >>> negated_class_alone_under_i(r"(?i:x)|[^a]|y"), negated_class_alone_under_i(r"x|[^a]|y")
+    >>> _negated_class_alone_under_i(r"(?i:x)|[^a]|y"), _negated_class_alone_under_i(r"x|[^a]|y")
     ('[^a]', None)
     """
     m = _NEGATED_CLASS_ALONE.search(pattern) if _FLAG_I.search(pattern) else None
