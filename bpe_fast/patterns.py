@@ -508,6 +508,11 @@ def pattern_from_tiktoken(pat_str: str) -> str:
                          "read differently, so the ids would differ from tiktoken's (spell the characters out: "
                          r"\p{...} classes, [A-Za-z] ranges)")
     pattern = swap_tiktoken_anchors(respelled)
+    if can_match_empty(pattern):
+        # tiktoken's engine takes the leftmost-first match at each place, and where it is empty right after the last
+        # match, goes on one character later; `regex` then looks for a longer match at the same place (a|(?=b)|b on
+        # "ab": "a" to tiktoken, "a", "", "b" to `regex`). In an atomic group `regex` has no other match there either.
+        return f"(?>{pattern})"
     return f"(?:{pattern})" if pattern in PATTERNS or _NAME_LIKE.fullmatch(pattern) else pattern
 
 

@@ -1169,7 +1169,10 @@ def test_private_bytes_methods_refuse_what_tiktoken_refuses(method, arg):
 # (pat_str, text): accepted and read otherwise than tiktoken reads them (helper-102's grammar fuzz against tiktoken);
 # now either read as tiktoken reads them (respelled) or refused naming the construct
 READ_AS_TIKTOKEN = [(r"\<?a", "ba"), (r"x\<?\w+|\s+", "xab cd"), (r"\b{start}?a|\S", "ba"),     # a quantified \<
-                    (r"[[:word:]-a]|\S", "-a"), (r"[[:space:]-~]+|\w+", "a b-c")]                 # "-" after a set
+                    (r"[[:word:]-a]|\S", "-a"), (r"[[:space:]-~]+|\w+", "a b-c"),                  # "-" after a set
+                    # an empty match right after a match: tiktoken goes on one character later, `regex` looked for a
+                    # longer match there ("a", "", "b": [97, 98] where tiktoken gives [97])
+                    (r"a|(?=b)|b", "ab"), (r"[a-z]+|(?=,)|,", "ab,"), (r"\w*", "ab a")]
 REFUSED_AS_TIKTOKEN = [(r"\pl+|\s+", r"\\p"),                       # \p{L} to tiktoken, nothing to `regex`
                        (r"\p{gc!=L}|\S", r"\\p\{gc!=L\}"),          # a negation to tiktoken, nothing to `regex`
                        ("(?x)a\u3000b|\\S", r"'\\u3000' where the flag x is on"),     # which spaces it skips
