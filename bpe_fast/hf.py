@@ -61,7 +61,8 @@ from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
 from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
-                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, can_match_empty, rewrite_anchors, shown_pattern)
+                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, can_match_empty, negated_class_of_two_sets,
+                       rewrite_anchors, shown_pattern)
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
@@ -338,13 +339,12 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
         elif c == "[":
             depth = 1
             negated = pattern[i + 1:i + 2] == "^"
-            inside = pattern[i:_class_end(pattern, i)]
-            if ignore_case and (negated or "\\" in inside):
+            if ignore_case and (negated or "\\" in pattern[i:_class_end(pattern, i)]):
                 return "(?i)" + pattern[i:i + 3]     # Oniguruma closes such a class under case folding ([\p{Greek}]
                                                      # takes µ, [^x] matches "fi" by ﬁ), `regex` does not
-            sets = regex.findall(r"\\[sSdD]|\\[pP]\{\^?", inside) if negated else []
-            if len(sets) > 1 and any(x[1] in "SDP" or x.endswith("^") for x in sets):
-                return "[^" + "".join(sets)          # [^\s\S]: no character to Oniguruma, any to `regex`
+            two_sets = negated_class_of_two_sets(pattern[i:_class_end(pattern, i)]) if negated else None
+            if two_sets is not None:
+                return two_sets                      # [^\s\S]: no character to Oniguruma, any to `regex`
             i += 1
             if negated:
                 i += 1

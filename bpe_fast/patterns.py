@@ -424,10 +424,30 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
             respelled = respelled or piece
         out.append(spelled)
         previous = piece if in_class else ""
+    refused = refused or negated_class_of_two_sets(pattern)
     alone = _negated_class_alone_under_i(pattern)
     if refused is None and alone is not None:
         refused = f"{alone!r} (an alternative of its own where the flag i is on elsewhere: `regex` may ignore its case)"
     return "".join(out), refused, respelled
+
+
+_NEGATED_CLASS = regex.compile(r"\[\^(\]?(?:\\.|[^\]\\])*)\]")
+_SETS = regex.compile(r"\\[sSdD]|\\[pP]\{\^?")
+
+
+def negated_class_of_two_sets(pattern: str) -> str | None:
+    """The first negated class holding two of \\s \\S \\d \\D \\p{..} \\P{..}, one of them negated, as "[^" and
+    those sets, or None: `regex` (2026.11) reads [^\\s\\S] and [^\\P{L}a\\p{L}] as any character, the other engines
+    as none (rarer shapes of the same may go wrong too).
+
+    >>> negated_class_of_two_sets(r"[^\\s\\S]|b"), negated_class_of_two_sets(r"[^\\S\\r\\n]+")
+    ('[^\\\\s\\\\S', None)
+    """
+    for m in _NEGATED_CLASS.finditer(pattern):
+        sets = _SETS.findall(m.group(1))
+        if len(sets) > 1 and any(x[1] in "SDP" or x.endswith("^") for x in sets):
+            return "[^" + "".join(sets)
+    return None
 
 
 _NEGATED_CLASS_ALONE = regex.compile(r"(?:^|\||\((?:\?:)?)(\[\^(?:\\.|[^\]\\])+\])(?:\{\d+(?:,\d*)?\})?(?=\||\)|$)")

@@ -1178,7 +1178,8 @@ REFUSED_AS_TIKTOKEN = [(r"\pl+|\s+", r"\\p"),                       # \p{L} to t
                        ("(?x)a\u3000b|\\S", r"'\\u3000' where the flag x is on"),     # which spaces it skips
                        ("(?x)[a b]|\\S", "' ' where the flag x is on"),              # and in a class
                        (r"[.-[:word:]]|\S", r"\[:word:\]"),         # a range ending in a POSIX set
-                       (r"(?i:x)|[^L]|y", r"'\[\^L\]' \(an alternative of its own")]   # `regex` ignores its case
+                       (r"(?i:x)|[^L]|y", r"'\[\^L\]' \(an alternative of its own"),  # `regex` ignores its case
+                       (r"[^a-f\s\S]{1}|b", r"\[\^\\s\\S")]              # any character to `regex`, none to tiktoken
 
 
 @pytest.mark.parametrize("pat_str, text", READ_AS_TIKTOKEN)
