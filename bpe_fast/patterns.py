@@ -142,7 +142,7 @@ def shown_pattern(pattern: str) -> str:
 
 def _pieces(pattern: str) -> Iterator[tuple[int, int, bool, str]]:
     """The pieces of a regex, in order, as (start, end, in_class, flags): an escape (a backslash and the next
-    character, with the braces of \\x{...}, \\u{...}, \\U{...}, \\p{...}, \\P{...}, \\N{...} and \\b{start}, or the hex digits
+    character, with the one letter of \\pL or \\PN, with the braces of \\x{...}, \\u{...}, \\U{...}, \\p{...}, \\P{...}, \\N{...} and \\b{start}, or the hex digits
     of \\xHH, \\uHHHH and \\UHHHHHHHH), a POSIX set
     inside a class ("[:alpha:]", "[:^alpha:]"), a class's opening ("[", "[^", with a first "]", a member), a
     comment of verbose mode ("#" to the end of the line, the flag x), an inline flags group ("(?i)", "(?m-x:"),
@@ -162,6 +162,8 @@ def _pieces(pattern: str) -> Iterator[tuple[int, int, bool, str]]:
                 close = pattern.find("}", end)
                 if close > 0 and (pattern[i + 1] != "b" or pattern[end + 1:close].replace("-", "").isalpha()):
                     end = close + 1
+            elif pattern[i + 1] in "pP" and end < n:     # \\pL: a property of one letter
+                end += 1
             elif pattern[i + 1] in _HEX_DIGITS:          # \\xHH, \\uHHHH, \\UHHHHHHHH
                 digits = _HEX_DIGITS[pattern[i + 1]]
                 if all(d in string.hexdigits for d in pattern[end:end + digits]) and end + digits <= n:
@@ -252,6 +254,23 @@ def can_match_empty(pattern: str) -> bool:
     >>> can_match_empty(r"a|b*"), can_match_empty(r"z*(?=zz)|a"), can_match_empty(GPT2_PATTERN)
     (True, True, False)
     """
+    return _empty_reading(pattern)[0]
+
+
+def repeats_what_can_be_empty(pattern: str) -> bool:
+    """Whether `pattern` repeats (*, +, {m,n} with n > 1) an item that may take nothing, as (?:a*|b)+: engines
+    stop such a loop at different places (`regex` ends it at the first empty pass, tiktoken's engine takes "b"
+    there). Read as can_match_empty reads a regex.
+
+    >>> repeats_what_can_be_empty(r"(?:a*|b)+"), repeats_what_can_be_empty(r"(?:a|b)+|c*")
+    (True, False)
+    """
+    return _empty_reading(pattern)[1]
+
+
+def _empty_reading(pattern: str) -> tuple[bool, bool]:
+    """(can_match_empty(pattern), repeats_what_can_be_empty(pattern))."""
+    repeats_empty = False
     pieces = list(_pieces(pattern))
     # the branch being read: every item before the last may take nothing (prefix); whether the last (what a
     # count applies to) may, None before the first; some branch before it in its group may take nothing
@@ -278,6 +297,10 @@ def can_match_empty(pattern: str) -> bool:
             if quantity is not None:
                 skip_to(quantity.end())
             modifier = counted and piece in ("?", "+")      # lazy or possessive, not a count
+            if last is True and not modifier and (piece in ("*", "+") or quantity is not None and (
+                    quantity.group(2) is not None and quantity.group(2) != "1"
+                    or quantity.group(2) is None and int(quantity.group(1) or 0) > 1)):
+                repeats_empty = True
             if last is not None and not modifier and (
                     piece in ("*", "?") or quantity is not None and int(quantity.group(1) or 0) == 0):
                 last = True     # a count from 0
@@ -311,11 +334,11 @@ def can_match_empty(pattern: str) -> bool:
             empty_group, any_branch, prefix, last = empty, False, True, None
             continue
         if piece == "\\K":     # what the match took before it is not in the match: as if nothing were
-            return True
+            return True, repeats_empty
         # an item: an escape, a class, ".", an anchor or a character
         prefix = prefix and last is not False
         last = piece in ("^", "$") or piece in _EMPTY_ESCAPES or piece.startswith("\\b{")
-    return any_branch or (prefix and last is not False)
+    return any_branch or (prefix and last is not False), repeats_empty
 
 
 # POSIX sets as tiktoken's engine (Rust's regex) reads them: ASCII only (`regex` takes Unicode's letters, marks, ...)
@@ -378,7 +401,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
                 spelled = None
             elif letter in "pP" and (_property_name(piece) in _PROPERTIES_READ_OTHERWISE or "!=" in piece):
                 spelled = None              # (\p{gc!=L}: a negation to tiktoken's engine, nothing to `regex`)
-            elif letter in "pP" and len(piece) == 2 and pattern[end:end + 1].islower():
+            elif letter in "pP" and len(piece) == 3 and piece[2].islower():
                 spelled = None              # \pl: \p{L} to tiktoken's engine, nothing to `regex`
         elif in_class and piece.startswith("[:") and len(piece) > 4:
             name = piece[2:-2]
@@ -528,6 +551,10 @@ def pattern_from_tiktoken(pat_str: str) -> str:
                          "read differently, so the ids would differ from tiktoken's (spell the characters out: "
                          r"\p{...} classes, [A-Za-z] ranges)")
     pattern = swap_tiktoken_anchors(respelled)
+    if repeats_what_can_be_empty(pattern):
+        raise ValueError(f"pat_str {shown_pattern(pat_str)} repeats what can match empty text (as (?:a*|b)+): "
+                         "tiktoken's regex engine and `regex` end such a loop at different places, so the ids would "
+                         "differ")
     if can_match_empty(pattern):
         # tiktoken's engine takes the leftmost-first match at each place, and where it is empty right after the last
         # match, goes on one character later; `regex` then looks for a longer match at the same place (a|(?=b)|b on
