@@ -339,10 +339,11 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
         elif c == "[":
             depth = 1
             negated = pattern[i + 1:i + 2] == "^"
-            if ignore_case and (negated or "\\" in pattern[i:_class_end(pattern, i)]):
+            whole = pattern[i:_class_end(pattern, i)]
+            if ignore_case and (negated or "\\" in whole):
                 return "(?i)" + pattern[i:i + 3]     # Oniguruma closes such a class under case folding ([\p{Greek}]
                                                      # takes µ, [^x] matches "fi" by ﬁ), `regex` does not
-            two_sets = negated_class_of_two_sets(pattern[i:_class_end(pattern, i)]) if negated else None
+            two_sets = negated_class_of_two_sets(whole) if negated else None
             if two_sets is not None:
                 return two_sets                      # [^\s\S]: no character to Oniguruma, any to `regex`
             i += 1
