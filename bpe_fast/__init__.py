@@ -47,7 +47,7 @@ __all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "LLAMA3_PATTERN", "Q
            "pretokenize", *_EXPORTS]
 
 # tiktoken's submodules, by attribute as tiktoken's are (`tiktoken.model.MODEL_TO_ENCODING` after `import tiktoken`)
-_SUBMODULES = frozenset({"core", "load", "model", "registry"})
+_SUBMODULES = frozenset({"core", "load", "model", "registry", "_tiktoken"})
 
 
 def __getattr__(name: str) -> Any:

@@ -446,13 +446,120 @@ def test_encoding_is_a_view_of_one_tokenizer():
     ours, _ = encodings("cl100k_base")
     tok = ours.tokenizer
     assert isinstance(tok, Tokenizer)
-    views = [ours._encoder(set()), ours._encoder({EOT}), ours._encoder(ours.special_tokens_set)]
+    core = ours._core_bpe
+    views = [core.tokenizer_for(set()), core.tokenizer_for({EOT}), core.tokenizer_for(ours.special_tokens_set)]
     assert views[2] is tok
     for view in views:
         assert view._tables is tok._tables and view._pool is tok._pool and view._vocab is tok._vocab
     assert views[1].special_tokens == {EOT: 100257} and views[0].special_tokens == {}
-    assert ours._encoder({EOT}) is views[1]                     # cached
+    assert core.tokenizer_for({EOT}) is views[1]                     # cached
     assert bpe_fast.Encoding is Encoding
+
+
+# ------------------------------------------------------------------------------------- tiktoken's core
+
+def core_call(method, *args):
+    """A call of `method` on an encoding's core, _core_bpe (tiktoken._tiktoken.CoreBPE in tiktoken's; code written
+    for tiktoken calls it itself); a buffer's ids as a list."""
+    def call(encoding):
+        value = getattr(encoding._core_bpe, method)(*args)
+        if method == "encode_to_tiktoken_buffer":
+            return np.frombuffer(value, dtype=np.uint32).tolist()
+        if method == "encode_with_unstable":        # its completions are a hash set's, in no order
+            return value[0], sorted(value[1])
+        return value
+    return call
+
+
+CORE_TEXTS = ["hello world", "  !!x\n\n", "日本語 text 123", "a<|endoftext|>b <|endofprompt|>", "it's   ",
+              "x\ud800y", "<|endoftext|>", ""]
+
+
+@pytest.mark.parametrize("text", CORE_TEXTS)
+def test_the_core_answers_as_tiktokens(pair, text):
+    ours, _ = pair
+    for specials in [set(), {EOT}, frozenset({EOT, "<|endofprompt|>", "not special"}), set(ours.special_tokens_set)]:
+        same(pair, core_call("encode", text, specials))
+        same(pair, core_call("encode_to_tiktoken_buffer", text, specials))
+        same(pair, core_call("encode_with_unstable", text, specials))
+    same(pair, core_call("encode_ordinary", text))
+    data = text.encode("utf-8", "replace")
+    same(pair, core_call("_encode_bytes", data + b"\xff\x80"))
+    if data:        # (tiktoken's core panics on an empty piece: "range end index 2 out of range")
+        same(pair, core_call("encode_single_piece", data))
+    else:
+        assert ours._core_bpe.encode_single_piece(data) == []
+    same(pair, core_call("encode_single_token", data))
+    got = same(pair, core_call("encode", text, {EOT}))
+    if got[0] == "ok":
+        same(pair, core_call("decode_bytes", got[1]))
+        for token in got[1][:3]:
+            same(pair, core_call("decode_single_token_bytes", token))
+
+
+def test_the_cores_arguments_and_errors_as_tiktokens(pair):
+    for call in [core_call("encode", "a", [EOT]), core_call("encode", b"a", set()), core_call("encode", "a", {5}),
+                 core_call("encode_ordinary", b"a"), core_call("encode_ordinary", None),
+                 core_call("encode_to_tiktoken_buffer", b"a", set()), core_call("encode_with_unstable", 5, set()),
+                 core_call("encode_single_piece", "hello"), core_call("encode_single_token", "hello"),
+                 core_call("encode_single_token", b"no such token at all"), core_call("_encode_bytes", "a"),
+                 core_call("decode_bytes", [10**6]), core_call("decode_bytes", [-1]), core_call("decode_bytes", "ab"),
+                 core_call("decode_single_token_bytes", 10**6), core_call("decode_single_token_bytes", -1)]:
+        same(pair, call)
+    assert same(pair, core_call("token_byte_values"))[0] == "ok"
+
+
+def test_a_core_made_alone_is_tiktokens():
+    # code written for tiktoken makes one: tiktoken._tiktoken.CoreBPE(ranks, special_tokens, pattern)
+    ranks, _ = gpt2_ranks()
+    specials = {EOT: 50256, "<|im_start|>": 50257}
+    assert bpe_fast._tiktoken.CoreBPE is bpe_fast._tiktoken.CoreBPE         # an attribute of the package, as tiktoken's
+    cores = (bpe_fast._tiktoken.CoreBPE(ranks, specials, GPT2_PATTERN),
+             tiktoken._tiktoken.CoreBPE(ranks, specials, GPT2_PATTERN))
+    for text in CORE_TEXTS + ["<|im_start|>user hi<|endoftext|>"]:
+        for call in [lambda c: c.encode(text, set(specials)), lambda c: c.encode(text, {"<|im_start|>"}),
+                     lambda c: c.encode_ordinary(text), lambda c: c.encode_single_piece(b"x" + text.encode("utf-8", "replace"))]:
+            assert outcome(lambda: call(cores[0])) == outcome(lambda: call(cores[1]))
+    with pytest.raises(ValueError, match="starts with special token"):
+        bpe_fast._tiktoken.CoreBPE(ranks, {"<|a|>": 50300, "<|a|>b": 50301}, GPT2_PATTERN)
+
+
+def fresh_gpt2_pair():
+    ranks, _ = gpt2_ranks()
+    return [module.Encoding("gpt2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={EOT: 50256})
+            for module in (bpe_fast, tiktoken)]
+
+
+def test_a_core_put_in_place_as_code_written_for_tiktoken_does():
+    # two ways seen in code written for tiktoken: a smaller vocabulary (the first 10,256 ranks, the end-of-text
+    # token after them), and more special tokens; the Encoding's methods use the new core, the attributes
+    # tiktoken sets once stay (max_token_value, is_special_token's ids), in both
+    text = "<|endoftext|>Hello there, <|im_start|>world 1234 aaaa<|im_end|>"
+    for change in ["smaller", "more specials"]:
+        pair = fresh_gpt2_pair()
+        for enc, module in zip(pair, (bpe_fast, tiktoken)):
+            if change == "smaller":
+                enc._mergeable_ranks = dict(list(enc._mergeable_ranks.items())[:10256])
+                enc._special_tokens = {EOT: 10256}
+            else:
+                enc._special_tokens = {**enc._special_tokens, "<|im_start|>": 50257, "<|im_end|>": 50258}
+            enc._core_bpe = module._tiktoken.CoreBPE(enc._mergeable_ranks, enc._special_tokens, enc._pat_str)
+        _, ids = same(pair, "encode", text, allowed_special="all")
+        assert (max(ids) == 10256) if change == "smaller" else (50258 in ids)
+        for call in [lambda e: e.encode(text), lambda e: e.encode_ordinary(text), lambda e: e.decode(ids),
+                     lambda e: e.encode(text, allowed_special={"<|im_start|>"}, disallowed_special=()),
+                     lambda e: e.encode_batch([text, "hi"], allowed_special="all"), lambda e: e.max_token_value,
+                     lambda e: e.encode_single_token("<|im_end|>"), lambda e: e.is_special_token(50257),
+                     lambda e: e.special_tokens_set, lambda e: e.decode_single_token_bytes(10300),
+                     lambda e: e.token_byte_values()[-3:], lambda e: e._encode_single_piece(" aaaa")]:
+            same(pair, call)
+
+
+def test_a_core_of_another_kind_is_refused():
+    ours, _ = fresh_gpt2_pair()
+    with pytest.raises(TypeError, match="bpe_fast._tiktoken.CoreBPE"):
+        ours._core_bpe = tiktoken._tiktoken.CoreBPE(ours._mergeable_ranks, {}, ours._pat_str)
+    assert ours.encode("hi") == [5303]
 
 
 # ------------------------------------------------------------------------------------- the Tokenizer's keywords
@@ -1115,7 +1222,7 @@ def test_encode_with_unstable_random_text_gpt2(text):
 def test_completion_rows_each_once(seqs, scale):
     # encode_with_unstable's sequences padded with -1 into rows, and each distinct one kept once: packed into an
     # int64 a row when they fit (ids below 2**20 in up to 3 columns), NumPy's unique of rows otherwise
-    from bpe_fast.encoding import _padded_rows, _unique_rows
+    from bpe_fast._tiktoken import _padded_rows, _unique_rows
     seqs = [[i % scale for i in seq] for seq in seqs]
     rows = _padded_rows(seqs)
     assert [row[row >= 0].tolist() for row in rows] == seqs

@@ -1,0 +1,412 @@
+"""tiktoken's native module, ``tiktoken._tiktoken``, on bpe_fast's encoder: its one class, CoreBPE.
+
+tiktoken's Encoding checks its keywords in Python and hands the work to ``self._core_bpe``, a CoreBPE made from
+the ranks, the special tokens and the pattern. Code written for tiktoken calls that core itself
+(``enc._core_bpe.encode_ordinary(text)``, ``enc._core_bpe.encode_single_piece(piece)``) or makes one to put in
+its place (``enc._core_bpe = tiktoken._tiktoken.CoreBPE(ranks, specials, enc._pat_str)``, to give an encoding
+other special tokens). bpe_fast.Encoding has the same layer: its CoreBPE holds the Tokenizer doing the work,
+with tiktoken's core's methods, arguments, results and exceptions. The core checks no keyword: a special token
+in the text is one where ``allowed_special`` (a set of str) holds it, and ordinary text elsewhere.
+
+>>> core = CoreBPE({bytes([b]): b for b in range(256)} | {b"ab": 256}, {"<|endoftext|>": 257}, r"\\w+|\\W")
+>>> core.encode("ab<|endoftext|>", {"<|endoftext|>"}), core.encode_ordinary("ab<|endoftext|>")[:2]
+([256, 257], [256, 60])
+>>> core.decode_bytes([256, 257])
+b'ab<|endoftext|>'
+"""
+from __future__ import annotations
+
+import bisect
+import collections.abc
+import itertools
+import operator
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._inspect import sort_byte_strings
+from .patterns import pattern_from_tiktoken
+from .pretokenize import native_kind, pretoken_boundaries, pretokenize
+from .specials import SpecialTokens, first_prefix_pair
+from .tokenizer import Tokenizer
+
+__all__ = ["CoreBPE"]
+
+_U32_MAX = 2**32 - 1
+_ARRAYS = (list, tuple, np.ndarray)     # what the tokenizer's decode takes as tiktoken's does, when valid
+
+
+class CoreBPE:
+    """tiktoken's CoreBPE: the encoder of `encoder` ({token bytes: rank}), `special_tokens_encoder` ({str: id})
+    and the regex `pattern` (read as tiktoken's engine reads it). Refused at construction, as by bpe_fast.Encoding
+    (see its module): ranks bpe_fast cannot recover merges from, and two special tokens one of which starts the
+    other."""
+
+    def __init__(self, encoder: Mapping[bytes, int], special_tokens_encoder: Mapping[str, int], pattern: str) -> None:
+        special_tokens = dict(special_tokens_encoder)       # tiktoken's core holds copies
+        self._tokenizer = Tokenizer.from_tiktoken(encoder, pattern_from_tiktoken(pattern), special_tokens)
+        prefix_pair = first_prefix_pair(special_tokens)
+        if prefix_pair is not None:
+            short, long = prefix_pair
+            raise ValueError(f"special token {long!r} starts with special token {short!r}: where both are in the "
+                             "text, tiktoken finds the one its hash map holds first (and, unless allowed, it hides the "
+                             "other there), bpe_fast the longest; bpe_fast.Tokenizer takes them (longest first)")
+        self._special_tokens = special_tokens
+        self._special_token_values = set(special_tokens.values())
+        self._all_specials = frozenset(special_tokens)
+        self._ordinary = self._tokenizer.restricted_to(frozenset())
+        self._vocab = self._tokenizer.vocab         # id -> bytes, read-only
+        self._special_bytes = SpecialTokens(special_tokens, special_tokens.values()).id_of_utf8
+
+    def __repr__(self) -> str:
+        return f"<bpe_fast CoreBPE of {len(self._vocab)} tokens>"
+
+    # ---------------------------------------------------------------------------------------- encoding
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The ids of `text`, special tokens as ordinary text. Lone surrogates are a UnicodeEncodeError (tiktoken's
+        Encoding catches it and encodes the text with them replaced, as bpe_fast.Encoding does)."""
+        return self._ordinary.encode(_utf8_text(text))
+
+    def encode(self, text: str, allowed_special: AbstractSet[str]) -> list[int]:
+        """The ids of `text`, the special tokens of `allowed_special` (a set of str) found in it as theirs."""
+        text = _utf8_text(text)
+        return self.tokenizer_for(allowed_special).encode(text)
+
+    def encode_to_tiktoken_buffer(self, text: str, allowed_special: AbstractSet[str]) -> NDArray[np.uint32]:
+        """encode's ids as a uint32 array (tiktoken's is a buffer of u32 that NumPy reads as one)."""
+        _check_str(text)
+        encoder = self.tokenizer_for(allowed_special)
+        return encoder.encode_utf8_to_numpy(str.encode(text, "utf-8"), np.uint32)
+
+    def encode_with_unstable(self, text: str, allowed_special: AbstractSet[str]) -> tuple[list[int], list[list[int]]]:
+        """(stable, completions): see bpe_fast.Encoding.encode_with_unstable."""
+        _check_str(text)
+        encoder = self.tokenizer_for(allowed_special)
+        data = str.encode(text, "utf-8")       # as tiktoken's, lone surrogates are a UnicodeEncodeError here
+        tokens = encoder.encode(text)
+        # the last piece: the pre-tokenizer's last match after the last special token (none: nothing is unstable)
+        segment = text
+        if encoder.special_tokens:
+            matches, _ = SpecialTokens(list(encoder.special_tokens)).matcher.final_matches(data, True)
+            if matches:
+                segment = data[matches[-1][1]:].decode("utf-8")
+        unstable = self._unstable_count(encoder, segment, tokens)
+        if not unstable:        # (a pattern may match nothing there)
+            return tokens, []
+        tail = b"".join(self._vocab[i] for i in tokens[-unstable:])
+        del tokens[-unstable:]
+        return tokens, self._completions(tail)
+
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """The ids of any bytes, as tiktoken's private method of that name gives them (used to encode bytes that
+        may not be UTF-8): UTF-8 is encode_ordinary's; else the UTF-8 before the first invalid byte is encoded
+        so, then the tokens text appended could change (encode_with_unstable's) are joined with every byte from
+        there on and merged as one piece. No special token is made.
+
+        >>> _tiny()._encode_bytes(b"ab ab\\xff")
+        [256, 32, 256, 255]
+        """
+        if not isinstance(text, bytes):     # tiktoken's Rust takes bytes: not bytes(5)'s five zero bytes
+            raise TypeError(f"{type(text).__name__!r} object is not an instance of 'bytes'")
+        data = bytes(text)
+        try:
+            return self._ordinary.encode(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            valid = exc.start
+        head = data[:valid].decode("utf-8")
+        encoder = self._ordinary
+        tokens = encoder.encode(head)
+        unstable = self._unstable_count(encoder, head, tokens)
+        rest = data[valid:]
+        if unstable:
+            rest = b"".join(self._vocab[i] for i in tokens[-unstable:]) + rest
+            del tokens[-unstable:]
+        return tokens + encoder.encode_pieces([rest])[0]
+
+    def encode_single_token(self, piece: bytes) -> int:
+        """The id of the token whose bytes are `piece`, special tokens included; KeyError when there is none."""
+        if not isinstance(piece, bytes):
+            raise TypeError(f"{type(piece).__name__!r} object is not an instance of 'bytes'")
+        rank = self._ranks().get(piece)
+        if rank is None:
+            rank = self._special_bytes.get(piece)
+            if rank is None:
+                raise KeyError(piece)
+        return rank
+
+    def encode_single_piece(self, piece: bytes) -> list[int]:
+        """The ids of `piece` merged as one piece: no pre-tokenizer, no special tokens."""
+        if not isinstance(piece, bytes):
+            raise TypeError(f"{type(piece).__name__!r} object is not an instance of 'bytes'")
+        return self._ordinary.encode_pieces([bytes(piece)])[0]
+
+    def _unstable_count(self, encoder: Tokenizer, segment: str, tokens: list[int]) -> int:
+        """How many of `tokens` (encoder's encoding of a text that ends with `segment`, the text after its last
+        special token) text appended could change, as tiktoken counts them: the tokens of the pre-tokenizer's
+        last piece, and the white-space tokens before them when its first token is one."""
+        last = _last_piece(segment, encoder.pattern)
+        unstable = len(encoder.encode_pieces([last])[0]) if last else 0
+        if not unstable:
+            return 0
+        # tiktoken's fix for patterns whose splits move with what follows (cl100k's \s*[\r\n]+): the tokens of
+        # spaces, tabs and newlines before the last piece are unstable too, when its first token is one
+        specials, vocab = self._special_token_values, self._vocab
+        if tokens[-unstable] not in specials and _all_space(vocab[tokens[-unstable]]):
+            while (unstable < len(tokens) and tokens[-unstable - 1] not in specials
+                   and _all_space(vocab[tokens[-unstable - 1]])):
+                unstable += 1
+        return unstable
+
+    def _completions(self, tail: bytes) -> list[list[int]]:
+        """encode_with_unstable's completions of the unstable bytes `tail` (tiktoken's three steps), each once."""
+        ranked, ids, utf8 = self._sorted_ranks()
+        # 1. every token that starts with the unstable bytes
+        lo, hi = _prefix_range(ranked, tail)
+        result = [[i] for i in ids[lo:hi]]
+        singles = np.array(ids[lo:hi], dtype=np.int64)
+        # 2. every other place a token may straddle the end: the bytes before it, then a token that starts with
+        # the bytes after it, encoded again (UTF-8: pre-tokenized as encode_ordinary does; else merged as one
+        # piece), up to the tokens that cover the unstable bytes
+        valid: list[bytes] = []
+        raw: list[bytes] = []
+        for i in range(1, len(tail)):
+            prefix = tail[:i]
+            lo, hi = _prefix_range(ranked, tail[i:])
+            if (tail[i] & 0xC0) != 0x80:        # a character starts at i: prefix + token is UTF-8 if the token is
+                valid.extend(prefix + t for t in itertools.compress(ranked[lo:hi], utf8[lo:hi]))
+                raw.extend(prefix + t for t, ok in zip(ranked[lo:hi], utf8[lo:hi]) if not ok)
+                continue
+            for t in ranked[lo:hi]:
+                possible = prefix + t
+                try:
+                    possible.decode("utf-8")
+                    valid.append(possible)
+                except UnicodeDecodeError:
+                    raw.append(possible)
+        found = [self._covering(valid, len(tail)), self._covering(raw, len(tail), whole=True)]
+        # 3. a split a pattern makes before trailing white space (GPT-2's \s+(?!\S)): the last character alone
+        last = tail.decode("utf-8")[-1:]
+        if len(tail) > 1 and last in _WHITE_SPACE and len(last.encode("utf-8")) < len(tail):
+            size = len(last.encode("utf-8"))
+            head, end = self._ordinary.encode_pieces([tail[:-size], tail[-size:]])
+            found.append(_padded_rows([head + end]))
+        # each sequence once (rows padded with -1), those of one token step 1 has left out
+        width = max(rows.shape[1] for rows in found)
+        rows = _unique_rows(np.concatenate([np.pad(r, ((0, 0), (0, width - r.shape[1])), constant_values=-1)
+                                            for r in found]))
+        sizes = (rows >= 0).sum(axis=1)
+        keep = ~((sizes == 1) & np.isin(rows[:, 0], singles))
+        rows, sizes = rows[keep], sizes[keep]
+        for k in np.unique(sizes).tolist():
+            result.extend(rows[sizes == k, :k].tolist())
+        return result
+
+    def _covering(self, texts: list[bytes], size: int, whole: bool = False) -> NDArray[np.int64]:
+        """For each of `texts` (UTF-8, encoded as encode_ordinary does; `whole`: any bytes, merged as one piece),
+        its first tokens up to the first that reaches byte `size` (every text holds that many bytes): a row each,
+        padded with -1."""
+        if not texts:
+            return np.zeros((0, 1), dtype=np.int64)
+        if whole:
+            encoded = self._ordinary.encode_pieces(texts)
+        else:
+            bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+            np.cumsum([len(t) for t in texts], out=bounds[1:])
+            data = b"".join(texts)
+            ids = self._ordinary.encode_documents_utf8(data, bounds)
+            lengths = self._ordinary.lengths_in(data, ids)
+            ends = np.cumsum(lengths)
+            if len(ends) and ends[-1] == len(data):     # the tokens cover the texts (a pattern may leave text out)
+                first = np.searchsorted(ends, bounds[:-1], side="right")        # each text's first token
+                stop = np.searchsorted(ends - lengths, bounds[:-1] + size, side="left")     # past its last needed
+                return _rows_of(ids.astype(np.int64), first, stop)
+            encoded = self._ordinary.encode_batch([t.decode("utf-8") for t in texts], num_threads=1)
+        vocab = self._vocab         # (encode_ordinary and encode_pieces make no special token)
+        cut = []
+        for seq in encoded:
+            covered = 0
+            for n, token in enumerate(seq):
+                covered += len(vocab[token])
+                if covered >= size:
+                    seq = seq[:n + 1]
+                    break
+            cut.append(seq)
+        return _padded_rows(cut)
+
+    def _sorted_ranks(self) -> tuple[list[bytes], list[int], list[bool]]:
+        """The ranked tokens' bytes sorted, their ids in that order, and whether each is UTF-8 (made when first
+        asked for, sorted natively: Python's sort of o200k_base's 200,000 tokens took 0.3 s)."""
+        cached: tuple[list[bytes], list[int], list[bool]] | None = self.__dict__.get("_own_sorted")
+        if cached is None:
+            ranks = self._ranks()
+            tokens = list(ranks)
+            offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)), out=offsets[1:])
+            order, utf8 = sort_byte_strings(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets)
+            ids = np.fromiter(ranks.values(), dtype=np.int64, count=len(ranks))[order].tolist()
+            ranked = list(map(tokens.__getitem__, order.tolist()))
+            cached = self._own_sorted = (ranked, ids, utf8.astype(bool).tolist())
+        return cached
+
+    def _ranks(self) -> dict[bytes, int]:
+        """{token bytes: rank} of the ranks this encoding was made with, its own (made from the tokenizer's
+        vocabulary when first asked for): like tiktoken's, which holds a copy, the answers do not follow a
+        change to the caller's dict after construction."""
+        ranks: dict[bytes, int] | None = self.__dict__.get("_own_ranks")
+        if ranks is None:
+            specials = self._special_token_values
+            ranks = self._own_ranks = {token: i for i, token in self._vocab.items() if i not in specials}
+        return ranks
+
+    def tokenizer_for(self, allowed_special: AbstractSet[str], checked: bool = False) -> Tokenizer:
+        """The tokenizer matching the special tokens of `allowed_special` (a set of str: tiktoken takes no other;
+        `checked`: the caller knows it holds only str)."""
+        if not isinstance(allowed_special, (set, frozenset)):
+            raise TypeError(f"{type(allowed_special).__name__!r} object is not an instance of 'set'")
+        if not checked:
+            for token in allowed_special:       # a set of str: bytes or an id in it is tiktoken's TypeError
+                if not isinstance(token, str):
+                    raise TypeError(f"{type(token).__name__!r} object is not an instance of 'str'")
+        if not allowed_special:
+            return self._ordinary
+        if self._all_specials.issubset(allowed_special):
+            return self._tokenizer
+        return self._tokenizer.restricted_to(frozenset(allowed_special).intersection(self._special_tokens))
+
+    # ---------------------------------------------------------------------------------------- decoding
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        """The tokens' bytes joined."""
+        if type(tokens) in _ARRAYS:
+            try:
+                return self._tokenizer.decode_bytes(tokens)
+            except (TypeError, ValueError, OverflowError):
+                pass
+        # tiktoken's exception, or tokens it takes that the tokenizer does not (a range, a deque, bools)
+        return self._tokenizer.decode_bytes(self._tiktoken_ids(tokens))
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token, special tokens included; KeyError when the id has none."""
+        value = token if type(token) is int else operator.index(token)
+        data = self._vocab.get(value)
+        if data is None:
+            _check_u32(value)
+            raise KeyError(str(value))
+        return data
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every ranked token, sorted."""
+        return list(self._sorted_ranks()[0])
+
+    def _tiktoken_ids(self, tokens: Any) -> list[int]:
+        """`tokens` as a list of known ids, or the exception tiktoken raises for them: TypeError for what is not a
+        sequence of integers, OverflowError for one outside 0..2**32 - 1, KeyError for one without a token."""
+        if isinstance(tokens, str):
+            raise TypeError("Can't extract `str` to `Vec`")
+        if isinstance(tokens, (dict, collections.abc.Set)) or not hasattr(type(tokens), "__getitem__"):
+            raise TypeError(f"{type(tokens).__name__!r} object is not an instance of 'Sequence'")
+        ids = []
+        for token in tokens:
+            value = operator.index(token)
+            _check_u32(value)
+            ids.append(value)
+        for value in ids:
+            if value not in self._vocab:
+                raise KeyError(f"Invalid token for decoding: {value}")
+        return ids
+
+
+# the characters Rust's char::is_whitespace takes (Unicode's White_Space), which tiktoken's last step asks about
+_WHITE_SPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
+                         + "".join(map(chr, range(0x2000, 0x200B))))
+
+
+def _prefix_range(ranked: list[bytes], prefix: bytes) -> tuple[int, int]:
+    """[lo, hi): where the sorted byte strings `ranked` start with `prefix` (not empty)."""
+    lo = bisect.bisect_left(ranked, prefix)
+    head = prefix.rstrip(b"\xff")       # the strings that start with prefix sort before its successor
+    if not head:
+        return lo, len(ranked)
+    return lo, bisect.bisect_left(ranked, head[:-1] + bytes([head[-1] + 1]), lo)
+
+
+def _rows_of(flat: NDArray[np.int64], first: NDArray[np.int64], stop: NDArray[np.int64]) -> NDArray[np.int64]:
+    """flat[first[k]:stop[k]] as row k of an array padded with -1 (stop > first)."""
+    counts = stop - first
+    columns = np.arange(max(int(counts.max(initial=1)), 1))
+    inside = columns[None, :] < counts[:, None]
+    rows = np.full(inside.shape, -1, dtype=np.int64)
+    rows[inside] = flat[(first[:, None] + columns[None, :])[inside]]
+    return rows
+
+
+def _unique_rows(rows: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The distinct rows of an array of ids padded with -1: each row packed into one int64 when it fits (NumPy's
+    unique of rows sorts them as byte strings, several times slower)."""
+    bits = (int(rows.max(initial=0)) + 1).bit_length()
+    if bits * rows.shape[1] > 63:
+        return np.unique(rows, axis=0)
+    keys = np.zeros(len(rows), dtype=np.int64)
+    for column in range(rows.shape[1]):
+        keys = (keys << bits) | (rows[:, column] + 1)
+    return rows[np.unique(keys, return_index=True)[1]]
+
+
+def _padded_rows(seqs: list[list[int]]) -> NDArray[np.int64]:
+    """The sequences as the rows of an array padded with -1."""
+    sizes = np.array([len(seq) for seq in seqs], dtype=np.int64)
+    stop = np.cumsum(sizes)
+    return _rows_of(np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(stop[-1])),
+                    stop - sizes, stop)
+
+
+def _last_piece(text: str, pattern: str) -> bytes:
+    """The UTF-8 of the pattern's last non-empty match in `text` (b"" when none): for a built-in pattern from the
+    native scanner's boundaries, which cover the text (no Python string a pre-token)."""
+    if not text:
+        return b""
+    if native_kind(pattern):
+        data = text.encode("utf-8")
+        bounds = pretoken_boundaries(data, pattern)
+        return data[int(bounds[-2]):] if len(bounds) > 1 else b""
+    # (tiktoken's regex reports no empty match where the match before it ends, `regex` does: \w* on "ab" is
+    # "ab" to it, "ab" and "" to `regex`; the empty matches are left out, they hold no tokens)
+    pieces = [piece for piece in pretokenize(text, pattern) if piece]
+    return pieces[-1].encode("utf-8") if pieces else b""
+
+
+def _all_space(token: bytes) -> bool:
+    """Whether a token's bytes are all spaces, tabs or newlines."""
+    return not token.strip(b" \n\t")
+
+
+def _check_u32(value: int) -> None:
+    """tiktoken's OverflowError for an id (an int) that is not a u32 (its conversion goes through a C long)."""
+    if not 0 <= value <= _U32_MAX:
+        if not -2**63 <= value < 2**63:
+            raise OverflowError("Python int too large to convert to C long")
+        raise OverflowError("out of range integral type conversion attempted")
+
+
+def _check_str(text: object) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"{type(text).__name__!r} object is not an instance of 'str'")
+
+
+def _utf8_text(text: str) -> str:
+    """`text`, once checked as tiktoken's core checks it: a str (TypeError) that UTF-8 can hold (lone surrogates
+    are a UnicodeEncodeError, which bpe_fast.Tokenizer would replace)."""
+    _check_str(text)
+    if not text.isascii():
+        str.encode(text, "utf-8")
+    return text
+
+
+def _tiny() -> CoreBPE:
+    """A small core for the examples: bytes, "ab" and "abc", and "<|endoftext|>"."""
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+    return CoreBPE(ranks, {"<|endoftext|>": 258}, r"\w+|\W")
