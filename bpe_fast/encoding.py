@@ -12,9 +12,9 @@ It is a thin layer: an Encoding's core holds a bpe_fast.Tokenizer (``.tokenizer`
 Tokenizer.from_tiktoken, the merges recovered from the ranks) and the Encoding turns tiktoken's keywords into the
 Tokenizer's: the allowed special
 tokens select a view of the tokenizer that matches only those, the disallowed ones are looked for in the text
-first. A pat_str other than the built-in patterns is read with `regex`, its anchors "$" and "\\Z" swapped to
-keep tiktoken's meaning (other differences between the two engines' syntax, such as "--" in a class, are not
-translated). Differences, all refusals at construction: the 256 single bytes must have ranks; every multi-byte
+first. A pat_str other than the built-in patterns is read with `regex` as tiktoken's engine reads it
+(bpe_fast.patterns.pattern_from_tiktoken: anchors, POSIX sets, set operations in `regex`'s version 1 syntax,
+...; a ValueError names a construct the two engines read otherwise with no such spelling). Differences, all refusals at construction: the 256 single bytes must have ranks; every multi-byte
 token must be reachable by merging lower-ranked ones (tiktoken accepts others, and never produces them from
 other text); a special token may not share its id with a ranked token, nor its bytes; ids must lie below
 2^31 - 1, the largest below 4 times the number of tokens plus 2^20 (the encoder's tables are indexed by id),

@@ -61,7 +61,7 @@ from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
 from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
-                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, can_match_empty, negated_class_of_two_sets,
+                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, V1_PREFIX, can_match_empty, negated_class_of_two_sets,
                        rewrite_anchors, shown_pattern)
 from .procs import started
 from ._types import Merges, StrPath, Vocab
@@ -192,6 +192,9 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
         inner = pattern[len("(?m:"):-1].replace(_END_OR_BEFORE_LAST_NEWLINE, _Z).replace(_LINE_START, "^")
         if pattern == _anchored(inner):                               # pattern_from_hf(..., keep_gaps=False)
             return _read_alike(inner), "Removed", True
+    if pattern.startswith(V1_PREFIX):
+        raise ValueError(f"the pattern {shown_pattern(pattern)} has set operations or classes in classes (as read from a "
+                         "tiktoken pat_str): the export does not spell them for Oniguruma (HF tokenizers)")
     alike = _read_alike(pattern)        # (first: what Oniguruma reads otherwise, \K among them, is named)
     if can_match_empty(pattern):        # bpe_fast skips such matches; HF's Removed, inverted Split
         raise ValueError(f"the pattern {shown_pattern(pattern)} can match empty text, which HF tokenizers "  # keeps them

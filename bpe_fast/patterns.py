@@ -140,7 +140,12 @@ def shown_pattern(pattern: str) -> str:
     return repr(pattern) if len(pattern) <= 200 else f"{pattern[:100]!r}... ({len(pattern):,} characters)"
 
 
-def _pieces(pattern: str) -> Iterator[tuple[int, int, bool, str]]:
+# `regex`'s version 1 syntax, where classes nest and hold set operations as in tiktoken's engine (Rust's regex): the
+# prefix pattern_from_tiktoken gives a pattern that needs it
+V1_PREFIX = "(?V1)"
+
+
+def _pieces(pattern: str, nested: bool | None = None) -> Iterator[tuple[int, int, bool, str]]:
     """The pieces of a regex, in order, as (start, end, in_class, flags): an escape (a backslash and the next
     character, with the one letter of \\pL or \\PN, with the braces of \\x{...}, \\u{...}, \\U{...}, \\p{...}, \\P{...}, \\N{...} and \\b{start}, or the hex digits
     of \\xHH, \\uHHHH and \\UHHHHHHHH), a POSIX set
@@ -149,9 +154,17 @@ def _pieces(pattern: str) -> Iterator[tuple[int, int, bool, str]]:
     or one character. in_class: the piece is inside a character class (a class's opening is not; its "]" is);
     flags: the inline flags on where the piece is (of "imsx"), as "(?flags)" sets them to the end of the group
     holding it, "(?flags:...)" inside it, "(?-flags)" turns them off again: both `regex` and tiktoken's engine
-    read them so. rewrite_anchors and the reading of tiktoken's patterns walk a regex with this."""
+    read them so. rewrite_anchors and the reading of tiktoken's patterns walk a regex with this.
+    nested: a "[" inside a class opens a class inside it (tiktoken's engine, `regex`'s version 1) rather than being
+    a member (`regex`'s default); None: so when the pattern starts with V1_PREFIX."""
     i, n = 0, len(pattern)
     in_class = False
+    depth = 0                           # the classes open at i (nested: more than one)
+    if nested is None:
+        nested = pattern.startswith(V1_PREFIX)
+    if pattern.startswith(V1_PREFIX):
+        yield 0, len(V1_PREFIX), False, ""
+        i = len(V1_PREFIX)
     flags = ""
     outer: list[str] = []               # the flags outside each group open at i
     while i < n:
@@ -178,13 +191,22 @@ def _pieces(pattern: str) -> Iterator[tuple[int, int, bool, str]]:
                     yield i, close + 2, True, flags
                     i = close + 2
                     continue
+            if nested and c == "[":                     # a class inside the class: "[" or "[^" opens it
+                end = i + 2 if pattern.startswith("^", i + 1) else i + 1
+                yield i, end, True, flags
+                depth += 1
+                i = end
+                continue
             yield i, i + 1, True, flags
-            in_class = c != "]"
+            if c == "]":
+                depth -= 1
+                in_class = depth > 0
             i += 1
             continue
         end = i + 1
         if c == "[":
             in_class = True
+            depth = 1
             if pattern.startswith("^", end):            # "[^]...]" and "[]...]": a first "]" is a member
                 end += 1
             if pattern.startswith("]", end):
@@ -356,23 +378,31 @@ _TIKTOKEN_ESCAPES = {
     "\\b{end-half}": ("(?:(?!\\w))", None)}     # (in a group: a quantifier after one takes it whole)
 
 
-def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
+def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None, str | None]:
     """(`pattern` with what tiktoken's engine (Rust's regex and fancy-regex) and `regex` spell otherwise respelled
     for `regex`, the first construct the two read differently that has no such spelling or None, the first
-    construct respelled or None). Anchors are not touched (swap_tiktoken_anchors rewrites them).
+    construct respelled or None, the first construct that needs `regex`'s version 1 or None). Anchors are not
+    touched (swap_tiktoken_anchors rewrites them).
+
+    Classes inside classes and the set operations &&, -- and ~~ (Kimi K2's pattern has [\p{Lu}...&&[^\p{Han}]])
+    are read by `regex` as tiktoken's engine reads them in its version 1 syntax: the pattern then starts with
+    V1_PREFIX (and a "|" in a class is escaped: "||" is a union there). Refused: two different operations in one
+    class (the engines order them otherwise: && before -- in `regex`, left to right in tiktoken's engine), and a
+    class inside a class that starts with "]".
 
     Respelled: \\x{...}, \\u{...} and \\U{...}, \\e, \\h and \\H (a hex digit to tiktoken), \\<, \\>, \\b{start}, \\b{end} and
     their halves (word boundaries), POSIX sets ([[:alpha:]]: ASCII to tiktoken, Unicode to `regex`), and I or i
     under the flag i (`regex` also takes U+0130 or U+0131 for them). No spelling: a class inside a class and the
-    set operations &&, -- and ~~ (tiktoken's; literal characters to `regex`), under the flag i properties, POSIX
-    sets, U+0130 or U+0131, and I or i in a class (the two engines fold them, and the categories, differently), and escapes of letters not known to read alike (\\N, \\K,
+    under the flag i properties, POSIX sets, U+0130 or U+0131, and I or i in a class (the two engines fold them, and the categories, differently), and escapes of letters not known to read alike (\\N, \\K,
     \\X, ...), the properties Print, Graph and Extended_Pictographic (other members), inline flags other than i, m,
     s, x and u ((?R): CRLF mode to tiktoken, recursion to `regex`), and
     "(?flags)" inside a group other than "(?:...)" (tiktoken's engine keeps the flags on after a capturing group, a
     lookaround or an atomic group; `regex` ends them with any group).
 
     >>> _tiktoken_reading(r"[[:alpha:]]+|\\x{e9}|\\h")
-    ('[A-Za-z]+|\\\\U000000E9|[0-9A-Fa-f]', None, '[:alpha:]')
+    ('[A-Za-z]+|\\\\U000000E9|[0-9A-Fa-f]', None, '[:alpha:]', None)
+    >>> _tiktoken_reading(r"[\\w&&[^\\d]]+|[|]")[0]
+    '(?V1)[\\\\w&&[^\\\\d]]+|[\\\\|]'
     >>> _tiktoken_reading(r"(?i:[sdmt]|ll)|(?i:[a-z]+)")[1]
     "'[a-z]' under the flag i"
     """
@@ -383,11 +413,38 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
     range_from: int | None = None           # the start of a range the piece ends
     scoped: list[bool] = []                 # for each group open at the piece: "(?:" or "(?flags:" (else "(", "(?=", ...)
     previous = ""                           # the piece before, in the class holding this one
-    for start, end, in_class, flags in _pieces(pattern):
+    operations: list[str] = []              # for each class open at the piece: the set operation in it, or ""
+    version1: str | None = None             # the first construct that needs `regex`'s version 1
+    operand = False                         # the piece is the second character of a set operation
+    opening = False                         # the piece before opened a class (or was a set operation)
+    for start, end, in_class, flags in _pieces(pattern, nested=True):
         piece = pattern[start:end]
         spelled: str | None = piece
+        operation = ""                      # the piece is a set operation's first character: which one
         if not in_class:
             cls, last, range_from = start, None, None
+            if piece[0] == "[":
+                operations = [""]
+        elif piece in ("[", "[^"):          # a class inside the class
+            version1 = version1 or "'[' inside a class"
+            operations.append("")
+            if pattern.startswith("]", end):
+                refused = refused or f"{pattern[start:end + 1]!r} (a class inside a class that starts with ']')"
+        elif piece == "]":
+            operations.pop()
+        elif operand:
+            operand = False
+        elif pattern[start:start + 2] in ("&&", "--", "~~"):
+            operation = pattern[start:start + 2]
+            version1 = version1 or operation
+            operand = True
+            if operations[-1] not in ("", operation):
+                refused = refused or f"{operations[-1]} and {operation} in one class (ordered otherwise by the engines)"
+            elif opening or pattern[start + 2:start + 3] in ("]", "&", "-", "~"):
+                refused = refused or f"{operation!r} with no set on one side (the engines read it otherwise)"
+            operations[-1] = operation
+        elif piece == "|":
+            spelled = "\\|"                # ("||" is a union in `regex`'s version 1, two "|" in tiktoken's engine)
         if piece[0] == "\\" and len(piece) > 1:
             letter = piece[1]
             if piece in _TIKTOKEN_ESCAPES:
@@ -408,7 +465,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
             ascii_set = _POSIX_ASCII.get(name.lstrip("^"))
             spelled = None if ascii_set is None or "i" in flags or previous == "-" else \
                 _complement(ascii_set) if name.startswith("^") else ascii_set    # (a range's end: refused)
-        elif in_class and piece == "-" and previous.startswith("[:") and pattern[end:end + 1] != "]":
+        elif in_class and piece == "-" and previous.startswith("[:") and pattern[end:end + 1] != "]" and not operation:
             spelled = "\\-"                # after a set, a "-" is itself to tiktoken's engine; after its ASCII
                                             # spelling ("..._") `regex` would start a range
         elif not in_class and piece[:2] == "(?" and set(piece[2:-1]) - set("imsxu-"):
@@ -418,8 +475,6 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
                                                                         # keeps spaces in a class
         elif not in_class and piece[:2] == "(?" and piece[-1] == ")" and scoped and not scoped[-1]:
             refused = refused or f"{piece!r} inside a capturing group or a lookaround (tiktoken keeps it on after it)"
-        elif in_class and (piece == "[" or pattern[start:start + 2] in ("&&", "--", "~~")):
-            refused = refused or ("'[' inside a class" if piece == "[" else pattern[start:start + 2])
         if not in_class and piece[0] == "(":
             scoped.append(piece[-1] == ":")
         elif not in_class and piece == ")" and scoped:
@@ -443,15 +498,17 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None]:
         if spelled is None:
             refused = refused or piece
             spelled = piece
-        elif spelled != piece:
+        elif spelled != piece and piece != "|":        # (a "|" escaped in a class reads alike in both)
             respelled = respelled or piece
         out.append(spelled)
         previous = piece if in_class else ""
+        opening = piece[0] == "[" and not piece.startswith("[:") or bool(operation)
     refused = refused or negated_class_of_two_sets(pattern)
     alone = _negated_class_alone_under_i(pattern)
     if refused is None and alone is not None:
         refused = f"{alone!r} (an alternative of its own where the flag i is on elsewhere: `regex` may ignore its case)"
-    return "".join(out), refused, respelled
+    reading = "".join(out)
+    return (V1_PREFIX + reading if version1 else reading), refused, respelled, version1
 
 
 _NEGATED_CLASS = regex.compile(r"\[\^(\]?(?:\\.|[^\]\\])*)\]")
@@ -545,7 +602,7 @@ def pattern_from_tiktoken(pat_str: str) -> str:
     """
     if pat_str in PATTERNS.values() or pat_str == R50K_PATTERN:
         return pat_str
-    respelled, refused, _ = _tiktoken_reading(pat_str)
+    respelled, refused, _, _ = _tiktoken_reading(pat_str)
     if refused is not None:
         raise ValueError(f"pat_str {shown_pattern(pat_str)} has {refused}, which tiktoken's regex engine and `regex` "
                          "read differently, so the ids would differ from tiktoken's (spell the characters out: "
@@ -559,7 +616,8 @@ def pattern_from_tiktoken(pat_str: str) -> str:
         # tiktoken's engine takes the leftmost-first match at each place, and where it is empty right after the last
         # match, goes on one character later; `regex` then looks for a longer match at the same place (a|(?=b)|b on
         # "ab": "a" to tiktoken, "a", "", "b" to `regex`). In an atomic group `regex` has no other match there either.
-        return f"(?>{pattern})"
+        prefix = V1_PREFIX if pattern.startswith(V1_PREFIX) else ""
+        return f"{prefix}(?>{pattern[len(prefix):]})"
     return f"(?:{pattern})" if pattern in PATTERNS or _NAME_LIKE.fullmatch(pattern) else pattern
 
 
@@ -568,8 +626,9 @@ def check_tiktoken_readable(pattern: str) -> None:
     rewrites them) otherwise than `regex` does, naming the construct (_tiktoken_reading)."""
     if pattern in PATTERNS.values() or pattern == R50K_PATTERN:
         return
-    _, refused, respelled = _tiktoken_reading(pattern)
-    construct = refused or respelled
+    version1 = pattern.startswith(V1_PREFIX)        # (as pattern_from_tiktoken gives a pattern that needs it)
+    _, refused, respelled, needs = _tiktoken_reading(pattern[len(V1_PREFIX):] if version1 else pattern)
+    construct = refused or respelled or (None if version1 else needs)
     if construct is not None:
         raise ValueError(f"the pattern has {construct}, which `regex` and tiktoken's regex engine read differently, "
                          "so tiktoken's ids would differ")
@@ -600,4 +659,5 @@ def tiktoken_anchors(pattern: str) -> str:
     """
     if pattern in PATTERNS.values() or pattern == R50K_PATTERN:
         return pattern
-    return rewrite_anchors(pattern, {"$": r"(?=\n?\z)", r"\Z": r"\z"})
+    rewritten = rewrite_anchors(pattern, {"$": r"(?=\n?\z)", r"\Z": r"\z"})
+    return rewritten[len(V1_PREFIX):] if rewritten.startswith(V1_PREFIX) else rewritten

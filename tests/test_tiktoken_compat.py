@@ -799,16 +799,51 @@ def test_custom_pattern_respelled_for_regex_gives_tiktokens_ids(pat_str):
     assert len(set(theirs.encode_ordinary(PATTERN_PROBE))) > 20         # the probe tells patterns apart
 
 
+# Kimi K2's pat_str (moonshotai's tokenization_kimi.py), as code written for tiktoken gives it: classes in classes
+KIMI_K2_PATTERN = "|".join([
+    r"""[\p{Han}]+""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+"""])
+HAN_PROBE = PATTERN_PROBE + " 中文English混合ÀbcDEF東京Tōkyō 汉字's 한국어 ÉcoleNORMALE 日本語テキスト"
+
+
+# set operations and classes in classes: read by `regex`'s version 1 syntax as tiktoken's engine reads them
+@pytest.mark.parametrize("pat_str", [
+    KIMI_K2_PATTERN, r"[a-z&&[^aeiou]]+|.", r"[a-z--[aeiou]]+|.", r"[a-z~~[aeiou]]+|.", r"[[a-c][x-z]]+|.",
+    r"[^[^a-c]&&\w]+|.", r"[\p{L}--\p{Lu}--\p{Lt}]+|[|]|.", r"[\w&&[^\d]]+$|\s+|.", r"(?i:'S)|[a-z&&[^k]]+|.",
+    r"[[:alpha:]--[aeiou]]+|.", r"[[\d]--[5-9]]{1,2}|.", r"[\p{L}&&\p{Latin}&&[^a-z]]+|.",
+])
+def test_set_operations_and_classes_in_classes_read_as_tiktoken(pat_str, tmp_path):
+    # they were refused (a class inside a class, "&&": `regex`'s default syntax reads them as members)
+    ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    assert ours.tokenizer.pattern.startswith("(?V1)")
+    assert _same_ids_or_refused(pat_str, HAN_PROBE)
+    # and back to tiktoken, as written (a "|" in a class escaped); not to HF (Oniguruma has no "--" or "~~")
+    theirs = ours.tokenizer.to_tiktoken("back")
+    assert theirs.encode_ordinary(HAN_PROBE) == ours.encode_ordinary(HAN_PROBE)
+    with pytest.raises(ValueError, match="set operations or classes in classes"):
+        ours.tokenizer.export_hf(tmp_path / "tokenizer.json")
+    assert not (tmp_path / "tokenizer.json").exists()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(st.sampled_from(sorted(set(HAN_PROBE) | set("'sStTlLdDmMvVrReE\n\r\t 7"))), max_size=60))
+def test_kimi_k2_pattern_gives_tiktokens_ids(text):
+    ours, theirs = [module.Encoding("kimi", pat_str=KIMI_K2_PATTERN, mergeable_ranks=_pair_ranks(), special_tokens={})
+                    for module in (bpe_fast, tiktoken)]
+    assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+
+
 # constructs read differently with no `regex` spelling: refused, naming the construct
 @pytest.mark.parametrize("pat_str, construct", [
-    (r"[a-z&&[^aeiou]]+|.", "&&"), (r"[a-z--[aeiou]]+|.", "--"), (r"[a-z~~[aeiou]]+|.", "~~"),
-    (r"[[a-c][x-z]]+|.", "a class"), (r"(?i)\p{Lu}+|.", r"\p{Lu}"), (r"(?i:[A-Z]+)|.", "[A-Z]"),
+    (r"(?i)\p{Lu}+|.", r"\p{Lu}"), (r"(?i:[A-Z]+)|.", "[A-Z]"),
     (r"(?i)[\x41-\x49]+|.", "[\\\\x41-\\\\x49]"), (r"(?i)\u0130+|.", "'\\\\u0130'"), (r"(?i)[^i]+|.", "[^i]"),
     (r"(?i)[[:upper:]]+|.", "[:upper:]"), (r"\N{LATIN SMALL LETTER A}|\w+|.", r"\N"),
 ])
 def test_custom_pattern_read_otherwise_is_refused(pat_str, construct):
-    # (?i)[A-Z] takes U+0131 in `regex`, not in tiktoken; [a-z&&[^aeiou]] was a class of "a-z", "&" and "[" to
-    # `regex`; all gave other ids silently
+    # (?i)[A-Z] takes U+0131 in `regex`, not in tiktoken; two set operations in one class are ordered otherwise
+    # ([a-z&&b--c]: && first in `regex`, left to right in tiktoken's engine); all gave other ids silently
     theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
     with pytest.raises(ValueError, match="read differently") as exc:
         bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
@@ -816,6 +851,28 @@ def test_custom_pattern_read_otherwise_is_refused(pat_str, construct):
     # read by `regex` as written (anchors aside), as it was: other ids than tiktoken's
     as_written = Tokenizer.from_tiktoken(_pair_ranks(), swap_tiktoken_anchors(pat_str), {})
     assert as_written.encode(PATTERN_PROBE) != theirs.encode_ordinary(PATTERN_PROBE)
+
+
+@pytest.mark.parametrize("pat_str, construct", [
+    (r"[a-z&&b--c]+|.", "&& and --"), (r"[a-z--b~~c]+|.", "-- and ~~"), (r"[&&a]+|.", "'&&' with no set"),
+    (r"[a&&]+|.", "'&&' with no set"), (r"[a---b]+|.", "'--' with no set"), (r"[a[]b]]+|.", "'[]'"),
+])
+def test_set_operations_read_otherwise_in_version_1_are_refused(pat_str, construct):
+    # two operations in one class are ordered otherwise (`regex`: && before --, tiktoken: left to right); an
+    # operation with no set on one side, a class in a class starting with "]": read otherwise too (a fuzz of
+    # such classes against tiktoken found them)
+    tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    with pytest.raises(ValueError, match="read differently") as exc:
+        bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    assert construct in str(exc.value)
+
+
+def test_two_set_operations_in_one_class_are_ordered_otherwise_in_version_1():
+    # why the refusal above: [\w~~\d&&[0-4]] is (\w ~~ \d) && [0-4] to tiktoken, \w ~~ (\d && [0-4]) to `regex`
+    pat_str = r"[\w~~\d&&[0-4]]+|."
+    theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
+    pieces = regex.findall("(?V1)" + pat_str, "a1b7")
+    assert [token for piece in pieces for token in theirs._encode_single_piece(piece)] != theirs.encode_ordinary("a1b7")
 
 
 _ATOMS = [r"\p{L}", r"\p{Lu}", r"\p{Ll}", r"\p{N}", r"\w", r"\d", r"\s", r"\S", r"\h", r"\H", "[[:alpha:]]",
