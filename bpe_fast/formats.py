@@ -610,14 +610,20 @@ def files_match(directory: StrPath) -> bool:
     """Whether the folder's vocab.json and merges.txt are those its bpe_fast.json was saved with (its
     "files_sha256"): false for a set mixed by a load during a save, and for files edited since (or a folder
     without bpe_fast.json, or one saved before the digests were kept: then true)."""
+    return not edited_files(directory)
+
+
+def edited_files(directory: StrPath) -> list[str]:
+    """The names of the folder's vocab.json and merges.txt that are not those its bpe_fast.json was saved with
+    (files_match)."""
     path = os.path.join(os.fspath(directory), CONFIG_FILE)
     try:
         digests = _read_json_object(path)[1].get("files_sha256")
     except (OSError, ValueError):
-        return True
+        return []
     if not isinstance(digests, dict):
-        return True
-    return all(digests.get(name) == _sha256_hex(os.path.join(os.fspath(directory), name)) for name in _DIGESTED)
+        return []
+    return [name for name in _DIGESTED if digests.get(name) != _sha256_hex(os.path.join(os.fspath(directory), name))]
 
 
 def _read_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
@@ -723,7 +729,11 @@ def read_training(path: StrPath, num_merges: int | None = None) -> dict[str, Any
     try:
         return check_training(config.get("training"), num_merges)
     except ValueError as exc:
-        raise FormatError(path, _key_line(text, "training"), str(exc)) from None
+        problem = str(exc)
+        if problem.endswith(f" for {num_merges} merges"):      # their number is merges.txt's, beside it
+            problem += (f" (the merges of {os.path.join(os.path.dirname(os.fspath(path)), MERGES_FILE)}: "
+                        "cut short or edited since the save?)")
+        raise FormatError(path, _key_line(text, "training"), problem) from None
 
 
 def _key_line(text: str, key: str) -> int | None:

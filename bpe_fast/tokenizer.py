@@ -32,6 +32,7 @@ import itertools
 import operator
 import os
 import time
+import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -633,8 +634,12 @@ class Tokenizer:
                 if formats.files_match(directory):
                     return tokenizer
                 time.sleep(LOAD_SETTLE)     # a save caught halfway, or files edited since their save
-                if not pin.changed():
-                    return tokenizer        # edited: the files as they are
+                if not pin.changed():       # edited: the files as they are
+                    edited = formats.edited_files(directory)
+                    if edited:
+                        warnings.warn(f"{os.fspath(directory)}: {' and '.join(edited)} not as bpe_fast.json was saved "
+                                      "with (edited since, or cut short?): loaded as they are", stacklevel=2)
+                    return tokenizer
         raise RuntimeError(f"{directory}: its files were replaced while they were opened, {LOAD_TRIES} times "
                            f"(another process saving into it?)")
 
