@@ -11,16 +11,17 @@ cdef enum:
     KIND_QWEN2 = 7  # QWEN2_PATTERN: LLAMA3_PATTERN with digits one at a time
     KIND_TEKKEN = 8 # TEKKEN_PATTERN: O200K_PATTERN without contractions, digits one at a time
     KIND_DEEPSEEK3 = 9  # DEEPSEEK3_PATTERN: DeepSeek V3's three Splits
+    KIND_KIMI = 10  # KIMI_PATTERN: O200K_PATTERN with runs of Han apart, no "/" after punctuation
 
 
 cdef inline bint known_kind(int kind) noexcept nogil:
     """Whether kind is one of the KIND_ numbers above."""
     return (kind == KIND_GPT2 or kind == KIND_GPT4 or kind == KIND_O200K or kind == KIND_LLAMA3 or kind == KIND_QWEN2
-            or kind == KIND_TEKKEN or kind == KIND_DEEPSEEK3)
+            or kind == KIND_TEKKEN or kind == KIND_DEEPSEEK3 or kind == KIND_KIMI)
 
 # The code point classes every scanner reads, as plain C (so scans run without the GIL): the class bits of code
 # point cp are st2[st1[cp >> 8] * 256 + (cp & 255)] (L=1, N=2, S=4, CR/LF=8, o200k's upper=16 and lower=32,
-# DeepSeek V3's punctuation and symbols=64).
+# DeepSeek V3's punctuation and symbols=64, Han=128).
 # A UnicodeTables owns one (and the arrays it points into) and never changes it once built.
 cdef struct ScanTables:
     const uint16_t* st1             # code point >> 8 -> block number
@@ -31,6 +32,7 @@ cdef struct ScanTables:
     const uint8_t* fold_letters     # ... and that letter
     Py_ssize_t n_folds
     bint swar_letters               # ASCII \p{L} is exactly A-Z a-z and the machine is little-endian
+    const ScanTables* han_apart     # the same but for Kimi K2's letter runs: Han neither upper nor lower there
 
 
 cdef class UnicodeTables:
@@ -38,9 +40,11 @@ cdef class UnicodeTables:
     makes the package's one), immutable after. Whoever scans with t keeps the object alive meanwhile."""
     cdef vector[uint16_t] stage1
     cdef vector[uint8_t] stage2
+    cdef vector[uint8_t] stage2_han_apart
     cdef vector[uint32_t] fold_cps
     cdef vector[uint8_t] fold_letters
     cdef ScanTables t
+    cdef ScanTables t_han_apart
 
 
 # Append the end offset of every pre-token of the valid UTF-8 s[0:n] to out (the first pre-token starts at 0).

@@ -43,6 +43,7 @@ cdef enum:
     C_W = 32    # [\p{Ll}\p{Lm}\p{Lo}\p{M}]          (o200k's "lower")
     C_LM = 48   # U or W: [\p{L}\p{M}] (every letter is one of them, a mark both)
     C_PS = 64   # [\p{P}\p{S}]                        (DeepSeek V3's punctuation and symbols)
+    C_HAN = 128 # \p{Han}                              (Kimi K2's runs of Han)
 
 
 @cython.final
@@ -51,7 +52,7 @@ cdef class UnicodeTables:
     bpe_fast/_unicode_table.py): UnicodeTables(stage1, stage2, fold_cps, fold_letters).
 
     stage1[cp >> 8] is a block number b, stage2[b * 256 + (cp & 255)] the class bits of cp (L=1, N=2, S=4,
-    CR/LF=8, o200k's upper=16 and lower=32, DeepSeek's punctuation and symbols=64). fold_cps[k] is a code point that (?i) matches to the ASCII letter
+    CR/LF=8, o200k's upper=16 and lower=32, DeepSeek's punctuation and symbols=64, Han=128). fold_cps[k] is a code point that (?i) matches to the ASCII letter
     fold_letters[k]. The arrays are copied; the object never changes after, so any number of scans may read
     it at once without the GIL (each scan keeps a reference to it), and several may exist side by side.
     """
@@ -86,6 +87,18 @@ cdef class UnicodeTables:
         self.t.n_folds = self.fold_cps.size()
         letters = [k for k in range(128) if self.t.ascii_cls[k] & C_L]
         self.t.swar_letters = sys.byteorder == "little" and letters == list(range(65, 91)) + list(range(97, 123))
+        # Kimi K2's letter runs leave Han out ([\p{Lu}...\p{M}&&[^\p{Han}]]): the same tables with Han neither
+        # upper nor lower, which its scanner reads past its first choice (a run of Han)
+        self.stage2_han_apart = self.stage2
+        for k in range(<Py_ssize_t>self.stage2_han_apart.size()):
+            if self.stage2_han_apart[k] & C_HAN:
+                self.stage2_han_apart[k] &= ~(C_U | C_W)
+        self.t_han_apart = self.t
+        self.t_han_apart.st2 = self.stage2_han_apart.data()
+        for k in range(128):
+            self.t_han_apart.ascii_cls[k] = self.t_han_apart.st2[<Py_ssize_t>self.t.st1[0] * 256 + k]
+        self.t_han_apart.han_apart = &self.t_han_apart
+        self.t.han_apart = &self.t_han_apart
 
     def classify_all(self):
         """The class bits of every code point 0..0x10FFFF as the scanner sees them (bytes of length 0x110000)."""
@@ -416,9 +429,10 @@ cdef inline Py_ssize_t o200k_cased(const ScanTables* t, const uint8_t* s, Py_ssi
 
 
 cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
-                                  bint* at_end, bint contractions=True, int digits=3) noexcept nogil:
+                                  bint* at_end, bint contractions=True, int digits=3, bint slash=True) noexcept nogil:
     """End of the o200k pre-token starting at s[i] (i < n); contractions: the letter runs take C (Tekken's
-    pattern has no C), digits: how many \\p{N} a pre-token holds at most (Tekken: 1)."""
+    pattern has no C), digits: how many \\p{N} a pre-token holds at most (Tekken: 1), slash: punctuation takes
+    [\\r\\n/]* after it (Kimi K2's: [\\r\\n]*)."""
     cdef uint8_t b = s[i], c, c2
     cdef Py_ssize_t j, k, m, e, count
     c = cls_at(t, s, i, &j)
@@ -452,9 +466,9 @@ cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssiz
             else:
                 c2 = cls_at(t, s, j, &k)
                 if (c2 & C_LNS) == 0:
-                    return o200k_crlf_slash(s, run_to(t, s, k, n, C_LNS, 0, at_end), n, at_end)
+                    return o200k_crlf_slash(s, run_to(t, s, k, n, C_LNS, 0, at_end), n, at_end, slash)
         if (c & C_LNS) == 0:                            # ... without it
-            return o200k_crlf_slash(s, run_to(t, s, j, n, C_LNS, 0, at_end), n, at_end)
+            return o200k_crlf_slash(s, run_to(t, s, j, n, C_LNS, 0, at_end), n, at_end, slash)
     # the whitespace run from i: \s*[\r\n]+ | \s+(?!\S) | \s+
     cdef Py_ssize_t after_nl
     k = space_run(t, s, i, j, c, n, &after_nl)
@@ -464,9 +478,10 @@ cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssiz
     return after_nl if after_nl >= 0 else n                     # to the run's last \r or \n, else to the end
 
 
-cdef inline Py_ssize_t o200k_crlf_slash(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* at_end) noexcept nogil:
-    """[\r\n/]* from i."""
-    while i < n and (s[i] == 13 or s[i] == 10 or s[i] == 47):
+cdef inline Py_ssize_t o200k_crlf_slash(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* at_end,
+                                        bint slash) noexcept nogil:
+    """[\r\n/]* from i ([\r\n]* without slash)."""
+    while i < n and (s[i] == 13 or s[i] == 10 or (slash and s[i] == 47)):
         i += 1
     if i >= n:
         at_end[0] = True
@@ -581,14 +596,30 @@ cdef int _kind(int kind) except -1:
 cdef inline Py_ssize_t variant_next(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
                                     bint* at_end) noexcept nogil:
     """The end for the kinds after the first three: KIND_LLAMA3 and KIND_QWEN2 (gpt4_next), KIND_DEEPSEEK3
-    (deepseek_next), KIND_TEKKEN (o200k_next, which sets at_end)."""
+    (deepseek_next), KIND_TEKKEN and KIND_KIMI (o200k_next, which sets at_end)."""
     if kind == KIND_QWEN2:
         return gpt4_next(t, s, i, n, 1, True)
     if kind == KIND_LLAMA3:
         return gpt4_next(t, s, i, n, 3, True)
     if kind == KIND_DEEPSEEK3:
         return deepseek_next(t, s, i, n)
+    if kind == KIND_KIMI:
+        return kimi_next(t, s, i, n, at_end)
     return o200k_next(t, s, i, n, at_end, False, 1)
+
+
+# ---------------------------------------------------------------------------------------------- Kimi K2
+# [\p{Han}]+ | o200k's alternatives with Han in no letter run ([...&&[^\p{Han}]]) and [\r\n]* after punctuation.
+# A run of Han is the first choice; anywhere else the o200k scanner on tables where Han is neither upper nor
+# lower (ScanTables.han_apart) gives the piece: its runs stop before Han, and Han is still a letter there for
+# [^\r\n\p{L}\p{N}] and [^\s\p{L}\p{N}]. Worked example: " 中文ab" -> " ", "中文", "ab" (o200k: " 中文ab").
+
+cdef inline Py_ssize_t kimi_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                 bint* at_end) noexcept nogil:
+    cdef Py_ssize_t j
+    if cls_at(t, s, i, &j) & C_HAN:
+        return run_to(t, s, j, n, C_HAN, C_HAN, at_end)
+    return o200k_next(t.han_apart, s, i, n, at_end, True, 3, False)
 
 
 # ---------------------------------------------------------------------------------------------- DeepSeek V3
@@ -750,7 +781,7 @@ cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize
                                  int64_t* out, Py_ssize_t* count, Py_ssize_t cap) noexcept nogil:
     """scan_block for text that may go on after n: only the pre-tokens that text after n cannot change.
 
-    o200k and Tekken: the pre-tokens scanned without looking for a code point at n (at_end stays False). The
+    o200k, Tekken and Kimi K2: the pre-tokens scanned without looking for a code point at n (at_end stays False). The
     others (GPT-2, GPT-4 and its variants): the pre-token [p, c) is final when c < n, p is before the trailing whitespace run and p is not an
     apostrophe less than two bytes from the end (their look-ahead is one code point, except that the
     whitespace alternatives read the whole run and a contraction two code points). Final pre-tokens are a
@@ -758,7 +789,7 @@ cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize
     Worked example (GPT-2): "it's  a  " -> "it", "'s", " ", " a" are final; "  " could still grow."""
     cdef Py_ssize_t k = count[0], e, ws
     cdef bint at_end = False
-    if kind == KIND_O200K or kind == KIND_TEKKEN:
+    if kind == KIND_O200K or kind == KIND_TEKKEN or kind == KIND_KIMI:
         while i < n and k < cap:
             e = o200k_next(t, s, i, n, &at_end) if kind == KIND_O200K else variant_next(kind, t, s, i, n, &at_end)
             if at_end:

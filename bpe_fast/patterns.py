@@ -41,6 +41,16 @@ QWEN2_PATTERN = "|".join([_LLAMA3_HEAD, r"""\p{N}""", _LLAMA3_TAIL])
 # o200k's without the contraction suffixes, with digits one at a time.
 TEKKEN_PATTERN = "|".join([*_CASED, r"""\p{N}""", *_O200K_REST])
 
+# Kimi K2's pattern (moonshotai's tokenization_kimi.py, a tiktoken pat_str): o200k's with the Han script apart (its
+# runs are pieces of their own, no letter run takes one) and no "/" after punctuation. KIMI_PAT_STR is tiktoken's
+# spelling, KIMI_PATTERN the one pattern_from_tiktoken reads it as (`regex`'s version 1 syntax: classes nest there).
+_KIMI_HAN_APART = r"""&&[^\p{Han}]]"""
+KIMI_PAT_STR = "|".join([
+    r"""[\p{Han}]+""",
+    *(run.replace("]*", _KIMI_HAN_APART + "*").replace("]+", _KIMI_HAN_APART + "+") + _O200K_SUFFIX for run in _CASED),
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n]*""", *_O200K_REST[1:]])
+KIMI_PATTERN = "(?V1)" + KIMI_PAT_STR
+
 # DeepSeek V3's (and V4's) tokenizer.json pre-tokenizer: three Isolated Splits in sequence, each cutting the pieces the
 # one before it left (what a match does not cover is a piece too): digits three at a time, then runs of CJK
 # ideographs and kana, then the third regex (DeepSeek's letters, punctuation and spaces) on the rest. As the files
@@ -74,7 +84,7 @@ DEEPSEEK3_PATTERN = (f"{_DEEPSEEK3_ONE}|(?:(?!{_DEEPSEEK3_ONE}){_DEEPSEEK3_IN}[\
 # as a regex would match only itself, and encode most text to nothing)
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "cl100k": GPT4_PATTERN, "o200k": O200K_PATTERN,
                             "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN, "tekken": TEKKEN_PATTERN,
-                            "deepseek3": DEEPSEEK3_PATTERN,
+                            "deepseek3": DEEPSEEK3_PATTERN, "kimi": KIMI_PATTERN,
                             "r50k_base": R50K_PATTERN, "p50k_base": R50K_PATTERN, "p50k_edit": R50K_PATTERN,
                             "cl100k_base": GPT4_PATTERN, "o200k_base": O200K_PATTERN,
                             "o200k_harmony": O200K_PATTERN}
@@ -132,7 +142,7 @@ def builtin_name(pattern: str) -> str | None:
     for any other regex."""
     return {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k",
             LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2", TEKKEN_PATTERN: "tekken",
-            DEEPSEEK3_PATTERN: "deepseek3"}.get(pattern)
+            DEEPSEEK3_PATTERN: "deepseek3", KIMI_PATTERN: "kimi"}.get(pattern)
 
 
 def shown_pattern(pattern: str) -> str:
@@ -657,6 +667,8 @@ def tiktoken_anchors(pattern: str) -> str:
     >>> tiktoken_anchors(r"a$|b\\Z")
     'a(?=\\\\n?\\\\z)|b\\\\z'
     """
+    if pattern == KIMI_PATTERN:
+        return KIMI_PAT_STR
     if pattern in PATTERNS.values() or pattern == R50K_PATTERN:
         return pattern
     rewritten = rewrite_anchors(pattern, {"$": r"(?=\n?\z)", r"\Z": r"\z"})

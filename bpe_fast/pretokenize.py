@@ -238,7 +238,7 @@ class ChunkCounter:
 # ------------------------------------------------------------------------------------------ native scanner
 
 _KINDS: dict[str, int]
-_KINDS = {"gpt2": 2, "gpt4": 4, "o200k": 5, "llama3": 6, "qwen2": 7, "tekken": 8, "deepseek3": 9}   # builtin_name -> the kinds of _scan.pxd
+_KINDS = {"gpt2": 2, "gpt4": 4, "o200k": 5, "llama3": 6, "qwen2": 7, "tekken": 8, "deepseek3": 9, "kimi": 10}   # builtin_name -> the kinds of _scan.pxd
 _scan: types.ModuleType | None = None           # the extension module, once its tables are built
 _tables: UnicodeTables | None = None            # those tables (native_tables)
 _native_checked = False
@@ -327,7 +327,7 @@ def installed_regex_table() -> Any:
 def _two_level_table(table: Any) -> tuple[NDArray[np.uint16], NDArray[np.uint8]]:
     """(stage1, stage2): class bits of cp are stage2[stage1[cp >> 8] * 256 + (cp & 255)], identical blocks shared."""
     flat = np.zeros(0x110000, dtype=np.uint8)
-    for bit, ranges in zip((1, 2, 4, 16, 32, 64), _ranges_of(table)):
+    for bit, ranges in zip((1, 2, 4, 16, 32, 64, 128), _ranges_of(table)):
         for start, stop in zip(ranges[0::2], ranges[1::2]):
             flat[start:stop] |= bit
     flat[[0x0A, 0x0D]] |= 8
@@ -345,9 +345,9 @@ CONTRACTION_LETTERS = "sdmtlver"
 # (8 is \r and \n). UPPER and LOWER are O200K_PATTERN's two case classes (they overlap on Lm, Lo and M); P is
 # DEEPSEEK3_PATTERN's punctuation and symbols.
 CLASSES = (("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s"), ("U", r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"),
-           ("W", r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"), ("P", r"[\p{P}\p{S}]"))
+           ("W", r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"), ("P", r"[\p{P}\p{S}]"), ("H", r"\p{Han}"))
 _FIELDS = {"L": "LETTER", "N": "NUMBER", "S": "SPACE", "U": "UPPER", "W": "LOWER",    # names in _unicode_table.py
-           "P": "PUNCT_SYMBOL"}
+           "P": "PUNCT_SYMBOL", "H": "HAN"}
 
 
 def _ranges_of(table: Any) -> tuple[Any, ...]:

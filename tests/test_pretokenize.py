@@ -12,12 +12,12 @@ import regex
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
-                               QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, can_match_empty)
+from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, KIMI_PATTERN, LLAMA3_PATTERN,
+                               O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, can_match_empty)
 
 P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
 PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN,   # R50K: tiktoken spells GPT-2's so
-            LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, DEEPSEEK3_PATTERN]
+            LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, DEEPSEEK3_PATTERN, KIMI_PATTERN]
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -25,7 +25,7 @@ FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCh
 def native_scanner():
     assert P.native_kind(GPT2_PATTERN) == P.native_kind(R50K_PATTERN) == 2 and P.native_kind("gpt4") and \
         P.native_kind("o200k") == 5 and P.native_kind(LLAMA3_PATTERN) == 6 and P.native_kind("qwen2") == 7 and \
-        P.native_kind(TEKKEN_PATTERN) == 8 and P.native_kind("deepseek3") == 9, \
+        P.native_kind(TEKKEN_PATTERN) == 8 and P.native_kind("deepseek3") == 9 and P.native_kind("kimi") == 10, \
         "native scanner not active: build _scan.pyx"
 
 
@@ -110,6 +110,27 @@ def test_tekken_worked_example():
     assert regex.findall(TEKKEN_PATTERN, text) == expected
     assert P.pretokenize(text, "tekken") == expected
     assert P.pretokenize(text, "o200k")[:1] == ["Don't"]
+
+
+def test_kimi_worked_example():
+    text = "Hello 中文English混合 東京's x/\n〇1234 e\u0301中\u0301"
+    # Kimi K2's pattern: o200k's, with runs of Han apart and no "/" after punctuation:
+    # "Hello"                 a letter run
+    # " "                     the space is no prefix of a letter run here: Han is in none
+    # "中文"                   [\p{Han}]+
+    # "English"               the letter run stops before Han (o200k: "中文English混合" whole)
+    # "混合"  " "  "東京"       Han runs; the space alone again
+    # "'s"                    no letter run before it (Han is none): the apostrophe is the optional prefix of "s"
+    # " x" "/\n"              [\r\n]* after punctuation (o200k's [\r\n/]*: the same here)
+    # "〇"                     U+3007, a Han number: the Han run comes first
+    # "123" "4"               digits three at a time
+    # " e\u0301"             a letter and its mark
+    # "中" "\u0301"            the mark after Han: a run of marks of its own
+    expected = ["Hello", " ", "中文", "English", "混合", " ", "東京", "'s", " x", "/\n", "〇", "123", "4", " e\u0301",
+                "中", "\u0301"]
+    assert regex.findall(KIMI_PATTERN, text) == expected
+    assert P.pretokenize(text, "kimi") == expected
+    assert P.pretokenize("a.\n/b", "kimi") == ["a", ".\n", "/b"] and P.pretokenize("a.\n/b", "o200k") == ["a", ".\n/", "b"]
 
 
 def test_deepseek3_worked_example():

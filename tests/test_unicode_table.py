@@ -18,7 +18,7 @@ from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 P = importlib.import_module("bpe_fast.pretokenize")
 table = importlib.import_module("bpe_fast._unicode_table")
 
-L, N, S, NL, U, W, PS = 1, 2, 4, 8, 16, 32, 64       # the class bits of bpe_fast/_scan.pyx
+L, N, S, NL, U, W, PS, HAN = 1, 2, 4, 8, 16, 32, 64, 128       # the class bits of bpe_fast/_scan.pyx
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +44,16 @@ def test_every_code_point_is_classified_as_regex_does(tables, every_code_point):
     classes = np.frombuffer(tables.classify_all(), dtype=np.uint8)
     assert len(classes) == 0x110000
     for bit, rx in ((L, r"\p{L}"), (N, r"\p{N}"), (S, r"\s"), (NL, r"[\r\n]"),
-                    (U, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"), (W, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"), (PS, r"[\p{P}\p{S}]")):
+                    (U, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"), (W, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"), (PS, r"[\p{P}\p{S}]"),
+                    (HAN, r"\p{Han}")):
         expected = _matching(rx, every_code_point)
         wrong = np.flatnonzero(((classes & bit) != 0) != expected)
         assert wrong.size == 0, f"{rx}: table differs from regex at {[hex(c) for c in wrong[:10]]}"
     # Worked example: 'a' is a letter, '٣' (ARABIC-INDIC DIGIT THREE) a number, U+3000 a space, '\n' a space
     # and a line break, '!' none of them; o200k's case classes: 'a' is lower (W), 'A' upper (U), '中' (Lo) and
-    # U+0301 (a combining mark, not a letter) both; '!' and '$' are DeepSeek's punctuation and symbols.
-    assert [classes[ord(c)] for c in "a٣\u3000\n!A中\u0301$"] == [L | W, N, S, S | NL, PS, L | U, L | U | W, U | W, PS]
+    # U+0301 (a combining mark, not a letter) both; '!' and '$' are DeepSeek's punctuation and symbols; '中' is Han.
+    assert [classes[ord(c)] for c in "a٣\u3000\n!A中\u0301$"] == [L | W, N, S, S | NL, PS, L | U, L | U | W | HAN, U | W,
+                                                                PS]
 
 
 def test_every_code_point_folds_to_the_contraction_letters_as_regex_does(tables, every_code_point):
@@ -74,7 +76,7 @@ def test_committed_table_is_what_the_generator_writes():
         assert f.read() == tool["render"](P.regex_unicode_classes())
 
 
-RANGES = ("LETTER", "NUMBER", "SPACE", "UPPER", "LOWER", "PUNCT_SYMBOL")
+RANGES = ("LETTER", "NUMBER", "SPACE", "UPPER", "LOWER", "PUNCT_SYMBOL", "HAN")
 
 
 def _fake_table(**changes):

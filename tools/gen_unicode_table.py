@@ -2,7 +2,7 @@
 
 The native pre-tokenizer classifies code points with this table instead of asking `regex`, so the table must
 say exactly what the installed `regex` says: which code points are \\p{L}, \\p{N}, \\s, in o200k's two case
-classes and in [\\p{P}\\p{S}], and which code points ``(?i:x)`` matches for the contraction letters of GPT-4's and o200k's
+classes, in [\\p{P}\\p{S}] and in \\p{Han}, and which code points ``(?i:x)`` matches for the contraction letters of GPT-4's and o200k's
 patterns. Run it after upgrading `regex`:
 
     python tools/gen_unicode_table.py            # rewrites bpe_fast/_unicode_table.py
