@@ -804,6 +804,14 @@ def _check_fields(f: _File, doc: dict[str, Any]) -> None:
                     if flag in step and type(step[flag]) is not bool:
                         f.fail(f'{component} ByteLevel "{flag}" must be true or false, not '
                                f"{json.dumps(step[flag])[:40]}", flag, component)
+                    if flag not in step and flag != "use_regex":       # (use_regex: true by default)
+                        f.fail(f'{component} ByteLevel has no "{flag}" (HF tokenizers refuses the file too)',
+                               "type", component)
+            if isinstance(step, dict) and step.get("type") == "Split" and component == "pre_tokenizer":
+                for field in ("pattern", "behavior", "invert"):
+                    if field not in step:
+                        f.fail(f'pre_tokenizer Split has no "{field}" (HF tokenizers refuses the file too)', "type",
+                               component)
 
 
 def _check_model(f: _File, model: dict[str, Any]) -> None:

@@ -875,6 +875,16 @@ def _set(path, value):
     return change
 
 
+def _drop(path):
+    """A change to the document: delete the field at `path`."""
+    def change(doc):
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+    return change
+
+
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
 REFUSED = {
     "WordPiece": (_set(["model", "type"], "WordPiece"), r'model type "WordPiece" is not supported'),
@@ -962,6 +972,13 @@ HF_REFUSES = {
                             r'decoder ByteLevel "trim_offsets" must be true or false, not "x"'),
     "pre_tokenizer flag null": (_set(["pre_tokenizer", "pretokenizers", 1, "trim_offsets"], None),
                                 r'pre_tokenizer ByteLevel "trim_offsets" must be true or false, not null'),
+    # (read with their defaults before: helper-104's fuzz against HF)
+    "decoder without add_prefix_space": (_drop(["decoder", "add_prefix_space"]),
+                                         r'decoder ByteLevel has no "add_prefix_space" \(HF tokenizers refuses'),
+    "pre_tokenizer without trim_offsets": (_drop(["pre_tokenizer", "pretokenizers", 1, "trim_offsets"]),
+                                           r'pre_tokenizer ByteLevel has no "trim_offsets"'),
+    "split without invert": (_drop(["pre_tokenizer", "pretokenizers", 0, "invert"]),
+                             r'pre_tokenizer Split has no "invert"'),
 }
 REFUSED |= HF_REFUSES
 
@@ -1557,7 +1574,8 @@ def test_added_token_with_a_lone_surrogate_is_a_format_error(tmp_path):
     for merges in ([], ["b c", "a b", "ab c"]):
         doc = {"model": {"type": "BPE", "vocab": keys | {"bc": 256, "ab": 257, "abc": 258}, "merges": merges},
                "added_tokens": [{"id": 259, "content": "\ud800", "special": True}],
-               "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}}
+               "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                                     "use_regex": True}}
         path = tmp_path / "tokenizer.json"
         path.write_text(json.dumps(doc), encoding="utf-8")
         errors = []
