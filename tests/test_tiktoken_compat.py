@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 import bpe_fast
 import bpe_fast.encoding
 from bpe_fast import Encoding, Tokenizer
-from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, pattern_from_tiktoken,
-                               swap_tiktoken_anchors)
+from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, KIMI_PAT_STR, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN,
+                               pattern_from_tiktoken, swap_tiktoken_anchors)
 from bpe_fast.ranks import ranks_from_tokenizer
 from corpora import FIXTURES
 from encode_oracle import assigned_in_old_unicode
@@ -30,11 +30,12 @@ tiktoken = pytest.importorskip("tiktoken")
 EOT = "<|endoftext|>"
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOME = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-NAMES = ["gpt2", "cl100k_base", "o200k_base", "llama3", "qwen2", "tekken", "deepseek3"]
+NAMES = ["gpt2", "cl100k_base", "o200k_base", "llama3", "qwen2", "tekken", "deepseek3", "kimi"]
 # Llama 3's, Qwen2's and DeepSeek V3's patterns (natively scanned, as the three above) over cl100k_base's ranks and
-# special tokens, Tekken's over o200k_base's
+# special tokens, Tekken's and Kimi K2's over o200k_base's
 OTHER_PATTERNS = {"llama3": (LLAMA3_PATTERN, "cl100k_base"), "qwen2": (QWEN2_PATTERN, "cl100k_base"),
-                  "tekken": (TEKKEN_PATTERN, "o200k_base"), "deepseek3": (DEEPSEEK3_PATTERN, "cl100k_base")}
+                  "tekken": (TEKKEN_PATTERN, "o200k_base"), "deepseek3": (DEEPSEEK3_PATTERN, "cl100k_base"),
+                  "kimi": (KIMI_PAT_STR, "o200k_base")}     # Kimi K2's pat_str (tiktoken's spelling: read natively)
 
 TRICKY = [
     "", " ", "  ", "\n", "\r\n", "\r\n\r\n  \r\n", "a\n\n\nb", "trailing spaces   ", "   leading", "tab\tand\t\ttabs",
