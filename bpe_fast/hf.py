@@ -61,7 +61,8 @@ from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from .formats import FormatError
 from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
-                       QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, V1_PREFIX, can_match_empty, negated_class_of_two_sets,
+                       KIMI_PAT_STR, KIMI_PATTERN, QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, V1_PREFIX, can_match_empty,
+                       negated_class_of_two_sets,
                        rewrite_anchors, shown_pattern)
 from .procs import started
 from ._types import Merges, StrPath, Vocab
@@ -96,7 +97,7 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     Removed and inverted (only the matches are pieces: what bpe_fast and tiktoken do with a pattern).
 
     GPT2_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN and TEKKEN_PATTERN, character for character, and GPT4_PATTERN as
-    HF files spell it (GPT4_PATTERN_HF) run natively. Another regex is wrapped so that `regex` reads it as
+    HF files spell it (GPT4_PATTERN_HF), and Kimi K2's pat_str (KIMI_PAT_STR: KIMI_PATTERN) run natively. Another regex is wrapped so that `regex` reads it as
     Oniguruma does: ^ and $ match at each line's end (Oniguruma's default; its ^ not at the end of the text), and the text between two
     matches is a piece of its own (HF's Isolated keeps it; bpe_fast would drop it); without keep_gaps, a regex
     with no anchor that the two engines read otherwise (^, $, \\Z) is returned as it is (as export_hf writes a
@@ -114,6 +115,8 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
         return split_regex
     if split_regex == GPT4_PATTERN_HF:
         return GPT4_PATTERN
+    if split_regex == KIMI_PAT_STR:         # Oniguruma nests classes and reads && as tiktoken's engine does
+        return KIMI_PATTERN
     if split_regex == R50K_PATTERN_HF and not keep_gaps:       # as export_hf writes tiktoken's gpt2 / r50k_base
         return R50K_PATTERN
     found = _unescaped_match(_POSSESSIVE_INTERVAL, split_regex)
@@ -181,6 +184,8 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
     anchors spelled as Oniguruma reads them (there ^ and $ match at every line)."""
     if pattern == GPT4_PATTERN:
         return GPT4_PATTERN_HF, "Isolated", False
+    if pattern == KIMI_PATTERN:
+        return KIMI_PAT_STR, "Isolated", False
     if pattern in _VERBATIM:
         return pattern, "Isolated", False
     inner_length, odd = divmod(len(pattern) - len(_wrap("")), 2)     # P appears twice in _wrap(P)

@@ -19,8 +19,8 @@ from bpe_fast.cli import main
 from bpe_fast.export import hf_tokenizer_json
 from bpe_fast.formats import FormatError, token_to_str
 from bpe_fast.hf import GPT4_PATTERN_HF, pattern_from_hf, pattern_to_hf
-from bpe_fast.patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN,
-                               R50K_PATTERN)
+from bpe_fast.patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, KIMI_PAT_STR,
+                               KIMI_PATTERN, O200K_PATTERN, R50K_PATTERN)
 from bpe_fast.synthetic import mixed_text
 from corpora import EOT, FIXTURES, SCRIPTS
 
@@ -166,6 +166,7 @@ def train_hf(split, tmp_path, vocab_size=800, specials=(EOT, "<|pad|>")):
     (LLAMA3_PATTERN, LLAMA3_PATTERN),
     (QWEN2_PATTERN, QWEN2_PATTERN),
     (TEKKEN_PATTERN, TEKKEN_PATTERN),
+    (KIMI_PAT_STR, KIMI_PATTERN),         # Kimi K2's: Oniguruma nests classes and reads && as tiktoken's engine does
     (r"\p{L}+|\p{N}", None),              # leaves gaps, which HF keeps as pieces
     (r"\s+$|\S+|\s", None),               # $ at each line's end, as Oniguruma reads it
 ])

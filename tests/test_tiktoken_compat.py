@@ -820,12 +820,14 @@ def test_set_operations_and_classes_in_classes_read_as_tiktoken(pat_str, tmp_pat
     ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
     assert ours.tokenizer.pattern.startswith("(?V1)")
     assert _same_ids_or_refused(pat_str, HAN_PROBE)
-    # and back to tiktoken, as written (a "|" in a class escaped); not to HF (Oniguruma has no "--" or "~~")
+    # and back to tiktoken, as written (a "|" in a class escaped); not to HF (Oniguruma has no "--" or "~~"), but
+    # for Kimi K2's, which Oniguruma reads as tiktoken's engine does (test_hf)
     theirs = ours.tokenizer.to_tiktoken("back")
     assert theirs.encode_ordinary(HAN_PROBE) == ours.encode_ordinary(HAN_PROBE)
-    with pytest.raises(ValueError, match="set operations or classes in classes"):
-        ours.tokenizer.export_hf(tmp_path / "tokenizer.json")
-    assert not (tmp_path / "tokenizer.json").exists()
+    if pat_str != KIMI_K2_PATTERN:
+        with pytest.raises(ValueError, match="set operations or classes in classes"):
+            ours.tokenizer.export_hf(tmp_path / "tokenizer.json")
+        assert not (tmp_path / "tokenizer.json").exists()
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
