@@ -257,10 +257,7 @@ class Encoding:
         return self._core.encode_with_unstable(text, frozenset(encoder.special_tokens))
 
     def _encode_bytes(self, text: bytes) -> list[int]:
-        """The ids of any bytes, as tiktoken's private method of that name gives them (used to encode bytes that
-        may not be UTF-8): UTF-8 is encode_ordinary's; else the UTF-8 before the first invalid byte is encoded
-        so, then the tokens text appended could change (encode_with_unstable's) are joined with every byte from
-        there on and merged as one piece. No special token is made.
+        """The ids of any bytes, as tiktoken's private method of that name gives them (its core's: CoreBPE's).
 
         >>> _tiny()._encode_bytes(b"ab ab\\xff")
         [256, 32, 256, 255]
