@@ -128,7 +128,9 @@ def _pairs_from_ranks(tokens):
 def _hf_pattern(pattern):
     # HF runs Split on Oniguruma, where "{1,3}+" repeats the interval; bpe_fast.export drops the "+" too. Kimi K2's
     # classes in classes and "&&" are Oniguruma's syntax as they are tiktoken's (`regex` reads them in its version 1)
-    return pattern.removeprefix("(?V1)").replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+    from bpe_fast.patterns import V1_PREFIX
+
+    return pattern.removeprefix(V1_PREFIX).replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
 
 
 def _hf_trainer_and_tokenizer(spec):

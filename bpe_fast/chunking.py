@@ -4,7 +4,8 @@ A cut at byte offset k is safe when counting the two sides separately gives the 
 counting the whole file:
   * no occurrence of a special token covers k (starts before k and ends after it), and
   * either a special token starts at k (the text is split there for any pattern), or the pattern is a
-    built-in one (GPT-2's, GPT-4's, o200k's, Llama 3's, Qwen2's, Tekken's or DeepSeek V3's: patterns.builtin_name),
+    built-in one (GPT-2's, GPT-4's, o200k's, Llama 3's, Qwen2's, Tekken's, DeepSeek V3's or Kimi K2's:
+    patterns.builtin_name),
     byte k is a space
     and byte k-1 is a printable ASCII character: these patterns end every pre-token that holds a non-space
     character at the first space after it (GPT-4 and o200k keep "\\r\\n" after punctuation, hence a space and

@@ -36,7 +36,7 @@ import math
 import operator
 import os
 import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal, SupportsIndex
 
@@ -60,6 +60,12 @@ _MAX_THREADS = 1 << 16    # a larger num_threads (inf) asks for a thread an item
 
 class Encoding:
     """tiktoken.Encoding's interface (see the module docstring); its docstrings are tiktoken's, shortened."""
+
+    # the core's (set with it by _core_bpe's setter)
+    _core: CoreBPE
+    _tokenizer: Tokenizer
+    _ordinary: Tokenizer
+    _vocab: Mapping[int, bytes]
 
     def __init__(self, name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int],
                  explicit_n_vocab: int | None = None) -> None:
@@ -97,11 +103,16 @@ class Encoding:
         if not isinstance(core, CoreBPE):
             raise TypeError(f"_core_bpe must be a bpe_fast._tiktoken.CoreBPE, got {type(core).__name__} (with bpe_fast "
                             "in tiktoken's place, make it with bpe_fast._tiktoken.CoreBPE(ranks, special_tokens, pattern))")
-        self._core = core
-        # the encoding paths read these directly (the default ones are a few hundred nanoseconds a call)
-        self._tokenizer = core._tokenizer
-        self._ordinary = core._ordinary
-        self._all_specials = core._all_specials
+        # the encoding and decoding paths read these directly (the default ones are a few hundred nanoseconds a
+        # call); one update, so that a thread encoding meanwhile sees the old core's or the new one's
+        self.__dict__.update(_core=core, _tokenizer=core._tokenizer, _ordinary=core._ordinary, _vocab=core._vocab)
+
+    @functools.cached_property
+    def _disallowed_by_default(self) -> frozenset[str]:
+        """The special tokens encode looks for by default (disallowed_special="all"): special_tokens_set's, as
+        tiktoken's encode takes them (its set is made when first asked for, and kept: a core put in its place later
+        does not change it)."""
+        return frozenset(self.special_tokens_set)
 
     @classmethod
     def from_tiktoken_file(cls, name: str, path: StrPath, pat_str: str, special_tokens: dict[str, int] | None = None,
@@ -290,8 +301,9 @@ class Encoding:
         """The tokenizer view for encode's keywords, once `text` is checked for disallowed special tokens (as
         tiktoken's encode does it, so with the same exceptions)."""
         if allowed_special is _NOTHING and disallowed_special is _ALL:      # the defaults: the quick way
-            if self._special_tokens:
-                check_disallowed(text, self._all_specials)
+            disallowed = self._disallowed_by_default
+            if disallowed:
+                check_disallowed(text, disallowed)
             return self._ordinary
         if allowed_special == "all":
             allowed_special = self.special_tokens_set
@@ -327,7 +339,8 @@ class Encoding:
         >>> _tiny().decode_single_token_bytes(257)
         b'abc'
         """
-        return self._core.decode_single_token_bytes(token)
+        data = self._vocab.get(token) if type(token) is int else None      # (the quick way: one look-up)
+        return self._core.decode_single_token_bytes(token) if data is None else data
 
     def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
         """[decode_single_token_bytes(t) for t in tokens].

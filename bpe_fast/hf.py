@@ -809,7 +809,8 @@ def _check_fields(f: _File, doc: dict[str, Any]) -> None:
                     if flag in step and type(step[flag]) is not bool:
                         f.fail(f'{component} ByteLevel "{flag}" must be true or false, not '
                                f"{json.dumps(step[flag])[:40]}", flag, component)
-                    if flag not in step and flag != "use_regex":       # (use_regex: true by default)
+                    if flag not in step and flag != "use_regex" and component != "normalizer":   # (use_regex:
+                        # true by default; HF's ByteLevel normalizer has no flags)
                         f.fail(f'{component} ByteLevel has no "{flag}" (HF tokenizers refuses the file too)',
                                "type", component)
             if isinstance(step, dict) and step.get("type") == "Split" and component == "pre_tokenizer":

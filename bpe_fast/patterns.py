@@ -41,15 +41,21 @@ QWEN2_PATTERN = "|".join([_LLAMA3_HEAD, r"""\p{N}""", _LLAMA3_TAIL])
 # o200k's without the contraction suffixes, with digits one at a time.
 TEKKEN_PATTERN = "|".join([*_CASED, r"""\p{N}""", *_O200K_REST])
 
+# `regex`'s version 1 syntax, where classes nest and hold set operations as in tiktoken's engine (Rust's regex): the
+# prefix pattern_from_tiktoken gives a pattern that needs it (without the full case folding that version 1 turns on
+# under the flag i: tiktoken's engine folds a character to one, so (?i:st) does not match the ligature U+FB06)
+V1_PREFIX = "(?V1-f)"
+
 # Kimi K2's pattern (moonshotai's tokenization_kimi.py, a tiktoken pat_str): o200k's with the Han script apart (its
 # runs are pieces of their own, no letter run takes one) and no "/" after punctuation. KIMI_PAT_STR is tiktoken's
-# spelling, KIMI_PATTERN the one pattern_from_tiktoken reads it as (`regex`'s version 1 syntax: classes nest there).
+# spelling, KIMI_PATTERN the one pattern_from_tiktoken reads it as (`regex`'s version 1 syntax: classes nest there;
+# resolve_pattern reads KIMI_PAT_STR so too: in `regex`'s default syntax it would drop text).
 _KIMI_HAN_APART = r"""&&[^\p{Han}]]"""
 KIMI_PAT_STR = "|".join([
     r"""[\p{Han}]+""",
     *(run.replace("]*", _KIMI_HAN_APART + "*").replace("]+", _KIMI_HAN_APART + "+") + _O200K_SUFFIX for run in _CASED),
     r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n]*""", *_O200K_REST[1:]])
-KIMI_PATTERN = "(?V1)" + KIMI_PAT_STR
+KIMI_PATTERN = V1_PREFIX + KIMI_PAT_STR
 
 # DeepSeek V3's (and V4's) tokenizer.json pre-tokenizer: three Isolated Splits in sequence, each cutting the pieces the
 # one before it left (what a match does not cover is a piece too): digits three at a time, then runs of CJK
@@ -96,6 +102,8 @@ def resolve_pattern(pattern: str) -> str:
         raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
     if pattern in PATTERNS:
         return PATTERNS[pattern]
+    if pattern == KIMI_PAT_STR:     # tiktoken's spelling (classes in classes), which `regex` reads in its version 1
+        return KIMI_PATTERN
     if pattern in _BUILT_IN:    # (the checks below searched a built-in pattern's text four times a load)
         return pattern
     if not pattern:
@@ -138,7 +146,7 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
 def builtin_name(pattern: str) -> str | None:
     """The built-in pattern `pattern` (a resolved regex) is, by name: "gpt2" (in bpe_fast's spelling or
     tiktoken's, R50K_PATTERN: the same pre-tokens), "gpt4" (cl100k), "o200k", "llama3", "qwen2", "tekken" or
-    "deepseek3"; None
+    "deepseek3", "kimi"; None
     for any other regex."""
     return {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k",
             LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2", TEKKEN_PATTERN: "tekken",
@@ -150,9 +158,6 @@ def shown_pattern(pattern: str) -> str:
     return repr(pattern) if len(pattern) <= 200 else f"{pattern[:100]!r}... ({len(pattern):,} characters)"
 
 
-# `regex`'s version 1 syntax, where classes nest and hold set operations as in tiktoken's engine (Rust's regex): the
-# prefix pattern_from_tiktoken gives a pattern that needs it
-V1_PREFIX = "(?V1)"
 
 
 def _pieces(pattern: str, nested: bool | None = None) -> Iterator[tuple[int, int, bool, str]]:
@@ -394,7 +399,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None, str | 
     construct respelled or None, the first construct that needs `regex`'s version 1 or None). Anchors are not
     touched (swap_tiktoken_anchors rewrites them).
 
-    Classes inside classes and the set operations &&, -- and ~~ (Kimi K2's pattern has [\p{Lu}...&&[^\p{Han}]])
+    Classes inside classes and the set operations &&, -- and ~~ (Kimi K2's pattern has [\\p{Lu}...&&[^\\p{Han}]])
     are read by `regex` as tiktoken's engine reads them in its version 1 syntax: the pattern then starts with
     V1_PREFIX (and a "|" in a class is escaped: "||" is a union there). Refused: two different operations in one
     class (the engines order them otherwise: && before -- in `regex`, left to right in tiktoken's engine), and a
@@ -402,8 +407,9 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None, str | 
 
     Respelled: \\x{...}, \\u{...} and \\U{...}, \\e, \\h and \\H (a hex digit to tiktoken), \\<, \\>, \\b{start}, \\b{end} and
     their halves (word boundaries), POSIX sets ([[:alpha:]]: ASCII to tiktoken, Unicode to `regex`), and I or i
-    under the flag i (`regex` also takes U+0130 or U+0131 for them). No spelling: a class inside a class and the
-    under the flag i properties, POSIX sets, U+0130 or U+0131, and I or i in a class (the two engines fold them, and the categories, differently), and escapes of letters not known to read alike (\\N, \\K,
+    under the flag i (`regex` also takes U+0130 or U+0131 for them). No spelling: under the flag i properties,
+    POSIX sets, U+0130 or U+0131, and I or i in a class (the two engines fold them, and the categories,
+    differently), escapes of letters not known to read alike (\\N, \\K,
     \\X, ...), the properties Print, Graph and Extended_Pictographic (other members), inline flags other than i, m,
     s, x and u ((?R): CRLF mode to tiktoken, recursion to `regex`), and
     "(?flags)" inside a group other than "(?:...)" (tiktoken's engine keeps the flags on after a capturing group, a
@@ -412,7 +418,7 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None, str | 
     >>> _tiktoken_reading(r"[[:alpha:]]+|\\x{e9}|\\h")
     ('[A-Za-z]+|\\\\U000000E9|[0-9A-Fa-f]', None, '[:alpha:]', None)
     >>> _tiktoken_reading(r"[\\w&&[^\\d]]+|[|]")[0]
-    '(?V1)[\\\\w&&[^\\\\d]]+|[\\\\|]'
+    '(?V1-f)[\\\\w&&[^\\\\d]]+|[\\\\|]'
     >>> _tiktoken_reading(r"(?i:[sdmt]|ll)|(?i:[a-z]+)")[1]
     "'[a-z]' under the flag i"
     """

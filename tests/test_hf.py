@@ -981,6 +981,8 @@ HF_REFUSES = {
     "split without invert": (_drop(["pre_tokenizer", "pretokenizers", 0, "invert"]),
                              r'pre_tokenizer Split has no "invert"'),
 }
+# HF's ByteLevel normalizer has no flags: it loads in HF, and is refused for what it is (not for a flag)
+REFUSED["byte-level normalizer"] = (_set(["normalizer"], {"type": "ByteLevel"}), r'normalizer "ByteLevel" is not supported')
 REFUSED |= HF_REFUSES
 
 

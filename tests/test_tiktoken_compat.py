@@ -8,6 +8,8 @@ tests/fixtures); tests skip with the reason when the wheel is missing.
 import functools
 import json
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -18,8 +20,8 @@ from hypothesis import strategies as st
 import bpe_fast
 import bpe_fast.encoding
 from bpe_fast import Encoding, Tokenizer
-from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, KIMI_PAT_STR, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN,
-                               pattern_from_tiktoken, swap_tiktoken_anchors)
+from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, KIMI_PAT_STR, KIMI_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN,
+                               TEKKEN_PATTERN, V1_PREFIX, pattern_from_tiktoken, resolve_pattern, swap_tiktoken_anchors)
 from bpe_fast.ranks import ranks_from_tokenizer
 from corpora import FIXTURES
 from encode_oracle import assigned_in_old_unicode
@@ -514,7 +516,9 @@ def test_a_core_made_alone_is_tiktokens():
     # code written for tiktoken makes one: tiktoken._tiktoken.CoreBPE(ranks, special_tokens, pattern)
     ranks, _ = gpt2_ranks()
     specials = {EOT: 50256, "<|im_start|>": 50257}
-    assert bpe_fast._tiktoken.CoreBPE is bpe_fast._tiktoken.CoreBPE         # an attribute of the package, as tiktoken's
+    reached = subprocess.run([sys.executable, "-c", "import bpe_fast as t; print(t._tiktoken.CoreBPE.__name__)"],
+                             capture_output=True, text=True, check=True)
+    assert reached.stdout.strip() == "CoreBPE"      # an attribute of the package once imported, as tiktoken's
     cores = (bpe_fast._tiktoken.CoreBPE(ranks, specials, GPT2_PATTERN),
              tiktoken._tiktoken.CoreBPE(ranks, specials, GPT2_PATTERN))
     for text in CORE_TEXTS + ["<|im_start|>user hi<|endoftext|>"]:
@@ -554,6 +558,41 @@ def test_a_core_put_in_place_as_code_written_for_tiktoken_does():
                      lambda e: e.special_tokens_set, lambda e: e.decode_single_token_bytes(10300),
                      lambda e: e.token_byte_values()[-3:], lambda e: e._encode_single_piece(" aaaa")]:
             same(pair, call)
+
+
+def test_a_core_of_other_special_tokens_leaves_the_encodings_own_default_check():
+    # tiktoken's encode looks for special_tokens_set's tokens by default (the Encoding's, made when first asked for),
+    # whatever the core holds: a core with one more special token, the Encoding's left as they were, encodes it as
+    # text by default; a core with none still refuses the Encoding's (a review found the core's set used)
+    for core_specials, text in [({EOT: 50256, "<|im_start|>": 50257}, "a<|im_start|>"), ({}, "a<|endoftext|>")]:
+        pair = fresh_gpt2_pair()
+        for enc, module in zip(pair, (bpe_fast, tiktoken)):
+            enc._core_bpe = module._tiktoken.CoreBPE(enc._mergeable_ranks, core_specials, enc._pat_str)
+        for call in [lambda e: e.encode(text), lambda e: e.encode_to_numpy(text),
+                     lambda e: (lambda got: (got[0], sorted(got[1])))(e.encode_with_unstable(text)),
+                     lambda e: e.encode(text, allowed_special={"<|im_start|>"}), lambda e: e.encode_ordinary(text)]:
+            same(pair, call)
+
+
+def test_version_1_reading_folds_as_tiktoken():
+    # `regex`'s version 1 turns on full case folding under (?i): (?i:'st) took the ligature U+FB06, which
+    # tiktoken's engine does not (a review found it); its prefix turns it off
+    ranks = {bytes([b]): b for b in range(256)} | {b"'\xef": 256}
+    pat_str = r"(?i:'st)|[a-z&&[^q]]+|[\s\S]"
+    ours, theirs = [module.Encoding("f", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+                    for module in (bpe_fast, tiktoken)]
+    assert ours.encode_ordinary("it'\ufb06 'ST") == theirs.encode_ordinary("it'\ufb06 'ST")
+
+
+def test_kimi_pat_str_as_a_pattern_reads_as_tiktoken():
+    # tiktoken's spelling given where a `regex` pattern goes (Tokenizer, training, the CLI) is read as KIMI_PATTERN:
+    # in `regex`'s default syntax it dropped text ("Hello" and "English" of the text below)
+    assert resolve_pattern(KIMI_PAT_STR) == KIMI_PATTERN
+    assert bpe_fast.pretokenize("Hello 中文English", KIMI_PAT_STR) == ["Hello", " ", "中文", "English"]
+    ranks, _ = gpt2_ranks()
+    tok = Tokenizer.from_tiktoken(ranks, KIMI_PAT_STR, {EOT: 50256})
+    assert tok.pattern == KIMI_PATTERN and tok.native
+    assert tok.encode(HAN_PROBE) == Tokenizer.from_tiktoken(ranks, "kimi", {EOT: 50256}).encode(HAN_PROBE)
 
 
 def test_a_core_of_another_kind_is_refused():
@@ -818,7 +857,7 @@ HAN_PROBE = PATTERN_PROBE + " 中文English混合ÀbcDEF東京Tōkyō 汉字's �
 def test_set_operations_and_classes_in_classes_read_as_tiktoken(pat_str, tmp_path):
     # they were refused (a class inside a class, "&&": `regex`'s default syntax reads them as members)
     ours = bpe_fast.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
-    assert ours.tokenizer.pattern.startswith("(?V1)")
+    assert ours.tokenizer.pattern.startswith(V1_PREFIX)
     assert _same_ids_or_refused(pat_str, HAN_PROBE)
     # and back to tiktoken, as written (a "|" in a class escaped); not to HF (Oniguruma has no "--" or "~~"), but
     # for Kimi K2's, which Oniguruma reads as tiktoken's engine does (test_hf)
@@ -874,7 +913,7 @@ def test_two_set_operations_in_one_class_are_ordered_otherwise_in_version_1():
     # why the refusal above: [\w~~\d&&[0-4]] is (\w ~~ \d) && [0-4] to tiktoken, \w ~~ (\d && [0-4]) to `regex`
     pat_str = r"[\w~~\d&&[0-4]]+|."
     theirs = tiktoken.Encoding("c", pat_str=pat_str, mergeable_ranks=_pair_ranks(), special_tokens={})
-    pieces = regex.findall("(?V1)" + pat_str, "a1b7")
+    pieces = regex.findall(V1_PREFIX + pat_str, "a1b7")
     assert [token for piece in pieces for token in theirs._encode_single_piece(piece)] != theirs.encode_ordinary("a1b7")
 
 
