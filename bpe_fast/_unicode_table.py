@@ -5,7 +5,7 @@ FOLDS maps each contraction letter of GPT-4's and o200k's patterns to the code p
 STAMP is a hash of everything above it; bpe_fast.pretokenize refuses a table whose stamp is wrong.
 """
 
-REGEX_VERSION = '2026.11.19'
+REGEX_VERSION = '2026.12.2'
 
 # \p{L}
 LETTER = (
@@ -694,4 +694,4 @@ FOLDS = {
     'r': (0x52, 0x72,),
 }
 
-STAMP = '12b73fa8d90850feb8e67a30fee66ac7'
+STAMP = 'df1259aa46b697c0e7f6380543dd75c3'

@@ -1028,7 +1028,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--special-token", action="append", default=[], metavar="TOK",
                        help="a special token (repeatable); it splits the text and is never merged")
         p.add_argument("--pattern", default=None,
-                       help="gpt2 (default), gpt4 (= cl100k), o200k, llama3, qwen2, tekken, deepseek3, kimi, or a regex")
+                       help="gpt2 (default), gpt4 (= cl100k), o200k, llama3, qwen2, tekken, deepseek3, kimi, or a "
+                            "regex")
         p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                        help="invalid UTF-8: fail (strict) or substitute U+FFFD (replace)")
         p.add_argument("--text-field", default="text", metavar="NAME",

@@ -10,11 +10,11 @@ tiktoken._tiktoken.CoreBPE), which such code calls or replaces with one of other
 
 It is a thin layer: an Encoding's core holds a bpe_fast.Tokenizer (``.tokenizer``, built by
 Tokenizer.from_tiktoken, the merges recovered from the ranks) and the Encoding turns tiktoken's keywords into the
-Tokenizer's: the allowed special
-tokens select a view of the tokenizer that matches only those, the disallowed ones are looked for in the text
-first. A pat_str other than the built-in patterns is read with `regex` as tiktoken's engine reads it
-(bpe_fast.patterns.pattern_from_tiktoken: anchors, POSIX sets, set operations in `regex`'s version 1 syntax,
-...; a ValueError names a construct the two engines read otherwise with no such spelling). Differences, all refusals at construction: the 256 single bytes must have ranks; every multi-byte
+Tokenizer's: the allowed special tokens select a view of the tokenizer that matches only those, the disallowed ones
+are looked for in the text first. A pat_str other than the built-in patterns is read with `regex` as tiktoken's
+engine reads it (bpe_fast.patterns.pattern_from_tiktoken: anchors, POSIX sets, set operations in `regex`'s
+version 1 syntax, ...; a ValueError names a construct the two engines read otherwise with no such spelling).
+Differences, all refusals at construction: the 256 single bytes must have ranks; every multi-byte
 token must be reachable by merging lower-ranked ones (tiktoken accepts others, and never produces them from
 other text); a special token may not share its id with a ranked token, nor its bytes; ids must lie below
 2^31 - 1, the largest below 4 times the number of tokens plus 2^20 (the encoder's tables are indexed by id),
@@ -101,8 +101,9 @@ class Encoding:
     @_core_bpe.setter
     def _core_bpe(self, core: CoreBPE) -> None:
         if not isinstance(core, CoreBPE):
-            raise TypeError(f"_core_bpe must be a bpe_fast._tiktoken.CoreBPE, got {type(core).__name__} (with bpe_fast "
-                            "in tiktoken's place, make it with bpe_fast._tiktoken.CoreBPE(ranks, special_tokens, pattern))")
+            raise TypeError(f"_core_bpe must be a bpe_fast._tiktoken.CoreBPE, got {type(core).__name__} (with "
+                            "bpe_fast in tiktoken's place, make it with bpe_fast._tiktoken.CoreBPE(ranks, special_tokens, "
+                            "pattern))")
         # the encoding and decoding paths read these directly (the default ones are a few hundred nanoseconds a
         # call); one update, so that a thread encoding meanwhile sees the old core's or the new one's
         self.__dict__.update(_core=core, _tokenizer=core._tokenizer, _ordinary=core._ordinary, _vocab=core._vocab)

@@ -512,12 +512,12 @@ def test_the_cores_arguments_and_errors_as_tiktokens(pair):
     assert same(pair, core_call("token_byte_values"))[0] == "ok"
 
 
-def test_a_core_made_alone_is_tiktokens():
+def test_a_core_made_alone_is_tiktokens(tmp_path):
     # code written for tiktoken makes one: tiktoken._tiktoken.CoreBPE(ranks, special_tokens, pattern)
     ranks, _ = gpt2_ranks()
     specials = {EOT: 50256, "<|im_start|>": 50257}
     reached = subprocess.run([sys.executable, "-c", "import bpe_fast as t; print(t._tiktoken.CoreBPE.__name__)"],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, cwd=tmp_path)   # (not the source tree's)
     assert reached.stdout.strip() == "CoreBPE"      # an attribute of the package once imported, as tiktoken's
     cores = (bpe_fast._tiktoken.CoreBPE(ranks, specials, GPT2_PATTERN),
              tiktoken._tiktoken.CoreBPE(ranks, specials, GPT2_PATTERN))
