@@ -674,9 +674,6 @@ def tiktoken_anchors(pattern: str) -> str:
     >>> tiktoken_anchors(r"a$|b\\Z")
     'a(?=\\\\n?\\\\z)|b\\\\z'
     """
-    if pattern == KIMI_PATTERN:
-        return KIMI_PAT_STR
-    if pattern in PATTERNS.values() or pattern == R50K_PATTERN:
-        return pattern
-    rewritten = rewrite_anchors(pattern, {"$": r"(?=\n?\z)", r"\Z": r"\z"})
-    return rewritten[len(V1_PREFIX):] if rewritten.startswith(V1_PREFIX) else rewritten
+    if pattern not in PATTERNS.values() and pattern != R50K_PATTERN:
+        pattern = rewrite_anchors(pattern, {"$": r"(?=\n?\z)", r"\Z": r"\z"})
+    return pattern.removeprefix(V1_PREFIX)      # (tiktoken's engine reads version 1's classes: KIMI_PAT_STR)
