@@ -17,8 +17,9 @@ written before the first shard, every 30 s and at the end, listing the shards do
 last); it records what the arrays depend on (a digest of the tokenizer, the separator, the field and column
 read), so that a later run into the same folder with other settings, even after a run that stopped, is refused
 rather than mixing arrays of two tokenizers; and each shard's input size and modification time, so that a shard
-whose input changed since is encoded again. A shard the index does not list with them (completed after the
-index's last rewrite by a run that was killed) is encoded again too.
+whose input changed since is encoded again; and each array's own size and modification time, so that one
+written to since it was complete (even at the same length) is encoded again. A shard the index does not list
+with them (completed after the index's last rewrite by a run that was killed) is encoded again too.
 
 Locally the shards are encoded one after another, each on num_processes workers. With a dask.distributed
 Client each shard not yet complete is one task; the workers read the inputs and write the outputs themselves,
@@ -80,8 +81,9 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     fits). errors: "strict" (invalid UTF-8 is a CorpusDecodeError) or "replace" (U+FFFD).
 
     Shards whose .npy is complete already are skipped (resuming) if index.json lists them with their input's
-    size and modification time as they are now; others are encoded again (a shard whose input changed, and one
-    completed after the index's last rewrite by a run that was killed: its input may have changed since). With
+    size and modification time as they are now, and the .npy's own; others are encoded again (a shard whose
+    input changed, one whose array was written to since, and one completed after the index's last rewrite by a
+    run that was killed: its input may have changed since). With
     no index.json at all, every complete .npy is kept. If one shard fails, the error names it and no file of it
     is left; the shards completed stay, listed in index.json with "complete": false. The shards are encoded
     locally one after another, each on num_processes workers (None: every core; see encode_file), or with
@@ -94,7 +96,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     once every shard is done), "vocab_size",
     "dtype", "tokens" (the total), the settings the arrays depend on ("tokenizer_sha256", "separator" (an id or None), "text_field", "text_column") and
     "shards": one {"path": input path as given, "file": output file name, "tokens": n, "dtype": ..., "input":
-    {"bytes": size, "mtime_ns": modification time}} a shard, in input order.
+    {"bytes": size, "mtime_ns": modification time}, "output": the same of the .npy} a shard, in input order.
     """
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a bpe_fast.Tokenizer, got {type(tokenizer).__name__}")
@@ -120,24 +122,30 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     index_path = os.path.join(out_dir, INDEX_FILE)
     earlier = _check_earlier_index(index_path, settings)
     _remove_leftovers(out_dir, {s.name for s in shards})
-    # output file name -> the stamp of its input when it was encoded (None: not recorded)
-    listed = None if earlier is None else {e["file"]: e.get("input") for e in earlier["shards"]}
-    inputs = [_input_stamp(s.path) for s in shards]
+    # output file name -> its entry in the earlier index
+    listed = None if earlier is None else {e["file"]: e for e in earlier["shards"]}
+    inputs = [_file_stamp(s.path) for s in shards]
 
     counts: list[Any] = []                                          # None: to encode
+    outputs: list[Any] = []                                         # the stamp of each shard's .npy once done
     for shard, stamp in zip(shards, inputs):
-        # A complete .npy is kept only if the earlier index lists it with its input's stamp as it is now. Every
-        # run writes the index before its first shard, so one the index does not list (or lists without a stamp,
-        # or with another) was written before its input changed, or completed after the index's last rewrite by
-        # a run that was then killed (SIGKILL, a power cut): its input may have changed since. It is encoded
-        # again, and its old array goes now (no later run may take it for this input's). With no index at all
-        # (a run of a version that wrote it last, and stopped), complete arrays are kept, as before.
-        if listed is None or listed.get(shard.name) == stamp:
+        # A complete .npy is kept only if the earlier index lists it with its input's stamp as it is now, and with
+        # its own stamp as it is now. Every run writes the index before its first shard, so one the index does
+        # not list (or lists without a stamp, or with another) was written before its input changed, or completed
+        # after the index's last rewrite by a run that was then killed (SIGKILL, a power cut): its input may have
+        # changed since. An array whose own stamp changed was written to since it was complete (its header and
+        # length may still be right). Either is encoded again, and its old array goes now (no later run may take
+        # it for this input's). With no index at all (a run of a version that wrote it last, and stopped),
+        # complete arrays are kept, as before; so are those of an index that predates the arrays' stamps.
+        entry = None if listed is None else listed.get(shard.name)
+        now = _output_stamp(shard.out_path)
+        if listed is None or (entry is not None and entry.get("input") == stamp and entry.get("output", now) == now):
             counts.append(complete_length(shard.out_path, dtype))
         else:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(shard.out_path)
             counts.append(None)
+        outputs.append(None if counts[-1] is None else now)
     todo = [i for i, n in enumerate(counts) if n is None]
     sizes = [os.path.getsize(s.path) for s in shards]
     report = _Progress(progress, sizes, [i for i, n in enumerate(counts) if n is not None])
@@ -153,7 +161,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
                  "vocab_size": tokenizer.vocab_size, "dtype": dtype.name,
                  "tokens": int(sum(counts[i] for i in done)), **settings,
                  "shards": [{"path": shards[i].given, "file": shards[i].name, "tokens": int(counts[i]),
-                             "dtype": dtype.name, "input": inputs[i]} for i in done]}
+                             "dtype": dtype.name, "input": inputs[i], "output": outputs[i]} for i in done]}
         with atomic_output(index_path, "w", encoding="utf-8") as f:
             json.dump(index, f, indent=1)
             f.write("\n")
@@ -163,6 +171,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
 
     def shard_done(i: int) -> None:
         nonlocal written
+        outputs[i] = _output_stamp(shards[i].out_path)
         report.done(i)
         if time.monotonic() - written >= _INDEX_EVERY:
             write_index(False)
@@ -205,10 +214,18 @@ def _remove_leftovers(out_dir: str, names: set[str]) -> None:
                 os.remove(os.path.join(out_dir, entry))
 
 
-def _input_stamp(path: str) -> dict[str, int]:
-    """What shows that an input file changed: its size and modification time."""
+def _file_stamp(path: str) -> dict[str, int]:
+    """What shows that a file changed: its size and modification time."""
     st = os.stat(path)
     return {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _output_stamp(path: str) -> dict[str, int] | None:
+    """The stamp of an output array, None when it is missing."""
+    try:
+        return _file_stamp(path)
+    except FileNotFoundError:
+        return None
 
 
 # ---- checking and planning (the caller's process) ----------------------------------------------------------
