@@ -1039,6 +1039,9 @@ def _cache_disagreement(contents: Mapping[str, NDArray[Any]]) -> str:
     if not known[byte_ids[present]].all() or np.any(lengths[byte_ids[present]] != 1) \
             or np.any(pool[offsets[byte_ids[present]]] != present):
         return "a byte's id is not that byte"
+    single = np.flatnonzero((lengths == 1) & (known != 0))
+    if np.any(byte_ids[pool[offsets[single]]] < 0):
+        return "a byte that is a token has no id in 'byte_ids'"
     ranked_ids, ranked_pool, ranked_offsets = contents["ranked_ids"], contents["ranked_pool"], contents["ranked_offsets"]
     if ranked_offsets.shape[0] != ranked_ids.shape[0] + 1 or ranked_offsets[0] != 0 \
             or ranked_offsets[-1] != ranked_pool.shape[0] or np.any(ranked_offsets[1:] < ranked_offsets[:-1]):

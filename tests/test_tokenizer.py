@@ -1498,6 +1498,8 @@ def _tampered(contents, how):
     c = {name: array.copy() for name, array in contents.items()}
     if how == "bytes swapped":
         c["byte_ids"][[97, 98]] = c["byte_ids"][[98, 97]]
+    elif how == "a byte without an id":
+        c["byte_ids"][65] = -1                  # b"A" is still a token: encoding "A" said "byte 0x41 has no token"
     elif how == "ranked ids reversed":
         c["ranked_ids"] = c["ranked_ids"][::-1].copy()
     elif how == "merge ids zeroed":
@@ -1513,6 +1515,7 @@ def _tampered(contents, how):
 
 
 @pytest.mark.parametrize("how, problem", [("bytes swapped", "a byte's id is not that byte"),
+                                          ("a byte without an id", "a byte that is a token has no id"),
                                           ("ranked ids reversed", "a ranked token is not its id's bytes"),
                                           ("padded sparse", "vocab ids are too sparse")])
 def test_cache_that_disagrees_with_itself_is_not_used(cached_folder, how, problem):
