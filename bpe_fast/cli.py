@@ -443,7 +443,17 @@ def _load_counts(paths: Sequence[str]) -> PretokenCounts:
             except ValueError as exc:
                 raise CliError(f"{path}: {exc} ({paths[0]} is the first)") from None
         shards.append(shard)
-    return shards[0] if len(shards) == 1 else PretokenCounts.merge(shards)
+    if len(shards) == 1:
+        return shards[0]
+    try:
+        return PretokenCounts.merge(shards)
+    except ValueError as exc:       # a pre-token's counts add up to more than int64 holds
+        raise CliError(f"{_counts_files(paths)}: {exc}") from None
+
+
+def _counts_files(paths: Sequence[str]) -> str:
+    """The --from-counts files, for an error about their counts together."""
+    return ", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more counts files"
 
 
 def _check_counts_match(args: argparse.Namespace, counts: PretokenCounts, specials: list[str],
@@ -451,8 +461,7 @@ def _check_counts_match(args: argparse.Namespace, counts: PretokenCounts, specia
     """A CliError naming the counts files (and the --continue-from folder) when the counts were made with other
     special tokens than the tokenizer is to have, or with another pattern than the one continued:
     train_from_counts refuses them naming neither."""
-    paths = args.from_counts
-    where = ", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more counts files"
+    where = _counts_files(args.from_counts)
     if set(counts.special_tokens) != set(specials):
         if initial is None:
             given, hint = "--special-token", "leave --special-token out to use theirs"
@@ -526,7 +535,10 @@ def cmd_train(args: argparse.Namespace) -> None:
                 _check_special_bytes(specials, initial, f"{args.from_counts[0]}: the counts' special token")
                 _check_vocab_size(args.vocab_size, specials, initial)     # with the counts' special tokens
             _check_counts_match(args, counts, specials, initial)
-            result = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
+            try:
+                result = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
+            except ValueError as exc:   # the options are checked: the counts' (too large for the engine)
+                raise CliError(f"{_counts_files(args.from_counts)}: {exc}") from None
         else:
             if not args.corpus:
                 raise CliError("give a CORPUS or --from-counts")

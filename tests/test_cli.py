@@ -210,6 +210,21 @@ def test_train_from_counts_of_other_special_tokens_or_pattern_names_the_counts_f
                 "--vocab-size", "300", "-o", str(tmp_path / "t")], capsys)[0] == 0
 
 
+def test_train_from_counts_too_large_names_the_counts_files(tmp_path, capsys):
+    # the engine's "the counts are too large" (pair counts past int64) and the merge's overflow named no file
+    from bpe_fast import PretokenCounts
+    big, one = tmp_path / "big.npz", tmp_path / "one.npz"
+    PretokenCounts({b" the": 2 ** 62, b" them": 2 ** 62}).save(big)
+    PretokenCounts({b" the": 2 ** 62}).save(one)
+    code, err = run(["train", "--from-counts", str(big), "--vocab-size", "300", "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and re.search(rf"^bpe-fast: {re.escape(str(big))}: the counts are too large", err, re.M), err
+    code, err = run(["train", "--from-counts", str(one), str(one), "--vocab-size", "300", "-o", str(tmp_path / "t")],
+                    capsys)
+    assert code == 1 and re.search(rf"^bpe-fast: {re.escape(str(one))}, {re.escape(str(one))}: the counts of "
+                                   rf"b' the' add up to more than int64 holds", err, re.M), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.npz", "one.npz"]
+
+
 # ---- bad input: one line on stderr, a non-zero exit, no traceback, no output left behind --------
 
 def _assert_clean_failure(code, err, tmp_path, keep=()):
