@@ -283,3 +283,75 @@ def test_a_stable_cut_within_bounds_keeps_the_normal_form(texts, start, end, flo
     assert k in (start, stable_cut(text[:end], max(start, floor)))
     if floor <= start:
         assert k == stable_cut(text[:end], start)
+
+
+# ---- GPT-NeoX / Pythia: added tokens with normalized true, under NFC ------------------------------------------
+
+RUNS = ["  ", "   ", "    ", "\t\t", "{{", "#!"]       # added tokens of characters NFC leaves alone wherever they are
+NEOX_PIECES = [*PIECES, " ", "  ", "\t", "{", "#", "!", "Q", ";", "\u037e", *RUNS]
+
+
+@pytest.fixture(scope="module")
+def neox_like(tmp_path_factory):
+    """(bpe_fast's from_hf, HF's) of a GPT-NeoX-like tokenizer.json: GPT-2's pattern, NFC, <|endoftext|> with
+    normalized false, and runs of spaces (and other tokens of such characters) with normalized true, not special."""
+    folder = tmp_path_factory.mktemp("neox")
+    corpus = folder / "corpus.txt"
+    corpus.write_text(_corpus(20_000, 2), "utf-8")
+    specials = ["<|endoftext|>", *RUNS]
+    vocab, merges = train_bpe(corpus, 300, specials, num_processes=1)
+    path = folder / "tokenizer.json"
+    Tokenizer(vocab, merges, specials).with_normalizer("NFC").export_hf(path)
+    doc = json.loads(path.read_text("utf-8"))
+    for entry in doc["added_tokens"]:
+        if entry["content"] in RUNS:
+            entry.update(normalized=True, special=False)
+    path.write_text(json.dumps(doc), "utf-8")
+    return Tokenizer.from_hf(path), tokenizers.Tokenizer.from_file(str(path)), doc, folder
+
+
+def test_inert_characters_are_what_unicodedata_says():
+    # derived here from the decompositions of every code point: an ASCII character none maps to (alone or in a
+    # sequence) that is a starter and decomposes to nothing itself; the letters left out (Q and q qualify today)
+    from bpe_fast.hf import NFC_INERT
+    in_some = set()
+    for cp in range(0x110000):
+        mapping = unicodedata.decomposition(chr(cp))
+        if mapping and not mapping.startswith("<"):
+            in_some.update(chr(int(x, 16)) for x in mapping.split())
+    derived = {chr(c) for c in range(128) if chr(c) not in in_some and unicodedata.combining(chr(c)) == 0
+               and not unicodedata.decomposition(chr(c)) and not chr(c).isalpha()}
+    assert derived == NFC_INERT
+    assert {" ", "\t", "\n", "{", "#", "!"} <= NFC_INERT and not {";", ">", "`", "Q", "e"} & NFC_INERT
+
+
+def test_neox_like_added_tokens_are_found_as_hf_finds_them(neox_like):
+    ours, hf, _, _ = neox_like
+    assert ours.normalizer == "NFC" and set(RUNS) <= set(ours.special_tokens)
+    text = "a    b\t\t\u0301 {{e\u0301}} #!x" + " " * 9 + "\u0301"
+    assert ours.encode(text) == hf_ids(hf, text)
+    assert ours.special_tokens["    "] in hf_ids(hf, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(NEOX_PIECES), max_size=24).map("".join))
+def test_neox_like_encode_as_hf(neox_like, text):
+    ours, hf, _, _ = neox_like
+    expected = hf_ids(hf, text)
+    assert ours.encode(text) == expected
+    assert ours.encode_batch([text, text[:3]])[0] == expected
+    assert list(ours.encode_iterable([text[:5], text[5:]])) == expected
+
+
+@pytest.mark.parametrize("content", ["  e", "QQ", " ;", "<|x|>", "`~", "\u00a0\u00a0", "\u3000"])
+def test_a_normalized_token_nfc_may_touch_is_refused(neox_like, content, tmp_path):
+    _, _, doc, _ = neox_like
+    added = dict(doc["added_tokens"][-1], content=content, normalized=True, special=False,
+                 id=max(doc["model"]["vocab"].values()) + 1)     # HF's id for it: after the vocab
+    path = tmp_path / "tokenizer.json"
+    with_it = dict(doc, added_tokens=[*doc["added_tokens"], added])
+    path.write_text(json.dumps(with_it), "utf-8")
+    with pytest.raises(FormatError, match=r"has normalized: true, and the file normalizes text to NFC"):
+        Tokenizer.from_hf(path)
+    path.write_text(json.dumps(dict(with_it, normalizer=None)), "utf-8")       # refused for the normalizer only
+    assert Tokenizer.from_hf(path).special_tokens[content] == added["id"]
