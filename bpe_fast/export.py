@@ -48,13 +48,18 @@ HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"
 
 
 def _check_unique(tokenizer: Tokenizer) -> None:
+    """Two ids with the same bytes are refused, unless one is a special token and the other not: the file then
+    holds the other in the model's vocab and the special token as an added token only (GPT-NeoX's runs of
+    spaces), which HF finds in the text first, as bpe_fast does."""
     check_no_alias(tokenizer.special_tokens, "HF's files")
-    seen: dict[bytes, int] = {}
+    special = set(tokenizer.special_tokens.values())
+    seen: dict[tuple[bytes, bool], int] = {}
     for i, tok in tokenizer.vocab.items():
-        if tok in seen:
-            raise ValueError(f"tokens {seen[tok]} and {i} have the same bytes {tok!r}; "
+        key = (tok, i in special)
+        if key in seen:
+            raise ValueError(f"tokens {seen[key]} and {i} have the same bytes {tok!r}; "
                              f"the exported file could hold only one of them")
-        seen[tok] = i
+        seen[key] = i
 
 
 def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
@@ -86,15 +91,17 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         raise ValueError(f"merge {k} ({a!r}, {b!r}): {describe_difference(a, b, parts)}")
     special_ids = sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
     contents = [s for s, _ in special_ids]
-    all_keys = dict(zip(tokens_to_strs(tokenizer.vocab.values()), tokenizer.vocab))
     special_set = set(tokenizer.special_tokens.values())
+    # {key: id}; of a special token and an ordinary one with the same bytes (_check_unique), the ordinary one's
+    in_order = sorted(tokenizer.vocab, key=special_set.__contains__, reverse=True)      # specials first, stable
+    all_keys = dict(zip(tokens_to_strs(map(tokenizer.vocab.__getitem__, in_order)), in_order))
     # a token a merge takes or makes must be in the model's vocab under its byte-level form, a special token's
     # too (the merges would name a token of no vocab: HF panics or refuses the file); HF gives an added token
     # whose text is not that form an id of its own, so such a special token cannot keep its id
     merge_keys = set(tokens_to_strs(token for a, b in merges for token in (a, b, a + b)))
     for s, i in special_ids:
         key = token_to_str(s.encode("utf-8"))
-        if key in merge_keys and key != s:
+        if key in merge_keys and key != s and all_keys[key] == i:     # (not when an ordinary token holds it)
             k = next(k for k, (a, b) in enumerate(merges) if key in tokens_to_strs((a, b, a + b)))
             raise ValueError(f"special token {s!r} (id {i}) is a token of merge {k} ({merges[k][0]!r}, "
                              f"{merges[k][1]!r}): HF's model must hold it as {key!r}, and gives an added token "

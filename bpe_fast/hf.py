@@ -42,7 +42,10 @@ Where HF and bpe_fast could differ, and what is refused for it:
   keeps its later place) and a token made by merges with other merges between them.
 - Added token ids. HF numbers added tokens itself (a token in the model's vocab keeps that id; the others
   follow the vocab in file order) and only warns when the file says otherwise: such a file is refused, as no
-  ids are both the file's and HF's. So is an added token whose UTF-8 bytes are a vocab token with another id.
+  ids are both the file's and HF's. An added token whose UTF-8 bytes are a model token with another id
+  (GPT-NeoX's "  ", also the model's "ĠĠ") is read: HF finds the added token in the text first, so the model's
+  id is never encoded and decodes to the same bytes, as in bpe_fast (such a tokenizer is not saved as vocab.json,
+  which gives a token's bytes one id; export_hf writes it).
 - Patterns. HF runs the Split regex on Oniguruma, bpe_fast on `regex` (see pattern_from_hf).
 """
 from __future__ import annotations
@@ -504,15 +507,15 @@ def read_tokenizer_json(path: StrPath) -> tuple[Vocab, Merges, list[str], str]:
 
 
 class TokenizerFile(NamedTuple):
-    """read_tokenizer_json's result and, when the model's vocab and merges were read natively, the vocabulary
-    (the added tokens too) and merges as arrays, and the special tokens' ids (else None, None). vocab and merges:
+    """read_tokenizer_json's result, the special tokens' ids and, when the model's vocab and merges were read
+    natively, the vocabulary (the added tokens too) and merges as arrays (else None). vocab and merges:
     functions that make them, when read for a tokenizer (read_tokenizer_arrays' for_tokenizer) with the arrays."""
     vocab: Vocab | Callable[[], Vocab]
     merges: Merges | Callable[[], Merges]
     special_tokens: list[str]
     pattern: str
     arrays: formats.GPT2Arrays | None
-    special_ids: list[int] | None
+    special_ids: list[int]
     normalizer: str | None = None       # "NFC" or None (Tokenizer.with_normalizer)
 
 
@@ -540,7 +543,7 @@ def refuse_merges(path: StrPath) -> NoReturn:
                       "merge rule's check (bpe_fast.merge_rule), those read again are not")
 
 
-def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str, None, None, str | None]:
+def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str, None, list[int], str | None]:
     """read_tokenizer_json of the file's bytes, in Python: what any file that _read_plain declines goes through."""
     text = formats.read_text(path, data)
     doc = formats.parse_json(path, text)
@@ -564,7 +567,8 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
     _check_raw_added_tokens(f, doc.get("added_tokens", []), normalizer)
     if model.get("ignore_merges"):
         _check_whole_tokens(f, model_tokens - {s.encode("utf-8") for s in specials}, merges)
-    return vocab, merges, specials, pattern, None, None, normalizer
+    ids = {entry["content"]: entry["id"] for entry in doc.get("added_tokens", [])}      # (checked to be HF's)
+    return vocab, merges, specials, pattern, None, [ids[s] for s in specials], normalizer
 
 
 class _KeysOfTokens:
@@ -1169,11 +1173,9 @@ def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], voca
             f.fail(f"added token {content!r} (bytes {data!r}) has id {file_id}, the id of vocab token "
                    f"{formats.token_to_str(vocab[file_id])!r} (bytes {vocab[file_id]!r}): bpe_fast gives an id one "
                    "byte string", content, "added_tokens")
-        have = ids_of_bytes.get(data)
-        if have is not None and have != file_id:
-            f.fail(f"added token {content!r} (id {file_id}) and vocab token "
-                   f"{formats.token_to_str(vocab[have])!r} (id {have}) are the same bytes; bpe_fast gives a byte "
-                   "string one id", content, "added_tokens")
+        # An added token whose bytes are a model token's with another id (GPT-NeoX's and Pythia's runs of spaces:
+        # "  " is also the merge of "Ġ Ġ"): HF finds it in the text before the model sees any, so encoding gives
+        # the added token's id, and the model's id decodes to the same bytes; bpe_fast's special token does both.
         vocab[file_id] = data
         ids_of_bytes[data] = file_id
     _check_two_passes(f, added)

@@ -489,7 +489,8 @@ class Tokenizer:
         read = read_tokenizer_arrays(path, for_tokenizer=True)
         if read.arrays is None:
             assert not callable(read.vocab) and not callable(read.merges)
-            made = cls._from_checked(read.vocab, read.merges, read.special_tokens, read.pattern)._run_init()
+            made = cls._from_checked(read.vocab, read.merges, read.special_tokens, read.pattern,
+                                     special_ids=read.special_ids)._run_init()
         else:       # the merge rule's check is the tables' build's (read_tokenizer_arrays)
             made = cls._from_arrays(read.arrays, read.vocab, read.merges, read.special_tokens, read.pattern,
                                     read.special_ids, refuse=lambda: refuse_merges(path))._run_init()
@@ -577,6 +578,12 @@ class Tokenizer:
         bpe_fast.formats).
         """
         check_no_alias(self.special_tokens, "bpe_fast's files (vocab.json and bpe_fast.json)")
+        special_bytes = {name.encode("utf-8"): i for name, i in self.special_tokens.items()}
+        for i, token in self._vocab.items():
+            if special_bytes.get(token, i) != i:
+                raise ValueError(f"special token {token.decode('utf-8')!r} (id {special_bytes[token]}) has the bytes "
+                                 f"of token {i} (as GPT-NeoX's runs of spaces have); vocab.json gives a token's bytes "
+                                 "one id: export_hf writes a tokenizer.json that holds both")
         with output_group() as group:       # every file at once: a failure leaves the folder as it was
             formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials.tokens,
                                          self._pattern, self._training, group, self._normalizer)

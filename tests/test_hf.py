@@ -747,13 +747,31 @@ def test_added_token_id_hf_would_not_give(tmp_path):
         Tokenizer.from_hf(path)
 
 
-def test_added_token_with_the_bytes_of_a_vocab_token(tmp_path):
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("special", [True, False])
+def test_added_token_with_the_bytes_of_a_vocab_token(tmp_path, native, special):
+    # GPT-NeoX's and Pythia's files: "  " is an added token (id 50276) and the model's "ĠĠ" (merge 0) too. HF finds
+    # the added token in the text first, so the model's id is never encoded, and decodes to the same bytes. It was
+    # refused: "bpe_fast gives a byte string one id"
     doc = small_doc()
-    doc["added_tokens"].append(added(" a", 261))      # HF finds "Ġa" (id 257) only as " a" bytes: a new id
+    doc["added_tokens"].append(added(" a", 261, special=special))    # HF finds "Ġa" (id 257) only as " a" bytes
     path = write_doc(tmp_path, doc)
-    assert tokenizers.Tokenizer.from_file(str(path)).token_to_id(" a") == 261
-    with pytest.raises(FormatError, match=r"' a' \(id 261\) and vocab token 'Ġa' \(id 257\) are the same bytes"):
-        Tokenizer.from_hf(path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    assert hf.token_to_id(" a") == 261
+    ours = Tokenizer.from_hf(path) if native else python_path(lambda: Tokenizer.from_hf(path))
+    assert ours.special_tokens[" a"] == 261 and ours.vocab[257] == ours.vocab[261] == b" a"
+    assert_same_ids(ours, hf, [" a", "b a abc a", " ab", *TEXTS[:60]])
+    assert 261 in ours.encode("x a")
+    assert ours.decode([257, 261]) == hf.decode([257, 261], skip_special_tokens=False) == " a a"
+    assert ours.encode_ordinary(" a") == [257]
+    with pytest.raises(ValueError, match=r"special token ' a' \(id 261\) has the bytes of token 257 .*export_hf"):
+        ours.save(tmp_path / "saved")
+    assert not (tmp_path / "saved").exists()
+    ours.export_hf(tmp_path / "again.json")                 # written as the file was: HF reads the same ids
+    again = json.loads((tmp_path / "again.json").read_text("utf-8"))
+    assert again["model"]["vocab"]["Ġa"] == 257 and " a" not in again["model"]["vocab"]
+    assert_same_ids(Tokenizer.from_hf(tmp_path / "again.json"), hf, TEXTS[:60])
+    assert_same_ids(ours, tokenizers.Tokenizer.from_file(str(tmp_path / "again.json")), TEXTS[:60])
 
 
 def test_added_token_spelled_as_a_vocab_key_is_refused_not_a_crash(tmp_path):

@@ -293,21 +293,28 @@ NEOX_PIECES = [*PIECES, " ", "  ", "\t", "{", "#", "!", "Q", ";", "\u037e", *RUN
 
 @pytest.fixture(scope="module")
 def neox_like(tmp_path_factory):
-    """(bpe_fast's from_hf, HF's) of a GPT-NeoX-like tokenizer.json: GPT-2's pattern, NFC, <|endoftext|> with
-    normalized false, and runs of spaces (and other tokens of such characters) with normalized true, not special."""
+    """(bpe_fast's from_hf, HF's, the document, its folder) of a GPT-NeoX-like tokenizer.json: GPT-2's pattern,
+    NFC, <|endoftext|> with normalized false, and after the model's vocab runs of spaces (and other tokens of such
+    characters) as added tokens with normalized true, not special, some of them the model's tokens too (as "  "
+    is the merge of "Ġ Ġ" in GPT-NeoX's)."""
     folder = tmp_path_factory.mktemp("neox")
     corpus = folder / "corpus.txt"
-    corpus.write_text(_corpus(20_000, 2), "utf-8")
-    specials = ["<|endoftext|>", *RUNS]
-    vocab, merges = train_bpe(corpus, 300, specials, num_processes=1)
+    rng = random.Random(2)
+    corpus.write_text("".join(word + rng.choice([" ", " ", "  ", "    ", "\t\t", "{{"])
+                              for word in _corpus(20_000, 2).split(" ")), "utf-8")
+    vocab, merges = train_bpe(corpus, 300, ["<|endoftext|>"], num_processes=1)
     path = folder / "tokenizer.json"
-    Tokenizer(vocab, merges, specials).with_normalizer("NFC").export_hf(path)
+    Tokenizer(vocab, merges, ["<|endoftext|>"]).with_normalizer("NFC").export_hf(path)
     doc = json.loads(path.read_text("utf-8"))
-    for entry in doc["added_tokens"]:
-        if entry["content"] in RUNS:
-            entry.update(normalized=True, special=False)
+    after = max(doc["model"]["vocab"].values()) + 1
+    fresh = iter(range(after, after + len(RUNS)))      # HF's ids: a vocab key's ("{{" is its own key), else the next
+    doc["added_tokens"] += [{"id": doc["model"]["vocab"][run] if run in doc["model"]["vocab"] else next(fresh),
+                             "content": run, "single_word": False, "lstrip": False, "rstrip": False,
+                             "normalized": True, "special": False} for run in RUNS]
     path.write_text(json.dumps(doc), "utf-8")
-    return Tokenizer.from_hf(path), tokenizers.Tokenizer.from_file(str(path)), doc, folder
+    ours = Tokenizer.from_hf(path)
+    assert {b"  ", b"   "} <= {token for i, token in ours.vocab.items() if i < after}       # the model's too
+    return ours, tokenizers.Tokenizer.from_file(str(path)), doc, folder
 
 
 def test_inert_characters_are_what_unicodedata_says():
@@ -347,7 +354,7 @@ def test_neox_like_encode_as_hf(neox_like, text):
 def test_a_normalized_token_nfc_may_touch_is_refused(neox_like, content, tmp_path):
     _, _, doc, _ = neox_like
     added = dict(doc["added_tokens"][-1], content=content, normalized=True, special=False,
-                 id=max(doc["model"]["vocab"].values()) + 1)     # HF's id for it: after the vocab
+                 id=max(e["id"] for e in doc["added_tokens"]) + 1)     # HF's id for it: after the others
     path = tmp_path / "tokenizer.json"
     with_it = dict(doc, added_tokens=[*doc["added_tokens"], added])
     path.write_text(json.dumps(with_it), "utf-8")
