@@ -336,7 +336,8 @@ cdef class Segmenter:
     scanner's Unicode tables (a bpe_fast._scan.UnicodeTables, kept for the segmenter's life; the package's one
     is bpe_fast.pretokenize.native_tables()), the pattern's kind for the native scanner (2: GPT2_PATTERN,
     4: GPT4_PATTERN, 5: O200K_PATTERN, see bpe_fast/_scan.pxd) and the special tokens, UTF-8 ordered longest
-    first, with their ids."""
+    first, with their ids, and which of them take the white space before them (lstrip: one flag a token, or
+    empty: none; see SpecialMatcher)."""
 
     cdef readonly int kind
     cdef UnicodeTables tables               # what t points into
@@ -344,7 +345,7 @@ cdef class Segmenter:
     cdef SpecialMatcher specials            # None without special tokens
     cdef vector[int32_t] special_ids
 
-    def __cinit__(self, UnicodeTables tables not None, int kind, specials=(), ids=()):
+    def __cinit__(self, UnicodeTables tables not None, int kind, specials=(), ids=(), lstrip=()):
         specials = list(specials)
         ids = list(ids)
         if not known_kind(kind):
@@ -354,7 +355,7 @@ cdef class Segmenter:
         self.kind = kind
         self.tables = tables
         self.t = &tables.t
-        self.specials = SpecialMatcher(specials) if specials else None
+        self.specials = SpecialMatcher(specials, lstrip) if specials else None
         for i in ids:
             self.special_ids.push_back(i)
 
@@ -1489,7 +1490,7 @@ cdef class BPECore:
         starts before `undecided`, the first place from which the rest of the text is a proper prefix of a
         special token (a longer one could still be completed there); the ordinary text before `undecided` is
         then encoded up to its last safe cut."""
-        cdef Py_ssize_t pos = 0, at, index = 0, undecided = n
+        cdef Py_ssize_t pos = 0, at, end, index = 0, undecided = n
         if m is None:
             if final:
                 self._encode_piece(s, n, seg, out)
@@ -1501,14 +1502,15 @@ cdef class BPECore:
             at = m.next_final(s, pos, n, &undecided, &index)
             if at >= undecided:
                 break
-            if at > pos:
-                self._encode_piece(s + pos, at - pos, seg, out)
+            end = m.text_end(s, pos, at, index)       # (before the white space a token with lstrip takes)
+            if end > pos:
+                self._encode_piece(s + pos, end - pos, seg, out)
             out.push_back(seg.special_ids[index])
             pos = at + m.off[index + 1] - m.off[index]
         if final:
             self._encode_piece(s + pos, n - pos, seg, out)
             return n
-        return pos + self._encode_piece_unfinished(s + pos, undecided - pos, seg, out)
+        return pos + self._encode_piece_unfinished(s + pos, m.held(s, pos, undecided) - pos, seg, out)
 
     cdef Py_ssize_t _encode_bytes(self, const uint8_t* s, Py_ssize_t n, Segmenter seg, bint final,
                                   vector[int32_t]* out) except -1:

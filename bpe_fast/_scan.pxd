@@ -84,6 +84,14 @@ cdef class SpecialMatcher:
     cdef int nfirst
     cdef uint8_t only_first
     cdef readonly Py_ssize_t longest
+    cdef vector[uint8_t] lstrip     # lstrip[k]: token k takes the white space before it (HF's lstrip)
+    cdef readonly bint any_lstrip
+    # Where the text before token `index` found at `at` ends: `at`, or for a token with lstrip the start of the
+    # run of white space (Unicode's White_Space, as Rust's char::is_whitespace) before it, not before pos.
+    cdef Py_ssize_t text_end(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t at, Py_ssize_t index) noexcept nogil
+    # Of a text that may go on: where the text in s[pos:undecided] that is final ends (before the run of white
+    # space that ends it when a token to come may take it).
+    cdef Py_ssize_t held(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t undecided) noexcept nogil
     # Start of the leftmost token in s[pos:n] (at that start, the first in the list, so the longest), or n;
     # index receives which token it is.
     cdef Py_ssize_t find(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* index) noexcept nogil

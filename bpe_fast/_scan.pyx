@@ -935,21 +935,67 @@ cdef inline Py_ssize_t _next_end(int kind, const ScanTables* t, const uint8_t* s
     return variant_next(kind, t, s, i, n, at_end)
 
 
+cdef inline Py_ssize_t white_space_start(const uint8_t* s, Py_ssize_t lo, Py_ssize_t at) noexcept nogil:
+    """The start of the run of white space ending at `at` in the UTF-8 text s, not before lo: characters with
+    Unicode's White_Space property (Rust's char::is_whitespace and its regex's \\s, which HF's lstrip uses):
+    U+0009-000D, U+0020, U+0085, U+00A0, U+1680, U+2000-200A, U+2028, U+2029, U+202F, U+205F, U+3000."""
+    cdef uint8_t b, b1, b2
+    while at > lo:
+        b = s[at - 1]
+        if b == 0x20 or 0x09 <= b <= 0x0D:
+            at -= 1
+            continue
+        if at - 2 >= lo and s[at - 2] == 0xC2 and (b == 0x85 or b == 0xA0):
+            at -= 2
+            continue
+        if at - 3 >= lo:
+            b1 = s[at - 3]
+            b2 = s[at - 2]
+            if ((b1 == 0xE1 and b2 == 0x9A and b == 0x80)
+                    or (b1 == 0xE2 and b2 == 0x80 and (0x80 <= b <= 0x8A or b == 0xA8 or b == 0xA9 or b == 0xAF))
+                    or (b1 == 0xE2 and b2 == 0x81 and b == 0x9F)
+                    or (b1 == 0xE3 and b2 == 0x80 and b == 0x80)):
+                at -= 3
+                continue
+        break
+    return at
+
+
+def white_space_run_start(const uint8_t[::1] data, Py_ssize_t lo=0, at=None):
+    """white_space_start for Python callers and tests: where the run of white space ending at `at` (default: the
+    end) starts in UTF-8 data, not before lo."""
+    cdef Py_ssize_t n = data.shape[0]
+    cdef Py_ssize_t end = n if at is None else at
+    if not 0 <= lo <= end <= n:
+        raise ValueError("need 0 <= lo <= at <= len(data)")
+    return white_space_start(&data[0], lo, end) if n else 0
+
+
 cdef class SpecialMatcher:
     """The special tokens of a text, found in its UTF-8 bytes: at the leftmost position where one starts, the
     first of them in the list (given longest first, so where one token is a prefix of another the longer wins),
     as the alternation regex of bpe_fast.specials finds them in the str.
 
     Worked example: with [b"<|e|><|e|>", b"<|e|>"], b"a<|e|><|e|><|e|>" has matches (1, 11) and (11, 16).
+
+    lstrip (one flag a token, or empty: none): a token flagged takes the white space before it, back to the end of
+    the token before it (HF's added tokens with "lstrip": text_end), as RoBERTa's and BART's <mask>.
     """
 
-    def __cinit__(self, specials=()):
+    def __cinit__(self, specials=(), lstrip=()):
         cdef bytes t
         cdef Py_ssize_t k
+        specials = list(specials)
+        lstrip = [bool(flag) for flag in lstrip]
+        if lstrip and len(lstrip) != len(specials):
+            raise ValueError("one lstrip flag a special token")
         for k in range(256):
             self.first[k] = 0
         self.nfirst = 0
         self.longest = 0
+        self.any_lstrip = any(lstrip)
+        for k in range(len(specials)):
+            self.lstrip.push_back(lstrip[k] if lstrip else 0)
         self.off.push_back(0)
         for t in specials:
             if len(t) == 0:
@@ -992,6 +1038,12 @@ cdef class SpecialMatcher:
             pos += 1
         return n
 
+    cdef Py_ssize_t text_end(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t at, Py_ssize_t index) noexcept nogil:
+        return white_space_start(s, pos, at) if self.lstrip[index] else at
+
+    cdef Py_ssize_t held(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t undecided) noexcept nogil:
+        return white_space_start(s, pos, undecided) if self.any_lstrip else undecided
+
     cdef Py_ssize_t prefix_start(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
         cdef Py_ssize_t k, j, length, ntok = <Py_ssize_t>self.off.size() - 1
         if n - self.longest + 1 > pos:
@@ -1014,15 +1066,19 @@ cdef class SpecialMatcher:
         return at if at < undecided[0] else undecided[0]
 
     def final_matches(self, const uint8_t[::1] data, bint final=True):
-        """(matches, undecided) for UTF-8 `data`: matches = [(start, end, index), ...], the special tokens that
-        are final, left to right (index: the token's place in the list given); undecided: where the text still
-        to come may change what follows (len(data) when `final`, the text having ended). The Python path's
-        access to next_final, the rule the native encoder follows.
+        """(matches, undecided) for UTF-8 `data`: matches = [(text_end, start, end, index), ...], the special
+        tokens that are final, left to right (index: the token's place in the list given; the text before the
+        token ends at text_end: start, or before the white space a token with lstrip takes); undecided: where
+        the text still to come may change what follows, and the final text ends (len(data) when `final`, the
+        text having ended; before white space at the end a token to come may take). The Python path's access to
+        next_final, text_end and held, the rules the native encoder follows.
 
         >>> SpecialMatcher([b"<|a|>b", b"<|a|>"]).final_matches(b"x<|a|>y<|a|>", False)
-        ([(1, 6, 1)], 7)
+        ([(1, 1, 6, 1)], 7)
+        >>> SpecialMatcher([b"<m>"], [True]).final_matches(b"x <m> \\t", False)
+        ([(1, 2, 5, 0)], 5)
         """
-        cdef Py_ssize_t n = data.shape[0], pos = 0, index = 0, at, undecided = n
+        cdef Py_ssize_t n = data.shape[0], pos = 0, index = 0, at, end, undecided = n
         cdef const uint8_t* s = &data[0] if n else NULL
         out = []
         if n == 0:
@@ -1033,8 +1089,11 @@ cdef class SpecialMatcher:
             at = self.next_final(s, pos, n, &undecided, &index)
             if at >= undecided:
                 break
-            pos = at + self.off[index + 1] - self.off[index]
-            out.append((at, pos, index))
+            end = at + self.off[index + 1] - self.off[index]
+            out.append((self.text_end(s, pos, at, index), at, end, index))
+            pos = end
+        if not final:
+            undecided = self.held(s, pos, undecided)
         return out, undecided
 
     def matches(self, const uint8_t[::1] data):

@@ -93,7 +93,7 @@ class CoreBPE:
         if encoder.special_tokens:
             matches, _ = SpecialTokens(list(encoder.special_tokens)).matcher.final_matches(data, True)
             if matches:
-                segment = data[matches[-1][1]:].decode("utf-8")
+                segment = data[matches[-1][2]:].decode("utf-8")       # after the last one's end
         unstable = self._unstable_count(encoder, segment, tokens)
         if not unstable:        # (a pattern may match nothing there)
             return tokens, []

@@ -46,8 +46,12 @@ def _covered(buf: bytes | bytearray, k: int, specials: Iterable[bytes]) -> bool:
     return False
 
 
-def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes], space_cuts: bool) -> int | None:
-    """The first safe cut k with start <= k < end, or None. Reads the file in windows."""
+def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes], space_cuts: bool,
+                    starts: Sequence[bytes] | None = None) -> int | None:
+    """The first safe cut k with start <= k < end, or None. Reads the file in windows. starts: the special tokens
+    whose start is a cut (default: all; not one that takes the white space before it, which may be in the chunk
+    before)."""
+    starts = specials if starts is None else starts
     margin = max((len(t) for t in specials), default=1)
     pos = start
     window = _FIRST_WINDOW
@@ -57,7 +61,7 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
         buf = f.read(min(end, pos + window) - lo + margin)[:end - lo]     # nothing past end (a cap) counts
         stop = min(end, pos + window) - lo          # candidates are buf offsets in [pos - lo, stop)
         candidates = []
-        for tok in specials:                        # tokens starting before stop (buf holds their ends)
+        for tok in starts:                          # tokens starting before stop (buf holds their ends)
             i = buf.find(tok, pos - lo, stop + len(tok) - 1)
             while i >= 0:
                 if not _covered(buf, i, specials):
@@ -79,21 +83,32 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
     return None
 
 
+def cut_tokens(special_tokens: Iterable[str]) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
+    """(the special tokens as bytes, those whose start is a safe cut): all but those that take the white space
+    before them (a SpecialTokens' lstrip), which may be in the chunk before."""
+    tokens = SpecialTokens.of(special_tokens)
+    if not tokens.lstrip:
+        return tokens.utf8, tokens.utf8
+    return tokens.utf8, tuple(t for t, lstrip in zip(tokens.utf8, tokens.utf8_lstrip) if not lstrip)
+
+
 def cut_margin(specials: Sequence[bytes]) -> int:
     """The bytes at the end of a buffer whose safe cuts last_safe_cut leaves undecided (what follows may change
     them): those of the longest special token, at least 1."""
     return max((len(t) for t in specials), default=1)
 
 
-def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts: bool, after: int = 0) -> int | None:
+def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts: bool, after: int = 0,
+                  starts: Sequence[bytes] | None = None) -> int | None:
     """The greatest safe cut k, after < k < len(buf), that the bytes of buf decide on their own (whatever
-    follows buf), or None. specials: the special tokens as bytes. For reading a stream piece by piece: a
+    follows buf), or None. specials: the special tokens as bytes; starts: those whose start is a cut (as
+    _first_safe_cut's). For reading a stream piece by piece: a
     reader that found none in a prefix p of buf passes after=len(p) - cut_margin(specials) (the cuts up to
     there were decided by p's bytes), so that each call looks at the new bytes only."""
     limit = len(buf) - cut_margin(specials)        # candidates k <= limit: every occurrence around k is in buf
     after = max(0, after)
     best = after
-    for tok in specials:
+    for tok in specials if starts is None else starts:
         i = buf.rfind(tok, 0, max(0, limit + len(tok)))     # (a negative end would count from buf's end)
         while i > best:
             if not _covered(buf, i, specials):
@@ -119,11 +134,12 @@ def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts:
 def chunk_boundaries(path: StrPath, special_tokens: Iterable[str] = (), pattern: str = GPT2_PATTERN,
                      chunk_bytes: int = 4 << 20, min_chunks: int = 1, size: int | None = None) -> list[int]:
     """Safe cut points of the file (or of its first `size` bytes) as a sorted list [0, ..., size], aiming at
-    chunks of about chunk_bytes and at least min_chunks of them (fewer when the file has too few safe cuts)."""
+    chunks of about chunk_bytes and at least min_chunks of them (fewer when the file has too few safe cuts).
+    special_tokens: str tokens, or a SpecialTokens (whose lstrip tokens' starts are no cuts)."""
     size = os.path.getsize(path) if size is None else size
     if size == 0:
         return [0, 0]
-    specials = SpecialTokens.of(special_tokens).utf8
+    specials, starts = cut_tokens(special_tokens)
     space_cuts = cuts_at_spaces(pattern)
     n = max(min_chunks, -(-size // max(1, chunk_bytes)))
     bounds = [0]
@@ -132,7 +148,7 @@ def chunk_boundaries(path: StrPath, special_tokens: Iterable[str] = (), pattern:
             target = max(size * i // n, bounds[-1] + 1)
             if target >= size:
                 break
-            k = _first_safe_cut(f, target, size, specials, space_cuts)
+            k = _first_safe_cut(f, target, size, specials, space_cuts, starts)
             if k is None:
                 break
             if k > bounds[-1]:

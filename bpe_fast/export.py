@@ -136,7 +136,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         "truncation": None,
         "padding": None,
         "added_tokens": [
-            {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+            {"id": i, "content": s, "single_word": False, "lstrip": s in tokenizer.special_lstrip, "rstrip": False,
              "normalized": False, "special": True}
             for s, i in special_ids
         ],

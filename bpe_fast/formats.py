@@ -546,9 +546,10 @@ _CONFIG_VERSION = 1
 def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges: Iterable[Sequence[bytes]],
                          special_tokens: Iterable[str] | None = (), pattern: str | None = None,
                          training: dict[str, Any] | None = None, group: OutputGroup | None = None,
-                         normalizer: str | None = None) -> None:
+                         normalizer: str | None = None, special_lstrip: Iterable[str] = ()) -> None:
     """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
-    in order, the pre-tokenization regex, the normalizer if there is one (read_normalizer) and, if given, what
+    in order, the pre-tokenization regex, the normalizer if there is one (read_normalizer), the special tokens
+    that take the white space before them if any (read_special_lstrip) and, if given, what
     training recorded: check_training). The folder is
     created if missing; the files are replaced together (group: the caller's, which may hold more files; None:
     one of their own), so a failure leaves the folder as it was. This is what Tokenizer.save writes and
@@ -558,14 +559,18 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
     directory = os.fspath(directory)
     merges = merges if isinstance(merges, (list, tuple)) else list(merges)
     training = check_training(training, len(merges))    # as load checks it: refused here, not on reading back
+    specials = list(special_tokens or ())
     config = {
         "format": _CONFIG_FORMAT,
         "version": _CONFIG_VERSION,
         "pattern": resolve_pattern(pattern or GPT2_PATTERN),
-        "special_tokens": list(special_tokens or ()),
+        "special_tokens": specials,
     }
     if normalizer is not None:
         config["normalizer"] = check_normalizer(normalizer)
+    lstrip = [t for t in specials if t in set(special_lstrip)]
+    if lstrip:
+        config["special_lstrip"] = lstrip
     text = json.dumps(config, ensure_ascii=False, indent=2)
     if training is not None:        # one line: a count a line would make a 32,000-line file
         text = text[:-2] + ',\n  "training": ' + json.dumps(training, separators=(", ", ": ")) + "\n}"
@@ -682,6 +687,22 @@ def read_normalizer(directory: StrPath) -> str | None:
         return check_normalizer(config.get("normalizer"))
     except ValueError as exc:
         raise FormatError(path, _key_line(text, "normalizer"), f'"normalizer": {exc}') from None
+
+
+def read_special_lstrip(directory: StrPath, special_tokens: Iterable[str]) -> list[str]:
+    """The special tokens that take the white space before them, of a tokenizer folder's bpe_fast.json
+    ("special_lstrip": [...]; Tokenizer.with_special_lstrip), [] when it has none (or there is no bpe_fast.json);
+    a FormatError naming the file and line for a value that is not a list of some of its special_tokens."""
+    path = os.path.join(os.fspath(directory), CONFIG_FILE)
+    if not os.path.exists(path):
+        return []
+    text, config = _read_json_object(path)
+    lstrip = config.get("special_lstrip", [])
+    known = set(special_tokens)
+    if not isinstance(lstrip, list) or not all(isinstance(t, str) and t in known for t in lstrip):
+        raise FormatError(path, _key_line(text, "special_lstrip"),
+                          '"special_lstrip" must be a list of some of the "special_tokens"')
+    return lstrip
 
 
 _CORPUS_KEYS = ("bytes", "documents", "pretokens", "pretoken_bytes", "distinct_pretokens")

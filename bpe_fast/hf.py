@@ -15,7 +15,9 @@ What a file may hold, and what it becomes:
   files spell them) then ByteLevel, which become DEEPSEEK3_PATTERN. ByteLevel's add_prefix_space must be false.
 - ``added_tokens``: each is matched in the text before pre-tokenizing (the longest first), with its id. HF
   matches the non-special ones in the text too, so all become bpe_fast special tokens (Tokenizer.special_tokens
-  lists both kinds; export_hf writes them back as special). lstrip, rstrip and single_word must be false.
+  lists both kinds; export_hf writes them back as special). rstrip and single_word must be false; lstrip
+  (RoBERTa's and BART's <mask>) is followed (Tokenizer.with_special_lstrip: the white space before such a token,
+  back to the end of the added token before it, is in no token), but not with a normalizer.
 - ``normalizer``: null, or NFC (Qwen2's, Qwen2.5's and Qwen3's files; also as the one normalizer of a
   Sequence): the tokenizer then normalizes the text between its special tokens, as HF does
   (Tokenizer.with_normalizer); its added tokens must have normalized false (HF looks for those with normalized
@@ -517,6 +519,7 @@ class TokenizerFile(NamedTuple):
     arrays: formats.GPT2Arrays | None
     special_ids: list[int]
     normalizer: str | None = None       # "NFC" or None (Tokenizer.with_normalizer)
+    lstrip: frozenset[str] = frozenset()    # the added tokens with lstrip (Tokenizer.with_special_lstrip)
 
 
 def read_tokenizer_arrays(path: StrPath, for_tokenizer: bool = False) -> TokenizerFile:
@@ -543,7 +546,8 @@ def refuse_merges(path: StrPath) -> NoReturn:
                       "merge rule's check (bpe_fast.merge_rule), those read again are not")
 
 
-def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str, None, list[int], str | None]:
+def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str, None, list[int], str | None,
+                                                       frozenset[str]]:
     """read_tokenizer_json of the file's bytes, in Python: what any file that _read_plain declines goes through."""
     text = formats.read_text(path, data)
     doc = formats.parse_json(path, text)
@@ -568,7 +572,12 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
     if model.get("ignore_merges"):
         _check_whole_tokens(f, model_tokens - {s.encode("utf-8") for s in specials}, merges)
     ids = {entry["content"]: entry["id"] for entry in doc.get("added_tokens", [])}      # (checked to be HF's)
-    return vocab, merges, specials, pattern, None, [ids[s] for s in specials], normalizer
+    return vocab, merges, specials, pattern, None, [ids[s] for s in specials], normalizer, _lstrip_of(added)
+
+
+def _lstrip_of(added: Sequence[dict[str, Any]]) -> frozenset[str]:
+    """The added tokens (checked) with lstrip true (a token listed twice: its last entry's, as in HF)."""
+    return frozenset(token for token, lstrip in {e["content"]: e["lstrip"] for e in added}.items() if lstrip)
 
 
 class _KeysOfTokens:
@@ -692,7 +701,7 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
         every_token_made = rule.every_token_made
     if made is None:
         return None
-    view, merges, specials, pattern, special_ids, normalizer = made
+    view, merges, specials, pattern, special_ids, normalizer, lstrip = made
     if for_tokenizer and doc["model"].get("ignore_merges") and _unmade_tokens(index, offsets, joined, specials):
         return None             # read in Python, which names the token
     extra = sorted(i for i in view.added if view.index_of(i) < 0)     # the added tokens not in the model's vocab
@@ -705,15 +714,16 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
                                 parts=(left, right) if for_tokenizer else None)
     return TokenizerFile(view.vocab if for_tokenizer else view.vocab(),
                          merges if merges is not None else arrays.merges, specials, pattern, arrays, special_ids,
-                         normalizer)
+                         normalizer, lstrip)
 
 
 def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: NDArray[np.uint8],
                  offsets: NDArray[np.int64], ids: NDArray[np.int64], merge_pool: NDArray[np.uint8],
                  merge_offsets: NDArray[np.int64], lazy_merges: bool = False,
-                 ) -> tuple[_TokensOfIds, Merges | None, list[str], str, list[int], str | None] | None:
+                 ) -> tuple[_TokensOfIds, Merges | None, list[str], str, list[int], str | None, frozenset[str]] | None:
     """_read_plain's Python objects and checks of the rest of the file: (the model's vocabulary as a _TokensOfIds
-    holding the added tokens, merges, special tokens, pattern, their ids, normalizer), or None when a check fails
+    holding the added tokens, merges, special tokens, pattern, their ids, normalizer, those with lstrip), or None
+    when a check fails
     (the whole file is then read again in Python, which names it). index: of the model's tokens (pool, offsets;
     their ids `ids`). lazy_merges: the merges are None, and ignore_merges' check is the caller's."""
     view = _TokensOfIds(pool, offsets, ids)
@@ -735,7 +745,8 @@ def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: ND
             _check_whole_tokens(f, set(token_list(pool, offsets)) - {s.encode("utf-8") for s in specials}, merges)
     except Exception:       # noqa: BLE001 -- whatever fails here, the Python path reads the file and raises its error
         return None
-    return view, merges, specials, pattern, [ids_of_bytes[name.encode("utf-8")] for name in specials], normalizer
+    return (view, merges, specials, pattern, [ids_of_bytes[name.encode("utf-8")] for name in specials], normalizer,
+            _lstrip_of(added))
 
 
 def _check_components(f: _File, doc: dict[str, Any]) -> tuple[str, str | None]:
@@ -906,6 +917,10 @@ def _check_raw_added_tokens(f: _File, added: Sequence[dict[str, Any]], normalize
     if normalizer is None:
         return
     for entry in added:
+        if entry.get("lstrip"):
+            f.fail(f"added token {entry['content']!r} has lstrip: true, and the file normalizes text to "
+                   f"{normalizer}: bpe_fast takes the white space before a special token only without a normalizer",
+                   entry["content"], "added_tokens")
         if entry.get("normalized", True) and not NFC_INERT.issuperset(entry["content"]):
             f.fail(f"added token {entry['content']!r} has normalized: true, and the file normalizes text to "
                    f"{normalizer}: HF finds it in the normalized text, bpe_fast finds added tokens in the text as "
@@ -1153,10 +1168,10 @@ def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], voca
             if type(entry.get(flag)) is not bool:
                 f.fail(f'added token {content!r} needs "{flag}": true or false (HF tokenizers refuses it without), '
                        f"not {json.dumps(entry.get(flag))[:40]}", content, "added_tokens")
-        for flag in ("lstrip", "rstrip", "single_word"):
+        for flag in ("rstrip", "single_word"):
             if entry[flag]:
                 f.fail(f"added token {content!r} has {flag}: true, which is not supported (bpe_fast matches "
-                       "special tokens exactly)", content, "added_tokens")
+                       "special tokens exactly; of the three flags it follows lstrip only)", content, "added_tokens")
     if ids_of_bytes is None:
         ids_of_bytes = {token: i for i, token in vocab.items()}
     contents = [e["content"] for e in added]

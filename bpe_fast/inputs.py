@@ -52,8 +52,7 @@ from numpy.typing import NDArray
 from ._encode import pull_utf8
 from ._jsonl import extract_texts
 from ._types import StrPath
-from .chunking import cut_margin, last_safe_cut
-from .specials import SpecialTokens
+from .chunking import cut_margin, cut_tokens, last_safe_cut
 
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -697,7 +696,7 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
     object: they go to other processes)."""
     if budget.spent or not budget.take_document():
         return
-    specials = SpecialTokens.of(special_tokens).utf8
+    specials, starts = cut_tokens(special_tokens)
     # carry: the bytes read and not yet handed out, grown in place (a long stretch without a safe cut was copied
     # whole at each read, and searched whole again: quadratic); searched: its start, where no cut can be
     carry, offset, searched = bytearray(), 0, 0
@@ -719,7 +718,7 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
                             # such as before a special token the cap cuts into, need not be one of the cut text)
             if len(carry) < batch_bytes:
                 continue
-            cut = last_safe_cut(carry, specials, space_cuts, after=searched)
+            cut = last_safe_cut(carry, specials, space_cuts, after=searched, starts=starts)
             if cut is None:                  # no safe cut yet: read on, and search only what comes next
                 searched = len(carry) - cut_margin(specials)
                 continue

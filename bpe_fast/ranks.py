@@ -380,10 +380,14 @@ def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:
     """{token bytes: id} for tiktoken (its ranks), refused with a ValueError when tiktoken's rule with these
     ranks would give other ids than the tokenizer: a single byte without a token, two tokens with the same bytes,
     a multi-byte token no merge makes, a special token a merge makes, or merged tokens whose ids are not in the
-    order of their first merges, or a tokenizer with a normalizer (tiktoken does not normalize text)."""
+    order of their first merges, or a tokenizer with a normalizer (tiktoken does not normalize text) or with
+    special tokens that take the white space before them (tiktoken's do not)."""
     if tokenizer.normalizer is not None:
         raise ValueError(f"the tokenizer normalizes text to {tokenizer.normalizer} before encoding it, and tiktoken "
                          "does not normalize text: its ids would differ (tokenizer.with_normalizer(None) has none)")
+    if tokenizer.special_lstrip:
+        raise ValueError(f"special tokens {sorted(tokenizer.special_lstrip)} take the white space before them, and "
+                         "tiktoken's do not: its ids would differ (tokenizer.with_special_lstrip([]) has none)")
     specials = {s.encode("utf-8") for s in tokenizer.special_tokens}
     ranks: dict[bytes, int] = {}
     for i, token in sorted(tokenizer.vocab.items()):

@@ -141,7 +141,9 @@ class SpecialTokens(Sequence[str]):
     id_of_utf8: {bytes: id}; shared: shared_ids's {id: SharedId} of the ids several of them share (o200k_harmony's
     200018), or whose bytes are a special token not among them (`holders`, {id: special token}: restricted_to
     keeps them); regex: a compiled `regex` matching any of them, the longest first; matcher: the native
-    bpe_fast._scan.SpecialMatcher over utf8. The last three are made on first use.
+    bpe_fast._scan.SpecialMatcher over utf8. The last three are made on first use. lstrip: the tokens that take
+    the white space before them (HF's added tokens with "lstrip": true, as RoBERTa's <mask>; see
+    bpe_fast._scan.SpecialMatcher), a frozenset; utf8_lstrip: a flag a token in utf8's order.
 
     >>> st = SpecialTokens(["<|a|>", "<|a|>b"], ids=[300, 301])
     >>> st.tokens, st.utf8, st.utf8_ids, st.regex.findall("x<|a|>b<|a|>")
@@ -159,11 +161,16 @@ class SpecialTokens(Sequence[str]):
     id_of_utf8: dict[bytes, int]
 
     def __init__(self, special_tokens: Iterable[str] | None = (), ids: Iterable[int] | None = None,
-                 holders: Mapping[int, str] | None = None) -> None:
+                 holders: Mapping[int, str] | None = None, lstrip: Iterable[str] = ()) -> None:
         self.tokens = check_special_tokens(special_tokens)
         self._holders = dict(holders or {})
+        self.lstrip = frozenset(lstrip)
+        if not self.lstrip <= set(self.tokens):
+            raise ValueError(f"lstrip: {sorted(self.lstrip - set(self.tokens))[0]!r} is not one of the special "
+                             f"tokens")
         order = sorted(range(len(self.tokens)), key=lambda k: _match_order(self.tokens[k]))
         self.utf8 = tuple(self.tokens[k].encode("utf-8") for k in order)
+        self.utf8_lstrip = tuple(self.tokens[k] in self.lstrip for k in order) if self.lstrip else ()
         if ids is None:
             self.ids, self.utf8_ids, self.id_of_utf8 = None, (), {}
         else:
@@ -183,9 +190,14 @@ class SpecialTokens(Sequence[str]):
         """The same tokens (and ids) without those not in `keep`, in the same order; the holders of the ids they
         share (shared) are kept, whether kept or not."""
         kept = [t for t in self.tokens if t in keep]
+        lstrip = self.lstrip.intersection(kept)
         if self.ids is None:
-            return type(self)(kept)
-        return type(self)(kept, [self.ids[t] for t in kept], {i: s.holder for i, s in self.shared.items()})
+            return type(self)(kept, lstrip=lstrip)
+        return type(self)(kept, [self.ids[t] for t in kept], {i: s.holder for i, s in self.shared.items()}, lstrip)
+
+    def with_lstrip(self, lstrip: Iterable[str]) -> SpecialTokens:
+        """The same tokens (and ids, holders) with `lstrip` the tokens that take the white space before them."""
+        return type(self)(self.tokens, None if self.ids is None else self.ids.values(), self._holders, lstrip)
 
     @functools.cached_property
     def shared(self) -> dict[int, SharedId]:
@@ -202,7 +214,7 @@ class SpecialTokens(Sequence[str]):
         """The native matcher over utf8 (bpe_fast._scan.SpecialMatcher)."""
         from ._scan import SpecialMatcher
 
-        return SpecialMatcher(self.utf8)
+        return SpecialMatcher(self.utf8, self.utf8_lstrip)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -220,17 +232,19 @@ class SpecialTokens(Sequence[str]):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SpecialTokens):
             return NotImplemented
-        return (self.tokens, self.ids) == (other.tokens, other.ids)
+        return (self.tokens, self.ids, self.lstrip) == (other.tokens, other.ids, other.lstrip)
 
     def __hash__(self) -> int:
         return hash(self.tokens)
 
     def __repr__(self) -> str:
         ids = "" if self.ids is None else f", ids={list(self.ids.values())!r}"
-        return f"{type(self).__name__}({list(self.tokens)!r}{ids})"
+        lstrip = f", lstrip={sorted(self.lstrip)!r}" if self.lstrip else ""
+        return f"{type(self).__name__}({list(self.tokens)!r}{ids}{lstrip})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (self.tokens, None if self.ids is None else tuple(self.ids.values()), self._holders or None)
+        return type(self), (self.tokens, None if self.ids is None else tuple(self.ids.values()), self._holders or None,
+                            tuple(sorted(self.lstrip)))
 
 
 def split_on_specials(text: str, special_regex: regex.Pattern[str] | None) -> Iterator[tuple[str, bool]]:

@@ -283,7 +283,7 @@ class Tokenizer:
         self._special_set = frozenset(specials.tokens)
         # The native path (None: the Python path), with the special tokens longest first (SpecialTokens.utf8).
         tables = native_tables() if self._kind else None
-        self._segmenter = (Segmenter(tables, self._kind, self._specials.utf8, self._specials.utf8_ids)
+        self._segmenter = (Segmenter(tables, self._kind, specials.utf8, specials.utf8_ids, specials.utf8_lstrip)
                            if tables is not None else None)
 
     def restricted_to(self, allowed: frozenset[str]) -> Tokenizer:
@@ -329,11 +329,51 @@ class Tokenizer:
         normalizer = check_normalizer(normalizer)
         if normalizer == self._normalizer:
             return self
+        if self._specials.lstrip:
+            raise ValueError(f"with_normalizer: special tokens {sorted(self._specials.lstrip)} take the white space "
+                             "before them (with_special_lstrip), which bpe_fast does not do with a normalizer")
         if normalizer is None:
             return self._unnormalized
         made = self._copy_normalizing(normalizer)
         made._unnormalized_made = self._unnormalized
         return made
+
+    def with_special_lstrip(self, tokens: Iterable[str]) -> Tokenizer:
+        """This tokenizer with the special tokens `tokens` (some of its special tokens; empty: none, the default)
+        taking the white space before them, as HF tokenizers' added tokens with ``"lstrip": true`` (RoBERTa's and
+        BART's ``<mask>``): the run of white space (characters with Unicode's White_Space property) that ends
+        where such a token is found, back to the end of the special token before it, is in no token. A shallow
+        copy sharing the tables, the vocabulary and the encoders; every encoding method follows it, and save,
+        export_hf and pickling keep it. Not with a normalizer (with_normalizer), nor for tiktoken (to_tiktoken
+        refuses), nor to continue training from.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<mask>"])
+        >>> tok.encode("a <mask>"), tok.with_special_lstrip(["<mask>"]).encode("a \\t<mask>")
+        ([97, 32, 256], [97, 256])
+        """
+        if isinstance(tokens, str):
+            raise TypeError("with_special_lstrip takes special tokens (a list), not one str")
+        lstrip = frozenset(tokens)
+        unknown = sorted(lstrip - self._special_set)
+        if unknown:
+            raise ValueError(f"with_special_lstrip: {unknown[0]!r} is not one of the special tokens of this "
+                             "tokenizer")
+        if lstrip == self._specials.lstrip:
+            return self
+        if lstrip and self._normalizer is not None:
+            raise ValueError(f"with_special_lstrip: this tokenizer normalizes text to {self._normalizer}; bpe_fast "
+                             "does not take white space before special tokens with a normalizer")
+        made = object.__new__(type(self))
+        made.__dict__.update(self.__dict__)
+        made._views = {}
+        made._unnormalized_made = None
+        made._use_specials(self._specials.with_lstrip(lstrip))
+        return made
+
+    @property
+    def special_lstrip(self) -> frozenset[str]:
+        """The special tokens that take the white space before them (see with_special_lstrip)."""
+        return self._specials.lstrip
 
     def _copy_normalizing(self, normalizer: str | None) -> Tokenizer:
         """A shallow copy of this tokenizer (the tables, vocabulary and encoders shared) normalizing to
@@ -494,7 +534,7 @@ class Tokenizer:
         else:       # the merge rule's check is the tables' build's (read_tokenizer_arrays)
             made = cls._from_arrays(read.arrays, read.vocab, read.merges, read.special_tokens, read.pattern,
                                     read.special_ids, refuse=lambda: refuse_merges(path))._run_init()
-        return made.with_normalizer(read.normalizer)
+        return made.with_normalizer(read.normalizer).with_special_lstrip(read.lstrip)
 
     @classmethod
     def from_tiktoken(cls, path_or_ranks: StrPath | Mapping[bytes, int], pattern: str,
@@ -586,7 +626,8 @@ class Tokenizer:
                                  "one id: export_hf writes a tokenizer.json that holds both")
         with output_group() as group:       # every file at once: a failure leaves the folder as it was
             formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials.tokens,
-                                         self._pattern, self._training, group, self._normalizer)
+                                         self._pattern, self._training, group, self._normalizer,
+                                         self._specials.lstrip)
             cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
             if len(self._vocab) < formats.CACHE_MIN_TOKENS:
                 group.remove(cache)         # an earlier save's, of another vocabulary
@@ -657,24 +698,23 @@ class Tokenizer:
         read = formats.read_folder_arrays(directory)
         if read is not None:
             files, specials, pattern, training = read
-            normalizer = formats.read_normalizer(directory)
+            options = _text_options(directory, specials)
             made = cls._from_arrays(files, files.vocab, files.merges, specials, pattern,
                                     refuse=_refuser(files, os.path.join(directory, formats.MERGES_FILE)))
             made._training = training
-            return made._run_init().with_normalizer(normalizer)
+            return options(made._run_init())
         vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory)
-        normalizer = formats.read_normalizer(directory)
+        options = _text_options(directory, specials)
         if arrays is not None:      # the cache (bpe_fast.npz)
             tables = _cached_tables(arrays)
             if tables is not None:
-                return cls._from_checked(vocab, merges, specials, pattern, training=training,
-                                         tables=lambda: tables)._run_init().with_normalizer(normalizer)
+                return options(cls._from_checked(vocab, merges, specials, pattern, training=training,
+                                                 tables=lambda: tables)._run_init())
             # its merges are not what the ranks rule makes of its tokens: the text files (a list the rule reads
             # otherwise is refused there, naming its line; saved before that check, the cache held it)
             vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory, False)
             formats.cache_not_used(directory, "its merges are not what the ranks rule makes of its tokens")
-        return cls._from_checked(vocab, merges, specials, pattern, arrays, training)._run_init().with_normalizer(
-            normalizer)
+        return options(cls._from_checked(vocab, merges, specials, pattern, arrays, training)._run_init())
 
     def export_hf(self, path: StrPath) -> None:
         """Write an HF tokenizers ``tokenizer.json`` that gives the same ids (see bpe_fast.export)."""
@@ -713,10 +753,10 @@ class Tokenizer:
         parts = (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
                  self._training, list(self.special_tokens.values()))
         cls = type(self)
-        if cls is Tokenizer and self._normalizer is None:
+        if cls is Tokenizer and self._normalizer is None and not self._specials.lstrip:
             return (_rebuild, parts)
         added = {name: value for name, value in self.__dict__.items() if name not in _OWN_ATTRIBUTES}
-        return (_rebuild, (*parts, cls, self._normalizer), added or None)
+        return (_rebuild, (*parts, cls, self._normalizer, sorted(self._specials.lstrip)), added or None)
 
     # ---------------------------------------------------------------------------------------- properties
 
@@ -794,8 +834,9 @@ class Tokenizer:
     def __repr__(self) -> str:
         name = builtin_name(self._pattern) or "custom"
         normalizer = "" if self._normalizer is None else f" normalizer={self._normalizer}"
+        lstrip = f" special_lstrip={sorted(self._specials.lstrip)!r}" if self._specials.lstrip else ""
         return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merge_list())} "
-                f"special_tokens={list(self._specials.tokens)!r} pattern={name}{normalizer}>")
+                f"special_tokens={list(self._specials.tokens)!r} pattern={name}{normalizer}{lstrip}>")
 
     # ---------------------------------------------------------------------------------------- encoding
 
@@ -1086,9 +1127,9 @@ class Tokenizer:
         spans: list[tuple[int, int]] = []
         pos = 0
         matches = list(self._specials.matcher.final_matches(data, True)[0]) if self._specials else []
-        for start, end, _ in matches + [(len(data), len(data), -1)]:
-            if start > pos:
-                first, last = pretoken_spans(data[pos:start], self._pattern)
+        for text_end, start, end, _ in matches + [(len(data), len(data), len(data), -1)]:
+            if text_end > pos:      # (the white space a token with lstrip takes is in no token)
+                first, last = pretoken_spans(data[pos:text_end], self._pattern)
                 spans.extend(zip((first + pos).tolist(), (last + pos).tolist()))
             if end > start:
                 spans.append((start, end))
@@ -1441,9 +1482,9 @@ class Tokenizer:
             return 0, len(data)
         matches, undecided = specials.matcher.final_matches(data, final)
         pos = 0
-        for start, end, index in matches:
-            if start > pos:
-                self._encode_ordinary(out, data[pos:start], True, b"" if pos else context)
+        for text_end, _, end, index in matches:
+            if text_end > pos:
+                self._encode_ordinary(out, data[pos:text_end], True, b"" if pos else context)
             out.push(specials.utf8_ids[index])
             pos = end
         return pos, undecided
@@ -1676,16 +1717,25 @@ _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths",
                              "_vocab", "_normalizer", "_unnormalized_made"})
 
 
+def _text_options(directory: StrPath, specials: Iterable[str]) -> Callable[[Tokenizer], Tokenizer]:
+    """What a folder's bpe_fast.json says of how text is read (its normalizer, its special tokens that take the
+    white space before them), read (and checked) now, as a function giving a tokenizer of the folder them."""
+    normalizer = formats.read_normalizer(directory)
+    lstrip = formats.read_special_lstrip(directory, specials)
+    return lambda made: made.with_normalizer(normalizer).with_special_lstrip(lstrip)
+
+
 def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
              training: dict[str, Any] | None = None, special_ids: list[int] | None = None,
-             cls: type[Tokenizer] = Tokenizer, normalizer: str | None = None) -> Tokenizer:
+             cls: type[Tokenizer] = Tokenizer, normalizer: str | None = None,
+             lstrip: Iterable[str] = ()) -> Tokenizer:
     """Tokenizer.__reduce__'s: the parts of a tokenizer already made (and checked) in another process, not checked
     again (a pickle is trusted as code; GPT-2's 50k merges: the constructor's checks took 40 ms a worker), with
     its special tokens' ids (an id two of them share, as in o200k_harmony, is not the vocabulary's to say), as
     an instance of `cls` (a subclass: its __init__ is not called; pickle then sets the attributes it added),
-    normalizing to `normalizer`."""
+    normalizing to `normalizer`, its special tokens `lstrip` taking the white space before them."""
     made = cls._from_checked(vocab, merges, specials, pattern, training=training, special_ids=special_ids)
-    return made.with_normalizer(normalizer)
+    return made.with_normalizer(normalizer).with_special_lstrip(lstrip)
 
 
 def _special_id_mapping(special_tokens: Any) -> tuple[dict[str, Any] | None, Any]:

@@ -952,7 +952,7 @@ REFUSED = {
                                   r'be an object'),
     "pre_tokenizer without type": (_set(["pre_tokenizer"], {"use_regex": True}),
                                    r'pre_tokenizer an object without "type" is not supported'),
-    "lstrip": (_set(["added_tokens", 0, "lstrip"], True), r"'<\|endoftext\|>' has lstrip: true"),
+    "rstrip": (_set(["added_tokens", 0, "rstrip"], True), r"'<\|endoftext\|>' has rstrip: true"),
     "single_word": (_set(["added_tokens", 0, "single_word"], True), "has single_word: true"),
     "bad merge": (_set(["model", "merges", 0], "a b c"), r'merge 0 \("a b c"\) is not two tokens'),
     "unknown merge token": (_set(["model", "merges", 0], "a z"),

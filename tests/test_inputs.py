@@ -300,9 +300,9 @@ def test_a_long_stretch_without_a_safe_cut_is_searched_once_not_at_every_read(tm
     searched = []
     real = inputs.last_safe_cut
 
-    def spy(buf, specials, space_cuts, after=0):
+    def spy(buf, specials, space_cuts, after=0, **kw):
         searched.append(len(buf) - after)
-        return real(buf, specials, space_cuts, after) if after else real(buf, specials, space_cuts)
+        return real(buf, specials, space_cuts, after, **kw) if after else real(buf, specials, space_cuts, **kw)
     monkeypatch.setattr(inputs, "last_safe_cut", spy)
     assert count_pretokens(tmp_path / "run.txt.gz", [EOT], num_processes=1) == {b"a" * size: 1}
     assert len(searched) >= 4 and sum(searched) < 2 * size
