@@ -125,12 +125,13 @@ def _pairs_from_ranks(tokens):
     return pairs
 
 
-def _hf_pattern(pattern):
-    # HF runs Split on Oniguruma, where "{1,3}+" repeats the interval; bpe_fast.export drops the "+" too. Kimi K2's
-    # classes in classes and "&&" are Oniguruma's syntax as they are tiktoken's (`regex` reads them in its version 1)
-    from bpe_fast.patterns import V1_PREFIX
+def _hf_splits(pattern):
+    """The HF Splits that give the pattern's pieces, as bpe_fast's HF export spells them for Oniguruma
+    (bpe_fast.hf.pre_tokenizer_to_hf: "{1,3}+" without its "+", DeepSeek V3's three Splits, a custom pattern as a
+    Removed, inverted Split); a ValueError for one it does not spell (set operations Oniguruma lacks, "--")."""
+    from bpe_fast.hf import pre_tokenizer_to_hf
 
-    return pattern.removeprefix(V1_PREFIX).replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+    return pre_tokenizer_to_hf(pattern)
 
 
 def _hf_trainer_and_tokenizer(spec):
@@ -138,7 +139,8 @@ def _hf_trainer_and_tokenizer(spec):
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(_hf_pattern(spec["pattern"])), "isolated"),
+        *(pre_tokenizers.Split(Regex(split["pattern"]["Regex"]), split["behavior"].lower(), invert=split["invert"])
+          for split in _hf_splits(spec["pattern"])),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     trainer = trainers.BpeTrainer(vocab_size=spec["vocab_size"], special_tokens=[EOT], show_progress=False,
@@ -750,8 +752,14 @@ def train_jobs(args, pattern, corpus, workdir, wanted, vocab_size, alphabet_size
         ("tokenizers", "train.hf_docs", f"HF tokenizers BpeTrainer, `train_from_iterator` ({args.processes} threads)"),
         ("tokenizers", "train.hf_file", f"HF tokenizers BpeTrainer, `train([file])` ({args.processes} threads)"),
     ]:
+        status = peer_status(peer, wanted)
+        if status is None and peer == "tokenizers":
+            try:
+                _hf_splits(pattern)
+            except ValueError as exc:
+                status = f"not run (bpe_fast's HF export refuses the pattern: {str(exc)[-60:]})"
         jobs.append(Job("train", label, kind, dict(common, out=str(workdir / f"merges.{kind}.{vocab_size}.json")),
-                        tool=peer, baseline=base, check="merges", env=threads, status=peer_status(peer, wanted)))
+                        tool=peer, baseline=base, check="merges", env=threads, status=status))
     # gigabpe's vocabulary is the special token, the byte-level characters seen in the file (no initial
     # alphabet of all 256) and the merges: ask for as many merges as bpe_fast learns (vocab_size - 257)
     status = peer_status("gigabpe", wanted)

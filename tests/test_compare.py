@@ -109,6 +109,20 @@ def test_gigabpe_needs_the_gpt2_pattern(tmp_path):
     assert row(rows(md), "gigabpe `train_bpe`")[0] == expected
 
 
+@pytest.mark.skipif(not installed("tokenizers"), reason="HF tokenizers is not installed")
+def test_hf_training_gets_the_pattern_as_the_export_spells_it(tmp_path):
+    # a custom pattern with "--" (regex's version 1; Oniguruma has no such operation) went to Oniguruma as it was;
+    # Kimi K2's classes in classes and "&&" are Oniguruma's syntax too: HF trains with it
+    md = run_compare(tmp_path, "--only", "train", "--peers", "tokenizers",
+                     "--pattern", r"(?V1-f)[\p{L}--[q]]+| ?[^\s\p{L}]+|\s+|q")
+    for prefix in PEER_ROWS["tokenizers"][:2]:
+        assert row(rows(md), prefix)[0].startswith("not run (bpe_fast's HF export refuses the pattern")
+    md = run_compare(tmp_path, "--only", "train", "--peers", "tokenizers", "--pattern", "kimi")
+    for prefix in PEER_ROWS["tokenizers"][:2]:
+        cells = row(rows(md), prefix)
+        assert cells[3].endswith("x"), cells
+
+
 def test_encode(tmp_path):
     md = run_compare(tmp_path, "--only", "encode", "--png", str(tmp_path / "chart.png"))
     table = rows(md)
