@@ -148,7 +148,7 @@ class CoreBPE:
         """How many of `tokens` (encoder's encoding of a text that ends with `segment`, the text after its last
         special token) text appended could change, as tiktoken counts them: the tokens of the pre-tokenizer's
         last piece, and the white-space tokens before them when its first token is one."""
-        last = _last_piece(segment, encoder.pattern)
+        last = _last_piece(segment, encoder.pattern, encoder.unicode)
         unstable = len(encoder.encode_pieces([last])[0]) if last else 0
         if not unstable:
             return 0
@@ -364,14 +364,15 @@ def _padded_rows(seqs: list[list[int]]) -> NDArray[np.int64]:
                     stop - sizes, stop)
 
 
-def _last_piece(text: str, pattern: str) -> bytes:
+def _last_piece(text: str, pattern: str, unicode: str | None) -> bytes:
     """The UTF-8 of the pattern's last non-empty match in `text` (b"" when none): for a built-in pattern from the
-    native scanner's boundaries, which cover the text (no Python string a pre-token)."""
+    native scanner's boundaries (with the tables of `unicode`), which cover the text (no Python string a
+    pre-token)."""
     if not text:
         return b""
     if native_kind(pattern):
         data = text.encode("utf-8")
-        bounds = pretoken_boundaries(data, pattern)
+        bounds = pretoken_boundaries(data, pattern, unicode)
         return data[int(bounds[-2]):] if len(bounds) > 1 else b""
     # (tiktoken's regex reports no empty match where the match before it ends, `regex` does: \w* on "ab" is
     # "ab" to it, "ab" and "" to `regex`; the empty matches are left out, they hold no tokens)

@@ -14,6 +14,9 @@ counting the whole file:
     a side never ends in one. DeepSeek V3's takes every printable ASCII character into a match, never a gap
     between matches, and its matches stop at a space after one too.) Both kinds of cut fall on character boundaries, so UTF-8 decoding is unchanged
     too.
+The start of a special token that takes the white space before it (a SpecialTokens' lstrip, as RoBERTa's <mask>)
+is no cut for encoding: that white space may be on the other side (cut_tokens). The cut before a space is safe
+for it, as the run of white space starts there.
 """
 from __future__ import annotations
 

@@ -537,8 +537,12 @@ def cmd_train(args: argparse.Namespace) -> None:
             _check_counts_match(args, counts, specials, initial)
             try:
                 result = train_from_counts(counts, args.vocab_size, specials, progress=progress, **options)
-            except ValueError as exc:   # the options are checked: the counts' (too large for the engine)
-                raise CliError(f"{_counts_files(args.from_counts)}: {exc}") from None
+            except ValueError as exc:   # the options are checked: the tokenizer continued, or the counts (too large)
+                message = str(exc)
+                if message.startswith("initial: "):
+                    raise CliError(f"--continue-from {args.continue_from}: {message.removeprefix('initial: ')}") \
+                        from None
+                raise CliError(f"{_counts_files(args.from_counts)}: {message}") from None
         else:
             if not args.corpus:
                 raise CliError("give a CORPUS or --from-counts")

@@ -187,18 +187,20 @@ def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | Non
                 raise ValueError(f"{role} {token!r} is not one of the special tokens {list(specials)!r}")
             roles[role] = token
     additional = [s for s in specials if s not in roles.values()]
+    document = hf_tokenizer_json(tokenizer)       # checks before anything is written
     config = {
+        # tokenizer.json's added tokens, their flags as there: transformers adds a token again when the two differ,
+        # which would drop an lstrip (helper-109)
         "added_tokens_decoder": {
-            str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
-                     "special": True}
-            for s, i in sorted(specials.items(), key=lambda item: item[1])
+            str(entry["id"]): {key: entry[key] for key in ("content", "lstrip", "normalized", "rstrip", "single_word",
+                                                           "special")}
+            for entry in document["added_tokens"]
         },
         **roles,
         "additional_special_tokens": additional,
         "clean_up_tokenization_spaces": False,
         "tokenizer_class": "PreTrainedTokenizerFast",
     }
-    document = hf_tokenizer_json(tokenizer)       # checks before anything is written
     directory = os.fspath(directory)
     paths = [os.path.join(directory, name) for name in HF_FILES]
     with output_group() as group:           # the three together: a failure leaves the folder as it was

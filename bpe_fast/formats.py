@@ -35,6 +35,7 @@ from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, output_group
 from .merge_rule import PAIR_TWICE as _TWICE
 from .normalize import check_normalizer
+from .pretokenize import check_unicode
 from .merge_rule import RuleCheck, list_rule_problem, repeated_merge, rule_difference_of_indices
 from .token_arrays import all_distinct, gather_tokens
 
@@ -546,10 +547,12 @@ _CONFIG_VERSION = 1
 def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges: Iterable[Sequence[bytes]],
                          special_tokens: Iterable[str] | None = (), pattern: str | None = None,
                          training: dict[str, Any] | None = None, group: OutputGroup | None = None,
-                         normalizer: str | None = None, special_lstrip: Iterable[str] = ()) -> None:
+                         normalizer: str | None = None, special_lstrip: Iterable[str] = (),
+                         unicode: str | None = None) -> None:
     """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
     in order, the pre-tokenization regex, the normalizer if there is one (read_normalizer), the special tokens
-    that take the white space before them if any (read_special_lstrip) and, if given, what
+    that take the white space before them if any (read_special_lstrip), the Unicode version characters are read
+    as if not the installed `regex`'s (read_unicode) and, if given, what
     training recorded: check_training). The folder is
     created if missing; the files are replaced together (group: the caller's, which may hold more files; None:
     one of their own), so a failure leaves the folder as it was. This is what Tokenizer.save writes and
@@ -571,6 +574,8 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
     lstrip = [t for t in specials if t in set(special_lstrip)]
     if lstrip:
         config["special_lstrip"] = lstrip
+    if unicode is not None:
+        config["unicode"] = check_unicode(unicode)
     text = json.dumps(config, ensure_ascii=False, indent=2)
     if training is not None:        # one line: a count a line would make a 32,000-line file
         text = text[:-2] + ',\n  "training": ' + json.dumps(training, separators=(", ", ": ")) + "\n}"
@@ -689,6 +694,20 @@ def read_normalizer(directory: StrPath) -> str | None:
         raise FormatError(path, _key_line(text, "normalizer"), f'"normalizer": {exc}') from None
 
 
+def read_unicode(directory: StrPath) -> str | None:
+    """The Unicode version of a tokenizer folder's bpe_fast.json ("unicode": "16.0"; Tokenizer.with_unicode), None
+    when it has none (the installed `regex`'s) or there is no bpe_fast.json; a FormatError naming the file and line
+    for another value."""
+    path = os.path.join(os.fspath(directory), CONFIG_FILE)
+    if not os.path.exists(path):
+        return None
+    text, config = _read_json_object(path)
+    try:
+        return check_unicode(config.get("unicode"))
+    except ValueError as exc:
+        raise FormatError(path, _key_line(text, "unicode"), f'"unicode": {exc}') from None
+
+
 def read_special_lstrip(directory: StrPath, special_tokens: Iterable[str]) -> list[str]:
     """The special tokens that take the white space before them, of a tokenizer folder's bpe_fast.json
     ("special_lstrip": [...]; Tokenizer.with_special_lstrip), [] when it has none (or there is no bpe_fast.json);
@@ -702,6 +721,10 @@ def read_special_lstrip(directory: StrPath, special_tokens: Iterable[str]) -> li
     if not isinstance(lstrip, list) or not all(isinstance(t, str) and t in known for t in lstrip):
         raise FormatError(path, _key_line(text, "special_lstrip"),
                           '"special_lstrip" must be a list of some of the "special_tokens"')
+    if lstrip and config.get("normalizer") is not None:
+        raise FormatError(path, _key_line(text, "special_lstrip"),
+                          '"special_lstrip" with a "normalizer": bpe_fast does not take white space before special '
+                          "tokens with a normalizer (save never writes both)")
     return lstrip
 
 

@@ -64,10 +64,12 @@ def pretokenize(text: str, pattern: str = GPT2_PATTERN) -> list[str]:
     return [m.group() for m in compiled_pattern(pattern).finditer(text)]
 
 
-def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN) -> NDArray[np.int64]:
+def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN,
+                        unicode: str | None = None) -> NDArray[np.int64]:
     """Byte offsets of the pre-tokens of UTF-8 `data`: an int64 array b with b[0] == 0 and b[-1] == len(data);
     pre-token i is data[b[i]:b[i+1]]. Invalid UTF-8 raises UnicodeDecodeError, as data.decode("utf-8") would;
     a custom pattern that leaves some of the text in no match raises ValueError (see pretoken_spans).
+    unicode: the classes a built-in pattern is scanned with (native_tables; None: the installed `regex`'s).
 
     >>> pretoken_boundaries("Hi, ünï".encode()).tolist()
     [0, 2, 3, 9]
@@ -75,7 +77,7 @@ def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN) ->
     kind = native_kind(pattern)
     if kind and isinstance(data, (bytes, bytearray)):
         check_utf8(data)
-        return _scan.boundaries(_tables, data, kind)   # type: ignore[union-attr]  # kind != 0: loaded
+        return _scan.boundaries(native_tables(unicode), data, kind)   # type: ignore[union-attr]  # kind != 0
     starts, ends = pretoken_spans(data, pattern)
     out = np.concatenate([[0], ends]).astype(np.int64)
     gaps = np.flatnonzero(np.append(starts, len(data)) != out)
@@ -251,12 +253,27 @@ def native_kind(pattern: str) -> int:
     return kind if kind and native_tables() is not None else 0
 
 
-def native_tables() -> UnicodeTables | None:
+PEERS_UNICODE = "16.0"      # the Unicode version of tiktoken's regex engine and of HF tokenizers' Oniguruma
+UNICODE_VERSIONS = (None, PEERS_UNICODE)
+_peer_tables: UnicodeTables | None = None       # native_tables(PEERS_UNICODE), once built
+
+
+def check_unicode(unicode: object) -> str | None:
+    """`unicode` if it is one of UNICODE_VERSIONS (None: the installed `regex`'s), else a ValueError naming it."""
+    if unicode not in UNICODE_VERSIONS:
+        raise ValueError(f"unicode must be None (the installed regex's Unicode version) or {PEERS_UNICODE!r} "
+                         f"(tiktoken's and HF tokenizers'), got {unicode!r}")
+    return unicode
+
+
+def native_tables(unicode: str | None = None) -> UnicodeTables | None:
     """The native scanner's Unicode tables (a bpe_fast._scan.UnicodeTables), built on first use; None when the
     scanner cannot be used (then `regex` pre-tokenizes). One object, never changed, serves every native scan
     of the process: the scanning functions and objects of _scan and _encode take it as their first argument.
+    unicode: None, the classes of the installed `regex` (bpe_fast/_unicode_table.py); PEERS_UNICODE, those of
+    Unicode 16.0 as tiktoken's and HF's engines have them (bpe_fast/_unicode_table_peers.py: the drop-in paths').
     """
-    global _native_checked
+    global _native_checked, _peer_tables
     if not _native_checked:
         with _native_lock:                  # threads asking at once wait for the one building them
             if not _native_checked:
@@ -264,7 +281,13 @@ def native_tables() -> UnicodeTables | None:
                     _load_native()
                 finally:
                     _native_checked = True
-    return _tables
+    if unicode is None or _tables is None:
+        return _tables
+    if _peer_tables is None:
+        with _native_lock:
+            if _peer_tables is None:
+                _peer_tables = _load_peer_tables()
+    return _peer_tables
 
 
 def table_arrays(table: Any) -> tuple[NDArray[np.uint16], NDArray[np.uint8], list[int], list[str]]:
@@ -298,6 +321,20 @@ def _load_native() -> None:
     tables = scan.UnicodeTables(*table_arrays(table))
     _scan = scan
     _tables = tables                    # last: a native call may start as soon as it is set
+
+
+def _load_peer_tables() -> UnicodeTables:
+    """The tables of bpe_fast/_unicode_table_peers.py; the installed `regex`'s, with a warning, when its stamp is
+    wrong (edited by hand)."""
+    from . import _unicode_table_peers as table
+
+    if table_stamp(table.REGEX_VERSION, _ranges_of(table), table.FOLDS) != table.STAMP:
+        warnings.warn("bpe_fast: bpe_fast/_unicode_table_peers.py does not match its stamp (edited by hand?); "
+                      "scanning with the installed regex's Unicode classes instead. Run tools/gen_unicode_table.py "
+                      "--peers to regenerate it.", RuntimeWarning, stacklevel=4)
+        assert _tables is not None
+        return _tables
+    return _scan.UnicodeTables(*table_arrays(table))     # type: ignore[union-attr]  # loaded (native_tables)
 
 
 def _table_problem(table: Any) -> str:

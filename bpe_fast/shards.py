@@ -345,9 +345,16 @@ def _check_regular_files(sources: Iterable[TextFile | Stream]) -> None:
 
 
 def _tokenizer_sha256(tokenizer: Tokenizer) -> str:
-    """A digest of what the ids depend on: the vocabulary, the merges, the special tokens and the pattern."""
+    """A digest of what the ids depend on: the vocabulary, the merges, the special tokens and the pattern, and how
+    text is read when not as by default (a normalizer, special tokens that take the white space before them, the
+    Unicode version: the digest of a tokenizer without them is what it was before they were)."""
     h = hashlib.sha256()
     h.update(json.dumps([tokenizer.pattern, list(tokenizer.special_tokens.items())]).encode("utf-8"))
+    reading = {key: value for key, value in (("normalizer", tokenizer.normalizer),
+                                             ("special_lstrip", sorted(tokenizer.special_lstrip)),
+                                             ("unicode", tokenizer.unicode)) if value}
+    if reading:
+        h.update(json.dumps(reading).encode("utf-8"))
     vocab = tokenizer.vocab
     ids = sorted(vocab)
     tokens = list(map(vocab.__getitem__, ids))

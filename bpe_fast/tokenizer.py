@@ -52,7 +52,8 @@ from .merge_rule import list_rule_problem
 from .normalize import check_normalizer, is_normal, normal, stable_cut
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
                        resolve_pattern)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
-from .pretokenize import check_documents_utf8, check_utf8, compiled_pattern, native_kind, native_tables, pretoken_spans
+from .pretokenize import (PEERS_UNICODE, check_documents_utf8, check_unicode, check_utf8, compiled_pattern,
+                          native_kind, native_tables, pretoken_spans)
 from .procs import map_threads, started
 from .specials import SpecialTokens, check_disallowed, check_no_alias, id_holders, split_on_specials
 from ._types import Merges, StrPath, Vocab
@@ -264,6 +265,7 @@ class Tokenizer:
         self._views: dict[frozenset[str], Tokenizer]
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
         self._normalizer: str | None = None     # the normal form of the text between special tokens (with_normalizer)
+        self._unicode: str | None = None        # the Unicode classes of the native scans (with_unicode)
         self._unnormalized_made: Tokenizer | None = None     # this tokenizer without it (_unnormalized)
         self._use_specials(SpecialTokens(specials.tokens, special_ids, holders))
 
@@ -282,7 +284,7 @@ class Tokenizer:
         self._specials = specials
         self._special_set = frozenset(specials.tokens)
         # The native path (None: the Python path), with the special tokens longest first (SpecialTokens.utf8).
-        tables = native_tables() if self._kind else None
+        tables = native_tables(self._unicode) if self._kind else None
         self._segmenter = (Segmenter(tables, self._kind, specials.utf8, specials.utf8_ids, specials.utf8_lstrip)
                            if tables is not None else None)
 
@@ -338,6 +340,35 @@ class Tokenizer:
         made._unnormalized_made = self._unnormalized
         return made
 
+    def with_unicode(self, unicode: str | None) -> Tokenizer:
+        """This tokenizer reading characters as Unicode `unicode` does: None (the default), as the installed
+        `regex` does (the reference pre-tokenizer of CS336's tokenizer and training); "16.0" (PEERS_UNICODE), as
+        tiktoken's regex engine and HF tokenizers' Oniguruma do, which from_tiktoken, from_hf and bpe_fast.Encoding
+        give, so that every code point is pre-tokenized as there (a character assigned in a later version, as
+        U+3D000 in 17.0, is no letter to them). For the built-in patterns (a custom one is read by `regex`): a
+        shallow copy sharing the tables, the vocabulary and the encoders; save and pickling keep it.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"a\\xf0"}, [(b"a", b"\\xf0")])
+        >>> tok.encode("a\\U0003D000")[:2], tok.with_unicode("16.0").encode("a\\U0003D000")[:2]   # regex 2025.9+
+        ([256, 189], [97, 240])
+        """
+        unicode = check_unicode(unicode)
+        if unicode == self._unicode:
+            return self
+        made = object.__new__(type(self))
+        made.__dict__.update(self.__dict__)
+        made._views = {}
+        made._unnormalized_made = None
+        made._unicode = unicode
+        made._use_specials(self._specials)
+        return made
+
+    @property
+    def unicode(self) -> str | None:
+        """The Unicode version the native scans read characters as: None, the installed `regex`'s, or "16.0"
+        (see with_unicode)."""
+        return self._unicode
+
     def with_special_lstrip(self, tokens: Iterable[str]) -> Tokenizer:
         """This tokenizer with the special tokens `tokens` (some of its special tokens; empty: none, the default)
         taking the white space before them, as HF tokenizers' added tokens with ``"lstrip": true`` (RoBERTa's and
@@ -354,20 +385,20 @@ class Tokenizer:
         if isinstance(tokens, str):
             raise TypeError("with_special_lstrip takes special tokens (a list), not one str")
         lstrip = frozenset(tokens)
-        unknown = sorted(lstrip - self._special_set)
-        if unknown:
-            raise ValueError(f"with_special_lstrip: {unknown[0]!r} is not one of the special tokens of this "
-                             "tokenizer")
         if lstrip == self._specials.lstrip:
             return self
+        specials = self._specials.with_lstrip(lstrip)       # (ValueError for one that is not a special token)
         if lstrip and self._normalizer is not None:
             raise ValueError(f"with_special_lstrip: this tokenizer normalizes text to {self._normalizer}; bpe_fast "
                              "does not take white space before special tokens with a normalizer")
+        if lstrip and specials.shared:      # the lengths of their tokens in the text are found as if none took any
+            raise ValueError("with_special_lstrip: special tokens of this tokenizer share an id (as in "
+                             "o200k_harmony); bpe_fast does not take white space before special tokens with them")
         made = object.__new__(type(self))
         made.__dict__.update(self.__dict__)
         made._views = {}
         made._unnormalized_made = None
-        made._use_specials(self._specials.with_lstrip(lstrip))
+        made._use_specials(specials)
         return made
 
     @property
@@ -516,7 +547,7 @@ class Tokenizer:
         ``encode(text, add_special_tokens=False).ids``. The added tokens are special tokens here; a
         post-processor's BOS/EOS are not added. What is read, ignored and refused is in bpe_fast.hf; a file
         bpe_fast cannot follow exactly raises bpe_fast.formats.FormatError (a ValueError) naming the file and
-        what is unsupported.
+        what is unsupported. Characters are read as HF's Oniguruma reads them (Unicode 16.0: with_unicode).
 
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
@@ -534,7 +565,7 @@ class Tokenizer:
         else:       # the merge rule's check is the tables' build's (read_tokenizer_arrays)
             made = cls._from_arrays(read.arrays, read.vocab, read.merges, read.special_tokens, read.pattern,
                                     read.special_ids, refuse=lambda: refuse_merges(path))._run_init()
-        return made.with_normalizer(read.normalizer).with_special_lstrip(read.lstrip)
+        return made.with_normalizer(read.normalizer).with_special_lstrip(read.lstrip).with_unicode(PEERS_UNICODE)
 
     @classmethod
     def from_tiktoken(cls, path_or_ranks: StrPath | Mapping[bytes, int], pattern: str,
@@ -544,6 +575,7 @@ class Tokenizer:
         tiktoken's encoding names: "o200k_base", "cl100k_base", "r50k_base", "p50k_base") or a regex; `special_tokens` a dict {str: id}. The ids are the ranks; the merges are recovered from them
         (bpe_fast.ranks.merges_from_ranks). A bad line of the file is a bpe_fast.formats.FormatError naming the
         file and line; ranks that tiktoken's rule cannot build a token from are a ValueError naming the token.
+        Characters are read as tiktoken reads them (Unicode 16.0: with_unicode).
 
         >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
         >>> tok = Tokenizer.from_tiktoken(ranks, "gpt2", {"<|endoftext|>": 300})
@@ -574,7 +606,7 @@ class Tokenizer:
             made = cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges_of_ranks(*splits[0]),
                                      list(specials), pattern, tables=tables,
                                      special_ids=list(specials.values()))     # checked: not a ranked token's bytes
-        return made._run_init()
+        return made._run_init().with_unicode(PEERS_UNICODE)       # tiktoken's reading of every character
 
     def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
         """A tiktoken.Encoding giving the same ids (ImportError when tiktoken is not installed); ValueError when
@@ -627,7 +659,7 @@ class Tokenizer:
         with output_group() as group:       # every file at once: a failure leaves the folder as it was
             formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials.tokens,
                                          self._pattern, self._training, group, self._normalizer,
-                                         self._specials.lstrip)
+                                         self._specials.lstrip, self._unicode)
             cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
             if len(self._vocab) < formats.CACHE_MIN_TOKENS:
                 group.remove(cache)         # an earlier save's, of another vocabulary
@@ -753,10 +785,11 @@ class Tokenizer:
         parts = (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
                  self._training, list(self.special_tokens.values()))
         cls = type(self)
-        if cls is Tokenizer and self._normalizer is None and not self._specials.lstrip:
+        if cls is Tokenizer and self._normalizer is None and not self._specials.lstrip and self._unicode is None:
             return (_rebuild, parts)
         added = {name: value for name, value in self.__dict__.items() if name not in _OWN_ATTRIBUTES}
-        return (_rebuild, (*parts, cls, self._normalizer, sorted(self._specials.lstrip)), added or None)
+        return (_rebuild, (*parts, cls, self._normalizer, sorted(self._specials.lstrip), self._unicode),
+                added or None)
 
     # ---------------------------------------------------------------------------------------- properties
 
@@ -835,8 +868,9 @@ class Tokenizer:
         name = builtin_name(self._pattern) or "custom"
         normalizer = "" if self._normalizer is None else f" normalizer={self._normalizer}"
         lstrip = f" special_lstrip={sorted(self._specials.lstrip)!r}" if self._specials.lstrip else ""
+        unicode = "" if self._unicode is None else f" unicode={self._unicode}"
         return (f"<Tokenizer vocab_size={self.vocab_size} merges={len(self._merge_list())} "
-                f"special_tokens={list(self._specials.tokens)!r} pattern={name}{normalizer}{lstrip}>")
+                f"special_tokens={list(self._specials.tokens)!r} pattern={name}{normalizer}{lstrip}{unicode}>")
 
     # ---------------------------------------------------------------------------------------- encoding
 
@@ -1714,7 +1748,7 @@ class _Built(NamedTuple):
 
 _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths", "_make_merges", "_merges", "_pattern",
                              "_pool", "_segmenter", "_special_set", "_specials", "_tables", "_training", "_views",
-                             "_vocab", "_normalizer", "_unnormalized_made"})
+                             "_vocab", "_normalizer", "_unnormalized_made", "_unicode"})
 
 
 def _text_options(directory: StrPath, specials: Iterable[str]) -> Callable[[Tokenizer], Tokenizer]:
@@ -1722,20 +1756,22 @@ def _text_options(directory: StrPath, specials: Iterable[str]) -> Callable[[Toke
     white space before them), read (and checked) now, as a function giving a tokenizer of the folder them."""
     normalizer = formats.read_normalizer(directory)
     lstrip = formats.read_special_lstrip(directory, specials)
-    return lambda made: made.with_normalizer(normalizer).with_special_lstrip(lstrip)
+    unicode = formats.read_unicode(directory)
+    return lambda made: made.with_normalizer(normalizer).with_special_lstrip(lstrip).with_unicode(unicode)
 
 
 def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,
              training: dict[str, Any] | None = None, special_ids: list[int] | None = None,
              cls: type[Tokenizer] = Tokenizer, normalizer: str | None = None,
-             lstrip: Iterable[str] = ()) -> Tokenizer:
+             lstrip: Iterable[str] = (), unicode: str | None = None) -> Tokenizer:
     """Tokenizer.__reduce__'s: the parts of a tokenizer already made (and checked) in another process, not checked
     again (a pickle is trusted as code; GPT-2's 50k merges: the constructor's checks took 40 ms a worker), with
     its special tokens' ids (an id two of them share, as in o200k_harmony, is not the vocabulary's to say), as
     an instance of `cls` (a subclass: its __init__ is not called; pickle then sets the attributes it added),
-    normalizing to `normalizer`, its special tokens `lstrip` taking the white space before them."""
+    normalizing to `normalizer`, its special tokens `lstrip` taking the white space before them, reading
+    characters as Unicode `unicode`."""
     made = cls._from_checked(vocab, merges, specials, pattern, training=training, special_ids=special_ids)
-    return made.with_normalizer(normalizer).with_special_lstrip(lstrip)
+    return made.with_normalizer(normalizer).with_special_lstrip(lstrip).with_unicode(unicode)
 
 
 def _special_id_mapping(special_tokens: Any) -> tuple[dict[str, Any] | None, Any]:
