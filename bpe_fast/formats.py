@@ -684,28 +684,27 @@ def read_normalizer(directory: StrPath) -> str | None:
     """The normalizer of a tokenizer folder's bpe_fast.json ("normalizer": "NFC"; Tokenizer.with_normalizer),
     None when it has none (or there is no bpe_fast.json); a FormatError naming the file and line for another
     value."""
-    path = os.path.join(os.fspath(directory), CONFIG_FILE)
-    if not os.path.exists(path):
-        return None
-    text, config = _read_json_object(path)
-    try:
-        return check_normalizer(config.get("normalizer"))
-    except ValueError as exc:
-        raise FormatError(path, _key_line(text, "normalizer"), f'"normalizer": {exc}') from None
+    return _config_value(directory, "normalizer", check_normalizer)
 
 
 def read_unicode(directory: StrPath) -> str | None:
     """The Unicode version of a tokenizer folder's bpe_fast.json ("unicode": "16.0"; Tokenizer.with_unicode), None
     when it has none (the installed `regex`'s) or there is no bpe_fast.json; a FormatError naming the file and line
     for another value."""
+    return _config_value(directory, "unicode", check_unicode)
+
+
+def _config_value(directory: StrPath, key: str, check: Callable[[Any], str | None]) -> str | None:
+    """check(bpe_fast.json's value of `key`, None when it has none or there is no such file); its ValueError
+    as a FormatError naming the file and the key's line."""
     path = os.path.join(os.fspath(directory), CONFIG_FILE)
     if not os.path.exists(path):
         return None
     text, config = _read_json_object(path)
     try:
-        return check_unicode(config.get("unicode"))
+        return check(config.get(key))
     except ValueError as exc:
-        raise FormatError(path, _key_line(text, "unicode"), f'"unicode": {exc}') from None
+        raise FormatError(path, _key_line(text, key), f'"{key}": {exc}') from None
 
 
 def read_special_lstrip(directory: StrPath, special_tokens: Iterable[str]) -> list[str]:
