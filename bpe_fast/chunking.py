@@ -49,12 +49,20 @@ def _covered(buf: bytes | bytearray, k: int, specials: Iterable[bytes]) -> bool:
     return False
 
 
+def _start_cut(buf: bytes | bytearray, i: int, specials: Sequence[bytes], takers: Sequence[bytes]) -> bool:
+    """Whether a special token's start at i is a safe cut: no token covers i, and none that takes the white space
+    before it starts there (a longer one than the token found, as "<mask>" where "<m" is found: it is matched,
+    and that white space may be on the other side of the cut)."""
+    return not _covered(buf, i, specials) and not any(buf.startswith(t, i) for t in takers)
+
+
 def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes], space_cuts: bool,
                     starts: Sequence[bytes] | None = None) -> int | None:
     """The first safe cut k with start <= k < end, or None. Reads the file in windows. starts: the special tokens
     whose start is a cut (default: all; not one that takes the white space before it, which may be in the chunk
     before)."""
     starts = specials if starts is None else starts
+    takers = [t for t in specials if t not in starts]
     margin = max((len(t) for t in specials), default=1)
     pos = start
     window = _FIRST_WINDOW
@@ -67,7 +75,7 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
         for tok in starts:                          # tokens starting before stop (buf holds their ends)
             i = buf.find(tok, pos - lo, stop + len(tok) - 1)
             while i >= 0:
-                if not _covered(buf, i, specials):
+                if _start_cut(buf, i, specials, takers):
                     candidates.append(i)
                     break
                 i = buf.find(tok, i + 1, stop + len(tok) - 1)
@@ -111,10 +119,12 @@ def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts:
     limit = len(buf) - cut_margin(specials)        # candidates k <= limit: every occurrence around k is in buf
     after = max(0, after)
     best = after
-    for tok in specials if starts is None else starts:
+    starts = specials if starts is None else starts
+    takers = [t for t in specials if t not in starts]
+    for tok in starts:
         i = buf.rfind(tok, 0, max(0, limit + len(tok)))     # (a negative end would count from buf's end)
         while i > best:
-            if not _covered(buf, i, specials):
+            if _start_cut(buf, i, specials, takers):
                 best = i
                 break
             i = buf.rfind(tok, 0, i + len(tok) - 1)

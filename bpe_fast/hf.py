@@ -917,8 +917,9 @@ def _check_raw_added_tokens(f: _File, added: Sequence[dict[str, Any]], normalize
     character to what precedes it) is refused."""
     if normalizer is None:
         return
+    takes = _lstrip_of(added)       # (a token listed twice: its last entry's flags, as HF takes)
     for entry in added:
-        if entry.get("lstrip"):
+        if entry["content"] in takes:
             f.fail(f"added token {entry['content']!r} has lstrip: true, and the file normalizes text to "
                    f"{normalizer}: bpe_fast takes the white space before a special token only without a normalizer",
                    entry["content"], "added_tokens")

@@ -2063,6 +2063,9 @@ def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
     lengths = np.diff(offsets)
     byte_ids = np.full(256, -1, dtype=np.int32)
     singles = np.flatnonzero(lengths == 1)
+    # a byte two ids hold (a model's token and an added token of its bytes, from_hf): the smaller, the model's,
+    # as _table_arrays' ids_of gives (assigned last, it is the one kept)
+    singles = singles[np.argsort(-ids[singles], kind="stable")]
     byte_ids[pool[offsets[singles]]] = ids[singles]
     first = first_occurrences(files.joined)
     ranked = files.joined[first]     # vocab indices of the merged tokens, in rank order

@@ -774,6 +774,22 @@ def test_added_token_with_the_bytes_of_a_vocab_token(tmp_path, native, special):
     assert_same_ids(ours, tokenizers.Tokenizer.from_file(str(tmp_path / "again.json")), TEXTS[:60])
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_an_added_token_of_one_byte_a_vocab_token_has_leaves_the_byte_its_id(tmp_path, native):
+    # added "\n" (id 261) where the model has "Ċ" (id 10): with the special token not matched (encode_ordinary,
+    # HF's encode_special_tokens) the byte was given the added token's id 261, not the model's 10 (helper-108)
+    doc = small_doc()
+    doc["added_tokens"].append(added("\n", 261))
+    path = write_doc(tmp_path, doc)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = Tokenizer.from_hf(path) if native else python_path(lambda: Tokenizer.from_hf(path))
+    assert_same_ids(ours, hf, ["a\nb", "\n\n a", *TEXTS[:40]])
+    hf.encode_special_tokens = True
+    for text in ["a\nb", "x\n\n a"]:
+        assert ours.encode_ordinary(text) == ours.encode(text, allowed_special=set()) == hf_ids(hf, text)
+        assert 10 in ours.encode_ordinary(text)
+
+
 def test_added_token_spelled_as_a_vocab_key_is_refused_not_a_crash(tmp_path):
     doc = small_doc()
     doc["added_tokens"].append(added("Ġa", 257))      # the vocab key of " a" (id 257), as the added token's text

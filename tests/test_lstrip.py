@@ -287,3 +287,40 @@ def test_white_space_is_unicodes_white_space():
     assert white_space_run_start(b" \t\xe3\x80\x80", at=2) == 0 and white_space_run_start(b"") == 0
     with pytest.raises(ValueError):
         white_space_run_start(b"ab", lo=2, at=1)
+
+
+@pytest.mark.parametrize("num_processes", [1, 2])
+def test_no_cut_where_a_shorter_token_starts_a_longer_one_that_takes_white_space(tmp_path, monkeypatch,
+                                                                                 num_processes):
+    # "<m" (no lstrip) starts where "<mask>" (lstrip) does: its start was taken as a cut, and the space before
+    # <mask> was encoded in the chunk before (helper-108)
+    from bpe_fast import file_encoding
+
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<m", "<mask>", "\u3000\u3000"]).with_special_lstrip(
+        ["<mask>", "\u3000\u3000"])
+    text = ("x" * 150 + " <mask>" + "y" * 150 + "\u3000\u3000\u3000" + "z" * 100 + " <m") * 20
+    path = tmp_path / "text.txt"
+    path.write_text(text, "utf-8")
+    expected = oracle(tok, text)
+    assert tok.encode(text) == expected and 32 not in expected[:160]
+    encode_file(tok, path, tmp_path / "ids.npy", num_processes=num_processes, chunk_bytes=300)
+    assert np.load(tmp_path / "ids.npy").tolist() == expected
+    monkeypatch.setattr(file_encoding, "DEFAULT_CHUNK_BYTES", 300)
+    gz = tmp_path / "text.txt.gz"
+    gz.write_bytes(gzip.compress(text.encode("utf-8")))
+    encode_files([gz], tmp_path / "shards", tok, num_processes=num_processes)
+    assert np.load(tmp_path / "shards" / "text.npy").tolist() == expected
+
+
+def test_a_token_listed_twice_has_its_last_entry_s_lstrip(roberta, tmp_path):
+    # HF takes the last entry's flags: <mask> with lstrip first and without last is read under NFC (helper-108)
+    _, _, doc, _ = roberta
+    mask = doc["added_tokens"][-1]
+    twice = dict(doc, normalizer={"type": "NFC"},
+                 added_tokens=[dict(e, normalized=False) for e in doc["added_tokens"]] + [dict(mask, lstrip=False)])
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(twice), "utf-8")
+    ours = Tokenizer.from_hf(path)
+    assert ours.special_lstrip == frozenset()
+    text = "a <mask> b"
+    assert ours.encode(text) == hf_ids(tokenizers.Tokenizer.from_file(str(path)), text)
