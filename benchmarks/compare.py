@@ -172,10 +172,13 @@ def job_train_bpe_fast(spec):
 def job_train_rustbpe(spec):
     import rustbpe
 
+    from bpe_fast.patterns import tiktoken_anchors        # rustbpe's regex engine is tiktoken's (fancy-regex)
+
     tok = rustbpe.Tokenizer()
+    pattern = tiktoken_anchors(spec["pattern"])
 
     def work():
-        tok.train_from_iterator(_documents(spec["corpus"]), spec["vocab_size"] - 1, pattern=spec["pattern"])
+        tok.train_from_iterator(_documents(spec["corpus"]), spec["vocab_size"] - 1, pattern=pattern)
 
     def save(_):
         tokens = [t for t, _ in sorted(tok.get_mergeable_ranks(), key=lambda tr: tr[1])]

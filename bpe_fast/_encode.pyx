@@ -333,8 +333,8 @@ cdef inline object _utf8_holder(str text, const uint8_t** data, Py_ssize_t* n):
 @cython.final
 cdef class Segmenter:
     """How a text is cut before merging, for the native path: Segmenter(tables, kind, specials, ids) with the
-    scanner's Unicode tables (a bpe_fast._scan.UnicodeTables, kept for the segmenter's life; the package's one
-    is bpe_fast.pretokenize.native_tables()), the pattern's kind for the native scanner (2: GPT2_PATTERN,
+    scanner's Unicode tables (a bpe_fast._scan.UnicodeTables, kept for the segmenter's life; the package's,
+    one a Unicode reading, are bpe_fast.pretokenize.native_tables(unicode)), the pattern's kind for the native scanner (2: GPT2_PATTERN,
     4: GPT4_PATTERN, 5: O200K_PATTERN, see bpe_fast/_scan.pxd) and the special tokens, UTF-8 ordered longest
     first, with their ids, and which of them take the white space before them (lstrip: one flag a token, or
     empty: none; see SpecialMatcher)."""

@@ -49,7 +49,8 @@ cdef enum:
 @cython.final
 cdef class UnicodeTables:
     """The classification tables of the native scanner (built by bpe_fast.pretokenize.native_tables from
-    bpe_fast/_unicode_table.py): UnicodeTables(stage1, stage2, fold_cps, fold_letters).
+    bpe_fast/_unicode_table.py, or _unicode_table_peers.py for the drop-in paths' Unicode 16.0):
+    UnicodeTables(stage1, stage2, fold_cps, fold_letters).
 
     stage1[cp >> 8] is a block number b, stage2[b * 256 + (cp & 255)] the class bits of cp (L=1, N=2, S=4,
     CR/LF=8, o200k's upper=16 and lower=32, DeepSeek's punctuation and symbols=64, Han=128). fold_cps[k] is a code point that (?i) matches to the ASCII letter

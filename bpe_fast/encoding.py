@@ -147,7 +147,8 @@ class Encoding:
 
     @property
     def tokenizer(self) -> Tokenizer:
-        """The bpe_fast.Tokenizer doing the work (its defaults are CS336's: its special tokens are matched)."""
+        """The bpe_fast.Tokenizer doing the work (its defaults are CS336's: its special tokens are matched; it reads
+        characters as tiktoken does, Unicode 16.0: Tokenizer.with_unicode)."""
         return self._tokenizer
 
     def __repr__(self) -> str:

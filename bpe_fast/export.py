@@ -1,6 +1,8 @@
 """Writing a tokenizer for the libraries people already use: HF tokenizers (and transformers) and tiktoken.
 
-Both files give the same ids as bpe_fast for the same text:
+Both files give the same ids as bpe_fast for the same text (on every code point when the tokenizer reads
+characters as tiktoken and HF do, tokenizer.unicode "16.0", as from_tiktoken's and from_hf's; a CS336-side
+tokenizer, unicode None, reads the characters Unicode 17 assigned as the installed `regex` does, the peers not):
   * HF `tokenizer.json`: a BPE model over GPT-2's byte-to-unicode strings, the tokenizer's normalizer (NFC, as
     Qwen's files have it, or none), a Split pre-tokenizer with the
     same regex (spelled for Oniguruma by bpe_fast.hf.split_to_hf: the built-in patterns as Isolated pieces,

@@ -268,12 +268,14 @@ def check_unicode(unicode: object) -> str | None:
 
 def native_tables(unicode: str | None = None) -> UnicodeTables | None:
     """The native scanner's Unicode tables (a bpe_fast._scan.UnicodeTables), built on first use; None when the
-    scanner cannot be used (then `regex` pre-tokenizes). One object, never changed, serves every native scan
-    of the process: the scanning functions and objects of _scan and _encode take it as their first argument.
+    scanner cannot be used (then `regex` pre-tokenizes). One object for each Unicode reading, never changed,
+    serves every native scan of the process that reads so: the scanning functions and objects of _scan and
+    _encode take it as their first argument.
     unicode: None, the classes of the installed `regex` (bpe_fast/_unicode_table.py); PEERS_UNICODE, those of
     Unicode 16.0 as tiktoken's and HF's engines have them (bpe_fast/_unicode_table_peers.py: the drop-in paths').
     """
     global _native_checked, _peer_tables
+    check_unicode(unicode)
     if not _native_checked:
         with _native_lock:                  # threads asking at once wait for the one building them
             if not _native_checked:

@@ -344,13 +344,15 @@ class Tokenizer:
         """This tokenizer reading characters as Unicode `unicode` does: None (the default), as the installed
         `regex` does (the reference pre-tokenizer of CS336's tokenizer and training); "16.0" (PEERS_UNICODE), as
         tiktoken's regex engine and HF tokenizers' Oniguruma do, which from_tiktoken, from_hf and bpe_fast.Encoding
-        give, so that every code point is pre-tokenized as there (a character assigned in a later version, as
-        U+3D000 in 17.0, is no letter to them). For the built-in patterns (a custom one is read by `regex`): a
-        shallow copy sharing the tables, the vocabulary and the encoders; save and pickling keep it.
+        give, so that with a built-in pattern every code point is pre-tokenized as there (a character assigned in
+        a later version, as U+3D000 in 17.0, is no letter to them; a custom pattern is read by `regex`, with its
+        classes, either way). A shallow copy sharing the tables, the vocabulary and the encoders; save and
+        pickling keep it. to_tiktoken and export_hf give the same ids as this tokenizer on every code point only
+        with "16.0" (with None, on those both Unicode versions agree on).
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"a\\xf0"}, [(b"a", b"\\xf0")])
-        >>> tok.encode("a\\U0003D000")[:2], tok.with_unicode("16.0").encode("a\\U0003D000")[:2]   # regex 2025.9+
-        ([256, 189], [97, 240])
+        >>> tok.unicode, tok.with_unicode("16.0").encode("a\\U0003D000")[:2]      # not a letter in Unicode 16.0
+        (None, [97, 240])
         """
         unicode = check_unicode(unicode)
         if unicode == self._unicode:

@@ -145,7 +145,9 @@ def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: 
         applied to the counts first, and the new tokens get ids after its largest id (vocab_size counts its
         tokens as its vocab_size, largest id + 1). Its special tokens stay; those of special_tokens it lacks
         are added (after its vocabulary, or at the end). The counts must be made with its pattern and
-        its special tokens (with the new ones), as train_bpe splits the corpus on them.
+        its special tokens (with the new ones), as train_bpe splits the corpus on them. Training reads
+        characters as the installed `regex` does, as CS336's reference does, whatever the initial tokenizer's
+        Unicode reading (one from from_tiktoken or from_hf reads them as Unicode 16.0: Tokenizer.with_unicode).
     Returns (vocab, merges); continuing, merges is the initial tokenizer's followed by the new ones.
 
     >>> vocab, merges = train_from_counts({b"hello": 5, b"help": 2}, 259, min_frequency=3)   # doctest: +SKIP

@@ -110,10 +110,11 @@ def oracle_decode(ids, vocab):
 def assigned_in_old_unicode(text):
     """text without the code points unassigned in this Python's Unicode database (Unicode 14 for Python 3.11).
 
-    bpe_fast classifies code points as the installed `regex` does (Unicode 17 in regex 2026.11), tiktoken with
-    its Rust regex crate's older tables: a code point assigned in between (U+3D000, a CJK letter since Unicode
-    17) is a letter to one and not to the other, so the pre-tokens, and the ids, differ there. Comparisons
-    with tiktoken keep to code points both know. A surrogate pair is the code point it spells (tiktoken and
+    A tokenizer reading characters as the installed `regex` does (unicode None: the CS336 side, and any custom
+    pattern) classifies code points with Unicode 17 (regex 2025.9 and later), tiktoken with its Rust regex
+    crate's Unicode 16.0: a code point assigned in between (U+3D000, a CJK letter since Unicode 17) is a letter
+    to one and not to the other, so the pre-tokens, and the ids, differ there. Comparisons of such a tokenizer
+    with tiktoken keep to code points both know (the drop-in paths' Unicode 16.0 needs no such care). A surrogate pair is the code point it spells (tiktoken and
     bpe_fast join one into it), so one spelling a new code point (U+3D000: "\ud8b4\udc00") goes too."""
     import unicodedata
 

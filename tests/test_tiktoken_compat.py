@@ -138,7 +138,9 @@ ENCODE_CALLS = [
 
 
 def check_text(pair, text):
-    text = assigned_in_old_unicode(text)
+    # every code point: the built-in patterns scan with Unicode 16.0's classes, tiktoken's (they kept to Unicode
+    # 14's before: test_unicode_peers)
+    assert pair[0]._core._tokenizer.native and pair[0]._core._tokenizer.unicode == "16.0"
     for call in ENCODE_CALLS:
         same(pair, call, text)
     _, ids = same(pair, "encode", text, allowed_special="all")
@@ -175,7 +177,7 @@ texts = st.one_of(
 @SOME
 @given(texts)
 @example("\ud800\udc00\ud800")
-@example("\ud8b4\udc00:A")    # a surrogate pair spelling U+3D000, a letter since Unicode 17: left out
+@example("\ud8b4\udc00:A")    # a surrogate pair spelling U+3D000, a letter since Unicode 17 (not to tiktoken)
 @example("A'S'T'LL 1234567 \r\n\r\n ")
 def test_random_text_cl100k(text):
     check_text(encodings("cl100k_base"), text)
@@ -797,7 +799,8 @@ def _pair_ranks():
     return ranks
 
 
-# ASCII and beyond: letters that fold (K, ſ, İ, ı, ß, ẞ, Greek, Cyrillic), digits, marks, spaces, punctuation
+# ASCII and beyond: letters that fold (K, ſ, İ, ı, ß, ẞ, Greek, Cyrillic), digits, marks, spaces, punctuation (a
+# custom pat_str is read by the installed `regex`, whose classes are of another Unicode version than tiktoken's)
 PATTERN_PROBE = assigned_in_old_unicode(
     "".join(map(chr, range(32, 127))) + " \t\n\r\x0b\x0c\x1c\x85\xa0\u2028\u3000 İıIiKkKſßẞ ÀÉîõüÿĀŁŒ ǅǈ ΣσςΩω ДдЁё "
     "٣٤ १२ ½² 𝟙 é e\u0301 東京 한국 😀 0x1F Ab12_cd-EF gh'S I'll iİ KELVIN k\n\nend aıb xİıi yKſz")

@@ -142,10 +142,22 @@ def test_the_cs336_side_keeps_the_installed_regex(gpt2, tmp_path):
     drop_in.save(tmp_path / "saved")
     assert json.loads((tmp_path / "saved" / "bpe_fast.json").read_text("utf-8"))["unicode"] == PEERS_UNICODE
     assert Tokenizer.load(tmp_path / "saved").unicode == PEERS_UNICODE
-    assert pickle.loads(pickle.dumps(drop_in)).encode(text) == drop_in.encode(text)
-    assert drop_in.restricted_to(frozenset()).encode(text) == drop_in.encode(text)
+    # a merge that joins "a" with U+3D000's first byte tells the two readings apart (GPT-2's vocabulary does not)
+    telling = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"a\xf0"}, [(b"a", b"\xf0")])
+    peers = telling.with_unicode(PEERS_UNICODE)
+    probe = "a\U0003D000"
+    assert peers.encode(probe)[:2] == [97, 240]
+    if differing():
+        assert telling.encode(probe)[:2] == [256, 189]
+    for kept in (pickle.loads(pickle.dumps(peers)), peers.restricted_to(frozenset()),
+                 peers.with_special_lstrip([]), peers.with_normalizer("NFC"),
+                 pickle.loads(pickle.dumps(peers.with_normalizer("NFC")))):
+        assert kept.unicode == PEERS_UNICODE and kept.encode(probe) == peers.encode(probe)
+    assert pickle.loads(pickle.dumps(drop_in)).unicode == PEERS_UNICODE
     with pytest.raises(ValueError, match=r"unicode must be None .* or '16.0' .*, got '17.0'"):
         drop_in.with_unicode("17.0")
+    with pytest.raises(ValueError, match=r"unicode must be None .* got 'bogus'"):
+        pretokenize.pretoken_boundaries(probe.encode(), "gpt2", unicode="bogus")
     config = json.loads((tmp_path / "saved" / "bpe_fast.json").read_text("utf-8"))
     (tmp_path / "saved" / "bpe_fast.json").write_text(json.dumps(dict(config, unicode="15.1"), indent=2), "utf-8")
     with pytest.raises(FormatError, match=r"bpe_fast\.json:\d+: \"unicode\": unicode must be None"):
