@@ -1133,7 +1133,10 @@ class Tokenizer:
         ([256, 226, 130, 172, 98], [0, 2, 2, 2, 3])
         """
         if self._normalizer is not None:
-            if isinstance(text, str) and self._changes(text):
+            # (the whole text's form first, quick; where it is not normal, its pieces between the special tokens
+            # matched, which are what is normalized: "x<a>\u0338" is tokenizer.normalize's own output)
+            if isinstance(text, str) and self._changes(text) and \
+                    self._specials_rule(allowed_special, disallowed_special)[0].normalize(text) != text:
                 raise ValueError(f"encode_with_offsets: the text is not in {self._normalizer} (which this tokenizer "
                                  f"encodes), so its ids have no offsets in it; pass tokenizer.normalize(text)")
             return self._unnormalized.encode_with_offsets(text, allowed_special=allowed_special,
