@@ -357,13 +357,7 @@ class Tokenizer:
         unicode = check_unicode(unicode)
         if unicode == self._unicode:
             return self
-        made = object.__new__(type(self))
-        made.__dict__.update(self.__dict__)
-        made._views = {}
-        made._unnormalized_made = None
-        made._unicode = unicode
-        made._use_specials(self._specials)
-        return made
+        return self._copy(self._specials, _unicode=unicode)
 
     @property
     def unicode(self) -> str | None:
@@ -396,12 +390,7 @@ class Tokenizer:
         if lstrip and specials.shared:      # the lengths of their tokens in the text are found as if none took any
             raise ValueError("with_special_lstrip: special tokens of this tokenizer share an id (as in "
                              "o200k_harmony); bpe_fast does not take white space before special tokens with them")
-        made = object.__new__(type(self))
-        made.__dict__.update(self.__dict__)
-        made._views = {}
-        made._unnormalized_made = None
-        made._use_specials(specials)
-        return made
+        return self._copy(specials)
 
     @property
     def special_lstrip(self) -> frozenset[str]:
@@ -411,11 +400,19 @@ class Tokenizer:
     def _copy_normalizing(self, normalizer: str | None) -> Tokenizer:
         """A shallow copy of this tokenizer (the tables, vocabulary and encoders shared) normalizing to
         `normalizer`, with views of its own."""
+        return self._copy(None, _normalizer=normalizer)
+
+    def _copy(self, specials: SpecialTokens | None, **attributes: Any) -> Tokenizer:
+        """A shallow copy of this tokenizer (the tables, vocabulary and encoders shared) with views of its own and
+        `attributes` set; matching `specials` (its special-token matching built again for them and its Unicode
+        reading), or as this one does (None)."""
         made = object.__new__(type(self))
         made.__dict__.update(self.__dict__)
-        made._normalizer = normalizer
         made._views = {}
         made._unnormalized_made = None
+        made.__dict__.update(attributes)
+        if specials is not None:
+            made._use_specials(specials)
         return made
 
     @property
@@ -1758,7 +1755,8 @@ _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths",
 
 def _text_options(directory: StrPath, specials: Iterable[str]) -> Callable[[Tokenizer], Tokenizer]:
     """What a folder's bpe_fast.json says of how text is read (its normalizer, its special tokens that take the
-    white space before them), read (and checked) now, as a function giving a tokenizer of the folder them."""
+    white space before them, its Unicode reading), read (and checked) now, as a function that gives a tokenizer
+    of the folder those."""
     normalizer = formats.read_normalizer(directory)
     lstrip = formats.read_special_lstrip(directory, specials)
     unicode = formats.read_unicode(directory)
