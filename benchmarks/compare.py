@@ -671,6 +671,8 @@ def prepare_tokenizer(args, pattern, corpus, workdir, trained_merges, log):
     vocab_json, merges_txt = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
     if args.encoding:
         return _prepare_encoding(args.encoding, pattern, workdir)
+    if args.ranks:
+        return _prepare_ranks(args.ranks, pattern, workdir)
     if pattern == GPT2_PATTERN and vocab_json.exists() and merges_txt.exists():
         tok = Tokenizer.from_files(vocab_json, merges_txt, [EOT], pattern)
         spec = {"vocab": str(vocab_json), "merges": str(merges_txt)}
@@ -706,8 +708,6 @@ def _prepare_encoding(name, pattern, workdir):
     import gzip
     import importlib.util
 
-    from bpe_fast import Tokenizer, export
-
     found = importlib.util.find_spec("bpe_openai")
     if found is None:
         raise SystemExit(f"compare.py: --encoding {name} reads its ranks from the bpe-openai package: "
@@ -716,17 +716,39 @@ def _prepare_encoding(name, pattern, workdir):
     ranks = workdir / f"{name}.tiktoken"
     with gzip.open(source, "rb") as f:
         ranks.write_bytes(f.read())
-    specials = ENCODINGS[name][1]
+    spec, tok = _ranks_spec(ranks, pattern, ENCODINGS[name][1], workdir)
+    spec["encoding"] = name
+    return spec, f"{name}'s ranks ({tok.vocab_size:,} tokens, from {source})"
+
+
+def _prepare_ranks(path, pattern, workdir):
+    """The tokenizer spec for a tiktoken ranks file of one's own (--ranks: a .tiktoken file, as Llama 3's and
+    Llama 4's tokenizer.model), its one special token <|endoftext|> after the ranks."""
+    import gzip
+
+    ranks = workdir / "ranks.tiktoken"
+    with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
+        ranks.write_bytes(f.read())
+    count = sum(1 for line in ranks.read_bytes().splitlines() if line.strip())
+    spec, tok = _ranks_spec(ranks, pattern, {EOT: count}, workdir)
+    return spec, f"the ranks of {path} ({tok.vocab_size:,} tokens)"
+
+
+def _ranks_spec(ranks, pattern, specials, workdir):
+    """(spec, bpe_fast tokenizer) for a ranks file: bpe_fast loads it with Tokenizer.from_tiktoken (and saves it),
+    tiktoken reads the same file, HF bpe_fast's export (when it spells the pattern for Oniguruma)."""
+    from bpe_fast import Tokenizer, export
+
     tok = Tokenizer.from_tiktoken(ranks, pattern, special_tokens=specials)
     tok.save(workdir / "tokenizer")
-    spec = {"dir": str(workdir / "tokenizer"), "pattern": pattern, "tiktoken": str(ranks), "encoding": name,
+    spec = {"dir": str(workdir / "tokenizer"), "pattern": pattern, "tiktoken": str(ranks),
             "special_ids": dict(specials), "hf_json": str(workdir / "tokenizer.json")}
     try:
         export.export_hf(tok, spec["hf_json"])
-    except ValueError as exc:           # a pattern the export does not spell for Oniguruma (Kimi K2's)
+    except ValueError as exc:           # a pattern the export does not spell for Oniguruma
         del spec["hf_json"]
         spec["hf_why"] = f"not run (bpe_fast's HF export refuses the pattern: {str(exc)[-60:]})"
-    return spec, f"{name}'s ranks ({tok.vocab_size:,} tokens, from {source})"
+    return spec, tok
 
 
 def byte_alphabet_size(path):
@@ -1071,6 +1093,10 @@ def parse_args(argv):
                         "the special tokens, and the pattern unless --pattern is given: --encoding cl100k_base "
                         "--pattern llama3 is Llama 3's pattern on cl100k's ranks) instead of GPT-2's or a trained "
                         "vocabulary")
+    p.add_argument("--ranks", metavar="FILE",
+                   help="encode with the tiktoken ranks in FILE (.tiktoken, .tiktoken.gz, or Llama 3's and Llama 4's "
+                        "tokenizer.model), the special token <|endoftext|> after them, with --pattern (Llama 4's "
+                        "is o200k)")
     p.add_argument("--encode-bytes", default="20MB", help="how much of the corpus to encode (default 20MB)")
     p.add_argument("--encode-text", choices=["corpus", "fixtures"], default="corpus",
                    help="encode the corpus's first --encode-bytes (default), or the real texts in "
@@ -1122,6 +1148,10 @@ def parse_args(argv):
             p.error(f"{option}: not a size: {text!r} (say 5MB, 500KB or a number of bytes)")
         if size <= 0:
             p.error(f"{option} must be more than 0 bytes, got {text!r}")
+    if args.ranks and args.encoding:
+        p.error("--ranks and --encoding: give one")
+    if args.ranks and not os.path.isfile(args.ranks):
+        p.error(f"--ranks {args.ranks}: no such file")
     if args.pattern is None:
         args.pattern = ENCODINGS[args.encoding][0] if args.encoding else "gpt2"
     else:

@@ -246,8 +246,9 @@ class RankedTokens(NamedTuple):
         shown = repr(token) if len(token) <= 200 else f"{token[:100]!r}... ({len(token):,} bytes)"
         message = (f"the token {shown} (rank {int(self.values[index])}) cannot be made by merging tokens of lower "
                    f"rank: merging its bytes by the ranks below its own leaves {parts} parts (bpe_fast recovers a merge "
-                   "list from the ranks, which needs each token made of two tokens ranked before it, as in every "
-                   "published encoding; tiktoken builds an encoding from such ranks all the same)")
+                   "list from the ranks, which needs each token made of two tokens ranked before it, as in OpenAI's "
+                   "encodings and Llama 4's; tiktoken builds an encoding from such ranks all the same, as Llama 3's, "
+                   "which bpe_fast does not support yet)")
         if self.path is not None and self.lines is not None:
             return FormatError(self.path, int(self.lines[index]), message)
         return ValueError(f"ranks: {message}")

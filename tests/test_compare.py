@@ -124,6 +124,23 @@ def test_hf_training_gets_the_pattern_as_the_export_spells_it(tmp_path):
         assert cells[3].endswith("x"), cells
 
 
+@pytest.mark.skipif(not installed("tiktoken"), reason="tiktoken is not installed")
+def test_encode_with_a_ranks_file(tmp_path):
+    # --ranks: a .tiktoken file of one's own (Llama 4's tokenizer.model is one), here GPT-2's ranks written so
+    from bpe_fast import Tokenizer
+
+    fixtures = script_fixtures()
+    Tokenizer.from_files(fixtures / "gpt2_vocab.json", fixtures / "gpt2_merges.txt", ["<|endoftext|>"]).export_tiktoken(
+        tmp_path / "gpt2.tiktoken")
+    md = run_compare(tmp_path, "--only", "encode", "--ranks", str(tmp_path / "gpt2.tiktoken"), "--peers", "tiktoken")
+    assert f"the ranks of {tmp_path / 'gpt2.tiktoken'} (50,257 tokens)" in md
+    cells = row(rows(md), "tiktoken `encode` (allowed_special)")
+    assert cells[3].endswith("x") and cells[4].startswith("yes"), cells
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--ranks", str(tmp_path / "none.tiktoken")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "none.tiktoken: no such file" in proc.stderr
+
+
 def test_encode(tmp_path):
     md = run_compare(tmp_path, "--only", "encode", "--png", str(tmp_path / "chart.png"))
     table = rows(md)
