@@ -220,6 +220,9 @@ def _load_bpe_fast_tokenizer(spec, specials):
     if "dir" in t:
         tok = Tokenizer.load(t["dir"])
         return Tokenizer(dict(tok.vocab), list(tok.merges), specials, tok.pattern) if not specials else tok
+    if "tiktoken" in t:         # ranks no merge list says (Llama 3's): read from the ranks file, as tiktoken
+        return Tokenizer.from_tiktoken(t["tiktoken"], t["pattern"],
+                                       {s: i for s, i in t["special_ids"].items() if s in specials})
     return Tokenizer.from_files(t["vocab"], t["merges"], specials, t["pattern"])
 
 
@@ -740,14 +743,16 @@ def _ranks_spec(ranks, pattern, specials, workdir):
     from bpe_fast import Tokenizer, export
 
     tok = Tokenizer.from_tiktoken(ranks, pattern, special_tokens=specials)
-    tok.save(workdir / "tokenizer")
-    spec = {"dir": str(workdir / "tokenizer"), "pattern": pattern, "tiktoken": str(ranks),
-            "special_ids": dict(specials), "hf_json": str(workdir / "tokenizer.json")}
+    spec = {"pattern": pattern, "tiktoken": str(ranks), "special_ids": dict(specials),
+            "hf_json": str(workdir / "tokenizer.json")}
+    if not tok.by_ranks_only:       # (one that is cannot be saved: its jobs read the ranks file)
+        tok.save(workdir / "tokenizer")
+        spec["dir"] = str(workdir / "tokenizer")
     try:
         export.export_hf(tok, spec["hf_json"])
-    except ValueError as exc:           # a pattern the export does not spell for Oniguruma
+    except ValueError as exc:           # a pattern the export does not spell for Oniguruma, ranks no merge says
         del spec["hf_json"]
-        spec["hf_why"] = f"not run (bpe_fast's HF export refuses the pattern: {str(exc)[-60:]})"
+        spec["hf_why"] = f"not run (bpe_fast's HF export refuses it: ...{str(exc)[-70:]})"
     return spec, tok
 
 

@@ -74,6 +74,10 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     (all that can be, or none, or those before the first that cannot) so that HF gives each its id, and a
     ValueError names the first for which no choice does (give such tokens the last ids)."""
     _check_unique(tokenizer)
+    if tokenizer.by_ranks_only:
+        raise ValueError("this tokenizer's ranks hold tokens that merging the tokens ranked before them does not "
+                         "make (as Llama 3's), which it gives only to a whole pre-token: an HF file would need "
+                         "ignore_merges and every split of a token as a merge, which bpe_fast does not write yet")
     tokens = set(tokenizer.vocab.values())
     missing = [b for b in range(256) if bytes([b]) not in tokens]
     if missing:

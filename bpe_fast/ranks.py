@@ -248,10 +248,27 @@ class RankedTokens(NamedTuple):
                    f"rank: merging its bytes by the ranks below its own leaves {parts} parts (bpe_fast recovers a merge "
                    "list from the ranks, which needs each token made of two tokens ranked before it, as in OpenAI's "
                    "encodings and Llama 4's; tiktoken builds an encoding from such ranks all the same, as Llama 3's, "
-                   "which bpe_fast does not support yet)")
+                   "and so does Tokenizer.from_tiktoken)")
         if self.path is not None and self.lines is not None:
             return FormatError(self.path, int(self.lines[index]), message)
         return ValueError(f"ranks: {message}")
+
+    def lookup_merges(self) -> Merges:
+        """A merge list for ranks some of whose tokens merging does not make (Llama 3's: tiktoken gives them only
+        to a pre-token that is the whole token): for each multi-byte token in rank order, the split of it into two
+        tokens ranked before it whose later part is ranked lowest (none for a token with no such split). Only
+        what Tokenizer.merges shows: such a tokenizer encodes by the ranks, each ranked token looked up whole."""
+        rank = dict(zip(self.tokens, self.values.tolist()))
+        merges: Merges = []
+        for token, own in zip(self.tokens, self.values.tolist()):
+            best: tuple[int, int] | None = None
+            for cut in range(1, len(token)):
+                a, b = rank.get(token[:cut]), rank.get(token[cut:])
+                if a is not None and b is not None and a < own and b < own and (best is None or max(a, b) < best[0]):
+                    best = (max(a, b), cut)
+            if best is not None:
+                merges.append((token[:best[1]], token[best[1]:]))
+        return merges
 
     def merges_of_ranks(self, left: NDArray[np.int32], right: NDArray[np.int32]) -> Merges:
         """The merge list from the ranks of the two tokens whose merge makes each multi-byte token, in rank order
@@ -389,6 +406,9 @@ def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:
     if tokenizer.special_lstrip:
         raise ValueError(f"special tokens {sorted(tokenizer.special_lstrip)} take the white space before them, and "
                          "tiktoken's do not: its ids would differ (tokenizer.with_special_lstrip([]) has none)")
+    if tokenizer.by_ranks_only:     # from tiktoken's ranks, which merging does not rebuild (Llama 3's): they are
+        specials = set(tokenizer.special_tokens.values())                           # its ids as they were
+        return {token: i for i, token in sorted(tokenizer.vocab.items()) if i not in specials}
     specials = {s.encode("utf-8") for s in tokenizer.special_tokens}
     ranks: dict[bytes, int] = {}
     for i, token in sorted(tokenizer.vocab.items()):

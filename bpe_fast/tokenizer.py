@@ -266,6 +266,7 @@ class Tokenizer:
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
         self._normalizer: str | None = None     # the normal form of the text between special tokens (with_normalizer)
         self._unicode: str | None = None        # the Unicode classes of the native scans (with_unicode)
+        self._ranks_only = False                # its merges cannot say it (by_ranks_only)
         self._unnormalized_made: Tokenizer | None = None     # this tokenizer without it (_unnormalized)
         self._use_specials(SpecialTokens(specials.tokens, special_ids, holders))
 
@@ -391,6 +392,19 @@ class Tokenizer:
             raise ValueError("with_special_lstrip: special tokens of this tokenizer share an id (as in "
                              "o200k_harmony); bpe_fast does not take white space before special tokens with them")
         return self._copy(specials)
+
+    @property
+    def by_ranks_only(self) -> bool:
+        """True for a tokenizer from tiktoken's ranks some of whose tokens merging the tokens ranked before them
+        does not make (Llama 3's: 678 of them): as tiktoken, it gives such a token only to a pre-token that is
+        the whole token, which no merge list says. Its `merges` show a split of each where there is one; it pickles
+        by its ranks, export_tiktoken and to_tiktoken write them, save and export_hf refuse it."""
+        return self._ranks_only
+
+    def _ranks(self) -> dict[bytes, int]:
+        """{bytes: id} of the ranked tokens (every id but the special tokens')."""
+        specials = set(self.special_tokens.values())
+        return {token: i for i, token in self._vocab.items() if i not in specials}
 
     @property
     def special_lstrip(self) -> frozenset[str]:
@@ -595,16 +609,24 @@ class Tokenizer:
         def tables() -> BPETables:
             made = built.result()
             left, right, unmade, parts = made.splits()
-            if unmade >= 0:     # ranked token `unmade` (of the multi-byte tokens, in rank order)
-                raise ranked.unmade(int(np.flatnonzero(np.diff(ranked.offsets) > 1)[unmade]), parts)
+            if unmade >= 0:
+                # a ranked token merging the tokens before it does not make (Llama 3's ranks have 678): as in
+                # tiktoken, every ranked token is looked up whole (the permanent entries, all of them: `arrays`
+                # has them so), and any two adjacent parts whose bytes are a ranked token can join (every way of
+                # writing a token as two ranked tokens is in the pair table)
+                return BPETables(**arrays)
             splits.append((left, right))
             return made
 
+        def merges() -> Merges:
+            return ranked.merges_of_ranks(*splits[0]) if splits else ranked.lookup_merges()
+
         with ThreadPoolExecutor(1) as executor:
             built = started(executor, lambda: tables_made_by_merging(**arrays))
-            made = cls._from_checked(vocab_of(ranked, specials), lambda: ranked.merges_of_ranks(*splits[0]),
-                                     list(specials), pattern, tables=tables,
+            made = cls._from_checked(vocab_of(ranked, specials), merges, list(specials), pattern, tables=tables,
                                      special_ids=list(specials.values()))     # checked: not a ranked token's bytes
+        if not splits:      # (its merges cannot say it: pickles, save and export_hf go by the ranks)
+            made._ranks_only = True
         return made._run_init().with_unicode(PEERS_UNICODE)       # tiktoken's reading of every character
 
     def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
@@ -649,6 +671,10 @@ class Tokenizer:
         bpe_fast.formats).
         """
         check_no_alias(self.special_tokens, "bpe_fast's files (vocab.json and bpe_fast.json)")
+        if self._ranks_only:
+            raise ValueError("this tokenizer's ranks hold tokens that merging the tokens ranked before them does not "
+                             "make (as Llama 3's), which it gives only to a whole pre-token, as tiktoken: merges.txt "
+                             "cannot say that; keep its .tiktoken file (export_tiktoken writes one)")
         special_bytes = {name.encode("utf-8"): i for name, i in self.special_tokens.items()}
         for i, token in self._vocab.items():
             if special_bytes.get(token, i) != i:
@@ -781,9 +807,12 @@ class Tokenizer:
     def __reduce__(self) -> tuple[Any, ...]:
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles). A subclass
         # is rebuilt as itself, with the attributes it added (those not in _OWN_ATTRIBUTES) as the pickle's state.
+        cls = type(self)
+        if self._ranks_only:        # no merge list says it: its ranks do
+            return (_rebuild_from_ranks, (self._ranks(), self._pattern, dict(self.special_tokens), cls,
+                                          self._normalizer, sorted(self._specials.lstrip), self._unicode))
         parts = (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
                  self._training, list(self.special_tokens.values()))
-        cls = type(self)
         if cls is Tokenizer and self._normalizer is None and not self._specials.lstrip and self._unicode is None:
             return (_rebuild, parts)
         added = {name: value for name, value in self.__dict__.items() if name not in _OWN_ATTRIBUTES}
@@ -1750,7 +1779,7 @@ class _Built(NamedTuple):
 
 _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths", "_make_merges", "_merges", "_pattern",
                              "_pool", "_segmenter", "_special_set", "_specials", "_tables", "_training", "_views",
-                             "_vocab", "_normalizer", "_unnormalized_made", "_unicode"})
+                             "_vocab", "_normalizer", "_unnormalized_made", "_unicode", "_ranks_only"})
 
 
 def _text_options(directory: StrPath, specials: Iterable[str]) -> Callable[[Tokenizer], Tokenizer]:
@@ -1761,6 +1790,13 @@ def _text_options(directory: StrPath, specials: Iterable[str]) -> Callable[[Toke
     lstrip = formats.read_special_lstrip(directory, specials)
     unicode = formats.read_unicode(directory)
     return lambda made: made.with_normalizer(normalizer).with_special_lstrip(lstrip).with_unicode(unicode)
+
+
+def _rebuild_from_ranks(ranks: dict[bytes, int], pattern: str, specials: dict[str, int], cls: type[Tokenizer],
+                        normalizer: str | None, lstrip: Iterable[str], unicode: str | None) -> Tokenizer:
+    """Tokenizer.__reduce__'s for a tokenizer by_ranks_only: made again from its ranks."""
+    made = cls.from_tiktoken(ranks, pattern, specials)
+    return made.with_normalizer(normalizer).with_special_lstrip(lstrip).with_unicode(unicode)
 
 
 def _rebuild(vocab: Vocab, merges: Merges, specials: list[str], pattern: str,

@@ -317,6 +317,9 @@ def check_train_options(*, min_frequency: int = 1, max_token_length: int | None 
         if initial.normalizer is not None:      # the corpus would be counted as it is, not normalized
             raise ValueError(f"initial: the tokenizer normalizes text to {initial.normalizer}, and training counts "
                              "the corpus as it is: continuing a tokenizer with a normalizer is not supported")
+        if initial.by_ranks_only:       # its merges do not say it (tiktoken's ranks merging does not rebuild)
+            raise ValueError("initial: the tokenizer's ranks hold tokens that merging does not make (as Llama 3's): "
+                             "continuing it from its merges would not be continuing it; not supported")
         if initial.special_lstrip:      # counting keeps the white space before a special token
             raise ValueError(f"initial: special tokens {sorted(initial.special_lstrip)} take the white space before "
                              "them, and training counts it: continuing such a tokenizer is not supported")
