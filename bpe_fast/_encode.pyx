@@ -255,6 +255,9 @@ cdef enum:
     NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
     NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
 
+# the longest pre-token the whole-piece table looks up (a ranked token longer is merged, never looked up whole)
+MAX_WHOLE_PIECE = MAX_CACHED_PIECE
+
 cdef int32_t NO_RANK = 0x7FFFFFFF
 
 

@@ -335,6 +335,9 @@ def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool
     Arguments as compression_curve's; trees: merge_trees(tokenizer), if already made."""
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    if tokenizer.by_ranks_only:     # its merges do not say how its tokens are made (helper-111)
+        raise ValueError("this tokenizer's ranks hold tokens that merging the tokens ranked before them does not "
+                         "make (as Llama 3's): its size cannot be cut by its merges; not supported")
     trees = merge_trees(tokenizer) if trees is None else trees
     table = script_table() if by_script else space_table()
     classes = len(SCRIPTS) if by_script else 1

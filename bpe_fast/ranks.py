@@ -255,9 +255,10 @@ class RankedTokens(NamedTuple):
 
     def lookup_merges(self) -> Merges:
         """A merge list for ranks some of whose tokens merging does not make (Llama 3's: tiktoken gives them only
-        to a pre-token that is the whole token): for each multi-byte token in rank order, the split of it into two
-        tokens ranked before it whose later part is ranked lowest (none for a token with no such split). Only
-        what Tokenizer.merges shows: such a tokenizer encodes by the ranks, each ranked token looked up whole."""
+        to a pre-token that is the whole token): for each multi-byte token in rank order, a split of it into two
+        tokens ranked before it, the one whose higher rank is lowest (the first such cut on a tie; none for a
+        token with no such split). Only what Tokenizer.merges shows: such a tokenizer encodes by the ranks, each
+        ranked token looked up whole."""
         rank = dict(zip(self.tokens, self.values.tolist()))
         merges: Merges = []
         for token, own in zip(self.tokens, self.values.tolist()):
@@ -407,8 +408,7 @@ def ranks_from_tokenizer(tokenizer: Tokenizer) -> dict[bytes, int]:
         raise ValueError(f"special tokens {sorted(tokenizer.special_lstrip)} take the white space before them, and "
                          "tiktoken's do not: its ids would differ (tokenizer.with_special_lstrip([]) has none)")
     if tokenizer.by_ranks_only:     # from tiktoken's ranks, which merging does not rebuild (Llama 3's): they are
-        specials = set(tokenizer.special_tokens.values())                           # its ids as they were
-        return {token: i for i, token in sorted(tokenizer.vocab.items()) if i not in specials}
+        return dict(sorted(tokenizer.tiktoken_ranks().items(), key=lambda item: item[1]))     # its ids as they were
     specials = {s.encode("utf-8") for s in tokenizer.special_tokens}
     ranks: dict[bytes, int] = {}
     for i, token in sorted(tokenizer.vocab.items()):

@@ -45,8 +45,8 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from . import formats
 from .atomic import output_group
-from ._encode import (BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, PieceTable, Segmenter,
-                      StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable)
+from ._encode import (MAX_WHOLE_PIECE, BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, PieceTable,
+                      Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable)
 from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
 from .normalize import check_normalizer, is_normal, normal, stable_cut
@@ -267,6 +267,7 @@ class Tokenizer:
         self._normalizer: str | None = None     # the normal form of the text between special tokens (with_normalizer)
         self._unicode: str | None = None        # the Unicode classes of the native scans (with_unicode)
         self._ranks_only = False                # its merges cannot say it (by_ranks_only)
+        self._rank_ids: frozenset[int] = frozenset()    # then, the ids of its ranks
         self._unnormalized_made: Tokenizer | None = None     # this tokenizer without it (_unnormalized)
         self._use_specials(SpecialTokens(specials.tokens, special_ids, holders))
 
@@ -401,10 +402,13 @@ class Tokenizer:
         by its ranks, export_tiktoken and to_tiktoken write them, save and export_hf refuse it."""
         return self._ranks_only
 
-    def _ranks(self) -> dict[bytes, int]:
-        """{bytes: id} of the ranked tokens (every id but the special tokens')."""
-        specials = set(self.special_tokens.values())
-        return {token: i for i, token in self._vocab.items() if i not in specials}
+    def tiktoken_ranks(self) -> dict[bytes, int]:
+        """{bytes: rank} of a tokenizer by_ranks_only: the ranks it was made from (ValueError for another, whose
+        ranks bpe_fast.ranks.ranks_from_tokenizer recovers from its merges)."""
+        if not self._ranks_only:
+            raise ValueError("tiktoken_ranks: this tokenizer is not by_ranks_only (to_tiktoken gives its ranks)")
+        rank_ids = self._rank_ids
+        return {token: i for i, token in self._vocab.items() if i in rank_ids}
 
     @property
     def special_lstrip(self) -> frozenset[str]:
@@ -613,7 +617,10 @@ class Tokenizer:
                 # a ranked token merging the tokens before it does not make (Llama 3's ranks have 678): as in
                 # tiktoken, every ranked token is looked up whole (the permanent entries, all of them: `arrays`
                 # has them so), and any two adjacent parts whose bytes are a ranked token can join (every way of
-                # writing a token as two ranked tokens is in the pair table)
+                # writing a token as two ranked tokens is in the pair table). The encoder's whole-piece table holds
+                # pieces of up to MAX_CACHED_PIECE bytes: ranks with a longer token are refused (helper-111)
+                if int(np.diff(ranked.offsets).max()) > MAX_WHOLE_PIECE:
+                    raise ranked.unmade(int(np.flatnonzero(np.diff(ranked.offsets) > 1)[unmade]), parts)
                 return BPETables(**arrays)
             splits.append((left, right))
             return made
@@ -627,6 +634,7 @@ class Tokenizer:
                                      special_ids=list(specials.values()))     # checked: not a ranked token's bytes
         if not splits:      # (its merges cannot say it: pickles, save and export_hf go by the ranks)
             made._ranks_only = True
+            made._rank_ids = frozenset(ranked.values.tolist())      # (a view's other special tokens are none)
         return made._run_init().with_unicode(PEERS_UNICODE)       # tiktoken's reading of every character
 
     def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
@@ -808,9 +816,11 @@ class Tokenizer:
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles). A subclass
         # is rebuilt as itself, with the attributes it added (those not in _OWN_ATTRIBUTES) as the pickle's state.
         cls = type(self)
-        if self._ranks_only:        # no merge list says it: its ranks do
-            return (_rebuild_from_ranks, (self._ranks(), self._pattern, dict(self.special_tokens), cls,
-                                          self._normalizer, sorted(self._specials.lstrip), self._unicode))
+        if self._ranks_only:        # no merge list says it: its ranks do (and a subclass's attributes, as below)
+            added = {name: value for name, value in self.__dict__.items()
+                     if name not in _OWN_ATTRIBUTES and name != "_rank_ids"}
+            return (_rebuild_from_ranks, (self.tiktoken_ranks(), self._pattern, dict(self.special_tokens), cls,
+                                          self._normalizer, sorted(self._specials.lstrip), self._unicode), added or None)
         parts = (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
                  self._training, list(self.special_tokens.values()))
         if cls is Tokenizer and self._normalizer is None and not self._specials.lstrip and self._unicode is None:
@@ -1779,7 +1789,7 @@ class _Built(NamedTuple):
 
 _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths", "_make_merges", "_merges", "_pattern",
                              "_pool", "_segmenter", "_special_set", "_specials", "_tables", "_training", "_views",
-                             "_vocab", "_normalizer", "_unnormalized_made", "_unicode", "_ranks_only"})
+                             "_vocab", "_normalizer", "_unnormalized_made", "_unicode", "_ranks_only", "_rank_ids"})
 
 
 def _text_options(directory: StrPath, specials: Iterable[str]) -> Callable[[Tokenizer], Tokenizer]:

@@ -77,3 +77,41 @@ def test_kept_by_pickles_views_and_tiktoken_files_refused_where_merges_would_say
         train_bpe(corpus, tok.vocab_size + 5, num_processes=1, initial=tok)
     # the ranks of OpenAI's encodings are rebuilt by merging: no such tokenizer there
     assert not Tokenizer.from_tiktoken({bytes([b]): b for b in range(256)} | {b"ab": 256}, "gpt2").by_ranks_only
+
+
+def test_what_the_whole_lookup_cannot_hold_or_merges_cannot_say_is_refused(tmp_path):
+    # helper-111: a token longer than the whole-piece table's longest (256 bytes) that merging does not make was
+    # merged, not looked up ([97] * 300 where tiktoken gives [256]); such ranks are refused, as before
+    from bpe_fast import compression_curve
+    from bpe_fast._encode import MAX_WHOLE_PIECE
+
+    long = b"a" * (MAX_WHOLE_PIECE + 44)
+    with pytest.raises(ValueError, match="cannot be made by merging tokens of lower rank"):
+        Tokenizer.from_tiktoken({bytes([b]): b for b in range(256)} | {long: 256}, r"\S+|\s+")
+    # the compression curve cuts the vocabulary by the merges, which do not say how such tokens are made
+    tok = Tokenizer.from_tiktoken(RANKS, PATTERN, SPECIALS)
+    with pytest.raises(ValueError, match="its size cannot be cut by its merges"):
+        compression_curve(tok, ["abcd abcd"])
+
+
+def test_a_view_pickles_and_exports_its_ranks_not_the_other_special_tokens():
+    # helper-111: the view's ranks were every id but its own special tokens', the others' bytes among them
+    tok = Tokenizer.from_tiktoken(RANKS, PATTERN, SPECIALS | {"<|b|>": 265})
+    view = tok.restricted_to(frozenset(["<|end|>"]))
+    text = "x <|b|>abcd"
+    assert view.tiktoken_ranks() == tok.tiktoken_ranks() == RANKS
+    assert pickle.loads(pickle.dumps(view)).encode(text) == view.encode(text)
+    assert view.to_tiktoken().encode(text, disallowed_special=()) == view.encode(text)
+    with pytest.raises(ValueError, match="not by_ranks_only"):
+        Tokenizer.from_tiktoken({bytes([b]): b for b in range(256)}, "gpt2").tiktoken_ranks()
+
+
+class Noted(Tokenizer):
+    pass
+
+
+def test_a_subclass_keeps_its_attributes_through_a_pickle():
+    tok = Noted.from_tiktoken(RANKS, PATTERN, SPECIALS)
+    tok.note = "kept"
+    again = pickle.loads(pickle.dumps(tok))
+    assert type(again) is Noted and again.note == "kept" and again.by_ranks_only
