@@ -266,8 +266,7 @@ class Tokenizer:
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
         self._normalizer: str | None = None     # the normal form of the text between special tokens (with_normalizer)
         self._unicode: str | None = None        # the Unicode classes of the native scans (with_unicode)
-        self._ranks_only = False                # its merges cannot say it (by_ranks_only)
-        self._rank_ids: frozenset[int] = frozenset()    # then, the ids of its ranks
+        self._rank_ids: frozenset[int] = frozenset()    # by_ranks_only (its merges cannot say it): its ranks' ids
         self._unnormalized_made: Tokenizer | None = None     # this tokenizer without it (_unnormalized)
         self._use_specials(SpecialTokens(specials.tokens, special_ids, holders))
 
@@ -400,12 +399,12 @@ class Tokenizer:
         does not make (Llama 3's: 678 of them): as tiktoken, it gives such a token only to a pre-token that is
         the whole token, which no merge list says. Its `merges` show a split of each where there is one; it pickles
         by its ranks, export_tiktoken and to_tiktoken write them, save and export_hf refuse it."""
-        return self._ranks_only
+        return bool(self._rank_ids)
 
     def tiktoken_ranks(self) -> dict[bytes, int]:
         """{bytes: rank} of a tokenizer by_ranks_only: the ranks it was made from (ValueError for another, whose
         ranks bpe_fast.ranks.ranks_from_tokenizer recovers from its merges)."""
-        if not self._ranks_only:
+        if not self._rank_ids:
             raise ValueError("tiktoken_ranks: this tokenizer is not by_ranks_only (to_tiktoken gives its ranks)")
         rank_ids = self._rank_ids
         return {token: i for i, token in self._vocab.items() if i in rank_ids}
@@ -633,7 +632,6 @@ class Tokenizer:
             made = cls._from_checked(vocab_of(ranked, specials), merges, list(specials), pattern, tables=tables,
                                      special_ids=list(specials.values()))     # checked: not a ranked token's bytes
         if not splits:      # (its merges cannot say it: pickles, save and export_hf go by the ranks)
-            made._ranks_only = True
             made._rank_ids = frozenset(ranked.values.tolist())      # (a view's other special tokens are none)
         return made._run_init().with_unicode(PEERS_UNICODE)       # tiktoken's reading of every character
 
@@ -679,7 +677,7 @@ class Tokenizer:
         bpe_fast.formats).
         """
         check_no_alias(self.special_tokens, "bpe_fast's files (vocab.json and bpe_fast.json)")
-        if self._ranks_only:
+        if self._rank_ids:
             raise ValueError("this tokenizer's ranks hold tokens that merging the tokens ranked before them does not "
                              "make (as Llama 3's), which it gives only to a whole pre-token, as tiktoken: merges.txt "
                              "cannot say that; keep its .tiktoken file (export_tiktoken writes one)")
@@ -816,9 +814,8 @@ class Tokenizer:
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles). A subclass
         # is rebuilt as itself, with the attributes it added (those not in _OWN_ATTRIBUTES) as the pickle's state.
         cls = type(self)
-        if self._ranks_only:        # no merge list says it: its ranks do (and a subclass's attributes, as below)
-            added = {name: value for name, value in self.__dict__.items()
-                     if name not in _OWN_ATTRIBUTES and name != "_rank_ids"}
+        if self._rank_ids:          # no merge list says it: its ranks do (and a subclass's attributes, as below)
+            added = {name: value for name, value in self.__dict__.items() if name not in _OWN_ATTRIBUTES}
             return (_rebuild_from_ranks, (self.tiktoken_ranks(), self._pattern, dict(self.special_tokens), cls,
                                           self._normalizer, sorted(self._specials.lstrip), self._unicode), added or None)
         parts = (dict(self._vocab), list(self._merge_list()), list(self._specials.tokens), self._pattern,
@@ -1789,7 +1786,7 @@ class _Built(NamedTuple):
 
 _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths", "_make_merges", "_merges", "_pattern",
                              "_pool", "_segmenter", "_special_set", "_specials", "_tables", "_training", "_views",
-                             "_vocab", "_normalizer", "_unnormalized_made", "_unicode", "_ranks_only", "_rank_ids"})
+                             "_vocab", "_normalizer", "_unnormalized_made", "_unicode", "_rank_ids"})
 
 
 def _text_options(directory: StrPath, specials: Iterable[str]) -> Callable[[Tokenizer], Tokenizer]:
