@@ -21,7 +21,9 @@ GPT-2's files against HF tokenizers (skipped without it), the same way:
 - "tokenizer.json": that HF tokenizer saved once; Tokenizer.from_hf(path) against tokenizers.Tokenizer.from_file;
 - "o200k_base tokenizer.json": the same for a 200k-token file (o200k_base's ranks, written by export_hf; skipped
   without bpe-openai); "..., ignore_merges": that file with the model's ignore_merges set, as in Llama 3's and
-  Qwen's files (HF then looks a pre-token up whole first; bpe_fast checks that this changes no id);
+  Qwen's files (HF then looks a pre-token up whole first; bpe_fast checks that this changes no id); "..., every
+  split": with ignore_merges and every way of writing a token as two as its merges (446k), as transformers'
+  TikTokenConverter writes Llama 3's file (bpe_fast reads it as tiktoken's ranks);
 - "dict+list": GPT-2's vocabulary and merges already Python objects, as code written for CS336 holds them:
   Tokenizer(vocab, merges, ["<|endoftext|>"]) against models.BPE(vocab, merges) (their str keys), set up the same.
 """
@@ -132,7 +134,7 @@ def test_load(benchmark, ranks_files, name, way, monkeypatch):
 
 
 GPT2_FILES = ("vocab.json+merges.txt", "tokenizer.json", "o200k_base tokenizer.json",
-              "o200k_base tokenizer.json, ignore_merges", "dict+list")
+              "o200k_base tokenizer.json, ignore_merges", "o200k_base tokenizer.json, every split", "dict+list")
 
 
 def _hf_gpt2(models, pre_tokenizers, decoders, tokenizers, model=None):
@@ -160,9 +162,14 @@ def test_load_gpt2_files(benchmark, tmp_path, way, request):
             pattern, specials = ENCODINGS["o200k_base"]
             ranks = request.getfixturevalue("ranks_files")["o200k_base"]
             Tokenizer.from_tiktoken(ranks, pattern, specials).export_hf(path)
-            if way.endswith("ignore_merges"):       # set, as in Llama 3's and Qwen's files
+            if way.endswith(("ignore_merges", "every split")):       # set, as in Llama 3's and Qwen's files
                 doc = json.loads(path.read_text("utf-8"))
                 doc["model"]["ignore_merges"] = True
+                if way.endswith("every split"):     # as transformers' TikTokenConverter writes Llama 3's
+                    from bpe_fast.formats import token_to_str
+                    from bpe_fast.ranks import ranked_tokens
+                    doc["model"]["merges"] = [[token_to_str(a), token_to_str(b)]
+                                              for a, b in ranked_tokens(ranks).every_split_merges()]
                 path.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
         ours = lambda: Tokenizer.from_hf(path)  # noqa: E731
         theirs = lambda: tokenizers.Tokenizer.from_file(str(path))  # noqa: E731

@@ -367,6 +367,67 @@ cdef class TokenIndex:
                 result[q] = found
         return None if flooded else out
 
+    def splits(self, const int64_t[::1] expected=None):
+        """Every way of writing one of the indexed tokens as two of them: (k, left, right, stop), the first three
+        int64 arrays of token indices, one entry a split, ordered by k, then by where the cut is; None when the
+        index is flooded. A cut is looked up only where tokens of both lengths exist, so a long token costs its
+        length, not its square. expected (one count a token, optional): the search stops after the first token k
+        whose number of splits is not expected[k], and stop is k (else -1)."""
+        cdef Py_ssize_t n = self.offsets.shape[0] - 1, k, c, length, longest = 0, stop = -1
+        cdef const uint8_t* p = &self.pool[0] if self.pool.shape[0] else NULL
+        cdef const uint8_t* end = p + self.pool.shape[0] if p != NULL else NULL
+        cdef const uint8_t* s
+        cdef int32_t a, b
+        cdef int64_t count
+        cdef vector[int64_t] found
+        cdef vector[uint8_t] has_length
+        cdef bint flooded = self.flooded
+        if expected is not None and expected.shape[0] != n:
+            raise ValueError("expected must hold one count a token")
+        for k in range(n):
+            longest = max(longest, self.offsets[k + 1] - self.offsets[k])
+        with nogil:
+            has_length.assign(longest + 1, 0)
+            for k in range(n):
+                has_length[self.offsets[k + 1] - self.offsets[k]] = 1
+            for k in range(0 if flooded else n):
+                s = p + self.offsets[k]
+                length = self.offsets[k + 1] - self.offsets[k]
+                count = 0
+                for c in range(1, length):
+                    if not (has_length[c] and has_length[length - c]):
+                        continue
+                    a = _find(self.slots.data(), self.mask, hash_wide(s, c, load_head(s, c, end), end), p,
+                              &self.offsets[0], s, c)
+                    if a == FLOODED:
+                        flooded = True
+                        break
+                    if a < 0:
+                        continue
+                    b = _find(self.slots.data(), self.mask,
+                              hash_wide(s + c, length - c, load_head(s + c, length - c, end), end), p,
+                              &self.offsets[0], s + c, length - c)
+                    if b == FLOODED:
+                        flooded = True
+                        break
+                    if b >= 0:
+                        found.push_back(k)
+                        found.push_back(a)
+                        found.push_back(b)
+                        count += 1
+                if flooded:
+                    break
+                if expected is not None and count != expected[k]:
+                    stop = k
+                    break
+        if flooded:
+            return None
+        out = np.empty(found.size(), dtype=np.int64)
+        cdef int64_t[::1] view = out
+        if found.size():
+            memcpy(&view[0], found.data(), found.size() * sizeof(int64_t))
+        return out[0::3].copy(), out[1::3].copy(), out[2::3].copy(), stop
+
 
 def index_tokens(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint8_t[::1] queries,
                  const int64_t[::1] query_offsets, Py_ssize_t first=0, Py_ssize_t step=1, Py_ssize_t span=1):

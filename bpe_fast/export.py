@@ -37,7 +37,7 @@ from .formats import str_to_token, token_to_str, tokens_to_strs, write_text_atom
 from .hf import hf_added_token_difference, pre_tokenizer_to_hf
 from .merge_rule import describe_difference, merge_rule_difference, repeated_merge
 from .patterns import check_tiktoken_readable, tiktoken_anchors
-from .ranks import ranks_from_tokenizer, tiktoken_text
+from .ranks import ranked_tokens, ranks_from_tokenizer, tiktoken_text
 from .specials import check_no_alias, first_prefix_pair
 
 if TYPE_CHECKING:
@@ -74,27 +74,29 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     (all that can be, or none, or those before the first that cannot) so that HF gives each its id, and a
     ValueError names the first for which no choice does (give such tokens the last ids)."""
     _check_unique(tokenizer)
-    if tokenizer.by_ranks_only:
-        raise ValueError("this tokenizer's ranks hold tokens that merging the tokens ranked before them does not "
-                         "make (as Llama 3's), which it gives only to a whole pre-token: an HF file would need "
-                         "ignore_merges and every split of a token as a merge, which bpe_fast does not write yet")
     tokens = set(tokenizer.vocab.values())
     missing = [b for b in range(256) if bytes([b]) not in tokens]
     if missing:
         raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have none); "
                          "HF's byte-level model would drop it from the text")
     splits = pre_tokenizer_to_hf(tokenizer.pattern)
-    merges = list(tokenizer.merges)
-    repeat = repeated_merge(merges)
-    if repeat is not None:
-        k, j = repeat
-        raise ValueError(f"merge {k} ({merges[k][0]!r}, {merges[k][1]!r}) repeats merge {j}: HF ranks a pair by its "
-                         "last place, bpe_fast by its first, so HF would give other ids")
-    difference = merge_rule_difference(merges)
-    if difference is not None:
-        k, parts = difference
-        a, b = tokenizer.merges[k]
-        raise ValueError(f"merge {k} ({a!r}, {b!r}): {describe_difference(a, b, parts)}")
+    if tokenizer.by_ranks_only:
+        # ranks holding tokens that merging does not make (Llama 3's): written as transformers' TikTokenConverter
+        # writes them, ignore_merges and every split of each token, which HF reads as tiktoken reads the ranks
+        # (bpe_fast.hf._not_as_ranks)
+        merges = ranked_tokens(tokenizer.tiktoken_ranks()).every_split_merges()
+    else:
+        merges = list(tokenizer.merges)
+        repeat = repeated_merge(merges)
+        if repeat is not None:
+            k, j = repeat
+            raise ValueError(f"merge {k} ({merges[k][0]!r}, {merges[k][1]!r}) repeats merge {j}: HF ranks a pair by "
+                             "its last place, bpe_fast by its first, so HF would give other ids")
+        difference = merge_rule_difference(merges)
+        if difference is not None:
+            k, parts = difference
+            a, b = tokenizer.merges[k]
+            raise ValueError(f"merge {k} ({a!r}, {b!r}): {describe_difference(a, b, parts)}")
     special_ids = sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
     contents = [s for s, _ in special_ids]
     special_set = set(tokenizer.special_tokens.values())
@@ -136,7 +138,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
                          "token whose text is not its byte-level form gets the next id after the vocab's size, "
                          "its number of tokens)")
     vocab = dict(sorted(vocab.items(), key=lambda item: item[1]))
-    merge_keys = iter(tokens_to_strs(token for merge in tokenizer.merges for token in merge))
+    merge_keys = iter(tokens_to_strs(token for merge in merges for token in merge))
     return {
         "version": "1.0",
         "truncation": None,
@@ -158,7 +160,8 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
         "model": {
             "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+            "ignore_merges": tokenizer.by_ranks_only,
             "vocab": vocab,
             "merges": [a + " " + b for a, b in zip(merge_keys, merge_keys)],
         },

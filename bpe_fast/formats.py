@@ -370,8 +370,12 @@ class GPT2Arrays(NamedTuple):
 
     def merges(self) -> Merges:
         """read_merges' result."""
-        pool, offsets = self.merge_pool, self.merge_offsets
-        return list(zip(token_list(pool, offsets, 0, 2), token_list(pool, offsets, 1, 2)))
+        return merges_of_arrays(self.merge_pool, self.merge_offsets)
+
+
+def merges_of_arrays(pool: NDArray[np.uint8], offsets: NDArray[np.int64]) -> Merges:
+    """The merge list of merges read natively as arrays (merge k: the tokens at 2k and 2k + 1 of pool, offsets)."""
+    return list(zip(token_list(pool, offsets, 0, 2), token_list(pool, offsets, 1, 2)))
 
 
 def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | None:

@@ -7,8 +7,12 @@ What a file may hold, and what it becomes:
   any order, gaps allowed, the single bytes anywhere, but every byte must have one); ``merges`` in rank order,
   as "a b" strings or [a, b] pairs. ``unk_token`` and ``fuse_unk`` are never used (every byte has a token).
   ``ignore_merges: true`` (Llama 3's files have it: HF then gives a pre-token that is a vocab token that
-  token's id, as tiktoken does) is read when it changes nothing: when every vocab token that is not an added
-  token is made by a merge and merges back to itself; otherwise it is refused, naming a token.
+  token's id, as tiktoken does) is read when it changes nothing (every vocab token that is not an added token
+  is made by a merge and merges back to itself), or when the file is tiktoken's ranks as transformers'
+  TikTokenConverter writes them (Llama 3's: every way of writing a token as two tokens is a merge, in the order
+  of the ids of the tokens made, no merge takes or makes an added token): it is then read as from_tiktoken
+  reads those ranks (the ids the ranks; Tokenizer.by_ranks_only when merging does not make every token, as for
+  Llama 3's 678). Otherwise it is refused, naming a token and why the file is not such ranks.
 - ``pre_tokenizer``: ByteLevel with use_regex true (GPT-2's pattern), or a Sequence of a Split (a regex or a
   string, behavior Isolated, not inverted) and ByteLevel with use_regex false, as Llama 3 and GPT-4-style
   files have: the Split's regex becomes the pattern; or DeepSeek V3's three Splits (DEEPSEEK3_SPLITS, as its
@@ -30,8 +34,8 @@ What a file may hold, and what it becomes:
 
 Anything else is refused with a FormatError (a ValueError) naming the file, the line where known and what is
 unsupported: other model types (WordPiece, Unigram, WordLevel), byte_fallback, dropout,
-continuing_subword_prefix, end_of_word_suffix, ignore_merges that changes ids, a normalizer other than NFC, other
-pre-tokenizers, decoders and post-processors. So is some of what HF's own reader refuses (_check_fields): a
+continuing_subword_prefix, end_of_word_suffix, ignore_merges that changes ids (but for ranks, above), a
+normalizer other than NFC, other pre-tokenizers, decoders and post-processors. So is some of what HF's own reader refuses (_check_fields): a
 top-level field it does not know, a version other than "1.0", a model setting or ByteLevel flag of the wrong JSON
 type ("ignore_merges": "no"), an added token without its five flags, merges written in both forms. (Inside the
 parts bpe_fast ignores, the post-processor's and truncation's own fields, HF checks more.)
@@ -40,8 +44,10 @@ Where HF and bpe_fast could differ, and what is refused for it:
 
 - Merging. bpe_fast joins the adjacent pair whose concatenation the earliest merge made (tiktoken's rule), HF
   the pair that comes first in the list. They agree for merges made by BPE training and for merges recovered
-  from tiktoken ranks (all merges that make one token next to each other). Refused: a merge listed twice (HF
-  keeps its later place) and a token made by merges with other merges between them.
+  from tiktoken ranks (all merges that make one token next to each other; where two ways of writing one token
+  are both adjacent at once, HF joins the one listed first, bpe_fast the leftmost: no text was found where that
+  changes the ids, of 2 million made to look for it on Llama 3's file). Refused: a merge listed twice (HF keeps
+  its later place) and a token made by merges with other merges between them.
 - Added token ids. HF numbers added tokens itself (a token in the model's vocab keeps that id; the others
   follow the vocab in file order) and only warns when the file says otherwise: such a file is refused, as no
   ids are both the file's and HF's. An added token whose UTF-8 bytes are a model token with another id
@@ -57,7 +63,7 @@ import json
 import operator
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import numpy as np
 import regex
@@ -75,6 +81,9 @@ from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
 from .token_arrays import all_distinct
+
+if TYPE_CHECKING:
+    from .ranks import RankedTokens
 
 __all__ = ["hf_added_token_difference", "hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json", "split_to_hf"]
 
@@ -521,6 +530,7 @@ class TokenizerFile(NamedTuple):
     special_ids: list[int]
     normalizer: str | None = None       # "NFC" or None (Tokenizer.with_normalizer)
     lstrip: frozenset[str] = frozenset()    # the added tokens with lstrip (Tokenizer.with_special_lstrip)
+    ranks: RankedTokens | None = None       # the model, when the file is tiktoken's ranks (_not_as_ranks)
 
 
 def read_tokenizer_arrays(path: StrPath, for_tokenizer: bool = False) -> TokenizerFile:
@@ -548,7 +558,7 @@ def refuse_merges(path: StrPath) -> NoReturn:
 
 
 def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], str, None, list[int], str | None,
-                                                       frozenset[str]]:
+                                                       frozenset[str], RankedTokens | None]:
     """read_tokenizer_json of the file's bytes, in Python: what any file that _read_plain declines goes through."""
     text = formats.read_text(path, data)
     doc = formats.parse_json(path, text)
@@ -562,18 +572,106 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
                  if isinstance(entry, dict) and isinstance(entry.get("content"), str)} if isinstance(added, list) else set())
     key_ids, vocab = _read_vocab(f, model.get("vocab"), contents)
     merges = _read_merges(f, model.get("merges"), key_ids, vocab)
-    difference = merge_rule_difference(merges)
+    ranks, not_ranks = _ranks_of_python(path, model, vocab, merges, contents)
+    difference = merge_rule_difference(merges) if ranks is None else None
     if difference is not None:
         k, parts = difference
         merge = f"merge {k} ({formats.token_to_str(merges[k][0])} {formats.token_to_str(merges[k][1])})"
-        f.fail(f"{merge}: {describe_difference(*merges[k], parts)}", "merges", "model")
+        f.fail(f"{merge}: {describe_difference(*merges[k], parts)}{not_ranks}", "merges", "model")
     model_tokens = set(vocab.values())
     specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab)
     _check_raw_added_tokens(f, doc.get("added_tokens", []), normalizer)
-    if model.get("ignore_merges"):
-        _check_whole_tokens(f, model_tokens - {s.encode("utf-8") for s in specials}, merges)
+    if model.get("ignore_merges") and ranks is None:
+        _check_whole_tokens(f, model_tokens - {s.encode("utf-8") for s in specials}, merges, not_ranks)
     ids = {entry["content"]: entry["id"] for entry in doc.get("added_tokens", [])}      # (checked to be HF's)
-    return vocab, merges, specials, pattern, None, [ids[s] for s in specials], normalizer, _lstrip_of(added)
+    return (vocab, merges, specials, pattern, None, [ids[s] for s in specials], normalizer, _lstrip_of(added),
+            ranks)
+
+
+def _not_as_ranks(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64],
+                  left: NDArray[np.int64], right: NDArray[np.int64], joined: NDArray[np.int64],
+                  added: Sequence[int] = (), describe: bool = True) -> str | None:
+    """None when a model with ignore_merges is tiktoken's ranks, its ids the ranks, as transformers'
+    TikTokenConverter writes them (Llama 3's files); else what is not so. It is when its merges (distinct, merge
+    k two vocab tokens left[k] and right[k] whose bytes make vocab token joined[k], as the readers check) are
+    every way of writing a token as two, in the order of the ids of the tokens they make: HF then gives a
+    pre-token that is a vocab token its id, and joins any two adjacent parts whose bytes are a token, the lowest
+    id first, which is tiktoken's rule with these ranks. (Where two ways of writing one token are both adjacent
+    at once, HF joins the one listed first, tiktoken the leftmost; no text was found where that changes the ids:
+    2 million made to look for it on Llama 3's file.) added: the vocab tokens that are added tokens (found in the
+    text first, never in a pre-token): not ranks, and in no merge. describe: false when "" does for what is not
+    so."""
+    from .ranks import every_split
+    from .token_arrays import gather_tokens
+
+    made = ids[joined]
+    later = np.flatnonzero(made[1:] < made[:-1])
+    if len(later):
+        k = int(later[0]) + 1
+        return f"merge {k} makes id {made[k]}, after merge {k - 1} made id {made[k - 1]}" if describe else ""
+    ranked = np.arange(len(ids))
+    if len(added):
+        is_added = np.zeros(len(ids), dtype=bool)
+        is_added[added] = True
+        touching = np.flatnonzero(is_added[left] | is_added[right] | is_added[joined])
+        if len(touching):
+            return f"merge {int(touching[0])} takes or makes an added token" if describe else ""
+        ranked = np.flatnonzero(~is_added)
+        pool, offsets = gather_tokens(pool, offsets, ranked)
+        joined = (np.cumsum(~is_added) - 1)[joined]        # the index among the ranked tokens
+    # the listed merges are among the splits (the readers check it): they are all of them when each token is
+    # made by as many merges as it has splits (the search stops at the first that is not: a file of one merge a
+    # token, as bpe_fast's, stops at once)
+    token, parts_left, parts_right, stop = every_split(pool, offsets, np.bincount(joined, minlength=len(ranked)))
+    if stop < 0:
+        return None
+    if not describe:
+        return ""
+    listed = np.isin(ranked[parts_left] << 32 | ranked[parts_right], left << 32 | right)
+    missing = np.flatnonzero((token == stop) & ~listed)[0]
+    shown = [formats.token_to_str(bytes(pool[offsets[k]:offsets[k + 1]]))
+             for k in (stop, parts_left[missing], parts_right[missing])]
+    return (f"the merges leave out ways of writing a token as two, as {shown[1]!r} + {shown[2]!r} for "
+            f"{shown[0]!r}")
+
+
+def _model_ranks(path: StrPath, pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64],
+                 added: Sequence[int] = ()) -> RankedTokens:
+    """The model's tokens but the added ones (their indices `added`) as tiktoken's ranks, the ids the ranks (ids
+    distinct, every byte a token: checked by the readers)."""
+    from .ranks import ranked_from_arrays
+    from .token_arrays import gather_tokens
+
+    kept = np.setdiff1d(np.arange(len(ids)), added)
+    order = kept[np.argsort(ids[kept], kind="stable")]
+    return ranked_from_arrays(*gather_tokens(pool, offsets, order), ids[order], path)
+
+
+def _ranks_of_python(path: StrPath, model: dict[str, Any], vocab: Vocab, merges: Merges,
+                     contents: Collection[str]) -> tuple[RankedTokens | None, str]:
+    """_read_python's model as tiktoken's ranks when it is (_not_as_ranks), else None; and, for a refusal of a
+    file with ignore_merges that is not, why it is not (else ""). vocab: the model's, read and checked;
+    contents: the added tokens'."""
+    if model.get("ignore_merges") is not True:
+        return None, ""
+    tokens = list(vocab.values())
+    at = {token: k for k, token in enumerate(tokens)}
+    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in tokens], out=offsets[1:])
+    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    ids = np.fromiter(vocab, dtype=np.int64, count=len(vocab))
+    left, right, joined = (np.array([at[part] for part in parts], dtype=np.int64)
+                           for parts in ([a for a, _ in merges], [b for _, b in merges], [a + b for a, b in merges]))
+    try:
+        added = sorted({at[c.encode("utf-8")] for c in contents if c.encode("utf-8") in at})
+    except UnicodeEncodeError:      # a lone surrogate: _read_added_tokens names it
+        return None, ""
+    problem = _not_as_ranks(pool, offsets, ids, left, right, joined, added)
+    if problem is not None:
+        return None, (" (a file with ignore_merges whose merges are every way of writing each token as two, in the "
+                      "order of the ids of the tokens they make, as transformers' TikTokenConverter writes Llama 3's, "
+                      f"is read as tiktoken's ranks; not this one: {problem})")
+    return _model_ranks(path, pool, offsets, ids, added), ""
 
 
 def _lstrip_of(added: Sequence[dict[str, Any]]) -> frozenset[str]:
@@ -648,6 +746,20 @@ def _find_all(index: TokenIndex, tokens: list[bytes]) -> list[int]:
     return found.tolist()
 
 
+def _added_in_model(index: TokenIndex, added: object) -> list[int] | None:
+    """The indices of the model's tokens that are the bytes of an added token (`added`: the file's
+    "added_tokens"), or None when that is not a list of objects with a string "content" (the Python reader names
+    what is wrong: not UTF-8 either)."""
+    if not isinstance(added, list) or not all(isinstance(e, dict) and isinstance(e.get("content"), str)
+                                              for e in added):
+        return None
+    try:
+        contents = [e["content"].encode("utf-8") for e in added]
+    except UnicodeEncodeError:      # a lone surrogate
+        return None
+    return sorted({k for k in _find_all(index, contents) if k >= 0})
+
+
 def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> TokenizerFile | None:
     """read_tokenizer_json's result for a plainly well-formed file, with the model's vocab and merges read
     natively (bpe_fast._gpt2_files; the rest of the file, a few KB, by json.loads); None for anything else, or
@@ -688,7 +800,10 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
     if not all_distinct(left << 32 | right) or not all_distinct(joined[np.flatnonzero(np.diff(joined, prepend=-1))]):
         return None             # a pair listed twice, or a token made again after other merges (the first of
                                 # each run of merges making it: twice)
-    if for_tokenizer:       # the check is the tables' build's (read_tokenizer_arrays)
+    added_ranks = _added_in_model(index, doc.get("added_tokens")) if doc["model"].get("ignore_merges") is True else None
+    as_ranks = added_ranks is not None and _not_as_ranks(pool, offsets, ids, left, right, joined, added_ranks,
+                                                         describe=False) is None
+    if for_tokenizer or as_ranks:     # the rule's check is the tables' build's (read_tokenizer_arrays), or none
         made = _python_side(path, doc, index, pool, offsets, ids, merge_pool, merge_offsets, lazy_merges=True)
         every_token_made = False
     else:
@@ -703,9 +818,16 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
     if made is None:
         return None
     view, merges, specials, pattern, special_ids, normalizer, lstrip = made
+    extra = sorted(i for i in view.added if view.index_of(i) < 0)     # the added tokens not in the model's vocab
+    if as_ranks:
+        assert added_ranks is not None
+        ranks = _model_ranks(path, pool, offsets, ids, added_ranks)
+        return TokenizerFile(view.vocab if for_tokenizer else view.vocab(),
+                             functools.partial(formats.merges_of_arrays, merge_pool, merge_offsets) if for_tokenizer
+                             else formats.merges_of_arrays(merge_pool, merge_offsets),
+                             specials, pattern, None, special_ids, normalizer, lstrip, ranks)
     if for_tokenizer and doc["model"].get("ignore_merges") and _unmade_tokens(index, offsets, joined, specials):
         return None             # read in Python, which names the token
-    extra = sorted(i for i in view.added if view.index_of(i) < 0)     # the added tokens not in the model's vocab
     if extra:
         added = [view.added[i] for i in extra]
         pool = np.concatenate([pool, np.frombuffer(b"".join(added), dtype=np.uint8)])
@@ -731,8 +853,7 @@ def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: ND
     f = _File(path, "")         # a check that fails here is made again on the whole file, which names the line
     try:
         model = doc["model"]
-        merges = None if lazy_merges else list(
-            zip(token_list(merge_pool, merge_offsets, 0, 2), token_list(merge_pool, merge_offsets, 1, 2)))
+        merges = None if lazy_merges else formats.merges_of_arrays(merge_pool, merge_offsets)
         pattern, normalizer = _check_components(f, doc)
         added = doc.get("added_tokens", [])
         # {bytes: id} of the model's tokens that the added tokens' contents are (all _read_added_tokens asks)
@@ -866,10 +987,11 @@ def _unmade_tokens(index: TokenIndex, offsets: NDArray[np.int64], joined: NDArra
     return bool(unmade.any())
 
 
-def _check_whole_tokens(f: _File, tokens: set[bytes], merges: Merges) -> None:
+def _check_whole_tokens(f: _File, tokens: set[bytes], merges: Merges, not_ranks: str = "") -> None:
     """With ignore_merges HF gives a pre-token that is a vocab token that token's id; bpe_fast merges it. The
     same, when every multi-byte token of `tokens` is made by a merge and bpe_fast's merging of its bytes leaves
-    it whole (tiktoken's ranks must hold the same: bpe_fast.ranks.merges_from_ranks checks it)."""
+    it whole (tiktoken's ranks must hold the same: bpe_fast.ranks.merges_from_ranks checks it). not_ranks: why
+    the file is not read as tiktoken's ranks, for the message (_ranks_of_python)."""
     from .ranks import merges_from_ranks
 
     ranked = list(dict.fromkeys(a + b for a, b in merges))          # bpe_fast's ranks: first merges first
@@ -878,14 +1000,14 @@ def _check_whole_tokens(f: _File, tokens: set[bytes], merges: Merges) -> None:
     if unmade:
         token = formats.token_to_str(min(unmade))
         f.fail(f"ignore_merges: true is not supported here: no merge makes vocab token {token!r} ({why}; bpe_fast "
-               "never gives it)", "ignore_merges", "model")
+               f"never gives it){not_ranks}", "ignore_merges", "model")
     try:
         merges_from_ranks({bytes([b]): b for b in range(256)} | {t: 256 + k for k, t in enumerate(ranked)})
     except ValueError as exc:
         m = regex.search(r"\(rank (\d+)\)", str(exc))
         token = formats.token_to_str(ranked[int(m.group(1)) - 256]) if m else "?"
         f.fail(f"ignore_merges: true is not supported here: vocab token {token!r} does not merge back to itself "
-               f"({why}; bpe_fast merges it)", "ignore_merges", "model")
+               f"({why}; bpe_fast merges it){not_ranks}", "ignore_merges", "model")
 
 
 def _normalizer_of(f: _File, normalizer: object) -> str | None:

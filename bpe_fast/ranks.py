@@ -259,17 +259,25 @@ class RankedTokens(NamedTuple):
         tokens ranked before it, the one whose higher rank is lowest (the first such cut on a tie; none for a
         token with no such split). Only what Tokenizer.merges shows: such a tokenizer encodes by the ranks, each
         ranked token looked up whole."""
-        rank = dict(zip(self.tokens, self.values.tolist()))
-        merges: Merges = []
-        for token, own in zip(self.tokens, self.values.tolist()):
-            best: tuple[int, int] | None = None
-            for cut in range(1, len(token)):
-                a, b = rank.get(token[:cut]), rank.get(token[cut:])
-                if a is not None and b is not None and a < own and b < own and (best is None or max(a, b) < best[0]):
-                    best = (max(a, b), cut)
-            if best is not None:
-                merges.append((token[:best[1]], token[best[1]:]))
-        return merges
+        token, left, right, _ = every_split(self.pool, self.offsets)     # by token (rank order), then cut
+        lower = (left < token) & (right < token)
+        token, left, right = token[lower], left[lower], right[lower]
+        # of each token's splits, the one whose higher part is lowest, the first cut on a tie (a stable sort)
+        order = np.lexsort((np.maximum(left, right), token))
+        token, left, right = token[order], left[order], right[order]
+        first = np.flatnonzero(np.diff(token, prepend=-1))
+        get = self.tokens.__getitem__
+        return list(zip(map(get, left[first].tolist()), map(get, right[first].tolist())))
+
+    def every_split_merges(self) -> Merges:
+        """Every way of writing each multi-byte token as two ranked tokens, as a merge list in rank order of the
+        token made, a token's splits by the ranks of their left then right part: what transformers'
+        TikTokenConverter lists in the tokenizer.json it makes of tiktoken's ranks (Llama 3's), which HF reads
+        with ignore_merges as tiktoken reads the ranks (bpe_fast.hf)."""
+        token, left, right, _ = every_split(self.pool, self.offsets)
+        order = np.lexsort((right, left, token))
+        get = self.tokens.__getitem__
+        return list(zip(map(get, left[order].tolist()), map(get, right[order].tolist())))
 
     def merges_of_ranks(self, left: NDArray[np.int32], right: NDArray[np.int32]) -> Merges:
         """The merge list from the ranks of the two tokens whose merge makes each multi-byte token, in rank order
@@ -295,6 +303,30 @@ class RankedTokens(NamedTuple):
         return list(zip(map(get, left[multi].tolist()), map(get, right[multi].tolist())))
 
 
+def every_split(pool: NDArray[np.uint8], offsets: NDArray[np.int64], expected: NDArray[np.int64] | None = None,
+                ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]:
+    """Every way of writing a token as two tokens, of the distinct tokens pool[offsets[k]:offsets[k + 1]]: the
+    arrays (k, left, right) of token indices, one entry a split, ordered by k, then by where the cut is, and
+    `stop`. What tiktoken's rule may join (two adjacent parts whose bytes are a ranked token), and what a
+    tokenizer.json converted from ranks lists as merges. expected (one count a token, optional): the search
+    stops after the first token k whose number of splits is not expected[k], and stop is k (else -1)."""
+    from ._gpt2_files import TokenIndex
+
+    found = TokenIndex(pool, offsets).splits(expected)
+    if found is not None:
+        return found
+    # tokens crafted to crowd the index: a dict
+    tokens = [bytes(pool[offsets[k]:offsets[k + 1]]) for k in range(len(offsets) - 1)]
+    at = {token: k for k, token in enumerate(tokens)}
+    rows: list[tuple[int, int, int]] = []
+    for k, t in enumerate(tokens):
+        mine = [(k, at[t[:c]], at[t[c:]]) for c in range(1, len(t)) if t[:c] in at and t[c:] in at]
+        rows += mine
+        if expected is not None and len(mine) != expected[k]:
+            return (*(np.array([row[i] for row in rows], dtype=np.int64) for i in range(3)), k)  # type: ignore[return-value]
+    return (*(np.array([row[i] for row in rows], dtype=np.int64) for i in range(3)), -1)  # type: ignore[return-value]
+
+
 def _ranked(tokens: list[bytes], values: NDArray[np.int64], pool: NDArray[np.uint8] | None = None,
             offsets: NDArray[np.int64] | None = None, path: str | None = None,
             lines: NDArray[np.int64] | None = None) -> RankedTokens:
@@ -314,6 +346,16 @@ def _ranked(tokens: list[bytes], values: NDArray[np.int64], pool: NDArray[np.uin
         message = f"{len(missing)} of the 256 single bytes have no rank ({shown}); every byte needs one"
         raise FormatError(path, None, message) if path is not None else ValueError(f"ranks: {message}")
     return RankedTokens(tokens, values, pool, offsets, byte_index, path, lines)
+
+
+def ranked_from_arrays(pool: NDArray[np.uint8], offsets: NDArray[np.int64], values: NDArray[np.int64],
+                       path: StrPath | None = None) -> RankedTokens:
+    """RankedTokens of distinct tokens given as arrays in rank order (token k is pool[offsets[k]:offsets[k + 1]],
+    rank values[k], ascending), as a tokenizer.json's model that is tiktoken's ranks (bpe_fast.hf); path: the
+    file they come from, which errors name."""
+    from ._gpt2_files import token_list
+
+    return _ranked(token_list(pool, offsets), values, pool, offsets, None if path is None else os.fspath(path))
 
 
 def _merges_in_order(tokens: list[bytes], values: NDArray[np.int64]) -> Merges:

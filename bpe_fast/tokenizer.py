@@ -574,7 +574,9 @@ class Tokenizer:
         from .hf import read_tokenizer_arrays, refuse_merges
 
         read = read_tokenizer_arrays(path, for_tokenizer=True)
-        if read.arrays is None:
+        if read.ranks is not None:      # ignore_merges and every split of each token (Llama 3's): tiktoken's ranks
+            made = cls._from_ranked(read.ranks, dict(zip(read.special_tokens, read.special_ids)), read.pattern)
+        elif read.arrays is None:
             assert not callable(read.vocab) and not callable(read.merges)
             made = cls._from_checked(read.vocab, read.merges, read.special_tokens, read.pattern,
                                      special_ids=read.special_ids)._run_init()
@@ -598,10 +600,18 @@ class Tokenizer:
         >>> tok.merges, tok.encode("abcab<|endoftext|>")
         (((b'a', b'b'), (b'ab', b'c')), [257, 256, 300])
         """
-        from .ranks import check_tiktoken_specials, ranked_tokens, vocab_of
+        from .ranks import check_tiktoken_specials, ranked_tokens
 
         ranked = ranked_tokens(path_or_ranks)
         specials = check_tiktoken_specials(ranked, special_tokens)
+        return cls._from_ranked(ranked, specials, pattern).with_unicode(PEERS_UNICODE)   # tiktoken's characters
+
+    @classmethod
+    def _from_ranked(cls, ranked: RankedTokens, specials: dict[str, int], pattern: str) -> Tokenizer:
+        """from_tiktoken's tokenizer of ranks read and checked (ranks.ranked_tokens), with special tokens
+        checked by ranks.check_tiktoken_specials (from_hf's, of a file that is tiktoken's ranks, too)."""
+        from .ranks import vocab_of
+
         _check_sparsity(max([int(ranked.values[-1]), *specials.values()]), len(ranked.values) + len(specials))
         # The encoder's tables are built natively without the GIL, beside the Python dicts made here, by merging
         # each token's bytes with the tokens before it (which checks that tiktoken's rule makes every token, and
@@ -616,11 +626,10 @@ class Tokenizer:
                 # a ranked token merging the tokens before it does not make (Llama 3's ranks have 678): as in
                 # tiktoken, every ranked token is looked up whole (the permanent entries, all of them: `arrays`
                 # has them so), and any two adjacent parts whose bytes are a ranked token can join (every way of
-                # writing a token as two ranked tokens is in the pair table). The encoder's whole-piece table holds
-                # pieces of up to MAX_CACHED_PIECE bytes: ranks with a longer token are refused (helper-111)
-                if int(np.diff(ranked.offsets).max()) > MAX_WHOLE_PIECE:
-                    raise ranked.unmade(int(np.flatnonzero(np.diff(ranked.offsets) > 1)[unmade]), parts)
-                return BPETables(**arrays)
+                # writing a token as two ranked tokens is in the pair table)
+                every_way = BPETables(**arrays)
+                _check_whole_lookup(ranked, every_way)
+                return every_way
             splits.append((left, right))
             return made
 
@@ -633,7 +642,7 @@ class Tokenizer:
                                      special_ids=list(specials.values()))     # checked: not a ranked token's bytes
         if not splits:      # (its merges cannot say it: pickles, save and export_hf go by the ranks)
             made._rank_ids = frozenset(ranked.values.tolist())      # (a view's other special tokens are none)
-        return made._run_init().with_unicode(PEERS_UNICODE)       # tiktoken's reading of every character
+        return made._run_init()
 
     def to_tiktoken(self, name: str = "bpe_fast") -> tiktoken.Encoding:
         """A tiktoken.Encoding giving the same ids (ImportError when tiktoken is not installed); ValueError when
@@ -2019,6 +2028,26 @@ def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[by
     ranked_ids = np.fromiter(map(ids_of.__getitem__, ranked_tokens), dtype=np.int32, count=n_ranked)
     return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets, ranked_ids=ranked_ids,
                 **_decode_arrays(vocab))
+
+
+def _check_whole_lookup(ranked: RankedTokens, every_way: BPETables) -> None:
+    """For ranks some of whose tokens merging does not make, encoded as tiktoken does, each ranked token looked up
+    whole first (every_way: their tables, every token permanent): the encoder looks up pre-tokens of up to
+    MAX_WHOLE_PIECE bytes, so a longer token must be what merging its bytes gives (helper-111: [97] * 300 was
+    merged, not looked up), or the ranks are refused, naming it (a FormatError naming the file they came from)."""
+    lengths = np.diff(ranked.offsets)
+    for k in np.flatnonzero(lengths > MAX_WHOLE_PIECE).tolist():
+        token = ranked.pool[ranked.offsets[k]:ranked.offsets[k + 1]]
+        if every_way.merge_bytes(token) != [int(ranked.values[k])]:
+            shown = f"{bytes(token[:60])!r}... ({int(lengths[k]):,} bytes, rank {int(ranked.values[k])})"
+            message = (f"the token {shown} is not what merging its bytes by the ranks gives, and is longer than the "
+                       f"{MAX_WHOLE_PIECE} bytes of a pre-token bpe_fast looks up whole: tiktoken gives it to a "
+                       "pre-token that is the whole token, bpe_fast cannot (these ranks hold tokens that merging "
+                       "does not make, as Llama 3's, which bpe_fast looks up whole up to that length)")
+            if ranked.path is not None:
+                raise formats.FormatError(ranked.path, int(ranked.lines[k]) if ranked.lines is not None else None,
+                                          message)
+            raise ValueError(f"ranks: {message}")
 
 
 def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:

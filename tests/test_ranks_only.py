@@ -3,6 +3,7 @@ tokens ranked before them): as tiktoken, every ranked token is looked up whole a
 bytes are a ranked token can join. Against tiktoken on small ranks built to have such a token."""
 from __future__ import annotations
 
+import json
 import pickle
 import random
 
@@ -69,8 +70,14 @@ def test_kept_by_pickles_views_and_tiktoken_files_refused_where_merges_would_say
     with pytest.raises(ValueError, match="merges.txt cannot say that; keep its .tiktoken file"):
         tok.save(tmp_path / "saved")
     assert not (tmp_path / "saved").exists()
-    with pytest.raises(ValueError, match="ignore_merges and every split"):
-        tok.export_hf(tmp_path / "tokenizer.json")
+    # HF's file holds such ranks as transformers' TikTokenConverter writes Llama 3's: ignore_merges and every split
+    tok.export_hf(tmp_path / "tokenizer.json")
+    model = json.loads((tmp_path / "tokenizer.json").read_text("utf-8"))["model"]
+    # every way of writing each token as two, by rank (by hand: "abcd" is only ab + cd, " ab" only " " + ab)
+    assert model["ignore_merges"] is True
+    assert model["merges"] == ["b c", "a b", "c d", "ab cd", ": .", ". :", ".: .:", "Ġ ab"]
+    back = Tokenizer.from_hf(tmp_path / "tokenizer.json")
+    assert back.by_ranks_only and back.encode(text) == tok.encode(text)
     corpus = tmp_path / "c.txt"
     corpus.write_text("abcd " * 100, "utf-8")
     with pytest.raises(ValueError, match="initial: the tokenizer's ranks hold tokens that merging does not make"):
@@ -86,8 +93,18 @@ def test_what_the_whole_lookup_cannot_hold_or_merges_cannot_say_is_refused(tmp_p
     from bpe_fast._encode import MAX_WHOLE_PIECE
 
     long = b"a" * (MAX_WHOLE_PIECE + 44)
-    with pytest.raises(ValueError, match="cannot be made by merging tokens of lower rank"):
+    with pytest.raises(ValueError, match=r"\(300 bytes, rank 256\) is not what merging its bytes by the ranks gives, "
+                                         "and is longer than the 256 bytes of a pre-token bpe_fast looks up whole"):
         Tokenizer.from_tiktoken({bytes([b]): b for b in range(256)} | {long: 256}, r"\S+|\s+")
+    # a longer token that merging makes is merged (not looked up): read, beside a short one merging does not make
+    doubling = {b"a" * (2 ** k): 264 + k for k in range(1, 10)}         # aa, aaaa, ..., 512 a's
+    ranks = RANKS | doubling
+    ours = Tokenizer.from_tiktoken(ranks, PATTERN, SPECIALS)
+    theirs = tiktoken.Encoding("r", pat_str=PATTERN, mergeable_ranks=ranks, special_tokens=SPECIALS)
+    assert ours.by_ranks_only
+    for text in ["a" * 512, "a" * 700 + " abcd", "abcd" * 3, "a" * 513]:
+        assert ours.encode(text) == theirs.encode(text), text[:20]
+    assert ours.encode("a" * 512) == [273]
     # the compression curve cuts the vocabulary by the merges, which do not say how such tokens are made
     tok = Tokenizer.from_tiktoken(RANKS, PATTERN, SPECIALS)
     with pytest.raises(ValueError, match="its size cannot be cut by its merges"):
@@ -115,3 +132,119 @@ def test_a_subclass_keeps_its_attributes_through_a_pickle():
     tok.note = "kept"
     again = pickle.loads(pickle.dumps(tok))
     assert type(again) is Noted and again.note == "kept" and again.by_ranks_only
+
+
+def test_hf_reads_the_exported_file_as_tiktoken_reads_the_ranks(pair, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
+    ours, theirs = pair
+    path = tmp_path / "tokenizer.json"
+    ours.tokenizer.export_hf(path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    rng = random.Random(5)
+    pieces = ["a", "b", "c", "d", "ab", "cd", "abcd", " ", ".", ":", ".:", "x", "<|end|>", "\n", " ab"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 20))) for _ in range(2000)]
+    for text, encoding in zip(texts, hf.encode_batch(texts, add_special_tokens=False)):
+        assert encoding.ids == theirs.encode(text, allowed_special="all"), text
+
+
+# ------------------------------------------------------------------ HF files of such ranks (Llama 3's tokenizer.json)
+
+def converted_doc(ranks, specials, pattern):
+    """An HF tokenizer.json of tiktoken's ranks as transformers' TikTokenConverter makes Llama 3's (the oracle of
+    the form, written here from its description): the ranks as the vocab, every way of writing a token as two
+    ranked tokens as a merge, by the rank of the token made, then of the left and the right part; ignore_merges;
+    the special tokens as added tokens outside the vocab."""
+    from bpe_fast.formats import token_to_str
+
+    merges = []
+    for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
+        splits = [(token[:i], token[i:]) for i in range(1, len(token)) if token[:i] in ranks and token[i:] in ranks]
+        merges += sorted(splits, key=lambda split: (ranks[split[0]], ranks[split[1]]))
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for s, i in specials.items()],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
+                  "vocab": {token_to_str(t): r for t, r in ranks.items()},
+                  "merges": [[token_to_str(a), token_to_str(b)] for a, b in merges]},
+    }
+
+
+def write_json(path, doc):
+    path.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
+    return path
+
+
+def random_texts(seed, n=1500):
+    rng = random.Random(seed)
+    pieces = ["a", "b", "c", "d", "ab", "cd", "abcd", " ", ".", ":", ".:", ".:.:", "x", "<|end|>", "\n", " ab", "é"]
+    return ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 20))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_converted_file_is_read_as_its_ranks(pair, tmp_path, monkeypatch, native):
+    tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
+    from bpe_fast import hf as hf_module
+
+    path = write_json(tmp_path / "tokenizer.json", converted_doc(RANKS, SPECIALS, PATTERN))
+    if not native:      # the Python reader, which any file the native one declines goes through
+        monkeypatch.setattr(hf_module, "_read_plain", lambda *args, **kwargs: None)
+    tok = Tokenizer.from_hf(path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    theirs = pair[1]
+    assert tok.by_ranks_only and tok.tiktoken_ranks() == RANKS and tok.special_tokens == SPECIALS
+    texts = random_texts(6)
+    assert tok.encode_batch(texts) == [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)] == \
+        [theirs.encode(t, allowed_special="all") for t in texts]
+    assert tok.encode("abcd") == [259] and tok.encode(".:.:") == [262]
+    # read_tokenizer_json gives the file's own merge list
+    assert len(hf_module.read_tokenizer_json(path)[1]) == len(converted_doc(RANKS, SPECIALS, PATTERN)["model"]["merges"])
+
+
+def test_transformers_converter_file_is_read_as_its_ranks(pair, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    pair[0].tokenizer.export_tiktoken(tmp_path / "r.tiktoken")
+    converted = TikTokenConverter(str(tmp_path / "r.tiktoken"), pattern=PATTERN,
+                                  extra_special_tokens=list(SPECIALS)).converted()
+    converted.save(str(tmp_path / "tokenizer.json"))
+    tok = Tokenizer.from_hf(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert tok.by_ranks_only and tok.special_tokens == SPECIALS
+    texts = random_texts(7)
+    assert tok.encode_batch(texts) == [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)] == \
+        [pair[1].encode(t, allowed_special="all") for t in texts]
+
+
+@pytest.mark.parametrize("change, message", [
+    ("drop", r"not this one: the merges leave out ways of writing a token as two, as 'ab' \+ 'cd' for 'abcd'"),
+    ("swap", r"not this one: merge 3 makes id 258, after merge 2 made id 259"),
+])
+def test_a_file_with_ignore_merges_that_is_not_ranks_is_refused_saying_why(tmp_path, change, message):
+    doc = converted_doc(RANKS, SPECIALS, PATTERN)
+    merges = doc["model"]["merges"]
+    k = merges.index(["ab", "cd"])
+    if change == "drop":
+        del merges[k]
+    else:
+        merges[k - 1], merges[k] = merges[k], merges[k - 1]
+    path = write_json(tmp_path / "tokenizer.json", doc)
+    with pytest.raises(bpe_fast.formats.FormatError, match=message) as info:
+        Tokenizer.from_hf(path)
+    assert str(info.value).startswith(str(path)) and "TikTokenConverter" in str(info.value)
+
+
+def test_a_converted_file_with_a_token_too_long_to_look_up_is_refused_naming_it(tmp_path):
+    ranks = RANKS | {b"ab" * 150: 264}          # 300 bytes, which merging ab's does not make (no longer halves)
+    path = write_json(tmp_path / "tokenizer.json", converted_doc(ranks, {}, PATTERN))
+    with pytest.raises(bpe_fast.formats.FormatError, match=r"\(300 bytes, rank 264\) is not what merging its bytes"):
+        Tokenizer.from_hf(path)
