@@ -642,8 +642,10 @@ def _model_ranks(path: StrPath, pool: NDArray[np.uint8], offsets: NDArray[np.int
     from .ranks import ranked_from_arrays
     from .token_arrays import gather_tokens
 
-    kept = np.setdiff1d(np.arange(len(ids)), added)
-    order = kept[np.argsort(ids[kept], kind="stable")]
+    kept = np.ones(len(ids), dtype=bool)
+    kept[added] = False
+    order = np.argsort(ids, kind="stable")
+    order = order[kept[order]]
     return ranked_from_arrays(*gather_tokens(pool, offsets, order), ids[order], path)
 
 

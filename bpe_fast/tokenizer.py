@@ -689,7 +689,8 @@ class Tokenizer:
         if self._rank_ids:
             raise ValueError("this tokenizer's ranks hold tokens that merging the tokens ranked before them does not "
                              "make (as Llama 3's), which it gives only to a whole pre-token, as tiktoken: merges.txt "
-                             "cannot say that; keep its .tiktoken file (export_tiktoken writes one)")
+                             "cannot say that; keep its .tiktoken file (export_tiktoken writes one) or its "
+                             "tokenizer.json (export_hf writes one, as Llama 3's)")
         special_bytes = {name.encode("utf-8"): i for name, i in self.special_tokens.items()}
         for i, token in self._vocab.items():
             if special_bytes.get(token, i) != i:
