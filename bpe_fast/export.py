@@ -83,7 +83,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     if tokenizer.by_ranks_only:
         # ranks holding tokens that merging does not make (Llama 3's): written as transformers' TikTokenConverter
         # writes them, ignore_merges and every split of each token, which HF reads as tiktoken reads the ranks
-        # (bpe_fast.hf._not_as_ranks)
+        # (bpe_fast.ranks.not_as_ranks)
         merges = ranked_tokens(tokenizer.tiktoken_ranks()).every_split_merges()
     else:
         merges = list(tokenizer.merges)

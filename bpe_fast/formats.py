@@ -415,13 +415,13 @@ def gpt2_arrays(vocab_pool: NDArray[np.uint8], vocab_offsets: NDArray[np.int64],
                       parts=(found[0], found[1]), distinct=True)       # type: ignore[arg-type]
 
 
-def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merges:
+def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None, rule: bool = True) -> Merges:
     """Read a GPT-2 ``merges.txt``; returns ``list[tuple[bytes, bytes]]`` in rank order.
 
     Each line holds exactly two tokens separated by one space, no pair on two lines (_TWICE). With `vocab` (id ->
-    bytes), read for a tokenizer: each merge's two tokens and their concatenation must be in it, and the ranks
-    rule bpe_fast encodes with must read the list as its own rule does (bpe_fast.merge_rule). Errors name the
-    file and the line.
+    bytes), read for a tokenizer: each merge's two tokens and their concatenation must be in it, and (rule) the
+    ranks rule bpe_fast encodes with must read the list as its own rule does (bpe_fast.merge_rule; not asked of
+    a folder whose merges.txt holds tiktoken's ranks, read_ignore_merges). Errors name the file and the line.
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "merges.txt")
@@ -440,7 +440,7 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         if known is None or (known.issuperset(lefts) and known.issuperset(rights)
                              and known.issuperset(token_list(pool, offsets, 0, 2, 2))):
             read = list(zip(lefts, rights))
-            if len(set(read)) == len(read) and (vocab is None or list_rule_problem(read, str) is None):
+            if len(set(read)) == len(read) and (vocab is None or not rule or list_rule_problem(read, str) is None):
                 return read         # no pair listed twice (and for a tokenizer, read by the ranks rule as listed)
     text = read_text(path, data)        # anything else: read here, which names what is wrong
     lines = text.split("\n")
@@ -487,7 +487,7 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None) -> Merg
         k, j = repeat
         line = lines[numbers[k] - 1].rstrip("\r")
         raise FormatError(path, numbers[k], f"merge {line!r} is on line {numbers[j]} already: {_TWICE}")
-    problem = list_rule_problem(merges, lambda j: f"line {numbers[j]}") if vocab is not None else None
+    problem = list_rule_problem(merges, lambda j: f"line {numbers[j]}") if vocab is not None and rule else None
     if problem is not None:
         k, what = problem
         line = lines[numbers[k] - 1].rstrip("\r")
@@ -552,11 +552,12 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
                          special_tokens: Iterable[str] | None = (), pattern: str | None = None,
                          training: dict[str, Any] | None = None, group: OutputGroup | None = None,
                          normalizer: str | None = None, special_lstrip: Iterable[str] = (),
-                         unicode: str | None = None) -> None:
+                         unicode: str | None = None, ignore_merges: bool = False) -> None:
     """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
     in order, the pre-tokenization regex, the normalizer if there is one (read_normalizer), the special tokens
     that take the white space before them if any (read_special_lstrip), the Unicode version characters are read
-    as if not the installed `regex`'s (read_unicode) and, if given, what
+    as if not the installed `regex`'s (read_unicode), whether the vocabulary is tiktoken's ranks with every way of
+    writing a token as two as the merges (ignore_merges: read_ignore_merges) and, if given, what
     training recorded: check_training). The folder is
     created if missing; the files are replaced together (group: the caller's, which may hold more files; None:
     one of their own), so a failure leaves the folder as it was. This is what Tokenizer.save writes and
@@ -580,6 +581,8 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
         config["special_lstrip"] = lstrip
     if unicode is not None:
         config["unicode"] = check_unicode(unicode)
+    if ignore_merges:
+        config["ignore_merges"] = True
     text = json.dumps(config, ensure_ascii=False, indent=2)
     if training is not None:        # one line: a count a line would make a 32,000-line file
         text = text[:-2] + ',\n  "training": ' + json.dumps(training, separators=(", ", ": ")) + "\n}"
@@ -696,6 +699,24 @@ def read_unicode(directory: StrPath) -> str | None:
     when it has none (the installed `regex`'s) or there is no bpe_fast.json; a FormatError naming the file and line
     for another value."""
     return _config_value(directory, "unicode", check_unicode)
+
+
+def read_ignore_merges(directory: StrPath) -> bool:
+    """Whether a tokenizer folder's bpe_fast.json says "ignore_merges": true (as HF's tokenizer.json does: a
+    pre-token that is a vocab token gets its id; Tokenizer.save writes it for a tokenizer by_ranks_only, whose
+    merges.txt then holds every way of writing a token as two, in the order of the ids made, and whose vocab.json's
+    ids but the special tokens' are tiktoken's ranks); False when it has no such key (or there is no
+    bpe_fast.json); a FormatError naming the file and line for a value other than true or false."""
+    return _config_value(directory, "ignore_merges", _check_flag) == "true"
+
+
+def _check_flag(value: object) -> str | None:
+    """A bpe_fast.json flag: "true" for true, None for false or none; ValueError for anything else."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return "true"
+    raise ValueError(f"must be true or false, not {json.dumps(value)[:40]}")
 
 
 def _config_value(directory: StrPath, key: str, check: Callable[[Any], str | None]) -> str | None:

@@ -80,6 +80,7 @@ from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_P
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
+from .ranks import not_as_ranks, ranks_of_model
 from .token_arrays import all_distinct
 
 if TYPE_CHECKING:
@@ -530,7 +531,7 @@ class TokenizerFile(NamedTuple):
     special_ids: list[int]
     normalizer: str | None = None       # "NFC" or None (Tokenizer.with_normalizer)
     lstrip: frozenset[str] = frozenset()    # the added tokens with lstrip (Tokenizer.with_special_lstrip)
-    ranks: RankedTokens | None = None       # the model, when the file is tiktoken's ranks (_not_as_ranks)
+    ranks: RankedTokens | None = None       # the model, when the file is tiktoken's ranks (ranks.not_as_ranks)
 
 
 def read_tokenizer_arrays(path: StrPath, for_tokenizer: bool = False) -> TokenizerFile:
@@ -588,92 +589,25 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
             ranks)
 
 
-def _not_as_ranks(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64],
-                  left: NDArray[np.int64], right: NDArray[np.int64], joined: NDArray[np.int64],
-                  added: Sequence[int] = (), describe: bool = True) -> str | None:
-    """None when a model with ignore_merges is tiktoken's ranks, its ids the ranks, as transformers'
-    TikTokenConverter writes them (Llama 3's files); else what is not so. It is when its merges (distinct, merge
-    k two vocab tokens left[k] and right[k] whose bytes make vocab token joined[k], as the readers check) are
-    every way of writing a token as two, in the order of the ids of the tokens they make: HF then gives a
-    pre-token that is a vocab token its id, and joins any two adjacent parts whose bytes are a token, the lowest
-    id first, which is tiktoken's rule with these ranks. (Where two ways of writing one token are both adjacent
-    at once, HF joins the one listed first, tiktoken the leftmost; no text was found where that changes the ids:
-    2 million made to look for it on Llama 3's file.) added: the vocab tokens that are added tokens (found in the
-    text first, never in a pre-token): not ranks, and in no merge. describe: false when "" does for what is not
-    so."""
-    from .ranks import every_split
-    from .token_arrays import gather_tokens
-
-    made = ids[joined]
-    later = np.flatnonzero(made[1:] < made[:-1])
-    if len(later):
-        k = int(later[0]) + 1
-        return f"merge {k} makes id {made[k]}, after merge {k - 1} made id {made[k - 1]}" if describe else ""
-    ranked = np.arange(len(ids))
-    if len(added):
-        is_added = np.zeros(len(ids), dtype=bool)
-        is_added[added] = True
-        touching = np.flatnonzero(is_added[left] | is_added[right] | is_added[joined])
-        if len(touching):
-            return f"merge {int(touching[0])} takes or makes an added token" if describe else ""
-        ranked = np.flatnonzero(~is_added)
-        pool, offsets = gather_tokens(pool, offsets, ranked)
-        joined = (np.cumsum(~is_added) - 1)[joined]        # the index among the ranked tokens
-    # the listed merges are among the splits (the readers check it): they are all of them when each token is
-    # made by as many merges as it has splits (the search stops at the first that is not: a file of one merge a
-    # token, as bpe_fast's, stops at once)
-    token, parts_left, parts_right, stop = every_split(pool, offsets, np.bincount(joined, minlength=len(ranked)))
-    if stop < 0:
-        return None
-    if not describe:
-        return ""
-    listed = np.isin(ranked[parts_left] << 32 | ranked[parts_right], left << 32 | right)
-    missing = np.flatnonzero((token == stop) & ~listed)[0]
-    shown = [formats.token_to_str(bytes(pool[offsets[k]:offsets[k + 1]]))
-             for k in (stop, parts_left[missing], parts_right[missing])]
-    return (f"the merges leave out ways of writing a token as two, as {shown[1]!r} + {shown[2]!r} for "
-            f"{shown[0]!r}")
-
-
-def _model_ranks(path: StrPath, pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64],
-                 added: Sequence[int] = ()) -> RankedTokens:
-    """The model's tokens but the added ones (their indices `added`) as tiktoken's ranks, the ids the ranks (ids
-    distinct, every byte a token: checked by the readers)."""
-    from .ranks import ranked_from_arrays
-    from .token_arrays import gather_tokens
-
-    kept = np.ones(len(ids), dtype=bool)
-    kept[added] = False
-    order = np.argsort(ids, kind="stable")
-    order = order[kept[order]]
-    return ranked_from_arrays(*gather_tokens(pool, offsets, order), ids[order], path)
-
-
 def _ranks_of_python(path: StrPath, model: dict[str, Any], vocab: Vocab, merges: Merges,
                      contents: Collection[str]) -> tuple[RankedTokens | None, str]:
-    """_read_python's model as tiktoken's ranks when it is (_not_as_ranks), else None; and, for a refusal of a
-    file with ignore_merges that is not, why it is not (else ""). vocab: the model's, read and checked;
+    """_read_python's model as tiktoken's ranks when it is (ranks.not_as_ranks), else None; and, for a refusal of
+    a file with ignore_merges that is not, why it is not (else ""). vocab: the model's, read and checked;
     contents: the added tokens'."""
+    from .ranks import ranks_of_merge_list
+
     if model.get("ignore_merges") is not True:
         return None, ""
-    tokens = list(vocab.values())
-    at = {token: k for k, token in enumerate(tokens)}
-    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum([len(t) for t in tokens], out=offsets[1:])
-    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
-    ids = np.fromiter(vocab, dtype=np.int64, count=len(vocab))
-    left, right, joined = (np.array([at[part] for part in parts], dtype=np.int64)
-                           for parts in ([a for a, _ in merges], [b for _, b in merges], [a + b for a, b in merges]))
     try:
-        added = sorted({at[c.encode("utf-8")] for c in contents if c.encode("utf-8") in at})
+        contents_bytes = [c.encode("utf-8") for c in contents]
     except UnicodeEncodeError:      # a lone surrogate: _read_added_tokens names it
         return None, ""
-    problem = _not_as_ranks(pool, offsets, ids, left, right, joined, added)
-    if problem is not None:
+    ranks, problem = ranks_of_merge_list(vocab, merges, contents_bytes, path)
+    if ranks is None:
         return None, (" (a file with ignore_merges whose merges are every way of writing each token as two, in the "
                       "order of the ids of the tokens they make, as transformers' TikTokenConverter writes Llama 3's, "
                       f"is read as tiktoken's ranks; not this one: {problem})")
-    return _model_ranks(path, pool, offsets, ids, added), ""
+    return ranks, ""
 
 
 def _lstrip_of(added: Sequence[dict[str, Any]]) -> frozenset[str]:
@@ -803,8 +737,8 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
         return None             # a pair listed twice, or a token made again after other merges (the first of
                                 # each run of merges making it: twice)
     added_ranks = _added_in_model(index, doc.get("added_tokens")) if doc["model"].get("ignore_merges") is True else None
-    as_ranks = added_ranks is not None and _not_as_ranks(pool, offsets, ids, left, right, joined, added_ranks,
-                                                         describe=False) is None
+    as_ranks = added_ranks is not None and not_as_ranks(pool, offsets, ids, left, right, joined, added_ranks,
+                                                        describe=False) is None
     if for_tokenizer or as_ranks:     # the rule's check is the tables' build's (read_tokenizer_arrays), or none
         made = _python_side(path, doc, index, pool, offsets, ids, merge_pool, merge_offsets, lazy_merges=True)
         every_token_made = False
@@ -823,7 +757,7 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
     extra = sorted(i for i in view.added if view.index_of(i) < 0)     # the added tokens not in the model's vocab
     if as_ranks:
         assert added_ranks is not None
-        ranks = _model_ranks(path, pool, offsets, ids, added_ranks)
+        ranks = ranks_of_model(pool, offsets, ids, added_ranks, path)
         return TokenizerFile(view.vocab if for_tokenizer else view.vocab(),
                              functools.partial(formats.merges_of_arrays, merge_pool, merge_offsets) if for_tokenizer
                              else formats.merges_of_arrays(merge_pool, merge_offsets),

@@ -26,7 +26,7 @@ import operator
 import os
 import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -356,6 +356,87 @@ def ranked_from_arrays(pool: NDArray[np.uint8], offsets: NDArray[np.int64], valu
     from ._gpt2_files import token_list
 
     return _ranked(token_list(pool, offsets), values, pool, offsets, None if path is None else os.fspath(path))
+
+
+def not_as_ranks(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64],
+                  left: NDArray[np.int64], right: NDArray[np.int64], joined: NDArray[np.int64],
+                  added: Sequence[int] = (), describe: bool = True) -> str | None:
+    """None when a model with ignore_merges is tiktoken's ranks, its ids the ranks, as transformers'
+    TikTokenConverter writes them (Llama 3's files); else what is not so. It is when its merges (distinct, merge
+    k two vocab tokens left[k] and right[k] whose bytes make vocab token joined[k], as the readers check) are
+    every way of writing a token as two, in the order of the ids of the tokens they make: HF then gives a
+    pre-token that is a vocab token its id, and joins any two adjacent parts whose bytes are a token, the lowest
+    id first, which is tiktoken's rule with these ranks. (Where two ways of writing one token are both adjacent
+    at once, HF joins the one listed first, tiktoken the leftmost; no text was found where that changes the ids:
+    2 million made to look for it on Llama 3's file.) added: the vocab tokens that are added tokens (found in the
+    text first, never in a pre-token): not ranks, and in no merge. describe: false when "" does for what is not
+    so."""
+    from .formats import token_to_str
+    from .token_arrays import gather_tokens
+
+    made = ids[joined]
+    later = np.flatnonzero(made[1:] < made[:-1])
+    if len(later):
+        k = int(later[0]) + 1
+        return f"merge {k} makes id {made[k]}, after merge {k - 1} made id {made[k - 1]}" if describe else ""
+    ranked = np.arange(len(ids))
+    if len(added):
+        is_added = np.zeros(len(ids), dtype=bool)
+        is_added[added] = True
+        touching = np.flatnonzero(is_added[left] | is_added[right] | is_added[joined])
+        if len(touching):
+            return f"merge {int(touching[0])} takes or makes an added token" if describe else ""
+        ranked = np.flatnonzero(~is_added)
+        pool, offsets = gather_tokens(pool, offsets, ranked)
+        joined = (np.cumsum(~is_added) - 1)[joined]        # the index among the ranked tokens
+    # the listed merges are among the splits (the readers check it): they are all of them when each token is
+    # made by as many merges as it has splits (the search stops at the first that is not: a file of one merge a
+    # token, as bpe_fast's, stops at once)
+    token, parts_left, parts_right, stop = every_split(pool, offsets, np.bincount(joined, minlength=len(ranked)))
+    if stop < 0:
+        return None
+    if not describe:
+        return ""
+    listed = np.isin(ranked[parts_left] << 32 | ranked[parts_right], left << 32 | right)
+    missing = np.flatnonzero((token == stop) & ~listed)[0]
+    shown = [token_to_str(bytes(pool[offsets[k]:offsets[k + 1]]))
+             for k in (stop, parts_left[missing], parts_right[missing])]
+    return (f"the merges leave out ways of writing a token as two, as {shown[1]!r} + {shown[2]!r} for "
+            f"{shown[0]!r}")
+
+
+def ranks_of_model(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64],
+                   added: Sequence[int] = (), path: StrPath | None = None) -> RankedTokens:
+    """The model's tokens but the added ones (their indices `added`) as tiktoken's ranks, the ids the ranks (ids
+    distinct, every byte a token: checked by the readers)."""
+    from .token_arrays import gather_tokens
+
+    kept = np.ones(len(ids), dtype=bool)
+    kept[added] = False
+    order = np.argsort(ids, kind="stable")
+    order = order[kept[order]]
+    return ranked_from_arrays(*gather_tokens(pool, offsets, order), ids[order], path)
+
+
+def ranks_of_merge_list(vocab: Vocab, merges: Merges, added: Sequence[bytes] = (),
+                        path: StrPath | None = None) -> tuple[RankedTokens | None, str]:
+    """A vocabulary {id: bytes} and merge list (read and checked: each merge's tokens and join in the vocab, no
+    pair twice) as tiktoken's ranks when the merges are every way of writing a token as two in the order of the
+    ids made (not_as_ranks; `added`: the bytes of the special or added tokens, not ranks), else (None, what is
+    not so). path: the file they come from, which errors name."""
+    tokens = list(vocab.values())
+    at = {token: k for k, token in enumerate(tokens)}
+    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in tokens], out=offsets[1:])
+    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    ids = np.fromiter(vocab, dtype=np.int64, count=len(vocab))
+    left, right, joined = (np.array([at[part] for part in parts], dtype=np.int64)
+                           for parts in ([a for a, _ in merges], [b for _, b in merges], [a + b for a, b in merges]))
+    indices = sorted({at[token] for token in added if token in at})
+    problem = not_as_ranks(pool, offsets, ids, left, right, joined, indices)
+    if problem is not None:
+        return None, problem
+    return ranks_of_model(pool, offsets, ids, indices, path), ""
 
 
 def _merges_in_order(tokens: list[bytes], values: NDArray[np.int64]) -> Merges:

@@ -683,14 +683,13 @@ class Tokenizer:
 
         A vocabulary of formats.CACHE_MIN_TOKENS tokens or more also gets bpe_fast.npz, the encoder's tables
         (NumPy arrays, no pickle), which load uses while it matches vocab.json and merges.txt (see
-        bpe_fast.formats).
+        bpe_fast.formats). A tokenizer by_ranks_only is saved as HF's tokenizer.json holds Llama 3's ranks:
+        merges.txt has every way of writing a token as two, and bpe_fast.json says "ignore_merges" (no cache).
         """
         check_no_alias(self.special_tokens, "bpe_fast's files (vocab.json and bpe_fast.json)")
-        if self._rank_ids:
-            raise ValueError("this tokenizer's ranks hold tokens that merging the tokens ranked before them does not "
-                             "make (as Llama 3's), which it gives only to a whole pre-token, as tiktoken: merges.txt "
-                             "cannot say that; keep its .tiktoken file (export_tiktoken writes one) or its "
-                             "tokenizer.json (export_hf writes one, as Llama 3's)")
+        if self._rank_ids:      # tiktoken's ranks that merging does not rebuild: as HF's tokenizer.json holds them
+            self._save_ranks(directory)
+            return
         special_bytes = {name.encode("utf-8"): i for name, i in self.special_tokens.items()}
         for i, token in self._vocab.items():
             if special_bytes.get(token, i) != i:
@@ -768,6 +767,8 @@ class Tokenizer:
     def _load_once(cls, directory: StrPath) -> Tokenizer:
         """load, the files read once: natively, as from_files reads them, when the folder has no cache and they are
         plainly well formed (formats.read_folder_arrays); else by formats.load_tokenizer_folder."""
+        if formats.read_ignore_merges(directory):
+            return cls._load_ranks(directory)
         read = formats.read_folder_arrays(directory)
         if read is not None:
             files, specials, pattern, training = read
@@ -788,6 +789,44 @@ class Tokenizer:
             vocab, merges, specials, pattern, arrays, training = formats.load_tokenizer_folder(directory, False)
             formats.cache_not_used(directory, "its merges are not what the ranks rule makes of its tokens")
         return options(cls._from_checked(vocab, merges, specials, pattern, arrays, training)._run_init())
+
+    def _save_ranks(self, directory: StrPath) -> None:
+        """save of a tokenizer by_ranks_only, whose merges cannot say it: bpe_fast.json says "ignore_merges" (as
+        HF's tokenizer.json does for Llama 3's ranks) and merges.txt holds every way of writing a token as two, in
+        rank order (ranks.RankedTokens.every_split_merges); load reads the folder as those ranks. No cache."""
+        from .ranks import ranked_tokens
+
+        merges = ranked_tokens(self.tiktoken_ranks()).every_split_merges()
+        with output_group() as group:
+            formats.save_tokenizer_files(directory, self._vocab, merges, self._specials.tokens, self._pattern, None,
+                                         group, self._normalizer, self._specials.lstrip, self._unicode,
+                                         ignore_merges=True)
+            group.remove(os.path.join(os.fspath(directory), formats.CACHE_FILE))    # an earlier save's
+
+    @classmethod
+    def _load_ranks(cls, directory: StrPath) -> Tokenizer:
+        """load of a folder whose bpe_fast.json says "ignore_merges" (_save_ranks): its vocab.json but the special
+        tokens as tiktoken's ranks, when merges.txt is every way of writing a token as two in the order of the ids
+        made (else a FormatError naming merges.txt and what is not so)."""
+        from .ranks import ranks_of_merge_list
+
+        directory = os.fspath(directory)
+        specials, pattern = formats.read_config(os.path.join(directory, formats.CONFIG_FILE))
+        vocab = formats.read_vocab(os.path.join(directory, formats.VOCAB_FILE))
+        merges_path = os.path.join(directory, formats.MERGES_FILE)
+        merges = formats.read_merges(merges_path, vocab, rule=False)
+        special_bytes = [name.encode("utf-8") for name in specials]
+        ranks, problem = ranks_of_merge_list(vocab, merges, special_bytes, merges_path)
+        if ranks is None:
+            raise formats.FormatError(merges_path, None, f'bpe_fast.json says "ignore_merges", but these merges are not '
+                                      f"every way of writing a token as two, in the order of the ids made: {problem}")
+        ids_of = {token: i for i, token in vocab.items()}
+        missing = [name for name, data in zip(specials, special_bytes) if data not in ids_of]
+        if missing:
+            raise formats.FormatError(os.path.join(directory, formats.VOCAB_FILE), None,
+                                      f"special token {missing[0]!r} of bpe_fast.json has no id here")
+        made = cls._from_ranked(ranks, {name: ids_of[data] for name, data in zip(specials, special_bytes)}, pattern)
+        return _text_options(directory, specials)(made)
 
     def export_hf(self, path: StrPath) -> None:
         """Write an HF tokenizers ``tokenizer.json`` that gives the same ids (see bpe_fast.export)."""

@@ -67,9 +67,12 @@ def test_kept_by_pickles_views_and_tiktoken_files_refused_where_merges_would_say
     tok.export_tiktoken(tmp_path / "r.tiktoken")
     back = Tokenizer.from_tiktoken(tmp_path / "r.tiktoken", "gpt2", SPECIALS)
     assert back.by_ranks_only and back.encode(text) == tok.encode(text)
-    with pytest.raises(ValueError, match="merges.txt cannot say that; keep its .tiktoken file"):
-        tok.save(tmp_path / "saved")
-    assert not (tmp_path / "saved").exists()
+    # saved as HF's file holds such ranks: bpe_fast.json says ignore_merges, merges.txt has every split
+    tok.save(tmp_path / "saved")
+    assert json.loads((tmp_path / "saved" / "bpe_fast.json").read_text("utf-8"))["ignore_merges"] is True
+    loaded = Tokenizer.load(tmp_path / "saved")
+    assert loaded.by_ranks_only and loaded.encode(text) == tok.encode(text) and loaded.tiktoken_ranks() == RANKS
+    assert (loaded.special_tokens, loaded.pattern, loaded.unicode) == (tok.special_tokens, tok.pattern, tok.unicode)
     # HF's file holds such ranks as transformers' TikTokenConverter writes Llama 3's: ignore_merges and every split
     tok.export_hf(tmp_path / "tokenizer.json")
     model = json.loads((tmp_path / "tokenizer.json").read_text("utf-8"))["model"]
@@ -248,3 +251,26 @@ def test_a_converted_file_with_a_token_too_long_to_look_up_is_refused_naming_it(
     path = write_json(tmp_path / "tokenizer.json", converted_doc(ranks, {}, PATTERN))
     with pytest.raises(bpe_fast.formats.FormatError, match=r"\(300 bytes, rank 264\) is not what merging its bytes"):
         Tokenizer.from_hf(path)
+
+
+def test_a_saved_folder_of_such_ranks_is_checked_on_load(tmp_path, monkeypatch):
+    from bpe_fast import formats
+
+    tok = Tokenizer.from_tiktoken(RANKS, PATTERN, SPECIALS)
+    folder = tmp_path / "saved"
+    monkeypatch.setattr(formats, "CACHE_MIN_TOKENS", 0)     # another tokenizer's folder, with its cache
+    Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")]).save(folder)
+    assert (folder / formats.CACHE_FILE).exists()
+    tok.save(folder)        # no cache: its tables are not what merging makes
+    assert not (folder / formats.CACHE_FILE).exists() and Tokenizer.load(folder).encode("abcd") == [259]
+    merges = (folder / "merges.txt").read_text("utf-8").splitlines()
+    assert merges == ["b c", "a b", "c d", "ab cd", ": .", ". :", ".: .:", "Ġ ab"]      # by hand, as above
+    (folder / "merges.txt").write_text("\n".join(merges[:3] + merges[4:]) + "\n", "utf-8")
+    with pytest.raises(formats.FormatError, match=r'merges.txt: bpe_fast.json says "ignore_merges", but .* as '
+                                                  r"'ab' \+ 'cd' for 'abcd'"):
+        Tokenizer.load(folder)
+    config = json.loads((folder / "bpe_fast.json").read_text("utf-8"))
+    config["ignore_merges"] = "yes"
+    (folder / "bpe_fast.json").write_text(json.dumps(config, indent=2), "utf-8")
+    with pytest.raises(formats.FormatError, match=r'bpe_fast.json:\d+: "ignore_merges": must be true or false'):
+        Tokenizer.load(folder)
