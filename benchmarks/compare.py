@@ -125,24 +125,30 @@ def _pairs_from_ranks(tokens):
     return pairs
 
 
-def _hf_splits(pattern):
-    """The HF Splits that give the pattern's pieces, as bpe_fast's HF export spells them for Oniguruma
+def _hf_steps(pattern):
+    """The HF pre-tokenizer steps that give the pattern's pieces, as bpe_fast's HF export spells them for Oniguruma
     (bpe_fast.hf.pre_tokenizer_to_hf: "{1,3}+" without its "+", DeepSeek V3's three Splits, a custom pattern as a
-    Removed, inverted Split); a ValueError for one it does not spell (set operations Oniguruma lacks, "--")."""
+    Removed, inverted Split, StarCoder's Digits; ByteLevel last), as tokenizers objects; a ValueError for one it
+    does not spell (set operations Oniguruma lacks, "--")."""
     from bpe_fast.hf import pre_tokenizer_to_hf
+    from tokenizers import Regex, pre_tokenizers
 
-    return pre_tokenizer_to_hf(pattern)
+    def made(step):
+        if step["type"] == "Split":
+            return pre_tokenizers.Split(Regex(step["pattern"]["Regex"]), step["behavior"].lower(),
+                                        invert=step["invert"])
+        if step["type"] == "Digits":
+            return pre_tokenizers.Digits(individual_digits=step["individual_digits"])
+        return pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=step["use_regex"])
+
+    return [made(step) for step in pre_tokenizer_to_hf(pattern)]
 
 
 def _hf_trainer_and_tokenizer(spec):
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        *(pre_tokenizers.Split(Regex(split["pattern"]["Regex"]), split["behavior"].lower(), invert=split["invert"])
-          for split in _hf_splits(spec["pattern"])),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(_hf_steps(spec["pattern"]))
     trainer = trainers.BpeTrainer(vocab_size=spec["vocab_size"], special_tokens=[EOT], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     return tok, trainer
@@ -785,7 +791,7 @@ def train_jobs(args, pattern, corpus, workdir, wanted, vocab_size, alphabet_size
         status = peer_status(peer, wanted)
         if status is None and peer == "tokenizers":
             try:
-                _hf_splits(pattern)
+                _hf_steps(pattern)
             except ValueError as exc:
                 status = f"not run (bpe_fast's HF export refuses the pattern: {str(exc)[-60:]})"
         jobs.append(Job("train", label, kind, dict(common, out=str(workdir / f"merges.{kind}.{vocab_size}.json")),

@@ -285,6 +285,51 @@ cdef inline Py_ssize_t gpt2_next(const ScanTables* t, const uint8_t* s, Py_ssize
     return n
 
 
+# ---------------------------------------------------------------------------------------------- StarCoder
+# \p{N}|'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+ : GPT-2's with every digit a piece
+# (HF's Digits then ByteLevel): no space joins a digit, and a white space run that a digit ends is whole, as at
+# the text's end. Worked example: "a  12 b" -> "a", "  ", "1", "2", " b" (GPT-2: "a", " ", " 12", " b").
+
+cdef inline Py_ssize_t starcoder_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """End of the STARCODER_PATTERN pre-token starting at s[i] (i < n)."""
+    cdef uint8_t b = s[i], b1, b2, c, c2
+    cdef Py_ssize_t j, k
+    c = cls_at(t, s, i, &j)
+    if c & C_N:                                                 # \p{N}: one code point
+        return j
+    if b == 39 and i + 1 < n:                                   # '(?:[sdmt]|ll|ve|re), case-sensitive
+        b1 = s[i + 1]
+        if b1 == 115 or b1 == 100 or b1 == 109 or b1 == 116:    # s d m t
+            return i + 2
+        if i + 2 < n:
+            b2 = s[i + 2]
+            if (b1 == 108 and b2 == 108) or (b2 == 101 and (b1 == 118 or b1 == 114)):  # ll ve re
+                return i + 3
+    if b == 32 and j < n:                                       # " ?" takes the space if a run follows
+        c2 = cls_at(t, s, j, &k)
+        if c2 & C_L:
+            return run_letters(t, s, k, n)
+        if (c2 & C_LNS) == 0:
+            return run(t, s, k, n, C_LNS, 0)
+    elif c & C_L:
+        return run_letters(t, s, j, n)
+    elif (c & C_LNS) == 0:
+        return run(t, s, j, n, C_LNS, 0)
+    # \s+(?![^\s\p{N}])|\s+ : the whitespace run, minus its last code point when it has >= 2 and what follows is
+    # neither white space nor a digit
+    cdef Py_ssize_t last = i
+    k = j
+    while k < n:
+        c = cls_at(t, s, k, &j)
+        if not (c & C_S):
+            if c & C_N:
+                return k
+            return last if last > i else k
+        last = k
+        k = j
+    return n
+
+
 cdef inline Py_ssize_t space_run(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t j, uint8_t c,
                                  Py_ssize_t n, Py_ssize_t* after_nl) noexcept nogil:
     """The whitespace run from s[i] (class c; the next code point at j) as GPT-4's and o200k's patterns end it
@@ -597,7 +642,7 @@ cdef int _kind(int kind) except -1:
 cdef inline Py_ssize_t variant_next(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
                                     bint* at_end) noexcept nogil:
     """The end for the kinds after the first three: KIND_LLAMA3 and KIND_QWEN2 (gpt4_next), KIND_DEEPSEEK3
-    (deepseek_next), KIND_TEKKEN and KIND_KIMI (o200k_next, which sets at_end)."""
+    (deepseek_next), KIND_TEKKEN and KIND_KIMI (o200k_next, which sets at_end), KIND_STARCODER."""
     if kind == KIND_QWEN2:
         return gpt4_next(t, s, i, n, 1, True)
     if kind == KIND_LLAMA3:
@@ -606,6 +651,8 @@ cdef inline Py_ssize_t variant_next(int kind, const ScanTables* t, const uint8_t
         return deepseek_next(t, s, i, n)
     if kind == KIND_KIMI:
         return kimi_next(t, s, i, n, at_end)
+    if kind == KIND_STARCODER:
+        return starcoder_next(t, s, i, n)
     return o200k_next(t, s, i, n, at_end, False, 1)
 
 
@@ -783,7 +830,7 @@ cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize
     """scan_block for text that may go on after n: only the pre-tokens that text after n cannot change.
 
     o200k, Tekken and Kimi K2: the pre-tokens scanned without looking for a code point at n (at_end stays False). The
-    others (GPT-2, GPT-4 and its variants): the pre-token [p, c) is final when c < n, p is before the trailing whitespace run and p is not an
+    others (GPT-2 and StarCoder's, GPT-4 and its variants): the pre-token [p, c) is final when c < n, p is before the trailing whitespace run and p is not an
     apostrophe less than two bytes from the end (their look-ahead is one code point, except that the
     whitespace alternatives read the whole run and a contraction two code points). Final pre-tokens are a
     prefix of all of them, so this stops at the first that is not, with count[0] < cap.

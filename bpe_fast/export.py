@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .atomic import output_group
@@ -37,7 +38,7 @@ from .formats import str_to_token, token_to_str, tokens_to_strs, write_text_atom
 from .hf import hf_added_token_difference, pre_tokenizer_to_hf
 from .merge_rule import describe_difference, merge_rule_difference, repeated_merge
 from .patterns import check_tiktoken_readable, tiktoken_anchors
-from .ranks import ranked_tokens, ranks_from_tokenizer, tiktoken_text
+from .ranks import ranked_tokens, ranks_from_tokenizer, tiktoken_text, vocab_of
 from .specials import check_no_alias, first_prefix_pair
 
 if TYPE_CHECKING:
@@ -74,17 +75,21 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     (all that can be, or none, or those before the first that cannot) so that HF gives each its id, and a
     ValueError names the first for which no choice does (give such tokens the last ids)."""
     _check_unique(tokenizer)
-    tokens = set(tokenizer.vocab.values())
+    all_tokens: Mapping[int, bytes] = tokenizer.vocab
+    tokens = set(all_tokens.values())
     missing = [b for b in range(256) if bytes([b]) not in tokens]
     if missing:
         raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have none); "
                          "HF's byte-level model would drop it from the text")
-    splits = pre_tokenizer_to_hf(tokenizer.pattern)
+    steps = pre_tokenizer_to_hf(tokenizer.pattern)
     if tokenizer.by_ranks_only:
         # ranks holding tokens that merging does not make (Llama 3's): written as transformers' TikTokenConverter
         # writes them, ignore_merges and every split of each token, which HF reads as tiktoken reads the ranks
-        # (bpe_fast.ranks.not_as_ranks)
-        merges = ranked_tokens(tokenizer.tiktoken_ranks()).every_split_merges()
+        # (bpe_fast.ranks.not_as_ranks); the vocabulary is the ranks and the special tokens (a view's vocab holds
+        # the others, which would be ranked tokens there, looked up whole: helper-112)
+        ranked = ranked_tokens(tokenizer.tiktoken_ranks())
+        merges = ranked.every_split_merges()
+        all_tokens = vocab_of(ranked, tokenizer.special_tokens)
     else:
         merges = list(tokenizer.merges)
         repeat = repeated_merge(merges)
@@ -101,8 +106,8 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     contents = [s for s, _ in special_ids]
     special_set = set(tokenizer.special_tokens.values())
     # {key: id}; of a special token and an ordinary one with the same bytes (_check_unique), the ordinary one's
-    in_order = sorted(tokenizer.vocab, key=special_set.__contains__, reverse=True)      # specials first, stable
-    all_keys = dict(zip(tokens_to_strs(map(tokenizer.vocab.__getitem__, in_order)), in_order))
+    in_order = sorted(all_tokens, key=special_set.__contains__, reverse=True)      # specials first, stable
+    all_keys = dict(zip(tokens_to_strs(map(all_tokens.__getitem__, in_order)), in_order))
     # a token a merge takes or makes must be in the model's vocab under its byte-level form, a special token's
     # too (the merges would name a token of no vocab: HF panics or refuses the file); HF gives an added token
     # whose text is not that form an id of its own, so such a special token cannot keep its id
@@ -149,13 +154,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
             for s, i in special_ids
         ],
         "normalizer": None if tokenizer.normalizer is None else {"type": tokenizer.normalizer},
-        "pre_tokenizer": {
-            "type": "Sequence",
-            "pretokenizers": [
-                *splits,
-                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
-            ],
-        },
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": steps},
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
         "model": {

@@ -546,6 +546,9 @@ CONFIG_FILE = "bpe_fast.json"     # {"format": "bpe_fast", "version": 1, "patter
 # and, for a trained tokenizer, "training": {"merge_counts": [...], "corpus": {...}} (see check_training)
 _CONFIG_FORMAT = "bpe_fast"
 _CONFIG_VERSION = 1
+# a folder of tiktoken's ranks ("ignore_merges": true, read_ignore_merges): a version bpe_fast before it refuses,
+# where it would read vocab.json and merges.txt as a merge list, with other ids (helper-112)
+_CONFIG_RANKS_VERSION = 2
 
 
 def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges: Iterable[Sequence[bytes]],
@@ -570,7 +573,7 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
     specials = list(special_tokens or ())
     config = {
         "format": _CONFIG_FORMAT,
-        "version": _CONFIG_VERSION,
+        "version": _CONFIG_RANKS_VERSION if ignore_merges else _CONFIG_VERSION,
         "pattern": resolve_pattern(pattern or GPT2_PATTERN),
         "special_tokens": specials,
     }
@@ -666,8 +669,9 @@ def read_config(path: StrPath) -> tuple[list[str], str]:
     from .specials import check_special_tokens
 
     text, config = _read_json_object(path)
-    if config.get("format") != _CONFIG_FORMAT or config.get("version") != _CONFIG_VERSION:
-        raise FormatError(path, None, f'expected "format": "{_CONFIG_FORMAT}" and "version": {_CONFIG_VERSION}, got '
+    version = _CONFIG_RANKS_VERSION if config.get("ignore_merges") is True else _CONFIG_VERSION
+    if config.get("format") != _CONFIG_FORMAT or config.get("version") != version:
+        raise FormatError(path, None, f'expected "format": "{_CONFIG_FORMAT}" and "version": {version}, got '
                                       f'{config.get("format")!r} and {config.get("version")!r}')
     pattern = config.get("pattern")
     if not isinstance(pattern, str) or not pattern:

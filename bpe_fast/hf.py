@@ -73,7 +73,8 @@ from . import formats
 from ._gpt2_files import TokenIndex, model_spans, parse_merge_list, parse_vocab, token_list
 from ._scan import white_space_run_start
 from .formats import FormatError
-from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN,
+from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, DIGIT_RUNS_GPT2_PATTERN, GPT2_PATTERN, GPT4_PATTERN,
+                       LLAMA3_PATTERN, O200K_PATTERN, STARCODER_PATTERN,
                        KIMI_PAT_STR, KIMI_PATTERN, QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, V1_PREFIX, can_match_empty,
                        negated_class_of_two_sets,
                        rewrite_anchors, shown_pattern)
@@ -578,7 +579,8 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
     if difference is not None:
         k, parts = difference
         merge = f"merge {k} ({formats.token_to_str(merges[k][0])} {formats.token_to_str(merges[k][1])})"
-        f.fail(f"{merge}: {describe_difference(*merges[k], parts)}{not_ranks}", "merges", "model")
+        lead = f"ignore_merges: true, but {not_ranks}; read as a merge list, " if not_ranks else ""
+        f.fail(f"{lead}{merge}: {describe_difference(*merges[k], parts)}", "merges", "model")
     model_tokens = set(vocab.values())
     specials = _read_added_tokens(f, doc.get("added_tokens", []), key_ids, vocab)
     _check_raw_added_tokens(f, doc.get("added_tokens", []), normalizer)
@@ -604,9 +606,9 @@ def _ranks_of_python(path: StrPath, model: dict[str, Any], vocab: Vocab, merges:
         return None, ""
     ranks, problem = ranks_of_merge_list(vocab, merges, contents_bytes, path)
     if ranks is None:
-        return None, (" (a file with ignore_merges whose merges are every way of writing each token as two, in the "
-                      "order of the ids of the tokens they make, as transformers' TikTokenConverter writes Llama 3's, "
-                      f"is read as tiktoken's ranks; not this one: {problem})")
+        return None, ("the file is not tiktoken's ranks as transformers' TikTokenConverter writes them (Llama 3's: "
+                      "the merges every way of writing each token as two, in the order of the ids of the tokens they "
+                      f"make), which bpe_fast reads as such: {problem}")
     return ranks, ""
 
 
@@ -936,14 +938,14 @@ def _check_whole_tokens(f: _File, tokens: set[bytes], merges: Merges, not_ranks:
     if unmade:
         token = formats.token_to_str(min(unmade))
         f.fail(f"ignore_merges: true is not supported here: no merge makes vocab token {token!r} ({why}; bpe_fast "
-               f"never gives it){not_ranks}", "ignore_merges", "model")
+               f"never gives it){'; ' + not_ranks if not_ranks else ''}", "ignore_merges", "model")
     try:
         merges_from_ranks({bytes([b]): b for b in range(256)} | {t: 256 + k for k, t in enumerate(ranked)})
     except ValueError as exc:
         m = regex.search(r"\(rank (\d+)\)", str(exc))
         token = formats.token_to_str(ranked[int(m.group(1)) - 256]) if m else "?"
         f.fail(f"ignore_merges: true is not supported here: vocab token {token!r} does not merge back to itself "
-               f"({why}; bpe_fast merges it){not_ranks}", "ignore_merges", "model")
+               f"({why}; bpe_fast merges it){'; ' + not_ranks if not_ranks else ''}", "ignore_merges", "model")
 
 
 def _normalizer_of(f: _File, normalizer: object) -> str | None:
@@ -1016,17 +1018,20 @@ def _pre_tokenizer_steps(pre: object) -> list[Any]:
 
 
 def _pattern_of(f: _File, pre: object) -> str:
-    """The pattern of the pre_tokenizer: ByteLevel(use_regex) alone, or Split then ByteLevel(no regex)."""
+    """The pattern of the pre_tokenizer: ByteLevel(use_regex) alone, Split then ByteLevel(no regex), DeepSeek V3's
+    three Splits then ByteLevel(no regex), or Digits then ByteLevel(use_regex) (StarCoder's)."""
     steps = _pre_tokenizer_steps(pre)
     kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
     if kinds == ["Split"] * len(DEEPSEEK3_SPLITS) + ["ByteLevel"] and _is_deepseek3(steps[:-1]):
         _check_byte_level_after_split(f, steps[-1])
         return DEEPSEEK3_PATTERN
+    if kinds == ["Digits", "ByteLevel"]:
+        return _digits_pattern(f, steps[0], steps[1])
     if kinds not in (["ByteLevel"], ["Split", "ByteLevel"]):
         shown = " then ".join(map(_describe, steps)) or "null"
         f.fail(f"pre_tokenizer {shown} is not supported: bpe_fast reads ByteLevel (use_regex true), or Split "
-               "(a regex, Isolated) then ByteLevel (use_regex false), or DeepSeek V3's three Splits then ByteLevel",
-               "pre_tokenizer")
+               "(a regex, Isolated) then ByteLevel (use_regex false), or DeepSeek V3's three Splits then ByteLevel, "
+               "or Digits then ByteLevel (use_regex true; StarCoder's)", "pre_tokenizer")
     if len(steps) == 1:
         _check_prefix_space(f, steps[0])
         if steps[0].get("use_regex", True) is not True:
@@ -1051,6 +1056,20 @@ def _pattern_of(f: _File, pre: object) -> str:
         return pattern_from_hf(split_regex, keep_gaps=shape == ("Isolated", False))
     except ValueError as exc:
         f.fail(str(exc), "pattern", "pre_tokenizer")
+
+
+def _digits_pattern(f: _File, digits: dict[str, Any], byte_level: dict[str, Any]) -> str:
+    """The pattern of Digits then ByteLevel with GPT-2's regex (StarCoder's files): STARCODER_PATTERN, or
+    DIGIT_RUNS_GPT2_PATTERN without individual_digits."""
+    individual = digits.get("individual_digits")
+    if type(individual) is not bool:        # (HF refuses the file too: the field is required)
+        f.fail(f'pre_tokenizer Digits "individual_digits" must be true or false, not {json.dumps(individual)[:40]}',
+               "individual_digits" if "individual_digits" in digits else "type", "pre_tokenizer")
+    _check_prefix_space(f, byte_level)
+    if byte_level.get("use_regex", True) is not True:
+        f.fail("Digits then ByteLevel without use_regex (pieces only at digits) is not supported", "use_regex",
+               "pre_tokenizer")
+    return STARCODER_PATTERN if individual else DIGIT_RUNS_GPT2_PATTERN
 
 
 def _check_prefix_space(f: _File, byte_level: dict[str, Any]) -> None:
@@ -1079,13 +1098,18 @@ def _is_deepseek3(splits: Sequence[dict[str, Any]]) -> bool:
 
 
 def pre_tokenizer_to_hf(pattern: str) -> list[dict[str, Any]]:
-    """The Splits of an HF pre_tokenizer (before its ByteLevel) that give the pieces `pattern` gives in bpe_fast:
-    DeepSeek V3's three for DEEPSEEK3_PATTERN, else split_to_hf's one."""
+    """The steps of an HF pre_tokenizer Sequence that give the pieces `pattern` gives in bpe_fast, ByteLevel last
+    (its bytes to GPT-2's characters): Digits then ByteLevel with GPT-2's regex for STARCODER_PATTERN and
+    DIGIT_RUNS_GPT2_PATTERN (StarCoder's); else Splits, then ByteLevel without its regex: DeepSeek V3's three for
+    DEEPSEEK3_PATTERN, or split_to_hf's one."""
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    if pattern in (STARCODER_PATTERN, DIGIT_RUNS_GPT2_PATTERN):
+        return [{"type": "Digits", "individual_digits": pattern == STARCODER_PATTERN}, {**byte_level, "use_regex": True}]
     if pattern == DEEPSEEK3_PATTERN:
-        return [{"type": "Split", "pattern": {"Regex": split}, "behavior": "Isolated", "invert": False}
-                for split in DEEPSEEK3_SPLITS]
+        return [*({"type": "Split", "pattern": {"Regex": split}, "behavior": "Isolated", "invert": False}
+                  for split in DEEPSEEK3_SPLITS), byte_level]
     split_regex, behavior, invert = split_to_hf(pattern)
-    return [{"type": "Split", "pattern": {"Regex": split_regex}, "behavior": behavior, "invert": invert}]
+    return [{"type": "Split", "pattern": {"Regex": split_regex}, "behavior": behavior, "invert": invert}, byte_level]
 
 
 def _read_vocab(f: _File, vocab_json: object, added: Collection[str] = ()) -> tuple[dict[str, int], Vocab]:

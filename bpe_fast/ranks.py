@@ -385,7 +385,12 @@ def not_as_ranks(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArr
         is_added[added] = True
         touching = np.flatnonzero(is_added[left] | is_added[right] | is_added[joined])
         if len(touching):
-            return f"merge {int(touching[0])} takes or makes an added token" if describe else ""
+            if not describe:
+                return ""
+            k = int(touching[0])
+            added_token = next(int(t[k]) for t in (left, right, joined) if is_added[t[k]])
+            shown = token_to_str(bytes(pool[offsets[added_token]:offsets[added_token + 1]]))
+            return f"merge {k} takes or makes {shown!r}, an added token"
         ranked = np.flatnonzero(~is_added)
         pool, offsets = gather_tokens(pool, offsets, ranked)
         joined = (np.cumsum(~is_added) - 1)[joined]        # the index among the ranked tokens

@@ -794,11 +794,15 @@ class Tokenizer:
         """save of a tokenizer by_ranks_only, whose merges cannot say it: bpe_fast.json says "ignore_merges" (as
         HF's tokenizer.json does for Llama 3's ranks) and merges.txt holds every way of writing a token as two, in
         rank order (ranks.RankedTokens.every_split_merges); load reads the folder as those ranks. No cache."""
-        from .ranks import ranked_tokens
+        from .ranks import ranked_tokens, vocab_of
 
-        merges = ranked_tokens(self.tiktoken_ranks()).every_split_merges()
+        ranked = ranked_tokens(self.tiktoken_ranks())
+        # the ranks and its special tokens (a view's vocab holds the others, which would be ranked tokens looked up
+        # whole, once read back: helper-112)
+        vocab = vocab_of(ranked, self.special_tokens)
         with output_group() as group:
-            formats.save_tokenizer_files(directory, self._vocab, merges, self._specials.tokens, self._pattern, None,
+            formats.save_tokenizer_files(directory, vocab, ranked.every_split_merges(), self._specials.tokens,
+                                         self._pattern, None,
                                          group, self._normalizer, self._specials.lstrip, self._unicode,
                                          ignore_merges=True)
             group.remove(os.path.join(os.fspath(directory), formats.CACHE_FILE))    # an earlier save's

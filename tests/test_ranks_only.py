@@ -229,8 +229,10 @@ def test_transformers_converter_file_is_read_as_its_ranks(pair, tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    ("drop", r"not this one: the merges leave out ways of writing a token as two, as 'ab' \+ 'cd' for 'abcd'"),
-    ("swap", r"not this one: merge 3 makes id 258, after merge 2 made id 259"),
+    ("drop", r"ignore_merges: true, but the file is not tiktoken's ranks .*: the merges leave out ways of writing a "
+             r"token as two, as 'ab' \+ 'cd' for 'abcd'; read as a merge list, merge"),
+    ("swap", r"ignore_merges: true, but .*: merge 3 makes id 258, after merge 2 made id 259"),
+    ("added", r"ignore_merges: true, but .*: merge 2 takes or makes 'cd', an added token"),
 ])
 def test_a_file_with_ignore_merges_that_is_not_ranks_is_refused_saying_why(tmp_path, change, message):
     doc = converted_doc(RANKS, SPECIALS, PATTERN)
@@ -238,8 +240,11 @@ def test_a_file_with_ignore_merges_that_is_not_ranks_is_refused_saying_why(tmp_p
     k = merges.index(["ab", "cd"])
     if change == "drop":
         del merges[k]
-    else:
+    elif change == "swap":
         merges[k - 1], merges[k] = merges[k], merges[k - 1]
+    else:       # an added token that is a model token (helper-112: the message did not name it)
+        doc["added_tokens"].append({"id": 258, "content": "cd", "single_word": False, "lstrip": False,
+                                    "rstrip": False, "normalized": False, "special": True})
     path = write_json(tmp_path / "tokenizer.json", doc)
     with pytest.raises(bpe_fast.formats.FormatError, match=message) as info:
         Tokenizer.from_hf(path)
@@ -274,3 +279,36 @@ def test_a_saved_folder_of_such_ranks_is_checked_on_load(tmp_path, monkeypatch):
     (folder / "bpe_fast.json").write_text(json.dumps(config, indent=2), "utf-8")
     with pytest.raises(formats.FormatError, match=r'bpe_fast.json:\d+: "ignore_merges": must be true or false'):
         Tokenizer.load(folder)
+
+
+def test_a_view_saves_and_exports_its_ranks_and_its_own_special_tokens_only(tmp_path):
+    # helper-112: the view's vocab holds the special tokens it leaves out, which save and export_hf wrote as
+    # tokens; read back, they were ranked tokens a whole pre-token is looked up as ("<|b|>" gave 261)
+    tokenizers = pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
+    tok = Tokenizer.from_tiktoken(RANKS, r"\S+|\s+", SPECIALS | {"<|b|>": 265})
+    view = tok.restricted_to(frozenset(["<|end|>"]))
+    text = "<|b|> abcd <|end|>"
+    expected = view.encode(text)
+    assert expected[:5] == list(b"<|b|>") and expected[-1] == 264
+    view.save(tmp_path / "view")
+    assert Tokenizer.load(tmp_path / "view").encode(text) == expected
+    view.export_hf(tmp_path / "view.json")
+    assert tokenizers.Tokenizer.from_file(str(tmp_path / "view.json")).encode(
+        text, add_special_tokens=False).ids == expected == Tokenizer.from_hf(tmp_path / "view.json").encode(text)
+
+
+def test_a_saved_folder_of_such_ranks_is_refused_by_a_reader_of_version_1(tmp_path):
+    # helper-112: bpe_fast before it ignored "ignore_merges" and read vocab.json and merges.txt as a merge list
+    # (other ids, when that list passed its checks): the folder's version is 2, which such a reader refuses
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"xyz": 257}      # "xyz": no split at all
+    tok = Tokenizer.from_tiktoken(ranks, r"\S+|\s+")
+    assert tok.by_ranks_only
+    tok.save(tmp_path / "r")
+    config = json.loads((tmp_path / "r" / "bpe_fast.json").read_text("utf-8"))
+    assert (config["version"], config["ignore_merges"]) == (2, True)
+    assert Tokenizer.load(tmp_path / "r").encode("xyz ab") == [257, 32, 256]
+    config["ignore_merges"] = False     # as a version-1 reader reads it
+    (tmp_path / "r" / "bpe_fast.json").write_text(json.dumps(config), "utf-8")
+    with pytest.raises(bpe_fast.formats.FormatError, match=r'expected "format": "bpe_fast" and "version": 1, got '
+                                                           r"'bpe_fast' and 2"):
+        Tokenizer.load(tmp_path / "r")

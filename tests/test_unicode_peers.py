@@ -19,7 +19,8 @@ from bpe_fast import _unicode_table as regex_table
 from bpe_fast import _unicode_table_peers as peers_table
 from bpe_fast.formats import FormatError
 from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, KIMI_PAT_STR, LLAMA3_PATTERN,
-                               O200K_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, tiktoken_anchors)
+                               O200K_PATTERN, QWEN2_PATTERN, STARCODER_PATTERN, TEKKEN_PATTERN,
+                               tiktoken_anchors)
 from bpe_fast.pretokenize import _FIELDS, CLASSES, CONTRACTION_LETTERS, PEERS_UNICODE
 
 pretokenize = importlib.import_module("bpe_fast.pretokenize")      # (bpe_fast.pretokenize is also the function)
@@ -98,7 +99,7 @@ def _texts(chars, seed, n=300):
 
 
 @pytest.mark.parametrize("pattern", [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN,
-                                     TEKKEN_PATTERN, KIMI_PAT_STR])
+                                     TEKKEN_PATTERN, KIMI_PAT_STR, STARCODER_PATTERN])
 def test_encoding_gives_tiktoken_s_ids_on_the_new_characters(gpt2, pattern):
     ranks, specials = gpt2
     pat_str = pattern if pattern == KIMI_PAT_STR else tiktoken_anchors(pattern)
@@ -114,7 +115,7 @@ def test_encoding_gives_tiktoken_s_ids_on_the_new_characters(gpt2, pattern):
     assert (stable, sorted(completions)) == (expected[0], sorted(expected[1]))
 
 
-@pytest.mark.parametrize("pattern", [GPT2_PATTERN, LLAMA3_PATTERN, DEEPSEEK3_PATTERN])
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, LLAMA3_PATTERN, DEEPSEEK3_PATTERN, STARCODER_PATTERN])
 def test_from_hf_gives_hf_s_ids_on_the_new_characters(gpt2, tmp_path, pattern):
     ranks, specials = gpt2
     path = tmp_path / "tokenizer.json"
