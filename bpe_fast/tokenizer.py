@@ -812,24 +812,37 @@ class Tokenizer:
         """load of a folder whose bpe_fast.json says "ignore_merges" (_save_ranks): its vocab.json but the special
         tokens as tiktoken's ranks, when merges.txt is every way of writing a token as two in the order of the ids
         made (else a FormatError naming merges.txt and what is not so)."""
-        from .ranks import ranks_of_merge_list
+        from ._gpt2_files import TokenIndex
+        from .ranks import not_as_ranks, ranks_of_merge_list, ranks_of_model
 
         directory = os.fspath(directory)
         specials, pattern = formats.read_config(os.path.join(directory, formats.CONFIG_FILE))
-        vocab = formats.read_vocab(os.path.join(directory, formats.VOCAB_FILE))
-        merges_path = os.path.join(directory, formats.MERGES_FILE)
-        merges = formats.read_merges(merges_path, vocab, rule=False)
+        vocab_path, merges_path = (os.path.join(directory, name) for name in (formats.VOCAB_FILE, formats.MERGES_FILE))
         special_bytes = [name.encode("utf-8") for name in specials]
-        ranks, problem = ranks_of_merge_list(vocab, merges, special_bytes, merges_path)
+        files = formats.read_gpt2_arrays(vocab_path, merges_path)       # plainly well formed: as arrays
+        found = None if files is None else TokenIndex(files.vocab_pool, files.vocab_offsets).find(
+            np.frombuffer(b"".join(special_bytes), dtype=np.uint8),
+            np.cumsum([0] + [len(data) for data in special_bytes], dtype=np.int64))
+        if files is not None and files.parts is not None and found is not None and np.all(found >= 0):
+            pool, offsets, ids = files.vocab_pool, files.vocab_offsets, files.vocab_ids
+            added = sorted(set(found.tolist()))
+            problem = not_as_ranks(pool, offsets, ids, *files.parts, files.joined, added)
+            ranks = None if problem is not None else ranks_of_model(pool, offsets, ids, added, merges_path)
+            special_ids = ids[found].tolist()
+        else:       # anything else: the Python readers, which name what is wrong
+            vocab = formats.read_vocab(vocab_path)
+            merges = formats.read_merges(merges_path, vocab, rule=False)
+            ranks, problem = ranks_of_merge_list(vocab, merges, special_bytes, merges_path)
+            ids_of = {token: i for i, token in vocab.items()}
+            missing = [name for name, data in zip(specials, special_bytes) if data not in ids_of]
+            if missing:
+                raise formats.FormatError(vocab_path, None, f"special token {missing[0]!r} of bpe_fast.json has no id "
+                                                            "here")
+            special_ids = [ids_of[data] for data in special_bytes]
         if ranks is None:
             raise formats.FormatError(merges_path, None, f'bpe_fast.json says "ignore_merges", but these merges are not '
                                       f"every way of writing a token as two, in the order of the ids made: {problem}")
-        ids_of = {token: i for i, token in vocab.items()}
-        missing = [name for name, data in zip(specials, special_bytes) if data not in ids_of]
-        if missing:
-            raise formats.FormatError(os.path.join(directory, formats.VOCAB_FILE), None,
-                                      f"special token {missing[0]!r} of bpe_fast.json has no id here")
-        made = cls._from_ranked(ranks, {name: ids_of[data] for name, data in zip(specials, special_bytes)}, pattern)
+        made = cls._from_ranked(ranks, dict(zip(specials, special_ids)), pattern)
         return _text_options(directory, specials)(made)
 
     def export_hf(self, path: StrPath) -> None:

@@ -268,6 +268,10 @@ def test_a_saved_folder_of_such_ranks_is_checked_on_load(tmp_path, monkeypatch):
     assert (folder / formats.CACHE_FILE).exists()
     tok.save(folder)        # no cache: its tables are not what merging makes
     assert not (folder / formats.CACHE_FILE).exists() and Tokenizer.load(folder).encode("abcd") == [259]
+    text = "xabcd abcd .:.:<|end|>"
+    with monkeypatch.context() as patch:    # the Python readers, which read what the native ones decline
+        patch.setattr(formats, "read_gpt2_arrays", lambda *args: None)
+        assert Tokenizer.load(folder).encode(text) == tok.encode(text)
     merges = (folder / "merges.txt").read_text("utf-8").splitlines()
     assert merges == ["b c", "a b", "c d", "ab cd", ": .", ". :", ".: .:", "Ġ ab"]      # by hand, as above
     (folder / "merges.txt").write_text("\n".join(merges[:3] + merges[4:]) + "\n", "utf-8")
