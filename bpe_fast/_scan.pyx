@@ -289,6 +289,8 @@ cdef inline Py_ssize_t gpt2_next(const ScanTables* t, const uint8_t* s, Py_ssize
 # \p{N}|'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+ : GPT-2's with every digit a piece
 # (HF's Digits then ByteLevel): no space joins a digit, and a white space run that a digit ends is whole, as at
 # the text's end. Worked example: "a  12 b" -> "a", "  ", "1", "2", " b" (GPT-2: "a", " ", " 12", " b").
+# gpt2_next's shape, written again: one function of both with a flag cost GPT-2's counting 3.7% more
+# instructions (benchmarks/icount.py), past the gate's 3%.
 
 cdef inline Py_ssize_t starcoder_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     """End of the STARCODER_PATTERN pre-token starting at s[i] (i < n)."""
