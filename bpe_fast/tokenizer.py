@@ -146,6 +146,7 @@ class Tokenizer:
                             + type(merges).__name__)
         merges = list(merges) if not isinstance(merges, (str, bytes)) else merges
         wanted_ids, special_tokens = _special_id_mapping(special_tokens)
+        special_ids = _ids_of_shared_bytes(wanted_ids, vocab)
         files = _plain_arrays(packed, merges)
         if files is None:       # not plainly regular: checked in Python, which names what is wrong
             merges = _check_merges(merges, vocab)
@@ -153,7 +154,7 @@ class Tokenizer:
             if problem is not None:
                 raise problem
             training = formats.check_training(training, len(merges))
-            self._setup(vocab, merges, special_tokens, pattern)
+            self._setup(vocab, merges, special_tokens, pattern, special_ids=special_ids)
         else:       # as GPT-2's files read as arrays: the merge rule's check and the tables natively, in a thread
             refused = False
 
@@ -166,7 +167,7 @@ class Tokenizer:
 
             try:
                 training = formats.check_training(training, len(merges))
-                self._setup_arrays(files, vocab, merges, special_tokens, pattern, refuse=refuse)
+                self._setup_arrays(files, vocab, merges, special_tokens, pattern, special_ids, refuse=refuse)
             except Exception:
                 # the merge rule's refusal comes first, as on the Python path (which checks the merges before the
                 # training record, the special tokens and the pattern): here the check runs in the tables' thread,
@@ -221,7 +222,8 @@ class Tokenizer:
                arrays: TableArrays | None = None, tables: Callable[[], BPETables] | None = None,
                special_ids: list[int] | None = None) -> None:
         """special_ids: the special tokens' ids when the caller has checked them (each special token's bytes are
-        in vocab at that id and at no other), or None to look them up here."""
+        in vocab at that id; at another too when a model token has them, as GPT-NeoX's "  "), or None to look them
+        up here."""
         top = max(vocab) if vocab else -1
         _check_sparsity(top, len(vocab))
         specials = SpecialTokens(special_tokens)
@@ -1906,6 +1908,24 @@ def _special_id_mapping(special_tokens: Any) -> tuple[dict[str, Any] | None, Any
             seen.add(token)
         once.append(token)
     return None, once
+
+
+def _ids_of_shared_bytes(wanted: dict[str, Any] | None, vocab: Vocab) -> list[int] | None:
+    """The ids `wanted` ({str: id}) gives the special tokens, when each is an id the vocabulary holds the token's
+    bytes at and some token's bytes are at another id too (GPT-NeoX's "  ", id 50276, also the merge "Ġ Ġ"'s
+    token: from_hf reads it so, and tokenizer.special_tokens gives it back); else None, for the constructor's rule
+    (a special token takes the id of its bytes, else the next free one; _check_special_ids checks `wanted`)."""
+    if not wanted:
+        return None
+    data = {}
+    for token, i in wanted.items():
+        if not isinstance(token, str) or type(i) is not int or vocab.get(i) != token.encode("utf-8", "replace"):
+            return None
+        data[token.encode("utf-8")] = i
+    if len(set(data.values())) != len(data):        # an id two special tokens share: the rule's check says it
+        return None
+    shared = any(token in data and data[token] != i for i, token in vocab.items())
+    return list(wanted.values()) if shared else None
 
 
 def _check_special_ids(wanted: dict[str, Any] | None, tokenizer: Tokenizer) -> Tokenizer:

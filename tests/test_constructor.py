@@ -5,6 +5,7 @@ checked in Python, which names what is wrong. The oracle here is that Python pat
 off): both must give the same tokenizer or the same error, whatever the input."""
 import itertools
 import os
+import pickle
 import random
 import subprocess
 import sys
@@ -319,3 +320,24 @@ def test_a_bool_id_is_refused():
     for key in (True, np.bool_(True)):
         with pytest.raises(TypeError, match=r"vocab id (np\.)?True_? is not an int"):
             Tokenizer({**vocab, key: b"\x01", 0: b"\x00"}, [])
+
+
+def test_a_special_token_with_the_bytes_of_a_vocab_token_keeps_its_given_id():
+    # helper-108: GPT-NeoX's "  " (id 50276) is also the merge "Ġ Ġ"'s token; from_hf reads it so, but the
+    # constructor refused the {str: id} that special_tokens gives back ("takes 256"), so a tokenizer could not be
+    # made again from its parts. Found in the text first it gives its id; ordinary text merges to the vocab's.
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"  ", 257: b"ab", 258: b"  ", 259: b"<|e|>"}
+    merges = [(b" ", b" "), (b"a", b"b")]
+    tok = Tokenizer(vocab, merges, {"  ": 258, "<|e|>": 259}, pattern=r"\S+|\s+")
+    assert tok.special_tokens == {"  ": 258, "<|e|>": 259}
+    assert tok.encode("a  b<|e|>") == [97, 258, 98, 259] and tok.encode_ordinary("a  b") == [97, 256, 98]
+    assert tok.decode([256, 258]) == "    "
+    again = Tokenizer(dict(tok.vocab), list(tok.merges), dict(tok.special_tokens), pattern=tok.pattern)
+    again_pickled = pickle.loads(pickle.dumps(again))
+    for made in (again, again_pickled):
+        assert made.encode("x  ab<|e|>  ") == tok.encode("x  ab<|e|>  ") == [120, 258, 257, 259, 258]
+        assert made.encode_ordinary("x  ab  ") == [120, 256, 257, 256]
+    # the constructor's own rule stands where no token shares its bytes, and for an id the bytes are not at
+    with pytest.raises(ValueError, match=r"special token '  ' is given id 257, but takes 256"):
+        Tokenizer(vocab, merges, {"  ": 257}, pattern=r"\S+|\s+")
+    assert Tokenizer(vocab, merges, ["  "], pattern=r"\S+|\s+").special_tokens == {"  ": 256}
