@@ -34,7 +34,6 @@ from .inputs import (Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_d
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
 from .pretokenize import check_documents_utf8
-from .specials import SpecialTokens
 from .procs import check_chunk_bytes, check_num_processes, check_progress, result_of, thread_pool, worker_pool
 from ._types import Progress, StrPath
 
@@ -198,8 +197,7 @@ def encode_text_file(tokenizer: Tokenizer, input_path: str, output_path: StrPath
     size = os.path.getsize(input_path)
     if size < _IN_PROCESS_BYTES and chunk_bytes >= size:
         num_processes = 1                 # starting workers would cost more than the work
-    specials = SpecialTokens(tokenizer.special_tokens, lstrip=tokenizer.special_lstrip)
-    bounds = chunk_boundaries(input_path, specials, tokenizer.pattern, chunk_bytes,
+    bounds = chunk_boundaries(input_path, tokenizer.special_token_set, tokenizer.pattern, chunk_bytes,
                               min_chunks=_CHUNKS_PER_WORKER * num_processes if num_processes > 1 else 1)
     ranges = list(zip(bounds[:-1], bounds[1:]))
     try:
@@ -318,8 +316,7 @@ def encode_stream(tokenizer: Tokenizer, source: Stream, output_path: StrPath, *,
     about batch_bytes are encoded on num_threads threads. progress, if given, is called as progress("encode",
     the documents' bytes written so far, None) after each batch (the total is not known before reading, as
     in counting a stream). Arguments already checked; returns the number of ids."""
-    batches = read_batches(source, Budget(), batch_bytes, SpecialTokens(tokenizer.special_tokens,
-                                                                       lstrip=tokenizer.special_lstrip),
+    batches = read_batches(source, Budget(), batch_bytes, tokenizer.special_token_set,
                            cuts_at_spaces(tokenizer.pattern), text_field, text_column, errors)
 
     one_document = source.kind == "text"       # its batches are pieces: the separator goes after the last

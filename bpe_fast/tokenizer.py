@@ -416,6 +416,13 @@ class Tokenizer:
         """The special tokens that take the white space before them (see with_special_lstrip)."""
         return self._specials.lstrip
 
+    @property
+    def special_token_set(self) -> SpecialTokens:
+        """The special tokens as one checked bpe_fast.specials.SpecialTokens (their ids, those that take the white
+        space before them, the native matcher): what chunking a file or a stream for this tokenizer is given,
+        rather than one built again from special_tokens and special_lstrip."""
+        return self._specials
+
     def _copy_normalizing(self, normalizer: str | None) -> Tokenizer:
         """A shallow copy of this tokenizer (the tables, vocabulary and encoders shared) normalizing to
         `normalizer`, with views of its own."""
