@@ -142,6 +142,7 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
         raise ValueError(f"the Split regex has {found!r}, which Oniguruma (HF) reads as a repeated interval and "
                          "`regex` as a possessive one, so the pieces would differ (tiktoken's spelling of cl100k "
                          r"has '\p{N}{1,3}+'; HF files write '\p{N}{1,3}')")
+    split_regex = _nested_classes_joined(split_regex)
     _check_optional_count(split_regex, "the Split regex")
     _check_same_reading(split_regex, "the Split regex")
     anchored = _anchored(split_regex)
@@ -165,6 +166,48 @@ def pattern_from_hf(split_regex: str, keep_gaps: bool = True) -> str:
     # a regex without anchors the engines read otherwise reads as itself: the pattern export_hf wrote it from
     # (a round trip keeps the pattern), not its (?m:...) spelling
     return split_regex if rewrite_anchors(split_regex, _ANY_ANCHOR) == split_regex else anchored
+
+
+def _nested_classes_joined(pattern: str) -> str:
+    """`pattern` with each class nested in a class written into it, where Oniguruma reads the nested class as a
+    union (BLOOM's Split regex " ?[^(\\s|[.,!?…。，、।۔،])]+": the characters ( | ) and .,!?… and white space):
+    a nested class that is not negated, not a POSIX bracket ([:alpha:]), holds no "[" or "&&", does not start
+    with "]" and is not the end of a range. `regex` reads a "[" in a class as a literal, so any other nesting is
+    left as it is, for _engine_difference to refuse; so is a pattern with "&&" anywhere (an intersection's
+    operand joined into its class would read as a literal "&" to `regex`)."""
+    if "&&" in pattern:
+        return pattern
+    out: list[str] = []
+    i, n, depth = 0, len(pattern), 0
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if depth and c == "[" and out and out[-1] != "-" and pattern[i + 1:i + 2] not in ("^", "]", ":", ""):
+            end = i + 1
+            while end < n and pattern[end] != "]":
+                end += 2 if pattern[end] == "\\" else 1
+            inner = pattern[i + 1:end]
+            if end < n and "[" not in inner.replace("\\[", ""):
+                out.append(inner)
+                i = end + 1
+                continue
+        if c == "[" and not depth:
+            depth = 1
+            out.append(c)
+            i += 1
+            for lead in ("^", "]"):             # a leading ^ negates; a "]" first is a literal
+                if pattern[i:i + 1] == lead:
+                    out.append(lead)
+                    i += 1
+            continue
+        if c == "]" and depth:
+            depth = 0
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _check_optional_count(pattern: str, what: str) -> None:
