@@ -13,12 +13,14 @@ cdef enum:
     KIND_DEEPSEEK3 = 9  # DEEPSEEK3_PATTERN: DeepSeek V3's three Splits
     KIND_KIMI = 10  # KIMI_PATTERN: O200K_PATTERN with runs of Han apart, no "/" after punctuation
     KIND_STARCODER = 11  # STARCODER_PATTERN: GPT2_PATTERN with digits apart (HF's Digits before ByteLevel)
+    KIND_BLOOM = 12  # BLOOM_PATTERN: BLOOM's Isolated Split, the text between its matches pieces too
 
 
 cdef inline bint known_kind(int kind) noexcept nogil:
     """Whether kind is one of the KIND_ numbers above."""
     return (kind == KIND_GPT2 or kind == KIND_GPT4 or kind == KIND_O200K or kind == KIND_LLAMA3 or kind == KIND_QWEN2
-            or kind == KIND_TEKKEN or kind == KIND_DEEPSEEK3 or kind == KIND_KIMI or kind == KIND_STARCODER)
+            or kind == KIND_TEKKEN or kind == KIND_DEEPSEEK3 or kind == KIND_KIMI or kind == KIND_STARCODER
+            or kind == KIND_BLOOM)
 
 # The code point classes every scanner reads, as plain C (so scans run without the GIL): the class bits of code
 # point cp are st2[st1[cp >> 8] * 256 + (cp & 255)] (L=1, N=2, S=4, CR/LF=8, o200k's upper=16 and lower=32,

@@ -332,6 +332,50 @@ cdef inline Py_ssize_t starcoder_next(const ScanTables* t, const uint8_t* s, Py_
     return n
 
 
+# ---------------------------------------------------------------------------------------------- BLOOM
+# " ?[^(\s|.,!?…。，、।۔،)]+" and the text between two matches a piece of its own (HF's Isolated Split): a run of
+# what is not white space nor one of those 11 characters, with the space before it; else everything up to where
+# such a run (or a space and one) starts. Worked example: "Hi, (you) ok" -> "Hi", ", (", "you", ")", " ok".
+
+cdef inline bint bloom_apart(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t* j) noexcept nogil:
+    """Whether the code point at s[i] (its end put in j[0]) is one BLOOM's runs stop at: white space or one of
+    ( | ) . , ! ? … 。 ， 、 । ۔ ،"""
+    cdef uint8_t c = cls_at(t, s, i, j), b = s[i], b1, b2
+    if c & C_S:
+        return True
+    if b < 128:
+        return b == 40 or b == 124 or b == 41 or b == 46 or b == 44 or b == 33 or b == 63
+    if j[0] - i == 2:                                           # ، U+060C, ۔ U+06D4
+        b1 = s[i + 1]
+        return (b == 0xD8 and b1 == 0x8C) or (b == 0xDB and b1 == 0x94)
+    if j[0] - i == 3:                                           # … U+2026, 。 U+3002, 、 U+3001, ， U+FF0C, । U+0964
+        b1 = s[i + 1]
+        b2 = s[i + 2]
+        return ((b == 0xE2 and b1 == 0x80 and b2 == 0xA6) or (b == 0xE3 and b1 == 0x80 and (b2 == 0x82 or b2 == 0x81))
+                or (b == 0xEF and b1 == 0xBC and b2 == 0x8C) or (b == 0xE0 and b1 == 0xA5 and b2 == 0xA4))
+    return False
+
+
+cdef inline Py_ssize_t bloom_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """End of the BLOOM_PATTERN pre-token starting at s[i] (i < n)."""
+    cdef Py_ssize_t j, k, m
+    cdef bint apart = bloom_apart(t, s, i, &j)
+    if s[i] == 32 and j < n and not bloom_apart(t, s, j, &k):      # " ?" then the run
+        apart = False
+        j = k
+    if not apart:
+        while j < n and not bloom_apart(t, s, j, &k):
+            j = k
+        return j
+    while j < n:                # between two matches: up to where one starts (a run, or a space before one)
+        if not bloom_apart(t, s, j, &k):
+            return j
+        if s[j] == 32 and k < n and not bloom_apart(t, s, k, &m):
+            return j
+        j = k
+    return n
+
+
 cdef inline Py_ssize_t space_run(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t j, uint8_t c,
                                  Py_ssize_t n, Py_ssize_t* after_nl) noexcept nogil:
     """The whitespace run from s[i] (class c; the next code point at j) as GPT-4's and o200k's patterns end it
@@ -644,7 +688,7 @@ cdef int _kind(int kind) except -1:
 cdef inline Py_ssize_t variant_next(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
                                     bint* at_end) noexcept nogil:
     """The end for the kinds after the first three: KIND_LLAMA3 and KIND_QWEN2 (gpt4_next), KIND_DEEPSEEK3
-    (deepseek_next), KIND_TEKKEN and KIND_KIMI (o200k_next, which sets at_end), KIND_STARCODER."""
+    (deepseek_next), KIND_TEKKEN and KIND_KIMI (o200k_next, which sets at_end), KIND_STARCODER, KIND_BLOOM."""
     if kind == KIND_QWEN2:
         return gpt4_next(t, s, i, n, 1, True)
     if kind == KIND_LLAMA3:
@@ -655,6 +699,8 @@ cdef inline Py_ssize_t variant_next(int kind, const ScanTables* t, const uint8_t
         return kimi_next(t, s, i, n, at_end)
     if kind == KIND_STARCODER:
         return starcoder_next(t, s, i, n)
+    if kind == KIND_BLOOM:
+        return bloom_next(t, s, i, n)
     return o200k_next(t, s, i, n, at_end, False, 1)
 
 

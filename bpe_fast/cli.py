@@ -139,7 +139,7 @@ class Progress:
 
 def _pattern(value: str) -> str:
     if not value:       # (--pattern "$UNSET": taken for no --pattern, the gpt2 pattern used without a word)
-        raise CliError("--pattern: empty; give gpt2, gpt4, o200k, llama3, qwen2, tekken, deepseek3, kimi, starcoder or a regex")
+        raise CliError("--pattern: empty; give gpt2, gpt4, o200k, llama3, qwen2, tekken, deepseek3, kimi, starcoder, bloom or a regex")
     if value in PATTERNS:
         return PATTERNS[value]
     if value.isidentifier() and value.lower() == value and len(value) < 12:
@@ -1044,7 +1044,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--special-token", action="append", default=[], metavar="TOK",
                        help="a special token (repeatable); it splits the text and is never merged")
         p.add_argument("--pattern", default=None,
-                       help="gpt2 (default), gpt4 (= cl100k), o200k, llama3, qwen2, tekken, deepseek3, kimi, starcoder, or a "
+                       help="gpt2 (default), gpt4 (= cl100k), o200k, llama3, qwen2, tekken, deepseek3, kimi, starcoder, bloom, or a "
                             "regex")
         p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                        help="invalid UTF-8: fail (strict) or substitute U+FFFD (replace)")

@@ -95,11 +95,19 @@ DEEPSEEK3_PATTERN = (f"{_DEEPSEEK3_ONE}|(?:(?!{_DEEPSEEK3_ONE}){_DEEPSEEK3_IN}[\
 STARCODER_PATTERN = r"""\p{N}|'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+"""
 DIGIT_RUNS_GPT2_PATTERN = r"""\p{N}+|'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+"""
 
+# BLOOM's tokenizer.json: an Isolated Split by " ?[^(\s|[.,!?…。，、।۔،])]+" (BLOOM_SPLIT; Oniguruma reads its nested
+# class as a union), whose pieces are its matches and the text between two of them: as bpe_fast.hf.pattern_from_hf
+# writes it. Scanned natively ("bloom").
+BLOOM_SPLIT = r""" ?[^(\s|[.,!?…。，、।۔،])]+"""
+_BLOOM_RUN = r"""(?m: ?[^(\s|.,!?…。，、।۔،)]+)"""
+BLOOM_PATTERN = f"{_BLOOM_RUN}|(?:(?!{_BLOOM_RUN})[\\s\\S])+"
+
 # by name: bpe_fast's short names, and tiktoken's encoding names (a name is never read as a regex: "cl100k_base"
 # as a regex would match only itself, and encode most text to nothing)
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "cl100k": GPT4_PATTERN, "o200k": O200K_PATTERN,
                             "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN, "tekken": TEKKEN_PATTERN,
                             "deepseek3": DEEPSEEK3_PATTERN, "kimi": KIMI_PATTERN, "starcoder": STARCODER_PATTERN,
+                            "bloom": BLOOM_PATTERN,
                             "r50k_base": R50K_PATTERN, "p50k_base": R50K_PATTERN, "p50k_edit": R50K_PATTERN,
                             "cl100k_base": GPT4_PATTERN, "o200k_base": O200K_PATTERN,
                             "o200k_harmony": O200K_PATTERN}
@@ -155,10 +163,11 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
 def builtin_name(pattern: str) -> str | None:
     """The built-in pattern `pattern` (a resolved regex) is, by name: "gpt2" (in bpe_fast's spelling or
     tiktoken's, R50K_PATTERN: the same pre-tokens), "gpt4" (cl100k), "o200k", "llama3", "qwen2", "tekken",
-    "deepseek3", "kimi" or "starcoder"; None for any other regex."""
+    "deepseek3", "kimi", "starcoder" or "bloom"; None for any other regex."""
     return {GPT2_PATTERN: "gpt2", R50K_PATTERN: "gpt2", GPT4_PATTERN: "gpt4", O200K_PATTERN: "o200k",
             LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2", TEKKEN_PATTERN: "tekken",
-            DEEPSEEK3_PATTERN: "deepseek3", KIMI_PATTERN: "kimi", STARCODER_PATTERN: "starcoder"}.get(pattern)
+            DEEPSEEK3_PATTERN: "deepseek3", KIMI_PATTERN: "kimi", STARCODER_PATTERN: "starcoder",
+            BLOOM_PATTERN: "bloom"}.get(pattern)
 
 
 def shown_pattern(pattern: str) -> str:

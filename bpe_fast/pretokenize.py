@@ -2,7 +2,8 @@
 
 This module is the single entry point for pre-tokenizing; callers never use `regex` directly.
 `regex` is the reference for every pattern. For the built-in patterns (GPT2_PATTERN, GPT4_PATTERN,
-O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, DEEPSEEK3_PATTERN, KIMI_PATTERN, STARCODER_PATTERN:
+O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, DEEPSEEK3_PATTERN, KIMI_PATTERN, STARCODER_PATTERN,
+BLOOM_PATTERN:
 patterns.builtin_name) the work is done by the native scanner in
 `bpe_fast._scan`, which gives the same results; any other pattern goes to `regex`. The scanner classifies code points with bpe_fast/_unicode_table.py, a table generated
 from `regex` by tools/gen_unicode_table.py; if the installed `regex` disagrees with it (or the extension is
@@ -242,7 +243,7 @@ class ChunkCounter:
 
 _KINDS: dict[str, int]
 _KINDS = {"gpt2": 2, "gpt4": 4, "o200k": 5, "llama3": 6, "qwen2": 7, "tekken": 8, "deepseek3": 9, "kimi": 10,
-          "starcoder": 11}   # builtin_name -> the kinds of _scan.pxd
+          "starcoder": 11, "bloom": 12}   # builtin_name -> the kinds of _scan.pxd
 _scan: types.ModuleType | None = None           # the extension module, once its tables are built
 _tables: UnicodeTables | None = None            # those tables (native_tables)
 _native_checked = False

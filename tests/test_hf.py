@@ -183,7 +183,7 @@ def test_split_then_byte_level(tmp_path, split, native):
     assert_same_ids(ours, hf)
 
 
-BLOOM_SPLIT = r" ?[^(\s|[.,!?…。，、।۔،])]+"     # BLOOM's tokenizer.json: a class nested in a negated class
+from bpe_fast.patterns import BLOOM_PATTERN, BLOOM_SPLIT  # noqa: E402 (BLOOM's tokenizer.json: a class nested in a negated class)
 
 
 def test_a_class_nested_in_a_class_is_read_as_oniguruma_s_union(tmp_path):
@@ -192,6 +192,7 @@ def test_a_class_nested_in_a_class_is_read_as_oniguruma_s_union(tmp_path):
     path = train_hf(tokenizers.Regex(BLOOM_SPLIT), tmp_path)
     hf = tokenizers.Tokenizer.from_file(str(path))
     ours = Tokenizer.from_hf(path)
+    assert ours.pattern == BLOOM_PATTERN and ours.native         # ("bloom": scanned natively)
     assert pattern_to_hf(ours.pattern) == r" ?[^(\s|.,!?…。，、।۔،)]+"
     texts = TEXTS + ["Hello, world! (a|b) 。，、 x…y [z] ।۔، end.", "a  ,b\n\n(c)"]
     assert_same_ids(ours, hf, texts)

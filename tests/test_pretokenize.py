@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 
 from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, KIMI_PATTERN, LLAMA3_PATTERN,
                                O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN, STARCODER_PATTERN, TEKKEN_PATTERN,
-                               can_match_empty)
+                               BLOOM_PATTERN, can_match_empty)
 
 P = importlib.import_module("bpe_fast.pretokenize")   # the module (bpe_fast.pretokenize is also a function)
 PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN,   # R50K: tiktoken spells GPT-2's so
-            LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, DEEPSEEK3_PATTERN, KIMI_PATTERN, STARCODER_PATTERN]
+            LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN, DEEPSEEK3_PATTERN, KIMI_PATTERN, STARCODER_PATTERN,
+            BLOOM_PATTERN]
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -27,7 +28,7 @@ def native_scanner():
     assert P.native_kind(GPT2_PATTERN) == P.native_kind(R50K_PATTERN) == 2 and P.native_kind("gpt4") and \
         P.native_kind("o200k") == 5 and P.native_kind(LLAMA3_PATTERN) == 6 and P.native_kind("qwen2") == 7 and \
         P.native_kind(TEKKEN_PATTERN) == 8 and P.native_kind("deepseek3") == 9 and P.native_kind("kimi") == 10 and \
-        P.native_kind("starcoder") == P.native_kind(STARCODER_PATTERN) == 11, \
+        P.native_kind("starcoder") == P.native_kind(STARCODER_PATTERN) == 11 and P.native_kind(BLOOM_PATTERN) == 12, \
         "native scanner not active: build _scan.pyx"
 
 
@@ -104,6 +105,13 @@ def test_starcoder_worked_example():
     text = "a  12 b it's\t 7"
     expected = ["a", "  ", "1", "2", " b", " it", "'s", "\t ", "7"]
     assert regex.findall(STARCODER_PATTERN, text) == expected and P.pretokenize(text, "starcoder") == expected
+
+
+def test_bloom_worked_example():
+    # the scanner's comment's: runs (with the space before), and the text between them a piece of its own
+    text = "Hi, (you) ok"
+    expected = ["Hi", ", (", "you", ")", " ok"]
+    assert regex.findall(BLOOM_PATTERN, text) == expected and P.pretokenize(text, "bloom") == expected
 
 
 def test_tekken_worked_example():
