@@ -20,7 +20,7 @@ from bpe_fast.export import hf_tokenizer_json
 from bpe_fast.formats import FormatError, token_to_str
 from bpe_fast.hf import GPT4_PATTERN_HF, pattern_from_hf, pattern_to_hf
 from bpe_fast.pretokenize import pretokenize
-from bpe_fast.patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, KIMI_PAT_STR,
+from bpe_fast.patterns import (BLOOM_PATTERN, BLOOM_SPLIT, DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, GPT2_PATTERN, GPT4_PATTERN, KIMI_PAT_STR,
                                KIMI_PATTERN, O200K_PATTERN, R50K_PATTERN)
 from bpe_fast.synthetic import mixed_text
 from corpora import EOT, FIXTURES, SCRIPTS
@@ -181,9 +181,6 @@ def test_split_then_byte_level(tmp_path, split, native):
     assert pattern_to_hf(ours.pattern) == split
     assert ours.special_tokens == {EOT: 0, "<|pad|>": 1}
     assert_same_ids(ours, hf)
-
-
-from bpe_fast.patterns import BLOOM_PATTERN, BLOOM_SPLIT  # noqa: E402 (BLOOM's tokenizer.json: a class nested in a negated class)
 
 
 def test_a_class_nested_in_a_class_is_read_as_oniguruma_s_union(tmp_path):

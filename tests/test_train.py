@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, train_bpe, train_from_counts
-from bpe_fast.patterns import (DEEPSEEK3_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN,
+from bpe_fast.patterns import (BLOOM_PATTERN, DEEPSEEK3_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, R50K_PATTERN,
                                STARCODER_PATTERN, TEKKEN_PATTERN)
 from bpe_fast._train import MergeEngine
 from bpe_fast.chunking import chunk_boundaries
@@ -84,8 +84,8 @@ CASES = [
 
 @pytest.mark.parametrize("name,kwargs,specials", CASES, ids=[c[0] for c in CASES])
 @pytest.mark.parametrize("pattern", [GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN,
-                                     TEKKEN_PATTERN, DEEPSEEK3_PATTERN, STARCODER_PATTERN],
-                         ids=["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", "deepseek3", "starcoder"])
+                                     TEKKEN_PATTERN, DEEPSEEK3_PATTERN, STARCODER_PATTERN, BLOOM_PATTERN],
+                         ids=["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", "deepseek3", "starcoder", "bloom"])
 def test_train_matches_oracle(tmp_path, name, kwargs, specials, pattern):
     text = make_corpus(specials=specials, **kwargs)
     path = write(tmp_path, text)
@@ -123,7 +123,7 @@ def test_long_runs_and_ties(tmp_path):
     extra=st.integers(0, 40),
     specials=st.sampled_from([[], ["<|eot|>"], ["<|eot|>", "b"]]),
     pattern=st.sampled_from([GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN,
-                             DEEPSEEK3_PATTERN, STARCODER_PATTERN]),
+                             DEEPSEEK3_PATTERN, STARCODER_PATTERN, BLOOM_PATTERN]),
     num_processes=st.sampled_from([1, 2]),
     chunk_bytes=st.sampled_from([None, 8, 40]),
 )
