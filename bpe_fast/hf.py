@@ -81,7 +81,7 @@ from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, DIGIT_RUNS_GPT2_PATT
 from .procs import started
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
-from .ranks import not_as_ranks, ranks_of_model
+from .ranks import not_as_ranks, ranks_of_merge_list, ranks_of_model
 from .token_arrays import all_distinct
 
 if TYPE_CHECKING:
@@ -639,8 +639,6 @@ def _ranks_of_python(path: StrPath, model: dict[str, Any], vocab: Vocab, merges:
     """_read_python's model as tiktoken's ranks when it is (ranks.not_as_ranks), else None; and, for a refusal of
     a file with ignore_merges that is not, why it is not (else ""). vocab: the model's, read and checked;
     contents: the added tokens'."""
-    from .ranks import ranks_of_merge_list
-
     if model.get("ignore_merges") is not True:
         return None, ""
     try:

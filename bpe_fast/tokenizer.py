@@ -1926,9 +1926,13 @@ def _ids_of_shared_bytes(wanted: dict[str, Any] | None, vocab: Vocab) -> list[in
         return None
     data = {}
     for token, i in wanted.items():
-        if not isinstance(token, str) or type(i) is not int or vocab.get(i) != token.encode("utf-8", "replace"):
+        try:
+            encoded = token.encode("utf-8")
+        except (AttributeError, UnicodeEncodeError):        # not a str, or a lone surrogate: the rule's checks name it
             return None
-        data[token.encode("utf-8")] = i
+        if type(i) is not int or vocab.get(i) != encoded:
+            return None
+        data[encoded] = i
     if len(set(data.values())) != len(data):        # an id two special tokens share: the rule's check says it
         return None
     shared = any(token in data and data[token] != i for i, token in vocab.items())
