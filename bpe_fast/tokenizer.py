@@ -600,8 +600,9 @@ class Tokenizer:
         """A tokenizer giving tiktoken's ids for tiktoken's ranks: `path_or_ranks` is a `.tiktoken` file
         (``.tiktoken.gz``: gzip) or a dict {token bytes: rank}; `pattern` a name ("o200k", "cl100k", "gpt2", or
         tiktoken's encoding names: "o200k_base", "cl100k_base", "r50k_base", "p50k_base") or a regex; `special_tokens` a dict {str: id}. The ids are the ranks; the merges are recovered from them
-        (bpe_fast.ranks.merges_from_ranks). A bad line of the file is a bpe_fast.formats.FormatError naming the
-        file and line; ranks that tiktoken's rule cannot build a token from are a ValueError naming the token.
+        (bpe_fast.ranks.merges_from_ranks); ranks holding tokens that merging does not make (Llama 3's) are read as
+        tiktoken reads them (by_ranks_only). A bad line of the file is a bpe_fast.formats.FormatError naming the
+        file and line; such a token longer than the 256 bytes the encoder looks up whole is a ValueError naming it.
         Characters are read as tiktoken reads them (Unicode 16.0: with_unicode).
 
         >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
