@@ -5,7 +5,9 @@ Names are imported lazily from the module that owns them, so `import bpe_fast` s
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, TEKKEN_PATTERN
+from .patterns import (BLOOM_PATTERN, DEEPSEEK3_PATTERN, DIGIT_RUNS_GPT2_PATTERN, GPT2_PATTERN, GPT4_PATTERN,
+                       KIMI_PAT_STR, KIMI_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, STARCODER_PATTERN,
+                       TEKKEN_PATTERN)
 # Imported now: the name would otherwise be taken by the submodule bpe_fast.pretokenize once any module
 # imports it.
 from .pretokenize import pretokenize
@@ -44,7 +46,8 @@ _EXPORTS = {
 }
 
 __all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "LLAMA3_PATTERN", "QWEN2_PATTERN", "TEKKEN_PATTERN",
-           "pretokenize", *_EXPORTS]
+           "DEEPSEEK3_PATTERN", "KIMI_PAT_STR", "KIMI_PATTERN", "STARCODER_PATTERN", "DIGIT_RUNS_GPT2_PATTERN",
+           "BLOOM_PATTERN", "pretokenize", *_EXPORTS]
 
 # tiktoken's submodules, by attribute as tiktoken's are (`tiktoken.model.MODEL_TO_ENCODING` after `import tiktoken`)
 _SUBMODULES = frozenset({"core", "load", "model", "registry", "_tiktoken"})

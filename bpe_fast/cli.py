@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
-from .patterns import PATTERNS
+from .patterns import PATTERNS, SHORT_NAMES
 from .procs import MAX_PROCESSES
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class Progress:
 
 def _pattern(value: str) -> str:
     if not value:       # (--pattern "$UNSET": taken for no --pattern, the gpt2 pattern used without a word)
-        raise CliError("--pattern: empty; give gpt2, gpt4, o200k, llama3, qwen2, tekken, deepseek3, kimi, starcoder, bloom or a regex")
+        raise CliError(f"--pattern: empty; give {', '.join(SHORT_NAMES)} or a regex")
     if value in PATTERNS:
         return PATTERNS[value]
     if value.isidentifier() and value.lower() == value and len(value) < 12:
@@ -152,10 +152,15 @@ def _pattern(value: str) -> str:
     return value
 
 
+_TOKENIZER_FORMS = ("a folder Tokenizer.save (or train -o) wrote, a folder holding HF's tokenizer.json, a "
+                    "tokenizer.json, or the name of one of tiktoken's encodings")
+
+
 def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
-    """A folder Tokenizer.save wrote, an HF tokenizer.json (a file whose name ends in .json), or, when no such
-    path exists, the name of one of tiktoken's encodings (bpe_fast.get_encoding's tokenizer)."""
-    from .formats import path_exists
+    """A folder Tokenizer.save wrote, a folder without vocab.json holding an HF tokenizer.json (export --hf-dir's),
+    an HF tokenizer.json (a file whose name ends in .json), or, when no such path exists, the name of one of
+    tiktoken's encodings (bpe_fast.get_encoding's tokenizer)."""
+    from .formats import CONFIG_FILE, VOCAB_FILE, path_exists
     from .registry import get_encoding, list_encoding_names
     from .tokenizer import Tokenizer
     try:
@@ -170,11 +175,17 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
         if path not in names:
             raise CliError(f"{flag} {path}: no such tokenizer directory (nor one of tiktoken's encodings: "
                            f"{', '.join(names)})")
+    is_file = os.path.isfile(path)
+    if is_file and (not path.endswith(".json") or os.path.basename(path) in (VOCAB_FILE, CONFIG_FILE)):
+        raise CliError(f"{flag} {path}: a file that is no tokenizer.json; {flag} takes {_TOKENIZER_FORMS}")
+    hf_file = os.path.join(path, "tokenizer.json")
+    if os.path.isdir(path) and not os.path.exists(os.path.join(path, VOCAB_FILE)) and os.path.isfile(hf_file):
+        path = hf_file      # a folder export --hf-dir wrote (or HF's own): its tokenizer.json
+        is_file = True
     try:        # what is wrong with it names the file (and line); the flag says which of the tokenizers it is
         if not exists:
             return get_encoding(path).tokenizer
-        if os.path.isfile(path) and path.endswith(".json") and os.path.basename(path) not in ("vocab.json",
-                                                                                              "bpe_fast.json"):
+        if is_file:
             return Tokenizer.from_hf(path)
         return Tokenizer.load(path)
     except (OSError, ValueError) as exc:
@@ -1044,8 +1055,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--special-token", action="append", default=[], metavar="TOK",
                        help="a special token (repeatable); it splits the text and is never merged")
         p.add_argument("--pattern", default=None,
-                       help="gpt2 (default), gpt4 (= cl100k), o200k, llama3, qwen2, tekken, deepseek3, kimi, starcoder, bloom, or a "
-                            "regex")
+                       help=f"{SHORT_NAMES[0]} (default), {SHORT_NAMES[1]} (= cl100k), {', '.join(SHORT_NAMES[2:])}, "
+                            "or a regex")
         p.add_argument("--errors", choices=["strict", "replace"], default="strict",
                        help="invalid UTF-8: fail (strict) or substitute U+FFFD (replace)")
         p.add_argument("--text-field", default="text", metavar="NAME",

@@ -102,6 +102,8 @@ BLOOM_SPLIT = r""" ?[^(\s|[.,!?…。，、।۔،])]+"""
 _BLOOM_RUN = r"""(?m: ?[^(\s|.,!?…。，、।۔،)]+)"""
 BLOOM_PATTERN = f"{_BLOOM_RUN}|(?:(?!{_BLOOM_RUN})[\\s\\S])+"
 
+# bpe_fast's short names of its patterns (cl100k, gpt4's other name, aside), as the CLI's help lists them
+SHORT_NAMES = ("gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", "deepseek3", "kimi", "starcoder", "bloom")
 # by name: bpe_fast's short names, and tiktoken's encoding names (a name is never read as a regex: "cl100k_base"
 # as a regex would match only itself, and encode most text to nothing)
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "cl100k": GPT4_PATTERN, "o200k": O200K_PATTERN,

@@ -544,6 +544,31 @@ def test_export_hf_gives_the_same_ids(tmp_path, corpus, pattern, capsys):
     assert hf.decode(ours.encode(text), skip_special_tokens=False) == text
 
 
+def test_t_takes_the_folder_export_hf_dir_writes(tmp_path, tokdir, capsys):
+    # 'show -t DIR' of a folder export --hf-dir wrote said it had no vocab.json and to use Tokenizer.from_hf (the
+    # Python API) where -t DIR/tokenizer.json worked; found by helper-114's README audit
+    pytest.importorskip("tokenizers", reason="HF tokenizers is not installed")
+    assert run(["-q", "export", "-t", str(tokdir), "--hf-dir", str(tmp_path / "hfd")], capsys)[0] == 0
+    assert not (tmp_path / "hfd" / "vocab.json").exists()
+    text = "Once upon a time, 1234 \u00e9t\u00e9s"
+    shown = []
+    for given in (tokdir, tmp_path / "hfd", tmp_path / "hfd" / "tokenizer.json"):
+        assert main(["show", "-t", str(given), text]) == 0
+        shown.append(capsys.readouterr().out)
+    assert shown[0] == shown[1] == shown[2] != ""
+
+
+@pytest.mark.parametrize("name", ["vocab.json", "merges.txt", "bpe_fast.json", "notes.txt"])
+def test_t_of_a_file_that_is_no_tokenizer_json_says_what_t_takes(tmp_path, tokdir, name, capsys):
+    given = tokdir / name if name != "notes.txt" else tmp_path / name
+    if name == "notes.txt":
+        given.write_text("hello")
+    code, err = run(["show", "-t", str(given), "hi"], capsys)
+    assert code != 0
+    assert f"bpe-fast: -t {given}: a file that is no tokenizer.json; -t takes a folder Tokenizer.save" in err, err
+    assert "Tokenizer.from" not in err      # no Python call for a command-line user
+
+
 @pytest.mark.parametrize("pattern", ["gpt2", "gpt4"])
 def test_export_tiktoken_gives_the_same_ids(tmp_path, corpus, pattern, capsys):
     tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is not installed")
@@ -1182,7 +1207,7 @@ def test_a_bad_tokenizer_is_named_by_its_flag(tmp_path, tokdir, corpus, capsys):
     text.write_text("Once upon a time")
     cases = [(["encode", "-t", str(bad), str(text), "-o", str(tmp_path / "x.npy")], f"-t: {bad / 'vocab.json'}:2: "),
              (["report", "-t", str(tokdir), "--against", str(text), "--eval", str(text), "-o", str(tmp_path / "r.html")],
-              f"--against: {text} is a file, not a folder"),
+              f"--against {text}: a file that is no tokenizer.json; --against takes a folder"),
              (["train", str(text), "--continue-from", str(bad), "--vocab-size", "700", "-o", str(tmp_path / "t")],
               f"--continue-from: {bad / 'vocab.json'}:2: ")]
     for argv, message in cases:
