@@ -195,7 +195,11 @@ def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
 
 def read_bytes(path: StrPath) -> bytes:
     """The bytes of the file at path (the file a FolderPin holds open under that path, while one is in use);
-    FileNotFoundError naming it, and any other OSError naming it too."""
+    FileNotFoundError naming it, and any other OSError naming it too. A path that is not a str, bytes or
+    os.PathLike is a TypeError before anything is opened (open() takes an int for a descriptor: the caller's,
+    which it would read and then close)."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"a file's path must be a str or os.PathLike, got {type(path).__name__}")
     pinned = _PINNED.get()
     fd = pinned.get(os.path.abspath(path)) if pinned else None
     if fd is not None:

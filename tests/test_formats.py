@@ -538,3 +538,17 @@ def test_a_folder_wrong_in_merges_and_config_names_the_merges_first(tmp_path):
                                          encoding="utf-8")
     with pytest.raises(FormatError, match=r"bpe_fast\.json:\d+: training's merge_counts has 2 counts for 1 merges"):
         Tokenizer.load(tmp_path)
+
+
+@pytest.mark.parametrize("reader", ["from_files vocab", "from_files merges", "from_hf", "read_vocab", "read_merges"])
+def test_a_descriptor_given_for_a_path_is_refused_and_left_open(tmp_path, reader):
+    # open() takes an int for a file descriptor: from_files(fd, ...) built a tokenizer from whatever the caller's
+    # descriptor was open on, then closed it (from_hf(1) closed stdout); found by helper-115's bad-input fuzz
+    vocab, merges = FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt"
+    calls = {"from_files vocab": lambda fd: bpe_fast.Tokenizer.from_files(fd, merges),
+             "from_files merges": lambda fd: bpe_fast.Tokenizer.from_files(vocab, fd),
+             "from_hf": bpe_fast.Tokenizer.from_hf, "read_vocab": F.read_vocab, "read_merges": F.read_merges}
+    with open(vocab, "rb") as held:
+        with pytest.raises(TypeError, match="a file's path must be a str or os.PathLike, got int"):
+            calls[reader](held.fileno())
+        assert os.fstat(held.fileno()).st_size > 0 and held.read(1) == b"{"     # still the caller's, still open
