@@ -17,10 +17,12 @@ from __future__ import annotations
 import codecs
 import contextlib
 import contextvars
+import errno
 import hashlib
 import io
 import json
 import os
+import stat
 import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -894,6 +896,9 @@ def _read_folder_config(directory: str, num_merges: int) -> tuple[list[str], str
 
     config_path = os.path.join(directory, CONFIG_FILE)
     if not os.path.exists(config_path):
+        if os.path.lexists(config_path):    # a link to nothing: not a folder without one (GPT-2's files)
+            raise FileNotFoundError(f"{config_path}: a symbolic link to {os.readlink(config_path)}, which does "
+                                    "not exist")
         return [], GPT2_PATTERN, None
     specials, pattern = read_config(config_path)
     return specials, pattern, read_training(config_path, num_merges)
@@ -940,10 +945,17 @@ class FolderPin:
         self._held: list[tuple[str, int | None, tuple[int, int] | None]] = []
         for name in (VOCAB_FILE, MERGES_FILE, CONFIG_FILE, CACHE_FILE):
             path = os.path.join(os.fspath(directory), name)
-            try:
-                fd: int | None = os.open(path, os.O_RDONLY)
+            try:        # (O_NONBLOCK: opening a named pipe waits for a writer otherwise; a file ignores it)
+                fd: int | None = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
             except OSError:             # missing, or not to be opened: then only what the path names is compared
                 fd = None
+            if fd is not None:
+                mode = os.fstat(fd).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # (a folder: read_bytes names it, as it did)
+                    os.close(fd)
+                    self.close()
+                    raise OSError(errno.EINVAL, "not a regular file (a named pipe or a device, which a load would "
+                                  "wait on or read without end): a tokenizer folder's files are read whole", path)
             self._held.append((path, fd, _identity(os.fstat(fd)) if fd is not None else _path_identity(path)))
 
     def changed(self) -> bool:
@@ -1035,7 +1047,8 @@ def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableAr
     try:
         with np.load(io.BytesIO(read_bytes(path)), allow_pickle=False) as npz:
             contents = {name: npz[name] for name in npz.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, MemoryError) as exc:
+        # (MemoryError: an array's header that claims a shape far beyond the file, which numpy allocates first)
         warnings.warn(f"{path}: cannot be read ({exc}); reading the text files instead", stacklevel=3)
         return None
     version = contents.get("version")

@@ -1477,6 +1477,56 @@ def test_corrupt_cache_warns_naming_the_file_and_reads_the_text_files(cached_fol
         Tokenizer.load(folder)
 
 
+def test_cache_array_claiming_a_huge_shape_warns_and_reads_the_text_files(cached_folder):
+    # an array header whose shape claims far more than the file holds: numpy allocates it first, and the
+    # MemoryError ("931 GiB") escaped the load, where an unreadable cache is a warning (helper-115)
+    import zipfile
+    tok, folder = cached_folder
+    cache = folder / "bpe_fast.npz"
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(cache.read_bytes())) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            body = src.read(info)
+            if info.filename == "decode_pool.npy":     # 10^12 values, the header's length kept (spaces pad it)
+                end = body.index(b"\n")
+                shape = re.search(rb"'shape': \((\d+),", body[:end])
+                header = body[:shape.start(1)] + b"999999999999" + body[shape.end(1):end]
+                grown = len(header) - end
+                assert header.endswith(b" " * (grown + 1))
+                body = header[:end] + body[end:]
+            dst.writestr(info, body)
+    cache.write_bytes(out.getvalue())
+    with pytest.warns(UserWarning, match=r"bpe_fast\.npz: cannot be read"):
+        again = Tokenizer.load(folder)
+    _same_tokenizer(again, tok, make_text(8, 200))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("name", ["bpe_fast.npz", "bpe_fast.json", "vocab.json"])
+def test_a_named_pipe_or_device_in_the_folder_is_refused_naming_it(cached_folder, name):
+    # a named pipe made Tokenizer.load wait for a writer for ever, and a link to /dev/zero read until memory ran
+    # out (helper-115)
+    _, folder = cached_folder
+    (folder / name).unlink()
+    os.mkfifo(folder / name)
+    with pytest.raises(OSError, match=rf"not a regular file .*{re.escape(name)}"):
+        Tokenizer.load(folder)
+    if os.path.exists("/dev/zero"):
+        (folder / name).unlink()
+        (folder / name).symlink_to("/dev/zero")
+        with pytest.raises(OSError, match=rf"not a regular file .*{re.escape(name)}"):
+            Tokenizer.load(folder)
+
+
+def test_a_link_to_nothing_for_bpe_fast_json_is_refused_not_taken_for_no_config(cached_folder, tmp_path):
+    # a dangling bpe_fast.json loaded the folder with no special tokens and GPT-2's pattern, saying nothing
+    _, folder = cached_folder
+    (folder / "bpe_fast.json").rename(tmp_path / "moved.json")
+    (folder / "bpe_fast.json").symlink_to(tmp_path / "gone.json")
+    with pytest.raises(FileNotFoundError, match=r"bpe_fast\.json: a symbolic link to .*gone\.json, which does not exist"):
+        Tokenizer.load(folder)
+
+
 def test_malformed_cache_with_matching_digests_warns_and_reads_the_text_files(cached_folder):
     tok, folder = cached_folder
     cache = folder / "bpe_fast.npz"
