@@ -1193,13 +1193,18 @@ def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
                           f"(pip install 'bpe_fast[parquet]')") from None
     try:
         parquet = pq.ParquetFile(path)
-    except (OSError, pyarrow.ArrowException) as exc:
+    except (OSError, pyarrow.ArrowException, UnicodeDecodeError) as exc:
+        # (UnicodeDecodeError: a damaged footer whose column names are not UTF-8, which pyarrow decodes)
         raise InputError(f"{path}: not a Parquet file ({_message_line(exc)})") from None
     names = parquet.schema_arrow.names
     if text_column not in names:
         parquet.close()
         raise InputError(f"{path}: no column {text_column!r} (columns: {names}); choose one with "
                          f"text_column= (CLI: --text-column)")
+    if names.count(text_column) > 1:        # (pyarrow's field() is a bare KeyError then)
+        parquet.close()
+        raise InputError(f"{path}: {names.count(text_column)} columns named {text_column!r} (columns: {names}): "
+                         "which one holds the text is not known")
     kind = parquet.schema_arrow.field(text_column).type
     if pyarrow.types.is_dictionary(kind):       # dictionary-encoded strings (a pandas categorical column)
         kind = kind.value_type

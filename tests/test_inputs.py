@@ -705,6 +705,27 @@ def test_parquet_without_the_column_lists_the_columns(tmp_path):
 
 
 @needs_pyarrow
+@pytest.mark.parametrize("processes", [1, 2])
+def test_parquet_with_two_text_columns_or_a_damaged_footer_names_the_file(tmp_path, processes):
+    # pyarrow writes two columns of one name without complaint, and field() of that name is then a bare
+    # KeyError; a footer whose column name is not UTF-8 a bare UnicodeDecodeError (helper-115)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    twice = tmp_path / "twice.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(["a b", "c d"]), pa.array(["e", "f"])], names=["text", "text"]),
+                   twice)
+    with pytest.raises(InputError, match=r"twice\.parquet: 2 columns named 'text' \(columns: \['text', 'text'\]\)"):
+        count_pretokens(twice, num_processes=processes)
+    write_parquet(tmp_path / "c.parquet", ["a b", "c d", "e f"])
+    data = (tmp_path / "c.parquet").read_bytes()
+    assert b"\x04text" in data              # the column's name as the footer's Thrift writes it (length 4, bytes)
+    damaged = tmp_path / "damaged.parquet"
+    damaged.write_bytes(data.replace(b"\x04text", b"\x04\xdfext"))
+    with pytest.raises(InputError, match=r"damaged\.parquet: not a Parquet file \("):
+        count_pretokens(damaged, num_processes=processes)
+
+
+@needs_pyarrow
 def test_parquet_row_groups_are_read_by_the_workers(tmp_path, monkeypatch):
     # several files of several row groups (with nulls and non-ASCII text): with 2 processes the workers and the
     # caller's thread each read the row groups they claim; the counts, merges and corpus statistics are those
