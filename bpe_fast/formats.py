@@ -765,10 +765,13 @@ def read_special_lstrip(directory: StrPath, special_tokens: Iterable[str]) -> li
 _CORPUS_KEYS = ("bytes", "documents", "pretokens", "pretoken_bytes", "distinct_pretokens")
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
 def check_training(training: object, num_merges: int | None = None) -> dict[str, Any] | None:
-    """What training recorded, checked: None, or a dict with "merge_counts" (a list of ints >= 0, one a merge
+    """What training recorded, checked: None, or a dict with "merge_counts" (a list of int64s >= 0, one a merge
     when num_merges is given) and "corpus" (a dict of some of "bytes", "documents", "pretokens",
-    "pretoken_bytes", "distinct_pretokens": ints >= 0), both optional. Returns a copy; ValueError saying what
+    "pretoken_bytes", "distinct_pretokens": int64s >= 0), both optional. Returns a copy; ValueError saying what
     is wrong.
 
     >>> check_training({"merge_counts": [7, 7], "corpus": {"bytes": 33}}, num_merges=2)
@@ -784,17 +787,19 @@ def check_training(training: object, num_merges: int | None = None) -> dict[str,
     out: dict[str, Any] = {}
     if "merge_counts" in training:
         counts = training["merge_counts"]
-        if not isinstance(counts, list) or not set(map(type, counts)) <= {int} or min(counts, default=0) < 0:
-            raise ValueError("training's merge_counts must be a list of ints >= 0")
+        if (not isinstance(counts, list) or not set(map(type, counts)) <= {int} or min(counts, default=0) < 0
+                or max(counts, default=0) > _INT64_MAX):
+            raise ValueError("training's merge_counts must be a list of ints from 0 to 2**63 - 1 (int64, as "
+                             "counting keeps them)")
         if num_merges is not None and len(counts) != num_merges:
             raise ValueError(f"training's merge_counts has {len(counts)} counts for {num_merges} merges")
         out["merge_counts"] = list(counts)
     if "corpus" in training:
         corpus = training["corpus"]
-        if not isinstance(corpus, dict) or not all(k in _CORPUS_KEYS and type(v) is int and v >= 0
+        if not isinstance(corpus, dict) or not all(k in _CORPUS_KEYS and type(v) is int and 0 <= v <= _INT64_MAX
                                                    for k, v in corpus.items()):
-            raise ValueError(f"training's corpus must map some of {', '.join(_CORPUS_KEYS)} to ints >= 0, "
-                             f"got {corpus!r}")
+            raise ValueError(f"training's corpus must map some of {', '.join(_CORPUS_KEYS)} to ints from 0 to "
+                             f"2**63 - 1, got {corpus!r}")
         out["corpus"] = dict(corpus)
     return out
 
