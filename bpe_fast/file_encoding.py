@@ -148,6 +148,7 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
     tokens written.
     """
     input_path = check_input_file(input_path)
+    _check_not_the_input(input_path, output_path)
     for name, value in (("text_field", text_field), ("text_column", text_column)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__}")
@@ -172,6 +173,20 @@ def encode_file(tokenizer: Tokenizer, input_path: StrPath, output_path: StrPath,
         size = os.path.getsize(input_path) if os.path.isfile(input_path) else 0
         progress("encode", size, size)
     return count
+
+
+def _check_not_the_input(input_path: str, output_path: StrPath) -> None:
+    """A ValueError when output_path names the input file (itself, a link to it, another name of it): the
+    finished .npy would be renamed over the corpus."""
+    if not isinstance(output_path, (str, bytes, os.PathLike)):
+        raise TypeError(f"output_path must be a str or os.PathLike, got {type(output_path).__name__}")
+    try:
+        same = os.path.samefile(input_path, output_path)
+    except OSError:             # (no such output yet, or not to be looked at: the write says why)
+        return
+    if same:
+        raise ValueError(f"output_path {os.fspath(output_path)} is the input file {input_path}: its ids would "
+                         "replace the corpus; give another file")
 
 
 def _check_output_folder(output_path: StrPath) -> None:

@@ -1338,3 +1338,24 @@ def test_a_symbolic_link_to_nothing_or_in_a_loop_is_named_so(tmp_path):
         encode_file(Tokenizer({i: bytes([i]) for i in range(256)}, []), tmp_path / "dangling.txt", tmp_path / "x.npy")
     with pytest.raises(FileNotFoundError, match=r"corpus file not found: '.*missing\.txt'$"):
         count_pretokens(tmp_path / "missing.txt", num_processes=1)
+
+
+@pytest.mark.parametrize("how", ["itself", "a link to it", "a hard link"])
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl"])
+def test_encode_file_refuses_to_write_over_its_input(tmp_path, how, suffix):
+    # encode_file(tok, "x.txt", "x.txt") renamed the finished .npy over the corpus, saying nothing (the CLI
+    # refused it); found by helper-115
+    import os
+    from bpe_fast import Tokenizer, encode_file
+    corpus = tmp_path / f"c{suffix}"
+    corpus.write_text('{"text": "hello world"}\n' if suffix == ".jsonl" else "hello world\n")
+    before = corpus.read_bytes()
+    output = {"itself": corpus, "a link to it": tmp_path / "link.npy", "a hard link": tmp_path / "hard.npy"}[how]
+    if how == "a link to it":
+        output.symlink_to(corpus)
+    elif how == "a hard link":
+        os.link(corpus, output)
+    with pytest.raises(ValueError, match=rf"output_path {re.escape(str(output))} is the input file "):
+        encode_file(Tokenizer({i: bytes([i]) for i in range(256)}, []), corpus, output)
+    assert corpus.read_bytes() == before
+    assert encode_file(Tokenizer({i: bytes([i]) for i in range(256)}, []), corpus, tmp_path / "ids.npy") > 0
