@@ -660,9 +660,33 @@ def _read_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
     return found
 
 
+class _RepeatedKey(Exception):
+    pass
+
+
+def _refuse_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json.loads' object_pairs_hook: the object, or _RepeatedKey(key) for a key given twice (which json.loads
+    would read as its last value, saying nothing)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return out
+
+
 def _parse_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
     text = read_text(path)
-    config = parse_json(path, text)
+    try:
+        config = parse_json(path, text, object_pairs_hook=_refuse_repeats)
+    except _RepeatedKey as exc:
+        key = exc.args[0]
+        quoted = json.dumps(key)
+        second = text.find(quoted, text.find(quoted) + 1)      # (where it is written as json.dumps writes it)
+        raise FormatError(path, text.count("\n", 0, second) + 1 if second >= 0 else None,
+                          f"key {quoted} given twice (which one is meant is not known)") from None
     if not isinstance(config, dict):
         raise FormatError(path, 1, "must hold one JSON object")
     return text, config

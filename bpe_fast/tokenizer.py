@@ -744,6 +744,7 @@ class Tokenizer:
         were caught halfway (its process paused between two): read again if they changed, else taken as they are
         (or the error raised).
         """
+        directory = os.fsdecode(directory)     # (a bytes path too, as from_files takes one)
         for attempt in range(LOAD_TRIES):
             if attempt:
                 time.sleep(0.002 * attempt)     # a save under way: a little longer for it to end each time

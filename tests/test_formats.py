@@ -558,3 +558,27 @@ def test_a_descriptor_given_for_a_path_is_refused_and_left_open(tmp_path, reader
         with pytest.raises(TypeError, match="a file's path must be a str or os.PathLike, got int"):
             calls[reader](held.fileno())
         assert os.fstat(held.fileno()).st_size > 0 and held.read(1) == b"{"     # still the caller's, still open
+
+
+def test_a_key_given_twice_in_bpe_fast_json_is_refused_naming_its_line(tmp_path):
+    # json.loads reads a repeated "pattern" or "special_tokens" as its last value: a folder loaded with the
+    # second of two patterns, saying nothing, where vocab.json refuses a token given twice (helper-115)
+    from bpe_fast import Tokenizer
+    folder = tmp_path / "tok"
+    Tokenizer({i: bytes([i]) for i in range(256)}, [], special_tokens=["<|e|>"]).save(folder)
+    config = folder / F.CONFIG_FILE
+    lines = config.read_text("utf-8").splitlines()
+    at = next(k for k, line in enumerate(lines) if line.lstrip().startswith('"special_tokens"'))
+    lines.insert(at, '  "special_tokens": ["<|x|>"],')
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=rf'{re.escape(str(config))}:{at + 2}: key "special_tokens" given twice'):
+        Tokenizer.load(folder)
+
+
+def test_a_folder_named_by_bytes_loads(tmp_path):
+    # Tokenizer.load(b"/path") was "Can't mix strings and bytes in path components"; from_files takes bytes paths
+    from bpe_fast import Tokenizer
+    tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"ab"}, [(b"a", b"b")], special_tokens=["<|e|>"])
+    tok.save(tmp_path / "tok")
+    again = Tokenizer.load(os.fsencode(tmp_path / "tok"))
+    assert again.encode("abab<|e|>") == tok.encode("abab<|e|>") == [256, 256, 257]
