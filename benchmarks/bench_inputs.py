@@ -1,5 +1,6 @@
 """Counting the same corpus arriving in each form: a text file, .gz, JSON lines, Parquet, an iterator of
-documents (issue 14's targets: iterator within 1.3x of the file, .gz within 1.5x, Parquet within 1.3x).
+documents (issue 14's targets: iterator within 1.3x of the file, .gz within 1.5x, Parquet within 1.3x), and a
+folder holding each document as a file of its own (a source tree, a dataset saved one document a file).
 
     pytest benchmarks/bench_inputs.py                                   # the session corpus (see conftest.py)
     pytest benchmarks/bench_inputs.py --corpus /data/real.txt --corpus-bytes all
@@ -40,7 +41,7 @@ except ImportError:          # run as a script
     pytest = None
 
 EOT = "<|endoftext|>"
-FORMS = ("file", "iterator", "gz", "parquet", "jsonl")
+FORMS = ("file", "iterator", "gz", "parquet", "jsonl", "folder")
 
 
 def stream_documents(path, block=1 << 20, decode=True):
@@ -77,7 +78,19 @@ def make_forms(text_path, folder):
     # row groups of about 64 MB, as dataset writers make them
     rows = max(1, int(len(docs) * 64e6 / max(1, os.path.getsize(text_path))))
     pq.write_table(pyarrow.table({"text": docs}), parquet, row_group_size=rows)
-    return {"file": str(text_path), "gz": str(gz), "jsonl": str(jsonl), "parquet": str(parquet)}
+    files = folder / "documents"
+    files.mkdir()
+    for k, d in enumerate(docs):
+        (files / f"{k:07d}.txt").write_bytes(d.encode())
+    return {"file": str(text_path), "gz": str(gz), "jsonl": str(jsonl), "parquet": str(parquet),
+            "folder": str(files)}
+
+
+def disk_size(path):
+    """A file's size, or a folder's files' together."""
+    if os.path.isdir(path):
+        return sum(entry.stat().st_size for entry in os.scandir(path))
+    return os.path.getsize(path)
 
 
 def count_form(form, inputs, text_path, processes, vocab_size=None, docs=None):
@@ -188,7 +201,7 @@ def main(argv=None):
                                      check=True, capture_output=True, text=True, env=env).stdout
                 runs[label].append(json.loads(out.strip().splitlines()[-1]))
                 print(label, runs[label][-1], file=sys.stderr)
-        sizes = {form: os.path.getsize(inputs[form]) for form in inputs}
+        sizes = {form: disk_size(inputs[form]) for form in inputs}
     median = {label: statistics.median(r["seconds"] for r in runs[label]) for label in builds}
     distinct = {r["distinct"] for label in builds for r in runs[label]}
     assert len(distinct) == 1, f"the forms (or the builds) gave different results: {distinct}"
