@@ -317,7 +317,7 @@ def _count_files_unit(units: Sequence[Sequence[tuple[str, int]]], counter: Chunk
                       share: TailShare | None) -> None:
     """Count run k of small files, each the first `size` bytes of its file, a document of its own (a CountUnit)."""
     for path, size in units[k]:
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:        # (read whole: no buffer to set up)
             _count_range(counter, f, path, 0, size, bytes_done)
 
 
@@ -918,7 +918,8 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     num_processes = check_num_processes(num_processes)
     batch_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     space_cuts = cuts_at_spaces(pattern)
-    overall = _OverallProgress(progress, _text_files_total(sources, budget))
+    sizes: dict[str, int] = {}
+    overall = _OverallProgress(progress, _text_files_total(sources, budget, sizes))
     tables: list[Table] = []
     small: list[tuple[str, int]] = []      # consecutive small text files, counted together
 
@@ -936,7 +937,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             k += 1
             if not budget.take_document():
                 break
-            size = _capped_size(source.path, budget)
+            size = _capped_size(source.path, budget, sizes)
             if stats is not None:
                 stats["bytes"] += size
                 stats["documents"] += 1
@@ -988,7 +989,8 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     return tables or [_empty_table()]
 
 
-def _text_files_total(sources: Sequence[TextFile | Stream], budget: Budget) -> int | None:
+def _text_files_total(sources: Sequence[TextFile | Stream], budget: Budget,
+                      sizes: dict[str, int] | None = None) -> int | None:
     """The bytes count_input_tables will count if every source is a text file (their sizes, within the caps:
     the loop's own reckoning, on a copy of the budget), else None (the documents of compressed files, JSON
     lines and Parquet are known only as they are read)."""
@@ -1000,7 +1002,7 @@ def _text_files_total(sources: Sequence[TextFile | Stream], budget: Budget) -> i
     for path in paths:
         if trial.spent or not trial.take_document():
             break
-        total += _capped_size(path, trial)
+        total += _capped_size(path, trial, sizes)
     return total
 
 
@@ -1035,9 +1037,14 @@ def _tallied(batches: Iterable[Batch | SlotBatch], stats: dict[str, int]) -> Ite
         yield batch
 
 
-def _capped_size(path: str, budget: Budget) -> int:
-    """The bytes of a text file the budget takes (cut back to a character boundary), spent from it."""
-    size = os.path.getsize(path)
+def _capped_size(path: str, budget: Budget, sizes: dict[str, int] | None = None) -> int:
+    """The bytes of a text file the budget takes (cut back to a character boundary), spent from it. sizes: the
+    files' sizes as first looked up, kept (a folder of many small files: one stat each, not one a use)."""
+    size = sizes.get(path) if sizes is not None else None
+    if size is None:
+        size = os.path.getsize(path)
+        if sizes is not None:
+            sizes[path] = size
     if budget.bytes is None:
         return size
     if size <= budget.bytes:

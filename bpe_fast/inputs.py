@@ -331,11 +331,12 @@ def _has_magic(path: str) -> bool:
 def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], text_field: str) -> list[TextFile | Stream]:
     path = os.fsdecode(path)
     if os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
-        files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
-        if not files:
+        with os.scandir(path) as listing:     # (an entry knows whether it is a file: no stat a file, mostly)
+            entries = sorted((entry.name, entry.path) for entry in listing
+                             if not entry.name.startswith(".") and entry.is_file())
+        if not entries:
             raise FileNotFoundError(2, "corpus directory holds no files", path)
-        return [_source_of(f, text_field) for f in files]
+        return [_source_of(f, text_field, is_file=True) for _, f in entries]
     if not os.path.exists(path) and _has_magic(path):
         files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
         if not files:
@@ -354,7 +355,8 @@ def _split_suffix(path: str) -> tuple[str, str]:
     return os.path.splitext(stem)[1], compression
 
 
-def _source_of(path: str, text_field: str = "text") -> TextFile | Stream:
+def _source_of(path: str, text_field: str = "text", is_file: bool | None = None) -> TextFile | Stream:
+    """How the file at path is read; is_file: whether it is a regular file, when the caller knows."""
     suffix, compression = _split_suffix(path)
     if suffix in PARQUET_SUFFIXES:
         if compression:
@@ -363,7 +365,8 @@ def _source_of(path: str, text_field: str = "text") -> TextFile | Stream:
         return Stream("parquet", path, path)
     if suffix in JSONL_SUFFIXES or suffix == JSON_SUFFIX and _is_json_lines(path, text_field):
         return Stream("jsonl", path, path)
-    if compression or not os.path.isfile(path):     # a pipe (<(cmd), /dev/stdin) is read as it comes, not by ranges
+    if compression or not (os.path.isfile(path) if is_file is None else is_file):
+        # (a pipe (<(cmd), /dev/stdin) is read as it comes, not by ranges)
         return Stream("text", path, path)
     return TextFile(path)
 
