@@ -903,6 +903,8 @@ def jsonl_ranges(path: str, pieces: int) -> list[tuple[int, int]] | None:
     if _split_suffix(path)[1] or not os.path.isfile(path):
         return None
     size = os.path.getsize(path)
+    if pieces <= 1:             # (the whole file: nothing to look for in it)
+        return [(0, size)] if size else []
     cuts = [0]
     with open(path, "rb") as f:
         for k in range(1, pieces):
