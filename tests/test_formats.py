@@ -363,15 +363,14 @@ def test_config_and_training_of_the_wrong_shape_and_a_tiktoken_file_for_a_folder
     (folder / F.CONFIG_FILE).write_text("[1, 2]\n", encoding="utf-8")
     with pytest.raises(FormatError, match=rf"{re.escape(str(folder / F.CONFIG_FILE))}:1: must hold one JSON object"):
         Tokenizer.load(folder)
-    with pytest.raises(ValueError, match=r"training's corpus must map some of bytes, documents, .* to ints from 0 "
-                                         r"to 2\*\*63 - 1, got \{'bytes': -1\}"):
+    with pytest.raises(ValueError, match=r"training's corpus must map some of bytes, documents, .* to ints >= 0, "
+                                         r"got \{'bytes': -1\}"):
         F.check_training({"corpus": {"bytes": -1}})
-    # counts beyond int64 loaded, and the report (numpy arrays of them) died of an OverflowError (helper-115)
-    assert F.check_training({"merge_counts": [2 ** 63 - 1], "corpus": {"bytes": 2 ** 63 - 1}}, 1) is not None
+    # merge counts beyond int64 (no engine makes one) loaded, and the report (numpy arrays of them) died of an
+    # OverflowError (helper-115); the corpus's totals may pass it (test_hunt_engine)
+    assert F.check_training({"merge_counts": [2 ** 63 - 1], "corpus": {"pretokens": 2 ** 64}}, 1) is not None
     with pytest.raises(ValueError, match=r"merge_counts must be a list of ints from 0 to 2\*\*63 - 1"):
         F.check_training({"merge_counts": [1, 2 ** 63]})
-    with pytest.raises(ValueError, match=r"corpus must map .* to ints from 0 to 2\*\*63 - 1"):
-        F.check_training({"corpus": {"pretokens": 2 ** 64}})
     (tmp_path / "cl100k_base.tiktoken").write_bytes(b"YQ== 0\n")
     with pytest.raises(NotADirectoryError, match=r"is a file, not a folder: .*; for a \.tiktoken file use "
                                                  r"Tokenizer\.from_tiktoken"):
