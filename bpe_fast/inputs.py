@@ -341,7 +341,7 @@ def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], tex
         files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
         if not files:
             raise FileNotFoundError(2, "no corpus file matches the pattern", path)
-        return [_source_of(f, text_field) for f in files]
+        return [_source_of(f, text_field, is_file=True) for f in files]
     if not os.path.exists(path):
         raise not_found(path)
     return [_source_of(path, text_field)]
