@@ -248,17 +248,18 @@ def count_file_tables(path: str, special_tokens: Sequence[str], pattern: str, nu
         raise exc.with_line(path) from None
 
 
-def count_small_files_tables(files: Sequence[tuple[str, int]], special_tokens: Sequence[str], pattern: str,
+def count_small_files_tables(files: Sequence[tuple[str, int, bool]], special_tokens: Sequence[str], pattern: str,
                              num_processes: int, errors: str, progress: Progress | None,
                              combine: bool = False) -> list[Table]:
-    """Text files each smaller than _IN_PROCESS_BYTES, given as (path, size: the bytes to count, a character
-    boundary), each one document, as count_file_tables counts each: one native table for all of them in the
-    caller (a folder of 20,000 files of a few KB took 5.6 times as long as one file of the same text when each
-    file was counted into its own table, which training then read with each common word once a file), or, when
-    they hold _IN_PROCESS_BYTES or more, runs of consecutive files claimed one at a time by the caller's thread and
-    num_processes - 1 workers, as count_file_tables' byte ranges are. Invalid UTF-8 is named in the first file
-    that has it, in the order given, whoever met it first."""
-    total = sum(size for _, size in files)
+    """Text files each smaller than _IN_PROCESS_BYTES, given as (path, size, whole): whole, the file as it is
+    when read (size: as it was listed, for sharing the work out), else only its first size bytes (a character
+    boundary: a max_bytes cap); each one document, as count_file_tables counts each. One native table for all of
+    them in the caller (a folder of 20,000 files of a few KB took 5.6 times as long as one file of the same text
+    when each file was counted into its own table, which training then read with each common word once a file),
+    or, when they hold _IN_PROCESS_BYTES or more, runs of consecutive files claimed one at a time by the caller's
+    thread and num_processes - 1 workers, as count_file_tables' byte ranges are. Of the files that fail (invalid
+    UTF-8, one gone or not to be read), the first in the order given is named, whoever met which first."""
+    total = sum(size for _, size, _ in files)
     workers = num_processes if total >= _IN_PROCESS_BYTES else 1
     units = _runs_of_files(files, max(64 << 10, min(1 << 20, total // (workers * _RANGES_PER_PROCESS))))
     workers = min(workers, len(units))
@@ -269,20 +270,20 @@ def count_small_files_tables(files: Sequence[tuple[str, int]], special_tokens: S
             for k in range(len(units)):
                 _count_files_unit(units, counter, k, None, None)
                 if progress is not None:
-                    done += sum(size for _, size in units[k])
+                    done += sum(size for _, size, _ in units[k])
                     progress("count", done, total)
             tables = [counter.arrays()]
         else:
             order: dict[str, int] = {}
-            for at, (path, _) in enumerate(files):
+            for at, (path, _, _) in enumerate(files):
                 order.setdefault(path, at)
 
             def first_failure(seen: list[BaseException]) -> BaseException:
-                decode = [e for e in seen if isinstance(e, CorpusDecodeError)]
-                if decode:     # the first in the files' order, not the first a worker met
-                    last = min(order.get(e.path, len(files)) for e in decode)
-                    return _first_bad_file(files[:last + 1]) or decode[0]
-                return seen[0]
+                # the first failing file in the files' order, read again up to the earliest one seen failing
+                at = [order.get(_failed_path(e) or "", len(files)) for e in seen]
+                if min(at) >= len(files):
+                    return seen[0]
+                return _first_bad_file(files[:min(at) + 1], errors) or seen[at.index(min(at))]
 
             own, tables, _ = _count_claimed_units(len(units), functools.partial(_count_files_unit, units),
                                                   special_tokens, pattern, errors, workers, progress, total,
@@ -300,36 +301,62 @@ def count_small_files_tables(files: Sequence[tuple[str, int]], special_tokens: S
         raise exc.with_line(exc.path) from None
 
 
-def _runs_of_files(files: Sequence[tuple[str, int]], run_bytes: int) -> list[list[tuple[str, int]]]:
+def _failed_path(exc: BaseException) -> str | None:
+    """The file an error is about: a CorpusDecodeError's path, an OSError's filename, else None."""
+    if isinstance(exc, CorpusDecodeError):
+        return exc.path
+    name = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+    return name if isinstance(name, str) else None
+
+
+def _runs_of_files(files: Sequence[tuple[str, int, bool]], run_bytes: int) -> list[list[tuple[str, int, bool]]]:
     """The files in runs of consecutive ones holding about run_bytes each (the units workers claim)."""
-    runs: list[list[tuple[str, int]]] = [[]]
+    runs: list[list[tuple[str, int, bool]]] = [[]]
     held = 0
-    for path, size in files:
+    for file in files:
         if held >= run_bytes:
             runs.append([])
             held = 0
-        runs[-1].append((path, size))
-        held += size
+        runs[-1].append(file)
+        held += file[1]
     return runs
 
 
-def _count_files_unit(units: Sequence[Sequence[tuple[str, int]]], counter: ChunkCounter, k: int, bytes_done: Any,
-                      share: TailShare | None) -> None:
-    """Count run k of small files, each the first `size` bytes of its file, a document of its own (a CountUnit)."""
-    for path, size in units[k]:
-        with open(path, "rb", buffering=0) as f:        # (read whole: no buffer to set up)
-            _count_range(counter, f, path, 0, size, bytes_done)
+def _read_small_file(path: str, size: int, whole: bool) -> bytes:
+    """The file as it is now (whole), or its first size bytes: OSError if it holds fewer."""
+    with open(path, "rb") as f:         # (buffered: its read(n) reads on after a short read, as on FUSE mounts)
+        data = f.read() if whole else f.read(size)
+    if len(data) != size and not whole:
+        raise OSError(f"{path} changed while it was read (shorter than planned)")
+    return data
 
 
-def _first_bad_file(files: Sequence[tuple[str, int]]) -> CorpusDecodeError | None:
-    """The first invalid UTF-8 of the files (their first `size` bytes each), in their order."""
-    for path, size in files:
-        with open(path, "rb") as f:
-            data = f.read(size)
+def _count_files_unit(units: Sequence[Sequence[tuple[str, int, bool]]], counter: ChunkCounter, k: int,
+                      bytes_done: Any, share: TailShare | None) -> None:
+    """Count run k of small files, each a document of its own (a CountUnit)."""
+    for path, size, whole in units[k]:
+        data = _read_small_file(path, size, whole)
         try:
-            check_utf8(data)
+            counter.add(data)
         except UnicodeDecodeError as exc:
-            return CorpusDecodeError(path, exc.start, exc.reason)
+            raise CorpusDecodeError(path, exc.start, exc.reason) from None
+        if bytes_done is not None:
+            bytes_done.add(len(data))
+
+
+def _first_bad_file(files: Sequence[tuple[str, int, bool]], errors: str) -> BaseException | None:
+    """The error of the first of the files that cannot be read, or (errors "strict") holds invalid UTF-8, in
+    their order; None if none."""
+    for path, size, whole in files:
+        try:
+            data = _read_small_file(path, size, whole)
+        except OSError as exc:
+            return exc
+        if errors == "strict":
+            try:
+                check_utf8(data)
+            except UnicodeDecodeError as exc:
+                return CorpusDecodeError(path, exc.start, exc.reason)
     return None
 
 
@@ -919,16 +946,15 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     num_processes = check_num_processes(num_processes)
     batch_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     space_cuts = cuts_at_spaces(pattern)
-    sizes: dict[str, int] = {}
-    overall = _OverallProgress(progress, _text_files_total(sources, budget, sizes))
+    overall = _OverallProgress(progress, _text_files_total(sources, budget))
     tables: list[Table] = []
-    small: list[tuple[str, int]] = []      # consecutive small text files, counted together
+    small: list[tuple[str, int, bool]] = []     # consecutive small text files, counted together
 
     def count_small() -> None:
         if small:
             tables.extend(count_small_files_tables(small, special_tokens, pattern, num_processes, errors,
                                                    overall.part(), combine))
-            overall.counted(sum(size for _, size in small))
+            overall.counted(sum(size for _, size, _ in small))
             small.clear()
 
     k = 0
@@ -938,12 +964,12 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             k += 1
             if not budget.take_document():
                 break
-            size = _capped_size(source.path, budget, sizes)
+            size, whole = _capped_size(source.path, budget)
             if stats is not None:
                 stats["bytes"] += size
                 stats["documents"] += 1
             if size < _IN_PROCESS_BYTES and size <= batch_bytes:    # (what count_file_tables counts whole)
-                small.append((source.path, size))
+                small.append((source.path, size, whole))
                 continue
             count_small()
             tables.extend(count_file_tables(source.path, special_tokens, pattern, num_processes, errors,
@@ -990,8 +1016,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     return tables or [_empty_table()]
 
 
-def _text_files_total(sources: Sequence[TextFile | Stream], budget: Budget,
-                      sizes: dict[str, int] | None = None) -> int | None:
+def _text_files_total(sources: Sequence[TextFile | Stream], budget: Budget) -> int | None:
     """The bytes count_input_tables will count if every source is a text file (their sizes, within the caps:
     the loop's own reckoning, on a copy of the budget), else None (the documents of compressed files, JSON
     lines and Parquet are known only as they are read)."""
@@ -1003,7 +1028,7 @@ def _text_files_total(sources: Sequence[TextFile | Stream], budget: Budget,
     for path in paths:
         if trial.spent or not trial.take_document():
             break
-        total += _capped_size(path, trial, sizes)
+        total += _capped_size(path, trial)[0]
     return total
 
 
@@ -1038,25 +1063,21 @@ def _tallied(batches: Iterable[Batch | SlotBatch], stats: dict[str, int]) -> Ite
         yield batch
 
 
-def _capped_size(path: str, budget: Budget, sizes: dict[str, int] | None = None) -> int:
-    """The bytes of a text file the budget takes (cut back to a character boundary), spent from it. sizes: the
-    files' sizes as first looked up, kept (a folder of many small files: one stat each, not one a use)."""
-    size = sizes.get(path) if sizes is not None else None
-    if size is None:
-        size = os.path.getsize(path)
-        if sizes is not None:
-            sizes[path] = size
+def _capped_size(path: str, budget: Budget) -> tuple[int, bool]:
+    """(the bytes of a text file the budget takes, cut back to a character boundary, spent from it; whether that
+    is the whole file)."""
+    size = os.path.getsize(path)
     if budget.bytes is None:
-        return size
+        return size, True
     if size <= budget.bytes:
         budget.bytes -= size
-        return size
+        return size, True
     with open(path, "rb") as f:
         f.seek(max(0, budget.bytes - 3))
         near = f.read(4)
     size = max(0, budget.bytes - 3) + utf8_boundary(near, min(3, budget.bytes))
     budget.bytes = 0
-    return size
+    return size, False
 
 
 def _empty_table() -> Table:

@@ -333,7 +333,7 @@ def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], tex
     if os.path.isdir(path):
         with os.scandir(path) as listing:     # (an entry knows whether it is a file: no stat a file, mostly)
             entries = sorted((entry.name, entry.path) for entry in listing
-                             if not entry.name.startswith(".") and entry.is_file())
+                             if not entry.name.startswith(".") and _is_file(entry))
         if not entries:
             raise FileNotFoundError(2, "corpus directory holds no files", path)
         return [_source_of(f, text_field, is_file=True) for _, f in entries]
@@ -345,6 +345,16 @@ def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], tex
     if not os.path.exists(path):
         raise not_found(path)
     return [_source_of(path, text_field)]
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """Whether a folder's entry is a file (through a link), False where that cannot be told (a loop of links, a
+    link into a folder not to be looked into), as os.path.isfile says: such entries are passed over, as a glob
+    passes them over."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def _split_suffix(path: str) -> tuple[str, str]:

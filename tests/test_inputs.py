@@ -223,6 +223,50 @@ def test_invalid_utf8_in_small_files_names_the_first_bad_file(tmp_path, monkeypa
         assert err.value.path.endswith("009.txt") and err.value.offset == 110 and err.value.line == line, str(err.value)
 
 
+def test_small_files_are_read_as_they_are_when_counted_and_the_first_failure_in_order_is_named(tmp_path, monkeypatch):
+    # helper-116: sizes taken at listing made a file shortened since an error and one grown since cut (inside a
+    # character, maybe); and a later missing file, met first by a worker, was named before an earlier bad one
+    import os
+    import bpe_fast.count_workers as cw
+    monkeypatch.setattr(cw, "_IN_PROCESS_BYTES", 2000)
+    (tmp_path / "grown.txt").write_text("héllo wörld " * 20, encoding="utf-8")
+    (tmp_path / "shrunk.txt").write_text("ab", encoding="utf-8")
+    files = [(str(tmp_path / "grown.txt"), 7, True), (str(tmp_path / "shrunk.txt"), 50, True)]
+    tables = cw.count_small_files_tables(files, [], GPT2_PATTERN, 1, "strict", None)
+    counted = {bytes(t[0][t[1][j]:t[1][j + 1]]): int(t[2][j]) for t in tables for j in range(len(t[2]))}
+    assert counted == dict(oracle_docs(["héllo wörld " * 20, "ab"]))      # (EOT: the oracle's document break)
+    with pytest.raises(OSError, match=r"shrunk\.txt changed while it was read"):        # a max_bytes cut: size is due
+        cw.count_small_files_tables([(str(tmp_path / "shrunk.txt"), 50, False)], [], GPT2_PATTERN, 1, "strict", None)
+    names = []
+    for k in range(60):
+        path = tmp_path / f"f{k:02d}.txt"
+        path.write_bytes(make_corpus(900 + k, n_words=60).encode()[:700].decode("utf-8", "ignore").encode())
+        names.append((str(path), os.path.getsize(path), True))
+    (tmp_path / "f40.txt").write_bytes(b"ok \xff")
+    names[40] = (names[40][0], 4, True)
+    gone = [*names[:20], (str(tmp_path / "gone.txt"), 500, True), *names[20:]]
+    for procs in (1, 2, 3):
+        with pytest.raises(CorpusDecodeError, match=r"f40\.txt"):
+            cw.count_small_files_tables(names, [], GPT2_PATTERN, procs, "strict", None)
+        with pytest.raises(FileNotFoundError, match=r"gone\.txt"):
+            cw.count_small_files_tables(gone, [], GPT2_PATTERN, procs, "strict", None)
+        with pytest.raises(FileNotFoundError, match=r"gone\.txt"):       # replace: the bad bytes are no error
+            cw.count_small_files_tables(gone, [], GPT2_PATTERN, procs, "replace", None)
+
+
+def test_a_folder_passes_over_links_it_cannot_follow_as_a_glob_does(tmp_path):
+    # os.DirEntry.is_file() raises for a loop of links, where os.path.isfile (and a glob) says False (helper-116)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    write_text(folder / "a.txt", "hello world")
+    (folder / "loop1").symlink_to(folder / "loop2")
+    (folder / "loop2").symlink_to(folder / "loop1")
+    (folder / "dangling").symlink_to(tmp_path / "nothing")
+    expected = oracle_docs(["hello world"])
+    assert count_pretokens(folder, [EOT], num_processes=1) == expected
+    assert count_pretokens(str(folder / "*"), [EOT], num_processes=1) == expected
+
+
 @needs_pyarrow
 def test_mixed_list_of_inputs_in_order(tmp_path):
     docs = documents(4, n=9)
