@@ -179,8 +179,10 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
     if is_file and (not path.endswith(".json") or os.path.basename(path) in (VOCAB_FILE, CONFIG_FILE)):
         raise CliError(f"{flag} {path}: a file that is no tokenizer.json; {flag} takes {_TOKENIZER_FORMS}")
     hf_file = os.path.join(path, "tokenizer.json")
-    if os.path.isdir(path) and not os.path.exists(os.path.join(path, VOCAB_FILE)) and os.path.isfile(hf_file):
-        path = hf_file      # a folder export --hf-dir wrote (or HF's own): its tokenizer.json
+    if os.path.isdir(path) and not os.path.exists(os.path.join(path, CONFIG_FILE)) and os.path.isfile(hf_file):
+        # a folder export --hf-dir wrote, or transformers' save_pretrained (vocab.json and merges.txt beside it:
+        # read as GPT-2's files they would give GPT-2's pattern and no special tokens): its tokenizer.json
+        path = hf_file
         is_file = True
     try:        # what is wrong with it names the file (and line); the flag says which of the tokenizers it is
         if not exists:
@@ -1005,8 +1007,9 @@ _num_processes = _int_at_least(1, MAX_PROCESSES)
 _non_negative_int = _int_at_least(0)
 
 
-_TOKENIZER_HELP = ("a folder written by train (or Tokenizer.save), an HF tokenizer.json, or an encoding's name (cl100k_base, "
-                   "o200k_base, gpt2, ...: its ranks read from this machine, see bpe_fast.get_encoding)")
+_TOKENIZER_HELP = ("a folder written by train (or Tokenizer.save), an HF tokenizer.json or a folder holding one "
+                   "(export --hf-dir's, save_pretrained's), or an encoding's name (cl100k_base, o200k_base, gpt2, "
+                   "...: its ranks read from this machine, see bpe_fast.get_encoding)")
 
 
 class _Parser(argparse.ArgumentParser):

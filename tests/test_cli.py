@@ -556,6 +556,15 @@ def test_t_takes_the_folder_export_hf_dir_writes(tmp_path, tokdir, capsys):
         assert main(["show", "-t", str(given), text]) == 0
         shown.append(capsys.readouterr().out)
     assert shown[0] == shown[1] == shown[2] != ""
+    # transformers' save_pretrained writes vocab.json and merges.txt beside tokenizer.json: read as GPT-2's files
+    # they gave GPT-2's pattern and no special tokens (<|endoftext|> cut into pieces); helper-116
+    for name in ("vocab.json", "merges.txt"):
+        (tmp_path / "hfd" / name).write_bytes((tokdir / name).read_bytes())
+    special = f"a{EOT}b"
+    assert main(["show", "-t", str(tmp_path / "hfd"), special]) == 0
+    assert main(["show", "-t", str(tokdir), special]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:len(out) // 2] == out[len(out) // 2:] and f"[{EOT}]" in out[0], out
 
 
 @pytest.mark.parametrize("name", ["vocab.json", "merges.txt", "bpe_fast.json", "notes.txt"])
