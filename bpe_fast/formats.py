@@ -22,6 +22,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import warnings
 import zipfile
@@ -682,11 +683,12 @@ def _parse_json_object(path: StrPath) -> tuple[str, dict[str, Any]]:
     try:
         config = parse_json(path, text, object_pairs_hook=_refuse_repeats)
     except _RepeatedKey as exc:
-        key = exc.args[0]
-        quoted = json.dumps(key)
-        second = text.find(quoted, text.find(quoted) + 1)      # (where it is written as json.dumps writes it)
-        raise FormatError(path, text.count("\n", 0, second) + 1 if second >= 0 else None,
-                          f"key {quoted} given twice (which one is meant is not known)") from None
+        quoted = json.dumps(exc.args[0])
+        # the second place it is written as a key, as json.dumps writes it (a value of that text followed by
+        # a colon inside a string could be taken for one: the line is a hint)
+        places = [m.start() for m in re.finditer(re.escape(quoted) + r"\s*:", text)]
+        line = text.count("\n", 0, places[1]) + 1 if len(places) > 1 else None
+        raise FormatError(path, line, f"key {quoted} given twice (which one is meant is not known)") from None
     if not isinstance(config, dict):
         raise FormatError(path, 1, "must hold one JSON object")
     return text, config

@@ -572,6 +572,14 @@ def test_a_key_given_twice_in_bpe_fast_json_is_refused_naming_its_line(tmp_path)
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(FormatError, match=rf'{re.escape(str(config))}:{at + 2}: key "special_tokens" given twice'):
         Tokenizer.load(folder)
+    # a special token spelt as the key is no key: the line is the second key's (helper-116)
+    Tokenizer({i: bytes([i]) for i in range(256)}, [], special_tokens=["pattern", "<|e|>"]).save(folder)
+    lines = config.read_text("utf-8").rstrip().splitlines()
+    assert lines[-1] == "}" and '    "pattern",' in lines
+    lines[-2:] = [lines[-2] + ",", '  "pattern": "gpt2"', "}"]       # the second "pattern" key, last: after the token
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=rf'{re.escape(str(config))}:{len(lines) - 1}: key "pattern" given twice'):
+        Tokenizer.load(folder)
 
 
 def test_a_folder_named_by_bytes_loads(tmp_path):
