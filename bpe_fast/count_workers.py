@@ -323,9 +323,24 @@ def _runs_of_files(files: Sequence[tuple[str, int, bool]], run_bytes: int) -> li
 
 
 def _read_small_file(path: str, size: int, whole: bool) -> bytes:
-    """The file as it is now (whole), or its first size bytes: OSError if it holds fewer."""
-    with open(path, "rb") as f:         # (buffered: its read(n) reads on after a short read, as on FUSE mounts)
-        data = f.read() if whole else f.read(size)
+    """The file as it is now (whole), or its first size bytes: OSError if it holds fewer. Read by os.read until
+    the end or size (a short read, as on some FUSE mounts, is read on), without a file object: 5 µs a file of a
+    few hundred bytes where open().read() took 10."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        parts = []
+        got = 0
+        while whole or got < size:
+            part = os.read(fd, max(size - got, 0) + 1 if whole else size - got)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+    except OSError as exc:          # (os.read's error names no file: a folder now where the file was)
+        raise OSError(exc.errno, exc.strerror, path) from None
+    finally:
+        os.close(fd)
+    data = parts[0] if len(parts) == 1 else b"".join(parts)
     if len(data) != size and not whole:
         raise OSError(f"{path} changed while it was read (shorter than planned)")
     return data
@@ -333,15 +348,19 @@ def _read_small_file(path: str, size: int, whole: bool) -> bytes:
 
 def _count_files_unit(units: Sequence[Sequence[tuple[str, int, bool]]], counter: ChunkCounter, k: int,
                       bytes_done: Any, share: TailShare | None) -> None:
-    """Count run k of small files, each a document of its own (a CountUnit)."""
-    for path, size, whole in units[k]:
-        data = _read_small_file(path, size, whole)
-        try:
-            counter.add(data)
-        except UnicodeDecodeError as exc:
-            raise CorpusDecodeError(path, exc.start, exc.reason) from None
-        if bytes_done is not None:
-            bytes_done.add(len(data))
+    """Count run k of small files, each a document of its own (a CountUnit): read, then counted in one call."""
+    run = units[k]
+    texts = [_read_small_file(path, size, whole) for path, size, whole in run]
+    bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=bounds[1:])
+    data = b"".join(texts)
+    try:
+        counter.add_documents(data, bounds)
+    except UnicodeDecodeError as exc:       # the first invalid document's, its offsets in data
+        at = int(np.searchsorted(bounds, exc.start, side="right")) - 1
+        raise CorpusDecodeError(run[at][0], exc.start - int(bounds[at]), exc.reason) from None
+    if bytes_done is not None:
+        bytes_done.add(len(data))
 
 
 def _first_bad_file(files: Sequence[tuple[str, int, bool]], errors: str) -> BaseException | None:
