@@ -289,11 +289,7 @@ def count_small_files_tables(files: Sequence[tuple[str, int, bool]], special_tok
                                                   special_tokens, pattern, errors, workers, progress, total,
                                                   f"counting {files[0][0]} and {len(files) - 1} more files",
                                                   first_failure)
-            if combine:
-                for table in tables:
-                    own.add_arrays(*table)
-                tables = []
-            tables = [own.arrays()] + tables
+            tables = _own_and_theirs(own, tables, combine)
             if progress is not None:
                 progress("count", total, total)
         return tables
@@ -407,6 +403,11 @@ def _count_parallel(path: str, ranges: Sequence[tuple[int, int]], special_tokens
     own, tables, _ = _count_claimed_units(len(ranges), functools.partial(_count_range_unit, path, ranges),
                                           special_tokens, pattern, errors, workers, progress, ranges[-1][1],
                                           f"counting {path}", first_failure)
+    return _own_and_theirs(own, tables, combine)
+
+
+def _own_and_theirs(own: ChunkCounter, tables: list[Table], combine: bool) -> list[Table]:
+    """The caller's thread's table and the workers': with combine, theirs added into its own, one table."""
     if combine:
         for table in tables:
             own.add_arrays(*table)

@@ -40,8 +40,8 @@ import io
 import json
 import lzma
 import os
-import stat
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
