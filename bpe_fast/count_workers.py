@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import errno
 import functools
 import os
 import queue
@@ -28,13 +29,14 @@ from typing import Any, BinaryIO
 import numpy as np
 from numpy.typing import NDArray
 
+from ._files import NOT_REGULAR, SHORTER, read_files
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
 from .inputs import (MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream, TextFile, batch_decode_error,
                      check_errors, jsonl_blocks, check_input_file, jsonl_range_batches, jsonl_ranges,
                      parquet_row_group_batches, parquet_row_groups, read_slot_batches, resolve_inputs,
                      slot_bytes_for, utf8_boundary)
-from .pretokenize import ChunkCounter, check_utf8, compiled_pattern
+from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, shared_counter,
                     shared_queue, worker_context, worker_pool)
@@ -318,43 +320,44 @@ def _runs_of_files(files: Sequence[tuple[str, int, bool]], run_bytes: int) -> li
     return runs
 
 
-def _read_small_file(path: str, size: int, whole: bool) -> bytes:
-    """The file as it is now (whole), or its first size bytes: OSError if it holds fewer. Read by os.read until
-    the end or size (a short read, as on some FUSE mounts, is read on), without a file object: 5 µs a file of a
-    few hundred bytes where open().read() took 10."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    try:
-        parts = []
-        got = 0
-        while whole or got < size:
-            part = os.read(fd, max(size - got, 0) + 1 if whole else size - got)
-            if not part:
-                break
-            parts.append(part)
-            got += len(part)
-    except OSError as exc:          # (os.read's error names no file: a folder now where the file was)
-        raise OSError(exc.errno, exc.strerror, path) from None
-    finally:
-        os.close(fd)
-    data = parts[0] if len(parts) == 1 else b"".join(parts)
-    if len(data) != size and not whole:
-        raise OSError(f"{path} changed while it was read (shorter than planned)")
-    return data
+def _read_files(files: Sequence[tuple[str, int, bool]]) -> tuple[bytes, NDArray[np.int64], OSError | None]:
+    """The files (path, size, whole: read whole as it is now, else its first size bytes) read one after another,
+    natively (bpe_fast._files: 5 µs a file of a few hundred bytes, where Python's os.open, os.read and os.close
+    took 12): (data, bounds with file k data[bounds[k]:bounds[k + 1]], the error of the first file that could not
+    be read or None); with an error, data holds the files before that one."""
+    data, bounds, failed, error = read_files([os.fsencode(path) for path, _, _ in files],
+                                             np.array([size for _, size, _ in files], dtype=np.int64),
+                                             np.array([whole for _, _, whole in files], dtype=np.uint8))
+    if failed < 0:
+        return data, bounds, None
+    path = files[failed][0]
+    if error == SHORTER:
+        return data, bounds, OSError(f"{path} changed while it was read (shorter than planned)")
+    if error == NOT_REGULAR:
+        return data, bounds, OSError(errno.EINVAL, "no longer a regular file (put in place since it was listed)",
+                                     path)
+    return data, bounds, OSError(error, os.strerror(error), path)
+
+
+def _decode_error(files: Sequence[tuple[str, int, bool]], bounds: NDArray[np.int64],
+                  exc: UnicodeDecodeError) -> CorpusDecodeError:
+    """The CorpusDecodeError of the files read into one buffer (as _read_files reads them) for exc, the first
+    invalid document's error, its offsets in the buffer: naming that file, the offset in it."""
+    at = int(np.searchsorted(bounds, exc.start, side="right")) - 1
+    return CorpusDecodeError(files[at][0], exc.start - int(bounds[at]), exc.reason)
 
 
 def _count_files_unit(units: Sequence[Sequence[tuple[str, int, bool]]], counter: ChunkCounter, k: int,
                       bytes_done: Any, share: TailShare | None) -> None:
     """Count run k of small files, each a document of its own (a CountUnit): read, then counted in one call."""
     run = units[k]
-    texts = [_read_small_file(path, size, whole) for path, size, whole in run]
-    bounds = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum([len(t) for t in texts], out=bounds[1:])
-    data = b"".join(texts)
+    data, bounds, failure = _read_files(run)
+    if failure is not None:
+        raise _first_bad_file(run, counter.errors) or failure
     try:
         counter.add_documents(data, bounds)
-    except UnicodeDecodeError as exc:       # the first invalid document's, its offsets in data
-        at = int(np.searchsorted(bounds, exc.start, side="right")) - 1
-        raise CorpusDecodeError(run[at][0], exc.start - int(bounds[at]), exc.reason) from None
+    except UnicodeDecodeError as exc:
+        raise _decode_error(run, bounds, exc) from None
     if bytes_done is not None:
         bytes_done.add(len(data))
 
@@ -362,17 +365,13 @@ def _count_files_unit(units: Sequence[Sequence[tuple[str, int, bool]]], counter:
 def _first_bad_file(files: Sequence[tuple[str, int, bool]], errors: str) -> BaseException | None:
     """The error of the first of the files that cannot be read, or (errors "strict") holds invalid UTF-8, in
     their order; None if none."""
-    for path, size, whole in files:
+    data, bounds, failure = _read_files(files)
+    if errors == "strict":
         try:
-            data = _read_small_file(path, size, whole)
-        except OSError as exc:
-            return exc
-        if errors == "strict":
-            try:
-                check_utf8(data)
-            except UnicodeDecodeError as exc:
-                return CorpusDecodeError(path, exc.start, exc.reason)
-    return None
+            check_documents_utf8(data, bounds)
+        except UnicodeDecodeError as exc:
+            return _decode_error(files, bounds, exc)
+    return failure
 
 
 def _scratch_dir(corpus_bytes: int) -> tempfile.TemporaryDirectory[str]:
@@ -985,7 +984,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             k += 1
             if not budget.take_document():
                 break
-            size, whole = _capped_size(source.path, budget)
+            size, whole = _capped_size(source, budget)
             if stats is not None:
                 stats["bytes"] += size
                 stats["documents"] += 1
@@ -1041,15 +1040,15 @@ def _text_files_total(sources: Sequence[TextFile | Stream], budget: Budget) -> i
     """The bytes count_input_tables will count if every source is a text file (their sizes, within the caps:
     the loop's own reckoning, on a copy of the budget), else None (the documents of compressed files, JSON
     lines and Parquet are known only as they are read)."""
-    paths = [source.path for source in sources if isinstance(source, TextFile)]
-    if len(paths) < len(sources):
+    files = [source for source in sources if isinstance(source, TextFile)]
+    if len(files) < len(sources):
         return None
     trial = copy.copy(budget)
     total = 0
-    for path in paths:
+    for file in files:
         if trial.spent or not trial.take_document():
             break
-        total += _capped_size(path, trial)[0]
+        total += _capped_size(file, trial)[0]
     return total
 
 
@@ -1084,10 +1083,11 @@ def _tallied(batches: Iterable[Batch | SlotBatch], stats: dict[str, int]) -> Ite
         yield batch
 
 
-def _capped_size(path: str, budget: Budget) -> tuple[int, bool]:
+def _capped_size(source: TextFile, budget: Budget) -> tuple[int, bool]:
     """(the bytes of a text file the budget takes, cut back to a character boundary, spent from it; whether that
     is the whole file)."""
-    size = os.path.getsize(path)
+    path = source.path
+    size = source.size if source.size is not None else os.path.getsize(path)
     if budget.bytes is None:
         return size, True
     if size <= budget.bytes:

@@ -1,0 +1,173 @@
+# cython: language_level=3
+"""Looking up and reading many small files without the GIL: the loops of bpe_fast.inputs' listing (one stat a
+path) and of count_workers' runs of small files (open, read to the end, close). In Python each file cost about
+12 µs of os.stat, os.open, os.read and os.close calls (a folder of 79,000 files of 630 bytes: 1 s on one core);
+the system calls themselves are about 2 µs a stat and 5 µs a read file on this kind of machine.
+
+Paths arrive as a list of bytes (os.fsencode'd, no NUL: the caller checks); errors come back as numbers (an
+index, an errno), which the Python layer turns into exceptions naming the file."""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize
+from libc.errno cimport EINTR, EINVAL, ENOMEM, errno
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc, realloc
+from libcpp.vector cimport vector
+from posix.fcntl cimport O_CLOEXEC, O_NONBLOCK, O_RDONLY, open as c_open
+from posix.stat cimport S_ISDIR, S_ISREG, fstat, stat, struct_stat
+from posix.unistd cimport close, read
+
+import numpy as np
+
+cdef enum:
+    # what stat_paths says a path is
+    C_MISSING = 0          # stat failed: errnos says why
+    C_REGULAR = 1
+    C_DIRECTORY = 2
+    C_OTHER = 3            # a pipe, a device, a socket
+    # read_files' failures that are no errno
+    C_SHORTER = -1         # a file planned (not whole) at some size holds fewer bytes now
+    C_NOT_REGULAR = -2     # no longer a regular file (a pipe or a folder put in its place since it was listed)
+
+MISSING, REGULAR, DIRECTORY, OTHER = C_MISSING, C_REGULAR, C_DIRECTORY, C_OTHER
+SHORTER, NOT_REGULAR = C_SHORTER, C_NOT_REGULAR
+
+
+cdef vector[const char*] _c_paths(list paths) except *:
+    cdef vector[const char*] out
+    out.reserve(len(paths))
+    for p in paths:
+        if not PyBytes_CheckExact(p):
+            raise TypeError(f"paths must be bytes, got {type(p).__name__}")
+        out.push_back(PyBytes_AS_STRING(p))
+    return out
+
+
+def stat_paths(list paths):
+    """(kinds int8: MISSING, REGULAR, DIRECTORY or OTHER; sizes int64, a regular file's; errnos int32, a MISSING
+    path's stat error) of each path (bytes, links followed, as os.stat)."""
+    cdef vector[const char*] c_paths = _c_paths(paths)
+    cdef Py_ssize_t n = c_paths.size(), k
+    kinds_array = np.zeros(n, dtype=np.int8)
+    sizes_array = np.zeros(n, dtype=np.int64)
+    errnos_array = np.zeros(n, dtype=np.int32)
+    cdef int8_t[::1] kinds = kinds_array
+    cdef int64_t[::1] sizes = sizes_array
+    cdef int32_t[::1] errnos = errnos_array
+    cdef struct_stat st
+    with nogil:
+        for k in range(n):
+            if stat(c_paths[k], &st) != 0:
+                kinds[k] = C_MISSING
+                errnos[k] = errno
+            elif S_ISREG(st.st_mode):
+                kinds[k] = C_REGULAR
+                sizes[k] = st.st_size
+            elif S_ISDIR(st.st_mode):
+                kinds[k] = C_DIRECTORY
+            else:
+                kinds[k] = C_OTHER
+    return kinds_array, sizes_array, errnos_array
+
+
+cdef struct Buffer:
+    uint8_t* data
+    int64_t used
+    int64_t capacity
+
+
+cdef bint _reserve(Buffer* b, int64_t more) noexcept nogil:
+    """Room for more bytes after b.used (doubling); False when memory runs out."""
+    cdef int64_t want = b.used + more
+    cdef int64_t capacity = b.capacity if b.capacity > 0 else 4096
+    cdef uint8_t* grown
+    if want <= b.capacity:
+        return True
+    while capacity < want:
+        capacity *= 2
+    grown = <uint8_t*>realloc(b.data, capacity)
+    if grown == NULL:
+        return False
+    b.data = grown
+    b.capacity = capacity
+    return True
+
+
+cdef int _read_file(const char* path, int64_t size, bint whole, Buffer* b) noexcept nogil:
+    """Append the file at path to b: whole, as it is now (to the end, however it changed since it was listed),
+    else exactly its first size bytes. 0, or an errno, SHORTER or NOT_REGULAR (b.used as it was)."""
+    cdef int fd = c_open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)    # (no wait on a pipe put in its place)
+    cdef struct_stat st
+    cdef int64_t start = b.used, want
+    cdef Py_ssize_t got
+    cdef int failure = 0
+    if fd < 0:
+        return errno
+    if fstat(fd, &st) != 0:
+        failure = errno
+    elif not S_ISREG(st.st_mode):
+        failure = C_NOT_REGULAR
+    if whole and failure == 0:
+        size = st.st_size          # the plan: read on to the end, one more read finds it
+    while failure == 0:
+        if whole:
+            want = size - (b.used - start) + 1 if b.used - start <= size else b.used - start
+        else:
+            want = size - (b.used - start)
+            if want == 0:
+                break
+        if not _reserve(b, want):
+            failure = ENOMEM
+            break
+        got = read(fd, b.data + b.used, want)
+        if got < 0:
+            if errno == EINTR:
+                continue
+            failure = errno
+        elif got == 0:
+            if not whole:
+                failure = C_SHORTER
+            break
+        else:
+            b.used += got
+    close(fd)
+    if failure != 0:
+        b.used = start
+    return failure
+
+
+def read_files(list paths, const int64_t[::1] sizes, const uint8_t[::1] whole):
+    """Read the files at paths (bytes) one after another into one buffer: file k whole (whole[k]: as it is now)
+    or its first sizes[k] bytes. Returns (data: bytes, bounds: int64 with file k = data[bounds[k]:bounds[k + 1]],
+    failed, error): failed -1, or the index of the first file that could not be read (then data holds the files
+    before it), error its errno, SHORTER or NOT_REGULAR."""
+    cdef vector[const char*] c_paths = _c_paths(paths)
+    cdef Py_ssize_t n = c_paths.size(), k
+    if sizes.shape[0] != n or whole.shape[0] != n:
+        raise ValueError(f"{n} paths, {sizes.shape[0]} sizes and {whole.shape[0]} whole flags")
+    bounds_array = np.zeros(n + 1, dtype=np.int64)
+    cdef int64_t[::1] bounds = bounds_array
+    cdef Buffer b
+    cdef int64_t planned = 0
+    cdef Py_ssize_t failed = -1
+    cdef int error = 0
+    for k in range(n):
+        planned += sizes[k] + 1 if sizes[k] >= 0 else 1
+    b.data = NULL
+    b.used = b.capacity = 0
+    try:
+        with nogil:
+            if not _reserve(&b, planned):
+                failed, error = 0, ENOMEM
+            else:
+                for k in range(n):
+                    error = _read_file(c_paths[k], sizes[k], whole[k] != 0, &b)
+                    if error != 0:
+                        failed = k
+                        break
+                    bounds[k + 1] = b.used
+        data = PyBytes_FromStringAndSize(<char*>b.data, b.used)
+    finally:
+        free(b.data)
+    if failed >= 0:
+        bounds_array = bounds_array[:failed + 1]
+    return data, bounds_array, failed, error

@@ -1,0 +1,146 @@
+"""bpe_fast._files (the native stat and read loops behind lists and folders of small files) against plain Python:
+os.stat, open().read(), for every kind of path the listing and the workers may meet."""
+import errno
+import os
+import stat
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from bpe_fast import GPT2_PATTERN
+from bpe_fast._files import DIRECTORY, MISSING, NOT_REGULAR, OTHER, REGULAR, SHORTER, read_files, stat_paths
+from bpe_fast.inputs import TextFile, _file_sizes, resolve_inputs
+
+
+def oracle_stat(path):
+    """(kind, size, errno) as stat_paths gives them, from os.stat."""
+    try:
+        st_ = os.stat(path)
+    except OSError as exc:
+        return MISSING, 0, exc.errno
+    if stat.S_ISREG(st_.st_mode):
+        return REGULAR, st_.st_size, 0
+    return (DIRECTORY if stat.S_ISDIR(st_.st_mode) else OTHER), 0, 0
+
+
+def native_stat(paths):
+    kinds, sizes, errnos = stat_paths([os.fsencode(p) for p in paths])
+    return list(zip(kinds.tolist(), sizes.tolist(), errnos.tolist()))
+
+
+def read(paths, sizes, whole):
+    return read_files([os.fsencode(p) for p in paths], np.array(sizes, dtype=np.int64),
+                      np.array(whole, dtype=np.uint8))
+
+
+@pytest.fixture
+def zoo(tmp_path):
+    """Every kind of path: files (empty, small, larger than the first buffer), a folder, a pipe, links."""
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "small.txt").write_bytes(b"hello world\n")
+    (tmp_path / "big.txt").write_bytes(bytes(range(256)) * 300)       # 76,800 bytes: the buffer grows
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "pipe")
+    os.symlink(tmp_path / "small.txt", tmp_path / "link.txt")
+    os.symlink(tmp_path / "nowhere.txt", tmp_path / "dangling.txt")
+    os.symlink(tmp_path / "loop-a", tmp_path / "loop-b")
+    os.symlink(tmp_path / "loop-b", tmp_path / "loop-a")
+    names = ["empty.txt", "small.txt", "big.txt", "folder", "pipe", "link.txt", "dangling.txt", "loop-a",
+             "missing.txt", "small.txt/under"]
+    return [str(tmp_path / n) for n in names]
+
+
+def test_stat_paths_says_what_os_stat_says(zoo):
+    assert native_stat(zoo) == [oracle_stat(p) for p in zoo]
+    kinds = [k for k, _, _ in native_stat(zoo)]
+    assert kinds == [REGULAR, REGULAR, REGULAR, DIRECTORY, OTHER, REGULAR, MISSING, MISSING, MISSING, MISSING]
+    assert native_stat([]) == []
+
+
+def test_file_sizes_gives_none_for_anything_not_a_regular_file_and_for_a_name_holding_nul(zoo):
+    sizes = _file_sizes(zoo + [zoo[1] + "\0x", "\0"])
+    assert sizes == [0, 12, 76800, None, None, 12, None, None, None, None, None, None]
+
+
+def test_stat_paths_takes_bytes_only():
+    with pytest.raises(TypeError, match="paths must be bytes, got str"):
+        stat_paths(["a.txt"])
+    with pytest.raises(TypeError, match="got bytearray"):
+        read_files([bytearray(b"a")], np.zeros(1, np.int64), np.ones(1, np.uint8))
+    with pytest.raises(ValueError, match="2 paths, 1 sizes and 2 whole flags"):
+        read_files([b"a", b"b"], np.zeros(1, np.int64), np.ones(2, np.uint8))
+
+
+def test_read_files_reads_whole_files_as_they_are_now_whatever_the_size_planned(zoo):
+    files = [zoo[0], zoo[1], zoo[2], zoo[5], zoo[2]]
+    truth = [open(p, "rb").read() for p in files]
+    for planned in ([0] * 5, [len(t) for t in truth], [10 ** 6] * 5, [3, 0, 5000, 1, 70000]):
+        data, bounds, failed, error = read(files, planned, [1] * 5)
+        assert (failed, error) == (-1, 0)
+        assert [data[bounds[k]:bounds[k + 1]] for k in range(5)] == truth
+        assert bounds.tolist() == np.cumsum([0] + [len(t) for t in truth]).tolist()
+
+
+def test_read_files_reads_the_planned_size_of_a_file_not_whole_and_says_when_it_holds_fewer(zoo):
+    data, bounds, failed, error = read([zoo[2], zoo[1]], [1000, 5], [0, 0])
+    assert (data, bounds.tolist(), failed, error) == (bytes(range(256)) * 3 + bytes(range(232)) + b"hello",
+                                                      [0, 1000, 1005], -1, 0)
+    data, bounds, failed, error = read([zoo[2], zoo[1], zoo[2]], [7, 13, 1], [0, 0, 0])
+    assert (data, bounds.tolist(), failed, error) == (bytes(range(7)), [0, 7], 1, SHORTER)
+
+
+@pytest.mark.parametrize("index, expected", [(3, NOT_REGULAR), (4, NOT_REGULAR), (6, errno.ENOENT),
+                                             (7, errno.ELOOP), (8, errno.ENOENT), (9, errno.ENOTDIR)])
+def test_read_files_names_the_first_file_it_cannot_read_and_keeps_the_ones_before(zoo, index, expected):
+    # a pipe is refused without waiting for a writer (opened non-blocking)
+    files = [zoo[1], zoo[2], zoo[index], zoo[0]]
+    data, bounds, failed, error = read(files, [0] * 4, [1] * 4)
+    assert (failed, error) == (2, expected)
+    assert data == open(zoo[1], "rb").read() + open(zoo[2], "rb").read()
+    assert bounds.tolist() == [0, 12, 12 + 76800]
+
+
+settings_ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@settings_
+@given(st.lists(st.tuples(st.binary(max_size=300) | st.binary(min_size=4000, max_size=9000),
+                          st.booleans(), st.integers(0, 10 ** 4)), min_size=1, max_size=12))
+def test_read_files_is_open_read_for_any_files(tmp_path, files):
+    paths, sizes, whole, truth = [], [], [], []
+    for k, (content, is_whole, planned) in enumerate(files):
+        path = tmp_path / f"h{k}.bin"
+        path.write_bytes(content)
+        paths.append(str(path))
+        whole.append(is_whole)
+        sizes.append(planned if is_whole else min(planned, len(content)))
+        truth.append(content if is_whole else content[:sizes[-1]])
+    data, bounds, failed, error = read(paths, sizes, whole)
+    assert (failed, error) == (-1, 0)
+    assert [data[bounds[k]:bounds[k + 1]] for k in range(len(files))] == truth
+
+
+def test_a_listed_file_that_became_a_pipe_is_refused_naming_it_without_waiting(tmp_path, monkeypatch):
+    import bpe_fast.count_workers as cw
+    (tmp_path / "a.txt").write_text("one two three", encoding="utf-8")
+    os.mkfifo(tmp_path / "b.txt")
+    files = [(str(tmp_path / "a.txt"), 13, True), (str(tmp_path / "b.txt"), 10, True)]
+    with pytest.raises(OSError, match=r"no longer a regular file.*b\.txt") as info:
+        cw.count_small_files_tables(files, [], GPT2_PATTERN, 1, "strict", None)
+    assert info.value.errno == errno.EINVAL and info.value.filename == str(tmp_path / "b.txt")
+
+
+def test_a_list_of_paths_is_resolved_with_the_sizes_listed_and_each_kind_as_before(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"abc")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "x.txt").write_bytes(b"xy")
+    (tmp_path / "sub" / "y.txt").write_bytes(b"")
+    (tmp_path / "c.jsonl").write_bytes(b'{"text": "hi"}\n')
+    sources = resolve_inputs([str(tmp_path / "a.txt"), str(tmp_path / "sub"), tmp_path / "c.jsonl",
+                              os.fsencode(tmp_path / "sub" / "*.txt")])
+    assert sources[:3] == [TextFile(str(tmp_path / "a.txt"), 3), TextFile(str(tmp_path / "sub" / "x.txt"), 2),
+                           TextFile(str(tmp_path / "sub" / "y.txt"), 0)]
+    assert sources[3].kind == "jsonl" and sources[4:] == sources[1:3]
+    with pytest.raises(FileNotFoundError, match="gone"):
+        resolve_inputs([str(tmp_path / "a.txt"), str(tmp_path / "gone")])
