@@ -7,10 +7,11 @@ the system calls themselves are about 2 µs a stat and 5 µs a read file on this
 Paths arrive as a list of bytes (os.fsencode'd, no NUL: the caller checks); errors come back as numbers (an
 index, an errno), which the Python layer turns into exceptions naming the file."""
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.errno cimport EINTR, EINVAL, ENOMEM, errno
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport strlen
 from libcpp.vector cimport vector
 from posix.fcntl cimport O_CLOEXEC, O_NONBLOCK, O_RDONLY, open as c_open
 from posix.stat cimport S_ISDIR, S_ISREG, fstat, stat, struct_stat
@@ -33,30 +34,40 @@ SHORTER, NOT_REGULAR = C_SHORTER, C_NOT_REGULAR
 
 
 cdef vector[const char*] _c_paths(list paths) except *:
+    """The paths as C strings; NULL for one holding a NUL (which a C string would cut short)."""
     cdef vector[const char*] out
     out.reserve(len(paths))
     for p in paths:
         if not PyBytes_CheckExact(p):
             raise TypeError(f"paths must be bytes, got {type(p).__name__}")
-        out.push_back(PyBytes_AS_STRING(p))
+        out.push_back(PyBytes_AS_STRING(p) if strlen(PyBytes_AS_STRING(p)) == PyBytes_GET_SIZE(p) else NULL)
     return out
 
 
-def stat_paths(list paths):
+def stat_paths(list paths, Py_ssize_t start=0, stop=None, kinds_array=None, sizes_array=None,
+               errnos_array=None):
     """(kinds int8: MISSING, REGULAR, DIRECTORY or OTHER; sizes int64, a regular file's; errnos int32, a MISSING
-    path's stat error) of each path (bytes, links followed, as os.stat)."""
+    path's stat error: EINVAL for a path holding NUL) of each path (bytes, links followed, as os.stat). Only
+    paths[start:stop] when given, into the arrays given (threads may each look up a part: the GIL is released)."""
     cdef vector[const char*] c_paths = _c_paths(paths)
     cdef Py_ssize_t n = c_paths.size(), k
-    kinds_array = np.zeros(n, dtype=np.int8)
-    sizes_array = np.zeros(n, dtype=np.int64)
-    errnos_array = np.zeros(n, dtype=np.int32)
+    cdef Py_ssize_t end = n if stop is None else min(<Py_ssize_t>stop, n)
+    if kinds_array is None:
+        kinds_array = np.zeros(n, dtype=np.int8)
+        sizes_array = np.zeros(n, dtype=np.int64)
+        errnos_array = np.zeros(n, dtype=np.int32)
     cdef int8_t[::1] kinds = kinds_array
     cdef int64_t[::1] sizes = sizes_array
     cdef int32_t[::1] errnos = errnos_array
+    if kinds.shape[0] != n or sizes.shape[0] != n or errnos.shape[0] != n:
+        raise ValueError(f"{n} paths and arrays of {kinds.shape[0]}, {sizes.shape[0]} and {errnos.shape[0]}")
     cdef struct_stat st
     with nogil:
-        for k in range(n):
-            if stat(c_paths[k], &st) != 0:
+        for k in range(max(start, 0), end):
+            if c_paths[k] == NULL:
+                kinds[k] = C_MISSING
+                errnos[k] = EINVAL
+            elif stat(c_paths[k], &st) != 0:
                 kinds[k] = C_MISSING
                 errnos[k] = errno
             elif S_ISREG(st.st_mode):
@@ -95,11 +106,14 @@ cdef bint _reserve(Buffer* b, int64_t more) noexcept nogil:
 cdef int _read_file(const char* path, int64_t size, bint whole, Buffer* b) noexcept nogil:
     """Append the file at path to b: whole, as it is now (to the end, however it changed since it was listed),
     else exactly its first size bytes. 0, or an errno, SHORTER or NOT_REGULAR (b.used as it was)."""
-    cdef int fd = c_open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)    # (no wait on a pipe put in its place)
+    cdef int fd
     cdef struct_stat st
     cdef int64_t start = b.used, want
     cdef Py_ssize_t got
     cdef int failure = 0
+    if path == NULL:
+        return EINVAL
+    fd = c_open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)    # (no wait on a pipe put in its place)
     if fd < 0:
         return errno
     if fstat(fd, &st) != 0:
@@ -139,7 +153,7 @@ def read_files(list paths, const int64_t[::1] sizes, const uint8_t[::1] whole):
     """Read the files at paths (bytes) one after another into one buffer: file k whole (whole[k]: as it is now)
     or its first sizes[k] bytes. Returns (data: bytes, bounds: int64 with file k = data[bounds[k]:bounds[k + 1]],
     failed, error): failed -1, or the index of the first file that could not be read (then data holds the files
-    before it), error its errno, SHORTER or NOT_REGULAR."""
+    before it), error its errno (EINVAL for a path holding NUL), SHORTER or NOT_REGULAR."""
     cdef vector[const char*] c_paths = _c_paths(paths)
     cdef Py_ssize_t n = c_paths.size(), k
     if sizes.shape[0] != n or whole.shape[0] != n:

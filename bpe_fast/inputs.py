@@ -43,6 +43,7 @@ import os
 import re
 import stat
 import sys
+import threading
 import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any, Callable, NamedTuple
@@ -60,6 +61,7 @@ COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
 JSON_SUFFIX = ".json"           # JSON lines when its first line is a record (_is_json_lines), else text
+_STAT_IN_TWO = 4096             # paths from which _file_sizes looks them up in two threads
 _READ_BY_SUFFIX = COMPRESSIONS + JSONL_SUFFIXES + PARQUET_SUFFIXES + (JSON_SUFFIX,)   # name endings not plain text
 _SNIFF_BYTES = 16 << 20         # at most, the first line of a .json file read to decide
 _READ_BYTES = 1 << 20           # decompressed bytes read at a time from a compressed text file or JSON lines
@@ -370,12 +372,20 @@ def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], tex
 
 def _file_sizes(paths: list[str]) -> list[int | None]:
     """The size of each path that is a regular file (through links), None for any other (a folder, a pipe, one
-    missing or not to be looked at, a name holding NUL), each path looked up once, natively."""
-    encoded = [os.fsencode(p) for p in paths]
-    named = [b"\0" not in p for p in encoded]
-    kinds, sizes, _ = stat_paths([p if ok else b"" for p, ok in zip(encoded, named)])
-    return [size if kind == REGULAR and ok else None
-            for kind, size, ok in zip(kinds.tolist(), sizes.tolist(), named)]
+    missing or not to be looked at, a name holding NUL), each path looked up once, natively; a long list in two
+    threads (a stat is a system call, 2 µs: 79,000 paths took 0.13 s in one)."""
+    encoding = sys.getfilesystemencoding()
+    encoded = [p.encode(encoding, "surrogateescape") for p in paths]     # (os.fsencode: twice the time)
+    n = len(encoded)
+    kinds, sizes, errnos = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int32)
+    half = n // 2 if n >= _STAT_IN_TWO else n
+    other = threading.Thread(target=stat_paths, args=(encoded, half, n, kinds, sizes, errnos), daemon=True)
+    if half < n:
+        other.start()
+    stat_paths(encoded, 0, half, kinds, sizes, errnos)
+    if half < n:
+        other.join()
+    return [size if kind == REGULAR else None for kind, size in zip(kinds.tolist(), sizes.tolist())]
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:

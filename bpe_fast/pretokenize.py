@@ -170,6 +170,12 @@ class ChunkCounter:
                         if kind else None)
         self._counts: Counter[bytes] = Counter()              # what only `regex` could count
 
+    @property
+    def native(self) -> bool:
+        """Whether the pattern is counted natively: add() and add_documents() of valid UTF-8 then run without the
+        GIL, and threads count in parallel."""
+        return self._native is not None
+
     def add(self, data: bytes | bytearray) -> ChunkCounter:
         """Count the pre-tokens of one chunk (bytes, as count_chunk takes them). Returns self."""
         if self._native is not None and isinstance(data, (bytes, bytearray)):

@@ -144,3 +144,27 @@ def test_a_list_of_paths_is_resolved_with_the_sizes_listed_and_each_kind_as_befo
     assert sources[3].kind == "jsonl" and sources[4:] == sources[1:3]
     with pytest.raises(FileNotFoundError, match="gone"):
         resolve_inputs([str(tmp_path / "a.txt"), str(tmp_path / "gone")])
+
+
+def test_paths_holding_nul_are_refused_as_einval_not_cut_short(tmp_path):
+    (tmp_path / "a").write_bytes(b"abc")
+    cut = os.fsencode(tmp_path / "a") + b"\0tail"       # a C string would read it as .../a
+    kinds, _, errnos = stat_paths([cut])
+    assert (kinds.tolist(), errnos.tolist()) == ([MISSING], [errno.EINVAL])
+    assert read_files([cut], np.zeros(1, np.int64), np.ones(1, np.uint8))[2:] == (0, errno.EINVAL)
+
+
+def test_stat_paths_by_parts_in_two_threads_is_the_same_as_at_once(zoo, monkeypatch):
+    import bpe_fast.inputs as inputs
+    many = zoo * 7
+    whole = _file_sizes(many)
+    monkeypatch.setattr(inputs, "_STAT_IN_TWO", 2)
+    assert _file_sizes(many) == whole == [oracle_stat(p)[1] if oracle_stat(p)[0] == REGULAR else None for p in many]
+    encoded = [os.fsencode(p) for p in many]
+    arrays = (np.zeros(len(many), np.int8), np.zeros(len(many), np.int64), np.zeros(len(many), np.int32))
+    stat_paths(encoded, 5, 40, *arrays)
+    stat_paths(encoded, 0, 5, *arrays)
+    stat_paths(encoded, 40, None, *arrays)
+    assert all((a == b).all() for a, b in zip(arrays, stat_paths(encoded)))
+    with pytest.raises(ValueError, match="70 paths and arrays of 3"):
+        stat_paths(encoded, 0, None, np.zeros(3, np.int8), *arrays[1:])

@@ -168,12 +168,20 @@ def test_paths_directories_and_globs(tmp_path):
     assert count_pretokens(str(tmp_path / "shards" / "0*.txt"), [EOT]) == oracle_docs(docs[:10])
 
 
+# a pattern the native scanner does not count (regex does: in a worker process, not a thread of the caller's)
+WORDS_PATTERN = r"""\p{L}+| ?[^\s\p{L}]+|\s+"""
+
+
 @pytest.mark.parametrize("procs", [1, 2])
-def test_many_small_files_are_counted_together_as_each_alone(tmp_path, monkeypatch, procs):
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, WORDS_PATTERN], ids=["native-threads", "regex-workers"])
+def test_many_small_files_are_counted_together_as_each_alone(tmp_path, monkeypatch, procs, pattern):
     # a folder of 20,000 files of a few KB trained 5.6 times as slowly as one file of the same text: each file was
     # counted into a table of its own (and training read each common word once a file); small files are now
-    # counted together, in runs the workers claim. Each is still a document of its own, in every mix
+    # counted together, in runs the caller's threads (a native pattern) or the workers claim. Each is still a
+    # document of its own, in every mix
     import bpe_fast.count_workers as cw
+    from bpe_fast.pretokenize import ChunkCounter
+    assert ChunkCounter([], pattern).native == (pattern == GPT2_PATTERN)
     monkeypatch.setattr(cw, "_IN_PROCESS_BYTES", 3000)     # files under 3,000 bytes are small; 3,000 bytes of
     docs = documents(21, n=60)                              # them start the workers
     docs[10] = docs[10] + EOT + "after the special token"
@@ -185,23 +193,25 @@ def test_many_small_files_are_counted_together_as_each_alone(tmp_path, monkeypat
         write_text(folder / f"{k:03d}.txt", d)
     paths = sorted(folder.iterdir())
     stats = {}
-    tables = cw.count_input_tables(paths, [EOT], GPT2_PATTERN, procs, stats=stats)
+    tables = cw.count_input_tables(paths, [EOT], pattern, procs, stats=stats)
     assert len(tables) <= 5 * procs                          # not one a file: three runs of small files, two large
     total = {}
     for tokens, offsets, counts in tables:
         for j in range(len(counts)):
             word = bytes(tokens[offsets[j]:offsets[j + 1]])
             total[word] = total.get(word, 0) + int(counts[j])
-    assert total == dict(oracle_docs(docs))
+    assert total == dict(oracle_docs(docs, pattern=pattern))
     assert stats == {"bytes": sum(len(d.encode()) for d in docs), "documents": 60}
-    assert count_pretokens(folder, [EOT], num_processes=procs) == oracle_docs(docs)
+    assert count_pretokens(folder, [EOT], pattern=pattern, num_processes=procs) == oracle_docs(docs, pattern=pattern)
     # capped: the first 20 files and some bytes of the 21st (cut at a character), or the first 45 files
     cut = sum(len(d.encode()) for d in docs[:20]) + 37
     head = (docs[20].encode()[:37]).decode("utf-8", "ignore")
-    assert count_pretokens(folder, [EOT], num_processes=procs, max_bytes=cut) == oracle_docs(docs[:20] + [head])
-    assert count_pretokens(folder, [EOT], num_processes=procs, max_documents=45) == oracle_docs(docs[:45])
-    result = train_bpe(folder, 400, [EOT], num_processes=procs)
-    assert result == oracle_train_bpe(EOT.join(docs), 400, [EOT], GPT2_PATTERN)
+    assert count_pretokens(folder, [EOT], pattern=pattern, num_processes=procs, max_bytes=cut) == \
+        oracle_docs(docs[:20] + [head], pattern=pattern)
+    assert count_pretokens(folder, [EOT], pattern=pattern, num_processes=procs, max_documents=45) == \
+        oracle_docs(docs[:45], pattern=pattern)
+    result = train_bpe(folder, 400, [EOT], pattern=pattern, num_processes=procs)
+    assert result == oracle_train_bpe(EOT.join(docs), 400, [EOT], pattern)
 
 
 def test_invalid_utf8_in_small_files_names_the_first_bad_file(tmp_path, monkeypatch):
