@@ -13,7 +13,8 @@ Files are read by extension: `.gz`, `.bz2`, `.xz` and `.zst` (the `zstandard` pa
 they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, its text under `text_field`),
 and so is a `.json` file whose first line is a JSON object holding a string (or null) under `text_field`
 (C4's `.json.gz` shards and HF datasets' `to_json` write JSON lines under that name; any other `.json` file,
-such as a package.json, is text),
+such as a package.json, is text; one whose first line names `text_field` but is no JSON, a damaged record most
+likely, is text with a warning),
 `.parquet` is Parquet (one document per row of `text_column`, read a row group batch at a time; the `pyarrow`
 package), anything else is UTF-8 text. An uncompressed text file is a `TextFile`: it is counted by byte ranges
 read by the workers themselves (counts.count_file_tables). Everything else is a `Stream`, read in this
@@ -44,6 +45,7 @@ import re
 import stat
 import sys
 import threading
+import warnings
 import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any, Callable, NamedTuple
@@ -448,8 +450,15 @@ def _is_json_lines(path: str, text_field: str) -> bool:
         return False
     try:
         record = json.loads(text)
-    except (ValueError, RecursionError):
-        return cut and _prefix_holds_string(text, text_field)
+    except (ValueError, RecursionError) as exc:
+        if cut:
+            return _prefix_holds_string(text, text_field)
+        if re.search(f'"{re.escape(text_field)}"\\s*:', text):      # a damaged record, most likely: said
+            warnings.warn(f"{path}: its first line names the {text_field!r} field of a JSON record but is not "
+                          f"JSON ({exc}): the file is read as plain text, each record's keys and quotes too (named "
+                          f".jsonl, it is read as JSON lines, and the damage is an error naming its line)",
+                          stacklevel=2)
+        return False
     # (a null too: a missing text, as HF datasets' to_json writes it, which the reader names, as on any other line)
     return isinstance(record, dict) and text_field in record and (record[text_field] is None
                                                                   or isinstance(record[text_field], str))

@@ -10,6 +10,7 @@ import json
 import lzma
 import random
 import re
+import warnings
 import zlib
 
 import numpy as np
@@ -141,7 +142,14 @@ def test_a_json_file_is_json_lines_only_when_its_first_line_is_a_record(tmp_path
                  '{"text": 5}\n',                                             # not a str
                  '{"text": "unterminated\n']:                                 # not JSON
         (tmp_path / "other.json").write_text(text)
-        assert count_pretokens(str(tmp_path / "other.json"), [EOT], num_processes=1) == oracle_docs([text]), text
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            assert count_pretokens(str(tmp_path / "other.json"), [EOT], num_processes=1) == oracle_docs([text]), text
+        # a first line naming the field that is no JSON is most likely a damaged record: said (helper-115 #8)
+        said = [str(w.message) for w in seen if "first line names the 'text' field" in str(w.message)]
+        assert len(said) == (text == '{"text": "unterminated\n'), (text, said)
+        assert all("other.json" in m and "read as plain text" in m and "Invalid control character" in m
+                   for m in said)
     (tmp_path / "broken.json.gz").write_bytes(b"\x1f\x8b\x08\x00broken")   # read as text: the error names it
     with pytest.raises(InputError, match="broken.json.gz"):
         count_pretokens(str(tmp_path / "broken.json.gz"), [EOT], num_processes=1)
