@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bpe_fast import GPT2_PATTERN
 from bpe_fast._files import DIRECTORY, MISSING, NOT_REGULAR, OTHER, REGULAR, SHORTER, read_files, stat_paths
-from bpe_fast.inputs import TextFile, _file_sizes, resolve_inputs
+from bpe_fast.inputs import TextFile, file_sizes, resolve_inputs
 
 
 def oracle_stat(path):
@@ -59,7 +59,7 @@ def test_stat_paths_says_what_os_stat_says(zoo):
 
 
 def test_file_sizes_gives_none_for_anything_not_a_regular_file_and_for_a_name_holding_nul(zoo):
-    sizes = _file_sizes(zoo + [zoo[1] + "\0x", "\0"])
+    sizes = file_sizes(zoo + [zoo[1] + "\0x", "\0"])
     assert sizes == [0, 12, 76800, None, None, 12, None, None, None, None, None, None]
 
 
@@ -157,9 +157,9 @@ def test_paths_holding_nul_are_refused_as_einval_not_cut_short(tmp_path):
 def test_stat_paths_by_parts_in_two_threads_is_the_same_as_at_once(zoo, monkeypatch):
     import bpe_fast.inputs as inputs
     many = zoo * 7
-    whole = _file_sizes(many)
+    whole = file_sizes(many)
     monkeypatch.setattr(inputs, "_STAT_IN_TWO", 2)
-    assert _file_sizes(many) == whole == [oracle_stat(p)[1] if oracle_stat(p)[0] == REGULAR else None for p in many]
+    assert file_sizes(many) == whole == [oracle_stat(p)[1] if oracle_stat(p)[0] == REGULAR else None for p in many]
     encoded = [os.fsencode(p) for p in many]
     arrays = (np.zeros(len(many), np.int8), np.zeros(len(many), np.int64), np.zeros(len(many), np.int32))
     stat_paths(encoded, 5, 40, *arrays)

@@ -213,6 +213,43 @@ def test_json_lines_read_by_the_workers_count_as_the_documents_read_in_order(tmp
     assert two.training["corpus"]["documents"] == len(docs)
 
 
+def test_small_json_lines_files_are_read_in_runs_and_count_as_each_read_in_order(tmp_path, monkeypatch):
+    # a folder of 19,763 JSON lines files of 4.6 KB took 3x one file of them all: each file was a unit a worker
+    # opened and parsed alone; small files are now read whole, natively, in runs of neighbours, each file's lines
+    # numbered from 1, beside the ranges of the large files; the first bad line in the files' order is named
+    import bpe_fast.count_workers as cw
+    from bpe_fast import count_pretokens, train_bpe
+    from corpora import EOT, make_corpus
+    from train_oracle import oracle_count_pretokens
+    calls = worker_ranges(monkeypatch)
+    monkeypatch.setattr(cw, "_IN_PROCESS_BYTES", 4000)
+    docs = [make_corpus(300 + k, n_words=(k * 7) % 50) for k in range(90)]
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    at = 0
+    for f in range(30):               # files of 0 to 8 documents, some empty, one large
+        n = 60 if f == 11 else f % 9 if f != 20 else 0
+        lines = [json.dumps({"text": d, "n": k}) for k, d in enumerate(docs[at:at + n])]
+        at += n
+        (folder / f"{f:02d}.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    used = docs[:at]
+    units = cw.jsonl_units([cw.Stream("jsonl", str(p), str(p)) for p in sorted(folder.iterdir())], 2, 1 << 10)
+    assert any(len(unit) > 1 for unit in units) and any(len(unit) == 1 for unit in units), units
+    expected = oracle_count_pretokens(EOT.join(used), [EOT], GPT2)
+    for procs in (2, 3):
+        assert count_pretokens(folder, [EOT], num_processes=procs, chunk_bytes=1 << 10) == expected
+    assert calls
+    two = train_bpe(folder, 256 + 1 + 40, [EOT], num_processes=2, chunk_bytes=1 << 10)
+    assert two == train_bpe(folder, 256 + 1 + 40, [EOT], num_processes=1)
+    assert two.training["corpus"]["documents"] == len(used)
+    # a bad line in a small file of a run, and a later one: the first in the files' order, its line numbered
+    (folder / "05.jsonl").write_text('{"text": "ok"}\n{"text": "ok"}\n{"txet": "oops"}\n', encoding="utf-8")
+    (folder / "25.jsonl").write_text('{"text": 5}\n', encoding="utf-8")
+    for procs in (2, 3):
+        with pytest.raises(InputError, match=r"05\.jsonl:3: no field 'text'"):
+            count_pretokens(folder, [EOT], num_processes=procs, chunk_bytes=1 << 10)
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
 def test_a_json_lines_pipe_beside_files_read_by_ranges_is_read(tmp_path, monkeypatch):
     # jsonl_ranges cut a pipe named *.jsonl by its size (0) into no range: with a file the workers read by
