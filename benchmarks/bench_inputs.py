@@ -1,6 +1,7 @@
 """Counting the same corpus arriving in each form: a text file, .gz, JSON lines, Parquet, an iterator of
 documents (issue 14's targets: iterator within 1.3x of the file, .gz within 1.5x, Parquet within 1.3x), and a
-folder holding each document as a file of its own (a source tree, a dataset saved one document a file).
+folder holding each document as a file of its own (a source tree, a dataset saved one document a file), as text
+("folder") or as a one-record JSON lines file ("jsonl-folder").
 
     pytest benchmarks/bench_inputs.py                                   # the session corpus (see conftest.py)
     pytest benchmarks/bench_inputs.py --corpus /data/real.txt --corpus-bytes all
@@ -41,7 +42,7 @@ except ImportError:          # run as a script
     pytest = None
 
 EOT = "<|endoftext|>"
-FORMS = ("file", "iterator", "gz", "parquet", "jsonl", "folder")
+FORMS = ("file", "iterator", "gz", "parquet", "jsonl", "folder", "jsonl-folder")
 
 
 def stream_documents(path, block=1 << 20, decode=True):
@@ -80,10 +81,13 @@ def make_forms(text_path, folder):
     pq.write_table(pyarrow.table({"text": docs}), parquet, row_group_size=rows)
     files = folder / "documents"
     files.mkdir()
+    records = folder / "records"          # the same, a JSON lines file a document (as a dataset saved a record a file)
+    records.mkdir()
     for k, d in enumerate(docs):
         (files / f"{k:07d}.txt").write_bytes(d.encode())
+        (records / f"{k:07d}.jsonl").write_text(json.dumps({"text": d}, ensure_ascii=False) + "\n", encoding="utf-8")
     return {"file": str(text_path), "gz": str(gz), "jsonl": str(jsonl), "parquet": str(parquet),
-            "folder": str(files)}
+            "folder": str(files), "jsonl-folder": str(records)}
 
 
 def disk_size(path):
