@@ -283,3 +283,26 @@ def test_a_worker_dying_with_a_shared_batch_untaken_is_an_error_and_the_caller_e
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "raised WorkerDiedError"
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_the_threads_counting_a_folder_and_writes_nothing(tmp_path, big_corpus, sig, code):
+    # small files with a native pattern are counted by threads of the command's own process (no worker): a
+    # signal while they read and count stops them all, leaves no output, and no thread keeps the command alive
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    data = big_corpus.read_bytes()[:24_000_000]
+    for k in range(0, len(data), 6000):
+        (folder / f"{k // 6000:05d}.txt").write_bytes(data[k:k + 6000].decode("utf-8", "ignore").encode())
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = start(["train", str(folder), "--vocab-size", "500", "--special-token", EOT, "--processes", "2",
+                  "-o", str(out / "tok")], cwd=out)
+    first = proc.stderr.readline()          # the first progress line: the caller's thread has counted a run
+    assert first.startswith("pre-tokenized") and proc.poll() is None, first
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == code, first + err
+    assert "Traceback" not in err
+    assert list(out.iterdir()) == []
+    assert children(proc.pid) == []
