@@ -36,7 +36,7 @@ from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeEr
                      batch_decode_error, check_errors, check_input_file, file_sizes, jsonl_blocks, jsonl_data_blocks,
                      jsonl_range_batches, jsonl_ranges, parquet_row_group_batches, parquet_row_groups,
                      read_slot_batches, resolve_inputs, slot_bytes_for, utf8_boundary)
-from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern
+from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, shared_counter,
                     shared_queue, worker_context, worker_pool)
@@ -280,7 +280,7 @@ def count_small_files_tables(files: Sequence[tuple[str, int, bool]], special_tok
         return _first_bad_file(files[:min(at) + 1], errors) or seen[at.index(min(at))]
 
     try:
-        if workers == 1 or _counter_for(special_tokens, pattern, errors).native:
+        if workers == 1 or native_kind(pattern):
             tables = _count_in_threads(len(units), count_unit, special_tokens, pattern, errors, workers, progress,
                                        total, first_failure)
         else:
