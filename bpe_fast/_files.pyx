@@ -8,7 +8,7 @@ Paths arrive as a list of bytes (os.fsencode'd, no NUL: the caller checks); erro
 index, an errno), which the Python layer turns into exceptions naming the file."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.errno cimport EINTR, EINVAL, ENOMEM, errno
+from libc.errno cimport EINTR, EINVAL, EISDIR, ENOMEM, errno
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport strlen
@@ -27,7 +27,8 @@ cdef enum:
     C_OTHER = 3            # a pipe, a device, a socket
     # read_files' failures that are no errno
     C_SHORTER = -1         # a file planned (not whole) at some size holds fewer bytes now
-    C_NOT_REGULAR = -2     # no longer a regular file (a pipe or a folder put in its place since it was listed)
+    C_NOT_REGULAR = -2     # no longer a regular file (a pipe or a device put in its place since it was listed;
+                           # a folder is EISDIR)
 
 MISSING, REGULAR, DIRECTORY, OTHER = C_MISSING, C_REGULAR, C_DIRECTORY, C_OTHER
 SHORTER, NOT_REGULAR = C_SHORTER, C_NOT_REGULAR
@@ -49,9 +50,10 @@ def stat_paths(list paths, Py_ssize_t start=0, stop=None, kinds_array=None, size
     """(kinds int8: MISSING, REGULAR, DIRECTORY or OTHER; sizes int64, a regular file's; errnos int32, a MISSING
     path's stat error: EINVAL for a path holding NUL) of each path (bytes, links followed, as os.stat). Only
     paths[start:stop] when given, into the arrays given (threads may each look up a part: the GIL is released)."""
-    cdef vector[const char*] c_paths = _c_paths(paths)
-    cdef Py_ssize_t n = c_paths.size(), k
+    cdef Py_ssize_t n = len(paths), k
     cdef Py_ssize_t end = n if stop is None else min(<Py_ssize_t>stop, n)
+    start = max(start, 0)
+    cdef vector[const char*] c_paths = _c_paths(paths[start:end])     # (a thread's part only)
     if kinds_array is None:
         kinds_array = np.zeros(n, dtype=np.int8)
         sizes_array = np.zeros(n, dtype=np.int64)
@@ -63,11 +65,11 @@ def stat_paths(list paths, Py_ssize_t start=0, stop=None, kinds_array=None, size
         raise ValueError(f"{n} paths and arrays of {kinds.shape[0]}, {sizes.shape[0]} and {errnos.shape[0]}")
     cdef struct_stat st
     with nogil:
-        for k in range(max(start, 0), end):
-            if c_paths[k] == NULL:
+        for k in range(start, end):
+            if c_paths[k - start] == NULL:
                 kinds[k] = C_MISSING
                 errnos[k] = EINVAL
-            elif stat(c_paths[k], &st) != 0:
+            elif stat(c_paths[k - start], &st) != 0:
                 kinds[k] = C_MISSING
                 errnos[k] = errno
             elif S_ISREG(st.st_mode):
@@ -105,7 +107,8 @@ cdef bint _reserve(Buffer* b, int64_t more) noexcept nogil:
 
 cdef int _read_file(const char* path, int64_t size, bint whole, Buffer* b) noexcept nogil:
     """Append the file at path to b: whole, as it is now (to the end, however it changed since it was listed),
-    else exactly its first size bytes. 0, or an errno, SHORTER or NOT_REGULAR (b.used as it was)."""
+    else exactly its first size bytes. 0, or an errno (EISDIR for a folder), SHORTER or NOT_REGULAR (b.used as it
+    was)."""
     cdef int fd
     cdef struct_stat st
     cdef int64_t start = b.used, want
@@ -113,11 +116,16 @@ cdef int _read_file(const char* path, int64_t size, bint whole, Buffer* b) noexc
     cdef int failure = 0
     if path == NULL:
         return EINVAL
-    fd = c_open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)    # (no wait on a pipe put in its place)
+    while True:
+        fd = c_open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)    # (no wait on a pipe put in its place)
+        if fd >= 0 or errno != EINTR:       # (a signal during an open on NFS or FUSE: tried again, as os.open)
+            break
     if fd < 0:
         return errno
     if fstat(fd, &st) != 0:
         failure = errno
+    elif S_ISDIR(st.st_mode):
+        failure = EISDIR                    # (IsADirectoryError, as open() gives)
     elif not S_ISREG(st.st_mode):
         failure = C_NOT_REGULAR
     if whole and failure == 0:

@@ -35,7 +35,7 @@ from .chunking import chunk_boundaries, cuts_at_spaces
 from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream, TextFile,
                      batch_decode_error, check_errors, check_input_file, file_sizes, jsonl_blocks, jsonl_data_blocks,
                      jsonl_range_batches, jsonl_ranges, parquet_row_group_batches, parquet_row_groups,
-                     read_slot_batches, resolve_inputs, slot_bytes_for, utf8_boundary)
+                     open_regular, read_slot_batches, resolve_inputs, slot_bytes_for, utf8_boundary)
 from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, shared_counter,
@@ -233,7 +233,8 @@ def count_file_tables(path: str, special_tokens: Sequence[str], pattern: str, nu
     check_progress(progress)
     num_processes = check_num_processes(num_processes)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
-    size = os.path.getsize(path) if size is None else size
+    with open_regular(path) as f:         # (not a pipe put in its place since it was listed: refused, no wait)
+        size = os.fstat(f.fileno()).st_size if size is None else size
     workers = num_processes if size >= _IN_PROCESS_BYTES or chunk_bytes < size else 1
     bounds = chunk_boundaries(path, special_tokens, pattern, chunk_bytes,
                               min_chunks=workers * _RANGES_PER_PROCESS if workers > 1 else 1, size=size)
@@ -277,7 +278,11 @@ def count_small_files_tables(files: Sequence[tuple[str, int, bool]], special_tok
         at = [order.get(_failed_path(e) or "", len(files)) for e in seen]
         if min(at) >= len(files):
             return seen[0]
-        return _first_bad_file(files[:min(at) + 1], errors) or seen[at.index(min(at))]
+        for piece in _runs_of_files(files[:min(at) + 1], 1 << 20):     # (a MB at a time: not the corpus at once)
+            bad = _first_bad_file(piece, errors)
+            if bad is not None:
+                return bad
+        return seen[at.index(min(at))]
 
     try:
         if workers == 1 or native_kind(pattern):
@@ -317,7 +322,7 @@ def _count_in_threads(n_units: int, count_unit: CountUnit, special_tokens: Seque
                 done[0] += n_bytes
 
     def report() -> None:
-        if progress is not None:
+        if progress is not None and (total is None or done[0] < total):    # (the total: the caller's, once)
             progress("count", done[0], total)
 
     def claim_and_count(counter: ChunkCounter, caller: bool = False) -> None:
@@ -1215,7 +1220,7 @@ def _capped_size(source: TextFile, budget: Budget) -> tuple[int, bool]:
     if size <= budget.bytes:
         budget.bytes -= size
         return size, True
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         f.seek(max(0, budget.bytes - 3))
         near = f.read(4)
     size = max(0, budget.bytes - 3) + utf8_boundary(near, min(3, budget.bytes))

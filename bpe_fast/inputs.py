@@ -48,7 +48,7 @@ import threading
 import warnings
 import zlib
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from typing import IO, Any, Callable, NamedTuple
+from typing import IO, Any, BinaryIO, Callable, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -370,6 +370,23 @@ def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], tex
         raise not_found(path)
     regular = stat.S_ISREG(mode)
     return [_source_of(path, text_field, is_file=regular, size=size if regular else None)]
+
+
+def open_regular(path: str) -> BinaryIO:
+    """open(path, "rb") of a regular file, anything else refused naming it: a folder IsADirectoryError, a pipe or a
+    device OSError EINVAL (one put in place of a file since it was listed would wait for a writer, or never end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "no longer a regular file (put in place since it was listed)", path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def file_sizes(paths: list[str]) -> list[int | None]:

@@ -90,7 +90,7 @@ def test_read_files_reads_the_planned_size_of_a_file_not_whole_and_says_when_it_
     assert (data, bounds.tolist(), failed, error) == (bytes(range(7)), [0, 7], 1, SHORTER)
 
 
-@pytest.mark.parametrize("index, expected", [(3, NOT_REGULAR), (4, NOT_REGULAR), (6, errno.ENOENT),
+@pytest.mark.parametrize("index, expected", [(3, errno.EISDIR), (4, NOT_REGULAR), (6, errno.ENOENT),
                                              (7, errno.ELOOP), (8, errno.ENOENT), (9, errno.ENOTDIR)])
 def test_read_files_names_the_first_file_it_cannot_read_and_keeps_the_ones_before(zoo, index, expected):
     # a pipe is refused without waiting for a writer (opened non-blocking)
@@ -168,3 +168,51 @@ def test_stat_paths_by_parts_in_two_threads_is_the_same_as_at_once(zoo, monkeypa
     assert all((a == b).all() for a, b in zip(arrays, stat_paths(encoded)))
     with pytest.raises(ValueError, match="70 paths and arrays of 3"):
         stat_paths(encoded, 0, None, np.zeros(3, np.int8), *arrays[1:])
+
+
+def test_a_file_replaced_by_a_pipe_or_a_folder_after_listing_is_refused_on_every_path_without_waiting(
+        tmp_path, monkeypatch):
+    # helper-117: a max_bytes cap ending inside it (its character boundary looked for) and a file listed large
+    # enough for byte ranges (count_file_tables) opened it blocking, waiting for a writer for ever; a folder in
+    # its place is IsADirectoryError, as open() says
+    import bpe_fast.count_workers as cw
+    from bpe_fast.inputs import Budget, open_regular
+    os.mkfifo(tmp_path / "pipe.txt")
+    (tmp_path / "dir.txt").mkdir()
+    (tmp_path / "ok.txt").write_bytes(b"abc")
+    with open_regular(str(tmp_path / "ok.txt")) as f:
+        assert f.read() == b"abc"
+    with pytest.raises(OSError, match=r"no longer a regular file.*pipe\.txt") as info:
+        open_regular(str(tmp_path / "pipe.txt"))
+    assert info.value.errno == errno.EINVAL
+    with pytest.raises(IsADirectoryError, match=r"dir\.txt"):
+        open_regular(str(tmp_path / "dir.txt"))
+    with pytest.raises(OSError, match=r"pipe\.txt"):        # listed with 400 bytes, the cap ends inside
+        cw._capped_size(TextFile(str(tmp_path / "pipe.txt"), 400), Budget(100, None))
+    with pytest.raises(OSError, match=r"pipe\.txt"):
+        cw.count_file_tables(str(tmp_path / "pipe.txt"), [], GPT2_PATTERN, 2, "strict", None, None, size=5 << 20)
+    with pytest.raises(IsADirectoryError, match=r"dir\.txt"):
+        cw.count_small_files_tables([(str(tmp_path / "ok.txt"), 3, True), (str(tmp_path / "dir.txt"), 9, True)],
+                                    [], GPT2_PATTERN, 1, "strict", None)
+
+
+def test_the_first_bad_file_is_found_a_piece_at_a_time_and_progress_ends_once(tmp_path, monkeypatch):
+    # helper-117: the failing file was looked for by reading every file before it at once (memory as large as
+    # the corpus: 1 GB for 525 MB of files); and with one claimant the last progress report came twice
+    import bpe_fast.count_workers as cw
+    sizes = []
+    real = cw._read_files
+    monkeypatch.setattr(cw, "_read_files", lambda files: sizes.append(sum(s for _, s, _ in files)) or real(files))
+    monkeypatch.setattr(cw, "_IN_PROCESS_BYTES", 1000)
+    files = []
+    for k in range(40):
+        path = tmp_path / f"f{k:02d}.txt"
+        path.write_bytes((b"word %d " % k) * 50000 if k != 33 else b"ok \xff")     # 350 KB a file
+        files.append((str(path), os.path.getsize(path), True))
+    with pytest.raises(cw.CorpusDecodeError, match=r"f33\.txt"):
+        cw.count_small_files_tables(files, [], GPT2_PATTERN, 2, "strict", None)
+    assert max(sizes) < 3 << 20, sizes
+    reports = []
+    cw.count_small_files_tables(files[:3], [], GPT2_PATTERN, 1, "strict", lambda *r: reports.append(r))
+    total = sum(s for _, s, _ in files[:3])
+    assert reports[-1] == ("count", total, total) and reports.count(("count", total, total)) == 1, reports
