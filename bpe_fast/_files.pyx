@@ -7,10 +7,9 @@ the system calls themselves are about 2 µs a stat and 5 µs a read file on this
 Paths arrive as a list of bytes (os.fsencode'd, no NUL: the caller checks); errors come back as numbers (an
 index, an errno), which the Python layer turns into exceptions naming the file."""
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from libc.errno cimport EINTR, EINVAL, EISDIR, ENOMEM, errno
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
-from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport strlen
 from libcpp.vector cimport vector
 from posix.fcntl cimport O_CLOEXEC, O_NONBLOCK, O_RDONLY, open as c_open
@@ -82,33 +81,21 @@ def stat_paths(list paths, Py_ssize_t start=0, stop=None, kinds_array=None, size
     return kinds_array, sizes_array, errnos_array
 
 
+cdef enum:
+    C_NO_ROOM = -3         # _read_file: the buffer is too small for the file (b.needed: the room it wants)
+
+
 cdef struct Buffer:
-    uint8_t* data
+    uint8_t* data          # a numpy array's bytes, grown by read_files (with the GIL) when a file needs more
     int64_t used
     int64_t capacity
-
-
-cdef bint _reserve(Buffer* b, int64_t more) noexcept nogil:
-    """Room for more bytes after b.used (doubling); False when memory runs out."""
-    cdef int64_t want = b.used + more
-    cdef int64_t capacity = b.capacity if b.capacity > 0 else 4096
-    cdef uint8_t* grown
-    if want <= b.capacity:
-        return True
-    while capacity < want:
-        capacity *= 2
-    grown = <uint8_t*>realloc(b.data, capacity)
-    if grown == NULL:
-        return False
-    b.data = grown
-    b.capacity = capacity
-    return True
+    int64_t needed
 
 
 cdef int _read_file(const char* path, int64_t size, bint whole, Buffer* b) noexcept nogil:
     """Append the file at path to b: whole, as it is now (to the end, however it changed since it was listed),
-    else exactly its first size bytes. 0, or an errno (EISDIR for a folder), SHORTER or NOT_REGULAR (b.used as it
-    was)."""
+    else exactly its first size bytes. 0, or an errno (EISDIR for a folder), SHORTER, NOT_REGULAR or NO_ROOM
+    (b.needed set: the caller grows the buffer and reads the file again); b.used as it was but on success."""
     cdef int fd
     cdef struct_stat st
     cdef int64_t start = b.used, want
@@ -137,8 +124,9 @@ cdef int _read_file(const char* path, int64_t size, bint whole, Buffer* b) noexc
             want = size - (b.used - start)
             if want == 0:
                 break
-        if not _reserve(b, want):
-            failure = ENOMEM
+        if b.used + want > b.capacity:
+            b.needed = b.used + want
+            failure = C_NO_ROOM
             break
         got = read(fd, b.data + b.used, want)
         if got < 0:
@@ -159,37 +147,49 @@ cdef int _read_file(const char* path, int64_t size, bint whole, Buffer* b) noexc
 
 def read_files(list paths, const int64_t[::1] sizes, const uint8_t[::1] whole):
     """Read the files at paths (bytes) one after another into one buffer: file k whole (whole[k]: as it is now)
-    or its first sizes[k] bytes. Returns (data: bytes, bounds: int64 with file k = data[bounds[k]:bounds[k + 1]],
-    failed, error): failed -1, or the index of the first file that could not be read (then data holds the files
-    before it), error its errno (EINVAL for a path holding NUL), SHORTER or NOT_REGULAR."""
+    or its first sizes[k] bytes. Returns (data: a uint8 array, bounds: int64 with file k = data[bounds[k]:bounds[k +
+    1]], failed, error): failed -1, or the index of the first file that could not be read (then data holds the
+    files before it), error its errno (EINVAL for a path holding NUL, ENOMEM when no buffer could hold it),
+    SHORTER or NOT_REGULAR. The files are read straight into the array (sized by the plan: sizes[k] + 1 a file;
+    a file grown since is read again into a larger one)."""
     cdef vector[const char*] c_paths = _c_paths(paths)
-    cdef Py_ssize_t n = c_paths.size(), k
+    cdef Py_ssize_t n = c_paths.size(), k = 0
     if sizes.shape[0] != n or whole.shape[0] != n:
         raise ValueError(f"{n} paths, {sizes.shape[0]} sizes and {whole.shape[0]} whole flags")
     bounds_array = np.zeros(n + 1, dtype=np.int64)
     cdef int64_t[::1] bounds = bounds_array
+    cdef uint8_t[::1] view
     cdef Buffer b
-    cdef int64_t planned = 0
-    cdef Py_ssize_t failed = -1
+    cdef int64_t planned = 1
     cdef int error = 0
-    for k in range(n):
-        planned += sizes[k] + 1 if sizes[k] >= 0 else 1
-    b.data = NULL
-    b.used = b.capacity = 0
+    cdef Py_ssize_t j
+    for j in range(n):
+        planned += max(sizes[j], 0) + 1
     try:
+        out = np.empty(planned, dtype=np.uint8)
+    except MemoryError:
+        return np.empty(0, dtype=np.uint8), bounds_array[:1], 0, ENOMEM
+    view = out
+    b.data, b.used, b.capacity, b.needed = &view[0], 0, planned, 0
+    while True:
         with nogil:
-            if not _reserve(&b, planned):
-                failed, error = 0, ENOMEM
-            else:
-                for k in range(n):
-                    error = _read_file(c_paths[k], sizes[k], whole[k] != 0, &b)
-                    if error != 0:
-                        failed = k
-                        break
-                    bounds[k + 1] = b.used
-        data = PyBytes_FromStringAndSize(<char*>b.data, b.used)
-    finally:
-        free(b.data)
-    if failed >= 0:
-        bounds_array = bounds_array[:failed + 1]
-    return data, bounds_array, failed, error
+            while k < n:
+                error = _read_file(c_paths[k], sizes[k], whole[k] != 0, &b)
+                if error != 0:
+                    break
+                k += 1
+                bounds[k] = b.used
+        if error != C_NO_ROOM:
+            break
+        try:                            # (with the GIL: a file grown since it was listed)
+            grown = np.empty(max(2 * b.capacity, b.needed + (1 << 16)), dtype=np.uint8)
+        except MemoryError:
+            error = ENOMEM
+            break
+        grown[:b.used] = out[:b.used]
+        out = grown
+        view = out
+        b.data, b.capacity = &view[0], out.shape[0]
+    if error != 0:
+        return out[:b.used], bounds_array[:k + 1], k, error
+    return out[:b.used], bounds_array, -1, 0

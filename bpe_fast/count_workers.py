@@ -310,34 +310,27 @@ def _count_in_threads(n_units: int, count_unit: CountUnit, special_tokens: Seque
     error to raise from those seen; an interrupt stops the others after the unit each is counting."""
     counters = [_counter_for(special_tokens, pattern, errors) for _ in range(threads)]
     claims = iter(range(n_units))          # (next() on it is atomic under the GIL)
-    lock = threading.Lock()
-    done = [0]
-    stop = threading.Event()
+    done = _ThreadsTally()
+    stop: list[bool] = []                  # [True] once a claimant failed or was interrupted
     failures: list[BaseException] = []
 
-    class _Done:                           # bytes_done as the CountUnits report it
-        @staticmethod
-        def add(n_bytes: int, n_documents: int = 0) -> None:
-            with lock:
-                done[0] += n_bytes
-
     def report() -> None:
-        if progress is not None and (total is None or done[0] < total):    # (the total: the caller's, once)
-            progress("count", done[0], total)
+        if progress is not None and (total is None or done.value < total):    # (the total: the caller's, once)
+            progress("count", done.value, total)
 
     def claim_and_count(counter: ChunkCounter, caller: bool = False) -> None:
         try:
             for k in claims:
-                if stop.is_set():
+                if stop:
                     break
-                count_unit(counter, k, _Done, None)
+                count_unit(counter, k, done, None)
                 if caller:
                     report()
         except Exception as exc:
             failures.append(exc)
-            stop.set()
+            stop.append(True)
         except BaseException as exc:       # an interrupt in the caller's thread: raised there
-            stop.set()
+            stop.append(True)
             if caller:
                 raise
             failures.append(exc)
@@ -353,13 +346,25 @@ def _count_in_threads(n_units: int, count_unit: CountUnit, special_tokens: Seque
                 thread.join(0.25)
                 report()
     except BaseException:
-        stop.set()                         # the others stop after the unit each is counting
+        stop.append(True)                  # the others stop after the unit each is counting
         raise
     if failures:
         raise first_failure(failures)
     for counter in counters[1:]:
         counters[0].add_arrays(*counter.arrays())
     return [counters[0].arrays()]
+
+
+class _ThreadsTally:
+    """The bytes_done of claimants that are threads of this process (as a CountUnit reports them: add)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.value = 0
+
+    def add(self, n_bytes: int, n_documents: int = 0) -> None:
+        with self.lock:
+            self.value += n_bytes
 
 
 def _failed_path(exc: BaseException) -> str | None:
@@ -383,7 +388,8 @@ def _runs_of_files(files: Sequence[tuple[str, int, bool]], run_bytes: int) -> li
     return runs
 
 
-def _read_files(files: Sequence[tuple[str, int, bool]]) -> tuple[bytes, NDArray[np.int64], OSError | None]:
+def _read_files(files: Sequence[tuple[str, int, bool]]
+                ) -> tuple[NDArray[np.uint8], NDArray[np.int64], OSError | None]:
     """The files (path, size, whole: read whole as it is now, else its first size bytes) read one after another,
     natively (bpe_fast._files: 5 µs a file of a few hundred bytes, where Python's os.open, os.read and os.close
     took 12): (data, bounds with file k data[bounds[k]:bounds[k + 1]], the error of the first file that could not
@@ -629,7 +635,8 @@ def _count_jsonl_unit(units: Sequence[Sequence[tuple[str, int, int]]], text_fiel
     lengths: list[NDArray[np.int64]] = []
     owner: list[int] = []          # the file of each document
     for j, (path, _, _) in enumerate(unit):
-        for texts, block_lengths, _ in jsonl_data_blocks(data[bounds[j]:bounds[j + 1]], path, text_field, errors):
+        for texts, block_lengths, _ in jsonl_data_blocks(data[bounds[j]:bounds[j + 1]].tobytes(), path, text_field,
+                                                         errors):
             blobs.append(texts)
             lengths.append(block_lengths)
             owner.extend([j] * len(block_lengths))

@@ -30,8 +30,11 @@ def native_stat(paths):
 
 
 def read(paths, sizes, whole):
-    return read_files([os.fsencode(p) for p in paths], np.array(sizes, dtype=np.int64),
-                      np.array(whole, dtype=np.uint8))
+    """read_files, its data as bytes (a uint8 array of exactly the bytes read: checked here)."""
+    data, bounds, failed, error = read_files([os.fsencode(p) for p in paths], np.array(sizes, dtype=np.int64),
+                                             np.array(whole, dtype=np.uint8))
+    assert data.dtype == np.uint8 and data.ndim == 1 and len(data) == bounds[-1]
+    return data.tobytes(), bounds, failed, error
 
 
 @pytest.fixture
@@ -101,7 +104,8 @@ def test_read_files_names_the_first_file_it_cannot_read_and_keeps_the_ones_befor
     assert bounds.tolist() == [0, 12, 12 + 76800]
 
 
-settings_ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+settings_ = settings(max_examples=60, deadline=None,     # (naming the health checks: too_slow too, see conftest)
+                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 @settings_
@@ -216,3 +220,16 @@ def test_the_first_bad_file_is_found_a_piece_at_a_time_and_progress_ends_once(tm
     cw.count_small_files_tables(files[:3], [], GPT2_PATTERN, 1, "strict", lambda *r: reports.append(r))
     total = sum(s for _, s, _ in files[:3])
     assert reports[-1] == ("count", total, total) and reports.count(("count", total, total)) == 1, reports
+
+
+def test_a_file_grown_past_the_plan_is_read_again_into_a_larger_buffer(tmp_path):
+    # the buffer is sized by the plan (each file's listed size + 1); a file grown since is read again whole
+    # into a buffer grown for it, the files before it kept
+    sizes = [10, 70_000, 5, 300_000]
+    for k, n in enumerate(sizes):
+        (tmp_path / f"g{k}").write_bytes(bytes([65 + k]) * n)
+    paths = [str(tmp_path / f"g{k}") for k in range(4)]
+    data, bounds, failed, error = read(paths, [10, 3, 5, 1], [1, 1, 1, 1])
+    assert (failed, error) == (-1, 0)
+    assert data == b"".join(bytes([65 + k]) * n for k, n in enumerate(sizes))
+    assert bounds.tolist() == np.cumsum([0] + sizes).tolist()
