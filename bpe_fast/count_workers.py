@@ -676,7 +676,7 @@ def jsonl_units(streams: Sequence[Stream], num_processes: int, batch_bytes: int
     run: list[tuple[str, int, int]] = []
     held = 0
     for path, size in zip(paths, known):
-        pieces = max(1, size // batch_bytes, (_RANGES_PER_PROCESS * num_processes * size) // total)
+        pieces = max(1, size // batch_bytes, (_RANGES_PER_PROCESS * num_processes * size) // max(total, 1))
         if pieces == 1 and size < run_bytes:
             if size:
                 run.append((path, 0, size))
@@ -697,13 +697,22 @@ def jsonl_units(streams: Sequence[Stream], num_processes: int, batch_bytes: int
 def _first_jsonl_error(streams: Sequence[Stream], text_field: str, errors: str,
                        seen: list[BaseException]) -> BaseException:
     """The error of the first bad line in the files' order, found by reading them in order (the workers report
-    the first they meet in time, with lines numbered within their range); seen[0] if that read meets none."""
-    for stream in streams:
+    the first they meet in time, with lines numbered within their range), or the error a worker met reading a
+    file before it that reads cleanly now (an OSError naming it); seen[0] if none. A file is read again only if
+    it is still a regular file (a pipe put in its place since it was listed would wait for a writer)."""
+    order = {stream.obj: at for at, stream in reversed(list(enumerate(streams)))}
+    unread = {order[e.filename]: e for e in reversed(seen)
+              if isinstance(e, OSError) and isinstance(e.filename, str) and e.filename in order}
+    for at, stream in enumerate(streams):
         try:
+            with open_regular(stream.obj):
+                pass
             for _ in jsonl_blocks(stream.obj, text_field, errors):
                 pass
-        except Exception as exc:           # InputError or CorpusDecodeError, naming the line
+        except Exception as exc:           # InputError or CorpusDecodeError, naming the line; OSError
             return exc
+        if at in unread:                   # read cleanly now, not when a worker read it
+            return unread[at]
     return seen[0]
 
 

@@ -988,7 +988,7 @@ def jsonl_ranges(path: str, pieces: int) -> list[tuple[int, int]] | None:
     if pieces <= 1:             # (the whole file: nothing to look for in it)
         return [(0, size)] if size else []
     cuts = [0]
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for k in range(1, pieces):
             at = k * size // pieces
             if at < cuts[-1]:                     # inside a long line already cut after
@@ -1017,7 +1017,7 @@ def jsonl_range_batches(path: str, start: int, end: int, text_field: str, batch_
     """The Batches of the JSON lines in bytes [start, end) of an uncompressed file (whole lines, see
     jsonl_ranges), read as jsonl_blocks reads them. The InputError of a bad line numbers it within the range:
     the caller names the first bad line of the file by reading it in order (count_workers._first_jsonl_error)."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:      # (a pipe put in its place since it was listed: refused, not waited on)
         f.seek(start)
         data = f.read(end - start)
     if len(data) != end - start:        # (not fewer lines: the ranges were planned from its size)

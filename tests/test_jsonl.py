@@ -590,3 +590,41 @@ def test_damage_error_of_a_failure_that_does_not_come_back_stops_reading_past_it
     error = inputs._damage_error(str(path), "t.txt.gz", 1 << 20, EOFError("gone"))
     assert f"after {1 << 20} decompressed bytes (EOFError: gone)" in str(error)
     assert sum(calls) < 8 << 20, (len(calls), sum(calls))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+@pytest.mark.parametrize("which", ["small", "large"])
+def test_a_json_lines_file_replaced_by_a_pipe_after_listing_is_refused_not_waited_on(tmp_path, which):
+    # helper-118: a file the workers read by ranges, or the in-order read that names the first bad line after a
+    # run of small files failed, opened the pipe put in its place and waited for a writer for ever
+    import subprocess
+    import sys
+    script = f"""
+import json, os, sys
+import bpe_fast.count_workers as cw
+from bpe_fast import GPT2_PATTERN
+cw._IN_PROCESS_BYTES = 1000
+folder = {str(tmp_path)!r}
+paths = []
+for k in range(40):
+    path = os.path.join(folder, f"{{k:02d}}.jsonl")
+    n = 400 if (k == 5 and {which!r} == "large") else 150
+    with open(path, "w") as f:
+        f.writelines(json.dumps({{"text": f"doc {{k}} line {{j}} " * 5}}) + "\\n" for j in range(n))
+    paths.append(path)
+streams = [cw.Stream("jsonl", p, p) for p in paths]
+units = cw.jsonl_units(streams, 2, 1 << 10 if {which!r} == "large" else 1 << 20)
+unit_of_5 = [u for u in units if any(p == paths[5] for p, _, _ in u)]
+assert unit_of_5 and all(len(u) > 1 for u in unit_of_5) == ({which!r} == "small"), units
+os.unlink(paths[5])
+os.mkfifo(paths[5])
+try:
+    cw.count_unit_tables(streams, units, [], GPT2_PATTERN, 2, "strict", "text", "text", 1 << 20, None)
+except OSError as exc:
+    print("refused:", exc)
+    sys.exit(0)
+sys.exit("counted a pipe")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "refused: [Errno 22] no longer a regular file" in done.stdout and "05.jsonl" in done.stdout, done.stdout
