@@ -32,10 +32,11 @@ from numpy.typing import NDArray
 from ._files import NOT_REGULAR, SHORTER, read_files
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
-from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream, TextFile,
-                     batch_decode_error, check_errors, check_input_file, file_sizes, jsonl_blocks, jsonl_data_blocks,
-                     jsonl_range_batches, jsonl_ranges, parquet_row_group_batches, parquet_row_groups,
-                     open_regular, read_slot_batches, resolve_inputs, slot_bytes_for, utf8_boundary)
+from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream,
+                     TextFile, batch_decode_error, check_errors, check_input_file, encode_paths, file_sizes,
+                     jsonl_blocks, jsonl_data_blocks, jsonl_range_batches, jsonl_ranges, parquet_row_group_batches,
+                     parquet_row_groups, open_regular, read_slot_batches, resolve_inputs, slot_bytes_for,
+                     utf8_boundary)
 from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, shared_counter,
@@ -394,7 +395,7 @@ def _read_files(files: Sequence[tuple[str, int, bool]]
     natively (bpe_fast._files: 5 µs a file of a few hundred bytes, where Python's os.open, os.read and os.close
     took 12): (data, bounds with file k data[bounds[k]:bounds[k + 1]], the error of the first file that could not
     be read or None); with an error, data holds the files before that one."""
-    data, bounds, failed, error = read_files([os.fsencode(path) for path, _, _ in files],
+    data, bounds, failed, error = read_files(encode_paths(path for path, _, _ in files),
                                              np.array([size for _, size, _ in files], dtype=np.int64),
                                              np.array([whole for _, _, whole in files], dtype=np.uint8))
     if failed < 0:

@@ -389,12 +389,17 @@ def open_regular(path: str) -> BinaryIO:
         raise
 
 
+def encode_paths(paths: Iterable[str]) -> list[bytes]:
+    """os.fsencode of each path (str), for bpe_fast._files: twice as fast as calling it on each."""
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+    return [p.encode(encoding, errors) for p in paths]
+
+
 def file_sizes(paths: list[str]) -> list[int | None]:
     """The size of each path that is a regular file (through links), None for any other (a folder, a pipe, one
     missing or not to be looked at, a name holding NUL), each path looked up once, natively; a long list in two
     threads (a stat is a system call, 2 µs: 79,000 paths took 0.13 s in one)."""
-    encoding = sys.getfilesystemencoding()
-    encoded = [p.encode(encoding, "surrogateescape") for p in paths]     # (os.fsencode: twice the time)
+    encoded = encode_paths(paths)
     n = len(encoded)
     kinds, sizes, errnos = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int32)
     half = n // 2 if n >= _STAT_IN_TWO else n
