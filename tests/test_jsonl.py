@@ -625,6 +625,8 @@ except OSError as exc:
     sys.exit(0)
 sys.exit("counted a pipe")
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    # (run from tmp_path: `python -c` puts its working folder first on sys.path, and from a source checkout that
+    # is the uncompiled package, not the installed one)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "refused: [Errno 22] no longer a regular file" in done.stdout and "05.jsonl" in done.stdout, done.stdout
