@@ -108,9 +108,13 @@ settings_ = settings(max_examples=60, deadline=None,     # (naming the health ch
                      suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
+# contents up to about 19 KB (past a plan of 10,000 and past one file's share) from a short piece repeated: random
+# bytes of that size a file exceeded hypothesis's entropy limit (data_too_large) in some runs
+CONTENTS = st.builds(lambda piece, times: piece * times, st.binary(max_size=300), st.integers(1, 64))
+
+
 @settings_
-@given(st.lists(st.tuples(st.binary(max_size=300) | st.binary(min_size=4000, max_size=9000),
-                          st.booleans(), st.integers(0, 10 ** 4)), min_size=1, max_size=12))
+@given(st.lists(st.tuples(CONTENTS, st.booleans(), st.integers(0, 10 ** 4)), min_size=1, max_size=12))
 def test_read_files_is_open_read_for_any_files(tmp_path, files):
     paths, sizes, whole, truth = [], [], [], []
     for k, (content, is_whole, planned) in enumerate(files):
