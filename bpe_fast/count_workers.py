@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import ctypes
-import errno
 import functools
 import os
 import queue
@@ -35,7 +34,7 @@ from .chunking import chunk_boundaries, cuts_at_spaces
 from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream,
                      TextFile, batch_decode_error, check_errors, check_input_file, encode_paths, file_sizes,
                      jsonl_blocks, jsonl_data_blocks, jsonl_range_batches, jsonl_ranges, parquet_row_group_batches,
-                     parquet_row_groups, open_regular, read_slot_batches, resolve_inputs, slot_bytes_for,
+                     parquet_row_groups, not_regular, open_regular, read_slot_batches, resolve_inputs, slot_bytes_for,
                      utf8_boundary)
 from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
 from .patterns import resolve_pattern
@@ -404,8 +403,7 @@ def _read_files(files: Sequence[tuple[str, int, bool]]
     if error == SHORTER:
         return data, bounds, OSError(f"{path} changed while it was read (shorter than planned)")
     if error == NOT_REGULAR:
-        return data, bounds, OSError(errno.EINVAL, "no longer a regular file (put in place since it was listed)",
-                                     path)
+        return data, bounds, not_regular(path)
     return data, bounds, OSError(error, os.strerror(error), path)
 
 
@@ -686,9 +684,8 @@ def jsonl_units(streams: Sequence[Stream], num_processes: int, batch_bytes: int
                 units.append(run)
                 run, held = [], 0
             continue
-        ranges = jsonl_ranges(path, pieces)
-        if ranges is None:
-            return None
+        ranges = jsonl_ranges(path, pieces, size)       # (never None: uncompressed regular files, sized)
+        assert ranges is not None
         units.extend([(path, a, b)] for a, b in ranges)
     if run:
         units.append(run)
@@ -1127,7 +1124,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             if stats is not None:
                 stats["bytes"] += size
                 stats["documents"] += 1
-            if size < _IN_PROCESS_BYTES and size <= batch_bytes:    # (what count_file_tables counts whole)
+            if size <= small_limit:     # (what count_file_tables would count whole)
                 small.append((source.path, size, whole))
                 continue
             count_small()

@@ -372,6 +372,11 @@ def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], tex
     return [_source_of(path, text_field, is_file=regular, size=size if regular else None)]
 
 
+def not_regular(path: str) -> OSError:
+    """The error for a listed file that is no longer a regular file when read (a pipe or a device in its place)."""
+    return OSError(errno.EINVAL, "no longer a regular file (put in place since it was listed)", path)
+
+
 def open_regular(path: str) -> BinaryIO:
     """open(path, "rb") of a regular file, anything else refused naming it: a folder IsADirectoryError, a pipe or a
     device OSError EINVAL (one put in place of a file since it was listed would wait for a writer, or never end)."""
@@ -381,7 +386,7 @@ def open_regular(path: str) -> BinaryIO:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "no longer a regular file (put in place since it was listed)", path)
+            raise not_regular(path)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -983,13 +988,15 @@ def _jsonl_until_damage(path: str, offset: int, line_no: int, text_field: str,
             line_no += 1
 
 
-def jsonl_ranges(path: str, pieces: int) -> list[tuple[int, int]] | None:
+def jsonl_ranges(path: str, pieces: int, size: int | None = None) -> list[tuple[int, int]] | None:
     """Byte ranges of whole lines (each cut just after a newline) of an uncompressed JSON lines file, about
     size / pieces bytes each, for workers that read their share themselves; None for a compressed file or a
-    pipe (whose size says nothing: it is read as it comes)."""
-    if _split_suffix(path)[1] or not os.path.isfile(path):
-        return None
-    size = os.path.getsize(path)
+    pipe (whose size says nothing: it is read as it comes). size: the file's, from a caller that looked it up
+    (and found an uncompressed regular file)."""
+    if size is None:
+        if _split_suffix(path)[1] or not os.path.isfile(path):
+            return None
+        size = os.path.getsize(path)
     if pieces <= 1:             # (the whole file: nothing to look for in it)
         return [(0, size)] if size else []
     cuts = [0]
