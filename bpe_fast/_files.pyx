@@ -139,6 +139,11 @@ cdef int _read_file(const char* path, int64_t size, bint whole, Buffer* b) noexc
             break
         else:
             b.used += got
+            if whole and got < want and b.used - start == size:
+                # a short read that ends where fstat said the file ends: its end, without the read that
+                # would return 0 (one system call in five a small file; a file grown since fstat filled the
+                # size + 1 bytes asked for, a shrunk one ends elsewhere: both read on)
+                break
     close(fd)
     if failure != 0:
         b.used = start

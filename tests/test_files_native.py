@@ -2,6 +2,7 @@
 os.stat, open().read(), for every kind of path the listing and the workers may meet."""
 import errno
 import os
+import pathlib
 import stat
 
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bpe_fast import GPT2_PATTERN
 from bpe_fast._files import DIRECTORY, MISSING, NOT_REGULAR, OTHER, REGULAR, SHORTER, read_files, stat_paths
-from bpe_fast.inputs import TextFile, file_sizes, resolve_inputs
+from bpe_fast.inputs import Stream, TextFile, file_sizes, resolve_inputs
 
 
 def oracle_stat(path):
@@ -152,6 +153,27 @@ def test_a_list_of_paths_is_resolved_with_the_sizes_listed_and_each_kind_as_befo
     assert sources[3].kind == "jsonl" and sources[4:] == sources[1:3]
     with pytest.raises(FileNotFoundError, match="gone"):
         resolve_inputs([str(tmp_path / "a.txt"), str(tmp_path / "gone")])
+
+
+def test_a_list_of_regular_files_of_every_kind_is_resolved_as_each_path_alone(tmp_path):
+    # a list of regular files only takes a shorter road (_sources_of_files: TextFile made at once for a plain
+    # name); each path resolved on its own (_resolve_path, _source_of) is the oracle, whatever the item's type
+    import gzip
+    contents = {"a.txt": b"abc", "B.TXT": b"de", "c.md": b"", "d.jsonl": b'{"text": "hi"}\n',
+                "e.json": b'{"text": "json lines"}\n', "f.json": b"plain text, not a record\n",
+                "g.txt.gz": gzip.compress(b"zipped"), "h.JSONL.GZ": gzip.compress(b'{"text": "z"}\n'),
+                "i": b"no suffix", "j.tar": b"x"}
+    for name, data in contents.items():
+        (tmp_path / name).write_bytes(data)
+    paths = [str(tmp_path / name) for name in contents]
+    items = [p if k % 3 == 0 else os.fsencode(p) if k % 3 == 1 else pathlib.Path(p) for k, p in enumerate(paths)]
+    alone = [source for p in paths for source in resolve_inputs(p)]
+    assert resolve_inputs(items) == alone
+    kinds = ["text"] * 3 + ["jsonl"] * 2 + ["text"] + ["compressed text", "jsonl"] + ["text"] * 2
+    assert [s.kind if isinstance(s, Stream) and s.kind == "jsonl" else "compressed text" if isinstance(s, Stream)
+            else "text" for s in alone] == kinds
+    assert [s.size for s in alone if isinstance(s, TextFile)] == [len(contents[n]) for n, k in zip(contents, kinds)
+                                                                  if k == "text"]
 
 
 def test_paths_holding_nul_are_refused_as_einval_not_cut_short(tmp_path):
