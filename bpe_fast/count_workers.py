@@ -31,11 +31,11 @@ from numpy.typing import NDArray
 from ._files import NOT_REGULAR, SHORTER, read_files
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
-from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, CorpusDecodeError, SlotBatch, Slots, Stream,
-                     TextFile, batch_decode_error, check_errors, check_input_file, encode_paths, file_sizes,
-                     jsonl_blocks, jsonl_data_blocks, jsonl_range_batches, jsonl_ranges, parquet_row_group_batches,
-                     parquet_row_groups, not_regular, open_regular, read_slot_batches, resolve_inputs, slot_bytes_for,
-                     utf8_boundary)
+from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, ChangedWhileReadError, CorpusDecodeError, SlotBatch,
+                     Slots, Stream, TextFile, batch_decode_error, check_errors, check_input_file, encode_paths,
+                     file_sizes, jsonl_blocks, jsonl_data_blocks, jsonl_range_batches, jsonl_ranges,
+                     parquet_row_group_batches, parquet_row_groups, not_regular, open_regular, read_slot_batches,
+                     resolve_inputs, slot_bytes_for, utf8_boundary)
 from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, shared_counter,
@@ -138,7 +138,7 @@ def _count_range(counter: ChunkCounter, f: BinaryIO, path: str, start: int, end:
     f.seek(start)
     data = f.read(end - start)
     if len(data) != end - start:        # (not a short count: the ranges were planned from its size)
-        raise OSError(f"{path} changed while it was read (shorter than planned)")
+        raise ChangedWhileReadError(path)
     try:
         counter.add(data)
     except UnicodeDecodeError as exc:
@@ -401,7 +401,7 @@ def _read_files(files: Sequence[tuple[str, int, bool]]
         return data, bounds, None
     path = files[failed][0]
     if error == SHORTER:
-        return data, bounds, OSError(f"{path} changed while it was read (shorter than planned)")
+        return data, bounds, ChangedWhileReadError(path)
     if error == NOT_REGULAR:
         return data, bounds, not_regular(path)
     return data, bounds, OSError(error, os.strerror(error), path)

@@ -386,6 +386,22 @@ def _resolve_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], tex
     return [_source_of(path, text_field, is_file=regular, size=size if regular else None)]
 
 
+class ChangedWhileReadError(OSError):
+    """A file found shorter when read than it was when listed (the ranges or the run it is read in were planned
+    from that size). An OSError naming the file (filename, kept through pickling: the caller, not the worker
+    that met it, decides which of several failing files comes first)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} changed while it was read (shorter than planned)")
+        self.filename = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.filename,)
+
+
 def not_regular(path: str) -> OSError:
     """The error for a listed file that is no longer a regular file when read (a pipe or a device in its place)."""
     return OSError(errno.EINVAL, "no longer a regular file (put in place since it was listed)", path)
@@ -414,7 +430,7 @@ def encode_paths(paths: Iterable[str]) -> list[bytes]:
     return [p.encode(encoding, errors) for p in paths]
 
 
-def file_sizes(paths: list[str]) -> list[int | None]:
+def file_sizes(paths: list[str]) -> Sequence[int | None]:
     """The size of each path that is a regular file (through links), None for any other (a folder, a pipe, one
     missing or not to be looked at, a name holding NUL), each path looked up once, natively; a long list in two
     threads (a stat is a system call, 2 µs: 79,000 paths took 0.13 s in one)."""
@@ -1049,7 +1065,7 @@ def jsonl_range_batches(path: str, start: int, end: int, text_field: str, batch_
         f.seek(start)
         data = f.read(end - start)
     if len(data) != end - start:        # (not fewer lines: the ranges were planned from its size)
-        raise OSError(f"{path} changed while it was read (shorter than planned)")
+        raise ChangedWhileReadError(path)
     yield from _jsonl_batches_of(jsonl_data_blocks(data, path, text_field, errors), batch_bytes, path, lines=False)
 
 

@@ -2,6 +2,7 @@
 wherever the inputs are resolved, and the results are the oracle's."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -118,6 +119,28 @@ def test_a_file_that_shrinks_under_the_range_readers_is_an_error_not_a_short_cou
     assert _count_pieces(pieces, [], GPT2_PATTERN, "strict")[2].sum() == sum(want.values())
     with pytest.raises(OSError, match=r"a.txt changed while it was read"):
         _count_pieces([(str(path), size, [(0, 60), (60, size + 8)])], [], GPT2_PATTERN, "strict")
+
+
+def test_a_json_lines_file_that_shrank_under_a_worker_is_named_before_a_later_files_bad_line(tmp_path):
+    # helper-118 #2: "changed while it was read" was an OSError with no filename, so the search for the first
+    # failure in the files' order could not place it: a later file's bad line was named instead
+    import pickle
+    from bpe_fast.count_workers import _first_jsonl_error, _read_files
+    from bpe_fast.inputs import ChangedWhileReadError, InputError, Stream, jsonl_range_batches
+    first, second = _records(tmp_path / "a.jsonl", "text"), tmp_path / "b.jsonl"
+    second.write_text('{"text": "fine"}\n{"txt": "no field"}\n')
+    streams = [Stream("jsonl", str(p), str(p)) for p in (first, second)]
+    with pytest.raises(ChangedWhileReadError) as info:      # as a worker meets it: a range planned too long
+        list(jsonl_range_batches(str(first), 0, first.stat().st_size + 5, "text", 1 << 20))
+    met = pickle.loads(pickle.dumps(info.value))            # as it comes back from the worker
+    assert isinstance(met, OSError) and met.filename == str(first) and str(met) == str(info.value)
+    with pytest.raises(InputError) as later:
+        list(jsonl_range_batches(str(second), 0, second.stat().st_size, "text", 1 << 20))
+    for seen in ([later.value, met], [met, later.value]):
+        assert _first_jsonl_error(streams, "text", "strict", seen) is met
+    # the same error from a run of small files read natively, and from a text file's byte range
+    assert _read_files([(str(first), first.stat().st_size + 5, False)])[2].filename == str(first)
+    assert re.fullmatch(r".*a\.jsonl changed while it was read \(shorter than planned\)", str(met))
 
 
 def test_a_bad_text_field_is_refused_with_a_dask_client_too(tmp_path):
