@@ -479,7 +479,7 @@ def parse_vocab(const uint8_t[::1] data, const int16_t[::1] char_to_byte, int64_
 
     >>> import numpy as np
     >>> table = np.full(300, -1, dtype=np.int16); table[ord("a")] = 97; table[0x120] = 32
-    >>> pool, offsets, ids = parse_vocab(b' {"a": 5, "\\u0120a":0}\\n', table, 10)
+    >>> pool, offsets, ids = parse_vocab(b' {"a": 5, "\\\\u0120a":0}\\n', table, 10)
     >>> bytes(pool), offsets.tolist(), ids.tolist()
     (b'a a', [0, 1, 3], [5, 0])
     >>> parse_vocab(b'{"a": 5.0}', table, 10) is None, parse_vocab(b'{"b": 5}', table, 10) is None
