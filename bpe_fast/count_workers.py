@@ -31,9 +31,9 @@ from numpy.typing import NDArray
 from ._files import NOT_REGULAR, SHORTER, read_files
 from ._types import Progress, StrPath, Table
 from .chunking import chunk_boundaries, cuts_at_spaces
-from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, ChangedWhileReadError, CorpusDecodeError, SlotBatch,
-                     Slots, Stream, TextFile, batch_decode_error, check_errors, check_input_file, encode_paths,
-                     file_sizes, jsonl_blocks, jsonl_data_blocks, jsonl_range_batches, jsonl_ranges,
+from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, ChangedWhileReadError, CorpusDecodeError,
+                     InputError, SlotBatch, Slots, Stream, TextFile, batch_decode_error, check_errors, check_input_file,
+                     encode_paths, file_sizes, jsonl_blocks, jsonl_data_blocks, jsonl_range_batches, jsonl_ranges,
                      parquet_row_group_batches, parquet_row_groups, not_regular, open_regular, read_slot_batches,
                      resolve_inputs, slot_bytes_for, utf8_boundary)
 from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
@@ -630,6 +630,36 @@ def _count_jsonl_unit(units: Sequence[Sequence[tuple[str, int, int]]], text_fiel
     data, bounds, failure = _read_files([(path, end, False) for path, _, end in unit])
     if failure is not None:
         raise failure
+    texts, doc_bounds, owner = _jsonl_run_documents(unit, data, bounds, text_field, errors)
+    if not len(owner):
+        return
+    try:
+        counter.add_documents(texts, doc_bounds)
+    except UnicodeDecodeError as exc:       # (first_failure reads the files again in order, naming the line)
+        at = int(np.searchsorted(doc_bounds, exc.start, side="right")) - 1
+        if owner[at] < 0:                   # read as one block: the same documents, read a file at a time
+            owner = _jsonl_run_documents(unit, data, bounds, text_field, errors, whole=False)[2]
+        raise CorpusDecodeError(unit[owner[at]][0], exc.start - int(doc_bounds[at]), exc.reason) from None
+    if bytes_done is not None:
+        bytes_done.add(len(texts), len(owner))
+
+
+def _jsonl_run_documents(unit: Sequence[tuple[str, int, int]], data: NDArray[np.uint8], bounds: NDArray[np.int64],
+                         text_field: str, errors: str, whole: bool = True
+                         ) -> tuple[bytes, NDArray[np.int64], NDArray[np.int64]]:
+    """(texts, bounds of each document in texts, the file in unit of each document) of a run of small JSON lines
+    files read into data (file j data[bounds[j]:bounds[j + 1]]). When every file ends its last line, the run is
+    read as one block (its lines are the files' lines: a folder of 32,020 one-record files spent 0.2 s of 1.4 s
+    reading them a file at a time), the documents' files not known (-1) unless a line is bad: then, with whole
+    False, and when a file's last line has no newline, a file at a time, which names the file and line."""
+    ends = bounds[1:][bounds[1:] > bounds[:-1]]
+    if whole and len(ends) and bool(np.all(data[ends - 1] == 0x0A)):
+        try:
+            blocks = list(jsonl_data_blocks(data.tobytes(), unit[0][0], text_field, errors))
+            return _joined_documents([texts for texts, _, _ in blocks], [lengths for _, lengths, _ in blocks],
+                                     None)
+        except (InputError, CorpusDecodeError):
+            pass                        # named below, in its file
     blobs: list[bytes] = []
     lengths: list[NDArray[np.int64]] = []
     owner: list[int] = []          # the file of each document
@@ -639,18 +669,18 @@ def _count_jsonl_unit(units: Sequence[Sequence[tuple[str, int, int]]], text_fiel
             blobs.append(texts)
             lengths.append(block_lengths)
             owner.extend([j] * len(block_lengths))
-    if not blobs:
-        return
-    texts = b"".join(blobs)
-    doc_bounds = np.zeros(len(owner) + 1, dtype=np.int64)
-    np.cumsum(np.concatenate(lengths), out=doc_bounds[1:])
-    try:
-        counter.add_documents(texts, doc_bounds)
-    except UnicodeDecodeError as exc:       # (first_failure reads the files again in order, naming the line)
-        at = int(np.searchsorted(doc_bounds, exc.start, side="right")) - 1
-        raise CorpusDecodeError(unit[owner[at]][0], exc.start - int(doc_bounds[at]), exc.reason) from None
-    if bytes_done is not None:
-        bytes_done.add(len(texts), len(owner))
+    return _joined_documents(blobs, lengths, np.array(owner, dtype=np.int64))
+
+
+def _joined_documents(blobs: list[bytes], lengths: list[NDArray[np.int64]], owner: NDArray[np.int64] | None
+                      ) -> tuple[bytes, NDArray[np.int64], NDArray[np.int64]]:
+    """(the blobs joined, the bounds of the documents of the given lengths in them, owner: the file of each
+    document, or -1 for each when not known)."""
+    n = sum(len(block) for block in lengths)
+    doc_bounds = np.zeros(n + 1, dtype=np.int64)
+    if n:
+        np.cumsum(np.concatenate(lengths), out=doc_bounds[1:])
+    return b"".join(blobs), doc_bounds, owner if owner is not None else np.full(n, -1, dtype=np.int64)
 
 
 def jsonl_units(streams: Sequence[Stream], num_processes: int, batch_bytes: int
@@ -663,7 +693,8 @@ def jsonl_units(streams: Sequence[Stream], num_processes: int, batch_bytes: int
     if num_processes < 2 or not streams or any(s.kind != "jsonl" or not isinstance(s.obj, str) for s in streams):
         return None
     paths = [s.obj for s in streams]
-    sizes = file_sizes(paths)           # (one native stat a file: it was three in Python)
+    listed = [s.size for s in streams]
+    sizes = listed if None not in listed else file_sizes(paths)     # (one native stat a file, when not listed)
     if any(size is None or path.lower().endswith(COMPRESSIONS) for path, size in zip(paths, sizes)):
         return None                     # compressed, a pipe (or gone: the error comes where it is read in order)
     known = [size for size in sizes if size is not None]
@@ -718,11 +749,12 @@ def _first_jsonl_error(streams: Sequence[Stream], text_field: str, errors: str,
 
 def count_unit_tables(run: Sequence[Stream], units: Sequence[Any], special_tokens: Sequence[str], pattern: str,
                       num_processes: int, errors: str, text_field: str, text_column: str, batch_bytes: int,
-                      progress: Progress | None) -> tuple[list[Table], Tally]:
+                      progress: Progress | None, combine: bool = False) -> tuple[list[Table], Tally]:
     """(tables, what was counted) of a run of streams whose units (parquet_units or jsonl_units) the workers and
     the caller's thread claim one at a time, each reading, decoding and counting its own: no text goes between
     processes but, for Parquet, the batches of the last row groups, which go through TailShare's queue to
-    claimants with nothing left. Without caps only (the order of the documents does not matter to the counts)."""
+    claimants with nothing left. Without caps only (the order of the documents does not matter to the counts).
+    combine: the workers' tables added into the thread's, one table (as count_file_tables')."""
     what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
     if run[0].kind == "parquet":
         count_unit: CountUnit = functools.partial(_count_row_group_unit, units, text_column, batch_bytes)
@@ -734,7 +766,7 @@ def count_unit_tables(run: Sequence[Stream], units: Sequence[Any], special_token
     own, tables, counted = _count_claimed_units(len(units), count_unit, special_tokens, pattern, errors,
                                                 num_processes, progress, None, f"counting {what}", first_failure,
                                                 shared_tail=run[0].kind == "parquet")
-    return [own.arrays()] + tables, counted
+    return _own_and_theirs(own, tables, combine), counted
 
 
 # ---- documents read in this process (compressed files, capped reads, small files, iterables) -------
@@ -1142,7 +1174,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
                  if uncapped else None)
         if units is not None:           # Parquet row groups, or ranges of JSON lines: the workers read them
             counted, tally = count_unit_tables(run, units, special_tokens, pattern, num_processes, errors,
-                                               text_field, text_column, batch_bytes, overall.part())
+                                               text_field, text_column, batch_bytes, overall.part(), combine)
             tables.extend(counted)
             if stats is not None:
                 stats["bytes"] += tally.value

@@ -254,10 +254,12 @@ class TextFile(NamedTuple):
 
 class Stream(NamedTuple):
     """A source read in this process: kind is "text" (a compressed text file, or a binary file object such
-    as stdin), "jsonl", "parquet" or "iterable"; `obj` is the path, the file object or the iterable."""
+    as stdin), "jsonl", "parquet" or "iterable"; `obj` is the path, the file object or the iterable; size, an
+    uncompressed JSON lines file's size when it was listed (else None: looked up where it is needed)."""
     kind: str
     obj: Any
     name: str
+    size: int | None = None
 
 
 def check_cap(value: int | None, name: str) -> int | None:
@@ -347,11 +349,19 @@ def _path_item(item: object, position: int) -> str:
 
 
 def _sources_of_files(paths: list[str], sizes: Sequence[int | None], text_field: str) -> list[TextFile | Stream]:
-    """_source_of each path, a regular file of the size given: a name that is plain text becomes its TextFile
-    at once (a folder of 79,000 files spent 45 ms in _source_of's calls and TextFile's constructor)."""
+    """_source_of each path, a regular file of the size given: a name that is plain text or JSON lines becomes
+    its source at once (a folder of 79,000 files spent 45 ms in _source_of's calls and TextFile's constructor)."""
     new = tuple.__new__                 # (TextFile's own __new__ is a Python function: twice the time)
-    return [new(TextFile, (path, size)) if not path.lower().endswith(_READ_BY_SUFFIX)
-            else _source_of(path, text_field, is_file=True, size=size) for path, size in zip(paths, sizes)]
+    sources: list[TextFile | Stream] = []
+    for path, size in zip(paths, sizes):
+        lower = path.lower()
+        if not lower.endswith(_READ_BY_SUFFIX):
+            sources.append(new(TextFile, (path, size)))
+        elif lower.endswith(JSONL_SUFFIXES):        # (uncompressed: a compressed one's name ends otherwise)
+            sources.append(new(Stream, ("jsonl", path, path, size)))
+        else:
+            sources.append(_source_of(path, text_field, is_file=True, size=size))
+    return sources
 
 
 def _has_magic(path: str) -> bool:
@@ -481,7 +491,7 @@ def _source_of(path: str, text_field: str = "text", is_file: bool | None = None,
                              f"itself)")
         return Stream("parquet", path, path)
     if suffix in JSONL_SUFFIXES or suffix == JSON_SUFFIX and _is_json_lines(path, text_field):
-        return Stream("jsonl", path, path)
+        return Stream("jsonl", path, path, None if compression else size)
     if compression or not (os.path.isfile(path) if is_file is None else is_file):
         # (a pipe (<(cmd), /dev/stdin) is read as it comes, not by ranges)
         return Stream("text", path, path)

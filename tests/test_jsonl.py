@@ -630,3 +630,73 @@ sys.exit("counted a pipe")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "refused: [Errno 22] no longer a regular file" in done.stdout and "05.jsonl" in done.stdout, done.stdout
+
+
+_LINES = st.sampled_from([
+    '{"text": "plain words"}', '{"text": "caf\\u00e9 \\ud83d\\ude00", "id": 3}', '{"text": "é 漢字 tab\\t"}',
+    "", "   ", '\ufeff{"text": "after a BOM"}', '{"text": "crlf"}\r', '{"id": 1}', '{"text": 5}', "not json",
+    '{"text": "lone \\ud800"}', '{"text": "a", "text": "twice"}', '{"text": "nested", "m": {"a": [1, {"b": null}]}}',
+    '{"text": "half a ', 'line"}'])          # (one line if a file's last line had no newline and the next went on)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files=st.lists(st.tuples(st.lists(_LINES, max_size=5), st.booleans()), min_size=1, max_size=6),
+       errors=st.sampled_from(["strict", "replace"]))
+@example(files=[(['{"text": "whole"}', '{"text": "half a '], False), (['line"}'], True)], errors="strict")
+def test_a_run_of_small_json_lines_files_read_as_one_block_gives_what_each_file_read_alone_gives(
+        tmp_path_factory, files, errors):
+    # _jsonl_run_documents reads a run of files whose last lines all end in a newline as one block (their lines
+    # are then the files' lines); the oracle is the same run read a file at a time (whole=False): the same
+    # documents, or the same error, which names the file and line
+    from bpe_fast.count_workers import _jsonl_run_documents, _read_files
+    folder = tmp_path_factory.mktemp("run")
+    unit = []
+    for k, (lines, ended) in enumerate(files):
+        data = ("\n".join(lines) + ("\n" if ended and lines else "")).encode("utf-8", "surrogatepass")
+        (folder / f"{k}.jsonl").write_bytes(data)
+        unit.append((str(folder / f"{k}.jsonl"), 0, len(data)))
+    data, bounds, failure = _read_files([(path, end, False) for path, _, end in unit])
+    assert failure is None
+
+    def read(whole):
+        try:
+            return _jsonl_run_documents(unit, data, bounds, "text", errors, whole=whole)
+        except (InputError, UnicodeError) as exc:
+            return type(exc), str(exc)
+
+    alone, together = read(False), read(True)
+    if isinstance(alone, tuple) and isinstance(alone[0], type):        # an error: the same one
+        assert together == alone
+        return
+    texts, doc_bounds, owner = together
+    assert (texts, doc_bounds.tolist()) == (alone[0], alone[1].tolist())
+    assert len(owner) == len(alone[2]) == len(doc_bounds) - 1
+    assert (owner == -1).all() or np.array_equal(owner, alone[2])     # not known when read as one block
+    # each file's documents, read by the reader of a whole file, in the order of the files
+    by_file = [texts[doc_bounds[d]:doc_bounds[d + 1]] for d in range(len(owner))]
+    expected = [t[a:b] for path, _, _ in unit for t, lengths, _ in jsonl_blocks(path, "text", errors)
+                for a, b in zip(np.concatenate([[0], np.cumsum(lengths)[:-1]]), np.cumsum(lengths))]
+    assert by_file == expected
+
+
+def test_a_bad_document_of_a_run_read_as_one_block_is_named_in_its_file(tmp_path):
+    # read as one block, the documents' files are not known; the counter's error for one is placed by reading
+    # the run again a file at a time
+    from bpe_fast.count_workers import _count_jsonl_unit
+    from bpe_fast.inputs import CorpusDecodeError
+    unit = []
+    for k in range(4):
+        data = (json.dumps({"text": f"file {k} one"}) + "\n" + json.dumps({"text": f"file {k} two"}) + "\n").encode()
+        (tmp_path / f"{k}.jsonl").write_bytes(data)
+        unit.append((str(tmp_path / f"{k}.jsonl"), 0, len(data)))
+
+    class Refusing:
+        errors = "strict"
+
+        def add_documents(self, texts, bounds):
+            at = texts.index(b"file 2 two") + 5       # the second document of the third file
+            raise UnicodeDecodeError("utf-8", texts, at, at + 1, "invalid start byte")
+
+    with pytest.raises(CorpusDecodeError) as info:
+        _count_jsonl_unit([unit], "text", 1 << 20, "strict", Refusing(), 0, None, None)
+    assert (info.value.path, info.value.offset) == (unit[2][0], 5)
