@@ -4,8 +4,8 @@ The modules are translated by Cython and compiled by the C++ compiler several at
 all of them took 60 s on this project's 2-core machine one at a time). BPE_FAST_BUILD_JOBS=N sets how many.
 """
 import glob
+import multiprocessing
 import os
-import sys
 
 import numpy as np
 from Cython.Build import cythonize
@@ -34,13 +34,19 @@ def _build_jobs():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def _forks():
+    """Whether multiprocessing starts its processes by fork here (Linux's default until Python 3.14)."""
+    method = multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
+    return method == "fork"
+
+
 JOBS = _build_jobs()
 
 setup(
     ext_modules=cythonize(
         extensions,
-        # (Cython's pool of processes only where they fork: elsewhere they would run this file again)
-        nthreads=JOBS if JOBS > 1 and sys.platform.startswith("linux") else 0,
+        # (Cython's pool of processes only where they fork: started otherwise, they would run this file again)
+        nthreads=JOBS if JOBS > 1 and _forks() else 0,
         language_level=3,
         compiler_directives={
             "boundscheck": False,
