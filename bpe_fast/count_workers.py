@@ -952,7 +952,7 @@ def _count_queued(special_tokens: Iterable[str], pattern: str, errors: str, out_
 def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBatch]],
                         special_tokens: Sequence[str], pattern: str, num_processes: int, errors: str,
                         progress: Progress | None, what: str,
-                        batch_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Table]:
+                        batch_bytes: int = DEFAULT_CHUNK_BYTES, combine: bool = False) -> list[Table]:
     """The tables (one per worker) of the Batches (of about batch_bytes) that make_batches(slots) yields, read
     here and counted by num_processes - 1 worker processes and a thread of this process (whose counting runs
     without the GIL). Their bytes go through a BatchRing (2 slots a worker and 4 more, of twice batch_bytes; at
@@ -960,7 +960,8 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
     one buffer, _OneSlot); a batch that finds no free slot soon goes whole. At most a few batches are in
     flight: memory does not grow with the corpus. `what` names the input in errors. Invalid UTF-8: no batch is
     handed out after a counter meets it, the counters count those they were handed, and the error of the first
-    batch in input order is raised (not the first a counter met: a big batch can be met last)."""
+    batch in input order is raised (not the first a counter met: a big batch can be met last). combine: the
+    workers' tables added into the thread's, one table."""
     context = worker_context()
     bytes_done = Tally(context)
     own = _counter_for(special_tokens, pattern, errors)
@@ -1077,11 +1078,11 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
             if bytes_done.value != sent:       # a batch the queue could not send (its feeder only prints why)
                 raise RuntimeError(f"counting {what}: {sent - bytes_done.value:,} of the {sent:,} bytes handed to "
                                    f"the counting processes were not counted")
-            tables = [own.arrays()]
+            tables = []
             for f in futures:
                 tables.append(_read_table(f.result()))
                 os.unlink(f.result())
-            return tables
+            return _own_and_theirs(own, tables, combine)
     except BaseException:
         shared.cancel_join_thread()            # batches left in the queue must not hold up this process's exit
         raise
@@ -1193,7 +1194,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
         what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
         try:
             tables.extend(count_stream_tables(make_batches, special_tokens, pattern, num_processes, errors,
-                                              overall.part(), what, batch_bytes))
+                                              overall.part(), what, batch_bytes, combine))
         except CorpusDecodeError as exc:
             raise exc.with_line(exc.path) from None     # (a pipe is not read again)
         if stats is not None:
