@@ -229,7 +229,12 @@ def count_file_tables(path: str, special_tokens: Sequence[str], pattern: str, nu
     """count_file's work, as tables (tokens, offsets, counts): with combine, one; else one per worker, and a
     pre-token may be in several (their sum is the file's counts). Training reads them as they are (a word
     listed twice adds the same pair counts as once with the summed count). Arguments as count_file checks
-    them; size: count only the file's first size bytes (a character boundary)."""
+    them; size: count only the file's first size bytes (a character boundary).
+
+    (Measured and not kept: for a pattern the native scanner counts, threads of this process in place of the
+    workers, as small files are counted, took the same time on the real corpus, 0.82-0.89 s against 0.81-0.84 s
+    with 2 processes: a worker forked from a small process starts in milliseconds and its table comes back
+    through /dev/shm in a few more.)"""
     check_progress(progress)
     num_processes = check_num_processes(num_processes)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
