@@ -162,7 +162,7 @@ def count_ranges(path: str, ranges: Iterable[tuple[int, int]], special_tokens: I
     with open(path, "rb") as f:
         for start, end in ranges:
             _count_range(counter, f, path, start, end, _bytes_done)
-    return counter.arrays()
+    return counter.arrays(release=True)
 
 
 def _count_range_unit(path: str, ranges: Sequence[tuple[int, int]], counter: ChunkCounter, k: int,
@@ -190,7 +190,7 @@ def _count_claimed(count_unit: CountUnit, n_units: int, special_tokens: Iterable
 
 def _save_table(counter: ChunkCounter, out_path: str) -> str:
     """Write a counter's arrays to out_path (.npy arrays, not pickled); returns out_path."""
-    tokens, offsets, counts = counter.arrays()
+    tokens, offsets, counts = counter.arrays(release=True)
     with open(out_path, "wb") as out:
         for array in (tokens, offsets, counts):
             np.save(out, array, allow_pickle=False)
@@ -226,10 +226,10 @@ def check_count_args(path: StrPath, special_tokens: Iterable[str] | None, patter
 def count_file_tables(path: str, special_tokens: Sequence[str], pattern: str, num_processes: int | None, errors: str,
                       chunk_bytes: int | None, progress: Progress | None, combine: bool = False,
                       size: int | None = None) -> list[Table]:
-    """count_file's work, as tables (tokens, offsets, counts): with combine, one; else one per worker, and a
-    pre-token may be in several (their sum is the file's counts). Training reads them as they are (a word
-    listed twice adds the same pair counts as once with the summed count). Arguments as count_file checks
-    them; size: count only the file's first size bytes (a character boundary).
+    """count_file's work, as tables (tokens, offsets, counts): with combine, one (as training and count_pretokens
+    ask: the workers' added into the caller's thread's table as they arrive); else one per worker, and a pre-token
+    may be in several (their sum is the file's counts). Arguments as count_file checks them; size: count only the
+    file's first size bytes (a character boundary).
 
     (Measured and not kept: for a pattern the native scanner counts, threads of this process in place of the
     workers, as small files are counted, took the same time on the real corpus, 0.82-0.89 s against 0.81-0.84 s
@@ -356,8 +356,8 @@ def _count_in_threads(n_units: int, count_unit: CountUnit, special_tokens: Seque
     if failures:
         raise first_failure(failures)
     for counter in counters[1:]:
-        counters[0].add_arrays(*counter.arrays())
-    return [counters[0].arrays()]
+        counters[0].add_arrays(*counter.arrays(release=True))
+    return [counters[0].arrays(release=True)]
 
 
 class _ThreadsTally:
@@ -483,8 +483,8 @@ def _own_and_theirs(own: ChunkCounter, tables: list[Table], combine: bool) -> li
     if combine:
         for table in tables:
             own.add_arrays(*table)
-        return [own.arrays()]
-    return [own.arrays()] + tables
+        return [own.arrays(release=True)]
+    return [own.arrays(release=True)] + tables
 
 
 def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Sequence[str], pattern: str,
@@ -976,7 +976,7 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
             _count_batch(own, batch, bytes_done, one.data(batch))
             if progress is not None:
                 progress("count", bytes_done.value, None)
-        return [own.arrays()]
+        return [own.arrays(release=True)]
     workers = num_processes - 1
     shared = shared_queue(context, workers + 1)
     local: queue.Queue[tuple[int, Batch | SlotBatch] | None]
@@ -1113,8 +1113,9 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     """The pre-token tables of any input (inputs.py): uncompressed text files by byte ranges read by the
     workers, the rest read here as batches of documents; in input order within the caps. Their sum is the
     corpus's counts. Arguments as check_input_args checks them. stats: a dict, if given, gets the "bytes" and
-    "documents" read (within the caps). combine: a text file's tables are added into one as its workers'
-    arrive (for a caller that sums them anyway: cheaper than summing them after). progress: called as
+    "documents" read (within the caps). combine: each input's (or run of inputs') tables are added into one as
+    its workers' arrive (for a caller that sums them anyway, or trains on them: cheaper than summing them after,
+    and the engine lays out each word once). progress: called as
     progress("count", bytes done, total) over the whole corpus, total None unless every input is a text file."""
     check_progress(progress)
     for name, value in (("text_field", text_field), ("text_column", text_column)):

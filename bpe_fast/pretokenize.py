@@ -233,12 +233,17 @@ class ChunkCounter:
                 self._counts[blob[bounds[k]:bounds[k + 1]]] += n
         return self
 
-    def arrays(self) -> Table:
+    def arrays(self, release: bool = False) -> Table:
         """(tokens, offsets, counts): the distinct pre-tokens concatenated (uint8), int64 offsets with token k
-        = tokens[offsets[k]:offsets[k + 1]], and their int64 counts."""
+        = tokens[offsets[k]:offsets[k + 1]], and their int64 counts. release: empty the counter as they are made
+        (for a caller done with it: the native table is freed before the arrays are made)."""
         if self._native is not None and not self._counts:
-            return self._native.arrays()
+            return self._native.arrays(release)
         counts = self.to_dict()
+        if release:
+            self._counts = Counter()
+            if self._native is not None:
+                self._native.arrays(True)
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum([len(w) for w in counts], out=offsets[1:])
         return (np.frombuffer(b"".join(counts), dtype=np.uint8).copy(), offsets,

@@ -596,3 +596,31 @@ def test_can_match_empty_is_true_for_every_regex_with_an_empty_match(pattern):
 ])
 def test_can_match_empty_examples(pattern, empty):
     assert can_match_empty(pattern) is empty
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=st.text(max_size=300), then=st.text(max_size=300),
+       errors=st.sampled_from(["strict", "replace"]), bad=st.booleans())
+def test_arrays_with_release_are_the_arrays_and_leave_an_empty_counter(first, then, errors, bad):
+    # release frees the counter's table before the arrays are made (a caller done with it); the arrays are the
+    # same, and the counter is then empty and counts afresh (oracle: a counter given only the later text)
+    from bpe_fast.pretokenize import ChunkCounter
+    data = first.encode("utf-8", "surrogatepass") + (b"\xff" if bad and errors == "replace" else b"")
+    kept, released = (ChunkCounter(["<|e|>"], GPT2_PATTERN, errors).add(data) for _ in range(2))
+    want = kept.arrays()
+    got = released.arrays(release=True)
+    assert all(a.tolist() == b.tolist() for a, b in zip(got, want))
+    assert released.to_dict() == {} and released.arrays()[0].size == 0 and released.arrays()[1].tolist() == [0]
+    later = then.encode("utf-8", "surrogatepass")
+    assert released.add(later).to_dict() == ChunkCounter(["<|e|>"], GPT2_PATTERN, errors).add(later).to_dict()
+
+
+def test_the_native_counter_released_holds_nothing():
+    from bpe_fast import _scan
+    from bpe_fast.pretokenize import native_tables
+    counter = _scan.PretokenCounter(native_tables(), 2, [b"<|e|>"]).add(b"a b a<|e|>a")
+    assert (len(counter), counter.total()) == (3, 4)
+    tokens, offsets, counts = counter.arrays(release=True)
+    assert (tokens.tobytes(), offsets.tolist(), counts.tolist()) == (b"a b a", [0, 1, 3, 5], [2, 1, 1])
+    assert (len(counter), counter.total(), counter.to_dict()) == (0, 0, {})
+    assert counter.add(b" b b").to_dict() == {b" b": 2}
