@@ -1130,7 +1130,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     space_cuts = cuts_at_spaces(pattern)
     # (the total only a progress report shows: a size looked up a file, 0.2 s for 79,000 files, only for one)
     overall = _OverallProgress(progress, _text_files_total(sources, budget) if progress is not None else None)
-    tables: list[Table] = []
+    tables = _TableSum(combine)
     small: list[tuple[str, int, bool]] = []     # consecutive small text files, counted together
 
     def count_small() -> None:
@@ -1208,7 +1208,31 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             stats["documents"] += read["documents"]
         overall.counted(read["bytes"])
     count_small()
-    return tables or [_empty_table()]
+    return tables.result()
+
+
+class _TableSum:
+    """The tables count_input_tables gathers, in order; with combine, added into one as they come (the caller sums
+    them anyway: a corpus of many files listed each common word once a file, and training laid it out so)."""
+
+    def __init__(self, combine: bool) -> None:
+        self.combine = combine
+        self.tables: list[Table] = []
+        self.sum: ChunkCounter | None = None       # with combine, once a second table came
+
+    def extend(self, tables: Iterable[Table]) -> None:
+        self.tables.extend(tables)
+        if self.combine and (self.sum is not None or len(self.tables) > 1):
+            if self.sum is None:
+                self.sum = ChunkCounter()         # (its add_arrays adds any pre-tokens, whatever the pattern)
+            for table in self.tables:
+                self.sum.add_arrays(*table)
+            self.tables.clear()
+
+    def result(self) -> list[Table]:
+        if self.sum is not None:
+            return [self.sum.arrays(release=True)]
+        return self.tables or [_empty_table()]
 
 
 def _small_listed(source: TextFile | Stream, limit: int) -> bool:

@@ -1476,3 +1476,36 @@ def test_encode_file_refuses_to_write_over_its_input(tmp_path, how, suffix):
         encode_file(Tokenizer({i: bytes([i]) for i in range(256)}, []), corpus, output)
     assert corpus.read_bytes() == before
     assert encode_file(Tokenizer({i: bytes([i]) for i in range(256)}, []), corpus, tmp_path / "ids.npy") > 0
+
+
+def test_every_inputs_tables_are_summed_into_one_when_the_caller_sums_them(tmp_path, monkeypatch):
+    # training laid out each common word once an input (a corpus of 10 files: 23% more memory, 10% more time
+    # than the same text as one file); with combine, count_input_tables adds each input's table into one as it
+    # comes; the oracle: the tables without combine, summed here in Python
+    import bpe_fast.count_workers as cw
+    monkeypatch.setattr(cw, "_IN_PROCESS_BYTES", 2000)        # the text files by byte ranges, on workers
+    docs = [make_corpus(700 + k, n_words=30 + k) for k in range(12)]
+    (tmp_path / "a.txt").write_text(EOT.join(docs[:4]), encoding="utf-8")
+    (tmp_path / "b.txt").write_text(EOT.join(docs[4:8]), encoding="utf-8")
+    with gzip.open(tmp_path / "c.txt.gz", "wt", encoding="utf-8") as f:
+        f.write(EOT.join(docs[8:10]))
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs[10:]), encoding="utf-8")
+    inputs = [tmp_path / name for name in ("a.txt", "b.txt", "c.txt.gz", "d.jsonl")]
+
+    def as_dict(tables):
+        out = {}
+        for tokens, offsets, counts in tables:
+            blob = tokens.tobytes()
+            for k, n in enumerate(counts.tolist()):
+                word = blob[offsets[k]:offsets[k + 1]]
+                out[word] = out.get(word, 0) + n
+        return out
+
+    for procs in (1, 2):
+        apart = cw.count_input_tables(inputs, [EOT], GPT2_PATTERN, procs, chunk_bytes=1 << 10)
+        summed = cw.count_input_tables(inputs, [EOT], GPT2_PATTERN, procs, chunk_bytes=1 << 10, combine=True)
+        assert len(apart) >= 3 and len(summed) == 1
+        tokens, offsets, _ = summed[0]
+        words = [tokens.tobytes()[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
+        assert len(set(words)) == len(words)                     # each word once
+        assert as_dict(summed) == as_dict(apart) == oracle_count_pretokens(EOT.join(docs), [EOT], GPT2_PATTERN)
