@@ -168,7 +168,7 @@ def _count_pieces(pieces: _Pieces, special_tokens: Sequence[str], pattern: str, 
     tables: list[Table] = []
     for path, size, ranges in pieces:
         _check_same_file(path, size)
-        tables.append(count_ranges(path, ranges, special_tokens, pattern, errors))
+        tables.append(count_ranges([(path, a, b) for a, b in ranges], special_tokens, pattern, errors))
     return merge_arrays(tables) if len(tables) > 1 else tables[0]
 
 

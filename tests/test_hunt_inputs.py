@@ -109,7 +109,7 @@ def test_a_file_that_shrinks_under_the_range_readers_is_an_error_not_a_short_cou
     path.write_text("hello world " * 10)
     size = path.stat().st_size
     with pytest.raises(OSError, match=r"a.txt changed while it was read \(shorter than planned\)"):
-        count_ranges(str(path), [(0, 60), (60, size + 8)], [], GPT2_PATTERN, "strict")
+        count_ranges([(str(path), 0, 60), (str(path), 60, size + 8)], [], GPT2_PATTERN, "strict")
     records = _records(tmp_path / "r.jsonl", "text")
     with pytest.raises(OSError, match=r"r.jsonl changed while it was read \(shorter than planned\)"):
         list(jsonl_range_batches(str(records), 0, records.stat().st_size + 8, "text", 1 << 20))

@@ -1504,8 +1504,61 @@ def test_every_inputs_tables_are_summed_into_one_when_the_caller_sums_them(tmp_p
     for procs in (1, 2):
         apart = cw.count_input_tables(inputs, [EOT], GPT2_PATTERN, procs, chunk_bytes=1 << 10)
         summed = cw.count_input_tables(inputs, [EOT], GPT2_PATTERN, procs, chunk_bytes=1 << 10, combine=True)
-        assert len(apart) >= 3 and len(summed) == 1
+        assert len(apart) >= 2 and len(summed) == 1
         tokens, offsets, _ = summed[0]
         words = [tokens.tobytes()[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
         assert len(set(words)) == len(words)                     # each word once
         assert as_dict(summed) == as_dict(apart) == oracle_count_pretokens(EOT.join(docs), [EOT], GPT2_PATTERN)
+
+
+def test_consecutive_text_files_are_counted_by_one_pool_and_the_first_failure_in_their_order_is_named(
+        tmp_path, monkeypatch):
+    # a corpus of many files started a pool of workers (and summed two tables) a file: their byte ranges are now
+    # claimed by one pool; an invalid byte or a file that cannot be read is still named first in the files' order
+    import bpe_fast.count_workers as cw
+    monkeypatch.setattr(cw, "_IN_PROCESS_BYTES", 2000)
+    pools = []
+    real = cw._count_claimed_units
+    monkeypatch.setattr(cw, "_count_claimed_units", lambda n, *a, **k: pools.append(n) or real(n, *a, **k))
+    docs = [make_corpus(900 + k, n_words=40 + 3 * k) for k in range(15)]
+    paths = []
+    for f in range(5):
+        path = tmp_path / f"{f}.txt"
+        path.write_text(EOT.join(docs[3 * f:3 * f + 3]), encoding="utf-8")
+        paths.append(path)
+    expected = oracle_count_pretokens(EOT.join(docs), [EOT], GPT2_PATTERN)
+    for procs in (1, 2, 3):
+        pools.clear()
+        assert count_pretokens(paths, [EOT], num_processes=procs, chunk_bytes=1 << 10) == expected
+        assert len(pools) == (procs > 1) and all(n >= 5 for n in pools)
+    assert train_bpe(paths, 300, [EOT], num_processes=2, chunk_bytes=1 << 10) == \
+        train_bpe(tmp_path / "*.txt", 300, [EOT], num_processes=1)
+
+    def corrupt(f, where):
+        data = bytearray(paths[f].read_bytes())
+        at = int(len(data) * where)
+        while data[at - 1] >= 0x80 or data[at] >= 0x80:     # an ASCII byte after one: the error is there
+            at += 1
+        data[at] = 0xFF
+        paths[f].write_bytes(bytes(data))
+        return at
+
+    late = corrupt(3, 0.9)
+    early = corrupt(4, 0.05)                   # met first in time by a claimant, perhaps; not first in order
+    for procs in (1, 2, 3):
+        with pytest.raises(CorpusDecodeError) as info:
+            count_pretokens(paths, [EOT], num_processes=procs, chunk_bytes=1 << 10)
+        assert (info.value.path, info.value.offset) == (str(paths[3]), late)
+    first = corrupt(1, 0.5)
+    with pytest.raises(CorpusDecodeError) as info:
+        count_pretokens(paths, [EOT], num_processes=2, chunk_bytes=1 << 10)
+    assert (info.value.path, info.value.offset) == (str(paths[1]), first)
+    assert early > 0
+    # a file that cannot be read (a folder in its place once listed) before the first invalid byte: that file
+    listed = [(str(p), p.stat().st_size) for p in paths]
+    paths[0].unlink()
+    paths[0].mkdir()
+    for procs in (1, 2):
+        with pytest.raises(IsADirectoryError) as info:
+            cw.count_text_files_tables(listed, [EOT], GPT2_PATTERN, procs, "strict", 1 << 10, None)
+        assert info.value.filename == str(paths[0])
