@@ -2006,7 +2006,7 @@ cdef inline Py_UCS4 _unit_at(int kind, const uint8_t* data, Py_ssize_t i) noexce
     return (<const uint32_t*>data)[i]
 
 
-cdef Py_ssize_t _piece_cut(str text, int kind, const uint8_t* data, Py_ssize_t lo, Py_ssize_t n,
+cdef Py_ssize_t _piece_cut(object text, int kind, const uint8_t* data, Py_ssize_t lo, Py_ssize_t n,
                            tuple specials, Py_ssize_t reach) except -2:
     """The first k in [lo, n) where `text` (its kind and buffer) may be cut between pieces that encode
     apart: text[k] a space, text[k - 1] a printable ASCII character (the built-in patterns end a pre-token

@@ -399,6 +399,19 @@ def test_disallowed_check_reads_a_str_subclass_as_its_characters(pair):
         assert same(pair, call)[:2] == ("raise", ValueError)
 
 
+def test_encode_batch_of_a_long_str_subclass_is_its_characters_ids(pair):
+    # helper-119 F3: a text longer than one encode group (256 KiB) is cut into pieces, and the cut's helper took
+    # an exact str only: "TypeError: Expected str, got Text" from encode_batch, where encode and tiktoken read it
+    class Text(str):
+        pass
+
+    long = Text("hello world! " * 30000 + "<|endoftext|> and more")
+    for call in [lambda e: e.encode_batch([long], allowed_special="all"), lambda e: e.encode_ordinary_batch([long]),
+                 lambda e: e.encode_batch([Text("short"), long], num_threads=2, allowed_special="all")]:
+        outcome = same(pair, call)
+        assert outcome[0] == "ok" and len(outcome[1][-1]) > 30000
+
+
 def small_ranks():
     return {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 
