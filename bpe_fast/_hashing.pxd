@@ -50,7 +50,7 @@ cdef inline uint64_t load_head(const uint8_t* p, Py_ssize_t n, const uint8_t* en
     elif p + 8 <= end:
         memcpy(&v, p, 8)
         v &= (<uint64_t>1 << (8 * n)) - 1
-    else:
+    elif n > 0:                         # (an empty key may sit at a NULL base: no memcpy from NULL, even of 0)
         memcpy(&v, p, n)
     return v
 

@@ -1475,8 +1475,9 @@ cdef class PretokenCounter:
                     return
             pos = next_slot(pos, self.mask)
         old = self.arena.size()
-        self.arena.resize(old + length)
-        memcpy(self.arena.data() + old, p, length)
+        if length:                      # (an empty first key: the arena holds no buffer yet, no memcpy to NULL)
+            self.arena.resize(old + length)
+            memcpy(self.arena.data() + old, p, length)
         fresh.start = old
         fresh.length = length
         fresh.count = n
