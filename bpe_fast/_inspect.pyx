@@ -184,7 +184,7 @@ def count_distinct(const uint8_t[::1] tokens, const int64_t[::1] offsets):
     cdef vector[Slot] slots
     cdef uint64_t mask, h, i
     cdef uint64_t ahead[DISTINCT_AHEAD]     # the hashes of the pre-tokens k .. k + DISTINCT_AHEAD - 1
-    cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else NULL
+    cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""    # (not NULL: memcmp of 0 bytes)
     cdef const uint8_t* end = base + tokens.shape[0]
     cdef const int64_t* off = &offsets[0]
     cdef Slot empty
