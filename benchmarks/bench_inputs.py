@@ -14,7 +14,9 @@ unless asked: --forms file,list) is an iterator over a list of the documents rea
 starts (the caller holds the corpus; its peak memory includes the list). The form "bytes" (not run unless asked)
 is the streaming iterator yielding each document's bytes undecoded, as train_bpe also takes them: the caller's
 own work without decoding to str (bpe_fast checks the UTF-8 in its workers). The form "dicts" (not run unless
-asked) is the streaming iterator yielding {"text": str} records, as HF datasets and JSON readers give them.
+asked) is the streaming iterator yielding {"text": str} records, as HF datasets and JSON readers give them. The
+form "shards" (not run unless asked) is a folder of 10 text files, the documents cut into 10 runs of about the
+same size (a corpus as dataset shards).
 
     python benchmarks/bench_inputs.py --corpus stories2g.txt --train 10000 --forms file,list,iterator \
         --baseline-build /tmp/old      # each form but the file also with the bpe_fast built in /tmp/old
@@ -79,6 +81,11 @@ def make_forms(text_path, folder):
     # row groups of about 64 MB, as dataset writers make them
     rows = max(1, int(len(docs) * 64e6 / max(1, os.path.getsize(text_path))))
     pq.write_table(pyarrow.table({"text": docs}), parquet, row_group_size=rows)
+    shards = folder / "shards"            # 10 text files of consecutive documents (a corpus as shards)
+    shards.mkdir()
+    per = -(-len(docs) // 10)
+    for k in range(10):
+        (shards / f"shard-{k:02d}.txt").write_bytes(EOT.join(docs[k * per:(k + 1) * per]).encode())
     files = folder / "documents"
     files.mkdir()
     records = folder / "records"          # the same, a JSON lines file a document (as a dataset saved a record a file)
@@ -87,7 +94,7 @@ def make_forms(text_path, folder):
         (files / f"{k:07d}.txt").write_bytes(d.encode())
         (records / f"{k:07d}.jsonl").write_text(json.dumps({"text": d}, ensure_ascii=False) + "\n", encoding="utf-8")
     return {"file": str(text_path), "gz": str(gz), "jsonl": str(jsonl), "parquet": str(parquet),
-            "folder": str(files), "jsonl-folder": str(records)}
+            "folder": str(files), "jsonl-folder": str(records), "shards": str(shards)}
 
 
 def disk_size(path):
