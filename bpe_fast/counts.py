@@ -449,5 +449,5 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
     tables = count_input_tables(inputs, special_tokens, pattern, num_processes, errors, chunk_bytes, progress,
                                 max_bytes=max_bytes, max_documents=max_documents, text_field=text_field,
                                 text_column=text_column, combine=True)
-    table = tables[0] if len(tables) == 1 else merge_arrays(tables)
+    table, = tables                     # (combine: one table, every input's added into it)
     return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
