@@ -157,7 +157,8 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
            special_tokens_position: str = "after_bytes", pad_vocab_to_multiple_of: int | None = None,
            initial: Tokenizer | None = None, read: Mapping[str, int] | None = None) -> TrainResult:
     """Train on counts (PretokenCounts, a mapping, or train_bpe's (tokens, offsets, counts) made with
-    `pattern`, where a pre-token may be listed twice). special_tokens come checked; vocab_size and the options
+    `pattern`, each pre-token listed once; the engine would take one listed twice as once with the summed count).
+    special_tokens come checked; vocab_size and the options
     are checked here. read: the "bytes" and "documents" the counts were made from, if known. Returns a
     TrainResult."""
     check_progress(progress)
