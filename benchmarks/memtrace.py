@@ -1,0 +1,53 @@
+"""Training's memory over time: train_bpe on a corpus (2 processes, <|endoftext|>) while a thread samples the summed
+resident memory of this process and its workers every 0.25 s, printing it every 10 s with the peak so far, and
+each stage as the progress callback reports it (count, merge).
+
+    python benchmarks/memtrace.py web5g.txt 32000
+
+(compare.py gives the peak only; this shows where it is reached: counting, or the engine's first merges.)
+"""
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare import _tree_rss_kb  # noqa: E402  (compare.py, beside this file)
+
+
+def main(argv=None):
+    from bpe_fast import train_bpe
+
+    path, vocab_size = (argv or sys.argv[1:])[:2]
+    start = time.perf_counter()
+    peak = [0, 0.0]                 # KB, seconds
+    done = threading.Event()
+    stages = []
+
+    def sample():
+        last = 0.0
+        while not done.wait(0.25):
+            kb, at = _tree_rss_kb(os.getpid()), time.perf_counter() - start
+            if kb > peak[0]:
+                peak[:] = [kb, at]
+            if at - last >= 10:
+                print(f"{at:7.1f} s {kb / 1024:9,.0f} MB (peak {peak[0] / 1024:,.0f} MB at {peak[1]:.0f} s)", flush=True)
+                last = at
+
+    def progress(stage, done_bytes, total):
+        if not stages or stages[-1] != stage:
+            stages.append(stage)
+            print(f"{time.perf_counter() - start:7.1f} s stage {stage} begins, "
+                  f"{_tree_rss_kb(os.getpid()) / 1024:,.0f} MB", flush=True)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    train_bpe(path, int(vocab_size), ["<|endoftext|>"], num_processes=2, progress=progress)
+    done.set()
+    sampler.join()
+    print(f"done in {time.perf_counter() - start:.1f} s, peak {peak[0] / 1024:,.0f} MB at {peak[1]:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
