@@ -6,6 +6,7 @@ each stage as the progress callback reports it (count, merge).
 
 (compare.py gives the peak only; this shows where it is reached: counting, or the engine's first merges.)
 """
+import argparse
 import os
 import sys
 import threading
@@ -19,7 +20,14 @@ from compare import _tree_rss_kb  # noqa: E402  (compare.py, beside this file)
 def main(argv=None):
     from bpe_fast import train_bpe
 
-    path, vocab_size = (argv or sys.argv[1:])[:2]
+    parser = argparse.ArgumentParser(prog="memtrace.py", description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", help="a UTF-8 text file, documents separated by <|endoftext|>")
+    parser.add_argument("vocab_size", type=int)
+    args = parser.parse_args(argv)
+    if not os.path.isfile(args.corpus):
+        parser.error(f"corpus {args.corpus!r} is not a file")
+    if args.vocab_size < 257:
+        parser.error(f"vocab_size must be at least 257 (the bytes and <|endoftext|>), got {args.vocab_size}")
     start = time.perf_counter()
     peak = [0, 0.0]                 # KB, seconds
     done = threading.Event()
@@ -43,7 +51,7 @@ def main(argv=None):
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    train_bpe(path, int(vocab_size), ["<|endoftext|>"], num_processes=2, progress=progress)
+    train_bpe(args.corpus, args.vocab_size, ["<|endoftext|>"], num_processes=2, progress=progress)
     done.set()
     sampler.join()
     print(f"done in {time.perf_counter() - start:.1f} s, peak {peak[0] / 1024:,.0f} MB at {peak[1]:.0f} s", flush=True)

@@ -473,3 +473,16 @@ def test_screenshot_report_without_playwright_says_so_before_any_work(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip() == "screenshot_report.py needs playwright: pip install playwright", proc.stderr
     assert not keep.exists()
+
+
+def test_memtrace_prints_the_stages_and_the_peak_and_refuses_bad_arguments_in_one_line(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat on the mat<|endoftext|>a dog ran far " * 200, encoding="utf-8")
+    status, out, err = run("memtrace.py", [corpus, 300], tmp_path)
+    assert status == 0, err[-3000:]
+    lines = out.splitlines()
+    assert "stage count begins" in lines[0] and any("stage merge begins" in line for line in lines)
+    assert lines[-1].startswith("done in ") and " MB at " in lines[-1]
+    for args, words in [([corpus, 100], ["vocab_size", "257"]), ([tmp_path / "gone.txt", 300], ["gone.txt"]),
+                        ([corpus], ["vocab_size"])]:
+        assert_one_line_error(*run("memtrace.py", args, tmp_path), "memtrace.py", words)
