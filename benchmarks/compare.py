@@ -470,6 +470,11 @@ class TreeRssSampler:
         return self.peak
 
 
+def tree_rss_kb(root=None):
+    """The summed VmRSS (KB) of process root (default: this one) and all its descendants now (Linux; else 0)."""
+    return _tree_rss_kb(os.getpid() if root is None else root)
+
+
 def _tree_rss_kb(root, children=None):
     """The summed VmRSS (KB) of process root and all its descendants, whichever of their threads started them.
     children: a function pid -> its children's pids (default: _child_lister())."""

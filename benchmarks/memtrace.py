@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare import _tree_rss_kb  # noqa: E402  (compare.py, beside this file)
+from compare import tree_rss_kb  # noqa: E402  (compare.py, beside this file)
 
 
 def main(argv=None):
@@ -36,7 +36,7 @@ def main(argv=None):
     def sample():
         last = 0.0
         while not done.wait(0.25):
-            kb, at = _tree_rss_kb(os.getpid()), time.perf_counter() - start
+            kb, at = tree_rss_kb(), time.perf_counter() - start
             if kb > peak[0]:
                 peak[:] = [kb, at]
             if at - last >= 10:
@@ -47,7 +47,7 @@ def main(argv=None):
         if not stages or stages[-1] != stage:
             stages.append(stage)
             print(f"{time.perf_counter() - start:7.1f} s stage {stage} begins, "
-                  f"{_tree_rss_kb(os.getpid()) / 1024:,.0f} MB", flush=True)
+                  f"{tree_rss_kb() / 1024:,.0f} MB", flush=True)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
