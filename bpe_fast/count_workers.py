@@ -376,9 +376,7 @@ def _count_in_threads(n_units: int, count_unit: CountUnit, special_tokens: Seque
         raise
     if failures:
         raise first_failure(failures)
-    for counter in counters[1:]:
-        counters[0].add_arrays(*counter.arrays(release=True))
-    return [counters[0].arrays(release=True)]
+    return _own_and_theirs(counters[0], [counter.arrays(release=True) for counter in counters[1:]], True)
 
 
 class _ThreadsTally:

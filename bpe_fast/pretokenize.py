@@ -165,10 +165,13 @@ class ChunkCounter:
         self.special_tokens = self._specials.tokens
         self.pattern, self.errors = resolve_pattern(pattern), errors
         compiled_pattern(self.pattern)
-        kind = native_kind(self.pattern)
-        self._native = (_scan.PretokenCounter(_tables, kind, self._specials.utf8)  # type: ignore[union-attr]
-                        if kind else None)
+        self._native = self._native_counter()
         self._counts: Counter[bytes] = Counter()              # what only `regex` could count
+
+    def _native_counter(self) -> Any:
+        """An empty native counter for this pattern and these special tokens, or None when `regex` counts."""
+        kind = native_kind(self.pattern)
+        return _scan.PretokenCounter(_tables, kind, self._specials.utf8) if kind else None  # type: ignore[union-attr]
 
     @property
     def native(self) -> bool:
@@ -240,10 +243,8 @@ class ChunkCounter:
         if self._native is not None and not self._counts:
             return self._native.arrays(release)
         counts = self.to_dict()
-        if release:
-            self._counts = Counter()
-            if self._native is not None:
-                self._native.arrays(True)
+        if release:                     # (both tables' counts are in `counts`: a fresh, empty pair)
+            self._counts, self._native = Counter(), self._native_counter()
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum([len(w) for w in counts], out=offsets[1:])
         return (np.frombuffer(b"".join(counts), dtype=np.uint8).copy(), offsets,
