@@ -9,7 +9,7 @@ index, an errno), which the Python layer turns into exceptions naming the file."
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from libc.errno cimport EINTR, EINVAL, EISDIR, ENOMEM, errno
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport INT64_MAX, int8_t, int32_t, int64_t, uint8_t
 from libc.string cimport strlen
 from libcpp.vector cimport vector
 from posix.fcntl cimport O_CLOEXEC, O_NONBLOCK, O_RDONLY, open as c_open
@@ -168,8 +168,8 @@ def read_files(list paths, const int64_t[::1] sizes, const uint8_t[::1] whole):
     cdef int64_t planned = 1
     cdef int error = 0
     cdef Py_ssize_t j
-    for j in range(n):
-        planned += max(sizes[j], 0) + 1
+    for j in range(n):                  # saturating: a plan past any memory is refused below (ENOMEM)
+        planned = planned + max(sizes[j], 0) + 1 if max(sizes[j], 0) < INT64_MAX - planned else INT64_MAX
     try:
         out = np.empty(planned, dtype=np.uint8)
     except MemoryError:

@@ -82,6 +82,13 @@ def tally_tokens(const uint8_t[::1] data, const int32_t[::1] ids, const int64_t[
     cdef bint bad = False
     if counts.shape[0] < size or class_bytes.shape[0] < ncls or bmp.shape[0] < 0x10000:
         raise ValueError("counts must have a row per id, class_bytes a cell per column, bmp 65536 entries")
+    if ncls > 1:                # every class a token can be given must be a column of counts
+        for p in range(0x10000):
+            if table[p] >= ncls:
+                raise ValueError(f"bmp[{p:#x}] is class {table[p]}, and counts has {ncls} columns")
+        for p, name in ((space, "space"), (astral_cjk, "astral_cjk"), (astral_other, "astral_other")):
+            if not 0 <= p < ncls:
+                raise ValueError(f"{name} is class {p}, and counts has {ncls} columns")
     with nogil:
         for k in range(ntok):
             t = ids[k]

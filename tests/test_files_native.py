@@ -259,3 +259,12 @@ def test_a_file_grown_past_the_plan_is_read_again_into_a_larger_buffer(tmp_path)
     assert (failed, error) == (-1, 0)
     assert data == b"".join(bytes([65 + k]) * n for k, n in enumerate(sizes))
     assert bounds.tolist() == np.cumsum([0] + sizes).tolist()
+
+
+def test_read_files_refuses_a_plan_past_any_memory_as_out_of_memory(tmp_path):
+    # the planned sizes' sum overflowed int64 and numpy was asked for a negative size (ValueError)
+    paths = [os.fsencode(tmp_path / name) for name in "ab"]
+    for path in paths:
+        open(path, "wb").close()
+    data, bounds, failed, error = read_files(paths, np.full(2, 2**63 - 1, dtype=np.int64), np.ones(2, np.uint8))
+    assert (len(data), failed, error) == (0, 0, errno.ENOMEM)

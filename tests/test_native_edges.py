@@ -128,3 +128,21 @@ def test_sort_byte_strings_refuses_offsets_that_do_not_fit_the_pool():
     for offsets in ([], [1, 2], [0, 3], [0, 2, 1, 2]):
         with pytest.raises(ValueError, match="offsets"):
             sort_byte_strings(b"ab", np.array(offsets, dtype=np.int64))
+
+
+@pytest.mark.parametrize("where", ["bmp", "space", "astral_cjk", "astral_other"])
+def test_tally_refuses_a_class_past_the_columns(where):
+    # a class from the lookup table (or one of the three given) indexed counts and class_bytes unchecked: a class
+    # past the columns wrote into the next id's row, or past the end of class_bytes
+    table = script_table().copy()
+    classes = {"space": _SPACE, "astral_cjk": _CJK, "astral_other": _PUNCT}
+    if where == "bmp":
+        table[ord("a")] = len(SCRIPTS)
+    else:
+        classes[where] = len(SCRIPTS)
+    counts = np.zeros((1, len(SCRIPTS)), dtype=np.int64)
+    class_bytes = np.zeros(len(SCRIPTS), dtype=np.int64)
+    with pytest.raises(ValueError, match=f"{where}.* is class {len(SCRIPTS)}, and counts has {len(SCRIPTS)} columns"):
+        tally_tokens(np.frombuffer(b"a", dtype=np.uint8), np.zeros(1, dtype=np.int32), np.ones(1, dtype=np.int64),
+                     table, counts, class_bytes, classes["space"], classes["astral_cjk"], classes["astral_other"])
+    assert not counts.any() and not class_bytes.any()
