@@ -1341,6 +1341,9 @@ def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
     try:
         parquet = pq.ParquetFile(path)
     except (OSError, pyarrow.ArrowException, UnicodeDecodeError) as exc:
+        if isinstance(exc, OSError) and exc.errno and not isinstance(exc, pyarrow.ArrowException):
+            # a file that cannot be opened is named as any other input's (pyarrow's "Failed to open local file")
+            raise type(exc)(exc.errno, os.strerror(exc.errno), path) from None
         # (UnicodeDecodeError: a damaged footer whose column names are not UTF-8, which pyarrow decodes)
         raise InputError(f"{path}: not a Parquet file ({_message_line(exc)})") from None
     names = parquet.schema_arrow.names

@@ -315,3 +315,17 @@ def test_train_into_the_tokenizer_it_continues_is_refused(tmp_path, output):
     assert len(lines) == 1 and lines[0].startswith("bpe-fast: tok/vocab.json is an input and would be overwritten "
                                                    "by the output (-o "), proc.stderr
     assert {p.name: p.read_bytes() for p in (tmp_path / "tok").iterdir()} == before
+
+
+def test_an_unreadable_parquet_file_is_named_as_any_unreadable_input(tmp_path):
+    # it was "x.parquet: not a Parquet file (Failed to open local file ... Permission denied)" (helper-121)
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    prefix = _unreadable_runner()
+    pq.write_table(pa.table({"text": ["some text"] * 10}), tmp_path / "secret.parquet")
+    (tmp_path / "secret.parquet").chmod(0)
+    proc = subprocess.run(prefix + CLI + ["-q", "count", "secret.parquet", "-o", "c.npz"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == ["bpe-fast: secret.parquet: Permission denied"], proc.stderr
+    assert not (tmp_path / "c.npz").exists()
