@@ -1149,9 +1149,11 @@ cdef class BPETables:
     def decode_bytes(self, const int64_t[::1] ids):
         """The bytes of the ids joined. Raises ValueError naming the first id without bytes."""
         cdef vector[int64_t] own
-        if ids.shape[0] < NOGIL_IDS:
-            return self._decode(&ids[0] if ids.shape[0] else NULL, ids.shape[0])
-        # a private copy: the GIL is released while the bytes are gathered, and the caller's array could change
+        if ids.shape[0] == 0:
+            return b""
+        # a private copy, whatever the length: _decode reads the ids twice (checking them and sizing the bytes,
+        # then gathering), and another thread may write the caller's array meanwhile (numpy's copyto releases the
+        # GIL): ids changed between the two reads wrote past the bytes allocated (helper-120)
         own.assign(&ids[0], &ids[0] + ids.shape[0])
         return self._decode(own.data(), own.size())
 
@@ -1175,7 +1177,7 @@ cdef class BPETables:
         return self._decode(buf.data(), n)
 
     cdef bytes _decode(self, const int64_t* ids, Py_ssize_t n):
-        """decode_bytes of ids[0:n], which nothing else writes to when n >= NOGIL_IDS."""
+        """decode_bytes of ids[0:n], which nothing else writes to (read twice: checked and sized, then gathered)."""
         cdef Py_ssize_t k
         cdef int64_t i, total = 0, n_known = self.known.size()
         cdef const int64_t* offs = self.offsets.data()

@@ -1051,6 +1051,9 @@ cdef class MergeEngine:
 
     @property
     def num_merges(self):
+        """How many merges were done (replayed ones included). A RuntimeError while another thread is in the
+        engine, as every other method: its merges grow under it (a data race ThreadSanitizer saw, helper-120)."""
+        self._idle("num_merges")
         return self.merge_c.size()
 
     def memory(self):

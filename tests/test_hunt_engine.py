@@ -70,9 +70,12 @@ def test_an_engine_in_use_by_another_thread_refuses_calls_instead_of_crashing():
     done = []
     worker = threading.Thread(target=lambda: done.append(eng.run(10 ** 9)))
     worker.start()
-    while eng.num_merges == 0:        # the run has begun (it merges without the GIL, for a second or so)
-        pass
-    calls = [eng.finish, lambda: eng.run(5), eng.next_count, eng.merges, eng.merge_counts, eng.memory,
+    while True:                       # until the run has begun (it merges without the GIL, for a second or so)
+        try:
+            eng.num_merges
+        except RuntimeError:
+            break
+    calls = [lambda: eng.num_merges, eng.finish, lambda: eng.run(5), eng.next_count, eng.merges, eng.merge_counts, eng.memory,
              lambda: eng.pair_count(b"a", b"b"), lambda: eng.replay(*merges_to_arrays([(b"a", b"b")])),
              lambda: eng.__init__(*counts_to_arrays({b"ab": 1}))]
     for call in calls:

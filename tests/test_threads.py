@@ -544,6 +544,73 @@ def test_decode_of_an_array_another_thread_writes_to(trained):
     assert outcomes
 
 
+def test_decode_of_a_short_array_another_thread_rewrites(trained):
+    """Below NOGIL_IDS decode_bytes keeps the GIL, but numpy's copyto does not take it: ids rewritten between
+    _decode's check (which sizes the bytes) and its gather wrote past the bytes allocated (a heap corruption
+    within seconds, helper-120). Every result is the bytes of some N ids, each the short or the long one."""
+    tok = tokenizer(trained, "gpt2")
+    short_id, n = ord("a"), 60_000
+    long_id = max(tok.vocab, key=lambda i: len(tok.vocab[i]))
+    short, long = tok.vocab[short_id], tok.vocab[long_id]
+    assert len(long) > 1 and n < NOGIL_IDS
+    ids, ones, others = (np.full(n, i, dtype=np.int64) for i in (short_id, short_id, long_id))
+    stop = threading.Event()
+
+    def scribble():
+        while not stop.is_set():
+            np.copyto(ids, others)
+            np.copyto(ids, ones)
+
+    writer = threading.Thread(target=scribble)
+    writer.start()
+    try:
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            data = tok.decode_bytes(ids)
+            longs, rest = divmod(len(data) - n * len(short), len(long) - len(short))
+            assert rest == 0 and 0 <= longs <= n, len(data)
+    finally:
+        stop.set()
+        writer.join()
+
+
+def test_encode_documents_of_a_bytearray_another_thread_rewrites(trained):
+    """encode_documents_utf8 checked the UTF-8 of the caller's buffer, then scanned it without the GIL: a
+    bytearray rewritten in between (numpy's copyto, without the GIL) failed an internal check ("reported offset
+    ... of valid UTF-8", helper-120). It works on a copy, as encode_utf8_to_numpy does: every call gives the ids
+    of some N bytes, or the UnicodeDecodeError of a copy taken mid-rewrite (a character cut)."""
+    tok = tokenizer(trained, "gpt2")
+    n = 1 << 20
+    text_a = ("hello world " * (n // 12 + 1))[:n].encode()
+    text_b = ("\u00e9" * (n // 2)).encode()
+    data = bytearray(text_a)
+    view, a, b = (np.frombuffer(x, dtype=np.uint8) for x in (data, text_a, text_b))
+    stop = threading.Event()
+
+    def scribble():
+        while not stop.is_set():
+            np.copyto(view, b)
+            np.copyto(view, a)
+
+    writer = threading.Thread(target=scribble)
+    writer.start()
+    outcomes = set()
+    try:
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                ids = tok.encode_documents_utf8(data, np.array([0, n]))
+            except UnicodeDecodeError:
+                outcomes.add("cut")
+            else:
+                assert len(tok.decode_bytes(ids)) == n
+                outcomes.add("ids")
+    finally:
+        stop.set()
+        writer.join()
+    assert "ids" in outcomes
+
+
 def test_decode_of_a_strided_array(trained):
     tok = tokenizer(trained, "gpt2")
     ids = np.array(tok.encode("Once upon a time, there was a cat."), dtype=np.int64)
