@@ -1146,11 +1146,14 @@ cdef class BPETables:
 
     # ------------------------------------------------------------------------------------------ decoding
 
-    def decode_bytes(self, const int64_t[::1] ids):
-        """The bytes of the ids joined. Raises ValueError naming the first id without bytes."""
+    def decode_bytes(self, const int64_t[::1] ids, bint private=False):
+        """The bytes of the ids joined. Raises ValueError naming the first id without bytes. private: the caller
+        owns ids and nothing writes them during the call (else they are copied first)."""
         cdef vector[int64_t] own
         if ids.shape[0] == 0:
             return b""
+        if private:
+            return self._decode(&ids[0], ids.shape[0])
         # a private copy, whatever the length: _decode reads the ids twice (checking them and sizing the bytes,
         # then gathering), and another thread may write the caller's array meanwhile (numpy's copyto releases the
         # GIL): ids changed between the two reads wrote past the bytes allocated (helper-120)

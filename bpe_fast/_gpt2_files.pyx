@@ -112,8 +112,12 @@ def token_list(const uint8_t[::1] pool, const int64_t[::1] offsets, Py_ssize_t f
     cdef list out = []
     if p == NULL:                                       # no bytes: every token empty
         return [b""] * len(range(first, max(first, last), step))
+    cdef int64_t a, b
     for k in range(first, last, step):
-        out.append(PyBytes_FromStringAndSize(p + offsets[k], offsets[k + span] - offsets[k]))
+        a, b = offsets[k], offsets[k + span]
+        if not 0 <= a <= b <= pool.shape[0]:     # (checked above, but another thread may write offsets)
+            raise RuntimeError("offsets changed while they were read (another thread writes to them)")
+        out.append(PyBytes_FromStringAndSize(p + a, b - a))
     return out
 
 
@@ -129,21 +133,27 @@ def gather_spans(const uint8_t[::1] pool, const int64_t[::1] offsets, const int6
     """
     _check_spans(pool, offsets, 0, 1, 1)
     cdef Py_ssize_t n = offsets.shape[0] - 1, m = which.shape[0], k
-    cdef int64_t w
+    cdef int64_t w, start, end
     out_offsets = np.empty(m + 1, dtype=np.int64)
     cdef int64_t[::1] oo = out_offsets
+    cdef vector[int64_t] starts        # each token's start as read and checked here: the copy reads no array again
+    starts.resize(m)
     oo[0] = 0
     for k in range(m):
         w = which[k]
         if not 0 <= w < n:
             raise IndexError(f"index {w} (item {k}) is out of range for {n} tokens")
-        oo[k + 1] = oo[k] + offsets[w + 1] - offsets[w]
+        start, end = offsets[w], offsets[w + 1]
+        if not 0 <= start <= end <= pool.shape[0]:      # (checked above, but another thread may write offsets)
+            raise RuntimeError("offsets changed while they were read (another thread writes to them)")
+        starts[k] = start
+        oo[k + 1] = oo[k] + end - start
     out_pool = np.empty(oo[m], dtype=np.uint8)
     cdef uint8_t[::1] op = out_pool
     with nogil:
         for k in range(m):
             if oo[k + 1] > oo[k]:
-                memcpy(&op[oo[k]], &pool[offsets[which[k]]], oo[k + 1] - oo[k])
+                memcpy(&op[oo[k]], &pool[starts[k]], oo[k + 1] - oo[k])
     return out_pool, out_offsets
 
 
@@ -247,11 +257,16 @@ def first_indices(const int64_t[::1] values):
             seen.assign(high + 1, 0)
             for k in range(n):
                 v = values[k]
+                if v < low or v > high:     # values changed since they were read (another thread writes them)
+                    m = -1
+                    break
                 if not seen[v]:
                     seen[v] = 1
                     out_view[m] = k
                     m += 1
     if n and low >= 0 and high < 4 * n + 4096:
+        if m < 0:
+            raise RuntimeError("the values changed while they were read (another thread writes to them)")
         return out[:m]
     cdef uint64_t size = table_size(n), mask = size - 1, i
     cdef vector[int64_t] keys

@@ -418,6 +418,13 @@ def rule_cuts(const uint8_t[::1] pool, const int64_t[::1] offsets, const int64_t
     >>> ok, differ.tolist(), pl.tolist() == [a], pr.tolist(), bad    # bc ranks first: abc is a + bc, not ab + c
     (True, [2], True, [256], -1)
     """
+    # private copies (a vocabulary's size): the arrays are checked here, then read again without the GIL, and
+    # another thread could write the caller's meanwhile (an index checked in range and read back out of it)
+    pool = np.array(pool, dtype=np.uint8)
+    offsets = np.array(offsets, dtype=np.int64)
+    left = np.array(left, dtype=np.int64)
+    right = np.array(right, dtype=np.int64)
+    joined = np.array(joined, dtype=np.int64)
     cdef Py_ssize_t n = offsets.shape[0] - 1, m = joined.shape[0], k, i, count, stop
     if n < 0 or left.shape[0] != m or right.shape[0] != m:
         raise ValueError("offsets must have one entry more than there are tokens; left, right, joined one a merge")

@@ -1287,11 +1287,19 @@ cdef class PretokenCounter:
         if self.busy:
             raise RuntimeError("PretokenCounter.add_documents called from two threads at once")
         self.busy = True
+        cdef int64_t a, b
+        cdef bint changed = False
         with nogil:
             for k in range(m):
-                if bounds[k + 1] > bounds[k]:
-                    self.add_buffer(&data[bounds[k]], bounds[k + 1] - bounds[k])
+                a, b = bounds[k], bounds[k + 1]     # (checked above, but another thread may write them since)
+                if not 0 <= a <= b <= n:
+                    changed = True
+                    break
+                if b > a:
+                    self.add_buffer(&data[a], b - a)
         self.busy = False
+        if changed:
+            raise RuntimeError("bounds changed while they were read (another thread writes to them)")
         return self
 
     def to_dict(self):
@@ -1432,21 +1440,30 @@ cdef class PretokenCounter:
         cdef size_t size = self.slots.size()
         cdef Py_ssize_t ahead
         cdef const uint8_t* q
+        cdef int64_t a, b, total = tokens.shape[0]
+        cdef bint changed = False
         with nogil:
             while 2 * (self.spans.size() + m) > size:      # room for all of them at once: no growing midway
                 size *= 2
             if size != self.slots.size():
                 self.resize_slots(size)
             self.spans.reserve(self.spans.size() + m)
+            # each offset is checked where it is used (checked above too, but another thread may write them since)
             for k in range(m):
                 ahead = k + 8                              # the table is far bigger than the cache
                 if ahead < m:
-                    q = base + offsets[ahead]
-                    prefetch(&self.slots[hash_bytes(q, offsets[ahead + 1] - offsets[ahead],
-                                                    load_head(q, offsets[ahead + 1] - offsets[ahead], end),
-                                                    end) & self.mask])
-                self.add_span_n(base + offsets[k], offsets[k + 1] - offsets[k], end, counts[k])
+                    a, b = offsets[ahead], offsets[ahead + 1]
+                    if 0 <= a <= b <= total:
+                        q = base + a
+                        prefetch(&self.slots[hash_bytes(q, b - a, load_head(q, b - a, end), end) & self.mask])
+                a, b = offsets[k], offsets[k + 1]
+                if not 0 <= a <= b <= total:
+                    changed = True
+                    break
+                self.add_span_n(base + a, b - a, end, counts[k])
         self.busy = False
+        if changed:
+            raise RuntimeError("offsets changed while they were read (another thread writes to them)")
         return self
 
     cdef inline void add_span_n(self, const uint8_t* p, Py_ssize_t length, const uint8_t* end, int64_t n) noexcept nogil:
@@ -1529,33 +1546,45 @@ def first_repeat(const uint8_t[::1] tokens, const int64_t[::1] offsets):
     cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""
     cdef const uint8_t* end = base + tokens.shape[0]
     cdef const uint8_t* p
-    cdef int64_t length
+    cdef int64_t length, a, b, c, d, total = tokens.shape[0]
     cdef uint64_t h
     cdef uint32_t j, empty = <uint32_t>-1
     cdef Py_ssize_t found = -1
+    cdef bint changed = False
+    # every offset is checked where it is read (the caller checked them, but another thread may write them since:
+    # a value read twice is never trusted the second time)
     with nogil:
         hashes.resize(n)
         table.assign(size, empty)
         for k in range(n):
-            p = base + offsets[k]
-            length = offsets[k + 1] - offsets[k]
-            hashes[k] = hash_bytes(p, length, load_head(p, length, end), end)
-        for k in range(n):
+            a, b = offsets[k], offsets[k + 1]
+            if not 0 <= a <= b <= total:
+                changed = True
+                break
+            p = base + a
+            hashes[k] = hash_bytes(p, b - a, load_head(p, b - a, end), end)
+        for k in range(0 if changed else n):
             if k + 8 < n:               # the table is far bigger than the cache
                 prefetch(&table[hashes[k + 8] & mask])
             h = hashes[k]
             slot = h & mask
-            length = offsets[k + 1] - offsets[k]
+            a, b = offsets[k], offsets[k + 1]
             while table[slot] != empty:
                 j = table[slot]
-                if hashes[j] == h and offsets[j + 1] - offsets[j] == length and \
-                        memcmp(base + offsets[j], base + offsets[k], length) == 0:
-                    found = k
-                    break
+                if hashes[j] == h:
+                    c, d = offsets[j], offsets[j + 1]
+                    if not (0 <= a <= b <= total and 0 <= c <= d <= total):
+                        changed = True
+                        break
+                    if d - c == b - a and memcmp(base + c, base + a, b - a) == 0:
+                        found = k
+                        break
                 slot = (slot + 1) & mask
-            if found >= 0:
+            if found >= 0 or changed:
                 break
             table[slot] = <uint32_t>k
+    if changed:
+        raise RuntimeError("offsets changed while they were read (another thread writes to them)")
     return found
 
 

@@ -230,9 +230,13 @@ cdef class MergeEngine:
             raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
                              "with int32")
         self.busy = True
+        cdef bint laid_out
         with nogil:
             self._init_symbols()
-            self._lay_out(&tokens[0] if total else NULL, &offsets[0], &counts[0] if nwords else NULL, nwords)
+            laid_out = self._lay_out(&tokens[0] if total else NULL, &offsets[0], &counts[0] if nwords else NULL,
+                                     nwords, total)
+        if not laid_out:                # (busy stays set: this engine is unfinished, and every call refuses)
+            raise RuntimeError("the arrays changed while they were read (another thread writes to them)")
         self.busy = False
         tokens = None           # the arrays are not read again: the caller's list was their last holder
         offsets = None
@@ -550,11 +554,13 @@ cdef class MergeEngine:
 
     # --- building -----------------------------------------------------------------------------
 
-    cdef void _lay_out(self, const uint8_t* tokens, const int64_t* offsets, const int64_t* counts,
-                       Py_ssize_t nwords) noexcept nogil:
-        """Steps 1 and 2 of building: the words' bytes in slots, grouped by frequency (the arrays' last use)."""
+    cdef bint _lay_out(self, const uint8_t* tokens, const int64_t* offsets, const int64_t* counts,
+                       Py_ssize_t nwords, Py_ssize_t total) noexcept nogil:
+        """Steps 1 and 2 of building: the words' bytes in slots, grouped by frequency (the arrays' last use).
+        The arrays were checked, but another thread may write them meanwhile: each value read again is checked
+        where a wrong one would write or read out of bounds; False (the slots unfinished) when one changed."""
         cdef Py_ssize_t w, k, i, n
-        cdef int64_t f, slot
+        cdef int64_t f, slot, a, b, c
         # 1. group the words that have pairs (2+ bytes, count > 0) by frequency: a counting sort for the
         #    small frequencies, a sort for the few large ones
         cdef vector[int64_t] bucket_start
@@ -562,10 +568,11 @@ cdef class MergeEngine:
         cdef vector[int64_t] large        # words with a large count: sorted by (count, word)
         cdef vector[int32_t] order
         for w in range(nwords):
-            if offsets[w + 1] - offsets[w] < 2 or counts[w] <= 0:
+            c = counts[w]               # (read once: checked, then used as an index)
+            if offsets[w + 1] - offsets[w] < 2 or c <= 0:
                 continue
-            if counts[w] < SMALL_FREQ:
-                bucket_start[counts[w]] += 1
+            if c < SMALL_FREQ:
+                bucket_start[c] += 1
             else:
                 large.push_back(w)
         cdef int64_t run = 0, c0
@@ -574,12 +581,20 @@ cdef class MergeEngine:
             bucket_start[k] = run
             run += c0
         cdef Py_ssize_t nsmall = run
+        cdef vector[int64_t] bucket_end    # where each bucket's run ends (a count that changed overflows it)
+        bucket_end.resize(SMALL_FREQ + 1)
+        for k in range(SMALL_FREQ):
+            bucket_end[k] = bucket_start[k + 1]
+        bucket_end[SMALL_FREQ] = nsmall
         order.resize(nsmall + large.size())
         for w in range(nwords):
-            if offsets[w + 1] - offsets[w] < 2 or counts[w] <= 0 or counts[w] >= SMALL_FREQ:
+            c = counts[w]
+            if offsets[w + 1] - offsets[w] < 2 or c <= 0 or c >= SMALL_FREQ:
                 continue
-            order[bucket_start[counts[w]]] = <int32_t>w
-            bucket_start[counts[w]] += 1
+            if bucket_start[c] >= bucket_end[c]:
+                return False
+            order[bucket_start[c]] = <int32_t>w
+            bucket_start[c] += 1
         cdef vector[HeapEntry] tmp
         cdef HeapEntry he
         for k in range(<Py_ssize_t>large.size()):
@@ -593,21 +608,27 @@ cdef class MergeEngine:
         cdef int64_t nslots = 1
         for k in range(<Py_ssize_t>order.size()):
             w = order[k]
-            nslots += offsets[w + 1] - offsets[w] + 1
+            a, b = offsets[w], offsets[w + 1]
+            if not 0 <= a <= b <= total:
+                return False
+            nslots += b - a + 1
         self.sym.resize(nslots)
         self.sym[0] = SENT
         slot = 1
         f = -1
         for k in range(<Py_ssize_t>order.size()):
             w = order[k]
-            if counts[w] != f:
+            c, a, b = counts[w], offsets[w], offsets[w + 1]
+            if c <= 0 or c < f or not 0 <= a <= b <= total or slot + (b - a) + 1 > nslots:
+                return False
+            if c != f:
                 if f >= 0:
                     self.cls_end.push_back(slot)
                     self.cls_freq.push_back(f)
-                f = counts[w]
-            n = offsets[w + 1] - offsets[w]
+                f = c
+            n = b - a
             for i in range(n):
-                self.sym[slot + i] = tokens[offsets[w] + i]
+                self.sym[slot + i] = tokens[a + i]
             slot += n
             self.sym[slot] = SENT
             slot += 1
@@ -615,6 +636,7 @@ cdef class MergeEngine:
             self.cls_end.push_back(slot)
             self.cls_freq.push_back(f)
         self.cls_freq.push_back(0)        # past the last class (never asked for)
+        return slot == nslots
 
     cdef void _index_pairs(self) noexcept nogil:
         """Steps 3 and 4 of building, from the slots alone."""

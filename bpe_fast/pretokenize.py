@@ -78,6 +78,8 @@ def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN,
     """
     kind = native_kind(pattern)
     if kind and isinstance(data, (bytes, bytearray)):
+        # a bytearray is copied: its UTF-8 is checked, then scanned as valid, and another thread could change it
+        data = bytes(data)
         check_utf8(data)
         return _scan.boundaries(native_tables(unicode), data, kind)   # type: ignore[union-attr]  # kind != 0
     starts, ends = pretoken_spans(data, pattern)
@@ -182,6 +184,8 @@ class ChunkCounter:
     def add(self, data: bytes | bytearray) -> ChunkCounter:
         """Count the pre-tokens of one chunk (bytes, as count_chunk takes them). Returns self."""
         if self._native is not None and isinstance(data, (bytes, bytearray)):
+            # a bytearray is copied: its UTF-8 is checked, then scanned as valid, and another thread could change it
+            data = bytes(data)
             if self.errors == "strict":
                 check_utf8(data)
                 utf8 = data
@@ -472,7 +476,9 @@ def check_utf8(data: bytes | bytearray | memoryview | NDArray[np.uint8]) -> None
         if exc.start == 0:
             whole = data if isinstance(data, (bytes, bytearray)) else bytes(data)
             raise UnicodeDecodeError("utf-8", whole, pos + exc.start, pos + exc.end, exc.reason) from None
-    bytes(data).decode("utf-8")                               # the validators disagree: let Python's decide
+    if not isinstance(data, bytes):     # read three times here: another thread may have written it meanwhile
+        raise RuntimeError("the data changed while its UTF-8 was checked (another thread writes to it)")
+    data.decode("utf-8")                                      # the validators disagree: let Python's decide
     raise AssertionError(f"bpe_fast._scan.utf8_error reported offset {pos} of valid UTF-8")
 
 

@@ -1335,7 +1335,7 @@ class Tokenizer:
         [1, 7]
         """
         table = self._token_lengths()
-        ids = np.asarray(ids)
+        ids = np.array(ids)     # a copy: checked, then read again (another thread could write the caller's array)
         if ids.dtype.kind not in "iu":
             raise TypeError(f"ids must be an array of integers, got {ids.dtype}")
         if ids.size:        # NumPy would take a negative id from the end, and an unknown one as 0 bytes
@@ -1763,7 +1763,7 @@ class Tokenizer:
         ('ab€b', [0, 2, 2, 2, 3])
         """
         ids = _id_array(ids)
-        data = self._tables.decode_bytes(ids)
+        data = self._tables.decode_bytes(ids, True)
         offsets = _char_offsets(data, self._token_lengths()[ids])
         return data.decode("utf-8", "strict"), offsets.tolist()
 
@@ -1777,7 +1777,7 @@ class Tokenizer:
             data = self._tables.decode_list(ids if type(ids) is list else list(ids))
             if data is not None:
                 return data
-        return self._tables.decode_bytes(_id_array(ids))
+        return self._tables.decode_bytes(_id_array(ids), True)
 
 
 def _utf8_tail(data: bytes) -> bytes:
@@ -2295,13 +2295,15 @@ def _decode_arrays(vocab: Mapping[int, bytes]) -> TableArrays:
 
 
 def _id_array(ids: Any) -> NDArray[np.int64]:
-    """ids as a 1-D int64 array; TypeError for non-integers, ValueError naming an id beyond int64."""
+    """ids as a 1-D int64 array of the caller's own (never the array given: decode_bytes(ids, private=True) reads
+    it as is); TypeError for non-integers, ValueError naming an id beyond int64."""
     if isinstance(ids, np.ma.MaskedArray):      # (its masked items were decoded as if unmasked)
         if np.ma.getmaskarray(ids).any():
             raise TypeError("ids must be a sequence of int, got a masked array with ids masked: pass "
                             "ids.compressed() for the unmasked ones")
         ids = ids.data
-    if not isinstance(ids, np.ndarray):
+    listed = not isinstance(ids, np.ndarray)   # items of a sequence (looked at one by one for bools below)
+    if listed:
         # (a set or a dict has no order; NumPy took one for a single object, "one-dimensional, got shape ()");
         # a byte string is text's bytes given by mistake (bytes were refused, a bytearray read as ids); a view
         # of bytes as wider items (memoryview(data).cast("H"), nanoGPT's uint16 ids) is ids
@@ -2326,16 +2328,20 @@ def _id_array(ids: Any) -> NDArray[np.int64]:
     # a list's bools are ints (decode([True]) is decode([1]), as tiktoken's); a bool array, or NumPy's bools in a
     # list, are not (tiktoken: "'numpy.bool' object cannot be interpreted as an integer"), among ints neither
     # [1, np.True_] is an int array, the bool a 0 or 1 in it: the items are looked at only when one is there
-    if kind == "i" and arr is not ids and (arr <= 1).any() and np.bool_ in map(type, ids):
+    if kind == "i" and listed and (arr <= 1).any() and np.bool_ in map(type, ids):
         k, value = next((k, i) for k, i in enumerate(ids) if type(i) is np.bool_)
         raise TypeError(f"token id {value!r} (at position {k}) is not an int")
-    if kind == "i" or (kind == "b" and arr is not ids and all(type(i) is bool for i in ids)):
-        return np.ascontiguousarray(arr, dtype=np.int64)
+    # the result is always a copy, made before its ids are checked: they are checked, then read again (here and by
+    # the native decoder), and another thread could write the caller's array in between (a uint64 id checked
+    # below 2**63 and read back as a negative one)
+    if kind == "i" or (kind == "b" and listed and all(type(i) is bool for i in ids)):
+        return np.array(arr, dtype=np.int64)
     if kind == "u":
-        if arr.dtype.itemsize == 8 and int(arr.max()) > np.iinfo(np.int64).max:     # the first such, by position
-            k = int(np.argmax(arr > np.uint64(np.iinfo(np.int64).max)))
-            raise ValueError(f"unknown token id {int(arr[k])} (at position {k})")
-        return np.ascontiguousarray(arr, dtype=np.int64)
+        out = np.array(arr, dtype=np.int64)            # (2**63 and more wrap to negative: the first is named)
+        if arr.dtype.itemsize == 8 and (out < 0).any():
+            k = int(np.argmax(out < 0))
+            raise ValueError(f"unknown token id {int(out[k]) + 2 ** 64} (at position {k})")
+        return out
     if kind == "O":
         out = np.empty(arr.size, dtype=np.int64)
         for k, value in enumerate(arr):

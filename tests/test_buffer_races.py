@@ -1,0 +1,154 @@
+"""A caller's array rewritten by another thread while bpe_fast reads it (numpy's copyto runs without the GIL).
+
+Native code that checked a value of the caller's buffer and later read it again, trusting it, wrote or read out of
+bounds when the value changed in between (helper-122: seven crashes, the rest wrong results or a wrong internal
+error). Each case here flips one item of the caller's array between two values while the call runs in a loop:
+every result must be one the call can give for some content of the array, and every error one that names a bad
+array (the checks' own, or "changed while ... read"); a crash ends the run.
+"""
+import re
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from bpe_fast import PretokenCounts, Tokenizer, train_from_counts
+from bpe_fast.merge_rule import rule_difference_of_indices
+from bpe_fast.pretokenize import ChunkCounter, pretoken_boundaries
+from bpe_fast.token_arrays import first_occurrences, gather_tokens
+
+SECONDS = 1.5
+CHANGED = r"changed while (it was|they were|its UTF-8 was) (read|checked)"
+
+
+def race(view, a, b, call, good, errors):
+    """Call call() in a loop while a thread flips view between a and b; good(result) must hold for each result,
+    and each exception must be a ValueError, IndexError or RuntimeError whose message matches `errors`."""
+    stop = threading.Event()
+
+    def flip():
+        while not stop.is_set():
+            np.copyto(view, b)
+            np.copyto(view, a)
+
+    writer = threading.Thread(target=flip)
+    writer.start()
+    seen = set()
+    try:
+        deadline = time.monotonic() + SECONDS
+        while time.monotonic() < deadline:
+            try:
+                result = call()
+            except (ValueError, IndexError, RuntimeError) as exc:
+                assert re.search(errors, str(exc)), repr(exc)
+                seen.add("error")
+            else:
+                assert good(result), result
+                seen.add("result")
+    finally:
+        stop.set()
+        writer.join()
+    np.copyto(view, a)
+    assert "result" in seen or "error" in seen
+
+
+def _words(m):
+    tokens = np.frombuffer(b"".join(b"%07d" % k for k in range(m)), dtype=np.uint8).copy()
+    return tokens, np.arange(0, 7 * m + 1, 7, dtype=np.int64), np.ones(m, dtype=np.int64)
+
+
+def test_first_occurrences():
+    # the table of seen values was sized by a first pass and written by a second: a value raised in between
+    # wrote past it
+    values = np.zeros(1 << 20, dtype=np.int64)
+    race(values[-1:], np.zeros(1, np.int64), np.array([1 << 40]), lambda: first_occurrences(values).tolist(),
+         lambda r: r in ([0], [0, len(values) - 1]), CHANGED)
+
+
+def test_gather_tokens():
+    pool = np.frombuffer(b"abcdefgh" * 1000, dtype=np.uint8)
+    offsets = np.arange(0, len(pool) + 1, 8, dtype=np.int64)
+    which = np.zeros(1 << 18, dtype=np.int64)
+    race(which[-1:], np.zeros(1, np.int64), np.array([1 << 40]), lambda: gather_tokens(pool, offsets, which),
+         lambda r: bytes(r[0]) == b"abcdefgh" * len(which) and r[1][-1] == 8 * len(which),
+         f"out of range|{CHANGED}")
+
+
+@pytest.mark.parametrize("call", ["from_arrays", "train_from_counts", "add", "engine"])
+def test_pretoken_arrays(call):
+    # PretokenCounts keeps the caller's arrays: checked once, then read again by first_repeat, add_arrays and the
+    # merge engine's layout, which copied the bytes at the offsets read the second time
+    m = 100_000
+    tokens, offsets, counts = _words(m)
+    k = m // 2
+    if call == "from_arrays":
+        run, good = lambda: len(PretokenCounts.from_arrays(tokens, offsets, counts)), lambda r: r == m
+    elif call == "train_from_counts":
+        pc = PretokenCounts.from_arrays(tokens, offsets, counts)
+        run, good = lambda: len(train_from_counts(pc, 262)[1]), lambda r: r == 6
+    elif call == "add":
+        pc = PretokenCounts.from_arrays(tokens, offsets, counts)
+        run, good = lambda: len(pc + PretokenCounts({b"x": 1})), lambda r: r == m + 1
+    else:
+        from bpe_fast._train import MergeEngine
+        run, good = lambda: MergeEngine(tokens, offsets, counts).run(5), lambda r: r == 5
+    race(offsets[k:k + 1], np.array([7 * k]), np.array([1 << 40]), run, good,
+         f"disagree|not increasing|fall|rise|{CHANGED}")
+
+
+def test_add_documents():
+    docs = 50_000
+    data = np.frombuffer(b"hello world " * docs, dtype=np.uint8)
+    bounds = np.arange(0, 12 * docs + 1, 12, dtype=np.int64)
+    k = docs // 2
+    want = {b"hello": docs, b" world": docs, b" ": docs}
+    race(bounds[k:k + 1], np.array([12 * k]), np.array([1 << 40]),
+         lambda: ChunkCounter().add_documents(data, bounds).to_dict(), lambda r: r == want,
+         f"bounds|out of bounds|{CHANGED}")
+
+
+def test_rule_difference_of_indices():
+    pairs = [(x, y) for x in range(40, 240) for y in range(40, 240)][:20_000]
+    pool = np.frombuffer(bytes(range(256)) + b"".join(bytes(p) for p in pairs), dtype=np.uint8)
+    offsets = np.array(list(range(257)) + [256 + 2 * k for k in range(1, len(pairs) + 1)], dtype=np.int64)
+    left = np.array([x for x, _ in pairs], dtype=np.int64)
+    right = np.array([y for _, y in pairs], dtype=np.int64)
+    joined = np.arange(256, 256 + len(pairs), dtype=np.int64)
+    want = rule_difference_of_indices(pool, offsets, left, right, joined)
+    race(joined[-1:], joined[-1:].copy(), np.array([1 << 40]),
+         lambda: rule_difference_of_indices(pool, offsets, left, right, joined), lambda r: r == want,
+         "token index outside")
+
+
+@pytest.mark.parametrize("call", ["decode_with_offsets", "lengths_in", "decode_bytes_uint64"])
+def test_ids_read_twice(call):
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    n = 1 << 16
+    if call == "decode_with_offsets":
+        ids = np.full(n, 97, dtype=np.int64)
+        race(ids[:1], np.array([97]), np.array([256]), lambda: tok.decode_with_offsets(ids),
+             lambda r: (r[0], r[1][-1]) in (("a" * n, n - 1), ("ab" + "a" * (n - 1), n)), CHANGED)
+    elif call == "lengths_in":
+        ids = np.full(n, 97, dtype=np.int64)
+        race(ids[:1], np.array([97]), np.array([-1]), lambda: tok.lengths_in(b"a" * n, ids).tolist(),
+             lambda r: r == [1] * n, "negative token id -1 \\(at position 0\\)")
+    else:
+        ids = np.full(n, 97, dtype=np.uint64)
+        race(ids[:1], np.array([97], np.uint64), np.array([2 ** 64 - 1], np.uint64), lambda: tok.decode_bytes(ids),
+             lambda r: r == b"a" * n, "unknown token id 18446744073709551615 \\(at position 0\\)")
+
+
+@pytest.mark.parametrize("call", ["count", "boundaries"])
+def test_utf8_checked_then_scanned(call):
+    # the UTF-8 of a bytearray was checked, then the live buffer scanned as valid: a lead byte written after the
+    # check ended a pre-token past the buffer (its bytes counted; the validators' disagreement an AssertionError)
+    data = bytearray(b"ab " * 10_000 + b"a" * 8 + "\u00e9\u00e9".encode())
+    view = np.frombuffer(data, dtype=np.uint8)[-4:]
+    first, second = (np.frombuffer(s.encode(), dtype=np.uint8) for s in ("\u00e9\u00e9", "\u20aca"))
+    if call == "count":
+        run, good = lambda: ChunkCounter().add(data).to_dict(), lambda r: sum(len(k) * v for k, v in r.items()) == \
+            len(data) and not any(b"\0" in k for k in r)
+    else:
+        run, good = lambda: pretoken_boundaries(data), lambda r: r[-1] == len(data)
+    race(view, first, second, run, good, CHANGED)
