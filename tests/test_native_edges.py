@@ -146,3 +146,32 @@ def test_tally_refuses_a_class_past_the_columns(where):
         tally_tokens(np.frombuffer(b"a", dtype=np.uint8), np.zeros(1, dtype=np.int32), np.ones(1, dtype=np.int64),
                      table, counts, class_bytes, classes["space"], classes["astral_cjk"], classes["astral_other"])
     assert not counts.any() and not class_bytes.any()
+
+
+def test_add_arrays_to_a_table_past_the_cache_counts_as_a_dict():
+    # add_arrays queues the pre-tokens (slot, span and key asked for before each is counted) once the table has
+    # QUEUE_FROM_SLOTS slots or more: two overlapping tables of 400,000 and 300,000 pre-tokens added into one,
+    # against a dict; keys of 1 to 20 bytes (some past the 8 a span holds), counts of any size
+    from collections import Counter
+
+    from bpe_fast._scan import PretokenCounter
+
+    rng = np.random.default_rng(7)
+
+    def table(ids):
+        keys = [(b"%d" % i) * (1 + i % 3) + bytes([i % 251]) for i in ids]
+        counts = rng.integers(1, 1 << 40, len(keys))
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum([len(k) for k in keys], out=offsets[1:])
+        return keys, (np.frombuffer(b"".join(keys), dtype=np.uint8), offsets, counts.astype(np.int64))
+
+    first_keys, first = table(range(400_000))
+    second_keys, second = table(range(250_000, 550_000))
+    assert len(set(first_keys + second_keys)) == 550_000
+    counter = PretokenCounter(None, 0)
+    counter.add_arrays(*first)
+    counter.add_arrays(*second)
+    want = Counter(dict(zip(first_keys, first[2].tolist())))
+    want.update(dict(zip(second_keys, second[2].tolist())))
+    assert counter.to_dict() == dict(want)
+    assert list(counter.to_dict()) == list(dict.fromkeys(first_keys + second_keys))   # order of first occurrence
