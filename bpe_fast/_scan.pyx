@@ -1481,6 +1481,122 @@ cdef class PretokenCounter:
             raise RuntimeError("offsets changed while they were read (another thread writes to them)")
         return self
 
+    def arrays_with(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts):
+        """arrays(release=True) of this counter with a table of distinct pre-tokens added (as arrays() gives them;
+        the caller checks that counts are >= 0): add_arrays then arrays, but the table's pre-tokens are only
+        looked up here, not inserted: the ones found add to their counts, the others follow this counter's in
+        the arrays, in the table's order (the order add_arrays then arrays gives). So the hash table neither
+        grows nor takes the new pre-tokens (the real corpus on 2 processes: 600,000 of them, 380,000 new), and
+        it is freed before the arrays are made."""
+        cdef Py_ssize_t m = counts.shape[0], k, j, mine = self.spans.size(), new_words = 0
+        if offsets.shape[0] != m + 1 or offsets[0] != 0 or offsets[m] != tokens.shape[0]:
+            raise ValueError("offsets must have len(counts) + 1 entries, from 0 to len(tokens)")
+        if self.busy:
+            raise RuntimeError("PretokenCounter.arrays_with called from two threads at once")
+        self.busy = True
+        cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""
+        cdef const uint8_t* end = base + tokens.shape[0]
+        cdef Pending queue[QUEUE]
+        cdef Pending* q
+        cdef int64_t a, b, total = tokens.shape[0], new_bytes = 0
+        cdef bint changed = False, queued = self.slots.size() >= QUEUE_FROM_SLOTS
+        cdef vector[uint8_t] fresh              # 1 for each of the table's pre-tokens not in this counter
+        with nogil:
+            fresh.assign(m, 0)
+            # each offset read once and checked (another thread may write them), kept in the queue until its
+            # pre-token is looked up; a table past the cache asks for the slot, span and key first (add_range)
+            for k in range(m):
+                a, b = offsets[k], offsets[k + 1]
+                if not 0 <= a <= b <= total:
+                    changed = True
+                    break
+                self.enqueue(&queue[k & (QUEUE - 1)], base + a, b - a, end)
+                if queued:
+                    if k >= ASK_SPAN:
+                        self.ask_span(&queue[(k - ASK_SPAN) & (QUEUE - 1)])
+                    if k >= ASK_KEY:
+                        self.ask_key(&queue[(k - ASK_KEY) & (QUEUE - 1)])
+                    j = k - (QUEUE - 1)
+                else:
+                    j = k
+                if j >= 0:
+                    q = &queue[j & (QUEUE - 1)]
+                    if not self.add_found(q.p, q.length, q.head, q.hash, counts[j]):
+                        fresh[j] = 1
+                        new_words += 1
+                        new_bytes += q.length
+            if not changed:
+                for j in range(m - (QUEUE - 1) if queued and m > QUEUE - 1 else (0 if queued else m), m):
+                    q = &queue[j & (QUEUE - 1)]
+                    if not self.add_found(q.p, q.length, q.head, q.hash, counts[j]):
+                        fresh[j] = 1
+                        new_words += 1
+                        new_bytes += q.length
+        self.busy = False
+        if changed:
+            raise RuntimeError("offsets changed while they were read (another thread writes to them)")
+        cdef Slot empty
+        cdef vector[Slot] old
+        empty.index = EMPTY_INDEX
+        empty.tag = 0
+        old.assign(1024, empty)
+        self.slots.swap(old)
+        self.mask = 1023
+        old.clear()
+        old.shrink_to_fit()             # (the table is freed here, before the arrays are made)
+        cdef int64_t size = 0
+        for k in range(mine):
+            size += self.spans[k].length
+        out_tokens = np.empty(size + new_bytes, dtype=np.uint8)
+        out_offsets = np.empty(mine + new_words + 1, dtype=np.int64)
+        out_counts = np.empty(mine + new_words, dtype=np.int64)
+        cdef uint8_t[::1] tv = out_tokens
+        cdef int64_t[::1] ov = out_offsets, cv = out_counts
+        cdef Span* span
+        ov[0] = 0
+        for k in range(mine):
+            span = &self.spans[k]
+            if span.length:
+                memcpy(&tv[ov[k]], self.arena.data() + span.start, span.length)
+            ov[k + 1] = ov[k] + span.length
+            cv[k] = span.count
+        k = mine
+        for j in range(m):
+            if not fresh[j]:
+                continue
+            a, b = offsets[j], offsets[j + 1]
+            if not (0 <= a <= b <= total and ov[k] + (b - a) <= size + new_bytes and k < mine + new_words):
+                raise RuntimeError("offsets changed while they were read (another thread writes to them)")
+            if b > a:
+                memcpy(&tv[ov[k]], base + a, b - a)
+            ov[k + 1] = ov[k] + (b - a)
+            cv[k] = counts[j]
+            k += 1
+        self.spans.release()
+        self.arena.release()
+        self.total_count = 0
+        return out_tokens, out_offsets, out_counts
+
+    cdef inline bint add_found(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
+                               int64_t n) noexcept nogil:
+        """Add n to the count of p[0:length] (first bytes head, hash h) if this counter holds it; whether it did."""
+        cdef uint64_t pos = h & self.mask
+        cdef uint32_t tag = slot_tag(h)
+        cdef Slot* slot
+        cdef Span* span
+        while True:
+            slot = &self.slots[pos]
+            if slot.index == EMPTY_INDEX:
+                return False
+            if slot.tag == tag:
+                span = &self.spans[slot.index]
+                if span.length == length and span.head == head and (
+                        length <= 8 or memcmp(self.arena.data() + span.start + 8, p + 8, length - 8) == 0):
+                    span.count += n
+                    self.total_count += n
+                    return True
+            pos = next_slot(pos, self.mask)
+
     cdef inline void add_span_n(self, const uint8_t* p, Py_ssize_t length, const uint8_t* end, int64_t n) noexcept nogil:
         cdef uint64_t head = load_head(p, length, end)
         self.add_hashed(p, length, head, hash_bytes(p, length, head, end), n)

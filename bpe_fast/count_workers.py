@@ -515,11 +515,12 @@ def _unit_of(units: Sequence[tuple[str, int, int]], exc: BaseException) -> tuple
 
 
 def _own_and_theirs(own: ChunkCounter, tables: list[Table], combine: bool) -> list[Table]:
-    """The caller's thread's table and the workers': with combine, theirs added into its own, one table."""
-    if combine:
-        for table in tables:
+    """The caller's thread's table and the workers': with combine, theirs added into its own, one table (the last
+    looked up as the arrays are made, not inserted: ChunkCounter.arrays_with)."""
+    if combine and tables:
+        for table in tables[:-1]:
             own.add_arrays(*table)
-        return [own.arrays(release=True)]
+        return [own.arrays_with(*tables[-1])]
     return [own.arrays(release=True)] + tables
 
 

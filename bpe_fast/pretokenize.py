@@ -240,6 +240,14 @@ class ChunkCounter:
                 self._counts[blob[bounds[k]:bounds[k + 1]]] += n
         return self
 
+    def arrays_with(self, tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64]) -> Table:
+        """arrays(release=True) of this counter with a table of distinct pre-tokens (as arrays() gives them) added:
+        the same arrays as add_arrays then arrays(release=True), without inserting the table's pre-tokens into
+        the native counter's hash table (they are looked up: less time, less memory at once)."""
+        if self._native is not None and not self._counts:
+            return self._native.arrays_with(tokens, offsets, counts)
+        return self.add_arrays(tokens, offsets, counts).arrays(release=True)
+
     def arrays(self, release: bool = False) -> Table:
         """(tokens, offsets, counts): the distinct pre-tokens concatenated (uint8), int64 offsets with token k
         = tokens[offsets[k]:offsets[k + 1]], and their int64 counts. release: empty the counter as they are made

@@ -175,3 +175,30 @@ def test_add_arrays_to_a_table_past_the_cache_counts_as_a_dict():
     want.update(dict(zip(second_keys, second[2].tolist())))
     assert counter.to_dict() == dict(want)
     assert list(counter.to_dict()) == list(dict.fromkeys(first_keys + second_keys))   # order of first occurrence
+
+
+@pytest.mark.parametrize("sizes", [(0, 0), (0, 5), (5, 0), (40, 30), (31, 33), (3000, 2000), (400_000, 300_000)])
+def test_arrays_with_is_add_arrays_then_arrays(sizes):
+    # arrays_with looks the table's pre-tokens up (queued once the counter's table is past the cache: 400,000
+    # pre-tokens) instead of inserting them; its arrays must be add_arrays' then arrays(release=True)'s, in the
+    # same order, and the counter emptied
+    from bpe_fast._scan import PretokenCounter
+
+    rng = np.random.default_rng(sum(sizes))
+
+    def table(ids):
+        keys = [(b"%d" % i) * (1 + i % 3) + bytes([i % 251]) for i in ids] + ([b""] if len(ids) % 2 else [])
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum([len(k) for k in keys], out=offsets[1:])
+        return np.frombuffer(b"".join(keys), dtype=np.uint8), offsets, rng.integers(0, 1 << 40, len(keys))
+
+    mine, theirs = table(range(sizes[0])), table(range(sizes[0] // 2, sizes[0] // 2 + sizes[1]))
+    expected, got = PretokenCounter(None, 0), PretokenCounter(None, 0)
+    for counter in (expected, got):
+        counter.add_arrays(*mine)
+    expected.add_arrays(*theirs)
+    want = expected.arrays(release=True)
+    result = got.arrays_with(*theirs)
+    for w, r in zip(want, result):
+        assert r.dtype == w.dtype and r.tolist() == w.tolist()
+    assert len(got) == 0 and got.arrays()[2].tolist() == []
