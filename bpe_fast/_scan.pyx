@@ -1320,23 +1320,20 @@ cdef class PretokenCounter:
         for a caller done with it, the arrays need not sit beside the whole table: 5.2 million pre-tokens of
         web-like text, 134 MB less at once)."""
         cdef Py_ssize_t k, m = self.spans.size(), size = 0
-        cdef Slot empty
-        cdef vector[Slot] old
         if self.busy:
             raise RuntimeError("PretokenCounter.arrays called while another thread adds to it")
         if release:
-            empty.index = EMPTY_INDEX
-            empty.tag = 0
-            old.assign(1024, empty)
-            self.slots.swap(old)
-            self.mask = 1023
-            old.clear()
-            old.shrink_to_fit()         # (the table is freed here, before the arrays are made)
+            self._free_table()          # (the table is freed here, before the arrays are made)
         for k in range(m):
             size += self.spans[k].length
-        tokens = np.empty(size, dtype=np.uint8)
-        offsets = np.empty(m + 1, dtype=np.int64)
-        counts = np.empty(m, dtype=np.int64)
+        try:
+            tokens = np.empty(size, dtype=np.uint8)
+            offsets = np.empty(m + 1, dtype=np.int64)
+            counts = np.empty(m, dtype=np.int64)
+        except MemoryError:
+            if release:                 # (its table is gone: not a counter to go on with)
+                self._empty()
+            raise
         cdef uint8_t[::1] tv = tokens
         cdef int64_t[::1] ov = offsets, cv = counts
         cdef Span* span
@@ -1348,9 +1345,7 @@ cdef class PretokenCounter:
             ov[k + 1] = ov[k] + span.length
             cv[k] = span.count
         if release:
-            self.spans.release()
-            self.arena.release()
-            self.total_count = 0
+            self._empty()
         return tokens, offsets, counts
 
     cdef void add_buffer(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
@@ -1487,13 +1482,27 @@ cdef class PretokenCounter:
         looked up here, not inserted: the ones found add to their counts, the others follow this counter's in
         the arrays, in the table's order (the order add_arrays then arrays gives). So the hash table neither
         grows nor takes the new pre-tokens (the real corpus on 2 processes: 600,000 of them, 380,000 new), and
-        it is freed before the arrays are made."""
-        cdef Py_ssize_t m = counts.shape[0], k, j, mine = self.spans.size(), new_words = 0
+        it is freed before the arrays are made. On any error past the checks of the arguments the counter is
+        left empty (its table is gone by then, or the table's counts are partly added)."""
+        cdef Py_ssize_t m = counts.shape[0], k
         if offsets.shape[0] != m + 1 or offsets[0] != 0 or offsets[m] != tokens.shape[0]:
             raise ValueError("offsets must have len(counts) + 1 entries, from 0 to len(tokens)")
+        for k in range(m):
+            if offsets[k + 1] < offsets[k]:
+                raise ValueError(f"offsets fall at {k}")
         if self.busy:
             raise RuntimeError("PretokenCounter.arrays_with called from two threads at once")
         self.busy = True
+        try:
+            return self._arrays_with(tokens, offsets, counts)
+        except BaseException:
+            self._empty()
+            raise
+        finally:
+            self.busy = False
+
+    cdef tuple _arrays_with(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts):
+        cdef Py_ssize_t m = counts.shape[0], k, j, mine = self.spans.size(), new_words = 0
         cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""
         cdef const uint8_t* end = base + tokens.shape[0]
         cdef Pending queue[QUEUE]
@@ -1532,18 +1541,9 @@ cdef class PretokenCounter:
                         fresh[j] = 1
                         new_words += 1
                         new_bytes += q.length
-        self.busy = False
         if changed:
             raise RuntimeError("offsets changed while they were read (another thread writes to them)")
-        cdef Slot empty
-        cdef vector[Slot] old
-        empty.index = EMPTY_INDEX
-        empty.tag = 0
-        old.assign(1024, empty)
-        self.slots.swap(old)
-        self.mask = 1023
-        old.clear()
-        old.shrink_to_fit()             # (the table is freed here, before the arrays are made)
+        self._free_table()              # (before the arrays are made)
         cdef int64_t size = 0
         for k in range(mine):
             size += self.spans[k].length
@@ -1561,21 +1561,40 @@ cdef class PretokenCounter:
             ov[k + 1] = ov[k] + span.length
             cv[k] = span.count
         k = mine
-        for j in range(m):
+        for j in range(m):              # the new ones' offsets read again: checked against what was made room for
             if not fresh[j]:
                 continue
             a, b = offsets[j], offsets[j + 1]
-            if not (0 <= a <= b <= total and ov[k] + (b - a) <= size + new_bytes and k < mine + new_words):
+            if not (0 <= a <= b <= total and k < mine + new_words and ov[k] + (b - a) <= size + new_bytes):
                 raise RuntimeError("offsets changed while they were read (another thread writes to them)")
             if b > a:
                 memcpy(&tv[ov[k]], base + a, b - a)
             ov[k + 1] = ov[k] + (b - a)
             cv[k] = counts[j]
             k += 1
+        if k != mine + new_words or ov[k] != size + new_bytes:
+            raise RuntimeError("offsets changed while they were read (another thread writes to them)")
+        self._empty()
+        return out_tokens, out_offsets, out_counts
+
+    cdef void _free_table(self):
+        """Free the hash table (a table of 1024 empty slots in its place); the spans and bytes stay."""
+        cdef Slot empty
+        cdef vector[Slot] old
+        empty.index = EMPTY_INDEX
+        empty.tag = 0
+        old.assign(1024, empty)
+        self.slots.swap(old)
+        self.mask = 1023
+        old.clear()
+        old.shrink_to_fit()
+
+    cdef void _empty(self):
+        """Empty the counter: no pre-token, no count (what arrays(release=True) leaves)."""
+        self._free_table()
         self.spans.release()
         self.arena.release()
         self.total_count = 0
-        return out_tokens, out_offsets, out_counts
 
     cdef inline bint add_found(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
                                int64_t n) noexcept nogil:

@@ -1331,7 +1331,8 @@ def _message_line(exc: BaseException) -> str:
 
 def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
     """(pyarrow.parquet.ParquetFile, the pyarrow module) of a Parquet file holding a string column
-    text_column; ImportError without pyarrow, InputError naming the file for anything else."""
+    text_column; ImportError without pyarrow, the OSError of a file that cannot be opened (naming it, as for any
+    input), InputError naming the file for anything else."""
     try:
         import pyarrow            # not pyarrow.compute: 0.07 s more to import, needed only for nulls
         import pyarrow.parquet as pq

@@ -203,7 +203,9 @@ class ChunkCounter:
         """Count documents: document k is data[bounds[k]:bounds[k + 1]] (bytes, or a uint8 array such as a
         view of a shared slot; bounds int64 from 0 to len(data)), each counted as add() counts a chunk:
         nothing crosses from one to the next. Invalid UTF-8 (errors="strict") raises the UnicodeDecodeError of
-        the first invalid document, its offsets in data. Returns self."""
+        the first invalid document, its offsets in data. Returns self. The data must not change during the call
+        (its UTF-8 is checked, then scanned as valid, not copied): the counting paths pass buffers of their own,
+        or shared slots nothing writes until they are released."""
         if self._native is not None:
             try:
                 check_documents_utf8(data, bounds)
@@ -484,7 +486,13 @@ def check_utf8(data: bytes | bytearray | memoryview | NDArray[np.uint8]) -> None
         if exc.start == 0:
             whole = data if isinstance(data, (bytes, bytearray)) else bytes(data)
             raise UnicodeDecodeError("utf-8", whole, pos + exc.start, pos + exc.end, exc.reason) from None
-    if not isinstance(data, bytes):     # read three times here: another thread may have written it meanwhile
+    if not isinstance(data, bytes):
+        # read three times here: another thread may have written it meanwhile. A copy, checked again, tells: still
+        # invalid, its error; valid to both validators, the data changed (a disagreement is the copy's to raise)
+        copy = bytes(data)
+        if scan.utf8_error(copy) >= 0:
+            check_utf8(copy)
+            return
         raise RuntimeError("the data changed while its UTF-8 was checked (another thread writes to it)")
     data.decode("utf-8")                                      # the validators disagree: let Python's decide
     raise AssertionError(f"bpe_fast._scan.utf8_error reported offset {pos} of valid UTF-8")

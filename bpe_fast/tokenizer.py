@@ -1378,8 +1378,9 @@ class Tokenizer:
         dtype = self._check_dtype(dtype)
         if type(data) is not bytes:
             # a copy (as encode_utf8_to_numpy's; about 1% of the encoding's time): the UTF-8 is checked first and
-            # then scanned without the GIL, and a mutable buffer could change in between (another thread)
-            data = bytes(data)
+            # then scanned without the GIL, and a mutable buffer could change in between (another thread); of a
+            # buffer only (bytes(3) would be three NUL bytes, bytes([104, 105]) b"hi")
+            data = bytes(memoryview(data))
         if separator is not None:       # an id of the vocabulary fits dtype (_check_dtype); another would wrap
             if isinstance(separator, bool) or not isinstance(separator, (int, np.integer)):
                 raise TypeError(f"separator must be None or an int id, got {type(separator).__name__}")

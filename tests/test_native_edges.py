@@ -202,3 +202,53 @@ def test_arrays_with_is_add_arrays_then_arrays(sizes):
     for w, r in zip(want, result):
         assert r.dtype == w.dtype and r.tolist() == w.tolist()
     assert len(got) == 0 and got.arrays()[2].tolist() == []
+
+
+@pytest.fixture(scope="module")
+def big_table():
+    """A table of 300,000 distinct pre-tokens (and an empty one): a counter holding it has QUEUE_FROM_SLOTS slots
+    or more, so add_arrays and arrays_with queue what is added."""
+    keys = [b""] + [b"w%d" % i for i in range(300_000)]
+    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in keys], out=offsets[1:])
+    return keys, (np.frombuffer(b"".join(keys), dtype=np.uint8), offsets, np.arange(1, len(keys) + 1))
+
+
+@pytest.mark.parametrize("m", [1, 2, 31, 32, 33, 65])
+@pytest.mark.parametrize("method", ["add_arrays", "arrays_with"])
+def test_queued_tails_of_a_few_pre_tokens(big_table, m, method):
+    # the queue's last entries are counted after the loop: m below, at and past QUEUE (32), an empty pre-token
+    # among them, half of them already in the counter
+    from collections import Counter
+
+    from bpe_fast._scan import PretokenCounter
+
+    keys, table = big_table
+    counter = PretokenCounter(None, 0)
+    counter.add_arrays(*table)          # 300,001 pre-tokens: 2**20 slots, _scan's QUEUE_FROM_SLOTS
+    added = [b"" if k == m // 2 else (b"w%d" % k if k % 2 else b"new%d" % k) for k in range(m)]
+    offsets = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in added], out=offsets[1:])
+    counts = np.arange(10, 10 + m, dtype=np.int64)
+    want = Counter(dict(zip(keys, table[2].tolist())))
+    for key, n in zip(added, counts.tolist()):
+        want[key] += n
+    args = (np.frombuffer(b"".join(added), dtype=np.uint8), offsets, counts)
+    if method == "add_arrays":
+        got = counter.add_arrays(*args).to_dict()
+    else:
+        tokens, offs, cnts = counter.arrays_with(*args)
+        got = {bytes(tokens[offs[k]:offs[k + 1]]): int(cnts[k]) for k in range(len(cnts))}
+        assert len(got) == len(cnts) and len(counter) == 0
+    assert got == dict(want)
+    assert list(got) == list(dict.fromkeys(keys + added))
+
+
+def test_arrays_with_refuses_falling_offsets_before_touching_the_counter():
+    from bpe_fast._scan import PretokenCounter
+
+    counter = PretokenCounter(None, 0)
+    counter.add_arrays(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3]), np.array([1, 2]))
+    with pytest.raises(ValueError, match="offsets fall at 1"):
+        counter.arrays_with(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 2, 1, 3]), np.array([5, 5, 5]))
+    assert counter.to_dict() == {b"a": 1, b"bc": 2}

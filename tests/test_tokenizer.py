@@ -586,6 +586,14 @@ def test_encode_documents_utf8_refuses_bounds_not_from_0_to_the_end(tok, tok4):
         assert t.encode_documents_utf8(b"", np.array([0])).tolist() == []
 
 
+def test_encode_documents_utf8_refuses_data_that_is_no_buffer(tok):
+    # its copy of a buffer was bytes(data): 3 became three NUL bytes and [104, 105] b"hi" (helper-123)
+    for data in (3, [104, 105], "hi"):
+        with pytest.raises(TypeError):
+            tok.encode_documents_utf8(data, np.array([0, 2]))
+    assert tok.encode_documents_utf8(bytearray(b"hi"), np.array([0, 2])).tolist() == tok.encode("hi")
+
+
 def test_encode_documents_utf8_refuses_bounds_that_are_not_integers(tok):
     """Float bounds were cut to ints without a word ([0, 1.5, 4] read as [0, 1, 4]); bools were 0 and 1."""
     with pytest.raises(TypeError, match="bounds must be integers, got an array of float64"):
