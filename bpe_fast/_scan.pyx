@@ -1319,21 +1319,30 @@ cdef class PretokenCounter:
         release: the counter is emptied as they are made (its hash table freed first, its spans and bytes after:
         for a caller done with it, the arrays need not sit beside the whole table: 5.2 million pre-tokens of
         web-like text, 134 MB less at once)."""
-        cdef Py_ssize_t k, m = self.spans.size(), size = 0
         if self.busy:
             raise RuntimeError("PretokenCounter.arrays called while another thread adds to it")
         if release:
             self._free_table()          # (the table is freed here, before the arrays are made)
-        for k in range(m):
-            size += self.spans[k].length
         try:
-            tokens = np.empty(size, dtype=np.uint8)
-            offsets = np.empty(m + 1, dtype=np.int64)
-            counts = np.empty(m, dtype=np.int64)
+            tables = self._own_arrays(0, 0)
         except MemoryError:
             if release:                 # (its table is gone: not a counter to go on with)
                 self._empty()
             raise
+        if release:
+            self._empty()
+        return tables
+
+    cdef tuple _own_arrays(self, int64_t extra_bytes, Py_ssize_t extra_words):
+        """(tokens, offsets, counts) with this counter's pre-tokens first, in order, and room for extra_words more
+        pre-tokens of extra_bytes bytes after them (offsets and counts past its own are not filled)."""
+        cdef Py_ssize_t k, m = self.spans.size()
+        cdef int64_t size = 0
+        for k in range(m):
+            size += self.spans[k].length
+        tokens = np.empty(size + extra_bytes, dtype=np.uint8)
+        offsets = np.empty(m + extra_words + 1, dtype=np.int64)
+        counts = np.empty(m + extra_words, dtype=np.int64)
         cdef uint8_t[::1] tv = tokens
         cdef int64_t[::1] ov = offsets, cv = counts
         cdef Span* span
@@ -1344,8 +1353,6 @@ cdef class PretokenCounter:
                 memcpy(&tv[ov[k]], self.arena.data() + span.start, span.length)
             ov[k + 1] = ov[k] + span.length
             cv[k] = span.count
-        if release:
-            self._empty()
         return tokens, offsets, counts
 
     cdef void add_buffer(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
@@ -1544,22 +1551,10 @@ cdef class PretokenCounter:
         if changed:
             raise RuntimeError("offsets changed while they were read (another thread writes to them)")
         self._free_table()              # (before the arrays are made)
-        cdef int64_t size = 0
-        for k in range(mine):
-            size += self.spans[k].length
-        out_tokens = np.empty(size + new_bytes, dtype=np.uint8)
-        out_offsets = np.empty(mine + new_words + 1, dtype=np.int64)
-        out_counts = np.empty(mine + new_words, dtype=np.int64)
+        out_tokens, out_offsets, out_counts = self._own_arrays(new_bytes, new_words)
         cdef uint8_t[::1] tv = out_tokens
         cdef int64_t[::1] ov = out_offsets, cv = out_counts
-        cdef Span* span
-        ov[0] = 0
-        for k in range(mine):
-            span = &self.spans[k]
-            if span.length:
-                memcpy(&tv[ov[k]], self.arena.data() + span.start, span.length)
-            ov[k + 1] = ov[k] + span.length
-            cv[k] = span.count
+        cdef int64_t size = ov[mine]
         k = mine
         for j in range(m):              # the new ones' offsets read again: checked against what was made room for
             if not fresh[j]:
@@ -1598,7 +1593,8 @@ cdef class PretokenCounter:
 
     cdef inline bint add_found(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
                                int64_t n) noexcept nogil:
-        """Add n to the count of p[0:length] (first bytes head, hash h) if this counter holds it; whether it did."""
+        """Add n to the count of p[0:length] (first bytes head, hash h) if this counter holds it; whether it did.
+        (add_hashed's probe, written out: a probe shared by both cost add_range 2% more instructions.)"""
         cdef uint64_t pos = h & self.mask
         cdef uint32_t tag = slot_tag(h)
         cdef Slot* slot

@@ -152,3 +152,27 @@ def test_utf8_checked_then_scanned(call):
     else:
         run, good = lambda: pretoken_boundaries(data), lambda r: r[-1] == len(data)
     race(view, first, second, run, good, CHANGED)
+
+
+def test_decode_of_a_short_array():
+    # below NOGIL_IDS (65,536) decode_bytes kept the GIL and read the caller's ids twice, checking them and sizing
+    # the bytes, then gathering: ids rewritten in between wrote past the bytes allocated (heap corruption within
+    # seconds, helper-120). Every result is the bytes of some n ids, each "a" or "ab".
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    n = 60_000
+    ids = np.full(n, 97, dtype=np.int64)
+    race(ids, np.full(n, 97, dtype=np.int64), np.full(n, 256, dtype=np.int64), lambda: tok.decode_bytes(ids),
+         lambda r: n <= len(r) <= 2 * n and r.replace(b"ab", b"a") == b"a" * n, "$^")
+
+
+def test_encode_documents_of_a_bytearray():
+    # encode_documents_utf8 checked the UTF-8 of the caller's buffer, then scanned it without the GIL: a bytearray
+    # rewritten in between failed an internal check ("reported offset ... of valid UTF-8", helper-120). It works
+    # on a copy: the ids of some n bytes, or the UnicodeDecodeError of a copy taken mid-rewrite (a character cut)
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    n = 1 << 20
+    text_a, text_b = ("hello world " * (n // 12 + 1))[:n].encode(), ("\u00e9" * (n // 2)).encode()
+    data = bytearray(text_a)
+    race(np.frombuffer(data, dtype=np.uint8), np.frombuffer(text_a, dtype=np.uint8),
+         np.frombuffer(text_b, dtype=np.uint8), lambda: tok.encode_documents_utf8(data, np.array([0, n])),
+         lambda ids: len(tok.decode_bytes(ids)) == n, "codec can't decode")
