@@ -1211,6 +1211,17 @@ cdef class SpecialMatcher:
 
 
 @cython.final
+cdef int _check_table(const uint8_t[::1] tokens, const int64_t[::1] offsets, Py_ssize_t m) except -1:
+    """ValueError unless offsets (of a table of m pre-tokens, as arrays() gives them) rise from 0 to len(tokens)."""
+    cdef Py_ssize_t k
+    if offsets.shape[0] != m + 1 or offsets[0] != 0 or offsets[m] != tokens.shape[0]:
+        raise ValueError("offsets must have len(counts) + 1 entries, from 0 to len(tokens)")
+    for k in range(m):
+        if offsets[k + 1] < offsets[k]:
+            raise ValueError(f"offsets fall at {k}")
+    return 0
+
+
 cdef class PretokenCounter:
     """Distinct pre-tokens and their counts, accumulated natively over any number of chunks of UTF-8.
 
@@ -1427,11 +1438,7 @@ cdef class PretokenCounter:
         reads tokens[offsets[k]:offsets[k + 1]] (PretokenCounts.from_arrays(..., check=False) passes arrays
         unchecked)."""
         cdef Py_ssize_t m = counts.shape[0], k
-        if offsets.shape[0] != m + 1 or offsets[0] != 0 or offsets[m] != tokens.shape[0]:
-            raise ValueError("offsets must have len(counts) + 1 entries, from 0 to len(tokens)")
-        for k in range(m):
-            if offsets[k + 1] < offsets[k]:
-                raise ValueError(f"offsets fall at {k}")
+        _check_table(tokens, offsets, m)
         if m == 0:
             return self
         if self.busy:
@@ -1492,11 +1499,7 @@ cdef class PretokenCounter:
         it is freed before the arrays are made. On any error past the checks of the arguments the counter is
         left empty (its table is gone by then, or the table's counts are partly added)."""
         cdef Py_ssize_t m = counts.shape[0], k
-        if offsets.shape[0] != m + 1 or offsets[0] != 0 or offsets[m] != tokens.shape[0]:
-            raise ValueError("offsets must have len(counts) + 1 entries, from 0 to len(tokens)")
-        for k in range(m):
-            if offsets[k + 1] < offsets[k]:
-                raise ValueError(f"offsets fall at {k}")
+        _check_table(tokens, offsets, m)
         if self.busy:
             raise RuntimeError("PretokenCounter.arrays_with called from two threads at once")
         self.busy = True
