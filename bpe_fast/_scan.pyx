@@ -1451,13 +1451,14 @@ cdef class PretokenCounter:
         cdef Pending* q
         cdef Py_ssize_t first
         cdef int64_t a, b, total = tokens.shape[0]
-        cdef bint changed = False
+        cdef bint changed = False, queued
         with nogil:
             while 2 * (self.spans.size() + m) > size:      # room for all of them at once: no growing midway
                 size *= 2
             if size != self.slots.size():
                 self.resize_slots(size)
             self.spans.reserve(self.spans.size() + m)
+            queued = self.slots.size() >= QUEUE_FROM_SLOTS  # (else a table in the cache: the queue would only cost)
             # each offset is read once, checked, and kept in the queue until its pre-token is counted (they were
             # checked above too, but another thread may write them since). A large table is past the cache: the
             # pre-tokens wait in a queue as add_range's do, their slot, span and key asked for before they are
@@ -1469,7 +1470,7 @@ cdef class PretokenCounter:
                 if not 0 <= a <= b <= total:
                     changed = True
                     break
-                if self.slots.size() < QUEUE_FROM_SLOTS:   # a table in the cache: the queue would only cost
+                if not queued:
                     self.add_span_n(base + a, b - a, end, counts[k])
                     continue
                 if k >= QUEUE:
@@ -1480,7 +1481,7 @@ cdef class PretokenCounter:
                     self.ask_span(&queue[(k - ASK_SPAN) & (QUEUE - 1)])
                 if k >= ASK_KEY:
                     self.ask_key(&queue[(k - ASK_KEY) & (QUEUE - 1)])
-            if not changed and self.slots.size() >= QUEUE_FROM_SLOTS:
+            if not changed and queued:
                 first = m - QUEUE if m > QUEUE else 0
                 for k in range(first, m):
                     q = &queue[k & (QUEUE - 1)]
@@ -1695,7 +1696,7 @@ def first_repeat(const uint8_t[::1] tokens, const int64_t[::1] offsets):
     cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""
     cdef const uint8_t* end = base + tokens.shape[0]
     cdef const uint8_t* p
-    cdef int64_t length, a, b, c, d, total = tokens.shape[0]
+    cdef int64_t a, b, c, d, total = tokens.shape[0]
     cdef uint64_t h
     cdef uint32_t j, empty = <uint32_t>-1
     cdef Py_ssize_t found = -1
