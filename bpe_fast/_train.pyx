@@ -627,10 +627,15 @@ cdef class MergeEngine:
         self.sym[0] = SENT
         slot = 1
         f = -1
+        cdef double pairs = 0           # _setup's bound on the pair counts (2**63), again for the counts read here:
+                                        # past 9.3e18 (rounding aside, past the bound) they changed since
         for k in range(<Py_ssize_t>order.size()):
             w = order[k]
             c, a, b = counts[w], offsets[w], offsets[w + 1]
             if c <= 0 or c < f or not 0 <= a <= b <= total or slot + (b - a) + 1 > nslots:
+                return False
+            pairs += <double>c * <double>(b - a - 1)
+            if pairs > 9.3e18:
                 return False
             if c != f:
                 if f >= 0:
