@@ -1741,10 +1741,16 @@ def first_repeat(const uint8_t[::1] tokens, const int64_t[::1] offsets):
 def merge_arrays(parts):
     """The sum of several (tokens, offsets, counts) tables (see PretokenCounter.arrays) as one, its
     pre-tokens in order of first appearance (the first table's first)."""
+    cdef list tables = list(parts)
+    cdef Py_ssize_t n = len(tables), k
     counter = PretokenCounter(None, 0)
-    for tokens, offsets, counts in parts:
+    if n == 0:
+        return counter.arrays(release=True)
+    for k in range(n - 1):                  # (no negative index: this module does not wrap around)
+        tokens, offsets, counts = tables[k]
         counter.add_arrays(tokens, offsets, counts)
-    return counter.arrays(release=True)
+    tokens, offsets, counts = tables[n - 1]
+    return counter.arrays_with(tokens, offsets, counts)
 
 
 def count(UnicodeTables tables not None, const uint8_t[::1] data, int kind, specials=()):

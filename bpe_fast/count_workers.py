@@ -1269,16 +1269,16 @@ class _TableSum:
 
     def extend(self, tables: Iterable[Table]) -> None:
         self.tables.extend(tables)
-        if self.combine and (self.sum is not None or len(self.tables) > 1):
+        if self.combine and len(self.tables) > 1:
             if self.sum is None:
                 self.sum = ChunkCounter()         # (its add_arrays adds any pre-tokens, whatever the pattern)
-            for table in self.tables:
-                self.sum.add_arrays(*table)
-            self.tables.clear()
+            for table in self.tables[:-1]:        # the last waits: the next is added after it, or result() looks
+                self.sum.add_arrays(*table)       # it up as the arrays are made (as _own_and_theirs does)
+            del self.tables[:-1]
 
     def result(self) -> list[Table]:
         if self.sum is not None:
-            return [self.sum.arrays(release=True)]
+            return [self.sum.arrays_with(*self.tables[-1])]
         return self.tables or [_empty_table()]
 
 
