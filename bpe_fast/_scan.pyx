@@ -1018,6 +1018,50 @@ cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
 
 
+cdef extern from *:
+    """
+    #include <thread>
+    #include <vector>
+    // fn(args + k * stride) for k = 0 .. n - 1, each but the first in a thread of its own, the first in the
+    // calling thread; the ones no thread could be started for run in the calling thread too (nothing thrown).
+    static inline void bpe_fast_in_threads(void (*fn)(void*), char* args, size_t stride, int n) {
+        std::vector<std::thread> started;
+        int k = 1;
+        try {
+            started.reserve(n > 1 ? n - 1 : 0);
+            for (; k < n; k++)
+                started.emplace_back(fn, (void*)(args + k * stride));
+        } catch (...) {
+        }
+        fn(args);
+        for (std::thread& t : started)
+            t.join();
+        for (; k < n; k++)
+            fn(args + k * stride);
+    }
+    """
+    void run_in_threads "bpe_fast_in_threads"(void (*fn)(void*) noexcept nogil, char* args, size_t stride,
+                                               int n) noexcept nogil
+
+
+cdef enum:
+    LOOK_UP_PER_THREAD = 65536   # PretokenCounter.arrays_with: fewer pre-tokens than this a thread, not worth one
+
+
+cdef struct LookUp:
+    # one thread's share of PretokenCounter.arrays_with's lookups: the table's pre-tokens lo .. hi - 1
+    void* owner                 # the PretokenCounter (its caller holds it)
+    const uint8_t* base
+    int64_t total
+    const int64_t* offsets
+    const int64_t* counts
+    uint8_t* fresh
+    Py_ssize_t lo, hi
+    Py_ssize_t new_words        # out: how many were not found, and their bytes
+    int64_t new_bytes
+    bint changed                # out: an offset out of order (another thread writes them)
+
+
 cdef inline Py_ssize_t _next_end(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
                                  bint* at_end) noexcept nogil:
     """The end of the pre-token that starts at s[i] (the text ends at n), by the pattern of `kind`: the one
@@ -1491,67 +1535,64 @@ cdef class PretokenCounter:
             raise RuntimeError("offsets changed while they were read (another thread writes to them)")
         return self
 
-    def arrays_with(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts):
+    def arrays_with(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts,
+                    int threads=1):
         """arrays(release=True) of this counter with a table of distinct pre-tokens added (as arrays() gives them;
         the caller checks that counts are >= 0): add_arrays then arrays, but the table's pre-tokens are only
         looked up here, not inserted: the ones found add to their counts, the others follow this counter's in
         the arrays, in the table's order (the order add_arrays then arrays gives). So the hash table neither
         grows nor takes the new pre-tokens (the real corpus on 2 processes: 600,000 of them, 380,000 new), and
         it is freed before the arrays are made. On any error past the checks of the arguments the counter is
-        left empty (its table is gone by then, or the table's counts are partly added)."""
+        left empty (its table is gone by then, or the table's counts are partly added).
+
+        threads: look the table up in that many threads at most (one range of its pre-tokens each, for a table
+        of LOOK_UP_PER_THREAD pre-tokens a thread or more: each adds to the counts of distinct pre-tokens, the
+        table lists each once). For a caller whose other cores are idle by then (count_pretokens' workers
+        have sent their tables)."""
         cdef Py_ssize_t m = counts.shape[0], k
         _check_table(tokens, offsets, m)
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
         if self.busy:
             raise RuntimeError("PretokenCounter.arrays_with called from two threads at once")
         self.busy = True
         try:
-            return self._arrays_with(tokens, offsets, counts)
+            return self._arrays_with(tokens, offsets, counts, threads)
         except BaseException:
             self._empty()
             raise
         finally:
             self.busy = False
 
-    cdef tuple _arrays_with(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts):
+    cdef tuple _arrays_with(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts,
+                            int threads):
         cdef Py_ssize_t m = counts.shape[0], k, j, mine = self.spans.size(), new_words = 0
         cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""
-        cdef const uint8_t* end = base + tokens.shape[0]
-        cdef Pending queue[QUEUE]
-        cdef Pending* q
         cdef int64_t a, b, total = tokens.shape[0], new_bytes = 0
-        cdef bint changed = False, queued = self.slots.size() >= QUEUE_FROM_SLOTS
+        cdef bint changed = False
         cdef vector[uint8_t] fresh              # 1 for each of the table's pre-tokens not in this counter
+        cdef vector[LookUp] parts
+        cdef int n = <int>min(<Py_ssize_t>threads, max(<Py_ssize_t>1, m // LOOK_UP_PER_THREAD))
         with nogil:
             fresh.assign(m, 0)
-            # each offset read once and checked (another thread may write them), kept in the queue until its
-            # pre-token is looked up; a table past the cache asks for the slot, span and key first (add_range)
-            for k in range(m):
-                a, b = offsets[k], offsets[k + 1]
-                if not 0 <= a <= b <= total:
-                    changed = True
-                    break
-                self.enqueue(&queue[k & (QUEUE - 1)], base + a, b - a, end)
-                if queued:
-                    if k >= ASK_SPAN:
-                        self.ask_span(&queue[(k - ASK_SPAN) & (QUEUE - 1)])
-                    if k >= ASK_KEY:
-                        self.ask_key(&queue[(k - ASK_KEY) & (QUEUE - 1)])
-                    j = k - (QUEUE - 1)
-                else:
-                    j = k
-                if j >= 0:
-                    q = &queue[j & (QUEUE - 1)]
-                    if not self.add_found(q.p, q.length, q.head, q.hash, counts[j]):
-                        fresh[j] = 1
-                        new_words += 1
-                        new_bytes += q.length
-            if not changed:
-                for j in range(m - (QUEUE - 1) if queued and m > QUEUE - 1 else (0 if queued else m), m):
-                    q = &queue[j & (QUEUE - 1)]
-                    if not self.add_found(q.p, q.length, q.head, q.hash, counts[j]):
-                        fresh[j] = 1
-                        new_words += 1
-                        new_bytes += q.length
+            parts.resize(n)
+            for k in range(n):
+                parts[k].owner = <void*>self
+                parts[k].base = base
+                parts[k].total = total
+                parts[k].offsets = &offsets[0]
+                parts[k].counts = &counts[0] if m else NULL
+                parts[k].fresh = fresh.data()
+                parts[k].lo = m * k // n
+                parts[k].hi = m * (k + 1) // n
+                parts[k].new_words = 0
+                parts[k].new_bytes = 0
+                parts[k].changed = False
+            run_in_threads(_look_up_part, <char*>parts.data(), sizeof(LookUp), n)
+            for k in range(n):
+                new_words += parts[k].new_words
+                new_bytes += parts[k].new_bytes
+                changed = changed or parts[k].changed
         if changed:
             raise RuntimeError("offsets changed while they were read (another thread writes to them)")
         self._free_table()              # (before the arrays are made)
@@ -1576,6 +1617,48 @@ cdef class PretokenCounter:
         self._empty()
         return out_tokens, out_offsets, out_counts
 
+    cdef void _look_up(self, LookUp* part) noexcept nogil:
+        """arrays_with's lookups of the table's pre-tokens part.lo .. part.hi - 1: each offset read once and checked
+        (another thread may write them), kept in the queue until its pre-token is looked up; a table past the
+        cache asks for the slot, span and key first (add_range). Several threads may run this at once on one
+        counter for disjoint ranges: the table lists each pre-token once, so they add to distinct spans' counts
+        (and add_found leaves total_count alone)."""
+        cdef Pending queue[QUEUE]
+        cdef Pending* q
+        cdef Py_ssize_t k, j, lo = part.lo, hi = part.hi
+        cdef const int64_t* offsets = part.offsets
+        cdef const int64_t* counts = part.counts
+        cdef const uint8_t* base = part.base
+        cdef const uint8_t* end = base + part.total
+        cdef int64_t a, b
+        cdef bint queued = self.slots.size() >= QUEUE_FROM_SLOTS
+        for k in range(lo, hi):
+            a, b = offsets[k], offsets[k + 1]
+            if not 0 <= a <= b <= part.total:
+                part.changed = True
+                return
+            self.enqueue(&queue[k & (QUEUE - 1)], base + a, b - a, end)
+            if queued:
+                if k - lo >= ASK_SPAN:
+                    self.ask_span(&queue[(k - ASK_SPAN) & (QUEUE - 1)])
+                if k - lo >= ASK_KEY:
+                    self.ask_key(&queue[(k - ASK_KEY) & (QUEUE - 1)])
+                j = k - (QUEUE - 1)
+            else:
+                j = k
+            if j >= lo:
+                q = &queue[j & (QUEUE - 1)]
+                if not self.add_found(q.p, q.length, q.head, q.hash, counts[j]):
+                    part.fresh[j] = 1
+                    part.new_words += 1
+                    part.new_bytes += q.length
+        for j in range(max(lo, hi - (QUEUE - 1)) if queued else hi, hi):
+            q = &queue[j & (QUEUE - 1)]
+            if not self.add_found(q.p, q.length, q.head, q.hash, counts[j]):
+                part.fresh[j] = 1
+                part.new_words += 1
+                part.new_bytes += q.length
+
     cdef void _free_table(self):
         """Free the hash table (a table of 1024 empty slots in its place); the spans and bytes stay."""
         cdef Slot empty
@@ -1598,7 +1681,8 @@ cdef class PretokenCounter:
     cdef inline bint add_found(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
                                int64_t n) noexcept nogil:
         """Add n to the count of p[0:length] (first bytes head, hash h) if this counter holds it; whether it did.
-        (add_hashed's probe, written out: a probe shared by both cost add_range 2% more instructions.)"""
+        Not to total_count: arrays_with, its one user, empties the counter after, and runs it in several threads
+        at once. (add_hashed's probe, written out: a probe shared by both cost add_range 2% more instructions.)"""
         cdef uint64_t pos = h & self.mask
         cdef uint32_t tag = slot_tag(h)
         cdef Slot* slot
@@ -1612,7 +1696,6 @@ cdef class PretokenCounter:
                 if span.length == length and span.head == head and (
                         length <= 8 or memcmp(self.arena.data() + span.start + 8, p + 8, length - 8) == 0):
                     span.count += n
-                    self.total_count += n
                     return True
             pos = next_slot(pos, self.mask)
 
@@ -1757,3 +1840,9 @@ def count(UnicodeTables tables not None, const uint8_t[::1] data, int kind, spec
     """dict[bytes, int] of the pre-tokens of valid UTF-8 data (classes from tables), in order of first
     occurrence; specials (bytes, longest first) cut the data and are not counted. See PretokenCounter."""
     return PretokenCounter(tables, kind, specials).add(data).to_dict()
+
+
+cdef void _look_up_part(void* arg) noexcept nogil:
+    """run_in_threads' function for PretokenCounter.arrays_with (a LookUp)."""
+    cdef LookUp* part = <LookUp*>arg
+    (<PretokenCounter>part.owner)._look_up(part)

@@ -242,12 +242,14 @@ class ChunkCounter:
                 self._counts[blob[bounds[k]:bounds[k + 1]]] += n
         return self
 
-    def arrays_with(self, tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64]) -> Table:
+    def arrays_with(self, tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64],
+                    threads: int = 1) -> Table:
         """arrays(release=True) of this counter with a table of distinct pre-tokens (as arrays() gives them) added:
         the same arrays as add_arrays then arrays(release=True), without inserting the table's pre-tokens into
-        the native counter's hash table (they are looked up: less time, less memory at once)."""
+        the native counter's hash table (they are looked up: less time, less memory at once). threads: look
+        them up in that many threads at most (for a caller whose other cores are idle)."""
         if self._native is not None and not self._counts:
-            return self._native.arrays_with(tokens, offsets, counts)
+            return self._native.arrays_with(tokens, offsets, counts, threads)
         return self.add_arrays(tokens, offsets, counts).arrays(release=True)
 
     def arrays(self, release: bool = False) -> Table:

@@ -177,11 +177,15 @@ def test_add_arrays_to_a_table_past_the_cache_counts_as_a_dict():
     assert list(counter.to_dict()) == list(dict.fromkeys(first_keys + second_keys))   # order of first occurrence
 
 
-@pytest.mark.parametrize("sizes", [(0, 0), (0, 5), (5, 0), (40, 30), (31, 33), (3000, 2000), (400_000, 300_000)])
-def test_arrays_with_is_add_arrays_then_arrays(sizes):
+@pytest.mark.parametrize("sizes, threads", [((0, 0), 1), ((0, 5), 1), ((5, 0), 1), ((40, 30), 1), ((31, 33), 1),
+                                            ((3000, 2000), 1), ((3000, 2000), 2), ((400_000, 300_000), 1),
+                                            ((400_000, 300_000), 2), ((400_000, 300_000), 3),
+                                            ((100_000, 300_000), 64), ((400_000, 131_073), 2)])
+def test_arrays_with_is_add_arrays_then_arrays(sizes, threads):
     # arrays_with looks the table's pre-tokens up (queued once the counter's table is past the cache: 400,000
-    # pre-tokens) instead of inserting them; its arrays must be add_arrays' then arrays(release=True)'s, in the
-    # same order, and the counter emptied
+    # pre-tokens) instead of inserting them, in up to `threads` threads (65,536 or more pre-tokens each: 300,000
+    # in 4 ranges at most, 131,073 in 2 uneven ones); its arrays must be add_arrays' then arrays(release=True)'s,
+    # in the same order, and the counter emptied
     from bpe_fast._scan import PretokenCounter
 
     rng = np.random.default_rng(sum(sizes))
@@ -198,7 +202,7 @@ def test_arrays_with_is_add_arrays_then_arrays(sizes):
         counter.add_arrays(*mine)
     expected.add_arrays(*theirs)
     want = expected.arrays(release=True)
-    result = got.arrays_with(*theirs)
+    result = got.arrays_with(*theirs, threads=threads)
     for w, r in zip(want, result):
         assert r.dtype == w.dtype and r.tolist() == w.tolist()
     assert len(got) == 0 and got.arrays()[2].tolist() == []
@@ -242,6 +246,16 @@ def test_queued_tails_of_a_few_pre_tokens(big_table, m, method):
         assert len(got) == len(cnts) and len(counter) == 0
     assert got == dict(want)
     assert list(got) == list(dict.fromkeys(keys + added))
+
+
+def test_arrays_with_refuses_no_threads_before_touching_the_counter():
+    from bpe_fast._scan import PretokenCounter
+
+    counter = PretokenCounter(None, 0)
+    counter.add_arrays(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3]), np.array([1, 2]))
+    with pytest.raises(ValueError, match="threads must be >= 1, got 0"):
+        counter.arrays_with(np.frombuffer(b"ab", dtype=np.uint8), np.array([0, 2]), np.array([5]), threads=0)
+    assert counter.to_dict() == {b"a": 1, b"bc": 2}
 
 
 def test_arrays_with_refuses_falling_offsets_before_touching_the_counter():
