@@ -222,6 +222,11 @@ class ChunkCounter:
             self.add(data[bounds[k]:bounds[k + 1]])
         return self
 
+    def distinct(self) -> int:
+        """How many distinct pre-tokens it holds (at most: one counted both natively and by `regex`, when
+        chunks of both kinds came, is counted twice here)."""
+        return (len(self._native) if self._native is not None else 0) + len(self._counts)
+
     def to_dict(self) -> dict[bytes, int]:
         """dict[bytes, int] of the distinct pre-tokens counted so far."""
         if self._native is None:
