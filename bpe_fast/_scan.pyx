@@ -1062,6 +1062,24 @@ cdef struct LookUp:
     bint changed                # out: an offset out of order (another thread writes them)
 
 
+cdef struct FillOut:
+    # one of PretokenCounter.arrays_with's two fills of its arrays: which 0, the counter's own pre-tokens;
+    # which 1, the table's new ones (fresh[j]) after them, from index first and byte at
+    void* owner                 # the PretokenCounter (its caller holds it)
+    uint8_t* tv
+    int64_t* ov
+    int64_t* cv
+    int which
+    const uint8_t* base
+    int64_t total
+    const int64_t* offsets
+    const int64_t* counts
+    const uint8_t* fresh
+    Py_ssize_t m, first, words
+    int64_t at, room            # tv[at:room]: the room made for the new ones' bytes
+    bint changed                # out (which 1): the offsets changed since the lookups (another thread)
+
+
 cdef inline Py_ssize_t _next_end(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
                                  bint* at_end) noexcept nogil:
     """The end of the pre-token that starts at s[i] (the text ends at n), by the pattern of `kind`: the one
@@ -1388,27 +1406,38 @@ cdef class PretokenCounter:
             self._empty()
         return tables
 
-    cdef tuple _own_arrays(self, int64_t extra_bytes, Py_ssize_t extra_words):
-        """(tokens, offsets, counts) with this counter's pre-tokens first, in order, and room for extra_words more
-        pre-tokens of extra_bytes bytes after them (offsets and counts past its own are not filled)."""
-        cdef Py_ssize_t k, m = self.spans.size()
-        cdef int64_t size = 0
-        for k in range(m):
-            size += self.spans[k].length
+    cdef tuple _own_arrays(self, int64_t extra_bytes, Py_ssize_t extra_words, bint fill=True):
+        """(tokens, offsets, counts) with room for this counter's pre-tokens and extra_words more of extra_bytes
+        bytes after them; with fill, its own filled in, in order (offsets and counts past them are not)."""
+        cdef Py_ssize_t m = self.spans.size()
+        cdef int64_t size = self._own_bytes()
         tokens = np.empty(size + extra_bytes, dtype=np.uint8)
         offsets = np.empty(m + extra_words + 1, dtype=np.int64)
         counts = np.empty(m + extra_words, dtype=np.int64)
         cdef uint8_t[::1] tv = tokens
         cdef int64_t[::1] ov = offsets, cv = counts
+        if fill:
+            self._fill_own(&tv[0] if tv.shape[0] else NULL, &ov[0], &cv[0] if cv.shape[0] else NULL)
+        return tokens, offsets, counts
+
+    cdef int64_t _own_bytes(self) noexcept nogil:
+        cdef Py_ssize_t k
+        cdef int64_t size = 0
+        for k in range(<Py_ssize_t>self.spans.size()):
+            size += self.spans[k].length
+        return size
+
+    cdef void _fill_own(self, uint8_t* tv, int64_t* ov, int64_t* cv) noexcept nogil:
+        """This counter's pre-tokens into tokens, offsets and counts (room for them: _own_bytes() bytes)."""
+        cdef Py_ssize_t k, m = self.spans.size()
         cdef Span* span
         ov[0] = 0
         for k in range(m):
             span = &self.spans[k]
             if span.length:
-                memcpy(&tv[ov[k]], self.arena.data() + span.start, span.length)
+                memcpy(tv + ov[k], self.arena.data() + span.start, span.length)
             ov[k + 1] = ov[k] + span.length
             cv[k] = span.count
-        return tokens, offsets, counts
 
     cdef void add_buffer(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
         """Cut s[0:n] at the special tokens (SpecialMatcher.find) and count the pieces between them."""
@@ -1596,23 +1625,36 @@ cdef class PretokenCounter:
         if changed:
             raise RuntimeError("offsets changed while they were read (another thread writes to them)")
         self._free_table()              # (before the arrays are made)
-        out_tokens, out_offsets, out_counts = self._own_arrays(new_bytes, new_words)
+        out_tokens, out_offsets, out_counts = self._own_arrays(new_bytes, new_words, False)
         cdef uint8_t[::1] tv = out_tokens
         cdef int64_t[::1] ov = out_offsets, cv = out_counts
-        cdef int64_t size = ov[mine]
-        k = mine
-        for j in range(m):              # the new ones' offsets read again: checked against what was made room for
-            if not fresh[j]:
-                continue
-            a, b = offsets[j], offsets[j + 1]
-            if not (0 <= a <= b <= total and k < mine + new_words and ov[k] + (b - a) <= size + new_bytes):
-                raise RuntimeError("offsets changed while they were read (another thread writes to them)")
-            if b > a:
-                memcpy(&tv[ov[k]], base + a, b - a)
-            ov[k + 1] = ov[k] + (b - a)
-            cv[k] = counts[j]
-            k += 1
-        if k != mine + new_words or ov[k] != size + new_bytes:
+        cdef FillOut fill[2]
+        with nogil:
+            # the counter's own pre-tokens and the table's new ones after them, in two threads when the lookups
+            # had several and there are both (the new ones' offsets read again: checked against the room made)
+            for k in range(2):
+                fill[k].owner = <void*>self
+                fill[k].tv = &tv[0] if tv.shape[0] else NULL
+                fill[k].ov = &ov[0]
+                fill[k].cv = &cv[0] if cv.shape[0] else NULL
+                fill[k].which = k
+                fill[k].base = base
+                fill[k].total = total
+                fill[k].offsets = &offsets[0]
+                fill[k].counts = &counts[0] if m else NULL
+                fill[k].fresh = fresh.data()
+                fill[k].m = m
+                fill[k].first = mine
+                fill[k].words = new_words
+                fill[k].at = tv.shape[0] - new_bytes
+                fill[k].room = tv.shape[0]
+                fill[k].changed = False
+            if n > 1 and mine and new_words:
+                run_in_threads(_fill_out_part, <char*>fill, sizeof(FillOut), 2)
+            else:
+                _fill_out_part(&fill[0])
+                _fill_out_part(&fill[1])
+        if fill[1].changed:
             raise RuntimeError("offsets changed while they were read (another thread writes to them)")
         self._empty()
         return out_tokens, out_offsets, out_counts
@@ -1846,3 +1888,28 @@ cdef void _look_up_part(void* arg) noexcept nogil:
     """run_in_threads' function for PretokenCounter.arrays_with (a LookUp)."""
     cdef LookUp* part = <LookUp*>arg
     (<PretokenCounter>part.owner)._look_up(part)
+
+
+cdef void _fill_out_part(void* arg) noexcept nogil:
+    """run_in_threads' function for PretokenCounter.arrays_with's arrays (a FillOut)."""
+    cdef FillOut* part = <FillOut*>arg
+    cdef Py_ssize_t j, k = part.first, stop = part.first + part.words
+    cdef int64_t a, b, at = part.at
+    if part.which == 0:
+        (<PretokenCounter>part.owner)._fill_own(part.tv, part.ov, part.cv)
+        return
+    for j in range(part.m):
+        if not part.fresh[j]:
+            continue
+        a, b = part.offsets[j], part.offsets[j + 1]
+        if not (0 <= a <= b <= part.total and k < stop and at + (b - a) <= part.room):
+            part.changed = True
+            return
+        if b > a:
+            memcpy(part.tv + at, part.base + a, b - a)
+        at += b - a
+        part.ov[k + 1] = at
+        part.cv[k] = part.counts[j]
+        k += 1
+    if k != stop or at != part.room:
+        part.changed = True
