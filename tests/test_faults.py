@@ -259,10 +259,10 @@ def drain(self, counter, bytes_done, stop=None):
 real_claim = cw._claim
 
 
-def claim(index):
+def claim(index, below=None):
     if os.getpid() != MAIN:
         time.sleep(0.1)                            # so that the caller's thread claims unit 0
-    return real_claim(index)
+    return real_claim(index, below)
 
 
 cw.TailShare.drain, cw._claim = drain, claim

@@ -1,5 +1,7 @@
 """bpe_fast.procs: how worker processes start. A caller holding much memory gets workers from a forkserver (no
 copy-on-write of its pages), started without its __main__; results are the same as with fork."""
+import functools
+import os
 import subprocess
 import time
 import sys
@@ -151,3 +153,36 @@ def test_started_returns_once_the_job_has_begun():
             assert len(began) == 1 and began[0] != threading.get_ident()     # begun, in the executor's thread
             gate.set()
             assert future.result() == 7
+
+
+def _unit_marking_who_counted_it(main_pid, counter, k, bytes_done, share):
+    time.sleep(0.05)
+    counter.add(f" unit{chr(97 + k)}by{'caller' if os.getpid() == main_pid else 'worker'}".encode())
+
+
+@pytest.mark.parametrize("send_seconds", [1.0, 0.0])
+def test_a_worker_leaves_the_last_unit_to_the_caller_when_its_table_is_slow_to_send(monkeypatch, send_seconds):
+    # _count_claimed: a worker whose table would take longer to send than half a unit takes to count claims no
+    # more than the units before the last; the caller's thread counts it. Each unit is counted once either way.
+    from bpe_fast import count_workers as cw
+    from bpe_fast.patterns import resolve_pattern
+
+    monkeypatch.setattr(procs, "FORK_LIMIT_BYTES", 1 << 62)      # forked: the workers see the patched estimate
+    monkeypatch.setattr(cw, "_SEND_SECONDS_A_PRETOKEN", send_seconds)
+    own, tables, _ = cw._count_claimed_units(6, functools.partial(_unit_marking_who_counted_it, os.getpid()), [],
+                                             resolve_pattern(GPT2_PATTERN), "strict", 2, None, None, "a test",
+                                             lambda seen: seen[0])
+    tokens, offsets, counts = cw._own_and_theirs(own, tables, True)[0]
+    marks = sorted(bytes(tokens[offsets[k]:offsets[k + 1]]).decode() for k in range(len(counts)))
+    assert counts.tolist() == [1] * 6 and [m[:6] for m in marks] == [f" unit{c}" for c in "abcdef"]
+    assert sum(m.endswith("worker") for m in marks) >= 1
+    if send_seconds:
+        assert marks[-1] == " unitfbycaller"
+
+
+def test_claim_below_claims_nothing_from_there_on():
+    from bpe_fast import count_workers as cw
+
+    index = procs.shared_counter(procs.worker_context(), 3)
+    assert cw._claim(index, 4) == 3 and cw._claim(index, 4) == 4 and cw._claim(index, 4) == 4
+    assert index.value == 4 and cw._claim(index) == 4 and index.value == 5
