@@ -23,6 +23,7 @@ from libc.string cimport memchr, memcmp, memcpy
 from libcpp.vector cimport vector
 
 from bpe_fast._revec cimport ReVec
+from bpe_fast._threads cimport run_in_threads
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag)
 
@@ -1016,32 +1017,6 @@ cdef enum:
 
 cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
-
-
-cdef extern from *:
-    """
-    #include <thread>
-    #include <vector>
-    // fn(args + k * stride) for k = 0 .. n - 1, each but the first in a thread of its own, the first in the
-    // calling thread; the ones no thread could be started for run in the calling thread too (nothing thrown).
-    static inline void bpe_fast_in_threads(void (*fn)(void*), char* args, size_t stride, int n) {
-        std::vector<std::thread> started;
-        int k = 1;
-        try {
-            started.reserve(n > 1 ? n - 1 : 0);
-            for (; k < n; k++)
-                started.emplace_back(fn, (void*)(args + k * stride));
-        } catch (...) {
-        }
-        fn(args);
-        for (std::thread& t : started)
-            t.join();
-        for (; k < n; k++)
-            fn(args + k * stride);
-    }
-    """
-    void run_in_threads "bpe_fast_in_threads"(void (*fn)(void*) noexcept nogil, char* args, size_t stride,
-                                               int n) noexcept nogil
 
 
 cdef enum:

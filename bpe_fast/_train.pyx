@@ -65,6 +65,7 @@ from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slo
                                 rolling_concat, rolling_hash, slot_place, slot_tag, table_shift)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up
 from bpe_fast._revec cimport ReVec
+from bpe_fast._threads cimport run_in_threads
 
 
 cdef enum:
@@ -75,6 +76,22 @@ cdef enum:
     VALIDATE_SHARE = 4  # a lean compaction checks a segment's positions when 1 / VALIDATE_SHARE of them or
                         # more went stale since it was last checked; it moves the others as they are
     LEAN_TRIGGER = 4    # a lean engine compacts when 1 / LEAN_TRIGGER of its arena is garbage or stale
+    MAX_INDEX_THREADS = 8
+    INDEX_SLOTS_PER_THREAD = 1 << 16    # the pair index: fewer slots than this a thread, not worth one
+    BYTE_PAIRS = 65536
+
+
+cdef struct PairScan:
+    # one thread's share of MergeEngine._index_pairs: the pairs (sym[i], sym[i + 1]), lo <= i < hi, by byte pair
+    # x * 256 + y (BYTE_PAIRS entries each): how often (count: the sum of their words' frequencies) and where
+    void* owner                 # the MergeEngine (its caller holds it)
+    Py_ssize_t lo, hi
+    int64_t* count
+    int32_t* length             # how many
+    int32_t* first              # the byte pairs in the order first met, seen of them
+    Py_ssize_t seen
+    int64_t* cursor             # the second pass: where its next position goes in the arena
+    bint positions              # False: the first pass (counts), True: the second (positions)
 
 
 cdef struct MapSlot:
@@ -171,6 +188,7 @@ cdef class MergeEngine:
     cdef bint busy                     # a method runs without the GIL: the others refuse (RuntimeError)
     cdef int64_t max_len               # longest token a chosen merge may make (max_token_length)
     cdef bint limited                  # max_len is a limit (else every pair is a candidate)
+    cdef int threads                   # the pair index is built in this many threads at most
     # symbols (canonical by bytes): a short one's bytes are pool[tok_off:tok_off + tok_len]; a long one
     # (tok_off -1) is the concatenation of its halves tok_left, tok_right, so a huge token costs no bytes
     cdef vector[uint8_t] pool
@@ -184,11 +202,11 @@ cdef class MergeEngine:
     cdef vector[int64_t] merge_count
 
     def __init__(self, tokens, offsets, counts, *, Py_ssize_t heap_slack=1 << 16, max_token_length=None,
-                 lean=None):
-        self._setup([tokens, offsets, counts], heap_slack, max_token_length, lean)
+                 lean=None, int threads=1):
+        self._setup([tokens, offsets, counts], heap_slack, max_token_length, lean, threads)
 
     @staticmethod
-    def consume(list arrays, *, Py_ssize_t heap_slack=1 << 16, max_token_length=None, lean=None):
+    def consume(list arrays, *, Py_ssize_t heap_slack=1 << 16, max_token_length=None, lean=None, int threads=1):
         """An engine built from arrays = [tokens, offsets, counts], as MergeEngine(tokens, offsets, counts),
         which empties the list once the words are laid out in the engine's slots, before the pair index is
         built: arrays that nothing else holds are then freed, and the peak is the engine's alone, not the
@@ -196,10 +214,10 @@ cdef class MergeEngine:
         if len(arrays) != 3:
             raise ValueError(f"arrays must be [tokens, offsets, counts], got a list of {len(arrays)}")
         cdef MergeEngine engine = MergeEngine.__new__(MergeEngine)
-        engine._setup(arrays, heap_slack, max_token_length, lean)
+        engine._setup(arrays, heap_slack, max_token_length, lean, threads)
         return engine
 
-    cdef _setup(self, list arrays, Py_ssize_t heap_slack, max_token_length, lean):
+    cdef _setup(self, list arrays, Py_ssize_t heap_slack, max_token_length, lean, int threads):
         """__init__'s work; empties `arrays` between laying the words out and indexing their pairs."""
         self._idle("__init__")
         if self.tok_len.size():         # __init__ called again: the new words would mix with the old state
@@ -227,6 +245,9 @@ cdef class MergeEngine:
                 raise ValueError("the counts are too large: the pair counts they make would overflow int64")
         if heap_slack < 0:
             raise ValueError("heap_slack must be >= 0")
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.threads = min(threads, MAX_INDEX_THREADS)
         # tests set 0: the heap is pruned after every merge. At most 2**62: 2 * heap_pruned + heap_slack must not
         # overflow (sys.maxsize wrapped to a negative bound, and the heap was pruned after every merge)
         self.heap_slack = min(heap_slack, 2 ** 62)
@@ -656,10 +677,31 @@ cdef class MergeEngine:
 
     cdef void _index_pairs(self) noexcept nogil:
         """Steps 3 and 4 of building, from the slots alone."""
+        cdef Py_ssize_t nslots = self.sym.size()
+        cdef int32_t pid
+        cdef HeapEntry he
+        # 3. the pairs of bytes: ids from a direct table, counts, then positions by counting sort (in ranges of
+        #    slots, one a thread, when there are threads and slots enough: _index_pairs_in_ranges)
+        cdef int n = <int>min(<Py_ssize_t>self.threads, max(<Py_ssize_t>1, (nslots - 2) // INDEX_SLOTS_PER_THREAD))
+        if n > 1:
+            self._index_pairs_in_ranges(n)
+        else:
+            self._index_pairs_serially()
+        self.garbage = 0
+        self.stale = 0
+        # 4. the heap
+        for pid in range(<int32_t>self.pcount.size()):
+            if self.pcount[pid] > 0 and self._candidate(pid):
+                he.key = self.pcount[pid]
+                he.id = pid
+                self.heap.push_back(he)
+        heap_make(self.heap.data(), self.heap.size(), _merge_first, <void*>self)
+        self.heap_pruned = self.heap.size()
+
+    cdef void _index_pairs_serially(self) noexcept nogil:
+        """_index_pairs' step 3 in this thread: ids from a direct table, counts, then positions by counting sort."""
         cdef Py_ssize_t i, nslots = self.sym.size()
         cdef int64_t f, run
-        cdef HeapEntry he
-        # 3. the pairs of bytes: ids from a direct table, counts, then positions by counting sort
         cdef vector[int32_t] byte_pid
         byte_pid.assign(65536, -1)
         cdef int32_t pid, x, y
@@ -696,16 +738,106 @@ cdef class MergeEngine:
             pid = byte_pid[x * 256 + y]
             self.arena[cursor[pid]] = <int32_t>i
             cursor[pid] += 1
-        self.garbage = 0
-        self.stale = 0
-        # 4. the heap
+
+    cdef void _index_pairs_in_ranges(self, int n) noexcept nogil:
+        """_index_pairs' step 3 over n ranges of slots, one a thread: each range counts its pairs by byte pair
+        in tables of its own, which are added in order (ids in the order first met), then each writes its
+        positions after the ranges' before it: the same ids, counts and positions, each pair's in rising order,
+        as _index_pairs_serially's (the real corpus's 9 million slots: 134 ms -> 85 ms in two threads)."""
+        cdef Py_ssize_t nslots = self.sym.size()
+        cdef int64_t run
+        cdef vector[PairScan] parts
+        cdef vector[int64_t] counts, cursors
+        cdef vector[int32_t] lengths, firsts
+        cdef vector[int32_t] byte_pid
+        cdef Py_ssize_t k, j, key
+        cdef int32_t pid
+        parts.resize(n)
+        counts.assign(<size_t>n * BYTE_PAIRS, 0)
+        lengths.assign(<size_t>n * BYTE_PAIRS, 0)
+        firsts.resize(<size_t>n * BYTE_PAIRS)
+        cursors.resize(<size_t>n * BYTE_PAIRS)
+        for k in range(n):
+            parts[k].owner = <void*>self
+            parts[k].lo = 1 + (nslots - 2) * k // n
+            parts[k].hi = 1 + (nslots - 2) * (k + 1) // n
+            parts[k].count = &counts[k * BYTE_PAIRS]
+            parts[k].length = &lengths[k * BYTE_PAIRS]
+            parts[k].first = &firsts[k * BYTE_PAIRS]
+            parts[k].seen = 0
+            parts[k].cursor = &cursors[k * BYTE_PAIRS]
+            parts[k].positions = False
+        run_in_threads(_scan_pairs_part, <char*>parts.data(), sizeof(PairScan), n)
+        byte_pid.assign(BYTE_PAIRS, -1)
+        for k in range(n):
+            for j in range(parts[k].seen):
+                key = parts[k].first[j]
+                pid = byte_pid[key]
+                if pid < 0:
+                    pid = self._new_pair(<int32_t>(key >> 8), <int32_t>(key & 255))
+                    byte_pid[key] = pid
+                self.pcount[pid] += parts[k].count[key]
+                self.plen[pid] += parts[k].length[key]
+        run = 0
         for pid in range(<int32_t>self.pcount.size()):
-            if self.pcount[pid] > 0 and self._candidate(pid):
-                he.key = self.pcount[pid]
-                he.id = pid
-                self.heap.push_back(he)
-        heap_make(self.heap.data(), self.heap.size(), _merge_first, <void*>self)
-        self.heap_pruned = self.heap.size()
+            self.pstart[pid] = run
+            run += self.plen[pid]
+        self.arena.resize(run)
+        self.most_positions = run
+        for k in range(n):                  # each range's positions after the ranges' before it
+            for j in range(parts[k].seen):
+                key = parts[k].first[j]
+                pid = byte_pid[key]
+                parts[k].cursor[key] = self.pstart[pid]
+                self.pstart[pid] += parts[k].length[key]
+            parts[k].positions = True
+        for pid in range(<int32_t>self.pcount.size()):
+            self.pstart[pid] -= self.plen[pid]
+        run_in_threads(_scan_pairs_part, <char*>parts.data(), sizeof(PairScan), n)
+
+    cdef void _scan_pairs(self, PairScan* part) noexcept nogil:
+        """_index_pairs' work on one range of slots (see PairScan): the first pass counts its pairs by byte
+        pair, the second writes their positions into the arena from part.cursor. (Everything in locals: the
+        module is compiled without strict aliasing, and each store through a pointer would reload the fields.)"""
+        cdef Py_ssize_t i, cls = 0, ncls = self.cls_end.size(), seen = part.seen
+        cdef Py_ssize_t lo = part.lo, hi = part.hi
+        cdef int32_t x, y, key
+        cdef int64_t f
+        cdef const int32_t* sym = self.sym.data()
+        cdef const int64_t* cls_end = self.cls_end.data()
+        cdef int32_t* arena = self.arena.data()
+        cdef int64_t* cursor = part.cursor
+        cdef int64_t* count = part.count
+        cdef int32_t* length = part.length
+        cdef int32_t* first = part.first
+        if part.positions:
+            for i in range(lo, hi):
+                x = sym[i]
+                y = sym[i + 1]
+                if x < 0 or y < 0:
+                    continue
+                key = x * 256 + y
+                arena[cursor[key]] = <int32_t>i
+                cursor[key] += 1
+            return
+        while cls < ncls and lo >= cls_end[cls]:
+            cls += 1
+        f = self.cls_freq[cls]
+        for i in range(lo, hi):
+            while cls < ncls and i >= cls_end[cls]:
+                cls += 1
+                f = self.cls_freq[cls]
+            x = sym[i]
+            y = sym[i + 1]
+            if x < 0 or y < 0:
+                continue
+            key = x * 256 + y
+            if length[key] == 0:
+                first[seen] = key
+                seen += 1
+            count[key] += f
+            length[key] += 1
+        part.seen = seen
 
     # --- merging ------------------------------------------------------------------------------
 
@@ -1149,3 +1281,9 @@ cdef class MergeEngine:
 cdef bint _merge_first(void* engine, HeapEntry x, HeapEntry y) noexcept nogil:
     """The heap's order (bpe_fast/_heap.pxd): the engine's _above."""
     return (<MergeEngine>engine)._above(x, y)
+
+
+cdef void _scan_pairs_part(void* arg) noexcept nogil:
+    """run_in_threads' function for MergeEngine._index_pairs (a PairScan)."""
+    cdef PairScan* part = <PairScan*>arg
+    (<MergeEngine>part.owner)._scan_pairs(part)

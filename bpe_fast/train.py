@@ -15,7 +15,7 @@ from ._types import Merges, Progress, Table, Vocab
 from .count_workers import check_input_args, count_input_tables
 from .counts import PretokenCounts, exact_total, mapping_arrays
 from .patterns import GPT2_PATTERN, resolve_pattern, shown_pattern
-from .procs import check_progress
+from .procs import check_num_processes, check_progress
 from .specials import SpecialTokens, first_alias
 
 if TYPE_CHECKING:
@@ -92,7 +92,8 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
                                      text_field=text_field, text_column=text_column, stats=read, combine=True)[0],
                   vocab_size, special_tokens, progress, stacklevel=3, pattern=pattern, min_frequency=min_frequency,
                   max_token_length=max_token_length, special_tokens_position=special_tokens_position,
-                  pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial, read=read)
+                  pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial, read=read,
+                  threads=num_processes)
 
 
 def counts_to_arrays(counts: Mapping[bytes, int]) -> Table:
@@ -155,12 +156,14 @@ def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: 
 def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], progress: Progress | None, stacklevel: int,
            *, pattern: str | None = None, min_frequency: int = 1, max_token_length: int | None = None,
            special_tokens_position: str = "after_bytes", pad_vocab_to_multiple_of: int | None = None,
-           initial: Tokenizer | None = None, read: Mapping[str, int] | None = None) -> TrainResult:
+           initial: Tokenizer | None = None, read: Mapping[str, int] | None = None,
+           threads: int | None = None) -> TrainResult:
     """Train on counts (PretokenCounts, a mapping, or train_bpe's (tokens, offsets, counts) made with
     `pattern`, each pre-token listed once; the engine would take one listed twice as once with the summed count).
     special_tokens come checked; vocab_size and the options
-    are checked here. read: the "bytes" and "documents" the counts were made from, if known. Returns a
-    TrainResult."""
+    are checked here. read: the "bytes" and "documents" the counts were made from, if known. threads: how many
+    the engine may build its pair index in (None: check_num_processes' default, as train_bpe's processes).
+    Returns a TrainResult."""
     check_progress(progress)
     check_train_options(min_frequency=min_frequency, max_token_length=max_token_length,
                         special_tokens_position=special_tokens_position,
@@ -180,7 +183,7 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
     del arrays
     # the engine empties `parts` once it has laid the words out: train_bpe's arrays, held by nothing else, are
     # freed before the pair index is built (a PretokenCounts keeps its own)
-    engine = MergeEngine.consume(parts, max_token_length=max_token_length)
+    engine = MergeEngine.consume(parts, max_token_length=max_token_length, threads=check_num_processes(threads))
     if initial is None:
         vocab: Vocab = {i: bytes([i]) for i in range(256)}
         old_merges: Merges = []

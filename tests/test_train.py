@@ -466,3 +466,32 @@ def test_lean_engine_drops_stale_positions_and_stays_exact():
     # it compacts once a quarter of the arena is garbage or stale, so the arena never grew by half (1.75x
     # here when it waited for half)
     assert lean.memory()["most_positions"] < 1.5 * initial
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_the_pair_index_built_in_threads_is_one_threads(threads):
+    # MergeEngine(threads=n) builds its pair index over ranges of slots (65,536 or more each: these ~330,000
+    # slots in up to 5), each range's pairs added in order: the same pair ids, counts and positions as one
+    # thread's, so the same merges with the same counts, with and without a limit on token length
+    rng = np.random.default_rng(threads)
+    lengths = rng.integers(1, 14, 40_000)
+    alphabet = np.frombuffer(b"abcdefghij klmnop\xc3\xa9", dtype=np.uint8)
+    letters = alphabet[rng.integers(0, len(alphabet), len(lengths))]
+    mixed = rng.random(len(lengths)) < 0.7          # the others one letter repeated: overlapping pairs, whose
+    tokens = np.where(np.repeat(mixed, lengths),     # positions must come in order, across ranges too
+                      alphabet[rng.integers(0, len(alphabet), int(lengths.sum()))], np.repeat(letters, lengths))
+    tokens = tokens.astype(np.uint8)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    counts = rng.zipf(1.3, len(lengths)).clip(0, 1 << 30).astype(np.int64) - (rng.random(len(lengths)) < 0.01)
+    for limit in (None, 5):
+        one = MergeEngine(tokens, offsets, counts, max_token_length=limit)
+        many = MergeEngine(tokens, offsets, counts, max_token_length=limit, threads=threads)
+        assert one.run(1500) == many.run(1500) > 1000
+        assert many.merges() == one.merges() and many.merge_counts() == one.merge_counts()
+        assert many.memory() == one.memory()
+
+
+def test_the_engine_refuses_no_threads():
+    with pytest.raises(ValueError, match="threads must be >= 1, got 0"):
+        MergeEngine(np.array([1, 2], np.uint8), np.array([0, 2], np.int64), np.array([1], np.int64), threads=0)
