@@ -36,6 +36,10 @@ cdef extern from *:
             if (m > n) std::memset(static_cast<void*>(p + n), 0, (m - n) * sizeof(T));
             n = m;
         }
+        void resize_unset(size_t m) {     // new elements not set: for a caller that writes every one of them
+            if (m > cap) reserve(m);
+            n = m;
+        }
         void push_back(const T& v) {
             if (n == cap) reserve(cap ? 2 * cap : 64);
             p[n++] = v;
@@ -60,6 +64,7 @@ cdef extern from *:
         T& operator[](size_t) noexcept nogil
         void reserve(size_t) noexcept nogil
         void resize(size_t) noexcept nogil
+        void resize_unset(size_t) noexcept nogil
         void push_back(const T&) noexcept nogil
         void release() noexcept nogil
         void swap(ReVec[T]&) noexcept nogil

@@ -79,6 +79,22 @@ cdef enum:
     MAX_INDEX_THREADS = 8
     INDEX_SLOTS_PER_THREAD = 1 << 16    # the pair index: fewer slots than this a thread, not worth one
     BYTE_PAIRS = 65536
+    LAYOUT_WORDS_PER_THREAD = 1 << 15   # laying words out: fewer than this a thread, not worth one
+
+
+cdef struct LayOut:
+    # one thread's share of MergeEngine._lay_out's step 2: the words order[k_lo:k_hi] into sym[slot_lo:slot_hi]
+    void* owner                 # the MergeEngine (its caller holds it)
+    const uint8_t* tokens
+    const int64_t* offsets
+    const int64_t* counts
+    const int32_t* order
+    Py_ssize_t total, k_lo, k_hi
+    int64_t slot_lo, slot_hi
+    double pairs                # out: the sum of its words' pair counts
+    vector[int64_t]* starts     # out: the first slot of each class it begins, and its frequency
+    vector[int64_t]* freqs
+    bint changed                # out: a value out of order or bounds (another thread writes the arrays)
 
 
 cdef struct PairScan:
@@ -153,7 +169,7 @@ cdef class MergeEngine:
     is a RuntimeError (finish() would free the arrays under them, a second run() would merge in them at once).
     """
     # slots and frequency classes
-    cdef vector[int32_t] sym
+    cdef ReVec[int32_t] sym            # (a ReVec: laid out without zeroing first, _lay_out writes every slot)
     cdef vector[int64_t] cls_end       # class k holds the slots [cls_end[k - 1], cls_end[k])
     cdef vector[int64_t] cls_freq
     # pairs
@@ -636,44 +652,101 @@ cdef class MergeEngine:
         cpp_sort(tmp.begin(), tmp.end(), KeyIdLess())
         for k in range(<Py_ssize_t>tmp.size()):
             order[nsmall + k] = tmp[k].id
-        # 2. lay the words out in that order, one class per distinct frequency
+        # 2. lay the words out in that order, one class per distinct frequency: in ranges of words, one a thread
+        #    when there are threads and words enough, each range's slots known first (its classes' starts are
+        #    then joined in order: the same slots and classes as one thread's)
+        cdef int nr = <int>min(<Py_ssize_t>self.threads, max(<Py_ssize_t>1, <Py_ssize_t>order.size() // LAYOUT_WORDS_PER_THREAD))
+        cdef vector[LayOut] ranges
+        cdef vector[vector[int64_t]] starts, freqs
+        cdef Py_ssize_t r, j, nk = order.size()
+        ranges.resize(nr)
+        starts.resize(nr)
+        freqs.resize(nr)
         cdef int64_t nslots = 1
-        for k in range(<Py_ssize_t>order.size()):
+        r = 0
+        for k in range(nk + 1):
+            while r < nr and k == nk * r // nr:
+                ranges[r].k_lo = k
+                ranges[r].slot_lo = nslots
+                if r:
+                    ranges[r - 1].k_hi = k
+                    ranges[r - 1].slot_hi = nslots
+                r += 1
+            if k == nk:
+                break
             w = order[k]
             a, b = offsets[w], offsets[w + 1]
             if not 0 <= a <= b <= total:
                 return False
             nslots += b - a + 1
-        self.sym.resize(nslots)
+        ranges[nr - 1].k_hi = nk
+        ranges[nr - 1].slot_hi = nslots
+        self.sym.resize_unset(nslots)   # (every slot written below: 0 here, the others by the ranges)
         self.sym[0] = SENT
-        slot = 1
-        f = -1
+        for r in range(nr):
+            ranges[r].owner = <void*>self
+            ranges[r].tokens = tokens
+            ranges[r].offsets = offsets
+            ranges[r].counts = counts
+            ranges[r].order = order.data()
+            ranges[r].total = total
+            ranges[r].pairs = 0
+            ranges[r].starts = &starts[r]
+            ranges[r].freqs = &freqs[r]
+            ranges[r].changed = False
+        run_in_threads(_lay_out_part, <char*>ranges.data(), sizeof(LayOut), nr)
         cdef double pairs = 0           # _setup's bound on the pair counts (2**63), again for the counts read here:
                                         # past 9.3e18 (rounding aside, past the bound) they changed since
-        for k in range(<Py_ssize_t>order.size()):
-            w = order[k]
-            c, a, b = counts[w], offsets[w], offsets[w + 1]
-            if c <= 0 or c < f or not 0 <= a <= b <= total or slot + (b - a) + 1 > nslots:
+        f = -1
+        for r in range(nr):
+            if ranges[r].changed:
                 return False
-            pairs += <double>c * <double>(b - a - 1)
-            if pairs > 9.3e18:
-                return False
+            pairs += ranges[r].pairs
+            for j in range(<Py_ssize_t>starts[r].size()):
+                c = freqs[r][j]
+                if c < f:               # (each range's own are rising: checked there)
+                    return False
+                if c != f:
+                    if f >= 0:
+                        self.cls_end.push_back(starts[r][j])
+                        self.cls_freq.push_back(f)
+                    f = c
+        if pairs > 9.3e18:
+            return False
+        if f >= 0:
+            self.cls_end.push_back(nslots)
+            self.cls_freq.push_back(f)
+        self.cls_freq.push_back(0)        # past the last class (never asked for)
+        return True
+
+    cdef void _lay_out_range(self, LayOut* part) noexcept nogil:
+        """_lay_out's step 2 for the words order[k_lo:k_hi], into the slots slot_lo .. slot_hi - 1: each value of
+        the arrays read once and checked (another thread may write them: changed, and nothing written out of
+        bounds); the start and frequency of each class it begins."""
+        cdef Py_ssize_t k, i, n
+        cdef int64_t c, a, b, f = -1, slot = part.slot_lo
+        cdef int32_t w
+        cdef int32_t* sym = self.sym.data()
+        cdef const uint8_t* tokens = part.tokens
+        for k in range(part.k_lo, part.k_hi):
+            w = part.order[k]
+            c, a, b = part.counts[w], part.offsets[w], part.offsets[w + 1]
+            if c <= 0 or c < f or not 0 <= a <= b <= part.total or slot + (b - a) + 1 > part.slot_hi:
+                part.changed = True
+                return
+            part.pairs += <double>c * <double>(b - a - 1)
             if c != f:
-                if f >= 0:
-                    self.cls_end.push_back(slot)
-                    self.cls_freq.push_back(f)
+                part.starts.push_back(slot)
+                part.freqs.push_back(c)
                 f = c
             n = b - a
             for i in range(n):
-                self.sym[slot + i] = tokens[a + i]
+                sym[slot + i] = tokens[a + i]
             slot += n
-            self.sym[slot] = SENT
+            sym[slot] = SENT
             slot += 1
-        if f >= 0:
-            self.cls_end.push_back(slot)
-            self.cls_freq.push_back(f)
-        self.cls_freq.push_back(0)        # past the last class (never asked for)
-        return slot == nslots
+        if slot != part.slot_hi:
+            part.changed = True
 
     cdef void _index_pairs(self) noexcept nogil:
         """Steps 3 and 4 of building, from the slots alone."""
@@ -1143,7 +1216,7 @@ cdef class MergeEngine:
         """Free the working arrays (slots, positions, pairs, heap): no merge can follow, merges() still
         works. A caller about to turn huge tokens into bytes objects calls this first."""
         self._idle("finish")
-        vector[int32_t]().swap(self.sym)
+        self.sym.release()
         self.arena.release()
         self.pkey.release()
         self.plen.release()
@@ -1287,3 +1360,9 @@ cdef void _scan_pairs_part(void* arg) noexcept nogil:
     """run_in_threads' function for MergeEngine._index_pairs (a PairScan)."""
     cdef PairScan* part = <PairScan*>arg
     (<MergeEngine>part.owner)._scan_pairs(part)
+
+
+cdef void _lay_out_part(void* arg) noexcept nogil:
+    """run_in_threads' function for MergeEngine._lay_out (a LayOut)."""
+    cdef LayOut* part = <LayOut*>arg
+    (<MergeEngine>part.owner)._lay_out_range(part)
