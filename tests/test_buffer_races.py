@@ -75,7 +75,7 @@ def test_gather_tokens():
          f"out of range|{CHANGED}")
 
 
-@pytest.mark.parametrize("call", ["from_arrays", "train_from_counts", "add", "engine"])
+@pytest.mark.parametrize("call", ["from_arrays", "train_from_counts", "add", "engine", "engine in 3 threads"])
 def test_pretoken_arrays(call):
     # PretokenCounts keeps the caller's arrays: checked once, then read again by first_repeat, add_arrays and the
     # merge engine's layout, which copied the bytes at the offsets read the second time
@@ -92,7 +92,8 @@ def test_pretoken_arrays(call):
         run, good = lambda: len(pc + PretokenCounts({b"x": 1})), lambda r: r == m + 1
     else:
         from bpe_fast._train import MergeEngine
-        run, good = lambda: MergeEngine(tokens, offsets, counts).run(5), lambda r: r == 5
+        threads = 3 if call.endswith("threads") else 1     # (the layout and the pair index in ranges)
+        run, good = lambda: MergeEngine(tokens, offsets, counts, threads=threads).run(5), lambda r: r == 5
     race(offsets[k:k + 1], np.array([7 * k]), np.array([1 << 40]), run, good,
          f"disagree|not increasing|fall|rise|{CHANGED}")
 

@@ -470,11 +470,12 @@ def test_lean_engine_drops_stale_positions_and_stays_exact():
 
 @pytest.mark.parametrize("threads", [2, 3, 8])
 def test_the_pair_index_built_in_threads_is_one_threads(threads):
-    # MergeEngine(threads=n) builds its pair index over ranges of slots (65,536 or more each: these ~330,000
-    # slots in up to 5), each range's pairs added in order: the same pair ids, counts and positions as one
+    # MergeEngine(threads=n) lays its words out in ranges of words (32,768 or more each: these ~138,000 in up
+    # to 4) and builds its pair index over ranges of slots (65,536 or more each: these ~770,000 in up to 8),
+    # each range's classes and pairs joined in order: the same slots, pair ids, counts and positions as one
     # thread's, so the same merges with the same counts, with and without a limit on token length
     rng = np.random.default_rng(threads)
-    lengths = rng.integers(1, 14, 40_000)
+    lengths = rng.integers(1, 9, 140_000)
     alphabet = np.frombuffer(b"abcdefghij klmnop\xc3\xa9", dtype=np.uint8)
     letters = alphabet[rng.integers(0, len(alphabet), len(lengths))]
     mixed = rng.random(len(lengths)) < 0.7          # the others one letter repeated: overlapping pairs, whose
@@ -483,8 +484,10 @@ def test_the_pair_index_built_in_threads_is_one_threads(threads):
     tokens = tokens.astype(np.uint8)
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    counts = rng.zipf(1.3, len(lengths)).clip(0, 1 << 30).astype(np.int64) - (rng.random(len(lengths)) < 0.01)
-    for limit in (None, 5):
+    zipf = rng.zipf(1.3, len(lengths)).clip(0, 1 << 30).astype(np.int64) - (rng.random(len(lengths)) < 0.01)
+    # and every word a class of its own (distinct counts, past SMALL_FREQ too): each range starts a class
+    distinct = rng.permutation(len(lengths)).astype(np.int64) + 1
+    for counts, limit in ((zipf, None), (zipf, 5), (distinct, None)):
         one = MergeEngine(tokens, offsets, counts, max_token_length=limit)
         many = MergeEngine(tokens, offsets, counts, max_token_length=limit, threads=threads)
         assert one.run(1500) == many.run(1500) > 1000
