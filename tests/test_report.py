@@ -764,7 +764,7 @@ def test_cli_report_png_failing_leaves_the_earlier_report(trained, capsys, tmp_p
 def test_train_records_merge_counts_and_corpus_statistics(tmp_path):
     text = make_corpus(7, n_words=3000, specials=[EOT])
     path = write(tmp_path, text)
-    result = train_bpe(path, 420, [EOT], num_processes=2, chunk_bytes=4096)   # several tables: repeats
+    result = train_bpe(path, 420, [EOT], num_processes=2, chunk_bytes=4096)   # several tables, added up
     vocab, merges = result
     assert result == (vocab, merges) and isinstance(result, tuple)
     counts = count_pretokens(path, [EOT], num_processes=1)
