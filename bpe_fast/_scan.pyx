@@ -1019,6 +1019,18 @@ cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
 
 
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline void bpe_fast_atomic_add_int64(int64_t* p, int64_t n) { _InterlockedExchangeAdd64((volatile __int64*)p, n); }
+    #else
+    static inline void bpe_fast_atomic_add_int64(int64_t* p, int64_t n) { __atomic_fetch_add(p, n, __ATOMIC_RELAXED); }
+    #endif
+    """
+    void atomic_add_int64 "bpe_fast_atomic_add_int64"(int64_t* p, int64_t n) noexcept nogil
+
+
 cdef enum:
     LOOK_UP_PER_THREAD = 65536   # PretokenCounter.arrays_with: fewer pre-tokens than this a thread, not worth one
 
@@ -1034,6 +1046,7 @@ cdef struct LookUp:
     Py_ssize_t lo, hi
     Py_ssize_t new_words        # out: how many were not found, and their bytes
     int64_t new_bytes
+    bint shared                 # several threads look up in the counter: its counts are added atomically
     bint changed                # out: an offset out of order (another thread writes them)
 
 
@@ -1591,6 +1604,7 @@ cdef class PretokenCounter:
                 parts[k].hi = m * (k + 1) // n
                 parts[k].new_words = 0
                 parts[k].new_bytes = 0
+                parts[k].shared = n > 1
                 parts[k].changed = False
             run_in_threads(_look_up_part, <char*>parts.data(), sizeof(LookUp), n)
             for k in range(n):
@@ -1647,13 +1661,15 @@ cdef class PretokenCounter:
         cdef const int64_t* counts = part.counts
         cdef const uint8_t* base = part.base
         cdef const uint8_t* end = base + part.total
-        cdef int64_t a, b
-        cdef bint queued = self.slots.size() >= QUEUE_FROM_SLOTS
+        cdef int64_t a, b, new_bytes = 0
+        cdef Py_ssize_t new_words = 0
+        cdef uint8_t* fresh = part.fresh
+        cdef bint queued = self.slots.size() >= QUEUE_FROM_SLOTS, shared = part.shared
         for k in range(lo, hi):
             a, b = offsets[k], offsets[k + 1]
             if not 0 <= a <= b <= part.total:
                 part.changed = True
-                return
+                break
             self.enqueue(&queue[k & (QUEUE - 1)], base + a, b - a, end)
             if queued:
                 if k - lo >= ASK_SPAN:
@@ -1665,16 +1681,19 @@ cdef class PretokenCounter:
                 j = k
             if j >= lo:
                 q = &queue[j & (QUEUE - 1)]
-                if not self.add_found(q.p, q.length, q.head, q.hash, counts[j]):
-                    part.fresh[j] = 1
-                    part.new_words += 1
-                    part.new_bytes += q.length
-        for j in range(max(lo, hi - (QUEUE - 1)) if queued else hi, hi):
-            q = &queue[j & (QUEUE - 1)]
-            if not self.add_found(q.p, q.length, q.head, q.hash, counts[j]):
-                part.fresh[j] = 1
-                part.new_words += 1
-                part.new_bytes += q.length
+                if not self.add_found(q.p, q.length, q.head, q.hash, counts[j], shared):
+                    fresh[j] = 1
+                    new_words += 1
+                    new_bytes += q.length
+        if not part.changed:
+            for j in range(max(lo, hi - (QUEUE - 1)) if queued else hi, hi):
+                q = &queue[j & (QUEUE - 1)]
+                if not self.add_found(q.p, q.length, q.head, q.hash, counts[j], shared):
+                    fresh[j] = 1
+                    new_words += 1
+                    new_bytes += q.length
+        part.new_words = new_words      # (once: the parts sit side by side, a write each would share their lines)
+        part.new_bytes = new_bytes
 
     cdef void _free_table(self):
         """Free the hash table (a table of 1024 empty slots in its place); the spans and bytes stay."""
@@ -1696,10 +1715,12 @@ cdef class PretokenCounter:
         self.total_count = 0
 
     cdef inline bint add_found(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
-                               int64_t n) noexcept nogil:
+                               int64_t n, bint shared) noexcept nogil:
         """Add n to the count of p[0:length] (first bytes head, hash h) if this counter holds it; whether it did.
         Not to total_count: arrays_with, its one user, empties the counter after, and runs it in several threads
-        at once. (add_hashed's probe, written out: a probe shared by both cost add_range 2% more instructions.)"""
+        at once (shared: then the add is atomic, for a table that lists a pre-token twice, as one another thread
+        rewrites may). (add_hashed's probe, written out: a probe shared by both cost add_range 2% more
+        instructions.)"""
         cdef uint64_t pos = h & self.mask
         cdef uint32_t tag = slot_tag(h)
         cdef Slot* slot
@@ -1712,7 +1733,10 @@ cdef class PretokenCounter:
                 span = &self.spans[slot.index]
                 if span.length == length and span.head == head and (
                         length <= 8 or memcmp(self.arena.data() + span.start + 8, p + 8, length - 8) == 0):
-                    span.count += n
+                    if shared:
+                        atomic_add_int64(&span.count, n)
+                    else:
+                        span.count += n
                     return True
             pos = next_slot(pos, self.mask)
 

@@ -693,7 +693,6 @@ cdef class MergeEngine:
             ranges[r].pairs = 0
             ranges[r].starts = &starts[r]
             ranges[r].freqs = &freqs[r]
-            ranges[r].changed = False
         run_in_threads(_lay_out_part, <char*>ranges.data(), sizeof(LayOut), nr)
         cdef double pairs = 0           # _setup's bound on the pair counts (2**63), again for the counts read here:
                                         # past 9.3e18 (rounding aside, past the bound) they changed since
@@ -728,13 +727,14 @@ cdef class MergeEngine:
         cdef int32_t w
         cdef int32_t* sym = self.sym.data()
         cdef const uint8_t* tokens = part.tokens
-        for k in range(part.k_lo, part.k_hi):
+        cdef double pairs = 0           # (written to part once: the parts sit side by side in one array)
+        part.changed = True             # until the range is done: a push_back that fails (out of memory) returns
+        for k in range(part.k_lo, part.k_hi):   # early through Cython's unraisable path, slots left unwritten
             w = part.order[k]
             c, a, b = part.counts[w], part.offsets[w], part.offsets[w + 1]
             if c <= 0 or c < f or not 0 <= a <= b <= part.total or slot + (b - a) + 1 > part.slot_hi:
-                part.changed = True
                 return
-            part.pairs += <double>c * <double>(b - a - 1)
+            pairs += <double>c * <double>(b - a - 1)
             if c != f:
                 part.starts.push_back(slot)
                 part.freqs.push_back(c)
@@ -745,8 +745,8 @@ cdef class MergeEngine:
             slot += n
             sym[slot] = SENT
             slot += 1
-        if slot != part.slot_hi:
-            part.changed = True
+        part.pairs = pairs
+        part.changed = slot != part.slot_hi
 
     cdef void _index_pairs(self) noexcept nogil:
         """Steps 3 and 4 of building, from the slots alone."""
@@ -819,17 +819,18 @@ cdef class MergeEngine:
         as _index_pairs_serially's (the real corpus's 9 million slots: 134 ms -> 85 ms in two threads)."""
         cdef Py_ssize_t nslots = self.sym.size()
         cdef int64_t run
-        cdef vector[PairScan] parts
-        cdef vector[int64_t] counts, cursors
-        cdef vector[int32_t] lengths, firsts
-        cdef vector[int32_t] byte_pid
+        # (ReVecs, as the engine's other tables: running out of memory ends the process, where a std::vector
+        # failing in this noexcept function would go on with no room)
+        cdef ReVec[PairScan] parts
+        cdef ReVec[int64_t] counts, cursors
+        cdef ReVec[int32_t] lengths, firsts, byte_pid
         cdef Py_ssize_t k, j, key
         cdef int32_t pid
-        parts.resize(n)
-        counts.assign(<size_t>n * BYTE_PAIRS, 0)
-        lengths.assign(<size_t>n * BYTE_PAIRS, 0)
-        firsts.resize(<size_t>n * BYTE_PAIRS)
-        cursors.resize(<size_t>n * BYTE_PAIRS)
+        parts.resize_unset(n)
+        counts.resize(<size_t>n * BYTE_PAIRS)           # (zeroed)
+        lengths.resize(<size_t>n * BYTE_PAIRS)
+        firsts.resize_unset(<size_t>n * BYTE_PAIRS)
+        cursors.resize_unset(<size_t>n * BYTE_PAIRS)
         for k in range(n):
             parts[k].owner = <void*>self
             parts[k].lo = 1 + (nslots - 2) * k // n
@@ -841,7 +842,9 @@ cdef class MergeEngine:
             parts[k].cursor = &cursors[k * BYTE_PAIRS]
             parts[k].positions = False
         run_in_threads(_scan_pairs_part, <char*>parts.data(), sizeof(PairScan), n)
-        byte_pid.assign(BYTE_PAIRS, -1)
+        byte_pid.resize_unset(BYTE_PAIRS)
+        for key in range(BYTE_PAIRS):
+            byte_pid[key] = -1
         for k in range(n):
             for j in range(parts[k].seen):
                 key = parts[k].first[j]

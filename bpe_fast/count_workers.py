@@ -632,7 +632,7 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
         tables = []
         for f in futures:
             tables.append(_read_table(f.result()))
-            os.unlink(f.result())          # the scratch space holds one table at a time
+            os.unlink(f.result())          # (its pages stay while _read_table's map holds them)
     return own, tables, bytes_done
 
 

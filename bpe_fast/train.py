@@ -131,6 +131,9 @@ def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: 
         its special tokens (with the new ones), as train_bpe splits the corpus on them. Training reads
         characters as the installed `regex` does, as CS336's reference does, whatever the initial tokenizer's
         Unicode reading (one from from_tiktoken or from_hf reads them as Unicode 16.0: Tokenizer.with_unicode).
+    The merge engine sets itself up in as many threads as the default number of processes
+    (BPE_FAST_NUM_PROCESSES, else every core; a value of it that is no number is a ValueError, as for
+    train_bpe); the result is the same for any number.
     Returns (vocab, merges); continuing, merges is the initial tokenizer's followed by the new ones.
 
     >>> vocab, merges = train_from_counts({b"hello": 5, b"help": 2}, 259, min_frequency=3)   # doctest: +SKIP

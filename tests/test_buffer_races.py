@@ -75,7 +75,8 @@ def test_gather_tokens():
          f"out of range|{CHANGED}")
 
 
-@pytest.mark.parametrize("call", ["from_arrays", "train_from_counts", "add", "engine", "engine in 3 threads"])
+@pytest.mark.parametrize("call", ["from_arrays", "train_from_counts", "add", "engine", "engine in 3 threads",
+                                  "engine in 3 threads, a count"])
 def test_pretoken_arrays(call):
     # PretokenCounts keeps the caller's arrays: checked once, then read again by first_repeat, add_arrays and the
     # merge engine's layout, which copied the bytes at the offsets read the second time
@@ -92,10 +93,43 @@ def test_pretoken_arrays(call):
         run, good = lambda: len(pc + PretokenCounts({b"x": 1})), lambda r: r == m + 1
     else:
         from bpe_fast._train import MergeEngine
-        threads = 3 if call.endswith("threads") else 1     # (the layout and the pair index in ranges)
+        threads = 3 if "threads" in call else 1     # (the layout and the pair index in ranges)
         run, good = lambda: MergeEngine(tokens, offsets, counts, threads=threads).run(5), lambda r: r == 5
+    if call.endswith("a count"):    # (every count 1 but this one: a class of its own, past a range's start)
+        race(counts[k:k + 1], np.array([1]), np.array([0]), run, good, f"disagree|{CHANGED}")
+        return
     race(offsets[k:k + 1], np.array([7 * k]), np.array([1 << 40]), run, good,
          f"disagree|not increasing|fall|rise|{CHANGED}")
+
+
+@pytest.mark.parametrize("where", ["offset", "offset at a range's start"])
+def test_arrays_with_in_threads(where):
+    # arrays_with looks a table up in up to 3 threads (65,536 pre-tokens or more each) and fills its arrays in 2,
+    # each reading the table's offsets without the GIL: an offset rewritten meanwhile gives the arrays of some
+    # content of it or the RuntimeError, never a read or write out of bounds, and the counter is left empty
+    from bpe_fast._scan import PretokenCounter
+
+    m = 3 * 65_536
+    tokens, offsets, counts = _words(m)
+    k = m // 3 if where.endswith("start") else m - 5
+    half = m // 2
+
+    def run():
+        counter = PretokenCounter(None, 0)
+        counter.add_arrays(tokens[:7 * half], offsets[:half + 1].copy(), counts[:half])
+        try:
+            result = counter.arrays_with(tokens, offsets, counts, threads=3)
+        except RuntimeError:            # (past the argument checks, which refuse before touching it: ValueError)
+            assert len(counter) == 0
+            raise
+        assert len(counter) == 0
+        return result
+
+    def good(result):
+        out_tokens, out_offsets, out_counts = result
+        return len(out_counts) == m and out_offsets[-1] == 7 * m and int(out_counts.sum()) == m + half
+
+    race(offsets[k:k + 1], np.array([7 * k]), np.array([1 << 40]), run, good, f"fall|rise|{CHANGED}")
 
 
 def test_add_documents():

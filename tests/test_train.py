@@ -471,7 +471,7 @@ def test_lean_engine_drops_stale_positions_and_stays_exact():
 @pytest.mark.parametrize("threads", [2, 3, 8])
 def test_the_pair_index_built_in_threads_is_one_threads(threads):
     # MergeEngine(threads=n) lays its words out in ranges of words (32,768 or more each: these ~138,000 in up
-    # to 4) and builds its pair index over ranges of slots (65,536 or more each: these ~770,000 in up to 8),
+    # to 3) and builds its pair index over ranges of slots (65,536 or more each: these ~770,000 in up to 8),
     # each range's classes and pairs joined in order: the same slots, pair ids, counts and positions as one
     # thread's, so the same merges with the same counts, with and without a limit on token length
     rng = np.random.default_rng(threads)
@@ -498,3 +498,16 @@ def test_the_pair_index_built_in_threads_is_one_threads(threads):
 def test_the_engine_refuses_no_threads():
     with pytest.raises(ValueError, match="threads must be >= 1, got 0"):
         MergeEngine(np.array([1, 2], np.uint8), np.array([0, 2], np.int64), np.array([1], np.int64), threads=0)
+
+
+def test_train_from_counts_takes_its_threads_from_the_default_process_count(monkeypatch):
+    # the engine's threads are BPE_FAST_NUM_PROCESSES's (else every core): a value that is no number is refused
+    # as train_bpe refuses it, and any number gives the same merges
+    words = {b"hello": 5, b"help": 2, b"yellow": 3}
+    want = train_from_counts(words, 262)
+    for value in ("1", "3"):
+        monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", value)
+        assert train_from_counts(words, 262) == want
+    monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", "two")
+    with pytest.raises(ValueError, match="BPE_FAST_NUM_PROCESSES must be a positive integer, got 'two'"):
+        train_from_counts(words, 262)
