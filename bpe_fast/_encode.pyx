@@ -43,6 +43,7 @@ from libcpp.vector cimport vector
 from bpe_fast._hashing cimport (EMPTY_KEY, HASH_SEED, hash_bytes, seed_hash_bytes, load_head, mix64, next_slot,
                                 pair_key, pair_slot, table_shift, table_size)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
+from bpe_fast._threads cimport atomic_load, atomic_store, claim_next
 from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
                              scan_block_final)
 
@@ -1692,22 +1693,6 @@ cdef extern from *:
         int state = 0;
         void release() { *this = BpeFastGroup(); }      // its memory freed
     };
-    #if defined(_MSC_VER)
-    #include <intrin.h>
-    static inline Py_ssize_t bpe_fast_claim(Py_ssize_t* p) {
-    #if defined(_WIN64)
-        return (Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64*)p, 1);
-    #else
-        return (Py_ssize_t)_InterlockedExchangeAdd((volatile long*)p, 1);
-    #endif
-    }
-    static inline int bpe_fast_load(int* p) { return _InterlockedOr((volatile long*)p, 0); }
-    static inline void bpe_fast_store(int* p, int v) { _InterlockedExchange((volatile long*)p, v); }
-    #else
-    static inline Py_ssize_t bpe_fast_claim(Py_ssize_t* p) { return __atomic_fetch_add(p, 1, __ATOMIC_RELAXED); }
-    static inline int bpe_fast_load(int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-    static inline void bpe_fast_store(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-    #endif
     static inline void bpe_fast_pause() { std::this_thread::sleep_for(std::chrono::microseconds(20)); }
     // 1 if needle[0:m] (m >= 1) occurs in hay[0:n], else 0: memchr for its first byte, then memcmp.
     static inline int bpe_fast_contains(const uint8_t* hay, Py_ssize_t n, const uint8_t* needle, Py_ssize_t m) {
@@ -1732,9 +1717,6 @@ cdef extern from *:
         bint counted
         int state
         void release()
-    Py_ssize_t claim_next "bpe_fast_claim"(Py_ssize_t* p) noexcept nogil
-    int atomic_load "bpe_fast_load"(int* p) noexcept nogil
-    void atomic_store "bpe_fast_store"(int* p, int v) noexcept nogil
     void pause_briefly "bpe_fast_pause"() noexcept nogil
     bint utf8_contains "bpe_fast_contains"(const uint8_t* hay, Py_ssize_t n, const uint8_t* needle,
                                           Py_ssize_t m) noexcept nogil

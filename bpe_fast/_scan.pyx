@@ -23,7 +23,7 @@ from libc.string cimport memchr, memcmp, memcpy
 from libcpp.vector cimport vector
 
 from bpe_fast._revec cimport ReVec
-from bpe_fast._threads cimport run_in_threads
+from bpe_fast._threads cimport atomic_add_int64, run_in_threads
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag)
 
@@ -1019,18 +1019,6 @@ cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
 
 
-cdef extern from *:
-    """
-    #if defined(_MSC_VER)
-    #include <intrin.h>
-    static inline void bpe_fast_atomic_add_int64(int64_t* p, int64_t n) { _InterlockedExchangeAdd64((volatile __int64*)p, n); }
-    #else
-    static inline void bpe_fast_atomic_add_int64(int64_t* p, int64_t n) { __atomic_fetch_add(p, n, __ATOMIC_RELAXED); }
-    #endif
-    """
-    void atomic_add_int64 "bpe_fast_atomic_add_int64"(int64_t* p, int64_t n) noexcept nogil
-
-
 cdef enum:
     LOOK_UP_PER_THREAD = 65536   # PretokenCounter.arrays_with: fewer pre-tokens than this a thread, not worth one
 
@@ -1563,9 +1551,9 @@ cdef class PretokenCounter:
         left empty (its table is gone by then, or the table's counts are partly added).
 
         threads: look the table up in that many threads at most (one range of its pre-tokens each, for a table
-        of LOOK_UP_PER_THREAD pre-tokens a thread or more: each adds to the counts of distinct pre-tokens, the
-        table lists each once). For a caller whose other cores are idle by then (count_pretokens' workers
-        have sent their tables)."""
+        of LOOK_UP_PER_THREAD pre-tokens a thread or more; their counts added atomically), and then fill the
+        arrays in two. For a caller whose other cores are idle by then (count_pretokens' workers have sent
+        their tables)."""
         cdef Py_ssize_t m = counts.shape[0], k
         _check_table(tokens, offsets, m)
         if threads < 1:
@@ -1583,9 +1571,9 @@ cdef class PretokenCounter:
 
     cdef tuple _arrays_with(self, const uint8_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts,
                             int threads):
-        cdef Py_ssize_t m = counts.shape[0], k, j, mine = self.spans.size(), new_words = 0
+        cdef Py_ssize_t m = counts.shape[0], k, mine = self.spans.size(), new_words = 0
         cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""
-        cdef int64_t a, b, total = tokens.shape[0], new_bytes = 0
+        cdef int64_t total = tokens.shape[0], new_bytes = 0
         cdef bint changed = False
         cdef vector[uint8_t] fresh              # 1 for each of the table's pre-tokens not in this counter
         cdef vector[LookUp] parts
@@ -1652,8 +1640,7 @@ cdef class PretokenCounter:
         """arrays_with's lookups of the table's pre-tokens part.lo .. part.hi - 1: each offset read once and checked
         (another thread may write them), kept in the queue until its pre-token is looked up; a table past the
         cache asks for the slot, span and key first (add_range). Several threads may run this at once on one
-        counter for disjoint ranges: the table lists each pre-token once, so they add to distinct spans' counts
-        (and add_found leaves total_count alone)."""
+        counter for disjoint ranges (part.shared: add_found adds atomically, and leaves total_count alone)."""
         cdef Pending queue[QUEUE]
         cdef Pending* q
         cdef Py_ssize_t k, j, lo = part.lo, hi = part.hi
