@@ -165,6 +165,8 @@ cdef class MergeEngine:
     replay() is not limited.
     lean: drop stale positions as the arena is compacted (see the module's notes); None: when the engine holds
     LEAN_SLOTS slots or more.
+    threads: lay the words out and index their pairs in up to this many threads (ranges of words and of slots,
+    joined in order: the same engine, and the same merges, for any number); the merges run in one.
     One thread at a time: run, next_count and replay release the GIL, and any call from another thread meanwhile
     is a RuntimeError (finish() would free the arrays under them, a second run() would merge in them at once).
     """
@@ -204,7 +206,7 @@ cdef class MergeEngine:
     cdef bint busy                     # a method runs without the GIL: the others refuse (RuntimeError)
     cdef int64_t max_len               # longest token a chosen merge may make (max_token_length)
     cdef bint limited                  # max_len is a limit (else every pair is a candidate)
-    cdef int threads                   # the pair index is built in this many threads at most
+    cdef int threads                   # the setup (layout, pair index) runs in this many threads at most
     # symbols (canonical by bytes): a short one's bytes are pool[tok_off:tok_off + tok_len]; a long one
     # (tok_off -1) is the concatenation of its halves tok_left, tok_right, so a huge token costs no bytes
     cdef vector[uint8_t] pool
