@@ -1210,7 +1210,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     space_cuts = cuts_at_spaces(pattern)
     # (the total only a progress report shows: a size looked up a file, 0.2 s for 79,000 files, only for one)
     overall = _OverallProgress(progress, _text_files_total(sources, budget) if progress is not None else None)
-    tables = _TableSum(combine)
+    tables = _TableSum(combine, num_processes)
     small: list[tuple[str, int, bool]] = []     # consecutive small text files, counted together
     big: list[tuple[str, int | None]] = []      # consecutive larger text files, counted by one pool of workers
 
@@ -1305,8 +1305,9 @@ class _TableSum:
     """The tables count_input_tables gathers, in order; with combine, added into one as they come (the caller sums
     them anyway: a corpus of many files listed each common word once a file, and training laid it out so)."""
 
-    def __init__(self, combine: bool) -> None:
+    def __init__(self, combine: bool, threads: int = 1) -> None:
         self.combine = combine
+        self.threads = threads                     # result()'s lookups: the counting is done by then
         self.tables: list[Table] = []
         self.sum: ChunkCounter | None = None       # with combine, once a second table came
 
@@ -1321,7 +1322,7 @@ class _TableSum:
 
     def result(self) -> list[Table]:
         if self.sum is not None:
-            return [self.sum.arrays_with(*self.tables[-1])]
+            return [self.sum.arrays_with(*self.tables[-1], threads=self.threads)]
         return self.tables or [_empty_table()]
 
 
