@@ -331,6 +331,12 @@ cdef class TokenIndex:
         cdef Slot empty
         if not 1 <= offsets.shape[0] < (1 << 31):
             raise ValueError("offsets must hold 1 to 2**31 - 1 entries")
+        # its own copies, checked once: every method reads them again without the GIL (splits sized a table by
+        # one read of the offsets and wrote it by another), and another thread may write the caller's arrays
+        pool = np.array(pool, dtype=np.uint8)
+        offsets = np.array(offsets, dtype=np.int64)
+        p = &pool[0] if pool.shape[0] else NULL
+        end = p + pool.shape[0] if p != NULL else NULL
         _check_spans(pool, offsets, 0, 1, 1)
         self.pool = pool
         self.offsets = offsets

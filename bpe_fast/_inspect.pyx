@@ -79,7 +79,7 @@ def tally_tokens(const uint8_t[::1] data, const int32_t[::1] ids, const int64_t[
     cdef uint8_t cls
     cdef const uint8_t* s = &data[0] if n else NULL
     cdef const uint8_t* table = &bmp[0]
-    cdef bint bad = False
+    cdef bint bad = False, changed = False
     if counts.shape[0] < size or class_bytes.shape[0] < ncls or bmp.shape[0] < 0x10000:
         raise ValueError("counts must have a row per id, class_bytes a cell per column, bmp 65536 entries")
     if ncls > 1:                # every class a token can be given must be a column of counts
@@ -113,9 +113,14 @@ def tally_tokens(const uint8_t[::1] data, const int32_t[::1] ids, const int64_t[
                     if cls != space:
                         break
                     p += step
+            if cls >= ncls > 1:         # (bmp's classes were checked, but another thread may write them since)
+                changed = True
+                break
             counts[t, cls] += 1
             class_bytes[cls] += length
             pos = end
+    if changed:
+        raise RuntimeError("bmp changed while it was read (another thread writes to it)")
     if bad or pos != n:
         raise ValueError(f"the tokens' bytes do not make up the text (token {k} of {ntok}, byte {pos} of {n})")
 

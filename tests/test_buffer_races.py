@@ -211,3 +211,40 @@ def test_encode_documents_of_a_bytearray():
     race(np.frombuffer(data, dtype=np.uint8), np.frombuffer(text_a, dtype=np.uint8),
          np.frombuffer(text_b, dtype=np.uint8), lambda: tok.encode_documents_utf8(data, np.array([0, n])),
          lambda ids: len(tok.decode_bytes(ids)) == n, "codec can't decode")
+
+
+def test_token_index_splits():
+    # TokenIndex kept the caller's pool and offsets: splits() sized a table from one read of the offsets and wrote
+    # it from another, so an offset raised in between wrote past it. It now keeps copies, checked once.
+    from bpe_fast._gpt2_files import TokenIndex
+
+    m = 50_000
+    tokens, offsets, _ = _words(m)
+    k = m // 2
+    want = TokenIndex(tokens, offsets.copy()).splits()
+
+    def same(result):
+        return all(np.array_equal(r, w) for r, w in zip(result[:3], want[:3])) and result[3] == want[3]
+
+    race(offsets[k:k + 1], np.array([7 * k]), np.array([1 << 40]), lambda: TokenIndex(tokens, offsets).splits(),
+         same, "offsets|spans|fall|rise|out of")
+
+
+def test_tally_tokens_classes():
+    # tally_tokens checks bmp's classes against the columns of counts, then reads them again without the GIL for
+    # each token: one raised in between wrote past counts' row
+    from bpe_fast._inspect import tally_tokens
+
+    data = np.frombuffer(("a\u0100" * 20_000).encode(), dtype=np.uint8)
+    ids = np.zeros(len(data) // 3, dtype=np.int32)
+    lengths = np.array([3], dtype=np.int64)
+    bmp = np.zeros(0x10000, dtype=np.uint8)
+
+    def run():
+        counts = np.zeros((1, 2), dtype=np.int64)
+        class_bytes = np.zeros(2, dtype=np.int64)
+        tally_tokens(data, ids, lengths, bmp, counts, class_bytes, 1, 1, 1)
+        return counts.tolist(), class_bytes.tolist()
+
+    race(bmp[0x61:0x62], np.zeros(1, np.uint8), np.array([200], np.uint8), run,
+         lambda r: r == ([[len(ids), 0]], [len(data), 0]), f"is class 200|{CHANGED}")
