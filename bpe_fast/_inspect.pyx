@@ -161,6 +161,8 @@ def propagate(const int32_t[::1] left, const int32_t[::1] right, int64_t[:, ::1]
     cdef int32_t a, b
     if right.shape[0] != nranks or weights.shape[0] != nranks:
         raise ValueError("left, right and weights must have a row per rank")
+    left = np.array(left, dtype=np.int32)       # its own copies, checked once, then read without the GIL:
+    right = np.array(right, dtype=np.int32)     # another thread may write the caller's (a MergeTrees it keeps)
     for r in range(nranks):     # a part at or after its token's rank (or below -1) was added out of the array
         if not (-1 <= left[r] < r and -1 <= right[r] < r):
             raise ValueError(f"rank {r}: its parts {left[r]} and {right[r]} must be ranks below it (or -1)")

@@ -1270,6 +1270,11 @@ cdef class MergeEngine:
         self._idle("replay")
         if self.finished or self.tok_len.size() == 0:     # (MergeEngine.__new__'s: no table to look in)
             raise RuntimeError("replay needs a built engine, before finish()")
+        # its own copies, checked once, then read without the GIL: another thread may write the caller's
+        if tokens.shape[0]:             # (a memoryview of nothing cannot be copied, nor needs to be)
+            tokens = tokens.copy()
+        if offsets.shape[0]:
+            offsets = offsets.copy()
         cdef Py_ssize_t n = offsets.shape[0] // 2, k, bad = -1
         if offsets.shape[0] != 2 * n + 1 or offsets[0] != 0 or offsets[2 * n] != tokens.shape[0]:
             raise ValueError("offsets must have 2 * (number of merges) + 1 entries, from 0 to len(tokens)")

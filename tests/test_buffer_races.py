@@ -248,3 +248,44 @@ def test_tally_tokens_classes():
 
     race(bmp[0x61:0x62], np.zeros(1, np.uint8), np.array([200], np.uint8), run,
          lambda r: r == ([[len(ids), 0]], [len(data), 0]), f"is class 200|{CHANGED}")
+
+
+def test_engine_replay():
+    # MergeEngine.replay checked the merges' offsets, then read them again without the GIL to find each side's
+    # bytes: one raised in between read past the tokens. It now reads its own copies.
+    from bpe_fast._train import MergeEngine
+    from bpe_fast.train import counts_to_arrays
+
+    m = 20_000
+    sides = [b"a", b"b"] * m                          # the same merge (a, b) m times: the first makes ab
+    tokens = np.frombuffer(b"".join(sides), dtype=np.uint8)
+    offsets = np.arange(0, len(sides) + 1, dtype=np.int64)
+    k = len(sides) - 2
+
+    def run():
+        engine = MergeEngine(*counts_to_arrays({b"ab": 3}))
+        engine.replay(tokens, offsets)
+        return engine.merges()[0], engine.num_merges
+
+    race(offsets[k:k + 1], np.array([k]), np.array([1 << 40]), run, lambda r: r == ((b"a", b"b"), m),
+         "offsets must|empty token")
+
+
+def test_propagate():
+    # propagate checked each rank's parts, then read them again without the GIL as row indices of weights: a
+    # part raised in between wrote past them
+    from bpe_fast._inspect import propagate
+
+    n = 200_000
+    left = np.full(n, -1, dtype=np.int32)
+    right = np.full(n, -1, dtype=np.int32)
+    left[1:] = np.arange(n - 1, dtype=np.int32)          # rank r is made of rank r - 1 and a byte
+
+    def run():
+        weights = np.ones((n, 1), dtype=np.int64)
+        propagate(left, right, weights)
+        return int(weights[0, 0])
+
+    # (rank 1: checked first, read last, as the ranks are walked down)
+    race(left[1:2], np.array([0], np.int32), np.array([1 << 30], np.int32), run, lambda r: r == n,
+         "must be ranks below it")
