@@ -80,6 +80,9 @@ cdef enum:
     INDEX_SLOTS_PER_THREAD = 1 << 16    # the pair index: fewer slots than this a thread, not worth one
     BYTE_PAIRS = 65536
     LAYOUT_WORDS_PER_THREAD = 1 << 15   # laying words out: fewer than this a thread, not worth one
+    PID_LOOK_UP = -2    # a map slot's pid before _resolve_pids: look the pair up (made if not found)
+    PID_NEW = -3        # the same for a pair known to be new: made without looking
+    RESOLVE_GROUP = 32  # _resolve_pids' look-ups fetched ahead at a time
 
 
 cdef struct LayOut:
@@ -196,6 +199,8 @@ cdef class MergeEngine:
     cdef int32_t ma, mb, mc, mstamp
     cdef bint mc_new                   # c did not exist before this merge
     cdef vector[int32_t] touched       # this merge's map slots
+    cdef vector[uint64_t] touched_key  # their pairs' keys (pair_key), in the same order
+    cdef Py_ssize_t resolved           # touched[:resolved] have their pids (_resolve_pids)
     cdef vector[Record] records
     cdef Py_ssize_t fcls               # the frequency class last asked for
     # heap
@@ -512,7 +517,10 @@ cdef class MergeEngine:
         if self.pmask == 0:
             return -1
         cdef uint64_t key = pair_key(x, y)
-        cdef uint64_t slot = pair_slot(key, self.pshift)
+        return self._find_pair_from(key, pair_slot(key, self.pshift))
+
+    cdef inline int32_t _find_pair_from(self, uint64_t key, uint64_t slot) noexcept nogil:
+        """_find_pair's probe for a key whose first slot (pair_slot) is known; the table is not empty."""
         cdef int32_t pid = self.pslots[slot]
         while pid >= 0:
             if self.pkey[pid] == key:
@@ -532,15 +540,57 @@ cdef class MergeEngine:
         return 3
 
     cdef void _fill(self, MapSlot* m, int32_t at, int32_t x, int32_t y, bint fresh) noexcept nogil:
-        """Fill the empty map slot `at` for (x, y) in this merge: its pid (created if new; a pair of a token
-        that did not exist before this merge, `fresh`, is new without asking the pair table)."""
-        cdef int32_t pid = -1 if fresh else self._find_pair(x, y)
+        """Fill the empty map slot `at` for (x, y) in this merge. Its pid comes later, from _resolve_pids (a
+        pair of a token that did not exist before this merge, `fresh`, is new without asking the pair table)."""
         m.stamp = self.mstamp
-        m.pid = pid if pid >= 0 else self._new_pair(x, y)
+        m.pid = PID_NEW if fresh else PID_LOOK_UP
         m.delta = 0
         m.fill = 0
         m.gone = 0
         self.touched.push_back(at)
+        self.touched_key.push_back(pair_key(x, y))
+
+    cdef void _resolve_pids(self) noexcept nogil:
+        """Give the map slots filled since the last call their pids, found in the pair table or made (in the
+        order the slots were filled, as if each were made when filled). The look-ups go in groups of
+        RESOLVE_GROUP: each one's first table slot, then the key of the pair there, fetched ahead of the
+        probes, so that a merge with many neighbours waits for memory about once a group, not twice a pair."""
+        cdef Py_ssize_t k, g, end, n = self.touched.size()
+        cdef MapSlot* m
+        cdef uint64_t key
+        cdef uint64_t home[RESOLVE_GROUP]
+        cdef int32_t pid
+        cdef int shift
+        cdef const int32_t* at = self.touched.data()
+        cdef const uint64_t* keys = self.touched_key.data()
+        g = self.resolved
+        while g < n:
+            end = min(g + RESOLVE_GROUP, n)
+            shift = self.pshift
+            if self.pmask:
+                for k in range(g, end):
+                    home[k - g] = pair_slot(keys[k], shift)
+                    prefetch(&self.pslots[home[k - g]])
+                for k in range(g, end):
+                    pid = self.pslots[home[k - g]]
+                    if pid >= 0:
+                        prefetch(&self.pkey[pid])
+            for k in range(g, end):
+                m = &self.maps[at[k]]
+                key = keys[k]
+                pid = -1
+                if m.pid == PID_LOOK_UP and self.pmask:
+                    # (a table grown by a pair made in this group has other slots: found from the start)
+                    pid = self._find_pair_from(key, home[k - g] if self.pshift == shift else
+                                                    pair_slot(key, self.pshift))
+                if pid >= 0:                # (the merge's end reads its count and length: fetched now)
+                    prefetch(&self.pcount[pid])
+                    prefetch(&self.plen[pid])
+                else:
+                    pid = self._new_pair(<int32_t>(key >> 32), <int32_t><uint32_t>key)
+                m.pid = pid
+            g = end
+        self.resolved = n
 
     cdef inline int32_t _slot_of(self, int32_t x, int32_t y) noexcept nogil:
         """The map slot of (x, y), a pair this merge touches (see _rule), filled if empty. The maps cache,
@@ -970,6 +1020,8 @@ cdef class MergeEngine:
         self.mc = c
         self.mstamp = <int32_t>self.merge_c.size()
         self.touched.clear()
+        self.touched_key.clear()
+        self.resolved = 0
         self.merge_a.push_back(a)
         self.merge_b.push_back(b)
         self.merge_c.push_back(c)
@@ -1118,6 +1170,7 @@ cdef class MergeEngine:
                     continue
             self.maps[rec.at].fill += 1
             need += 1
+        self._resolve_pids()                # (every slot this merge fills is filled by now)
         if need == 0:
             return
         ntouched = self.touched.size()
@@ -1228,6 +1281,7 @@ cdef class MergeEngine:
         self.pgone.release()
         vector[int32_t]().swap(self.pslots)
         vector[int32_t]().swap(self.touched)
+        vector[uint64_t]().swap(self.touched_key)
         self.pcount.release()
         self.pstart.release()
         self.heap.release()

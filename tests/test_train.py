@@ -343,6 +343,48 @@ def test_engine_equals_oracle_on_small_alphabets(words, max_merges, heap_slack, 
     assert eng.merges() == oracle_merges(words, max_merges)
 
 
+def _oracle_pair_counts(words):
+    """{(left, right): count} of the pairs of {tuple of tokens: count}, counted directly."""
+    pairs = {}
+    for word, freq in words.items():
+        for pair in zip(word, word[1:]):
+            pairs[pair] = pairs.get(pair, 0) + freq
+    return pairs
+
+
+@pytest.mark.parametrize("pairs_before", range(32767 - 24, 32768))
+def test_engine_finds_its_pairs_when_the_pair_table_grows_within_a_merge(pairs_before):
+    # A merge looks its neighbours' pairs up in groups (_resolve_pids) and makes the new ones in between: the
+    # pair table doubles when pair id 32,767 is made (2 ** 16 slots, at most half full), and a look-up after
+    # that in the same group must use the grown table's slots (the old ones find nothing, and the pair would be
+    # made a second time with its count split). "x a b y" words give the merge (a, b) a look-up of (b, y) and
+    # a new pair (c, y) for every y, in turns; 2-byte words of count 1 bring the pairs made before it to just
+    # under the threshold, by 0 to 24, so that the table grows at every place in a group of look-ups.
+    xs, ys = range(32, 40), range(40, 80)
+    words = {bytes([x, 1, 2, y]): 7 for x in xs for y in ys}
+    fill = pairs_before - len(xs) - 1 - len(ys)
+    fillers = [bytes([u, v]) for u in range(80, 256) for v in range(3, 256)][:fill]
+    words.update(dict.fromkeys(fillers, 1))
+    eng = MergeEngine(*counts_to_arrays(words))
+    eng.run(1)
+    assert eng.merges() == [(b"\x01", b"\x02")]
+    merged = {}
+    for w, n in words.items():
+        t = tuple(bytes([b]) for b in w)
+        if t[1:3] == (b"\x01", b"\x02"):
+            t = (t[0], b"\x01\x02", t[3])
+        merged[t] = n
+    want = _oracle_pair_counts(merged)
+    for y in ys:       # the pairs the merge looked up (now gone) and made
+        assert eng.pair_count(b"\x02", bytes([y])) == 0
+        assert eng.pair_count(b"\x01\x02", bytes([y])) == want[(b"\x01\x02", bytes([y]))]
+    for x in xs:
+        assert eng.pair_count(bytes([x]), b"\x01") == 0
+        assert eng.pair_count(bytes([x]), b"\x01\x02") == want[(bytes([x]), b"\x01\x02")]
+    eng.run(5)
+    assert eng.merges() == oracle_merges(words, 6)
+
+
 def test_engine_merge_counts_are_the_chosen_pairs_counts():
     eng = engine_for({"aaab": 2, "ab": 3})
     eng.run(3)
