@@ -853,7 +853,7 @@ cdef class MergeEngine:
             self.pstart[pid] = run
             cursor[pid] = run
             run += self.plen[pid]
-        self.arena.resize(run)
+        self.arena.resize_unset(run)    # (every entry written below: one a pair counted above)
         self.most_positions = run
         for i in range(1, nslots - 1):
             x = self.sym[i]
@@ -910,7 +910,7 @@ cdef class MergeEngine:
         for pid in range(<int32_t>self.pcount.size()):
             self.pstart[pid] = run
             run += self.plen[pid]
-        self.arena.resize(run)
+        self.arena.resize_unset(run)    # (every entry written below: one a pair counted above)
         self.most_positions = run
         for k in range(n):                  # each range's positions after the ranges' before it
             for j in range(parts[k].seen):
