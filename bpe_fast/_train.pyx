@@ -64,7 +64,7 @@ from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
 from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slot, pair_key, pair_slot,
                                 rolling_concat, rolling_hash, slot_place, slot_tag, table_shift)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up
-from bpe_fast._revec cimport ReVec
+from bpe_fast._revec cimport ReVec, huge_pages
 from bpe_fast._threads cimport run_in_threads
 
 
@@ -734,6 +734,7 @@ cdef class MergeEngine:
         ranges[nr - 1].k_hi = nk
         ranges[nr - 1].slot_hi = nslots
         self.sym.resize_unset(nslots)   # (every slot written below: 0 here, the others by the ranges)
+        huge_pages(self.sym.data(), nslots * 4)     # (the merges read it at random; it never grows)
         self.sym[0] = SENT
         for r in range(nr):
             ranges[r].owner = <void*>self
