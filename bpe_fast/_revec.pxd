@@ -6,6 +6,8 @@
 # Declared noexcept, as the std::vector calls of the loops that use it are: running out of memory ends the
 # process.
 
+from libcpp.vector cimport vector
+
 cdef extern from *:
     """
     #include <cstdlib>
@@ -13,6 +15,7 @@ cdef extern from *:
     #include <cstdint>
     #include <new>
     #include <utility>
+    #include <vector>
     #if defined(__linux__)
     #include <sys/mman.h>
     #endif
@@ -28,6 +31,17 @@ cdef extern from *:
     #else
         (void)p; (void)bytes;
     #endif
+    }
+    // fill_huge: v becomes n copies of fill, in a new block marked for huge pages before it is written (the old
+    // block freed). C++ noexcept: running out of memory ends the process (std::terminate), as ReVec's growing
+    // does, where Cython's std::vector::reserve (except +) would return through Cython's unraisable path and
+    // leave the caller with the old, smaller table.
+    template <typename T> static inline void fill_huge(std::vector<T>& v, size_t n, const T& fill) noexcept {
+        std::vector<T> fresh;
+        fresh.reserve(n);
+        huge_pages(fresh.data(), n * sizeof(T));
+        fresh.assign(n, fill);
+        v.swap(fresh);
     }
     template <typename T> struct ReVec {
         T* p = nullptr;
@@ -90,3 +104,4 @@ cdef extern from *:
         void pop_back() noexcept nogil
         void shrink_to_fit() noexcept nogil
     void huge_pages(void* p, size_t bytes) noexcept nogil      # (see above; a hint: never fails)
+    void fill_huge[T](vector[T]& v, size_t n, const T& fill) noexcept nogil     # (see above)

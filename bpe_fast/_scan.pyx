@@ -22,7 +22,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 from libcpp.vector cimport vector
 
-from bpe_fast._revec cimport ReVec, huge_pages
+from bpe_fast._revec cimport ReVec, fill_huge
 from bpe_fast._threads cimport atomic_add_int64, run_in_threads
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag)
@@ -1775,12 +1775,7 @@ cdef class PretokenCounter:
         empty.index = EMPTY_INDEX
         empty.tag = 0
         cdef size_t k
-        cdef vector[Slot] fresh         # (reserved, marked for huge pages, then filled: the probes read at random)
-        fresh.reserve(size)
-        huge_pages(fresh.data(), size * sizeof(Slot))
-        fresh.assign(size, empty)
-        self.slots.swap(fresh)
-        vector[Slot]().swap(fresh)      # the old table freed now
+        fill_huge(self.slots, size, empty)      # (on huge pages: the probes read it at random)
         self.mask = size - 1
         for k in range(self.spans.size()):
             slot_place(self.slots.data(), self.mask, self.spans[k].hash, <int32_t>k)

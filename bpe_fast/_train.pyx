@@ -199,8 +199,9 @@ cdef class MergeEngine:
     cdef int32_t ma, mb, mc, mstamp
     cdef bint mc_new                   # c did not exist before this merge
     cdef vector[int32_t] touched       # this merge's map slots
-    cdef vector[uint64_t] touched_key  # their pairs' keys (pair_key), in the same order
-    cdef Py_ssize_t resolved           # touched[:resolved] have their pids (_resolve_pids)
+    cdef ReVec[uint64_t] touched_key   # their pairs' keys (pair_key), in the same order (a ReVec: pushed after
+                                       # touched, and running out of memory there ends the process, so the two
+                                       # never differ in length)
     cdef vector[Record] records
     cdef Py_ssize_t fcls               # the frequency class last asked for
     # heap
@@ -548,13 +549,14 @@ cdef class MergeEngine:
         m.fill = 0
         m.gone = 0
         self.touched.push_back(at)
-        self.touched_key.push_back(pair_key(x, y))
+        self.touched_key.push_back(pair_key(x, y))     # (after touched: see touched_key)
 
     cdef void _resolve_pids(self) noexcept nogil:
-        """Give the map slots filled since the last call their pids, found in the pair table or made (in the
-        order the slots were filled, as if each were made when filled). The look-ups go in groups of
-        RESOLVE_GROUP: each one's first table slot, then the key of the pair there, fetched ahead of the
-        probes, so that a merge with many neighbours waits for memory about once a group, not twice a pair."""
+        """Give the map slots this merge filled their pids, found in the pair table or made (in the order the
+        slots were filled, as if each were made when filled); once a merge, when every slot is filled. The
+        look-ups go in groups of RESOLVE_GROUP: each one's first table slot, then the key of the pair there,
+        fetched ahead of the probes, so that a merge with many neighbours waits for memory about once a group,
+        not twice a pair."""
         cdef Py_ssize_t k, g, end, n = self.touched.size()
         cdef MapSlot* m
         cdef uint64_t key
@@ -563,7 +565,7 @@ cdef class MergeEngine:
         cdef int shift
         cdef const int32_t* at = self.touched.data()
         cdef const uint64_t* keys = self.touched_key.data()
-        g = self.resolved
+        g = 0
         while g < n:
             end = min(g + RESOLVE_GROUP, n)
             shift = self.pshift
@@ -590,7 +592,6 @@ cdef class MergeEngine:
                     pid = self._new_pair(<int32_t>(key >> 32), <int32_t><uint32_t>key)
                 m.pid = pid
             g = end
-        self.resolved = n
 
     cdef inline int32_t _slot_of(self, int32_t x, int32_t y) noexcept nogil:
         """The map slot of (x, y), a pair this merge touches (see _rule), filled if empty. The maps cache,
@@ -1021,8 +1022,7 @@ cdef class MergeEngine:
         self.mc = c
         self.mstamp = <int32_t>self.merge_c.size()
         self.touched.clear()
-        self.touched_key.clear()
-        self.resolved = 0
+        self.touched_key.resize_unset(0)
         self.merge_a.push_back(a)
         self.merge_b.push_back(b)
         self.merge_c.push_back(c)
@@ -1282,7 +1282,7 @@ cdef class MergeEngine:
         self.pgone.release()
         vector[int32_t]().swap(self.pslots)
         vector[int32_t]().swap(self.touched)
-        vector[uint64_t]().swap(self.touched_key)
+        self.touched_key.release()
         self.pcount.release()
         self.pstart.release()
         self.heap.release()

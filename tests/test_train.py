@@ -359,7 +359,8 @@ def test_engine_finds_its_pairs_when_the_pair_table_grows_within_a_merge(pairs_b
     # that in the same group must use the grown table's slots (the old ones find nothing, and the pair would be
     # made a second time with its count split). "x a b y" words give the merge (a, b) a look-up of (b, y) and
     # a new pair (c, y) for every y, in turns; 2-byte words of count 1 bring the pairs made before it to just
-    # under the threshold, by 0 to 24, so that the table grows at every place in a group of look-ups.
+    # under the threshold, by 0 to 24, so that the table grows at each place a new pair takes in a group of
+    # look-ups (new pairs alternate with look-ups there: the odd places).
     xs, ys = range(32, 40), range(40, 80)
     words = {bytes([x, 1, 2, y]): 7 for x in xs for y in ys}
     fill = pairs_before - len(xs) - 1 - len(ys)
