@@ -1372,3 +1372,26 @@ def test_a_folder_encoded_into_itself_is_resumed_by_the_same_command(tmp_path, t
     assert {name: a.tolist() for name, a in arrays.items()} == {"a.npy": tok.encode("Once upon a time"),
                                                                 "b.npy": tok.encode("there was a cat")}
     assert sorted(os.listdir(tmp_path)) == ["a.npy", "a.txt", "b.npy", "b.txt", "index.json"]
+
+
+@pytest.mark.parametrize("argv0, preset, expected", [
+    ("/usr/local/bin/bpe-fast", None, "1"),             # the command: one BLAS thread
+    ("/usr/local/bin/bpe-fast", "3", "3"),              # a setting of the user's is kept
+    ("train.py", None, None),                           # a program importing bpe_fast: left alone
+])
+def test_the_command_asks_numpy_for_one_blas_thread_before_importing_it(argv0, preset, expected):
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    code = (f"import sys; sys.argv[0] = {argv0!r}\nimport bpe_fast, os\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(expected), "True"]
+
+
+def test_python_dash_m_is_the_command_too():
+    from bpe_fast import _is_command
+    assert _is_command(["-m", "train"], ["python3", "-m", "bpe_fast", "train"])
+    assert _is_command(["bpe-fast.exe"], ["bpe-fast.exe"])
+    assert not _is_command(["-m"], ["python3", "-m", "bpe_fast_other"])
+    assert not _is_command([], [])
