@@ -291,12 +291,16 @@ cdef class MergeEngine:
             raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
                              "with int32")
         self.busy = True
-        cdef bint laid_out
-        with nogil:
-            self._init_symbols()
-            laid_out = self._lay_out(&tokens[0] if total else NULL, &offsets[0], &counts[0] if nwords else NULL,
-                                     nwords, total)
-        if not laid_out:                # (busy stays set: this engine is unfinished, and every call refuses)
+        cdef int changed
+        try:
+            with nogil:
+                self._init_symbols()
+                changed = self._lay_out(&tokens[0] if total else NULL, &offsets[0],
+                                        &counts[0] if nwords else NULL, nwords, total)
+        except MemoryError:             # (busy stays set, as below)
+            raise MemoryError(f"out of memory laying out {nwords:,} distinct pre-tokens ({total:,} bytes) in "
+                              f"the merge engine") from None
+        if changed:                     # (busy stays set: this engine is unfinished, and every call refuses)
             raise RuntimeError("the arrays changed while they were read (another thread writes to them)")
         self.busy = False
         tokens = None           # the arrays are not read again: the caller's list was their last holder
@@ -660,11 +664,13 @@ cdef class MergeEngine:
 
     # --- building -----------------------------------------------------------------------------
 
-    cdef bint _lay_out(self, const uint8_t* tokens, const int64_t* offsets, const int64_t* counts,
-                       Py_ssize_t nwords, Py_ssize_t total) noexcept nogil:
+    cdef int _lay_out(self, const uint8_t* tokens, const int64_t* offsets, const int64_t* counts,
+                      Py_ssize_t nwords, Py_ssize_t total) except -1 nogil:
         """Steps 1 and 2 of building: the words' bytes in slots, grouped by frequency (the arrays' last use).
         The arrays were checked, but another thread may write them meanwhile: each value read again is checked
-        where a wrong one would write or read out of bounds; False (the slots unfinished) when one changed."""
+        where a wrong one would write or read out of bounds; 1 (the slots unfinished) when one changed, else 0.
+        Its vectors' std::bad_alloc is a MemoryError (-1), not taken for a change (the slots themselves are a
+        ReVec, whose running out of memory ends the process, as everywhere in the engine)."""
         cdef Py_ssize_t w, k, i, n
         cdef int64_t f, slot, a, b, c
         # 1. group the words that have pairs (2+ bytes, count > 0) by frequency: a counting sort for the
@@ -693,7 +699,7 @@ cdef class MergeEngine:
             if offsets[w + 1] - offsets[w] < 2 or c <= 0 or c >= SMALL_FREQ:
                 continue
             if bucket_start[c] >= nsmall:   # a count that changed since it was read: no write past the run
-                return False
+                return 1
             order[bucket_start[c]] = <int32_t>w
             bucket_start[c] += 1
         cdef vector[HeapEntry] tmp
@@ -730,7 +736,7 @@ cdef class MergeEngine:
             w = order[k]
             a, b = offsets[w], offsets[w + 1]
             if not 0 <= a <= b <= total:
-                return False
+                return 1
             nslots += b - a + 1
         ranges[nr - 1].k_hi = nk
         ranges[nr - 1].slot_hi = nslots
@@ -753,24 +759,24 @@ cdef class MergeEngine:
         f = -1
         for r in range(nr):
             if ranges[r].changed:
-                return False
+                return 1
             pairs += ranges[r].pairs
             for j in range(<Py_ssize_t>starts[r].size()):
                 c = freqs[r][j]
                 if c < f:               # (each range's own are rising: checked there)
-                    return False
+                    return 1
                 if c != f:
                     if f >= 0:
                         self.cls_end.push_back(starts[r][j])
                         self.cls_freq.push_back(f)
                     f = c
         if pairs > 9.3e18:
-            return False
+            return 1
         if f >= 0:
             self.cls_end.push_back(nslots)
             self.cls_freq.push_back(f)
         self.cls_freq.push_back(0)        # past the last class (never asked for)
-        return True
+        return 0
 
     cdef void _lay_out_range(self, LayOut* part) noexcept nogil:
         """_lay_out's step 2 for the words order[k_lo:k_hi], into the slots slot_lo .. slot_hi - 1: each value of

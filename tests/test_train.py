@@ -554,3 +554,29 @@ def test_train_from_counts_takes_its_threads_from_the_default_process_count(monk
     monkeypatch.setenv("BPE_FAST_NUM_PROCESSES", "two")
     with pytest.raises(ValueError, match="BPE_FAST_NUM_PROCESSES must be a positive integer, got 'two'"):
         train_from_counts(words, 262)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_engine_out_of_memory_laying_words_out_is_a_memory_error_naming_it():
+    """The layout's own vectors (the words' order: 4 bytes a word) failing for memory was reported as the arrays
+    changed by another thread (a noexcept function's unraisable MemoryError, then False): now MemoryError."""
+    code = textwrap.dedent("""
+        import resource, numpy as np
+        from bpe_fast._train import MergeEngine
+        n = 4_000_000
+        tokens = np.frombuffer(b"ab" * n, dtype=np.uint8)
+        offsets = np.arange(0, 2 * n + 1, 2, dtype=np.int64)
+        counts = np.ones(n, dtype=np.int64)
+        with open("/proc/self/status") as f:
+            vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:")) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (8 << 20), resource.RLIM_INFINITY))   # order: 16 MB
+        try:
+            MergeEngine(tokens, offsets, counts)
+        except BaseException as e:
+            print(type(e).__name__, e)
+        """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == ("MemoryError out of memory laying out 4,000,000 distinct pre-tokens "
+                                  "(8,000,000 bytes) in the merge engine")
+    assert "Exception ignored" not in run.stderr
