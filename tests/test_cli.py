@@ -1379,13 +1379,14 @@ def test_a_folder_encoded_into_itself_is_resumed_by_the_same_command(tmp_path, t
     ("/usr/local/bin/bpe-fast", "3", "3"),              # a setting of the user's is kept
     ("train.py", None, None),                           # a program importing bpe_fast: left alone
 ])
-def test_the_command_asks_numpy_for_one_blas_thread_before_importing_it(argv0, preset, expected):
+def test_the_command_asks_numpy_for_one_blas_thread_before_importing_it(argv0, preset, expected, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     if preset is not None:
         env["OPENBLAS_NUM_THREADS"] = preset
     code = (f"import sys; sys.argv[0] = {argv0!r}\nimport bpe_fast, os\n"
             "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout      # (not the checkout: the installed package)
     assert out.split() == [str(expected), "True"]
 
 

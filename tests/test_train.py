@@ -557,7 +557,7 @@ def test_train_from_counts_takes_its_threads_from_the_default_process_count(monk
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
-def test_engine_out_of_memory_laying_words_out_is_a_memory_error_naming_it():
+def test_engine_out_of_memory_laying_words_out_is_a_memory_error_naming_it(tmp_path):
     """The layout's own vectors (the words' order: 4 bytes a word) failing for memory was reported as the arrays
     changed by another thread (a noexcept function's unraisable MemoryError, then False): now MemoryError."""
     code = textwrap.dedent("""
@@ -575,7 +575,8 @@ def test_engine_out_of_memory_laying_words_out_is_a_memory_error_naming_it():
         except BaseException as e:
             print(type(e).__name__, e)
         """)
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)          # (not the checkout: its bpe_fast/ may be unbuilt sources)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == ("MemoryError out of memory laying out 4,000,000 distinct pre-tokens "
                                   "(8,000,000 bytes) in the merge engine")
