@@ -14,6 +14,12 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 # on a single whitespace character before a non-space, which \s and \s+ both take), so the same native scanner.
 R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 
+# GPT-2's pattern as GPT-2's encoder.py spells it (and tiktoken's gpt2 / r50k_base did before their runs were
+# possessive; ports of GPT-2 copy it): the same alternatives ('s|'t|... tries each contraction in turn, none the
+# prefix of another), so the same pre-tokens; read as GPT2_PATTERN (native, with tiktoken's Unicode tables, where
+# `regex` would read it with its own, a newer Unicode's)
+GPT2_ENCODER_PAT_STR = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
 # cl100k's pattern (GPT-4): case-insensitive contractions, digits in groups of at most three.
 GPT4_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
@@ -123,6 +129,8 @@ def resolve_pattern(pattern: str) -> str:
         return PATTERNS[pattern]
     if pattern == KIMI_PAT_STR:     # tiktoken's spelling (classes in classes), which `regex` reads in its version 1
         return KIMI_PATTERN
+    if pattern == GPT2_ENCODER_PAT_STR:
+        return GPT2_PATTERN
     if pattern in _BUILT_IN:    # (the checks below searched a built-in pattern's text four times a load)
         return pattern
     if not pattern:
@@ -638,6 +646,8 @@ def pattern_from_tiktoken(pat_str: str) -> str:
     """
     if pat_str in PATTERNS.values() or pat_str == R50K_PATTERN:
         return pat_str
+    if pat_str == GPT2_ENCODER_PAT_STR:
+        return GPT2_PATTERN
     respelled, refused, _, _ = _tiktoken_reading(pat_str)
     if refused is not None:
         raise ValueError(f"pat_str {shown_pattern(pat_str)} has {refused}, which tiktoken's regex engine and `regex` "

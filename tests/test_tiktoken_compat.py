@@ -611,6 +611,31 @@ def test_kimi_pat_str_as_a_pattern_reads_as_tiktoken():
     assert tok.encode(HAN_PROBE) == Tokenizer.from_tiktoken(ranks, "kimi", {EOT: 50256}).encode(HAN_PROBE)
 
 
+GPT2_ENCODER_SPELLING = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""   # encoder.py's
+
+
+def test_gpt2_encoder_spelling_reads_as_gpt2_with_tiktokens_unicode():
+    # GPT-2's encoder.py spelling (tiktoken's gpt2 before its runs were possessive) went to `regex`, whose newer
+    # Unicode takes U+0558 for a letter where tiktoken's does not (helper-126): now read as GPT2_PATTERN, natively
+    from bpe_fast.patterns import GPT2_ENCODER_PAT_STR
+    assert GPT2_ENCODER_PAT_STR == GPT2_ENCODER_SPELLING
+    assert resolve_pattern(GPT2_ENCODER_SPELLING) == GPT2_PATTERN
+    ranks, _ = gpt2_ranks()
+    kw = dict(pat_str=GPT2_ENCODER_SPELLING, mergeable_ranks=ranks, special_tokens={EOT: 50256})
+    ours, theirs = Encoding("gpt2_encoder", **kw), tiktoken.Encoding("gpt2_encoder", **kw)
+    assert ours.tokenizer.native and ours._pat_str == GPT2_ENCODER_SPELLING
+    for text in ["\u0558's", "x\U0003D000y", *TRICKY, PATTERN_PROBE]:
+        assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all"), repr(text)
+
+
+@given(st.text(alphabet=st.sampled_from(list("aA1 \t\n\r'sStTdDlLvVmMrReE.,!-_") + ["\u00a0", "é", "東", "😀"]),
+               max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_gpt2_encoder_spelling_gives_gpt2s_pieces_in_regex_too(text):
+    # the claim behind reading it as GPT2_PATTERN: `regex` gives the same pieces with either spelling
+    assert regex.findall(GPT2_ENCODER_SPELLING, text) == regex.findall(GPT2_PATTERN, text)
+
+
 def test_a_core_of_another_kind_is_refused():
     ours, _ = fresh_gpt2_pair()
     with pytest.raises(TypeError, match="bpe_fast._tiktoken.CoreBPE"):
