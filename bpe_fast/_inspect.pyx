@@ -10,7 +10,11 @@
 * count_distinct: distinct byte strings among a table's pre-tokens (a table may list one twice);
 * merge_forest: a tokenizer's merged tokens in rank order with the ranks of their parts;
 * sort_byte_strings: the order that sorts byte strings as Python sorts bytes, and which are UTF-8
-  (bpe_fast.encoding's sorted vocabulary).
+  (bpe_fast.encoding's sorted vocabulary);
+* first_spans: each distinct byte string's first among strings of a pool (encode_with_unstable's completions,
+  as the bytes of their ids);
+* covering_tokens: where each of several texts' tokens begin, and end once they cover its first bytes
+  (encode_with_unstable's completions).
 
 No Python object is touched inside the loops; bpe_fast.curve checks the arguments.
 
@@ -249,6 +253,97 @@ def count_distinct(const uint8_t[::1] tokens, const int64_t[::1] offsets):
                     break
                 i = next_slot(i, mask)
     return distinct
+
+
+def first_spans(const uint8_t[::1] pool, const int64_t[::1] starts, const int64_t[::1] stops):
+    """The indices k, increasing, of the byte strings pool[starts[k]:stops[k]] that no string before them
+    equals (a hash set of them, equal hashes confirmed byte by byte): each distinct one's first.
+
+    >>> first_spans(b"abab", np.array([0, 2, 1, 0]), np.array([2, 4, 3, 0])).tolist()     # ab, ab, ba, ''
+    [0, 2, 3]
+    """
+    cdef Py_ssize_t n = starts.shape[0], k, total = pool.shape[0]
+    cdef vector[Slot] slots
+    cdef uint64_t mask, h, i
+    cdef const uint8_t* base = &pool[0] if total else <const uint8_t*>b""    # (not NULL: memcmp of 0 bytes)
+    cdef const uint8_t* end = base + total
+    cdef int64_t length, count = 0
+    cdef int32_t j
+    cdef Slot empty
+    if stops.shape[0] != n:
+        raise ValueError(f"starts and stops must have the same length, got {n} and {stops.shape[0]}")
+    if n >= 2 ** 31 - 1:
+        raise ValueError("too many strings")
+    for k in range(n):
+        if not 0 <= starts[k] <= stops[k] <= total:
+            raise ValueError(f"string {k} ({starts[k]}:{stops[k]}) is not within the pool's {total} bytes")
+    keep = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] out = keep
+    empty.index = EMPTY_INDEX
+    empty.tag = 0
+    with nogil:
+        mask = table_size(n) - 1
+        slots.assign(mask + 1, empty)
+        for k in range(n):
+            length = stops[k] - starts[k]
+            h = hash_bytes(base + starts[k], length, load_head(base + starts[k], length, end), end)
+            i = h & mask
+            while True:
+                j = slots[i].index
+                if j == EMPTY_INDEX:
+                    slots[i].index = <int32_t>k
+                    slots[i].tag = slot_tag(h)
+                    out[count] = k
+                    count += 1
+                    break
+                if slots[i].tag == slot_tag(h) and stops[j] - starts[j] == length and \
+                        memcmp(base + starts[j], base + starts[k], length) == 0:
+                    break
+                i = next_slot(i, mask)
+    return keep[:count]
+
+
+def covering_tokens(const int32_t[::1] ids, const int64_t[::1] lengths, const int64_t[::1] bounds, int64_t size):
+    """For texts laid end to end (text k is bytes bounds[k]:bounds[k + 1]) and `ids`, their tokens one after
+    another (token t covering lengths[ids[t]] bytes): (first, stop), int64, where text k's tokens begin and
+    the index past its first token that reaches byte bounds[k] + size; None when the tokens do not cover the
+    texts exactly (a pattern that leaves text out), or a text is shorter than size.
+
+    >>> covering_tokens(np.array([0, 1, 0], np.int32), np.array([1, 2]), np.array([0, 3, 4]), 1)
+    (array([0, 2]), array([1, 3]))
+    """
+    cdef Py_ssize_t n = bounds.shape[0] - 1, nids = ids.shape[0], nlen = lengths.shape[0], k, t = 0, bad = -1
+    cdef int64_t pos = 0, goal, length
+    cdef int32_t i
+    if n < 0:
+        raise ValueError("bounds must have at least one entry")
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    first = np.empty(n, dtype=np.int64)
+    stop = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] vf = first
+    cdef int64_t[::1] vs = stop
+    with nogil:
+        for k in range(n):
+            if pos != bounds[k] or bounds[k + 1] - bounds[k] < size:
+                bad = k
+                break
+            vf[k] = t
+            goal = bounds[k] + size
+            while pos < bounds[k + 1] and t < nids:
+                i = ids[t]
+                if i < 0 or i >= nlen or lengths[i] < 1:
+                    bad = k
+                    break
+                pos += lengths[i]
+                t += 1
+                if pos >= goal and pos - lengths[i] < goal:
+                    vs[k] = t
+            if bad >= 0:
+                break
+    if bad >= 0 or t != nids or (n and pos != bounds[n]):
+        return None
+    return first, stop
 
 
 cdef struct Span:

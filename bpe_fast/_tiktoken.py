@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._inspect import sort_byte_strings
+from ._inspect import covering_tokens, first_spans, sort_byte_strings
 from .patterns import pattern_from_tiktoken
 from .pretokenize import native_kind, pretoken_boundaries, pretokenize
 from .specials import SpecialTokens, first_prefix_pair
@@ -193,24 +193,30 @@ class CoreBPE:
         if len(tail) > 1 and last in _WHITE_SPACE and len(last.encode("utf-8")) < len(tail):
             size = len(last.encode("utf-8"))
             head, end = self._ordinary.encode_pieces([tail[:-size], tail[-size:]])
-            found.append(_padded_rows([head + end]))
-        # each sequence once (rows padded with -1), those of one token step 1 has left out
-        width = max(rows.shape[1] for rows in found)
-        rows = _unique_rows(np.concatenate([np.pad(r, ((0, 0), (0, width - r.shape[1])), constant_values=-1)
-                                            for r in found]))
-        sizes = (rows >= 0).sum(axis=1)
-        keep = ~((sizes == 1) & np.isin(rows[:, 0], singles))
-        rows, sizes = rows[keep], sizes[keep]
-        for k in np.unique(sizes).tolist():
-            result.extend(rows[sizes == k, :k].tolist())
+            found.append(_segments([head + end]))
+        # each sequence once, those of one token step 1 has left out; shorter ones first, else as found
+        flat, first, stop = _joined_segments(found)
+        sizes = stop - first
+        ones = np.flatnonzero(sizes == 1)
+        keep = np.setdiff1d(np.arange(len(first)), ones[np.isin(flat[first[ones]], singles)], assume_unique=True)
+        # (each sequence's ids compared as bytes, in a hash set: rows padded to the longest, 33,000 of 1,001 ids
+        # for " " * 1001 with GPT-2's ranks, took seconds to make, sort and compare)
+        keep = keep[first_spans(flat.view(np.uint8), first[keep] * flat.itemsize, stop[keep] * flat.itemsize)]
+        keep = keep[np.argsort(sizes[keep], kind="stable")]
+        starts, stops = first[keep].tolist(), stop[keep].tolist()
+        if len(flat) > 64 * len(starts):    # long sequences: each row's tolist (no list of every id made first)
+            result.extend([flat[a:b].tolist() for a, b in zip(starts, stops)])
+        else:                               # short ones: slices of one list (an array's tolist costs more)
+            values = flat.tolist()
+            result.extend(map(values.__getitem__, map(slice, starts, stops)))
         return result
 
-    def _covering(self, texts: list[bytes], size: int, whole: bool = False) -> NDArray[np.int64]:
+    def _covering(self, texts: list[bytes], size: int, whole: bool = False) -> _Segments:
         """For each of `texts` (UTF-8, encoded as encode_ordinary does; `whole`: any bytes, merged as one piece),
-        its first tokens up to the first that reaches byte `size` (every text holds that many bytes): a row each,
-        padded with -1."""
+        its first tokens up to the first that reaches byte `size` (every text holds that many bytes): the
+        segments flat[first[k]:stop[k]] of (flat, first, stop), one a text."""
         if not texts:
-            return np.zeros((0, 1), dtype=np.int64)
+            return _segments([])
         if whole:
             encoded = self._ordinary.encode_pieces(texts)
         else:
@@ -218,12 +224,10 @@ class CoreBPE:
             np.cumsum([len(t) for t in texts], out=bounds[1:])
             data = b"".join(texts)
             ids = self._ordinary.encode_documents_utf8(data, bounds)
-            lengths = self._ordinary.lengths_in(data, ids)
-            ends = np.cumsum(lengths)
-            if len(ends) and ends[-1] == len(data):     # the tokens cover the texts (a pattern may leave text out)
-                first = np.searchsorted(ends, bounds[:-1], side="right")        # each text's first token
-                stop = np.searchsorted(ends - lengths, bounds[:-1] + size, side="left")     # past its last needed
-                return _rows_of(ids.astype(np.int64), first, stop)
+            # (no special token: each token covers its own bytes)
+            spans = covering_tokens(ids, self._ordinary._token_lengths(), bounds, size)
+            if spans is not None:   # (else a pattern left text out)
+                return ids, spans[0], spans[1]
             encoded = self._ordinary.encode_batch([t.decode("utf-8") for t in texts], num_threads=1)
         vocab = self._vocab         # (encode_ordinary and encode_pieces make no special token)
         cut = []
@@ -235,19 +239,21 @@ class CoreBPE:
                     seq = seq[:n + 1]
                     break
             cut.append(seq)
-        return _padded_rows(cut)
+        return _segments(cut)
 
     def _sorted_ranks(self) -> tuple[list[bytes], list[int], list[bool]]:
         """The ranked tokens' bytes sorted, their ids in that order, and whether each is UTF-8 (made when first
         asked for, sorted natively: Python's sort of o200k_base's 200,000 tokens took 0.3 s)."""
         cached: tuple[list[bytes], list[int], list[bool]] | None = self.__dict__.get("_own_sorted")
         if cached is None:
-            ranks = self._ranks()
-            tokens = list(ranks)
+            vocab = self._vocab             # (id -> bytes: the ranks, and the special tokens, left out here)
+            every = np.fromiter(vocab.keys(), dtype=np.int64, count=len(vocab))
+            ranked_ids = np.flatnonzero(~np.isin(every, list(self._special_token_values)))
+            tokens = list(map(list(vocab.values()).__getitem__, ranked_ids.tolist()))
             offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
             np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)), out=offsets[1:])
             order, utf8 = sort_byte_strings(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets)
-            ids = np.fromiter(ranks.values(), dtype=np.int64, count=len(ranks))[order].tolist()
+            ids = every[ranked_ids][order].tolist()
             ranked = list(map(tokens.__getitem__, order.tolist()))
             cached = self._own_sorted = (ranked, ids, utf8.astype(bool).tolist())
         return cached
@@ -334,38 +340,23 @@ def _prefix_range(ranked: list[bytes], prefix: bytes) -> tuple[int, int]:
     return lo, bisect.bisect_left(ranked, head[:-1] + bytes([head[-1] + 1]), lo)
 
 
-def _rows_of(flat: NDArray[np.int64], first: NDArray[np.int64], stop: NDArray[np.int64]) -> NDArray[np.int64]:
-    """flat[first[k]:stop[k]] as row k of an array padded with -1 (stop > first)."""
-    counts = stop - first
-    columns = np.arange(max(int(counts.max(initial=1)), 1))
-    inside = columns[None, :] < counts[:, None]
-    rows = np.full(inside.shape, -1, dtype=np.int64)
-    rows[inside] = flat[(first[:, None] + columns[None, :])[inside]]
-    return rows
+_Segments = tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]      # ids, first, stop
 
 
-def _unique_rows(rows: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The distinct rows of an array of ids padded with -1, in increasing order (column 0 first, -1 lowest): each
-    row packed into one int64 when it fits, else sorted by columns (np.lexsort; NumPy's unique of rows sorts them
-    as byte strings: 2.8-5.3 s for the 33,136 rows of 301 ids of " " * 301 with GPT-2's ranks, 0.1 s so)."""
-    bits = (int(rows.max(initial=0)) + 1).bit_length()
-    if bits * rows.shape[1] > 63:
-        rows = rows[np.lexsort(rows.T[::-1])]
-        fresh = np.ones(len(rows), dtype=bool)
-        fresh[1:] = (rows[1:] != rows[:-1]).any(axis=1)
-        return rows[fresh]
-    keys = np.zeros(len(rows), dtype=np.int64)
-    for column in range(rows.shape[1]):
-        keys = (keys << bits) | (rows[:, column] + 1)
-    return rows[np.unique(keys, return_index=True)[1]]
-
-
-def _padded_rows(seqs: list[list[int]]) -> NDArray[np.int64]:
-    """The sequences as the rows of an array padded with -1."""
-    sizes = np.array([len(seq) for seq in seqs], dtype=np.int64)
+def _segments(seqs: list[list[int]]) -> _Segments:
+    """The sequences as segments flat[first[k]:stop[k]] of (flat, first, stop)."""
+    sizes = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
     stop = np.cumsum(sizes)
-    return _rows_of(np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(stop[-1])),
-                    stop - sizes, stop)
+    flat = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int32, count=int(sizes.sum()))
+    return flat, stop - sizes, stop
+
+
+def _joined_segments(parts: list[_Segments]) -> _Segments:
+    """The segments of several (flat, first, stop) as one, in order."""
+    shift = np.cumsum([0] + [len(flat) for flat, _, _ in parts[:-1]])
+    return (np.concatenate([flat for flat, _, _ in parts]),
+            np.concatenate([first + s for (_, first, _), s in zip(parts, shift)]),
+            np.concatenate([stop + s for (_, _, stop), s in zip(parts, shift)]))
 
 
 def _last_piece(text: str, pattern: str, unicode: str | None) -> bytes:

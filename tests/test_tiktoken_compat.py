@@ -1289,11 +1289,12 @@ def test_encode_with_unstable_as_tiktoken(pair, text):
     same(pair, unstable, text, allowed_special={EOT}, disallowed_special=())
 
 
-@pytest.mark.parametrize("text", [" ", "a  b ", "hi\n \n ", "x" + " " * 40])
+@pytest.mark.parametrize("text", [" ", "a  b ", "hi\n \n ", "x" + " " * 40, "x" + " " * 80])
 def test_encode_with_unstable_of_trailing_white_space(text):
     # the largest cases (a token that starts with a space: tens of thousands of completions), and the whitespace
     # steps (tokens of spaces before the last piece; the last white-space character alone), on GPT-2's ranks;
-    # 40 spaces: completions of 40 ids, too wide to pack into an int64 to find each once (sorted by columns)
+    # 40 and 80 spaces: completions of 40 and 80 ids (the lists made from slices of one list, and from each
+    # sequence's own array)
     got = same(encodings("gpt2"), unstable, text, allowed_special="all")
     assert got[0] == "ok" and got[1][2] > 10_000
 
@@ -1359,17 +1360,60 @@ def test_encode_with_unstable_random_text_gpt2(text):
 
 
 @SOME
-@given(st.lists(st.lists(st.integers(0, 2**20), min_size=1, max_size=5), min_size=1, max_size=40),
-       st.sampled_from([1, 2**20]))
-def test_completion_rows_each_once(seqs, scale):
-    # encode_with_unstable's sequences padded with -1 into rows, and each distinct one kept once: packed into an
-    # int64 a row when they fit (ids below 2**20 in up to 3 columns), NumPy's unique of rows otherwise
-    from bpe_fast._tiktoken import _padded_rows, _unique_rows
+@given(st.lists(st.lists(st.integers(0, 2**20), max_size=5), max_size=40), st.sampled_from([1, 3, 2**20]),
+       st.sampled_from([1, 2, 3]))
+def test_completions_each_once_in_order_found(seqs, scale, copies):
+    # encode_with_unstable's sequences of ids, each kept once (its first), those of one token in step 1 left
+    # out, the shorter first and otherwise as found: against a plain-Python dict of tuples (ids below 3 give
+    # many equal sequences; their bytes are hashed natively, so equal ones must be found among unequal ones)
+    from bpe_fast._tiktoken import _joined_segments, _segments
     seqs = [[i % scale for i in seq] for seq in seqs]
-    rows = _padded_rows(seqs)
-    assert [row[row >= 0].tolist() for row in rows] == seqs
-    unique = _unique_rows(rows)
-    assert sorted(tuple(row[row >= 0].tolist()) for row in unique) == sorted(set(map(tuple, seqs)))
+    parts = [_segments(seqs[k::copies]) for k in range(copies)]
+    flat, first, stop = _joined_segments(parts)
+    found = [seq for k in range(copies) for seq in seqs[k::copies]]
+    assert [flat[a:b].tolist() for a, b in zip(first, stop)] == found
+    from bpe_fast._inspect import first_spans
+    kept = first_spans(flat.view(np.uint8), first * 4, stop * 4).tolist()
+    assert [found[k] for k in kept] == [list(t) for t in dict.fromkeys(map(tuple, found))]
+
+
+def test_first_spans_refuses_spans_outside_the_pool():
+    from bpe_fast._inspect import first_spans
+    assert first_spans(b"abab", np.array([0, 2, 1, 0]), np.array([2, 4, 3, 0])).tolist() == [0, 2, 3]
+    for starts, stops in (([0], [5]), ([2], [1]), ([-1], [1])):
+        with pytest.raises(ValueError, match=r"string 0 \(.*\) is not within the pool's 4 bytes"):
+            first_spans(b"abab", np.array(starts), np.array(stops))
+    with pytest.raises(ValueError, match="the same length"):
+        first_spans(b"abab", np.array([0, 1]), np.array([1]))
+
+
+@SOME
+@given(st.lists(st.lists(st.integers(1, 4), min_size=1, max_size=6), min_size=1, max_size=12),
+       st.integers(1, 8), st.booleans())
+def test_covering_tokens_against_a_walk(texts, size, drop):
+    # where each text's tokens begin and end once they cover its first `size` bytes (texts as lists of token
+    # lengths; token id = length - 1); None where a text is shorter than size, or (drop) a token is left out
+    from bpe_fast._inspect import covering_tokens
+    ids = np.array([n - 1 for text in texts for n in text], dtype=np.int32)
+    bounds = np.cumsum([0] + [sum(text) for text in texts])
+    if drop:
+        ids = ids[:-1]
+    lengths = np.arange(1, 5, dtype=np.int64)
+    got = covering_tokens(ids, lengths, bounds, size)
+    if drop or min(sum(text) for text in texts) < size:
+        assert got is None
+        return
+    first, stop, t = [], [], 0
+    for text in texts:
+        first.append(t)
+        covered = 0
+        for k, n in enumerate(text):
+            covered += n
+            if covered >= size:
+                stop.append(t + k + 1)
+                break
+        t += len(text)
+    assert got[0].tolist() == first and got[1].tolist() == stop
 
 
 @pytest.mark.parametrize("piece", ["hello world", "  !", "日本", b"\xe6\x97", b"\xff\xfe ab", "<|endoftext|>"])
