@@ -1567,6 +1567,33 @@ cdef class BPECore:
         self._encode_bytes(&data[0], data.shape[0], seg, True, &out.ids)
         return out.ids.size() - before
 
+    def encode_documents_into(self, IdBuffer out not None, const uint8_t[::1] data, const int64_t[::1] bounds,
+                              Segmenter seg not None, int64_t separator=-1):
+        """encode_utf8_into for each document data[bounds[k]:bounds[k + 1]] in turn (bounds rising from 0 to
+        len(data), each document valid UTF-8: checked by the caller), `separator` (an id, unless negative) after
+        each: one call for many short documents, where a call each cost more than encoding them. Returns the
+        number of ids appended; on an error, out is as it was."""
+        cdef Py_ssize_t k, n = bounds.shape[0] - 1, before = out.ids.size()
+        cdef SpecialMatcher m = seg.specials
+        if n < 0 or bounds[0] != 0 or bounds[n] != data.shape[0]:
+            raise ValueError("bounds must rise from 0 to len(data)")
+        for k in range(n):
+            if bounds[k + 1] < bounds[k]:
+                raise ValueError("bounds must rise from 0 to len(data)")
+        if separator >= 2 ** 31:
+            raise ValueError(f"separator {separator} is not an int32 id")
+        try:
+            with nogil:
+                for k in range(n):
+                    if bounds[k + 1] > bounds[k]:
+                        self._encode_utf8(&data[0] + bounds[k], bounds[k + 1] - bounds[k], seg, m, True, &out.ids)
+                    if separator >= 0:
+                        out.ids.push_back(<int32_t>separator)
+        except BaseException:
+            out.ids.resize(before)
+            raise
+        return out.ids.size() - before
+
     cdef int _encode_texts(self, const uint8_t* base, const int64_t* offsets, Py_ssize_t n_texts, Segmenter seg,
                            SpecialMatcher m, vector[int32_t]* out, Py_ssize_t* ends) except -1 nogil:
         """Append the ids of each text base[offsets[k]:offsets[k+1]] to out, each as _encode_utf8 does it (its

@@ -1412,11 +1412,8 @@ class Tokenizer:
 
         def encode(core: BPECore) -> IdBuffer:
             out = IdBuffer()
-            view = memoryview(data)
-            for start, end in zip(edges[:-1], edges[1:]):
-                core.encode_utf8_into(out, view[start:end], self._segmenter)     # type: ignore[arg-type]
-                if separator is not None:
-                    out.push(separator)
+            core.encode_documents_into(out, data, edges_array, self._segmenter,     # type: ignore[arg-type]
+                                       -1 if separator is None else separator)
             return out
         return self._pool.run(encode).take(dtype)
 

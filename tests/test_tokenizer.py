@@ -568,6 +568,32 @@ def test_encode_documents_utf8_decodes_each_document_alone(tok, tok4):
             t.encode("x") + t.encode("ab") + t.encode("\u00e9 cd")
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(["a", " b", "ab", "\u00e9", " ", "\n", "12", EOT, "x<|endoftext|>y"]),
+                         max_size=5).map("".join), max_size=12),
+       st.sampled_from([None, 0, 7]))
+def test_encode_documents_utf8_as_each_document_encoded_alone(tok, tok4, documents, separator):
+    # the documents encoded in one native call (many short documents: a call each cost more than encoding
+    # them), against each one's encode (special tokens allowed), the separator after each, empty ones too
+    data = "".join(documents).encode()
+    bounds = np.cumsum([0] + [len(d.encode()) for d in documents])
+    for t in (tok, tok4):
+        expected = [i for d in documents for i in t.encode(d) + ([] if separator is None else [separator])]
+        assert t.encode_documents_utf8(data, bounds, separator=separator).tolist() == expected
+
+
+def test_the_native_documents_encoder_checks_its_bounds(tok):
+    # the Python layer checks the bounds first; the native loop reads them without the GIL, so it checks them too
+    from bpe_fast._encode import IdBuffer
+    core = tok._pool.new_core()
+    for bounds in ([0, 5], [1, 2], [0, 2, 1, 2], []):
+        with pytest.raises(ValueError, match="bounds must rise from 0 to len"):
+            core.encode_documents_into(IdBuffer(), b"ab", np.array(bounds, dtype=np.int64), tok._segmenter)
+    out = IdBuffer()
+    assert core.encode_documents_into(out, b"ab", np.array([0, 1, 2], dtype=np.int64), tok._segmenter, 3) == 4
+    assert out.take().tolist() == tok.encode("a") + [3] + tok.encode("b") + [3]
+
+
 def test_encode_documents_utf8_refuses_bounds_not_from_0_to_the_end(tok, tok4):
     # only the inner bounds were checked for a cut character: a last bound short of len(data) or a first past
     # 0 let a document end (or start) inside one, which the native encoder read past its end as valid UTF-8:
