@@ -376,19 +376,47 @@ def test_encode_with_unstable(benchmark, libraries, text):
     a pass over the vocabulary) against bpe_fast's, same ranks and same results: the best of 5 alternating calls
     each, a garbage collection before each (both build tens of thousands of lists). " " * 1001: completions of
     1,001 ids each (GPT-2 has no token of several spaces), the slowest case."""
-    import gc
-    import time
-
     from bpe_fast import Encoding
 
     _, enc, _ = libraries
     ours = Encoding("bench", pat_str=enc._pat_str, mergeable_ranks=enc._mergeable_ranks,
                     special_tokens=enc._special_tokens)
-    got, want = ours.encode_with_unstable(text), enc.encode_with_unstable(text)
+    _unstable_rounds(benchmark, ours, enc, text)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("text", ["hello ", "a  b  "], ids=["hello", "a-b"])
+def test_encode_with_unstable_openai(benchmark, name, text):
+    """test_encode_with_unstable on cl100k_base's and o200k_base's ranks (the bpe-openai wheel's: 44,000 and
+    106,000 completions), tiktoken built from the same ranks."""
+    import importlib.util
+
+    import tiktoken
+
+    from bpe_fast import Encoding
+    from bpe_fast.patterns import resolve_pattern
+    from bpe_fast.ranks import read_tiktoken
+
+    found = importlib.util.find_spec("bpe_openai")
+    if found is None:
+        pytest.skip("bpe-openai (which ships the cl100k_base and o200k_base ranks) is not installed")
+    ranks = read_tiktoken(Path(found.origin).parent / "data" / f"{name}.tiktoken.gz")
+    pattern, eot = {"cl100k_base": ("cl100k", 100257), "o200k_base": ("o200k", 199999)}[name]
+    kwargs = dict(pat_str=resolve_pattern(pattern), mergeable_ranks=ranks, special_tokens={EOT: eot})
+    _unstable_rounds(benchmark, Encoding(name, **kwargs), tiktoken.Encoding(name, **kwargs), text)
+
+
+def _unstable_rounds(benchmark, ours, theirs, text):
+    """ours.encode_with_unstable(text) and theirs (tiktoken's) checked equal, then the best of 5 alternating
+    calls each, a garbage collection before each; into extra_info and printed."""
+    import gc
+    import time
+
+    got, want = ours.encode_with_unstable(text), theirs.encode_with_unstable(text)
     assert got[0] == want[0] and sorted(map(tuple, got[1])) == sorted(map(tuple, want[1]))
     times: dict[str, list[float]] = {"bpe_fast": [], "tiktoken": []}
     for _ in range(5):
-        for name, encoding in (("bpe_fast", ours), ("tiktoken", enc)):
+        for name, encoding in (("bpe_fast", ours), ("tiktoken", theirs)):
             gc.collect()
             start = time.perf_counter()
             encoding.encode_with_unstable(text)
@@ -398,5 +426,5 @@ def test_encode_with_unstable(benchmark, libraries, text):
                                  "completions": len(got[1])})
     benchmark.pedantic(ours.encode_with_unstable, args=(text,), rounds=1, iterations=1)
     shown = repr(text) if len(text) < 20 else f"{text[:1]!r} * {len(text)}"
-    print(f"\nencode_with_unstable({shown}): {len(got[1]):,} completions, bpe_fast {best['bpe_fast']:.1f} ms, "
-          f"tiktoken {best['tiktoken']:.1f} ms ({best['tiktoken'] / best['bpe_fast']:.2f}x)")
+    print(f"\nencode_with_unstable({shown}), {ours.name}: {len(got[1]):,} completions, bpe_fast "
+          f"{best['bpe_fast']:.1f} ms, tiktoken {best['tiktoken']:.1f} ms ({best['tiktoken'] / best['bpe_fast']:.2f}x)")
