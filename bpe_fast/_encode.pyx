@@ -1574,24 +1574,33 @@ cdef class BPECore:
         each: one call for many short documents, where a call each cost more than encoding them. Returns the
         number of ids appended; on an error, out is as it was."""
         cdef Py_ssize_t k, n = bounds.shape[0] - 1, before = out.ids.size()
+        cdef int64_t start = 0, stop, total = data.shape[0]
+        cdef bint bad = False
         cdef SpecialMatcher m = seg.specials
-        if n < 0 or bounds[0] != 0 or bounds[n] != data.shape[0]:
-            raise ValueError("bounds must rise from 0 to len(data)")
-        for k in range(n):
-            if bounds[k + 1] < bounds[k]:
-                raise ValueError("bounds must rise from 0 to len(data)")
-        if separator >= 2 ** 31:
-            raise ValueError(f"separator {separator} is not an int32 id")
+        if n < 0 or separator >= 2 ** 31:
+            raise ValueError("bounds must rise from 0 to len(data)" if n < 0 else
+                             f"separator {separator} is not an int32 id")
         try:
             with nogil:
+                bad = bounds[0] != 0 or bounds[n] != total
                 for k in range(n):
-                    if bounds[k + 1] > bounds[k]:
-                        self._encode_utf8(&data[0] + bounds[k], bounds[k + 1] - bounds[k], seg, m, True, &out.ids)
+                    if bad:
+                        break
+                    stop = bounds[k + 1]            # (each bound read once: checked, then used)
+                    if stop < start or stop > total:
+                        bad = True
+                        break
+                    if stop > start:
+                        self._encode_utf8(&data[0] + start, stop - start, seg, m, True, &out.ids)
                     if separator >= 0:
                         out.ids.push_back(<int32_t>separator)
+                    start = stop
         except BaseException:
             out.ids.resize(before)
             raise
+        if bad:
+            out.ids.resize(before)
+            raise ValueError("bounds must rise from 0 to len(data)")
         return out.ids.size() - before
 
     cdef int _encode_texts(self, const uint8_t* base, const int64_t* offsets, Py_ssize_t n_texts, Segmenter seg,

@@ -262,21 +262,19 @@ def first_spans(const uint8_t[::1] pool, const int64_t[::1] starts, const int64_
     >>> first_spans(b"abab", np.array([0, 2, 1, 0]), np.array([2, 4, 3, 0])).tolist()     # ab, ab, ba, ''
     [0, 2, 3]
     """
-    cdef Py_ssize_t n = starts.shape[0], k, total = pool.shape[0]
+    cdef Py_ssize_t n = starts.shape[0], k, total = pool.shape[0], bad = -1
     cdef vector[Slot] slots
+    cdef vector[int64_t] at         # each string's start and length, as read (and checked) once
     cdef uint64_t mask, h, i
     cdef const uint8_t* base = &pool[0] if total else <const uint8_t*>b""    # (not NULL: memcmp of 0 bytes)
     cdef const uint8_t* end = base + total
-    cdef int64_t length, count = 0
+    cdef int64_t a, b, length, count = 0
     cdef int32_t j
     cdef Slot empty
     if stops.shape[0] != n:
         raise ValueError(f"starts and stops must have the same length, got {n} and {stops.shape[0]}")
     if n >= 2 ** 31 - 1:
         raise ValueError("too many strings")
-    for k in range(n):
-        if not 0 <= starts[k] <= stops[k] <= total:
-            raise ValueError(f"string {k} ({starts[k]}:{stops[k]}) is not within the pool's {total} bytes")
     keep = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] out = keep
     empty.index = EMPTY_INDEX
@@ -284,9 +282,17 @@ def first_spans(const uint8_t[::1] pool, const int64_t[::1] starts, const int64_
     with nogil:
         mask = table_size(n) - 1
         slots.assign(mask + 1, empty)
+        at.resize(2 * n)
         for k in range(n):
-            length = stops[k] - starts[k]
-            h = hash_bytes(base + starts[k], length, load_head(base + starts[k], length, end), end)
+            a = starts[k]
+            b = stops[k]
+            if not 0 <= a <= b <= total:
+                bad = k
+                break
+            length = b - a
+            at[2 * k] = a
+            at[2 * k + 1] = length
+            h = hash_bytes(base + a, length, load_head(base + a, length, end), end)
             i = h & mask
             while True:
                 j = slots[i].index
@@ -296,10 +302,12 @@ def first_spans(const uint8_t[::1] pool, const int64_t[::1] starts, const int64_
                     out[count] = k
                     count += 1
                     break
-                if slots[i].tag == slot_tag(h) and stops[j] - starts[j] == length and \
-                        memcmp(base + starts[j], base + starts[k], length) == 0:
+                if slots[i].tag == slot_tag(h) and at[2 * j + 1] == length and \
+                        memcmp(base + at[2 * j], base + a, length) == 0:
                     break
                 i = next_slot(i, mask)
+    if bad >= 0:
+        raise ValueError(f"string {bad} ({starts[bad]}:{stops[bad]}) is not within the pool's {total} bytes")
     return keep[:count]
 
 

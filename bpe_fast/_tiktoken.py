@@ -225,7 +225,7 @@ class CoreBPE:
             data = b"".join(texts)
             ids = self._ordinary.encode_documents_utf8(data, bounds)
             # (no special token: each token covers its own bytes)
-            spans = covering_tokens(ids, self._ordinary._token_lengths(), bounds, size)
+            spans = covering_tokens(ids, self._ordinary.token_lengths(), bounds, size)
             if spans is not None:   # (else a pattern left text out)
                 return ids, spans[0], spans[1]
             encoded = self._ordinary.encode_batch([t.decode("utf-8") for t in texts], num_threads=1)

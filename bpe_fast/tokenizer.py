@@ -1334,7 +1334,7 @@ class Tokenizer:
         >>> tok.lengths_in(b"a<|eot|>", tok.encode_utf8_to_numpy(b"a<|eot|>")).tolist()
         [1, 7]
         """
-        table = self._token_lengths()
+        table = self.token_lengths()
         ids = np.array(ids)     # a copy: checked, then read again (another thread could write the caller's array)
         if ids.dtype.kind not in "iu":
             raise TypeError(f"ids must be an array of integers, got {ids.dtype}")
@@ -1348,13 +1348,19 @@ class Tokenizer:
         _shared_id_lengths(lengths, ids, data, self._specials)
         return lengths
 
-    def _token_lengths(self) -> NDArray[np.int64]:
-        """int64 array: id -> the length of its bytes (0 for an id without a token); made on first use."""
+    def token_lengths(self) -> NDArray[np.int64]:
+        """A read-only int64 array: id -> the length of its token's bytes (0 for an id without a token), made
+        on first use and kept.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")]).token_lengths()[255:]
+        array([1, 2])
+        """
         lengths = self.__dict__.get("_lengths")
         if lengths is None:
             lengths = np.zeros(self.vocab_size, dtype=np.int64)
             ids = np.fromiter(self._vocab.keys(), dtype=np.int64, count=len(self._vocab))
             lengths[ids] = np.fromiter(map(len, self._vocab.values()), dtype=np.int64, count=len(self._vocab))
+            lengths.flags.writeable = False     # (handed out by token_lengths)
             self._lengths = lengths
         return lengths
 
@@ -1762,7 +1768,7 @@ class Tokenizer:
         """
         ids = _id_array(ids)
         data = self._tables.decode_bytes(ids, True)
-        offsets = _char_offsets(data, self._token_lengths()[ids])
+        offsets = _char_offsets(data, self.token_lengths()[ids])
         return data.decode("utf-8", "strict"), offsets.tolist()
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:

@@ -582,6 +582,13 @@ def test_encode_documents_utf8_as_each_document_encoded_alone(tok, tok4, documen
         assert t.encode_documents_utf8(data, bounds, separator=separator).tolist() == expected
 
 
+def test_token_lengths_are_each_ids_bytes_and_read_only(tok):
+    lengths = tok.token_lengths()
+    assert lengths.tolist() == [len(tok.vocab.get(i, b"")) for i in range(tok.vocab_size)]
+    with pytest.raises(ValueError, match="read-only"):
+        lengths[0] = 5          # (the tokenizer's own table: lengths_in and decode_with_offsets read it)
+
+
 def test_the_native_documents_encoder_checks_its_bounds(tok):
     # the Python layer checks the bounds first; the native loop reads them without the GIL, so it checks them too
     from bpe_fast._encode import IdBuffer
