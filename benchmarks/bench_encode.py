@@ -337,6 +337,43 @@ def test_report(libraries):
     print("\n".join(lines))
 
 
+@pytest.mark.parametrize("piece", ["x*1000", "=*1000", "letters*1000", "letters*10000"])
+def test_encode_long_pieces(benchmark, libraries, piece):
+    """One pre-token of 1,000 or 10,000 bytes (a run of one letter, of "=", random lowercase letters), too long
+    for the encoder's cache of whole pre-tokens, so merged on every call (bpe_fast: a heap of candidate pairs
+    past 128 bytes, O(n log n)), against tiktoken's encode_ordinary on the same ranks: the best of 7 alternating
+    rounds each. Text made of such pieces is rare (the real corpus's 172,000 CJK pre-tokens hold 16 over 128
+    bytes); a degenerate input must not be slow."""
+    import random
+    import string
+    import time
+
+    from bpe_fast import Encoding
+
+    _, enc, _ = libraries
+    ours = Encoding("bench", pat_str=enc._pat_str, mergeable_ranks=enc._mergeable_ranks,
+                    special_tokens=enc._special_tokens)
+    what, size = piece.split("*")
+    if what == "letters":
+        text = "".join(random.Random(size).choice(string.ascii_lowercase) for _ in range(int(size)))
+    else:
+        text = what * int(size)
+    assert ours.encode_ordinary(text) == enc.encode_ordinary(text)
+    calls = max(10, 20000 // len(text))
+    times: dict[str, list[float]] = {"bpe_fast": [], "tiktoken": []}
+    for _ in range(7):
+        for name, encoding in (("bpe_fast", ours), ("tiktoken", enc)):
+            start = time.perf_counter()
+            for _ in range(calls):
+                encoding.encode_ordinary(text)
+            times[name].append((time.perf_counter() - start) / calls)
+    best = {name: min(t) * 1e6 for name, t in times.items()}
+    benchmark.extra_info.update({"us": round(best["bpe_fast"], 1), "tiktoken us": round(best["tiktoken"], 1)})
+    benchmark.pedantic(ours.encode_ordinary, args=(text,), rounds=1, iterations=1)
+    print(f"\nencode_ordinary of one pre-token, {piece}: bpe_fast {best['bpe_fast']:.1f} us, tiktoken "
+          f"{best['tiktoken']:.1f} us ({best['tiktoken'] / best['bpe_fast']:.2f}x)")
+
+
 def test_encoding_built_then_first_encode_with_unstable(benchmark, libraries):
     """An Encoding built from GPT-2's ranks, then its first encode_with_unstable and token_byte_values: the
     sorted vocabulary both need is made on the first call (tiktoken makes it while building the encoding), so

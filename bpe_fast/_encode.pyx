@@ -531,22 +531,29 @@ cdef inline void _push_pair(vector[HeapEntry]& heap, int32_t rank, int32_t start
 
 cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -1 nogil:
     """The same result in O(n log n): parts in a linked list by start byte, candidate pairs in a heap
-    ordered by (rank, start of the left part). A popped pair is used only if it is still there with
-    that rank; every change pushes the new pairs, so the true minimum is always in the heap."""
-    cdef vector[int32_t] nxt, prv
+    ordered by (rank, start of the left part). Each part's start keeps the rank and the joined id of the pair it
+    begins now (rank_at, joined_at: set whenever that pair changes), so a popped entry is used only if its part
+    is still there with that rank, without asking the pair table again; every change pushes the new pairs, so
+    the true minimum is always in the heap."""
+    cdef vector[int32_t] nxt, prv, rank_at, joined_at
     cdef vector[HeapEntry] heap              # (rank, start of the left part), lowest first (lowest_first)
     cdef HeapEntry top
     cdef Py_ssize_t i, m
-    cdef int32_t rank, left, right
-    cdef int32_t merged = 0, dummy = 0
+    cdef int32_t rank, left, right, after, before
+    cdef int32_t merged = 0
     nxt.resize(n)
     prv.resize(n)
+    rank_at.resize(n)
+    joined_at.resize(n)
     for i in range(n):
         nxt[i] = <int32_t>(i + 1) if i + 1 < n else -1
         prv[i] = <int32_t>(i - 1)
+        rank_at[i] = NO_RANK
     for i in range(n - 1):
         rank = pair_rank(r, ids[i], ids[i + 1], &merged)
         if rank != NO_RANK:
+            rank_at[i] = rank
+            joined_at[i] = merged
             top.key = rank
             top.id = <int32_t>i
             heap.push_back(top)
@@ -556,21 +563,28 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
         heap.pop_back()
         rank = <int32_t>top.key
         left = top.id
-        right = nxt[left]
-        if ids[left] < 0 or right < 0 or pair_rank(r, ids[left], ids[right], &merged) != rank:
+        if ids[left] < 0 or rank_at[left] != rank:
             continue                            # stale: the pair changed since it was pushed
-        ids[left] = merged
+        right = nxt[left]
+        ids[left] = joined_at[left]
         ids[right] = -1                         # gone
-        nxt[left] = nxt[right]
-        if nxt[left] >= 0:
-            prv[nxt[left]] = left
-            rank = pair_rank(r, ids[left], ids[nxt[left]], &dummy)
+        after = nxt[right]
+        nxt[left] = after
+        rank_at[left] = NO_RANK
+        if after >= 0:
+            prv[after] = left
+            rank = pair_rank(r, ids[left], ids[after], &merged)
             if rank != NO_RANK:
+                rank_at[left] = rank
+                joined_at[left] = merged
                 _push_pair(heap, rank, left)
-        if prv[left] >= 0:
-            rank = pair_rank(r, ids[prv[left]], ids[left], &dummy)
+        before = prv[left]
+        if before >= 0:
+            rank = pair_rank(r, ids[before], ids[left], &merged)
+            rank_at[before] = rank
             if rank != NO_RANK:
-                _push_pair(heap, rank, prv[left])
+                joined_at[before] = merged
+                _push_pair(heap, rank, before)
     m = 0
     for i in range(n):
         if ids[i] >= 0:
