@@ -42,7 +42,6 @@ from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport (EMPTY_KEY, HASH_SEED, hash_bytes, seed_hash_bytes, load_head, mix64, next_slot,
                                 pair_key, pair_slot, table_shift, table_size)
-from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
 from bpe_fast._threads cimport atomic_load, atomic_store, claim_next
 from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
                              scan_block_final)
@@ -521,12 +520,29 @@ cdef Py_ssize_t merge_small(const Ranks* r, const uint8_t* p, int32_t* ids, Py_s
     return m
 
 
-cdef inline void _push_pair(vector[HeapEntry]& heap, int32_t rank, int32_t start) noexcept nogil:
-    cdef HeapEntry e
-    e.key = rank
-    e.id = start
-    heap.push_back(e)
-    heap_sift_up(heap.data(), heap.size() - 1, lowest_first, NULL)
+cdef extern from *:
+    """
+    #include <algorithm>
+    // merge_large's heap: (rank << 32 | start) complemented, in a max-heap of plain integers, so the lowest
+    // (rank, start) is on top and each comparison is one integer compare (std's heap, which never throws here)
+    static inline void bpe_fast_heap_push(uint64_t* first, size_t n) { std::push_heap(first, first + n); }
+    static inline void bpe_fast_heap_pop(uint64_t* first, size_t n) { std::pop_heap(first, first + n); }
+    static inline void bpe_fast_heap_make(uint64_t* first, size_t n) { std::make_heap(first, first + n); }
+    """
+    void heap_push "bpe_fast_heap_push" (uint64_t* first, size_t n) noexcept nogil
+    void heap_pop "bpe_fast_heap_pop" (uint64_t* first, size_t n) noexcept nogil
+    void heap_make "bpe_fast_heap_make" (uint64_t* first, size_t n) noexcept nogil
+
+
+cdef inline uint64_t _pair_entry(int32_t rank, int32_t start) noexcept nogil:
+    """merge_large's heap entry for the pair at `start` with `rank` (both >= 0): the greatest is the lowest
+    (rank, start)."""
+    return ~((<uint64_t><uint32_t>rank << 32) | <uint32_t>start)
+
+
+cdef inline void _push_pair(vector[uint64_t]& heap, int32_t rank, int32_t start) noexcept nogil:
+    heap.push_back(_pair_entry(rank, start))
+    heap_push(heap.data(), heap.size())
 
 
 cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -1 nogil:
@@ -536,8 +552,8 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
     is still there with that rank, without asking the pair table again; every change pushes the new pairs, so
     the true minimum is always in the heap."""
     cdef vector[int32_t] nxt, prv, rank_at, joined_at
-    cdef vector[HeapEntry] heap              # (rank, start of the left part), lowest first (lowest_first)
-    cdef HeapEntry top
+    cdef vector[uint64_t] heap               # (rank, start of the left part), lowest first (_pair_entry)
+    cdef uint64_t top
     cdef Py_ssize_t i, m
     cdef int32_t rank, left, right, after, before
     cdef int32_t merged = 0
@@ -554,15 +570,14 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
         if rank != NO_RANK:
             rank_at[i] = rank
             joined_at[i] = merged
-            top.key = rank
-            top.id = <int32_t>i
-            heap.push_back(top)
-    heap_make(heap.data(), heap.size(), lowest_first, NULL)
+            heap.push_back(_pair_entry(rank, <int32_t>i))
+    heap_make(heap.data(), heap.size())
     while not heap.empty():
-        top = heap_pop(heap.data(), heap.size(), lowest_first, NULL)
+        top = ~heap[0]
+        heap_pop(heap.data(), heap.size())
         heap.pop_back()
-        rank = <int32_t>top.key
-        left = top.id
+        rank = <int32_t>(top >> 32)
+        left = <int32_t><uint32_t>top
         if ids[left] < 0 or rank_at[left] != rank:
             continue                            # stale: the pair changed since it was pushed
         right = nxt[left]
