@@ -198,16 +198,16 @@ def count_distinct(const uint8_t[::1] tokens, const int64_t[::1] offsets):
     offsets and bytes of the pre-token there, each at random and each needing the one before: so each is
     hashed DISTINCT_AHEAD pre-tokens before it is checked, its slot asked for then (a prefetch, which does not
     wait), the offsets of the pre-token in that slot a third of the way, and its bytes two thirds."""
-    cdef Py_ssize_t n = offsets.shape[0] - 1, k, j, q
+    cdef Py_ssize_t n = offsets.shape[0] - 1, k, q
     cdef vector[Slot] slots
-    cdef uint64_t mask, h, i
+    cdef uint64_t mask, h
     cdef uint64_t ahead[DISTINCT_AHEAD]     # the hashes of the pre-tokens k .. k + DISTINCT_AHEAD - 1
     cdef const uint8_t* base = &tokens[0] if tokens.shape[0] else <const uint8_t*>b""    # (not NULL: memcmp of 0 bytes)
     cdef const uint8_t* end = base + tokens.shape[0]
     cdef const int64_t* off = &offsets[0]
     cdef Slot empty
     cdef const Slot* seen
-    cdef int64_t distinct = 0, length
+    cdef int64_t distinct = 0
     if n < 0:
         raise ValueError("offsets must have at least one entry")
     if n >= 2 ** 31 - 1:
@@ -239,20 +239,31 @@ def count_distinct(const uint8_t[::1] tokens, const int64_t[::1] offsets):
                 seen = &slots[ahead[q & (DISTINCT_AHEAD - 1)] & mask]
                 if seen.index != EMPTY_INDEX and seen.tag == slot_tag(ahead[q & (DISTINCT_AHEAD - 1)]):
                     prefetch(base + off[seen.index])
-            length = off[k + 1] - off[k]
-            i = h & mask
-            while True:
-                j = slots[i].index
-                if j == EMPTY_INDEX:
-                    slots[i].index = <int32_t>k
-                    slots[i].tag = slot_tag(h)
-                    distinct += 1
-                    break
-                if slots[i].tag == slot_tag(h) and off[j + 1] - off[j] == length and \
-                        memcmp(base + off[j], base + off[k], length) == 0:
-                    break
-                i = next_slot(i, mask)
+            if _add_new(slots.data(), mask, h, <int32_t>k, base, off, 1):
+                distinct += 1
     return distinct
+
+
+cdef inline bint _add_new(Slot* slots, uint64_t mask, uint64_t h, int32_t k, const uint8_t* base,
+                          const int64_t* bounds, Py_ssize_t stride) noexcept nogil:
+    """Add string k, base[bounds[k * stride]:bounds[k * stride + 1]] with hash h, to the hash set `slots`
+    (strings by index, the same bounds for each) unless an equal one is there: True when it was added."""
+    cdef const int64_t* mine = bounds + k * stride
+    cdef const int64_t* theirs
+    cdef int64_t length = mine[1] - mine[0]
+    cdef uint64_t i = h & mask
+    cdef int32_t j
+    while True:
+        j = slots[i].index
+        if j == EMPTY_INDEX:
+            slots[i].index = k
+            slots[i].tag = slot_tag(h)
+            return True
+        theirs = bounds + j * stride
+        if slots[i].tag == slot_tag(h) and theirs[1] - theirs[0] == length and \
+                memcmp(base + theirs[0], base + mine[0], length) == 0:
+            return False
+        i = next_slot(i, mask)
 
 
 def first_spans(const uint8_t[::1] pool, const int64_t[::1] starts, const int64_t[::1] stops):
@@ -264,12 +275,11 @@ def first_spans(const uint8_t[::1] pool, const int64_t[::1] starts, const int64_
     """
     cdef Py_ssize_t n = starts.shape[0], k, total = pool.shape[0], bad = -1
     cdef vector[Slot] slots
-    cdef vector[int64_t] at         # each string's start and length, as read (and checked) once
-    cdef uint64_t mask, h, i
+    cdef vector[int64_t] at         # each string's start and end, as read (and checked) once
+    cdef uint64_t mask, h
     cdef const uint8_t* base = &pool[0] if total else <const uint8_t*>b""    # (not NULL: memcmp of 0 bytes)
     cdef const uint8_t* end = base + total
-    cdef int64_t a, b, length, count = 0
-    cdef int32_t j
+    cdef int64_t a, b, count = 0
     cdef Slot empty
     if stops.shape[0] != n:
         raise ValueError(f"starts and stops must have the same length, got {n} and {stops.shape[0]}")
@@ -289,23 +299,12 @@ def first_spans(const uint8_t[::1] pool, const int64_t[::1] starts, const int64_
             if not 0 <= a <= b <= total:
                 bad = k
                 break
-            length = b - a
             at[2 * k] = a
-            at[2 * k + 1] = length
-            h = hash_bytes(base + a, length, load_head(base + a, length, end), end)
-            i = h & mask
-            while True:
-                j = slots[i].index
-                if j == EMPTY_INDEX:
-                    slots[i].index = <int32_t>k
-                    slots[i].tag = slot_tag(h)
-                    out[count] = k
-                    count += 1
-                    break
-                if slots[i].tag == slot_tag(h) and at[2 * j + 1] == length and \
-                        memcmp(base + at[2 * j], base + a, length) == 0:
-                    break
-                i = next_slot(i, mask)
+            at[2 * k + 1] = b
+            h = hash_bytes(base + a, b - a, load_head(base + a, b - a, end), end)
+            if _add_new(slots.data(), mask, h, <int32_t>k, base, at.data(), 2):
+                out[count] = k
+                count += 1
     if bad >= 0:
         raise ValueError(f"string {bad} ({starts[bad]}:{stops[bad]}) is not within the pool's {total} bytes")
     return keep[:count]
