@@ -148,7 +148,8 @@ class Encoding:
     @property
     def tokenizer(self) -> Tokenizer:
         """The bpe_fast.Tokenizer doing the work (its defaults are CS336's: its special tokens are matched; it reads
-        characters as tiktoken does, Unicode 16.0: Tokenizer.with_unicode)."""
+        characters as tiktoken does, Unicode 16.0: Tokenizer.with_unicode, with a built-in pattern; a custom pat_str
+        goes through `regex`, with its own, newer, classes)."""
         return self._tokenizer
 
     def __repr__(self) -> str:

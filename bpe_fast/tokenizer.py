@@ -572,7 +572,8 @@ class Tokenizer:
         ``encode(text, add_special_tokens=False).ids``. The added tokens are special tokens here; a
         post-processor's BOS/EOS are not added. What is read, ignored and refused is in bpe_fast.hf; a file
         bpe_fast cannot follow exactly raises bpe_fast.formats.FormatError (a ValueError) naming the file and
-        what is unsupported. Characters are read as HF's Oniguruma reads them (Unicode 16.0: with_unicode).
+        what is unsupported. Characters are read as HF's Oniguruma reads them (Unicode 16.0: with_unicode) by the
+        built-in patterns; a custom pattern goes through `regex`, with its own (newer) classes.
 
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
@@ -603,7 +604,8 @@ class Tokenizer:
         (bpe_fast.ranks.merges_from_ranks); ranks holding tokens that merging does not make (Llama 3's) are read as
         tiktoken reads them (by_ranks_only). A bad line of the file is a bpe_fast.formats.FormatError naming the
         file and line; such a token longer than the 256 bytes the encoder looks up whole is a ValueError naming it.
-        Characters are read as tiktoken reads them (Unicode 16.0: with_unicode).
+        Characters are read as tiktoken reads them (Unicode 16.0: with_unicode) by the built-in patterns; a custom
+        pattern goes through `regex`, with its own (newer) classes.
 
         >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
         >>> tok = Tokenizer.from_tiktoken(ranks, "gpt2", {"<|endoftext|>": 300})
