@@ -476,7 +476,7 @@ cdef Py_ssize_t merge_piece(const Ranks* r, const uint8_t* p, Py_ssize_t n, int3
             return _no_token_for_byte(p[i])
     if n <= SMALL_PIECE:
         return merge_small(r, p, ids, n)
-    return merge_large(r, ids, n)
+    return merge_large(r, p, ids, n)
 
 
 cdef Py_ssize_t merge_small(const Ranks* r, const uint8_t* p, int32_t* ids, Py_ssize_t m) noexcept nogil:
@@ -523,20 +523,120 @@ cdef Py_ssize_t merge_small(const Ranks* r, const uint8_t* p, int32_t* ids, Py_s
 cdef extern from *:
     """
     #include <algorithm>
-    // merge_large's heap: (rank << 32 | start) complemented, in a max-heap of plain integers, so the lowest
-    // (rank, start) is on top and each comparison is one integer compare (std's heap, which never throws here)
+    // merge_large's heaps: (rank << 32 | start) or (rank << 32) complemented, in a max-heap of plain integers,
+    // so the lowest is on top and each comparison is one integer compare (std's heap, which never throws here)
     static inline void bpe_fast_heap_push(uint64_t* first, size_t n) { std::push_heap(first, first + n); }
     static inline void bpe_fast_heap_pop(uint64_t* first, size_t n) { std::pop_heap(first, first + n); }
     static inline void bpe_fast_heap_make(uint64_t* first, size_t n) { std::make_heap(first, first + n); }
+    static inline void bpe_fast_sort_starts(int32_t* first, size_t n) { std::sort(first, first + n); }
     """
     void heap_push "bpe_fast_heap_push" (uint64_t* first, size_t n) noexcept nogil
     void heap_pop "bpe_fast_heap_pop" (uint64_t* first, size_t n) noexcept nogil
     void heap_make "bpe_fast_heap_make" (uint64_t* first, size_t n) noexcept nogil
+    void sort_starts "bpe_fast_sort_starts" (int32_t* first, size_t n) noexcept nogil
+
+
+cdef struct RankGroup:
+    int32_t rank                # the rank (-1: an empty slot of the table)
+    int32_t head                # the first of its waiting pairs (RankQueue.start's index), -1 when none waits
+    int32_t tail                # the last
+
+
+cdef struct RankQueue:
+    # merge_large's candidate pairs by rank: each rank with pairs waiting has a group (a list, in the order
+    # they were added), found by rank in an open-addressing table, and sits once in a heap of ranks
+    vector[RankGroup] groups
+    Py_ssize_t used             # groups' slots taken
+    vector[int32_t] start       # a waiting pair (the index of RankGroup's head and tail): its left part's start
+    vector[int32_t] next        # ... and the next pair of its rank's group, -1 at its end
+    vector[uint64_t] ranks      # the ranks with pairs waiting, lowest on top (complemented rank << 32)
+
+
+cdef inline Py_ssize_t _group_slot(const vector[RankGroup]& groups, int32_t rank) noexcept nogil:
+    """The slot of rank in the table, or the empty slot where it would go."""
+    cdef uint64_t mask = groups.size() - 1, i = mix64(<uint64_t><uint32_t>rank) & mask
+    while groups[i].rank >= 0 and groups[i].rank != rank:
+        i = next_slot(i, mask)
+    return <Py_ssize_t>i
+
+
+cdef void _queue_init(RankQueue* q, Py_ssize_t pairs) noexcept nogil:
+    cdef RankGroup empty
+    empty.rank = empty.head = empty.tail = -1
+    q.groups.assign(table_size(pairs // 2), empty)       # grown when half full
+    q.used = 0
+    q.start.reserve(2 * pairs)
+    q.next.reserve(2 * pairs)
+    q.ranks.reserve(pairs)
+
+
+cdef void _queue_grow(RankQueue* q) noexcept nogil:
+    """Twice the table's slots, every group moved to its new slot."""
+    cdef vector[RankGroup] old
+    cdef RankGroup empty
+    cdef Py_ssize_t k
+    empty.rank = empty.head = empty.tail = -1
+    old.swap(q.groups)
+    q.groups.assign(2 * old.size(), empty)
+    for k in range(<Py_ssize_t>old.size()):
+        if old[k].rank >= 0:
+            q.groups[_group_slot(q.groups, old[k].rank)] = old[k]
+
+
+cdef inline void _queue_add(RankQueue* q, int32_t rank, int32_t start) noexcept nogil:
+    """Put the pair at start (rank >= 0) at the end of its rank's group; the rank joins the heap when its group
+    had nothing waiting."""
+    cdef Py_ssize_t g = _group_slot(q.groups, rank)
+    cdef int32_t node = <int32_t>q.start.size()
+    q.start.push_back(start)
+    q.next.push_back(-1)
+    if q.groups[g].rank < 0:
+        if 2 * (q.used + 1) > <Py_ssize_t>q.groups.size():
+            _queue_grow(q)
+            g = _group_slot(q.groups, rank)
+        q.groups[g].rank = rank
+        q.groups[g].head = -1
+        q.used += 1
+    if q.groups[g].head < 0:
+        q.groups[g].head = node
+        q.ranks.push_back(~(<uint64_t><uint32_t>rank << 32))
+        heap_push(q.ranks.data(), q.ranks.size())
+    else:
+        q.next[q.groups[g].tail] = node
+    q.groups[g].tail = node
+
+
+cdef int32_t _queue_take(RankQueue* q, vector[int32_t]& starts) noexcept nogil:
+    """Take the lowest rank with pairs waiting (the queue is not empty): its pairs' starts into `starts`, in
+    increasing order; returns the rank."""
+    cdef int32_t rank = <int32_t>((~q.ranks[0]) >> 32)
+    cdef Py_ssize_t g, k
+    cdef int32_t node
+    heap_pop(q.ranks.data(), q.ranks.size())
+    q.ranks.pop_back()
+    g = _group_slot(q.groups, rank)
+    starts.clear()
+    node = q.groups[g].head
+    while node >= 0:
+        starts.push_back(q.start[node])
+        node = q.next[node]
+    q.groups[g].head = -1
+    for k in range(1, <Py_ssize_t>starts.size()):
+        if starts[k] < starts[k - 1]:
+            sort_starts(starts.data(), starts.size())
+            break
+    return rank
+
+
+cdef struct Part:
+    int32_t next                # the next part's start, -1 for the last
+    int32_t prev                # the previous part's start, -1 for the first
+    int32_t rank                # the rank of the pair this part begins (NO_RANK: none)
+    int32_t joined              # the id that pair joins into
 
 
 cdef inline uint64_t _pair_entry(int32_t rank, int32_t start) noexcept nogil:
-    """merge_large's heap entry for the pair at `start` with `rank` (both >= 0): the greatest is the lowest
-    (rank, start)."""
+    """A heap entry for the pair at `start` with `rank` (both >= 0): the greatest is the lowest (rank, start)."""
     return ~((<uint64_t><uint32_t>rank << 32) | <uint32_t>start)
 
 
@@ -545,32 +645,94 @@ cdef inline void _push_pair(vector[uint64_t]& heap, int32_t rank, int32_t start)
     heap_push(heap.data(), heap.size())
 
 
-cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -1 nogil:
-    """The same result in O(n log n): parts in a linked list by start byte, candidate pairs in a heap
-    ordered by (rank, start of the left part). Each part's start keeps the rank and the joined id of the pair it
-    begins now (rank_at, joined_at: set whenever that pair changes), so a popped entry is used only if its part
-    is still there with that rank, without asking the pair table again; every change pushes the new pairs, so
-    the true minimum is always in the heap."""
-    cdef vector[int32_t] nxt, prv, rank_at, joined_at
-    cdef vector[uint64_t] heap               # (rank, start of the left part), lowest first (_pair_entry)
-    cdef uint64_t top
-    cdef Py_ssize_t i, m
-    cdef int32_t rank, left, right, after, before
+cdef inline int32_t _join(const Ranks* r, Part* pt, int32_t* ids, int32_t left) noexcept nogil:
+    """Join the pair at `left` (still there, pt[left].rank its rank): the part after it is gone, and the pairs
+    the joined part begins and ends (pt[left] and pt[before]) get their ranks and ids from the pair table (both
+    slots fetched before either is read). Returns the part before (-1: none)."""
+    cdef int32_t right = pt[left].next
+    cdef int32_t after = pt[right].next
+    cdef int32_t before = pt[left].prev
     cdef int32_t merged = 0
-    nxt.resize(n)
-    prv.resize(n)
-    rank_at.resize(n)
-    joined_at.resize(n)
+    ids[left] = pt[left].joined
+    ids[right] = -1                     # gone
+    pt[left].next = after
+    if after >= 0:
+        pt[after].prev = left
+        prefetch(&r.pairs[pair_slot(pair_key(ids[left], ids[after]), r.pair_shift)])
+    if before >= 0:
+        prefetch(&r.pairs[pair_slot(pair_key(ids[before], ids[left]), r.pair_shift)])
+    pt[left].rank = NO_RANK
+    if after >= 0:
+        pt[left].rank = pair_rank(r, ids[left], ids[after], &merged)
+        pt[left].joined = merged
+    if before >= 0:
+        pt[before].rank = pair_rank(r, ids[before], ids[left], &merged)
+        pt[before].joined = merged
+    return before
+
+
+cdef enum:
+    REPEAT_SLOTS = 256          # merge_large: the direct-mapped table of recent ranks that tells repeats ...
+    REPEAT_SAMPLE = 512         # ... among the first pairs of a piece
+
+
+cdef Py_ssize_t merge_large(const Ranks* r, const uint8_t* p, int32_t* ids, Py_ssize_t n) except -1 nogil:
+    """merge_small's result for the bytes p[0:n] (ids[i]: the id of byte p[i]) in O(n log n): parts in a linked
+    list by start byte (Part: each keeps the rank and the joined id of the pair it begins now, set whenever that
+    pair changes, so a waiting pair is joined only if its part is still there with that rank, without asking
+    the pair table again). The first pairs come from r.two. The candidate pairs wait in one of two queues,
+    chosen by how often the first REPEAT_SAMPLE pairs repeat a rank (a run of one character, a few letters:
+    most; text: few): repeats go to _merge_by_groups, where each rank's pairs are joined together; the rest to a
+    heap of (rank, start) (_merge_by_heap), where a group of one would cost a table look-up more."""
+    cdef vector[Part] parts
+    cdef int32_t seen[REPEAT_SLOTS]
+    cdef Part* pt
+    cdef Py_ssize_t i, m, pairs = 0, sampled = 0, repeats = 0
+    cdef int32_t rank
+    cdef const RankedPair* two
+    parts.resize(n)
+    pt = parts.data()
+    memset(seen, 0xff, sizeof(seen))
     for i in range(n):
-        nxt[i] = <int32_t>(i + 1) if i + 1 < n else -1
-        prv[i] = <int32_t>(i - 1)
-        rank_at[i] = NO_RANK
+        pt[i].next = <int32_t>(i + 1) if i + 1 < n else -1
+        pt[i].prev = <int32_t>(i - 1)
+        pt[i].rank = NO_RANK
     for i in range(n - 1):
-        rank = pair_rank(r, ids[i], ids[i + 1], &merged)
+        two = &r.two[(<Py_ssize_t>p[i] << 8) | p[i + 1]]
+        if two.rank != NO_RANK:
+            pt[i].rank = two.rank
+            pt[i].joined = two.merged
+            pairs += 1
+    for i in range(min(n - 1, REPEAT_SAMPLE)):
+        rank = pt[i].rank
         if rank != NO_RANK:
-            rank_at[i] = rank
-            joined_at[i] = merged
-            heap.push_back(_pair_entry(rank, <int32_t>i))
+            sampled += 1
+            m = mix64(<uint64_t><uint32_t>rank) & (REPEAT_SLOTS - 1)
+            repeats += seen[m] == rank
+            seen[m] = rank
+    if 2 * repeats >= sampled:
+        _merge_by_groups(r, pt, ids, n)
+    else:
+        _merge_by_heap(r, pt, ids, n, pairs)
+    m = 0
+    for i in range(n):
+        if ids[i] >= 0:
+            ids[m] = ids[i]
+            m += 1
+    return m
+
+
+cdef void _merge_by_heap(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n, Py_ssize_t pairs) noexcept nogil:
+    """merge_large's joins with the candidate pairs in a heap ordered by (rank, start of the left part); every
+    join pushes the new pairs, so the true minimum is always in the heap."""
+    cdef vector[uint64_t] heap               # (rank, start), lowest first (_pair_entry)
+    cdef uint64_t top
+    cdef Py_ssize_t i
+    cdef int32_t rank, left, before
+    heap.reserve(3 * pairs)
+    for i in range(n - 1):
+        if pt[i].rank != NO_RANK:
+            heap.push_back(_pair_entry(pt[i].rank, <int32_t>i))
     heap_make(heap.data(), heap.size())
     while not heap.empty():
         top = ~heap[0]
@@ -578,34 +740,48 @@ cdef Py_ssize_t merge_large(const Ranks* r, int32_t* ids, Py_ssize_t n) except -
         heap.pop_back()
         rank = <int32_t>(top >> 32)
         left = <int32_t><uint32_t>top
-        if ids[left] < 0 or rank_at[left] != rank:
+        if ids[left] < 0 or pt[left].rank != rank:
             continue                            # stale: the pair changed since it was pushed
-        right = nxt[left]
-        ids[left] = joined_at[left]
-        ids[right] = -1                         # gone
-        after = nxt[right]
-        nxt[left] = after
-        rank_at[left] = NO_RANK
-        if after >= 0:
-            prv[after] = left
-            rank = pair_rank(r, ids[left], ids[after], &merged)
-            if rank != NO_RANK:
-                rank_at[left] = rank
-                joined_at[left] = merged
-                _push_pair(heap, rank, left)
-        before = prv[left]
-        if before >= 0:
-            rank = pair_rank(r, ids[before], ids[left], &merged)
-            rank_at[before] = rank
-            if rank != NO_RANK:
-                joined_at[before] = merged
-                _push_pair(heap, rank, before)
-    m = 0
-    for i in range(n):
-        if ids[i] >= 0:
-            ids[m] = ids[i]
-            m += 1
-    return m
+        before = _join(r, pt, ids, left)
+        if pt[left].rank != NO_RANK:
+            _push_pair(heap, pt[left].rank, left)
+        if before >= 0 and pt[before].rank != NO_RANK:
+            _push_pair(heap, pt[before].rank, before)
+
+
+cdef void _merge_by_groups(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n) noexcept nogil:
+    """merge_large's joins with the candidate pairs grouped by rank (RankQueue), the lowest rank's pairs joined
+    left to right. A join makes pairs of higher rank only (their tokens are longer), so the pairs of one rank
+    are all waiting when its turn comes; a join that makes a pair of lower or equal rank (a vocabulary whose
+    ranks do not follow its merges) puts the rest of the group back, so the lowest (rank, start) is always the
+    next joined, as in tiktoken."""
+    cdef vector[int32_t] starts
+    cdef RankQueue q
+    cdef Py_ssize_t i, k
+    cdef int32_t rank, left, before
+    cdef bint lower
+    _queue_init(&q, n)
+    for i in range(n - 1):
+        if pt[i].rank != NO_RANK:
+            _queue_add(&q, pt[i].rank, <int32_t>i)
+    while not q.ranks.empty():
+        rank = _queue_take(&q, starts)
+        for k in range(<Py_ssize_t>starts.size()):
+            left = starts[k]
+            if ids[left] < 0 or pt[left].rank != rank:
+                continue                        # stale: the pair changed since it was added
+            before = _join(r, pt, ids, left)
+            lower = False
+            if pt[left].rank != NO_RANK:
+                _queue_add(&q, pt[left].rank, left)
+                lower = pt[left].rank <= rank
+            if before >= 0 and pt[before].rank != NO_RANK:
+                _queue_add(&q, pt[before].rank, before)
+                lower = lower or pt[before].rank <= rank
+            if lower:                           # the rest of this rank waits for the lower rank's turn
+                for i in range(k + 1, <Py_ssize_t>starts.size()):
+                    _queue_add(&q, rank, starts[i])
+                break
 
 
 cdef inline void _take_rank(vector[int32_t]& rank_of, int32_t token, int32_t rank) noexcept nogil:

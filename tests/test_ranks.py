@@ -9,6 +9,7 @@ import gzip
 import os
 import random
 import re
+import string
 import subprocess
 import sys
 
@@ -515,6 +516,55 @@ def test_one_pair_a_token_encodes_as_every_split(seed, n_tokens, words):
     text = " ".join(w * (1 + seed % 5) for w in words)
     expected = tiktoken.Encoding("random", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}).encode(text)
     assert one_pair.encode(text) == every_split.encode(text) == expected
+
+
+@SOME
+@given(st.integers(0, 2**32), st.integers(2, 60), st.sampled_from([129, 200, 700, 2000]),
+       st.sampled_from(["periodic", "few letters", "many letters"]))
+def test_long_pieces_merge_as_tiktoken_when_ranks_do_not_follow_merges(seed, n_tokens, length, kind):
+    # pieces over 128 bytes merge with the pairs grouped by rank (pieces whose pairs repeat: a period, a few
+    # letters) or in a heap (most pairs of a distinct rank: many letters, most pairs of two of them ranked, and
+    # thousands of longer tokens). Ranks shuffled among the tokens make joins that create a pair of lower rank
+    # than the one being joined ("ab" 300, then "cab" 280): the rest of the group must wait for it, as
+    # tiktoken's rule (lowest rank, then leftmost) says. The oracle for pieces up to 700 bytes, tiktoken for all
+    tiktoken = pytest.importorskip("tiktoken")
+    rng = random.Random(seed)
+    letters = string.ascii_letters if kind == "many letters" else "abc"
+    pool = [c.encode() for c in letters]
+    tokens = {a + b for a in pool for b in pool if rng.random() < 0.7} if kind == "many letters" else set()
+    pool += sorted(tokens)
+    target = len(tokens) + n_tokens * (60 if kind == "many letters" else 1)
+    while len(tokens) < target:
+        token = rng.choice(pool) + rng.choice(pool)
+        if token not in tokens and len(token) <= 12:
+            tokens.add(token)
+            pool.append(token)
+    tokens = sorted(tokens)
+    rng.shuffle(tokens)
+    ranks = BYTE_RANKS | {t: 256 + k for k, t in enumerate(tokens)}
+    if kind == "periodic":
+        unit = "".join(rng.choice(letters) for _ in range(rng.randint(1, 5)))
+        text = (unit * length)[:length]
+    elif kind == "many letters":        # the tokens' bytes, so that long tokens form
+        text = b"".join(rng.choice(pool) for _ in range(length)).decode()[:length]
+    else:
+        text = "".join(rng.choice(letters) for _ in range(length))
+    pattern = r"[a-zA-Z]+"
+    ours = bpe_fast.Encoding("random", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    expected = tiktoken.Encoding("random", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}).encode(text)
+    assert ours.encode_ordinary(text) == expected
+    if length <= 700:
+        assert expected == [ranks[p] for p in merge_pretoken_tiktoken(text.encode(), ranks)]
+
+
+def test_a_long_piece_whose_joins_make_lower_ranks():
+    # "ab" ranks 300 and "aba" 280: in "abab...", joining "ab" at 0 makes (ab, a) of rank 280, which tiktoken
+    # joins before the next "ab" (at 2), taking its "a": "aba", "b", "aba", "b", ... Joining the whole group of
+    # "ab" first would give "ab" a hundred times
+    ranks = BYTE_RANKS | {b"ab": 300, b"aba": 280}
+    ours = bpe_fast.Encoding("r", pat_str=r"[ab]+", mergeable_ranks=ranks, special_tokens={})
+    assert ours.encode_ordinary("ab" * 100) == [280, ord("b")] * 50
+    assert ours.encode_ordinary("b" + "ab" * 100) == [ord("b")] + [280, ord("b")] * 50
 
 
 def test_tables_hold_the_decode_pool_they_were_given():
