@@ -549,6 +549,7 @@ cdef struct RankQueue:
     Py_ssize_t used             # groups' slots taken
     vector[int32_t] start       # a waiting pair (the index of RankGroup's head and tail): its left part's start
     vector[int32_t] next        # ... and the next pair of its rank's group, -1 at its end
+    int32_t free                # the first of the entries taken (linked by next), to be used again; -1: none
     vector[uint64_t] ranks      # the ranks with pairs waiting, lowest on top (complemented rank << 32)
 
 
@@ -563,11 +564,12 @@ cdef inline Py_ssize_t _group_slot(const vector[RankGroup]& groups, int32_t rank
 cdef void _queue_init(RankQueue* q, Py_ssize_t pairs) noexcept nogil:
     cdef RankGroup empty
     empty.rank = empty.head = empty.tail = -1
-    q.groups.assign(table_size(pairs // 2), empty)       # grown when half full
+    q.groups.assign(table_size(min(pairs, 256)), empty)  # grown when half full (a run of one character has
+                                                        # a few ranks in millions of pairs)
     q.used = 0
-    q.start.reserve(2 * pairs)
-    q.next.reserve(2 * pairs)
-    q.ranks.reserve(pairs)
+    q.free = -1
+    q.start.reserve(pairs)
+    q.next.reserve(pairs)
 
 
 cdef void _queue_grow(RankQueue* q) noexcept nogil:
@@ -587,9 +589,15 @@ cdef inline void _queue_add(RankQueue* q, int32_t rank, int32_t start) noexcept 
     """Put the pair at start (rank >= 0) at the end of its rank's group; the rank joins the heap when its group
     had nothing waiting."""
     cdef Py_ssize_t g = _group_slot(q.groups, rank)
-    cdef int32_t node = <int32_t>q.start.size()
-    q.start.push_back(start)
-    q.next.push_back(-1)
+    cdef int32_t node = q.free
+    if node >= 0:
+        q.free = q.next[node]
+        q.start[node] = start
+        q.next[node] = -1
+    else:
+        node = <int32_t>q.start.size()
+        q.start.push_back(start)
+        q.next.push_back(-1)
     if q.groups[g].rank < 0:
         if 2 * (q.used + 1) > <Py_ssize_t>q.groups.size():
             _queue_grow(q)
@@ -620,6 +628,8 @@ cdef int32_t _queue_take(RankQueue* q, vector[int32_t]& starts) noexcept nogil:
     while node >= 0:
         starts.push_back(q.start[node])
         node = q.next[node]
+    q.next[q.groups[g].tail] = q.free         # the group's entries are free again
+    q.free = q.groups[g].head
     q.groups[g].head = -1
     for k in range(1, <Py_ssize_t>starts.size()):
         if starts[k] < starts[k - 1]:

@@ -520,20 +520,21 @@ def test_one_pair_a_token_encodes_as_every_split(seed, n_tokens, words):
 
 @SOME
 @given(st.integers(0, 2**32), st.integers(2, 60), st.sampled_from([129, 200, 700, 2000]),
-       st.sampled_from(["periodic", "few letters", "many letters"]))
+       st.sampled_from(["periodic", "few letters", "many letters", "a run, then many letters"]))
 def test_long_pieces_merge_as_tiktoken_when_ranks_do_not_follow_merges(seed, n_tokens, length, kind):
-    # pieces over 128 bytes merge with the pairs grouped by rank (pieces whose pairs repeat: a period, a few
-    # letters) or in a heap (most pairs of a distinct rank: many letters, most pairs of two of them ranked, and
-    # thousands of longer tokens). Ranks shuffled among the tokens make joins that create a pair of lower rank
+    # pieces over 128 bytes merge with the pairs grouped by rank (pieces whose first pairs repeat: a period, a
+    # few letters, a run before anything) or in a heap (most pairs of a distinct rank: many letters, most pairs
+    # of two of them ranked, and thousands of longer tokens; after a run, they make the groups' table grow). Ranks shuffled among the tokens make joins that create a pair of lower rank
     # than the one being joined ("ab" 300, then "cab" 280): the rest of the group must wait for it, as
     # tiktoken's rule (lowest rank, then leftmost) says. The oracle for pieces up to 700 bytes, tiktoken for all
     tiktoken = pytest.importorskip("tiktoken")
     rng = random.Random(seed)
-    letters = string.ascii_letters if kind == "many letters" else "abc"
+    many = kind.endswith("many letters")
+    letters = string.ascii_letters if many else "abc"
     pool = [c.encode() for c in letters]
-    tokens = {a + b for a in pool for b in pool if rng.random() < 0.7} if kind == "many letters" else set()
+    tokens = {a + b for a in pool for b in pool if rng.random() < 0.7} if many else set()
     pool += sorted(tokens)
-    target = len(tokens) + n_tokens * (60 if kind == "many letters" else 1)
+    target = len(tokens) + n_tokens * (60 if many else 1)
     while len(tokens) < target:
         token = rng.choice(pool) + rng.choice(pool)
         if token not in tokens and len(token) <= 12:
@@ -545,15 +546,17 @@ def test_long_pieces_merge_as_tiktoken_when_ranks_do_not_follow_merges(seed, n_t
     if kind == "periodic":
         unit = "".join(rng.choice(letters) for _ in range(rng.randint(1, 5)))
         text = (unit * length)[:length]
-    elif kind == "many letters":        # the tokens' bytes, so that long tokens form
+    elif many:                          # the tokens' bytes, so that long tokens form
         text = b"".join(rng.choice(pool) for _ in range(length)).decode()[:length]
+        if kind.startswith("a run"):
+            text = "a" * 600 + text
     else:
         text = "".join(rng.choice(letters) for _ in range(length))
     pattern = r"[a-zA-Z]+"
     ours = bpe_fast.Encoding("random", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
     expected = tiktoken.Encoding("random", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}).encode(text)
     assert ours.encode_ordinary(text) == expected
-    if length <= 700:
+    if len(text) <= 700:
         assert expected == [ranks[p] for p in merge_pretoken_tiktoken(text.encode(), ranks)]
 
 
