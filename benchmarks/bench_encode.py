@@ -387,6 +387,32 @@ def test_encode_long_pieces(benchmark, libraries, piece):
           f"{best['tiktoken']:.1f} us ({best['tiktoken'] / best['bpe_fast']:.2f}x)")
 
 
+def test_encode_long_piece_of_lower_ranked_joins(benchmark):
+    """A run of 100,000 "a" where "aa" ranks 1000 and "aaa" 300: every join of "aa" makes a pair ranked before
+    the next "aa", the case where bpe_fast's grouped joins hand over to its heap (putting the rest of the group
+    back each time took seconds). Against tiktoken's encode_ordinary, the best of 5 alternating calls each."""
+    import time
+
+    from bpe_fast import Encoding
+
+    ranks = {bytes([b]): b for b in range(256)} | {b"aa": 1000, b"aaa": 300}
+    ours = Encoding("lower", pat_str=r"a+", mergeable_ranks=ranks, special_tokens={})
+    enc = tiktoken.Encoding("lower", pat_str=r"a+", mergeable_ranks=ranks, special_tokens={})
+    text = "a" * 100_000
+    assert ours.encode_ordinary(text) == enc.encode_ordinary(text)
+    times: dict[str, list[float]] = {"bpe_fast": [], "tiktoken": []}
+    for _ in range(5):
+        for name, encoding in (("bpe_fast", ours), ("tiktoken", enc)):
+            start = time.perf_counter()
+            encoding.encode_ordinary(text)
+            times[name].append(time.perf_counter() - start)
+    best = {name: min(t) * 1000 for name, t in times.items()}
+    benchmark.extra_info.update({"ms": round(best["bpe_fast"], 2), "tiktoken ms": round(best["tiktoken"], 2)})
+    benchmark.pedantic(ours.encode_ordinary, args=(text,), rounds=1, iterations=1)
+    print(f"\nencode_ordinary of a run whose joins make lower ranks: bpe_fast {best['bpe_fast']:.2f} ms, tiktoken "
+          f"{best['tiktoken']:.2f} ms ({best['tiktoken'] / best['bpe_fast']:.2f}x)")
+
+
 def test_encoding_built_then_first_encode_with_unstable(benchmark, libraries):
     """An Encoding built from GPT-2's ranks, then its first encode_with_unstable and token_byte_values: the
     sorted vocabulary both need is made on the first call (tiktoken makes it while building the encoding), so

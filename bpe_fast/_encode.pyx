@@ -720,9 +720,7 @@ cdef Py_ssize_t merge_large(const Ranks* r, const uint8_t* p, int32_t* ids, Py_s
             m = mix64(<uint64_t><uint32_t>rank) & (REPEAT_SLOTS - 1)
             repeats += seen[m] == rank
             seen[m] = rank
-    if 2 * repeats >= sampled:
-        _merge_by_groups(r, pt, ids, n)
-    else:
+    if 2 * repeats < sampled or not _merge_by_groups(r, pt, ids, n):
         _merge_by_heap(r, pt, ids, n, pairs)
     m = 0
     for i in range(n):
@@ -733,15 +731,16 @@ cdef Py_ssize_t merge_large(const Ranks* r, const uint8_t* p, int32_t* ids, Py_s
 
 
 cdef void _merge_by_heap(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n, Py_ssize_t pairs) noexcept nogil:
-    """merge_large's joins with the candidate pairs in a heap ordered by (rank, start of the left part); every
-    join pushes the new pairs, so the true minimum is always in the heap."""
+    """merge_large's joins with the candidate pairs in a heap ordered by (rank, start of the left part), from
+    the parts as they are (some may be joined already: _merge_by_groups stopped); every join pushes the new
+    pairs, so the true minimum is always in the heap."""
     cdef vector[uint64_t] heap               # (rank, start), lowest first (_pair_entry)
     cdef uint64_t top
     cdef Py_ssize_t i
     cdef int32_t rank, left, before
     heap.reserve(3 * pairs)
     for i in range(n - 1):
-        if pt[i].rank != NO_RANK:
+        if ids[i] >= 0 and pt[i].rank != NO_RANK:
             heap.push_back(_pair_entry(pt[i].rank, <int32_t>i))
     heap_make(heap.data(), heap.size())
     while not heap.empty():
@@ -759,17 +758,18 @@ cdef void _merge_by_heap(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n, P
             _push_pair(heap, pt[before].rank, before)
 
 
-cdef void _merge_by_groups(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n) noexcept nogil:
+cdef bint _merge_by_groups(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n) noexcept nogil:
     """merge_large's joins with the candidate pairs grouped by rank (RankQueue), the lowest rank's pairs joined
     left to right. A join makes pairs of higher rank only (their tokens are longer), so the pairs of one rank
-    are all waiting when its turn comes; a join that makes a pair of lower or equal rank (a vocabulary whose
-    ranks do not follow its merges) puts the rest of the group back, so the lowest (rank, start) is always the
-    next joined, as in tiktoken."""
+    are all waiting when its turn comes. A join that makes a pair of lower or equal rank (a vocabulary whose
+    ranks do not follow its merges: "aa" 1000 and "aaa" 300) stops it there, the joins so far those of the
+    lowest (rank, start) as in tiktoken: returns False, and _merge_by_heap goes on from the parts as they are
+    (putting the rest of the group back instead would be quadratic: in "aaaa...", every join of "aa" does it).
+    Returns True when no pair is left to join."""
     cdef vector[int32_t] starts
     cdef RankQueue q
     cdef Py_ssize_t i, k
     cdef int32_t rank, left, before
-    cdef bint lower
     _queue_init(&q, n)
     for i in range(n - 1):
         if pt[i].rank != NO_RANK:
@@ -781,17 +781,13 @@ cdef void _merge_by_groups(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n)
             if ids[left] < 0 or pt[left].rank != rank:
                 continue                        # stale: the pair changed since it was added
             before = _join(r, pt, ids, left)
-            lower = False
+            if pt[left].rank <= rank or (before >= 0 and pt[before].rank <= rank):
+                return False                    # (NO_RANK is above every rank)
             if pt[left].rank != NO_RANK:
                 _queue_add(&q, pt[left].rank, left)
-                lower = pt[left].rank <= rank
             if before >= 0 and pt[before].rank != NO_RANK:
                 _queue_add(&q, pt[before].rank, before)
-                lower = lower or pt[before].rank <= rank
-            if lower:                           # the rest of this rank waits for the lower rank's turn
-                for i in range(k + 1, <Py_ssize_t>starts.size()):
-                    _queue_add(&q, rank, starts[i])
-                break
+    return True
 
 
 cdef inline void _take_rank(vector[int32_t]& rank_of, int32_t token, int32_t rank) noexcept nogil:

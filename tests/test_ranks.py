@@ -568,6 +568,14 @@ def test_a_long_piece_whose_joins_make_lower_ranks():
     ours = bpe_fast.Encoding("r", pat_str=r"[ab]+", mergeable_ranks=ranks, special_tokens={})
     assert ours.encode_ordinary("ab" * 100) == [280, ord("b")] * 50
     assert ours.encode_ordinary("b" + "ab" * 100) == [ord("b")] + [280, ord("b")] * 50
+    # "aa" 1000 and "aaa" 300: every join of "aa" makes (aa, a), which goes first: "aaa" 233 times, then "a"
+    # (the groups gave up on the first and the heap went on; putting the rest of the group back each time was
+    # quadratic: 100,000 letters took seconds)
+    ranks = BYTE_RANKS | {b"aa": 1000, b"aaa": 300}
+    ours = bpe_fast.Encoding("r", pat_str=r"a+", mergeable_ranks=ranks, special_tokens={})
+    assert ours.encode_ordinary("a" * 700) == [300] * 233 + [ord("a")]
+    assert [ranks[p] for p in merge_pretoken_tiktoken(b"a" * 700, ranks)] == [300] * 233 + [ord("a")]
+    assert ours.encode_ordinary("a" * 100_000) == [300] * 33_333 + [ord("a")]
 
 
 def test_tables_hold_the_decode_pool_they_were_given():
