@@ -561,7 +561,7 @@ cdef inline Py_ssize_t _group_slot(const vector[RankGroup]& groups, int32_t rank
     return <Py_ssize_t>i
 
 
-cdef void _queue_init(RankQueue* q, Py_ssize_t pairs) noexcept nogil:
+cdef int _queue_init(RankQueue* q, Py_ssize_t pairs) except -1 nogil:
     cdef RankGroup empty
     empty.rank = empty.head = empty.tail = -1
     q.groups.assign(table_size(min(pairs, 256)), empty)  # grown when half full (a run of one character has
@@ -570,9 +570,10 @@ cdef void _queue_init(RankQueue* q, Py_ssize_t pairs) noexcept nogil:
     q.free = -1
     q.start.reserve(pairs)
     q.next.reserve(pairs)
+    return 0
 
 
-cdef void _queue_grow(RankQueue* q) noexcept nogil:
+cdef int _queue_grow(RankQueue* q) except -1 nogil:
     """Twice the table's slots, every group moved to its new slot."""
     cdef vector[RankGroup] old
     cdef RankGroup empty
@@ -583,9 +584,10 @@ cdef void _queue_grow(RankQueue* q) noexcept nogil:
     for k in range(<Py_ssize_t>old.size()):
         if old[k].rank >= 0:
             q.groups[_group_slot(q.groups, old[k].rank)] = old[k]
+    return 0
 
 
-cdef inline void _queue_add(RankQueue* q, int32_t rank, int32_t start) noexcept nogil:
+cdef inline int _queue_add(RankQueue* q, int32_t rank, int32_t start) except -1 nogil:
     """Put the pair at start (rank >= 0) at the end of its rank's group; the rank joins the heap when its group
     had nothing waiting."""
     cdef Py_ssize_t g = _group_slot(q.groups, rank)
@@ -612,9 +614,10 @@ cdef inline void _queue_add(RankQueue* q, int32_t rank, int32_t start) noexcept 
     else:
         q.next[q.groups[g].tail] = node
     q.groups[g].tail = node
+    return 0
 
 
-cdef int32_t _queue_take(RankQueue* q, vector[int32_t]& starts) noexcept nogil:
+cdef int32_t _queue_take(RankQueue* q, vector[int32_t]& starts) except -1 nogil:
     """Take the lowest rank with pairs waiting (the queue is not empty): its pairs' starts into `starts`, in
     increasing order; returns the rank."""
     cdef int32_t rank = <int32_t>((~q.ranks[0]) >> 32)
@@ -650,9 +653,10 @@ cdef inline uint64_t _pair_entry(int32_t rank, int32_t start) noexcept nogil:
     return ~((<uint64_t><uint32_t>rank << 32) | <uint32_t>start)
 
 
-cdef inline void _push_pair(vector[uint64_t]& heap, int32_t rank, int32_t start) noexcept nogil:
+cdef inline int _push_pair(vector[uint64_t]& heap, int32_t rank, int32_t start) except -1 nogil:
     heap.push_back(_pair_entry(rank, start))
     heap_push(heap.data(), heap.size())
+    return 0
 
 
 cdef inline int32_t _join(const Ranks* r, Part* pt, int32_t* ids, int32_t left) noexcept nogil:
@@ -720,7 +724,7 @@ cdef Py_ssize_t merge_large(const Ranks* r, const uint8_t* p, int32_t* ids, Py_s
             m = mix64(<uint64_t><uint32_t>rank) & (REPEAT_SLOTS - 1)
             repeats += seen[m] == rank
             seen[m] = rank
-    if 2 * repeats < sampled or not _merge_by_groups(r, pt, ids, n):
+    if 2 * repeats < sampled or _merge_by_groups(r, pt, ids, n) == 0:
         _merge_by_heap(r, pt, ids, n, pairs)
     m = 0
     for i in range(n):
@@ -730,7 +734,7 @@ cdef Py_ssize_t merge_large(const Ranks* r, const uint8_t* p, int32_t* ids, Py_s
     return m
 
 
-cdef void _merge_by_heap(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n, Py_ssize_t pairs) noexcept nogil:
+cdef int _merge_by_heap(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n, Py_ssize_t pairs) except -1 nogil:
     """merge_large's joins with the candidate pairs in a heap ordered by (rank, start of the left part), from
     the parts as they are (some may be joined already: _merge_by_groups stopped); every join pushes the new
     pairs, so the true minimum is always in the heap."""
@@ -756,16 +760,17 @@ cdef void _merge_by_heap(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n, P
             _push_pair(heap, pt[left].rank, left)
         if before >= 0 and pt[before].rank != NO_RANK:
             _push_pair(heap, pt[before].rank, before)
+    return 0
 
 
-cdef bint _merge_by_groups(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n) noexcept nogil:
+cdef int _merge_by_groups(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n) except -1 nogil:
     """merge_large's joins with the candidate pairs grouped by rank (RankQueue), the lowest rank's pairs joined
     left to right. A join makes pairs of higher rank only (their tokens are longer), so the pairs of one rank
     are all waiting when its turn comes. A join that makes a pair of lower or equal rank (a vocabulary whose
     ranks do not follow its merges: "aa" 1000 and "aaa" 300) stops it there, the joins so far those of the
-    lowest (rank, start) as in tiktoken: returns False, and _merge_by_heap goes on from the parts as they are
+    lowest (rank, start) as in tiktoken: returns 0, and _merge_by_heap goes on from the parts as they are
     (putting the rest of the group back instead would be quadratic: in "aaaa...", every join of "aa" does it).
-    Returns True when no pair is left to join."""
+    Returns 1 when no pair is left to join. (Every function here that allocates passes a MemoryError up.)"""
     cdef vector[int32_t] starts
     cdef RankQueue q
     cdef Py_ssize_t i, k
@@ -782,12 +787,12 @@ cdef bint _merge_by_groups(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n)
                 continue                        # stale: the pair changed since it was added
             before = _join(r, pt, ids, left)
             if pt[left].rank <= rank or (before >= 0 and pt[before].rank <= rank):
-                return False                    # (NO_RANK is above every rank)
+                return 0                        # (NO_RANK is above every rank)
             if pt[left].rank != NO_RANK:
                 _queue_add(&q, pt[left].rank, left)
             if before >= 0 and pt[before].rank != NO_RANK:
                 _queue_add(&q, pt[before].rank, before)
-    return True
+    return 1
 
 
 cdef inline void _take_rank(vector[int32_t]& rank_of, int32_t token, int32_t rank) noexcept nogil:

@@ -951,6 +951,8 @@ def _under_memory_limit(code, extra_mb):
     done = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=300,
                           cwd=os.path.dirname(__file__))
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])      # not a crash
+    # nor an error a native function could not pass up (Cython prints it and the function goes on)
+    assert "Exception ignored" not in done.stderr, done.stderr[-2000:]
     return done.stdout
 
 
@@ -983,6 +985,30 @@ def test_running_out_of_memory_while_building_is_a_memory_error():
         "except MemoryError:\n"
         "    print('MemoryError')\n", 24)
     assert out.strip() == "MemoryError"
+
+
+def test_running_out_of_memory_while_merging_a_long_piece_is_a_memory_error():
+    # a run of 4,096,000 "a" (one piece, merged by rank groups: its parts, the groups' entries, the ranks' heap)
+    # under limits from too small for its ids to plenty: each call gives the right ids (2,000 tokens of 2,048
+    # "a") or a MemoryError, never a crash or other ids (an allocation that failed inside a function that
+    # could not pass the error up went on with a half-made queue, "Exception ignored" on stderr)
+    out = _under_memory_limit(
+        "import bpe_fast\n"
+        "ranks = {bytes([b]): b for b in range(256)} | {b'a' * 2 ** e: 255 + e for e in range(1, 12)}\n"
+        "enc = bpe_fast.Encoding('r', pat_str=r'a+', mergeable_ranks=ranks, special_tokens={})\n"
+        "text = 'a' * 4_096_000\n"
+        "limit()\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_AS)\n"
+        "for extra in list(range(8, 120, 2)) + [200, 400]:\n"
+        "    resource.setrlimit(resource.RLIMIT_AS, (soft + extra * 2**20, hard))\n"
+        "    try:\n"
+        "        ids = enc.encode_ordinary(text)\n"
+        "        print('right' if ids == [266] * 2000 else 'wrong')\n"
+        "    except MemoryError:\n"
+        "        print('MemoryError')\n", 0)
+    results = out.split()
+    assert len(results) == 58 and set(results) <= {"right", "MemoryError"}, results
+    assert results[0] == "MemoryError" and results[-1] == "right", results
 
 
 def test_sparse_ids_are_refused_before_the_tables_are_made():
