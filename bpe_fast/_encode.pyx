@@ -467,9 +467,15 @@ cdef int _no_token_for_byte(uint8_t b) except -1 with gil:
     raise ValueError(f"byte 0x{b:02x} has no token in the vocabulary")
 
 
+cdef int _piece_too_long(Py_ssize_t n) except -1 with gil:
+    raise ValueError(f"a pre-token of {n} bytes: the encoder merges pre-tokens of less than 2**31 bytes")
+
+
 cdef Py_ssize_t merge_piece(const Ranks* r, const uint8_t* p, Py_ssize_t n, int32_t* ids) except -1 nogil:
     """Merge the pre-token p[0:n] into ids[0:count]; returns count. ids must hold n entries."""
     cdef Py_ssize_t i
+    if n > INT32_MAX:
+        return _piece_too_long(n)       # (merge_large keeps positions in 32 bits)
     for i in range(n):
         ids[i] = r.byte_ids[p[i]]
         if ids[i] < 0:
@@ -742,7 +748,7 @@ cdef int _merge_by_heap(const Ranks* r, Part* pt, int32_t* ids, Py_ssize_t n, Py
     cdef uint64_t top
     cdef Py_ssize_t i
     cdef int32_t rank, left, before
-    heap.reserve(3 * pairs)
+    heap.reserve(pairs)
     for i in range(n - 1):
         if ids[i] >= 0 and pt[i].rank != NO_RANK:
             heap.push_back(_pair_entry(pt[i].rank, <int32_t>i))
