@@ -693,7 +693,7 @@ cdef inline int32_t _join(const Ranks* r, Part* pt, int32_t* ids, int32_t left) 
 
 cdef enum:
     REPEAT_SLOTS = 256          # merge_large: the direct-mapped table of recent ranks that tells repeats ...
-    REPEAT_SAMPLE = 512         # ... among the first pairs of a piece
+    REPEAT_SAMPLE = 512         # ... among this many pairs spread over a piece
 
 
 cdef Py_ssize_t merge_large(const Ranks* r, const uint8_t* p, int32_t* ids, Py_ssize_t n) except -1 nogil:
@@ -701,13 +701,14 @@ cdef Py_ssize_t merge_large(const Ranks* r, const uint8_t* p, int32_t* ids, Py_s
     list by start byte (Part: each keeps the rank and the joined id of the pair it begins now, set whenever that
     pair changes, so a waiting pair is joined only if its part is still there with that rank, without asking
     the pair table again). The first pairs come from r.two. The candidate pairs wait in one of two queues,
-    chosen by how often the first REPEAT_SAMPLE pairs repeat a rank (a run of one character, a few letters:
-    most; text: few): repeats go to _merge_by_groups, where each rank's pairs are joined together; the rest to a
+    chosen by how often REPEAT_SAMPLE pairs spread over the piece repeat a rank (a run of one character, a few
+    letters: most; text: few): repeats go to _merge_by_groups, where each rank's pairs are joined together; the rest to a
     heap of (rank, start) (_merge_by_heap), where a group of one would cost a table look-up more."""
     cdef vector[Part] parts
     cdef int32_t seen[REPEAT_SLOTS]
     cdef Part* pt
-    cdef Py_ssize_t i, m, pairs = 0, sampled = 0, repeats = 0
+    cdef Py_ssize_t i, k, m, samples, pairs = 0, sampled = 0, repeats = 0
+    cdef uint64_t step
     cdef int32_t rank
     cdef const RankedPair* two
     parts.resize(n)
@@ -723,8 +724,10 @@ cdef Py_ssize_t merge_large(const Ranks* r, const uint8_t* p, int32_t* ids, Py_s
             pt[i].rank = two.rank
             pt[i].joined = two.merged
             pairs += 1
-    for i in range(min(n - 1, REPEAT_SAMPLE)):
-        rank = pt[i].rank
+    samples = min(n - 1, REPEAT_SAMPLE)
+    step = ((<uint64_t>(n - 1)) << 16) // <uint64_t>samples     # pairs spread over the piece (16 bits of fraction)
+    for k in range(samples):
+        rank = pt[(<uint64_t>k * step) >> 16].rank
         if rank != NO_RANK:
             sampled += 1
             m = mix64(<uint64_t><uint32_t>rank) & (REPEAT_SLOTS - 1)

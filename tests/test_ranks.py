@@ -522,8 +522,8 @@ def test_one_pair_a_token_encodes_as_every_split(seed, n_tokens, words):
 @given(st.integers(0, 2**32), st.integers(2, 60), st.sampled_from([129, 200, 700, 2000]),
        st.sampled_from(["periodic", "few letters", "many letters", "a run, then many letters"]))
 def test_long_pieces_merge_as_tiktoken_when_ranks_do_not_follow_merges(seed, n_tokens, length, kind):
-    # pieces over 128 bytes merge with the pairs grouped by rank (pieces whose first pairs repeat: a period, a
-    # few letters, a run before anything) or in a heap (most pairs of a distinct rank: many letters, most pairs
+    # pieces over 128 bytes merge with the pairs grouped by rank (pieces whose pairs mostly repeat: a period, a
+    # few letters, a long run before the rest) or in a heap (most pairs of a distinct rank: many letters, most pairs
     # of two of them ranked, and thousands of longer tokens; after a run, they make the groups' table grow). Ranks shuffled among the tokens make joins that create a pair of lower rank
     # than the one being joined ("ab" 300, then "cab" 280): the rest of the group must wait for it, as
     # tiktoken's rule (lowest rank, then leftmost) says. The oracle for pieces up to 700 bytes, tiktoken for all
@@ -548,8 +548,8 @@ def test_long_pieces_merge_as_tiktoken_when_ranks_do_not_follow_merges(seed, n_t
         text = (unit * length)[:length]
     elif many:                          # the tokens' bytes, so that long tokens form
         text = b"".join(rng.choice(pool) for _ in range(length)).decode()[:length]
-        if kind.startswith("a run"):
-            text = "a" * 600 + text
+        if kind.startswith("a run"):           # most of the piece: the groups take it (a sample over all of it)
+            text = "a" * (3 * length) + text
     else:
         text = "".join(rng.choice(letters) for _ in range(length))
     pattern = r"[a-zA-Z]+"
