@@ -16,7 +16,6 @@ b'ab<|endoftext|>'
 """
 from __future__ import annotations
 
-import bisect
 import collections.abc
 import itertools
 import operator
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._inspect import covering_tokens, first_spans, sort_byte_strings
+from ._inspect import byte_strings, covering_tokens, first_spans, prefix_range, prefixed_strings, sort_byte_strings
 from .patterns import pattern_from_tiktoken
 from .pretokenize import native_kind, pretoken_boundaries, pretokenize
 from .specials import SpecialTokens, first_prefix_pair
@@ -163,31 +162,20 @@ class CoreBPE:
 
     def _completions(self, tail: bytes) -> list[list[int]]:
         """encode_with_unstable's completions of the unstable bytes `tail` (tiktoken's three steps), each once."""
-        ranked, ids, utf8 = self._sorted_ranks()
+        pool, offsets = self._tokenizer.token_pool()
+        ids, utf8 = self._sorted_ranks()
         # 1. every token that starts with the unstable bytes
-        lo, hi = _prefix_range(ranked, tail)
-        result = [[i] for i in ids[lo:hi]]
-        singles = np.array(ids[lo:hi], dtype=np.int64)
+        lo, hi = prefix_range(pool, offsets, ids, tail)
+        singles = ids[lo:hi]
+        result = [[i] for i in singles.tolist()]
         # 2. every other place a token may straddle the end: the bytes before it, then a token that starts with
         # the bytes after it, encoded again (UTF-8: pre-tokenized as encode_ordinary does; else merged as one
         # piece), up to the tokens that cover the unstable bytes
-        valid: list[bytes] = []
-        raw: list[bytes] = []
-        for i in range(1, len(tail)):
-            prefix = tail[:i]
-            lo, hi = _prefix_range(ranked, tail[i:])
-            if (tail[i] & 0xC0) != 0x80:        # a character starts at i: prefix + token is UTF-8 if the token is
-                valid.extend(prefix + t for t in itertools.compress(ranked[lo:hi], utf8[lo:hi]))
-                raw.extend(prefix + t for t, ok in zip(ranked[lo:hi], utf8[lo:hi]) if not ok)
-                continue
-            for t in ranked[lo:hi]:
-                possible = prefix + t
-                try:
-                    possible.decode("utf-8")
-                    valid.append(possible)
-                except UnicodeDecodeError:
-                    raw.append(possible)
-        found = [self._covering(valid, len(tail)), self._covering(raw, len(tail), whole=True)]
+        ranges = np.array([prefix_range(pool, offsets, ids, tail[i:]) for i in range(1, len(tail))],
+                          dtype=np.int64).reshape(-1, 2).T.copy()     # (lo, hi) of each, as two rows
+        valid, valid_bounds, raw, raw_bounds = prefixed_strings(pool, offsets, ids, tail, ranges[0], ranges[1])
+        found = [self._covering(valid, valid_bounds, len(tail)),
+                 self._covering(raw, raw_bounds, len(tail), whole=True)]
         # 3. a split a pattern makes before trailing white space (GPT-2's \s+(?!\S)): the last character alone
         last = tail.decode("utf-8")[-1:]
         if len(tail) > 1 and last in _WHITE_SPACE and len(last.encode("utf-8")) < len(tail):
@@ -211,23 +199,22 @@ class CoreBPE:
             result.extend(map(values.__getitem__, map(slice, starts, stops)))
         return result
 
-    def _covering(self, texts: list[bytes], size: int, whole: bool = False) -> _Segments:
-        """For each of `texts` (UTF-8, encoded as encode_ordinary does; `whole`: any bytes, merged as one piece),
-        its first tokens up to the first that reaches byte `size` (every text holds that many bytes): the
-        segments flat[first[k]:stop[k]] of (flat, first, stop), one a text."""
-        if not texts:
+    def _covering(self, data: bytes, bounds: NDArray[np.int64], size: int, whole: bool = False) -> _Segments:
+        """For each of the texts data[bounds[k]:bounds[k + 1]] (UTF-8, encoded as encode_ordinary does; `whole`:
+        any bytes, merged as one piece), its first tokens up to the first that reaches byte `size` (every text
+        holds that many bytes): the segments flat[first[k]:stop[k]] of (flat, first, stop), one a text."""
+        if len(bounds) < 2:
             return _segments([])
-        if whole:
-            encoded = self._ordinary.encode_pieces(texts)
-        else:
-            bounds = np.zeros(len(texts) + 1, dtype=np.int64)
-            np.cumsum([len(t) for t in texts], out=bounds[1:])
-            data = b"".join(texts)
+        if not whole:
             ids = self._ordinary.encode_documents_utf8(data, bounds)
             # (no special token: each token covers its own bytes)
             spans = covering_tokens(ids, self._ordinary.token_lengths(), bounds, size)
             if spans is not None:   # (else a pattern left text out)
                 return ids, spans[0], spans[1]
+        texts = [data[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+        if whole:
+            encoded = self._ordinary.encode_pieces(texts)
+        else:
             encoded = self._ordinary.encode_batch([t.decode("utf-8") for t in texts], num_threads=1)
         vocab = self._vocab         # (encode_ordinary and encode_pieces make no special token)
         cut = []
@@ -241,21 +228,17 @@ class CoreBPE:
             cut.append(seq)
         return _segments(cut)
 
-    def _sorted_ranks(self) -> tuple[list[bytes], list[int], list[bool]]:
-        """The ranked tokens' bytes sorted, their ids in that order, and whether each is UTF-8 (made when first
-        asked for, sorted natively: Python's sort of o200k_base's 200,000 tokens took 0.3 s)."""
-        cached: tuple[list[bytes], list[int], list[bool]] | None = self.__dict__.get("_own_sorted")
+    def _sorted_ranks(self) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+        """The ranked tokens' ids in the order of their bytes (as Python sorts bytes), and whether each one's bytes
+        are UTF-8: sorted natively on the decoder's bytes (Tokenizer.token_pool) when first asked for, kept."""
+        cached: tuple[NDArray[np.int64], NDArray[np.bool_]] | None = self.__dict__.get("_own_sorted")
         if cached is None:
-            vocab = self._vocab             # (id -> bytes: the ranks, and the special tokens, left out here)
-            every = np.fromiter(vocab.keys(), dtype=np.int64, count=len(vocab))
-            ranked_ids = np.flatnonzero(~np.isin(every, list(self._special_token_values)))
-            tokens = list(map(list(vocab.values()).__getitem__, ranked_ids.tolist()))
-            offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
-            np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)), out=offsets[1:])
-            order, utf8 = sort_byte_strings(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets)
-            ids = every[ranked_ids][order].tolist()
-            ranked = list(map(tokens.__getitem__, order.tolist()))
-            cached = self._own_sorted = (ranked, ids, utf8.astype(bool).tolist())
+            pool, offsets = self._tokenizer.token_pool()
+            order, utf8 = sort_byte_strings(pool, offsets)      # every id: those without bytes are empty
+            ranked = offsets[1:] > offsets[:-1]
+            ranked[[i for i in self._special_token_values if i < len(ranked)]] = False
+            keep = ranked[order]
+            cached = self._own_sorted = (order[keep], utf8[keep].astype(bool))
         return cached
 
     def _ranks(self) -> dict[bytes, int]:
@@ -306,7 +289,8 @@ class CoreBPE:
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every ranked token, sorted."""
-        return list(self._sorted_ranks()[0])
+        pool, offsets = self._tokenizer.token_pool()
+        return byte_strings(pool, offsets, self._sorted_ranks()[0])
 
     def _tiktoken_ids(self, tokens: Any) -> list[int]:
         """`tokens` as a list of known ids, or the exception tiktoken raises for them: TypeError for what is not a
@@ -329,15 +313,6 @@ class CoreBPE:
 # the characters Rust's char::is_whitespace takes (Unicode's White_Space), which tiktoken's last step asks about
 _WHITE_SPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
                          + "".join(map(chr, range(0x2000, 0x200B))))
-
-
-def _prefix_range(ranked: list[bytes], prefix: bytes) -> tuple[int, int]:
-    """[lo, hi): where the sorted byte strings `ranked` start with `prefix` (not empty)."""
-    lo = bisect.bisect_left(ranked, prefix)
-    head = prefix.rstrip(b"\xff")       # the strings that start with prefix sort before its successor
-    if not head:
-        return lo, len(ranked)
-    return lo, bisect.bisect_left(ranked, head[:-1] + bytes([head[-1] + 1]), lo)
 
 
 _Segments = tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]      # ids, first, stop

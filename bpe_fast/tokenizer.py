@@ -1359,12 +1359,28 @@ class Tokenizer:
         """
         lengths = self.__dict__.get("_lengths")
         if lengths is None:
+            offsets = self.token_pool()[1]
             lengths = np.zeros(self.vocab_size, dtype=np.int64)
-            ids = np.fromiter(self._vocab.keys(), dtype=np.int64, count=len(self._vocab))
-            lengths[ids] = np.fromiter(map(len, self._vocab.values()), dtype=np.int64, count=len(self._vocab))
+            known = min(len(offsets) - 1, len(lengths))
+            np.subtract(offsets[1:known + 1], offsets[:known], out=lengths[:known])
             lengths.flags.writeable = False     # (handed out by token_lengths)
             self._lengths = lengths
         return lengths
+
+    def token_pool(self) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+        """(pool, offsets): the bytes of every token back to back, by id, as the decoder holds them, and where
+        each id's start: id i's bytes are pool[offsets[i]:offsets[i + 1]] (none for an id without a token, special
+        tokens' included). Both read-only, made on first use and kept: a vocabulary's bytes as two arrays, not a
+        dict of bytes objects.
+
+        >>> pool, offsets = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")]).token_pool()
+        >>> pool[offsets[256]:offsets[257]].tobytes(), len(offsets)
+        (b'ab', 258)
+        """
+        made = self.__dict__.get("_token_pool")
+        if made is None:
+            made = self._token_pool = self._tables.token_pool()
+        return made
 
     @property
     def native(self) -> bool:
@@ -1872,6 +1888,7 @@ class _Built(NamedTuple):
 
 
 _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths", "_make_merges", "_merges", "_pattern",
+                             "_token_pool",
                              "_pool", "_segmenter", "_special_set", "_specials", "_tables", "_training", "_views",
                              "_vocab", "_normalizer", "_unnormalized_made", "_unicode", "_rank_ids"})
 

@@ -130,6 +130,78 @@ def test_sort_byte_strings_refuses_offsets_that_do_not_fit_the_pool():
             sort_byte_strings(b"ab", np.array(offsets, dtype=np.int64))
 
 
+_STRINGS = st.lists(st.binary(max_size=6) | st.sampled_from([b"", b"a", b"ab", b"a\x00", b"\xff", b"\xc3\xa9", b"\xc3",
+                                                            b"\xa9", b"\xa9a", b"abcdefghi"]), max_size=30)
+
+
+def _pool_of(strings):
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in strings], out=offsets[1:])
+    return np.frombuffer(b"".join(strings), dtype=np.uint8), offsets
+
+
+def _is_utf8(data):
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(_STRINGS, st.binary(max_size=4) | st.sampled_from([b"a", b"ab", b"\xff", b"\xc3"]))
+def test_prefix_range_finds_the_sorted_strings_that_start_with_a_prefix(strings, prefix):
+    # encode_with_unstable's tokens that start with some bytes: a binary search of the sorted strings against
+    # the plain filter (b"\xff" prefixes: nothing sorts after their successor)
+    from bpe_fast._inspect import prefix_range, sort_byte_strings
+    pool, offsets = _pool_of(strings)
+    ids, _ = sort_byte_strings(pool, offsets)
+    lo, hi = prefix_range(pool, offsets, ids, prefix)
+    assert [strings[i] for i in ids[lo:hi].tolist()] == sorted(s for s in strings if s.startswith(prefix))
+    assert all(not strings[i].startswith(prefix) for i in ids[:lo].tolist() + ids[hi:].tolist())
+
+
+@settings(max_examples=300, deadline=None)
+@given(_STRINGS, st.binary(min_size=1, max_size=5) | st.sampled_from([b"\xc3\xa9", b"a\xc3\xa9b"]), st.data())
+def test_prefixed_strings_are_each_prefix_and_string_split_by_utf8(strings, text, data):
+    # for each prefix length i, text[:i] + each string of a range of ids, in order, those that are UTF-8 apart
+    # from the others (each group in order), against plain Python
+    from bpe_fast._inspect import byte_strings, prefixed_strings
+    pool, offsets = _pool_of(strings)
+    ids = np.array(data.draw(st.lists(st.integers(0, len(strings) - 1), max_size=10)) if strings else [],
+                   dtype=np.int64)
+    ranges = [sorted(data.draw(st.tuples(st.integers(0, len(ids)), st.integers(0, len(ids)))))
+              for _ in range(data.draw(st.integers(0, len(text))))]
+    los = np.array([r[0] for r in ranges], dtype=np.int64)
+    his = np.array([r[1] for r in ranges], dtype=np.int64)
+    everyone = [text[:i + 1] + strings[t] for i, (lo, hi) in enumerate(ranges) for t in ids[lo:hi].tolist()]
+    valid, valid_bounds, other, other_bounds = prefixed_strings(pool, offsets, ids, text, los, his)
+    assert [valid[a:b] for a, b in zip(valid_bounds[:-1], valid_bounds[1:])] == [s for s in everyone if _is_utf8(s)]
+    assert [other[a:b] for a, b in zip(other_bounds[:-1], other_bounds[1:])] == [s for s in everyone if not _is_utf8(s)]
+    assert byte_strings(pool, offsets, ids) == [strings[i] for i in ids.tolist()]
+
+
+def test_byte_strings_prefix_range_and_prefixed_strings_refuse_indices_outside_the_pool():
+    # the ids index the pool's offsets without the GIL: an id out of range, or a span past the pool, is named
+    from bpe_fast._inspect import byte_strings, prefix_range, prefixed_strings
+    pool, offsets = np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3], dtype=np.int64)
+    one = np.array([0], dtype=np.int64)
+    for ids in ([2], [-1], [0, 5]):
+        bad = np.array(ids, dtype=np.int64)
+        with pytest.raises(ValueError, match="index .* is not one of the 2 strings"):
+            byte_strings(pool, offsets, bad)
+        with pytest.raises(ValueError, match="is not one of the 2 strings"):
+            prefixed_strings(pool, offsets, bad, b"x", one, np.array([len(ids)], dtype=np.int64))
+    with pytest.raises(ValueError, match="is not one of the 2 strings"):
+        prefix_range(pool, offsets, np.array([7], dtype=np.int64), b"a")
+    with pytest.raises(ValueError, match=r"string 1's offsets \(1, 9\) do not fit the pool"):
+        byte_strings(pool, np.array([0, 1, 9], dtype=np.int64), np.array([1], dtype=np.int64))
+    with pytest.raises(ValueError, match="the range of prefix 1"):
+        prefixed_strings(pool, offsets, one, b"x", one, np.array([2], dtype=np.int64))
+    with pytest.raises(ValueError, match="one entry a prefix length"):
+        prefixed_strings(pool, offsets, one, b"", one, one)
+
+
 @pytest.mark.parametrize("where", ["bmp", "space", "astral_cjk", "astral_other"])
 def test_tally_refuses_a_class_past_the_columns(where):
     # a class from the lookup table (or one of the three given) indexed counts and class_bytes unchecked: a class

@@ -589,6 +589,16 @@ def test_token_lengths_are_each_ids_bytes_and_read_only(tok):
         lengths[0] = 5          # (the tokenizer's own table: lengths_in and decode_with_offsets read it)
 
 
+def test_token_pool_holds_each_ids_bytes_and_is_read_only(tok):
+    pool, offsets = tok.token_pool()
+    assert len(offsets) == tok.vocab_size + 1 and offsets[0] == 0 and offsets[-1] == len(pool)
+    assert [pool[offsets[i]:offsets[i + 1]].tobytes() for i in range(tok.vocab_size)] == [
+        tok.vocab.get(i, b"") for i in range(tok.vocab_size)]
+    for array in (pool, offsets):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 1        # (the decoder's own bytes and offsets)
+
+
 def test_the_native_documents_encoder_checks_its_bounds(tok):
     # the Python layer checks the bounds first; the native loop reads them without the GIL, so it checks them too
     from bpe_fast._encode import IdBuffer
