@@ -331,7 +331,9 @@ def native_tables(unicode: str | None = None) -> UnicodeTables | None:
 def table_arrays(table: Any) -> tuple[NDArray[np.uint16], NDArray[np.uint8], list[int], list[str]]:
     """The arguments of bpe_fast._scan.UnicodeTables for a table laid out as bpe_fast/_unicode_table.py:
     (stage1, stage2, fold code points, their contraction letters)."""
-    stage1, stage2 = _two_level_table(table)
+    from . import _scan
+
+    stage1, stage2 = _scan.two_level_table([np.asarray(ranges, dtype=np.int64) for ranges in _ranges_of(table)])
     fold_cps = [cp for letter, cps in table.FOLDS.items() for cp in cps]
     fold_letters = [letter for letter, cps in table.FOLDS.items() for cp in cps]
     return stage1, stage2, fold_cps, fold_letters
@@ -397,21 +399,6 @@ def installed_regex_table() -> Any:
     flat = lambda ranges: tuple(x for r in ranges for x in r)  # noqa: E731
     return types.SimpleNamespace(REGEX_VERSION=regex.__version__, FOLDS=now["folds"],
                                  **{_FIELDS[key]: flat(now[key]) for key, _ in CLASSES})
-
-
-def _two_level_table(table: Any) -> tuple[NDArray[np.uint16], NDArray[np.uint8]]:
-    """(stage1, stage2): class bits of cp are stage2[stage1[cp >> 8] * 256 + (cp & 255)], identical blocks shared."""
-    flat = np.zeros(0x110000, dtype=np.uint8)
-    for bit, ranges in zip((1, 2, 4, 16, 32, 64, 128), _ranges_of(table)):
-        for start, stop in zip(ranges[0::2], ranges[1::2]):
-            flat[start:stop] |= bit
-    flat[[0x0A, 0x0D]] |= 8
-    blocks: dict[bytes, int] = {}
-    stage1 = np.empty(0x1100, dtype=np.uint16)
-    for k, block in enumerate(flat.reshape(0x1100, 256)):
-        stage1[k] = blocks.setdefault(block.tobytes(), len(blocks))
-    stage2 = np.frombuffer(b"".join(blocks), dtype=np.uint8)
-    return stage1, stage2
 
 
 CONTRACTION_LETTERS = "sdmtlver"

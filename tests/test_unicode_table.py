@@ -12,6 +12,8 @@ from collections import Counter
 import numpy as np
 import pytest
 import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 
@@ -181,6 +183,56 @@ def test_unicode_tables_are_objects_side_by_side(tables):
     odd_stage2[int(stage1[0]) * 256 + ord("-")] = L                  # a letter neither upper nor lower
     with pytest.raises(ValueError, match="upper"):
         scan.UnicodeTables(stage1, odd_stage2, fold_cps, fold_letters)
+
+
+def _plain_two_level_table(classes):
+    """The oracle: every code point's bits, then the blocks of 256 numbered as they first appear (a dict)."""
+    flat = bytearray(0x110000)
+    for bit, ranges in zip((1, 2, 4, 16, 32, 64, 128), classes):
+        for start, stop in zip(ranges[0::2], ranges[1::2]):
+            for cp in range(start, stop):
+                flat[cp] |= bit
+    flat[0x0A] |= 8
+    flat[0x0D] |= 8
+    blocks = {}
+    stage1 = [blocks.setdefault(bytes(flat[k * 256:(k + 1) * 256]), len(blocks)) for k in range(0x1100)]
+    return stage1, b"".join(blocks)
+
+
+def _sorted_ranges(cuts):
+    points = sorted(set(cuts))
+    return points[:len(points) // 2 * 2]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 0x110000) | st.integers(0, 600), max_size=12).map(_sorted_ranges),
+                min_size=7, max_size=7))
+def test_two_level_table_is_the_plain_one(classes):
+    # the native build of the scanner's table (pretokenize.table_arrays) against a loop over every code point;
+    # and the package's own two tables, whose blocks repeat (most of the code space is one block)
+    scan = importlib.import_module("bpe_fast._scan")
+    stage1, stage2 = scan.two_level_table([np.array(c, dtype=np.int64) for c in classes])
+    want1, want2 = _plain_two_level_table(classes)
+    assert stage1.dtype == np.uint16 and stage1.tolist() == want1 and stage2.tobytes() == want2
+
+
+@pytest.mark.parametrize("module", ["_unicode_table", "_unicode_table_peers"])
+def test_the_packages_two_level_tables_are_the_plain_ones(module):
+    table = importlib.import_module(f"bpe_fast.{module}")
+    stage1, stage2, _, _ = P.table_arrays(table)
+    want1, want2 = _plain_two_level_table(P._ranges_of(table))
+    assert stage1.tolist() == want1 and stage2.tobytes() == want2
+
+
+def test_two_level_table_refuses_ranges_it_cannot_read():
+    scan = importlib.import_module("bpe_fast._scan")
+    none = np.zeros(0, dtype=np.int64)
+    for bad, match in (([5, 3], "range 0 .5, 3. is not sorted"), ([0, 0x110001], "not sorted within"),
+                       ([4, 8, 2, 3], "range 1 .2, 3."), ([1, 2, 3], "odd number")):
+        with pytest.raises(ValueError, match=match):
+            scan.two_level_table([none, np.array(bad, dtype=np.int64)] + [none] * 5)
+    with pytest.raises(ValueError, match="7 classes"):
+        scan.two_level_table([none] * 6)
 
 
 def test_a_unicode_tables_needs_nothing_called_first(tmp_path):
