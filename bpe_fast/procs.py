@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import itertools
-import multiprocessing
 import numbers
 import os
 import select
@@ -26,12 +25,17 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import Executor, Future
-from concurrent.futures.process import BrokenProcessPool
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+# multiprocessing and concurrent.futures' process pool are imported where a process pool is made (importing them
+# took 10-14 ms of every `import bpe_fast.encoding`, which encodes in threads only)
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -163,6 +167,8 @@ def worker_context() -> Any:
     __main__ (see _worker_start_env): a script without an ``if __name__ == "__main__":`` guard is not run
     again in them.
     """
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" not in methods:
         return multiprocessing.get_context(None)
@@ -213,6 +219,9 @@ def worker_pool(num_processes: int, what: str, initializer: Callable[..., object
     """A ProcessPoolExecutor for `num_processes` workers; `what` names the job in errors
     ("counting corpus.txt"); context: worker_context()'s (made here if None; pass the one the shared objects
     in initargs were made with). Leaves no worker running when the block exits, however it exits."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     context = context if context is not None else worker_context()
     executor = ProcessPoolExecutor(max_workers=num_processes, mp_context=context,
                                    initializer=_init_worker, initargs=(initializer, initargs, os.getpid()))
@@ -262,7 +271,7 @@ def result_of(future: Future[_T], executor: Executor, poll: float = 0.25) -> _T:
     while it sent a result can leave the pool waiting forever for the rest of the message, the future never
     done: so this also looks every `poll` seconds whether a worker has exited, and raises BrokenProcessPool
     (worker_pool turns it into WorkerDiedError) if one has."""
-    if not isinstance(executor, ProcessPoolExecutor):
+    if not _is_process_pool(executor):
         return future.result()
     while True:
         try:
@@ -274,9 +283,17 @@ def result_of(future: Future[_T], executor: Executor, poll: float = 0.25) -> _T:
 def check_workers_alive(executor: Executor) -> None:
     """Raise BrokenProcessPool if a worker of the process pool `executor` has exited (they only exit at
     shutdown)."""
+    from concurrent.futures.process import BrokenProcessPool
+
     for proc in list((getattr(executor, "_processes", None) or {}).values()):
         if proc.exitcode is not None:
             raise BrokenProcessPool(f"worker {proc.pid} exited with code {proc.exitcode}")
+
+
+def _is_process_pool(executor: Executor) -> bool:
+    """Whether `executor` is a concurrent.futures process pool (never, while no module has imported one)."""
+    process = sys.modules.get("concurrent.futures.process")
+    return process is not None and isinstance(executor, process.ProcessPoolExecutor)
 
 
 def terminate(executor: Any) -> None:
