@@ -391,9 +391,12 @@ def sort_byte_strings(const uint8_t[::1] pool, const int64_t[::1] offsets):
         raise ValueError("offsets must have at least one entry")
     if n >= (<int64_t>1 << 32):
         raise ValueError(f"too many strings to sort ({n}; at most 2**32 - 1)")
-    if offsets[0] != 0 or offsets[n] != pool.shape[0]:
+    cdef vector[int64_t] own         # the offsets checked are the offsets used (another thread may write the
+    own.assign(&offsets[0], &offsets[0] + n + 1)        # caller's array)
+    cdef const int64_t* off = own.data()
+    if off[0] != 0 or off[n] != pool.shape[0]:
         raise ValueError("offsets must start at 0 and end at len(pool)")
-    _check_rising(&offsets[0], n, "offsets")
+    _check_rising(off, n, "offsets")
     order = np.empty(n, dtype=np.int64)
     utf8 = np.empty(n, dtype=np.uint8)
     cdef int64_t[::1] vo = order
@@ -403,23 +406,27 @@ def sort_byte_strings(const uint8_t[::1] pool, const int64_t[::1] offsets):
     cdef const uint8_t* end = base + pool.shape[0] if pool.shape[0] else NULL
     with nogil:
         if n:
-            _sort_strings(base, &offsets[0], n, &vo[0])
+            _sort_strings(base, off, n, &vo[0])
         valid.resize(n)
         for k in range(n):      # in the pool's order (read in sorted order, the checks took twice as long)
-            length = offsets[k + 1] - offsets[k]
-            valid[k] = length == 0 or (length <= 8 and _head8(base + offsets[k], length, end) & ASCII_BITS == 0) or (
-                utf8_first_error(base + offsets[k], length) < 0)
+            length = off[k + 1] - off[k]
+            valid[k] = length == 0 or (length <= 8 and _head8(base + off[k], length, end) & ASCII_BITS == 0) or (
+                utf8_first_error(base + off[k], length) < 0)
         for k in range(n):
             vu[k] = valid[vo[k]]
     return order, utf8
 
 
-cdef int _check_span(const int64_t[::1] offsets, Py_ssize_t size, int64_t i) except -1:
-    """ValueError unless i is an index of offsets' strings whose span lies in a pool of `size` bytes."""
+cdef int _span_of(const int64_t[::1] offsets, Py_ssize_t size, int64_t i, int64_t* start, int64_t* stop) except -1:
+    """start, stop = string i's offsets, read once each (another thread may write the caller's arrays: what is
+    checked is what is used); ValueError unless i is one of the strings and its span lies in a pool of `size`
+    bytes."""
     if not 0 <= i < offsets.shape[0] - 1:
         raise ValueError(f"index {i} is not one of the {offsets.shape[0] - 1} strings")
-    if not 0 <= offsets[i] <= offsets[i + 1] <= size:
-        raise ValueError(f"string {i}'s offsets ({offsets[i]}, {offsets[i + 1]}) do not fit the pool")
+    start[0] = offsets[i]
+    stop[0] = offsets[i + 1]
+    if not 0 <= start[0] <= stop[0] <= size:
+        raise ValueError(f"string {i}'s offsets ({start[0]}, {stop[0]}) do not fit the pool")
     return 0
 
 
@@ -432,12 +439,13 @@ def byte_strings(const uint8_t[::1] pool, const int64_t[::1] offsets, const int6
     [b'bc', b'a']
     """
     cdef Py_ssize_t k, n = ids.shape[0]
+    cdef const char* base = <const char*>&pool[0] if pool.shape[0] else NULL
+    cdef int64_t start, stop
+    result = []
     for k in range(n):
-        _check_span(offsets, pool.shape[0], ids[k])
-    if not pool.shape[0]:
-        return [b""] * n
-    cdef const char* base = <const char*>&pool[0]
-    return [base[offsets[ids[k]]:offsets[ids[k] + 1]] for k in range(n)]
+        _span_of(offsets, pool.shape[0], ids[k], &start, &stop)
+        result.append(base[start:stop] if stop > start else b"")
+    return result
 
 
 def prefix_range(const uint8_t[::1] pool, const int64_t[::1] offsets, const int64_t[::1] ids, const uint8_t[::1] prefix):
@@ -452,11 +460,11 @@ def prefix_range(const uint8_t[::1] pool, const int64_t[::1] offsets, const int6
     cdef Py_ssize_t lo = 0, hi = ids.shape[0], mid, first
     cdef const uint8_t* base = &pool[0] if pool.shape[0] else NULL
     cdef const uint8_t* p = &prefix[0] if prefix.shape[0] else NULL
-    cdef int64_t m = prefix.shape[0]
+    cdef int64_t m = prefix.shape[0], start, stop
     while lo < hi:          # the first string not before the prefix
         mid = (lo + hi) >> 1
-        _check_span(offsets, pool.shape[0], ids[mid])
-        if _against_prefix(base + offsets[ids[mid]], offsets[ids[mid] + 1] - offsets[ids[mid]], p, m) < 0:
+        _span_of(offsets, pool.shape[0], ids[mid], &start, &stop)
+        if _against_prefix(base + start, stop - start, p, m) < 0:
             lo = mid + 1
         else:
             hi = mid
@@ -464,8 +472,8 @@ def prefix_range(const uint8_t[::1] pool, const int64_t[::1] offsets, const int6
     hi = ids.shape[0]
     while lo < hi:          # the first string after every string that starts with it
         mid = (lo + hi) >> 1
-        _check_span(offsets, pool.shape[0], ids[mid])
-        if _against_prefix(base + offsets[ids[mid]], offsets[ids[mid] + 1] - offsets[ids[mid]], p, m) <= 0:
+        _span_of(offsets, pool.shape[0], ids[mid], &start, &stop)
+        if _against_prefix(base + start, stop - start, p, m) <= 0:
             lo = mid + 1
         else:
             hi = mid
@@ -485,43 +493,51 @@ def prefixed_strings(const uint8_t[::1] pool, const int64_t[::1] offsets, const 
     (b'xb', array([0, 2]), b'x\\xff', array([0, 2]))
     """
     cdef Py_ssize_t n_prefix = los.shape[0], i, k, total = 0, count = 0
-    cdef int64_t t
+    cdef int64_t lo, hi, start, stop
     if his.shape[0] != n_prefix or n_prefix > text.shape[0]:
         raise ValueError("los and his must have one entry a prefix length, at most len(text)")
+    # each candidate's prefix length and token span, read once and checked (another thread may write the
+    # caller's arrays: the loop below uses only these)
+    cdef vector[int64_t] spans         # prefix length, start, stop; three a candidate
     for i in range(n_prefix):
-        if not 0 <= los[i] <= his[i] <= ids.shape[0]:
-            raise ValueError(f"the range of prefix {i + 1} ({los[i]}, {his[i]}) is not one of ids")
-        for k in range(los[i], his[i]):
-            t = ids[k]
-            _check_span(offsets, pool.shape[0], t)
-            total += i + 1 + offsets[t + 1] - offsets[t]
+        lo = los[i]
+        hi = his[i]
+        if not 0 <= lo <= hi <= ids.shape[0]:
+            raise ValueError(f"the range of prefix {i + 1} ({lo}, {hi}) is not one of ids")
+        for k in range(lo, hi):
+            _span_of(offsets, pool.shape[0], ids[k], &start, &stop)
+            spans.push_back(i + 1)
+            spans.push_back(start)
+            spans.push_back(stop)
+            total += i + 1 + stop - start
             count += 1
     cdef vector[uint8_t] data, others
     utf8_bounds = np.zeros(count + 1, dtype=np.int64)
     other_bounds = np.zeros(count + 1, dtype=np.int64)
     cdef int64_t[::1] vb = utf8_bounds
     cdef int64_t[::1] ob = other_bounds
-    cdef Py_ssize_t at = 0, good = 0, length, n_other = 0, other_at = total, front = 0
+    cdef Py_ssize_t at = 0, good = 0, length, n_other = 0, other_at = total, front = 0, head
     cdef uint8_t* dst
     data.resize(total)
     with nogil:
-        for i in range(n_prefix):
-            for k in range(los[i], his[i]):
-                t = ids[k]
-                length = i + 1 + offsets[t + 1] - offsets[t]
-                dst = data.data() + at
-                memcpy(dst, &text[0], i + 1)
-                if offsets[t + 1] > offsets[t]:
-                    memcpy(dst + i + 1, &pool[0] + offsets[t], offsets[t + 1] - offsets[t])
-                if utf8_first_error(dst, length) < 0:
-                    at += length
-                    good += 1
-                    vb[good] = at
-                else:           # moved to the buffer's end, which fills backwards (the space between is
-                    other_at -= length      # at least what the strings not yet written need)
-                    memmove(data.data() + other_at, dst, length)
-                    n_other += 1
-                    ob[n_other] = length
+        for k in range(count):
+            head = spans[3 * k]
+            start = spans[3 * k + 1]
+            stop = spans[3 * k + 2]
+            length = head + stop - start
+            dst = data.data() + at
+            memcpy(dst, &text[0], head)
+            if stop > start:
+                memcpy(dst + head, &pool[0] + start, stop - start)
+            if utf8_first_error(dst, length) < 0:
+                at += length
+                good += 1
+                vb[good] = at
+            else:           # moved to the buffer's end, which fills backwards (the space between is at least
+                other_at -= length      # what the strings not yet written need)
+                memmove(data.data() + other_at, dst, length)
+                n_other += 1
+                ob[n_other] = length
         others.resize(total - other_at)     # the others in their order
         for k in range(1, n_other + 1):
             length = ob[k]

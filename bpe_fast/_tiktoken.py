@@ -163,7 +163,7 @@ class CoreBPE:
     def _completions(self, tail: bytes) -> list[list[int]]:
         """encode_with_unstable's completions of the unstable bytes `tail` (tiktoken's three steps), each once."""
         pool, offsets = self._tokenizer.token_pool()
-        ids, utf8 = self._sorted_ranks()
+        ids = self._sorted_ranks()
         # 1. every token that starts with the unstable bytes
         lo, hi = prefix_range(pool, offsets, ids, tail)
         singles = ids[lo:hi]
@@ -228,17 +228,16 @@ class CoreBPE:
             cut.append(seq)
         return _segments(cut)
 
-    def _sorted_ranks(self) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-        """The ranked tokens' ids in the order of their bytes (as Python sorts bytes), and whether each one's bytes
-        are UTF-8: sorted natively on the decoder's bytes (Tokenizer.token_pool) when first asked for, kept."""
-        cached: tuple[NDArray[np.int64], NDArray[np.bool_]] | None = self.__dict__.get("_own_sorted")
+    def _sorted_ranks(self) -> NDArray[np.int64]:
+        """The ranked tokens' ids in the order of their bytes (as Python sorts bytes): sorted natively on the
+        decoder's bytes (Tokenizer.token_pool) when first asked for, kept."""
+        cached: NDArray[np.int64] | None = self.__dict__.get("_own_sorted")
         if cached is None:
             pool, offsets = self._tokenizer.token_pool()
-            order, utf8 = sort_byte_strings(pool, offsets)      # every id: those without bytes are empty
+            order, _ = sort_byte_strings(pool, offsets)      # every id: those without bytes are empty
             ranked = offsets[1:] > offsets[:-1]
             ranked[[i for i in self._special_token_values if i < len(ranked)]] = False
-            keep = ranked[order]
-            cached = self._own_sorted = (order[keep], utf8[keep].astype(bool))
+            cached = self._own_sorted = order[ranked[order]]
         return cached
 
     def _ranks(self) -> dict[bytes, int]:
@@ -290,7 +289,7 @@ class CoreBPE:
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every ranked token, sorted."""
         pool, offsets = self._tokenizer.token_pool()
-        return byte_strings(pool, offsets, self._sorted_ranks()[0])
+        return byte_strings(pool, offsets, self._sorted_ranks())
 
     def _tiktoken_ids(self, tokens: Any) -> list[int]:
         """`tokens` as a list of known ids, or the exception tiktoken raises for them: TypeError for what is not a
