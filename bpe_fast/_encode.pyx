@@ -1374,15 +1374,14 @@ cdef class BPETables:
 
     def token_pool(self):
         """(pool, offsets): the bytes of every id back to back (uint8) and where each id's start (int64, one entry
-        more than there are ids; an id without bytes has none), both read-only: the decoder's own."""
-        pool = np.asarray(self.pool) if self.pool is not None else np.zeros(0, dtype=np.uint8)
-        pool = pool.view()
-        pool.flags.writeable = False        # (a view of the array the tables were built from, which they hold)
-        offsets = np.empty(self.offsets.size(), dtype=np.int64)
-        cdef int64_t[::1] out = offsets
-        if self.offsets.size():
-            memcpy(&out[0], self.offsets.data(), self.offsets.size() * sizeof(int64_t))
-        offsets.flags.writeable = False
+        more than there are ids; an id without bytes has none), both read-only for good (their buffers are
+        read-only: flags.writeable cannot be set back): the decoder's own pool, a copy of its offsets."""
+        if self.pool is None or not self.pool.shape[0]:
+            pool = np.frombuffer(b"", dtype=np.uint8)
+        else:
+            pool = np.frombuffer(memoryview(self.pool).toreadonly(), dtype=np.uint8)
+        offsets = np.frombuffer((<const char*>self.offsets.data())[:self.offsets.size() * sizeof(int64_t)],
+                                dtype=np.int64)
         return pool, offsets
 
     def decode_bytes(self, const int64_t[::1] ids, bint private=False):

@@ -596,6 +596,7 @@ cdef int _sort_strings(const uint8_t* base, const int64_t* off, Py_ssize_t n, in
     cdef vector[Keyed] keys, other
     cdef vector[uint32_t] count
     cdef vector[Span] run
+    cdef vector[Keyed] lengths          # _by_length's
     cdef Keyed* src
     cdef Keyed* dst
     cdef Keyed* swap
@@ -645,7 +646,9 @@ cdef int _sort_strings(const uint8_t* base, const int64_t* off, Py_ssize_t n, in
     for k in range(1, n + 1):
         if k < n and src[k].head == src[start].head:
             continue
-        if k - start > 1:       # equal heads: the rest of the bytes (and the lengths, and the indices) decide
+        if k - start > 1 and _by_length(src + start, k - start, off, lengths):
+            pass        # strings of 8 bytes or fewer: the lengths decide (then the indices, kept by the radix)
+        elif k - start > 1:     # equal heads: the rest of the bytes (and the lengths, and the indices) decide
             run.resize(k - start)
             for j in range(start, k):
                 run[j - start].head = src[j].head
@@ -659,6 +662,36 @@ cdef int _sort_strings(const uint8_t* base, const int64_t* off, Py_ssize_t n, in
     for k in range(n):
         out[k] = src[k].at
     return 0
+
+
+cdef bint _by_length(Keyed* run, Py_ssize_t n, const int64_t* off, vector[Keyed]& spare) except -1 nogil:
+    """If every string of run[0:n] (equal heads, in index order) is 8 bytes or fewer, put them in order of their
+    lengths, stably (a counting sort: a vocabulary with a million ids without bytes is a million empty strings,
+    which the comparison sort took 0.1 s over), and return True; else False, the run unchanged."""
+    cdef Py_ssize_t j, count[10]
+    cdef int64_t length, shortest = 8, longest = 0
+    for j in range(n):
+        length = off[run[j].at + 1] - off[run[j].at]
+        if length > 8:
+            return False
+        shortest = min(shortest, length)
+        longest = max(longest, length)
+    if shortest == longest:
+        return True         # one length: index order, as they are
+    for j in range(10):
+        count[j] = 0
+    for j in range(n):
+        count[off[run[j].at + 1] - off[run[j].at] + 1] += 1
+    for j in range(1, 10):
+        count[j] += count[j - 1]
+    spare.resize(n)
+    for j in range(n):
+        length = off[run[j].at + 1] - off[run[j].at]
+        spare[count[length]] = run[j]
+        count[length] += 1
+    for j in range(n):
+        run[j] = spare[j]
+    return True
 
 
 cdef int _check_rising(const int64_t* off, Py_ssize_t n, str name) except -1:

@@ -41,8 +41,7 @@ _ARRAYS = (list, tuple, np.ndarray)     # what the tokenizer's decode takes as t
 class CoreBPE:
     """tiktoken's CoreBPE: the encoder of `encoder` ({token bytes: rank}), `special_tokens_encoder` ({str: id})
     and the regex `pattern` (read as tiktoken's engine reads it). Refused at construction, as by bpe_fast.Encoding
-    (see its module): ranks bpe_fast cannot recover merges from, and two special tokens one of which starts the
-    other."""
+    (see its module): what that module lists, and two special tokens one of which starts the other."""
 
     def __init__(self, encoder: Mapping[bytes, int], special_tokens_encoder: Mapping[str, int], pattern: str) -> None:
         special_tokens = dict(special_tokens_encoder)       # tiktoken's core holds copies
@@ -180,7 +179,7 @@ class CoreBPE:
         last = tail.decode("utf-8")[-1:]
         if len(tail) > 1 and last in _WHITE_SPACE and len(last.encode("utf-8")) < len(tail):
             size = len(last.encode("utf-8"))
-            head, end = self._ordinary.encode_pieces([tail[:-size], tail[-size:]])
+            head, end = self._ordinary.merge_pieces([tail[:-size], tail[-size:]])
             found.append(_segments([head + end]))
         # each sequence once, those of one token step 1 has left out; shorter ones first, else as found
         flat, first, stop = _joined_segments(found)
@@ -201,7 +200,7 @@ class CoreBPE:
 
     def _covering(self, data: bytes, bounds: NDArray[np.int64], size: int, whole: bool = False) -> _Segments:
         """For each of the texts data[bounds[k]:bounds[k + 1]] (UTF-8, encoded as encode_ordinary does; `whole`:
-        any bytes, merged as one piece), its first tokens up to the first that reaches byte `size` (every text
+        any bytes, merged as one piece, never looked up whole, as tiktoken's byte_pair_encode), its first tokens up to the first that reaches byte `size` (every text
         holds that many bytes): the segments flat[first[k]:stop[k]] of (flat, first, stop), one a text."""
         if len(bounds) < 2:
             return _segments([])
@@ -213,7 +212,7 @@ class CoreBPE:
                 return ids, spans[0], spans[1]
         texts = [data[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
         if whole:
-            encoded = self._ordinary.encode_pieces(texts)
+            encoded = self._ordinary.merge_pieces(texts)
         else:
             encoded = self._ordinary.encode_batch([t.decode("utf-8") for t in texts], num_threads=1)
         vocab = self._vocab         # (encode_ordinary and encode_pieces make no special token)
@@ -237,7 +236,9 @@ class CoreBPE:
             order, _ = sort_byte_strings(pool, offsets)      # every id: those without bytes are empty
             ranked = offsets[1:] > offsets[:-1]
             ranked[[i for i in self._special_token_values if i < len(ranked)]] = False
-            cached = self._own_sorted = order[ranked[order]]
+            cached = order[ranked[order]]
+            cached.flags.writeable = False      # (passed to native loops that read it without the GIL)
+            self._own_sorted = cached
         return cached
 
     def _ranks(self) -> dict[bytes, int]:
@@ -287,9 +288,12 @@ class CoreBPE:
         return data
 
     def token_byte_values(self) -> list[bytes]:
-        """The bytes of every ranked token, sorted."""
-        pool, offsets = self._tokenizer.token_pool()
-        return byte_strings(pool, offsets, self._sorted_ranks())
+        """The bytes of every ranked token, sorted (a new list each call, as tiktoken's; the bytes made once)."""
+        values: list[bytes] | None = self.__dict__.get("_own_byte_values")
+        if values is None:
+            pool, offsets = self._tokenizer.token_pool()
+            values = self._own_byte_values = byte_strings(pool, offsets, self._sorted_ranks())
+        return list(values)
 
     def _tiktoken_ids(self, tokens: Any) -> list[int]:
         """`tokens` as a list of known ids, or the exception tiktoken raises for them: TypeError for what is not a

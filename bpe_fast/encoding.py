@@ -14,12 +14,13 @@ Tokenizer's: the allowed special tokens select a view of the tokenizer that matc
 are looked for in the text first. A pat_str other than the built-in patterns is read with `regex` as tiktoken's
 engine reads it (bpe_fast.patterns.pattern_from_tiktoken: anchors, POSIX sets, set operations in `regex`'s
 version 1 syntax, ...; a ValueError names a construct the two engines read otherwise with no such spelling).
-Differences, all refusals at construction: the 256 single bytes must have ranks; every multi-byte
-token must be reachable by merging lower-ranked ones (tiktoken accepts others, and never produces them from
-other text); a special token may not share its id with a ranked token, nor its bytes; ids must lie below
+Differences, all refusals at construction: the 256 single bytes must have ranks; a special token may not
+share its id with a ranked token, nor its bytes; ids must lie below
 2^31 - 1, the largest below 4 times the number of tokens plus 2^20 (the encoder's tables are indexed by id),
 "" is not a special token, and no special token starts with another (tiktoken chooses between two such by its
-hash map's order). Two special tokens may share an id (o200k_harmony's <|endofprompt|> and
+hash map's order). Ranks with tokens that merging the lower-ranked ones does not make (Llama 3's 678) are
+read as tiktoken reads them (Tokenizer.by_ranks_only: such a token only for a piece that is the whole token).
+Two special tokens may share an id (o200k_harmony's <|endofprompt|> and
 <|reserved_200018|>): both encode to it, and it decodes to the first given (tiktoken's to either).
 
 >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}

@@ -1119,6 +1119,23 @@ class Tokenizer:
             return result
         return self._pool.run(run)
 
+    def merge_pieces(self, pieces: Iterable[bytes]) -> list[list[int]]:
+        """The ids of each byte string merged by the merge rule alone, never looked up whole: tiktoken's
+        byte_pair_encode. encode_pieces' ids, except for a tokenizer by_ranks_only, whose rule looks a pre-token
+        up whole first (as tiktoken's encode does; its encode_with_unstable merges some candidates without that).
+
+        >>> tok = Tokenizer.from_tiktoken({bytes([b]): b for b in range(256)} | {b"a\\xff\\xff": 256}, r"\\S+")
+        >>> tok.encode_pieces([b"a\\xff\\xff"]), tok.merge_pieces([b"a\\xff\\xff"])
+        ([[256]], [[97, 255, 255]])
+        """
+        items = list(pieces)
+        for k, piece in enumerate(items):
+            if not isinstance(piece, (bytes, bytearray, memoryview)):
+                raise TypeError(f"pieces[{k}] must be bytes, got {type(piece).__name__}")
+        if not self._rank_ids:
+            return self.encode_pieces(items)
+        return [self._tables.merge_bytes(bytes(piece)) for piece in items]
+
     def show(self, text: str) -> TokenView:
         """(pieces, ids) of `text`: the ids encode gives and each token's text, where the bytes of a token that
         holds only part of a character are \\xNN escapes (bpe_fast.token_view; `bpe-fast show` draws them).

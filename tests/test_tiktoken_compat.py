@@ -1331,6 +1331,43 @@ def test_encode_with_unstable_of_a_token_that_finishes_a_character():
     assert got[0] == "ok" and (195, 169) in got[1][1] and (195, 257) not in got[1][1]
 
 
+@pytest.mark.parametrize("text", ["\n\t\n ", "x\n\t\n ", "a\xff", "\n\t\n"])
+def test_encode_with_unstable_of_ranks_merging_does_not_make(text):
+    # tokens merging cannot make ("a\xff\xff", "\n\t\n": by_ranks_only): tiktoken merges the candidates that are not
+    # UTF-8 and the text before trailing white space by its byte_pair_encode, which never looks a piece up
+    # whole, so "\n\t\n" stays three ids there (helper-130: bpe_fast gave [257, 32] as one more completion)
+    ranks = {bytes([b]): b for b in range(256)} | {b"a\xff\xff": 256, b"\n\t\n": 257}
+    pair = tuple(module.Encoding("t", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+                 for module in (bpe_fast, tiktoken))
+    assert pair[0]._tokenizer.by_ranks_only
+    assert same(pair, unstable, text)[0] == "ok"
+    tok = pair[0]._tokenizer
+    assert tok.merge_pieces([b"\n\t\n", b"a\xff\xff", b""]) == [[10, 9, 10], [97, 255, 255], []]
+    assert tok.encode_pieces([b"\n\t\n", b"a\xff\xff"]) == [[257], [256]]
+    with pytest.raises(TypeError, match=r"pieces\[1\] must be bytes, got str"):
+        tok.merge_pieces([b"a", "b"])
+
+
+def test_encode_with_unstable_merges_a_candidate_that_is_not_utf8_without_looking_it_up():
+    # "a\xc3" + the token "\xa9\xff" is a candidate that is not UTF-8, and a token merging does not make: tiktoken's
+    # byte_pair_encode leaves it [97, 195, 256], where a whole-piece lookup gives [257] (a completion anyway: it
+    # starts with the unstable bytes)
+    ranks = {bytes([b]): b for b in range(256)} | {b"\xa9\xff": 256, b"a\xc3\xa9\xff": 257}
+    pair = tuple(module.Encoding("t", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+                 for module in (bpe_fast, tiktoken))
+    got = same(pair, unstable, "a\u00e9")
+    assert got[0] == "ok" and (97, 195, 256) in got[1][1] and (257,) in got[1][1]
+
+
+def test_token_byte_values_is_a_new_list_each_call():
+    # made once (the sorted bytes), handed out as a new list each time, as tiktoken's: changing one changes
+    # nothing the next call gives
+    ours, theirs = encodings("cl100k_base")
+    first = ours.token_byte_values()
+    first[0] = b"changed"
+    assert ours.token_byte_values() == theirs.token_byte_values() != first
+
+
 @pytest.mark.parametrize("text", ["ab <|x|>", "ab <|x|> ", "ab <|x|>cd e", "a, b", "ab!"])
 def test_encode_with_unstable_of_a_pattern_that_leaves_text_out(text):
     # the text after the last special token is found in the text, not from the tokens' lengths (the skipped

@@ -597,6 +597,8 @@ def test_token_pool_holds_each_ids_bytes_and_is_read_only(tok):
     for array in (pool, offsets):
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 1        # (the decoder's own bytes and offsets)
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            array.flags.writeable = True        # not even by asking (helper-130: the pool's view could be)
 
 
 def test_the_native_documents_encoder_checks_its_bounds(tok):
