@@ -245,3 +245,53 @@ def test_load_small_saved_folder(benchmark, tmp_path, corpus_path):
     print(f"\nTokenizer.load of a saved {len(tok.vocab):,}-token folder: bpe_fast {median['bpe_fast']:.3f} s, HF "
           f"tokenizers {tokenizers.__version__} {median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} "
           f"alternating rounds)")
+
+
+_FRESH = """if True:
+    import json, sys, time
+    start = time.perf_counter()
+    import {module} as lib
+    imported = time.perf_counter()
+    from tiktoken.load import load_tiktoken_bpe
+    ranks = load_tiktoken_bpe({path!r})
+    built = time.perf_counter()
+    enc = lib.Encoding({name!r}, pat_str={pattern!r}, mergeable_ranks=ranks, special_tokens={specials!r})
+    first = time.perf_counter()
+    again = lib.Encoding({name!r}, pat_str={pattern!r}, mergeable_ranks=ranks, special_tokens={specials!r})
+    second = time.perf_counter()
+    json.dump({{"import": imported - start, "first": first - built, "second": second - first,
+               "ids": enc.encode({text!r}, allowed_special="all")}}, sys.stdout)
+"""
+
+
+@pytest.mark.parametrize("name", ["cl100k_base"])
+def test_load_in_a_fresh_process(benchmark, ranks_files, name):
+    """What a script that builds one encoding pays: in a fresh interpreter, the import of the library, then its
+    first Encoding from a dict of ranks (the encoding modules' own imports and tables made once a process: the
+    scanner's Unicode tables, ...), then a second one; each library in its own process, alternating, 5 rounds
+    (medians). tiktoken's import does not bring NumPy in; bpe_fast's does (about 45 ms of its import)."""
+    import subprocess
+    import sys
+
+    pattern, specials = ENCODINGS[name]
+    path = str(ranks_files[name])
+    rounds = 1 if benchmark.disabled else 5
+    runs: dict[str, list[dict]] = {"bpe_fast": [], "tiktoken": []}
+
+    def fresh(module):
+        code = _FRESH.format(module=module, path=path, name=name, pattern=pattern, specials=specials, text=TEXT)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        return json.loads(done.stdout)
+
+    for _ in range(rounds):
+        for module in runs:
+            runs[module].append(fresh(module))
+    assert runs["bpe_fast"][0]["ids"] == runs["tiktoken"][0]["ids"]
+    median = {(module, step): statistics.median(run[step] for run in found) * 1000
+              for module, found in runs.items() for step in ("import", "first", "second")}
+    benchmark.extra_info.update({f"{module} {step} ms": round(ms, 1) for (module, step), ms in median.items()})
+    benchmark.pedantic(fresh, args=("bpe_fast",), rounds=1, iterations=1)
+    print(f"\n{name} in a fresh process (medians of {rounds}): import bpe_fast {median['bpe_fast', 'import']:.0f} ms, "
+          f"tiktoken {median['tiktoken', 'import']:.0f} ms; first Encoding {median['bpe_fast', 'first']:.1f} against "
+          f"{median['tiktoken', 'first']:.1f} ms; second {median['bpe_fast', 'second']:.1f} against "
+          f"{median['tiktoken', 'second']:.1f} ms")

@@ -238,14 +238,14 @@ class CoreBPE:
             ranked[[i for i in self._special_token_values if i < len(ranked)]] = False
             ids = np.flatnonzero(ranked)
             if len(ids) >= len(ranked) // 2:
-                order, _ = sort_byte_strings(pool, offsets)      # every id: those without bytes are empty
+                order, _ = sort_byte_strings(pool, offsets, False)     # every id: those without bytes are empty
                 cached = order[ranked[order]]
             else:       # ids mostly without bytes (a special token at id 1,200,000): their tokens' bytes alone
                 sizes = lengths[ids]
                 starts = np.zeros(len(ids) + 1, dtype=np.int64)
                 np.cumsum(sizes, out=starts[1:])
                 gathered = pool[np.repeat(offsets[ids] - starts[:-1], sizes) + np.arange(starts[-1])]
-                cached = ids[sort_byte_strings(gathered, starts)[0]]
+                cached = ids[sort_byte_strings(gathered, starts, False)[0]]
             cached.flags.writeable = False      # (passed to native loops that read it without the GIL)
             self._own_sorted = cached
         return cached
