@@ -25,7 +25,6 @@ import os
 import re
 import stat
 import warnings
-import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, Union
 
@@ -1076,6 +1075,8 @@ def read_cache(directory: StrPath) -> tuple[Vocab, Callable[[], Merges], TableAr
     path = os.path.join(os.fspath(directory), CACHE_FILE)
     if not os.path.exists(path):
         return None
+    import zipfile         # (here, as np.load does: 4 ms of every import of the encoding path otherwise)
+
     try:
         with np.load(io.BytesIO(read_bytes(path)), allow_pickle=False) as npz:
             contents = {name: npz[name] for name in npz.files}
