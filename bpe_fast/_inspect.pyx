@@ -654,52 +654,53 @@ cdef int _sort_strings(const uint8_t* base, const int64_t* off, Py_ssize_t n, in
     for k in range(1, n + 1):
         if k < n and src[k].head == src[start].head:
             continue
-        if k - start > 1 and _by_length(src + start, k - start, off, lengths):
-            pass        # strings of 8 bytes or fewer: the lengths decide (then the indices, kept by the radix)
-        elif k - start > 1:     # equal heads: the rest of the bytes (and the lengths, and the indices) decide
-            run.resize(k - start)
-            for j in range(start, k):
-                run[j - start].head = src[j].head
-                run[j - start].p = base + off[src[j].at]
-                run[j - start].n = off[src[j].at + 1] - off[src[j].at]
-                run[j - start].index = src[j].at
-            cpp_sort(run.begin(), run.end(), _span_less)
-            for j in range(start, k):
-                src[j].at = run[j - start].index
+        if k - start > 1:       # equal heads: the lengths, the rest of the bytes and the indices decide
+            _sort_run(src + start, k - start, base, off, lengths, run)
         start = k
     for k in range(n):
         out[k] = src[k].at
     return 0
 
 
-cdef bint _by_length(Keyed* run, Py_ssize_t n, const int64_t* off, vector[Keyed]& spare) except -1 nogil:
-    """If every string of run[0:n] (equal heads, in index order) is 8 bytes or fewer, put them in order of their
-    lengths, stably (a counting sort: a vocabulary with a million ids without bytes is a million empty strings,
-    which the comparison sort took 0.1 s over), and return True; else False, the run unchanged."""
-    cdef Py_ssize_t j, count[10]
-    cdef int64_t length, shortest = 8, longest = 0
-    for j in range(n):
-        length = off[run[j].at + 1] - off[run[j].at]
-        if length > 8:
-            return False
-        shortest = min(shortest, length)
-        longest = max(longest, length)
-    if shortest == longest:
-        return True         # one length: index order, as they are
-    for j in range(10):
+cdef int _sort_run(Keyed* run, Py_ssize_t n, const uint8_t* base, const int64_t* off, vector[Keyed]& spare,
+                   vector[Span]& spans) except -1 nogil:
+    """Put run[0:n] (strings with equal heads, in index order) in _span_less's order. A string of 8 bytes or fewer
+    with this head is a prefix of every longer one with it (they differ only in the head's zero padding), so: by
+    length (a stable counting sort, every length over 8 as one, last), then those over 8 bytes by comparison. (A
+    vocabulary with a million ids without bytes is a million empty strings: the comparison sort of them all took
+    0.1 s; helper-131: one longer string among them sent them all there again.)"""
+    cdef Py_ssize_t j, first_long, count[11]
+    cdef int64_t length
+    for j in range(11):
         count[j] = 0
     for j in range(n):
-        count[off[run[j].at + 1] - off[run[j].at] + 1] += 1
-    for j in range(1, 10):
-        count[j] += count[j - 1]
-    spare.resize(n)
-    for j in range(n):
         length = off[run[j].at + 1] - off[run[j].at]
-        spare[count[length]] = run[j]
-        count[length] += 1
-    for j in range(n):
-        run[j] = spare[j]
-    return True
+        count[min(length, 9) + 1] += 1
+    for j in range(1, 11):
+        count[j] += count[j - 1]
+    first_long = count[9]
+    cdef bint one_length = False        # (then they are in order already)
+    for j in range(10):
+        one_length = one_length or count[j + 1] - count[j] == n
+    if not one_length:
+        spare.resize(n)
+        for j in range(n):
+            length = min(off[run[j].at + 1] - off[run[j].at], 9)
+            spare[count[length]] = run[j]
+            count[length] += 1
+        for j in range(n):
+            run[j] = spare[j]
+    if n - first_long > 1:
+        spans.resize(n - first_long)
+        for j in range(first_long, n):
+            spans[j - first_long].head = run[j].head
+            spans[j - first_long].p = base + off[run[j].at]
+            spans[j - first_long].n = off[run[j].at + 1] - off[run[j].at]
+            spans[j - first_long].index = run[j].at
+        cpp_sort(spans.begin(), spans.end(), _span_less)
+        for j in range(first_long, n):
+            run[j].at = spans[j - first_long].index
+    return 0
 
 
 cdef int _check_rising(const int64_t* off, Py_ssize_t n, str name) except -1:

@@ -29,10 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import Executor, Future
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
 
 # multiprocessing and concurrent.futures' process pool are imported where a process pool is made (importing them
 # took 10-14 ms of every `import bpe_fast.encoding`, which encodes in threads only)
@@ -215,7 +212,7 @@ def _resident_bytes() -> int:
 
 @contextlib.contextmanager
 def worker_pool(num_processes: int, what: str, initializer: Callable[..., object] | None = None,
-                initargs: tuple[Any, ...] = (), context: Any = None) -> Iterator[ProcessPoolExecutor]:
+                initargs: tuple[Any, ...] = (), context: Any = None) -> Iterator[Executor]:
     """A ProcessPoolExecutor for `num_processes` workers; `what` names the job in errors
     ("counting corpus.txt"); context: worker_context()'s (made here if None; pass the one the shared objects
     in initargs were made with). Leaves no worker running when the block exits, however it exits."""
