@@ -604,7 +604,7 @@ cdef int _sort_strings(const uint8_t* base, const int64_t* off, Py_ssize_t n, in
     cdef vector[Keyed] keys, other
     cdef vector[uint32_t] count
     cdef vector[Span] run
-    cdef vector[Keyed] lengths          # _by_length's
+    cdef vector[Keyed] spare            # _sort_run's
     cdef Keyed* src
     cdef Keyed* dst
     cdef Keyed* swap
@@ -616,10 +616,12 @@ cdef int _sort_strings(const uint8_t* base, const int64_t* off, Py_ssize_t n, in
     cdef int shift
     keys.resize(n)
     other.resize(n)
-    count.resize(4 * 8 * 256)      # four histograms of each byte, one for every fourth head: heads that follow
-    for k in range(n):              # each other often share a byte (short strings' zero padding), and counting
-        head = _head8(base + off[k], off[k + 1] - off[k], end)  # them in one counter waits on
-        keys[k].head = head                                                     # its last store each time
+    # four histograms of each byte, one for every fourth head: heads that follow each other often share a byte
+    # (short strings' zero padding), and counting them in one counter waits on its last store each time
+    count.resize(4 * 8 * 256)
+    for k in range(n):
+        head = _head8(base + off[k], off[k + 1] - off[k], end)
+        keys[k].head = head
         keys[k].at = k
         ones |= head
         zeros &= head
@@ -655,7 +657,7 @@ cdef int _sort_strings(const uint8_t* base, const int64_t* off, Py_ssize_t n, in
         if k < n and src[k].head == src[start].head:
             continue
         if k - start > 1:       # equal heads: the lengths, the rest of the bytes and the indices decide
-            _sort_run(src + start, k - start, base, off, lengths, run)
+            _sort_run(src + start, k - start, base, off, spare, run)
         start = k
     for k in range(n):
         out[k] = src[k].at

@@ -1101,10 +1101,7 @@ class Tokenizer:
         >>> tok.encode_pieces([b"ab ab", b"", b"\\xffab"])
         [[256, 32, 256], [], [255, 256]]
         """
-        items = list(pieces)
-        for k, piece in enumerate(items):
-            if not isinstance(piece, (bytes, bytearray, memoryview)):
-                raise TypeError(f"pieces[{k}] must be bytes, got {type(piece).__name__}")
+        items = _byte_pieces(pieces)
         bounds = np.zeros(2, dtype=np.int64)
 
         def run(core: BPECore) -> list[list[int]]:
@@ -1128,10 +1125,7 @@ class Tokenizer:
         >>> tok.encode_pieces([b"a\\xff\\xff"]), tok.merge_pieces([b"a\\xff\\xff"])
         ([[256]], [[97, 255, 255]])
         """
-        items = list(pieces)
-        for k, piece in enumerate(items):
-            if not isinstance(piece, (bytes, bytearray, memoryview)):
-                raise TypeError(f"pieces[{k}] must be bytes, got {type(piece).__name__}")
+        items = _byte_pieces(pieces)
         if not self._rank_ids:
             return self.encode_pieces(items)
         return [self._tables.merge_bytes(bytes(piece)) for piece in items]
@@ -2291,6 +2285,15 @@ def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
     if files.all_permanent:
         arrays["permanent"] = np.ones(len(ranked), dtype=np.uint8)
     return arrays
+
+
+def _byte_pieces(pieces: Iterable[bytes]) -> list[bytes]:
+    """`pieces` as a list, each a bytes-like object (a TypeError names the first that is not)."""
+    items = list(pieces)
+    for k, piece in enumerate(items):
+        if not isinstance(piece, (bytes, bytearray, memoryview)):
+            raise TypeError(f"pieces[{k}] must be bytes, got {type(piece).__name__}")
+    return items
 
 
 def _ranks_decode_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
