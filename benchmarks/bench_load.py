@@ -280,7 +280,10 @@ def test_load_in_a_fresh_process(benchmark, ranks_files, name):
 
     def fresh(module):
         code = _FRESH.format(module=module, path=path, name=name, pattern=pattern, specials=specials, text=TEXT)
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        # (run from the ranks' folder: `-c` puts the working directory first on sys.path, and a source checkout's
+        # bpe_fast, without its compiled modules, would be imported instead of the installed one)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              cwd=os.path.dirname(path))
         return json.loads(done.stdout)
 
     for _ in range(rounds):
