@@ -1125,10 +1125,9 @@ class Tokenizer:
         >>> tok.encode_pieces([b"a\\xff\\xff"]), tok.merge_pieces([b"a\\xff\\xff"])
         ([[256]], [[97, 255, 255]])
         """
-        items = _byte_pieces(pieces)
         if not self._rank_ids:
-            return self.encode_pieces(items)
-        return [self._tables.merge_bytes(bytes(piece)) for piece in items]
+            return self.encode_pieces(pieces)       # (which checks them)
+        return [self._tables.merge_bytes(bytes(piece)) for piece in _byte_pieces(pieces)]
 
     def show(self, text: str) -> TokenView:
         """(pieces, ids) of `text`: the ids encode gives and each token's text, where the bytes of a token that
