@@ -35,6 +35,7 @@ cdef struct ScanTables:
     const uint8_t* fold_letters     # ... and that letter
     Py_ssize_t n_folds
     bint swar_letters               # ASCII \p{L} is exactly A-Z a-z and the machine is little-endian
+    bint swar_lower                 # ASCII o200k lower (W) is exactly a-z, and the machine is little-endian
     const ScanTables* han_apart     # the same but for Kimi K2's letter runs: Han neither upper nor lower there
 
 

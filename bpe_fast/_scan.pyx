@@ -89,6 +89,8 @@ cdef class UnicodeTables:
         self.t.n_folds = self.fold_cps.size()
         letters = [k for k in range(128) if self.t.ascii_cls[k] & C_L]
         self.t.swar_letters = sys.byteorder == "little" and letters == list(range(65, 91)) + list(range(97, 123))
+        lower = [k for k in range(128) if self.t.ascii_cls[k] & C_W]
+        self.t.swar_lower = sys.byteorder == "little" and lower == list(range(97, 123))
         # Kimi K2's letter runs leave Han out ([\p{Lu}...\p{M}&&[^\p{Han}]]): the same tables with Han neither
         # upper nor lower, which its scanner reads past its first choice (a run of Han)
         self.stage2_han_apart = self.stage2
@@ -200,6 +202,23 @@ cdef inline Py_ssize_t swar_letters(const uint8_t* s, Py_ssize_t i, Py_ssize_t n
         if nonletter:
             ended[0] = True
             return i + (__builtin_ctzll(nonletter) >> 3)
+        i += 8
+    return i
+
+
+cdef inline Py_ssize_t swar_lower(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint* ended) noexcept nogil:
+    """swar_letters for a-z alone (o200k's lower ASCII letters): x is a-z iff x + 0x1F has its high bit set
+    (x >= 0x61) and x + 0x05 has not (x < 0x7B), for ASCII bytes, with no carry between bytes. Worked example:
+    "thE end." -> non-lower bits at bytes 2, 3 and 7 -> the run ends at i + 2."""
+    cdef uint64_t w, nonlower
+    while i + 8 <= n:
+        memcpy(&w, s + i, 8)
+        if w & HIGH:
+            break
+        nonlower = ~((w + 0x1F1F1F1F1F1F1F1FULL) & ~(w + 0x0505050505050505ULL)) & HIGH
+        if nonlower:
+            ended[0] = True
+            return i + (__builtin_ctzll(nonlower) >> 3)
         i += 8
     return i
 
@@ -468,6 +487,17 @@ cdef inline Py_ssize_t run_to(const ScanTables* t, const uint8_t* s, Py_ssize_t 
     return i
 
 
+cdef inline Py_ssize_t run_lower_to(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                    bint* at_end) noexcept nogil:
+    """run_to(t, s, i, n, C_W, C_W, at_end), eight ASCII bytes at a time while they are a-z (swar_lower)."""
+    cdef bint ended = False
+    if t.swar_lower:
+        i = swar_lower(s, i, n, &ended)
+        if ended:
+            return i
+    return run_to(t, s, i, n, C_W, C_W, at_end)
+
+
 cdef inline Py_ssize_t o200k_contraction(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
                                          bint* at_end) noexcept nogil:
     """The end of (?i:'s|'t|'re|'ve|'m|'ll|'d) at s[i], or i when there is none."""
@@ -517,7 +547,7 @@ cdef inline Py_ssize_t o200k_cased(const ScanTables* t, const uint8_t* s, Py_ssi
     if not lower_first and e == p:
         return -1
     if c & C_W:
-        return run_to(t, s, e, n, C_W, C_W, at_end)
+        return run_lower_to(t, s, e, n, at_end)
     return last_w if lower_first else e
 
 

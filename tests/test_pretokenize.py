@@ -211,6 +211,19 @@ def test_letter_runs_longer_than_eight_bytes():
     assert P.pretoken_boundaries(("a\u00e9" * 500_000).encode()).tolist() == [0, 1_500_000]
 
 
+def test_lower_case_runs_end_at_every_ascii_byte_as_regex_ends_them():
+    # o200k's lower-case letter runs ([\p{Ll}\p{Lm}\p{Lo}\p{M}]+) go eight ASCII bytes at a time while they are
+    # a-z: every ASCII byte (the ones either side of a-z, "`" and "{", upper case, digits, controls) put at each
+    # place of the first eight-byte window and of the next must end the run where regex ends it, and after a
+    # capital ([U]*[W]+) as well as after a space (the optional prefix)
+    for pattern in (O200K_PATTERN, TEKKEN_PATTERN, KIMI_PATTERN):
+        for b in range(128):
+            for k in range(18):
+                for lead in ("", " ", "Q"):
+                    text = lead + "abcdefghijklmnopqrstuvwxyz"[:k] + chr(b) + "mnopqrstuvwxyzab" + "\u00e9t\u00e9"
+                    assert P.pretokenize(text, pattern) == regex.findall(pattern, text), (pattern, b, k, lead)
+
+
 def test_every_contraction_spelling():
     # All two-character continuations of an apostrophe over the contraction letters in both cases, the
     # non-ASCII code points (?i) relates to them (U+017F long s, U+212A Kelvin sign) and a few others.
