@@ -1557,15 +1557,23 @@ cdef class BPECore:
         self.cached_bytes = 0
 
     cdef int _grow_cache(self) except -1 nogil:
-        """Double the cache's bounds (up to their maxima) and the table to hold them; the caller then resets
-        the cache (its entries are dropped, once a doubling)."""
+        """Double the cache's bounds (up to their maxima) and the table to hold them. The entries stay: the
+        old table's slots are placed again in the larger one (dropping them, as a reset does, made a first
+        encode of 20 MB of real text merge each of the first 65,536 distinct pre-tokens again when seen again:
+        o200k_base's took 5-10% longer)."""
         cdef uint64_t cap
+        cdef vector[PieceSlot] old
+        cdef size_t k
         self.cache_entries = min(2 * self.cache_entries, self.max_cache_entries)
         self.cache_bytes = min(2 * self.cache_bytes, self.max_cache_bytes)
         cap = piece_table_size(self.n_perm, self.cache_entries)
         if cap != self.pieces.size():
-            self.pieces.resize(cap)
+            old.swap(self.pieces)
+            self.pieces.resize(cap)             # (all zeros: empty slots)
             self.piece_mask = cap - 1
+            for k in range(old.size()):
+                if old[k].n_ids != 0:
+                    _slot_place(self.pieces, self.piece_mask, old[k])
         self.n_growths += 1
         return 0
 
@@ -1587,10 +1595,10 @@ cdef class BPECore:
             return 0
         if self.n_cached >= self.cache_entries or self.cached_bytes + n + 4 * count > self.cache_bytes:
             if self.cache_entries < self.max_cache_entries or self.cache_bytes < self.max_cache_bytes:
-                self._grow_cache()
-            else:
-                self.n_resets += 1
-            self._reset_cache()
+                self._grow_cache()              # the entries stay
+            if self.n_cached >= self.cache_entries or self.cached_bytes + n + 4 * count > self.cache_bytes:
+                self.n_resets += 1              # full at its maxima (or a bound that cannot grow): dropped
+                self._reset_cache()
         slot.hash = h
         slot.prefix = prefix
         slot.key_off = <uint32_t>self.keys.size()

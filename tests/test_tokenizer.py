@@ -269,6 +269,23 @@ def test_cache_grows_to_its_maximum_then_resets_and_stays_correct(trained):
     assert core.cache_entries == 8 and core.stats()["cache_growths"] == 0
 
 
+def test_a_growing_cache_keeps_its_entries(trained):
+    # a cache that grows (8 -> 16 -> 32 entries) keeps what it holds: every distinct pre-token is merged once
+    # (it was dropped at each growth, and merged again when seen again), and a second pass finds them all
+    tok = Tokenizer(*trained, special_tokens=[EOT])
+    tok._pool.set_cache_bounds(8, 10_000, 64, 80_000)
+    words = [" qx" + chr(97 + k % 26) + chr(97 + k // 26) + "zq" for k in range(20)]
+    merged = {w.encode() for w in words} - set(tok.vocab.values())    # pre-tokens no token is: cached
+    assert len(merged) > 16                  # enough to grow the cache twice
+    text = "".join(words)                    # each once: a pre-token dropped at a growth is not seen again
+    assert tok.encode(text) == oracle(tok, text)
+    core = tok._pool.spare()[0]
+    assert (core.stats()["cache_growths"], core.stats()["cache_resets"]) == (2, 0)
+    assert core.stats()["cached"] == len(merged)
+    assert tok.encode(text) == oracle(tok, text)
+    assert tok._pool.spare()[0].stats()["cached"] == len(merged)    # nothing merged again
+
+
 def test_small_cache_resets_and_stays_correct(trained):
     tok = Tokenizer(*trained, special_tokens=[EOT])
     tok._pool.set_cache_bounds(8, 200)  # the next encoder is made with the small bounds
