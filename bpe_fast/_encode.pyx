@@ -1560,22 +1560,25 @@ cdef class BPECore:
 
     cdef int _grow_cache(self) except -1 nogil:
         """Double the cache's bounds (up to their maxima) and the table to hold them. The entries stay: the
-        old table's slots are placed again in the larger one (dropping them, as a reset does, made a first
-        encode of 20 MB of real text merge each of the first 65,536 distinct pre-tokens again when seen again:
-        o200k_base's took 5-10% longer)."""
+        table's slots are placed again in the larger one (dropping them, as a reset does, made a first encode
+        of 20 MB of real text merge each of the first 65,536 distinct pre-tokens again when seen again). The
+        larger table is made before anything changes: if that allocation fails (MemoryError), the encoder is
+        as it was (it swapped its table out first, and the next call read an empty table with the old mask)."""
         cdef uint64_t cap
-        cdef vector[PieceSlot] old
+        cdef vector[PieceSlot] larger
         cdef size_t k
-        self.cache_entries = min(2 * self.cache_entries, self.max_cache_entries)
-        self.cache_bytes = min(2 * self.cache_bytes, self.max_cache_bytes)
-        cap = piece_table_size(self.n_perm, self.cache_entries)
+        cdef Py_ssize_t entries = min(2 * self.cache_entries, self.max_cache_entries)
+        cdef Py_ssize_t nbytes = min(2 * self.cache_bytes, self.max_cache_bytes)
+        cap = piece_table_size(self.n_perm, entries)
         if cap != self.pieces.size():
-            old.swap(self.pieces)
-            self.pieces.resize(cap)             # (all zeros: empty slots)
+            larger.resize(cap)                  # (all zeros: empty slots; may raise MemoryError)
+            for k in range(self.pieces.size()):
+                if self.pieces[k].n_ids != 0:
+                    _slot_place(larger, cap - 1, self.pieces[k])
+            self.pieces.swap(larger)
             self.piece_mask = cap - 1
-            for k in range(old.size()):
-                if old[k].n_ids != 0:
-                    _slot_place(self.pieces, self.piece_mask, old[k])
+        self.cache_entries = entries
+        self.cache_bytes = nbytes
         self.n_growths += 1
         return 0
 

@@ -10,6 +10,8 @@ import os
 import pickle
 import random
 import re
+import subprocess
+import sys
 import threading
 from collections import Counter
 
@@ -284,6 +286,45 @@ def test_a_growing_cache_keeps_its_entries(trained):
     assert core.stats()["cached"] == len(merged)
     assert tok.encode(text) == oracle(tok, text)
     assert tok._pool.spare()[0].stats()["cached"] == len(merged)    # nothing merged again
+
+
+def test_running_out_of_memory_as_the_cache_grows_leaves_a_working_encoder():
+    # a cache whose next growth needs a larger table (8 MB) than the memory left: that call is a MemoryError
+    # (or gives the right ids), and the encoder goes on giving the right ids after it (it had swapped its table
+    # out before making the larger one, and the next call read an empty table: a crash, helper-132)
+    code = """
+import random, resource, sys
+from bpe_fast import Tokenizer
+tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])        # no merges: every id is a byte
+tok._pool.set_cache_bounds(1 << 16, 1 << 30, 1 << 20, 1 << 30)
+rng = random.Random(0)
+words = [" " + "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(9)) for _ in range(65_600)]
+first = "".join(words[:65_536])
+for word in words[:65_536]:         # one at a time: no large block freed that the growth could reuse
+    tok.encode(word)                # (the cache is full then: the next new word grows it)
+vm = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (vm + (2 << 20), resource.RLIM_INFINITY))
+later = "".join(words[65_536:])
+ballast = []
+while True:         # the free blocks as large as the growth's table (8 MB) taken first (an arena's reserve)
+    try:
+        ballast.append(bytearray(8 << 20))
+    except MemoryError:
+        break
+try:
+    print("ok" if tok.encode(later) == list(later.encode()) else "other ids")
+except MemoryError:
+    print("MemoryError")
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+del ballast
+for text in (later, first[:5000] + later, first):
+    print("ok" if tok.encode(text) == list(text.encode()) else "other ids")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=os.path.dirname(__file__))
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "Exception ignored" not in done.stderr, done.stderr[-2000:]
+    assert done.stdout.split() == ["MemoryError", "ok", "ok", "ok"], done.stdout
 
 
 def test_small_cache_resets_and_stays_correct(trained):
