@@ -1562,8 +1562,8 @@ cdef class BPECore:
         """Double the cache's bounds (up to their maxima) and the table to hold them. The entries stay: the
         table's slots are placed again in the larger one (dropping them, as a reset does, made a first encode
         of 20 MB of real text merge each of the first 65,536 distinct pre-tokens again when seen again). The
-        larger table is made before anything changes: if that allocation fails (MemoryError), the encoder is
-        as it was (it swapped its table out first, and the next call read an empty table with the old mask)."""
+        larger table is made and filled before anything changes, so if that allocation fails (MemoryError) the
+        encoder is as it was (swapping its table out first would leave it an empty table under the old mask)."""
         cdef uint64_t cap
         cdef vector[PieceSlot] larger
         cdef size_t k
@@ -1779,8 +1779,8 @@ cdef class BPECore:
         A long text's ids get room first: one id every two bytes (most text takes three or more bytes an id),
         so the vector is not copied as it doubles. Room asked for and not filled is never touched, and a fresh
         page costs (zeroing and faulting it in) about 1.5 ms a MB here where rewriting one costs 0.15: a vector
-        grown by doubling touched twice the pages of its ids (a first encode of 20 MB of real text, 6 million
-        ids, spent about 10% of its time so). At least doubling, so repeated calls on one vector stay linear."""
+        grown by doubling touched twice the pages of its ids (o200k_base's first encode of 20 MB of real text,
+        6 million ids: 6% faster with the room). At least doubling, so repeated calls on one vector stay linear."""
         cdef SpecialMatcher m = seg.specials
         cdef Py_ssize_t before = out.size(), done
         cdef size_t want
