@@ -376,6 +376,34 @@ cdef inline bint bloom_apart(const ScanTables* t, const uint8_t* s, Py_ssize_t i
     return False
 
 
+# bloom_apart's ASCII punctuation ! ( ) , . ? as the bits of a mask (| is 124, past it)
+cdef uint64_t BLOOM_ASCII_APART = ((1ULL << 0x21) | (1ULL << 0x28) | (1ULL << 0x29) | (1ULL << 0x2C) | (1ULL << 0x2E)
+                                   | (1ULL << 0x3F))
+
+
+cdef inline Py_ssize_t bloom_run(const ScanTables* t, const uint8_t* s, Py_ssize_t j, Py_ssize_t n) noexcept nogil:
+    """The end of the run from s[j] of code points bloom_apart does not stop at: ASCII by its class bits and the
+    punctuation mask, without a call (BLOOM's runs are whole words with their punctuation, mostly ASCII)."""
+    cdef Py_ssize_t k
+    cdef uint8_t b
+    cdef bint ended
+    while j < n:
+        if t.swar_letters:
+            j = swar_letters(s, j, n, &ended)
+            if j >= n:
+                return j
+        b = s[j]
+        if b < 0x80:
+            if (t.ascii_cls[b] & C_S) or b == 124 or (b < 64 and (BLOOM_ASCII_APART >> b) & 1):
+                return j
+            j += 1
+        elif bloom_apart(t, s, j, &k):
+            return j
+        else:
+            j = k
+    return j
+
+
 cdef inline Py_ssize_t bloom_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     """End of the BLOOM_PATTERN pre-token starting at s[i] (i < n)."""
     cdef Py_ssize_t j, k, m
@@ -384,9 +412,7 @@ cdef inline Py_ssize_t bloom_next(const ScanTables* t, const uint8_t* s, Py_ssiz
         apart = False
         j = k
     if not apart:
-        while j < n and not bloom_apart(t, s, j, &k):
-            j = k
-        return j
+        return bloom_run(t, s, j, n)
     while j < n:                # between two matches: up to where one starts (a run, or a space before one)
         if not bloom_apart(t, s, j, &k):
             return j

@@ -224,6 +224,20 @@ def test_lower_case_runs_end_at_every_ascii_byte_as_regex_ends_them():
                     assert P.pretokenize(text, pattern) == regex.findall(pattern, text), (pattern, b, k, lead)
 
 
+def test_bloom_runs_end_at_every_ascii_byte_as_regex_ends_them():
+    # BLOOM's runs ([^(\s|.,!?…。，、।۔،)]+) skip ASCII letters eight bytes at a time and test other ASCII bytes
+    # by their class and a mask of the punctuation: every ASCII byte (white space, ! ( ) , . ? |, the bytes
+    # either side of them and of the letters, controls) put at each place of the first eight-byte window and of
+    # the next must end the run where regex ends it (or not), after nothing, a space (the optional prefix) or a
+    # character runs stop at, and with one of the non-ASCII characters they stop at after it
+    for b in range(128):
+        for k in range(18):
+            for lead in ("", " ", "(", "\u3002"):
+                for tail in ("\u00e9t\u00e9", "\u2026x", " \u060cy"):
+                    text = lead + "abcdefghijklmnopqrstuvwxyz"[:k] + chr(b) + "mnopqrstuvwxyzab" + tail
+                    assert P.pretokenize(text, "bloom") == regex.findall(BLOOM_PATTERN, text), (b, k, lead, tail)
+
+
 def test_every_contraction_spelling():
     # All two-character continuations of an apostrophe over the contraction letters in both cases, the
     # non-ASCII code points (?i) relates to them (U+017F long s, U+212A Kelvin sign) and a few others.
