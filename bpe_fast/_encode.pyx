@@ -97,8 +97,36 @@ cdef extern from *:
             Py_SET_REFCNT(o, Py_REFCNT(o) + counts[k]);
         }
     }
+    // ids[k] = list[k] for k < n, each a known id (known[id] for id < n_known), and *total the sum of their
+    // lengths (offs[id + 1] - offs[id]); no reference is taken (the caller holds the GIL: the list stays as it is).
+    // Returns n, or the index of the first item that is not an int (*bad = 1) or not a known id (*bad = 2).
+    static Py_ssize_t bpe_fast_read_ids(PyObject* list, Py_ssize_t n, int32_t* ids, const int64_t* offs,
+                                        const uint8_t* known, int64_t n_known, int64_t* total, int* bad) {
+        PyObject** src = PySequence_Fast_ITEMS(list);
+        int64_t sum = 0;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject* o = src[k];
+            int overflow = 0;
+            long long v;
+            if (!PyLong_Check(o)) {
+                *bad = 1;
+                return k;
+            }
+            v = PyLong_AsLongLongAndOverflow(o, &overflow);
+            if (overflow || v < 0 || v >= n_known || !known[v]) {
+                *bad = 2;
+                return k;
+            }
+            ids[k] = (int32_t)v;
+            sum += offs[v + 1] - offs[v];
+        }
+        *total = sum;
+        return n;
+    }
     """
     void fill_list "bpe_fast_fill_list"(list result, const int32_t* ids, Py_ssize_t n, list objects)
+    Py_ssize_t read_ids "bpe_fast_read_ids"(list ids, Py_ssize_t n, int32_t* out, const int64_t* offs,
+                                            const uint8_t* known, int64_t n_known, int64_t* total, int* bad)
     void add_each_reference "bpe_fast_add_each_reference"(list objects, const int32_t* ids, Py_ssize_t n)
     void drop_references "bpe_fast_drop_references"(list objects, const int32_t* ids, Py_ssize_t n)
     void fill_list_owned "bpe_fast_fill_list_owned"(list result, const int32_t* ids, Py_ssize_t n, list objects)
@@ -254,6 +282,7 @@ cdef enum:
     DEFAULT_CACHE_ENTRIES = 1 << 16     # an encoder's cache of pre-tokens, to begin with (BPECore, EncoderPool)
     NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
     NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
+    GATHER_COPY = 16            # _gather copies tokens this long or shorter as this many bytes
     RESERVE_BYTES = 1 << 20     # _encode_bytes gives a text this long room for ids first (see there)
     MAX_RESERVE_IDS = 1 << 28   # ... for at most this many (1 GB; past it the vector grows as it fills)
 
@@ -425,15 +454,28 @@ cdef void _convert_ids(const int32_t* src, Py_ssize_t n, int width, void* dst) n
             d64[k] = src[k]
 
 
-cdef void _gather(const uint8_t* pool, const int64_t* offs, const int64_t* ids, Py_ssize_t n,
-                  char* dst) noexcept nogil:
-    """The bytes of ids[0:n] (all known) joined into dst."""
+ctypedef fused TokenId:
+    int32_t
+    int64_t
+
+
+cdef void _gather(const uint8_t* pool, Py_ssize_t pool_size, const int64_t* offs, const TokenId* ids, Py_ssize_t n,
+                  char* dst, const char* dst_end) noexcept nogil:
+    """The bytes of ids[0:n] (all known) joined into dst[:dst_end - dst], which holds them exactly. A token of at
+    most GATHER_COPY bytes is copied as GATHER_COPY bytes (one fixed-size move, where memcpy of its length is a
+    call: most tokens are a few bytes) when the pool has them and dst has room; the bytes past the token are
+    written over by the next one's."""
     cdef Py_ssize_t k
-    cdef int64_t i
+    cdef int64_t i, start, length
     for k in range(n):
         i = ids[k]
-        memcpy(dst, pool + offs[i], offs[i + 1] - offs[i])
-        dst += offs[i + 1] - offs[i]
+        start = offs[i]
+        length = offs[i + 1] - start
+        if length <= GATHER_COPY and start + GATHER_COPY <= pool_size and dst + GATHER_COPY <= dst_end:
+            memcpy(dst, pool + start, GATHER_COPY)
+        else:
+            memcpy(dst, pool + start, length)
+        dst += length
 
 
 cdef struct RankedPair:
@@ -1402,22 +1444,20 @@ cdef class BPETables:
 
     def decode_list(self, list ids):
         """decode_bytes for a list of int, read without making an array first; None if an item is not an int
-        (the caller converts then). ValueError naming a negative or unknown id."""
+        (the caller converts then). ValueError naming a negative or unknown id. One pass reads, checks and sizes
+        the ids (read_ids), one gathers their bytes."""
         cdef Py_ssize_t n = PyList_GET_SIZE(ids), k
-        cdef vector[int64_t] buf
-        cdef int overflow = 0
-        cdef long long value
-        cdef object item
+        cdef vector[int32_t] buf
+        cdef int64_t total = 0
+        cdef int bad = 0
         buf.resize(n)
-        for k in range(n):
-            item = <object>PyList_GET_ITEM(ids, k)
-            if not PyLong_Check(item):
+        k = read_ids(ids, n, buf.data(), self.offsets.data(), self.known.data(), self.known.size(), &total, &bad)
+        if k < n:
+            if bad == 1:
                 return None
-            value = PyLong_AsLongLongAndOverflow(item, &overflow)
-            if overflow:
-                raise ValueError(f"{'negative' if overflow < 0 else 'unknown'} token id {item} (at position {k})")
-            buf[k] = value
-        return self._decode(buf.data(), n)
+            i = int(ids[k])
+            raise ValueError(f"{'negative' if i < 0 else 'unknown'} token id {i} (at position {k})")
+        return self._gathered(buf.data(), n, total)
 
     cdef bytes _decode(self, const int64_t* ids, Py_ssize_t n):
         """decode_bytes of ids[0:n], which nothing else writes to (read twice: checked and sized, then gathered)."""
@@ -1432,13 +1472,18 @@ cdef class BPETables:
             if i >= n_known or not known[i]:
                 raise ValueError(f"unknown token id {i} (at position {k})")
             total += offs[i + 1] - offs[i]
+        return self._gathered(ids, n, total)
+
+    cdef bytes _gathered(self, const TokenId* ids, Py_ssize_t n, int64_t total):
+        """The bytes of ids[0:n], checked known, total bytes in all."""
         result = PyBytes_FromStringAndSize(NULL, total)
         cdef char* dst = PyBytes_AS_STRING(result)
+        cdef Py_ssize_t pool_size = self.pool.shape[0] if self.pool is not None else 0
         if n >= NOGIL_IDS:
             with nogil:
-                _gather(self.pool_data, offs, ids, n, dst)
+                _gather(self.pool_data, pool_size, self.offsets.data(), ids, n, dst, dst + total)
         elif n:
-            _gather(self.pool_data, offs, ids, n, dst)
+            _gather(self.pool_data, pool_size, self.offsets.data(), ids, n, dst, dst + total)
         return result
 
     # ------------------------------------------------------------------------------------------ inspection

@@ -755,6 +755,25 @@ def test_wrong_argument_types(tok):
 
 # ------------------------------------------------------------------------------------- decode
 
+def test_decode_copies_tokens_of_every_length_at_the_ends_of_the_pool_and_the_text():
+    # short tokens are gathered as 16-byte moves when the pool has 16 bytes from the token's start and the text
+    # room for them: tokens of 1 to 40 bytes, the last id's token (the end of the pool) each length in turn, every
+    # token last in the text and first, as a list and as an array, against the joined bytes
+    rng = random.Random(5)
+    for last_len in range(1, 41):
+        lengths = [rng.randrange(1, 41) for _ in range(60)] + [last_len]
+        vocab = {i: bytes([i]) for i in range(256)}
+        for k, n in enumerate(lengths):
+            vocab[256 + k] = bytes(rng.randrange(256) for _ in range(n)) + bytes([k])   # distinct
+        tok = Tokenizer(vocab, [])
+        ids = list(vocab)
+        for seq in ([ids[-1]], ids, ids[::-1], [ids[-1], 7, ids[-1]], [rng.choice(ids) for _ in range(300)]):
+            expected = b"".join(vocab[i] for i in seq)
+            assert tok.decode_bytes(seq) == expected
+            assert tok.decode_bytes(np.array(seq, dtype=np.int64)) == expected
+            assert tok.decode(seq, errors="surrogateescape") == expected.decode("utf-8", "surrogateescape")
+
+
 def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
     assert tok.decode([]) == ""
     assert tok.decode([0xE2, 0x82]) == "\ufffd"   # a cut UTF-8 sequence
