@@ -35,6 +35,9 @@ allowed) and encode_ordinary (against bpe_fast without special tokens), HF token
 from bpe_fast.export). Encoding a file with P workers: bpe_fast.encode_file (text file to .npy) against
 tiktoken encode_ordinary_batch and HF encode_batch on P threads over the documents of the same file, and
 tiktoken encode_batch over 4P large parts of it, each also reading the file and writing the same .npy. Every peer's ids are checked against bpe_fast's.
+Decoding, one thread: each library's ids of the same text (its own encoding, made before the clock starts) as
+a list back to the text with decode and to bytes with decode_bytes (HF: decode); every result is checked to be
+the text.
 
 Each measurement runs in a fresh Python process (this script with --worker): imports and loading (setup)
 are not timed; the wall time is taken around the work alone, and the peak resident memory is that of the
@@ -410,6 +413,50 @@ def job_encode_batch_hf(spec):
     return work, lambda _: shutil.copyfile(spec["npy"], spec["out"])
 
 
+def _decode_job(encode, decode, spec):
+    """Decode the ids `encode` gives for the text (made first, not timed) with `decode`; the result, text or
+    bytes, is saved as bytes for the check."""
+    ids = list(encode(_read_text(spec["text"])))
+
+    def save(out):
+        Path(spec["out"]).write_bytes(out if isinstance(out, bytes) else out.encode("utf-8"))
+    return (lambda: decode(ids)), save
+
+
+def job_decode_bpe_fast(spec):
+    tok = _load_bpe_fast_tokenizer(spec, [EOT])
+    what = tok.decode_bytes if spec["bytes"] else tok.decode
+    return _decode_job(tok.encode, what, spec)
+
+
+def job_decode_tiktoken(spec):
+    enc = _tiktoken_encoding(spec)
+    what = enc.decode_bytes if spec["bytes"] else enc.decode
+    return _decode_job(lambda text: enc.encode(text, allowed_special="all"), what, spec)
+
+
+def job_decode_hf(spec):
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(spec["tokenizer"]["hf_json"])
+    return _decode_job(lambda text: tok.encode(text).ids, lambda ids: tok.decode(ids, skip_special_tokens=False),
+                       spec)
+
+
+def job_decode_bpe_openai(spec):
+    import bpe_openai
+
+    enc = bpe_openai.get_encoding(spec["tokenizer"]["encoding"])
+    enc._runtime.config.chunk_limit = 0
+
+    def encode(text):
+        ids = []
+        for piece in _pieces_for_bpe_openai(text):
+            ids += enc.encode(piece, allowed_special="all")
+        return ids
+    return _decode_job(encode, enc.decode_bytes if spec["bytes"] else enc.decode, spec)
+
+
 JOB_KINDS = {
     "train.bpe_fast": job_train_bpe_fast,
     "train.rustbpe": job_train_rustbpe,
@@ -426,6 +473,10 @@ JOB_KINDS = {
     "encode_batch.tiktoken": job_encode_batch_tiktoken,
     "encode_chunks.tiktoken": job_encode_chunks_tiktoken,
     "encode_batch.hf": job_encode_batch_hf,
+    "decode.bpe_fast": job_decode_bpe_fast,
+    "decode.tiktoken": job_decode_tiktoken,
+    "decode.hf": job_decode_hf,
+    "decode.bpe_openai": job_decode_bpe_openai,
 }
 
 
@@ -827,6 +878,10 @@ def encode_jobs(args, tokenizer, text_path, workdir, wanted):
     def spec(name, **extra):
         return dict(common, out=str(workdir / f"ids.{name}.npy"), **extra)
 
+    bpe_openai_status = (peer_status("bpe_openai", wanted)
+                         or ("not run (only with --encoding cl100k_base|o200k_base)" if "encoding" not in tokenizer
+                             else None if tokenizer["pattern"] == resolve_pattern(ENCODINGS[tokenizer["encoding"]][0])
+                             else "not run (its encodings have their own patterns)"))
     enc = Job("encode", "bpe_fast `encode`", "encode.bpe_fast", spec("bpe_fast", specials=[EOT]), tool="bpe_fast")
     plain = Job("encode", "bpe_fast `encode`, no special tokens", "encode.bpe_fast",
                 spec("bpe_fast_plain", specials=[]), tool="bpe_fast")
@@ -841,10 +896,7 @@ def encode_jobs(args, tokenizer, text_path, workdir, wanted):
             or (None if "hf_json" in tokenizer else tokenizer.get("hf_why", "no HF exporter in bpe_fast.export"))),
         Job("encode", f"bpe-openai `encode` (allowed_special, in pieces of {BPE_OPENAI_MAX_CHARS:,} characters)",
             "encode.bpe_openai", spec("bpe_openai"), tool="bpe_openai", baseline=enc, check="ids",
-            status=peer_status("bpe_openai", wanted)
-            or ("not run (only with --encoding cl100k_base|o200k_base)" if "encoding" not in tokenizer
-                else None if tokenizer["pattern"] == resolve_pattern(ENCODINGS[tokenizer["encoding"]][0])
-                else "not run (its encodings have their own patterns)")),
+            status=bpe_openai_status),
         plain,
         Job("encode", "tiktoken `encode_ordinary`", "encode_ordinary.tiktoken", spec("tiktoken_ordinary"),
             tool="tiktoken", baseline=plain, check="ids", status=peer_status("tiktoken", wanted)),
@@ -865,6 +917,21 @@ def encode_jobs(args, tokenizer, text_path, workdir, wanted):
             env=many, status=peer_status("tokenizers", wanted)
             or (None if "hf_json" in tokenizer else tokenizer.get("hf_why", "no HF exporter in bpe_fast.export"))),
     ]
+    for as_bytes, call in ((False, "decode"), (True, "decode_bytes")):
+        def dspec(name):
+            return spec(f"{name}_{call}", bytes=as_bytes) | {"out": str(workdir / f"decoded.{name}.{call}")}
+        dec = Job("decode", f"bpe_fast `{call}`", "decode.bpe_fast", dspec("bpe_fast"), tool="bpe_fast",
+                  check="text")
+        jobs += [dec,
+                 Job("decode", f"tiktoken `{call}`", "decode.tiktoken", dspec("tiktoken"), tool="tiktoken",
+                     baseline=dec, check="text", status=peer_status("tiktoken", wanted)),
+                 Job("decode", f"bpe-openai `{call}`", "decode.bpe_openai", dspec("bpe_openai"), tool="bpe_openai",
+                     baseline=dec, check="text", status=bpe_openai_status)]
+        if not as_bytes:
+            jobs.append(Job("decode", "HF tokenizers `decode`", "decode.hf", dspec("hf"), tool="tokenizers",
+                            baseline=dec, check="text", env=one, status=peer_status("tokenizers", wanted)
+                            or (None if "hf_json" in tokenizer
+                                else tokenizer.get("hf_why", "no HF exporter in bpe_fast.export"))))
     return jobs
 
 
@@ -964,6 +1031,19 @@ def check_ids(job):
     diff = np.flatnonzero(ours[:m] != theirs[:m])
     first = int(diff[0]) if len(diff) else m
     return f"NO ({len(theirs):,} ids vs {len(ours):,}, first difference at {first:,})"
+
+
+def check_text(job):
+    """Whether what the job decoded is the text encoded (the ids were its own encoding's of it)."""
+    if not job.runs:
+        return ""
+    text = Path(job.spec["text"]).read_bytes()
+    got = Path(job.spec["out"]).read_bytes()
+    if got == text:
+        return f"yes ({len(text):,} bytes)"
+    m = min(len(got), len(text))
+    first = next((i for i in range(m) if got[i] != text[i]), m)
+    return f"NO ({len(got):,} bytes vs {len(text):,}, first difference at byte {first:,})"
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -1254,6 +1334,8 @@ def main(argv=None):
             for job in jobs:
                 if job.check == "ids":
                     job.agreement = check_ids(job)
+                elif job.check == "text":
+                    job.agreement = check_text(job)
             single = [j for j in jobs if j.section == "encode"]
             multi = [j for j in jobs if j.section == "encode_file"]
             sections.append(("Encoding, one thread", single, text_bytes, "ids = bpe_fast's",
@@ -1268,6 +1350,12 @@ def main(argv=None):
                              f"the ids joined by {EOT}'s id (the same array); all of it is timed. tiktoken "
                              f"also encodes the text cut into {4 * args.processes} parts just before a {EOT} "
                              f"(special tokens allowed): fewer, larger calls than one per document."))
+            sections.append(("Decoding, one thread", [j for j in jobs if j.section == "decode"], text_bytes,
+                             "text = the text encoded",
+                             f"The ids of the same text (each library's own encoding of it, {EOT} allowed: the "
+                             f"same ids, made before the clock starts) as a Python list, back to text (`decode`: "
+                             f"a str, invalid UTF-8 replaced) and to bytes (`decode_bytes`), one call, one "
+                             f"thread. MB/s = bytes of text out."))
         load_end = os.getloadavg()
     finally:
         if own_workdir:

@@ -16,9 +16,10 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare.py"
 PEER_ROWS = {
     "rustbpe": ["rustbpe `train_from_iterator`"],
     "tokenizers": ["HF tokenizers BpeTrainer, `train_from_iterator`", "HF tokenizers BpeTrainer, `train([file])`",
-                   "HF tokenizers `encode`", "HF tokenizers `encode_batch`"],
+                   "HF tokenizers `encode`", "HF tokenizers `encode_batch`", "HF tokenizers `decode`"],
     "tiktoken": ["tiktoken `encode` (allowed_special)", "tiktoken `encode_ordinary`",
-                 "tiktoken `encode_ordinary_batch`", "tiktoken `encode_batch`"],
+                 "tiktoken `encode_ordinary_batch`", "tiktoken `encode_batch`", "tiktoken `decode`",
+                 "tiktoken `decode_bytes`"],
     "gigabpe": ["gigabpe `train_bpe`"],
 }
 
@@ -148,6 +149,9 @@ def test_encode(tmp_path):
     assert row(table, "bpe_fast `encode`")[3] == "baseline"
     assert row(table, "bpe_fast `encode_to_numpy`")[4].startswith("yes")
     assert row(table, "bpe_fast `encode_file`")[4].startswith("yes")
+    for call in ("decode", "decode_bytes"):     # each decodes its own ids back to the text
+        assert row(table, f"bpe_fast `{call}`")[3] == "baseline"
+        assert row(table, f"bpe_fast `{call}`")[4].startswith("yes")
     for peer in ("tokenizers", "tiktoken"):
         for prefix in PEER_ROWS[peer]:
             if "BpeTrainer" in prefix:
@@ -247,3 +251,19 @@ def test_tree_memory_counts_a_child_started_by_another_thread(lister):
         thread.join()
         if "child" in box:
             box["child"].communicate("", timeout=60)
+
+
+def test_a_decoded_text_that_differs_is_reported_where(tmp_path):
+    spec = importlib.util.spec_from_file_location("compare_script", SCRIPT)
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    (tmp_path / "text.txt").write_bytes(b"hello world")
+    for got, expected in [(b"hello world", "yes (11 bytes)"),
+                          (b"hello_world", "NO (11 bytes vs 11, first difference at byte 5)"),
+                          (b"hello", "NO (5 bytes vs 11, first difference at byte 5)")]:
+        (tmp_path / "out").write_bytes(got)
+        job = compare.Job("decode", "x", "decode.bpe_fast", {"text": str(tmp_path / "text.txt"),
+                                                              "out": str(tmp_path / "out")}, tool="bpe_fast")
+        assert compare.check_text(job) == ""        # not run: nothing to check
+        job.runs.append((1.0, 0.0, 1.0))
+        assert compare.check_text(job) == expected
