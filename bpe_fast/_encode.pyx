@@ -41,7 +41,7 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport (EMPTY_KEY, HASH_SEED, hash_bytes, seed_hash_bytes, load_head, mix64, next_slot,
-                                pair_key, pair_slot, table_shift, table_size)
+                                pair_key, pair_slot, table_shift, table_size, tail_equal)
 from bpe_fast._threads cimport atomic_load, atomic_store, claim_next
 from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
                              scan_block_final)
@@ -329,7 +329,7 @@ cdef inline bint key_matches(const PieceSlot* slot, uint64_t h, uint64_t prefix,
                              const uint8_t* p, Py_ssize_t n) noexcept nogil:
     if slot.hash != h or slot.key_len != n or slot.prefix != prefix:
         return False
-    return n <= 8 or memcmp(keys + slot.key_off + 8, p + 8, n - 8) == 0
+    return tail_equal(keys + slot.key_off, p, n)
 
 
 cdef inline uint64_t hash_key(const uint8_t* p, Py_ssize_t n, const uint8_t* end, uint64_t* prefix) noexcept nogil:

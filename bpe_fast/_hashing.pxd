@@ -24,7 +24,7 @@
 # Worked example: hash_bytes(b"ab", 2, head, end) with head = load_head(b"ab", 2, end) = 0x6261 (zero-padded,
 # little-endian) is mix64(0x6261 ^ (2 << 56) ^ seed): one mix for keys of less than 8 bytes (two for 8).
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 
 cdef extern from *:
@@ -53,6 +53,20 @@ cdef inline uint64_t load_head(const uint8_t* p, Py_ssize_t n, const uint8_t* en
     elif n > 0:                         # (an empty key may sit at a NULL base: no memcpy from NULL, even of 0)
         memcpy(&v, p, n)
     return v
+
+
+cdef inline bint tail_equal(const uint8_t* a, const uint8_t* b, Py_ssize_t n) noexcept nogil:
+    """Whether a[8:n] == b[8:n], for two keys of n bytes whose first 8 (load_head's) are already equal: keys of
+    9 to 16 bytes by their last 8 bytes (one load each, overlapping the first 8), longer ones by memcmp (a call,
+    which cost the counting loop more than the compare for the short keys most pre-tokens are)."""
+    cdef uint64_t x, y
+    if n <= 8:
+        return True
+    if n <= 16:
+        memcpy(&x, a + n - 8, 8)
+        memcpy(&y, b + n - 8, 8)
+        return x == y
+    return memcmp(a + 8, b + 8, n - 8) == 0
 
 
 cdef extern from *:

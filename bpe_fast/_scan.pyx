@@ -25,7 +25,7 @@ from libcpp.vector cimport vector
 from bpe_fast._revec cimport ReVec, fill_huge
 from bpe_fast._threads cimport atomic_add_int64, run_in_threads
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
-                                slot_tag)
+                                slot_tag, tail_equal)
 
 import sys
 
@@ -1913,8 +1913,8 @@ cdef class PretokenCounter:
                 return False
             if slot.tag == tag:
                 span = &self.spans[slot.index]
-                if span.length == length and span.head == head and (
-                        length <= 8 or memcmp(self.arena.data() + span.start + 8, p + 8, length - 8) == 0):
+                if span.length == length and span.head == head and tail_equal(self.arena.data() + span.start, p,
+                                                                              length):
                     if shared:
                         atomic_add_int64(&span.count, n)
                     else:
@@ -1942,8 +1942,8 @@ cdef class PretokenCounter:
                 break
             if slot.tag == tag:
                 span = &self.spans[slot.index]
-                if span.length == length and span.head == head and (
-                        length <= 8 or memcmp(self.arena.data() + span.start + 8, p + 8, length - 8) == 0):
+                if span.length == length and span.head == head and tail_equal(self.arena.data() + span.start, p,
+                                                                              length):
                     span.count += n
                     return
             pos = next_slot(pos, self.mask)
@@ -1974,6 +1974,15 @@ cdef class PretokenCounter:
         self.mask = size - 1
         for k in range(self.spans.size()):
             slot_place(self.slots.data(), self.mask, self.spans[k].hash, <int32_t>k)
+
+
+def hash_of(const uint8_t[::1] data):
+    """hash_bytes of data with this module's key (hash_seed): for tests that craft keys to meet in the counter's
+    table."""
+    cdef Py_ssize_t n = data.shape[0]
+    if n == 0:
+        return hash_bytes(NULL, 0, 0, NULL)
+    return hash_bytes(&data[0], n, load_head(&data[0], n, &data[0] + n), &data[0] + n)
 
 
 def first_repeat(const uint8_t[::1] tokens, const int64_t[::1] offsets):

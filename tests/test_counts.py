@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpe_fast import GPT4_PATTERN, PretokenCounts, count_pretokens, train_bpe, train_from_counts
+from bpe_fast import _scan
 from bpe_fast._scan import first_repeat
 
 from train_oracle import oracle_count_pretokens
@@ -317,3 +318,52 @@ def test_counts_are_a_mapping_to_what_takes_mappings():
     merged.update(counts)
     assert merged == Counter({b"a": 4, b" b": 1})
     assert counts.get(b"a") == 3 and counts.get(b"zz") is None and counts.get(b"zz", 0) == 0
+
+
+def _tag_and_slot_twins(head, tail_len, seed, rng):
+    """Two pre-tokens head + tail (tail_len lowercase letters, head 8 bytes) whose hash_bytes under `seed` share
+    the top 32 bits (the counter's tag) and the low 10 (its first slot in a table of 1,024): hash_bytes of a key
+    of 9 to 16 bytes written out over batches of 3 million random tails (about one such pair a batch), in
+    NumPy's wrapping uint64 arithmetic; None after 20 batches."""
+    for _ in range(20):
+        found = _twins_in_a_batch(head, tail_len, seed, rng)
+        if found is not None:
+            return found
+    return None
+
+
+def _twins_in_a_batch(head, tail_len, seed, rng):
+    F = np.uint64(0xFF51AFD7ED558CCD)
+    first = ((int.from_bytes(head, "little") ^ ((8 + tail_len) << 56) ^ seed) * 0xFF51AFD7ED558CCD) % 2**64
+    first ^= first >> 32
+    letters = rng.integers(97, 123, size=(3_000_000, tail_len), dtype=np.uint8)
+    words = np.zeros((len(letters), 8), dtype=np.uint8)
+    words[:, :tail_len] = letters
+    with np.errstate(over="ignore"):
+        h = (np.uint64(first) + words.view("<u8").ravel()) * F
+        h = (h ^ (h >> np.uint64(32))) * F
+        h ^= h >> np.uint64(32)
+    key = ((h >> np.uint64(32)) << np.uint64(10)) | (h & np.uint64(1023))
+    order = np.argsort(key, kind="stable")
+    same = np.flatnonzero(key[order][1:] == key[order][:-1])
+    for k in same:
+        a, b = letters[order[k]].tobytes(), letters[order[k + 1]].tobytes()
+        if a != b:
+            return head + a, head + b
+    return None
+
+
+@pytest.mark.parametrize("tail_len", [5, 8])
+def test_pretokens_meeting_in_one_slot_with_one_tag_are_counted_apart(tail_len):
+    # The counter compares a pre-token with one it holds when their hashes' tags (top 32 bits) agree in the
+    # probe run: then by length, first 8 bytes (the span's head) and the bytes after them (tail_equal: the last 8
+    # up to 16 bytes). Two crafted against this process's key: the same first 8 bytes and length, one tag, one
+    # first slot; only the bytes after the 8th tell them apart.
+    rng = np.random.default_rng(tail_len)
+    twins = _tag_and_slot_twins(b" abcdefg", tail_len, _scan.hash_seed, rng)
+    assert twins is not None
+    a, b = twins
+    ha, hb = _scan.hash_of(a), _scan.hash_of(b)     # the collision is the native hash's
+    assert ha != hb and ha >> 32 == hb >> 32 and ha & 1023 == hb & 1023
+    counts = count_pretokens(iter([(a + b + b).decode()]), num_processes=1)
+    assert dict(counts.items()) == {a: 1, b: 2}
