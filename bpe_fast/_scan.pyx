@@ -1199,6 +1199,19 @@ cdef struct Pending:
     uint64_t hash
 
 
+cdef struct HotKey:
+    # a pre-token of at most 8 bytes (its head and length: the whole key) and its span, in PretokenCounter.hot
+    uint64_t head
+    int64_t length      # 0: an empty entry (no pre-token is empty)
+    int64_t index
+
+
+cdef enum:
+    # PretokenCounter.hot: pre-tokens of at most 8 bytes last found or added, by bits 40.. of their hash; most
+    # pre-tokens of text are one of a few thousand short ones, which it counts without a probe of the table
+    HOT_KEYS = 4096     # a power of two (64 KB)
+
+
 cdef enum:
     # PretokenCounter.add_range's queue: a pre-token's slot is asked for when it is scanned, its span ASK_SPAN
     # pre-tokens later, the rest of its key (past 8 bytes) ASK_KEY later, and it is counted QUEUE later.
@@ -1469,6 +1482,7 @@ cdef class PretokenCounter:
     """
     cdef ReVec[Span] spans          # start = offset into arena (ReVec: growing is a realloc, not a copy)
     cdef vector[Slot] slots         # open addressing, linear probing, power-of-two size, at most half full
+    cdef vector[HotKey] hot         # HOT_KEYS short pre-tokens and their spans (see HOT_KEYS), before the table
     cdef ReVec[uint8_t] arena
     cdef uint64_t mask
     cdef int64_t total_count
@@ -1490,6 +1504,14 @@ cdef class PretokenCounter:
         empty.tag = 0
         self.slots.assign(1024, empty)
         self.mask = 1023
+        self._forget_hot()
+
+    cdef void _forget_hot(self) noexcept nogil:
+        cdef HotKey none
+        none.head = 0
+        none.length = 0
+        none.index = 0
+        self.hot.assign(HOT_KEYS, none)
 
     def __len__(self):
         return self.spans.size()
@@ -1628,11 +1650,15 @@ cdef class PretokenCounter:
         span's bytes there, each at random and each needing the one before: so the pre-tokens wait in a queue
         (see QUEUE), and each read is asked for some pre-tokens before it is needed (a prefetch, which does
         not wait). On 100 MB of the web-like corpus (3.8 million distinct pre-tokens) one process counts
-        1.8x as fast so. They are counted in order, so first occurrences keep their order."""
+        1.8x as fast so. They are counted in order, so first occurrences keep their order. A short pre-token
+        that hot holds (one counted lately, as most are) is counted at once, without the queue: the real
+        corpus on one process 6% faster so, 150 MB of the web-like one 12%. (A table in the cache gains
+        nothing from either.)"""
         cdef Pending queue[QUEUE]
         cdef Pending* q
         cdef Py_ssize_t e, queued = 0       # pre-tokens scanned: queue[queued % QUEUE] is the newest
-        cdef Py_ssize_t k
+        cdef Py_ssize_t k, length
+        cdef uint64_t head, h
         cdef bint at_end = False
         if self.slots.size() < QUEUE_FROM_SLOTS:     # a table in the cache: the queue would only cost
             while i < n:
@@ -1642,10 +1668,16 @@ cdef class PretokenCounter:
             return
         while i < n:
             e = _next_end(self.kind, self.t, s, i, n, &at_end)
+            length = e - i
+            head = load_head(s + i, length, end)
+            h = hash_bytes(s + i, length, head, end)
+            if self.add_hot(head, length, h):
+                i = e
+                continue
             if queued >= QUEUE:
                 q = &queue[queued & (QUEUE - 1)]
-                self.add_hashed(q.p, q.length, q.head, q.hash, 1)
-            self.enqueue(&queue[queued & (QUEUE - 1)], s + i, e - i, end)
+                self.make_hot(q, self.add_hashed(q.p, q.length, q.head, q.hash, 1))
+            self.enqueue_hashed(&queue[queued & (QUEUE - 1)], s + i, length, head, h)
             if queued >= ASK_SPAN:
                 self.ask_span(&queue[(queued - ASK_SPAN) & (QUEUE - 1)])
             if queued >= ASK_KEY:
@@ -1654,14 +1686,38 @@ cdef class PretokenCounter:
             i = e
         for k in range(queued - QUEUE if queued > QUEUE else 0, queued):
             q = &queue[k & (QUEUE - 1)]
-            self.add_hashed(q.p, q.length, q.head, q.hash, 1)
+            self.make_hot(q, self.add_hashed(q.p, q.length, q.head, q.hash, 1))
 
     cdef inline void enqueue(self, Pending* q, const uint8_t* p, Py_ssize_t length, const uint8_t* end) noexcept nogil:
+        cdef uint64_t head = load_head(p, length, end)
+        self.enqueue_hashed(q, p, length, head, hash_bytes(p, length, head, end))
+
+    cdef inline void enqueue_hashed(self, Pending* q, const uint8_t* p, Py_ssize_t length, uint64_t head,
+                                    uint64_t h) noexcept nogil:
         q.p = p
         q.length = length
-        q.head = load_head(p, length, end)
-        q.hash = hash_bytes(p, length, q.head, end)
-        prefetch(&self.slots[q.hash & self.mask])
+        q.head = head
+        q.hash = h
+        prefetch(&self.slots[h & self.mask])
+
+    cdef inline void make_hot(self, const Pending* q, int64_t index) noexcept nogil:
+        """q's pre-token, counted at spans[index], is hot from now on when it is short (see add_hot)."""
+        cdef HotKey* hot
+        if q.length <= 8:
+            hot = &self.hot[(q.hash >> 40) & (HOT_KEYS - 1)]
+            hot.head = q.head
+            hot.length = q.length
+            hot.index = index
+
+    cdef inline bint add_hot(self, uint64_t head, Py_ssize_t length, uint64_t h) noexcept nogil:
+        """Count one more of the pre-token (head, length: at most 8 bytes; hash h) if hot holds it; whether it
+        did (else the table counts it, and it becomes hot)."""
+        cdef HotKey* hot = &self.hot[(h >> 40) & (HOT_KEYS - 1)]
+        if length > 8 or hot.length != length or hot.head != head:
+            return False
+        self.spans[hot.index].count += 1
+        self.total_count += 1
+        return True
 
     cdef inline void ask_span(self, const Pending* q) noexcept nogil:
         """Ask for the span of q's slot (the first of its probe run) when its tag matches: most likely q's."""
@@ -1895,6 +1951,7 @@ cdef class PretokenCounter:
         self.spans.release()
         self.arena.release()
         self.total_count = 0
+        self._forget_hot()
 
     cdef inline bint add_found(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
                                int64_t n, bint shared) noexcept nogil:
@@ -1926,9 +1983,9 @@ cdef class PretokenCounter:
         cdef uint64_t head = load_head(p, length, end)
         self.add_hashed(p, length, head, hash_bytes(p, length, head, end), n)
 
-    cdef inline void add_hashed(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
-                                int64_t n) noexcept nogil:
-        """Add n to the count of p[0:length], whose first bytes are head and hash h."""
+    cdef inline int64_t add_hashed(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
+                                   int64_t n) noexcept nogil:
+        """Add n to the count of p[0:length], whose first bytes are head and hash h; returns its span's index."""
         cdef uint64_t pos = h & self.mask
         cdef uint32_t tag = slot_tag(h)
         cdef Slot* slot
@@ -1945,7 +2002,7 @@ cdef class PretokenCounter:
                 if span.length == length and span.head == head and tail_equal(self.arena.data() + span.start, p,
                                                                               length):
                     span.count += n
-                    return
+                    return slot.index
             pos = next_slot(pos, self.mask)
         old = self.arena.size()
         if length:                      # (an empty first key: the arena holds no buffer yet, no memcpy to NULL)
@@ -1961,6 +2018,7 @@ cdef class PretokenCounter:
         self.spans.push_back(fresh)
         if 2 * self.spans.size() > self.slots.size():
             self.grow()
+        return <int64_t>self.spans.size() - 1
 
     cdef void grow(self) noexcept nogil:
         self.resize_slots(self.slots.size() * 2)

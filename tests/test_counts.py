@@ -2,11 +2,12 @@
 import re
 
 import numpy as np
+import regex
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpe_fast import GPT4_PATTERN, PretokenCounts, count_pretokens, train_bpe, train_from_counts
+from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, PretokenCounts, count_pretokens, train_bpe, train_from_counts
 from bpe_fast import _scan
 from bpe_fast._scan import first_repeat
 
@@ -367,3 +368,42 @@ def test_pretokens_meeting_in_one_slot_with_one_tag_are_counted_apart(tail_len):
     assert ha != hb and ha >> 32 == hb >> 32 and ha & 1023 == hb & 1023
     counts = count_pretokens(iter([(a + b + b).decode()]), num_processes=1)
     assert dict(counts.items()) == {a: 1, b: 2}
+
+
+def test_a_table_past_the_cache_counts_as_a_counter_does():
+    # A table of 2^20 slots or more (over 262,144 distinct pre-tokens) counts through a queue of prefetches,
+    # and the short pre-tokens it found last through PretokenCounter.hot: a text that fills the table with about
+    # 470,000 distinct words, then one of the same words again, short ones many times, new ones among them, all
+    # counted by later add() calls (each takes the path for its table's size at its start)
+    from collections import Counter
+
+    from bpe_fast._scan import PretokenCounter
+    from bpe_fast.pretokenize import native_tables
+
+    rng = np.random.default_rng(12)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
+    lengths = rng.integers(1, 12, size=600_000)
+    pool = letters[rng.integers(0, 26, size=int(lengths.sum()))].tobytes()
+    ends = np.cumsum(lengths).tolist()
+    words = sorted({pool[a:b].decode() for a, b in zip([0] + ends[:-1], ends)})
+    fill = " ".join(words)
+    short = [w for w in words if len(w) <= 4][:3000]
+    repeats = " ".join(rng.choice(short, size=200_000).tolist() + rng.choice(words, size=50_000).tolist()
+                       + [f"{w}q" for w in words[:20_000]])           # new ones: 20,000 words never seen
+    counter = PretokenCounter(native_tables(), 2)
+    for part in (fill, repeats, repeats[:100_000], fill[:50_000]):
+        counter.add(part.encode())
+    expected = Counter()
+    for part in (fill, repeats, repeats[:100_000], fill[:50_000]):
+        expected.update(regex.findall(GPT2_PATTERN, part))
+    assert len(expected) > 400_000
+    got = counter.to_dict()
+    assert got == {k.encode(): v for k, v in expected.items()}
+    assert list(got)[:10] == [k.encode() for k in list(expected)[:10]]     # first occurrences keep their order
+    assert counter.total() == sum(expected.values())
+    # emptied (arrays(release=True)), it counts anew: nothing it held before is counted (none of its hot ones)
+    counter.arrays(release=True)
+    counter.add(fill.encode())
+    counter.add(repeats.encode())
+    again = Counter(regex.findall(GPT2_PATTERN, fill)) + Counter(regex.findall(GPT2_PATTERN, repeats))
+    assert counter.to_dict() == {k.encode(): v for k, v in again.items()}
