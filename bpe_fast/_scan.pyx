@@ -1209,7 +1209,7 @@ cdef struct HotKey:
 cdef enum:
     # PretokenCounter.hot: pre-tokens of at most 8 bytes last found or added, by bits 40.. of their hash; most
     # pre-tokens of text are one of a few thousand short ones, which it counts without a probe of the table
-    HOT_KEYS = 4096     # a power of two (64 KB)
+    HOT_KEYS = 4096     # a power of two (96 KB)
 
 
 cdef enum:
