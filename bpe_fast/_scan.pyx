@@ -813,21 +813,21 @@ cdef int _kind(int kind) except -1:
 
 cdef inline Py_ssize_t variant_next(int kind, const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
                                     bint* at_end) noexcept nogil:
-    """The end for the kinds after the first three: KIND_LLAMA3 and KIND_QWEN2 (gpt4_next), KIND_DEEPSEEK3
-    (deepseek_next), KIND_TEKKEN and KIND_KIMI (o200k_next, which sets at_end), KIND_STARCODER, KIND_BLOOM."""
+    """next_of for the kinds after the first three, given by number (a dispatch a pre-token: for the loops that
+    are not one a kind, scan_ends', scan_block_final's and the counter's); next_of says which scanner each is."""
     if kind == KIND_QWEN2:
-        return gpt4_next(t, s, i, n, 1, True)
+        return next_of(<const Qwen2Kind*>NULL, t, s, i, n, at_end)
     if kind == KIND_LLAMA3:
-        return gpt4_next(t, s, i, n, 3, True)
+        return next_of(<const Llama3Kind*>NULL, t, s, i, n, at_end)
     if kind == KIND_DEEPSEEK3:
-        return deepseek_next(t, s, i, n)
+        return next_of(<const Deepseek3Kind*>NULL, t, s, i, n, at_end)
     if kind == KIND_KIMI:
-        return kimi_next(t, s, i, n, at_end)
+        return next_of(<const KimiKind*>NULL, t, s, i, n, at_end)
     if kind == KIND_STARCODER:
-        return starcoder_next(t, s, i, n)
+        return next_of(<const StarcoderKind*>NULL, t, s, i, n, at_end)
     if kind == KIND_BLOOM:
-        return bloom_next(t, s, i, n)
-    return o200k_next(t, s, i, n, at_end, False, 1)
+        return next_of(<const BloomKind*>NULL, t, s, i, n, at_end)
+    return next_of(<const TekkenKind*>NULL, t, s, i, n, at_end)
 
 
 # ---------------------------------------------------------------------------------------------- Kimi K2
