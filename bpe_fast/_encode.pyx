@@ -1453,11 +1453,26 @@ cdef class BPETables:
         buf.resize(n)
         k = read_ids(ids, n, buf.data(), self.offsets.data(), self.known.data(), self.known.size(), &total, &bad)
         if k < n:
-            if bad == 1:
-                return None
-            i = int(ids[k])
-            raise ValueError(f"{'negative' if i < 0 else 'unknown'} token id {i} (at position {k})")
+            return self._bad_item(ids, k, bad)
         return self._gathered(buf.data(), n, total)
+
+    cdef _bad_item(self, list ids, Py_ssize_t k, int bad):
+        """decode_list's answer when read_ids stopped at item k (bad: 1, not an int; 2, not a known id), as a
+        pass that converts every item first and then checks the ids would give it: None (the caller's TypeError)
+        when an item from k on is not an int, else a ValueError naming the first id past int64 from k on, or else
+        item k. Ids are shown by their int value (int.__int__: no method of an int subclass runs)."""
+        cdef Py_ssize_t j
+        if bad == 1:
+            return None
+        for j in range(k, len(ids)):
+            item = ids[j]
+            if not PyLong_Check(item):
+                return None
+            if not -2 ** 63 <= int.__int__(item) < 2 ** 63:
+                k = j
+                break
+        i = int.__int__(ids[k])
+        raise ValueError(f"{'negative' if i < 0 else 'unknown'} token id {i} (at position {k})")
 
     cdef bytes _decode(self, const int64_t* ids, Py_ssize_t n):
         """decode_bytes of ids[0:n], which nothing else writes to (read twice: checked and sized, then gathered)."""

@@ -1482,7 +1482,8 @@ cdef class PretokenCounter:
     """
     cdef ReVec[Span] spans          # start = offset into arena (ReVec: growing is a realloc, not a copy)
     cdef vector[Slot] slots         # open addressing, linear probing, power-of-two size, at most half full
-    cdef vector[HotKey] hot         # HOT_KEYS short pre-tokens and their spans (see HOT_KEYS), before the table
+    cdef vector[HotKey] hot         # HOT_KEYS short pre-tokens and their spans (see HOT_KEYS), before a large
+                                    # table (empty until one counts)
     cdef ReVec[uint8_t] arena
     cdef uint64_t mask
     cdef int64_t total_count
@@ -1504,9 +1505,9 @@ cdef class PretokenCounter:
         empty.tag = 0
         self.slots.assign(1024, empty)
         self.mask = 1023
-        self._forget_hot()
 
-    cdef void _forget_hot(self) noexcept nogil:
+    cdef void _make_hot_table(self) noexcept nogil:
+        """hot, empty: made when a large table first counts (a small counter, most are, never needs it)."""
         cdef HotKey none
         none.head = 0
         none.length = 0
@@ -1666,6 +1667,8 @@ cdef class PretokenCounter:
                 self.add_span_n(s + i, e - i, end, 1)
                 i = e
             return
+        if self.hot.empty():
+            self._make_hot_table()
         while i < n:
             e = _next_end(self.kind, self.t, s, i, n, &at_end)
             length = e - i
@@ -1951,7 +1954,7 @@ cdef class PretokenCounter:
         self.spans.release()
         self.arena.release()
         self.total_count = 0
-        self._forget_hot()
+        vector[HotKey]().swap(self.hot)     # (its spans are gone)
 
     cdef inline bint add_found(self, const uint8_t* p, Py_ssize_t length, uint64_t head, uint64_t h,
                                int64_t n, bint shared) noexcept nogil:

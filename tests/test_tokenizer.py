@@ -804,6 +804,13 @@ def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
         tok.decode([1.5])
     with pytest.raises(TypeError):
         tok.decode(["a"])
+    # several bad items (helper-133): as when every item is converted before any id is checked, an item that is
+    # not an int anywhere is the TypeError, and an id past int64 is named before an earlier unknown one
+    for ids in ([-1, "x"], [123456, None]):
+        with pytest.raises(TypeError):
+            tok.decode(ids)
+    with pytest.raises(ValueError, match=rf"unknown token id {2**70} \(at position 2\)"):
+        tok.decode([104, -1, 2**70])
     # (review helper-94) NumPy makes float64 of int64 and uint64 scalars together: they were "not integers"
     assert tok.decode([np.int64(104), np.uint64(105)]) == "hi"
     with pytest.raises(ValueError, match=rf"unknown token id {2**64 - 1} \(at position 1\)"):
