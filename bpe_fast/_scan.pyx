@@ -27,6 +27,17 @@ from bpe_fast._threads cimport atomic_add_int64, run_in_threads
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag, tail_equal)
 
+cdef extern from *:
+    """
+    /* Every `cdef inline` function below (the scanners' helpers: cls_at, decode, run, o200k_cased, ...) is
+       inlined, not left to the compiler's size limits: they are called once or twice a code point from the
+       pattern scanners, which grew past what gcc inlines into on its own, and each call paid a frame. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #undef CYTHON_INLINE
+    #define CYTHON_INLINE inline __attribute__((always_inline))
+    #endif
+    """
+
 import sys
 
 import numpy as np
