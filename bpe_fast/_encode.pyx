@@ -349,18 +349,41 @@ cdef list _id_list(const int32_t* ids, Py_ssize_t n, list id_objects):
     return result
 
 
+cdef inline Py_ssize_t _utf8_room(int kind, Py_ssize_t n) noexcept:
+    """The most bytes str_to_utf8 writes for n code units of a str of this kind (0: ASCII)."""
+    return n * (1 if kind == 0 else 4 if kind == 4 else kind + 1)
+
+
+cdef enum:
+    UTF8_PAD = 16       # zero bytes _utf8_holder puts after a text's UTF-8 (as a bytes object's one NUL, and more)
+
+
 cdef inline object _utf8_holder(str text, const uint8_t** data, Py_ssize_t* n):
     """Point data/n at the UTF-8 of text and return the object that owns those bytes: text itself when it is
-    ASCII (its own buffer is the UTF-8, nothing is copied), else a new bytes. Text from a str without lone
+    ASCII (its own buffer is the UTF-8, nothing is copied), else a new bytes with room for the longest UTF-8
+    the text could have, written by str_to_utf8_strict (runs of ASCII 16 units at a time; CPython's encoder
+    takes a unit at a time; pages past what is written are never touched). Text from a str without lone
     surrogates is valid UTF-8 by construction, so it is not validated again; lone surrogates raise
-    UnicodeEncodeError (the caller replaces them, as tiktoken does)."""
+    UnicodeEncodeError, CPython's (the caller replaces them, as tiktoken does)."""
     cdef object holder
+    cdef int kind
+    cdef Py_ssize_t units, written
+    cdef uint8_t* out
     if PyUnicode_CheckExact(text) and PyUnicode_IS_ASCII(text):
         data[0] = <const uint8_t*>PyUnicode_AsUTF8AndSize(text, n)
         return text
-    holder = PyUnicode_AsUTF8String(text)
-    data[0] = <const uint8_t*>PyBytes_AS_STRING(holder)
-    n[0] = PyBytes_GET_SIZE(holder)
+    bpe_fast_unicode_ready(text)
+    units = PyUnicode_GET_LENGTH(text)
+    kind = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
+    holder = PyBytes_FromStringAndSize(NULL, _utf8_room(kind, units) + UTF8_PAD)
+    out = <uint8_t*>PyBytes_AS_STRING(holder)
+    written = str_to_utf8_strict(kind, PyUnicode_DATA(text), units, out)
+    if written < 0:                                 # a lone surrogate: CPython's error
+        PyUnicode_AsUTF8String(text)
+        raise AssertionError("str_to_utf8_strict found a surrogate that UTF-8 encodes")
+    memset(out + written, 0, UTF8_PAD)
+    data[0] = out
+    n[0] = written
     return holder
 
 
@@ -2009,7 +2032,7 @@ def pull_utf8(iterator, Py_ssize_t budget, out, field=None):
         bpe_fast_unicode_ready(value)
         n = PyUnicode_GET_LENGTH(value)
         kind = 0 if PyUnicode_IS_ASCII(value) else PyUnicode_KIND(value)
-        need = n * (1 if kind == 0 else 4 if kind == 4 else kind + 1)
+        need = _utf8_room(kind, n)
         if need > room - at:
             state, item = 2, obj
             break
@@ -2177,7 +2200,7 @@ cdef class BatchJob:
             n = PyUnicode_GET_LENGTH(text)
             kind = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
             data = <const uint8_t*>PyUnicode_DATA(text)
-            per_unit = 1 if kind == 0 else 4 if kind == 4 else kind + 1    # UTF-8 bytes a unit, at most
+            per_unit = _utf8_room(kind, 1)                                  # UTF-8 bytes a unit, at most
             target = max(1, group_bytes // per_unit)                        # units in a piece
             at = 0
             while True:

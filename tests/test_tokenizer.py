@@ -753,6 +753,28 @@ def test_wrong_argument_types(tok):
         list(tok.encode_iterable([b"bytes"]))
 
 
+def test_encode_writes_the_utf8_of_a_str_of_every_kind():
+    # encode writes a non-ASCII str's UTF-8 itself (ASCII runs 16 code units at a time): with no merges the
+    # ids are the UTF-8 bytes, checked against str.encode for texts of each storage kind (Latin-1, 2-byte,
+    # 4-byte), ASCII runs of 0 to 40 units before, between and after, a str subclass, and lone surrogates
+    # (replaced, as tiktoken does)
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+
+    class Text(str):
+        pass
+
+    rng = random.Random(11)
+    for wide in ("\xe9", "\xff", "\u0100", "\u20ac", "\uffff", "\U0001f600", "\U0010ffff"):
+        for run in range(41):
+            ascii_run = "".join(rng.choice("ab c.\n9") for _ in range(run))
+            for text in (wide + ascii_run, ascii_run + wide, ascii_run + wide + ascii_run + wide,
+                         (ascii_run + wide) * 3 + ascii_run):
+                expected = list(text.encode("utf-8"))
+                assert tok.encode(text) == expected, (wide, run)
+                assert tok.encode(Text(text)) == expected
+        assert tok.encode("a\ud800" + wide + "\udfff") == list(("a\ufffd" + wide + "\ufffd").encode("utf-8"))
+
+
 # ------------------------------------------------------------------------------------- decode
 
 def test_decode_copies_tokens_of_every_length_at_the_ends_of_the_pool_and_the_text():
