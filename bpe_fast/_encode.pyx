@@ -57,15 +57,20 @@ cdef extern from *:
     #include <Python.h>
     #include <cstdint>
     // list[k] = objects[ids[k]] for k < n, each with a new reference: list is new (its items NULL), objects a
-    // list holding every id in ids. One refcount write per item (a Cython object variable would make three).
-    static void bpe_fast_fill_list(PyObject* list, const int32_t* ids, Py_ssize_t n, PyObject* objects) {
+    // list. One refcount write per item (a Cython object variable would make three). Returns -1, or the first
+    // k whose id is not an index of objects (list's items from k on are left NULL, which its dealloc skips).
+    static Py_ssize_t bpe_fast_fill_list(PyObject* list, const int32_t* ids, Py_ssize_t n, PyObject* objects) {
         PyObject** dst = PySequence_Fast_ITEMS(list);
         PyObject** src = PySequence_Fast_ITEMS(objects);
+        size_t n_objects = (size_t)PyList_GET_SIZE(objects);
         for (Py_ssize_t k = 0; k < n; k++) {
+            if ((size_t)(int64_t)ids[k] >= n_objects)     // a negative id too
+                return k;
             PyObject* o = src[ids[k]];
             Py_INCREF(o);
             dst[k] = o;
         }
+        return -1;
     }
     // objects[ids[k]] gains a reference for each k < n.
     static void bpe_fast_add_each_reference(PyObject* objects, const int32_t* ids, Py_ssize_t n) {
@@ -124,7 +129,7 @@ cdef extern from *:
         return n;
     }
     """
-    void fill_list "bpe_fast_fill_list"(list result, const int32_t* ids, Py_ssize_t n, list objects)
+    Py_ssize_t fill_list "bpe_fast_fill_list"(list result, const int32_t* ids, Py_ssize_t n, list objects)
     Py_ssize_t read_ids "bpe_fast_read_ids"(list ids, Py_ssize_t n, int32_t* out, const int64_t* offs,
                                             const uint8_t* known, int64_t n_known, int64_t* total, int* bad)
     void add_each_reference "bpe_fast_add_each_reference"(list objects, const int32_t* ids, Py_ssize_t n)
@@ -340,12 +345,10 @@ cdef inline uint64_t hash_key(const uint8_t* p, Py_ssize_t n, const uint8_t* end
 
 cdef list _id_list(const int32_t* ids, Py_ssize_t n, list id_objects):
     """ids[0:n] as a new list of int; id_objects[i] is the int i (shared, so no int is allocated here)."""
-    cdef Py_ssize_t n_objects = PyList_GET_SIZE(id_objects), k
-    for k in range(n):
-        if ids[k] < 0 or ids[k] >= n_objects:
-            raise ValueError(f"id {ids[k]} has no int object")
     result = PyList_New(n)
-    fill_list(result, ids, n, id_objects)
+    cdef Py_ssize_t bad = fill_list(result, ids, n, id_objects)
+    if bad >= 0:
+        raise ValueError(f"id {ids[bad]} has no int object")
     return result
 
 

@@ -2127,6 +2127,25 @@ def test_batch_job_names_an_id_without_an_int_object():
             job.collect(BPECore(t._tables))
 
 
+def test_encode_text_names_an_id_without_an_int_object_and_keeps_no_reference():
+    # the list of ids is filled and checked in one pass: an id past the objects stops it, the error names
+    # that id, and the list made so far gives back the references it took
+    from bpe_fast._encode import BPECore
+    t = Tokenizer(byte_vocab(b"ab", b"cd"), [(b"a", b"b"), (b"c", b"d")])
+    objects = t._id_objects[:257]           # 257 ("cd") has none
+
+    def refs():
+        return [sys.getrefcount(objects[i]) for i in (256, ord(" "))]
+
+    before = refs()
+    core = BPECore(t._tables)
+    assert core.encode_text("ab ab", t._segmenter, objects) == [256, ord(" "), 256]
+    for text in ("cd", "ab ab cd", "ab " * 100 + "cd ab"):
+        with pytest.raises(ValueError, match="id 257 has no int object"):
+            core.encode_text(text, t._segmenter, objects)
+        assert refs() == before
+
+
 def test_encode_batch_raises_a_helpers_error_after_its_threads_end(tok, monkeypatch):
     # a helper thread that fails: encode_batch raises its error (the calling thread's collect still finishes)
     class Failing:
