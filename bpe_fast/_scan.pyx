@@ -672,6 +672,16 @@ cdef void scan_ends(const ScanTables* t, const uint8_t* s, Py_ssize_t n, int kin
             out.push_back(i)
 
 
+cdef inline bint ascii32(const uint8_t* s) noexcept nogil:
+    """Whether the 32 bytes at s are all ASCII."""
+    cdef uint64_t a, b, c, d
+    memcpy(&a, s, 8)
+    memcpy(&b, s + 8, 8)
+    memcpy(&c, s + 16, 8)
+    memcpy(&d, s + 24, 8)
+    return ((a | b | c | d) & HIGH) == 0
+
+
 cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i = 0
     cdef uint64_t w
@@ -679,8 +689,12 @@ cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     while i < n:
         if i + 8 <= n:
             memcpy(&w, s + i, 8)
-            if (w & 0x8080808080808080ULL) == 0:
+            if (w & HIGH) == 0:
                 i += 8
+                # eight ASCII bytes: then 32 at a time while they are (text of other scripts, where ASCII comes
+                # a byte or a few at a time, seldom gets here and pays nothing more)
+                while i + 32 <= n and ascii32(s + i):
+                    i += 32
                 continue
         b = s[i]
         if b < 0x80:

@@ -537,6 +537,23 @@ def test_utf8_validation_equals_bytes_decode(data):
     assert scan.utf8_error(data) == want
 
 
+def test_utf8_validation_finds_an_error_after_long_ascii_runs():
+    # ASCII is skipped 8 and then 32 bytes at a time: an error (or a valid character) at every offset of runs
+    # of up to 100 ASCII bytes, and an error at each place of a 32-byte block after one, against bytes.decode
+    scan = importlib.import_module("bpe_fast._scan")
+    for bad in (b"\x80", b"\xc0\xaf", b"\xff", b"\xe2\x82", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82\xac"):
+        for run in range(101):
+            for tail in (b"", b"x" * 40):
+                data = b"a" * run + bad + tail
+                try:
+                    data.decode("utf-8")
+                    want = -1
+                except UnicodeDecodeError as exc:
+                    want = exc.start
+                assert scan.utf8_error(data) == want, (bad, run, len(tail))
+                assert scan.utf8_error(b"\xc3\xa9" + data) == (want + 2 if want >= 0 else -1)
+
+
 @pytest.mark.parametrize("pattern, near", [("GPT2", "gpt2"), ("gpt-4", "gpt4"), ("cl100k-base", "cl100k_base"),
                                            ("O200K", "o200k"), ("words", None)])
 def test_a_misspelt_pattern_name_is_refused_naming_the_names(pattern, near, tmp_path):
