@@ -26,7 +26,7 @@ What a file may hold, and what it becomes:
   Sequence): the tokenizer then normalizes the text between its special tokens, as HF does
   (Tokenizer.with_normalizer); its added tokens must have normalized false (HF looks for those with normalized
   true in the normalized text), unless they are made of ASCII characters NFC leaves alone wherever they are
-  (NFC_INERT: not letters nor ;<=>`; GPT-NeoX's and Pythia's runs of spaces). ``decoder`` ByteLevel or null.
+  (NFC_INERT: not letters nor ;<=>`; GPT-NeoX's and Pythia's runs of spaces). ``decoder`` ByteLevel (or a Sequence of it alone) or null.
 - Ignored: ``post_processor`` (ByteLevel, TemplateProcessing, RobertaProcessing, BertProcessing, a Sequence of
   them): encode gives HF's ``encode(text, add_special_tokens=False)``, so the tokens a template adds around a
   text (Llama 3's <|begin_of_text|>) are not added; prepend them yourself. ``truncation`` and ``padding`` too:
@@ -1033,9 +1033,13 @@ def _check_raw_added_tokens(f: _File, added: Sequence[dict[str, Any]], normalize
 
 
 def _check_decoder(f: _File, decoder: object) -> None:
+    if isinstance(decoder, dict) and decoder.get("type") == "Sequence" and isinstance(decoder.get("decoders"), list) \
+            and len(decoder["decoders"]) == 1:
+        decoder = decoder["decoders"][0]        # a Sequence of one step decodes as that step
     if decoder is None or (isinstance(decoder, dict) and decoder.get("type") == "ByteLevel"):
         return
-    f.fail(f"decoder {_describe(decoder)} is not supported (only ByteLevel or null)", "decoder")
+    f.fail(f"decoder {_describe(decoder)} is not supported (only ByteLevel, a Sequence of it alone, or null)",
+           "decoder")
 
 
 def _check_post_processor(f: _File, post: object) -> None:

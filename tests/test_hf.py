@@ -981,6 +981,9 @@ REFUSED = {
     "split then regex": (_set(["pre_tokenizer", "pretokenizers", 1, "use_regex"], True), "must have use_regex false"),
     "decoder": (_set(["decoder"], {"type": "WordPiece", "prefix": "##", "cleanup": True}),
                 r'decoder "WordPiece" is not supported'),
+    # a Sequence of one ByteLevel is read (below); of two, each step decoding the bytes again, it is not
+    "decoder sequence of two": (_set(["decoder"], {"type": "Sequence", "decoders": [
+        BYTE_LEVEL, BYTE_LEVEL]}), r'decoder "Sequence" is not supported \(only ByteLevel, a Sequence of it alone'),
     "post_processor": (_set(["post_processor"], {"type": "Mystery"}), r'post_processor "Mystery" is not supported'),
     # a Sequence whose processors were not an array was a bare TypeError ('int' object is not iterable)
     "post_processor processors": (_set(["post_processor"], {"type": "Sequence", "processors": 5}),
@@ -1067,6 +1070,19 @@ def test_an_nfc_normalizer_with_a_field_hf_ignores_is_read(tmp_path):
     path = write_doc(tmp_path, doc)
     text = "cafe\u0301 abc<|endoftext|>a\u030a"
     assert Tokenizer.from_hf(path).encode(text) == tokenizers.Tokenizer.from_file(str(path)).encode(text).ids
+
+
+def test_a_decoder_sequence_of_one_byte_level_is_read_as_byte_level(tmp_path):
+    # {"type": "Sequence", "decoders": [ByteLevel]} decodes as ByteLevel in HF; it was refused
+    doc = small_doc()
+    doc["decoder"] = {"type": "Sequence", "decoders": [BYTE_LEVEL]}
+    path = write_doc(tmp_path, doc)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_hf(path)
+    for text in ("abc<|endoftext|> d\u00e9j\u00e0 vu \U0001f600", " a  b\n\nc"):
+        ids = tok.encode(text)
+        assert ids == hf.encode(text).ids
+        assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False) == text
 
 
 @pytest.mark.parametrize("name", list(REFUSED))
