@@ -660,6 +660,8 @@ def cmd_encode(args: argparse.Namespace) -> None:
         _check_not_an_input(output, "-o", (_input_files(inputs) if inputs != ["-"] else [])
                             + _tokenizer_files(args.tokenizer))
     tokenizer = _load_tokenizer(args.tokenizer)
+    if args.ordinary:       # a view matching no special token (shards' index.json records it as having none)
+        tokenizer = tokenizer.restricted_to(frozenset())
     from .file_encoding import check_dtype
     try:
         check_dtype(args.dtype, tokenizer.vocab_size)
@@ -1113,6 +1115,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-field", default="text", metavar="NAME")
     p.add_argument("--text-column", default="text", metavar="NAME")
     p.add_argument("--dask-scheduler", metavar="ADDRESS", help="encode the shards on this Dask cluster")
+    p.add_argument("--ordinary", action="store_true",
+                   help="encode a special token's text in the input as ordinary text (tiktoken's "
+                        "encode_ordinary), not as its id: for text from elsewhere that may spell one")
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("decode", parents=[common], help="decode a .npy token array into text")

@@ -77,6 +77,33 @@ def test_encode_equals_tokenizer_encode(tmp_path, tokdir, corpus, processes, cap
     assert [p.name for p in tmp_path.iterdir()] == ["tokens.npy"]
 
 
+@pytest.mark.parametrize("form", ["file", "stdin", "folder"])
+def test_encode_ordinary_encodes_a_special_tokens_text_as_text(tmp_path, tokdir, capsys, monkeypatch, form):
+    # by default a special token's text in the input is its id (CS336's encode); --ordinary encodes it as
+    # text, as tiktoken's encode_ordinary does, on every way in (a file, stdin, shards into a folder)
+    text = "one story" + EOT + "two <|endoftext stories " + EOT + EOT + "end\n"
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    tok = Tokenizer.load(tokdir)
+    eot = tok.special_tokens[EOT]
+    for ordinary, want in ((False, tok.encode(text)), (True, tok.encode_ordinary(text))):
+        out = tmp_path / f"{form}-{ordinary}"
+        if form == "stdin":
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8"))))
+        source = "-" if form == "stdin" else str(path)
+        target = str(out) + "/" if form == "folder" else str(out) + ".npy"
+        code, err = run(["encode", "-t", str(tokdir), source, "-o", target] + ["--ordinary"] * ordinary, capsys)
+        assert code == 0, err
+        ids = np.load(out / "in.npy" if form == "folder" else target).tolist()
+        assert ids == want
+        assert (eot in ids) == (not ordinary)
+    assert tok.decode(want) == text
+    if form == "folder":    # a folder encoded one way is not resumed the other way
+        code, err = run(["encode", "-t", str(tokdir), str(path), "-o", str(tmp_path / "folder-True") + "/"],
+                        capsys)
+        assert code != 0 and "another tokenizer" in err
+
+
 def test_encode_uint32_and_decode_round_trip(tmp_path, tokdir, corpus, capsys):
     out = tmp_path / "tokens.npy"
     assert run(["encode", "-t", str(tokdir), str(corpus), "-o", str(out), "--dtype", "uint32"], capsys)[0] == 0
