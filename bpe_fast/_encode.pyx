@@ -38,11 +38,13 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact, PyUnicode_Find
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove, memset
+from libc.stdlib cimport free, malloc
 from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport (EMPTY_KEY, HASH_SEED, hash_bytes, seed_hash_bytes, load_head, mix64, next_slot,
                                 pair_key, pair_slot, table_shift, table_size, tail_equal)
 from bpe_fast._threads cimport atomic_load, atomic_store, claim_next
+from bpe_fast._revec cimport huge_pages
 from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
                              scan_block_final)
 
@@ -1473,14 +1475,21 @@ cdef class BPETables:
         (the caller converts then). ValueError naming a negative or unknown id. One pass reads, checks and sizes
         the ids (read_ids), one gathers their bytes."""
         cdef Py_ssize_t n = PyList_GET_SIZE(ids), k
-        cdef vector[int32_t] buf
         cdef int64_t total = 0
         cdef int bad = 0
-        buf.resize(n)
-        k = read_ids(ids, n, buf.data(), self.offsets.data(), self.known.data(), self.known.size(), &total, &bad)
-        if k < n:
-            return self._bad_item(ids, k, bad)
-        return self._gathered(buf.data(), n, total)
+        # (not zeroed first: read_ids writes every id it reads, and only those are gathered; fresh pages of a
+        # large one on huge pages, so that 4 KB page faults do not cost a first decode more than the reading)
+        cdef int32_t* buf = <int32_t*>malloc(max(n, 1) * sizeof(int32_t))
+        if buf == NULL:
+            raise MemoryError(f"no memory for the {n:,} ids to decode")
+        try:
+            huge_pages(buf, n * sizeof(int32_t))
+            k = read_ids(ids, n, buf, self.offsets.data(), self.known.data(), self.known.size(), &total, &bad)
+            if k < n:
+                return self._bad_item(ids, k, bad)
+            return self._gathered(buf, n, total)
+        finally:
+            free(buf)
 
     cdef _bad_item(self, list ids, Py_ssize_t k, int bad):
         """decode_list's answer when read_ids stopped at item k (bad: 1, not an int; 2, not a known id), as a
@@ -1520,6 +1529,7 @@ cdef class BPETables:
         result = PyBytes_FromStringAndSize(NULL, total)
         cdef char* dst = PyBytes_AS_STRING(result)
         cdef Py_ssize_t pool_size = self.pool.shape[0] if self.pool is not None else 0
+        huge_pages(dst, total)          # (a large result's fresh pages: see decode_list)
         if n >= NOGIL_IDS:
             with nogil:
                 _gather(self.pool_data, pool_size, self.offsets.data(), ids, n, dst, dst + total)
