@@ -276,6 +276,7 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    PyObject** PySequence_Fast_ITEMS(object o)
 
 cdef enum:
     SMALL_PIECE = 128           # pieces up to this many bytes merge with arrays on the stack (quadratic scan)
@@ -348,7 +349,8 @@ cdef inline uint64_t hash_key(const uint8_t* p, Py_ssize_t n, const uint8_t* end
 cdef list _id_list(const int32_t* ids, Py_ssize_t n, list id_objects):
     """ids[0:n] as a new list of int; id_objects[i] is the int i (shared, so no int is allocated here)."""
     result = PyList_New(n)
-    cdef Py_ssize_t bad = fill_list(result, ids, n, id_objects)
+    huge_pages(PySequence_Fast_ITEMS(result), n * sizeof(PyObject*))     # (a large list's fresh pages: see
+    cdef Py_ssize_t bad = fill_list(result, ids, n, id_objects)           # BPECore._encode_bytes)
     if bad >= 0:
         raise ValueError(f"id {ids[bad]} has no int object")
     return result
@@ -382,6 +384,7 @@ cdef inline object _utf8_holder(str text, const uint8_t** data, Py_ssize_t* n):
     kind = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
     holder = PyBytes_FromStringAndSize(NULL, _utf8_room(kind, units) + UTF8_PAD)
     out = <uint8_t*>PyBytes_AS_STRING(holder)
+    huge_pages(out, _utf8_room(kind, units))
     written = str_to_utf8_strict(kind, PyUnicode_DATA(text), units, out)
     if written < 0:                                 # a lone surrogate: CPython's error
         PyUnicode_AsUTF8String(text)
@@ -1884,6 +1887,8 @@ cdef class BPECore:
             want = out.size() + <size_t>min(n // 2, MAX_RESERVE_IDS)
             if want > out.capacity():
                 out.reserve(max(want, 2 * out.capacity()))
+                # the room not yet written, on huge pages: one fault (and one zeroing) every 2 MB, not every 4 KB
+                huge_pages(out.data() + out.size(), (out.capacity() - out.size()) * sizeof(int32_t))
         try:
             if n >= NOGIL_BYTES:
                 with nogil:
