@@ -374,7 +374,7 @@ cdef inline object _utf8_holder(str text, const uint8_t** data, Py_ssize_t* n):
     UnicodeEncodeError, CPython's (the caller replaces them, as tiktoken does)."""
     cdef object holder
     cdef int kind
-    cdef Py_ssize_t units, written
+    cdef Py_ssize_t units, room, written
     cdef uint8_t* out
     if PyUnicode_CheckExact(text) and PyUnicode_IS_ASCII(text):
         data[0] = <const uint8_t*>PyUnicode_AsUTF8AndSize(text, n)
@@ -382,9 +382,10 @@ cdef inline object _utf8_holder(str text, const uint8_t** data, Py_ssize_t* n):
     bpe_fast_unicode_ready(text)
     units = PyUnicode_GET_LENGTH(text)
     kind = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
-    holder = PyBytes_FromStringAndSize(NULL, _utf8_room(kind, units) + UTF8_PAD)
+    room = _utf8_room(kind, units)
+    holder = PyBytes_FromStringAndSize(NULL, room + UTF8_PAD)
     out = <uint8_t*>PyBytes_AS_STRING(holder)
-    huge_pages(out, _utf8_room(kind, units))
+    huge_pages(out, room)
     written = str_to_utf8_strict(kind, PyUnicode_DATA(text), units, out)
     if written < 0:                                 # a lone surrogate: CPython's error
         PyUnicode_AsUTF8String(text)
