@@ -46,7 +46,7 @@ from bpe_fast._hashing cimport (EMPTY_KEY, HASH_SEED, hash_bytes, seed_hash_byte
 from bpe_fast._threads cimport atomic_load, atomic_store, claim_next
 from bpe_fast._revec cimport huge_pages
 from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
-                             scan_block_final)
+                             scan_block_final, utf8_measure)
 
 import os
 
@@ -252,10 +252,52 @@ cdef extern from *:
     static Py_ssize_t bpe_fast_str_to_utf8_strict(int kind, const void* data, Py_ssize_t n, uint8_t* out) {
         return bpe_fast_any_to_utf8<true>(kind, data, n, out);
     }
+    // The other way: the code points of the valid UTF-8 s[0:n] written to out as code units of type T, which
+    // holds every one of them (a str's kind: utf8_measure tells which). ASCII 16 bytes at a time.
+    template <typename T>
+    static void bpe_fast_utf8_to_units(const uint8_t* s, Py_ssize_t n, T* out) {
+        Py_ssize_t i = 0;
+        while (i < n) {
+            if (i + 16 <= n) {
+                uint64_t a, b;
+                memcpy(&a, s + i, 8);
+                memcpy(&b, s + i + 8, 8);
+                if (((a | b) & 0x8080808080808080ULL) == 0) {
+                    for (int j = 0; j < 16; j++)
+                        out[j] = (T)s[i + j];
+                    out += 16;
+                    i += 16;
+                    continue;
+                }
+            }
+            uint32_t c = s[i];
+            if (c < 0x80) {
+                i += 1;
+            } else if (c < 0xE0) {
+                c = ((c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+                i += 2;
+            } else if (c < 0xF0) {
+                c = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+                i += 3;
+            } else {
+                c = ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+                i += 4;
+            }
+            *out++ = (T)c;
+        }
+    }
+    static void bpe_fast_utf8_to_str(int kind, const uint8_t* s, Py_ssize_t n, void* out) {
+        switch (kind) {
+            case 1: bpe_fast_utf8_to_units(s, n, (uint8_t*)out); break;
+            case 2: bpe_fast_utf8_to_units(s, n, (uint16_t*)out); break;
+            default: bpe_fast_utf8_to_units(s, n, (uint32_t*)out);
+        }
+    }
     """
     Py_ssize_t str_to_utf8 "bpe_fast_str_to_utf8"(int kind, const void* data, Py_ssize_t n, uint8_t* out) noexcept nogil
     Py_ssize_t str_to_utf8_strict "bpe_fast_str_to_utf8_strict"(int kind, const void* data, Py_ssize_t n,
                                                                 uint8_t* out) noexcept nogil
+    void utf8_to_str "bpe_fast_utf8_to_str"(int kind, const uint8_t* s, Py_ssize_t n, void* out) noexcept nogil
 
 cdef extern from *:
     """
@@ -277,6 +319,7 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
     PyObject** PySequence_Fast_ITEMS(object o)
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
 
 cdef enum:
     SMALL_PIECE = 128           # pieces up to this many bytes merge with arrays on the stack (quadratic scan)
@@ -290,6 +333,7 @@ cdef enum:
     DEFAULT_CACHE_ENTRIES = 1 << 16     # an encoder's cache of pre-tokens, to begin with (BPECore, EncoderPool)
     NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
     NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
+    DECODE_OWN_BYTES = 64       # utf8_text writes the str of UTF-8 this long or longer itself
     GATHER_COPY = 16            # _gather copies tokens this long or shorter as this many bytes
     RESERVE_BYTES = 1 << 20     # _encode_bytes gives a text this long room for ids first (see there)
     MAX_RESERVE_IDS = 1 << 28   # ... for at most this many (1 GB; past it the vector grows as it fills)
@@ -2119,6 +2163,44 @@ cdef extern from *:
     void pause_briefly "bpe_fast_pause"() noexcept nogil
     bint utf8_contains "bpe_fast_contains"(const uint8_t* hay, Py_ssize_t n, const uint8_t* needle,
                                           Py_ssize_t m) noexcept nogil
+
+
+def utf8_text(bytes data not None, errors):
+    """data.decode("utf-8", errors). Valid UTF-8 of DECODE_OWN_BYTES or more is measured (utf8_measure) and
+    written by bpe_fast into a new str of its final kind, on huge pages, without the GIL when long: a decoded
+    text's fresh pages cost a first decode more than the decoding (20 MB of the real text, a str of kind 4: 80
+    MB), and CPython's decoder allocates as it goes (starting narrow, widening at the first wider code point),
+    where no hint can be given. Anything else (and errors, which valid UTF-8 never needs) is CPython's."""
+    cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), chars = 0, bad
+    cdef uint8_t widest = 0
+    if not isinstance(errors, str):     # (bytes.decode's check, which valid UTF-8 would otherwise skip here)
+        raise TypeError(f"decode() argument 'errors' must be str, not {type(errors).__name__}")
+    if n < DECODE_OWN_BYTES:
+        return data.decode("utf-8", errors)
+    if n >= NOGIL_BYTES:
+        with nogil:
+            bad = utf8_measure(s, n, &chars, &widest)
+    else:
+        bad = utf8_measure(s, n, &chars, &widest)
+    if bad >= 0:
+        return data.decode("utf-8", errors)
+    text = PyUnicode_New(chars, 127 if widest == 0 else 255 if widest < 0xC4 else 0xFFFF if widest < 0xF0
+                         else 0x10FFFF)
+    cdef void* out = PyUnicode_DATA(text)
+    cdef int kind = PyUnicode_KIND(text)
+    huge_pages(out, chars * kind)
+    if n >= NOGIL_BYTES:
+        with nogil:
+            if widest == 0:
+                memcpy(out, s, n)
+            else:
+                utf8_to_str(kind, s, n, out)
+    elif widest == 0:
+        memcpy(out, s, n)
+    else:
+        utf8_to_str(kind, s, n, out)
+    return text
 
 
 def utf8_searchable(str token not None):

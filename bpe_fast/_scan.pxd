@@ -69,6 +69,10 @@ cdef Py_ssize_t scan_block_final(const ScanTables* t, const uint8_t* s, Py_ssize
 # Byte offset of the first invalid UTF-8 sequence in s[0:n] (as bytes.decode reports it), or -1.
 cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil
 
+# utf8_first_error, and when s[0:n] is valid, how many code points it holds (chars) and its greatest lead byte
+# (widest: 0 if all ASCII; below 0xC4 none is past U+00FF, below 0xF0 none past U+FFFF).
+cdef Py_ssize_t utf8_measure(const uint8_t* s, Py_ssize_t n, Py_ssize_t* chars, uint8_t* widest) noexcept nogil
+
 
 cdef inline Py_ssize_t line_end(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     """Where the line that starts at s[i] (i < n) ends: the index of the next newline at or after i, or n. The

@@ -30,6 +30,7 @@ from ._inspect import byte_strings, covering_tokens, first_spans, prefix_range, 
 from .patterns import pattern_from_tiktoken
 from .pretokenize import native_kind, pretoken_boundaries, pretokenize
 from .specials import SpecialTokens, first_prefix_pair
+from ._encode import utf8_text
 from .tokenizer import Tokenizer
 
 __all__ = ["CoreBPE"]
@@ -286,6 +287,10 @@ class CoreBPE:
                 pass
         # tiktoken's exception, or tokens it takes that the tokenizer does not (a range, a deque, bools)
         return self._tokenizer.decode_bytes(self._tiktoken_ids(tokens))
+
+    def decode(self, tokens: Sequence[int], errors: str) -> str:
+        """decode_bytes(tokens).decode("utf-8", errors), with bpe_fast's decoder of valid UTF-8."""
+        return utf8_text(self.decode_bytes(tokens), errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token, special tokens included; KeyError when the id has none."""

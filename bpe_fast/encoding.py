@@ -342,7 +342,7 @@ class Encoding:
         >>> _tiny().decode([256, 0xE2])
         'ab�'
         """
-        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+        return self._core.decode(tokens, errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token, special tokens included; KeyError when the id has none.

@@ -46,7 +46,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 from . import formats
 from .atomic import output_group
 from ._encode import (MAX_WHOLE_PIECE, BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, PieceTable,
-                      Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable)
+                      Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable, utf8_text)
 from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
 from .normalize import check_normalizer, is_normal, normal, stable_cut
@@ -1772,8 +1772,8 @@ class Tokenizer:
         if type(ids) in _LISTS:
             data = self._tables.decode_list(ids if type(ids) is list else list(ids))
             if data is not None:
-                return data.decode("utf-8", errors)
-        return self.decode_bytes(ids).decode("utf-8", errors)
+                return utf8_text(data, errors)
+        return utf8_text(self.decode_bytes(ids), errors)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",
                      num_threads: int = 8) -> list[str]:
@@ -1797,7 +1797,7 @@ class Tokenizer:
         ids = _id_array(ids)
         data = self._tables.decode_bytes(ids, True)
         offsets = _char_offsets(data, self.token_lengths()[ids])
-        return data.decode("utf-8", "strict"), offsets.tolist()
+        return utf8_text(data, "strict"), offsets.tolist()
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The tokens' bytes joined, without decoding.

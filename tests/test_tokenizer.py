@@ -21,7 +21,8 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bpe_fast import Tokenizer, formats
+from bpe_fast import Encoding, Tokenizer, formats
+from bpe_fast._encode import utf8_text
 from bpe_fast.formats import FormatError
 from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN,
                                TEKKEN_PATTERN)
@@ -794,6 +795,55 @@ def test_decode_copies_tokens_of_every_length_at_the_ends_of_the_pool_and_the_te
             assert tok.decode_bytes(seq) == expected
             assert tok.decode_bytes(np.array(seq, dtype=np.int64)) == expected
             assert tok.decode(seq, errors="surrogateescape") == expected.decode("utf-8", "surrogateescape")
+
+
+# pieces of UTF-8 that utf8_text's paths tell apart: ASCII runs around its 16-byte steps, a character of every
+# width at its limits (U+0080, U+00FF, U+0100, U+07FF, U+0800, U+FFFF, U+10000, U+10FFFF), and what is not
+# UTF-8 (a lone continuation byte, an overlong form, a surrogate, past U+10FFFF, a cut sequence, 0xFF)
+_UTF8_PIECES = [b"a", b"z" * 15, b"q" * 16, b"w" * 17, b"e" * 40, b"\x00", b"\x7f"] + [
+    chr(c).encode("utf-8") for c in (0x80, 0xE9, 0xFF, 0x100, 0x7FF, 0x800, 0x4E2D, 0xFFFD, 0xFFFF, 0x10000,
+                                     0x1F642, 0x10FFFF)] + [
+    b"\x80", b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf5", b"\xe4\xb8",
+    b"\xf0\x9f\x99", b"\xff"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_UTF8_PIECES), max_size=40),
+       st.sampled_from(["strict", "replace", "ignore", "surrogateescape", "backslashreplace"]))
+def test_utf8_text_decodes_as_bytes_decode(pieces, errors):
+    # the decoder of decode's valid UTF-8 (measured, then written into a str of its final kind) against
+    # bytes.decode: the same str, of the same kind (its size), or the same error at the same place
+    data = b"".join(pieces) * 2
+    data += b"." * max(0, 70 - len(data))       # (shorter than 64 bytes is CPython's own decoding)
+    try:
+        want = data.decode("utf-8", errors)
+    except UnicodeDecodeError as exc:
+        with pytest.raises(UnicodeDecodeError) as got:
+            utf8_text(data, errors)
+        assert (got.value.start, got.value.end, got.value.reason) == (exc.start, exc.end, exc.reason)
+        return
+    got = utf8_text(data, errors)
+    assert got == want and sys.getsizeof(got) == sys.getsizeof(want)
+
+
+def test_decode_writes_text_of_every_kind_and_checks_errors(tok):
+    # long texts of each str kind (ASCII, Latin-1, BMP, beyond; the widest character first, last, or alone)
+    # decoded by every decode, as a list and as an array; errors must be a str even when no error arises
+    enc = Encoding("bytes", pat_str=GPT2_PATTERN, mergeable_ranks={bytes([i]): i for i in range(256)},
+                   special_tokens={})
+    for wide in ("", "\xe9", "\u4e2d", "\U0001f642"):
+        for text in ("a" * 100 + wide, wide + "b" * 5000, (wide + "cd ") * 3000, wide * 70):
+            ids = list(text.encode("utf-8"))
+            for decoded in (tok.decode(ids), tok.decode(np.array(ids, dtype=np.int32)), enc.decode(ids),
+                            tok.decode_batch([ids])[0], enc.decode_batch([ids])[0]):
+                assert decoded == text and sys.getsizeof(decoded) == sys.getsizeof(text)
+    assert tok.decode_with_offsets(list(b"x" * 70 + "\u4e2d".encode()))[0] == "x" * 70 + "\u4e2d"
+    for errors in (None, 1, b"strict"):
+        for ids in ([104] * 100, [104], [0xFF] * 100):
+            with pytest.raises(TypeError, match="argument 'errors' must be str"):
+                tok.decode(ids, errors=errors)
+            with pytest.raises(TypeError, match="argument 'errors' must be str"):
+                enc.decode(ids, errors=errors)
 
 
 def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
