@@ -560,32 +560,32 @@ cdef inline Py_ssize_t o200k_contraction(const ScanTables* t, const uint8_t* s, 
     return i
 
 
-cdef inline Py_ssize_t o200k_cased(const ScanTables* t, const uint8_t* s, Py_ssize_t p, Py_ssize_t n,
-                                   bint lower_first, bint* at_end) noexcept nogil:
-    """The end of [U]*[W]+ (lower_first) or of [U]+[W]* matched at s[p] as `regex` backtracks, or -1.
+cdef inline Py_ssize_t o200k_cased(const ScanTables* t, const uint8_t* s, Py_ssize_t p, Py_ssize_t n, uint8_t c,
+                                   Py_ssize_t q, Py_ssize_t* upper, bint* at_end) noexcept nogil:
+    """The ends of [U]*[W]+ (returned) and of [U]+[W]* (upper) matched at s[p] as `regex` backtracks, each -1
+    when it does not match there; c: the class bits of the code point at p, which ends at q (the caller has
+    them; c = 0 and at_end set when p == n).
 
     Greedy [U]* takes the whole run of U from p, to e. If the code point at e is W, [W]+ takes the run of W
     from e. Otherwise [U]* gives back code points until one is W: the last W of the run, whose successor in
     the run is not W, so [W]+ ends right after it. [U]+[W]* needs the run to be non-empty and then takes the
     run of W from e (empty unless e is W). Worked example: "中A!" -> [U]*[W]+ gives "中" ('A' is U, not W)."""
-    cdef Py_ssize_t e = p, j, last_w = -1
-    cdef uint8_t c = 0
-    while True:
+    cdef Py_ssize_t e = p, last_w = -1
+    while c & C_U:
+        if c & C_W:
+            last_w = q
+        e = q
         if e >= n:
             at_end[0] = True
             c = 0
             break
-        c = cls_at(t, s, e, &j)
-        if not (c & C_U):
-            break
-        if c & C_W:
-            last_w = j
-        e = j
-    if not lower_first and e == p:
-        return -1
+        c = cls_at(t, s, e, &q)
     if c & C_W:
-        return run_lower_to(t, s, e, n, at_end)
-    return last_w if lower_first else e
+        q = run_lower_to(t, s, q, n, at_end)
+        upper[0] = q if e > p else -1
+        return q
+    upper[0] = e if e > p else -1
+    return last_w
 
 
 cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
@@ -594,12 +594,12 @@ cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssiz
     pattern has no C), digits: how many \\p{N} a pre-token holds at most (Tekken: 1), slash: punctuation takes
     [\\r\\n/]* after it (Kimi K2's: [\\r\\n]*)."""
     cdef uint8_t b = s[i], c, c2
-    cdef Py_ssize_t j, k, m, e, count
+    cdef Py_ssize_t j, k, m, e, count, upper
     c = cls_at(t, s, i, &j)
     if c & C_L:                                         # no prefix: [U]*[W]+C? then [U]+[W]*C? at i
-        e = o200k_cased(t, s, i, n, True, at_end)
+        e = o200k_cased(t, s, i, n, c, j, &upper, at_end)
         if e < 0:
-            e = o200k_cased(t, s, i, n, False, at_end)  # every letter is U or W: one of them matches
+            e = upper                                   # every letter is U or W: one of them matches
         return o200k_contraction(t, s, e, n, at_end) if contractions else e
     if c & C_N:                                         # \p{N}{1,3}
         count = 1
@@ -613,20 +613,21 @@ cdef inline Py_ssize_t o200k_next(const ScanTables* t, const uint8_t* s, Py_ssiz
             count += 1
         return j
     if not (c & C_NL):                                  # [^\r\n\p{L}\p{N}]? may take s[i]
-        e = o200k_cased(t, s, j, n, True, at_end)
-        if e < 0 and (c & C_W):                         # a mark (U and W, not L): [W]+ can start at i itself
-            e = o200k_cased(t, s, i, n, True, at_end)
+        k = j
+        c2 = 0
+        if j >= n:
+            at_end[0] = True
+        else:
+            c2 = cls_at(t, s, j, &k)
+        e = o200k_cased(t, s, j, n, c2, k, &upper, at_end)
+        if e < 0 and (c & C_W):                         # a mark (U and W, not L): [W]+ can start at i itself,
+            e = j                                       # and ends there when it did not match from j
         if e < 0:
-            e = o200k_cased(t, s, j, n, False, at_end)
+            e = upper
         if e >= 0:
             return o200k_contraction(t, s, e, n, at_end) if contractions else e
-        if b == 32:                                     # " ?[^\s\p{L}\p{N}]+[\r\n/]*" with the space
-            if j >= n:
-                at_end[0] = True
-            else:
-                c2 = cls_at(t, s, j, &k)
-                if (c2 & C_LNS) == 0:
-                    return o200k_crlf_slash(s, run_to(t, s, k, n, C_LNS, 0, at_end), n, at_end, slash)
+        if b == 32 and j < n and (c2 & C_LNS) == 0:     # " ?[^\s\p{L}\p{N}]+[\r\n/]*" with the space
+            return o200k_crlf_slash(s, run_to(t, s, k, n, C_LNS, 0, at_end), n, at_end, slash)
         if (c & C_LNS) == 0:                            # ... without it
             return o200k_crlf_slash(s, run_to(t, s, j, n, C_LNS, 0, at_end), n, at_end, slash)
     # the whitespace run from i: \s*[\r\n]+ | \s+(?!\S) | \s+
