@@ -2174,10 +2174,9 @@ def utf8_text(bytes data not None, errors):
     cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data), chars = 0, bad
     cdef uint8_t widest = 0
-    if not isinstance(errors, str):     # (bytes.decode's check, which valid UTF-8 would otherwise skip here)
-        raise TypeError(f"decode() argument 'errors' must be str, not {type(errors).__name__}")
     if n < DECODE_OWN_BYTES:
         return data.decode("utf-8", errors)
+    b"".decode("utf-8", errors)     # bytes.decode's checks of errors (a str, no NUL, no surrogate; -X dev: known)
     if n >= NOGIL_BYTES:
         with nogil:
             bad = utf8_measure(s, n, &chars, &widest)

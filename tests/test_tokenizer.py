@@ -838,12 +838,13 @@ def test_decode_writes_text_of_every_kind_and_checks_errors(tok):
                             tok.decode_batch([ids])[0], enc.decode_batch([ids])[0]):
                 assert decoded == text and sys.getsizeof(decoded) == sys.getsizeof(text)
     assert tok.decode_with_offsets(list(b"x" * 70 + "\u4e2d".encode()))[0] == "x" * 70 + "\u4e2d"
-    for errors in (None, 1, b"strict"):
+    for errors in (None, 1, b"strict", "strict\0", "\ud800"):      # (helper-135: bytes.decode's checks, all)
         for ids in ([104] * 100, [104], [0xFF] * 100):
-            with pytest.raises(TypeError, match="argument 'errors' must be str"):
-                tok.decode(ids, errors=errors)
-            with pytest.raises(TypeError, match="argument 'errors' must be str"):
-                enc.decode(ids, errors=errors)
+            for decode in (tok.decode, enc.decode):
+                with pytest.raises((TypeError, ValueError)) as got:
+                    decode(ids, errors=errors)
+                with pytest.raises(type(got.value), match=re.escape(str(got.value))):
+                    bytes(ids).decode("utf-8", errors)
 
 
 def test_decode_replaces_bad_utf8_and_rejects_unknown_ids(tok):
