@@ -562,9 +562,9 @@ cdef inline Py_ssize_t o200k_contraction(const ScanTables* t, const uint8_t* s, 
 
 cdef inline Py_ssize_t o200k_cased(const ScanTables* t, const uint8_t* s, Py_ssize_t p, Py_ssize_t n, uint8_t c,
                                    Py_ssize_t q, Py_ssize_t* upper, bint* at_end) noexcept nogil:
-    """The ends of [U]*[W]+ (returned) and of [U]+[W]* (upper) matched at s[p] as `regex` backtracks, each -1
-    when it does not match there; c: the class bits of the code point at p, which ends at q (the caller has
-    them; c = 0 and at_end set when p == n).
+    """The end of [U]*[W]+ matched at s[p] as `regex` backtracks, or -1 when it does not match there, and then
+    (only then: set in no other case) upper receives the end of [U]+[W]* there, or -1; c: the class bits of the
+    code point at p, which ends at q (the caller has them; c = 0 and at_end set when p == n).
 
     Greedy [U]* takes the whole run of U from p, to e. If the code point at e is W, [W]+ takes the run of W
     from e. Otherwise [U]* gives back code points until one is W: the last W of the run, whose successor in
@@ -581,10 +581,9 @@ cdef inline Py_ssize_t o200k_cased(const ScanTables* t, const uint8_t* s, Py_ssi
             break
         c = cls_at(t, s, e, &q)
     if c & C_W:
-        q = run_lower_to(t, s, q, n, at_end)
-        upper[0] = q if e > p else -1
-        return q
-    upper[0] = e if e > p else -1
+        return run_lower_to(t, s, q, n, at_end)
+    if last_w < 0:
+        upper[0] = e if e > p else -1
     return last_w
 
 
