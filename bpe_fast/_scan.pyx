@@ -682,7 +682,10 @@ cdef inline bint ascii32(const uint8_t* s) noexcept nogil:
     return ((a | b | c | d) & HIGH) == 0
 
 
-cdef Py_ssize_t utf8_measure(const uint8_t* s, Py_ssize_t n, Py_ssize_t* chars, uint8_t* widest) noexcept nogil:
+cdef inline Py_ssize_t utf8_walk(const uint8_t* s, Py_ssize_t n, Py_ssize_t* chars, uint8_t* widest,
+                                 bint measure) noexcept nogil:
+    """utf8_first_error, and with measure, utf8_measure's chars and widest (inlined into each: without measure,
+    the counting is compiled out)."""
     cdef Py_ssize_t i = 0, extra = 0        # extra: the continuation bytes of the sequences passed
     cdef uint64_t w
     cdef uint8_t b, lo, hi, lead = 0
@@ -705,8 +708,9 @@ cdef Py_ssize_t utf8_measure(const uint8_t* s, Py_ssize_t n, Py_ssize_t* chars, 
         if b < 0xE0:
             if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
                 return i
-            lead = b if b > lead else lead
-            extra += 1
+            if measure:
+                lead = b if b > lead else lead
+                extra += 1
             i += 2
             continue
         if b < 0xF0:
@@ -716,8 +720,9 @@ cdef Py_ssize_t utf8_measure(const uint8_t* s, Py_ssize_t n, Py_ssize_t* chars, 
                 return i
             if i + 2 >= n or (s[i + 2] & 0xC0) != 0x80:
                 return i
-            lead = b if b > lead else lead
-            extra += 2
+            if measure:
+                lead = b if b > lead else lead
+                extra += 2
             i += 3
             continue
         if b < 0xF5:
@@ -729,20 +734,24 @@ cdef Py_ssize_t utf8_measure(const uint8_t* s, Py_ssize_t n, Py_ssize_t* chars, 
                 return i
             if i + 3 >= n or (s[i + 3] & 0xC0) != 0x80:
                 return i
-            lead = b if b > lead else lead
-            extra += 3
+            if measure:
+                lead = b if b > lead else lead
+                extra += 3
             i += 4
             continue
         return i
-    chars[0] = n - extra
-    widest[0] = lead
+    if measure:
+        chars[0] = n - extra
+        widest[0] = lead
     return -1
 
 
+cdef Py_ssize_t utf8_measure(const uint8_t* s, Py_ssize_t n, Py_ssize_t* chars, uint8_t* widest) noexcept nogil:
+    return utf8_walk(s, n, chars, widest, True)
+
+
 cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t chars
-    cdef uint8_t widest
-    return utf8_measure(s, n, &chars, &widest)
+    return utf8_walk(s, n, NULL, NULL, False)
 
 
 def two_level_table(classes):
