@@ -286,7 +286,12 @@ cdef extern from *:
             *out++ = (T)c;
         }
     }
-    static void bpe_fast_utf8_to_str(int kind, const uint8_t* s, Py_ssize_t n, void* out) {
+    // ascii: s is all ASCII (kind 1), copied as it is.
+    static void bpe_fast_utf8_to_str(int kind, int ascii, const uint8_t* s, Py_ssize_t n, void* out) {
+        if (ascii) {
+            memcpy(out, s, (size_t)n);
+            return;
+        }
         switch (kind) {
             case 1: bpe_fast_utf8_to_units(s, n, (uint8_t*)out); break;
             case 2: bpe_fast_utf8_to_units(s, n, (uint16_t*)out); break;
@@ -297,7 +302,8 @@ cdef extern from *:
     Py_ssize_t str_to_utf8 "bpe_fast_str_to_utf8"(int kind, const void* data, Py_ssize_t n, uint8_t* out) noexcept nogil
     Py_ssize_t str_to_utf8_strict "bpe_fast_str_to_utf8_strict"(int kind, const void* data, Py_ssize_t n,
                                                                 uint8_t* out) noexcept nogil
-    void utf8_to_str "bpe_fast_utf8_to_str"(int kind, const uint8_t* s, Py_ssize_t n, void* out) noexcept nogil
+    void utf8_to_str "bpe_fast_utf8_to_str"(int kind, int ascii, const uint8_t* s, Py_ssize_t n,
+                                            void* out) noexcept nogil
 
 cdef extern from *:
     """
@@ -2191,14 +2197,9 @@ def utf8_text(bytes data not None, errors):
     huge_pages(out, chars * kind)
     if n >= NOGIL_BYTES:
         with nogil:
-            if widest == 0:
-                memcpy(out, s, n)
-            else:
-                utf8_to_str(kind, s, n, out)
-    elif widest == 0:
-        memcpy(out, s, n)
+            utf8_to_str(kind, widest == 0, s, n, out)
     else:
-        utf8_to_str(kind, s, n, out)
+        utf8_to_str(kind, widest == 0, s, n, out)
     return text
 
 

@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._encode import utf8_text
 from ._inspect import byte_strings, covering_tokens, first_spans, prefix_range, prefixed_strings, sort_byte_strings
 from .patterns import pattern_from_tiktoken
 from .pretokenize import native_kind, pretoken_boundaries, pretokenize
 from .specials import SpecialTokens, first_prefix_pair
-from ._encode import utf8_text
 from .tokenizer import Tokenizer
 
 __all__ = ["CoreBPE"]
