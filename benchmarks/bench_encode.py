@@ -60,13 +60,18 @@ def libraries(synthetic_text, tmp_path_factory):
         vocab, merges = train_bpe(path, 5_000, [EOT], num_processes=1)
         tok = Tokenizer(vocab, merges, [EOT])
         what = "a 5,000-token vocabulary trained on the synthetic corpus (no fixtures)"
+    enc = tiktoken.Encoding("bench", **encoding_args(tok))
+    return tok, enc, what
+
+
+def encoding_args(tok):
+    """The tiktoken.Encoding arguments (but the name) of tok's ranks, pattern and special token."""
     special = tok.special_tokens[EOT]
     ranks = {}
     for i in sorted(tok.vocab):
         if i != special:
             ranks.setdefault(tok.vocab[i], i)
-    enc = tiktoken.Encoding("bench", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={EOT: special})
-    return tok, enc, what
+    return {"pat_str": GPT2_PATTERN, "mergeable_ranks": ranks, "special_tokens": {EOT: special}}
 
 
 @pytest.fixture(scope="module", params=["real", "synthetic"])
@@ -249,6 +254,35 @@ def test_decode_tiktoken(benchmark, libraries, text):
     ids = enc.encode(s, allowed_special="all")
     benchmark(enc.decode, ids)
     record(benchmark, ("decode", name, "tiktoken"), len(s.encode()))
+
+
+@pytest.mark.parametrize("kind", ["1 token", "lines"])
+@pytest.mark.parametrize("library", ["bpe_fast", "tiktoken"])
+def test_decode_short(benchmark, libraries, text, kind, library):
+    """One decode call per token of the text's first 100,000 (what a model's streamed output asks, token by
+    token), or per line of it: the per-call cost, measured through bpe_fast.Encoding (the drop-in's call, the
+    longer way of bpe_fast's two) against tiktoken's Encoding.decode."""
+    tok, enc, _ = libraries
+    name, s = text
+    if kind == "1 token":
+        calls = [[i] for i in enc.encode(s, allowed_special="all")[:100_000]]
+    else:
+        calls = [enc.encode_ordinary(x) for x in short_strings(s)]
+    if library == "bpe_fast":
+        import bpe_fast
+
+        decode = bpe_fast.Encoding("bench", **encoding_args(tok)).decode
+        assert [decode(ids) for ids in calls[:5000]] == [enc.decode(ids) for ids in calls[:5000]]
+    else:
+        decode = enc.decode
+
+    def run():
+        for ids in calls:
+            decode(ids)
+    as_many_rounds(benchmark, run)
+    if fastest(benchmark) is not None:
+        benchmark.extra_info["us/call"] = round(fastest(benchmark) / len(calls) * 1e6, 3)
+    record(benchmark, (f"decode short ({kind})", name, library), sum(len(enc.decode_bytes(ids)) for ids in calls))
 
 
 # encode_batch on 1 and 2 threads (issue 13: 2 threads at least 1.8x one), on the benchmark corpus (conftest's

@@ -35,7 +35,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_S
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_Check
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
-from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact, PyUnicode_Find
+from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact, PyUnicode_DecodeUTF8, PyUnicode_Find
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove, memset
 from libc.stdlib cimport free, malloc
@@ -340,12 +340,17 @@ cdef enum:
     NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
     NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
     DECODE_OWN_BYTES = 64       # utf8_text writes the str of UTF-8 this long or longer itself
+    SMALL_LIST = 1024           # BPETables._list reads this many ids or fewer into a buffer on the stack,
+    SMALL_TEXT = 4096           # ... and decodes a text this long or shorter from one
     GATHER_COPY = 16            # _gather copies tokens this long or shorter as this many bytes
     RESERVE_BYTES = 1 << 20     # _encode_bytes gives a text this long room for ids first (see there)
     MAX_RESERVE_IDS = 1 << 28   # ... for at most this many (1 GB; past it the vector grows as it fills)
 
 # the longest pre-token the whole-piece table looks up (a ranked token longer is merged, never looked up whole)
 MAX_WHOLE_PIECE = MAX_CACHED_PIECE
+# decode_list_text decodes from buffers on the stack up to these many ids and bytes (for tests at the limits)
+DECODE_STACK_IDS = SMALL_LIST
+DECODE_STACK_BYTES = SMALL_TEXT
 
 cdef int32_t NO_RANK = 0x7FFFFFFF
 
@@ -1528,22 +1533,46 @@ cdef class BPETables:
         """decode_bytes for a list of int, read without making an array first; None if an item is not an int
         (the caller converts then). ValueError naming a negative or unknown id. One pass reads, checks and sizes
         the ids (read_ids), one gathers their bytes."""
+        return self._list(ids, False, None)
+
+    def decode_list_text(self, list ids, errors):
+        """utf8_text(decode_list(ids), errors) in one call, or None as decode_list. A short text (the usual
+        call: a streamed token, a message) is gathered on the stack and decoded from there by CPython, without a
+        bytes object (a few ids: 1.4x tiktoken's speed where the bytes made it 0.9x)."""
+        return self._list(ids, True, errors)
+
+    cdef object _list(self, list ids, bint text, errors):
+        """decode_list (text False: bytes) or decode_list_text (a str, decoded with errors)."""
         cdef Py_ssize_t n = PyList_GET_SIZE(ids), k
         cdef int64_t total = 0
         cdef int bad = 0
+        cdef int32_t small_ids[SMALL_LIST]
+        cdef char small_text[SMALL_TEXT + GATHER_COPY]
+        cdef const char* handler
         # (not zeroed first: read_ids writes every id it reads, and only those are gathered; fresh pages of a
         # large one on huge pages, so that 4 KB page faults do not cost a first decode more than the reading)
-        cdef int32_t* buf = <int32_t*>malloc(max(n, 1) * sizeof(int32_t))
+        cdef int32_t* buf = &small_ids[0]
+        if n > SMALL_LIST:
+            buf = <int32_t*>malloc(n * sizeof(int32_t))
         if buf == NULL:
             raise MemoryError(f"no memory for the {n:,} ids to decode")
         try:
-            huge_pages(buf, n * sizeof(int32_t))
+            if buf != &small_ids[0]:
+                huge_pages(buf, n * sizeof(int32_t))
             k = read_ids(ids, n, buf, self.offsets.data(), self.known.data(), self.known.size(), &total, &bad)
             if k < n:
                 return self._bad_item(ids, k, bad)
-            return self._gathered(buf, n, total)
+            if not text:
+                return self._gathered(buf, n, total)
+            handler = _common_handler(errors)
+            if total <= SMALL_TEXT and handler != NULL:
+                _gather(self.pool_data, self.pool.shape[0] if self.pool is not None else 0, self.offsets.data(),
+                        buf, n, small_text, small_text + sizeof(small_text))
+                return PyUnicode_DecodeUTF8(small_text, total, handler)
+            return utf8_text(self._gathered(buf, n, total), errors)
         finally:
-            free(buf)
+            if buf != &small_ids[0]:
+                free(buf)
 
     cdef _bad_item(self, list ids, Py_ssize_t k, int bad):
         """decode_list's answer when read_ids stopped at item k (bad: 1, not an int; 2, not a known id), as a
@@ -2169,6 +2198,20 @@ cdef extern from *:
     void pause_briefly "bpe_fast_pause"() noexcept nogil
     bint utf8_contains "bpe_fast_contains"(const uint8_t* hay, Py_ssize_t n, const uint8_t* needle,
                                           Py_ssize_t m) noexcept nogil
+
+
+cdef const char* _common_handler(errors):
+    """errors as the C string bytes.decode would pass on, when it is one of the handlers every Python has (the
+    ones decode's callers give); else NULL (bytes.decode itself then checks and looks errors up)."""
+    if type(errors) is not str:
+        return NULL
+    if errors == "replace":
+        return "replace"
+    if errors == "strict":
+        return "strict"
+    if errors == "ignore":
+        return "ignore"
+    return NULL
 
 
 def utf8_text(bytes data not None, errors):

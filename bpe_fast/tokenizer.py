@@ -1770,9 +1770,9 @@ class Tokenizer:
         ('hi', '�', 'h')
         """
         if type(ids) in _LISTS:
-            data = self._tables.decode_list(ids if type(ids) is list else list(ids))
-            if data is not None:
-                return utf8_text(data, errors)
+            text = self._tables.decode_list_text(ids if type(ids) is list else list(ids), errors)
+            if text is not None:
+                return text
         return utf8_text(self.decode_bytes(ids), errors)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace",

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bpe_fast import Encoding, Tokenizer, formats
-from bpe_fast._encode import utf8_text
+from bpe_fast._encode import DECODE_STACK_BYTES, DECODE_STACK_IDS, utf8_text
 from bpe_fast.formats import FormatError
 from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, GPT4_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN,
                                TEKKEN_PATTERN)
@@ -824,6 +824,60 @@ def test_utf8_text_decodes_as_bytes_decode(pieces, errors):
         return
     got = utf8_text(data, errors)
     assert got == want and sys.getsizeof(got) == sys.getsizeof(want)
+
+
+_PIECE_VOCAB = {i: bytes([i]) for i in range(256)} | {256 + k: p for k, p in enumerate(_UTF8_PIECES) if len(p) > 1}
+_PIECE_ENCODING = Encoding("pieces", pat_str=GPT2_PATTERN, special_tokens={"<|endoftext|>": 400},
+                           mergeable_ranks={p: i for i, p in _PIECE_VOCAB.items()})
+_PIECE_TOKENIZER = Tokenizer(_PIECE_VOCAB | {400: b"<|endoftext|>"}, [],       # (no merges: decoding reads
+                             special_tokens=["<|endoftext|>"])                  # only the vocabulary)
+
+
+def _as_bytes_decode(decode, ids, errors):
+    """decode(ids, errors) against bytes.decode of the ids' bytes: the same str, of the same kind, or the same
+    error (class, message)."""
+    data = b"".join(_PIECE_VOCAB[i] if i < 400 else b"<|endoftext|>" for i in ids)
+    try:
+        want = data.decode("utf-8", errors)
+    except (UnicodeDecodeError, TypeError, LookupError) as exc:
+        with pytest.raises(type(exc), match=re.escape(str(exc))):
+            decode(ids, errors)
+        return
+    got = decode(ids, errors)
+    assert got == want and sys.getsizeof(got) == sys.getsizeof(want)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(sorted(_PIECE_VOCAB) + [400]), max_size=90),
+       st.sampled_from(["strict", "replace", "ignore", "surrogateescape", "backslashreplace", "xmlcharrefreplace",
+                        "no such handler", None]))
+def test_decode_of_a_list_is_bytes_decode(ids, errors):
+    # a list of ids (tokens of 1 to 40 bytes, valid UTF-8 or not) decoded with every handler: as it is (ids and
+    # bytes in the buffers on the stack), after more ids than the stack's (ids read into the heap, bytes
+    # decoded by bpe_fast's writer or by CPython), after more bytes than the stack's (few ids, many bytes)
+    forty = 256 + _UTF8_PIECES.index(b"e" * 40)
+    for listed in (ids, ids + [65] * DECODE_STACK_IDS, [forty] * (DECODE_STACK_BYTES // 40 + 1) + ids):
+        for decode in (_PIECE_TOKENIZER.decode, _PIECE_ENCODING.decode):
+            _as_bytes_decode(decode, listed, errors)
+
+
+def test_decode_of_a_list_at_the_stack_buffers_limits():
+    # exactly at, and one past, the ids and bytes decoded from buffers on the stack, with a 4-byte character
+    # last (cut, or whole) and each common handler
+    forty = 256 + _UTF8_PIECES.index(b"e" * 40)
+    emoji = 256 + _UTF8_PIECES.index("\U0001f642".encode())
+    n, size = DECODE_STACK_IDS, DECODE_STACK_BYTES
+    assert n * 4 <= size
+    fill = (size - 4) // 40
+    rest = size - 4 - fill * 40
+    for ids in ([65] * (n - 1) + [emoji], [65] * n + [emoji], [forty] * fill + [65] * rest + [emoji],
+                [forty] * fill + [65] * (rest + 1) + [emoji], [forty] * fill + [65] * (rest + 1) + [0xF0, 0x9F, 0x99],
+                [emoji] * (size // 4), [emoji] * (size // 4 + 1), [0xFF] * n, [0xFF] * (n + 1), []):
+        assert len(b"".join(_PIECE_VOCAB[i] for i in ids)) in (0, n, n + 1, n + 3, n + 4, size, size + 1, size + 2,
+                                                               size + 4)
+        for errors in ("strict", "replace", "ignore"):
+            for decode in (_PIECE_TOKENIZER.decode, _PIECE_ENCODING.decode):
+                _as_bytes_decode(decode, ids, errors)
 
 
 def test_decode_writes_text_of_every_kind_and_checks_errors(tok):
