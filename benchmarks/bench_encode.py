@@ -256,25 +256,26 @@ def test_decode_tiktoken(benchmark, libraries, text):
     record(benchmark, ("decode", name, "tiktoken"), len(s.encode()))
 
 
-@pytest.mark.parametrize("kind", ["1 token", "lines"])
+@pytest.mark.parametrize("kind", ["1 token", "lines", "lines, with offsets"])
 @pytest.mark.parametrize("library", ["bpe_fast", "tiktoken"])
 def test_decode_short(benchmark, libraries, text, kind, library):
     """One decode call per token of the text's first 100,000 (what a model's streamed output asks, token by
-    token), or per line of it: the per-call cost, measured through bpe_fast.Encoding (the drop-in's call, the
-    longer way of bpe_fast's two) against tiktoken's Encoding.decode."""
+    token), or per line of it (decode, or decode_with_offsets): the per-call cost, measured through
+    bpe_fast.Encoding (the drop-in's call, the longer way of bpe_fast's two) against tiktoken's Encoding."""
     tok, enc, _ = libraries
     name, s = text
     if kind == "1 token":
         calls = [[i] for i in enc.encode(s, allowed_special="all")[:100_000]]
     else:
         calls = [enc.encode_ordinary(x) for x in short_strings(s)]
+    method = "decode_with_offsets" if kind.endswith("offsets") else "decode"
     if library == "bpe_fast":
         import bpe_fast
 
-        decode = bpe_fast.Encoding("bench", **encoding_args(tok)).decode
-        assert [decode(ids) for ids in calls[:5000]] == [enc.decode(ids) for ids in calls[:5000]]
+        decode = getattr(bpe_fast.Encoding("bench", **encoding_args(tok)), method)
+        assert [decode(ids) for ids in calls[:5000]] == [getattr(enc, method)(ids) for ids in calls[:5000]]
     else:
-        decode = enc.decode
+        decode = getattr(enc, method)
 
     def run():
         for ids in calls:
@@ -360,14 +361,14 @@ def test_report(libraries):
         pytest.skip("no benchmark ran")
     tok, enc, what = libraries
     lines = [f"\nbpe_fast vs tiktoken {tiktoken.__version__}, single thread, {what}, pid {os.getpid()}",
-             f"{'operation':<32}{'text':<11}{'bpe_fast MB/s':>14}{'tiktoken MB/s':>15}{'ratio':>8}"]
+             f"{'operation':<36}{'text':<11}{'bpe_fast MB/s':>14}{'tiktoken MB/s':>15}{'ratio':>8}"]
     for (op, name, lib), mbps in sorted(RESULTS.items()):
         if lib != "bpe_fast":
             continue
         same = (op, name, "tiktoken")   # short strings: against tiktoken's short strings
         base = RESULTS.get(same if same in RESULTS else ("encode" if op.startswith("encode") else op, name, "tiktoken"))
         ratio = f"{mbps / base:.2f}x" if base else ""
-        lines.append(f"{op:<32}{name:<11}{mbps:>14.1f}{(base or float('nan')):>15.1f}{ratio:>8}")
+        lines.append(f"{op:<36}{name:<11}{mbps:>14.1f}{(base or float('nan')):>15.1f}{ratio:>8}")
     print("\n".join(lines))
 
 

@@ -373,6 +373,10 @@ class Encoding:
         ('ab€', [0, 2, 2, 2])
         """
         tokens = list(tokens)
+        try:
+            return self._tokenizer.decode_with_offsets(tokens)
+        except (TypeError, ValueError, OverflowError):  # (a UnicodeDecodeError too: raised again below)
+            pass
         for token in tokens:        # tiktoken's exceptions for bad ids, in its order
             self.decode_single_token_bytes(token)
         return self._tokenizer.decode_with_offsets([operator.index(t) for t in tokens])

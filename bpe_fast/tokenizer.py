@@ -1794,10 +1794,13 @@ class Tokenizer:
         >>> tok.decode_with_offsets([256, 226, 130, 172, 98])
         ('ab€b', [0, 2, 2, 2, 3])
         """
-        ids = _id_array(ids)
-        data = self._tables.decode_bytes(ids, True)
-        offsets = _char_offsets(data, self.token_lengths()[ids])
-        return utf8_text(data, "strict"), offsets.tolist()
+        got = None
+        if type(ids) in _LISTS:
+            got = self._tables.decode_list_offsets(ids if type(ids) is list else list(ids))
+        if got is None:
+            ids = _id_array(ids)
+            got = self._tables.decode_bytes(ids, True), self._tables.char_offsets(ids)
+        return utf8_text(got[0], "strict"), got[1]
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The tokens' bytes joined, without decoding.

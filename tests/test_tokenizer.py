@@ -880,6 +880,47 @@ def test_decode_of_a_list_at_the_stack_buffers_limits():
                 _as_bytes_decode(decode, ids, errors)
 
 
+def _offsets_oracle(pieces):
+    """tiktoken's decode_with_offsets, written out: each token's offset is the characters started before it,
+    less one when its first byte continues a character (not below 0)."""
+    offsets, chars = [], 0
+    for piece in pieces:
+        offsets.append(max(0, chars - (0x80 <= piece[0] < 0xC0)))
+        chars += sum(1 for c in piece if not 0x80 <= c < 0xC0)
+    return offsets
+
+
+def _valid_utf8(data):
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_VALID_PIECES = [p for p in _UTF8_PIECES if _valid_utf8(p)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_VALID_PIECES), st.booleans()), max_size=60), st.integers(0, 3))
+def test_decode_with_offsets_is_the_oracles(chars, form):
+    # a valid text as tokens: each character (or run) its vocabulary token, or its single bytes (so tokens
+    # start inside characters), as a list, a tuple, an int64 array or, through Encoding, a list; and the same
+    # with a cut last character (strict: the UnicodeDecodeError of bytes.decode)
+    ids = []
+    for piece, split in chars:
+        ids += list(piece) if split or len(piece) == 1 else [256 + _UTF8_PIECES.index(piece)]
+    for listed in (ids, ids + [0xF0, 0x9F]):
+        data = b"".join(_PIECE_VOCAB[i] for i in listed)
+        given_ids = (listed, tuple(listed), np.array(listed, dtype=np.int64), listed)[form]
+        decode = _PIECE_ENCODING.decode_with_offsets if form == 3 else _PIECE_TOKENIZER.decode_with_offsets
+        if not _valid_utf8(data):
+            with pytest.raises(UnicodeDecodeError):
+                decode(given_ids)
+            continue
+        assert decode(given_ids) == (data.decode("utf-8"), _offsets_oracle([_PIECE_VOCAB[i] for i in listed]))
+
+
 def test_decode_writes_text_of_every_kind_and_checks_errors(tok):
     # long texts of each str kind (ASCII, Latin-1, BMP, beyond; the widest character first, last, or alone)
     # decoded by every decode, as a list and as an array; errors must be a str even when no error arises
