@@ -29,6 +29,7 @@ the id buffer. For other patterns the Python layer (bpe_fast/tokenizer.py) pre-t
 hands the boundaries to BPECore.encode_pretokens. The Python layer checks arguments.
 """
 cimport cython
+from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_CheckExact, PyDict_GetItemWithError
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
@@ -46,7 +47,7 @@ from bpe_fast._hashing cimport (EMPTY_KEY, HASH_SEED, hash_bytes, seed_hash_byte
 from bpe_fast._threads cimport atomic_load, atomic_store, claim_next
 from bpe_fast._revec cimport huge_pages
 from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
-                             scan_block_final, utf8_measure)
+                             scan_block_final, utf8_first_error, utf8_measure)
 
 import os
 
@@ -351,6 +352,9 @@ cdef enum:
 
 # the longest pre-token the whole-piece table looks up (a ranked token longer is merged, never looked up whole)
 MAX_WHOLE_PIECE = MAX_CACHED_PIECE
+# a list of ids this long decodes to about NOGIL_BYTES of text or more (4 bytes a token), written without the GIL:
+# decode_batch's threads gain only from such lists (Tokenizer.decodes_in_parallel)
+DECODE_PARALLEL_IDS = NOGIL_BYTES // 4
 # decode_list_text decodes from buffers on the stack up to these many ids and bytes (for tests at the limits)
 DECODE_STACK_IDS = SMALL_LIST
 DECODE_STACK_BYTES = SMALL_TEXT
@@ -412,6 +416,20 @@ cdef list _id_list(const int32_t* ids, Py_ssize_t n, list id_objects):
     if bad >= 0:
         raise ValueError(f"id {ids[bad]} has no int object")
     return result
+
+
+cdef object _bytes_pointer(data, const uint8_t** s, Py_ssize_t* n):
+    """Points s, n at the bytes of data (bytes, or any contiguous bytes-like object); returns what keeps them
+    alive (a bytes object's own bytes: no memoryview, which costs a few hundred nanoseconds a call)."""
+    cdef const uint8_t[::1] view
+    if type(data) is bytes:
+        s[0] = <const uint8_t*>PyBytes_AS_STRING(data)
+        n[0] = PyBytes_GET_SIZE(data)
+        return data
+    view = data
+    n[0] = view.shape[0]
+    s[0] = &view[0] if view.shape[0] else NULL
+    return view
 
 
 cdef inline Py_ssize_t _utf8_room(int kind, Py_ssize_t n) noexcept:
@@ -510,21 +528,36 @@ cdef class IdBuffer:
         cdef Py_ssize_t n = self.ids.size()
         cdef int width
         cdef void* dst
+        cdef Py_buffer view
         try:
-            dt = np.dtype(dtype)
-            if not (dt.kind in "iu" and dt.isnative and (dt.itemsize in (4, 8) or (dt.itemsize, dt.kind) == (2, "u"))):
+            dt = dtype if isinstance(dtype, _DTYPE) else np.dtype(dtype)
+            if dt is _INT32 or dt is _UINT32:       # (the usual ones, NumPy's own instances: the rule below
+                width = 4                           # takes ~100 ns)
+            elif dt is _INT64 or dt is _UINT64:
+                width = 8
+            elif dt.kind in "iu" and dt.isnative and (dt.itemsize in (4, 8) or (dt.itemsize, dt.kind) == (2, "u")):
+                width = dt.itemsize
+            else:
                 raise ValueError(f"unsupported dtype {dt}")
-            width = dt.itemsize
-            arr = np.empty(n, dtype=dt)
-            dst = <void*><Py_ssize_t>arr.ctypes.data
-            if n >= NOGIL_IDS:
-                with nogil:
-                    _convert_ids(self.ids.data(), n, width, dst)
-            elif n:
-                _convert_ids(self.ids.data(), n, width, dst)
+            arr = np.empty(n, dt)
+            if n:
+                PyObject_GetBuffer(arr, &view, PyBUF_WRITABLE)      # (arr.ctypes.data took a microsecond)
+                try:
+                    dst = view.buf
+                    if n >= NOGIL_IDS:
+                        with nogil:
+                            _convert_ids(self.ids.data(), n, width, dst)
+                    else:
+                        _convert_ids(self.ids.data(), n, width, dst)
+                finally:
+                    PyBuffer_Release(&view)
             return arr
         finally:
             self.ids.clear()
+
+
+_DTYPE = np.dtype       # (IdBuffer.take's)
+_INT32, _UINT32, _INT64, _UINT64 = (np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64))
 
 
 cdef void _convert_ids(const int32_t* src, Py_ssize_t n, int width, void* dst) noexcept nogil:
@@ -2033,13 +2066,16 @@ cdef class BPECore:
         self._encode_bytes(data, n, seg, True, &out.ids)
         return out.ids.size() - before
 
-    def encode_utf8_into(self, IdBuffer out not None, const uint8_t[::1] data, Segmenter seg not None):
-        """encode_text_into for UTF-8 bytes, which the caller has checked are valid and which must not change
-        during the call (they are read without the GIL). Returns the number of ids appended."""
-        cdef Py_ssize_t before = out.ids.size()
-        if data.shape[0] == 0:
+    def encode_utf8_into(self, IdBuffer out not None, data, Segmenter seg not None):
+        """encode_text_into for UTF-8 bytes (or a bytes-like object of them), which the caller has checked are
+        valid and which must not change during the call (they are read without the GIL). Returns the number of
+        ids appended."""
+        cdef Py_ssize_t before = out.ids.size(), n
+        cdef const uint8_t* s
+        holder = _bytes_pointer(data, &s, &n)
+        if n == 0:
             return 0
-        self._encode_bytes(&data[0], data.shape[0], seg, True, &out.ids)
+        self._encode_bytes(s, n, seg, True, &out.ids)
         return out.ids.size() - before
 
     def encode_documents_into(self, IdBuffer out not None, const uint8_t[::1] data, const int64_t[::1] bounds,
@@ -2708,6 +2744,40 @@ cdef class EncoderPool:
             return core.encode_text(text, seg, self.id_objects)
         finally:
             self.give(core)
+
+    def encode_text_array(self, str text not None, Segmenter seg not None, dtype):
+        """encode_text's ids as a new 1-D array of `dtype` (see IdBuffer.take): Tokenizer.encode_to_numpy's path,
+        one call (a short text's ids made an array in well under a microsecond more than its list). Lone
+        surrogates raise UnicodeEncodeError."""
+        cdef IdBuffer out = IdBuffer()
+        cdef BPECore core = self.take()
+        try:
+            core.encode_text_into(out, text, seg)
+        finally:
+            self.give(core)
+        return out.take(dtype)
+
+    def encode_utf8_array(self, data, Segmenter seg not None, dtype):
+        """encode_text_array of UTF-8 bytes (or a bytes-like object of them), which must not change during the
+        call (read without the GIL when long), or None when they are not valid UTF-8 (the caller raises
+        bytes.decode's error)."""
+        cdef Py_ssize_t n, bad = -1
+        cdef const uint8_t* s
+        cdef IdBuffer out = IdBuffer()
+        holder = _bytes_pointer(data, &s, &n)
+        if n >= NOGIL_BYTES:
+            with nogil:
+                bad = utf8_first_error(s, n)
+        elif n:
+            bad = utf8_first_error(s, n)
+        if bad >= 0:
+            return None
+        cdef BPECore core = self.take()
+        try:
+            core.encode_utf8_into(out, data, seg)
+        finally:
+            self.give(core)
+        return out.take(dtype)
 
     def batch_work(self, BatchJob job not None):
         """BatchJob.work on an encoder of the pool (a helping thread's part of encode_batch)."""

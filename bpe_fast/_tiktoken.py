@@ -289,14 +289,8 @@ class CoreBPE:
         return self._tokenizer.decode_bytes(self._tiktoken_ids(tokens))
 
     def decode(self, tokens: Sequence[int], errors: str) -> str:
-        """decode_bytes(tokens).decode("utf-8", errors), with bpe_fast's decoder of valid UTF-8: a list the
-        tokenizer decodes in one call (the usual call, often of a few ids); anything it refuses (tiktoken's
-        exceptions differ) or another sequence goes the long way, which raises as tiktoken does."""
-        if type(tokens) is list:
-            try:
-                return self._tokenizer.decode(tokens, errors)
-            except (TypeError, ValueError, OverflowError, LookupError):
-                pass
+        """decode_bytes(tokens).decode("utf-8", errors), with bpe_fast's decoder of valid UTF-8 (Encoding.decode
+        asks its tokenizer first for a list; this is the way for what it refuses, raising as tiktoken does)."""
         return utf8_text(self.decode_bytes(tokens), errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:

@@ -312,11 +312,14 @@ def terminate(executor: Any) -> None:
     executor.shutdown(wait=True, cancel_futures=True)
 
 
-def map_threads(func: Callable[[_T], _R], items: Sequence[_T], num_threads: int) -> list[_R]:
+def map_threads(func: Callable[[_T], _R], items: Sequence[_T], num_threads: int,
+                parallel: Callable[[_T], bool] | None = None) -> list[_R]:
     """[func(x) for x in items] on up to num_threads threads: the items cut into about 4 runs a thread, a run
-    a task (a task per item would cost more than encoding a short text)."""
+    a task (a task per item would cost more than encoding a short text). parallel: whether func(x) releases
+    the GIL long enough for threads to gain; when it is false for every item, they run here (starting the
+    threads costs a few hundred microseconds)."""
     n = len(items)
-    if num_threads == 1 or n < 2:
+    if num_threads == 1 or n < 2 or (parallel is not None and not any(map(parallel, items))):
         return [func(x) for x in items]
     workers = min(num_threads, n)
     size = -(-n // (4 * workers))

@@ -45,8 +45,9 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from . import formats
 from .atomic import output_group
-from ._encode import (MAX_WHOLE_PIECE, BatchJob, BPETables, DisallowedFound, EncoderPool, IdBuffer, PieceTable,
-                      Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable, utf8_text)
+from ._encode import (DECODE_PARALLEL_IDS, MAX_WHOLE_PIECE, BatchJob, BPETables, DisallowedFound, EncoderPool,
+                      IdBuffer, PieceTable, Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable,
+                      utf8_text)
 from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
 from .normalize import check_normalizer, is_normal, normal, stable_cut
@@ -74,7 +75,8 @@ AllowedSpecial = Union[Literal["all"], AbstractSet[str]]
 DisallowedSpecial = Union[Literal["all"], Collection[str]]
 
 _INT32_MAX = 2**31 - 1
-_OUTPUT_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64))
+_INT32_MAX = 2 ** 31 - 1
+_OUTPUT_DTYPES = {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64)}
 _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
 _ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
 _NONE: frozenset[str] = frozenset()
@@ -1469,10 +1471,15 @@ class Tokenizer:
                 except UnicodeEncodeError:
                     pass
             return self._encode_normalizing(text).take(dtype)
+        if self._segmenter is not None:
+            try:
+                return self._pool.encode_text_array(text, self._segmenter, dtype)
+            except UnicodeEncodeError:
+                # Lone surrogates cannot be UTF-8: replaced by U+FFFD as tiktoken does.
+                return self._pool.encode_text_array(_replace_surrogates(text), self._segmenter, dtype)
         try:
             out = self._encode_all(text)
         except UnicodeEncodeError:
-            # Lone surrogates cannot be UTF-8: replaced by U+FFFD as tiktoken does.
             out = self._encode_all(_replace_surrogates(text))
         return out.take(dtype)
 
@@ -1497,10 +1504,15 @@ class Tokenizer:
             return self._unnormalized.encode_utf8_to_numpy(data, dtype, scratch=scratch)
         if self._segmenter is None:
             return self.encode_to_numpy(bytes(data).decode("utf-8"), dtype)
-        if scratch is None and type(data) is not bytes:
-            # a copy: the UTF-8 is checked first and then scanned without the GIL, and a mutable buffer could
-            # change in between (another thread); bytes cannot
-            data = bytes(data)
+        if scratch is None:
+            if type(data) is not bytes:
+                # a copy: the UTF-8 is checked first and then scanned without the GIL, and a mutable buffer could
+                # change in between (another thread); bytes cannot
+                data = bytes(data)
+            arr = self._pool.encode_utf8_array(data, self._segmenter, dtype)
+            if arr is not None:
+                return arr
+            check_utf8(data)    # (raises bytes.decode's error)
         return self._encode_utf8_array(data, dtype, IdBuffer() if scratch is None else scratch)
 
     def _encode_utf8_array(self, data: bytes | bytearray | memoryview, dtype: DTypeLike, out: IdBuffer) -> NDArray[Any]:
@@ -1746,15 +1758,16 @@ class Tokenizer:
         return 0
 
     def _check_dtype(self, dtype: DTypeLike) -> np.dtype[Any]:
-        try:
-            dtype = np.dtype(dtype)
-        except TypeError:
-            raise TypeError(f"dtype must be a NumPy integer dtype, got {dtype!r}") from None
-        if dtype not in _OUTPUT_DTYPES:
+        if not isinstance(dtype, np.dtype):
+            try:
+                dtype = np.dtype(dtype)
+            except TypeError:
+                raise TypeError(f"dtype must be a NumPy integer dtype, got {dtype!r}") from None
+        largest = _OUTPUT_DTYPES.get(dtype)
+        if largest is None:
             raise ValueError(f"dtype must be one of int32, uint16, uint32, int64, uint64; got {dtype}")
-        if self.max_token_value > np.iinfo(dtype).max:
-            raise ValueError(f"the largest id, {self.max_token_value}, does not fit in {dtype} "
-                             f"(largest {np.iinfo(dtype).max})")
+        if largest < _INT32_MAX and self.max_token_value > largest:     # (ids are int32: only uint16 can be short)
+            raise ValueError(f"the largest id, {self.max_token_value}, does not fit in {dtype} (largest {largest})")
         return dtype
 
     # ---------------------------------------------------------------------------------------- decoding
@@ -1784,7 +1797,7 @@ class Tokenizer:
         """
         batch = _check_batch(batch, "batch")
         _check_threads(num_threads)
-        return map_threads(lambda ids: self.decode(ids, errors), batch, num_threads)
+        return map_threads(lambda ids: self.decode(ids, errors), batch, num_threads, decodes_in_parallel)
 
     def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
         """(text, offsets), as tiktoken's: the text of `ids`, decoded strictly (invalid UTF-8 raises
@@ -1870,6 +1883,15 @@ def _check_batch(items: Iterable[_T], what: str) -> list[_T]:
     if isinstance(items, (str, bytes)):
         raise TypeError(f"{what} must be a list, not a single {type(items).__name__}")
     return items if type(items) is list else list(items)
+
+
+def decodes_in_parallel(ids: Any) -> bool:
+    """Whether decoding ids gains from a thread of its own: a long list or array (its bytes gathered and its
+    text written without the GIL); a short one holds the GIL all through, and an iterator while it is read."""
+    try:
+        return len(ids) >= DECODE_PARALLEL_IDS
+    except TypeError:
+        return False
 
 
 def _check_threads(num_threads: int) -> None:

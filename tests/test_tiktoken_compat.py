@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import bpe_fast
 import bpe_fast.encoding
 from bpe_fast import Encoding, Tokenizer
+from bpe_fast._encode import DECODE_PARALLEL_IDS
 from bpe_fast.patterns import (DEEPSEEK3_PATTERN, GPT2_PATTERN, KIMI_PAT_STR, KIMI_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN,
                                TEKKEN_PATTERN, V1_PREFIX, pattern_from_tiktoken, resolve_pattern, swap_tiktoken_anchors)
 from bpe_fast.ranks import ranks_from_tokenizer
@@ -337,6 +338,19 @@ def test_num_threads_any_number_thread_pool_executor_takes(pair):
         assert same(pair, lambda e: e.encode_batch(["a"], num_threads=n))[0] == "raise"
 
 
+def test_decode_batches_of_long_and_short_lists(pair):
+    # a batch is decoded here when no list is long enough to gain from threads (DECODE_PARALLEL_IDS), else on
+    # threads: the same texts, or the same error (the first bad list's), either way and with any thread count
+    _, theirs = pair
+    long = theirs.encode("Hello world, caf\u00e9 " * 2000)
+    assert len(long) >= DECODE_PARALLEL_IDS
+    for batch in ([long, [1, 2], long[:10]], [[1, 2], [3]], [[1], long, [10**6], long], [long[:-1], [0xE2]], []):
+        for n in (1, 2, 8):
+            same(pair, "decode_batch", batch, num_threads=n)
+            same(pair, "decode_batch", batch, num_threads=n, errors="strict")
+            same(pair, "decode_bytes_batch", batch, num_threads=n)
+
+
 def test_allowed_special_of_what_is_not_str_is_a_type_error(pair):
     # tiktoken's encoder takes allowed_special as a set of str: bytes (the token's bytes) or an id in it is
     # a TypeError, after the disallowed check; it was ignored here (the text encoded as if nothing were
@@ -558,7 +572,8 @@ def test_a_core_put_in_place_as_code_written_for_tiktoken_does():
     for change in ["smaller", "more specials"]:
         pair = fresh_gpt2_pair()
         for enc, module in zip(pair, (bpe_fast, tiktoken)):
-            assert enc.decode_single_token_bytes(10300) == b"ouri"     # (bpe_fast's look-up dict made for the old core)
+            assert enc.decode_single_token_bytes(10300) == b"ouri"     # (bpe_fast's look-up dicts made for the old core)
+            assert enc.encode_single_token(b"ouri") == 10300
             if change == "smaller":
                 enc._mergeable_ranks = dict(list(enc._mergeable_ranks.items())[:10256])
                 enc._special_tokens = {EOT: 10256}
@@ -572,6 +587,7 @@ def test_a_core_put_in_place_as_code_written_for_tiktoken_does():
                      lambda e: e.encode_batch([text, "hi"], allowed_special="all"), lambda e: e.max_token_value,
                      lambda e: e.encode_single_token("<|im_end|>"), lambda e: e.is_special_token(50257),
                      lambda e: e.special_tokens_set, lambda e: e.decode_single_token_bytes(10300),
+                     lambda e: e.encode_single_token(b"ouri"), lambda e: e.decode_bytes(ids),
                      lambda e: e.token_byte_values()[-3:], lambda e: e._encode_single_piece(" aaaa")]:
             same(pair, call)
 

@@ -2456,3 +2456,12 @@ def test_str_subclasses_surrogates_and_bad_arguments_on_every_encoding_path(tok)
         tok.lengths_in(b"a", np.array([97.0]))
     with pytest.raises(TypeError, match="num_threads must be an int, got 2.0"):
         tok.encode_batch(["a"], num_threads=2.0)
+
+
+def test_decodes_in_parallel_only_lists_long_enough():
+    # decode_batch starts threads only for a list or array of DECODE_PARALLEL_IDS ids or more
+    from bpe_fast.tokenizer import decodes_in_parallel
+    from bpe_fast._encode import DECODE_PARALLEL_IDS
+    assert decodes_in_parallel([1] * DECODE_PARALLEL_IDS) and decodes_in_parallel(np.ones(DECODE_PARALLEL_IDS))
+    assert not decodes_in_parallel([1] * (DECODE_PARALLEL_IDS - 1))
+    assert not decodes_in_parallel(iter([1] * DECODE_PARALLEL_IDS))     # (read with the GIL held)
