@@ -1635,10 +1635,11 @@ cdef class BPETables:
                 _gather(self.pool_data, self.pool.shape[0] if self.pool is not None else 0, self.offsets.data(),
                         buf, n, small_text, small_text + sizeof(small_text))
                 return PyUnicode_DecodeUTF8(small_text, total, handler)
-            return utf8_text(self._gathered(buf, n, total), errors)
+            data = self._gathered(buf, n, total)
         finally:
             if buf != &small_ids[0]:
                 free(buf)
+        return utf8_text(data, errors)      # (the ids' buffer freed first, as when the bytes were returned)
 
     cdef _bad_item(self, list ids, Py_ssize_t k, int bad):
         """decode_list's answer when read_ids stopped at item k (bad: 1, not an int; 2, not a known id), as a
