@@ -111,6 +111,13 @@ def as_many_rounds(benchmark, call):
     return benchmark.pedantic(call, rounds=COLD_ROUNDS, iterations=1)
 
 
+def record_calls(benchmark, key, n_calls, nbytes):
+    """record, with the time a call (extra_info["us/call"]) of a round of n_calls calls."""
+    if fastest(benchmark) is not None:
+        benchmark.extra_info["us/call"] = round(fastest(benchmark) / n_calls * 1e6, 3)
+    record(benchmark, key, nbytes)
+
+
 def record(benchmark, key, nbytes):
     if fastest(benchmark) is None:
         return
@@ -163,9 +170,8 @@ def test_encode_short(benchmark, libraries, text, kind, library):
             for x in strings:
                 encode(x)
         as_many_rounds(benchmark, run)
-    if fastest(benchmark) is not None:
-        benchmark.extra_info["us/call"] = round(fastest(benchmark) / len(strings) * 1e6, 3)
-    record(benchmark, (f"encode short ({kind})", name, library), sum(len(x.encode()) for x in strings))
+    record_calls(benchmark, (f"encode short ({kind})", name, library), len(strings),
+                 sum(len(x.encode()) for x in strings))
 
 
 def test_encode_to_numpy_bpe_fast(benchmark, libraries, text):
@@ -281,9 +287,8 @@ def test_decode_short(benchmark, libraries, text, kind, library):
         for ids in calls:
             decode(ids)
     as_many_rounds(benchmark, run)
-    if fastest(benchmark) is not None:
-        benchmark.extra_info["us/call"] = round(fastest(benchmark) / len(calls) * 1e6, 3)
-    record(benchmark, (f"decode short ({kind})", name, library), sum(len(enc.decode_bytes(ids)) for ids in calls))
+    record_calls(benchmark, (f"decode short ({kind})", name, library), len(calls),
+                 sum(len(enc.decode_bytes(ids)) for ids in calls))
 
 
 # encode_batch on 1 and 2 threads (issue 13: 2 threads at least 1.8x one), on the benchmark corpus (conftest's

@@ -2750,13 +2750,7 @@ cdef class EncoderPool:
         """encode_text's ids as a new 1-D array of `dtype` (see IdBuffer.take): Tokenizer.encode_to_numpy's path,
         one call (a short text's ids made an array in well under a microsecond more than its list). Lone
         surrogates raise UnicodeEncodeError."""
-        cdef IdBuffer out = IdBuffer()
-        cdef BPECore core = self.take()
-        try:
-            core.encode_text_into(out, text, seg)
-        finally:
-            self.give(core)
-        return out.take(dtype)
+        return self._encoded_array(text, False, seg, dtype)
 
     def encode_utf8_array(self, data, Segmenter seg not None, dtype):
         """encode_text_array of UTF-8 bytes (or a bytes-like object of them), which must not change during the
@@ -2764,7 +2758,6 @@ cdef class EncoderPool:
         bytes.decode's error)."""
         cdef Py_ssize_t n, bad = -1
         cdef const uint8_t* s
-        cdef IdBuffer out = IdBuffer()
         holder = _bytes_pointer(data, &s, &n)
         if n >= NOGIL_BYTES:
             with nogil:
@@ -2773,9 +2766,18 @@ cdef class EncoderPool:
             bad = utf8_first_error(s, n)
         if bad >= 0:
             return None
+        return self._encoded_array(data, True, seg, dtype)
+
+    cdef _encoded_array(self, text, bint utf8, Segmenter seg, dtype):
+        """The ids of text (a str, or valid UTF-8 bytes: utf8) as a new array of dtype, by an encoder of the
+        pool (through its Python-visible methods: a subclass's, as the tests' watching one, are called)."""
+        cdef IdBuffer out = IdBuffer()
         cdef BPECore core = self.take()
         try:
-            core.encode_utf8_into(out, data, seg)
+            if utf8:
+                core.encode_utf8_into(out, text, seg)
+            else:
+                core.encode_text_into(out, text, seg)
         finally:
             self.give(core)
         return out.take(dtype)

@@ -130,7 +130,7 @@ class CoreBPE:
         """The id of the token whose bytes are `piece`, special tokens included; KeyError when there is none."""
         if not isinstance(piece, bytes):
             raise TypeError(f"{type(piece).__name__!r} object is not an instance of 'bytes'")
-        rank = self._ranks().get(piece)
+        rank = self.ranks().get(piece)
         if rank is None:
             rank = self._special_bytes.get(piece)
             if rank is None:
@@ -251,7 +251,7 @@ class CoreBPE:
             self._own_sorted = cached
         return cached
 
-    def _ranks(self) -> dict[bytes, int]:
+    def ranks(self) -> dict[bytes, int]:
         """{token bytes: rank} of the ranks this encoding was made with, its own (made from the tokenizer's
         vocabulary when first asked for): like tiktoken's, which holds a copy, the answers do not follow a
         change to the caller's dict after construction."""

@@ -122,7 +122,7 @@ class Encoding:
     def _rank_of(self) -> dict[bytes, int]:
         """The core's {token bytes: rank} (the ranked tokens; no special token), read by encode_single_token
         directly (two calls fewer)."""
-        return self._core._ranks()
+        return self._core.ranks()
 
     @functools.cached_property
     def _disallowed_by_default(self) -> frozenset[str]:
