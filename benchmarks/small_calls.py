@@ -35,11 +35,13 @@ def load_ranks(name):
 
 
 def texts(corpus):
-    """(word, line, paragraph) from the corpus's first 200 KB: its first word of 5 letters or more, its first
-    line of 30 to 120 characters, and ~800 characters from its start (whole lines)."""
+    """(word, line, paragraph) from the corpus's first 200 KB, lines holding a special token left out: its
+    first word of 5 letters or more, its first line of 30 to 120 characters, and ~800 characters from its start
+    (whole lines)."""
     with open(corpus, encoding="utf-8", errors="replace") as f:
         head = f.read(200_000)
-    lines = [x.strip() for x in head.splitlines() if x.strip()]
+    lines = [x.strip() for x in head.splitlines() if x.strip() and "<|" not in x]     # (no special token:
+    # bpe-fast synth's documents end with <|endoftext|>, which encode refuses by default)
     word = next(w for line in lines for w in line.split() if w.isalpha() and len(w) >= 5)
     line = next(x for x in lines if 30 <= len(x) <= 120)
     para, k = "", 0
