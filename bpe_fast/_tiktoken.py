@@ -231,7 +231,7 @@ class CoreBPE:
     def _sorted_ranks(self) -> NDArray[np.int64]:
         """The ranked tokens' ids in the order of their bytes (as Python sorts bytes): sorted natively on the
         decoder's bytes (Tokenizer.token_pool) when first asked for, kept."""
-        cached: NDArray[np.int64] | None = self.__dict__.get("_own_sorted")
+        cached: NDArray[np.int64] | None = getattr(self, "_own_sorted", None)
         if cached is None:
             pool, offsets = self._tokenizer.token_pool()
             lengths = np.diff(offsets)
@@ -255,7 +255,7 @@ class CoreBPE:
         """{token bytes: rank} of the ranks this encoding was made with, its own (made from the tokenizer's
         vocabulary when first asked for): like tiktoken's, which holds a copy, the answers do not follow a
         change to the caller's dict after construction."""
-        ranks: dict[bytes, int] | None = self.__dict__.get("_own_ranks")
+        ranks: dict[bytes, int] | None = getattr(self, "_own_ranks", None)
         if ranks is None:
             specials = self._special_token_values
             ranks = self._own_ranks = {token: i for i, token in self._vocab.items() if i not in specials}
@@ -304,7 +304,7 @@ class CoreBPE:
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every ranked token, sorted (a new list each call, as tiktoken's; the bytes made once)."""
-        values: list[bytes] | None = self.__dict__.get("_own_byte_values")
+        values: list[bytes] | None = getattr(self, "_own_byte_values", None)
         if values is None:
             pool, offsets = self._tokenizer.token_pool()
             values = self._own_byte_values = byte_strings(pool, offsets, self._sorted_ranks())

@@ -37,15 +37,15 @@ import math
 import operator
 import os
 import sys
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal, SupportsIndex
+from typing import Any, Generic, Literal, NamedTuple, SupportsIndex, TypeVar, cast, overload
 
 import numpy as np
 import regex
 from numpy.typing import NDArray
 
-from .specials import check_disallowed
+from .specials import FEW_TOKENS, check_disallowed, shared_start
 from .procs import map_threads
 from ._types import StrPath
 from ._tiktoken import CoreBPE
@@ -57,7 +57,52 @@ _UINT32 = np.dtype(np.uint32)      # encode_to_numpy's, as tiktoken's
 _NOTHING: frozenset[str]
 _NOTHING = frozenset()   # allowed_special's default: tiktoken's is set(), equal to it; this one is told apart
 _ALL = "all"
+_T = TypeVar("_T")
+_MAX_VIEWS = 64     # allowed sets an Encoding keeps what they ask for (forgotten all at once past it)
+
+
+class _MadeOnce(Generic[_T]):
+    """functools.cached_property's kind (made when first read, then the instance's own attribute), the value set
+    with setattr: cached_property writes to the instance's __dict__, and on CPython 3.11 reading an object's
+    __dict__ makes every later attribute read of it slower (Encoding._core_bpe's setter)."""
+
+    def __init__(self, func: Callable[[Any], _T]) -> None:
+        self.func = func
+        self.attrname = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attrname = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _MadeOnce[_T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> _T | _MadeOnce[_T]:
+        if instance is None:
+            return self
+        value = self.func(instance)
+        setattr(instance, self.attrname, value)     # (this has no __set__: the instance's attribute, read first)
+        return value
+
+
+class _View(NamedTuple):
+    """What an allowed_special set asks encode for (Encoding._checked)."""
+
+    allowed: frozenset[str]         # the set's contents when it was seen
+    disallowed: frozenset[str]      # the special tokens to look for in the text
+    look_for: tuple[str, ...] | None    # the same, looked for one by one (None: too many, check_disallowed)
+    shared: str                     # the start they all share ("<|"; "" for none): a text without it holds none
+    encoder: Tokenizer              # the tokenizer view matching the allowed special tokens
 _MAX_THREADS = 1 << 16    # a larger num_threads (inf) asks for a thread an item, as this many do
+
+
+def _view(allowed: frozenset[str], disallowed: frozenset[str], encoder: Tokenizer) -> _View:
+    """The _View of these allowed and disallowed special tokens, encoding with `encoder`."""
+    look_for = tuple(disallowed) if len(disallowed) <= FEW_TOKENS else None    # (None: one regex search)
+    return _View(allowed, disallowed, look_for, shared_start(disallowed), encoder)
 
 
 class Encoding:
@@ -68,6 +113,11 @@ class Encoding:
     _tokenizer: Tokenizer
     _ordinary: Tokenizer
     _vocab: Mapping[int, bytes]
+    _views: dict[tuple[int, bool], _View]
+    # made when first asked for (see _core_bpe's setter)
+    _bytes_of: dict[int, bytes]
+    _rank_of: dict[bytes, int]
+    _default_view: _View
 
     def __init__(self, name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int],
                  explicit_n_vocab: int | None = None) -> None:
@@ -107,29 +157,24 @@ class Encoding:
                             "bpe_fast in tiktoken's place, make it with bpe_fast._tiktoken.CoreBPE(ranks, special_tokens, "
                             "pattern))")
         # the encoding and decoding paths read these directly (the default ones are a few hundred nanoseconds a
-        # call); one update, so that a thread encoding meanwhile sees the old core's or the new one's
-        self.__dict__.update(_core=core, _tokenizer=core._tokenizer, _ordinary=core._ordinary, _vocab=core._vocab)
-        self.__dict__.pop("_bytes_of", None)        # the old core's, made again from this one's when asked for
-        self.__dict__.pop("_rank_of", None)
-
-    @functools.cached_property
-    def _bytes_of(self) -> dict[int, bytes]:
-        """{id: bytes}, a plain dict of the core's read-only vocabulary (made when decode_single_token_bytes is
-        first called: a dict's look-up is about 20 ns quicker than the read-only mapping's)."""
-        return dict(self._vocab)
-
-    @functools.cached_property
-    def _rank_of(self) -> dict[bytes, int]:
-        """The core's {token bytes: rank} (the ranked tokens; no special token), read by encode_single_token
-        directly (two calls fewer)."""
-        return self._core.ranks()
-
-    @functools.cached_property
-    def _disallowed_by_default(self) -> frozenset[str]:
-        """The special tokens encode looks for by default (disallowed_special="all"): special_tokens_set's, as
-        tiktoken's encode takes them (its set is made when first asked for, and kept: a core put in its place later
-        does not change it)."""
-        return frozenset(self.special_tokens_set)
+        # call). Set one by one, never through __dict__: on CPython 3.11 reading an object's __dict__ makes every
+        # later attribute read of it ~15 ns slower (its values move from the object into a dict), a tenth of what
+        # a one-token look-up costs. A thread encoding meanwhile may see some of the old core's and some of the
+        # new one's: each call reads one of them
+        self._core = core
+        self._tokenizer = core._tokenizer
+        self._ordinary = core._ordinary
+        self._vocab = core._vocab
+        self._views = {}        # encode's keywords -> what they ask for (_checked)
+        # made when first asked for (AttributeError until then), the old core's dropped: _bytes_of, {id: bytes}, a
+        # plain dict of the core's read-only vocabulary for decode_single_token_bytes (a dict's look-up is ~20 ns
+        # quicker than the mapping's); _rank_of, the core's {token bytes: rank} for encode_single_token;
+        # _default_view, what encode's defaults ask for (_checked)
+        for made in ("_bytes_of", "_rank_of", "_default_view"):
+            try:
+                delattr(self, made)
+            except AttributeError:
+                pass
 
     @classmethod
     def from_tiktoken_file(cls, name: str, path: StrPath, pat_str: str, special_tokens: dict[str, int] | None = None,
@@ -206,6 +251,13 @@ class Encoding:
         ValueError: Encountered text corresponding to disallowed special token '<|endoftext|>'.
         ...
         """
+        if allowed_special is _NOTHING and disallowed_special is _ALL and type(text) is str:
+            try:        # (the defaults, written out here: a call fewer)
+                shared = self._default_view.shared
+            except AttributeError:
+                shared = None
+            if shared and shared not in text:
+                return self._ordinary.encode(text)
         return self._checked(text, allowed_special, disallowed_special).encode(text)
 
     def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
@@ -263,13 +315,18 @@ class Encoding:
         >>> enc.encode_single_token("abc"), enc.encode_single_token(b"<|endoftext|>")
         (257, 258)
         """
-        if isinstance(text_or_bytes, str):
+        if type(text_or_bytes) is not bytes:
+            if not isinstance(text_or_bytes, str):
+                return self._core.encode_single_token(text_or_bytes)    # (tiktoken's exceptions)
             text_or_bytes = text_or_bytes.encode("utf-8")
-        if type(text_or_bytes) is bytes:
-            rank = self._rank_of.get(text_or_bytes)
-            if rank is not None:
-                return rank
-        return self._core.encode_single_token(text_or_bytes)    # a special token's, or tiktoken's exceptions
+        try:
+            return self._rank_of[text_or_bytes]
+        except KeyError:
+            pass
+        except AttributeError:      # not made yet (see _core_bpe's setter)
+            self._rank_of = self._core.ranks()
+            return self.encode_single_token(text_or_bytes)
+        return self._core.encode_single_token(text_or_bytes)    # a special token's, or tiktoken's KeyError
 
     def encode_with_unstable(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
                              disallowed_special: Literal["all"] | Collection[str] = "all"
@@ -322,12 +379,43 @@ class Encoding:
     def _checked(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
                  disallowed_special: Literal["all"] | Collection[str]) -> Tokenizer:
         """The tokenizer view for encode's keywords, once `text` is checked for disallowed special tokens (as
-        tiktoken's encode does it, so with the same exceptions)."""
-        if allowed_special is _NOTHING and disallowed_special is _ALL:      # the defaults: the quick way
-            disallowed = self._disallowed_by_default
-            if disallowed:
+        tiktoken's encode does it, so with the same exceptions). What the defaults ask for, and what a set given
+        again asks for (or an equal one at its address: kept by its identity, checked by its contents) with the
+        two disallowed_special people pass with it, "all" (the default) and (), is kept as a _View."""
+        if allowed_special is _NOTHING and disallowed_special is _ALL:      # the defaults
+            try:
+                view = self._default_view
+            except AttributeError:
+                # special_tokens_set's tokens, as tiktoken's encode takes them: its set is made when first asked
+                # for, and kept (a core put in its place later does not change it)
+                view = self._default_view = _view(_NOTHING, frozenset(self.special_tokens_set), self._ordinary)
+        else:
+            kind = type(allowed_special)
+            if not ((kind is set or kind is frozenset) and (disallowed_special is _ALL or disallowed_special == ())):
+                return self._checked_slowly(text, allowed_special, disallowed_special)
+            key = (id(allowed_special), disallowed_special is _ALL)
+            view = self._views.get(key)     # (None: made below)
+            if view is None or view.allowed != allowed_special:
+                encoder = self._checked_slowly(text, allowed_special, disallowed_special)
+                allowed = frozenset(cast(AbstractSet[str], allowed_special))
+                if len(self._views) >= _MAX_VIEWS:
+                    self._views.clear()
+                self._views[key] = _view(allowed, frozenset(self.special_tokens_set - allowed) if key[1]
+                                         else frozenset(), encoder)
+                return encoder
+        _, disallowed, look_for, shared, encoder = view
+        if disallowed:
+            if type(text) is not str or look_for is None:       # (a str subclass's `in` may be its own)
                 check_disallowed(text, disallowed)
-            return self._ordinary
+            elif not shared or shared in text:
+                for token in look_for:
+                    if token in text:
+                        check_disallowed(text, disallowed)      # (raises tiktoken's error)
+        return encoder
+
+    def _checked_slowly(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
+                        disallowed_special: Literal["all"] | Collection[str]) -> Tokenizer:
+        """_checked, every step taken as tiktoken's encode takes it."""
         if allowed_special == "all":
             allowed_special = self.special_tokens_set
         if disallowed_special == "all":
@@ -377,6 +465,9 @@ class Encoding:
                 return self._bytes_of[token]
             except KeyError:
                 pass
+            except AttributeError:      # not made yet (see _core_bpe's setter)
+                self._bytes_of = dict(self._vocab)
+                return self.decode_single_token_bytes(token)
         return self._core.decode_single_token_bytes(token)      # its exceptions, as tiktoken's
 
     def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
@@ -432,7 +523,7 @@ class Encoding:
         """The id of "<|endoftext|>" (KeyError when it is not a special token)."""
         return self._special_tokens["<|endoftext|>"]
 
-    @functools.cached_property
+    @_MadeOnce
     def special_tokens_set(self) -> set[str]:
         """The special tokens, as a set."""
         return set(self._special_tokens.keys())

@@ -289,10 +289,10 @@ def check_disallowed(text: str, tokens: frozenset[str]) -> None:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    shared = _shared_start(tokens)      # ("<|" for today's encodings: one search rules all of them out)
+    shared = shared_start(tokens)      # ("<|" for today's encodings: one search rules all of them out)
     if shared and not str.__contains__(text, shared):
         return
-    if len(tokens) > _FEW_TOKENS:       # one search for all (o200k_harmony's 1,091: 0.4 ms a MB, where a search
+    if len(tokens) > FEW_TOKENS:       # one search for all (o200k_harmony's 1,091: 0.4 ms a MB, where a search
         search = _search_regex(tokens)  # a token took 0.2 s): the regex is compiled once a set
         assert search is not None
         m = search.search(text)
@@ -305,14 +305,14 @@ def check_disallowed(text: str, tokens: frozenset[str]) -> None:
             raise disallowed_special_error(m.group())   # type: ignore[union-attr]  # `token` is there
 
 
-_FEW_TOKENS = 8     # check_disallowed searches up to this many special tokens one by one
+FEW_TOKENS = 8     # check_disallowed searches up to this many special tokens one by one
 
 
 @functools.lru_cache(maxsize=128)
-def _shared_start(tokens: frozenset[str]) -> str:
+def shared_start(tokens: frozenset[str]) -> str:
     """The longest start every one of `tokens` has ("" when they have none, or there are none).
 
-    >>> _shared_start(frozenset({"<|endoftext|>", "<|fim_prefix|>"}))
+    >>> shared_start(frozenset({"<|endoftext|>", "<|fim_prefix|>"}))
     '<|'
     """
     return os.path.commonprefix(list(tokens)) if tokens else ""

@@ -131,11 +131,14 @@ class Tokenizer:
     'hello<|endoftext|>hel'
     """
 
+    _built: _Built      # set by _run_init for __init__ to read, then deleted
+
     def __init__(self, vocab: Mapping[int, bytes], merges: Iterable[tuple[bytes, bytes]],
                  special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN, *,
                  training: dict[str, Any] | None = None) -> None:
-        built: _Built | None = self.__dict__.pop("_built", None)
+        built: _Built | None = getattr(self, "_built", None)
         if built is not None:       # built by a class-method constructor, running a subclass's __init__ on it
+            del self._built
             given: dict[str, Any] = dict(zip(_INIT_NAMES, (vocab, merges, special_tokens, pattern, training)))
             changed = built.changed(given)
             if changed:     # built again from them, the others as read
@@ -217,7 +220,10 @@ class Tokenizer:
         try:
             init(self, **given)
         finally:
-            self.__dict__.pop("_built", None)
+            try:
+                del self._built
+            except AttributeError:      # (__init__ took it)
+                pass
         return self
 
     def _setup(self, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
@@ -272,6 +278,11 @@ class Tokenizer:
         self._unicode: str | None = None        # the Unicode classes of the native scans (with_unicode)
         self._rank_ids: frozenset[int] = frozenset()    # by_ranks_only (its merges cannot say it): its ranks' ids
         self._unnormalized_made: Tokenizer | None = None     # this tokenizer without it (_unnormalized)
+        # made when first asked for (token_lengths, token_pool), set now: every attribute a Tokenizer has is set
+        # here, so that a new name is never added to an object later (CPython 3.11 keeps a class's attribute
+        # names in one table of 30; past it, an object adding a name moves its values into a dict: _shallow_copy)
+        self._lengths: NDArray[np.int64] | None = None
+        self._token_pool: tuple[NDArray[np.uint8], NDArray[np.int64]] | None = None
         self._use_specials(SpecialTokens(specials.tokens, special_ids, holders))
 
     @property
@@ -311,8 +322,7 @@ class Tokenizer:
             allowed = allowed & self._special_set
         view = self._views.get(allowed)
         if view is None:
-            view = object.__new__(type(self))
-            view.__dict__.update(self.__dict__)
+            view = self._shallow_copy()
             view._use_specials(self._specials.restricted_to(allowed))
             view._unnormalized_made = None      # made with these special tokens when asked for
             if len(self._views) >= _MAX_VIEWS:
@@ -430,15 +440,31 @@ class Tokenizer:
         `normalizer`, with views of its own."""
         return self._copy(None, _normalizer=normalizer)
 
+    def _shallow_copy(self) -> Tokenizer:
+        """A new object of this one's class holding this one's attributes (the same objects). A Tokenizer's are
+        read by name (_OWN_ATTRIBUTES): reading its __dict__ would make every later attribute read of it ~15 ns
+        slower on CPython 3.11 (its values move from the object into a dict), and encode reads several a call. A
+        subclass's, which may have attributes of its own, are copied through __dict__ (so an attribute someone
+        set on a plain Tokenizer is not in its views)."""
+        made = object.__new__(type(self))
+        if type(self) is Tokenizer:
+            for name in _OWN_ATTRIBUTES:
+                value = getattr(self, name, _ABSENT)
+                if value is not _ABSENT:
+                    setattr(made, name, value)
+        else:
+            made.__dict__.update(self.__dict__)
+        return made
+
     def _copy(self, specials: SpecialTokens | None, **attributes: Any) -> Tokenizer:
         """A shallow copy of this tokenizer (the tables, vocabulary and encoders shared) with views of its own and
         `attributes` set; matching `specials` (its special-token matching built again for them and its Unicode
         reading), or as this one does (None)."""
-        made = object.__new__(type(self))
-        made.__dict__.update(self.__dict__)
+        made = self._shallow_copy()
         made._views = {}
         made._unnormalized_made = None
-        made.__dict__.update(attributes)
+        for name, value in attributes.items():
+            setattr(made, name, value)
         if specials is not None:
             made._use_specials(specials)
         return made
@@ -1369,7 +1395,7 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")]).token_lengths()[255:]
         array([1, 2])
         """
-        lengths = self.__dict__.get("_lengths")
+        lengths = self._lengths
         if lengths is None:
             offsets = self.token_pool()[1]
             lengths = np.zeros(self.vocab_size, dtype=np.int64)
@@ -1389,7 +1415,7 @@ class Tokenizer:
         >>> pool[offsets[256]:offsets[257]].tobytes(), len(offsets)
         (b'ab', 258)
         """
-        made = self.__dict__.get("_token_pool")
+        made = self._token_pool
         if made is None:
             made = self._token_pool = self._tables.token_pool()
         return made
@@ -1922,6 +1948,7 @@ class _Built(NamedTuple):
                 and (name in self.passed or name not in _INIT_DEFAULTS or value is not _INIT_DEFAULTS[name])}
 
 
+_ABSENT = object()      # (_shallow_copy's default of getattr)
 _OWN_ATTRIBUTES = frozenset({"_id_objects", "_ids_of_made", "_kind", "_lengths", "_make_merges", "_merges", "_pattern",
                              "_token_pool",
                              "_pool", "_segmenter", "_special_set", "_specials", "_tables", "_training", "_views",

@@ -222,3 +222,24 @@ def test_a_subclass_that_adds_a_special_token_loads_what_it_saved(tmp_path):
         assert type(loaded) is _WithPad
         assert loaded.special_tokens == tok.special_tokens and loaded.vocab == tok.vocab
         assert loaded.encode("ab<|pad|>a<|eot|>") == [256, 258, 97, 257]
+
+
+def test_a_tokenizers_copies_hold_every_attribute_it_has():
+    """Views and copies (restricted_to, with_normalizer, with_unicode) copy a plain Tokenizer's attributes by the
+    names in _OWN_ATTRIBUTES, not through __dict__: each must hold all the attributes of the tokenizer it was made
+    from, the caches made before it (token_lengths, token_pool) included; a subclass's its own too."""
+    import numpy as np
+
+    for tok in [Tokenizer(BYTES | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>", "<|x|>"]),
+                _Named(BYTES | {256: b"ab"}, [(b"a", b"b")], ["<|eot|>", "<|x|>"], name="n")]:
+        tok.token_lengths()
+        tok.token_pool()
+        tok.lengths_in(b"ab", np.array([256]))
+        made = [tok.restricted_to(frozenset({"<|eot|>"})), tok.with_normalizer("NFC"), tok.with_unicode("16.0")]
+        for view in made:
+            assert view.encode("ab<|eot|>") == [256, 257]
+            assert set(vars(view)) == set(vars(tok)), type(tok)
+            for name in ("_tables", "_pool", "_lengths", "_token_pool", "_vocab"):
+                assert getattr(view, name) is getattr(tok, name)
+        if type(tok) is _Named:
+            assert all(view.name == "n" for view in made)

@@ -1564,3 +1564,128 @@ def test_a_loop_of_what_can_be_empty_ends_elsewhere_in_the_two_engines():
     theirs = tiktoken.Encoding("c", pat_str=r"(?:\p{Common}*|\D)+|\s+", mergeable_ranks=ranks, special_tokens={})
     assert theirs.encode("  x") == [32, 32, 120]
     assert regex.match(r"(?>(?:\p{Common}*|\D)+)", "x").group() == ""
+
+
+# ------------------------------------------------------------------------------------- allowed sets kept
+
+ALLOWED_TEXTS = ["a<|endoftext|>b", "x<|fim_prefix|>y<|endoftext|>", "<|endofprompt|><|endoftext|>", "plain text",
+                 "<|", "<|endoftext", "<|fim_suffix|>", ""]
+
+
+def test_an_allowed_set_changed_between_calls_is_read_again():
+    # encode keeps what an allowed set asks for, keyed by the set's identity and checked by its contents: one set
+    # object changed between calls must give tiktoken's results each time (kept by identity alone, the second
+    # step encoded <|fim_prefix|> as disallowed)
+    pair = encodings("cl100k_base")
+    allowed = {EOT}
+    frozen = frozenset({EOT})
+    steps = [lambda: None, lambda: allowed.add("<|fim_prefix|>"), lambda: allowed.discard(EOT), allowed.clear,
+             lambda: allowed.update(pair[0].special_tokens_set), lambda: allowed.add("not special"),
+             lambda: allowed.discard("<|fim_suffix|>")]
+    for step in steps:
+        step()
+        for text in ALLOWED_TEXTS:
+            for given in (allowed, frozen):
+                for disallowed in ("all", ()):
+                    same(pair, lambda e: e.encode(text, allowed_special=given, disallowed_special=disallowed))
+                    same(pair, lambda e: e.encode_to_numpy(text, allowed_special=given,
+                                                           disallowed_special=disallowed))
+                same(pair, lambda e: e.encode_with_unstable(text, allowed_special=given)[0])
+
+
+@FEW
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["add", "discard", "encode", "encode ()"]),
+                          st.sampled_from([EOT, "<|fim_prefix|>", "<|endofprompt|>", "other"]),
+                          st.sampled_from(ALLOWED_TEXTS)), max_size=30))
+def test_allowed_sets_changed_and_reused_give_tiktokens_results(ops):
+    pair = encodings("cl100k_base")
+    sets = [set(), {EOT}, {EOT, "<|endofprompt|>"}]
+    for which, op, token, text in ops:
+        given_set = sets[which]
+        if op == "add":
+            given_set.add(token)
+        elif op == "discard":
+            given_set.discard(token)
+        else:
+            disallowed = () if op == "encode ()" else "all"
+            same(pair, lambda e: e.encode(text, allowed_special=given_set, disallowed_special=disallowed))
+
+
+def test_a_set_kept_for_one_core_is_not_used_with_the_next():
+    # the kept views are the core's tokenizer's: a core put in place drops them (kept, the text below encoded with
+    # the old core's larger vocabulary)
+    pair = fresh_gpt2_pair()
+    allowed = {EOT}
+    text = "Hello world, ouri<|endoftext|>"
+    before = same(pair, lambda e: e.encode(text, allowed_special=allowed))
+    for enc, module in zip(pair, (bpe_fast, tiktoken)):
+        enc._core_bpe = module._tiktoken.CoreBPE(dict(list(enc._mergeable_ranks.items())[:300]), {EOT: 300},
+                                                enc._pat_str)
+    after = same(pair, lambda e: e.encode(text, allowed_special=allowed))
+    assert after != before
+    same(pair, lambda e: e.encode(text))
+
+
+def test_many_special_tokens_with_a_kept_set():
+    # more than FEW_TOKENS disallowed tokens are looked for by one regex, not one by one
+    from bpe_fast.specials import FEW_TOKENS
+
+    ranks, _ = gpt2_ranks()
+    specials = {f"<|s{k}|>": 50257 + k for k in range(FEW_TOKENS + 4)} | {EOT: 50256}
+    pair = [module.Encoding("many", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
+            for module in (bpe_fast, tiktoken)]
+    allowed = {"<|s1|>", "<|s3|>"}
+    for text in ["a<|s1|>b<|s3|>", "a<|s1|>b<|s2|>", "<|s11|>", "<|s1", "x" * 50, f"a{EOT}"]:
+        same(pair, lambda e: e.encode(text, allowed_special=allowed))
+        same(pair, lambda e: e.encode(text, allowed_special=allowed, disallowed_special=()))
+        same(pair, lambda e: e.encode(text))
+
+
+class _NothingInside(str):
+    def __contains__(self, item):
+        return False
+
+
+def test_a_str_subclass_is_searched_as_a_str():
+    # encode looks for disallowed tokens in the text's characters, as tiktoken's regex does: not with the text's
+    # own `in` (here always False)
+    pair = encodings("cl100k_base")
+    for text in [_NothingInside("a<|endoftext|>"), _NothingInside("a<|fim_prefix|>b"), _NothingInside("plain")]:
+        same(pair, lambda e: e.encode(text))
+        same(pair, lambda e: e.encode(text, allowed_special={EOT}))
+        same(pair, lambda e: e.encode(text, allowed_special={"<|fim_prefix|>"}, disallowed_special=()))
+
+
+def _values_in_a_dict(obj, name):
+    """Whether `obj`'s attributes live in a dict (its __dict__ was read) rather than in the object: on CPython
+    3.11 each attribute read is then ~15 ns slower. A dict holding the attribute `name` among what the garbage
+    collector sees of the object says so."""
+    import gc
+
+    return any(type(r) is dict and name in r for r in gc.get_referents(obj))
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="how CPython 3.11 keeps an object's attributes")
+def test_calls_leave_the_attributes_in_the_objects():
+    pair = fresh_gpt2_pair()
+    ours = pair[0]
+    calls = [lambda e: e.encode("a<|endoftext|>", allowed_special={EOT}), lambda e: e.encode("hi"),
+             lambda e: e.encode("hi", disallowed_special=()), lambda e: e.encode_single_token(b"hi"),
+             lambda e: e.encode_single_token(EOT), lambda e: e.decode_single_token_bytes(50256),
+             lambda e: e.decode([31373]), lambda e: e.special_tokens_set, lambda e: e.encode_batch(["a", "b"]),
+             lambda e: e.decode_with_offsets([31373]), lambda e: e.token_byte_values()[:3],
+             lambda e: e.encode("x", allowed_special="all")]
+    for call in calls:
+        same(pair, call)
+    assert not _values_in_a_dict(ours._core, "_tokenizer")
+    ours._core_bpe = bpe_fast._tiktoken.CoreBPE(ours._mergeable_ranks, {EOT: 50256, "<|a|>": 50257}, ours._pat_str)
+    for call in calls:
+        call(ours)
+    tok = ours.tokenizer
+    tok.token_lengths()
+    for view in [tok, ours._ordinary, tok.restricted_to(frozenset({EOT})), tok.with_normalizer("NFC")]:
+        view.encode("a<|endoftext|>")
+        assert not _values_in_a_dict(view, "_tables")
+    assert not _values_in_a_dict(ours, "_tokenizer")
+    ours.__dict__       # (the check can fail)
+    assert _values_in_a_dict(ours, "_tokenizer")
