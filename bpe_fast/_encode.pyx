@@ -45,7 +45,7 @@ from libcpp.vector cimport vector
 from bpe_fast._hashing cimport (EMPTY_KEY, HASH_SEED, hash_bytes, seed_hash_bytes, load_head, mix64, next_slot,
                                 pair_key, pair_slot, table_shift, table_size, tail_equal)
 from bpe_fast._threads cimport atomic_load, atomic_store, claim_next
-from bpe_fast._revec cimport huge_pages
+from bpe_fast._revec cimport assign_or_end, huge_pages, push_or_end, resize_or_end
 from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
                              scan_block_final, utf8_first_error, utf8_measure)
 
@@ -1018,17 +1018,17 @@ cdef inline void _add_length(vector[int64_t]& slots, vector[int64_t]& lengths, i
     cdef Py_ssize_t i = _length_slot(slots, length)
     if slots[i] != length:
         slots[i] = length
-        lengths.push_back(length)
+        push_or_end(lengths, length)
 
 
 cdef inline bint _spine(const int32_t* rank, const int32_t* split, int32_t top, vector[int32_t]& out) noexcept nogil:
     """out = top, split[its rank], split[that one's rank], ... down to a byte (rank -1): one edge of top's split
     tree (split: the ranked tokens' left or right parts). False when it ends at an id that is neither."""
     out.clear()
-    out.push_back(top)
+    push_or_end(out, top)
     while rank[top] >= 0:
         top = split[rank[top]]
-        out.push_back(top)
+        push_or_end(out, top)
     return rank[top] == -1
 
 
@@ -1516,13 +1516,13 @@ cdef class BPETables:
         while (cap >> shift) > (1 << 16):
             shift += 1
         cdef vector[Py_ssize_t] start
-        start.assign((cap >> shift) + 1, 0)
+        assign_or_end(start, (cap >> shift) + 1, 0)
         for k in range(n):
             start[((self.permanent[k].hash & (cap - 1)) >> shift) + 1] += 1
         for k in range(1, <Py_ssize_t>start.size()):
             start[k] += start[k - 1]
         cdef vector[PieceSlot] ordered
-        ordered.resize(n)
+        resize_or_end(ordered, n)
         cdef uint64_t b
         for k in range(n):
             b = (self.permanent[k].hash & (cap - 1)) >> shift
@@ -1799,7 +1799,7 @@ cdef class BPECore:
             memset(self.pieces.data(), 0, self.pieces.size() * sizeof(PieceSlot))
         for k in range(self.n_perm):
             _slot_place(self.pieces, self.piece_mask, self.perm[k])
-        self.keys.resize(self.permanent_key_bytes)
+        resize_or_end(self.keys, self.permanent_key_bytes)
         self.cached_ids.clear()
         self.n_cached = 0
         self.cached_bytes = 0

@@ -28,6 +28,7 @@ from libcpp.vector cimport vector
 from bpe_fast._hashing cimport (EMPTY_INDEX, HASH_SEED, Slot, hash_wide, seed_hash_bytes, load_head, mix64, next_slot,
                                 slot_place, slot_tag, table_size)
 from bpe_fast._jsonl cimport Limits, _skip_space, _string, _value
+from bpe_fast._revec cimport push_or_end
 from bpe_fast._scan cimport line_end as find_line_end, utf8_first_error
 
 import numpy as np
@@ -68,7 +69,7 @@ cdef bint _map_chars(const uint8_t* s, Py_ssize_t n, const int16_t* table, Py_ss
             return False
         if cp >= <uint32_t>table_n or table[cp] < 0:
             return False
-        out.push_back(<uint8_t>table[cp])
+        push_or_end(out[0], <uint8_t>table[cp])
     return True
 
 

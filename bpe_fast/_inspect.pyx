@@ -33,6 +33,7 @@ from libcpp.vector cimport vector
 
 import numpy as np
 
+from ._revec cimport push_or_end
 from ._scan cimport utf8_first_error
 from ._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place, slot_tag,
                         table_size)
@@ -771,7 +772,7 @@ cdef class _BytesTable:
         cdef Py_ssize_t k, best
         cdef int32_t j, best_rank = 0
         for k in range(length + 1):
-            cuts.push_back(k)
+            push_or_end(cuts, k)
         while cuts.size() > 3:
             best = -1
             for k in range(<Py_ssize_t>cuts.size() - 2):

@@ -18,6 +18,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 from libcpp.vector cimport vector
 
+from bpe_fast._revec cimport append_or_end, push_or_end, resize_or_end
 from bpe_fast._scan cimport line_end, utf8_first_error
 
 import numpy as np
@@ -81,19 +82,19 @@ cdef inline int _hex4(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nog
 
 cdef inline void _put_code_point(vector[uint8_t]* out, uint32_t c) noexcept nogil:
     if c < 0x80:
-        out.push_back(<uint8_t>c)
+        push_or_end(out[0], <uint8_t>c)
     elif c < 0x800:
-        out.push_back(<uint8_t>(0xC0 | (c >> 6)))
-        out.push_back(<uint8_t>(0x80 | (c & 0x3F)))
+        push_or_end(out[0], <uint8_t>(0xC0 | (c >> 6)))
+        push_or_end(out[0], <uint8_t>(0x80 | (c & 0x3F)))
     elif c < 0x10000:
-        out.push_back(<uint8_t>(0xE0 | (c >> 12)))
-        out.push_back(<uint8_t>(0x80 | ((c >> 6) & 0x3F)))
-        out.push_back(<uint8_t>(0x80 | (c & 0x3F)))
+        push_or_end(out[0], <uint8_t>(0xE0 | (c >> 12)))
+        push_or_end(out[0], <uint8_t>(0x80 | ((c >> 6) & 0x3F)))
+        push_or_end(out[0], <uint8_t>(0x80 | (c & 0x3F)))
     else:
-        out.push_back(<uint8_t>(0xF0 | (c >> 18)))
-        out.push_back(<uint8_t>(0x80 | ((c >> 12) & 0x3F)))
-        out.push_back(<uint8_t>(0x80 | ((c >> 6) & 0x3F)))
-        out.push_back(<uint8_t>(0x80 | (c & 0x3F)))
+        push_or_end(out[0], <uint8_t>(0xF0 | (c >> 18)))
+        push_or_end(out[0], <uint8_t>(0x80 | ((c >> 12) & 0x3F)))
+        push_or_end(out[0], <uint8_t>(0x80 | ((c >> 6) & 0x3F)))
+        push_or_end(out[0], <uint8_t>(0x80 | (c & 0x3F)))
 
 
 cdef Py_ssize_t _string(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, vector[uint8_t]* out,
@@ -108,7 +109,7 @@ cdef Py_ssize_t _string(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, vector[uin
         start = i
         i = plain_run(s, i, n)                         # a run of plain ASCII
         if out != NULL and i > start:
-            out.insert(out.end(), s + start, s + i)
+            append_or_end(out[0], s + start, s + i)
         if i >= n:
             return -1
         c = s[i]
@@ -123,7 +124,7 @@ cdef Py_ssize_t _string(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, vector[uin
             if utf8_first_error(s + i, k - i) >= 0:    # the rule bytes.decode follows (no surrogates either)
                 return -1
             if out != NULL:
-                out.insert(out.end(), s + i, s + k)
+                append_or_end(out[0], s + i, s + k)
             i = k
             continue
         escaped[0] = True                              # a backslash
@@ -165,7 +166,7 @@ cdef Py_ssize_t _string(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, vector[uin
         else:
             return -1
         if out != NULL:
-            out.push_back(c)
+            push_or_end(out[0], c)
     return -1
 
 
@@ -305,7 +306,7 @@ cdef int _line_text(const uint8_t* s, Py_ssize_t n, const uint8_t* field, Py_ssi
             if found and _skip_space(s, i + 1, n) == n:
                 return 1
         break
-    out.resize(before)
+    resize_or_end(out[0], before)
     return -1
 
 

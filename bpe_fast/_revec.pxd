@@ -3,8 +3,8 @@
 # gigabytes (the merge engine's positions and pairs, the counting table's spans and bytes): growing a large one
 # is an mremap, so the pages already touched are neither copied nor faulted in again, and the old block and the
 # new one are never both in memory, where std::vector copies into fresh pages while the old ones still live.
-# Declared noexcept, as the std::vector calls of the loops that use it are: running out of memory ends the
-# process.
+# Declared noexcept, as the std::vector calls of the loops that use it are (push_or_end and the rest below):
+# running out of memory ends the process.
 
 from libcpp.vector cimport vector
 
@@ -42,6 +42,23 @@ cdef extern from *:
         huge_pages(fresh.data(), n * sizeof(T));
         fresh.assign(n, fill);
         v.swap(fresh);
+    }
+    // push_or_end, resize_or_end, assign_or_end, append_or_end: a std::vector grown inside a function Cython
+    // runs as noexcept (the native loops), in C++ noexcept: running out of memory there ends the process
+    // (std::terminate), as ReVec's growing and fill_huge do. Cython's own std::vector calls (except +) in such a
+    // function would write the MemoryError as unraisable and return, the vector not grown and the caller's
+    // tables wrong. (A function that can raise, except -1, grows its vectors with Cython's calls: MemoryError.)
+    template <typename T, typename U> static inline void push_or_end(std::vector<T>& v, const U& x) noexcept {
+        v.push_back(x);
+    }
+    template <typename T> static inline void resize_or_end(std::vector<T>& v, size_t n) noexcept { v.resize(n); }
+    template <typename T, typename U> static inline void assign_or_end(std::vector<T>& v, size_t n, const U& x)
+            noexcept {
+        v.assign(n, x);
+    }
+    template <typename T, typename U> static inline void append_or_end(std::vector<T>& v, const U* first,
+                                                                       const U* last) noexcept {
+        v.insert(v.end(), first, last);
     }
     template <typename T> struct ReVec {
         T* p = nullptr;
@@ -105,3 +122,7 @@ cdef extern from *:
         void shrink_to_fit() noexcept nogil
     void huge_pages(void* p, size_t bytes) noexcept nogil      # (see above; a hint: never fails)
     void fill_huge[T](vector[T]& v, size_t n, const T& fill) noexcept nogil     # (see above)
+    void push_or_end[T, U](vector[T]& v, const U& x) noexcept nogil             # (see above)
+    void resize_or_end[T](vector[T]& v, size_t n) noexcept nogil
+    void assign_or_end[T, U](vector[T]& v, size_t n, const U& x) noexcept nogil
+    void append_or_end[T, U](vector[T]& v, const U* first, const U* last) noexcept nogil

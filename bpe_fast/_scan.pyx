@@ -22,7 +22,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 from libcpp.vector cimport vector
 
-from bpe_fast._revec cimport ReVec, fill_huge
+from bpe_fast._revec cimport ReVec, fill_huge, push_or_end
 from bpe_fast._threads cimport atomic_add_int64, run_in_threads
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag, tail_equal)
@@ -657,19 +657,19 @@ cdef void scan_ends(const ScanTables* t, const uint8_t* s, Py_ssize_t n, int kin
     if kind == KIND_GPT2:
         while i < n:
             i = gpt2_next(t, s, i, n)
-            out.push_back(i)
+            push_or_end(out[0], i)
     elif kind == KIND_GPT4:
         while i < n:
             i = gpt4_next(t, s, i, n)
-            out.push_back(i)
+            push_or_end(out[0], i)
     elif kind == KIND_O200K:
         while i < n:
             i = o200k_next(t, s, i, n, &at_end)
-            out.push_back(i)
+            push_or_end(out[0], i)
     else:
         while i < n:
             i = variant_next(kind, t, s, i, n, &at_end)
-            out.push_back(i)
+            push_or_end(out[0], i)
 
 
 cdef inline bint ascii32(const uint8_t* s) noexcept nogil:

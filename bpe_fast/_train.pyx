@@ -64,7 +64,7 @@ from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
 from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slot, pair_key, pair_slot,
                                 rolling_concat, rolling_hash, slot_place, slot_tag, table_shift)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up
-from bpe_fast._revec cimport ReVec, huge_pages
+from bpe_fast._revec cimport ReVec, assign_or_end, huge_pages, push_or_end, resize_or_end
 from bpe_fast._threads cimport run_in_threads
 
 
@@ -329,7 +329,7 @@ cdef class MergeEngine:
         self.imask = 1023
         self.islots.assign(1024, empty)
         for b in range(256):
-            self.pool.push_back(<uint8_t>b)
+            push_or_end(self.pool, <uint8_t>b)
             self._add_symbol(b, 1, -1, -1, rolling_hash(&self.pool[b], 1), ROLLING_BASE)
 
     cdef int32_t _add_symbol(self, int64_t off, int32_t n, int32_t left, int32_t right, uint64_t h,
@@ -337,19 +337,19 @@ cdef class MergeEngine:
         cdef int32_t s = <int32_t>self.tok_len.size()
         cdef int k
         cdef MapSlot empty
-        self.tok_off.push_back(off)
-        self.tok_len.push_back(n)
-        self.tok_left.push_back(left)
-        self.tok_right.push_back(right)
-        self.tok_hash.push_back(h)
-        self.tok_pow.push_back(pw)
+        push_or_end(self.tok_off, off)
+        push_or_end(self.tok_len, n)
+        push_or_end(self.tok_left, left)
+        push_or_end(self.tok_right, right)
+        push_or_end(self.tok_hash, h)
+        push_or_end(self.tok_pow, pw)
         empty.delta = 0
         empty.fill = 0
         empty.gone = 0
         empty.stamp = -1
         empty.pid = -1
         for k in range(4):
-            self.maps.push_back(empty)
+            push_or_end(self.maps, empty)
         if <uint64_t>(self.tok_len.size() * 2) > self.imask:
             self._intern_grow()
         else:
@@ -394,7 +394,7 @@ cdef class MergeEngine:
                 s = self.tok_right[s]
             else:
                 if off + n > la:
-                    later.push_back(self.tok_right[s])
+                    push_or_end(later, self.tok_right[s])
                 s = self.tok_left[s]
 
     cdef void _read_concat(self, int32_t a, int32_t b, int64_t off, int64_t n, uint8_t* out) noexcept nogil:
@@ -455,7 +455,7 @@ cdef class MergeEngine:
         start = -1
         if la + lb <= SHORT:                        # both halves are short too: their bytes are at hand
             start = self.pool.size()
-            self.pool.resize(start + la + lb)
+            resize_or_end(self.pool, start + la + lb)
             memcpy(&self.pool[start], &self.pool[self.tok_off[a]], la)
             memcpy(&self.pool[start + la], &self.pool[self.tok_off[b]], lb)
         return self._add_symbol(start, <int32_t>(la + lb), a, b, h, self.tok_pow[a] * self.tok_pow[b])
@@ -552,7 +552,7 @@ cdef class MergeEngine:
         m.delta = 0
         m.fill = 0
         m.gone = 0
-        self.touched.push_back(at)
+        push_or_end(self.touched, at)
         self.touched_key.push_back(pair_key(x, y))     # (after touched: see touched_key)
 
     cdef void _resolve_pids(self) noexcept nogil:
@@ -796,8 +796,8 @@ cdef class MergeEngine:
                 return
             pairs += <double>c * <double>(b - a - 1)
             if c != f:
-                part.starts.push_back(slot)
-                part.freqs.push_back(c)
+                push_or_end(part.starts[0], slot)
+                push_or_end(part.freqs[0], c)
                 f = c
             n = b - a
             for i in range(n):
@@ -836,7 +836,7 @@ cdef class MergeEngine:
         cdef Py_ssize_t i, nslots = self.sym.size()
         cdef int64_t f, run
         cdef vector[int32_t] byte_pid
-        byte_pid.assign(65536, -1)
+        assign_or_end(byte_pid, 65536, -1)
         cdef int32_t pid, x, y
         cdef Py_ssize_t cls = 0
         f = self.cls_freq[0]
@@ -855,7 +855,7 @@ cdef class MergeEngine:
             self.pcount[pid] += f
             self.plen[pid] += 1
         cdef vector[int64_t] cursor
-        cursor.resize(self.pcount.size())
+        resize_or_end(cursor, self.pcount.size())
         run = 0
         for pid in range(<int32_t>self.pcount.size()):
             self.pstart[pid] = run
@@ -1012,10 +1012,10 @@ cdef class MergeEngine:
         if pid >= 0 and self.pcount[pid] > 0:
             self._merge(pid, self.pcount[pid])
             return
-        self.merge_a.push_back(a)
-        self.merge_b.push_back(b)
-        self.merge_c.push_back(self._intern_concat(a, b))
-        self.merge_count.push_back(0)
+        push_or_end(self.merge_a, a)
+        push_or_end(self.merge_b, b)
+        push_or_end(self.merge_c, self._intern_concat(a, b))
+        push_or_end(self.merge_count, 0)
 
     cdef void _merge(self, int32_t pab, int64_t count) noexcept nogil:
         """Merge every occurrence of pair pab (which occurs `count` times), left to right in each word."""
@@ -1029,10 +1029,10 @@ cdef class MergeEngine:
         self.mstamp = <int32_t>self.merge_c.size()
         self.touched.clear()
         self.touched_key.resize_unset(0)
-        self.merge_a.push_back(a)
-        self.merge_b.push_back(b)
-        self.merge_c.push_back(c)
-        self.merge_count.push_back(count)
+        push_or_end(self.merge_a, a)
+        push_or_end(self.merge_b, b)
+        push_or_end(self.merge_c, c)
+        push_or_end(self.merge_count, count)
         cdef int32_t la = self.tok_len[a], lb = self.tok_len[b]
         cdef int64_t seg = self.pstart[pab], nseg = self.plen[pab]
         if a == b and not is_sorted(self.arena.begin() + seg, self.arena.begin() + seg + nseg):
@@ -1091,7 +1091,7 @@ cdef class MergeEngine:
                 if sp != c or not fresh:     # a c at p made in this loop was recorded then
                     rec.pos = p
                     rec.at = -1 if sp == b else at     # a b at p may yet be merged into a c on its left
-                    self.records.push_back(rec)
+                    push_or_end(self.records, rec)
             if n >= 0:
                 sn = sym[n]
                 at = 4 * b if sn == a else 4 * sn + 1               # (b, a): rule 0; (b, sn): rule 1
@@ -1107,7 +1107,7 @@ cdef class MergeEngine:
                 m.delta += f
                 rec.pos = i
                 rec.at = -1 if sn == a else at         # an a at n may yet be merged into a c
-                self.records.push_back(rec)
+                push_or_end(self.records, rec)
         self.fcls = kc
         # the merged pair is used up: its count drops by what was merged (to 0), its segment is garbage
         self.pcount[pab] -= merged
@@ -1235,7 +1235,7 @@ cdef class MergeEngine:
             if self.plen[pid] > 0:
                 e.key = self.pstart[pid]
                 e.id = pid
-                order.push_back(e)
+                push_or_end(order, e)
         cpp_sort(order.begin(), order.end(), KeyIdLess())
         for k in range(<Py_ssize_t>order.size()):
             pid = order[k].id
