@@ -91,7 +91,7 @@ class _MadeOnce(Generic[_T]):
 class _View(NamedTuple):
     """What an allowed_special set asks encode for (Encoding._checked)."""
 
-    allowed: frozenset[str]         # the set's contents when it was seen
+    allowed: frozenset[str] | str   # the set's contents when it was seen (or "all")
     disallowed: frozenset[str]      # the special tokens to look for in the text
     look_for: tuple[str, ...] | None    # the same, looked for one by one (None: too many, check_disallowed)
     shared: str                     # the start they all share ("<|"; "" for none): a text without it holds none
@@ -99,7 +99,7 @@ class _View(NamedTuple):
 _MAX_THREADS = 1 << 16    # a larger num_threads (inf) asks for a thread an item, as this many do
 
 
-def _view(allowed: frozenset[str], disallowed: frozenset[str], encoder: Tokenizer) -> _View:
+def _view(allowed: frozenset[str] | str, disallowed: frozenset[str], encoder: Tokenizer) -> _View:
     """The _View of these allowed and disallowed special tokens, encoding with `encoder`."""
     look_for = tuple(disallowed) if len(disallowed) <= FEW_TOKENS else None    # (None: one regex search)
     return _View(allowed, disallowed, look_for, shared_start(disallowed), encoder)
@@ -379,9 +379,10 @@ class Encoding:
     def _checked(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
                  disallowed_special: Literal["all"] | Collection[str]) -> Tokenizer:
         """The tokenizer view for encode's keywords, once `text` is checked for disallowed special tokens (as
-        tiktoken's encode does it, so with the same exceptions). What the defaults ask for, and what a set given
-        again asks for (or an equal one at its address: kept by its identity, checked by its contents) with the
-        two disallowed_special people pass with it, "all" (the default) and (), is kept as a _View."""
+        tiktoken's encode does it, so with the same exceptions). What the defaults ask for, and what a set (or
+        "all") given again asks for (or an equal one at its address: kept by its identity, checked by its
+        contents) with the two disallowed_special people pass with it, "all" (the default) and (), is kept as a
+        _View."""
         if allowed_special is _NOTHING and disallowed_special is _ALL:      # the defaults
             try:
                 view = self._default_view
@@ -391,17 +392,19 @@ class Encoding:
                 view = self._default_view = _view(_NOTHING, frozenset(self.special_tokens_set), self._ordinary)
         else:
             kind = type(allowed_special)
-            if not ((kind is set or kind is frozenset) and (disallowed_special is _ALL or disallowed_special == ())):
+            if not ((kind is set or kind is frozenset or (kind is str and allowed_special == "all"))
+                    and (disallowed_special is _ALL or disallowed_special == ())):
                 return self._checked_slowly(text, allowed_special, disallowed_special)
             key = (id(allowed_special), disallowed_special is _ALL)
             view = self._views.get(key)     # (None: made below)
             if view is None or view.allowed != allowed_special:
                 encoder = self._checked_slowly(text, allowed_special, disallowed_special)
-                allowed = frozenset(cast(AbstractSet[str], allowed_special))
+                every = self.special_tokens_set
+                given: frozenset[str] = frozenset(every if kind is str else cast(AbstractSet[str], allowed_special))
                 if len(self._views) >= _MAX_VIEWS:
                     self._views.clear()
-                self._views[key] = _view(allowed, frozenset(self.special_tokens_set - allowed) if key[1]
-                                         else frozenset(), encoder)
+                self._views[key] = _view("all" if kind is str else given,
+                                         frozenset(every - given) if key[1] else frozenset(), encoder)
                 return encoder
         _, disallowed, look_for, shared, encoder = view
         if disallowed:

@@ -1689,3 +1689,13 @@ def test_calls_leave_the_attributes_in_the_objects():
     assert not _values_in_a_dict(ours, "_tokenizer")
     ours.__dict__       # (the check can fail)
     assert _values_in_a_dict(ours, "_tokenizer")
+
+
+def test_all_as_any_str_object_and_other_strs():
+    # "all" is kept as a set is (by identity, checked by its contents): an "all" made at run time too; another
+    # str is tiktoken's error
+    pair = encodings("cl100k_base")
+    for allowed in ["all", "".join(["al", "l"]), "ALL", "none", ""]:
+        for disallowed in ("all", (), [EOT], "".join(["al", "l"])):
+            for text in ALLOWED_TEXTS:
+                same(pair, lambda e: e.encode(text, allowed_special=allowed, disallowed_special=disallowed))
