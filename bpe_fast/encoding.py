@@ -21,7 +21,10 @@ share its id with a ranked token, nor its bytes; ids must lie below
 hash map's order). Ranks with tokens that merging the lower-ranked ones does not make (Llama 3's 678) are
 read as tiktoken reads them (Tokenizer.by_ranks_only: such a token only for a piece that is the whole token).
 Two special tokens may share an id (o200k_harmony's <|endofprompt|> and
-<|reserved_200018|>): both encode to it, and it decodes to the first given (tiktoken's to either).
+<|reserved_200018|>): both encode to it, and it decodes to the first given (tiktoken's to either). One more
+difference, for speed: encode reads ``special_tokens_set`` (which tokens are disallowed by default, or not
+allowed by a set) once for the defaults and once for each allowed set it keeps, where tiktoken reads it on every
+call; changing that set in place after encoding has no effect here.
 
 >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 >>> enc = Encoding("tiny", pat_str=r"\\w+|\\W", mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 258})
@@ -95,11 +98,14 @@ class _View(NamedTuple):
     disallowed: frozenset[str]      # the special tokens to look for in the text
     look_for: tuple[str, ...] | None    # the same, looked for one by one (None: too many, check_disallowed)
     shared: str                     # the start they all share ("<|"; "" for none): a text without it holds none
-    encoder: Tokenizer              # the tokenizer view matching the allowed special tokens
+    encoder: Tokenizer | None       # the tokenizer view matching the allowed special tokens (None: the defaults')
 _MAX_THREADS = 1 << 16    # a larger num_threads (inf) asks for a thread an item, as this many do
 
 
-def _view(allowed: frozenset[str] | str, disallowed: frozenset[str], encoder: Tokenizer) -> _View:
+_NO_VIEW = _View(cast(Any, object()), frozenset(), (), "", None)     # (equal to no allowed set)
+
+
+def _view(allowed: frozenset[str] | str, disallowed: frozenset[str], encoder: Tokenizer | None) -> _View:
     """The _View of these allowed and disallowed special tokens, encoding with `encoder`."""
     look_for = tuple(disallowed) if len(disallowed) <= FEW_TOKENS else None    # (None: one regex search)
     return _View(allowed, disallowed, look_for, shared_start(disallowed), encoder)
@@ -168,13 +174,13 @@ class Encoding:
         self._views = {}        # encode's keywords -> what they ask for (_checked)
         # made when first asked for (AttributeError until then), the old core's dropped: _bytes_of, {id: bytes}, a
         # plain dict of the core's read-only vocabulary for decode_single_token_bytes (a dict's look-up is ~20 ns
-        # quicker than the mapping's); _rank_of, the core's {token bytes: rank} for encode_single_token;
-        # _default_view, what encode's defaults ask for (_checked)
-        for made in ("_bytes_of", "_rank_of", "_default_view"):
-            try:
-                delattr(self, made)
-            except AttributeError:
-                pass
+        # quicker than the mapping's); _rank_of, the core's {token bytes: rank} for encode_single_token. Kept
+        # across cores: _default_view, what encode's defaults ask for (_checked: no tokenizer in it). _views, the
+        # allowed sets', is set after _core: a thread that reads the new dict then reads the new core, and one
+        # that read the old dict keeps what it makes in that one, which no one reads again
+        # (deleted last: a thread making one meanwhile, from the old core, drops it when it sees the new core)
+        _forget(self, "_bytes_of")
+        _forget(self, "_rank_of")
 
     @classmethod
     def from_tiktoken_file(cls, name: str, path: StrPath, pat_str: str, special_tokens: dict[str, int] | None = None,
@@ -324,7 +330,10 @@ class Encoding:
         except KeyError:
             pass
         except AttributeError:      # not made yet (see _core_bpe's setter)
-            self._rank_of = self._core.ranks()
+            core = self._core
+            self._rank_of = core.ranks()
+            if self._core is not core:      # a core put in place meanwhile: made again from it next time
+                _forget(self, "_rank_of")
             return self.encode_single_token(text_or_bytes)
         return self._core.encode_single_token(text_or_bytes)    # a special token's, or tiktoken's KeyError
 
@@ -388,25 +397,35 @@ class Encoding:
                 view = self._default_view
             except AttributeError:
                 # special_tokens_set's tokens, as tiktoken's encode takes them: its set is made when first asked
-                # for, and kept (a core put in its place later does not change it)
-                view = self._default_view = _view(_NOTHING, frozenset(self.special_tokens_set), self._ordinary)
+                # for, and kept (a core put in its place later does not change it, nor this view)
+                view = self._default_view = _view(_NOTHING, frozenset(self.special_tokens_set), None)
+            encoder = self._ordinary
         else:
             kind = type(allowed_special)
             if not ((kind is set or kind is frozenset or (kind is str and allowed_special == "all"))
                     and (disallowed_special is _ALL or disallowed_special == ())):
                 return self._checked_slowly(text, allowed_special, disallowed_special)
             key = (id(allowed_special), disallowed_special is _ALL)
-            view = self._views.get(key)     # (None: made below)
-            if view is None or view.allowed != allowed_special:
-                encoder = self._checked_slowly(text, allowed_special, disallowed_special)
+            views = self._views     # (read before the core: see _core_bpe's setter)
+            view = views.get(key, _NO_VIEW)
+            found = view.allowed == allowed_special
+            if found and kind is not str:
+                for item in allowed_special:    # (equal is not enough: tiktoken's TypeError for what is not a str)
+                    if type(item) is not str:
+                        found = False
+                        break
+            if not found:
+                # the set read once (another thread may change it meanwhile), its tokenizer view made for that
                 every = self.special_tokens_set
                 given: frozenset[str] = frozenset(every if kind is str else cast(AbstractSet[str], allowed_special))
-                if len(self._views) >= _MAX_VIEWS:
-                    self._views.clear()
-                self._views[key] = _view("all" if kind is str else given,
-                                         frozenset(every - given) if key[1] else frozenset(), encoder)
+                encoder = self._checked_slowly(text, "all" if kind is str else given, disallowed_special)
+                if len(views) >= _MAX_VIEWS:
+                    views.clear()
+                views[key] = _view("all" if kind is str else given, frozenset(every - given) if key[1]
+                                   else frozenset(), encoder)
                 return encoder
-        _, disallowed, look_for, shared, encoder = view
+            encoder = cast(Tokenizer, view.encoder)     # (a set's view has one)
+        _, disallowed, look_for, shared, _ = view
         if disallowed:
             if type(text) is not str or look_for is None:       # (a str subclass's `in` may be its own)
                 check_disallowed(text, disallowed)
@@ -469,7 +488,10 @@ class Encoding:
             except KeyError:
                 pass
             except AttributeError:      # not made yet (see _core_bpe's setter)
-                self._bytes_of = dict(self._vocab)
+                vocab = self._vocab
+                self._bytes_of = dict(vocab)
+                if self._vocab is not vocab:    # a core put in place meanwhile: made again from it next time
+                    _forget(self, "_bytes_of")
                 return self.decode_single_token_bytes(token)
         return self._core.decode_single_token_bytes(token)      # its exceptions, as tiktoken's
 
@@ -545,6 +567,14 @@ class Encoding:
     def n_vocab(self) -> int:
         """max_token_value + 1 (ids in gaps have no token)."""
         return self.max_token_value + 1
+
+
+def _forget(obj: object, name: str) -> None:
+    """Delete the attribute `name` of `obj` if it has one."""
+    try:
+        delattr(obj, name)
+    except AttributeError:
+        pass
 
 
 def _threads(num_threads: float | None) -> int:

@@ -1699,3 +1699,102 @@ def test_all_as_any_str_object_and_other_strs():
         for disallowed in ("all", (), [EOT], "".join(["al", "l"])):
             for text in ALLOWED_TEXTS:
                 same(pair, lambda e: e.encode(text, allowed_special=allowed, disallowed_special=disallowed))
+
+
+def _small_core(module, enc):
+    """A core of the first 300 ranks (the end-of-text token after them), as code written for tiktoken puts one."""
+    return module._tiktoken.CoreBPE(dict(list(enc._mergeable_ranks.items())[:300]), {EOT: 300}, enc._pat_str)
+
+
+def test_a_core_put_in_place_during_a_call_is_used_by_the_next(monkeypatch):
+    # another thread putting a core in place while a call is under way (simulated: at a step of the call): what
+    # the call keeps for its allowed set, the defaults or a look-up table is not the old core's for later calls
+    # (a review found a set's view and the defaults' tokenizer kept for good)
+    import bpe_fast.encoding as encoding_module
+
+    pair = fresh_gpt2_pair()
+    ours = pair[0]
+    allowed = {EOT}
+
+    class Swapping(bpe_fast._tiktoken.CoreBPE):
+        def tokenizer_for(self, allowed_special, checked=False):
+            view = super().tokenizer_for(allowed_special, checked)
+            ours._core_bpe = _small_core(bpe_fast, ours)
+            return view
+
+        def ranks(self):
+            made = super().ranks()
+            ours._core_bpe = _small_core(bpe_fast, ours)
+            return made
+
+    real_shared_start = encoding_module.shared_start
+
+    def swapping_shared_start(tokens):
+        ours._core_bpe = _small_core(bpe_fast, ours)
+        return real_shared_start(tokens)
+
+    text = "Hello world, ouri<|endoftext|> <|"
+    calls = [lambda e: e.encode(text, allowed_special=allowed), lambda e: e.encode_to_numpy("Hello world"),
+             lambda e: e.encode_single_token(b"ouri"), lambda e: e.decode_single_token_bytes(10300),
+             lambda e: e.encode("Hello <|", allowed_special=allowed, disallowed_special=())]
+    for racing in calls:
+        pair = fresh_gpt2_pair()
+        ours = pair[0]
+        ours._core_bpe = Swapping(ours._mergeable_ranks, {EOT: 50256}, ours._pat_str)
+        monkeypatch.setattr(encoding_module, "shared_start", swapping_shared_start)
+        try:
+            racing(ours)        # (the old core's result or the new one's: either)
+        except KeyError:
+            pass
+        monkeypatch.setattr(encoding_module, "shared_start", real_shared_start)
+        if type(ours._core_bpe) is Swapping:       # (a call that took none of the steps that swap)
+            ours._core_bpe = _small_core(bpe_fast, ours)
+        pair[1]._core_bpe = _small_core(tiktoken, pair[1])
+        for call in calls:
+            same(pair, call)
+
+
+def test_a_set_changed_during_a_call_is_read_again_by_the_next():
+    # another thread changing the allowed set while a call is under way (simulated: when the core makes its
+    # tokenizer view): the set's contents are read once, so the next call sees the change (a review found the
+    # new contents kept with the old contents' tokenizer)
+    pair = fresh_gpt2_pair()
+    allowed = {EOT}
+
+    class Changing(bpe_fast._tiktoken.CoreBPE):
+        armed = True
+
+        def tokenizer_for(self, allowed_special, checked=False):
+            view = super().tokenizer_for(allowed_special, checked)
+            if Changing.armed:
+                Changing.armed = False
+                allowed.discard(EOT)
+            return view
+
+    pair[0]._core_bpe = Changing(pair[0]._mergeable_ranks, {EOT: 50256}, pair[0]._pat_str)
+    assert pair[0].encode("a<|endoftext|>", allowed_special=allowed, disallowed_special=()) == [64, 50256]
+    assert allowed == set()
+    same(pair, lambda e: e.encode("a<|endoftext|>", allowed_special=allowed, disallowed_special=()))
+    same(pair, lambda e: e.encode("a<|endoftext|>", allowed_special=allowed))
+
+
+class _EqualToEndOfText:
+    """Not a str, but hashed and compared as "<|endoftext|>"."""
+
+    def __hash__(self):
+        return hash(EOT)
+
+    def __eq__(self, other):
+        return other == EOT
+
+
+def test_an_allowed_item_equal_to_a_str_is_still_not_a_str():
+    # tiktoken's TypeError for an allowed set holding what is not a str, even when the set equals one seen before
+    # (a review found the kept view's equality enough)
+    pair = fresh_gpt2_pair()
+    allowed = {EOT}
+    same(pair, lambda e: e.encode("a<|endoftext|>", allowed_special=allowed))
+    allowed.clear()
+    allowed.add(_EqualToEndOfText())
+    same(pair, lambda e: e.encode("a<|endoftext|>", allowed_special=allowed))
+    same(pair, lambda e: e.encode("a<|endoftext|>", allowed_special=allowed, disallowed_special=()))
