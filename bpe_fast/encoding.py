@@ -182,6 +182,22 @@ class Encoding:
         _forget(self, "_bytes_of")
         _forget(self, "_rank_of")
 
+    def _make(self, name: str, make: Callable[[Encoding], object]) -> None:
+        """Set the attribute `name` (a look-up table made from the core, see _core_bpe's setter) to make(self);
+        dropped again when a core was put in place meanwhile (made from the new one next time: the setter drops
+        these after it sets _core). (Not a lambda at the callers: one would make `self` a closure cell there, and
+        each of their calls slower.)"""
+        core = self._core
+        setattr(self, name, make(self))
+        if self._core is not core:
+            _forget(self, name)
+
+    def _ranks_of_core(self) -> dict[bytes, int]:
+        return self._core.ranks()
+
+    def _bytes_of_vocab(self) -> dict[int, bytes]:
+        return dict(self._vocab)
+
     @classmethod
     def from_tiktoken_file(cls, name: str, path: StrPath, pat_str: str, special_tokens: dict[str, int] | None = None,
                            explicit_n_vocab: int | None = None) -> Encoding:
@@ -330,10 +346,7 @@ class Encoding:
         except KeyError:
             pass
         except AttributeError:      # not made yet (see _core_bpe's setter)
-            core = self._core
-            self._rank_of = core.ranks()
-            if self._core is not core:      # a core put in place meanwhile: made again from it next time
-                _forget(self, "_rank_of")
+            self._make("_rank_of", Encoding._ranks_of_core)
             return self.encode_single_token(text_or_bytes)
         return self._core.encode_single_token(text_or_bytes)    # a special token's, or tiktoken's KeyError
 
@@ -488,10 +501,7 @@ class Encoding:
             except KeyError:
                 pass
             except AttributeError:      # not made yet (see _core_bpe's setter)
-                vocab = self._vocab
-                self._bytes_of = dict(vocab)
-                if self._vocab is not vocab:    # a core put in place meanwhile: made again from it next time
-                    _forget(self, "_bytes_of")
+                self._make("_bytes_of", Encoding._bytes_of_vocab)
                 return self.decode_single_token_bytes(token)
         return self._core.decode_single_token_bytes(token)      # its exceptions, as tiktoken's
 
