@@ -60,6 +60,8 @@ _UINT32 = np.dtype(np.uint32)      # encode_to_numpy's, as tiktoken's
 _NOTHING: frozenset[str]
 _NOTHING = frozenset()   # allowed_special's default: tiktoken's is set(), equal to it; this one is told apart
 _ALL = "all"
+_OWN_HANDLERS = frozenset({"replace", "strict", "ignore"})     # decode's handlers that are Python's own code
+_REPLACE = "replace"    # decode's default (the same object as the default's: the quick test)
 _T = TypeVar("_T")
 _MAX_VIEWS = 64     # allowed sets an Encoding keeps what they ask for (forgotten all at once past it)
 
@@ -289,7 +291,7 @@ class Encoding:
         >>> _tiny().encode_to_numpy("abc")
         array([257], dtype=uint32)
         """
-        encoder = self._checked(text, allowed_special, disallowed_special)
+        encoder = self._checked_text_first(text, allowed_special, disallowed_special)
         if not isinstance(text, str):
             raise TypeError(f"argument 'text': {type(text).__name__!r} object cannot be converted to 'PyString'")
         return encoder.encode_utf8_to_numpy(str.encode(text, "utf-8"), _UINT32)     # a subclass: its characters
@@ -300,7 +302,7 @@ class Encoding:
         >>> _tiny().encode_ordinary_batch(["ab", "abc"])
         [[256], [257]]
         """
-        return self._ordinary.encode_batch(list(text), num_threads=_threads(num_threads))
+        return self._ordinary.encode_batch(_as_list(text), num_threads=_threads(num_threads))
 
     def encode_batch(self, text: Iterable[str], *, num_threads: int | None = 8,
                      allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
@@ -317,7 +319,7 @@ class Encoding:
         if not isinstance(disallowed_special, frozenset):
             disallowed_special = frozenset(disallowed_special)
         threads = _threads(num_threads)
-        texts = list(text)
+        texts = _as_list(text)
         if not texts:       # tiktoken's encode runs text by text: no text, no more checks
             return []
         try:
@@ -364,7 +366,7 @@ class Encoding:
         >>> enc.encode_with_unstable("abc ab")
         ([257, 32], [[256], [257]])
         """
-        encoder = self._checked(text, allowed_special, disallowed_special)
+        encoder = self._checked_text_first(text, allowed_special, disallowed_special)
         if not isinstance(text, str):
             raise TypeError(f"argument 'text': {type(text).__name__!r} object cannot be converted to 'PyString'")
         return self._core.encode_with_unstable(text, frozenset(encoder.special_tokens))
@@ -448,6 +450,17 @@ class Encoding:
                         check_disallowed(text, disallowed)      # (raises tiktoken's error)
         return encoder
 
+    def _checked_text_first(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
+                            disallowed_special: Literal["all"] | Collection[str]) -> Tokenizer:
+        """_checked, for the methods whose core tiktoken gives the text and then the allowed set: a text that
+        cannot be UTF-8 (lone surrogates) raises its UnicodeEncodeError before a bad set's TypeError."""
+        try:
+            return self._checked(text, allowed_special, disallowed_special)
+        except TypeError:
+            if isinstance(text, str):
+                str.encode(text, "utf-8")
+            raise
+
     def _checked_slowly(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
                         disallowed_special: Literal["all"] | Collection[str]) -> Tokenizer:
         """_checked, every step taken as tiktoken's encode takes it."""
@@ -482,10 +495,14 @@ class Encoding:
         >>> _tiny().decode([256, 0xE2])
         'ab�'
         """
-        if type(tokens) is list:        # (the usual call, often of a few ids: the tokenizer's, one call fewer)
+        if type(tokens) is list and (errors is _REPLACE or type(errors) is str and errors in _OWN_HANDLERS):
+            # (the usual call, often of a few ids: the tokenizer's, one call fewer; with a handler that runs no
+            # code of the caller's, so that an error other than strict's is the ids' and the long way names it)
             try:
                 return self._tokenizer.decode(tokens, errors)
-            except (TypeError, ValueError, OverflowError, LookupError):
+            except UnicodeDecodeError:
+                raise       # (strict's: the ids were read and have tokens, and the error is bytes.decode's)
+            except (TypeError, ValueError, OverflowError):
                 pass
         return self._core.decode(tokens, errors)
 
@@ -520,7 +537,7 @@ class Encoding:
         >>> _tiny().decode_with_offsets([256, 0xE2, 0x82, 0xAC])
         ('ab€', [0, 2, 2, 2])
         """
-        tokens = list(tokens)
+        tokens = _as_list(tokens)
         try:
             return self._tokenizer.decode_with_offsets(tokens)
         except (TypeError, ValueError, OverflowError):  # (a UnicodeDecodeError too: raised again below)
@@ -536,12 +553,12 @@ class Encoding:
         >>> _tiny().decode_batch([[256], [257]])
         ['ab', 'abc']
         """
-        return map_threads(functools.partial(self.decode, errors=errors), list(batch), _threads(num_threads),
+        return map_threads(functools.partial(self.decode, errors=errors), _as_list(batch), _threads(num_threads),
                            decodes_in_parallel)
 
     def decode_bytes_batch(self, batch: Iterable[Sequence[int]], *, num_threads: int | None = 8) -> list[bytes]:
         """[decode_bytes(tokens) for tokens in batch], on up to `num_threads` threads."""
-        return map_threads(self.decode_bytes, list(batch), _threads(num_threads), decodes_in_parallel)
+        return map_threads(self.decode_bytes, _as_list(batch), _threads(num_threads), decodes_in_parallel)
 
     # ---------------------------------------------------------------------------------------- miscellaneous
 
@@ -577,6 +594,12 @@ class Encoding:
     def n_vocab(self) -> int:
         """max_token_value + 1 (ids in gaps have no token)."""
         return self.max_token_value + 1
+
+
+def _as_list(items: Iterable[_T]) -> list[_T]:
+    """`items` as a new list, read as tiktoken reads them, by iterating: list() asks a sequence for its length
+    first, and one whose __len__ raises (other than TypeError) would fail here where tiktoken's methods do not."""
+    return list(items) if type(items) is list else [item for item in items]
 
 
 def _forget(obj: object, name: str) -> None:

@@ -1916,7 +1916,7 @@ def decodes_in_parallel(ids: Any) -> bool:
     text written without the GIL); a short one holds the GIL all through, and an iterator while it is read."""
     try:
         return len(ids) >= DECODE_PARALLEL_IDS
-    except TypeError:
+    except Exception:       # noqa: BLE001  (no length, or one that raises: read item by item, as tiktoken does)
         return False
 
 

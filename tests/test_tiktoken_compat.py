@@ -1798,3 +1798,74 @@ def test_an_allowed_item_equal_to_a_str_is_still_not_a_str():
     allowed.add(_EqualToEndOfText())
     same(pair, lambda e: e.encode("a<|endoftext|>", allowed_special=allowed))
     same(pair, lambda e: e.encode("a<|endoftext|>", allowed_special=allowed, disallowed_special=()))
+
+
+class _LengthRaises:
+    """A sequence of `items` whose __len__ raises `error` (tiktoken's methods iterate it and never ask)."""
+
+    def __init__(self, items, error):
+        self.items, self.error = list(items), error
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self):
+        if self.error == "huge":
+            return 10 ** 30
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [ValueError("no length"), OverflowError("no length"), "huge"])
+def test_sequences_whose_length_raises_are_read_by_iterating(error):
+    # a review found decode_batch asking each list's length (for whether to start threads) and the batch methods
+    # and decode_with_offsets making lists with list(), which asks too: tiktoken iterates them
+    pair = encodings("cl100k_base")
+    ids = _LengthRaises([15339, 1917], error)
+    for threads in (1, 2, 8):
+        same(pair, lambda e: e.decode_batch([ids, ids, [15339]], num_threads=threads))
+        same(pair, lambda e: e.decode_bytes_batch([ids, [1917]], num_threads=threads))
+        same(pair, lambda e: e.decode_batch(_LengthRaises([[15339], ids], error), num_threads=threads))
+        same(pair, lambda e: e.encode_batch(_LengthRaises(["hello", "world"], error), num_threads=threads))
+        same(pair, lambda e: e.encode_ordinary_batch(_LengthRaises(["hello", "world"], error), num_threads=threads))
+    same(pair, lambda e: e.decode_with_offsets(ids))
+
+
+def test_a_callers_error_handler_runs_once():
+    # decode with a handler of the caller's: the long way from the start, so that the handler runs once (a review
+    # found it run twice, the native decode's error taken for the ids' and the decode done again)
+    import codecs
+
+    pair = encodings("cl100k_base")
+    calls = []
+
+    def flaky(exc):
+        calls.append(exc.start)
+        if len(calls) % 2:
+            raise ValueError("refused")
+        return "?", exc.end
+
+    codecs.register_error("bpe_fast_test_flaky", flaky)
+    ff = pair[1].encode_single_token(b"\xff")
+    for _ in range(3):
+        same(pair, lambda e: e.decode([15339, ff, 1917, ff], "bpe_fast_test_flaky"))
+    counts = []
+    for enc in pair:        # as many calls of the handler in each library, the same state before each
+        calls.clear()
+        for _ in range(4):
+            outcome(lambda: enc.decode([15339, ff, 1917, ff], "bpe_fast_test_flaky"))
+        counts.append(len(calls))
+    assert counts[0] == counts[1] == 7      # (refused at the first call, then at the second each time: 1+2+2+2)
+
+
+def test_a_text_that_cannot_be_utf8_is_refused_before_a_bad_allowed_set():
+    # tiktoken's encode_to_numpy and encode_with_unstable give the text to the core before the allowed set: a lone
+    # surrogate's UnicodeEncodeError comes first (a review found the set's TypeError first here)
+    pair = encodings("cl100k_base")
+    for text in ["a\ud800b", "plain"]:
+        for allowed in [{1}, {b"<|endoftext|>"}, {EOT}]:
+            same(pair, lambda e: e.encode_to_numpy(text, allowed_special=allowed))
+            same(pair, lambda e: e.encode_with_unstable(text, allowed_special=allowed)[0])
+            same(pair, lambda e: e.encode(text, allowed_special=allowed))
