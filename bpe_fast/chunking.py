@@ -4,8 +4,8 @@ A cut at byte offset k is safe when counting the two sides separately gives the 
 counting the whole file:
   * no occurrence of a special token covers k (starts before k and ends after it), and
   * either a special token starts at k (the text is split there for any pattern), or the pattern is a
-    built-in one (GPT-2's, GPT-4's, o200k's, Llama 3's, Qwen2's, Tekken's, DeepSeek V3's or Kimi K2's:
-    patterns.builtin_name),
+    built-in one but BLOOM's (GPT-2's, GPT-4's, o200k's, Llama 3's, Qwen2's, Tekken's, DeepSeek V3's, Kimi
+    K2's or StarCoder's: _SPACE_CUT_PATTERNS),
     byte k is a space
     and byte k-1 is a printable ASCII character: these patterns end every pre-token that holds a non-space
     character at the first space after it (GPT-4 and o200k keep "\\r\\n" after punctuation, hence a space and
@@ -34,10 +34,17 @@ _MAX_WINDOW = 1 << 20
 _SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )")
 
 
+# the built-in patterns (patterns.builtin_name) whose pre-tokens a space after a printable ASCII character ends
+# (see above); not BLOOM's, whose pieces starting with one of `.,!?()` and a space run on into the spaces after
+# them ("x.  y": 'x', '. ', ' y'), so a cut there changed the pre-tokens (a review found it)
+_SPACE_CUT_PATTERNS = frozenset({"gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", "deepseek3", "kimi",
+                                 "starcoder"})
+
+
 def cuts_at_spaces(pattern: str) -> bool:
     """True if a text pre-tokenized with pattern may be cut before a space that follows a printable ASCII
-    character (the built-in patterns, GPT-2's as tiktoken spells it too; see above)."""
-    return builtin_name(resolve_pattern(pattern)) is not None
+    character (the built-in patterns but BLOOM's, GPT-2's as tiktoken spells it too; see above)."""
+    return builtin_name(resolve_pattern(pattern)) in _SPACE_CUT_PATTERNS
 
 
 def _covered(buf: bytes | bytearray, k: int, specials: Iterable[bytes]) -> bool:
