@@ -2316,6 +2316,39 @@ def utf8_text(bytes data not None, errors):
     return text
 
 
+def items_at(list table not None, ids):
+    """[table[i] for i in ids] when ids is a list or tuple of ints (exactly int: not bool, not a NumPy integer)
+    that are all indexes of table with something other than None there; else None (the caller goes the long way,
+    for its exceptions). Encoding.decode_tokens_bytes's, table holding each id's bytes: a look-up an id, no call.
+    Nothing here runs Python code, so another thread cannot change ids meanwhile."""
+    cdef list seq
+    if type(ids) is list:
+        seq = <list>ids
+    elif type(ids) is tuple:
+        seq = list(ids)
+    else:
+        return None
+    cdef Py_ssize_t n = PyList_GET_SIZE(seq), size = PyList_GET_SIZE(table), k
+    cdef long long value
+    cdef int overflow = 0
+    cdef PyObject* item
+    cdef PyObject* found
+    result = PyList_New(n)
+    for k in range(n):
+        item = PyList_GET_ITEM(seq, k)
+        if type(<object>item) is not int:
+            return None
+        value = PyLong_AsLongLongAndOverflow(<object>item, &overflow)
+        if overflow or value < 0 or value >= size:
+            return None
+        found = PyList_GET_ITEM(table, <Py_ssize_t>value)
+        if <object>found is None:
+            return None
+        Py_INCREF(<object>found)
+        PyList_SET_ITEM(result, k, <object>found)
+    return result
+
+
 def utf8_searchable(str token not None):
     """True if `token` can be searched for in a text's UTF-8 as BatchJob makes it (lone surrogates U+FFFD, a
     surrogate pair its character): not empty, and no U+FFFD, surrogate or character above U+FFFF in it, so

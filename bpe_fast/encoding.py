@@ -50,6 +50,7 @@ from numpy.typing import NDArray
 
 from .specials import FEW_TOKENS, check_disallowed, shared_start
 from .procs import map_threads
+from ._encode import items_at
 from ._types import StrPath
 from ._tiktoken import CoreBPE
 from .tokenizer import Tokenizer, decodes_in_parallel
@@ -125,6 +126,7 @@ class Encoding:
     # made when first asked for (see _core_bpe's setter)
     _bytes_of: dict[int, bytes]
     _rank_of: dict[bytes, int]
+    _bytes_list: list[bytes | None]
     _default_view: _View
 
     def __init__(self, name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int],
@@ -176,13 +178,15 @@ class Encoding:
         self._views = {}        # encode's keywords -> what they ask for (_checked)
         # made when first asked for (AttributeError until then), the old core's dropped: _bytes_of, {id: bytes}, a
         # plain dict of the core's read-only vocabulary for decode_single_token_bytes (a dict's look-up is ~20 ns
-        # quicker than the mapping's); _rank_of, the core's {token bytes: rank} for encode_single_token. Kept
+        # quicker than the mapping's); _bytes_list, the same as a list by id (None: no token) for
+        # decode_tokens_bytes's native look-ups; _rank_of, the core's {token bytes: rank} for encode_single_token. Kept
         # across cores: _default_view, what encode's defaults ask for (_checked: no tokenizer in it). _views, the
         # allowed sets', is set after _core: a thread that reads the new dict then reads the new core, and one
         # that read the old dict keeps what it makes in that one, which no one reads again
         # (deleted last: a thread making one meanwhile, from the old core, drops it when it sees the new core)
         _forget(self, "_bytes_of")
         _forget(self, "_rank_of")
+        _forget(self, "_bytes_list")
 
     def _make(self, name: str, make: Callable[[Encoding], object]) -> None:
         """Set the attribute `name` (a look-up table made from the core, see _core_bpe's setter) to make(self);
@@ -199,6 +203,10 @@ class Encoding:
 
     def _bytes_of_vocab(self) -> dict[int, bytes]:
         return dict(self._vocab)
+
+    def _bytes_list_of_vocab(self) -> list[bytes | None]:
+        vocab = self._vocab
+        return [vocab.get(i) for i in range(max(vocab, default=-1) + 1)]
 
     @classmethod
     def from_tiktoken_file(cls, name: str, path: StrPath, pat_str: str, special_tokens: dict[str, int] | None = None,
@@ -528,7 +536,14 @@ class Encoding:
         >>> _tiny().decode_tokens_bytes([257, 258])
         [b'abc', b'<|endoftext|>']
         """
-        return [self.decode_single_token_bytes(token) for token in tokens]
+        try:
+            result = items_at(self._bytes_list, tokens)     # (a list of ints with tokens: natively)
+        except AttributeError:      # not made yet (see _core_bpe's setter)
+            self._make("_bytes_list", Encoding._bytes_list_of_vocab)
+            return self.decode_tokens_bytes(tokens)
+        if result is not None:
+            return result
+        return [self.decode_single_token_bytes(token) for token in tokens]     # (its exceptions, as tiktoken's)
 
     def decode_with_offsets(self, tokens: Iterable[int]) -> tuple[str, list[int]]:
         """(text, offsets): the text of `tokens`, decoded strictly (invalid UTF-8 raises UnicodeDecodeError),

@@ -1869,3 +1869,26 @@ def test_a_text_that_cannot_be_utf8_is_refused_before_a_bad_allowed_set():
             same(pair, lambda e: e.encode_to_numpy(text, allowed_special=allowed))
             same(pair, lambda e: e.encode_with_unstable(text, allowed_special=allowed)[0])
             same(pair, lambda e: e.encode(text, allowed_special=allowed))
+
+
+def test_decode_tokens_bytes_of_every_kind_of_ids(pair):
+    # a list or tuple of ints is looked up natively (items_at); anything else, or an id without a token, goes
+    # the long way, for tiktoken's exceptions
+    ours, _ = pair
+    ids = ours.encode("hello world, \u00e9t\u00e9 <|endoftext|> 123", allowed_special="all")
+    unknown = next(i for i in range(ours.max_token_value + 2) if i not in ours.tokenizer.vocab)
+    for make in [lambda: ids, lambda: tuple(ids), lambda: [], lambda: (), lambda: ids * 300, lambda: [*ids, True],
+                 lambda: [*ids, np.int64(5)], lambda: [*ids, 1.0], lambda: [1.0, *ids], lambda: [*ids, -1],
+                 lambda: [*ids, unknown], lambda: [*ids, 2 ** 40], lambda: [*ids, 2 ** 70], lambda: [*ids, None],
+                 lambda: [ours.max_token_value], lambda: [ours.max_token_value + 1], lambda: iter(ids),
+                 lambda: range(3), lambda: np.array(ids), lambda: [*ids, "5"]]:
+        same(pair, lambda e: e.decode_tokens_bytes(make()))
+
+
+def test_decode_tokens_bytes_follows_a_core_put_in_place():
+    pair = fresh_gpt2_pair()
+    same(pair, lambda e: e.decode_tokens_bytes([10300, 50256]))
+    for enc, module in zip(pair, (bpe_fast, tiktoken)):
+        enc._core_bpe = _small_core(module, enc)
+    same(pair, lambda e: e.decode_tokens_bytes([10300, 300]))
+    same(pair, lambda e: e.decode_tokens_bytes([299, 300]))
