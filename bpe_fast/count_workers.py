@@ -1107,6 +1107,7 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
                     raise RuntimeError("the counting thread stopped") from (failure[0] if failure else None)
 
     ring: BatchRing | None = None
+    reading_error: Exception | None = None
     try:
         wanted = 2 * workers + 4        # what the counters can hold at once, with the reader's and a spare
         ring = BatchRing(context, wanted, slot_bytes_for(batch_bytes))
@@ -1130,6 +1131,11 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
                             progress("count", bytes_done.value, None)
                 except _StopReading:        # invalid UTF-8: the counters finish what they were handed, then the
                     pass                    # first error in input order is raised (below)
+                except Exception as exc:    # noqa: BLE001  (raised below)
+                    # the input's error (a later file's missing field, ...): the batches handed out come before
+                    # it, so their first invalid UTF-8 is the first error in input order, as one process finds
+                    # (a review found the later error raised with two); the counters finish them first
+                    reading_error = exc
                 finally:
                     getattr(batches, "close", lambda: None)()
                 # the end (None) to each worker still counting: one stopped by invalid UTF-8 takes none
@@ -1151,7 +1157,7 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
                     _, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
                     thread.join(0 if pending else 0.25)
                     check(futures, pool, reading=False)
-                    if progress is not None:
+                    if progress is not None and reading_error is None:     # (no report of a failed input)
                         progress("count", bytes_done.value, None)
             finally:
                 stop.set()
@@ -1160,6 +1166,8 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
             decode = [e for e in failure + [f.exception() for f in futures] if isinstance(e, _BatchDecodeError)]
             if decode:          # the first in input order, not the first a counter met
                 raise min(decode, key=lambda e: e.number).error from None
+            if reading_error is not None:
+                raise reading_error
             if bytes_done.value != sent:       # a batch the queue could not send (its feeder only prints why)
                 raise RuntimeError(f"counting {what}: {sent - bytes_done.value:,} of the {sent:,} bytes handed to "
                                    f"the counting processes were not counted")

@@ -1596,3 +1596,17 @@ def test_encode_file_cut_in_small_chunks_gives_encode_of_the_whole_text(tmp_path
                     pattern=name)
     encode_file(tok, path, tmp_path / "ids.npy", num_processes=2, chunk_bytes=700)
     assert np.load(tmp_path / "ids.npy").tolist() == tok.encode(text)
+
+
+@pytest.mark.parametrize("num_processes", [1, 2])
+def test_the_first_error_in_input_order_whatever_the_processes(tmp_path, num_processes):
+    # a file with invalid UTF-8, then a JSON-lines file without the field: the first file's error, with any
+    # number of processes (with two, the second file's error was raised while a counter still held the first's
+    # batch: a review found it)
+    first, second = tmp_path / "a.txt.gz", tmp_path / "b.jsonl.gz"
+    first.write_bytes(gzip.compress(b"some words\n" * 1000 + b"\xff"))
+    second.write_bytes(gzip.compress(b'{"txt": 1}\n'))
+    with pytest.raises(CorpusDecodeError, match=r"a\.txt\.gz: invalid UTF-8 at byte offset 11000 \(line 1001\)"):
+        count_pretokens([str(first), str(second)], [EOT], num_processes=num_processes)
+    with pytest.raises(InputError, match=r"b\.jsonl\.gz:1: no field 'text'"):
+        count_pretokens([str(second), str(first)], [EOT], num_processes=num_processes)
