@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from typing import BinaryIO
+from typing import BinaryIO, Union
 
 from ._types import StrPath
 from .patterns import GPT2_PATTERN, builtin_name, resolve_pattern
@@ -32,19 +32,32 @@ from .specials import SpecialTokens
 _FIRST_WINDOW = 1 << 14     # most cuts are found within a few KB: read little, then more
 _MAX_WINDOW = 1 << 20
 _SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )")
+# BLOOM's: a space after a printable ASCII character its word runs take (not one of ()|.,!?, which start its
+# other pieces: those run on into the spaces after them, "x.  y" being 'x', '. ', ' y'); a word run ends at the
+# space, and the pattern looks ahead only
+_BLOOM_SPACE_CUT = re.compile(rb"[^\x00-\x20\x7f-\xff()|.,!?](?= )")
+SpaceCuts = Union[bool, "re.Pattern[bytes]", None]     # a rule's regex; True: _SPACE_CUT; False or None: none
 
 
 # the built-in patterns (patterns.builtin_name) whose pre-tokens a space after a printable ASCII character ends
-# (see above); not BLOOM's, whose pieces starting with one of `.,!?()` and a space run on into the spaces after
-# them ("x.  y": 'x', '. ', ' y'), so a cut there changed the pre-tokens (a review found it)
+# (see above); BLOOM's has its own rule (_BLOOM_SPACE_CUT: a cut before any such space changed its pre-tokens,
+# which a review found)
 _SPACE_CUT_PATTERNS = frozenset({"gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken", "deepseek3", "kimi",
                                  "starcoder"})
 
 
-def cuts_at_spaces(pattern: str) -> bool:
-    """True if a text pre-tokenized with pattern may be cut before a space that follows a printable ASCII
-    character (the built-in patterns but BLOOM's, GPT-2's as tiktoken spells it too; see above)."""
-    return builtin_name(resolve_pattern(pattern)) in _SPACE_CUT_PATTERNS
+def cuts_at_spaces(pattern: str) -> re.Pattern[bytes] | None:
+    """Where a text pre-tokenized with pattern may be cut before a space (the regex whose matches end there), or
+    None: after a printable ASCII character for the built-in patterns (GPT-2's as tiktoken spells it too; see
+    above), after one of those but ()|.,!? for BLOOM's, nowhere for any other pattern."""
+    name = builtin_name(resolve_pattern(pattern))
+    if name == "bloom":
+        return _BLOOM_SPACE_CUT
+    return _SPACE_CUT if name in _SPACE_CUT_PATTERNS else None
+
+
+def _space_rule(space_cuts: SpaceCuts) -> re.Pattern[bytes] | None:
+    return _SPACE_CUT if space_cuts is True else space_cuts or None
 
 
 def _covered(buf: bytes | bytearray, k: int, specials: Iterable[bytes]) -> bool:
@@ -63,7 +76,7 @@ def _start_cut(buf: bytes | bytearray, i: int, specials: Sequence[bytes], takers
     return not _covered(buf, i, specials) and not any(buf.startswith(t, i) for t in takers)
 
 
-def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes], space_cuts: bool,
+def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes], space_cuts: SpaceCuts,
                     starts: Sequence[bytes] | None = None) -> int | None:
     """The first safe cut k with start <= k < end, or None. Reads the file in windows. starts: the special tokens
     whose start is a cut (default: all; not one that takes the white space before it, which may be in the chunk
@@ -71,6 +84,7 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
     starts = specials if starts is None else starts
     takers = [t for t in specials if t not in starts]
     margin = max((len(t) for t in specials), default=1)
+    rule = _space_rule(space_cuts)
     pos = start
     window = _FIRST_WINDOW
     while pos < end:
@@ -86,8 +100,8 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
                     candidates.append(i)
                     break
                 i = buf.find(tok, i + 1, stop + len(tok) - 1)
-        if space_cuts:
-            for m in _SPACE_CUT.finditer(buf, max(0, pos - lo - 1), min(len(buf), stop + 1)):
+        if rule is not None:
+            for m in rule.finditer(buf, max(0, pos - lo - 1), min(len(buf), stop + 1)):
                 k = m.end()
                 if k >= stop:
                     break
@@ -116,7 +130,7 @@ def cut_margin(specials: Sequence[bytes]) -> int:
     return max((len(t) for t in specials), default=1)
 
 
-def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts: bool, after: int = 0,
+def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts: SpaceCuts, after: int = 0,
                   starts: Sequence[bytes] | None = None) -> int | None:
     """The greatest safe cut k, after < k < len(buf), that the bytes of buf decide on their own (whatever
     follows buf), or None. specials: the special tokens as bytes; starts: those whose start is a cut (as
@@ -135,13 +149,14 @@ def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts:
                 best = i
                 break
             i = buf.rfind(tok, 0, i + len(tok) - 1)
-    if space_cuts:
+    rule = _space_rule(space_cuts)
+    if rule is not None:
         window = _FIRST_WINDOW
         hi = limit + 1                             # matches end at k, the space's offset, with k <= limit
         while hi > best + 1:
             lo = max(best, hi - window)
             last = None
-            for m in _SPACE_CUT.finditer(buf, lo, hi):
+            for m in rule.finditer(buf, lo, hi):
                 if not _covered(buf, m.end(), specials):
                     last = m.end()
             if last is not None:

@@ -57,7 +57,7 @@ from ._encode import pull_utf8
 from ._files import REGULAR, stat_paths
 from ._jsonl import extract_texts
 from ._types import StrPath
-from .chunking import cut_margin, cut_tokens, last_safe_cut
+from .chunking import SpaceCuts, cut_margin, cut_tokens, last_safe_cut
 
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -782,7 +782,7 @@ class _Batcher:
 
 
 def read_slot_batches(stream: Stream, budget: Budget, batch_bytes: int, special_tokens: Iterable[str],
-                      space_cuts: bool, text_field: str, text_column: str,
+                      space_cuts: SpaceCuts, text_field: str, text_column: str,
                       slots: Slots, errors: str = "strict") -> Iterator[Batch | SlotBatch]:
     """read_batches, but an iterable's documents without caps are made UTF-8 straight into the slots:
     SlotBatches."""
@@ -791,7 +791,7 @@ def read_slot_batches(stream: Stream, budget: Budget, batch_bytes: int, special_
     return read_batches(stream, budget, batch_bytes, special_tokens, space_cuts, text_field, text_column, errors)
 
 
-def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_tokens: Iterable[str], space_cuts: bool,
+def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_tokens: Iterable[str], space_cuts: SpaceCuts,
                  text_field: str = "text", text_column: str = "text",
                  errors: str = "strict") -> Generator[Batch, None, None]:
     """The Batches of a Stream, in order, within the budget. errors: what a JSON line that is not valid UTF-8
@@ -827,7 +827,7 @@ def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_token
 
 
 def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_bytes: int,
-                  special_tokens: Iterable[str], space_cuts: bool) -> Iterator[Batch]:
+                  special_tokens: Iterable[str], space_cuts: SpaceCuts) -> Iterator[Batch]:
     """A compressed text file (or a binary file object, such as stdin, called `name`) as one document: pieces
     cut at safe points, about batch_bytes each. The Batches name the input by `name` (never hold the file
     object: they go to other processes)."""

@@ -387,6 +387,25 @@ def test_last_safe_cut_keeps_the_pretokens(text, pattern):
     assert split(left) + split(right) == split(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="ab c'.,!?()|-_\n\r\t1\u00e9\u65e5<e>\u3002", max_size=200), name=st.sampled_from(SHORT_NAMES))
+def test_every_built_in_patterns_space_cuts_keep_its_pretokens(text, name):
+    # every cut the pattern's rule allows (chunking.cuts_at_spaces), not only the last: BLOOM's pieces starting
+    # with punctuation run on into the spaces after it (a cut after "." split '. ': a review found it)
+    from bpe_fast.chunking import cuts_at_spaces
+    from bpe_fast.patterns import resolve_pattern
+
+    data = text.encode("utf-8")
+    pattern = resolve_pattern(name)
+    split = lambda t: [p for piece in t.split("<e>") for p in regex.findall(pattern, piece)]   # noqa: E731
+    whole = split(text)
+    for m in cuts_at_spaces(name).finditer(data):
+        k = m.end()
+        if b"<e>" in data[max(0, k - 2):k + 2] and data.find(b"<e>", max(0, k - 2)) < k:
+            continue        # (inside a special token: chunking's own check)
+        assert split(data[:k].decode()) + split(data[k:].decode()) == whole, (name, k)
+
+
 def test_last_safe_cut_worked_example():
     # "ab cd ef": cuts before each space that follows a printable; the last that leaves 1 byte (the margin)
     assert last_safe_cut(b"ab cd ef", [], True) == 5
@@ -395,6 +414,11 @@ def test_last_safe_cut_worked_example():
     assert last_safe_cut(b"x<e", [b"<e>"], False) is None        # "<e" may be the start of a special token
     assert last_safe_cut(b"x<e>y", [b"<e>", b"x<e>"], False) is None   # covered by the longer "x<e>"
     assert last_safe_cut("日 本".encode(), [], True) is None       # a space after a non-ASCII character
+    from bpe_fast.chunking import cuts_at_spaces
+    assert last_safe_cut(b"x.  y z", [], cuts_at_spaces("bloom")) == 5       # BLOOM's: not after "."
+    assert last_safe_cut(b"x.  y", [], cuts_at_spaces("bloom")) is None
+    assert last_safe_cut(b"x.  y", [], cuts_at_spaces("gpt2")) == 2
+    assert cuts_at_spaces(r"\w+|\W") is None
     # shorter than the margin: "<|endoftext|>" may still come and cover the "x" (rfind read the negative end,
     # -1, as counted from the end of the buffer, and found that "x")
     assert last_safe_cut(b"<|endoftext", [b"<|endoftext|>", b"x"], False) is None
@@ -1582,6 +1606,9 @@ def test_a_file_cut_in_small_chunks_counts_as_the_whole_text_with_every_built_in
     expected = oracle_count_pretokens(text, [], resolve_pattern(name))
     got = count_pretokens(str(path), [], pattern=name, num_processes=num_processes, chunk_bytes=700)
     assert {k: v for k, v in got.items() if v} == dict(expected)
+    # and cut it is, for every one of them (so that the processes share a file without special tokens)
+    from bpe_fast.chunking import chunk_boundaries
+    assert len(chunk_boundaries(path, [], name, chunk_bytes=700)) > len(text) // 1000
 
 
 @pytest.mark.parametrize("name", ["bloom", "gpt2", "o200k"])
