@@ -843,8 +843,11 @@ def _text_batches(source: str | IO[bytes], name: str, budget: Budget, batch_byte
     # budget.bytes, not budget.spent: this document is taken, the last one max_documents leaves included
     with (open_binary(source) if isinstance(source, (str, os.PathLike)) else contextlib.nullcontext(source)) as f:
         while budget.bytes != 0:
+            asked = max(_READ_BYTES, batch_bytes - len(carry))
+            if budget.bytes is not None:    # no further than the cap's byte after: what lies past it (a damaged
+                asked = min(asked, budget.bytes + 1 - len(carry))     # end, say) is not read, as in JSON lines
             try:
-                block = f.read(asked := max(_READ_BYTES, batch_bytes - len(carry)))
+                block = f.read(asked)
             except _DECOMPRESS_ERRORS as exc:
                 raise _damage_error(source, name, offset + len(carry), exc, asked) from None
             if not block:

@@ -1637,3 +1637,22 @@ def test_the_first_error_in_input_order_whatever_the_processes(tmp_path, num_pro
         count_pretokens([str(first), str(second)], [EOT], num_processes=num_processes)
     with pytest.raises(InputError, match=r"b\.jsonl\.gz:1: no field 'text'"):
         count_pretokens([str(second), str(first)], [EOT], num_processes=num_processes)
+
+
+@needs_zstandard
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
+def test_a_cap_before_a_damaged_end_reads_as_the_capped_text(tmp_path, suffix):
+    # max_bytes takes the corpus's first bytes: damage well past them is not read, in a compressed text file as in
+    # JSON lines (a review found the .txt.gz read 1 MB ahead and refused; the .jsonl.gz read)
+    import zstandard
+
+    compress = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress,
+                ".zst": zstandard.ZstdCompressor().compress}[suffix]
+    text = "".join(f"word other \u00e9 {i}\n" for i in range(60_000))
+    path = tmp_path / f"t.txt{suffix}"
+    path.write_bytes(compress(text.encode())[:-5000])        # cut short: its end is damaged
+    for cap in (10, 1000, 100_000):
+        expected = oracle_count_pretokens(text.encode()[:cap].decode("utf-8", "ignore"), [EOT], GPT2_PATTERN)
+        assert count_pretokens(str(path), [EOT], num_processes=1, max_bytes=cap) == expected
+    with pytest.raises(InputError, match=re.escape(str(path))):
+        count_pretokens(str(path), [EOT], num_processes=1)
