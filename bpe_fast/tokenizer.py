@@ -75,7 +75,6 @@ AllowedSpecial = Union[Literal["all"], AbstractSet[str]]
 DisallowedSpecial = Union[Literal["all"], Collection[str]]
 
 _INT32_MAX = 2**31 - 1
-_INT32_MAX = 2 ** 31 - 1
 _OUTPUT_DTYPES = {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64)}
 _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
 _ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
