@@ -2156,11 +2156,13 @@ def pull_utf8(iterator, Py_ssize_t budget, out, field=None):
     length (int64 array); state 0: the budget was reached, 1: the iterator is exhausted, 2: `item` was pulled
     and is not taken (none of those, a dict without the field, a str with a lone surrogate, bytes that do not
     fit what is left of `out`, or a str whose UTF-8 might not, at the most bytes a character of its str's kind
-    takes: the caller converts it, or names the error). The Python loop this replaces cost about a microsecond
-    an item in the calling process, which feeds all the counting workers (items handed back one at a time cost
-    it about 5 us each: 16 s of CPU for 3.2 million bytes documents); writing into a buffer used again and
-    again, rather than a fresh bytes object a batch whose pages the kernel must fault in, saves most of the
-    rest (about 1 ns a byte against 0.2 ns for the conversion).
+    takes: the caller converts it, or names the error), 3: the iterator raised `item` (an Exception; what was
+    pulled before it is returned, so that an earlier item's invalid UTF-8, found where the bytes are counted,
+    comes first, as it does when the two are in different batches). The Python loop this replaces cost about a
+    microsecond an item in the calling process, which feeds all the counting workers (items handed back one at
+    a time cost it about 5 us each: 16 s of CPU for 3.2 million bytes documents); writing into a buffer used
+    again and again, rather than a fresh bytes object a batch whose pages the kernel must fault in, saves most
+    of the rest (about 1 ns a byte against 0.2 ns for the conversion).
 
     Worked example: pull_utf8(iter(["ab", {"t": b"\xc3\xa9"}, 3]), 100, buf, "t") -> (4, [2, 2], 2, 3), buf
     starting b"ab\xc3\xa9"."""
@@ -2173,45 +2175,48 @@ def pull_utf8(iterator, Py_ssize_t budget, out, field=None):
     cdef object end = _PULL_END
     cdef PyObject* found
     item = None
-    while at < budget:
-        obj = next(iterator, end)
-        if obj is end:
-            break
-        value = obj
-        if field is not None and PyDict_CheckExact(obj):
-            found = PyDict_GetItemWithError(obj, field)
-            if found == NULL:               # no such field: the caller names it
+    try:
+        while at < budget:
+            obj = next(iterator, end)
+            if obj is end:
+                break
+            value = obj
+            if field is not None and PyDict_CheckExact(obj):
+                found = PyDict_GetItemWithError(obj, field)
+                if found == NULL:               # no such field: the caller names it
+                    state, item = 2, obj
+                    break
+                value = <object>found
+            if PyBytes_CheckExact(value):
+                n = PyBytes_GET_SIZE(value)
+                if n > room - at:
+                    state, item = 2, obj
+                    break
+                if n:
+                    memcpy(base + at, PyBytes_AS_STRING(value), n)
+                at += n
+                lengths.push_back(n)
+                continue
+            if not PyUnicode_CheckExact(value):
                 state, item = 2, obj
                 break
-            value = <object>found
-        if PyBytes_CheckExact(value):
-            n = PyBytes_GET_SIZE(value)
-            if n > room - at:
+            bpe_fast_unicode_ready(value)
+            n = PyUnicode_GET_LENGTH(value)
+            kind = 0 if PyUnicode_IS_ASCII(value) else PyUnicode_KIND(value)
+            need = _utf8_room(kind, n)
+            if need > room - at:
                 state, item = 2, obj
                 break
-            if n:
-                memcpy(base + at, PyBytes_AS_STRING(value), n)
-            at += n
-            lengths.push_back(n)
-            continue
-        if not PyUnicode_CheckExact(value):
-            state, item = 2, obj
-            break
-        bpe_fast_unicode_ready(value)
-        n = PyUnicode_GET_LENGTH(value)
-        kind = 0 if PyUnicode_IS_ASCII(value) else PyUnicode_KIND(value)
-        need = _utf8_room(kind, n)
-        if need > room - at:
-            state, item = 2, obj
-            break
-        written = str_to_utf8_strict(kind, PyUnicode_DATA(value), n, base + at)
-        if written < 0:                     # a lone surrogate: the caller names it
-            state, item = 2, obj
-            break
-        at += written
-        lengths.push_back(written)
-    else:
-        state = 0
+            written = str_to_utf8_strict(kind, PyUnicode_DATA(value), n, base + at)
+            if written < 0:                     # a lone surrogate: the caller names it
+                state, item = 2, obj
+                break
+            at += written
+            lengths.push_back(written)
+        else:
+            state = 0
+    except Exception as exc:        # the iterator raised (or a dict's look-up): what was pulled is returned,
+        state, item = 3, exc        # so that the caller hands it on before raising this
     sizes = np.empty(lengths.size(), dtype=np.int64)
     cdef int64_t[::1] view = sizes
     if lengths.size():

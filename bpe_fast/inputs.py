@@ -813,7 +813,15 @@ def read_batches(stream: Stream, budget: Budget, batch_bytes: int, special_token
         batcher = _Batcher(batch_bytes, stream.name)
         index = 0
         while not budget.spent:                    # never pulls a document beyond the cap
-            item = next(documents, None)
+            try:
+                item = next(documents, None)
+            except Exception:
+                # the input's error (an item's type, the iterator's own): the documents before it go on first,
+                # so that their invalid UTF-8, found where they are counted, is the first error in input order
+                last = batcher.flush()
+                if last is not None:
+                    yield last
+                raise
             if item is None:
                 break
             budget.take_document()
@@ -1224,6 +1232,7 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
         room = len(view)
         lengths: list[Any] = []         # int64 arrays (from pull_utf8) and ints (items converted here)
         at, first = 0, index
+        failure: Exception | None = None    # the input's error: raised once the documents before it are handed on
         if carry is not None:
             view[:len(carry)] = carry
             lengths.append(len(carry))
@@ -1237,16 +1246,26 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
             if state == 1:                      # the input, or the list item being pulled, is exhausted
                 sources.pop()
                 done = not sources
-            elif state == 2 and len(sources) == 1 and (batch := _batch_items(item, text_field)) is not None:
-                sources.append(iter(batch))     # a batch of documents
-            elif state == 2:                    # not a plain str, or too big for what is left: converted here
-                document = _document_utf8(item, index, text_field)
+            elif state == 3:                    # the iterator raised
+                failure = item
+                break
+            elif state == 2:        # a batch of documents; or not a plain str, or too big for what is left
+                try:
+                    if len(sources) == 1 and (batch := _batch_items(item, text_field)) is not None:
+                        sources.append(iter(batch))
+                        continue
+                    document = _document_utf8(item, index, text_field)     # converted here, or named
+                except Exception as exc:
+                    failure = exc
+                    break
                 if at + len(document) > room:
                     carry = document
                     break
                 view[at:at + len(document)] = document
                 lengths.append(len(document))
                 at, index = at + len(document), index + 1
+        # the documents before a failure go on first: their invalid UTF-8, found where they are counted, is the
+        # first error in input order then, as when the two are in different batches
         if lengths:
             bounds = np.zeros(index - first + 1, dtype=np.int64)
             np.cumsum(np.hstack(lengths), out=bounds[1:])
@@ -1254,6 +1273,8 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
                    else Batch(array[:at].tobytes(), bounds, (name, first, None, None)))
         elif slot is not None:
             slots.release(slot)
+        if failure is not None:
+            raise failure
         if carry is not None and len(carry) > room:
             yield _batch_of([carry], [len(carry)], name, index)
             index, carry = index + 1, None

@@ -1308,6 +1308,33 @@ def test_pull_utf8_equals_oracle(items, budget, field):
     assert list(iterator) == items[pulled:]        # nothing pulled beyond what it took or handed back
 
 
+@settings(max_examples=200, deadline=None)
+@given(items=_PULL_ITEMS, cut=st.integers(min_value=0, max_value=12), budget=st.integers(min_value=1, max_value=120),
+       field=st.sampled_from([None, "text"]))
+@example(items=["ab", b"c"], cut=2, budget=10, field=None)
+@example(items=[], cut=0, budget=10, field=None)
+def test_pull_utf8_hands_back_what_it_took_before_the_iterator_raised(items, cut, budget, field):
+    # the iterator raises after its first `cut` items: what pull_utf8 took before it is returned with state 3
+    # and the exception, unless it stopped before reaching it (the oracle on those items)
+    from bpe_fast._encode import pull_utf8
+
+    cut = min(cut, len(items))
+    broken = _Broken("the iterator broke")
+
+    def iterator():
+        yield from items[:cut]
+        raise broken
+
+    it = iterator()
+    data, lengths, state, item, _ = pull_oracle(items[:cut], budget, field=field)
+    if state == 1:                      # it took them all and asked for more
+        state, item = 3, broken
+    out = bytearray(4 * sum(len(x) if isinstance(x, (str, bytes)) else 12 for x in items) + 4)
+    got = pull_utf8(it, budget, out, field)
+    assert (got[0], got[1].tolist(), got[2]) == (len(data), lengths, state) and out[:len(data)] == data
+    assert got[3] is item or got[3] == item
+
+
 
 @settings(max_examples=300, deadline=None)
 @given(items=_PULL_ITEMS, budget=st.integers(min_value=1, max_value=120),
@@ -1637,6 +1664,46 @@ def test_the_first_error_in_input_order_whatever_the_processes(tmp_path, num_pro
         count_pretokens([str(first), str(second)], [EOT], num_processes=num_processes)
     with pytest.raises(InputError, match=r"b\.jsonl\.gz:1: no field 'text'"):
         count_pretokens([str(second), str(first)], [EOT], num_processes=num_processes)
+
+
+class _Broken(Exception):
+    """What the iterators below raise."""
+
+
+def _documents_then(failure, bad=True, size=20):
+    """An iterable input: a few documents (the second invalid UTF-8 when bad, each about `size` bytes), then
+    `failure`: "type" (an int item), "field" (a record without the field), or "raise" (the iterator raises)."""
+    yield "fine words " * (size // 11 + 1)
+    yield b"bad \xff utf8" if bad else b"good utf8"
+    yield "more words " * (size // 11 + 1)
+    if failure == "type":
+        yield 3
+    elif failure == "field":
+        yield {"title": "x"}
+    else:
+        raise _Broken("the iterator broke")
+
+
+_LATER_ERRORS = {"type": (TypeError, r"item 3 of the input is int"),
+                 "field": (InputError, r"item 3 of the input has no field 'text'"),
+                 "raise": (_Broken, r"the iterator broke")}
+
+
+@pytest.mark.parametrize("failure", sorted(_LATER_ERRORS))
+@pytest.mark.parametrize("num_processes", [1, 2])
+@pytest.mark.parametrize("max_bytes", [None, 10 ** 9])
+@pytest.mark.parametrize("size", [20, 3 << 20])     # one batch, or batches of their own
+def test_an_iterable_s_first_error_in_input_order_whatever_the_batches(failure, num_processes, max_bytes, size):
+    # an item's invalid UTF-8 (found where the batch is counted), then a later item's type error, a record
+    # without the field or the iterator's own exception: the invalid UTF-8's error whether or not the two land in
+    # one batch (in one, the later error came first: a review found it), and the later error alone without it
+    with pytest.raises(CorpusDecodeError, match=r"iterable: invalid UTF-8 at document 1, byte offset 4"):
+        count_pretokens(_documents_then(failure, size=size), [EOT], num_processes=num_processes,
+                        max_bytes=max_bytes)
+    kind, message = _LATER_ERRORS[failure]
+    with pytest.raises(kind, match=message):
+        count_pretokens(_documents_then(failure, bad=False, size=size), [EOT], num_processes=num_processes,
+                        max_bytes=max_bytes)
 
 
 @needs_zstandard
