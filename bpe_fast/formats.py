@@ -243,14 +243,32 @@ def read_text(path: StrPath, data: bytes | None = None) -> str:
 
 def parse_json(path: StrPath, text: str, **options: Any) -> Any:
     """json.loads(text, **options) of the file at path; FormatError naming the file (and the line) when the text
-    is not JSON, or nests arrays and objects too deeply for json.loads (whose RecursionError would name
-    neither)."""
+    is not JSON (NaN and Infinity, which json.loads takes, included: HF tokenizers refuses them), or nests arrays
+    and objects too deeply for json.loads (whose RecursionError would name neither)."""
     try:
-        return json.loads(text, **options)
+        return json.loads(text, parse_constant=refuse_json_constant, **options)
     except json.JSONDecodeError as exc:
         raise FormatError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    except _JsonConstant as exc:
+        constant = str(exc)
+        at = next((m.start() for m in _JSON_STRING_OR_CONSTANT.finditer(text) if m.group() == constant), None)
+        raise FormatError(path, None if at is None else text.count("\n", 0, at) + 1,
+                          f"bad JSON: {constant} is not a JSON value") from None
     except RecursionError:
         raise FormatError(path, None, "bad JSON: arrays or objects nested too deeply") from None
+
+
+class _JsonConstant(ValueError):
+    """NaN, Infinity or -Infinity in a JSON text (json.loads' parse_constant)."""
+
+
+def refuse_json_constant(constant: str) -> NoReturn:
+    """json.loads' parse_constant: NaN, Infinity and -Infinity are not JSON (json.loads takes them)."""
+    raise _JsonConstant(constant)
+
+
+# a JSON string (skipped whole) or one of those constants, to find the line of the first constant
+_JSON_STRING_OR_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|-?Infinity|NaN')
 
 
 _JSON_OBJECT = object()  # stands for any JSON object while reading vocab.json

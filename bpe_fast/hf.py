@@ -269,9 +269,14 @@ def split_to_hf(pattern: str) -> tuple[str, str, bool]:
 
 
 def _read_alike(pattern: str) -> str:
-    """`pattern`, for an HF Split regex, or a ValueError when Oniguruma would read it otherwise than `regex`."""
+    """`pattern`, for an HF Split regex, or a ValueError when Oniguruma would read it otherwise than `regex`, or
+    when pattern_from_hf would not read it back (capturing groups: where a group is named, Oniguruma does not
+    capture the others, and numbers its back references otherwise)."""
     _check_optional_count(pattern, "the pattern")
     _check_same_reading(pattern, "the pattern", importing=False)
+    if regex.compile(pattern).groups:
+        raise ValueError(f"the pattern {shown_pattern(pattern)} has capturing groups, which from_hf refuses in a "
+                         "Split regex (the export could not be read back); write them (?:...)")
     found = _unescaped_match(_POSSESSIVE_INTERVAL, pattern)
     if found:
         raise ValueError(f"the pattern has {found!r}, a possessive interval, which Oniguruma (HF tokenizers) reads "
@@ -279,9 +284,25 @@ def _read_alike(pattern: str) -> str:
     return pattern
 
 
-# Unicode properties the two engines give other characters: Word is \\w; XDigit takes fullwidth digits in `regex`
-_PROPERTIES_READ_OTHERWISE = {"word", "xdigit",
+# Unicode properties the two engines give other characters: Word is \\w; XDigit takes fullwidth digits in `regex`;
+# PosixPunct takes 130 more in Oniguruma (the circled letters U+24B6-24E9, ...)
+_PROPERTIES_READ_OTHERWISE = {"word", "xdigit", "posixpunct",
                               "extendedpictographic", "extpict"}   # 651 characters of Unicode 14 (★, 😀, ...)
+# property names `regex` reads and Oniguruma refuses (HF cannot load the file): its Is prefix (\p{IsLatin}), its
+# Posix and XPosix names, and a property with its value (\p{Script=Latin}, \p{gc=L}: "=" and ":", tested apart)
+_PROPERTY_FORMS_NOT_READ = ("is", "posix", "xposix")
+
+
+def _property_name(name: str) -> str:
+    """A \\p{...} property's name as both engines match it: case, spaces, "_" and "-" aside, "^" (negated) dropped."""
+    return name.lower().replace("_", "").replace(" ", "").replace("-", "").lstrip("^")
+
+
+def _not_oniguruma_s(name: str) -> bool:
+    """Whether Oniguruma refuses a property so named (_property_name) that `regex` reads (it reads PosixPunct,
+    otherwise)."""
+    return name not in _PROPERTIES_READ_OTHERWISE and (
+        name.startswith(_PROPERTY_FORMS_NOT_READ) or "=" in name or ":" in name)
 
 
 @functools.cache
@@ -338,8 +359,8 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
                 if pattern[i + 2:i + 3] != "{":
                     return pattern[i:i + 3]          # \pL: a letter class to `regex`, not to Oniguruma
                 end = pattern.find("}", i)
-                name = pattern[i + 3:end].lower().replace("_", "").replace(" ", "").lstrip("^")
-                if name in _PROPERTIES_READ_OTHERWISE or ignore_case:   # where the flag i is on: \p{Lu} is every
+                name = _property_name(pattern[i + 3:end])
+                if name in _PROPERTIES_READ_OTHERWISE or _not_oniguruma_s(name) or ignore_case:   # where the flag i is on: \p{Lu} is every
                     return ("(?i)" if ignore_case else "") + pattern[i:end + 1]     # cased letter to `regex`; in an
                     # alternation, `regex` closes the others under case folding too ((?i:\p{L}|a) and U+0345: ι)
             letters = ""
@@ -456,6 +477,9 @@ def _check_same_reading(pattern: str, what: str, importing: bool = True) -> None
     """ValueError when `pattern` holds a construct that Oniguruma (HF) and `regex` read differently
     (_engine_difference), naming it: the pieces, and so the ids, would differ."""
     construct = _engine_difference(pattern, importing)
+    if construct is not None and construct[1:3] in ("p{", "P{") and _not_oniguruma_s(_property_name(construct[3:-1])):
+        raise ValueError(f"{what} has '{construct}', a property name Oniguruma (HF tokenizers) does not read: it "
+                         r"takes a name alone (\p{Latin}, \p{Lu}, \p{Han})")
     if construct is not None:
         raise ValueError(f"{what} has '{construct}', which Oniguruma (HF tokenizers) and `regex` read differently, "
                          r"so the pieces would differ (spell the characters out with \p{...} classes)")
@@ -756,7 +780,8 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
     (first, first_end, first_text), (second, second_end, second_text) = sorted(
         [(vocab_start, vocab_end, b"{}"), (merges_start, merges_end, b"[]")])
     try:        # the rest of the file, the two spans left empty
-        doc = json.loads(data[:first] + first_text + data[first_end:second] + second_text + data[second_end:])
+        doc = json.loads(data[:first] + first_text + data[first_end:second] + second_text + data[second_end:],
+                         parse_constant=formats.refuse_json_constant)
     except (ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
@@ -916,8 +941,7 @@ def _check_fields(f: _File, doc: dict[str, Any]) -> None:
     for component, steps_key in (("normalizer", "normalizers"), ("pre_tokenizer", "pretokenizers"),
                                  ("decoder", "decoders")):
         value = doc.get(component)
-        steps = value.get(steps_key) if isinstance(value, dict) and value.get("type") == "Sequence" else [value]
-        for step in steps if isinstance(steps, list) else []:
+        for step in _flat_steps(value, steps_key):
             if value is not step and not isinstance(step, dict):
                 f.fail(f'{component} Sequence holds {_describe(step)}: each step must be an object', steps_key,
                        component)
@@ -935,6 +959,16 @@ def _check_fields(f: _File, doc: dict[str, Any]) -> None:
                     if field not in step:
                         f.fail(f'pre_tokenizer Split has no "{field}" (HF tokenizers refuses the file too)', "type",
                                component)
+
+
+def _flat_steps(value: object, steps_key: str) -> list[Any]:
+    """The steps of a component (a normalizer, pre_tokenizer or decoder): a Sequence's, those of a Sequence in it
+    in their place (bpe_fast reads nested Sequences flat, as HF applies them), or [value] for any other."""
+    if not (isinstance(value, dict) and value.get("type") == "Sequence"):
+        return [value]
+    steps = value.get(steps_key)
+    return [] if not isinstance(steps, list) else [
+        flat for step in steps for flat in (_flat_steps(step, steps_key) if isinstance(step, dict) else [step])]
 
 
 def _check_model(f: _File, model: dict[str, Any]) -> None:

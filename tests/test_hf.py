@@ -354,6 +354,8 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
                                (r"\N+|\n", r"\N"),
                                (r"\p{Extended_Pictographic}+|\s", r"\p{Extended_Pictographic}"),
                                (r"[\p{ExtPict}a]+|\s", r"\p{ExtPict}"),
+                               # Oniguruma's PosixPunct takes 130 characters more (Ⓐ, U+24B6, among them)
+                               (r"\p{PosixPunct}+|\P{PosixPunct}+", r"\p{PosixPunct}"),
                                # a callout to Oniguruma, a verb to `regex`: HF read "a(*SKIP)b|." as ab then one
                                # piece a character, bpe_fast dropped the last "a" of "ab*SKIP)a"
                                (r"a(*SKIP)b|.", "(*SKIP)"), (r"(*FAIL)|a", "(*FAIL)")]:
@@ -434,6 +436,39 @@ def test_split_regexes_near_those_read_otherwise_are_read():
         split = pre_tokenizers.Split(tokenizers.Regex(split_regex), behavior="isolated")
         text = "AB ab xy xY Xz Ass ß a\nb  \t\n I'M it's ﬆ st As aß 123"
         assert regex.findall(pattern_from_hf(split_regex), text) == [piece for piece, _ in split.pre_tokenize_str(text)]
+
+
+def test_property_names_oniguruma_does_not_read_are_refused(tmp_path):
+    # export_hf wrote \p{Script=Latin} and the rest, which HF then failed to load ("invalid character property
+    # name"); from_hf read them (review helper-141)
+    import regex
+    for pattern in [r"\p{Script=Latin}+|\s", r"\p{sc=Han}+|\s", r"\p{IsLatin}+|\s", r"\P{gc=L}+|\p{L}+",
+                    r"[\p{General_Category=Lu}a]+|\s", r"\p{PosixDigit}+|\s"]:
+        construct = regex.search(r"\\[pP]\{[^}]*\}", pattern).group()
+        with pytest.raises(Exception, match="invalid character property name"):     # noqa: B017 (HF's own)
+            pre_tokenizers.Split(tokenizers.Regex(pattern), behavior="isolated")
+        expected = f"has '{re.escape(construct)}', a property name Oniguruma \\(HF tokenizers\\) does not read"
+        with pytest.raises(ValueError, match=expected):
+            pattern_from_hf(pattern)
+        with pytest.raises(ValueError, match=expected):
+            Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern).export_hf(tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
+    # the names alone read alike
+    split = pre_tokenizers.Split(tokenizers.Regex(r"\p{Latin}+|\p{Han}+|\s"), behavior="isolated")
+    text = "ab 漢字 cd"
+    assert regex.findall(pattern_from_hf(r"\p{Latin}+|\p{Han}+|\s"), text) == [
+        piece for piece, _ in split.pre_tokenize_str(text)]
+
+
+def test_export_refuses_capturing_groups_as_from_hf_does(tmp_path):
+    # export_hf wrote a pattern with capturing groups, which from_hf then refused in its own file (helper-141)
+    for pattern in [r"(\p{L}+)|\S|\s+", r"(?<w>\p{L}+)|\S|\s+"]:
+        tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern)
+        with pytest.raises(ValueError, match="capturing groups"):
+            pattern_from_hf(pattern)
+        with pytest.raises(ValueError, match="capturing groups, which from_hf refuses"):
+            tok.export_hf(tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
 
 
 def _assert_read_differently(pattern, construct, out):
@@ -940,6 +975,14 @@ def _set(path, value):
     return change
 
 
+def _nested(change_after):
+    """A change to the document: its pre_tokenizer put in a Sequence of its own, then `change_after`."""
+    def change(doc):
+        doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [doc["pre_tokenizer"]]}
+        change_after(doc)
+    return change
+
+
 def _drop(path):
     """A change to the document: delete the field at `path`."""
     def change(doc):
@@ -1048,6 +1091,15 @@ HF_REFUSES = {
                                            r'pre_tokenizer ByteLevel has no "trim_offsets"'),
     "split without invert": (_drop(["pre_tokenizer", "pretokenizers", 0, "invert"]),
                              r'pre_tokenizer Split has no "invert"'),
+    # the same in a Sequence inside the Sequence (read flat, as HF applies it): accepted before (review helper-141)
+    "nested without trim_offsets": (_nested(_drop(["pre_tokenizer", "pretokenizers", 0, "pretokenizers", 1,
+                                                   "trim_offsets"])), r'pre_tokenizer ByteLevel has no "trim_offsets"'),
+    "nested flag string": (_nested(_set(["pre_tokenizer", "pretokenizers", 0, "pretokenizers", 1, "trim_offsets"],
+                                        "no")), r'pre_tokenizer ByteLevel "trim_offsets" must be true or false'),
+    "nested split without invert": (_nested(_drop(["pre_tokenizer", "pretokenizers", 0, "pretokenizers", 0,
+                                                   "invert"])), r'pre_tokenizer Split has no "invert"'),
+    # NaN is not JSON (Python's json takes it; HF's reader does not): it was "BPE dropout (nan) is not supported"
+    "dropout NaN": (_set(["model", "dropout"], float("nan")), r":\d+: bad JSON: NaN is not a JSON value"),
 }
 # HF's ByteLevel normalizer has no flags: it loads in HF, and is refused for what it is (not for a flag)
 REFUSED["byte-level normalizer"] = (_set(["normalizer"], {"type": "ByteLevel"}), r'normalizer "ByteLevel" is not supported')
