@@ -282,10 +282,11 @@ def _input_files(corpus: Sequence[str]) -> list[str]:
 
 
 def _tokenizer_files(path: str) -> list[str]:
-    """The files a tokenizer is read from: the tokenizer.json given, or the folder's (Tokenizer.load)."""
+    """The files a tokenizer is read from: the tokenizer.json given, or the folder's (Tokenizer.load's, and the
+    tokenizer.json _load_tokenizer reads from a folder export --hf-dir wrote)."""
     if not os.path.isdir(path):
         return [path]
-    return _tokenizer_files_in(path)
+    return [*_tokenizer_files_in(path), os.path.join(path, "tokenizer.json")]
 
 
 def _tokenizer_files_in(folder: str) -> list[str]:
@@ -569,9 +570,11 @@ def cmd_train(args: argparse.Namespace) -> None:
     vocab, merges = result
     # each merge's pair count and the corpus statistics go into bpe_fast.json (bpe-fast report reads them)
     tokenizer = Tokenizer(vocab, merges, special_tokens=specials, pattern=pattern, training=result.training)
+    # the summary's sample: the corpus's first text file, listed before the tokenizer's files are saved (into the
+    # corpus's folder, say: its bpe_fast.json was the first file of the folder then)
+    sample = _first_text_file(_corpus(args), args.text_field) if args.corpus else None
     _save_dir_atomic(tokenizer, args.output)
     args.on_interrupt = f"the tokenizer was saved to {args.output} before"     # stopped in the summary (encoding)
-    sample = _first_text_file(_corpus(args), args.text_field) if args.corpus else None
     print(_summary(tokenizer, merges, took, sample),
           file=sys.stderr)
     print(f"saved to {args.output}", file=sys.stderr)
@@ -947,7 +950,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     _check_output_folder(args.output)
     if os.path.isdir(args.output):      # before the text is encoded, not when the page is written
         raise CliError(f"-o {args.output}: is a folder; give the page to write (REPORT.html)")
-    _check_not_an_input(args.output, "-o", list(args.eval) + _tokenizer_files(args.tokenizer)
+    _check_not_an_input(args.output, "-o", _input_files(args.eval) + _tokenizer_files(args.tokenizer)
                         + (_tokenizer_files(args.against) if args.against else []))
     tokenizer = _load_tokenizer(args.tokenizer)
     against = _load_tokenizer(args.against, "--against") if args.against else None
@@ -1019,6 +1022,9 @@ class _Parser(argparse.ArgumentParser):
     disk, a closed pipe) exit 1 saying so: argparse ignores the error and exits 0."""
 
     def _print_message(self, message: str, file: Any = None) -> None:
+        if file is None and sys.stdout is None and message:     # started with stdout closed (`>&-`): argparse
+            print("bpe-fast: stdout is closed, there is nowhere to write", file=sys.stderr)    # wrote to stderr
+            raise SystemExit(1)
         if file is None or file is not sys.stdout or not message:
             super()._print_message(message, file)
             return

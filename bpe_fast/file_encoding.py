@@ -425,6 +425,8 @@ def read_npy_dtype(path: StrPath | IO[bytes]) -> tuple[np.dtype[Any], tuple[int,
             raise ValueError(f"a damaged .npy header ({(reason.splitlines() or [type(exc).__name__])[0]})") from None
         data_start = f.tell()
         data_bytes = f.seek(0, os.SEEK_END) - data_start
+    if any(n < 0 for n in shape):           # (NumPy's header reader takes them; its arrays then fail unnamed)
+        raise ValueError(f"a damaged .npy header (a negative dimension in its shape {shape})")
     need = math.prod(shape) * dtype.itemsize
     if not dtype.hasobject and data_bytes < need:       # (an object array's data is a pickle, of any length)
         raise ValueError(f"a truncated .npy file: its header says {math.prod(shape):,} values of {dtype} "

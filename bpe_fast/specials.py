@@ -38,7 +38,10 @@ def check_special_tokens(special_tokens: Iterable[str] | None) -> tuple[str, ...
         try:
             tok.encode("utf-8")
         except UnicodeEncodeError as e:     # a lone surrogate: a special token is matched in UTF-8
-            raise ValueError(f"special token {tok!r} holds a lone surrogate at index {e.start}: it has no UTF-8") \
+            # (U+DC80-DCFF: how Python passes a byte of an argument that is not UTF-8)
+            escaped = "\udc80" <= tok[e.start] <= "\udcff"
+            raise ValueError(f"special token {tok!r} holds a lone surrogate at index {e.start}: it has no UTF-8"
+                             + (" (a byte that is not UTF-8, as a command line passes it?)" if escaped else "")) \
                 from None
         seen.add(tok)
     return tokens

@@ -725,6 +725,7 @@ class Tokenizer:
         bpe_fast.formats). A tokenizer by_ranks_only is saved as HF's tokenizer.json holds Llama 3's ranks:
         merges.txt has every way of writing a token as two, and bpe_fast.json says "ignore_merges" (no cache).
         """
+        directory = os.fsdecode(directory)     # (a bytes path too, as load and from_files take one)
         check_no_alias(self.special_tokens, "bpe_fast's files (vocab.json and bpe_fast.json)")
         if self._rank_ids:      # tiktoken's ranks that merging does not rebuild: as HF's tokenizer.json holds them
             self._save_ranks(directory)
@@ -889,7 +890,7 @@ class Tokenizer:
         """Write an HF tokenizers ``tokenizer.json`` that gives the same ids (see bpe_fast.export)."""
         from .export import export_hf
 
-        export_hf(self, path)
+        export_hf(self, os.fsdecode(path))
 
     def export_hf_dir(self, directory: StrPath, *, bos_token: str | None = None, eos_token: str | None = None,
                       pad_token: str | None = None) -> list[str]:
@@ -905,7 +906,7 @@ class Tokenizer:
         """
         from .export import export_hf_dir
 
-        return export_hf_dir(self, directory, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token)
+        return export_hf_dir(self, os.fsdecode(directory), bos_token=bos_token, eos_token=eos_token, pad_token=pad_token)
 
     def export_tiktoken(self, path: StrPath) -> None:
         """Write a tiktoken ``.tiktoken`` ranks file that, with this pattern (spelled for tiktoken by
@@ -914,7 +915,7 @@ class Tokenizer:
         another, tiktoken, when installed, is asked which it finds first)."""
         from .export import export_tiktoken
 
-        export_tiktoken(self, path)
+        export_tiktoken(self, os.fsdecode(path))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # For multiprocessing: rebuilt from its parts in the other process (files never hold pickles). A subclass

@@ -407,6 +407,16 @@ _OVERWRITING = {      # a command whose output is one of its inputs: (argv, the 
     "export a folder": (["export", "-t", "hf/tokenizer.json", "--hf-dir", "hf"], "hf/tokenizer.json"),
     "show": (["show", "-t", "TOK", "-f", "c.txt", "--html", "c.txt"], "c.txt"),
     "report": (["report", "-t", "TOK", "--eval", "c.txt", "-o", "TOK/bpe_fast.json"], "TOK/bpe_fast.json"),
+    # --eval's folders and globs were taken as given: the page replaced an evaluation file (review helper-140)
+    "report a folder": (["report", "-t", "TOK", "--eval", "texts", "-o", "texts/d.txt"], "texts/d.txt"),
+    "report a glob": (["report", "-t", "TOK", "--eval", "texts/*.txt", "-o", "texts/d.txt"], "texts/d.txt"),
+    # -t naming a folder export --hf-dir wrote: its tokenizer.json, the file read, was not an input (helper-140)
+    "encode into the folder's tokenizer": (["encode", "-t", "hf", "c.txt", "-o", "hf/tokenizer.json"],
+                                           "hf/tokenizer.json"),
+    "decode into the folder's tokenizer": (["decode", "-t", "hf", "ids.npy", "-o", "hf/tokenizer.json"],
+                                           "hf/tokenizer.json"),
+    "show into the folder's tokenizer": (["show", "-t", "hf", "-f", "c.txt", "--html", "hf/tokenizer.json"],
+                                         "hf/tokenizer.json"),
     # train wrote its folder's files over a corpus of those names, after training on it (found by training on
     # DIR/merges.txt with -o DIR); a folder's bpe_fast.npz, a cache a small tokenizer does not write, it removed
     "train": (["train", "texts/merges.txt", "--vocab-size", "300", "-o", "texts"], "texts/merges.txt"),
@@ -1217,6 +1227,49 @@ def test_help_and_version_that_cannot_be_written_fail(argv, unbuffered):
     assert proc.stderr.strip().splitlines() == ["bpe-fast: stdout: No space left on device"], proc.stderr
     written = subprocess.run([sys.executable, "-m", "bpe_fast", *argv], capture_output=True, text=True, env=env)
     assert written.returncode == 0 and written.stderr == "" and "bpe-fast" in written.stdout
+
+
+def test_version_with_stdout_closed_fails():
+    # 'bpe-fast --version >&-' wrote the version to stderr and exited 0 (argparse's fallback), where every other
+    # command with stdout closed exits 1 (review helper-140)
+    import shlex
+    proc = subprocess.run(f"{shlex.quote(sys.executable)} -m bpe_fast --version >&-", shell=True,
+                          stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["bpe-fast: stdout is closed, there is nowhere to write"]
+
+
+def test_the_summary_samples_the_corpus_not_the_tokenizer_saved_beside_it(tmp_path, corpus, capsys):
+    # trained with -o the corpus's folder, the summary listed the folder again after saving: it sampled the
+    # tokenizer's bpe_fast.json, first of the folder then (review helper-140)
+    (tmp_path / "c2").mkdir()
+    (tmp_path / "c2" / "text.txt").write_bytes(corpus.read_bytes()[:50_000])
+    code, err = run(["train", str(tmp_path / "c2"), "--vocab-size", "300", "-o", str(tmp_path / "c2")], capsys)
+    assert code == 0, err
+    assert f"of {tmp_path / 'c2' / 'text.txt'}: " in err and "bpe_fast.json:" not in err, err
+
+
+def test_a_negative_dimension_in_a_npy_header_names_the_file(tmp_path, tokdir, capsys):
+    # NumPy's header reader takes (-5,): the error was NumPy's "negative dimensions are not allowed", naming no
+    # file (review helper-140)
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(10, dtype=np.uint16))
+    data = buffer.getvalue()
+    assert b"'shape': (10,)" in data
+    (tmp_path / "neg.npy").write_bytes(data.replace(b"'shape': (10,)", b"'shape': (-5,)"))
+    code, err = run(["decode", "-t", str(tokdir), str(tmp_path / "neg.npy"), "-o", str(tmp_path / "out.txt")],
+                    capsys)
+    assert code == 1 and err.strip().splitlines() == [
+        f"bpe-fast: {tmp_path / 'neg.npy'}: a damaged .npy header (a negative dimension in its shape (-5,))"], err
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_a_special_token_argument_that_is_not_utf8_says_so(tmp_path, corpus, capsys):
+    code, err = run(["train", str(corpus), "--vocab-size", "300", "--special-token", "a\udcffb",
+                     "-o", str(tmp_path / "t")], capsys)
+    assert code == 1 and "lone surrogate at index 1" in err and "a byte that is not UTF-8, as a command line " \
+        "passes it?" in err, err
+    assert not (tmp_path / "t").exists()
 
 
 @pytest.mark.parametrize("command", ["count", "encode"])

@@ -1459,6 +1459,20 @@ def test_properties(tok, trained):
     assert "Tokenizer" in repr(tok)
 
 
+def test_save_and_exports_take_a_bytes_path_as_load_does(tmp_path, tok):
+    # load and from_files took a bytes path, save failed deep in posixpath ("Can't mix strings and bytes") and the
+    # exports in the file writer (review helper-139)
+    trained = tok
+    folder = os.fsencode(tmp_path / "tok")
+    trained.save(folder)
+    assert Tokenizer.load(folder).encode("hello world") == trained.encode("hello world")
+    trained.export_hf(os.fsencode(tmp_path / "t.json"))
+    assert Tokenizer.from_hf(tmp_path / "t.json").encode("hello world") == trained.encode("hello world")
+    trained.export_tiktoken(os.fsencode(tmp_path / "t.tiktoken"))
+    assert (tmp_path / "t.tiktoken").stat().st_size > 0
+    assert [os.path.basename(p) for p in trained.export_hf_dir(os.fsencode(tmp_path / "hfd"))][0] == "tokenizer.json"
+
+
 def test_save_load_round_trip(tmp_path, trained):
     tok = Tokenizer(*trained, special_tokens=[EOT, "<|pad|>"], pattern=GPT4_PATTERN)
     tok.save(tmp_path / "tok")
