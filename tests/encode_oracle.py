@@ -115,7 +115,7 @@ def assigned_in_old_unicode(text):
     crate's Unicode 16.0: a code point assigned in between (U+3D000, a CJK letter since Unicode 17) is a letter
     to one and not to the other, so the pre-tokens, and the ids, differ there. Comparisons of such a tokenizer
     with tiktoken keep to code points both know (the drop-in paths' Unicode 16.0 needs no such care). A surrogate pair is the code point it spells (tiktoken and
-    bpe_fast join one into it), so one spelling a new code point (U+3D000: "\ud8b4\udc00") goes too."""
+    bpe_fast join one into it), so one spelling a new code point (U+3D000: "\\ud8b4\\udc00") goes too."""
     import unicodedata
 
     kept = []
