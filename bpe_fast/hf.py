@@ -360,9 +360,10 @@ def _engine_difference(pattern: str, importing: bool = True) -> str | None:
                     return pattern[i:i + 3]          # \pL: a letter class to `regex`, not to Oniguruma
                 end = pattern.find("}", i)
                 name = _property_name(pattern[i + 3:end])
-                if name in _PROPERTIES_READ_OTHERWISE or _not_oniguruma_s(name) or ignore_case:   # where the flag i is on: \p{Lu} is every
-                    return ("(?i)" if ignore_case else "") + pattern[i:end + 1]     # cased letter to `regex`; in an
-                    # alternation, `regex` closes the others under case folding too ((?i:\p{L}|a) and U+0345: ι)
+                # where the flag i is on: \p{Lu} is every cased letter to `regex`; in an alternation, `regex` closes
+                # the others under case folding too ((?i:\p{L}|a) and U+0345: ι)
+                if name in _PROPERTIES_READ_OTHERWISE or _not_oniguruma_s(name) or ignore_case:
+                    return ("(?i)" if ignore_case else "") + pattern[i:end + 1]
             letters = ""
             begun = True
             i += 2
@@ -477,7 +478,8 @@ def _check_same_reading(pattern: str, what: str, importing: bool = True) -> None
     """ValueError when `pattern` holds a construct that Oniguruma (HF) and `regex` read differently
     (_engine_difference), naming it: the pieces, and so the ids, would differ."""
     construct = _engine_difference(pattern, importing)
-    if construct is not None and construct[1:3] in ("p{", "P{") and _not_oniguruma_s(_property_name(construct[3:-1])):
+    if construct is not None and construct[1:3] in ("p{", "P{") \
+            and _not_oniguruma_s(_property_name(construct[3:-1])):
         raise ValueError(f"{what} has '{construct}', a property name Oniguruma (HF tokenizers) does not read: it "
                          r"takes a name alone (\p{Latin}, \p{Lu}, \p{Han})")
     if construct is not None:
