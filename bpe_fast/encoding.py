@@ -138,8 +138,8 @@ class Encoding:
         self._pat_str = pat_str
         self._mergeable_ranks = mergeable_ranks
         self._special_tokens = special_tokens
-        if not mergeable_ranks:     # tiktoken's error: its max_token_value is max(mergeable_ranks.values(), ...)
-            raise ValueError("max() arg is an empty sequence")
+        if not mergeable_ranks:     # tiktoken's error, in this Python's words (3.12 changed them): its
+            max(mergeable_ranks.values())       # max_token_value is max(mergeable_ranks.values(), ...)
         if explicit_n_vocab:
             largest = max(max(mergeable_ranks.values()), max(special_tokens.values(), default=0))
             if len(mergeable_ranks) + len(special_tokens) != explicit_n_vocab:

@@ -238,13 +238,13 @@ def write_npy(out: IO[bytes], dtype: DTypeLike, arrays: Iterable[NDArray[Any]]) 
         count = sum(len(ids) for ids in held)
         out.write(_npy_header(dtype, count))
         for ids in held:
-            out.write(ids)  # type: ignore[call-overload]
+            out.write(ids.data)
         return count
     out.write(_npy_header(dtype, 0))
     count = 0
     written = synced = _HEADER_BYTES
     for ids in arrays:
-        out.write(ids)  # type: ignore[call-overload]   # its buffer, not a copy (NumPy declares it for 3.12+)
+        out.write(ids.data)     # its buffer, not a copy (a memoryview: NumPy declares the array one for 3.12+)
         count += len(ids)
         written += ids.nbytes
         if written - synced >= _WRITEBACK_BYTES:

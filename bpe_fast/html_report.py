@@ -566,11 +566,11 @@ def _length_section(sides):
         ranked = s.analysis.trees.ranked_ids
         in_vocab = np.concatenate([np.ones(256, dtype=np.int64), lengths[ranked]])   # bytes + merged tokens
         hist = np.bincount(np.minimum(in_vocab, _LENGTH_BUCKETS), minlength=_LENGTH_BUCKETS + 1)[1:]
-        vocab_series.append(Series(s.name, labels, 100 * hist / max(hist.sum(), 1), s.colour))
+        vocab_series.append(Series(s.name, labels, 100 * hist / max(int(hist.sum()), 1), s.colour))
         produced_lengths, produced = _produced_lengths(s.analysis)
         hist = np.bincount(np.minimum(produced_lengths, _LENGTH_BUCKETS), weights=produced,
                            minlength=_LENGTH_BUCKETS + 1)[1:]
-        text_series.append(Series(s.name, labels, 100 * hist / max(hist.sum(), 1), s.colour))
+        text_series.append(Series(s.name, labels, 100 * hist / max(float(hist.sum()), 1.0), s.colour))
     charts = [Chart("lengths-vocab", "Token lengths in the vocabulary (bytes; merged tokens and the 256 bytes)",
                     "length in bytes", "% of tokens", vocab_series, kind="bars"),
               Chart("lengths-text", "Lengths of the tokens the evaluation text is encoded into (bytes)",

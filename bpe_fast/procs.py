@@ -25,6 +25,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import Executor, Future
@@ -223,10 +224,13 @@ def worker_pool(num_processes: int, what: str, initializer: Callable[..., object
     executor = ProcessPoolExecutor(max_workers=num_processes, mp_context=context,
                                    initializer=_init_worker, initargs=(initializer, initargs, os.getpid()))
     try:
-        if context.get_start_method() != "fork":
-            # start every worker now, while __main__ is hidden (a pool of this kind starts one a submit when
-            # none is idle: num_processes quick tasks at once start them all)
-            with _worker_start_env():
+        forked = context.get_start_method() == "fork"
+        if not forked or _other_threads():
+            # start every worker now: while __main__ is hidden (a pool of this kind starts one a submit when
+            # none is idle: num_processes quick tasks at once start them all), or forked without Python 3.12's
+            # DeprecationWarning that this process has other threads (pyarrow's, once imported): the workers run
+            # bpe_fast's loops only, none of the libraries whose locks those threads may hold at the fork
+            with (_forked_quietly() if forked else _worker_start_env()):
                 started = [executor.submit(os.getpid) for _ in range(num_processes)]
             for future in started:
                 result_of(future, executor)
@@ -238,6 +242,24 @@ def worker_pool(num_processes: int, what: str, initializer: Callable[..., object
         terminate(executor)
         raise
     executor.shutdown(wait=True)
+
+
+def _other_threads() -> bool:
+    """Whether this process runs other threads than the calling one (Linux: /proc/self/task; elsewhere, the
+    Python threads), as Python 3.12 counts them when it warns of a fork."""
+    try:
+        return len(os.listdir("/proc/self/task")) > 1
+    except OSError:
+        return threading.active_count() > 1
+
+
+@contextlib.contextmanager
+def _forked_quietly() -> Iterator[None]:
+    """Python 3.12's DeprecationWarning of a fork in a process with other threads ignored (see worker_pool)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"This process .* is multi-threaded, use of fork\(\) may lead to "
+                                "deadlocks", category=DeprecationWarning)
+        yield
 
 
 @contextlib.contextmanager
