@@ -65,15 +65,17 @@ class PretokenCounts:
     special_tokens: tuple[str, ...]
     _dict: dict[bytes, int] | None
 
-    def __init__(self, counts: Mapping[bytes, int] | Iterable[bytes] | None = None, pattern: str = GPT2_PATTERN,
-                 special_tokens: Iterable[str] | None = ()) -> None:
+    def __init__(self, counts: Mapping[bytes, int] | Iterable[bytes] | None = None, pattern: str | None = None,
+                 special_tokens: Iterable[str] | None = None) -> None:
         """From a mapping {bytes: int} (PretokenCounts too), an iterable of bytes (counted, as Counter does) or
-        nothing (empty)."""
+        nothing (empty). pattern and special_tokens: what made the counts; None: a PretokenCounts' own, else
+        GPT-2's pattern and no special token."""
         if isinstance(counts, PretokenCounts):      # its arrays, not an iterable of its pre-tokens (each counted once)
-            self._set(counts.tokens, counts.offsets, counts.counts, pattern, special_tokens)
+            self._set(counts.tokens, counts.offsets, counts.counts, counts.pattern if pattern is None else pattern,
+                      counts.special_tokens if special_tokens is None else special_tokens)
             return
         counts = {} if counts is None else counts if isinstance(counts, Mapping) else Counter(counts)
-        self._set(*mapping_arrays(counts), pattern, special_tokens)
+        self._set(*mapping_arrays(counts), GPT2_PATTERN if pattern is None else pattern, special_tokens)
 
     def _set(self, tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64], pattern: str,
              special_tokens: Iterable[str] | None) -> None:

@@ -57,7 +57,8 @@ __all__ = ["encode_files", "INDEX_FILE", "output_name"]
 INDEX_FILE = "index.json"
 _INDEX_FORMAT = "bpe_fast.shards"
 _INDEX_VERSION = 1
-_SETTINGS = ("tokenizer_sha256", "separator", "text_field", "text_column")   # what the arrays depend on
+# what the arrays depend on (errors: an index without it, of a version before it was recorded, is taken as any)
+_SETTINGS = ("tokenizer_sha256", "separator", "errors", "text_field", "text_column")
 _INDEX_EVERY = 30.0             # seconds between the index.json writes of a run (see encode_files)
 SETTLE_SECONDS = 10.0           # on a Dask task's error, how long the tasks still running are waited for
 
@@ -94,7 +95,8 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
 
     The index (also written as JSON) is a dict: "format" ("bpe_fast.shards"), "version" (1), "complete" (True
     once every shard is done), "vocab_size",
-    "dtype", "tokens" (the total), the settings the arrays depend on ("tokenizer_sha256", "separator" (an id or None), "text_field", "text_column") and
+    "dtype", "tokens" (the total), the settings the arrays depend on ("tokenizer_sha256", "separator" (an id or
+    None), "errors", "text_field", "text_column") and
     "shards": one {"path": input path as given, "file": output file name, "tokens": n, "dtype": ..., "input":
     {"bytes": size, "mtime_ns": modification time}, "output": the same of the .npy} a shard, in input order.
     """
@@ -116,7 +118,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
         _check_regular_files(sources)
     out_dir = os.fspath(out_dir)
     shards = _plan(sources, out_dir)                       # ValueError for clashing names, before any write
-    settings = {"tokenizer_sha256": _tokenizer_sha256(tokenizer), "separator": separator,
+    settings = {"tokenizer_sha256": _tokenizer_sha256(tokenizer), "separator": separator, "errors": errors,
                 "text_field": text_field, "text_column": text_column}
     os.makedirs(out_dir, exist_ok=True)
     index_path = os.path.join(out_dir, INDEX_FILE)
@@ -186,6 +188,8 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
                         counts[i] = _encode_shard(tokenizer, shards[i].source, shards[i].out_path, options,
                                                   num_processes, report.within(i))
                     except Exception as exc:
+                        if exc is report.raised:        # the progress function's own: the caller's, as it is
+                            raise
                         _raise_naming(exc, shards[i])
                     shard_done(i)
             else:
@@ -260,6 +264,11 @@ def _resolve_files(paths: StrPath | Sequence[StrPath], text_field: str, out_dir:
         path = os.fsdecode(item)
         if os.path.isdir(path) or not os.path.exists(path):        # a directory or a glob: expanded
             found = [source for source in found if os.path.realpath(_given(source)) not in own]
+            # and the array of another input found here, written by a run killed before the index listed it
+            real = [os.path.realpath(_given(source)) for source in found]
+            outputs = [os.path.realpath(os.path.join(out_dir, output_name(path))) for path in real]
+            made = {output for output, path in zip(outputs, real) if output != path}     # (x.npy's is itself)
+            found = [source for source, path in zip(found, real) if path not in made]
             if not found:
                 raise FileNotFoundError(2, f"holds no files but the outputs of encoding into {out_dir}", path)
         sources.extend(found)
@@ -288,10 +297,13 @@ def _given(source: TextFile | Stream) -> str:
 
 
 def output_name(path: StrPath) -> str:
-    """The .npy name of an input: its file name without a compression suffix and then its format suffix.
+    """The .npy name of an input: its file name without a compression suffix and then its format suffix (the
+    last, when it holds a letter: not a shard's number, as split -d names them).
 
     >>> output_name("data/shard-00.jsonl.gz"), output_name("a.b.txt"), output_name("README")
     ('shard-00.npy', 'a.b.npy', 'README.npy')
+    >>> output_name("corpus.txt.00"), output_name("data.v1.5")
+    ('corpus.txt.00.npy', 'data.v1.5.npy')
     """
     base = os.path.basename(os.fsdecode(path))
     lower = base.lower()
@@ -299,8 +311,8 @@ def output_name(path: StrPath) -> str:
         if lower.endswith(suffix) and len(base) > len(suffix):
             base = base[:-len(suffix)]
             break
-    stem = os.path.splitext(base)[0]
-    return (stem or base) + ".npy"
+    stem, suffix = os.path.splitext(base)
+    return (stem if stem and any(c.isalpha() for c in suffix) else base) + ".npy"
 
 
 def _plan(sources: Iterable[TextFile | Stream], out_dir: str) -> list[_Shard]:
@@ -383,9 +395,11 @@ def _check_earlier_index(index_path: str, settings: dict[str, Any]) -> dict[str,
                          f"another folder") from None
     if not isinstance(earlier, dict) or earlier.get("format") != _INDEX_FORMAT:
         raise ValueError(f"{index_path} is not a bpe_fast shard index; encode into another folder")
-    changed = [key for key in _SETTINGS if earlier.get(key) != settings[key]]
+    changed = [key for key in _SETTINGS
+               if earlier.get(key, settings[key] if key == "errors" else None) != settings[key]]
     if changed:
-        what = " and ".join("tokenizer" if key == "tokenizer_sha256" else key for key in changed)
+        what = " and ".join({"tokenizer_sha256": "tokenizer", "errors": "errors setting"}.get(key, key)
+                            for key in changed)
         raise ValueError(f"{os.path.dirname(index_path) or '.'} holds shards encoded with another {what} "
                          f"({index_path}); encode into another folder, or delete its files to encode again")
     # what encode_files reads of the shards listed (which arrays it keeps depends on it)
@@ -429,6 +443,7 @@ class _Progress:
     def __init__(self, progress: Callable[[str, int, int], object] | None, sizes: Sequence[int],
                  done: Iterable[int]) -> None:
         self.progress, self.sizes = progress, sizes
+        self.raised: BaseException | None = None     # what the progress function raised within a shard
         self.total = sum(sizes)
         self.bytes = sum(sizes[i] for i in done)
         if progress is not None and done:
@@ -448,7 +463,11 @@ class _Progress:
 
         def within(stage: str, done: int, total: int | None) -> None:
             if total is not None:
-                progress("encode", self.bytes + min(done, self.sizes[i]), self.total)
+                try:
+                    progress("encode", self.bytes + min(done, self.sizes[i]), self.total)
+                except BaseException as exc:
+                    self.raised = exc
+                    raise
         return within
 
 

@@ -211,9 +211,11 @@ def test_counts_compare_as_counter_does():
     assert PretokenCounts({b"x": 1}) != PretokenCounts({b"x": 1}, special_tokens=[EOT])
     # PretokenCounts reads as a mapping: made from one, it keeps the counts (it counted each pre-token once)
     assert PretokenCounts(PretokenCounts({b"ab": 5, b"c": 2, b"z": 0})) == {b"ab": 5, b"c": 2}
-    # with the pattern and special tokens given, as for any mapping (theirs are not taken)
+    # with the pattern or special tokens given, those given; the others its own (a copy keeps them: test below)
     made = PretokenCounts(PretokenCounts({b"a": 3}, special_tokens=[EOT]), pattern=GPT4_PATTERN)
-    assert made == {b"a": 3} and made.special_tokens == () and made.pattern == GPT4_PATTERN
+    assert made == {b"a": 3} and made.special_tokens == (EOT,) and made.pattern == GPT4_PATTERN
+    made = PretokenCounts(PretokenCounts({b"a": 3}, special_tokens=[EOT]), special_tokens=())
+    assert made.special_tokens == () and made.pattern == GPT2_PATTERN
 
 
 @pytest.mark.parametrize("tokens, offsets, counts, match", [
@@ -407,3 +409,15 @@ def test_a_table_past_the_cache_counts_as_a_counter_does():
     counter.add(repeats.encode())
     again = Counter(regex.findall(GPT2_PATTERN, fill)) + Counter(regex.findall(GPT2_PATTERN, repeats))
     assert counter.to_dict() == {k.encode(): v for k, v in again.items()}
+
+
+def test_a_copy_keeps_the_pattern_and_special_tokens():
+    # PretokenCounts(counts) kept the arrays and reset the pattern to GPT-2's and the special tokens to none: the
+    # copy was != the original and could not be added to it (review helper-142)
+    counts = count_pretokens(iter(["a b c<|endoftext|> a b"]), ["<|endoftext|>"], pattern=GPT4_PATTERN)
+    copy = PretokenCounts(counts)
+    assert copy == counts and copy.pattern == GPT4_PATTERN and copy.special_tokens == ("<|endoftext|>",)
+    assert (copy + counts).total() == 2 * counts.total()
+    other = PretokenCounts(counts, pattern=GPT2_PATTERN, special_tokens=[])        # given: as given
+    assert other.pattern == GPT2_PATTERN and other.special_tokens == ()
+    assert PretokenCounts({b"a": 1}).pattern == GPT2_PATTERN and PretokenCounts({b"a": 1}).special_tokens == ()

@@ -236,6 +236,9 @@ def test_output_names():
     assert output_name("a.b.parquet") == "a.b.npy"
     assert output_name("README") == "README.npy"
     assert output_name("notes.gz") == "notes.npy"
+    # a last suffix without a letter is a shard's number (split -d), not a format: both were corpus.txt.npy, a clash
+    # (review helper-142)
+    assert output_name("corpus.txt.00") == "corpus.txt.00.npy" and output_name("data.v1.5.gz") == "data.v1.5.npy"
 
 
 def test_clashing_output_names_are_refused_before_any_work(tok, tmp_path):
@@ -274,6 +277,22 @@ def test_iterables_and_bad_arguments(tok, tmp_path):
     with pytest.raises(FileNotFoundError):
         encode_files(tmp_path / "missing.txt", tmp_path / "out", tok)
     assert not (tmp_path / "out").exists()
+
+
+def test_an_exception_of_the_progress_function_reaches_the_caller_as_it_is(tok, tmp_path):
+    # it came as RuntimeError("encoding ... failed: Cancelled: ..."), where count_pretokens and encode_file pass
+    # it on (review helper-142)
+    class Cancelled(Exception):
+        pass
+
+    def cancel(stage, done, total):
+        if done:
+            raise Cancelled("stop")
+
+    path = write_shard(tmp_path, "a.txt", documents(3, n=8))
+    with pytest.raises(Cancelled, match="stop"):
+        encode_files(path, tmp_path / "out", tok, progress=cancel)
+    assert not (tmp_path / "out" / "a.npy").exists()
 
 
 def test_progress_reaches_the_total(tok, tmp_path):
@@ -359,6 +378,14 @@ def test_a_folder_encoded_into_itself_is_resumed(tok, tmp_path, monkeypatch, glo
     # an output named on its own is still an input (refused: it would be overwritten)
     with pytest.raises(ValueError, match="would both be encoded"):
         encode_files([given, tmp_path / "d" / first["shards"][0]["file"]], tmp_path / "d", tok, **kw)
+    # a run killed after an array was written, before the index listed it (rewritten every 30 s): the index as
+    # written before the first shard. The array was taken for an input, "would both be encoded" (helper-142)
+    index = json.loads((tmp_path / "d" / INDEX_FILE).read_text())
+    (tmp_path / "d" / INDEX_FILE).write_text(json.dumps(dict(index, complete=False, shards=[], tokens=0)))
+    encoded.clear()
+    resumed = encode_files(given, tmp_path / "d", tok, **kw)
+    assert sorted(encoded) == sorted(e["file"] for e in again["shards"])        # none listed: every one again
+    assert [e["path"] for e in resumed["shards"]] == [str(p) for p in paths] and resumed["complete"]
 
 
 def test_a_folder_of_outputs_only_an_output_folder_and_an_index_not_json_are_named(tok, tmp_path):
@@ -419,6 +446,14 @@ def test_other_settings_in_the_same_folder_are_refused(tok, tmp_path):
             encode_files(path, out, reading, text_field="body")
     with pytest.raises(ValueError, match="another separator"):
         encode_files(path, out, tok, text_field="body", separator=EOT)
+    # errors: a strict run kept a replace run's arrays (their U+FFFD ids) (review helper-142)
+    with pytest.raises(ValueError, match="encoded with another errors setting"):
+        encode_files(path, out, tok, text_field="body", errors="replace")
+    index = json.loads((out / INDEX_FILE).read_text())
+    assert index["errors"] == "strict"
+    del index["errors"]         # an index of a version before it was recorded: taken as any
+    (out / INDEX_FILE).write_text(json.dumps(index))
+    assert encode_files(path, out, tok, text_field="body", errors="replace")["errors"] == "replace"
     (out / INDEX_FILE).write_text("[1, 2]")
     with pytest.raises(ValueError, match="not a bpe_fast shard index"):
         encode_files(path, out, tok, text_field="body")
