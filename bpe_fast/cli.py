@@ -168,13 +168,13 @@ def _load_tokenizer(path: str, flag: str = "-t") -> Tokenizer:
     except OSError as exc:
         raise CliError(f"{flag}: {_describe(exc)}") from None
     if not exists:
+        missing = "no such file" if path.endswith(".json") else "no such tokenizer directory"   # (a tokenizer.json)
         try:
             names = list_encoding_names()
         except ValueError as exc:       # a tiktoken_ext plugin that is not one
-            raise CliError(f"{flag} {path}: no such tokenizer directory, and {exc}") from None
+            raise CliError(f"{flag} {path}: {missing}, and {exc}") from None
         if path not in names:
-            raise CliError(f"{flag} {path}: no such tokenizer directory (nor one of tiktoken's encodings: "
-                           f"{', '.join(names)})")
+            raise CliError(f"{flag} {path}: {missing} (nor one of tiktoken's encodings: {', '.join(names)})")
     is_file = os.path.isfile(path)
     if is_file and (not path.endswith(".json") or os.path.basename(path) in (VOCAB_FILE, CONFIG_FILE)):
         raise CliError(f"{flag} {path}: a file that is no tokenizer.json; {flag} takes {_TOKENIZER_FORMS}")

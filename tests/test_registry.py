@@ -320,6 +320,10 @@ def test_cli_takes_an_encodings_name(tmp_path, capsys):
     assert np.load(out).tolist() == tiktoken_encoding("o200k_base").encode(TEXT * 3, allowed_special="all")
     assert main(["encode", "-t", "o200k", str(src), "-o", str(tmp_path / "x.npy")]) == 1
     assert "no such tokenizer directory (nor one of tiktoken's encodings: gpt2, " in capsys.readouterr().err
+    # a tokenizer.json that is not there is a file, not a folder (review helper-141)
+    assert main(["encode", "-t", str(tmp_path / "missing.json"), str(src), "-o", str(tmp_path / "x.npy")]) == 1
+    assert f"-t {tmp_path / 'missing.json'}: no such file (nor one of tiktoken's encodings: gpt2, " \
+        in capsys.readouterr().err
 
 
 def test_cli_names_where_it_looked(monkeypatch, tmp_path, capsys):
