@@ -314,6 +314,22 @@ def check_train_options(*, min_frequency: int = 1, max_token_length: int | None 
         if initial.special_lstrip:      # counting keeps the white space before a special token
             raise ValueError(f"initial: special tokens {sorted(initial.special_lstrip)} take the white space before "
                              "them, and training counts it: continuing such a tokenizer is not supported")
+        unmade = _first_unmade_token(initial)
+        if unmade is not None:          # a merge could make its bytes again, under a new id, which vocab.json cannot
+            raise ValueError(f"initial: token {unmade[0]} ({unmade[1]!r}) is made by none of the tokenizer's merges "
+                             "(nor is it a single byte or a special token): training could make its bytes again under "
+                             "a new id, and a vocabulary cannot hold them twice; continuing it is not supported")
+
+
+def _first_unmade_token(tokenizer: Tokenizer) -> tuple[int, bytes] | None:
+    """(id, bytes) of the lowest id of a multi-byte token that no merge of the tokenizer makes and that is not
+    a special token, or None. (One that a merge joins is named by the engine's replay of the merges: "merge k:
+    ... is neither a byte nor made by an earlier merge".)"""
+    made = {a + b for a, b in tokenizer.merges}
+    joined = {part for pair in tokenizer.merges for part in pair}
+    specials = set(tokenizer.special_tokens.values())
+    return next(((i, token) for i, token in sorted(tokenizer.vocab.items())
+                 if len(token) > 1 and token not in made and token not in joined and i not in specials), None)
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:

@@ -367,6 +367,26 @@ def test_initial_tokenizer_must_suit(tmp_path):
         train_from_counts({b"abc": 2}, 300, initial=loose)
 
 
+@pytest.mark.parametrize("vocab, merges", [({256: b"xy", 257: b"xyz"}, [(b"x", b"y")]), ({256: b"xyz"}, [])])
+def test_an_initial_token_no_merge_makes_is_refused_before_training(tmp_path, vocab, merges, capsys):
+    # training made b"xyz" again under a new id (258): the vocabulary held its bytes twice, encode never gave the
+    # new id and save failed ("ids 257 and 258 have the same bytes"); the CLI trained to the end, then failed
+    # (review helper-143)
+    from bpe_fast.cli import main
+    initial = Tokenizer({**{i: bytes([i]) for i in range(256)}, **vocab}, merges)
+    token_id = max(vocab)
+    message = rf"initial: token {token_id} \(b'xyz'\) is made by none of the tokenizer's merges"
+    with pytest.raises(ValueError, match=message):
+        train_from_counts({b"xyz": 5}, 260, initial=initial)
+    with pytest.raises(ValueError, match=message):
+        train_bpe(write(tmp_path, "xyz xyz"), 260, num_processes=1, initial=initial)
+    initial.save(tmp_path / "init")
+    assert main(["-q", "train", str(write(tmp_path, "xyz xyz")), "--vocab-size", "260", "--continue-from",
+                 str(tmp_path / "init"), "-o", str(tmp_path / "out")]) == 1
+    assert f"--continue-from {tmp_path / 'init'}: token {token_id} (b'xyz') is made by none" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_initial_tokenizer_with_special_tokens_sharing_an_id_is_refused(tmp_path):
     # tiktoken's o200k_harmony gives <|endofprompt|> and <|reserved_200018|> one id; a trained vocabulary gives each
     # special token an id of its own, so the second would silently get a new id: refused, naming both
