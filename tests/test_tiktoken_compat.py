@@ -291,8 +291,11 @@ def test_decode_arguments_and_errors(pair):
 def test_decode_of_a_numpy_bool_among_ints_is_a_type_error(pair):
     # tiktoken takes no NumPy bool as an id; among ints, NumPy made an int array of them and decode read
     # np.True_ as 1. Found comparing decode's arguments with tiktoken's
+    # (NumPy before 2.3 gives its bools __index__, deprecated, which tiktoken then takes: the same outcome still)
+    bools_are_ints = hasattr(np.True_, "__index__")
     for ids in [[1, np.True_], (2, np.False_), [np.int64(3), np.True_]]:
-        assert same(pair, "decode", ids)[:2] == ("raise", TypeError)
+        assert same(pair, "decode", ids)[0] == "ok" if bools_are_ints else \
+            same(pair, "decode", ids)[:2] == ("raise", TypeError)
         same(pair, "decode_bytes", ids)
     with pytest.raises(TypeError, match="position 1"):
         pair[0].tokenizer.decode([1, np.True_])
