@@ -95,7 +95,13 @@ class OutputGroup:
         self._removals.append(os.fspath(path))
 
     def _commit(self) -> None:
-        with _signals_deferred():       # Ctrl-C or SIGTERM between two renames would leave a mixed set
+        # Ctrl-C or SIGTERM between two renames would leave a mixed set; a reader pinning the folder's files
+        # (formats.FolderPin, under folder_lock shared) waits for the renames to end
+        folders = sorted({os.path.dirname(os.path.abspath(target)) for _, target in self._renames}
+                         | {os.path.dirname(os.path.abspath(path)) for path in self._removals})
+        with _signals_deferred(), contextlib.ExitStack() as locks:
+            for folder in folders:
+                locks.enter_context(folder_lock(folder, exclusive=True))
             for k, (tmp, target) in enumerate(self._renames):
                 _replace(tmp, target, [dest for _, dest in self._renames[:k]])
             self._renames.clear()
@@ -112,6 +118,28 @@ class OutputGroup:
             with contextlib.suppress(OSError):      # not empty: something else was put there
                 os.rmdir(folder)
         self._folders.clear()
+
+
+@contextlib.contextmanager
+def folder_lock(folder: StrPath, exclusive: bool) -> Iterator[None]:
+    """An advisory lock (flock) on a folder itself, no file added: exclusive while a group's renames replace
+    files in it, shared while a reader opens a set of them (formats.FolderPin), so that the reader never opens one
+    file of a save and another of the next, however long the saving process pauses between two renames (a load
+    under load took a mix). None where the folder cannot be opened or flock is missing (not POSIX)."""
+    try:
+        import fcntl
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        except OSError:         # a file system without flock: as before, unlocked
+            pass
+        yield
+    finally:
+        os.close(fd)            # (releases the lock)
 
 
 @contextlib.contextmanager

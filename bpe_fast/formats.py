@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
-from .atomic import OutputGroup, atomic_output, output_group
+from .atomic import OutputGroup, atomic_output, folder_lock, output_group
 from .merge_rule import PAIR_TWICE as _TWICE
 from .normalize import check_normalizer
 from .pretokenize import check_unicode
@@ -992,6 +992,10 @@ class FolderPin:
 
     def __init__(self, directory: StrPath) -> None:
         self._held: list[tuple[str, int | None, tuple[int, int] | None]] = []
+        with folder_lock(directory, exclusive=False):      # not while a save's renames are under way
+            self._open(directory)
+
+    def _open(self, directory: StrPath) -> None:
         for name in (VOCAB_FILE, MERGES_FILE, CONFIG_FILE, CACHE_FILE):
             path = os.path.join(os.fspath(directory), name)
             try:        # (O_NONBLOCK: opening a named pipe waits for a writer otherwise; a file ignores it)

@@ -452,6 +452,51 @@ def _save_alternately(folder, stop):
         k += 1
 
 
+def _save_pausing_after_the_first_rename(folder, seconds):
+    """Save the second tokenizer into folder, pausing `seconds` after its first file is renamed into place (a
+    process descheduled between two renames, as on a loaded machine)."""
+    import time
+    from bpe_fast import atomic
+    replace, renamed = atomic._replace, []
+
+    def pausing(tmp, target, done):
+        replace(tmp, target, done)
+        renamed.append(target)
+        if len(renamed) == 1:
+            time.sleep(seconds)
+    atomic._replace = pausing
+    _two_tokenizers()[1].save(folder)
+
+
+def test_a_load_waits_for_a_save_paused_between_its_renames(tmp_path):
+    # the suite under load once loaded a tokenizer of neither save (one load in thousands): a save paused longer
+    # than LOAD_SETTLE between two renames left vocab.json of one save beside bpe_fast.json of the other, which
+    # load took for files edited since ("loaded as they are"). A save's renames hold the folder's lock; a load
+    # pins the files under it
+    import multiprocessing
+    import time
+    import warnings
+    from bpe_fast import Tokenizer
+    first, second = _two_tokenizers()
+    first.save(tmp_path)
+    names = [tmp_path / name for name in (F.VOCAB_FILE, F.MERGES_FILE, F.CONFIG_FILE)]
+    before = [os.stat(path).st_ino for path in names]
+    saver = multiprocessing.get_context("spawn").Process(target=_save_pausing_after_the_first_rename,
+                                                         args=(str(tmp_path), 1.5))
+    saver.start()
+    try:
+        deadline = time.monotonic() + 60
+        while [os.stat(path).st_ino for path in names] == before and time.monotonic() < deadline:
+            time.sleep(0.001)           # until the first file of the save is in place
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            tok = Tokenizer.load(tmp_path)
+    finally:
+        saver.join(60)
+    assert saver.exitcode == 0
+    assert _same(tok, second)
+
+
 def test_loads_while_another_process_saves_get_one_save_or_the_other(tmp_path):
     # before the files were read from where they were opened, about one load in 13 failed here
     import multiprocessing
