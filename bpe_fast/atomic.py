@@ -97,11 +97,15 @@ class OutputGroup:
     def _commit(self) -> None:
         # Ctrl-C or SIGTERM between two renames would leave a mixed set; a reader pinning the folder's files
         # (formats.FolderPin, under folder_lock shared) waits for the renames to end
-        folders = sorted({os.path.dirname(os.path.abspath(target)) for _, target in self._renames}
-                         | {os.path.dirname(os.path.abspath(path)) for path in self._removals})
+        folders = sorted({os.path.realpath(os.path.dirname(os.path.abspath(target))) for _, target in self._renames}
+                         | {os.path.realpath(os.path.dirname(os.path.abspath(path))) for path in self._removals})
         with _signals_deferred(), contextlib.ExitStack() as locks:
+            locked: set[tuple[int, int]] = set()
             for folder in folders:
-                locks.enter_context(folder_lock(folder, exclusive=True))
+                identity = _folder_identity(folder)
+                if identity is not None and identity not in locked:    # each folder once: two locks of one folder
+                    locked.add(identity)                                # (by two paths) would wait on each other
+                    locks.enter_context(folder_lock(folder, exclusive=True))
             for k, (tmp, target) in enumerate(self._renames):
                 _replace(tmp, target, [dest for _, dest in self._renames[:k]])
             self._renames.clear()
@@ -118,6 +122,15 @@ class OutputGroup:
             with contextlib.suppress(OSError):      # not empty: something else was put there
                 os.rmdir(folder)
         self._folders.clear()
+
+
+def _folder_identity(folder: str) -> tuple[int, int] | None:
+    """(device, inode) of a folder, or None for one that is not there (yet: made by the group's renames)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 @contextlib.contextmanager
