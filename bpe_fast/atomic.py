@@ -102,9 +102,9 @@ class OutputGroup:
         with _signals_deferred(), contextlib.ExitStack() as locks:
             locked: set[tuple[int, int]] = set()
             for folder in folders:
-                identity = _folder_identity(folder)
-                if identity is not None and identity not in locked:    # each folder once: two locks of one folder
-                    locked.add(identity)                                # (by two paths) would wait on each other
+                found = path_identity(folder)
+                if found is not None and found not in locked:  # each folder once: two locks of one folder (by
+                    locked.add(found)                          # two paths) would wait on each other
                     locks.enter_context(folder_lock(folder, exclusive=True))
             for k, (tmp, target) in enumerate(self._renames):
                 _replace(tmp, target, [dest for _, dest in self._renames[:k]])
@@ -124,13 +124,17 @@ class OutputGroup:
         self._folders.clear()
 
 
-def _folder_identity(folder: str) -> tuple[int, int] | None:
-    """(device, inode) of a folder, or None for one that is not there (yet: made by the group's renames)."""
+def identity(st: os.stat_result) -> tuple[int, int]:
+    """What names one file or folder whatever path reaches it: (device, inode)."""
+    return st.st_dev, st.st_ino
+
+
+def path_identity(path: StrPath) -> tuple[int, int] | None:
+    """identity of what `path` names now, or None when it names nothing (a folder made by a group's renames)."""
     try:
-        st = os.stat(folder)
+        return identity(os.stat(path))
     except OSError:
         return None
-    return st.st_dev, st.st_ino
 
 
 @contextlib.contextmanager

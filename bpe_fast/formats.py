@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
-from .atomic import OutputGroup, atomic_output, folder_lock, output_group
+from .atomic import OutputGroup, atomic_output, folder_lock, identity, output_group, path_identity
 from .merge_rule import PAIR_TWICE as _TWICE
 from .normalize import check_normalizer
 from .pretokenize import check_unicode
@@ -1009,10 +1009,10 @@ class FolderPin:
                     self.close()
                     raise OSError(errno.EINVAL, "not a regular file (a named pipe or a device, which a load would "
                                   "wait on or read without end): a tokenizer folder's files are read whole", path)
-            self._held.append((path, fd, _identity(os.fstat(fd)) if fd is not None else _path_identity(path)))
+            self._held.append((path, fd, identity(os.fstat(fd)) if fd is not None else path_identity(path)))
 
     def changed(self) -> bool:
-        return any(_path_identity(path) != identity for path, _, identity in self._held)
+        return any(path_identity(path) != held for path, _, held in self._held)
 
     def close(self) -> None:
         for _, fd, _ in self._held:
@@ -1031,17 +1031,6 @@ class FolderPin:
         _PIN_MEMO.reset(self._memo_token)
         _PINNED.reset(self._token)
         self.close()
-
-
-def _identity(st: os.stat_result) -> tuple[int, int]:
-    return st.st_dev, st.st_ino
-
-
-def _path_identity(path: str) -> tuple[int, int] | None:
-    try:
-        return _identity(os.stat(path))
-    except OSError:
-        return None
 
 
 # ------------------------------------------------------------------------------------- the binary cache
