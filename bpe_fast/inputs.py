@@ -265,7 +265,9 @@ class Stream(NamedTuple):
 def check_cap(value: int | None, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+    if value < 0:
         raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
     return int(value)
 

@@ -76,7 +76,9 @@ def check_num_processes(num_processes: int | None) -> int:
                 raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be at most {MAX_PROCESSES}, got {raw!r}")
             return number
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    if not _is_int(num_processes) or num_processes < 1:
+    if not _is_int(num_processes):
+        raise TypeError(f"num_processes must be an int or None, got {type(num_processes).__name__}")
+    if num_processes < 1:
         raise ValueError(f"num_processes must be a positive int or None, got {num_processes!r}")
     if num_processes > MAX_PROCESSES:
         raise ValueError(f"num_processes must be at most {MAX_PROCESSES}, got {num_processes!r}")

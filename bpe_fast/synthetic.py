@@ -355,7 +355,9 @@ _DOC_PASSAGES_CUM = _cumulative([1, 3, 6, 8, 8, 7, 5, 4, 3, 2, 1, 1])
 
 
 def _check_seed(seed):
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     return int(seed)
 

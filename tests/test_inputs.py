@@ -641,10 +641,12 @@ def test_iterator_is_consumed_only_up_to_the_cap():
 
 
 def test_caps_are_checked():
-    for bad in (-1, 1.5, "2GB", True):
-        with pytest.raises(ValueError, match="max_bytes"):
+    # a wrong type is a TypeError, a wrong value a ValueError, as for vocab_size and the other options (a float
+    # or a str cap was a ValueError)
+    for error, bad in ((ValueError, -1), (TypeError, 1.5), (TypeError, "2GB"), (TypeError, True)):
+        with pytest.raises(error, match="max_bytes"):
             count_pretokens(iter(["a"]), max_bytes=bad)
-        with pytest.raises(ValueError, match="max_documents"):
+        with pytest.raises(error, match="max_documents"):
             count_pretokens(iter(["a"]), max_documents=bad)
 
 

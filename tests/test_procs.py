@@ -123,6 +123,9 @@ def test_worker_counts_and_range_sizes_are_ints_numpy_ones_too():
         with pytest.raises(TypeError, match="chunk_bytes must be an int or None"):
             check_chunk_bytes(bad, 5)
     for bad in (True, 2.0, "2"):
+        with pytest.raises(TypeError, match="num_processes must be an int or None"):
+            check_num_processes(bad)
+    for bad in (0, -1, np.int64(0)):
         with pytest.raises(ValueError, match="num_processes must be a positive int or None"):
             check_num_processes(bad)
     with pytest.raises(ValueError, match="chunk_bytes must be positive"):

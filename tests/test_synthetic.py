@@ -147,6 +147,8 @@ def test_bad_arguments(tmp_path):
         generate(io.BytesIO(), 10, seed=-1)
     with pytest.raises(ValueError, match="seed"):
         iter_documents(-1)
+    with pytest.raises(TypeError, match="seed must be an int, got float"):
+        generate(io.BytesIO(), 10, seed=1.0)
 
 
 def test_cli_writes_the_file(tmp_path):
