@@ -256,7 +256,7 @@ def _check_no_folder_among(outputs: Sequence[str], given: str) -> None:
             raise CliError(f"{given}: {output} is a folder; the output of that name cannot replace it")
 
 
-def _check_not_an_input(output: str, flag: str, inputs: Sequence[str]) -> None:
+def _check_not_an_input(output: str, flag: str, inputs: Sequence[str], kind: str = "an input") -> None:
     """A CliError if writing `output` would replace one of the files the command reads: the same directory entry
     by another path, or through a symbolic link (bpe_fast.atomic writes through it). (A hard link to an input is
     not: the output's own entry is replaced, the input keeps its contents.) Called before any work, as
@@ -270,7 +270,7 @@ def _check_not_an_input(output: str, flag: str, inputs: Sequence[str]) -> None:
         except OSError:                 # a folder is missing: an output not written yet replaces no input
             same = False
         if same:
-            raise CliError(f"{path} is an input and would be overwritten by the output ({flag} {output}); "
+            raise CliError(f"{path} is {kind} and would be overwritten by the output ({flag} {output}); "
                            f"choose another output")
 
 
@@ -950,8 +950,9 @@ def cmd_report(args: argparse.Namespace) -> None:
     _check_output_folder(args.output)
     if os.path.isdir(args.output):      # before the text is encoded, not when the page is written
         raise CliError(f"-o {args.output}: is a folder; give the page to write (REPORT.html)")
-    _check_not_an_input(args.output, "-o", _input_files(args.eval) + _tokenizer_files(args.tokenizer)
-                        + (_tokenizer_files(args.against) if args.against else []))
+    inputs = (_input_files(args.eval) + _tokenizer_files(args.tokenizer)
+              + (_tokenizer_files(args.against) if args.against else []))
+    _check_not_an_input(args.output, "-o", inputs)
     tokenizer = _load_tokenizer(args.tokenizer)
     against = _load_tokenizer(args.against, "--against") if args.against else None
     if args.png == "-":               # a folder named '-' was written, where '-' is stdout for encode, decode, synth
@@ -963,8 +964,11 @@ def cmd_report(args: argparse.Namespace) -> None:
         raise CliError(f"--png {args.png}: exists and is not a folder; give the folder to write the charts into")
     if args.png:
         from .html_report import png_names
-        _check_no_folder_among([os.path.join(args.png, name) for name in png_names(bool(args.against))],
-                               f"--png {args.png}")
+        charts = [os.path.join(args.png, name) for name in png_names(bool(args.against))]
+        _check_no_folder_among(charts, f"--png {args.png}")
+        for chart in charts:            # a chart replaced an --eval file or the page itself, and the run said done
+            _check_not_an_input(chart, "--png", inputs)
+            _check_not_an_input(chart, "--png", [args.output], "the report (-o)")
     if args.png:                        # a folder to make (the charts are made after the report's work)
         _check_creatable(args.png, "--png")
     if args.png:

@@ -36,7 +36,6 @@ import functools
 import itertools
 import os
 import unicodedata
-import warnings
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Union
 
@@ -44,6 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._inspect import count_words, merge_forest, propagate, tally_tokens
+from ._warn import warn_caller
 from .inputs import CorpusDecodeError, read_documents
 from .specials import shared_ids
 
@@ -149,7 +149,10 @@ def merge_trees(tokenizer: Tokenizer) -> MergeTrees:
     bpe_fast._inspect.merge_forest as byte pools). A special token is matched before merging, so it is one
     token at every size even when a merge makes its bytes. ValueError when a merge's part is neither a single
     byte, a special token nor the token of an earlier merge (such a merge list is not one BPE training makes;
-    the curve is not defined)."""
+    the curve is not defined), as for a tokenizer by_ranks_only."""
+    if tokenizer.by_ranks_only:     # its merges do not say how its tokens are made (helper-111)
+        raise ValueError("this tokenizer's ranks hold tokens that merging the tokens ranked before them does not "
+                         "make (as Llama 3's): its size cannot be cut by its merges; not supported")
     vocab = tokenizer.vocab
     size = tokenizer.vocab_size
     tokens = list(map(vocab.get, range(size), itertools.repeat(b"", size)))
@@ -185,8 +188,7 @@ def read_texts(texts_or_paths: Texts, text_field: str = "text", text_column: str
             texts = read_documents(os.fspath(item), text_field, text_column, errors)
         elif isinstance(item, str):
             if len(item) < 4096 and "\n" not in item and os.path.isfile(item):
-                warnings.warn(f"{item!r} is taken as the text itself; pass pathlib.Path({item!r}) to read the "
-                              f"file", stacklevel=3)
+                warn_caller(f"{item!r} is taken as the text itself; pass pathlib.Path({item!r}) to read the file")
             try:
                 data = item.encode("utf-8")
             except UnicodeEncodeError:      # lone surrogates: U+FFFD, as encode does
@@ -256,7 +258,10 @@ class TextAnalysis:
 
     @property
     def bytes(self) -> int:
-        return int(self.class_bytes.sum())
+        """The texts' UTF-8 bytes (as read: errors="replace" counts U+FFFD's), what bytes per token divides: for
+        every tokenizer the same figure of the same text. (class_bytes are the bytes of the tokens: fewer where
+        a pattern leaves text out, other where a normalizer changes it; helper-145.)"""
+        return sum(size for _, size, _ in self.sources)
 
     @property
     def tokens(self) -> int:
@@ -335,9 +340,6 @@ def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool
     Arguments as compression_curve's; trees: merge_trees(tokenizer), if already made."""
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    if tokenizer.by_ranks_only:     # its merges do not say how its tokens are made (helper-111)
-        raise ValueError("this tokenizer's ranks hold tokens that merging the tokens ranked before them does not "
-                         "make (as Llama 3's): its size cannot be cut by its merges; not supported")
     trees = merge_trees(tokenizer) if trees is None else trees
     table = script_table() if by_script else space_table()
     classes = len(SCRIPTS) if by_script else 1
@@ -358,7 +360,9 @@ def analyze_text(tokenizer: Tokenizer, texts_or_paths: Texts, *, by_script: bool
         else:
             # the tokens' own bytes when they do not cover the text (a pattern that leaves some out): walked by the
             # tokens' lengths, the text put every token after a gap on the wrong bytes
-            tokens_bytes = data if int(trees.lengths[ids].sum()) == len(data) else tokenizer.decode_bytes(ids)
+            # (or a normalizer's: its text may keep the length with other bytes, helper-145)
+            covers = tokenizer.normalizer is None and int(trees.lengths[ids].sum()) == len(data)
+            tokens_bytes = data if covers else tokenizer.decode_bytes(ids)
             tally_tokens(tokens_bytes, ids, trees.lengths, table, counts, class_bytes, _SPACE, _CJK, _PUNCT)
         if len(bounds) > 2:             # documents: a word never runs on into the next
             edges = bounds.tolist()

@@ -97,6 +97,10 @@ def _log_ticks(low, high):
         e += 1
     if len(ticks) > 9:
         ticks = [t for t in ticks if str(int(t) if t >= 1 else t).lstrip("0.").startswith("1")] or ticks
+    if len(ticks) < 2:          # a range within a decade's 1-2-5 (257..400 of a small tokenizer): no labels
+        whole = float(low).is_integer() and float(high).is_integer()    # vocabulary sizes: no 257.2
+        ticks = [t for t in _linear_ticks(low, high) if low <= t <= high and (not whole or float(t).is_integer())]
+        ticks = ticks if len(ticks) >= 2 else [low, high]
     return ticks
 
 
@@ -386,11 +390,14 @@ class Side:
         return int(self.curve.vocab_sizes[-1])
 
 
-def _analyze(name, tokenizer, texts, errors, colour, text_field="text", text_column="text"):
+def _merge_trees(name, tokenizer):
     try:
-        trees = merge_trees(tokenizer)
+        return merge_trees(tokenizer)
     except ValueError as exc:           # a merge list the curve is not defined for: which tokenizer's
         raise ValueError(f"{name}: {exc}") from None
+
+
+def _analyze(name, tokenizer, trees, texts, errors, colour, text_field="text", text_column="text"):
     analysis = analyze_text(tokenizer, texts, by_script=True, errors=errors, trees=trees, text_field=text_field,
                             text_column=text_column)
     return Side(name, tokenizer, analysis, analysis.curve(), colour, getattr(tokenizer, "training", None))
@@ -524,7 +531,7 @@ def _script_section(sides):
         charts.append(Chart(f"scripts-{len(charts) + 1}", f"Bytes per token by script: {s.name}", "vocabulary size",
                             "bytes per token", series, log_x=True, marks=[(s.full_size, f"{s.full_size:,}", "#444")]))
     rows = []
-    total = sides[0].analysis.bytes
+    total = int(sides[0].analysis.class_bytes.sum())      # the tokens' bytes: the shares add up to 100%
     for name in SCRIPTS:
         curves = [(s.curve.scripts or {}).get(name) for s in sides]
         if all(c is None for c in curves):
@@ -725,10 +732,12 @@ def write_report(tokenizer: Tokenizer, texts_or_paths: Texts, output: str | os.P
     name, against_name = (n.encode("utf-8", "backslashreplace").decode("utf-8") for n in (name, against_name))
     texts = ([texts_or_paths] if isinstance(texts_or_paths, (str, bytes, bytearray, memoryview, os.PathLike))
              else list(texts_or_paths))         # one text, as compression_curve takes it, or several
-    sides = [_analyze(name, tokenizer, texts, errors, _COLOURS[0], text_field, text_column)]
+    # both tokenizers' trees before either encodes the text: a refusal of the second comes before the work
+    trees = [_merge_trees(name, tokenizer)] + ([] if against is None else [_merge_trees(against_name, against)])
+    sides = [_analyze(name, tokenizer, trees[0], texts, errors, _COLOURS[0], text_field, text_column)]
     notes = []
     if against is not None:
-        sides.append(_analyze(against_name, against, texts, errors, _COLOURS[1], text_field, text_column))
+        sides.append(_analyze(against_name, against, trees[1], texts, errors, _COLOURS[1], text_field, text_column))
         if not _same_pre_tokens(against.pattern, tokenizer.pattern):
             notes.append(f"The two tokenizers pre-tokenize with different patterns ({_pattern_name(tokenizer.pattern)}"
                          f" and {_pattern_name(against.pattern)}): their tokens differ in where they may be cut, "

@@ -213,8 +213,33 @@ def test_inputs_paths_texts_and_bytes(tmp_path):
     path = write(tmp_path, "abcab")
     assert compression_curve(tok, path).tokens.tolist() == [5, 3, 2]
     assert compression_curve(tok, [path, "abc", b"ab"]).tokens.tolist() == [10, 6, 4]
-    with pytest.warns(UserWarning, match="taken as the text itself"):
-        compression_curve(tok, str(path))
+    # attributed to the caller's line whichever function is called (stacklevel=3 named curve.py from
+    # compression_curve, html_report.py from write_report: helper-145)
+    from bpe_fast import write_report
+    from bpe_fast.curve import analyze_text
+    for call in (lambda: compression_curve(tok, str(path)), lambda: analyze_text(tok, str(path)),
+                 lambda: write_report(tok, str(path), tmp_path / "r.html")):
+        with pytest.warns(UserWarning, match="taken as the text itself") as caught:
+            call()
+        assert [w.filename for w in caught] == [__file__]
+
+
+def test_bytes_are_the_texts_for_every_tokenizer_and_scripts_the_tokens():
+    # a pattern that leaves text out, or a normalizer that changes it: the curve's bytes (what bytes per token
+    # divides, the report's summary) were the tokens' bytes, the report's table of files the text's: two figures
+    # of one text, and two tokenizers compared on it divided by different byte counts (helper-145)
+    text = "ab 12 cd"                                   # 8 bytes; \p{L}+ keeps "ab" and "cd"
+    letters = Tokenizer(byte_vocab(), [], pattern=r"\p{L}+")
+    curve = compression_curve(letters, text, by_script=True)
+    assert curve.bytes == 8 and curve.tokens.tolist() == [4]
+    assert {name: c.bytes for name, c in curve.scripts.items()} == {"Latin": 4}
+    # NFC: the tokens lie on the normalized text, whose bytes may be as many as the text's and other ones
+    # ("e\u0301" x3 + "\u0958": 12 bytes; NFC "\xe9" x3 + "\u0915\u093c": 12 too); the tokens were tallied
+    # over the text's bytes, a Devanagari byte counted as Latin
+    nfd = "e\u0301" * 3 + "\u0958"
+    curve = compression_curve(Tokenizer(byte_vocab(), []).with_normalizer("NFC"), nfd, by_script=True)
+    assert curve.bytes == len(nfd.encode()) == 12
+    assert {name: c.bytes for name, c in curve.scripts.items()} == {"Latin": 6, "other letters": 6}
 
 
 def test_write_report_takes_one_bytearray_or_memoryview_as_curve_does(tmp_path):
@@ -661,7 +686,11 @@ def test_cli_report_errors(trained, capsys, tmp_path):
     empty.write_bytes(b"")
     (tmp_path / "none").mkdir()
     out = tmp_path / "r.html"
-    cases = ((["--eval", str(bad)], f"{bad}: invalid UTF-8 at byte offset 14 (line 2)"),
+    # ranks merging does not rebuild: the refusal named neither --against nor the tokenizer (helper-145)
+    Tokenizer.from_tiktoken({bytes([i]): i for i in range(256)} | {b"abc": 256, b"ab": 257},
+                            GPT2_PATTERN).save(tmp_path / "ro")
+    cases = ((["--eval", str(bad), "--against", str(tmp_path / "ro")], "bpe-fast: ro: this tokenizer's ranks hold"),
+             (["--eval", str(bad)], f"{bad}: invalid UTF-8 at byte offset 14 (line 2)"),
              (["--eval", str(empty)], f"{empty}: the evaluation text is empty"),
              (["--eval", str(tmp_path / "nope.txt")], "nope.txt: no such file"),
              # a folder was "no such file" (the CLI review); it is read as the other commands read one, its files
@@ -702,6 +731,32 @@ def test_cli_report_png_of_a_chart_that_is_a_folder_is_refused_before_any_work(t
     assert code == 1 and err == (f"bpe-fast: --png {charts}: {charts / chart} is a folder; the output of that name "
                                  f"cannot replace it\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["charts"] and [p.name for p in charts.iterdir()] == [chart]
+
+
+@pytest.mark.parametrize("target", ["report", "eval"])
+def test_cli_report_png_chart_over_the_report_or_an_input_is_refused(trained, capsys, tmp_path, monkeypatch, target):
+    # -o charts/curve.png --png charts: the page was replaced by the chart; --eval charts/curve.png --png charts:
+    # the text by the chart; both exited 0 (helper-145)
+    import bpe_fast.html_report
+    tok_dir, held_out, _ = trained
+    charts = tmp_path / "charts"
+    charts.mkdir()
+    chart = charts / "curve.png"
+    text = held_out.read_bytes()
+    if target == "report":
+        out, evaluated = chart, held_out
+    else:
+        out, evaluated = tmp_path / "r.html", chart
+        chart.write_bytes(text)
+    monkeypatch.setattr(bpe_fast.html_report, "write_report", lambda *a, **k: pytest.fail("the work was begun"))
+    code, _, err = run(["report", "-t", str(tok_dir), "--eval", str(evaluated), "-o", str(out), "--png", str(charts)],
+                       capsys)
+    kind = "the report (-o)" if target == "report" else "an input"
+    shown = out if target == "report" else chart
+    assert code == 1 and err == (f"bpe-fast: {shown} is {kind} and would be overwritten by the output (--png "
+                                 f"{chart}); choose another output\n")
+    assert [p.name for p in charts.iterdir()] == ([] if target == "report" else ["curve.png"])
+    assert target == "report" or chart.read_bytes() == text
 
 
 def test_report_png_names_are_the_charts_written(trained, tmp_path):
@@ -1046,3 +1101,12 @@ def test_cli_report_and_show_on_files_whose_names_are_not_utf8(trained, capsys, 
     assert code == 0, err
     assert "<title>" + html.escape(f"{text} in tokens of {folder}").replace("\udcff", "\\udcff").replace(
         "\udcfe", "\\udcfe") in (tmp_path / "s.html").read_text("utf-8")
+
+
+@pytest.mark.parametrize("low, high", [(257, 400), (257, 499), (600, 900), (257, 258), (257, 50257), (1, 10)])
+def test_log_axes_have_labelled_ticks_at_every_range(low, high):
+    # 257..400 (a small tokenizer's curve) fell between 1-2-5 ticks: the charts had no x labels (helper-145)
+    from bpe_fast.html_report import _log_ticks
+    ticks = _log_ticks(low, high)
+    assert len(ticks) >= 2 and all(low <= t <= high for t in ticks) and ticks == sorted(set(ticks))
+    assert all(float(t).is_integer() for t in ticks)
