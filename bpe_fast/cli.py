@@ -718,7 +718,8 @@ def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Nam
     # to), whose .npy is renamed over it; an output that is not a regular file (/dev/null, a named pipe) cannot
     # be replaced: the .npy, made in a temporary folder, is copied into it (as atomic_output writes to it)
     target = os.path.realpath(output)
-    regular = not os.path.exists(target) or os.path.isfile(target)
+    # (asked of the path given: /dev/stdout to a pipe is really /proc/PID/fd/pipe:[N], a name no folder holds)
+    regular = not os.path.exists(output) or os.path.isfile(output)
     folder = tempfile.mkdtemp(prefix=".bpe-fast-", dir=os.path.dirname(target) if regular else None)
     try:
         n, size = _encode_shards(tokenizer, [path], folder, args, progress)

@@ -59,12 +59,7 @@ def count_on_dask(client: Any, paths: Iterable[str], special_tokens: Sequence[st
     (a bpe_fast.specials.SpecialTokens); pattern: the regex text; errors: "strict" or "replace"; chunk_bytes: None or the most bytes a
     worker reads at once (None: a whole task's bytes). The result equals the local count_pretokens'.
     """
-    from distributed import Client
-
-    if not isinstance(client, Client):
-        raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
-    if client.asynchronous:
-        raise TypeError("count_pretokens needs a synchronous dask.distributed.Client")
+    check_client(client, "count_pretokens")
     errors = check_errors(errors)
     compiled_pattern(pattern)                   # a bad pattern fails here, not on every worker
     if chunk_bytes is not None:                 # checked as without a client (int() took 1.5, '100' and True)
@@ -141,6 +136,20 @@ def _submit(client: Any, tasks: Sequence[_Pieces], special_tokens: Sequence[str]
                                priority=depth)
                  for j, group in enumerate(level[i:i + _FAN_IN] for i in range(0, len(level), _FAN_IN))]
     return level[0]
+
+
+def check_client(client: Any, caller: str) -> None:
+    """TypeError unless `client` is a synchronous dask.distributed.Client; ValueError when it is not running (a
+    closed client failed inside Dask: "'NoneType' object has no attribute 'ncores'")."""
+    from distributed import Client
+
+    if not isinstance(client, Client):
+        raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
+    if client.asynchronous:
+        raise TypeError(f"{caller} needs a synchronous dask.distributed.Client")
+    if client.status != "running":
+        raise ValueError(f"client is not running (its status is {client.status!r}): {caller} needs a connected "
+                         f"dask.distributed.Client")
 
 
 def cluster_failure(exc: BaseException, doing: str = "counting") -> str | None:

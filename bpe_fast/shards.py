@@ -16,10 +16,11 @@ dtype asked for, as long as its header says) and listed in index.json is not enc
 written before the first shard, every 30 s and at the end, listing the shards done ("complete": false until the
 last); it records what the arrays depend on (a digest of the tokenizer, the separator, the field and column
 read), so that a later run into the same folder with other settings, even after a run that stopped, is refused
-rather than mixing arrays of two tokenizers; and each shard's input size and modification time, so that a shard
-whose input changed since is encoded again; and each array's own size and modification time, so that one
-written to since it was complete (even at the same length) is encoded again. A shard the index does not list
-with them (completed after the index's last rewrite by a run that was killed) is encoded again too.
+rather than mixing arrays of two tokenizers; and each shard's input (its real path, size and modification time),
+so that a shard whose input changed since, or is another file of that name, is encoded again; and each array's
+own size and modification time, so that one written to since it was complete (even at the same length) is
+encoded again. A shard the index does not list with them (completed after the index's last rewrite by a run
+that was killed), and any array in a folder without index.json, is encoded again too.
 
 Locally the shards are encoded one after another, each on num_processes workers. With a dask.distributed
 Client each shard not yet complete is one task; the workers read the inputs and write the outputs themselves,
@@ -82,10 +83,10 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     fits). errors: "strict" (invalid UTF-8 is a CorpusDecodeError) or "replace" (U+FFFD).
 
     Shards whose .npy is complete already are skipped (resuming) if index.json lists them with their input's
-    size and modification time as they are now, and the .npy's own; others are encoded again (a shard whose
-    input changed, one whose array was written to since, and one completed after the index's last rewrite by a
-    run that was killed: its input may have changed since). With
-    no index.json at all, every complete .npy is kept. If one shard fails, the error names it and no file of it
+    real path, size and modification time as they are now, and the .npy's own; others are encoded again (a
+    shard whose input changed or is another file, one whose array was written to since, and one completed after
+    the index's last rewrite by a run that was killed: its input may have changed since). With no index.json,
+    no array is kept (nothing says what wrote it). If one shard fails, the error names it and no file of it
     is left; the shards completed stay, listed in index.json with "complete": false. The shards are encoded
     locally one after another, each on num_processes workers (None: every core; see encode_file), or with
     `client` (a dask.distributed.Client) as one task a shard on the cluster, each on num_processes threads
@@ -98,7 +99,8 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     "dtype", "tokens" (the total), the settings the arrays depend on ("tokenizer_sha256", "separator" (an id or
     None), "errors", "text_field", "text_column") and
     "shards": one {"path": input path as given, "file": output file name, "tokens": n, "dtype": ..., "input":
-    {"bytes": size, "mtime_ns": modification time}, "output": the same of the .npy} a shard, in input order.
+    {"bytes": size, "mtime_ns": modification time, "real_path": os.path.realpath of it}, "output": {"bytes",
+    "mtime_ns"} of the .npy} a shard, in input order.
     """
     if not isinstance(tokenizer, Tokenizer):
         raise TypeError(f"tokenizer must be a bpe_fast.Tokenizer, got {type(tokenizer).__name__}")
@@ -113,7 +115,8 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     if client is None:
         num_processes = check_num_processes(num_processes)
     else:
-        _check_client(client)
+        from .dask_counts import check_client
+        check_client(client, "encode_files")
         num_processes = 1 if num_processes is None else check_num_processes(num_processes)
         _check_regular_files(sources)
     out_dir = os.fspath(out_dir)
@@ -126,7 +129,7 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
     _remove_leftovers(out_dir, {s.name for s in shards})
     # output file name -> its entry in the earlier index
     listed = None if earlier is None else {e["file"]: e for e in earlier["shards"]}
-    inputs = [_file_stamp(s.path) for s in shards]
+    inputs = [_input_stamp(s.path) for s in shards]
 
     counts: list[Any] = []                                          # None: to encode
     outputs: list[Any] = []                                         # the stamp of each shard's .npy once done
@@ -137,11 +140,12 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
         # after the index's last rewrite by a run that was then killed (SIGKILL, a power cut): its input may have
         # changed since. An array whose own stamp changed was written to since it was complete (its header and
         # length may still be right). Either is encoded again, and its old array goes now (no later run may take
-        # it for this input's). With no index at all (a run of a version that wrote it last, and stopped),
-        # complete arrays are kept, as before; so are those of an index that predates the arrays' stamps.
+        # it for this input's). With no index at all, no array is kept: nothing says which tokenizer wrote it (an
+        # `encode -o out/a.npy` of another tokenizer, an index deleted; helper-147). The input's stamp holds its
+        # real path: another input of the same name, size and time (b/x.txt after a/x.txt) is not it.
         entry = None if listed is None else listed.get(shard.name)
         now = _output_stamp(shard.out_path)
-        if listed is None or (entry is not None and entry.get("input") == stamp and entry.get("output", now) == now):
+        if entry is not None and entry.get("input") == stamp and entry.get("output", now) == now:
             counts.append(complete_length(shard.out_path, dtype))
         else:
             with contextlib.suppress(FileNotFoundError):
@@ -224,6 +228,11 @@ def _file_stamp(path: str) -> dict[str, int]:
     return {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
+def _input_stamp(path: str) -> dict[str, Any]:
+    """An input's stamp: which file (its real path) and how it was."""
+    return {**_file_stamp(path), "real_path": os.path.realpath(path)}
+
+
 def _output_stamp(path: str) -> dict[str, int] | None:
     """The stamp of an output array, None when it is missing."""
     try:
@@ -247,30 +256,31 @@ class _Shard:
 
 
 def _resolve_files(paths: StrPath | Sequence[StrPath], text_field: str, out_dir: str) -> list[TextFile | Stream]:
-    """The sources of `paths`; of a directory or glob, not out_dir's index.json and the arrays it lists when it is
-    an index of encode_files (a folder encoded into itself, `encode_files("d", "d")`, is resumed as any other:
-    its outputs are not inputs). One named on its own stays (and is refused as an output, by _plan)."""
+    """The sources of `paths`; of a directory or glob, not out_dir's index.json, the arrays it lists, nor any
+    other .npy in out_dir (a folder encoded into itself, `encode_files("d", "d")`, is resumed as any other: its
+    outputs are not inputs, those of a run killed before its index listed them and those of an input since
+    removed neither; a .npy there could not be encoded into it anyway, its output being itself). One named on
+    its own stays (and is refused as an output, by _plan)."""
     items: list[Any] = list(paths) if isinstance(paths, (list, tuple)) else [paths]
     for item in items:
         if not isinstance(item, (str, bytes, os.PathLike)):
-            raise TypeError(f"encode_files needs files (a path, a directory, a glob or a list of them), got "
+            raise TypeError(f"encode_files needs files (a path, a directory or a glob, or a list of them), got "
                             f"{type(item).__name__}")
-    own = _listed_outputs(out_dir)
-    if not own or not items:        # (resolve_inputs names an empty list)
+    expanded = [os.path.isdir(p) or not os.path.exists(p) for p in map(os.fsdecode, items)]   # (a glob)
+    if not any(expanded):               # files only (resolve_inputs names an empty list): looked up together
         return resolve_inputs(items, text_field)
+    own = _listed_outputs(out_dir)
+    folder = os.path.realpath(out_dir)
     sources: list[TextFile | Stream] = []
-    for item in items:
+    for item, expand in zip(items, expanded):
         found = resolve_inputs(item, text_field)
-        path = os.fsdecode(item)
-        if os.path.isdir(path) or not os.path.exists(path):        # a directory or a glob: expanded
-            found = [source for source in found if os.path.realpath(_given(source)) not in own]
-            # and the array of another input found here, written by a run killed before the index listed it
+        if expand:
             real = [os.path.realpath(_given(source)) for source in found]
-            outputs = [os.path.realpath(os.path.join(out_dir, output_name(path))) for path in real]
-            made = {output for output, path in zip(outputs, real) if output != path}     # (x.npy's is itself)
-            found = [source for source, path in zip(found, real) if path not in made]
+            found = [source for source, path in zip(found, real) if path not in own
+                     and not (path.endswith(".npy") and os.path.dirname(path) == folder)]
             if not found:
-                raise FileNotFoundError(2, f"holds no files but the outputs of encoding into {out_dir}", path)
+                raise FileNotFoundError(2, f"holds no files but the outputs of encoding into {out_dir}",
+                                        os.fsdecode(item))
         sources.extend(found)
     return sources
 
@@ -320,6 +330,8 @@ def _plan(sources: Iterable[TextFile | Stream], out_dir: str) -> list[_Shard]:
     first: dict[str, _Shard] = {}
     for shard in shards:
         key = shard.name.casefold()     # a case-insensitive file system would make these one file
+        if key in first and os.path.realpath(first[key].path) == os.path.realpath(shard.path):
+            raise ValueError(f"{first[key].given} and {shard.given} are one file, given twice; give each input once")
         if key in first:
             raise ValueError(f"{first[key].given} and {shard.given} would both be encoded into {shard.name} "
                              f"(output names come from the input names); rename one, or encode them into "
@@ -334,15 +346,6 @@ def _plan(sources: Iterable[TextFile | Stream], out_dir: str) -> list[_Shard]:
             raise ValueError(f"{shard.given} is an input and would be overwritten by an output; choose another "
                              f"out_dir")
     return shards
-
-
-def _check_client(client: Any) -> None:
-    from distributed import Client
-
-    if not isinstance(client, Client):
-        raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
-    if client.asynchronous:
-        raise TypeError("encode_files needs a synchronous dask.distributed.Client")
 
 
 def _check_regular_files(sources: Iterable[TextFile | Stream]) -> None:

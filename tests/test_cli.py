@@ -697,6 +697,12 @@ def test_encode_of_one_jsonl_file_writes_through_a_link_and_into_a_pipe(tmp_path
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert np.load(io.BytesIO(got[0])).tolist() == want
     assert sorted(os.listdir(tmp_path)) == ["disk", "docs.jsonl", "pipe.npy", "tokens.npy"]
+    # -o /dev/stdout when stdout is a pipe: its real path, /proc/PID/fd/pipe:[N], was taken for a regular file
+    # to come, and the temporary folder made beside it ("No such file or directory"; helper-147)
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "-q", "encode", "-t", str(tokdir), str(src), "-o",
+                           "/dev/stdout"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert np.load(io.BytesIO(proc.stdout)).tolist() == want
 
 
 def test_train_into_a_folder_on_another_file_system(tmp_path, corpus, capsys, monkeypatch):

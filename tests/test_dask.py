@@ -116,6 +116,20 @@ def test_bad_arguments_fail_before_anything_is_submitted(client, corpus_files):
         count_pretokens(corpus_files[0], client="tcp://127.0.0.1:8786")
 
 
+def test_a_closed_client_is_refused_naming_it_before_any_output(cluster, corpus_files, tmp_path):
+    # count_pretokens raised "'NoneType' object has no attribute 'ncores'" from inside Dask; encode_files made
+    # out_dir and an empty index.json first (helper-147)
+    from bpe_fast import Tokenizer, encode_files
+    closed = distributed.Client(cluster)
+    closed.close()
+    with pytest.raises(ValueError, match="client is not running \\(its status is 'closed'\\): count_pretokens"):
+        count_pretokens(corpus_files[0], client=closed)
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    with pytest.raises(ValueError, match="client is not running .*: encode_files"):
+        encode_files(corpus_files[0], tmp_path / "out", tok, client=closed)
+    assert not (tmp_path / "out").exists()
+
+
 def test_inputs_the_workers_cannot_read_as_text_are_refused_naming_them(client, tmp_path):
     # the workers count a file's bytes as they are: a JSON lines file was counted with its JSON syntax as text
     # ('{"', '":' ...), a .gz file as compressed bytes (an invalid UTF-8 error, or with errors="replace" U+FFFD

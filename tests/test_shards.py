@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from bpe_fast import GPT2_PATTERN, Tokenizer, encode_files, train_bpe
+from bpe_fast import GPT2_PATTERN, Tokenizer, encode_file, encode_files, train_bpe
 from bpe_fast import file_encoding, shards as shards_module
 from bpe_fast.inputs import CorpusDecodeError, InputError
 from bpe_fast.shards import INDEX_FILE, complete_length, output_name
@@ -249,8 +249,11 @@ def test_clashing_output_names_are_refused_before_any_work(tok, tmp_path):
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=r"a/x\.txt and .*b/x\.jsonl\.gz would both be encoded into x\.npy"):
         encode_files([one, two], out, tok)
-    with pytest.raises(ValueError, match="would both be encoded"):
+    # one file twice was "x.txt and x.txt would both be encoded into x.npy ... rename one" (helper-147)
+    with pytest.raises(ValueError, match=r"a/x\.txt and .*a/x\.txt are one file, given twice"):
         encode_files([one, one], out, tok)
+    with pytest.raises(ValueError, match="are one file, given twice"):
+        encode_files([tmp_path / "a", one], out, tok)
     upper = write_shard(tmp_path / "b", "X.txt", ["three"])
     with pytest.raises(ValueError, match="would both be encoded"):
         encode_files([one, upper], out, tok)
@@ -327,9 +330,8 @@ def test_resume_keeps_complete_shards_and_redoes_the_rest(tok, tmp_path, monkeyp
     kw = dict(text_field="body", text_column="body")
     first = encode_files(paths, out, tok, **kw)
     names = [e["file"] for e in first["shards"]]
-    os.remove(out / INDEX_FILE)
     kept = out / names[0]
-    os.utime(kept, ns=(1, 1))                        # an mtime no rewrite would give
+    kept_stamp = os.stat(kept).st_mtime_ns
     os.remove(out / names[1])                        # missing
     with open(out / names[2], "r+b") as f:           # truncated by one id
         f.truncate(os.path.getsize(out / names[2]) - 2)
@@ -343,7 +345,7 @@ def test_resume_keeps_complete_shards_and_redoes_the_rest(tok, tmp_path, monkeyp
     encoded = spy_on_encoding(monkeypatch)
     second = encode_files(paths, out, tok, **kw)
     assert encoded == names[1:5]
-    assert os.stat(kept).st_mtime_ns == 1
+    assert os.stat(kept).st_mtime_ns == kept_stamp
     assert settled(second) == settled(first)
     for path, name in zip(paths, names):
         np.testing.assert_array_equal(np.load(out / name), expected(tok, path.name, contents[path.name]))
@@ -386,6 +388,45 @@ def test_a_folder_encoded_into_itself_is_resumed(tok, tmp_path, monkeypatch, glo
     resumed = encode_files(given, tmp_path / "d", tok, **kw)
     assert sorted(encoded) == sorted(e["file"] for e in again["shards"])        # none listed: every one again
     assert [e["path"] for e in resumed["shards"]] == [str(p) for p in paths] and resumed["complete"]
+
+
+def test_an_array_of_another_tokenizer_or_input_is_not_taken_for_this_ones(tok, tmp_path):
+    # helper-147: (1) an array no index vouches for (encode_file's own output; or an index deleted) was kept,
+    # and the new index listed another tokenizer's ids as this one's; (2) b/x.txt after a/x.txt into one folder,
+    # same size and modification time, kept a/x.txt's ids under b/x.txt's path
+    other = Tokenizer({i: bytes([i]) for i in range(256)}, [], [EOT, PAD])       # no merges: other ids
+    docs = documents(7, n=8)
+    text = write_shard(tmp_path, "x.txt", docs)
+    out = tmp_path / "out"
+    out.mkdir()
+    encode_file(other, text, out / "x.npy")
+    encode_files(text, out, tok)
+    np.testing.assert_array_equal(np.load(out / "x.npy"), expected(tok, "x.txt", docs))
+    for folder, words in (("a", "alpha beta "), ("b", "gamma delta ")):
+        (tmp_path / folder).mkdir()
+        write_shard(tmp_path / folder, "x.txt", [(words * 300)[:3000]])
+    os.utime(tmp_path / "b" / "x.txt", ns=(1, 10 ** 18))
+    os.utime(tmp_path / "a" / "x.txt", ns=(1, 10 ** 18))
+    assert os.path.getsize(tmp_path / "a" / "x.txt") == os.path.getsize(tmp_path / "b" / "x.txt") == 3000
+    encode_files(tmp_path / "a" / "x.txt", tmp_path / "o", tok)
+    index = encode_files(tmp_path / "b" / "x.txt", tmp_path / "o", tok)
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "x.npy"),
+                                  tok.encode((tmp_path / "b" / "x.txt").read_text(encoding="utf-8")))
+    assert index["shards"][0]["input"]["real_path"] == os.path.realpath(tmp_path / "b" / "x.txt")
+
+
+def test_a_folder_encoded_into_itself_resumes_after_an_input_is_removed(tok, tmp_path):
+    # helper-147: the second run's index no longer listed b.npy (its input removed); the third took it for an
+    # input and was refused ("d/b.npy is an input and would be overwritten")
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for name, seed in (("a.txt", 1), ("b.txt", 2)):
+        write_shard(folder, name, documents(seed, n=8))
+    encode_files(folder, folder, tok)
+    (folder / "b.txt").unlink()
+    for _ in range(2):
+        index = encode_files(folder, folder, tok)
+        assert [e["file"] for e in index["shards"]] == ["a.npy"] and index["complete"]
 
 
 def test_a_folder_of_outputs_only_an_output_folder_and_an_index_not_json_are_named(tok, tmp_path):
@@ -653,10 +694,11 @@ def test_a_shard_completed_after_the_last_index_write_is_encoded_again(tok, tmp_
     again = encode_files([a, b], out, tok)
     assert settled(again) == settled(index) and encoded == ["a.npy", "b.npy"]
     index = again
-    # with no index.json at all (a run of a version that wrote it last), complete arrays are kept, as before
+    # with no index.json at all, nothing says which tokenizer wrote the arrays: encoded again (they were kept,
+    # and a run with another tokenizer listed them as its own; helper-147)
     os.remove(out / INDEX_FILE)
     encoded.clear()
-    assert encode_files([a, b], out, tok) == index and encoded == []
+    assert settled(encode_files([a, b], out, tok)) == settled(index) and encoded == ["a.npy", "b.npy"]
 
 
 def test_a_killed_run_leaves_no_temporary_file_after_the_next(tok, tmp_path):
