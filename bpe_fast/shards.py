@@ -13,7 +13,8 @@ Every file appears only when complete (bpe_fast.atomic); the temporary files of 
 a power cut) are removed by the next run into the folder. A shard whose .npy is complete (a valid 1-D .npy of the
 dtype asked for, as long as its header says) and listed in index.json is not encoded again, so a run that stopped
 (an error, a crash, Ctrl-C) is resumed by calling encode_files again with the same arguments. index.json is
-written before the first shard, every 30 s and at the end, listing the shards done ("complete": false until the
+written before the first shard, after a shard once a second has passed since the last write (at most a twentieth
+of the time goes to it; at least every 30 s) and at the end, listing the shards done ("complete": false until the
 last); it records what the arrays depend on (a digest of the tokenizer, the separator, the field and column
 read), so that a later run into the same folder with other settings, even after a run that stopped, is refused
 rather than mixing arrays of two tokenizers; and each shard's input (its real path, size and modification time),
@@ -60,7 +61,8 @@ _INDEX_FORMAT = "bpe_fast.shards"
 _INDEX_VERSION = 1
 # what the arrays depend on (errors: an index without it, of a version before it was recorded, is taken as any)
 _SETTINGS = ("tokenizer_sha256", "separator", "errors", "text_field", "text_column")
-_INDEX_EVERY = 30.0             # seconds between the index.json writes of a run (see encode_files)
+_INDEX_EVERY = 30.0             # the most seconds between the index.json writes of a run (see encode_files)
+_INDEX_AFTER = 1.0              # the fewest, plus twenty times what the last write took
 SETTLE_SECONDS = 10.0           # on a Dask task's error, how long the tasks still running are waited for
 
 
@@ -159,9 +161,11 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
 
     def write_index(complete: bool) -> dict[str, Any]:
         """index.json, listing the shards done: written before the first shard (so a run that stops leaves its
-        settings, which a later run with others is refused against), every _INDEX_EVERY seconds and when the
-        run stops on an error while shards are encoded (not after each: thousands of shards would make
-        rewriting it quadratic), and complete at the end."""
+        settings, which a later run with others is refused against), after a shard once _INDEX_AFTER seconds
+        and twenty times the last write's time have passed since the last (not after each: thousands of shards
+        would make rewriting it quadratic; at most a twentieth of the time goes to it) or _INDEX_EVERY seconds,
+        when the run stops on an error while shards are encoded, and complete at the end. (A run killed loses
+        the shards done since the last write: they are encoded again.)"""
         done = [i for i, n in enumerate(counts) if n is not None]
         index = {"format": _INDEX_FORMAT, "version": _INDEX_VERSION, "complete": complete,
                  "vocab_size": tokenizer.vocab_size, "dtype": dtype.name,
@@ -173,18 +177,23 @@ def encode_files(paths: StrPath | Sequence[StrPath], out_dir: StrPath, tokenizer
             f.write("\n")
         return index
 
-    written = time.monotonic()
+    written, cost = time.monotonic(), 0.0        # the last write's end and how long it took
+
+    def timed_write() -> None:
+        nonlocal written, cost
+        start = time.monotonic()
+        write_index(False)
+        written = time.monotonic()
+        cost = written - start
 
     def shard_done(i: int) -> None:
-        nonlocal written
         outputs[i] = _output_stamp(shards[i].out_path)
         report.done(i)
-        if time.monotonic() - written >= _INDEX_EVERY:
-            write_index(False)
-            written = time.monotonic()
+        if time.monotonic() - written >= min(_INDEX_EVERY, _INDEX_AFTER + 20 * cost):
+            timed_write()
 
     if todo:
-        write_index(False)
+        timed_write()
         try:
             if client is None:
                 for i in todo:

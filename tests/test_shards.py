@@ -629,8 +629,10 @@ def test_a_shard_whose_input_changed_is_encoded_again(tok, tmp_path, monkeypatch
 
 _KILLED_AFTER_FIRST_SHARD = """
 import os, signal, sys
+import bpe_fast.shards
 from bpe_fast import Tokenizer, encode_files
 out, first = sys.argv[1], sys.argv[2]
+bpe_fast.shards._INDEX_AFTER = 1e9                   # no index write after the first shard, however slow it is
 
 def progress(stage, done, total):
     if os.path.exists(os.path.join(out, first)):     # the first shard is complete on disk: the process dies
@@ -638,6 +640,42 @@ def progress(stage, done, total):
 
 encode_files(sys.argv[4:], out, Tokenizer.load(sys.argv[3]), num_processes=1, progress=progress)
 """
+
+
+_KILLED_AFTER_A_SLOW_FIRST_SHARD = """
+import os, signal, sys, time
+from bpe_fast import Tokenizer, encode_files
+out, first = sys.argv[1], sys.argv[2]
+slept, after = [], []
+
+def progress(stage, done, total):
+    if not os.path.exists(os.path.join(out, first)):
+        if not slept:                                # the first shard takes more than a second
+            slept.append(time.sleep(1.2))
+        return
+    after.append(done)
+    if len(after) > 1:                               # the first shard done, and reported: within the next one
+        os.kill(os.getpid(), signal.SIGKILL)
+
+encode_files(sys.argv[4:], out, Tokenizer.load(sys.argv[3]), num_processes=1, progress=progress)
+"""
+
+
+def test_a_run_killed_keeps_the_shards_done_a_second_before(tok, tmp_path, monkeypatch):
+    # the index was rewritten every 30 s only: runs killed sooner (a job limit, a preemptible machine) each
+    # started from nothing (helper-147). Now after a shard once a second (and twenty rewrites' time) has passed.
+    a = write_shard(tmp_path, "a.txt", documents(3, n=8))
+    b = write_shard(tmp_path, "b.txt", documents(4, n=8))
+    tok.save(tmp_path / "tok")
+    out = tmp_path / "out"
+    killed = subprocess.run([sys.executable, "-c", _KILLED_AFTER_A_SLOW_FIRST_SHARD, str(out), "a.npy",
+                             str(tmp_path / "tok"), str(a), str(b)], capture_output=True, text=True, cwd=tmp_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert [e["file"] for e in json.loads((out / INDEX_FILE).read_text())["shards"]] == ["a.npy"]
+    encoded = spy_on_encoding(monkeypatch)
+    index = encode_files([a, b], out, tok)
+    assert encoded == ["b.npy"] and index["complete"]
+    np.testing.assert_array_equal(np.load(out / "a.npy"), expected(tok, "a.txt", documents(3, n=8)))
 
 
 def test_an_array_written_to_since_it_was_complete_is_encoded_again(tok, tmp_path, monkeypatch):
