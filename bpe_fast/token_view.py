@@ -83,12 +83,18 @@ def split_positions(view: TokenView, tokenizer: Tokenizer) -> set[int]:
 
 # characters that reorder or break the text after them: bidirectional controls (an override such as U+202E
 # shows every later piece reversed, "Trojan Source") and the line and paragraph separators
-_LAYOUT_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029")
+_LAYOUT_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
+                             # and format characters that show nothing at all (a token of a zero-width space, a
+                             # soft hyphen or a BOM was an empty piece; helper-145): not the joiners U+200C/U+200D,
+                             # which shape the script or emoji around them
+                             "\u00ad\u180e\u200b\u2060\u2061\u2062\u2063\u2064\u206a\u206b\u206c\u206d"
+                             "\u206e\u206f\ufeff\ufff9\ufffa\ufffb")
 
 
 def _control(ch: str) -> str:
     """A control character other than a newline, carriage return or tab as \\xNN (C1 controls, bidirectional
-    controls and U+2028/U+2029: \\uNNNN, as display_token writes them); any other character as it is. Written raw,
+    controls, U+2028/U+2029 and invisible format characters: \\uNNNN, as display_token writes them); any other
+    character as it is. Written raw,
     a terminal would run it (ESC starts an escape sequence, a backspace erases, U+202E reverses what follows) and
     a page would show nothing or the pieces out of order."""
     code = ord(ch)

@@ -419,6 +419,19 @@ def test_render_escapes_characters_that_reorder_or_break_the_view():
     assert [display_token(ch.encode()) for ch in layout] == [f"\\u{ord(ch):04x}" for ch in layout]
 
 
+def test_render_escapes_characters_that_show_nothing_but_keeps_the_joiners():
+    # a token of a zero-width space, a soft hyphen or a BOM showed as an empty piece ("[\u200b]" looked like
+    # "[]"; helper-145); the joiners shape emoji and scripts and stay as they are
+    hidden = "\u200b\u00ad\ufeff\u2060"
+    view = TokenView(["a\u200b", "\u00ad", "\ufeff\u2060", "\U0001f468\u200d\U0001f469", "\u0645\u200c"],
+                     [1, 2, 3, 4, 5])
+    assert render_plain(view) == ("[a\\u200b][\\u00ad][\\ufeff\\u2060][\U0001f468\u200d\U0001f469]"
+                                  "[\u0645\u200c]\n")
+    for out in (render_ansi(view), render_html(view)):
+        assert not any(ch in out for ch in hidden) and "\u200d" in out and "\\u00ad" in out
+    assert [display_token(ch.encode()) for ch in hidden] == [f"\\u{ord(ch):04x}" for ch in hidden]
+
+
 # ------------------------------------------------------------------------------------------ the page
 
 class _PageChecker(html.parser.HTMLParser):
