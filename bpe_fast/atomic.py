@@ -159,16 +159,20 @@ def folder_lock(folder: StrPath, exclusive: bool) -> Iterator[None]:
         os.close(fd)            # (releases the lock)
 
 
+# the signals that stop a command (the CLI turns SIGTERM and SIGHUP into exceptions, Ctrl-C is one)
+_DEFERRED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM arriving in the block are handled when it ends (by the handlers they had), not in it.
-    Python runs its handlers in the main thread, whichever thread the signal reached, so the handlers are
+    """SIGINT, SIGTERM and SIGHUP arriving in the block are handled when it ends (by the handlers they had), not
+    in it. Python runs its handlers in the main thread, whichever thread the signal reached, so the handlers are
     swapped for ones that note the signal (the main thread only can; elsewhere the block runs as it is)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     noted: list[int] = []
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.getsignal(sig) for sig in _DEFERRED}
     previous = {sig: handler for sig, handler in previous.items() if handler is not None}   # None: not Python's
     try:
         for sig in previous:

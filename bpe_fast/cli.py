@@ -54,11 +54,17 @@ class CliError(Exception):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, turned into an exception so that workers are stopped and temporary files removed."""
+    """SIGTERM (or SIGHUP: the terminal or ssh session closed), turned into an exception so that workers are
+    stopped and temporary files removed; args[0] is the signal's number."""
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise Terminated()
+    raise Terminated(signum)
+
+
+def _exit_status(stop: Terminated) -> int:
+    """128 + the signal's number, as the shell reports a process the signal killed."""
+    return 128 + (stop.args[0] if stop.args else signal.SIGTERM)
 
 
 # ---- progress ----------------------------------------------------------------------------------
@@ -311,6 +317,8 @@ def cmd_synth(args: argparse.Namespace) -> None:
         if os.path.isdir(args.output):
             raise CliError(f"-o {args.output}: is a folder; give the file to write (CORPUS.txt)")
         _check_free_space(args.output, size, args.size)
+    if to_stdout:           # what went stays there ("no output written" was said after hundreds of MB; helper-146)
+        args.on_interrupt = "stdout holds the corpus written so far, cut short"
     start = time.perf_counter()
     out = cast("IO[bytes]", _Stdout()) if to_stdout else args.output      # generate only calls write()
     generate(out, size, seed=args.seed, style=args.style)
@@ -1258,9 +1266,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return _run(args)
-    except Terminated:              # SIGTERM as the command ended (a KeyboardInterrupt too: not taken for Ctrl-C)
+    except Terminated as stop:      # SIGTERM as the command ended (a KeyboardInterrupt too: not taken for Ctrl-C)
         print("\nbpe-fast: terminated as the command ended", file=sys.stderr)
-        return 143
+        return _exit_status(stop)
     except KeyboardInterrupt:       # Ctrl-C as the command ended, past _run's handlers (restoring SIGTERM's)
         print("\nbpe-fast: interrupted as the command ended", file=sys.stderr)
         return 130
@@ -1295,7 +1303,12 @@ def _check_no_empty_path(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # SIGHUP too (a closed session left a hidden temporary file as large as the work done; helper-146), unless
+    # it is ignored (nohup): it stays so
+    hangup = getattr(signal, "SIGHUP", None)
+    signals = [signal.SIGTERM] + ([hangup] if hangup is not None and signal.getsignal(hangup) is signal.SIG_DFL
+                                  else [])
+    previous = {sig: signal.signal(sig, _on_sigterm) for sig in signals}
     try:
         _check_no_empty_path(args)
         # inside the try: importing inputs imports the compiled modules, which read BPE_FAST_HASH_SEED then (a
@@ -1306,9 +1319,9 @@ def _run(args: argparse.Namespace) -> int:
         except CorpusDecodeError as exc:
             exc.hint = "pass --errors replace to substitute U+FFFD"
             raise CliError(str(exc)) from None
-    except Terminated:
+    except Terminated as stop:
         print(f"\nbpe-fast: terminated; {getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
-        return 143
+        return _exit_status(stop)
     except KeyboardInterrupt:
         print(f"\nbpe-fast: interrupted; {getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
         return 130
@@ -1322,7 +1335,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"bpe-fast: {_describe(exc)}", file=sys.stderr)
         return 1
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in reversed(previous.items()):       # SIGTERM's last
+            signal.signal(sig, handler)
     return 0
 
 

@@ -139,6 +139,8 @@ def _die_with_caller(caller: int) -> None:
 
 def _init_worker(initializer: Callable[..., object] | None, initargs: tuple[Any, ...], caller: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):       # a closed terminal: the caller stops them (as for Ctrl-C), or its death
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)     # a forked worker may inherit the caller's handler
     if hasattr(os, "sched_getaffinity"):      # Linux: prctl exists
         _die_with_parent()

@@ -37,6 +37,8 @@ valid UTF-8 and still exactly ``size_bytes`` long.
 Command line::
 
     python -m bpe_fast.synthetic --size 100MB -o corpus.txt [--seed N] [--style stories|web] [--special-token TEXT]
+
+(``-o -``: stdout.)
 """
 from __future__ import annotations
 
@@ -45,8 +47,10 @@ import bisect
 import decimal
 import io
 import itertools
+import os
 import random
 import re
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -354,11 +358,15 @@ _DOC_PASSAGES = np.arange(1, 13)
 _DOC_PASSAGES_CUM = _cumulative([1, 3, 6, 8, 8, 7, 5, 4, 3, 2, 1, 1])
 
 
-def _check_seed(seed):
+def _check_seed(seed, style="stories"):
+    """seed as an int; the style checked too (the web style's seeds are below 2**64: the key of _Rand is a
+    uint64), so that a bad one is refused when called, not at the first document (iter_documents)."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     if seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    if _check_style(style) == "web" and seed >= 2 ** 64:
+        raise ValueError(f"the web style takes a seed below 2**64, got {seed}")
     return int(seed)
 
 
@@ -440,7 +448,7 @@ def iter_documents(seed: int = 0, style: str = "stories") -> Iterator[str]:
     ``generate(f, size, seed, tok, style)`` writes
     ``"".join(d + "\\n" + tok + "\\n" for d in iter_documents(seed, style))`` cut to ``size`` bytes.
     """
-    seed = _check_seed(seed)
+    seed = _check_seed(seed, style)
     blocks = _block_source(style)
 
     def documents() -> Iterator[str]:
@@ -493,11 +501,23 @@ def _write(out, size_bytes, seed, doc_end, style="stories"):
         if remaining <= 0:
             break
         if len(block) >= remaining:
-            out.write(_cut(block[:remaining]))
+            _write_all(out, _cut(block[:remaining]))
             break
-        out.write(block)
+        _write_all(out, block)
         remaining -= len(block)
     return size_bytes
+
+
+def _write_all(out, data):
+    """out.write until all of data went: a raw file object (io.FileIO on a pipe, a signal arriving) may write
+    part of it and say how much (the rest was lost, and generate returned the full size; helper-146). None (a
+    non-blocking stream with no room) is an error, not a loop."""
+    view = memoryview(data)
+    while view:
+        n = out.write(view)
+        if n is None:
+            raise BlockingIOError(11, "the file object took none of the bytes (non-blocking?)")
+        view = view[n:]
 
 
 def generate(path_or_file: StrPath | IO[bytes], size_bytes: int, seed: int = 0,
@@ -517,8 +537,8 @@ def generate(path_or_file: StrPath | IO[bytes], size_bytes: int, seed: int = 0,
     if size_bytes < 0:
         raise ValueError(f"size_bytes must be >= 0, got {size_bytes}")
     size_bytes = int(size_bytes)
-    seed = _check_seed(seed)
     style = _check_style(style)
+    seed = _check_seed(seed, style)
     doc_end = _doc_end(special_token)
     if style == "web" and b"\0" in doc_end:
         raise ValueError("the web style cannot write a special token with a NUL character")
@@ -541,9 +561,12 @@ def mixed_text(n_chars: int, seed: int = 0, special_token: str | None = None, st
     >>> len(mixed_text(500, seed=3))
     500
     """
+    if isinstance(n_chars, bool) or not isinstance(n_chars, (int, np.integer)):
+        raise TypeError(f"n_chars must be an int, got {type(n_chars).__name__}")
     if n_chars < 0:
         raise ValueError(f"n_chars must be >= 0, got {n_chars}")
-    seed = _check_seed(seed)
+    n_chars = int(n_chars)
+    seed = _check_seed(seed, style)
     blocks = _block_source(style)
     parts, have = [], 0
     for block in blocks(seed, _doc_end(special_token)):
@@ -1916,8 +1939,7 @@ def _web_blocks(seed, doc_end):
     """Yield bytes blocks of whole web-like documents forever; each document is followed by `doc_end`."""
     if b"\0" in doc_end:
         raise ValueError("the web style cannot write a special token with a NUL character")
-    if seed >= 2 ** 64:                 # the key of _Rand is a uint64
-        raise ValueError(f"the web style takes a seed below 2**64, got {seed}")
+    seed = _check_seed(seed, "web")
     pool = _web_pool(seed)
     end_words = -(-len(doc_end) // 8)
     words = np.concatenate([pool.words, np.frombuffer(doc_end + bytes(8 * end_words - len(doc_end)), np.uint64)])
@@ -1988,19 +2010,29 @@ def parse_size(text: str | int) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*", str(text))
     if m is None or m.group(2).lower() not in _UNITS:
         raise ValueError(f"invalid size {text!r} (expected a number with an optional unit: 4096, 100MB, 2GiB)")
-    size = decimal.Decimal(m.group(1)) * _UNITS[m.group(2).lower()]     # exact: "0.5" is half a byte, not 0
-    if size != size.to_integral_value():
-        raise ValueError(f"invalid size {text!r}: {size.normalize():f} bytes is not a whole number of bytes")
+    # exact: "0.5" is half a byte, not 0 (a context as precise as the digits given: the default 28 digits
+    # rounded longer numbers, and took "1.00000000000000000000000000001KB" for 1000; helper-146)
+    with decimal.localcontext() as context:
+        context.prec = len(m.group(1)) + 20
+        size = decimal.Decimal(m.group(1)) * _UNITS[m.group(2).lower()]
+        if size != size.to_integral_value():
+            raise ValueError(f"invalid size {text!r}: {size.normalize():f} bytes is not a whole number of bytes")
     return int(size)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (`bpe-fast synth` is the same with the tool's other habits): one-line errors, no
+    traceback; SIGTERM and SIGHUP stop it as Ctrl-C does, the temporary file removed; "-o -" writes to stdout."""
     parser = argparse.ArgumentParser(
         prog="python -m bpe_fast.synthetic",
         description="Write a deterministic TinyStories-like or web-like corpus of an exact size.",
     )
     parser.add_argument("--size", required=True, help="e.g. 100MB, 2GB, 512MiB, 4096 (bytes)")
-    parser.add_argument("-o", "--output", required=True, help="the file to write")
+    parser.add_argument("-o", "--output", required=True, help="the file to write (-: stdout)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--style", choices=_STYLES, default="stories",
                         help="stories (TinyStories-like, default) or web (web-like, a growing vocabulary)")
@@ -2012,17 +2044,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         size = parse_size(args.size)
     except ValueError as exc:
-        sys.exit(f"{prog}: error: {exc}")
-    start = time.perf_counter()
+        sys.exit(f"{prog}: error: --size: {exc}")
     try:
-        generate(args.output, size, seed=args.seed, special_token=args.special_token, style=args.style)
+        _check_seed(args.seed, args.style)
+    except ValueError as exc:
+        sys.exit(f"{prog}: error: --seed: {exc}")
+    to_stdout = args.output == "-"
+    start = time.perf_counter()
+    # (not a handler that is not the default: `nohup` ignores SIGHUP, and it stays ignored)
+    handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None))
+                if sig is not None and signal.getsignal(sig) is signal.SIG_DFL}
+    try:
+        out = sys.stdout.buffer if to_stdout else args.output
+        generate(out, size, seed=args.seed, special_token=args.special_token, style=args.style)
+        if to_stdout:
+            sys.stdout.buffer.flush()
     except KeyboardInterrupt:
-        sys.exit(f"{prog}: interrupted; nothing written")
-    except OSError as exc:
+        sys.exit(f"{prog}: interrupted; " + ("stdout holds the corpus cut short" if to_stdout else "nothing written"))
+    except BrokenPipeError:         # the reader stopped (| head): quiet, as a process killed by SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())     # (nothing more at exit's flush)
+        return 141
+    except (OSError, ValueError) as exc:
         sys.exit(f"{prog}: error: {exc}")
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     seconds = time.perf_counter() - start
     print(
-        f"wrote {size:,} bytes to {args.output} in {seconds:.2f} s ({size / 1e6 / max(seconds, 1e-9):.0f} MB/s)",
+        f"wrote {size:,} bytes to {'stdout' if to_stdout else args.output} in {seconds:.2f} s "
+        f"({size / 1e6 / max(seconds, 1e-9):.0f} MB/s)",
         file=sys.stderr,
     )
     return 0

@@ -1311,6 +1311,17 @@ def test_a_bad_tokenizer_is_named_by_its_flag(tmp_path, tokdir, corpus, capsys):
         assert f"bpe-fast: {message}" in err, err
 
 
+def test_synth_to_stdout_interrupted_says_what_stdout_holds(monkeypatch, capsys):
+    # "bpe-fast: interrupted; no output written" after hundreds of MB had gone to stdout (helper-146)
+    import bpe_fast.synthetic
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(bpe_fast.synthetic, "generate", interrupted)
+    code, err = run(["synth", "--size", "1MB", "-o", "-"], capsys)
+    assert code == 130 and "interrupted; stdout holds the corpus written so far, cut short" in err, err
+
+
 def test_ctrl_c_as_the_command_ends_is_no_traceback(tmp_path, tokdir, capsys, monkeypatch):
     # a SIGINT reaching the CLI after the command's work, while main restored its SIGTERM handler, escaped main
     # as a KeyboardInterrupt traceback (seen sending SIGINT to 'bpe-fast encode -t tok s2.jsonl -o out.npy' as
@@ -1323,7 +1334,7 @@ def test_ctrl_c_as_the_command_ends_is_no_traceback(tmp_path, tokdir, capsys, mo
     def signal(number, handler):
         calls.append(number)
         previous = real(number, handler)
-        if number == signal_module.SIGTERM and len(calls) == 2:        # the restore in main's finally
+        if number == signal_module.SIGTERM and calls.count(number) == 2:       # the restore in main's finally
             raise KeyboardInterrupt
         return previous
 

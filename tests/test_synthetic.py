@@ -167,6 +167,80 @@ def test_cli_bad_size_is_a_one_line_error(tmp_path):
     assert not out.exists()
 
 
+def test_module_command_line_errors_stdout_and_signals(tmp_path):
+    # python -m bpe_fast.synthetic: a bad --seed was a traceback, "-o -" made a file named "-", SIGTERM left
+    # its temporary file (as large as what was written) and a closed pipe was a traceback (helper-146)
+    import signal
+    import time
+    for args in (["--seed", "-1"], ["--style", "web", "--seed", str(2 ** 64)]):
+        result = run_module("-m", "bpe_fast.synthetic", "--size", "1KB", *args, "-o", str(tmp_path / "x.txt"),
+                            cwd=tmp_path)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1 and ": --seed: " in result.stderr
+    result = subprocess.run([sys.executable, "-m", "bpe_fast.synthetic", "--size", "2KB", "--seed", "3", "-o", "-"],
+                            capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == corpus(2_000, seed=3)
+    assert os.listdir(tmp_path) == []
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        proc = subprocess.Popen([sys.executable, "-m", "bpe_fast.synthetic", "--size", "20GB", "-o",
+                                 str(tmp_path / "big.txt")], stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        deadline = time.time() + 60
+        while not any(p.stat().st_size > 0 for p in tmp_path.iterdir()) and time.time() < deadline:
+            time.sleep(0.01)                     # the temporary file is being written
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1 and "interrupted; nothing written" in err and "Traceback" not in err, err
+        assert os.listdir(tmp_path) == []
+    reader = subprocess.Popen([sys.executable, "-m", "bpe_fast.synthetic", "--size", "50MB", "-o", "-"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    reader.stdout.read(10)
+    reader.stdout.close()
+    assert reader.wait(60) == 141 and reader.stderr.read() == b""
+
+
+def test_short_writes_of_a_raw_file_object_are_written_on(tmp_path):
+    # generate ignored what write() returned: a raw file object (io.FileIO on a pipe, a signal arriving) that
+    # took part of a block lost the rest, and generate returned the full size (helper-146)
+    class Trickle(io.RawIOBase):
+        def __init__(self):
+            self.data = bytearray()
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            part = bytes(b[:7777])
+            self.data += part
+            return len(part)
+
+    out = Trickle()
+    assert generate(out, 300_000, seed=2) == 300_000 and bytes(out.data) == corpus(300_000, seed=2)
+
+    class NonBlocking(Trickle):
+        def write(self, b):
+            return None
+    with pytest.raises(BlockingIOError):
+        generate(NonBlocking(), 1000)
+
+
+def test_argument_types_sizes_and_seeds_are_checked_when_called():
+    # mixed_text(True) was 'O', mixed_text(1.5) a slice error naming nothing; parse_size rounded past 28 digits
+    # (and took 1.00000000000000000000000000001KB for 1000); iter_documents(2**64, "web") failed at the first
+    # document only (helper-146)
+    for bad in (True, 1.5, "5", None):
+        with pytest.raises(TypeError, match="n_chars must be an int"):
+            mixed_text(bad)
+    assert parse_size("12345678901234567890123456789") == 12345678901234567890123456789
+    assert parse_size("123456789012345678901234567890123KB") == 123456789012345678901234567890123000
+    with pytest.raises(ValueError, match=r"1000\.00000000000000000000000001 bytes is not a whole number"):
+        parse_size("1.00000000000000000000000000001KB")
+    with pytest.raises(ValueError, match="below 2\\*\\*64"):
+        iter_documents(2 ** 64, "web")
+    with pytest.raises(ValueError, match="below 2\\*\\*64"):
+        mixed_text(10, seed=2 ** 64, style="web")
+    assert next(iter_documents(2 ** 64))                     # the stories take any seed
+
+
 def test_nothing_half_written_on_interrupt(tmp_path, monkeypatch):
     out = tmp_path / "corpus.txt"
     out.write_bytes(b"old")
