@@ -139,6 +139,9 @@ def resolve_pattern(pattern: str) -> str:
     if lone:    # the text is matched as UTF-8 (lone surrogates in it become U+FFFD): such a character matches nothing
         raise ValueError(f"pattern {shown_pattern(pattern)} holds a lone surrogate (U+{ord(lone.group()):04X}) at index "
                          f"{lone.start()}, which no text has (a byte that is not UTF-8, as a command line passes it?)")
+    unsupported = _unsupported(pattern)
+    if unsupported is not None:
+        raise ValueError(f"pattern {shown_pattern(pattern)} uses {unsupported}; not supported")
     if _NAME_LIKE.fullmatch(pattern):   # a misspelt name: as a regex it would match only itself, and the text
         def plain(name: str) -> str:
             return regex.sub(r"[_.\-]", "", name.lower())
@@ -155,6 +158,24 @@ def resolve_pattern(pattern: str) -> str:
 _NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
 _SURROGATE = regex.compile("[\ud800-\udfff]")
 _BUILT_IN = frozenset(PATTERNS.values())
+
+
+def _unsupported(pattern: str) -> str | None:
+    """What `regex` reads in `pattern` that a tokenizer cannot cut text by (helper-148): \\K, whose match begins
+    before the start it reports (a stream's cut, encode_iterable's, then skipped text), and the reverse flag
+    (?r), whose matches come last first (the ids of a text in reverse order, a stream's pieces mixed up)."""
+    if "\\K" not in pattern and "r" not in pattern:
+        return None
+    for start, end, in_class, _ in _pieces(pattern):
+        piece = pattern[start:end]
+        if in_class:
+            continue
+        if piece == "\\K":
+            return "\\K (a match's text would start before the place `regex` reports)"
+        flags = _INLINE_FLAGS.fullmatch(piece)
+        if flags is not None and "r" in flags.group(1).split("-")[0]:
+            return "the reverse flag (?r) (matches would come last first)"
+    return None
 
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
@@ -678,6 +699,10 @@ def check_tiktoken_readable(pattern: str) -> None:
     if construct is not None:
         raise ValueError(f"the pattern has {construct}, which `regex` and tiktoken's regex engine read differently, "
                          "so tiktoken's ids would differ")
+    if can_match_empty(pattern):        # (pattern_from_tiktoken reads such a pat_str; none is written: helper-148)
+        raise ValueError("the pattern can match empty text (as a|(?=b)|b or \\b): tiktoken's engine goes on past an "
+                         "empty match where `regex` looks for a longer one at the same place (other ids), and "
+                         "tiktoken's encode fails on some empty matches")
 
 
 def swap_tiktoken_anchors(pattern: str) -> str:

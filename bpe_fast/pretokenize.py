@@ -129,6 +129,12 @@ def count_pretokens_text(text: str, pattern: str = GPT2_PATTERN,
     if data is not None:
         words = _scan.count(_tables, data, kind)      # type: ignore[union-attr]  # kind != 0: loaded
     else:
+        if isinstance(text, str) and not text.isascii():    # a lone surrogate: named, as counting names it
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValueError(f"the text holds a lone surrogate at character {exc.start}, which UTF-8 has no "
+                                 f"bytes for") from None
         found = Counter(m.group() for m in compiled_pattern(pattern).finditer(text))
         words = {w.encode("utf-8"): n for w, n in found.items()}
     for word, n in words.items():

@@ -668,3 +668,33 @@ def test_the_native_counter_released_holds_nothing():
     assert (tokens.tobytes(), offsets.tolist(), counts.tolist()) == (b"a b a", [0, 1, 3, 5], [2, 1, 1])
     assert (len(counter), counter.total(), counter.to_dict()) == (0, 0, {})
     assert counter.add(b" b b").to_dict() == {b" b": 2}
+
+
+@pytest.mark.parametrize("pattern, named", [(r"a\Ka+|\s", r"\\K"), (r"\p{L}\K\p{L}+|\p{L}|\s+|\S", r"\\K"),
+                                            (r"(?r)\S+|\s+", r"\(\?r\)"), (r"(?r:\w+)|\s+", r"\(\?r\)")])
+def test_patterns_a_tokenizer_cannot_cut_by_are_refused(pattern, named):
+    # helper-148: with \K the stream encoder cut where the next match reported its start, dropping the text
+    # before it (encode_iterable([" ", "aaa "]) lost an "a"); with (?r) the ids of a text came in reverse order
+    # and a stream's pieces were duplicated and lost. Refused wherever a pattern is taken.
+    import regex
+    from bpe_fast import Tokenizer, count_pretokens
+    assert regex.compile(pattern)                   # `regex` itself takes them
+    with pytest.raises(ValueError, match=named + r".*not supported"):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=pattern)
+    with pytest.raises(ValueError, match=named + r".*not supported"):
+        count_pretokens(["ab cd"], pattern=pattern)
+    with pytest.raises(ValueError, match=named + r".*not supported"):
+        P.pretokenize("ab cd", pattern)
+
+
+@pytest.mark.parametrize("pattern", [r"[K\\]+|\s", r"\\K|\w+|\s", r"arr|(?i:r)|\s"])
+def test_a_k_or_r_that_is_no_keep_out_nor_reverse_flag_is_taken(pattern):
+    import regex
+    assert P.pretokenize("K\\K rr", pattern) == regex.findall(pattern, "K\\K rr")
+
+
+def test_counting_a_text_with_a_lone_surrogate_names_it():
+    # a custom pattern's path raised UnicodeEncodeError from encoding its pre-tokens (helper-148)
+    for pattern in ("gpt2", r"\S+|\s+"):
+        with pytest.raises(ValueError, match="lone surrogate at character 1"):
+            P.count_pretokens_text("x\ud800y", pattern)

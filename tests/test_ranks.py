@@ -1188,6 +1188,28 @@ def test_export_tiktoken_refuses_a_pattern_tiktoken_reads_otherwise(tmp_path):
     assert not (tmp_path / "out.tiktoken").exists()
 
 
+def test_export_tiktoken_refuses_a_pattern_that_can_match_empty_text(tmp_path):
+    """a|(?=b)|b on "ab": `regex` (and so bpe_fast) "a", "", "b"; tiktoken's engine "a" only (it goes on past the
+    empty match): ids [97, 98] against [97]; \\b made tiktoken's encode panic. Both were written (helper-148)."""
+    tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is not installed")
+    import regex
+    bytes_only = {i: bytes([i]) for i in range(256)}
+    pattern = r"a|(?=b)|b"
+    tok = Tokenizer(bytes_only, [], pattern=pattern)
+    assert regex.findall(pattern, "ab") == ["a", "", "b"] and tok.encode("ab") == [97, 98]
+    theirs = tiktoken.Encoding("x", pat_str=pattern, mergeable_ranks={v: k for k, v in bytes_only.items()},
+                               special_tokens={})
+    assert theirs.encode("ab") == [97]
+    for empty in (pattern, r"\b", r"\p{L}*", r"(?:a*|b)+|\s"):
+        tok = Tokenizer(bytes_only, [], pattern=empty)
+        with pytest.raises(ValueError, match=r"the pattern can match empty text"):
+            tok.to_tiktoken()
+        with pytest.raises(ValueError, match=r"the pattern can match empty text"):
+            tok.export_tiktoken(tmp_path / "out.tiktoken")
+    assert not (tmp_path / "out.tiktoken").exists()
+    assert Tokenizer(bytes_only, [], pattern=r"\p{L}+|\s").to_tiktoken().encode("ab c") == [97, 98, 32, 99]
+
+
 def test_export_tiktoken_with_its_anchors_spelled_for_tiktoken_gives_the_same_ids(tmp_path):
     # what export_tiktoken's docstring says to build: the pattern through tiktoken_anchors ("$" is the end of the
     # text alone in tiktoken's engine, also before a final newline in `regex`)
