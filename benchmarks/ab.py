@@ -834,16 +834,23 @@ def parse_args(argv):
         p.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.against_version and args.rev_b is not None:
         p.error(f"--against-version is A: give one revision, B, not two ({args.rev_a} {args.rev_b})")
-    check_output_paths(p, (("--out", args.out), ("--png", args.png)))
+    check_output_paths(p, (("--out", args.out), ("--png", args.png),
+                           ("--out's .json", None if args.out is None else Path(args.out).with_suffix(".json"))))
     if args.out and not args.instructions and Path(args.out).suffix == ".json":
         p.error(f"--out {args.out}: the raw times are written beside the Markdown, as the same name with .json, "
                 f"which would overwrite it: name the report .md")
     return args
 
 
-def check_output_paths(parser, options):
-    """parser.error (one line) for an output file option whose folder does not exist, or that names a folder:
-    said before anything runs, not as a traceback once the benchmarks are done."""
+def check_output_paths(parser, options, inputs=()):
+    """parser.error (one line) for an output file option whose folder does not exist, or that names a folder,
+    or the file of another output or of an input option (`inputs`, (option, path) too): said before anything
+    runs, not as a traceback once the benchmarks are done (icount.py --json BASELINE replaced the baseline; ab.py
+    --png x.json --out x.md wrote the raw times over the chart: helper-149)."""
+    seen = {}
+    for option, path in inputs:
+        if path is not None:
+            seen[os.path.realpath(Path(path).expanduser())] = option
     for option, path in options:
         if path is None:
             continue
@@ -852,6 +859,10 @@ def check_output_paths(parser, options):
             parser.error(f"{option} {path}: a folder, not a file")
         if not path.parent.is_dir():
             parser.error(f"{option} {path}: no such folder {path.parent}")
+        real = os.path.realpath(path)
+        if real in seen:
+            parser.error(f"{option} {path}: is {seen[real]} too; give each output a file of its own")
+        seen[real] = option
 
 
 def selected(only, corpus):
@@ -878,7 +889,7 @@ def parse_size(text):
         factor = 1
     try:
         value = int(float(s) * factor)
-    except ValueError:
+    except (ValueError, OverflowError):           # (inf, 1e400: OverflowError)
         raise ABError(f"not a size: {text!r} (say 4MB)") from None
     if value <= 0:
         raise ABError(f"a size must be positive, got {text!r}")

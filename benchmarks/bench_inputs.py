@@ -174,8 +174,10 @@ def _worker(form, inputs, text_path, processes, vocab_size):
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     # the merges (bytes hashes differ between processes: sha256 of their repr), or the distinct pre-tokens
     digest = hashlib.sha256(repr(counts).encode()).hexdigest()[:16] if vocab_size else len(counts)
+    import bpe_fast
     print(json.dumps({"seconds": took, "peak_kb": max(own + child, tree), "distinct": digest,
-                      "caller_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}))
+                      "caller_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+                      "bpe_fast": str(Path(bpe_fast.__file__).resolve())}))
 
 
 def main(argv=None):
@@ -194,6 +196,20 @@ def main(argv=None):
         _worker(args.worker[0], json.loads(args.worker[1]), args.corpus, args.processes, args.train)
         return
     forms = args.forms.split(",")
+    known = FORMS + ("list", "bytes", "dicts")      # (the last three: documents in memory or streamed)
+    unknown = [form for form in forms if form not in known]
+    if unknown:
+        parser.error(f"--forms: unknown {', '.join(unknown)}; known: {', '.join(known)}")
+    if "file" not in forms:         # (the run ended in KeyError: 'file' once every round was done)
+        parser.error("--forms: give file too: every form's time is given against the text file's")
+    if not os.path.isfile(args.corpus):
+        parser.error(f"--corpus {args.corpus}: no such file")
+    if os.path.getsize(args.corpus) == 0:
+        parser.error(f"--corpus {args.corpus}: empty")
+    # a DIR with no bpe_fast in it was a run of this build against itself, labelled as the baseline (helper-149)
+    if args.baseline_build and not os.path.isfile(os.path.join(args.baseline_build, "bpe_fast", "__init__.py")):
+        parser.error(f"--baseline-build {args.baseline_build}: holds no bpe_fast/ (build one there: git archive, "
+                     f"then python setup.py build_ext --inplace)")
     builds = {form: None for form in forms}          # form label -> PYTHONPATH for it (None: as this script runs)
     if args.baseline_build:
         builds.update({f"{form}@baseline": os.path.abspath(args.baseline_build) for form in forms if form != "file"})
@@ -207,10 +223,16 @@ def main(argv=None):
                 form = label.split("@")[0]
                 extra = ["--train", str(args.train)] if args.train else []
                 env = None if path is None else dict(os.environ, PYTHONPATH=path)
-                out = subprocess.run([sys.executable, __file__, "--corpus", args.corpus, "--processes",
-                                      str(args.processes), *extra, "--worker", form, json.dumps(inputs)],
-                                     check=True, capture_output=True, text=True, env=env).stdout
-                runs[label].append(json.loads(out.strip().splitlines()[-1]))
+                done = subprocess.run([sys.executable, __file__, "--corpus", args.corpus, "--processes",
+                                       str(args.processes), *extra, "--worker", form, json.dumps(inputs)],
+                                      capture_output=True, text=True, env=env)
+                if done.returncode != 0:
+                    last = done.stderr.strip().splitlines()[-1:] or ["no output"]
+                    raise SystemExit(f"bench_inputs.py: the {label} run failed (exit {done.returncode}): {last[0]}")
+                runs[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+                if path is not None and Path(path).resolve() not in Path(runs[label][-1]["bpe_fast"]).parents:
+                    raise SystemExit(f"bench_inputs.py: the {label} run imported bpe_fast from "
+                                     f"{runs[label][-1]['bpe_fast']}, not from {path}")
                 print(label, runs[label][-1], file=sys.stderr)
         sizes = {form: disk_size(inputs[form]) for form in inputs}
     median = {label: statistics.median(r["seconds"] for r in runs[label]) for label in builds}

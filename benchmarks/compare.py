@@ -693,6 +693,8 @@ def prepare_corpus(args, workdir, log):
         path = Path(args.corpus).resolve()
         if not path.is_file():
             raise SystemExit(f"compare.py: --corpus {args.corpus}: no such file")
+        if path.stat().st_size == 0:        # every row "0.0 MB/s", ratios of no work, peers' jobs crashing
+            raise SystemExit(f"compare.py: --corpus {args.corpus}: empty; give a corpus with text in it")
         return path, f"{path} ({path.stat().st_size / 1e6:.1f} MB)"
     size = parse_size(args.size)
     path = workdir / "corpus.txt"
@@ -1103,12 +1105,17 @@ def fmt_time(s):
     return f"{s:.3f}" if s < 10 else f"{s:.1f}"
 
 
+def _cell(text):
+    """text for a Markdown table's cell: its "|" escaped (one in a status split the row into one cell more)."""
+    return str(text).replace("|", "\\|")
+
+
 def table(jobs, nbytes, check_title):
     lines = [f"| tool | time (s) | MB/s | peak RSS (MB) | time / bpe_fast | {check_title} |",
              "| --- | ---: | ---: | ---: | ---: | --- |"]
     for job in jobs:
         if job.status is not None and not job.runs:
-            lines.append(f"| {job.label} | {job.status} | | | | |")
+            lines.append(f"| {_cell(job.label)} | {_cell(job.status)} | | | | |")
             continue
         if job.best is None:
             continue
@@ -1119,8 +1126,8 @@ def table(jobs, nbytes, check_title):
             ratio = "baseline"
         runs = f" (best of {len(job.runs)})" if len(job.runs) > 1 else ""
         status = f"; {job.status}" if job.status else ""
-        lines.append(f"| {job.label} | {fmt_time(job.best)}{runs} | {nbytes / job.best / 1e6:.1f} | "
-                     f"{job.rss:.0f} | {ratio} | {job.agreement}{status} |")
+        lines.append(f"| {_cell(job.label)} | {fmt_time(job.best)}{runs} | {nbytes / job.best / 1e6:.1f} | "
+                     f"{job.rss:.0f} | {ratio} | {_cell(job.agreement + status)} |")
     return lines
 
 
@@ -1166,6 +1173,9 @@ def wait_for_load(limit, max_wait, log):
     while os.getloadavg()[0] > limit and time.monotonic() < deadline:
         log(f"load {os.getloadavg()[0]:.2f} > {limit}: waiting")
         time.sleep(15)
+
+
+CHART_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")      # what --png may be (matplotlib writes them)
 
 
 def parse_args(argv):
@@ -1232,6 +1242,11 @@ def parse_args(argv):
                 p.error(f"{option} {path}: a folder, not a file")
             if not path.parent.is_dir():
                 p.error(f"{option} {path}: no such folder {path.parent}")
+    if args.png is not None:        # matplotlib's "Format 'md' is not supported" came after every measurement
+        if Path(args.png).suffix.lower() not in CHART_SUFFIXES:
+            p.error(f"--png {args.png}: a chart file ends in {', '.join(CHART_SUFFIXES)}")
+        if args.out is not None and os.path.realpath(args.png) == os.path.realpath(args.out):
+            p.error(f"--png {args.png}: is --out too; give the chart a file of its own")
     from bpe_fast.patterns import compile_pattern
     from bpe_fast.synthetic import parse_size
 
@@ -1386,7 +1401,13 @@ def main(argv=None):
         Path(args.out).write_text(text, encoding="utf-8")
     failed = [j for _, jobs, _, _, _ in sections for j in jobs if j.status and j.status.startswith("failed")]
     bpe_failed = [j for j in failed if j.tool == "bpe_fast"]
-    return 1 if bpe_failed else 0
+    # ids or text that differ from bpe_fast's (the same ranks: tiktoken's ids are the promise) fail the run too:
+    # they were a "NO" in the table only, exit 0 (helper-149). Training merges may differ by ties: not here.
+    differ = [(title, j) for title, jobs, _, _, _ in sections for j in jobs
+              if j.check in ("ids", "text") and j.agreement.startswith("NO")]
+    for title, job in differ:
+        print(f"compare.py: {title}: {job.label}: {job.agreement}", file=sys.stderr)
+    return 1 if bpe_failed or differ else 0
 
 
 if __name__ == "__main__":

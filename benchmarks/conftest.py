@@ -69,6 +69,8 @@ def _read_corpus_settings(config):
         real = Path(real).expanduser().resolve()
         if not real.is_file():
             raise pytest.UsageError(f"--corpus / BPE_FAST_BENCH_CORPUS: {real}: no such file")
+        if real.stat().st_size == 0:        # (the benchmarks then failed their asserts, saying nothing of why)
+            raise pytest.UsageError(f"--corpus / BPE_FAST_BENCH_CORPUS: {real}: empty")
     return real, nbytes
 
 

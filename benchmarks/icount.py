@@ -348,7 +348,7 @@ def parse_args(argv):
         p.error(f"--repeat must be at least 1, got {args.repeat}")
     if args.jobs is not None and args.jobs < 1:
         p.error(f"--jobs must be at least 1, got {args.jobs}")
-    ab.check_output_paths(p, (("--json", args.json),))
+    ab.check_output_paths(p, (("--json", args.json),), inputs=(("--baseline", args.baseline),))
     return args
 
 
@@ -404,7 +404,9 @@ def gate_main(args, say):
         build_path, what = built.path, f"{rev} ({source.about}; build {built.key[:16]})"
     measured = measure(build_path, names, repeat, args.jobs, say, label=what)
     if args.json:
-        args.json.write_text(json.dumps(measured, indent=2) + "\n")
+        tmp = args.json.with_name(args.json.name + ".tmp")
+        tmp.write_text(json.dumps(measured, indent=2) + "\n")
+        os.replace(tmp, args.json)
     if repeat > 1:
         say(f"the runs agree to within {spread(measured['runs']):.4%}")
     if args.update_baseline:

@@ -148,6 +148,9 @@ def test_percentages_and_sizes():
     assert ab.parse_size("1234") == 1234
     with pytest.raises(ab.ABError):
         ab.parse_size("lots")
+    for bad in ("inf", "1e400", "nan"):          # inf was an OverflowError traceback (helper-149)
+        with pytest.raises(ab.ABError, match="not a size"):
+            ab.parse_size(bad)
 
 
 def test_benchmark_selection():
@@ -366,6 +369,18 @@ def test_valgrind_missing_is_one_line(tmp_path, script, args):
 def test_the_gate_without_a_baseline_is_one_line(tmp_path):
     status, out, err, pid = run_script([BENCHMARKS / "icount.py", "--baseline", tmp_path / "none.json"], tmp_path)
     assert status == 2 and len(err) == 1 and "--update-baseline" in err[0]
+
+
+def test_an_output_over_the_baseline_or_another_output_is_refused_before_any_work(tmp_path):
+    # icount.py --json BASELINE replaced the baseline with the measured counts; ab.py --png x.json --out x.md wrote
+    # the raw times over the chart (helper-149)
+    baseline = tmp_path / "base.json"
+    baseline.write_text("{}")
+    status, out, err, pid = run_script([BENCHMARKS / "icount.py", "--baseline", baseline, "--json", baseline], tmp_path)
+    assert status == 2 and "is --baseline too" in err[-1] and baseline.read_text() == "{}"
+    status, out, err, pid = run_script([BENCHMARKS / "ab.py", "--out", tmp_path / "x.md", "--png", tmp_path / "x.json"],
+                                       tmp_path)
+    assert status == 2 and "is --png too" in err[-1]
 
 
 def test_stale_worktrees_of_dead_runs_are_removed(tmp_path):

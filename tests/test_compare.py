@@ -5,6 +5,7 @@ imported (PYTHONPATH passes through for an in-place build).
 """
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ def rows(md):
     out = {}
     for line in md.splitlines():
         if line.startswith("| ") and not line.startswith(("| tool", "| ---")):
-            cells = [c.strip() for c in line.strip("|").split("|")]
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip("|"))]     # (a cell's own "|" is "\|")
             out[cells[0]] = cells[1:]
     return out
 
@@ -169,6 +170,40 @@ def test_encode(tmp_path):
         assert "matplotlib is not installed" in md
 
 
+def test_every_row_has_the_headers_cells(tmp_path):
+    # "not run (only with --encoding cl100k_base|o200k_base)": its "|" made three rows of every default report
+    # one cell longer than the table (helper-149)
+    md = run_compare(tmp_path, "--only", "encode")
+    for line in md.splitlines():
+        if line.startswith("| "):
+            assert len(re.split(r"(?<!\\)\|", line.strip().strip("|"))) == 6, line
+    assert "cl100k_base\\|o200k_base" in md
+
+
+_WRONG_ID = """
+import bpe_fast.tokenizer as _t
+_real = _t.Tokenizer.encode_to_numpy
+def _wrong(self, *args, **kwargs):
+    ids = _real(self, *args, **kwargs).copy()
+    ids[7] += 1
+    return ids
+_t.Tokenizer.encode_to_numpy = _wrong
+"""
+
+
+def test_ids_that_differ_fail_the_run_and_are_named(tmp_path):
+    # a "NO" in the table was all: exit 0, nothing on stderr, so a script could not catch it (helper-149)
+    (tmp_path / "patch").mkdir()
+    (tmp_path / "patch" / "sitecustomize.py").write_text(_WRONG_ID)
+    path = os.pathsep.join(filter(None, [str(tmp_path / "patch"), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--size", "200KB", "--vocab-size", "400", "--encode-bytes", "100KB",
+         "--processes", "2", "--repeat", "1", "--only", "encode", "--peers", "tiktoken"],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr
+    assert "bpe_fast `encode_to_numpy`: NO (" in proc.stderr and "first difference at 7)" in proc.stderr
+
+
 def test_missing_and_excluded_peers_are_reported(tmp_path):
     md = run_compare(tmp_path, "--only", "train", "--peers", "rustbpe,gigabpe",
                      env={"BPE_FAST_COMPARE_PRETEND_MISSING": "rustbpe,gigabpe"})
@@ -187,6 +222,16 @@ def test_bad_arguments(tmp_path):
     proc = subprocess.run([sys.executable, str(SCRIPT), "--vocab-size", "1000,200"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "at least 257" in proc.stderr
+    # a chart matplotlib cannot write, or one over the Markdown, failed after every measurement (helper-149)
+    for args, words in ((["--png", "same.md"], "a chart file ends in .png"),
+                        (["--png", "r.png", "--out", "r.png"], "is --out too")):
+        proc = subprocess.run([sys.executable, str(SCRIPT), *args], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    (tmp_path / "empty.txt").write_bytes(b"")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--corpus", "empty.txt"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1 and "--corpus empty.txt: empty" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("args, words", [

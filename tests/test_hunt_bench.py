@@ -486,3 +486,17 @@ def test_memtrace_prints_the_stages_and_the_peak_and_refuses_bad_arguments_in_on
     for args, words in [([corpus, 100], ["vocab_size", "257"]), ([tmp_path / "gone.txt", 300], ["gone.txt"]),
                         ([corpus], ["vocab_size"])]:
         assert_one_line_error(*run("memtrace.py", args, tmp_path), "memtrace.py", words)
+
+
+@pytest.mark.parametrize("args, words", [
+    # a folder with no build in it ran this build twice, the second labelled as the baseline (helper-149)
+    (["--corpus", "c.txt", "--forms", "file,iterator", "--baseline-build", "nowhere"], ["--baseline-build nowhere"]),
+    (["--corpus", "c.txt", "--forms", "iterator"], ["--forms", "file"]),       # KeyError: 'file' after every round
+    (["--corpus", "c.txt", "--forms", "file,tar"], ["--forms", "unknown tar"]),
+    (["--corpus", "missing.txt"], ["--corpus missing.txt: no such file"]),      # a CalledProcessError traceback
+    (["--corpus", "empty.txt"], ["--corpus empty.txt: empty"]),
+])
+def test_bench_inputs_bad_arguments(tmp_path, args, words):
+    (tmp_path / "c.txt").write_text("some text<|endoftext|>more text")
+    (tmp_path / "empty.txt").write_text("")
+    assert_one_line_error(*run("bench_inputs.py", args, tmp_path), "bench_inputs.py", words)
