@@ -661,16 +661,23 @@ encode_files(sys.argv[4:], out, Tokenizer.load(sys.argv[3]), num_processes=1, pr
 """
 
 
-def test_a_run_killed_keeps_the_shards_done_a_second_before(tok, tmp_path, monkeypatch):
-    # the index was rewritten every 30 s only: runs killed sooner (a job limit, a preemptible machine) each
-    # started from nothing (helper-147). Now after a shard once a second (and twenty rewrites' time) has passed.
+def _run_killed(script, tok, tmp_path):
+    """Shards a.txt and b.txt encoded into out/ by `script` in a process that kills itself (SIGKILL) after the
+    first shard: (a, b, out)."""
     a = write_shard(tmp_path, "a.txt", documents(3, n=8))
     b = write_shard(tmp_path, "b.txt", documents(4, n=8))
     tok.save(tmp_path / "tok")
     out = tmp_path / "out"
-    killed = subprocess.run([sys.executable, "-c", _KILLED_AFTER_A_SLOW_FIRST_SHARD, str(out), "a.npy",
-                             str(tmp_path / "tok"), str(a), str(b)], capture_output=True, text=True, cwd=tmp_path)
+    killed = subprocess.run([sys.executable, "-c", script, str(out), "a.npy", str(tmp_path / "tok"), str(a), str(b)],
+                            capture_output=True, text=True, cwd=tmp_path)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
+    return a, b, out
+
+
+def test_a_run_killed_keeps_the_shards_done_a_second_before(tok, tmp_path, monkeypatch):
+    # the index was rewritten every 30 s only: runs killed sooner (a job limit, a preemptible machine) each
+    # started from nothing (helper-147). Now after a shard once a second (and twenty rewrites' time) has passed.
+    a, b, out = _run_killed(_KILLED_AFTER_A_SLOW_FIRST_SHARD, tok, tmp_path)
     assert [e["file"] for e in json.loads((out / INDEX_FILE).read_text())["shards"]] == ["a.npy"]
     encoded = spy_on_encoding(monkeypatch)
     index = encode_files([a, b], out, tok)
@@ -710,13 +717,7 @@ def test_a_shard_completed_after_the_last_index_write_is_encoded_again(tok, tmp_
     # index.json is rewritten every _INDEX_EVERY seconds: a run killed after a shard's .npy is complete, before
     # the next rewrite, leaves it complete and unlisted; its input may change before the next run, which kept it
     # (and recorded the new input's stamp for it, so that no later run could tell)
-    a = write_shard(tmp_path, "a.txt", documents(3, n=8))
-    b = write_shard(tmp_path, "b.txt", documents(4, n=8))
-    tok.save(tmp_path / "tok")
-    out = tmp_path / "out"
-    killed = subprocess.run([sys.executable, "-c", _KILLED_AFTER_FIRST_SHARD, str(out), "a.npy",
-                             str(tmp_path / "tok"), str(a), str(b)], capture_output=True, text=True, cwd=tmp_path)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    a, b, out = _run_killed(_KILLED_AFTER_FIRST_SHARD, tok, tmp_path)
     assert complete_length(out / "a.npy", np.dtype(np.uint16)) is not None
     assert json.loads((out / INDEX_FILE).read_text())["shards"] == []
     write_shard(tmp_path, "a.txt", documents(5, n=9))       # another text in the same file
