@@ -106,8 +106,22 @@ class OutputGroup:
                 if found is not None and found not in locked:  # each folder once: two locks of one folder (by
                     locked.add(found)                          # two paths) would wait on each other
                     locks.enter_context(folder_lock(folder, exclusive=True))
-            for k, (tmp, target) in enumerate(self._renames):
-                _replace(tmp, target, [dest for _, dest in self._renames[:k]])
+            # the targets there are now, linked aside: a rename that fails puts back those already done (the
+            # folder was left half one save, half the other, which neither loaded; helper-151)
+            aside = [_link_aside(target) if len(self._renames) > 1 else None for _, target in self._renames]
+            try:
+                for k, (tmp, target) in enumerate(self._renames):
+                    try:
+                        os.replace(tmp, target)
+                    except OSError as exc:
+                        undone = _put_back([dest for _, dest in self._renames[:k]], aside[:k])
+                        raise type(exc)(exc.errno, f"cannot be replaced: {exc.strerror or exc}{undone}",
+                                        target) from None
+            finally:
+                for link in aside:
+                    if link:
+                        with contextlib.suppress(OSError):
+                            os.unlink(link)
             self._renames.clear()
             for path in self._removals:
                 with contextlib.suppress(FileNotFoundError):
@@ -277,6 +291,10 @@ def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
     except OSError:
         target = None
     if target is not None and not stat.S_ISREG(target.st_mode):
+        if renames is not None:     # a group's files are replaced together: a pipe would wait for a reader, a
+            # device (/dev/null) would take a file a load then refuses (helper-151)
+            raise OSError(errno.EINVAL, "is not a regular file; the files of a folder are replaced together, "
+                                        "and this one cannot be", path)
         try:
             with open(path, mode, **open_kwargs) as direct:
                 yield direct
@@ -314,6 +332,48 @@ def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _link_aside(target: str) -> str | None:
+    """A second name for the file at `target` (a hard link beside it, named as a temporary file, so that a run
+    killed here leaves what the next one removes): "" when there is none to keep (no file there yet), None when
+    the link cannot be made (a file system without hard links: that file cannot be put back)."""
+    if not os.path.isfile(target) or os.path.islink(target):
+        return ""
+    import random
+    folder, name = os.path.split(target)
+    for _ in range(100):
+        suffix = "".join(random.choices("abcdefghijklmnopqrstuvwxyz0123456789_", k=8))
+        aside = os.path.join(folder, f".{staged_key(name, folder)}.{suffix}{_TMP_SUFFIX}")
+        try:
+            os.link(target, aside)
+            return aside
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+    return None
+
+
+def _put_back(replaced: list[str], aside: list[str | None]) -> str:
+    """Undo the renames onto `replaced` (each target's earlier file linked aside, "" where it had none): what the
+    error says of them."""
+    if not replaced:
+        return ""
+    lost = []
+    for target, link in zip(replaced, aside):
+        try:
+            if link == "":
+                os.unlink(target)               # a file this group added
+            elif link is not None:
+                os.replace(link, target)
+            else:
+                lost.append(target)
+        except OSError:
+            lost.append(target)
+    if lost:
+        return f" ({', '.join(lost)} replaced already, and could not be put back)"
+    return f" ({', '.join(replaced)} put back as they were)"
 
 
 def _replace(tmp: str, target: str, replaced: list[str]) -> None:

@@ -662,11 +662,17 @@ def edited_files(directory: StrPath) -> list[str]:
     (files_match)."""
     path = os.path.join(os.fspath(directory), CONFIG_FILE)
     try:
-        digests = _read_json_object(path)[1].get("files_sha256")
+        text, config = _read_json_object(path)
     except (OSError, ValueError):
         return []
-    if not isinstance(digests, dict):
+    if "files_sha256" not in config:        # saved before the digests were kept
         return []
+    digests = config["files_sha256"]
+    # present but damaged (a list, a digest that is no string): was taken for a save from before digests, and an
+    # edited vocab.json loaded without a word (helper-151)
+    if not isinstance(digests, dict) or not all(isinstance(digests.get(name), str) for name in _DIGESTED):
+        raise FormatError(path, _key_line(text, "files_sha256"), f'"files_sha256" must map {" and ".join(_DIGESTED)} '
+                                                                 f"to their SHA-256 in hex, got {digests!r}"[:300])
     return [name for name in _DIGESTED if digests.get(name) != _sha256_hex(os.path.join(os.fspath(directory), name))]
 
 
@@ -719,7 +725,8 @@ def read_config(path: StrPath) -> tuple[list[str], str]:
 
     text, config = _read_json_object(path)
     version = _CONFIG_RANKS_VERSION if config.get("ignore_merges") is True else _CONFIG_VERSION
-    if config.get("format") != _CONFIG_FORMAT or config.get("version") != version:
+    given = config.get("version")
+    if config.get("format") != _CONFIG_FORMAT or type(given) is not int or given != version:   # (not true, 1.0)
         raise FormatError(path, None, f'expected "format": "{_CONFIG_FORMAT}" and "version": {version}, got '
                                       f'{config.get("format")!r} and {config.get("version")!r}')
     pattern = config.get("pattern")

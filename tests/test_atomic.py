@@ -158,8 +158,48 @@ def test_a_refused_rename_names_the_target_not_the_temporary_file(tmp_path):
             (tmp_path / "b").mkdir()
             (tmp_path / "b" / "inside").write_text("x")
     assert raised.value.filename == str(tmp_path / "b") and ".tmp" not in str(raised.value)
-    assert f"{tmp_path / 'a'} replaced already" in str(raised.value)
-    assert sorted(os.listdir(tmp_path)) == ["a", "b", "c"]         # no temporary file left
+    # the group's renames before it undone: "a" was not there, and is not (helper-151: a save failing between
+    # two renames left half of each save, which neither loaded)
+    assert f"{tmp_path / 'a'} put back as they were" in str(raised.value)
+    assert sorted(os.listdir(tmp_path)) == ["b", "c"]         # no temporary file left
+
+
+def test_a_failed_rename_puts_back_the_files_the_group_replaced_before_it(tmp_path):
+    from bpe_fast.atomic import output_group
+
+    for name in ("a", "b", "c"):
+        (tmp_path / name).write_text(f"old {name}")
+    link = tmp_path / "a-link"
+    os.link(tmp_path / "a", link)                  # the old "a" by another name: its inode is kept
+    with pytest.raises(IsADirectoryError) as raised:
+        with output_group() as group:
+            for name in ("a", "b", "c"):
+                with group.output(tmp_path / name, "w") as f:
+                    f.write(f"new {name}")
+            (tmp_path / "c").unlink()
+            (tmp_path / "c").mkdir()               # the third rename fails
+            (tmp_path / "c" / "inside").write_text("x")
+    assert "put back as they were" in str(raised.value)
+    assert [(tmp_path / name).read_text() for name in ("a", "b")] == ["old a", "old b"]
+    assert os.path.samefile(tmp_path / "a", link)
+    assert sorted(os.listdir(tmp_path)) == ["a", "a-link", "b", "c"]       # no link aside, no temporary file
+    with output_group() as group:                  # and a group that succeeds leaves no link aside either
+        for name in ("a", "b"):
+            with group.output(tmp_path / name, "w") as f:
+                f.write(f"new {name}")
+    assert sorted(os.listdir(tmp_path)) == ["a", "a-link", "b", "c"] and (tmp_path / "a-link").read_text() == "old a"
+
+
+def test_a_group_refuses_a_target_that_is_not_a_regular_file(tmp_path):
+    # save into a folder whose merges.txt was a named pipe waited for a reader forever; one whose file was a
+    # link to /dev/null "saved" what the load then refused (helper-151)
+    from bpe_fast import Tokenizer
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    (tmp_path / "t").mkdir()
+    os.mkfifo(tmp_path / "t" / "merges.txt")
+    with pytest.raises(OSError, match="is not a regular file; the files of a folder are replaced together"):
+        tok.save(tmp_path / "t")
+    assert sorted(os.listdir(tmp_path / "t")) == ["merges.txt"]
 
 
 def _group_renamed_under_signals(tmp_path, monkeypatch, signals):

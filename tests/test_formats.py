@@ -634,3 +634,25 @@ def test_a_folder_named_by_bytes_loads(tmp_path):
     tok.save(tmp_path / "tok")
     again = Tokenizer.load(os.fsencode(tmp_path / "tok"))
     assert again.encode("abab<|e|>") == tok.encode("abab<|e|>") == [256, 256, 257]
+
+
+def test_a_config_version_or_digests_of_the_wrong_type_are_refused(tmp_path):
+    # "version": true and 1.0 were read as 1 (True == 1 == 1.0); "files_sha256" as a list, or with a digest that
+    # is no string, was taken for a save from before the digests, and an edited vocab.json loaded without a word
+    # (helper-151)
+    from bpe_fast import Tokenizer
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    tok.save(tmp_path / "t")
+    config_path = tmp_path / "t" / "bpe_fast.json"
+    config = json.loads(config_path.read_text())
+    for version in (True, 1.0):
+        config_path.write_text(json.dumps(dict(config, version=version)))
+        with pytest.raises(FormatError, match=r'expected "format": "bpe_fast" and "version": 1'):
+            Tokenizer.load(tmp_path / "t")
+    for digests in ([config["files_sha256"]["vocab.json"]], dict(config["files_sha256"], **{"vocab.json": 1})):
+        config_path.write_text(json.dumps(dict(config, files_sha256=digests)))
+        with pytest.raises(FormatError, match=r'bpe_fast\.json.*"files_sha256" must map vocab\.json and merges\.txt'):
+            Tokenizer.load(tmp_path / "t")
+    del config["files_sha256"]                      # absent: a save from before the digests, loaded as it is
+    config_path.write_text(json.dumps(config))
+    assert Tokenizer.load(tmp_path / "t").encode("abc") == [256, 99]
