@@ -114,6 +114,24 @@ def _view(allowed: frozenset[str] | str, disallowed: frozenset[str], encoder: To
     return _View(allowed, disallowed, look_for, shared_start(disallowed), encoder)
 
 
+def _overridden(encoding: Encoding, name: str) -> bool:
+    """Whether `encoding`'s method `name` is not Encoding's own (a subclass's, or one set on the instance): the
+    batch and bytes helpers then call it, as tiktoken's do, rather than their native paths (which skipped it)."""
+    # (the bound method's function: vars(encoding) would make the instance's __dict__, which attribute lookups
+    # then pay for)
+    return getattr(getattr(encoding, name), "__func__", None) is not getattr(Encoding, name)
+
+
+def _offsets_of(pieces: list[bytes]) -> tuple[str, list[int]]:
+    """decode_with_offsets from the tokens' bytes: the text (strict UTF-8) and for each token the index of the first
+    character holding bytes of it (a token starting with a continuation byte belongs to the character before)."""
+    offsets, length = [], 0
+    for piece in pieces:
+        offsets.append(max(0, length - (1 if piece and 0x80 <= piece[0] < 0xC0 else 0)))
+        length += sum(1 for byte in piece if not 0x80 <= byte < 0xC0)
+    return b"".join(pieces).decode("utf-8", "strict"), offsets
+
+
 class Encoding:
     """tiktoken.Encoding's interface (see the module docstring); its docstrings are tiktoken's, shortened."""
 
@@ -310,6 +328,8 @@ class Encoding:
         >>> _tiny().encode_ordinary_batch(["ab", "abc"])
         [[256], [257]]
         """
+        if _overridden(self, "encode_ordinary"):        # a subclass's or an instance's own: called, as tiktoken does
+            return map_threads(self.encode_ordinary, _as_list(text), _threads(num_threads))
         return self._ordinary.encode_batch(_as_list(text), num_threads=_threads(num_threads))
 
     def encode_batch(self, text: Iterable[str], *, num_threads: int | None = 8,
@@ -320,6 +340,10 @@ class Encoding:
         >>> _tiny().encode_batch(["ab", "<|endoftext|>"], allowed_special="all")
         [[256], [258]]
         """
+        if _overridden(self, "encode"):     # a subclass's or an instance's own: called, as tiktoken does (helper-150)
+            return map_threads(functools.partial(self.encode, allowed_special=allowed_special,
+                                                 disallowed_special=disallowed_special),
+                               _as_list(text), _threads(num_threads))
         if allowed_special == "all":
             allowed_special = self.special_tokens_set
         if disallowed_special == "all":
@@ -357,7 +381,7 @@ class Encoding:
             pass
         except AttributeError:      # not made yet (see _core_bpe's setter)
             self._make("_rank_of", Encoding._ranks_of_core)
-            return self.encode_single_token(text_or_bytes)
+            return Encoding.encode_single_token(self, text_or_bytes)
         return self._core.encode_single_token(text_or_bytes)    # a special token's, or tiktoken's KeyError
 
     def encode_with_unstable(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
@@ -527,7 +551,7 @@ class Encoding:
                 pass
             except AttributeError:      # not made yet (see _core_bpe's setter)
                 self._make("_bytes_of", Encoding._bytes_of_vocab)
-                return self.decode_single_token_bytes(token)
+                return Encoding.decode_single_token_bytes(self, token)     # (not a subclass's: its super() call)
         return self._core.decode_single_token_bytes(token)      # its exceptions, as tiktoken's
 
     def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
@@ -536,11 +560,13 @@ class Encoding:
         >>> _tiny().decode_tokens_bytes([257, 258])
         [b'abc', b'<|endoftext|>']
         """
+        if _overridden(self, "decode_single_token_bytes"):
+            return [self.decode_single_token_bytes(token) for token in tokens]
         try:
             result = items_at(self._bytes_list, tokens)     # (a list of ints with tokens: natively)
         except AttributeError:      # not made yet (see _core_bpe's setter)
             self._make("_bytes_list", Encoding._bytes_list_of_vocab)
-            return self.decode_tokens_bytes(tokens)
+            return Encoding.decode_tokens_bytes(self, tokens)
         if result is not None:
             return result
         return [self.decode_single_token_bytes(token) for token in tokens]     # (its exceptions, as tiktoken's)
@@ -552,6 +578,8 @@ class Encoding:
         >>> _tiny().decode_with_offsets([256, 0xE2, 0x82, 0xAC])
         ('ab€', [0, 2, 2, 2])
         """
+        if _overridden(self, "decode_tokens_bytes") or _overridden(self, "decode_single_token_bytes"):
+            return _offsets_of(self.decode_tokens_bytes(tokens))
         tokens = _as_list(tokens)
         try:
             return self._tokenizer.decode_with_offsets(tokens)

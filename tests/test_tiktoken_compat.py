@@ -1895,3 +1895,31 @@ def test_decode_tokens_bytes_follows_a_core_put_in_place():
         enc._core_bpe = _small_core(module, enc)
     same(pair, lambda e: e.decode_tokens_bytes([10300, 300]))
     same(pair, lambda e: e.decode_tokens_bytes([299, 300]))
+
+
+def test_a_subclass_or_an_instance_overriding_a_method_is_called_by_the_helpers_as_tiktoken_calls_it():
+    # encode_batch, encode_ordinary_batch, decode_tokens_bytes and decode_with_offsets ran natively, skipping a
+    # subclass's encode / encode_ordinary / decode_single_token_bytes (tiktoken calls them; helper-150); a
+    # subclass calling super() got its own prefix twice (the first call went back through self)
+    ranks, _ = gpt2_ranks()
+    spec = dict(pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={EOT: 50256})
+    results = []
+    for base in (tiktoken.Encoding, Encoding):
+        class Sub(base):
+            def encode(self, text, **kwargs):
+                return [0] + super().encode(text, **kwargs)
+
+            def encode_ordinary(self, text):
+                return [1] + super().encode_ordinary(text)
+
+            def decode_single_token_bytes(self, token):
+                return b"S:" + super().decode_single_token_bytes(token)
+
+        sub = Sub("sub", **spec)
+        plain = base("plain", **spec)
+        plain.encode_ordinary = lambda text, real=plain.encode_ordinary: [2] + real(text)     # on the instance
+        results.append([sub.encode_batch(["hi", "a" + EOT], allowed_special="all"), sub.encode_ordinary_batch(["hi"]),
+                        sub.decode_tokens_bytes([5303, 220]), sub.decode_with_offsets([5303, 220]),
+                        sub.decode_single_token_bytes(5303), plain.encode_ordinary_batch(["hi"])])
+    assert results[1] == results[0]
+    assert results[1][:3] == [[[0, 5303], [0, 64, 50256]], [[1, 5303]], [b"S:hi", b"S: "]]
