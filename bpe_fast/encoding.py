@@ -114,22 +114,12 @@ def _view(allowed: frozenset[str] | str, disallowed: frozenset[str], encoder: To
     return _View(allowed, disallowed, look_for, shared_start(disallowed), encoder)
 
 
-def _overridden(encoding: Encoding, name: str) -> bool:
-    """Whether `encoding`'s method `name` is not Encoding's own (a subclass's, or one set on the instance): the
-    batch and bytes helpers then call it, as tiktoken's do, rather than their native paths (which skipped it)."""
-    # (the bound method's function: vars(encoding) would make the instance's __dict__, which attribute lookups
-    # then pay for)
-    return getattr(getattr(encoding, name), "__func__", None) is not getattr(Encoding, name)
-
-
-def _offsets_of(pieces: list[bytes]) -> tuple[str, list[int]]:
-    """decode_with_offsets from the tokens' bytes: the text (strict UTF-8) and for each token the index of the first
-    character holding bytes of it (a token starting with a continuation byte belongs to the character before)."""
-    offsets, length = [], 0
-    for piece in pieces:
-        offsets.append(max(0, length - (1 if piece and 0x80 <= piece[0] < 0xC0 else 0)))
-        length += sum(1 for byte in piece if not 0x80 <= byte < 0xC0)
-    return b"".join(pieces).decode("utf-8", "strict"), offsets
+# the methods tiktoken's batch and bytes helpers call on self, and those helpers: where a subclass or an instance
+# has its own method, the helpers are replaced by ones that call it as tiktoken's do (Encoding._<helper>_on_self:
+# the native paths skipped it; helper-150), so that Encoding's own pay nothing for the check
+_HELPERS_CALLING = {"encode": ("encode_batch",), "encode_ordinary": ("encode_ordinary_batch",),
+                    "decode_single_token_bytes": ("decode_tokens_bytes", "decode_with_offsets"),
+                    "decode_tokens_bytes": ("decode_with_offsets",)}
 
 
 class Encoding:
@@ -146,6 +136,20 @@ class Encoding:
     _rank_of: dict[bytes, int]
     _bytes_list: list[bytes | None]
     _default_view: _View
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, helpers in _HELPERS_CALLING.items():
+            if getattr(cls, name) is not getattr(Encoding, name):
+                for helper in helpers:
+                    if getattr(cls, helper) is getattr(Encoding, helper):      # (not one of its own either)
+                        setattr(cls, helper, getattr(Encoding, f"_{helper}_on_self"))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        for helper in _HELPERS_CALLING.get(name, ()):   # a method set on the instance (enc.encode = wrapper)
+            if getattr(type(self), helper) is getattr(Encoding, helper) and helper not in vars(self):
+                object.__setattr__(self, helper, getattr(Encoding, f"_{helper}_on_self").__get__(self))
 
     def __init__(self, name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int],
                  explicit_n_vocab: int | None = None) -> None:
@@ -328,9 +332,18 @@ class Encoding:
         >>> _tiny().encode_ordinary_batch(["ab", "abc"])
         [[256], [257]]
         """
-        if _overridden(self, "encode_ordinary"):        # a subclass's or an instance's own: called, as tiktoken does
-            return map_threads(self.encode_ordinary, _as_list(text), _threads(num_threads))
         return self._ordinary.encode_batch(_as_list(text), num_threads=_threads(num_threads))
+
+    def _encode_ordinary_batch_on_self(self, text: Iterable[str], *, num_threads: int | None = 8) -> list[list[int]]:
+        """encode_ordinary_batch calling self.encode_ordinary (see _HELPERS_CALLING)."""
+        return map_threads(self.encode_ordinary, _as_list(text), _threads(num_threads))
+
+    def _encode_batch_on_self(self, text: Iterable[str], *, num_threads: int | None = 8,
+                              allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
+                              disallowed_special: Literal["all"] | Collection[str] = "all") -> list[list[int]]:
+        """encode_batch calling self.encode (see _HELPERS_CALLING)."""
+        encode = functools.partial(self.encode, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return map_threads(encode, _as_list(text), _threads(num_threads))
 
     def encode_batch(self, text: Iterable[str], *, num_threads: int | None = 8,
                      allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
@@ -340,10 +353,6 @@ class Encoding:
         >>> _tiny().encode_batch(["ab", "<|endoftext|>"], allowed_special="all")
         [[256], [258]]
         """
-        if _overridden(self, "encode"):     # a subclass's or an instance's own: called, as tiktoken does (helper-150)
-            return map_threads(functools.partial(self.encode, allowed_special=allowed_special,
-                                                 disallowed_special=disallowed_special),
-                               _as_list(text), _threads(num_threads))
         if allowed_special == "all":
             allowed_special = self.special_tokens_set
         if disallowed_special == "all":
@@ -560,8 +569,6 @@ class Encoding:
         >>> _tiny().decode_tokens_bytes([257, 258])
         [b'abc', b'<|endoftext|>']
         """
-        if _overridden(self, "decode_single_token_bytes"):
-            return [self.decode_single_token_bytes(token) for token in tokens]
         try:
             result = items_at(self._bytes_list, tokens)     # (a list of ints with tokens: natively)
         except AttributeError:      # not made yet (see _core_bpe's setter)
@@ -571,6 +578,21 @@ class Encoding:
             return result
         return [self.decode_single_token_bytes(token) for token in tokens]     # (its exceptions, as tiktoken's)
 
+    def _decode_tokens_bytes_on_self(self, tokens: Iterable[int]) -> list[bytes]:
+        """decode_tokens_bytes calling self.decode_single_token_bytes (see _HELPERS_CALLING)."""
+        return [self.decode_single_token_bytes(token) for token in tokens]
+
+    def _decode_with_offsets_on_self(self, tokens: Iterable[int]) -> tuple[str, list[int]]:
+        """decode_with_offsets from self.decode_tokens_bytes (see _HELPERS_CALLING): the text (strict UTF-8) and for
+        each token the index of the first character holding bytes of it (one that starts with a continuation byte
+        belongs to the character before)."""
+        pieces = self.decode_tokens_bytes(tokens)
+        offsets, length = [], 0
+        for piece in pieces:
+            offsets.append(max(0, length - (1 if piece and 0x80 <= piece[0] < 0xC0 else 0)))
+            length += sum(1 for byte in piece if not 0x80 <= byte < 0xC0)
+        return b"".join(pieces).decode("utf-8", "strict"), offsets
+
     def decode_with_offsets(self, tokens: Iterable[int]) -> tuple[str, list[int]]:
         """(text, offsets): the text of `tokens`, decoded strictly (invalid UTF-8 raises UnicodeDecodeError),
         and for each token the index of the first character holding bytes of it.
@@ -578,8 +600,6 @@ class Encoding:
         >>> _tiny().decode_with_offsets([256, 0xE2, 0x82, 0xAC])
         ('ab€', [0, 2, 2, 2])
         """
-        if _overridden(self, "decode_tokens_bytes") or _overridden(self, "decode_single_token_bytes"):
-            return _offsets_of(self.decode_tokens_bytes(tokens))
         tokens = _as_list(tokens)
         try:
             return self._tokenizer.decode_with_offsets(tokens)
