@@ -835,7 +835,9 @@ def parse_args(argv):
     if args.against_version and args.rev_b is not None:
         p.error(f"--against-version is A: give one revision, B, not two ({args.rev_a} {args.rev_b})")
     check_output_paths(p, (("--out", args.out), ("--png", args.png),
-                           ("--out's .json", None if args.out is None else Path(args.out).with_suffix(".json"))))
+                           # (the raw times' file beside --out: none with --instructions)
+                           ("--out's .json", None if args.out is None or args.instructions
+                            else Path(args.out).with_suffix(".json"))))
     if args.out and not args.instructions and Path(args.out).suffix == ".json":
         p.error(f"--out {args.out}: the raw times are written beside the Markdown, as the same name with .json, "
                 f"which would overwrite it: name the report .md")

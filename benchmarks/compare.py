@@ -1175,7 +1175,14 @@ def wait_for_load(limit, max_wait, log):
         time.sleep(15)
 
 
-CHART_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")      # what --png may be (matplotlib writes them)
+def chart_suffixes():
+    """The file suffixes matplotlib writes charts as (what --png may end in), or () without matplotlib (the
+    report then says it is missing)."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        return ()
+    return tuple(sorted("." + kind for kind in FigureCanvasBase.get_supported_filetypes()))
 
 
 def parse_args(argv):
@@ -1243,8 +1250,9 @@ def parse_args(argv):
             if not path.parent.is_dir():
                 p.error(f"{option} {path}: no such folder {path.parent}")
     if args.png is not None:        # matplotlib's "Format 'md' is not supported" came after every measurement
-        if Path(args.png).suffix.lower() not in CHART_SUFFIXES:
-            p.error(f"--png {args.png}: a chart file ends in {', '.join(CHART_SUFFIXES)}")
+        suffixes = chart_suffixes()
+        if suffixes and Path(args.png).suffix.lower() not in suffixes:
+            p.error(f"--png {args.png}: a chart file ends in {', '.join(suffixes)}")
         if args.out is not None and os.path.realpath(args.png) == os.path.realpath(args.out):
             p.error(f"--png {args.png}: is --out too; give the chart a file of its own")
     from bpe_fast.patterns import compile_pattern

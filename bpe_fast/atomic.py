@@ -17,7 +17,7 @@ import re
 import signal
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from ._types import StrPath
@@ -69,10 +69,12 @@ class OutputGroup:
         self._renames: list[tuple[str, str]] = []        # (temporary file, target)
         self._removals: list[str] = []
         self._folders: list[str] = []                     # made by makedirs, the deepest first
+        self._sets: set[str] = set()                      # the folders given to makedirs (real paths)
 
     def output(self, path: StrPath, mode: str = "wb", **open_kwargs: Any) -> contextlib.AbstractContextManager[IO[Any]]:
         """A file object whose contents become `path` when the group commits (see atomic_output)."""
-        return _staged(path, mode, open_kwargs, self._renames)
+        folder = os.path.realpath(os.path.dirname(os.path.abspath(os.fspath(path))))
+        return _staged(path, mode, open_kwargs, self._renames, folder in self._sets)
 
     def makedirs(self, path: StrPath) -> None:
         """os.makedirs(path, exist_ok=True) for the group's files; the folders it creates are removed again (when
@@ -84,6 +86,7 @@ class OutputGroup:
             folder = os.path.dirname(folder)
         self._folders.extend(missing)
         os.makedirs(os.path.realpath(path), exist_ok=True)
+        self._sets.add(os.path.realpath(path))
 
     def staged(self, path: StrPath) -> str:
         """Where `path`'s new contents are until the commit (the temporary file), or `path` when not staged."""
@@ -108,6 +111,7 @@ class OutputGroup:
                     locks.enter_context(folder_lock(folder, exclusive=True))
             # the targets there are now, linked aside: a rename that fails puts back those already done (the
             # folder was left half one save, half the other, which neither loaded; helper-151)
+            _remove_stale_asides(target for _, target in self._renames)
             aside = [_link_aside(target) if len(self._renames) > 1 else None for _, target in self._renames]
             try:
                 for k, (tmp, target) in enumerate(self._renames):
@@ -280,9 +284,11 @@ def check_name_fits(path: StrPath) -> None:
 
 @contextlib.contextmanager
 def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
-            renames: list[tuple[str, str]] | None) -> Iterator[IO[Any]]:
+            renames: list[tuple[str, str]] | None, whole_folder: bool = False) -> Iterator[IO[Any]]:
     """atomic_output's file (renames None: renamed over `path` when the block ends) or an OutputGroup's
-    (its (temporary file, target) appended to `renames` when the block ends, for the group's commit)."""
+    (its (temporary file, target) appended to `renames` when the block ends, for the group's commit).
+    whole_folder: `path` is one of the files of a folder written as a set (OutputGroup.makedirs named its folder),
+    which refuses a target that is not a regular file rather than writing into it."""
     path = os.fspath(path)
     if path.endswith(("/", os.sep)):     # renamed onto, it named the temporary file; in a group, made a file
         raise IsADirectoryError(errno.EISDIR, "ends with '/', a folder's name, not a file's", path)
@@ -291,8 +297,8 @@ def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
     except OSError:
         target = None
     if target is not None and not stat.S_ISREG(target.st_mode):
-        if renames is not None:     # a group's files are replaced together: a pipe would wait for a reader, a
-            # device (/dev/null) would take a file a load then refuses (helper-151)
+        if whole_folder:    # a folder's files are replaced together: a pipe would wait for a reader, a device
+            # (/dev/null) would take a file a load then refuses (helper-151)
             raise OSError(errno.EINVAL, "is not a regular file; the files of a folder are replaced together, "
                                         "and this one cannot be", path)
         try:
@@ -334,17 +340,39 @@ def _staged(path: StrPath, mode: str, open_kwargs: dict[str, Any],
         raise
 
 
+_ASIDE_SUFFIX = ".old"
+_ASIDE = re.compile(r"\.(.+)\.[0-9a-f]{8}" + re.escape(_ASIDE_SUFFIX), re.DOTALL)
+
+
+def _remove_stale_asides(targets: Iterable[str]) -> None:
+    """Remove the links _link_aside made for these targets that a commit killed (SIGKILL, a power cut) left: each
+    holds an old file's blocks. Called under the folders' exclusive locks, so no other commit's are among them."""
+    by_folder: dict[str, set[str]] = {}
+    for target in targets:
+        folder, name = os.path.split(target)
+        by_folder.setdefault(folder, set()).add(staged_key(name, folder))
+    for folder, keys in by_folder.items():
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            found = _ASIDE.fullmatch(entry)
+            if found is not None and found.group(1) in keys:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, entry))
+
+
 def _link_aside(target: str) -> str | None:
-    """A second name for the file at `target` (a hard link beside it, named as a temporary file, so that a run
-    killed here leaves what the next one removes): "" when there is none to keep (no file there yet), None when
+    """A second name for the file at `target` (a hard link beside it: ".NAME.XXXXXXXX.old", which the next commit
+    into the folder removes if this one is killed): "" when there is none to keep (no file there yet), None when
     the link cannot be made (a file system without hard links: that file cannot be put back)."""
     if not os.path.isfile(target) or os.path.islink(target):
         return ""
-    import random
     folder, name = os.path.split(target)
     for _ in range(100):
-        suffix = "".join(random.choices("abcdefghijklmnopqrstuvwxyz0123456789_", k=8))
-        aside = os.path.join(folder, f".{staged_key(name, folder)}.{suffix}{_TMP_SUFFIX}")
+        suffix = os.urandom(4).hex()        # (not the random module: a caller's seeded sequence stays its own)
+        aside = os.path.join(folder, f".{staged_key(name, folder)}.{suffix}{_ASIDE_SUFFIX}")
         try:
             os.link(target, aside)
             return aside
@@ -361,7 +389,7 @@ def _put_back(replaced: list[str], aside: list[str | None]) -> str:
     if not replaced:
         return ""
     lost = []
-    for target, link in zip(replaced, aside):
+    for target, link in reversed(list(dict(zip(replaced, aside)).items())):    # (a target twice: its first link)
         try:
             if link == "":
                 os.unlink(target)               # a file this group added

@@ -166,9 +166,14 @@ def _unsupported(pattern: str) -> str | None:
     (?r), whose matches come last first (the ids of a text in reverse order, a stream's pieces mixed up)."""
     if "\\K" not in pattern and "r" not in pattern:
         return None
+    comment_end = -1
     for start, end, in_class, _ in _pieces(pattern):
         piece = pattern[start:end]
-        if in_class:
+        if in_class or start < comment_end:
+            continue
+        if pattern.startswith("(?#", start):        # a comment group: to its ")" (no escapes there)
+            close = pattern.find(")", start)
+            comment_end = len(pattern) if close < 0 else close + 1
             continue
         if piece == "\\K":
             return "\\K (a match's text would start before the place `regex` reports)"

@@ -509,15 +509,17 @@ def _write(out, size_bytes, seed, doc_end, style="stories"):
 
 
 def _write_all(out, data):
-    """out.write until all of data went: a raw file object (io.FileIO on a pipe, a signal arriving) may write
-    part of it and say how much (the rest was lost, and generate returned the full size; helper-146). None (a
-    non-blocking stream with no room) is an error, not a loop."""
-    view = memoryview(data)
-    while view:
-        n = out.write(view)
+    """out.write until all of data (bytes) went: a raw file object (io.FileIO on a pipe, a signal arriving) may
+    write part of it and say how much (the rest was lost, and generate returned the full size; helper-146). A raw
+    file object's None (non-blocking, no room) is an error; any other writer's None is taken as all written (as
+    hand-written ones return nothing)."""
+    while data:
+        n = out.write(data)
         if n is None:
-            raise BlockingIOError(11, "the file object took none of the bytes (non-blocking?)")
-        view = view[n:]
+            if isinstance(out, io.RawIOBase):
+                raise BlockingIOError(11, "the file object took none of the bytes (non-blocking?)")
+            return
+        data = data[n:]
 
 
 def generate(path_or_file: StrPath | IO[bytes], size_bytes: int, seed: int = 0,

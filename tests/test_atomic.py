@@ -282,3 +282,29 @@ def test_the_umask_is_read_without_setting_it(tmp_path, monkeypatch, mask):
         assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o666 & ~mask
     finally:
         os.umask(old)
+
+
+def test_links_aside_leave_no_trace_and_draw_no_random_numbers(tmp_path):
+    # helper-153: the links were named with the random module (a seeded caller's next numbers changed when a save
+    # replaced files), and those a killed commit left were never removed (each an old file's blocks)
+    import random
+    from bpe_fast import Tokenizer
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    tok.save(tmp_path / "t")
+    stale = tmp_path / "t" / ".vocab.json.0123abcd.old"
+    os.link(tmp_path / "t" / "vocab.json", stale)
+    random.seed(1234)
+    tok.save(tmp_path / "t")
+    drawn = random.random()
+    random.seed(1234)
+    assert drawn == random.random()
+    assert sorted(os.listdir(tmp_path / "t")) == ["bpe_fast.json", "merges.txt", "vocab.json"]
+
+
+def test_a_group_writes_a_lone_output_into_what_is_not_a_regular_file(tmp_path):
+    # only a folder written as a set refuses a pipe or a device: report -o /dev/null failed after the work
+    # (helper-153)
+    from bpe_fast import Tokenizer, write_report
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    result = write_report(tok, "ab ab abc", "/dev/null")
+    assert result["bytes"] == 9

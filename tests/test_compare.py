@@ -223,7 +223,7 @@ def test_bad_arguments(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "at least 257" in proc.stderr
     # a chart matplotlib cannot write, or one over the Markdown, failed after every measurement (helper-149)
-    for args, words in ((["--png", "same.md"], "a chart file ends in .png"),
+    for args, words in ((["--png", "same.md"], "a chart file ends in .avif, .eps"),
                         (["--png", "r.png", "--out", "r.png"], "is --out too")):
         proc = subprocess.run([sys.executable, str(SCRIPT), *args], cwd=tmp_path, capture_output=True, text=True,
                               timeout=60)

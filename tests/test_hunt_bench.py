@@ -500,3 +500,10 @@ def test_bench_inputs_bad_arguments(tmp_path, args, words):
     (tmp_path / "c.txt").write_text("some text<|endoftext|>more text")
     (tmp_path / "empty.txt").write_text("")
     assert_one_line_error(*run("bench_inputs.py", args, tmp_path), "bench_inputs.py", words)
+
+
+def test_ab_instructions_take_a_json_out(tmp_path):
+    # "--out's .json counts.json: is --out too": with --instructions no raw times' .json is written beside --out,
+    # and a .json --out is how they are kept (helper-153); stopped here by the unknown benchmark after it
+    status, out, err = run("ab.py", ["--instructions", "--out", tmp_path / "counts.json", "--only", "nosuch"], tmp_path)
+    assert status == 2 and "--only: unknown benchmark 'nosuch'" in err and "--out" not in err.strip().splitlines()[-1]

@@ -687,7 +687,7 @@ def test_patterns_a_tokenizer_cannot_cut_by_are_refused(pattern, named):
         P.pretokenize("ab cd", pattern)
 
 
-@pytest.mark.parametrize("pattern", [r"[K\\]+|\s", r"\\K|\w+|\s", r"arr|(?i:r)|\s"])
+@pytest.mark.parametrize("pattern", [r"[K\\]+|\s", r"\\K|\w+|\s", r"arr|(?i:r)|\s", r"\w+(?# no \K here)|\s"])
 def test_a_k_or_r_that_is_no_keep_out_nor_reverse_flag_is_taken(pattern):
     import regex
     assert P.pretokenize("K\\K rr", pattern) == regex.findall(pattern, "K\\K rr")

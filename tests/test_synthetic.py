@@ -222,6 +222,15 @@ def test_short_writes_of_a_raw_file_object_are_written_on(tmp_path):
     with pytest.raises(BlockingIOError):
         generate(NonBlocking(), 1000)
 
+    class Collector:            # a hand-written writer: returns nothing, reads what it is given as bytes
+        def __init__(self):
+            self.parts = []
+
+        def write(self, data):
+            self.parts.append(data.decode("utf-8"))
+    out = Collector()
+    assert generate(out, 50_000, seed=4) == 50_000 and "".join(out.parts).encode() == corpus(50_000, seed=4)
+
 
 def test_argument_types_sizes_and_seeds_are_checked_when_called():
     # mixed_text(True) was 'O', mixed_text(1.5) a slice error naming nothing; parse_size rounded past 28 digits
