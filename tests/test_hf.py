@@ -347,7 +347,7 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
     assert [piece for piece, _ in split.pre_tokenize_str("ab*a")] == ["a", "b*", "a"]
     assert regex.findall(r"(*FAIL)|a", "ab*a") == ["a", "a"]
     for pattern, construct in [(r"\w+|\s+", r"\w"), (r"\W+|\p{L}+", r"\W"), (r"\b\p{L}+", r"\b"),
-                               (r"[a-z&&[^aeiou]]+|\p{L}+", "&&"), (r"a\Kb|\p{L}", r"\K"),
+                               (r"[a-z&&[^aeiou]]+|\p{L}+", "&&"),
                                (r"[[:punct:]]+|\p{L}+", "[:"), (r"\h+|\p{L}+", r"\h"), (r"[a[^b]]|\s", "["),
                                (r"(?m:.+)|\s", "(?m:"), (r"(?im)a|.", "(?im)"), (r"\p{Word}+|\s", r"\p{Word}"),
                                (r"\p{XDigit}+|.", r"\p{XDigit}"), (r"\pL+|.", r"\pL"), (r"\X", r"\X"),
@@ -360,6 +360,11 @@ def test_constructs_oniguruma_reads_otherwise_are_refused(tmp_path):
                                # piece a character, bpe_fast dropped the last "a" of "ab*SKIP)a"
                                (r"a(*SKIP)b|.", "(*SKIP)"), (r"(*FAIL)|a", "(*FAIL)")]:
         _assert_read_differently(pattern, construct, tmp_path / "out.json")
+    # \K: read differently too, and no tokenizer takes it (bpe_fast.patterns: a match starting before where it says)
+    with pytest.raises(ValueError, match=r"has '\\K'.*read differently"):
+        pattern_from_hf(r"a\Kb|\p{L}")
+    with pytest.raises(ValueError, match=r"uses \\K"):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=r"a\Kb|\p{L}")
     assert not (tmp_path / "out.json").exists()
     path = train_hf(tokenizers.Regex(r"\w+|\s+"), tmp_path, vocab_size=300)
     with pytest.raises(FormatError, match=re.escape(r"has '\w'")):
@@ -496,6 +501,11 @@ def test_case_insensitive_constructs_oniguruma_reads_otherwise_are_refused(tmp_p
         assert [piece for piece, _ in split.pre_tokenize_str(text)] == hf_matches       # HF's reading
         assert regex.findall(pattern, text) != hf_matches                                 # `regex`'s
         _assert_read_differently(pattern, construct, tmp_path / "out.json")
+    # \K: read differently too, and no tokenizer takes it (bpe_fast.patterns: a match starting before where it says)
+    with pytest.raises(ValueError, match=r"has '\\K'.*read differently"):
+        pattern_from_hf(r"a\Kb|\p{L}")
+    with pytest.raises(ValueError, match=r"uses \\K"):
+        Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern=r"a\Kb|\p{L}")
     assert not (tmp_path / "out.json").exists()
     path = train_hf(tokenizers.Regex("(?i:st)|\\p{L}+|\\s+|[^\\s\\p{L}]+"), tmp_path, vocab_size=300)
     with pytest.raises(FormatError, match=re.escape("has '(?i)st'")):
