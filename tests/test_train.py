@@ -581,3 +581,18 @@ def test_engine_out_of_memory_laying_words_out_is_a_memory_error_naming_it(tmp_p
     assert run.stdout.strip() == ("MemoryError out of memory laying out 4,000,000 distinct pre-tokens "
                                   "(8,000,000 bytes) in the merge engine")
     assert "Exception ignored" not in run.stderr
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_merge_chain_of_long_tied_pre_tokens_matches_the_oracle(seed):
+    # helper-154: one long pre-token repeated makes every pair tie; the greatest pair grows one token by its right
+    # neighbour, each version the next one's left half. The heap compares versions without reading their bytes
+    # (MergeEngine._starts); the merges must stay the reference's, with short tokens of other words beside them.
+    import random
+    from train_oracle import oracle_merges
+    rng = random.Random(seed)
+    blob = bytes(rng.choice(b"abcdefghij") for _ in range(700))
+    counts = {blob: 3, blob[:350] + b"z": 2, b" " + blob[100:400]: 1, b"abc": 5, b"cab": 4}
+    vocab, merges = train_from_counts(counts, 256 + 900)
+    assert merges == oracle_merges(counts, 900)
+    assert max(len(t) for t in vocab.values()) >= 350
