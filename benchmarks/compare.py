@@ -1175,13 +1175,18 @@ def wait_for_load(limit, max_wait, log):
         time.sleep(15)
 
 
+# matplotlib 3.10's formats: what --png is checked against where matplotlib is not installed (the report then
+# says it is missing)
+_CHART_SUFFIXES = (".avif", ".eps", ".gif", ".jpeg", ".jpg", ".pdf", ".pgf", ".png", ".ps", ".raw", ".rgba", ".svg",
+                   ".svgz", ".tif", ".tiff", ".webp")
+
+
 def chart_suffixes():
-    """The file suffixes matplotlib writes charts as (what --png may end in), or () without matplotlib (the
-    report then says it is missing)."""
+    """The file suffixes matplotlib writes charts as: what --png may end in."""
     try:
         from matplotlib.backend_bases import FigureCanvasBase
     except ImportError:
-        return ()
+        return _CHART_SUFFIXES
     return tuple(sorted("." + kind for kind in FigureCanvasBase.get_supported_filetypes()))
 
 
@@ -1251,7 +1256,7 @@ def parse_args(argv):
                 p.error(f"{option} {path}: no such folder {path.parent}")
     if args.png is not None:        # matplotlib's "Format 'md' is not supported" came after every measurement
         suffixes = chart_suffixes()
-        if suffixes and Path(args.png).suffix.lower() not in suffixes:
+        if Path(args.png).suffix.lower() not in suffixes:
             p.error(f"--png {args.png}: a chart file ends in {', '.join(suffixes)}")
         if args.out is not None and os.path.realpath(args.png) == os.path.realpath(args.out):
             p.error(f"--png {args.png}: is --out too; give the chart a file of its own")
