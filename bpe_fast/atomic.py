@@ -182,6 +182,23 @@ _DEFERRED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHU
 
 
 @contextlib.contextmanager
+def stop_signals_handled(handler: Any) -> Iterator[None]:
+    """In the block, SIGTERM and SIGHUP (a closed terminal or ssh session; not when it is ignored, as under
+    `nohup`: it stays so) call `handler`, which raises, so that workers are stopped and temporary files removed
+    (a closed session left a hidden temporary file as large as the work done; helper-146); the handlers before
+    are put back after, SIGTERM's last. The command line's and the generator's."""
+    hangup = getattr(signal, "SIGHUP", None)
+    signals = [signal.SIGTERM] + ([hangup] if hangup is not None and signal.getsignal(hangup) is signal.SIG_DFL
+                                  else [])
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, old in reversed(previous.items()):
+            signal.signal(sig, old)
+
+
+@contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP arriving in the block are handled when it ends (by the handlers they had), not
     in it. Python runs its handlers in the main thread, whichever thread the signal reached, so the handlers are

@@ -1303,40 +1303,33 @@ def _check_no_empty_path(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    # SIGHUP too (a closed session left a hidden temporary file as large as the work done; helper-146), unless
-    # it is ignored (nohup): it stays so
-    hangup = getattr(signal, "SIGHUP", None)
-    signals = [signal.SIGTERM] + ([hangup] if hangup is not None and signal.getsignal(hangup) is signal.SIG_DFL
-                                  else [])
-    previous = {sig: signal.signal(sig, _on_sigterm) for sig in signals}
-    try:
-        _check_no_empty_path(args)
-        # inside the try: importing inputs imports the compiled modules, which read BPE_FAST_HASH_SEED then (a
-        # ValueError naming it and its value, one line as BPE_FAST_NUM_PROCESSES's)
-        from .inputs import CorpusDecodeError
+    from .atomic import stop_signals_handled
+    with stop_signals_handled(_on_sigterm):
         try:
-            args.func(args)
-        except CorpusDecodeError as exc:
-            exc.hint = "pass --errors replace to substitute U+FFFD"
-            raise CliError(str(exc)) from None
-    except Terminated as stop:
-        print(f"\nbpe-fast: terminated; {getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
-        return _exit_status(stop)
-    except KeyboardInterrupt:
-        print(f"\nbpe-fast: interrupted; {getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
-        return 130
-    except _StdoutClosed:
-        _drop_stdout()      # nothing more reaches the closed pipe at exit
-        return 141
-    except CliError as exc:
-        print(f"bpe-fast: {exc}", file=sys.stderr)
-        return 1
-    except (OSError, ValueError, TypeError, RuntimeError, ImportError) as exc:
-        print(f"bpe-fast: {_describe(exc)}", file=sys.stderr)
-        return 1
-    finally:
-        for sig, handler in reversed(previous.items()):       # SIGTERM's last
-            signal.signal(sig, handler)
+            _check_no_empty_path(args)
+            # inside the try: importing inputs imports the compiled modules, which read BPE_FAST_HASH_SEED then (a
+            # ValueError naming it and its value, one line as BPE_FAST_NUM_PROCESSES's)
+            from .inputs import CorpusDecodeError
+            try:
+                args.func(args)
+            except CorpusDecodeError as exc:
+                exc.hint = "pass --errors replace to substitute U+FFFD"
+                raise CliError(str(exc)) from None
+        except Terminated as stop:
+            print(f"\nbpe-fast: terminated; {getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
+            return _exit_status(stop)
+        except KeyboardInterrupt:
+            print(f"\nbpe-fast: interrupted; {getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
+            return 130
+        except _StdoutClosed:
+            _drop_stdout()      # nothing more reaches the closed pipe at exit
+            return 141
+        except CliError as exc:
+            print(f"bpe-fast: {exc}", file=sys.stderr)
+            return 1
+        except (OSError, ValueError, TypeError, RuntimeError, ImportError) as exc:
+            print(f"bpe-fast: {_describe(exc)}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -50,7 +50,6 @@ import itertools
 import os
 import random
 import re
-import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -60,7 +59,7 @@ from typing import IO, Any
 import numpy as np
 
 from ._types import StrPath
-from .atomic import atomic_output
+from .atomic import atomic_output, stop_signals_handled
 
 DEFAULT_SPECIAL_TOKEN = "<|endoftext|>"
 
@@ -2053,14 +2052,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.exit(f"{prog}: error: --seed: {exc}")
     to_stdout = args.output == "-"
     start = time.perf_counter()
-    # (not a handler that is not the default: `nohup` ignores SIGHUP, and it stays ignored)
-    handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None))
-                if sig is not None and signal.getsignal(sig) is signal.SIG_DFL}
     try:
-        out = sys.stdout.buffer if to_stdout else args.output
-        generate(out, size, seed=args.seed, special_token=args.special_token, style=args.style)
-        if to_stdout:
-            sys.stdout.buffer.flush()
+        with stop_signals_handled(_interrupt):
+            generate(sys.stdout.buffer if to_stdout else args.output, size, seed=args.seed,
+                     special_token=args.special_token, style=args.style)
+            if to_stdout:
+                sys.stdout.buffer.flush()
     except KeyboardInterrupt:
         sys.exit(f"{prog}: interrupted; " + ("stdout holds the corpus cut short" if to_stdout else "nothing written"))
     except BrokenPipeError:         # the reader stopped (| head): quiet, as a process killed by SIGPIPE
@@ -2068,9 +2065,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except (OSError, ValueError) as exc:
         sys.exit(f"{prog}: error: {exc}")
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
     seconds = time.perf_counter() - start
     print(
         f"wrote {size:,} bytes to {'stdout' if to_stdout else args.output} in {seconds:.2f} s "
