@@ -12,6 +12,9 @@ Cases:
   line-200MB      200 MB of words on one line: no newline, no special token (cut at spaces, 2 processes)
   repeat-100M     one character repeated 100 million times (one pre-token of 100 MB)
   letters-10MB    a 10 MB run of letters inside ordinary text, trained and then encoded
+  chain-32K       one string of 32,000 random letters, 50 times (documents apart), trained to 16,000 merges: every
+                  pair ties, and the greatest pair grows one token by its right neighbour, a chain thousands of
+                  merges deep (comparing two of its tokens walked down its left halves, 3.9 s for this case)
   memory-50MB     a 50 MB synthetic corpus, and
   memory-500MB    the same 50 MB ten times: the same distinct pre-tokens, ten times the bytes
   ranks-1MB       a .tiktoken file whose last token is 2^20 times "a" (the 256 bytes and 20 doublings),
@@ -67,10 +70,10 @@ def worker(case, path, out):
         n = len(tok.encode_to_numpy(text))
         note = f"train {trained:.2f} s, encode {time.perf_counter() - t1:.2f} s ({n:,} tokens)"
     else:
-        vocab_size = 300 if case == "repeat-100M" else 10_000
+        vocab_size = 300 if case == "repeat-100M" else 256 + 1 + 16_000 if case == "chain-32K" else 10_000
         specials = [] if case in ("line-200MB", "repeat-100M") else ["<|endoftext|>"]
         vocab, merges = train_bpe(path, vocab_size, specials, num_processes=2)
-        note = f"{len(merges)} merges"
+        note = f"{len(merges)} merges, the longest token {max(map(len, vocab.values())):,} bytes"
     seconds = time.perf_counter() - start
     tree = sampler.stop()
     Path(out).write_text(json.dumps({"seconds": seconds, "peak_mb": _peak_mb(tree), "note": note}))
@@ -118,6 +121,11 @@ def make(case, workdir):
             generate(f, 5_000_000, seed=8)
             f.write(b" " + b"x" * 10_000_000 + b" ")
             generate(f, 5_000_000, seed=9)
+        elif case == "chain-32K":
+            import random
+            rng = random.Random(5)
+            letters = bytes(rng.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(32_000))
+            f.write(b"<|endoftext|>".join([letters] * 50))
         elif case == "memory-50MB":
             generate(f, 50_000_000, seed=10)
         elif case == "ranks-1MB":
@@ -133,7 +141,7 @@ def make(case, workdir):
     return path
 
 
-CASES = ["line-200MB", "repeat-100M", "letters-10MB", "memory-50MB", "memory-500MB", "ranks-1MB", "vocab-flood"]
+CASES = ["line-200MB", "repeat-100M", "letters-10MB", "chain-32K", "memory-50MB", "memory-500MB", "ranks-1MB", "vocab-flood"]
 
 
 def main(argv=None):

@@ -217,7 +217,12 @@ cdef class MergeEngine:
     # (tok_off -1) is the concatenation of its halves tok_left, tok_right, so a huge token costs no bytes
     cdef vector[uint8_t] pool
     cdef vector[int64_t] tok_off
+    cdef vector[int64_t] tok_head      # its first min(len, SHORT) bytes are pool[tok_head:]: a short one's own,
+                                       # a long one's shared with its left half when that is long too
     cdef vector[int32_t] tok_len, tok_left, tok_right
+    cdef vector[int32_t] tok_jump      # an ancestor on its left spine (left, left's left, ...; itself for a
+    cdef vector[int32_t] tok_depth     # byte), chosen by depth on the spine as skew-binary jump pointers
+                                       # (Myers 1983): any spine ancestor is reached in O(log depth) steps
     cdef vector[uint64_t] tok_hash, tok_pow
     cdef vector[Slot] islots           # intern table: symbols by mix64(tok_hash)
     cdef uint64_t imask
@@ -330,17 +335,28 @@ cdef class MergeEngine:
         self.islots.assign(1024, empty)
         for b in range(256):
             push_or_end(self.pool, <uint8_t>b)
-            self._add_symbol(b, 1, -1, -1, rolling_hash(&self.pool[b], 1), ROLLING_BASE)
+            self._add_symbol(b, b, 1, -1, -1, rolling_hash(&self.pool[b], 1), ROLLING_BASE)
 
-    cdef int32_t _add_symbol(self, int64_t off, int32_t n, int32_t left, int32_t right, uint64_t h,
+    cdef int32_t _add_symbol(self, int64_t off, int64_t head, int32_t n, int32_t left, int32_t right, uint64_t h,
                              uint64_t pw) noexcept nogil:
         cdef int32_t s = <int32_t>self.tok_len.size()
+        cdef int32_t j = s, d = 0
         cdef int k
         cdef MapSlot empty
+        if left >= 0:               # the jump pointer: two equal jumps below make one twice as long
+            d = self.tok_depth[left] + 1
+            j = self.tok_jump[left]
+            if self.tok_depth[left] - self.tok_depth[j] == self.tok_depth[j] - self.tok_depth[self.tok_jump[j]]:
+                j = self.tok_jump[j]
+            else:
+                j = left
         push_or_end(self.tok_off, off)
+        push_or_end(self.tok_head, head)
         push_or_end(self.tok_len, n)
         push_or_end(self.tok_left, left)
         push_or_end(self.tok_right, right)
+        push_or_end(self.tok_jump, j)
+        push_or_end(self.tok_depth, d)
         push_or_end(self.tok_hash, h)
         push_or_end(self.tok_pow, pw)
         empty.delta = 0
@@ -392,10 +408,25 @@ cdef class MergeEngine:
             if off >= la:
                 off -= la
                 s = self.tok_right[s]
-            else:
-                if off + n > la:
-                    push_or_end(later, self.tok_right[s])
+            elif off + n > la:
+                push_or_end(later, self.tok_right[s])
                 s = self.tok_left[s]
+            else:
+                s = self._spine_holding(self.tok_left[s], off + n)
+
+    cdef inline int32_t _spine_holding(self, int32_t s, int64_t m) noexcept nogil:
+        """The shortest symbol on s's left spine (s itself included) of at least m bytes (s has m or more): its
+        bytes start with s's first m. A merge chain makes spines thousands of symbols deep."""
+        cdef int32_t j
+        while self.tok_off[s] < 0:
+            j = self.tok_jump[s]
+            if self.tok_len[j] >= m:
+                s = j
+            elif self.tok_len[self.tok_left[s]] >= m:
+                s = self.tok_left[s]
+            else:
+                break
+        return s
 
     cdef void _read_concat(self, int32_t a, int32_t b, int64_t off, int64_t n, uint8_t* out) noexcept nogil:
         """Copy bytes [off, off + n) of bytes(a) + bytes(b) to out."""
@@ -409,12 +440,13 @@ cdef class MergeEngine:
         if n > 0:
             self._read(b, off - la, n, out)
 
-    cdef int _compare(self, int32_t s, int32_t t, int32_t a, int32_t b, const uint8_t* data, int64_t n) noexcept nogil:
-        """memcmp of the first n bytes of symbol s with those of t (t >= 0), of bytes(a) + bytes(b) (a >= 0),
+    cdef int _compare(self, int32_t s, int32_t t, int32_t a, int32_t b, const uint8_t* data, int64_t off,
+                      int64_t n) noexcept nogil:
+        """memcmp of bytes [off, n) of symbol s with those of t (t >= 0), of bytes(a) + bytes(b) (a >= 0),
         or of data, CHUNK bytes at a time."""
         cdef uint8_t x[CHUNK]
         cdef uint8_t y[CHUNK]
-        cdef int64_t off = 0, k
+        cdef int64_t k
         cdef int c
         while off < n:
             k = n - off if n - off < CHUNK else CHUNK
@@ -440,25 +472,31 @@ cdef class MergeEngine:
         cdef int32_t s
         while self.islots[slot].index != EMPTY_INDEX:
             s = self.islots[slot].index
-            if self.islots[slot].tag == tag and self.tok_len[s] == n and self._compare(s, -1, a, b, data, n) == 0:
+            if self.islots[slot].tag == tag and self.tok_len[s] == n and self._compare(s, -1, a, b, data, 0, n) == 0:
                 return s
             slot = next_slot(slot, self.imask)
         return -1
 
     cdef int32_t _intern_concat(self, int32_t a, int32_t b) noexcept nogil:
         """The symbol whose bytes are bytes(a) + bytes(b), created if new."""
-        cdef int64_t la = self.tok_len[a], lb = self.tok_len[b], start
+        cdef int64_t la = self.tok_len[a], lb = self.tok_len[b], start, head
         cdef uint64_t h = rolling_concat(self.tok_hash[a], self.tok_hash[b], self.tok_pow[b])
         cdef int32_t s = self._find_symbol(h, la + lb, a, b, NULL)
         if s >= 0:
             return s
         start = -1
-        if la + lb <= SHORT:                        # both halves are short too: their bytes are at hand
-            start = self.pool.size()
-            resize_or_end(self.pool, start + la + lb)
-            memcpy(&self.pool[start], &self.pool[self.tok_off[a]], la)
-            memcpy(&self.pool[start + la], &self.pool[self.tok_off[b]], lb)
-        return self._add_symbol(start, <int32_t>(la + lb), a, b, h, self.tok_pow[a] * self.tok_pow[b])
+        if la >= SHORT:                             # a long one's first bytes are its left half's
+            head = self.tok_head[a]
+        else:                                       # a short left half's bytes, then the right half's first
+            head = self.pool.size()
+            lb = min(lb, SHORT - la)
+            resize_or_end(self.pool, head + la + lb)
+            memcpy(&self.pool[head], &self.pool[self.tok_off[a]], la)
+            memcpy(&self.pool[head + la], &self.pool[self.tok_head[b]], lb)
+            if la + lb == self.tok_len[a] + self.tok_len[b]:
+                start = head                        # all of it: a short symbol
+        return self._add_symbol(start, head, <int32_t>(la + self.tok_len[b]), a, b, h,
+                                self.tok_pow[a] * self.tok_pow[b])
 
     # --- slots --------------------------------------------------------------------------------
 
@@ -614,15 +652,16 @@ cdef class MergeEngine:
         if s == t:
             return 0
         cdef int32_t ls = self.tok_len[s], lt = self.tok_len[t]
-        cdef int c
-        if self.tok_off[s] >= 0 and self.tok_off[t] >= 0:
-            c = memcmp(&self.pool[self.tok_off[s]], &self.pool[self.tok_off[t]], ls if ls < lt else lt)
-        elif (ls < lt and self._starts(t, s)) or (lt < ls and self._starts(s, t)):
-            c = 0           # the shorter one is the longer one's first bytes: no byte read (a merge chain's versions)
-        else:
-            c = self._compare(s, t, -1, -1, NULL, ls if ls < lt else lt)
+        cdef int32_t m = ls if ls < lt else lt
+        cdef int c = memcmp(&self.pool[self.tok_head[s]], &self.pool[self.tok_head[t]], m if m < SHORT else SHORT)
         if c != 0:
             return c
+        if m > SHORT:       # both long, their first bytes equal
+            if (ls < lt and self._starts(t, s)) or (lt < ls and self._starts(s, t)):
+                return ls - lt      # the shorter one is the longer one's first bytes (a merge chain's versions)
+            c = self._compare(s, t, -1, -1, NULL, SHORT, m)
+            if c != 0:
+                return c
         return ls - lt
 
     cdef inline bint _starts(self, int32_t t, int32_t s) noexcept nogil:
@@ -630,10 +669,7 @@ cdef class MergeEngine:
         they do not. A merge chain (a long pre-token whose pairs all tie, merged one neighbour at a time) makes
         every version the next one's left half: comparing two versions byte by byte walked thousands of levels of
         halves for each 256 bytes, in every heap comparison (training about cubic in the chain's length)."""
-        cdef int32_t n = self.tok_len[s]
-        while t >= 0 and self.tok_len[t] > n:
-            t = self.tok_left[t]
-        return t == s
+        return self._spine_holding(t, self.tok_len[s]) == s
 
     cdef inline bint _above(self, HeapEntry x, HeapEntry y) noexcept nogil:
         """True if x (key: count, id: pid) should be merged before y."""
@@ -1388,7 +1424,7 @@ cdef class MergeEngine:
         return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
                 "pairs": self.pkey.capacity() * 28 + self.pgone.capacity() * 4 + self.pslots.capacity() * 4,
                 "heap": self.heap.capacity() * sizeof(HeapEntry),
-                "symbols": self.pool.capacity() + self.tok_len.capacity() * 44 + self.maps.capacity() * sizeof(MapSlot),
+                "symbols": self.pool.capacity() + self.tok_len.capacity() * 60 + self.maps.capacity() * sizeof(MapSlot),
                 "num_pairs": self.pkey.size(), "compactions": self.compactions, "checked": self.checked,
                 "most_positions": self.most_positions}
 

@@ -596,3 +596,49 @@ def test_a_merge_chain_of_long_tied_pre_tokens_matches_the_oracle(seed):
     vocab, merges = train_from_counts(counts, 256 + 900)
     assert merges == oracle_merges(counts, 900)
     assert max(len(t) for t in vocab.values()) >= 350
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_long_tokens_sharing_their_first_bytes_are_ordered_as_the_oracle_orders_them(seed):
+    # A long symbol's first 64 bytes are kept (its left half's, or a short left half's bytes and then the right
+    # half's first): the heap orders two long tokens by them and reads further only when they are equal. Words
+    # that share a 100-byte start and then differ, over two letters, grow many long tokens with equal first bytes
+    # on other spines than each other's, and long tokens made of a short left half and a long right one.
+    import random
+    from train_oracle import oracle_merges
+    rng = random.Random(seed)
+    start = bytes(rng.choice(b"ab") for _ in range(100))
+    counts = {}
+    for k in range(8):
+        tail = bytes(rng.choice(b"ab") for _ in range(rng.randrange(20, 120)))
+        counts[start + tail] = rng.randrange(1, 4)
+        counts[tail[:30] + start] = rng.randrange(1, 4)
+    vocab, merges = train_from_counts(counts, 256 + 2_000)
+    assert merges == oracle_merges(counts, 2_000)
+    assert sum(len(t) > 64 for t in vocab.values()) > 20
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.binary(min_size=2, max_size=160).map(lambda b: bytes(97 + x % 3 for x in b)),
+                       st.integers(1, 4), min_size=1, max_size=6))
+def test_words_of_three_letters_to_the_last_merge_match_the_oracle(counts):
+    # every merge the words allow: the last ones join long tokens (long left and right halves, short ones beside)
+    from train_oracle import oracle_merges
+    vocab, merges = train_from_counts(counts, 256 + 1_000)
+    assert merges == oracle_merges(counts, 1_000)
+
+
+@pytest.mark.parametrize("n", [62, 63, 64, 65, 100])
+def test_two_long_tokens_equal_in_their_first_bytes_are_ordered_by_the_bytes_after(n):
+    # P (n distinct bytes) and Q (50 others) become tokens first (their pairs are in every word), then P+"b"+Q and
+    # P+"a"+Q (101 times each); last, the tie at count 1 between (P+"b"+Q, "a") and (P+"a"+Q, "z"): the greater
+    # left wins, and the lefts differ only at byte n, about where the 64 kept bytes end (the rights would pick
+    # the other)
+    import random
+    from train_oracle import oracle_merges
+    p = bytes(random.Random(n).sample(range(128, 256), n))
+    q = bytes(range(1, 51))
+    counts = {p + b"b" + q: 100, p + b"a" + q: 100, p + b"b" + q + b"a": 1, p + b"a" + q + b"z": 1}
+    vocab, merges = train_from_counts(counts, 256 + 1_000)
+    assert merges == oracle_merges(counts, 1_000)
+    assert merges[-2:] == [(p + b"b" + q, b"a"), (p + b"a" + q, b"z")]
