@@ -289,9 +289,14 @@ def _input_files(corpus: Sequence[str]) -> list[str]:
 
 def _tokenizer_files(path: str) -> list[str]:
     """The files a tokenizer is read from: the tokenizer.json given, or the folder's (Tokenizer.load's, and the
-    tokenizer.json _load_tokenizer reads from a folder export --hf-dir wrote)."""
+    tokenizer.json _load_tokenizer reads from a folder export --hf-dir wrote: not from one holding bpe_fast.json,
+    where 'export -t tok --hf tok/tokenizer.json', a tokenizer.json beside the files it was made from, was refused
+    as overwriting an input it does not read)."""
+    from .formats import CONFIG_FILE
     if not os.path.isdir(path):
         return [path]
+    if os.path.exists(os.path.join(path, CONFIG_FILE)):
+        return _tokenizer_files_in(path)
     return [*_tokenizer_files_in(path), os.path.join(path, "tokenizer.json")]
 
 
@@ -330,10 +335,12 @@ def _check_free_space(output: str, size: int, given: str) -> None:
     """A CliError naming --size when a corpus of `size` bytes cannot fit where synth writes it: its temporary
     file beside the target (through a symbolic link: beside the file it points to). `--size 100000TB` wrote
     until the disk was full (minutes, every other program on it failing too), then failed. An output that is
-    not a regular file (/dev/null, a named pipe) is written to as it is, and not measured."""
-    target = os.path.realpath(output)
-    if os.path.exists(target) and not os.path.isfile(target):
+    not a regular file (/dev/null, a named pipe) is written to as it is, and not measured: asked of the path
+    given, as _encode_one asks it (/dev/stdout or >(cmd)'s /dev/fd/N to a pipe is really /proc/PID/fd/pipe:[N], a
+    name no folder holds: 'more than the 0 bytes free in /proc/PID/fd')."""
+    if os.path.exists(output) and not os.path.isfile(output):
         return
+    target = os.path.realpath(output)
     folder = os.path.dirname(target)
     try:
         free = shutil.disk_usage(folder).free
@@ -354,6 +361,13 @@ def _dask_client(address: str) -> Any:
         return Client(address)
     except (OSError, ValueError, TypeError) as exc:     # (asyncio's and the builtin TimeoutError are OSErrors)
         raise CliError(f"--dask-scheduler {address}: {_describe(exc)}") from None
+
+
+def _dask_flag(message: str) -> str:
+    """A message of count_pretokens or encode_files about their Dask client, naming --dask-scheduler: "(count it
+    without client=)" told the command line's user of a keyword argument they never gave."""
+    return message.replace("with a Dask client", "with --dask-scheduler").replace("without client=",
+                                                                                  "without --dask-scheduler")
 
 
 def _input_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -411,6 +425,10 @@ def cmd_count(args: argparse.Namespace) -> None:
         counts = count_pretokens(corpus, args.special_token, pattern=_pattern("gpt2" if args.pattern is None else args.pattern),
                                  num_processes=args.processes, errors=args.errors, progress=progress,
                                  client=client, **options)
+    except ValueError as exc:       # stdin, a .gz or a .jsonl on the cluster: "(count it without client=)"
+        if client is None or "client=" not in str(exc):
+            raise
+        raise CliError(_dask_flag(str(exc))) from None
     finally:
         progress.close()
         if client is not None:
@@ -763,6 +781,8 @@ def _encode_shards(tokenizer: Tokenizer, inputs: list[str], folder: str, args: a
         message = str(exc)
         if message.endswith("; choose another out_dir"):        # an input among the outputs
             raise CliError(message.removesuffix("out_dir") + "-o") from None
+        if client is not None and message.endswith("without client="):    # a pipe given to the cluster
+            raise CliError(_dask_flag(message)) from None
         found = _OTHER_SETTINGS.search(message)
         if found is None:
             raise
@@ -900,6 +920,9 @@ def _show_text(args: argparse.Namespace) -> tuple[str, str]:
 def cmd_show(args: argparse.Namespace) -> None:
     from .atomic import atomic_output
     from .token_view import render_ansi, render_html, render_plain, split_positions
+    if args.html and args.plain:      # (the page has its colours: --plain was dropped without a word)
+        raise CliError("--plain: the terminal's view without colours; --html writes a page, with its colours: give "
+                       "one of them")
     if args.html:
         _check_output_folder(args.html, "--html")
         if os.path.isdir(args.html):

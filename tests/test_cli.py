@@ -1493,3 +1493,70 @@ def test_python_dash_m_is_the_command_too():
     assert _is_command(["bpe-fast.exe"], ["bpe-fast.exe"])
     assert not _is_command(["-m"], ["python3", "-m", "bpe_fast_other"])
     assert not _is_command([], [])
+
+
+def test_synth_into_a_pipe_named_by_its_path_is_not_measured_as_a_disk(tmp_path):
+    # 'bpe-fast synth --size 10KB -o /dev/stdout | gzip' (or -o >(gzip > c.gz)) failed: "--size 10KB: 10,000
+    # bytes, more than the 0 bytes free in /proc/PID/fd", the free space of the folder of the pipe's link target
+    expected = tmp_path / "expected.txt"
+    generate(expected, 10_000, seed=3)
+    for output in ("/dev/stdout", "/proc/self/fd/1"):
+        proc = subprocess.run([sys.executable, "-m", "bpe_fast", "synth", "--size", "10KB", "--seed", "3", "-o",
+                               output], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == expected.read_bytes()
+
+
+def test_export_beside_the_files_of_a_trained_folder_is_no_overwritten_input(tmp_path, tokdir, corpus, capsys):
+    # a folder holding bpe_fast.json is read from it, never from a tokenizer.json there: 'export -t tok --hf
+    # tok/tokenizer.json' (and --hf-dir tok) were refused, "tok/tokenizer.json is an input and would be overwritten"
+    import shutil
+    shutil.copytree(tokdir, tmp_path / "tok")
+    files = {p.name: p.read_bytes() for p in (tmp_path / "tok").iterdir()}
+    tok = Tokenizer.load(tokdir)
+    text = corpus.read_text(encoding="utf-8")[:5_000] + EOT + " the end"
+    for argv in (["--hf", str(tmp_path / "tok" / "tokenizer.json")], ["--hf-dir", str(tmp_path / "tok")]):
+        code, err = run(["export", "-t", str(tmp_path / "tok"), *argv], capsys)
+        assert code == 0, err
+        assert Tokenizer.from_hf(tmp_path / "tok" / "tokenizer.json").encode(text) == tok.encode(text)
+        assert {name: (tmp_path / "tok" / name).read_bytes() for name in files} == files
+        assert Tokenizer.load(tmp_path / "tok").encode(text) == tok.encode(text)
+    # a folder that is read from its tokenizer.json (export --hf-dir's) still is an input
+    code, err = run(["export", "-t", str(tmp_path / "tok"), "--hf-dir", str(tmp_path / "hf")], capsys)
+    assert code == 0, err
+    before = (tmp_path / "hf" / "tokenizer.json").read_bytes()
+    code, err = run(["export", "-t", str(tmp_path / "hf"), "--hf", str(tmp_path / "hf" / "tokenizer.json")], capsys)
+    assert code == 1 and "is an input and would be overwritten by the output (--hf " in err, err
+    assert (tmp_path / "hf" / "tokenizer.json").read_bytes() == before
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                  dashboard_address=":0", scheduler_kwargs={"dashboard": False}) as cluster:
+        yield cluster.scheduler_address
+
+
+def test_what_the_dask_cluster_cannot_read_is_named_by_the_flag(tmp_path, tokdir, corpus, capsys, dask_scheduler):
+    # "(count it without client=)", "encode it without client=": a keyword the command line's user never gave
+    import gzip
+    (tmp_path / "c.txt.gz").write_bytes(gzip.compress(corpus.read_bytes()[:1_000]))
+    code, err = run(["-q", "count", str(tmp_path / "c.txt.gz"), "-o", str(tmp_path / "c.npz"),
+                     "--dask-scheduler", dask_scheduler], capsys)
+    assert (code, err) == (1, f"bpe-fast: {tmp_path / 'c.txt.gz'}: with --dask-scheduler, inputs must be uncompressed "
+                              f"text files, not compressed text (count it without --dask-scheduler)\n")
+    code, err = run(["-q", "encode", "-t", str(tokdir), "/dev/null", str(corpus), "-o", str(tmp_path / "out") + "/",
+                     "--dask-scheduler", dask_scheduler], capsys)
+    assert (code, err) == (1, "bpe-fast: /dev/null: not a regular file (a pipe?); with --dask-scheduler the workers "
+                              "open each input by its path: encode it without --dask-scheduler\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt.gz"]
+
+
+def test_show_plain_and_html_together_is_refused(tmp_path, tokdir, capsys):
+    # --plain was dropped without a word: the page written had its colours
+    code, err = run(["show", "-t", str(tokdir), "once upon a time", "--plain", "--html", str(tmp_path / "v.html")],
+                    capsys)
+    assert (code, err) == (1, "bpe-fast: --plain: the terminal's view without colours; --html writes a page, with "
+                              "its colours: give one of them\n")
+    assert list(tmp_path.iterdir()) == []
