@@ -7,7 +7,9 @@ An input is
     mapping holding the text under `text_field` (as the rows of HF datasets do); an item that is a list is a
     batch of such documents (as HF's train_from_iterator takes them), and so is a mapping whose `text_field`
     holds a list (a batch's columns, as HF datasets' iter(batch_size=...) gives them); a batch's documents are
-    numbered as items of the input (in errors and for max_documents).
+    numbered as items of the input (in errors and for max_documents);
+  * a mapping: one such item (a record, or a batch's columns, as HF datasets' dataset[:n] gives them), not its
+    keys.
 
 Files are read by extension: `.gz`, `.bz2`, `.xz` and `.zst` (the `zstandard` package) are decompressed as
 they are read; then `.jsonl` / `.ndjson` are JSON lines (one document per line, its text under `text_field`),
@@ -38,6 +40,7 @@ import errno
 import glob
 import gzip
 import io
+import itertools
 import json
 import lzma
 import os
@@ -336,6 +339,16 @@ def resolve_inputs(inputs: object, text_field: str = "text") -> list[TextFile | 
             else:           # a folder, a glob, a pipe, a missing path: looked at again, as one path is
                 sources.extend(_resolve_path(path, text_field))
         return sources
+    if isinstance(inputs, Mapping):
+        # one record, or a batch's columns (HF datasets' dataset[:n]): one item, as in an iterable; iterating it
+        # gave its keys, and the field names were counted as the corpus
+        if text_field not in inputs:
+            fields = sorted(map(str, itertools.islice(inputs, 11)))
+            raise InputError(f"the input is a mapping without a field {text_field!r} (fields: "
+                             f"{fields[:10]}{' and more' if len(fields) > 10 else ''}): a mapping is read as one "
+                             f"record, or a batch's columns; choose the field with text_field=, or pass an "
+                             f"iterable of documents")
+        return [Stream("iterable", (inputs,), "iterable")]
     if isinstance(inputs, Iterable):
         return [Stream("iterable", inputs, "iterable")]
     raise TypeError(f"input must be a path, a list of paths or an iterable of texts, "
@@ -1440,9 +1453,12 @@ def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: s
             if budget.documents is not None:
                 budget.documents -= rows
             if budget.bytes is not None and len(data) >= budget.bytes:      # == : not the empty ones after
-                keep = utf8_boundary(data, budget.bytes)
-                # the documents begun within the cap, the last one cut (to nothing, if need be, as elsewhere)
+                # the documents begun within the cap, the last one cut (to nothing, if need be, as elsewhere) back to
+                # a character boundary within it, as an iterable's is cut (a next document beginning with a
+                # continuation byte, not UTF-8, cut bytes of the one before)
                 rows = int(np.searchsorted(bounds, budget.bytes, side="left"))
+                start = int(bounds[rows - 1]) if rows else 0
+                keep = start + utf8_boundary(data[start:int(bounds[rows])], budget.bytes - start)
                 bounds = np.minimum(bounds[:rows + 1], keep)
                 data = data[:keep]
                 budget.bytes = 0

@@ -1725,3 +1725,36 @@ def test_a_cap_before_a_damaged_end_reads_as_the_capped_text(tmp_path, suffix):
         assert count_pretokens(str(path), [EOT], num_processes=1, max_bytes=cap) == expected
     with pytest.raises(InputError, match=re.escape(str(path))):
         count_pretokens(str(path), [EOT], num_processes=1)
+
+
+@pytest.mark.parametrize("procs", [1, 2])
+def test_a_mapping_input_is_one_item_not_its_keys(procs):
+    # a dict of columns (HF datasets' dataset[:n]) passed as the input was iterated: its keys were the documents,
+    # and the corpus counted was {b"text": 1, b"id": 1}
+    columns = {"text": ["hello world", "naïve café"], "id": [1, 2]}
+    assert count_pretokens(columns, [EOT], num_processes=procs) == oracle_docs(columns["text"])
+    assert count_pretokens({"text": "hello world"}, [EOT], num_processes=procs) == oracle_docs(["hello world"])
+    assert count_pretokens(columns, [EOT], num_processes=procs, max_documents=1) == oracle_docs(["hello world"])
+    assert count_pretokens({"body": ["a b"]}, [EOT], num_processes=procs, text_field="body") == oracle_docs(["a b"])
+    with pytest.raises(InputError, match=r"the input is a mapping without a field 'text' \(fields: \['test', "
+                                         r"'train'\]\)"):
+        count_pretokens({"train": [], "test": []}, num_processes=procs)      # (a DatasetDict: its splits)
+
+
+@needs_pyarrow
+@pytest.mark.parametrize("errors", ["strict", "replace"])
+@pytest.mark.parametrize("max_bytes", [2, 3])
+def test_max_bytes_at_the_end_of_a_parquet_document_keeps_it_whole(tmp_path, errors, max_bytes):
+    # the cap was cut back to a character boundary in the record batch's bytes, not in the document: a cap at the
+    # end of "ab" before a document beginning with a continuation byte (not UTF-8) cut "ab" to "a", where the
+    # same documents from an iterable keep "ab"
+    docs = [b"ab", b"\x80cd"]
+    _parquet_of_bytes(tmp_path / "c.parquet", docs, 10)
+    taken = ["ab"] + (["\ufffd"] if max_bytes == 3 else [])
+    if max_bytes == 3 and errors == "strict":
+        for inp in (tmp_path / "c.parquet", iter(docs)):
+            with pytest.raises(CorpusDecodeError, match=r"document 1, byte offset 0 of the document"):
+                count_pretokens(inp, [EOT], num_processes=1, max_bytes=max_bytes, errors=errors)
+        return
+    for inp in (tmp_path / "c.parquet", iter(docs)):
+        assert count_pretokens(inp, [EOT], num_processes=1, max_bytes=max_bytes, errors=errors) == oracle_docs(taken)
