@@ -303,16 +303,20 @@ class Tokenizer:
         self._segmenter = (Segmenter(tables, self._kind, specials.utf8, specials.utf8_ids, specials.utf8_lstrip)
                            if tables is not None else None)
 
-    def restricted_to(self, allowed: frozenset[str]) -> Tokenizer:
-        """This tokenizer matching only the special tokens in `allowed` (a frozenset of some of its special
-        tokens; the others are ordinary text): a shallow copy sharing the tables, the vocabulary and the pool
-        of encoders, with its own special-token matching; cached, one per set. It pickles and reports as a
+    def restricted_to(self, allowed: AbstractSet[str] | Iterable[str]) -> Tokenizer:
+        """This tokenizer matching only the special tokens in `allowed` (a frozenset, or a set or list, of some
+        of its special tokens; the others are ordinary text): a shallow copy sharing the tables, the vocabulary and
+        the pool of encoders, with its own special-token matching; cached, one per set. It pickles and reports as a
         tokenizer with those special tokens only (bpe_fast.Encoding keeps one per allowed set).
 
         >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|a|>", "<|b|>"])
         >>> tok.restricted_to(frozenset(["<|a|>"])).encode("<|a|><|b|>")[:2]
         [256, 60]
         """
+        if type(allowed) is not frozenset:      # a set, a list: as that frozenset
+            if isinstance(allowed, str):
+                raise TypeError("restricted_to takes a set of special tokens (str), not one str")
+            allowed = _names(allowed, "restricted_to takes a set of special tokens (str)")
         if allowed >= self._special_set:
             return self
         if not allowed <= self._special_set:
@@ -1350,19 +1354,18 @@ class Tokenizer:
                 raise TypeError(f'allowed_special must be "all" or a set of str, got the str {allowed_special!r}')
             allowed = frozenset(self._specials.tokens)
         else:
-            allowed = frozenset(allowed_special)
+            allowed = _names(allowed_special, 'allowed_special must be "all" or a set of str')
             if not allowed <= self._special_set:
-                for token in allowed:       # tiktoken takes str only: bytes or an id would be ignored here
-                    if not isinstance(token, str):
-                        raise TypeError(f"allowed_special must be \"all\" or a set of str, got {token!r} in it")
                 allowed = allowed.intersection(self._specials.tokens)
         if isinstance(disallowed_special, str):
             if disallowed_special != "all":
                 raise TypeError('disallowed_special must be "all" or a collection of str, got the str '
                                 f"{disallowed_special!r}")
             disallowed = frozenset(self._specials.tokens) - allowed
+        elif not disallowed_special:        # (None too, as tiktoken reads it, and encode without allowed_special)
+            disallowed = _NONE
         else:
-            disallowed = frozenset(disallowed_special)
+            disallowed = _names(disallowed_special, 'disallowed_special must be "all" or a collection of str')
         return self.restricted_to(allowed), disallowed
 
     def lengths_in(self, data: bytes, ids: NDArray[Any]) -> NDArray[np.int64]:
@@ -2044,6 +2047,25 @@ def _check_special_ids(wanted: dict[str, Any] | None, tokenizer: Tokenizer) -> T
     return tokenizer
 
 
+def _names(given: Any, rule: str) -> frozenset[str]:
+    """Special tokens `given` (encode's allowed_special or disallowed_special, restricted_to's argument; not a str)
+    as a frozenset of str; else TypeError, `rule` (what it must be) naming the first item that is not a str
+    (tiktoken takes str only: bytes or an id were ignored in allowed_special, and failed disallowed_special's
+    search of the text with a message about paths), or what was given when it is no collection."""
+    if isinstance(given, Iterator):     # (read once)
+        given = list(given)
+    try:
+        names = frozenset(given)
+    except TypeError:       # not iterable, or an item that is not hashable
+        if not isinstance(given, Iterable):
+            raise TypeError(f"{rule}, got {type(given).__name__}") from None
+        names = None
+    if names is None or not all(isinstance(name, str) for name in names):
+        token = next(name for name in given if not isinstance(name, str))
+        raise TypeError(f"{rule}, got {token!r} in it")
+    return names
+
+
 def _check_text(text: object) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -2405,13 +2427,16 @@ def _id_array(ids: Any) -> NDArray[np.int64]:
                 isinstance(ids, memoryview) and ids.format in ("B", "b", "c")):
             raise TypeError(f"ids must be a sequence of int, got {type(ids).__name__}")
         if not hasattr(ids, "__len__"):
+            if not isinstance(ids, Iterable):
+                raise TypeError(f"ids must be a sequence of int, got {type(ids).__name__}")
             ids = list(ids)
         try:
             arr = np.asarray(ids)
         except (OverflowError, ValueError):
             arr = np.asarray(ids, dtype=object)
-        if arr.dtype.kind == "f":       # NumPy's int64 and uint64 together make float64: each item is looked at
-            arr = np.asarray(ids, dtype=object)
+        if arr.dtype.kind not in "iubO":     # each item looked at, so that the error names the first that is not an
+            arr = np.asarray(ids, dtype=object)     # int (NumPy's int64 and uint64 together make float64; [1, "a"]
+            # an array of str, which was named as "an array of <U21"); a list's bools are below
     else:
         arr = ids
     if arr.ndim != 1:
@@ -2430,6 +2455,9 @@ def _id_array(ids: Any) -> NDArray[np.int64]:
     # below 2**63 and read back as a negative one)
     if kind == "i" or (kind == "b" and listed and all(type(i) is bool for i in ids)):
         return np.array(arr, dtype=np.int64)
+    if kind == "b" and listed:      # NumPy's bools among them: the first named, as for [1, np.True_] above
+        k, value = next((k, i) for k, i in enumerate(ids) if type(i) is not bool)
+        raise TypeError(f"token id {value!r} (at position {k}) is not an int")
     if kind == "u":
         out = np.array(arr, dtype=np.int64)            # (2**63 and more wrap to negative: the first is named)
         if arr.dtype.itemsize == 8 and (out < 0).any():
@@ -2438,11 +2466,13 @@ def _id_array(ids: Any) -> NDArray[np.int64]:
         return out
     if kind == "O":
         out = np.empty(arr.size, dtype=np.int64)
-        for k, value in enumerate(arr):
+        values = []
+        for k, value in enumerate(arr):     # every item first: one that is not an int anywhere is the error
             try:
-                value = operator.index(value)
+                values.append(operator.index(value))
             except TypeError:
                 raise TypeError(f"token id {value!r} (at position {k}) is not an int") from None
+        for k, value in enumerate(values):
             if value < 0:
                 raise ValueError(f"negative token id {value} (at position {k})")
             if value > _INT32_MAX:

@@ -2479,3 +2479,61 @@ def test_decodes_in_parallel_only_lists_long_enough():
     assert decodes_in_parallel([1] * DECODE_PARALLEL_IDS) and decodes_in_parallel(np.ones(DECODE_PARALLEL_IDS))
     assert not decodes_in_parallel([1] * (DECODE_PARALLEL_IDS - 1))
     assert not decodes_in_parallel(iter([1] * DECODE_PARALLEL_IDS))     # (read with the GIL held)
+
+
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, r"\S+|\s+"])        # the native path and the Python path
+def test_special_token_keywords_name_what_is_not_a_str(trained, pattern):
+    # disallowed_special holding bytes or an id failed inside the search of the text ("'in <string>' requires
+    # string as left operand, not bytes"; for an int, "expected str, bytes or os.PathLike object"), and a
+    # keyword that is no collection at all as "'int' object is not iterable"; allowed_special named them already
+    tok = Tokenizer(*trained, special_tokens=[EOT], pattern=pattern)
+    calls = (lambda **kw: tok.encode("a" + EOT, **kw), lambda **kw: tok.encode("zz", **kw),
+             lambda **kw: tok.encode_batch(["a" + EOT], **kw), lambda **kw: tok.encode_with_offsets("a" + EOT, **kw))
+    for call in calls:
+        for bad, named in (({EOT.encode()}, re.escape(repr(EOT.encode())) + " in it"), ({1}, "1 in it"),
+                           ([EOT, None], "None in it"), (5, "int")):
+            rule = 'disallowed_special must be "all" or a collection of str'
+            with pytest.raises(TypeError, match=f"{rule}, got {named}"):
+                call(disallowed_special=bad)
+        with pytest.raises(TypeError, match='allowed_special must be "all" or a set of str, got NoneType'):
+            call(allowed_special=None)
+        with pytest.raises(TypeError, match=r'allowed_special must be "all" or a set of str, got 7 in it'):
+            call(allowed_special=iter([EOT, 7]))
+    # disallowed_special=None is none, as tiktoken reads it, with allowed_special given too (it was a TypeError)
+    assert tok.encode(EOT, allowed_special=set(), disallowed_special=None) == tok.encode(EOT, allowed_special=set())
+    assert tok.encode_batch([EOT], allowed_special=set(), disallowed_special=None) == [tok.encode_ordinary(EOT)]
+    assert tok.encode(EOT, allowed_special={EOT}, disallowed_special=None) == [256]
+
+
+def test_decode_names_the_item_of_a_list_that_is_not_an_int():
+    # a list holding a str (or bytes, a complex) was read as a NumPy array of str: "token ids must be integers,
+    # got an array of <U21", which named neither the item nor where it is; NumPy's bools in a list were "an
+    # array of bool"; a not-an-int item after a negative id lost to it (the rule: a TypeError first); an int in
+    # place of the list was "'int' object is not iterable"
+    tok = Tokenizer(dict(BYTES), [])
+    for ids, named in (([104, "a"], r"'a' \(at position 1\)"), (["1"], r"'1' \(at position 0\)"),
+                       ([104, b"a"], r"b'a' \(at position 1\)"), ([1j], r"1j \(at position 0\)"),
+                       ([np.True_, np.False_], r"np.True_ \(at position 0\)"),
+                       ([-1, None], r"None \(at position 1\)"), ([-1, "x"], r"'x' \(at position 1\)")):
+        for method in (tok.decode, tok.decode_bytes, tok.decode_with_offsets):
+            with pytest.raises(TypeError, match=f"token id {named} is not an int"):
+                method(ids)
+    for method in (tok.decode, tok.decode_bytes, tok.decode_with_offsets):
+        with pytest.raises(TypeError, match="ids must be a sequence of int, got int"):
+            method(5)
+    assert tok.decode([104, np.int64(105)]) == "hi"
+
+
+def test_restricted_to_takes_a_set_or_a_list_of_special_tokens():
+    # restricted_to({"<|a|>"}) raised "unhashable type: 'set'" (the cache of views is keyed by frozenset), a list
+    # "'>=' not supported between instances of 'list' and 'frozenset'"
+    tok = Tokenizer(dict(BYTES), [], ["<|a|>", "<|b|>"])
+    view = tok.restricted_to(frozenset(["<|a|>"]))
+    assert tok.restricted_to({"<|a|>"}) is view
+    assert tok.restricted_to(["<|a|>"]) is view
+    assert view.encode("<|a|><|b|>") == [256] + list(b"<|b|>")
+    assert tok.restricted_to(set()).encode("<|a|>") == list(b"<|a|>")
+    with pytest.raises(TypeError, match="restricted_to takes a set of special tokens \\(str\\), not one str"):
+        tok.restricted_to("<|a|>")
+    with pytest.raises(TypeError, match=r"restricted_to takes a set of special tokens \(str\), got b'<\|a\|>' in it"):
+        tok.restricted_to({b"<|a|>"})
