@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .atomic import output_group
-from .formats import str_to_token, token_to_str, tokens_to_strs, write_text_atomic
-from .hf import hf_added_token_difference, pre_tokenizer_to_hf
+from .formats import token_to_str, tokens_to_strs, write_text_atomic
+from .hf import hf_added_token_difference, key_read_as_text, pre_tokenizer_to_hf
 from .merge_rule import describe_difference, merge_rule_difference, repeated_merge
 from .patterns import check_tiktoken_readable, tiktoken_anchors
 from .ranks import ranked_tokens, ranks_from_tokenizer, tiktoken_text, vocab_of
@@ -123,10 +123,11 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     mapped = [(s, i) for s, i in special_ids if token_to_str(s.encode("utf-8")) == s]
     mapped_ids = {i for _, i in mapped}
     first_unmapped = min((i for _, i in special_ids if i not in mapped_ids), default=None)
-    # last: every special token in the vocab, one whose text has a character GPT-2's byte mapping lacks under its
-    # text, as DeepSeek's files hold "<\uff5cbegin\u2581of\u2581sentence\uff5c>" (HF finds it there and keeps its id;
-    # from_hf reads such a key as the added token's UTF-8)
-    raw = mapped + [(s, i) for s, i in special_ids if i not in mapped_ids and s not in ordinary and not _byte_level(s)]
+    # last: every special token in the vocab, one whose text from_hf reads back as its UTF-8 under its text
+    # (bpe_fast.hf.key_read_as_text: a character GPT-2's byte mapping lacks, as DeepSeek's files hold
+    # "<\uff5cbegin\u2581of\u2581sentence\uff5c>", or bytes no text holds, as HF's trainer writes "<|début|>"):
+    # HF finds it there and keeps its id
+    raw = mapped + [(s, i) for s, i in special_ids if i not in mapped_ids and s not in ordinary and key_read_as_text(s)]
     choices = [mapped, [], [(s, i) for s, i in mapped if first_unmapped is None or i < first_unmapped], raw]
     ids = [i for _, i in special_ids]
     for in_vocab in choices:
@@ -165,15 +166,6 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
             "merges": [a + " " + b for a, b in zip(merge_keys, merge_keys)],
         },
     }
-
-
-def _byte_level(text: str) -> bool:
-    """Whether every character of `text` is in GPT-2's byte mapping (it reads as a byte-level vocab key)."""
-    try:
-        str_to_token(text)
-    except ValueError:
-        return False
-    return True
 
 
 def export_hf(tokenizer: Tokenizer, path: StrPath) -> None:

@@ -53,11 +53,15 @@ Where HF and bpe_fast could differ, and what is refused for it:
   ids are both the file's and HF's. An added token whose UTF-8 bytes are a model token with another id
   (GPT-NeoX's "  ", also the model's "ĠĠ") is read: HF finds the added token in the text first, so the model's
   id is never encoded and decodes to the same bytes, as in bpe_fast (such a tokenizer is not saved as vocab.json,
-  which gives a token's bytes one id; export_hf writes it).
+  which gives a token's bytes one id; export_hf writes it). A model vocab key that is an added token's text and
+  whose byte-level bytes no text holds (HF's trainer puts its special tokens in the vocab under their text:
+  "<|début|>" spells b"<|d\\xe9but|>") is read as that text, as a key outside the byte mapping is (key_read_as_text;
+  HF decodes such an id to the key's bytes, bpe_fast to the text; export_hf writes such special tokens so).
 - Patterns. HF runs the Split regex on Oniguruma, bpe_fast on `regex` (see pattern_from_hf).
 """
 from __future__ import annotations
 
+import codecs
 import functools
 import json
 import operator
@@ -87,7 +91,7 @@ from .token_arrays import all_distinct
 if TYPE_CHECKING:
     from .ranks import RankedTokens
 
-__all__ = ["hf_added_token_difference", "hf_added_token_ids", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json", "split_to_hf"]
+__all__ = ["hf_added_token_difference", "hf_added_token_ids", "key_read_as_text", "pattern_from_hf", "pattern_to_hf", "read_tokenizer_json", "split_to_hf"]
 
 # Oniguruma reads "{1,3}+" as a repeated interval, not a possessive one; at the end of its alternative a greedy
 # "{1,3}" matches what tiktoken's possessive one does, so files (and export_hf) spell cl100k's pattern so.
@@ -643,6 +647,7 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
                  if isinstance(entry, dict) and isinstance(entry.get("content"), str)} if isinstance(added, list) else set())
     key_ids, vocab = _read_vocab(f, model.get("vocab"), contents)
     merges = _read_merges(f, model.get("merges"), key_ids, vocab)
+    _give_added_tokens_their_text(vocab, key_ids, added, merges)
     ranks, not_ranks = _ranks_of_python(path, model, vocab, merges, contents)
     difference = merge_rule_difference(merges) if ranks is None else None
     if difference is not None:
@@ -658,6 +663,62 @@ def _read_python(path: StrPath, data: bytes) -> tuple[Vocab, Merges, list[str], 
     ids = {entry["content"]: entry["id"] for entry in doc.get("added_tokens", [])}      # (checked to be HF's)
     return (vocab, merges, specials, pattern, None, [ids[s] for s in specials], normalizer, _lstrip_of(added),
             ranks)
+
+
+def _no_text_holds(token: bytes) -> bool:
+    """Whether no UTF-8 text holds `token` anywhere (its bytes, up to three continuation bytes at its start aside,
+    are no UTF-8 nor the start of some): no pre-token is it or holds it, so merging and ignore_merges never give it.
+
+    >>> _no_text_holds("<|début|>".encode("latin-1")), _no_text_holds("é".encode()[1:] + b"ab\\xe2\\x82")
+    (True, False)
+    """
+    start = 0
+    while start < min(3, len(token)) and 0x80 <= token[start] < 0xC0:
+        start += 1
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(token[start:], final=False)    # (an unfinished end is held)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def key_read_as_text(key: str) -> bool:
+    """Whether from_hf reads a model vocab key that is an added token's content (and that no merge names) as the
+    content's UTF-8, not as GPT-2's byte-level spelling of bytes: a key outside the byte mapping (DeepSeek's
+    "<\uff5cbegin\u2581of\u2581sentence\uff5c>"), or one whose bytes, more than one, no text holds
+    (_no_text_holds: "<|début|>" spells b"<|d\\xe9but|>"), as HF's trainer puts its special tokens in the vocab
+    under their text. HF gives such a key's id to the added token only. export_hf writes a special token so.
+
+    >>> key_read_as_text("<|début|>"), key_read_as_text("<|fin|>"), key_read_as_text("é")
+    (True, False, False)
+    """
+    try:
+        token = formats.str_to_token(key)
+    except ValueError:
+        return True
+    return len(token) > 1 and _no_text_holds(token)
+
+
+def _give_added_tokens_their_text(vocab: Vocab, key_ids: Mapping[str, int], added: object, merges: Merges) -> None:
+    """The model's token whose key an added token's content is gets the content's UTF-8 as its bytes where
+    key_read_as_text and no merge takes or makes it (HF decodes that id to the key's bytes, not UTF-8, bpe_fast to
+    the token's text; the ids are HF's). Anything malformed is left to _read_added_tokens to name."""
+    if not isinstance(added, list):
+        return
+    in_merges: set[bytes] | None = None
+    for entry in added:
+        content = entry.get("content") if isinstance(entry, dict) else None
+        if not isinstance(content, str) or key_ids.get(content) is None or not key_read_as_text(content):
+            continue
+        i = key_ids[content]
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError:
+            continue
+        if in_merges is None:
+            in_merges = {t for a, b in merges for t in (a, b, a + b)}
+        if vocab[i] not in in_merges:
+            vocab[i] = data
 
 
 def _ranks_of_python(path: StrPath, model: dict[str, Any], vocab: Vocab, merges: Merges,

@@ -705,6 +705,46 @@ def test_export_writes_a_special_token_outside_the_byte_mapping_as_its_text(tmp_
     assert hf_ids(hf, text) == tok.encode(text) == Tokenizer.from_hf(path).encode(text)
 
 
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_trainers_special_token_with_latin_1_letters_is_read(tmp_path, native):
+    # HF's BpeTrainer puts its special tokens in the model's vocab under their text: "<|début|>" read as a
+    # byte-level key is b"<|d\xe9but|>", which no UTF-8 text holds, so HF gives that id to the added token only;
+    # the file was refused ("bpe_fast gives an id one byte string")
+    hf = tokenizers.Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|début|>", "<|fin|>", "<¶>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    hf.train_from_iterator(["le début et la fin <|début|> d'un texte <|fin|> ¶ <¶>"] * 5, trainer)
+    path = save_hf(hf, tmp_path / "tokenizer.json")
+    assert json.loads(path.read_text("utf-8"))["model"]["vocab"]["<|début|>"] == 0     # (HF's file form)
+    ours = Tokenizer.from_hf(path) if native else python_path(lambda: Tokenizer.from_hf(path))
+    assert ours.special_tokens == {"<|début|>": 0, "<|fin|>": 1, "<¶>": 2}
+    texts = ["<|début|>le début<|fin|>", "début <¶>¶<|d", "<|début|><|début|> fin", *TEXTS[:40]]
+    for text in texts:
+        assert ours.encode(text) == hf_ids(hf, text), text
+    # (HF decodes id 0 to the key's bytes, b"<|d\xe9but|>", not UTF-8; bpe_fast to the special token's text)
+    assert ours.decode([0, 1, 2]) == "<|début|><|fin|><¶>"
+
+
+def test_export_writes_a_special_token_with_latin_1_letters_as_its_text(tmp_path):
+    # "<|début|>" between the bytes and the merges: it was refused ("HF would give it id 257"); written under its
+    # text, HF finds it in the vocab and keeps its id, and from_hf reads it back (a key no text holds)
+    vocab = {i: bytes([i]) for i in range(256)}
+    tok = Tokenizer(vocab | {256: "<|début|>".encode(), 257: b"<|fin|>", 258: b"ab"}, [(b"a", b"b")],
+                    ["<|début|>", "<|fin|>"])
+    assert tok.special_tokens == {"<|début|>": 256, "<|fin|>": 257}
+    path = tmp_path / "tokenizer.json"
+    tok.export_hf(path)
+    assert json.loads(path.read_text("utf-8"))["model"]["vocab"]["<|début|>"] == tok.special_tokens["<|début|>"]
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    back = Tokenizer.from_hf(path)
+    assert back.special_tokens == tok.special_tokens
+    for text in ["ab<|début|> début<|fin|>ab", "<|début|", *TEXTS[:40]]:
+        assert hf_ids(hf, text) == tok.encode(text) == back.encode(text), text
+
+
 def _bare_doc(vocab, added_tokens):
     """A tokenizer.json with a byte-level BPE model of `vocab` ({key: id}, no merges) and these added tokens."""
     return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added_tokens, "normalizer": None,
