@@ -599,7 +599,8 @@ class Tokenizer:
     @classmethod
     def from_hf(cls, path: StrPath) -> Tokenizer:
         """A tokenizer from an HF tokenizers ``tokenizer.json`` of a byte-level BPE model (GPT-2's, Llama 3's and
-        files like them, and those export_hf writes), with the file's ids: encode(text) gives HF's
+        files like them, and those export_hf writes), or from the one in the folder `path` (as transformers'
+        save_pretrained and export_hf's folders hold it), with the file's ids: encode(text) gives HF's
         ``encode(text, add_special_tokens=False).ids``. The added tokens are special tokens here; a
         post-processor's BOS/EOS are not added. What is read, ignored and refused is in bpe_fast.hf; a file
         bpe_fast cannot follow exactly raises bpe_fast.formats.FormatError (a ValueError) naming the file and
@@ -614,6 +615,11 @@ class Tokenizer:
         """
         from .hf import read_tokenizer_arrays, refuse_merges
 
+        if os.path.isdir(path):         # (a bare IsADirectoryError before)
+            if not os.path.isfile(os.path.join(path, "tokenizer.json")):
+                raise FileNotFoundError(f"{os.fspath(path)} is a folder with no tokenizer.json in it: give the "
+                                        f"tokenizer.json file, or the folder that holds it")
+            path = os.path.join(path, "tokenizer.json")
         read = read_tokenizer_arrays(path, for_tokenizer=True)
         if read.ranks is not None:      # ignore_merges and every split of each token (Llama 3's): tiktoken's ranks
             made = cls._from_ranked(read.ranks, dict(zip(read.special_tokens, read.special_ids)), read.pattern)

@@ -594,6 +594,21 @@ def test_export_then_from_hf(tmp_path, ours_trained, pattern):
     assert_same_ids(back, hf, texts + ["a  \n", "a \n\n", "x  \n  y \n"])
 
 
+def test_from_hf_reads_the_tokenizer_json_of_a_folder(tmp_path, ours_trained):
+    # a model's folder (save_pretrained's, export --hf-dir's) was a bare IsADirectoryError
+    vocab, merges = ours_trained
+    tok = Tokenizer(vocab, merges, [EOT, "<|pad|>"])
+    (tmp_path / "model").mkdir()
+    tok.export_hf(tmp_path / "model" / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "model" / "tokenizer.json"))
+    assert_same_ids(Tokenizer.from_hf(tmp_path / "model"), hf, TEXTS)
+    assert_same_ids(Tokenizer.from_hf(str(tmp_path / "model")), hf, TEXTS)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=f"^{re.escape(str(tmp_path / 'empty'))} is a folder with no "
+                                                f"tokenizer.json in it"):
+        Tokenizer.from_hf(tmp_path / "empty")
+
+
 @pytest.mark.parametrize("pattern", [r"\S+|\s+", LLAMA3_PATTERN, r"(?i:'s|'t)|\p{L}+|\p{N}|\s+|[^\s\p{L}\p{N}]+",
                                      r"\Aab|a|b|\s|[^ab\s]"])
 def test_a_pattern_without_anchors_comes_back_from_hf_as_it_was(tmp_path, pattern):
