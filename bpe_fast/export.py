@@ -140,6 +140,10 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         assert difference is not None
         k, hf_id, which = difference
         s, i = special_ids[k]
+        if vocab.get(s) == hf_id:       # (not "the next id after the vocab's size": HF finds it among the keys)
+            raise ValueError(f"special token {s!r} has id {i}, but HF would give it id {hf_id}: its text is the "
+                             f"byte-level spelling of token {hf_id} ({all_tokens[hf_id]!r}), and HF gives an added "
+                             f"token the id of the vocab key that is its text")
         raise ValueError(f"special token {s!r} has id {i}, but HF would give it id {hf_id} ({which}: an added "
                          "token whose text is not its byte-level form gets the next id after the vocab's size, "
                          "its number of tokens)")

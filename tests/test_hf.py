@@ -706,6 +706,22 @@ def test_export_refuses_a_special_token_hf_would_renumber(tmp_path):
     assert not (tmp_path / "tokenizer.json").exists()
 
 
+@pytest.mark.parametrize("special, byte", [("\u0120", 32), ("\u00e9", 0xE9)])
+def test_export_refusing_a_special_token_that_is_a_byte_keys_text_says_why(tmp_path, special, byte):
+    # a special token whose text is the byte-level key of an ordinary token: HF gives it that token's id (checked
+    # with HF below); the refusal said it "gets the next id after the vocab's size"
+    vocab = {i: bytes([i]) for i in range(256)}
+    tok = Tokenizer(vocab, [], ["<|a|>", special])
+    with pytest.raises(ValueError, match=f"^special token {re.escape(repr(special))} has id 257, but HF would give "
+                                         f"it id {byte}: its text is the byte-level spelling of token {byte} "):
+        tok.export_hf(tmp_path / "tokenizer.json")
+    assert not (tmp_path / "tokenizer.json").exists()
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE(vocab={token_to_str(bytes([b])): b for b in range(256)},
+                                                    merges=[]))
+    hf.add_special_tokens(["<|a|>", special])
+    assert hf.token_to_id(special) == byte
+
+
 def test_export_writes_a_special_token_outside_the_byte_mapping_as_its_text(tmp_path):
     # "<|a b|>" holds a space, which GPT-2's byte mapping writes "\u0120": under its own text in the vocab (as
     # DeepSeek's files hold theirs), HF finds it there and keeps its id; until then export refused it
