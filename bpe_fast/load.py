@@ -38,7 +38,12 @@ def read_file(blobpath: str) -> bytes:
 def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:
     """The contents of a local file, or of a URL as tiktoken's cache holds it; with expected_hash (a SHA-256 in
     hex; None or "" checks nothing, as tiktoken's), a ValueError when they do not have it, as tiktoken's (a URL: a
-    FileNotFoundError unless its cached copy has it)."""
+    FileNotFoundError unless its cached copy has it). A local file's path may be an os.PathLike or bytes too
+    (tiktoken's takes a str only)."""
+    if isinstance(blobpath, (bytes, os.PathLike)):     # a local file (a URL is a str)
+        blobpath = os.fsdecode(blobpath)
+    if not isinstance(blobpath, str):       # ("://" in it was a TypeError naming no argument)
+        raise TypeError(f"a file's path or URL must be a str or os.PathLike, got {type(blobpath).__name__}")
     if "://" not in blobpath:
         with open(blobpath, "rb") as f:
             data = f.read()

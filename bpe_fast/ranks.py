@@ -14,9 +14,10 @@ Decisions:
   anything: a single byte is never the result of a merge, so its rank is only its id.
 - A `.tiktoken` file is read strictly: each non-empty line is a base64 token (standard alphabet, padded, not
   empty), blanks (spaces or tabs), and a decimal rank of at most 10 digits, with blanks around allowed and
-  LF or CRLF line ends; a token or rank given twice is an error (tiktoken's reader keeps the last). A ``.gz``
-  name is read through gzip. Errors are bpe_fast.formats.FormatError (a ValueError) naming the file and the
-  1-based line.
+  LF, CRLF or CR line ends (tiktoken's bytes.splitlines); a UTF-8 byte order mark before the first line is read
+  past (tiktoken's base64 decoder drops it); a token or rank given twice is an error (tiktoken's reader keeps
+  the last). A ``.gz`` name is read through gzip. A path may be a str, an os.PathLike or bytes. Errors are
+  bpe_fast.formats.FormatError (a ValueError) naming the file and the 1-based line.
 """
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def tiktoken_text(ranks: Mapping[bytes, int]) -> bytes:
 def read_tiktoken_bytes(path: StrPath) -> bytes:
     """The contents of a `.tiktoken` file (a ``.gz`` name: decompressed); FormatError naming it when it cannot
     be read (a broken gzip stream), OSError when it is missing or not readable."""
-    opener = gzip.open if str(path).endswith(".gz") else open
+    opener = gzip.open if os.fsdecode(path).endswith(".gz") else open     # (a bytes path too)
     try:
         with opener(path, "rb") as f:
             return f.read()
@@ -96,10 +97,16 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
     from ._ranks import parse_tiktoken
     from ._scan import first_repeat
 
-    path = os.fspath(path)
+    path = os.fsdecode(path)        # (a bytes path: named as text)
     if data is None:
         data = read_tiktoken_bytes(path)
+    if data.startswith(_BOM):       # an editor's byte order mark: tiktoken's base64 decoder drops it
+        data = data[len(_BOM):]
     pool, offsets, values, lines, bad = parse_tiktoken(data)
+    if bad and _LONE_CR.search(data) and not data.startswith(b"\x1f\x8b"):
+        # lines ending in CR alone (or some of them), which tiktoken's bytes.splitlines ends lines at too
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        pool, offsets, values, lines, bad = parse_tiktoken(data)
     if bad:
         if data.startswith(b"\x1f\x8b"):    # gzip's magic: compressed bytes read as text (a line of them may hold a CR)
             raise FormatError(path, None, "is gzip-compressed (it starts with gzip's bytes 1F 8B), not the text of a "
@@ -129,6 +136,10 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
     return tokens, values, lines, pool, offsets
 
 
+_BOM = b"\xef\xbb\xbf"
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
 def check_has_ranks(path: StrPath, count: int) -> None:
     """FormatError naming the `.tiktoken` file at path when it holds no ranks (count 0: empty, or blank lines
     only), which read_tiktoken reads as tiktoken does ({}), but no tokenizer can be made of."""
@@ -138,12 +149,6 @@ def check_has_ranks(path: StrPath, count: int) -> None:
 
 def _line_problem(line: bytes) -> str:
     """What is wrong with a line of a `.tiktoken` file that the parser refused."""
-    if line.startswith(b"\xef\xbb\xbf"):
-        return ("starts with a UTF-8 byte order mark (bytes EF BB BF, which some editors add): a .tiktoken file "
-                "holds ASCII only; save it without one")
-    if b"\r" in line:
-        return ("holds a carriage return inside the line: its lines end in CR alone, where a .tiktoken file's "
-                "end in LF (or CR LF)")
     m = re.fullmatch(rb"[ \t]*([^ \t]+)[ \t]+([^ \t]+)[ \t]*", line)
     if m is None:
         return f"expected a base64 token, blanks and a decimal rank, got {_show(line)}"
@@ -451,17 +456,18 @@ def _merges_in_order(tokens: list[bytes], values: NDArray[np.int64]) -> Merges:
 
 
 def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
-    """tiktoken's ranks (a `.tiktoken` file or a dict {bytes: int}) checked, in rank order. Whether they make
-    every token is RankedTokens.recover's to check. A file's ranks too sparse for the encoder's tables, which
-    are indexed by id (formats.sparsity_problem), are a FormatError naming the line of the largest."""
-    if isinstance(path_or_ranks, (str, os.PathLike)):
-        tokens, values, lines, pool, offsets = _read_arrays(path_or_ranks)
-        check_has_ranks(path_or_ranks, len(values))
+    """tiktoken's ranks (a `.tiktoken` file, its path a str, os.PathLike or bytes, or a dict {bytes: int}) checked,
+    in rank order. Whether they make every token is RankedTokens.recover's to check. A file's ranks too sparse
+    for the encoder's tables, which are indexed by id (formats.sparsity_problem), are a FormatError naming the
+    line of the largest."""
+    if isinstance(path_or_ranks, (str, bytes, os.PathLike)):     # (bytes: a path, as from_files takes one)
+        path = os.fsdecode(path_or_ranks)
+        tokens, values, lines, pool, offsets = _read_arrays(path)
+        check_has_ranks(path, len(values))
         largest = int(values.argmax()) if len(values) else -1
         problem = sparsity_problem(int(values[largest]) if len(values) else -1, len(values))
         if problem:         # the encoder's tables are indexed by id: named here, with the file and line
-            raise FormatError(path_or_ranks, int(lines[largest]), problem)
-        path = os.fspath(path_or_ranks)
+            raise FormatError(path, int(lines[largest]), problem)
         if np.all(values[1:] > values[:-1]):        # the file is in rank order, as tiktoken's are
             return _ranked(tokens, values, pool, offsets, path, lines)
         order = np.argsort(values, kind="stable")

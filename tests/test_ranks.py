@@ -709,17 +709,72 @@ def test_bad_line_names_file_and_line(tmp_path, bad, line, message):
     assert isinstance(info.value, ValueError)
 
 
-def test_a_byte_order_mark_or_cr_line_ends_are_named(tmp_path):
-    # a file saved with a BOM, or with CR-only line ends, was refused as "not padded base64" or "expected a
-    # base64 token, blanks and a decimal rank": nothing said what to mend
-    path = tmp_path / "bom.tiktoken"
-    path.write_bytes(b"\xef\xbb\xbfYQ== 0\nYg== 1\n")
-    with pytest.raises(FormatError, match=r"bom\.tiktoken:1: starts with a UTF-8 byte order mark"):
+def test_a_byte_order_mark_or_cr_line_ends_are_read_as_tiktoken_reads_them(tmp_path):
+    # tiktoken reads a file saved with a UTF-8 BOM (Windows PowerShell's Out-File -Encoding utf8 writes one) or
+    # with CR-only line ends (bytes.splitlines ends a line at CR; its base64 decoder drops the BOM's bytes) as
+    # the same ranks; bpe_fast refused both ("starts with a UTF-8 byte order mark", "end in CR alone")
+    tiktoken = pytest.importorskip("tiktoken")
+    load = pytest.importorskip("tiktoken.load")
+    ranks = BYTE_RANKS | {b"ab": 256, b" ab": 257}
+    ranks[b"c"] = ranks.pop(b"c")       # (a file out of rank order)
+    text = b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks.items())
+    files = {"bom": b"\xef\xbb\xbf" + text, "bom-crlf": b"\xef\xbb\xbf" + text.replace(b"\n", b"\r\n"),
+             "cr": text.replace(b"\n", b"\r"), "mixed": text.replace(b"\n", b"\r", 100)}
+    expected = tiktoken.Encoding("r", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={"<|e|>": 258})
+    for name, data in files.items():
+        path = tmp_path / f"{name}.tiktoken"
+        path.write_bytes(data)
+        assert load.load_tiktoken_bpe(str(path)) == ranks, name          # tiktoken's reading
+        assert read_tiktoken(path) == bpe_fast.load.load_tiktoken_bpe(str(path)) == ranks, name
+        gz = tmp_path / f"{name}.tiktoken.gz"
+        gz.write_bytes(gzip.compress(data))
+        for source in (path, gz):
+            tok = Tokenizer.from_tiktoken(source, GPT2_PATTERN, {"<|e|>": 258})
+            for sample in ["ab ab cab", " abab<|e|>c", "xyz ab\r\n ab", ""]:
+                assert tok.encode(sample) == expected.encode(sample, allowed_special="all"), (name, sample)
+    # a bad line of such a file is still named, its lines counted as tiktoken's splitlines counts them
+    path = tmp_path / "bad.tiktoken"
+    path.write_bytes(b"\xef\xbb\xbfYQ== 0\rYg== 1\rYg==1\r")
+    with pytest.raises(FormatError, match=r"bad\.tiktoken:3: expected a base64 token, blanks and a decimal rank, "
+                                          r"got 'Yg==1'"):
         read_tiktoken(path)
-    path = tmp_path / "cr.tiktoken"
-    path.write_bytes(b"YQ== 0\rYg== 1\r")
-    with pytest.raises(FormatError, match=r"cr\.tiktoken:1: holds a carriage return .* end in CR alone"):
+    path.write_bytes(b"YQ== 0\nYg== 1\n\xef\xbb\xbfYWI= 2\n")     # a BOM after the first line is no BOM
+    with pytest.raises(FormatError, match=r"bad\.tiktoken:3: the token .* is not padded base64"):
         read_tiktoken(path)
+
+
+def test_a_tiktoken_file_named_by_a_bytes_path_or_a_path_object(tmp_path):
+    # a bytes path (which from_files, save and load take) was refused by from_tiktoken ("expected the path of a
+    # .tiktoken file or a dict[bytes, int] of ranks, got bytes"), and a bytes path ending in .gz was read without
+    # gzip (refused as "is gzip-compressed ... read a name ending in .gz through gzip"); bpe_fast.load's
+    # load_tiktoken_bpe and data_gym_to_mergeable_bpe_ranks failed on a pathlib.Path or bytes with "argument of
+    # type 'PosixPath' is not iterable" / "a bytes-like object is required"
+    ranks = BYTE_RANKS | {b"ab": 256, b"abc": 257}
+    text = b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks.items())
+    path = tmp_path / "r.tiktoken"
+    path.write_bytes(text)
+    gz = tmp_path / "r.tiktoken.gz"
+    gz.write_bytes(gzip.compress(text))
+    for source in (path, gz):
+        for given in (str(source), source, os.fsencode(source)):
+            assert read_tiktoken(given) == ranks, given
+            tok = Tokenizer.from_tiktoken(given, "gpt2", {"<|e|>": 258})
+            assert tok.encode("abcab<|e|>") == [257, 256, 258], given
+            assert bpe_fast.Encoding.from_tiktoken_file("r", given, r"\w+|\W").encode("abc ab") == [257, 32, 256]
+    for given in (path, os.fsencode(path)):
+        assert bpe_fast.load.load_tiktoken_bpe(given) == ranks, given
+    with pytest.raises(FormatError, match=r"^" + re.escape(str(tmp_path)) + r".*bad\.tiktoken:1: expected a base64"):
+        bad = tmp_path / "bad.tiktoken"
+        bad.write_bytes(b"YQ==\n")
+        Tokenizer.from_tiktoken(os.fsencode(bad), "gpt2")          # named as text, not as b'...'
+    with pytest.raises(TypeError, match="must be a str or os.PathLike, got int"):
+        bpe_fast.load.load_tiktoken_bpe(3)
+    fixtures = os.path.join(os.path.dirname(__file__), "fixtures")
+    vocab_bpe = tmp_path / "vocab.bpe"
+    vocab_bpe.write_bytes(b"#version: 0.2\n" + open(os.path.join(fixtures, "gpt2_merges.txt"), "rb").read())
+    encoder = os.path.join(fixtures, "gpt2_vocab.json")
+    expected = pytest.importorskip("tiktoken.load").data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), encoder)
+    assert bpe_fast.load.data_gym_to_mergeable_bpe_ranks(vocab_bpe, os.fsencode(encoder)) == expected
 
 
 def test_gzip_data_read_as_text_is_named(tmp_path):
