@@ -24,14 +24,16 @@ from .procs import check_progress
 from .specials import SpecialTokens
 
 
-def count_file(path: StrPath, special_tokens: Iterable[str] | None = (), pattern: str = GPT2_PATTERN,
+def count_file(path: StrPath, special_tokens: Iterable[str] | None = (), pattern: str | None = GPT2_PATTERN,
                num_processes: int | None = None, errors: str = "strict", chunk_bytes: int | None = None,
                progress: Progress | None = None) -> PretokenCounts:
     """The pre-token counts of one UTF-8 file as PretokenCounts, the same whatever num_processes and
     chunk_bytes. Special tokens split the text and are never counted.
 
-    progress, if given, is called as progress("count", bytes_done, bytes_total) now and then."""
-    path, special_tokens, pattern = check_count_args(path, special_tokens, pattern, errors)
+    progress, if given, is called as progress("count", bytes_done, bytes_total) now and then. pattern None:
+    GPT-2's."""
+    path, special_tokens, pattern = check_count_args(path, special_tokens, GPT2_PATTERN if pattern is None else pattern,
+                                                     errors)
     table, = count_file_tables(path, special_tokens, pattern, num_processes, errors, chunk_bytes, progress,
                                combine=True)
     return PretokenCounts.from_arrays(*table, pattern=pattern, special_tokens=special_tokens, check=False)
@@ -48,7 +50,9 @@ class PretokenCounts:
     """The distinct pre-tokens of a corpus with their counts, and the pattern and special tokens that
     made them, held as three arrays: `tokens` (uint8, the pre-tokens' bytes end to end), `offsets` (int64,
     pre-token k is tokens[offsets[k]:offsets[k + 1]]) and `counts` (int64). Training reads the arrays as
-    they are. Add shards with `+` or `PretokenCounts.merge` (natively); save and load as `.npz` (no pickle).
+    they are. Add shards with `+` or `PretokenCounts.merge` (natively); shards made with the same special tokens
+    in other orders add up (and compare equal): the sum has them sorted, since their order gives them their ids
+    in training (train_from_counts' special_tokens chooses it). Save and load as `.npz` (no pickle).
     Reading it as a mapping ({bytes: count}: `[]`, `in`, `items()`) makes a dict once, on first use.
 
     File format (version 1), a NumPy .npz with:
@@ -149,6 +153,11 @@ class PretokenCounts:
 
     __hash__ = None     # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its arrays, pattern and special tokens: in every protocol (0 and 1 refused a class with
+        __slots__), without the dict a mapping read made (a second copy of the counts)."""
+        return _unpickle, (self.tokens, self.offsets, self.counts, self.pattern, self.special_tokens)
+
     def __repr__(self) -> str:
         return f"PretokenCounts({len(self)} distinct, {self.total()} in all)"
 
@@ -184,11 +193,13 @@ class PretokenCounts:
     def __add__(self, other: PretokenCounts) -> PretokenCounts:
         self.check_compatible(other)
         return PretokenCounts.from_arrays(*_add_tables([self._arrays(), other._arrays()]),
-                                          pattern=self.pattern, special_tokens=self.special_tokens, check=False)
+                                          pattern=self.pattern, special_tokens=_shared_order([self, other]),
+                                          check=False)
 
     @classmethod
     def merge(cls, shards: Iterable[PretokenCounts]) -> PretokenCounts:
-        """The sum of several PretokenCounts made with the same pattern and special tokens."""
+        """The sum of several PretokenCounts made with the same pattern and special tokens (in any order: the
+        sum's are then sorted, as for `+`)."""
         shards = list(shards)
         if not shards:
             raise ValueError("merge needs at least one PretokenCounts")
@@ -198,7 +209,7 @@ class PretokenCounts:
         for shard in shards[1:]:
             first.check_compatible(shard)
         return cls.from_arrays(*_add_tables([s._arrays() for s in shards]), pattern=first.pattern,
-                               special_tokens=first.special_tokens, check=False)
+                               special_tokens=_shared_order(shards), check=False)
 
     # -- files
     def save(self, path: StrPath) -> None:
@@ -284,6 +295,11 @@ class PretokenCounts:
                              "deeply)") from None
 
 
+def _unpickle(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts: NDArray[np.int64], pattern: str,
+              special_tokens: tuple[str, ...]) -> PretokenCounts:
+    return PretokenCounts.from_arrays(tokens, offsets, counts, pattern, special_tokens, check=False)
+
+
 def _not_counts(path: str, what: str) -> ValueError:
     """The error of PretokenCounts.load for a file that is not counts: `what` it is (or lacks)."""
     return ValueError(f"{path}: not a bpe_fast counts file ({what}; counts are the .npz archive bpe-fast count "
@@ -341,6 +357,13 @@ def _add_tables(tables: list[Table]) -> Table:
             token = table[0][table[1][k]:table[1][k + 1]].tobytes()
             raise ValueError(f"the counts of {token[:50]!r} add up to more than int64 holds (2^63 - 1)")
     return table
+
+
+def _shared_order(shards: list[PretokenCounts]) -> tuple[str, ...]:
+    """The special tokens of a sum of shards: in the shards' order when they agree on one, else sorted, as a set
+    of them is (the left operand's order made a + b and b + a train the special tokens at other ids)."""
+    orders = {shard.special_tokens for shard in shards}
+    return orders.pop() if len(orders) == 1 else tuple(sorted(shards[0].special_tokens))
 
 
 def _nonzero(mapping: Mapping[bytes, int]) -> dict[bytes, int]:
@@ -407,7 +430,7 @@ def _check_arrays(tokens: NDArray[np.uint8], offsets: NDArray[np.int64], counts:
         raise ValueError(f"a pre-token is listed twice: {bytes(tokens[offsets[k]:offsets[k + 1]])[:50]!r} (pre-token {k})")
 
 
-def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, pattern: str = GPT2_PATTERN,
+def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, pattern: str | None = GPT2_PATTERN,
                     num_processes: int | None = None, errors: str = "strict", chunk_bytes: int | None = None,
                     progress: Progress | None = None, client: Any = None, max_bytes: int | None = None,
                     max_documents: int | None = None, text_field: str = "text",
@@ -422,9 +445,9 @@ def count_pretokens(inputs: Any, special_tokens: Iterable[str] | None = (), *, p
     every worker must see the paths.
     progress, if given, is called as progress("count", bytes_done, bytes_total) now and then, over all the inputs
     (bytes_total is None unless every input is an uncompressed text file: the others' text is known only as it
-    is read).
+    is read). pattern None is GPT-2's, as for train_bpe.
     """
-    special_tokens, pattern = check_input_args(special_tokens, pattern, errors)
+    special_tokens, pattern = check_input_args(special_tokens, GPT2_PATTERN if pattern is None else pattern, errors)
     check_progress(progress)    # (a Dask count reports nothing, but the argument is the same)
     if client is not None:
         from .dask_counts import count_on_dask

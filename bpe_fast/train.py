@@ -138,6 +138,9 @@ def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: 
 
     >>> vocab, merges = train_from_counts({b"hello": 5, b"help": 2}, 259, min_frequency=3)   # doctest: +SKIP
     """
+    if not isinstance(counts, (PretokenCounts, Mapping)):
+        # (_train takes train_bpe's tuple of arrays unchecked: a tuple of (bytes, count) pairs failed in NumPy)
+        raise TypeError(f"counts must be PretokenCounts or a mapping {{bytes: int}}, got {type(counts).__name__}")
     made_with = getattr(counts, "special_tokens", None)
     if special_tokens is None:
         special_tokens = made_with or ()

@@ -11,7 +11,7 @@ from bpe_fast import GPT2_PATTERN, GPT4_PATTERN, PretokenCounts, count_pretokens
 from bpe_fast import _scan
 from bpe_fast._scan import first_repeat
 
-from train_oracle import oracle_count_pretokens
+from train_oracle import oracle_count_pretokens, oracle_merges
 from corpora import EOT, make_corpus, write
 
 
@@ -421,3 +421,60 @@ def test_a_copy_keeps_the_pattern_and_special_tokens():
     other = PretokenCounts(counts, pattern=GPT2_PATTERN, special_tokens=[])        # given: as given
     assert other.pattern == GPT2_PATTERN and other.special_tokens == ()
     assert PretokenCounts({b"a": 1}).pattern == GPT2_PATTERN and PretokenCounts({b"a": 1}).special_tokens == ()
+
+
+def test_shards_with_special_tokens_in_other_orders_add_up_to_the_same_counts():
+    # a + b kept a's order of the special tokens and b + a b's: the two compared equal but trained the special tokens
+    # at other ids. Now shards that disagree on the order give a sum with them sorted (as a set of them is), either way
+    texts = ["hello world<|pad|> hi hello<|endoftext|>yo yo", "hello there<|endoftext|> hi<|pad|>yo hello"]
+    a = count_pretokens(iter([texts[0]]), [EOT, "<|pad|>"], num_processes=1)
+    b = count_pretokens(iter([texts[1]]), ["<|pad|>", EOT], num_processes=1)
+    want = oracle_count_pretokens(texts[0], [EOT, "<|pad|>"], GPT2_PATTERN) + \
+        oracle_count_pretokens(texts[1], [EOT, "<|pad|>"], GPT2_PATTERN)
+    for total in (a + b, b + a, PretokenCounts.merge([a, b]), PretokenCounts.merge([b, a])):
+        assert total == want and total.special_tokens == (EOT, "<|pad|>")
+    assert PretokenCounts.merge([b, b, a]).special_tokens == (b + b + a).special_tokens == (EOT, "<|pad|>")
+    ab, ba = train_from_counts(a + b, 270), train_from_counts(b + a, 270)
+    assert ab == ba and ab[1] == oracle_merges(want, 270 - 258)
+    assert ab[0][256] == EOT.encode() and ab[0][257] == b"<|pad|>"
+    # shards that agree keep their order; special_tokens given to training choose the ids
+    assert (b + b).special_tokens == PretokenCounts.merge([b, b]).special_tokens == ("<|pad|>", EOT)
+    assert train_from_counts(a + b, 270, ["<|pad|>", EOT])[0][256] == b"<|pad|>"
+
+
+def test_train_from_counts_refuses_counts_that_are_no_mapping():
+    # a tuple was taken for train_bpe's arrays (tokens, offsets, counts), unchecked: a tuple of (bytes, count) pairs
+    # failed inside NumPy ("corpus_statistics() missing 1 required positional argument", "ufunc 'subtract' ...")
+    for counts in (tuple({b"ab": 2, b"cd": 1}.items()), tuple({b"ab": 2, b"cd": 1, b"ef": 4}.items()),
+                   (b"hello", b"help", b"he"), [(b"ab", 2)]):
+        with pytest.raises(TypeError, match=r"^counts must be PretokenCounts or a mapping \{bytes: int\}, got "):
+            train_from_counts(counts, 258)
+
+
+def test_count_pretokens_takes_pattern_none_as_gpt2s(tmp_path):
+    # train_bpe(pattern=None) and PretokenCounts(pattern=None) mean GPT-2's pattern; count_pretokens(pattern=None)
+    # was "TypeError: pattern must be a str, got NoneType"
+    from bpe_fast.counts import count_file
+    text = "Hello, world! It's 2024<|endoftext|>  don't  stop"
+    want = oracle_count_pretokens(text, [EOT], GPT2_PATTERN)
+    counts = count_pretokens(iter([text]), [EOT], pattern=None, num_processes=1)
+    assert counts == want and counts.pattern == GPT2_PATTERN
+    path = write(tmp_path, text, "c.txt")
+    counts = count_file(path, [EOT], pattern=None, num_processes=1)
+    assert counts == want and counts.pattern == GPT2_PATTERN
+
+
+def test_counts_pickle_in_every_protocol_without_the_dict_read_made():
+    # protocols 0 and 1 refused the class ("a class that defines __slots__ without defining __getstate__ cannot be
+    # pickled"), and the others pickled the dict a mapping read made as well as the arrays
+    import pickle
+    counts = PretokenCounts({b"hello": 3, b" world": 2 ** 63 - 1, b"": 1}, pattern=GPT4_PATTERN,
+                            special_tokens=["<|pad|>", EOT])
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        back = pickle.loads(pickle.dumps(counts, protocol=protocol))
+        assert back == {b"hello": 3, b" world": 2 ** 63 - 1, b"": 1}
+        assert back.pattern == GPT4_PATTERN and back.special_tokens == ("<|pad|>", EOT)
+    before = len(pickle.dumps(counts))
+    assert counts[b"hello"] == 3                    # the dict is made
+    assert len(pickle.dumps(counts)) == before
+    assert pickle.loads(pickle.dumps(PretokenCounts())) == {}
