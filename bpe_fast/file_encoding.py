@@ -216,9 +216,12 @@ def encode_text_file(tokenizer: Tokenizer, input_path: str, output_path: StrPath
                               min_chunks=_CHUNKS_PER_WORKER * num_processes if num_processes > 1 else 1)
     ranges = list(zip(bounds[:-1], bounds[1:]))
     try:
-        with atomic_output(output_path) as out:
+        # closed on any error, the pool's block exited with it: an error raised while an array is written (a full
+        # disk, Ctrl-C) left the ranges' generator suspended, its workers running while the error was kept
+        with atomic_output(output_path) as out, contextlib.closing(
+                _encoded_ranges(tokenizer, input_path, ranges, dtype, errors, num_processes)) as encoded:
             def arrays() -> Iterator[NDArray[Any]]:
-                for start, end, ids in _encoded_ranges(tokenizer, input_path, ranges, dtype, errors, num_processes):
+                for start, end, ids in encoded:
                     yield ids
                     if progress is not None:
                         progress("encode", end, size)
@@ -257,7 +260,7 @@ def write_npy(out: IO[bytes], dtype: DTypeLike, arrays: Iterable[NDArray[Any]]) 
 
 
 def _encoded_ranges(tokenizer: Tokenizer, path: str, ranges: Sequence[tuple[int, int]], dtype: np.dtype[Any],
-                    errors: str, num_workers: int) -> Iterator[tuple[int, int, NDArray[Any]]]:
+                    errors: str, num_workers: int) -> Generator[tuple[int, int, NDArray[Any]], None, None]:
     """Yield (start, end, ids) for each range, in file order."""
     if num_workers == 1 or len(ranges) <= 1:
         scratch = _Scratch()

@@ -268,3 +268,31 @@ def test_read_files_refuses_a_plan_past_any_memory_as_out_of_memory(tmp_path):
         open(path, "wb").close()
     data, bounds, failed, error = read_files(paths, np.full(2, 2**63 - 1, dtype=np.int64), np.ones(2, np.uint8))
     assert (len(data), failed, error) == (0, 0, errno.ENOMEM)
+
+
+# ---- encode_file: its workers and its output ------------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, r"\w+|\s+|[^\w\s]+"], ids=["threads", "processes (regex)"])
+def test_encode_file_stops_its_workers_when_writing_the_array_fails(tmp_path, monkeypatch, pattern):
+    # an error while the array was written (a full disk, Ctrl-C during a write) left the range generator suspended
+    # with its pool open: while the error was kept (a REPL's last exception, a caller's log), the worker threads,
+    # or the worker processes with a copy of the tokenizer each, stayed
+    import multiprocessing
+    import threading
+    import bpe_fast.file_encoding as fe
+    from bpe_fast import Tokenizer, encode_file
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"], pattern=pattern)
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"some words and more words<|endoftext|>" * 8000)     # (cut at spaces, or special tokens only)
+
+    def full_disk(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(fe, "start_writeback", full_disk)
+    monkeypatch.setattr(fe, "_WRITEBACK_BYTES", 1)
+    before = set(multiprocessing.active_children())
+    with pytest.raises(OSError, match="No space left") as kept:
+        encode_file(tok, src, tmp_path / "out.npy", num_processes=2, chunk_bytes=4000)
+    assert kept.value is not None       # (the error, its traceback and the frames it holds, still alive here)
+    assert set(multiprocessing.active_children()) - before == set()
+    assert [t.name for t in threading.enumerate() if t.name.startswith("bpe_fast-encode")] == []
+    assert sorted(os.listdir(tmp_path)) == ["in.txt"]
