@@ -316,7 +316,8 @@ class Encoding:
 
     def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
                         disallowed_special: Literal["all"] | Collection[str] = "all") -> NDArray[np.uint32]:
-        """encode's ids as a uint32 array. As tiktoken's, lone surrogates raise UnicodeEncodeError here.
+        """encode's ids as a uint32 array, read-only (as tiktoken's, a view of its core's buffer: writing to it
+        raises ValueError). As tiktoken's, lone surrogates raise UnicodeEncodeError here.
 
         >>> _tiny().encode_to_numpy("abc")
         array([257], dtype=uint32)
@@ -324,7 +325,9 @@ class Encoding:
         encoder = self._checked_text_first(text, allowed_special, disallowed_special)
         if not isinstance(text, str):
             raise TypeError(f"argument 'text': {type(text).__name__!r} object cannot be converted to 'PyString'")
-        return encoder.encode_utf8_to_numpy(str.encode(text, "utf-8"), _UINT32)     # a subclass: its characters
+        ids = encoder.encode_utf8_to_numpy(str.encode(text, "utf-8"), _UINT32)     # a subclass: its characters
+        ids.setflags(write=False)
+        return ids
 
     def encode_ordinary_batch(self, text: Iterable[str], *, num_threads: int | None = 8) -> list[list[int]]:
         """[encode_ordinary(t) for t in text], on up to `num_threads` threads.
@@ -494,17 +497,28 @@ class Encoding:
     def _checked_text_first(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
                             disallowed_special: Literal["all"] | Collection[str]) -> Tokenizer:
         """_checked, for the methods whose core tiktoken gives the text and then the allowed set: a text that
-        cannot be UTF-8 (lone surrogates) raises its UnicodeEncodeError before a bad set's TypeError."""
+        cannot be UTF-8 (lone surrogates) raises its UnicodeEncodeError before the core's TypeError for a set
+        with an item that is not a str, and after the TypeError of tiktoken's own steps before the core (an
+        allowed_special that is not a set, as a list: special_tokens_set - allowed_special; a disallowed_special
+        with an item that is not a str). (Taken again only when a TypeError was raised: no cost otherwise.)"""
         try:
             return self._checked(text, allowed_special, disallowed_special)
         except TypeError:
             if isinstance(text, str):
+                self._keywords_checked(text, allowed_special, disallowed_special)  # (their TypeError, if theirs)
                 str.encode(text, "utf-8")
             raise
 
     def _checked_slowly(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
                         disallowed_special: Literal["all"] | Collection[str]) -> Tokenizer:
         """_checked, every step taken as tiktoken's encode takes it."""
+        allowed_special = self._keywords_checked(text, allowed_special, disallowed_special)
+        return self._core.tokenizer_for(allowed_special, allowed_special is self.special_tokens_set)
+
+    def _keywords_checked(self, text: str, allowed_special: Literal["all"] | AbstractSet[str],
+                          disallowed_special: Literal["all"] | Collection[str]) -> AbstractSet[str]:
+        """The allowed set, once `text` is checked for disallowed special tokens: tiktoken's encode's steps before
+        it calls its core, with their exceptions in their order."""
         if allowed_special == "all":
             allowed_special = self.special_tokens_set
         if disallowed_special == "all":
@@ -513,7 +527,7 @@ class Encoding:
             if not isinstance(disallowed_special, frozenset):
                 disallowed_special = frozenset(disallowed_special)
             check_disallowed(text, disallowed_special)
-        return self._core.tokenizer_for(allowed_special, allowed_special is self.special_tokens_set)
+        return allowed_special
 
     # ---------------------------------------------------------------------------------------- decoding
 

@@ -6,6 +6,7 @@ import functools
 import operator
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import regex
@@ -147,7 +148,9 @@ class SpecialTokens(Sequence[str]):
     keeps them); regex: a compiled `regex` matching any of them, the longest first; matcher: the native
     bpe_fast._scan.SpecialMatcher over utf8. The last three are made on first use. lstrip: the tokens that take
     the white space before them (HF's added tokens with "lstrip": true, as RoBERTa's <mask>; see
-    bpe_fast._scan.SpecialMatcher), a frozenset; utf8_lstrip: a flag a token in utf8's order.
+    bpe_fast._scan.SpecialMatcher), a frozenset; utf8_lstrip: a flag a token in utf8's order. A value: its
+    attributes cannot be set, and its mappings (ids, id_of_utf8, shared) are read-only views (a tokenizer hands
+    its own out: tok.special_token_set.ids["<|x|>"] = 5 changed what tok.special_tokens said).
 
     >>> st = SpecialTokens(["<|a|>", "<|a|>b"], ids=[300, 301])
     >>> st.tokens, st.utf8, st.utf8_ids, st.regex.findall("x<|a|>b<|a|>")
@@ -160,9 +163,10 @@ class SpecialTokens(Sequence[str]):
 
     tokens: tuple[str, ...]
     utf8: tuple[bytes, ...]
-    ids: dict[str, int] | None
+    ids: Mapping[str, int] | None       # (read-only views: MappingProxyType)
     utf8_ids: tuple[int, ...]
-    id_of_utf8: dict[bytes, int]
+    id_of_utf8: Mapping[bytes, int]
+    _made = False       # set at the end of __init__: from then on no attribute can be set (__setattr__)
 
     def __init__(self, special_tokens: Iterable[str] | None = (), ids: Iterable[int] | None = None,
                  holders: Mapping[int, str] | None = None, lstrip: Iterable[str] = ()) -> None:
@@ -176,14 +180,23 @@ class SpecialTokens(Sequence[str]):
         self.utf8 = tuple(self.tokens[k].encode("utf-8") for k in order)
         self.utf8_lstrip = tuple(self.tokens[k] in self.lstrip for k in order) if self.lstrip else ()
         if ids is None:
-            self.ids, self.utf8_ids, self.id_of_utf8 = None, (), {}
+            self.ids, self.utf8_ids, self.id_of_utf8 = None, (), MappingProxyType({})
         else:
             id_list = [operator.index(i) for i in ids]
             if len(id_list) != len(self.tokens):
                 raise ValueError(f"{len(self.tokens)} special tokens but {len(id_list)} ids")
-            self.ids = dict(zip(self.tokens, id_list))
+            self.ids = MappingProxyType(dict(zip(self.tokens, id_list)))
             self.utf8_ids = tuple(id_list[k] for k in order)
-            self.id_of_utf8 = dict(zip(self.utf8, self.utf8_ids))
+            self.id_of_utf8 = MappingProxyType(dict(zip(self.utf8, self.utf8_ids)))
+        self._made = True
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if self._made:
+            raise AttributeError(f"SpecialTokens is read-only: {name!r} cannot be set")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"SpecialTokens is read-only: {name!r} cannot be deleted")
 
     @classmethod
     def of(cls, special_tokens: SpecialTokens | Iterable[str] | None) -> SpecialTokens:
@@ -204,9 +217,9 @@ class SpecialTokens(Sequence[str]):
         return type(self)(self.tokens, None if self.ids is None else self.ids.values(), self._holders, lstrip)
 
     @functools.cached_property
-    def shared(self) -> dict[int, SharedId]:
-        """shared_ids of these tokens' ids (and holders); {} without ids."""
-        return {} if self.ids is None else shared_ids(self.ids, self._holders)
+    def shared(self) -> Mapping[int, SharedId]:
+        """shared_ids of these tokens' ids (and holders), read-only; empty without ids."""
+        return MappingProxyType({} if self.ids is None else shared_ids(self.ids, self._holders))
 
     @functools.cached_property
     def regex(self) -> _StrRegex | None:

@@ -91,6 +91,39 @@ def test_a_tokenizer_and_its_views_hold_one_value_each():
     assert view.encode("<|a|>b") == [256, 98] and tok.encode("<|a|>b") == [257]
 
 
+def test_a_tokenizers_special_token_set_is_read_only():
+    """special_token_set is the tokenizer's own value: tok.special_token_set.ids["<y>"] = 5 changed what
+    tok.special_tokens said (a plain dict). Its mappings are read-only views and its attributes cannot be set."""
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<y>", "<y>z", "<w>"])
+    specials = tok.special_token_set
+    before = tok.special_tokens
+    with pytest.raises(TypeError):
+        specials.ids["<y>"] = 5
+    with pytest.raises(TypeError):
+        specials.id_of_utf8[b"<y>"] = 5
+    with pytest.raises(TypeError):
+        specials.shared[256] = None
+    for name in ["ids", "tokens", "utf8", "utf8_ids", "id_of_utf8", "lstrip", "regex"]:
+        with pytest.raises(AttributeError, match="read-only"):
+            setattr(specials, name, None)
+        with pytest.raises(AttributeError, match="read-only"):
+            delattr(specials, name)
+    assert tok.special_tokens == before == {"<y>": 256, "<y>z": 257, "<w>": 258}
+    tok.special_tokens["<y>"] = 5           # a copy of its own, a dict
+    assert tok.special_tokens == before and type(tok.special_tokens) is dict
+    # everything still works: encoding, the views, copies, equality
+    assert tok.encode("a<y>z<y><w>", allowed_special="all") == [97, 257, 256, 258]
+    assert tok.restricted_to(frozenset(["<y>"])).encode("<y>z<w>") == [256, 122, 60, 119, 62]
+    assert specials.ids == {"<y>": 256, "<y>z": 257, "<w>": 258} and dict(specials.id_of_utf8)[b"<y>z"] == 257
+    copy = pickle.loads(pickle.dumps(specials))
+    assert copy == specials and copy.ids == specials.ids and copy.regex.findall("<y>z") == ["<y>z"]
+    assert pickle.loads(pickle.dumps(tok)).special_tokens == before
+    shared = SpecialTokens(["<|a|>", "<|b|>"], [7, 7])
+    assert dict(shared.shared) == {7: (("<|a|>", "<|b|>"), "<|a|>")}
+    assert shared.restricted_to({"<|b|>"}).shared[7].holder == "<|a|>"
+    assert SpecialTokens(["<|a|>"]).ids is None and not SpecialTokens(["<|a|>"]).id_of_utf8
+
+
 def test_special_tokens_given_as_a_set_get_the_same_ids_in_every_process(tmp_path):
     """A set's order follows the process's string hashes: the ids of the special tokens a tokenizer adds and
     training gives changed from run to run (found by the encoding review, PYTHONHASHSEED 1 and 3)."""

@@ -1874,6 +1874,36 @@ def test_a_text_that_cannot_be_utf8_is_refused_before_a_bad_allowed_set():
             same(pair, lambda e: e.encode(text, allowed_special=allowed))
 
 
+def test_a_bad_keyword_is_refused_before_a_text_that_cannot_be_utf8():
+    # tiktoken's own steps before its core (special_tokens_set - allowed_special, frozenset(disallowed_special) and
+    # the search for its items) raise their TypeError before the core reads the text: an allowed_special that is no
+    # set, or a disallowed item that is not a str, gave bpe_fast's encode_to_numpy and encode_with_unstable the
+    # surrogate's UnicodeEncodeError instead
+    pair = encodings("cl100k_base")
+    for text in ["a\ud800b", "plain"]:
+        for keywords in [dict(allowed_special=[EOT]), dict(allowed_special=(EOT,)), dict(allowed_special=EOT),
+                         dict(allowed_special=None), dict(allowed_special={EOT: 1}), dict(disallowed_special={1}),
+                         dict(allowed_special={1}, disallowed_special={1}), dict(allowed_special=[EOT],
+                                                                                 disallowed_special=())]:
+            for method in ["encode_to_numpy", "encode_with_unstable", "encode"]:
+                got = same(pair, lambda e: getattr(e, method)(text, **keywords))
+                assert got[0] == "raise"
+
+
+def test_encode_to_numpy_gives_a_read_only_array_as_tiktoken():
+    # tiktoken's array is a view of its core's buffer, read-only: code writing to it fails there (it could be
+    # written here)
+    pair = encodings("cl100k_base")
+    for text in ["", "hello world", "a<|endoftext|>b" * 100]:
+        arrays = [enc.encode_to_numpy(text, allowed_special="all") for enc in pair]
+        assert [a.flags.writeable for a in arrays] == [False, False]
+        assert arrays[0].dtype == arrays[1].dtype and arrays[0].tolist() == arrays[1].tolist()
+        for array in arrays:
+            with pytest.raises(ValueError, match="read-only"):
+                array[...] = 0
+        assert arrays[0].tolist() == arrays[1].tolist()
+
+
 def test_decode_tokens_bytes_of_every_kind_of_ids(pair):
     # a list or tuple of ints is looked up natively (items_at); anything else, or an id without a token, goes
     # the long way, for tiktoken's exceptions
