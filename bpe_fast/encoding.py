@@ -249,9 +249,16 @@ class Encoding:
 
         ranks = read_tiktoken(path)
         check_has_ranks(path, len(ranks))
-        return cls(name, pat_str=pat_str, mergeable_ranks=ranks,
-                   special_tokens={} if special_tokens is None else special_tokens,
-                   explicit_n_vocab=explicit_n_vocab)
+        try:
+            return cls(name, pat_str=pat_str, mergeable_ranks=ranks,
+                       special_tokens={} if special_tokens is None else special_tokens,
+                       explicit_n_vocab=explicit_n_vocab)
+        except ValueError as exc:       # the ranks' checks, made on a dict: "ranks: ..." named no file
+            try:                        # (the same checks of the file: a FormatError naming it and the line)
+                Tokenizer.from_tiktoken(path, pat_str, special_tokens)
+            except ValueError as named:
+                raise named from None
+            raise exc
 
     @property
     def tokenizer(self) -> Tokenizer:

@@ -1512,3 +1512,17 @@ def test_from_files_and_from_hf_tables_one_pair_a_token_equal_the_general_build(
     text += " " + b"".join(a + b for a, b in merges[::-1]).decode()
     assert fast.encode(text) == hf.encode(text) == general.encode(text)
     assert fast._tables.permanent_mask() == hf._tables.permanent_mask() == general._tables.permanent_mask()
+
+
+@pytest.mark.parametrize("case, line", [("missing", None), ("sparse", 257), ("long", 257)])
+def test_encoding_from_a_tiktoken_file_names_the_file_of_ranks_it_refuses(tmp_path, case, line):
+    # the Encoding's checks of the ranks as a dict said "ranks: ..." (no file, no line) where from_tiktoken names both
+    base = [(bytes([b]), b) for b in range(256)]
+    ranks = {"missing": base[1:], "sparse": base + [(b"ab", 10 ** 9)], "long": base + [(b"x" * 300, 256)]}[case]
+    path = tmp_path / f"{case}.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks))
+    where = re.escape(f"{path}:{line}: " if line else f"{path}: ")
+    with pytest.raises(FormatError, match=f"^{where}"):
+        bpe_fast.Encoding.from_tiktoken_file("x", path, r"\S+|\s+")
+    with pytest.raises(ValueError, match="^ranks: |^vocab ids are too sparse"):     # ranks given as a dict: no file
+        bpe_fast.Encoding("x", pat_str=r"\S+|\s+", mergeable_ranks=dict(ranks), special_tokens={})
