@@ -570,8 +570,10 @@ def cmd_train(args: argparse.Namespace) -> None:
                 raise CliError(f"--pattern {args.pattern} differs from the pattern the counts were made with "
                                f"({counts.pattern!r}); leave --pattern out to use theirs")
             pattern = counts.pattern
-            if not args.special_token and initial is None:
-                specials = list(counts.special_tokens)
+            if not args.special_token and (initial is None or set(specials) <= set(counts.special_tokens)):
+                # the counts' special tokens; continuing, the tokenizer's then the counts' others, as train_from_counts
+                # takes them (counts with one more were refused: "count the corpus with those", which they were)
+                specials += [t for t in counts.special_tokens if t not in specials]
                 _check_special_bytes(specials, initial, f"{args.from_counts[0]}: the counts' special token")
                 _check_vocab_size(args.vocab_size, specials, initial)     # with the counts' special tokens
             _check_counts_match(args, counts, specials, initial)

@@ -225,7 +225,7 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
     total = size + len(new_specials) + len(merges)
     if total < target:
         warnings.warn(_stop_message(len(merges), initial is not None, best, min_frequency, total, vocab_size,
-                                    pad_vocab_to_multiple_of), stacklevel=stacklevel)
+                                    pad_vocab_to_multiple_of, max_token_length), stacklevel=stacklevel)
     specials = [tok.encode("utf-8") for tok in new_specials]
     layout = specials + made if special_tokens_position == "after_bytes" else made + specials
     vocab.update(zip(range(size, size + len(layout)), layout))
@@ -380,11 +380,13 @@ def special_token_clash(special_tokens: Iterable[str], initial: Tokenizer | None
 
 
 def _stop_message(merges: int, continued: bool, best: int, min_frequency: int, total: int, vocab_size: int,
-                  pad: int | None) -> str:
+                  pad: int | None, max_token_length: int | None = None) -> str:
     made = ("new " if continued else "") + ("merge" if merges == 1 else "merges")
     if best > 0:
         why = (f"training stopped after {merges} {made}: the best pair occurs {best} times, fewer than "
                f"min_frequency={min_frequency};")
+    elif max_token_length is not None:      # (pairs making longer tokens may be left: the engine does not count them)
+        why = f"no pairs left after {merges} {made} (none whose token fits max_token_length={max_token_length}):"
     else:
         why = f"no pairs left after {merges} {made}:"
     if total < vocab_size:

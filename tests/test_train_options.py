@@ -14,6 +14,7 @@ from bpe_fast._train import MergeEngine
 from bpe_fast.train import counts_to_arrays, merges_to_arrays
 
 from corpora import EOT, FIXTURES, make_corpus, write
+from encode_oracle import oracle_encode
 from train_oracle import oracle_continue_merges, oracle_count_pretokens, oracle_merges, oracle_train_options
 
 
@@ -293,6 +294,21 @@ def test_max_token_length_end_to_end(tmp_path):
     assert (vocab, merges) == want
 
 
+def test_a_stop_by_max_token_length_says_so_not_that_no_pairs_are_left():
+    # "hello" x5, "help" x2 with tokens of at most 3 bytes: (h,e), (he,l), (l,o); then hello is [hel, lo] and help
+    # [hel, p], whose pairs would make 5 and 4 bytes. The warning said "no pairs left after 3 merges", and two were
+    counts = {b"hello": 5, b"help": 2}
+    with pytest.warns(UserWarning, match=r"^no pairs left after 3 merges \(none whose token fits max_token_length=3\): "
+                                         r"the vocabulary has 259 tokens, not the 260 asked for$"):
+        vocab, merges = train_from_counts(counts, 260, max_token_length=3)
+    assert merges == oracle_continue_merges(counts, 4, max_token_length=3) == [(b"h", b"e"), (b"he", b"l"),
+                                                                                (b"l", b"o")]
+    assert oracle_continue_merges(counts, 4)[3] == (b"hel", b"lo")         # pairs were left, longer ones
+    with pytest.warns(UserWarning, match=r"^training stopped after 2 merges: the best pair occurs 5 times, fewer than "
+                                         r"min_frequency=6;"):        # min_frequency stops first: as before
+        train_from_counts(counts, 260, max_token_length=3, min_frequency=6)
+
+
 def test_progress_counts_the_new_merges(gpt2):
     seen = []
     vocab, merges = train_from_counts({b" Stanfordxyz": 3}, 50257 + 2, initial=gpt2,
@@ -439,6 +455,26 @@ def test_train_from_counts_continuing_needs_counts_split_on_the_initial_special_
     assert quiet(train_from_counts, counts, 262, initial=initial) == want
     assert quiet(train_from_counts, counts, 262, [], initial=initial) == want
     assert quiet(train_bpe, iter([text]), 262, initial=initial, num_processes=1) == want
+
+
+def test_cli_continuing_from_counts_with_a_new_special_token_takes_them_as_train_from_counts_does(tmp_path, capsys):
+    # counts made with the tokenizer's <|endoftext|> and a new <|de|>, no --special-token: the CLI refused them
+    # ("the counts were made with special tokens [EOT, '<|de|>'], not [EOT] ...; count the corpus with those", as
+    # they were), where train_from_counts(counts, ..., initial=tok) takes the counts' new one as the API documents
+    from bpe_fast.cli import main
+    text = f"xyz xyz{EOT}abab<|de|> xyz ab"
+    initial = Tokenizer(*train_from_counts({b"ab": 3}, 257), [EOT])     # 256 = ab, 257 = EOT
+    initial.save(tmp_path / "init")
+    counts = count_pretokens(iter([text]), [EOT, "<|de|>"], num_processes=1)
+    counts.save(tmp_path / "c.npz")
+    assert main(["-q", "train", "--from-counts", str(tmp_path / "c.npz"), "--vocab-size", "262", "--continue-from",
+                 str(tmp_path / "init"), "-o", str(tmp_path / "out")]) == 0, capsys.readouterr().err
+    tok = Tokenizer.load(tmp_path / "out")
+    want = oracle_train_options(oracle_count_pretokens(text, [EOT, "<|de|>"], GPT2_PATTERN), 262, [EOT, "<|de|>"],
+                                initial=(dict(initial.vocab), list(initial.merges), [EOT]))
+    assert (dict(tok.vocab), list(tok.merges)) == want == quiet(train_from_counts, counts, 262, initial=initial)
+    assert tok.special_tokens == {EOT: 257, "<|de|>": 258}
+    assert tok.encode(text, allowed_special="all") == oracle_encode(text, *want, [EOT, "<|de|>"])
 
 
 def test_train_bpe_names_its_pattern_argument_when_it_is_not_the_initial_tokenizers(tmp_path):
