@@ -76,6 +76,7 @@ def pretoken_boundaries(data: bytes | bytearray, pattern: str = GPT2_PATTERN,
     >>> pretoken_boundaries("Hi, ünï".encode()).tolist()
     [0, 2, 3, 9]
     """
+    check_unicode(unicode)                      # (a custom pattern, read by `regex`, has no use for it)
     kind = native_kind(pattern)
     if kind and isinstance(data, (bytes, bytearray)):
         # a bytearray is copied: its UTF-8 is checked, then scanned as valid, and another thread could change it
@@ -205,9 +206,10 @@ class ChunkCounter:
                 count_pretokens_text(piece, self.pattern, self._counts)
         return self
 
-    def add_documents(self, data: bytes | NDArray[np.uint8], bounds: NDArray[np.int64]) -> ChunkCounter:
-        """Count documents: document k is data[bounds[k]:bounds[k + 1]] (bytes, or a uint8 array such as a
-        view of a shared slot; bounds int64 from 0 to len(data)), each counted as add() counts a chunk:
+    def add_documents(self, data: bytes | bytearray | memoryview | NDArray[np.uint8],
+                      bounds: NDArray[np.int64]) -> ChunkCounter:
+        """Count documents: document k is data[bounds[k]:bounds[k + 1]] (bytes, a bytearray, or a uint8 array
+        such as a view of a shared slot; bounds int64 from 0 to len(data)), each counted as add() counts a chunk:
         nothing crosses from one to the next. Invalid UTF-8 (errors="strict") raises the UnicodeDecodeError of
         the first invalid document, its offsets in data. Returns self. The data must not change during the call
         (its UTF-8 is checked, then scanned as valid, not copied): the counting paths pass buffers of their own,
@@ -223,7 +225,8 @@ class ChunkCounter:
                 return self
         elif self.errors == "strict":
             check_documents_utf8(data, bounds)
-        data = data if isinstance(data, bytes) else data.tobytes()     # what add() and its decode take
+        # what add() and its decode take (a bytearray or memoryview too, as the native counter takes them)
+        data = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
         for k in range(len(bounds) - 1):
             self.add(data[bounds[k]:bounds[k + 1]])
         return self

@@ -698,3 +698,27 @@ def test_counting_a_text_with_a_lone_surrogate_names_it():
     for pattern in ("gpt2", r"\S+|\s+"):
         with pytest.raises(ValueError, match="lone surrogate at character 1"):
             P.count_pretokens_text("x\ud800y", pattern)
+
+
+@pytest.mark.parametrize("pattern, errors", [(GPT2_PATTERN, "replace"), (r"\w+|\s+|[^\w\s]+", "strict"),
+                                             (r"\w+|\s+|[^\w\s]+", "replace")],
+                         ids=["gpt2-replace", "custom-strict", "custom-replace"])
+def test_add_documents_takes_a_bytearray_or_memoryview_whatever_counts_it(pattern, errors):
+    # the native counter took them; the documents' Python path (a custom pattern, or invalid UTF-8 decoded with
+    # errors="replace") called data.tobytes(), an AttributeError for a bytearray (oracle: decode, split, regex)
+    import numpy as np
+    data = (b"a\xff<a>b c" if errors == "replace" else b"ab<a>b c") + b" \xc3\xa9"
+    bounds = np.array([0, 2, 5, len(data)], dtype=np.int64)
+    want = Counter()
+    for k in range(3):
+        want += oracle_counts(data[bounds[k]:bounds[k + 1]].decode("utf-8", errors), ["<a>"], pattern)
+    for given_data in (bytearray(data), memoryview(data), np.frombuffer(data, dtype=np.uint8)):
+        assert P.ChunkCounter(["<a>"], pattern, errors).add_documents(given_data, bounds).to_dict() == dict(want)
+
+
+def test_boundaries_check_unicode_for_every_pattern():
+    # a misspelt unicode was refused for a built-in pattern only; a custom pattern's call took it silently
+    for pattern in ("gpt2", r"\w+| \w+"):
+        assert P.pretoken_boundaries(b"a b", pattern, unicode="16.0").tolist() == [0, 1, 3]
+        with pytest.raises(ValueError, match="unicode must be None"):
+            P.pretoken_boundaries(b"a b", pattern, unicode="16")
