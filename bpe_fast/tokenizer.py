@@ -1296,8 +1296,10 @@ class Tokenizer:
         if self._normalizer is not None:
             # (the whole text's form first, quick; where it is not normal, its pieces between the special tokens
             # matched, which are what is normalized: "x<a>\u0338" is tokenizer.normalize's own output)
+            # (lone surrogates aside: encode replaces them either way, and the offsets below map them back)
             if isinstance(text, str) and self._changes(text) and \
-                    self._specials_rule(allowed_special, disallowed_special)[0].normalize(text) != text:
+                    self._specials_rule(allowed_special, disallowed_special)[0].normalize(text) != (
+                        _replace_surrogates(text) if _has_surrogate(text) else text):
                 raise ValueError(f"encode_with_offsets: the text is not in {self._normalizer} (which this tokenizer "
                                  f"encodes), so its ids have no offsets in it; pass tokenizer.normalize(text)")
             return self._unnormalized.encode_with_offsets(text, allowed_special=allowed_special,

@@ -210,6 +210,21 @@ def test_offsets_of_text_in_normal_form_only(qwen_like):
         ours.encode_with_offsets(text, allowed_special=set(), disallowed_special=())
 
 
+def test_offsets_of_normal_text_with_a_lone_surrogate(qwen_like):
+    # encode replaces a lone surrogate with U+FFFD with or without a normalizer: the text was refused as not in NFC
+    # (its normalize() holds U+FFFD), where the tokenizer without one gives the offsets
+    ours, hf = qwen_like
+    plain = ours.with_normalizer(None)
+    for text in ("a\ud800b", "caf\u00e9 \udcff<a>x\ud800", "\ud800\u0301"):
+        ids, offsets = ours.encode_with_offsets(text)
+        assert ids.tolist() == ours.encode(text) == hf_ids(hf, "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c
+                                                                         for c in text))
+        want_ids, want_offsets = plain.encode_with_offsets(text)
+        assert (ids.tolist(), offsets.tolist()) == (want_ids.tolist(), want_offsets.tolist())
+    with pytest.raises(ValueError, match=r"the text is not in NFC"):     # not normal apart from it: still refused
+        ours.encode_with_offsets("cafe\u0301\ud800")
+
+
 def test_normalize_and_show(qwen_like):
     ours, _ = qwen_like
     text = "cafe\u0301<a>\u0338 \ud834\udd5e"
