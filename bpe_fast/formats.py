@@ -548,7 +548,9 @@ def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | 
 
 def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]], group: OutputGroup | None = None) -> None:
     """Write ``list[tuple[bytes, bytes]]`` as GPT-2's ``merges.txt`` (one merge a line, rank order); a pair
-    given twice is a ValueError, as read_merges refuses it (_TWICE)."""
+    given twice is a ValueError, as read_merges refuses it (_TWICE). No "#version" first line, but when the first
+    merge's line starts with "#version" (its first token does): read_merges would skip that merge as the header.
+    """
     lines = []
     merges = merges if isinstance(merges, (list, tuple)) else list(merges)
     for k, merge in enumerate(merges):
@@ -559,6 +561,8 @@ def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]], group: Output
     if repeat is not None:
         k, j = repeat
         raise ValueError(f"merge {k} ({merges[k][0]!r}, {merges[k][1]!r}) repeats merge {j}: {_TWICE}")
+    if lines and lines[0].startswith("#version"):
+        lines.insert(0, "#version: 0.2\n")         # (HF's header)
     write_text_atomic(path, "".join(lines), group)
 
 
@@ -871,8 +875,19 @@ def read_training(path: StrPath, num_merges: int | None = None) -> dict[str, Any
 
 
 def _key_line(text: str, key: str) -> int | None:
-    pos = text.find(json.dumps(key))
-    return None if pos < 0 else text.count("\n", 0, pos) + 1
+    """The line of the top-level member `key` of the JSON object in `text` (read already), or None when it has
+    none. Found by reading the members, not by searching for the key's text: a special token of that text (the
+    list comes before "training" and "normalizer") was taken for the key, and its line named."""
+    decoder = json.JSONDecoder()
+    space = re.compile(r"[ \t\n\r]*")
+    pos = space.match(text, space.match(text).end() + 1).end()      # past the '{'
+    while pos < len(text) and text[pos] == '"':
+        name, end = decoder.raw_decode(text, pos)
+        if name == key:
+            return text.count("\n", 0, pos) + 1
+        _, end = decoder.raw_decode(text, space.match(text, space.match(text, end).end() + 1).end())  # the value
+        pos = space.match(text, space.match(text, end).end() + 1).end()        # past the ','
+    return None
 
 
 def _other_loader(path: str) -> str:

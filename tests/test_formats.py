@@ -73,6 +73,30 @@ def test_write_read_round_trip(tmp_path_factory, token_list, merges):
     assert sorted(os.listdir(folder)) == ["merges.txt", "vocab.json"]     # no temporary file left
 
 
+# tokens whose written form is one merges.txt's reader looks at twice: the header's "#version", spaces, newlines
+odd_tokens = st.one_of(tokens, st.sampled_from([b"#version", b"#version: 0.2", b"#v", b" ", b"\n", b"\r\n", b"\xff"]),
+                       st.tuples(st.sampled_from([b"#version", b"#version:"]), st.binary(max_size=3)).map(b"".join))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(odd_tokens, odd_tokens), unique=True, min_size=1, max_size=6))
+def test_merges_of_odd_tokens_round_trip(tmp_path_factory, merges):
+    path = tmp_path_factory.mktemp("rt") / "merges.txt"
+    F.write_merges(path, merges)
+    assert F.read_merges(path) == merges
+
+
+def test_a_first_merge_that_starts_with_version_is_not_taken_for_the_header(tmp_path):
+    # its line "#version x" was written first, and read back as the "#version" header: the merge was lost
+    path = tmp_path / "merges.txt"
+    F.write_merges(path, [(b"#version", b"x"), (b" ", b"a")])
+    assert F.read_merges(path) == [(b"#version", b"x"), (b" ", b"a")]
+    assert path.read_text(encoding="utf-8") == "#version: 0.2\n#version x\nĠ a\n"      # (HF's header)
+    F.write_merges(path, [(b" ", b"a"), (b"#version", b"x")])      # only a first line is taken for the header
+    assert path.read_text(encoding="utf-8") == "Ġ a\n#version x\n"
+    assert F.read_merges(path) == [(b" ", b"a"), (b"#version", b"x")]
+
+
 def test_gpt2_files_round_trip(tmp_path):
     vocab = F.read_vocab(FIXTURES / "gpt2_vocab.json")
     merges = F.read_merges(FIXTURES / "gpt2_merges.txt", vocab)
@@ -263,6 +287,22 @@ def test_config_errors_name_the_file(tmp_path):
     config.write_text('{"format": "bpe_fast", \n')
     with pytest.raises(FormatError, match=rf"{config}:2: bad JSON"):
         F.load_tokenizer_files(tmp_path)
+
+
+def test_a_config_error_names_the_keys_line_not_a_special_token_of_its_text(tmp_path):
+    # the line was that of the first text '"normalizer"' (or '"training"'), which a special token of that name,
+    # in the list written before those keys, is
+    from bpe_fast import Tokenizer
+    Tokenizer({i: bytes([i]) for i in range(256)}, [], ["normalizer", "training"]).save(tmp_path)
+    config = tmp_path / F.CONFIG_FILE
+    text = config.read_text(encoding="utf-8")
+    assert text.count('"normalizer"') == 1 and text.count('"training"') == 1
+    for key, value, message in [("normalizer", '"NFX"', r'"normalizer": normalizer must be None or one of'),
+                                ("training", "5", "training must be a dict, got int")]:
+        config.write_text(text.replace('  "files_sha256"', f'  "{key}": {value},\n  "files_sha256"'), encoding="utf-8")
+        line = config.read_text(encoding="utf-8").split("\n").index(f'  "{key}": {value},') + 1
+        with pytest.raises(FormatError, match=rf"^{re.escape(str(config))}:{line}: {message}"):
+            Tokenizer.load(tmp_path)
 
 
 @pytest.mark.parametrize("key, value, message", [
