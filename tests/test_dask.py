@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -172,6 +173,69 @@ def test_importing_bpe_fast_does_not_import_dask(tmp_path):
             "sys.exit(2 * any(m in sys.modules for m in ('dask', 'distributed')))")
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr or "importing bpe_fast imported dask"
+
+
+@pytest.fixture(scope="module")
+def threads_client():
+    """A cluster of 2 workers in this process (processes=False): nothing pickled on the way, as on a cluster of
+    threads."""
+    with _local_cluster(n_workers=2, threads_per_worker=1, processes=False) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def test_boundaries_on_special_tokens_multibyte_characters_and_crlf_in_process(threads_client, tmp_path):
+    # every cut of the cluster's plan falls on one of them: the counts are the oracle's (regex over the text split
+    # at the special tokens) and the local counts
+    from train_oracle import oracle_count_pretokens
+    pieces = [EOT, PAD, "\r\n", "\r\n\r\n", "é", "😀", "我", " ", "   ", "ab", "'s", "\n", "\t"]
+    rng = np.random.default_rng(11)
+    texts = ["".join(pieces[k] for k in rng.integers(0, len(pieces), 1500)) for _ in range(2)]
+    paths = [write(tmp_path, text, f"edge{i}.txt") for i, text in enumerate(texts)]
+    for specials in ((EOT, PAD), ()):
+        around = set()         # (the 2 bytes before a cut, the 2 after)
+        for path, text in zip(paths, texts):
+            data = text.encode()
+            for task in dask_counts._plan([(str(path), len(data))], specials, GPT2_PATTERN, 5, 40):
+                around.update((data[a - 2:a], data[a:a + 2]) for _, _, ranges in task for a, _ in ranges if a)
+        if specials:        # cut at the special tokens, right after a CRLF or a multi-byte character
+            assert any(after == b"<|" for _, after in around)
+            assert any(before == b"\r\n" for before, _ in around)
+            assert any(before[-1] >= 0x80 for before, _ in around)
+        else:               # cut before a space, right before a CRLF or a multi-byte character
+            assert any(after == b" \r" for _, after in around)
+            assert any(after[:1] == b" " and after[1] >= 0x80 for _, after in around)
+    for pattern in (GPT2_PATTERN, GPT4_PATTERN):
+        for specials in ((EOT, PAD), ()):
+            want = sum((oracle_count_pretokens(t, specials, pattern) for t in texts), start=Counter())
+            for chunk_bytes in (1, 5, 64, None):
+                got = count_pretokens(paths, specials, pattern=pattern, chunk_bytes=chunk_bytes, client=threads_client)
+                assert got == want, (pattern, specials, chunk_bytes)
+            assert _local(paths, specials, pattern=pattern) == want
+
+
+def test_a_file_a_worker_cannot_see_is_named_and_nothing_is_left(threads_client, tmp_path, monkeypatch):
+    # the caller plans from its own view of the files; a worker that cannot read one (removed, or another
+    # machine's disk) or sees another size fails the count naming the file, and leaves no task on the cluster
+    planned = dask_counts._plan
+
+    for change, error, message in ((os.remove, FileNotFoundError, "corpus file not found on Dask worker"),
+                                   (lambda p: open(p, "wb").close(), RuntimeError, "0 bytes on Dask worker")):
+        path = write(tmp_path, make_corpus(5, 300), "seen.txt")
+
+        def plan_then_change(files, *args, change=change):
+            tasks = planned(files, *args)
+            for name, _ in files:
+                change(name)
+            return tasks
+        monkeypatch.setattr(dask_counts, "_plan", plan_then_change)
+        with pytest.raises(error, match=message) as info:
+            count_pretokens(path, chunk_bytes=200, client=threads_client)
+        assert str(path) in str(info.value)
+        deadline = time.monotonic() + 30
+        while threads_client.cluster.scheduler.tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not threads_client.cluster.scheduler.tasks
 
 
 # ---- the task plan and the adding task -------------------------------------------------------------------
@@ -361,7 +425,8 @@ def test_count_command_of_stdin_on_the_cluster_is_refused_clearly(cluster, tmp_p
     monkeypatch.setattr(cli, "_stdin", lambda: io.BytesIO(b"hello world"))
     assert main_count(cli, cluster, tmp_path) == 1
     err = capsys.readouterr().err
-    assert "<stdin>: with a Dask client, inputs must be uncompressed text files, not a stream (such as stdin)" in err, err
+    # (the CLI names its flag, not client=: c598d09)
+    assert "<stdin>: with --dask-scheduler, inputs must be uncompressed text files, not a stream (such as stdin)" in err, err
     with pytest.raises(InputError, match="<stdin>: with a Dask client"):
         count_pretokens(Stream("text", io.BytesIO(b"hello"), "<stdin>"), client=object())
 

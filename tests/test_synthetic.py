@@ -417,3 +417,28 @@ def test_cli_style_web(tmp_path, capsys):
 
     assert synthetic.main(["--size", "30KB", "--style", "web", "-o", str(tmp_path / "m.txt")]) == 0  # python -m
     assert (tmp_path / "m.txt").read_bytes() == corpus(30_000, seed=0, style="web")
+
+
+def test_web_same_bytes_in_fresh_processes_whatever_the_hash_seed():
+    # `bpe-fast synth --style web` and `python -m bpe_fast.synthetic` run in fresh processes: no str hash order
+    # (a set's iteration) may reach the bytes
+    code = ("import io, hashlib; from bpe_fast.synthetic import generate; f = io.BytesIO(); "
+            "generate(f, 300_000, 3, style='web'); print(hashlib.sha256(f.getvalue()).hexdigest())")
+    want = hashlib.sha256(corpus(300_000, seed=3, style="web")).hexdigest()
+    for hash_seed in ("1", "2"):
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": hash_seed})
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == want
+
+
+def test_web_cut_at_and_next_to_the_block_ends_is_a_prefix():
+    # the blocks grow (256, 512, ... documents): a cut at a block's end, or a byte either side, is the prefix of
+    # a larger corpus (up to a character split at the cut)
+    ends = list(itertools.accumulate(len(b) for b in itertools.islice(synthetic._web_blocks(0, SEP), 4)))
+    big = corpus(ends[-1] + 10, seed=0, style="web")
+    for end in ends:
+        for size in (end - 1, end, end + 1):
+            small = corpus(size, seed=0, style="web")
+            assert len(small) == size and small[:-3] == big[: size - 3]
+            small.decode("utf-8")
