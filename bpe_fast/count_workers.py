@@ -14,6 +14,7 @@ What a Dask task runs is here too (count_ranges), so counts.py and dask_counts.p
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import ctypes
 import functools
@@ -40,8 +41,8 @@ from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, ChangedWhileRe
                      resolve_inputs, slot_bytes_for, utf8_boundary)
 from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
 from .patterns import resolve_pattern
-from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, shared_counter,
-                    shared_queue, worker_context, worker_pool)
+from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, discard_queue,
+                    shared_counter, shared_queue, worker_context, worker_pool)
 from .specials import SpecialTokens
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -305,8 +306,10 @@ def count_text_files_tables(files: Sequence[tuple[str, int | None]], special_tok
         share = -(-workers * _RANGES_PER_PROCESS * size // max(total, 1)) if workers > 1 else 1
         bounds = chunk_boundaries(path, special_tokens, pattern, chunk_bytes, min_chunks=max(1, share), size=size)
         units.extend((path, a, b) for a, b in zip(bounds[:-1], bounds[1:]))
+    # a claimant a range at most (num_processes=1024 on a small file with few safe cuts forked 1023 processes)
+    workers = min(workers, len(units))
     try:
-        if workers == 1 or len(units) == 1:
+        if workers == 1:
             tables = [count_ranges(units, special_tokens, pattern, errors)]
         else:
             tables = _count_parallel(units, special_tokens, pattern, errors, workers, progress, combine)
@@ -373,7 +376,7 @@ def _count_in_threads(n_units: int, count_unit: CountUnit, special_tokens: Seque
     """The units 0..n_units - 1 claimed one at a time by threads of this process (the first, the caller's own),
     each counting into a counter of its own with count_unit(counter, k, bytes_done, None); one table, their sum.
     Worth it where count_unit holds the GIL for little of its time (a native pattern). first_failure picks the
-    error to raise from those seen; an interrupt stops the others after the unit each is counting."""
+    error to raise from those seen; an interrupt stops the others after the unit each is counting, waited for."""
     counters = [_counter_for(special_tokens, pattern, errors) for _ in range(threads)]
     claims = iter(range(n_units))          # (next() on it is atomic under the GIL)
     done = _ThreadsTally()
@@ -412,7 +415,9 @@ def _count_in_threads(n_units: int, count_unit: CountUnit, special_tokens: Seque
                 thread.join(0.25)
                 report()
     except BaseException:
-        stop.append(True)                  # the others stop after the unit each is counting
+        stop.append(True)                  # the others stop after the unit each is counting (a run of files:
+        for thread in helpers:             # milliseconds); none outlives the call
+            thread.join()
         raise
     if failures:
         raise first_failure(failures)
@@ -597,7 +602,7 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
         except BaseException as exc:       # reported by the caller's thread
             failure.append(exc)
 
-    with _scratch_dir(total or 0) as scratch, \
+    with _scratch_dir(total or 0) as scratch, _discarded_on_error(share.queue if share is not None else None), \
             worker_pool(workers - 1, what, _init_worker, (bytes_done, next_unit, share), context) as pool:
         futures = [pool.submit(_count_claimed, count_unit, n_units, special_tokens, pattern, errors,
                                os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
@@ -634,6 +639,19 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
             tables.append(_read_table(f.result()))
             os.unlink(f.result())          # (its pages stay while _read_table's map holds them)
     return own, tables, bytes_done
+
+
+@contextlib.contextmanager
+def _discarded_on_error(shared: Any) -> Iterator[None]:
+    """On an error or interrupt in the block (its workers stopped by then: worker_pool's exit comes first), the
+    multiprocessing queue `shared` (if not None) emptied and closed (discard_queue: a batch offered to a worker
+    that is gone left the queue's feeder thread blocked for good)."""
+    try:
+        yield
+    except BaseException:
+        if shared is not None:
+            discard_queue(shared)
+        raise
 
 
 # ---- Parquet files whose row groups the workers read themselves ------------------------------------
@@ -1177,7 +1195,7 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
                 os.unlink(f.result())
             return _own_and_theirs(own, tables, combine)
     except BaseException:
-        shared.cancel_join_thread()            # batches left in the queue must not hold up this process's exit
+        discard_queue(shared)                  # batches left in it must hold up no thread, nor this process's exit
         raise
     finally:
         shared.close()

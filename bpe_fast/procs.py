@@ -289,6 +289,30 @@ def shared_queue(context: Any, maxsize: int) -> Any:
     return context.Queue(maxsize)
 
 
+def discard_queue(q: Any, timeout: float = 5.0) -> None:
+    """Close a multiprocessing queue (shared_queue's) whose readers are gone (the workers stopped on an error or
+    an interrupt), dropping what is left in it: what its feeder thread is still sending is read here, so that the
+    thread ends (writing an item larger than the pipe holds, it stayed blocked for good, holding the item: a
+    thread and a batch left behind by each interrupted call), and this process's exit never waits for it. Gives
+    up after timeout seconds (a worker killed while it held the queue's write lock)."""
+    q.cancel_join_thread()
+    thread = getattr(q, "_thread", None)            # (CPython's; None until something was put)
+    fd = None
+    if thread is not None:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            fd = os.dup(q._reader.fileno())         # ours: the feeder closes the queue's reader as it ends
+    q.close()                                       # the feeder ends once it has sent what it holds
+    if fd is None:
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        while thread.is_alive() and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.05)[0] and not os.read(fd, 1 << 16):
+                thread.join(max(0.0, deadline - time.monotonic()))   # no writer left: it is ending
+    finally:
+        os.close(fd)
+
+
 def result_of(future: Future[_T], executor: Executor, poll: float = 0.25) -> _T:
     """future.result(), for a future of `executor` (either pool kind). For a process pool, a worker that died
     while it sent a result can leave the pool waiting forever for the rest of the message, the future never

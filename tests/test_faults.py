@@ -6,6 +6,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -275,17 +276,23 @@ if __name__ == "__main__":
                                 lambda seen: seen[0], shared_tail=True)
     except Exception as exc:
         print("raised", type(exc).__name__, flush=True)
+    import threading
+    deadline = time.time() + 10
+    while time.time() < deadline and threading.active_count() > 1:
+        time.sleep(0.05)
+    print("threads left", [t.name for t in threading.enumerate() if t is not threading.main_thread()])
 '''
 
 
 def test_a_worker_dying_with_a_shared_batch_untaken_is_an_error_and_the_caller_exits(tmp_path):
     # TailShare: the caller's thread offered a batch to an idle worker that is killed before taking it; the call
-    # raises WorkerDiedError and the process still exits (the queue's feeder thread does not wait for a reader)
+    # raises WorkerDiedError and the process still exits (the queue's feeder thread does not wait for a reader);
+    # no thread is left (the feeder, writing the 1 MB batch nobody would read, stayed blocked for good)
     script = tmp_path / "tail.py"
     script.write_text(_SHARED_TAIL_WORKER_DIES)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "raised WorkerDiedError"
+    assert done.stdout.strip().splitlines() == ["raised WorkerDiedError", "threads left []"]
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
@@ -309,3 +316,35 @@ def test_signal_stops_the_threads_counting_a_folder_and_writes_nothing(tmp_path,
     assert "Traceback" not in err
     assert list(out.iterdir()) == []
     assert children(proc.pid) == []
+
+
+def test_an_interrupted_count_of_documents_leaves_no_thread(monkeypatch):
+    # count_stream_tables: the worker busy with a batch while the next one, bigger than a pipe holds (the bounds
+    # of 20,000 documents), is written to the workers' queue; then Ctrl-C (raised here by the documents). The
+    # worker was stopped, but the queue's feeder thread stayed blocked on the full pipe for good, holding the batch
+    from bpe_fast import count_pretokens, procs
+    from bpe_fast import count_workers as cw
+
+    monkeypatch.setattr(procs, "FORK_LIMIT_BYTES", 1 << 62)      # forked: the workers see the patch below
+    main, count_numbered = os.getpid(), cw._count_numbered
+
+    def slow(*args):
+        if os.getpid() != main:
+            time.sleep(HANG)                # the worker: stopped by the interrupt
+        time.sleep(0.2)                     # the caller's thread: the next batches go to the worker's queue
+        return count_numbered(*args)
+
+    monkeypatch.setattr(cw, "_count_numbered", slow)
+
+    def documents():
+        for _ in range(100_000):           # 5 batches: 2 for the thread, the worker's, 2 in the queue
+            yield "a b\n"
+        raise KeyboardInterrupt
+
+    before = set(threading.enumerate())
+    with pytest.raises(KeyboardInterrupt):
+        count_pretokens(documents(), num_processes=2, chunk_bytes=80_000)
+    deadline = time.time() + 10
+    while time.time() < deadline and set(threading.enumerate()) - before:
+        time.sleep(0.05)
+    assert [t.name for t in set(threading.enumerate()) - before] == []

@@ -191,3 +191,44 @@ def test_claim_below_claims_nothing_from_there_on():
     index = procs.shared_counter(procs.worker_context(), 3)
     assert cw._claim(index, 4) == 3 and cw._claim(index, 4) == 4 and cw._claim(index, 4) == 4
     assert index.value == 4 and cw._claim(index) == 4 and index.value == 5
+
+
+def test_no_more_workers_than_byte_ranges(tmp_path):
+    # a file with 3 safe cuts (no space: only the special tokens' starts) counted with num_processes=6 started 5
+    # worker processes for 3 ranges (num_processes=1024 on a small file forked 1023 of them): at most one
+    # claimant a range, the caller's thread being one
+    import multiprocessing
+
+    text = "aaaa" + EOT + "bbbb" + EOT + "cccc" + EOT + "dddd"
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, encoding="utf-8")
+    seen = []
+    counts = count_pretokens(path, [EOT], num_processes=6, chunk_bytes=1,
+                             progress=lambda *_: seen.append(len(multiprocessing.active_children())))
+    assert counts == oracle_count_pretokens(text, [EOT], GPT2_PATTERN)
+    assert seen and max(seen) <= 3
+
+
+def test_an_interrupted_count_of_small_files_in_threads_leaves_no_thread(tmp_path, monkeypatch):
+    # small files with a native pattern are counted by threads of this process: on Ctrl-C in the caller's thread
+    # (raised here by the progress report after its first run of files) the call returned while the others were
+    # still counting theirs
+    import threading
+    from bpe_fast import count_workers as cw
+
+    for k in range(80):
+        (tmp_path / f"{k:02d}.txt").write_text(f"file {k} " * 8000, encoding="utf-8")      # 5 MB in all
+    count_files_unit = cw._count_files_unit
+
+    def slow_in_the_helpers(*args):
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(0.3)
+        return count_files_unit(*args)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cw, "_count_files_unit", slow_in_the_helpers)
+    with pytest.raises(KeyboardInterrupt):
+        count_pretokens(tmp_path, num_processes=2, progress=interrupt)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("bpe_fast")] == []
