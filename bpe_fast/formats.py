@@ -880,13 +880,17 @@ def _key_line(text: str, key: str) -> int | None:
     list comes before "training" and "normalizer") was taken for the key, and its line named."""
     decoder = json.JSONDecoder()
     space = re.compile(r"[ \t\n\r]*")
-    pos = space.match(text, space.match(text).end() + 1).end()      # past the '{'
+
+    def after(pos: int) -> int:             # past the white space at pos, one character (',', ':', '{') and more
+        return space.match(text, space.match(text, pos).end() + 1).end()    # type: ignore[union-attr]  # (* matches)
+
+    pos = after(0)                          # past the '{'
     while pos < len(text) and text[pos] == '"':
         name, end = decoder.raw_decode(text, pos)
         if name == key:
             return text.count("\n", 0, pos) + 1
-        _, end = decoder.raw_decode(text, space.match(text, space.match(text, end).end() + 1).end())  # the value
-        pos = space.match(text, space.match(text, end).end() + 1).end()        # past the ','
+        _, end = decoder.raw_decode(text, after(end))      # the value, past the ':'
+        pos = after(end)                                   # the next key, past the ','
     return None
 
 

@@ -302,7 +302,7 @@ def discard_queue(q: Any, timeout: float = 5.0) -> None:
         with contextlib.suppress(AttributeError, OSError, ValueError):
             fd = os.dup(q._reader.fileno())         # ours: the feeder closes the queue's reader as it ends
     q.close()                                       # the feeder ends once it has sent what it holds
-    if fd is None:
+    if fd is None or thread is None:
         return
     try:
         deadline = time.monotonic() + timeout
