@@ -14,6 +14,8 @@ ALLOWED = {
     ("procs.py", "_result_queue"),       # terminate(): unblock ProcessPoolExecutor's manager thread (see there)
     ("procs.py", "_writer"),
     ("procs.py", "_processes"),          # the executor's worker processes, to see whether one has died
+    ("procs.py", "_reader"),             # discard_queue: a multiprocessing queue's read end (and its feeder thread,
+                                         # by getattr), drained so that the feeder ends once the readers are gone
 }
 
 
