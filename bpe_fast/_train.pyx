@@ -213,12 +213,11 @@ cdef class MergeEngine:
     cdef int64_t max_len               # longest token a chosen merge may make (max_token_length)
     cdef bint limited                  # max_len is a limit (else every pair is a candidate)
     cdef int threads                   # the setup (layout, pair index) runs in this many threads at most
-    # symbols (canonical by bytes): a short one's bytes are pool[tok_off:tok_off + tok_len]; a long one
-    # (tok_off -1) is the concatenation of its halves tok_left, tok_right, so a huge token costs no bytes
+    # symbols (canonical by bytes): a short one's (tok_len <= SHORT) bytes are pool[tok_head:tok_head + tok_len]; a
+    # long one is the concatenation of its halves tok_left, tok_right, so a huge token costs no bytes, and keeps its
+    # first SHORT bytes at pool[tok_head:] (its left half's, when that is long too)
     cdef vector[uint8_t] pool
-    cdef vector[int64_t] tok_off
-    cdef vector[int64_t] tok_head      # its first min(len, SHORT) bytes are pool[tok_head:]: a short one's own,
-                                       # a long one's shared with its left half when that is long too
+    cdef vector[int64_t] tok_head
     cdef vector[int32_t] tok_len, tok_left, tok_right
     cdef vector[int32_t] tok_jump      # an ancestor on its left spine (left, left's left, ...; itself for a
     cdef vector[int32_t] tok_depth     # byte), chosen by depth on the spine as skew-binary jump pointers
@@ -335,9 +334,9 @@ cdef class MergeEngine:
         self.islots.assign(1024, empty)
         for b in range(256):
             push_or_end(self.pool, <uint8_t>b)
-            self._add_symbol(b, b, 1, -1, -1, rolling_hash(&self.pool[b], 1), ROLLING_BASE)
+            self._add_symbol(b, 1, -1, -1, rolling_hash(&self.pool[b], 1), ROLLING_BASE)
 
-    cdef int32_t _add_symbol(self, int64_t off, int64_t head, int32_t n, int32_t left, int32_t right, uint64_t h,
+    cdef int32_t _add_symbol(self, int64_t head, int32_t n, int32_t left, int32_t right, uint64_t h,
                              uint64_t pw) noexcept nogil:
         cdef int32_t s = <int32_t>self.tok_len.size()
         cdef int32_t j = s, d = 0
@@ -350,7 +349,6 @@ cdef class MergeEngine:
                 j = self.tok_jump[j]
             else:
                 j = left
-        push_or_end(self.tok_off, off)
         push_or_end(self.tok_head, head)
         push_or_end(self.tok_len, n)
         push_or_end(self.tok_left, left)
@@ -391,11 +389,11 @@ cdef class MergeEngine:
         cdef vector[int32_t] later                 # right halves still to read, the next one last
         cdef int64_t k, la
         while n > 0:
-            if self.tok_off[s] >= 0:
+            if self.tok_len[s] <= SHORT:
                 k = self.tok_len[s] - off
                 if k > n:
                     k = n
-                memcpy(out, &self.pool[self.tok_off[s] + off], k)
+                memcpy(out, &self.pool[self.tok_head[s] + off], k)
                 out += k
                 n -= k
                 if n == 0:
@@ -418,7 +416,7 @@ cdef class MergeEngine:
         """The shortest symbol on s's left spine (s itself included) of at least m bytes (s has m or more): its
         bytes start with s's first m. A merge chain makes spines thousands of symbols deep."""
         cdef int32_t j
-        while self.tok_off[s] < 0:
+        while self.tok_len[s] > SHORT:
             j = self.tok_jump[s]
             if self.tok_len[j] >= m:
                 s = j
@@ -479,23 +477,20 @@ cdef class MergeEngine:
 
     cdef int32_t _intern_concat(self, int32_t a, int32_t b) noexcept nogil:
         """The symbol whose bytes are bytes(a) + bytes(b), created if new."""
-        cdef int64_t la = self.tok_len[a], lb = self.tok_len[b], start, head
+        cdef int64_t la = self.tok_len[a], lb = self.tok_len[b], head
         cdef uint64_t h = rolling_concat(self.tok_hash[a], self.tok_hash[b], self.tok_pow[b])
         cdef int32_t s = self._find_symbol(h, la + lb, a, b, NULL)
         if s >= 0:
             return s
-        start = -1
         if la >= SHORT:                             # a long one's first bytes are its left half's
             head = self.tok_head[a]
         else:                                       # a short left half's bytes, then the right half's first
             head = self.pool.size()
             lb = min(lb, SHORT - la)
             resize_or_end(self.pool, head + la + lb)
-            memcpy(&self.pool[head], &self.pool[self.tok_off[a]], la)
-            memcpy(&self.pool[head + la], &self.pool[self.tok_head[b]], lb)
-            if la + lb == self.tok_len[a] + self.tok_len[b]:
-                start = head                        # all of it: a short symbol
-        return self._add_symbol(start, head, <int32_t>(la + self.tok_len[b]), a, b, h,
+            memcpy(&self.pool[head], &self.pool[self.tok_head[a]], la)
+            memcpy(&self.pool[head + la], &self.pool[self.tok_head[b]], lb)      # (all of b when the whole is short)
+        return self._add_symbol(head, <int32_t>(la + self.tok_len[b]), a, b, h,
                                 self.tok_pow[a] * self.tok_pow[b])
 
     # --- slots --------------------------------------------------------------------------------
@@ -1424,7 +1419,7 @@ cdef class MergeEngine:
         return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
                 "pairs": self.pkey.capacity() * 28 + self.pgone.capacity() * 4 + self.pslots.capacity() * 4,
                 "heap": self.heap.capacity() * sizeof(HeapEntry),
-                "symbols": self.pool.capacity() + self.tok_len.capacity() * 60 + self.maps.capacity() * sizeof(MapSlot),
+                "symbols": self.pool.capacity() + self.tok_len.capacity() * 52 + self.maps.capacity() * sizeof(MapSlot),
                 "num_pairs": self.pkey.size(), "compactions": self.compactions, "checked": self.checked,
                 "most_positions": self.most_positions}
 
@@ -1437,8 +1432,8 @@ cdef class MergeEngine:
         cdef list names = []
         cdef int32_t s
         for s in range(<int32_t>self.tok_len.size()):
-            if self.tok_off[s] >= 0:
-                names.append(base[self.tok_off[s]:self.tok_off[s] + self.tok_len[s]])
+            if self.tok_len[s] <= SHORT:
+                names.append(base[self.tok_head[s]:self.tok_head[s] + self.tok_len[s]])
             else:
                 names.append(names[self.tok_left[s]] + names[self.tok_right[s]])
         cdef Py_ssize_t k, n = self.merge_a.size()
