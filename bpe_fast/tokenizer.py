@@ -316,7 +316,7 @@ class Tokenizer:
         if type(allowed) is not frozenset:      # a set, a list: as that frozenset
             if isinstance(allowed, str):
                 raise TypeError("restricted_to takes a set of special tokens (str), not one str")
-            allowed = _names(allowed, "restricted_to takes a set of special tokens (str)")
+            allowed = _names(allowed, "restricted_to takes a set of special tokens (str)", self._special_set)
         if allowed >= self._special_set:
             return self
         if not allowed <= self._special_set:
@@ -1363,7 +1363,7 @@ class Tokenizer:
                 raise TypeError(f'allowed_special must be "all" or a set of str, got the str {allowed_special!r}')
             allowed = frozenset(self._specials.tokens)
         else:
-            allowed = _names(allowed_special, 'allowed_special must be "all" or a set of str')
+            allowed = _names(allowed_special, 'allowed_special must be "all" or a set of str', self._special_set)
             if not allowed <= self._special_set:
                 allowed = allowed.intersection(self._specials.tokens)
         if isinstance(disallowed_special, str):
@@ -1374,7 +1374,8 @@ class Tokenizer:
         elif not disallowed_special:        # (None too, as tiktoken reads it, and encode without allowed_special)
             disallowed = _NONE
         else:
-            disallowed = _names(disallowed_special, 'disallowed_special must be "all" or a collection of str')
+            disallowed = _names(disallowed_special, 'disallowed_special must be "all" or a collection of str',
+                                self._special_set)
         return self.restricted_to(allowed), disallowed
 
     def lengths_in(self, data: bytes, ids: NDArray[Any]) -> NDArray[np.int64]:
@@ -2056,11 +2057,13 @@ def _check_special_ids(wanted: dict[str, Any] | None, tokenizer: Tokenizer) -> T
     return tokenizer
 
 
-def _names(given: Any, rule: str) -> frozenset[str]:
+def _names(given: Any, rule: str, known: frozenset[str]) -> frozenset[str]:
     """Special tokens `given` (encode's allowed_special or disallowed_special, restricted_to's argument; not a str)
     as a frozenset of str; else TypeError, `rule` (what it must be) naming the first item that is not a str
     (tiktoken takes str only: bytes or an id were ignored in allowed_special, and failed disallowed_special's
-    search of the text with a message about paths), or what was given when it is no collection."""
+    search of the text with a message about paths), or what was given when it is no collection. A set within
+    `known` (the tokenizer's special tokens, all str) is not looked at item by item: the usual call pays a subset
+    test only, as before the check."""
     if isinstance(given, Iterator):     # (read once)
         given = list(given)
     try:
@@ -2069,7 +2072,7 @@ def _names(given: Any, rule: str) -> frozenset[str]:
         if not isinstance(given, Iterable):
             raise TypeError(f"{rule}, got {type(given).__name__}") from None
         names = None
-    if names is None or not all(isinstance(name, str) for name in names):
+    if names is None or not (names <= known or all(isinstance(name, str) for name in names)):
         token = next(name for name in given if not isinstance(name, str))
         raise TypeError(f"{rule}, got {token!r} in it")
     return names
