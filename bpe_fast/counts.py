@@ -75,7 +75,9 @@ class PretokenCounts:
         nothing (empty). pattern and special_tokens: what made the counts; None: a PretokenCounts' own, else
         GPT-2's pattern and no special token."""
         if isinstance(counts, PretokenCounts):      # its arrays, not an iterable of its pre-tokens (each counted once)
-            self._set(counts.tokens, counts.offsets, counts.counts, counts.pattern if pattern is None else pattern,
+            # (copies, as Counter(other) is one: the arrays are writable, and a change to one was a change to both)
+            self._set(counts.tokens.copy(), counts.offsets.copy(), counts.counts.copy(),
+                      counts.pattern if pattern is None else pattern,
                       counts.special_tokens if special_tokens is None else special_tokens)
             return
         counts = {} if counts is None else counts if isinstance(counts, Mapping) else Counter(counts)
@@ -191,10 +193,20 @@ class PretokenCounts:
         return self.tokens, self.offsets, self.counts
 
     def __add__(self, other: PretokenCounts) -> PretokenCounts:
+        """The sum of two shards made with the same pattern and special tokens. Counts of nothing (`len` 0, such as
+        `PretokenCounts()`) add to any shard as nothing, whatever made them: `sum(shards, PretokenCounts())`."""
+        if isinstance(other, PretokenCounts) and (not len(other) or not len(self)):
+            return PretokenCounts(other if not len(self) else self)       # (a copy, as a sum is a new one)
         self.check_compatible(other)
         return PretokenCounts.from_arrays(*_add_tables([self._arrays(), other._arrays()]),
                                           pattern=self.pattern, special_tokens=_shared_order([self, other]),
                                           check=False)
+
+    def __radd__(self, other: object) -> PretokenCounts:
+        """0 + counts is counts (a copy): `sum(shards)` with sum's own start."""
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return PretokenCounts(self)
+        return NotImplemented
 
     @classmethod
     def merge(cls, shards: Iterable[PretokenCounts]) -> PretokenCounts:

@@ -478,3 +478,30 @@ def test_counts_pickle_in_every_protocol_without_the_dict_read_made():
     assert counts[b"hello"] == 3                    # the dict is made
     assert len(pickle.dumps(counts)) == before
     assert pickle.loads(pickle.dumps(PretokenCounts())) == {}
+
+
+def test_sum_of_shards_with_special_tokens_and_another_pattern():
+    # sum() starts from PretokenCounts() (GPT-2's pattern, no special token) or from 0: either start adds as
+    # nothing, whatever made the shards; the expected counts are the documents' Counter sums (the oracle's)
+    docs = ["hello world<|endoftext|>hi there", "bye world, bye", "<|endoftext|>hello again"]
+    shards = [count_pretokens(iter([d]), special_tokens=[EOT], pattern=GPT4_PATTERN, num_processes=1) for d in docs]
+    want = {}
+    for d in docs:
+        for token, n in oracle_count_pretokens(d, [EOT], GPT4_PATTERN).items():
+            want[token] = want.get(token, 0) + n
+    for total in (sum(shards, PretokenCounts()), sum(shards), PretokenCounts.merge(shards)):
+        assert total == want
+        assert total.pattern == GPT4_PATTERN and total.special_tokens == (EOT,)
+    assert PretokenCounts() + PretokenCounts() == {}
+    with pytest.raises(ValueError, match="special tokens"):     # two shards that both hold counts still must agree
+        shards[0] + count_pretokens(iter(["x"]), pattern=GPT4_PATTERN, num_processes=1)
+    with pytest.raises(TypeError):
+        1 + shards[0]
+
+
+def test_a_copy_of_counts_is_its_own():
+    counts = PretokenCounts({b"hello": 3, b" world": 2})
+    for copy in (PretokenCounts(counts), counts + PretokenCounts(), 0 + counts):
+        copy.counts[:] = 7
+        copy.tokens[:] = ord("x")
+        assert counts == {b"hello": 3, b" world": 2}
