@@ -170,6 +170,9 @@ class ChunkCounter:
     def __init__(self, special_tokens: Iterable[str] | None = (), pattern: str = GPT2_PATTERN,
                  errors: str = "strict") -> None:
         codecs.lookup_error(errors)                           # an unknown error handler fails here
+        if errors in ("surrogateescape", "surrogatepass"):
+            raise ValueError(f"errors={errors!r} decodes bad bytes to lone surrogates, which pre-tokens (UTF-8) "
+                             f"cannot hold: use 'strict', 'replace' or 'ignore'")
         self._specials = SpecialTokens.of(special_tokens)
         self.special_tokens = self._specials.tokens
         self.pattern, self.errors = resolve_pattern(pattern), errors
@@ -197,7 +200,7 @@ class ChunkCounter:
                 check_utf8(data)
                 utf8 = data
             else:
-                utf8 = _utf8_or_none(data.decode("utf-8", self.errors))   # "surrogateescape" can give None
+                utf8 = _utf8_or_none(data.decode("utf-8", self.errors))   # (a handler of one's own can give None)
             if utf8 is not None:
                 self._native.add(utf8)
                 return self

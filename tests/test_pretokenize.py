@@ -722,3 +722,22 @@ def test_boundaries_check_unicode_for_every_pattern():
         assert P.pretoken_boundaries(b"a b", pattern, unicode="16.0").tolist() == [0, 1, 3]
         with pytest.raises(ValueError, match="unicode must be None"):
             P.pretoken_boundaries(b"a b", pattern, unicode="16")
+
+
+@pytest.mark.parametrize("errors", ["surrogateescape", "surrogatepass"])
+def test_an_error_handler_that_makes_lone_surrogates_is_refused_at_once(errors):
+    # accepted before, then an add() of bad bytes failed with a message about a lone surrogate in the text
+    with pytest.raises(ValueError, match=f"errors='{errors}' decodes bad bytes to lone surrogates"):
+        P.ChunkCounter(errors=errors)
+    with pytest.raises(ValueError, match="lone surrogates"):
+        P.count_chunk(b"abc\xff def", errors=errors)
+
+
+def test_errors_ignore_drops_the_bad_bytes():
+    # as bytes.decode(errors="ignore") then the reference pre-tokenization
+    import regex
+    data = b"abc\xff def\xc3"
+    want = {}
+    for piece in regex.findall(GPT2_PATTERN, data.decode("utf-8", "ignore")):
+        want[piece.encode()] = want.get(piece.encode(), 0) + 1
+    assert P.count_chunk(data, errors="ignore") == want
