@@ -20,6 +20,7 @@ import ctypes
 import functools
 import itertools
 import os
+from multiprocessing import heap, sharedctypes
 import queue
 import tempfile
 import threading
@@ -885,6 +886,13 @@ def _init_stream_worker(bytes_done: Any, batches: Any, ring: BatchRing) -> None:
     _bytes_done, _queue, _ring = bytes_done, batches, ring
 
 
+def shared_bytes(n: int) -> ctypes.Array[ctypes.c_ubyte]:
+    """n bytes of shared memory as a ctypes array that forked and forkserver workers take (what
+    RawArray("B", n) makes), left as the kernel gives them: RawArray's memset made all of a BatchRing resident
+    at once (up to 256 MB and 0.1 s for an input of a few bytes); a slot is written before it is read."""
+    return sharedctypes.rebuild_ctype(ctypes.c_ubyte * n, heap.BufferWrapper(n), None)
+
+
 class BatchRing(Slots):
     """Shared buffers (slots, in one shared array) through which the caller hands batches to stream workers and
     to its own counting thread. A reader may write a batch straight into a leased slot (a SlotBatch, see
@@ -892,9 +900,9 @@ class BatchRing(Slots):
     goes through the queue; whoever counts the batch reads it in the slot (data) and frees the slot after
     (done). Pickling a batch and sending it through a pipe cost about 3.6 s of CPU a GB between the two
     processes. A batch bigger than a slot, or one for which no slot comes free soon, goes whole, pickled, so
-    the ring's size can stay small: at most MAX_SLOTS slots of at most MAX_SLOT_BYTES, MAX_BYTES in all (the
-    shared array is zero-filled, so all of it is resident from the start). Made by the caller with
-    the workers' context and given to them as they start."""
+    the ring's size can stay small: at most MAX_SLOTS slots of at most MAX_SLOT_BYTES, MAX_BYTES in all, resident
+    only as slots are written (shared_bytes). Made by the caller with the workers' context and given to them
+    as they start."""
 
     MAX_SLOTS = 16
     MAX_SLOT_BYTES = MAX_SLOT_BYTES
@@ -903,7 +911,7 @@ class BatchRing(Slots):
     def __init__(self, context: Any, slots: int, slot_bytes: int) -> None:
         self.slot_bytes = max(1, min(slot_bytes, self.MAX_SLOT_BYTES))
         self.n_slots = max(1, min(slots, self.MAX_SLOTS, self.MAX_BYTES // self.slot_bytes))
-        self.buffer = context.RawArray("B", self.n_slots * self.slot_bytes)
+        self.buffer = shared_bytes(self.n_slots * self.slot_bytes)
         self.free = context.Queue(self.n_slots)
         for k in range(self.n_slots):
             self.free.put(k)

@@ -8,6 +8,7 @@ import gzip
 import itertools
 import json
 import lzma
+import os
 import random
 import re
 import warnings
@@ -1758,3 +1759,36 @@ def test_max_bytes_at_the_end_of_a_parquet_document_keeps_it_whole(tmp_path, err
         return
     for inp in (tmp_path / "c.parquet", iter(docs)):
         assert count_pretokens(inp, [EOT], num_processes=1, max_bytes=max_bytes, errors=errors) == oracle_docs(taken)
+
+
+def _resident_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc/self/statm (Linux)")
+def test_a_batch_ring_is_resident_only_as_its_slots_are_written():
+    # RawArray's memset made all of a ring resident at once: 64 MB of slots for a few bytes of input
+    import multiprocessing
+    from bpe_fast.count_workers import BatchRing
+    before = _resident_bytes()
+    ring = BatchRing(multiprocessing.get_context("fork"), 4, 16 << 20)
+    try:
+        assert ring.n_slots * ring.slot_bytes == 64 << 20
+        assert _resident_bytes() - before < 16 << 20
+        view = ring.view(1)
+        view[:3] = [1, 2, 3]
+        # shared with a forked process both ways (what the workers read, and the slots they free)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:        # the child: reports what it reads, writes into the slot, exits at once
+            os.write(write, bytes(ring.view(1)[:3]))
+            ring.view(1)[3] = 9
+            os._exit(0)
+        assert os.read(read, 3) == b"\x01\x02\x03"
+        os.waitpid(pid, 0)
+        assert view[3] == 9
+        os.close(read)
+        os.close(write)
+    finally:
+        ring.close()
