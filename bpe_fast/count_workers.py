@@ -886,11 +886,13 @@ def _init_stream_worker(bytes_done: Any, batches: Any, ring: BatchRing) -> None:
     _bytes_done, _queue, _ring = bytes_done, batches, ring
 
 
-def shared_bytes(n: int) -> ctypes.Array[ctypes.c_ubyte]:
+def shared_bytes(n: int) -> Any:
     """n bytes of shared memory as a ctypes array that forked and forkserver workers take (what
     RawArray("B", n) makes), left as the kernel gives them: RawArray's memset made all of a BatchRing resident
     at once (up to 256 MB and 0.1 s for an input of a few bytes); a slot is written before it is read."""
-    return sharedctypes.rebuild_ctype(ctypes.c_ubyte * n, heap.BufferWrapper(n), None)
+    # (RawArray's own steps without the memset; rebuild_ctype, which the stubs do not list, also registers how
+    # the array is pickled for a forkserver's workers)
+    return sharedctypes.rebuild_ctype(ctypes.c_ubyte * n, heap.BufferWrapper(n), None)  # type: ignore[attr-defined]
 
 
 class BatchRing(Slots):
