@@ -420,13 +420,18 @@ def _cast_exactly(array: ArrayLike, dtype: Any, name: str) -> NDArray[Any]:
     300 to uint8 44 and truncates 2.9 to 2 without a word); NumPy's own errors name it too."""
     try:
         given = np.asarray(array)
-        out = np.ascontiguousarray(given, dtype=dtype)
+        with np.errstate(invalid="ignore"):     # (a float past the dtype, NaN: compared below, no RuntimeWarning)
+            out = np.ascontiguousarray(given, dtype=dtype)
     except OverflowError:       # a Python int past int64, in an object array
         raise ValueError(f"{name}: values that {np.dtype(dtype).name} cannot hold (an int past int64)") from None
     except (TypeError, ValueError) as exc:      # None, "a", a ragged list
         raise type(exc)(f"{name}: {exc}") from None
     if given.dtype != out.dtype and given.size and not np.array_equal(out, given):
-        raise ValueError(f"{name}: values that {np.dtype(dtype).name} cannot hold (a {given.dtype} array)")
+        # (ints of a list past int64, as [1, 2**63], are a float64 array to NumPy: named as the ints they are)
+        past = given.dtype.kind == "f" and not isinstance(array, np.ndarray) and all(
+            type(v) is int for v in np.asarray(array, dtype=object).flat)
+        raise ValueError(f"{name}: values that {np.dtype(dtype).name} cannot hold "
+                         f"({'an int past int64' if past else f'a {given.dtype} array'})")
     return out
 
 
