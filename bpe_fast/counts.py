@@ -250,11 +250,18 @@ class PretokenCounts:
         if not head.startswith(b"PK"):
             raise _not_counts(path, "a .npy array" if head.startswith(b"\x93NUMPY") else "empty" if not head
                               else "not a .npz archive")
+        # (a file object, closed here: np.load of a path left the file it opened open when the archive was damaged,
+        # until the garbage collector found it, a descriptor for each error kept)
+        f = open(path, "rb")
         try:
-            archive = np.load(path, allow_pickle=False)
-        except Exception:           # zipfile.BadZipFile, EOFError, OSError ...: its directory cannot be read
-            raise _not_counts(path, "a damaged or truncated .npz archive") from None
-        with archive:
+            try:
+                archive = np.load(f, allow_pickle=False)
+            except Exception:       # zipfile.BadZipFile, EOFError, OSError ...: its directory cannot be read
+                raise _not_counts(path, "a damaged or truncated .npz archive") from None
+        except BaseException:
+            f.close()
+            raise
+        with f, archive:
             if "format" not in archive.files:      # another program's archive: nothing of it is loaded
                 names = ", ".join(map(repr, archive.files[:5])) + (f" and {len(archive.files) - 5} more"
                                                                     if len(archive.files) > 5 else "")
