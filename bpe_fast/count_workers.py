@@ -419,9 +419,15 @@ def _count_in_threads(n_units: int, count_unit: CountUnit, special_tokens: Seque
         stop.append(True)                  # the others stop after the unit each is counting (a run of files:
         for thread in helpers:             # milliseconds); none outlives the call
             thread.join()
+        failures.clear()                   # (see below)
         raise
     if failures:
-        raise first_failure(failures)
+        try:
+            raise first_failure(failures)
+        finally:
+            # each failure's traceback holds its claimant's frame, which holds this list and its counter: a
+            # reference cycle that kept the counters' native tables until the garbage collector ran
+            failures.clear()
     return _own_and_theirs(counters[0], [counter.arrays(release=True) for counter in counters[1:]], True)
 
 
@@ -614,7 +620,13 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
             seen: list[Any] = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
             if seen:
                 stop.set()                 # the thread claims nothing more while first_failure looks
-                raise first_failure(seen)
+                try:
+                    raise first_failure(seen)
+                finally:
+                    # their tracebacks hold this frame, or count_own's (which holds `failure` and `own`, a native
+                    # table): reference cycles that kept them until the garbage collector ran
+                    seen.clear()
+                    failure.clear()
 
         try:
             pending = set(futures)
@@ -631,6 +643,7 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
             # not without a limit: a worker killed while it sent this thread a shared batch (TailShare) leaves
             # the thread waiting for the rest of it; the thread is a daemon and its counter is dropped
             thread.join(5)
+            failure.clear()                # (see raise_first_failure)
             raise
         stop.set()
         thread.join()
@@ -1111,7 +1124,11 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
         seen: list[Any] = failure + [f.exception() for f in futures if f.done() and f.exception() is not None]
         fatal = [e for e in seen if not isinstance(e, _BatchDecodeError)]
         if fatal:
-            raise fatal[0]
+            try:
+                raise fatal[0]
+            finally:
+                seen = fatal = []       # (its traceback holds this frame: no reference cycle left, see below)
+                futures = ()
         check_workers_alive(pool)
         if seen and reading:
             raise _StopReading
@@ -1211,6 +1228,16 @@ def count_stream_tables(make_batches: Callable[[Slots], Iterable[Batch | SlotBat
         shared.close()
         if ring is not None:
             ring.close()
+        # an error raised here has a traceback holding this frame (and `own`, the counts so far: a native table
+        # of up to hundreds of MB), as count_own's do its frame: held in these names (a worker's, in its future,
+        # which `futures`, `pending`, `_` and `slots` hold), the reference cycles kept them until the garbage
+        # collector ran
+        failure.clear()
+        reading_error = None
+        decode = []
+        futures = []
+        pending = _ = set()
+        slots = None
 
 
 def check_input_args(special_tokens: Iterable[str] | None, pattern: str, errors: str) -> tuple[SpecialTokens, str]:

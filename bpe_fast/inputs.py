@@ -1289,7 +1289,13 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
         elif slot is not None:
             slots.release(slot)
         if failure is not None:
-            raise failure
+            item = None
+            try:
+                raise failure
+            finally:
+                # its traceback holds this frame and the callers' (a count's native table): left in these locals, a
+                # reference cycle kept them alive until the garbage collector ran
+                failure = None
         if carry is not None and len(carry) > room:
             yield _batch_of([carry], [len(carry)], name, index)
             index, carry = index + 1, None

@@ -38,14 +38,21 @@ if TYPE_CHECKING:
     from ._scan import UnicodeTables
 
 _compiled: dict[str, regex.Pattern[str]] = {}
+# patterns compiled_pattern keeps (forgotten all at once past it, as `regex`'s own cache does): one a Tokenizer or
+# pretokenize call of another custom pattern, about 9 KB each, was kept for good (a process making tokenizers of
+# generated patterns grew without bound)
+_MAX_COMPILED = 256
 
 
 def compiled_pattern(pattern: str) -> regex.Pattern[str]:
-    """The compiled `regex` object for a pattern name or regex string (cached)."""
+    """The compiled `regex` object for a pattern name or regex string (cached, up to _MAX_COMPILED of them)."""
     pattern = resolve_pattern(pattern)
     rx = _compiled.get(pattern)
     if rx is None:
-        rx = _compiled[pattern] = compile_pattern(pattern)      # ValueError naming a pattern that does not compile
+        rx = compile_pattern(pattern)       # ValueError naming a pattern that does not compile
+        if len(_compiled) >= _MAX_COMPILED:
+            _compiled.clear()
+        _compiled[pattern] = rx
     return rx
 
 
@@ -534,6 +541,13 @@ def check_documents_utf8(data: bytes | bytearray | memoryview | NDArray[np.uint8
             bytes(view[lead:end]).decode("utf-8")
         except UnicodeDecodeError as exc:
             whole = data if isinstance(data, (bytes, bytearray)) else bytes(data)
+            error = None        # (see below)
             raise UnicodeDecodeError("utf-8", whole, lead + exc.start, lead + exc.end, exc.reason) from None
     if error is not None:
-        raise error
+        try:
+            raise error
+        finally:
+            # error's traceback holds this frame: left in a local, the two were a reference cycle that kept the
+            # data and every caller's frame (a failed count's native table, encode_documents_utf8's copy) alive
+            # until the garbage collector ran (as an except clause deletes its name)
+            error = None

@@ -318,13 +318,18 @@ def result_of(future: Future[_T], executor: Executor, poll: float = 0.25) -> _T:
     while it sent a result can leave the pool waiting forever for the rest of the message, the future never
     done: so this also looks every `poll` seconds whether a worker has exited, and raises BrokenProcessPool
     (worker_pool turns it into WorkerDiedError) if one has."""
-    if not _is_process_pool(executor):
-        return future.result()
-    while True:
-        try:
-            return future.result(timeout=poll)
-        except FutureTimeout:
-            check_workers_alive(executor)
+    try:
+        if not _is_process_pool(executor):
+            return future.result()
+        while True:
+            try:
+                return future.result(timeout=poll)
+            except FutureTimeout:
+                check_workers_alive(executor)
+    finally:
+        # the future holds the error it raises, whose traceback holds this frame: with `future` left here, a
+        # reference cycle kept the task's frames (an encoder's scratch buffers) until the garbage collector ran
+        del future
 
 
 def check_workers_alive(executor: Executor) -> None:
