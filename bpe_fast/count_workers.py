@@ -215,9 +215,18 @@ def _save_table(counter: ChunkCounter, out_path: str) -> str:
     arrays and np.save took 18 ms, a worker's table of the real corpus: a page of /dev/shm first written through
     a map costs more than through write().)"""
     tokens, offsets, counts = counter.arrays(release=True)
-    with open(out_path, "wb") as out:
-        for array in (tokens, offsets, counts):
-            np.save(out, array, allow_pickle=False)
+    try:
+        with open(out_path, "wb") as out:
+            for array in (tokens, offsets, counts):
+                np.save(out, array, allow_pickle=False)
+    except OSError as exc:
+        # a full /dev/shm or TMPDIR, a file size limit (ulimit -f): NumPy's "9852 requested and 4689 written" named
+        # neither the file nor the cause
+        from .atomic import named_write_error
+        named = named_write_error(exc, out_path)
+        raise OSError(named.errno, f"{named.strerror or named}, writing a counting worker's table in the temporary "
+                                   f"folder {os.path.dirname(out_path)} (/dev/shm's when it has room, else TMPDIR's)",
+                      out_path) from None
     return out_path
 
 
