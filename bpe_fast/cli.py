@@ -32,6 +32,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -706,7 +707,7 @@ def cmd_encode(args: argparse.Namespace) -> None:
             args.on_interrupt = f"the shards finished stay in {output} (the same command resumes)"
             n, size = _encode_shards(tokenizer, inputs, output, args, progress)
         elif inputs == ["-"]:
-            data = _stdin().read()
+            data = _read_all(_stdin())
             n, size = _encode_bytes_to(tokenizer, data, output, args), len(data)
         else:
             n, size = _encode_one(tokenizer, inputs[0], output, args, progress)
@@ -735,7 +736,7 @@ def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Nam
         if readable is None:
             raise CliError(f"-o -: only a plain text file (or stdin) is encoded to stdout; {path} is not one")
         with open(readable, "rb") as f:
-            data = f.read()
+            data = _read_all(f)
         return _encode_bytes_to(tokenizer, data, output, args, name=path), len(data)
     if isinstance(sources[0], TextFile):        # (path may be a folder or a glob naming this one file)
         # (encode_text_file: the file is text as resolved with --text-field; encode_file would sniff it with "text")
@@ -797,7 +798,7 @@ def _encode_shards(tokenizer: Tokenizer, inputs: list[str], folder: str, args: a
     return index["tokens"], size
 
 
-def _encode_bytes_to(tokenizer: Tokenizer, data: bytes, output: str, args: argparse.Namespace,
+def _encode_bytes_to(tokenizer: Tokenizer, data: bytes | bytearray, output: str, args: argparse.Namespace,
                      name: str = "<stdin>") -> int:
     """Encode UTF-8 bytes held in memory; write the .npy to output (a path, atomically, or "-": stdout)."""
     import numpy as np
@@ -833,13 +834,13 @@ def cmd_decode(args: argparse.Namespace) -> None:
     tokenizer = _load_tokenizer(args.tokenizer)
     source = args.tokens
     if source == "-":
-        source = io.BytesIO(_stdin().read())
+        source = io.BytesIO(_read_npy_stream(_stdin()))
         args.tokens = "<stdin>"
     elif not os.path.isfile(source):
         if not os.path.exists(source) or os.path.isdir(source):
             raise CliError(f"{source}: {_not_a_file(source)}")
-        with open(source, "rb") as f:       # a pipe (<(cmd)): read whole, as stdin (np.load maps files only)
-            source = io.BytesIO(f.read())
+        with open(source, "rb") as f:       # a pipe (<(cmd)): read, as stdin, to the end of the array it holds
+            source = io.BytesIO(_read_npy_stream(f))
     try:
         dtype, shape = read_npy_dtype(source)
     except ValueError as exc:       # not a .npy file, a damaged header, or a truncated file: read_npy_dtype says
@@ -850,7 +851,12 @@ def cmd_decode(args: argparse.Namespace) -> None:
         source.seek(0)
         ids = np.load(source, allow_pickle=False)
     else:
-        ids = np.load(source, mmap_mode="r", allow_pickle=False)
+        # read, not mapped: a file truncated in place while it was decoded ended the process with SIGBUS, saying
+        # nothing (the ids take less memory than the text decoded from them)
+        try:
+            ids = np.load(source, allow_pickle=False)
+        except (ValueError, EOFError) as exc:      # "Failed to read all data for array": shorter than just now
+            raise CliError(f"{args.tokens}: changed while it was read ({exc})") from None
     try:
         text = tokenizer.decode(ids)
     except ValueError as exc:           # an id the vocabulary does not have: name the file
@@ -901,18 +907,19 @@ def _show_text(args: argparse.Namespace) -> tuple[str, str]:
     from .inputs import CorpusDecodeError
     if (args.text is None) == (args.file is None):
         raise CliError("give the TEXT or -f FILE (one of them)")
+    data: bytes | bytearray
     if args.text is not None:       # its bytes, as the command line gave them (undecodable ones: surrogate escapes,
         try:                        # which became U+FFFD without a word where -f FILE's are an error)
             data, name = os.fsencode(args.text), "the text"
         except UnicodeEncodeError:  # a lone surrogate given from Python (main([...])): refused the same way
             data, name = args.text.encode("utf-8", "surrogatepass"), "the text"
     elif args.file == "-":
-        data, name = _stdin().read(), "<stdin>"
+        data, name = _read_all(_stdin()), "<stdin>"
     else:
         if not os.path.exists(args.file) or os.path.isdir(args.file):     # (a pipe, <(cmd), is read as it comes)
             raise CliError(f"-f {args.file}: {_not_a_file(args.file)}")
         with open(args.file, "rb") as f:
-            data, name = f.read(), args.file
+            data, name = _read_all(f), args.file
     try:
         return data.decode("utf-8", args.errors), name
     except UnicodeDecodeError as exc:
@@ -1243,6 +1250,57 @@ class _Stdout:
         return len(data) if isinstance(data, (bytes, bytearray)) else memoryview(data).nbytes
 
 
+_READ_BLOCK = 16 << 20
+
+
+def _read_all(f: IO[bytes], size: int | None = None) -> bytes | bytearray:
+    """f read to its end (or its first `size` bytes); a stream that is no regular file a block at a time: one
+    read() of a stream that never ends (/dev/zero, `yes |`) ran in C until memory ran out, SIGTERM and Ctrl-C
+    waiting for it (their handlers run between blocks; out of memory is a MemoryError, which _run reports). A
+    regular file, whose end is known, in one read (one buffer of its size, no copies)."""
+    try:
+        regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+    except (OSError, ValueError, io.UnsupportedOperation):      # (a BytesIO, a closed stdin)
+        regular = False
+    if regular:
+        return f.read() if size is None else f.read(size)
+    data = bytearray()
+    while size is None or len(data) < size:
+        block = f.read(_READ_BLOCK if size is None else min(_READ_BLOCK, size - len(data)))
+        if not block:
+            break
+        data += block
+    return data
+
+
+def _read_npy_stream(f: IO[bytes]) -> bytes | bytearray:
+    """A .npy file from a pipe or stdin: its header, then the bytes of the array it describes, not the stream to
+    its end (decode of /dev/zero read until memory ran out, where its first bytes say it is no .npy file). What
+    is no .npy header is returned as read, for read_npy_dtype to say what is wrong; so is a header whose array
+    is longer than the stream."""
+    import numpy as np
+    data = bytearray(_read_all(f, 12))
+    if len(data) < 12 or data[:6] != b"\x93NUMPY" or data[6] not in (1, 2, 3):
+        return data
+    start = 10 if data[6] == 1 else 12
+    length = int.from_bytes(data[8:start], "little")
+    if length > 1 << 20:        # (NumPy refuses such a header: read_npy_dtype says so)
+        return data
+    data += _read_all(f, start + length - len(data))
+    try:
+        header = io.BytesIO(data)
+        version = np.lib.format.read_magic(header)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read_header(header)
+        need = math.prod(shape) * dtype.itemsize
+    except Exception:           # a damaged header: read_npy_dtype names the damage
+        return data
+    if dtype.hasobject or need < 0:     # (an object array's data is a pickle, of any length: np.load refuses it)
+        return data
+    data += _read_all(f, need)
+    return data
+
+
 def _stdin() -> IO[bytes]:
     """Binary stdin, or a CliError when the command was started with it closed (`<&-`: sys.stdin is None)."""
     if sys.stdin is None:
@@ -1351,6 +1409,10 @@ def _run(args: argparse.Namespace) -> int:
             return 141
         except CliError as exc:
             print(f"bpe-fast: {exc}", file=sys.stderr)
+            return 1
+        except MemoryError as exc:  # (NumPy's _ArrayMemoryError says how much it asked for): was a traceback
+            print(f"bpe-fast: out of memory{f' ({exc})' if str(exc) else ''}; "
+                  f"{getattr(args, 'on_interrupt', 'no output written')}", file=sys.stderr)
             return 1
         except (OSError, ValueError, TypeError, RuntimeError, ImportError) as exc:
             print(f"bpe-fast: {_describe(exc)}", file=sys.stderr)
