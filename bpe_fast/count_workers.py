@@ -43,7 +43,7 @@ from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, ChangedWhileRe
 from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, discard_queue,
-                    shared_counter, shared_queue, worker_context, worker_pool)
+                    may_start_processes, shared_counter, shared_queue, worker_context, worker_pool)
 from .specials import SpecialTokens
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -311,6 +311,8 @@ def count_text_files_tables(files: Sequence[tuple[str, int | None]], special_tok
             sizes.append(os.fstat(f.fileno()).st_size if size is None else size)
     total = sum(sizes)
     workers = num_processes if total >= _IN_PROCESS_BYTES or chunk_bytes < total else 1
+    if not may_start_processes():       # a daemonic process (a Pool's worker): counted here
+        workers = 1
     units: list[tuple[str, int, int]] = []         # (path, start, end): byte ranges, in the files' order
     for (path, _), size in zip(files, sizes):
         share = -(-workers * _RANGES_PER_PROCESS * size // max(total, 1)) if workers > 1 else 1
@@ -345,6 +347,8 @@ def count_small_files_tables(files: Sequence[tuple[str, int, bool]], special_tok
     read), the first in the order given is named, whoever met which first."""
     total = sum(size for _, size, _ in files)
     workers = num_processes if total >= _IN_PROCESS_BYTES else 1
+    if not native_kind(pattern) and not may_start_processes():     # no workers (a daemonic process): here
+        workers = 1
     units = _runs_of_files(files, max(64 << 10, min(1 << 20, total // (workers * _RANGES_PER_PROCESS))))
     workers = min(workers, len(units))
     count_unit = functools.partial(_count_files_unit, units)
@@ -1278,6 +1282,9 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     sources = resolve_inputs(inputs, text_field)
     budget = Budget(max_bytes, max_documents)
     num_processes = check_num_processes(num_processes)
+    # the worker processes of streams (the threads of small files and the tables' lookups keep num_processes):
+    # none in a daemonic process (a multiprocessing.Pool's worker, PyTorch's DataLoader's), which may not start any
+    processes = num_processes if may_start_processes() else 1
     batch_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     space_cuts = cuts_at_spaces(pattern)
     # (the total only a progress report shows: a size looked up a file, 0.2 s for 79,000 files, only for one)
@@ -1338,10 +1345,10 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
             run.append(sources[k])
             k += 1
         uncapped = budget.bytes is None and budget.documents is None
-        units = ((parquet_units(run, text_column, num_processes) or jsonl_units(run, num_processes, batch_bytes))
+        units = ((parquet_units(run, text_column, processes) or jsonl_units(run, processes, batch_bytes))
                  if uncapped else None)
         if units is not None:           # Parquet row groups, or ranges of JSON lines: the workers read them
-            counted, tally = count_unit_tables(run, units, special_tokens, pattern, num_processes, errors,
+            counted, tally = count_unit_tables(run, units, special_tokens, pattern, processes, errors,
                                                text_field, text_column, batch_bytes, overall.part(), combine)
             tables.extend(counted)
             if stats is not None:
@@ -1360,7 +1367,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
 
         what = run[0].name if len(run) == 1 else f"{run[0].name} and {len(run) - 1} more"
         try:
-            tables.extend(count_stream_tables(make_batches, special_tokens, pattern, num_processes, errors,
+            tables.extend(count_stream_tables(make_batches, special_tokens, pattern, processes, errors,
                                               overall.part(), what, batch_bytes, combine))
         except CorpusDecodeError as exc:
             raise exc.with_line(exc.path) from None     # (a pipe is not read again)

@@ -154,6 +154,59 @@ def _init_worker(initializer: Callable[..., object] | None, initargs: tuple[Any,
 # worker_context).
 FORK_LIMIT_BYTES = 512 << 20
 _start_lock = threading.Lock()
+# What _worker_start_env has changed and not yet put back: [__main__, its saved attributes, the folder inserted
+# first on sys.path (None until it is)]; empty otherwise. A process forked while another thread started workers
+# (os.fork, a 'fork' pool, PyTorch's DataLoader workers) has those changes, and the lock held, with no thread to
+# undo them: _after_fork_in_child does (a count_pretokens in such a child waited for the lock forever).
+_hidden: list[Any] = []
+
+
+def may_start_processes() -> bool:
+    """Whether this process may start worker processes: not in a daemonic process (a multiprocessing.Pool's
+    worker, PyTorch's DataLoader workers), which multiprocessing forbids to have children (Process.start's
+    AssertionError, "daemonic processes are not allowed to have children"). There the callers do the work in
+    this process (the results are the same for any number of processes)."""
+    process = sys.modules.get("multiprocessing.process")       # (imported in any process multiprocessing started)
+    return process is None or not process.current_process().daemon
+
+
+def _put_back_hidden() -> None:
+    """Undo what _worker_start_env changed (see _hidden)."""
+    if not _hidden:
+        return
+    main, saved, home = _hidden
+    del _hidden[:]
+    if home is not None:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(home)   # the first occurrence: the one inserted
+    if main is not None:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child: the thread that held _start_lock (and would have put __main__ and sys.path back) is
+    not there; a new lock, and what it changed put back. And multiprocessing's forkserver, if this process's
+    parent had started one, forgotten: its ensure_running asks os.waitpid about the server, not this process's
+    child, and every pool of the child (worker_context's forkserver once the caller holds FORK_LIMIT_BYTES) failed
+    with ChildProcessError (CPython's, on 3.11); the child starts a server of its own."""
+    global _start_lock
+    _start_lock = threading.Lock()
+    _put_back_hidden()
+    module = sys.modules.get("multiprocessing.forkserver")
+    server = getattr(module, "_forkserver", None)
+    if server is not None:
+        with contextlib.suppress(Exception):
+            server._lock = threading.Lock()         # (held by a parent's thread starting it, at the fork)
+            if server._forkserver_pid is not None:
+                fd = server._forkserver_alive_fd
+                server._forkserver_pid = server._forkserver_address = server._forkserver_alive_fd = None
+                if fd is not None:
+                    os.close(fd)                    # this process's copy: the parent keeps its server
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def worker_context() -> Any:
@@ -194,16 +247,16 @@ def _worker_start_env() -> Iterator[None]:
         saved: dict[str, Any] = {}
         if main is not None:
             saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
-            main.__dict__.pop("__file__", None)
-            main.__dict__["__spec__"] = None
-        sys.path.insert(0, home)
+        _hidden[:] = [main, saved, None]        # (before anything changes: a fork from here on puts it back)
         try:
+            if main is not None:
+                main.__dict__.pop("__file__", None)
+                main.__dict__["__spec__"] = None
+            sys.path.insert(0, home)
+            _hidden[2] = home
             yield
         finally:
-            sys.path.remove(home)   # the first occurrence: the one inserted
-            if main is not None:
-                main.__dict__.pop("__spec__", None)
-                main.__dict__.update(saved)
+            _put_back_hidden()
 
 
 def _resident_bytes() -> int:
