@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import os
 import threading
 import types
 import warnings
@@ -300,6 +301,17 @@ _scan: types.ModuleType | None = None           # the extension module, once its
 _tables: UnicodeTables | None = None            # those tables (native_tables)
 _native_checked = False
 _native_lock = threading.Lock()
+
+
+def _new_lock_in_child() -> None:
+    """In a forked child, a new _native_lock: a thread building the tables at the fork is not there to release it
+    (native_tables in the child waited for it forever); what it was building is not set, and is built here."""
+    global _native_lock
+    _native_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def native_kind(pattern: str) -> int:

@@ -125,6 +125,18 @@ _OPENAI_PLUGIN = "tiktoken_ext.openai_public"     # tiktoken's own: NAMED's enco
 _lock = threading.RLock()
 
 
+def _new_lock_in_child() -> None:
+    """In a forked child (os.fork, a 'fork' pool, PyTorch's DataLoader workers), a new lock: a thread that held
+    it at the fork, building an encoding, is not there to release it (get_encoding in the child waited for it
+    forever); what it was building is not in ENCODINGS, and is built again here when asked for."""
+    global _lock
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 def _plugin_modules() -> list[str]:
     """The names of the tiktoken_ext plugins installed (tiktoken_ext is a namespace package), tiktoken's own aside."""
     try:
