@@ -1948,23 +1948,13 @@ cdef class BPECore:
     cdef int _merge_pretoken(self, const uint8_t* p, Py_ssize_t n, uint64_t h, uint64_t prefix,
                              vector[int32_t]* out) except -1 nogil:
         """Append the ids of the pre-token p[0:n] (n >= 2, not in the table), merged, and cache them (h and
-        prefix: from hash_key, when n <= lookup_limit). One longer than MAX_CACHED_PIECE (never cached) is merged
-        in place at the end of out: a scratch as long as the longest pre-token ever merged stayed with the
-        encoder, 4 bytes a byte (a pooled encoder kept 100 MB after a 25 MB run of letters)."""
-        cdef Py_ssize_t count, before
-        if n > MAX_CACHED_PIECE:
-            if n > INT32_MAX:
-                return _piece_too_long(n)       # (before asking for 4 bytes a byte)
-            before = out.size()
-            out.resize(before + n)
-            count = merge_piece(&self.r, p, n, out.data() + before)
-            out.resize(before + count)
-            return 0
+        prefix: from hash_key, when n <= lookup_limit)."""
         if <Py_ssize_t>self.scratch.size() < n:
             self.scratch.resize(n)
-        count = merge_piece(&self.r, p, n, self.scratch.data())
+        cdef Py_ssize_t count = merge_piece(&self.r, p, n, self.scratch.data())
         out.insert(out.end(), self.scratch.data(), self.scratch.data() + count)
-        self._cache(h, prefix, p, n, self.scratch.data(), count)
+        if n <= MAX_CACHED_PIECE:
+            self._cache(h, prefix, p, n, self.scratch.data(), count)
         return 0
 
     cdef int _encode_piece(self, const uint8_t* s, Py_ssize_t n, Segmenter seg, vector[int32_t]* out) except -1 nogil:
