@@ -196,13 +196,11 @@ def test_encode_with_offsets_memory_does_not_grow_eight_bytes_a_byte() -> None:
     assert peak < 6 * len(text), f"peak {peak / 1e6:.0f} MB for {len(text) / 1e6:.0f} MB of text"
 
 
-@pytest.mark.xfail(strict=True, reason="BPECore._merge_pretoken (bpe_fast/_encode.pyx) grows its scratch vector to "
-                   "the longest pre-token merged (4 bytes a byte) and never gives it back: a pooled encoder keeps it "
-                   "(a fix merging long ones in place cost encode 2.6% more instructions, by code layout alone)")
 def test_an_encoder_does_not_keep_four_bytes_a_byte_of_its_longest_pretoken() -> None:
     """One pre-token of 25 MB (a run of letters: a DNA sequence, a long word of a corpus that is no prose) left the
     tokenizer's encoder holding 100 MB after the call (a 2 GiB one refused as too long: 8 GiB, allocated before
-    the refusal)."""
+    the refusal). The scratch is given back when a call through _encode_bytes (encode, encode_to_numpy, the
+    streaming encoder) ends; encode_batch's and encode_documents_into's groups keep theirs."""
     done = _run("""
         import gc, os
         from bpe_fast import Tokenizer
