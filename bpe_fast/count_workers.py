@@ -20,13 +20,13 @@ import ctypes
 import functools
 import itertools
 import os
-from multiprocessing import heap, sharedctypes
 import queue
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
+from multiprocessing import heap, sharedctypes
 from typing import Any, BinaryIO
 
 import numpy as np
