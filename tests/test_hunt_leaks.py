@@ -268,7 +268,7 @@ def test_failed_training_frees_its_counts_at_once():
     a fresh interpreter: after other tests the freed table may stay in the allocator's heap, resident."""
     import subprocess
     result = subprocess.run([sys.executable, "-c", _FAILED_TRAINING, os.path.dirname(__file__)],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, cwd=tempfile.gettempdir())
     assert result.returncode == 0, result.stderr
     kept = float(result.stdout.split()[-1])
     assert kept < 6, f"{kept:.1f} MB kept after the failed call"

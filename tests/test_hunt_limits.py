@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import textwrap
 import tracemalloc
 import warnings
@@ -22,7 +23,9 @@ BYTES = {i: bytes([i]) for i in range(256)}
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
     """code in a fresh interpreter (a crash there is a failed assertion here, not a dead test session)."""
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
+    # (run outside the checkout: -c puts the working directory, whose bpe_fast/ is the unbuilt source, first)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60,
+                          cwd=tempfile.gettempdir())
 
 
 # ---------------------------------------------------------------------------------------------------- ids

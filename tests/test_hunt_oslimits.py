@@ -272,7 +272,7 @@ def test_decode_survives_its_tokens_file_truncated_in_place(work, tmp_path):
         "    return real(self, ids, *a, **k)\n"
         "t.Tokenizer.decode = decode\n"
         f"sys.exit(main(['-q', 'decode', '-t', {str(work['tok'])!r}, {str(tokens)!r}, '-o', {str(out)!r}]))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, (done.returncode, done.stderr.decode()[-2000:])
     expected = Tokenizer.load(str(work["tok"])).decode(np.load(work["tokens"]).tolist())
     assert out.read_text(encoding="utf-8") == expected

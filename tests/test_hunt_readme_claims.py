@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ BYTE_RANKS = {bytes([i]): i for i in range(256)}
 def _cli(*args, **kwargs):
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.update(kwargs.pop("env", {}))
+    kwargs.setdefault("cwd", tempfile.gettempdir())     # (not the checkout, whose bpe_fast/ -m would import)
     return subprocess.run([sys.executable, "-m", "bpe_fast", *args], capture_output=True, text=True, env=env,
                           timeout=60, **kwargs)
 
@@ -300,7 +302,7 @@ def test_dash_o_dash_is_refused_for_a_file_output_and_processes_are_at_most_1024
 def test_stdout_whose_reader_stops_early_ends_with_status_141():
     done = subprocess.run(f"{sys.executable} -m bpe_fast synth --size 20MB -o - -q | head -c 10 >/dev/null; "
                           "echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, cwd=tempfile.gettempdir())
     assert done.stdout.strip() == "141"
 
 
