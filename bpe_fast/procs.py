@@ -298,7 +298,30 @@ def worker_pool(num_processes: int, what: str, initializer: Callable[..., object
     except BaseException:
         terminate(executor)
         raise
-    executor.shutdown(wait=True)
+    _shut_down(executor)
+
+
+def _processes_of(executor: Any) -> list[Any]:
+    """The worker processes a process pool has started (none once it is shut down)."""
+    return list((getattr(executor, "_processes", None) or {}).values())
+
+
+def _shut_down(executor: Any, cancel_futures: bool = False) -> None:
+    """executor.shutdown(wait=True), and the pool's pipes closed now, not when its objects are collected: the
+    ended workers' Process objects' (two each), and the tasks' queue's write end, which its feeder thread leaves
+    open when a worker was stopped (EPIPE). A reference cycle can hold them all: tblib's (dask.distributed
+    installs it) keeps the pool's manager thread's frames in the traceback of a worker's error, with them 13
+    descriptors for 3 failed calls of 2 workers, until the garbage collector ran."""
+    processes = _processes_of(executor)
+    tasks = getattr(executor, "_call_queue", None)     # (CPython's ProcessPoolExecutor's; None after shutdown)
+    executor.shutdown(wait=True, cancel_futures=cancel_futures)
+    for proc in processes:
+        with contextlib.suppress(ValueError):       # (still running: left to its finalizer)
+            proc.close()
+    with contextlib.suppress(Exception):
+        feeder = tasks._thread                      # type: ignore[union-attr]
+        if feeder is None or not feeder.is_alive():
+            tasks._writer.close()                   # type: ignore[union-attr]
 
 
 def _other_threads() -> bool:
@@ -390,7 +413,7 @@ def check_workers_alive(executor: Executor) -> None:
     shutdown)."""
     from concurrent.futures.process import BrokenProcessPool
 
-    for proc in list((getattr(executor, "_processes", None) or {}).values()):
+    for proc in _processes_of(executor):
         if proc.exitcode is not None:
             raise BrokenProcessPool(f"worker {proc.pid} exited with code {proc.exitcode}")
 
@@ -403,7 +426,7 @@ def _is_process_pool(executor: Executor) -> bool:
 
 def terminate(executor: Any) -> None:
     """Stop the workers now (shutdown() alone would let running tasks finish)."""
-    processes = list((getattr(executor, "_processes", None) or {}).values())
+    processes = _processes_of(executor)
     for proc in processes:
         with contextlib.suppress(Exception):
             if proc.is_alive():
@@ -417,7 +440,7 @@ def terminate(executor: Any) -> None:
     # EOF; it marks the pool broken and ends. (CPython's ProcessPoolExecutor keeps it as _result_queue.)
     with contextlib.suppress(Exception):
         executor._result_queue._writer.close()
-    executor.shutdown(wait=True, cancel_futures=True)
+    _shut_down(executor, cancel_futures=True)
 
 
 def map_threads(func: Callable[[_T], _R], items: Sequence[_T], num_threads: int,
