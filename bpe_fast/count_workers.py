@@ -43,7 +43,7 @@ from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, ChangedWhileRe
 from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, discard_queue,
-                    may_start_processes, shared_counter, shared_queue, worker_context, worker_pool)
+                    shared_counter, usable_processes, shared_queue, worker_context, worker_pool)
 from .specials import SpecialTokens
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -310,9 +310,7 @@ def count_text_files_tables(files: Sequence[tuple[str, int | None]], special_tok
         with open_regular(path) as f:         # (not a pipe put in its place since it was listed: refused, no wait)
             sizes.append(os.fstat(f.fileno()).st_size if size is None else size)
     total = sum(sizes)
-    workers = num_processes if total >= _IN_PROCESS_BYTES or chunk_bytes < total else 1
-    if not may_start_processes():       # a daemonic process (a Pool's worker): counted here
-        workers = 1
+    workers = usable_processes(num_processes if total >= _IN_PROCESS_BYTES or chunk_bytes < total else 1)
     units: list[tuple[str, int, int]] = []         # (path, start, end): byte ranges, in the files' order
     for (path, _), size in zip(files, sizes):
         share = -(-workers * _RANGES_PER_PROCESS * size // max(total, 1)) if workers > 1 else 1
@@ -347,8 +345,8 @@ def count_small_files_tables(files: Sequence[tuple[str, int, bool]], special_tok
     read), the first in the order given is named, whoever met which first."""
     total = sum(size for _, size, _ in files)
     workers = num_processes if total >= _IN_PROCESS_BYTES else 1
-    if not native_kind(pattern) and not may_start_processes():     # no workers (a daemonic process): here
-        workers = 1
+    if not native_kind(pattern):        # (a pattern the native scanner runs is counted in threads)
+        workers = usable_processes(workers)
     units = _runs_of_files(files, max(64 << 10, min(1 << 20, total // (workers * _RANGES_PER_PROCESS))))
     workers = min(workers, len(units))
     count_unit = functools.partial(_count_files_unit, units)
@@ -1282,9 +1280,8 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     sources = resolve_inputs(inputs, text_field)
     budget = Budget(max_bytes, max_documents)
     num_processes = check_num_processes(num_processes)
-    # the worker processes of streams (the threads of small files and the tables' lookups keep num_processes):
-    # none in a daemonic process (a multiprocessing.Pool's worker, PyTorch's DataLoader's), which may not start any
-    processes = num_processes if may_start_processes() else 1
+    # the worker processes of streams (the threads of small files and the tables' lookups keep num_processes)
+    processes = usable_processes(num_processes)
     batch_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
     space_cuts = cuts_at_spaces(pattern)
     # (the total only a progress report shows: a size looked up a file, 0.2 s for 79,000 files, only for one)

@@ -34,8 +34,8 @@ from .inputs import (Batch, Budget, CorpusDecodeError, Stream, TextFile, batch_d
 from .atomic import atomic_output, start_writeback
 from ._encode import IdBuffer
 from .pretokenize import check_documents_utf8
-from .procs import (check_chunk_bytes, check_num_processes, check_progress, may_start_processes, result_of,
-                    thread_pool, worker_pool)
+from .procs import (check_chunk_bytes, check_num_processes, check_progress, result_of, thread_pool,
+                    usable_processes, worker_pool)
 from ._types import Progress, StrPath
 
 if TYPE_CHECKING:
@@ -263,9 +263,9 @@ def write_npy(out: IO[bytes], dtype: DTypeLike, arrays: Iterable[NDArray[Any]]) 
 def _encoded_ranges(tokenizer: Tokenizer, path: str, ranges: Sequence[tuple[int, int]], dtype: np.dtype[Any],
                     errors: str, num_workers: int) -> Generator[tuple[int, int, NDArray[Any]], None, None]:
     """Yield (start, end, ids) for each range, in file order."""
-    # (a tokenizer the native encoder does not run encodes in processes: none in a daemonic process, a Pool's
-    # worker or PyTorch's DataLoader's, which may not start any)
-    if num_workers == 1 or len(ranges) <= 1 or not (tokenizer.native or may_start_processes()):
+    if not tokenizer.native:            # (a tokenizer the native encoder does not run encodes in processes)
+        num_workers = usable_processes(num_workers)
+    if num_workers == 1 or len(ranges) <= 1:
         scratch = _Scratch()
         for start, end in ranges:
             yield start, end, _encode_range(tokenizer, scratch, path, start, end, dtype, errors)

@@ -161,13 +161,13 @@ _start_lock = threading.Lock()
 _hidden: list[Any] = []
 
 
-def may_start_processes() -> bool:
-    """Whether this process may start worker processes: not in a daemonic process (a multiprocessing.Pool's
-    worker, PyTorch's DataLoader workers), which multiprocessing forbids to have children (Process.start's
-    AssertionError, "daemonic processes are not allowed to have children"). There the callers do the work in
-    this process (the results are the same for any number of processes)."""
+def usable_processes(num_processes: int) -> int:
+    """How many worker processes a job asked to use num_processes may start: num_processes, or 1 (the work done
+    in this process; the results are the same for any number of processes) in a daemonic process, such as a
+    multiprocessing.Pool's worker or PyTorch's DataLoader's, which multiprocessing forbids to have children
+    (Process.start's AssertionError, "daemonic processes are not allowed to have children")."""
     process = sys.modules.get("multiprocessing.process")       # (imported in any process multiprocessing started)
-    return process is None or not process.current_process().daemon
+    return num_processes if process is None or not process.current_process().daemon else 1
 
 
 def _put_back_hidden() -> None:
