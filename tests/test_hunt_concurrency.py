@@ -118,6 +118,26 @@ def _fork(child) -> int | str:
     return _wait_child(pid)
 
 
+def _fork_while_held(hold, child) -> int | str:
+    """_fork(child) while another thread is inside `hold()` (a context manager: a lock, say), as a process forked
+    at that moment finds it; the thread leaves it once the child has ended."""
+    inside, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with hold():
+            inside.set()
+            release.wait(120)
+
+    thread = threading.Thread(target=holder, daemon=True)
+    thread.start()
+    try:
+        assert inside.wait(60)
+        return _fork(child)
+    finally:
+        release.set()
+        thread.join(60)
+
+
 # ---------------------------------------------------------------------------------------------- threads
 
 
@@ -312,21 +332,10 @@ def test_get_encoding_in_a_child_forked_while_another_thread_builds_one():
     ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
     registry.ENCODING_CONSTRUCTORS["hunt_forked"] = lambda: dict(name="hunt_forked", pat_str=r"\w+|\W",
                                                                    mergeable_ranks=ranks, special_tokens={})
-    holding, release = threading.Event(), threading.Event()
-
-    def builder() -> None:      # a thread inside get_encoding's lock at the fork (building, say, o200k_base)
-        with registry._lock:
-            holding.set()
-            release.wait(120)
-
-    thread = threading.Thread(target=builder, daemon=True)
-    thread.start()
-    try:
-        assert holding.wait(60)
-        code = _fork(lambda: bpe_fast.get_encoding("hunt_forked").encode("ab ab") == [256, 32, 256])
+    try:        # a thread inside get_encoding's lock at the fork (building, say, o200k_base)
+        code = _fork_while_held(lambda: registry._lock,
+                                lambda: bpe_fast.get_encoding("hunt_forked").encode("ab ab") == [256, 32, 256])
     finally:
-        release.set()
-        thread.join(60)
         registry.ENCODING_CONSTRUCTORS.pop("hunt_forked", None)
         registry.ENCODINGS.pop("hunt_forked", None)
     assert code == 0
@@ -336,26 +345,12 @@ def test_native_tables_in_a_child_forked_while_another_thread_builds_them():
     """pretokenize.native_tables builds the scanner's tables under a lock on first use (50 ms; the Unicode 16.0
     ones, 30 ms): a process forked meanwhile waited for that lock forever."""
     pretokenize = sys.modules["bpe_fast.pretokenize"]
-    holding, release = threading.Event(), threading.Event()
-
-    def builder() -> None:
-        with pretokenize._native_lock:
-            holding.set()
-            release.wait(120)
 
     def child() -> bool:
         pretokenize._peer_tables = None         # not built yet in this process, as at the fork it was not
         return pretokenize.native_tables("16.0") is not None
 
-    thread = threading.Thread(target=builder, daemon=True)
-    thread.start()
-    try:
-        assert holding.wait(60)
-        code = _fork(child)
-    finally:
-        release.set()
-        thread.join(60)
-    assert code == 0
+    assert _fork_while_held(lambda: pretokenize._native_lock, child) == 0
 
 
 def test_child_forked_while_another_thread_starts_forkserver_workers(corpus):
@@ -367,12 +362,6 @@ def test_child_forked_while_another_thread_starts_forkserver_workers(corpus):
     path_before = list(sys.path)
     file_before = main.__dict__.get("__file__")
     expected = count_pretokens(corpus, SPECIALS, num_processes=1)
-    inside, release = threading.Event(), threading.Event()
-
-    def starter() -> None:
-        with procs._worker_start_env():
-            inside.set()
-            release.wait(120)
 
     def child() -> bool:
         if sys.path != path_before or main.__dict__.get("__file__") != file_before:
@@ -380,15 +369,7 @@ def test_child_forked_while_another_thread_starts_forkserver_workers(corpus):
         procs.FORK_LIMIT_BYTES = 0      # workers from a forkserver, as for a caller holding over 512 MB
         return count_pretokens(corpus, SPECIALS, num_processes=2) == expected
 
-    thread = threading.Thread(target=starter, daemon=True)
-    thread.start()
-    try:
-        assert inside.wait(60)
-        code = _fork(child)
-    finally:
-        release.set()
-        thread.join(60)
-    assert code == 0
+    assert _fork_while_held(procs._worker_start_env, child) == 0
     assert sys.path == path_before and main.__dict__.get("__file__") == file_before
 
 
