@@ -16,6 +16,8 @@ ALLOWED = {
     ("procs.py", "_processes"),          # the executor's worker processes, to see whether one has died
     ("procs.py", "_reader"),             # discard_queue: a multiprocessing queue's read end (and its feeder thread,
                                          # by getattr), drained so that the feeder ends once the readers are gone
+    ("procs.py", "_thread"),             # _shut_down: a pool's tasks' queue's (_call_queue, by getattr) feeder,
+                                         # ended before the write end it leaves open (EPIPE) is closed
 }
 
 
