@@ -43,7 +43,7 @@ from .inputs import (COMPRESSIONS, MAX_SLOT_BYTES, Batch, Budget, ChangedWhileRe
 from .pretokenize import ChunkCounter, check_documents_utf8, check_utf8, compiled_pattern, native_kind
 from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, discard_queue,
-                    shared_counter, usable_processes, shared_queue, worker_context, worker_pool)
+                    shared_counter, shared_queue, usable_processes, worker_context, worker_pool)
 from .specials import SpecialTokens
 
 DEFAULT_CHUNK_BYTES = 4 << 20
