@@ -322,7 +322,8 @@ def resolve_inputs(inputs: object, text_field: str = "text") -> list[TextFile | 
     """The sources of an input (see the module's docstring), in order; text_field decides which `.json` files
     are JSON lines. A missing path, an empty glob or an empty directory is FileNotFoundError naming it."""
     if isinstance(inputs, (str, bytes, os.PathLike)):
-        return _resolve_path(inputs, text_field)
+        with _text_taken_for_a_path(inputs, "the input"):
+            return _resolve_path(inputs, text_field)
     if isinstance(inputs, (TextFile, Stream)):
         return [inputs]
     if isinstance(inputs, (list, tuple)):
@@ -333,11 +334,12 @@ def resolve_inputs(inputs: object, text_field: str = "text") -> list[TextFile | 
         sizes = file_sizes(paths)           # (looked up together, natively: 2 µs a path)
         if None not in sizes:
             return _sources_of_files(paths, sizes, text_field)
-        for path, size in zip(paths, sizes):
+        for position, (path, size) in enumerate(zip(paths, sizes)):
             if size is not None:
                 sources.append(_source_of(path, text_field, is_file=True, size=size))
             else:           # a folder, a glob, a pipe, a missing path: looked at again, as one path is
-                sources.extend(_resolve_path(path, text_field))
+                with _text_taken_for_a_path(path, f"item {position} of the list of inputs"):
+                    sources.extend(_resolve_path(path, text_field))
         return sources
     if isinstance(inputs, Mapping):
         # one record, or a batch's columns (HF datasets' dataset[:n]): one item, as in an iterable; iterating it
@@ -353,6 +355,24 @@ def resolve_inputs(inputs: object, text_field: str = "text") -> list[TextFile | 
         return [Stream("iterable", inputs, "iterable")]
     raise TypeError(f"input must be a path, a list of paths or an iterable of texts, "
                     f"not {type(inputs).__name__}")
+
+
+@contextlib.contextmanager
+def _text_taken_for_a_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], what: str) -> Iterator[None]:
+    """Resolving path: a missing path (not found, no glob match, a name too long) that reads as text, not as a
+    file's name (a line break, a name longer than a file system's 255 bytes, three spaces), is named shortened,
+    with the way to pass texts: a document given as a path (or a list of documents, which is taken as paths)
+    was named whole, a whole story in a FileNotFoundError, and a '?' in it made it a glob pattern."""
+    try:
+        yield
+    except OSError as exc:
+        text = os.fsdecode(path)
+        if exc.filename != text or not ("\n" in text or text.count(" ") >= 3 or
+                                        any(len(os.fsencode(part)) > 255 for part in text.split(os.sep))):
+            raise
+        shown = text if len(text) <= 60 else f"{text[:60]}... ({len(text):,} characters)"
+        raise type(exc)(exc.errno, f"{exc.strerror} ({what} reads as text: a str input, and each item of a list, "
+                        f"is a path; to pass texts, pass an iterator: iter(texts))", shown) from None
 
 
 def _path_item(item: object, position: int) -> str:

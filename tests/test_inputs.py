@@ -1228,6 +1228,32 @@ def test_list_of_texts_is_not_taken_for_paths(tmp_path):
         count_pretokens([tmp_path / "fold", 5])
 
 
+@pytest.mark.parametrize("inputs, what, shown", [
+    (["Once upon a time, a fox.\nThe end."], "item 0 of the list of inputs", "'Once upon a time, a fox.\\nThe end.'"),
+    ([__file__, "Is the sky blue? It is, said the owl."], "item 1 of the list of inputs",
+     "'Is the sky blue? It is, said the owl.'"),                          # a '?': it was taken for a glob
+    ("a story " * 100, "the input", "'a story a story a story a story a story a story a story a st... (800 "
+                                    "characters)'"),                      # (a name too long: ENAMETOOLONG)
+])
+def test_a_text_given_as_a_path_is_named_shortened_with_how_to_pass_texts(inputs, what, shown):
+    """A document passed where a path goes (a str, or a list's items: a list is taken as paths) was a
+    FileNotFoundError naming the whole document as the file (or, with a '?' in it, as a glob that matched nothing,
+    or a name too long): now named in 60 characters, with iter(texts) as the way to pass texts."""
+    with pytest.raises(OSError) as info:
+        count_pretokens(inputs, num_processes=1)
+    message = str(info.value)
+    assert f"({what} reads as text: a str input, and each item of a list, is a path; to pass texts, pass an " \
+           f"iterator: iter(texts)): {shown}" in message, message
+    assert len(message) < 300
+
+
+def test_a_missing_path_that_reads_as_a_path_is_named_as_before(tmp_path):
+    for path in (tmp_path / "corpus.txt", tmp_path / "my corpus.txt", tmp_path / "*.txt"):
+        with pytest.raises(FileNotFoundError) as info:
+            count_pretokens([path], num_processes=1)
+        assert "reads as text" not in str(info.value) and info.value.filename == str(path)
+
+
 def test_missing_paths_empty_globs_and_directories(tmp_path):
     with pytest.raises(FileNotFoundError, match="no corpus file matches"):
         count_pretokens(str(tmp_path / "*.txt"))
