@@ -380,7 +380,8 @@ cdef class MergeEngine:
         empty.index = EMPTY_INDEX
         empty.tag = 0
         self.imask = cap - 1
-        self.islots.assign(cap, empty)
+        vector[Slot]().swap(self.islots)         # (put together again below: see _pairs_grow)
+        assign_or_end(self.islots, cap, empty)
         for s in range(<int32_t>self.tok_len.size()):
             self._intern_put(s, self.tok_hash[s])
 
@@ -544,7 +545,12 @@ cdef class MergeEngine:
     cdef void _pairs_grow(self) noexcept nogil:
         cdef Py_ssize_t cap = (self.pmask + 1) * 2 if self.pmask else 1 << 16
         cdef int32_t pid
-        self.pslots.assign(cap, -1)
+        # the table is put together again from pkey: the old one is let go before the new one, twice as large, is
+        # made (assign() held both: 192 MB at once on the way to 8.5 million pairs' 128 MB); grown in C++ noexcept,
+        # as the engine's other tables are: Cython's assign (except +) would leave a table too small on a
+        # MemoryError, which is unraisable here
+        vector[int32_t]().swap(self.pslots)
+        assign_or_end(self.pslots, cap, -1)
         self.pmask = cap - 1
         self.pshift = table_shift(cap)
         for pid in range(<int32_t>self.pkey.size()):
