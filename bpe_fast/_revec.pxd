@@ -56,6 +56,13 @@ cdef extern from *:
             noexcept {
         v.assign(n, x);
     }
+    // refill_or_end: v becomes n copies of x, its old block freed before the new one is taken (for a table
+    // put together again from elsewhere, its old contents not needed: assign() holds both at once)
+    template <typename T, typename U> static inline void refill_or_end(std::vector<T>& v, size_t n, const U& x)
+            noexcept {
+        std::vector<T>().swap(v);
+        v.assign(n, x);
+    }
     template <typename T, typename U> static inline void append_or_end(std::vector<T>& v, const U* first,
                                                                        const U* last) noexcept {
         v.insert(v.end(), first, last);
@@ -125,4 +132,5 @@ cdef extern from *:
     void push_or_end[T, U](vector[T]& v, const U& x) noexcept nogil             # (see above)
     void resize_or_end[T](vector[T]& v, size_t n) noexcept nogil
     void assign_or_end[T, U](vector[T]& v, size_t n, const U& x) noexcept nogil
+    void refill_or_end[T, U](vector[T]& v, size_t n, const U& x) noexcept nogil
     void append_or_end[T, U](vector[T]& v, const U* first, const U* last) noexcept nogil

@@ -64,7 +64,7 @@ from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
 from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slot, pair_key, pair_slot,
                                 rolling_concat, rolling_hash, slot_place, slot_tag, table_shift)
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up
-from bpe_fast._revec cimport ReVec, assign_or_end, huge_pages, push_or_end, resize_or_end
+from bpe_fast._revec cimport ReVec, assign_or_end, huge_pages, push_or_end, refill_or_end, resize_or_end
 from bpe_fast._threads cimport run_in_threads
 
 
@@ -380,8 +380,7 @@ cdef class MergeEngine:
         empty.index = EMPTY_INDEX
         empty.tag = 0
         self.imask = cap - 1
-        vector[Slot]().swap(self.islots)         # (put together again below: see _pairs_grow)
-        assign_or_end(self.islots, cap, empty)
+        refill_or_end(self.islots, cap, empty)     # (put together again below: see _pairs_grow)
         for s in range(<int32_t>self.tok_len.size()):
             self._intern_put(s, self.tok_hash[s])
 
@@ -546,11 +545,8 @@ cdef class MergeEngine:
         cdef Py_ssize_t cap = (self.pmask + 1) * 2 if self.pmask else 1 << 16
         cdef int32_t pid
         # the table is put together again from pkey: the old one is let go before the new one, twice as large, is
-        # made (assign() held both: 192 MB at once on the way to 8.5 million pairs' 128 MB); grown in C++ noexcept,
-        # as the engine's other tables are: Cython's assign (except +) would leave a table too small on a
-        # MemoryError, which is unraisable here
-        vector[int32_t]().swap(self.pslots)
-        assign_or_end(self.pslots, cap, -1)
+        # made (assign() held both: 192 MB at once on the way to 8.5 million pairs' 128 MB)
+        refill_or_end(self.pslots, cap, -1)
         self.pmask = cap - 1
         self.pshift = table_shift(cap)
         for pid in range(<int32_t>self.pkey.size()):
