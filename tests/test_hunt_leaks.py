@@ -47,6 +47,24 @@ def anon_mb() -> float:
     raise AssertionError("no RssAnon in /proc/self/status")
 
 
+def grown_mb(call, warm: int, times: int, errors) -> float:
+    """How much anon_mb() grows over `times` calls of call() (the exceptions `errors` swallowed), after `warm`
+    calls (and a collection) before the first reading."""
+    def repeat(n: int) -> None:
+        for _ in range(n):
+            try:
+                call()
+            except errors:
+                pass
+
+    repeat(warm)
+    gc.collect()
+    before = anon_mb()
+    repeat(times)
+    gc.collect()
+    return anon_mb() - before
+
+
 def fds() -> dict[str, str]:
     """This process's open descriptors and what each one is (a failed comparison shows both)."""
     found = {}
@@ -166,22 +184,8 @@ def test_repeated_calls_do_not_grow_native_memory(gpt2_tok, gpt2_ranks):
         "encode_utf8_to_numpy invalid": lambda: tok.encode_utf8_to_numpy(text.encode() + b"\xff"),
         "Encoding.encode disallowed": lambda: enc.encode(text + "<|endoftext|>"),
     }
-    grown = {}
-    for name, call in calls.items():
-        for _ in range(100):        # warm: the encoder's cache, lazily made tables
-            try:
-                call()
-            except (ValueError, UnicodeError):
-                pass
-        gc.collect()
-        before = anon_mb()
-        for _ in range(1500):
-            try:
-                call()
-            except (ValueError, UnicodeError):
-                pass
-        gc.collect()
-        grown[name] = anon_mb() - before
+    # (warmed 100 times: the encoder's cache, lazily made tables)
+    grown = {name: grown_mb(call, 100, 1500, (ValueError, UnicodeError)) for name, call in calls.items()}
     assert max(grown.values()) < 6, {k: round(v, 1) for k, v in grown.items() if v >= 6}
 
 
@@ -195,20 +199,7 @@ def test_repeated_training_does_not_grow_native_memory(files):
              lambda: train_bpe(bad, 300, num_processes=2, chunk_bytes=65536),
              lambda: count_pretokens(documents("invalid"), num_processes=1)]
     for call in calls:
-        for _ in range(3):
-            try:
-                call()
-            except ValueError:
-                pass
-        gc.collect()
-        before = anon_mb()
-        for _ in range(40):
-            try:
-                call()
-            except ValueError:
-                pass
-        gc.collect()
-        assert anon_mb() - before < 8
+        assert grown_mb(call, 3, 40, ValueError) < 8
 
 
 def test_compiled_patterns_are_not_kept_without_bound():
