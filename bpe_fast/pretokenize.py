@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import os
 import threading
 import types
 import warnings
@@ -32,6 +31,7 @@ import regex
 from numpy.typing import NDArray
 
 from .patterns import GPT2_PATTERN, builtin_name, compile_pattern, resolve_pattern
+from .procs import renewed_in_child
 from ._types import Table
 from .specials import SpecialTokens, split_on_specials
 
@@ -303,15 +303,7 @@ _native_checked = False
 _native_lock = threading.Lock()
 
 
-def _new_lock_in_child() -> None:
-    """In a forked child, a new _native_lock: a thread building the tables at the fork is not there to release it
-    (native_tables in the child waited for it forever); what it was building is not set, and is built here."""
-    global _native_lock
-    _native_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock_in_child)
+renewed_in_child(globals(), "_native_lock")     # (a thread building the tables at a fork: built again in the child)
 
 
 def native_kind(pattern: str) -> int:

@@ -184,14 +184,23 @@ def _put_back_hidden() -> None:
         main.__dict__.update(saved)
 
 
+def renewed_in_child(namespace: dict[str, Any], name: str, make: Callable[[], Any] = threading.Lock) -> None:
+    """Give namespace[name], a module's lock, a new one, make(), in every forked child (os.fork, a 'fork' pool,
+    PyTorch's DataLoader workers): a thread that held it at the fork is not there to release it, and the child
+    waited for it forever. What that thread did under it is not done in the child, which does it again."""
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=lambda: namespace.__setitem__(name, make()))
+
+
+renewed_in_child(globals(), "_start_lock")
+
+
 def _after_fork_in_child() -> None:
-    """In a forked child: the thread that held _start_lock (and would have put __main__ and sys.path back) is
-    not there; a new lock, and what it changed put back. And multiprocessing's forkserver, if this process's
-    parent had started one, forgotten: its ensure_running asks os.waitpid about the server, not this process's
-    child, and every pool of the child (worker_context's forkserver once the caller holds FORK_LIMIT_BYTES) failed
-    with ChildProcessError (CPython's, on 3.11); the child starts a server of its own."""
-    global _start_lock
-    _start_lock = threading.Lock()
+    """In a forked child: the thread that held _start_lock (renewed) would have put __main__ and sys.path back:
+    put back here. And multiprocessing's forkserver, if this process's parent had started one, forgotten: its
+    ensure_running asks os.waitpid about the server, not this process's child, and every pool of the child
+    (worker_context's forkserver once the caller holds FORK_LIMIT_BYTES) failed with ChildProcessError (CPython's,
+    on 3.11); the child starts a server of its own."""
     _put_back_hidden()
     module = sys.modules.get("multiprocessing.forkserver")
     server = getattr(module, "_forkserver", None)

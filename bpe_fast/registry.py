@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 from .encoding import Encoding
 from .formats import FormatError, read_vocab
 from .patterns import GPT4_PATTERN, O200K_PATTERN, R50K_PATTERN
+from .procs import renewed_in_child
 from .ranks import read_tiktoken, read_tiktoken_bytes
 
 __all__ = ["get_encoding", "list_encoding_names", "encoding_name_for_model", "encoding_for_model"]
@@ -125,16 +126,7 @@ _OPENAI_PLUGIN = "tiktoken_ext.openai_public"     # tiktoken's own: NAMED's enco
 _lock = threading.RLock()
 
 
-def _new_lock_in_child() -> None:
-    """In a forked child (os.fork, a 'fork' pool, PyTorch's DataLoader workers), a new lock: a thread that held
-    it at the fork, building an encoding, is not there to release it (get_encoding in the child waited for it
-    forever); what it was building is not in ENCODINGS, and is built again here when asked for."""
-    global _lock
-    _lock = threading.RLock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock_in_child)
+renewed_in_child(globals(), "_lock", threading.RLock)   # (an encoding being built at a fork: built again if asked)
 
 
 def _plugin_modules() -> list[str]:
