@@ -65,6 +65,11 @@ _OWN_HANDLERS = frozenset({"replace", "strict", "ignore"})     # decode's handle
 _REPLACE = "replace"    # decode's default (the same object as the default's: the quick test)
 _T = TypeVar("_T")
 _MAX_VIEWS = 64     # allowed sets an Encoding keeps what they ask for (forgotten all at once past it)
+# The attributes an Encoding makes when first asked for (see _core_bpe's setter and special_tokens_set). __init__
+# sets each and drops it again, so that its class has seen their names from its first instance on: CPython 3.11
+# keeps an object's attributes in the object only under names its class saw before a few dozen instances were
+# made, and one made later under another name moves them all into a dict (each read ~15 ns slower)
+_MADE_LATER = ("_bytes_of", "_rank_of", "_bytes_list", "_default_view", "special_tokens_set")
 
 
 class _MadeOnce(Generic[_T]):
@@ -156,6 +161,9 @@ class Encoding:
         """name: the encoding's name; pat_str: the pre-tokenization regex; mergeable_ranks: {token bytes: rank}
         (the rank is the id and the merge priority); special_tokens: {str: id}; explicit_n_vocab: when given,
         len(mergeable_ranks) + len(special_tokens) and max_token_value + 1 must equal it (AssertionError)."""
+        for made_later in _MADE_LATER:
+            object.__setattr__(self, made_later, None)
+            object.__delattr__(self, made_later)
         self.name = name
         self._pat_str = pat_str
         self._mergeable_ranks = mergeable_ranks
