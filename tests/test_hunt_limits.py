@@ -150,6 +150,29 @@ def test_long_pretokens_merge_alike_either_side_of_small_piece() -> None:
         assert ids == [256] * (n // 2) + [97] * (n % 2)
 
 
+def test_a_pretoken_of_2_gib_is_refused_before_its_scratch_is_asked_for() -> None:
+    """A pre-token of 2**31 bytes or more is refused (merge_piece keeps positions in 32 bits); the encoder used
+    to ask for its scratch first, 4 bytes a byte (8 GiB here), and ran out of memory instead where that much
+    is not to be had: here the address space is limited to 3 GiB more than the text's."""
+    code = textwrap.dedent("""
+        import resource
+        from bpe_fast import Tokenizer
+        tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"aa"}, [(b"a", b"a")])
+        assert tok.encode("a" * 1001) == [256] * 500 + [97]
+        text = "a" * (2**31 + 1)                  # one pre-token of letters (ASCII: its UTF-8 is the str's own)
+        vm = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (3 << 30), resource.RLIM_INFINITY))
+        try:
+            tok.encode(text)
+        except ValueError as exc:
+            print("refused:", exc)
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == ("refused: a pre-token of 2147483649 bytes: the encoder merges pre-tokens of "
+                                   "less than 2**31 bytes"), done.stdout
+
+
 # ------------------------------------------------------------------------------ encode_with_offsets' memory
 
 def _offsets_reference(data: bytes, starts: list[int]) -> list[int]:
