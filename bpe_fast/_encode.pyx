@@ -348,9 +348,9 @@ cdef enum:
     SMALL_PIECE = 128           # pieces up to this many bytes merge with arrays on the stack (quadratic scan)
     MAX_CACHED_PIECE = 256      # longer pre-tokens are not cached
     SCRATCH_KEPT = 1 << 16      # an encoder's scratch (_merge_pretoken's) larger than this, for a longer pre-token, is
-                                # given back when the call ends: it stayed as long as the longest pre-token ever
-                                # merged, 4 bytes a byte, for the encoder's life (given back in _merge_pretoken, the
-                                # encode loop took 2.6% more instructions, by code layout alone)
+                                # given back when the call ends (_trim_scratch): it stayed as long as the longest
+                                # pre-token ever merged, 4 bytes a byte, for the encoder's life (given back in
+                                # _merge_pretoken, the encode loop took 2.6% more instructions, by code layout alone)
     SCAN_BLOCK = 256            # pre-token ends scanned at a time (on the stack) before they are encoded
     PENDING_GROWTH = 2          # StreamEncoder looks for a cut again once the pending text has doubled
     HOT_SLOTS = 4096            # the small direct-mapped table of frequent short pre-tokens (64 KB)
@@ -2067,10 +2067,18 @@ cdef class BPECore:
         except BaseException:
             out.resize(before)
             raise
-        if self.scratch.capacity() > SCRATCH_KEPT:     # (a long pre-token's: see SCRATCH_KEPT)
+        self._trim_scratch()
+        return done
+
+    cdef int _trim_scratch(self) except -1 nogil:
+        """Give back the scratch, if a long pre-token grew it past SCRATCH_KEPT: each call that encodes ends
+        with this (encode, encode_documents_into, a thread's share of encode_batch), so that an encoder does
+        not keep 4 bytes a byte of the longest pre-token it ever merged (encode_batch of a 50 MB one kept
+        190 MB in its thread's core)."""
+        if self.scratch.capacity() > SCRATCH_KEPT:
             self.scratch.clear()
             self.scratch.shrink_to_fit()
-        return done
+        return 0
 
     cpdef list encode_text(self, str text, Segmenter seg, list id_objects):
         """The ids of `text` as a new list of int (id_objects[i] is the int i), in one native pass: UTF-8,
@@ -2135,6 +2143,8 @@ cdef class BPECore:
         except BaseException:
             out.ids.resize(before)
             raise
+        finally:
+            self._trim_scratch()
         if bad:
             out.ids.resize(before)
             raise ValueError("bounds must rise from 0 to len(data)")
@@ -2560,6 +2570,8 @@ cdef class BatchJob:
             if 0 <= g < self.n_groups:
                 atomic_store(&self.groups[g].state, 2)
             raise
+        finally:
+            core._trim_scratch()
 
     cdef int _make_lists(self, Py_ssize_t g, list result, vector[int32_t]* pending) except -1:
         """Put the lists of group g's texts into result (the GIL held); the ids of a text cut into pieces
@@ -2636,6 +2648,7 @@ cdef class BatchJob:
             atomic_store(&self.failed, 1)
             if not finished:                    # the ids of a text whose last piece never came give back
                 drop_references(self.id_objects, pending.data(), pending.size())   # their references
+            core._trim_scratch()
 
     def cancel(self):
         """Stop the job: no thread claims a group after this (for the caller's error paths)."""

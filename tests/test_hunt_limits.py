@@ -224,23 +224,34 @@ def test_encode_with_offsets_memory_does_not_grow_eight_bytes_a_byte() -> None:
 
 def test_an_encoder_does_not_keep_four_bytes_a_byte_of_its_longest_pretoken() -> None:
     """One pre-token of 25 MB (a run of letters: a DNA sequence, a long word of a corpus that is no prose) left the
-    tokenizer's encoder holding 100 MB after the call (a 2 GiB one refused as too long: 8 GiB, allocated before
-    the refusal). The scratch is given back when a call through _encode_bytes (encode, encode_to_numpy, the
-    streaming encoder) ends; encode_batch's and encode_documents_into's groups keep theirs."""
+    tokenizer's encoder holding 100 MB after the call. The scratch is given back when a call that encodes ends:
+    encode (through _encode_bytes), encode_batch on one thread and on two (its threads' encoders kept theirs until
+    _trim_scratch), encode_documents_utf8 (the same)."""
     done = _run("""
         import gc, os
+        import numpy as np
         from bpe_fast import Tokenizer
         def rss():
             return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"aa"}, [(b"a", b"a")])
         text = "a" * 25_000_000
+        data = text.encode()
         tok.encode("warm up")
-        before = rss()
-        ids = tok.encode(text)
-        assert len(ids) == 12_500_000
-        del ids
-        gc.collect()
-        print(rss() - before)
+        tok.encode_batch(["warm up"] * 4, num_threads=2)
+        calls = {"encode": lambda: tok.encode(text),
+                 "encode_batch 1": lambda: tok.encode_batch([text, "b"], num_threads=1)[0],
+                 "encode_batch 2": lambda: tok.encode_batch([text, "b"], num_threads=2)[0],
+                 "documents": lambda: tok.encode_documents_utf8(data, np.array([0, len(data)]))}
+        for name, call in calls.items():
+            gc.collect()
+            before = rss()
+            ids = call()
+            assert len(ids) == 12_500_000, (name, len(ids))
+            del ids
+            gc.collect()
+            print(name, rss() - before)
     """)
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout) < 40_000_000, f"{int(done.stdout) / 1e6:.0f} MB kept after the call"
+    kept = {line.rsplit(" ", 1)[0]: int(line.rsplit(" ", 1)[1]) for line in done.stdout.splitlines()}
+    assert len(kept) == 4, done.stdout
+    assert all(n < 40_000_000 for n in kept.values()), f"bytes kept after each call: {kept}"
