@@ -162,8 +162,9 @@ class Encoding:
         (the rank is the id and the merge priority); special_tokens: {str: id}; explicit_n_vocab: when given,
         len(mergeable_ranks) + len(special_tokens) and max_token_value + 1 must equal it (AssertionError)."""
         for made_later in _MADE_LATER:
-            object.__setattr__(self, made_later, None)
-            object.__delattr__(self, made_later)
+            if not hasattr(getattr(type(self), made_later, None), "__set__"):    # (a subclass's property: not set)
+                object.__setattr__(self, made_later, None)
+                object.__delattr__(self, made_later)
         self.name = name
         self._pat_str = pat_str
         self._mergeable_ranks = mergeable_ranks

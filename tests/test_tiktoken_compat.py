@@ -1721,6 +1721,20 @@ def test_attributes_made_later_stay_in_the_object_after_many_encodings():
                                    "'abc<|x|>']")
 
 
+def test_a_subclass_may_make_special_tokens_set_a_property():
+    # Encoding's __init__ sets and drops the names of what it makes later (see the test above); a subclass's
+    # property of one of those names is neither called with None nor refused ("can't set attribute")
+    class Spelled(Encoding):
+        @property
+        def special_tokens_set(self):
+            return {"<|x|>"}
+
+    ranks = {bytes([i]): i for i in range(256)}
+    enc = Spelled("e", pat_str=r"\S+", mergeable_ranks=ranks, special_tokens={"<|x|>": 256})
+    assert enc.special_tokens_set == {"<|x|>"}
+    assert enc.encode("a<|x|>", allowed_special="all") == [97, 256]
+
+
 def test_all_as_any_str_object_and_other_strs():
     # "all" is kept as a set is (by identity, checked by its contents): an "all" made at run time too; another
     # str is tiktoken's error
