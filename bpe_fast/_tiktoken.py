@@ -59,9 +59,9 @@ class CoreBPE:
         self._ordinary = self._tokenizer.restricted_to(frozenset())
         self._vocab = self._tokenizer.vocab         # id -> bytes, read-only
         self._special_bytes = SpecialTokens(special_tokens, special_tokens.values()).id_of_utf8
-        # made when first asked for, set here first, so that every core adds its attributes in one order: when
-        # token_byte_values ran first on one core and _sorted_ranks on another, CPython 3.11 kept every later
-        # core's attributes in a dict (each read about 15 ns slower)
+        # made when first asked for, set here first: CPython 3.11 keeps an object's attributes in the object only
+        # under names its class saw before a few dozen instances were made (see encoding._MADE_LATER); made later
+        # under a new name, one moved all of a core's attributes into a dict (each read about 15 ns slower)
         self._own_sorted: NDArray[np.int64] | None = None
         self._own_ranks: dict[bytes, int] | None = None
         self._own_byte_values: list[bytes] | None = None
