@@ -1695,7 +1695,7 @@ def test_calls_leave_the_attributes_in_the_objects():
 
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="how CPython 3.11 keeps an object's attributes")
-def test_attributes_made_later_stay_in_the_object_after_many_encodings():
+def test_attributes_made_later_stay_in_the_object_after_many_encodings(tmp_path):
     # CPython 3.11 keeps an object's attributes in the object only under names its class has already seen by the
     # time a few dozen instances have been made; an attribute made when first asked for (a core's sorted ranks, an
     # Encoding's look-up dicts, its default view) then put every attribute of a later object in a dict, each read
@@ -1715,7 +1715,8 @@ def test_attributes_made_later_stay_in_the_object_after_many_encodings():
         "       enc.encode_single_token(b'abc'), enc.decode_single_token_bytes(257), enc.decode_tokens_bytes([256]),\n"
         "       enc.token_byte_values()[-1], enc.decode([257, 258])]\n"
         "print(in_a_dict(enc, '_tokenizer'), in_a_dict(enc._core, '_tokenizer'), out)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)                    # (not the source tree's unbuilt bpe_fast/)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == ("False False [[257, 256], [257, 258], {'<|x|>'}, 257, b'abc', [b'ab'], b'\\xff', "
                                    "'abc<|x|>']")
