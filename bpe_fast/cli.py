@@ -329,7 +329,7 @@ def cmd_synth(args: argparse.Namespace) -> None:
     out = cast("IO[bytes]", _Stdout()) if to_stdout else args.output      # generate only calls write()
     generate(out, size, seed=args.seed, style=args.style)
     took = time.perf_counter() - start
-    print(f"wrote {_plural(size, 'byte')} to {'stdout' if to_stdout else args.output} in {took:.2f} s", file=sys.stderr)
+    _say(args, f"wrote {_plural(size, 'byte')} to {'stdout' if to_stdout else args.output} in {took:.2f} s")
 
 
 def _check_free_space(output: str, size: int, given: str) -> None:
@@ -435,7 +435,7 @@ def cmd_count(args: argparse.Namespace) -> None:
         if client is not None:
             client.close()
     counts.save(args.output)
-    print(f"{len(counts):,} distinct pre-tokens, {counts.total():,} in all -> {args.output}", file=sys.stderr)
+    _say(args, f"{len(counts):,} distinct pre-tokens, {counts.total():,} in all -> {args.output}")
 
 
 def _summary(tokenizer: Tokenizer, merges: Sequence[tuple[bytes, bytes]], took: float, corpus: str | None) -> str:
@@ -604,9 +604,9 @@ def cmd_train(args: argparse.Namespace) -> None:
     sample = _first_text_file(_corpus(args), args.text_field) if args.corpus else None
     _save_dir_atomic(tokenizer, args.output)
     args.on_interrupt = f"the tokenizer was saved to {args.output} before"     # stopped in the summary (encoding)
-    print(_summary(tokenizer, merges, took, sample),
-          file=sys.stderr)
-    print(f"saved to {args.output}", file=sys.stderr)
+    if not args.quiet:          # (the summary encodes a sample of the corpus: not done under -q)
+        _say(args, _summary(tokenizer, merges, took, sample))
+    _say(args, f"saved to {args.output}")
 
 
 def _check_vocab_size(vocab_size: int, specials: list[str], initial: Tokenizer | None) -> None:
@@ -715,8 +715,8 @@ def cmd_encode(args: argparse.Namespace) -> None:
         progress.close()
     took = time.perf_counter() - start
     where = "stdout" if output == "-" else output
-    print(f"{n:,} tokens from {_human_bytes(size)} in {took:.2f} s ({_human_bytes(size / max(took, 1e-9))}/s)"
-          f" -> {where}", file=sys.stderr)
+    _say(args, f"{n:,} tokens from {_human_bytes(size)} in {took:.2f} s ({_human_bytes(size / max(took, 1e-9))}/s)"
+               f" -> {where}")
 
 
 def _encode_one(tokenizer: Tokenizer, path: str, output: str, args: argparse.Namespace,
@@ -865,7 +865,7 @@ def cmd_decode(args: argparse.Namespace) -> None:
         _Stdout().write(text.encode("utf-8", "surrogatepass"))
     else:
         write_text_atomic(args.output, text)
-    print(f"decoded {len(ids):,} tokens -> {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
+    _say(args, f"decoded {len(ids):,} tokens -> {'stdout' if args.output == '-' else args.output}")
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -899,7 +899,7 @@ def cmd_export(args: argparse.Namespace) -> None:
         tokenizer.export_hf_dir(args.hf_dir, eos_token=args.eos_token)
     else:
         tokenizer.export_tiktoken(args.tiktoken)
-    print(f"exported -> {target}", file=sys.stderr)
+    _say(args, f"exported -> {target}")
 
 
 def _show_text(args: argparse.Namespace) -> tuple[str, str]:
@@ -954,13 +954,18 @@ def cmd_show(args: argparse.Namespace) -> None:
         page = render_html(view, title=f"{name} in tokens of {args.tokenizer}", summary=summary, **options)
         with atomic_output(args.html) as f:
             f.write(page.encode("utf-8", "backslashreplace"))     # a file name not UTF-8: \udcff, not an error
-        print(f"{summary} -> {args.html}", file=sys.stderr)
+        _say(args, f"{summary} -> {args.html}")
         return
     colour = not args.plain and _stdout().isatty() and not os.environ.get("NO_COLOR")
     out = render_ansi(view, **options) if colour else render_plain(view, ids=args.ids)
     _Stdout().write(out.encode("utf-8"))
+    _say(args, summary)
+
+
+def _say(args: argparse.Namespace, line: str) -> None:
+    """A command's summary line, on stderr; -q leaves only warnings and errors there."""
     if not args.quiet:
-        print(summary, file=sys.stderr)
+        print(line, file=sys.stderr)
 
 
 def _plural(n: int, noun: str) -> str:
@@ -1028,11 +1033,11 @@ def cmd_report(args: argparse.Namespace) -> None:
     for name, size, bpt, tpw in zip(result["names"], result["full_sizes"], result["bytes_per_token"],
                                     result["tokens_per_word"]):
         per_word = f"{tpw:.3f} tokens per word" if math.isfinite(tpw) else "no words"   # NaN: no words in --eval
-        print(f"{name}: {bpt:.3f} bytes per token, {per_word} at {size:,} tokens", file=sys.stderr)
-    for note in result["notes"]:
-        print(f"note: {note}", file=sys.stderr)
+        _say(args, f"{name}: {bpt:.3f} bytes per token, {per_word} at {size:,} tokens")
+    for note in result["notes"]:            # (the report holds them too)
+        _say(args, f"note: {note}")
     pngs = f" and {len(result['pngs'])} PNG charts in {args.png}" if result["pngs"] else ""
-    print(f"report on {_human_bytes(result['bytes'])} of text in {took:.2f} s -> {args.output}{pngs}", file=sys.stderr)
+    _say(args, f"report on {_human_bytes(result['bytes'])} of text in {took:.2f} s -> {args.output}{pngs}")
 
 
 # ---- argument parsing --------------------------------------------------------------------------
@@ -1100,7 +1105,7 @@ def build_parser() -> argparse.ArgumentParser:
         if p is None:
             common = p = argparse.ArgumentParser(add_help=False)
         p.add_argument("-q", "--quiet", action="store_true", default=False if default is None else default,
-                       help="no progress output")
+                       help="no progress or summary lines (warnings and errors are still shown)")
         p.add_argument("-j", "--processes", type=_num_processes, default=default, metavar="N",
                        help=f"processes (or encoding threads) at once, at most {MAX_PROCESSES}; default: "
                             "BPE_FAST_NUM_PROCESSES, else all cores. Counting uses this one, by a thread that "

@@ -335,7 +335,7 @@ def test_unknown_pattern_name(tmp_path, corpus, capsys):
 def test_the_summary_cuts_long_tokens_short(tmp_path, capsys):
     corpus = tmp_path / "a.txt"
     corpus.write_bytes(b"a" * 5000)
-    code, err = run(["-q", "train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t")], capsys)
+    code, err = run(["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t")], capsys)
     assert code == 0 and "warning: no pairs left" in err
     longest = next(line for line in err.splitlines() if line.startswith("longest tokens: "))
     assert longest.startswith("longest tokens: '" + "a" * 40 + "'... (5,000 bytes), '" + "a" * 40 + "'... (")
@@ -531,7 +531,7 @@ def test_stopped_after_the_tokenizer_was_saved_says_it_was(tmp_path, corpus, mon
 
     monkeypatch.setattr(cli, "_summary", stopped)
     out = tmp_path / "tok"
-    code, err = run(["-q", "train", str(corpus), "--vocab-size", "300", "-o", str(out)], capsys)
+    code, err = run(["train", str(corpus), "--vocab-size", "300", "-o", str(out)], capsys)
     assert code == 143 and f"terminated; the tokenizer was saved to {out} before" in err, err
     assert (out / "merges.txt").exists() and "no output written" not in err
 
@@ -652,7 +652,7 @@ def test_encode_one_text_file_named_by_a_folder_or_glob(tmp_path, tokdir, capsys
     (folder / "doc.txt").write_text(text, encoding="utf-8")
     given = str(folder) if form == "folder" else str(folder / "d*.txt")
     out = tmp_path / "tokens.npy"
-    code, err = run(["-q", "encode", "-t", str(tokdir), given, "-o", str(out)], capsys)
+    code, err = run(["encode", "-t", str(tokdir), given, "-o", str(out)], capsys)
     assert code == 0, err
     assert np.load(out).tolist() == Tokenizer.load(tokdir).encode(text)
     assert f"from {len(text.encode())} B" in err
@@ -1450,7 +1450,7 @@ def test_closed_stderr_keeps_a_usage_error_off_stdout(tmp_path, tokdir):
 def test_report_on_text_without_words_says_so(tmp_path, tokdir, capsys):
     # text of whitespace only has no words: the summary line said 'nan tokens per word'
     (tmp_path / "spaces.txt").write_text("   \n\n  ")
-    code, err = run(["-q", "report", "-t", str(tokdir), "--eval", str(tmp_path / "spaces.txt"),
+    code, err = run(["report", "-t", str(tokdir), "--eval", str(tmp_path / "spaces.txt"),
                      "-o", str(tmp_path / "r.html")], capsys)
     assert code == 0 and "no words at" in err and "nan" not in err, err
 
@@ -1560,3 +1560,29 @@ def test_show_plain_and_html_together_is_refused(tmp_path, tokdir, capsys):
     assert (code, err) == (1, "bpe-fast: --plain: the terminal's view without colours; --html writes a page, with "
                               "its colours: give one of them\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def _quiet_cases(tmp, tokdir, corpus):
+    """Each command's argv, run once with -q before the command and once after it, and its summary's words."""
+    ids = tmp / "ids.npy"
+    return [
+        (["synth", "--size", "2KB", "-o", str(tmp / "s.txt")], "wrote"),
+        (["count", str(corpus), "-o", str(tmp / "c.npz")], "distinct pre-tokens"),
+        (["train", str(corpus), "--vocab-size", "300", "-o", str(tmp / "t")], "saved to"),
+        (["encode", "-t", str(tokdir), str(corpus), "-o", str(ids)], "tokens from"),
+        (["decode", "-t", str(tokdir), str(ids), "-o", str(tmp / "back.txt")], "decoded"),
+        (["export", "-t", str(tokdir), "--tiktoken", str(tmp / "t.tiktoken")], "exported"),
+        (["show", "-t", str(tokdir), "--html", str(tmp / "v.html"), "a tale"], "bytes per token"),
+        (["show", "-t", str(tokdir), "--plain", "a tale"], "bytes per token"),
+        (["report", "-t", str(tokdir), "--against", str(tokdir), "--eval", str(corpus), "-o", str(tmp / "r.html")],
+         "report on"),
+    ]
+
+
+def test_quiet_leaves_stderr_empty_and_without_it_every_command_sums_up(tmp_path, tokdir, corpus, capsys):
+    for argv, words in _quiet_cases(tmp_path, tokdir, corpus):
+        code, err = run(argv, capsys)
+        assert code == 0 and words in err, (argv, err)
+        for quiet in (["-q", *argv], [argv[0], "-q", *argv[1:]], [argv[0], "--quiet", *argv[1:]]):
+            code, err = run(quiet, capsys)
+            assert (code, err) == (0, ""), quiet

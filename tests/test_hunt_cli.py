@@ -129,7 +129,7 @@ def test_train_summary_longest_tokens_are_the_same_every_run(tmp_path):
     (tmp_path / "c.txt").write_text((words + "\n") * 20, encoding="utf-8")
     lines = []
     for seed in ("1", "2", "3"):
-        proc = _cli(["-q", "train", "c.txt", "--vocab-size", "700", "-o", f"tok{seed}"], tmp_path,
+        proc = _cli(["train", "c.txt", "--vocab-size", "700", "-o", f"tok{seed}"], tmp_path,
                     env={"PYTHONHASHSEED": seed})
         assert proc.returncode == 0, proc.stderr
         lines.append([line for line in proc.stderr.splitlines() if line.startswith("longest tokens: ")])
