@@ -1400,14 +1400,74 @@ cdef class SpecialMatcher:
                 self.first[t[0]] = 1
                 self.nfirst += 1
                 self.only_first = t[0]
+        self._build_trie(specials)
+
+    def _build_trie(self, list specials):
+        """The trie of the tokens (see _scan.pxd), its nodes numbered breadth first."""
+        cdef Py_ssize_t k, v
+        children = [{}]                 # node -> {byte: node}
+        ends = [-1]
+        for k, t in enumerate(specials):
+            v = 0
+            for b in t:
+                nxt = children[v].get(b)
+                if nxt is None:
+                    nxt = len(children)
+                    children[v][b] = nxt
+                    children.append({})
+                    ends.append(-1)
+                v = nxt
+            if ends[v] < 0:             # (a token listed twice: its first place, as the list's loop found)
+                ends[v] = k
+        order = [0]                     # breadth first, so that a node's children are numbered together
+        number = {0: 0}
+        for v in order:
+            for b in sorted(children[v]):
+                number[children[v][b]] = len(order)
+                order.append(children[v][b])
+        for k in range(256):
+            self.root[k] = -1
+        for b, v in children[0].items():
+            self.root[b] = number[v]
+        for v in order:
+            self.edge_start.push_back(self.edge_byte.size())
+            self.node_token.push_back(ends[v])
+            for b in sorted(children[v]):
+                self.edge_byte.push_back(b)
+                self.edge_child.push_back(number[children[v][b]])
+        self.edge_start.push_back(self.edge_byte.size())
+
+    cdef int32_t walk(self, int32_t node, const uint8_t* s, Py_ssize_t at, Py_ssize_t n,
+                      Py_ssize_t* best) noexcept nogil:
+        cdef Py_ssize_t lo, hi, mid
+        cdef uint8_t b
+        while True:
+            if self.node_token[node] >= 0:
+                best[0] = self.node_token[node]
+            if at >= n:
+                return node
+            b = s[at]
+            lo = self.edge_start[node]
+            hi = self.edge_start[node + 1]
+            while hi - lo > 4:                              # a node of many children: halve the range
+                mid = (lo + hi) >> 1
+                if self.edge_byte[mid] <= b:
+                    lo = mid
+                else:
+                    hi = mid
+            while lo < hi and self.edge_byte[lo] != b:
+                lo += 1
+            if lo == hi:
+                return -1
+            node = self.edge_child[lo]
+            at += 1
 
     def __len__(self):
         return self.off.size() - 1
 
     cdef Py_ssize_t find(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* index) noexcept nogil:
-        cdef Py_ssize_t k, length, ntok = <Py_ssize_t>self.off.size() - 1
+        cdef Py_ssize_t best
         cdef const uint8_t* hit
-        cdef const uint8_t* tok
         if self.nfirst == 0:
             return n
         while pos < n:
@@ -1419,12 +1479,11 @@ cdef class SpecialMatcher:
             elif not self.first[s[pos]]:
                 pos += 1
                 continue
-            for k in range(ntok):
-                tok = self.tokens.data() + self.off[k]
-                length = self.off[k + 1] - self.off[k]
-                if tok[0] == s[pos] and length <= n - pos and memcmp(tok, s + pos, length) == 0:
-                    index[0] = k
-                    return pos
+            best = -1
+            self.walk(self.root[s[pos]], s, pos + 1, n, &best)
+            if best >= 0:
+                index[0] = best
+                return pos
             pos += 1
         return n
 
@@ -1435,16 +1494,16 @@ cdef class SpecialMatcher:
         return white_space_start(s, pos, undecided) if self.any_lstrip else undecided
 
     cdef Py_ssize_t prefix_start(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
-        cdef Py_ssize_t k, j, length, ntok = <Py_ssize_t>self.off.size() - 1
+        cdef Py_ssize_t k, best
+        cdef int32_t end
         if n - self.longest + 1 > pos:
             pos = n - self.longest + 1
         for k in range(pos, n):
             if not self.first[s[k]]:
                 continue
-            for j in range(ntok):
-                length = self.off[j + 1] - self.off[j]
-                if length > n - k and memcmp(self.tokens.data() + self.off[j], s + k, n - k) == 0:
-                    return k
+            end = self.walk(self.root[s[k]], s, k + 1, n, &best)
+            if end >= 0 and self.edge_start[end + 1] > self.edge_start[end]:      # a longer token goes on
+                return k
         return n
 
     cdef Py_ssize_t next_final(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* undecided,
