@@ -2394,10 +2394,12 @@ def items_at(list table not None, ids):
     return result
 
 
-def utf8_searchable(str token not None):
-    """True if `token` can be searched for in a text's UTF-8 as BatchJob makes it (lone surrogates U+FFFD, a
-    surrogate pair its character): not empty, and no U+FFFD, surrogate or character above U+FFFF in it, so
-    it occurs there exactly where it occurs in the str."""
+def utf8_searchable(token):
+    """True if the str (or str subclass: tiktoken takes them) `token` can be searched for in a text's UTF-8 as
+    BatchJob makes it (lone surrogates U+FFFD, a surrogate pair its character): not empty, and no U+FFFD,
+    surrogate or character above U+FFFF in it, so it occurs there exactly where it occurs in the str."""
+    if not isinstance(token, str):
+        raise TypeError(f"a disallowed special token must be a str, not {type(token).__name__}")
     return bool(token) and all(c < "\ud800" or "\ue000" <= c <= "\uffff" and c != "\ufffd" for c in token)
 
 

@@ -360,9 +360,23 @@ class Encoding:
     def _encode_batch_on_self(self, text: Iterable[str], *, num_threads: int | None = 8,
                               allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
                               disallowed_special: Literal["all"] | Collection[str] = "all") -> list[list[int]]:
-        """encode_batch calling self.encode (see _HELPERS_CALLING)."""
+        """encode_batch calling self.encode (see _HELPERS_CALLING), with the keywords as tiktoken hands them on."""
+        allowed_special, disallowed_special = self._batch_specials(allowed_special, disallowed_special)
         encode = functools.partial(self.encode, allowed_special=allowed_special, disallowed_special=disallowed_special)
         return map_threads(encode, _as_list(text), _threads(num_threads))
+
+    def _batch_specials(self, allowed_special: Literal["all"] | AbstractSet[str],
+                        disallowed_special: Literal["all"] | Collection[str]
+                        ) -> tuple[AbstractSet[str], frozenset[str]]:
+        """encode_batch's keywords as tiktoken's encode_batch passes them to encode: "all" made a set, the
+        disallowed tokens a frozenset (its errors, a list or a number given, raised here, before any text)."""
+        if allowed_special == "all":
+            allowed_special = self.special_tokens_set
+        if disallowed_special == "all":
+            disallowed_special = self.special_tokens_set - allowed_special
+        if not isinstance(disallowed_special, frozenset):
+            disallowed_special = frozenset(disallowed_special)
+        return allowed_special, disallowed_special
 
     def encode_batch(self, text: Iterable[str], *, num_threads: int | None = 8,
                      allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
@@ -372,12 +386,7 @@ class Encoding:
         >>> _tiny().encode_batch(["ab", "<|endoftext|>"], allowed_special="all")
         [[256], [258]]
         """
-        if allowed_special == "all":
-            allowed_special = self.special_tokens_set
-        if disallowed_special == "all":
-            disallowed_special = self.special_tokens_set - allowed_special
-        if not isinstance(disallowed_special, frozenset):
-            disallowed_special = frozenset(disallowed_special)
+        allowed_special, disallowed_special = self._batch_specials(allowed_special, disallowed_special)
         threads = _threads(num_threads)
         texts = _as_list(text)
         if not texts:       # tiktoken's encode runs text by text: no text, no more checks

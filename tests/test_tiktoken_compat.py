@@ -1995,3 +1995,44 @@ def test_a_subclass_or_an_instance_overriding_a_method_is_called_by_the_helpers_
                         sub.decode_single_token_bytes(5303), plain.encode_ordinary_batch(["hi"])])
     assert results[1] == results[0]
     assert results[1][:3] == [[[0, 5303], [0, 64, 50256]], [[1, 5303]], [b"S:hi", b"S: "]]
+
+
+def test_a_subclass_encode_gets_the_batch_keywords_as_tiktoken_passes_them():
+    # encode_batch of a subclass overriding encode handed its keywords on as given ("all", a list): tiktoken's
+    # makes "all" the sets and the disallowed tokens a frozenset first, and so raises for a list or a number
+    # even with no text (helper-174)
+    ranks, _ = gpt2_ranks()
+    spec = dict(pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={EOT: 50256})
+    results = []
+    for base in (tiktoken.Encoding, Encoding):
+        seen = []
+
+        class Sub(base):
+            def encode(self, text, **kwargs):
+                # (the default allowed_special is tiktoken's set() and our empty frozenset: both sets)
+                seen.append({k: (isinstance(v, frozenset if k == "disallowed_special" else (set, frozenset)),
+                                 sorted(v)) for k, v in kwargs.items()})
+                return super().encode(text, **kwargs)
+
+        sub = Sub("sub", **spec)
+        got = [outcome(lambda: sub.encode_batch(["hi"], **keywords))
+               for keywords in [{}, {"allowed_special": "all"}, {"disallowed_special": [EOT]},
+                                {"allowed_special": {EOT}, "disallowed_special": "all"}]]
+        got += [outcome(lambda: sub.encode_batch([], **keywords))[:2]
+                for keywords in [{"allowed_special": [EOT]}, {"disallowed_special": 5}]]
+        results.append((got, seen))
+    assert results[1] == results[0]
+    assert results[0][0][-2:] == [("raise", TypeError)] * 2 and results[0][1][1] == {
+        "allowed_special": (True, [EOT]), "disallowed_special": (True, [])}
+
+
+def test_disallowed_tokens_of_a_str_subclass_in_a_batch(pair):
+    # encode_batch searches the texts natively for disallowed tokens, through a helper that took an exact str
+    # only: a str subclass there was "TypeError: Argument 'token' has incorrect type" (helper-174)
+    class Token(str):
+        pass
+
+    for texts in (["hi"], ["hello there"], [""], ["a", "b hello"]):
+        for keywords in ({}, {"allowed_special": "all"}, {"allowed_special": {EOT}}):
+            got = same(pair, lambda e: e.encode_batch(texts, disallowed_special={Token("hello")}, **keywords))
+            assert got[0] == "ok" or got[:2] == ("raise", ValueError)
