@@ -1387,6 +1387,9 @@ def _read_added_tokens(f: _File, added: object, key_ids: Mapping[str, int], voca
         if type(content) is not str or not content or type(entry.get("id")) is not int:
             f.fail(f"added token {json.dumps(entry)[:80]} needs a non-empty \"content\" and an integer \"id\"",
                    "added_tokens")
+        if not 0 <= entry["id"] < 1 << 32:
+            f.fail(f"added token {content!r} has id {entry['id']}: HF tokenizers refuses it (an id is a 32-bit "
+                   "unsigned integer)", content, "added_tokens")
         try:
             content.encode("utf-8")
         except UnicodeEncodeError as exc:

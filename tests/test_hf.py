@@ -961,6 +961,10 @@ def _set_path(doc, where, value):
     (("added_tokens",), {"<|endoftext|>": 260}, r'"added_tokens" must be a list'),
     (("added_tokens", 0, "content"), "", r'added token .* needs a non-empty "content" and an integer "id"'),
     (("added_tokens", 0, "id"), "260", r'added token .* needs a non-empty "content" and an integer "id"'),
+    # an id HF refuses ("expected u32"): it was said to be "id 1099511627776, but HF tokenizers gives it id 256"
+    (("added_tokens", 0, "id"), 1 << 40, r"added token '<\|endoftext\|>' has id 1099511627776: HF tokenizers "
+                                          r"refuses it \(an id is a 32-bit unsigned integer\)"),
+    (("added_tokens", 0, "id"), -3, r"added token '<\|endoftext\|>' has id -3: HF tokenizers refuses it"),
 ])
 def test_a_tokenizer_json_of_the_wrong_shape_is_named(tmp_path, where, value, message):
     doc = small_doc()
