@@ -1403,71 +1403,92 @@ cdef class SpecialMatcher:
         self._build_trie(specials)
 
     def _build_trie(self, list specials):
-        """The trie of the tokens (see _scan.pxd), its nodes numbered breadth first."""
-        cdef Py_ssize_t k, v
-        children = [{}]                 # node -> {byte: node}
-        ends = [-1]
-        for k, t in enumerate(specials):
-            v = 0
-            for b in t:
-                nxt = children[v].get(b)
-                if nxt is None:
-                    nxt = len(children)
-                    children[v][b] = nxt
-                    children.append({})
-                    ends.append(-1)
-                v = nxt
-            if ends[v] < 0:             # (a token listed twice: its first place, as the list's loop found)
-                ends[v] = k
-        order = [0]                     # breadth first, so that a node's children are numbered together
-        number = {0: 0}
-        for v in order:
-            for b in sorted(children[v]):
-                number[children[v][b]] = len(order)
-                order.append(children[v][b])
-        for k in range(256):
-            self.root[k] = -1
-        for b, v in children[0].items():
-            self.root[b] = number[v]
-        for v in order:
-            self.edge_start.push_back(self.edge_byte.size())
-            self.node_token.push_back(ends[v])
-            for b in sorted(children[v]):
-                self.edge_byte.push_back(b)
-                self.edge_child.push_back(number[children[v][b]])
-        self.edge_start.push_back(self.edge_byte.size())
+        """The trie of the tokens (see _scan.pxd): the tokens taken in byte order, each adds the nodes past the
+        part it shares with the one before (a node's children are so made in byte order), then the edges are
+        grouped by node (a counting sort, stable)."""
+        cdef vector[int32_t] order = sorted(range(len(specials)), key=specials.__getitem__)   # (stable)
+        cdef vector[int32_t] path               # the nodes along the token before: path[j] after j bytes
+        cdef vector[int32_t] parent             # edge e (in the order made): parent[e] -> node e + 1 by byte[e]
+        cdef vector[uint8_t] byte
+        cdef vector[int32_t] fill
+        cdef const uint8_t* tok
+        cdef const uint8_t* before = NULL
+        cdef Py_ssize_t i, j, k, length, shared, n_before = 0, n_nodes, e
+        cdef int32_t node
+        with nogil:
+            path.push_back(0)
+            self.node_token.push_back(-1)
+            for i in range(<Py_ssize_t>order.size()):
+                k = order[i]
+                tok = self.tokens.data() + self.off[k]
+                length = self.off[k + 1] - self.off[k]
+                shared = 0
+                while shared < length and shared < n_before and tok[shared] == before[shared]:
+                    shared += 1
+                path.resize(shared + 1)
+                node = path[shared]
+                for j in range(shared, length):
+                    parent.push_back(node)
+                    byte.push_back(tok[j])
+                    node = <int32_t>self.node_token.size()
+                    self.node_token.push_back(-1)
+                    path.push_back(node)
+                if self.node_token[node] < 0:       # (a token listed twice: its first place, as the list's loop
+                    self.node_token[node] = <int32_t>k      # found it; the sort keeps equal ones in list order)
+                before, n_before = tok, length
+            n_nodes = self.node_token.size()
+            self.edge_start.assign(n_nodes + 1, 0)
+            for e in range(<Py_ssize_t>parent.size()):
+                self.edge_start[parent[e] + 1] += 1
+            for j in range(n_nodes):
+                self.edge_start[j + 1] += self.edge_start[j]
+            fill.resize(n_nodes)
+            for j in range(n_nodes):
+                fill[j] = self.edge_start[j]
+            self.edge_byte.resize(parent.size())
+            self.edge_child.resize(parent.size())
+            for e in range(<Py_ssize_t>parent.size()):
+                j = fill[parent[e]]
+                fill[parent[e]] += 1
+                self.edge_byte[j] = byte[e]
+                self.edge_child[j] = <int32_t>(e + 1)          # node e + 1 was made with edge e
+            for j in range(256):
+                self.root[j] = -1
+            for e in range(self.edge_start[0], self.edge_start[1]):
+                self.root[self.edge_byte[e]] = self.edge_child[e]
 
     cdef int32_t walk(self, int32_t node, const uint8_t* s, Py_ssize_t at, Py_ssize_t n,
                       Py_ssize_t* best) noexcept nogil:
+        cdef const int32_t* token_of = self.node_token.data()
+        cdef const int32_t* edges = self.edge_start.data()
+        cdef const uint8_t* by = self.edge_byte.data()
         cdef Py_ssize_t lo, hi, mid
         cdef uint8_t b
         while True:
-            if self.node_token[node] >= 0:
-                best[0] = self.node_token[node]
+            if token_of[node] >= 0:
+                best[0] = token_of[node]
             if at >= n:
                 return node
             b = s[at]
-            lo = self.edge_start[node]
-            hi = self.edge_start[node + 1]
+            lo = edges[node]
+            hi = edges[node + 1]
             while hi - lo > 4:                              # a node of many children: halve the range
                 mid = (lo + hi) >> 1
-                if self.edge_byte[mid] <= b:
+                if by[mid] <= b:
                     lo = mid
                 else:
                     hi = mid
-            while lo < hi and self.edge_byte[lo] != b:
+            while lo < hi and by[lo] != b:
                 lo += 1
             if lo == hi:
                 return -1
             node = self.edge_child[lo]
             at += 1
 
-    def __len__(self):
-        return self.off.size() - 1
-
     cdef Py_ssize_t find(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* index) noexcept nogil:
-        cdef Py_ssize_t best
+        cdef Py_ssize_t best, k, length, ntok = <Py_ssize_t>self.off.size() - 1
         cdef const uint8_t* hit
+        cdef const uint8_t* tok
         if self.nfirst == 0:
             return n
         while pos < n:
@@ -1479,11 +1500,19 @@ cdef class SpecialMatcher:
             elif not self.first[s[pos]]:
                 pos += 1
                 continue
-            best = -1
-            self.walk(self.root[s[pos]], s, pos + 1, n, &best)
-            if best >= 0:
-                index[0] = best
-                return pos
+            if ntok <= 4:       # a few tokens (<|endoftext|>, say): each compared whole, cheaper than the walk
+                for k in range(ntok):
+                    tok = self.tokens.data() + self.off[k]
+                    length = self.off[k + 1] - self.off[k]
+                    if tok[0] == s[pos] and length <= n - pos and memcmp(tok, s + pos, length) == 0:
+                        index[0] = k
+                        return pos
+            else:
+                best = -1
+                self.walk(self.root[s[pos]], s, pos + 1, n, &best)
+                if best >= 0:
+                    index[0] = best
+                    return pos
             pos += 1
         return n
 

@@ -1304,6 +1304,7 @@ def _undecided_oracle(tokens, data):
 def test_special_matcher_agrees_with_a_scan_of_the_list(tokens, data):
     # Tokens sharing their first bytes, many of them prefixes of others (the trie's branches and the tokens that
     # end inside another), in texts of the same bytes: the matches and the undecided start as the list scanned
+    # (up to 4 tokens, find compares each whole; more, it walks the trie: both sides drawn)
     from bpe_fast._scan import SpecialMatcher
 
     tokens = sorted(tokens, key=len, reverse=True)
