@@ -750,20 +750,35 @@ class _KeysOfTokens:
     key is the mapping of exactly one token, so a string is a key when it maps to a token's bytes (what
     hf_added_token_ids asks of a vocab)."""
 
-    def __init__(self, index: TokenIndex, ids: NDArray[np.int64]) -> None:
+    def __init__(self, index: TokenIndex, ids: NDArray[np.int64], keys: Iterable[str] = ()) -> None:
         self.index = index
         self.ids = ids
+        self.known: dict[str, int | None] = {}      # key -> id, or None: not a key
+        self._look_up(keys)     # the keys that will be asked for, in one call of the index (one a call took
+                                # 11 us: 32,000 added tokens, each asked for three times, were read in 1.1 s)
 
     def __len__(self) -> int:
         return len(self.ids)
 
+    def _look_up(self, keys: Iterable[str]) -> None:
+        named, tokens = [], []
+        for key in keys:
+            if key in self.known:
+                continue
+            try:
+                tokens.append(formats.str_to_token(key))
+            except ValueError:          # a character outside the mapping: no key has it
+                self.known[key] = None
+                continue
+            named.append(key)
+        for key, i in zip(named, _find_all(self.index, tokens) if tokens else ()):
+            self.known[key] = int(self.ids[i]) if i >= 0 else None
+
     def get(self, key: str, default: int | None = None) -> int | None:
-        try:
-            token = formats.str_to_token(key)
-        except ValueError:              # a character outside the mapping: no key has it
-            return default
-        i = _find_all(self.index, [token])[0]
-        return int(self.ids[i]) if i >= 0 else default
+        if key not in self.known:
+            self._look_up([key])
+        found = self.known[key]
+        return default if found is None else found
 
 
 class _TokensOfIds:
@@ -926,8 +941,8 @@ def _python_side(path: StrPath, doc: dict[str, Any], index: TokenIndex, pool: ND
         # {bytes: id} of the model's tokens that the added tokens' contents are (all _read_added_tokens asks)
         contents = [entry["content"].encode("utf-8") for entry in added]
         ids_of_bytes = {data: int(ids[i]) for data, i in zip(contents, _find_all(index, contents)) if i >= 0}
-        specials = _read_added_tokens(f, added, _KeysOfTokens(index, ids), view,  # type: ignore[arg-type]
-                                      ids_of_bytes)
+        keys = _KeysOfTokens(index, ids, (entry["content"] for entry in added))
+        specials = _read_added_tokens(f, added, keys, view, ids_of_bytes)  # type: ignore[arg-type]
         _check_raw_added_tokens(f, added, normalizer)
         if model.get("ignore_merges") and not lazy_merges:      # (else _read_plain's _unmade_tokens)
             assert merges is not None
