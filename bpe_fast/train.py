@@ -49,6 +49,15 @@ def check_vocab_size(vocab_size: int, special_tokens: Sequence[str], initial: To
     return vocab_size
 
 
+def _without_ids(special_tokens: Iterable[str] | None) -> SpecialTokens:
+    """special_tokens checked; a dict {token: id} is refused: training gives the special tokens their ids (by
+    special_tokens_position), so its ids would be dropped without a word (its keys were taken)."""
+    if isinstance(special_tokens, Mapping):
+        raise TypeError("special_tokens is a dict {token: id}: training gives the special tokens their ids (see "
+                        "special_tokens_position), so those would be ignored; give a list of str")
+    return SpecialTokens.of(special_tokens)
+
+
 def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | None = None,
               num_processes: int | None = None, pattern: str | None = None, errors: str = "strict", *,
               chunk_bytes: int | None = None, progress: Progress | None = None, max_bytes: int | None = None,
@@ -71,7 +80,7 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
 
     >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])   # doctest: +SKIP
     """
-    special_tokens = SpecialTokens.of(special_tokens)
+    special_tokens = _without_ids(special_tokens)
     check_train_options(min_frequency=min_frequency, max_token_length=max_token_length,
                         special_tokens_position=special_tokens_position,
                         pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial)
@@ -144,7 +153,7 @@ def train_from_counts(counts: PretokenCounts | Mapping[bytes, int], vocab_size: 
     made_with = getattr(counts, "special_tokens", None)
     if special_tokens is None:
         special_tokens = made_with or ()
-    special_tokens = SpecialTokens.of(special_tokens)
+    special_tokens = _without_ids(special_tokens)
     with_initial = ""
     if initial is not None:     # its special tokens split the corpus too (as train_bpe splits it)
         check_train_options(initial=initial)

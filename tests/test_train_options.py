@@ -528,3 +528,17 @@ def test_special_tokens_position_must_be_one_of_the_names():
     for bad in (np.array(["end"]), ["end"], b"end", "END"):
         with pytest.raises(ValueError, match="special_tokens_position must be one of 'after_bytes', 'end'"):
             check_train_options(special_tokens_position=bad)
+
+
+def test_special_tokens_given_with_ids_are_refused_by_training(tmp_path):
+    # {token: id} (tiktoken's form) was taken for its keys, the ids dropped without a word (helper-175): training
+    # gives the special tokens their ids, so a dict is a TypeError saying so; the Tokenizer checks such ids instead
+    path = write(tmp_path, "hello<|a|> world<|b|> hello")
+    given = {"<|b|>": 256, "<|a|>": 257}
+    with pytest.raises(TypeError, match=r"special_tokens is a dict \{token: id\}.*give a list of str"):
+        train_bpe(path, 270, given)
+    counts = count_pretokens(path, list(given))
+    with pytest.raises(TypeError, match=r"special_tokens is a dict"):
+        train_from_counts(counts, 270, given)
+    vocab, _ = train_bpe(path, 270, list(given))
+    assert (vocab[256], vocab[257]) == (b"<|b|>", b"<|a|>")
