@@ -1485,6 +1485,9 @@ cdef class SpecialMatcher:
             node = self.edge_child[lo]
             at += 1
 
+    def __len__(self):
+        return self.off.size() - 1
+
     cdef Py_ssize_t find(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* index) noexcept nogil:
         cdef Py_ssize_t best, k, length, ntok = <Py_ssize_t>self.off.size() - 1
         cdef const uint8_t* hit
