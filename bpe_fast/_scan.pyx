@@ -1488,6 +1488,70 @@ cdef class SpecialMatcher:
     def __len__(self):
         return self.off.size() - 1
 
+    def covered(self, const uint8_t[::1] data, Py_ssize_t k):
+        """Whether an occurrence of a token in data (any, not only those find would match) starts before k and
+        ends after it: from each start q in the reach of k, the longest token there (the trie's walk) decides.
+        chunking's rule for a safe cut; a Python loop over the tokens and their lengths there cost 0.6 s a MB
+        of a compressed corpus with Llama 3's 256 special tokens.
+
+        >>> SpecialMatcher([b"<|e|>", b"e|"]).covered(b"a<|e|>b", 3), SpecialMatcher([b"<|e|>"]).covered(b"a<|e|>b", 1)
+        (True, False)
+        """
+        cdef Py_ssize_t n = data.shape[0], q, best
+        cdef const uint8_t* s
+        cdef bint found = False
+        if k <= 0 or k >= n or self.nfirst == 0:
+            return False
+        s = &data[0]
+        with nogil:
+            for q in range(max(0, k - self.longest + 1), k):
+                if not self.first[s[q]]:
+                    continue
+                best = -1
+                self.walk(self.root[s[q]], s, q + 1, n, &best)
+                if best >= 0 and q + self.off[best + 1] - self.off[best] > k:
+                    found = True
+                    break
+        return found
+
+    def first_start(self, const uint8_t[::1] data, Py_ssize_t lo, Py_ssize_t hi):
+        """The least i, lo <= i < hi, where a token occurs whole in data, or -1 (chunking's search for a cut at
+        a token: one pass for all the tokens, not a bytes.find a token)."""
+        cdef Py_ssize_t n = data.shape[0], index = 0, at
+        lo = max(lo, 0)
+        hi = min(hi, n)
+        if lo >= hi:
+            return -1
+        with nogil:
+            at = self.find(&data[0], lo, n, &index)
+        return at if at < hi else -1
+
+    def last_start(self, const uint8_t[::1] data, Py_ssize_t lo, Py_ssize_t hi):
+        """The greatest i, lo <= i < hi, where a token occurs whole in data, or -1 (first_start's other way).
+
+        >>> SpecialMatcher([b"<|e|>"]).last_start(b"<|e|>x<|e|><|e", 0, 14), SpecialMatcher([b"<|e|>"]).last_start(b"<|e|>x", 1, 6)
+        (6, -1)
+        """
+        cdef Py_ssize_t n = data.shape[0], i, best, found = -1
+        cdef const uint8_t* s
+        lo = max(lo, 0)
+        hi = min(hi, n)
+        if lo >= hi or self.nfirst == 0:
+            return -1
+        s = &data[0]
+        with nogil:
+            i = hi
+            while i > lo:
+                i -= 1
+                if not self.first[s[i]]:
+                    continue
+                best = -1
+                self.walk(self.root[s[i]], s, i + 1, n, &best)
+                if best >= 0:
+                    found = i
+                    break
+        return found
+
     cdef Py_ssize_t find(self, const uint8_t* s, Py_ssize_t pos, Py_ssize_t n, Py_ssize_t* index) noexcept nogil:
         cdef Py_ssize_t best, k, length, ntok = <Py_ssize_t>self.off.size() - 1
         cdef const uint8_t* hit

@@ -20,6 +20,7 @@ for it, as the run of white space starts there.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -27,6 +28,7 @@ from typing import BinaryIO, Union
 
 from ._types import StrPath
 from .patterns import GPT2_PATTERN, builtin_name, resolve_pattern
+from ._scan import SpecialMatcher
 from .specials import SpecialTokens
 
 _FIRST_WINDOW = 1 << 14     # most cuts are found within a few KB: read little, then more
@@ -60,20 +62,36 @@ def _space_rule(space_cuts: SpaceCuts) -> re.Pattern[bytes] | None:
     return _SPACE_CUT if space_cuts is True else space_cuts or None
 
 
-def _covered(buf: bytes | bytearray, k: int, specials: Iterable[bytes]) -> bool:
-    """True if an occurrence of a special token in buf starts before k and ends after it."""
-    for tok in specials:
-        for q in range(max(0, k - len(tok) + 1), k):
-            if buf.startswith(tok, q):
-                return True
-    return False
+def _covered(buf: bytes | bytearray, k: int, specials: Sequence[bytes]) -> bool:
+    """True if an occurrence of a special token in buf starts before k and ends after it (any occurrence, not
+    only one the text's matching would take: a cut is refused where it might split one)."""
+    return bool(specials) and _matcher(tuple(specials)).covered(buf, k)
 
 
-def _start_cut(buf: bytes | bytearray, i: int, specials: Sequence[bytes], takers: Sequence[bytes]) -> bool:
-    """Whether a special token's start at i is a safe cut: no token covers i, and none that takes the white space
-    before it starts there (a longer one than the token found, as "<mask>" where "<m" is found: it is matched,
-    and that white space may be on the other side of the cut)."""
-    return not _covered(buf, i, specials) and not any(buf.startswith(t, i) for t in takers)
+@functools.lru_cache(maxsize=16)
+def _matcher(specials: tuple[bytes, ...]) -> SpecialMatcher:
+    """The native matcher of specials (its trie answers _covered in steps of the longest token, whatever their
+    number), made once for the tokens of a corpus."""
+    return SpecialMatcher(sorted(set(specials), key=len, reverse=True))
+
+
+def _takers(specials: Sequence[bytes], starts: Sequence[bytes]) -> list[bytes]:
+    """The special tokens whose start is no cut (those not in starts)."""
+    if starts is specials:
+        return []
+    cut = set(starts)
+    return [t for t in specials if t not in cut]
+
+
+def _start_cut(buf: bytes | bytearray, i: int, specials: Sequence[bytes], takers: Sequence[bytes],
+               starts: Sequence[bytes]) -> bool:
+    """Whether i, where a special token starts, is a safe cut: one of starts starts there, no token covers i, and
+    none that takes the white space before it starts there (a longer one than the token found, as "<mask>"
+    where "<m" is found: it is matched, and that white space may be on the other side of the cut)."""
+    if not takers:          # (then every token is one of starts)
+        return not _covered(buf, i, specials)
+    return (any(buf.startswith(t, i) for t in starts) and not _covered(buf, i, specials)
+            and not any(buf.startswith(t, i) for t in takers))
 
 
 def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes], space_cuts: SpaceCuts,
@@ -82,7 +100,8 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
     whose start is a cut (default: all; not one that takes the white space before it, which may be in the chunk
     before)."""
     starts = specials if starts is None else starts
-    takers = [t for t in specials if t not in starts]
+    takers = _takers(specials, starts)
+    matcher = _matcher(tuple(specials))
     margin = max((len(t) for t in specials), default=1)
     rule = _space_rule(space_cuts)
     pos = start
@@ -93,13 +112,13 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
         buf = f.read(min(end, pos + window) - lo + margin)[:end - lo]     # nothing past end (a cap) counts
         stop = min(end, pos + window) - lo          # candidates are buf offsets in [pos - lo, stop)
         candidates = []
-        for tok in starts:                          # tokens starting before stop (buf holds their ends)
-            i = buf.find(tok, pos - lo, stop + len(tok) - 1)
+        if starts:                                  # the first token starting before stop (buf holds its end)
+            i = matcher.first_start(buf, pos - lo, stop)
             while i >= 0:
-                if _start_cut(buf, i, specials, takers):
+                if _start_cut(buf, i, specials, takers, starts):
                     candidates.append(i)
                     break
-                i = buf.find(tok, i + 1, stop + len(tok) - 1)
+                i = matcher.first_start(buf, i + 1, stop)
         if rule is not None:
             for m in rule.finditer(buf, max(0, pos - lo - 1), min(len(buf), stop + 1)):
                 k = m.end()
@@ -141,24 +160,23 @@ def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts:
     after = max(0, after)
     best = after
     starts = specials if starts is None else starts
-    takers = [t for t in specials if t not in starts]
-    for tok in starts:
-        i = buf.rfind(tok, 0, max(0, limit + len(tok)))     # (a negative end would count from buf's end)
-        while i > best:
-            if _start_cut(buf, i, specials, takers):
+    takers = _takers(specials, starts)
+    if starts:              # the last token starting at or before limit (buf holds its end)
+        matcher = _matcher(tuple(specials))
+        i = matcher.last_start(buf, best + 1, limit + 1)
+        while i >= 0:
+            if _start_cut(buf, i, specials, takers, starts):
                 best = i
                 break
-            i = buf.rfind(tok, 0, i + len(tok) - 1)
+            i = matcher.last_start(buf, best + 1, i)
     rule = _space_rule(space_cuts)
     if rule is not None:
         window = _FIRST_WINDOW
         hi = limit + 1                             # matches end at k, the space's offset, with k <= limit
         while hi > best + 1:
             lo = max(best, hi - window)
-            last = None
-            for m in rule.finditer(buf, lo, hi):
-                if not _covered(buf, m.end(), specials):
-                    last = m.end()
+            last = next((k for k in reversed([m.end() for m in rule.finditer(buf, lo, hi)])
+                         if not _covered(buf, k, specials)), None)      # the last one not covered
             if last is not None:
                 best = max(best, last)
                 break
