@@ -681,25 +681,45 @@ def _discarded_on_error(shared: Any) -> Iterator[None]:
 
 # ---- Parquet files whose row groups the workers read themselves ------------------------------------
 
-def _count_row_group_unit(units: Sequence[tuple[str, int]], text_column: str, batch_bytes: int,
+ParquetUnit = tuple[str, tuple[int, ...], int]      # (path, consecutive row groups, the rows before them)
+PARQUET_UNIT_BYTES = 4 << 20
+
+
+def _count_row_group_unit(units: Sequence[ParquetUnit], text_column: str, batch_bytes: int,
                           counter: ChunkCounter, k: int, bytes_done: Any, share: TailShare | None) -> None:
-    """Count row group k, units[k] = (path, group) (a unit of _count_claimed_units), but for the batches
-    taken by claimants with nothing left (share)."""
-    for batch in parquet_row_group_batches(units[k][0], units[k][1], text_column, batch_bytes):
+    """Count the row groups of units[k] (a unit of _count_claimed_units), but for the batches taken by claimants
+    with nothing left (share)."""
+    for batch in parquet_row_group_batches(*units[k], text_column, batch_bytes):
         if share is None or not share.offer(batch):
             _count_batch(counter, batch, bytes_done)
 
 
-def parquet_units(streams: Sequence[Stream], text_column: str, num_processes: int) -> list[tuple[str, int]] | None:
-    """The row groups (path, group) of a run of Parquet streams, when there are enough for the workers to read
-    them themselves (at least 2 a process: they claim them one at a time, so they finish together); else
-    None (the caller reads the files and hands out batches). The largest row groups come first, so that the
-    last ones claimed are small and the claimants finish close together."""
+def parquet_units(streams: Sequence[Stream], text_column: str, num_processes: int,
+                  unit_bytes: int | None = None) -> list[ParquetUnit] | None:
+    """The units of a run of Parquet streams, when there are enough for the workers to read them themselves
+    (at least 2 a process: they claim them one at a time, so they finish together); else None (the caller reads
+    the files and hands out batches). A unit is a row group, or consecutive ones of a file until their text
+    reaches unit_bytes (a file of thousands of small row groups: a worker opens the file once a unit). The
+    largest units come first, so that the last ones claimed are small and the claimants finish close together."""
     if num_processes < 2 or not streams or any(s.kind != "parquet" for s in streams):
         return None
-    sized = [(size, s.obj, g) for s in streams for g, size in enumerate(parquet_row_groups(s.obj, text_column)[0])]
+    unit_bytes = PARQUET_UNIT_BYTES if unit_bytes is None else unit_bytes
+    sized: list[tuple[int, str, tuple[int, ...], int]] = []
+    for stream in streams:
+        sizes, rows = parquet_row_groups(stream.obj, text_column)
+        run: list[int] = []
+        run_bytes = before = first = 0
+        for g, (size, n) in enumerate(zip(sizes, rows)):
+            if not run:
+                first = before
+            run.append(g)
+            run_bytes += size
+            before += n
+            if run_bytes >= unit_bytes or g == len(sizes) - 1:
+                sized.append((run_bytes, stream.obj, tuple(run), first))
+                run, run_bytes = [], 0
     sized.sort(key=lambda unit: -unit[0])                 # stable: equal sizes stay in file order
-    units = [(path, g) for _, path, g in sized]
+    units = [(path, groups, first) for _, path, groups, first in sized]
     return units if len(units) >= 2 * num_processes else None
 
 
@@ -715,13 +735,13 @@ def _first_parquet_error(streams: Sequence[Stream], text_column: str, batch_byte
     earliest = min(decode, key=lambda e: (paths.index(e.path), e.document, e.offset))
     until = (paths.index(earliest.path), earliest.document)
     for i, path in enumerate(paths[:until[0] + 1]):
-        for group in range(len(parquet_row_groups(path, text_column)[0])):
-            for batch in parquet_row_group_batches(path, group, text_column, batch_bytes):
-                if (i, batch.origin[1]) > until:
-                    return earliest
-                error = _batch_utf8_error(batch)
-                if error is not None:
-                    return error
+        groups = range(len(parquet_row_groups(path, text_column)[0]))
+        for batch in parquet_row_group_batches(path, groups, 0, text_column, batch_bytes):
+            if (i, batch.origin[1]) > until:
+                return earliest
+            error = _batch_utf8_error(batch)
+            if error is not None:
+                return error
     return earliest
 
 

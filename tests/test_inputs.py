@@ -893,6 +893,7 @@ def test_parquet_row_groups_are_read_by_the_workers(tmp_path, monkeypatch):
     # caller's thread each read the row groups they claim; the counts, merges and corpus statistics are those
     # of the documents read in order in one process
     import bpe_fast.count_workers as cw
+    monkeypatch.setattr(cw, "PARQUET_UNIT_BYTES", 1)        # each row group a unit of its own
     docs = documents(7, n=60)
     docs[3] = None
     paths = []
@@ -991,15 +992,37 @@ def test_parquet_units_are_the_row_groups_largest_first_sized_by_the_text_column
     meta = [{"k": f"{i}" + "x" * (5000 if i < 3 else 1), "v": i} for i in range(9)]  # big where the text is small
     pq.write_table(pyarrow.table({"meta": meta, "text": texts}), path, row_group_size=3)
     sizes, rows = parquet_row_groups(str(path), "text")
-    assert rows == 9 and sizes[1] > sizes[2] > sizes[0]
+    assert rows == [3, 3, 3] and sizes[1] > sizes[2] > sizes[0]
     assert sizes[1] >= 5000 * 3 and sizes[0] < 1000
-    units = parquet_units(resolve_inputs(path), "text", 2)
+    units = parquet_units(resolve_inputs(path), "text", 2, unit_bytes=1)
     assert units is None                                  # 3 row groups: fewer than 2 a process
     more = tmp_path / "more.parquet"
     pq.write_table(pyarrow.table({"meta": meta * 2, "text": texts + [t + "!" for t in texts]}), more,
                    row_group_size=3)
-    order = [g for _, g in parquet_units(resolve_inputs(more), "text", 2)]
-    assert order == [4, 1, 5, 2, 3, 0]           # the second copy's texts are a byte longer each
+    units = parquet_units(resolve_inputs(more), "text", 2, unit_bytes=1)
+    assert [groups for _, groups, _ in units] == [(4,), (1,), (5,), (2,), (3,), (0,)]   # the second copy's
+    assert [first for _, _, first in units] == [12, 3, 15, 6, 9, 0]                     # texts a byte longer
+    # consecutive row groups make a unit until their text reaches unit_bytes (a file's last ones: less)
+    units = parquet_units(resolve_inputs(more), "text", 2, unit_bytes=4600)   # (text bytes: ~120, 15,060, 4,570
+    assert [(groups, first) for _, groups, first in units] == [                 # then the same, 3 more each)
+        ((0, 1), 0), ((4,), 12), ((2, 3), 6), ((5,), 15)]
+    assert parquet_units(resolve_inputs(more), "text", 2) is None      # (all of it is under 4 MB: one unit)
+
+
+@needs_pyarrow
+def test_a_parquet_file_of_many_small_row_groups_is_counted_in_few_units(tmp_path, monkeypatch):
+    # each row group was a unit, and its worker opened the file and summed the row groups before it: 2,000 row
+    # groups of 100 rows took 24 s with 2 processes, 0.6 s with 1 (helper-178); now consecutive ones make a unit
+    from bpe_fast.count_workers import parquet_units
+    from bpe_fast.inputs import resolve_inputs
+    path = tmp_path / "small-groups.parquet"
+    docs = [f"doc {i} " + "word " * (i % 50) + "\u00e9t\u00e9" for i in range(30000)]
+    pq.write_table(pyarrow.table({"text": docs}), path, row_group_size=20)
+    units = parquet_units(resolve_inputs(path), "text", 2, unit_bytes=100_000)
+    assert 4 <= len(units) <= 150 and sorted(g for _, groups, _ in units for g in groups) == list(range(1500))
+    from bpe_fast import count_workers
+    monkeypatch.setattr(count_workers, "PARQUET_UNIT_BYTES", 100_000)      # the workers read the units
+    assert count_pretokens(path, num_processes=2) == oracle_docs(docs)
 
 
 def _parquet_of_bytes(path, docs, row_group_size):
@@ -1012,14 +1035,16 @@ def _parquet_of_bytes(path, docs, row_group_size):
 
 @needs_pyarrow
 @pytest.mark.parametrize("procs", [1, 2, 3])
-def test_the_first_invalid_utf8_of_parquet_row_groups_in_file_order(tmp_path, procs):
+def test_the_first_invalid_utf8_of_parquet_row_groups_in_file_order(tmp_path, procs, monkeypatch):
     # the workers claim row groups largest first: the last row group (the largest) was counted first and its
     # error named, not the first row group's
+    import bpe_fast.count_workers as cw
     from bpe_fast.count_workers import parquet_units
     from bpe_fast.inputs import resolve_inputs
+    monkeypatch.setattr(cw, "PARQUET_UNIT_BYTES", 1)        # each row group a unit of its own
     docs = [b"fine", b"ab\xffcd"] + [b"word " * 20] * 48 + [b"word " * 2000 + b"x \xfe"] * 10
     _parquet_of_bytes(tmp_path / "a.parquet", docs, 10)
-    assert procs == 1 or parquet_units(resolve_inputs(tmp_path / "a.parquet"), "text", procs)[0][1] == 5
+    assert procs == 1 or parquet_units(resolve_inputs(tmp_path / "a.parquet"), "text", procs)[0][1:] == ((5,), 50)
     with pytest.raises(CorpusDecodeError, match=r"a\.parquet: invalid UTF-8 at document 1, byte offset 2 of "):
         count_pretokens(tmp_path / "a.parquet", num_processes=procs, chunk_bytes=1000)
     # in a run of files: the first file's, though the second's row groups are larger
