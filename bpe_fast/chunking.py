@@ -7,7 +7,9 @@ counting the whole file:
     built-in one but BLOOM's (GPT-2's, GPT-4's, o200k's, Llama 3's, Qwen2's, Tekken's, DeepSeek V3's, Kimi
     K2's or StarCoder's: _SPACE_CUT_PATTERNS),
     byte k is a space
-    and byte k-1 is a printable ASCII character: these patterns end every pre-token that holds a non-space
+    and byte k-1 is a printable ASCII character (or byte k-1 is a newline with a character other than white
+    space before it and one other than white space and "/" after it: _LINE_CUT, for text without spaces): these
+    patterns end every pre-token that holds a non-space
     character at the first space after it (GPT-4 and o200k keep "\\r\\n" after punctuation, hence a space and
     not any whitespace; o200k's letter runs read ahead to the end of an upper-case run, which a space ends),
     and none looks behind. (Llama 3's pattern cuts a whitespace run that ends the text otherwise than GPT-4's:
@@ -33,7 +35,18 @@ from .specials import SpecialTokens
 
 _FIRST_WINDOW = 1 << 14     # most cuts are found within a few KB: read little, then more
 _MAX_WINDOW = 1 << 20
-_SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )")
+# A cut after a newline that a character other than white space comes before and after (not "/", which o200k's
+# and Tekken's punctuation runs take after their newlines), for text without spaces (Chinese, Japanese, Thai,
+# minified code): those patterns make such a newline a pre-token of its own, or end a punctuation run with it.
+# The characters either side are read whole (a lookahead that cannot see all of the next one finds no cut),
+# and none of Unicode's White_Space (U+0085, U+00A0, U+1680, U+2000-200A, U+2028, U+2029, U+202F, U+205F,
+# U+3000) may be one: before the newline, a run of white space would join it; after it, "\r\n" and the like.
+_NOT_WIDE_SPACE_BEFORE = (rb"(?<!\xc2\x85)(?<!\xc2\xa0)(?<!\xe1\x9a\x80)(?<!\xe2\x80[\x80-\x8a\xa8\xa9\xaf])"
+                          rb"(?<!\xe2\x81\x9f)(?<!\xe3\x80\x80)")
+_LINE_CUT = (rb"(?<=[\x21-\x7e\x80-\xbf])" + _NOT_WIDE_SPACE_BEFORE + rb"\n"
+             rb"(?!\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80)"
+             rb"(?=[\x21-\x2e\x30-\x7e]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3})")
+_SPACE_CUT = re.compile(rb"[\x21-\x7e](?= )|" + _LINE_CUT)
 # BLOOM's: a space after a printable ASCII character its word runs take (not one of ()|.,!?, which start its
 # other pieces: those run on into the spaces after them, "x.  y" being 'x', '. ', ' y'); a word run ends at the
 # space, and the pattern looks ahead only

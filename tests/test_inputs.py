@@ -389,10 +389,15 @@ def test_last_safe_cut_keeps_the_pretokens(text, pattern):
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.text(alphabet="ab c'.,!?()|-_\n\r\t1\u00e9\u65e5<e>\u3002", max_size=200), name=st.sampled_from(SHORT_NAMES))
+@given(text=st.text(alphabet="ab c'.,!?()|-_\n\r\t1\u00e9\u65e5<e>\u3002/A\n\u4e2d\u3000\u00a0\u2028", max_size=200),
+       name=st.sampled_from(SHORT_NAMES))
+@example(text="a.\n/x \u3002\n/y", name="o200k")       # o200k's and Tekken's punctuation runs take "/" after newlines
+@example(text="\u3002\n/x", name="tekken")
+@example(text="a \u3000\nb\u3000\n\u3000c\r\nd\n\ne", name="gpt2")     # white space either side of a newline
 def test_every_built_in_patterns_space_cuts_keep_its_pretokens(text, name):
     # every cut the pattern's rule allows (chunking.cuts_at_spaces), not only the last: BLOOM's pieces starting
-    # with punctuation run on into the spaces after it (a cut after "." split '. ': a review found it)
+    # with punctuation run on into the spaces after it (a cut after "." split '. ': a review found it); the cuts
+    # after a newline between other characters than white space (text without spaces) too, "/" excepted
     from bpe_fast.chunking import cuts_at_spaces
     from bpe_fast.patterns import resolve_pattern
 
@@ -437,6 +442,11 @@ def test_last_safe_cut_worked_example():
     assert last_safe_cut(b"x.  y z", [], cuts_at_spaces("bloom")) == 5       # BLOOM's: not after "."
     assert last_safe_cut(b"x.  y", [], cuts_at_spaces("bloom")) is None
     assert last_safe_cut(b"x.  y", [], cuts_at_spaces("gpt2")) == 2
+    # a newline between two characters other than white space (text without spaces, as Chinese): after it
+    assert last_safe_cut("中。\n文。\nx".encode(), [], True) == len("中。\n文。\n".encode())
+    assert last_safe_cut("中。\n文。\n\u3000x".encode(), [], True) == len("中。\n".encode())   # not before U+3000
+    for no_cut in ("a\n/b", "a\t\nb", "a\u3000\nb", "a\r\nb", "a\n\nb"):     # "/" (o200k), white space
+        assert last_safe_cut(no_cut.encode(), [], True) is None, no_cut
     assert cuts_at_spaces(r"\w+|\W") is None
     # shorter than the margin: "<|endoftext|>" may still come and cover the "x" (rfind read the negative end,
     # -1, as counted from the end of the buffer, and found that "x")

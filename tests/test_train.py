@@ -179,6 +179,25 @@ def test_file_without_special_tokens_is_still_cut_for_builtin_patterns(tmp_path)
     assert chunk_boundaries(path, [], r"\S+|\s+", 4096) == [0, path.stat().st_size]
 
 
+def test_text_without_spaces_is_cut_after_its_newlines(tmp_path):
+    # Chinese lines ending in "。" had no cut (the rule was a space after a printable ASCII character): one range,
+    # counted by one process, and encode_file held it whole (a 48 MB file: 1 range, 479 MB; now 46, 337 MB)
+    import random
+
+    from bpe_fast import Tokenizer, encode_file
+    r = random.Random(3)
+    lines = ["".join(r.choice("中文字词语句，的了是") for _ in range(r.randint(5, 60))) + "。" for _ in range(3000)]
+    text = "\n".join(lines) + "\n/tail\n\u3000end"
+    path = write(tmp_path, text)
+    for pattern in (GPT2_PATTERN, O200K_PATTERN):
+        assert len(chunk_boundaries(path, [], pattern, 4096, min_chunks=4)) >= 5
+        assert count_file(path, [], pattern=pattern, num_processes=2, chunk_bytes=4096) == \
+            oracle_count_pretokens(text, [], pattern)
+    tok = Tokenizer(*train_bpe(path, 400, [], pattern=O200K_PATTERN), pattern=O200K_PATTERN)
+    encode_file(tok, path, tmp_path / "ids.npy", num_processes=2, chunk_bytes=4096)
+    assert np.load(tmp_path / "ids.npy").tolist() == tok.encode(text)
+
+
 def test_a_special_token_across_the_edge_of_a_read_window_is_a_cut(tmp_path):
     # The first cut after the target (the middle of the file: 23,617 to 23,628 here) is looked for in a window of
     # 16 KB, read with the bytes of the longest special token past its edge (40,001 to 40,012): the token at
