@@ -546,13 +546,15 @@ def _unstable_rounds(benchmark, ours, theirs, text):
           f"{best['bpe_fast']:.1f} ms, tiktoken {best['tiktoken']:.1f} ms ({best['tiktoken'] / best['bpe_fast']:.2f}x)")
 
 
-@pytest.mark.parametrize("markup", ["as is", "as HTML"])
+@pytest.mark.parametrize("markup", ["as is", "as HTML", "with <|>, checked"])
 def test_encode_many_special_tokens(benchmark, corpus_path, markup):
     """encode(text, allowed_special="all") with o200k_harmony (gpt-oss's encoding: 1,091 special tokens, every
     one starting "<|"), against tiktoken built from the same ranks and tokens, the ids checked equal. The text:
     the corpus's first 4 MB (--corpus PATH for a real one), as it is or marked up as a web page would be (each
     paragraph in <p>...</p>, each line ended by <br>: a "<" every 40 bytes or so). Best of 3 alternating
-    calls each; before 7bcadc1 every "<" was compared with each of the 1,091 tokens (1 MB of HTML: 0.53 s)."""
+    calls each; before 7bcadc1 every "<" was compared with each of the 1,091 tokens (1 MB of HTML: 0.53 s).
+    "with <|>, checked": each line ended by " <|>" (Haskell's, Elm's operator) and encode's default check
+    that no special token is in the text (all are disallowed), a regex of the 1,091 before 1b3f1d4."""
     import time
 
     from bpe_fast import get_encoding
@@ -567,19 +569,22 @@ def test_encode_many_special_tokens(benchmark, corpus_path, markup):
         text = f.read(4_000_000)
     if markup == "as HTML":
         text = "".join(f"<p>{p.replace(chr(10), '<br>')}</p>\n" for p in text.split("\n\n"))
+    keywords = {"allowed_special": "all"}
+    if markup == "with <|>, checked":
+        text, keywords = text.replace("\n", " <|>\n"), {}
     nbytes = len(text.encode("utf-8"))
-    assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
+    assert ours.encode(text, **keywords) == theirs.encode(text, **keywords)
     times = {"bpe_fast": [], "tiktoken": []}
     for _ in range(3):
         for name, encoding in (("bpe_fast", ours), ("tiktoken", theirs)):
             start = time.perf_counter()
-            encoding.encode(text, allowed_special="all")
+            encoding.encode(text, **keywords)
             times[name].append(time.perf_counter() - start)
     best = {name: min(t) for name, t in times.items()}
     benchmark.extra_info.update({"MB/s": round(nbytes / best["bpe_fast"] / 1e6, 1),
                                  "tiktoken MB/s": round(nbytes / best["tiktoken"] / 1e6, 1),
                                  "<": text.count("<"), "bytes": nbytes})
-    benchmark.pedantic(ours.encode, args=(text,), kwargs={"allowed_special": "all"}, rounds=1, iterations=1)
-    print(f"\no200k_harmony encode, allowed_special='all', {corpus_path.name} {markup} ({nbytes / 1e6:.1f} MB, "
+    benchmark.pedantic(ours.encode, args=(text,), kwargs=keywords, rounds=1, iterations=1)
+    print(f"\no200k_harmony encode, {keywords or 'the default check'}, {corpus_path.name} {markup} ({nbytes / 1e6:.1f} MB, "
           f"{text.count('<'):,} '<'): bpe_fast {nbytes / best['bpe_fast'] / 1e6:.1f} MB/s, tiktoken "
           f"{nbytes / best['tiktoken'] / 1e6:.1f} MB/s ({best['tiktoken'] / best['bpe_fast']:.2f}x)")

@@ -144,8 +144,9 @@ def test_special_tokens_given_as_a_set_get_the_same_ids_in_every_process(tmp_pat
 @SOME
 @given(st.lists(st.text(alphabet, min_size=1, max_size=5), max_size=20, unique=True), texts)
 def test_check_disallowed_finds_the_leftmost_longest_of_few_or_many(toks, text):
-    # up to 8 tokens are searched one by one, more by one regex (o200k_harmony's 1,091 took 0.2 s a MB one by
-    # one): either way, an error exactly when a token is in the text, naming the leftmost, the longest there
+    # up to 8 tokens are searched one by one, more by the native trie in the text's UTF-8 (o200k_harmony's 1,091
+    # took 0.2 s a MB one by one, and a regex of them 0.5 s a MB of text full of "<|"): either way, an error
+    # exactly when a token is in the text, naming the leftmost, the longest there
     from bpe_fast.specials import check_disallowed
 
     expected = leftmost_longest(text.encode(), [t.encode() for t in toks])
@@ -157,3 +158,21 @@ def test_check_disallowed_finds_the_leftmost_longest_of_few_or_many(toks, text):
         check_disallowed(text, frozenset(toks))
     assert str(raised.value).startswith(f"Encountered text corresponding to disallowed special token "
                                         f"{text.encode()[start:end].decode()!r}.")
+
+
+def test_check_disallowed_of_many_tokens_in_text_full_of_their_start():
+    # o200k_harmony's 1,091 disallowed tokens all start with "<|": Haskell's "<|>" made the regex of them try
+    # each at every "<|" (1 MB in 0.5 s, as tiktoken); the trie walks each "<|" as far as a token goes. Also a
+    # token with a lone surrogate (no UTF-8): searched in the str, as tiktoken does
+    from bpe_fast.specials import check_disallowed
+
+    many = frozenset(f"<|reserved_{i}|>" for i in range(1000)) | {"<|>x", "<|>xy"}
+    check_disallowed("a <|> b <|  <|reserved_1000|> <|reserved_99", many)
+    with pytest.raises(ValueError, match=r"disallowed special token '<\|>xy'"):
+        check_disallowed("a <|> b <|>xy <|reserved_5|>", many)          # the longest at the leftmost
+    with pytest.raises(ValueError, match=r"disallowed special token '<\|reserved_17\|>'"):
+        check_disallowed("\ud800 <|reserved_17|>", many)
+    odd = frozenset(f"<|t{i}|>" for i in range(10)) | {"<|\udc80|>"}
+    with pytest.raises(ValueError, match=r"disallowed special token '<\|\\udc80\|>'"):
+        check_disallowed("x <|\udc80|>", odd)
+    check_disallowed("x <|\udc81|>", odd)
