@@ -75,17 +75,18 @@ def _space_rule(space_cuts: SpaceCuts) -> re.Pattern[bytes] | None:
     return _SPACE_CUT if space_cuts is True else space_cuts or None
 
 
-def _covered(buf: bytes | bytearray, k: int, specials: Sequence[bytes]) -> bool:
-    """True if an occurrence of a special token in buf starts before k and ends after it (any occurrence, not
-    only one the text's matching would take: a cut is refused where it might split one)."""
-    return bool(specials) and _matcher(tuple(specials)).covered(buf, k)
-
-
 @functools.lru_cache(maxsize=16)
 def _matcher(specials: tuple[bytes, ...]) -> SpecialMatcher:
-    """The native matcher of specials (its trie answers _covered in steps of the longest token, whatever their
-    number), made once for the tokens of a corpus."""
+    """The native matcher of specials, made once for the tokens of a corpus: covered(buf, k) tells whether an
+    occurrence of one (any occurrence, not only one the text's matching would take: a cut is refused where it
+    might split one) starts before k and ends after it, in steps of the longest token whatever their number."""
     return SpecialMatcher(sorted(set(specials), key=len, reverse=True))
+
+
+def _rule_cut(buf: bytes | bytearray, k: int, matcher: SpecialMatcher, takers: Sequence[bytes]) -> bool:
+    """Whether the cut k a rule allows (before a space, after a newline) is safe: no special token covers it,
+    and none that takes the white space before it starts there (after a newline: "\n<mask>")."""
+    return not matcher.covered(buf, k) and not any(buf.startswith(t, k) for t in takers)
 
 
 def _takers(specials: Sequence[bytes], starts: Sequence[bytes]) -> list[bytes]:
@@ -96,15 +97,14 @@ def _takers(specials: Sequence[bytes], starts: Sequence[bytes]) -> list[bytes]:
     return [t for t in specials if t not in cut]
 
 
-def _start_cut(buf: bytes | bytearray, i: int, specials: Sequence[bytes], takers: Sequence[bytes],
+def _start_cut(buf: bytes | bytearray, i: int, matcher: SpecialMatcher, takers: Sequence[bytes],
                starts: Sequence[bytes]) -> bool:
     """Whether i, where a special token starts, is a safe cut: one of starts starts there, no token covers i, and
     none that takes the white space before it starts there (a longer one than the token found, as "<mask>"
     where "<m" is found: it is matched, and that white space may be on the other side of the cut)."""
-    if not takers:          # (then every token is one of starts)
-        return not _covered(buf, i, specials)
-    return (any(buf.startswith(t, i) for t in starts) and not _covered(buf, i, specials)
-            and not any(buf.startswith(t, i) for t in takers))
+    if takers and not any(buf.startswith(t, i) for t in starts):      # (no takers: every token is one of starts)
+        return False
+    return _rule_cut(buf, i, matcher, takers)
 
 
 def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes], space_cuts: SpaceCuts,
@@ -128,7 +128,7 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
         if starts:                                  # the first token starting before stop (buf holds its end)
             i = matcher.first_start(buf, pos - lo, stop)
             while i >= 0:
-                if _start_cut(buf, i, specials, takers, starts):
+                if _start_cut(buf, i, matcher, takers, starts):
                     candidates.append(i)
                     break
                 i = matcher.first_start(buf, i + 1, stop)
@@ -137,7 +137,7 @@ def _first_safe_cut(f: BinaryIO, start: int, end: int, specials: Sequence[bytes]
                 k = m.end()
                 if k >= stop:
                     break
-                if k >= pos - lo and not _covered(buf, k, specials):
+                if k >= pos - lo and _rule_cut(buf, k, matcher, takers):
                     candidates.append(k)
                     break
         if candidates:
@@ -174,11 +174,11 @@ def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts:
     best = after
     starts = specials if starts is None else starts
     takers = _takers(specials, starts)
+    matcher = _matcher(tuple(specials))
     if starts:              # the last token starting at or before limit (buf holds its end)
-        matcher = _matcher(tuple(specials))
         i = matcher.last_start(buf, best + 1, limit + 1)
         while i >= 0:
-            if _start_cut(buf, i, specials, takers, starts):
+            if _start_cut(buf, i, matcher, takers, starts):
                 best = i
                 break
             i = matcher.last_start(buf, best + 1, i)
@@ -189,7 +189,7 @@ def last_safe_cut(buf: bytes | bytearray, specials: Sequence[bytes], space_cuts:
         while hi > best + 1:
             lo = max(best, hi - window)
             last = next((k for k in reversed([m.end() for m in rule.finditer(buf, lo, hi)])
-                         if not _covered(buf, k, specials)), None)      # the last one not covered
+                         if _rule_cut(buf, k, matcher, takers)), None)      # the last one that is safe
             if last is not None:
                 best = max(best, last)
                 break
