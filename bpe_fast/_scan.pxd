@@ -100,6 +100,7 @@ cdef class SpecialMatcher:
     cdef vector[uint8_t] edge_byte
     cdef vector[int32_t] edge_child
     cdef vector[int32_t] node_token
+    cdef int _build_trie(self, list specials) except -1
     # The deepest node reached from the root's child `node` along s[at:n] (-1 if the walk leaves the trie),
     # with best[0] the last token passed on the way (the longest that starts there), left as it was if none.
     cdef int32_t walk(self, int32_t node, const uint8_t* s, Py_ssize_t at, Py_ssize_t n,

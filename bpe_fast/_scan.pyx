@@ -1402,7 +1402,7 @@ cdef class SpecialMatcher:
                 self.only_first = t[0]
         self._build_trie(specials)
 
-    def _build_trie(self, list specials):
+    cdef int _build_trie(self, list specials) except -1:
         """The trie of the tokens (see _scan.pxd): the tokens taken in byte order, each adds the nodes past the
         part it shares with the one before (a node's children are so made in byte order), then the edges are
         grouped by node (a counting sort, stable)."""
@@ -1456,6 +1456,7 @@ cdef class SpecialMatcher:
                 self.root[j] = -1
             for e in range(self.edge_start[0], self.edge_start[1]):
                 self.root[self.edge_byte[e]] = self.edge_child[e]
+        return 0
 
     cdef int32_t walk(self, int32_t node, const uint8_t* s, Py_ssize_t at, Py_ssize_t n,
                       Py_ssize_t* best) noexcept nogil:
