@@ -60,6 +60,11 @@ def check_progress(progress: object) -> None:
 MAX_PROCESSES = 1024
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, where the system tells it), at least 1."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 def check_num_processes(num_processes: int | None) -> int:
     """None means the environment variable BPE_FAST_NUM_PROCESSES if set and not empty (white space around
     the number is allowed; white space alone is refused, as any other value that is no number), else every
@@ -75,7 +80,7 @@ def check_num_processes(num_processes: int | None) -> int:
             if number > MAX_PROCESSES:
                 raise ValueError(f"{NUM_PROCESSES_VARIABLE} must be at most {MAX_PROCESSES}, got {raw!r}")
             return number
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        return usable_cores()
     if not _is_int(num_processes):
         raise TypeError(f"num_processes must be an int or None, got {type(num_processes).__name__}")
     if num_processes < 1:
@@ -454,14 +459,15 @@ def terminate(executor: Any) -> None:
 
 def map_threads(func: Callable[[_T], _R], items: Sequence[_T], num_threads: int,
                 parallel: Callable[[_T], bool] | None = None) -> list[_R]:
-    """[func(x) for x in items] on up to num_threads threads: the items cut into about 4 runs a thread, a run
+    """[func(x) for x in items] on up to num_threads threads, and no more than the cores this process may use
+    (a thread more gains nothing and costs its encoder's memory): the items cut into about 4 runs a thread, a run
     a task (a task per item would cost more than encoding a short text). parallel: whether func(x) releases
     the GIL long enough for threads to gain; when it is false for every item, they run here (starting the
     threads costs a few hundred microseconds)."""
     n = len(items)
-    if num_threads == 1 or n < 2 or (parallel is not None and not any(map(parallel, items))):
+    workers = min(num_threads, n, usable_cores())
+    if workers < 2 or (parallel is not None and not any(map(parallel, items))):
         return [func(x) for x in items]
-    workers = min(num_threads, n)
     size = -(-n // (4 * workers))
     runs = [items[k:k + size] for k in range(0, n, size)]
     with ThreadPoolExecutor(workers) as pool:

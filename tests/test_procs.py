@@ -232,3 +232,30 @@ def test_an_interrupted_count_of_small_files_in_threads_leaves_no_thread(tmp_pat
     with pytest.raises(KeyboardInterrupt):
         count_pretokens(tmp_path, num_processes=2, progress=interrupt)
     assert [t.name for t in threading.enumerate() if t.name.startswith("bpe_fast")] == []
+
+
+@pytest.mark.parametrize("cores, num_threads, most", [(1, 8, 1), (2, 8, 2), (4, 3, 3), (64, 8, 8)])
+def test_map_threads_runs_no_more_threads_than_cores_or_asked(monkeypatch, cores, num_threads, most):
+    # the results in order whatever the threads; at most min(num_threads, cores) threads, the caller's alone on
+    # one core. Each item waits (up to a second) for another to run at once, so as many threads as allowed
+    # take part.
+    import threading
+
+    monkeypatch.setattr(procs, "usable_cores", lambda: cores)
+    seen = set()
+    together = threading.Barrier(most, timeout=1) if most > 1 else None
+
+    def work(x):
+        seen.add(threading.get_ident())
+        if together is not None and x < most * 4:
+            try:
+                together.wait()
+            except threading.BrokenBarrierError:
+                pass
+        return x * x
+
+    items = list(range(200))
+    assert procs.map_threads(work, items, num_threads) == [x * x for x in items]
+    assert 1 <= len(seen) <= most
+    if most == 1:
+        assert seen == {threading.get_ident()}

@@ -2061,7 +2061,8 @@ def _batch_texts(n=300):
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 8])
-def test_encode_batch_equals_encode_per_text(tok, tok4, tok_o200k, threads):
+def test_encode_batch_equals_encode_per_text(tok, tok4, tok_o200k, threads, monkeypatch):
+    monkeypatch.setattr("bpe_fast.tokenizer.usable_cores", lambda: 64)     # as many threads as asked for
     texts = _batch_texts()
     for t in (tok, tok4, tok_o200k):
         assert t.encode_batch(texts, num_threads=threads) == [t.encode(x) for x in texts]
@@ -2369,6 +2370,36 @@ def test_encode_batch_raises_a_helpers_error_after_its_threads_end(tok, monkeypa
     monkeypatch.setattr(tok, "_pool", Failing(tok._pool))
     with pytest.raises(RuntimeError, match="helper failed"):
         tok.encode_batch(["the cat sat " * 3000] * 8, num_threads=2)
+
+
+class _WatchedPool:
+    """A tokenizer's encoder pool that records which threads encode_batch's parts ran on."""
+
+    def __init__(self, pool):
+        self.pool, self.workers, self.collectors = pool, [], []
+
+    def batch_work(self, job):
+        self.workers.append(threading.get_ident())
+        return self.pool.batch_work(job)
+
+    def batch_collect(self, job):
+        self.collectors.append(threading.get_ident())
+        return self.pool.batch_collect(job)
+
+
+@pytest.mark.parametrize("cores, helpers", [(1, 0), (2, 1), (3, 2), (64, 7)])
+def test_encode_batch_runs_no_more_threads_than_cores(tok, monkeypatch, cores, helpers):
+    # each thread holds an encoder of its own (tens of megabytes for o200k_base), kept after the call: 8 threads
+    # on 2 cores were no faster and kept 367 MB instead of 117
+    texts = ["the cat sat on the mat. " * 12_000] * 8           # 8 texts, groups of 256 KB: more than 8 groups
+    expected = [tok.encode(text) for text in texts]
+    watched = _WatchedPool(tok._pool)
+    monkeypatch.setattr(tok, "_pool", watched)
+    monkeypatch.setattr("bpe_fast.tokenizer.usable_cores", lambda: cores)
+    assert tok.encode_batch(texts, num_threads=8) == expected
+    assert len(watched.workers) == helpers
+    assert watched.collectors == [threading.get_ident()]
+    assert threading.get_ident() not in watched.workers
 
 
 def test_encode_batch_custom_pattern_takes_the_python_path(trained):
