@@ -16,7 +16,8 @@ _T = TypeVar("_T")
 
 MAX_SPARE_CORES: int
 
-def pull_utf8(iterator: Any, budget: int, out: Any, field: str | None = None) -> tuple[int, NDArray[np.int64], int, Any]: ...
+def pull_utf8(iterator: Any, budget: int, out: Any, field: str | None = None,
+              batches: bool = False) -> tuple[int, NDArray[np.int64], int, Any, Any]: ...
 
 class Segmenter:
     @property

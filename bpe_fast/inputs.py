@@ -1273,11 +1273,15 @@ def _iterable_slot_batches(iterable: Iterable[Any], batch_bytes: int, text_field
             lengths.append(len(carry))
             at, index, carry = len(carry), index + 1, None
         while at < batch_bytes and not done:
-            written, pulled, state, item = pull_utf8(sources[-1], batch_bytes - at, view[at:], text_field)
+            # (a list item is pulled natively too, in the input's place: `rest`, the rest of one left unfinished)
+            written, pulled, state, item, rest = pull_utf8(sources[-1], batch_bytes - at, view[at:], text_field,
+                                                           len(sources) == 1)
             if len(pulled):
                 lengths.append(pulled)
                 at += written
                 index += len(pulled)
+            if rest is not None:
+                sources.append(rest)
             if state == 1:                      # the input, or the list item being pulled, is exhausted
                 sources.pop()
                 done = not sources

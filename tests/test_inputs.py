@@ -1440,6 +1440,62 @@ def test_pull_utf8_into_a_buffer_equals_oracle(items, budget, room):
     assert list(iterator) == items[pulled:]
 
 
+# items for pull_utf8(batches=True): those above, and batches of them (plain lists, dicts whose "text" holds one,
+# a batch inside a batch), empty ones too
+_PULL_DOCUMENT = st.one_of(st.text(max_size=6), st.text(alphabet="a\ud800日", max_size=3), st.binary(max_size=3),
+                           st.integers(), st.fixed_dictionaries({"text": st.text(alphabet="ab日", max_size=3)}),
+                           st.just({"title": "a"}))
+_PULL_BATCHES = st.lists(st.one_of(_PULL_DOCUMENT, st.lists(_PULL_DOCUMENT, max_size=5),
+                                   st.fixed_dictionaries({"text": st.lists(_PULL_DOCUMENT, max_size=5)}),
+                                   st.lists(st.one_of(_PULL_DOCUMENT, st.lists(_PULL_DOCUMENT, max_size=2)),
+                                            max_size=3)), max_size=10)
+
+
+def _flattened(items, field="text"):
+    """The documents of items, a batch (a plain list, or a plain dict whose field holds one) in its place."""
+    out = []
+    for item in items:
+        batch = item if type(item) is list else item[field] if type(item) is dict and type(
+            item.get(field)) is list else None
+        out.extend([item] if batch is None else batch)
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(items=_PULL_BATCHES, budget=st.integers(min_value=1, max_value=60), room=st.integers(min_value=0, max_value=80))
+@example(items=[["a"]] * 3, budget=100, room=100)
+@example(items=[[], "ab", [], []], budget=100, room=100)
+@example(items=[["ab", "cd"], "e"], budget=2, room=100)            # the budget reached inside a batch
+@example(items=[["ab", 5, "cd"], "e"], budget=100, room=100)       # an item handed back inside a batch
+@example(items=[["ab", ["x"]], "e"], budget=100, room=100)         # a batch inside a batch: handed back
+@example(items=[{"text": ["ab", {"text": ["x"]}]}], budget=100, room=100)
+def test_pull_utf8_of_batches_equals_oracle_of_their_documents(items, budget, room):
+    # with batches=True a batch's documents are pulled in its place; where the pull stops inside one, the rest
+    # of it comes back as an iterator: with the input's items left, the documents not yet pulled
+    from bpe_fast._encode import pull_utf8
+
+    documents = _flattened(items)
+    data, lengths, state, item, pulled = pull_oracle(documents, budget, room, "text")
+    iterator = iter(items)
+    out = bytearray(b"\xee" * (room + 4))
+    got = pull_utf8(iterator, budget, memoryview(out)[:room], "text", True)
+    assert (got[0], got[1].tolist(), got[2]) == (len(data), lengths, state)
+    assert bytes(out[:len(data)]) == data and out[room:] == b"\xee" * 4
+    assert got[3] is item or got[3] == item
+    rest = got[4]
+    assert rest is None or state != 1
+    assert (list(rest) if rest is not None else []) + _flattened(list(iterator)) == documents[pulled:]
+
+
+def test_pull_utf8_without_batches_hands_a_list_back():
+    from bpe_fast._encode import pull_utf8
+
+    out = bytearray(16)
+    batch = ["b", "c"]
+    assert [x.tolist() if hasattr(x, "tolist") else x for x in pull_utf8(iter(["a", batch]), 16, out, "text")] == \
+        [1, [1], 2, batch, None]
+
+
 def test_batch_ring_hands_bytes_through_shared_slots_and_frees_them(monkeypatch):
     import pickle
     from bpe_fast.count_workers import BatchRing
