@@ -1347,6 +1347,69 @@ def test_merge_rule_difference_equals_oracle(seed, n_merges, again):
     assert difference_of_indices(merges, rng) == expected
 
 
+@SOME
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.floats(0, 0.3), st.booleans(), st.integers(0, 2))
+def test_made_as_listed_only_where_the_oracle_agrees(seed, n_merges, again, long_tokens, swaps):
+    """made_as_listed, the split-tree proof merge_rule_difference asks first (it then merges no token's bytes),
+    says True only for merge lists in which the plain-Python oracle finds no difference, and for each of those
+    in which no token is made twice (each token's first merge is then the pair the rule must make); with tokens
+    past recover's long_from, and merges moved out of order."""
+    rng = random.Random(seed)
+    merges, _ = random_merge_list(rng, n_merges, again, 80 if long_tokens else 8)
+    for _ in range(swaps if len(merges) > 1 else 0):
+        i, j = rng.randrange(len(merges)), rng.randrange(len(merges))
+        merges[i], merges[j] = merges[j], merges[i]
+    expected = oracle_rule_difference(merges)
+    made = bpe_fast.merge_rule.made_as_listed(merges)
+    if made:
+        assert expected is None
+    elif expected is None:
+        assert len({a + b for a, b in merges}) < len(merges)
+    assert bpe_fast.merge_rule.merge_rule_difference(merges) == expected
+
+
+def run_merges(n):
+    """The merges the ranks rule makes a run of one letter with: tokens "aa" to n letters, ranked by length."""
+    ranks = dict(BYTE_RANKS) | {b"a" * k: 254 + k for k in range(2, n + 1)}
+    return list(Tokenizer.from_tiktoken(ranks, "gpt2").merges)
+
+
+@pytest.mark.parametrize("n", [70, 300])
+def test_merge_rule_difference_of_a_run_of_one_letter(n):
+    """A merge list making tokens of 2..n letters "a" (n past recover's long_from: the split-tree proof takes
+    them, where merging their bytes took 13 s for 8,000 letters): as listed; the same tokens made one letter at a
+    time (aa + a, aaa + a, ...) are not what the ranks rule makes (aaaa is aa + aa); with two merges swapped, the
+    oracle's answer."""
+    merges = run_merges(n)
+    assert bpe_fast.merge_rule.made_as_listed(merges)
+    assert bpe_fast.merge_rule.merge_rule_difference(merges) is None is oracle_rule_difference(merges)
+    one_at_a_time = [(b"a" * k, b"a") for k in range(1, n)]
+    assert not bpe_fast.merge_rule.made_as_listed(one_at_a_time)
+    assert bpe_fast.merge_rule.merge_rule_difference(one_at_a_time) == (2, (b"aa", b"aa"))
+    assert oracle_rule_difference(one_at_a_time) == (2, (b"aa", b"aa"))
+    for k in (1, n // 2):
+        swapped = list(merges)
+        swapped[k], swapped[k + 1] = swapped[k + 1], swapped[k]
+        expected = oracle_rule_difference(swapped)
+        assert bpe_fast.merge_rule.merge_rule_difference(swapped) == expected
+        if k == 1:      # aaaa made before aaa: aaaaa is then aaaa + a, a pair not listed (merge 3)
+            assert expected == (3, (b"aaaa", b"a"))
+
+
+def test_made_as_listed_leaves_other_lists_to_the_full_check():
+    """Lists the proof does not read as arrays (not tuples of two non-empty bytes, a merge making a single byte, a
+    part no merge makes): False, and merge_rule_difference answers as before."""
+    assert not bpe_fast.merge_rule.made_as_listed([])
+    assert not bpe_fast.merge_rule.made_as_listed([[b"a", b"b"]])
+    assert not bpe_fast.merge_rule.made_as_listed([(b"", b"a")])
+    assert bpe_fast.merge_rule.merge_rule_difference([(b"", b"a")]) is None
+    assert not bpe_fast.merge_rule.made_as_listed([(b"ab", b"c")])
+    assert bpe_fast.merge_rule.merge_rule_difference([(b"ab", b"c")]) == (0, None) == oracle_rule_difference(
+        [(b"ab", b"c")])
+    assert bpe_fast.merge_rule.made_as_listed(((b"a", b"b"),)) is False     # a tuple: the full check's
+    assert bpe_fast.merge_rule.merge_rule_difference(((b"a", b"b"),)) is None
+
+
 def difference_of_indices(merges, rng):
     """rule_difference_of_indices of the merges, the tokens (the bytes, then the others in a random order) as
     arrays and the merges as indices."""
