@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, NoReturn, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from ._gpt2_files import TokenIndex, parse_merges, parse_vocab, token_list
+from ._gpt2_files import TokenIndex, pack_pairs, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, folder_lock, identity, output_group, path_identity
@@ -49,6 +49,7 @@ __all__ = [
     "token_to_str",
     "str_to_token",
     "tokens_to_strs",
+    "merge_strs",
     "strs_to_tokens",
     "read_vocab",
     "read_merges",
@@ -174,8 +175,57 @@ def tokens_to_strs(tokens: Iterable[bytes]) -> list[str]:
     >>> tokens_to_strs([b" a", b"\\n"])
     ['Ġa', 'Ċ']
     """
-    decode, table = codecs.charmap_decode, _DECODING_TABLE
-    return [decode(token, "strict", table)[0] for token in tokens]
+    tokens = tokens if type(tokens) is list else list(tokens)
+    if len(tokens) < 64 or not set(map(type, tokens)) <= {bytes}:      # (bytearray, memoryview: one at a time)
+        decode, table = codecs.charmap_decode, _DECODING_TABLE
+        return [decode(token, "strict", table)[0] for token in tokens]
+    pool, ends = pack_tokens(tokens)
+    return mapped_text(pool, ends, np.full(len(tokens), _SPLIT, dtype=np.uint32)).split(chr(_SPLIT))[:-1]
+
+
+_SPLIT = 0xFFFF     # a character no mapped token holds (GPT-2's mapping has none past U+0143): tokens_to_strs' cut
+_CODE_POINTS = np.array([ord(_BYTE_TO_CHAR[b]) for b in range(256)], dtype=np.uint32)
+_CHUNK = 1 << 22    # mapped_text's bytes a step: its arrays stay near 50 MB whatever the tokens' size
+
+
+def pack_tokens(tokens: Sequence[bytes]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """(pool, ends) of a list of bytes: their bytes end to end (uint8), and where each ends (int64)."""
+    pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    return pool, np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)))
+
+
+def mapped_text(pool: NDArray[np.uint8], ends: NDArray[np.int64], separators: NDArray[np.uint32]) -> str:
+    """The tokens of `pool` (token k ends at ends[k], the next one starts there, the first at 0) written with
+    GPT-2's mapping (token_to_str), each followed by the character separators[k] (a code point): one str, made
+    with no Python object a token (the code points in NumPy, decoded as UTF-32 a few MB at a time).
+
+    >>> mapped_text(np.frombuffer(b" ab\\n", dtype=np.uint8), np.array([2, 4]), np.array([32, 10], dtype=np.uint32))
+    'Ġa bĊ\\n'
+    """
+    parts = []
+    first = start = 0
+    while first < len(ends):
+        last = max(first + 1, int(np.searchsorted(ends, start + _CHUNK, side="right")))
+        stop = int(ends[last - 1])
+        codes = np.insert(_CODE_POINTS[pool[start:stop]], ends[first:last] - start, separators[first:last])
+        parts.append(codes.astype("<u4", copy=False).tobytes().decode("utf-32-le"))
+        first, start = last, stop
+    return "".join(parts)
+
+
+def merge_strs(merges: Sequence[Sequence[bytes]]) -> list[str]:
+    """Each merge as HF's tokenizer.json writes it: its two tokens (token_to_str) with a space between.
+
+    >>> merge_strs([(b" ", b"a"), (b"b", b"c")])
+    ['Ġ a', 'b c']
+    """
+    packed = pack_pairs(merges) if type(merges) is list and merges else None
+    if packed is None:
+        keys = iter(tokens_to_strs(token for merge in merges for token in merge))
+        return [a + " " + b for a, b in zip(keys, keys)]
+    pool, offsets = packed
+    separators = np.tile(np.array([32, _SPLIT], dtype=np.uint32), len(merges))
+    return mapped_text(pool, offsets[1:], separators).split(chr(_SPLIT))[:-1]
 
 
 def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
@@ -532,6 +582,10 @@ def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | 
 
     Two ids with the same bytes cannot be written (the file maps token -> id): ValueError naming them.
     """
+    text = _vocab_json(vocab)
+    if text is not None:
+        write_text_atomic(path, text, group)
+        return
     entries: dict[str, int] = {}
     for i in sorted(vocab):
         token = vocab[i]
@@ -546,13 +600,62 @@ def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | 
     write_text_atomic(path, json.dumps(entries, ensure_ascii=True), group)
 
 
+def _vocab_json(vocab: Mapping[int, bytes]) -> str | None:
+    """write_vocab's text, made with no Python object a token but its key, when every id is an int in range and
+    every token a bytes object, none twice; None otherwise (write_vocab then names what is wrong)."""
+    ids = sorted(vocab)
+    if ids and (not set(map(type, ids)) <= {int} or ids[0] < 0 or ids[-1] > MAX_TOKEN_ID):
+        return None
+    tokens = list(map(vocab.__getitem__, ids))
+    if not set(map(type, tokens)) <= {bytes} or len(set(tokens)) != len(tokens):
+        return None
+    if not ids:
+        return "{}"
+    parts: list[str] = [", \""] * (4 * len(ids))      # '"key": id' joined by ', ' as json.dumps writes a dict
+    parts[0] = "{\""
+    parts[1::4] = json_escaped(tokens_to_strs(tokens), True)
+    parts[2::4] = ['": '] * len(ids)
+    parts[3::4] = map(str, ids)
+    parts.append("}")
+    return "".join(parts)
+
+
+def json_escaped(texts: list[str], ensure_ascii: bool) -> list[str]:
+    """The strings as json.dumps writes them (ensure_ascii: non-ASCII characters as \\u escapes), without their
+    quotes: escaped together, as one string (json's own encoder), and cut again.
+
+    >>> json_escaped(['a"b', "\\u0120\\\\", ""], True)
+    ['a\\\\"b', '\\\\u0120\\\\\\\\', '']
+    """
+    if not texts:
+        return []
+    joined = "\0".join(texts)        # (json writes the character 0 as \u0000, which no escaped character holds)
+    escape = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    escaped = escape(joined)[1:-1].split("\\u0000")
+    if len(escaped) != len(texts):      # a string holding the character 0 itself
+        return [escape(text)[1:-1] for text in texts]
+    return escaped
+
+
 def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]], group: OutputGroup | None = None) -> None:
     """Write ``list[tuple[bytes, bytes]]`` as GPT-2's ``merges.txt`` (one merge a line, rank order); a pair
     given twice is a ValueError, as read_merges refuses it (_TWICE). No "#version" first line, but when the first
     merge's line starts with "#version" (its first token does): read_merges would skip that merge as the header.
     """
-    lines = []
     merges = merges if isinstance(merges, (list, tuple)) else list(merges)
+    packed = pack_pairs(merges) if type(merges) is list else None     # tuples of two bytes objects: no Python
+    if packed is not None and not np.any(packed[1][1:] == packed[1][:-1]):     # object a line (none empty)
+        pool, offsets = packed
+        repeat = repeated_merge(merges)
+        if repeat is not None:
+            k, j = repeat
+            raise ValueError(f"merge {k} ({merges[k][0]!r}, {merges[k][1]!r}) repeats merge {j}: {_TWICE}")
+        text = mapped_text(pool, offsets[1:], np.tile(np.array([32, 10], dtype=np.uint32), len(merges)))
+        if text.startswith("#version"):
+            text = "#version: 0.2\n" + text
+        write_text_atomic(path, text, group)
+        return
+    lines = []
     for k, merge in enumerate(merges):
         if len(merge) != 2 or not all(isinstance(t, bytes) and t for t in merge):
             raise ValueError(f"merge {k} is not a pair of non-empty bytes: {merge!r}")

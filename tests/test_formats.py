@@ -696,3 +696,51 @@ def test_a_config_version_or_digests_of_the_wrong_type_are_refused(tmp_path):
     del config["files_sha256"]                      # absent: a save from before the digests, loaded as it is
     config_path.write_text(json.dumps(config))
     assert Tokenizer.load(tmp_path / "t").encode("abc") == [256, 99]
+
+
+# ------------------------------------------------------------------ the files' text made from arrays (export speed)
+
+@pytest.mark.parametrize("seed", range(5))
+def test_files_text_from_arrays_equals_the_per_token_text(tmp_path, seed):
+    """write_vocab, write_merges, tokens_to_strs, merge_strs and json_escaped, which make their text from the
+    tokens as arrays past a few tokens, write what json.dumps and token_to_str write one token at a time: every
+    byte (the quote and the backslash that JSON escapes too), tokens long enough to cross mapped_text's steps."""
+    import json
+    import random
+
+    from bpe_fast import formats
+
+    rng = random.Random(seed)
+    tokens = list(dict.fromkeys(bytes(rng.randrange(256) for _ in range(rng.choice([1, 2, 3, 8, 40])))
+                                for _ in range(3000)))
+    tokens.append(b"x" * (formats._CHUNK + 5) if seed == 0 else b'"\\' * 7)
+    vocab = {i * 3 + 1: token for i, token in enumerate(tokens)}
+    formats.write_vocab(tmp_path / "vocab.json", vocab)
+    expected = json.dumps({formats.token_to_str(vocab[i]): i for i in sorted(vocab)}, ensure_ascii=True)
+    assert (tmp_path / "vocab.json").read_text(encoding="utf-8") == expected
+    assert formats.tokens_to_strs(tokens) == [formats.token_to_str(token) for token in tokens]
+    merges = [(tokens[k], tokens[k + 1]) for k in range(0, len(tokens) - 1, 2)]
+    formats.write_merges(tmp_path / "merges.txt", merges)
+    lines = "".join(f"{formats.token_to_str(a)} {formats.token_to_str(b)}\n" for a, b in merges)
+    assert (tmp_path / "merges.txt").read_text(encoding="utf-8") == lines
+    assert formats.merge_strs(merges) == [f"{formats.token_to_str(a)} {formats.token_to_str(b)}" for a, b in merges]
+    texts = [formats.token_to_str(token) for token in tokens[:200]] + ["é\0\"\\\n", "<|x y|>", ""]
+    for ensure_ascii in (True, False):
+        assert formats.json_escaped(texts, ensure_ascii) == [json.dumps(t, ensure_ascii=ensure_ascii)[1:-1]
+                                                             for t in texts]
+
+
+def test_write_merges_from_arrays_keeps_the_version_line_and_the_refusals(tmp_path):
+    """The array path's header (a first merge whose line starts with "#version") and its refusal of a pair listed
+    twice are write_merges' own."""
+    from bpe_fast import formats
+
+    merges = [(b"#version", b"x")] + [(bytes([b]), b"y") for b in range(97, 123)]
+    formats.write_merges(tmp_path / "merges.txt", merges)
+    text = (tmp_path / "merges.txt").read_text(encoding="utf-8")
+    assert text.startswith("#version: 0.2\n#version x\n")
+    assert formats.read_merges(tmp_path / "merges.txt") == merges
+    with pytest.raises(ValueError, match="merge 27 .* repeats merge 1"):
+        formats.write_merges(tmp_path / "merges.txt", merges + [merges[1]])
+    with pytest.raises(ValueError, match="merge 1 is not a pair of non-empty bytes"):
+        formats.write_merges(tmp_path / "merges.txt", [(b"a", b"b"), (b"", b"c")])
