@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .atomic import output_group
-from .formats import token_to_str, tokens_to_strs, write_text_atomic
+from .formats import merge_strs, token_to_str, tokens_to_strs, write_text_atomic
 from .hf import hf_added_token_difference, key_read_as_text, pre_tokenizer_to_hf
 from .merge_rule import describe_difference, merge_rule_difference, repeated_merge
 from .patterns import check_tiktoken_readable, tiktoken_anchors
@@ -55,6 +56,8 @@ def _check_unique(tokenizer: Tokenizer) -> None:
     holds the other in the model's vocab and the special token as an added token only (GPT-NeoX's runs of
     spaces), which HF finds in the text first, as bpe_fast does."""
     check_no_alias(tokenizer.special_tokens, "HF's files")
+    if len(set(tokenizer.vocab.values())) == len(tokenizer.vocab):        # no two ids with the same bytes
+        return
     special = set(tokenizer.special_tokens.values())
     seen: dict[tuple[bytes, bool], int] = {}
     for i, tok in tokenizer.vocab.items():
@@ -111,15 +114,20 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     # a token a merge takes or makes must be in the model's vocab under its byte-level form, a special token's
     # too (the merges would name a token of no vocab: HF panics or refuses the file); HF gives an added token
     # whose text is not that form an id of its own, so such a special token cannot keep its id
-    merge_keys = set(tokens_to_strs(token for a, b in merges for token in (a, b, a + b)))
+    # (as bytes: the byte-level form of a token is one to one)
+    merge_tokens = {a for a, _ in merges} | {b for _, b in merges} | set(itertools.starmap(bytes.__add__, merges))
     for s, i in special_ids:
         key = token_to_str(s.encode("utf-8"))
-        if key in merge_keys and key != s and all_keys[key] == i:     # (not when an ordinary token holds it)
+        if s.encode("utf-8") in merge_tokens and key != s and all_keys[key] == i:     # (not when an ordinary token holds it)
             k = next(k for k, (a, b) in enumerate(merges) if key in tokens_to_strs((a, b, a + b)))
             raise ValueError(f"special token {s!r} (id {i}) is a token of merge {k} ({merges[k][0]!r}, "
                              f"{merges[k][1]!r}): HF's model must hold it as {key!r}, and gives an added token "
                              f"whose text is not its byte-level form an id of its own")
-    ordinary = {key: i for key, i in all_keys.items() if i not in special_set or key in merge_keys}
+    ordinary = dict(all_keys)       # but the special tokens no merge takes or makes
+    for i in special_set:
+        key = token_to_str(all_tokens[i]) if i in all_tokens else None
+        if key is not None and all_keys.get(key) == i and all_tokens[i] not in merge_tokens:
+            del ordinary[key]
     mapped = [(s, i) for s, i in special_ids if token_to_str(s.encode("utf-8")) == s]
     mapped_ids = {i for _, i in mapped}
     first_unmapped = min((i for _, i in special_ids if i not in mapped_ids), default=None)
@@ -147,8 +155,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         raise ValueError(f"special token {s!r} has id {i}, but HF would give it id {hf_id} ({which}: an added "
                          "token whose text is not its byte-level form gets the next id after the vocab's size, "
                          "its number of tokens)")
-    vocab = dict(sorted(vocab.items(), key=lambda item: item[1]))
-    merge_keys = iter(tokens_to_strs(token for merge in merges for token in merge))
+    vocab = dict(sorted(vocab.items(), key=operator.itemgetter(1)))
     return {
         "version": "1.0",
         "truncation": None,
@@ -167,7 +174,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
             "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
             "ignore_merges": tokenizer.by_ranks_only,
             "vocab": vocab,
-            "merges": [a + " " + b for a, b in zip(merge_keys, merge_keys)],
+            "merges": merge_strs(merges),
         },
     }
 

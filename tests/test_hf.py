@@ -1877,3 +1877,25 @@ def test_a_pattern_that_matches_empty_text_is_not_exported(tmp_path, pattern):
     with pytest.raises(ValueError, match="can match empty text"):
         tok.export_hf(tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
+
+
+def test_export_hf_of_a_run_of_one_letter_loads_in_hf(tmp_path):
+    """A merge list making tokens of 2..600 letters "a" (the ranks rule's parts: merge_rule_difference proves them
+    by the split trees, not by merging each token's bytes): export_hf's file gives bpe_fast's ids in HF
+    tokenizers and reads back with from_hf; save and load too."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from bpe_fast import Tokenizer
+
+    ranks = {bytes([b]): b for b in range(256)} | {b"a" * n: 254 + n for n in range(2, 601)}
+    merges = list(Tokenizer.from_tiktoken(ranks, "gpt2").merges)
+    vocab = {i: bytes([i]) for i in range(256)} | {256 + k: a + b for k, (a, b) in enumerate(merges)}
+    tok = Tokenizer(vocab, merges)
+    tok.export_hf(tmp_path / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    text = "a" * 1000 + " aaa" + " a" * 3 + "a" * 599 + "b"
+    ids = tok.encode(text)
+    assert max(ids) > 700       # tokens of hundreds of letters
+    assert hf.encode(text, add_special_tokens=False).ids == ids
+    assert Tokenizer.from_hf(tmp_path / "tokenizer.json").encode(text) == ids
+    tok.save(tmp_path / "saved")
+    assert Tokenizer.load(tmp_path / "saved").encode(text) == ids
