@@ -298,3 +298,30 @@ def test_load_in_a_fresh_process(benchmark, ranks_files, name):
           f"tiktoken {median['tiktoken', 'import']:.0f} ms; first Encoding {median['bpe_fast', 'first']:.1f} against "
           f"{median['tiktoken', 'first']:.1f} ms; second {median['bpe_fast', 'second']:.1f} against "
           f"{median['tiktoken', 'second']:.1f} ms")
+
+
+@pytest.mark.parametrize("what", ["export_hf", "save", "export_hf, a run of one letter"])
+def test_export_and_save(benchmark, ranks_files, tmp_path, what):
+    # writing a big tokenizer: o200k_base's export_hf (tokenizer.json) against HF tokenizers' Tokenizer.save of
+    # the same file read back; Tokenizer.save (vocab.json, merges.txt, bpe_fast.json and the cache) against HF
+    # saving the same; a merge list making a run of one letter 8,000 long (tokens of 2..8,000 bytes:
+    # merge_rule_difference proves it by the split trees, 13 s when it merged every token's bytes) exported
+    tokenizers = pytest.importorskip("tokenizers")
+    if what.endswith("one letter"):
+        ranks = {bytes([b]): b for b in range(256)} | {b"a" * n: 254 + n for n in range(2, 8001)}
+        tok = Tokenizer.from_tiktoken(ranks, "gpt2")
+    else:
+        pattern, specials = ENCODINGS["o200k_base"]
+        tok = Tokenizer.from_tiktoken(ranks_files["o200k_base"], pattern, specials)
+    tok.merges      # (made when first asked for: not part of the write)
+    tok.export_hf(tmp_path / "ours.json")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "ours.json"))
+    if what == "save":
+        ours = lambda: tok.save(tmp_path / "saved")  # noqa: E731
+    else:
+        ours = lambda: tok.export_hf(tmp_path / "ours.json")  # noqa: E731
+    _, _, median, ratio, rounds = _alternate(benchmark, ours, lambda: hf.save(str(tmp_path / "theirs.json")),
+                                             "tokenizers")
+    print(f"\n{what} ({len(tok.vocab):,} tokens): bpe_fast {median['bpe_fast']:.3f} s, HF tokenizers' save "
+          f"{tokenizers.__version__} {median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating "
+          "rounds)")
