@@ -110,6 +110,67 @@ def test_stream_without_a_latin_character_for_long(qwen_like):
     assert list(ours.encode_iterable(text[k:k + 700] for k in range(0, len(text), 700))) == hf_ids(hf, text)
 
 
+# ---- encode_iterable through long stretches NFC cannot cut ----------------------------------------------------
+# encode_iterable holds the text it cannot normalize yet and looks for a special token or a stable cut in each string
+# as it arrives: these compare it with encoding the whole text at once on streams cut anywhere, inside runs of
+# thousands of characters none of which may be cut before (combining marks, the second characters of compositions),
+# around special tokens and surrogate pairs spelled apart.
+
+# characters a cut before may change the NFC of (combining marks, Hangul vowel and final jamo, the Kannada, Sinhala,
+# Oriya, Myanmar and Tibetan vowel signs that compose or decompose, the kana voiced-sound mark, a mark HF's tables
+# lack, a musical-symbol stem), and what they follow: the characters they compose with, special tokens, surrogates
+UNCUT = ["\u0301", "\u0323", "\u0338", "\u0308", "\u1161", "\u11a8", "\u3099", "\u0cd5", "\u0cc2", "\u0dcf", "\u0dca",
+         "\u0b3e", "\u102e", "\u0f71", "\u0f72", "\u0c3c", "\U0001d165"]
+LEADS = ["e", "a", ">", "D", "\u00e9", "\u1100", "\uac00", "\u304b", "\u0cbf", "\u0cc6", "\u0dd9", "\u0b47", "\u1025",
+         "\U0001d157", " ", "\n", "x\ud834", "\udd5e", "\ud800", "\udfff", *SPECIALS]
+runs = st.tuples(st.lists(st.sampled_from(UNCUT), min_size=1, max_size=4).map("".join),
+                 st.integers(1, 1500)).map(lambda run: run[0] * run[1])
+stretches = st.lists(st.one_of(st.sampled_from(LEADS), st.sampled_from(PIECES), runs), max_size=10).map("".join)
+chunkings = st.lists(st.one_of(st.integers(0, 4), st.integers(0, 200), st.integers(0, 5000)), max_size=40)
+
+
+def _chunks(text, lengths):
+    """text cut into strings of the given lengths (the rest as the last string)."""
+    out, at = [], 0
+    for n in lengths:
+        out.append(text[at:at + n])
+        at += n
+    return [*out, text[at:]]
+
+
+@pytest.fixture(scope="module")
+def bytes_nfc():
+    """A tokenizer with no special token (nothing to wait for but the cut) whose ids are the UTF-8 of the text."""
+    return Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="qwen2").with_normalizer("NFC")
+
+
+@settings(max_examples=300, deadline=None)
+@given(stretches, chunkings)
+def test_stream_through_long_runs_is_the_whole_text(qwen_like, bytes_nfc, text, lengths):
+    chunks = _chunks(text, lengths)
+    for tok in (qwen_like[0], bytes_nfc):
+        assert list(tok.encode_iterable(chunks)) == tok.encode(text), [len(c) for c in chunks]
+
+
+def test_stream_cut_inside_runs_of_thousands_of_marks(qwen_like, bytes_nfc):
+    # runs longer than stable_cut's look for a character below U+0300 and than the pieces the stream joins, cut at
+    # every few characters and in large strings; U+0323 after U+0301s moves before them and composes with the e,
+    # U+0338 composes with the >, the Hangul vowels only the first with the consonant before
+    ours, hf = qwen_like
+    text = ("cafe" + "\u0301" * 9000 + "\u0323 x>" + "\u0338" * 5000 + "<|endoftext|>" + "\u0301" * 5000 + "\u1100"
+            + "\u1161" * 7000 + "<a>" + "\u0cc6" + "\u0cd5\u0cc2" * 3000 + "\u304b" + "\u3099" * 4500 + "e")
+    rng = random.Random(3)
+    lengths = rng.choices([1, 2, 7, 12, 13, 14, 100, 250, 4095, 4097], [5, 5, 5, 5, 5, 5, 20, 20, 1, 1], k=len(text))
+    chunks = _chunks(text, lengths)
+    assert sum(1 for c in chunks if c) > 100
+    expected = hf_ids(hf, text)
+    assert ours.encode(text) == expected
+    assert list(ours.encode_iterable(chunks)) == expected
+    assert list(ours.encode_iterable(list(text))) == expected
+    assert list(bytes_nfc.encode_iterable(chunks)) == bytes_nfc.encode(text) == list(
+        unicodedata.normalize("NFC", text).encode("utf-8"))
+
+
 def test_characters_hf_tables_lack_stay_as_hf_leaves_them(qwen_like):
     # HF's NFC has Unicode 9.0's tables: to it U+0C3C (Telugu nukta, 14.0, class 7), U+1DF6 (10.0, class 232) and
     # U+11930 (13.0, the second of U+11938) are starters that compose with nothing; Python 3.11's reorder or
