@@ -11,8 +11,8 @@ U+11930, ...) is to it a starter that composes with nothing, where Python's tabl
 compose it: normal() keeps such characters as they are and normalizes the text between them on its own
 (_UNKNOWN_TO_HF). Characters assigned after the running Python's Unicode version are left as they are.
 
-For text that arrives in pieces (encode_iterable), stable_cut says how much of a piece may be normalized
-before the rest of the text is seen.
+For text that arrives in pieces (encode_iterable), stable_cut (and last_stable, which it asks) says how much of
+a piece may be normalized before the rest of the text is seen.
 """
 from __future__ import annotations
 
@@ -115,8 +115,20 @@ def stable_cut(text: str, start: int = 0, end: int | None = None, floor: int | N
     >>> stable_cut("\\u3042\\u3042\\u3099"), stable_cut("\\u3042\\u3042\\u3099", end=1)
     (1, 0)
     """
+    k = last_stable(text, start if floor is None else max(start, floor), end)
+    return start if k < 0 else k
+
+
+def last_stable(text: str, low: int = 0, end: int | None = None) -> int:
+    """The k, low <= k < end, of stable_cut's rule (a cut before text[k] never changes the NFC of the text before
+    it, whatever follows), or -1 when text[low:end] has none: unlike stable_cut's `start`, -1 cannot be taken
+    for a cut at `low` (encode_iterable looks at the newly arrived text only, and a cut at its first character
+    is a cut). Only text[low:end] is looked at. `end` is len(text) when None.
+
+    >>> last_stable("ab"), last_stable("\\u0301\\u0301"), last_stable("a\\u0301", 1), last_stable("a\\u0301", 0, 1)
+    (1, -1, -1, 0)
+    """
     n = len(text) if end is None else end
-    low = start if floor is None else max(start, floor)
     for k in range(n - 1, max(low, n - _SCAN) - 1, -1):
         if text[k] < _ALWAYS_STABLE:
             return k
@@ -124,7 +136,7 @@ def stable_cut(text: str, start: int = 0, end: int | None = None, floor: int | N
     for k in range(n - 1, low - 1, -1):
         if text[k] not in unstable:
             return k
-    return start
+    return -1
 
 
 @functools.cache
