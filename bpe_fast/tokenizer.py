@@ -50,7 +50,7 @@ from ._encode import (DECODE_PARALLEL_IDS, MAX_WHOLE_PIECE, BatchJob, BPETables,
                       utf8_text)
 from ._gpt2_files import pack_pairs, pack_vocab
 from .merge_rule import list_rule_problem
-from .normalize import check_normalizer, is_normal, normal, stable_cut
+from .normalize import check_normalizer, is_normal, last_stable, normal
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
                        resolve_pattern)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
 from .pretokenize import (PEERS_UNICODE, check_documents_utf8, check_unicode, check_utf8, compiled_pattern,
@@ -85,6 +85,9 @@ _MAX_VIEWS = 64
 # encode_iterable re-examines the unfinished tail only once the pending text has grown by this factor,
 # so a pre-token longer than any chunk costs linear, not quadratic, time.
 _PENDING_GROWTH = 2
+# encode_iterable with a normalizer holds the text it cannot normalize yet in pieces; strings shorter than this
+# (characters) are joined into one piece once this many have come (_normalized_runs)
+_JOINED_PIECE = 4096
 # encode_iterable (a custom pattern) keeps this much of the text it has encoded before the pending text, for the
 # pattern's "^", "\b" and look-behind (a look-behind reaching further back sees only this much)
 _CONTEXT_BYTES = 256
@@ -1615,14 +1618,25 @@ class Tokenizer:
     def _normalized_runs(self, iterable: Iterable[str]) -> Iterator[tuple[bool, int | str]]:
         """(True, id) for each special token of the concatenated strings, (False, text) for the normalized text
         between them, as soon as it is final: a special token once no longer one can start before its end, text
-        up to a cut normalizing cannot see past (bpe_fast.normalize.stable_cut) and no special token can cover."""
+        up to a cut normalizing cannot see past (bpe_fast.normalize.last_stable) and no special token can cover.
+
+        Only the text not yet searched (the last `reach` - 1 characters held and the new string) is searched and
+        copied: the text held before it, searched already, stays in pieces (`settled`) until a cut or a special
+        token lets it go, so a long stretch with no cut (a megabyte of combining marks) costs time linear in its
+        length, not the length held times the number of strings."""
         form = self._normalizer
         assert form is not None
         regex_, ids = self._specials.regex, self._specials.ids or {}
         reach = max(map(len, self._specials.tokens), default=1)     # a special token starting k characters before
-        pending = ""            # the end of the text is decided only when `reach` characters follow its start
+        # The text held (not yet normalized) is settled + tail. settled: searched, no special token starts in it and
+        # no stable cut is in it after its first character, in pieces; those before settled[joined] have
+        # _JOINED_PIECE characters or more (short strings are joined into one once that many have come, so a
+        # stream of single characters does not hold a str object a character; each character is copied once
+        # there). tail: the end of the text, decided once `reach` characters follow its start (fewer than that).
+        settled: list[str] = []
+        joined = short = 0      # settled[joined:] are short pieces, `short` characters in all
+        tail = ""
         carry = ""              # a high surrogate ending the last string (it may pair with the next one)
-        seen = 0                # pending[:seen] was searched: no special token starts there, no stable cut after 0
         for chunk in itertools.chain(iterable, [None]):
             final = chunk is None
             if final:
@@ -1631,27 +1645,36 @@ class Tokenizer:
                 if type(chunk) is not str:
                     chunk = _as_str(chunk)
                 chunk, carry = _hold_high_surrogate(carry + chunk)
-            if _has_surrogate(chunk):       # replaced as encode replaces them (pending holds none)
+            if _has_surrogate(chunk):       # replaced as encode replaces them (the text held has none)
                 chunk = _replace_surrogates(chunk)
-            text = pending + chunk
+            text = tail + chunk             # the text to search; settled is before it
             pos, limit = 0, len(text) if final else len(text) - reach + 1
             if regex_ is not None:
-                for m in regex_.finditer(text, seen):
+                for m in regex_.finditer(text):
                     if m.start() >= limit:
                         break
-                    if m.start() > pos:
-                        yield False, normal(form, text[pos:m.start()])
+                    if settled or m.start() > pos:
+                        yield False, normal(form, "".join([*settled, text[pos:m.start()]]))
+                        settled, joined, short = [], 0, 0
                     yield True, ids[m.group()]
                     pos = m.end()
                     limit = max(limit, pos)
             if final:
-                if pos < len(text):
-                    yield False, normal(form, text[pos:])
+                if settled or pos < len(text):
+                    yield False, normal(form, "".join([*settled, text[pos:]]))
                 return
-            cut = stable_cut(text, pos, limit, seen) if limit > pos else pos
-            if cut > pos:
-                yield False, normal(form, text[pos:cut])
-            pending, seen = text[cut:], max(limit - cut, 0)
+            cut = last_stable(text, pos, limit) if limit > pos else -1
+            if cut >= 0 and (cut > pos or settled):     # a cut at text's start is one after settled
+                yield False, normal(form, "".join([*settled, text[pos:cut]]))
+                settled, joined, short, pos = [], 0, 0, cut
+            if limit > pos:
+                settled.append(text[pos:limit])
+                short += limit - pos
+                if short >= _JOINED_PIECE:
+                    if len(settled) - joined > 1:
+                        settled[joined:] = ["".join(settled[joined:])]
+                    joined, short = len(settled), 0
+            tail = text[max(pos, limit):]
 
     def _open_stream(self) -> StreamEncoder:
         """A new native StreamEncoder for encode_iterable."""

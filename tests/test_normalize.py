@@ -171,6 +171,38 @@ def test_stream_cut_inside_runs_of_thousands_of_marks(qwen_like, bytes_nfc):
         unicodedata.normalize("NFC", text).encode("utf-8"))
 
 
+def test_stream_lets_text_go_at_a_cut_before_a_string_s_first_character(bytes_nfc):
+    # each string starts with the only character a cut may come before: the text before it is final there, so the
+    # ids of a stream of such strings come out as it goes (held to the end, they would take memory without bound)
+    taken = []
+
+    def strings():
+        for k in range(1000):
+            taken.append(k)
+            yield "e" + "\u0301" * 99
+
+    ids = bytes_nfc.encode_iterable(strings())
+    first = next(ids)
+    assert len(taken) <= 3
+    assert [first, *ids] == bytes_nfc.encode(("e" + "\u0301" * 99) * 1000)
+
+
+def test_stream_searches_only_what_arrived(qwen_like, monkeypatch):
+    # the cost of a string does not grow with the text held: the stable cut is looked for in the string and the
+    # characters a special token could start in before it, not in all that is held (which made a megabyte of
+    # combining marks in strings of 100 characters quadratic)
+    import bpe_fast.tokenizer as module
+
+    ours, _ = qwen_like
+    looked = []
+    real = module.last_stable
+    monkeypatch.setattr(module, "last_stable", lambda text, *args: looked.append(len(text)) or real(text, *args))
+    text = "e" + "\u0301" * 100_000
+    reach = max(map(len, SPECIALS))
+    assert list(ours.encode_iterable(text[k:k + 100] for k in range(0, len(text), 100))) == ours.encode(text)
+    assert len(looked) > 900 and max(looked) < 100 + reach
+
+
 def test_characters_hf_tables_lack_stay_as_hf_leaves_them(qwen_like):
     # HF's NFC has Unicode 9.0's tables: to it U+0C3C (Telugu nukta, 14.0, class 7), U+1DF6 (10.0, class 232) and
     # U+11930 (13.0, the second of U+11938) are starters that compose with nothing; Python 3.11's reorder or
