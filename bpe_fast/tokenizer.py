@@ -1635,6 +1635,7 @@ class Tokenizer:
         # there). tail: the end of the text, decided once `reach` characters follow its start (fewer than that).
         settled: list[str] = []
         joined = short = 0      # settled[joined:] are short pieces, `short` characters in all
+        join_at = _JOINED_PIECE
         tail = ""
         carry = ""              # a high surrogate ending the last string (it may pair with the next one)
         for chunk in itertools.chain(iterable, [None]):
@@ -1665,16 +1666,23 @@ class Tokenizer:
                 return
             cut = last_stable(text, pos, limit) if limit > pos else -1
             if cut >= 0 and (cut > pos or settled):     # a cut at text's start is one after settled
-                yield False, normal(form, "".join([*settled, text[pos:cut]]))
-                settled, joined, short, pos = [], 0, 0, cut
+                piece = text[pos:cut]
+                if settled:
+                    settled.append(piece)
+                    piece = "".join(settled)
+                    settled, joined, short = [], 0, 0
+                yield False, normal(form, piece)
+                pos = cut
             if limit > pos:
                 settled.append(text[pos:limit])
                 short += limit - pos
-                if short >= _JOINED_PIECE:
+                if short >= join_at:
                     if len(settled) - joined > 1:
                         settled[joined:] = ["".join(settled[joined:])]
                     joined, short = len(settled), 0
-            tail = text[max(pos, limit):]
+                tail = text[limit:]
+            else:
+                tail = text[pos:]
 
     def _open_stream(self) -> StreamEncoder:
         """A new native StreamEncoder for encode_iterable."""
