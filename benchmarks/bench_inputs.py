@@ -14,7 +14,10 @@ unless asked: --forms file,list) is an iterator over a list of the documents rea
 starts (the caller holds the corpus; its peak memory includes the list). The form "bytes" (not run unless asked)
 is the streaming iterator yielding each document's bytes undecoded, as train_bpe also takes them: the caller's
 own work without decoding to str (bpe_fast checks the UTF-8 in its workers). The form "dicts" (not run unless
-asked) is the streaming iterator yielding {"text": str} records, as HF datasets and JSON readers give them. The
+asked) is the streaming iterator yielding {"text": str} records, as HF datasets and JSON readers give them;
+"lists" (not run unless asked) yields each document in a list of its own, "columns" (neither) 8 documents a batch
+as HF datasets' iter(batch_size=8) gives them ({"text": [...], "id": [...]}): batches, as train_from_iterator
+takes them. The
 form "shards" (not run unless asked) is a folder of 10 text files, the documents cut into 10 runs of about the
 same size (a corpus as dataset shards).
 
@@ -110,10 +113,24 @@ def count_form(form, inputs, text_path, processes, vocab_size=None, docs=None):
     from bpe_fast import count_pretokens, train_bpe
     source = (stream_documents(text_path) if form == "iterator" else stream_documents(text_path, decode=False)
               if form == "bytes" else ({"text": d} for d in stream_documents(text_path)) if form == "dicts"
+              else ([d] for d in stream_documents(text_path)) if form == "lists"
+              else _columns(stream_documents(text_path), 8) if form == "columns"
               else iter(docs) if form == "list" else inputs[form])
     if vocab_size:
         return train_bpe(source, vocab_size, [EOT], num_processes=processes)[1]
     return count_pretokens(source, [EOT], num_processes=processes)
+
+
+def _columns(documents, size):
+    """Batches of `size` documents as HF datasets' iter(batch_size=size) gives them: {"text": [...], "id": [...]}."""
+    batch = []
+    for k, document in enumerate(documents):
+        batch.append(document)
+        if len(batch) == size:
+            yield {"text": batch, "id": list(range(k + 1 - size, k + 1))}
+            batch = []
+    if batch:
+        yield {"text": batch, "id": list(range(k + 1 - len(batch), k + 1))}
 
 
 def _pytest_fixture():
@@ -196,7 +213,9 @@ def main(argv=None):
         _worker(args.worker[0], json.loads(args.worker[1]), args.corpus, args.processes, args.train)
         return
     forms = args.forms.split(",")
-    known = FORMS + ("list", "bytes", "dicts")      # (the last three: documents in memory or streamed)
+    # (the others: documents in memory or streamed; "lists", each in a list of its own; "columns", 8 a batch as
+    # HF datasets' iter(batch_size=8) gives them)
+    known = FORMS + ("list", "bytes", "dicts", "lists", "columns")
     unknown = [form for form in forms if form not in known]
     if unknown:
         parser.error(f"--forms: unknown {', '.join(unknown)}; known: {', '.join(known)}")
