@@ -545,12 +545,18 @@ class Tokenizer:
         _check_sparsity(int(ids.max()) if len(ids) else -1, len(ids))
         special_tokens = check_special_tokens(special_tokens)       # once: it may be an iterator
         wanted = [token.encode("utf-8") for token in special_tokens]
-        if wanted:      # a special token not in the vocabulary gets a new id: the general build, which adds it
+        table_files = files     # the vocabulary the tables decode: with the special tokens it lacks (added)
+        added: Vocab = {}
+        if wanted:      # a special token not in the vocabulary gets a new id (the next free one), added to both
             found = index_tokens(files.vocab_pool, files.vocab_offsets, np.frombuffer(b"".join(wanted), dtype=np.uint8),
                                  np.cumsum([0] + [len(token) for token in wanted], dtype=np.int64))
             if found is not None and special_ids is None and np.all(found >= 0) and files.distinct:
                 special_ids = ids[found].tolist()       # each special token's bytes are at that id, at no other
-            if found is None or np.any(found < 0):
+            adding = (_added_specials(files, wanted, found)
+                      if found is not None and special_ids is None and np.any(found < 0) else None)
+            if adding is not None:
+                table_files, special_ids, added = adding
+            elif found is None or np.any(found < 0):       # else the general build, which adds them
                 if files.parts is not None and files.rule_check().difference is not None:
                     assert refuse is not None
                     refuse()
@@ -560,7 +566,7 @@ class Tokenizer:
         # What the thread needs from NumPy is made here first: a thread that asks for the GIL while this one runs
         # Python code (the vocabulary's dict, below) waits for the interpreter's switch interval, 5 ms, where the
         # native build of a 10,000-token vocabulary takes 2 ms (see procs.started)
-        arrays = _gpt2_table_arrays(files)
+        arrays = _gpt2_table_arrays(table_files)
         listed = _first_merge_ids(files) if files.parts is not None else None
         by_merging = bool(np.all(arrays["byte_ids"] >= 0))    # the ranks rule's tables, one pair a token, if it
         expected = _expected_parts(listed) if by_merging else {}    # makes every token
@@ -586,18 +592,35 @@ class Tokenizer:
                 arrays["permanent"] = np.ones(len(arrays["ranked_ids"]), dtype=np.uint8)
             return BPETables(**arrays)
 
+        rule_refused = False
+
         def tables() -> BPETables:
+            nonlocal rule_refused
             made = built.result()
             if made is None:
                 assert refuse is not None
+                rule_refused = True
                 refuse()
             return made
 
         with ThreadPoolExecutor(1) as executor:
             built = started(executor, build)
+            made_vocab = vocab() if callable(vocab) else vocab
+            made_vocab.update(added)        # (the general build added them so, in the order given, after the others)
             # the merge list (two bytes objects and a tuple a merge) is made when first asked for: encoding does not
-            self._setup(vocab() if callable(vocab) else vocab, merges, special_tokens, pattern, tables=tables,
-                        special_ids=special_ids)
+            try:
+                self._setup(made_vocab, merges, special_tokens, pattern, tables=tables, special_ids=special_ids)
+            except Exception:
+                # the general build, which took special tokens the vocabulary lacks, asked the merge rule's check
+                # before anything else: its refusal comes first here too
+                if rule_refused or not added or refuse is None or built.result() is not None:
+                    raise
+                refused = True
+            else:
+                refused = False
+        if refused:     # (outside the handler: the refusal is not raised as a consequence of the other error)
+            assert refuse is not None
+            refuse()
 
     @classmethod
     def from_hf(cls, path: StrPath) -> Tokenizer:
@@ -2423,6 +2446,34 @@ def _first_merge_ids(files: formats.GPT2Arrays) -> tuple[NDArray[np.int64], NDAr
     assert files.parts is not None
     first = first_occurrences(files.joined)
     return files.vocab_ids[files.parts[0][first]], files.vocab_ids[files.parts[1][first]]
+
+
+def _added_specials(files: formats.GPT2Arrays, wanted: list[bytes], found: NDArray[np.int64]
+                    ) -> tuple[formats.GPT2Arrays, list[int], Vocab] | None:
+    """For special tokens (`wanted`, their UTF-8 bytes) some of which the vocabulary of `files` lacks (found: each
+    one's vocab index, -1 when it lacks it; as index_tokens gives): (files with those tokens added to the
+    vocabulary, each special token's id, {id: bytes} of those added), the ids _setup's general build gives
+    (a token's bytes' id, else the next free id, in the order given). None when that is not plainly so (the
+    general build then adds them, and says what is wrong): tokens that share bytes, a special token of one byte
+    (it would be that byte's token), no id left."""
+    ids = files.vocab_ids
+    missing = np.flatnonzero(found < 0).tolist()
+    top = int(ids.max()) if len(ids) else -1
+    if not files.distinct or any(len(wanted[k]) < 2 for k in missing) or top + len(missing) > formats.MAX_TOKEN_ID:
+        return None
+    new_ids = list(range(top + 1, top + 1 + len(missing)))
+    special_ids = ids[found[found >= 0]].tolist()       # those the vocabulary holds, then those added, in place
+    for k, i in zip(missing, new_ids):
+        special_ids.insert(k, i)
+    extra = [wanted[k] for k in missing]
+    lengths = np.fromiter(map(len, extra), dtype=np.int64, count=len(extra))
+    offsets = files.vocab_offsets
+    end = offsets[-1] if len(offsets) else 0
+    table_files = files._replace(
+        vocab_pool=np.concatenate([files.vocab_pool, np.frombuffer(b"".join(extra), dtype=np.uint8)]),
+        vocab_offsets=np.concatenate([offsets, end + np.cumsum(lengths)]),
+        vocab_ids=np.concatenate([ids, np.array(new_ids, dtype=np.int64)]))
+    return table_files, special_ids, dict(zip(new_ids, extra))
 
 
 def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:

@@ -21,6 +21,7 @@ from bpe_fast import Tokenizer
 from bpe_fast._gpt2_files import first_indices, pack_pairs, pack_vocab
 from bpe_fast import formats as F
 from corpora import FIXTURES
+from encode_oracle import oracle_encode
 
 TEXT = "abcd dcba abab ccdd <|eot|> aaaa bbbb <|x|>abc d\n\n  ab"
 
@@ -68,21 +69,26 @@ def _merge_lists(draw_choices, letters=b"abcd"):
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=14),
        st.sampled_from(["plain", "shuffled_ids", "gap", "no_byte", "dup_token", "extra", "drop_join"]),
        st.sampled_from([[], ["<|eot|>"], ["<|eot|>", "<|x|>"], ["ab"], ["<|x|>", "<|eot|>"]]),
-       st.sampled_from(["list", "iter", "tuple"]))
-@example([(0, 1), (0, 1)], "plain", [], "list")            # a pair listed twice in a row: the Python path's
-@example([(0, 1), (4, 2), (0, 1)], "plain", [], "list")     # a pair made again after another merge: refused
-@example([(0, 1), (1, 2), (0, 5)], "plain", [], "list")     # a, b; b, c; a, bc: abc made as a + bc, refused
-def test_the_constructor_equals_its_python_path(choices, vocab_kind, specials, special_kind):
+       st.sampled_from(["list", "iter", "tuple"]), st.booleans())
+@example([(0, 1), (0, 1)], "plain", [], "list", True)            # a pair listed twice in a row: the Python path's
+@example([(0, 1), (4, 2), (0, 1)], "plain", [], "list", True)     # a pair made again after another merge: refused
+@example([(0, 1), (1, 2), (0, 5)], "plain", [], "list", True)     # a, b; b, c; a, bc: abc made as a + bc, refused
+@example([(0, 1), (1, 2), (0, 5)], "plain", ["<|eot|>"], "list", False)   # the same, the special token added
+@example([(0, 1), (4, 0), (5, 0)], "gap", ["<|eot|>", "<|x|>"], "iter", False)   # added after the largest id
+def test_the_constructor_equals_its_python_path(choices, vocab_kind, specials, special_kind, specials_listed):
+    """specials_listed: the special tokens' bytes are in the vocabulary (else the constructor adds them, at the
+    next free ids)."""
     tokens, merges = _merge_lists(choices)
     made = tokens[4:]
     rng = random.Random(len(choices) * 7 + len(specials))
     vocab = {i: bytes([i]) for i in range(256)}
-    ids = list(range(256, 256 + len(made) + (len(specials) if "ab" not in specials else 0)))
+    specials_in_vocab = [s for s in specials if s != "ab"] if specials_listed else []
+    ids = list(range(256, 256 + len(made) + len(specials_in_vocab)))
     if vocab_kind == "shuffled_ids":
         rng.shuffle(ids)
     elif vocab_kind == "gap":
         ids = [i + 1000 * k for k, i in enumerate(ids)]
-    entries = list(zip(ids, made + [s.encode() for s in specials if s != "ab"]))
+    entries = list(zip(ids, made + [s.encode() for s in specials_in_vocab]))
     if vocab_kind == "shuffled_ids":
         rng.shuffle(entries)
     vocab.update(entries)
@@ -216,6 +222,7 @@ _REFUSED_MERGES = [(b"a", b"b"), (b"b", b"c"), (b"a", b"bc")]      # abc: the ra
     (["\ud800"],),                      # a special token with no UTF-8
     (None, "(unbalanced"),              # a pattern that does not compile
     (["ab"], "(unbalanced"),            # the same, with a special token found in the vocabulary
+    (["<|new|>"], "(unbalanced"),       # the same, with a special token the vocabulary lacks (added to it)
 ])
 def test_the_merge_rules_refusal_comes_before_other_errors(rest):
     """The Python path refuses merges the merge rule refuses before it looks at the special tokens or the
@@ -341,3 +348,38 @@ def test_a_special_token_with_the_bytes_of_a_vocab_token_keeps_its_given_id():
     with pytest.raises(ValueError, match=r"special token '  ' is given id 257, but takes 256"):
         Tokenizer(vocab, merges, {"  ": 257}, pattern=r"\S+|\s+")
     assert Tokenizer(vocab, merges, ["  "], pattern=r"\S+|\s+").special_tokens == {"  ": 256}
+
+
+# ------------------------------------------------------------------------- a merge chain, a special token added
+
+def _chain(depth):
+    """The vocabulary and merges of a run of one letter `depth` long: tokens a * 2 .. a * depth, the merges the
+    ranks rule makes them by (aaaa is aa + aa, not aaa + a)."""
+    ranks = {bytes([b]): b for b in range(256)} | {b"a" * n: 254 + n for n in range(2, depth + 1)}
+    tok = Tokenizer.from_tiktoken(ranks, "gpt2")
+    return dict(tok.vocab), tok.merges
+
+
+def test_a_merge_chain_with_a_special_token_the_vocabulary_lacks_builds_as_without(monkeypatch):
+    """A special token not in the vocabulary (it takes the next free id) took the general build: the merge rule's
+    check merging every token's bytes, then the tables from the Python objects and the native permanent entries,
+    which grow about with the cube of a run's length (a run 8,000 long: 134 s, 0.15 s without the special
+    token). It is now added to the arrays' vocabulary, and the tables are the split trees' as without it."""
+    vocab, merges = _chain(1000)
+    plain = Tokenizer(dict(vocab), list(merges))
+    with monkeypatch.context() as m:        # neither the general build nor the full check is asked
+        for name in ("_build_tables", "_table_arrays"):
+            m.setattr(T, name, lambda *args, name=name: pytest.fail(f"{name}: the general build"))
+        m.setattr(F.GPT2Arrays, "rule_check", lambda self: pytest.fail("the merge rule's full check"))
+        tok = Tokenizer(dict(vocab), list(merges), ["<|endoftext|>"])
+    assert tok.special_tokens == {"<|endoftext|>": 1255} and tok.vocab == {**vocab, 1255: b"<|endoftext|>"}
+    assert tok.merges == merges and np.array_equal(tok._tables.permanent_mask(), plain._tables.permanent_mask())
+    lengths = [1, 2, 3, 5, 8, 63, 64, 65, 255, 256, 257, 500]
+    for n in lengths:
+        text = "a" * n
+        ids = tok.encode(text)
+        assert ids == plain.encode(text) == oracle_encode(text, vocab, merges), n
+        assert tok.encode(text + "<|endoftext|>" + text) == ids + [1255] + ids
+    for n in (999, 1000, 1001, 2500):       # past the oracle's reach: as without the special token
+        assert tok.encode("a" * n) == plain.encode("a" * n)
+    assert tok.decode([1255, 1254]) == "<|endoftext|>" + "a" * 1000
