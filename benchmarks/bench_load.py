@@ -223,6 +223,39 @@ def test_load_long_runs(benchmark, tmp_path):
           f"{median['tokenizers']:.3f} s ({ratio:.2f}x; medians of {rounds} alternating rounds)")
 
 
+@pytest.mark.parametrize("specials", [[], ["<|endoftext|>"]], ids=["no special token", "a special token added"])
+def test_load_merge_chain(benchmark, specials):
+    # a run of one letter 8,000 long (tokens of 2..8,000 bytes, the merges the ranks rule makes them by):
+    # Tokenizer(vocab, merges, specials) with a special token the vocabulary lacks (it takes the next free id)
+    # took the general build, the merge rule's check merging every token's bytes and the tables from the Python
+    # objects, 209 s; now as without it (the split trees); against HF tokenizers' models.BPE set up the same
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import decoders, models, pre_tokenizers
+
+    from bpe_fast.formats import token_to_str
+
+    ranks = {bytes([b]): b for b in range(256)} | {b"a" * n: 254 + n for n in range(2, 8001)}
+    chain = Tokenizer.from_tiktoken(ranks, "gpt2")
+    vocab, merges = dict(chain.vocab), chain.merges
+    keys = {token_to_str(token): i for i, token in vocab.items()}
+    strs = [(token_to_str(a), token_to_str(b)) for a, b in merges]
+
+    def theirs():
+        hf = tokenizers.Tokenizer(models.BPE(keys, strs))
+        hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        hf.decoder = decoders.ByteLevel()
+        hf.add_special_tokens(specials)
+        return hf
+
+    tok, hf, median, ratio, rounds = _alternate(benchmark, lambda: Tokenizer(vocab, merges, specials), theirs,
+                                                "tokenizers")
+    text = "a" * 10_000 + "".join(specials) + " aaa"
+    assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids
+    print(f"\nTokenizer(vocab, merges, {specials}) of a run of one letter 8,000 long: bpe_fast "
+          f"{median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} {median['tokenizers']:.3f} s "
+          f"({ratio:.2f}x; medians of {rounds} alternating rounds)")
+
+
 def test_load_small_saved_folder(benchmark, tmp_path, corpus_path):
     # a folder Tokenizer.save wrote for a vocabulary under formats.CACHE_MIN_TOKENS (no bpe_fast.npz; 10,000
     # tokens, as CS336 trains on TinyStories): Tokenizer.load reads its text files natively, as from_files does;
