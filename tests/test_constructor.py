@@ -360,17 +360,23 @@ def _chain(depth):
     return dict(tok.vocab), tok.merges
 
 
-def test_a_merge_chain_with_a_special_token_the_vocabulary_lacks_builds_as_without(monkeypatch):
+@pytest.mark.parametrize("path", ["arrays", "python"])
+def test_a_merge_chain_with_a_special_token_the_vocabulary_lacks_builds_as_without(monkeypatch, path):
     """A special token not in the vocabulary (it takes the next free id) took the general build: the merge rule's
-    check merging every token's bytes, then the tables from the Python objects and the native permanent entries,
-    which grow about with the cube of a run's length (a run 8,000 long: 134 s, 0.15 s without the special
-    token). It is now added to the arrays' vocabulary, and the tables are the split trees' as without it."""
+    check merging every token's bytes, then the tables from the Python objects and the native permanent entries
+    found by merging every token's bytes, which grow about with the cube of a run's length (a run 8,000 long:
+    209 s, 0.15 s without the special token). It is now added to the arrays' vocabulary, and the tables are the
+    split trees' as without it; the Python path (irregular input) builds its tables by the split trees too."""
     vocab, merges = _chain(1000)
     plain = Tokenizer(dict(vocab), list(merges))
-    with monkeypatch.context() as m:        # neither the general build nor the full check is asked
-        for name in ("_build_tables", "_table_arrays"):
-            m.setattr(T, name, lambda *args, name=name: pytest.fail(f"{name}: the general build"))
-        m.setattr(F.GPT2Arrays, "rule_check", lambda self: pytest.fail("the merge rule's full check"))
+    with monkeypatch.context() as m:
+        if path == "arrays":        # neither the general build nor the full check is asked
+            for name in ("_build_tables", "_table_arrays"):
+                m.setattr(T, name, lambda *args, name=name: pytest.fail(f"{name}: the general build"))
+            m.setattr(F.GPT2Arrays, "rule_check", lambda self: pytest.fail("the merge rule's full check"))
+        else:       # the permanent entries not found by merging every token's bytes
+            m.setattr(T, "_plain_arrays", lambda packed_vocab, merges: None)
+            m.setattr(T, "BPETables", lambda *args, **kwargs: pytest.fail("BPETables: each token's bytes merged"))
         tok = Tokenizer(dict(vocab), list(merges), ["<|endoftext|>"])
     assert tok.special_tokens == {"<|endoftext|>": 1255} and tok.vocab == {**vocab, 1255: b"<|endoftext|>"}
     assert tok.merges == merges and np.array_equal(tok._tables.permanent_mask(), plain._tables.permanent_mask())
