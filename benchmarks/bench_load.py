@@ -148,6 +148,28 @@ def _hf_gpt2(models, pre_tokenizers, decoders, tokenizers, model=None):
     return hf
 
 
+def _hf_bpe_maker(vocab, merges, specials=()):
+    """A function making HF tokenizers' byte-level BPE of a vocabulary and merges (models.BPE from their
+    byte-level strings), with `specials` added: what Tokenizer(vocab, merges, specials) is timed against."""
+    import tokenizers
+    from tokenizers import decoders, models, pre_tokenizers
+
+    from bpe_fast.formats import token_to_str
+
+    keys = {token_to_str(token): i for i, token in vocab.items()}
+    strs = [(token_to_str(a), token_to_str(b)) for a, b in merges]
+
+    def make():
+        hf = tokenizers.Tokenizer(models.BPE(keys, strs))
+        hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        hf.decoder = decoders.ByteLevel()
+        if specials:
+            hf.add_special_tokens(list(specials))
+        return hf
+
+    return make
+
+
 @pytest.mark.parametrize("way", GPT2_FILES)
 def test_load_gpt2_files(benchmark, tmp_path, way, request):
     tokenizers = pytest.importorskip("tokenizers")
@@ -198,24 +220,12 @@ def test_load_long_runs(benchmark, tmp_path):
     # tokens by the ranks of the pairs along their split trees, not by merging its bytes (80 s before that);
     # against HF tokenizers' models.BPE(vocab, merges) set up the same
     tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers import decoders, models, pre_tokenizers
-
-    from bpe_fast.formats import token_to_str
-
     corpus = tmp_path / "run.txt"
     corpus.write_bytes(b"a" * 10_000_000)
     with pytest.warns(UserWarning, match="no pairs left"):
         vocab, merges = bpe_fast.train_bpe(corpus, 300, [])
-    keys = {token_to_str(token): i for i, token in vocab.items()}
-    strs = [(token_to_str(a), token_to_str(b)) for a, b in merges]
-
-    def theirs():
-        hf = tokenizers.Tokenizer(models.BPE(keys, strs))
-        hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        hf.decoder = decoders.ByteLevel()
-        return hf
-
-    tok, hf, median, ratio, rounds = _alternate(benchmark, lambda: Tokenizer(vocab, merges), theirs, "tokenizers")
+    tok, hf, median, ratio, rounds = _alternate(benchmark, lambda: Tokenizer(vocab, merges),
+                                                _hf_bpe_maker(vocab, merges), "tokenizers")
     text = "a" * 100_000 + " aaa"
     assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids
     print(f"\nTokenizer(vocab, merges) of a one-letter corpus's vocabulary ({sum(map(len, vocab.values())) >> 20} MB "
@@ -230,24 +240,11 @@ def test_load_merge_chain(benchmark, specials):
     # took the general build, the merge rule's check merging every token's bytes and the tables from the Python
     # objects, 209 s; now as without it (the split trees); against HF tokenizers' models.BPE set up the same
     tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers import decoders, models, pre_tokenizers
-
-    from bpe_fast.formats import token_to_str
-
     ranks = {bytes([b]): b for b in range(256)} | {b"a" * n: 254 + n for n in range(2, 8001)}
     chain = Tokenizer.from_tiktoken(ranks, "gpt2")
     vocab, merges = dict(chain.vocab), chain.merges
-    keys = {token_to_str(token): i for i, token in vocab.items()}
-    strs = [(token_to_str(a), token_to_str(b)) for a, b in merges]
-
-    def theirs():
-        hf = tokenizers.Tokenizer(models.BPE(keys, strs))
-        hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        hf.decoder = decoders.ByteLevel()
-        hf.add_special_tokens(specials)
-        return hf
-
-    tok, hf, median, ratio, rounds = _alternate(benchmark, lambda: Tokenizer(vocab, merges, specials), theirs,
+    tok, hf, median, ratio, rounds = _alternate(benchmark, lambda: Tokenizer(vocab, merges, specials),
+                                                _hf_bpe_maker(vocab, merges, specials),
                                                 "tokenizers")
     text = "a" * 10_000 + "".join(specials) + " aaa"
     assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids
