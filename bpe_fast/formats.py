@@ -446,6 +446,16 @@ class GPT2Arrays(NamedTuple):
         """read_merges' result."""
         return merges_of_arrays(self.merge_pool, self.merge_offsets)
 
+    def with_tokens(self, tokens: Sequence[bytes], ids: Sequence[int]) -> GPT2Arrays:
+        """These arrays with `tokens` added after the vocabulary's, their ids `ids` (the merges' parts, indices of
+        the vocabulary's tokens, stay as they are)."""
+        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        end = self.vocab_offsets[-1] if len(self.vocab_offsets) else 0
+        return GPT2Arrays(np.concatenate([self.vocab_pool, np.frombuffer(b"".join(tokens), dtype=np.uint8)]),
+                          np.concatenate([self.vocab_offsets, end + np.cumsum(lengths)]),
+                          np.concatenate([self.vocab_ids, np.array(ids, dtype=np.int64)]),
+                          *self[3:])        # (the fields after the vocabulary's three, as they are)
+
 
 def merges_of_arrays(pool: NDArray[np.uint8], offsets: NDArray[np.int64]) -> Merges:
     """The merge list of merges read natively as arrays (merge k: the tokens at 2k and 2k + 1 of pool, offsets)."""

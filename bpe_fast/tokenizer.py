@@ -2481,14 +2481,7 @@ def _added_specials(files: formats.GPT2Arrays, wanted: list[bytes], found: NDArr
     for k, i in zip(missing, new_ids):
         special_ids.insert(k, i)
     extra = [wanted[k] for k in missing]
-    lengths = np.fromiter(map(len, extra), dtype=np.int64, count=len(extra))
-    offsets = files.vocab_offsets
-    end = offsets[-1] if len(offsets) else 0
-    table_files = files._replace(
-        vocab_pool=np.concatenate([files.vocab_pool, np.frombuffer(b"".join(extra), dtype=np.uint8)]),
-        vocab_offsets=np.concatenate([offsets, end + np.cumsum(lengths)]),
-        vocab_ids=np.concatenate([ids, np.array(new_ids, dtype=np.int64)]))
-    return table_files, special_ids, dict(zip(new_ids, extra))
+    return files.with_tokens(extra, new_ids), special_ids, dict(zip(new_ids, extra))
 
 
 def _gpt2_table_arrays(files: formats.GPT2Arrays) -> TableArrays:
