@@ -32,15 +32,21 @@ import json
 import operator
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+from numpy.typing import NDArray
+
+from ._gpt2_files import pack_pairs
 from .atomic import output_group
-from .formats import merge_strs, token_to_str, tokens_to_strs, write_text_atomic
+from .formats import (json_mapped_strs, json_object_text, mapped_strs, merge_strs, merges_json, pack_tokens,
+                      token_to_str, tokens_to_strs, write_text_atomic)
 from .hf import hf_added_token_difference, key_read_as_text, pre_tokenizer_to_hf
 from .merge_rule import describe_difference, merge_rule_difference, repeated_merge
 from .patterns import check_tiktoken_readable, tiktoken_anchors
 from .ranks import ranked_tokens, ranks_from_tokenizer, tiktoken_text, vocab_of
 from .specials import check_no_alias, first_prefix_pair
+from .token_arrays import gather_tokens
 
 if TYPE_CHECKING:
     import tiktoken as tiktoken_module
@@ -51,12 +57,12 @@ if TYPE_CHECKING:
 HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
-def _check_unique(tokenizer: Tokenizer) -> None:
+def _check_unique(tokenizer: Tokenizer, tokens: set[bytes]) -> None:
     """Two ids with the same bytes are refused, unless one is a special token and the other not: the file then
     holds the other in the model's vocab and the special token as an added token only (GPT-NeoX's runs of
-    spaces), which HF finds in the text first, as bpe_fast does."""
+    spaces), which HF finds in the text first, as bpe_fast does. (tokens: the vocabulary's, as a set.)"""
     check_no_alias(tokenizer.special_tokens, "HF's files")
-    if len(set(tokenizer.vocab.values())) == len(tokenizer.vocab):        # no two ids with the same bytes
+    if len(tokens) == len(tokenizer.vocab):        # no two ids with the same bytes
         return
     special = set(tokenizer.special_tokens.values())
     seen: dict[tuple[bytes, bool], int] = {}
@@ -68,6 +74,51 @@ def _check_unique(tokenizer: Tokenizer) -> None:
         seen[key] = i
 
 
+class _Vocab(NamedTuple):
+    """The model's vocab of the document: {key: id} (entries), or, when every token is under its byte-level
+    form (_plain_vocab), the ids in increasing order and the tokens' bytes in that order (pool, ends: as
+    formats.mapped_text takes them), written with no Python object a token but its key."""
+    entries: dict[str, int] | None
+    ids: list[int]
+    pool: NDArray[np.uint8] | None
+    ends: NDArray[np.int64] | None
+
+    def as_dict(self) -> dict[str, int]:
+        if self.entries is not None:
+            return self.entries
+        assert self.pool is not None and self.ends is not None
+        return dict(zip(mapped_strs(self.pool, self.ends), self.ids))
+
+    def text(self) -> str:
+        """json.dumps(self.as_dict(), ensure_ascii=False)"""
+        if self.entries is not None:
+            return json.dumps(self.entries, ensure_ascii=False)
+        assert self.pool is not None and self.ends is not None
+        return json_object_text(json_mapped_strs(self.pool, self.ends), self.ids)
+
+
+class _Document(NamedTuple):
+    """hf_tokenizer_json's document but the model's vocab and merges (its last two keys), and those two."""
+    skeleton: dict[str, Any]
+    vocab: _Vocab
+    merges: list[tuple[bytes, bytes]]
+
+    def as_dict(self) -> dict[str, Any]:
+        document = self.skeleton
+        document["model"]["vocab"] = self.vocab.as_dict()
+        document["model"]["merges"] = merge_strs(self.merges)
+        return document
+
+    def text(self) -> str:
+        """json.dumps(self.as_dict(), ensure_ascii=False), the vocab and the merges written from arrays and spliced
+        in: "model" is the document's last key, "vocab" and "merges" the model's."""
+        head = {key: value for key, value in self.skeleton.items() if key != "model"}
+        assert list(self.skeleton)[-1] == "model" and head
+        model = json.dumps(self.skeleton["model"], ensure_ascii=False)
+        return (json.dumps(head, ensure_ascii=False)[:-1] + ', "model": ' + model[:-1] + ', "vocab": '
+                + self.vocab.text() + ', "merges": ' + merges_json(self.merges) + "}}")
+
+
 def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     """The tokenizer as an HF tokenizers `tokenizer.json` document (a dict).
 
@@ -77,14 +128,27 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
     "<|aĠb|>" mapped) cannot, and must get its id from that order: the special tokens are put in the vocab
     (all that can be, or none, or those before the first that cannot) so that HF gives each its id, and a
     ValueError names the first for which no choice does (give such tokens the last ids)."""
-    _check_unique(tokenizer)
+    return _hf_document(tokenizer).as_dict()
+
+
+def hf_tokenizer_text(tokenizer: Tokenizer) -> str:
+    """json.dumps(hf_tokenizer_json(tokenizer), ensure_ascii=False), the text export_hf writes: the model's vocab
+    and merges written from arrays (o200k_base's 200,000 tokens and merges: no dict of them, nor json's encoder
+    on them)."""
+    return _hf_document(tokenizer).text()
+
+
+def _hf_document(tokenizer: Tokenizer) -> _Document:
+    """hf_tokenizer_json's document, its vocab and merges apart (_Document)."""
     all_tokens: Mapping[int, bytes] = tokenizer.vocab
     tokens = set(all_tokens.values())
+    _check_unique(tokenizer, tokens)
     missing = [b for b in range(256) if bytes([b]) not in tokens]
     if missing:
         raise ValueError(f"the single byte {bytes([missing[0]])!r} has no token ({len(missing)} bytes have none); "
                          "HF's byte-level model would drop it from the text")
     steps = pre_tokenizer_to_hf(tokenizer.pattern)
+    unique = len(tokens) == len(all_tokens)
     if tokenizer.by_ranks_only:
         # ranks holding tokens that merging does not make (Llama 3's): written as transformers' TikTokenConverter
         # writes them, ignore_merges and every split of each token, which HF reads as tiktoken reads the ranks
@@ -93,21 +157,112 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         ranked = ranked_tokens(tokenizer.tiktoken_ranks())
         merges = ranked.every_split_merges()
         all_tokens = vocab_of(ranked, tokenizer.special_tokens)
+        unique = len(set(all_tokens.values())) == len(all_tokens)
+        packed = pack_pairs(merges) if type(merges) is list and merges else None
     else:
         merges = list(tokenizer.merges)
-        repeat = repeated_merge(merges)
-        if repeat is not None:
-            k, j = repeat
-            raise ValueError(f"merge {k} ({merges[k][0]!r}, {merges[k][1]!r}) repeats merge {j}: HF ranks a pair by "
-                             "its last place, bpe_fast by its first, so HF would give other ids")
-        difference = merge_rule_difference(merges)
-        if difference is not None:
-            k, parts = difference
-            a, b = tokenizer.merges[k]
-            raise ValueError(f"merge {k} ({a!r}, {b!r}): {describe_difference(a, b, parts)}")
+        packed = pack_pairs(merges) if merges else None
+        if not _tables_made_as_listed(tokenizer, len(merges), packed):
+            repeat = repeated_merge(merges)
+            if repeat is not None:
+                k, j = repeat
+                raise ValueError(f"merge {k} ({merges[k][0]!r}, {merges[k][1]!r}) repeats merge {j}: HF ranks a pair "
+                                 "by its last place, bpe_fast by its first, so HF would give other ids")
+            difference = merge_rule_difference(merges)
+            if difference is not None:
+                k, parts = difference
+                a, b = tokenizer.merges[k]
+                raise ValueError(f"merge {k} ({a!r}, {b!r}): {describe_difference(a, b, parts)}")
     special_ids = sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
+    vocab = _plain_vocab(all_tokens, special_ids, unique, merges, packed)
+    if vocab is None:
+        vocab = _Vocab(_placed_vocab(all_tokens, special_ids, merges), [], None, None)
+    skeleton = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {"id": i, "content": s, "single_word": False, "lstrip": s in tokenizer.special_lstrip, "rstrip": False,
+             "normalized": False, "special": True}
+            for s, i in special_ids
+        ],
+        "normalizer": None if tokenizer.normalizer is None else {"type": tokenizer.normalizer},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": steps},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+        "model": {
+            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+            "ignore_merges": tokenizer.by_ranks_only,
+        },
+    }
+    return _Document(skeleton, vocab, merges)
+
+
+def _tables_made_as_listed(tokenizer: Tokenizer, n_merges: int,
+                           packed: tuple[NDArray[np.uint8], NDArray[np.int64]] | None) -> bool:
+    """True when the tokenizer's tables, built by the ranks rule one pair a token (tables_made_by_merging, as
+    from_tiktoken, from_files, from_hf and the constructor build them), made each ranked token, in rank order,
+    from the two tokens of merge k of its merges (packed: pack_pairs of them): their joins are then distinct
+    (no pair listed twice) and the ranks rule makes each as listed, which is what merge_rule.made_as_listed
+    proves (merge_rule_difference is None), without proving it again. False when that is not shown."""
+    if packed is None:
+        return False
+    left, right, unmade, _ = tokenizer._tables.splits()
+    if unmade >= 0 or len(left) != n_merges:
+        return False
+    parts = np.empty(2 * n_merges, dtype=np.int64)
+    parts[0::2] = left
+    parts[1::2] = right
+    pool, offsets = tokenizer.token_pool()
+    made_pool, made_offsets = gather_tokens(pool, offsets, parts)
+    return bool(np.array_equal(made_offsets, packed[1]) and np.array_equal(made_pool, packed[0]))
+
+
+def _plain_vocab(all_tokens: Mapping[int, bytes], special_ids: list[tuple[str, int]], unique: bool,
+                 merges: list[tuple[bytes, bytes]], packed: tuple[NDArray[np.uint8], NDArray[np.int64]] | None
+                 ) -> _Vocab | None:
+    """The model's vocab when every token, the special tokens' too, is there under its byte-level form at its
+    id: no two ids have the same bytes (unique), each special token's bytes are the vocabulary's at its id, its
+    text is its byte-level form ("<|endoftext|>") and no merge takes or makes it. _placed_vocab then gives the
+    same: HF finds each special token's text in the vocab, at its id. None otherwise (_placed_vocab decides)."""
+    if not unique:
+        return None
+    if merges and packed is None:
+        return None
+    for s, i in special_ids:
+        data = s.encode("utf-8")
+        if all_tokens.get(i) != data or token_to_str(data) != s or (packed is not None and _in_merges(packed, data)):
+            return None
+    ids = sorted(all_tokens)
+    if not set(map(type, ids)) <= {int}:
+        return None
+    tokens = list(map(all_tokens.__getitem__, ids))
+    if not set(map(type, tokens)) <= {bytes}:
+        return None
+    pool, ends = pack_tokens(tokens)
+    return _Vocab(None, ids, pool, ends)
+
+
+def _in_merges(packed: tuple[NDArray[np.uint8], NDArray[np.int64]], data: bytes) -> bool:
+    """Whether `data` is a token of one of the merges pack_pairs gave as `packed` (one of its two or their join)."""
+    pool, offsets = packed
+    needle = np.frombuffer(data, dtype=np.uint8)
+    for starts, stops in ((offsets[:-1], offsets[1:]), (offsets[0:-1:2], offsets[2::2])):
+        found = np.flatnonzero(stops - starts == len(data))
+        for chunk in range(0, len(found), 1 << 16):
+            at = starts[found[chunk:chunk + (1 << 16)]]
+            if np.any(np.all(pool[at[:, None] + np.arange(len(data))] == needle, axis=1)):
+                return True
+    return False
+
+
+def _placed_vocab(all_tokens: Mapping[int, bytes], special_ids: list[tuple[str, int]],
+                  merges: list[tuple[bytes, bytes]]) -> dict[str, int]:
+    """The model's vocab {key: id}, the special tokens placed in it as hf_tokenizer_json says; ValueError for a
+    special token no placement gives its id."""
     contents = [s for s, _ in special_ids]
-    special_set = set(tokenizer.special_tokens.values())
+    special_set = {i for _, i in special_ids}
     # {key: id}; of a special token and an ordinary one with the same bytes (_check_unique), the ordinary one's
     in_order = sorted(all_tokens, key=special_set.__contains__, reverse=True)      # specials first, stable
     all_keys = dict(zip(tokens_to_strs(map(all_tokens.__getitem__, in_order)), in_order))
@@ -155,33 +310,12 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
         raise ValueError(f"special token {s!r} has id {i}, but HF would give it id {hf_id} ({which}: an added "
                          "token whose text is not its byte-level form gets the next id after the vocab's size, "
                          "its number of tokens)")
-    vocab = dict(sorted(vocab.items(), key=operator.itemgetter(1)))
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": [
-            {"id": i, "content": s, "single_word": False, "lstrip": s in tokenizer.special_lstrip, "rstrip": False,
-             "normalized": False, "special": True}
-            for s, i in special_ids
-        ],
-        "normalizer": None if tokenizer.normalizer is None else {"type": tokenizer.normalizer},
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": steps},
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
-        "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
-            "ignore_merges": tokenizer.by_ranks_only,
-            "vocab": vocab,
-            "merges": merge_strs(merges),
-        },
-    }
+    return dict(sorted(vocab.items(), key=operator.itemgetter(1)))
 
 
 def export_hf(tokenizer: Tokenizer, path: StrPath) -> None:
     """Write an HF tokenizers `tokenizer.json` (load it with tokenizers.Tokenizer.from_file)."""
-    write_text_atomic(path, json.dumps(hf_tokenizer_json(tokenizer), ensure_ascii=False))
+    write_text_atomic(path, hf_tokenizer_text(tokenizer))
 
 
 def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | None = None, eos_token: str | None = None,
@@ -198,7 +332,8 @@ def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | Non
                 raise ValueError(f"{role} {token!r} is not one of the special tokens {list(specials)!r}")
             roles[role] = token
     additional = [s for s in specials if s not in roles.values()]
-    document = hf_tokenizer_json(tokenizer)       # checks before anything is written
+    made = _hf_document(tokenizer)      # checks before anything is written
+    document = made.skeleton
     config = {
         # tokenizer.json's added tokens, their flags as there: transformers adds a token again when the two differ,
         # which would drop an lstrip (helper-109)
@@ -216,7 +351,7 @@ def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | Non
     paths = [os.path.join(directory, name) for name in HF_FILES]
     with output_group() as group:           # the three together: a failure leaves the folder as it was
         group.makedirs(directory)
-        write_text_atomic(paths[0], json.dumps(document, ensure_ascii=False), group)
+        write_text_atomic(paths[0], made.text(), group)
         write_text_atomic(paths[1], json.dumps(config, ensure_ascii=False, indent=2) + "\n", group)
         write_text_atomic(paths[2], json.dumps({**roles, "additional_special_tokens": additional},
                                                ensure_ascii=False, indent=2) + "\n", group)

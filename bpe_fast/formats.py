@@ -228,6 +228,60 @@ def merge_strs(merges: Sequence[Sequence[bytes]]) -> list[str]:
     return mapped_text(pool, offsets[1:], separators).split(chr(_SPLIT))[:-1]
 
 
+def mapped_strs(pool: NDArray[np.uint8], ends: NDArray[np.int64]) -> list[str]:
+    """The tokens of `pool` (token k ends at ends[k], as mapped_text) written with GPT-2's mapping (token_to_str).
+
+    >>> mapped_strs(np.frombuffer(b" ab\\n", dtype=np.uint8), np.array([2, 4]))
+    ['Ġa', 'bĊ']
+    """
+    return mapped_text(pool, ends, np.full(len(ends), _SPLIT, dtype=np.uint32)).split(chr(_SPLIT))[:-1]
+
+
+def json_mapped_strs(pool: NDArray[np.uint8], ends: NDArray[np.int64]) -> list[str]:
+    """mapped_strs, each as json.dumps(..., ensure_ascii=False) writes it, without its quotes (escaped together:
+    the cut between two tokens, a character no mapped token holds, is not escaped).
+
+    >>> json_mapped_strs(np.frombuffer(b'a"\\\\ b', dtype=np.uint8), np.array([2, 4, 5]))
+    ['a\\\\"', '\\\\\\\\Ġ', 'b']
+    """
+    text = mapped_text(pool, ends, np.full(len(ends), _SPLIT, dtype=np.uint32))
+    return json.encoder.encode_basestring(text)[1:-1].split(chr(_SPLIT))[:-1]
+
+
+def json_object_text(keys: list[str], values: Sequence[int]) -> str:
+    """json.dumps(dict(zip(keys, values))) of int values and distinct keys already escaped as json.dumps writes
+    them (json_escaped, json_mapped_strs), without their quotes.
+
+    >>> json_object_text(['a', 'b\\\\"'], [1, 2]), json_object_text([], [])
+    ('{"a": 1, "b\\\\"": 2}', '{}')
+    """
+    if not keys:
+        return "{}"
+    parts: list[str] = [", \""] * (4 * len(keys))      # '"key": value' joined by ', ' as json.dumps writes a dict
+    parts[0] = "{\""
+    parts[1::4] = keys
+    parts[2::4] = ['": '] * len(keys)
+    parts[3::4] = map(int.__repr__, values)
+    parts.append("}")
+    return "".join(parts)
+
+
+def merges_json(merges: Sequence[Sequence[bytes]]) -> str:
+    """json.dumps(merge_strs(merges), ensure_ascii=False), written from the merges as arrays when they are a list
+    of tuples of two bytes objects (no Python object a merge).
+
+    >>> merges_json([(b" ", b"a"), (b'"', b"\\\\")]), merges_json([])
+    ('["Ġ a", "\\\\" \\\\\\\\"]', '[]')
+    """
+    packed = pack_pairs(merges) if type(merges) is list and merges else None
+    if packed is None:
+        return json.dumps(merge_strs(merges), ensure_ascii=False)
+    pool, offsets = packed
+    separators = np.tile(np.array([32, _SPLIT], dtype=np.uint32), len(merges))
+    escaped = json.encoder.encode_basestring(mapped_text(pool, offsets[1:], separators))[1:-2]   # (the last cut)
+    return '["' + escaped.replace(chr(_SPLIT), '", "') + '"]'
+
+
 def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
     """[str_to_token(t) for t in texts] (for whole vocabularies); the same ValueError, for the first string
     holding a character outside the mapping.
