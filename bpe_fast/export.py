@@ -115,8 +115,8 @@ class _Document(NamedTuple):
         head = {key: value for key, value in self.skeleton.items() if key != "model"}
         assert list(self.skeleton)[-1] == "model" and head
         model = json.dumps(self.skeleton["model"], ensure_ascii=False)
-        return (json.dumps(head, ensure_ascii=False)[:-1] + ', "model": ' + model[:-1] + ', "vocab": '
-                + self.vocab.text() + ', "merges": ' + merges_json(self.merges) + "}}")
+        return "".join([json.dumps(head, ensure_ascii=False)[:-1], ', "model": ', model[:-1], ', "vocab": ',
+                        self.vocab.text(), ', "merges": ', merges_json(self.merges), "}}"])     # (one copy)
 
 
 def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
