@@ -208,9 +208,10 @@ def _tables_made_as_listed(tokenizer: Tokenizer, n_merges: int,
     proves (merge_rule_difference is None), without proving it again. False when that is not shown."""
     if packed is None:
         return False
-    left, right, unmade, _ = tokenizer._tables.splits()
-    if unmade >= 0 or len(left) != n_merges:
+    trees = tokenizer.split_trees()
+    if trees is None or len(trees[0]) != n_merges:
         return False
+    left, right = trees
     parts = np.empty(2 * n_merges, dtype=np.int64)
     parts[0::2] = left
     parts[1::2] = right

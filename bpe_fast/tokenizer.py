@@ -1450,6 +1450,18 @@ class Tokenizer:
             self._lengths = lengths
         return lengths
 
+    def split_trees(self) -> tuple[NDArray[np.int32], NDArray[np.int32]] | None:
+        """(left, right): for each ranked (merged) token in rank order, the ids of the two tokens the ranks rule
+        joins to make it, as the encoder's tables hold them (each token's split tree); None when a ranked token is
+        one the rule does not make from the tokens ranked before it (tiktoken ranks such as Llama 3's).
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"},
+        ...           [(b"a", b"b"), (b"ab", b"c")]).split_trees()
+        (array([ 97, 256], dtype=int32), array([98, 99], dtype=int32))
+        """
+        left, right, unmade, _ = self._tables.splits()
+        return None if unmade >= 0 else (left, right)
+
     def token_pool(self) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
         """(pool, offsets): the bytes of every token back to back, by id, as the decoder holds them, and where
         each id's start: id i's bytes are pool[offsets[i]:offsets[i + 1]] (none for an id without a token, special
