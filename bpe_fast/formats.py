@@ -179,8 +179,7 @@ def tokens_to_strs(tokens: Iterable[bytes]) -> list[str]:
     if len(tokens) < 64 or not set(map(type, tokens)) <= {bytes}:      # (bytearray, memoryview: one at a time)
         decode, table = codecs.charmap_decode, _DECODING_TABLE
         return [decode(token, "strict", table)[0] for token in tokens]
-    pool, ends = pack_tokens(tokens)
-    return mapped_text(pool, ends, np.full(len(tokens), _SPLIT, dtype=np.uint32)).split(chr(_SPLIT))[:-1]
+    return mapped_strs(*pack_tokens(tokens))
 
 
 _SPLIT = 0xFFFF     # a character no mapped token holds (GPT-2's mapping has none past U+0143): tokens_to_strs' cut
@@ -673,15 +672,7 @@ def _vocab_json(vocab: Mapping[int, bytes]) -> str | None:
     tokens = list(map(vocab.__getitem__, ids))
     if not set(map(type, tokens)) <= {bytes} or len(set(tokens)) != len(tokens):
         return None
-    if not ids:
-        return "{}"
-    parts: list[str] = [", \""] * (4 * len(ids))      # '"key": id' joined by ', ' as json.dumps writes a dict
-    parts[0] = "{\""
-    parts[1::4] = json_escaped(tokens_to_strs(tokens), True)
-    parts[2::4] = ['": '] * len(ids)
-    parts[3::4] = map(str, ids)
-    parts.append("}")
-    return "".join(parts)
+    return json_object_text(json_escaped(tokens_to_strs(tokens), True), ids)
 
 
 def json_escaped(texts: list[str], ensure_ascii: bool) -> list[str]:
