@@ -1,4 +1,4 @@
-"""encode_batch's time and the memory it leaves behind, by num_threads: bpe_fast against tiktoken, o200k_base.
+"""encode_batch's time and the memory it leaves behind, by num_threads: bpe_fast against tiktoken and HF, o200k_base.
 
 Each thread of bpe_fast's encode_batch holds an encoder of its own (its table of ranked tokens and its cache of
 pre-tokens: tens of megabytes for o200k_base), kept for the next call. This measures, in a fresh process per
@@ -52,6 +52,23 @@ from bpe_fast.patterns import O200K_PATTERN
 if tool == "bpe_fast":
     import bpe_fast
     enc = bpe_fast.Encoding("o200k_base", pat_str=O200K_PATTERN, mergeable_ranks=ranks, special_tokens={})
+elif tool == "HF":        # HF tokenizers from export_hf's file; its threads: RAYON_NUM_THREADS, set by the parent
+    import os, tempfile
+    import bpe_fast, tokenizers
+    ours = bpe_fast.Encoding("o200k_base", pat_str=O200K_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    with tempfile.TemporaryDirectory() as folder:
+        ours.tokenizer.export_hf(os.path.join(folder, "tokenizer.json"))
+        hf = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    del ours
+
+    class _HF:
+        def encode_ordinary(self, text):
+            return hf.encode(text, add_special_tokens=False).ids
+
+        def encode_ordinary_batch(self, texts, num_threads):
+            return [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+
+    enc = _HF()
 else:
     import tiktoken
     enc = tiktoken.Encoding("o200k_base", pat_str=O200K_PATTERN, mergeable_ranks=ranks, special_tokens={})
@@ -76,7 +93,8 @@ def run(tool, threads, args):
     tool = "bpe_fast" if tool == "baseline" else tool
     out = subprocess.run([sys.executable, "-c", CHILD, root, tool, str(threads), args.corpus or "",
                           str(args.mb), str(args.texts)], capture_output=True, text=True, cwd="/tmp",
-                         env=dict(os.environ, PYTHONHASHSEED="0"))
+                         env=dict(os.environ, PYTHONHASHSEED="0", RAYON_NUM_THREADS=str(threads),
+                                  TOKENIZERS_PARALLELISM="true"))
     if out.returncode:
         sys.exit(f"{tool}, {threads} threads failed:\n{out.stderr}")
     return json.loads(out.stdout)
@@ -93,7 +111,7 @@ def main():
     parser.add_argument("--baseline-build", metavar="DIR", help="also run the bpe_fast built in DIR (an A/B in one run)")
     args = parser.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
-    tools = ("bpe_fast", "tiktoken") + (("baseline",) if args.baseline_build else ())
+    tools = ("bpe_fast", "tiktoken", "HF") + (("baseline",) if args.baseline_build else ())
     results = {}
     for _ in range(args.rounds):
         for n in threads:
@@ -108,14 +126,18 @@ def main():
     lines = [f"encode_ordinary_batch of {first['mb']:.1f} MB ({source}) in {first['texts']} texts, o200k_base, "
              f"median of {args.rounds} fresh processes each, {os.cpu_count()} cores ({platform.machine()}); "
              "memory: resident memory kept after the call, its lists dropped.", "",
-             "| num_threads | bpe_fast | memory kept | tiktoken | memory kept | tiktoken / bpe_fast |"
+             "| num_threads | bpe_fast | memory kept | tiktoken | memory kept | tiktoken / bpe_fast | HF tokenizers |"
+             " memory kept | HF / bpe_fast |"
              + (f" {args.baseline_build} | memory kept |" if args.baseline_build else ""),
-             "| ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if args.baseline_build else "")]
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if args.baseline_build else "")]
     for n in threads:
         ours = statistics.median(r["seconds"] for r in results["bpe_fast", n])
         theirs = statistics.median(r["seconds"] for r in results["tiktoken", n])
         kept = [statistics.median(r["kept_mb"] for r in results[tool, n]) for tool in ("bpe_fast", "tiktoken")]
-        row = f"| {n} | {ours:.2f} s | {kept[0]:.0f} MB | {theirs:.2f} s | {kept[1]:.0f} MB | {theirs / ours:.2f}x |"
+        hf = statistics.median(r["seconds"] for r in results["HF", n])
+        hf_kept = statistics.median(r["kept_mb"] for r in results["HF", n])
+        row = (f"| {n} | {ours:.2f} s | {kept[0]:.0f} MB | {theirs:.2f} s | {kept[1]:.0f} MB | {theirs / ours:.2f}x |"
+               f" {hf:.2f} s | {hf_kept:.0f} MB | {hf / ours:.2f}x |")
         if args.baseline_build:
             base = results["baseline", n]
             row += (f" {statistics.median(r['seconds'] for r in base):.2f} s |"
