@@ -24,6 +24,15 @@ same size (a corpus as dataset shards).
     python benchmarks/bench_inputs.py --corpus stories2g.txt --train 10000 --forms file,list,iterator \
         --baseline-build /tmp/old      # each form but the file also with the bpe_fast built in /tmp/old
 
+--peers tokenizers,rustbpe (with --train) also trains the peers that take documents from Python on the same
+source in every round, each in a process of its own (their ties differ from bpe_fast's, so their merges are not
+compared; their threads: --processes, RAYON_NUM_THREADS): HF tokenizers' `train_from_iterator` on the forms
+"iterator", "lists" and "columns" (batches are its documented form; a "columns" batch is given as its "text"
+list, HF takes no dicts), and rustbpe's `train_from_iterator` on "iterator" (it takes `str` items only).
+
+    python benchmarks/bench_inputs.py --corpus stories400m.txt --train 10000 \
+        --forms file,iterator,lists,columns --peers tokenizers,rustbpe
+
 --baseline-build DIR runs each form other than "file" a second time in every round with DIR first on PYTHONPATH
 (DIR holding a built bpe_fast/ of another revision, e.g. `git worktree add /tmp/old REV` then `python setup.py
 build_ext --inplace` there): an A/B of two revisions in one run, each against the same file time.
@@ -121,6 +130,32 @@ def count_form(form, inputs, text_path, processes, vocab_size=None, docs=None):
     return count_pretokens(source, [EOT], num_processes=processes)
 
 
+PEER_FORMS = {"tokenizers": ("iterator", "lists", "columns"), "rustbpe": ("iterator",)}
+PEER_NAMES = {"tokenizers": "HF tokenizers `train_from_iterator`", "rustbpe": "rustbpe `train_from_iterator`"}
+
+
+def train_peer(peer, form, text_path, processes, vocab_size):
+    """Train `peer` on the form's documents streamed from the file (as count_form's source: a "columns" batch
+    given as its "text" list), GPT-2's pattern, vocab_size tokens with <|endoftext|>; returns its vocabulary's
+    size. The threads: RAYON_NUM_THREADS, set by the caller's environment."""
+    from compare import _hf_trainer_and_tokenizer
+
+    from bpe_fast.patterns import GPT2_PATTERN, tiktoken_anchors
+
+    documents = stream_documents(text_path)
+    if peer == "rustbpe":
+        import rustbpe
+
+        tok = rustbpe.Tokenizer()
+        tok.train_from_iterator(documents, vocab_size - 1, pattern=tiktoken_anchors(GPT2_PATTERN))
+        return len(tok.get_mergeable_ranks()) + 1
+    source = (documents if form == "iterator" else ([d] for d in documents) if form == "lists"
+              else (batch["text"] for batch in _columns(documents, 8)))
+    tok, trainer = _hf_trainer_and_tokenizer({"pattern": GPT2_PATTERN, "vocab_size": vocab_size})
+    tok.train_from_iterator(source, trainer)
+    return tok.get_vocab_size()
+
+
 def _columns(documents, size):
     """Batches of `size` documents as HF datasets' iter(batch_size=size) gives them: {"text": [...], "id": [...]}."""
     batch = []
@@ -179,18 +214,23 @@ def _worker(form, inputs, text_path, processes, vocab_size):
     children, which this process never waits for, so RUSAGE_CHILDREN leaves them out."""
     from compare import TreeRssSampler
 
+    form, _, peer = form.partition("@")
     docs = list(stream_documents(text_path)) if form == "list" else None
     before = resource.getrusage(resource.RUSAGE_SELF)
     sampler = TreeRssSampler()
     start = time.perf_counter()
-    counts = count_form(form, inputs, text_path, processes, vocab_size, docs)
+    if peer:
+        counts = train_peer(peer, form, text_path, processes, vocab_size)
+    else:
+        counts = count_form(form, inputs, text_path, processes, vocab_size, docs)
     took = time.perf_counter() - start
     tree = sampler.stop()
     own = _vm_hwm_kb()         # ru_maxrss would keep the peak of the process this one was exec'd from
     after = resource.getrusage(resource.RUSAGE_SELF)    # this process's CPU while counting: the caller's work
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     # the merges (bytes hashes differ between processes: sha256 of their repr), or the distinct pre-tokens
-    digest = hashlib.sha256(repr(counts).encode()).hexdigest()[:16] if vocab_size else len(counts)
+    digest = (f"vocabulary {counts}" if peer else hashlib.sha256(repr(counts).encode()).hexdigest()[:16]
+              if vocab_size else len(counts))
     import bpe_fast
     print(json.dumps({"seconds": took, "peak_kb": max(own + child, tree), "distinct": digest,
                       "caller_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
@@ -207,6 +247,8 @@ def main(argv=None):
     parser.add_argument("--out", help="write the Markdown table here")
     parser.add_argument("--baseline-build", metavar="DIR",
                         help="also run each form but the file with the bpe_fast built in DIR (an A/B in one run)")
+    parser.add_argument("--peers", default="", help="with --train: also train these peers on the iterator forms "
+                        "(tokenizers, rustbpe; comma-separated)")
     parser.add_argument("--worker", nargs=2, metavar=("FORM", "INPUTS_JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -229,9 +271,20 @@ def main(argv=None):
     if args.baseline_build and not os.path.isfile(os.path.join(args.baseline_build, "bpe_fast", "__init__.py")):
         parser.error(f"--baseline-build {args.baseline_build}: holds no bpe_fast/ (build one there: git archive, "
                      f"then python setup.py build_ext --inplace)")
+    peers = [peer for peer in args.peers.split(",") if peer]
+    unknown = [peer for peer in peers if peer not in PEER_FORMS]
+    if unknown:
+        parser.error(f"--peers: unknown {', '.join(unknown)}; known: {', '.join(PEER_FORMS)}")
+    if peers and not args.train:
+        parser.error("--peers: give --train VOCAB too (the peers have no count of their own)")
+    peer_labels = [f"{form}@{peer}" for form in forms for peer in peers if form in PEER_FORMS[peer]]
+    if peers and not peer_labels:
+        parser.error(f"--peers: none of them takes any of the forms {args.forms} "
+                     f"({'; '.join(f'{p}: ' + ', '.join(PEER_FORMS[p]) for p in peers)})")
     builds = {form: None for form in forms}          # form label -> PYTHONPATH for it (None: as this script runs)
     if args.baseline_build:
         builds.update({f"{form}@baseline": os.path.abspath(args.baseline_build) for form in forms if form != "file"})
+    builds.update({label: None for label in peer_labels})
     with tempfile.TemporaryDirectory(prefix="bpe_fast-inputs-", dir=os.path.dirname(os.path.abspath(args.corpus))) \
             as folder:
         inputs = (make_forms(args.corpus, folder) if set(forms) - {"file", "iterator", "list", "bytes", "dicts"}
@@ -242,20 +295,29 @@ def main(argv=None):
                 form = label.split("@")[0]
                 extra = ["--train", str(args.train)] if args.train else []
                 env = None if path is None else dict(os.environ, PYTHONPATH=path)
+                if label in peer_labels:
+                    env = dict(os.environ, RAYON_NUM_THREADS=str(args.processes))
                 done = subprocess.run([sys.executable, __file__, "--corpus", args.corpus, "--processes",
-                                       str(args.processes), *extra, "--worker", form, json.dumps(inputs)],
+                                       str(args.processes), *extra, "--worker", label if label in peer_labels else form,
+                                       json.dumps(inputs)],
                                       capture_output=True, text=True, env=env)
                 if done.returncode != 0:
                     last = done.stderr.strip().splitlines()[-1:] or ["no output"]
                     raise SystemExit(f"bench_inputs.py: the {label} run failed (exit {done.returncode}): {last[0]}")
                 runs[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
-                if path is not None and Path(path).resolve() not in Path(runs[label][-1]["bpe_fast"]).parents:
+                if label in peer_labels:
+                    pass
+                elif path is not None and Path(path).resolve() not in Path(runs[label][-1]["bpe_fast"]).parents:
                     raise SystemExit(f"bench_inputs.py: the {label} run imported bpe_fast from "
                                      f"{runs[label][-1]['bpe_fast']}, not from {path}")
                 print(label, runs[label][-1], file=sys.stderr)
         sizes = {form: disk_size(inputs[form]) for form in inputs}
     median = {label: statistics.median(r["seconds"] for r in runs[label]) for label in builds}
-    distinct = {r["distinct"] for label in builds for r in runs[label]}
+    distinct = {r["distinct"] for label in builds if label not in peer_labels for r in runs[label]}
+    made = {label: {r["distinct"] for r in runs[label]} for label in peer_labels}
+    for label, sizes_made in made.items():     # a peer that stopped short (pairs ran out) would be faster
+        assert sizes_made == {f"vocabulary {args.train}"}, f"{label} made a vocabulary of {sizes_made}"
+
     assert len(distinct) == 1, f"the forms (or the builds) gave different results: {distinct}"
     size = os.path.getsize(args.corpus)
     what = (f"Training to {args.train:,} tokens on {size / 1e6:.0f} MB (the same merges from every form)"
@@ -270,7 +332,12 @@ def main(argv=None):
         form = label.split("@")[0]
         peak = max(r["peak_kb"] for r in runs[label]) / 1024
         disk = f"{sizes[form] / 1e6:.0f} MB" if form in sizes else "(in memory)" if form == "list" else "(streamed)"
-        name = f"{form}, {args.baseline_build}" if "@" in label else form
+        peer = label.split("@")[1] if label in peer_labels else None
+        name = (f"{form}, {PEER_NAMES[peer]}" if peer else f"{form}, {args.baseline_build}" if "@" in label
+                else form)
+        if peer:       # against bpe_fast's time on the same form
+            name += f" ({median[label] / median[form]:.2f}x bpe_fast's)"
+
         cpu = statistics.median(r["caller_cpu"] for r in runs[label])
         lines.append(f"| {name} | {disk} | {median[label]:.2f} s | {median[label] / median['file']:.2f}x | "
                      f"{peak:.0f} MB | {cpu:.2f} s |")

@@ -1,5 +1,6 @@
 """Bad arguments of the benchmark scripts (benchmarks/ab.py, icount.py, compare.py): each is refused with one
 line naming the option, before anything is built or measured (no traceback, no benchmark lost at the end)."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -495,11 +496,31 @@ def test_memtrace_prints_the_stages_and_the_peak_and_refuses_bad_arguments_in_on
     (["--corpus", "c.txt", "--forms", "file,tar"], ["--forms", "unknown tar"]),
     (["--corpus", "missing.txt"], ["--corpus missing.txt: no such file"]),      # a CalledProcessError traceback
     (["--corpus", "empty.txt"], ["--corpus empty.txt: empty"]),
+    (["--corpus", "c.txt", "--forms", "file,iterator", "--peers", "tokenizers"], ["--peers", "--train"]),
+    (["--corpus", "c.txt", "--forms", "file,iterator", "--train", "300", "--peers", "sentencepiece"],
+     ["--peers", "unknown sentencepiece"]),
+    (["--corpus", "c.txt", "--forms", "file,gz", "--train", "300", "--peers", "rustbpe"], ["--peers", "rustbpe: iterator"]),
 ])
 def test_bench_inputs_bad_arguments(tmp_path, args, words):
     (tmp_path / "c.txt").write_text("some text<|endoftext|>more text")
     (tmp_path / "empty.txt").write_text("")
     assert_one_line_error(*run("bench_inputs.py", args, tmp_path), "bench_inputs.py", words)
+
+
+def test_bench_inputs_trains_the_peers_on_the_same_documents(tmp_path):
+    """--peers: each peer's row beside bpe_fast's for the same form, timed against it, the peers' vocabularies
+    checked to be as large as asked (a peer that ran out of pairs would look fast)."""
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("rustbpe")
+    (tmp_path / "c.txt").write_text("<|endoftext|>".join(f"the cat {k} sat on the mat, a dog ran far" for k in range(300)))
+    status, out, err = run("bench_inputs.py", ["--corpus", "c.txt", "--forms", "file,iterator,lists", "--train", "300",
+                                               "--peers", "tokenizers,rustbpe", "--rounds", "1"], tmp_path)
+    assert status == 0, err[-3000:]
+    rows = [line for line in out.splitlines() if line.startswith("| ")][2:]
+    assert [re.sub(r"\(\d+\.\d\dx", "({}x", row.split(" | ")[0]) for row in rows] == [
+        "| file", "| iterator", "| lists", "| iterator, HF tokenizers `train_from_iterator` ({}x bpe_fast's)",
+        "| iterator, rustbpe `train_from_iterator` ({}x bpe_fast's)",
+        "| lists, HF tokenizers `train_from_iterator` ({}x bpe_fast's)"], rows
 
 
 def test_ab_instructions_take_a_json_out(tmp_path):
