@@ -19,6 +19,10 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
 
 NORMALIZERS = ("NFC",)      # the forms a tokenizer may apply (HF's normalizer types of the same names)
 
@@ -125,18 +129,64 @@ def last_stable(text: str, low: int = 0, end: int | None = None) -> int:
     for a cut at `low` (encode_iterable looks at the newly arrived text only, and a cut at its first character
     is a cut). Only text[low:end] is looked at. `end` is len(text) when None.
 
+    The search runs in C: the text is read backwards (a reversed copy of a stretch of it, the first _SCAN
+    characters, then four times as many each time, so a cut near the end costs little however long the text),
+    a character below U+0300 looked for in the first stretch (the usual case), then the run of characters
+    _unstable_characters holds matched (_unstable_run).
+
     >>> last_stable("ab"), last_stable("\\u0301\\u0301"), last_stable("a\\u0301", 1), last_stable("a\\u0301", 0, 1)
     (1, -1, -1, 0)
     """
     n = len(text) if end is None else end
-    for k in range(n - 1, max(low, n - _SCAN) - 1, -1):
-        if text[k] < _ALWAYS_STABLE:
-            return k
-    unstable = _unstable_characters()
-    for k in range(n - 1, low - 1, -1):
-        if text[k] not in unstable:
-            return k
+    high, size = n, _SCAN
+    while high > low:
+        start = max(low, high - size)
+        backwards = text[high - 1:start - 1:-1] if start else text[high - 1::-1]
+        if high == n:       # the last _SCAN characters: the last one below U+0300 among them, if any
+            found = _BELOW_UNSTABLE.search(backwards)
+            if found is not None:
+                return n - 1 - found.start()
+        run = _unstable_run(backwards)
+        if run < len(backwards):
+            return high - 1 - run
+        high, size = start, 4 * size
     return -1
+
+
+def _unstable_run(backwards: str) -> int:
+    """How many characters at the start of `backwards` _unstable_characters holds. The regex's class has the
+    ones below U+10000 (a table lookup a character in `re`; its ranges above U+FFFF are tried one after the
+    other, 74 of them: slower than the loop this replaced), so from the first such character on the rest is
+    looked up in a table indexed by code point (NumPy)."""
+    matcher, table = _unstable_search()
+    run = matcher(backwards).end()
+    if run == len(backwards) or backwards[run] < "\U00010000" or backwards[run] not in _unstable_characters():
+        return run
+    codes = np.frombuffer(backwards[run:].encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    stable = np.flatnonzero(~table[np.minimum(codes, len(table) - 1)])
+    return run + int(stable[0]) if len(stable) else len(backwards)
+
+
+_BELOW_UNSTABLE = re.compile("[\x00-\u02ff]")
+
+
+@functools.cache
+def _unstable_search() -> tuple[Callable[[str], re.Match[str]], NDArray[np.bool_]]:
+    """(match of the run of characters below U+10000 that _unstable_characters holds at a string's start, a table
+    of every code point up to the largest it holds and one more: True for those it holds)."""
+    unstable = sorted(map(ord, _unstable_characters()))
+    table = np.zeros(unstable[-1] + 2, dtype=np.bool_)
+    table[unstable] = True
+    ranges: list[list[int]] = []
+    for c in unstable:
+        if c > 0xFFFF:
+            break
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    spelled = "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in ranges)
+    return re.compile(f"[{spelled}]*").match, table     # type: ignore[return-value]  # [...]* always matches
 
 
 @functools.cache

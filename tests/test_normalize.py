@@ -401,6 +401,62 @@ def test_a_stable_cut_within_bounds_keeps_the_normal_form(texts, start, end, flo
         assert k == stable_cut(text[:end], start)
 
 
+
+def _last_stable_loop(text, low, end, scan):
+    """bpe_fast.normalize.last_stable as it was written before its search ran in C: the oracle."""
+    from bpe_fast.normalize import _unstable_characters
+
+    n = len(text) if end is None else end
+    for k in range(n - 1, max(low, n - scan) - 1, -1):
+        if text[k] < "\u0300":
+            return k
+    unstable = _unstable_characters()
+    for k in range(n - 1, low - 1, -1):
+        if text[k] not in unstable:
+            return k
+    return -1
+
+
+# ASCII, combining marks (U+0300-U+036F), Hangul syllables and jamo (the vowels and finals compose with what is
+# before them), the characters HF's tables lack, marks above U+FFFF (U+1D165, U+1E94A: the table after the regex),
+# stable characters above U+0300 (kana, CJK, an emoji), a lone surrogate
+LAST_STABLE_ALPHABET = st.one_of(
+    st.characters(min_codepoint=0x20, max_codepoint=0x7E), st.characters(min_codepoint=0x300, max_codepoint=0x36F),
+    st.sampled_from(["\uac00", "\uac01", "\u1100", "\u1161", "\u1175", "\u11a8", "\u11c2", "\u3042", "\u3099",
+                     "\u4e00", "\U0001d165", "\U0001e94a", "\U0001f600", "\ud800", "\U000105c0"]),
+    st.sampled_from(sorted(__import__("bpe_fast.normalize", fromlist=["x"])._UNKNOWN_TO_HF_SET)))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.tuples(LAST_STABLE_ALPHABET, st.integers(1, 40)), max_size=12).map(
+           lambda runs: "".join(c * k for c, k in runs)),
+       st.integers(0, 500), st.integers(0, 500), st.booleans(), st.sampled_from([1, 2, 3, 7, 4096]))
+def test_last_stable_is_the_plain_loop(text, low, end, no_end, scan):
+    """last_stable (a reversed copy searched by `re`, in windows growing from _SCAN characters; a table after a
+    mark above U+FFFF) gives what the plain loop gives, runs of each character longer than the windows."""
+    from unittest import mock
+
+    import bpe_fast.normalize as module
+
+    end = None if no_end else min(end, len(text))
+    low = min(low, len(text) if end is None else end)
+    with mock.patch.object(module, "_SCAN", scan):
+        assert module.last_stable(text, low, end) == _last_stable_loop(text, low, end, scan)
+
+
+@pytest.mark.parametrize("before", ["a", "\u3042", "\uac00", "\U0001f600", ""])
+@pytest.mark.parametrize("marks", ["\u0301", "\U0001e94a", "\u1161\u0301\U0001d165"])
+def test_last_stable_past_long_runs(before, marks):
+    # runs longer than the first window (_SCAN) and the ones after it: the stable character before them is found
+    # (or none), from any low
+    from bpe_fast.normalize import _SCAN, last_stable
+
+    for length in (_SCAN - 1, _SCAN, _SCAN + 1, 5 * _SCAN + 3, 30 * _SCAN):
+        text = "x" + before + marks * (length // len(marks))
+        for low in (0, 1, 2, len(text) - 1, len(text)):
+            assert last_stable(text, low) == _last_stable_loop(text, low, None, _SCAN), (length, low)
+        assert last_stable(text, 0, len(text) - 7) == _last_stable_loop(text, 0, len(text) - 7, _SCAN)
+
 # ---- GPT-NeoX / Pythia: added tokens with normalized true, under NFC ------------------------------------------
 
 RUNS = ["  ", "   ", "    ", "\t\t", "{{", "#!"]       # added tokens of characters NFC leaves alone wherever they are
