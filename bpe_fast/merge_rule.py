@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._encode import tables_made_by_merging
 from ._gpt2_files import TokenIndex, pack_pairs
-from ._ranks import recover_merges, rule_cuts
-from .token_arrays import gather_tokens
+from ._ranks import recover_merges
+from .token_arrays import first_occurrences, gather_tokens
 
 __all__ = ["RuleCheck", "rule_difference_of_indices", "merge_rule_difference", "made_as_listed", "describe_difference",
            "remade_token",
@@ -43,26 +43,113 @@ def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int6
     """merge_rule_difference of the merges (token left[k], token right[k]) whose joins are tokens joined[k], the
     tokens given by pool/offsets (distinct; the indices int64 arrays): the same
     answer, with no Python object a merge, and whether the ranks rule (merged tokens ranked by their first
-    merge) makes every merged token (RuleCheck)."""
-    checkable, differ, parts_left, parts_right, bad = rule_cuts(pool, offsets, left, right, joined)   # no GIL
-    if not checkable:       # a single byte without a token, or a merge that makes a single byte
-        if len(joined) and np.all(offsets[joined + 1] - offsets[joined] >= 2):
+    merge) makes every merged token (RuleCheck).
+
+    The parts the ranks rule leaves each merged token in are those of its tables built one pair a token, each
+    token's first merge's parts expected (_rule_splits: a token the split trees show made so costs their depth,
+    not its bytes merged), compared with the first merge's by where they cut the token (two cuts of the same
+    bytes at the same place are the same two tokens)."""
+    # private copies, checked: another thread could write the caller's arrays meanwhile
+    pool, offsets, left, right, joined = (np.array(a, dtype=t) for a, t in ((pool, np.uint8), (offsets, np.int64),
+                                                                           (left, np.int64), (right, np.int64),
+                                                                           (joined, np.int64)))
+    n, m = len(offsets) - 1, len(joined)
+    if n < 0 or len(left) != m or len(right) != m:
+        raise ValueError("offsets must have one entry more than there are tokens; left, right, joined one a merge")
+    if len(pool) >= _BIG or n >= _BIG:
+        raise ValueError("too many tokens, or too many bytes (2 GiB or more)")
+    lengths = np.diff(offsets)
+    if offsets[0] != 0 or offsets[n] != len(pool) or np.any(lengths < 0):
+        raise ValueError("offsets must start at 0, not fall, and end at the pool's length")
+    outside = (np.minimum(np.minimum(left, right), joined) < 0) | (np.maximum(np.maximum(left, right), joined) >= n)
+    if np.any(outside):
+        raise ValueError(f"merge {int(np.argmax(outside))}: a token index outside 0..{n - 1}")
+    singles = np.flatnonzero(lengths == 1)
+    byte_token = np.full(256, -1, dtype=np.int64)   # the token of each byte (its first, as TokenIndex finds it)
+    held, first_single = np.unique(pool[offsets[singles]], return_index=True)
+    byte_token[held] = singles[first_single]
+    if np.any(byte_token < 0) or np.any(lengths[joined] < 2):
+        # a single byte without a token, or a merge that makes a single byte
+        if len(joined) and np.all(lengths[joined] >= 2):
             # only a byte without a token: the ranks rule still starts from every byte, so the check is
             # merge_rule_difference's (rare: here with a Python object a merge)
             token = lambda t: pool[offsets[t]:offsets[t + 1]].tobytes()      # noqa: E731
             return RuleCheck(merge_rule_difference(list(zip(map(token, left.tolist()), map(token, right.tolist())))),
                              False)
         return RuleCheck(None, False)
-    if len(differ):
+    first = first_occurrences(joined)       # the first merge of each merged token, in rank order
+    ranked = joined[first]
+    got_left, got_right, unmade = _rule_splits(byte_token, *gather_tokens(pool, offsets, ranked), ranked,
+                                               left[first], right[first])
+    stop = len(first) if unmade < 0 else unmade
+    differ_at = np.flatnonzero(lengths[got_left[:stop]] != lengths[left[first[:stop]]])
+    bad = int(first[unmade]) if unmade >= 0 else -1
+    if len(differ_at):
+        parts_left, parts_right = got_left[differ_at], got_right[differ_at]
         listed = np.isin(parts_left << 32 | parts_right, left << 32 | right)   # a token listed with several
         unlisted = np.flatnonzero(~listed)                                    # merges may use any of them
         if len(unlisted):
             i = int(unlisted[0])
             a, b = (pool[offsets[t]:offsets[t + 1]].tobytes() for t in (parts_left[i], parts_right[i]))
-            return RuleCheck((int(differ[i]), (a, b)), bad < 0)
+            return RuleCheck((int(first[differ_at[i]]), (a, b)), bad < 0)
     if bad >= 0:
-        return RuleCheck((int(bad), None), False)
+        return RuleCheck((bad, None), False)
     return RuleCheck(None, True)
+
+
+def _rule_splits(byte_ids: NDArray[np.integer[Any]], ranked_pool: NDArray[np.uint8], ranked_offsets: NDArray[np.int64],
+                 ranked_ids: NDArray[np.integer[Any]], expected_left: NDArray[np.integer[Any]],
+                 expected_right: NDArray[np.integer[Any]]) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+    """(left, right, unmade): the ids of the two tokens the ranks rule leaves each ranked token in (merging its
+    bytes with the tokens ranked before it; the ranked tokens in rank order, ranked_pool/ranked_offsets, their ids
+    ranked_ids; every byte's id byte_ids), and -1 or the first ranked token it leaves in other than two parts (the
+    arrays are then filled only before it). The tables of the rule one pair a token (tables_made_by_merging, no
+    decoding and no encoder's entries made), the parts each token is expected to be made of (its listed merge's,
+    ids; -1 for none) given: where the split trees show that merging a token's bytes leaves exactly those two,
+    its bytes are not merged, so a run of one letter 8,000 long costs the trees' depth a token, not n log n
+    lookups of spans up to n bytes long. The answer is the same as recover_merges' (bpe_fast._ranks)."""
+    int32 = np.int32
+    tables = tables_made_by_merging(
+        np.ascontiguousarray(byte_ids, dtype=int32), ranked_pool, ranked_offsets,
+        np.ascontiguousarray(ranked_ids, dtype=int32), _NO_BYTES, _NO_OFFSETS, _NO_BYTES,
+        permanent=np.zeros(len(ranked_ids), dtype=np.uint8),
+        expected_left=np.ascontiguousarray(expected_left, dtype=int32),
+        expected_right=np.ascontiguousarray(expected_right, dtype=int32))
+    left, right, unmade, _ = tables.splits()
+    return left.astype(np.int64), right.astype(np.int64), int(unmade)
+
+
+_BIG = 0x7FFFFFFF       # the tables' ids and offsets into a token are 32-bit
+_NO_BYTES = np.zeros(0, dtype=np.uint8)         # (_rule_splits' tables decode nothing)
+_NO_OFFSETS = np.zeros(1, dtype=np.int64)
+
+
+class _ListedSplits(NamedTuple):
+    """_listed_splits' answer: the parts the ranks rule leaves each merged token in (left, right; ids: a byte's
+    is the byte, a merged token's 256 + its rank, by its first merge) and unmade (as _rule_splits'), the parts of
+    each one's first merge (expected_left, expected_right; -1: a part that is no token before), that merge's
+    index (firsts) and the length of its first part (cut), and the merged tokens' bytes (ranked_pool,
+    ranked_offsets)."""
+    left: NDArray[np.int64]
+    right: NDArray[np.int64]
+    unmade: int
+    expected_left: NDArray[np.int64]
+    expected_right: NDArray[np.int64]
+    firsts: NDArray[np.int64]
+    cut: NDArray[np.int64]
+    ranked_pool: NDArray[np.uint8]
+    ranked_offsets: NDArray[np.int64]
+
+    def every_token_as_listed(self) -> bool:
+        """Whether the ranks rule makes every merged token from the two tokens of its first merge."""
+        return bool(self.unmade < 0 and np.array_equal(self.left, self.expected_left)
+                    and np.array_equal(self.right, self.expected_right))
+
+    def token(self, i: int) -> bytes:
+        """The bytes of the token with id i."""
+        if i < 256:
+            return bytes([i])
+        return self.ranked_pool[self.ranked_offsets[i - 256]:self.ranked_offsets[i - 255]].tobytes()
 
 
 def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, tuple[bytes, bytes] | None] | None:
@@ -82,8 +169,10 @@ def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, t
     >>> merge_rule_difference([(b"a", b"b"), (b"b", b"c"), (b"bc", b"d"), (b"a", b"bcd")])  # "abcd": ab, c, d
     (3, None)
     """
-    if made_as_listed(merges):
-        return None
+    splits = _listed_splits(merges)
+    if splits is not None:
+        return _difference_of_splits(merges, splits)
+    # (not a list of tuples of two non-empty bytes objects, or a merge that makes a single byte): as it was
     joined = [a + b for a, b in merges]
     first: dict[bytes, int] = dict.fromkeys(joined, 0)      # each merged token once, in the order of its first merge
     if len(first) == len(joined):
@@ -120,7 +209,7 @@ def merge_rule_difference(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, t
 def made_as_listed(merges: Sequence[tuple[bytes, bytes]]) -> bool:
     """True when the ranks rule is shown to make every merged token (ranked by its first merge, after the 256
     bytes) from the two tokens of its first merge: merge_rule_difference is then None. False when that is not
-    shown (the merges may still agree: merge_rule_difference then merges every token's bytes to say where not).
+    shown (the merges may still agree: merge_rule_difference then compares the parts the same tables found).
 
     The proof is the encoder's tables built by the ranks rule one pair a token, the first merges' parts
     expected (bpe_fast._encode.tables_made_by_merging, as Tokenizer's constructor and loading build them): where
@@ -128,17 +217,25 @@ def made_as_listed(merges: Sequence[tuple[bytes, bytes]]) -> bool:
     those two, its bytes are not merged, so a token of n bytes costs the depth of the trees, not n log n lookups
     of spans up to n bytes long (a merge list making a run of one letter 8,000 bytes long: 0.1 s, not 13 s).
     The merges as arrays (no Python object a merge); a list of anything but tuples of two non-empty bytes
-    objects, a part that is no token before it, a merge that makes a single byte, is left to the full check.
+    objects, or with a merge that makes a single byte, is left to the full check (False here).
 
     >>> made_as_listed([(b"a", b"b"), (b"ab", b"c")]), made_as_listed([(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])
     (True, False)
     """
+    splits = _listed_splits(merges)
+    return splits is not None and splits.every_token_as_listed()
+
+
+def _listed_splits(merges: Sequence[tuple[bytes, bytes]]) -> _ListedSplits | None:
+    """The parts the ranks rule leaves each token of `merges` in, by the split trees (_rule_splits), and the parts
+    of its first merge (_ListedSplits); None for a list of anything but tuples of two non-empty bytes objects, or
+    one with a merge that makes a single byte (or tokens crafted to crowd the index)."""
     packed = pack_pairs(merges) if type(merges) is list and merges else None
     if packed is None:
-        return False
+        return None
     pool, offsets = packed
     if np.any(offsets[1:] == offsets[:-1]):       # an empty part
-        return False
+        return None
     n = len(merges)
     # the tokens: the 256 bytes, then each merge's join (the two parts end to end in the pool: merge k's
     # join is the span offsets[2k]:offsets[2k + 2]); the index keeps the first of equal tokens
@@ -147,27 +244,41 @@ def made_as_listed(merges: Sequence[tuple[bytes, bytes]]) -> bool:
     index = TokenIndex(tokens, starts)
     found = [index.find(tokens, starts, 256), index.find(pool, offsets, 0, 2), index.find(pool, offsets, 1, 2)]
     if index.flooded or any(hits is None for hits in found):
-        return False
+        return None
     joins, lefts, rights = found
     assert joins is not None and lefts is not None and rights is not None
     if np.any(joins < 256):     # a merge that makes a single byte
-        return False
+        return None
     firsts = np.flatnonzero(joins == np.arange(256, 256 + n))       # the first merge of each merged token
-    if np.any(lefts[firsts] < 0) or np.any(rights[firsts] < 0):     # a part that no merge makes
-        return False
-    rank = np.full(256 + n, -1, dtype=np.int64)     # token (by its first place) -> its id in the tables
-    rank[:256] = np.arange(256)
+    rank = np.full(256 + n + 1, -1, dtype=np.int64)     # token (by its first place) -> its id in the tables; the
+    rank[:256] = np.arange(256)                         # last entry, -1, for a part that is no token (found: -1)
     rank[256 + firsts] = np.arange(256, 256 + len(firsts))
     ranked_pool, ranked_offsets = gather_tokens(tokens, starts, 256 + firsts)
-    n_ids = 256 + len(firsts)
-    tables = tables_made_by_merging(
-        np.arange(256, dtype=np.int32), ranked_pool, ranked_offsets, np.arange(256, n_ids, dtype=np.int32),
-        np.concatenate([tokens[:256], ranked_pool]), np.concatenate([starts[:256], 256 + ranked_offsets]),
-        np.ones(n_ids, dtype=np.uint8), permanent=np.zeros(len(firsts), dtype=np.uint8),     # (no encoding here:
-        expected_left=rank[lefts[firsts]].astype(np.int32),                 # the encoder's entries are not made)
-        expected_right=rank[rights[firsts]].astype(np.int32))
-    left, right, unmade, _ = tables.splits()
-    return bool(unmade < 0 and np.array_equal(left, rank[lefts[firsts]]) and np.array_equal(right, rank[rights[firsts]]))
+    expected_left, expected_right = rank[lefts[firsts]], rank[rights[firsts]]
+    left, right, unmade = _rule_splits(np.arange(256), ranked_pool, ranked_offsets,
+                                       np.arange(256, 256 + len(firsts)), expected_left, expected_right)
+    cut = (offsets[1::2] - offsets[0:-1:2])[firsts]
+    return _ListedSplits(left, right, unmade, expected_left, expected_right, firsts, cut, ranked_pool, ranked_offsets)
+
+
+def _difference_of_splits(merges: Sequence[tuple[bytes, bytes]], splits: _ListedSplits
+                          ) -> tuple[int, tuple[bytes, bytes] | None] | None:
+    """merge_rule_difference's answer from the ranks rule's parts of each token (_listed_splits)."""
+    if splits.every_token_as_listed():
+        return None
+    stop = len(splits.firsts) if splits.unmade < 0 else splits.unmade
+    lengths = np.concatenate([np.ones(256, dtype=np.int64), np.diff(splits.ranked_offsets)])
+    # the first merge of each token against the parts the ranks rule leaves: two ways to cut the same bytes in
+    # two agree when their first parts are as long
+    differ = np.flatnonzero(lengths[splits.left[:stop]] != splits.cut[:stop]).tolist()
+    listed = set(merges) if differ else set()
+    for i in differ:
+        parts = splits.token(int(splits.left[i])), splits.token(int(splits.right[i]))
+        if parts not in listed:     # a token listed with several merges (files converted from ranks) may use any
+            return int(splits.firsts[i]), parts
+    if splits.unmade >= 0:
+        return int(splits.firsts[splits.unmade]), None
+    return None
 
 
 def remade_token(merges: Sequence[tuple[bytes, bytes]]) -> tuple[int, int] | None:

@@ -4,9 +4,11 @@ bpe_fast._gpt2_files, formats.gpt2_arrays, the merge rule's check and the tables
 checked in Python, which names what is wrong. The oracle here is that Python path alone (the array path switched
 off): both must give the same tokenizer or the same error, whatever the input."""
 import itertools
+import json
 import os
 import pickle
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -20,6 +22,7 @@ import bpe_fast.tokenizer as T
 from bpe_fast import Tokenizer
 from bpe_fast._gpt2_files import first_indices, pack_pairs, pack_vocab
 from bpe_fast import formats as F
+from bpe_fast.merge_rule import describe_difference, merge_rule_difference
 from corpora import FIXTURES
 from encode_oracle import oracle_encode
 
@@ -389,3 +392,80 @@ def test_a_merge_chain_with_a_special_token_the_vocabulary_lacks_builds_as_witho
     for n in (999, 1000, 1001, 2500):       # past the oracle's reach: as without the special token
         assert tok.encode("a" * n) == plain.encode("a" * n)
     assert tok.decode([1255, 1254]) == "<|endoftext|>" + "a" * 1000
+
+
+def _no_full_check(m):
+    """Make the merge rule's check by merging every merged token's bytes (recover_merges, and the native rule_cuts
+    that rule_difference_of_indices asked before the split trees) fail the test."""
+    import bpe_fast.merge_rule as R
+
+    m.setattr(R, "recover_merges", lambda *args, **kwargs: pytest.fail("recover_merges: every token's bytes merged"))
+    m.setattr(R, "rule_cuts", lambda *args: pytest.fail("rule_cuts: every token's bytes merged"), raising=False)
+
+
+def _refused(merges, k, parts):
+    """The constructor's message for merge k of `merges`, made by the ranks rule from `parts`."""
+    a, b = merges[k]
+    return re.escape(f"merge {k} {merges[k]!r}: {describe_difference(a, b, parts)}")
+
+
+@pytest.mark.parametrize("path", ["arrays", "python", "shared bytes"])
+def test_a_merge_chain_is_refused_by_the_split_trees(monkeypatch, path):
+    """A run of one letter with aaa listed as a + aa, where the ranks rule makes aa + a: refused, naming merge 1,
+    by the parts the split trees' tables leave each token in (tokens made as listed cost the trees' depth), not by
+    merging every token's bytes (recover_merges, rule_cuts: about n^2 log n for a run n long: 47 s for 8,000
+    letters, the error path of the arrays' build, of the Python path's (irregular input: here a token's bytes at
+    two ids, as GPT-NeoX's "  ") and of from_hf)."""
+    vocab, merges = _chain(1000)
+    bad = list(merges)
+    bad[1] = (b"a", b"aa")
+    if path == "shared bytes":
+        vocab[max(vocab) + 1] = b"aa"
+    with monkeypatch.context() as m:
+        _no_full_check(m)
+        if path == "python":
+            m.setattr(T, "_plain_arrays", lambda packed_vocab, merges: None)
+        with pytest.raises(ValueError, match=_refused(bad, 1, (b"aa", b"a"))):
+            Tokenizer(dict(vocab), bad)
+        if path == "arrays":        # a token the ranks rule cannot make from the tokens before it (aaaaa as
+            early = list(merges)    # aa + aaa before aaa: aa, aa, a)
+            early[1], early[3] = early[3], early[1]
+            with pytest.raises(ValueError, match=_refused(early, 1, None)):
+                Tokenizer(dict(vocab), early)
+
+
+def test_a_merge_chain_listing_each_token_twice_is_checked_by_the_split_trees(monkeypatch):
+    """Each token of a run listed with two merges, the ranks rule's second (as lists converted from ranks list a
+    token's pairs): the first merges are not the tables' parts, so the rule's check is asked, which compares the
+    parts the split trees' tables left (not every token's bytes merged again); the tokenizer is the one of the
+    rule's merges alone."""
+    vocab, merges = _chain(600)
+    twice = []
+    for a, b in merges:
+        if len(a) > 1 and len(b) > 1:
+            twice.append((a[:-1], a[-1:] + b))
+        twice.append((a, b))
+    plain = Tokenizer(dict(vocab), list(merges))
+    with monkeypatch.context() as m:
+        _no_full_check(m)
+        tok = Tokenizer(dict(vocab), twice)
+        assert merge_rule_difference(twice) is None
+    for n in (1, 2, 3, 7, 64, 255, 256, 257, 599, 600, 601, 1500):
+        assert tok.encode("a" * n) == plain.encode("a" * n), n
+
+
+def test_from_hf_refuses_a_merge_chain_by_the_split_trees(monkeypatch, tmp_path):
+    """from_hf of a run of one letter with merge 1 written "a aa": the file read again in Python names the merge
+    (refuse_merges), both checks by the split trees' parts."""
+    vocab, merges = _chain(1000)
+    path = tmp_path / "tokenizer.json"
+    Tokenizer(dict(vocab), list(merges), ["<|endoftext|>"]).export_hf(path)
+    doc = json.loads(path.read_text("utf-8"))
+    assert doc["model"]["merges"][1] in ("aa a", ["aa", "a"])
+    doc["model"]["merges"][1] = "a aa" if isinstance(doc["model"]["merges"][1], str) else ["a", "aa"]
+    path.write_text(json.dumps(doc), "utf-8")
+    with monkeypatch.context() as m:
+        _no_full_check(m)
+        with pytest.raises(F.FormatError, match=r"merge 1 \(a aa\): " + re.escape(
+                describe_difference(b"a", b"aa", (b"aa", b"a")))):
+            Tokenizer.from_hf(path)
