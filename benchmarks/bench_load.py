@@ -253,6 +253,45 @@ def test_load_merge_chain(benchmark, specials):
           f"({ratio:.2f}x; medians of {rounds} alternating rounds)")
 
 
+
+@pytest.mark.parametrize("case", ["refused", "listed twice"])
+def test_load_merge_chain_checked(benchmark, case):
+    # a run of one letter 8,000 long whose merges the rule's check is asked of: "refused", aaa listed as a + aa
+    # (the ranks rule makes aa + a): the constructor's error path (47 s at c07d020: the check merging every
+    # token's bytes, in the tables' thread and again for the message); "listed twice", each token listed with two
+    # merges, the rule's second (as lists converted from ranks list a token's pairs), accepted, against HF
+    # tokenizers' models.BPE of the same merges
+    tokenizers = pytest.importorskip("tokenizers")
+    ranks = {bytes([b]): b for b in range(256)} | {b"a" * n: 254 + n for n in range(2, 8001)}
+    chain = Tokenizer.from_tiktoken(ranks, "gpt2")
+    vocab, merges = dict(chain.vocab), list(chain.merges)
+    if case == "refused":
+        merges[1] = (b"a", b"aa")
+
+        def refused():
+            with pytest.raises(ValueError, match=r"^merge 1 \(b'a', b'aa'\): bpe_fast \(as tiktoken\) makes b'aaa'"):
+                Tokenizer(vocab, merges)
+
+        rounds = 1 if benchmark.disabled else 3
+        times = [_timed(refused)[0] for _ in range(rounds)]
+        benchmark.pedantic(refused, rounds=1, iterations=1)
+        benchmark.extra_info.update({"bpe_fast s": round(statistics.median(times), 3), "rounds": rounds})
+        print(f"\nTokenizer(vocab, merges) of a run of one letter 8,000 long, merge 1 refused: "
+              f"{statistics.median(times):.3f} s (median of {rounds})")
+        return
+    twice = []
+    for a, b in merges:
+        if len(a) > 1 and len(b) > 1:
+            twice.append((a[:-1], a[-1:] + b))
+        twice.append((a, b))
+    tok, hf, median, ratio, rounds = _alternate(benchmark, lambda: Tokenizer(vocab, twice),
+                                                _hf_bpe_maker(vocab, twice), "tokenizers")
+    text = "a" * 10_000 + " aaa"
+    assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids == chain.encode(text)
+    print(f"\nTokenizer(vocab, merges) of a run of one letter 8,000 long, each token listed twice: bpe_fast "
+          f"{median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} {median['tokenizers']:.3f} s "
+          f"({ratio:.2f}x; medians of {rounds} alternating rounds)")
+
 def test_load_small_saved_folder(benchmark, tmp_path, corpus_path):
     # a folder Tokenizer.save wrote for a vocabulary under formats.CACHE_MIN_TOKENS (no bpe_fast.npz; 10,000
     # tokens, as CS336 trains on TinyStories): Tokenizer.load reads its text files natively, as from_files does;
