@@ -50,9 +50,8 @@ def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int6
     not its bytes merged), compared with the first merge's by where they cut the token (two cuts of the same
     bytes at the same place are the same two tokens)."""
     # private copies, checked: another thread could write the caller's arrays meanwhile
-    pool, offsets, left, right, joined = (np.array(a, dtype=t) for a, t in ((pool, np.uint8), (offsets, np.int64),
-                                                                           (left, np.int64), (right, np.int64),
-                                                                           (joined, np.int64)))
+    pool = np.array(pool, dtype=np.uint8)
+    offsets, left, right, joined = (np.array(a, dtype=np.int64) for a in (offsets, left, right, joined))
     n, m = len(offsets) - 1, len(joined)
     if n < 0 or len(left) != m or len(right) != m:
         raise ValueError("offsets must have one entry more than there are tokens; left, right, joined one a merge")
