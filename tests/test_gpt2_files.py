@@ -367,7 +367,7 @@ def test_from_files_with_a_special_token_not_in_the_vocab(tmp_path):
 
 @pytest.mark.parametrize("specials", [None, ["<|new|>"]])
 def test_from_files_checks_the_merge_rule_when_a_byte_has_no_token(tmp_path, specials):
-    """A vocabulary without some single byte: the ranks rule's check of the arrays (rule_cuts) could not rank the
+    """A vocabulary without some single byte: the ranks rule's check of the arrays (then rule_cuts) could not rank the
     bytes and answered "no difference", so from_files took a list that read_merges, load and the constructor
     refuse ('abc' -> [258], where GPT-2's encoder and HF give [97, 256])."""
     from bpe_fast import Tokenizer

@@ -1463,10 +1463,10 @@ def numpy_rule_difference_of_indices(pool, offsets, left, right, joined):
 @given(st.integers(0, 2**32 - 1), st.integers(0, 30), st.floats(0, 0.4), st.integers(0, 3), st.integers(0, 3),
        st.booleans())
 def test_rule_difference_of_indices_equals_the_numpy_one(seed, n_merges, again, swaps, unmade, long_tokens):
-    """rule_cuts' answer (through rule_difference_of_indices) is the NumPy version's, on merge lists with tokens
-    made by several merges, merges moved out of order, vocabulary tokens no merge makes used as parts (which the
-    ranks rule cannot make), tokens past recover's long_from (its heap path), the tokens in a random order.
-    (Differential: it found no difference.)"""
+    """rule_difference_of_indices' answer (rule_cuts' before the split trees) is the NumPy version's, on lists
+    with tokens made by several merges, merges moved out of order, vocabulary tokens no merge makes used as parts
+    (which the ranks rule cannot make), tokens past recover's long_from (its heap path), the tokens in a random
+    order. (Differential: it found no difference.)"""
     rng = random.Random(seed)
     merges, pool = random_merge_list(rng, n_merges, again, 80 if long_tokens else 8)
     for _ in range(swaps if len(merges) > 1 else 0):
@@ -1510,22 +1510,23 @@ def test_merge_rule_difference_on_gpt2():
     assert bpe_fast.merge_rule.merge_rule_difference(swapped) == oracle_rule_difference(swapped)
 
 
-def test_rule_cuts_refuses_offsets_outside_the_pool():
-    # rule_cuts checked the merges' token indices but not offsets: a last offset past the pool read (and copied)
-    # memory past it without the GIL (a segmentation fault); a negative or falling offset the same before it
+def test_rule_difference_of_indices_refuses_offsets_outside_the_pool():
+    # rule_cuts (the native check it asked before the split trees) checked the merges' token indices but not
+    # offsets: a last offset past the pool read (and copied) memory past it without the GIL (a segmentation
+    # fault); a negative or falling offset the same before it. The offsets are checked before any is used
     code = ("import numpy as np\n"
-            "from bpe_fast._ranks import rule_cuts\n"
+            "from bpe_fast.merge_rule import rule_difference_of_indices\n"
             "pool = np.frombuffer(bytes(range(256)) + b'ab', dtype=np.uint8)\n"
             "one = np.array([97]), np.array([98]), np.array([256])\n"
             "for bad in ([10**6], [-(10**6)], [100]):\n"
             "    offsets = np.array(list(range(257)) + bad, dtype=np.int64)\n"
             "    try:\n"
-            "        rule_cuts(pool, offsets, *one)\n"
+            "        rule_difference_of_indices(pool, offsets, *one)\n"
             "    except ValueError as e:\n"
             "        print(e)\n"
             "for offsets in ([0] + list(range(2, 257)) + [1, 258], [1] + list(range(1, 257)) + [258]):\n"
             "    try:\n"
-            "        rule_cuts(pool, np.array(offsets, dtype=np.int64), *one)\n"
+            "        rule_difference_of_indices(pool, np.array(offsets, dtype=np.int64), *one)\n"
             "    except ValueError as e:\n"
             "        print(e)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
