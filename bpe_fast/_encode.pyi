@@ -49,7 +49,8 @@ class BPETables:
 def tables_made_by_merging(byte_ids: _Int32s, ranked_pool: _Bytes, ranked_offsets: _Int64s, ranked_ids: _Int32s,
                            decode_pool: _Bytes, decode_offsets: _Int64s, known: _Bytes,
                            permanent: _Bytes | None = None, expected_left: _Int32s | None = None,
-                           expected_right: _Int32s | None = None) -> BPETables: ...
+                           expected_right: _Int32s | None = None, other_starts: _Int64s | None = None,
+                           other_left: _Int32s | None = None, other_right: _Int32s | None = None) -> BPETables: ...
 
 class PieceTable:
     def __init__(self, n_permanent: int, cache_entries: int = ...) -> None: ...

@@ -1083,13 +1083,15 @@ cdef class BPETables:
     cdef vector[int32_t] split_right
     cdef Py_ssize_t unmade                  # made_by_merging: the first ranked token not made, or -1
     cdef Py_ssize_t unmade_parts            # the parts tiktoken's rule leaves it in
+    cdef Py_ssize_t n_bytes_merged          # made_by_merging: the ranked tokens whose bytes were merged (stats())
 
     def __cinit__(self, const int32_t[::1] byte_ids, const uint8_t[::1] ranked_pool,
                   const int64_t[::1] ranked_offsets, const int32_t[::1] ranked_ids,
                   const uint8_t[::1] decode_pool, const int64_t[::1] decode_offsets, const uint8_t[::1] known,
                   const uint8_t[::1] permanent=None, bint made_by_merging=False,
                   const int32_t[::1] expected_left=None, const int32_t[::1] expected_right=None,
-                  Py_ssize_t split_at_lengths=SPLIT_AT_LENGTHS):
+                  Py_ssize_t split_at_lengths=SPLIT_AT_LENGTHS, const int64_t[::1] other_starts=None,
+                  const int32_t[::1] other_left=None, const int32_t[::1] other_right=None):
         """byte_ids: 256 ids (-1: absent). Ranked token k (rank k) is ranked_pool[ranked_offsets[k]:
         ranked_offsets[k+1]] with id ranked_ids[k]; tokens are distinct and at least 2 bytes long.
         Decoding: id i is decode_pool[decode_offsets[i]:decode_offsets[i+1]] when known[i].
@@ -1103,6 +1105,9 @@ cdef class BPETables:
         token is expected to be made of (its listed merge's); where the pairs' ranks show that merging the
         token's bytes leaves exactly those two, its bytes are not merged (_leaves_parts: a long token costs the
         depth of its parts' split trees, not its length). The tables are the same with or without them.
+        other_starts / other_left / other_right (with expected_left, optional): more pairs each ranked token may be
+        made of, asked the same way when its expected pair is not (ranked token k's: other_left[j], other_right[j]
+        for j in other_starts[k]..other_starts[k + 1]; a merge list's later merges of a token).
         split_at_lengths (made_by_merging): a ranked token longer than this is first split where two tokens
         before it meet (_split_at_lengths: no cost a byte); the tables are the same whatever it is (tests lower
         it to take that way for every token)."""
@@ -1114,6 +1119,7 @@ cdef class BPETables:
             raise ValueError("byte_ids must have 256 entries")
         self.unmade = -1
         self.unmade_parts = 0
+        self.n_bytes_merged = 0
         if made_by_merging:
             for i in range(256):
                 if byte_ids[i] < 0:
@@ -1128,6 +1134,15 @@ cdef class BPETables:
             for k in range(n_ranked):
                 if ranked_ids[k] < 0:
                     raise ValueError(f"ranked token {k} has a negative id ({ranked_ids[k]})")
+        if (other_starts is None) != (other_left is None) or (other_left is None) != (other_right is None) or (
+                other_starts is not None and (expected_left is None or other_starts.shape[0] != n_ranked + 1
+                                              or other_left.shape[0] != other_right.shape[0])):
+            raise ValueError("other_starts, other_left and other_right go together, with expected_left, "
+                             "other_starts one entry more than the ranked tokens")
+        if other_starts is not None:
+            for k in range(n_ranked):
+                if not (0 <= other_starts[k] <= other_starts[k + 1] <= other_left.shape[0]):
+                    raise ValueError(f"ranked token {k} has bad other_starts")
         if decode_offsets.shape[0] != known.shape[0] + 1:
             raise ValueError("decode_offsets must have one entry more than known")
         if ranked_pool.shape[0] >= (1 << 31):
@@ -1150,7 +1165,7 @@ cdef class BPETables:
             self.r.two = self.two.data()            # the vector is not resized after this
             if made_by_merging:
                 self._build_pairs_by_merging(ranked_pool, ranked_offsets, ranked_ids, expected_left, expected_right,
-                                             max(split_at_lengths, 1))
+                                             max(split_at_lengths, 1), other_starts, other_left, other_right)
             else:
                 self._build_pairs(ranked_pool, ranked_offsets, ranked_ids)
                 self.r.pairs = self.pairs.data()        # the vector is not resized after this
@@ -1251,7 +1266,9 @@ cdef class BPETables:
 
     cdef int _build_pairs_by_merging(self, const uint8_t[::1] pool, const int64_t[::1] offs,
                                      const int32_t[::1] ids, const int32_t[::1] expected_left,
-                                     const int32_t[::1] expected_right, Py_ssize_t split_at_lengths) except -1 nogil:
+                                     const int32_t[::1] expected_right, Py_ssize_t split_at_lengths,
+                                     const int64_t[::1] other_starts, const int32_t[::1] other_left,
+                                     const int32_t[::1] other_right) except -1 nogil:
         """The pairs for tiktoken's ranks, one a ranked token: in rank order, each token's bytes merged by the
         pairs of the tokens before it, which must leave two parts. Where tiktoken's rule (any two adjacent parts
         whose bytes are a token join, the lowest rank first) joins two parts into a token, in any text, the
@@ -1314,6 +1331,9 @@ cdef class BPETables:
                 buf[0] = expected_left[k]
                 buf[1] = expected_right[k]
                 count = 2
+            elif other_starts is not None and self._other_parts(k, t, n, other_starts, other_left, other_right, pool,
+                                                                offs, rank_of, spine_x, spine_y, buf.data()):
+                count = 2
             elif n > split_at_lengths and at_lengths and self._split_at_lengths(
                     k, t, n, pool, offs, ids, rank_of, spine_x, spine_y, sig_keys, sig_heads, sig_next, length_slots,
                     lengths, buf.data()):
@@ -1322,6 +1342,7 @@ cdef class BPETables:
                 if <Py_ssize_t>buf.size() < n:
                     buf.resize(n)
                 count = merge_piece(&self.r, t, n, buf.data())
+                self.n_bytes_merged += 1
             if count != 2:
                 self.unmade = k
                 self.unmade_parts = count
@@ -1342,6 +1363,20 @@ cdef class BPETables:
                 sig_heads[slot] = <int32_t>k
                 _add_length(length_slots, lengths, n)
         return 0
+
+    cdef bint _other_parts(self, Py_ssize_t k, const uint8_t* t, Py_ssize_t n, const int64_t[::1] starts,
+                           const int32_t[::1] lefts, const int32_t[::1] rights, const uint8_t[::1] pool,
+                           const int64_t[::1] offs, vector[int32_t]& rank_of, vector[int32_t]& spine_x,
+                           vector[int32_t]& spine_y, int32_t* out) noexcept nogil:
+        """Whether merging ranked token k's bytes t[0:n] leaves one of its other pairs (lefts[j], rights[j] for j in
+        starts[k]..starts[k + 1]), asked of _leaves_parts; if so its two ids are out[0], out[1]."""
+        cdef Py_ssize_t j
+        for j in range(starts[k], starts[k + 1]):
+            if self._leaves_parts(k, t, n, lefts[j], rights[j], pool, offs, rank_of, spine_x, spine_y):
+                out[0] = lefts[j]
+                out[1] = rights[j]
+                return True
+        return False
 
     cdef bint _split_at_lengths(self, Py_ssize_t k, const uint8_t* t, Py_ssize_t n, const uint8_t[::1] pool,
                                 const int64_t[::1] offs, const int32_t[::1] ids, vector[int32_t]& rank_of,
@@ -1727,17 +1762,19 @@ cdef class BPETables:
     def stats(self):
         """Sizes of the tables (for tests and benchmarks)."""
         return {"pairs": self.n_pairs, "pair_slots": self.pairs.size(), "permanent": self.permanent.size(),
-                "lookup_limit": self.lookup_limit}
+                "lookup_limit": self.lookup_limit, "bytes_merged": self.n_bytes_merged}
 
 
 def tables_made_by_merging(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
-                           permanent=None, expected_left=None, expected_right=None, split_at_lengths=SPLIT_AT_LENGTHS):
+                           permanent=None, expected_left=None, expected_right=None, split_at_lengths=SPLIT_AT_LENGTHS,
+                           other_starts=None, other_left=None, other_right=None):
     """BPETables(..., made_by_merging=True) for tiktoken's ranks: one pair a token, checked (splits());
-    expected_left / expected_right: the two parts each token is expected to be made of, if known;
-    split_at_lengths: see BPETables."""
+    expected_left / expected_right: the two parts each token is expected to be made of, if known; other_starts /
+    other_left / other_right: more pairs each may be made of; split_at_lengths: see BPETables."""
     return BPETables(byte_ids, ranked_pool, ranked_offsets, ranked_ids, decode_pool, decode_offsets, known,
                      permanent, made_by_merging=True, expected_left=expected_left, expected_right=expected_right,
-                     split_at_lengths=split_at_lengths)
+                     split_at_lengths=split_at_lengths, other_starts=other_starts, other_left=other_left,
+                     other_right=other_right)
 
 
 cdef class PieceTable:

@@ -22,7 +22,7 @@ from ._ranks import recover_merges
 from .token_arrays import first_occurrences, gather_tokens
 
 __all__ = ["RuleCheck", "rule_difference_of_indices", "merge_rule_difference", "made_as_listed", "describe_difference",
-           "remade_token",
+           "later_pairs", "remade_token",
            "describe_remade", "repeated_merge", "list_rule_problem", "PAIR_TWICE"]
 
 # why a merge list cannot hold a pair twice
@@ -78,8 +78,11 @@ def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int6
         return RuleCheck(None, False)
     first = first_occurrences(joined)       # the first merge of each merged token, in rank order
     ranked = joined[first]
+    rank_of_token = np.full(n, -1, dtype=np.int64)
+    rank_of_token[ranked] = np.arange(len(ranked))
     got_left, got_right, unmade = _rule_splits(byte_token, *gather_tokens(pool, offsets, ranked), ranked,
-                                               left[first], right[first])
+                                               left[first], right[first],
+                                               later_pairs(rank_of_token[joined], first, left, right, len(first)))
     stop = len(first) if unmade < 0 else unmade
     differ_at = np.flatnonzero(lengths[got_left[:stop]] != lengths[left[first[:stop]]])
     bad = int(first[unmade]) if unmade >= 0 else -1
@@ -98,7 +101,8 @@ def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int6
 
 def _rule_splits(byte_ids: NDArray[np.integer[Any]], ranked_pool: NDArray[np.uint8], ranked_offsets: NDArray[np.int64],
                  ranked_ids: NDArray[np.integer[Any]], expected_left: NDArray[np.integer[Any]],
-                 expected_right: NDArray[np.integer[Any]]) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+                 expected_right: NDArray[np.integer[Any]], later: dict[str, NDArray[Any]]
+                 ) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
     """(left, right, unmade): the ids of the two tokens the ranks rule leaves each ranked token in (merging its
     bytes with the tokens ranked before it; the ranked tokens in rank order, ranked_pool/ranked_offsets, their ids
     ranked_ids; every byte's id byte_ids), and -1 or the first ranked token it leaves in other than two parts (the
@@ -106,16 +110,43 @@ def _rule_splits(byte_ids: NDArray[np.integer[Any]], ranked_pool: NDArray[np.uin
     decoding and no encoder's entries made), the parts each token is expected to be made of (its listed merge's,
     ids; -1 for none) given: where the split trees show that merging a token's bytes leaves exactly those two,
     its bytes are not merged, so a run of one letter 8,000 long costs the trees' depth a token, not n log n
-    lookups of spans up to n bytes long. The answer is the same as recover_merges' (bpe_fast._ranks)."""
+    lookups of spans up to n bytes long; the pairs of a token's later merges are asked the same way (`later`:
+    later_pairs'). The answer is the same as recover_merges' (bpe_fast._ranks)."""
     int32 = np.int32
     tables = tables_made_by_merging(
         np.ascontiguousarray(byte_ids, dtype=int32), ranked_pool, ranked_offsets,
         np.ascontiguousarray(ranked_ids, dtype=int32), _NO_BYTES, _NO_OFFSETS, _NO_BYTES,
         permanent=np.zeros(len(ranked_ids), dtype=np.uint8),
         expected_left=np.ascontiguousarray(expected_left, dtype=int32),
-        expected_right=np.ascontiguousarray(expected_right, dtype=int32))
+        expected_right=np.ascontiguousarray(expected_right, dtype=int32), **later)
     left, right, unmade, _ = tables.splits()
     return left.astype(np.int64), right.astype(np.int64), int(unmade)
+
+
+def later_pairs(ranks: NDArray[np.int64], firsts: NDArray[np.int64], left: NDArray[np.integer[Any]],
+                right: NDArray[np.integer[Any]], n_ranked: int) -> dict[str, NDArray[Any]]:
+    """tables_made_by_merging's other_starts / other_left / other_right: the parts (left[j], right[j]) of each
+    merge j but the first of its token (firsts: each merged token's first merge), grouped by the rank of the
+    token it makes (ranks[j], 0..n_ranked - 1), in the list's order; none when each token has one merge, or an id
+    does not fit in 32 bits. A list converted from ranks lists a token's every pair, the one the ranks rule makes
+    not always first: with these the tables still make every token by its parts' split trees.
+
+    >>> later = later_pairs(np.array([0, 1, 1, 0]), np.array([0, 1]), np.array([7, 8, 9, 6]), np.array([1, 2, 3, 4]), 2)
+    >>> [a.tolist() for a in later.values()]
+    [[0, 1, 2], [6, 9], [4, 3]]
+    """
+    later = np.ones(len(ranks), dtype=np.bool_)
+    later[firsts] = False
+    others = np.flatnonzero(later)
+    if not len(others):
+        return {}
+    others = others[np.argsort(ranks[others], kind="stable")]
+    lefts, rights = left[others], right[others]
+    if max(lefts.max(), rights.max()) > np.iinfo(np.int32).max:
+        return {}
+    starts = np.zeros(n_ranked + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ranks[others], minlength=n_ranked), out=starts[1:])
+    return dict(other_starts=starts, other_left=lefts.astype(np.int32), other_right=rights.astype(np.int32))
 
 
 _BIG = 0x7FFFFFFF       # the tables' ids and offsets into a token are 32-bit
@@ -255,7 +286,8 @@ def _listed_splits(merges: Sequence[tuple[bytes, bytes]]) -> _ListedSplits | Non
     ranked_pool, ranked_offsets = gather_tokens(tokens, starts, 256 + firsts)
     expected_left, expected_right = rank[lefts[firsts]], rank[rights[firsts]]
     left, right, unmade = _rule_splits(np.arange(256), ranked_pool, ranked_offsets,
-                                       np.arange(256, 256 + len(firsts)), expected_left, expected_right)
+                                       np.arange(256, 256 + len(firsts)), expected_left, expected_right,
+                                       later_pairs(rank[joins] - 256, firsts, rank[lefts], rank[rights], len(firsts)))
     cut = (offsets[1::2] - offsets[0:-1:2])[firsts]
     return _ListedSplits(left, right, unmade, expected_left, expected_right, firsts, cut, ranked_pool, ranked_offsets)
 

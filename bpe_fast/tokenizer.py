@@ -49,7 +49,7 @@ from ._encode import (DECODE_PARALLEL_IDS, MAX_WHOLE_PIECE, BatchJob, BPETables,
                       IdBuffer, PieceTable, Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable,
                       utf8_text)
 from ._gpt2_files import pack_pairs, pack_vocab
-from .merge_rule import list_rule_problem
+from .merge_rule import later_pairs, list_rule_problem
 from .normalize import check_normalizer, is_normal, last_stable, normal
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
                        resolve_pattern)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
@@ -570,6 +570,8 @@ class Tokenizer:
         listed = _first_merge_ids(files) if files.parts is not None else None
         by_merging = bool(np.all(arrays["byte_ids"] >= 0))    # the ranks rule's tables, one pair a token, if it
         expected = _expected_parts(listed) if by_merging else {}    # makes every token
+        if expected:        # (and the pairs of a token's later merges, for a list that holds the rule's later)
+            expected.update(_later_merge_ids(files))
 
         def build() -> BPETables | None:
             made = None
@@ -2473,6 +2475,19 @@ def _first_merge_ids(files: formats.GPT2Arrays) -> tuple[NDArray[np.int64], NDAr
     assert files.parts is not None
     first = first_occurrences(files.joined)
     return files.vocab_ids[files.parts[0][first]], files.vocab_ids[files.parts[1][first]]
+
+
+def _later_merge_ids(files: formats.GPT2Arrays) -> TableArrays:
+    """tables_made_by_merging's other_starts / other_left / other_right for the merges of `files` after the first
+    of each merged token (merge_rule.later_pairs), ids as _first_merge_ids gives them."""
+    from .token_arrays import first_occurrences
+
+    assert files.parts is not None
+    first = first_occurrences(files.joined)
+    rank = np.full(len(files.vocab_ids), -1, dtype=np.int64)
+    rank[files.joined[first]] = np.arange(len(first))
+    return later_pairs(rank[files.joined], first, files.vocab_ids[files.parts[0]], files.vocab_ids[files.parts[1]],
+                       len(first))
 
 
 def _added_specials(files: formats.GPT2Arrays, wanted: list[bytes], found: NDArray[np.int64]

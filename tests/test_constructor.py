@@ -437,8 +437,9 @@ def test_a_merge_chain_is_refused_by_the_split_trees(monkeypatch, path):
 def test_a_merge_chain_listing_each_token_twice_is_checked_by_the_split_trees(monkeypatch):
     """Each token of a run listed with two merges, the ranks rule's second (as lists converted from ranks list a
     token's pairs): the first merges are not the tables' parts, so the rule's check is asked, which compares the
-    parts the split trees' tables left (not every token's bytes merged again); the tokenizer is the one of the
-    rule's merges alone."""
+    parts the split trees' tables left (not every token's bytes merged again); the tables ask the later merges'
+    pairs too (other_left, other_right), so no token's bytes are merged; the tokenizer is the one of the rule's
+    merges alone."""
     vocab, merges = _chain(600)
     twice = []
     for a, b in merges:
@@ -446,10 +447,18 @@ def test_a_merge_chain_listing_each_token_twice_is_checked_by_the_split_trees(mo
             twice.append((a[:-1], a[-1:] + b))
         twice.append((a, b))
     plain = Tokenizer(dict(vocab), list(merges))
+    import bpe_fast.merge_rule as R
+
+    built = []
+    real = R.tables_made_by_merging
     with monkeypatch.context() as m:
         _no_full_check(m)
+        m.setattr(R, "tables_made_by_merging", lambda *args, **kwargs: built.append(real(*args, **kwargs)) or built[-1])
         tok = Tokenizer(dict(vocab), twice)
         assert merge_rule_difference(twice) is None
+    # the tables by the split trees of each token's merges, the later ones' too: no token's bytes merged (the
+    # tokenizer's, the array check's, merge_rule_difference's)
+    assert len(built) == 2 and [t.stats()["bytes_merged"] for t in (tok._tables, *built)] == [0, 0, 0]
     for n in (1, 2, 3, 7, 64, 255, 256, 257, 599, 600, 601, 1500):
         assert tok.encode("a" * n) == plain.encode("a" * n), n
 

@@ -425,6 +425,46 @@ def test_split_at_lengths_changes_nothing(seed, n_tokens, alphabet, longest, spl
     assert split[1][:end].tolist() == merged[1][:end].tolist()
 
 
+
+@SOME
+@given(st.integers(0, 2**32), st.integers(1, 120), st.sampled_from([b"a", b"ab", b"abc", b"ab c"]),
+       st.sampled_from([12, 40, 300]), st.integers(0, 4))
+def test_other_pairs_change_nothing(seed, n_tokens, alphabet, longest, wrong):
+    # tables_made_by_merging's other pairs (a merge list's later merges of a token, asked of _leaves_parts when
+    # the expected pair is not the one merging leaves): the tables are those made by merging every token's bytes,
+    # whatever pairs are given (ids of tokens ranked later, -1, out of range); with the rule's own pair among
+    # them (and a wrong one expected), no token's bytes are merged
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import tables_made_by_merging
+
+    rng = random.Random(seed)
+    ranks, _ = _built_ranks(rng, n_tokens, alphabet, longest)
+    arrays = T._ranks_table_arrays(bpe_fast.ranks.ranked_tokens(ranks), {})
+    del arrays["permanent"]
+    merged = tables_made_by_merging(**arrays, split_at_lengths=1 << 40)
+    left, right, unmade, _ = merged.splits()
+    n = len(left)
+    end = unmade if unmade >= 0 else n
+    top = 256 + n
+    some_id = lambda: rng.choice([-1, 0, rng.randrange(top), top + 5, 1 << 30])      # noqa: E731
+    expected = np.array([[some_id(), some_id()] for _ in range(n)], dtype=np.int32).reshape(-1, 2)
+    starts, others = [0], []
+    for k in range(n):
+        pairs = [(some_id(), some_id()) for _ in range(rng.randint(0, wrong))]
+        if k < end:
+            pairs.insert(rng.randint(0, len(pairs)), (int(left[k]), int(right[k])))
+        others += pairs
+        starts.append(len(others))
+    others_array = np.array(others, dtype=np.int32).reshape(-1, 2)
+    hinted = tables_made_by_merging(**arrays, split_at_lengths=1 << 40, expected_left=expected[:, 0].copy(),
+                                    expected_right=expected[:, 1].copy(), other_starts=np.array(starts),
+                                    other_left=others_array[:, 0].copy(), other_right=others_array[:, 1].copy())
+    got = hinted.splits()
+    assert got[2:] == (unmade, merged.splits()[3])
+    assert got[0][:end].tolist() == left[:end].tolist() and got[1][:end].tolist() == right[:end].tolist()
+    assert hinted.stats()["bytes_merged"] == (1 if unmade >= 0 else 0)
+    assert merged.stats()["bytes_merged"] == min(end + 1, n)
+
 def test_split_at_lengths_of_long_runs():
     # tiktoken's ranks of what training learns from one letter repeated (no merges to go by: from_tiktoken):
     # tokens of 2, 4, ... 2^15 bytes, and runs built a letter at a time, split at the known lengths, as merging
