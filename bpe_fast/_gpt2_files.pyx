@@ -22,7 +22,7 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy, strlen
+from libc.string cimport memcmp, memcpy, memset, strlen
 from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport (EMPTY_INDEX, HASH_SEED, Slot, hash_wide, seed_hash_bytes, load_head, mix64, next_slot,
@@ -773,3 +773,212 @@ def parse_merge_list(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
     if not ok:
         return None
     return _uint8_array(pool), _int64_array(offsets)
+
+
+# ------------------------------------------------------------------------------------------------- writing
+# The writers of vocab.json, merges.txt and tokenizer.json's vocab and merges (bpe_fast.formats owns the files and
+# the mapping, and gives it here as a table: byte c is written as table[table_offsets[c]:table_offsets[c + 1]], the
+# UTF-8 of its character, escaped as json.dumps escapes it or not): the bytes of the text made from the arrays in
+# two passes (its size, then the bytes), with no Python object a token.
+
+cdef enum:
+    _WIDE = 8       # a byte's written form is at most this long (json's "\u0120" is 6)
+
+
+cdef int _wide_table(const uint8_t[::1] table, const int64_t[::1] table_offsets, uint8_t* wide,
+                     uint8_t* lengths) except -1:
+    """The table as 256 rows of _WIDE bytes (wide) and each row's length; ValueError unless table_offsets has
+    257 rising entries within the table, each byte's form 1.._WIDE bytes long."""
+    cdef int c
+    cdef int64_t a, b
+    if table_offsets.shape[0] != 257 or table_offsets[0] != 0 or table_offsets[256] != table.shape[0]:
+        raise ValueError("table_offsets must be 257 offsets from 0 to the table's length")
+    memset(wide, 0, 256 * _WIDE)
+    for c in range(256):
+        a, b = table_offsets[c], table_offsets[c + 1]
+        if not 1 <= b - a <= _WIDE:
+            raise ValueError(f"byte {c}'s written form must be 1..{_WIDE} bytes long, not {b - a}")
+        memcpy(wide + c * _WIDE, &table[a], b - a)
+        lengths[c] = <uint8_t>(b - a)
+    return 0
+
+
+cdef inline int _digits(int64_t v) noexcept nogil:
+    cdef int d = 1
+    while v >= 10:
+        v //= 10
+        d += 1
+    return d
+
+
+cdef inline Py_ssize_t _put_int(uint8_t* out, int64_t v) noexcept nogil:
+    """v (>= 0) in decimal at out; its number of digits."""
+    cdef int d = _digits(v), k
+    for k in range(d - 1, -1, -1):
+        out[k] = <uint8_t>(0x30 + v % 10)
+        v //= 10
+    return d
+
+
+cdef inline Py_ssize_t _mapped_size(const uint8_t* s, int64_t n, const uint8_t* lengths) noexcept nogil:
+    cdef Py_ssize_t size = 0
+    cdef int64_t i
+    for i in range(n):
+        size += lengths[s[i]]
+    return size
+
+
+cdef inline Py_ssize_t _put_mapped(uint8_t* out, Py_ssize_t at, Py_ssize_t cap, const uint8_t* s, int64_t n,
+                                   const uint8_t* wide, const uint8_t* lengths) noexcept nogil:
+    """Append the written form of s[0:n] at out[at:]; the new end, or -1 when it would pass cap - _WIDE (the size
+    pass saw other arrays: another thread wrote them)."""
+    cdef int64_t i
+    cdef uint8_t c
+    for i in range(n):
+        if at > cap - _WIDE:
+            return -1
+        c = s[i]
+        memcpy(out + at, wide + c * _WIDE, _WIDE)     # (a whole row: the next byte's form overwrites the rest)
+        at += lengths[c]
+    return at
+
+
+cdef inline Py_ssize_t _put(uint8_t* out, Py_ssize_t at, Py_ssize_t cap, const uint8_t[::1] what) noexcept nogil:
+    cdef Py_ssize_t n = what.shape[0]
+    if at + n > cap:
+        return -1
+    if n:
+        memcpy(out + at, &what[0], n)
+    return at + n
+
+
+def mapped_object(const uint8_t[::1] pool, const int64_t[::1] offsets, const int64_t[::1] which,
+                  const int64_t[::1] values, const uint8_t[::1] table, const int64_t[::1] table_offsets):
+    """The bytes (uint8 array) of the JSON object {key k: values[k]} as json.dumps writes it ('{"a": 1, "b": 2}';
+    '{}' when there are none), key k token which[k] of pool (pool[offsets[which[k]]:offsets[which[k] + 1]]) with
+    each byte c written as table[table_offsets[c]:table_offsets[c + 1]] (the caller's table says how, escaped for
+    JSON), values[k] (>= 0) in decimal. The keys are not checked distinct.
+
+    >>> import numpy as np
+    >>> table = np.frombuffer(bytes(range(256)), dtype=np.uint8)
+    >>> pool, offsets = np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3])
+    >>> bytes(mapped_object(pool, offsets, np.array([1, 0]), np.array([7, 10]), table, np.arange(257)))
+    b'{"bc": 7, "a": 10}'
+    """
+    cdef uint8_t wide[256 * _WIDE]
+    cdef uint8_t lengths[256]
+    _wide_table(table, table_offsets, wide, lengths)
+    cdef Py_ssize_t n = which.shape[0], k, size = 2, at, n_tokens = offsets.shape[0] - 1
+    cdef int64_t t, a, b, v
+    cdef int bad = 0
+    if values.shape[0] != n:
+        raise ValueError(f"{n} tokens but {values.shape[0]} values")
+    _check_spans(pool, offsets, 0, 1, 1)
+    cdef const uint8_t* p = &pool[0] if pool.shape[0] else NULL
+    with nogil:
+        for k in range(n):
+            t, v = which[k], values[k]
+            if t < 0 or t >= n_tokens or v < 0:
+                bad = 1
+                break
+            a, b = offsets[t], offsets[t + 1]
+            size += _mapped_size(p + a, b - a, lengths) + 6 + _digits(v)      # '"' key '": ' value ', '
+    if bad:
+        raise ValueError(f"token {which[k]} is not one of the {n_tokens}, or value {values[k]} is negative")
+    if n:
+        size -= 2               # (no ', ' after the last)
+    out = np.empty(size + _WIDE, dtype=np.uint8)
+    cdef uint8_t[::1] o = out
+    cdef uint8_t* q = &o[0]
+    cdef Py_ssize_t cap = size + _WIDE
+    with nogil:
+        q[0] = 0x7B         # {
+        at = 1
+        for k in range(n):
+            t, v = which[k], values[k]
+            if t < 0 or t >= n_tokens or v < 0 or at + 3 > cap:
+                at = -1
+                break
+            if k:
+                q[at] = 0x2C    # ,
+                q[at + 1] = 0x20
+                at += 2
+            q[at] = 0x22        # "
+            a, b = offsets[t], offsets[t + 1]
+            if not 0 <= a <= b <= pool.shape[0]:
+                at = -1
+                break
+            at = _put_mapped(q, at + 1, cap, p + a, b - a, wide, lengths)
+            if at < 0 or at + 3 + _digits(v) + 1 > cap:
+                at = -1
+                break
+            q[at] = 0x22        # ": value
+            q[at + 1] = 0x3A
+            q[at + 2] = 0x20
+            at += 3
+            at += _put_int(q + at, v)
+        if at >= 0:
+            q[at] = 0x7D        # }
+            at += 1
+    if at != size:
+        raise RuntimeError("the arrays changed while they were read (another thread writes to them)")
+    return out[:size]
+
+
+def mapped_pairs(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint8_t[::1] table,
+                 const int64_t[::1] table_offsets, const uint8_t[::1] head, const uint8_t[::1] before,
+                 const uint8_t[::1] middle, const uint8_t[::1] after, const uint8_t[::1] between,
+                 const uint8_t[::1] tail):
+    """The bytes (uint8 array) head + between.join(before + a + middle + b + after for each pair) + tail, pair k
+    the tokens 2k and 2k + 1 of pool (pool[offsets[j]:offsets[j + 1]], as pack_pairs gives them) each byte c
+    written as table[table_offsets[c]:table_offsets[c + 1]] (see mapped_object): merges.txt's lines, or
+    tokenizer.json's list of merges.
+
+    >>> import numpy as np
+    >>> table = np.frombuffer(bytes(range(256)), dtype=np.uint8)
+    >>> pool, offsets = np.frombuffer(b"abcd", dtype=np.uint8), np.array([0, 1, 3, 4, 4])
+    >>> bytes(mapped_pairs(pool, offsets, table, np.arange(257), b"[", b'"', b" ", b'"', b", ", b"]"))
+    b'["a bc", "d "]'
+    """
+    cdef uint8_t wide[256 * _WIDE]
+    cdef uint8_t lengths[256]
+    _wide_table(table, table_offsets, wide, lengths)
+    if offsets.shape[0] % 2 != 1:
+        raise ValueError(f"pairs need an odd number of offsets (two tokens a pair, and the end), not {offsets.shape[0]}")
+    _check_spans(pool, offsets, 0, 1, 1)
+    cdef Py_ssize_t n = offsets.shape[0] // 2, k, at
+    cdef Py_ssize_t item = before.shape[0] + middle.shape[0] + after.shape[0]
+    cdef const uint8_t* p = &pool[0] if pool.shape[0] else NULL
+    cdef Py_ssize_t size = head.shape[0] + tail.shape[0] + n * item + (n - 1 if n else 0) * between.shape[0]
+    cdef int64_t a, b
+    with nogil:
+        size += _mapped_size(p + offsets[0], offsets[2 * n] - offsets[0], lengths)  # (rising: checked)
+    out = np.empty(size + _WIDE, dtype=np.uint8)
+    cdef uint8_t[::1] o = out
+    cdef uint8_t* q = &o[0]
+    cdef Py_ssize_t cap = size + _WIDE
+    with nogil:
+        at = _put(q, 0, cap, head)
+        for k in range(n):
+            if k:
+                at = _put(q, at, cap, between)
+            at = _put(q, at, cap, before)
+            a, b = offsets[2 * k], offsets[2 * k + 1]
+            if at < 0 or not 0 <= a <= b <= pool.shape[0]:
+                at = -1
+                break
+            at = _put_mapped(q, at, cap, p + a, b - a, wide, lengths)
+            at = _put(q, at, cap, middle) if at >= 0 else -1
+            a, b = offsets[2 * k + 1], offsets[2 * k + 2]
+            if at < 0 or not 0 <= a <= b <= pool.shape[0]:
+                at = -1
+                break
+            at = _put_mapped(q, at, cap, p + a, b - a, wide, lengths)
+            at = _put(q, at, cap, after) if at >= 0 else -1
+            if at < 0:
+                break
+        if at >= 0:
+            at = _put(q, at, cap, tail)
+    if at != size:
+        raise RuntimeError("the arrays changed while they were read (another thread writes to them)")
+    return out[:size]

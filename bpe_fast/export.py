@@ -39,8 +39,8 @@ from numpy.typing import NDArray
 
 from ._gpt2_files import pack_pairs
 from .atomic import output_group
-from .formats import (json_mapped_strs, json_object_text, mapped_strs, merge_strs, merges_json, pack_tokens,
-                      token_to_str, tokens_to_strs, write_text_atomic)
+from .formats import (json_merges_bytes, json_object_bytes, mapped_strs, merge_strs, pack_tokens, token_to_str,
+                      tokens_to_strs, write_bytes_atomic, write_text_atomic)
 from .hf import hf_added_token_difference, key_read_as_text, pre_tokenizer_to_hf
 from .merge_rule import describe_difference, merge_rule_difference, repeated_merge
 from .patterns import check_tiktoken_readable, tiktoken_anchors
@@ -76,32 +76,37 @@ def _check_unique(tokenizer: Tokenizer, tokens: set[bytes]) -> None:
 
 class _Vocab(NamedTuple):
     """The model's vocab of the document: {key: id} (entries), or, when every token is under its byte-level
-    form (_plain_vocab), the ids in increasing order and the tokens' bytes in that order (pool, ends: as
-    formats.mapped_text takes them), written with no Python object a token but its key."""
+    form (_plain_vocab), as arrays: key k is the byte-level form of token which[k] of pool (token j is
+    pool[offsets[j]:offsets[j + 1]]) and ids[k] its id, in increasing order, written natively
+    (formats.json_object_bytes) with no Python object a token."""
     entries: dict[str, int] | None
-    ids: list[int]
     pool: NDArray[np.uint8] | None
-    ends: NDArray[np.int64] | None
+    offsets: NDArray[np.int64] | None
+    which: NDArray[np.int64] | None
+    ids: NDArray[np.int64] | None
 
     def as_dict(self) -> dict[str, int]:
         if self.entries is not None:
             return self.entries
-        assert self.pool is not None and self.ends is not None
-        return dict(zip(mapped_strs(self.pool, self.ends), self.ids))
+        assert self.pool is not None and self.offsets is not None and self.which is not None and self.ids is not None
+        pool, offsets = gather_tokens(self.pool, self.offsets, self.which)
+        return dict(zip(mapped_strs(pool, offsets[1:]), self.ids.tolist()))
 
-    def text(self) -> str:
-        """json.dumps(self.as_dict(), ensure_ascii=False)"""
+    def data(self) -> bytes | NDArray[np.uint8]:
+        """json.dumps(self.as_dict(), ensure_ascii=False) in UTF-8"""
         if self.entries is not None:
-            return json.dumps(self.entries, ensure_ascii=False)
-        assert self.pool is not None and self.ends is not None
-        return json_object_text(json_mapped_strs(self.pool, self.ends), self.ids)
+            return json.dumps(self.entries, ensure_ascii=False).encode("utf-8")
+        assert self.pool is not None and self.offsets is not None and self.which is not None and self.ids is not None
+        return json_object_bytes(self.pool, self.offsets, self.which, self.ids, False)
 
 
 class _Document(NamedTuple):
-    """hf_tokenizer_json's document but the model's vocab and merges (its last two keys), and those two."""
+    """hf_tokenizer_json's document but the model's vocab and merges (its last two keys), and those two (packed:
+    the merges as pack_pairs gives them, or None)."""
     skeleton: dict[str, Any]
     vocab: _Vocab
     merges: list[tuple[bytes, bytes]]
+    packed: tuple[NDArray[np.uint8], NDArray[np.int64]] | None
 
     def as_dict(self) -> dict[str, Any]:
         document = self.skeleton
@@ -109,14 +114,23 @@ class _Document(NamedTuple):
         document["model"]["merges"] = merge_strs(self.merges)
         return document
 
-    def text(self) -> str:
-        """json.dumps(self.as_dict(), ensure_ascii=False), the vocab and the merges written from arrays and spliced
-        in: "model" is the document's last key, "vocab" and "merges" the model's."""
+    def parts(self) -> list[bytes | NDArray[np.uint8]]:
+        """json.dumps(self.as_dict(), ensure_ascii=False) in UTF-8, as pieces to write one after the other: the
+        vocab and the merges made natively from arrays (formats.json_object_bytes, json_merges_bytes) between
+        json.dumps of the rest ("model" is the document's last key, "vocab" and "merges" the model's)."""
         head = {key: value for key, value in self.skeleton.items() if key != "model"}
         assert list(self.skeleton)[-1] == "model" and head
         model = json.dumps(self.skeleton["model"], ensure_ascii=False)
-        return "".join([json.dumps(head, ensure_ascii=False)[:-1], ', "model": ', model[:-1], ', "vocab": ',
-                        self.vocab.text(), ', "merges": ', merges_json(self.merges), "}}"])     # (one copy)
+        if self.packed is not None:
+            merges: bytes | NDArray[np.uint8] = json_merges_bytes(self.packed)
+        else:
+            merges = json.dumps(merge_strs(self.merges), ensure_ascii=False).encode("utf-8")
+        start = "".join([json.dumps(head, ensure_ascii=False)[:-1], ', "model": ', model[:-1], ', "vocab": '])
+        return [start.encode("utf-8"), self.vocab.data(), b', "merges": ', merges, b"}}"]
+
+    def text(self) -> str:
+        """json.dumps(self.as_dict(), ensure_ascii=False)"""
+        return b"".join(self.parts()).decode("utf-8")
 
 
 def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
@@ -174,9 +188,10 @@ def _hf_document(tokenizer: Tokenizer) -> _Document:
                 a, b = tokenizer.merges[k]
                 raise ValueError(f"merge {k} ({a!r}, {b!r}): {describe_difference(a, b, parts)}")
     special_ids = sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
-    vocab = _plain_vocab(all_tokens, special_ids, unique, merges, packed)
+    own = None if tokenizer.by_ranks_only else tokenizer.token_pool()      # (by id: all_tokens is its vocab)
+    vocab = _plain_vocab(all_tokens, special_ids, unique, merges, packed, own)
     if vocab is None:
-        vocab = _Vocab(_placed_vocab(all_tokens, special_ids, merges), [], None, None)
+        vocab = _Vocab(_placed_vocab(all_tokens, special_ids, merges), None, None, None, None)
     skeleton = {
         "version": "1.0",
         "truncation": None,
@@ -196,7 +211,7 @@ def _hf_document(tokenizer: Tokenizer) -> _Document:
             "ignore_merges": tokenizer.by_ranks_only,
         },
     }
-    return _Document(skeleton, vocab, merges)
+    return _Document(skeleton, vocab, merges, packed)
 
 
 def _tables_made_as_listed(tokenizer: Tokenizer, n_merges: int,
@@ -221,12 +236,14 @@ def _tables_made_as_listed(tokenizer: Tokenizer, n_merges: int,
 
 
 def _plain_vocab(all_tokens: Mapping[int, bytes], special_ids: list[tuple[str, int]], unique: bool,
-                 merges: list[tuple[bytes, bytes]], packed: tuple[NDArray[np.uint8], NDArray[np.int64]] | None
-                 ) -> _Vocab | None:
+                 merges: list[tuple[bytes, bytes]], packed: tuple[NDArray[np.uint8], NDArray[np.int64]] | None,
+                 token_pool: tuple[NDArray[np.uint8], NDArray[np.int64]] | None = None) -> _Vocab | None:
     """The model's vocab when every token, the special tokens' too, is there under its byte-level form at its
     id: no two ids have the same bytes (unique), each special token's bytes are the vocabulary's at its id, its
     text is its byte-level form ("<|endoftext|>") and no merge takes or makes it. _placed_vocab then gives the
-    same: HF finds each special token's text in the vocab, at its id. None otherwise (_placed_vocab decides)."""
+    same: HF finds each special token's text in the vocab, at its id. None otherwise (_placed_vocab decides).
+    token_pool: all_tokens as Tokenizer.token_pool gives them (id i's bytes pool[offsets[i]:offsets[i + 1]]),
+    when the caller has them: the vocab is then written from them, with no bytes object a token."""
     if not unique:
         return None
     if merges and packed is None:
@@ -235,14 +252,21 @@ def _plain_vocab(all_tokens: Mapping[int, bytes], special_ids: list[tuple[str, i
         data = s.encode("utf-8")
         if all_tokens.get(i) != data or token_to_str(data) != s or (packed is not None and _in_merges(packed, data)):
             return None
-    ids = sorted(all_tokens)
-    if not set(map(type, ids)) <= {int}:
+    if token_pool is not None:
+        pool, offsets = token_pool
+        ids = np.flatnonzero(offsets[1:] != offsets[:-1])      # the ids with bytes: all_tokens' (no token is empty)
+        if len(ids) == len(all_tokens):
+            return _Vocab(None, pool, offsets, ids, ids)
+    ids_list = sorted(all_tokens)
+    if not set(map(type, ids_list)) <= {int}:
         return None
-    tokens = list(map(all_tokens.__getitem__, ids))
+    tokens = list(map(all_tokens.__getitem__, ids_list))
     if not set(map(type, tokens)) <= {bytes}:
         return None
     pool, ends = pack_tokens(tokens)
-    return _Vocab(None, ids, pool, ends)
+    which = np.arange(len(tokens), dtype=np.int64)
+    return _Vocab(None, pool, np.concatenate([np.zeros(1, dtype=np.int64), ends]), which,
+                  np.array(ids_list, dtype=np.int64))
 
 
 def _in_merges(packed: tuple[NDArray[np.uint8], NDArray[np.int64]], data: bytes) -> bool:
@@ -316,7 +340,7 @@ def _placed_vocab(all_tokens: Mapping[int, bytes], special_ids: list[tuple[str, 
 
 def export_hf(tokenizer: Tokenizer, path: StrPath) -> None:
     """Write an HF tokenizers `tokenizer.json` (load it with tokenizers.Tokenizer.from_file)."""
-    write_text_atomic(path, hf_tokenizer_text(tokenizer))
+    write_bytes_atomic(path, _hf_document(tokenizer).parts())
 
 
 def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | None = None, eos_token: str | None = None,
@@ -352,7 +376,7 @@ def export_hf_dir(tokenizer: Tokenizer, directory: StrPath, bos_token: str | Non
     paths = [os.path.join(directory, name) for name in HF_FILES]
     with output_group() as group:           # the three together: a failure leaves the folder as it was
         group.makedirs(directory)
-        write_text_atomic(paths[0], made.text(), group)
+        write_bytes_atomic(paths[0], made.parts(), group)
         write_text_atomic(paths[1], json.dumps(config, ensure_ascii=False, indent=2) + "\n", group)
         write_text_atomic(paths[2], json.dumps({**roles, "additional_special_tokens": additional},
                                                ensure_ascii=False, indent=2) + "\n", group)

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, NoReturn, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from ._gpt2_files import TokenIndex, pack_pairs, parse_merges, parse_vocab, token_list
+from ._gpt2_files import TokenIndex, mapped_object, mapped_pairs, pack_pairs, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
 from .atomic import OutputGroup, atomic_output, folder_lock, identity, output_group, path_identity
@@ -236,49 +236,59 @@ def mapped_strs(pool: NDArray[np.uint8], ends: NDArray[np.int64]) -> list[str]:
     return mapped_text(pool, ends, np.full(len(ends), _SPLIT, dtype=np.uint32)).split(chr(_SPLIT))[:-1]
 
 
-def json_mapped_strs(pool: NDArray[np.uint8], ends: NDArray[np.int64]) -> list[str]:
-    """mapped_strs, each as json.dumps(..., ensure_ascii=False) writes it, without its quotes (escaped together:
-    the cut between two tokens, a character no mapped token holds, is not escaped).
+def _forms(write: Callable[[str], str]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """Each byte's character in GPT-2's mapping as `write` gives it, in UTF-8, end to end (byte c's is
+    table[offsets[c]:offsets[c + 1]]): the native writers' table (bpe_fast._gpt2_files.mapped_object)."""
+    pool, ends = pack_tokens([write(_BYTE_TO_CHAR[b]).encode("utf-8") for b in range(256)])
+    return pool, np.concatenate([np.zeros(1, dtype=np.int64), ends])
 
-    >>> json_mapped_strs(np.frombuffer(b'a"\\\\ b', dtype=np.uint8), np.array([2, 4, 5]))
-    ['a\\\\"', '\\\\\\\\Ġ', 'b']
+
+# each byte's character as the files hold it: as it is (merges.txt), and in a JSON string as json.dumps writes it,
+# by json's own escaping: ensure_ascii=False (tokenizer.json: the quote and the backslash escaped, as the mapping
+# has no control character) and True (vocab.json: every character past ASCII as \u0120, lowercase hex)
+_PLAIN_FORMS = _forms(lambda c: c)
+_JSON_FORMS = _forms(lambda c: json.encoder.encode_basestring(c)[1:-1])
+_JSON_ASCII_FORMS = _forms(lambda c: json.encoder.encode_basestring_ascii(c)[1:-1])
+
+
+def json_object_bytes(pool: NDArray[np.uint8], offsets: NDArray[np.int64], which: NDArray[np.int64],
+                      ids: NDArray[np.int64], ensure_ascii: bool) -> NDArray[np.uint8]:
+    """json.dumps({token_to_str(token which[k]): ids[k] ...}, ensure_ascii=ensure_ascii) in UTF-8 (uint8), token j
+    pool[offsets[j]:offsets[j + 1]]: made natively, no Python object a token. The keys must be distinct (not
+    checked), the ids ints >= 0.
+
+    >>> pool, offsets = np.frombuffer(b' a"b', dtype=np.uint8), np.array([0, 2, 3, 4])
+    >>> print(bytes(json_object_bytes(pool, offsets, np.array([1, 0]), np.array([7, 18]), True)).decode())
+    {"\\"": 7, "\\u0120a": 18}
+    >>> print(bytes(json_object_bytes(pool, offsets, np.array([0, 2]), np.array([7, 8]), False)).decode())
+    {"Ġa": 7, "b": 8}
     """
-    text = mapped_text(pool, ends, np.full(len(ends), _SPLIT, dtype=np.uint32))
-    return json.encoder.encode_basestring(text)[1:-1].split(chr(_SPLIT))[:-1]
+    table, table_offsets = _JSON_ASCII_FORMS if ensure_ascii else _JSON_FORMS
+    return mapped_object(np.ascontiguousarray(pool, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64),
+                         np.ascontiguousarray(which, dtype=np.int64), np.ascontiguousarray(ids, dtype=np.int64),
+                         table, table_offsets)
 
 
-def json_object_text(keys: list[str], values: Sequence[int]) -> str:
-    """json.dumps(dict(zip(keys, values))) of int values and distinct keys already escaped as json.dumps writes
-    them (json_escaped, json_mapped_strs), without their quotes.
+def json_merges_bytes(packed: tuple[NDArray[np.uint8], NDArray[np.int64]]) -> NDArray[np.uint8]:
+    """json.dumps(merge_strs(merges), ensure_ascii=False) in UTF-8 (uint8), made natively from the merges as
+    pack_pairs gives them (packed: pool, offsets).
 
-    >>> json_object_text(['a', 'b\\\\"'], [1, 2]), json_object_text([], [])
-    ('{"a": 1, "b\\\\"": 2}', '{}')
+    >>> print(bytes(json_merges_bytes(pack_pairs([(b" ", b"a"), (b'"', b"b")]))).decode())
+    ["Ġ a", "\\" b"]
     """
-    if not keys:
-        return "{}"
-    parts: list[str] = [", \""] * (4 * len(keys))      # '"key": value' joined by ', ' as json.dumps writes a dict
-    parts[0] = "{\""
-    parts[1::4] = keys
-    parts[2::4] = ['": '] * len(keys)
-    parts[3::4] = map(int.__repr__, values)
-    parts.append("}")
-    return "".join(parts)
+    table, table_offsets = _JSON_FORMS
+    return mapped_pairs(packed[0], packed[1], table, table_offsets, b"[", b'"', b" ", b'"', b", ", b"]")
 
 
-def merges_json(merges: Sequence[Sequence[bytes]]) -> str:
-    """json.dumps(merge_strs(merges), ensure_ascii=False), written from the merges as arrays when they are a list
-    of tuples of two bytes objects (no Python object a merge).
+def merge_lines_bytes(packed: tuple[NDArray[np.uint8], NDArray[np.int64]], head: bytes = b"") -> NDArray[np.uint8]:
+    """head and merges.txt's lines (a merge a line: its two tokens, token_to_str, a space between) in UTF-8
+    (uint8), made natively from the merges as pack_pairs gives them (packed: pool, offsets).
 
-    >>> merges_json([(b" ", b"a"), (b'"', b"\\\\")]), merges_json([])
-    ('["Ġ a", "\\\\" \\\\\\\\"]', '[]')
+    >>> bytes(merge_lines_bytes(pack_pairs([(b" ", b"a"), (b"b", b"\\n")]))).decode()
+    'Ġ a\\nb Ċ\\n'
     """
-    packed = pack_pairs(merges) if type(merges) is list and merges else None
-    if packed is None:
-        return json.dumps(merge_strs(merges), ensure_ascii=False)
-    pool, offsets = packed
-    separators = np.tile(np.array([32, _SPLIT], dtype=np.uint32), len(merges))
-    escaped = json.encoder.encode_basestring(mapped_text(pool, offsets[1:], separators))[1:-2]   # (the last cut)
-    return '["' + escaped.replace(chr(_SPLIT), '", "') + '"]'
+    table, table_offsets = _PLAIN_FORMS
+    return mapped_pairs(packed[0], packed[1], table, table_offsets, head, b"", b" ", b"\n", b"", b"")
 
 
 def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
@@ -640,14 +650,33 @@ def write_text_atomic(path: StrPath, text: str, group: OutputGroup | None = None
         f.write(text)
 
 
+def write_bytes_atomic(path: StrPath, parts: Iterable[Any], group: OutputGroup | None = None) -> None:
+    """Write the bytes of `parts` (bytes, uint8 arrays: buffers) one after another to `path` through a temporary
+    file in the same folder and os.replace (with `group`: when the group commits, beside its other files)."""
+    output = atomic_output if group is None else group.output
+    with output(path, "wb") as f:
+        for part in parts:
+            f.write(part)
+
+
+def write_merge_lines(path: StrPath, packed: tuple[NDArray[np.uint8], NDArray[np.int64]],
+                      group: OutputGroup | None = None) -> None:
+    """write_merges' file of merges already checked (none empty, no pair twice), given as pack_pairs gives them
+    (pool, offsets): a "#version" first line when the first merge's line starts with "#version"."""
+    pool, offsets = packed
+    first = bytes(pool[offsets[0]:offsets[1]]) if len(offsets) > 1 else b""
+    head = b"#version: 0.2\n" if first.startswith(b"#version") else b""       # (HF's header)
+    write_bytes_atomic(path, [merge_lines_bytes(packed, head)], group)
+
+
 def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | None = None) -> None:
     """Write ``dict[int, bytes]`` as GPT-2's ``vocab.json`` (one line, ids in increasing order).
 
     Two ids with the same bytes cannot be written (the file maps token -> id): ValueError naming them.
     """
-    text = _vocab_json(vocab)
-    if text is not None:
-        write_text_atomic(path, text, group)
+    data = _vocab_json(vocab)
+    if data is not None:
+        write_bytes_atomic(path, [data], group)
         return
     entries: dict[str, int] = {}
     for i in sorted(vocab):
@@ -663,16 +692,18 @@ def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | 
     write_text_atomic(path, json.dumps(entries, ensure_ascii=True), group)
 
 
-def _vocab_json(vocab: Mapping[int, bytes]) -> str | None:
-    """write_vocab's text, made with no Python object a token but its key, when every id is an int in range and
-    every token a bytes object, none twice; None otherwise (write_vocab then names what is wrong)."""
+def _vocab_json(vocab: Mapping[int, bytes]) -> NDArray[np.uint8] | None:
+    """write_vocab's bytes, made natively from the tokens as arrays (json_object_bytes), when every id is an int in
+    range and every token a bytes object, none twice; None otherwise (write_vocab then names what is wrong)."""
     ids = sorted(vocab)
     if ids and (not set(map(type, ids)) <= {int} or ids[0] < 0 or ids[-1] > MAX_TOKEN_ID):
         return None
     tokens = list(map(vocab.__getitem__, ids))
     if not set(map(type, tokens)) <= {bytes} or len(set(tokens)) != len(tokens):
         return None
-    return json_object_text(json_escaped(tokens_to_strs(tokens), True), ids)
+    pool, ends = pack_tokens(tokens)
+    offsets = np.concatenate([np.zeros(1, dtype=np.int64), ends])
+    return json_object_bytes(pool, offsets, np.arange(len(ids), dtype=np.int64), np.array(ids, dtype=np.int64), True)
 
 
 def json_escaped(texts: list[str], ensure_ascii: bool) -> list[str]:
@@ -700,15 +731,11 @@ def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]], group: Output
     merges = merges if isinstance(merges, (list, tuple)) else list(merges)
     packed = pack_pairs(merges) if type(merges) is list else None     # tuples of two bytes objects: no Python
     if packed is not None and not np.any(packed[1][1:] == packed[1][:-1]):     # object a line (none empty)
-        pool, offsets = packed
         repeat = repeated_merge(merges)
         if repeat is not None:
             k, j = repeat
             raise ValueError(f"merge {k} ({merges[k][0]!r}, {merges[k][1]!r}) repeats merge {j}: {_TWICE}")
-        text = mapped_text(pool, offsets[1:], np.tile(np.array([32, 10], dtype=np.uint32), len(merges)))
-        if text.startswith("#version"):
-            text = "#version: 0.2\n" + text
-        write_text_atomic(path, text, group)
+        write_merge_lines(path, packed, group)
         return
     lines = []
     for k, merge in enumerate(merges):
