@@ -779,18 +779,21 @@ def parse_merge_list(const uint8_t[::1] data, const int16_t[::1] char_to_byte):
 # The writers of vocab.json, merges.txt and tokenizer.json's vocab and merges (bpe_fast.formats owns the files and
 # the mapping, and gives it here as a table: byte c is written as table[table_offsets[c]:table_offsets[c + 1]], the
 # UTF-8 of its character, escaped as json.dumps escapes it or not): the bytes of the text made from the arrays in
-# two passes (its size, then the bytes), with no Python object a token.
+# two passes (a bound on its size, then the bytes), in chunks of about a budget's bytes, with no Python object a
+# token.
 
 cdef enum:
     _WIDE = 8       # a byte's written form is at most this long (json's "\u0120" is 6)
 
 
-cdef int _wide_table(const uint8_t[::1] table, const int64_t[::1] table_offsets, uint8_t* wide,
-                     uint8_t* lengths) except -1:
-    """The table as 256 rows of _WIDE bytes (wide) and each row's length; ValueError unless table_offsets has
+cdef Py_ssize_t _wide_table(const uint8_t[::1] table, const int64_t[::1] table_offsets, uint8_t* wide,
+                            uint8_t* lengths, uint8_t* same) except -1:
+    """The table as 256 rows of _WIDE bytes (wide), each row's length, and whether byte c is written as itself
+    (same[c]); the longest row's length. ValueError unless table_offsets has
     257 rising entries within the table, each byte's form 1.._WIDE bytes long."""
     cdef int c
     cdef int64_t a, b
+    cdef Py_ssize_t widest = 0
     if table_offsets.shape[0] != 257 or table_offsets[0] != 0 or table_offsets[256] != table.shape[0]:
         raise ValueError("table_offsets must be 257 offsets from 0 to the table's length")
     memset(wide, 0, 256 * _WIDE)
@@ -800,7 +803,9 @@ cdef int _wide_table(const uint8_t[::1] table, const int64_t[::1] table_offsets,
             raise ValueError(f"byte {c}'s written form must be 1..{_WIDE} bytes long, not {b - a}")
         memcpy(wide + c * _WIDE, &table[a], b - a)
         lengths[c] = <uint8_t>(b - a)
-    return 0
+        same[c] = b - a == 1 and table[a] == c
+        widest = max(widest, b - a)
+    return widest
 
 
 cdef inline int _digits(int64_t v) noexcept nogil:
@@ -820,26 +825,30 @@ cdef inline Py_ssize_t _put_int(uint8_t* out, int64_t v) noexcept nogil:
     return d
 
 
-cdef inline Py_ssize_t _mapped_size(const uint8_t* s, int64_t n, const uint8_t* lengths) noexcept nogil:
-    cdef Py_ssize_t size = 0
-    cdef int64_t i
-    for i in range(n):
-        size += lengths[s[i]]
-    return size
-
-
 cdef inline Py_ssize_t _put_mapped(uint8_t* out, Py_ssize_t at, Py_ssize_t cap, const uint8_t* s, int64_t n,
-                                   const uint8_t* wide, const uint8_t* lengths) noexcept nogil:
-    """Append the written form of s[0:n] at out[at:]; the new end, or -1 when it would pass cap - _WIDE (the size
-    pass saw other arrays: another thread wrote them)."""
-    cdef int64_t i
+                                   const uint8_t* wide, const uint8_t* lengths, const uint8_t* same) noexcept nogil:
+    """Append the written form of s[0:n] at out[at:] (a run of bytes written as themselves, same[c], copied at
+    once); the new end, or -1 when it would pass cap - _WIDE (the size pass saw other arrays: another thread
+    wrote them)."""
+    cdef int64_t i = 0, j
     cdef uint8_t c
-    for i in range(n):
-        if at > cap - _WIDE:
-            return -1
+    while i < n:
         c = s[i]
-        memcpy(out + at, wide + c * _WIDE, _WIDE)     # (a whole row: the next byte's form overwrites the rest)
-        at += lengths[c]
+        if same[c]:
+            j = i + 1
+            while j < n and same[s[j]]:
+                j += 1
+            if at + (j - i) > cap - _WIDE:
+                return -1
+            memcpy(out + at, s + i, j - i)
+            at += j - i
+            i = j
+        else:
+            if at > cap - _WIDE:
+                return -1
+            memcpy(out + at, wide + c * _WIDE, _WIDE)     # (a whole row: what follows overwrites the rest)
+            at += lengths[c]
+            i += 1
     return at
 
 
@@ -853,48 +862,67 @@ cdef inline Py_ssize_t _put(uint8_t* out, Py_ssize_t at, Py_ssize_t cap, const u
 
 
 def mapped_object(const uint8_t[::1] pool, const int64_t[::1] offsets, const int64_t[::1] which,
-                  const int64_t[::1] values, const uint8_t[::1] table, const int64_t[::1] table_offsets):
-    """The bytes (uint8 array) of the JSON object {key k: values[k]} as json.dumps writes it ('{"a": 1, "b": 2}';
-    '{}' when there are none), key k token which[k] of pool (pool[offsets[which[k]]:offsets[which[k] + 1]]) with
-    each byte c written as table[table_offsets[c]:table_offsets[c + 1]] (the caller's table says how, escaped for
-    JSON), values[k] (>= 0) in decimal. The keys are not checked distinct.
+                  const int64_t[::1] values, const uint8_t[::1] table, const int64_t[::1] table_offsets,
+                  Py_ssize_t first=0, Py_ssize_t budget=-1):
+    """(chunk, next): the bytes (uint8 array) of the JSON object {key k: values[k]} as json.dumps writes it
+    ('{"a": 1, "b": 2}'; '{}' when there are none), key k token which[k] of pool
+    (pool[offsets[which[k]]:offsets[which[k] + 1]]) with each byte c written as
+    table[table_offsets[c]:table_offsets[c + 1]] (the caller's table says how, escaped for JSON), values[k] (>= 0)
+    in decimal. The keys are not checked distinct. Written from entry `first` on, as many as fit in `budget`
+    bytes (at least one; -1: all of them), the chunk ending before entry `next` (len(which): the end, with '}'):
+    the chunks from first = 0 to the end, one after the other, are the whole text.
 
     >>> import numpy as np
     >>> table = np.frombuffer(bytes(range(256)), dtype=np.uint8)
     >>> pool, offsets = np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3])
-    >>> bytes(mapped_object(pool, offsets, np.array([1, 0]), np.array([7, 10]), table, np.arange(257)))
-    b'{"bc": 7, "a": 10}'
+    >>> chunk, end = mapped_object(pool, offsets, np.array([1, 0]), np.array([7, 10]), table, np.arange(257))
+    >>> bytes(chunk), end
+    (b'{"bc": 7, "a": 10}', 2)
+    >>> [(bytes(c), e) for c, e in [mapped_object(pool, offsets, np.array([1, 0]), np.array([7, 10]), table,
+    ...                                           np.arange(257), k, 1) for k in (0, 1)]]
+    [(b'{"bc": 7', 1), (b', "a": 10}', 2)]
     """
     cdef uint8_t wide[256 * _WIDE]
     cdef uint8_t lengths[256]
-    _wide_table(table, table_offsets, wide, lengths)
-    cdef Py_ssize_t n = which.shape[0], k, size = 2, at, n_tokens = offsets.shape[0] - 1
+    cdef uint8_t same[256]
+    cdef Py_ssize_t widest = _wide_table(table, table_offsets, wide, lengths, same)
+    cdef Py_ssize_t n = which.shape[0], k, last, size, entry, at, n_tokens = offsets.shape[0] - 1
     cdef int64_t t, a, b, v
     cdef int bad = 0
     if values.shape[0] != n:
         raise ValueError(f"{n} tokens but {values.shape[0]} values")
+    if not 0 <= first <= n:
+        raise ValueError(f"first {first} is not in 0..{n}")
     _check_spans(pool, offsets, 0, 1, 1)
     cdef const uint8_t* p = &pool[0] if pool.shape[0] else NULL
+    size = 1 if first == 0 else 0           # {
+    last = first
     with nogil:
-        for k in range(n):
-            t, v = which[k], values[k]
+        while last < n:
+            t, v = which[last], values[last]
             if t < 0 or t >= n_tokens or v < 0:
                 bad = 1
                 break
             a, b = offsets[t], offsets[t + 1]
-            size += _mapped_size(p + a, b - a, lengths) + 6 + _digits(v)      # '"' key '": ' value ', '
+            entry = (b - a) * widest + 4 + _digits(v) + (2 if last else 0)      # ', "' key '": ' v (at most)
+            if last > first and budget >= 0 and size + entry > budget:
+                break
+            size += entry
+            last += 1
+        if last == n:
+            size += 1                       # }
     if bad:
-        raise ValueError(f"token {which[k]} is not one of the {n_tokens}, or value {values[k]} is negative")
-    if n:
-        size -= 2               # (no ', ' after the last)
+        raise ValueError(f"token {which[last]} is not one of the {n_tokens}, or value {values[last]} is negative")
     out = np.empty(size + _WIDE, dtype=np.uint8)
     cdef uint8_t[::1] o = out
     cdef uint8_t* q = &o[0]
     cdef Py_ssize_t cap = size + _WIDE
     with nogil:
-        q[0] = 0x7B         # {
-        at = 1
-        for k in range(n):
+        at = 0
+        if first == 0:
+            q[0] = 0x7B     # {
+            at = 1
+        for k in range(first, last):
             t, v = which[k], values[k]
             if t < 0 or t >= n_tokens or v < 0 or at + 3 > cap:
                 at = -1
@@ -908,7 +936,7 @@ def mapped_object(const uint8_t[::1] pool, const int64_t[::1] offsets, const int
             if not 0 <= a <= b <= pool.shape[0]:
                 at = -1
                 break
-            at = _put_mapped(q, at + 1, cap, p + a, b - a, wide, lengths)
+            at = _put_mapped(q, at + 1, cap, p + a, b - a, wide, lengths, same)
             if at < 0 or at + 3 + _digits(v) + 1 > cap:
                 at = -1
                 break
@@ -917,68 +945,119 @@ def mapped_object(const uint8_t[::1] pool, const int64_t[::1] offsets, const int
             q[at + 2] = 0x20
             at += 3
             at += _put_int(q + at, v)
-        if at >= 0:
+        if at >= 0 and last == n:
             q[at] = 0x7D        # }
             at += 1
-    if at != size:
+    if at < 0:
         raise RuntimeError("the arrays changed while they were read (another thread writes to them)")
-    return out[:size]
+    return out[:at], last
 
 
 def mapped_pairs(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint8_t[::1] table,
                  const int64_t[::1] table_offsets, const uint8_t[::1] head, const uint8_t[::1] before,
                  const uint8_t[::1] middle, const uint8_t[::1] after, const uint8_t[::1] between,
-                 const uint8_t[::1] tail):
-    """The bytes (uint8 array) head + between.join(before + a + middle + b + after for each pair) + tail, pair k
-    the tokens 2k and 2k + 1 of pool (pool[offsets[j]:offsets[j + 1]], as pack_pairs gives them) each byte c
-    written as table[table_offsets[c]:table_offsets[c + 1]] (see mapped_object): merges.txt's lines, or
-    tokenizer.json's list of merges.
+                 const uint8_t[::1] tail, Py_ssize_t first=0, Py_ssize_t budget=-1):
+    """(chunk, next): the bytes (uint8 array) head + between.join(before + a + middle + b + after for each pair)
+    + tail, pair k the tokens 2k and 2k + 1 of pool (pool[offsets[j]:offsets[j + 1]], as pack_pairs gives them)
+    each byte c written as table[table_offsets[c]:table_offsets[c + 1]] (see mapped_object): merges.txt's lines,
+    or tokenizer.json's list of merges. From pair `first` on, as many as fit in `budget` bytes (at least one;
+    -1: all), as mapped_object's chunks.
 
     >>> import numpy as np
     >>> table = np.frombuffer(bytes(range(256)), dtype=np.uint8)
     >>> pool, offsets = np.frombuffer(b"abcd", dtype=np.uint8), np.array([0, 1, 3, 4, 4])
-    >>> bytes(mapped_pairs(pool, offsets, table, np.arange(257), b"[", b'"', b" ", b'"', b", ", b"]"))
-    b'["a bc", "d "]'
+    >>> chunk, end = mapped_pairs(pool, offsets, table, np.arange(257), b"[", b'"', b" ", b'"', b", ", b"]")
+    >>> bytes(chunk), end
+    (b'["a bc", "d "]', 2)
     """
     cdef uint8_t wide[256 * _WIDE]
     cdef uint8_t lengths[256]
-    _wide_table(table, table_offsets, wide, lengths)
+    cdef uint8_t same[256]
+    cdef Py_ssize_t widest = _wide_table(table, table_offsets, wide, lengths, same)
     if offsets.shape[0] % 2 != 1:
         raise ValueError(f"pairs need an odd number of offsets (two tokens a pair, and the end), not {offsets.shape[0]}")
     _check_spans(pool, offsets, 0, 1, 1)
-    cdef Py_ssize_t n = offsets.shape[0] // 2, k, at
+    cdef Py_ssize_t n = offsets.shape[0] // 2, k, at, last, entry
+    if not 0 <= first <= n:
+        raise ValueError(f"first {first} is not in 0..{n}")
     cdef Py_ssize_t item = before.shape[0] + middle.shape[0] + after.shape[0]
     cdef const uint8_t* p = &pool[0] if pool.shape[0] else NULL
-    cdef Py_ssize_t size = head.shape[0] + tail.shape[0] + n * item + (n - 1 if n else 0) * between.shape[0]
+    cdef Py_ssize_t size = head.shape[0] if first == 0 else 0
     cdef int64_t a, b
+    last = first
     with nogil:
-        size += _mapped_size(p + offsets[0], offsets[2 * n] - offsets[0], lengths)  # (rising: checked)
+        while last < n:
+            a, b = offsets[2 * last], offsets[2 * last + 2]         # (rising: checked)
+            entry = (b - a) * widest + item + (between.shape[0] if last else 0)        # (at most)
+            if last > first and budget >= 0 and size + entry > budget:
+                break
+            size += entry
+            last += 1
+        if last == n:
+            size += tail.shape[0]
     out = np.empty(size + _WIDE, dtype=np.uint8)
     cdef uint8_t[::1] o = out
     cdef uint8_t* q = &o[0]
     cdef Py_ssize_t cap = size + _WIDE
     with nogil:
-        at = _put(q, 0, cap, head)
-        for k in range(n):
+        at = _put(q, 0, cap, head) if first == 0 else 0
+        for k in range(first, last):
             if k:
                 at = _put(q, at, cap, between)
-            at = _put(q, at, cap, before)
+            at = _put(q, at, cap, before) if at >= 0 else -1
             a, b = offsets[2 * k], offsets[2 * k + 1]
             if at < 0 or not 0 <= a <= b <= pool.shape[0]:
                 at = -1
                 break
-            at = _put_mapped(q, at, cap, p + a, b - a, wide, lengths)
+            at = _put_mapped(q, at, cap, p + a, b - a, wide, lengths, same)
             at = _put(q, at, cap, middle) if at >= 0 else -1
             a, b = offsets[2 * k + 1], offsets[2 * k + 2]
             if at < 0 or not 0 <= a <= b <= pool.shape[0]:
                 at = -1
                 break
-            at = _put_mapped(q, at, cap, p + a, b - a, wide, lengths)
+            at = _put_mapped(q, at, cap, p + a, b - a, wide, lengths, same)
             at = _put(q, at, cap, after) if at >= 0 else -1
             if at < 0:
                 break
-        if at >= 0:
+        if at >= 0 and last == n:
             at = _put(q, at, cap, tail)
-    if at != size:
+    if at < 0:
         raise RuntimeError("the arrays changed while they were read (another thread writes to them)")
-    return out[:size]
+    return out[:at], last
+
+
+def same_spans(const uint8_t[::1] pool, const int64_t[::1] offsets, const int64_t[::1] which,
+               const uint8_t[::1] other_pool, const int64_t[::1] other_offsets):
+    """Whether the tokens which[0], which[1], ... of pool (token j: pool[offsets[j]:offsets[j + 1]]) are the
+    tokens of other_pool, in order (token k: other_pool[other_offsets[k]:other_offsets[k + 1]]): what
+    gather_spans(pool, offsets, which) == (other_pool, other_offsets) says, with no copy of the bytes.
+
+    >>> import numpy as np
+    >>> pool, offsets = np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3])
+    >>> same_spans(pool, offsets, np.array([1, 0]), np.frombuffer(b"bca", dtype=np.uint8), np.array([0, 2, 3]))
+    True
+    >>> same_spans(pool, offsets, np.array([1, 0]), np.frombuffer(b"bca", dtype=np.uint8), np.array([0, 1, 3]))
+    False
+    """
+    _check_spans(pool, offsets, 0, 1, 1)
+    _check_spans(other_pool, other_offsets, 0, 1, 1)
+    cdef Py_ssize_t n = which.shape[0], k, n_tokens = offsets.shape[0] - 1
+    cdef int64_t t, a, b, c, d
+    cdef bint same = other_offsets.shape[0] == n + 1 and (n == 0 or other_offsets[0] == 0) and (
+        other_offsets[n] == other_pool.shape[0])
+    cdef const uint8_t* p = &pool[0] if pool.shape[0] else NULL
+    cdef const uint8_t* r = &other_pool[0] if other_pool.shape[0] else NULL
+    with nogil:
+        for k in range(n):
+            if not same:
+                break
+            t = which[k]
+            if t < 0 or t >= n_tokens:
+                same = False
+                break
+            a, b, c, d = offsets[t], offsets[t + 1], other_offsets[k], other_offsets[k + 1]
+            if not (0 <= a <= b <= pool.shape[0] and 0 <= c <= d <= other_pool.shape[0]) or b - a != d - c:
+                same = False
+            elif b > a and memcmp(p + a, r + c, b - a) != 0:
+                same = False
+    return bool(same)

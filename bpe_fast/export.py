@@ -31,7 +31,7 @@ import itertools
 import json
 import operator
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -39,14 +39,14 @@ from numpy.typing import NDArray
 
 from ._gpt2_files import pack_pairs
 from .atomic import output_group
-from .formats import (json_merges_bytes, json_object_bytes, mapped_strs, merge_strs, pack_tokens, token_to_str,
+from .formats import (json_merges_chunks, json_object_chunks, mapped_strs, merge_strs, pack_tokens, token_to_str,
                       tokens_to_strs, write_bytes_atomic, write_text_atomic)
 from .hf import hf_added_token_difference, key_read_as_text, pre_tokenizer_to_hf
 from .merge_rule import describe_difference, merge_rule_difference, repeated_merge
 from .patterns import check_tiktoken_readable, tiktoken_anchors
 from .ranks import ranked_tokens, ranks_from_tokenizer, tiktoken_text, vocab_of
 from .specials import check_no_alias, first_prefix_pair
-from .token_arrays import gather_tokens
+from .token_arrays import gather_tokens, same_tokens
 
 if TYPE_CHECKING:
     import tiktoken as tiktoken_module
@@ -78,7 +78,7 @@ class _Vocab(NamedTuple):
     """The model's vocab of the document: {key: id} (entries), or, when every token is under its byte-level
     form (_plain_vocab), as arrays: key k is the byte-level form of token which[k] of pool (token j is
     pool[offsets[j]:offsets[j + 1]]) and ids[k] its id, in increasing order, written natively
-    (formats.json_object_bytes) with no Python object a token."""
+    (formats.json_object_chunks) with no Python object a token."""
     entries: dict[str, int] | None
     pool: NDArray[np.uint8] | None
     offsets: NDArray[np.int64] | None
@@ -92,12 +92,12 @@ class _Vocab(NamedTuple):
         pool, offsets = gather_tokens(self.pool, self.offsets, self.which)
         return dict(zip(mapped_strs(pool, offsets[1:]), self.ids.tolist()))
 
-    def data(self) -> bytes | NDArray[np.uint8]:
-        """json.dumps(self.as_dict(), ensure_ascii=False) in UTF-8"""
+    def data(self) -> Iterable[bytes | NDArray[np.uint8]]:
+        """json.dumps(self.as_dict(), ensure_ascii=False) in UTF-8, in chunks"""
         if self.entries is not None:
-            return json.dumps(self.entries, ensure_ascii=False).encode("utf-8")
+            return [json.dumps(self.entries, ensure_ascii=False).encode("utf-8")]
         assert self.pool is not None and self.offsets is not None and self.which is not None and self.ids is not None
-        return json_object_bytes(self.pool, self.offsets, self.which, self.ids, False)
+        return json_object_chunks(self.pool, self.offsets, self.which, self.ids, False)
 
 
 class _Document(NamedTuple):
@@ -114,19 +114,19 @@ class _Document(NamedTuple):
         document["model"]["merges"] = merge_strs(self.merges)
         return document
 
-    def parts(self) -> list[bytes | NDArray[np.uint8]]:
-        """json.dumps(self.as_dict(), ensure_ascii=False) in UTF-8, as pieces to write one after the other: the
-        vocab and the merges made natively from arrays (formats.json_object_bytes, json_merges_bytes) between
-        json.dumps of the rest ("model" is the document's last key, "vocab" and "merges" the model's)."""
+    def parts(self) -> Iterator[bytes | NDArray[np.uint8]]:
+        """json.dumps(self.as_dict(), ensure_ascii=False) in UTF-8, in pieces to write one after the other: the
+        vocab and the merges made natively from arrays, in chunks (formats.json_object_chunks, json_merges_chunks),
+        between json.dumps of the rest ("model" is the document's last key, "vocab" and "merges" the model's)."""
         head = {key: value for key, value in self.skeleton.items() if key != "model"}
         assert list(self.skeleton)[-1] == "model" and head
         model = json.dumps(self.skeleton["model"], ensure_ascii=False)
         if self.packed is not None:
-            merges: bytes | NDArray[np.uint8] = json_merges_bytes(self.packed)
+            merges: Iterable[bytes | NDArray[np.uint8]] = json_merges_chunks(self.packed)
         else:
-            merges = json.dumps(merge_strs(self.merges), ensure_ascii=False).encode("utf-8")
+            merges = [json.dumps(merge_strs(self.merges), ensure_ascii=False).encode("utf-8")]
         start = "".join([json.dumps(head, ensure_ascii=False)[:-1], ', "model": ', model[:-1], ', "vocab": '])
-        return [start.encode("utf-8"), self.vocab.data(), b', "merges": ', merges, b"}}"]
+        return itertools.chain([start.encode("utf-8")], self.vocab.data(), [b', "merges": '], merges, [b"}}"])
 
     def text(self) -> str:
         """json.dumps(self.as_dict(), ensure_ascii=False)"""
@@ -231,8 +231,7 @@ def _tables_made_as_listed(tokenizer: Tokenizer, n_merges: int,
     parts[0::2] = left
     parts[1::2] = right
     pool, offsets = tokenizer.token_pool()
-    made_pool, made_offsets = gather_tokens(pool, offsets, parts)
-    return bool(np.array_equal(made_offsets, packed[1]) and np.array_equal(made_pool, packed[0]))
+    return same_tokens(pool, offsets, parts, packed[0], packed[1])
 
 
 def _plain_vocab(all_tokens: Mapping[int, bytes], special_ids: list[tuple[str, int]], unique: bool,

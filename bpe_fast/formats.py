@@ -25,7 +25,7 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, Union
 
 import numpy as np
@@ -251,44 +251,63 @@ _JSON_FORMS = _forms(lambda c: json.encoder.encode_basestring(c)[1:-1])
 _JSON_ASCII_FORMS = _forms(lambda c: json.encoder.encode_basestring_ascii(c)[1:-1])
 
 
-def json_object_bytes(pool: NDArray[np.uint8], offsets: NDArray[np.int64], which: NDArray[np.int64],
-                      ids: NDArray[np.int64], ensure_ascii: bool) -> NDArray[np.uint8]:
-    """json.dumps({token_to_str(token which[k]): ids[k] ...}, ensure_ascii=ensure_ascii) in UTF-8 (uint8), token j
-    pool[offsets[j]:offsets[j + 1]]: made natively, no Python object a token. The keys must be distinct (not
-    checked), the ids ints >= 0.
+_WRITE_CHUNK = 1 << 20     # the native writers' bytes a chunk: the text of a 64 MB vocabulary is not made at once
+
+
+def _chunks(write: Callable[[int, int], tuple[NDArray[np.uint8], int]], n: int) -> Iterator[NDArray[np.uint8]]:
+    """The chunks write(first, budget) gives (a native writer: the chunk and where the next starts) from 0 to n."""
+    first = 0
+    while True:
+        chunk, first = write(first, _WRITE_CHUNK)
+        yield chunk
+        if first >= n:
+            return
+
+
+def json_object_chunks(pool: NDArray[np.uint8], offsets: NDArray[np.int64], which: NDArray[np.int64],
+                       ids: NDArray[np.int64], ensure_ascii: bool) -> Iterator[NDArray[np.uint8]]:
+    """json.dumps({token_to_str(token which[k]): ids[k] ...}, ensure_ascii=ensure_ascii) in UTF-8, in chunks (uint8
+    arrays of about _WRITE_CHUNK bytes) to write one after the other, token j pool[offsets[j]:offsets[j + 1]]:
+    made natively, no Python object a token. The keys must be distinct (not checked), the ids ints >= 0.
 
     >>> pool, offsets = np.frombuffer(b' a"b', dtype=np.uint8), np.array([0, 2, 3, 4])
-    >>> print(bytes(json_object_bytes(pool, offsets, np.array([1, 0]), np.array([7, 18]), True)).decode())
+    >>> print(b"".join(json_object_chunks(pool, offsets, np.array([1, 0]), np.array([7, 18]), True)).decode())
     {"\\"": 7, "\\u0120a": 18}
-    >>> print(bytes(json_object_bytes(pool, offsets, np.array([0, 2]), np.array([7, 8]), False)).decode())
+    >>> print(b"".join(json_object_chunks(pool, offsets, np.array([0, 2]), np.array([7, 8]), False)).decode())
     {"Ġa": 7, "b": 8}
     """
     table, table_offsets = _JSON_ASCII_FORMS if ensure_ascii else _JSON_FORMS
-    return mapped_object(np.ascontiguousarray(pool, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64),
-                         np.ascontiguousarray(which, dtype=np.int64), np.ascontiguousarray(ids, dtype=np.int64),
-                         table, table_offsets)
+    pool, offsets = np.ascontiguousarray(pool, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64)
+    which, ids = np.ascontiguousarray(which, dtype=np.int64), np.ascontiguousarray(ids, dtype=np.int64)
+    return _chunks(lambda first, budget: mapped_object(pool, offsets, which, ids, table, table_offsets, first,
+                                                       budget), len(which))
 
 
-def json_merges_bytes(packed: tuple[NDArray[np.uint8], NDArray[np.int64]]) -> NDArray[np.uint8]:
-    """json.dumps(merge_strs(merges), ensure_ascii=False) in UTF-8 (uint8), made natively from the merges as
-    pack_pairs gives them (packed: pool, offsets).
+def json_merges_chunks(packed: tuple[NDArray[np.uint8], NDArray[np.int64]]) -> Iterator[NDArray[np.uint8]]:
+    """json.dumps(merge_strs(merges), ensure_ascii=False) in UTF-8, in chunks as json_object_chunks', made
+    natively from the merges as pack_pairs gives them (packed: pool, offsets).
 
-    >>> print(bytes(json_merges_bytes(pack_pairs([(b" ", b"a"), (b'"', b"b")]))).decode())
+    >>> print(b"".join(json_merges_chunks(pack_pairs([(b" ", b"a"), (b'"', b"b")]))).decode())
     ["Ġ a", "\\" b"]
     """
     table, table_offsets = _JSON_FORMS
-    return mapped_pairs(packed[0], packed[1], table, table_offsets, b"[", b'"', b" ", b'"', b", ", b"]")
+    pool, offsets = packed
+    return _chunks(lambda first, budget: mapped_pairs(pool, offsets, table, table_offsets, b"[", b'"', b" ", b'"',
+                                                      b", ", b"]", first, budget), len(offsets) // 2)
 
 
-def merge_lines_bytes(packed: tuple[NDArray[np.uint8], NDArray[np.int64]], head: bytes = b"") -> NDArray[np.uint8]:
-    """head and merges.txt's lines (a merge a line: its two tokens, token_to_str, a space between) in UTF-8
-    (uint8), made natively from the merges as pack_pairs gives them (packed: pool, offsets).
+def merge_lines_chunks(packed: tuple[NDArray[np.uint8], NDArray[np.int64]], head: bytes = b""
+                       ) -> Iterator[NDArray[np.uint8]]:
+    """head and merges.txt's lines (a merge a line: its two tokens, token_to_str, a space between) in UTF-8, in
+    chunks as json_object_chunks', made natively from the merges as pack_pairs gives them (packed: pool, offsets).
 
-    >>> bytes(merge_lines_bytes(pack_pairs([(b" ", b"a"), (b"b", b"\\n")]))).decode()
+    >>> b"".join(merge_lines_chunks(pack_pairs([(b" ", b"a"), (b"b", b"\\n")]))).decode()
     'Ġ a\\nb Ċ\\n'
     """
     table, table_offsets = _PLAIN_FORMS
-    return mapped_pairs(packed[0], packed[1], table, table_offsets, head, b"", b" ", b"\n", b"", b"")
+    pool, offsets = packed
+    return _chunks(lambda first, budget: mapped_pairs(pool, offsets, table, table_offsets, head, b"", b" ", b"\n",
+                                                      b"", b"", first, budget), len(offsets) // 2)
 
 
 def strs_to_tokens(texts: Iterable[str]) -> list[bytes]:
@@ -666,7 +685,7 @@ def write_merge_lines(path: StrPath, packed: tuple[NDArray[np.uint8], NDArray[np
     pool, offsets = packed
     first = bytes(pool[offsets[0]:offsets[1]]) if len(offsets) > 1 else b""
     head = b"#version: 0.2\n" if first.startswith(b"#version") else b""       # (HF's header)
-    write_bytes_atomic(path, [merge_lines_bytes(packed, head)], group)
+    write_bytes_atomic(path, merge_lines_chunks(packed, head), group)
 
 
 def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | None = None) -> None:
@@ -676,7 +695,7 @@ def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | 
     """
     data = _vocab_json(vocab)
     if data is not None:
-        write_bytes_atomic(path, [data], group)
+        write_bytes_atomic(path, data, group)
         return
     entries: dict[str, int] = {}
     for i in sorted(vocab):
@@ -692,8 +711,8 @@ def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | 
     write_text_atomic(path, json.dumps(entries, ensure_ascii=True), group)
 
 
-def _vocab_json(vocab: Mapping[int, bytes]) -> NDArray[np.uint8] | None:
-    """write_vocab's bytes, made natively from the tokens as arrays (json_object_bytes), when every id is an int in
+def _vocab_json(vocab: Mapping[int, bytes]) -> Iterator[NDArray[np.uint8]] | None:
+    """write_vocab's bytes (in chunks), made natively from the tokens as arrays (json_object_chunks), when every id is an int in
     range and every token a bytes object, none twice; None otherwise (write_vocab then names what is wrong)."""
     ids = sorted(vocab)
     if ids and (not set(map(type, ids)) <= {int} or ids[0] < 0 or ids[-1] > MAX_TOKEN_ID):
@@ -703,7 +722,8 @@ def _vocab_json(vocab: Mapping[int, bytes]) -> NDArray[np.uint8] | None:
         return None
     pool, ends = pack_tokens(tokens)
     offsets = np.concatenate([np.zeros(1, dtype=np.int64), ends])
-    return json_object_bytes(pool, offsets, np.arange(len(ids), dtype=np.int64), np.array(ids, dtype=np.int64), True)
+    return json_object_chunks(pool, offsets, np.arange(len(ids), dtype=np.int64), np.array(ids, dtype=np.int64),
+                              True)
 
 
 def json_escaped(texts: list[str], ensure_ascii: bool) -> list[str]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ._gpt2_files import first_indices, gather_spans
+from ._gpt2_files import first_indices, gather_spans, same_spans
 
-__all__ = ["all_distinct", "first_occurrences", "gather_tokens"]
+__all__ = ["all_distinct", "first_occurrences", "gather_tokens", "same_tokens"]
 
 
 def gather_tokens(pool: NDArray[np.uint8], offsets: NDArray[np.int64],
@@ -23,6 +23,19 @@ def gather_tokens(pool: NDArray[np.uint8], offsets: NDArray[np.int64],
     """
     return gather_spans(np.ascontiguousarray(pool, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64),
                         np.ascontiguousarray(which, dtype=np.int64))
+
+
+def same_tokens(pool: NDArray[np.uint8], offsets: NDArray[np.int64], which: NDArray[np.int64],
+                other_pool: NDArray[np.uint8], other_offsets: NDArray[np.int64]) -> bool:
+    """Whether gather_tokens(pool, offsets, which) is (other_pool, other_offsets), found with no copy of the bytes.
+
+    >>> same_tokens(np.frombuffer(b"abc", dtype=np.uint8), np.array([0, 1, 3]), np.array([1, 0]),
+    ...             np.frombuffer(b"bca", dtype=np.uint8), np.array([0, 2, 3]))
+    True
+    """
+    return same_spans(np.ascontiguousarray(pool, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64),
+                      np.ascontiguousarray(which, dtype=np.int64), np.ascontiguousarray(other_pool, dtype=np.uint8),
+                      np.ascontiguousarray(other_offsets, dtype=np.int64))
 
 
 def first_occurrences(values: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -1,9 +1,9 @@
 """The native writers of vocab.json, merges.txt and tokenizer.json's vocab and merges (bpe_fast._gpt2_files'
-mapped_object and mapped_pairs, through bpe_fast.formats' json_object_bytes, json_merges_bytes and
-merge_lines_bytes): their bytes must be the plain-Python oracle's, json.dumps of the dict or list of the tokens
+mapped_object and mapped_pairs, through bpe_fast.formats' json_object_chunks, json_merges_chunks and
+merge_lines_chunks): their bytes must be the plain-Python oracle's, json.dumps of the dict or list of the tokens
 written one at a time with token_to_str (and "a b\\n" lines for merges.txt), on random tokens of every byte: the
 quote and the backslash JSON escapes, the control bytes 0x00-0x1f and 0x7f-0xff GPT-2's mapping moves past ASCII
-(written as \\u0100... when ensure_ascii), empty pools and one token."""
+(written as \\u0100... when ensure_ascii), empty pools and one token, whole or in chunks of any size."""
 import json
 
 import numpy as np
@@ -23,6 +23,18 @@ tokens = st.lists(token, min_size=0, max_size=60, unique=True)
 IDENTITY = np.frombuffer(bytes(range(256)), dtype=np.uint8)
 
 
+def json_object_bytes(*args):
+    return b"".join(map(bytes, F.json_object_chunks(*args)))
+
+
+def json_merges_bytes(packed):
+    return b"".join(map(bytes, F.json_merges_chunks(packed)))
+
+
+def merge_lines_bytes(packed, head=b""):
+    return b"".join(map(bytes, F.merge_lines_chunks(packed, head)))
+
+
 def _offsets(tokens):
     pool, ends = F.pack_tokens(tokens)
     return pool, np.concatenate([np.zeros(1, dtype=np.int64), ends])
@@ -34,17 +46,17 @@ def test_object_worked_example():
     # tokens ' a', '"', '\\', 0x00 by index; written in the order 2, 1, 0, 3 with ids 5, 70, 0, 12345
     pool, offsets = _offsets([b" a", b'"', b"\\", b"\x00"])
     which, ids = np.array([2, 1, 0, 3]), np.array([5, 70, 0, 12345])
-    assert bytes(F.json_object_bytes(pool, offsets, which, ids, False)) == (
+    assert (json_object_bytes(pool, offsets, which, ids, False)) == (
         '{"\\\\": 5, "\\"": 70, "\u0120a": 0, "\u0100": 12345}'.encode("utf-8"))
-    assert bytes(F.json_object_bytes(pool, offsets, which, ids, True)) == (
+    assert (json_object_bytes(pool, offsets, which, ids, True)) == (
         b'{"\\\\": 5, "\\"": 70, "\\u0120a": 0, "\\u0100": 12345}')
 
 
 def test_pairs_worked_example():
     packed = _gpt2_files.pack_pairs([(b" ", b"a"), (b'"', b"\\"), (b"\n", b"\xff")])
-    assert bytes(F.json_merges_bytes(packed)).decode("utf-8") == '["\u0120 a", "\\" \\\\", "\u010a \u00ff"]'
-    assert bytes(F.merge_lines_bytes(packed)).decode("utf-8") == '\u0120 a\n" \\\n\u010a \u00ff\n'
-    assert bytes(F.merge_lines_bytes(packed, b"#version: 0.2\n")).startswith(b"#version: 0.2\n\xc4\xa0 a\n")
+    assert (json_merges_bytes(packed)).decode("utf-8") == '["\u0120 a", "\\" \\\\", "\u010a \u00ff"]'
+    assert (merge_lines_bytes(packed)).decode("utf-8") == '\u0120 a\n" \\\n\u010a \u00ff\n'
+    assert (merge_lines_bytes(packed, b"#version: 0.2\n")).startswith(b"#version: 0.2\n\xc4\xa0 a\n")
 
 
 def test_kernels_with_a_table_of_their_own():
@@ -53,15 +65,16 @@ def test_kernels_with_a_table_of_their_own():
     forms[ord("x")] = b"<x>"
     table, table_offsets = _offsets(forms)
     pool, offsets = _offsets([b"ax", b"b", b"xx"])
-    assert bytes(_gpt2_files.mapped_object(pool, offsets, np.array([0, 2]), np.array([1, 22]), table,
-                                           table_offsets)) == b'{"a<x>": 1, "<x><x>": 22}'
-    assert bytes(_gpt2_files.mapped_pairs(pool, offsets[:3], table, table_offsets, b"(", b"[", b"+", b"]", b"; ",
-                                          b")")) == b"([a<x>+b])"
+    chunk, end = _gpt2_files.mapped_object(pool, offsets, np.array([0, 2]), np.array([1, 22]), table, table_offsets)
+    assert (bytes(chunk), end) == (b'{"a<x>": 1, "<x><x>": 22}', 2)
+    chunk, end = _gpt2_files.mapped_pairs(pool, offsets[:3], table, table_offsets, b"(", b"[", b"+", b"]", b"; ",
+                                          b")")
+    assert (bytes(chunk), end) == (b"([a<x>+b])", 1)
     empty_pool, empty_offsets = np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
-    assert bytes(_gpt2_files.mapped_object(empty_pool, empty_offsets, none, none, table, table_offsets)) == b"{}"
+    assert bytes(_gpt2_files.mapped_object(empty_pool, empty_offsets, none, none, table, table_offsets)[0]) == b"{}"
     assert bytes(_gpt2_files.mapped_pairs(empty_pool, empty_offsets, table, table_offsets, b"[", b'"', b" ", b'"',
-                                          b", ", b"]")) == b"[]"
+                                          b", ", b"]")[0]) == b"[]"
 
 
 def test_kernels_refuse_bad_arguments():
@@ -80,8 +93,62 @@ def test_kernels_refuse_bad_arguments():
         _gpt2_files.mapped_object(pool, offsets, np.array([0]), np.array([1, 2]), IDENTITY, table_offsets)
     with pytest.raises(ValueError, match="offsets must rise"):
         _gpt2_files.mapped_object(pool, np.array([0, 2, 1]), np.array([0]), np.array([1]), IDENTITY, table_offsets)
+    with pytest.raises(ValueError, match="first 3 is not in 0..2"):
+        _gpt2_files.mapped_object(pool, offsets, np.array([0, 1]), np.array([1, 2]), IDENTITY, table_offsets, 3)
     with pytest.raises(ValueError, match="odd number of offsets"):
         _gpt2_files.mapped_pairs(pool, offsets[:2], IDENTITY, table_offsets, b"", b"", b" ", b"\n", b"", b"")
+
+
+@settings(max_examples=200)
+@given(st.lists(token, max_size=30, unique=True), st.integers(-1, 40), st.data())
+def test_chunks_join_to_the_whole(tokens, budget, data):
+    """The kernels' chunks from first = 0 on, each of at most `budget` bytes but when one entry is longer (then
+    that entry alone), end to end, are the whole text (budget -1)."""
+    pool, offsets = _offsets(tokens)
+    which = np.array(data.draw(st.permutations(range(len(tokens)))), dtype=np.int64)
+    ids = np.arange(len(tokens), dtype=np.int64) * 1000
+    table, table_offsets = F._JSON_ASCII_FORMS
+    whole, end = _gpt2_files.mapped_object(pool, offsets, which, ids, table, table_offsets)
+    assert end == len(tokens)
+    pairs = _offsets(tokens[:len(tokens) // 2 * 2])
+    whole_pairs, _ = _gpt2_files.mapped_pairs(*pairs, table, table_offsets, b"[", b"<", b" ", b">", b", ", b"]")
+    for write, n, expected in (
+            (lambda first: _gpt2_files.mapped_object(pool, offsets, which, ids, table, table_offsets, first, budget),
+             len(tokens), whole),
+            (lambda first: _gpt2_files.mapped_pairs(*pairs, table, table_offsets, b"[", b"<", b" ", b">", b", ", b"]",
+                                                    first, budget), len(tokens) // 2, whole_pairs)):
+        chunks, first = [], 0
+        while True:
+            chunk, next_first = write(first)
+            assert next_first > first or next_first == first == n
+            assert budget < 0 or len(chunk) <= budget or next_first == first + 1 or n == 0
+            chunks.append(bytes(chunk))
+            first = next_first
+            if first >= n:
+                break
+        assert b"".join(chunks) == bytes(expected)
+
+
+def test_the_formats_chunks_are_the_whole(monkeypatch):
+    """formats' writers in chunks of a few bytes write what they write in one."""
+    tokens = [bytes([b, b]) for b in range(256)]
+    pool, offsets = _offsets(tokens)
+    which, ids = np.arange(256, dtype=np.int64), np.arange(256, dtype=np.int64) + 7
+    packed = _gpt2_files.pack_pairs([(a, b) for a, b in zip(tokens[::2], tokens[1::2])])
+    whole = [json_object_bytes(pool, offsets, which, ids, True), json_merges_bytes(packed), merge_lines_bytes(packed)]
+    monkeypatch.setattr(F, "_WRITE_CHUNK", 50)
+    assert len(list(F.json_merges_chunks(packed))) > 10
+    assert [json_object_bytes(pool, offsets, which, ids, True), json_merges_bytes(packed),
+            merge_lines_bytes(packed)] == whole
+
+
+def test_same_spans():
+    pool, offsets = _offsets([b"a", b"bc", b"", b'"'])
+    assert _gpt2_files.same_spans(pool, offsets, np.array([3, 1, 2]), *_offsets([b'"', b"bc", b""]))
+    assert not _gpt2_files.same_spans(pool, offsets, np.array([3, 1]), *_offsets([b'"', b"bd"]))
+    assert not _gpt2_files.same_spans(pool, offsets, np.array([3, 1]), *_offsets([b'"', b"bc", b"x"]))
+    assert not _gpt2_files.same_spans(pool, offsets, np.array([4]), *_offsets([b"a"]))
+    assert _gpt2_files.same_spans(pool, offsets, np.array([], dtype=np.int64), *_offsets([]))
 
 
 def test_the_tables_are_json_s_escaping():
@@ -106,9 +173,9 @@ def test_object_is_json_dumps_of_the_dict(tokens, data):
     ids = data.draw(st.lists(st.integers(0, 2**31 - 2), min_size=len(which), max_size=len(which)))
     for ensure_ascii in (False, True):
         expected = json.dumps({F.token_to_str(tokens[t]): i for t, i in zip(which, ids)}, ensure_ascii=ensure_ascii)
-        got = F.json_object_bytes(pool, offsets, np.array(which, dtype=np.int64), np.array(ids, dtype=np.int64),
-                                  ensure_ascii)
-        assert bytes(got) == expected.encode("utf-8")
+        got = json_object_bytes(pool, offsets, np.array(which, dtype=np.int64), np.array(ids, dtype=np.int64),
+                                ensure_ascii)
+        assert got == expected.encode("utf-8")
 
 
 @settings(max_examples=300)
@@ -116,8 +183,8 @@ def test_object_is_json_dumps_of_the_dict(tokens, data):
 def test_pairs_are_the_merge_strings(merges):
     packed = _gpt2_files.pack_pairs(merges) if merges else (np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64))
     strs = [F.token_to_str(a) + " " + F.token_to_str(b) for a, b in merges]
-    assert bytes(F.json_merges_bytes(packed)) == json.dumps(strs, ensure_ascii=False).encode("utf-8")
-    assert bytes(F.merge_lines_bytes(packed)) == "".join(s + "\n" for s in strs).encode("utf-8")
+    assert (json_merges_bytes(packed)) == json.dumps(strs, ensure_ascii=False).encode("utf-8")
+    assert (merge_lines_bytes(packed)) == "".join(s + "\n" for s in strs).encode("utf-8")
 
 
 @settings(max_examples=100)
@@ -154,6 +221,6 @@ def test_export_vocab_from_the_token_pool_is_the_dicts():
     from_dict = E._plain_vocab(tok.vocab, special_ids, True, merges, packed)
     assert from_pool is not None and from_dict is not None
     assert list(from_pool.as_dict().items()) == list(from_dict.as_dict().items())
-    assert bytes(from_pool.data()) == bytes(from_dict.data()) == json.dumps(from_dict.as_dict(),
-                                                                           ensure_ascii=False).encode("utf-8")
+    pool_data, dict_data = (b"".join(map(bytes, vocab.data())) for vocab in (from_pool, from_dict))
+    assert pool_data == dict_data == json.dumps(from_dict.as_dict(), ensure_ascii=False).encode("utf-8")
     assert from_pool.ids.tolist() == sorted(tok.vocab)
