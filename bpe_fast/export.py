@@ -176,7 +176,7 @@ def _hf_document(tokenizer: Tokenizer) -> _Document:
     else:
         merges = list(tokenizer.merges)
         packed = pack_pairs(merges) if merges else None
-        if not _tables_made_as_listed(tokenizer, len(merges), packed):
+        if not tables_made_as_listed(tokenizer, len(merges), packed):
             repeat = repeated_merge(merges)
             if repeat is not None:
                 k, j = repeat
@@ -214,7 +214,7 @@ def _hf_document(tokenizer: Tokenizer) -> _Document:
     return _Document(skeleton, vocab, merges, packed)
 
 
-def _tables_made_as_listed(tokenizer: Tokenizer, n_merges: int,
+def tables_made_as_listed(tokenizer: Tokenizer, n_merges: int,
                            packed: tuple[NDArray[np.uint8], NDArray[np.int64]] | None) -> bool:
     """True when the tokenizer's tables, built by the ranks rule one pair a token (tables_made_by_merging, as
     from_tiktoken, from_files, from_hf and the constructor build them), made each ranked token, in rank order,

@@ -669,23 +669,28 @@ def write_text_atomic(path: StrPath, text: str, group: OutputGroup | None = None
         f.write(text)
 
 
-def write_bytes_atomic(path: StrPath, parts: Iterable[Any], group: OutputGroup | None = None) -> None:
+def write_bytes_atomic(path: StrPath, parts: Iterable[Any], group: OutputGroup | None = None,
+                       digest: Any = None) -> None:
     """Write the bytes of `parts` (bytes, uint8 arrays: buffers) one after another to `path` through a temporary
-    file in the same folder and os.replace (with `group`: when the group commits, beside its other files)."""
+    file in the same folder and os.replace (with `group`: when the group commits, beside its other files);
+    digest (a hashlib object), if given, is updated with them."""
     output = atomic_output if group is None else group.output
     with output(path, "wb") as f:
         for part in parts:
             f.write(part)
+            if digest is not None:
+                digest.update(part)
 
 
 def write_merge_lines(path: StrPath, packed: tuple[NDArray[np.uint8], NDArray[np.int64]],
-                      group: OutputGroup | None = None) -> None:
+                      group: OutputGroup | None = None, digest: Any = None) -> None:
     """write_merges' file of merges already checked (none empty, no pair twice), given as pack_pairs gives them
-    (pool, offsets): a "#version" first line when the first merge's line starts with "#version"."""
+    (pool, offsets): a "#version" first line when the first merge's line starts with "#version". digest: as
+    write_bytes_atomic's."""
     pool, offsets = packed
     first = bytes(pool[offsets[0]:offsets[1]]) if len(offsets) > 1 else b""
     head = b"#version: 0.2\n" if first.startswith(b"#version") else b""       # (HF's header)
-    write_bytes_atomic(path, merge_lines_chunks(packed, head), group)
+    write_bytes_atomic(path, merge_lines_chunks(packed, head), group, digest)
 
 
 def write_vocab(path: StrPath, vocab: Mapping[int, bytes], group: OutputGroup | None = None) -> None:
@@ -724,6 +729,20 @@ def _vocab_json(vocab: Mapping[int, bytes]) -> Iterator[NDArray[np.uint8]] | Non
     offsets = np.concatenate([np.zeros(1, dtype=np.int64), ends])
     return json_object_chunks(pool, offsets, np.arange(len(ids), dtype=np.int64), np.array(ids, dtype=np.int64),
                               True)
+
+
+def _vocab_array_json(pool: NDArray[np.uint8], offsets: NDArray[np.int64],
+                      ids: NDArray[np.int64]) -> Iterator[NDArray[np.uint8]] | None:
+    """write_vocab's bytes (in chunks) of the vocabulary {ids[k]: pool[offsets[k]:offsets[k + 1]]}, when the ids
+    rise within 0..MAX_TOKEN_ID and no two tokens are the same (a native index of them); None otherwise."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    if len(ids) and (ids[0] < 0 or ids[-1] > MAX_TOKEN_ID or np.any(ids[1:] <= ids[:-1])):
+        return None
+    pool, offsets = np.ascontiguousarray(pool, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64)
+    index = TokenIndex(pool, offsets)
+    if index.flooded or index.duplicates:
+        return None
+    return json_object_chunks(pool, offsets, np.arange(len(ids), dtype=np.int64), ids, True)
 
 
 def json_escaped(texts: list[str], ensure_ascii: bool) -> list[str]:
@@ -788,7 +807,10 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
                          special_tokens: Iterable[str] | None = (), pattern: str | None = None,
                          training: dict[str, Any] | None = None, group: OutputGroup | None = None,
                          normalizer: str | None = None, special_lstrip: Iterable[str] = (),
-                         unicode: str | None = None, ignore_merges: bool = False) -> None:
+                         unicode: str | None = None, ignore_merges: bool = False,
+                         vocab_arrays: tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]] | None = None,
+                         packed_merges: tuple[NDArray[np.uint8], NDArray[np.int64]] | None = None
+                         ) -> dict[str, bytes]:
     """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
     in order, the pre-tokenization regex, the normalizer if there is one (read_normalizer), the special tokens
     that take the white space before them if any (read_special_lstrip), the Unicode version characters are read
@@ -797,7 +819,13 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
     training recorded: check_training). The folder is
     created if missing; the files are replaced together (group: the caller's, which may hold more files; None:
     one of their own), so a failure leaves the folder as it was. This is what Tokenizer.save writes and
-    Tokenizer.load reads."""
+    Tokenizer.load reads. Returns the SHA-256 digests of vocab.json and merges.txt (by name), as bpe_fast.json
+    holds them.
+
+    A caller that holds the tokens as arrays passes them too, to be written from them: vocab_arrays (pool,
+    offsets, ids: `vocab` as {ids[k]: pool[offsets[k]:offsets[k + 1]]}, ids rising; checked as write_vocab checks
+    the dict, which is written instead when they are not so) and packed_merges (pack_pairs(merges), given when
+    the caller knows that no token of them is empty and no pair is listed twice, as write_merges checks)."""
     from .patterns import GPT2_PATTERN, resolve_pattern
 
     directory = os.fspath(directory)
@@ -824,12 +852,29 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
         text = text[:-2] + ',\n  "training": ' + json.dumps(training, separators=(", ", ": ")) + "\n}"
     with contextlib.nullcontext(group) if group is not None else output_group() as files:
         files.makedirs(directory)
-        write_vocab(os.path.join(directory, VOCAB_FILE), vocab, files)
-        write_merges(os.path.join(directory, MERGES_FILE), merges, files)
-        # the digests of the two files written with it: a load sees whether it read one save's set (files_match)
-        digests = {name: _sha256_hex(files.staged(os.path.join(directory, name))) for name in _DIGESTED}
-        text = text[:-2] + ',\n  "files_sha256": ' + json.dumps(digests, separators=(", ", ": ")) + "\n}"
+        # the digests of the two files written with it: a load sees whether it read one save's set (files_match);
+        # made from the bytes as they are written, or else read back
+        made: dict[str, Any] = {}
+        vocab_path, merges_path = (os.path.join(directory, name) for name in (VOCAB_FILE, MERGES_FILE))
+        chunks = _vocab_array_json(*vocab_arrays) if vocab_arrays is not None else None
+        chunks = chunks if chunks is not None else _vocab_json(vocab)
+        if chunks is not None:
+            made[VOCAB_FILE] = hashlib.sha256()
+            write_bytes_atomic(vocab_path, chunks, files, made[VOCAB_FILE])
+        else:
+            write_vocab(vocab_path, vocab, files)       # (which names what is wrong)
+        if packed_merges is not None:
+            made[MERGES_FILE] = hashlib.sha256()
+            write_merge_lines(merges_path, packed_merges, files, made[MERGES_FILE])
+        else:
+            write_merges(merges_path, merges, files)
+        digests = {name: made[name].digest() if name in made else _file_digest(files.staged(os.path.join(directory,
+                                                                                                         name)))
+                   for name in _DIGESTED}
+        hex_digests = {name: digest.hex() for name, digest in digests.items()}
+        text = text[:-2] + ',\n  "files_sha256": ' + json.dumps(hex_digests, separators=(", ", ": ")) + "\n}"
         write_text_atomic(os.path.join(directory, CONFIG_FILE), text + "\n", files)
+    return digests
 
 
 _DIGESTED = (VOCAB_FILE, MERGES_FILE)     # the files whose digests bpe_fast.json holds ("files_sha256")
@@ -1290,18 +1335,20 @@ def _file_sha256(path: StrPath) -> NDArray[np.uint8]:
 
 
 def write_cache(directory: StrPath, arrays: Mapping[str, NDArray[Any]], merge_ids: NDArray[np.int32],
-                group: OutputGroup | None = None) -> None:
+                group: OutputGroup | None = None, digests: Mapping[str, bytes] | None = None) -> None:
     """Write bpe_fast.npz into a folder save_tokenizer_files has just written (or staged in `group`, whose
     commit then writes this file too): `arrays` (the table arrays, _CACHE_TABLES), `merge_ids` (int32, one row
-    (id of a, id of b) a merge) and the digests of the folder's vocab.json and merges.txt."""
+    (id of a, id of b) a merge) and the digests of the folder's vocab.json and merges.txt (digests: what
+    save_tokenizer_files returned; None: read from the files)."""
     staged = group.staged if group is not None else os.fspath
     directory = os.fspath(directory)
     contents: dict[str, Any] = {name: np.ascontiguousarray(arrays[name], dtype=dtype)
                                 for name, (dtype, _) in _CACHE_TABLES.items()}
     contents["merge_ids"] = np.ascontiguousarray(merge_ids, dtype=np.int32).reshape(-1, 2)
     contents["version"] = np.array([_CACHE_VERSION], dtype=np.int64)
-    contents["vocab_sha256"] = _file_sha256(staged(os.path.join(directory, VOCAB_FILE)))
-    contents["merges_sha256"] = _file_sha256(staged(os.path.join(directory, MERGES_FILE)))
+    for name, key in ((VOCAB_FILE, "vocab_sha256"), (MERGES_FILE, "merges_sha256")):
+        contents[key] = (np.frombuffer(digests[name], dtype=np.uint8) if digests is not None
+                         else _file_sha256(staged(os.path.join(directory, name))))
     buffer = io.BytesIO()
     np.savez(buffer, **contents)
     with (atomic_output if group is None else group.output)(os.path.join(directory, CACHE_FILE), "wb") as f:

@@ -774,16 +774,25 @@ class Tokenizer:
                 raise ValueError(f"special token {token.decode('utf-8')!r} (id {special_bytes[token]}) has the bytes "
                                  f"of token {i} (as GPT-NeoX's runs of spaces have); vocab.json gives a token's bytes "
                                  "one id: export_hf writes a tokenizer.json that holds both")
+        merges = self._merge_list()
+        vocab_arrays = self._vocab_arrays()
+        packed_merges = pack_pairs(merges) if type(merges) is list else None
+        from .export import tables_made_as_listed
+
+        # no pair twice: the tables made each merged token from its merge's two tokens (else write_merges checks)
+        checked = packed_merges if tables_made_as_listed(self, len(merges), packed_merges) else None
         with output_group() as group:       # every file at once: a failure leaves the folder as it was
-            formats.save_tokenizer_files(directory, self._vocab, self._merge_list(), self._specials.tokens,
-                                         self._pattern, self._training, group, self._normalizer,
-                                         self._specials.lstrip, self._unicode)
+            digests = formats.save_tokenizer_files(directory, self._vocab, merges, self._specials.tokens,
+                                                   self._pattern, self._training, group, self._normalizer,
+                                                   self._specials.lstrip, self._unicode, vocab_arrays=vocab_arrays,
+                                                   packed_merges=checked)
             cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
             if len(self._vocab) < formats.CACHE_MIN_TOKENS:
                 group.remove(cache)         # an earlier save's, of another vocabulary
                 return
-            merges = self._merge_list()
-            packed = _packed_cache_arrays(self._vocab, merges)
+            packed = None
+            if vocab_arrays is not None and packed_merges is not None:
+                packed = _packed_cache_arrays(*vocab_arrays, packed_merges)
             if packed is not None:
                 arrays, merge_ids = packed
             else:
@@ -793,7 +802,21 @@ class Tokenizer:
                                                                           map(ids_of, (b for _, b in merges)))),
                                         dtype=np.int32, count=2 * len(merges))
             arrays["permanent"] = np.frombuffer(self._tables.permanent_mask(), dtype=np.uint8)
-            formats.write_cache(directory, arrays, merge_ids, group)
+            formats.write_cache(directory, arrays, merge_ids, group, digests)
+
+    def _vocab_arrays(self) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]] | None:
+        """(pool, offsets, ids): the vocabulary as {ids[k]: pool[offsets[k]:offsets[k + 1]]}, ids rising, made from
+        token_pool (no bytes object a token); None when the ids with bytes there are not as many as the
+        vocabulary's."""
+        from .token_arrays import gather_tokens
+
+        pool, offsets = self.token_pool()
+        ids = np.flatnonzero(offsets[1:] != offsets[:-1])     # (no token is empty)
+        if len(ids) != len(self._vocab):
+            return None
+        if len(ids) == len(offsets) - 1:        # every id has bytes: the pool as it is
+            return pool, offsets, ids
+        return (*gather_tokens(pool, offsets, ids), ids)
 
     @classmethod
     def load(cls, directory: StrPath) -> Tokenizer:
@@ -2349,20 +2372,17 @@ def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[by
                 **_decode_arrays(vocab))
 
 
-def _packed_cache_arrays(vocab: Mapping[int, bytes], merges: Merges) -> tuple[TableArrays, NDArray[np.int32]] | None:
+def _packed_cache_arrays(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64],
+                         packed_merges: tuple[NDArray[np.uint8], NDArray[np.int64]]
+                         ) -> tuple[TableArrays, NDArray[np.int32]] | None:
     """save's cache arrays: _table_arrays(vocab, merges, ids_of) and the ids of each merge's two tokens (a's, b's,
     one merge after the other), a token's id its bytes' smallest, made from the tokens as arrays (no Python object
-    a merge: 0.1 s of o200k_base's save, where the dicts and generators took 0.7); None when the merges are not a
-    list of tuples of two bytes objects, or a token is not found (the caller then makes them from the objects)."""
+    a merge: 0.1 s of o200k_base's save, where the dicts and generators took 0.7): the vocabulary as
+    Tokenizer._vocab_arrays gives it (ids rising), the merges as pack_pairs does; None when a token is not found
+    (the caller then makes them from the objects)."""
     from ._gpt2_files import TokenIndex
     from .token_arrays import first_occurrences, gather_tokens
 
-    packed_merges = pack_pairs(merges) if type(merges) is list else None
-    if packed_merges is None:
-        return None
-    ids = np.array(sorted(vocab), dtype=np.int64)       # ascending: the index finds a token's smallest id
-    pool, ends = formats.pack_tokens(list(map(vocab.__getitem__, ids.tolist())))
-    offsets = np.concatenate([np.zeros(1, dtype=np.int64), ends])
     index = TokenIndex(pool, offsets)
     merge_pool, merge_offsets = packed_merges
     found = [index.find(merge_pool, merge_offsets, which, 2, span) for which, span in ((0, 1), (1, 1), (0, 2))]

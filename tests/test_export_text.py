@@ -97,7 +97,7 @@ def test_both_ways_of_making_the_vocab_are_taken(monkeypatch):
 @given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=12))
 def test_the_tables_proof_is_made_as_listed(choices):
     """export skips merge_rule_difference when the tokenizer's tables made each token from its merge's two
-    (_tables_made_as_listed): only where made_as_listed proves the same, on random merge lists over four letters
+    (tables_made_as_listed): only where made_as_listed proves the same, on random merge lists over four letters
     (each merge joins two tokens made so far), built past the constructor's check."""
     made = [b"a", b"b", b"c", b"d"]
     merges = []
@@ -112,7 +112,7 @@ def test_the_tables_proof_is_made_as_listed(choices):
             vocab[len(vocab)] = a + b
     tok = Tokenizer._from_checked(vocab, list(merges), None, "gpt2")
     packed = export.pack_pairs(merges)
-    if export._tables_made_as_listed(tok, len(merges), packed):
+    if export.tables_made_as_listed(tok, len(merges), packed):
         assert made_as_listed(merges)
 
 

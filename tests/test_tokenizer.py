@@ -1538,10 +1538,11 @@ def test_save_load_round_trip(tmp_path, trained):
     assert again.encode(EOT + "the") == tok.encode(EOT + "the")
 
 
-@pytest.mark.parametrize("failing", ["write_merges", "write_text_atomic"])
+@pytest.mark.parametrize("failing", ["write_merge_lines", "write_bytes_atomic", "write_text_atomic"])
 def test_save_over_a_folder_that_fails_midway_leaves_the_old_tokenizer(tmp_path, trained, monkeypatch, failing):
     """A save that fails after vocab.json is written (a full disk, Ctrl-C) must not leave the new vocab.json
-    beside the old merges.txt: that folder would load and give ids neither tokenizer gives."""
+    beside the old merges.txt: that folder would load and give ids neither tokenizer gives. (The writers save
+    goes through: merges.txt's from the merges as arrays, every binary file's, bpe_fast.json's.)"""
     vocab, merges = trained
     old = Tokenizer(vocab, merges[:20], special_tokens=[EOT])
     old.save(tmp_path)
