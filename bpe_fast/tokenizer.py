@@ -48,7 +48,7 @@ from .atomic import output_group
 from ._encode import (DECODE_PARALLEL_IDS, MAX_WHOLE_PIECE, BatchJob, BPETables, DisallowedFound, EncoderPool,
                       IdBuffer, PieceTable, Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable,
                       utf8_text)
-from ._gpt2_files import pack_pairs, pack_vocab
+from ._gpt2_files import TokenIndex, pack_pairs, pack_vocab
 from .merge_rule import later_pairs, list_rule_problem
 from .normalize import check_normalizer, is_normal, last_stable, normal
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
@@ -768,19 +768,22 @@ class Tokenizer:
         if self._rank_ids:      # tiktoken's ranks that merging does not rebuild: as HF's tokenizer.json holds them
             self._save_ranks(directory)
             return
+        from .export import tables_made_as_listed
+
+        vocab_arrays = self._vocab_arrays()
+        index = TokenIndex(vocab_arrays[0], vocab_arrays[1]) if vocab_arrays is not None else None
+        distinct = index is not None and not index.flooded and index.duplicates == 0      # no two ids' bytes the same
         special_bytes = {name.encode("utf-8"): i for name, i in self.special_tokens.items()}
-        for i, token in self._vocab.items() if len(set(self._vocab.values())) < len(self._vocab) else ():
+        for i, token in self._vocab.items() if not distinct and len(set(self._vocab.values())) < len(self._vocab) else ():
             if special_bytes.get(token, i) != i:
                 raise ValueError(f"special token {token.decode('utf-8')!r} (id {special_bytes[token]}) has the bytes "
                                  f"of token {i} (as GPT-NeoX's runs of spaces have); vocab.json gives a token's bytes "
                                  "one id: export_hf writes a tokenizer.json that holds both")
         merges = self._merge_list()
-        vocab_arrays = self._vocab_arrays()
         packed_merges = pack_pairs(merges) if type(merges) is list else None
-        from .export import tables_made_as_listed
-
         # no pair twice: the tables made each merged token from its merge's two tokens (else write_merges checks)
-        checked = packed_merges if tables_made_as_listed(self, len(merges), packed_merges) else None
+        as_listed = tables_made_as_listed(self, len(merges), packed_merges)
+        checked = packed_merges if as_listed else None
         with output_group() as group:       # every file at once: a failure leaves the folder as it was
             digests = formats.save_tokenizer_files(directory, self._vocab, merges, self._specials.tokens,
                                                    self._pattern, self._training, group, self._normalizer,
@@ -791,8 +794,11 @@ class Tokenizer:
                 group.remove(cache)         # an earlier save's, of another vocabulary
                 return
             packed = None
-            if vocab_arrays is not None and packed_merges is not None:
-                packed = _packed_cache_arrays(*vocab_arrays, packed_merges)
+            if vocab_arrays is not None and index is not None and packed_merges is not None:
+                # merge k's two tokens are those of the tables' split tree (as_listed), and their ids the only ids
+                # with those bytes (distinct)
+                trees = self.split_trees() if as_listed and distinct else None
+                packed = _packed_cache_arrays(*vocab_arrays, packed_merges, index, trees)
             if packed is not None:
                 arrays, merge_ids = packed
             else:
@@ -2373,22 +2379,25 @@ def _table_arrays(vocab: Mapping[int, bytes], merges: Merges, ids_of: Mapping[by
 
 
 def _packed_cache_arrays(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64],
-                         packed_merges: tuple[NDArray[np.uint8], NDArray[np.int64]]
+                         packed_merges: tuple[NDArray[np.uint8], NDArray[np.int64]], index: TokenIndex,
+                         parts: tuple[NDArray[np.int32], NDArray[np.int32]] | None = None
                          ) -> tuple[TableArrays, NDArray[np.int32]] | None:
     """save's cache arrays: _table_arrays(vocab, merges, ids_of) and the ids of each merge's two tokens (a's, b's,
     one merge after the other), a token's id its bytes' smallest, made from the tokens as arrays (no Python object
     a merge: 0.1 s of o200k_base's save, where the dicts and generators took 0.7): the vocabulary as
-    Tokenizer._vocab_arrays gives it (ids rising), the merges as pack_pairs does; None when a token is not found
-    (the caller then makes them from the objects)."""
-    from ._gpt2_files import TokenIndex
+    Tokenizer._vocab_arrays gives it (ids rising) and index (TokenIndex) of its tokens, the merges as pack_pairs
+    does; parts, when known, the ids of each merge's two tokens (left, right: not looked up). None when a token is
+    not found (the caller then makes them from the objects)."""
     from .token_arrays import first_occurrences, gather_tokens
 
-    index = TokenIndex(pool, offsets)
     merge_pool, merge_offsets = packed_merges
-    found = [index.find(merge_pool, merge_offsets, which, 2, span) for which, span in ((0, 1), (1, 1), (0, 2))]
+    lookups = ((0, 2),) if parts is not None else ((0, 1), (1, 1), (0, 2))
+    found = [index.find(merge_pool, merge_offsets, which, 2, span) for which, span in lookups]
     single = index.find(np.arange(256, dtype=np.uint8), np.arange(257, dtype=np.int64))
     if single is None or any(hits is None or np.any(hits < 0) for hits in found):
         return None
+    if parts is not None:           # (as indices into ids, as find gives them)
+        found = [np.searchsorted(ids, parts[0]), np.searchsorted(ids, parts[1]), found[0]]
     left, right, joined = found
     assert left is not None and right is not None and joined is not None
     ranked = joined[first_occurrences(joined)]

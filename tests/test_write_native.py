@@ -4,7 +4,9 @@ merge_lines_chunks): their bytes must be the plain-Python oracle's, json.dumps o
 written one at a time with token_to_str (and "a b\\n" lines for merges.txt), on random tokens of every byte: the
 quote and the backslash JSON escapes, the control bytes 0x00-0x1f and 0x7f-0xff GPT-2's mapping moves past ASCII
 (written as \\u0100... when ensure_ascii), empty pools and one token, whole or in chunks of any size."""
+import hashlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -224,3 +226,51 @@ def test_export_vocab_from_the_token_pool_is_the_dicts():
     pool_data, dict_data = (b"".join(map(bytes, vocab.data())) for vocab in (from_pool, from_dict))
     assert pool_data == dict_data == json.dumps(from_dict.as_dict(), ensure_ascii=False).encode("utf-8")
     assert from_pool.ids.tolist() == sorted(tok.vocab)
+
+
+def _saved(folder):
+    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+
+
+@pytest.mark.parametrize("case", ["trained", "not as listed", "gaps and specials", "gpt2"])
+def test_save_from_arrays_is_the_dict_save(tmp_path, case):
+    """Tokenizer.save (vocab.json from token_pool, merges.txt from the packed merges, digests while writing, the
+    cache from the arrays) writes what save_tokenizer_files writes from the vocab dict and the merge list, and
+    the cache it writes is the one write_cache makes reading the files back."""
+    from bpe_fast.train import train_from_counts
+    from corpora import FIXTURES
+
+    if case == "trained":
+        counts = {b'say "hi"': 5, b"back\\slash \\": 4, b"caf\xc3\xa9 \xe2\x96\x81": 3, b"\x00\x01\x02": 2}
+        vocab, merges = train_from_counts(counts, 290, ["<|endoftext|>"])
+        tok = Tokenizer(vocab, merges, ["<|endoftext|>"])
+    elif case == "not as listed":      # the ranks rule makes b"abc" from (a, bc): merges.txt as listed all the same
+        vocab = {i: bytes([i]) for i in range(256)} | {256: b"bc", 257: b"ab", 258: b"abc"}
+        tok = Tokenizer._from_checked(vocab, [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")], None, "gpt2")
+    elif case == "gaps and specials":
+        ranks = {bytes([b]): b for b in range(256)} | {b'""': 256, b"\\\\": 257, b'"\\': 258, b"\x00\x00": 259}
+        tok = Tokenizer.from_tiktoken(ranks, "gpt2", {"<|endoftext|>": 300, '<|"|>': 305})
+    else:
+        tok = Tokenizer.from_files(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt", ["<|endoftext|>"])
+    tok.save(tmp_path / "tok")
+    digests = F.save_tokenizer_files(tmp_path / "dict", dict(tok.vocab), list(tok.merges), list(tok.special_tokens),
+                                     tok.pattern, tok.training, normalizer=tok.normalizer,
+                                     special_lstrip=tok.special_lstrip, unicode=tok.unicode)
+    ours, theirs = _saved(tmp_path / "tok"), _saved(tmp_path / "dict")
+    cache = ours.pop(F.CACHE_FILE, None)
+    assert ours == theirs
+    assert digests == {name: hashlib.sha256(theirs[name]).digest() for name in ("vocab.json", "merges.txt")}
+    assert (cache is not None) == (case == "gpt2")
+    if cache is not None:       # its digests (made while writing) are the files': load uses it
+        vocab, merges, arrays, n_merges = F.read_cache(tmp_path / "tok")
+        assert vocab == dict(tok.vocab) and merges() == list(tok.merges) and n_merges == len(tok.merges)
+    if case != "not as listed":     # (which load refuses, as the constructor does)
+        assert Tokenizer.load(tmp_path / "tok").encode('a "b" \\c abc') == tok.encode('a "b" \\c abc')
+
+
+def test_save_still_refuses_a_special_token_with_another_s_bytes(tmp_path):
+    tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"<s>"}, [], [])
+    aliased = Tokenizer._from_checked({**tok.vocab, 257: b"<s>"}, [], {"<s>": 257}, "gpt2")
+    with pytest.raises(ValueError, match="has the bytes of token"):
+        aliased.save(tmp_path / "t")
+    assert not (tmp_path / "t").exists()
