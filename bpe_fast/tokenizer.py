@@ -2397,7 +2397,9 @@ def _packed_cache_arrays(pool: NDArray[np.uint8], offsets: NDArray[np.int64], id
     if single is None or any(hits is None or np.any(hits < 0) for hits in found):
         return None
     if parts is not None:           # (as indices into ids, as find gives them)
-        found = [np.searchsorted(ids, parts[0]), np.searchsorted(ids, parts[1]), found[0]]
+        at = np.zeros(int(ids[-1]) + 1 if len(ids) else 0, dtype=np.int64)
+        at[ids] = np.arange(len(ids))
+        found = [at[parts[0]], at[parts[1]], found[0]]
     left, right, joined = found
     assert left is not None and right is not None and joined is not None
     ranked = joined[first_occurrences(joined)]
