@@ -130,7 +130,7 @@ class _Document(NamedTuple):
 
     def text(self) -> str:
         """json.dumps(self.as_dict(), ensure_ascii=False)"""
-        return b"".join(self.parts()).decode("utf-8")
+        return b"".join(map(bytes, self.parts())).decode("utf-8")
 
 
 def hf_tokenizer_json(tokenizer: Tokenizer) -> dict[str, Any]:
