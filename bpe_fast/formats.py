@@ -745,23 +745,6 @@ def _vocab_array_json(pool: NDArray[np.uint8], offsets: NDArray[np.int64],
     return json_object_chunks(pool, offsets, np.arange(len(ids), dtype=np.int64), ids, True)
 
 
-def json_escaped(texts: list[str], ensure_ascii: bool) -> list[str]:
-    """The strings as json.dumps writes them (ensure_ascii: non-ASCII characters as \\u escapes), without their
-    quotes: escaped together, as one string (json's own encoder), and cut again.
-
-    >>> json_escaped(['a"b', "\\u0120\\\\", ""], True)
-    ['a\\\\"b', '\\\\u0120\\\\\\\\', '']
-    """
-    if not texts:
-        return []
-    joined = "\0".join(texts)        # (json writes the character 0 as \u0000, which no escaped character holds)
-    escape = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-    escaped = escape(joined)[1:-1].split("\\u0000")
-    if len(escaped) != len(texts):      # a string holding the character 0 itself
-        return [escape(text)[1:-1] for text in texts]
-    return escaped
-
-
 def write_merges(path: StrPath, merges: Iterable[Sequence[bytes]], group: OutputGroup | None = None) -> None:
     """Write ``list[tuple[bytes, bytes]]`` as GPT-2's ``merges.txt`` (one merge a line, rank order); a pair
     given twice is a ValueError, as read_merges refuses it (_TWICE). No "#version" first line, but when the first

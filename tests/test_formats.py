@@ -702,7 +702,7 @@ def test_a_config_version_or_digests_of_the_wrong_type_are_refused(tmp_path):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_files_text_from_arrays_equals_the_per_token_text(tmp_path, seed):
-    """write_vocab, write_merges, tokens_to_strs, merge_strs and json_escaped, which make their text from the
+    """write_vocab, write_merges, tokens_to_strs and merge_strs, which make their text from the
     tokens as arrays past a few tokens, write what json.dumps and token_to_str write one token at a time: every
     byte (the quote and the backslash that JSON escapes too), tokens long enough to cross mapped_text's steps."""
     import json
@@ -724,10 +724,6 @@ def test_files_text_from_arrays_equals_the_per_token_text(tmp_path, seed):
     lines = "".join(f"{formats.token_to_str(a)} {formats.token_to_str(b)}\n" for a, b in merges)
     assert (tmp_path / "merges.txt").read_text(encoding="utf-8") == lines
     assert formats.merge_strs(merges) == [f"{formats.token_to_str(a)} {formats.token_to_str(b)}" for a, b in merges]
-    texts = [formats.token_to_str(token) for token in tokens[:200]] + ["é\0\"\\\n", "<|x y|>", ""]
-    for ensure_ascii in (True, False):
-        assert formats.json_escaped(texts, ensure_ascii) == [json.dumps(t, ensure_ascii=ensure_ascii)[1:-1]
-                                                             for t in texts]
 
 
 def test_write_merges_from_arrays_keeps_the_version_line_and_the_refusals(tmp_path):
