@@ -138,7 +138,7 @@ def train_peer(peer, form, text_path, processes, vocab_size):
     """Train `peer` on the form's documents streamed from the file (as count_form's source: a "columns" batch
     given as its "text" list), GPT-2's pattern, vocab_size tokens with <|endoftext|>; returns its vocabulary's
     size. The threads: RAYON_NUM_THREADS, set by the caller's environment."""
-    from compare import _hf_trainer_and_tokenizer
+    from compare import hf_trainer_and_tokenizer
 
     from bpe_fast.patterns import GPT2_PATTERN, tiktoken_anchors
 
@@ -151,7 +151,7 @@ def train_peer(peer, form, text_path, processes, vocab_size):
         return len(tok.get_mergeable_ranks()) + 1
     source = (documents if form == "iterator" else ([d] for d in documents) if form == "lists"
               else (batch["text"] for batch in _columns(documents, 8)))
-    tok, trainer = _hf_trainer_and_tokenizer({"pattern": GPT2_PATTERN, "vocab_size": vocab_size})
+    tok, trainer = hf_trainer_and_tokenizer({"pattern": GPT2_PATTERN, "vocab_size": vocab_size})
     tok.train_from_iterator(source, trainer)
     return tok.get_vocab_size()
 

@@ -147,7 +147,9 @@ def _hf_steps(pattern):
     return [made(step) for step in pre_tokenizer_to_hf(pattern)]
 
 
-def _hf_trainer_and_tokenizer(spec):
+def hf_trainer_and_tokenizer(spec):
+    """An HF tokenizers BPE model and BpeTrainer set up as bpe_fast trains (the pattern's pieces, then ByteLevel
+    without its regex; vocab_size, <|endoftext|>, all 256 bytes): spec["pattern"], spec["vocab_size"]."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -196,7 +198,7 @@ def job_train_rustbpe(spec):
 
 
 def job_train_hf_docs(spec):
-    tok, trainer = _hf_trainer_and_tokenizer(spec)
+    tok, trainer = hf_trainer_and_tokenizer(spec)
 
     def work():
         tok.train_from_iterator(_documents(spec["corpus"]), trainer)
@@ -204,7 +206,7 @@ def job_train_hf_docs(spec):
 
 
 def job_train_hf_file(spec):
-    tok, trainer = _hf_trainer_and_tokenizer(spec)
+    tok, trainer = hf_trainer_and_tokenizer(spec)
 
     def work():
         tok.train([spec["corpus"]], trainer)
