@@ -904,13 +904,14 @@ def mapped_object(const uint8_t[::1] pool, const int64_t[::1] offsets, const int
                 bad = 1
                 break
             a, b = offsets[t], offsets[t + 1]
-            entry = (b - a) * widest + 4 + _digits(v) + (2 if last else 0)      # ', "' key '": ' v (at most)
+            # ', "' key '": ' v (at most), and the last entry's '}'
+            entry = (b - a) * widest + 4 + _digits(v) + (2 if last else 0) + (1 if last == n - 1 else 0)
             if last > first and budget >= 0 and size + entry > budget:
                 break
             size += entry
             last += 1
-        if last == n:
-            size += 1                       # }
+        if first == n:
+            size += 1                       # } (alone, or '{}')
     if bad:
         raise ValueError(f"token {which[last]} is not one of the {n_tokens}, or value {values[last]} is negative")
     out = np.empty(size + _WIDE, dtype=np.uint8)
@@ -989,12 +990,13 @@ def mapped_pairs(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint
         while last < n:
             a, b = offsets[2 * last], offsets[2 * last + 2]         # (rising: checked)
             entry = (b - a) * widest + item + (between.shape[0] if last else 0)        # (at most)
+            entry += tail.shape[0] if last == n - 1 else 0
             if last > first and budget >= 0 and size + entry > budget:
                 break
             size += entry
             last += 1
-        if last == n:
-            size += tail.shape[0]
+        if first == n:
+            size += tail.shape[0]           # (alone, or head + tail)
     out = np.empty(size + _WIDE, dtype=np.uint8)
     cdef uint8_t[::1] o = out
     cdef uint8_t* q = &o[0]
