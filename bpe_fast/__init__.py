@@ -5,6 +5,7 @@ Names are imported lazily from the module that owns them, so `import bpe_fast` s
 import importlib
 import os as _os
 import sys as _sys
+from types import ModuleType as _ModuleType
 from typing import TYPE_CHECKING, Any
 
 
@@ -21,12 +22,6 @@ def _is_command(argv: list[str], orig_argv: list[str]) -> bool:
 if "numpy" not in _sys.modules and _is_command(getattr(_sys, "argv", []), getattr(_sys, "orig_argv", [])):
     _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from .patterns import (BLOOM_PATTERN, DEEPSEEK3_PATTERN, DIGIT_RUNS_GPT2_PATTERN, GPT2_PATTERN, GPT4_PATTERN,
-                       KIMI_PAT_STR, KIMI_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN, STARCODER_PATTERN,
-                       TEKKEN_PATTERN)
-# Imported now: the name would otherwise be taken by the submodule bpe_fast.pretokenize once any module
-# imports it.
-from .pretokenize import pretokenize
 
 __version__ = "0.1.0"
 
@@ -37,12 +32,23 @@ if TYPE_CHECKING:       # what __getattr__ below imports on first use, for type 
     from .file_encoding import encode_file
     from .html_report import write_report
     from .inputs import CorpusDecodeError, InputError
+    from .patterns import (BLOOM_PATTERN, DEEPSEEK3_PATTERN, DIGIT_RUNS_GPT2_PATTERN, GPT2_PATTERN, GPT4_PATTERN,
+                           KIMI_PAT_STR, KIMI_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, QWEN2_PATTERN,
+                           STARCODER_PATTERN, TEKKEN_PATTERN)
+    from .pretokenize import pretokenize
     from .registry import encoding_for_model, encoding_name_for_model, get_encoding, list_encoding_names
     from .shards import encode_files
     from .tokenizer import Tokenizer
     from .train import train_bpe, train_from_counts
 
+# Nothing heavy is imported with the package (NumPy, `regex`: 60 ms of a fresh process's 70, most of it NumPy's),
+# not even the patterns: each name below comes from its module when first asked for.
+_PATTERNS = ("GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "LLAMA3_PATTERN", "QWEN2_PATTERN", "TEKKEN_PATTERN",
+             "DEEPSEEK3_PATTERN", "KIMI_PAT_STR", "KIMI_PATTERN", "STARCODER_PATTERN", "DIGIT_RUNS_GPT2_PATTERN",
+             "BLOOM_PATTERN")
 _EXPORTS = {
+    **dict.fromkeys(_PATTERNS, "patterns"),
+    "pretokenize": "pretokenize",
     "train_bpe": "train",
     "Tokenizer": "tokenizer",
     "Encoding": "encoding",
@@ -61,16 +67,35 @@ _EXPORTS = {
     "list_encoding_names": "registry",
 }
 
+# (spelled out, for type checkers and linters: the names of the TYPE_CHECKING imports above)
 __all__ = ["GPT2_PATTERN", "GPT4_PATTERN", "O200K_PATTERN", "LLAMA3_PATTERN", "QWEN2_PATTERN", "TEKKEN_PATTERN",
            "DEEPSEEK3_PATTERN", "KIMI_PAT_STR", "KIMI_PATTERN", "STARCODER_PATTERN", "DIGIT_RUNS_GPT2_PATTERN",
-           "BLOOM_PATTERN", "pretokenize", *_EXPORTS]
+           "BLOOM_PATTERN", "pretokenize", "train_bpe", "Tokenizer", "Encoding", "encode_file", "encode_files",
+           "count_pretokens", "PretokenCounts", "train_from_counts", "CorpusDecodeError", "InputError",
+           "compression_curve", "write_report", "get_encoding", "encoding_for_model", "encoding_name_for_model",
+           "list_encoding_names"]
 
 # tiktoken's submodules, by attribute as tiktoken's are (`tiktoken.model.MODEL_TO_ENCODING` after `import tiktoken`)
 _SUBMODULES = frozenset({"core", "load", "model", "registry", "_tiktoken"})
+# the submodules `import bpe_fast` used to import (so bpe_fast.patterns worked without importing it): still there
+_FORMERLY_IMPORTED = frozenset({"patterns", "procs", "specials", "_types"})
+
+
+class _Package(_ModuleType):
+    """bpe_fast's module object: bpe_fast.pretokenize stays the function (as `from .pretokenize import
+    pretokenize` here made it) when the submodule of that name is imported, which sets the package's attribute."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "pretokenize" and isinstance(value, _ModuleType):
+            value = value.pretokenize
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _FORMERLY_IMPORTED:
         return importlib.import_module(f".{name}", __name__)      # which also sets it as an attribute
     module = _EXPORTS.get(name)
     if module is None:
