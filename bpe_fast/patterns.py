@@ -1,10 +1,18 @@
 """The pre-tokenization patterns bpe_fast knows by name."""
 from __future__ import annotations
 
+import functools
 import string
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import regex
+
+
+def _lazy(text: str) -> Callable[[], regex.Pattern[str]]:
+    """A regex of this module's own, compiled when first used: loading a built-in pattern uses none of them (their
+    nine compiles were 3 ms of a fresh process's first Encoding)."""
+    return functools.cache(lambda: regex.compile(text))
+
 
 # GPT-2's pattern (also CS336 assignment 1's): contractions, letter runs, digit runs, other runs, whitespace.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -135,14 +143,14 @@ def resolve_pattern(pattern: str) -> str:
         return pattern
     if not pattern:
         raise ValueError("pattern must not be empty")
-    lone = _SURROGATE.search(pattern)
+    lone = _SURROGATE().search(pattern)
     if lone:    # the text is matched as UTF-8 (lone surrogates in it become U+FFFD): such a character matches nothing
         raise ValueError(f"pattern {shown_pattern(pattern)} holds a lone surrogate (U+{ord(lone.group()):04X}) at index "
                          f"{lone.start()}, which no text has (a byte that is not UTF-8, as a command line passes it?)")
     unsupported = _unsupported(pattern)
     if unsupported is not None:
         raise ValueError(f"pattern {shown_pattern(pattern)} uses {unsupported}; not supported")
-    if _NAME_LIKE.fullmatch(pattern):   # a misspelt name: as a regex it would match only itself, and the text
+    if _NAME_LIKE().fullmatch(pattern):   # a misspelt name: as a regex it would match only itself, and the text
         def plain(name: str) -> str:
             return regex.sub(r"[_.\-]", "", name.lower())
         near = [name for name in PATTERNS if plain(name) == plain(pattern)]
@@ -155,8 +163,8 @@ def resolve_pattern(pattern: str) -> str:
 
 # a pattern that is one word (letters, digits, _ . -) and no name: surely a misspelt name (tiktoken would read
 # "GPT2" as a regex and encode "ab cd" to nothing)
-_NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
-_SURROGATE = regex.compile("[\ud800-\udfff]")
+_NAME_LIKE = _lazy(r"[A-Za-z][A-Za-z0-9_.\-]*")
+_SURROGATE = _lazy("[\ud800-\udfff]")
 _BUILT_IN = frozenset(PATTERNS.values())
 
 
@@ -177,7 +185,7 @@ def _unsupported(pattern: str) -> str | None:
             continue
         if piece == "\\K":
             return "\\K (a match's text would start before the place `regex` reports)"
-        flags = _INLINE_FLAGS.fullmatch(piece)
+        flags = _INLINE_FLAGS().fullmatch(piece)
         if flags is not None and "r" in flags.group(1).split("-")[0]:
             return "the reverse flag (?r) (matches would come last first)"
     return None
@@ -283,7 +291,7 @@ def _pieces(pattern: str, nested: bool | None = None) -> Iterator[tuple[int, int
             end = pattern.find("\n", i)
             end = n if end < 0 else end + 1
         elif c == "(":
-            group = _INLINE_FLAGS.match(pattern, i)
+            group = _INLINE_FLAGS().match(pattern, i)
             if group is not None:                       # "(?flags)" or "(?flags:": on or off from here
                 on, _, off = group.group(1).partition("-")
                 if group.group(2) == ":":
@@ -323,15 +331,15 @@ def rewrite_anchors(pattern: str, replace: Mapping[str, str]) -> str:
 
 
 _HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
-_INLINE_FLAGS = regex.compile(r"\(\?([a-zA-Z]*(?:-[a-zA-Z]*)?)([:)])")
+_INLINE_FLAGS = _lazy(r"\(\?([a-zA-Z]*(?:-[a-zA-Z]*)?)([:)])")
 
 
 # zero-width escapes (\g and \1-\9 refer back to a group, which may have taken nothing): each may be all a match is
 _EMPTY_ESCAPES = frozenset(["\\b", "\\B", "\\A", "\\z", "\\Z", "\\G", "\\g", *(f"\\{d}" for d in "123456789")])
-_COUNT = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
+_COUNT = _lazy(r"\{(\d*)(?:,(\d*))?\}")
 # what opens a group after its "(": a group that takes nothing whatever it holds (a lookaround; a conditional, a
 # back reference or a recursion, each taken as such), or the name or kind of one that takes what it holds
-_GROUP_OPENING = regex.compile(r"\?(?:(?P<empty>[=!]|<[=!]|\(|P[=>]|&|R|[-+]?\d)|P?<[^>]*>|'[^']*'|[>|])")
+_GROUP_OPENING = _lazy(r"\?(?:(?P<empty>[=!]|<[=!]|\(|P[=>]|&|R|[-+]?\d)|P?<[^>]*>|'[^']*'|[>|])")
 
 
 def can_match_empty(pattern: str) -> bool:
@@ -382,7 +390,7 @@ def _empty_reading(pattern: str) -> tuple[bool, bool]:
         k += 1
         if in_class or ("x" in flags and (piece.isspace() or piece.startswith("#"))):
             continue            # a class's members (its opening is the item); verbose mode's blanks and comments
-        quantity = _COUNT.match(pattern, start) if piece == "{" else None
+        quantity = _COUNT().match(pattern, start) if piece == "{" else None
         if piece in ("*", "?", "+") or quantity is not None:
             if quantity is not None:
                 skip_to(quantity.end())
@@ -416,7 +424,7 @@ def _empty_reading(pattern: str) -> tuple[bool, bool]:
                 skip_to(len(pattern) if close < 0 else close + 1)
                 continue
             if piece == "(":
-                opening = _GROUP_OPENING.match(pattern, end)
+                opening = _GROUP_OPENING().match(pattern, end)
                 if opening is not None:
                     empty = opening.group("empty") is not None
                     skip_to(opening.end())
@@ -580,8 +588,8 @@ def _tiktoken_reading(pattern: str) -> tuple[str, str | None, str | None, str | 
     return (V1_PREFIX + reading if version1 else reading), refused, respelled, version1
 
 
-_NEGATED_CLASS = regex.compile(r"\[\^(\]?(?:\\.|[^\]\\])*)\]")
-_SETS = regex.compile(r"\\[sSdD]|\\[pP]\{\^?")
+_NEGATED_CLASS = _lazy(r"\[\^(\]?(?:\\.|[^\]\\])*)\]")
+_SETS = _lazy(r"\\[sSdD]|\\[pP]\{\^?")
 
 
 def negated_class_of_two_sets(pattern: str) -> str | None:
@@ -592,15 +600,15 @@ def negated_class_of_two_sets(pattern: str) -> str | None:
     >>> negated_class_of_two_sets(r"[^\\s\\S]|b"), negated_class_of_two_sets(r"[^\\S\\r\\n]+")
     ('[^\\\\s\\\\S', None)
     """
-    for m in _NEGATED_CLASS.finditer(pattern):
-        sets = _SETS.findall(m.group(1))
+    for m in _NEGATED_CLASS().finditer(pattern):
+        sets = _SETS().findall(m.group(1))
         if len(sets) > 1 and any(x[1] in "SDP" or x.endswith("^") for x in sets):
             return "[^" + "".join(sets)
     return None
 
 
-_NEGATED_CLASS_ALONE = regex.compile(r"(?:^|\||\((?:\?:)?)(\[\^(?:\\.|[^\]\\])+\])(?:\{\d+(?:,\d*)?\})?(?=\||\)|$)")
-_FLAG_I = regex.compile(r"\(\?[a-zA-Z]*i[a-zA-Z]*(?:-[a-zA-Z]*)?[:)]")
+_NEGATED_CLASS_ALONE = _lazy(r"(?:^|\||\((?:\?:)?)(\[\^(?:\\.|[^\]\\])+\])(?:\{\d+(?:,\d*)?\})?(?=\||\)|$)")
+_FLAG_I = _lazy(r"\(\?[a-zA-Z]*i[a-zA-Z]*(?:-[a-zA-Z]*)?[:)]")
 
 
 def _negated_class_alone_under_i(pattern: str) -> str | None:
@@ -612,7 +620,7 @@ def _negated_class_alone_under_i(pattern: str) -> str | None:
     >>> _negated_class_alone_under_i(r"(?i:x)|[^a]|y"), _negated_class_alone_under_i(r"x|[^a]|y")
     ('[^a]', None)
     """
-    m = _NEGATED_CLASS_ALONE.search(pattern) if _FLAG_I.search(pattern) else None
+    m = _NEGATED_CLASS_ALONE().search(pattern) if _FLAG_I().search(pattern) else None
     return m.group(1) if m else None
 
 
@@ -690,7 +698,7 @@ def pattern_from_tiktoken(pat_str: str) -> str:
         # "ab": "a" to tiktoken, "a", "", "b" to `regex`). In an atomic group `regex` has no other match there either.
         prefix = V1_PREFIX if pattern.startswith(V1_PREFIX) else ""
         return f"{prefix}(?>{pattern[len(prefix):]})"
-    return f"(?:{pattern})" if pattern in PATTERNS or _NAME_LIKE.fullmatch(pattern) else pattern
+    return f"(?:{pattern})" if pattern in PATTERNS or _NAME_LIKE().fullmatch(pattern) else pattern
 
 
 def check_tiktoken_readable(pattern: str) -> None:
