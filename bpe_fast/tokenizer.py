@@ -238,7 +238,8 @@ class Tokenizer:
         _check_sparsity(top, len(vocab))
         specials = SpecialTokens(special_tokens)
         self._pattern = resolve_pattern(pattern)
-        compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
+        if builtin_name(self._pattern) is None:     # (a built-in one compiles: when first needed, 1-3 ms)
+            compiled_pattern(self._pattern)  # ValueError now for a regex that does not compile
 
         self._vocab = vocab
         self._ids_of_made: dict[bytes, int] | None = None       # _ids_of, made when first asked for
