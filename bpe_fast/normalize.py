@@ -9,7 +9,7 @@ cost. Normalization is Python's unicodedata's, as HF's: HF's normalizer (the uni
 crate, in tokenizers 0.23.3 as before) has Unicode 9.0's tables, so a character assigned since (U+0C3C, U+1DF6,
 U+11930, ...) is to it a starter that composes with nothing, where Python's tables (14.0 in 3.11) reorder or
 compose it: normal() keeps such characters as they are and normalizes the text between them on its own
-(_UNKNOWN_TO_HF). Characters assigned after the running Python's Unicode version are left as they are.
+(_UNKNOWN_TO_HF_CLASS). Characters assigned after the running Python's Unicode version are left as they are.
 
 For text that arrives in pieces (encode_iterable), stable_cut (and last_stable, which it asks) says how much of
 a piece may be normalized before the rest of the text is seen.
@@ -50,7 +50,13 @@ _UNKNOWN_TO_HF_CLASS = (
     "\U0001d25c\U0001d25f\U0001d280\U0001d281\U0001e08f\U0001e130-\U0001e136\U0001e2ae"
     "\U0001e2ec-\U0001e2ef\U0001e4ec-\U0001e4ef\U0001e5ee\U0001e5ef\U0001e6e3\U0001e6e6\U0001e6ee"
     "\U0001e6ef\U0001e6f5")
-_UNKNOWN_TO_HF = re.compile(f"([{_UNKNOWN_TO_HF_CLASS}])")
+
+
+@functools.cache
+def _unknown_to_hf() -> re.Pattern[str]:
+    """_UNKNOWN_TO_HF_CLASS as a regex splitting text on each such character, compiled when first needed (a text
+    holding one is rare; the compile was 0.7 ms of every process's first tokenizer, at this module's import)."""
+    return re.compile(f"([{_UNKNOWN_TO_HF_CLASS}])")
 
 
 def _class_characters(spelled: str) -> frozenset[str]:
@@ -93,7 +99,7 @@ def is_normal(form: str, text: str) -> bool:
 
 def normal(form: str, text: str) -> str:
     """`text` in normal form `form`, as HF tokenizers normalizes it: a character HF's tables lack
-    (_UNKNOWN_TO_HF) is kept as it is, and the text on either side of it normalized on its own.
+    (_UNKNOWN_TO_HF_CLASS) is kept as it is, and the text on either side of it normalized on its own.
 
     >>> normal("NFC", "e\\u0301") == "\\u00e9", normal("NFC", "\\u0301\\u0c3c") == "\\u0301\\u0c3c"
     (True, True)
@@ -101,7 +107,7 @@ def normal(form: str, text: str) -> str:
     if _UNKNOWN_TO_HF_SET.isdisjoint(text):
         return unicodedata.normalize(form, text)      # type: ignore[arg-type]  # check_normalizer's forms
     return "".join(part if k % 2 else unicodedata.normalize(form, part)      # type: ignore[arg-type]
-                   for k, part in enumerate(_UNKNOWN_TO_HF.split(text)))
+                   for k, part in enumerate(_unknown_to_hf().split(text)))
 
 
 def stable_cut(text: str, start: int = 0, end: int | None = None, floor: int | None = None) -> int:
