@@ -731,15 +731,16 @@ def _vocab_json(vocab: Mapping[int, bytes]) -> Iterator[NDArray[np.uint8]] | Non
                               True)
 
 
-def _vocab_array_json(pool: NDArray[np.uint8], offsets: NDArray[np.int64],
-                      ids: NDArray[np.int64]) -> Iterator[NDArray[np.uint8]] | None:
+def _vocab_array_json(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64],
+                      index: TokenIndex | None = None) -> Iterator[NDArray[np.uint8]] | None:
     """write_vocab's bytes (in chunks) of the vocabulary {ids[k]: pool[offsets[k]:offsets[k + 1]]}, when the ids
-    rise within 0..MAX_TOKEN_ID and no two tokens are the same (a native index of them); None otherwise."""
+    rise within 0..MAX_TOKEN_ID and no two tokens are the same (a native index of them: `index`, the caller's
+    TokenIndex of the same pool and offsets, or one made here); None otherwise."""
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     if len(ids) and (ids[0] < 0 or ids[-1] > MAX_TOKEN_ID or np.any(ids[1:] <= ids[:-1])):
         return None
     pool, offsets = np.ascontiguousarray(pool, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64)
-    index = TokenIndex(pool, offsets)
+    index = index if index is not None else TokenIndex(pool, offsets)
     if index.flooded or index.duplicates:
         return None
     return json_object_chunks(pool, offsets, np.arange(len(ids), dtype=np.int64), ids, True)
@@ -792,8 +793,8 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
                          normalizer: str | None = None, special_lstrip: Iterable[str] = (),
                          unicode: str | None = None, ignore_merges: bool = False,
                          vocab_arrays: tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]] | None = None,
-                         packed_merges: tuple[NDArray[np.uint8], NDArray[np.int64]] | None = None
-                         ) -> dict[str, bytes]:
+                         packed_merges: tuple[NDArray[np.uint8], NDArray[np.int64]] | None = None,
+                         vocab_index: TokenIndex | None = None) -> dict[str, bytes]:
     """Write a tokenizer folder: vocab.json, merges.txt (GPT-2's format) and bpe_fast.json (the special tokens,
     in order, the pre-tokenization regex, the normalizer if there is one (read_normalizer), the special tokens
     that take the white space before them if any (read_special_lstrip), the Unicode version characters are read
@@ -808,7 +809,8 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
     A caller that holds the tokens as arrays passes them too, to be written from them: vocab_arrays (pool,
     offsets, ids: `vocab` as {ids[k]: pool[offsets[k]:offsets[k + 1]]}, ids rising; checked as write_vocab checks
     the dict, which is written instead when they are not so) and packed_merges (pack_pairs(merges), given when
-    the caller knows that no token of them is empty and no pair is listed twice, as write_merges checks)."""
+    the caller knows that no token of them is empty and no pair is listed twice, as write_merges checks), with
+    vocab_index, a TokenIndex of vocab_arrays' pool and offsets when the caller has made one."""
     from .patterns import GPT2_PATTERN, resolve_pattern
 
     directory = os.fspath(directory)
@@ -839,7 +841,7 @@ def save_tokenizer_files(directory: StrPath, vocab: Mapping[int, bytes], merges:
         # made from the bytes as they are written, or else read back
         made: dict[str, Any] = {}
         vocab_path, merges_path = (os.path.join(directory, name) for name in (VOCAB_FILE, MERGES_FILE))
-        chunks = _vocab_array_json(*vocab_arrays) if vocab_arrays is not None else None
+        chunks = _vocab_array_json(*vocab_arrays, vocab_index) if vocab_arrays is not None else None
         chunks = chunks if chunks is not None else _vocab_json(vocab)
         if chunks is not None:
             made[VOCAB_FILE] = hashlib.sha256()

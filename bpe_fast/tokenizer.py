@@ -789,7 +789,7 @@ class Tokenizer:
             digests = formats.save_tokenizer_files(directory, self._vocab, merges, self._specials.tokens,
                                                    self._pattern, self._training, group, self._normalizer,
                                                    self._specials.lstrip, self._unicode, vocab_arrays=vocab_arrays,
-                                                   packed_merges=checked)
+                                                   packed_merges=checked, vocab_index=index)
             cache = os.path.join(os.fspath(directory), formats.CACHE_FILE)
             if len(self._vocab) < formats.CACHE_MIN_TOKENS:
                 group.remove(cache)         # an earlier save's, of another vocabulary
