@@ -142,14 +142,20 @@ def test_native_layer_reads_no_python_class_private_fields():
     assert re.findall(r"\btokenizer\._\w+", text) == []
 
 
-def test_importing_the_package_loads_nothing_heavy():
+def test_importing_the_package_loads_nothing_heavy(tmp_path):
     # `import bpe_fast` imports none of its modules: NumPy, `regex` and the encoding modules come with the first
     # name that needs them (a fresh process's import was 60 ms, 45 of them NumPy's); and each public name (and
-    # the submodules it used to import) is still there, bpe_fast.pretokenize the function
+    # the submodules it used to import) is still there, bpe_fast.pretokenize the function. The child imports the
+    # package this process tests (the installed, compiled one in CI: not the source tree, which has no .so there)
+    import os
     import subprocess
     import sys
 
+    import bpe_fast
+
+    where = os.path.dirname(os.path.dirname(os.path.abspath(bpe_fast.__file__)))
     code = ("import sys, types, bpe_fast\n"
+            f"assert bpe_fast.__file__ == {bpe_fast.__file__!r}, bpe_fast.__file__\n"
             "loaded = sorted(m for m in ('numpy', 'regex', 'tokenizers') if m in sys.modules)\n"
             "assert loaded == [], loaded\n"
             "assert [m for m in sys.modules if m.startswith('bpe_fast.')] == []\n"
@@ -162,5 +168,6 @@ def test_importing_the_package_loads_nothing_heavy():
             "ns = {}\n"
             "exec('from bpe_fast import *', ns)\n"
             "assert set(bpe_fast.__all__) <= set(ns) and ns['pretokenize'] is bpe_fast.pretokenize\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([where, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
