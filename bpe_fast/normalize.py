@@ -144,6 +144,9 @@ def last_stable(text: str, low: int = 0, end: int | None = None) -> int:
     (1, -1, -1, 0)
     """
     n = len(text) if end is None else end
+    if low < 0 or not 0 <= n <= len(text):   # (low past end: text[low:end] is empty, -1)
+        raise ValueError(f"last_stable: low={low}, end={end}: 0 <= low and 0 <= end <= len(text) = {len(text)} "
+                         "needed")
     high, size = n, _SCAN
     while high > low:
         start = max(low, high - size)

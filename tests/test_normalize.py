@@ -457,6 +457,19 @@ def test_last_stable_past_long_runs(before, marks):
             assert last_stable(text, low) == _last_stable_loop(text, low, None, _SCAN), (length, low)
         assert last_stable(text, 0, len(text) - 7) == _last_stable_loop(text, 0, len(text) - 7, _SCAN)
 
+@pytest.mark.parametrize("low, end", [(0, 3), (0, 99), (-1, None), (-2, -1), (0, -1)])
+def test_last_stable_refuses_a_range_outside_the_text(low, end):
+    # an end past the text gave an index past it (last_stable("ab", 0, 5) was 4), a negative low read from the end
+    from bpe_fast.normalize import last_stable, stable_cut
+
+    for search in (last_stable, stable_cut):
+        with pytest.raises(ValueError, match=r"0 <= low and 0 <= end <= len\(text\) = 2"):
+            search("ab", low, end)
+    # low at or past end: nothing looked at (-1; stable_cut's start)
+    assert last_stable("ab", 0, 2) == 1 and last_stable("ab", 2, 2) == -1 and last_stable("ab", 2, 1) == -1
+    assert stable_cut("ab", 1, 1) == 1 and stable_cut("ab", 0, 2, floor=5) == 0
+
+
 # ---- GPT-NeoX / Pythia: added tokens with normalized true, under NFC ------------------------------------------
 
 RUNS = ["  ", "   ", "    ", "\t\t", "{{", "#!"]       # added tokens of characters NFC leaves alone wherever they are
