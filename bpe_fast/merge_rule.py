@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from ._encode import tables_made_by_merging
 from ._gpt2_files import TokenIndex, pack_pairs
@@ -38,6 +38,14 @@ class RuleCheck(NamedTuple):
     every_token_made: bool
 
 
+def _index_copy(values: ArrayLike, name: str) -> NDArray[np.int64]:
+    """A private int64 copy of an array of indices; floats (which int64 would cut without a word) refused."""
+    given = np.asarray(values)
+    if given.size and given.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integers, not {given.dtype}")
+    return np.array(given, dtype=np.int64)
+
+
 def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int64], left: NDArray[np.int64],
                                right: NDArray[np.int64], joined: NDArray[np.int64]) -> RuleCheck:
     """merge_rule_difference of the merges (token left[k], token right[k]) whose joins are tokens joined[k], the
@@ -51,7 +59,8 @@ def rule_difference_of_indices(pool: NDArray[np.uint8], offsets: NDArray[np.int6
     bytes at the same place are the same two tokens)."""
     # private copies, checked: another thread could write the caller's arrays meanwhile
     pool = np.array(pool, dtype=np.uint8)
-    offsets, left, right, joined = (np.array(a, dtype=np.int64) for a in (offsets, left, right, joined))
+    offsets, left, right, joined = (_index_copy(a, name) for a, name in
+                                    ((offsets, "offsets"), (left, "left"), (right, "right"), (joined, "joined")))
     n, m = len(offsets) - 1, len(joined)
     if n < 0 or len(left) != m or len(right) != m:
         raise ValueError("offsets must have one entry more than there are tokens; left, right, joined one a merge")

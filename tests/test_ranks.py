@@ -1575,6 +1575,21 @@ def test_rule_difference_of_indices_refuses_offsets_outside_the_pool():
     assert done.stdout.splitlines() == ["offsets must start at 0, not fall, and end at the pool's length"] * 5
 
 
+@pytest.mark.parametrize("which", ["offsets", "left", "right", "joined"])
+def test_rule_difference_of_indices_refuses_float_indices(which):
+    # the indices were copied as int64, so 97.9 was read as token 97 without a word
+    from bpe_fast.merge_rule import rule_difference_of_indices
+
+    arrays = {"offsets": np.arange(258, dtype=np.int64), "left": np.array([97]), "right": np.array([98]),
+              "joined": np.array([256])}
+    pool = np.frombuffer(bytes(range(256)) + b"ab", dtype=np.uint8)
+    arrays["offsets"][-1] = 258
+    assert rule_difference_of_indices(pool, *arrays.values()).difference is None
+    arrays[which] = arrays[which] + 0.5
+    with pytest.raises(TypeError, match=f"{which} must hold integers, not float64"):
+        rule_difference_of_indices(pool, *arrays.values())
+
+
 @pytest.mark.parametrize("name", ["x.tiktoken", "x.tiktoken.gz"])
 def test_a_path_through_a_file_is_an_os_error_not_a_format_error(tmp_path, name):
     # read_tiktoken_bytes: FormatError for a broken gzip stream only, the OSError of a path that cannot be opened
