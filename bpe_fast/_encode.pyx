@@ -362,6 +362,8 @@ cdef enum:
     SPLIT_AT_LENGTHS = 256      # made_by_merging: a longer ranked token is first split where two earlier tokens meet
     SPLIT_TRIES = 64            # ... at most this many splits asked about (then, and for no split, its bytes merge)
     SPLIT_LENGTHS = 4096        # ... at most this many token lengths looked at
+    NEIGHBOUR_CUTS = 12         # ... after the cuts its neighbours' splits suggest (_neighbour_cuts)
+    SPAN_LOOKS = 4              # ... each neighbour looked for among this many tokens with its span's signature
     DEFAULT_CACHE_ENTRIES = 1 << 16     # an encoder's cache of pre-tokens, to begin with (BPECore, EncoderPool)
     NOGIL_BYTES = 1 << 14       # texts at least this long are encoded without the GIL (other threads run)
     NOGIL_IDS = 1 << 16         # id arrays at least this long are copied or decoded without the GIL
@@ -1057,6 +1059,19 @@ cdef inline bint _spine(const int32_t* rank, const int32_t* split, int32_t top, 
     return rank[top] == -1
 
 
+cdef inline Py_ssize_t _part_length(const vector[int32_t]& rank_of, const int64_t[::1] offs,
+                                    int32_t part) noexcept nogil:
+    """The length of a ranked token's part (a byte's id, rank -1, or a ranked token's), or 0 when rank_of does not
+    say (an id at two tokens, or none)."""
+    cdef int32_t r
+    if part < 0 or part >= <int32_t>rank_of.size():
+        return 0
+    r = rank_of[part]
+    if r == -1:
+        return 1
+    return offs[r + 1] - offs[r] if r >= 0 else 0
+
+
 @cython.final
 cdef class BPETables:
     """What never changes once built from the ranks and the vocabulary: the merge rule (Ranks), the entries
@@ -1388,31 +1403,114 @@ cdef class BPETables:
         before it, t[0:j] and t[j:n] for a length j of those tokens; if so they are out[0], out[1]. The tokens of
         each span are looked up by its signature (its length and end bytes: no cost a byte), each split asked of
         _leaves_parts (which compares the bytes), SPLIT_TRIES splits and SPLIT_LENGTHS lengths at most: False
-        leaves the bytes to be merged (the answer is the same, only slower)."""
-        cdef Py_ssize_t li, j, m, tries = 0
-        cdef int32_t rx, ry, x, y
+        leaves the bytes to be merged (the answer is the same, only slower).
+
+        The lengths the splits of its neighbours give are asked first (_neighbour_cuts): in the ranks of a run
+        of one letter (a, aa, aaa, ...: a token of n bytes splits after a power of two, 512 for n = 900), the
+        split sought is rarely among the first SPLIT_TRIES lengths, but always one of those."""
+        cdef Py_ssize_t li, tries = 0
+        cdef Py_ssize_t cuts[NEIGHBOUR_CUTS]
+        cdef Py_ssize_t n_cuts = self._neighbour_cuts(k, t, n, pool, offs, rank_of, sig_keys, sig_heads, sig_next,
+                                                      cuts)
+        for li in range(n_cuts):
+            if self._split_at(k, t, n, cuts[li], pool, offs, ids, rank_of, spine_x, spine_y, sig_keys, sig_heads,
+                              sig_next, length_slots, &tries, out):
+                return True
+            if tries >= SPLIT_TRIES:
+                return False
         for li in range(min(<Py_ssize_t>lengths.size(), <Py_ssize_t>SPLIT_LENGTHS)):
-            j = lengths[li]
-            m = n - j
-            if m < 1 or not _length_known(length_slots, m):
-                continue
-            # the candidates: a byte (-2), or the tokens with the span's signature (a chain, -1 ending it)
-            rx = -2 if j == 1 else sig_heads[_signature_slot(sig_keys, sig_heads, _span_signature(t, j))]
-            while rx != -1:
-                x = self.r.byte_ids[t[0]] if rx == -2 else ids[rx]
-                ry = -2 if m == 1 else sig_heads[_signature_slot(sig_keys, sig_heads, _span_signature(t + j, m))]
-                while ry != -1:
-                    y = self.r.byte_ids[t[j]] if ry == -2 else ids[ry]
-                    if self._leaves_parts(k, t, n, x, y, pool, offs, rank_of, spine_x, spine_y):
-                        out[0] = x
-                        out[1] = y
-                        return True
-                    tries += 1
-                    if tries >= SPLIT_TRIES:
-                        return False
-                    ry = -1 if ry == -2 else sig_next[ry]
-                rx = -1 if rx == -2 else sig_next[rx]
+            if self._split_at(k, t, n, lengths[li], pool, offs, ids, rank_of, spine_x, spine_y, sig_keys, sig_heads,
+                              sig_next, length_slots, &tries, out):
+                return True
+            if tries >= SPLIT_TRIES:
+                return False
         return False
+
+    cdef bint _split_at(self, Py_ssize_t k, const uint8_t* t, Py_ssize_t n, Py_ssize_t j, const uint8_t[::1] pool,
+                        const int64_t[::1] offs, const int32_t[::1] ids, vector[int32_t]& rank_of,
+                        vector[int32_t]& spine_x, vector[int32_t]& spine_y, const vector[uint64_t]& sig_keys,
+                        const vector[int32_t]& sig_heads, const vector[int32_t]& sig_next,
+                        const vector[int64_t]& length_slots, Py_ssize_t* tries, int32_t* out) noexcept nogil:
+        """_split_at_lengths' question for one cut: whether t[0:j] and t[j:n] are the tokens merging ranked token
+        k's bytes leaves (out[0], out[1]); each pair of candidates asked counts in *tries (it stops at
+        SPLIT_TRIES)."""
+        cdef Py_ssize_t m = n - j
+        cdef int32_t rx, ry, x, y
+        if j < 1 or m < 1 or not _length_known(length_slots, j) or not _length_known(length_slots, m):
+            return False
+        # the candidates: a byte (-2), or the tokens with the span's signature (a chain, -1 ending it)
+        rx = -2 if j == 1 else sig_heads[_signature_slot(sig_keys, sig_heads, _span_signature(t, j))]
+        while rx != -1:
+            x = self.r.byte_ids[t[0]] if rx == -2 else ids[rx]
+            ry = -2 if m == 1 else sig_heads[_signature_slot(sig_keys, sig_heads, _span_signature(t + j, m))]
+            while ry != -1:
+                y = self.r.byte_ids[t[j]] if ry == -2 else ids[ry]
+                if self._leaves_parts(k, t, n, x, y, pool, offs, rank_of, spine_x, spine_y):
+                    out[0] = x
+                    out[1] = y
+                    return True
+                tries[0] += 1
+                if tries[0] >= SPLIT_TRIES:
+                    return False
+                ry = -1 if ry == -2 else sig_next[ry]
+            rx = -1 if rx == -2 else sig_next[rx]
+        return False
+
+    cdef Py_ssize_t _neighbour_cuts(self, Py_ssize_t k, const uint8_t* t, Py_ssize_t n, const uint8_t[::1] pool,
+                                    const int64_t[::1] offs, const vector[int32_t]& rank_of,
+                                    const vector[uint64_t]& sig_keys, const vector[int32_t]& sig_heads,
+                                    const vector[int32_t]& sig_next, Py_ssize_t* cuts) noexcept nogil:
+        """Where to cut ranked token k's bytes t[0:n] first (cuts[], NEIGHBOUR_CUTS at most; how many is returned),
+        from the splits of tokens before it that are its start or its end: its bytes but the last, t[0:n-1], and
+        the token ranked just before it when it starts t; its bytes but the first, t[1:n], and the token before it
+        when it ends t. A start of n - u bytes split at a (a + b = n - u) suggests a cut at a (the u bytes join the
+        right part), at b + u (the parts change places: a run of one letter) and at n - u; an end split at c
+        (c + d = n - u), at c + u, at d and at u. Candidates only: each cut is asked of _leaves_parts."""
+        cdef Py_ssize_t count = 0, a, b, u, side
+        cdef int32_t r
+        cdef int32_t before = <int32_t>k - 1
+        cdef Py_ssize_t m_before = offs[k] - offs[k - 1] if k > 0 else 0
+        for side in range(4):       # t[0:n-1], the token before as t's start, t[1:n], the token before as its end
+            if side == 0:
+                r = self._ranked_span(t, n - 1, pool, offs, sig_keys, sig_heads, sig_next)
+            elif side == 2:
+                r = self._ranked_span(t + 1, n - 1, pool, offs, sig_keys, sig_heads, sig_next)
+            elif 0 < m_before < n - 1 and memcmp(&pool[0] + offs[before], t if side == 1 else t + n - m_before,
+                                                  m_before) == 0:
+                r = before
+            else:
+                r = -1
+            if r < 0:
+                continue
+            u = n - (offs[r + 1] - offs[r])
+            a = _part_length(rank_of, offs, self.split_left[r])
+            b = _part_length(rank_of, offs, self.split_right[r])
+            if a <= 0 or b <= 0:
+                continue
+            if side < 2:
+                cuts[count] = a
+                cuts[count + 1] = b + u
+                cuts[count + 2] = n - u
+            else:
+                cuts[count] = a + u
+                cuts[count + 1] = b
+                cuts[count + 2] = u
+            count += 3
+        return count
+
+    cdef int32_t _ranked_span(self, const uint8_t* s, Py_ssize_t m, const uint8_t[::1] pool,
+                              const int64_t[::1] offs, const vector[uint64_t]& sig_keys,
+                              const vector[int32_t]& sig_heads, const vector[int32_t]& sig_next) noexcept nogil:
+        """The ranked token so far whose bytes are s[0:m], its index, or -1 (none, or not among the first
+        SPAN_LOOKS with the span's signature)."""
+        cdef int32_t r = sig_heads[_signature_slot(sig_keys, sig_heads, _span_signature(s, m))]
+        cdef Py_ssize_t looks = 0
+        while r != -1 and looks < SPAN_LOOKS:
+            if offs[r + 1] - offs[r] == m and memcmp(&pool[0] + offs[r], s, m) == 0:
+                return r
+            r = sig_next[r]
+            looks += 1
+        return -1
 
     cdef bint _leaves_parts(self, Py_ssize_t k, const uint8_t* t, Py_ssize_t n, int32_t x, int32_t y,
                             const uint8_t[::1] pool, const int64_t[::1] offs, vector[int32_t]& rank_of,

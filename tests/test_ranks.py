@@ -503,6 +503,34 @@ def test_expected_parts_of_long_runs():
         assert np.array_equal(merged[1], hinted[1])
 
 
+@pytest.mark.parametrize("tokens", [
+    [b"a" * n for n in range(2, 1200)],                             # a run of one letter, a letter at a time
+    [b"ab" * n for n in range(1, 600)],                             # ... of a unit of two, a unit at a time
+    [(b"abc" * 400)[:n] for n in range(2, 1200)],                   # ... of a unit of three, a letter at a time
+    [b"b" * n + b"a" for n in range(1, 1200)],                      # each the one before with a byte in front
+], ids=["a", "ab units", "abc letters", "ba"])
+def test_runs_split_by_their_neighbours(tokens):
+    # tiktoken's ranks of a run built a letter (or a unit) at a time, the chain bench_load.py loads: a long token's
+    # split is asked first where its neighbours' splits suggest (the token without its last byte, or its first,
+    # or the one ranked before it, as its start or end: _neighbour_cuts), then at the known lengths. Each token's
+    # bytes were merged before (its split after a power of two: beyond the SPLIT_TRIES lengths first asked; 5.6 s
+    # for 8,000 tokens); now none are, with every token split that way (split_at_lengths=1), and the tables are
+    # those of merging every token's bytes
+    from bpe_fast import tokenizer as T
+    from bpe_fast._encode import tables_made_by_merging
+
+    ranks = BYTE_RANKS | {token: 256 + k for k, token in enumerate(tokens)}
+    arrays = T._ranks_table_arrays(bpe_fast.ranks.ranked_tokens(ranks), {})
+    del arrays["permanent"]
+    merged = tables_made_by_merging(**arrays, split_at_lengths=1 << 40)
+    split = tables_made_by_merging(**arrays, split_at_lengths=1)
+    assert merged.stats()["bytes_merged"] == len(tokens)
+    assert split.stats()["bytes_merged"] == 0
+    assert merged.splits()[2:] == split.splits()[2:] == (-1, 0)
+    assert all(np.array_equal(a, b) for a, b in zip(merged.splits()[:2], split.splits()[:2]))
+    assert tables_made_by_merging(**arrays).stats()["bytes_merged"] == sum(len(t) <= 256 for t in tokens)
+
+
 def test_tokens_longer_than_a_cached_piece_are_merged_not_looked_up():
     # a token longer than MAX_CACHED_PIECE (256 bytes) is no whole-pre-token entry of the encoder's table (each
     # encoder would copy its bytes: megabytes for a vocabulary learnt from a run of one letter); a pre-token
