@@ -253,6 +253,7 @@ def test_ranks_arrays_declines_what_it_cannot_read():
 
     pool, offsets, values = ranks_arrays({b"a": 0, b"bc": 5})
     assert (pool.tobytes(), offsets.tolist(), values.tolist()) == (b"abc", [0, 1, 3], [0, 5])
+    assert [a.tolist() for a in ranks_arrays({})] == [[], [0], []]
     class Bytes(bytes):
         pass
 
