@@ -40,7 +40,7 @@ import pytest
 import bpe_fast
 from bpe_fast import Tokenizer, registry
 from bpe_fast import load as bpe_load
-from bpe_fast.patterns import GPT4_PATTERN, O200K_PATTERN
+from bpe_fast.patterns import GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN
 from conftest import FIXTURES
 
 tiktoken = pytest.importorskip("tiktoken")
@@ -291,6 +291,35 @@ def test_load_merge_chain_checked(benchmark, case):
     print(f"\nTokenizer(vocab, merges) of a run of one letter 8,000 long, each token listed twice: bpe_fast "
           f"{median['bpe_fast']:.3f} s, HF tokenizers {tokenizers.__version__} {median['tokenizers']:.3f} s "
           f"({ratio:.2f}x; medians of {rounds} alternating rounds)")
+
+@pytest.mark.parametrize("way", ["dict", "file"])
+def test_load_ranks_of_merge_chain(benchmark, tmp_path, way):
+    # tiktoken's ranks of a run of one letter 8,000 long (the chain above: a, aa, aaa, ... 32 MB of tokens):
+    # "dict", bpe_fast.Encoding against tiktoken.Encoding of the same dict; "file", the ranks written to a
+    # .tiktoken file, Tokenizer.from_tiktoken(path) against tiktoken.Encoding(load_tiktoken_bpe(path)). The
+    # tables' split search rarely found a long token's split (after a power of two), so its bytes were merged:
+    # 5-6 s (1.7-1.9 s on a quieter machine) before its neighbours' splits were asked first
+    import base64
+
+    ranks = {bytes([b]): b for b in range(256)} | {b"a" * n: 254 + n for n in range(2, 8001)}
+    pattern = GPT2_PATTERN
+    if way == "dict":
+        ours = lambda: bpe_fast.Encoding("chain", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})  # noqa: E731
+        theirs = lambda: tiktoken.Encoding("chain", pat_str=pattern, mergeable_ranks=ranks,  # noqa: E731
+                                           special_tokens={})
+    else:
+        path = tmp_path / "chain.tiktoken"
+        path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks.items()))
+        ours = lambda: Tokenizer.from_tiktoken(path, pattern)  # noqa: E731
+        theirs = lambda: tiktoken.Encoding("chain", pat_str=pattern,  # noqa: E731
+                                           mergeable_ranks=load_tiktoken_bpe(str(path)), special_tokens={})
+    tok, enc, median, ratio, rounds = _alternate(benchmark, ours, theirs, "tiktoken")
+    text = "a" * 10_000 + " aaa"
+    assert tok.encode(text) == enc.encode(text)
+    print(f"\nloading tiktoken's ranks of a run of one letter 8,000 long from a {way}: bpe_fast "
+          f"{median['bpe_fast']:.3f} s, tiktoken {tiktoken.__version__} {median['tiktoken']:.3f} s ({ratio:.2f}x; "
+          f"medians of {rounds} alternating rounds)")
+
 
 def test_load_small_saved_folder(benchmark, tmp_path, corpus_path):
     # a folder Tokenizer.save wrote for a vocabulary under formats.CACHE_MIN_TOKENS (no bpe_fast.npz; 10,000
