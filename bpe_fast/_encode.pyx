@@ -29,6 +29,7 @@ the id buffer. For other patterns the Python layer (bpe_fast/tokenizer.py) pre-t
 hands the boundaries to BPECore.encode_pretokens. The Python layer checks arguments.
 """
 cimport cython
+from cpython cimport array
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_CheckExact, PyDict_GetItemWithError
@@ -49,9 +50,10 @@ from bpe_fast._revec cimport assign_or_end, huge_pages, push_or_end, resize_or_e
 from bpe_fast._scan cimport (ScanTables, SpecialMatcher, UnicodeTables, known_kind, scan_block,
                              scan_block_final, utf8_first_error, utf8_measure)
 
+import array
 import os
 
-import numpy as np
+from bpe_fast._numpy import np     # (NumPy imported when first used: see there)
 
 hash_seed = seed_hash_bytes()     # the key of this module's hash_bytes (see _hashing.pxd)
 
@@ -548,16 +550,20 @@ cdef class IdBuffer:
         self.ids.clear()
         return result
 
-    def take(self, dtype=np.int32):
+    def take(self, dtype=None):
         """The ids as a new 1-D NumPy array of `dtype`, a native-order integer type of 2 (unsigned), 4 or 8 bytes
-        (the caller has checked that the ids fit); the buffer is emptied, even on an error. Long buffers are
-        copied without the GIL."""
+        (the caller has checked that the ids fit; None: int32); the buffer is emptied, even on an error. Long
+        buffers are copied without the GIL."""
         cdef Py_ssize_t n = self.ids.size()
         cdef int width
         cdef void* dst
         cdef Py_buffer view
+        global _DTYPE, _INT32, _UINT32, _INT64, _UINT64
         try:
-            dt = dtype if isinstance(dtype, _DTYPE) else np.dtype(dtype)
+            if _DTYPE is None:      # the first call (NumPy is imported when first used)
+                _DTYPE = np.dtype
+                _INT32, _UINT32, _INT64, _UINT64 = (np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64))
+            dt = dtype if isinstance(dtype, _DTYPE) else np.dtype(np.int32 if dtype is None else dtype)
             if dt is _INT32 or dt is _UINT32:       # (the usual ones, NumPy's own instances: the rule below
                 width = 4                           # takes ~100 ns)
             elif dt is _INT64 or dt is _UINT64:
@@ -583,8 +589,9 @@ cdef class IdBuffer:
             self.ids.clear()
 
 
-_DTYPE = np.dtype       # (IdBuffer.take's)
-_INT32, _UINT32, _INT64, _UINT64 = (np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64))
+cdef array.array _INT32_ARRAY = array.array("i")     # (BPETables.splits')
+# IdBuffer.take's: numpy.dtype and its usual instances, set by its first call
+cdef object _DTYPE = None, _INT32 = None, _UINT32 = None, _INT64 = None, _UINT64 = None
 
 
 cdef void _convert_ids(const int32_t* src, Py_ssize_t n, int width, void* dst) noexcept nogil:
@@ -1583,17 +1590,16 @@ cdef class BPETables:
                     self.two[(a << 8) | b].merged = merged
 
     def splits(self):
-        """Tables built made_by_merging: (left, right, unmade, parts): int32 arrays of the two ids whose merge
-        makes each ranked token, in rank order; unmade, -1 or the first ranked token that merging the tokens
-        before it leaves in `parts` parts (the arrays are then filled only before it)."""
+        """Tables built made_by_merging: (left, right, unmade, parts): int32 arrays (array.array: building a
+        tokenizer from ranks imports no NumPy) of the two ids whose merge makes each ranked token, in rank order;
+        unmade, -1 or the first ranked token that merging the tokens before it leaves in `parts` parts (the
+        arrays are then filled only before it)."""
         cdef Py_ssize_t n = self.split_left.size()
-        left = np.empty(n, dtype=np.int32)
-        right = np.empty(n, dtype=np.int32)
-        cdef int32_t[::1] lv = left
-        cdef int32_t[::1] rv = right
+        cdef array.array left = array.clone(_INT32_ARRAY, n, False)
+        cdef array.array right = array.clone(_INT32_ARRAY, n, False)
         if n:
-            memcpy(&lv[0], self.split_left.data(), n * sizeof(int32_t))
-            memcpy(&rv[0], self.split_right.data(), n * sizeof(int32_t))
+            memcpy(left.data.as_voidptr, self.split_left.data(), n * sizeof(int32_t))
+            memcpy(right.data.as_voidptr, self.split_right.data(), n * sizeof(int32_t))
         return left, right, self.unmade, self.unmade_parts
 
     cdef void _pair_insert(self, uint64_t key, int32_t rank, int32_t merged) noexcept nogil:

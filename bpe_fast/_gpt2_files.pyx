@@ -31,7 +31,7 @@ from bpe_fast._jsonl cimport Limits, _skip_space, _string, _value
 from bpe_fast._revec cimport push_or_end
 from bpe_fast._scan cimport line_end as find_line_end, utf8_first_error
 
-import numpy as np
+from bpe_fast._numpy import np     # (NumPy imported when first used: see there)
 
 hash_seed = seed_hash_bytes()     # the key of this module's hash_wide (see _hashing.pxd)
 

@@ -31,7 +31,7 @@ from libc.string cimport memcmp, memcpy, memmove
 from libcpp.algorithm cimport sort as cpp_sort
 from libcpp.vector cimport vector
 
-import numpy as np
+from bpe_fast._numpy import np     # (NumPy imported when first used: see there)
 
 from ._revec cimport push_or_end
 from ._scan cimport utf8_first_error

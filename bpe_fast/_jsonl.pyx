@@ -21,7 +21,7 @@ from libcpp.vector cimport vector
 from bpe_fast._revec cimport append_or_end, push_or_end, resize_or_end
 from bpe_fast._scan cimport line_end, utf8_first_error
 
-import numpy as np
+from bpe_fast._numpy import np     # (NumPy imported when first used: see there)
 
 cdef extern from *:
     """

@@ -24,12 +24,13 @@ of it cache misses on the tables. Tried: the direct two-byte table and the Bloom
 table (kept, small gains); hash tags in the slots (no measurable gain, kept as it spares byte comparisons).
 The rest of Tokenizer.from_tiktoken (reading, Python glue, the encoder's own tables) costs more than this.
 """
+from cpython cimport array
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Next
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.object cimport PyObject
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.stdint cimport INT64_MAX, int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memset
 from libcpp.vector cimport vector
 
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
@@ -37,9 +38,24 @@ from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, 
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up, lowest_first
 from bpe_fast._scan cimport line_end as find_line_end
 
-import numpy as np
+import array
+
+from bpe_fast._numpy import np     # (NumPy imported when first used: see there)
 
 hash_seed = seed_hash_bytes()     # the key of this module's hash_bytes (see _hashing.pxd)
+
+# What the functions building a tokenizer from ranks return are array.array buffers (uint8 "B", int32 "i",
+# int64 "q"), not NumPy arrays: a fresh process building its first Encoding does not import NumPy (50-70 ms).
+# NumPy reads them without a copy (np.asarray), as the native functions do (typed memoryviews).
+cdef array.array _UINT8 = array.array("B"), _INT32 = array.array("i"), _INT64 = array.array("q")
+
+
+cdef array.array _copied(array.array kind, const void* data, Py_ssize_t n):
+    """A new array.array of `kind`'s type holding the n items at data."""
+    cdef array.array out = array.clone(kind, n, False)
+    if n:
+        memcpy(out.data.as_voidptr, data, n * kind.ob_descr.itemsize)
+    return out
 
 
 cdef struct Table:
@@ -295,10 +311,10 @@ cdef Py_ssize_t decode_base64(const uint8_t* s, Py_ssize_t n, uint8_t* out) noex
 
 def parse_tiktoken(const uint8_t[::1] data):
     """(pool, offsets, ranks, lines, bad_line) of a `.tiktoken` file's bytes: the tokens in file order (token k is
-    pool[offsets[k]:offsets[k + 1]]), their ranks (int64), their 1-based line numbers (int64), and 0, or the
-    number of the first line that is not `base64 rank` (the caller says what is wrong with it). A line is
-    blanks (spaces, tabs), a non-empty padded base64 token, blanks, decimal digits (at most 10), blanks and an
-    optional CR; empty lines are skipped. Duplicates are left to the caller.
+    pool[offsets[k]:offsets[k + 1]]), their ranks (int64), their 1-based line numbers (int64), all array.array
+    buffers (see _copied), and 0, or the number of the first line that is not `base64 rank` (the caller says what
+    is wrong with it). A line is blanks (spaces, tabs), a non-empty padded base64 token, blanks, decimal digits
+    (at most 10), blanks and an optional CR; empty lines are skipped. Duplicates are left to the caller.
 
     >>> pool, offsets, ranks, lines, bad = parse_tiktoken(b"YQ== 0\\n\\nYWI= 7\\r\\n")
     >>> bytes(pool), offsets.tolist(), ranks.tolist(), lines.tolist(), bad
@@ -353,11 +369,8 @@ def parse_tiktoken(const uint8_t[::1] data):
             offsets.push_back(pool.size())
             ranks.push_back(rank)
             lines.push_back(line)
-    pool_arr = np.frombuffer((<const char*>pool.data())[:pool.size()] if pool.size() else b"", dtype=np.uint8)
-    return (pool_arr, np.array(<int64_t[:offsets.size()]>offsets.data(), dtype=np.int64),
-            np.array(<int64_t[:ranks.size()]>ranks.data(), dtype=np.int64) if ranks.size() else np.zeros(0, np.int64),
-            np.array(<int64_t[:lines.size()]>lines.data(), dtype=np.int64) if lines.size() else np.zeros(0, np.int64),
-            bad)
+    return (_copied(_UINT8, pool.data(), pool.size()), _copied(_INT64, offsets.data(), offsets.size()),
+            _copied(_INT64, ranks.data(), ranks.size()), _copied(_INT64, lines.data(), lines.size()), bad)
 
 
 def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const int32_t[::1] byte_index,
@@ -398,58 +411,62 @@ def recover_merges(const uint8_t[::1] pool, const int64_t[::1] offsets, const in
     return left_arr, right_arr, bad, parts
 
 
-def ranks_arrays(dict ranks):
+def ranks_arrays(dict ranks, int64_t max_rank=INT64_MAX):
     """(pool, offsets, values) of a dict {bytes: int} of tiktoken's ranks, in the dict's order: the tokens' bytes
-    back to back (uint8), where each starts (int64, one more entry than tokens) and the ranks (int64); or None
-    when an entry is not a plain bytes token, not empty, with a plain int rank in 0..2^63 - 1 (a bool, an int
-    subclass, a NumPy integer, a bytearray token...), for bpe_fast.ranks to read in Python and name. One pass
-    over the dict's entries to check them and add up their lengths (nothing is allocated by Python during it),
-    then one copying them into the arrays, which checks that the dict still holds as many entries, of those
-    lengths (the allocation could run a finalizer that changes it: then None): 200k entries in a few
-    milliseconds, where the Python loops and joins took about 40; each token's bytes copied once (a vector grown
-    as it went copied 32 MB of long tokens about three times, with their page faults: 70 ms of 75).
+    back to back (uint8), where each starts (int64, one more entry than tokens) and the ranks (int64), array.array
+    buffers; or None when an entry is not a plain bytes token, not empty, with a plain int rank in 0..max_rank
+    (a bool, an int subclass, a NumPy integer, a bytearray token...), or when the ranks do not rise in the dict's
+    order, for bpe_fast.ranks to read in Python (and name what is wrong). One pass over the dict's entries to
+    check them and add up their lengths (nothing is allocated by Python during it), then one copying them into
+    the arrays, which checks that the dict still holds as many entries, of those lengths (the allocation could
+    run a finalizer that changes it: then None): 200k entries in a few milliseconds, where the Python loops and
+    joins took about 40; each token's bytes copied once (a vector grown as it went copied 32 MB of long tokens
+    about three times, with their page faults: 70 ms of 75).
 
     >>> pool, offsets, values = ranks_arrays({b"a": 0, b"bc": 5})
     >>> pool.tobytes(), offsets.tolist(), values.tolist()
     (b'abc', [0, 1, 3], [0, 5])
-    >>> ranks_arrays({b"a": True}) is None
-    True
+    >>> ranks_arrays({b"a": True}) is None, ranks_arrays({b"a": 1, b"b": 0}) is None, ranks_arrays({b"a": 9}, 8)
+    (True, True, None)
     """
     cdef Py_ssize_t pos = 0, size, total = 0, count = 0, n = len(ranks), k = 0
     cdef PyObject* key
     cdef PyObject* value
     cdef int overflow = 0
-    cdef long long rank
+    cdef long long rank, previous = -1
     while PyDict_Next(ranks, &pos, &key, &value):
         if not PyBytes_CheckExact(<object>key) or not PyLong_CheckExact(<object>value):
             return None
         size = PyBytes_GET_SIZE(<object>key)
         rank = PyLong_AsLongLongAndOverflow(<object>value, &overflow)
-        if size == 0 or overflow or rank < 0:
+        if size == 0 or overflow or rank < 0 or rank > max_rank or rank <= previous:
             return None
+        previous = rank
         total += size
         count += 1
-    pool_arr = np.empty(total, dtype=np.uint8)
-    offsets_arr = np.empty(count + 1, dtype=np.int64)
-    values_arr = np.empty(count, dtype=np.int64)
-    cdef uint8_t[::1] pool_view = pool_arr
-    cdef int64_t[::1] offsets_view = offsets_arr
-    cdef int64_t[::1] values_view = values_arr
+    cdef array.array pool_arr = array.clone(_UINT8, total, False)
+    cdef array.array offsets_arr = array.clone(_INT64, count + 1, False)
+    cdef array.array values_arr = array.clone(_INT64, count, False)
+    cdef uint8_t* pool_out = <uint8_t*>pool_arr.data.as_uchars
+    cdef int64_t* offsets_out = <int64_t*>offsets_arr.data.as_voidptr
+    cdef int64_t* values_out = <int64_t*>values_arr.data.as_voidptr
     if len(ranks) != n:
         return None
-    offsets_view[0] = 0
+    offsets_out[0] = 0
     pos = 0
+    previous = -1
     while PyDict_Next(ranks, &pos, &key, &value):
         if k == count or not PyBytes_CheckExact(<object>key) or not PyLong_CheckExact(<object>value):
             return None
         size = PyBytes_GET_SIZE(<object>key)
         rank = PyLong_AsLongLongAndOverflow(<object>value, &overflow)
-        if size == 0 or overflow or rank < 0 or size > total - offsets_view[k]:
+        if size == 0 or overflow or rank < 0 or rank > max_rank or rank <= previous or size > total - offsets_out[k]:
             return None
-        memcpy(&pool_view[offsets_view[k]], PyBytes_AS_STRING(<object>key), size)
-        offsets_view[k + 1] = offsets_view[k] + size
-        values_view[k] = rank
+        previous = rank
+        memcpy(pool_out + offsets_out[k], PyBytes_AS_STRING(<object>key), size)
+        offsets_out[k + 1] = offsets_out[k] + size
+        values_out[k] = rank
         k += 1
-    if k != count or offsets_view[k] != total:
+    if k != count or offsets_out[k] != total:
         return None
     return pool_arr, offsets_arr, values_arr

@@ -15,6 +15,7 @@ objects are only built for the results: boundaries() (int64 array), split() (lis
 the interface; this module trusts its arguments.
 """
 cimport cython
+from cpython cimport array
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -38,9 +39,10 @@ cdef extern from *:
     #endif
     """
 
+import array
 import sys
 
-import numpy as np
+from bpe_fast._numpy import np     # (NumPy imported when first used: see there)
 
 hash_seed = seed_hash_bytes()     # the key of this module's hash_bytes (see _hashing.pxd)
 
@@ -755,10 +757,11 @@ cdef Py_ssize_t utf8_first_error(const uint8_t* s, Py_ssize_t n) noexcept nogil:
 
 
 def two_level_table(classes):
-    """(stage1, stage2) of the code point classes `classes`: seven int64 arrays of flat [start, stop) ranges,
+    """(stage1, stage2) of the code point classes `classes`: seven int64 buffers of flat [start, stop) ranges,
     sorted, within 0..0x110000, the classes of bits 1, 2, 4, 16, 32, 64 and 128 (bit 8 is \\r and \\n). The bits
     of code point cp are stage2[stage1[cp >> 8] * 256 + (cp & 255)]: stage1 (uint16, 0x1100 entries) numbers the
-    distinct blocks of 256 code points in the order they first appear, stage2 (uint8) holds them end to end.
+    distinct blocks of 256 code points in the order they first appear, stage2 (uint8) holds them end to end
+    (array.array buffers: NumPy is not imported for them).
     (Built in Python, a loop over the ranges and the blocks, it took 5-7 ms a table, in every process that
     scans natively.)
 
@@ -800,8 +803,8 @@ def two_level_table(classes):
     cdef vector[uint8_t] distinct        # the distinct blocks end to end, in the order they first appear
     cdef vector[int32_t] slot_of         # their numbers by a table of their hashes (8192 slots, at most 4352 blocks)
     slot_of.assign(8192, -1)
-    stage1 = np.empty(0x1100, dtype=np.uint16)
-    cdef uint16_t[::1] v1 = stage1
+    cdef array.array stage1 = array.clone(array.array("H"), 0x1100, False)
+    cdef uint16_t* v1 = <uint16_t*>stage1.data.as_ushorts
     cdef uint64_t h, word
     cdef Py_ssize_t b, j, base, lo, hi
     cdef int32_t number
@@ -838,10 +841,9 @@ def two_level_table(classes):
                 slot_of[j] = number
                 distinct.insert(distinct.end(), block, block + 256)
             v1[b] = <uint16_t>slot_of[j]
-    stage2 = np.empty(distinct.size(), dtype=np.uint8)
-    cdef uint8_t[::1] v2 = stage2
+    cdef array.array stage2 = array.clone(array.array("B"), distinct.size(), False)
     if distinct.size():
-        memcpy(&v2[0], distinct.data(), distinct.size())
+        memcpy(stage2.data.as_uchars, distinct.data(), distinct.size())
     return stage1, stage2
 
 

@@ -19,13 +19,12 @@ from __future__ import annotations
 import collections.abc
 import itertools
 import operator
+import sys
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
-
+from ._numpy import np
 from ._encode import utf8_text
 from ._inspect import byte_strings, covering_tokens, first_spans, prefix_range, prefixed_strings, sort_byte_strings
 from .patterns import pattern_from_tiktoken
@@ -33,10 +32,21 @@ from .pretokenize import native_kind, pretoken_boundaries, pretokenize
 from .specials import SpecialTokens, first_prefix_pair
 from .tokenizer import Tokenizer
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+    from typing_extensions import TypeAlias
+
 __all__ = ["CoreBPE"]
 
 _U32_MAX = 2**32 - 1
-_ARRAYS = (list, tuple, np.ndarray)     # what the tokenizer's decode takes as tiktoken's does, when valid
+_LISTS = (list, tuple)     # with NumPy's arrays (_is_ndarray): what the tokenizer's decode takes as tiktoken's does
+
+
+def _is_ndarray(value: object) -> bool:
+    """Whether `value` is a NumPy array (exactly numpy.ndarray): none is when NumPy is not imported, which this
+    does not import."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and type(value) is numpy.ndarray
 
 
 class CoreBPE:
@@ -286,7 +296,7 @@ class CoreBPE:
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
         """The tokens' bytes joined."""
-        if type(tokens) in _ARRAYS:
+        if type(tokens) in _LISTS or _is_ndarray(tokens):
             try:
                 return self._tokenizer.decode_bytes(tokens)
             except (TypeError, ValueError, OverflowError):
@@ -339,7 +349,7 @@ _WHITE_SPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\
                          + "".join(map(chr, range(0x2000, 0x200B))))
 
 
-_Segments = tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]      # ids, first, stop
+_Segments: TypeAlias = "tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]"      # ids, first, stop
 
 
 def _segments(seqs: list[list[int]]) -> _Segments:

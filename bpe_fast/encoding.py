@@ -42,12 +42,11 @@ import os
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Generic, Literal, NamedTuple, SupportsIndex, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, SupportsIndex, TypeVar, cast, overload
 
-import numpy as np
 import regex
-from numpy.typing import NDArray
 
+from ._numpy import np
 from .specials import FEW_TOKENS, check_disallowed, shared_start
 from .procs import map_threads
 from ._encode import items_at
@@ -55,9 +54,11 @@ from ._types import StrPath
 from ._tiktoken import CoreBPE
 from .tokenizer import Tokenizer, decodes_in_parallel
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
 __all__ = ["Encoding"]
 
-_UINT32 = np.dtype(np.uint32)      # encode_to_numpy's, as tiktoken's
 _NOTHING: frozenset[str]
 _NOTHING = frozenset()   # allowed_special's default: tiktoken's is set(), equal to it; this one is told apart
 _ALL = "all"
@@ -341,7 +342,7 @@ class Encoding:
         encoder = self._checked_text_first(text, allowed_special, disallowed_special)
         if not isinstance(text, str):
             raise TypeError(f"argument 'text': {type(text).__name__!r} object cannot be converted to 'PyString'")
-        ids = encoder.encode_utf8_to_numpy(str.encode(text, "utf-8"), _UINT32)     # a subclass: its characters
+        ids = encoder.encode_utf8_to_numpy(str.encode(text, "utf-8"), _uint32())     # a subclass: its characters
         ids.setflags(write=False)
         return ids
 
@@ -721,6 +722,12 @@ def _threads(num_threads: float | None) -> int:
     if num_threads <= 0:
         raise ValueError("max_workers must be greater than 0")
     return math.ceil(min(num_threads, _MAX_THREADS))
+
+
+@functools.cache
+def _uint32() -> np.dtype[np.uint32]:
+    """encode_to_numpy's dtype, as tiktoken's (NumPy's instance: made when first asked for)."""
+    return np.dtype(np.uint32)
 
 
 def _tiny() -> Encoding:

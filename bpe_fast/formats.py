@@ -18,6 +18,7 @@ import codecs
 import contextlib
 import contextvars
 import errno
+import functools
 import hashlib
 import io
 import json
@@ -26,11 +27,9 @@ import re
 import stat
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, NoReturn, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Union
 
-import numpy as np
-from numpy.typing import NDArray
-
+from ._numpy import np
 from ._gpt2_files import TokenIndex, mapped_object, mapped_pairs, pack_pairs, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
@@ -40,6 +39,10 @@ from .normalize import check_normalizer
 from .pretokenize import check_unicode
 from .merge_rule import RuleCheck, list_rule_problem, repeated_merge, rule_difference_of_indices
 from .token_arrays import all_distinct, gather_tokens
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+    from typing_extensions import TypeAlias
 
 __all__ = [
     "FormatError",
@@ -75,7 +78,7 @@ __all__ = [
 MAX_TOKEN_ID = 2**31 - 2
 
 # the encoder's table arrays by name (_CACHE_TABLES), as bpe_fast._encode.BPETables takes them
-TableArrays = dict[str, NDArray[Any]]
+TableArrays: TypeAlias = "dict[str, NDArray[Any]]"
 # merges, or (read from the cache) a function that makes the list when first needed
 MergesSource = Union[Merges, Callable[[], Merges]]
 
@@ -123,10 +126,16 @@ _TO_LATIN1.update({ord(c): chr(b) for c, b in _CHAR_TO_BYTE.items()})
 # The mapping as a codec (C speed): character k of the decoding table stands for byte k.
 _DECODING_TABLE = "".join(_ENCODE_TABLE)
 _ENCODING_MAP = codecs.charmap_build(_DECODING_TABLE)
-# The mapping for the native readers (bpe_fast._gpt2_files): code point -> the byte it stands for, or -1.
-CHAR_TO_BYTE_TABLE = np.full(max(map(ord, _CHAR_TO_BYTE)) + 1, -1, dtype=np.int16)
-CHAR_TO_BYTE_TABLE[list(map(ord, _CHAR_TO_BYTE))] = list(_CHAR_TO_BYTE.values())
-CHAR_TO_BYTE_TABLE.setflags(write=False)
+
+
+@functools.cache
+def char_to_byte_table() -> NDArray[np.int16]:
+    """The mapping for the native readers (bpe_fast._gpt2_files): code point -> the byte it stands for, or -1
+    (a read-only array, made when first asked for: NumPy's import is not every process's)."""
+    table = np.full(max(map(ord, _CHAR_TO_BYTE)) + 1, -1, dtype=np.int16)
+    table[list(map(ord, _CHAR_TO_BYTE))] = list(_CHAR_TO_BYTE.values())
+    table.setflags(write=False)
+    return table
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -183,7 +192,6 @@ def tokens_to_strs(tokens: Iterable[bytes]) -> list[str]:
 
 
 _SPLIT = 0xFFFF     # a character no mapped token holds (GPT-2's mapping has none past U+0143): tokens_to_strs' cut
-_CODE_POINTS = np.array([ord(_BYTE_TO_CHAR[b]) for b in range(256)], dtype=np.uint32)
 _CHUNK = 1 << 22    # mapped_text's bytes a step: its arrays stay near 50 MB whatever the tokens' size
 
 
@@ -202,11 +210,12 @@ def mapped_text(pool: NDArray[np.uint8], ends: NDArray[np.int64], separators: ND
     'Ġa bĊ\\n'
     """
     parts = []
+    code_points = np.array([ord(_BYTE_TO_CHAR[b]) for b in range(256)], dtype=np.uint32)
     first = start = 0
     while first < len(ends):
         last = max(first + 1, int(np.searchsorted(ends, start + _CHUNK, side="right")))
         stop = int(ends[last - 1])
-        codes = np.insert(_CODE_POINTS[pool[start:stop]], ends[first:last] - start, separators[first:last])
+        codes = np.insert(code_points[pool[start:stop]], ends[first:last] - start, separators[first:last])
         parts.append(codes.astype("<u4", copy=False).tobytes().decode("utf-32-le"))
         first, start = last, stop
     return "".join(parts)
@@ -236,19 +245,24 @@ def mapped_strs(pool: NDArray[np.uint8], ends: NDArray[np.int64]) -> list[str]:
     return mapped_text(pool, ends, np.full(len(ends), _SPLIT, dtype=np.uint32)).split(chr(_SPLIT))[:-1]
 
 
-def _forms(write: Callable[[str], str]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-    """Each byte's character in GPT-2's mapping as `write` gives it, in UTF-8, end to end (byte c's is
-    table[offsets[c]:offsets[c + 1]]): the native writers' table (bpe_fast._gpt2_files.mapped_object)."""
-    pool, ends = pack_tokens([write(_BYTE_TO_CHAR[b]).encode("utf-8") for b in range(256)])
-    return pool, np.concatenate([np.zeros(1, dtype=np.int64), ends])
-
-
 # each byte's character as the files hold it: as it is (merges.txt), and in a JSON string as json.dumps writes it,
 # by json's own escaping: ensure_ascii=False (tokenizer.json: the quote and the backslash escaped, as the mapping
 # has no control character) and True (vocab.json: every character past ASCII as \u0120, lowercase hex)
-_PLAIN_FORMS = _forms(lambda c: c)
-_JSON_FORMS = _forms(lambda c: json.encoder.encode_basestring(c)[1:-1])
-_JSON_ASCII_FORMS = _forms(lambda c: json.encoder.encode_basestring_ascii(c)[1:-1])
+_WRITE_FORMS: dict[str, Callable[[str], str]] = {
+    "plain": lambda c: c,
+    "json": lambda c: json.encoder.encode_basestring(c)[1:-1],
+    "json_ascii": lambda c: json.encoder.encode_basestring_ascii(c)[1:-1],
+}
+
+
+@functools.cache
+def _forms(form: str) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """Each byte's character in GPT-2's mapping as the file form `form` writes it (_WRITE_FORMS), in UTF-8, end
+    to end (byte c's is table[offsets[c]:offsets[c + 1]]): the native writers' table
+    (bpe_fast._gpt2_files.mapped_object), made when first asked for."""
+    write = _WRITE_FORMS[form]
+    pool, ends = pack_tokens([write(_BYTE_TO_CHAR[b]).encode("utf-8") for b in range(256)])
+    return pool, np.concatenate([np.zeros(1, dtype=np.int64), ends])
 
 
 _WRITE_CHUNK = 1 << 20     # the native writers' bytes a chunk: the text of a 64 MB vocabulary is not made at once
@@ -276,7 +290,7 @@ def json_object_chunks(pool: NDArray[np.uint8], offsets: NDArray[np.int64], whic
     >>> print(b"".join(json_object_chunks(pool, offsets, np.array([0, 2]), np.array([7, 8]), False)).decode())
     {"Ġa": 7, "b": 8}
     """
-    table, table_offsets = _JSON_ASCII_FORMS if ensure_ascii else _JSON_FORMS
+    table, table_offsets = _forms("json_ascii" if ensure_ascii else "json")
     pool, offsets = np.ascontiguousarray(pool, dtype=np.uint8), np.ascontiguousarray(offsets, dtype=np.int64)
     which, ids = np.ascontiguousarray(which, dtype=np.int64), np.ascontiguousarray(ids, dtype=np.int64)
     return _chunks(lambda first, budget: mapped_object(pool, offsets, which, ids, table, table_offsets, first,
@@ -290,7 +304,7 @@ def json_merges_chunks(packed: tuple[NDArray[np.uint8], NDArray[np.int64]]) -> I
     >>> print(b"".join(json_merges_chunks(pack_pairs([(b" ", b"a"), (b'"', b"b")]))).decode())
     ["Ġ a", "\\" b"]
     """
-    table, table_offsets = _JSON_FORMS
+    table, table_offsets = _forms("json")
     pool, offsets = packed
     return _chunks(lambda first, budget: mapped_pairs(pool, offsets, table, table_offsets, b"[", b'"', b" ", b'"',
                                                       b", ", b"]", first, budget), len(offsets) // 2)
@@ -304,7 +318,7 @@ def merge_lines_chunks(packed: tuple[NDArray[np.uint8], NDArray[np.int64]], head
     >>> b"".join(merge_lines_chunks(pack_pairs([(b" ", b"a"), (b"b", b"\\n")]))).decode()
     'Ġ a\\nb Ċ\\n'
     """
-    table, table_offsets = _PLAIN_FORMS
+    table, table_offsets = _forms("plain")
     pool, offsets = packed
     return _chunks(lambda first, budget: mapped_pairs(pool, offsets, table, table_offsets, head, b"", b" ", b"\n",
                                                       b"", b"", first, budget), len(offsets) // 2)
@@ -446,7 +460,7 @@ def read_vocab(path: StrPath, data: bytes | None = None) -> Vocab:
     """
     if data is None:
         data = read_bytes(path)
-    parsed = parse_vocab(data, CHAR_TO_BYTE_TABLE, MAX_TOKEN_ID)
+    parsed = parse_vocab(data, char_to_byte_table(), MAX_TOKEN_ID)
     if parsed is not None:          # plainly well formed (the native reader): left are the duplicates
         tokens = token_list(parsed[0], parsed[1])
         read = dict(zip(parsed[2].tolist(), tokens))
@@ -549,8 +563,8 @@ def read_gpt2_arrays(vocab_path: StrPath, merges_path: StrPath) -> GPT2Arrays | 
     formed: what read_vocab(vocab_path) and read_merges(merges_path, that vocab) give without error, as arrays,
     but for the merge rule's check (GPT2Arrays.rule_check: the caller asks it beside other work). None for
     anything else: those two then read the files, and name what is wrong."""
-    vocab = parse_vocab(read_bytes(vocab_path), CHAR_TO_BYTE_TABLE, MAX_TOKEN_ID)
-    merges = parse_merges(read_bytes(merges_path), CHAR_TO_BYTE_TABLE)
+    vocab = parse_vocab(read_bytes(vocab_path), char_to_byte_table(), MAX_TOKEN_ID)
+    merges = parse_merges(read_bytes(merges_path), char_to_byte_table())
     if vocab is None or merges is None:
         return None
     return gpt2_arrays(*vocab, *merges[:2])
@@ -598,7 +612,7 @@ def read_merges(path: StrPath, vocab: Mapping[int, bytes] | None = None, rule: b
     [(b' ', b'a'), (b' a', b'\\n')]
     """
     data = read_bytes(path)
-    parsed = parse_merges(data, CHAR_TO_BYTE_TABLE)
+    parsed = parse_merges(data, char_to_byte_table())
     if parsed is not None:          # plainly well formed (the native reader): left is the check against vocab
         pool, offsets = parsed[:2]
         lefts, rights = token_list(pool, offsets, 0, 2), token_list(pool, offsets, 1, 2)
@@ -1308,10 +1322,10 @@ CACHE_FILE = "bpe_fast.npz"
 CACHE_MIN_TOKENS = 16384        # smaller vocabularies load fast from the text files: no cache is written
 _CACHE_VERSION = 1              # bump when the arrays' meaning changes
 # the table arrays: name -> (dtype, number of dimensions)
-_CACHE_TABLES: dict[str, tuple[type[np.integer[Any]], int]] = {
-    "byte_ids": (np.int32, 1), "ranked_pool": (np.uint8, 1), "ranked_offsets": (np.int64, 1),
-    "ranked_ids": (np.int32, 1), "decode_pool": (np.uint8, 1), "decode_offsets": (np.int64, 1),
-    "known": (np.uint8, 1), "permanent": (np.uint8, 1),
+_CACHE_TABLES: dict[str, tuple[str, int]] = {        # (NumPy's dtype names)
+    "byte_ids": ("int32", 1), "ranked_pool": ("uint8", 1), "ranked_offsets": ("int64", 1),
+    "ranked_ids": ("int32", 1), "decode_pool": ("uint8", 1), "decode_offsets": ("int64", 1),
+    "known": ("uint8", 1), "permanent": ("uint8", 1),
 }
 
 

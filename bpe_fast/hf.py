@@ -851,8 +851,8 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
         return None
     vocab_start, vocab_end, merges_start, merges_end = spans
     view = memoryview(data)
-    vocab_arrays = parse_vocab(view[vocab_start:vocab_end], formats.CHAR_TO_BYTE_TABLE, formats.MAX_TOKEN_ID)
-    merge_arrays = parse_merge_list(view[merges_start:merges_end], formats.CHAR_TO_BYTE_TABLE)
+    vocab_arrays = parse_vocab(view[vocab_start:vocab_end], formats.char_to_byte_table(), formats.MAX_TOKEN_ID)
+    merge_arrays = parse_merge_list(view[merges_start:merges_end], formats.char_to_byte_table())
     if vocab_arrays is None or merge_arrays is None:
         return None
     (first, first_end, first_text), (second, second_end, second_text) = sorted(

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
-
+from ._numpy import np
 from ._encode import tables_made_by_merging
 from ._gpt2_files import TokenIndex, pack_pairs
 from ._ranks import recover_merges
 from .token_arrays import first_occurrences, gather_tokens
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["RuleCheck", "rule_difference_of_indices", "merge_rule_difference", "made_as_listed", "describe_difference",
            "later_pairs", "remade_token",
@@ -122,14 +123,15 @@ def _rule_splits(byte_ids: NDArray[np.integer[Any]], ranked_pool: NDArray[np.uin
     lookups of spans up to n bytes long; the pairs of a token's later merges are asked the same way (`later`:
     later_pairs'). The answer is the same as recover_merges' (bpe_fast._ranks)."""
     int32 = np.int32
+    no_bytes = np.zeros(0, dtype=np.uint8)       # (these tables decode nothing)
     tables = tables_made_by_merging(
         np.ascontiguousarray(byte_ids, dtype=int32), ranked_pool, ranked_offsets,
-        np.ascontiguousarray(ranked_ids, dtype=int32), _NO_BYTES, _NO_OFFSETS, _NO_BYTES,
+        np.ascontiguousarray(ranked_ids, dtype=int32), no_bytes, np.zeros(1, dtype=np.int64), no_bytes,
         permanent=np.zeros(len(ranked_ids), dtype=np.uint8),
         expected_left=np.ascontiguousarray(expected_left, dtype=int32),
         expected_right=np.ascontiguousarray(expected_right, dtype=int32), **later)
     left, right, unmade, _ = tables.splits()
-    return left.astype(np.int64), right.astype(np.int64), int(unmade)
+    return np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), int(unmade)
 
 
 def later_pairs(ranks: NDArray[np.int64], firsts: NDArray[np.int64], left: NDArray[np.integer[Any]],
@@ -159,8 +161,6 @@ def later_pairs(ranks: NDArray[np.int64], firsts: NDArray[np.int64], left: NDArr
 
 
 _BIG = 0x7FFFFFFF       # the tables' ids and offsets into a token are 32-bit
-_NO_BYTES = np.zeros(0, dtype=np.uint8)         # (_rule_splits' tables decode nothing)
-_NO_OFFSETS = np.zeros(1, dtype=np.int64)
 
 
 class _ListedSplits(NamedTuple):

@@ -20,9 +20,12 @@ import functools
 import re
 import unicodedata
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
+from ._numpy import np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 NORMALIZERS = ("NFC",)      # the forms a tokenizer may apply (HF's normalizer types of the same names)
 

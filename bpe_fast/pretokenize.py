@@ -17,6 +17,7 @@ scanned natively; native_tables is the scanner's Unicode tables, which every nat
 """
 from __future__ import annotations
 
+import array
 import codecs
 import hashlib
 import threading
@@ -26,16 +27,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import regex
-from numpy.typing import NDArray
 
+from ._numpy import np
 from .patterns import GPT2_PATTERN, builtin_name, compile_pattern, resolve_pattern
 from .procs import renewed_in_child
 from ._types import Table
 from .specials import SpecialTokens, split_on_specials
 
 if TYPE_CHECKING:
+    from numpy.typing import NDArray
     from ._scan import UnicodeTables
 
 _compiled: dict[str, regex.Pattern[str]] = {}
@@ -351,12 +352,12 @@ def native_tables(unicode: str | None = None) -> UnicodeTables | None:
     return _peer_tables
 
 
-def table_arrays(table: Any) -> tuple[NDArray[np.uint16], NDArray[np.uint8], list[int], list[str]]:
+def table_arrays(table: Any) -> tuple[array.array[int], array.array[int], list[int], list[str]]:
     """The arguments of bpe_fast._scan.UnicodeTables for a table laid out as bpe_fast/_unicode_table.py:
     (stage1, stage2, fold code points, their contraction letters)."""
     from . import _scan
 
-    stage1, stage2 = _scan.two_level_table([np.asarray(ranges, dtype=np.int64) for ranges in _ranges_of(table)])
+    stage1, stage2 = _scan.two_level_table([array.array("q", ranges) for ranges in _ranges_of(table)])
     fold_cps = [cp for letter, cps in table.FOLDS.items() for cp in cps]
     fold_letters = [letter for letter, cps in table.FOLDS.items() for cp in cps]
     return stage1, stage2, fold_cps, fold_letters

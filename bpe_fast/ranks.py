@@ -21,7 +21,9 @@ Decisions:
 """
 from __future__ import annotations
 
+import array
 import base64
+import bisect
 import gzip
 import operator
 import os
@@ -30,15 +32,22 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-from numpy.typing import NDArray
-
+from ._numpy import np
 from ._types import Merges, StrPath, Vocab
 from .formats import MAX_TOKEN_ID, FormatError, sparsity_problem
 from .specials import id_holders
 
 if TYPE_CHECKING:
+    from typing import Any, Union
+
+    from numpy.typing import NDArray
+    from typing_extensions import TypeAlias
+
     from .tokenizer import Tokenizer
+
+    # RankedTokens' arrays: NumPy's, or array.array buffers (read natively: see RankedTokens)
+    Ints: TypeAlias = Union[NDArray[np.integer[Any]], array.array[int]]
+    Bytes: TypeAlias = Union[NDArray[np.uint8], array.array[int]]
 
 __all__ = ["read_tiktoken", "tiktoken_text", "merges_from_ranks", "ranks_from_tokenizer"]
 
@@ -89,12 +98,12 @@ def read_tiktoken_bytes(path: StrPath) -> bytes:
         raise FormatError(path, None, f"cannot read: {exc}") from exc
 
 
-def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes], NDArray[np.int64], NDArray[np.int64],
-                                                                    NDArray[np.uint8], NDArray[np.int64]]:
+def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes], Ints, Ints, Bytes, Ints]:
     """(tokens, ranks, lines, pool, offsets) of a `.tiktoken` file (data: its contents, if already read): its
-    tokens (bytes) in file order, their ranks (int64 array) and line numbers (int64 array), checked (FormatError
-    naming the file and line), and the tokens end to end (uint8 array; token k is pool[offsets[k]:offsets[k + 1]])."""
-    from ._ranks import parse_tiktoken
+    tokens (bytes) in file order, their ranks (int64) and line numbers (int64), checked (FormatError naming the
+    file and line), and the tokens end to end (uint8; token k is pool[offsets[k]:offsets[k + 1]]); the arrays are
+    array.array buffers (bpe_fast._ranks.parse_tiktoken's)."""
+    from ._ranks import parse_tiktoken, ranks_rise
     from ._scan import first_repeat
 
     path = os.fsdecode(path)        # (a bytes path: named as text)
@@ -118,7 +127,8 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
     joined = pool.tobytes()
     bounds = offsets.tolist()
     tokens = [joined[a:b] for a, b in zip(bounds, bounds[1:])]
-    big = np.flatnonzero(values > MAX_TOKEN_ID)
+    rise = ranks_rise(values, MAX_TOKEN_ID)     # as in tiktoken's files: then no rank is too large or given twice
+    big = [] if rise else np.flatnonzero(np.asarray(values) > MAX_TOKEN_ID)
     if len(big):
         k = int(big[0])
         raise FormatError(path, int(lines[k]), f"the rank {int(values[k])} is beyond {MAX_TOKEN_ID}")
@@ -128,11 +138,12 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
             if token in first:
                 raise FormatError(path, line, f"the token {token!r} is on line {first[token]} already")
             first[token] = line
-    order = np.argsort(values, kind="stable")
-    same = np.flatnonzero(values[order][1:] == values[order][:-1])
-    if len(same):
-        a, b = sorted(order[int(same[0]):int(same[0]) + 2].tolist())     # lines where one rank is given twice
-        raise FormatError(path, int(lines[b]), f"the rank {int(values[b])} is on line {int(lines[a])} already")
+    if not rise:
+        order = np.argsort(values, kind="stable")
+        same = np.flatnonzero(np.asarray(values)[order][1:] == np.asarray(values)[order][:-1])
+        if len(same):
+            a, b = sorted(order[int(same[0]):int(same[0]) + 2].tolist())     # lines where one rank is given twice
+            raise FormatError(path, int(lines[b]), f"the rank {int(values[b])} is on line {int(lines[a])} already")
     return tokens, values, lines, pool, offsets
 
 
@@ -222,16 +233,18 @@ def merges_from_ranks(ranks: Mapping[bytes, int]) -> Merges:
 
 
 class RankedTokens(NamedTuple):
-    """tiktoken's ranks, checked, in rank order: the tokens, their ranks (ascending int64 array), the tokens end
-    to end (pool, uint8; token k is pool[offsets[k]:offsets[k + 1]]) and byte_index[b], the index of the token
-    bytes([b]) (all 256 have one). From a file: its path and each token's line (in rank order), which errors name."""
+    """tiktoken's ranks, checked, in rank order: the tokens, their ranks (ascending int64), the tokens end to end
+    (pool, uint8; token k is pool[offsets[k]:offsets[k + 1]]) and byte_index[b], the index of the token bytes([b])
+    (all 256 have one, int32). From a file: its path and each token's line (in rank order), which errors name.
+    The arrays are NumPy's or array.array buffers (read natively from a dict or a file: building a tokenizer
+    from ranks imports no NumPy); the methods that need NumPy read them with np.asarray."""
     tokens: list[bytes]
-    values: NDArray[np.int64]
-    pool: NDArray[np.uint8]
-    offsets: NDArray[np.int64]
-    byte_index: NDArray[np.int32]
+    values: Ints
+    pool: Bytes
+    offsets: Ints
+    byte_index: Ints
     path: str | None = None
-    lines: NDArray[np.int64] | None = None
+    lines: Ints | None = None
 
     def recover(self) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
         """(left, right): for token k, the indices of the two lower-ranked tokens whose merge makes it (int32
@@ -284,7 +297,7 @@ class RankedTokens(NamedTuple):
         get = self.tokens.__getitem__
         return list(zip(map(get, left[order].tolist()), map(get, right[order].tolist())))
 
-    def merges_of_ranks(self, left: NDArray[np.int32], right: NDArray[np.int32]) -> Merges:
+    def merges_of_ranks(self, left: Ints, right: Ints) -> Merges:
         """The merge list from the ranks of the two tokens whose merge makes each multi-byte token, in rank order
         (BPETables.splits() of tables built from these ranks)."""
         get = self.tokens.__getitem__
@@ -293,13 +306,9 @@ class RankedTokens(NamedTuple):
 
     def find(self, token: bytes) -> int:
         """The index of `token` among the tokens, or -1."""
-        n = len(token)
-        same = np.flatnonzero(np.diff(self.offsets) == n)
-        if n == 0 or not len(same):
-            return -1
-        rows = self.pool[self.offsets[same][:, None] + np.arange(n)]
-        hit = np.flatnonzero((rows == np.frombuffer(token, dtype=np.uint8)).all(axis=1))
-        return int(same[hit[0]]) if len(hit) else -1
+        from ._ranks import find_token
+
+        return find_token(self.pool, self.offsets, token)
 
     def merges(self, left: NDArray[np.int32], right: NDArray[np.int32]) -> Merges:
         """The merge list from recover()'s arrays: (bytes, bytes) for each multi-byte token, in rank order."""
@@ -332,20 +341,19 @@ def every_split(pool: NDArray[np.uint8], offsets: NDArray[np.int64], expected: N
     return (*(np.array([row[i] for row in rows], dtype=np.int64) for i in range(3)), -1)  # type: ignore[return-value]
 
 
-def _ranked(tokens: list[bytes], values: NDArray[np.int64], pool: NDArray[np.uint8] | None = None,
-            offsets: NDArray[np.int64] | None = None, path: str | None = None,
-            lines: NDArray[np.int64] | None = None) -> RankedTokens:
+def _ranked(tokens: list[bytes], values: Ints, pool: Bytes | None = None, offsets: Ints | None = None,
+            path: str | None = None, lines: Ints | None = None) -> RankedTokens:
     """RankedTokens of the distinct tokens `tokens` in rank order with the ranks `values` (pool and offsets:
     theirs when the caller has them; path and lines: the file's, when read from one); ValueError naming the
     single bytes without a rank (a FormatError naming the file)."""
+    from ._ranks import byte_index as index_bytes
+
     if pool is None or offsets is None:
         offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)), out=offsets[1:])
         pool = np.frombuffer(b"".join(tokens), dtype=np.uint8)
-    byte_index = np.full(256, -1, dtype=np.int32)
-    singles = np.flatnonzero(np.diff(offsets) == 1)
-    byte_index[pool[offsets[singles]]] = singles
-    missing = np.flatnonzero(byte_index < 0).tolist()
+    byte_index = index_bytes(pool, offsets)
+    missing = [b for b in range(256) if byte_index[b] < 0]
     if missing:
         shown = ", ".join(repr(bytes([b])) for b in missing[:8]) + (", ..." if len(missing) > 8 else "")
         message = f"{len(missing)} of the 256 single bytes have no rank ({shown}); every byte needs one"
@@ -462,24 +470,27 @@ def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
     line of the largest."""
     if isinstance(path_or_ranks, (str, bytes, os.PathLike)):     # (bytes: a path, as from_files takes one)
         path = os.fsdecode(path_or_ranks)
+        from ._ranks import ranks_rise
+
         tokens, values, lines, pool, offsets = _read_arrays(path)
         check_has_ranks(path, len(values))
-        largest = int(values.argmax()) if len(values) else -1
-        problem = sparsity_problem(int(values[largest]) if len(values) else -1, len(values))
+        rise = ranks_rise(values, MAX_TOKEN_ID)     # the file is in rank order, as tiktoken's are
+        largest = len(values) - 1 if rise else int(np.argmax(values))
+        problem = sparsity_problem(int(values[largest]), len(values))
         if problem:         # the encoder's tables are indexed by id: named here, with the file and line
             raise FormatError(path, int(lines[largest]), problem)
-        if np.all(values[1:] > values[:-1]):        # the file is in rank order, as tiktoken's are
+        if rise:
             return _ranked(tokens, values, pool, offsets, path, lines)
         order = np.argsort(values, kind="stable")
-        return _ranked(list(map(tokens.__getitem__, order.tolist())), values[order], path=path, lines=lines[order])
+        return _ranked(list(map(tokens.__getitem__, order.tolist())), np.asarray(values)[order], path=path,
+                       lines=np.asarray(lines)[order])
     if type(path_or_ranks) is dict:     # a plain dict of bytes and ints in rank order, as tiktoken's loader gives:
         from ._ranks import ranks_arrays        # read natively; anything else is read below, which names it
 
-        arrays = ranks_arrays(path_or_ranks)
+        arrays = ranks_arrays(path_or_ranks, MAX_TOKEN_ID)
         if arrays is not None:
             pool, offsets, values = arrays
-            if (not len(values) or values.max() <= MAX_TOKEN_ID) and np.all(values[1:] > values[:-1]):
-                return _ranked(list(path_or_ranks), values, pool, offsets)
+            return _ranked(list(path_or_ranks), values, pool, offsets)
     if hasattr(path_or_ranks, "items"):
         return _ranked(*_ranked_tokens(path_or_ranks))
     raise TypeError("expected the path of a .tiktoken file or a dict[bytes, int] of ranks, got "
@@ -510,7 +521,7 @@ def check_tiktoken_specials(ranked: RankedTokens, special_tokens: Mapping[str, i
         i = int(i)
         if not 0 <= i <= MAX_TOKEN_ID:
             raise ValueError(f"the id {i} of special token {name!r} is out of range 0..{MAX_TOKEN_ID}")
-        at = int(np.searchsorted(values, i))
+        at = bisect.bisect_left(values, i)
         if at < len(values) and values[at] == i:
             raise ValueError(f"special token {name!r}: its id {i} is the rank of {ranked.tokens[at]!r}")
         data = name.encode("utf-8")

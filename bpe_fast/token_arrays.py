@@ -4,10 +4,13 @@ builders share (bpe_fast.formats, bpe_fast.hf, bpe_fast.ranks, bpe_fast.tokenize
 """
 from __future__ import annotations
 
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING
 
+from ._numpy import np
 from ._gpt2_files import first_indices, gather_spans, same_spans
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 __all__ = ["all_distinct", "first_occurrences", "gather_tokens", "same_tokens"]
 

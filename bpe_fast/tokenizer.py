@@ -26,7 +26,9 @@ This module checks arguments and owns files; the loops are in bpe_fast/_encode.p
 """
 from __future__ import annotations
 
+import array
 import collections.abc
+import functools
 import inspect
 import itertools
 import operator
@@ -39,16 +41,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn, TypeVar, Union
 
-import numpy as np
 import regex
-from numpy.typing import ArrayLike, DTypeLike, NDArray
 
+from ._numpy import np
 from . import formats
 from .atomic import output_group
 from ._encode import (DECODE_PARALLEL_IDS, MAX_WHOLE_PIECE, BatchJob, BPETables, DisallowedFound, EncoderPool,
                       IdBuffer, PieceTable, Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable,
                       utf8_text)
 from ._gpt2_files import TokenIndex, pack_pairs, pack_vocab
+from ._ranks import ranks_table_arrays
 from .merge_rule import later_pairs, list_rule_problem
 from .normalize import check_normalizer, is_normal, last_stable, normal
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
@@ -60,6 +62,7 @@ from .specials import SpecialTokens, check_disallowed, check_no_alias, id_holder
 from ._types import Merges, StrPath, Vocab
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike, NDArray
     import tiktoken
 
     from ._encode import BPECore
@@ -75,7 +78,14 @@ AllowedSpecial = Union[Literal["all"], AbstractSet[str]]
 DisallowedSpecial = Union[Literal["all"], Collection[str]]
 
 _INT32_MAX = 2**31 - 1
-_OUTPUT_DTYPES = {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64)}
+
+
+@functools.cache
+def _output_dtypes() -> dict[np.dtype[Any], int]:
+    """The dtypes the encoding methods may give ids as (encode_to_numpy's), each with its largest value."""
+    return {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64)}
+
+
 _LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
 _ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
 _NONE: frozenset[str] = frozenset()
@@ -1492,7 +1502,7 @@ class Tokenizer:
         (array([ 97, 256], dtype=int32), array([98, 99], dtype=int32))
         """
         left, right, unmade, _ = self._tables.splits()
-        return None if unmade >= 0 else (left, right)
+        return None if unmade >= 0 else (np.asarray(left), np.asarray(right))
 
     def token_pool(self) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
         """(pool, offsets): the bytes of every token back to back, by id, as the decoder holds them, and where
@@ -1515,7 +1525,7 @@ class Tokenizer:
         encoder then runs without the GIL and reads UTF-8 bytes without making a str."""
         return self._segmenter is not None
 
-    def encode_documents_utf8(self, data: bytes, bounds: ArrayLike, dtype: DTypeLike = np.int32,
+    def encode_documents_utf8(self, data: bytes, bounds: ArrayLike, dtype: DTypeLike = "int32",
                               separator: int | None = None) -> NDArray[Any]:
         """The ids of each document data[bounds[k]:bounds[k + 1]] (valid UTF-8 bytes; bounds int64 from 0 to
         len(data)), each encoded alone as encode_utf8_to_numpy does, one after another in one array of dtype,
@@ -1568,7 +1578,7 @@ class Tokenizer:
             return out
         return self._pool.run(encode).take(dtype)
 
-    def encode_to_numpy(self, text: str, dtype: DTypeLike = np.int32) -> NDArray[Any]:
+    def encode_to_numpy(self, text: str, dtype: DTypeLike = "int32") -> NDArray[Any]:
         """The token ids of `text` as a 1-D NumPy array of `dtype` (int32 by default; also uint16, uint32,
         int64, uint64). A dtype too small for the largest id (uint16 with more than 65,536 ids) is a ValueError.
 
@@ -1598,7 +1608,7 @@ class Tokenizer:
             out = self._encode_all(_replace_surrogates(text))
         return out.take(dtype)
 
-    def encode_utf8_to_numpy(self, data: bytes | bytearray | memoryview, dtype: DTypeLike = np.int32, *,
+    def encode_utf8_to_numpy(self, data: bytes | bytearray | memoryview, dtype: DTypeLike = "int32", *,
                              scratch: IdBuffer | None = None) -> NDArray[Any]:
         """encode_to_numpy of UTF-8 bytes (equal to encode_to_numpy(data.decode("utf-8"))), without making a
         str: for reading files. Invalid UTF-8 raises the UnicodeDecodeError bytes.decode would. scratch: an
@@ -1906,7 +1916,7 @@ class Tokenizer:
                 dtype = np.dtype(dtype)
             except TypeError:
                 raise TypeError(f"dtype must be a NumPy integer dtype, got {dtype!r}") from None
-        largest = _OUTPUT_DTYPES.get(dtype)
+        largest = _output_dtypes().get(dtype)
         if largest is None:
             raise ValueError(f"dtype must be one of int32, uint16, uint32, int64, uint64; got {dtype}")
         if largest < _INT32_MAX and self.max_token_value > largest:     # (ids are int32: only uint16 can be short)
@@ -2436,24 +2446,13 @@ def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int])
     by ranks.check_tiktoken_specials), for ranks that make every token (ranked.recover() or BPETables'
     made_by_merging checks it). The same as _table_arrays and permanent_mask() give for the vocabulary and the
     recovered merges: the merged tokens are the multi-byte ones in rank order, their ids their ranks, and each
-    is permanent (merging its own bytes gives itself)."""
-    pool, offsets, values = ranked.pool, ranked.offsets, ranked.values
-    lengths = np.diff(offsets)
-    multi = lengths > 1
-    byte_ids = np.full(256, -1, dtype=np.int32)
-    singles = np.flatnonzero(~multi)
-    byte_ids[pool[offsets[singles]]] = values[singles]
-    first = len(singles)
-    if not multi[:first].any():     # the single bytes ranked first, as in tiktoken's encodings: the rest as it is
-        ranked_pool = pool[offsets[first]:]
-        ranked_offsets = offsets[first:] - offsets[first]
-    else:
-        ranked_pool = pool[np.repeat(multi, lengths)]
-        ranked_offsets = np.zeros(int(multi.sum()) + 1, dtype=np.int64)
-        np.cumsum(lengths[multi], out=ranked_offsets[1:])
-    return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets,
-                ranked_ids=values[multi].astype(np.int32), permanent=np.ones(len(ranked_offsets) - 1, dtype=np.uint8),
-                **_ranks_decode_arrays(ranked, special_tokens))
+    is permanent (merging its own bytes gives itself). Made natively (bpe_fast._ranks.ranks_table_arrays), as
+    array.array buffers: no NumPy."""
+    holders = id_holders(special_tokens)        # an id several special tokens share decodes to the first's bytes
+    extra = [name.encode("utf-8") for name in holders.values()]
+    return ranks_table_arrays(ranked.pool, ranked.offsets, ranked.values, b"".join(extra),
+                              array.array("q", itertools.accumulate(map(len, extra), initial=0)),
+                              array.array("q", holders))
 
 
 def _refuser(files: formats.GPT2Arrays, merges_filepath: StrPath) -> Callable[[], NoReturn]:
@@ -2581,16 +2580,6 @@ def _byte_pieces(pieces: Iterable[bytes]) -> list[bytes]:
         if not isinstance(piece, (bytes, bytearray, memoryview)):
             raise TypeError(f"pieces[{k}] must be bytes, got {type(piece).__name__}")
     return items
-
-
-def _ranks_decode_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int]) -> TableArrays:
-    """_decode_arrays of the ranks' and special tokens' vocabulary, from the ranks' arrays (no loop a token)."""
-    holders = id_holders(special_tokens)        # an id several special tokens share decodes to the first's bytes
-    extra = [name.encode("utf-8") for name in holders.values()]
-    pool = np.concatenate([ranked.pool, np.frombuffer(b"".join(extra), dtype=np.uint8)])
-    offsets = np.concatenate([ranked.offsets, ranked.offsets[-1] + np.cumsum([len(e) for e in extra], dtype=np.int64)])
-    ids = np.concatenate([ranked.values, np.fromiter(holders, dtype=np.int64, count=len(holders))])
-    return _decode_arrays_of(pool, offsets, ids)
 
 
 def _decode_arrays_of(pool: NDArray[np.uint8], offsets: NDArray[np.int64], ids: NDArray[np.int64]) -> TableArrays:

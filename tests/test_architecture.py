@@ -171,3 +171,36 @@ def test_importing_the_package_loads_nothing_heavy(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([where, os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_building_an_encoding_loads_no_numpy(tmp_path):
+    # bpe_fast.Encoding from a dict of ranks (tiktoken's habit) or a .tiktoken file (from_tiktoken_file, as
+    # get_encoding reads one) with a built-in pattern, and its encoding and decoding, import no NumPy: it was
+    # 50-70 ms of a fresh process's first Encoding (tiktoken's whole first Encoding of cl100k_base is about 60).
+    # NumPy comes with what gives NumPy arrays (encode_to_numpy), and with a custom pattern's `regex` path.
+    # In a child process, of the package this process tests (see the test above)
+    import os
+    import subprocess
+    import sys
+
+    import bpe_fast
+
+    where = os.path.dirname(os.path.dirname(os.path.abspath(bpe_fast.__file__)))
+    code = ("import base64, sys, bpe_fast\n"
+            f"assert bpe_fast.__file__ == {bpe_fast.__file__!r}, bpe_fast.__file__\n"
+            "from bpe_fast.patterns import GPT4_PATTERN, O200K_PATTERN\n"
+            "ranks = {bytes([b]): b for b in range(256)} | {b'ab': 256, b' ab': 257}\n"
+            "for pattern in (GPT4_PATTERN, O200K_PATTERN):\n"
+            "    enc = bpe_fast.Encoding('e', pat_str=pattern, mergeable_ranks=ranks, special_tokens={'<|x|>': 300})\n"
+            "    assert enc.encode('ab ab<|x|>', allowed_special='all') == [256, 257, 300]\n"
+            "    assert enc.decode([256, 257, 300]) == 'ab ab<|x|>'\n"
+            "with open('ranks.tiktoken', 'wb') as f:\n"
+            "    f.write(b''.join(base64.b64encode(t) + b' %d\\n' % r for t, r in ranks.items()))\n"
+            "enc = bpe_fast.Encoding.from_tiktoken_file('e', 'ranks.tiktoken', GPT4_PATTERN)\n"
+            "assert enc.encode_ordinary(' ab') == [257]\n"
+            "assert 'numpy' not in sys.modules\n"
+            "enc.encode_to_numpy('ab')\n"
+            "assert 'numpy' in sys.modules\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([where, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr

@@ -39,7 +39,7 @@ def both(monkeypatch, read, path, *args):
 # ------------------------------------------------------------------------------------- worked examples
 
 def test_worked_examples():
-    table = F.CHAR_TO_BYTE_TABLE
+    table = F.char_to_byte_table()
     pool, offsets, ids = _gpt2_files.parse_vocab('{"Ġthe": 7, "a\\u0120": 2}'.encode(), table, F.MAX_TOKEN_ID)
     assert _gpt2_files.token_list(pool, offsets) == [b" the", b"a "] and ids.tolist() == [7, 2]
     pool, offsets, lines = _gpt2_files.parse_merges("#version: 0.2\nĠ t\n\nh e\r\n".encode(), table)
@@ -346,7 +346,7 @@ def test_bad_calls_are_value_errors():
         with pytest.raises(ValueError, match="offsets must rise"):
             _gpt2_files.index_tokens(pool, offsets, pool, np.array(bad, dtype=np.int64))
     with pytest.raises(ValueError, match="read-only"):
-        F.CHAR_TO_BYTE_TABLE[0] = 5          # what the native readers map with cannot be changed (review F4)
+        F.char_to_byte_table()[0] = 5          # what the native readers map with cannot be changed (review F4)
 
 
 def test_from_files_with_a_special_token_not_in_the_vocab(tmp_path):

@@ -160,7 +160,7 @@ def test_unicode_tables_are_objects_side_by_side(tables):
     stage1, stage2, fold_cps, fold_letters = P.table_arrays(table if P._table_problem(table) == ""
                                                            else P.installed_regex_table())
     fresh = scan.UnicodeTables(stage1, stage2, fold_cps, fold_letters)
-    odd_stage2 = stage2.copy()
+    odd_stage2 = np.array(stage2)      # (a copy: the tables are array.array buffers)
     odd_stage2[int(stage1[0]) * 256 + ord("-")] |= L | W         # a lower-case letter
     odd = scan.UnicodeTables(stage1, odd_stage2, fold_cps, fold_letters)
     assert fresh.classify_all() == tables.classify_all() != odd.classify_all()
@@ -213,7 +213,7 @@ def test_two_level_table_is_the_plain_one(classes):
     scan = importlib.import_module("bpe_fast._scan")
     stage1, stage2 = scan.two_level_table([np.array(c, dtype=np.int64) for c in classes])
     want1, want2 = _plain_two_level_table(classes)
-    assert stage1.dtype == np.uint16 and stage1.tolist() == want1 and stage2.tobytes() == want2
+    assert np.asarray(stage1).dtype == np.uint16 and stage1.tolist() == want1 and stage2.tobytes() == want2
 
 
 @pytest.mark.parametrize("module", ["_unicode_table", "_unicode_table_peers"])

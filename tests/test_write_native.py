@@ -109,7 +109,7 @@ def test_chunks_join_to_the_whole(tokens, budget, data):
     pool, offsets = _offsets(tokens)
     which = np.array(data.draw(st.permutations(range(len(tokens)))), dtype=np.int64)
     ids = np.arange(len(tokens), dtype=np.int64) * 1000
-    table, table_offsets = F._JSON_ASCII_FORMS
+    table, table_offsets = F._forms("json_ascii")
     whole, end = _gpt2_files.mapped_object(pool, offsets, which, ids, table, table_offsets)
     assert end == len(tokens)
     pairs = _offsets(tokens[:len(tokens) // 2 * 2])
@@ -158,10 +158,11 @@ def test_the_tables_are_json_s_escaping():
     character); ensure_ascii writes the characters past ASCII as json does, lowercase hex."""
     for b in range(256):
         char = F.token_to_str(bytes([b]))
-        for table, ensure_ascii in ((F._JSON_FORMS, False), (F._JSON_ASCII_FORMS, True)):
+        for table, ensure_ascii in ((F._forms("json"), False), (F._forms("json_ascii"), True)):
             form = bytes(table[0][table[1][b]:table[1][b + 1]])
             assert form == json.dumps(char, ensure_ascii=ensure_ascii)[1:-1].encode("utf-8")
-    assert bytes(F._JSON_ASCII_FORMS[0][F._JSON_ASCII_FORMS[1][32]:F._JSON_ASCII_FORMS[1][33]]) == b"\\u0120"
+    table, offsets = F._forms("json_ascii")
+    assert bytes(table[offsets[32]:offsets[33]]) == b"\\u0120"
 
 
 # ------------------------------------------------------------------------------------- against the oracle
