@@ -8,13 +8,15 @@ first Encoding of cl100k_base is about 60). The modules that need NumPy anyway (
 """
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["np"]
 
 
-class _NumPy:
-    """The numpy module, imported on the first attribute read (see the module's docstring)."""
+class _NumPy(ModuleType):
+    """The numpy module, imported on the first attribute read (see the module's docstring). A module object
+    itself, as what it stands for is one (what a module holds, its stubs name: tests/test_typing.py)."""
 
     def __getattr__(self, name: str) -> Any:        # (only for a name not read before)
         import numpy
@@ -30,4 +32,4 @@ class _NumPy:
 if TYPE_CHECKING:
     import numpy as np
 else:
-    np = _NumPy()
+    np = _NumPy("numpy")

@@ -38,7 +38,7 @@ from .formats import MAX_TOKEN_ID, FormatError, sparsity_problem
 from .specials import id_holders
 
 if TYPE_CHECKING:
-    from typing import Any, Union
+    from typing import Union
 
     from numpy.typing import NDArray
     from typing_extensions import TypeAlias
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from .tokenizer import Tokenizer
 
     # RankedTokens' arrays: NumPy's, or array.array buffers (read natively: see RankedTokens)
-    Ints: TypeAlias = Union[NDArray[np.integer[Any]], array.array[int]]
+    Ints: TypeAlias = Union[NDArray[np.int64], array.array[int]]
+    Int32s: TypeAlias = Union[NDArray[np.int32], array.array[int]]
     Bytes: TypeAlias = Union[NDArray[np.uint8], array.array[int]]
 
 __all__ = ["read_tiktoken", "tiktoken_text", "merges_from_ranks", "ranks_from_tokenizer"]
@@ -128,10 +129,11 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
     bounds = offsets.tolist()
     tokens = [joined[a:b] for a, b in zip(bounds, bounds[1:])]
     rise = ranks_rise(values, MAX_TOKEN_ID)     # as in tiktoken's files: then no rank is too large or given twice
-    big = [] if rise else np.flatnonzero(np.asarray(values) > MAX_TOKEN_ID)
-    if len(big):
-        k = int(big[0])
-        raise FormatError(path, int(lines[k]), f"the rank {int(values[k])} is beyond {MAX_TOKEN_ID}")
+    if not rise:
+        big = np.flatnonzero(np.asarray(values) > MAX_TOKEN_ID)
+        if len(big):
+            k = int(big[0])
+            raise FormatError(path, int(lines[k]), f"the rank {int(values[k])} is beyond {MAX_TOKEN_ID}")
     if first_repeat(pool, offsets) >= 0:       # natively: a set of the tokens took o200k's file 13 ms of 80
         first: dict[bytes, int] = {}
         for token, line in zip(tokens, lines.tolist()):
@@ -242,7 +244,7 @@ class RankedTokens(NamedTuple):
     values: Ints
     pool: Bytes
     offsets: Ints
-    byte_index: Ints
+    byte_index: Int32s
     path: str | None = None
     lines: Ints | None = None
 
@@ -297,7 +299,7 @@ class RankedTokens(NamedTuple):
         get = self.tokens.__getitem__
         return list(zip(map(get, left[order].tolist()), map(get, right[order].tolist())))
 
-    def merges_of_ranks(self, left: Ints, right: Ints) -> Merges:
+    def merges_of_ranks(self, left: Int32s, right: Int32s) -> Merges:
         """The merge list from the ranks of the two tokens whose merge makes each multi-byte token, in rank order
         (BPETables.splits() of tables built from these ranks)."""
         get = self.tokens.__getitem__
@@ -317,7 +319,7 @@ class RankedTokens(NamedTuple):
         return list(zip(map(get, left[multi].tolist()), map(get, right[multi].tolist())))
 
 
-def every_split(pool: NDArray[np.uint8], offsets: NDArray[np.int64], expected: NDArray[np.int64] | None = None,
+def every_split(pool: Bytes, offsets: Ints, expected: NDArray[np.int64] | None = None,
                 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]:
     """Every way of writing a token as two tokens, of the distinct tokens pool[offsets[k]:offsets[k + 1]]: the
     arrays (k, left, right) of token indices, one entry a split, ordered by k, then by where the cut is, and

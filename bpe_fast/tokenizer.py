@@ -705,7 +705,7 @@ class Tokenizer:
         # each token's bytes with the tokens before it (which checks that tiktoken's rule makes every token, and
         # gives the two tokens each is made of: the merge list, 200k tuples for o200k, made when first asked for).
         arrays = _ranks_table_arrays(ranked, specials)      # here: numpy in a thread waits for the GIL
-        splits: list[tuple[NDArray[np.int32], NDArray[np.int32]]] = []      # the tables' splits(), once built
+        splits: list[tuple[array.array[int], array.array[int]]] = []      # the tables' splits(), once built
 
         def tables() -> BPETables:
             made = built.result()

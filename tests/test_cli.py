@@ -1480,8 +1480,8 @@ def test_the_command_asks_numpy_for_one_blas_thread_before_importing_it(argv0, p
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     if preset is not None:
         env["OPENBLAS_NUM_THREADS"] = preset
-    # (import bpe_fast imports no NumPy; bpe_fast.tokenizer, as the command's modules, does)
-    code = (f"import sys; sys.argv[0] = {argv0!r}\nimport bpe_fast, bpe_fast.tokenizer, os\n"
+    # (import bpe_fast imports no NumPy, nor does bpe_fast.tokenizer: bpe_fast.train, as the command's training, does)
+    code = (f"import sys; sys.argv[0] = {argv0!r}\nimport bpe_fast, bpe_fast.train, os\n"
             "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
                          cwd=tmp_path).stdout      # (not the checkout: the installed package)
