@@ -470,3 +470,136 @@ def ranks_arrays(dict ranks, int64_t max_rank=INT64_MAX):
     if k != count or offsets_out[k] != total:
         return None
     return pool_arr, offsets_arr, values_arr
+
+
+def ranks_rise(const int64_t[::1] values, int64_t max_rank):
+    """Whether the ranks `values` rise, each in 0..max_rank (then none is given twice).
+
+    >>> ranks_rise(array.array("q", [0, 5, 7]), 7), ranks_rise(array.array("q", [0, 5, 5]), 7)
+    (True, False)
+    """
+    cdef Py_ssize_t k, n = values.shape[0]
+    if n and (values[0] < 0 or values[n - 1] > max_rank):
+        return False
+    for k in range(1, n):
+        if values[k] <= values[k - 1]:
+            return False
+    return True
+
+
+def byte_index(const uint8_t[::1] pool, const int64_t[::1] offsets):
+    """index[b] for each byte b: the index of the token bytes([b]) among the tokens pool[offsets[k]:offsets[k + 1]]
+    (the last one, if several), or -1 (an int32 array.array of 256).
+
+    >>> byte_index(array.array("B", b"abz"), array.array("q", [0, 1, 2, 3]))[ord("a"):ord("d")].tolist()
+    [0, 1, -1]
+    """
+    cdef Py_ssize_t k, n = offsets.shape[0] - 1
+    cdef array.array index = array.clone(_INT32, 256, False)
+    cdef int32_t* out = <int32_t*>index.data.as_voidptr
+    if n >= BIG or offsets[n] != pool.shape[0]:
+        raise ValueError("offsets must end at the pool's length (fewer than 2^31 tokens)")
+    for k in range(256):
+        out[k] = -1
+    for k in range(n):
+        if offsets[k + 1] - offsets[k] == 1:
+            out[pool[offsets[k]]] = <int32_t>k
+    return index
+
+
+def find_token(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint8_t[::1] token):
+    """The index of the first of the tokens pool[offsets[k]:offsets[k + 1]] whose bytes are `token`, or -1.
+
+    >>> find_token(array.array("B", b"abab"), array.array("q", [0, 1, 2, 4]), b"ab")
+    2
+    """
+    cdef Py_ssize_t k, n = offsets.shape[0] - 1, size = token.shape[0], found = -1
+    if n < 0 or offsets[n] != pool.shape[0]:
+        raise ValueError("offsets must end at the pool's length")
+    if size == 0:
+        return -1
+    with nogil:
+        for k in range(n):
+            if offsets[k + 1] - offsets[k] == size and memcmp(&pool[offsets[k]], &token[0], size) == 0:
+                found = k
+                break
+    return found
+
+
+def ranks_table_arrays(const uint8_t[::1] pool, const int64_t[::1] offsets, const int64_t[::1] values,
+                       const uint8_t[::1] extra_pool, const int64_t[::1] extra_offsets, const int64_t[::1] extra_ids):
+    """bpe_fast._encode.BPETables' arguments (a dict of array.array buffers), `permanent` included, for tiktoken's
+    ranks (token k pool[offsets[k]:offsets[k + 1]], rank values[k]; every byte a token, checked) and the tokens
+    `extra` that only decode (the special tokens: extra_pool[extra_offsets[j]:extra_offsets[j + 1]] with id
+    extra_ids[j]); the ids distinct, in 0..2^31 - 2 (checked by the caller). The merged tokens are the multi-byte
+    ones in rank order, their ids their ranks, each permanent (the ranks make every token: the caller's tables
+    check it); each id's bytes are in the decoding pool at decode_offsets[id].
+
+    >>> made = ranks_table_arrays(array.array("B", b"abab"), array.array("q", [0, 1, 2, 4]),
+    ...                           array.array("q", [0, 1, 3]), array.array("B", b"<s>"), array.array("q", [0, 3]),
+    ...                           array.array("q", [5]))
+    >>> made["byte_ids"][97:99].tolist(), made["ranked_pool"].tobytes(), made["ranked_ids"].tolist()
+    ([0, 1], b'ab', [3])
+    >>> made["decode_pool"].tobytes(), made["decode_offsets"].tolist(), made["known"].tolist()
+    (b'abab<s>', [0, 1, 2, 2, 4, 4, 7], [1, 1, 0, 1, 0, 1])
+    """
+    cdef Py_ssize_t n = offsets.shape[0] - 1, n_extra = extra_offsets.shape[0] - 1
+    cdef Py_ssize_t k, j, n_multi = 0, multi_bytes = 0, size = 0, length
+    cdef int64_t i
+    if (n < 0 or n_extra < 0 or values.shape[0] != n or extra_ids.shape[0] != n_extra
+            or offsets[n] != pool.shape[0] or extra_offsets[n_extra] != extra_pool.shape[0]):
+        raise ValueError("one offset more than tokens, one id a token, the offsets ending at their pool's length")
+    for k in range(n):
+        if offsets[k + 1] - offsets[k] > 1:
+            n_multi += 1
+            multi_bytes += offsets[k + 1] - offsets[k]
+        if values[k] + 1 > size:
+            size = values[k] + 1
+    for j in range(n_extra):
+        if extra_ids[j] + 1 > size:
+            size = extra_ids[j] + 1
+    cdef array.array byte_ids = array.clone(_INT32, 256, False)
+    cdef array.array ranked_pool = array.clone(_UINT8, multi_bytes, False)
+    cdef array.array ranked_offsets = array.clone(_INT64, n_multi + 1, False)
+    cdef array.array ranked_ids = array.clone(_INT32, n_multi, False)
+    cdef array.array permanent = array.clone(_UINT8, n_multi, False)
+    cdef array.array decode_pool = array.clone(_UINT8, pool.shape[0] + extra_pool.shape[0], False)
+    cdef array.array decode_offsets = array.clone(_INT64, size + 1, True)
+    cdef array.array known = array.clone(_UINT8, size, True)
+    cdef int32_t* bids = <int32_t*>byte_ids.data.as_voidptr
+    cdef uint8_t* rpool = <uint8_t*>ranked_pool.data.as_uchars
+    cdef int64_t* roffs = <int64_t*>ranked_offsets.data.as_voidptr
+    cdef int32_t* rids = <int32_t*>ranked_ids.data.as_voidptr
+    cdef uint8_t* dpool = <uint8_t*>decode_pool.data.as_uchars
+    cdef int64_t* doffs = <int64_t*>decode_offsets.data.as_voidptr
+    cdef uint8_t* kn = <uint8_t*>known.data.as_uchars
+    with nogil:
+        memset(bids, 0xFF, 256 * sizeof(int32_t))       # -1: no token
+        if n_multi:
+            memset(<uint8_t*>permanent.data.as_uchars, 1, n_multi)
+        roffs[0] = 0
+        j = 0
+        for k in range(n):
+            length = offsets[k + 1] - offsets[k]
+            if length == 1:
+                bids[pool[offsets[k]]] = <int32_t>values[k]
+            else:
+                memcpy(rpool + roffs[j], &pool[offsets[k]], length)
+                roffs[j + 1] = roffs[j] + length
+                rids[j] = <int32_t>values[k]
+                j += 1
+            doffs[values[k] + 1] = length       # each id's length, then their sums: where each id's bytes start
+            kn[values[k]] = 1
+        for j in range(n_extra):
+            doffs[extra_ids[j] + 1] = extra_offsets[j + 1] - extra_offsets[j]
+            kn[extra_ids[j]] = 1
+        for i in range(size):
+            doffs[i + 1] += doffs[i]
+        for k in range(n):
+            if offsets[k + 1] > offsets[k]:
+                memcpy(dpool + doffs[values[k]], &pool[offsets[k]], offsets[k + 1] - offsets[k])
+        for j in range(n_extra):
+            if extra_offsets[j + 1] > extra_offsets[j]:
+                memcpy(dpool + doffs[extra_ids[j]], &extra_pool[extra_offsets[j]], extra_offsets[j + 1] - extra_offsets[j])
+    return dict(byte_ids=byte_ids, ranked_pool=ranked_pool, ranked_offsets=ranked_offsets, ranked_ids=ranked_ids,
+                permanent=permanent, decode_pool=decode_pool, decode_offsets=decode_offsets, known=known)
