@@ -487,6 +487,18 @@ def ranks_rise(const int64_t[::1] values, int64_t max_rank):
     return True
 
 
+cdef int _check_spans(const uint8_t[::1] pool, const int64_t[::1] offsets, bint nonempty) except -1:
+    """ValueError unless offsets (one more than the tokens) start at 0, rise (strictly when `nonempty`) and end at
+    the pool's length, so that every token pool[offsets[k]:offsets[k + 1]] lies inside it."""
+    cdef Py_ssize_t k, n = offsets.shape[0] - 1
+    if n < 0 or offsets[0] != 0 or offsets[n] != pool.shape[0]:
+        raise ValueError("offsets must start at 0 and end at the pool's length, one more than the tokens")
+    for k in range(n):
+        if offsets[k + 1] < offsets[k] + nonempty:
+            raise ValueError(f"token {k}: offsets must rise" + (" (no token is empty)" if nonempty else ""))
+    return 0
+
+
 def byte_index(const uint8_t[::1] pool, const int64_t[::1] offsets):
     """index[b] for each byte b: the index of the token bytes([b]) among the tokens pool[offsets[k]:offsets[k + 1]]
     (the last one, if several), or -1 (an int32 array.array of 256).
@@ -497,8 +509,9 @@ def byte_index(const uint8_t[::1] pool, const int64_t[::1] offsets):
     cdef Py_ssize_t k, n = offsets.shape[0] - 1
     cdef array.array index = array.clone(_INT32, 256, False)
     cdef int32_t* out = <int32_t*>index.data.as_voidptr
-    if n >= BIG or offsets[n] != pool.shape[0]:
-        raise ValueError("offsets must end at the pool's length (fewer than 2^31 tokens)")
+    if n >= BIG:
+        raise ValueError("fewer than 2^31 tokens needed")
+    _check_spans(pool, offsets, False)
     for k in range(256):
         out[k] = -1
     for k in range(n):
@@ -514,8 +527,7 @@ def find_token(const uint8_t[::1] pool, const int64_t[::1] offsets, const uint8_
     2
     """
     cdef Py_ssize_t k, n = offsets.shape[0] - 1, size = token.shape[0], found = -1
-    if n < 0 or offsets[n] != pool.shape[0]:
-        raise ValueError("offsets must end at the pool's length")
+    _check_spans(pool, offsets, False)
     if size == 0:
         return -1
     with nogil:
@@ -546,9 +558,16 @@ def ranks_table_arrays(const uint8_t[::1] pool, const int64_t[::1] offsets, cons
     cdef Py_ssize_t n = offsets.shape[0] - 1, n_extra = extra_offsets.shape[0] - 1
     cdef Py_ssize_t k, j, n_multi = 0, multi_bytes = 0, size = 0, length
     cdef int64_t i
-    if (n < 0 or n_extra < 0 or values.shape[0] != n or extra_ids.shape[0] != n_extra
-            or offsets[n] != pool.shape[0] or extra_offsets[n_extra] != extra_pool.shape[0]):
-        raise ValueError("one offset more than tokens, one id a token, the offsets ending at their pool's length")
+    if n < 0 or n_extra < 0 or values.shape[0] != n or extra_ids.shape[0] != n_extra:
+        raise ValueError("one offset more than tokens, one id a token")
+    _check_spans(pool, offsets, True)
+    _check_spans(extra_pool, extra_offsets, False)
+    for k in range(n):
+        if not 0 <= values[k] < BIG:
+            raise ValueError(f"token {k}: rank {values[k]} outside 0..2^31 - 2")
+    for j in range(n_extra):
+        if not 0 <= extra_ids[j] < BIG:
+            raise ValueError(f"extra token {j}: id {extra_ids[j]} outside 0..2^31 - 2")
     for k in range(n):
         if offsets[k + 1] - offsets[k] > 1:
             n_multi += 1

@@ -4,6 +4,7 @@ The oracle for merges_from_ranks is the definition: for each multi-byte token in
 on its bytes using only the lower ranks must leave two parts (a, b), the merge; otherwise the token is refused.
 The oracle for read_tiktoken is tiktoken's own reader (tiktoken.load.load_tiktoken_bpe) on valid files.
 """
+import array
 import base64
 import gzip
 import os
@@ -1605,6 +1606,27 @@ def test_rule_difference_of_indices_refuses_offsets_outside_the_pool():
                           cwd=os.path.dirname(__file__))
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])      # not a crash
     assert done.stdout.splitlines() == ["offsets must start at 0, not fall, and end at the pool's length"] * 5
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda r, B, Q: r.ranks_table_arrays(B(b"ab"), Q(0, 1, 1, 2), Q(0, 1, 2), B(b""), Q(0), Q()),
+     "token 1: offsets must rise \\(no token is empty\\)"),
+    (lambda r, B, Q: r.ranks_table_arrays(B(b"ab"), Q(0, 1, 2), Q(0, -1), B(b""), Q(0), Q()), "token 1: rank -1 outside"),
+    (lambda r, B, Q: r.ranks_table_arrays(B(b"ab"), Q(0, 1, 2), Q(0, 1), B(b"x"), Q(0, 1), Q(-3)),
+     "extra token 0: id -3 outside"),
+    (lambda r, B, Q: r.ranks_table_arrays(B(b"ab"), Q(0, 1, 2), Q(0, 1), B(b"x"), Q(0, 5), Q(3)), "offsets must start at 0"),
+    (lambda r, B, Q: r.byte_index(B(b"ab"), Q(0, 2, 1, 2)), "token 1: offsets must rise"),
+    (lambda r, B, Q: r.byte_index(B(b"ab"), Q(-1, 2)), "offsets must start at 0"),
+    (lambda r, B, Q: r.find_token(B(b"ab"), Q(1, 2), b"b"), "offsets must start at 0"),
+])
+def test_native_ranks_helpers_refuse_spans_outside_their_pool(call, message):
+    # the native helpers that read tokens by offsets checked only the last offset: an empty token, a falling or
+    # negative offset or a negative id wrote or read outside their arrays without the GIL (no caller passes one:
+    # the checks are the functions' own)
+    from bpe_fast import _ranks
+
+    with pytest.raises(ValueError, match=message):
+        call(_ranks, lambda b: array.array("B", b), lambda *v: array.array("q", v))
 
 
 @pytest.mark.parametrize("which", ["offsets", "left", "right", "joined"])
