@@ -560,9 +560,10 @@ cdef class IdBuffer:
         cdef Py_buffer view
         global _DTYPE, _INT32, _UINT32, _INT64, _UINT64
         try:
-            if _DTYPE is None:      # the first call (NumPy is imported when first used)
-                _DTYPE = np.dtype
+            if _DTYPE is None:      # the first call (NumPy is imported when first used); _DTYPE set last: a
+                # thread that sees it set sees the others set
                 _INT32, _UINT32, _INT64, _UINT64 = (np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64))
+                _DTYPE = np.dtype
             dt = dtype if isinstance(dtype, _DTYPE) else np.dtype(np.int32 if dtype is None else dtype)
             if dt is _INT32 or dt is _UINT32:       # (the usual ones, NumPy's own instances: the rule below
                 width = 4                           # takes ~100 ns)
