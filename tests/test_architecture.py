@@ -142,11 +142,10 @@ def test_native_layer_reads_no_python_class_private_fields():
     assert re.findall(r"\btokenizer\._\w+", text) == []
 
 
-def test_importing_the_package_loads_nothing_heavy(tmp_path):
-    # `import bpe_fast` imports none of its modules: NumPy, `regex` and the encoding modules come with the first
-    # name that needs them (a fresh process's import was 60 ms, 45 of them NumPy's); and each public name (and
-    # the submodules it used to import) is still there, bpe_fast.pretokenize the function. The child imports the
-    # package this process tests (the installed, compiled one in CI: not the source tree, which has no .so there)
+def _run_in_a_child(code: str, folder) -> None:
+    """Run `code` in a fresh interpreter from `folder`, importing the bpe_fast this process tests (the installed,
+    compiled one in CI; from the clone's root the source tree, without its .so files, would come first): it
+    must exit 0."""
     import os
     import subprocess
     import sys
@@ -154,8 +153,18 @@ def test_importing_the_package_loads_nothing_heavy(tmp_path):
     import bpe_fast
 
     where = os.path.dirname(os.path.dirname(os.path.abspath(bpe_fast.__file__)))
+    check = f"import bpe_fast\nassert bpe_fast.__file__ == {bpe_fast.__file__!r}, bpe_fast.__file__\n"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([where, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", check + code], capture_output=True, text=True, cwd=folder, env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_importing_the_package_loads_nothing_heavy(tmp_path):
+    # `import bpe_fast` imports none of its modules: NumPy, `regex` and the encoding modules come with the first
+    # name that needs them (a fresh process's import was 60 ms, 45 of them NumPy's); and each public name (and
+    # the submodules it used to import) is still there, bpe_fast.pretokenize the function. The child imports the
+    # package this process tests (the installed, compiled one in CI: not the source tree, which has no .so there)
     code = ("import sys, types, bpe_fast\n"
-            f"assert bpe_fast.__file__ == {bpe_fast.__file__!r}, bpe_fast.__file__\n"
             "loaded = sorted(m for m in ('numpy', 'regex', 'tokenizers') if m in sys.modules)\n"
             "assert loaded == [], loaded\n"
             "assert [m for m in sys.modules if m.startswith('bpe_fast.')] == []\n"
@@ -168,9 +177,7 @@ def test_importing_the_package_loads_nothing_heavy(tmp_path):
             "ns = {}\n"
             "exec('from bpe_fast import *', ns)\n"
             "assert set(bpe_fast.__all__) <= set(ns) and ns['pretokenize'] is bpe_fast.pretokenize\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([where, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr
+    _run_in_a_child(code, tmp_path)
 
 
 def test_building_an_encoding_loads_no_numpy(tmp_path):
@@ -179,15 +186,7 @@ def test_building_an_encoding_loads_no_numpy(tmp_path):
     # 50-70 ms of a fresh process's first Encoding (tiktoken's whole first Encoding of cl100k_base is about 60).
     # NumPy comes with what gives NumPy arrays (encode_to_numpy), and with a custom pattern's `regex` path.
     # In a child process, of the package this process tests (see the test above)
-    import os
-    import subprocess
-    import sys
-
-    import bpe_fast
-
-    where = os.path.dirname(os.path.dirname(os.path.abspath(bpe_fast.__file__)))
     code = ("import base64, sys, bpe_fast\n"
-            f"assert bpe_fast.__file__ == {bpe_fast.__file__!r}, bpe_fast.__file__\n"
             "from bpe_fast.patterns import GPT4_PATTERN, O200K_PATTERN\n"
             "ranks = {bytes([b]): b for b in range(256)} | {b'ab': 256, b' ab': 257}\n"
             "for pattern in (GPT4_PATTERN, O200K_PATTERN):\n"
@@ -201,6 +200,4 @@ def test_building_an_encoding_loads_no_numpy(tmp_path):
             "assert 'numpy' not in sys.modules\n"
             "enc.encode_to_numpy('ab')\n"
             "assert 'numpy' in sys.modules\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([where, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr
+    _run_in_a_child(code, tmp_path)
