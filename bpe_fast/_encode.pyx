@@ -1416,11 +1416,16 @@ cdef class BPETables:
         The lengths the splits of its neighbours give are asked first (_neighbour_cuts): in the ranks of a run
         of one letter (a, aa, aaa, ...: a token of n bytes splits after a power of two, 512 for n = 900), the
         split sought is rarely among the first SPLIT_TRIES lengths, but always one of those."""
-        cdef Py_ssize_t li, tries = 0
+        cdef Py_ssize_t li, lj, tries = 0
         cdef Py_ssize_t cuts[NEIGHBOUR_CUTS]
         cdef Py_ssize_t n_cuts = self._neighbour_cuts(k, t, n, pool, offs, rank_of, sig_keys, sig_heads, sig_next,
                                                       cuts)
         for li in range(n_cuts):
+            lj = 0
+            while lj < li and cuts[lj] != cuts[li]:
+                lj += 1
+            if lj < li:         # suggested twice (a run's sides often agree): asked once, its tries not spent again
+                continue
             if self._split_at(k, t, n, cuts[li], pool, offs, ids, rank_of, spine_x, spine_y, sig_keys, sig_heads,
                               sig_next, length_slots, &tries, out):
                 return True
