@@ -201,6 +201,14 @@ def pack_tokens(tokens: Sequence[bytes]) -> tuple[NDArray[np.uint8], NDArray[np.
     return pool, np.cumsum(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)))
 
 
+@functools.cache
+def _code_points() -> NDArray[np.uint32]:
+    """The code point GPT-2's mapping writes for each byte (mapped_text's table; made once, when first asked for)."""
+    table = np.array([ord(_BYTE_TO_CHAR[b]) for b in range(256)], dtype=np.uint32)
+    table.setflags(write=False)
+    return table
+
+
 def mapped_text(pool: NDArray[np.uint8], ends: NDArray[np.int64], separators: NDArray[np.uint32]) -> str:
     """The tokens of `pool` (token k ends at ends[k], the next one starts there, the first at 0) written with
     GPT-2's mapping (token_to_str), each followed by the character separators[k] (a code point): one str, made
@@ -210,7 +218,7 @@ def mapped_text(pool: NDArray[np.uint8], ends: NDArray[np.int64], separators: ND
     'Ġa bĊ\\n'
     """
     parts = []
-    code_points = np.array([ord(_BYTE_TO_CHAR[b]) for b in range(256)], dtype=np.uint32)
+    code_points = _code_points()
     first = start = 0
     while first < len(ends):
         last = max(first + 1, int(np.searchsorted(ends, start + _CHUNK, side="right")))
