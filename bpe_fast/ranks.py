@@ -99,11 +99,12 @@ def read_tiktoken_bytes(path: StrPath) -> bytes:
         raise FormatError(path, None, f"cannot read: {exc}") from exc
 
 
-def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes], Ints, Ints, Bytes, Ints]:
-    """(tokens, ranks, lines, pool, offsets) of a `.tiktoken` file (data: its contents, if already read): its
-    tokens (bytes) in file order, their ranks (int64) and line numbers (int64), checked (FormatError naming the
-    file and line), and the tokens end to end (uint8; token k is pool[offsets[k]:offsets[k + 1]]); the arrays are
-    array.array buffers (bpe_fast._ranks.parse_tiktoken's)."""
+def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes], Ints, Ints, Bytes, Ints, bool]:
+    """(tokens, ranks, lines, pool, offsets, rise) of a `.tiktoken` file (data: its contents, if already read):
+    its tokens (bytes) in file order, their ranks (int64) and line numbers (int64), checked (FormatError naming
+    the file and line), the tokens end to end (uint8; token k is pool[offsets[k]:offsets[k + 1]]), and whether
+    the ranks rise in file order (as in tiktoken's files); the arrays are array.array buffers
+    (bpe_fast._ranks.parse_tiktoken's)."""
     from ._ranks import parse_tiktoken, ranks_rise
     from ._scan import first_repeat
 
@@ -146,7 +147,7 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
         if len(same):
             a, b = sorted(order[int(same[0]):int(same[0]) + 2].tolist())     # lines where one rank is given twice
             raise FormatError(path, int(lines[b]), f"the rank {int(values[b])} is on line {int(lines[a])} already")
-    return tokens, values, lines, pool, offsets
+    return tokens, values, lines, pool, offsets, rise
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -472,11 +473,8 @@ def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
     line of the largest."""
     if isinstance(path_or_ranks, (str, bytes, os.PathLike)):     # (bytes: a path, as from_files takes one)
         path = os.fsdecode(path_or_ranks)
-        from ._ranks import ranks_rise
-
-        tokens, values, lines, pool, offsets = _read_arrays(path)
+        tokens, values, lines, pool, offsets, rise = _read_arrays(path)
         check_has_ranks(path, len(values))
-        rise = ranks_rise(values, MAX_TOKEN_ID)     # the file is in rank order, as tiktoken's are
         largest = len(values) - 1 if rise else int(np.argmax(values))
         problem = sparsity_problem(int(values[largest]), len(values))
         if problem:         # the encoder's tables are indexed by id: named here, with the file and line
