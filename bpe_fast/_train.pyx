@@ -5,10 +5,17 @@
 
 Layout, built for millions of distinct words in little memory (4 bytes a byte of word, plus the pair index):
 
-* `sym`, one int32 slot per byte of every word, words laid end to end with a sentinel slot (SENT) before,
+* `sym`, one slot per byte of every word, words laid end to end with a sentinel slot (SENT) before,
   between and after them. A symbol covering bytes [i, e) of a word sits in its first slot: sym[i] >= 0 is
-  its id; its last slot (when e - 1 > i) holds a back pointer -(i + 3); slots inside hold -1. So the right
-  neighbour of the symbol at i starts at i + len(sym[i]) and the left one ends at i - 1: no link arrays.
+  its id; its last slot (when e - 1 > i) holds a relative back pointer -(e - 1 - i + 2), its distance back
+  to the first slot; slots inside hold -1. So the right neighbour of the symbol at i starts at
+  i + len(sym[i]) and the left one ends at i - 1: no link arrays. The slots are int16 ("narrow": half the
+  memory, the engine's largest array) when every id fits (the caller's max_merges: 256 + max_merges <=
+  NARROW_IDS) and every word is at most NARROW_WORD bytes (the pointers are relative for that: their size
+  is a word's length, not the corpus's), else int32. A narrow engine asked for id NARROW_IDS after all (more
+  merges than promised) rewrites its slots as int32 first (_widen: for a moment 6 bytes a slot). The code
+  that reads or writes slots is a fused function over the slot type (slot_t), called through the one
+  dispatch on `narrow`.
 * Words are grouped by frequency ("classes"): the frequency of the word holding slot i is found by a binary
   search over the few thousand class ends, which stay in cache; no word id is kept per slot.
 * Each distinct adjacent pair has a pair id (pid) with its count and a segment of an arena of positions
@@ -56,7 +63,7 @@ Worked example, one word "aaab" with frequency 2, slots [S a a a b S]:
       at 2: no longer a symbol's start, skipped.  The word is [aa, a, b].
     counts now (aa,a) 2, (a,b) 2: a tie, won by the greater pair, (b"aa", b"a") > (b"a", b"b").
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 from libcpp.vector cimport vector
 from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
@@ -68,8 +75,15 @@ from bpe_fast._revec cimport ReVec, assign_or_end, huge_pages, push_or_end, refi
 from bpe_fast._threads cimport run_in_threads
 
 
+ctypedef fused slot_t:     # a slot: int16 in a narrow engine, else int32
+    int16_t
+    int32_t
+
+
 cdef enum:
     SENT = -2           # sentinel slot between words
+    NARROW_IDS = 32768  # a narrow engine's symbol ids are below this (int16)
+    NARROW_WORD = 32767 # and its words at most this many bytes (a back pointer -(d + 2), d < a word's length)
     LEAN_SLOTS = 1 << 25    # an engine of this many slots (128 MB of them) or more is lean (see above)
     INNER = -1          # a slot inside a symbol
     SMALL_FREQ = 1 << 16
@@ -168,6 +182,11 @@ cdef class MergeEngine:
     replay() is not limited.
     lean: drop stale positions as the arena is compacted (see the module's notes); None: when the engine holds
     LEAN_SLOTS slots or more.
+    max_merges: the most merges (replayed and run) the caller will ask for, if it knows (None: it does not): the
+    engine lays its words out in 2-byte slots when 256 + max_merges ids fit them and no word is longer than
+    NARROW_WORD (32,767) bytes, else in 4-byte ones (memory()["slots"]); more merges than promised still work
+    (the slots are rewritten as 4-byte ones then). narrow: True or False forces the layout (tests: True with a
+    longer word is a ValueError); None: as just said.
     threads: lay the words out and index their pairs in up to this many threads (ranges of words and of slots,
     joined in order: the same engine, and the same merges, for any number); the merges run in one.
     One thread at a time: run, next_count and replay release the GIL, and any call from another thread meanwhile
@@ -175,6 +194,8 @@ cdef class MergeEngine:
     """
     # slots and frequency classes
     cdef ReVec[int32_t] sym            # (a ReVec: laid out without zeroing first, _lay_out writes every slot)
+    cdef ReVec[int16_t] sym16          # the slots of a narrow engine (sym is then empty, and sym16 otherwise)
+    cdef readonly bint narrow          # the slots are int16 (sym16), else int32 (sym): see max_merges
     cdef vector[int64_t] cls_end       # class k holds the slots [cls_end[k - 1], cls_end[k])
     cdef vector[int64_t] cls_freq
     # pairs
@@ -230,11 +251,12 @@ cdef class MergeEngine:
     cdef vector[int64_t] merge_count
 
     def __init__(self, tokens, offsets, counts, *, Py_ssize_t heap_slack=1 << 16, max_token_length=None,
-                 lean=None, int threads=1):
-        self._setup([tokens, offsets, counts], heap_slack, max_token_length, lean, threads)
+                 lean=None, int threads=1, max_merges=None, narrow=None):
+        self._setup([tokens, offsets, counts], heap_slack, max_token_length, lean, threads, max_merges, narrow)
 
     @staticmethod
-    def consume(list arrays, *, Py_ssize_t heap_slack=1 << 16, max_token_length=None, lean=None, int threads=1):
+    def consume(list arrays, *, Py_ssize_t heap_slack=1 << 16, max_token_length=None, lean=None, int threads=1,
+                max_merges=None, narrow=None):
         """An engine built from arrays = [tokens, offsets, counts], as MergeEngine(tokens, offsets, counts),
         which empties the list once the words are laid out in the engine's slots, before the pair index is
         built: arrays that nothing else holds are then freed, and the peak is the engine's alone, not the
@@ -242,10 +264,11 @@ cdef class MergeEngine:
         if len(arrays) != 3:
             raise ValueError(f"arrays must be [tokens, offsets, counts], got a list of {len(arrays)}")
         cdef MergeEngine engine = MergeEngine.__new__(MergeEngine)
-        engine._setup(arrays, heap_slack, max_token_length, lean, threads)
+        engine._setup(arrays, heap_slack, max_token_length, lean, threads, max_merges, narrow)
         return engine
 
-    cdef _setup(self, list arrays, Py_ssize_t heap_slack, max_token_length, lean, int threads):
+    cdef _setup(self, list arrays, Py_ssize_t heap_slack, max_token_length, lean, int threads, max_merges,
+                narrow):
         """__init__'s work; empties `arrays` between laying the words out and indexing their pairs."""
         self._idle("__init__")
         if self.tok_len.size():         # __init__ called again: the new words would mix with the old state
@@ -260,12 +283,15 @@ cdef class MergeEngine:
         if nwords and (offsets[0] != 0 or offsets[nwords] != total):
             raise ValueError("offsets must start at 0 and end at len(tokens)")
         cdef Py_ssize_t w
+        cdef int64_t longest = 0        # the longest word laid out (count > 0)
         cdef double pairs = 0           # the sum of all pair counts, which must fit an int64
         for w in range(nwords):
             if offsets[w + 1] < offsets[w]:
                 raise ValueError(f"offsets are not increasing at {w}")
             if counts[w] < 0:
                 raise ValueError(f"counts[{w}] = {counts[w]} is negative")
+            if counts[w] > 0 and offsets[w + 1] - offsets[w] > longest:
+                longest = offsets[w + 1] - offsets[w]
             if offsets[w + 1] - offsets[w] > 1:
                 pairs += <double>counts[w] * <double>(offsets[w + 1] - offsets[w] - 1)
         if pairs >= 9.2e18:             # 2**63 is 9.22e18: an exact check where the estimate comes close
@@ -294,6 +320,18 @@ cdef class MergeEngine:
         if total + nwords + 1 >= 2 ** 31:
             raise ValueError("the distinct pre-tokens hold more than 2 GiB of bytes; the engine indexes them "
                              "with int32")
+        if max_merges is not None:
+            if isinstance(max_merges, bool) or not hasattr(max_merges, "__index__"):
+                raise TypeError(f"max_merges must be an int or None, got {type(max_merges).__name__}")
+            max_merges = max_merges.__index__()
+            if max_merges < 0:
+                raise ValueError(f"max_merges must be >= 0, got {max_merges}")
+        if narrow is None:              # the layout: narrow when the ids and the words fit (see the module's notes)
+            self.narrow = max_merges is not None and 256 + max_merges <= NARROW_IDS and longest <= NARROW_WORD
+        elif narrow and longest > NARROW_WORD:
+            raise ValueError(f"narrow slots hold words of at most {NARROW_WORD:,} bytes, and one has {longest:,}")
+        else:
+            self.narrow = bool(narrow)
         self.busy = True
         cdef int changed
         try:
@@ -315,6 +353,10 @@ cdef class MergeEngine:
         with nogil:
             self._index_pairs()
         self.busy = False
+
+    cdef inline Py_ssize_t _slots(self) noexcept nogil:
+        """How many slots: the words' bytes and the sentinels."""
+        return self.sym16.size() if self.narrow else self.sym.size()
 
     cdef _idle(self, str name):
         """RuntimeError if another thread is in a method that released the GIL (run, next_count, replay,
@@ -342,6 +384,8 @@ cdef class MergeEngine:
         cdef int32_t j = s, d = 0
         cdef int k
         cdef MapSlot empty
+        if s >= NARROW_IDS and self.narrow:     # more merges than max_merges promised: int16 holds no id s
+            self._widen()
         if left >= 0:               # the jump pointer: two equal jumps below make one twice as long
             d = self.tok_depth[left] + 1
             j = self.tok_jump[left]
@@ -495,14 +539,18 @@ cdef class MergeEngine:
 
     # --- slots --------------------------------------------------------------------------------
 
-    cdef inline int32_t _left_of(self, int32_t i) noexcept nogil:
-        """Start of the symbol left of the one starting at slot i, or -1 at the word's start."""
-        cdef int32_t v = self.sym[i - 1]
-        if v == SENT:
-            return -1
-        if v >= 0:
-            return i - 1
-        return -(v + 3)
+    cdef void _widen(self) noexcept nogil:
+        """Rewrite a narrow engine's slots as int32 (the same values: the back pointers are relative)."""
+        cdef size_t k, n = self.sym16.size()
+        cdef const int16_t* old = self.sym16.data()
+        cdef int32_t* new
+        self.sym.resize_unset(n)
+        huge_pages(self.sym.data(), n * sizeof(int32_t))
+        new = self.sym.data()
+        for k in range(n):
+            new[k] = old[k]
+        self.sym16.release()
+        self.narrow = False
 
     cdef inline int64_t _freq_at(self, int32_t i) noexcept nogil:
         # positions come mostly in increasing order, so the last class asked for usually holds i
@@ -785,9 +833,14 @@ cdef class MergeEngine:
             nslots += b - a + 1
         ranges[nr - 1].k_hi = nk
         ranges[nr - 1].slot_hi = nslots
-        self.sym.resize_unset(nslots)   # (every slot written below: 0 here, the others by the ranges)
-        huge_pages(self.sym.data(), nslots * 4)     # (the merges read it at random; it never grows)
-        self.sym[0] = SENT
+        if self.narrow:                 # (every slot written below: 0 here, the others by the ranges)
+            self.sym16.resize_unset(nslots)
+            huge_pages(self.sym16.data(), nslots * sizeof(int16_t))   # (the merges read it at random; it never
+            self.sym16[0] = SENT                                       # grows)
+        else:
+            self.sym.resize_unset(nslots)
+            huge_pages(self.sym.data(), nslots * sizeof(int32_t))
+            self.sym[0] = SENT
         for r in range(nr):
             ranges[r].owner = <void*>self
             ranges[r].tokens = tokens
@@ -824,13 +877,18 @@ cdef class MergeEngine:
         return 0
 
     cdef void _lay_out_range(self, LayOut* part) noexcept nogil:
+        if self.narrow:
+            self._lay_out_words(part, self.sym16.data())
+        else:
+            self._lay_out_words(part, self.sym.data())
+
+    cdef void _lay_out_words(self, LayOut* part, slot_t* sym) noexcept nogil:
         """_lay_out's step 2 for the words order[k_lo:k_hi], into the slots slot_lo .. slot_hi - 1: each value of
         the arrays read once and checked (another thread may write them: changed, and nothing written out of
         bounds); the start and frequency of each class it begins."""
         cdef Py_ssize_t k, i, n
         cdef int64_t c, a, b, f = -1, slot = part.slot_lo
         cdef int32_t w
-        cdef int32_t* sym = self.sym.data()
         cdef const uint8_t* tokens = part.tokens
         cdef double pairs = 0           # (written to part once: the parts sit side by side in one array)
         part.changed = True             # until the range is done: a push_back that fails (out of memory) returns
@@ -855,7 +913,7 @@ cdef class MergeEngine:
 
     cdef void _index_pairs(self) noexcept nogil:
         """Steps 3 and 4 of building, from the slots alone."""
-        cdef Py_ssize_t nslots = self.sym.size()
+        cdef Py_ssize_t nslots = self._slots()
         cdef int32_t pid
         cdef HeapEntry he
         # 3. the pairs of bytes: ids from a direct table, counts, then positions by counting sort (in ranges of
@@ -863,8 +921,10 @@ cdef class MergeEngine:
         cdef int n = <int>min(<Py_ssize_t>self.threads, max(<Py_ssize_t>1, (nslots - 2) // INDEX_SLOTS_PER_THREAD))
         if n > 1:
             self._index_pairs_in_ranges(n)
+        elif self.narrow:
+            self._index_pairs_serially(self.sym16.data())
         else:
-            self._index_pairs_serially()
+            self._index_pairs_serially(self.sym.data())
         self.garbage = 0
         self.stale = 0
         # 4. the heap
@@ -876,9 +936,9 @@ cdef class MergeEngine:
         heap_make(self.heap.data(), self.heap.size(), _merge_first, <void*>self)
         self.heap_pruned = self.heap.size()
 
-    cdef void _index_pairs_serially(self) noexcept nogil:
+    cdef void _index_pairs_serially(self, const slot_t* sym) noexcept nogil:
         """_index_pairs' step 3 in this thread: ids from a direct table, counts, then positions by counting sort."""
-        cdef Py_ssize_t i, nslots = self.sym.size()
+        cdef Py_ssize_t i, nslots = self._slots()
         cdef int64_t f, run
         cdef vector[int32_t] byte_pid
         assign_or_end(byte_pid, 65536, -1)
@@ -889,8 +949,8 @@ cdef class MergeEngine:
             while cls < <Py_ssize_t>self.cls_end.size() and i >= self.cls_end[cls]:
                 cls += 1
                 f = self.cls_freq[cls]
-            x = self.sym[i]
-            y = self.sym[i + 1]
+            x = sym[i]
+            y = sym[i + 1]
             if x < 0 or y < 0:
                 continue
             pid = byte_pid[x * 256 + y]
@@ -909,8 +969,8 @@ cdef class MergeEngine:
         self.arena.resize_unset(run)    # (every entry written below: one a pair counted above)
         self.most_positions = run
         for i in range(1, nslots - 1):
-            x = self.sym[i]
-            y = self.sym[i + 1]
+            x = sym[i]
+            y = sym[i + 1]
             if x < 0 or y < 0:
                 continue
             pid = byte_pid[x * 256 + y]
@@ -922,7 +982,7 @@ cdef class MergeEngine:
         in tables of its own, which are added in order (ids in the order first met), then each writes its
         positions after the ranges' before it: the same ids, counts and positions, each pair's in rising order,
         as _index_pairs_serially's (the real corpus's 9 million slots: 134 ms -> 85 ms in two threads)."""
-        cdef Py_ssize_t nslots = self.sym.size()
+        cdef Py_ssize_t nslots = self._slots()
         cdef int64_t run
         # (ReVecs, as the engine's other tables: running out of memory ends the process, where a std::vector
         # failing in this noexcept function would go on with no room)
@@ -977,6 +1037,12 @@ cdef class MergeEngine:
         run_in_threads(_scan_pairs_part, <char*>parts.data(), sizeof(PairScan), n)
 
     cdef void _scan_pairs(self, PairScan* part) noexcept nogil:
+        if self.narrow:
+            self._scan_pairs_in(part, self.sym16.data())
+        else:
+            self._scan_pairs_in(part, self.sym.data())
+
+    cdef void _scan_pairs_in(self, PairScan* part, const slot_t* sym) noexcept nogil:
         """_index_pairs' work on one range of slots (see PairScan): the first pass counts its pairs by byte
         pair, the second writes their positions into the arena from part.cursor. (Everything in locals: the
         module is compiled without strict aliasing, and each store through a pointer would reload the fields.)"""
@@ -984,7 +1050,6 @@ cdef class MergeEngine:
         cdef Py_ssize_t lo = part.lo, hi = part.hi
         cdef int32_t x, y, key
         cdef int64_t f
-        cdef const int32_t* sym = self.sym.data()
         cdef const int64_t* cls_end = self.cls_end.data()
         cdef int32_t* arena = self.arena.data()
         cdef int64_t* cursor = part.cursor
@@ -1083,10 +1148,53 @@ cdef class MergeEngine:
         if a == b and not is_sorted(self.arena.begin() + seg, self.arena.begin() + seg + nseg):
             # overlapping occurrences ("aaa") must be merged left to right
             cpp_sort(self.arena.begin() + seg, self.arena.begin() + seg + nseg)
+        cdef int64_t merged
+        cdef Py_ssize_t k
+        cdef MapSlot* m
+        cdef int32_t p
+        if self.narrow:                 # (after _intern_concat: making c may have widened the slots)
+            merged = self._merge_at(self.sym16.data(), a, b, c, la, lb, seg, nseg)
+        else:
+            merged = self._merge_at(self.sym.data(), a, b, c, la, lb, seg, nseg)
+        # the merged pair is used up: its count drops by what was merged (to 0), its segment is garbage
+        self.pcount[pab] -= merged
+        self.garbage += self.plen[pab]
+        self.plen[pab] = 0
+        if self.lean:
+            self.stale -= self.pgone[pab]
+            self.pgone[pab] = 0
+        self._file_records()
+        if <Py_ssize_t>self.heap.size() > 2 * self.heap_pruned + self.heap_slack:
+            self._prune_heap()
+        for k in range(<Py_ssize_t>self.touched.size()):
+            m = &self.maps[self.touched[k]]
+            if m.gone:
+                if self.lean:
+                    m.gone = min(m.gone, <int64_t>self.plen[m.pid] - self.pgone[m.pid])
+                    self.pgone[m.pid] += <int32_t>m.gone
+                    self.stale += m.gone
+                m.gone = 0
+            if m.delta == 0:
+                continue
+            p = m.pid
+            self.pcount[p] += m.delta
+            if m.delta > 0 and self._candidate(p):  # a rise needs a new entry; a fall is found when its
+                self._push(self.pcount[p], p)        # entry comes up
+            m.delta = 0
+            if self.pcount[p] <= 0 and self.plen[p] > 0:
+                self.garbage += self.plen[p]
+                self.plen[p] = 0
+                if self.lean:
+                    self.stale -= self.pgone[p]
+                    self.pgone[p] = 0
+
+    cdef int64_t _merge_at(self, slot_t* sym, int32_t a, int32_t b, int32_t c, int32_t la, int32_t lb, int64_t seg,
+                           int64_t nseg) noexcept nogil:
+        """_merge's loop over the occurrences of (a, b) -> c in sym (this engine's slots): the slots rewritten, the
+        neighbours' count changes and the new positions recorded; returns the count merged."""
         # The loop below is the hot path: everything it reads often is in locals (stores to sym could
         # otherwise alias the engine's fields), and the map slot of each pair is computed as _rule would.
         cdef const int32_t* positions = self.arena.data() + seg
-        cdef int32_t* sym = self.sym.data()
         cdef MapSlot* maps = self.maps.data()
         cdef const int64_t* cend = self.cls_end.data()
         cdef const int64_t* cfreq = self.cls_freq.data()
@@ -1116,11 +1224,11 @@ cdef class MergeEngine:
             f = cfreq[kc]
             merged += f
             v = sym[i - 1]                   # the left neighbour: a sentinel, a 1-byte symbol or a back pointer
-            p = -1 if v == SENT else (i - 1 if v >= 0 else -(v + 3))
+            p = -1 if v == SENT else (i - 1 if v >= 0 else i + 1 + v)
             n = e if sym[e] != SENT else -1
-            sym[i] = c
+            sym[i] = <slot_t>c
             sym[j] = INNER
-            sym[e - 1] = -(i + 3)
+            sym[e - 1] = <slot_t>(i - e - 1)   # the back pointer -(d + 2), d = e - 1 - i
             if p >= 0:
                 sp = sym[p]
                 m = maps + 4 * sp                                   # (sp, a): rule 0
@@ -1154,44 +1262,14 @@ cdef class MergeEngine:
                 rec.at = -1 if sn == a else at         # an a at n may yet be merged into a c
                 push_or_end(self.records, rec)
         self.fcls = kc
-        # the merged pair is used up: its count drops by what was merged (to 0), its segment is garbage
-        self.pcount[pab] -= merged
-        self.garbage += self.plen[pab]
-        self.plen[pab] = 0
-        if self.lean:
-            self.stale -= self.pgone[pab]
-            self.pgone[pab] = 0
-        self._file_records()
-        if <Py_ssize_t>self.heap.size() > 2 * self.heap_pruned + self.heap_slack:
-            self._prune_heap()
-        for k in range(<Py_ssize_t>self.touched.size()):
-            m = &self.maps[self.touched[k]]
-            if m.gone:
-                if self.lean:
-                    m.gone = min(m.gone, <int64_t>self.plen[m.pid] - self.pgone[m.pid])
-                    self.pgone[m.pid] += <int32_t>m.gone
-                    self.stale += m.gone
-                m.gone = 0
-            if m.delta == 0:
-                continue
-            p = m.pid
-            self.pcount[p] += m.delta
-            if m.delta > 0 and self._candidate(p):  # a rise needs a new entry; a fall is found when its
-                self._push(self.pcount[p], p)        # entry comes up
-            m.delta = 0
-            if self.pcount[p] <= 0 and self.plen[p] > 0:
-                self.garbage += self.plen[p]
-                self.plen[p] = 0
-                if self.lean:
-                    self.stale -= self.pgone[p]
-                    self.pgone[p] = 0
+        return merged
 
-    cdef inline int32_t _record_slot(self, int32_t r) noexcept nogil:
+    cdef inline int32_t _record_slot(self, const slot_t* sym, int32_t r) noexcept nogil:
         """The map slot of the pair now starting at slot r (recorded in this merge), or -1 if r is stale."""
-        cdef int32_t x = self.sym[r]
+        cdef int32_t x = sym[r]
         if x < 0:
             return -1
-        cdef int32_t y = self.sym[r + self.tok_len[x]]
+        cdef int32_t y = sym[r + self.tok_len[x]]
         if y < 0:
             return -1
         return self._slot_of(x, y)
@@ -1207,21 +1285,30 @@ cdef class MergeEngine:
                 total += self.plen[m.pid]
         return total
 
+    cdef int64_t _count_records(self, const slot_t* sym) noexcept nogil:
+        """_file_records' first step: the map slot of each record not yet known (-1: stale), each slot's
+        count of them; returns how many are not stale."""
+        cdef Py_ssize_t k, nrec = self.records.size()
+        cdef Record* rec
+        cdef int64_t need = 0
+        for k in range(nrec):
+            rec = &self.records[k]
+            if rec.at < 0:
+                rec.at = self._record_slot(sym, rec.pos)
+                if rec.at < 0:
+                    continue
+            self.maps[rec.at].fill += 1
+            need += 1
+        return need
+
     cdef void _file_records(self) noexcept nogil:
         """Append the positions recorded in this merge to their pairs' segments (grouped, one copy)."""
         cdef Py_ssize_t k, nrec = self.records.size(), ntouched
         cdef Record* rec
         cdef MapSlot* m
         cdef int32_t pid
-        cdef int64_t need = 0, at, old, fresh
-        for k in range(nrec):
-            rec = &self.records[k]
-            if rec.at < 0:
-                rec.at = self._record_slot(rec.pos)
-                if rec.at < 0:
-                    continue
-            self.maps[rec.at].fill += 1
-            need += 1
+        cdef int64_t need, at, old, fresh
+        need = self._count_records(self.sym16.data()) if self.narrow else self._count_records(self.sym.data())
         self._resolve_pids()                # (every slot this merge fills is filled by now)
         if need == 0:
             return
@@ -1271,11 +1358,10 @@ cdef class MergeEngine:
         `extra` more positions and half again (growing is a realloc: no copy, no new pages until used)."""
         cdef vector[HeapEntry] order            # (start, pid) of the live segments
         cdef HeapEntry e
-        cdef int32_t pid, x, y, lx, r
+        cdef int32_t pid, x, y, lx
         cdef int64_t at = 0, src, end, size = self.arena.size(), left_stale = 0
         cdef Py_ssize_t k
         cdef int32_t* arena = self.arena.data()
-        cdef const int32_t* sym = self.sym.data()
         for pid in range(<int32_t>self.plen.size()):
             if self.plen[pid] > 0:
                 e.key = self.pstart[pid]
@@ -1303,16 +1389,11 @@ cdef class MergeEngine:
             y = self._right(pid)
             lx = self.tok_len[x]
             src = self.pstart[pid]
-            end = src + self.plen[pid]
             self.pstart[pid] = at
-            while src < end:
-                if src + 32 < size:             # the slot checked soon (maybe in a later segment or in
-                    prefetch(sym + arena[src + 32])   # garbage), which lies anywhere in sym
-                r = arena[src]
-                src += 1
-                if sym[r] == x and sym[r + lx] == y:
-                    arena[at] = r
-                    at += 1
+            if self.narrow:
+                at = self._keep_live(self.sym16.data(), arena, src, src + self.plen[pid], at, size, x, y, lx)
+            else:
+                at = self._keep_live(self.sym.data(), arena, src, src + self.plen[pid], at, size, x, y, lx)
             self.plen[pid] = <int32_t>(at - self.pstart[pid])
         self.arena.resize(at)
         if self.lean:
@@ -1322,11 +1403,27 @@ cdef class MergeEngine:
         self.compactions += 1
         self.arena.reserve(at + extra + (at + extra) // 2)
 
+    cdef int64_t _keep_live(self, const slot_t* sym, int32_t* arena, int64_t src, int64_t end, int64_t at,
+                            int64_t size, int32_t x, int32_t y, int32_t lx) noexcept nogil:
+        """_compact's check of a segment: its positions arena[src:end] that still hold (x, y) (x of lx bytes),
+        moved down to arena[at:]; returns the new end."""
+        cdef int32_t r
+        while src < end:
+            if src + 32 < size:             # the slot checked soon (maybe in a later segment or in
+                prefetch(sym + arena[src + 32])   # garbage), which lies anywhere in sym
+            r = arena[src]
+            src += 1
+            if sym[r] == x and sym[r + lx] == y:
+                arena[at] = r
+                at += 1
+        return at
+
     def finish(self):
         """Free the working arrays (slots, positions, pairs, heap): no merge can follow, merges() still
         works. A caller about to turn huge tokens into bytes objects calls this first."""
         self._idle("finish")
         self.sym.release()
+        self.sym16.release()
         self.arena.release()
         self.pkey.release()
         self.plen.release()
@@ -1418,7 +1515,7 @@ cdef class MergeEngine:
     def memory(self):
         """Bytes held by the engine's main arrays, by name (for benchmarks and tests)."""
         self._idle("memory")
-        return {"slots": self.sym.capacity() * 4, "positions": self.arena.capacity() * 4,
+        return {"slots": self.sym.capacity() * 4 + self.sym16.capacity() * 2, "positions": self.arena.capacity() * 4,
                 "pairs": self.pkey.capacity() * 28 + self.pgone.capacity() * 4 + self.pslots.capacity() * 4,
                 "heap": self.heap.capacity() * sizeof(HeapEntry),
                 "symbols": self.pool.capacity() + self.tok_len.capacity() * 52 + self.maps.capacity() * sizeof(MapSlot),
