@@ -199,9 +199,6 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
     del counts
     parts = list(arrays)
     del arrays
-    # the engine empties `parts` once it has laid the words out: train_bpe's arrays, held by nothing else, are
-    # freed before the pair index is built (a PretokenCounts keeps its own)
-    engine = MergeEngine.consume(parts, max_token_length=max_token_length, threads=check_num_processes(threads))
     if initial is None:
         vocab: Vocab = {i: bytes([i]) for i in range(256)}
         old_merges: Merges = []
@@ -210,15 +207,21 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
         vocab = dict(initial.vocab)
         old_merges = list(initial.merges)
         new_specials = _new_special_tokens(special_tokens, initial)
-        try:
-            engine.replay(*merges_to_arrays(old_merges))
-        except ValueError as exc:
-            raise ValueError(f"initial: the tokenizer's {exc}") from None
     size = max(vocab) + 1                 # the vocabulary's size: every id is below it
     target = vocab_size
     if pad_vocab_to_multiple_of is not None:
         target = -(-vocab_size // pad_vocab_to_multiple_of) * pad_vocab_to_multiple_of
     wanted = target - size - len(new_specials)
+    # the engine empties `parts` once it has laid the words out: train_bpe's arrays, held by nothing else, are
+    # freed before the pair index is built (a PretokenCounts keeps its own). max_merges: what it will be asked
+    # for, from which it chooses its slots' size (2 bytes a byte of the words when the ids fit)
+    engine = MergeEngine.consume(parts, max_token_length=max_token_length, threads=check_num_processes(threads),
+                                 max_merges=len(old_merges) + max(wanted, 0))
+    if initial is not None:
+        try:
+            engine.replay(*merges_to_arrays(old_merges))
+        except ValueError as exc:
+            raise ValueError(f"initial: the tokenizer's {exc}") from None
     done = 0
     while done < wanted:
         step = engine.run(min(_MERGE_BATCH, wanted - done), min(min_frequency, _MAX_COUNT))
