@@ -350,14 +350,15 @@ def test_cs336_reference_merges_and_vocab(cs336_reference, num_processes):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text("abc", min_size=0, max_size=14).map(str.encode), st.integers(0, 6), max_size=25),
-       st.integers(1, 40), st.sampled_from([0, 1 << 16]), st.booleans())
-def test_engine_equals_oracle_on_small_alphabets(words, max_merges, heap_slack, lean):
+       st.integers(1, 40), st.sampled_from([0, 1 << 16]), st.booleans(), st.booleans())
+def test_engine_equals_oracle_on_small_alphabets(words, max_merges, heap_slack, lean, narrow):
     # Three letters make overlapping runs ("aaaa"), adjacent occurrences ("abab" merged by (a,b) then
     # (ab,ab)) and ties everywhere, the cases of the engine's neighbour bookkeeping; words of count 0 and of
     # one byte must change nothing. heap_slack=0
     # prunes the heap after every merge (a long run's pruning, which small inputs never reach otherwise); a
-    # lean engine drops stale positions as it compacts, which a small one does often.
-    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean)
+    # lean engine drops stale positions as it compacts, which a small one does often. narrow: 2-byte slots or 4.
+    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean, narrow=narrow)
+    assert eng.narrow == narrow
     eng.run(max_merges)
     assert eng.merges() == oracle_merges(words, max_merges)
 
@@ -416,8 +417,8 @@ def test_engine_merge_counts_are_the_chosen_pairs_counts():
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(["a", "ab", "aab", "ba", "abc"]), st.integers(20, 150), st.integers(1, 3)),
-                min_size=1, max_size=4), st.integers(1, 120))
-def test_engine_equals_oracle_on_long_tokens(parts, max_merges):
+                min_size=1, max_size=4), st.integers(1, 120), st.booleans())
+def test_engine_equals_oracle_on_long_tokens(parts, max_merges, narrow):
     # Repeated units give tokens far longer than the engine's short-symbol limit (64 bytes), built from two
     # long halves, with ties between long tokens whose first bytes agree: the cases where the engine reads
     # and compares a token's bytes by walking down its halves.
@@ -425,17 +426,18 @@ def test_engine_equals_oracle_on_long_tokens(parts, max_merges):
     for unit, repeat, count in parts:
         word = (unit * repeat).encode()
         words[word] = words.get(word, 0) + count
-    eng = MergeEngine(*counts_to_arrays(words))
+    eng = MergeEngine(*counts_to_arrays(words), narrow=narrow)
     eng.run(max_merges)
     merges = eng.merges()
     assert merges == oracle_merges(words, max_merges)
     assert eng.pair_count(*merges[-1]) == 0
 
 
-def test_engine_huge_token_is_exact():
+@pytest.mark.parametrize("narrow", [False, True])
+def test_engine_huge_token_is_exact(narrow):
     # one word of 5,000 a's: the merges double the token, then join the leftovers (ties between long tokens)
     words = {b"a" * 5000: 1}
-    eng = MergeEngine(*counts_to_arrays(words))
+    eng = MergeEngine(*counts_to_arrays(words), narrow=narrow)
     eng.run(100)
     merges, made = eng.merges(with_tokens=True)
     assert merges == oracle_merges(words, 100)
@@ -499,24 +501,26 @@ def test_train_bpe_frees_the_counts_before_the_engine_indexes_pairs(tmp_path, mo
     assert freed == [[True] * 3, [True] * 3]
 
 
-def test_engine_drops_its_garbage_in_place_and_stays_exact():
+@pytest.mark.parametrize("narrow", [False, True])
+def test_engine_drops_its_garbage_in_place_and_stays_exact(narrow):
     # Merges leave the positions they consume behind in the arena as garbage; once the arena is full and a
     # quarter of it is garbage, the live segments are moved down in place. Enough merges on a varied corpus
     # get there more than once; the merges stay the oracle's.
     words = oracle_count_pretokens(make_corpus(5, n_words=6000), [], GPT2_PATTERN)
-    eng = MergeEngine(*counts_to_arrays(words), heap_slack=0)
+    eng = MergeEngine(*counts_to_arrays(words), heap_slack=0, narrow=narrow)
     eng.run(400)
     assert eng.memory()["compactions"] >= 2
     assert eng.merges() == oracle_merges(words, 400)
 
 
-def test_lean_engine_drops_stale_positions_and_stays_exact():
+@pytest.mark.parametrize("narrow", [False, True])
+def test_lean_engine_drops_stale_positions_and_stays_exact(narrow):
     # A lean engine (any engine of LEAN_SLOTS slots or more; here forced) also drops the positions that no
     # longer hold their pair when it compacts, and gives back the arena's pages past its new end: after the
     # same merges its arena is well under the other's, and the merges are still the oracle's, at every step.
     words = oracle_count_pretokens(make_corpus(5, n_words=6000), [], GPT2_PATTERN)
     want = oracle_merges(words, 600)
-    lean, plain = (MergeEngine(*counts_to_arrays(words), lean=flag) for flag in (True, False))
+    lean, plain = (MergeEngine(*counts_to_arrays(words), lean=flag, narrow=narrow) for flag in (True, False))
     initial = lean.memory()["most_positions"]
     for eng in (lean, plain):
         for step in (1, 9, 90, 500):
@@ -530,8 +534,8 @@ def test_lean_engine_drops_stale_positions_and_stays_exact():
     assert lean.memory()["most_positions"] < 1.5 * initial
 
 
-@pytest.mark.parametrize("threads", [2, 3, 8])
-def test_the_pair_index_built_in_threads_is_one_threads(threads):
+@pytest.mark.parametrize("threads, narrow", [(2, False), (3, False), (8, False), (2, True), (3, True)])
+def test_the_pair_index_built_in_threads_is_one_threads(threads, narrow):
     # MergeEngine(threads=n) lays its words out in ranges of words (32,768 or more each: these ~138,000 in up
     # to 3) and builds its pair index over ranges of slots (65,536 or more each: these ~770,000 in up to 8),
     # each range's classes and pairs joined in order: the same slots, pair ids, counts and positions as one
@@ -550,8 +554,8 @@ def test_the_pair_index_built_in_threads_is_one_threads(threads):
     # and every word a class of its own (distinct counts, past SMALL_FREQ too): each range starts a class
     distinct = rng.permutation(len(lengths)).astype(np.int64) + 1
     for counts, limit in ((zipf, None), (zipf, 5), (distinct, None)):
-        one = MergeEngine(tokens, offsets, counts, max_token_length=limit)
-        many = MergeEngine(tokens, offsets, counts, max_token_length=limit, threads=threads)
+        one = MergeEngine(tokens, offsets, counts, max_token_length=limit, narrow=narrow)
+        many = MergeEngine(tokens, offsets, counts, max_token_length=limit, threads=threads, narrow=narrow)
         assert one.run(1500) == many.run(1500) > 1000
         assert many.merges() == one.merges() and many.merge_counts() == one.merge_counts()
         assert many.memory() == one.memory()
@@ -661,3 +665,108 @@ def test_two_long_tokens_equal_in_their_first_bytes_are_ordered_by_the_bytes_aft
     vocab, merges = train_from_counts(counts, 256 + 1_000)
     assert merges == oracle_merges(counts, 1_000)
     assert merges[-2:] == [(p + b"b" + q, b"a"), (p + b"a" + q, b"z")]
+
+
+# ---- the slots' layout: 2 bytes a slot when the ids and the words fit, else 4 ----------------------------
+
+def _slots(words):
+    """How many slots an engine lays {bytes: count} out in: a byte of each word that has a pair and occurs, a
+    sentinel after each, one before them all."""
+    return 1 + sum(len(w) + 1 for w, n in words.items() if len(w) >= 2 and n > 0)
+
+
+def test_the_engine_chooses_narrow_slots_when_the_ids_and_the_words_fit():
+    words = {b"hello": 3, b"world": 2, b"a" * 32_767: 1, b"b" * 40_000: 0}     # (a count of 0 is not laid out)
+    arrays = counts_to_arrays(words)
+    cases = [({"max_merges": 32_768 - 256}, True), ({"max_merges": 32_768 - 255}, False), ({}, False),
+             ({"max_merges": 0}, True), ({"narrow": True}, True), ({"max_merges": 10, "narrow": False}, False)]
+    for options, narrow in cases:
+        eng = MergeEngine(*arrays, **options)
+        assert eng.narrow == narrow, options
+        assert eng.memory()["slots"] == (2 if narrow else 4) * _slots(words)
+    longer = counts_to_arrays({b"hello": 3, b"a" * 32_768: 1})
+    assert not MergeEngine(*longer, max_merges=10).narrow               # a word too long for int16's pointers
+    with pytest.raises(ValueError, match="at most 32,767 bytes, and one has 32,768"):
+        MergeEngine(*longer, narrow=True)
+    for bad, error in ((-1, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="max_merges"):
+            MergeEngine(*arrays, max_merges=bad)
+
+
+def _spy_on_engines(monkeypatch):
+    """The engines train.py builds from now on, each with its memory() just after it was built."""
+    built = []
+
+    class Spy:
+        @staticmethod
+        def consume(arrays, **options):
+            engine = MergeEngine.consume(arrays, **options)
+            built.append((engine, engine.memory()))
+            return engine
+
+    monkeypatch.setattr(train_module, "MergeEngine", Spy)
+    return built
+
+
+def test_training_lays_its_words_out_in_two_byte_slots_when_the_vocabulary_allows(monkeypatch):
+    # train.py tells the engine how many merges it will ask for (continuing: the initial tokenizer's too): up to
+    # vocab 32,768 (the 256 bytes and 32,512 merges; special tokens are not the engine's) the slots take 2 bytes
+    from bpe_fast import Tokenizer
+    built = _spy_on_engines(monkeypatch)
+    words = oracle_count_pretokens(make_corpus(3, n_words=2000), [], GPT2_PATTERN)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # (the small corpus runs out of pairs: 343 merges)
+        want = train_from_counts(words, 600)
+        for vocab_size, specials, narrow in ((600, [], True), (32_768, [], True), (32_769, [], False),
+                                             (32_769, [EOT], True), (32_770, [EOT], False)):
+            result = train_from_counts(words, vocab_size, specials)
+            engine, memory = built[-1]
+            assert engine.narrow == narrow and memory["slots"] == (2 if narrow else 4) * _slots(words)
+            assert result[1] == want[1]
+        initial = Tokenizer(*train_from_counts(words, 300))        # 44 merges replayed, then 32,768 - 300 more
+        for vocab_size, narrow in ((32_768, True), (32_769, False)):
+            train_from_counts(words, vocab_size, initial=initial)
+            assert built[-1][0].narrow == narrow
+
+
+def test_a_narrow_engine_asked_for_more_ids_than_int16_holds_widens_its_slots():
+    # 32,512 merges make ids up to 32,767; the next one's id needs 4-byte slots: the engine rewrites them (the
+    # back pointers are relative: the same values) and goes on, its merges the wide engine's. Replayed merges too.
+    rng = np.random.default_rng(5)
+    words = {bytes(rng.integers(0, 256, int(rng.integers(2, 12)), dtype=np.uint8)): int(rng.integers(1, 6))
+             for _ in range(20_000)}
+    wide = MergeEngine(*counts_to_arrays(words), narrow=False)
+    assert wide.run(33_000) == 33_000
+    narrow = MergeEngine(*counts_to_arrays(words), max_merges=32_512)
+    assert narrow.narrow and narrow.run(32_512) == 32_512 and narrow.narrow
+    assert narrow.memory()["slots"] == 2 * _slots(words)
+    assert narrow.run(488) == 488 and not narrow.narrow
+    assert narrow.memory()["slots"] == 4 * _slots(words)
+    assert narrow.merges() == wide.merges() and narrow.merge_counts() == wide.merge_counts()
+    replayed = MergeEngine(*counts_to_arrays(words), narrow=True)
+    replayed.replay(*train_module.merges_to_arrays(wide.merges()))
+    assert not replayed.narrow and replayed.merge_counts() == wide.merge_counts()
+    assert replayed.run(100) == wide.run(100) == 100 and replayed.merges() == wide.merges()
+
+
+@pytest.mark.parametrize("length", [32_766, 32_767, 32_768, 40_000])
+def test_words_at_and_past_the_narrow_slots_limit_merge_as_the_oracle(length):
+    # A narrow slot's back pointer is -(d + 2), d up to a word's length - 1: a word of 32,767 bytes fits
+    # (a token of all of it: -32,768), one more byte does not, and the engine lays such a run's words out in
+    # 4-byte slots. Long tokens beside a last byte and short words: every kind of neighbour of a long token;
+    # both layouts where both can be, the merges the oracle's to the last.
+    rng = np.random.default_rng(length)
+    tail = bytes(rng.integers(0, 4, 3, dtype=np.uint8) + 120)
+    words = {b"a" * (length - 3) + tail: 2, b"a" * 5 + tail: 3, tail: 1, b"xa": 7}
+    want = oracle_merges(words, 200)
+    fits = length <= 32_767
+    for narrow in ((None, True, False) if fits else (None, False)):
+        eng = MergeEngine(*counts_to_arrays(words), narrow=narrow, max_merges=200)
+        assert eng.narrow == (fits and narrow is not False)
+        eng.run(200)
+        merges, made = eng.merges(with_tokens=True)
+        assert merges == want
+        assert max(map(len, made)) == length
+    if not fits:
+        with pytest.raises(ValueError, match="narrow slots hold words of at most 32,767 bytes"):
+            MergeEngine(*counts_to_arrays(words), narrow=True)

@@ -114,11 +114,13 @@ def merge_lists(draw, alphabet=b"abc", max_size=10):
                              max_size=25),
        initial=merge_lists() | st.just([]), max_merges=st.integers(0, 40), min_count=st.integers(1, 8),
        max_len=st.none() | st.integers(1, 8), heap_slack=st.sampled_from([0, 1 << 16]), cut=st.integers(0, 40),
-       lean=st.booleans())
-def test_engine_equals_oracle_with_options(words, initial, max_merges, min_count, max_len, heap_slack, cut, lean):
+       lean=st.booleans(), narrow=st.booleans())
+def test_engine_equals_oracle_with_options(words, initial, max_merges, min_count, max_len, heap_slack, cut, lean,
+                                           narrow):
     # The cases of test_train's small-alphabet test, after any replayed merge list and with both options; the
     # merges run in two calls (as _train runs batches), and the counts at each merge agree too.
-    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, max_token_length=max_len, lean=lean)
+    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, max_token_length=max_len, lean=lean,
+                      narrow=narrow)
     eng.replay(*merges_to_arrays(initial))
     first = eng.run(min(cut, max_merges), min_count)
     eng.run(max_merges - first, min_count)
