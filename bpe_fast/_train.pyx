@@ -3,7 +3,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The BPE merge engine: learns merges from distinct pre-tokens (words) and their frequencies.
 
-Layout, built for millions of distinct words in little memory (4 bytes a byte of word, plus the pair index):
+Layout, built for millions of distinct words in little memory (2 or 4 bytes a byte of word, plus the pair index):
 
 * `sym`, one slot per byte of every word, words laid end to end with a sentinel slot (SENT) before,
   between and after them. A symbol covering bytes [i, e) of a word sits in its first slot: sym[i] >= 0 is
@@ -14,8 +14,9 @@ Layout, built for millions of distinct words in little memory (4 bytes a byte of
   NARROW_IDS) and every word is at most NARROW_WORD bytes (the pointers are relative for that: their size
   is a word's length, not the corpus's), else int32. A narrow engine asked for id NARROW_IDS after all (more
   merges than promised) rewrites its slots as int32 first (_widen: for a moment 6 bytes a slot). The code
-  that reads or writes slots is a fused function over the slot type (slot_t), called through the one
-  dispatch on `narrow`.
+  that reads or writes slots is in functions fused over the slot type (slot_t), each called through a test
+  of `narrow` (once a merge, a compaction's checked segment, a range of the setup: never in a loop over
+  slots).
 * Words are grouped by frequency ("classes"): the frequency of the word holding slot i is found by a binary
   search over the few thousand class ends, which stay in cache; no word id is kept per slot.
 * Each distinct adjacent pair has a pair id (pid) with its count and a segment of an arena of positions
@@ -59,7 +60,7 @@ Worked example, one word "aaab" with frequency 2, slots [S a a a b S]:
     pairs (a,a) twice -> count 4; (a,b) once -> count 2.
     merge (a,a) -> aa, positions in order 1, 2:
       at 1: no left neighbour; right neighbour a at 3: (a,a) -2; the pair itself (a,a) -2 -> 0; (aa,a) +2.
-        slots [S aa ~1 a b S] (~1: back pointer to 1).
+        slots [S aa ~1 a b S] (~1: the back pointer to 1, -(1 + 2): its first slot is 1 before it).
       at 2: no longer a symbol's start, skipped.  The word is [aa, a, b].
     counts now (aa,a) 2, (a,b) 2: a tie, won by the greater pair, (b"aa", b"a") > (b"a", b"b").
 """
