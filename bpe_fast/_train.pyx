@@ -898,6 +898,8 @@ cdef class MergeEngine:
             c, a, b = part.counts[w], part.offsets[w], part.offsets[w + 1]
             if c <= 0 or c < f or not 0 <= a <= b <= part.total or slot + (b - a) + 1 > part.slot_hi:
                 return
+            if slot_t is int16_t and b - a > NARROW_WORD:   # longer since _setup looked: its back pointers
+                return                                      # would not fit
             pairs += <double>c * <double>(b - a - 1)
             if c != f:
                 push_or_end(part.starts[0], slot)

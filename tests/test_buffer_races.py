@@ -230,6 +230,33 @@ def test_token_index_splits():
          same, "offsets|spans|fall|rise|out of")
 
 
+def test_engine_narrow_slots_take_no_word_longer_than_their_pointers():
+    # A narrow engine (2-byte slots) chose its layout from the words' lengths when it checked the arrays; a word
+    # made longer than 32,767 bytes before it was laid out would overflow its back pointers: the layout refuses
+    # it (RuntimeError), or the engine is built from one content of the arrays, its slots that content's. (The
+    # window, from the check to the layout, is met in about 1 call of 50: three races of SECONDS; without the
+    # layout's own check the test failed 5 times in 5.)
+    from bpe_fast._train import MergeEngine
+
+    m = 5_000
+    tokens, offsets, counts = _words(m)
+    long = 40_000                                       # word k - 1: 40,000 bytes, count 0 (not laid out)
+    tokens = np.concatenate([tokens[:7 * 10], np.full(long, 97, np.uint8), tokens[7 * 10:]])
+    offsets = np.concatenate([offsets[:11], offsets[10:] + long])
+    counts = np.concatenate([counts[:10], [0], counts[10:]])
+    k = 11                                              # word k: 7 bytes, or word k - 1's 40,000 and its own
+    slots = {1 + 8 * m: True, 1 + 8 * m + long: False}  # 8 slots a 7-byte word; narrow when no word is too long
+
+    def run():
+        engine = MergeEngine(tokens, offsets, counts, max_merges=5)
+        engine.run(5)
+        return engine.narrow, engine.memory()["slots"] // (2 if engine.narrow else 4)
+
+    for _ in range(3):
+        race(offsets[k:k + 1], offsets[k:k + 1].copy(), np.array([offsets[k - 1]]), run,
+             lambda r: slots.get(r[1]) == r[0] or (r[1] == 1 + 8 * m and not r[0]), CHANGED)
+
+
 def test_tally_tokens_classes():
     # tally_tokens checks bmp's classes against the columns of counts, then reads them again without the GIL for
     # each token: one raised in between wrote past counts' row
