@@ -650,8 +650,8 @@ slept, after = [], []
 
 def progress(stage, done, total):
     if not os.path.exists(os.path.join(out, first)):
-        if not slept:                                # the first shard takes more than a second
-            slept.append(time.sleep(1.2))
+        if not slept:       # the first shard takes 3 s: past the 1 s plus twenty index writes' time (an fsync
+            slept.append(time.sleep(3.0))   # each: 10-20 ms on a loaded machine made 1.2 s too short), not 30 s
         return
     after.append(done)
     if len(after) > 1:                               # the first shard done, and reported: within the next one
