@@ -71,7 +71,7 @@ def pretokenize(text: str, pattern: str = GPT2_PATTERN) -> list[str]:
     if kind and isinstance(text, str):
         data = _utf8_or_none(text)
         if data is not None:
-            return _scan.split(_tables, data, kind)   # type: ignore[union-attr]  # kind != 0: loaded
+            return _scan.split(native_tables(), data, kind)   # type: ignore[union-attr]  # kind != 0: loaded
     return [m.group() for m in compiled_pattern(pattern).finditer(text)]
 
 
@@ -137,7 +137,7 @@ def count_pretokens_text(text: str, pattern: str = GPT2_PATTERN,
     kind = native_kind(pattern)
     data = _utf8_or_none(text) if kind and isinstance(text, str) else None
     if data is not None:
-        words = _scan.count(_tables, data, kind)      # type: ignore[union-attr]  # kind != 0: loaded
+        words = _scan.count(native_tables(), data, kind)      # type: ignore[union-attr]  # kind != 0: loaded
     else:
         if isinstance(text, str) and not text.isascii():    # a lone surrogate: named, as counting names it
             try:
@@ -192,7 +192,7 @@ class ChunkCounter:
     def _native_counter(self) -> Any:
         """An empty native counter for this pattern and these special tokens, or None when `regex` counts."""
         kind = native_kind(self.pattern)
-        return _scan.PretokenCounter(_tables, kind, self._specials.utf8) if kind else None  # type: ignore[union-attr]
+        return _scan.PretokenCounter(native_tables(), kind, self._specials.utf8) if kind else None  # type: ignore[union-attr]
 
     @property
     def native(self) -> bool:
@@ -298,19 +298,22 @@ class ChunkCounter:
 _KINDS: dict[str, int]
 _KINDS = {"gpt2": 2, "gpt4": 4, "o200k": 5, "llama3": 6, "qwen2": 7, "tekken": 8, "deepseek3": 9, "kimi": 10,
           "starcoder": 11, "bloom": 12}   # builtin_name -> the kinds of _scan.pxd
-_scan: types.ModuleType | None = None           # the extension module, once its tables are built
-_tables: UnicodeTables | None = None            # those tables (native_tables)
+_scan: types.ModuleType | None = None           # the extension module, once found usable (_load_native)
+_tables: UnicodeTables | None = None            # native_tables(None), once built
 _native_checked = False
-_native_lock = threading.Lock()
+_installed_checked = False                      # whether _tables has been built (or found not to be made)
+# (reentrant: the Unicode 16.0 tables fall back to the installed regex's, built under it too)
+_native_lock = threading.RLock()
 
 
-renewed_in_child(globals(), "_native_lock")     # (a thread building the tables at a fork: built again in the child)
+renewed_in_child(globals(), "_native_lock", threading.RLock)     # (a thread building the tables at a fork: built
+                                                                 # again in the child)
 
 
 def native_kind(pattern: str) -> int:
     """The native scanner's number for `pattern` (a name or regex string), or 0 when `regex` must do it."""
     kind = _KINDS.get(builtin_name(resolve_pattern(pattern)) or "", 0)
-    return kind if kind and native_tables() is not None else 0
+    return kind if kind and _native_scanner() is not None else 0
 
 
 PEERS_UNICODE = "16.0"      # the Unicode version of tiktoken's regex engine and of HF tokenizers' Oniguruma
@@ -334,22 +337,37 @@ def native_tables(unicode: str | None = None) -> UnicodeTables | None:
     unicode: None, the classes of the installed `regex` (bpe_fast/_unicode_table.py); PEERS_UNICODE, those of
     Unicode 16.0 as tiktoken's and HF's engines have them (bpe_fast/_unicode_table_peers.py: the drop-in paths').
     """
-    global _native_checked, _peer_tables
+    global _installed_checked, _tables, _peer_tables
     check_unicode(unicode)
-    if not _native_checked:
-        with _native_lock:                  # threads asking at once wait for the one building them
-            if not _native_checked:
-                try:
-                    _load_native()
-                finally:
-                    _native_checked = True
-    if unicode is None or _tables is None:
+    if _native_scanner() is None:
+        return None
+    if unicode is None:
+        if not _installed_checked:
+            with _native_lock:
+                if not _installed_checked:
+                    try:
+                        _tables = _load_installed_tables()
+                    finally:
+                        _installed_checked = True
         return _tables
     if _peer_tables is None:
         with _native_lock:
             if _peer_tables is None:
                 _peer_tables = _load_peer_tables()
     return _peer_tables
+
+
+def _native_scanner() -> types.ModuleType | None:
+    """bpe_fast._scan once it is found usable (_load_native: on first use), else None (`regex` pre-tokenizes)."""
+    global _native_checked
+    if not _native_checked:
+        with _native_lock:                  # threads asking at once wait for the one looking
+            if not _native_checked:
+                try:
+                    _load_native()
+                finally:
+                    _native_checked = True
+    return _scan
 
 
 def table_arrays(table: Any) -> tuple[array.array[int], array.array[int], list[int], list[str]]:
@@ -364,27 +382,35 @@ def table_arrays(table: Any) -> tuple[array.array[int], array.array[int], list[i
 
 
 def _load_native() -> None:
-    """Import bpe_fast._scan and build native_tables(), unless the Unicode table disagrees with `regex`."""
-    global _scan, _tables
+    """Import bpe_fast._scan and set _scan, unless bpe_fast/_unicode_table.py does not match its stamp (or the
+    extension is missing): then `regex` pre-tokenizes, with a warning. Neither Unicode reading's tables are built
+    here: native_tables builds the one asked for (the drop-in paths ask only for Unicode 16.0's, which needs no
+    `regex`)."""
+    global _scan
     try:
         from . import _scan as scan
         from . import _unicode_table as table
     except ImportError as exc:
         warnings.warn(f"bpe_fast: native pre-tokenizer unavailable ({exc}); using `regex` (slower)", RuntimeWarning,
-                      stacklevel=3)
+                      stacklevel=4)
         return
-    problem = _table_problem(table)
-    if "stamp" in problem:
-        warnings.warn(f"bpe_fast: {problem}; pre-tokenizing with `regex` instead of the native scanner (slower). "
-                      "Run tools/gen_unicode_table.py to regenerate the table.", RuntimeWarning, stacklevel=3)
+    if table_stamp(table.REGEX_VERSION, _ranges_of(table), table.FOLDS) != table.STAMP:
+        warnings.warn(f"bpe_fast: {_STAMP_PROBLEM}; pre-tokenizing with `regex` instead of the native scanner "
+                      "(slower). Run tools/gen_unicode_table.py to regenerate the table.", RuntimeWarning, stacklevel=4)
         return
-    if problem:
+    _scan = scan
+
+
+def _load_installed_tables() -> UnicodeTables:
+    """native_tables(None): the tables of bpe_fast/_unicode_table.py (its stamp checked by _load_native) when
+    the installed `regex` agrees with it, else of the installed `regex` itself."""
+    from . import _unicode_table as table
+
+    if _regex_problem(table):
         # Another `regex` release with another Unicode version: take the classes from the installed `regex`
         # itself (about 0.1 s, once per process), so the scanner agrees with it by construction.
         table = installed_regex_table()
-    tables = scan.UnicodeTables(*table_arrays(table))
-    _scan = scan
-    _tables = tables                    # last: a native call may start as soon as it is set
+    return _scan.UnicodeTables(*table_arrays(table))     # type: ignore[union-attr]  # loaded (native_tables)
 
 
 def _load_peer_tables() -> UnicodeTables:
@@ -396,15 +422,24 @@ def _load_peer_tables() -> UnicodeTables:
         warnings.warn("bpe_fast: bpe_fast/_unicode_table_peers.py does not match its stamp (edited by hand?); "
                       "scanning with the installed regex's Unicode classes instead. Run tools/gen_unicode_table.py "
                       "--peers to regenerate it.", RuntimeWarning, stacklevel=4)
-        assert _tables is not None
-        return _tables
+        tables = native_tables()
+        assert tables is not None
+        return tables
     return _scan.UnicodeTables(*table_arrays(table))     # type: ignore[union-attr]  # loaded (native_tables)
+
+
+_STAMP_PROBLEM = "bpe_fast/_unicode_table.py does not match its stamp (edited by hand?)"
 
 
 def _table_problem(table: Any) -> str:
     """Why `table` must not be used with the installed `regex`, or "" when it agrees."""
     if table_stamp(table.REGEX_VERSION, _ranges_of(table), table.FOLDS) != table.STAMP:
-        return "bpe_fast/_unicode_table.py does not match its stamp (edited by hand?)"
+        return _STAMP_PROBLEM
+    return _regex_problem(table)
+
+
+def _regex_problem(table: Any) -> str:
+    """Why `table` (its stamp matching) disagrees with the installed `regex`, or "" when it agrees."""
     if table.REGEX_VERSION == regex.__version__:
         return ""
     # Another `regex` release, perhaps with another Unicode version: compare every code point (about 0.1 s).

@@ -200,14 +200,14 @@ class Tokenizer:
     @classmethod
     def _from_checked(cls, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
                       arrays: TableArrays | None = None, training: dict[str, Any] | None = None, *,
-                      tables: Callable[[], BPETables] | None = None,
-                      special_ids: list[int] | None = None) -> Tokenizer:
+                      tables: Callable[[], BPETables] | None = None, special_ids: list[int] | None = None,
+                      unicode: str | None = None) -> Tokenizer:
         """From a vocab and merges that bpe_fast.formats has read (and so checked); skips checking again.
         arrays: the encoder's table arrays for this vocab and merges (bpe_fast.formats' cache), or None.
         tables: instead, a function giving the encoder's tables (built elsewhere while this runs), or None.
-        special_ids: as _setup's. training: as the constructor's, checked."""
+        special_ids, unicode: as _setup's. training: as the constructor's, checked."""
         self = cls.__new__(cls)
-        self._setup(vocab, merges, special_tokens, pattern, arrays, tables, special_ids)
+        self._setup(vocab, merges, special_tokens, pattern, arrays, tables, special_ids, unicode)
         self._training = training
         return self
 
@@ -240,10 +240,11 @@ class Tokenizer:
 
     def _setup(self, vocab: Vocab, merges: MergesSource, special_tokens: Iterable[str] | None, pattern: str,
                arrays: TableArrays | None = None, tables: Callable[[], BPETables] | None = None,
-               special_ids: list[int] | None = None) -> None:
+               special_ids: list[int] | None = None, unicode: str | None = None) -> None:
         """special_ids: the special tokens' ids when the caller has checked them (each special token's bytes are
         in vocab at that id; at another too when a model token has them, as GPT-NeoX's "  "), or None to look them
-        up here."""
+        up here. unicode: as with_unicode's (checked), so that only the scanner's tables of that reading are made
+        (from_tiktoken's: Unicode 16.0's, without `regex`)."""
         top = max(vocab) if vocab else -1
         _check_sparsity(top, len(vocab))
         specials = SpecialTokens(special_tokens)
@@ -288,7 +289,7 @@ class Tokenizer:
         self._views: dict[frozenset[str], Tokenizer]
         self._views = {}        # frozenset of special tokens -> this tokenizer matching only those (_view)
         self._normalizer: str | None = None     # the normal form of the text between special tokens (with_normalizer)
-        self._unicode: str | None = None        # the Unicode classes of the native scans (with_unicode)
+        self._unicode: str | None = unicode     # the Unicode classes of the native scans (with_unicode)
         self._rank_ids: frozenset[int] = frozenset()    # by_ranks_only (its merges cannot say it): its ranks' ids
         self._unnormalized_made: Tokenizer | None = None     # this tokenizer without it (_unnormalized)
         # made when first asked for (token_lengths, token_pool), set now: every attribute a Tokenizer has is set
@@ -692,12 +693,15 @@ class Tokenizer:
 
         ranked = ranked_tokens(path_or_ranks)
         specials = check_tiktoken_specials(ranked, special_tokens)
-        return cls._from_ranked(ranked, specials, pattern).with_unicode(PEERS_UNICODE)   # tiktoken's characters
+        # tiktoken's characters (again after a subclass's __init__, which may have built it anew)
+        return cls._from_ranked(ranked, specials, pattern, PEERS_UNICODE).with_unicode(PEERS_UNICODE)
 
     @classmethod
-    def _from_ranked(cls, ranked: RankedTokens, specials: dict[str, int], pattern: str) -> Tokenizer:
+    def _from_ranked(cls, ranked: RankedTokens, specials: dict[str, int], pattern: str,
+                     unicode: str | None = None) -> Tokenizer:
         """from_tiktoken's tokenizer of ranks read and checked (ranks.ranked_tokens), with special tokens
-        checked by ranks.check_tiktoken_specials (from_hf's, of a file that is tiktoken's ranks, too)."""
+        checked by ranks.check_tiktoken_specials (from_hf's, of a file that is tiktoken's ranks, too); unicode:
+        as _setup's."""
         from .ranks import vocab_of
 
         _check_sparsity(max([int(ranked.values[-1]), *specials.values()]), len(ranked.values) + len(specials))
@@ -727,7 +731,8 @@ class Tokenizer:
         with ThreadPoolExecutor(1) as executor:
             built = started(executor, lambda: tables_made_by_merging(**arrays))
             made = cls._from_checked(vocab_of(ranked, specials), merges, list(specials), pattern, tables=tables,
-                                     special_ids=list(specials.values()))     # checked: not a ranked token's bytes
+                                     special_ids=list(specials.values()),     # checked: not a ranked token's bytes
+                                     unicode=unicode)
         if not splits:      # (its merges cannot say it: pickles, save and export_hf go by the ranks)
             made._rank_ids = frozenset(ranked.values.tolist())      # (a view's other special tokens are none)
         return made._run_init()

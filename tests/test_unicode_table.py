@@ -125,13 +125,15 @@ def test_another_regex_release_means_a_table_from_that_regex(monkeypatch):
     monkeypatch.setattr(P, "_scan", None)
     monkeypatch.setattr(P, "_tables", None)
     monkeypatch.setattr(P, "_native_checked", False)
-    monkeypatch.setattr(P, "_table_problem", lambda t: "regex 9.9 disagrees on \\p{L}")
+    monkeypatch.setattr(P, "_installed_checked", False)
+    monkeypatch.setattr(P, "_regex_problem", lambda t: "regex 9.9 disagrees on \\p{L}")
     rebuilt = []
     real = P.installed_regex_table
     monkeypatch.setattr(P, "installed_regex_table", lambda: rebuilt.append(1) or real())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert P.native_kind(GPT4_PATTERN) == 4
+        assert P.native_tables() is not None
     assert rebuilt == [1]
     text = "Hello  world's 123\n ſ'ſ Ǆ٣"
     assert P.pretokenize(text, GPT4_PATTERN) == regex.findall(GPT4_PATTERN, text)
@@ -141,6 +143,7 @@ def test_a_hand_edited_table_means_regex_with_a_warning(monkeypatch):
     monkeypatch.setattr(P, "_scan", None)
     monkeypatch.setattr(P, "_tables", None)
     monkeypatch.setattr(P, "_native_checked", False)
+    monkeypatch.setattr(P, "_installed_checked", False)
     monkeypatch.setattr(table, "STAMP", "0" * 16)
     with pytest.warns(RuntimeWarning, match="stamp"):
         assert P.native_kind(GPT4_PATTERN) == 0
