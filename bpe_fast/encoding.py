@@ -44,8 +44,6 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, SupportsIndex, TypeVar, cast, overload
 
-import regex
-
 from ._numpy import np
 from .specials import FEW_TOKENS, check_disallowed, shared_start
 from .procs import map_threads
@@ -456,6 +454,8 @@ class Encoding:
         >>> _tiny()._encode_only_native_bpe("ab ab")
         [256, 32, 256]
         """
+        import regex
+
         pieces = [piece.encode("utf-8") for piece in regex.findall(self._pat_str, text)]
         return [token for ids in self._ordinary.encode_pieces(pieces) for token in ids]
 

@@ -4,14 +4,23 @@ from __future__ import annotations
 import functools
 import string
 from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
+# `regex` is imported where a regex is compiled: a built-in pattern needs none (it is scanned natively), and the
+# import was 8-11 ms of a fresh process's first Encoding
 
 
 def _lazy(text: str) -> Callable[[], regex.Pattern[str]]:
     """A regex of this module's own, compiled when first used: loading a built-in pattern uses none of them (their
     nine compiles were 3 ms of a fresh process's first Encoding)."""
-    return functools.cache(lambda: regex.compile(text))
+    def compiled() -> regex.Pattern[str]:
+        import regex
+
+        return regex.compile(text)
+
+    return functools.cache(compiled)
 
 
 # GPT-2's pattern (also CS336 assignment 1's): contractions, letter runs, digit runs, other runs, whitespace.
@@ -151,6 +160,8 @@ def resolve_pattern(pattern: str) -> str:
     if unsupported is not None:
         raise ValueError(f"pattern {shown_pattern(pattern)} uses {unsupported}; not supported")
     if _NAME_LIKE().fullmatch(pattern):   # a misspelt name: as a regex it would match only itself, and the text
+        import regex
+
         def plain(name: str) -> str:
             return regex.sub(r"[_.\-]", "", name.lower())
         near = [name for name in PATTERNS if plain(name) == plain(pattern)]
@@ -195,6 +206,8 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
     """`regex`'s compiled pattern for a name from PATTERNS or a regex string; ValueError naming the pattern when
     it does not compile, or nests groups too deeply for `regex`'s parser (whose RecursionError would name
     nothing)."""
+    import regex
+
     pattern = resolve_pattern(pattern)
     try:
         return regex.compile(pattern)
@@ -654,6 +667,8 @@ def _code_point(piece: str) -> int | None:
 
 def _complement(ascii_set: str) -> str:
     """The ranges of every code point not in `ascii_set` (ranges of ASCII characters, as _POSIX_ASCII's)."""
+    import regex
+
     members = set(regex.findall(f"[{ascii_set}]", "".join(map(chr, range(128)))))
     out, lo = [], 0
     for cp in range(129):

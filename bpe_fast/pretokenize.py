@@ -27,8 +27,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import regex
-
 from ._numpy import np
 from .patterns import GPT2_PATTERN, builtin_name, compile_pattern, resolve_pattern
 from .procs import renewed_in_child
@@ -36,8 +34,11 @@ from ._types import Table
 from .specials import SpecialTokens, split_on_specials
 
 if TYPE_CHECKING:
+    import regex
     from numpy.typing import NDArray
     from ._scan import UnicodeTables
+# (`regex`, imported where it is used: the built-in patterns are scanned natively, and the Unicode 16.0 tables
+# need no `regex` either; the import was 8-11 ms of a fresh process's first Encoding)
 
 _compiled: dict[str, regex.Pattern[str]] = {}
 # patterns compiled_pattern keeps (forgotten all at once past it, as `regex`'s own cache does): one a Tokenizer or
@@ -440,6 +441,8 @@ def _table_problem(table: Any) -> str:
 
 def _regex_problem(table: Any) -> str:
     """Why `table` (its stamp matching) disagrees with the installed `regex`, or "" when it agrees."""
+    import regex
+
     if table.REGEX_VERSION == regex.__version__:
         return ""
     # Another `regex` release, perhaps with another Unicode version: compare every code point (about 0.1 s).
@@ -454,6 +457,8 @@ def _regex_problem(table: Any) -> str:
 
 def installed_regex_table() -> Any:
     """The Unicode table (as bpe_fast/_unicode_table.py lays it out) of the installed `regex`."""
+    import regex
+
     now = regex_unicode_classes()
     flat = lambda ranges: tuple(x for r in ranges for x in r)  # noqa: E731
     return types.SimpleNamespace(REGEX_VERSION=regex.__version__, FOLDS=now["folds"],
@@ -484,6 +489,8 @@ def regex_unicode_classes() -> dict[str, Any]:
     of GPT-4's and o200k's patterns the code points that (?i:letter) matches. Surrogates are not valid UTF-8
     and are left out.
     """
+    import regex
+
     cps = np.arange(0x110000, dtype=np.uint32)
     cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
     everything = cps.astype("<u4").tobytes().decode("utf-32-le")

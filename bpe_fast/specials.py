@@ -9,12 +9,14 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-import regex
-
 if TYPE_CHECKING:
+    import regex
+    from typing_extensions import TypeAlias
+
     from ._scan import SpecialMatcher
 
-_StrRegex = regex.Pattern[str]
+    _StrRegex: TypeAlias = regex.Pattern[str]
+# (`regex` is imported where a regex of special tokens is compiled: the native paths match them with SpecialMatcher)
 
 
 def check_special_tokens(special_tokens: Iterable[str] | None) -> tuple[str, ...]:
@@ -365,4 +367,6 @@ def _alternation(tokens: Collection[str]) -> _StrRegex | None:
     """A compiled regex matching any of `tokens` (any strings), the longest first; None for none."""
     if not tokens:
         return None
+    import regex
+
     return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))

@@ -41,8 +41,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn, TypeVar, Union
 
-import regex
-
 from ._numpy import np
 from . import formats
 from .atomic import output_group
@@ -63,6 +61,7 @@ from ._types import Merges, StrPath, Vocab
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike, NDArray
+    import regex
     import tiktoken
 
     from ._encode import BPECore
@@ -86,7 +85,15 @@ def _output_dtypes() -> dict[np.dtype[Any], int]:
     return {np.dtype(t): int(np.iinfo(t).max) for t in (np.int32, np.uint16, np.uint32, np.int64, np.uint64)}
 
 
-_LAST_NON_SPACE = regex.compile(r"(?r)\S")     # searched backwards: the last character that is not \s
+@functools.cache
+def _last_non_space() -> regex.Pattern[str]:
+    """Searched backwards: the last character that is not \\s (compiled when first used: `regex` is imported only
+    where a custom pattern needs it)."""
+    import regex
+
+    return regex.compile(r"(?r)\S")
+
+
 _ALL = "all"            # encode's default allowed_special (any str "all" means the same; this one is fast)
 _NONE: frozenset[str] = frozenset()
 _LISTS = (list, tuple)   # what decode reads item by item in C (BPETables.decode_list); a tuple as a list
@@ -1905,10 +1912,11 @@ class Tokenizer:
         """
         n = len(data)
         tail = data[-64:].decode("utf-8", "ignore")
-        m = _LAST_NON_SPACE.search(tail)
+        last_non_space = _last_non_space()
+        m = last_non_space.search(tail)
         if m is None and len(tail) < n:
             tail = data.decode("utf-8")
-            m = _LAST_NON_SPACE.search(tail)
+            m = last_non_space.search(tail)
         ws_start = n - len(tail[m.end():].encode("utf-8")) if m is not None else 0
         for k in range(len(bounds) - 3, 0, -1):
             if bounds[k - 1] < ws_start:
