@@ -16,24 +16,22 @@ For processes:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
-import numbers
 import os
-import select
-import signal
 import sys
 import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures import Executor, Future
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-# multiprocessing and concurrent.futures' process pool are imported where a process pool is made (importing them
-# took 10-14 ms of every `import bpe_fast.encoding`, which encodes in threads only)
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future, ThreadPoolExecutor
+
+# multiprocessing and concurrent.futures are imported where a pool is made (the process pool's took 10-14 ms of
+# every `import bpe_fast.encoding`, which encodes in threads only; concurrent.futures, with logging, 4-12 ms of a
+# fresh process's first Encoding, which starts one thread: ThreadJob), ctypes, select and signal where a
+# worker or a queue uses them (4 ms): pretokenize imports this module
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -92,6 +90,8 @@ def check_num_processes(num_processes: int | None) -> int:
 
 def _is_int(value: object) -> bool:
     """An int or NumPy integer, not a bool (True is no count of processes or bytes)."""
+    import numbers
+
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)   # (np.bool_ is no Integral)
 
 
@@ -108,6 +108,9 @@ def check_chunk_bytes(chunk_bytes: int | None, default: int) -> int:
 
 
 def _die_with_parent() -> None:
+    import ctypes
+    import signal
+
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -117,6 +120,9 @@ def _die_with_caller(caller: int) -> None:
     """For a worker whose parent is a forkserver, not the caller (whose death the forkserver outlives while
     its workers hold its pipe): a daemon thread that sends this process SIGTERM when the caller ends (watched
     through a pidfd where Linux has them, else polled)."""
+    import select
+    import signal
+
     try:
         pidfd: int | None = os.pidfd_open(caller)
     except ProcessLookupError:
@@ -143,6 +149,8 @@ def _die_with_caller(caller: int) -> None:
 
 
 def _init_worker(initializer: Callable[..., object] | None, initargs: tuple[Any, ...], caller: int) -> None:
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "SIGHUP"):       # a closed terminal: the caller stops them (as for Ctrl-C), or its death
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -361,6 +369,8 @@ def thread_pool(num_threads: int, name: str) -> Iterator[ThreadPoolExecutor]:
     """A ThreadPoolExecutor of `num_threads` threads. When the block exits on an error or an interrupt,
     tasks not yet started are cancelled and the running ones (which cannot be stopped) are waited for, so no
     thread outlives the block."""
+    from concurrent.futures import ThreadPoolExecutor
+
     executor = ThreadPoolExecutor(max_workers=num_threads, thread_name_prefix=name)
     try:
         yield executor
@@ -385,6 +395,8 @@ def discard_queue(q: Any, timeout: float = 5.0) -> None:
     thread ends (writing an item larger than the pipe holds, it stayed blocked for good, holding the item: a
     thread and a batch left behind by each interrupted call), and this process's exit never waits for it. Gives
     up after timeout seconds (a worker killed while it held the queue's write lock)."""
+    import select
+
     q.cancel_join_thread()
     thread = getattr(q, "_thread", None)            # (CPython's; None until something was put)
     fd = None
@@ -408,6 +420,8 @@ def result_of(future: Future[_T], executor: Executor, poll: float = 0.25) -> _T:
     while it sent a result can leave the pool waiting forever for the rest of the message, the future never
     done: so this also looks every `poll` seconds whether a worker has exited, and raises BrokenProcessPool
     (worker_pool turns it into WorkerDiedError) if one has."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     try:
         if not _is_process_pool(executor):
             return future.result()
@@ -470,6 +484,8 @@ def map_threads(func: Callable[[_T], _R], items: Sequence[_T], num_threads: int,
         return [func(x) for x in items]
     size = -(-n // (4 * workers))
     runs = [items[k:k + size] for k in range(0, n, size)]
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(workers) as pool:
         return list(itertools.chain.from_iterable(pool.map(lambda run: [func(x) for x in run], runs)))
 
@@ -483,6 +499,8 @@ def started(executor: ThreadPoolExecutor, job: Callable[[], _T]) -> Future[_T]:
     that asks for the GIL while this one runs Python code gets it only after the interpreter's switch interval
     (5 ms), so a job submitted before that work started late (the tables of a 10,000-token folder take 2 ms).
     Begun, it holds the GIL until its native part releases it, and this thread goes on from there."""
+    from concurrent.futures import Future
+
     begun = threading.Event()
 
     def run() -> _T:
@@ -500,3 +518,42 @@ def started(executor: ThreadPoolExecutor, job: Callable[[], _T]) -> Future[_T]:
         return done
     begun.wait()
     return future
+
+
+class ThreadJob(Generic[_T]):
+    """job() run in a thread of its own, started (and, as started() waits for its job, begun: see there why) when
+    this is made; or here and now when no thread may start any more (the interpreter is shutting down). result()
+    waits for it and gives what job returned, or raises what it raised; wait() only waits for it. One job's
+    thread, without concurrent.futures (which imports logging: 4-12 ms of a fresh process's first Encoding)."""
+
+    def __init__(self, job: Callable[[], _T], name: str) -> None:
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        begun = threading.Event()
+
+        def run() -> None:
+            begun.set()
+            try:
+                self._value = job()
+            except BaseException as exc:        # raised where the result is asked for, as from a Future
+                self._error = exc
+
+        self._thread: threading.Thread | None = threading.Thread(target=run, name=name)
+        try:
+            self._thread.start()
+        except RuntimeError:        # no new thread at interpreter shutdown: the job runs here
+            self._thread = None
+            run()
+        else:
+            begun.wait()
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def result(self) -> _T:
+        self.wait()
+        error = self._error
+        if error is not None:
+            raise error
+        return self._value      # type: ignore[return-value]  # (job's, set)
