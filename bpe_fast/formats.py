@@ -33,6 +33,7 @@ from ._numpy import np
 from ._gpt2_files import TokenIndex, mapped_object, mapped_pairs, pack_pairs, parse_merges, parse_vocab, token_list
 
 from ._types import Merges, StrPath, Vocab
+from ._limits import MAX_TOKEN_ID, sparsity_problem  # noqa: F401  (exported: the readers' limits)
 from .atomic import OutputGroup, atomic_output, folder_lock, identity, output_group, path_identity
 from .merge_rule import PAIR_TWICE as _TWICE
 from .normalize import check_normalizer
@@ -74,22 +75,11 @@ __all__ = [
     "cache_not_used",
 ]
 
-# Ids are stored in int32 buffers; the largest is kept one below INT32_MAX so id + 1 never overflows.
-MAX_TOKEN_ID = 2**31 - 2
 
 # the encoder's table arrays by name (_CACHE_TABLES), as bpe_fast._encode.BPETables takes them
 TableArrays: TypeAlias = "dict[str, NDArray[Any]]"
 # merges, or (read from the cache) a function that makes the list when first needed
 MergesSource = Union[Merges, Callable[[], Merges]]
-
-
-def sparsity_problem(top: int, n: int) -> str:
-    """Why a vocabulary of n tokens whose largest id is top is too sparse for the encoder's tables, which are
-    indexed by id (their size follows the largest id), or "". The readers check it, to name the file and line;
-    the Tokenizer before it builds the tables."""
-    if top >= 4 * n + (1 << 20):
-        return f"vocab ids are too sparse: largest id {top} for {n} tokens"
-    return ""
 
 
 class FormatError(ValueError):

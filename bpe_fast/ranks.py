@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ._numpy import np
 from ._types import Merges, StrPath, Vocab
-from .formats import MAX_TOKEN_ID, FormatError, sparsity_problem
+from ._limits import MAX_TOKEN_ID, sparsity_problem
 from .specials import id_holders
 
 if TYPE_CHECKING:
@@ -89,6 +89,8 @@ def tiktoken_text(ranks: Mapping[bytes, int]) -> bytes:
 def read_tiktoken_bytes(path: StrPath) -> bytes:
     """The contents of a `.tiktoken` file (a ``.gz`` name: decompressed); FormatError naming it when it cannot
     be read (a broken gzip stream), OSError when it is missing or not readable."""
+    from .formats import FormatError
+
     opener = gzip.open if os.fsdecode(path).endswith(".gz") else open     # (a bytes path too)
     try:
         with opener(path, "rb") as f:
@@ -107,6 +109,7 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
     (bpe_fast._ranks.parse_tiktoken's)."""
     from ._ranks import parse_tiktoken, ranks_rise
     from ._scan import first_repeat
+    from .formats import FormatError
 
     path = os.fsdecode(path)        # (a bytes path: named as text)
     if data is None:
@@ -157,6 +160,8 @@ _LONE_CR = re.compile(rb"\r(?!\n)")
 def check_has_ranks(path: StrPath, count: int) -> None:
     """FormatError naming the `.tiktoken` file at path when it holds no ranks (count 0: empty, or blank lines
     only), which read_tiktoken reads as tiktoken does ({}), but no tokenizer can be made of."""
+    from .formats import FormatError
+
     if not count:
         raise FormatError(path, None, 'holds no ranks (no line "base64 rank": an empty file?)')
 
@@ -263,6 +268,8 @@ class RankedTokens(NamedTuple):
 
     def unmade(self, index: int, parts: int) -> ValueError:
         """The error for token `index`, which tiktoken's rule with the lower ranks leaves in `parts` parts."""
+        from .formats import FormatError
+
         token = self.tokens[index]
         shown = repr(token) if len(token) <= 200 else f"{token[:100]!r}... ({len(token):,} bytes)"
         message = (f"the token {shown} (rank {int(self.values[index])}) cannot be made by merging tokens of lower "
@@ -360,7 +367,11 @@ def _ranked(tokens: list[bytes], values: Ints, pool: Bytes | None = None, offset
     if missing:
         shown = ", ".join(repr(bytes([b])) for b in missing[:8]) + (", ..." if len(missing) > 8 else "")
         message = f"{len(missing)} of the 256 single bytes have no rank ({shown}); every byte needs one"
-        raise FormatError(path, None, message) if path is not None else ValueError(f"ranks: {message}")
+        if path is None:
+            raise ValueError(f"ranks: {message}")
+        from .formats import FormatError
+
+        raise FormatError(path, None, message)
     return RankedTokens(tokens, values, pool, offsets, byte_index, path, lines)
 
 
@@ -478,6 +489,8 @@ def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
         largest = len(values) - 1 if rise else int(np.argmax(values))
         problem = sparsity_problem(int(values[largest]), len(values))
         if problem:         # the encoder's tables are indexed by id: named here, with the file and line
+            from .formats import FormatError
+
             raise FormatError(path, int(lines[largest]), problem)
         if rise:
             return _ranked(tokens, values, pool, offsets, path, lines)

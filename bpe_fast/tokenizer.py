@@ -29,7 +29,6 @@ from __future__ import annotations
 import array
 import collections.abc
 import functools
-import inspect
 import itertools
 import operator
 import os
@@ -37,33 +36,33 @@ import time
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
-from concurrent.futures import Future, ThreadPoolExecutor
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn, TypeVar, Union
 
 from ._numpy import np
-from . import formats
-from .atomic import output_group
+from ._limits import MAX_TOKEN_ID, sparsity_problem
 from ._encode import (DECODE_PARALLEL_IDS, MAX_WHOLE_PIECE, BatchJob, BPETables, DisallowedFound, EncoderPool,
                       IdBuffer, PieceTable, Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable,
                       utf8_text)
 from ._gpt2_files import TokenIndex, pack_pairs, pack_vocab
 from ._ranks import ranks_table_arrays
-from .merge_rule import later_pairs, list_rule_problem
 from .normalize import check_normalizer, is_normal, last_stable, normal
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
                        resolve_pattern)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
 from .pretokenize import (PEERS_UNICODE, check_documents_utf8, check_unicode, check_utf8, compiled_pattern,
                           native_kind, native_tables, pretoken_spans)
-from .procs import map_threads, started, usable_cores
+from .procs import ThreadJob, map_threads, started, usable_cores
 from .specials import SpecialTokens, check_disallowed, check_no_alias, id_holders, split_on_specials
 from ._types import Merges, StrPath, Vocab
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from numpy.typing import ArrayLike, DTypeLike, NDArray
     import regex
     import tiktoken
 
+    from . import formats
     from ._encode import BPECore
     from .formats import MergesSource, TableArrays
     from .token_view import TokenView
@@ -155,6 +154,8 @@ class Tokenizer:
     def __init__(self, vocab: Mapping[int, bytes], merges: Iterable[tuple[bytes, bytes]],
                  special_tokens: Iterable[str] | None = None, pattern: str = GPT2_PATTERN, *,
                  training: dict[str, Any] | None = None) -> None:
+        from . import formats
+
         built: _Built | None = getattr(self, "_built", None)
         if built is not None:       # built by a class-method constructor, running a subclass's __init__ on it
             del self._built
@@ -226,6 +227,8 @@ class Tokenizer:
         init = type(self).__init__
         if init is Tokenizer.__init__:
             return self
+        import inspect
+
         values: dict[str, Any] = dict(zip(_INIT_NAMES, (dict(self._vocab), list(self._merge_list()),
                                                         list(self._specials.tokens), self._pattern, self._training)))
         params = inspect.signature(init).parameters
@@ -268,7 +271,7 @@ class Tokenizer:
             for tok in specials.tokens:
                 data = tok.encode("utf-8")
                 if data not in ids_of:
-                    if next_id > formats.MAX_TOKEN_ID:
+                    if next_id > MAX_TOKEN_ID:
                         raise ValueError(f"no id left for special token {tok!r}")
                     vocab[next_id] = data
                     ids_of[data] = next_id
@@ -525,6 +528,8 @@ class Tokenizer:
         >>> tok.encode(" a a")
         [256, 256]
         """
+        from . import formats
+
         wanted_ids, special_tokens = _special_id_mapping(special_tokens)
         files = formats.read_gpt2_arrays(vocab_filepath, merges_filepath)
         if files is None:       # not plainly well formed: read in Python, which names what is wrong
@@ -623,6 +628,8 @@ class Tokenizer:
                 rule_refused = True
                 refuse()
             return made
+
+        from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(1) as executor:
             built = started(executor, build)
@@ -735,11 +742,13 @@ class Tokenizer:
         def merges() -> Merges:
             return ranked.merges_of_ranks(*splits[0]) if splits else ranked.lookup_merges()
 
-        with ThreadPoolExecutor(1) as executor:
-            built = started(executor, lambda: tables_made_by_merging(**arrays))
+        built = ThreadJob(lambda: tables_made_by_merging(**arrays), "bpe_fast-tables")
+        try:
             made = cls._from_checked(vocab_of(ranked, specials), merges, list(specials), pattern, tables=tables,
                                      special_ids=list(specials.values()),     # checked: not a ranked token's bytes
                                      unicode=unicode)
+        finally:
+            built.wait()
         if not splits:      # (its merges cannot say it: pickles, save and export_hf go by the ranks)
             made._rank_ids = frozenset(ranked.values.tolist())      # (a view's other special tokens are none)
         return made._run_init()
@@ -786,6 +795,9 @@ class Tokenizer:
         bpe_fast.formats). A tokenizer by_ranks_only is saved as HF's tokenizer.json holds Llama 3's ranks:
         merges.txt has every way of writing a token as two, and bpe_fast.json says "ignore_merges" (no cache).
         """
+        from . import formats
+        from .atomic import output_group
+
         directory = os.fsdecode(directory)     # (a bytes path too, as load and from_files take one)
         check_no_alias(self.special_tokens, "bpe_fast's files (vocab.json and bpe_fast.json)")
         if self._rank_ids:      # tiktoken's ranks that merging does not rebuild: as HF's tokenizer.json holds them
@@ -868,6 +880,8 @@ class Tokenizer:
         were caught halfway (its process paused between two): read again if they changed, else taken as they are
         (or the error raised).
         """
+        from . import formats
+
         directory = os.fsdecode(directory)     # (a bytes path too, as from_files takes one)
         for attempt in range(LOAD_TRIES):
             if attempt:
@@ -902,6 +916,8 @@ class Tokenizer:
     def _load_once(cls, directory: StrPath) -> Tokenizer:
         """load, the files read once: natively, as from_files reads them, when the folder has no cache and they are
         plainly well formed (formats.read_folder_arrays); else by formats.load_tokenizer_folder."""
+        from . import formats
+
         if formats.read_ignore_merges(directory):
             return cls._load_ranks(directory)
         read = formats.read_folder_arrays(directory)
@@ -929,6 +945,8 @@ class Tokenizer:
         """save of a tokenizer by_ranks_only, whose merges cannot say it: bpe_fast.json says "ignore_merges" (as
         HF's tokenizer.json does for Llama 3's ranks) and merges.txt holds every way of writing a token as two, in
         rank order (ranks.RankedTokens.every_split_merges); load reads the folder as those ranks. No cache."""
+        from . import formats
+        from .atomic import output_group
         from .ranks import ranked_tokens, vocab_of
 
         ranked = ranked_tokens(self.tiktoken_ranks())
@@ -947,6 +965,7 @@ class Tokenizer:
         """load of a folder whose bpe_fast.json says "ignore_merges" (_save_ranks): its vocab.json but the special
         tokens as tiktoken's ranks, when merges.txt is every way of writing a token as two in the order of the ids
         made (else a FormatError naming merges.txt and what is not so)."""
+        from . import formats
         from ._gpt2_files import TokenIndex
         from .ranks import not_as_ranks, ranks_of_merge_list, ranks_of_model
 
@@ -1062,6 +1081,8 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).training is None
         True
         """
+        from . import formats
+
         return None if self._training is None else formats.check_training(self._training)
 
     @property
@@ -1326,6 +1347,8 @@ class Tokenizer:
             if helpers <= 0:
                 ids = self._pool.batch_collect(job)
             else:
+                from concurrent.futures import ThreadPoolExecutor
+
                 futures: list[Future[None]] = []
                 with ThreadPoolExecutor(helpers) as pool:
                     try:
@@ -2116,6 +2139,8 @@ def _text_options(directory: StrPath, specials: Iterable[str]) -> Callable[[Toke
     """What a folder's bpe_fast.json says of how text is read (its normalizer, its special tokens that take the
     white space before them, its Unicode reading), read (and checked) now, as a function that gives a tokenizer
     of the folder those."""
+    from . import formats
+
     normalizer = formats.read_normalizer(directory)
     lstrip = formats.read_special_lstrip(directory, specials)
     unicode = formats.read_unicode(directory)
@@ -2266,7 +2291,7 @@ def _replace_surrogates(text: str) -> str:
 def _check_sparsity(top: int, n: int) -> None:
     """ValueError when a vocabulary of n tokens whose largest id is top is too sparse for the id-indexed tables
     (checked before they are built: their size follows the largest id)."""
-    problem = formats.sparsity_problem(top, n)
+    problem = sparsity_problem(top, n)
     if problem:
         raise ValueError(problem)
 
@@ -2283,7 +2308,7 @@ def _check_vocab(vocab: Any) -> tuple[Vocab, tuple[NDArray[np.uint8], NDArray[np
     # then goes through them as given (the first bad entry named; the last of a key's entries kept)
     if items is None:
         out: Vocab = vocab.copy()
-        packed = pack_vocab(out, formats.MAX_TOKEN_ID)
+        packed = pack_vocab(out, MAX_TOKEN_ID)
         if packed is not None:
             return out, packed
         items = list(out.items())
@@ -2293,7 +2318,7 @@ def _check_vocab(vocab: Any) -> tuple[Vocab, tuple[NDArray[np.uint8], NDArray[np
         except (TypeError, ValueError):
             pass
         else:
-            packed = pack_vocab(out, formats.MAX_TOKEN_ID) if len(out) == len(items) else None
+            packed = pack_vocab(out, MAX_TOKEN_ID) if len(out) == len(items) else None
             if packed is not None:
                 return out, packed
     for i, token in items:      # each entry a pair before any is checked (ValueError: not a pair)
@@ -2307,8 +2332,8 @@ def _check_vocab(vocab: Any) -> tuple[Vocab, tuple[NDArray[np.uint8], NDArray[np
                 i = operator.index(i)
             except TypeError:
                 raise TypeError(f"vocab id {i!r} is not an int") from None
-        if not 0 <= i <= formats.MAX_TOKEN_ID:
-            raise ValueError(f"vocab id {i} is out of range 0..{formats.MAX_TOKEN_ID}")
+        if not 0 <= i <= MAX_TOKEN_ID:
+            raise ValueError(f"vocab id {i} is out of range 0..{MAX_TOKEN_ID}")
         if not isinstance(token, (bytes, bytearray, memoryview)):
             raise TypeError(f"vocab token {i} is {type(token).__name__}, not bytes")
         token = bytes(token)
@@ -2323,6 +2348,8 @@ def _plain_arrays(packed_vocab: tuple[NDArray[np.uint8], NDArray[np.int64], NDAr
     """A vocab packed by _check_vocab and a list of merges as formats.GPT2Arrays, the merge rule's check still to
     ask (as GPT-2's files read natively), when the merges are tuples of two bytes and everything is plainly
     regular (formats.gpt2_arrays); else None."""
+    from . import formats
+
     if packed_vocab is None or not isinstance(merges, list):
         return None
     packed = pack_pairs(merges)
@@ -2332,6 +2359,8 @@ def _plain_arrays(packed_vocab: tuple[NDArray[np.uint8], NDArray[np.int64], NDAr
 def _rule_problem(merges: Merges) -> ValueError | None:
     """The constructor's error for merges (checked by _check_merges) that the merge rule's check refuses
     (bpe_fast.merge_rule), naming the merge; None when it reads them as listed."""
+    from .merge_rule import list_rule_problem
+
     problem = list_rule_problem(merges, lambda j: f"merge {j}")
     if problem is None:
         return None
@@ -2439,6 +2468,8 @@ def _check_whole_lookup(ranked: RankedTokens, every_way: BPETables) -> None:
     whole first (every_way: their tables, every token permanent): the encoder looks up pre-tokens of up to
     MAX_WHOLE_PIECE bytes, so a longer token must be what merging its bytes gives (helper-111: [97] * 300 was
     merged, not looked up), or the ranks are refused, naming it (a FormatError naming the file they came from)."""
+    from . import formats
+
     lengths = np.diff(ranked.offsets)
     for k in np.flatnonzero(lengths > MAX_WHOLE_PIECE).tolist():
         token = ranked.pool[ranked.offsets[k]:ranked.offsets[k + 1]]
@@ -2471,6 +2502,8 @@ def _ranks_table_arrays(ranked: RankedTokens, special_tokens: Mapping[str, int])
 def _refuser(files: formats.GPT2Arrays, merges_filepath: StrPath) -> Callable[[], NoReturn]:
     """_setup_arrays' `refuse` for GPT-2's files read natively: the merge rule's check found a difference, which
     read_merges names with its line (as it reads the file again)."""
+    from . import formats
+
     def refuse() -> NoReturn:
         formats.read_merges(merges_filepath, files.vocab())
         raise formats.FormatError(merges_filepath, None, "changed while it was read: the merges first read from "
@@ -2524,6 +2557,7 @@ def _first_merge_ids(files: formats.GPT2Arrays) -> tuple[NDArray[np.int64], NDAr
 def _later_merge_ids(files: formats.GPT2Arrays) -> TableArrays:
     """tables_made_by_merging's other_starts / other_left / other_right for the merges of `files` after the first
     of each merged token (merge_rule.later_pairs), ids as _first_merge_ids gives them."""
+    from .merge_rule import later_pairs
     from .token_arrays import first_occurrences
 
     assert files.parts is not None
@@ -2545,7 +2579,7 @@ def _added_specials(files: formats.GPT2Arrays, wanted: list[bytes], found: NDArr
     ids = files.vocab_ids
     missing = np.flatnonzero(found < 0).tolist()
     top = int(ids.max()) if len(ids) else -1
-    if not files.distinct or any(len(wanted[k]) < 2 for k in missing) or top + len(missing) > formats.MAX_TOKEN_ID:
+    if not files.distinct or any(len(wanted[k]) < 2 for k in missing) or top + len(missing) > MAX_TOKEN_ID:
         return None
     new_ids = list(range(top + 1, top + 1 + len(missing)))
     special_ids = ids[found[found >= 0]].tolist()       # those the vocabulary holds, then those added, in place
