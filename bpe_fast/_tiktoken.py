@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from ._numpy import np
 from ._encode import utf8_text
-from ._inspect import byte_strings, covering_tokens, first_spans, prefix_range, prefixed_strings, sort_byte_strings
 from .patterns import pattern_from_tiktoken
 from .pretokenize import native_kind, pretoken_boundaries, pretokenize
 from .specials import SpecialTokens, first_prefix_pair
@@ -178,6 +177,8 @@ class CoreBPE:
 
     def _completions(self, tail: bytes) -> list[list[int]]:
         """encode_with_unstable's completions of the unstable bytes `tail` (tiktoken's three steps), each once."""
+        from ._inspect import first_spans, prefix_range, prefixed_strings
+
         pool, offsets = self._tokenizer.token_pool()
         ids = self._sorted_ranks()
         # 1. every token that starts with the unstable bytes
@@ -219,6 +220,8 @@ class CoreBPE:
         """For each of the texts data[bounds[k]:bounds[k + 1]] (UTF-8, encoded as encode_ordinary does; `whole`:
         any bytes, merged as one piece, never looked up whole, as tiktoken's byte_pair_encode), its first tokens up to the first that reaches byte `size` (every text
         holds that many bytes): the segments flat[first[k]:stop[k]] of (flat, first, stop), one a text."""
+        from ._inspect import covering_tokens
+
         if len(bounds) < 2:
             return _segments([])
         if not whole:
@@ -247,6 +250,8 @@ class CoreBPE:
     def _sorted_ranks(self) -> NDArray[np.int64]:
         """The ranked tokens' ids in the order of their bytes (as Python sorts bytes): sorted natively on the
         decoder's bytes (Tokenizer.token_pool) when first asked for, kept."""
+        from ._inspect import sort_byte_strings
+
         cached = self._own_sorted
         if cached is None:
             pool, offsets = self._tokenizer.token_pool()
@@ -320,6 +325,8 @@ class CoreBPE:
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every ranked token, sorted (a new list each call, as tiktoken's; the bytes made once)."""
+        from ._inspect import byte_strings
+
         values = self._own_byte_values
         if values is None:
             pool, offsets = self._tokenizer.token_pool()

@@ -24,7 +24,6 @@ from __future__ import annotations
 import array
 import base64
 import bisect
-import gzip
 import operator
 import os
 import re
@@ -89,6 +88,8 @@ def tiktoken_text(ranks: Mapping[bytes, int]) -> bytes:
 def read_tiktoken_bytes(path: StrPath) -> bytes:
     """The contents of a `.tiktoken` file (a ``.gz`` name: decompressed); FormatError naming it when it cannot
     be read (a broken gzip stream), OSError when it is missing or not readable."""
+    import gzip
+
     from .formats import FormatError
 
     opener = gzip.open if os.fsdecode(path).endswith(".gz") else open     # (a bytes path too)

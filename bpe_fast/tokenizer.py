@@ -44,7 +44,6 @@ from ._limits import MAX_TOKEN_ID, sparsity_problem
 from ._encode import (DECODE_PARALLEL_IDS, MAX_WHOLE_PIECE, BatchJob, BPETables, DisallowedFound, EncoderPool,
                       IdBuffer, PieceTable, Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable,
                       utf8_text)
-from ._gpt2_files import TokenIndex, pack_pairs, pack_vocab
 from ._ranks import ranks_table_arrays
 from .normalize import check_normalizer, is_normal, last_stable, normal
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
@@ -64,6 +63,7 @@ if TYPE_CHECKING:
 
     from . import formats
     from ._encode import BPECore
+    from ._gpt2_files import TokenIndex
     from .formats import MergesSource, TableArrays
     from .token_view import TokenView
     from .ranks import RankedTokens
@@ -795,6 +795,8 @@ class Tokenizer:
         bpe_fast.formats). A tokenizer by_ranks_only is saved as HF's tokenizer.json holds Llama 3's ranks:
         merges.txt has every way of writing a token as two, and bpe_fast.json says "ignore_merges" (no cache).
         """
+        from ._gpt2_files import TokenIndex, pack_pairs
+
         from . import formats
         from .atomic import output_group
 
@@ -2299,6 +2301,8 @@ def _check_sparsity(top: int, n: int) -> None:
 def _check_vocab(vocab: Any) -> tuple[Vocab, tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]] | None]:
     """(a new dict[int, bytes], its pack_vocab arrays when it was checked natively, else None); TypeError /
     ValueError naming the bad entry."""
+    from ._gpt2_files import pack_vocab
+
     try:
         items = None if type(vocab) is dict else list(vocab.items())
     except AttributeError:
@@ -2348,6 +2352,8 @@ def _plain_arrays(packed_vocab: tuple[NDArray[np.uint8], NDArray[np.int64], NDAr
     """A vocab packed by _check_vocab and a list of merges as formats.GPT2Arrays, the merge rule's check still to
     ask (as GPT-2's files read natively), when the merges are tuples of two bytes and everything is plainly
     regular (formats.gpt2_arrays); else None."""
+    from ._gpt2_files import pack_pairs
+
     from . import formats
 
     if packed_vocab is None or not isinstance(merges, list):
