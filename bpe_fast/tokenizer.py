@@ -45,7 +45,6 @@ from ._encode import (DECODE_PARALLEL_IDS, MAX_WHOLE_PIECE, BatchJob, BPETables,
                       IdBuffer, PieceTable, Segmenter, StreamEncoder, StreamIds, tables_made_by_merging, utf8_searchable,
                       utf8_text)
 from ._ranks import ranks_table_arrays
-from .normalize import check_normalizer, is_normal, last_stable, normal
 from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, check_tiktoken_readable,  # noqa: F401
                        resolve_pattern)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
 from .pretokenize import (PEERS_UNICODE, check_documents_utf8, check_unicode, check_utf8, compiled_pattern,
@@ -371,6 +370,8 @@ class Tokenizer:
         >>> tok.encode("e\\u0301"), tok.with_normalizer("NFC").encode("e\\u0301")
         ([101, 204, 129], [256])
         """
+        from .normalize import check_normalizer
+
         normalizer = check_normalizer(normalizer)
         if normalizer == self._normalizer:
             return self
@@ -1159,6 +1160,8 @@ class Tokenizer:
         if type(text) is not str:
             text = str.__str__(_check_text(text))        # a str subclass as a plain str
         if self._normalizer is not None:
+            from .normalize import is_normal
+
             if text.isascii() or is_normal(self._normalizer, text):      # as it is, unless it holds a surrogate
                 plain = self._unnormalized
                 try:
@@ -1202,6 +1205,8 @@ class Tokenizer:
         """For a tokenizer with a normalizer: None when `text` (lone surrogates replaced, as encode replaces them)
         is in normal form, else its (piece, is_special) in order, the special tokens found in it, each piece of
         text between them in normal form (bpe_fast.normalize)."""
+        from .normalize import is_normal, normal
+
         form = self._normalizer
         assert form is not None
         if _has_surrogate(text):
@@ -1390,6 +1395,8 @@ class Tokenizer:
     def _changes(self, text: str) -> bool:
         """False when `text` is encoded as it is by a tokenizer with a normalizer: it is in normal form and holds
         no surrogate (replacing surrogates can make a character that normalizing changes)."""
+        from .normalize import is_normal
+
         return not text.isascii() and (not is_normal(self._normalizer, text)      # type: ignore[arg-type]
                                        or _has_surrogate(text))
 
@@ -1627,6 +1634,8 @@ class Tokenizer:
         if type(text) is not str:
             text = str.__str__(_check_text(text))
         if self._normalizer is not None:
+            from .normalize import is_normal
+
             if text.isascii() or is_normal(self._normalizer, text):      # as it is, unless it holds a surrogate
                 try:
                     return self._unnormalized._encode_all(text).take(dtype)
@@ -1738,6 +1747,8 @@ class Tokenizer:
         copied: the text held before it, searched already, stays in pieces (`settled`) until a cut or a special
         token lets it go, so a long stretch with no cut (a megabyte of combining marks) costs time linear in its
         length, not the length held times the number of strings."""
+        from .normalize import last_stable, normal
+
         form = self._normalizer
         assert form is not None
         regex_, ids = self._specials.regex, self._specials.ids or {}
