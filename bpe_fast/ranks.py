@@ -29,7 +29,7 @@ import os
 import re
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._numpy import np
 from ._types import Merges, StrPath, Vocab
@@ -88,18 +88,18 @@ def tiktoken_text(ranks: Mapping[bytes, int]) -> bytes:
 def read_tiktoken_bytes(path: StrPath) -> bytes:
     """The contents of a `.tiktoken` file (a ``.gz`` name: decompressed); FormatError naming it when it cannot
     be read (a broken gzip stream), OSError when it is missing or not readable."""
-    import gzip
+    opener: Any = open
+    if os.fsdecode(path).endswith(".gz"):      # (a bytes path too)
+        import gzip
 
-    from .formats import FormatError
-
-    opener = gzip.open if os.fsdecode(path).endswith(".gz") else open     # (a bytes path too)
+        opener = gzip.open
     try:
         with opener(path, "rb") as f:
             return f.read()
     except (EOFError, OSError, zlib.error) as exc:
         if isinstance(exc, OSError) and exc.errno is not None:     # the system's (missing, not a folder, ...)
             raise                                                   # gzip's BadGzipFile has no errno
-        raise FormatError(path, None, f"cannot read: {exc}") from exc
+        raise _format_error(path, None, f"cannot read: {exc}") from exc
 
 
 def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes], Ints, Ints, Bytes, Ints, bool]:
@@ -110,7 +110,6 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
     (bpe_fast._ranks.parse_tiktoken's)."""
     from ._ranks import parse_tiktoken, ranks_rise
     from ._scan import first_repeat
-    from .formats import FormatError
 
     path = os.fsdecode(path)        # (a bytes path: named as text)
     if data is None:
@@ -124,12 +123,12 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
         pool, offsets, values, lines, bad = parse_tiktoken(data)
     if bad:
         if data.startswith(b"\x1f\x8b"):    # gzip's magic: compressed bytes read as text (a line of them may hold a CR)
-            raise FormatError(path, None, "is gzip-compressed (it starts with gzip's bytes 1F 8B), not the text of a "
-                              ".tiktoken file: decompress it (Tokenizer.from_tiktoken and "
-                              "Encoding.from_tiktoken_file read a name ending in .gz through gzip; load_tiktoken_bpe, "
-                              "as tiktoken's, does not)")
+            raise _format_error(path, None, "is gzip-compressed (it starts with gzip's bytes 1F 8B), not the text of a "
+                                  ".tiktoken file: decompress it (Tokenizer.from_tiktoken and "
+                                  "Encoding.from_tiktoken_file read a name ending in .gz through gzip; load_tiktoken_bpe, "
+                                  "as tiktoken's, does not)")
         line = data.split(b"\n", bad)[bad - 1]
-        raise FormatError(path, bad, _line_problem(line[:-1] if line.endswith(b"\r") else line))
+        raise _format_error(path, bad, _line_problem(line[:-1] if line.endswith(b"\r") else line))
     joined = pool.tobytes()
     bounds = offsets.tolist()
     tokens = [joined[a:b] for a, b in zip(bounds, bounds[1:])]
@@ -138,20 +137,28 @@ def _read_arrays(path: StrPath, data: bytes | None = None) -> tuple[list[bytes],
         big = np.flatnonzero(np.asarray(values) > MAX_TOKEN_ID)
         if len(big):
             k = int(big[0])
-            raise FormatError(path, int(lines[k]), f"the rank {int(values[k])} is beyond {MAX_TOKEN_ID}")
+            raise _format_error(path, int(lines[k]), f"the rank {int(values[k])} is beyond {MAX_TOKEN_ID}")
     if first_repeat(pool, offsets) >= 0:       # natively: a set of the tokens took o200k's file 13 ms of 80
         first: dict[bytes, int] = {}
         for token, line in zip(tokens, lines.tolist()):
             if token in first:
-                raise FormatError(path, line, f"the token {token!r} is on line {first[token]} already")
+                raise _format_error(path, line, f"the token {token!r} is on line {first[token]} already")
             first[token] = line
     if not rise:
         order = np.argsort(values, kind="stable")
         same = np.flatnonzero(np.asarray(values)[order][1:] == np.asarray(values)[order][:-1])
         if len(same):
             a, b = sorted(order[int(same[0]):int(same[0]) + 2].tolist())     # lines where one rank is given twice
-            raise FormatError(path, int(lines[b]), f"the rank {int(values[b])} is on line {int(lines[a])} already")
+            raise _format_error(path, int(lines[b]), f"the rank {int(values[b])} is on line {int(lines[a])} already")
     return tokens, values, lines, pool, offsets, rise
+
+
+def _format_error(path: StrPath, line: int | None, message: str) -> ValueError:
+    """bpe_fast.formats.FormatError(path, line, message), formats imported only when a file's error is raised (an
+    Encoding of ranks in a dict, or of a good file, imports none of the readers)."""
+    from .formats import FormatError
+
+    return FormatError(path, line, message)
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -161,10 +168,8 @@ _LONE_CR = re.compile(rb"\r(?!\n)")
 def check_has_ranks(path: StrPath, count: int) -> None:
     """FormatError naming the `.tiktoken` file at path when it holds no ranks (count 0: empty, or blank lines
     only), which read_tiktoken reads as tiktoken does ({}), but no tokenizer can be made of."""
-    from .formats import FormatError
-
     if not count:
-        raise FormatError(path, None, 'holds no ranks (no line "base64 rank": an empty file?)')
+        raise _format_error(path, None, 'holds no ranks (no line "base64 rank": an empty file?)')
 
 
 def _line_problem(line: bytes) -> str:
@@ -269,8 +274,6 @@ class RankedTokens(NamedTuple):
 
     def unmade(self, index: int, parts: int) -> ValueError:
         """The error for token `index`, which tiktoken's rule with the lower ranks leaves in `parts` parts."""
-        from .formats import FormatError
-
         token = self.tokens[index]
         shown = repr(token) if len(token) <= 200 else f"{token[:100]!r}... ({len(token):,} bytes)"
         message = (f"the token {shown} (rank {int(self.values[index])}) cannot be made by merging tokens of lower "
@@ -279,7 +282,7 @@ class RankedTokens(NamedTuple):
                    "encodings and Llama 4's; tiktoken builds an encoding from such ranks all the same, as Llama 3's, "
                    "and so does Tokenizer.from_tiktoken)")
         if self.path is not None and self.lines is not None:
-            return FormatError(self.path, int(self.lines[index]), message)
+            return _format_error(self.path, int(self.lines[index]), message)
         return ValueError(f"ranks: {message}")
 
     def lookup_merges(self) -> Merges:
@@ -368,11 +371,7 @@ def _ranked(tokens: list[bytes], values: Ints, pool: Bytes | None = None, offset
     if missing:
         shown = ", ".join(repr(bytes([b])) for b in missing[:8]) + (", ..." if len(missing) > 8 else "")
         message = f"{len(missing)} of the 256 single bytes have no rank ({shown}); every byte needs one"
-        if path is None:
-            raise ValueError(f"ranks: {message}")
-        from .formats import FormatError
-
-        raise FormatError(path, None, message)
+        raise _format_error(path, None, message) if path is not None else ValueError(f"ranks: {message}")
     return RankedTokens(tokens, values, pool, offsets, byte_index, path, lines)
 
 
@@ -490,9 +489,7 @@ def ranked_tokens(path_or_ranks: StrPath | Mapping[bytes, int]) -> RankedTokens:
         largest = len(values) - 1 if rise else int(np.argmax(values))
         problem = sparsity_problem(int(values[largest]), len(values))
         if problem:         # the encoder's tables are indexed by id: named here, with the file and line
-            from .formats import FormatError
-
-            raise FormatError(path, int(lines[largest]), problem)
+            raise _format_error(path, int(lines[largest]), problem)
         if rise:
             return _ranked(tokens, values, pool, offsets, path, lines)
         order = np.argsort(values, kind="stable")

@@ -204,12 +204,12 @@ def test_building_an_encoding_loads_no_numpy(tmp_path):
 
 
 def test_building_an_encoding_from_ranks_loads_no_readers_regex_or_futures(tmp_path):
-    # bpe_fast.Encoding from a dict of ranks with a built-in pattern (scanned natively, with Unicode 16.0's tables)
-    # imports neither `regex` (8-11 ms) nor concurrent.futures (with logging, 4-12 ms; its tables are built in a
-    # procs.ThreadJob), nor the file readers and what they import (bpe_fast.formats, merge_rule, atomic: 5-8 ms):
-    # those were most of what a fresh process's first Encoding took beyond tiktoken's. A custom pattern brings
-    # `regex`. In a child process, of the package this process tests (see the tests above)
-    code = ("import sys, bpe_fast\n"
+    # bpe_fast.Encoding from a dict of ranks (or a good .tiktoken file) with a built-in pattern (scanned natively,
+    # with Unicode 16.0's tables) imports neither `regex` (8-11 ms) nor concurrent.futures (with logging, 4-12 ms;
+    # its tables are built in a procs.ThreadJob), nor the file readers and what they import (bpe_fast.formats,
+    # merge_rule, atomic: 5-8 ms): those were most of what a fresh process's first Encoding took beyond tiktoken's.
+    # A custom pattern brings `regex`. In a child process, of the package this process tests (see the tests above)
+    code = ("import base64, sys, bpe_fast\n"
             "from bpe_fast.patterns import GPT4_PATTERN, O200K_PATTERN\n"
             "ranks = {bytes([b]): b for b in range(256)} | {b'ab': 256, b' ab': 257}\n"
             "unwanted = ('regex', 'concurrent.futures', 'bpe_fast.formats', 'bpe_fast.merge_rule', 'bpe_fast.atomic')\n"
@@ -221,6 +221,12 @@ def test_building_an_encoding_from_ranks_loads_no_readers_regex_or_futures(tmp_p
             "    assert enc._core_bpe._tokenizer.unicode == '16.0'\n"
             "    loaded = [m for m in unwanted if m in sys.modules]\n"
             "    assert loaded == [], loaded\n"
+            "with open('ranks.tiktoken', 'wb') as f:\n"      # a good file: its readers' errors are formats'
+            "    f.write(b''.join(base64.b64encode(t) + b' %d\\n' % r for t, r in ranks.items()))\n"
+            "enc = bpe_fast.Encoding.from_tiktoken_file('e', 'ranks.tiktoken', GPT4_PATTERN)\n"
+            "assert enc.encode_ordinary(' ab') == [257]\n"
+            "loaded = [m for m in unwanted if m in sys.modules]\n"
+            "assert loaded == [], loaded\n"
             "enc = bpe_fast.Encoding('e', pat_str=r' ?\\S+|\\s+', mergeable_ranks=ranks, special_tokens={})\n"
             "assert enc.encode('ab ab') == [256, 257] and 'regex' in sys.modules\n")
     _run_in_a_child(code, tmp_path)
