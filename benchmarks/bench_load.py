@@ -369,7 +369,7 @@ def test_load_in_a_fresh_process(benchmark, ranks_files, name):
     scanner's Unicode tables, ...), then a second one; each library in its own process, alternating, 5 rounds
     (medians). Neither brings NumPy in, not even bpe_fast's first Encoding (its ranks' and tables' arrays are
     array.array buffers made natively: NumPy was 50-60 ms of it until eb96161), nor, since helper-190's branch
-    (1fe729d..51e1f97), `regex`, concurrent.futures or bpe_fast's file readers (the built-in pattern is scanned
+    (dbb57cb..202a52c), `regex`, concurrent.futures or bpe_fast's file readers (the built-in pattern is scanned
     natively; here tiktoken's loader, imported before the clock starts, has brought concurrent.futures)."""
     import subprocess
     import sys
