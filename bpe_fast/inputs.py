@@ -1398,6 +1398,166 @@ def _message_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
+# Parquet: read natively (bpe_fast._parquet) when the file's footer says the text column is a top-level string
+# column whose chunks are uncompressed or Snappy and encoded PLAIN, by dictionary or DELTA_LENGTH_BYTE_ARRAY
+# (what pyarrow, pandas, Polars, Spark and HF datasets write by default but for the codec), by pyarrow otherwise:
+# decided a file at a time, from its footer, so that one reader reads all of a file
+_PARQUET_CODECS = {0: "uncompressed", 1: "SNAPPY", 2: "GZIP", 3: "LZO", 4: "BROTLI", 5: "LZ4", 6: "ZSTD",
+                   7: "LZ4_RAW"}
+_PARQUET_ENCODINGS = {0: "PLAIN", 2: "PLAIN_DICTIONARY", 3: "RLE", 4: "BIT_PACKED", 5: "DELTA_BINARY_PACKED",
+                      6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 8: "RLE_DICTIONARY",
+                      9: "BYTE_STREAM_SPLIT"}
+_PARQUET_TYPES = {0: "bool", 1: "int32", 2: "int64", 3: "int96", 4: "float", 5: "double", 6: "binary",
+                  7: "fixed_size_binary"}
+_PARQUET_FOOTER_MAX = 1 << 30     # a footer claiming more is damaged (not read into memory)
+_NATIVE_ROWS = 1 << 16            # at most, the documents of a piece the native reader gives (a run of nulls
+                                  # can be millions of them in a few bytes)
+
+
+class ParquetPlan(NamedTuple):
+    """How the native reader reads a Parquet file's text column, from its footer: for each row group (its rows,
+    the column's uncompressed bytes in it, its codec, the file range of its column chunk, its values), and
+    whether the column is OPTIONAL (has nulls)."""
+    chunks: list[tuple[int, int, int, int, int, int]]
+    optional: bool
+
+
+class _NeedsPyarrow(NamedTuple):
+    """A Parquet file the native reader leaves to pyarrow: why (a feature it does not read, or what looks
+    damaged in the footer, which pyarrow then names as it always did)."""
+    why: str
+    damaged: bool
+
+
+def _pyarrow_installed() -> bool:
+    """Whether pyarrow can be imported (looked up, not imported: its import is 0.15-0.2 s)."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec("pyarrow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _parquet_plan(path: str, text_column: str) -> ParquetPlan | _NeedsPyarrow:
+    """The native reader's plan for a Parquet file, or why pyarrow reads it; the OSError of a file that cannot be
+    opened; InputError for a column that is not there or not alone (the errors pyarrow's reading gave)."""
+    from ._parquet import SUPPORTED_CODECS, SUPPORTED_ENCODINGS, read_footer
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < 12:
+            return _NeedsPyarrow("a file too short to be Parquet", True)
+        tail = os.pread(f.fileno(), 8, size - 8)
+        head = os.pread(f.fileno(), 4, 0)
+        if tail[4:] == b"PARE":
+            return _NeedsPyarrow("an encrypted footer", False)
+        footer_len = int.from_bytes(tail[:4], "little")
+        if len(tail) != 8 or tail[4:] != b"PAR1" or head != b"PAR1":
+            return _NeedsPyarrow("no Parquet magic bytes", True)
+        if footer_len > min(size - 12, _PARQUET_FOOTER_MAX):
+            return _NeedsPyarrow("a footer longer than the file", True)
+        data_end = size - 8 - footer_len
+        footer = os.pread(f.fileno(), footer_len, data_end)
+    if len(footer) != footer_len:
+        return _NeedsPyarrow("the file shorter than it was", True)
+    try:
+        num_rows, encrypted, names, tops, matches, element, text, groups = read_footer(footer,
+                                                                                        text_column.encode())
+    except (ValueError, UnicodeEncodeError) as exc:
+        return _NeedsPyarrow(f"a footer that does not parse: {exc}", True)
+    try:
+        top_names = [names[i].decode() for i in tops]
+        for name in names:
+            name.decode()
+    except UnicodeDecodeError:
+        return _NeedsPyarrow("a column name that is not UTF-8", True)
+    if matches == 0:
+        raise InputError(f"{path}: no column {text_column!r} (columns: {top_names}); choose one with "
+                         f"text_column= (CLI: --text-column)")
+    if matches > 1:
+        raise InputError(f"{path}: {matches} columns named {text_column!r} (columns: {top_names}): "
+                         "which one holds the text is not known")
+    if encrypted:
+        return _NeedsPyarrow("encryption", False)
+    assert text is not None                         # (the column is there: its element)
+    kind, repetition, children, converted, logical = text
+    if children >= 0:
+        return _NeedsPyarrow("a nested column", False)
+    if repetition not in (0, 1):                    # REQUIRED, OPTIONAL
+        return _NeedsPyarrow("a repeated column", False)
+    if kind != 6:                                   # BYTE_ARRAY
+        return _NeedsPyarrow(f"a column of type {_PARQUET_TYPES.get(kind, kind)}", False)
+    if not (logical == 1 or logical < 0 and converted == 0):        # the STRING logical type, or UTF8
+        return _NeedsPyarrow("a binary column" if logical < 0 and converted < 0 else "an annotated binary column",
+                             False)
+    chunks = []
+    for g, (rows, kind, codec, encodings, num_values, uncompressed, compressed, data_page, dictionary_page,
+            path_matches, file_path, encrypted, has_meta) in enumerate(groups):
+        if encrypted or not has_meta:
+            return _NeedsPyarrow("encryption", False)
+        if file_path:
+            return _NeedsPyarrow("column data in another file", False)
+        if codec not in SUPPORTED_CODECS:
+            return _NeedsPyarrow(f"{_PARQUET_CODECS.get(codec, codec)} compression", False)
+        other = [e for e in range(64) if encodings >> e & 1 and e not in SUPPORTED_ENCODINGS]
+        if other:
+            return _NeedsPyarrow(f"the {_PARQUET_ENCODINGS.get(other[0], other[0])} encoding", False)
+        start = data_page
+        if dictionary_page > 0 and dictionary_page < start:
+            start = dictionary_page
+        if (kind != 6 or not path_matches or num_values != rows or min(uncompressed, compressed, start) < 0
+                or start < 4 or compressed > data_end - start):
+            return _NeedsPyarrow(f"row group {g}'s column chunk out of place", True)
+        chunks.append((rows, uncompressed, codec, start, compressed, num_values))
+    return ParquetPlan(chunks, repetition == 1)
+
+
+def _planned(path: str, text_column: str) -> ParquetPlan | None:
+    """_parquet_plan, None for a file pyarrow reads (ImportError naming why without pyarrow; InputError for
+    a damaged footer)."""
+    plan = _parquet_plan(path, text_column)
+    if isinstance(plan, ParquetPlan):
+        return plan
+    if _pyarrow_installed():
+        return None
+    if plan.damaged:
+        raise InputError(f"{path}: not a Parquet file ({plan.why})")
+    raise ImportError(f"{path}: reading Parquet needs the pyarrow package (pip install 'bpe_fast[parquet]') for "
+                      f"this file's {plan.why} (bpe_fast reads a top-level string column, uncompressed or "
+                      f"SNAPPY, itself)")
+
+
+def parquet_reader(path: str, text_column: str = "text") -> str:
+    """"native" when bpe_fast reads the file's text column itself, else why pyarrow reads it."""
+    plan = _parquet_plan(path, text_column)
+    return "native" if isinstance(plan, ParquetPlan) else plan.why
+
+
+def _native_pieces(path: str, plan: ParquetPlan, groups: Iterable[int], rows: int, batch_bytes: int,
+                   max_rows: int | None = None) -> Iterator[tuple[bytes, NDArray[np.int64]]]:
+    """(data, int64 bounds from 0) of the text column of the row groups `groups`, read natively, about
+    batch_bytes each (a row group's last less), at most max_rows documents each; rows: the rows before the first
+    row group (for errors)."""
+    from ._parquet import ColumnChunk
+    limit = _NATIVE_ROWS if max_rows is None else max(1, min(_NATIVE_ROWS, max_rows))
+    with open_regular(path) as f:
+        for g in groups:
+            _, _, codec, start, length, num_values = plan.chunks[g]
+            data = os.pread(f.fileno(), length, start) if length else b""
+            if len(data) != length:
+                raise ChangedWhileReadError(path)
+            chunk = ColumnChunk(data, start, codec, plan.optional, num_values)
+            while True:
+                try:
+                    piece = chunk.read(batch_bytes, limit)
+                except ValueError as exc:
+                    raise InputError(f"{path}: corrupt Parquet file after {rows} rows (row group {g}: "
+                                     f"{exc})") from None
+                if piece is None:
+                    break
+                rows += len(piece[1]) - 1
+                yield piece
+
+
 def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
     """(pyarrow.parquet.ParquetFile, the pyarrow module) of a Parquet file holding a string column
     text_column; ImportError without pyarrow, the OSError of a file that cannot be opened (naming it, as for any
@@ -1437,7 +1597,10 @@ def _open_parquet(path: str, text_column: str) -> tuple[Any, Any]:
 
 def parquet_row_groups(path: str, text_column: str) -> tuple[list[int], list[int]]:
     """(the text column's uncompressed bytes in each row group, the rows in each) of a Parquet file, checked as
-    _open_parquet checks it."""
+    _open_parquet checks it (from the footer read natively when the native reader reads the file)."""
+    plan = _planned(path, text_column)
+    if plan is not None:
+        return [chunk[1] for chunk in plan.chunks], [chunk[0] for chunk in plan.chunks]
     parquet, _ = _open_parquet(path, text_column)
     with parquet:
         meta = parquet.metadata
@@ -1459,6 +1622,18 @@ def parquet_row_group_batches(path: str, groups: Sequence[int], first: int, text
     numbered in the whole file), for a worker that reads its share of a file itself (count_workers.
     count_unit_tables). The caller knows `first` (a row group alone summed the ones before it, and the file was
     opened for each: 2,000 row groups of 100 rows took 24 s)."""
+    plan = _planned(path, text_column)
+    if plan is not None:
+        pending: list[tuple[Any, NDArray[np.int64]]] = []
+        size = 0
+        for data, bounds in _native_pieces(path, plan, groups, first, batch_bytes):
+            pending.append((data, bounds))
+            size += len(data)
+            if size >= batch_bytes:
+                first = yield from _flush_arrow(pending, path, first)
+                size = 0
+        yield from _flush_arrow(pending, path, first)
+        return
     parquet, pyarrow = _open_parquet(path, text_column)
     with parquet:
         for record_batch in _parquet_record_batches(parquet, path, text_column, batch_bytes, pyarrow, list(groups),
@@ -1468,39 +1643,52 @@ def parquet_row_group_batches(path: str, groups: Sequence[int], first: int, text
             first += len(bounds) - 1
 
 
-def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: str) -> Iterator[Batch]:
-    if budget.spent:            # the caps reached before this file: not opened (nor its empty documents read)
+def _parquet_pieces(path: str, budget: Budget, batch_bytes: int, text_column: str
+                    ) -> Iterator[tuple[Any, NDArray[np.int64]]]:
+    """(data, int64 bounds from 0) of the whole file's text column, read natively or by pyarrow."""
+    plan = _planned(path, text_column)
+    if plan is not None:
+        yield from _native_pieces(path, plan, range(len(plan.chunks)), 0, batch_bytes, budget.documents)
         return
     parquet, pyarrow = _open_parquet(path, text_column)
     with parquet:
-        first = 0
-        pending = []
         for record_batch in _parquet_record_batches(parquet, path, text_column, batch_bytes, pyarrow):
-            data, bounds = _arrow_strings(record_batch.column(0), pyarrow)
-            rows = len(bounds) - 1
-            if budget.documents is not None and rows > budget.documents:
-                rows = budget.documents
-                data, bounds = data[:bounds[rows]], bounds[:rows + 1]
-            if budget.documents is not None:
-                budget.documents -= rows
-            if budget.bytes is not None and len(data) >= budget.bytes:      # == : not the empty ones after
-                # the documents begun within the cap, the last one cut (to nothing, if need be, as elsewhere) back to
-                # a character boundary within it, as an iterable's is cut (a next document beginning with a
-                # continuation byte, not UTF-8, cut bytes of the one before)
-                rows = int(np.searchsorted(bounds, budget.bytes, side="left"))
-                start = int(bounds[rows - 1]) if rows else 0
-                keep = start + utf8_boundary(data[start:int(bounds[rows])], budget.bytes - start)
-                bounds = np.minimum(bounds[:rows + 1], keep)
-                data = data[:keep]
-                budget.bytes = 0
-            elif budget.bytes is not None:
-                budget.bytes -= len(data)
-            pending.append((data, bounds))
-            if sum(len(d) for d, _ in pending) >= batch_bytes or budget.spent:
-                first = yield from _flush_arrow(pending, path, first)
-            if budget.spent:
-                break
-        yield from _flush_arrow(pending, path, first)
+            yield _arrow_strings(record_batch.column(0), pyarrow)
+
+
+def _parquet_batches(path: str, budget: Budget, batch_bytes: int, text_column: str) -> Iterator[Batch]:
+    if budget.spent:            # the caps reached before this file: not opened (nor its empty documents read)
+        return
+    first = 0
+    pending: list[tuple[Any, NDArray[np.int64]]] = []
+    size = 0
+    for data, bounds in _parquet_pieces(path, budget, batch_bytes, text_column):
+        rows = len(bounds) - 1
+        if budget.documents is not None and rows > budget.documents:
+            rows = budget.documents
+            data, bounds = data[:bounds[rows]], bounds[:rows + 1]
+        if budget.documents is not None:
+            budget.documents -= rows
+        if budget.bytes is not None and len(data) >= budget.bytes:      # == : not the empty ones after
+            # the documents begun within the cap, the last one cut (to nothing, if need be, as elsewhere) back to
+            # a character boundary within it, as an iterable's is cut (a next document beginning with a
+            # continuation byte, not UTF-8, cut bytes of the one before)
+            rows = int(np.searchsorted(bounds, budget.bytes, side="left"))
+            start = int(bounds[rows - 1]) if rows else 0
+            keep = start + utf8_boundary(data[start:int(bounds[rows])], budget.bytes - start)
+            bounds = np.minimum(bounds[:rows + 1], keep)
+            data = data[:keep]
+            budget.bytes = 0
+        elif budget.bytes is not None:
+            budget.bytes -= len(data)
+        pending.append((data, bounds))
+        size += len(data)
+        if size >= batch_bytes or budget.spent:
+            first = yield from _flush_arrow(pending, path, first)
+            size = 0
+        if budget.spent:
+            break
+    yield from _flush_arrow(pending, path, first)
 
 
 def _parquet_record_batches(parquet: Any, path: str, text_column: str, batch_bytes: int, pyarrow: Any,
@@ -1527,9 +1715,13 @@ def _parquet_record_batches(parquet: Any, path: str, text_column: str, batch_byt
 
 
 def _flush_arrow(pending: list[Any], path: str, first: int) -> Generator[Batch, None, int]:
+    """One Batch of the pending (data, bounds) pieces (emptied); returns the documents' number after them."""
     if not pending:
         return first
-    data = b"".join(bytes(d) for d, _ in pending)
+    if len(pending) == 1 and isinstance(pending[0][0], bytes):
+        data = pending[0][0]                    # (a native piece: no copy)
+    else:
+        data = b"".join(bytes(d) for d, _ in pending)
     bounds = [pending[0][1]]
     base = pending[0][1][-1]
     for _, b in pending[1:]:
