@@ -81,6 +81,14 @@ cdef enum:
     MAX_DEPTH = 64                  # nested Thrift structs skipped at most (a damaged footer must not recurse on)
     SNAPPY_MAX_RATIO = 22           # Snappy expands at most 64 bytes from a 3-byte copy: 21.3 times
 
+# the required fields of ColumnMetaData (a bit each: type, encodings, path_in_schema, codec, num_values, the two
+# sizes, data_page_offset), of a PageHeader (type, its sizes), and of a DataPageHeader, DictionaryPageHeader and
+# DataPageHeaderV2 (their fields 1-4, 1-2 and 1-6)
+cdef uint32_t REQUIRED_COLUMN_META = 0x2FE
+cdef uint32_t REQUIRED_PAGE = 0xE
+cdef uint32_t REQUIRED_DATA_PAGE = 0x1E
+cdef uint32_t REQUIRED_DICTIONARY_PAGE = 0x6
+cdef uint32_t REQUIRED_DATA_PAGE_V2 = 0x7E
 cdef uint64_t MAX_RUN = 1 << 31    # values of an RLE or bit-packed run, at most (a page holds fewer)
 
 SUPPORTED_CODECS = frozenset((UNCOMPRESSED, SNAPPY))
@@ -168,6 +176,9 @@ cdef int64_t list_header(Cursor* c, int* kind) noexcept nogil:
     cdef uint8_t b = read_byte(c)
     cdef uint64_t n = b >> 4
     kind[0] = b & 0x0F
+    if kind[0] < T_TRUE or kind[0] > T_STRUCT:
+        fail(c, "list of an unknown type")
+        return 0
     if n == 15:
         n = varint(c)
     if n > <uint64_t>(c.end - c.pos):
@@ -260,6 +271,55 @@ cdef inline int64_t read_int(Cursor* c, int kind) noexcept nogil:
     return 0
 
 
+cdef void check_struct(Cursor* c, const int* required, int n, int depth) noexcept nogil:
+    """Skips a struct whose fields 1..n-1 are required of type required[id] (0: not required; T_TRUE: a
+    boolean): fails when one is not there with its type, as Thrift's generated readers do (a field of another
+    type than its own is skipped, so missing)."""
+    cdef int16_t last = 0
+    cdef int kind, i
+    cdef uint32_t seen = 0, want = 0
+    for i in range(1, n):
+        if required[i]:
+            want |= (<uint32_t>1) << i
+    while next_field(c, &last, &kind):
+        if 0 < last < n and required[last] and (kind == required[last] or required[last] == T_TRUE
+                                                and kind == T_FALSE):
+            seen |= (<uint32_t>1) << last
+        skip(c, kind, depth + 1)
+    if c.error == NULL and seen != want:
+        fail(c, "a struct lacks a required field")
+
+
+cdef void check_list(Cursor* c, const int* required, int n, int depth) noexcept nogil:
+    """Skips a list of such structs."""
+    cdef int inner
+    cdef int64_t count = list_header(c, &inner), i
+    if count and inner != T_STRUCT:
+        fail(c, "a list of structs holds something else")
+        return
+    for i in range(count):
+        check_struct(c, required, n, depth)
+        if c.error != NULL:
+            return
+
+
+# the required fields of the structs the footer and page headers hold (by field id: its Thrift type)
+cdef int PAGE_ENCODING_STATS[4]
+PAGE_ENCODING_STATS[:] = [0, T_I32, T_I32, T_I32]
+cdef int KEY_VALUE[2]
+KEY_VALUE[:] = [0, T_BINARY]
+cdef int SORTING_COLUMN[4]
+SORTING_COLUMN[:] = [0, T_I32, T_TRUE, T_TRUE]
+cdef int DECIMAL_TYPE[3]
+DECIMAL_TYPE[:] = [0, T_I32, T_I32]
+cdef int TIME_TYPE[3]
+TIME_TYPE[:] = [0, T_TRUE, T_STRUCT]
+cdef int INT_TYPE[3]
+INT_TYPE[:] = [0, T_BYTE, T_TRUE]
+cdef int NOTHING[1]
+NOTHING[:] = [0]
+
+
 # ---- the footer -------------------------------------------------------------------------------------------
 
 cdef struct Element:                # a SchemaElement (-1: not given)
@@ -315,7 +375,16 @@ cdef void parse_element(Cursor* c, Element* e) noexcept nogil:
             while next_field(c, &inner_last, &inner_kind):
                 if e.logical < 0:
                     e.logical = inner_last
-                skip(c, inner_kind, 1)
+                if inner_kind != T_STRUCT:
+                    skip(c, inner_kind, 1)
+                elif inner_last == 5:
+                    check_struct(c, DECIMAL_TYPE, 3, 1)
+                elif inner_last == 7 or inner_last == 8:
+                    check_struct(c, TIME_TYPE, 3, 1)
+                elif inner_last == 10:
+                    check_struct(c, INT_TYPE, 3, 1)
+                else:
+                    check_struct(c, NOTHING, 1, 1)
         else:
             skip(c, kind, 0)
 
@@ -325,8 +394,11 @@ cdef void parse_column_meta(Cursor* c, Chunk* k, const uint8_t* name, Py_ssize_t
     cdef int kind, inner
     cdef int64_t n, i, e
     cdef Py_ssize_t at, length
+    cdef uint32_t seen = 0
     k.has_meta = True
     while next_field(c, &last, &kind):
+        if 0 < last < 32 and kind == (T_I32 if last == 1 or last == 4 else T_LIST if last <= 3 else T_I64):
+            seen |= (<uint32_t>1) << last       # (a required field there with its type)
         if last == 1 and kind == T_I32:
             k.type = read_i32(c)
         elif last == 2 and kind == T_LIST:
@@ -346,25 +418,33 @@ cdef void parse_column_meta(Cursor* c, Chunk* k, const uint8_t* name, Py_ssize_t
                     k.path_matches = True
         elif last == 4 and kind == T_I32:
             k.codec = read_i32(c)
-        elif last == 5:
-            k.num_values = read_int(c, kind)
-        elif last == 6:
-            k.uncompressed = read_int(c, kind)
-        elif last == 7:
-            k.compressed = read_int(c, kind)
-        elif last == 9:
-            k.data_page = read_int(c, kind)
-        elif last == 11:
-            k.dictionary_page = read_int(c, kind)
+        elif last == 5 and kind == T_I64:
+            k.num_values = zigzag(c)
+        elif last == 6 and kind == T_I64:
+            k.uncompressed = zigzag(c)
+        elif last == 7 and kind == T_I64:
+            k.compressed = zigzag(c)
+        elif last == 9 and kind == T_I64:
+            k.data_page = zigzag(c)
+        elif last == 11 and kind == T_I64:
+            k.dictionary_page = zigzag(c)
+        elif last == 13 and kind == T_LIST:
+            check_list(c, PAGE_ENCODING_STATS, 4, 1)
         else:
             skip(c, kind, 1)
+    if (seen & REQUIRED_COLUMN_META) != REQUIRED_COLUMN_META:
+        fail(c, "column metadata lacks a required field")
 
 
 cdef void parse_column(Cursor* c, Chunk* k, const uint8_t* name, Py_ssize_t name_len) noexcept nogil:
     cdef int16_t last = 0
     cdef int kind
+    cdef bint offset = False
     while next_field(c, &last, &kind):
-        if last == 1:
+        if last == 2 and kind == T_I64:
+            offset = True
+            skip(c, kind, 1)
+        elif last == 1:
             k.file_path = True
             skip(c, kind, 1)
         elif last == 3 and kind == T_STRUCT:
@@ -374,6 +454,8 @@ cdef void parse_column(Cursor* c, Chunk* k, const uint8_t* name, Py_ssize_t name
             skip(c, kind, 1)
         else:
             skip(c, kind, 1)
+    if not offset:
+        fail(c, "column chunk without its file_offset")
 
 
 cdef void parse_row_groups(Cursor* c, int64_t leaf, int64_t leaves, const uint8_t* name, Py_ssize_t name_len,
@@ -381,8 +463,8 @@ cdef void parse_row_groups(Cursor* c, int64_t leaf, int64_t leaves, const uint8_
     cdef int64_t n, g, m, j
     cdef int kind, inner, column_kind
     cdef int16_t last
-    cdef Chunk k
-    cdef bint has_rows, has_columns
+    cdef Chunk k, other
+    cdef bint has_rows, has_columns, has_size
     n = list_header(c, &kind)
     if kind != T_STRUCT and n:
         fail(c, "row groups are not structs")
@@ -390,7 +472,7 @@ cdef void parse_row_groups(Cursor* c, int64_t leaf, int64_t leaves, const uint8_
     for g in range(n):
         memset_chunk(&k)
         last = 0
-        has_rows = has_columns = False
+        has_rows = has_columns = has_size = False
         while next_field(c, &last, &kind):
             if last == 1 and kind == T_LIST:
                 has_columns = True
@@ -404,16 +486,22 @@ cdef void parse_row_groups(Cursor* c, int64_t leaf, int64_t leaves, const uint8_
                 for j in range(m):
                     if j == leaf:
                         parse_column(c, &k, name, name_len)
-                    else:
-                        skip(c, T_STRUCT, 1)
-            elif last == 3:
-                k.rows = read_int(c, kind)
+                    else:                   # (checked as the text column's is)
+                        memset_chunk(&other)
+                        parse_column(c, &other, name, name_len)
+            elif last == 2 and kind == T_I64:
+                has_size = True
+                skip(c, kind, 1)
+            elif last == 3 and kind == T_I64:
+                k.rows = zigzag(c)
                 has_rows = True
+            elif last == 4 and kind == T_LIST:
+                check_list(c, SORTING_COLUMN, 4, 1)
             else:
                 skip(c, kind, 1)
         if c.error != NULL:
             return
-        if not (has_rows and has_columns) or k.rows < 0:
+        if not (has_rows and has_columns and has_size) or k.rows < 0:
             fail(c, "a row group without its rows or columns")
             return
         push_or_end(chunks[0], k)
@@ -444,19 +532,25 @@ cdef const char* parse_footer(const uint8_t* s, Py_ssize_t n, const uint8_t* nam
     cdef int16_t last = 0
     cdef int kind, inner
     cdef Py_ssize_t schema_at = -1, groups_at = -1
+    cdef bint version = False
     cdef int64_t count, i, j, pending
     cdef Element e
     cursor(&c, s, 0, n)
     f.num_rows, f.encrypted, f.leaf, f.leaves, f.text_element, f.matches = -1, False, -1, 0, -1, 0
     while next_field(&c, &last, &kind):
-        if last == 2 and kind == T_LIST:
+        if last == 1 and kind == T_I32:
+            version = True
+            skip(&c, kind, 0)
+        elif last == 2 and kind == T_LIST:
             schema_at = c.pos
             skip(&c, kind, 0)
-        elif last == 3:
-            f.num_rows = read_int(&c, kind)
+        elif last == 3 and kind == T_I64:
+            f.num_rows = zigzag(&c)
         elif last == 4 and kind == T_LIST:
             groups_at = c.pos
             skip(&c, kind, 0)
+        elif last == 5 and kind == T_LIST:
+            check_list(&c, KEY_VALUE, 2, 0)
         elif last == 8:
             f.encrypted = True
             skip(&c, kind, 0)
@@ -464,7 +558,7 @@ cdef const char* parse_footer(const uint8_t* s, Py_ssize_t n, const uint8_t* nam
             skip(&c, kind, 0)
     if c.error != NULL:
         return c.error
-    if schema_at < 0 or groups_at < 0 or f.num_rows < 0:
+    if schema_at < 0 or groups_at < 0 or f.num_rows < 0 or not version:
         return "the footer lacks its schema, row groups or rows"
     c.pos = schema_at
     count = list_header(&c, &kind)
@@ -701,13 +795,18 @@ cdef int hybrid_next(Hybrid* h, uint32_t* out, const char** why) noexcept nogil:
             return -1
         h.pos = c.pos
         count = header >> 1
+        if count == 0:                      # (a run of nothing ends the data, as Arrow reads it)
+            why[0] = "levels or dictionary indices end early"
+            return -1
         if header & 1:                      # a bit-packed run of count groups of 8 values
             if count > MAX_RUN // 8:
                 why[0] = "bit-packed run too long"
                 return -1
+            if count * <uint64_t>h.width > <uint64_t>(h.end - h.pos):
+                why[0] = "bit-packed run longer than its data"     # (Arrow refuses a run cut short too)
+                return -1
             h.packed, h.left, h.index, h.run_at = True, <int64_t>count * 8, 0, h.pos
-            # its bytes (a last run cut short is read as far as it goes: each value is checked)
-            h.run_end = h.pos + <Py_ssize_t>min(<uint64_t>(h.end - h.pos), count * <uint64_t>h.width)
+            h.run_end = h.pos + <Py_ssize_t>(count * <uint64_t>h.width)
             h.pos = h.run_end
         else:                               # an RLE run: count times the value in the bytes after
             if count > MAX_RUN:
@@ -1001,6 +1100,7 @@ cdef class ColumnChunk:
         cdef int64_t page_type, size, compressed, num_values, encoding, level_encoding, def_len, rep_len
         cdef int64_t dict_values, dict_encoding, i, length, width
         cdef bint has_data, has_dict_header, has_v2, compressed_page
+        cdef uint32_t seen, inner_seen
         cdef const uint8_t* body
         cdef const uint8_t* region
         cdef Py_ssize_t region_n, at
@@ -1015,7 +1115,13 @@ cdef class ColumnChunk:
             def_len = rep_len = 0
             has_data = has_dict_header = has_v2 = False
             compressed_page = True
+            seen = 0
             while next_field(&c, &last, &kind):
+                if 0 < last <= 4 and kind != T_I32:
+                    skip(&c, kind, 0)           # (a field of another type: skipped, so not there)
+                    continue
+                if 0 < last < 32:
+                    seen |= (<uint32_t>1) << last
                 if last == 1:
                     page_type = read_int(&c, kind)
                 elif last == 2:
@@ -1030,7 +1136,13 @@ cdef class ColumnChunk:
                     else:
                         has_v2 = True
                     inner_last = 0
+                    inner_seen = 0
                     while next_field(&c, &inner_last, &inner):
+                        if 0 < inner_last <= 6 and inner != T_I32:
+                            skip(&c, inner, 1)
+                            continue
+                        if 0 < inner_last < 32:
+                            inner_seen |= (<uint32_t>1) << inner_last
                         if inner_last == 1:
                             if last == 7:
                                 dict_values = read_int(&c, inner)
@@ -1052,8 +1164,14 @@ cdef class ColumnChunk:
                             compressed_page = inner == T_TRUE
                         else:
                             skip(&c, inner, 1)
+                    if (last == 5 and (inner_seen & REQUIRED_DATA_PAGE) != REQUIRED_DATA_PAGE
+                            or last == 7 and (inner_seen & REQUIRED_DICTIONARY_PAGE) != REQUIRED_DICTIONARY_PAGE
+                            or last == 8 and (inner_seen & REQUIRED_DATA_PAGE_V2) != REQUIRED_DATA_PAGE_V2):
+                        fail(&c, "page header lacks a required field")
                 else:
                     skip(&c, kind, 0)
+            if c.error == NULL and (seen & REQUIRED_PAGE) != REQUIRED_PAGE:
+                fail(&c, "page header lacks a required field")
             if c.error != NULL:
                 return self._fail(c.error)
             if compressed < 0 or compressed > 0x7FFFFFFF or compressed > self.n - c.pos or size < 0 \

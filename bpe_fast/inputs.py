@@ -1504,7 +1504,9 @@ def _parquet_plan(path: str, text_column: str) -> ParquetPlan | _NeedsPyarrow:
         start = data_page
         if dictionary_page > 0 and dictionary_page < start:
             start = dictionary_page
-        if (kind != 6 or not path_matches or num_values != rows or min(uncompressed, compressed, start) < 0
+        if num_values == 0 == rows and kind == 6 and path_matches:
+            start = compressed = 0          # (an empty row group's chunk: nothing to read, whatever its offsets)
+        elif (kind != 6 or not path_matches or num_values != rows or min(uncompressed, compressed, start) < 0
                 or start < 4 or compressed > data_end - start):
             return _NeedsPyarrow(f"row group {g}'s column chunk out of place", True)
         chunks.append((rows, uncompressed, codec, start, compressed, num_values))
