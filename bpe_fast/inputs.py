@@ -17,8 +17,10 @@ and so is a `.json` file whose first line is a JSON object holding a string (or 
 (C4's `.json.gz` shards and HF datasets' `to_json` write JSON lines under that name; any other `.json` file,
 such as a package.json, is text; one whose first line names `text_field` but is no JSON, a damaged record most
 likely, is text with a warning),
-`.parquet` is Parquet (one document per row of `text_column`, read a row group batch at a time; the `pyarrow`
-package), anything else is UTF-8 text. An uncompressed text file is a `TextFile`: it is counted by byte ranges
+`.parquet` is Parquet (one document per row of `text_column`, a null an empty one, read a few MB at a time: natively,
+bpe_fast._parquet, when the footer says the column is a top-level string column whose chunks are uncompressed or
+Snappy and encoded PLAIN, by dictionary or DELTA_LENGTH_BYTE_ARRAY; by the `pyarrow` package otherwise, decided a
+file at a time), anything else is UTF-8 text. An uncompressed text file is a `TextFile`: it is counted by byte ranges
 read by the workers themselves (counts.count_file_tables). Everything else is a `Stream`, read in this
 process into `Batch`es of about `batch_bytes`, which the workers count; except, when there is no cap, Parquet
 files with row groups enough, whose row groups the workers read themselves (parquet_row_group_batches), and
