@@ -1021,7 +1021,7 @@ cdef class ColumnChunk:
         cdef uint32_t level, index, length
         cdef const uint8_t* p
         cdef const char* why = NULL
-        while rows < max_rows and <int64_t>self.out.size() < max_bytes:
+        while rows < max_rows and (rows == 0 or <int64_t>self.out.size() < max_bytes):
             if self.page_left == 0:
                 if self.values_left == 0:
                     return 0

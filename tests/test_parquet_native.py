@@ -169,6 +169,23 @@ def test_random_documents_read_as_pyarrow_reads_them(tmp_path, docs, compression
     assert_same_documents(path)
 
 
+def test_a_read_gives_a_document_at_least_and_at_most_max_rows(tmp_path):
+    from bpe_fast._parquet import ColumnChunk
+    docs = some_documents(9, n=200)
+    path = write(tmp_path / "r.parquet", docs, page_size=256)
+    meta = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    start = min(meta.dictionary_page_offset or meta.data_page_offset, meta.data_page_offset)
+    data = path.read_bytes()[start:start + meta.total_compressed_size]
+    for max_bytes, max_rows in ((0, 1 << 16), (1, 1 << 16), (1 << 20, 1), (1 << 20, 7), (100, 3)):
+        chunk = ColumnChunk(data, start, 1, True, len(docs))
+        pieces = []
+        while (piece := chunk.read(max_bytes, max_rows)) is not None:
+            assert 1 <= len(piece[1]) - 1 <= max_rows
+            pieces.append(piece)
+        got = [p[0][p[1][k]:p[1][k + 1]] for p in pieces for k in range(len(p[1]) - 1)]
+        assert got == [(d or "").encode() for d in docs]
+
+
 def test_snappy_against_pyarrows():
     from bpe_fast._parquet import snappy_decompress
     rng = random.Random(6)
