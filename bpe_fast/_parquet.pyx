@@ -1195,7 +1195,6 @@ cdef class ColumnChunk:
                     return self._fail("dictionary holds more values than its page")
                 self.dict_data.clear()
                 self.dict_off.clear()
-                self.dict_data.reserve(<size_t>size)
                 push_or_end(self.dict_off, <int64_t>0)
                 at = 0
                 for i in range(dict_values):
