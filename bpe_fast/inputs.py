@@ -1525,8 +1525,10 @@ def _planned(path: str, text_column: str) -> ParquetPlan | None:
         return None
     if plan.damaged:
         raise InputError(f"{path}: not a Parquet file ({plan.why})")
-    raise ImportError(f"{path}: reading Parquet needs the pyarrow package (pip install 'bpe_fast[parquet]') for "
-                      f"this file's {plan.why} (bpe_fast reads a top-level string column, uncompressed or "
+    if plan.why == "a binary column":           # (refused by pyarrow too, in these words)
+        raise InputError(f"{path}: column {text_column!r} is binary, not strings")
+    raise ImportError(f"{path}: reading Parquet needs the pyarrow package (pip install 'bpe_fast[parquet]'): "
+                      f"this file has {plan.why} (bpe_fast reads a top-level string column, uncompressed or "
                       f"SNAPPY, itself)")
 
 

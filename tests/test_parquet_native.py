@@ -334,6 +334,7 @@ def test_without_pyarrow_the_native_reader_reads_and_says_what_needs_it(tmp_path
     docs = [f"doc {i} é" for i in range(200)]
     write(tmp_path / "ok.parquet", docs, row_group_size=20)
     write(tmp_path / "z.parquet", docs, compression="zstd")
+    pq.write_table(pa.table({"text": pa.array([b"ab", b"c"])}), tmp_path / "b.parquet")
     code = ("from bpe_fast import count_pretokens\n"
             f"expected = count_pretokens(iter({docs!r}), num_processes=1)\n"
             "assert count_pretokens('ok.parquet', num_processes=1) == expected\n"
@@ -342,14 +343,17 @@ def test_without_pyarrow_the_native_reader_reads_and_says_what_needs_it(tmp_path
             "except ImportError as exc:\n    print(exc, file=sys.stderr)\n"
             "try:\n    count_pretokens('ok.parquet', num_processes=1, text_column='body')\n"
             "except ValueError as exc:\n    print(exc, file=sys.stderr)\n"
+            "try:\n    count_pretokens('b.parquet', num_processes=1)\n"
+            "except ValueError as exc:\n    print(exc, file=sys.stderr)\n"
             "assert 'pyarrow' not in [m for m in sys.modules if sys.modules[m] is not None]\n")
     status, err = run_without_pyarrow(code, tmp_path)
     assert status == 0, err
     lines = err.splitlines()
-    assert lines[0] == ("z.parquet: reading Parquet needs the pyarrow package (pip install 'bpe_fast[parquet]') "
-                        "for this file's ZSTD compression (bpe_fast reads a top-level string column, "
+    assert lines[0] == ("z.parquet: reading Parquet needs the pyarrow package (pip install 'bpe_fast[parquet]'): "
+                        "this file has ZSTD compression (bpe_fast reads a top-level string column, "
                         "uncompressed or SNAPPY, itself)")
     assert lines[1].startswith("ok.parquet: no column 'body' (columns: ['text'])")
+    assert lines[2] == "b.parquet: column 'text' is binary, not strings"
 
 
 def test_the_caller_imports_no_pyarrow_for_a_file_read_natively(tmp_path):
