@@ -65,7 +65,6 @@ import codecs
 import functools
 import json
 import operator
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
@@ -82,7 +81,7 @@ from .patterns import (DEEPSEEK3_PATTERN, DEEPSEEK3_SPLITS, DIGIT_RUNS_GPT2_PATT
                        KIMI_PAT_STR, KIMI_PATTERN, QWEN2_PATTERN, R50K_PATTERN, TEKKEN_PATTERN, V1_PREFIX, can_match_empty,
                        negated_class_of_two_sets,
                        rewrite_anchors, shown_pattern)
-from .procs import started
+from .procs import ThreadJob
 from ._types import Merges, StrPath, Vocab
 from .merge_rule import describe_difference, merge_rule_difference, rule_difference_of_indices
 from .ranks import not_as_ranks, ranks_of_merge_list, ranks_of_model
@@ -889,11 +888,14 @@ def _read_plain(path: StrPath, data: bytes, for_tokenizer: bool = False) -> Toke
         made = _python_side(path, doc, index, pool, offsets, ids, merge_pool, merge_offsets, lazy_merges=True)
         every_token_made = False
     else:
-        with ThreadPoolExecutor(1) as executor:
-            # the ranks rule's check (native; its recovery of the merges without the GIL) beside the Python work
-            rule_check = started(executor, lambda: rule_difference_of_indices(pool, offsets, left, right, joined))
+        # the ranks rule's check (native; its recovery of the merges without the GIL) beside the Python work
+        rule_check = ThreadJob(lambda: rule_difference_of_indices(pool, offsets, left, right, joined),
+                               "bpe_fast-rule-check")
+        try:
             made = _python_side(path, doc, index, pool, offsets, ids, merge_pool, merge_offsets)
-            rule = rule_check.result()
+        finally:
+            rule_check.wait()
+        rule = rule_check.result()
         if rule.difference is not None:
             return None
         every_token_made = rule.every_token_made

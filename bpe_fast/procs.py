@@ -490,41 +490,16 @@ def map_threads(func: Callable[[_T], _R], items: Sequence[_T], num_threads: int,
         return list(itertools.chain.from_iterable(pool.map(lambda run: [func(x) for x in run], runs)))
 
 
-def started(executor: ThreadPoolExecutor, job: Callable[[], _T]) -> Future[_T]:
-    """executor.submit(job), returned once job has begun in its thread (the executor has a thread free for it);
-    or when no thread may start any more (the interpreter is shutting down: an atexit handler), a Future of job
-    run here and now.
-
-    Why wait: the jobs are native work that releases the GIL, run beside Python work on this thread. A thread
-    that asks for the GIL while this one runs Python code gets it only after the interpreter's switch interval
-    (5 ms), so a job submitted before that work started late (the tables of a 10,000-token folder take 2 ms).
-    Begun, it holds the GIL until its native part releases it, and this thread goes on from there."""
-    from concurrent.futures import Future
-
-    begun = threading.Event()
-
-    def run() -> _T:
-        begun.set()
-        return job()
-
-    try:
-        future = executor.submit(run)
-    except RuntimeError:
-        done: Future[_T] = Future()
-        try:
-            done.set_result(job())
-        except BaseException as exc:        # raised where the result is asked for, as from a thread
-            done.set_exception(exc)
-        return done
-    begun.wait()
-    return future
-
-
 class ThreadJob(Generic[_T]):
-    """job() run in a thread of its own, started (and, as started() waits for its job, begun: see there why) when
-    this is made; or here and now when no thread may start any more (the interpreter is shutting down). result()
-    waits for it and gives what job returned, or raises what it raised; wait() only waits for it. One job's
-    thread, without concurrent.futures (which imports logging: 4-12 ms of a fresh process's first Encoding)."""
+    """job() run in a thread of its own, started and begun when this is made; or here and now when no thread may
+    start any more (the interpreter is shutting down: an atexit handler). result() waits for it and gives what job
+    returned, or raises what it raised; wait() only waits for it. One job's thread, without concurrent.futures
+    (which imports logging: 4-12 ms of a fresh process's first Encoding).
+
+    Why wait until it has begun: the jobs are native work that releases the GIL, run beside Python work on this
+    thread. A thread that asks for the GIL while this one runs Python code gets it only after the interpreter's
+    switch interval (5 ms), so a job started before that work began late (the tables of a 10,000-token folder
+    take 2 ms). Begun, it holds the GIL until its native part releases it, and this thread goes on from there."""
 
     def __init__(self, job: Callable[[], _T], name: str) -> None:
         self._value: _T | None = None

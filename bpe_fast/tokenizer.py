@@ -49,7 +49,7 @@ from .patterns import (GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN, builtin_name, 
                        resolve_pattern)     # (GPT4_PATTERN, O200K_PATTERN: the doctests')
 from .pretokenize import (PEERS_UNICODE, check_documents_utf8, check_unicode, check_utf8, compiled_pattern,
                           native_kind, native_tables, pretoken_spans)
-from .procs import ThreadJob, map_threads, started, usable_cores
+from .procs import ThreadJob, map_threads, usable_cores
 from .specials import SpecialTokens, check_disallowed, check_no_alias, id_holders, split_on_specials
 from ._types import Merges, StrPath, Vocab
 
@@ -630,10 +630,8 @@ class Tokenizer:
                 refuse()
             return made
 
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(1) as executor:
-            built = started(executor, build)
+        built = ThreadJob(build, "bpe_fast-tables")
+        try:
             made_vocab = vocab() if callable(vocab) else vocab
             made_vocab.update(added)        # (the general build added them so, in the order given, after the others)
             # the merge list (two bytes objects and a tuple a merge) is made when first asked for: encoding does not
@@ -647,6 +645,8 @@ class Tokenizer:
                 refused = True
             else:
                 refused = False
+        finally:
+            built.wait()
         if refused:     # (outside the handler: the refusal is not raised as a consequence of the other error)
             assert refuse is not None
             refuse()

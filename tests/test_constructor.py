@@ -296,7 +296,7 @@ def test_a_mappings_items_may_give_a_key_twice_when_each_entry_is_good():
 
 def test_the_constructor_in_an_atexit_handler(tmp_path):
     """No thread may start once the interpreter is shutting down: the tables' job then ran in the calling thread
-    (procs.started) before the arrays it waits for were made, and waited for ever. Shown by Tokenizer({bytes,
+    (procs.started, now procs.ThreadJob) before the arrays it waits for were made, and waited for ever. Shown by Tokenizer({bytes,
     256: b"ab"}, [(b"a", b"b")]) in an atexit handler, which never returned (the Python path: no thread);
     Tokenizer.from_files, which goes the same way, likewise."""
     code = ("import atexit\n"

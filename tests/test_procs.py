@@ -132,12 +132,11 @@ def test_worker_counts_and_range_sizes_are_ints_numpy_ones_too():
         check_chunk_bytes(0, 5)
 
 
-def test_started_returns_once_the_job_has_begun():
-    """procs.started waits until its job runs: a job submitted before Python work on the calling thread began
+def test_a_thread_job_is_made_once_its_job_has_begun():
+    """procs.ThreadJob waits until its job runs: a job started before Python work on the calling thread began
     only when that work let go of the GIL (up to the 5 ms switch interval; the tables of a loaded tokenizer were
     built after the caller's dicts instead of beside them)."""
     import threading
-    from concurrent.futures import ThreadPoolExecutor
 
     began: list[int] = []
     gate = threading.Event()
@@ -150,12 +149,10 @@ def test_started_returns_once_the_job_has_begun():
     for _ in range(20):
         began.clear()
         gate.clear()
-        with ThreadPoolExecutor(1) as executor:
-            executor.submit(int).result()       # its thread made and idle: woken by the next job, it needs the GIL
-            future = procs.started(executor, job)
-            assert len(began) == 1 and began[0] != threading.get_ident()     # begun, in the executor's thread
-            gate.set()
-            assert future.result() == 7
+        made = procs.ThreadJob(job, "test-job")
+        assert len(began) == 1 and began[0] != threading.get_ident()     # begun, in a thread of its own
+        gate.set()
+        assert made.result() == 7
 
 
 def _unit_marking_who_counted_it(main_pid, counter, k, bytes_done, share):
