@@ -24,6 +24,7 @@ from libc.string cimport memchr, memcmp, memcpy, memset
 from libcpp.vector cimport vector
 
 from bpe_fast._revec cimport ReVec, fill_huge, push_or_end
+from bpe_fast._runs cimport RunWriter, run_close, run_open, run_put, sort_spans
 from bpe_fast._threads cimport atomic_add_int64, run_in_threads
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag, tail_equal)
@@ -1827,6 +1828,43 @@ cdef class PretokenCounter:
         if release:
             self._empty()
         return tables
+
+    def memory(self):
+        """The bytes its table fills: spans, hash table, key bytes and hot keys (what a memory budget watches: the
+        spans and bytes grow by mremap, so the room reserved past them is not memory until written)."""
+        return (self.spans.size() * sizeof(Span) + self.slots.size() * sizeof(Slot)
+                + self.arena.size() + self.hot.size() * sizeof(HotKey))
+
+    def spill(self, int fd):
+        """Write its pre-tokens and counts to the open file descriptor fd (at its start) as a run sorted by their
+        bytes (_runs.pxd's format), emptying the counter: its hash table is freed first, its spans sorted in
+        place. Returns (entries, errno of writing or 0); with an error the counter is emptied all the same.
+
+        >>> import os, tempfile
+        >>> counter = PretokenCounter(None, 0).add_arrays(np.frombuffer(b"ab" b"a", np.uint8), np.array([0, 2, 3]),
+        ...                                                np.array([2, 5]))
+        >>> with tempfile.TemporaryFile() as f:
+        ...     counter.spill(f.fileno()), len(counter), f.seek(0, 2)
+        ((2, 0), 0, 51)
+        """
+        if self.busy:
+            raise RuntimeError("PretokenCounter.spill called while another thread adds to it")
+        cdef RunWriter writer
+        cdef Py_ssize_t k, m = self.spans.size()
+        cdef Span* span
+        cdef int err
+        self._free_table()              # (before the sort: its memory is the room the sort and writing take)
+        vector[HotKey]().swap(self.hot)
+        with nogil:
+            err = run_open(&writer, fd)
+            if err == 0:
+                sort_spans(self.spans.data(), m, self.arena.data())
+                for k in range(m):
+                    span = &self.spans[k]
+                    run_put(&writer, self.arena.data() + span.start, <uint32_t>span.length, span.count)
+                err = run_close(&writer)
+        self._empty()
+        return m, err
 
     cdef tuple _own_arrays(self, int64_t extra_bytes, Py_ssize_t extra_words, bint fill=True):
         """(tokens, offsets, counts) with room for this counter's pre-tokens and extra_words more of extra_bytes

@@ -74,6 +74,8 @@ from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slo
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up
 from bpe_fast._revec cimport ReVec, assign_or_end, huge_pages, push_or_end, refill_or_end, resize_or_end
 from bpe_fast._threads cimport run_in_threads
+from bpe_fast._runs cimport RunReader, run_next, run_problem as describe_run, run_start, run_stop
+from posix.unistd cimport lseek, SEEK_SET
 
 
 ctypedef fused slot_t:     # a slot: int16 in a narrow engine, else int32
@@ -268,6 +270,162 @@ cdef class MergeEngine:
         engine._setup(arrays, heap_slack, max_token_length, lean, threads, max_merges, narrow)
         return engine
 
+    @staticmethod
+    def from_run(int fd, *, str name="the run", Py_ssize_t heap_slack=1 << 16, max_token_length=None, lean=None,
+                 int threads=1, max_merges=None, narrow=None):
+        """An engine built from the words of a sorted run of counts (_runs.pxd's format: what merge_runs writes),
+        open at the descriptor fd (seekable; read twice from its start, a buffer at a time: the words are never
+        all in memory beside the slots). The same merges as MergeEngine(tokens, offsets, counts) of the same words
+        (the words of a class lie in the run's order, not the arrays'). A run that is not well formed is a
+        ValueError naming it (name: its file) and saying what is wrong with it."""
+        cdef MergeEngine engine = MergeEngine.__new__(MergeEngine)
+        engine._setup_from_run(fd, name, heap_slack, max_token_length, lean, threads, max_merges, narrow)
+        return engine
+
+    cdef _setup_from_run(self, int fd, str name, Py_ssize_t heap_slack, max_token_length, lean, int threads, max_merges,
+                         narrow):
+        """from_run's work: a first pass over the run counts the slots of each frequency class (a counting sort's
+        buckets for the small frequencies; the few words of large ones are kept, to be sorted), a second writes
+        each word at its class's cursor; then the pair index is built as for arrays."""
+        self._idle("from_run")
+        cdef RunReader reader
+        cdef int got, problem = 0, err = 0
+        cdef int64_t nwords = 0, total = 0, longest = 0, c, n, k, slot, nslots, f
+        cdef double pairs = 0
+        cdef vector[int64_t] bucket          # SMALL_FREQ: the slots of the words of each small frequency
+        cdef vector[uint8_t] large_bytes     # the words of large frequencies, end to end
+        cdef vector[int64_t] large_at        # ... where each starts in large_bytes, and its count
+        cdef vector[HeapEntry] large         # (count, index into large_at), sorted
+        cdef HeapEntry he
+        try:
+            bucket.assign(SMALL_FREQ, 0)
+            with nogil:
+                if lseek(fd, 0, SEEK_SET) != 0 or not run_start(&reader, fd):
+                    got = -1
+                else:
+                    got = run_next(&reader)
+                while got > 0:
+                    n = reader.length
+                    c = reader.count
+                    nwords += 1
+                    total += n
+                    if n > longest:
+                        longest = n
+                    if n >= 2:
+                        pairs += <double>c * <double>(n - 1)
+                        if c < SMALL_FREQ:
+                            bucket[c] += n + 1
+                        else:
+                            he.key = c
+                            he.id = <int32_t>large_at.size()
+                            large.push_back(he)
+                            large_at.push_back(<int64_t>large_bytes.size())
+                            large_bytes.insert(large_bytes.end(), reader.key, reader.key + n)
+                    got = run_next(&reader)
+                problem = reader.problem
+                err = reader.err
+                run_stop(&reader)
+        except MemoryError:
+            raise MemoryError("out of memory reading a run of counts for the merge engine") from None
+        if got < 0:
+            raise ValueError(f"{name}: this run of counts {describe_run(problem, err)}")
+        large_at.push_back(<int64_t>large_bytes.size())
+        if pairs >= 9.2e18:             # (an estimate: no corpus counted from files comes near)
+            raise ValueError("the counts are too large: the pair counts they make would overflow int64")
+        self._configure(heap_slack, max_token_length, lean, threads, max_merges, narrow, total, nwords, longest)
+        self.busy = True
+        cpp_sort(large.begin(), large.end(), KeyIdLess())
+        # the classes: small frequencies rising, then the large ones; each bucket becomes its class's cursor
+        nslots = 1
+        for c in range(SMALL_FREQ):
+            if bucket[c]:
+                n = bucket[c]
+                bucket[c] = nslots
+                nslots += n
+                self.cls_end.push_back(nslots)
+                self.cls_freq.push_back(c)
+        f = -1
+        for k in range(<int64_t>large.size()):
+            if large[k].key != f:
+                if f >= 0:
+                    self.cls_end.push_back(nslots)
+                    self.cls_freq.push_back(f)
+                f = large[k].key
+            nslots += large_at[large[k].id + 1] - large_at[large[k].id] + 1
+        if f >= 0:
+            self.cls_end.push_back(nslots)
+            self.cls_freq.push_back(f)
+        self.cls_freq.push_back(0)        # past the last class (never asked for)
+        with nogil:
+            self._init_symbols()
+            if self.narrow:
+                self.sym16.resize_unset(nslots)
+                huge_pages(self.sym16.data(), nslots * sizeof(int16_t))
+                got = self._place_run(self.sym16.data(), fd, bucket.data(), nslots, &large, &large_at, &large_bytes,
+                                      &problem, &err)
+            else:
+                self.sym.resize_unset(nslots)
+                huge_pages(self.sym.data(), nslots * sizeof(int32_t))
+                got = self._place_run(self.sym.data(), fd, bucket.data(), nslots, &large, &large_at, &large_bytes,
+                                      &problem, &err)
+        if got < 0:                       # (busy stays set: this engine is unfinished, and every call refuses)
+            raise ValueError(f"{name}: this run of counts {describe_run(problem, err)}")
+        if got > 0:
+            raise RuntimeError("the run changed between its two readings")
+        self.busy = False
+        vector[int64_t]().swap(bucket)
+        vector[uint8_t]().swap(large_bytes)
+        self.busy = True
+        with nogil:
+            self._index_pairs()
+        self.busy = False
+
+    cdef int _place_run(self, slot_t* sym, int fd, int64_t* cursor, int64_t nslots, vector[HeapEntry]* large,
+                        vector[int64_t]* large_at, vector[uint8_t]* large_bytes, int* problem,
+                        int* err) noexcept nogil:
+        """from_run's second pass: each word of 2 bytes or more at its class's cursor (cursor[count], a small
+        count) or, the large ones, in their sorted order after the small classes; SENT between. 0, or -1 (problem,
+        err: the run is not well formed), or 1 (it changed since the first pass: a word past its class)."""
+        cdef RunReader reader
+        cdef int got
+        cdef int64_t n, c, slot, k, a, i, small_end = nslots
+        cdef const uint8_t* key
+        sym[0] = SENT
+        for k in range(<int64_t>large[0].size()):
+            small_end -= large_at[0][large[0][k].id + 1] - large_at[0][large[0][k].id] + 1
+        if lseek(fd, 0, SEEK_SET) != 0 or not run_start(&reader, fd):
+            got = -1
+        else:
+            got = run_next(&reader)
+        while got > 0:
+            n = reader.length
+            c = reader.count
+            if n >= 2 and c < SMALL_FREQ:
+                slot = cursor[c]
+                if slot + n + 1 > small_end:
+                    run_stop(&reader)
+                    return 1
+                key = reader.key
+                for i in range(n):
+                    sym[slot + i] = key[i]
+                sym[slot + n] = SENT
+                cursor[c] = slot + n + 1
+            got = run_next(&reader)
+        problem[0] = reader.problem
+        err[0] = reader.err
+        run_stop(&reader)
+        if got < 0:
+            return -1
+        slot = small_end
+        for k in range(<int64_t>large[0].size()):
+            a = large_at[0][large[0][k].id]
+            n = large_at[0][large[0][k].id + 1] - a
+            for i in range(n):
+                sym[slot + i] = large_bytes[0][a + i]
+            sym[slot + n] = SENT
+            slot += n + 1
+        return 0
+
     cdef _setup(self, list arrays, Py_ssize_t heap_slack, max_token_length, lean, int threads, max_merges,
                 narrow):
         """__init__'s work; empties `arrays` between laying the words out and indexing their pairs."""
@@ -298,6 +456,33 @@ cdef class MergeEngine:
         if pairs >= 9.2e18:             # 2**63 is 9.22e18: an exact check where the estimate comes close
             if sum(int(counts[w]) * max(0, int(offsets[w + 1] - offsets[w]) - 1) for w in range(nwords)) >= 2 ** 63:
                 raise ValueError("the counts are too large: the pair counts they make would overflow int64")
+        self._configure(heap_slack, max_token_length, lean, threads, max_merges, narrow, total, nwords, longest)
+        self.busy = True
+        cdef int changed
+        try:
+            with nogil:
+                self._init_symbols()
+                changed = self._lay_out(&tokens[0] if total else NULL, &offsets[0],
+                                        &counts[0] if nwords else NULL, nwords, total)
+        except MemoryError:             # (busy stays set, as below)
+            raise MemoryError(f"out of memory laying out {nwords:,} distinct pre-tokens ({total:,} bytes) in "
+                              f"the merge engine") from None
+        if changed:                     # (busy stays set: this engine is unfinished, and every call refuses)
+            raise RuntimeError("the arrays changed while they were read (another thread writes to them)")
+        self.busy = False
+        tokens = None           # the arrays are not read again: the caller's list was their last holder
+        offsets = None
+        counts = None
+        arrays.clear()
+        self.busy = True
+        with nogil:
+            self._index_pairs()
+        self.busy = False
+
+    cdef _configure(self, Py_ssize_t heap_slack, max_token_length, lean, int threads, max_merges, narrow,
+                    int64_t total, int64_t nwords, int64_t longest):
+        """The options checked and set, for words of total bytes, nwords of them, the longest (count > 0) longest
+        bytes (_setup's and _setup_from_run's)."""
         if heap_slack < 0:
             raise ValueError("heap_slack must be >= 0")
         if threads < 1:
@@ -333,27 +518,6 @@ cdef class MergeEngine:
             raise ValueError(f"narrow slots hold words of at most {NARROW_WORD:,} bytes, and one has {longest:,}")
         else:
             self.narrow = bool(narrow)
-        self.busy = True
-        cdef int changed
-        try:
-            with nogil:
-                self._init_symbols()
-                changed = self._lay_out(&tokens[0] if total else NULL, &offsets[0],
-                                        &counts[0] if nwords else NULL, nwords, total)
-        except MemoryError:             # (busy stays set, as below)
-            raise MemoryError(f"out of memory laying out {nwords:,} distinct pre-tokens ({total:,} bytes) in "
-                              f"the merge engine") from None
-        if changed:                     # (busy stays set: this engine is unfinished, and every call refuses)
-            raise RuntimeError("the arrays changed while they were read (another thread writes to them)")
-        self.busy = False
-        tokens = None           # the arrays are not read again: the caller's list was their last holder
-        offsets = None
-        counts = None
-        arrays.clear()
-        self.busy = True
-        with nogil:
-            self._index_pairs()
-        self.busy = False
 
     cdef inline Py_ssize_t _slots(self) noexcept nogil:
         """How many slots: the words' bytes and the sentinels."""

@@ -45,6 +45,7 @@ from .patterns import resolve_pattern
 from .procs import (check_chunk_bytes, check_num_processes, check_progress, check_workers_alive, discard_queue,
                     shared_counter, shared_queue, usable_processes, worker_context, worker_pool)
 from .specials import SpecialTokens
+from .spill import Spill
 
 DEFAULT_CHUNK_BYTES = 4 << 20
 # count_unit(counter, k, bytes_done, share): count unit k into counter (see _count_claimed_units)
@@ -164,14 +165,20 @@ def _claim(next_range: Any, below: int | None = None) -> int:
 
 
 def count_ranges(units: Iterable[tuple[str, int, int]], special_tokens: Iterable[str], pattern: str,
-                 errors: str) -> Table:
+                 errors: str, spill: Spill | None = None) -> Table:
     """Count the pre-tokens of some byte ranges (path, start, end) of files into one native table; returns its
-    arrays (tokens uint8, offsets int64, counts int64)."""
+    arrays (tokens uint8, offsets int64, counts int64). spill: when the table passes spill's budget it is written
+    as a run (spill.runs), and once it has been, the rest too: then the table returned is empty."""
     counter = _counter_for(special_tokens, pattern, errors)
     for path, ranges in itertools.groupby(units, key=lambda unit: unit[0]):
         with open(path, "rb") as f:
             for _, start, end in ranges:
                 _count_range(counter, f, path, start, end, _bytes_done)
+                if spill is not None and spill.over(counter):
+                    spill.write(counter)
+    if spill is not None and spill.runs:
+        spill.write(counter)
+        return _empty_table()
     return counter.arrays(release=True)
 
 
@@ -185,10 +192,12 @@ def _count_range_unit(units: Sequence[tuple[str, int, int]], counter: ChunkCount
 
 
 def _count_claimed(count_unit: CountUnit, n_units: int, special_tokens: Iterable[str], pattern: str, errors: str,
-                   out_path: str) -> str:
+                   out_path: str, spill: Spill | None = None) -> str | list[str]:
     """Worker: claim units one at a time from the shared index until none is left, count each with
     count_unit(counter, k, bytes_done, share) into one native table (then, with a TailShare, count what the
-    others offer), and write its arrays to out_path (.npy arrays, not pickled); returns out_path."""
+    others offer), and write its arrays to out_path (.npy arrays, not pickled); returns out_path. spill: the
+    table is written as a run whenever it passes spill's budget, and once it has been, the rest at the end
+    too: then returns the runs' paths (a list) and writes no table."""
     counter = _counter_for(special_tokens, pattern, errors)
     busy, done = 0.0, 0
     while True:
@@ -202,10 +211,15 @@ def _count_claimed(count_unit: CountUnit, n_units: int, special_tokens: Iterable
             break
         start = time.perf_counter()
         count_unit(counter, k, _bytes_done, _share)
+        if spill is not None and spill.over(counter):
+            spill.write(counter)
         busy += time.perf_counter() - start
         done += 1
     if _share is not None:
         _share.drain(counter, _bytes_done)
+    if spill is not None and spill.runs:
+        spill.write(counter)
+        return spill.runs
     return _save_table(counter, out_path)
 
 
@@ -297,11 +311,13 @@ def count_file_tables(path: str, special_tokens: Sequence[str], pattern: str, nu
 
 def count_text_files_tables(files: Sequence[tuple[str, int | None]], special_tokens: Sequence[str], pattern: str,
                             num_processes: int | None, errors: str, chunk_bytes: int | None,
-                            progress: Progress | None, combine: bool = False) -> list[Table]:
+                            progress: Progress | None, combine: bool = False,
+                            spill: Spill | None = None) -> list[Table]:
     """count_file_tables of consecutive text files (path, size: count only its first size bytes, a character
     boundary; None: all of it), their byte ranges claimed by one pool of workers (a corpus of 10 files counted
     one after another started a pool, and summed two tables, a file: 0.35 s of 1.3 s). Of the files that fail,
-    the first in their order is named, and in it the first invalid UTF-8."""
+    the first in their order is named, and in it the first invalid UTF-8. spill: counters over its budget write
+    runs (spill.runs); once any has, every table is written as one and the list returned is empty."""
     check_progress(progress)
     num_processes = check_num_processes(num_processes)
     chunk_bytes = check_chunk_bytes(chunk_bytes, DEFAULT_CHUNK_BYTES)
@@ -320,9 +336,11 @@ def count_text_files_tables(files: Sequence[tuple[str, int | None]], special_tok
     workers = min(workers, len(units))
     try:
         if workers == 1:
-            tables = [count_ranges(units, special_tokens, pattern, errors)]
+            tables = [count_ranges(units, special_tokens, pattern, errors, spill)]
+            if spill is not None and spill.runs:
+                tables = []
         else:
-            tables = _count_parallel(units, special_tokens, pattern, errors, workers, progress, combine)
+            tables = _count_parallel(units, special_tokens, pattern, errors, workers, progress, combine, spill)
         if progress is not None:
             progress("count", total, total)
         return tables
@@ -544,7 +562,8 @@ def _scratch_dir(corpus_bytes: int) -> tempfile.TemporaryDirectory[str]:
 
 
 def _count_parallel(units: Sequence[tuple[str, int, int]], special_tokens: Sequence[str], pattern: str,
-                    errors: str, workers: int, progress: Progress | None, combine: bool) -> list[Table]:
+                    errors: str, workers: int, progress: Progress | None, combine: bool,
+                    spill: Spill | None = None) -> list[Table]:
     """workers - 1 processes and a thread of the caller's claim byte ranges (path, start, end) one at a time until
     none is left, each counting into one native table (the thread's scan runs without the GIL); returns the
     tables, or with combine the workers' added into the thread's table."""
@@ -562,8 +581,9 @@ def _count_parallel(units: Sequence[tuple[str, int, int]], special_tokens: Seque
     own, tables, _ = _count_claimed_units(len(units), functools.partial(_count_range_unit, units), special_tokens,
                                           pattern, errors, workers, progress, sum(b - a for _, a, b in units),
                                           f"counting {units[0][0]}" if units[0][0] == units[-1][0]
-                                          else f"counting {units[0][0]} and the files after it", first_failure)
-    return _own_and_theirs(own, tables, combine)
+                                          else f"counting {units[0][0]} and the files after it", first_failure,
+                                          spill=spill)
+    return _own_and_theirs(own, tables, combine, spill)
 
 
 def _unit_of(units: Sequence[tuple[str, int, int]], exc: BaseException) -> tuple[int, int]:
@@ -577,10 +597,16 @@ def _unit_of(units: Sequence[tuple[str, int, int]], exc: BaseException) -> tuple
     return len(units), 0
 
 
-def _own_and_theirs(own: ChunkCounter, tables: list[Table], combine: bool) -> list[Table]:
+def _own_and_theirs(own: ChunkCounter, tables: list[Table], combine: bool, spill: Spill | None = None) -> list[Table]:
     """The caller's thread's table and the workers': with combine, theirs added into its own, one table (the last
     looked up as the arrays are made, not inserted: ChunkCounter.arrays_with, in as many threads as there were
-    processes counting: the workers are done)."""
+    processes counting: the workers are done). With a spill that has runs, each table is written as one (its
+    own first, freeing it) and the list is empty."""
+    if spill is not None and spill.runs:
+        spill.write(own)
+        for table in tables:
+            spill.write_table(table)
+        return []
     if combine and tables:
         for table in tables[:-1]:
             own.add_arrays(*table)
@@ -592,15 +618,16 @@ def _own_and_theirs(own: ChunkCounter, tables: list[Table], combine: bool) -> li
 
 def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Sequence[str], pattern: str,
                          errors: str, workers: int, progress: Progress | None, total: int | None, what: str,
-                         first_failure: Callable[[list[BaseException]], BaseException], shared_tail: bool = False
-                         ) -> tuple[ChunkCounter, list[Table], Tally]:
+                         first_failure: Callable[[list[BaseException]], BaseException], shared_tail: bool = False,
+                         spill: Spill | None = None) -> tuple[ChunkCounter, list[Table], Tally]:
     """The units of work 0..n_units - 1 (byte ranges of a file, ranges of JSON lines, row groups of Parquet files)
     claimed one at a time from a shared index by a thread of the caller's and by workers - 1 processes
     (_count_claimed), each counting a unit with count_unit(counter, k, bytes_done, share) (picklable: a functools.partial of a module
     function) until none is left. With shared_tail, share is a TailShare: a claimant with nothing left counts
     batches the others offer from the units they are still reading. Returns (the thread's counter, the
     workers' tables, the Tally of bytes and documents counted). first_failure picks the error to raise from
-    those seen."""
+    those seen. spill: every counter writes its table as a run when it passes spill's budget; the runs of the
+    workers that did are added to spill.runs (and their tables are not among those returned)."""
     context = worker_context()
     bytes_done, next_unit = Tally(context), shared_counter(context)
     share = TailShare(context, workers) if shared_tail else None
@@ -615,6 +642,8 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
                 if k >= n_units:
                     break
                 count_unit(own, k, bytes_done, share)
+                if spill is not None and spill.over(own):
+                    spill.write(own)
             if share is not None:
                 share.drain(own, bytes_done, stop)
         except BaseException as exc:       # reported by the caller's thread
@@ -623,7 +652,7 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
     with _scratch_dir(total or 0) as scratch, _discarded_on_error(share.queue if share is not None else None), \
             worker_pool(workers - 1, what, _init_worker, (bytes_done, next_unit, share), context) as pool:
         futures = [pool.submit(_count_claimed, count_unit, n_units, special_tokens, pattern, errors,
-                               os.path.join(scratch, f"table-{i}.npy")) for i in range(workers - 1)]
+                               os.path.join(scratch, f"table-{i}.npy"), spill) for i in range(workers - 1)]
         thread = threading.Thread(target=count_own, name="bpe_fast-count", daemon=True)
         thread.start()
 
@@ -661,8 +690,12 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
         raise_first_failure()              # a failure in the last moments, after the loop's last look
         tables = []
         for f in futures:
-            tables.append(_read_table(f.result()))
-            os.unlink(f.result())          # (its pages stay while _read_table's map holds them)
+            result = f.result()
+            if isinstance(result, list):   # a worker's runs (spill)
+                spill.runs.extend(result)  # type: ignore[union-attr]
+                continue
+            tables.append(_read_table(result))
+            os.unlink(result)              # (its pages stay while _read_table's map holds them)
     return own, tables, bytes_done
 
 
@@ -1283,14 +1316,16 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
                        errors: str = "strict", chunk_bytes: int | None = None, progress: Progress | None = None, *,
                        max_bytes: int | None = None, max_documents: int | None = None, text_field: str = "text",
                        text_column: str = "text", stats: dict[str, int] | None = None,
-                       combine: bool = False) -> list[Table]:
+                       combine: bool = False, spill: Spill | None = None) -> list[Table]:
     """The pre-token tables of any input (inputs.py): uncompressed text files by byte ranges read by the
     workers, the rest read here as batches of documents; in input order within the caps. Their sum is the
     corpus's counts. Arguments as check_input_args checks them. stats: a dict, if given, gets the "bytes" and
     "documents" read (within the caps). combine: each input's (or run of inputs') tables are added into one as
     its workers' arrive (for a caller that sums them anyway, or trains on them: cheaper than summing them after,
     and the engine lays out each word once). progress: called as
-    progress("count", bytes done, total) over the whole corpus, total None unless every input is a text file."""
+    progress("count", bytes done, total) over the whole corpus, total None unless every input is a text file.
+    spill: the counters of text files counted by byte ranges write their tables as runs when they pass its budget
+    (spill.runs); once any has, every table is written as a run too, and the list returned is empty."""
     check_progress(progress)
     for name, value in (("text_field", text_field), ("text_column", text_column)):
         if not isinstance(value, str):
@@ -1306,7 +1341,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     space_cuts = cuts_at_spaces(pattern)
     # (the total only a progress report shows: a size looked up a file, 0.2 s for 79,000 files, only for one)
     overall = _OverallProgress(progress, _text_files_total(sources, budget) if progress is not None else None)
-    tables = _TableSum(combine, num_processes)
+    tables = _TableSum(combine, num_processes, spill)
     small: list[tuple[str, int, bool]] = []     # consecutive small text files, counted together
     big: list[tuple[str, int | None]] = []      # consecutive larger text files, counted by one pool of workers
 
@@ -1320,7 +1355,7 @@ def count_input_tables(inputs: Any, special_tokens: Sequence[str], pattern: str,
     def count_big() -> None:
         if big:
             tables.extend(count_text_files_tables(big, special_tokens, pattern, num_processes, errors, chunk_bytes,
-                                                  overall.part(), combine))
+                                                  overall.part(), combine, spill))
             overall.counted(sum(size or 0 for _, size in big))
             big.clear()
 
@@ -1401,8 +1436,9 @@ class _TableSum:
     """The tables count_input_tables gathers, in order; with combine, added into one as they come (the caller sums
     them anyway: a corpus of many files listed each common word once a file, and training laid it out so)."""
 
-    def __init__(self, combine: bool, threads: int = 1) -> None:
+    def __init__(self, combine: bool, threads: int = 1, spill: Spill | None = None) -> None:
         self.combine = combine
+        self.spill = spill                         # once it has runs, result() writes every table as one
         self.threads = threads                     # result()'s lookups: the counting is done by then
         self.tables: list[Table] = []
         self.sum: ChunkCounter | None = None       # with combine, once a second table came
@@ -1417,6 +1453,13 @@ class _TableSum:
             del self.tables[:-1]
 
     def result(self) -> list[Table]:
+        if self.spill is not None and self.spill.runs:
+            for table in self.tables:
+                self.spill.write_table(table)
+            if self.sum is not None:
+                self.spill.write(self.sum)
+            self.tables, self.sum = [], None
+            return []
         if self.sum is not None:
             return [self.sum.arrays_with(*self.tables[-1], threads=self.threads)]
         return self.tables or [_empty_table()]

@@ -279,6 +279,20 @@ class ChunkCounter:
             return self._native.arrays_with(tokens, offsets, counts, threads)
         return self.add_arrays(tokens, offsets, counts).arrays(release=True)
 
+    def memory(self) -> int:
+        """About the bytes its tables fill (the native one's spans, hash table and key bytes; 100 a pre-token
+        that only `regex` counted): what a memory budget watches (spill.Spill)."""
+        return (self._native.memory() if self._native is not None else 0) + 100 * len(self._counts)
+
+    def spill(self, fd: int) -> tuple[int, int]:
+        """Write the pre-tokens and counts as a run sorted by their bytes (see _runs.pxd) to the open file
+        descriptor fd, at its start, emptying the counter. Returns (entries, errno of writing or 0)."""
+        if self._native is not None and not self._counts:
+            return self._native.spill(fd)
+        from . import _scan as scan
+        table = self.arrays(release=True)       # (pre-tokens only `regex` counted too: one table of all)
+        return scan.PretokenCounter(None, 0).add_arrays(*table).spill(fd)
+
     def arrays(self, release: bool = False) -> Table:
         """(tokens, offsets, counts): the distinct pre-tokens concatenated (uint8), int64 offsets with token k
         = tokens[offsets[k]:offsets[k + 1]], and their int64 counts. release: empty the counter as they are made

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
@@ -17,12 +18,14 @@ from .counts import PretokenCounts, exact_total, mapping_arrays
 from .patterns import GPT2_PATTERN, resolve_pattern, shown_pattern
 from .procs import check_num_processes, check_progress
 from .specials import SpecialTokens, first_alias
+from .spill import Spill, count_budget, merged_run, spill_folder
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
 
 # what training takes: PretokenCounts, a mapping {pre-token bytes: count}, or train_bpe's (tokens, offsets, counts)
-_Counts = Union[PretokenCounts, Mapping[bytes, int], Table]
+# or its runs (a Spill: counting went past its memory budget)
+_Counts = Union[PretokenCounts, Mapping[bytes, int], Table, Spill]
 
 _MERGE_BATCH = 256      # merges between progress reports
 _MAX_COUNT = 2 ** 63 - 1  # the engine's counts are int64: a larger min_frequency stops as this one does
@@ -93,16 +96,36 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
     vocab_size = check_vocab_size(vocab_size, special_tokens, initial)
     special_tokens, pattern = check_input_args(special_tokens, GPT2_PATTERN if pattern is None else pattern, errors)
     read: dict[str, int] = {}           # the bytes and documents read, for the result's corpus statistics
-    # one expression: no local of this frame keeps the table alive while the engine is built; the workers' tables
-    # and every input's are added into one as they arrive (combine: the engine lays out each word once; handed
-    # them end to end, on the real corpus it took 5% longer and 6% more memory, on 10 files of it 23% more memory)
-    return _train(count_input_tables(input_path, special_tokens, pattern, num_processes, errors, chunk_bytes,
-                                     progress, max_bytes=max_bytes, max_documents=max_documents,
-                                     text_field=text_field, text_column=text_column, stats=read, combine=True)[0],
-                  vocab_size, special_tokens, progress, stacklevel=3, pattern=pattern, min_frequency=min_frequency,
-                  max_token_length=max_token_length, special_tokens_position=special_tokens_position,
-                  pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial, read=read,
-                  threads=num_processes)
+    budget = count_budget()
+    # the runs of counters past the budget go here (spill.py); removed with the folder, an error or interrupt too
+    with spill_folder(_file_size(input_path)) as folder:
+        spill = Spill(folder, budget)
+        # one expression: no local of this frame keeps the table alive while the engine is built; the workers'
+        # tables and every input's are added into one as they arrive (combine: the engine lays out each word once;
+        # handed them end to end, on the real corpus it took 5% longer and 6% more memory, on 10 files of it 23%
+        # more memory). When counting spilled, the runs instead (the spill itself)
+        return _train(_table_or_runs(count_input_tables(input_path, special_tokens, pattern, num_processes, errors,
+                                                        chunk_bytes, progress, max_bytes=max_bytes,
+                                                        max_documents=max_documents, text_field=text_field,
+                                                        text_column=text_column, stats=read, combine=True,
+                                                        spill=spill), spill),
+                      vocab_size, special_tokens, progress, stacklevel=3, pattern=pattern, min_frequency=min_frequency,
+                      max_token_length=max_token_length, special_tokens_position=special_tokens_position,
+                      pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial, read=read,
+                      threads=num_processes)
+
+
+def _file_size(inputs: Any) -> int:
+    """The size of inputs when it names one file (for choosing where runs go), else 0."""
+    try:
+        return os.path.getsize(inputs) if isinstance(inputs, (str, os.PathLike)) and os.path.isfile(inputs) else 0
+    except (OSError, TypeError, ValueError):
+        return 0
+
+
+def _table_or_runs(tables: list[Table], spill: Spill) -> Table | Spill:
+    """count_input_tables' one table, or the spill when counting wrote runs (the list is then empty)."""
+    return spill if spill.runs else tables[0]
 
 
 def counts_to_arrays(counts: Mapping[bytes, int]) -> Table:
@@ -187,18 +210,25 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
     vocab_size = check_vocab_size(vocab_size, special_tokens, initial)
     if initial is not None:
         _check_initial_pattern(getattr(counts, "pattern", pattern), initial)
-    if isinstance(counts, PretokenCounts):
-        arrays = counts.tokens, counts.offsets, counts.counts
-    elif isinstance(counts, tuple):                  # arrays (tokens, offsets, counts), from train_bpe
-        arrays = counts
+    merged: str | None = None
+    parts: list[Any] = []
+    if isinstance(counts, Spill):       # runs (counting went past its budget): added up into one, natively
+        merged, figures = merged_run(counts)
+        corpus = dict(read or {})
+        corpus.update((key, figures[key]) for key in ("pretokens", "pretoken_bytes", "distinct_pretokens"))
     else:
-        arrays = counts_to_arrays(counts)
-    # (each pre-token listed once: a PretokenCounts, a mapping, or train_bpe's tables added into one; counting
-    # the distinct ones again, a hash set of them, took 30 ms of the real corpus's 1.9 s)
-    corpus = corpus_statistics(*arrays, may_repeat=False, read=read)
+        if isinstance(counts, PretokenCounts):
+            arrays = counts.tokens, counts.offsets, counts.counts
+        elif isinstance(counts, tuple):                  # arrays (tokens, offsets, counts), from train_bpe
+            arrays = counts
+        else:
+            arrays = counts_to_arrays(counts)
+        # (each pre-token listed once: a PretokenCounts, a mapping, or train_bpe's tables added into one; counting
+        # the distinct ones again, a hash set of them, took 30 ms of the real corpus's 1.9 s)
+        corpus = corpus_statistics(*arrays, may_repeat=False, read=read)
+        parts = list(arrays)
+        del arrays
     del counts
-    parts = list(arrays)
-    del arrays
     if initial is None:
         vocab: Vocab = {i: bytes([i]) for i in range(256)}
         old_merges: Merges = []
@@ -215,8 +245,13 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
     # the engine empties `parts` once it has laid the words out: train_bpe's arrays, held by nothing else, are
     # freed before the pair index is built (a PretokenCounts keeps its own). max_merges: what it will be asked
     # for, from which it chooses its slots' size (2 bytes a byte of the words when the ids fit)
-    engine = MergeEngine.consume(parts, max_token_length=max_token_length, threads=check_num_processes(threads),
-                                 max_merges=len(old_merges) + max(wanted, 0))
+    max_merges = len(old_merges) + max(wanted, 0)
+    if merged is not None:
+        engine = _engine_from_run(merged, max_token_length=max_token_length, threads=check_num_processes(threads),
+                                  max_merges=max_merges)
+    else:
+        engine = MergeEngine.consume(parts, max_token_length=max_token_length, threads=check_num_processes(threads),
+                                     max_merges=max_merges)
     if initial is not None:
         try:
             engine.replay(*merges_to_arrays(old_merges))
@@ -243,6 +278,17 @@ def _train(counts: _Counts, vocab_size: int, special_tokens: Sequence[str], prog
     layout = specials + made if special_tokens_position == "after_bytes" else made + specials
     vocab.update(zip(range(size, size + len(layout)), layout))
     return TrainResult(vocab, old_merges + merges, {"corpus": corpus, "merge_counts": merge_counts})
+
+
+def _engine_from_run(path: str, **options: Any) -> MergeEngine:
+    """MergeEngine.from_run of the merged run at path (its words read twice, a buffer at a time), the file
+    removed once they are laid out; a run that is not well formed is a ValueError naming it."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return MergeEngine.from_run(fd, name=path, **options)
+    finally:
+        os.close(fd)
+        os.unlink(path)
 
 
 class TrainResult(tuple[Vocab, Merges]):
