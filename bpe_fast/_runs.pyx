@@ -7,7 +7,7 @@ never a whole table in memory. The Python layer (spill.py) opens and names the f
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
 
-from bpe_fast._runs cimport (RunReader, RunWriter, key_cmp, run_close, run_next, run_open, run_put, run_start,
+from bpe_fast._runs cimport (RunReader, RunWriter, key_cmp_after, run_close, run_next, run_open, run_put, run_start,
                              run_stop, run_problem)
 
 
@@ -17,8 +17,11 @@ cdef extern from *:
 
 
 cdef inline bint _less(RunReader* readers, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-    """Whether reader i's key comes before reader j's (equal keys: the lower index first, for a stable order)."""
-    cdef int c = key_cmp(readers[i].key, readers[i].length, readers[j].key, readers[j].length)
+    """Whether reader i's key comes before reader j's (equal keys: the lower index first, for a stable order): by
+    their first 8 bytes' prefixes, most often, else by their bytes."""
+    if readers[i].prefix != readers[j].prefix:
+        return readers[i].prefix < readers[j].prefix
+    cdef int c = key_cmp_after(readers[i].key, readers[i].length, readers[j].key, readers[j].length, 8)
     return c < 0 or (c == 0 and i < j)
 
 
@@ -57,6 +60,7 @@ def merge_runs(list fds, int out_fd):
     cdef int64_t total, distinct = 0, pretokens = 0, pretoken_bytes = 0, longest = 0, product
     cdef vector[uint8_t] key
     cdef uint32_t length
+    cdef uint64_t prefix
     cdef bint overflow = False
     with nogil:
         if run_open(&writer, out_fd) != 0:
@@ -78,11 +82,13 @@ def merge_runs(list fds, int out_fd):
         while bad < 0 and live > 0:
             top = heap[0]
             length = readers[top].length
+            prefix = readers[top].prefix
             key.assign(readers[top].key, readers[top].key + length)
             total = 0
             while live > 0:
                 top = heap[0]
-                if key_cmp(key.data(), length, readers[top].key, readers[top].length) != 0:
+                if readers[top].prefix != prefix or key_cmp_after(key.data(), length, readers[top].key,
+                                                                  readers[top].length, 8) != 0:
                     break
                 if __builtin_add_overflow(total, readers[top].count, &total):
                     overflow = True

@@ -24,7 +24,7 @@ from libc.string cimport memchr, memcmp, memcpy, memset
 from libcpp.vector cimport vector
 
 from bpe_fast._revec cimport ReVec, fill_huge, push_or_end
-from bpe_fast._runs cimport RunWriter, run_close, run_open, run_put, sort_spans
+from bpe_fast._runs cimport RunWriter, SortKey, run_close, run_open, run_put, sort_span_keys
 from bpe_fast._threads cimport atomic_add_int64, run_in_threads
 from bpe_fast._hashing cimport (EMPTY_INDEX, Slot, hash_bytes, seed_hash_bytes, load_head, next_slot, slot_place,
                                 slot_tag, tail_equal)
@@ -1835,10 +1835,12 @@ cdef class PretokenCounter:
         return (self.spans.size() * sizeof(Span) + self.slots.size() * sizeof(Slot)
                 + self.arena.size() + self.hot.size() * sizeof(HotKey))
 
-    def spill(self, int fd):
+    def spill(self, int fd, bint keep=False):
         """Write its pre-tokens and counts to the open file descriptor fd (at its start) as a run sorted by their
         bytes (_runs.pxd's format), emptying the counter: its hash table is freed first, its spans sorted in
         place. Returns (entries, errno of writing or 0); with an error the counter is emptied all the same.
+        keep: for a counter that goes on counting, its memory is kept (the hash table cleared in place, not
+        freed): it fills the same room again without growing its table anew (each growth rehashes every span).
 
         >>> import os, tempfile
         >>> counter = PretokenCounter(None, 0).add_arrays(np.frombuffer(b"ab" b"a", np.uint8), np.array([0, 2, 3]),
@@ -1853,18 +1855,46 @@ cdef class PretokenCounter:
         cdef Py_ssize_t k, m = self.spans.size()
         cdef Span* span
         cdef int err
-        self._free_table()              # (before the sort: its memory is the room the sort and writing take)
-        vector[HotKey]().swap(self.hot)
+        # the order is sorted in the hash table's memory (16 bytes a span: a table at most half full has room),
+        # which is cleared or freed after
+        cdef SortKey* order = <SortKey*>self.slots.data()
+        if 2 * <size_t>m > self.slots.size():
+            raise RuntimeError("PretokenCounter.spill: the hash table is more than half full")
         with nogil:
             err = run_open(&writer, fd)
             if err == 0:
-                sort_spans(self.spans.data(), m, self.arena.data())
+                sort_span_keys(order, self.spans.data(), m, self.arena.data())
                 for k in range(m):
-                    span = &self.spans[k]
+                    if k + 16 < m:      # (the spans are read in the keys' order: at random)
+                        prefetch(&self.spans[order[k + 16].index])
+                    if k + 8 < m:
+                        prefetch(self.arena.data() + self.spans[order[k + 8].index].start)
+                    span = &self.spans[order[k].index]
                     run_put(&writer, self.arena.data() + span.start, <uint32_t>span.length, span.count)
                 err = run_close(&writer)
-        self._empty()
+            if keep:
+                self._clear()
+        if not keep:
+            self._empty()
         return m, err
+
+    cdef void _clear(self) noexcept nogil:
+        """Empty the counter, keeping its memory: the hash table's slots emptied in place, no span, no byte."""
+        cdef Slot empty
+        cdef HotKey none
+        cdef size_t k
+        empty.index = EMPTY_INDEX
+        empty.tag = 0
+        for k in range(self.slots.size()):
+            self.slots[k] = empty
+        none.head = 0
+        none.length = 0
+        none.index = 0
+        for k in range(self.hot.size()):
+            self.hot[k] = none
+        self.spans.resize(0)
+        self.arena.resize(0)
+        self.total_count = 0
 
     cdef tuple _own_arrays(self, int64_t extra_bytes, Py_ssize_t extra_words, bint fill=True):
         """(tokens, offsets, counts) with room for this counter's pre-tokens and extra_words more of extra_bytes

@@ -175,7 +175,7 @@ def count_ranges(units: Iterable[tuple[str, int, int]], special_tokens: Iterable
             for _, start, end in ranges:
                 _count_range(counter, f, path, start, end, _bytes_done)
                 if spill is not None and spill.over(counter):
-                    spill.write(counter)
+                    spill.write(counter, keep=True)
     if spill is not None and spill.runs:
         spill.write(counter)
         return _empty_table()
@@ -212,7 +212,7 @@ def _count_claimed(count_unit: CountUnit, n_units: int, special_tokens: Iterable
         start = time.perf_counter()
         count_unit(counter, k, _bytes_done, _share)
         if spill is not None and spill.over(counter):
-            spill.write(counter)
+            spill.write(counter, keep=True)
         busy += time.perf_counter() - start
         done += 1
     if _share is not None:
@@ -643,7 +643,7 @@ def _count_claimed_units(n_units: int, count_unit: CountUnit, special_tokens: Se
                     break
                 count_unit(own, k, bytes_done, share)
                 if spill is not None and spill.over(own):
-                    spill.write(own)
+                    spill.write(own, keep=True)
             if share is not None:
                 share.drain(own, bytes_done, stop)
         except BaseException as exc:       # reported by the caller's thread

@@ -284,11 +284,12 @@ class ChunkCounter:
         that only `regex` counted): what a memory budget watches (spill.Spill)."""
         return (self._native.memory() if self._native is not None else 0) + 100 * len(self._counts)
 
-    def spill(self, fd: int) -> tuple[int, int]:
+    def spill(self, fd: int, keep: bool = False) -> tuple[int, int]:
         """Write the pre-tokens and counts as a run sorted by their bytes (see _runs.pxd) to the open file
-        descriptor fd, at its start, emptying the counter. Returns (entries, errno of writing or 0)."""
+        descriptor fd, at its start, emptying the counter. Returns (entries, errno of writing or 0). keep: keep
+        the native table's memory, to count on into it (see PretokenCounter.spill)."""
         if self._native is not None and not self._counts:
-            return self._native.spill(fd)
+            return self._native.spill(fd, keep)
         from . import _scan as scan
         table = self.arrays(release=True)       # (pre-tokens only `regex` counted too: one table of all)
         return scan.PretokenCounter(None, 0).add_arrays(*table).spill(fd)

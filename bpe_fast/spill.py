@@ -51,18 +51,21 @@ class Spill:
         """Whether counter's table fills more than the budget."""
         return counter.memory() > self.budget
 
-    def write(self, counter: Any) -> str:
-        """counter's pre-tokens (a ChunkCounter, or a native PretokenCounter: what has spill(fd)) as a new run in
-        the folder, the counter emptied; returns the run's path."""
+    def write(self, counter: Any, keep: bool = False) -> str:
+        """counter's pre-tokens (a ChunkCounter, or a native PretokenCounter: what has spill(fd, keep)) as a new
+        run in the folder, the counter emptied (keep: keeping its memory, for one that counts on); returns the
+        run's path."""
         fd, path = tempfile.mkstemp(prefix="run-", suffix=".bin", dir=self.folder)
         self.runs.append(path)          # (listed first: removed with the folder whatever happens)
         try:
-            _, err = counter.spill(fd)
+            _, err = counter.spill(fd, keep)
         finally:
             os.close(fd)
         if err:
             raise OSError(err, f"{os.strerror(err)}, writing a run of counts in the temporary folder "
-                               f"{self.folder} (/dev/shm's when it has room, else TMPDIR's)", path)
+                               f"{self.folder} (set TMPDIR to choose another)", path)
+        if keep and counter.memory() > self.budget // 2:    # its hash table alone is most of the budget: freed
+            counter.arrays(release=True)
         return path
 
     def write_table(self, table: Table) -> None:
@@ -72,12 +75,13 @@ class Spill:
             self.write(_scan.PretokenCounter(None, 0).add_arrays(*table))
 
 
-def spill_folder(corpus_bytes: int) -> tempfile.TemporaryDirectory[str]:
-    """A private folder for the runs, as count_workers._scratch_dir chooses the workers' tables' (in memory,
-    /dev/shm, when it has room for corpus_bytes, else the usual temporary folder); removed with what it holds
-    when the caller's `with` ends, an error or an interrupt too."""
-    from .count_workers import _scratch_dir
-    return _scratch_dir(corpus_bytes)
+def spill_folder() -> tempfile.TemporaryDirectory[str]:
+    """A private folder for the runs in the usual temporary folder (TMPDIR's), removed with what it holds when the
+    caller's `with` ends, an error or an interrupt too. Not /dev/shm, where the workers' tables go: the runs of a
+    corpus too large for the budget are as large as its distinct pre-tokens several times over (5 GB of web-like
+    text: 12 runs of 370 MB and the merged run of 2 GB), and a file in /dev/shm is memory that cannot be given
+    back until it is removed, where a file on disk is page cache the system reclaims as it needs."""
+    return tempfile.TemporaryDirectory(prefix="bpe_fast-runs-")
 
 
 def merged_run(spill: Spill) -> tuple[str, dict[str, int]]:

@@ -98,7 +98,7 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
     read: dict[str, int] = {}           # the bytes and documents read, for the result's corpus statistics
     budget = count_budget()
     # the runs of counters past the budget go here (spill.py); removed with the folder, an error or interrupt too
-    with spill_folder(_file_size(input_path)) as folder:
+    with spill_folder() as folder:
         spill = Spill(folder, budget)
         # one expression: no local of this frame keeps the table alive while the engine is built; the workers'
         # tables and every input's are added into one as they arrive (combine: the engine lays out each word once;
@@ -113,14 +113,6 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
                       max_token_length=max_token_length, special_tokens_position=special_tokens_position,
                       pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial, read=read,
                       threads=num_processes)
-
-
-def _file_size(inputs: Any) -> int:
-    """The size of inputs when it names one file (for choosing where runs go), else 0."""
-    try:
-        return os.path.getsize(inputs) if isinstance(inputs, (str, os.PathLike)) and os.path.isfile(inputs) else 0
-    except (OSError, TypeError, ValueError):
-        return 0
 
 
 def _table_or_runs(tables: list[Table], spill: Spill) -> Table | Spill:

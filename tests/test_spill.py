@@ -225,8 +225,9 @@ def runs_written(monkeypatch):
 
 
 def scratch_folders():
-    return set(glob.glob("/dev/shm/bpe_fast-counts-*")) | set(glob.glob(os.path.join(tempfile.gettempdir(),
-                                                                                     "bpe_fast-counts-*")))
+    """The folders of counting's scratch files and of runs, wherever they may be."""
+    return {path for base in ("/dev/shm", tempfile.gettempdir()) for kind in ("counts", "runs")
+            for path in glob.glob(os.path.join(base, f"bpe_fast-{kind}-*"))}
 
 
 @pytest.mark.parametrize("num_processes", [1, 2, 3])
@@ -287,7 +288,7 @@ def test_budget_setting(monkeypatch):
 def test_a_run_that_cannot_be_written_names_the_folder(tmp_path):
     counter = PretokenCounter(None, 0).add_arrays(*table_of({b"ab": 1}))
     spill = Spill(str(tmp_path), 1)
-    bad = type("Counter", (), {"spill": lambda self, fd: (1, 28)})()      # ENOSPC
+    bad = type("Counter", (), {"spill": lambda self, fd, keep=False: (1, 28)})()      # ENOSPC
     with pytest.raises(OSError, match=f"writing a run of counts in the temporary folder {tmp_path}"):
         spill.write(bad)
     assert spill.write(counter) in spill.runs
