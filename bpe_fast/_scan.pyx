@@ -1837,8 +1837,9 @@ cdef class PretokenCounter:
 
     def spill(self, int fd, bint keep=False):
         """Write its pre-tokens and counts to the open file descriptor fd (at its start) as a run sorted by their
-        bytes (_runs.pxd's format), emptying the counter: its hash table is freed first, its spans sorted in
-        place. Returns (entries, errno of writing or 0); with an error the counter is emptied all the same.
+        bytes (_runs.pxd's format), emptying the counter: their order is sorted in its hash table's room
+        (_runs.pxd's bpe_sort_span_keys), and the table freed after. Returns (entries, errno of writing or 0); with
+        an error the counter is emptied all the same.
         keep: for a counter that goes on counting, its memory is kept (the hash table cleared in place, not
         freed): it fills the same room again without growing its table anew (each growth rehashes every span).
 

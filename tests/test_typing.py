@@ -17,7 +17,7 @@ import bpe_fast
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path(bpe_fast.__file__).resolve().parent          # the installed package (the tests run on it)
-COMPILED = ["_encode", "_inspect", "_ranks", "_scan", "_train"]
+COMPILED = ["_encode", "_inspect", "_ranks", "_runs", "_scan", "_train"]
 
 
 def _python_path(cwd):
