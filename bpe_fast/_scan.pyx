@@ -1861,6 +1861,10 @@ cdef class PretokenCounter:
         cdef SortKey* order = <SortKey*>self.slots.data()
         if 2 * <size_t>m > self.slots.size():
             raise RuntimeError("PretokenCounter.spill: the hash table is more than half full")
+        for k in range(m):              # (a run's lengths are uint32: no pre-token of 2 GiB or more)
+            if self.spans[k].length > 0x7FFFFFFF:
+                raise ValueError(f"a pre-token of {self.spans[k].length:,} bytes: a run of counts holds pre-tokens "
+                                 f"of less than 2 GiB")
         with nogil:
             err = run_open(&writer, fd)
             if err == 0:
