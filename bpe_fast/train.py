@@ -98,7 +98,8 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
     read: dict[str, int] = {}           # the bytes and documents read, for the result's corpus statistics
     budget = count_budget()
     # the runs of counters past the budget go here (spill.py); removed with the folder, an error or interrupt too
-    with spill_folder() as folder:
+    scratch = spill_folder()
+    with scratch as folder:
         spill = Spill(folder, budget)
         # one expression: no local of this frame keeps the table alive while the engine is built; the workers'
         # tables and every input's are added into one as they arrive (combine: the engine lays out each word once;
@@ -108,16 +109,21 @@ def train_bpe(input_path: Any, vocab_size: int, special_tokens: Iterable[str] | 
                                                         chunk_bytes, progress, max_bytes=max_bytes,
                                                         max_documents=max_documents, text_field=text_field,
                                                         text_column=text_column, stats=read, combine=True,
-                                                        spill=spill), spill),
+                                                        spill=spill), spill, scratch),
                       vocab_size, special_tokens, progress, stacklevel=3, pattern=pattern, min_frequency=min_frequency,
                       max_token_length=max_token_length, special_tokens_position=special_tokens_position,
                       pad_vocab_to_multiple_of=pad_vocab_to_multiple_of, initial=initial, read=read,
                       threads=num_processes)
 
 
-def _table_or_runs(tables: list[Table], spill: Spill) -> Table | Spill:
-    """count_input_tables' one table, or the spill when counting wrote runs (the list is then empty)."""
-    return spill if spill.runs else tables[0]
+def _table_or_runs(tables: list[Table], spill: Spill, scratch: Any) -> Table | Spill:
+    """count_input_tables' one table, or the spill when counting wrote runs (the list is then empty). Without runs
+    the runs folder (scratch, a TemporaryDirectory) is removed now, not after the merges: a process killed
+    (SIGKILL) while it merges leaves no empty folder behind."""
+    if spill.runs:
+        return spill
+    scratch.cleanup()
+    return tables[0]
 
 
 def counts_to_arrays(counts: Mapping[bytes, int]) -> Table:

@@ -243,9 +243,12 @@ def test_train_bpe_spilled_equals_unspilled_and_oracle(tmp_path, monkeypatch, ru
     text += " ".join(f"w{k}" for k in range(3000))          # more distinct words: a table to spill in parts
     path = write(tmp_path, text)
     budget = ChunkCounter(specials, pattern).add(text.encode()).memory() // share if share else 1
-    want = train_bpe(path, 256 + 1 + 200, specials, num_processes=num_processes, pattern=pattern, chunk_bytes=4000)
-    assert not runs_written                         # the default budget: nothing spilled
     before = scratch_folders()
+    seen = []                                       # the runs folders there are when the merges are reported
+    want = train_bpe(path, 256 + 1 + 200, specials, num_processes=num_processes, pattern=pattern, chunk_bytes=4000,
+                     progress=lambda stage, done, total: stage == "merge" and seen.append(scratch_folders() - before))
+    assert not runs_written                         # the default budget: nothing spilled
+    assert seen and not any(seen)                   # and its empty folder was gone before the merges
     monkeypatch.setenv(BUDGET_ENV, str(budget))
     got = train_bpe(path, 256 + 1 + 200, specials, num_processes=num_processes, pattern=pattern, chunk_bytes=4000)
     assert len(runs_written) >= 2                   # it did spill, more than once
