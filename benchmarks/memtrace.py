@@ -30,6 +30,11 @@ def main(argv=None):
         parser.error(f"vocab_size must be at least 257 (the bytes and <|endoftext|>), got {args.vocab_size}")
     start = time.perf_counter()
     peak = [0, 0.0]                 # KB, seconds
+    # the same once counting is done (the engine's build, layout and pair index, and its merges), and from the
+    # merge stage on (reported after the first 256 merges)
+    built_peak = [0, 0.0]
+    merge_peak = [0, 0.0]
+    counted = []
     done = threading.Event()
     stages = []
 
@@ -39,11 +44,18 @@ def main(argv=None):
             kb, at = tree_rss_kb(), time.perf_counter() - start
             if kb > peak[0]:
                 peak[:] = [kb, at]
+            if counted and kb > built_peak[0]:
+                built_peak[:] = [kb, at]
+            if "merge" in stages and kb > merge_peak[0]:
+                merge_peak[:] = [kb, at]
             if at - last >= 10:
                 print(f"{at:7.1f} s {kb / 1024:9,.0f} MB (peak {peak[0] / 1024:,.0f} MB at {peak[1]:.0f} s)", flush=True)
                 last = at
 
     def progress(stage, done_bytes, total):
+        if stage == "count" and done_bytes == total and not counted:
+            counted.append(time.perf_counter() - start)
+            print(f"{counted[0]:7.1f} s counted, {tree_rss_kb() / 1024:,.0f} MB", flush=True)
         if not stages or stages[-1] != stage:
             stages.append(stage)
             print(f"{time.perf_counter() - start:7.1f} s stage {stage} begins, "
@@ -54,7 +66,9 @@ def main(argv=None):
     train_bpe(args.corpus, args.vocab_size, ["<|endoftext|>"], num_processes=2, progress=progress)
     done.set()
     sampler.join()
-    print(f"done in {time.perf_counter() - start:.1f} s, peak {peak[0] / 1024:,.0f} MB at {peak[1]:.0f} s", flush=True)
+    print(f"done in {time.perf_counter() - start:.1f} s, peak {peak[0] / 1024:,.0f} MB at {peak[1]:.0f} s; "
+          f"once counted {built_peak[0] / 1024:,.0f} MB at {built_peak[1]:.0f} s; from the merge stage on "
+          f"{merge_peak[0] / 1024:,.0f} MB at {merge_peak[1]:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

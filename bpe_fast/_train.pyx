@@ -94,12 +94,17 @@ cdef enum:
                         # more went stale since it was last checked; it moves the others as they are
     LEAN_TRIGGER = 4    # a lean engine compacts when 1 / LEAN_TRIGGER of its arena is garbage or stale
     MAX_INDEX_THREADS = 8
+    MAX_WANTED = 1 << 20    # a re-scan collects the positions of this many pairs at most (its table's size)
     INDEX_SLOTS_PER_THREAD = 1 << 16    # the pair index: fewer slots than this a thread, not worth one
     BYTE_PAIRS = 65536
     LAYOUT_WORDS_PER_THREAD = 1 << 15   # laying words out: fewer than this a thread, not worth one
     PID_LOOK_UP = -2    # a map slot's pid before _resolve_pids: look the pair up (made if not found)
     PID_NEW = -3        # the same for a pair known to be new: made without looking
     RESOLVE_GROUP = 32  # _resolve_pids' look-ups fetched ahead at a time
+    UNTRACKED = -1      # plen of a positionless pair (a bounded engine: see "Positions under a budget")
+    COUNT_BUCKETS = 57 * 1024   # _watermark's histogram of pair counts (_count_bucket)
+    POSITIONS_SHARE = 2 # a lean engine is bounded, by this share of its slots' bytes, when its positions would
+                        # be more (see "Positions under a budget")
 
 
 cdef struct LayOut:
@@ -135,7 +140,8 @@ cdef struct MapSlot:
     int64_t fill        # positions recorded for the pair in this merge, then where the next one goes
     int32_t stamp       # the merge this slot was filled in (else the slot is empty)
     int32_t pid
-    int64_t gone        # the pair's occurrences this merge took away (positions it made stale)
+    int32_t gone        # the pair's occurrences this merge took away (positions it made stale)
+    int32_t made        # and those it made (a bounded engine keeps each pair's number of occurrences)
 
 
 cdef struct Record:
@@ -145,6 +151,51 @@ cdef struct Record:
 
 cdef extern from *:
     void prefetch "__builtin_prefetch" (const void*) noexcept nogil
+    int clzll "__builtin_clzll" (unsigned long long) noexcept nogil
+
+
+import os as _os
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+cdef bint _trace = bool(_os.environ.get("BPE_FAST_TRACE_RESCANS"))     # benchmarks: print each re-scan
+
+
+cdef double _now() noexcept nogil:
+    cdef timespec t
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return t.tv_sec + t.tv_nsec * 1e-9
+
+
+cdef inline int _count_bucket(int64_t c) noexcept nogil:
+    """_watermark's bucket of a count > 0: the count itself below 1024, else its 10 leading bits and its length
+    (buckets rise with the counts; _bucket_floor gives a bucket's least count)."""
+    if c < 1024:
+        return <int>c
+    cdef int e = 64 - clzll(<unsigned long long>c) - 10
+    return 1024 * e + <int>(c >> e) - 1024
+
+
+cdef inline int64_t _bucket_floor(int b) noexcept nogil:
+    if b < 1024:
+        return b
+    return (<int64_t>(b % 1024 + 1024)) << (b // 1024)
+
+
+cdef extern from *:
+    """
+    #define BPE_FAST_WANT_EMPTY (~(unsigned long long)0)
+    """
+    const uint64_t WANT_EMPTY "BPE_FAST_WANT_EMPTY"     # no pair's key
+
+
+cdef struct Wanted:
+    # a re-scan's pair (MergeEngine._rescan), in an open-addressing table of its own by key
+    uint64_t key        # pair_key, or WANT_EMPTY
+    int32_t pid
+
+
+cdef enum:
+    NO_PID = -1
 
 
 cdef extern from *:
@@ -190,6 +241,9 @@ cdef class MergeEngine:
     NARROW_WORD (32,767) bytes, else in 4-byte ones (memory()["slots"]); more merges than promised still work
     (the slots are rewritten as 4-byte ones then). narrow: True or False forces the layout (tests: True with a
     longer word is a ValueError); None: as just said.
+    positions_budget: keep positions for about this many pair occurrences at most, re-scanning the slots for
+    more when needed (see the module's notes); None: only a lean engine whose positions would be more than
+    its slots' bytes / POSITIONS_SHARE is bounded (by that). Tests set a tiny one: many re-scans.
     threads: lay the words out and index their pairs in up to this many threads (ranges of words and of slots,
     joined in order: the same engine, and the same merges, for any number); the merges run in one.
     One thread at a time: run, next_count and replay release the GIL, and any call from another thread meanwhile
@@ -213,6 +267,16 @@ cdef class MergeEngine:
     cdef int64_t compactions           # how many times the garbage was dropped (for tests)
     cdef int64_t checked               # positions a lean compaction read the slots of (for tests)
     cdef int64_t most_positions        # the arena's largest size so far (for tests)
+    # positions under a budget (see the module's notes)
+    cdef bint bounded                  # some pairs may be positionless (plen UNTRACKED)
+    cdef int64_t budget                # positions the arena is to hold (about): bounded engines
+    cdef int64_t asked_budget          # the caller's positions_budget, or -1 (None: see _bound_positions)
+    cdef int64_t watermark             # a pair made with a count below this gets no positions
+    cdef ReVec[int32_t] pocc           # each pair's number of occurrences (bounded engines)
+    cdef int32_t pairs_before          # pairs that existed before this merge (pids below this)
+    cdef int64_t rescans               # re-scans of the slots (for tests and benchmarks)
+    cdef int64_t rescanned             # positions they collected
+    cdef int64_t mismatched            # occurrences a re-scan found beyond pocc, or short of it (0: tests)
     # per symbol: the pids ending in it and starting with it
     cdef vector[int32_t] pslots        # pair table: a pid or -1, from pair_slot(pkey[pid], pshift); 4 bytes a
                                        # slot (the key is read from pkey), at most half full
@@ -254,12 +318,13 @@ cdef class MergeEngine:
     cdef vector[int64_t] merge_count
 
     def __init__(self, tokens, offsets, counts, *, Py_ssize_t heap_slack=1 << 16, max_token_length=None,
-                 lean=None, int threads=1, max_merges=None, narrow=None):
-        self._setup([tokens, offsets, counts], heap_slack, max_token_length, lean, threads, max_merges, narrow)
+                 lean=None, int threads=1, max_merges=None, narrow=None, positions_budget=None):
+        self._setup([tokens, offsets, counts], heap_slack, max_token_length, lean, threads, max_merges, narrow,
+                    positions_budget)
 
     @staticmethod
     def consume(list arrays, *, Py_ssize_t heap_slack=1 << 16, max_token_length=None, lean=None, int threads=1,
-                max_merges=None, narrow=None):
+                max_merges=None, narrow=None, positions_budget=None):
         """An engine built from arrays = [tokens, offsets, counts], as MergeEngine(tokens, offsets, counts),
         which empties the list once the words are laid out in the engine's slots, before the pair index is
         built: arrays that nothing else holds are then freed, and the peak is the engine's alone, not the
@@ -267,7 +332,7 @@ cdef class MergeEngine:
         if len(arrays) != 3:
             raise ValueError(f"arrays must be [tokens, offsets, counts], got a list of {len(arrays)}")
         cdef MergeEngine engine = MergeEngine.__new__(MergeEngine)
-        engine._setup(arrays, heap_slack, max_token_length, lean, threads, max_merges, narrow)
+        engine._setup(arrays, heap_slack, max_token_length, lean, threads, max_merges, narrow, positions_budget)
         return engine
 
     @staticmethod
@@ -427,7 +492,7 @@ cdef class MergeEngine:
         return 0
 
     cdef _setup(self, list arrays, Py_ssize_t heap_slack, max_token_length, lean, int threads, max_merges,
-                narrow):
+                narrow, positions_budget):
         """__init__'s work; empties `arrays` between laying the words out and indexing their pairs."""
         self._idle("__init__")
         if self.tok_len.size():         # __init__ called again: the new words would mix with the old state
@@ -512,6 +577,14 @@ cdef class MergeEngine:
             max_merges = max_merges.__index__()
             if max_merges < 0:
                 raise ValueError(f"max_merges must be >= 0, got {max_merges}")
+        self.asked_budget = -1
+        if positions_budget is not None:        # tests: a bounded engine whatever the size
+            if isinstance(positions_budget, bool) or not hasattr(positions_budget, "__index__"):
+                raise TypeError(f"positions_budget must be an int or None, got {type(positions_budget).__name__}")
+            positions_budget = positions_budget.__index__()
+            if positions_budget < 0:
+                raise ValueError(f"positions_budget must be >= 0, got {positions_budget}")
+            self.asked_budget = min(positions_budget, 2 ** 62)
         if narrow is None:              # the layout: narrow when the ids and the words fit (see the module's notes)
             self.narrow = max_merges is not None and 256 + max_merges <= NARROW_IDS and longest <= NARROW_WORD
         elif narrow and longest > NARROW_WORD:
@@ -569,6 +642,7 @@ cdef class MergeEngine:
         empty.delta = 0
         empty.fill = 0
         empty.gone = 0
+        empty.made = 0
         empty.stamp = -1
         empty.pid = -1
         for k in range(4):
@@ -738,6 +812,8 @@ cdef class MergeEngine:
         self.pstart.push_back(0)
         if self.lean:
             self.pgone.push_back(0)
+        if self.bounded:
+            self.pocc.push_back(0)
         self.plen.push_back(0)
         self._pair_put(x, y, pid)
         return pid
@@ -800,6 +876,7 @@ cdef class MergeEngine:
         m.delta = 0
         m.fill = 0
         m.gone = 0
+        m.made = 0
         push_or_end(self.touched, at)
         self.touched_key.push_back(pair_key(x, y))     # (after touched: see touched_key)
 
@@ -1126,11 +1203,15 @@ cdef class MergeEngine:
                 byte_pid[x * 256 + y] = pid
             self.pcount[pid] += f
             self.plen[pid] += 1
+        self._bound_positions()
         cdef vector[int64_t] cursor
         resize_or_end(cursor, self.pcount.size())
         run = 0
         for pid in range(<int32_t>self.pcount.size()):
             self.pstart[pid] = run
+            if self.plen[pid] == UNTRACKED:
+                cursor[pid] = -1
+                continue
             cursor[pid] = run
             run += self.plen[pid]
         self.arena.resize_unset(run)    # (every entry written below: one a pair counted above)
@@ -1141,6 +1222,8 @@ cdef class MergeEngine:
             if x < 0 or y < 0:
                 continue
             pid = byte_pid[x * 256 + y]
+            if cursor[pid] < 0:
+                continue
             self.arena[cursor[pid]] = <int32_t>i
             cursor[pid] += 1
 
@@ -1186,21 +1269,27 @@ cdef class MergeEngine:
                     byte_pid[key] = pid
                 self.pcount[pid] += parts[k].count[key]
                 self.plen[pid] += parts[k].length[key]
+        self._bound_positions()
         run = 0
         for pid in range(<int32_t>self.pcount.size()):
             self.pstart[pid] = run
-            run += self.plen[pid]
+            if self.plen[pid] != UNTRACKED:
+                run += self.plen[pid]
         self.arena.resize_unset(run)    # (every entry written below: one a pair counted above)
         self.most_positions = run
         for k in range(n):                  # each range's positions after the ranges' before it
             for j in range(parts[k].seen):
                 key = parts[k].first[j]
                 pid = byte_pid[key]
+                if self.plen[pid] == UNTRACKED:     # (a positionless pair: none written)
+                    parts[k].cursor[key] = -1
+                    continue
                 parts[k].cursor[key] = self.pstart[pid]
                 self.pstart[pid] += parts[k].length[key]
             parts[k].positions = True
         for pid in range(<int32_t>self.pcount.size()):
-            self.pstart[pid] -= self.plen[pid]
+            if self.plen[pid] != UNTRACKED:
+                self.pstart[pid] -= self.plen[pid]
         run_in_threads(_scan_pairs_part, <char*>parts.data(), sizeof(PairScan), n)
 
     cdef void _scan_pairs(self, PairScan* part) noexcept nogil:
@@ -1230,6 +1319,8 @@ cdef class MergeEngine:
                 if x < 0 or y < 0:
                     continue
                 key = x * 256 + y
+                if cursor[key] < 0:         # a positionless pair (a bounded engine)
+                    continue
                 arena[cursor[key]] = <int32_t>i
                 cursor[key] += 1
             return
@@ -1279,6 +1370,8 @@ cdef class MergeEngine:
         cdef int64_t best = self._best_count()
         if best == 0 or best < min_count:
             return 0
+        if self.bounded and self.plen[self.heap[0].id] == UNTRACKED:   # (the top: _best_count's pair)
+            self._rescan(best, self.heap[0].id)
         self._merge(self._pop().id, best)
         return 1
 
@@ -1287,6 +1380,8 @@ cdef class MergeEngine:
         makes its token and is recorded, with count 0; its heap entry, if any, is dropped when it comes up."""
         cdef int32_t pid = self._find_pair(a, b)
         if pid >= 0 and self.pcount[pid] > 0:
+            if self.bounded and self.plen[pid] == UNTRACKED:
+                self._rescan(-1, pid)
             self._merge(pid, self.pcount[pid])
             return
         push_or_end(self.merge_a, a)
@@ -1304,6 +1399,7 @@ cdef class MergeEngine:
         self.mb = b
         self.mc = c
         self.mstamp = <int32_t>self.merge_c.size()
+        self.pairs_before = <int32_t>self.pcount.size()
         self.touched.clear()
         self.touched_key.resize_unset(0)
         push_or_end(self.merge_a, a)
@@ -1333,13 +1429,16 @@ cdef class MergeEngine:
         self._file_records()
         if <Py_ssize_t>self.heap.size() > 2 * self.heap_pruned + self.heap_slack:
             self._prune_heap()
+        cdef int64_t gone
         for k in range(<Py_ssize_t>self.touched.size()):
             m = &self.maps[self.touched[k]]
+            if self.bounded:
+                self.pocc[m.pid] += m.made - m.gone
             if m.gone:
-                if self.lean:
-                    m.gone = min(m.gone, <int64_t>self.plen[m.pid] - self.pgone[m.pid])
-                    self.pgone[m.pid] += <int32_t>m.gone
-                    self.stale += m.gone
+                if self.lean and self.plen[m.pid] != UNTRACKED:
+                    gone = min(<int64_t>m.gone, <int64_t>self.plen[m.pid] - self.pgone[m.pid])
+                    self.pgone[m.pid] += <int32_t>gone
+                    self.stale += gone
                 m.gone = 0
             if m.delta == 0:
                 continue
@@ -1354,6 +1453,10 @@ cdef class MergeEngine:
                 if self.lean:
                     self.stale -= self.pgone[p]
                     self.pgone[p] = 0
+            elif self.pcount[p] <= 0 and self.plen[p] == UNTRACKED:    # no occurrence left to miss
+                self.plen[p] = 0
+        if self.bounded:
+            self.pocc[pab] = 0
 
     cdef int64_t _merge_at(self, slot_t* sym, int32_t a, int32_t b, int32_t c, int32_t la, int32_t lb, int64_t seg,
                            int64_t nseg) noexcept nogil:
@@ -1408,6 +1511,7 @@ cdef class MergeEngine:
                 if m.stamp != stamp:
                     self._fill(m, at, sp, c, fresh)
                 m.delta += f
+                m.made += 1
                 if sp != c or not fresh:     # a c at p made in this loop was recorded then
                     rec.pos = p
                     rec.at = -1 if sp == b else at     # a b at p may yet be merged into a c on its left
@@ -1425,6 +1529,7 @@ cdef class MergeEngine:
                 if m.stamp != stamp:
                     self._fill(m, at, c, sn, fresh)
                 m.delta += f
+                m.made += 1
                 rec.pos = i
                 rec.at = -1 if sn == a else at         # an a at n may yet be merged into a c
                 push_or_end(self.records, rec)
@@ -1448,7 +1553,7 @@ cdef class MergeEngine:
         cdef Py_ssize_t k
         for k in range(<Py_ssize_t>self.touched.size()):
             m = &self.maps[self.touched[k]]
-            if m.fill:
+            if m.fill > 0:                  # (-1: dropped by _drop_records)
                 total += self.plen[m.pid]
         return total
 
@@ -1477,6 +1582,11 @@ cdef class MergeEngine:
         cdef int64_t need, at, old, fresh
         need = self._count_records(self.sym16.data()) if self.narrow else self._count_records(self.sym.data())
         self._resolve_pids()                # (every slot this merge fills is filled by now)
+        if self.bounded and need:
+            need = self._drop_records(need)
+            if need == 0:
+                for k in range(<Py_ssize_t>self.touched.size()):
+                    self.maps[self.touched[k]].fill = 0
         if need == 0:
             return
         ntouched = self.touched.size()
@@ -1486,7 +1596,7 @@ cdef class MergeEngine:
             # full: compact if enough of it is garbage (a lean engine: or stale), else grow by a quarter
             if self.lean and LEAN_TRIGGER * (self.garbage + self.stale) > <int64_t>self.arena.size() or \
                     not self.lean and 4 * self.garbage > <int64_t>self.arena.size():
-                self._compact(need)
+                self._compact(need, 0)
                 need = fresh_total + self._moved_positions()     # a lean compaction may have shrunk them
             else:
                 self.arena.reserve(self.arena.size() + need + self.arena.size() // 4)
@@ -1495,7 +1605,7 @@ cdef class MergeEngine:
         self.most_positions = max(self.most_positions, <int64_t>self.arena.size())
         for k in range(ntouched):
             m = &self.maps[self.touched[k]]
-            if not m.fill:
+            if m.fill <= 0:
                 continue
             pid = m.pid
             old = self.plen[pid]
@@ -1512,12 +1622,33 @@ cdef class MergeEngine:
             rec = &self.records[k]
             if rec.at >= 0:
                 m = &self.maps[rec.at]
-                arena[m.fill] = rec.pos
-                m.fill += 1
+                if m.fill >= 0:
+                    arena[m.fill] = rec.pos
+                    m.fill += 1
         for k in range(ntouched):
             self.maps[self.touched[k]].fill = 0
 
-    cdef void _compact(self, int64_t extra) noexcept nogil:
+    cdef int64_t _drop_records(self, int64_t need) noexcept nogil:
+        """A bounded engine's choice of the positions this merge recorded (after _count_records and
+        _resolve_pids): a positionless pair stays so (its segment would lack its older occurrences), and a pair
+        made in this merge gets positions only when it will count watermark or more and may be chosen; the map
+        slots of the others get fill -1 (nothing written). Returns the positions still to write."""
+        cdef Py_ssize_t k
+        cdef MapSlot* m
+        cdef int32_t pid
+        for k in range(<Py_ssize_t>self.touched.size()):
+            m = &self.maps[self.touched[k]]
+            if m.fill <= 0:
+                continue
+            pid = m.pid
+            if self.plen[pid] == UNTRACKED or pid >= self.pairs_before and \
+                    (m.delta < self.watermark or not self._candidate(pid)):
+                self.plen[pid] = UNTRACKED      # (a new pair's count is its delta: it had none before)
+                need -= m.fill
+                m.fill = -1
+        return need
+
+    cdef void _compact(self, int64_t extra, int64_t drop_below) noexcept nogil:
         """Drop the garbage in place: move the live segments to the front of the arena in the order they lie
         in it (every entry moves down, over garbage or its own old place, never over one still to move). A
         lean engine checks the segments of which 1 / VALIDATE_SHARE or more may be stale, keeps only their
@@ -1531,6 +1662,11 @@ cdef class MergeEngine:
         cdef int32_t* arena = self.arena.data()
         for pid in range(<int32_t>self.plen.size()):
             if self.plen[pid] > 0:
+                if 0 < self.pcount[pid] < drop_below:       # below a re-scan's watermark: positionless
+                    self.plen[pid] = UNTRACKED
+                    if self.lean:
+                        self.pgone[pid] = 0
+                    continue
                 e.key = self.pstart[pid]
                 e.id = pid
                 push_or_end(order, e)
@@ -1585,6 +1721,170 @@ cdef class MergeEngine:
                 at += 1
         return at
 
+    # --- positions under a budget ---------------------------------------------------------------
+
+    cdef void _bound_positions(self) noexcept nogil:
+        """_index_pairs' choice, between counting the byte pairs (plen: their occurrences) and writing their
+        positions: whether the engine is bounded (asked to be, or lean with more positions than its slots' bytes
+        / POSITIONS_SHARE), and then which pairs get positions: those that may be chosen and count the watermark
+        or more, the least count that keeps their positions within the budget (at least the best pairs'); the
+        others get plen UNTRACKED."""
+        cdef int32_t pid, npairs = <int32_t>self.pcount.size()
+        cdef int64_t total = 0, top = 0, w
+        cdef int64_t slot_bytes = <int64_t>self._slots() * (2 if self.narrow else 4)
+        for pid in range(npairs):
+            total += self.plen[pid]
+        if self.asked_budget >= 0:
+            self.budget = self.asked_budget
+        else:
+            self.budget = slot_bytes // (POSITIONS_SHARE * <int64_t>sizeof(int32_t))
+            if not self.lean or total <= self.budget:
+                return
+        self.bounded = True
+        self.pocc.resize_unset(npairs)
+        for pid in range(npairs):
+            self.pocc[pid] = self.plen[pid]
+            if self.pcount[pid] > top and self._candidate(pid):
+                top = self.pcount[pid]
+        w = self._watermark()
+        self.watermark = top if w == 0 or w > top else w
+        if top == 0:                    # nothing may be chosen (max_token_length 1): nothing needs positions
+            self.watermark = 1 << 62
+        for pid in range(npairs):
+            if self.pcount[pid] < self.watermark or not self._candidate(pid):
+                self.plen[pid] = UNTRACKED
+
+    cdef int64_t _watermark(self) noexcept nogil:
+        """The least count such that the pairs that may be chosen and count that or more have at most `budget`
+        occurrences and are at most MAX_WANTED, taken from a histogram of the counts (so a little higher than it
+        could be, at worst); 0 when even the best pairs are more than that."""
+        cdef vector[int64_t] hist, npairs
+        assign_or_end(hist, COUNT_BUCKETS, 0)
+        assign_or_end(npairs, COUNT_BUCKETS, 0)
+        cdef int32_t pid
+        cdef int b
+        cdef int64_t c, total = 0, pairs = 0, w = 0
+        for pid in range(<int32_t>self.pcount.size()):
+            c = self.pcount[pid]
+            if c > 0 and self._candidate(pid):
+                b = _count_bucket(c)
+                hist[b] += self.pocc[pid]
+                npairs[b] += 1
+        for b in range(COUNT_BUCKETS - 1, 0, -1):
+            if npairs[b] == 0:
+                continue
+            if total + hist[b] > self.budget or pairs + npairs[b] > MAX_WANTED:
+                break
+            total += hist[b]
+            pairs += npairs[b]
+            w = _bucket_floor(b)
+        return w
+
+    cdef inline bint _wanted(self, int32_t pid, int32_t must) noexcept nogil:
+        """Whether _rescan collects the positions of pid: positionless, occurring, and must or at or above the
+        watermark and a candidate."""
+        return self.plen[pid] == UNTRACKED and self.pcount[pid] > 0 and \
+            (pid == must or self.pcount[pid] >= self.watermark and self._candidate(pid))
+
+    cdef void _rescan(self, int64_t best, int32_t must) noexcept nogil:
+        """Give positions to the pair `must`, positionless, about to be merged: a new watermark (the least
+        count whose pairs' occurrences fit the budget, at most `best` when it is the best count, else (-1) the
+        watermark of now when not even the best pairs fit), a compaction that drops the positions of the pairs
+        below it, then one pass over the slots that collects those of the positionless pairs at or above it, and
+        must's, into segments sized by their numbers of occurrences (pocc)."""
+        cdef double t0 = _now()
+        cdef int64_t w = self._watermark()
+        if best > 0:
+            self.watermark = best if w == 0 or w > best else w
+        elif w > 0:
+            self.watermark = w
+        self._compact(0, self.watermark)
+        cdef double t1 = _now()
+        cdef int32_t pid, npairs = <int32_t>self.pcount.size()
+        cdef int64_t total = 0, nwant = 0, at
+        for pid in range(npairs):
+            if self._wanted(pid, must):
+                nwant += 1
+                total += self.pocc[pid]
+        cdef uint64_t cap = 16, slot
+        while cap < <uint64_t>(2 * nwant):
+            cap *= 2
+        cdef Wanted empty
+        empty.key = WANT_EMPTY
+        empty.pid = -1
+        cdef vector[Wanted] table
+        assign_or_end(table, cap, empty)
+        cdef vector[uint8_t] flags          # 1: the left symbol of a wanted pair, 2: the right one
+        assign_or_end(flags, self.tok_len.size(), 0)
+        at = self.arena.size()
+        self.arena.resize_unset(at + total)
+        self.most_positions = max(self.most_positions, <int64_t>self.arena.size())
+        for pid in range(npairs):
+            if self._wanted(pid, must):
+                slot = mix64(self.pkey[pid]) & (cap - 1)
+                while table[slot].key != WANT_EMPTY:
+                    slot = (slot + 1) & (cap - 1)
+                table[slot].key = self.pkey[pid]
+                table[slot].pid = pid
+                self.pstart[pid] = at
+                self.plen[pid] = 0          # (positions found so far)
+                at += self.pocc[pid]
+                flags[self._left(pid)] |= 1
+                flags[self._right(pid)] |= 2
+        if self.narrow:
+            self.mismatched += self._collect(self.sym16.data(), table.data(), cap - 1, flags.data())
+        else:
+            self.mismatched += self._collect(self.sym.data(), table.data(), cap - 1, flags.data())
+        for slot in range(cap):
+            if table[slot].key != WANT_EMPTY:
+                pid = table[slot].pid
+                self.mismatched += self.pocc[pid] - self.plen[pid]     # (occurrences not found)
+                self.garbage += self.pocc[pid] - self.plen[pid]
+        self.rescans += 1
+        self.rescanned += total
+        if _trace:
+            with gil:
+                print(f"rescan {self.rescans}: merge {self.merge_c.size()} best {best} watermark {self.watermark} "
+                      f"pairs {nwant} positions {total} arena {self.arena.size()} compact {t1 - t0:.2f}s "
+                      f"collect {_now() - t1:.2f}s", flush=True)
+
+    cdef int64_t _collect(self, const slot_t* sym, const Wanted* table, uint64_t mask,
+                          const uint8_t* flags) noexcept nogil:
+        """_rescan's pass: the position of each occurrence of a pair in `table` written at its segment's end
+        (pstart + plen); returns how many were found beyond pocc (none: pocc is exact)."""
+        cdef Py_ssize_t i, j, n = self._slots()
+        cdef const int32_t* tlen = self.tok_len.data()
+        cdef int32_t* arena = self.arena.data()
+        cdef int32_t* plen = self.plen.data()
+        cdef const int32_t* pocc = self.pocc.data()
+        cdef const int64_t* pstart = self.pstart.data()
+        cdef int32_t x, y, pid
+        cdef uint64_t key, slot
+        cdef int64_t over = 0
+        i = 1
+        while i < n - 1:                # symbol to symbol (a symbol's start, else a sentinel)
+            x = sym[i]
+            if x < 0:
+                i += 1
+                continue
+            j = i + tlen[x]
+            if flags[x] & 1:
+                y = sym[j]
+                if y >= 0 and flags[y] & 2:
+                    key = pair_key(x, y)
+                    slot = mix64(key) & mask
+                    while table[slot].key != key and table[slot].key != WANT_EMPTY:
+                        slot = (slot + 1) & mask
+                    if table[slot].key == key:
+                        pid = table[slot].pid
+                        if plen[pid] < pocc[pid]:
+                            arena[pstart[pid] + plen[pid]] = <int32_t>i
+                            plen[pid] += 1
+                        else:
+                            over += 1
+            i = j
+        return over
+
     def finish(self):
         """Free the working arrays (slots, positions, pairs, heap): no merge can follow, merges() still
         works. A caller about to turn huge tokens into bytes objects calls this first."""
@@ -1595,6 +1895,7 @@ cdef class MergeEngine:
         self.pkey.release()
         self.plen.release()
         self.pgone.release()
+        self.pocc.release()
         vector[int32_t]().swap(self.pslots)
         vector[int32_t]().swap(self.touched)
         self.touched_key.release()
@@ -1683,11 +1984,14 @@ cdef class MergeEngine:
         """Bytes held by the engine's main arrays, by name (for benchmarks and tests)."""
         self._idle("memory")
         return {"slots": self.sym.capacity() * 4 + self.sym16.capacity() * 2, "positions": self.arena.capacity() * 4,
-                "pairs": self.pkey.capacity() * 28 + self.pgone.capacity() * 4 + self.pslots.capacity() * 4,
+                "pairs": self.pkey.capacity() * 28 + self.pgone.capacity() * 4 + self.pocc.capacity() * 4 +
+                         self.pslots.capacity() * 4,
                 "heap": self.heap.capacity() * sizeof(HeapEntry),
                 "symbols": self.pool.capacity() + self.tok_len.capacity() * 52 + self.maps.capacity() * sizeof(MapSlot),
                 "num_pairs": self.pkey.size(), "compactions": self.compactions, "checked": self.checked,
-                "most_positions": self.most_positions}
+                "most_positions": self.most_positions, "bounded": self.bounded,
+                "positions_budget": self.budget if self.bounded else None, "watermark": self.watermark,
+                "rescans": self.rescans, "rescanned": self.rescanned, "mismatched": self.mismatched}
 
     def merges(self, bint with_tokens=False, Py_ssize_t start=0):
         """The merges done so far as a list of (bytes, bytes), in order, from merge `start` on (replayed
