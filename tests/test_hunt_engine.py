@@ -152,10 +152,12 @@ def long_token_ties(draw):
 
 
 @settings(max_examples=40, deadline=None)
-@given(long_token_ties(), st.sampled_from([0, 1 << 16]), st.booleans(), st.booleans())
-def test_engine_ties_between_long_tokens_equal_the_oracle(case, heap_slack, lean, narrow):
+@given(long_token_ties(), st.sampled_from([0, 1 << 16]), st.booleans(), st.booleans(),
+       st.sampled_from([None, 0, 3]))
+def test_engine_ties_between_long_tokens_equal_the_oracle(case, heap_slack, lean, narrow, budget):
     words, initial = case
-    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean, narrow=narrow)
+    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean, narrow=narrow,
+                      positions_budget=budget)
     eng.replay(*merges_to_arrays(initial))
     eng.run(30)
     assert eng.merges() == initial + oracle_continue_merges(words, 30, initial)
@@ -199,10 +201,11 @@ def repetitive_words(draw):
 
 @settings(max_examples=60, deadline=None)
 @given(repetitive_words(), st.integers(1, 120), st.sampled_from([0, 1 << 16]), st.booleans(),
-       st.none() | st.integers(1, 70), st.integers(0, 120), st.booleans())
-def test_engine_on_repetitive_words_equals_the_oracle(words, max_merges, heap_slack, lean, max_len, cut, narrow):
+       st.none() | st.integers(1, 70), st.integers(0, 120), st.booleans(), st.sampled_from([None, 0, 5]))
+def test_engine_on_repetitive_words_equals_the_oracle(words, max_merges, heap_slack, lean, max_len, cut, narrow,
+                                                     budget):
     eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean, max_token_length=max_len,
-                      narrow=narrow)
+                      narrow=narrow, positions_budget=budget)
     first = eng.run(min(cut, max_merges))
     eng.run(max_merges - first)
     want, chosen = oracle_continue_merges(words, max_merges, max_token_length=max_len, with_counts=True)

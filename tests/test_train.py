@@ -348,19 +348,26 @@ def test_cs336_reference_merges_and_vocab(cs336_reference, num_processes):
 
 # ---- the engine alone against the oracle's merge loop, on words that stress its bookkeeping ----------
 
+# positions_budget: None, or a tiny budget of positions, which makes most pairs positionless and the engine
+# re-scan its slots again and again (0: each re-scan collects only the best pairs)
+BUDGETS = st.sampled_from([None, 0, 2, 40])
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text("abc", min_size=0, max_size=14).map(str.encode), st.integers(0, 6), max_size=25),
-       st.integers(1, 40), st.sampled_from([0, 1 << 16]), st.booleans(), st.booleans())
-def test_engine_equals_oracle_on_small_alphabets(words, max_merges, heap_slack, lean, narrow):
+       st.integers(1, 40), st.sampled_from([0, 1 << 16]), st.booleans(), st.booleans(), BUDGETS)
+def test_engine_equals_oracle_on_small_alphabets(words, max_merges, heap_slack, lean, narrow, budget):
     # Three letters make overlapping runs ("aaaa"), adjacent occurrences ("abab" merged by (a,b) then
     # (ab,ab)) and ties everywhere, the cases of the engine's neighbour bookkeeping; words of count 0 and of
     # one byte must change nothing. heap_slack=0
     # prunes the heap after every merge (a long run's pruning, which small inputs never reach otherwise); a
     # lean engine drops stale positions as it compacts, which a small one does often. narrow: 2-byte slots or 4.
-    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean, narrow=narrow)
+    eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, lean=lean, narrow=narrow,
+                      positions_budget=budget)
     assert eng.narrow == narrow
     eng.run(max_merges)
     assert eng.merges() == oracle_merges(words, max_merges)
+    assert eng.memory()["mismatched"] == 0
 
 
 def _oracle_pair_counts(words):
@@ -417,8 +424,8 @@ def test_engine_merge_counts_are_the_chosen_pairs_counts():
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(["a", "ab", "aab", "ba", "abc"]), st.integers(20, 150), st.integers(1, 3)),
-                min_size=1, max_size=4), st.integers(1, 120), st.booleans())
-def test_engine_equals_oracle_on_long_tokens(parts, max_merges, narrow):
+                min_size=1, max_size=4), st.integers(1, 120), st.booleans(), BUDGETS)
+def test_engine_equals_oracle_on_long_tokens(parts, max_merges, narrow, budget):
     # Repeated units give tokens far longer than the engine's short-symbol limit (64 bytes), built from two
     # long halves, with ties between long tokens whose first bytes agree: the cases where the engine reads
     # and compares a token's bytes by walking down its halves.
@@ -426,7 +433,7 @@ def test_engine_equals_oracle_on_long_tokens(parts, max_merges, narrow):
     for unit, repeat, count in parts:
         word = (unit * repeat).encode()
         words[word] = words.get(word, 0) + count
-    eng = MergeEngine(*counts_to_arrays(words), narrow=narrow)
+    eng = MergeEngine(*counts_to_arrays(words), narrow=narrow, positions_budget=budget)
     eng.run(max_merges)
     merges = eng.merges()
     assert merges == oracle_merges(words, max_merges)

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from bpe_fast import (GPT2_PATTERN, GPT4_PATTERN, PretokenCounts, Tokenizer, count_pretokens, train_bpe,
                       train_from_counts)
 from bpe_fast._train import MergeEngine
+from bpe_fast import train as train_module
 from bpe_fast.train import counts_to_arrays, merges_to_arrays
 
 from corpora import EOT, FIXTURES, make_corpus, write
@@ -71,11 +72,13 @@ def test_engine_replay_merges_like_chosen_ones_and_records_absent_pairs():
     assert merges == [(b"abc", b"d")] and made == [b"abcd"]
 
 
-def test_engine_replay_then_a_merge_that_remakes_a_token():
+@pytest.mark.parametrize("budget", [None, 0, 1])
+def test_engine_replay_then_a_merge_that_remakes_a_token(budget):
     # GPT-2-style lists hold such merges: (b,c), (a,b), (ab,c) on "abc" leaves [a, bc] ((a,b) and (ab,c) find
     # nothing), so training then merges (a,bc), whose bytes "abc" the replayed (ab,c) already made: the same
-    # symbol (canonical by bytes), now with pairs of its own.
-    eng = engine_for({"abc": 3, "abcabc": 1})
+    # symbol (canonical by bytes), now with pairs of its own. With a positions budget, (abc,abc) is made by a
+    # merge whose token existed: a pair that gets no positions then, collected by a re-scan.
+    eng = engine_for({"abc": 3, "abcabc": 1}, positions_budget=budget)
     replay(eng, [("b", "c"), ("a", "b"), ("ab", "c")])
     assert eng.merge_counts() == [5, 0, 0]
     assert eng.run(5) == 2
@@ -83,6 +86,7 @@ def test_engine_replay_then_a_merge_that_remakes_a_token():
     assert merges[3:] == [(b"a", b"bc"), (b"abc", b"abc")] and made[2] == made[3] == b"abc"
     words = {b"abc": 3, b"abcabc": 1}
     assert merges[3:] == oracle_continue_merges(words, 5, merges[:3])
+    assert eng.memory()["mismatched"] == 0
 
 
 def test_engine_replay_names_the_merge_whose_token_is_unknown():
@@ -114,13 +118,14 @@ def merge_lists(draw, alphabet=b"abc", max_size=10):
                              max_size=25),
        initial=merge_lists() | st.just([]), max_merges=st.integers(0, 40), min_count=st.integers(1, 8),
        max_len=st.none() | st.integers(1, 8), heap_slack=st.sampled_from([0, 1 << 16]), cut=st.integers(0, 40),
-       lean=st.booleans(), narrow=st.booleans())
+       lean=st.booleans(), narrow=st.booleans(), budget=st.sampled_from([None, 0, 2, 40]))
 def test_engine_equals_oracle_with_options(words, initial, max_merges, min_count, max_len, heap_slack, cut, lean,
-                                           narrow):
+                                           narrow, budget):
     # The cases of test_train's small-alphabet test, after any replayed merge list and with both options; the
     # merges run in two calls (as _train runs batches), and the counts at each merge agree too.
+    # budget: a tiny positions_budget (None: none), whose re-scans a replayed merge may start too
     eng = MergeEngine(*counts_to_arrays(words), heap_slack=heap_slack, max_token_length=max_len, lean=lean,
-                      narrow=narrow)
+                      narrow=narrow, positions_budget=budget)
     eng.replay(*merges_to_arrays(initial))
     first = eng.run(min(cut, max_merges), min_count)
     eng.run(max_merges - first, min_count)
@@ -132,6 +137,7 @@ def test_engine_equals_oracle_with_options(words, initial, max_merges, min_count
     assert merges == want and made == [a + b for a, b in want]
     if len(want) < max_merges:        # stopped: the best pair left is below min_count, or there is none
         assert eng.next_count() < min_count
+    assert eng.memory()["mismatched"] == 0
 
 
 def test_engine_without_options_is_unchanged():
@@ -544,3 +550,81 @@ def test_special_tokens_given_with_ids_are_refused_by_training(tmp_path):
         train_from_counts(counts, 270, given)
     vocab, _ = train_bpe(path, 270, list(given))
     assert (vocab[256], vocab[257]) == (b"<|b|>", b"<|a|>")
+
+
+# ---- positions under a budget (the engine's notes): the same merges, whatever the budget -------------------
+
+def test_engine_worked_example_of_a_re_scan():
+    # "abab" x5, "cd" x3, a budget of 2 positions: (a,b) 10 in 2 occurrences, (b,a) 5 in 1, (c,d) 3 in 1. The
+    # watermark is the least count whose pairs' occurrences fit: 10 ((a,b)'s 2; with (b,a)'s, 3 > 2), so only
+    # (a,b) has positions
+    eng = engine_for({"abab": 5, "cd": 3}, positions_budget=2)
+    memory = eng.memory()
+    assert memory["bounded"] and memory["watermark"] == 10 and memory["most_positions"] == 2
+    # (a,b) -> ab: [ab, ab]; (b,a) is gone, (ab,ab) is new with 5 < 10: it keeps its count, not its position
+    assert eng.run(1) == 1 and eng.pair_count(b"ab", b"ab") == 5 and eng.memory()["rescans"] == 0
+    # the best pair, (ab,ab), has no positions: the watermark goes down to 3 ((ab,ab) and (c,d): 2 occurrences
+    # fit) and one pass over the slots collects both; the next merges need no other
+    assert eng.run(1) == 1 and eng.merges()[1] == (b"ab", b"ab")
+    assert eng.pair_count(b"ab", b"ab") == 0 and eng.pair_count(b"c", b"d") == 3     # (merged: found by the pass)
+    memory = eng.memory()
+    assert (memory["rescans"], memory["rescanned"], memory["watermark"], memory["mismatched"]) == (1, 2, 3, 0)
+    assert eng.run(5) == 1 and eng.merges()[2] == (b"c", b"d") and eng.merge_counts() == [10, 5, 3]
+    assert eng.memory()["rescans"] == 1
+
+
+@pytest.mark.parametrize("budget", [0, 30, 300])
+@pytest.mark.parametrize("narrow", [False, True])
+def test_a_positions_budget_keeps_the_merges_and_their_counts(budget, narrow):
+    # a varied corpus under budgets of 0 (a re-scan for most merges), 30 and 300 positions (of 1,492 at most
+    # unbounded): the oracle's merges (all 349), the unbounded engine's counts, in batches as training runs
+    # them, with re-scans
+    words = oracle_count_pretokens(make_corpus(5, n_words=6000), [], GPT2_PATTERN)
+    want = oracle_merges(words, 600)
+    plain = MergeEngine(*counts_to_arrays(words), narrow=narrow)
+    plain.run(600)
+    eng = MergeEngine(*counts_to_arrays(words), narrow=narrow, positions_budget=budget, heap_slack=0)
+    for step in (1, 9, 90, 500):
+        eng.run(step)
+        assert eng.merges() == want[: len(eng.merges())]
+    assert eng.merges() == want and eng.merge_counts() == plain.merge_counts()
+    memory = eng.memory()
+    assert memory["bounded"] and memory["rescans"] >= {0: 100, 30: 30, 300: 3}[budget] and memory["mismatched"] == 0
+    assert memory["most_positions"] < plain.memory()["most_positions"] // 3
+
+
+def test_engines_bounded_by_default_are_lean_ones_with_more_positions_than_their_budget():
+    words = oracle_count_pretokens(make_corpus(5, n_words=3000), [], GPT2_PATTERN)
+    assert not MergeEngine(*counts_to_arrays(words)).memory()["bounded"]
+    # a lean engine (forced here): positions for about as many occurrences as slots, a budget of a quarter of
+    # its slots' bytes in 4-byte positions (half its 2-byte slots' bytes)
+    lean = MergeEngine(*counts_to_arrays(words), lean=True, narrow=True)
+    memory = lean.memory()
+    assert memory["bounded"] and memory["positions_budget"] == memory["slots"] // 2 // 4
+    assert not MergeEngine(*counts_to_arrays(words), positions_budget=10 ** 9).memory()["rescans"]
+    for bad, error in ((-1, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="positions_budget"):
+            MergeEngine(*counts_to_arrays(words), positions_budget=bad)
+
+
+@pytest.mark.parametrize("options", [{}, {"max_token_length": 3}, {"min_frequency": 6}])
+def test_training_under_a_tiny_positions_budget_is_unchanged(monkeypatch, options):
+    # train_from_counts, alone and continued from a tokenizer (replayed merges), with its engine bounded by a
+    # budget of 20 positions: the same vocabulary and merges as unbounded
+    words = oracle_count_pretokens(make_corpus(3, n_words=3000, specials=[EOT]), [EOT], GPT2_PATTERN)
+    more = oracle_count_pretokens(make_corpus(4, n_words=2000, specials=[EOT]), [EOT], GPT2_PATTERN)
+    first = quiet(train_from_counts, words, 400, [EOT], **options)
+    initial = Tokenizer(*first, [EOT])
+    second = quiet(train_from_counts, more, 520, [EOT], initial=initial, **options)
+    engines = []
+
+    class Bounded:
+        @staticmethod
+        def consume(arrays, **kwargs):
+            engines.append(MergeEngine.consume(arrays, positions_budget=20, **kwargs))
+            return engines[-1]
+
+    monkeypatch.setattr(train_module, "MergeEngine", Bounded)
+    assert quiet(train_from_counts, words, 400, [EOT], **options) == first
+    assert quiet(train_from_counts, more, 520, [EOT], initial=initial, **options) == second
+    assert len(engines) == 2 and all(e.memory()["rescans"] > 10 and e.memory()["mismatched"] == 0 for e in engines)
