@@ -67,7 +67,7 @@ Worked example, one word "aaab" with frequency 2, slots [S a a a b S]:
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 from libcpp.vector cimport vector
-from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
+from libcpp.algorithm cimport is_sorted, reverse, sort as cpp_sort, upper_bound
 
 from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slot, pair_key, pair_slot,
                                 rolling_concat, rolling_hash, slot_place, slot_tag, table_shift)
@@ -94,7 +94,7 @@ cdef enum:
                         # more went stale since it was last checked; it moves the others as they are
     LEAN_TRIGGER = 4    # a lean engine compacts when 1 / LEAN_TRIGGER of its arena is garbage or stale
     MAX_INDEX_THREADS = 8
-    MAX_WANTED = 1 << 20    # a re-scan collects the positions of this many pairs at most (its table's size)
+    MAX_WANTED = 1 << 16    # a re-scan collects the positions of this many pairs at most (its table: 4 MB)
     INDEX_SLOTS_PER_THREAD = 1 << 16    # the pair index: fewer slots than this a thread, not worth one
     BYTE_PAIRS = 65536
     LAYOUT_WORDS_PER_THREAD = 1 << 15   # laying words out: fewer than this a thread, not worth one
@@ -191,7 +191,21 @@ cdef extern from *:
 cdef struct Wanted:
     # a re-scan's pair (MergeEngine._rescan), in an open-addressing table of its own by key
     uint64_t key        # pair_key, or WANT_EMPTY
+    int64_t start       # its segment: arena[start:start + n]
+    int32_t n           # its occurrences (pocc)
     int32_t pid
+
+
+cdef struct Collect:
+    # one thread's share of MergeEngine._rescan's pass: the slots [lo, hi) (lo a sentinel or 1), its positions
+    # written from each segment's start on (forward), or from its end down
+    void* owner
+    const Wanted* table
+    uint64_t mask
+    const uint8_t* flags
+    int32_t* found      # per table slot: positions written
+    Py_ssize_t lo, hi
+    bint forward
 
 
 cdef enum:
@@ -1812,6 +1826,8 @@ cdef class MergeEngine:
         cdef Wanted empty
         empty.key = WANT_EMPTY
         empty.pid = -1
+        empty.start = 0
+        empty.n = 0
         cdef vector[Wanted] table
         assign_or_end(table, cap, empty)
         cdef vector[uint8_t] flags          # 1: the left symbol of a wanted pair, 2: the right one
@@ -1826,20 +1842,55 @@ cdef class MergeEngine:
                     slot = (slot + 1) & (cap - 1)
                 table[slot].key = self.pkey[pid]
                 table[slot].pid = pid
+                table[slot].start = at
+                table[slot].n = self.pocc[pid]
                 self.pstart[pid] = at
-                self.plen[pid] = 0          # (positions found so far)
                 at += self.pocc[pid]
                 flags[self._left(pid)] |= 1
                 flags[self._right(pid)] |= 2
-        if self.narrow:
-            self.mismatched += self._collect(self.sym16.data(), table.data(), cap - 1, flags.data())
-        else:
-            self.mismatched += self._collect(self.sym.data(), table.data(), cap - 1, flags.data())
+        # the pass: in two ranges of slots at once when the engine has threads (cut at a sentinel), the first
+        # range's positions written from each segment's start up, the second's from its end down (then turned
+        # round: each segment in rising order, as the pair index writes them)
+        cdef Collect parts[2]
+        cdef vector[int32_t] found
+        assign_or_end(found, 2 * cap, 0)
+        cdef Py_ssize_t nslots = self._slots(), mid = nslots - 1
+        cdef int nparts = 2 if self.threads > 1 and nslots > 2 * INDEX_SLOTS_PER_THREAD else 1
+        cdef int k
+        if nparts == 2:
+            mid = nslots // 2
+            while mid < nslots - 1 and self._slot(mid) != SENT:
+                mid += 1
+        for k in range(2):
+            parts[k].owner = <void*>self
+            parts[k].table = table.data()
+            parts[k].mask = cap - 1
+            parts[k].flags = flags.data()
+            parts[k].found = found.data() + k * cap
+            parts[k].forward = k == 0
+        parts[0].lo = 1
+        parts[0].hi = mid
+        parts[1].lo = mid
+        parts[1].hi = nslots - 1
+        run_in_threads(_collect_part, <char*>parts, sizeof(Collect), nparts)
+        cdef int64_t got, n
+        cdef int32_t* arena = self.arena.data()
         for slot in range(cap):
-            if table[slot].key != WANT_EMPTY:
-                pid = table[slot].pid
-                self.mismatched += self.pocc[pid] - self.plen[pid]     # (occurrences not found)
-                self.garbage += self.pocc[pid] - self.plen[pid]
+            if table[slot].key == WANT_EMPTY:
+                continue
+            pid = table[slot].pid
+            n = table[slot].n
+            got = <int64_t>found[slot] + found[cap + slot]
+            if found[cap + slot]:
+                reverse(arena + table[slot].start + n - found[cap + slot], arena + table[slot].start + n)
+                if got < n:                 # (pocc too high: not so, unless a bug; the hole closed)
+                    memmove(arena + table[slot].start + found[slot], arena + table[slot].start + n - found[cap + slot],
+                            found[cap + slot] * sizeof(int32_t))
+            if got > n:                     # (pocc too low: the two ends overwrote each other's; not so either)
+                got = n
+            self.plen[pid] = <int32_t>got
+            self.mismatched += n - got      # (occurrences not found)
+            self.garbage += n - got
         self.rescans += 1
         self.rescanned += total
         if _trace:
@@ -1848,21 +1899,29 @@ cdef class MergeEngine:
                       f"pairs {nwant} positions {total} arena {self.arena.size()} compact {t1 - t0:.2f}s "
                       f"collect {_now() - t1:.2f}s", flush=True)
 
-    cdef int64_t _collect(self, const slot_t* sym, const Wanted* table, uint64_t mask,
-                          const uint8_t* flags) noexcept nogil:
-        """_rescan's pass: the position of each occurrence of a pair in `table` written at its segment's end
-        (pstart + plen); returns how many were found beyond pocc (none: pocc is exact)."""
-        cdef Py_ssize_t i, j, n = self._slots()
+    cdef inline int32_t _slot(self, Py_ssize_t i) noexcept nogil:
+        return self.sym16[i] if self.narrow else self.sym[i]
+
+    cdef void _collect_range(self, Collect* part) noexcept nogil:
+        if self.narrow:
+            self._collect(self.sym16.data(), part)
+        else:
+            self._collect(self.sym.data(), part)
+
+    cdef void _collect(self, const slot_t* sym, Collect* part) noexcept nogil:
+        """_rescan's pass over one range of slots: the position of each occurrence of a pair in the table written
+        into its segment (at most n of them: more are counted in mismatched by _rescan)."""
+        cdef Py_ssize_t i = part.lo, j, hi = part.hi
         cdef const int32_t* tlen = self.tok_len.data()
         cdef int32_t* arena = self.arena.data()
-        cdef int32_t* plen = self.plen.data()
-        cdef const int32_t* pocc = self.pocc.data()
-        cdef const int64_t* pstart = self.pstart.data()
-        cdef int32_t x, y, pid
+        cdef const Wanted* table = part.table
+        cdef const uint8_t* flags = part.flags
+        cdef int32_t* found = part.found
+        cdef uint64_t mask = part.mask
+        cdef bint forward = part.forward
+        cdef int32_t x, y
         cdef uint64_t key, slot
-        cdef int64_t over = 0
-        i = 1
-        while i < n - 1:                # symbol to symbol (a symbol's start, else a sentinel)
+        while i < hi:                   # symbol to symbol (a symbol's start, else a sentinel)
             x = sym[i]
             if x < 0:
                 i += 1
@@ -1875,15 +1934,13 @@ cdef class MergeEngine:
                     slot = mix64(key) & mask
                     while table[slot].key != key and table[slot].key != WANT_EMPTY:
                         slot = (slot + 1) & mask
-                    if table[slot].key == key:
-                        pid = table[slot].pid
-                        if plen[pid] < pocc[pid]:
-                            arena[pstart[pid] + plen[pid]] = <int32_t>i
-                            plen[pid] += 1
+                    if table[slot].key == key and found[slot] < table[slot].n:
+                        if forward:
+                            arena[table[slot].start + found[slot]] = <int32_t>i
                         else:
-                            over += 1
+                            arena[table[slot].start + table[slot].n - 1 - found[slot]] = <int32_t>i
+                        found[slot] += 1
             i = j
-        return over
 
     def finish(self):
         """Free the working arrays (slots, positions, pairs, heap): no merge can follow, merges() still
@@ -2050,3 +2107,9 @@ cdef void _lay_out_part(void* arg) noexcept nogil:
     """run_in_threads' function for MergeEngine._lay_out (a LayOut)."""
     cdef LayOut* part = <LayOut*>arg
     (<MergeEngine>part.owner)._lay_out_range(part)
+
+
+cdef void _collect_part(void* arg) noexcept nogil:
+    """run_in_threads' function for MergeEngine._rescan (a Collect)."""
+    cdef Collect* part = <Collect*>arg
+    (<MergeEngine>part.owner)._collect_range(part)

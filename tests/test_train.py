@@ -565,6 +565,12 @@ def test_the_pair_index_built_in_threads_is_one_threads(threads, narrow):
         many = MergeEngine(tokens, offsets, counts, max_token_length=limit, threads=threads, narrow=narrow)
         assert one.run(1500) == many.run(1500) > 1000
         assert many.merges() == one.merges() and many.merge_counts() == one.merge_counts()
+        # under a positions budget, its re-scans' passes in two ranges of slots at once: the same merges
+        bounded = MergeEngine(tokens, offsets, counts, max_token_length=limit, threads=threads, narrow=narrow,
+                              positions_budget=20_000)
+        assert bounded.run(1500) == len(one.merges())
+        assert bounded.merges() == one.merges() and bounded.merge_counts() == one.merge_counts()
+        assert bounded.memory()["rescans"] > 3 and bounded.memory()["mismatched"] == 0
         assert many.memory() == one.memory()
 
 
