@@ -36,6 +36,29 @@ Layout, built for millions of distinct words in little memory (2 or 4 bytes a by
   pair arrays live in ReVec, a realloc-backed array: growing one is an mremap, so pages already touched are
   neither copied nor faulted in again (page faults were a quarter of train_from_counts' time on 330 MB of
   real text with std::vector's copy-on-grow).
+* Positions under a budget. On 5 GB of web-like text (1.17 billion slots) the first positions are a billion,
+  4 GB, and the first merges grew them to 5.1 GB: more than the slots. A bounded engine keeps positions only
+  for the pairs that count a watermark T or more; the others are "positionless" (plen UNTRACKED): they keep
+  their exact count (pair table, heap) and their number of occurrences (pocc: a merge counts the occurrences
+  it takes from each pair, `gone`, and makes, `made`), not where they are. This is exact because the best
+  count never rises: every occurrence a merge of (a, b) -> c makes, of (x, c) or (c, y), is one of (a, b)'s,
+  so a pair's count rises only in the merge that makes one of its symbols. The index gives positions to the
+  byte pairs of count T0 or more, T0 the least count whose pairs' occurrences fit the budget (_bound_positions);
+  after each merge a pair it made gets its positions only when it counts T or more (_drop_records), and a pair
+  positionless before stays so (the positions the merge found are only some of its occurrences: the case of a
+  merge whose bytes already existed, which reuses that symbol and its pairs). When the heap's best pair is
+  positionless (its count is below T, or it is such a reused symbol's), _rescan lowers T to the least count
+  whose pairs' occurrences fit the budget (by a histogram of the counts; at most 65,536 pairs, MAX_WANTED, and
+  at most the best count), compacts the arena dropping the positions of pairs now below it, and collects the
+  positions of the positionless pairs at or above it in one pass over the slots, symbol to symbol, into
+  segments sized by pocc: each adjacent pair is looked up in a small table of the wanted pairs after a test of
+  per-symbol flags (left or right symbol of a wanted pair), in two ranges of slots at once when the engine has
+  threads. A replayed merge (continued training) of a positionless pair starts one too. The engine is bounded
+  when it is lean and its first positions would take more than half its slots' bytes (POSITIONS_SHARE); the
+  budget is then that: 293 million positions (1.2 GB) for 5 GB of web-like text, where the billion of the first
+  positions, the 1.3 billion of the first merges, took 4 to 5.1 GB (5 re-scans of ~11 s each there;
+  positions_budget= sets any budget: tests force tiny ones, many re-scans). BPE_FAST_TRACE_RESCANS=1 in the
+  environment prints each re-scan (benchmarks).
 * One hash table maps a pair to its pid (4 bytes a slot: the pid; the key is read from the pair's array), but
   a merge asks it once per distinct neighbour, not per
   occurrence: every pair a merge of (a, b) -> c touches is (x, a), (b, y), (x, c) or (c, y), so four arrays
