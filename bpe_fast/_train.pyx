@@ -54,10 +54,13 @@ Layout, built for millions of distinct words in little memory (2 or 4 bytes a by
   segments sized by pocc: each adjacent pair is looked up in a small table of the wanted pairs after a test of
   per-symbol flags (left or right symbol of a wanted pair), in two ranges of slots at once when the engine has
   threads. A replayed merge (continued training) of a positionless pair starts one too. The engine is bounded
-  when it is lean and its first positions would take more than half its slots' bytes (POSITIONS_SHARE); the
-  budget is then that: 293 million positions (1.2 GB) for 5 GB of web-like text, where the billion of the first
-  positions, the 1.3 billion of the first merges, took 4 to 5.1 GB (5 re-scans of ~11 s each there;
-  positions_budget= sets any budget: tests force tiny ones, many re-scans). BPE_FAST_TRACE_RESCANS=1 in the
+  when it is lean and its first positions would take more than half its slots' bytes (POSITIONS_SHARE) and more
+  than 1 GiB (MIN_BUDGET: 268 million positions); the budget is then the larger of the two: 293 million
+  positions (1.2 GB) for 5 GB of web-like text, where the billion of the first positions, the 1.3 billion of
+  the first merges, took 4 to 5.1 GB (5 re-scans of ~11 s each there). Smaller runs keep every position: each
+  re-scan reads all the slots, and on 150 MB of web-like text, bounded by half its slots' bytes, training took
+  25% longer for memory it did not need (positions_budget= sets any budget: tests force tiny ones, many
+  re-scans). BPE_FAST_TRACE_RESCANS=1 in the
   environment prints each re-scan (benchmarks).
 * One hash table maps a pair to its pid (4 bytes a slot: the pid; the key is read from the pair's array), but
   a merge asks it once per distinct neighbour, not per
@@ -126,8 +129,8 @@ cdef enum:
     RESOLVE_GROUP = 32  # _resolve_pids' look-ups fetched ahead at a time
     UNTRACKED = -1      # plen of a positionless pair (a bounded engine: see "Positions under a budget")
     COUNT_BUCKETS = 57 * 1024   # _watermark's histogram of pair counts (_count_bucket)
-    POSITIONS_SHARE = 2 # a lean engine is bounded, by this share of its slots' bytes, when its positions would
-                        # be more (see "Positions under a budget")
+    POSITIONS_SHARE = 2 # a lean engine is bounded, by 1 / this of its slots' bytes or MIN_BUDGET positions,
+    MIN_BUDGET = 1 << 28    # whichever is more, when its positions would be more (see "Positions under a budget")
 
 
 cdef struct LayOut:
@@ -280,7 +283,8 @@ cdef class MergeEngine:
     longer word is a ValueError); None: as just said.
     positions_budget: keep positions for about this many pair occurrences at most, re-scanning the slots for
     more when needed (see the module's notes); None: only a lean engine whose positions would be more than
-    its slots' bytes / POSITIONS_SHARE is bounded (by that). Tests set a tiny one: many re-scans.
+    its slots' bytes / POSITIONS_SHARE and than MIN_BUDGET is bounded (by the larger). Tests set a tiny one:
+    many re-scans.
     threads: lay the words out and index their pairs in up to this many threads (ranges of words and of slots,
     joined in order: the same engine, and the same merges, for any number); the merges run in one.
     One thread at a time: run, next_count and replay release the GIL, and any call from another thread meanwhile
@@ -1763,7 +1767,7 @@ cdef class MergeEngine:
     cdef void _bound_positions(self) noexcept nogil:
         """_index_pairs' choice, between counting the byte pairs (plen: their occurrences) and writing their
         positions: whether the engine is bounded (asked to be, or lean with more positions than its slots' bytes
-        / POSITIONS_SHARE), and then which pairs get positions: those that may be chosen and count the watermark
+        / POSITIONS_SHARE and than MIN_BUDGET), and then which pairs get positions: those that may be chosen and count the watermark
         or more, the least count that keeps their positions within the budget (at least the best pairs'); the
         others get plen UNTRACKED."""
         cdef int32_t pid, npairs = <int32_t>self.pcount.size()
@@ -1774,7 +1778,7 @@ cdef class MergeEngine:
         if self.asked_budget >= 0:
             self.budget = self.asked_budget
         else:
-            self.budget = slot_bytes // (POSITIONS_SHARE * <int64_t>sizeof(int32_t))
+            self.budget = max(slot_bytes // (POSITIONS_SHARE * <int64_t>sizeof(int32_t)), <int64_t>MIN_BUDGET)
             if not self.lean or total <= self.budget:
                 return
         self.bounded = True
