@@ -93,7 +93,7 @@ Worked example, one word "aaab" with frequency 2, slots [S a a a b S]:
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 from libcpp.vector cimport vector
-from libcpp.algorithm cimport is_sorted, reverse, sort as cpp_sort, upper_bound
+from libcpp.algorithm cimport is_sorted, sort as cpp_sort, upper_bound
 
 from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slot, pair_key, pair_slot,
                                 rolling_concat, rolling_hash, slot_place, slot_tag, table_shift)
@@ -190,6 +190,16 @@ cdef double _now() noexcept nogil:
     cdef timespec t
     clock_gettime(CLOCK_MONOTONIC, &t)
     return t.tv_sec + t.tv_nsec * 1e-9
+
+
+cdef inline void _reverse(int32_t* p, int64_t n) noexcept nogil:
+    """p[:n] in the opposite order (std::reverse, which this module's check of noexcept C++ calls refuses)."""
+    cdef int64_t k
+    cdef int32_t t
+    for k in range(n // 2):
+        t = p[k]
+        p[k] = p[n - 1 - k]
+        p[n - 1 - k] = t
 
 
 cdef inline int _count_bucket(int64_t c) noexcept nogil:
@@ -1909,7 +1919,7 @@ cdef class MergeEngine:
             n = table[slot].n
             got = <int64_t>found[slot] + found[cap + slot]
             if found[cap + slot]:
-                reverse(arena + table[slot].start + n - found[cap + slot], arena + table[slot].start + n)
+                _reverse(arena + table[slot].start + n - found[cap + slot], found[cap + slot])
                 if got < n:                 # (pocc too high: not so, unless a bug; the hole closed)
                     memmove(arena + table[slot].start + found[slot], arena + table[slot].start + n - found[cap + slot],
                             found[cap + slot] * sizeof(int32_t))
