@@ -53,13 +53,13 @@ def main(argv=None):
                 last = at
 
     def progress(stage, done_bytes, total):
-        if stage == "count" and done_bytes == total and not counted:
-            counted.append(time.perf_counter() - start)
-            print(f"{counted[0]:7.1f} s counted, {tree_rss_kb() / 1024:,.0f} MB", flush=True)
         if not stages or stages[-1] != stage:
             stages.append(stage)
             print(f"{time.perf_counter() - start:7.1f} s stage {stage} begins, "
                   f"{tree_rss_kb() / 1024:,.0f} MB", flush=True)
+        if stage == "count" and done_bytes == total and not counted:     # (after the stage's line: it comes first)
+            counted.append(time.perf_counter() - start)
+            print(f"{counted[0]:7.1f} s counted, {tree_rss_kb() / 1024:,.0f} MB", flush=True)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

@@ -1777,9 +1777,9 @@ cdef class MergeEngine:
     cdef void _bound_positions(self) noexcept nogil:
         """_index_pairs' choice, between counting the byte pairs (plen: their occurrences) and writing their
         positions: whether the engine is bounded (asked to be, or lean with more positions than its slots' bytes
-        / POSITIONS_SHARE and than MIN_BUDGET), and then which pairs get positions: those that may be chosen and count the watermark
-        or more, the least count that keeps their positions within the budget (at least the best pairs'); the
-        others get plen UNTRACKED."""
+        / POSITIONS_SHARE and than MIN_BUDGET), and then which pairs get positions: those that may be chosen and
+        count the watermark or more, the least count that keeps their positions within the budget (at least the
+        best pairs'); the others get plen UNTRACKED."""
         cdef int32_t pid, npairs = <int32_t>self.pcount.size()
         cdef int64_t total = 0, top = 0, w
         cdef int64_t slot_bytes = <int64_t>self._slots() * (2 if self.narrow else 4)
