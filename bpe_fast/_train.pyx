@@ -203,18 +203,18 @@ cdef inline void _reverse(int32_t* p, int64_t n) noexcept nogil:
 
 
 cdef inline int _count_bucket(int64_t c) noexcept nogil:
-    """_watermark's bucket of a count > 0: the count itself below 1024, else its 10 leading bits and its length
-    (buckets rise with the counts; _bucket_floor gives a bucket's least count)."""
-    if c < 1024:
+    """_watermark's bucket of a count > 0: the count itself below 2048, else its 11 leading bits and its length
+    (buckets rise with the counts, each holding the counts from its _bucket_floor to the next one's)."""
+    if c < 2048:
         return <int>c
-    cdef int e = 64 - clzll(<unsigned long long>c) - 10
-    return 1024 * e + <int>(c >> e) - 1024
+    cdef int e = 64 - clzll(<unsigned long long>c) - 11        # c >> e: 11 bits, 1024 to 2047
+    return 1024 * e + <int>(c >> e)
 
 
 cdef inline int64_t _bucket_floor(int b) noexcept nogil:
-    if b < 1024:
+    if b < 2048:
         return b
-    return (<int64_t>(b % 1024 + 1024)) << (b // 1024)
+    return (<int64_t>(b % 1024 + 1024)) << (b // 1024 - 1)
 
 
 cdef extern from *:
