@@ -388,18 +388,19 @@ cdef class MergeEngine:
 
     @staticmethod
     def from_run(int fd, *, str name="the run", Py_ssize_t heap_slack=1 << 16, max_token_length=None, lean=None,
-                 int threads=1, max_merges=None, narrow=None):
+                 int threads=1, max_merges=None, narrow=None, positions_budget=None):
         """An engine built from the words of a sorted run of counts (_runs.pxd's format: what merge_runs writes),
         open at the descriptor fd (seekable; read twice from its start, a buffer at a time: the words are never
         all in memory beside the slots). The same merges as MergeEngine(tokens, offsets, counts) of the same words
         (the words of a class lie in the run's order, not the arrays'). A run that is not well formed is a
         ValueError naming it (name: its file) and saying what is wrong with it."""
         cdef MergeEngine engine = MergeEngine.__new__(MergeEngine)
-        engine._setup_from_run(fd, name, heap_slack, max_token_length, lean, threads, max_merges, narrow)
+        engine._setup_from_run(fd, name, heap_slack, max_token_length, lean, threads, max_merges, narrow,
+                               positions_budget)
         return engine
 
     cdef _setup_from_run(self, int fd, str name, Py_ssize_t heap_slack, max_token_length, lean, int threads, max_merges,
-                         narrow):
+                         narrow, positions_budget):
         """from_run's work: a first pass over the run counts the slots of each frequency class (a counting sort's
         buckets for the small frequencies; the few words of large ones are kept, to be sorted), a second writes
         each word at its class's cursor; then the pair index is built as for arrays."""
@@ -448,7 +449,8 @@ cdef class MergeEngine:
         large_at.push_back(<int64_t>large_bytes.size())
         if pairs >= 9.2e18:             # (an estimate: no corpus counted from files comes near)
             raise ValueError("the counts are too large: the pair counts they make would overflow int64")
-        self._configure(heap_slack, max_token_length, lean, threads, max_merges, narrow, total, nwords, longest)
+        self._configure(heap_slack, max_token_length, lean, threads, max_merges, narrow, positions_budget, total,
+                        nwords, longest)
         self.busy = True
         cpp_sort(large.begin(), large.end(), KeyIdLess())
         # the classes: small frequencies rising, then the large ones; each bucket becomes its class's cursor
@@ -572,7 +574,8 @@ cdef class MergeEngine:
         if pairs >= 9.2e18:             # 2**63 is 9.22e18: an exact check where the estimate comes close
             if sum(int(counts[w]) * max(0, int(offsets[w + 1] - offsets[w]) - 1) for w in range(nwords)) >= 2 ** 63:
                 raise ValueError("the counts are too large: the pair counts they make would overflow int64")
-        self._configure(heap_slack, max_token_length, lean, threads, max_merges, narrow, total, nwords, longest)
+        self._configure(heap_slack, max_token_length, lean, threads, max_merges, narrow, positions_budget, total,
+                        nwords, longest)
         self.busy = True
         cdef int changed
         try:
@@ -596,7 +599,7 @@ cdef class MergeEngine:
         self.busy = False
 
     cdef _configure(self, Py_ssize_t heap_slack, max_token_length, lean, int threads, max_merges, narrow,
-                    int64_t total, int64_t nwords, int64_t longest):
+                    positions_budget, int64_t total, int64_t nwords, int64_t longest):
         """The options checked and set, for words of total bytes, nwords of them, the longest (count > 0) longest
         bytes (_setup's and _setup_from_run's)."""
         if heap_slack < 0:
