@@ -188,11 +188,15 @@ words = st.dictionaries(st.binary(min_size=1, max_size=8).filter(lambda b: b.cou
 
 
 @settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(counts=words, n=st.integers(0, 60), narrow=st.booleans(), max_token_length=st.sampled_from([None, 2, 3]))
-def test_engine_from_run_makes_the_merges_of_the_arrays(tmp_path, counts, n, narrow, max_token_length):
+@given(counts=words, n=st.integers(0, 60), narrow=st.booleans(), max_token_length=st.sampled_from([None, 2, 3]),
+       positions_budget=st.sampled_from([None, 0, 3, 40]))
+def test_engine_from_run_makes_the_merges_of_the_arrays(tmp_path, counts, n, narrow, max_token_length,
+                                                        positions_budget):
+    # (positions_budget: the engine of a run under a positions budget, as a 5 GB corpus has both, against the
+    # unbounded engine of the arrays)
     options = dict(max_token_length=max_token_length, narrow=narrow, max_merges=n)
     want = engine_results(MergeEngine(*table_of(counts), **options), n)
-    got = engine_results(from_run(counts, tmp_path / "r", **options), n)
+    got = engine_results(from_run(counts, tmp_path / "r", positions_budget=positions_budget, **options), n)
     assert got == want
 
 
@@ -202,6 +206,10 @@ def test_engine_from_run_of_the_real_words(tmp_path):
     want = engine_results(MergeEngine(*counts_to_arrays(counts), max_merges=300), 300)
     got = engine_results(from_run(counts, tmp_path / "r", max_merges=300), 300)
     assert got == want and len(got[0]) == 300
+    bounded = from_run(counts, tmp_path / "b", max_merges=300, positions_budget=500)
+    assert engine_results(bounded, 300) == want
+    memory = bounded.memory()
+    assert memory["bounded"] and memory["rescans"] > 0 and memory["mismatched"] == 0
     empty = from_run({}, tmp_path / "e", max_merges=10)       # no word: no merge, as for empty arrays
     assert engine_results(empty, 10) == ([], [])
 
