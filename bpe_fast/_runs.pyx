@@ -4,9 +4,10 @@
 """The k-way merge of sorted runs of counts (see _runs.pxd for the format and a worked example): the runs read a
 buffer at a time, their entries merged in key order, equal keys' counts summed, the result written as one run;
 never a whole table in memory. The Python layer (spill.py) opens and names the files."""
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
 
+from bpe_fast._heap cimport HeapEntry, heap_make, heap_sift_down
 from bpe_fast._runs cimport (RunReader, RunWriter, key_cmp_after, run_close, run_next, run_open, run_put, run_start,
                              run_stop, run_problem)
 
@@ -16,28 +17,16 @@ cdef extern from *:
     bint __builtin_mul_overflow(int64_t a, int64_t b, int64_t* out) noexcept nogil
 
 
-cdef inline bint _less(RunReader* readers, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-    """Whether reader i's key comes before reader j's (equal keys: the lower index first, for a stable order): by
-    their first 8 bytes' prefixes, most often, else by their bytes."""
-    if readers[i].prefix != readers[j].prefix:
-        return readers[i].prefix < readers[j].prefix
-    cdef int c = key_cmp_after(readers[i].key, readers[i].length, readers[j].key, readers[j].length, 8)
-    return c < 0 or (c == 0 and i < j)
-
-
-cdef inline void _sift_down(RunReader* readers, Py_ssize_t* heap, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
-    cdef Py_ssize_t child, top = heap[k]
-    while True:
-        child = 2 * k + 1
-        if child >= n:
-            break
-        if child + 1 < n and _less(readers, heap[child + 1], heap[child]):
-            child += 1
-        if not _less(readers, heap[child], top):
-            break
-        heap[k] = heap[child]
-        k = child
-    heap[k] = top
+cdef inline bint _reader_first(void* ctx, HeapEntry x, HeapEntry y) noexcept nogil:
+    """A HeapOrder over readers (ctx: the RunReader array; an entry's id is a reader's index): the smaller key
+    first, equal keys the lower index first (a stable order)."""
+    cdef RunReader* readers = <RunReader*>ctx
+    cdef RunReader* i = &readers[x.id]
+    cdef RunReader* j = &readers[y.id]
+    if i.prefix != j.prefix:            # by their first 8 bytes' prefixes, most often, else by their bytes
+        return i.prefix < j.prefix
+    cdef int c = key_cmp_after(i.key, i.length, j.key, j.length, 8)
+    return c < 0 or (c == 0 and x.id < y.id)
 
 
 def merge_runs(list fds, int out_fd):
@@ -51,7 +40,7 @@ def merge_runs(list fds, int out_fd):
     for fd in fds:
         fdv.push_back(fd)
     cdef vector[RunReader] readers
-    cdef vector[Py_ssize_t] heap
+    cdef vector[HeapEntry] heap          # the readers not at their end, by their current key
     readers.resize(n)
     heap.resize(n + 1)
     cdef RunWriter writer
@@ -74,19 +63,19 @@ def merge_runs(list fds, int out_fd):
                 if got < 0:
                     bad = k
                 elif got > 0:
-                    heap[live] = k
+                    heap[live].key = 0
+                    heap[live].id = <int32_t>k
                     live += 1
         if bad < 0 and werr == 0:
-            for k in range(live // 2 - 1, -1, -1):
-                _sift_down(readers.data(), heap.data(), live, k)
+            heap_make(heap.data(), live, _reader_first, readers.data())
         while bad < 0 and live > 0:
-            top = heap[0]
+            top = heap[0].id
             length = readers[top].length
             prefix = readers[top].prefix
             key.assign(readers[top].key, readers[top].key + length)
             total = 0
             while live > 0:
-                top = heap[0]
+                top = heap[0].id
                 if readers[top].prefix != prefix or key_cmp_after(key.data(), length, readers[top].key,
                                                                   readers[top].length, 8) != 0:
                     break
@@ -100,7 +89,7 @@ def merge_runs(list fds, int out_fd):
                     live -= 1
                     heap[0] = heap[live]
                 if live > 0:
-                    _sift_down(readers.data(), heap.data(), live, 0)
+                    heap_sift_down(heap.data(), live, 0, _reader_first, readers.data())
             if bad >= 0:
                 break
             run_put(&writer, key.data(), length, total)
