@@ -227,20 +227,15 @@ cdef extern from *:
         std::vector<uint8_t>().swap(r->prev);
     }
 
-    // spans (any struct with start, length and head: load_head's first 8 bytes, little-endian) sorted by their
-    // keys' bytes, in arena, as bpe_key_cmp orders them
-    template <class S> struct BpeSpanLess {
-        const uint8_t* arena;
-        bool operator()(const S& a, const S& b) const {
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            uint64_t x = __builtin_bswap64(a.head), y = __builtin_bswap64(b.head);
-            if (x != y) return x < y;       // the first 8 bytes differ (zero padding sorts as a shorter key does)
-    #endif
-            return bpe_key_cmp(arena + a.start, (uint32_t)a.length, arena + b.start, (uint32_t)b.length) < 0;
+    // the reader at the first entry of the run on fd, read again from its start (lseek): as bpe_run_next (1, 0 at
+    // an empty run's end, -1 with problem set); a descriptor that cannot seek (a pipe) is BPE_RUN_IO
+    static inline int bpe_run_rewind(BpeRunReader* r, int fd) {
+        if (lseek(fd, 0, SEEK_SET) != 0) {
+            r->problem = BPE_RUN_IO; r->err = errno ? errno : EIO;
+            return -1;
         }
-    };
-    template <class S> static inline void bpe_sort_spans(S* p, size_t n, const uint8_t* arena) {
-        std::sort(p, p + n, BpeSpanLess<S>{arena});
+        if (!bpe_run_start(r, fd)) return -1;
+        return bpe_run_next(r);
     }
 
     // the spans' order by their keys' bytes, as keys[0:n] (16 bytes each: the caller's room, a counter's hash
@@ -297,7 +292,7 @@ cdef extern from *:
     bint run_start "bpe_run_start" (RunReader* r, int fd) noexcept nogil
     int run_next "bpe_run_next" (RunReader* r) noexcept nogil
     void run_stop "bpe_run_stop" (RunReader* r) noexcept nogil
-    void sort_spans "bpe_sort_spans" [S](S* p, size_t n, const uint8_t* arena) noexcept nogil
+    int run_rewind "bpe_run_rewind" (RunReader* r, int fd) noexcept nogil
     cdef struct SortKey "BpeSortKey":
         uint64_t prefix
         uint32_t next

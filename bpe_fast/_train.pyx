@@ -100,8 +100,7 @@ from bpe_fast._hashing cimport (EMPTY_INDEX, ROLLING_BASE, Slot, mix64, next_slo
 from bpe_fast._heap cimport HeapEntry, heap_make, heap_pop, heap_sift_up
 from bpe_fast._revec cimport ReVec, assign_or_end, huge_pages, push_or_end, refill_or_end, resize_or_end
 from bpe_fast._threads cimport run_in_threads
-from bpe_fast._runs cimport RunReader, run_next, run_problem as describe_run, run_start, run_stop
-from posix.unistd cimport lseek, SEEK_SET
+from bpe_fast._runs cimport RunReader, run_next, run_problem as describe_run, run_rewind, run_stop
 
 
 ctypedef fused slot_t:     # a slot: int16 in a narrow engine, else int32
@@ -417,10 +416,7 @@ cdef class MergeEngine:
         try:
             bucket.assign(SMALL_FREQ, 0)
             with nogil:
-                if lseek(fd, 0, SEEK_SET) != 0 or not run_start(&reader, fd):
-                    got = -1
-                else:
-                    got = run_next(&reader)
+                got = run_rewind(&reader, fd)
                 while got > 0:
                     n = reader.length
                     c = reader.count
@@ -489,7 +485,7 @@ cdef class MergeEngine:
         if got < 0:                       # (busy stays set: this engine is unfinished, and every call refuses)
             raise ValueError(f"{name}: this run of counts {describe_run(problem, err)}")
         if got > 0:
-            raise RuntimeError("the run changed between its two readings")
+            raise RuntimeError(f"{name}: the run of counts changed between its two readings")
         self.busy = False
         vector[int64_t]().swap(bucket)
         vector[uint8_t]().swap(large_bytes)
@@ -511,10 +507,7 @@ cdef class MergeEngine:
         sym[0] = SENT
         for k in range(<int64_t>large[0].size()):
             small_end -= large_at[0][large[0][k].id + 1] - large_at[0][large[0][k].id] + 1
-        if lseek(fd, 0, SEEK_SET) != 0 or not run_start(&reader, fd):
-            got = -1
-        else:
-            got = run_next(&reader)
+        got = run_rewind(&reader, fd)
         while got > 0:
             n = reader.length
             c = reader.count
@@ -1921,13 +1914,15 @@ cdef class MergeEngine:
             pid = table[slot].pid
             n = table[slot].n
             got = <int64_t>found[slot] + found[cap + slot]
+            if got > n:                     # (pocc too low: not so, unless a bug; the two ends may overlap)
+                self.mismatched += got - n
+                self.plen[pid] = <int32_t>n
+                continue
             if found[cap + slot]:
                 _reverse(arena + table[slot].start + n - found[cap + slot], found[cap + slot])
                 if got < n:                 # (pocc too high: not so, unless a bug; the hole closed)
                     memmove(arena + table[slot].start + found[slot], arena + table[slot].start + n - found[cap + slot],
                             found[cap + slot] * sizeof(int32_t))
-            if got > n:                     # (pocc too low: the two ends overwrote each other's; not so either)
-                got = n
             self.plen[pid] = <int32_t>got
             self.mismatched += n - got      # (occurrences not found)
             self.garbage += n - got
@@ -1974,12 +1969,13 @@ cdef class MergeEngine:
                     slot = mix64(key) & mask
                     while table[slot].key != key and table[slot].key != WANT_EMPTY:
                         slot = (slot + 1) & mask
-                    if table[slot].key == key and found[slot] < table[slot].n:
-                        if forward:
-                            arena[table[slot].start + found[slot]] = <int32_t>i
-                        else:
-                            arena[table[slot].start + table[slot].n - 1 - found[slot]] = <int32_t>i
-                        found[slot] += 1
+                    if table[slot].key == key:
+                        if found[slot] < table[slot].n:
+                            if forward:
+                                arena[table[slot].start + found[slot]] = <int32_t>i
+                            else:
+                                arena[table[slot].start + table[slot].n - 1 - found[slot]] = <int32_t>i
+                        found[slot] += 1        # (past n too: _rescan counts them in mismatched)
             i = j
 
     def finish(self):

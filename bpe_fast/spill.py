@@ -14,8 +14,10 @@ from .pretokenize import ChunkCounter
 from ._types import Table
 
 # the bytes a counter's table may fill before it spills: train_bpe counts in a thread and num_processes - 1
-# workers, so 2 processes hold at most about twice this (the real corpus, 330 MB, and 500 MB of web-like text stay
-# under it: they take the path they took before)
+# workers, so N processes hold about N times this while they count (the real corpus, 330 MB, and 500 MB of web-like
+# text stay under it: they take the path they took before). When none spilled, the workers' tables are then added
+# into the caller's, which is not checked against the budget: with many processes each just under it, their sum
+# can pass it
 DEFAULT_COUNT_BUDGET = 1 << 30
 BUDGET_ENV = "BPE_FAST_COUNT_BUDGET"        # bytes, to change it (tests force tiny budgets with it)
 
